@@ -1,0 +1,13 @@
+# Vocabulary overlap between source and target tokenizers after canonicalization (FOCUS App. B).
+
+
+rule compute_overlap:
+    input:
+        model=source_model_dir,
+        tokenizer="results/tokenizers/{target}",
+    output:
+        overlap="results/overlap/{source}/{target}.parquet",
+    log:
+        "logs/compute_overlap/{source}/{target}.log",
+    script:
+        "../workflow_scripts/compute_overlap.py"

@@ -1,0 +1,16 @@
+# Target tokenizers: SentencePiece Unigram per target language, XLM-R layout (FOCUS App. A).
+
+
+rule train_tokenizer:
+    input:
+        corpus="results/corpus/{target}/train.parquet",
+    output:
+        tokenizer=directory("results/tokenizers/{target}"),
+    params:
+        spec=config["tokenizer"],
+    log:
+        "logs/train_tokenizer/{target}.log",
+    benchmark:
+        "benchmarks/out/train_tokenizer/{target}.tsv"
+    script:
+        "../workflow_scripts/train_tokenizer.py"

@@ -1,0 +1,60 @@
+"""Shared types of the initialization methods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..token_fasttext import TokenVectors
+
+#: Provenance labels of a target row, written to ``<method>.provenance.parquet``.
+SPECIAL, COPIED, COMBINED, MAPPED, RANDOM = "special", "copied", "combined", "mapped", "random"
+
+
+@dataclass
+class TransferInputs:
+    """Everything a method may read; the workflow loads only what the method declares it needs.
+
+    ``source_matrix`` is the source input-embedding matrix, with the MLM head's output bias as
+    an extra last column when the source model has one (so every row-wise combination applies to
+    a token's embedding and its bias alike; see the README, "Output bias").
+    """
+
+    source_matrix: torch.Tensor  # [V_s, d(+1)]
+    target_vocab_size: int
+    overlap: pd.DataFrame  # columns of vocab_transfer.overlap.OVERLAP_SCHEMA
+    target_tokens: list[str] = field(default_factory=list)
+    aux: TokenVectors | None = None  # target-token fastText vectors (FOCUS)
+
+
+@dataclass
+class EmbeddingInit:
+    """A method's result: one row per target token, and where each row came from."""
+
+    matrix: torch.Tensor  # [V_t, d(+1)]
+    provenance: np.ndarray  # [V_t] str, one of the labels above
+    n_sources: np.ndarray  # [V_t] int: source rows combined into this row (0 for random rows)
+
+    def __post_init__(self) -> None:
+        n = self.matrix.shape[0]
+        if len(self.provenance) != n or len(self.n_sources) != n:
+            raise ValueError("provenance and n_sources must have one entry per target token")
+
+
+def normal_like(source: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
+    """``n`` rows from N(mean, std) per dimension of ``source`` (FOCUS App. B, WECHSEL §3, focus.md fn. 9)."""
+    mean, std = source.mean(0), source.std(0)
+    return mean + std * torch.randn(n, source.shape[1], generator=generator, dtype=source.dtype)
+
+
+def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, source: torch.Tensor,
+              overlap: pd.DataFrame) -> None:
+    """Copy the source rows of overlapping tokens (FOCUS eq. 1), in place."""
+    t = torch.as_tensor(overlap["target_id"].to_numpy(), dtype=torch.long)
+    s = torch.as_tensor(overlap["source_id"].to_numpy(), dtype=torch.long)
+    matrix[t] = source[s]
+    provenance[t.numpy()] = np.where(overlap["match"].to_numpy() == "special", SPECIAL, COPIED)
+    n_sources[t.numpy()] = 1

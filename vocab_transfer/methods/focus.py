@@ -1,0 +1,73 @@
+"""FOCUS (Dobler & de Melo 2023, focus.md §2, Appendix B)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..overlap import restrict_overlap
+from ..sparsemax import topk_sparsemax
+from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
+
+
+def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
+               overlap_source_ids: torch.Tensor, target_vectors: torch.Tensor, has_vector: torch.Tensor, *,
+               seed: int, topk: int = 64, batch_size: int = 4096, progress: bool = False,
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """FOCUS embeddings for a target vocabulary.
+
+    - overlapping tokens O copy their source row (eq. 1);
+    - each additional token a ∈ A with an auxiliary vector gets ``Σ_o sparsemax(c_a)_o · e_o^s``
+      (eqs. 2-6), where ``c_a`` are cosine similarities of auxiliary (token-level fastText) vectors
+      between a and the overlapping tokens that have one;
+    - additional tokens without an auxiliary vector (below fastText's minCount) are drawn from
+      N(mean, std) of the source matrix per dimension (Appendix B).
+
+    The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to
+    a full sort for rows whose support is wider); rows are processed in ``batch_size`` chunks, so
+    memory stays at ``batch_size × |O|`` similarities. Returns ``(matrix [V_t, d],
+    kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources [V_t])``.
+    """
+    g = torch.Generator().manual_seed(seed)
+    out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
+    kind = torch.full((target_vocab_size,), 2, dtype=torch.int8)
+    n_sources = torch.zeros(target_vocab_size, dtype=torch.long)
+    out[overlap_target_ids] = source[overlap_source_ids]
+    kind[overlap_target_ids], n_sources[overlap_target_ids] = 0, 1
+
+    in_overlap = torch.zeros(target_vocab_size, dtype=torch.bool)
+    in_overlap[overlap_target_ids] = True
+    anchor = has_vector[overlap_target_ids]
+    anchor_t, anchor_s = overlap_target_ids[anchor], overlap_source_ids[anchor]
+    additional = (~in_overlap & has_vector).nonzero(as_tuple=True)[0]
+    if len(anchor_t) == 0:
+        additional = additional[:0]  # nothing to combine: every additional token falls back to random
+    x = torch.nn.functional.normalize(target_vectors.float(), dim=1)
+    x_anchor_t = x[anchor_t].T.contiguous()
+    e_anchor = source[anchor_s]
+    for start in tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
+        rows = additional[start:start + batch_size]
+        sims = x[rows] @ x_anchor_t  # eq. 2-3
+        w, idx = topk_sparsemax(sims, topk)  # eq. 4-5
+        out[rows] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_anchor[idx])  # eq. 6
+        kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
+
+    rand = (kind == 2).nonzero(as_tuple=True)[0]
+    out[rand] = normal_like(source, len(rand), g)
+    return out, kind, n_sources
+
+
+def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", topk: int = 64,
+               batch_size: int = 4096) -> EmbeddingInit:
+    """Config adapter: ``kind: focus``; ``overlap: full | symbolic`` (Table 4 "Symbolic Overlap")."""
+    if inputs.aux is None:
+        raise ValueError("FOCUS needs auxiliary token vectors (the fastText stage)")
+    ov = restrict_overlap(inputs.overlap, overlap)
+    matrix, kind, n_sources = focus_init(
+        inputs.source_matrix, inputs.target_vocab_size, torch.as_tensor(ov["target_id"].to_numpy()),
+        torch.as_tensor(ov["source_id"].to_numpy()), inputs.aux.vectors, inputs.aux.has_vector, seed=seed,
+        topk=topk, batch_size=batch_size, progress=True)
+    provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
+    provenance[ov.loc[ov["match"] == "special", "target_id"].to_numpy()] = SPECIAL
+    return EmbeddingInit(matrix, provenance, n_sources.numpy())

@@ -1,0 +1,27 @@
+"""Plots written as PNG next to the tables (matplotlib, headless)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .io import atomic_path  # noqa: E402
+
+
+def plot_curve(curve: pd.DataFrame, path: str, *, title: str, hline: float | None = None) -> None:
+    """Training and held-out MLM loss against steps."""
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    ax.plot(curve["step"], curve["train_loss"], label="train (mean since last log)")
+    ax.plot(curve["step"], curve["heldout_loss"], marker="o", label="held-out")
+    if hline is not None:
+        ax.axhline(hline, ls="--", c="grey", label="ln |V| (uniform)")
+    ax.set(xlabel="optimizer step", ylabel="MLM loss (nats)", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)

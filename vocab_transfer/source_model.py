@@ -1,0 +1,165 @@
+"""Source models: a hub/local masked LM, or a small XLM-R-architecture MLM pretrained by the pipeline."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from transformers import (
+    AutoModelForMaskedLM,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+    XLMRobertaConfig,
+    XLMRobertaForMaskedLM,
+)
+
+from .mlm import mask_tokens, mlm_loss
+
+log = logging.getLogger(__name__)
+
+
+class TokenizerModelMismatch(ValueError):
+    """The tokenizer has ids that the model's embedding matrix has no row for (or vice versa)."""
+
+
+def build_xlmr_mlm(tokenizer: PreTrainedTokenizerBase, *, hidden_size: int, num_layers: int, num_heads: int,
+                   intermediate_size: int, max_position_embeddings: int, seed: int, dropout: float = 0.1,
+                   ) -> XLMRobertaForMaskedLM:
+    """A freshly initialized XLM-R-architecture masked LM sized by the arguments (seeded)."""
+    config = XLMRobertaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=num_layers,
+        num_attention_heads=num_heads, intermediate_size=intermediate_size,
+        max_position_embeddings=max_position_embeddings + 2,  # XLM-R offsets positions by pad_id + 1
+        pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
+        tie_word_embeddings=True)
+    torch.manual_seed(seed)
+    return XLMRobertaForMaskedLM(config)
+
+
+def pretrain_mlm(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, train: torch.Tensor,
+                 heldout: torch.Tensor, *, steps: int, batch_size: int, lr: float, warmup_ratio: float,
+                 weight_decay: float, eval_every: int, seed: int, mask_prob: float = 0.15,
+                 clip_norm: float = 1.0) -> pd.DataFrame:
+    """Train ``model`` with the MLM objective on packed ``train`` blocks (AdamW, linear warmup then
+    linear decay, gradient clipping). Returns the curve: one row per logged step with the training
+    loss (mean since the last log) and held-out loss (fixed masks), starting at step 0."""
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.98), eps=1e-6)
+    warmup = max(1, int(warmup_ratio * steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
+    rows, running, n_running, t0 = [], 0.0, 0, time.time()
+
+    def evaluate(step: int) -> None:
+        held = mlm_loss(model, heldout, tokenizer, seed=seed + 1, mask_prob=mask_prob)["mlm_loss"]
+        train_loss = running / n_running if n_running else float("nan")
+        rows.append({"step": step, "samples": step * batch_size, "train_loss": train_loss, "heldout_loss": held,
+                     "lr": sched.get_last_lr()[0], "elapsed_s": time.time() - t0})
+        rate = step / max(time.time() - t0, 1e-9)
+        eta = (steps - step) / rate if rate > 0 else float("nan")
+        log.info("step %d/%d train %.3f held-out %.3f (%.2f steps/s, ETA %.0f s)", step, steps, train_loss, held,
+                 rate, eta)
+        model.train()
+
+    evaluate(0)
+    order = torch.randperm(len(train), generator=g)
+    pos = 0
+    for step in range(1, steps + 1):
+        if pos + batch_size > len(order):
+            order, pos = torch.randperm(len(train), generator=g), 0
+        batch = train[order[pos:pos + batch_size]]
+        pos += batch_size
+        inputs, labels = mask_tokens(batch, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
+                                     special_ids=tokenizer.all_special_ids, generator=g, mask_prob=mask_prob)
+        loss = masked_lm_loss(model, inputs, labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        running, n_running = running + loss.item(), n_running + 1
+        if step % eval_every == 0 or step == steps:
+            evaluate(step)
+            running, n_running = 0.0, 0
+    model.eval()
+    curve = pd.DataFrame(rows)
+    curve.attrs["ln_vocab"] = math.log(len(tokenizer))
+    return curve
+
+
+def masked_lm_loss(model: PreTrainedModel, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """MLM cross-entropy that runs the LM head on the masked positions only (≈15% of them).
+
+    Same value as ``model(input_ids, labels=labels).loss``; for RoBERTa/XLM-R (``lm_head``) and
+    BERT (``cls``) heads it skips ~85% of the vocabulary projection. Other heads use the full path.
+    """
+    head = getattr(model, "lm_head", None) or getattr(model, "cls", None)
+    if head is None:
+        return model(input_ids=inputs, labels=labels).loss
+    hidden = model.base_model(input_ids=inputs).last_hidden_state
+    keep = labels != -100
+    logits = head(hidden[keep])
+    return torch.nn.functional.cross_entropy(logits.float(), labels[keep])
+
+
+def load_source_model(path: str) -> PreTrainedModel:
+    """Load a masked LM saved with ``save_pretrained`` (or named by hub id when the config asks for one)."""
+    return AutoModelForMaskedLM.from_pretrained(path)
+
+
+def model_vocab_size(model_dir: str | Path) -> int:
+    """Rows of the embedding matrix, read from ``config.json`` without loading weights."""
+    return int(json.loads((Path(model_dir) / "config.json").read_text())["vocab_size"])
+
+
+def check_tokenizer_matches(tokenizer_len: int, embedding_rows: int, *, name: str,
+                            allow_padded_embeddings: bool = False) -> None:
+    """Raise :class:`TokenizerModelMismatch` unless every token id has exactly one embedding row.
+
+    Models whose matrix is padded beyond the tokenizer (e.g. to a multiple of 64) pass with
+    ``allow_padded_embeddings``; a tokenizer larger than the matrix never passes.
+    """
+    if tokenizer_len > embedding_rows or (tokenizer_len < embedding_rows and not allow_padded_embeddings):
+        raise TokenizerModelMismatch(
+            f"source {name!r}: tokenizer has {tokenizer_len} tokens but the model's embedding matrix has "
+            f"{embedding_rows} rows; the tokenizer does not belong to this model"
+            + ("" if tokenizer_len > embedding_rows else " (set allow_padded_embeddings: true if the matrix is "
+               "padded on purpose)"))
+
+
+def embedding_matrix(model: PreTrainedModel) -> torch.Tensor:
+    """The input embeddings with the MLM head's output bias appended as the last column (if it has one)."""
+    emb = model.get_input_embeddings().weight.detach()
+    out = model.get_output_embeddings()
+    bias = getattr(out, "bias", None) if out is not None else None
+    return emb.clone() if bias is None else torch.cat([emb, bias.detach()[:, None]], 1)
+
+
+def has_output_bias(model: PreTrainedModel) -> bool:
+    out = model.get_output_embeddings()
+    return out is not None and getattr(out, "bias", None) is not None
+
+
+def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None
+                      ) -> PreTrainedModel:
+    """Swap the vocabulary of ``source`` (in place): new input embeddings (tied output embeddings),
+    new output bias; every other weight is the source's (FOCUS §3.1: all layers but the embeddings)."""
+    source.resize_token_embeddings(embeddings.shape[0], mean_resizing=False)
+    with torch.no_grad():
+        source.get_input_embeddings().weight.copy_(embeddings)
+        out = source.get_output_embeddings()
+        if bias is not None:
+            out.bias.copy_(bias)
+        if not source.config.tie_word_embeddings and out is not None:
+            out.weight.copy_(embeddings)
+    return source

@@ -1,0 +1,17 @@
+"""Download a hub source model into resources/ (runs only when the config names a hub id)."""
+
+from vocab_transfer.io import atomic_path
+from vocab_transfer.workflow import setup_job
+
+
+def main(repo, out_dir, log_path):
+    log = setup_job(log_path)
+    from huggingface_hub import snapshot_download
+
+    with atomic_path(out_dir, directory=True) as tmp:
+        snapshot_download(repo, local_dir=str(tmp),
+                          allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
+    log.info("downloaded %s to %s", repo, out_dir)
+
+
+main(snakemake.params.repo, snakemake.output.model, snakemake.log[0])

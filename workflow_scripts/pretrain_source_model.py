@@ -1,0 +1,44 @@
+"""Pretrain the small XLM-R-architecture source MLM on its languages (rule pretrain_source_model)."""
+
+import math
+
+import torch
+
+from vocab_transfer.corpus import read_corpus
+from vocab_transfer.io import atomic_path, write_parquet
+from vocab_transfer.mlm import pack_texts
+from vocab_transfer.plots import plot_curve
+from vocab_transfer.source_model import build_xlmr_mlm, pretrain_mlm
+from vocab_transfer.tokenizer import load_tokenizer
+from vocab_transfer.workflow import setup_job
+
+
+def main(tokenizer_dir, corpora, spec, seed, model_dir, curve_path, plot_path, log_path, threads):
+    log = setup_job(log_path, threads)
+    tok = load_tokenizer(tokenizer_dir)
+    train_cfg = spec["training"]
+    seq_len = train_cfg["seq_len"]
+    train = torch.cat([pack_texts(read_corpus(p)["text"].tolist(), tok, seq_len) for p in corpora])
+    heldout = torch.cat([pack_texts(read_corpus(p.replace("train.parquet", "heldout.parquet"))["text"].tolist(),
+                                    tok, seq_len) for p in corpora])
+    g = torch.Generator().manual_seed(seed)
+    heldout = heldout[torch.randperm(len(heldout), generator=g)[: train_cfg.get("eval_sequences", 64)]]
+    log.info("packed %d training and %d held-out sequences of %d tokens", len(train), len(heldout), seq_len)
+    model = build_xlmr_mlm(tok, max_position_embeddings=seq_len, seed=seed, **spec["model"])
+    log.info("model: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
+    curve = pretrain_mlm(model, tok, train, heldout, seed=seed, steps=train_cfg["steps"],
+                         batch_size=train_cfg["batch_size"], lr=train_cfg["lr"],
+                         warmup_ratio=train_cfg["warmup_ratio"], weight_decay=train_cfg["weight_decay"],
+                         eval_every=train_cfg["eval_every"])
+    log.info("held-out MLM loss %.3f -> %.3f (ln |V| = %.3f)", curve.heldout_loss.iloc[0],
+             curve.heldout_loss.iloc[-1], math.log(len(tok)))
+    with atomic_path(model_dir, directory=True) as tmp:
+        model.save_pretrained(str(tmp))
+        tok.save_pretrained(str(tmp))
+    write_parquet(curve, curve_path)
+    plot_curve(curve, plot_path, title=f"source MLM pretraining ({len(corpora)} languages)",
+               hline=math.log(len(tok)))
+
+
+main(snakemake.input.tokenizer, list(snakemake.input.corpora), snakemake.params.spec, snakemake.params.seed,
+     snakemake.output.model, snakemake.output.curve, snakemake.output.plot, snakemake.log[0], snakemake.threads)

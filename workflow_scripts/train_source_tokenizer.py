@@ -1,0 +1,23 @@
+"""Multilingual SentencePiece Unigram tokenizer for a source model pretrained here."""
+
+from vocab_transfer.corpus import read_corpus
+from vocab_transfer.io import atomic_path
+from vocab_transfer.tokenizer import train_unigram_tokenizer
+from vocab_transfer.workflow import setup_job
+
+
+def main(corpora, spec, out_dir, log_path):
+    log = setup_job(log_path)
+    cap = spec["tokenizer"].get("max_docs_per_language")
+    texts = []
+    for path in corpora:
+        docs = read_corpus(path)["text"].tolist()[:cap]
+        log.info("%s: %d documents", path, len(docs))
+        texts.extend(docs)
+    tok = train_unigram_tokenizer(texts, spec["tokenizer"]["vocab_size"])
+    log.info("trained %d tokens", len(tok))
+    with atomic_path(out_dir, directory=True) as tmp:
+        tok.save_pretrained(str(tmp))
+
+
+main(list(snakemake.input.corpora), snakemake.params.spec, snakemake.output.tokenizer, snakemake.log[0])
