@@ -5,7 +5,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# config.yaml is the embedded default; a --configfile (e.g. configs/focus.yaml) replaces it instead of
+# being merged into it, so a paper config never inherits the demo's languages or methods.
+if not workflow.config_settings.configfiles:
+
+    configfile: "config.yaml"
 
 
 include: "rules/common.smk"

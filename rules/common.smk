@@ -7,11 +7,11 @@ from vocab_transfer.config import ConfigError, check_config, local_model_dir, so
 from vocab_transfer.methods import METHODS
 
 
-validate(config, "../schemas/config.schema.yaml")
 try:
-    check_config(config)
+    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
+validate(config, "../schemas/config.schema.yaml")  # fills in the schema's defaults
 
 SOURCES = list(config["sources"])
 TARGETS = list(config["targets"])
@@ -26,13 +26,19 @@ wildcard_constraints:
     split="train|heldout",
 
 
+def canonical(obj):
+    """A config section as a params value: JSON with sorted keys, so reordering YAML keys reruns nothing
+    (Snakemake compares params by their repr). Scripts read it with json.loads."""
+    return json.dumps(obj, sort_keys=True)
+
+
 def corpus_spec(wildcards):
-    return config["corpora"][wildcards.lang]
+    return canonical(config["corpora"][wildcards.lang])
 
 
 def pretrain_spec(wildcards):
     """The `pretrain` recipe of a source (only sources that are pretrained here have one)."""
-    return config["sources"][wildcards.source]["pretrain"]
+    return canonical(config["sources"][wildcards.source]["pretrain"])
 
 
 def source_model_dir(wildcards):
@@ -45,7 +51,8 @@ def source_model_dir(wildcards):
 
 
 def source_corpora(wildcards):
-    return [f"results/corpus/{lang}/train.parquet" for lang in pretrain_spec(wildcards)["languages"]]
+    languages = config["sources"][wildcards.source]["pretrain"]["languages"]
+    return [f"results/corpus/{lang}/train.parquet" for lang in languages]
 
 
 def method_spec(wildcards):
@@ -54,7 +61,7 @@ def method_spec(wildcards):
 
 def method_params(wildcards):
     """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
-    return json.dumps({k: v for k, v in method_spec(wildcards).items() if k != "label"}, sort_keys=True)
+    return canonical({k: v for k, v in method_spec(wildcards).items() if k != "label"})
 
 
 def init_inputs(wildcards):
@@ -77,11 +84,11 @@ def init_eval_results(wildcards=None):
 
 def table_metadata():
     """Row labels and Table 4's column groups, passed to the table rule as params."""
-    return {
+    return canonical({
         "method_labels": {m: spec.get("label", m) for m, spec in config["methods"].items()},
         "in_pretraining": {s: source_languages(spec) for s, spec in config["sources"].items()},
         "targets": TARGETS,
-    }
+    })
 
 
 def source_hub_id(wildcards):

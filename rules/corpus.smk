@@ -7,8 +7,8 @@ rule prepare_corpus:
         heldout="results/corpus/{lang}/heldout.parquet",
     params:
         spec=corpus_spec,
-        filter=config.get("corpus_filter", {}),
-        split=config.get("corpus_split", {}),
+        filter=canonical(config.get("corpus_filter", {})),
+        split=canonical(config.get("corpus_split", {})),
         seed=config["seed"],
     log:
         "logs/prepare_corpus/{lang}.log",

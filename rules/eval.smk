@@ -8,7 +8,7 @@ rule pack_heldout:
     output:
         blocks="results/eval_init/heldout/{target}.safetensors",
     params:
-        spec=config["eval"],
+        spec=canonical(config["eval"]),
     log:
         "logs/pack_heldout/{target}.log",
     script:
@@ -24,7 +24,7 @@ rule evaluate_init:
     output:
         result="results/eval_init/{source}/{target}/{method}.parquet",
     params:
-        spec=config["eval"],
+        spec=canonical(config["eval"]),
     threads: 1
     log:
         "logs/evaluate_init/{source}/{target}/{method}.log",

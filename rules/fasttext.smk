@@ -9,7 +9,7 @@ rule train_fasttext:
         vectors="results/fasttext/{target}/vectors.safetensors",
         tokens="results/fasttext/{target}/tokens.parquet",
     params:
-        spec=config["fasttext"],
+        spec=canonical(config["fasttext"]),
         seed=config["seed"],
     threads: config["fasttext"].get("threads", 1)
     log:

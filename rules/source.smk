@@ -8,6 +8,7 @@ rule train_source_tokenizer:
         tokenizer=directory("results/source/{source}/tokenizer"),
     params:
         spec=pretrain_spec,
+    threads: 2
     log:
         "logs/train_source_tokenizer/{source}.log",
     benchmark:

@@ -7,7 +7,8 @@ rule train_tokenizer:
     output:
         tokenizer=directory("results/tokenizers/{target}"),
     params:
-        spec=config["tokenizer"],
+        spec=canonical(config["tokenizer"]),
+    threads: config["tokenizer"].get("threads", 2)
     log:
         "logs/train_tokenizer/{target}.log",
     benchmark:

@@ -29,9 +29,25 @@ def method_parameters(kind: str) -> set[str]:
     return {n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY and n != "seed"}
 
 
-def check_config(config: dict) -> None:
-    """Raise :class:`ConfigError` naming the first inconsistency (unknown language, method, parameter,
-    or a local source model whose tokenizer does not match its embedding matrix)."""
+def check_schema(config: dict, schema_path: str | Path) -> None:
+    """Validate ``config`` against the JSON schema; the error names the key path and the problem."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ConfigError(f"{where}: {error.message}")
+
+
+def check_config(config: dict, schema_path: str | Path | None = None) -> None:
+    """Raise :class:`ConfigError` naming the first problem: a schema violation (misspelled key, wrong
+    type, unknown method kind), an unknown language or method parameter, or a local source model
+    whose tokenizer does not match its embedding matrix."""
+    if schema_path is not None:
+        check_schema(config, schema_path)
     corpora = config["corpora"]
     for lang in config["targets"]:
         if lang not in corpora:

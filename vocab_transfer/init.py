@@ -22,12 +22,12 @@ from .token_fasttext import TokenVectors
 from .tokenizer import load_tokenizer
 
 
-def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[dict[str, torch.Tensor], dict]:
+def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Run ``method`` (``{"kind": ..., **params}``) on the artifacts in ``paths``.
 
     ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and,
     for methods that need them, ``vectors``. Returns the tensors to save (``embeddings`` and, if the
-    source has an MLM output bias, ``output_bias``) and per-token provenance columns.
+    source has an MLM output bias, ``output_bias``) and the per-token provenance table.
     """
     model = load_source_model(paths["model"])
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
@@ -47,9 +47,9 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     tensors = {"embeddings": result.matrix[:, :d].contiguous()}
     if has_output_bias(model):
         tensors["output_bias"] = result.matrix[:, d].contiguous()
-    provenance = {"target_id": list(range(len(target_tok))),
-                  "token": target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
-                  "provenance": result.provenance.astype(str), "n_sources": result.n_sources}
+    provenance = pd.DataFrame({"target_id": range(len(target_tok)),
+                               "token": target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
+                               "provenance": result.provenance.astype(str), "n_sources": result.n_sources})
     return tensors, provenance
 
 

@@ -1,5 +1,7 @@
 """Masked-LM loss of the transferred model right after initialization (rule evaluate_init)."""
 
+import json
+
 import pandas as pd
 
 from vocab_transfer.init import load_transferred_model
@@ -20,5 +22,5 @@ def main(model_dir, tokenizer_dir, emb_path, blocks_path, spec, wildcards, out_p
 
 
 main(snakemake.input.model, snakemake.input.tokenizer, snakemake.input.embeddings, snakemake.input.blocks,
-     snakemake.params.spec, {k: snakemake.wildcards[k] for k in ("source", "target", "method")},
+     json.loads(snakemake.params.spec), {k: snakemake.wildcards[k] for k in ("source", "target", "method")},
      snakemake.output.result, snakemake.log[0], snakemake.threads)

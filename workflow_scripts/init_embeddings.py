@@ -2,8 +2,6 @@
 
 import json
 
-import pandas as pd
-
 from vocab_transfer.init import initialize
 from vocab_transfer.io import write_parquet, write_tensors
 from vocab_transfer.workflow import setup_job
@@ -15,7 +13,7 @@ def main(inputs, method, seed, emb_path, prov_path, log_path, threads):
     tensors, provenance = initialize(inputs, method, seed=seed)
     log.info("%s: %s", method["kind"], provenance["provenance"].value_counts().to_dict())
     write_tensors(tensors, emb_path, metadata={"method": json.dumps(method), "seed": str(seed)})
-    write_parquet(pd.DataFrame(provenance), prov_path)
+    write_parquet(provenance, prov_path)
 
 
 main(dict(snakemake.input.items()), snakemake.params.method, snakemake.params.seed, snakemake.output.embeddings,

@@ -1,5 +1,7 @@
 """Collect init-time MLM losses into FOCUS Table 4 (rule make_init_table)."""
 
+import json
+
 import pandas as pd
 
 from vocab_transfer.io import write_text
@@ -17,5 +19,5 @@ def main(paths, meta, csv_path, md_path, log_path):
     log.info("table written to %s and %s\n%s", csv_path, md_path, md)
 
 
-main(list(snakemake.input.results), snakemake.params.meta, snakemake.output.csv, snakemake.output.md,
+main(list(snakemake.input.results), json.loads(snakemake.params.meta), snakemake.output.csv, snakemake.output.md,
      snakemake.log[0])

@@ -1,5 +1,7 @@
 """Pack a target language's held-out text into fixed-length sequences (rule pack_heldout)."""
 
+import json
+
 from vocab_transfer.corpus import read_corpus
 from vocab_transfer.io import write_tensors
 from vocab_transfer.mlm import pack_texts
@@ -15,5 +17,5 @@ def main(corpus, tokenizer_dir, spec, out_path, log_path):
     write_tensors({"input_ids": blocks}, out_path)
 
 
-main(snakemake.input.corpus, snakemake.input.tokenizer, snakemake.params.spec, snakemake.output.blocks,
+main(snakemake.input.corpus, snakemake.input.tokenizer, json.loads(snakemake.params.spec), snakemake.output.blocks,
      snakemake.log[0])

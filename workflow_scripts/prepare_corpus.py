@@ -1,5 +1,7 @@
 """Read, clean, filter and split one language's corpus (rule prepare_corpus)."""
 
+import json
+
 from vocab_transfer.corpus import build_corpus, write_corpus
 from vocab_transfer.workflow import setup_job
 
@@ -11,5 +13,5 @@ def main(spec, filter_cfg, split_cfg, seed, train_path, heldout_path, log_path):
     write_corpus(heldout, heldout_path)
 
 
-main(snakemake.params.spec, dict(snakemake.params.filter), dict(snakemake.params.split), snakemake.params.seed,
+main(json.loads(snakemake.params.spec), json.loads(snakemake.params.filter), json.loads(snakemake.params.split), snakemake.params.seed,
      snakemake.output.train, snakemake.output.heldout, snakemake.log[0])

@@ -1,5 +1,6 @@
 """Pretrain the small XLM-R-architecture source MLM on its languages (rule pretrain_source_model)."""
 
+import json
 import math
 
 import torch
@@ -40,5 +41,5 @@ def main(tokenizer_dir, corpora, spec, seed, model_dir, curve_path, plot_path, l
                hline=math.log(len(tok)))
 
 
-main(snakemake.input.tokenizer, list(snakemake.input.corpora), snakemake.params.spec, snakemake.params.seed,
+main(snakemake.input.tokenizer, list(snakemake.input.corpora), json.loads(snakemake.params.spec), snakemake.params.seed,
      snakemake.output.model, snakemake.output.curve, snakemake.output.plot, snakemake.log[0], snakemake.threads)

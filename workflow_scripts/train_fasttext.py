@@ -1,5 +1,7 @@
 """Token-level fastText vectors for a target tokenizer (rule train_fasttext)."""
 
+import json
+
 import pandas as pd
 
 from vocab_transfer.corpus import read_corpus
@@ -22,5 +24,5 @@ def main(corpus, tokenizer_dir, spec, seed, vectors_path, tokens_path, log_path,
                                 "count": tv.counts.numpy(), "has_vector": tv.has_vector.numpy()}), tokens_path)
 
 
-main(snakemake.input.corpus, snakemake.input.tokenizer, snakemake.params.spec, snakemake.params.seed,
+main(snakemake.input.corpus, snakemake.input.tokenizer, json.loads(snakemake.params.spec), snakemake.params.seed,
      snakemake.output.vectors, snakemake.output.tokens, snakemake.log[0], snakemake.threads)

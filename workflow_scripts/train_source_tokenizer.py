@@ -1,5 +1,7 @@
 """Multilingual SentencePiece Unigram tokenizer for a source model pretrained here."""
 
+import json
+
 from vocab_transfer.corpus import read_corpus
 from vocab_transfer.io import atomic_path
 from vocab_transfer.tokenizer import train_unigram_tokenizer
@@ -14,10 +16,12 @@ def main(corpora, spec, out_dir, log_path):
         docs = read_corpus(path)["text"].tolist()[:cap]
         log.info("%s: %d documents", path, len(docs))
         texts.extend(docs)
-    tok = train_unigram_tokenizer(texts, spec["tokenizer"]["vocab_size"])
+    cfg = spec["tokenizer"]
+    tok = train_unigram_tokenizer(texts, cfg["vocab_size"], character_coverage=cfg.get("character_coverage", 1.0),
+                                  num_threads=cfg.get("threads", 2), show_progress=True)
     log.info("trained %d tokens", len(tok))
     with atomic_path(out_dir, directory=True) as tmp:
         tok.save_pretrained(str(tmp))
 
 
-main(list(snakemake.input.corpora), snakemake.params.spec, snakemake.output.tokenizer, snakemake.log[0])
+main(list(snakemake.input.corpora), json.loads(snakemake.params.spec), snakemake.output.tokenizer, snakemake.log[0])

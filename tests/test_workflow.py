@@ -1,0 +1,140 @@
+"""The Snakemake workflow end to end on a tiny config, in a temporary working directory."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "data" / "tiny_config.yaml"
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+
+
+def snakemake(workdir: Path, *args: str, config: Path | None = None, check: bool = True):
+    cmd = [*SNAKEMAKE, *args, "--configfile", str(config or workdir / "config.yaml")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def planned_jobs(proc) -> dict[str, int]:
+    """Job counts from the 'Job stats' table of a dry run."""
+    out, jobs, inside = proc.stdout + proc.stderr, {}, False
+    for line in out.splitlines():
+        if line.startswith("job ") and "count" in line:
+            inside = True
+        elif inside and line.strip() and not line.startswith("-"):
+            name, *rest = line.split()
+            if name == "total":
+                break
+            jobs[name] = int(rest[0])
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("tiny")
+    shutil.copy(TINY, workdir / "config.yaml")
+    snakemake(workdir, "--cores", "2")
+    return workdir
+
+
+@pytest.mark.slow
+def test_tiny_dag_produces_table_and_artifacts(tiny_run):
+    table = pd.read_csv(tiny_run / "results/tables/init_mlm_loss.csv")
+    assert set(table.columns) >= {"language", "method", "mlm_loss", "in_source_pretraining"}
+    assert len(table) == 2 * 3
+    assert table.set_index("language")["in_source_pretraining"].to_dict() == {"de": True, "sw": False}
+    md = (tiny_run / "results/tables/init_mlm_loss.md").read_text()
+    assert "de (in)" in md and "sw (not in)" in md and "FOCUS" in md
+    # every intermediate opens with pandas or safetensors alone
+    for path in (tiny_run / "results").rglob("*"):
+        if path.suffix == ".parquet":
+            pd.read_parquet(path)
+        elif path.suffix == ".safetensors":
+            load_file(path)
+    prov = pd.read_parquet(tiny_run / "results/init/tiny/sw/focus.provenance.parquet")
+    assert set(prov["provenance"]) <= {"special", "copied", "combined", "random"}
+    assert (prov["provenance"] == "combined").any()
+    curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
+    assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+
+
+@pytest.mark.slow
+def test_rerun_has_nothing_to_do_and_param_change_reruns_only_that_method(tiny_run):
+    proc = snakemake(tiny_run, "-n", "--cores", "1")
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+    before = load_file(tiny_run / "results/init/tiny/sw/focus.safetensors")
+
+    config = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    config["methods"]["focus_symbolic"]["topk"] = 8
+    changed = tiny_run / "changed.yaml"
+    changed.write_text(yaml.safe_dump(config))
+    jobs = planned_jobs(snakemake(tiny_run, "-n", "--cores", "1", config=changed))
+    assert jobs == {"init_embeddings": 2, "evaluate_init": 2, "make_init_table": 1, "all": 1}, jobs
+    proc = snakemake(tiny_run, "-n", "--cores", "1", config=changed)
+    planned = re.findall(r"output: (results/init/\S+)\.safetensors", proc.stdout + proc.stderr)
+    assert sorted(planned) == ["results/init/tiny/de/focus_symbolic", "results/init/tiny/sw/focus_symbolic"]
+
+    # rerunning one init from scratch gives bit-identical tensors (same config, same seed)
+    target = "results/init/tiny/sw/focus.safetensors"
+    snakemake(tiny_run, target, "--cores", "1", "--forcerun", "init_embeddings", "--allowed-rules",
+              "init_embeddings")
+    after = load_file(tiny_run / target)
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def bad_config(tmp_path: Path, edit) -> subprocess.CompletedProcess:
+    config = yaml.safe_load(TINY.read_text())
+    edit(config)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = snakemake(tmp_path, "-n", "--cores", "1", config=path, check=False)
+    proc.stderr = proc.stdout + proc.stderr  # snakemake prints workflow errors to stdout
+    return proc
+
+
+def test_misspelled_key_is_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c.update(methdos=c.pop("methods")))
+    assert proc.returncode != 0 and "methdos" in proc.stderr
+
+
+def test_unknown_method_is_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["methods"].update(fancy={"kind": "fokus"}))
+    assert proc.returncode != 0 and "fokus" in proc.stderr
+
+
+def test_unknown_method_parameter_is_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["methods"]["focus"].update(tokp=3))
+    assert proc.returncode != 0 and "tokp" in proc.stderr and "topk" in proc.stderr
+
+
+def test_missing_language_is_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["targets"].append("xh"))
+    assert proc.returncode != 0 and "'xh'" in proc.stderr and "corpora" in proc.stderr
+
+
+def test_mismatched_source_tokenizer_is_named(tmp_path, sw_tokenizer):
+    from vocab_transfer.source_model import build_xlmr_mlm
+
+    model_dir = tmp_path / "bad-model"
+    model = build_xlmr_mlm(sw_tokenizer, hidden_size=16, num_layers=1, num_heads=1, intermediate_size=16,
+                           max_position_embeddings=16, seed=0)
+    model.resize_token_embeddings(500)  # embedding matrix now smaller than the 600-token tokenizer
+    model.save_pretrained(model_dir)
+    sw_tokenizer.save_pretrained(model_dir)
+
+    def edit(c):
+        c["sources"] = {"broken": {"model": str(model_dir), "languages": ["de"]}}
+
+    proc = bad_config(tmp_path, edit)
+    assert proc.returncode != 0 and "600 tokens" in proc.stderr and "500 rows" in proc.stderr
