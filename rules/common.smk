@@ -88,6 +88,7 @@ def table_metadata():
         "method_labels": {m: spec.get("label", m) for m, spec in config["methods"].items()},
         "in_pretraining": {s: source_languages(spec) for s, spec in config["sources"].items()},
         "targets": TARGETS,
+        "methods": METHOD_NAMES,
     })
 
 

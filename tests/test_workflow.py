@@ -138,3 +138,17 @@ def test_mismatched_source_tokenizer_is_named(tmp_path, sw_tokenizer):
 
     proc = bad_config(tmp_path, edit)
     assert proc.returncode != 0 and "600 tokens" in proc.stderr and "500 rows" in proc.stderr
+
+
+@pytest.mark.slow
+def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
+    config = yaml.safe_load(TINY.read_text())
+    config["sources"] = {"local": {"model": str(tiny_run / "results/source/tiny/model"), "languages": ["de"]},
+                         "hub": {"model": "FacebookAI/xlm-roberta-base", "languages": ["de", "sw"]}}
+    path = tmp_path / "sources.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = snakemake(tmp_path, "-n", "--cores", "1", config=path)
+    jobs = planned_jobs(proc)
+    assert "pretrain_source_model" not in jobs and jobs["download_source_model"] == 1
+    assert jobs["init_embeddings"] == 2 * 2 * 3
+    assert "resources/models/hub" in proc.stdout

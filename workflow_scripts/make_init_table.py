@@ -14,7 +14,7 @@ def main(paths, meta, csv_path, md_path, log_path):
     table = init_loss_table(pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True),
                             method_labels=meta["method_labels"], in_pretraining=meta["in_pretraining"])
     write_text(table.to_csv(index=False), csv_path)
-    md = init_loss_markdown(table, methods=list(meta["method_labels"]), targets=meta["targets"])
+    md = init_loss_markdown(table, methods=meta["methods"], targets=meta["targets"])
     write_text(md, md_path)
     log.info("table written to %s and %s\n%s", csv_path, md_path, md)
 
