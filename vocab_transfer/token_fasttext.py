@@ -41,10 +41,11 @@ def pretokenize(texts: Iterable[str], tokenizer: PreTrainedTokenizerBase, path: 
 
 def train_token_fasttext(texts: Iterable[str], tokenizer: PreTrainedTokenizerBase, *, dim: int = 300,
                          min_count: int = 10, epochs: int = 3, model: str = "skipgram", minn: int = 3,
-                         maxn: int = 6, window: int = 5, threads: int = 1, seed: int = 0,
+                         maxn: int = 6, window: int = 5, threads: int = 1, seed: int = 0, verbose: int = 0,
                          workdir: str | None = None) -> TokenVectors:
     """Train fastText on the target-tokenized corpus (paper: dim 300, minCount 10, 3 epochs).
 
+    ``verbose=2`` prints fastText's own progress line (words/s, loss, ETA) to stderr.
     With ``threads=1`` fastText is deterministic for a fixed ``seed``; more threads are faster
     but Hogwild updates make the vectors vary from run to run.
     """
@@ -52,7 +53,7 @@ def train_token_fasttext(texts: Iterable[str], tokenizer: PreTrainedTokenizerBas
         path = os.path.join(tmp, "pretokenized.txt")
         counts = pretokenize(texts, tokenizer, path)
         ft = _train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
-                                 maxn=maxn, ws=window, thread=threads, seed=seed, verbose=0)
+                                 maxn=maxn, ws=window, thread=threads, seed=seed, verbose=verbose)
     vocab = tokenizer.get_vocab()
     special = set(tokenizer.all_special_ids)
     vectors = torch.zeros(len(tokenizer), dim)

@@ -16,7 +16,7 @@ def main(corpus, tokenizer_dir, spec, seed, vectors_path, tokens_path, log_path,
     tok = load_tokenizer(tokenizer_dir)
     spec = dict(spec)
     spec["threads"] = threads
-    tv = train_token_fasttext(read_corpus(corpus)["text"].tolist(), tok, seed=seed, **spec)
+    tv = train_token_fasttext(read_corpus(corpus)["text"].tolist(), tok, seed=seed, verbose=2, **spec)
     log.info("%d of %d target tokens have a vector (min_count=%d)", int(tv.has_vector.sum()), len(tok),
              spec["min_count"])
     write_tensors({"vectors": tv.vectors, "has_vector": tv.has_vector, "counts": tv.counts}, vectors_path)
