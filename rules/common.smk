@@ -56,9 +56,13 @@ def source_model_dir(wildcards):
     return str(local) if local is not None else f"resources/models/{wildcards.source}"
 
 
-def source_corpora(wildcards):
+def source_corpora(wildcards, split="train"):
     languages = config["sources"][wildcards.source]["pretrain"]["languages"]
-    return [f"results/corpus/{lang}/train.parquet" for lang in languages]
+    return [f"results/corpus/{lang}/{split}.parquet" for lang in languages]
+
+
+def source_heldout_corpora(wildcards):
+    return source_corpora(wildcards, split="heldout")
 
 
 def method_spec(wildcards):

@@ -21,6 +21,7 @@ rule pretrain_source_model:
     input:
         tokenizer="results/source/{source}/tokenizer",
         corpora=source_corpora,
+        heldout=source_heldout_corpora,
     output:
         model=directory("results/source/{source}/model"),
         curve=report(

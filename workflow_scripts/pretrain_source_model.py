@@ -14,14 +14,13 @@ from vocab_transfer.tokenizer import load_tokenizer
 from vocab_transfer.workflow import setup_job
 
 
-def main(tokenizer_dir, corpora, spec, seed, model_dir, curve_path, plot_path, log_path, threads):
+def main(tokenizer_dir, corpora, heldout_corpora, spec, seed, model_dir, curve_path, plot_path, log_path, threads):
     log = setup_job(log_path, threads)
     tok = load_tokenizer(tokenizer_dir)
     train_cfg = spec["training"]
     seq_len = train_cfg["seq_len"]
     train = torch.cat([pack_texts(read_corpus(p)["text"].tolist(), tok, seq_len) for p in corpora])
-    heldout = torch.cat([pack_texts(read_corpus(p.replace("train.parquet", "heldout.parquet"))["text"].tolist(),
-                                    tok, seq_len) for p in corpora])
+    heldout = torch.cat([pack_texts(read_corpus(p)["text"].tolist(), tok, seq_len) for p in heldout_corpora])
     g = torch.Generator().manual_seed(seed)
     heldout = heldout[torch.randperm(len(heldout), generator=g)[: train_cfg.get("eval_sequences", 64)]]
     log.info("packed %d training and %d held-out sequences of %d tokens", len(train), len(heldout), seq_len)
@@ -41,5 +40,5 @@ def main(tokenizer_dir, corpora, spec, seed, model_dir, curve_path, plot_path, l
                hline=math.log(len(tok)))
 
 
-main(snakemake.input.tokenizer, list(snakemake.input.corpora), json.loads(snakemake.params.spec), snakemake.params.seed,
+main(snakemake.input.tokenizer, list(snakemake.input.corpora), list(snakemake.input.heldout), json.loads(snakemake.params.spec), snakemake.params.seed,
      snakemake.output.model, snakemake.output.curve, snakemake.output.plot, snakemake.log[0], snakemake.threads)
