@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
 from ..token_fasttext import TokenVectors
+
+@dataclass
+class WordVectors:
+    """Word-level static embeddings (fastText) of one language, most frequent word first."""
+
+    words: list[str]  # [n]
+    vectors: torch.Tensor  # [n, dim] float32
+    counts: np.ndarray  # [n] int64 corpus frequency (or a wordfreq-derived pseudo-count)
+
 
 #: Provenance labels of a target row, written to ``<method>.provenance.parquet``.
 SPECIAL, COPIED, COMBINED, MAPPED, RANDOM = "special", "copied", "combined", "mapped", "random"
@@ -26,8 +36,21 @@ class TransferInputs:
     source_matrix: torch.Tensor  # [V_s, d(+1)]
     target_vocab_size: int
     overlap: pd.DataFrame  # columns of vocab_transfer.overlap.OVERLAP_SCHEMA
-    target_tokens: list[str] = field(default_factory=list)
-    aux: TokenVectors | None = None  # target-token fastText vectors (FOCUS)
+    target_tokens: list[str] = field(default_factory=list)  # raw target vocabulary, by id
+    source_tokens: list[str] = field(default_factory=list)  # raw source vocabulary, by id
+    # need "fasttext": target-token fastText on the target corpus; ``counts`` = target-token frequencies
+    aux: TokenVectors | None = None
+    # need "source_fasttext": source-token fastText on the source-language corpus (method param
+    # ``source_language``); ``counts`` = source-token frequencies in that corpus
+    source_aux: TokenVectors | None = None
+    # need "word_vectors": word-level fastText of the target and of the source language
+    target_words: WordVectors | None = None
+    source_words: WordVectors | None = None
+    # need "dictionary": bilingual word pairs, columns ``source_word``, ``target_word`` (source -> target)
+    dictionary: pd.DataFrame | None = None
+    # need "tokenizers": the two tokenizers themselves (tokenize-flatten-reduce, vocabulary extension)
+    source_tokenizer: Any = None
+    target_tokenizer: Any = None
 
 
 @dataclass
@@ -37,6 +60,10 @@ class EmbeddingInit:
     matrix: torch.Tensor  # [V_t, d(+1)]
     provenance: np.ndarray  # [V_t] str, one of the labels above
     n_sources: np.ndarray  # [V_t] int: source rows combined into this row (0 for random rows)
+    # further named tensors saved next to ``embeddings`` in the init artifact, e.g. the factors of a
+    # factorized embedding (UNKs Everywhere: ``mf_F``, ``mf_G``, ...); keys must not clash with
+    # ``embeddings`` / ``output_bias``
+    extra: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = self.matrix.shape[0]
