@@ -4,8 +4,9 @@ import os
 
 from snakemake.utils import validate
 
-from vocab_transfer.config import ConfigError, check_config, local_model_dir, source_languages
-from vocab_transfer.methods import METHODS
+from vocab_transfer.config import ConfigError, check_config, local_model_dir, method_targets, source_languages
+from vocab_transfer.methods import METHODS, method_needs
+from vocab_transfer.methods import method_params as with_defaults
 
 
 try:
@@ -29,6 +30,7 @@ wildcard_constraints:
     target="|".join(TARGETS),
     source="|".join(SOURCES),
     method="|".join(METHOD_NAMES),
+    slang="|".join(config["corpora"]),
     split="train|heldout",
 
 
@@ -71,25 +73,128 @@ def method_spec(wildcards):
 
 def method_params(wildcards):
     """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
-    return canonical({k: v for k, v in method_spec(wildcards).items() if k != "label"})
+    return canonical({k: v for k, v in method_spec(wildcards).items() if k not in ("label", "targets")})
+
+
+def method_needs_of(method):
+    spec = config["methods"][method]
+    return method_needs(spec["kind"], {k: v for k, v in spec.items() if k not in ("kind", "label", "targets")})
+
+
+def method_option(method, name):
+    """A method parameter as the method will see it (config value, else the function's default)."""
+    spec = config["methods"][method]
+    return with_defaults(spec["kind"], {k: v for k, v in spec.items() if k not in ("kind", "label", "targets")})[name]
+
+
+def word_vector_files(lang, side):
+    return {f"{side}_word_vectors": f"results/word_vectors/{lang}/vectors.safetensors",
+            f"{side}_word_list": f"results/word_vectors/{lang}/words.parquet"}
 
 
 def init_inputs(wildcards):
-    """Inputs of init_embeddings: the source model, the overlap, and what the method kind needs."""
+    """Inputs of init_embeddings: the source model, the overlap, and what the method needs
+    (vocab_transfer.methods.method_needs)."""
+    needs = method_needs_of(wildcards.method)
     inputs = {
         "model": source_model_dir(wildcards),
         "tokenizer": f"results/tokenizers/{wildcards.target}",
         "overlap": f"results/overlap/{wildcards.source}/{wildcards.target}.parquet",
     }
-    if "fasttext" in METHODS[method_spec(wildcards)["kind"]].needs:
+    if "fasttext" in needs:
         inputs["vectors"] = f"results/fasttext/{wildcards.target}/vectors.safetensors"
-        inputs["tokens"] = f"results/fasttext/{wildcards.target}/tokens.parquet"
+    if "source_fasttext" in needs:
+        lang = method_option(wildcards.method, "source_language")
+        inputs["source_vectors"] = f"results/source_fasttext/{wildcards.source}/{lang}/vectors.safetensors"
+    if "target_words" in needs:
+        inputs.update(word_vector_files(wildcards.target, "target"))
+    if "source_words" in needs:
+        inputs.update(word_vector_files(method_option(wildcards.method, "source_language"), "source"))
+    if "dictionary" in needs:
+        lang = method_option(wildcards.method, "source_language")
+        inputs["dictionary"] = f"results/dictionaries/{lang}/{wildcards.target}.parquet"
+    if "language_tokenizer" in needs:
+        inputs["language_tokenizer"] = f"results/tokenizers/{method_option(wildcards.method, 'restrict_source')}"
+    if "extended_tokenizer" in needs:
+        inputs["extended_tokenizer"] = extended_tokenizer_dir(wildcards)
     return inputs
 
 
+def extended_tokenizer_dir(wildcards):
+    return f"results/extended/{wildcards.source}/{wildcards.target}/{wildcards.method}/tokenizer"
+
+
+def eval_tokenizer(source, target, method):
+    """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
+    if "extended_tokenizer" in method_needs_of(method):
+        return f"results/extended/{source}/{target}/{method}/tokenizer"
+    return f"results/tokenizers/{target}"
+
+
+def eval_blocks(source, target, method):
+    """Held-out text packed with that tokenizer."""
+    if "extended_tokenizer" in method_needs_of(method):
+        return f"results/eval_init/heldout/{source}/{target}/{method}.safetensors"
+    return f"results/eval_init/heldout/{target}.safetensors"
+
+
+def word_vector_inputs(wildcards):
+    """A pretrained vector file named in config `word_vectors`, else the language's corpus to train on."""
+    spec = config.get("word_vectors", {}).get(wildcards.lang)
+    if spec is None:
+        return {"corpus": f"results/corpus/{wildcards.lang}/train.parquet"}
+    if "path" in spec:
+        return {"pretrained": spec["path"]}
+    return {"pretrained": f"resources/word_vectors/cc.{wildcards.lang}.300.bin"}
+
+
+def word_vector_spec(wildcards):
+    return canonical({"train": config.get("word_fasttext", {}),
+                      "pretrained": config.get("word_vectors", {}).get(wildcards.lang)})
+
+
+def dictionary_spec(wildcards):
+    return config.get("dictionaries", {}).get(wildcards.slang, {}).get(wildcards.lang)
+
+
+def dictionary_inputs(wildcards):
+    """Files a dictionary is built from: nothing (freedict: a system package), a file, a MUSE download,
+    or both languages' word lists (identical spellings)."""
+    spec = dictionary_spec(wildcards)
+    if spec is None:
+        raise WorkflowError(f"no dictionary configured for {wildcards.slang} -> {wildcards.lang} (config 'dictionaries')")
+    if spec["source"] == "file":
+        return {"pairs": spec["path"]}
+    if spec["source"] == "muse":
+        return {"pairs": f"resources/dictionaries/{wildcards.slang}-{wildcards.lang}.txt"}
+    if spec["source"] == "identical":
+        return {"source_words": f"results/word_vectors/{wildcards.slang}/words.parquet",
+                "target_words": f"results/word_vectors/{wildcards.lang}/words.parquet"}
+    return {}
+
+
+def dictionary_params(wildcards):
+    return canonical(dictionary_spec(wildcards))
+
+
 def init_eval_results(wildcards=None):
-    return expand("results/eval_init/{source}/{target}/{method}.parquet", source=SOURCES, target=TARGETS,
-                  method=METHOD_NAMES)
+    return expand("results/eval_init/{source}/{target}.parquet", source=SOURCES, target=TARGETS)
+
+
+def eval_methods(wildcards):
+    """Methods evaluated on this target (a method's `targets` may leave some out)."""
+    return [m for m in METHOD_NAMES if wildcards.target in method_targets(config, m)]
+
+
+def eval_inputs(wildcards):
+    """The source model, then per method: its init artifact, tokenizer and packed held-out text."""
+    inputs = {"model": source_model_dir(wildcards)}
+    s, t = wildcards.source, wildcards.target
+    for m in eval_methods(wildcards):
+        inputs[f"embeddings__{m}"] = f"results/init/{s}/{t}/{m}.safetensors"
+        inputs[f"tokenizer__{m}"] = eval_tokenizer(s, t, m)
+        inputs[f"blocks__{m}"] = eval_blocks(s, t, m)
+    return inputs
 
 
 def table_metadata():
@@ -104,3 +209,7 @@ def table_metadata():
 
 def source_hub_id(wildcards):
     return config["sources"][wildcards.source]["model"]
+
+
+def extension_size(wildcards):
+    return method_option(wildcards.method, "new_tokens")

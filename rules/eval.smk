@@ -15,21 +15,32 @@ rule pack_heldout:
         "../workflow_scripts/pack_heldout.py"
 
 
+# Vocabulary extension evaluates with its own tokenizer, so its held-out text is packed per method.
+use rule pack_heldout as pack_heldout_extended with:
+    input:
+        corpus="results/corpus/{target}/heldout.parquet",
+        tokenizer="results/extended/{source}/{target}/{method}/tokenizer",
+    output:
+        blocks="results/eval_init/heldout/{source}/{target}/{method}.safetensors",
+    log:
+        "logs/pack_heldout_extended/{source}/{target}/{method}.log",
+
+
+# One job per (source, target) evaluates every method's init: the source model is loaded once instead of
+# once per method (on a 2-core machine the imports alone cost about as much as the evaluation).
 rule evaluate_init:
     input:
-        model=source_model_dir,
-        tokenizer="results/tokenizers/{target}",
-        embeddings="results/init/{source}/{target}/{method}.safetensors",
-        blocks="results/eval_init/heldout/{target}.safetensors",
+        unpack(eval_inputs),
     output:
-        result="results/eval_init/{source}/{target}/{method}.parquet",
+        result="results/eval_init/{source}/{target}.parquet",
     params:
         spec=canonical(config["eval"]),
+        methods=eval_methods,
     threads: 1
     log:
-        "logs/evaluate_init/{source}/{target}/{method}.log",
+        "logs/evaluate_init/{source}/{target}.log",
     benchmark:
-        "benchmarks/out/evaluate_init/{source}/{target}/{method}.tsv"
+        "benchmarks/out/evaluate_init/{source}/{target}.tsv"
     resources:
         mem_mb=3000,
     script:

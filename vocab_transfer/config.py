@@ -66,10 +66,50 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
         kind = method["kind"]
         if kind not in METHODS:
             raise ConfigError(f"methods.{name}: unknown kind {kind!r}; known: {sorted(METHODS)}")
-        unknown = set(method) - {"kind", "label"} - method_parameters(kind)
+        unknown = set(method) - {"kind", "label", "targets"} - method_parameters(kind)
         if unknown:
             raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {kind!r}; "
                               f"accepted: {sorted(method_parameters(kind))}")
+        check_method_resources(config, name, method)
+    for slang, by_target in config.get("dictionaries", {}).items():
+        for lang, spec in by_target.items():
+            where = f"dictionaries.{slang}.{lang}"
+            key = {"freedict": "name", "file": "path"}.get(spec["source"])
+            if key and key not in spec:
+                raise ConfigError(f"{where}: source {spec['source']!r} needs '{key}'")
+            if spec["source"] == "identical" and not {slang, lang} <= set(corpora) | set(config.get("word_vectors", {})):
+                raise ConfigError(f"{where}: identical-spelling dictionaries need word vectors of both languages")
+
+
+def method_targets(config: dict, name: str) -> list[str]:
+    """The targets a method runs on: its own ``targets`` list, else all of the config's."""
+    return list(config["methods"][name].get("targets", config["targets"]))
+
+
+def check_method_resources(config: dict, name: str, method: dict) -> None:
+    """Every artifact the method needs can be built: languages with corpora, dictionaries configured."""
+    from .methods import method_needs, method_params
+
+    params = {k: v for k, v in method.items() if k not in ("kind", "label", "targets")}
+    needs, p = method_needs(method["kind"], params), method_params(method["kind"], params)
+    corpora, vectors = set(config["corpora"]), set(config.get("word_vectors", {}))
+    for t in method.get("targets", []):
+        if t not in config["targets"]:
+            raise ConfigError(f"methods.{name}.targets: {t!r} is not one of the config's targets {config['targets']}")
+    if needs & {"source_fasttext"} and p["source_language"] not in corpora:
+        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has no entry under 'corpora'")
+    if "source_words" in needs and p["source_language"] not in corpora | vectors:
+        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has neither a corpus nor "
+                          "'word_vectors'")
+    if "language_tokenizer" in needs and p["restrict_source"] not in corpora:
+        raise ConfigError(f"methods.{name}: restrict_source {p['restrict_source']!r} has no entry under 'corpora'")
+    if "dictionary" in needs:
+        have = config.get("dictionaries", {}).get(p["source_language"], {})
+        missing = [t for t in method_targets(config, name) if t not in have]
+        if missing:
+            raise ConfigError(f"methods.{name}: no dictionary {p['source_language']} -> {missing} under "
+                              f"'dictionaries' (e.g. {{source: freedict, name: ...}} or {{source: identical}}), "
+                              "or restrict the method with 'targets'")
 
 
 def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:

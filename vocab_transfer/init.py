@@ -20,37 +20,75 @@ from .source_model import (
 )
 from .token_fasttext import TokenVectors
 from .tokenizer import load_tokenizer
+from .word_vectors import WordVectors
+
+
+def _token_vectors(path: str, n: int) -> TokenVectors:
+    t = read_tensors(path)
+    aux = TokenVectors(t["vectors"], t["has_vector"], t["counts"])
+    if len(aux.vectors) != n:
+        raise ValueError(f"{path} has {len(aux.vectors)} rows, but its tokenizer has {n} tokens")
+    return aux
 
 
 def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Run ``method`` (``{"kind": ..., **params}``) on the artifacts in ``paths``.
 
     ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and,
-    for methods that need them, ``vectors``. Returns the tensors to save (``embeddings`` and, if the
-    source has an MLM output bias, ``output_bias``) and the per-token provenance table.
+    for methods that need them (:func:`vocab_transfer.methods.method_needs`): ``vectors``
+    (target-token fastText), ``source_vectors``, ``target_word_vectors`` + ``target_word_list``,
+    ``source_word_vectors`` + ``source_word_list``, ``dictionary``, ``language_tokenizer``,
+    ``extended_tokenizer``. Returns the tensors to save (``embeddings``; ``output_bias`` if the source
+    has an MLM output bias; a method's extra tensors) and the per-token provenance table.
     """
     model = load_source_model(paths["model"])
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
     check_tokenizer_matches(len(source_tok), model.get_input_embeddings().weight.shape[0], name=paths["model"],
                             allow_padded_embeddings=True)
-    aux = None
+    opt = {}
     if "vectors" in paths:
-        t = read_tensors(paths["vectors"])
-        aux = TokenVectors(t["vectors"], t["has_vector"], t["counts"])
-        if len(aux.vectors) != len(target_tok):
-            raise ValueError(f"{paths['vectors']} has {len(aux.vectors)} rows, target tokenizer {len(target_tok)}")
+        opt["aux"] = _token_vectors(paths["vectors"], len(target_tok))
+    if "source_vectors" in paths:
+        opt["source_aux"] = _token_vectors(paths["source_vectors"], len(source_tok))
+    for side in ("source", "target"):
+        if f"{side}_word_vectors" in paths:
+            opt[f"{side}_words"] = read_word_vectors(paths[f"{side}_word_vectors"], paths[f"{side}_word_list"])
+    if "dictionary" in paths:
+        opt["dictionary"] = pd.read_parquet(paths["dictionary"])
+    if "language_tokenizer" in paths:
+        opt["language_tokenizer"] = load_tokenizer(paths["language_tokenizer"])
     params = {k: v for k, v in method.items() if k != "kind"}
     inputs = TransferInputs(source_matrix=embedding_matrix(model), target_vocab_size=len(target_tok),
-                            overlap=pd.read_parquet(paths["overlap"]), aux=aux)
+                            overlap=pd.read_parquet(paths["overlap"]),
+                            target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
+                            source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
+                            source_tokenizer=source_tok, target_tokenizer=target_tok, **opt)
     result = run_method(method["kind"], inputs, seed=seed, **params)
+    table_tok = load_tokenizer(paths["extended_tokenizer"]) if "extended_tokenizer" in paths else target_tok
+    if result.matrix.shape[0] != len(table_tok):
+        raise ValueError(f"{method['kind']} returned {result.matrix.shape[0]} rows for a {len(table_tok)}-token "
+                         "tokenizer")
     d = model.get_input_embeddings().weight.shape[1]
     tensors = {"embeddings": result.matrix[:, :d].contiguous()}
     if has_output_bias(model):
         tensors["output_bias"] = result.matrix[:, d].contiguous()
-    provenance = pd.DataFrame({"target_id": range(len(target_tok)),
-                               "token": target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
+    clash = set(result.extra) & set(tensors)
+    if clash:
+        raise ValueError(f"extra tensors {sorted(clash)} clash with the embedding keys")
+    tensors.update({k: v.contiguous() for k, v in result.extra.items()})
+    n = len(table_tok)
+    provenance = pd.DataFrame({"target_id": range(n), "token": table_tok.convert_ids_to_tokens(list(range(n))),
                                "provenance": result.provenance.astype(str), "n_sources": result.n_sources})
     return tensors, provenance
+
+
+def read_word_vectors(vectors_path: str, words_path: str) -> WordVectors:
+    """Word vectors saved by rule build_word_vectors: ``vectors.safetensors`` + ``words.parquet``."""
+    words = pd.read_parquet(words_path)
+    vectors = read_tensors(vectors_path)["vectors"]
+    if len(words) != len(vectors):
+        raise ValueError(f"{words_path} lists {len(words)} words, {vectors_path} has {len(vectors)} vectors")
+    return WordVectors(words["word"].tolist(), vectors, words["count"].to_numpy())
 
 
 def load_transferred_model(model_dir: str, embeddings_path: str) -> PreTrainedModel:

@@ -1,26 +1,32 @@
-"""Masked-LM loss of the transferred model right after initialization (rule evaluate_init)."""
+"""Masked-LM loss of the transferred model right after initialization, every method of one target
+(rule evaluate_init)."""
 
+import copy
 import json
 
 import pandas as pd
 
-from vocab_transfer.init import load_transferred_model
 from vocab_transfer.io import read_tensors, write_parquet
 from vocab_transfer.mlm import mlm_loss
+from vocab_transfer.source_model import load_source_model, transferred_model
 from vocab_transfer.tokenizer import load_tokenizer
 from vocab_transfer.workflow import setup_job
 
 
-def main(model_dir, tokenizer_dir, emb_path, blocks_path, spec, wildcards, out_path, log_path, threads):
+def main(inputs, methods, spec, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
-    tok = load_tokenizer(tokenizer_dir)
-    model = load_transferred_model(model_dir, emb_path)
-    result = mlm_loss(model, read_tensors(blocks_path)["input_ids"], tok, seed=spec["seed"],
-                      mask_prob=spec["mask_prob"], batch_size=spec["batch_size"], progress=True)
-    log.info("%s: %s", dict(wildcards), result)
-    write_parquet(pd.DataFrame([{**wildcards, **result}]), out_path)
+    source = load_source_model(inputs["model"])
+    rows = []
+    for m in methods:
+        tensors = read_tensors(inputs[f"embeddings__{m}"])
+        model = transferred_model(copy.deepcopy(source), tensors["embeddings"], tensors.get("output_bias"))
+        result = mlm_loss(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"], load_tokenizer(inputs[f"tokenizer__{m}"]),
+                          seed=spec["seed"], mask_prob=spec["mask_prob"], batch_size=spec["batch_size"])
+        log.info("%s %s %s: %s", wildcards["source"], wildcards["target"], m, result)
+        rows.append({**wildcards, "method": m, **result})
+    write_parquet(pd.DataFrame(rows), out_path)
 
 
-main(snakemake.input.model, snakemake.input.tokenizer, snakemake.input.embeddings, snakemake.input.blocks,
-     json.loads(snakemake.params.spec), {k: snakemake.wildcards[k] for k in ("source", "target", "method")},
-     snakemake.output.result, snakemake.log[0], snakemake.threads)
+main(dict(snakemake.input.items()), list(snakemake.params.methods), json.loads(snakemake.params.spec),
+     {k: snakemake.wildcards[k] for k in ("source", "target")}, snakemake.output.result, snakemake.log[0],
+     snakemake.threads)

@@ -10,15 +10,7 @@ import pandas as pd
 import torch
 
 from ..token_fasttext import TokenVectors
-
-@dataclass
-class WordVectors:
-    """Word-level static embeddings (fastText) of one language, most frequent word first."""
-
-    words: list[str]  # [n]
-    vectors: torch.Tensor  # [n, dim] float32
-    counts: np.ndarray  # [n] int64 corpus frequency (or a wordfreq-derived pseudo-count)
-
+from ..word_vectors import WordVectors
 
 #: Provenance labels of a target row, written to ``<method>.provenance.parquet``.
 SPECIAL, COPIED, COMBINED, MAPPED, RANDOM = "special", "copied", "combined", "mapped", "random"
@@ -51,6 +43,8 @@ class TransferInputs:
     # need "tokenizers": the two tokenizers themselves (tokenize-flatten-reduce, vocabulary extension)
     source_tokenizer: Any = None
     target_tokenizer: Any = None
+    # need "language_tokenizer": a tokenizer trained on the source-language corpus (WECHSEL_EN)
+    language_tokenizer: Any = None
 
 
 @dataclass

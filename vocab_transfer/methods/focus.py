@@ -8,6 +8,7 @@ from tqdm import tqdm
 
 from ..overlap import restrict_overlap
 from ..sparsemax import topk_sparsemax
+from ..word_vectors import tokenize_flatten_reduce
 from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
 
 
@@ -58,15 +59,29 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     return out, kind, n_sources
 
 
-def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", topk: int = 64,
-               batch_size: int = 4096) -> EmbeddingInit:
-    """Config adapter: ``kind: focus``; ``overlap: full | symbolic`` (Table 4 "Symbolic Overlap")."""
-    if inputs.aux is None:
-        raise ValueError("FOCUS needs auxiliary token vectors (the fastText stage)")
+def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
+               topk: int = 64, batch_size: int = 4096) -> EmbeddingInit:
+    """Config adapter: ``kind: focus``.
+
+    ``overlap: full | symbolic`` (Table 4 "Symbolic Overlap"); ``aux: token_fasttext`` (FOCUS's
+    token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText": word-level fastText of the
+    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce).
+    """
+    if aux == "token_fasttext":
+        if inputs.aux is None:
+            raise ValueError("FOCUS needs auxiliary token vectors (the fastText stage)")
+        vectors, has_vector = inputs.aux.vectors, inputs.aux.has_vector
+    elif aux == "word_fasttext":
+        if inputs.target_words is None or inputs.target_tokenizer is None:
+            raise ValueError("FOCUS with aux: word_fasttext needs target word vectors and the target tokenizer")
+        vectors, has_vector = tokenize_flatten_reduce(inputs.target_words, inputs.target_tokenizer,
+                                                      inputs.target_vocab_size)
+    else:
+        raise ValueError(f"aux must be token_fasttext or word_fasttext, not {aux!r}")
     ov = restrict_overlap(inputs.overlap, overlap)
     matrix, kind, n_sources = focus_init(
         inputs.source_matrix, inputs.target_vocab_size, torch.tensor(ov["target_id"].to_numpy()),
-        torch.tensor(ov["source_id"].to_numpy()), inputs.aux.vectors, inputs.aux.has_vector, seed=seed,
+        torch.tensor(ov["source_id"].to_numpy()), vectors, has_vector, seed=seed,
         topk=topk, batch_size=batch_size, progress=True)
     provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
     provenance[ov.loc[ov["match"] == "special", "target_id"].to_numpy()] = SPECIAL

@@ -1,0 +1,26 @@
+# Bilingual dictionaries source language -> target language (WECHSEL's alignment seed, Dict Match).
+
+
+rule build_dictionary:
+    input:
+        unpack(dictionary_inputs),
+    output:
+        pairs="results/dictionaries/{slang}/{lang}.parquet",
+    params:
+        spec=dictionary_params,
+    log:
+        "logs/build_dictionary/{slang}/{lang}.log",
+    script:
+        "../workflow_scripts/build_dictionary.py"
+
+
+# Cluster only (config `dictionaries: {en: {fr: {source: muse}}}`): MUSE's ground-truth dictionaries.
+rule download_dictionary:
+    output:
+        "resources/dictionaries/{slang}-{lang}.txt",
+    params:
+        url="https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt",
+    log:
+        "logs/download_dictionary/{slang}-{lang}.log",
+    script:
+        "../workflow_scripts/download_file.py"

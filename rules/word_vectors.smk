@@ -1,0 +1,32 @@
+# Word-level static embeddings per language (WECHSEL §3; FOCUS Table 4 "Word-fastText"): trained with
+# fastText on the language's corpus, or read from pretrained vectors named in config `word_vectors`.
+
+
+rule build_word_vectors:
+    input:
+        unpack(word_vector_inputs),
+    output:
+        vectors="results/word_vectors/{lang}/vectors.safetensors",
+        words="results/word_vectors/{lang}/words.parquet",
+    params:
+        spec=word_vector_spec,
+        seed=config["seed"],
+    threads: config.get("word_fasttext", {}).get("threads", 1)
+    log:
+        "logs/build_word_vectors/{lang}.log",
+    benchmark:
+        "benchmarks/out/build_word_vectors/{lang}.tsv"
+    script:
+        "../workflow_scripts/build_word_vectors.py"
+
+
+# Cluster only (config `word_vectors: {<lang>: {source: fasttext_cc}}`): the 300-d Common Crawl vectors.
+rule download_word_vectors:
+    output:
+        "resources/word_vectors/cc.{lang}.300.bin",
+    params:
+        url="https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz",
+    log:
+        "logs/download_word_vectors/{lang}.log",
+    script:
+        "../workflow_scripts/download_file.py"

@@ -1,0 +1,64 @@
+"""Linear alignment of two embedding spaces: orthogonal Procrustes and mutual nearest neighbours.
+
+Used by Align Match (Tran 2020; vocab-swap §2.1) and WECHSEL (which aligns word vectors the same way).
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["mutual_nearest_neighbours", "normalize_embeddings", "procrustes"]
+
+
+def procrustes(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    """Orthogonal Procrustes: ``W = argmin_{WᵀW = I} ||X W − Y||_F`` for paired rows of ``X`` and ``Y``.
+
+    ``X`` [n, d1], ``Y`` [n, d2]: row i of X is paired with row i of Y (e.g. an anchor word in two
+    languages). With ``U Σ Vᵀ = svd(Xᵀ Y)`` the solution is ``W = U Vᵀ`` (Schönemann 1966); for
+    ``d1 ≠ d2`` the same formula gives the semi-orthogonal [d1, d2] map with orthonormal rows or
+    columns (whichever are fewer). Computed in float64, returned in ``X``'s dtype. Map a new
+    point with ``x @ W``. Needs ``n ≥ 1``; with fewer than ``d`` (affinely independent) pairs the
+    map is not unique and SVD picks one of the minimisers.
+    """
+    if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0]:
+        raise ValueError(f"need paired 2-D inputs with the same number of rows, got {tuple(X.shape)} and {tuple(Y.shape)}")
+    if X.shape[0] == 0:
+        raise ValueError("procrustes needs at least one pair")
+    u, _, vh = torch.linalg.svd(X.double().T @ Y.double(), full_matrices=False)
+    return (u @ vh).to(X.dtype)
+
+
+def normalize_embeddings(x: torch.Tensor, *, center: bool = True) -> torch.Tensor:
+    """Unit-length rows, then (if ``center``) mean-centred and unit-length again.
+
+    The "renorm,center,renorm" preprocessing of MUSE / fastText's alignment scripts (Conneau et al.
+    2018; Joulin et al. 2018). All-zero rows stay zero.
+    """
+    x = torch.nn.functional.normalize(x.float(), dim=1)
+    if center and len(x):
+        x = torch.nn.functional.normalize(x - x.mean(0), dim=1)
+    return x
+
+
+def _nearest(a: torch.Tensor, b: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """Index of each row of ``a``'s most similar row of ``b`` (dot product), in row batches."""
+    bt = b.T.contiguous()
+    return torch.cat([(a[i:i + batch_size] @ bt).argmax(1) for i in range(0, len(a), batch_size)]) if len(a) \
+        else torch.zeros(0, dtype=torch.long)
+
+
+def mutual_nearest_neighbours(A: torch.Tensor, B: torch.Tensor, *, batch_size: int = 4096,
+                              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pairs ``(i, j)`` such that row ``B[j]`` is the nearest neighbour of ``A[i]`` and vice versa.
+
+    Similarity is the dot product (cosine for unit-length rows); ties go to the lowest index
+    (``argmax``). Returns ``(ia, ib)`` index tensors sorted by ``ia``. Memory stays at
+    ``batch_size × max(|A|, |B|)`` similarities.
+    """
+    if len(A) == 0 or len(B) == 0:
+        empty = torch.zeros(0, dtype=torch.long)
+        return empty, empty
+    a2b = _nearest(A, B, batch_size)
+    b2a = _nearest(B, A, batch_size)
+    ia = (b2a[a2b] == torch.arange(len(A))).nonzero(as_tuple=True)[0]
+    return ia, a2b[ia]

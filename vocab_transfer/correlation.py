@@ -1,0 +1,44 @@
+"""Embedding correlation ρ̄ (vocab-swap §2.3 "Embedding Correlation"; Figures 2, 3, 5, 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["embedding_correlation", "row_correlations"]
+
+
+def row_correlations(W1: torch.Tensor, W2: torch.Tensor) -> torch.Tensor:
+    """Per-token Pearson correlation ``ρ_i = cov(x_i, y_i) / (σ_{x_i} σ_{y_i})`` of corresponding rows.
+
+    ``W1``, ``W2`` [V, d] are indexed by the same vocabulary; the correlation is taken across the
+    ``d`` dimensions of each row (the distribution plotted in vocab-swap Figure 3). Computed in
+    float64 and returned as float64 [V]. A row that is constant in either matrix (σ = 0, e.g. an
+    all-zero padding row) has no defined correlation: its entry is NaN. Slice off an output-bias
+    column before calling if it should not count as a dimension.
+    """
+    if W1.shape != W2.shape or W1.ndim != 2:
+        raise ValueError(f"need two [V, d] matrices of the same shape, got {tuple(W1.shape)} and {tuple(W2.shape)}")
+    x = W1.double() - W1.double().mean(1, keepdim=True)
+    y = W2.double() - W2.double().mean(1, keepdim=True)
+    num = (x * y).sum(1)
+    den = torch.sqrt((x * x).sum(1) * (y * y).sum(1))
+    rho = num / den
+    rho[den == 0] = torch.nan
+    return rho.clamp(-1.0, 1.0)  # NaN passes through clamp
+
+
+def embedding_correlation(W1: torch.Tensor, W2: torch.Tensor, *,
+                          rows: torch.Tensor | np.ndarray | list[int] | None = None) -> float:
+    """ρ̄(W1, W2) = (1/|V|) Σ_i ρ_i, the mean per-token Pearson correlation (vocab-swap §2.3).
+
+    ``rows`` restricts the mean to a subset of tokens (indices or a boolean mask), e.g. the 50 %
+    most frequent tokens of Figure 5. Tokens whose ρ_i is undefined (a constant row, see
+    :func:`row_correlations`) are left out of the mean; if no token has a defined ρ_i the result
+    is NaN. ``ρ̄(W, W) = 1``, ``ρ̄(W, −W) = −1``.
+    """
+    rho = row_correlations(W1, W2)
+    if rows is not None:
+        rho = rho[torch.as_tensor(rows)]
+    rho = rho[~torch.isnan(rho)]
+    return float(rho.mean()) if len(rho) else float("nan")

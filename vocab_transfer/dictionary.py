@@ -1,0 +1,108 @@
+"""Bilingual dictionaries: the seed pairs of WECHSEL's alignment (wechsel.md §4) and Dict Match.
+
+Every reader returns a DataFrame with columns ``source_word`` and ``target_word`` (source → target,
+one row per pair, deduplicated, single words only: multi-word expressions have no word vector).
+
+- :func:`read_freedict`: FreeDict in dictd format, as installed by Debian's ``dict-freedict-*``
+  packages (``/usr/share/dictd/freedict-eng-deu.{index,dict.dz}``) — WECHSEL's Swahili dictionary;
+- :func:`read_pairs`: MUSE-style text files, one ``source target`` pair per line (WECHSEL's fr/de/zh);
+- :func:`identical_pairs`: words spelled the same in both languages, the seed dictionary of Artetxe
+  et al. (2017) and MUSE's ``identical_char`` — for pairs without a dictionary (here tl, ny).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+
+DICTD_ROOT = "/usr/share/dictd"
+_B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+_ANNOTATION = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}|/[^/]*/")
+_NUMBERING = re.compile(r"^\s*\d+\.\s*")
+_WORD = re.compile(r"^[\w'’\-]+$")
+_SKIP = ("see:", "synonym:", "syn:", "antonym:", "note:", "example:", "ex:", "also:")
+
+
+def _b64(s: str) -> int:
+    n = 0
+    for c in s:
+        n = n * 64 + _B64[c]
+    return n
+
+
+def _entries(name: str, root: str | os.PathLike) -> list[str]:
+    base = Path(root) / f"freedict-{name}"
+    index, data = base.with_suffix(".index"), Path(f"{base}.dict.dz")
+    if not index.is_file() or not data.is_file():
+        raise FileNotFoundError(
+            f"FreeDict dictionary {name!r} not found under {root} (expected {index.name} and {data.name}); "
+            f"install it with `apt-get install dict-freedict-{name}` or point `root` at a copy")
+    raw = gzip.open(data).read()  # dictzip is gzip with a random-access header
+    out = []
+    for line in index.read_text(encoding="utf-8").splitlines():
+        head, offset, length = line.split("\t")[:3]
+        if head.startswith("00-database") or head.startswith("00database"):
+            continue
+        out.append(raw[_b64(offset):_b64(offset) + _b64(length)].decode("utf-8", errors="replace"))
+    return out
+
+
+def parse_freedict_entry(entry: str) -> list[tuple[str, str]]:
+    """(headword, translation) pairs of one dictd entry (TEI-to-dictd layout of FreeDict).
+
+    Line 1 is the headword with pronunciation and part of speech; the following lines list
+    translations separated by ``,`` or ``;``, optionally numbered ``1.``; annotations in ``<>``,
+    ``[]``, ``()`` and cross references (``see: {...}``) are dropped.
+    """
+    lines = [x for x in entry.splitlines() if x.strip()]
+    if not lines:
+        return []
+    head = _ANNOTATION.sub(" ", lines[0]).strip()
+    pairs = []
+    for line in lines[1:]:
+        text = line.strip()
+        if text.lower().startswith(_SKIP):
+            continue
+        text = _ANNOTATION.sub(" ", _NUMBERING.sub("", text))
+        for part in re.split(r"[,;]", text):
+            part = " ".join(part.split())
+            if part:
+                pairs.append((head, part))
+    return pairs
+
+
+def read_freedict(name: str, root: str | os.PathLike = DICTD_ROOT) -> pd.DataFrame:
+    """All single-word pairs of FreeDict dictionary ``name`` (e.g. ``eng-deu``; source = first language)."""
+    pairs = [p for entry in _entries(name, root) for p in parse_freedict_entry(entry)]
+    return single_words(pd.DataFrame(pairs, columns=["source_word", "target_word"]))
+
+
+def read_pairs(path: str | os.PathLike) -> pd.DataFrame:
+    """A MUSE-style dictionary: one ``source<whitespace>target`` pair per line."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2:
+                rows.append(parts)
+    if not rows:
+        raise ValueError(f"{path}: no 'source target' pairs found")
+    return single_words(pd.DataFrame(rows, columns=["source_word", "target_word"]))
+
+
+def identical_pairs(source_words: list[str], target_words: list[str], min_length: int = 2) -> pd.DataFrame:
+    """Words present in both vocabularies with the same spelling (identical-strings seed dictionary)."""
+    common = sorted(set(source_words) & set(target_words))
+    common = [w for w in common if len(w) >= min_length and _WORD.match(w)]
+    return pd.DataFrame({"source_word": common, "target_word": common})
+
+
+def single_words(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Keep pairs where both sides are single words; strip; deduplicate; stable order."""
+    pairs = pairs.assign(source_word=pairs["source_word"].str.strip(), target_word=pairs["target_word"].str.strip())
+    ok = pairs["source_word"].str.match(_WORD) & pairs["target_word"].str.match(_WORD)
+    return pairs[ok].drop_duplicates().reset_index(drop=True)

@@ -1,0 +1,209 @@
+"""Factorized embeddings of UNKs Everywhere (unks-everywhere.md §3.3, eqs. 2-4).
+
+A token v's embedding is ``F'[v] · G^{c(v)}``: a low-dimensional row ``F'[v]`` [D'] up-projected by
+one of C matrices ``G^c`` [D', D], the cluster ``c(v)`` chosen by logits ``Z[v]`` [C] through a
+straight-through Gumbel-softmax while training (eq. 3) and by ``argmax`` otherwise. With C = 1 this
+is MF¹ (``X ≈ F·G``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+__all__ = ["FACTOR_KEYS", "FactorizedEmbedding", "NeuralFitHistory", "fit_neural", "gumbel_softmax_st"]
+
+#: safetensors keys of a factorized embedding (``EmbeddingInit.extra``)
+FACTOR_KEYS = ("mf_F", "mf_G", "mf_Z", "mf_tau")
+
+
+def gumbel_softmax_st(logits: torch.Tensor, tau: float | torch.Tensor, *,
+                      generator: torch.Generator | None = None) -> torch.Tensor:
+    """Straight-through Gumbel-softmax (Jang et al. 2017; UNKs eq. 3) over the last dimension.
+
+    ``logits`` play the role of ``log z`` in eq. 3 (unnormalized log-probabilities, as in
+    ``torch.nn.functional.gumbel_softmax``). The forward value is the one-hot ``argmax`` of
+    ``(logits + g) / τ`` with ``g ~ Gumbel(0, 1)``; the gradient is that of the softmax. The noise is
+    drawn from ``generator`` when given (it must live on ``logits.device``), else from the global RNG.
+    """
+    gumbels = -torch.empty_like(logits).exponential_(generator=generator).log()
+    soft = ((logits + gumbels) / tau).softmax(-1)
+    hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(-1, keepdim=True), 1.0)
+    return hard - soft.detach() + soft
+
+
+class FactorizedEmbedding(nn.Module):
+    """Trainable factorized embedding ``E[v] = F[v] · G[c(v)]`` (UNKs §3.3, eq. 2 for one token).
+
+    Parameters: ``F`` [V, D'], ``G`` [C, D', D] and, for C > 1, the cluster logits ``Z`` [V, C]; the
+    Gumbel temperature ``tau`` is a buffer (fixed; the paper does not anneal or learn it).
+
+    - training mode, C > 1: the cluster weights are a straight-through Gumbel-softmax sample of
+      ``Z[ids]`` (eq. 3), so gradients reach ``Z``; the output is ``Σ_c i_c · F[v] G^c`` computed as
+      one matmul of ``(i ⊗ F[v])`` [n, C·D'] with ``G`` reshaped to [C·D', D] (memory O(n·C·D'), not
+      O(n·C·D));
+    - eval mode (or C = 1): ``c(v) = argmax Z[v]``, no noise.
+
+    ``generator`` (attribute) optionally fixes the Gumbel noise (used by :func:`fit_neural`); None
+    draws from the global RNG, as ordinary training does. If the source matrix carried the MLM output
+    bias as its last column, so does ``G`` (D = d + 1) and hence every output row.
+    """
+
+    def __init__(self, F: torch.Tensor, G: torch.Tensor, Z: torch.Tensor | None = None, *,
+                 tau: float = 1.0) -> None:
+        super().__init__()
+        if G.dim() == 2:
+            G = G[None]
+        if F.dim() != 2 or G.dim() != 3 or G.shape[1] != F.shape[1]:
+            raise ValueError(f"shapes do not fit: F {tuple(F.shape)}, G {tuple(G.shape)}")
+        C = G.shape[0]
+        if C > 1 and (Z is None or tuple(Z.shape) != (F.shape[0], C)):
+            raise ValueError(f"C = {C} clusters need logits Z of shape {(F.shape[0], C)}")
+        self.F = nn.Parameter(F.detach().clone())
+        self.G = nn.Parameter(G.detach().to(F.dtype).clone().contiguous())
+        self.Z = nn.Parameter(Z.detach().clone().to(F.dtype)) if C > 1 else None
+        self.register_buffer("tau", torch.tensor(float(tau), dtype=torch.float32))
+        self.generator: torch.Generator | None = None
+
+    @property
+    def num_embeddings(self) -> int:
+        return self.F.shape[0]
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.G.shape[2]
+
+    @property
+    def rank(self) -> int:
+        return self.F.shape[1]
+
+    @property
+    def clusters(self) -> int:
+        return self.G.shape[0]
+
+    def assignment(self) -> torch.Tensor:
+        """Eval-mode cluster of every token: ``argmax Z[v]`` [V] int64 (zeros for C = 1)."""
+        if self.Z is None:
+            return torch.zeros(self.num_embeddings, dtype=torch.long, device=self.F.device)
+        return self.Z.detach().argmax(1)
+
+    def _hard(self, low: torch.Tensor, clusters: torch.Tensor) -> torch.Tensor:
+        out = low.new_empty(*low.shape[:-1], self.embedding_dim)
+        for c in range(self.clusters):
+            mask = clusters == c
+            out[mask] = low[mask] @ self.G[c]
+        return out
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        low = self.F[input_ids]  # [..., D']
+        if self.clusters == 1:
+            return low @ self.G[0]
+        if not self.training:
+            return self._hard(low, self.Z[input_ids].argmax(-1))
+        w = gumbel_softmax_st(self.Z[input_ids], self.tau, generator=self.generator)  # [..., C]
+        kron = (w[..., :, None] * low[..., None, :]).flatten(-2)  # [..., C·D']
+        return kron @ self.G.reshape(-1, self.embedding_dim)
+
+    @torch.no_grad()
+    def flatten(self) -> torch.Tensor:
+        """Dense embedding matrix [V, D] with the eval-mode assignment (``F[v] · G[argmax Z[v]]``)."""
+        return self._hard(self.F, self.assignment()).detach()
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """Named tensors for safetensors: ``mf_F``, ``mf_G``, ``mf_Z`` (only for C > 1), ``mf_tau`` [1]."""
+        out = {"mf_F": self.F.detach().cpu().contiguous(), "mf_G": self.G.detach().cpu().contiguous()}
+        if self.Z is not None:
+            out["mf_Z"] = self.Z.detach().cpu().contiguous()
+        out["mf_tau"] = self.tau.detach().cpu().reshape(1).clone()
+        return out
+
+    @classmethod
+    def from_tensors(cls, tensors: Mapping[str, torch.Tensor]) -> FactorizedEmbedding:
+        """Rebuild from :meth:`state` (e.g. the ``mf_*`` tensors of an init artifact)."""
+        tau = float(tensors["mf_tau"].reshape(-1)[0]) if "mf_tau" in tensors else 1.0
+        return cls(tensors["mf_F"], tensors["mf_G"], tensors.get("mf_Z"), tau=tau)
+
+
+@dataclass
+class NeuralFitHistory:
+    """Trace of :func:`fit_neural`: eval-mode relative error every ``check_every`` steps."""
+
+    steps: list[int] = field(default_factory=list)
+    error: list[float] = field(default_factory=list)  # ||X - flatten()||_F / ||X||_F
+    seconds: list[float] = field(default_factory=list)
+    converged: bool = False
+
+
+def fit_neural(X: torch.Tensor, F_init: torch.Tensor, G_init: torch.Tensor, clusters: int, *, seed: int,
+               max_steps: int = 3000, tol: float = 1e-4, lr: float = 1e-3, tau: float = 1.0,
+               z_std: float = 1.0, check_every: int = 50, progress: bool = False,
+               ) -> tuple[FactorizedEmbedding, NeuralFitHistory]:
+    """MF^C_NEURAL on the source matrix: learn F, G¹..G^C and the assignment logits Z jointly (§3.3).
+
+    Minimizes eq. 4, ``||X - Σ_c diag(i_c) F G^c||``, with Adam over full-batch steps; the indicator
+    ``I`` is the straight-through Gumbel-softmax of ``Z`` (eq. 3), so the loss is evaluated with a
+    sampled hard assignment and the gradient reaches Z through the softmax.
+
+    Choices the paper leaves open:
+
+    - init (warm start): ``F = F_init``, every ``G^c = G_init`` (the MF¹ Semi-NMF solution, §3.3),
+      ``Z ~ N(0, z_std²)``; the clusters separate because tokens sampled into different clusters
+      send different gradients to their ``G^c``. ``G`` is not constrained to be non-negative here
+      (the paper "parameterize[s] G using a neural net");
+    - loss: squared Frobenius error divided by ``||X||_F²`` (same minimizer as eq. 4); Adam
+      (``lr``), fixed temperature ``tau``;
+    - stopping: every ``check_every`` steps the eval-mode (argmax) error ``e`` is measured; stop when
+      ``(e_prev - e) / e_prev < tol`` or after ``max_steps``; the last state is returned.
+
+    Deterministic for a fixed ``seed`` on a given device (local generators for Z and the Gumbel
+    noise). Runs on ``X.device`` in ``X.dtype``; each step costs O(|V|·C·D'·D), so the paper-scale
+    matrix wants a GPU. Returns the fitted module (eval mode) and the history.
+    """
+    if clusters < 2:
+        raise ValueError("fit_neural needs clusters >= 2 (C = 1 is plain Semi-NMF)")
+    start = time.perf_counter()
+    device, dtype = X.device, X.dtype
+    gen = torch.Generator().manual_seed(seed)
+    Z = (z_std * torch.randn(X.shape[0], clusters, generator=gen, dtype=dtype)).to(device)
+    G = G_init.to(device, dtype).expand(clusters, *G_init.shape[-2:])
+    module = FactorizedEmbedding(F_init.to(device, dtype), G, Z, tau=tau).to(device)
+    module.generator = torch.Generator(device=device).manual_seed(seed)
+    opt = torch.optim.Adam(module.parameters(), lr=lr)
+    ids = torch.arange(X.shape[0], device=device)
+    norm2 = (X * X).sum()
+    hist = NeuralFitHistory()
+
+    def check(step: int) -> float:
+        with torch.no_grad():
+            err = float(((module.flatten() - X) ** 2).sum().div(norm2).sqrt())
+        hist.steps.append(step)
+        hist.error.append(err)
+        hist.seconds.append(time.perf_counter() - start)
+        return err
+
+    prev = check(0)
+    bar = tqdm(range(1, max_steps + 1), desc=f"MF-NEURAL C={clusters}", disable=not progress, mininterval=5)
+    for step in bar:
+        module.train()
+        opt.zero_grad(set_to_none=True)
+        loss = ((module(ids) - X) ** 2).sum() / norm2
+        loss.backward()
+        opt.step()
+        if step % check_every == 0 or step == max_steps:
+            module.eval()
+            err = check(step)
+            if progress:
+                bar.set_postfix(error=f"{err:.5f}", refresh=False)
+            if prev > 0 and (prev - err) / prev < tol:
+                hist.converged = True
+                break
+            prev = err
+    bar.close()
+    module.eval()
+    module.generator = None
+    return module, hist

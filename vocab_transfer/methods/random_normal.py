@@ -1,0 +1,26 @@
+"""Random normal: every row from N(mean, std) of the source matrix per dimension (focus.md fn. 9)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .base import RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+
+
+def init_random_normal(inputs: TransferInputs, *, seed: int, copy_special: bool = True) -> EmbeddingInit:
+    """Config adapter: ``kind: random_normal``.
+
+    The per-dimension normal that FOCUS (App. B) and WECHSEL (§3.2) use for tokens without an
+    auxiliary vector, here for every token: the "initialization from a normal distribution" that
+    focus.md footnote 9 found slightly worse than random mapping. Special tokens are copied by role
+    unless ``copy_special: false``.
+    """
+    g = torch.Generator().manual_seed(seed)
+    matrix = normal_like(inputs.source_matrix, inputs.target_vocab_size, g)
+    provenance = np.full(inputs.target_vocab_size, RANDOM, dtype=object)
+    n_sources = np.zeros(inputs.target_vocab_size, dtype=np.int64)
+    if copy_special:
+        copy_rows(matrix, provenance, n_sources, inputs.source_matrix,
+                  inputs.overlap[inputs.overlap["match"] == "special"])
+    return EmbeddingInit(matrix, provenance, n_sources)

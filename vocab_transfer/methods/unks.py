@@ -1,0 +1,205 @@
+"""UNKs Everywhere (Pfeiffer et al. 2021, unks-everywhere.md §3, §4.2, Appendix "Semi-NMF").
+
+Two config kinds cover the paper's eight embedding rows (Table 3):
+
+- ``el``: a full-size embedding matrix X' (§3.1 EL-RAND, §3.2 EL-LEX);
+- ``mf``: a factorized embedding ``F'·G^c`` (§3.3 MF¹-*, MF^C_KMEANS-*, MF^C_NEURAL-*), saved both as
+  the dense matrix and as the factors ``mf_F``, ``mf_G``, ``mf_Z``, ``mf_tau`` (``EmbeddingInit.extra``,
+  rebuilt by :meth:`vocab_transfer.factorized.FactorizedEmbedding.from_tensors`).
+
+``inputs.source_matrix`` may carry the MLM output bias as its last column; it is factorized together
+with the embedding dimensions (``G`` is [D', d + 1]), so every target row keeps a bias entry.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..factorized import FactorizedEmbedding, fit_neural
+from ..semi_nmf import kmeans, semi_nmf
+from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like
+
+__all__ = ["RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
+           "random_rows"]
+
+#: distributions for rows without a source counterpart (config ``random``)
+RANDOM_KINDS = ("normal_like", "std0.02", "xavier")
+
+
+def random_rows(reference: torch.Tensor, n: int, kind: str, generator: torch.Generator) -> torch.Tensor:
+    """``n`` random rows with ``reference.shape[1]`` columns (the paper does not name the distribution).
+
+    - ``normal_like``: N(mean, std) per column of ``reference`` (the source matrix for EL, the source
+      low-dimensional ``F`` for MF) -- the random rows of FOCUS/WECHSEL in this package, so random rows
+      match across methods in scale;
+    - ``std0.02``: N(0, 0.02²), Hugging Face's ``_init_weights`` for a new BERT/XLM-R embedding
+      (``initializer_range``), i.e. what a freshly created embedding in the paper's adapter code gets;
+    - ``xavier``: Glorot-normal for an [n, dim] embedding weight, std = sqrt(2 / (n + dim)).
+    """
+    dim = reference.shape[1]
+    if kind == "normal_like":
+        return normal_like(reference, n, generator)
+    if kind == "std0.02":
+        return 0.02 * torch.randn(n, dim, generator=generator, dtype=reference.dtype)
+    if kind == "xavier":
+        return math.sqrt(2.0 / (n + dim)) * torch.randn(n, dim, generator=generator, dtype=reference.dtype)
+    raise ValueError(f"unknown random init {kind!r}; known: {', '.join(RANDOM_KINDS)}")
+
+
+def lexical_overlap(overlap: pd.DataFrame, lexical: bool, fuzzy: bool = False) -> pd.DataFrame:
+    """Rows of the overlap table whose source row is reused.
+
+    Special tokens always (Table 2: every method shares them); with ``lexical`` also the lexically
+    overlapping tokens V'_lex (§3.2): ``match == "exact"`` (identical surface form), plus ``"fuzzy"``
+    (symbolic tokens matched case-insensitively, see :mod:`vocab_transfer.overlap`) when ``fuzzy``.
+    The paper's "present in both vocabularies" is the exact match, hence ``fuzzy`` defaults to off.
+    """
+    keep = {"special"}
+    if lexical:
+        keep |= {"exact", "fuzzy"} if fuzzy else {"exact"}
+    return overlap[overlap["match"].isin(keep).to_numpy()].reset_index(drop=True)
+
+
+def _ids(ov: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
+    return (torch.tensor(ov["target_id"].to_numpy(), dtype=torch.long),
+            torch.tensor(ov["source_id"].to_numpy(), dtype=torch.long))
+
+
+def _provenance(n: int, ov: pd.DataFrame, matrix: torch.Tensor, source: torch.Tensor,
+                ) -> tuple[np.ndarray, np.ndarray]:
+    provenance = np.full(n, RANDOM, dtype=object)
+    n_sources = np.zeros(n, dtype=np.int64)
+    copy_rows(matrix, provenance, n_sources, source, ov)
+    return provenance, n_sources
+
+
+def el_init(source: torch.Tensor, target_vocab_size: int, copy_target_ids: torch.Tensor,
+            copy_source_ids: torch.Tensor, *, seed: int, random: str = "normal_like") -> torch.Tensor:
+    """EL-RAND / EL-LEX (§3.1, §3.2): target row t copies source row s for each pair (t, s), the rest
+    is random (:func:`random_rows` of kind ``random``, drawn for all rows first so that EL-RAND and
+    EL-LEX with the same seed share the random rows of non-overlapping tokens). Returns [V_t, d]."""
+    g = torch.Generator().manual_seed(seed)
+    out = random_rows(source, target_vocab_size, random, g)
+    out[copy_target_ids] = source[copy_source_ids]
+    return out
+
+
+def init_el(inputs: TransferInputs, *, seed: int, lexical: bool = False, fuzzy: bool = False,
+            random: str = "normal_like") -> EmbeddingInit:
+    """Config adapter: ``kind: el``; ``lexical: false`` is EL-RAND (§3.1, Artetxe et al. 2020: only
+    special tokens copied), ``lexical: true`` is EL-LEX (§3.2: lexically overlapping tokens copied
+    too); ``fuzzy``/``random`` see :func:`lexical_overlap` / :func:`random_rows`."""
+    ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
+    t, s = _ids(ov)
+    matrix = el_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed, random=random)
+    provenance, n_sources = _provenance(inputs.target_vocab_size, ov, matrix, inputs.source_matrix)
+    return EmbeddingInit(matrix, provenance, n_sources)
+
+
+def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int = 100,
+                     assignment: str = "kmeans", max_iter: int = 3000, tol: float = 1e-4,
+                     kmeans_iter: int = 300, neural_steps: int = 3000, neural_lr: float = 1e-3,
+                     neural_tol: float = 1e-4, tau: float = 1.0, z_std: float = 1.0, lex_logit: float = 5.0,
+                     progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Factorize the source matrix X [V, D] (§3.3, eq. 2). Returns ``(F [V, dim], G [C, dim, D],
+    Z [V, C] or None for C = 1)``, on ``X.device`` in ``X.dtype``.
+
+    - C = 1 (MF¹): Semi-NMF ``X ≈ F·G``, ``G ≥ 0`` (:func:`vocab_transfer.semi_nmf.semi_nmf`, stopping
+      on a relative error decrease below ``tol`` or after ``max_iter`` = the paper's 3,000 steps);
+    - ``assignment: kmeans`` (MF^C_KMEANS): k-means of the rows of X into C clusters (``kmeans_iter``
+      Lloyd iterations at most), then a separate Semi-NMF of each cluster's rows X^c giving its rows
+      of F and G^c. k-means yields no logits; the source logits are ``lex_logit`` on the token's
+      cluster and 0 elsewhere, which is what LEX target tokens inherit (the paper leaves open how
+      their Z rows are set; with τ = 1 a margin of 5 keeps the cluster in ~94 % of Gumbel samples at
+      C = 10 and still lets training move it);
+    - ``assignment: neural`` (MF^C_NEURAL): Semi-NMF as for MF¹, then F, G¹..G^C and Z trained jointly
+      on eq. 4 (:func:`vocab_transfer.factorized.fit_neural`; ``neural_steps``, ``neural_lr``,
+      ``neural_tol``, ``tau``, ``z_std``); the learned logits are returned.
+    """
+    if clusters < 1:
+        raise ValueError("clusters must be >= 1")
+    if clusters == 1:
+        F, G, _ = semi_nmf(X, dim, seed=seed, max_iter=max_iter, tol=tol, progress=progress)
+        return F, G[None], None
+    if assignment == "kmeans":
+        labels, _, _ = kmeans(X, clusters, seed=seed, max_iter=kmeans_iter)
+        F = X.new_empty(X.shape[0], dim)
+        G = X.new_empty(clusters, dim, X.shape[1])
+        for c in range(clusters):
+            rows = (labels == c).nonzero(as_tuple=True)[0]
+            if len(rows) == 0:
+                raise ValueError(f"k-means left cluster {c} empty; use fewer clusters")
+            F[rows], G[c], _ = semi_nmf(X[rows], dim, seed=seed + 1 + c, max_iter=max_iter, tol=tol,
+                                        progress=progress)
+        Z = lex_logit * torch.nn.functional.one_hot(labels, clusters).to(X.dtype)
+        return F, G, Z
+    if assignment == "neural":
+        F0, G0, _ = semi_nmf(X, dim, seed=seed, max_iter=max_iter, tol=tol, progress=progress)
+        module, _ = fit_neural(X, F0, G0, clusters, seed=seed, max_steps=neural_steps, tol=neural_tol,
+                               lr=neural_lr, tau=tau, z_std=z_std, progress=progress)
+        return module.F.detach(), module.G.detach(), module.Z.detach()
+    raise ValueError(f"unknown assignment {assignment!r}; known: kmeans, neural")
+
+
+def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, target_vocab_size: int,
+            copy_target_ids: torch.Tensor, copy_source_ids: torch.Tensor, *, seed: int,
+            random: str = "normal_like", tau: float = 1.0, z_std: float = 1.0) -> FactorizedEmbedding:
+    """Target factorized embedding for MF-RAND / MF-LEX (§3.3 "MF-RAND and MF-LEX").
+
+    ``G`` is reused as is. ``F'`` rows: for each pair (t, s) (special tokens, plus V'_lex for LEX)
+    ``F'[t] = F_src[s]`` and ``Z'[t] = Z_src[s]`` (the token keeps its source cluster); all other rows
+    are random: ``F'`` from :func:`random_rows` with ``F_src`` as reference (default N(mean, std) of
+    F per column, so ``F'·G`` has the scale of real embeddings; the paper only says "randomly
+    initialized"), ``Z' ~ N(0, z_std²)`` ("a randomly initialized matrix Z"). Random rows are drawn
+    for every token first, so RAND and LEX share them for a given seed. Computed on the CPU.
+    """
+    g = torch.Generator().manual_seed(seed)
+    F_src = F_src.cpu()
+    F = random_rows(F_src, target_vocab_size, random, g)
+    F[copy_target_ids] = F_src[copy_source_ids]
+    Z = None
+    if G.shape[0] > 1:
+        if Z_src is None:
+            raise ValueError("C > 1 needs source cluster logits")
+        Z = z_std * torch.randn(target_vocab_size, G.shape[0], generator=g, dtype=F.dtype)
+        Z[copy_target_ids] = Z_src.cpu().to(F.dtype)[copy_source_ids]
+    return FactorizedEmbedding(F, G.cpu().to(F.dtype), Z, tau=tau)
+
+
+def init_mf(inputs: TransferInputs, *, seed: int, clusters: int = 1, dim: int = 100,
+            assignment: str = "kmeans", lexical: bool = False, fuzzy: bool = False,
+            random: str = "normal_like", max_iter: int = 3000, tol: float = 1e-4, kmeans_iter: int = 300,
+            neural_steps: int = 3000, neural_lr: float = 1e-3, neural_tol: float = 1e-4, tau: float = 1.0,
+            z_std: float = 1.0, lex_logit: float = 5.0, device: str = "cpu") -> EmbeddingInit:
+    """Config adapter: ``kind: mf`` -- MF¹-RAND/LEX (``clusters: 1``), MF^C_KMEANS-RAND/LEX
+    (``assignment: kmeans``), MF^C_NEURAL-RAND/LEX (``assignment: neural``); paper: C = 10, D' = 100
+    (§4.2, Appendix "Semi-NMF").
+
+    The source matrix is factorized in float32 on ``device`` (``cpu``, ``cuda`` or ``auto``) by
+    :func:`factorize_source`, the target embedding built by :func:`mf_init`. ``matrix`` is the dense
+    ``flatten()`` of the target module (so even copied/special rows are ``F[s]·G^{c(s)}``, the source
+    row's reconstruction, not the row itself); ``extra`` holds ``mf_F``, ``mf_G``, ``mf_Z`` (C > 1)
+    and ``mf_tau`` for training the factors later. Provenance: special/copied (n_sources 1) for the
+    rows taken from the source factorization, random (0) otherwise.
+    """
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    source = inputs.source_matrix
+    F_src, G, Z_src = factorize_source(
+        source.to(device, torch.float32), seed=seed, clusters=clusters, dim=dim, assignment=assignment,
+        max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps, neural_lr=neural_lr,
+        neural_tol=neural_tol, tau=tau, z_std=z_std, lex_logit=lex_logit, progress=True)
+    ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
+    t, s = _ids(ov)
+    module = mf_init(F_src, G, Z_src, inputs.target_vocab_size, t, s, seed=seed, random=random, tau=tau,
+                     z_std=z_std)
+    matrix = module.flatten().to(source.dtype)
+    provenance = np.full(inputs.target_vocab_size, RANDOM, dtype=object)
+    provenance[t.numpy()] = np.where(ov["match"].to_numpy() == "special", SPECIAL, COPIED)
+    n_sources = np.zeros(inputs.target_vocab_size, dtype=np.int64)
+    n_sources[t.numpy()] = 1
+    return EmbeddingInit(matrix, provenance, n_sources, extra=module.state())

@@ -1,0 +1,524 @@
+"""Initializations of "How to do a vocab swap?" (vocab-swap.md §2.1, §3.1).
+
+Cross-tokenizer schemes (§2.1): Reinit Embed, Freq Match (explicit frequency ranks), Dict Match
+(single-word dictionary translations) and Align Match (Tran 2020). Embedding-recovery
+perturbations (§3.1): Permute (whole vocabulary or within windows) and Keep-x%.
+
+Conventions shared by every function here:
+
+- random rows come from :func:`random_rows`: ``init="normal"`` draws N(0, ``std``²) per entry
+  (default 0.02, the ``initializer_range`` of BERT / RoBERTa / XLM-R, i.e. what the model's own
+  ``_init_weights`` would give a fresh embedding), ``init="source"`` draws N(mean, std) per
+  dimension of the source matrix (:func:`~.base.normal_like`, as FOCUS/WECHSEL). When the source
+  matrix carries the MLM output bias as its last column, ``"normal"`` draws that column from
+  N(0, ``std``²) too (≈ 0, where HF initializes a bias), ``"source"`` from the bias's own statistics;
+- special tokens matched by role (overlap rows with ``match == "special"``) are copied by every
+  config adapter (README "Special tokens"), except Reinit Embed with ``copy_special=False``;
+- every function takes an explicit ``seed`` and uses a local ``torch.Generator``: the same seed
+  gives a bit-identical matrix whatever the global RNG state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from ..align import mutual_nearest_neighbours, normalize_embeddings, procrustes
+from ..overlap import CanonicalToken, canonicalize_vocab
+from ..sparsemax import topk_sparsemax
+from .base import COMBINED, COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+
+__all__ = [
+    "align_match_init",
+    "dictionary_pairs",
+    "freq_match_pairs",
+    "init_align_match",
+    "init_dict_match",
+    "init_freq_match",
+    "init_keep",
+    "init_permute",
+    "init_reinit_embed",
+    "keep_init",
+    "map_rows_init",
+    "permute_init",
+    "random_rows",
+    "reinit_embed_init",
+    "window_groups",
+]
+
+INITS = ("normal", "source")
+DEFAULT_STD = 0.02  # BERT / RoBERTa / XLM-R ``initializer_range``
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+def random_rows(source: torch.Tensor, n: int, generator: torch.Generator, *, init: str = "normal",
+                std: float = DEFAULT_STD) -> torch.Tensor:
+    """``n`` random rows shaped like ``source``'s: N(0, std²) (``"normal"``) or N(mean, std) per
+    dimension of ``source`` (``"source"``)."""
+    if init == "normal":
+        return std * torch.randn(n, source.shape[1], generator=generator, dtype=source.dtype)
+    if init == "source":
+        return normal_like(source, n, generator)
+    raise ValueError(f"unknown random init {init!r}; known: {', '.join(INITS)}")
+
+
+def map_rows_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor,
+                  source_ids: torch.Tensor, *, seed: int, init: str = "normal", std: float = DEFAULT_STD,
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Target row ``target_ids[i]`` ← source row ``source_ids[i]``; every other row random.
+
+    Returns ``(matrix [V_t, d], source_row [V_t] long)`` with ``source_row = -1`` for random rows.
+    Random rows are drawn in ascending target-id order, so the result depends only on the mapping
+    and ``seed``.
+    """
+    g = torch.Generator().manual_seed(seed)
+    target_ids, source_ids = torch.as_tensor(target_ids, dtype=torch.long), torch.as_tensor(source_ids, dtype=torch.long)
+    source_row = torch.full((target_vocab_size,), -1, dtype=torch.long)
+    source_row[target_ids] = source_ids
+    out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
+    mapped = source_row >= 0
+    out[mapped] = source[source_row[mapped]]
+    rand = (~mapped).nonzero(as_tuple=True)[0]
+    out[rand] = random_rows(source, len(rand), g, init=init, std=std)
+    return out, source_row
+
+
+def _ids(frame: pd.DataFrame, column: str) -> torch.Tensor:
+    return torch.from_numpy(np.array(frame[column].to_numpy(dtype=np.int64)))
+
+
+def _matches(overlap: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
+    return overlap[overlap["match"].isin(list(kinds)).to_numpy()].sort_values("target_id").reset_index(drop=True)
+
+
+def _fit(t: torch.Tensor, n: int, fill: float | bool = 0) -> torch.Tensor:
+    """First ``n`` entries (rows) of ``t``, padded with ``fill`` if ``t`` is shorter."""
+    if len(t) >= n:
+        return t[:n]
+    pad = torch.full((n - len(t), *t.shape[1:]), fill, dtype=t.dtype)
+    return torch.cat([t, pad])
+
+
+def _provenance(source_row: torch.Tensor, label: str) -> tuple[np.ndarray, np.ndarray]:
+    """``label`` for mapped rows, RANDOM elsewhere; special rows then marked SPECIAL by ``copy_rows``."""
+    mapped = (source_row >= 0).numpy()
+    return np.where(mapped, label, RANDOM).astype(object), mapped.astype(np.int64)
+
+
+def _finish(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, inputs: TransferInputs,
+            copy_special: bool = True) -> EmbeddingInit:
+    if copy_special:
+        copy_rows(matrix, provenance, n_sources, inputs.source_matrix, _matches(inputs.overlap, ["special"]))
+    return EmbeddingInit(matrix, provenance, n_sources)
+
+
+# ---------------------------------------------------------------------------------------- Reinit Embed
+
+def reinit_embed_init(source: torch.Tensor, target_vocab_size: int, *, seed: int, init: str = "normal",
+                      std: float = DEFAULT_STD) -> torch.Tensor:
+    """Reinit Embed (vocab-swap §2.1): every target row random (see :func:`random_rows`); the
+    pretrained backbone is kept by the caller. Returns ``matrix [V_t, d]``."""
+    return random_rows(source, target_vocab_size, torch.Generator().manual_seed(seed), init=init, std=std)
+
+
+def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool = True, init: str = "normal",
+                      std: float = DEFAULT_STD) -> EmbeddingInit:
+    """Config adapter: ``kind: reinit_embed``.
+
+    ``copy_special`` (default true) copies the special tokens matched by role, as every method of
+    this package does (README "Special tokens"); ``false`` is the paper's literal "all rows random".
+    """
+    matrix = reinit_embed_init(inputs.source_matrix, inputs.target_vocab_size, seed=seed, init=init, std=std)
+    n = inputs.target_vocab_size
+    return _finish(matrix, np.full(n, RANDOM, dtype=object), np.zeros(n, dtype=np.int64), inputs, copy_special)
+
+
+# ------------------------------------------------------------------------------------------ Freq Match
+
+def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor, special_target_ids: torch.Tensor,
+                     special_source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Explicit frequency matching (vocab-swap §2.1 "Freq Match"): the target token of rank j gets
+    the source token of rank j.
+
+    Non-special target ids ``0..len(target_counts)-1`` and non-special source ids
+    ``0..len(source_counts)-1`` are each sorted by count, descending, ties by ascending id
+    (a stable sort). Returns ``(target_ids, source_ids)`` paired by rank, of length
+    ``min(#target, #source)``; target tokens ranked beyond the source vocabulary are left out.
+    """
+    def ranked(counts: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
+        keep = torch.ones(len(counts), dtype=torch.bool)
+        special = torch.as_tensor(special, dtype=torch.long)
+        keep[special[special < len(counts)]] = False
+        ids = keep.nonzero(as_tuple=True)[0]
+        order = torch.sort(torch.as_tensor(counts)[ids].to(torch.float64), descending=True, stable=True).indices
+        return ids[order]
+
+    t, s = ranked(target_counts, special_target_ids), ranked(source_counts, special_source_ids)
+    n = min(len(t), len(s))
+    return t[:n], s[:n]
+
+
+def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", init: str = "normal",
+                    std: float = DEFAULT_STD) -> EmbeddingInit:
+    """Config adapter: ``kind: freq_match``.
+
+    ``source_language``: the language whose corpus (token counts / vectors) or dictionary stands for
+    the source side; the workflow reads it to choose this job's inputs (default English, as the paper).
+
+    Ranks target tokens by ``inputs.aux.counts`` (target tokens in the target corpus) and source
+    tokens by ``inputs.source_aux.counts`` (source tokens in the source-language corpus); specials
+    are copied by role and take no part in the ranking; target tokens ranked beyond the source
+    vocabulary get random rows. Target ids missing from ``aux.counts`` count 0; only source ids
+    present in ``source_aux.counts`` (and in the source matrix) are ranked.
+    """
+    if inputs.aux is None or inputs.source_aux is None:
+        raise ValueError("Freq Match needs target and source token counts (the fastText stages)")
+    special = _matches(inputs.overlap, ["special"])
+    target_counts = _fit(inputs.aux.counts, inputs.target_vocab_size, 0)
+    source_counts = inputs.source_aux.counts[: inputs.source_matrix.shape[0]]
+    t, s = freq_match_pairs(target_counts, source_counts, _ids(special, "target_id"), _ids(special, "source_id"))
+    matrix, source_row = map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed, init=init, std=std)
+    return _finish(matrix, *_provenance(source_row, MAPPED), inputs)
+
+
+# ------------------------------------------------------------------------------------------ Dict Match
+
+CHOOSE = ("first", "frequent")
+
+
+def _word_table(vocab: Sequence[CanonicalToken], lowercase: bool) -> pd.DataFrame:
+    """Whole-word tokens (BOW, non-special, non-empty) with their match key."""
+    text = pd.Series([t.text for t in vocab], dtype="string")
+    ok = np.array([t.bow and not t.special and t.text != "" for t in vocab], dtype=bool)
+    df = pd.DataFrame({"id": np.arange(len(vocab), dtype=np.int64), "text": text})[ok]
+    df["key"] = df["text"].str.casefold() if lowercase else df["text"]
+    return df
+
+
+def dictionary_pairs(source_vocab: Sequence[CanonicalToken], target_vocab: Sequence[CanonicalToken],
+                     dictionary: pd.DataFrame, *, lowercase: bool = True, choose: str = "first",
+                     source_counts: torch.Tensor | np.ndarray | None = None) -> pd.DataFrame:
+    """Single-word dictionary translations between two vocabularies (vocab-swap §2.1 "Dict Match").
+
+    A target token qualifies if it is a whole word (BOW, non-special; canonical text as given by
+    :func:`~vocab_transfer.overlap.canonicalize_vocab`) that appears as a ``target_word`` of
+    ``dictionary``; a translation qualifies if its ``source_word`` is itself a single whole-word
+    token of the source vocabulary (multi-word or split translations drop out). With ``lowercase``
+    the target token, both dictionary columns and the source tokens are compared casefolded; a
+    casefolded key shared by several source tokens (``"The"``, ``"the"``) resolves to the one
+    already in lower case, then the lowest id. Among several qualifying translations of one target
+    token, ``choose="first"`` takes the first in dictionary row order, ``choose="frequent"`` the
+    source token with the highest ``source_counts`` (ties: lowest id).
+
+    Returns a DataFrame ``target_id, source_id, target_word, source_word`` (dictionary spellings),
+    one row per matched target token, sorted by ``target_id``.
+    """
+    if choose not in CHOOSE:
+        raise ValueError(f"unknown choose {choose!r}; known: {', '.join(CHOOSE)}")
+    if choose == "frequent" and source_counts is None:
+        raise ValueError("choose='frequent' needs source_counts")
+    tgt = _word_table(target_vocab, lowercase).rename(columns={"id": "target_id"})
+    src = _word_table(source_vocab, lowercase).rename(columns={"id": "source_id"})
+    src["not_lower"] = src["text"] != src["key"]
+    src = src.sort_values(["key", "not_lower", "source_id"]).drop_duplicates("key")
+
+    d = dictionary[["source_word", "target_word"]].dropna().astype("string")
+    d = d.assign(rank=np.arange(len(d)), source_word=d["source_word"].str.strip(),
+                 target_word=d["target_word"].str.strip())
+    d["skey"] = d["source_word"].str.casefold() if lowercase else d["source_word"]
+    d["tkey"] = d["target_word"].str.casefold() if lowercase else d["target_word"]
+
+    m = tgt[["target_id", "key"]].merge(d, left_on="key", right_on="tkey").drop(columns="key")
+    m = m.merge(src[["source_id", "key"]], left_on="skey", right_on="key")
+    if choose == "first":
+        m = m.sort_values(["target_id", "rank"])
+    else:
+        counts = np.asarray(source_counts, dtype=np.float64)
+        sid = m["source_id"].to_numpy()
+        m = m.assign(count=np.where(sid < len(counts), counts[np.minimum(sid, len(counts) - 1)], 0.0))
+        m = m.sort_values(["target_id", "count", "source_id"], ascending=[True, False, True])
+    m = m.drop_duplicates("target_id")
+    return m[["target_id", "source_id", "target_word", "source_word"]].astype(
+        {"target_id": "int64", "source_id": "int64"}).reset_index(drop=True)
+
+
+def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", copy_overlap: bool = True,
+                    lowercase: bool = True,
+                    choose: str = "first", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+    """Config adapter: ``kind: dict_match``.
+
+    ``source_language``: the language whose corpus (token counts / vectors) or dictionary stands for
+    the source side; the workflow reads it to choose this job's inputs (default English, as the paper).
+
+    Priority per target token: special (copied by role) > dictionary translation
+    (:func:`dictionary_pairs`, provenance ``mapped``) > identical token (``match == "exact"``
+    overlap, provenance ``copied``; only with ``copy_overlap``) > random.
+
+    ``copy_overlap`` defaults to true: the paper notes that for two tokenizers of the same language
+    Dict Match "devolves into an exact match between the two tokenizers" (§3.2, fn. 3), i.e. every
+    identical token -- subwords included -- keeps its row, which only happens if identical tokens
+    are copied, not just dictionary-translated whole words. Across languages it also anchors
+    numbers, names and identical subwords; a dictionary translation still wins over an identical
+    string (German "die" -> "the", not English "die"). ``lowercase`` defaults to true because the
+    paper's source, ``bert-base-uncased``, and MUSE-style dictionaries are lower case while German
+    nouns are capitalized. ``choose="frequent"`` ranks translations by ``inputs.source_aux.counts``.
+    """
+    if inputs.dictionary is None or inputs.source_tokenizer is None or inputs.target_tokenizer is None:
+        raise ValueError("Dict Match needs a dictionary and both tokenizers")
+    counts = None
+    if choose == "frequent":
+        if inputs.source_aux is None:
+            raise ValueError("Dict Match with choose='frequent' needs source token counts (source fastText stage)")
+        counts = inputs.source_aux.counts
+    pairs = dictionary_pairs(canonicalize_vocab(inputs.source_tokenizer), canonicalize_vocab(inputs.target_tokenizer),
+                             inputs.dictionary, lowercase=lowercase, choose=choose, source_counts=counts)
+    V_t, V_s = inputs.target_vocab_size, inputs.source_matrix.shape[0]
+    pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
+    t, s = _ids(pairs, "target_id"), _ids(pairs, "source_id")
+    label = np.full(len(t), MAPPED, dtype=object)
+    if copy_overlap:
+        exact = _matches(inputs.overlap, ["exact"])
+        exact = exact[~exact["target_id"].isin(pairs["target_id"]).to_numpy()]
+        t, s = torch.cat([t, _ids(exact, "target_id")]), torch.cat([s, _ids(exact, "source_id")])
+        label = np.concatenate([label, np.full(len(exact), COPIED, dtype=object)])
+    matrix, source_row = map_rows_init(inputs.source_matrix, V_t, t, s, seed=seed, init=init, std=std)
+    provenance, n_sources = _provenance(source_row, MAPPED)
+    provenance[t.numpy()] = label
+    return _finish(matrix, provenance, n_sources, inputs)
+
+
+# ----------------------------------------------------------------------------------------- Align Match
+
+WEIGHTINGS = ("sparsemax", "softmax")
+
+
+def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_has_vector: torch.Tensor,
+                     source_vectors: torch.Tensor, source_has_vector: torch.Tensor, anchor_target_ids: torch.Tensor,
+                     anchor_source_ids: torch.Tensor, *, seed: int, weighting: str = "sparsemax", topk: int = 10,
+                     temperature: float = 0.1, center: bool = True, refine_iters: int = 0,
+                     batch_size: int = 1024, init: str = "normal", std: float = DEFAULT_STD,
+                     progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Align Match (Tran 2020; vocab-swap §2.1): align the target token vectors onto the source
+    token vectors, then give each target token a convex combination of its nearest source rows.
+
+    1. Both vector sets (rows with ``*_has_vector``) are normalized "renorm, center, renorm"
+       (:func:`~vocab_transfer.align.normalize_embeddings`).
+    2. ``W = procrustes(x_t[anchors], x_s[anchors])`` maps target space onto source space;
+       the anchors are the given ``(anchor_target_ids, anchor_source_ids)`` pairs (the adapter
+       passes identical tokens, as Tran's identical-string seed dictionary).
+    3. ``refine_iters`` times: the anchors become the seed pairs plus the mutual nearest
+       neighbours (cosine) of mapped target and source vectors, and ``W`` is re-fitted.
+    4. Each target token with a vector gets ``Σ_j α_j e^s_j`` over source tokens with a vector,
+       with ``α`` = ``sparsemax(cos)`` (Tran 2020's released code; exact -- ``max(topk, 64)`` only
+       sizes the first pass of :func:`~vocab_transfer.sparsemax.topk_sparsemax`) or, with
+       ``weighting="softmax"``, ``softmax(cos/temperature)`` over the ``topk`` most similar.
+    5. Target tokens without a vector get random rows (:func:`random_rows`).
+
+    Rows are processed in ``batch_size`` chunks (``batch_size × |source with vector|``
+    similarities at a time). Returns ``(matrix [V_t, d], kind [V_t] int8: 1 combined / 2 random,
+    n_sources [V_t], W [dim_t, dim_s])``.
+    """
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
+    g = torch.Generator().manual_seed(seed)
+    V_t = len(target_vectors)
+    t_rows = target_has_vector.nonzero(as_tuple=True)[0]
+    s_rows = source_has_vector.nonzero(as_tuple=True)[0]
+    anchor_t, anchor_s = torch.as_tensor(anchor_target_ids, dtype=torch.long), torch.as_tensor(anchor_source_ids, dtype=torch.long)
+    ok = target_has_vector[anchor_t] & source_has_vector[anchor_s]
+    anchor_t, anchor_s = anchor_t[ok], anchor_s[ok]
+    if len(anchor_t) == 0 or len(s_rows) == 0:
+        raise ValueError("Align Match needs at least one anchor pair with vectors on both sides")
+    xt = torch.zeros(V_t, target_vectors.shape[1])
+    xt[t_rows] = normalize_embeddings(target_vectors[t_rows], center=center)
+    xs = torch.zeros(len(source_vectors), source_vectors.shape[1])
+    xs[s_rows] = normalize_embeddings(source_vectors[s_rows], center=center)
+
+    W = procrustes(xt[anchor_t], xs[anchor_s])
+    for _ in range(refine_iters):
+        ia, ib = mutual_nearest_neighbours(torch.nn.functional.normalize(xt[t_rows] @ W, dim=1), xs[s_rows],
+                                           batch_size=batch_size)
+        key = torch.unique(torch.cat([anchor_t * len(xs) + anchor_s, t_rows[ia] * len(xs) + s_rows[ib]]))
+        W = procrustes(xt[key // len(xs)], xs[key % len(xs)])
+
+    out = torch.empty(V_t, source.shape[1], dtype=source.dtype)
+    kind = torch.full((V_t,), 2, dtype=torch.int8)
+    n_sources = torch.zeros(V_t, dtype=torch.long)
+    xs_c = xs[s_rows].T.contiguous()
+    e_c = source[s_rows]
+    for start in tqdm(range(0, len(t_rows), batch_size), desc="Align Match", disable=not progress, mininterval=5):
+        rows = t_rows[start:start + batch_size]
+        sims = torch.nn.functional.normalize(xt[rows] @ W, dim=1) @ xs_c
+        if weighting == "sparsemax":
+            w, idx = topk_sparsemax(sims, max(topk, 64))
+        else:
+            vals, idx = torch.topk(sims, min(topk, sims.shape[1]), dim=1)
+            w = torch.softmax(vals / temperature, dim=1)
+        out[rows] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_c[idx])
+        kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
+    rand = (kind == 2).nonzero(as_tuple=True)[0]
+    out[rand] = random_rows(source, len(rand), g, init=init, std=std)
+    return out, kind, n_sources, W
+
+
+def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", weighting: str = "sparsemax",
+                     topk: int = 10,
+                     temperature: float = 0.1, center: bool = True, refine_iters: int = 0,
+                     copy_overlap: bool = False, dictionary_anchors: bool = False, lowercase: bool = True,
+                     batch_size: int = 1024, init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+    """Config adapter: ``kind: align_match``.
+
+    ``source_language``: the language whose corpus (token counts / vectors) or dictionary stands for
+    the source side; the workflow reads it to choose this job's inputs (default English, as the paper).
+
+    Target vectors: ``inputs.aux`` (target-token fastText on the target corpus); source vectors:
+    ``inputs.source_aux`` (source-token fastText on the source-language corpus). Anchors: the
+    identical (``match == "exact"``) tokens with vectors on both sides -- Tran (2020) seeds the
+    alignment with identical strings -- plus, with ``dictionary_anchors``, the
+    :func:`dictionary_pairs` (then ``inputs.dictionary`` and both tokenizers must be loaded).
+    Defaults follow Tran's released code (alexa/ramen): no iterative refinement
+    (``refine_iters=0``; Tran fits on the fixed identical-string dictionary) and sparsemax weights
+    (``topk`` and ``temperature`` only matter for ``weighting="softmax"``, where k=10, τ=0.1 are our
+    choice). Tran refines the Procrustes map with RCSLS (Joulin et al. 2018); we stop at Procrustes.
+    Specials are copied by role; ``copy_overlap`` also copies identical tokens (FOCUS-style; off in
+    Tran, where every non-special token with a vector is a combination).
+    """
+    if inputs.aux is None or inputs.source_aux is None:
+        raise ValueError("Align Match needs target and source token vectors (the fastText stages)")
+    V_t, V_s = inputs.target_vocab_size, inputs.source_matrix.shape[0]
+    special = _matches(inputs.overlap, ["special"])
+    exact = _matches(inputs.overlap, ["exact"])
+    t_has = _fit(inputs.aux.has_vector, V_t, False).clone()
+    t_has[_ids(special, "target_id")] = False
+    s_has = _fit(inputs.source_aux.has_vector, V_s, False).clone()
+    s_has[_ids(special, "source_id")] = False
+    anchor_t, anchor_s = _ids(exact, "target_id"), _ids(exact, "source_id")
+    if dictionary_anchors:
+        if inputs.dictionary is None or inputs.source_tokenizer is None or inputs.target_tokenizer is None:
+            raise ValueError("dictionary_anchors needs a dictionary and both tokenizers")
+        pairs = dictionary_pairs(canonicalize_vocab(inputs.source_tokenizer),
+                                 canonicalize_vocab(inputs.target_tokenizer), inputs.dictionary, lowercase=lowercase)
+        pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
+        anchor_t = torch.cat([anchor_t, _ids(pairs, "target_id")])
+        anchor_s = torch.cat([anchor_s, _ids(pairs, "source_id")])
+    matrix, kind, n_sources, _ = align_match_init(
+        inputs.source_matrix, _fit(inputs.aux.vectors, V_t, 0.0), t_has, _fit(inputs.source_aux.vectors, V_s, 0.0),
+        s_has, anchor_t, anchor_s, seed=seed, weighting=weighting, topk=topk, temperature=temperature,
+        center=center, refine_iters=refine_iters, batch_size=batch_size, init=init, std=std, progress=True)
+    provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
+    n_sources = n_sources.numpy()
+    if copy_overlap:
+        copy_rows(matrix, provenance, n_sources, inputs.source_matrix, exact)
+    return _finish(matrix, provenance, n_sources, inputs)
+
+
+# --------------------------------------------------------------------------- Permute and Keep-x% (§3.1)
+
+ORDERS = ("id", "frequency")
+
+
+def window_groups(key: torch.Tensor, window: int) -> torch.Tensor:
+    """Window index ``rank // window`` of each entry, ranking ``key`` ascending (ties: given order)."""
+    if window < 1:
+        raise ValueError(f"window must be a positive number of tokens, got {window}")
+    rank = torch.empty(len(key), dtype=torch.long)
+    rank[torch.sort(torch.as_tensor(key), stable=True).indices] = torch.arange(len(key))
+    return torch.div(rank, window, rounding_mode="floor")
+
+
+def permute_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor, source_ids: torch.Tensor,
+                 *, seed: int, groups: torch.Tensor | None = None, init: str = "normal",
+                 std: float = DEFAULT_STD) -> tuple[torch.Tensor, torch.Tensor]:
+    """Permute (vocab-swap §3.1): scramble the rows the pairs ``target_ids[i] ← source_ids[i]`` would copy.
+
+    The source rows are permuted uniformly at random among the pairs of the same ``groups`` value
+    (integer window index per pair; ``None``: one group, the paper's "completely scrambling"), so
+    every row stays in its window. Vectorized: a random order, stably sorted by group. Other target
+    rows are random. Returns ``(matrix [V_t, d], source_row [V_t])`` (-1 = random).
+    """
+    g = torch.Generator().manual_seed(seed)
+    target_ids, source_ids = torch.as_tensor(target_ids, dtype=torch.long), torch.as_tensor(source_ids, dtype=torch.long)
+    n = len(target_ids)
+    groups = torch.zeros(n, dtype=torch.long) if groups is None else torch.as_tensor(groups, dtype=torch.long)
+    by_group = torch.sort(groups, stable=True).indices  # pair positions, group by group
+    rperm = torch.randperm(n, generator=g)
+    shuffled = rperm[torch.sort(groups[rperm], stable=True).indices]  # same blocks, shuffled within each
+    new_source = source_ids.clone()
+    new_source[by_group] = source_ids[shuffled]
+    return map_rows_init(source, target_vocab_size, target_ids, new_source,
+                         seed=int(torch.randint(2**62, (1,), generator=g)), init=init, std=std)
+
+
+def keep_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor, source_ids: torch.Tensor,
+              *, seed: int, percent: float, init: str = "normal", std: float = DEFAULT_STD,
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Keep-x% (vocab-swap §3.1): keep exactly ``round(percent/100 · n)`` of the ``n`` pairs
+    ``target_ids[i] ← source_ids[i]`` (rounded half up), chosen uniformly without replacement;
+    every other target row, dropped pairs included, is random. Returns ``(matrix, source_row)``."""
+    if not 0 <= percent <= 100:
+        raise ValueError(f"percent must be in [0, 100], got {percent}")
+    g = torch.Generator().manual_seed(seed)
+    target_ids, source_ids = torch.as_tensor(target_ids, dtype=torch.long), torch.as_tensor(source_ids, dtype=torch.long)
+    n_keep = math.floor(percent / 100 * len(target_ids) + 0.5)
+    kept = torch.randperm(len(target_ids), generator=g)[:n_keep].sort().values
+    return map_rows_init(source, target_vocab_size, target_ids[kept], source_ids[kept],
+                         seed=int(torch.randint(2**62, (1,), generator=g)), init=init, std=std)
+
+
+def _recovery_pairs(inputs: TransferInputs) -> tuple[torch.Tensor, torch.Tensor]:
+    exact = _matches(inputs.overlap, ["exact"])
+    return _ids(exact, "target_id"), _ids(exact, "source_id")
+
+
+def init_permute(inputs: TransferInputs, *, seed: int, window: int | None = None, order: str = "id",
+                 init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+    """Config adapter: ``kind: permute`` (``window: null`` = Permute, ``window: 100`` = Permute 100).
+
+    Generalization of the paper's embedding-recovery setting (source tokenizer = target tokenizer)
+    to any pair of tokenizers: the base initialization copies the overlapping tokens (specials by
+    role, identical tokens -- ``match == "exact"``; for identical tokenizers, every token), then
+    the copied non-special rows are permuted among themselves (:func:`permute_init`), within
+    windows of ``window`` tokens: with ``order: id`` (the paper's frequency proxy) the windows are
+    target-id ranges ``[k·window, (k+1)·window)`` -- the paper's "token id 114 gets a row from ids
+    100-199"; specials inside a range stay put, so a window may hold fewer tokens -- with
+    ``order: frequency`` consecutive blocks of ``window`` tokens ranked by ``inputs.aux.counts``
+    (descending, ties by id; needs the fastText stage). Specials keep their rows; non-overlapping
+    target tokens are random. Provenance of the permuted rows: ``mapped``.
+    """
+    if order not in ORDERS:
+        raise ValueError(f"unknown order {order!r}; known: {', '.join(ORDERS)}")
+    t, s = _recovery_pairs(inputs)
+    groups = None
+    if window is not None:
+        if window < 1:
+            raise ValueError(f"window must be a positive number of tokens, got {window}")
+        if order == "id":
+            groups = torch.div(t, window, rounding_mode="floor")
+        else:
+            if inputs.aux is None:
+                raise ValueError("order='frequency' needs target token counts (the fastText stage)")
+            groups = window_groups(-_fit(inputs.aux.counts, inputs.target_vocab_size, 0)[t], window)
+    matrix, source_row = permute_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
+                                      groups=groups, init=init, std=std)
+    return _finish(matrix, *_provenance(source_row, MAPPED), inputs)
+
+
+def init_keep(inputs: TransferInputs, *, seed: int, percent: float, init: str = "normal",
+              std: float = DEFAULT_STD) -> EmbeddingInit:
+    """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept").
+
+    Same base as :func:`init_permute` (specials + identical tokens copied); then exactly
+    ``round(percent % of the copied non-special rows)`` are kept (:func:`keep_init`) and the rest
+    re-randomized. Specials are always kept.
+    """
+    t, s = _recovery_pairs(inputs)
+    matrix, source_row = keep_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
+                                   percent=percent, init=init, std=std)
+    return _finish(matrix, *_provenance(source_row, COPIED), inputs)
+

@@ -1,0 +1,162 @@
+"""WECHSEL (Minixhofer et al. 2022, wechsel.md §3) and WECHSEL_EN (focus.md §3.1).
+
+1. word vectors of the source language (S) and the target language (T) are aligned by orthogonal
+   Procrustes on the pairs of a bilingual dictionary (wechsel.md §4: MUSE / FreeDict); T is mapped
+   into S's space;
+2. subword embeddings ``U^s``, ``U^t`` by tokenize-flatten-reduce (§3.1, eq. 1);
+3. each target token with a non-zero ``U^t`` row = softmax(s/τ)-weighted mean of the source rows of
+   its k most cosine-similar source tokens (§3.2, eqs. 2-3; τ = 0.1, k = 10 from their App. A);
+   the others from N(E[E^s], Var[E^s]).
+
+With a multilingual source, FOCUS applies WECHSEL "as-is using only English fastText word
+embeddings" (``source_language: en``); WECHSEL_EN first restricts the source vocabulary to the
+tokens of an English-specific tokenizer (``restrict_source: en``, after Wang et al. 2019).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from ..align import normalize_embeddings, procrustes
+from ..overlap import canonicalize_vocab
+from ..word_vectors import WordVectors, tokenize_flatten_reduce
+from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
+
+log = logging.getLogger(__name__)
+
+
+def dictionary_pairs(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices ``(s, t)`` of the dictionary pairs whose two words both have a vector.
+
+    A word is looked up as written, then lower-cased (FreeDict capitalizes some headwords); every
+    pair is used once, so a word with several translations anchors several pairs (as in MUSE).
+    """
+    def index(words: list[str]) -> dict[str, int]:
+        idx = {}
+        for i, w in enumerate(words):  # most frequent first: keep the first spelling of each lower form
+            idx.setdefault(w, i)
+            idx.setdefault(w.lower(), i)
+        return idx
+
+    si, ti = index(source.words), index(target.words)
+
+    def look(idx, words):
+        return np.array([idx.get(w, idx.get(w.lower(), -1)) for w in words], dtype=np.int64)
+
+    s = look(si, dictionary["source_word"].tolist())
+    t = look(ti, dictionary["target_word"].tolist())
+    pairs = np.unique(np.stack([s, t], 1)[(s >= 0) & (t >= 0)], axis=0)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10
+                    ) -> tuple[WordVectors, WordVectors, int]:
+    """Normalize both spaces and map the target into the source space by orthogonal Procrustes.
+
+    Both sets of vectors are unit-normalized, mean-centred and re-normalized first (the usual MUSE /
+    VecMap preprocessing; WECHSEL leaves it open). Returns ``(source', target', pairs used)``.
+    """
+    s_idx, t_idx = dictionary_pairs(source, target, dictionary)
+    if len(s_idx) < min_pairs:
+        raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need {min_pairs}); "
+                         "check the dictionary's direction (source -> target) and the word vectors' languages")
+    xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
+    w = procrustes(xt[t_idx], xs[s_idx])
+    return (WordVectors(source.words, xs, source.counts), WordVectors(target.words, xt @ w, target.counts),
+            len(s_idx))
+
+
+def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch.Tensor, source_has: torch.Tensor,
+                 target_sub: torch.Tensor, target_has: torch.Tensor, special_target_ids: torch.Tensor,
+                 special_source_ids: torch.Tensor, *, seed: int, k: int = 10, temperature: float = 0.1,
+                 batch_size: int = 1024, screen_dtype: torch.dtype | None = None, progress: bool = False,
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """WECHSEL §3.2: top-k softmax(cos/τ) mixtures of source rows for every target token.
+
+    ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are
+    ignored). Special tokens are copied by role (WECHSEL leaves them to the random fallback; a random
+    ``<mask>`` would measure a broken mask). With ``screen_dtype=torch.bfloat16`` the similarity
+    matrix is computed in bf16 to shortlist ``4k`` candidates, whose cosines are then recomputed in
+    float32 before the top-k and softmax (2.5x faster on CPUs with bf16 units; the selected
+    neighbours can differ only among near-ties). Returns ``(matrix, kind int8 0 copied / 1 combined /
+    2 random, n_sources)``.
+    """
+    g = torch.Generator().manual_seed(seed)
+    out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
+    kind = torch.full((target_vocab_size,), 2, dtype=torch.int8)
+    n_sources = torch.zeros(target_vocab_size, dtype=torch.long)
+    cand = source_has.nonzero(as_tuple=True)[0]
+    rows = target_has.nonzero(as_tuple=True)[0]
+    rows = rows[~torch.isin(rows, special_target_ids)]
+    if len(cand) == 0:
+        rows = rows[:0]
+    k = min(k, len(cand))
+    xs = torch.nn.functional.normalize(source_sub[cand].float(), dim=1)
+    xs_t = xs.T.contiguous()
+    xs_screen = xs_t.to(screen_dtype) if screen_dtype is not None else None
+    xt = torch.nn.functional.normalize(target_sub.float(), dim=1)
+    e_cand = source[cand]
+    for start in tqdm(range(0, len(rows), batch_size), desc="WECHSEL", disable=not progress, mininterval=5):
+        r = rows[start:start + batch_size]
+        if xs_screen is None:
+            sim, idx = (xt[r] @ xs_t).topk(k, dim=1)
+        else:
+            short = (xt[r].to(screen_dtype) @ xs_screen).topk(min(4 * k, len(cand)), dim=1).indices
+            exact = torch.einsum("nd,nkd->nk", xt[r], xs[short])
+            sim, j = exact.topk(k, dim=1)
+            idx = short.gather(1, j)
+        w = torch.softmax(sim / temperature, dim=1)  # eq. 3
+        out[r] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_cand[idx])
+        kind[r], n_sources[r] = 1, k
+    out[special_target_ids] = source[special_source_ids]
+    kind[special_target_ids], n_sources[special_target_ids] = 0, 1
+    rand = (kind == 2).nonzero(as_tuple=True)[0]
+    out[rand] = normal_like(source, len(rand), g)
+    return out, kind, n_sources
+
+
+def restrict_to_vocabulary(source_tokenizer, language_tokenizer) -> torch.Tensor:
+    """Mask of source tokens whose canonical form is in ``language_tokenizer`` (WECHSEL_EN, Wang et al. 2019)."""
+    keep = {t.form for t in canonicalize_vocab(language_tokenizer) if not t.special}
+    return torch.tensor([not t.special and t.form in keep for t in canonicalize_vocab(source_tokenizer)])
+
+
+def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: int = 10,
+                 temperature: float = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
+                 screen_dtype: str = "float32") -> EmbeddingInit:
+    """Config adapter: ``kind: wechsel``.
+
+    ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1:
+    English for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype: bfloat16`` turns on
+    the bf16 shortlist of :func:`wechsel_init`.
+    """
+    for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
+        if getattr(inputs, name) is None:
+            raise ValueError(f"WECHSEL needs {name} (word vectors, dictionary and tokenizers stages)")
+    src_words, tgt_words, n_pairs = align_to_source(inputs.source_words, inputs.target_words, inputs.dictionary,
+                                                    min_pairs=min_pairs)
+    log.info("aligned with %d dictionary pairs (%s -> target)", n_pairs, source_language)
+    v_s = inputs.source_matrix.shape[0]
+    u_s, has_s = tokenize_flatten_reduce(src_words, inputs.source_tokenizer, v_s)
+    if restrict_source is not None:
+        if inputs.language_tokenizer is None:
+            raise ValueError(f"restrict_source: {restrict_source} needs the {restrict_source} tokenizer")
+        has_s &= restrict_to_vocabulary(inputs.source_tokenizer, inputs.language_tokenizer)[:v_s]
+    u_t, has_t = tokenize_flatten_reduce(tgt_words, inputs.target_tokenizer, inputs.target_vocab_size)
+    log.info("source tokens with a subword vector: %d of %d; target: %d of %d", int(has_s.sum()), v_s,
+             int(has_t.sum()), inputs.target_vocab_size)
+    special = inputs.overlap[inputs.overlap["match"] == "special"]
+    matrix, kind, n_sources = wechsel_init(
+        inputs.source_matrix, inputs.target_vocab_size, u_s, has_s, u_t, has_t,
+        torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()), seed=seed,
+        k=k, temperature=temperature, screen_dtype=None if screen_dtype == "float32" else getattr(torch, screen_dtype),
+        progress=True)
+    provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
+    provenance[special["target_id"].to_numpy()] = SPECIAL
+    return EmbeddingInit(matrix, provenance, n_sources.numpy())

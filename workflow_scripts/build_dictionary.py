@@ -1,0 +1,27 @@
+"""A bilingual dictionary as a parquet of (source_word, target_word) pairs (rule build_dictionary)."""
+
+import json
+
+import pandas as pd
+
+from vocab_transfer.dictionary import DICTD_ROOT, identical_pairs, read_freedict, read_pairs
+from vocab_transfer.io import write_parquet
+from vocab_transfer.workflow import setup_job
+
+
+def main(inputs, spec, out_path, log_path):
+    log = setup_job(log_path)
+    if spec["source"] == "freedict":
+        pairs = read_freedict(spec["name"], spec.get("root", DICTD_ROOT))
+    elif spec["source"] == "identical":
+        pairs = identical_pairs(pd.read_parquet(inputs["source_words"])["word"].tolist(),
+                                pd.read_parquet(inputs["target_words"])["word"].tolist(),
+                                min_length=spec.get("min_length", 2))
+    else:  # file, muse
+        pairs = read_pairs(inputs["pairs"])
+    log.info("%s dictionary: %d single-word pairs, %d source words", spec["source"], len(pairs),
+             pairs["source_word"].nunique())
+    write_parquet(pairs, out_path)
+
+
+main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.output.pairs, snakemake.log[0])
