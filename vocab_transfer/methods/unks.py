@@ -101,7 +101,7 @@ def init_el(inputs: TransferInputs, *, seed: int, lexical: bool = False, fuzzy: 
 
 
 def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int = 100,
-                     assignment: str = "kmeans", max_iter: int = 3000, tol: float = 1e-4,
+                     assignment: str = "kmeans", max_iter: int = 3000, tol: float = 1e-5,
                      kmeans_iter: int = 300, neural_steps: int = 3000, neural_lr: float = 1e-3,
                      neural_tol: float = 1e-4, tau: float = 1.0, z_std: float = 1.0, lex_logit: float = 5.0,
                      progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -172,7 +172,7 @@ def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, ta
 
 def init_mf(inputs: TransferInputs, *, seed: int, clusters: int = 1, dim: int = 100,
             assignment: str = "kmeans", lexical: bool = False, fuzzy: bool = False,
-            random: str = "normal_like", max_iter: int = 3000, tol: float = 1e-4, kmeans_iter: int = 300,
+            random: str = "normal_like", max_iter: int = 3000, tol: float = 1e-5, kmeans_iter: int = 300,
             neural_steps: int = 3000, neural_lr: float = 1e-3, neural_tol: float = 1e-4, tau: float = 1.0,
             z_std: float = 1.0, lex_logit: float = 5.0, device: str = "cpu") -> EmbeddingInit:
     """Config adapter: ``kind: mf`` -- MF¹-RAND/LEX (``clusters: 1``), MF^C_KMEANS-RAND/LEX
