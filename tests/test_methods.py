@@ -85,3 +85,15 @@ def test_unknown_kind():
     with pytest.raises(ValueError, match="unknown method kind 'fokus'"):
         run_method("fokus", tiny_inputs(), seed=0)
     assert {"random", "focus"} <= set(METHODS)
+
+
+def test_focus_bf16_screening_matches_exact():
+    g = torch.Generator().manual_seed(5)
+    centres = torch.randn(40, 16, generator=g)
+    x = centres[torch.randint(40, (300,), generator=g)] + 0.5 * torch.randn(300, 16, generator=g)
+    source = torch.randn(200, 6, generator=g)
+    args = (source, 300, torch.arange(100), torch.arange(100, 200), x, torch.ones(300, dtype=torch.bool))
+    exact = focus_init(*args, seed=0, topk=8)
+    screened = focus_init(*args, seed=0, topk=8, screen_dtype=torch.bfloat16)
+    torch.testing.assert_close(screened[0], exact[0])
+    assert torch.equal(screened[2], exact[2])

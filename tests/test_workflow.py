@@ -52,8 +52,14 @@ def tiny_run(tmp_path_factory):
 def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/init_mlm_loss.csv")
     assert set(table.columns) >= {"language", "method", "mlm_loss", "in_source_pretraining"}
-    assert len(table) == 2 * 3
+    config = yaml.safe_load(TINY.read_text())
+    expected = {(t, m) for m, spec in config["methods"].items() for t in spec.get("targets", config["targets"])}
+    assert set(zip(table["language"], table["method"], strict=True)) == expected and len(table) == len(expected)
     assert table.set_index("language")["in_source_pretraining"].to_dict() == {"de": True, "sw": False}
+    assert table["mlm_loss"].notna().all()
+    # each paper's method beats nothing trivially wrong: FOCUS below Random in both languages
+    loss = table.set_index(["language", "method"])["mlm_loss"]
+    assert all(loss[(t, "focus")] < loss[(t, "random")] for t in ("de", "sw"))
     md = (tiny_run / "results/tables/init_mlm_loss.md").read_text()
     assert "de (in)" in md and "sw (not in)" in md and "FOCUS" in md
     # every intermediate opens with pandas or safetensors alone
@@ -65,6 +71,17 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     prov = pd.read_parquet(tiny_run / "results/init/tiny/sw/focus.provenance.parquet")
     assert set(prov["provenance"]) <= {"special", "copied", "combined", "random"}
     assert (prov["provenance"] == "combined").any()
+    assert (pd.read_parquet(tiny_run / "results/init/tiny/sw/wechsel.provenance.parquet")["provenance"]
+            == "combined").any()
+    factors = load_file(tiny_run / "results/init/tiny/sw/mf10_kmeans_lex.safetensors")
+    assert {"embeddings", "mf_F", "mf_G", "mf_Z"} <= set(factors)
+    from vocab_transfer.tokenizer import load_tokenizer
+
+    extended = load_tokenizer(str(tiny_run / "results/extended/tiny/sw/extend/tokenizer"))
+    source = load_tokenizer(str(tiny_run / "results/source/tiny/model"))
+    assert len(extended) == len(load_file(tiny_run / "results/init/tiny/sw/extend.safetensors")["embeddings"])
+    assert len(extended) > len(source)
+    assert pd.read_parquet(tiny_run / "results/dictionaries/en/sw.parquet").shape[0] > 1000  # FreeDict eng-swh
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
 
@@ -123,6 +140,24 @@ def test_missing_language_is_named(tmp_path):
     assert proc.returncode != 0 and "'xh'" in proc.stderr and "corpora" in proc.stderr
 
 
+def test_missing_dictionary_is_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["dictionaries"]["en"].pop("sw"))
+    assert proc.returncode != 0 and "no dictionary en -> ['sw']" in proc.stderr
+
+
+def test_method_target_outside_targets_is_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["methods"]["reinit"].update(targets=["fr"]))
+    assert proc.returncode != 0 and "methods.reinit.targets" in proc.stderr
+
+
+def test_schema_lists_every_registered_method_kind():
+    from vocab_transfer.methods import METHODS
+
+    schema = yaml.safe_load((REPO / "schemas/config.schema.yaml").read_text())
+    kind = schema["properties"]["methods"]["additionalProperties"]["properties"]["kind"]
+    assert sorted(kind["enum"]) == sorted(METHODS)
+
+
 def test_mismatched_source_tokenizer_is_named(tmp_path, sw_tokenizer):
     from vocab_transfer.source_model import build_xlmr_mlm
 
@@ -150,5 +185,7 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "1", config=path)
     jobs = planned_jobs(proc)
     assert "pretrain_source_model" not in jobs and jobs["download_source_model"] == 1
-    assert jobs["init_embeddings"] == 2 * 2 * 3
+    config = yaml.safe_load(TINY.read_text())
+    per_source = sum(len(spec.get("targets", config["targets"])) for spec in config["methods"].values())
+    assert jobs["init_embeddings"] == 2 * per_source
     assert "resources/models/hub" in proc.stdout

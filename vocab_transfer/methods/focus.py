@@ -7,15 +7,15 @@ import torch
 from tqdm import tqdm
 
 from ..overlap import restrict_overlap
-from ..sparsemax import topk_sparsemax
+from ..sparsemax import sparsemax, topk_sparsemax
 from ..word_vectors import tokenize_flatten_reduce
 from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
 
 
 def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
                overlap_source_ids: torch.Tensor, target_vectors: torch.Tensor, has_vector: torch.Tensor, *,
-               seed: int, topk: int = 64, batch_size: int = 4096, progress: bool = False,
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+               seed: int, topk: int = 64, batch_size: int = 4096, screen_dtype: torch.dtype | None = None,
+               progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """FOCUS embeddings for a target vocabulary.
 
     - overlapping tokens O copy their source row (eq. 1);
@@ -27,7 +27,11 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
 
     The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to
     a full sort for rows whose support is wider); rows are processed in ``batch_size`` chunks, so
-    memory stays at ``batch_size × |O|`` similarities. Returns ``(matrix [V_t, d],
+    memory stays at ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` the
+    similarities are computed in bf16 to shortlist each row's ``topk`` anchors, whose cosines are then
+    recomputed in float32 for the sparsemax (rows whose support could reach beyond the shortlist are
+    redone exactly in float32); about 2.5x faster on CPUs with bf16 units, and the result can differ
+    from the exact one only if bf16 rounding pushes a support anchor out of the top ``topk``. Returns ``(matrix [V_t, d],
     kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources [V_t])``.
     """
     g = torch.Generator().manual_seed(seed)
@@ -45,12 +49,24 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     if len(anchor_t) == 0:
         additional = additional[:0]  # nothing to combine: every additional token falls back to random
     x = torch.nn.functional.normalize(target_vectors.float(), dim=1)
-    x_anchor_t = x[anchor_t].T.contiguous()
+    x_anchor = x[anchor_t]
+    x_anchor_t = x_anchor.T.contiguous()
+    x_screen = x_anchor_t.to(screen_dtype) if screen_dtype is not None else None
     e_anchor = source[anchor_s]
     for start in tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
         rows = additional[start:start + batch_size]
-        sims = x[rows] @ x_anchor_t  # eq. 2-3
-        w, idx = topk_sparsemax(sims, topk)  # eq. 4-5
+        if x_screen is None or topk >= len(anchor_t):
+            w, idx = topk_sparsemax(x[rows] @ x_anchor_t, topk)  # eqs. 2-5
+        else:
+            idx = (x[rows].to(screen_dtype) @ x_screen).topk(topk, dim=1).indices
+            w = sparsemax(torch.einsum("nd,nkd->nk", x[rows], x_anchor[idx]), dim=1)
+            spill = (w > 0).sum(1) == topk  # support may extend past the shortlist: redo exactly
+            if bool(spill.any()):
+                wide_w, wide_i = topk_sparsemax(x[rows[spill]] @ x_anchor_t, topk)
+                if wide_w.shape[1] > topk:
+                    w = torch.nn.functional.pad(w, (0, wide_w.shape[1] - topk))
+                    idx = torch.nn.functional.pad(idx, (0, wide_w.shape[1] - topk))
+                w[spill], idx[spill] = wide_w, wide_i
         out[rows] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_anchor[idx])  # eq. 6
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
 
@@ -60,12 +76,13 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
 
 
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
-               topk: int = 64, batch_size: int = 4096) -> EmbeddingInit:
+               topk: int = 64, batch_size: int = 4096, screen_dtype: str = "float32") -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
     ``overlap: full | symbolic`` (Table 4 "Symbolic Overlap"); ``aux: token_fasttext`` (FOCUS's
     token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText": word-level fastText of the
-    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce).
+    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce);
+    ``screen_dtype: bfloat16`` turns on the bf16 shortlist of :func:`focus_init`.
     """
     if aux == "token_fasttext":
         if inputs.aux is None:
@@ -82,7 +99,8 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
     matrix, kind, n_sources = focus_init(
         inputs.source_matrix, inputs.target_vocab_size, torch.tensor(ov["target_id"].to_numpy()),
         torch.tensor(ov["source_id"].to_numpy()), vectors, has_vector, seed=seed,
-        topk=topk, batch_size=batch_size, progress=True)
+        topk=topk, batch_size=batch_size, progress=True,
+        screen_dtype=None if screen_dtype == "float32" else getattr(torch, screen_dtype))
     provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
     provenance[ov.loc[ov["match"] == "special", "target_id"].to_numpy()] = SPECIAL
     return EmbeddingInit(matrix, provenance, n_sources.numpy())

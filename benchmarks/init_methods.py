@@ -1,0 +1,123 @@
+"""Speed and peak memory of FOCUS and WECHSEL at paper scale (issue 3 targets: FOCUS ≤ 2.5 s / 2 GB,
+WECHSEL ≤ 20 s / 4 GB on a 2-core CPU).
+
+Paper scale (focus.md §3, App. B): source XLM-R 250,002 × 768 embeddings (+ output bias column),
+target vocabulary 50,000, auxiliary vectors 300-d. Inputs are synthetic (no hub here): Gaussian
+source rows, random auxiliary vectors, an overlap of ``--overlap`` of the target vocabulary for
+FOCUS; for WECHSEL, ``--source-coverage`` of the source tokens with a subword vector (XLM-R tokens
+that occur in no English word have none). Every case runs in a fresh subprocess; "peak RSS" is
+that process's maximum resident memory *including* the inputs (the source matrix alone is 0.77 GB);
+"time" covers only the method call, inputs already in memory.
+
+    python benchmarks/init_methods.py                       # all cases, paper scale
+    python benchmarks/init_methods.py --cases focus --target 5000 --source-rows 20000   # quick
+
+Writes ``benchmarks/out/init_methods.csv`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def clustered(n: int, dim: int, g, clusters: int = 5000, noise: float = 0.6):
+    """Vectors with neighbourhood structure, like trained fastText vectors: a random cluster centre plus
+    noise (pure Gaussian vectors are the worst case for sparsemax: every similarity is about 0)."""
+    import torch
+
+    centres = torch.randn(clusters, dim, generator=g)
+    return centres[torch.randint(clusters, (n,), generator=g)] + noise * torch.randn(n, dim, generator=g)
+
+
+def run_case(a) -> dict:
+    import torch
+
+    torch.set_num_threads(a.threads)
+    g = torch.Generator().manual_seed(0)
+    source = torch.randn(a.source_rows, a.dim + 1, generator=g)  # embeddings + output-bias column
+    n_t = a.target
+    if a.case.startswith("focus"):
+        from vocab_transfer.methods.focus import focus_init
+
+        n_ov = int(a.overlap * n_t)
+        ov_t = torch.randperm(n_t, generator=g)[:n_ov]
+        ov_s = torch.randperm(a.source_rows, generator=g)[:n_ov]
+        x = clustered(n_t, a.aux_dim, g)
+        has = torch.rand(n_t, generator=g) < 0.95  # minCount leaves a few tokens without a vector
+        t0 = time.perf_counter()
+        screen = torch.bfloat16 if a.case == "focus_bf16" else None
+        out, kind, _ = focus_init(source, n_t, ov_t, ov_s, x, has, seed=0, screen_dtype=screen)
+        seconds = time.perf_counter() - t0
+        detail = f"overlap {n_ov}, combined {(kind == 1).sum().item()}"
+    elif a.case.startswith("wechsel"):
+        from vocab_transfer.methods.wechsel import wechsel_init
+
+        both = clustered(a.source_rows + n_t, a.aux_dim, g)
+        us, ut = both[:a.source_rows], both[a.source_rows:]
+        has_s = torch.rand(a.source_rows, generator=g) < a.source_coverage
+        has_t = torch.rand(n_t, generator=g) < 0.97
+        screen = torch.bfloat16 if a.case == "wechsel_bf16" else None
+        t0 = time.perf_counter()
+        out, kind, _ = wechsel_init(source, n_t, us, has_s, ut, has_t, torch.arange(4), torch.arange(4), seed=0,
+                                    screen_dtype=screen)
+        seconds = time.perf_counter() - t0
+        detail = f"source candidates {int(has_s.sum())}, combined {(kind == 1).sum().item()}"
+    elif a.case == "procrustes":
+        from vocab_transfer.align import procrustes
+
+        x, y = torch.randn(a.pairs, a.aux_dim, generator=g), torch.randn(a.pairs, a.aux_dim, generator=g)
+        t0 = time.perf_counter()
+        procrustes(x, y)
+        seconds = time.perf_counter() - t0
+        detail = f"{a.pairs} dictionary pairs"
+    else:
+        raise ValueError(a.case)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    return {"case": a.case, "seconds": round(seconds, 2), "peak_rss_gib": round(peak, 2), "detail": detail}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cases", nargs="+", default=["focus", "focus_bf16", "wechsel", "wechsel_bf16", "procrustes"])
+    p.add_argument("--case", help=argparse.SUPPRESS)
+    p.add_argument("--source-rows", type=int, default=250_002)
+    p.add_argument("--dim", type=int, default=768)
+    p.add_argument("--target", type=int, default=50_000)
+    p.add_argument("--aux-dim", type=int, default=300)
+    p.add_argument("--overlap", type=float, default=0.5, help="FOCUS: overlapping share of the target vocabulary")
+    p.add_argument("--source-coverage", type=float, default=1.0,
+                   help="WECHSEL: share of source tokens with a subword vector")
+    p.add_argument("--pairs", type=int, default=20_000, help="Procrustes: dictionary pairs")
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    if a.case:  # child process: one case
+        print(json.dumps(run_case(a)))
+        return
+    rows = []
+    for case in a.cases:
+        args = [f"--{k.replace('_', '-')}={v}" for k, v in vars(a).items() if k not in ("cases", "case")]
+        proc = subprocess.run([sys.executable, __file__, "--case", case, *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(proc.stderr)
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        print(rows[-1], flush=True)
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    df.insert(1, "scale", f"source {a.source_rows}x{a.dim}, target {a.target}, aux {a.aux_dim}-d, {a.threads} threads")
+    OUT.mkdir(exist_ok=True)
+    df.to_csv(OUT / "init_methods.csv", index=False)
+    (OUT / "init_methods.md").write_text(df.to_markdown(index=False) + "\n")
+    print(df.to_markdown(index=False))
+
+
+if __name__ == "__main__":
+    main()
