@@ -26,11 +26,11 @@ METHOD_NAMES = list(config["methods"])
 
 
 wildcard_constraints:
-    lang="|".join(config["corpora"]),
+    lang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
     target="|".join(TARGETS),
     source="|".join(SOURCES),
     method="|".join(METHOD_NAMES),
-    slang="|".join(config["corpora"]),
+    slang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
     split="train|heldout",
 
 
@@ -149,8 +149,11 @@ def word_vector_inputs(wildcards):
 
 
 def word_vector_spec(wildcards):
-    return canonical({"train": config.get("word_fasttext", {}),
-                      "pretrained": config.get("word_vectors", {}).get(wildcards.lang)})
+    """Only what this language's vectors depend on: the pretrained spec, or the training settings."""
+    pretrained = config.get("word_vectors", {}).get(wildcards.lang)
+    if pretrained:
+        return canonical({"pretrained": pretrained})
+    return canonical({"train": config.get("word_fasttext", {}), "seed": config["seed"]})
 
 
 def dictionary_spec(wildcards):

@@ -8,7 +8,7 @@ rule pack_heldout:
     output:
         blocks="results/eval_init/heldout/{target}.safetensors",
     params:
-        spec=canonical(config["eval"]),
+        spec=canonical({k: config["eval"][k] for k in ("seq_len", "max_sequences")}),
     log:
         "logs/pack_heldout/{target}.log",
     script:

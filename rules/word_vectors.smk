@@ -10,7 +10,6 @@ rule build_word_vectors:
         words="results/word_vectors/{lang}/words.parquet",
     params:
         spec=word_vector_spec,
-        seed=config["seed"],
     threads: config.get("word_fasttext", {}).get("threads", 1)
     log:
         "logs/build_word_vectors/{lang}.log",

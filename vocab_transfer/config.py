@@ -91,7 +91,10 @@ def check_method_resources(config: dict, name: str, method: dict) -> None:
     from .methods import method_needs, method_params
 
     params = {k: v for k, v in method.items() if k not in ("kind", "label", "targets")}
-    needs, p = method_needs(method["kind"], params), method_params(method["kind"], params)
+    try:
+        needs, p = method_needs(method["kind"], params), method_params(method["kind"], params)
+    except ValueError as e:
+        raise ConfigError(f"methods.{name}: {e}") from None
     corpora, vectors = set(config["corpora"]), set(config.get("word_vectors", {}))
     for t in method.get("targets", []):
         if t not in config["targets"]:

@@ -21,7 +21,8 @@ import pandas as pd
 
 DICTD_ROOT = "/usr/share/dictd"
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
-_ANNOTATION = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}|/[^/]*/")
+_ANNOTATION = re.compile(r"<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}")
+_PRONUNCIATION = re.compile(r"/[^/]*/")  # headword line only: translations may contain "and/or"
 _NUMBERING = re.compile(r"^\s*\d+\.\s*")
 _WORD = re.compile(r"^[\w'’\-]+$")
 _SKIP = ("see:", "synonym:", "syn:", "antonym:", "note:", "example:", "ex:", "also:")
@@ -61,7 +62,7 @@ def parse_freedict_entry(entry: str) -> list[tuple[str, str]]:
     lines = [x for x in entry.splitlines() if x.strip()]
     if not lines:
         return []
-    head = _ANNOTATION.sub(" ", lines[0]).strip()
+    head = _ANNOTATION.sub(" ", _PRONUNCIATION.sub(" ", lines[0])).strip()
     pairs = []
     for line in lines[1:]:
         text = line.strip()

@@ -58,7 +58,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     if "language_tokenizer" in paths:
         opt["language_tokenizer"] = load_tokenizer(paths["language_tokenizer"])
     params = {k: v for k, v in method.items() if k != "kind"}
-    inputs = TransferInputs(source_matrix=embedding_matrix(model), target_vocab_size=len(target_tok),
+    # padded embedding matrices (allow_padded_embeddings) keep only the rows of real tokens
+    inputs = TransferInputs(source_matrix=embedding_matrix(model)[: len(source_tok)], target_vocab_size=len(target_tok),
                             overlap=pd.read_parquet(paths["overlap"]),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),

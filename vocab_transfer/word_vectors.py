@@ -126,7 +126,8 @@ def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | Non
                             batch_size: int = 10_000) -> tuple[torch.Tensor, torch.Tensor]:
     """Subword embeddings from word embeddings (WECHSEL §3.1, eq. 1, Figure 2).
 
-    **tokenize** every word (without special tokens), **flatten** to (token, word) pairs, and
+    **tokenize** every word (without special tokens; the word alone and preceded by a space, as the
+    WECHSEL reference code does), **flatten** to (token, word) pairs, and
     **reduce** each token's words to their frequency-weighted mean ``u_x = Σ w_v f_v / Σ f_v``.
     A word contributes once per distinct token it contains. Tokens in no word get a zero vector and
     ``has_vector = False``. Returns ``(U [V, dim] float32, has_vector [V] bool)``; no Python loop
@@ -140,8 +141,10 @@ def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | Non
     special = set(getattr(tokenizer, "all_special_ids", []))
     for start in tqdm(range(0, len(words.words), batch_size), desc="tokenize-flatten-reduce", mininterval=5):
         batch = words.words[start:start + batch_size]
-        ids = tokenizer(batch, add_special_tokens=False)["input_ids"]
-        word_idx = np.repeat(np.arange(start, start + len(batch)), [len(x) for x in ids])
+        # as WECHSEL's code: the word alone and after a space (byte-level BPE marks word starts only
+        # after a space; for SentencePiece both give the same pieces and the pairs are deduplicated)
+        ids = tokenizer(batch + [" " + w for w in batch], add_special_tokens=False)["input_ids"]
+        word_idx = np.repeat(np.tile(np.arange(start, start + len(batch)), 2), [len(x) for x in ids])
         tok = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=len(word_idx))
         pairs = np.unique(np.stack([tok, word_idx], 1), axis=0)  # each (token, word) once
         pairs = pairs[~np.isin(pairs[:, 0], list(special))] if special else pairs

@@ -10,19 +10,19 @@ from vocab_transfer.word_vectors import read_fasttext_vectors, train_word_fastte
 from vocab_transfer.workflow import setup_job
 
 
-def main(inputs, spec, lang, seed, vectors_path, words_path, log_path, threads):
+def main(inputs, spec, lang, vectors_path, words_path, log_path, threads):
     log = setup_job(log_path, threads)
-    train, pretrained = spec["train"], spec["pretrained"]
     if "pretrained" in inputs:
-        wv = read_fasttext_vectors(inputs["pretrained"], max_words=(pretrained or {}).get("max_words"), lang=lang)
+        wv = read_fasttext_vectors(inputs["pretrained"], max_words=spec["pretrained"].get("max_words"), lang=lang)
         log.info("read %d word vectors from %s", len(wv.words), inputs["pretrained"])
     else:
-        train = dict(train, threads=threads)
-        wv = train_word_fasttext(read_corpus(inputs["corpus"])["text"].tolist(), seed=seed, verbose=2, **train)
+        train = dict(spec["train"], threads=threads)
+        wv = train_word_fasttext(read_corpus(inputs["corpus"])["text"].tolist(), seed=spec["seed"], verbose=2,
+                                 **train)
         log.info("trained %d word vectors (dim %d) on %s", len(wv.words), wv.vectors.shape[1], inputs["corpus"])
     write_tensors({"vectors": wv.vectors}, vectors_path)
     write_parquet(pd.DataFrame({"word": wv.words, "count": wv.counts}), words_path)
 
 
-main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.wildcards.lang, snakemake.params.seed,
+main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.wildcards.lang,
      snakemake.output.vectors, snakemake.output.words, snakemake.log[0], snakemake.threads)

@@ -60,16 +60,31 @@ class Method:
     needs: Needs | Callable[[dict], Needs] = frozenset()  # fixed, or a function of the (defaulted) params
 
 
+def _one_of(p: dict, key: str, allowed: tuple[str, ...]) -> None:
+    if p[key] not in allowed:
+        raise ValueError(f"{key} must be one of {list(allowed)}, not {p[key]!r}")
+
+
 def _focus_needs(p: dict) -> Needs:
+    _one_of(p, "aux", ("token_fasttext", "word_fasttext"))
+    _one_of(p, "overlap", ("full", "symbolic", "none"))
+    _one_of(p, "screen_dtype", ("float32", "bfloat16"))
     return frozenset({"target_words", "tokenizers"} if p["aux"] == "word_fasttext" else {"fasttext"})
 
 
 def _wechsel_needs(p: dict) -> Needs:
+    _one_of(p, "screen_dtype", ("float32", "bfloat16"))
     needs = {"source_words", "target_words", "dictionary", "tokenizers"}
     return frozenset(needs | ({"language_tokenizer"} if p["restrict_source"] else set()))
 
 
+def _extend_needs(p: dict) -> Needs:
+    _one_of(p, "new_rows", ("focus", "random"))
+    return frozenset({"fasttext", "tokenizers", "extended_tokenizer"})
+
+
 def _dict_match_needs(p: dict) -> Needs:
+    _one_of(p, "choose", ("first", "frequent"))
     return frozenset({"dictionary", "tokenizers"} | ({"source_fasttext"} if p["choose"] == "frequent" else set()))
 
 
@@ -79,6 +94,7 @@ def _align_match_needs(p: dict) -> Needs:
 
 
 def _permute_needs(p: dict) -> Needs:
+    _one_of(p, "order", ("id", "frequency"))
     return frozenset({"fasttext"} if p["order"] == "frequency" else set())
 
 
@@ -87,7 +103,7 @@ METHODS: dict[str, Method] = {
     "random_normal": Method(init_random_normal),
     "focus": Method(init_focus, _focus_needs),
     "wechsel": Method(init_wechsel, _wechsel_needs),
-    "extend": Method(init_extension, frozenset({"fasttext", "tokenizers", "extended_tokenizer"})),
+    "extend": Method(init_extension, _extend_needs),
     "reinit_embed": Method(init_reinit_embed),
     "freq_match": Method(init_freq_match, frozenset({"fasttext", "source_fasttext"})),
     "dict_match": Method(init_dict_match, _dict_match_needs),

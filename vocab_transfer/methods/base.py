@@ -79,3 +79,11 @@ def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarra
     matrix[t] = source[s]
     provenance[t.numpy()] = np.where(overlap["match"].to_numpy() == "special", SPECIAL, COPIED)
     n_sources[t.numpy()] = 1
+
+
+def screen_dtype_of(name: str) -> torch.dtype | None:
+    """``float32`` (exact, default) -> None; ``bfloat16`` -> the bf16 shortlist. bf16 kernels differ
+    between CPUs with and without native bf16 units, so results are bit-identical per machine only."""
+    if name not in ("float32", "bfloat16"):
+        raise ValueError(f"screen_dtype must be float32 or bfloat16, not {name!r}")
+    return None if name == "float32" else torch.bfloat16

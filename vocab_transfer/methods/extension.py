@@ -17,7 +17,7 @@ import torch
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
-from .base import COMBINED, COPIED, RANDOM, EmbeddingInit, TransferInputs, normal_like
+from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
 from .focus import focus_init
 
 
@@ -73,11 +73,15 @@ def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: int = 30000
     v_s, n = source.shape[0], len(new)
     matrix = torch.cat([source, torch.empty(n, source.shape[1], dtype=source.dtype)])
     provenance = np.array([COPIED] * v_s + [RANDOM] * n, dtype=object)
+    special_source = inputs.overlap.loc[inputs.overlap["match"] == "special", "source_id"].to_numpy()
+    provenance[special_source] = SPECIAL
     n_sources = np.concatenate([np.ones(v_s, dtype=np.int64), np.zeros(n, dtype=np.int64)])
     if new_rows == "focus":
+        only_new = torch.zeros_like(inputs.aux.has_vector)
+        only_new[torch.as_tensor(new, dtype=torch.long)] = True  # combine just the rows kept below
         rows, kind, k = focus_init(source, inputs.target_vocab_size, torch.tensor(inputs.overlap["target_id"].to_numpy()),
                                    torch.tensor(inputs.overlap["source_id"].to_numpy()), inputs.aux.vectors,
-                                   inputs.aux.has_vector, seed=seed, topk=topk)
+                                   inputs.aux.has_vector & only_new, seed=seed, topk=topk)
         matrix[v_s:] = rows[new]
         provenance[v_s:] = np.where(kind[new].numpy() == 1, COMBINED, RANDOM)
         n_sources[v_s:] = k[new].numpy()

@@ -9,7 +9,16 @@ from tqdm import tqdm
 from ..overlap import restrict_overlap
 from ..sparsemax import sparsemax, topk_sparsemax
 from ..word_vectors import tokenize_flatten_reduce
-from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
+from .base import (
+    COMBINED,
+    COPIED,
+    RANDOM,
+    SPECIAL,
+    EmbeddingInit,
+    TransferInputs,
+    normal_like,
+    screen_dtype_of,
+)
 
 
 def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
@@ -84,6 +93,7 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
     target language turned into token vectors by WECHSEL's tokenize-flatten-reduce);
     ``screen_dtype: bfloat16`` turns on the bf16 shortlist of :func:`focus_init`.
     """
+    screen = screen_dtype_of(screen_dtype)
     if aux == "token_fasttext":
         if inputs.aux is None:
             raise ValueError("FOCUS needs auxiliary token vectors (the fastText stage)")
@@ -100,7 +110,7 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
         inputs.source_matrix, inputs.target_vocab_size, torch.tensor(ov["target_id"].to_numpy()),
         torch.tensor(ov["source_id"].to_numpy()), vectors, has_vector, seed=seed,
         topk=topk, batch_size=batch_size, progress=True,
-        screen_dtype=None if screen_dtype == "float32" else getattr(torch, screen_dtype))
+        screen_dtype=screen)
     provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
     provenance[ov.loc[ov["match"] == "special", "target_id"].to_numpy()] = SPECIAL
     return EmbeddingInit(matrix, provenance, n_sources.numpy())

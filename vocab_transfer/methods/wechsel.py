@@ -25,7 +25,16 @@ from tqdm import tqdm
 from ..align import normalize_embeddings, procrustes
 from ..overlap import canonicalize_vocab
 from ..word_vectors import WordVectors, tokenize_flatten_reduce
-from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
+from .base import (
+    COMBINED,
+    COPIED,
+    RANDOM,
+    SPECIAL,
+    EmbeddingInit,
+    TransferInputs,
+    normal_like,
+    screen_dtype_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +46,18 @@ def dictionary_pairs(source: WordVectors, target: WordVectors, dictionary: pd.Da
     A word is looked up as written, then lower-cased (FreeDict capitalizes some headwords); every
     pair is used once, so a word with several translations anchors several pairs (as in MUSE).
     """
-    def index(words: list[str]) -> dict[str, int]:
-        idx = {}
-        for i, w in enumerate(words):  # most frequent first: keep the first spelling of each lower form
-            idx.setdefault(w, i)
-            idx.setdefault(w.lower(), i)
-        return idx
+    def index(words: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+        exact, lower = {}, {}
+        for i, w in enumerate(words):  # most frequent first: keep the first word of each spelling
+            exact.setdefault(w, i)
+            lower.setdefault(w.lower(), i)
+        return exact, lower
 
     si, ti = index(source.words), index(target.words)
 
     def look(idx, words):
-        return np.array([idx.get(w, idx.get(w.lower(), -1)) for w in words], dtype=np.int64)
+        exact, lower = idx
+        return np.array([exact.get(w, lower.get(w.lower(), -1)) for w in words], dtype=np.int64)
 
     s = look(si, dictionary["source_word"].tolist())
     t = look(ti, dictionary["target_word"].tolist())
@@ -136,6 +146,7 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
     English for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype: bfloat16`` turns on
     the bf16 shortlist of :func:`wechsel_init`.
     """
+    screen = screen_dtype_of(screen_dtype)
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
         if getattr(inputs, name) is None:
             raise ValueError(f"WECHSEL needs {name} (word vectors, dictionary and tokenizers stages)")
@@ -155,7 +166,7 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
     matrix, kind, n_sources = wechsel_init(
         inputs.source_matrix, inputs.target_vocab_size, u_s, has_s, u_t, has_t,
         torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()), seed=seed,
-        k=k, temperature=temperature, screen_dtype=None if screen_dtype == "float32" else getattr(torch, screen_dtype),
+        k=k, temperature=temperature, screen_dtype=screen,
         progress=True)
     provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
     provenance[special["target_id"].to_numpy()] = SPECIAL
