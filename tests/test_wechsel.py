@@ -243,3 +243,20 @@ def test_read_pretrained_bin_and_vec(tmp_path, swahili_verses):
     torch.testing.assert_close(vec.vectors, wv.vectors[:20], atol=1e-5, rtol=0)
     with pytest.raises(FileNotFoundError, match="not found"):
         read_fasttext_vectors(tmp_path / "missing.bin")
+
+
+def test_extension_focus_rows_equal_full_focus_rows(swahili_verses, sw_tokenizer):
+    from vocab_transfer.methods.focus import focus_init
+    from vocab_transfer.tokenizer import train_unigram_tokenizer
+
+    source_tok = train_unigram_tokenizer(swahili_verses[:300], 200)
+    overlap = compute_overlap(source_tok, sw_tokenizer)
+    g = torch.Generator().manual_seed(0)
+    aux = TokenVectors(torch.randn(len(sw_tokenizer), 4, generator=g), torch.ones(len(sw_tokenizer), dtype=torch.bool),
+                       torch.arange(len(sw_tokenizer), 0, -1))
+    source = torch.randn(200, 3, generator=g)
+    res = run_method("extend", TransferInputs(source, len(sw_tokenizer), overlap, aux=aux), seed=0, new_tokens=30)
+    full, _, _ = focus_init(source, len(sw_tokenizer), torch.tensor(overlap["target_id"].to_numpy()),
+                            torch.tensor(overlap["source_id"].to_numpy()), aux.vectors, aux.has_vector, seed=0)
+    new = select_new_tokens(overlap, aux.counts.numpy(), [], 30)
+    torch.testing.assert_close(res.matrix[200:], full[new])

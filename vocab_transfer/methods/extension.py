@@ -77,11 +77,12 @@ def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: int = 30000
     provenance[special_source] = SPECIAL
     n_sources = np.concatenate([np.ones(v_s, dtype=np.int64), np.zeros(n, dtype=np.int64)])
     if new_rows == "focus":
-        only_new = torch.zeros_like(inputs.aux.has_vector)
-        only_new[torch.as_tensor(new, dtype=torch.long)] = True  # combine just the rows kept below
+        keep = torch.zeros_like(inputs.aux.has_vector)  # anchors (the overlap) and the new rows: no others
+        keep[torch.as_tensor(new, dtype=torch.long)] = True
+        keep[torch.as_tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)] = True
         rows, kind, k = focus_init(source, inputs.target_vocab_size, torch.tensor(inputs.overlap["target_id"].to_numpy()),
                                    torch.tensor(inputs.overlap["source_id"].to_numpy()), inputs.aux.vectors,
-                                   inputs.aux.has_vector & only_new, seed=seed, topk=topk)
+                                   inputs.aux.has_vector & keep, seed=seed, topk=topk)
         matrix[v_s:] = rows[new]
         provenance[v_s:] = np.where(kind[new].numpy() == 1, COMBINED, RANDOM)
         n_sources[v_s:] = k[new].numpy()
