@@ -1,4 +1,5 @@
 # Config validation (before any job runs) and the helper functions the rules call.
+import hashlib
 import json
 import os
 
@@ -7,6 +8,7 @@ from snakemake.utils import validate
 from vocab_transfer.config import ConfigError, check_config, local_model_dir, method_targets, source_languages
 from vocab_transfer.methods import METHODS, method_needs
 from vocab_transfer.methods import method_params as with_defaults
+from vocab_transfer.methods.unks import factorization_spec
 
 
 try:
@@ -32,6 +34,7 @@ wildcard_constraints:
     method="|".join(METHOD_NAMES),
     slang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
     split="train|heldout",
+    factorization="mf-[0-9a-f]{12}",
 
 
 def canonical(obj):
@@ -117,7 +120,26 @@ def init_inputs(wildcards):
         inputs["language_tokenizer"] = f"results/tokenizers/{method_option(wildcards.method, 'restrict_source')}"
     if "extended_tokenizer" in needs:
         inputs["extended_tokenizer"] = extended_tokenizer_dir(wildcards)
+    if "factorization" in needs:
+        inputs["factors"] = f"results/factorized/{wildcards.source}/{factorization_key(wildcards.method)}.safetensors"
     return inputs
+
+
+def factorization_key(method):
+    """`mf-<hash>`: methods whose factorization settings agree share one factorize_source job."""
+    spec = config["methods"][method]
+    params = with_defaults(spec["kind"], {k: v for k, v in spec.items() if k not in ("kind", "label", "targets")})
+    return "mf-" + hashlib.sha1(canonical(factorization_spec(params)).encode()).hexdigest()[:12]
+
+
+FACTORIZATIONS = {factorization_key(m): m for m in METHOD_NAMES
+                  if "factorization" in method_needs_of(m)}
+
+
+def factorization_params(wildcards):
+    spec = config["methods"][FACTORIZATIONS[wildcards.factorization]]
+    return canonical(factorization_spec(with_defaults(spec["kind"], {k: v for k, v in spec.items()
+                                                                     if k not in ("kind", "label", "targets")})))
 
 
 def extended_tokenizer_dir(wildcards):

@@ -34,3 +34,22 @@ rule extend_tokenizer:
         "logs/extend_tokenizer/{source}/{target}/{method}.log",
     script:
         "../workflow_scripts/extend_tokenizer.py"
+
+
+# UNKs Everywhere MF: the source matrix factorized once per factorization setting and source (shared by
+# the -RAND and -LEX rows and by every target).
+rule factorize_source:
+    input:
+        model=source_model_dir,
+    output:
+        factors="results/factorized/{source}/{factorization}.safetensors",
+    params:
+        spec=factorization_params,
+        seed=config["seed"],
+    threads: 2
+    log:
+        "logs/factorize_source/{source}/{factorization}.log",
+    benchmark:
+        "benchmarks/out/factorize_source/{source}/{factorization}.tsv"
+    script:
+        "../workflow_scripts/factorize_source.py"

@@ -228,3 +228,18 @@ def test_mf_kmeans_lex_keeps_source_cluster():
         c = int(Z_src[s].argmax())
         assert assignment[t] == c
         torch.testing.assert_close(res.matrix[t], F_src[s] @ G[c])
+
+
+@pytest.mark.parametrize("params", [dict(clusters=1, dim=4), dict(clusters=3, dim=4, assignment="kmeans"),
+                                    dict(clusters=3, dim=4, assignment="neural", neural_steps=30)])
+def test_mf_with_precomputed_factors_is_bit_identical(params):
+    from vocab_transfer.methods import method_params
+    from vocab_transfer.methods.unks import factorization_spec, factorize
+
+    inputs = tiny_inputs()
+    direct = init_mf(inputs, seed=3, lexical=True, **params)
+    spec = factorization_spec(method_params("mf", params))
+    inputs.source_factors = factorize(inputs.source_matrix, seed=3, **spec)
+    cached = init_mf(inputs, seed=3, lexical=True, **params)
+    assert torch.equal(direct.matrix, cached.matrix)
+    assert all(torch.equal(direct.extra[k], cached.extra[k]) for k in direct.extra)

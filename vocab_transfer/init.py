@@ -38,7 +38,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     for methods that need them (:func:`vocab_transfer.methods.method_needs`): ``vectors``
     (target-token fastText), ``source_vectors``, ``target_word_vectors`` + ``target_word_list``,
     ``source_word_vectors`` + ``source_word_list``, ``dictionary``, ``language_tokenizer``,
-    ``extended_tokenizer``. Returns the tensors to save (``embeddings``; ``output_bias`` if the source
+    ``extended_tokenizer``, ``factors``. Returns the tensors to save (``embeddings``; ``output_bias`` if the source
     has an MLM output bias; a method's extra tensors) and the per-token provenance table.
     """
     model = load_source_model(paths["model"])
@@ -55,6 +55,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
             opt[f"{side}_words"] = read_word_vectors(paths[f"{side}_word_vectors"], paths[f"{side}_word_list"])
     if "dictionary" in paths:
         opt["dictionary"] = pd.read_parquet(paths["dictionary"])
+    if "factors" in paths:
+        opt["source_factors"] = read_tensors(paths["factors"])
     if "language_tokenizer" in paths:
         opt["language_tokenizer"] = load_tokenizer(paths["language_tokenizer"])
     params = {k: v for k, v in method.items() if k != "kind"}

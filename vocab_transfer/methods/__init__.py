@@ -26,7 +26,8 @@ A method's ``needs`` names the artifacts it reads beyond the source model and th
 workflow's ``init_inputs`` turns them into rule inputs): ``fasttext`` (target-token fastText),
 ``source_fasttext`` (source-token fastText on the ``source_language`` corpus), ``target_words`` /
 ``source_words`` (word vectors), ``dictionary`` (``source_language`` → target), ``tokenizers``,
-``language_tokenizer`` (a tokenizer of ``restrict_source``), ``extended_tokenizer``.
+``language_tokenizer`` (a tokenizer of ``restrict_source``), ``extended_tokenizer``, ``factorization``
+(the source matrix factorized once per factorization spec, UNKs MF).
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ METHODS: dict[str, Method] = {
     "permute": Method(init_permute, _permute_needs),
     "keep": Method(init_keep),
     "el": Method(init_el),
-    "mf": Method(init_mf),
+    "mf": Method(init_mf, frozenset({"factorization"})),
 }
 
 

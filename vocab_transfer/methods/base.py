@@ -45,6 +45,8 @@ class TransferInputs:
     target_tokenizer: Any = None
     # need "language_tokenizer": a tokenizer trained on the source-language corpus (WECHSEL_EN)
     language_tokenizer: Any = None
+    # need "factorization": the source matrix's factors F, G (, Z) from rule factorize_source (UNKs MF)
+    source_factors: dict[str, torch.Tensor] | None = None
 
 
 @dataclass

@@ -189,10 +189,13 @@ def init_mf(inputs: TransferInputs, *, seed: int, clusters: int = 1, dim: int = 
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     source = inputs.source_matrix
-    F_src, G, Z_src = factorize_source(
-        source.to(device, torch.float32), seed=seed, clusters=clusters, dim=dim, assignment=assignment,
-        max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps, neural_lr=neural_lr,
-        neural_tol=neural_tol, tau=tau, z_std=z_std, lex_logit=lex_logit, progress=True)
+    if inputs.source_factors is not None:  # computed once per source by rule factorize_source
+        F_src, G, Z_src = (inputs.source_factors["F"], inputs.source_factors["G"], inputs.source_factors.get("Z"))
+    else:
+        F_src, G, Z_src = factorize_source(
+            source.to(device, torch.float32), seed=seed, clusters=clusters, dim=dim, assignment=assignment,
+            max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps, neural_lr=neural_lr,
+            neural_tol=neural_tol, tau=tau, z_std=z_std, lex_logit=lex_logit, progress=True)
     ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
     t, s = _ids(ov)
     module = mf_init(F_src, G, Z_src, inputs.target_vocab_size, t, s, seed=seed, random=random, tau=tau,
@@ -203,3 +206,30 @@ def init_mf(inputs: TransferInputs, *, seed: int, clusters: int = 1, dim: int = 
     n_sources = np.zeros(inputs.target_vocab_size, dtype=np.int64)
     n_sources[t.numpy()] = 1
     return EmbeddingInit(matrix, provenance, n_sources, extra=module.state())
+
+
+#: Parameters of :func:`init_mf` that the source factorization depends on (the rest: target side only).
+FACTORIZATION_PARAMS = ("clusters", "dim", "assignment", "max_iter", "tol", "kmeans_iter", "neural_steps",
+                        "neural_lr", "neural_tol", "tau", "z_std", "lex_logit", "device")
+
+
+def factorization_spec(params: dict) -> dict:
+    """The factorization-relevant subset of a (defaulted) ``kind: mf`` config; methods with equal specs
+    (e.g. MF¹⁰-KMEANS-RAND and -LEX, on every target) share one ``factorize_source`` artifact."""
+    spec = {k: params[k] for k in FACTORIZATION_PARAMS}
+    if spec["clusters"] == 1:  # MF¹: one Semi-NMF, no assignment
+        for k in ("assignment", "kmeans_iter", "neural_steps", "neural_lr", "neural_tol", "tau", "z_std",
+                  "lex_logit"):
+            spec.pop(k)
+    return spec
+
+
+def factorize(source: torch.Tensor, *, seed: int, device: str = "cpu", **spec) -> dict[str, torch.Tensor]:
+    """:func:`factorize_source` as named tensors ``F``, ``G`` (and ``Z`` for C > 1) for the artifact."""
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    F, G, Z = factorize_source(source.to(device, torch.float32), seed=seed, progress=True, **spec)
+    out = {"F": F.cpu(), "G": G.cpu()}
+    if Z is not None:
+        out["Z"] = Z.cpu()
+    return out
