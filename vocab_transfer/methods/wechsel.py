@@ -78,8 +78,19 @@ def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.Dat
                          "check the dictionary's direction (source -> target) and the word vectors' languages")
     xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
     w = procrustes(xt[t_idx], xs[s_idx])
+    log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of the pairs' source words)",
+             len(s_idx), precision_at_1(xt[t_idx] @ w, xs, s_idx))
     return (WordVectors(source.words, xs, source.counts), WordVectors(target.words, xt @ w, target.counts),
             len(s_idx))
+
+
+def precision_at_1(mapped: torch.Tensor, source: torch.Tensor, s_idx: np.ndarray, max_pairs: int = 5000) -> float:
+    """Share of (mapped target word, source word) pairs whose nearest neighbour (cosine) among the
+    pairs' source words is the paired word: a quick check that the alignment means something."""
+    cand = np.unique(s_idx)
+    rows = slice(0, min(len(s_idx), max_pairs))
+    sims = torch.nn.functional.normalize(mapped[rows], dim=1) @ torch.nn.functional.normalize(source[cand], dim=1).T
+    return float((torch.from_numpy(cand)[sims.argmax(1)] == torch.from_numpy(s_idx[rows])).float().mean())
 
 
 def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch.Tensor, source_has: torch.Tensor,
