@@ -97,3 +97,12 @@ def test_focus_bf16_screening_matches_exact():
     screened = focus_init(*args, seed=0, topk=8, screen_dtype=torch.bfloat16)
     torch.testing.assert_close(screened[0], exact[0])
     assert torch.equal(screened[2], exact[2])
+
+
+def test_column_mean_std_matches_torch():
+    from vocab_transfer.methods.base import column_mean_std
+
+    x = torch.randn(5000, 7, generator=torch.Generator().manual_seed(0)) * 3 + 10
+    mean, std = column_mean_std(x, chunk_rows=333)
+    torch.testing.assert_close(mean, x.mean(0))
+    torch.testing.assert_close(std, x.std(0))

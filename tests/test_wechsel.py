@@ -50,7 +50,8 @@ def test_tokenize_flatten_reduce_known_answer():
     # byte-level BPE marks word starts only after a space: " c" -> [4] also gets c's vector
     tok.table[" c"] = [4]
     u, has = tokenize_flatten_reduce(words, tok, vocab_size=5)
-    torch.testing.assert_close(u[4], torch.tensor([1.0, 1.0])) and has[4]
+    torch.testing.assert_close(u[4], torch.tensor([1.0, 1.0]))
+    assert has[4]
 
 
 def test_tokenize_flatten_reduce_batches_agree():
@@ -59,7 +60,8 @@ def test_tokenize_flatten_reduce_batches_agree():
     tok = StubTokenizer({f"w{i}": [1 + i % 7, 1 + i % 3] for i in range(50)})
     a = tokenize_flatten_reduce(words, tok, vocab_size=8, batch_size=7)
     b = tokenize_flatten_reduce(words, tok, vocab_size=8, batch_size=1000)
-    torch.testing.assert_close(a[0], b[0]) and torch.equal(a[1], b[1])
+    torch.testing.assert_close(a[0], b[0])
+    assert torch.equal(a[1], b[1])
 
 
 def test_word_tokenize_keeps_inner_apostrophes_and_splits_punctuation():

@@ -76,12 +76,21 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
                     w = torch.nn.functional.pad(w, (0, wide_w.shape[1] - topk))
                     idx = torch.nn.functional.pad(idx, (0, wide_w.shape[1] - topk))
                 w[spill], idx[spill] = wide_w, wide_i
-        out[rows] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_anchor[idx])  # eq. 6
+        out[rows] = sparse_combine(w, idx, e_anchor)  # eq. 6
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
 
     rand = (kind == 2).nonzero(as_tuple=True)[0]
     out[rand] = normal_like(source, len(rand), g)
     return out, kind, n_sources
+
+
+def sparse_combine(w: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``Σ_k w[n, k] · rows[idx[n, k]]`` over the non-zero weights only (sparsemax leaves most of the
+    ``topk`` weights at zero; gathering all of them would copy ``n × topk × d`` floats)."""
+    nz = w > 0
+    n = torch.arange(w.shape[0]).unsqueeze(1).expand_as(idx)[nz]
+    out = torch.zeros(w.shape[0], rows.shape[1], dtype=rows.dtype)
+    return out.index_add_(0, n, w[nz].to(rows.dtype).unsqueeze(1) * rows[idx[nz]])
 
 
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
