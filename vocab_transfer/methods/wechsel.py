@@ -76,6 +76,9 @@ def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.Dat
     if len(s_idx) < min_pairs:
         raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need {min_pairs}); "
                          "check the dictionary's direction (source -> target) and the word vectors' languages")
+    if len(s_idx) < source.vectors.shape[1]:
+        log.warning("only %d dictionary pairs for %d-dimensional vectors: the rotation is underdetermined "
+                    "and the alignment will be poor", len(s_idx), source.vectors.shape[1])
     xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
     w = procrustes(xt[t_idx], xs[s_idx])
     log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of the pairs' source words)",
