@@ -22,10 +22,12 @@ include: "rules/dictionary.smk"
 include: "rules/overlap.smk"
 include: "rules/init.smk"
 include: "rules/eval.smk"
+include: "rules/lapt.smk"
 include: "rules/tables.smk"
 
 
 rule all:
     input:
         rules.make_init_table.output,
+        lapt_outputs(),
     default_target: True

@@ -35,6 +35,7 @@ wildcard_constraints:
     slang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
     split="train|heldout",
     factorization="mf-[0-9a-f]{12}",
+    run="|".join(config.get("lapt", {}).get("runs", {})) or "^$",
 
 
 def canonical(obj):
@@ -238,3 +239,36 @@ def source_hub_id(wildcards):
 
 def extension_size(wildcards):
     return method_option(wildcards.method, "new_tokens")
+
+
+# --- LAPT -----------------------------------------------------------------------------------------
+LAPT = config.get("lapt", {})
+LAPT_RUNS = list(LAPT.get("runs", {}))
+LAPT_TARGETS = list(LAPT.get("targets", []))
+
+
+def lapt_embeddings(wildcards):
+    return f"results/init/{wildcards.source}/{wildcards.target}/{LAPT['runs'][wildcards.run]['method']}.safetensors"
+
+
+def lapt_tokenizer(wildcards):
+    return eval_tokenizer(wildcards.source, wildcards.target, LAPT["runs"][wildcards.run]["method"])
+
+
+def lapt_config(wildcards):
+    """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
+    run = {k: v for k, v in LAPT["runs"][wildcards.run].items() if k not in ("method", "label")}
+    return canonical({"seed": config["seed"], **LAPT.get("training", {}), **run})
+
+
+def lapt_curves(wildcards):
+    return {f"curve__{run}": f"results/lapt/{wildcards.source}/{wildcards.target}/{run}/curve.parquet"
+            for run in LAPT_RUNS}
+
+
+def lapt_run_labels(wildcards):
+    return canonical({run: spec.get("label", run) for run, spec in LAPT["runs"].items()})
+
+
+def lapt_outputs(wildcards=None):
+    return expand("results/figures/lapt_curves/{source}/{target}.png", source=SOURCES, target=LAPT_TARGETS)

@@ -82,6 +82,14 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert len(extended) == len(load_file(tiny_run / "results/init/tiny/sw/extend.safetensors")["embeddings"])
     assert len(extended) > len(source)
     assert pd.read_parquet(tiny_run / "results/dictionaries/en/sw.parquet").shape[0] > 1000  # FreeDict eng-swh
+    # LAPT: Figure 2 data for both runs, the two-stage run with its embeddings-only stage first
+    lapt = pd.read_csv(tiny_run / "results/figures/lapt_curves/tiny/sw.csv")
+    assert set(lapt["run"]) == {"random", "focus"} and (tiny_run / "results/figures/lapt_curves/tiny/sw.png").is_file()
+    assert lapt.loc[lapt["run"] == "random", "stage"].tolist()[:3] == [0, 0, 1]
+    from transformers import AutoModelForMaskedLM
+
+    AutoModelForMaskedLM.from_pretrained(tiny_run / "results/lapt/tiny/sw/focus/model")
+    assert not (tiny_run / "results/lapt/tiny/sw/focus/checkpoints").exists()
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
 

@@ -71,6 +71,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
             raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {kind!r}; "
                               f"accepted: {sorted(method_parameters(kind))}")
         check_method_resources(config, name, method)
+    check_lapt(config)
     for slang, by_target in config.get("dictionaries", {}).items():
         for lang, spec in by_target.items():
             where = f"dictionaries.{slang}.{lang}"
@@ -127,3 +128,24 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
                                 allow_padded_embeddings=allow_padded)
     except TokenizerModelMismatch as e:
         raise ConfigError(str(e)) from None
+
+
+def check_lapt(config: dict) -> None:
+    """LAPT runs start from configured methods on configured targets, with valid LaptConfig fields."""
+    from .lapt import LaptConfig
+
+    lapt = config.get("lapt", {})
+    for t in lapt.get("targets", []):
+        if t not in config["targets"]:
+            raise ConfigError(f"lapt.targets: {t!r} is not one of the config's targets {config['targets']}")
+    for name, run in lapt.get("runs", {}).items():
+        if run["method"] not in config["methods"]:
+            raise ConfigError(f"lapt.runs.{name}.method: {run['method']!r} is not an entry of 'methods'")
+        missing = [t for t in lapt.get("targets", []) if t not in method_targets(config, run["method"])]
+        if missing:
+            raise ConfigError(f"lapt.runs.{name}: method {run['method']!r} does not run on {missing}")
+        try:
+            LaptConfig.from_dict({**lapt.get("training", {}),
+                                  **{k: v for k, v in run.items() if k not in ("method", "label")}})
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"lapt.runs.{name}: {e}") from None

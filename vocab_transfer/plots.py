@@ -25,3 +25,19 @@ def plot_curve(curve: pd.DataFrame, path: str, *, title: str, hline: float | Non
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png")
     plt.close(fig)
+
+
+def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str) -> None:
+    """FOCUS Figure 2: held-out loss against samples of each run's last stage (for two-stage runs only the
+    second stage, as the paper plots Random), one line per method."""
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for label, run in table.groupby("label", sort=False):
+        last = run[run["stage"] == run["stage"].max()].sort_values("stage_samples")
+        ax.plot(last["stage_samples"], last["heldout_loss"], marker="o", ms=3, label=label)
+    ax.set(xlabel="samples (last stage)", ylabel="held-out MLM loss (nats)", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)

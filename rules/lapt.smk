@@ -1,0 +1,50 @@
+# Language-adaptive pretraining (LAPT) of transferred models: `python -m vocab_transfer.lapt`, through
+# torchrun on GPUs (config lapt.launcher); resumable from its checkpoints (FOCUS §3.1, Figure 2).
+
+
+rule train_lapt:
+    input:
+        model=source_model_dir,
+        embeddings=lapt_embeddings,
+        tokenizer=lapt_tokenizer,
+        train="results/corpus/{target}/train.parquet",
+        heldout="results/corpus/{target}/heldout.parquet",
+    output:
+        model=directory("results/lapt/{source}/{target}/{run}/model"),
+        curve="results/lapt/{source}/{target}/{run}/curve.parquet",
+    params:
+        config=lapt_config,
+        checkpoints="results/lapt/{source}/{target}/{run}/checkpoints",
+        launcher=config.get("lapt", {}).get("launcher", "python"),
+    threads: config.get("lapt", {}).get("training", {}).get("threads", 1)
+    resources:
+        gpu=config.get("lapt", {}).get("gpus", 0),
+        mem_mb=4000,
+        runtime=config.get("lapt", {}).get("runtime_min", 60),
+    log:
+        "logs/train_lapt/{source}/{target}/{run}.log",
+    benchmark:
+        "benchmarks/out/train_lapt/{source}/{target}/{run}.tsv"
+    shell:
+        "{params.launcher} -m vocab_transfer.lapt --model {input.model} --embeddings {input.embeddings}"
+        " --tokenizer {input.tokenizer} --train {input.train} --heldout {input.heldout}"
+        " --output {output.model} --curve {output.curve} --checkpoints {params.checkpoints}"
+        " --config '{params.config}' 2>> {log}"
+
+
+rule plot_lapt_curves:
+    input:
+        unpack(lapt_curves),
+    output:
+        png=report(
+            "results/figures/lapt_curves/{source}/{target}.png",
+            category="Figures",
+            caption="../report/lapt_curves.rst",
+        ),
+        csv="results/figures/lapt_curves/{source}/{target}.csv",
+    params:
+        runs=lapt_run_labels,
+    log:
+        "logs/plot_lapt_curves/{source}/{target}.log",
+    script:
+        "../workflow_scripts/plot_lapt_curves.py"

@@ -1,0 +1,137 @@
+"""LAPT: resumable training (bit-identical after a kill or a signal), variants, CLI output."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from vocab_transfer.corpus import write_corpus
+from vocab_transfer.lapt import EXIT_RESUME, LaptConfig, embedding_parameter_names, train
+from vocab_transfer.mlm import pack_texts
+from vocab_transfer.source_model import build_xlmr_mlm
+
+TINY = dict(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_position_embeddings=32)
+
+
+@pytest.fixture(scope="module")
+def blocks(swahili_verses, sw_tokenizer):
+    return pack_texts(swahili_verses[:600], sw_tokenizer, 32), pack_texts(swahili_verses[600:700], sw_tokenizer, 32)
+
+
+def tiny_model(sw_tokenizer, seed=0):
+    return build_xlmr_mlm(sw_tokenizer, seed=seed, dropout=0.1, **TINY)
+
+
+def config(**kw):
+    base = dict(steps=12, batch_size=8, seq_len=32, lr=1e-3, eval_every=4, eval_sequences=8, checkpoint_every=4,
+                seed=3, threads=1)
+    return LaptConfig.from_dict({**base, **kw})
+
+
+def test_resume_is_bit_identical(tmp_path, sw_tokenizer, blocks):
+    full = tiny_model(sw_tokenizer)
+    curve_full = train(full, sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "a")
+    interrupted = tiny_model(sw_tokenizer)
+    train(interrupted, sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "b", stop_after=6)
+    torch.randn(100)  # disturb the global RNG as a new process would
+    resumed = tiny_model(sw_tokenizer, seed=99)  # the checkpoint, not the init, must decide the weights
+    curve = train(resumed, sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "b")
+    for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    pd.testing.assert_frame_equal(curve, curve_full)
+    assert curve["step"].tolist() == [0, 4, 8, 12] and curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+
+
+def test_two_stage_trains_only_embeddings_first(tmp_path, sw_tokenizer, blocks):
+    model = tiny_model(sw_tokenizer)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    cfg = config(variant="two_stage", embedding_stage_ratio=0.5, steps=8)
+    assert cfg.stages() == [(4, "embeddings"), (8, "all")]
+    train(model, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "c", stop_after=4)
+    emb = embedding_parameter_names(model)
+    assert emb and all(n.endswith(("word_embeddings.weight", "lm_head.bias", "lm_head.decoder.weight")) for n in emb)
+    for n, p in model.named_parameters():
+        assert torch.equal(p, before[n]) != (n in emb), n  # embeddings moved, the body did not
+    curve = train(model, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "c")
+    assert curve["stage"].tolist() == [0, 0, 1, 1, 1] and curve["step"].tolist() == [0, 4, 4, 8, 12]
+    assert not torch.equal(model.roberta.encoder.layer[0].output.dense.weight,
+                           before["roberta.encoder.layer.0.output.dense.weight"])
+
+
+def test_bad_config_key_is_named():
+    with pytest.raises(ValueError, match="unknown key.*'stpes'"):
+        LaptConfig.from_dict({"stpes": 3})
+    with pytest.raises(ValueError, match="variant must be one of"):
+        LaptConfig.from_dict({"variant": "two-stage"})
+
+
+def write_fixture(tmp_path, sw_tokenizer, swahili_verses):
+    model_dir = tmp_path / "model"
+    tiny_model(sw_tokenizer).save_pretrained(model_dir)
+    sw_tokenizer.save_pretrained(model_dir)
+    for name, texts in (("train", swahili_verses[:800]), ("heldout", swahili_verses[800:900])):
+        write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(len(texts))], "text": texts}),
+                     tmp_path / f"{name}.parquet")
+    return model_dir
+
+
+def cli(tmp_path, model_dir, out, steps, **kw):
+    cfg = config(steps=steps, checkpoint_every=2, eval_every=10, **kw).__dict__
+    return [sys.executable, "-m", "vocab_transfer.lapt", "--model", str(model_dir), "--tokenizer", str(model_dir),
+            "--train", str(tmp_path / "train.parquet"), "--heldout", str(tmp_path / "heldout.parquet"),
+            "--output", str(out), "--config", __import__("json").dumps(cfg)]
+
+
+@pytest.mark.slow
+def test_cli_survives_kill_and_signal(tmp_path, sw_tokenizer, swahili_verses):
+    model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    subprocess.run(cli(tmp_path, model_dir, tmp_path / "ref", 40), check=True, env=env, capture_output=True)
+
+    # SIGKILL once a checkpoint exists, then rerun: same final weights and curve
+    proc = subprocess.Popen(cli(tmp_path, model_dir, tmp_path / "killed", 40), env=env, stderr=subprocess.PIPE)
+    ckpts = tmp_path / "killed.checkpoints"
+    while proc.poll() is None and not any(ckpts.glob("step-*/state.json")):
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    assert any(ckpts.glob("step-*/state.json")) and not (tmp_path / "killed").exists()
+    subprocess.run(cli(tmp_path, model_dir, tmp_path / "killed", 40), check=True, env=env, capture_output=True)
+
+    # SIGUSR1 (SLURM's --signal warning): checkpoint, exit 75, rerun resumes
+    proc = subprocess.Popen(cli(tmp_path, model_dir, tmp_path / "signalled", 40), env=env, stderr=subprocess.PIPE)
+    while proc.poll() is None and not any((tmp_path / "signalled.checkpoints").glob("step-*/state.json")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGUSR1)
+    err = proc.communicate()[1].decode()
+    assert proc.returncode == EXIT_RESUME, err[-2000:]
+    assert "rerun to resume" in err and not (tmp_path / "signalled").exists()
+    subprocess.run(cli(tmp_path, model_dir, tmp_path / "signalled", 40), check=True, env=env, capture_output=True)
+
+    from safetensors.torch import load_file
+    from transformers import AutoModelForMaskedLM
+
+    ref = load_file(tmp_path / "ref" / "model.safetensors")
+    for name in ("killed", "signalled"):
+        other = load_file(tmp_path / name / "model.safetensors")
+        assert all(torch.equal(ref[k], other[k]) for k in ref), name
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / f"{name}.curve.parquet"),
+                                      pd.read_parquet(tmp_path / "ref.curve.parquet"))
+        assert not (tmp_path / f"{name}.checkpoints").exists()  # cleaned up after the final save
+    assert AutoModelForMaskedLM.from_pretrained(tmp_path / "ref").config.vocab_size == len(sw_tokenizer)
+    assert Path(tmp_path / "ref" / "tokenizer.json").is_file()
+
+
+def test_clm_objective_trains_a_decoder(tmp_path, sw_tokenizer, blocks):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(sw_tokenizer), n_positions=32, n_embd=16, n_layer=1, n_head=2))
+    curve = train(model, sw_tokenizer, *blocks, config(objective="clm", steps=8), checkpoint_dir=tmp_path / "d")
+    assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]

@@ -1,0 +1,193 @@
+"""Jobs really pass through SLURM: tests/slurm/Snakefile on the local cluster of scripts/slurm/start.sh.
+
+Three Snakemake runs (tests/slurm/profile, executor `slurm`) go side by side, each in its own
+working directory: `ok` (a plain job and a job on the fake GPU), `fail` (a job that exits 1) and
+`timeout` (a job that outlives its 1-minute time limit). Each test then checks one run against
+what SLURM itself recorded for its jobs. The `timeout` run sets the pace: SLURM checks time
+limits every 30 s, so the job dies 60-90 s after it starts and Snakemake notices a little later.
+
+Without `sbatch` the tests skip, except under CI (env var CI set), where they fail: CI installs
+and starts the cluster with scripts/slurm/install.sh and scripts/slurm/start.sh.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "tests" / "slurm" / "Snakefile"
+PROFILE = REPO / "tests" / "slurm" / "profile"
+CLUSTER = "localcluster"  # ClusterName in scripts/slurm/conf/slurm.conf.in
+PARTITION = "debug"
+RUN_TIMEOUT_S = 400  # per Snakemake run; the slowest (TIMEOUT) takes about 2-3 minutes
+START_HINT = "sudo bash scripts/slurm/install.sh && sudo bash scripts/slurm/start.sh"
+
+pytestmark = pytest.mark.slurm
+
+if shutil.which("sbatch") is None and not os.environ.get("CI"):
+    pytest.skip(
+        f"sbatch not found: SLURM is not installed (to run these tests: {START_HINT})",
+        allow_module_level=True,
+    )
+
+
+@dataclass
+class Run:
+    """One finished Snakemake run: its working directory, exit status and log."""
+
+    workdir: Path
+    returncode: int
+    log: str
+
+    @property
+    def slurm_job_ids(self) -> list[str]:
+        """SLURM job ids of every job this run submitted, from the plugin's log lines."""
+        return re.findall(r"has been submitted with SLURM jobid (\d+)", self.log)
+
+
+def command_output(*cmd: str) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def require_local_cluster() -> None:
+    """Fail (not skip) unless sbatch reaches the local test cluster with its partition up."""
+    if shutil.which("sbatch") is None:
+        pytest.fail(f"sbatch not found although CI is set: run {START_HINT} before pytest")
+    ping = command_output("scontrol", "ping")
+    if "UP" not in ping.stdout:
+        pytest.fail(f"slurmctld is not reachable ({(ping.stdout + ping.stderr).strip()}): run {START_HINT}")
+    config = command_output("scontrol", "show", "config").stdout
+    name = re.search(r"^ClusterName\s*=\s*(\S+)", config, re.MULTILINE)
+    if not name or name.group(1) != CLUSTER:
+        pytest.fail(
+            f"sbatch talks to cluster {name.group(1) if name else '?'!r}, not the local test cluster "
+            f"{CLUSTER!r} of scripts/slurm/start.sh; refusing to submit test jobs there"
+        )
+    state = command_output("sinfo", "-h", "-p", PARTITION, "-o", "%a %T").stdout.split()
+    if not state or state[0] != "up" or not {"idle", "mixed", "allocated"} & set(state[1:]):
+        pytest.fail(f"partition {PARTITION} is not usable (sinfo: {state}): run {START_HINT}")
+
+
+def start_snakemake(workdir: Path, *targets: str) -> tuple[subprocess.Popen, Path]:
+    workdir.mkdir(parents=True)
+    log_path = workdir / "snakemake.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(SNAKEFILE),
+        "--profile",
+        str(PROFILE),
+        *targets,
+    ]
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, text=True)
+    return proc, log_path
+
+
+def wait_for(proc: subprocess.Popen, deadline: float) -> int:
+    """Wait until `deadline`; past it, interrupt Snakemake (SIGINT makes it scancel its jobs)."""
+    try:
+        return proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return -1
+
+
+def slurm_job(job_id: str) -> dict[str, str]:
+    """What SLURM recorded for a job: sacct where accounting works, else `scontrol show job`.
+
+    The local cluster has no slurmdbd (sacct exits 1); slurmctld keeps finished jobs for
+    MinJobAge=600 s, long enough for `scontrol show job` here.
+    """
+    sacct = command_output(
+        "sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State,ExitCode,Partition,AllocTRES"
+    )
+    if sacct.returncode == 0 and sacct.stdout.strip():
+        state, exit_code, partition, tres = sacct.stdout.strip().splitlines()[0].split("|")
+        return {"JobState": state.split()[0], "ExitCode": exit_code, "Partition": partition, "TRES": tres}
+    show = command_output("scontrol", "-o", "show", "job", job_id)
+    assert show.returncode == 0, f"SLURM does not know job {job_id}: {show.stderr.strip()}"
+    return dict(re.findall(r"(\w+)=(\S*)", show.stdout))
+
+
+def environment_record(path: Path) -> dict[str, str]:
+    """The `name=value` fields a rule of tests/slurm/Snakefile wrote about its environment."""
+    return dict(field.split("=", 1) for field in path.read_text().split())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Run]:
+    require_local_cluster()
+    root = tmp_path_factory.mktemp("slurm")
+    targets = {  # the slow one first, so it gets a CPU at once
+        "timeout": ["results/timeout.txt"],
+        "fail": ["results/failed.txt"],
+        "ok": ["results/host.txt", "results/gpu.txt"],
+    }
+    started = {name: start_snakemake(root / name, *paths) for name, paths in targets.items()}
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    return {
+        name: Run(root / name, wait_for(proc, deadline), log_path.read_text())
+        for name, (proc, log_path) in started.items()
+    }
+
+
+def test_jobs_run_as_slurm_jobs(runs):
+    ok = runs["ok"]
+    assert ok.returncode == 0, ok.log[-4000:]
+    assert len(ok.slurm_job_ids) == 2, ok.log[-4000:]
+    record = environment_record(ok.workdir / "results/host.txt")
+    assert record["SLURM_JOB_ID"] in ok.slurm_job_ids, record
+    assert record["SLURM_JOB_PARTITION"] == PARTITION
+    for job_id in ok.slurm_job_ids:
+        job = slurm_job(job_id)
+        assert job["JobState"] == "COMPLETED", job
+        assert job["Partition"] == PARTITION, job
+
+
+def test_gpu_rule_gets_the_gres(runs):
+    ok = runs["ok"]
+    assert ok.returncode == 0, ok.log[-4000:]
+    record = environment_record(ok.workdir / "results/gpu.txt")
+    assert record["SLURM_JOB_ID"] in ok.slurm_job_ids, record
+    assert record["CUDA_VISIBLE_DEVICES"] == "0", record  # the one fake GPU, as SLURM sets it
+    job = slurm_job(record["SLURM_JOB_ID"])
+    assert "gpu:1" in job.get("TresPerNode", "") or "gres/gpu=1" in job.get("TRES", ""), job
+
+
+def test_failing_job_fails_the_workflow_and_leaves_no_output(runs):
+    fail = runs["fail"]
+    assert fail.returncode not in (0, -1), fail.log[-4000:]
+    assert "Error in rule fail_on_purpose" in fail.log, fail.log[-4000:]
+    assert not (fail.workdir / "results/failed.txt").exists()
+    (job_id,) = fail.slurm_job_ids
+    job = slurm_job(job_id)
+    assert job["JobState"] == "FAILED", job
+    assert job["ExitCode"].startswith("1:"), job
+
+
+def test_time_limit_is_enforced_by_slurm(runs):
+    timeout = runs["timeout"]
+    assert timeout.returncode not in (0, -1), timeout.log[-4000:]
+    assert "Error in rule exceed_time_limit" in timeout.log, timeout.log[-4000:]
+    assert "TIMEOUT" in timeout.log, timeout.log[-4000:]
+    assert not (timeout.workdir / "results/timeout.txt").exists()
+    (job_id,) = timeout.slurm_job_ids
+    job = slurm_job(job_id)
+    assert job["JobState"] == "TIMEOUT", job
+    assert job.get("TimeLimit", "00:01:00") == "00:01:00", job

@@ -1,0 +1,23 @@
+"""FOCUS Figure 2: held-out loss against LAPT samples, one line per method (rule plot_lapt_curves)."""
+
+import json
+
+import pandas as pd
+
+from vocab_transfer.io import write_text
+from vocab_transfer.plots import plot_lapt_curves
+from vocab_transfer.workflow import setup_job
+
+
+def main(curves, labels, wildcards, png, csv, log_path):
+    log = setup_job(log_path)
+    frames = [pd.read_parquet(path).assign(run=run, label=labels[run]) for run, path in curves.items()]
+    table = pd.concat(frames, ignore_index=True)
+    plot_lapt_curves(table, png, title=f"LAPT on {wildcards['target']} (source {wildcards['source']})")
+    write_text(table.to_csv(index=False), csv)
+    final = table.sort_values("step").groupby("label")["heldout_loss"].last()
+    log.info("final held-out loss per method:\n%s", final.to_string())
+
+
+main({k.removeprefix("curve__"): v for k, v in snakemake.input.items()}, json.loads(snakemake.params.runs), dict(snakemake.wildcards.items()),
+     snakemake.output.png, snakemake.output.csv, snakemake.log[0])
