@@ -1,0 +1,161 @@
+"""LAPT throughput: ``vocab_transfer.lapt.train`` against HF ``Trainer`` on the same model, data and
+hyperparameters (issue target: ratio ≥ 1 on CPU).
+
+Model: the demo's XLM-R architecture (hidden 192, 4 layers, 4 heads, FFN 768) with a 4,000-token
+vocabulary; data: random token blocks of ``--seq-len``; AdamW (0.9, 0.999), ε 1e-8, no weight decay,
+lr 5e-4 constant after 10% warmup, clipping 1.0, 15% masking (80/10/10). Both run ``--steps``
+optimizer steps after ``--warmup-steps`` untimed ones; tokens/s = steps × batch × seq_len / time.
+
+    python benchmarks/lapt_speed.py                  # CPU, 2 threads
+    python benchmarks/lapt_speed.py --hidden 768 --layers 12 --heads 12 --ffn 3072 --vocab 50000 \\
+        --batch 32 --seq-len 256 --steps 50         # xlm-roberta-base size (on a GPU machine)
+
+Writes ``benchmarks/out/lapt_speed.csv``. The speed difference comes mostly from computing the MLM
+head on the masked positions only (HF's MaskedLM head projects every position onto the vocabulary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+class Tok:
+    """The few tokenizer attributes masking needs (random ids stand in for text)."""
+
+    def __init__(self, vocab: int):
+        self.vocab, self.mask_token_id, self.all_special_ids = vocab, vocab - 1, [0, 1, 2, 3, vocab - 1]
+        self.pad_token_id = 1
+
+    def __len__(self) -> int:
+        return self.vocab
+
+
+def model_and_data(a):
+    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
+
+    cfg = XLMRobertaConfig(vocab_size=a.vocab, hidden_size=a.hidden, num_hidden_layers=a.layers,
+                           num_attention_heads=a.heads, intermediate_size=a.ffn, max_position_embeddings=a.seq_len + 2,
+                           pad_token_id=1, bos_token_id=0, eos_token_id=2)
+    torch.manual_seed(0)
+    model = XLMRobertaForMaskedLM(cfg)
+    g = torch.Generator().manual_seed(0)
+    blocks = torch.randint(4, a.vocab - 1, (max(2048, a.batch * (a.steps + a.warmup_steps)), a.seq_len), generator=g)
+    return model, blocks
+
+
+def ours(a) -> float:
+    from vocab_transfer.lapt import LaptConfig, train
+
+    model, blocks = model_and_data(a)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    cfg = dict(steps=a.warmup_steps, batch_size=a.batch, seq_len=a.seq_len, lr=5e-4, eval_every=10**9,
+               eval_sequences=1, checkpoint_every=10**9, seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        train(model, Tok(a.vocab), blocks, blocks[:1], LaptConfig.from_dict(cfg), checkpoint_dir=tmp)
+        cfg["steps"] = a.steps
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        train(model, Tok(a.vocab), blocks, blocks[:1], LaptConfig.from_dict(cfg), checkpoint_dir=tmp + "/b")
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+
+def hf_trainer(a) -> float:
+    from datasets import Dataset
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments
+
+    model, blocks = model_and_data(a)
+    tok = Tok(a.vocab)
+
+    class Collator(DataCollatorForLanguageModeling):  # HF's masking; our Tok stands in for a tokenizer
+        def __init__(self):
+            self.tokenizer, self.mlm, self.mlm_probability, self.return_tensors = tok, True, 0.15, "pt"
+            self.pad_to_multiple_of, self.seed, self.generator = None, None, None
+            self.mask_replace_prob, self.random_replace_prob = 0.8, 0.1
+
+        def __call__(self, features):
+            ids = torch.stack([torch.tensor(f["input_ids"]) for f in features])
+            inputs, labels = self.torch_mask_tokens(ids)
+            return {"input_ids": inputs, "labels": labels}
+
+        def torch_mask_tokens(self, inputs):
+            labels = inputs.clone()
+            prob = torch.full(labels.shape, 0.15)
+            prob.masked_fill_(torch.isin(labels, torch.tensor(tok.all_special_ids)), 0.0)
+            masked = torch.bernoulli(prob).bool()
+            labels[~masked] = -100
+            replaced = torch.bernoulli(torch.full(labels.shape, 0.8)).bool() & masked
+            inputs[replaced] = tok.mask_token_id
+            rand = torch.bernoulli(torch.full(labels.shape, 0.5)).bool() & masked & ~replaced
+            inputs[rand] = torch.randint(a.vocab, labels.shape)[rand]
+            return inputs, labels
+
+    times = {}
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == a.warmup_steps:
+                if torch.cuda.is_available():
+                    torch.cuda.synchronize()
+                times["start"] = time.perf_counter()
+
+        def on_train_end(self, args, state, control, **kw):
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            times["end"] = time.perf_counter()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = TrainingArguments(output_dir=tmp, per_device_train_batch_size=a.batch,
+                                 max_steps=a.steps + a.warmup_steps, learning_rate=5e-4, weight_decay=0.0,
+                                 adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0,
+                                 lr_scheduler_type="constant_with_warmup", warmup_steps=max(1, a.steps // 10),
+                                 logging_strategy="no", save_strategy="no", report_to=[], disable_tqdm=True,
+                                 dataloader_num_workers=0, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+                                 use_cpu=not torch.cuda.is_available(), seed=0)
+        trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict({"input_ids": blocks.tolist()}),
+                          data_collator=Collator(), callbacks=[Clock()])
+        trainer.train()
+    return times["end"] - times["start"]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hidden", type=int, default=192)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--ffn", type=int, default=768)
+    p.add_argument("--vocab", type=int, default=4000)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    rows = []
+    for name, fn in (("vocab_transfer.lapt", ours), ("HF Trainer", hf_trainer)):
+        seconds = fn(a)
+        rows.append({"trainer": name, "steps": a.steps, "seconds": round(seconds, 2),
+                     "tokens_per_s": round(a.steps * a.batch * a.seq_len / seconds)})
+        print(rows[-1], flush=True)
+    df = pd.DataFrame(rows)
+    df["ratio_vs_hf"] = (df["tokens_per_s"] / df.loc[df.trainer == "HF Trainer", "tokens_per_s"].item()).round(2)
+    df.insert(1, "setting", f"h{a.hidden} L{a.layers} V{a.vocab} batch {a.batch}x{a.seq_len}, "
+                            f"{'cuda' if torch.cuda.is_available() else f'cpu {a.threads} threads'}")
+    OUT.mkdir(exist_ok=True)
+    df.to_csv(OUT / "lapt_speed.csv", index=False)
+    print(df.to_markdown(index=False))
+
+
+if __name__ == "__main__":
+    main()
