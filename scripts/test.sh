@@ -5,5 +5,10 @@ cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# A real single-node SLURM for the profile tests (tests/test_slurm.py); it must run before any snakemake
+# call once the SLURM client is installed. Without root/apt the SLURM tests skip (or fail under CI=1).
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  bash scripts/slurm/start.sh --cpus 4   # installs slurm-wlm + munge if missing
+fi
 ruff check .
 python -m pytest -q "$@"

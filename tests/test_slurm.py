@@ -1,10 +1,12 @@
 """Jobs really pass through SLURM: tests/slurm/Snakefile on the local cluster of scripts/slurm/start.sh.
 
-Three Snakemake runs (tests/slurm/profile, executor `slurm`) go side by side, each in its own
-working directory: `ok` (a plain job and a job on the fake GPU), `fail` (a job that exits 1) and
-`timeout` (a job that outlives its 1-minute time limit). Each test then checks one run against
-what SLURM itself recorded for its jobs. The `timeout` run sets the pace: SLURM checks time
-limits every 30 s, so the job dies 60-90 s after it starts and Snakemake notices a little later.
+Four Snakemake runs (tests/slurm/profile, executor `slurm`) go side by side, each in its own
+working directory: `ok` (a plain job and two jobs on the fake GPU), `fail` (a job that exits 1),
+`timeout` (a job that outlives its 1-minute time limit) and `resume` (a resumable stand-in for
+LAPT that gets SIGTERM ahead of its time limit, checkpoints, and finishes on the retry). Each test
+then checks one run against what SLURM itself recorded for its jobs. The `timeout` run sets the
+pace: SLURM checks time limits every 30 s, so the job dies 60-90 s after it starts, and Snakemake's
+status polls (their interval grows by 10 s per poll) notice a little later: about 2.5 minutes.
 
 Without `sbatch` the tests skip, except under CI (env var CI set), where they fail: CI installs
 and starts the cluster with scripts/slurm/install.sh and scripts/slurm/start.sh.
@@ -72,11 +74,11 @@ def require_local_cluster() -> None:
             f"{CLUSTER!r} of scripts/slurm/start.sh; refusing to submit test jobs there"
         )
     state = command_output("sinfo", "-h", "-p", PARTITION, "-o", "%a %T").stdout.split()
-    if not state or state[0] != "up" or not {"idle", "mixed", "allocated"} & set(state[1:]):
+    if not state or state[0] != "up" or not {"idle", "mixed", "allocated", "completing"} & set(state[1:]):
         pytest.fail(f"partition {PARTITION} is not usable (sinfo: {state}): run {START_HINT}")
 
 
-def start_snakemake(workdir: Path, *targets: str) -> tuple[subprocess.Popen, Path]:
+def start_snakemake(workdir: Path, *args: str) -> tuple[subprocess.Popen, Path]:
     workdir.mkdir(parents=True)
     log_path = workdir / "snakemake.log"
     cmd = [
@@ -87,7 +89,7 @@ def start_snakemake(workdir: Path, *targets: str) -> tuple[subprocess.Popen, Pat
         str(SNAKEFILE),
         "--profile",
         str(PROFILE),
-        *targets,
+        *args,
     ]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -126,7 +128,7 @@ def slurm_job(job_id: str) -> dict[str, str]:
 
 
 def environment_record(path: Path) -> dict[str, str]:
-    """The `name=value` fields a rule of tests/slurm/Snakefile wrote about its environment."""
+    """The `name=value` fields a rule of tests/slurm/Snakefile wrote into its output."""
     return dict(field.split("=", 1) for field in path.read_text().split())
 
 
@@ -134,12 +136,13 @@ def environment_record(path: Path) -> dict[str, str]:
 def runs(tmp_path_factory) -> dict[str, Run]:
     require_local_cluster()
     root = tmp_path_factory.mktemp("slurm")
-    targets = {  # the slow one first, so it gets a CPU at once
+    arguments = {  # the slow ones first, so they get a CPU at once
         "timeout": ["results/timeout.txt"],
+        "resume": ["results/resumed.txt", "--retries", "1"],
         "fail": ["results/failed.txt"],
-        "ok": ["results/host.txt", "results/gpu.txt"],
+        "ok": ["results/host.txt", "results/gpu.txt", "results/gpu_count.txt"],
     }
-    started = {name: start_snakemake(root / name, *paths) for name, paths in targets.items()}
+    started = {name: start_snakemake(root / name, *args) for name, args in arguments.items()}
     deadline = time.monotonic() + RUN_TIMEOUT_S
     return {
         name: Run(root / name, wait_for(proc, deadline), log_path.read_text())
@@ -150,7 +153,7 @@ def runs(tmp_path_factory) -> dict[str, Run]:
 def test_jobs_run_as_slurm_jobs(runs):
     ok = runs["ok"]
     assert ok.returncode == 0, ok.log[-4000:]
-    assert len(ok.slurm_job_ids) == 2, ok.log[-4000:]
+    assert len(ok.slurm_job_ids) == 3, ok.log[-4000:]
     record = environment_record(ok.workdir / "results/host.txt")
     assert record["SLURM_JOB_ID"] in ok.slurm_job_ids, record
     assert record["SLURM_JOB_PARTITION"] == PARTITION
@@ -160,14 +163,17 @@ def test_jobs_run_as_slurm_jobs(runs):
         assert job["Partition"] == PARTITION, job
 
 
-def test_gpu_rule_gets_the_gres(runs):
+@pytest.mark.parametrize("output", ["results/gpu.txt", "results/gpu_count.txt"], ids=["gres", "gpu"])
+def test_gpu_rules_get_the_gpu(runs, output):
+    """Both ways to ask for a GPU: resources gres="gpu:1" (--gres) and gpu=1 (--gpus, as train_lapt)."""
     ok = runs["ok"]
     assert ok.returncode == 0, ok.log[-4000:]
-    record = environment_record(ok.workdir / "results/gpu.txt")
+    record = environment_record(ok.workdir / output)
     assert record["SLURM_JOB_ID"] in ok.slurm_job_ids, record
     assert record["CUDA_VISIBLE_DEVICES"] == "0", record  # the one fake GPU, as SLURM sets it
     job = slurm_job(record["SLURM_JOB_ID"])
-    assert "gpu:1" in job.get("TresPerNode", "") or "gres/gpu=1" in job.get("TRES", ""), job
+    requested = " ".join(job.get(key, "") for key in ("TresPerNode", "TresPerJob", "TRES"))
+    assert "gpu:1" in requested or "gres/gpu=1" in requested, job
 
 
 def test_failing_job_fails_the_workflow_and_leaves_no_output(runs):
@@ -191,3 +197,17 @@ def test_time_limit_is_enforced_by_slurm(runs):
     job = slurm_job(job_id)
     assert job["JobState"] == "TIMEOUT", job
     assert job.get("TimeLimit", "00:01:00") == "00:01:00", job
+
+
+def test_signal_before_time_limit_lets_a_job_checkpoint_and_resume(runs):
+    """profiles/slurm's `--signal=TERM@300`: the training process gets SIGTERM ahead of the limit
+    while Snakemake's own processes in the job survive it; the retry resumes from the checkpoint."""
+    resume = runs["resume"]
+    assert resume.returncode == 0, resume.log[-4000:]
+    first, second = resume.slurm_job_ids
+    record = environment_record(resume.workdir / "results/resumed.txt")
+    assert record["signal"] == "SIGTERM", record
+    assert record["checkpointed_by"] == first and record["resumed_by"] == second, record
+    assert int(record["elapsed_s"]) < 120, record  # before the 2-minute time limit
+    assert slurm_job(first)["JobState"] == "FAILED"  # ended by the checkpoint's exit, not TIMEOUT
+    assert slurm_job(second)["JobState"] == "COMPLETED"
