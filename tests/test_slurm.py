@@ -211,3 +211,26 @@ def test_signal_before_time_limit_lets_a_job_checkpoint_and_resume(runs):
     assert int(record["elapsed_s"]) < 120, record  # before the 2-minute time limit
     assert slurm_job(first)["JobState"] == "FAILED"  # ended by the checkpoint's exit, not TIMEOUT
     assert slurm_job(second)["JobState"] == "COMPLETED"
+
+
+def test_pipeline_lapt_job_runs_through_sbatch(tmp_path):
+    """The tiny pipeline's own train_lapt job, sent to SLURM with the test profile (its inputs built
+    locally first), finishes as a SLURM job and writes a loadable model."""
+    require_local_cluster()
+    tiny = REPO / "tests" / "data" / "tiny_config.yaml"
+    base = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    target = "results/lapt/tiny/sw/focus/model"
+    local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "--cores", "2", "--configfile",
+                            str(tiny)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-3000:]
+    remote = subprocess.run([*base, target, "--profile", str(PROFILE), "--configfile", str(tiny)], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    log = remote.stdout + remote.stderr
+    assert remote.returncode == 0, log[-4000:]
+    job_ids = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
+    assert len(job_ids) == 1, log[-3000:]  # exactly the train_lapt job went through sbatch
+    job = slurm_job(job_ids[0])
+    assert job["JobState"] == "COMPLETED" and job.get("Partition") == PARTITION, job
+    assert (tmp_path / target / "model.safetensors").is_file()
+    assert (tmp_path / "results/lapt/tiny/sw/focus/curve.parquet").is_file()
