@@ -6,7 +6,7 @@ import os
 from snakemake.utils import validate
 
 from vocab_transfer.config import ConfigError, check_config, local_model_dir, method_targets, source_languages
-from vocab_transfer.methods import METHODS, method_needs
+from vocab_transfer.methods import METHODS, method_config, method_needs
 from vocab_transfer.methods import method_params as with_defaults
 from vocab_transfer.methods.unks import factorization_spec
 
@@ -77,18 +77,19 @@ def method_spec(wildcards):
 
 def method_params(wildcards):
     """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
-    return canonical({k: v for k, v in method_spec(wildcards).items() if k not in ("label", "targets")})
+    spec = method_spec(wildcards)
+    return canonical({"kind": spec["kind"], **method_config(spec)})
 
 
 def method_needs_of(method):
     spec = config["methods"][method]
-    return method_needs(spec["kind"], {k: v for k, v in spec.items() if k not in ("kind", "label", "targets")})
+    return method_needs(spec["kind"], method_config(spec))
 
 
 def method_option(method, name):
     """A method parameter as the method will see it (config value, else the function's default)."""
     spec = config["methods"][method]
-    return with_defaults(spec["kind"], {k: v for k, v in spec.items() if k not in ("kind", "label", "targets")})[name]
+    return with_defaults(spec["kind"], method_config(spec))[name]
 
 
 def word_vector_files(lang, side):
@@ -129,7 +130,7 @@ def init_inputs(wildcards):
 def factorization_key(method):
     """`mf-<hash>`: methods whose factorization settings agree share one factorize_source job."""
     spec = config["methods"][method]
-    params = with_defaults(spec["kind"], {k: v for k, v in spec.items() if k not in ("kind", "label", "targets")})
+    params = with_defaults(spec["kind"], method_config(spec))
     digest = hashlib.sha1(canonical(factorization_spec(params)).encode()).hexdigest()
     return f"mf-{digest[:12]}"
 
@@ -140,8 +141,7 @@ FACTORIZATIONS = {factorization_key(m): m for m in METHOD_NAMES
 
 def factorization_params(wildcards):
     spec = config["methods"][FACTORIZATIONS[wildcards.factorization]]
-    return canonical(factorization_spec(with_defaults(spec["kind"], {k: v for k, v in spec.items()
-                                                                     if k not in ("kind", "label", "targets")})))
+    return canonical(factorization_spec(with_defaults(spec["kind"], method_config(spec))))
 
 
 def extended_tokenizer_dir(wildcards):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from .methods import METHODS
+from .methods import METHODS, method_config
 
 
 class ConfigError(ValueError):
@@ -66,7 +66,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
         kind = method["kind"]
         if kind not in METHODS:
             raise ConfigError(f"methods.{name}: unknown kind {kind!r}; known: {sorted(METHODS)}")
-        unknown = set(method) - {"kind", "label", "targets"} - method_parameters(kind)
+        unknown = set(method_config(method)) - method_parameters(kind)
         if unknown:
             raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {kind!r}; "
                               f"accepted: {sorted(method_parameters(kind))}")
@@ -91,7 +91,7 @@ def check_method_resources(config: dict, name: str, method: dict) -> None:
     """Every artifact the method needs can be built: languages with corpora, dictionaries configured."""
     from .methods import method_needs, method_params
 
-    params = {k: v for k, v in method.items() if k not in ("kind", "label", "targets")}
+    params = method_config(method)
     try:
         needs, p = method_needs(method["kind"], params), method_params(method["kind"], params)
     except ValueError as e:

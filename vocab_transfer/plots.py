@@ -21,10 +21,7 @@ def plot_curve(curve: pd.DataFrame, path: str, *, title: str, hline: float | Non
     ax.set(xlabel="optimizer step", ylabel="MLM loss (nats)", title=title)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str) -> None:
@@ -37,6 +34,11 @@ def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str) -> None:
     ax.set(xlabel="samples (last stage)", ylabel="held-out MLM loss (nats)", title=title)
     ax.grid(alpha=0.3)
     ax.legend()
+    save_figure(fig, path)
+
+
+def save_figure(fig, path: str) -> None:
+    """Lay out, write as PNG atomically, and free the figure."""
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png")

@@ -13,14 +13,21 @@ from vocab_transfer.tokenizer import load_tokenizer
 from vocab_transfer.workflow import setup_job
 
 
+def tokenizer(cache, path):
+    if path not in cache:
+        cache[path] = load_tokenizer(path)
+    return cache[path]
+
+
 def main(inputs, methods, spec, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = load_source_model(inputs["model"])
+    tokenizers = {}  # most methods share the target tokenizer: load each folder once
     rows = []
     for m in methods:
         tensors = read_tensors(inputs[f"embeddings__{m}"])
         model = transferred_model(copy.deepcopy(source), tensors["embeddings"], tensors.get("output_bias"))
-        result = mlm_loss(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"], load_tokenizer(inputs[f"tokenizer__{m}"]),
+        result = mlm_loss(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"], tokenizer(tokenizers, inputs[f"tokenizer__{m}"]),
                           seed=spec["seed"], mask_prob=spec["mask_prob"], batch_size=spec["batch_size"])
         log.info("%s %s %s: %s", wildcards["source"], wildcards["target"], m, result)
         rows.append({**wildcards, "method": m, **result})

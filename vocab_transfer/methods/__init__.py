@@ -116,6 +116,15 @@ METHODS: dict[str, Method] = {
 }
 
 
+#: Keys of a config `methods` entry that are not parameters of the method function.
+ROW_KEYS = ("kind", "label", "targets")
+
+
+def method_config(spec: dict) -> dict:
+    """A config `methods` entry without its table-row keys: the method's parameters as configured."""
+    return {k: v for k, v in spec.items() if k not in ROW_KEYS}
+
+
 def method_params(kind: str, params: dict) -> dict:
     """``params`` completed with the defaults of the method function's keyword parameters."""
     sig = inspect.signature(METHODS[kind].fn)
@@ -137,4 +146,5 @@ def run_method(kind: str, inputs: TransferInputs, *, seed: int, **params) -> Emb
     return METHODS[kind].fn(inputs, seed=seed, **params)
 
 
-__all__ = ["METHODS", "EmbeddingInit", "Method", "TransferInputs", "method_needs", "method_params", "run_method"]
+__all__ = ["METHODS", "ROW_KEYS", "EmbeddingInit", "Method", "TransferInputs", "method_config", "method_needs",
+           "method_params", "run_method"]

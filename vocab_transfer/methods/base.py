@@ -88,6 +88,15 @@ def column_mean_std(x: torch.Tensor, chunk_rows: int = 2048) -> tuple[torch.Tens
     return mean.to(x.dtype), std.to(x.dtype)
 
 
+def provenance_of(kind: torch.Tensor, special_target_ids=None) -> np.ndarray:
+    """Provenance labels from the int8 ``kind`` codes that FOCUS, WECHSEL and Align Match return
+    (0 copied / 1 combined / 2 random), with ``special_target_ids`` (if given) marked special."""
+    provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
+    if special_target_ids is not None:
+        provenance[special_target_ids] = SPECIAL
+    return provenance
+
+
 def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, source: torch.Tensor,
               overlap: pd.DataFrame) -> None:
     """Copy the source rows of overlapping tokens (FOCUS eq. 1), in place."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -10,13 +9,10 @@ from ..overlap import restrict_overlap
 from ..sparsemax import sparsemax, topk_sparsemax
 from ..word_vectors import tokenize_flatten_reduce
 from .base import (
-    COMBINED,
-    COPIED,
-    RANDOM,
-    SPECIAL,
     EmbeddingInit,
     TransferInputs,
     normal_like,
+    provenance_of,
     screen_dtype_of,
 )
 
@@ -120,6 +116,5 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
         torch.tensor(ov["source_id"].to_numpy()), vectors, has_vector, seed=seed,
         topk=topk, batch_size=batch_size, progress=True,
         screen_dtype=screen)
-    provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
-    provenance[ov.loc[ov["match"] == "special", "target_id"].to_numpy()] = SPECIAL
+    provenance = provenance_of(kind, ov.loc[ov["match"] == "special", "target_id"].to_numpy())
     return EmbeddingInit(matrix, provenance, n_sources.numpy())

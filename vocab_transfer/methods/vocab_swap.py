@@ -31,7 +31,7 @@ from tqdm import tqdm
 from ..align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from ..overlap import CanonicalToken, canonicalize_vocab
 from ..sparsemax import topk_sparsemax
-from .base import COMBINED, COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
 
 __all__ = [
     "align_match_init",
@@ -411,7 +411,7 @@ def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str 
         inputs.source_matrix, _fit(inputs.aux.vectors, V_t, 0.0), t_has, _fit(inputs.source_aux.vectors, V_s, 0.0),
         s_has, anchor_t, anchor_s, seed=seed, weighting=weighting, topk=topk, temperature=temperature,
         center=center, refine_iters=refine_iters, batch_size=batch_size, init=init, std=std, progress=True)
-    provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
+    provenance = provenance_of(kind)
     n_sources = n_sources.numpy()
     if copy_overlap:
         copy_rows(matrix, provenance, n_sources, inputs.source_matrix, exact)

@@ -26,13 +26,10 @@ from ..align import normalize_embeddings, procrustes
 from ..overlap import canonicalize_vocab
 from ..word_vectors import WordVectors, tokenize_flatten_reduce
 from .base import (
-    COMBINED,
-    COPIED,
-    RANDOM,
-    SPECIAL,
     EmbeddingInit,
     TransferInputs,
     normal_like,
+    provenance_of,
     screen_dtype_of,
 )
 
@@ -182,6 +179,5 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
         torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()), seed=seed,
         k=k, temperature=temperature, screen_dtype=screen,
         progress=True)
-    provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
-    provenance[special["target_id"].to_numpy()] = SPECIAL
+    provenance = provenance_of(kind, special["target_id"].to_numpy())
     return EmbeddingInit(matrix, provenance, n_sources.numpy())
