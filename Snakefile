@@ -23,6 +23,7 @@ include: "rules/overlap.smk"
 include: "rules/init.smk"
 include: "rules/eval.smk"
 include: "rules/lapt.smk"
+include: "rules/finetune.smk"
 include: "rules/tables.smk"
 
 
@@ -30,4 +31,5 @@ rule all:
     input:
         rules.make_init_table.output,
         lapt_outputs(),
+        finetune_outputs(),
     default_target: True

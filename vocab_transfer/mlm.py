@@ -1,4 +1,5 @@
-"""Masked-LM data and evaluation: packing, 15% masking with 80/10/10, held-out loss."""
+"""Language-model data and evaluation: packing, 15% masking with 80/10/10, held-out masked-LM loss, and
+held-out causal-LM (next-token) loss for decoder sources."""
 
 from __future__ import annotations
 
@@ -73,3 +74,45 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     loss = total / max(count, 1)
     return {"mlm_loss": loss, "perplexity": math.exp(min(loss, 50.0)), "masked_tokens": count,
             "sequences": len(blocks)}
+
+
+@torch.no_grad()
+def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, *, batch_size: int = 16, progress: bool = False
+             ) -> dict[str, float]:
+    """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks``.
+
+    Every position but the first is predicted from the ids before it, so a ``[n, L]`` input scores
+    ``n * (L - 1)`` tokens; same value as ``model(input_ids=blocks, labels=blocks).loss`` (the blocks have
+    no padding). Perplexity = exp(loss), the measure of WECHSEL Table 2.
+    """
+    model.eval()
+    total, count = 0.0, 0
+    for i in tqdm(range(0, len(blocks), batch_size), desc="CLM eval", disable=not progress, mininterval=5):
+        ids = blocks[i:i + batch_size]
+        logits = model(input_ids=ids).logits[:, :-1]
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                                                 ids[:, 1:].reshape(-1), reduction="sum")
+        total += float(loss)
+        count += ids[:, 1:].numel()
+    loss = total / max(count, 1)
+    return {"clm_loss": loss, "perplexity": math.exp(min(loss, 50.0)), "predicted_tokens": count,
+            "sequences": len(blocks)}
+
+
+def init_eval_row(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *,
+                  objective: str, seed: int, mask_prob: float = 0.15, batch_size: int = 16) -> dict:
+    """One row of the init-time evaluation (FOCUS Table 4; WECHSEL Table 2 for decoders).
+
+    ``objective`` is ``mlm`` (masked LM, :func:`mlm_loss`) or ``clm`` (causal LM, :func:`clm_loss`). The
+    columns are the same for both so the tables stay one schema: ``objective``, ``mlm_loss`` (the held-out
+    loss of that objective, nats per scored token), ``perplexity``, ``masked_tokens`` (tokens scored:
+    masked positions, or predicted next tokens for ``clm``), ``sequences``.
+    """
+    if objective == "mlm":
+        res = mlm_loss(model, blocks, tokenizer, seed=seed, mask_prob=mask_prob, batch_size=batch_size)
+        return {"objective": "mlm", **res}
+    if objective == "clm":
+        res = clm_loss(model, blocks, batch_size=batch_size)
+        return {"objective": "clm", "mlm_loss": res["clm_loss"], "perplexity": res["perplexity"],
+                "masked_tokens": res["predicted_tokens"], "sequences": res["sequences"]}
+    raise ValueError(f"objective must be 'mlm' or 'clm', not {objective!r}")

@@ -24,7 +24,7 @@ def plot_curve(curve: pd.DataFrame, path: str, *, title: str, hline: float | Non
     save_figure(fig, path)
 
 
-def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str) -> None:
+def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
     """FOCUS Figure 2: held-out loss against samples of each run's last stage (for two-stage runs only the
     second stage, as the paper plots Random), one line per method."""
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
@@ -34,12 +34,14 @@ def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str) -> None:
     ax.set(xlabel="samples (last stage)", ylabel="held-out MLM loss (nats)", title=title)
     ax.grid(alpha=0.3)
     ax.legend()
-    save_figure(fig, path)
+    save_figure(fig, path, svg=svg)
 
 
-def save_figure(fig, path: str) -> None:
-    """Lay out, write as PNG atomically, and free the figure."""
+def save_figure(fig, path: str, *, svg: str | None = None) -> None:
+    """Lay out, write as PNG (and SVG when ``svg`` names a path) atomically, and free the figure."""
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png")
+    for out, fmt in ((path, "png"), (svg, "svg")):
+        if out:
+            with atomic_path(out) as tmp:
+                fig.savefig(tmp, format=fmt)
     plt.close(fig)

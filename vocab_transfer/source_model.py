@@ -1,4 +1,5 @@
-"""Source models: a hub/local masked LM, or a small XLM-R-architecture MLM pretrained by the pipeline."""
+"""Source models: a hub/local masked LM or decoder-only causal LM (WECHSEL's GPT-2), or a small
+XLM-R-architecture MLM pretrained by the pipeline."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 from transformers import (
+    AutoConfig,
+    AutoModelForCausalLM,
     AutoModelForMaskedLM,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
     XLMRobertaConfig,
@@ -21,6 +25,9 @@ from transformers import (
 from .mlm import mask_tokens, mlm_loss
 
 log = logging.getLogger(__name__)
+
+#: Class-name endings of causal-LM heads (``GPT2LMHeadModel``, ``LlamaForCausalLM``, ``BertLMHeadModel``).
+CAUSAL_LM_SUFFIXES = ("ForCausalLM", "LMHeadModel")
 
 
 class TokenizerModelMismatch(ValueError):
@@ -112,9 +119,52 @@ def masked_lm_loss(model: PreTrainedModel, inputs: torch.Tensor, labels: torch.T
     return torch.nn.functional.cross_entropy(logits.float(), labels[keep])
 
 
+def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
+    """Whether a model (or the config it was saved with) is a decoder-only causal LM.
+
+    The first rule that applies decides:
+
+    1. a model instance: its class name ends in ``ForCausalLM`` / ``LMHeadModel`` (``GPT2LMHeadModel``) →
+       causal; in ``ForMaskedLM`` → masked (the class it was loaded as wins over the saved config);
+    2. encoder-decoder configs (T5, BART) are not decoders;
+    3. ``config.architectures`` (written by ``save_pretrained``): an entry ending in ``ForCausalLM`` /
+       ``LMHeadModel`` → causal; one ending in ``ForMaskedLM`` → masked;
+    4. a config flagged ``is_decoder`` (BERT-family models saved as decoders) → causal;
+    5. otherwise the ``model_type``: causal iff transformers has a causal-LM class and no masked-LM class
+       for it (gpt2, gpt_neox, llama, mistral, qwen2, bloom, opt, ...). Types with both (bert, roberta,
+       xlm-roberta) stay masked LMs, as before; types with neither stay masked and fail to load clearly.
+    """
+    if isinstance(model_or_config, PreTrainedModel):
+        name = type(model_or_config).__name__
+        if name.endswith(CAUSAL_LM_SUFFIXES) or name.endswith("ForMaskedLM"):
+            return not name.endswith("ForMaskedLM")
+        config = model_or_config.config
+    else:
+        config = model_or_config
+    if getattr(config, "is_encoder_decoder", False):
+        return False
+    architectures = getattr(config, "architectures", None) or []
+    if any(a.endswith(CAUSAL_LM_SUFFIXES) for a in architectures):
+        return True
+    if any(a.endswith("ForMaskedLM") for a in architectures):
+        return False
+    if getattr(config, "is_decoder", False):
+        return True
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = getattr(config, "model_type", "")
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+
 def load_source_model(path: str) -> PreTrainedModel:
-    """Load a masked LM saved with ``save_pretrained`` (or named by hub id when the config asks for one)."""
-    return AutoModelForMaskedLM.from_pretrained(path)
+    """Load a source model saved with ``save_pretrained`` (or named by hub id when the config asks for one):
+    a causal LM (``AutoModelForCausalLM``) when its config is a decoder (:func:`is_causal_lm`), else a
+    masked LM (``AutoModelForMaskedLM``)."""
+    auto = AutoModelForCausalLM if is_causal_lm(AutoConfig.from_pretrained(path)) else AutoModelForMaskedLM
+    return auto.from_pretrained(path)
 
 
 def model_vocab_size(model_dir: str | Path) -> int:
@@ -138,7 +188,8 @@ def check_tokenizer_matches(tokenizer_len: int, embedding_rows: int, *, name: st
 
 
 def embedding_matrix(model: PreTrainedModel) -> torch.Tensor:
-    """The input embeddings with the MLM head's output bias appended as the last column (if it has one)."""
+    """The input embeddings with the LM head's output bias appended as the last column (if it has one:
+    XLM-R/BERT MLM heads do, GPT-2's and most decoders' ``lm_head`` do not)."""
     emb = model.get_input_embeddings().weight.detach()
     out = model.get_output_embeddings()
     bias = getattr(out, "bias", None) if out is not None else None
@@ -153,7 +204,13 @@ def has_output_bias(model: PreTrainedModel) -> bool:
 def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None
                       ) -> PreTrainedModel:
     """Swap the vocabulary of ``source`` (in place): new input embeddings (tied output embeddings),
-    new output bias; every other weight is the source's (FOCUS §3.1: all layers but the embeddings)."""
+    new output bias; every other weight is the source's (FOCUS §3.1: all layers but the embeddings).
+
+    Masked and causal LMs alike (GPT-2: tied ``lm_head`` without bias, ``bias=None``). An untied output
+    matrix (``tie_word_embeddings: false``, e.g. Llama) gets a copy of the new input embeddings."""
+    if bias is not None and not has_output_bias(source):
+        raise ValueError(f"the init artifact has an output bias, but {type(source).__name__}'s LM head has none "
+                         "(was it initialized for another source model?)")
     source.resize_token_embeddings(embeddings.shape[0], mean_resizing=False)
     with torch.no_grad():
         source.get_input_embeddings().weight.copy_(embeddings)

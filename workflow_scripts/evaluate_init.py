@@ -1,5 +1,5 @@
-"""Masked-LM loss of the transferred model right after initialization, every method of one target
-(rule evaluate_init)."""
+"""Held-out loss of the transferred model right after initialization, every method of one target
+(rule evaluate_init): masked-LM loss for encoder sources, next-token (causal-LM) loss for decoder sources."""
 
 import copy
 import json
@@ -7,8 +7,8 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import read_tensors, write_parquet
-from vocab_transfer.mlm import mlm_loss
-from vocab_transfer.source_model import load_source_model, transferred_model
+from vocab_transfer.mlm import init_eval_row
+from vocab_transfer.source_model import is_causal_lm, load_source_model, transferred_model
 from vocab_transfer.tokenizer import load_tokenizer
 from vocab_transfer.workflow import setup_job
 
@@ -22,13 +22,15 @@ def tokenizer(cache, path):
 def main(inputs, methods, spec, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = load_source_model(inputs["model"])
+    objective = "clm" if is_causal_lm(source) else "mlm"
     tokenizers = {}  # most methods share the target tokenizer: load each folder once
     rows = []
     for m in methods:
         tensors = read_tensors(inputs[f"embeddings__{m}"])
         model = transferred_model(copy.deepcopy(source), tensors["embeddings"], tensors.get("output_bias"))
-        result = mlm_loss(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"], tokenizer(tokenizers, inputs[f"tokenizer__{m}"]),
-                          seed=spec["seed"], mask_prob=spec["mask_prob"], batch_size=spec["batch_size"])
+        result = init_eval_row(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"],
+                               tokenizer(tokenizers, inputs[f"tokenizer__{m}"]), objective=objective,
+                               seed=spec["seed"], mask_prob=spec["mask_prob"], batch_size=spec["batch_size"])
         log.info("%s %s %s: %s", wildcards["source"], wildcards["target"], m, result)
         rows.append({**wildcards, "method": m, **result})
     write_parquet(pd.DataFrame(rows), out_path)

@@ -9,15 +9,16 @@ from vocab_transfer.plots import plot_lapt_curves
 from vocab_transfer.workflow import setup_job
 
 
-def main(curves, labels, wildcards, png, csv, log_path):
+def main(curves, labels, wildcards, png, svg, csv, log_path):
     log = setup_job(log_path)
     frames = [pd.read_parquet(path).assign(run=run, label=labels[run]) for run, path in curves.items()]
     table = pd.concat(frames, ignore_index=True)
-    plot_lapt_curves(table, png, title=f"LAPT on {wildcards['target']} (source {wildcards['source']})")
+    plot_lapt_curves(table, png, title=f"LAPT on {wildcards['target']} (source {wildcards['source']})",
+                     svg=svg)
     write_text(table.to_csv(index=False), csv)
     final = table.sort_values("step").groupby("label")["heldout_loss"].last()
     log.info("final held-out loss per method:\n%s", final.to_string())
 
 
 main({k.removeprefix("curve__"): v for k, v in snakemake.input.items()}, json.loads(snakemake.params.runs), dict(snakemake.wildcards.items()),
-     snakemake.output.png, snakemake.output.csv, snakemake.log[0])
+     snakemake.output.png, snakemake.output.svg, snakemake.output.csv, snakemake.log[0])

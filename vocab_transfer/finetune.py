@@ -1,0 +1,474 @@
+"""Fine-tuning and evaluation on downstream tasks: a resumable CLI for CPU or one GPU.
+
+    python -m vocab_transfer.finetune --model results/lapt/demo-xlmr/he/focus/model \\
+        --data results/tasks/he-ner --task ner --seed 1 \\
+        --output results/finetune/demo-xlmr/he/focus/he-ner/seed1.parquet --config '{"epochs": 2}'
+
+Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word
+labelled), ``nli`` (sequence-pair classification) and ``qa`` (extractive, sliding windows over the
+context). ``--data`` is a folder of ``train/dev/test.parquet`` in the common schema of
+:mod:`vocab_transfer.tasks` (rule ``prepare_task``). The model is a ``save_pretrained`` folder (a LAPT
+output; its MAD-X language adapter is attached when present), a hub id, or a source model plus an init
+artifact (``--embeddings``: fine-tune right after the vocabulary swap, as vocab-swap does).
+
+Defaults follow focus.md Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup,
+gradient clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best
+dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI, SQuAD
+F1/EM for QA. Every evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best
+weights, history); a rerun continues from it and ends bit-identical (data order and dropout are
+functions of the seed and the step). SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import logging
+import math
+import re
+import shutil
+import signal
+import string
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .io import atomic_path, write_parquet
+from .lapt import EXIT_RESUME, Checkpoints, _autocast_factory
+
+log = logging.getLogger(__name__)
+METRICS = {"ner": "f1", "pos": "accuracy", "nli": "accuracy", "qa": "f1"}
+
+
+@dataclass
+class FinetuneConfig:
+    epochs: float = 3.0
+    lr: float = 2e-5
+    warmup_ratio: float = 0.1
+    batch_size: int = 32
+    micro_batch_size: int | None = None  # sequences per forward pass (None: the whole batch)
+    seq_len: int = 256
+    doc_stride: int = 128  # QA: tokens shared by consecutive windows of a long context
+    max_answer_tokens: int = 30  # QA: longest predicted span
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    clip_norm: float = 1.0
+    eval_fraction: float = 0.05  # evaluate on dev every 5% of the training steps (FOCUS Table 6)
+    eval_batch_size: int = 64
+    group_by_length: bool = False  # batches of similar length (less padding; HF Trainer's option)
+    precision: str = "auto"
+    threads: int | None = None
+    save_model: bool = False  # keep the selected model (save_pretrained) next to the scores
+    train_language_adapter: bool = False  # MAD-X keeps a LAPT language adapter fixed during task training
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FinetuneConfig:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"fine-tuning config: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
+        return cls(**d)
+
+
+# ------------------------------------------------------------------------------------------- encoding
+def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
+    from .tasks import check_columns
+
+    folder = Path(folder)
+    missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no {', '.join(f'{s}.parquet' for s in missing)} (rule prepare_task)")
+    data = {s: pd.read_parquet(folder / f"{s}.parquet") for s in ("train", "dev", "test")}
+    for df in data.values():
+        check_columns(task, df)
+    return data
+
+
+def task_labels(task: str, data: dict[str, pd.DataFrame], labels: list[str] | None = None) -> list[str]:
+    """The label set (from train unless given); a dev/test label outside it is an error, not a silent skip."""
+    if task == "qa":
+        return []
+    column = "tags" if task in ("ner", "pos") else "label"
+
+    def seen(df: pd.DataFrame) -> set[str]:
+        return set(np.concatenate(df[column].tolist()).tolist()) if column == "tags" else set(df[column])
+
+    if labels is None:
+        found = seen(data["train"])
+        labels = sorted(found, key=lambda t: (t != "O", t[2:], t)) if task == "ner" else sorted(found)
+    for split, df in data.items():
+        extra = seen(df) - set(labels)
+        if extra:
+            raise ValueError(f"label set mismatch: {split} has label(s) {sorted(extra)} that are not in the "
+                             f"model's label set {labels}")
+    return labels
+
+
+def encode_tokens(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> list[dict]:
+    """Token classification: the first sub-token of each word carries its label, the rest -100."""
+    index = {t: i for i, t in enumerate(labels)}
+    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
+    out = []
+    for i, tags in enumerate(df["tags"]):
+        words, y, prev = enc.word_ids(i), [], None
+        for w in words:
+            y.append(index[tags[w]] if w is not None and w != prev else -100)
+            prev = w
+        out.append({"input_ids": enc["input_ids"][i], "labels": y})
+    return out
+
+
+def encode_pairs(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> list[dict]:
+    index = {t: i for i, t in enumerate(labels)}
+    enc = tokenizer(df["premise"].tolist(), df["hypothesis"].tolist(), truncation=True, max_length=seq_len)
+    return [{"input_ids": ids, "labels": index[y]} for ids, y in zip(enc["input_ids"], df["label"], strict=True)]
+
+
+def encode_qa(df: pd.DataFrame, tokenizer, seq_len: int, stride: int, *, train: bool) -> list[dict]:
+    """Sliding windows over the context (HF run_qa.py): each window is labelled with the answer's token
+    span, or with the start token (0) when the answer is not inside it."""
+    enc = tokenizer(df["question"].tolist(), df["context"].tolist(), truncation="only_second", max_length=seq_len,
+                    stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True)
+    out = []
+    for w, ids in enumerate(enc["input_ids"]):
+        ex = enc["overflow_to_sample_mapping"][w]
+        seq = enc.sequence_ids(w)
+        offsets = [o if s == 1 else None for o, s in zip(enc["offset_mapping"][w], seq, strict=True)]
+        item = {"input_ids": ids, "example": ex, "offsets": offsets}
+        if train:
+            answers = df["answers"].iloc[ex]
+            start_char = int(answers["answer_start"][0])
+            end_char = start_char + len(answers["text"][0])
+            ctx = [i for i, o in enumerate(offsets) if o is not None]
+            s = e = 0
+            if ctx and offsets[ctx[0]][0] <= start_char and offsets[ctx[-1]][1] >= end_char:
+                s = next(i for i in ctx if offsets[i][1] > start_char)
+                e = next(i for i in reversed(ctx) if offsets[i][0] < end_char)
+            item["start_positions"], item["end_positions"] = s, e
+        out.append(item)
+    return out
+
+
+def collate(items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
+    n = max(len(it["input_ids"]) for it in items)
+    ids = torch.full((len(items), n), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(items), n), dtype=torch.long)
+    for i, it in enumerate(items):
+        ids[i, : len(it["input_ids"])] = torch.tensor(it["input_ids"])
+        mask[i, : len(it["input_ids"])] = 1
+    batch = {"input_ids": ids, "attention_mask": mask}
+    if "labels" in items[0]:
+        if isinstance(items[0]["labels"], list):
+            y = torch.full((len(items), n), -100, dtype=torch.long)
+            for i, it in enumerate(items):
+                y[i, : len(it["labels"])] = torch.tensor(it["labels"])
+            batch["labels"] = y
+        else:
+            batch["labels"] = torch.tensor([it["labels"] for it in items])
+    for key in ("start_positions", "end_positions"):
+        if key in items[0]:
+            batch[key] = torch.tensor([it[key] for it in items])
+    return batch
+
+
+def epoch_order(lengths: list[int], batch_size: int, seed: int, group_by_length: bool) -> list[int]:
+    """A seeded permutation of the training items. With ``group_by_length`` (HF Trainer's option of that
+    name), each run of 50 batches is sorted by length so that batches pad less, and the batches are then
+    shuffled: the same items per epoch, about half the padding for sentence-level tasks."""
+    g = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(lengths), generator=g).tolist()
+    if not group_by_length:
+        return order
+    mega = 50 * batch_size
+    order = [i for k in range(0, len(order), mega) for i in sorted(order[k:k + mega], key=lambda i: -lengths[i])]
+    batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
+    return [i for b in torch.randperm(len(batches), generator=g).tolist() for i in batches[b]]
+
+
+# -------------------------------------------------------------------------------------------- metrics
+def span_f1(gold: list[list[str]], pred: list[list[str]]) -> dict[str, float]:
+    from seqeval.metrics import f1_score, precision_score, recall_score
+
+    kw = {"zero_division": 0}  # no predicted entity: precision 0, not a warning
+    return {"f1": float(f1_score(gold, pred, **kw)), "precision": float(precision_score(gold, pred, **kw)),
+            "recall": float(recall_score(gold, pred, **kw))}
+
+
+def _normalize_answer(s: str) -> str:
+    """SQuAD v1.1 evaluation script: lower case, no punctuation, articles or extra whitespace."""
+    s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
+    return " ".join(re.sub(r"\b(a|an|the)\b", " ", s).split())
+
+
+def squad_scores(gold: list[list[str]], pred: list[str]) -> dict[str, float]:
+    """SQuAD F1 and exact match in %, each the max over the gold answers."""
+    def f1(p: str, g: str) -> float:
+        pt, gt = _normalize_answer(p).split(), _normalize_answer(g).split()
+        same = sum((collections.Counter(pt) & collections.Counter(gt)).values())
+        if not pt or not gt:
+            return float(pt == gt)
+        return 0.0 if same == 0 else 2 * same / (len(pt) + len(gt))
+
+    f = [max(f1(p, g) for g in gs) for gs, p in zip(gold, pred, strict=True)]
+    em = [max(float(_normalize_answer(p) == _normalize_answer(g)) for g in gs) for gs, p in zip(gold, pred, strict=True)]
+    return {"f1": 100 * float(np.mean(f)), "exact_match": 100 * float(np.mean(em))}
+
+
+# ------------------------------------------------------------------------------------------ the model
+def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str | None = None,
+                    train_language_adapter: bool = False):
+    """A task model from a ``save_pretrained`` folder or hub id; with ``embeddings``, the source's
+    vocabulary swapped for an init artifact's rows first. A MAD-X language adapter saved by LAPT
+    (variant ``adapter``) is attached, frozen unless ``train_language_adapter``; the rest is fine-tuned."""
+    from transformers import (
+        AutoModelForQuestionAnswering,
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+    )
+
+    cls = {"ner": AutoModelForTokenClassification, "pos": AutoModelForTokenClassification,
+           "nli": AutoModelForSequenceClassification, "qa": AutoModelForQuestionAnswering}[task]
+    kwargs = {} if task == "qa" else {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
+                                      "label2id": {t: i for i, t in enumerate(labels)}}
+    m = cls.from_pretrained(model, **kwargs)
+    if embeddings:
+        from .io import read_tensors
+
+        rows = read_tensors(embeddings)["embeddings"]
+        m.resize_token_embeddings(rows.shape[0], mean_resizing=False)
+        with torch.no_grad():
+            m.get_input_embeddings().weight.copy_(rows)
+    elif Path(model).is_dir():
+        from .adapters import adapter_parameter_names, load_language_adapter
+
+        if load_language_adapter(m, model):
+            frozen = adapter_parameter_names(m) if not train_language_adapter else set()
+            for n, p in m.named_parameters():
+                p.requires_grad_(n not in frozen)
+            log.info("attached the MAD-X language adapter saved in %s (%s)", model,
+                     "trained" if train_language_adapter else "frozen")
+    return m
+
+
+def max_sequence_length(model) -> int:
+    """Tokens a sequence may have: the position table's size (RoBERTa/XLM-R reserve padding_idx + 1 rows)."""
+    c = model.config
+    n = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 10**9
+    return n - (c.pad_token_id + 1) if c.model_type in ("roberta", "xlm-roberta", "camembert") else n
+
+
+@torch.no_grad()
+def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list[str], cfg: FinetuneConfig,
+             pad_id: int, device, autocast) -> dict[str, float]:
+    model.eval()
+    starts, ends, preds = [], [], []
+    for b in range(0, len(items), cfg.eval_batch_size):
+        chunk = items[b: b + cfg.eval_batch_size]
+        batch = collate([{"input_ids": it["input_ids"]} for it in chunk], pad_id)
+        with autocast():
+            out = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device))
+        if task == "qa":
+            starts += list(out.start_logits.float().cpu().numpy())
+            ends += list(out.end_logits.float().cpu().numpy())
+        else:
+            preds += list(out.logits.float().argmax(-1).cpu().numpy())
+    model.train()
+    if task == "nli":
+        gold = [labels.index(y) for y in df["label"]]
+        return {"accuracy": float(np.mean(np.array(preds) == np.array(gold)))}
+    if task in ("ner", "pos"):
+        gold_tags, pred_tags = [], []
+        for it, p, tags in zip(items, preds, df["tags"], strict=True):
+            pred = [labels[k] for k, y in zip(p, it["labels"], strict=False) if y != -100]
+            pred += ["O" if task == "ner" else "X"] * (len(tags) - len(pred))  # words cut by truncation
+            gold_tags.append(list(tags))
+            pred_tags.append(pred)
+        if task == "ner":
+            return span_f1(gold_tags, pred_tags)
+        flat = [(g == p) for gs, ps in zip(gold_tags, pred_tags, strict=True) for g, p in zip(gs, ps, strict=True)]
+        return {"accuracy": float(np.mean(flat))}
+    best: dict[int, tuple[float, str]] = {}
+    for it, s, e in zip(items, starts, ends, strict=True):
+        ctx = df["context"].iloc[it["example"]]
+        n = len(it["input_ids"])
+        cand_s = np.argsort(s[:n])[::-1][:20]
+        cand_e = np.argsort(e[:n])[::-1][:20]
+        for i in cand_s:
+            for j in cand_e:
+                if it["offsets"][i] is None or it["offsets"][j] is None or j < i or j - i + 1 > cfg.max_answer_tokens:
+                    continue
+                score = float(s[i] + e[j])
+                if it["example"] not in best or score > best[it["example"]][0]:
+                    best[it["example"]] = (score, ctx[it["offsets"][i][0]: it["offsets"][j][1]])
+    pred_text = [best.get(k, (0.0, ""))[1] for k in range(len(df))]
+    return squad_scores([list(a["text"]) for a in df["answers"]], pred_text)
+
+
+# ------------------------------------------------------------------------------------------- training
+def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
+             seed: int, checkpoint_dir: str | Path, stop_after: int | None = None) -> tuple[dict, pd.DataFrame]:
+    """Train on ``train``, select on ``dev``, score on ``test``. Returns (scores, history)."""
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    autocast, amp_dtype = _autocast_factory(cfg.precision, device)
+    model.to(device).train()
+    limit = max_sequence_length(model)
+    if cfg.seq_len > limit:
+        log.warning("seq_len %d is longer than the model's %d positions: using %d", cfg.seq_len, limit, limit)
+        cfg = dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
+    pad = tokenizer.pad_token_id
+    enc = {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
+           "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len)}.get(
+        task, lambda df, train: encode_tokens(df, tokenizer, labels, cfg.seq_len))
+    train_items, dev_items = enc(data["train"], True), enc(data["dev"], False)
+    steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)
+    total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
+    eval_every = max(1, round(cfg.eval_fraction * total))
+    metric = METRICS[task]
+    log.info("%s: %d train / %d dev items, %d steps of %d (%.1f epochs), dev every %d steps", task,
+             len(train_items), len(dev_items), total, cfg.batch_size, cfg.epochs, eval_every)
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
+    warm = max(1, round(cfg.warmup_ratio * total))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (total - s) / (total - warm)))
+    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
+    ckpt = Checkpoints(checkpoint_dir, keep=1)  # best.pt beside the step-* folders: the selected weights
+    best_path = Path(checkpoint_dir) / "best.pt"
+    step, history, best = 0, [], {"step": -1, "score": -math.inf}
+    resume = ckpt.latest()
+    if resume is not None:
+        state = json.loads((resume / "state.json").read_text())
+        step, history, best = state["step"], state["history"], state["best"]
+        model.load_state_dict(torch.load(resume / "model.pt", map_location=device))
+        states = torch.load(resume / "optimizer.pt", map_location=device, weights_only=False)
+        opt.load_state_dict(states["optimizer"])
+        sched.load_state_dict(states["scheduler"])
+        if scaler is not None and states["scaler"] is not None:
+            scaler.load_state_dict(states["scaler"])
+        log.info("resuming from %s at step %d of %d", resume, step, total)
+    stop = {"signal": None}
+    for sig in (signal.SIGUSR1, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.update(signal=signum))
+
+    t0, start, running = time.time(), step, (state.get("running", []) if resume is not None else [])
+    micro = cfg.micro_batch_size or cfg.batch_size
+    lengths, order = [len(it["input_ids"]) for it in train_items], None
+    while step < total:
+        epoch, pos = divmod(step, steps_per_epoch)
+        if pos == 0 or order is None:
+            order = epoch_order(lengths, cfg.batch_size, seed * 7919 + epoch, cfg.group_by_length)
+        rows = order[pos * cfg.batch_size:(pos + 1) * cfg.batch_size]
+        step += 1
+        torch.manual_seed(seed * 1_000_003 + step)  # dropout: a function of the seed and the step
+        n_micro = math.ceil(len(rows) / micro)
+        loss_sum = 0.0
+        for part in range(n_micro):
+            batch = collate([train_items[r] for r in rows[part * micro:(part + 1) * micro]], pad)
+            batch = {k: v.to(device) for k, v in batch.items()}
+            with autocast():
+                loss = model(**batch).loss * len(rows[part * micro:(part + 1) * micro]) / len(rows)
+            (scaler.scale(loss) if scaler else loss).backward()
+            loss_sum += float(loss.detach())
+        if scaler:
+            scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm)
+        scaler.step(opt) if scaler else opt.step()
+        if scaler:
+            scaler.update()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        running.append(loss_sum)
+        if step % eval_every == 0 or step == total:
+            scores = evaluate(model, task, dev_items, data["dev"], labels, cfg, pad, device, autocast)
+            improved = scores[metric] > best["score"]
+            if improved:
+                best = {"step": step, "score": scores[metric]}
+            history.append({"step": step, "epoch": step / steps_per_epoch, "train_loss": float(np.mean(running)),
+                            **{f"dev_{k}": v for k, v in scores.items()}})
+            running = []
+            rate = (step - start) / max(time.time() - t0, 1e-9)
+            log.info("step %d/%d loss %.4f dev %s %.4f%s (%.2f steps/s, ETA %.0f s)", step, total,
+                     history[-1]["train_loss"], metric, scores[metric], " *" if improved else "", rate,
+                     (total - step) / rate)
+            if improved:
+                with atomic_path(best_path) as tmp:
+                    torch.save(model.state_dict(), tmp)
+        if (step % eval_every == 0 or stop["signal"] or step == stop_after) and step < total:
+            ckpt.save(step, model, opt, sched, scaler, {"step": step, "history": history, "best": best,
+                                                        "running": running})
+        if stop["signal"]:
+            log.warning("checkpointed at step %d after signal %d; rerun to resume", step, stop["signal"])
+            sys.exit(EXIT_RESUME)
+        if step == stop_after:
+            return {}, pd.DataFrame(history)
+    model.load_state_dict(torch.load(best_path, map_location=device))
+    test_items = enc(data["test"], False)
+    test = evaluate(model, task, test_items, data["test"], labels, cfg, pad, device, autocast)
+    selected = next(h for h in history if h["step"] == best["step"])
+    scores = {"selected_step": best["step"], "steps": total, "metric": metric,
+              **{k: v for k, v in selected.items() if k.startswith("dev_")},
+              **{f"test_{k}": v for k, v in test.items()}}
+    log.info("selected step %d: dev %s %.4f, test %s %.4f", best["step"], metric, best["score"], metric, test[metric])
+    return scores, pd.DataFrame(history)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="save_pretrained folder (LAPT output, source model) or hub id")
+    p.add_argument("--embeddings", help="init artifact: fine-tune the source model right after the vocabulary swap")
+    p.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
+    p.add_argument("--task", required=True, choices=sorted(METRICS))
+    p.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--output", required=True, help="scores parquet (one row)")
+    p.add_argument("--history", help="dev curve parquet (default: <output stem>.history.parquet)")
+    p.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
+    p.add_argument("--labels", help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
+    p.add_argument("--meta", default="{}", help="JSON object of columns added to the scores row")
+    p.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
+    p.add_argument("--log", help="log file")
+    args = p.parse_args(argv)
+    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        handlers=handlers, force=True)
+    raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
+    cfg = FinetuneConfig.from_dict(json.loads(raw))
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    from .source_model import check_tokenizer_matches
+    from .tokenizer import load_tokenizer
+
+    data = read_task_data(args.data, args.task)
+    given = Path(args.data) / "labels.json"  # the dataset's label inventory (rule prepare_task)
+    labels = task_labels(args.task, data, json.loads(args.labels) if args.labels else
+                         json.loads(given.read_text()) or None if given.exists() else None)
+    tokenizer = load_tokenizer(args.tokenizer or args.model)
+    torch.manual_seed(args.seed)  # the new classification head
+    model = load_task_model(args.task, args.model, labels, embeddings=args.embeddings,
+                            train_language_adapter=cfg.train_language_adapter)
+    check_tokenizer_matches(len(tokenizer), model.get_input_embeddings().weight.shape[0],
+                            name=args.embeddings or args.model)
+    checkpoints = args.checkpoints or f"{args.output}.checkpoints"
+    scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=args.seed,
+                               checkpoint_dir=checkpoints)
+    row = {**json.loads(args.meta), "task": args.task, "seed": args.seed, **scores,
+           "n_train": len(data["train"]), "n_dev": len(data["dev"]), "n_test": len(data["test"])}
+    write_parquet(history, args.history or str(Path(args.output).with_suffix("")) + ".history.parquet")
+    if cfg.save_model:
+        with atomic_path(str(Path(args.output).with_suffix("")) + ".model", directory=True) as tmp:
+            model.save_pretrained(str(tmp))
+            tokenizer.save_pretrained(str(tmp))
+    write_parquet(pd.DataFrame([row]), args.output)
+    shutil.rmtree(checkpoints, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

