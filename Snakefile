@@ -32,4 +32,5 @@ rule all:
         rules.make_init_table.output,
         lapt_outputs(),
         finetune_outputs(),
+        paper_table_outputs(),
     default_target: True

@@ -10,6 +10,12 @@ optimizer steps after ``--warmup-steps`` untimed ones; tokens/s = steps × batch
     python benchmarks/lapt_speed.py --hidden 768 --layers 12 --heads 12 --ffn 3072 --vocab 50000 \\
         --batch 32 --seq-len 256 --steps 50         # xlm-roberta-base size (on a GPU machine)
 
+On a GPU it also reports model-FLOPs utilization (MFU, PaLM App. B): training FLOPs per token
+6·N + 12·L·d·T (N = non-embedding parameters, L layers, d hidden size, T sequence length) plus
+6·d·V·0.15 for the MLM head on the masked positions, times tokens/s, over the GPU's dense bf16 peak
+(``--peak-tflops``, default from the device name: H100/H200 989, A100 312). Goal for xlm-roberta-base
+in bf16: MFU ≥ 40%.
+
 Writes ``benchmarks/out/lapt_speed.csv``. The speed difference comes mostly from computing the MLM
 head on the masked positions only (HF's MaskedLM head projects every position onto the vocabulary).
 """
@@ -49,6 +55,23 @@ def model_and_data(a):
     g = torch.Generator().manual_seed(0)
     blocks = torch.randint(4, a.vocab - 1, (max(2048, a.batch * (a.steps + a.warmup_steps)), a.seq_len), generator=g)
     return model, blocks
+
+
+PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
+
+
+def model_flops_per_token(a) -> float:
+    """Training FLOPs per token (forward + backward): 6 N + 12 L d T, plus the MLM head on 15% of tokens."""
+    d, L, T = a.hidden, a.layers, a.seq_len
+    n_body = L * (4 * d * d + 2 * d * a.ffn + 9 * d + a.ffn)  # attention, FFN, biases, 2 LayerNorms
+    return 6 * n_body + 12 * L * d * T + 6 * d * a.vocab * 0.15
+
+
+def peak_tflops(a) -> float | None:
+    if a.peak_tflops:
+        return a.peak_tflops
+    name = torch.cuda.get_device_name() if torch.cuda.is_available() else ""
+    return next((v for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
 
 
 def ours(a) -> float:
@@ -140,6 +163,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup-steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--peak-tflops", type=float, help="dense bf16 peak of the GPU (default: from its name)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     rows = []
@@ -150,6 +174,10 @@ def main() -> None:
         print(rows[-1], flush=True)
     df = pd.DataFrame(rows)
     df["ratio_vs_hf"] = (df["tokens_per_s"] / df.loc[df.trainer == "HF Trainer", "tokens_per_s"].item()).round(2)
+    df["model_tflops_per_s"] = (df["tokens_per_s"] * model_flops_per_token(a) / 1e12).round(3)
+    peak = peak_tflops(a)
+    if torch.cuda.is_available() and peak:
+        df["mfu"] = (df["model_tflops_per_s"] / peak).round(3)
     df.insert(1, "setting", f"h{a.hidden} L{a.layers} V{a.vocab} batch {a.batch}x{a.seq_len}, "
                             f"{'cuda' if torch.cuda.is_available() else f'cpu {a.threads} threads'}")
     OUT.mkdir(exist_ok=True)

@@ -49,6 +49,7 @@ wildcard_constraints:
     task="|".join(config.get("finetune", {}).get("tasks", {})) or "^$",
     ftmodel="|".join(config.get("finetune", {}).get("models", {})) or "^$",
     seed=r"\d+",
+    table="|".join(config.get("tables", {})) or "^$",
 
 
 def canonical(obj):
@@ -347,3 +348,24 @@ def finetune_outputs(wildcards=None):
 
 def finetune_task_type(wildcards):
     return FT_TASKS[wildcards.task]["task"]
+
+
+# --- paper tables ---------------------------------------------------------------------------------
+PAPER_TABLES = config.get("tables", {})
+
+
+def paper_table_scores(wildcards):
+    """The fine-tuning results of the table's cells that are part of the grid (others render as "—")."""
+    spec = PAPER_TABLES[wildcards.table]
+    rows = spec.get("rows") or list(FT_MODELS)
+    tasks = {t for names in (spec.get("groups") or {"": list(FT_TASKS)}).values() for t in names}
+    return [f"results/finetune/{s}/{t}/{m}/seed{seed}.parquet" for s in SOURCES for m in rows
+            for t in finetune_model_tasks(config, m) if t in tasks for seed in FINETUNE.get("seeds", [])]
+
+
+def paper_table_spec(wildcards):
+    return canonical(PAPER_TABLES[wildcards.table])
+
+
+def paper_table_outputs(wildcards=None):
+    return expand("results/tables/paper/{table}.md", table=list(PAPER_TABLES))

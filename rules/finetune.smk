@@ -49,12 +49,14 @@ rule make_finetune_table:
     input:
         scores=finetune_scores,
     output:
-        csv=report(
-            "results/tables/finetune.csv",
+        csv="results/tables/finetune.csv",
+        md="results/tables/finetune.md",
+        html=report(
+            "results/tables/finetune.html",
             category="Tables",
             caption="../report/finetune.rst",
+            labels={"table": "Downstream fine-tuning: test scores, mean ± std over seeds"},
         ),
-        md="results/tables/finetune.md",
         parquet="results/tables/finetune_scores.parquet",
     params:
         meta=finetune_table_meta(),
@@ -62,3 +64,25 @@ rule make_finetune_table:
         "logs/make_finetune_table/all.log",
     script:
         "../workflow_scripts/make_finetune_table.py"
+
+
+# A downstream table in a paper's layout (config `tables`: rows = models, column groups = tasks).
+rule make_paper_table:
+    input:
+        scores=paper_table_scores,
+    output:
+        csv="results/tables/paper/{table}.csv",
+        md="results/tables/paper/{table}.md",
+        html=report(
+            "results/tables/paper/{table}.html",
+            category="Paper tables",
+            caption="../report/paper_table.rst",
+            labels={"table": "{table}"},
+        ),
+    params:
+        spec=paper_table_spec,
+        meta=finetune_table_meta(),
+    log:
+        "logs/make_paper_table/{table}.log",
+    script:
+        "../workflow_scripts/make_paper_table.py"

@@ -5,12 +5,14 @@ rule make_init_table:
     input:
         results=init_eval_results,
     output:
-        csv=report(
-            "results/tables/init_mlm_loss.csv",
+        csv="results/tables/init_mlm_loss.csv",
+        md="results/tables/init_mlm_loss.md",
+        html=report(
+            "results/tables/init_mlm_loss.html",
             category="Tables",
             caption="../report/init_mlm_loss.rst",
+            labels={"table": "FOCUS Table 4: MLM loss right after initialization"},
         ),
-        md="results/tables/init_mlm_loss.md",
     params:
         meta=table_metadata(),
     log:

@@ -143,3 +143,28 @@ def test_cli_writes_one_row(tmp_path, model_dir, ner_data):
     assert len(row) == 1 and row.loc[0, "model"] == "tiny" and row.loc[0, "seed"] == 3
     assert {"dev_f1", "test_f1", "test_precision", "selected_step", "n_train"} <= set(row.columns)
     assert (tmp_path / "seed3.history.parquet").is_file() and not (tmp_path / "seed3.parquet.checkpoints").exists()
+
+
+def test_nli_and_qa_run_end_to_end(tmp_path, model_dir, sw_tokenizer, swahili_verses):
+    """Both heads train, select on dev and score test with metrics in range (learning is not asserted:
+    a 1-layer model on 60 examples)."""
+    verses = [v for v in swahili_verses[:400] if len(v.split()) > 6]
+    nli = pd.DataFrame([{"id": str(i), "premise": v, "hypothesis": " ".join(v.split()[:4]),
+                         "label": ("entailment", "neutral", "contradiction")[i % 3]} for i, v in enumerate(verses)])
+    qa = pd.DataFrame([{"id": str(i), "question": "Nani? " + v.split()[0], "context": v,
+                        "answers": {"text": [v.split()[2]], "answer_start": [v.index(" " + v.split()[2]) + 1]}}
+                       for i, v in enumerate(verses)])
+    for task, df, metric in (("nli", nli, "accuracy"), ("qa", qa, "f1")):
+        data = {"train": df[:60].reset_index(drop=True), "dev": df[60:80].reset_index(drop=True),
+                "test": df[80:100].reset_index(drop=True)}
+        labels = task_labels(task, data)
+        torch.manual_seed(1)
+        model = load_task_model(task, str(model_dir), labels)
+        scores, history = finetune(model, sw_tokenizer, task, data, labels, cfg(epochs=1, batch_size=8),
+                                   seed=1, checkpoint_dir=tmp_path / task)
+        top = 1.0 if task == "nli" else 100.0
+        assert 0 <= scores[f"test_{metric}"] <= top and scores["metric"] == metric and len(history) >= 4
+        if task == "qa":
+            assert 0 <= scores["test_exact_match"] <= scores["test_f1"]
+    assert labels == [] and task_labels("nli", {"train": nli, "dev": nli, "test": nli}) == [
+        "contradiction", "entailment", "neutral"]

@@ -66,6 +66,7 @@ GRIDS = {
         "plot_lapt_curves": 5,  # Figure 2 per LAPT language (de, ar, sw, ha, xh)
         "prepare_corpus": 10 + 1,  # Table 4's languages + English for WECHSEL_EN's English tokenizer (§3.1)
         "download_source_model": 1,  # XLM-R base (§3)
+        "make_paper_table": 2,  # Tables 2 and 3 in the paper's layout
     },
     "wechsel": {  # wechsel.md, RoBERTa: Table 1
         "evaluate_init": 4,  # fr, de, zh, sw (not a table of the paper: init-time MLM loss of both inits)
@@ -75,6 +76,7 @@ GRIDS = {
         # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 2 methods x 3 checkpoints (@0, @25k, @250k) x 3 runs.
         # FullRand and the reference models (CamemBERT, GBERT, BERT-Chinese, XLM-R) are not expressible.
         "finetune": 4 * 2 * 2 * 3 * 3,
+        "make_paper_table": 1,  # Table 1
         "prepare_task": 4 * 2,
         "plot_lapt_curves": 4,  # Figure 3
         "download_source_model": 1,
@@ -88,6 +90,7 @@ GRIDS = {
     },
     "unks": {  # unks-everywhere.md, Table 3a (NER), 17 languages of Table 1
         "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits
+        "make_paper_table": 1,  # Table 3a
         "init_embeddings": 17 * 8,  # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX
         "factorize_source": 3,  # §3.3: mBERT's matrix factorized once per MF variant (MF1, MF10-KMEANS, MF10-NEURAL)
         "train_lapt": 17 * 8,  # one MAD-X 2.0 language adapter + embeddings per language and row (§4.3)
@@ -98,6 +101,7 @@ GRIDS = {
     },
     "vocab_swap": {  # vocab-swap.md, Experiment 3: Tables 11, 12 (fr) and 14, 15 (de)
         "evaluate_init": 2,
+        "make_paper_table": 1,  # Tables 12 and 15 side by side
         "init_embeddings": 2 * 4,  # Embed Reinit, Freq, Align, Dict Match
         # Tables 11/14 cells per language: Reinit, Align, Dict x (Embed 1e-4, 5e-4, All 5e-5, 1e-4) + Freq x
         # (All 5e-5, 1e-4) = 14 (Scratch not expressible).

@@ -13,7 +13,7 @@ from vocab_transfer.correlation import embedding_correlation, row_correlations
 from vocab_transfer.methods.base import TransferInputs
 from vocab_transfer.methods.vocab_swap import (
     align_match_init,
-    dictionary_pairs,
+    dictionary_token_pairs,
     freq_match_pairs,
     init_align_match,
     init_dict_match,
@@ -148,12 +148,12 @@ def dict_inputs():
 
 def test_dictionary_pairs_single_word_translations():
     src, tgt = canonicalize_vocab(wordpiece(SRC_TOKENS)), canonicalize_vocab(wordpiece(TGT_TOKENS))
-    pairs = dictionary_pairs(src, tgt, DICTIONARY)
+    pairs = dictionary_token_pairs(src, tgt, DICTIONARY)
     # "home" and "hound" are not source tokens; "house mouse" is not a single token; "katze": first wins
     assert list(zip(pairs["target_id"], pairs["source_id"], strict=True)) == [(2, 2), (3, 3), (4, 4)]
-    frequent = dictionary_pairs(src, tgt, DICTIONARY, choose="frequent", source_counts=np.array([0, 0, 1, 1, 1, 0, 0, 9]))
+    frequent = dictionary_token_pairs(src, tgt, DICTIONARY, choose="frequent", source_counts=np.array([0, 0, 1, 1, 1, 0, 0, 9]))
     assert frequent.set_index("target_id").loc[4, "source_id"] == 7  # "the" is more frequent than "cat"
-    assert dictionary_pairs(src, tgt, DICTIONARY, lowercase=False).empty  # "haus" != "Haus"
+    assert dictionary_token_pairs(src, tgt, DICTIONARY, lowercase=False).empty  # "haus" != "Haus"
 
 
 def test_dict_match_known_answer(dict_inputs):

@@ -10,7 +10,7 @@ import torch
 from vocab_transfer.dictionary import identical_pairs, parse_freedict_entry, read_freedict, read_pairs
 from vocab_transfer.methods import TransferInputs, run_method
 from vocab_transfer.methods.extension import extend_tokenizer, select_new_tokens
-from vocab_transfer.methods.wechsel import align_to_source, dictionary_pairs, wechsel_init
+from vocab_transfer.methods.wechsel import align_to_source, dictionary_word_rows, wechsel_init
 from vocab_transfer.overlap import compute_overlap
 from vocab_transfer.token_fasttext import TokenVectors
 from vocab_transfer.word_vectors import (
@@ -77,7 +77,7 @@ def test_dictionary_pairs_and_procrustes_recover_a_rotation():
     source = WordVectors(words, src, np.ones(200, dtype=np.int64))
     target = WordVectors([w.upper() for w in words], src @ q, np.ones(200, dtype=np.int64))
     dictionary = pd.DataFrame({"source_word": words[:100], "target_word": [w.upper() for w in words[:100]]})
-    s, t = dictionary_pairs(source, target, dictionary)
+    s, t = dictionary_word_rows(source, target, dictionary)
     assert len(s) == 100 and (s == t).all()
     aligned_src, aligned_tgt, n = align_to_source(source, target, dictionary)
     assert n == 100

@@ -69,6 +69,10 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
             pd.read_parquet(path)
         elif path.suffix == ".safetensors":
             load_file(path)
+    from vocab_transfer.init import init_metadata
+
+    meta = init_metadata(str(tiny_run / "results/init/tiny/sw/focus.safetensors"))
+    assert meta["method"]["kind"] == "focus" and meta["seed"] == 7  # method config and seed in the artifact
     prov = pd.read_parquet(tiny_run / "results/init/tiny/sw/focus.provenance.parquet")
     assert set(prov["provenance"]) <= {"special", "copied", "combined", "random"}
     assert (prov["provenance"] == "combined").any()
@@ -246,3 +250,53 @@ def test_decoder_source_dag(decoder_run):
     from transformers import AutoModelForCausalLM
 
     assert AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/gpt2-tiny/sw/focus/model").config.vocab_size == 400
+
+
+ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", REPO / "test-artifacts"))
+SHOW = """<script>
+// test hook: once the report app is up, open one result in the content pane, as a click would
+window.addEventListener("load", () => setTimeout(() => {
+  const [path, entry] = Object.entries(results).find(([p]) => p.endsWith("%s"));
+  app.setView({content: "%s", contentPath: entry.data_uri, resultPath: path});
+}, 1500));
+</script>"""
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if exe is None:
+        if os.environ.get("CI"):
+            raise AssertionError("chromium is missing (scripts/test.sh installs Debian's chromium as root)")
+        pytest.skip("chromium not installed (apt-get install chromium)")
+    return subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--window-size=1400,900", "--virtual-time-budget=20000", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_html_report_shows_tables_and_plots(tiny_run):
+    """`snakemake --report` of the tiny run, opened in headless Chromium: the categories are listed, and the
+    init-loss table and the LAPT figure render in the content pane (screenshots kept in test-artifacts/)."""
+    snakemake(tiny_run, "--report", "report.html")
+    html = (tiny_run / "report.html").read_text()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    from matplotlib.image import imread
+
+    for name, suffix, kind in (("table", "init_mlm_loss.html", "html"), ("figure", "tiny/sw.png", "img")):
+        page = tiny_run / f"report_{name}.html"
+        end = html.rfind("</body>")  # the last one: bundled libraries contain the string too
+        page.write_text(html[:end] + SHOW % (suffix, kind) + html[end:])
+        dom = chromium("--dump-dom", page.as_uri())
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        rendered = re.sub(r"<script.*?</script>", "", dom.stdout, flags=re.S)  # what the app drew, not its data
+        for category in ("Tables", "Figures", "Paper tables"):
+            assert category in rendered, category
+        tag = "<iframe" if kind == "html" else "<img"
+        assert re.search(tag + r'[^>]*src="data:' + ("text/html" if kind == "html" else "image/png"), dom.stdout), name
+        shot = ARTIFACTS / f"report_{name}.png"
+        proc = chromium(f"--screenshot={shot}", page.as_uri())
+        assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+        pixels = imread(shot)[:, 450:, :3]  # the content pane, right of the navigation bar
+        assert pixels.std() > 0.05 and (pixels.mean(axis=2) < 0.5).mean() > 0.002, f"{name}: nothing drawn"
+    table = (tiny_run / "results/tables/init_mlm_loss.html").read_text()
+    assert table.count("<tr>") == 1 + len(pd.read_csv(tiny_run / "results/tables/init_mlm_loss.csv")["method"].unique())

@@ -73,6 +73,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
         check_method_resources(config, name, method)
     check_lapt(config)
     check_finetune(config)
+    check_tables(config)
     for slang, by_target in config.get("dictionaries", {}).items():
         for lang, spec in by_target.items():
             where = f"dictionaries.{slang}.{lang}"
@@ -224,3 +225,15 @@ def check_finetune(config: dict) -> None:
             if "lapt" in model and lang not in lapt_run_targets(config, model["lapt"]):
                 raise ConfigError(f"{where}: LAPT run {model['lapt']!r} is not trained on {lang!r} (task {tname}); "
                                   "add it to lapt.targets or the run's targets")
+
+
+def check_tables(config: dict) -> None:
+    """Paper tables name configured fine-tuned models (rows) and tasks (columns)."""
+    ft = config.get("finetune", {})
+    for name, spec in config.get("tables", {}).items():
+        bad = [m for m in spec.get("rows", []) if m not in ft.get("models", {})]
+        if bad:
+            raise ConfigError(f"tables.{name}.rows: {bad} are not entries of finetune.models")
+        bad = [t for names in spec.get("groups", {}).values() for t in names if t not in ft.get("tasks", {})]
+        if bad:
+            raise ConfigError(f"tables.{name}.groups: {bad} are not entries of finetune.tasks")

@@ -135,6 +135,9 @@ def encode_pairs(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -
 def encode_qa(df: pd.DataFrame, tokenizer, seq_len: int, stride: int, *, train: bool) -> list[dict]:
     """Sliding windows over the context (HF run_qa.py): each window is labelled with the answer's token
     span, or with the start token (0) when the answer is not inside it."""
+    if stride >= seq_len // 2:  # the window must hold the question, the specials and more than the overlap
+        log.warning("doc_stride %d is too long for seq_len %d: using %d", stride, seq_len, seq_len // 4)
+        stride = seq_len // 4
     enc = tokenizer(df["question"].tolist(), df["context"].tolist(), truncation="only_second", max_length=seq_len,
                     stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True)
     out = []

@@ -94,3 +94,84 @@ def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dic
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tasks: dict[str, str]
+                ) -> tuple[pd.DataFrame, str]:
+    """One downstream table in a paper's layout: ``spec["rows"]`` (model names, default all) as rows,
+    ``spec["groups"]`` ({group title: [task names]}, default one group of all tasks) as column groups;
+    cells are test mean ± std over seeds, the best mean of each column in bold, and a cell whose jobs
+    have not run (or are not part of the grid) is "—", never 0. Returns (long table, Markdown)."""
+    rows = spec.get("rows") or list(models)
+    groups = spec.get("groups") or {"": list(tasks)}
+    agg = finetune_table(scores) if len(scores) else pd.DataFrame(
+        columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std"])
+    long = []
+    for source in agg["source"].unique() if len(agg) else [None]:
+        for m in rows:
+            for group, names in groups.items():
+                for t in names:
+                    hit = agg[(agg.source == source) & (agg.model == m) & (agg.task_name == t)]
+                    r = hit.iloc[0] if len(hit) else None
+                    long.append({"source": source, "model": m, "label": models.get(m, m), "group": group, "task_name": t,
+                                 "task_label": tasks.get(t, t), "metric": None if r is None else r.metric,
+                                 "seeds": 0 if r is None else int(r.seeds),
+                                 "test_mean": None if r is None else float(r.test_mean),
+                                 "test_std": None if r is None else float(0.0 if pd.isna(r.test_std) else r.test_std)})
+    table = pd.DataFrame(long)
+    cols = [(g, t) for g, names in groups.items() for t in names]
+    head = " | ".join(f"{g} {tasks.get(t, t)}".strip() for g, t in cols)
+    parts = []
+    for source, df in table.groupby("source", sort=False, dropna=False):
+        best = df.groupby("task_name")["test_mean"].max()
+        lines = [f"**{spec.get('title', 'Downstream results')}**" + (f" (source `{source}`)" if source else ""), "",
+                 f"| Model | {head} |", "|" + "---|" * (len(cols) + 1)]
+        for m in rows:
+            cells = []
+            for _, t in cols:
+                r = df[(df.model == m) & (df.task_name == t)].iloc[0]
+                if pd.isna(r.test_mean):
+                    cells.append("—")
+                else:
+                    cell = f"{r.test_mean:.1f} ± {r.test_std:.1f}"
+                    cells.append(f"**{cell}**" if r.test_mean == best[t] else cell)
+            lines.append(f"| {models.get(m, m)} | " + " | ".join(cells) + " |")
+        if spec.get("caption"):
+            lines += ["", spec["caption"]]
+        parts.append("\n".join(lines))
+    return table, "\n\n".join(parts) + "\n"
+
+
+def markdown_to_html(md: str, *, title: str) -> str:
+    """Our Markdown tables as a standalone HTML page (for ``snakemake --report``, which shows HTML results
+    inline and offers CSV only as a download): pipe tables become <table>, ``**x**`` bold, other lines <p>."""
+    import html
+    import re
+
+    def inline(text: str) -> str:
+        text = html.escape(text)
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text))
+
+    out, rows = [], []
+
+    def flush() -> None:
+        if rows:
+            head, body = rows[0], [r for r in rows[1:] if not set("".join(r)) <= set("-: ")]
+            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</tbody></table>")
+            rows.clear()
+
+    for line in md.splitlines():
+        if line.startswith("|"):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+            continue
+        flush()
+        if line.strip():
+            out.append(f"<p>{inline(line)}</p>")
+    flush()
+    style = ("body{font-family:sans-serif;margin:1.5em} table{border-collapse:collapse;margin:1em 0} "
+             "th,td{border:1px solid #bbb;padding:4px 10px;text-align:right} th:first-child,td:first-child"
+             "{text-align:left} thead{background:#eef}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{style}</style></head><body><h2>{html.escape(title)}</h2>{''.join(out)}</body></html>\n")

@@ -5,11 +5,11 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import write_parquet, write_text
-from vocab_transfer.tables import finetune_markdown, finetune_table
+from vocab_transfer.tables import finetune_markdown, finetune_table, markdown_to_html
 from vocab_transfer.workflow import setup_job
 
 
-def main(paths, meta, csv_path, md_path, parquet_path, log_path):
+def main(paths, meta, csv_path, md_path, html_path, parquet_path, log_path):
     log = setup_job(log_path)
     scores = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
     write_parquet(scores, parquet_path)
@@ -17,8 +17,9 @@ def main(paths, meta, csv_path, md_path, parquet_path, log_path):
     write_text(table.to_csv(index=False), csv_path)
     md = finetune_markdown(table, models=meta["models"], tasks=meta["tasks"])
     write_text(md, md_path)
+    write_text(markdown_to_html(md, title="Downstream fine-tuning"), html_path)
     log.info("%d runs; table written to %s and %s\n%s", len(scores), csv_path, md_path, md)
 
 
-main(list(snakemake.input.scores), json.loads(snakemake.params.meta), snakemake.output.csv, snakemake.output.md,
+main(list(snakemake.input.scores), json.loads(snakemake.params.meta), snakemake.output.csv, snakemake.output.md, snakemake.output.html,
      snakemake.output.parquet, snakemake.log[0])

@@ -35,7 +35,7 @@ from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_ro
 
 __all__ = [
     "align_match_init",
-    "dictionary_pairs",
+    "dictionary_token_pairs",
     "freq_match_pairs",
     "init_align_match",
     "init_dict_match",
@@ -201,9 +201,9 @@ def _word_table(vocab: Sequence[CanonicalToken], lowercase: bool) -> pd.DataFram
     return df
 
 
-def dictionary_pairs(source_vocab: Sequence[CanonicalToken], target_vocab: Sequence[CanonicalToken],
-                     dictionary: pd.DataFrame, *, lowercase: bool = True, choose: str = "first",
-                     source_counts: torch.Tensor | np.ndarray | None = None) -> pd.DataFrame:
+def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab: Sequence[CanonicalToken],
+                           dictionary: pd.DataFrame, *, lowercase: bool = True, choose: str = "first",
+                           source_counts: torch.Tensor | np.ndarray | None = None) -> pd.DataFrame:
     """Single-word dictionary translations between two vocabularies (vocab-swap §2.1 "Dict Match").
 
     A target token qualifies if it is a whole word (BOW, non-special; canonical text as given by
@@ -257,7 +257,7 @@ def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str =
     the source side; the workflow reads it to choose this job's inputs (default English, as the paper).
 
     Priority per target token: special (copied by role) > dictionary translation
-    (:func:`dictionary_pairs`, provenance ``mapped``) > identical token (``match == "exact"``
+    (:func:`dictionary_token_pairs`, provenance ``mapped``) > identical token (``match == "exact"``
     overlap, provenance ``copied``; only with ``copy_overlap``) > random.
 
     ``copy_overlap`` defaults to true: the paper notes that for two tokenizers of the same language
@@ -276,7 +276,7 @@ def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str =
         if inputs.source_aux is None:
             raise ValueError("Dict Match with choose='frequent' needs source token counts (source fastText stage)")
         counts = inputs.source_aux.counts
-    pairs = dictionary_pairs(canonicalize_vocab(inputs.source_tokenizer), canonicalize_vocab(inputs.target_tokenizer),
+    pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer), canonicalize_vocab(inputs.target_tokenizer),
                              inputs.dictionary, lowercase=lowercase, choose=choose, source_counts=counts)
     V_t, V_s = inputs.target_vocab_size, inputs.source_matrix.shape[0]
     pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
@@ -381,7 +381,7 @@ def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str 
     ``inputs.source_aux`` (source-token fastText on the source-language corpus). Anchors: the
     identical (``match == "exact"``) tokens with vectors on both sides -- Tran (2020) seeds the
     alignment with identical strings -- plus, with ``dictionary_anchors``, the
-    :func:`dictionary_pairs` (then ``inputs.dictionary`` and both tokenizers must be loaded).
+    :func:`dictionary_token_pairs` (then ``inputs.dictionary`` and both tokenizers must be loaded).
     Defaults follow Tran's released code (alexa/ramen): no iterative refinement
     (``refine_iters=0``; Tran fits on the fixed identical-string dictionary) and sparsemax weights
     (``topk`` and ``temperature`` only matter for ``weighting="softmax"``, where k=10, τ=0.1 are our
@@ -402,7 +402,7 @@ def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str 
     if dictionary_anchors:
         if inputs.dictionary is None or inputs.source_tokenizer is None or inputs.target_tokenizer is None:
             raise ValueError("dictionary_anchors needs a dictionary and both tokenizers")
-        pairs = dictionary_pairs(canonicalize_vocab(inputs.source_tokenizer),
+        pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer),
                                  canonicalize_vocab(inputs.target_tokenizer), inputs.dictionary, lowercase=lowercase)
         pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
         anchor_t = torch.cat([anchor_t, _ids(pairs, "target_id")])

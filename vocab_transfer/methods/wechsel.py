@@ -36,8 +36,8 @@ from .base import (
 log = logging.getLogger(__name__)
 
 
-def dictionary_pairs(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame
-                     ) -> tuple[np.ndarray, np.ndarray]:
+def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame
+                         ) -> tuple[np.ndarray, np.ndarray]:
     """Row indices ``(s, t)`` of the dictionary pairs whose two words both have a vector.
 
     A word is looked up as written, then lower-cased (FreeDict capitalizes some headwords); every
@@ -69,7 +69,7 @@ def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.Dat
     Both sets of vectors are unit-normalized, mean-centred and re-normalized first (the usual MUSE /
     VecMap preprocessing; WECHSEL leaves it open). Returns ``(source', target', pairs used)``.
     """
-    s_idx, t_idx = dictionary_pairs(source, target, dictionary)
+    s_idx, t_idx = dictionary_word_rows(source, target, dictionary)
     if len(s_idx) < min_pairs:
         raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need {min_pairs}); "
                          "check the dictionary's direction (source -> target) and the word vectors' languages")

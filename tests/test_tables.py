@@ -1,0 +1,34 @@
+"""Paper-layout tables: mean ± std over seeds, best in bold, missing cells as '—' (never 0)."""
+
+import pandas as pd
+
+from vocab_transfer.tables import finetune_table, paper_table
+
+
+def scores():
+    rows = []
+    for model, task, seed, f1 in [("focus", "ner-a", 1, 0.60), ("focus", "ner-a", 2, 0.70), ("random", "ner-a", 1, 0.50),
+                                  ("random", "ner-a", 2, 0.40), ("focus", "nli-b", 1, 0.8)]:
+        metric = "f1" if task.startswith("ner") else "accuracy"
+        rows.append({"source": "s", "task_name": task, "language": "x", "task": task[:3], "model": model,
+                     "method": model, "metric": metric, "seed": seed, f"dev_{metric}": f1, f"test_{metric}": f1})
+    return pd.DataFrame(rows)
+
+
+def test_finetune_table_mean_std_in_percent():
+    t = finetune_table(scores()).set_index(["model", "task_name"])
+    assert t.loc[("focus", "ner-a"), "test_mean"] == 65.0 and t.loc[("focus", "ner-a"), "seeds"] == 2
+    assert abs(t.loc[("random", "ner-a"), "test_std"] - 7.0711) < 1e-3
+
+
+def test_paper_table_layout_best_and_missing():
+    spec = {"title": "T3", "rows": ["focus", "random"], "groups": {"NER": ["ner-a"], "NLI": ["nli-b"]}}
+    table, md = paper_table(scores(), spec, models={"focus": "FOCUS", "random": "Random"},
+                            tasks={"ner-a": "a", "nli-b": "b"})
+    lines = md.splitlines()
+    assert lines[0] == "**T3** (source `s`)" and lines[2] == "| Model | NER a | NLI b |"
+    assert lines[4] == "| FOCUS | **65.0 ± 7.1** | **80.0 ± 0.0** |"
+    assert lines[5] == "| Random | 45.0 ± 7.1 | — |"  # not run: missing, not zero
+    assert table.loc[(table.model == "random") & (table.task_name == "nli-b"), "seeds"].item() == 0
+    _, empty = paper_table(pd.DataFrame(), spec, models={}, tasks={})
+    assert empty.count("—") == 4
