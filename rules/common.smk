@@ -354,13 +354,25 @@ def finetune_task_type(wildcards):
 PAPER_TABLES = config.get("tables", {})
 
 
-def paper_table_scores(wildcards):
-    """The fine-tuning results of the table's cells that are part of the grid (others render as "—")."""
+def paper_table_inputs(wildcards):
+    """kind lapt: the curves of the table's runs and languages; otherwise the fine-tuning results of the
+    table's cells that are part of the grid (others render as "—")."""
     spec = PAPER_TABLES[wildcards.table]
+    if spec.get("kind") == "lapt":
+        return {f"curve__{r}__{lang}": f"results/lapt/{s}/{lang}/{r}/curve.parquet" for s in SOURCES
+                for r in spec.get("rows") or LAPT_RUNS for lang in spec["languages"]
+                if lang in lapt_run_targets(config, r)}
     rows = spec.get("rows") or list(FT_MODELS)
     tasks = {t for names in (spec.get("groups") or {"": list(FT_TASKS)}).values() for t in names}
-    return [f"results/finetune/{s}/{t}/{m}/seed{seed}.parquet" for s in SOURCES for m in rows
-            for t in finetune_model_tasks(config, m) if t in tasks for seed in FINETUNE.get("seeds", [])]
+    paths = [f"results/finetune/{s}/{t}/{m}/seed{seed}.parquet" for s in SOURCES for m in rows
+             for t in finetune_model_tasks(config, m) if t in tasks for seed in FINETUNE.get("seeds", [])]
+    return {f"scores__{i}": p for i, p in enumerate(paths)}
+
+
+def paper_table_meta():
+    return canonical({"models": {m: spec.get("label", m) for m, spec in FT_MODELS.items()},
+                      "tasks": {t: spec.get("label", t) for t, spec in FT_TASKS.items()},
+                      "runs": {r: spec.get("label", r) for r, spec in LAPT.get("runs", {}).items()}})
 
 
 def paper_table_spec(wildcards):

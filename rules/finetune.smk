@@ -66,10 +66,11 @@ rule make_finetune_table:
         "../workflow_scripts/make_finetune_table.py"
 
 
-# A downstream table in a paper's layout (config `tables`: rows = models, column groups = tasks).
+# A table in a paper's layout (config `tables`): downstream scores (rows = models, column groups = tasks)
+# or, with `kind: lapt`, held-out perplexity of LAPT runs at given steps (WECHSEL Table 2).
 rule make_paper_table:
     input:
-        scores=paper_table_scores,
+        unpack(paper_table_inputs),
     output:
         csv="results/tables/paper/{table}.csv",
         md="results/tables/paper/{table}.md",
@@ -81,7 +82,7 @@ rule make_paper_table:
         ),
     params:
         spec=paper_table_spec,
-        meta=finetune_table_meta(),
+        meta=paper_table_meta(),
     log:
         "logs/make_paper_table/{table}.log",
     script:

@@ -87,6 +87,7 @@ GRIDS = {
         "train_lapt": 4 * 2,  # WECHSEL-GPT2, TransInner-GPT2 per language (FullRand-GPT2 not expressible)
         "plot_lapt_curves": 4,
         "download_source_model": 1,
+        "make_paper_table": 1,  # Table 2 (perplexity at 0, 25k, 250k steps)
     },
     "unks": {  # unks-everywhere.md, Table 3a (NER), 17 languages of Table 1
         "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits

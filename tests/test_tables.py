@@ -32,3 +32,19 @@ def test_paper_table_layout_best_and_missing():
     assert table.loc[(table.model == "random") & (table.task_name == "nli-b"), "seeds"].item() == 0
     _, empty = paper_table(pd.DataFrame(), spec, models={}, tasks={})
     assert empty.count("—") == 4
+
+
+def test_lapt_table_perplexity_at_steps():
+    import math
+
+    from vocab_transfer.tables import lapt_table
+
+    curves = pd.DataFrame({"run": ["a"] * 4 + ["b"] * 2, "language": ["x"] * 6, "step": [0, 5, 5, 10, 0, 5],
+                           "stage": [0, 0, 1, 1, 0, 0], "heldout_loss": [2.0, 1.5, 1.4, 1.0, 2.5, 1.2]})
+    spec = {"rows": ["a", "b"], "languages": ["x"], "steps": [0, 5, 10]}
+    table, md = lapt_table(curves, spec, runs={"a": "A", "b": "B"})
+    ppl = table.set_index(["run", "step"])["perplexity"]
+    assert ppl[("a", 5)] == math.exp(1.4)  # after a stage boundary: the later stage's record
+    assert ppl[("b", 5)] == math.exp(1.2) and pd.isna(ppl[("b", 10)])
+    assert md.splitlines()[2] == "| Run | x @0 | x @5 | x @10 |"
+    assert md.splitlines()[5] == f"| B | {math.exp(2.5):.2f} | **{math.exp(1.2):.2f}** | — |"

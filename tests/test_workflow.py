@@ -247,6 +247,9 @@ def test_decoder_source_dag(decoder_run):
     assert "causal-LM" in (decoder_run / "results/tables/init_mlm_loss.md").read_text()
     curve = pd.read_parquet(decoder_run / "results/lapt/gpt2-tiny/sw/focus/curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+    table = pd.read_csv(decoder_run / "results/tables/paper/table2.csv").set_index("step")["perplexity"]
+    assert table[0] == pytest.approx(math.exp(curve["heldout_loss"].iloc[0])) and table[6] < table[0]
+    assert "| FOCUS |" in (decoder_run / "results/tables/paper/table2.md").read_text()
     from transformers import AutoModelForCausalLM
 
     assert AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/gpt2-tiny/sw/focus/model").config.vocab_size == 400

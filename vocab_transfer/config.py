@@ -231,6 +231,13 @@ def check_tables(config: dict) -> None:
     """Paper tables name configured fine-tuned models (rows) and tasks (columns)."""
     ft = config.get("finetune", {})
     for name, spec in config.get("tables", {}).items():
+        if spec.get("kind") == "lapt":
+            runs = config.get("lapt", {}).get("runs", {})
+            bad = [r for r in spec.get("rows", []) if r not in runs]
+            if bad or not spec.get("languages") or not spec.get("steps"):
+                raise ConfigError(f"tables.{name}: kind lapt needs rows from lapt.runs (unknown: {bad}), "
+                                  "'languages' and 'steps'")
+            continue
         bad = [m for m in spec.get("rows", []) if m not in ft.get("models", {})]
         if bad:
             raise ConfigError(f"tables.{name}.rows: {bad} are not entries of finetune.models")

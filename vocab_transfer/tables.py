@@ -175,3 +175,36 @@ def markdown_to_html(md: str, *, title: str) -> str:
              "{text-align:left} thead{background:#eef}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{style}</style></head><body><h2>{html.escape(title)}</h2>{''.join(out)}</body></html>\n")
+
+
+def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tuple[pd.DataFrame, str]:
+    """A LAPT table in a paper's layout (WECHSEL Table 2): ``spec["rows"]`` (LAPT runs) as rows, and per
+    language of ``spec["languages"]`` the held-out perplexity (``value: perplexity``, default) or loss at each
+    step of ``spec["steps"]`` (global optimizer steps of the run; the curve must have been evaluated there,
+    e.g. ``eval_every`` dividing every step). Missing cells are "—". ``curves`` has ``run, language, step,
+    heldout_loss`` (the last record of a step, i.e. after a two-stage boundary the second stage's)."""
+    import math
+
+    rows, langs, steps = spec.get("rows") or list(runs), spec["languages"], spec["steps"]
+    value = spec.get("value", "perplexity")
+    last = curves.sort_values(["run", "language", "step", "stage"]).groupby(["run", "language", "step"]).last()
+    long = []
+    for r in rows:
+        for lang in langs:
+            for s in steps:
+                loss = last["heldout_loss"].get((r, lang, s)) if len(last) else None
+                v = None if loss is None or pd.isna(loss) else (math.exp(loss) if value == "perplexity" else loss)
+                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s, value: v})
+    table = pd.DataFrame(long)
+    best = table.groupby(["language", "step"])[value].min()
+    head = " | ".join(f"{lang} @{s:,}" for lang in langs for s in steps)
+    lines = [f"**{spec.get('title', 'Held-out ' + value + ' during LAPT')}** (lower is better)", "",
+             f"| Run | {head} |", "|" + "---|" * (len(langs) * len(steps) + 1)]
+    for r in rows:
+        cells = []
+        for lang in langs:
+            for s in steps:
+                v = table[(table.run == r) & (table.language == lang) & (table.step == s)][value].iloc[0]
+                cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if v == best[(lang, s)] else f"{v:.2f}"))
+        lines.append(f"| {runs.get(r, r)} | " + " | ".join(cells) + " |")
+    return table, "\n".join(lines) + "\n"
