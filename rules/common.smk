@@ -337,11 +337,6 @@ def finetune_scores(wildcards=None):
             for t in finetune_model_tasks(config, m) for seed in FINETUNE.get("seeds", [])]
 
 
-def finetune_table_meta():
-    return canonical({"models": {m: spec.get("label", m) for m, spec in FT_MODELS.items()},
-                      "tasks": {t: spec.get("label", t) for t, spec in FT_TASKS.items()}})
-
-
 def finetune_outputs(wildcards=None):
     return ["results/tables/finetune.md"] if FT_TASKS and FT_MODELS else []
 
@@ -369,7 +364,8 @@ def paper_table_inputs(wildcards):
     return {f"scores__{i}": p for i, p in enumerate(paths)}
 
 
-def paper_table_meta():
+def table_labels():
+    """Row and column labels of the fine-tuning and paper tables."""
     return canonical({"models": {m: spec.get("label", m) for m, spec in FT_MODELS.items()},
                       "tasks": {t: spec.get("label", t) for t, spec in FT_TASKS.items()},
                       "runs": {r: spec.get("label", r) for r, spec in LAPT.get("runs", {}).items()}})

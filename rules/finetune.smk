@@ -59,7 +59,7 @@ rule make_finetune_table:
         ),
         parquet="results/tables/finetune_scores.parquet",
     params:
-        meta=finetune_table_meta(),
+        meta=table_labels(),
     log:
         "logs/make_finetune_table/all.log",
     script:
@@ -82,7 +82,7 @@ rule make_paper_table:
         ),
     params:
         spec=paper_table_spec,
-        meta=paper_table_meta(),
+        meta=table_labels(),
     log:
         "logs/make_paper_table/{table}.log",
     script:

@@ -15,3 +15,17 @@ def sw_tokenizer(swahili_verses):
     from vocab_transfer.tokenizer import train_unigram_tokenizer
 
     return train_unigram_tokenizer(swahili_verses, 600, show_progress=False)
+
+
+def planned_job_counts(output: str) -> dict[str, int]:
+    """Job counts from the 'Job stats' table of a Snakemake dry run's output."""
+    jobs, inside = {}, False
+    for line in output.splitlines():
+        if line.startswith("job ") and "count" in line:
+            inside = True
+        elif inside and line.strip() and not line.startswith("-"):
+            name, *rest = line.split()
+            if name == "total":
+                break
+            jobs[name] = int(rest[0])
+    return jobs

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import planned_job_counts
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -132,20 +133,6 @@ NO_JOBS = {  # rules a config must not plan
 }
 
 
-def planned_jobs(output: str) -> dict[str, int]:
-    """Job counts from the 'Job stats' table of a dry run (as tests/test_workflow.py's planned_jobs)."""
-    jobs, inside = {}, False
-    for line in output.splitlines():
-        if line.startswith("job ") and "count" in line:
-            inside = True
-        elif inside and line.strip() and not line.startswith("-"):
-            name, *rest = line.split()
-            if name == "total":
-                break
-            jobs[name] = int(rest[0])
-    return jobs
-
-
 # Plans every config in ONE Python process (snakemake's CLI called once per config, each in its own working
 # directory, its output redirected at the file-descriptor level): the imports (snakemake, torch, datasets) cost
 # about 7 s of CPU, each DAG 1-2 s, so six separate processes would take three times as long on this machine.
@@ -198,7 +185,7 @@ def dry_runs(tmp_path_factory):
     for name in GRIDS:
         output, network = root / f"{name}.out", root / f"{name}.out.network"
         results[name] = {"returncode": codes[str(CONFIGS / f"{name}.yaml")], "output": output.read_text(),
-                         "jobs": planned_jobs(output.read_text()),
+                         "jobs": planned_job_counts(output.read_text()),
                          "network": network.read_text() if network.exists() else "",
                          "files": sorted(os.listdir(root / name))}
     # anything refused before the first config's run (imports) is logged under network.log

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from conftest import planned_job_counts
 from safetensors.torch import load_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,17 +29,7 @@ def snakemake(workdir: Path, *args: str, config: Path | None = None, check: bool
 
 
 def planned_jobs(proc) -> dict[str, int]:
-    """Job counts from the 'Job stats' table of a dry run."""
-    out, jobs, inside = proc.stdout + proc.stderr, {}, False
-    for line in out.splitlines():
-        if line.startswith("job ") and "count" in line:
-            inside = True
-        elif inside and line.strip() and not line.startswith("-"):
-            name, *rest = line.split()
-            if name == "total":
-                break
-            jobs[name] = int(rest[0])
-    return jobs
+    return planned_job_counts(proc.stdout + proc.stderr)
 
 
 @pytest.fixture(scope="module")

@@ -192,15 +192,13 @@ def check_finetune(config: dict) -> None:
     """Fine-tuned models exist in the config (LAPT runs on the task's language, methods), tasks have corpora
     and known loaders, and the training settings are FinetuneConfig fields."""
     from .finetune import FinetuneConfig
-    from .tasks import LOADERS, check_spec
+    from .tasks import check_spec
 
     ft = config.get("finetune", {})
     for name, task in ft.get("tasks", {}).items():
         where = f"finetune.tasks.{name}"
         if task["language"] not in config["corpora"]:
             raise ConfigError(f"{where}.language: {task['language']!r} has no entry in 'corpora'")
-        if task["dataset"]["loader"] not in LOADERS:
-            raise ConfigError(f"{where}.dataset.loader: {task['dataset']['loader']!r} is not one of {sorted(LOADERS)}")
         try:
             check_spec({"task": task["task"], **task["dataset"]})
             FinetuneConfig.from_dict({**ft.get("training", {}), **task.get("training", {})})

@@ -41,7 +41,7 @@ import pandas as pd
 import torch
 
 from .io import atomic_path, write_parquet
-from .lapt import EXIT_RESUME, Checkpoints, _autocast_factory
+from .lapt import EXIT_RESUME, Checkpoints, _autocast_factory, optimizer_step
 
 log = logging.getLogger(__name__)
 METRICS = {"ner": "f1", "pos": "accuracy", "nli": "accuracy", "qa": "f1"}
@@ -380,14 +380,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
                 loss = model(**batch).loss * len(rows[part * micro:(part + 1) * micro]) / len(rows)
             (scaler.scale(loss) if scaler else loss).backward()
             loss_sum += float(loss.detach())
-        if scaler:
-            scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm)
-        scaler.step(opt) if scaler else opt.step()
-        if scaler:
-            scaler.update()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
         running.append(loss_sum)
         if step % eval_every == 0 or step == total:
             scores = evaluate(model, task, dev_items, data["dev"], labels, cfg, pad, device, autocast)

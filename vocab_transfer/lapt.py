@@ -242,6 +242,18 @@ class Checkpoints:
             shutil.rmtree(old, ignore_errors=True)
 
 
+def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
+    """Unscale (fp16), clip the gradient norm, step optimizer and schedule, clear the gradients."""
+    if scaler:
+        scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(params, clip_norm)
+    scaler.step(opt) if scaler else opt.step()
+    if scaler:
+        scaler.update()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
+
+
 def _scheduler(opt, cfg: LaptConfig, steps: int):
     warmup = max(1, round(cfg.warmup_ratio * steps))
 
@@ -333,14 +345,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
                     loss = loss_module(inputs.to(device), labels.to(device)) / n_micro
                 (scaler.scale(loss) if scaler else loss).backward()
                 running += float(loss.detach())
-            if scaler:
-                scaler.unscale_(opt)
-            torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm)
-            scaler.step(opt) if scaler else opt.step()
-            if scaler:
-                scaler.update()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
+            optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
             n_running += 1
             stage_step = step - first
             if rank == 0 and (stage_step % cfg.eval_every == 0 or step == first + n_steps):
