@@ -94,7 +94,6 @@ def ours(a) -> float:
 
 
 def hf_trainer(a) -> float:
-    from datasets import Dataset
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments
 
     model, blocks = model_and_data(a)
@@ -107,7 +106,7 @@ def hf_trainer(a) -> float:
             self.mask_replace_prob, self.random_replace_prob = 0.8, 0.1
 
         def __call__(self, features):
-            ids = torch.stack([torch.tensor(f["input_ids"]) for f in features])
+            ids = torch.stack([torch.as_tensor(f["input_ids"]) for f in features])
             inputs, labels = self.torch_mask_tokens(ids)
             return {"input_ids": inputs, "labels": labels}
 
@@ -145,7 +144,7 @@ def hf_trainer(a) -> float:
                                  logging_strategy="no", save_strategy="no", report_to=[], disable_tqdm=True,
                                  dataloader_num_workers=0, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
                                  use_cpu=not torch.cuda.is_available(), seed=0)
-        trainer = Trainer(model=model, args=args, train_dataset=Dataset.from_dict({"input_ids": blocks.tolist()}),
+        trainer = Trainer(model=model, args=args, train_dataset=[{"input_ids": b} for b in blocks],
                           data_collator=Collator(), callbacks=[Clock()])
         trainer.train()
     return times["end"] - times["start"]

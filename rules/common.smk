@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+from types import SimpleNamespace
 
 from snakemake.utils import validate
 
@@ -162,6 +163,21 @@ def extended_tokenizer_dir(wildcards):
     return f"results/extended/{wildcards.source}/{wildcards.target}/{wildcards.method}/tokenizer"
 
 
+def pretrained_tokenizer(lang):
+    """The existing tokenizer a language uses instead of a trained one: a folder or hub id, or None."""
+    spec = config["tokenizer"].get("pretrained", {}).get(lang)
+    if isinstance(spec, dict):  # the source model's own tokenizer (saved with the model)
+        return source_model_dir(SimpleNamespace(source=spec["source"]))
+    return spec
+
+
+def pretrained_tokenizer_dir(wildcards):
+    """Input of train_tokenizer: the folder of a local/pretrained-here tokenizer (a hub id is fetched by the job)."""
+    path = pretrained_tokenizer(wildcards.lang)
+    return [] if path is None or not (path.startswith("results/") or path.startswith("resources/")
+                                      or os.path.isdir(path)) else path
+
+
 def eval_tokenizer(source, target, method):
     """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
     if "extended_tokenizer" in method_needs_of(method):
@@ -270,6 +286,13 @@ def lapt_tokenizer(wildcards):
     return eval_tokenizer(wildcards.source, wildcards.target, LAPT["runs"][wildcards.run]["method"])
 
 
+def lapt_anchors(wildcards):
+    """The source/target overlap, for the curve's ρ̄ to the source rows (none for an extended tokenizer)."""
+    if lapt_tokenizer(wildcards) != f"results/tokenizers/{wildcards.target}":
+        return []
+    return f"results/overlap/{wildcards.source}/{wildcards.target}.parquet"
+
+
 def lapt_config(wildcards):
     """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
     run = {k: v for k, v in LAPT["runs"][wildcards.run].items() if k not in RUN_KEYS}
@@ -285,8 +308,20 @@ def lapt_run_labels(wildcards):
     return canonical({run: spec.get("label", run) for run, spec in LAPT["runs"].items()})
 
 
+def lapt_correlation_inputs(wildcards):
+    """Curves of every LAPT run on the target, and the final models of those with the target's tokenizer."""
+    out = lapt_curves(wildcards)
+    for run in LAPT_RUNS:
+        w = SimpleNamespace(source=wildcards.source, target=wildcards.target, run=run)
+        if f"curve__{run}" in out and lapt_anchors(w):
+            out[f"model__{run}"] = f"results/lapt/{wildcards.source}/{wildcards.target}/{run}/model"
+    return out | {"tokenizer": f"results/tokenizers/{wildcards.target}",
+                  "heldout": f"results/corpus/{wildcards.target}/heldout.parquet"}
+
+
 def lapt_outputs(wildcards=None):
-    return expand("results/figures/lapt_curves/{source}/{target}.png", source=SOURCES, target=LAPT_TARGETS)
+    return expand("results/figures/{figure}/{source}/{target}.png", figure=["lapt_curves", "embedding_correlation"],
+                  source=SOURCES, target=LAPT_TARGETS)
 
 
 # --- fine-tuning ----------------------------------------------------------------------------------
@@ -296,7 +331,9 @@ FT_MODELS = FINETUNE.get("models", {})
 
 
 def task_spec(wildcards):
-    return canonical(FT_TASKS[wildcards.task]["dataset"])
+    """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right one."""
+    task = FT_TASKS[wildcards.task]
+    return canonical({"task": task["task"], **task["dataset"]})
 
 
 def finetune_inputs(wildcards):
@@ -353,26 +390,36 @@ def paper_table_inputs(wildcards):
     """kind lapt: the curves of the table's runs and languages; otherwise the fine-tuning results of the
     table's cells that are part of the grid (others render as "—")."""
     spec = PAPER_TABLES[wildcards.table]
+    cells = [n for names in spec["grid"]["rows"].values() for n in names if n] if "grid" in spec else None
     if spec.get("kind") == "lapt":
         return {f"curve__{r}__{lang}": f"results/lapt/{s}/{lang}/{r}/curve.parquet" for s in SOURCES
-                for r in spec.get("rows") or LAPT_RUNS for lang in spec["languages"]
+                for r in cells or spec.get("rows") or LAPT_RUNS for lang in spec["languages"]
                 if lang in lapt_run_targets(config, r)}
-    rows = spec.get("rows") or list(FT_MODELS)
-    tasks = {t for names in (spec.get("groups") or {"": list(FT_TASKS)}).values() for t in names}
+    rows = cells or spec.get("rows") or list(FT_MODELS)
+    tasks = set(spec["tasks"]) if "grid" in spec else {
+        t for names in (spec.get("groups") or {"": list(FT_TASKS)}).values() for t in names}
     paths = [f"results/finetune/{s}/{t}/{m}/seed{seed}.parquet" for s in SOURCES for m in rows
              for t in finetune_model_tasks(config, m) if t in tasks for seed in FINETUNE.get("seeds", [])]
     return {f"scores__{i}": p for i, p in enumerate(paths)}
 
 
 def table_labels():
-    """Row and column labels of the fine-tuning and paper tables."""
-    return canonical({"models": {m: spec.get("label", m) for m, spec in FT_MODELS.items()},
-                      "tasks": {t: spec.get("label", t) for t, spec in FT_TASKS.items()},
-                      "runs": {r: spec.get("label", r) for r, spec in LAPT.get("runs", {}).items()}})
+    """Row and column labels of the fine-tuning and paper tables, as [name, label] pairs in config order
+    (canonical()'s sorted keys would reorder a mapping); scripts read them with dict()."""
+    return canonical({"models": [[m, spec.get("label", m)] for m, spec in FT_MODELS.items()],
+                      "tasks": [[t, spec.get("label", t)] for t, spec in FT_TASKS.items()],
+                      "runs": [[r, spec.get("label", r)] for r, spec in LAPT.get("runs", {}).items()]})
 
 
 def paper_table_spec(wildcards):
-    return canonical(PAPER_TABLES[wildcards.table])
+    """The table's spec as JSON; column groups and grid rows as [label, value] pairs, so that their order
+    (which canonical()'s sorted keys would lose) is the config's."""
+    spec = dict(PAPER_TABLES[wildcards.table])
+    if "groups" in spec:
+        spec["groups"] = list(map(list, spec["groups"].items()))
+    if "grid" in spec:
+        spec["grid"] = {**spec["grid"], "rows": list(map(list, spec["grid"]["rows"].items()))}
+    return canonical(spec)
 
 
 def paper_table_outputs(wildcards=None):

@@ -11,6 +11,7 @@ rule train_lapt:
         tokenizer=lapt_tokenizer,
         train="results/corpus/{target}/train.parquet",
         heldout="results/corpus/{target}/heldout.parquet",
+        anchors=lapt_anchors,
     output:
         model=directory("results/lapt/{source}/{target}/{run}/model"),
         curve="results/lapt/{source}/{target}/{run}/curve.parquet",
@@ -31,6 +32,7 @@ rule train_lapt:
         "exec {params.launcher} -m vocab_transfer.lapt --model {input.model} --embeddings {input.embeddings}"
         " --tokenizer {input.tokenizer} --train {input.train} --heldout {input.heldout}"
         " --output {output.model} --curve {output.curve} --checkpoints {params.checkpoints}"
+        " $([ -n '{input.anchors}' ] && echo --anchors '{input.anchors}')"
         " --config '{params.config}' 2>> {log}"
 
 
@@ -51,3 +53,27 @@ rule plot_lapt_curves:
         "logs/plot_lapt_curves/{source}/{target}.log",
     script:
         "../workflow_scripts/plot_lapt_curves.py"
+
+
+rule plot_embedding_correlation:
+    input:
+        unpack(lapt_correlation_inputs),
+    output:
+        png=report(
+            "results/figures/embedding_correlation/{source}/{target}.png",
+            category="Figures",
+            caption="../report/embedding_correlation.rst",
+        ),
+        svg="results/figures/embedding_correlation/{source}/{target}.svg",
+        hist=report(
+            "results/figures/embedding_correlation/{source}/{target}.histograms.png",
+            category="Figures",
+            caption="../report/correlation_histograms.rst",
+        ),
+        csv="results/figures/embedding_correlation/{source}/{target}.csv",
+    params:
+        runs=lapt_run_labels,
+    log:
+        "logs/plot_embedding_correlation/{source}/{target}.log",
+    script:
+        "../workflow_scripts/plot_embedding_correlation.py"

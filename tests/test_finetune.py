@@ -1,5 +1,7 @@
-"""Fine-tuning: learns a token task, reproducible per seed, resumes bit-identically, names bad input."""
+"""Fine-tuning: learns a token task and a parsing task, reproducible per seed, resumes bit-identically, names
+bad input."""
 
+import functools
 import json
 import subprocess
 import sys
@@ -8,9 +10,21 @@ import pandas as pd
 import pytest
 import torch
 
+from vocab_transfer.adapters import (
+    adapter_parameter_names,
+    add_language_adapter,
+    save_language_adapter,
+    strip_language_adapter,
+)
 from vocab_transfer.finetune import (
+    BiaffineParser,
     FinetuneConfig,
+    ParserOutput,
+    attachment_scores,
+    collate,
+    encode_dep,
     encode_qa,
+    evaluate,
     finetune,
     load_task_model,
     read_task_data,
@@ -18,6 +32,7 @@ from vocab_transfer.finetune import (
     squad_scores,
     task_labels,
 )
+from vocab_transfer.io import write_tensors
 from vocab_transfer.source_model import build_xlmr_mlm
 
 TINY = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_position_embeddings=80)
@@ -168,3 +183,178 @@ def test_nli_and_qa_run_end_to_end(tmp_path, model_dir, sw_tokenizer, swahili_ve
             assert 0 <= scores["test_exact_match"] <= scores["test_f1"]
     assert labels == [] and task_labels("nli", {"train": nli, "dev": nli, "test": nli}) == [
         "contradiction", "entailment", "neutral"]
+
+
+# ------------------------------------------------------------------------------------------ dependency parsing
+def chain_tree(words: list[str]) -> dict:
+    """A learnable synthetic language: every word attaches to the previous one (the first to the root); the
+    relation is "cap" for a capitalized word, "low" otherwise ("root" for the first)."""
+    return {"tokens": words, "heads": list(range(len(words))),
+            "deprels": ["root"] + ["cap" if w[:1].isupper() else "low" for w in words[1:]]}
+
+
+@pytest.fixture(scope="module")
+def dep_data(swahili_verses):
+    df = pd.DataFrame([{"id": str(i), **chain_tree(v.split()[:20])} for i, v in enumerate(swahili_verses[:520])])
+    return {"train": df[:400].reset_index(drop=True), "dev": df[400:460].reset_index(drop=True),
+            "test": df[460:].reset_index(drop=True)}
+
+
+SMALL_PARSER = {"arc_mlp_size": 64, "label_mlp_size": 16}
+
+
+def run_dep(model_dir, tokenizer, data, tmp, seed=1, stop_after=None, **kw):
+    labels = task_labels("dep", data)
+    c = cfg(**kw)
+    torch.manual_seed(seed)
+    model = load_task_model("dep", str(model_dir), labels, arc_mlp_size=c.arc_mlp_size,
+                            label_mlp_size=c.label_mlp_size, mlp_dropout=c.mlp_dropout)
+    out = finetune(model, tokenizer, "dep", data, labels, c, seed=seed, checkpoint_dir=tmp, stop_after=stop_after)
+    return out, model
+
+
+def test_attachment_scores_known_answer():
+    gold_h, gold_r = [[2, 0, 2], [0, 1]], [["nsubj", "root", "obj"], ["root", "punct"]]
+    pred_h, pred_r = [[2, 0, 1], [0, -1]], [["nsubj", "root", "obj"], ["nmod", None]]  # -1: a word cut off
+    s = attachment_scores(gold_h, gold_r, pred_h, pred_r)  # heads right: 3 of 5; heads and labels: 2 of 5
+    assert s == {"uas": pytest.approx(0.6), "las": pytest.approx(0.4)}
+
+
+def test_parser_learns_a_chain_language(tmp_path, model_dir, sw_tokenizer, dep_data):
+    (scores, history), model = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "a", arc_mlp_size=256,
+                                       label_mlp_size=32)  # half the defaults' time, as good here
+    assert isinstance(model, BiaffineParser) and task_labels("dep", dep_data) == ["cap", "low", "root"]
+    assert model.sizes == {"arc_mlp_size": 256, "label_mlp_size": 32, "mlp_dropout": 0.33}
+    default = FinetuneConfig()  # Dozat & Manning (2017), Table 2
+    assert (default.arc_mlp_size, default.label_mlp_size, default.mlp_dropout) == (500, 100, 0.33)
+    # trivial parsers: all words on the root (UAS = 1/n) or on the first word; the majority label is "low"
+    test = dep_data["test"]
+    n = sum(len(h) for h in test.heads)
+    on_root, on_first = len(test) / n, sum(list(h).count(1) for h in test.heads) / n
+    assert max(on_root, on_first) < 0.1
+    assert scores["test_uas"] > 0.8 and scores["test_las"] > 0.7 and scores["test_las"] <= scores["test_uas"]
+    assert scores["metric"] == "las" and scores["dev_las"] == history["dev_las"].max()
+    assert {"dev_uas", "dev_las", "test_uas", "test_las"} <= set(scores) and history["dev_uas"].iloc[-1] > 0.8
+
+
+def test_parser_is_reproducible_and_resumes_bit_identically(tmp_path, model_dir, sw_tokenizer, dep_data):
+    (ref, ref_hist), model = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "ref", epochs=1, **SMALL_PARSER)
+    torch.randn(10)
+    (again, _), model2 = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "again", epochs=1, **SMALL_PARSER)
+    assert again == ref and 0 < ref["test_las"] <= ref["test_uas"] <= 1
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values(),
+                                                  strict=True))
+    (other, _), _ = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "other", seed=2, epochs=1, **SMALL_PARSER)
+    assert other != ref
+    run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "cut", stop_after=12, epochs=1, **SMALL_PARSER)
+    torch.randn(10)
+    (resumed, hist), model3 = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "cut", epochs=1, **SMALL_PARSER)
+    assert resumed == ref
+    pd.testing.assert_frame_equal(hist, ref_hist)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model3.state_dict().values(),
+                                                  strict=True))
+
+
+class OracleParser(torch.nn.Module):
+    """Scores the gold head (from ``encode_dep``'s items, in evaluation order) highest, and relation 0 for
+    every word: evaluate() must map positions back to words and score cut words as wrong."""
+
+    def __init__(self, items):
+        super().__init__()
+        self.items, self.seen = items, 0
+
+    def forward(self, input_ids, attention_mask, word_mask):
+        b, n = input_ids.shape
+        arc = torch.zeros(b, n, n)
+        for i, it in enumerate(self.items[self.seen:self.seen + b]):
+            for pos, head in enumerate(it["heads"]):
+                if head >= 0:
+                    arc[i, pos, head] = 1.0
+        self.seen += b
+        return ParserOutput(None, arc, torch.zeros(b, n, 2))
+
+
+def test_evaluate_dep_maps_positions_and_counts_cut_words(sw_tokenizer):
+    words = "Kwa maana Mungu aliupenda ulimwengu hivi hata akamtoa Mwanawe pekee".split()
+    n = len(words)
+    head_final = {"tokens": words, "heads": [n] * (n - 1) + [0], "deprels": ["low"] * (n - 1) + ["root"]}
+    df = pd.DataFrame([{"id": "a", **chain_tree(words)}, {"id": "b", **chain_tree(words[:3])},
+                       {"id": "c", **head_final}])
+    labels = ["cap", "low", "root"]
+    items = encode_dep(df, sw_tokenizer, labels, 12)
+    kept = [w for w, p in enumerate(items[0]["words"]) if p >= 0]
+    assert 3 < len(kept) < n and items[1]["words"][0] == 1 and items[2]["words"][-1] == -1  # a and c are cut
+    assert all(items[0]["heads"][p] == (0 if w == 0 else items[0]["words"][w - 1])
+               for w, p in enumerate(items[0]["words"]) if p >= 0)  # the root is position 0
+    assert set(items[2]["heads"]) == {-100}  # c: every kept word's head (the last word) is cut: no training signal
+    batch = collate(items, sw_tokenizer.pad_token_id)
+    assert batch["word_mask"].sum() == 2 * len(kept) + 3 and not batch["word_mask"][:, 0].any()
+    no_autocast = functools.partial(torch.autocast, "cpu", enabled=False)
+    scores = evaluate(OracleParser(items), "dep", items, df, labels, cfg(eval_batch_size=2), sw_tokenizer.pad_token_id,
+                      "cpu", no_autocast)
+    # right heads: the kept words of a (their heads precede them, so are kept too) and all 3 of b; none of c
+    # (its root word is cut, so is wrong even though its gold head is the root); right relations (label 0 =
+    # "cap"): the capitalized non-initial words among those
+    right = [(w, words[w]) for w in kept] + [(w, words[w]) for w in range(3)]
+    assert scores["uas"] == pytest.approx(len(right) / (2 * n + 3))
+    assert scores["las"] == pytest.approx(sum(w > 0 and t[:1].isupper() for w, t in right) / (2 * n + 3))
+
+
+def test_dep_input_errors(tmp_path, sw_tokenizer, dep_data):
+    for split, df in dep_data.items():
+        (df.drop(columns="heads") if split == "train" else df).to_parquet(tmp_path / f"{split}.parquet")
+    with pytest.raises(ValueError, match=r"dep dataset lacks column\(s\) \['heads'\]"):
+        read_task_data(tmp_path, "dep")
+    bad = dep_data["dev"][:2].assign(heads=[[0, 1, 2], [0, 5]], tokens=[["a", "b", "c"], ["d", "e"]],
+                                     deprels=[["root", "low", "low"], ["root", "low"]])
+    with pytest.raises(ValueError, match=r"dep sentence 401: head\(s\) outside 0..2 \(word, head\): \[\(2, 5\)\]"):
+        encode_dep(bad, sw_tokenizer, ["low", "root"], 32)
+    no_root = functools.partial(sw_tokenizer, add_special_tokens=False)
+    with pytest.raises(ValueError, match="must start every sequence with a special token"):
+        encode_dep(dep_data["dev"][:1], no_root, ["cap", "low", "root"], 32)
+    with pytest.raises(ValueError, match=r"label set mismatch: test has label\(s\) \['nmod'\]"):
+        task_labels("dep", {**dep_data, "test": dep_data["test"].assign(
+            deprels=[["root"] + ["nmod"] * (len(r) - 1) for r in dep_data["test"].deprels])})
+
+
+def test_parser_on_adapter_and_swapped_embeddings_saves_and_reloads(tmp_path, sw_tokenizer, dep_data):
+    """The MAD-X path (a LAPT folder with a language adapter: attached to the encoder, frozen), the vocabulary
+    swap path (``embeddings``), and ``save_pretrained`` -> ``load_task_model`` giving the same parser back."""
+    lapt = tmp_path / "lapt"
+    mlm = build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.1, **TINY)
+    add_language_adapter(mlm, seed=1)
+    with torch.no_grad():
+        for name, p in mlm.named_parameters():
+            if name in adapter_parameter_names(mlm):
+                p.normal_(0, 0.05)  # a trained adapter: not the identity
+    save_language_adapter(mlm, lapt)
+    strip_language_adapter(mlm)
+    mlm.save_pretrained(lapt)
+    labels = task_labels("dep", dep_data)
+    torch.manual_seed(1)
+    parser = load_task_model("dep", str(lapt), labels, **SMALL_PARSER)
+    adapter = adapter_parameter_names(parser.encoder)
+    assert adapter and parser.encoder.pooler is None
+    frozen = {n for n, p in parser.named_parameters() if not p.requires_grad}
+    assert frozen == {f"encoder.{n}" for n in adapter}
+    before = {n: p.detach().clone() for n, p in parser.named_parameters()}
+    small = {s: d[:40].reset_index(drop=True) for s, d in dep_data.items()}
+    finetune(parser, sw_tokenizer, "dep", small, labels, cfg(epochs=1, batch_size=8, **SMALL_PARSER), seed=1,
+             checkpoint_dir=tmp_path / "ck")
+    after = dict(parser.named_parameters())
+    assert all(torch.equal(before[n], after[n]) == (n in frozen) for n in before)  # adapter fixed, rest trained
+    parser.save_pretrained(tmp_path / "saved")
+    again = load_task_model("dep", str(tmp_path / "saved"), labels)  # sizes from parser_head.json
+    assert again.sizes == parser.sizes and adapter_parameter_names(again.encoder) == adapter
+    batch = collate(encode_dep(small["test"], sw_tokenizer, labels, 64), sw_tokenizer.pad_token_id)
+    del batch["heads"], batch["labels"]
+    parser.eval(), again.eval()
+    with torch.no_grad():
+        assert torch.equal(parser(**batch).arc_logits, again(**batch).arc_logits)
+        assert torch.equal(parser(**batch).label_logits, again(**batch).label_logits)
+    with pytest.raises(ValueError, match="saved parser's labels"):
+        load_task_model("dep", str(tmp_path / "saved"), ["low", "root"])
+    rows = torch.randn(len(sw_tokenizer) + 7, TINY["hidden_size"])
+    write_tensors({"embeddings": rows}, tmp_path / "init.safetensors")
+    swapped = load_task_model("dep", str(lapt), labels, embeddings=str(tmp_path / "init.safetensors"))
+    assert torch.equal(swapped.get_input_embeddings().weight, rows) and not adapter_parameter_names(swapped.encoder)

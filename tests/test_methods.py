@@ -94,9 +94,20 @@ def test_focus_bf16_screening_matches_exact():
     source = torch.randn(200, 6, generator=g)
     args = (source, 300, torch.arange(100), torch.arange(100, 200), x, torch.ones(300, dtype=torch.bool))
     exact = focus_init(*args, seed=0, topk=8)
-    screened = focus_init(*args, seed=0, topk=8, screen_dtype=torch.bfloat16)
+    screened = focus_init(*args, seed=0, topk=8, screen_dtype=torch.bfloat16, screen_k=4)
     torch.testing.assert_close(screened[0], exact[0])
     assert torch.equal(screened[2], exact[2])
+    # A row whose support (20 anchors within 0.002 of each other, below bf16's resolution) is wider than
+    # the shortlist: the certificate must fail and the row be redone exactly.
+    angles = 0.45 + 0.0001 * torch.arange(20.0)
+    anchors = torch.stack([torch.cos(angles), torch.sin(angles)], 1)
+    x = torch.cat([torch.tensor([[1.0, 0.0]]), anchors])
+    args = (torch.randn(21, 3, generator=g), 21, torch.arange(1, 21), torch.arange(1, 21), x,
+            torch.ones(21, dtype=torch.bool))
+    exact = focus_init(*args, seed=0, topk=64)
+    screened = focus_init(*args, seed=0, topk=64, screen_dtype=torch.bfloat16, screen_k=4)
+    assert exact[2][0] == 20 and screened[2][0] == 20
+    torch.testing.assert_close(screened[0], exact[0])
 
 
 def test_column_mean_std_matches_torch():
@@ -106,3 +117,18 @@ def test_column_mean_std_matches_torch():
     mean, std = column_mean_std(x, chunk_rows=333)
     torch.testing.assert_close(mean, x.mean(0))
     torch.testing.assert_close(std, x.std(0))
+
+
+def test_bf16_softmax_shortlist_is_certified():
+    """WECHSEL's top-k: keys 4e-6 apart in cosine (below bf16's resolution) must still come out in the
+    float32 order; the certificate sends such rows to the exact path."""
+    from vocab_transfer.methods.neighbours import neighbour_weights
+
+    angles = 0.452 + 0.00001 * torch.arange(39, -1, -1).float()  # one bf16 value for all; the nearest last
+    keys = torch.stack([torch.cos(angles), torch.sin(angles)], 1)
+    q = torch.tensor([[1.0, 0.0]])
+    exact_w, exact_i = neighbour_weights(q, keys, keys.T.contiguous(), weighting="softmax", k=2)
+    w, i = neighbour_weights(q, keys, keys.T.contiguous(), weighting="softmax", k=2,
+                             screen=keys.T.contiguous().to(torch.bfloat16))
+    assert torch.equal(i, exact_i) and torch.equal(exact_i[0], angles.argsort()[:2])
+    torch.testing.assert_close(w, exact_w)

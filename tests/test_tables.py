@@ -48,3 +48,32 @@ def test_lapt_table_perplexity_at_steps():
     assert ppl[("b", 5)] == math.exp(1.2) and pd.isna(ppl[("b", 10)])
     assert md.splitlines()[2] == "| Run | x @0 | x @5 | x @10 |"
     assert md.splitlines()[5] == f"| B | {math.exp(2.5):.2f} | **{math.exp(1.2):.2f}** | — |"
+
+
+def test_grid_tables_two_way_layout_best_column_and_dep_cells():
+    """vocab-swap Tables 12/15 layout: models in a (row × column) grid, null cells "—", "Best" per row."""
+    spec = {"title": "T15", "tasks": ["ner-a"], "best_column": True,
+            "grid": {"columns": ["Embed", "All"], "rows": {"Focus": [None, "focus"], "Rand": ["random", "random"]}}}
+    table, md = paper_table(scores(), spec, models={}, tasks={"ner-a": "a"})
+    lines = md.splitlines()
+    assert lines[2] == "| a | Embed | All | Best |"
+    assert lines[4] == "| Focus | — | **65.0 ± 7.1** | **65.0 ± 7.1** |"
+    assert lines[5] == "| Rand | **45.0 ± 7.1** | 45.0 ± 7.1 | 45.0 ± 7.1 |"
+    assert pd.isna(table[(table.row == "Focus") & (table.column == "Embed")]["name"].item())
+    dep = pd.DataFrame([{"source": "s", "task_name": "ud", "language": "x", "task": "dep", "model": "m", "method": "m",
+                         "metric": "las", "seed": 1, "dev_las": 0.5, "test_las": 0.6, "dev_uas": 0.7, "test_uas": 0.8}])
+    _, md = paper_table(dep, {"rows": ["m"], "groups": {"UD": ["ud"]}}, models={}, tasks={})
+    assert "| m | **80.0 / 60.0** |" in md  # parsing cells read "UAS / LAS", as UNKs Table 3b
+
+
+def test_lapt_grid_table_loss_lower_is_better():
+    from vocab_transfer.tables import lapt_table
+
+    curves = pd.DataFrame({"run": ["a", "b", "c"], "language": ["de"] * 3, "step": [100] * 3, "stage": [0] * 3,
+                           "heldout_loss": [2.0, 1.5, 3.0]})
+    spec = {"languages": ["de"], "steps": [100], "value": "loss",
+            "grid": {"columns": ["Embed", "All"], "rows": {"Reinit": ["a", "b"], "Freq": [None, "c"], "Dict": ["d", None]}}}
+    _, md = lapt_table(curves, spec, runs={})
+    lines = md.splitlines()
+    assert lines[0].startswith("**") and "de, held-out loss at step 100" in lines[0]
+    assert lines[4:] == ["| Reinit | **2.00** | **1.50** |", "| Freq | — | 3.00 |", "| Dict | — | — |"]

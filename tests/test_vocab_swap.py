@@ -299,3 +299,17 @@ def test_same_seed_bit_identical_different_seed_differs(dict_inputs, fn, params)
         assert not torch.equal(a.matrix, c.matrix)
     else:  # nothing random (Freq Match with |V_t| = |V_s|): the seed does not matter
         assert torch.equal(a.matrix, c.matrix)
+
+
+def test_correlation_matrix_and_top_fraction():
+    from vocab_transfer.correlation import correlation_matrix, top_fraction_rows
+
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(50, 16, generator=g)
+    m = correlation_matrix({"a": W, "b": 2 * W + 1, "c": -W})
+    assert m.loc["a", "b"] == pytest.approx(1.0) and m.loc["a", "c"] == pytest.approx(-1.0)
+    assert (m.to_numpy() == m.to_numpy().T).all() and list(m.index) == ["a", "b", "c"]
+    assert top_fraction_rows(np.array([5, 9, 0, 9, 1, 7]), 0.5).tolist() == [1, 3, 5]  # ties: lower id first
+    W2 = W.clone()
+    W2[25:] = torch.randn(25, 16, generator=g)
+    assert correlation_matrix({"a": W, "b": W2}, rows=np.arange(25)).loc["a", "b"] == pytest.approx(1.0)

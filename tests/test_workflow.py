@@ -92,13 +92,20 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
         p.name for p in adapter_dir.iterdir()}
     # fine-tuning: one row per (model, seed) for every kind of model; the table has every cell
     scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
-    assert sorted(scores["model"]) == ["adapter-lapt", "focus-lapt", "random-init", "source"]
+    ner, dep = scores[scores.task == "ner"], scores[scores.task == "dep"]
+    assert sorted(ner["model"]) == ["adapter-lapt", "focus-lapt", "random-init", "source"]
+    assert sorted(dep["model"]) == ["focus-lapt", "source"] and (dep["metric"] == "las").all()  # per-model tasks
     assert set(scores["method"]) == {"focus", "random", "source"} and (scores["n_train"] == 150).all()
-    assert scores[["dev_f1", "test_f1"]].notna().all().all() and (scores["test_f1"] >= 0).all()
+    assert ner[["dev_f1", "test_f1"]].notna().all().all() and (ner["test_f1"] >= 0).all()
+    assert (dep["test_uas"] >= dep["test_las"]).all() and (dep["test_uas"] > 0).all()
     assert (scores["n_test"] == 716).all() and (scores["language"] == "he").all()
     md = (tiny_run / "results/tables/finetune.md").read_text()
     rows = [line for line in md.splitlines() if line.startswith("| ") and "Task" not in line]
-    assert "Hebrew NER (f1)" in md and len(rows) == 4 and all(" ± " in r and "—" not in r for r in rows)
+    assert "Hebrew NER (f1)" in md and "Hebrew DP (las)" in md and len(rows) == 4
+    assert all(" ± " in r for r in rows) and sum(" / " in r for r in rows) == 2  # UAS / LAS where parsed
+    table3 = (tiny_run / "results/tables/paper/table3.md").read_text().splitlines()
+    assert table3[2] == "| Model | NER Hebrew NER | DP Hebrew DP |"  # column groups in the config's order
+    assert table3[6].startswith("| Random (no LAPT) |") and table3[6].endswith("| — |")  # not part of the grid
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
 
@@ -294,3 +301,51 @@ def test_html_report_shows_tables_and_plots(tiny_run):
         assert pixels.std() > 0.05 and (pixels.mean(axis=2) < 0.5).mean() > 0.002, f"{name}: nothing drawn"
     table = (tiny_run / "results/tables/init_mlm_loss.html").read_text()
     assert table.count("<tr>") == 1 + len(pd.read_csv(tiny_run / "results/tables/init_mlm_loss.csv")["method"].unique())
+
+
+@pytest.fixture(scope="module")
+def recovery_run(tmp_path_factory):
+    """vocab-swap Experiment 1 in miniature (tests/data/tiny_recovery_config.yaml): the target tokenizer is
+    the source's own (`tokenizer.pretrained: {en: {source: tiny}}`)."""
+    workdir = tmp_path_factory.mktemp("recovery")
+    shutil.copy(REPO / "tests/data/tiny_recovery_config.yaml", workdir / "config.yaml")
+    snakemake(workdir, "--cores", "2")
+    return workdir
+
+
+@pytest.mark.slow
+def test_embedding_recovery_table8_and_figure2(recovery_run):
+    from vocab_transfer.tokenizer import load_tokenizer
+
+    src = load_tokenizer(str(recovery_run / "results/source/tiny/model"))
+    tgt = load_tokenizer(str(recovery_run / "results/tokenizers/en"))
+    assert tgt.get_vocab() == src.get_vocab()  # the source's vocabulary, not a trained one
+    overlap = pd.read_parquet(recovery_run / "results/overlap/tiny/en.parquet")
+    assert len(overlap) == len(src) and (overlap.target_id == overlap.source_id).all()
+    source = load_file(next((recovery_run / "results/source/tiny/model").glob("*.safetensors")))
+    W = next(v for k, v in source.items() if k.endswith("word_embeddings.weight"))
+    kept = load_file(recovery_run / "results/init/tiny/en/keep_50.safetensors")["embeddings"]
+    same = (kept == W).all(1)
+    assert abs(same[5:].float().mean().item() - 0.5) < 0.01  # 50% Kept: half of the non-special rows
+    md = (recovery_run / "results/tables/paper/table8.md").read_text().splitlines()
+    assert md[2] == "| en | All Layers | Word Embed Only |"
+    assert [line.split(" | ")[0] for line in md[4:]] == ["| Reinit Embed", "| 50% Kept", "| Permute 100"]
+    assert md[6].endswith("| — |")  # Permute 100 has no word-only run: missing, not zero
+    curves = pd.read_csv(recovery_run / "results/figures/embedding_correlation/tiny/en.csv")
+    rho = curves[curves.kind == "to_source"].pivot(index="step", columns="a", values="rho")
+    assert abs(rho.loc[0, "Reinit Embed, all"]) < 0.05 and abs(rho.loc[0, "50% Kept, all"] - 0.5) < 0.05
+    assert rho["Reinit Embed, word"].is_monotonic_increasing and rho.loc[12, "Reinit Embed, word"] > 0.3
+    pair = curves[curves.kind == "pairwise_all"].set_index(["a", "b"])["rho"]
+    assert pair[("50% Kept, all", "50% Kept, all")] == 1.0 and pair[("50% Kept, all", "Reinit Embed, all")] < 0.9
+    assert (recovery_run / "results/figures/embedding_correlation/tiny/en.png").stat().st_size > 10_000
+    curve = pd.read_parquet(recovery_run / "results/lapt/tiny/en/keep_50_all/curve.parquet")
+    hist = [list(h) for h in curve["correlation_histogram"]]  # Figure 3: per-token ρ_i in 40 bins over [-1, 1]
+    assert all(len(h) == 40 and sum(h) == len(src) for h in hist) and hist[0][-1] >= len(src) // 2
+    assert (recovery_run / "results/figures/embedding_correlation/tiny/en.histograms.png").stat().st_size > 10_000
+
+
+def test_pretrained_tokenizer_errors_are_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"sw": {"source": "tinyy"}}))
+    assert proc.returncode != 0 and "tokenizer.pretrained.sw.source" in proc.stderr and "'tinyy'" in proc.stderr
+    proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"xx": "/no/such/dir"}))
+    assert proc.returncode != 0 and "tokenizer.pretrained.xx" in proc.stderr

@@ -71,6 +71,14 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
             raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {kind!r}; "
                               f"accepted: {sorted(method_parameters(kind))}")
         check_method_resources(config, name, method)
+    for lang, spec in config.get("tokenizer", {}).get("pretrained", {}).items():
+        if lang not in corpora:
+            raise ConfigError(f"tokenizer.pretrained.{lang}: language {lang!r} has no entry under 'corpora'")
+        if isinstance(spec, dict) and spec["source"] not in config["sources"]:
+            raise ConfigError(f"tokenizer.pretrained.{lang}.source: {spec['source']!r} is not an entry of 'sources' "
+                              f"(known: {sorted(config['sources'])})")
+        if isinstance(spec, str) and (spec.startswith((".", "/")) or spec.count("/") > 1) and not Path(spec).is_dir():
+            raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
     check_lapt(config)
     check_finetune(config)
     check_tables(config)
@@ -226,19 +234,31 @@ def check_finetune(config: dict) -> None:
 
 
 def check_tables(config: dict) -> None:
-    """Paper tables name configured fine-tuned models (rows) and tasks (columns)."""
+    """Paper tables name configured fine-tuned models or LAPT runs (rows / grid cells) and tasks (columns)."""
     ft = config.get("finetune", {})
     for name, spec in config.get("tables", {}).items():
-        if spec.get("kind") == "lapt":
-            runs = config.get("lapt", {}).get("runs", {})
-            bad = [r for r in spec.get("rows", []) if r not in runs]
-            if bad or not spec.get("languages") or not spec.get("steps"):
-                raise ConfigError(f"tables.{name}: kind lapt needs rows from lapt.runs (unknown: {bad}), "
-                                  "'languages' and 'steps'")
+        lapt = spec.get("kind") == "lapt"
+        known = config.get("lapt", {}).get("runs", {}) if lapt else ft.get("models", {})
+        what = "lapt.runs" if lapt else "finetune.models"
+        if "grid" in spec:
+            grid = spec["grid"]
+            bad = [r for r, names in grid["rows"].items() if len(names) != len(grid["columns"])]
+            if bad:
+                raise ConfigError(f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per column "
+                                  f"of {grid['columns']}")
+            names = [n for names in grid["rows"].values() for n in names if n is not None]
+        else:
+            names = spec.get("rows", [])
+        bad = [m for m in names if m not in known]
+        if bad:
+            raise ConfigError(f"tables.{name}: {bad} are not entries of {what}")
+        if lapt:
+            if not spec.get("languages") or not spec.get("steps"):
+                raise ConfigError(f"tables.{name}: kind lapt needs 'languages' and 'steps'")
             continue
-        bad = [m for m in spec.get("rows", []) if m not in ft.get("models", {})]
+        tasks = spec.get("tasks", []) if "grid" in spec else [t for ts in spec.get("groups", {}).values() for t in ts]
+        if "grid" in spec and not tasks:
+            raise ConfigError(f"tables.{name}: a grid table of fine-tuning scores needs 'tasks'")
+        bad = [t for t in tasks if t not in ft.get("tasks", {})]
         if bad:
-            raise ConfigError(f"tables.{name}.rows: {bad} are not entries of finetune.models")
-        bad = [t for names in spec.get("groups", {}).values() for t in names if t not in ft.get("tasks", {})]
-        if bad:
-            raise ConfigError(f"tables.{name}.groups: {bad} are not entries of finetune.tasks")
+            raise ConfigError(f"tables.{name}: {bad} are not entries of finetune.tasks")

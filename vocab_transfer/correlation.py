@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import torch
 
-__all__ = ["embedding_correlation", "row_correlations"]
+__all__ = ["correlation_matrix", "embedding_correlation", "row_correlations", "top_fraction_rows"]
 
 
 def row_correlations(W1: torch.Tensor, W2: torch.Tensor) -> torch.Tensor:
@@ -42,3 +43,23 @@ def embedding_correlation(W1: torch.Tensor, W2: torch.Tensor, *,
         rho = rho[torch.as_tensor(rows)]
     rho = rho[~torch.isnan(rho)]
     return float(rho.mean()) if len(rho) else float("nan")
+
+
+def correlation_matrix(embeddings: dict[str, torch.Tensor], *,
+                       rows: torch.Tensor | np.ndarray | list[int] | None = None) -> pd.DataFrame:
+    """ρ̄ between every pair of embedding matrices of one vocabulary (vocab-swap Figure 5): a square
+    DataFrame indexed and labelled by the keys of ``embeddings``; ``rows`` as in :func:`embedding_correlation`."""
+    names = list(embeddings)
+    out = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
+    for a, x in enumerate(names):
+        for y in names[a + 1:]:
+            out.loc[x, y] = out.loc[y, x] = embedding_correlation(embeddings[x].float(), embeddings[y].float(),
+                                                                  rows=rows)
+    return out
+
+
+def top_fraction_rows(counts: np.ndarray, fraction: float = 0.5) -> np.ndarray:
+    """Ids of the ``fraction`` most frequent tokens of a vocabulary given per-id counts (ties: lower id
+    first), e.g. Figure 5's "50% most frequent tokens"."""
+    order = np.lexsort((np.arange(len(counts)), -np.asarray(counts)))
+    return np.sort(order[: int(round(len(counts) * fraction))])

@@ -5,18 +5,20 @@
         --output results/finetune/demo-xlmr/he/focus/he-ner/seed1.parquet --config '{"epochs": 2}'
 
 Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word
-labelled), ``nli`` (sequence-pair classification) and ``qa`` (extractive, sliding windows over the
-context). ``--data`` is a folder of ``train/dev/test.parquet`` in the common schema of
+labelled), ``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``),
+``nli`` (sequence-pair classification) and ``qa`` (extractive, sliding windows over the context).
+``--data`` is a folder of ``train/dev/test.parquet`` in the common schema of
 :mod:`vocab_transfer.tasks` (rule ``prepare_task``). The model is a ``save_pretrained`` folder (a LAPT
 output; its MAD-X language adapter is attached when present), a hub id, or a source model plus an init
 artifact (``--embeddings``: fine-tune right after the vocabulary swap, as vocab-swap does).
 
 Defaults follow focus.md Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup,
 gradient clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best
-dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI, SQuAD
-F1/EM for QA. Every evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best
-weights, history); a rerun continues from it and ends bit-identical (data order and dropout are
-functions of the seed and the step). SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
+dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI, UAS and
+LAS (selection by LAS) for parsing, all as fractions in [0, 1]; SQuAD F1/EM for QA, in %. Every
+evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best weights, history); a
+rerun continues from it and ends bit-identical (data order and dropout are functions of the seed and the
+step). SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from .io import atomic_path, write_parquet
 from .lapt import EXIT_RESUME, Checkpoints, _autocast_factory, optimizer_step
 
 log = logging.getLogger(__name__)
-METRICS = {"ner": "f1", "pos": "accuracy", "nli": "accuracy", "qa": "f1"}
+METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "qa": "f1"}
+PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 
 
 @dataclass
@@ -68,6 +71,9 @@ class FinetuneConfig:
     threads: int | None = None
     save_model: bool = False  # keep the selected model (save_pretrained) next to the scores
     train_language_adapter: bool = False  # MAD-X keeps a LAPT language adapter fixed during task training
+    arc_mlp_size: int = 500  # dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)
+    label_mlp_size: int = 100  # dep: width of the relation MLPs (ibid.)
+    mlp_dropout: float = 0.33  # dep: dropout on the MLP outputs (ibid.)
 
     @classmethod
     def from_dict(cls, d: dict) -> FinetuneConfig:
@@ -96,10 +102,12 @@ def task_labels(task: str, data: dict[str, pd.DataFrame], labels: list[str] | No
     """The label set (from train unless given); a dev/test label outside it is an error, not a silent skip."""
     if task == "qa":
         return []
-    column = "tags" if task in ("ner", "pos") else "label"
+    column = {"ner": "tags", "pos": "tags", "dep": "deprels"}.get(task, "label")
 
     def seen(df: pd.DataFrame) -> set[str]:
-        return set(np.concatenate(df[column].tolist()).tolist()) if column == "tags" else set(df[column])
+        if column == "label":
+            return set(df[column])
+        return {str(t) for seq in df[column] for t in seq}
 
     if labels is None:
         found = seen(data["train"])
@@ -123,6 +131,36 @@ def encode_tokens(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) 
             y.append(index[tags[w]] if w is not None and w != prev else -100)
             prev = w
         out.append({"input_ids": enc["input_ids"][i], "labels": y})
+    return out
+
+
+def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> list[dict]:
+    """Dependency parsing: each word is its first sub-token, the root is position 0 (``<s>``/``[CLS]``, as in
+    Glavaš & Vulić 2021). Per sub-token position: ``heads`` = the position of the gold head's first sub-token,
+    ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
+    ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
+    from .tasks import check_heads
+
+    index = {t: i for i, t in enumerate(labels)}
+    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
+    out = []
+    for i, (id_, heads, rels) in enumerate(zip(df["id"], df["heads"], df["deprels"], strict=True)):
+        check_heads(df["tokens"].iloc[i], heads, rels, f"dep sentence {id_}")
+        word_ids, ids = enc.word_ids(i), enc["input_ids"][i]
+        if word_ids[0] is not None:
+            raise ValueError("dep: the tokenizer must start every sequence with a special token (<s>, [CLS]): "
+                             f"it stands for the root; sentence {id_} starts with word {word_ids[0]}")
+        first: dict[int, int] = {}
+        for pos, w in enumerate(word_ids):
+            if w is not None:
+                first.setdefault(w, pos)
+        words = [first.get(w, -1) for w in range(len(heads))]
+        head_pos, y = [-100] * len(ids), [-100] * len(ids)
+        for w, pos in enumerate(words):
+            target = 0 if heads[w] == 0 else words[heads[w] - 1]
+            if pos >= 0 and target >= 0:
+                head_pos[pos], y[pos] = target, index[rels[w]]
+        out.append({"input_ids": ids, "heads": head_pos, "labels": y, "words": words})
     return out
 
 
@@ -168,14 +206,19 @@ def collate(items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
         ids[i, : len(it["input_ids"])] = torch.tensor(it["input_ids"])
         mask[i, : len(it["input_ids"])] = 1
     batch = {"input_ids": ids, "attention_mask": mask}
-    if "labels" in items[0]:
-        if isinstance(items[0]["labels"], list):
-            y = torch.full((len(items), n), -100, dtype=torch.long)
-            for i, it in enumerate(items):
-                y[i, : len(it["labels"])] = torch.tensor(it["labels"])
-            batch["labels"] = y
-        else:
-            batch["labels"] = torch.tensor([it["labels"] for it in items])
+    for key in ("labels", "heads"):  # per position (padded with -100) or per sequence
+        if key in items[0]:
+            if isinstance(items[0][key], list):
+                y = torch.full((len(items), n), -100, dtype=torch.long)
+                for i, it in enumerate(items):
+                    y[i, : len(it[key])] = torch.tensor(it[key])
+                batch[key] = y
+            else:
+                batch[key] = torch.tensor([it[key] for it in items])
+    if "words" in items[0]:  # dep: the word starts, i.e. the candidate heads besides the root
+        batch["word_mask"] = torch.zeros((len(items), n), dtype=torch.bool)
+        for i, it in enumerate(items):
+            batch["word_mask"][i, [p for p in it["words"] if p >= 0]] = True
     for key in ("start_positions", "end_positions"):
         if key in items[0]:
             batch[key] = torch.tensor([it[key] for it in items])
@@ -205,6 +248,18 @@ def span_f1(gold: list[list[str]], pred: list[list[str]]) -> dict[str, float]:
             "recall": float(recall_score(gold, pred, **kw))}
 
 
+def attachment_scores(gold_heads: list[list[int]], gold_rels: list[list[str]], pred_heads: list[list[int]],
+                      pred_rels: list[list[str | None]]) -> dict[str, float]:
+    """UAS and LAS as fractions of all words (punctuation included, as in the CoNLL 2018 shared task): a word
+    is attached if its predicted head is the gold one, and labelled-attached if its relation matches too."""
+    pairs = [(gh == ph, gh == ph and gr == pr) for g_h, g_r, p_h, p_r in zip(gold_heads, gold_rels, pred_heads,
+                                                                           pred_rels, strict=True)
+             for gh, gr, ph, pr in zip(g_h, g_r, p_h, p_r, strict=True)]
+    if not pairs:
+        return {"uas": 0.0, "las": 0.0}
+    return {"uas": float(np.mean([u for u, _ in pairs])), "las": float(np.mean([la for _, la in pairs]))}
+
+
 def _normalize_answer(s: str) -> str:
     """SQuAD v1.1 evaluation script: lower case, no punctuation, articles or extra whitespace."""
     s = "".join(ch for ch in s.lower() if ch not in set(string.punctuation))
@@ -226,22 +281,121 @@ def squad_scores(gold: list[list[str]], pred: list[str]) -> dict[str, float]:
 
 
 # ------------------------------------------------------------------------------------------ the model
+@dataclass
+class ParserOutput:
+    """What ``BiaffineParser.forward`` returns (``loss`` only when gold heads are given)."""
+
+    loss: torch.Tensor | None  # mean over the words with a gold head in the sequence: arc + relation CE
+    arc_logits: torch.Tensor  # [batch, dependent, head]; -1e9 where the head cannot be (padding, itself)
+    label_logits: torch.Tensor  # [batch, dependent, label] at the gold heads (training) or the predicted ones
+
+
+class BiaffineParser(torch.nn.Module):
+    """Deep biaffine dependency parser (Dozat & Manning 2017) on a transformer encoder, the variant of Glavaš &
+    Vulić (2021) that UNKs Everywhere trains (§4, Table 3b): the encoder replaces the BiLSTM, a word is its first
+    sub-token, position 0 (``<s>``/``[CLS]``) is the root.
+
+    With ``h_i`` the encoder output at word i and one-layer MLPs (ReLU, our choice; dropout ``mlp_dropout``):
+    arc score ``s_ij = a_j^T U a'_i + a_j^T u`` with ``a = MLP_arc-head(h)``, ``a' = MLP_arc-dep(h)`` (D&M eq.
+    for arcs: the second term is the head's prior); relation scores ``r_j^T U_l r'_i + W_l (r'_i ⊕ r_j) + b_l``
+    for the pair (dependent i, head j), one per label l. The biaffine weights start at zero (uniform arcs).
+    Loss: cross-entropy over the candidate heads (root and the sentence's words, never the word itself) plus
+    cross-entropy over the relations at the gold head. Decoding: the per-word argmax head, then the argmax
+    relation at that head; no tree constraint (no Chu-Liu-Edmonds), so a prediction may have cycles or several
+    roots. ``save_pretrained`` writes the encoder plus ``parser_head.safetensors`` / ``parser_head.json``.
+    """
+
+    def __init__(self, encoder, labels: list[str], arc_mlp_size: int = 500, label_mlp_size: int = 100,
+                 mlp_dropout: float = 0.33):
+        super().__init__()
+        hidden = encoder.config.hidden_size
+        self.encoder, self.labels = encoder, list(labels)
+        self.sizes = {"arc_mlp_size": arc_mlp_size, "label_mlp_size": label_mlp_size, "mlp_dropout": mlp_dropout}
+
+        def mlp(size: int) -> torch.nn.Sequential:
+            return torch.nn.Sequential(torch.nn.Linear(hidden, size), torch.nn.ReLU(), torch.nn.Dropout(mlp_dropout))
+
+        self.arc_dep, self.arc_head = mlp(arc_mlp_size), mlp(arc_mlp_size)
+        self.label_dep, self.label_head = mlp(label_mlp_size), mlp(label_mlp_size)
+        self.arc_weight = torch.nn.Parameter(torch.zeros(arc_mlp_size, arc_mlp_size))  # U
+        self.arc_bias = torch.nn.Parameter(torch.zeros(arc_mlp_size))  # u: the head prior
+        self.label_weight = torch.nn.Parameter(torch.zeros(len(labels), label_mlp_size, label_mlp_size))  # U_l
+        self.label_linear = torch.nn.Linear(2 * label_mlp_size, len(labels))  # W_l, b_l
+
+    @property
+    def config(self):
+        return self.encoder.config
+
+    def get_input_embeddings(self) -> torch.nn.Module:
+        return self.encoder.get_input_embeddings()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, word_mask: torch.Tensor,
+                heads: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> ParserOutput:
+        h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        dep, head = self.arc_dep(h), self.arc_head(h)
+        arc = (torch.einsum("bjx,xy,biy->bij", head, self.arc_weight, dep) + (head @ self.arc_bias)[:, None, :]).float()
+        candidate = word_mask.clone()
+        candidate[:, 0] = True
+        n = input_ids.shape[1]
+        allowed = candidate[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=arc.device)
+        arc = arc.masked_fill(~allowed, -1e9)
+        at = (heads if heads is not None else arc.argmax(-1)).clamp(min=0)
+        r_dep, r_head = self.label_dep(h), self.label_head(h)
+        r_head = r_head.gather(1, at[..., None].expand(-1, -1, r_head.shape[-1]))
+        rel = (torch.einsum("bix,lxy,biy->bil", r_head, self.label_weight, r_dep)
+               + self.label_linear(torch.cat([r_dep, r_head], -1))).float()
+        loss = None
+        if heads is not None:
+            ce = torch.nn.functional.cross_entropy
+            words = (heads != -100).sum().clamp(min=1)
+            loss = (ce(arc.flatten(0, 1), heads.flatten(), ignore_index=-100, reduction="sum")
+                    + ce(rel.flatten(0, 1), labels.flatten(), ignore_index=-100, reduction="sum")) / words
+        return ParserOutput(loss, arc, rel)
+
+    def head_state_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v for k, v in self.state_dict().items() if not k.startswith("encoder.")}
+
+    def save_pretrained(self, folder: str | Path) -> None:
+        """The encoder (``save_pretrained``, without adapter weights), its MAD-X language adapter if attached
+        (``language_adapter.*``), ``parser_head.safetensors`` (MLPs and biaffine weights) and
+        ``parser_head.json`` (labels, sizes); ``load_task_model("dep", folder, labels)`` loads it back."""
+        from safetensors.torch import save_file
+
+        from .adapters import adapter_parameter_names, save_language_adapter
+
+        folder = Path(folder)
+        adapter = adapter_parameter_names(self.encoder)
+        self.encoder.save_pretrained(folder, state_dict={k: v for k, v in self.encoder.state_dict().items()
+                                                         if k not in adapter})
+        if adapter:
+            save_language_adapter(self.encoder, folder)
+        save_file({k: v.detach().cpu().contiguous() for k, v in self.head_state_dict().items()}, folder / PARSER_HEAD)
+        (folder / PARSER_CONFIG).write_text(json.dumps({"labels": self.labels, **self.sizes}, ensure_ascii=False,
+                                                       indent=2) + "\n")
+
+
 def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str | None = None,
-                    train_language_adapter: bool = False):
+                    train_language_adapter: bool = False, arc_mlp_size: int = 500, label_mlp_size: int = 100,
+                    mlp_dropout: float = 0.33):
     """A task model from a ``save_pretrained`` folder or hub id; with ``embeddings``, the source's
     vocabulary swapped for an init artifact's rows first. A MAD-X language adapter saved by LAPT
-    (variant ``adapter``) is attached, frozen unless ``train_language_adapter``; the rest is fine-tuned."""
+    (variant ``adapter``) is attached, frozen unless ``train_language_adapter``; the rest is fine-tuned.
+    ``dep``: a ``BiaffineParser`` (MLP sizes as given) on ``AutoModel``; a folder written by its
+    ``save_pretrained`` brings its trained head back (sizes and labels from ``parser_head.json``)."""
     from transformers import (
+        AutoModel,
         AutoModelForQuestionAnswering,
         AutoModelForSequenceClassification,
         AutoModelForTokenClassification,
     )
 
-    cls = {"ner": AutoModelForTokenClassification, "pos": AutoModelForTokenClassification,
+    cls = {"ner": AutoModelForTokenClassification, "pos": AutoModelForTokenClassification, "dep": AutoModel,
            "nli": AutoModelForSequenceClassification, "qa": AutoModelForQuestionAnswering}[task]
-    kwargs = {} if task == "qa" else {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
-                                      "label2id": {t: i for i, t in enumerate(labels)}}
+    kwargs = {} if task in ("qa", "dep") else {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
+                                               "label2id": {t: i for i, t in enumerate(labels)}}
     m = cls.from_pretrained(model, **kwargs)
+    if task == "dep" and getattr(m, "pooler", None) is not None:
+        m.pooler = None  # unused by the parser (BERT/XLM-R skip a None pooler)
     if embeddings:
         from .io import read_tensors
 
@@ -258,6 +412,21 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
                 p.requires_grad_(n not in frozen)
             log.info("attached the MAD-X language adapter saved in %s (%s)", model,
                      "trained" if train_language_adapter else "frozen")
+    if task == "dep":
+        sizes = {"arc_mlp_size": arc_mlp_size, "label_mlp_size": label_mlp_size, "mlp_dropout": mlp_dropout}
+        saved = Path(model) / PARSER_CONFIG
+        meta = json.loads(saved.read_text()) if saved.is_file() else None
+        if meta is not None and meta["labels"] != list(labels):
+            raise ValueError(f"{saved}: the saved parser's labels {meta['labels']} differ from {list(labels)}")
+        m = BiaffineParser(m, labels, **({k: meta[k] for k in sizes} if meta else sizes))
+        if meta is not None:
+            from safetensors.torch import load_file
+
+            head = load_file(Path(model) / PARSER_HEAD)
+            if set(head) != set(m.head_state_dict()):
+                raise ValueError(f"{Path(model) / PARSER_HEAD} does not fit the parser head: keys {sorted(head)}")
+            m.load_state_dict(head, strict=False)  # the head only: the encoder is loaded already
+            log.info("loaded the parser head saved in %s", model)
     return m
 
 
@@ -275,15 +444,28 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
     starts, ends, preds = [], [], []
     for b in range(0, len(items), cfg.eval_batch_size):
         chunk = items[b: b + cfg.eval_batch_size]
-        batch = collate([{"input_ids": it["input_ids"]} for it in chunk], pad_id)
+        keys = ("input_ids", "words") if task == "dep" else ("input_ids",)
+        batch = collate([{k: it[k] for k in keys} for it in chunk], pad_id)
         with autocast():
-            out = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device))
-        if task == "qa":
+            out = model(**{k: v.to(device) for k, v in batch.items()})
+        if task == "dep":  # (head position, relation id) per word; (-1, -1) for words cut by truncation
+            heads, rels = out.arc_logits.argmax(-1).cpu(), out.label_logits.argmax(-1).cpu()
+            preds += [[(int(heads[i, p]), int(rels[i, p])) if p >= 0 else (-1, -1) for p in it["words"]]
+                      for i, it in enumerate(chunk)]
+        elif task == "qa":
             starts += list(out.start_logits.float().cpu().numpy())
             ends += list(out.end_logits.float().cpu().numpy())
         else:
             preds += list(out.logits.float().argmax(-1).cpu().numpy())
     model.train()
+    if task == "dep":
+        pred_heads, pred_rels = [], []
+        for it, pred in zip(items, preds, strict=True):
+            word_of = {0: 0} | {p: w + 1 for w, p in enumerate(it["words"]) if p >= 0}
+            pred_heads.append([word_of[h] if h >= 0 else -1 for h, _ in pred])
+            pred_rels.append([labels[r] if r >= 0 else None for _, r in pred])
+        return attachment_scores([list(h) for h in df["heads"]], [list(r) for r in df["deprels"]], pred_heads,
+                                 pred_rels)
     if task == "nli":
         gold = [labels.index(y) for y in df["label"]]
         return {"accuracy": float(np.mean(np.array(preds) == np.array(gold)))}
@@ -328,7 +510,8 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
         cfg = dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
     pad = tokenizer.pad_token_id
     enc = {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
-           "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len)}.get(
+           "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len),
+           "dep": lambda df, train: encode_dep(df, tokenizer, labels, cfg.seq_len)}.get(
         task, lambda df, train: encode_tokens(df, tokenizer, labels, cfg.seq_len))
     train_items, dev_items = enc(data["train"], True), enc(data["dev"], False)
     steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)
@@ -449,7 +632,8 @@ def main(argv: list[str] | None = None) -> None:
     tokenizer = load_tokenizer(args.tokenizer or args.model)
     torch.manual_seed(args.seed)  # the new classification head
     model = load_task_model(args.task, args.model, labels, embeddings=args.embeddings,
-                            train_language_adapter=cfg.train_language_adapter)
+                            train_language_adapter=cfg.train_language_adapter, arc_mlp_size=cfg.arc_mlp_size,
+                            label_mlp_size=cfg.label_mlp_size, mlp_dropout=cfg.mlp_dropout)
     check_tokenizer_matches(len(tokenizer), model.get_input_embeddings().weight.shape[0],
                             name=args.embeddings or args.model)
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"

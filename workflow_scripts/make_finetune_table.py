@@ -15,7 +15,7 @@ def main(paths, meta, csv_path, md_path, html_path, parquet_path, log_path):
     write_parquet(scores, parquet_path)
     table = finetune_table(scores)
     write_text(table.to_csv(index=False), csv_path)
-    md = finetune_markdown(table, models=meta["models"], tasks=meta["tasks"])
+    md = finetune_markdown(table, models=dict(meta["models"]), tasks=dict(meta["tasks"]))
     write_text(md, md_path)
     write_text(markdown_to_html(md, title="Downstream fine-tuning"), html_path)
     log.info("%d runs; table written to %s and %s\n%s", len(scores), csv_path, md_path, md)

@@ -16,11 +16,11 @@ def main(inputs, spec, meta, csv_path, md_path, html_path, log_path):
         frames = [pd.read_parquet(p).assign(run=key.split("__")[1], language=key.split("__")[2])
                   for key, p in inputs.items()]
         curves = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        table, md = lapt_table(curves, spec, runs=meta["runs"])
+        table, md = lapt_table(curves, spec, runs=dict(meta["runs"]))
     else:
         paths = [p for key, p in inputs.items() if key.startswith("scores__")]
         scores = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True) if paths else pd.DataFrame()
-        table, md = paper_table(scores, spec, models=meta["models"], tasks=meta["tasks"])
+        table, md = paper_table(scores, spec, models=dict(meta["models"]), tasks=dict(meta["tasks"]))
     write_text(table.to_csv(index=False), csv_path)
     write_text(md, md_path)
     write_text(markdown_to_html(md, title=spec.get("title", "")), html_path)

@@ -6,7 +6,6 @@ import torch
 from tqdm import tqdm
 
 from ..overlap import restrict_overlap
-from ..sparsemax import sparsemax, topk_sparsemax
 from ..word_vectors import tokenize_flatten_reduce
 from .base import (
     EmbeddingInit,
@@ -15,12 +14,13 @@ from .base import (
     provenance_of,
     screen_dtype_of,
 )
+from .neighbours import mix_rows, neighbour_weights
 
 
 def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
                overlap_source_ids: torch.Tensor, target_vectors: torch.Tensor, has_vector: torch.Tensor, *,
                seed: int, topk: int = 64, batch_size: int = 4096, screen_dtype: torch.dtype | None = None,
-               progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+               screen_k: int = 16, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """FOCUS embeddings for a target vocabulary.
 
     - overlapping tokens O copy their source row (eq. 1);
@@ -32,12 +32,11 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
 
     The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to
     a full sort for rows whose support is wider); rows are processed in ``batch_size`` chunks, so
-    memory stays at ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` the
-    similarities are computed in bf16 to shortlist each row's ``topk`` anchors, whose cosines are then
-    recomputed in float32 for the sparsemax (rows whose support could reach beyond the shortlist are
-    redone exactly in float32); about 2.5x faster on CPUs with bf16 units, and the result can differ
-    from the exact one only if bf16 rounding pushes a support anchor out of the top ``topk``. Returns ``(matrix [V_t, d],
-    kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources [V_t])``.
+    memory stays at ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` a bf16
+    shortlist of ``screen_k`` anchors per row, certified exact (:mod:`.neighbours`), replaces the
+    float32 similarity matrix: the selection equals the float32 path's, and the weights differ only
+    by float32 rounding (cosines summed in another order). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied /
+    1 combined / 2 random, n_sources [V_t])``.
     """
     g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -60,19 +59,9 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     e_anchor = source[anchor_s]
     for start in tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
         rows = additional[start:start + batch_size]
-        if x_screen is None or topk >= len(anchor_t):
-            w, idx = topk_sparsemax(x[rows] @ x_anchor_t, topk)  # eqs. 2-5
-        else:
-            idx = (x[rows].to(screen_dtype) @ x_screen).topk(topk, dim=1).indices
-            w = sparsemax(torch.einsum("nd,nkd->nk", x[rows], x_anchor[idx]), dim=1)
-            spill = (w > 0).sum(1) == topk  # support may extend past the shortlist: redo exactly
-            if bool(spill.any()):
-                wide_w, wide_i = topk_sparsemax(x[rows[spill]] @ x_anchor_t, topk)
-                if wide_w.shape[1] > topk:
-                    w = torch.nn.functional.pad(w, (0, wide_w.shape[1] - topk))
-                    idx = torch.nn.functional.pad(idx, (0, wide_w.shape[1] - topk))
-                w[spill], idx[spill] = wide_w, wide_i
-        out[rows] = sparse_combine(w, idx, e_anchor)  # eq. 6
+        w, idx = neighbour_weights(x[rows], x_anchor, x_anchor_t, weighting="sparsemax", k=topk,
+                                   screen=x_screen, screen_k=screen_k)  # eqs. 2-5
+        out[rows] = mix_rows(w, idx, e_anchor)  # eq. 6
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
 
     rand = (kind == 2).nonzero(as_tuple=True)[0]
@@ -80,23 +69,16 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     return out, kind, n_sources
 
 
-def sparse_combine(w: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """``Σ_k w[n, k] · rows[idx[n, k]]`` over the non-zero weights only (sparsemax leaves most of the
-    ``topk`` weights at zero; gathering all of them would copy ``n × topk × d`` floats)."""
-    nz = w > 0
-    n = torch.arange(w.shape[0]).unsqueeze(1).expand_as(idx)[nz]
-    out = torch.zeros(w.shape[0], rows.shape[1], dtype=rows.dtype)
-    return out.index_add_(0, n, w[nz].to(rows.dtype).unsqueeze(1) * rows[idx[nz]])
-
-
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
-               topk: int = 64, batch_size: int = 4096, screen_dtype: str = "float32") -> EmbeddingInit:
+               topk: int = 64, batch_size: int = 4096, screen_dtype: str = "float32",
+               screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
     ``overlap: full | symbolic`` (Table 4 "Symbolic Overlap"); ``aux: token_fasttext`` (FOCUS's
     token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText": word-level fastText of the
     target language turned into token vectors by WECHSEL's tokenize-flatten-reduce);
-    ``screen_dtype: bfloat16`` turns on the bf16 shortlist of :func:`focus_init`.
+    ``screen_dtype: bfloat16`` turns on the certified bf16 shortlist of ``screen_k`` anchors of
+    :func:`focus_init` (same selection as float32, faster).
     """
     screen = screen_dtype_of(screen_dtype)
     if aux == "token_fasttext":
@@ -114,7 +96,6 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
     matrix, kind, n_sources = focus_init(
         inputs.source_matrix, inputs.target_vocab_size, torch.tensor(ov["target_id"].to_numpy()),
         torch.tensor(ov["source_id"].to_numpy()), vectors, has_vector, seed=seed,
-        topk=topk, batch_size=batch_size, progress=True,
-        screen_dtype=screen)
+        topk=topk, batch_size=batch_size, progress=True, screen_dtype=screen, screen_k=screen_k)
     provenance = provenance_of(kind, ov.loc[ov["match"] == "special", "target_id"].to_numpy())
     return EmbeddingInit(matrix, provenance, n_sources.numpy())

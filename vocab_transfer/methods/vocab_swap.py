@@ -30,8 +30,8 @@ from tqdm import tqdm
 
 from ..align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from ..overlap import CanonicalToken, canonicalize_vocab
-from ..sparsemax import topk_sparsemax
 from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
+from .neighbours import WEIGHTINGS, neighbour_weights
 
 __all__ = [
     "align_match_init",
@@ -295,7 +295,6 @@ def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str =
 
 # ----------------------------------------------------------------------------------------- Align Match
 
-WEIGHTINGS = ("sparsemax", "softmax")
 
 
 def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_has_vector: torch.Tensor,
@@ -324,7 +323,7 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     similarities at a time). Returns ``(matrix [V_t, d], kind [V_t] int8: 1 combined / 2 random,
     n_sources [V_t], W [dim_t, dim_s])``.
     """
-    if weighting not in WEIGHTINGS:
+    if weighting not in WEIGHTINGS:  # before the alignment work
         raise ValueError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
     g = torch.Generator().manual_seed(seed)
     V_t = len(target_vectors)
@@ -350,16 +349,14 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     out = torch.empty(V_t, source.shape[1], dtype=source.dtype)
     kind = torch.full((V_t,), 2, dtype=torch.int8)
     n_sources = torch.zeros(V_t, dtype=torch.long)
-    xs_c = xs[s_rows].T.contiguous()
+    xs_rows = xs[s_rows]
+    xs_c = xs_rows.T.contiguous()
     e_c = source[s_rows]
     for start in tqdm(range(0, len(t_rows), batch_size), desc="Align Match", disable=not progress, mininterval=5):
         rows = t_rows[start:start + batch_size]
-        sims = torch.nn.functional.normalize(xt[rows] @ W, dim=1) @ xs_c
-        if weighting == "sparsemax":
-            w, idx = topk_sparsemax(sims, max(topk, 64))
-        else:
-            vals, idx = torch.topk(sims, min(topk, sims.shape[1]), dim=1)
-            w = torch.softmax(vals / temperature, dim=1)
+        q = torch.nn.functional.normalize(xt[rows] @ W, dim=1)
+        w, idx = neighbour_weights(q, xs_rows, xs_c, weighting=weighting, temperature=temperature,
+                                   k=max(topk, 64) if weighting == "sparsemax" else topk)
         out[rows] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_c[idx])
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
     rand = (kind == 2).nonzero(as_tuple=True)[0]

@@ -32,6 +32,7 @@ from .base import (
     provenance_of,
     screen_dtype_of,
 )
+from .neighbours import neighbour_weights
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +103,9 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
 
     ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are
     ignored). Special tokens are copied by role (WECHSEL leaves them to the random fallback; a random
-    ``<mask>`` would measure a broken mask). With ``screen_dtype=torch.bfloat16`` the similarity
-    matrix is computed in bf16 to shortlist ``4k`` candidates, whose cosines are then recomputed in
-    float32 before the top-k and softmax (2.5x faster on CPUs with bf16 units; the selected
-    neighbours can differ only among near-ties). Returns ``(matrix, kind int8 0 copied / 1 combined /
+    ``<mask>`` would measure a broken mask). With ``screen_dtype=torch.bfloat16`` a certified bf16
+    shortlist of ``4k`` candidates replaces the float32 similarity matrix (:mod:`.neighbours`: the same
+    neighbours as float32, up to exact ties). Returns ``(matrix, kind int8 0 copied / 1 combined /
     2 random, n_sources)``.
     """
     g = torch.Generator().manual_seed(seed)
@@ -125,14 +125,8 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     e_cand = source[cand]
     for start in tqdm(range(0, len(rows), batch_size), desc="WECHSEL", disable=not progress, mininterval=5):
         r = rows[start:start + batch_size]
-        if xs_screen is None:
-            sim, idx = (xt[r] @ xs_t).topk(k, dim=1)
-        else:
-            short = (xt[r].to(screen_dtype) @ xs_screen).topk(min(4 * k, len(cand)), dim=1).indices
-            exact = torch.einsum("nd,nkd->nk", xt[r], xs[short])
-            sim, j = exact.topk(k, dim=1)
-            idx = short.gather(1, j)
-        w = torch.softmax(sim / temperature, dim=1)  # eq. 3
+        w, idx = neighbour_weights(xt[r], xs, xs_t, weighting="softmax", k=k, temperature=temperature,
+                                   screen=xs_screen)  # eq. 3
         out[r] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_cand[idx])
         kind[r], n_sources[r] = 1, k
     out[special_target_ids] = source[special_source_ids]

@@ -1,0 +1,47 @@
+"""vocab-swap Figures 2 and 5 for one (source, target): ρ̄ to the source during LAPT, and pairwise ρ̄ between
+the LAPT'd embeddings over all tokens and the 50% most frequent (rule plot_embedding_correlation)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from vocab_transfer.corpus import read_corpus
+from vocab_transfer.correlation import correlation_matrix, top_fraction_rows
+from vocab_transfer.io import write_text
+from vocab_transfer.plots import plot_correlation_histograms, plot_embedding_correlation
+from vocab_transfer.source_model import load_source_model
+from vocab_transfer.tokenizer import load_tokenizer
+from vocab_transfer.workflow import setup_job
+
+
+def main(inputs, labels, wildcards, png, svg, hist, csv, log_path):
+    log = setup_job(log_path)
+    curves = pd.concat([pd.read_parquet(p).assign(run=k.split("__", 1)[1], label=labels[k.split("__", 1)[1]])
+                        for k, p in inputs.items() if k.startswith("curve__")], ignore_index=True)
+    if "source_correlation" not in curves:
+        curves["source_correlation"] = np.nan
+    embeddings = {labels[k.split("__", 1)[1]]: load_source_model(p).get_input_embeddings().weight.detach()
+                  for k, p in inputs.items() if k.startswith("model__")}
+    tokenizer = load_tokenizer(inputs["tokenizer"])
+    counts = np.zeros(len(tokenizer), dtype=np.int64)
+    for ids in tokenizer(read_corpus(inputs["heldout"])["text"].tolist(), add_special_tokens=False)["input_ids"]:
+        np.add.at(counts, ids, 1)
+    top = top_fraction_rows(counts, 0.5)
+    pairwise = {"ρ̄ after LAPT, all tokens": correlation_matrix(embeddings),
+                "ρ̄ after LAPT, 50% most frequent tokens": correlation_matrix(embeddings, rows=top)}
+    plot_embedding_correlation(curves, pairwise if len(embeddings) > 1 else {}, png, svg=svg,
+                               title=f"Embedding correlation, {wildcards['target']} (source {wildcards['source']})")
+    plot_correlation_histograms(curves, hist, title="Per-token correlation with the source embedding, "
+                                f"{wildcards['target']} (source {wildcards['source']})")
+    rows = [{"kind": "to_source", "a": r.label, "b": "source", "step": int(r.step), "rho": r.source_correlation}
+            for r in curves.sort_values(["run", "step", "stage"]).drop_duplicates(["run", "step"], keep="last")
+            .itertuples()]
+    for kind, m in zip(("pairwise_all", "pairwise_top50"), pairwise.values(), strict=True):
+        rows += [{"kind": kind, "a": a, "b": b, "step": None, "rho": float(m.loc[a, b])} for a in m.index for b in m]
+    write_text(pd.DataFrame(rows).to_csv(index=False), csv)
+    log.info("pairwise ρ̄ after LAPT (all tokens):\n%s", pairwise["ρ̄ after LAPT, all tokens"].round(3).to_string())
+
+
+main(dict(snakemake.input.items()), json.loads(snakemake.params.runs), dict(snakemake.wildcards.items()),
+     snakemake.output.png, snakemake.output.svg, snakemake.output.hist, snakemake.output.csv, snakemake.log[0])
