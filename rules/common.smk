@@ -159,6 +159,12 @@ def factorization_params(wildcards):
     return canonical(factorization_spec(with_defaults(spec["kind"], method_config(spec))))
 
 
+def factorization_gpus(wildcards):
+    """MF-NEURAL trains on the whole matrix (paper scale: a GPU); it gets one where LAPT jobs get GPUs."""
+    neural = json.loads(factorization_params(wildcards)).get("assignment") == "neural"
+    return 1 if neural and config.get("lapt", {}).get("gpus", 0) > 0 else 0
+
+
 def extended_tokenizer_dir(wildcards):
     return f"results/extended/{wildcards.source}/{wildcards.target}/{wildcards.method}/tokenizer"
 

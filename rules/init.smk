@@ -47,6 +47,8 @@ rule factorize_source:
         spec=factorization_params,
         seed=config["seed"],
     threads: 2
+    resources:
+        gpu=factorization_gpus,
     log:
         "logs/factorize_source/{source}/{factorization}.log",
     benchmark:

