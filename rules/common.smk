@@ -160,9 +160,9 @@ def factorization_params(wildcards):
 
 
 def factorization_gpus(wildcards):
-    """MF-NEURAL trains on the whole matrix (paper scale: a GPU); it gets one where LAPT jobs get GPUs."""
-    neural = json.loads(factorization_params(wildcards)).get("assignment") == "neural"
-    return 1 if neural and config.get("lapt", {}).get("gpus", 0) > 0 else 0
+    """A factorization with `device: auto` or `cuda` (MF-NEURAL at paper scale) gets a GPU where LAPT jobs get them."""
+    on_gpu = json.loads(factorization_params(wildcards)).get("device") in ("auto", "cuda")
+    return 1 if on_gpu and config.get("lapt", {}).get("gpus", 0) > 0 else 0
 
 
 def extended_tokenizer_dir(wildcards):

@@ -12,7 +12,7 @@ from vocab_transfer.workflow import setup_job
 def main(model_dir, spec, seed, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = embedding_matrix(load_source_model(model_dir))[: len(load_tokenizer(model_dir))]
-    factors = factorize(source, seed=seed, device="auto", **spec)  # CUDA when the job has a GPU
+    factors = factorize(source, seed=seed, **spec)
     log.info("factorized %s: %s", tuple(source.shape), {k: tuple(v.shape) for k, v in factors.items()})
     write_tensors(factors, out_path, metadata={"spec": json.dumps(spec, sort_keys=True), "seed": str(seed)})
 
