@@ -17,6 +17,11 @@ def source_languages(source: dict) -> list[str]:
     return list(source.get("pretrain", {}).get("languages", source.get("languages", [])))
 
 
+def _path_not_hub_id(name: str) -> bool:
+    """A name that can only be a filesystem path: relative/absolute, or more slashes than a hub ``owner/repo``."""
+    return name.startswith((".", "/")) or name.count("/") > 1
+
+
 def local_model_dir(source: dict) -> Path | None:
     """The source's ``model`` as a local directory, or None when it is a hub id (or pretrained here)."""
     model = source.get("model")
@@ -60,7 +65,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
         model = local_model_dir(source)
         if model is not None:
             check_local_source(name, model, source.get("allow_padded_embeddings", False))
-        elif source.get("model") and (source["model"].startswith((".", "/")) or source["model"].count("/") > 1):
+        elif source.get("model") and _path_not_hub_id(source["model"]):
             raise ConfigError(f"sources.{name}.model: {source['model']!r} is not a directory (nor a hub id)")
     for name, method in config["methods"].items():
         kind = method["kind"]
@@ -77,7 +82,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
         if isinstance(spec, dict) and spec["source"] not in config["sources"]:
             raise ConfigError(f"tokenizer.pretrained.{lang}.source: {spec['source']!r} is not an entry of 'sources' "
                               f"(known: {sorted(config['sources'])})")
-        if isinstance(spec, str) and (spec.startswith((".", "/")) or spec.count("/") > 1) and not Path(spec).is_dir():
+        if isinstance(spec, str) and _path_not_hub_id(spec) and not Path(spec).is_dir():
             raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
     check_lapt(config)
     check_finetune(config)

@@ -96,8 +96,13 @@ def read_word_vectors(vectors_path: str, words_path: str) -> WordVectors:
 
 def load_transferred_model(model_dir: str, embeddings_path: str) -> PreTrainedModel:
     """The source model with its vocabulary swapped for the initialized target embeddings."""
+    return swap_embeddings(load_source_model(model_dir), embeddings_path)
+
+
+def swap_embeddings(source: PreTrainedModel, embeddings_path: str) -> PreTrainedModel:
+    """A loaded source model with its vocabulary swapped for an init artifact's rows (and output bias)."""
     tensors = read_tensors(embeddings_path)
-    return transferred_model(load_source_model(model_dir), tensors["embeddings"], tensors.get("output_bias"))
+    return transferred_model(source, tensors["embeddings"], tensors.get("output_bias"))
 
 
 def init_metadata(path: str) -> dict:

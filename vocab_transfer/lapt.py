@@ -430,8 +430,8 @@ def main(argv: list[str] | None = None) -> None:
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    from .io import read_tensors
-    from .source_model import load_source_model, transferred_model
+    from .init import swap_embeddings
+    from .source_model import load_source_model
     from .tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(args.tokenizer)
@@ -444,9 +444,8 @@ def main(argv: list[str] | None = None) -> None:
         anchors = (ids, model.get_input_embeddings().weight.detach()[torch.as_tensor(pairs["source_id"].to_numpy())]
                    .float().clone())
         log.info("source correlation over %d shared tokens (%s)", len(ids), args.anchors)
-    if args.embeddings:
-        tensors = read_tensors(args.embeddings)
-        model = transferred_model(model, tensors["embeddings"], tensors.get("output_bias"))
+    if args.embeddings:  # after the anchors: they are the source's rows
+        model = swap_embeddings(model, args.embeddings)
     resolve_objective(model, cfg.objective)  # a mismatch fails before the corpus is tokenized
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
         raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "

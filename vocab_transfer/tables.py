@@ -251,16 +251,17 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     rows, langs, steps = spec.get("rows") or list(runs), spec["languages"], spec["steps"]
     value = spec.get("value", "perplexity")
     last = curves.sort_values(["run", "language", "step", "stage"]).groupby(["run", "language", "step"]).last()
+
+    def value_at(run: str, lang: str, step: int) -> float | None:
+        loss = last["heldout_loss"].get((run, lang, step)) if len(last) else None
+        return None if loss is None or pd.isna(loss) else (math.exp(loss) if value == "perplexity" else float(loss))
+
     if "grid" in spec:  # vocab-swap Tables 8, 11, 14: runs in a two-way grid, one block per language and step
         long, parts = [], []
         for lang in langs:
             for s in steps:
-                values = {}
-                for r in {n for names in dict(spec["grid"]["rows"]).values() for n in names if n}:
-                    loss = last["heldout_loss"].get((r, lang, s)) if len(last) else None
-                    if loss is not None and not pd.isna(loss):
-                        v = math.exp(loss) if value == "perplexity" else float(loss)
-                        values[r] = (v, f"{v:.2f}")
+                cells = {r: value_at(r, lang, s) for names in dict(spec["grid"]["rows"]).values() for r in names if r}
+                values = {r: (v, f"{v:.2f}") for r, v in cells.items() if v is not None}
                 grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang)
                 long += [{"language": lang, "step": s, **g} for g in grid_rows]
                 parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: {lang}, held-out {value} at "
@@ -270,9 +271,7 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     for r in rows:
         for lang in langs:
             for s in steps:
-                loss = last["heldout_loss"].get((r, lang, s)) if len(last) else None
-                v = None if loss is None or pd.isna(loss) else (math.exp(loss) if value == "perplexity" else loss)
-                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s, value: v})
+                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s, value: value_at(r, lang, s)})
     table = pd.DataFrame(long)
     best = table.groupby(["language", "step"])[value].min()
     head = " | ".join(f"{lang} @{s:,}" for lang in langs for s in steps)
