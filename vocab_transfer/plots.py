@@ -37,6 +37,12 @@ def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str, svg: str | N
     save_figure(fig, path, svg=svg)
 
 
+def last_per_step(curves: pd.DataFrame, by: str = "label") -> pd.DataFrame:
+    """One record per (``by``, step) of LAPT curves, in step order (runs in their input order): at a two-stage
+    boundary the later stage's."""
+    return curves.sort_values(["step", "stage"], kind="stable").drop_duplicates([by, "step"], keep="last")
+
+
 def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.DataFrame], path: str, *, title: str,
                                svg: str | None = None) -> None:
     """vocab-swap Figures 2/7 and 5 side by side: ρ̄ between each run's embedding and the source rows of
@@ -48,8 +54,7 @@ def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.Data
     axes = list(axes[0])
     if has_curves:
         ax = axes.pop(0)
-        for label, run in curves.groupby("label", sort=False):
-            run = run.sort_values(["step", "stage"]).drop_duplicates("step", keep="last")
+        for label, run in last_per_step(curves).groupby("label", sort=False):
             ax.plot(run["step"], run["source_correlation"], marker="o", ms=3, label=label)
         ax.set(xlabel="LAPT step", ylabel="ρ̄ to the source embedding (shared tokens)", ylim=(-0.05, 1.02),
                title="Recovery of the source embedding")
@@ -81,9 +86,8 @@ def plot_correlation_histograms(curves: pd.DataFrame, path: str, *, title: str, 
 
     import numpy as np
 
-    runs = [(label, run.dropna(subset=["correlation_histogram"]).sort_values(["step", "stage"])
-             .drop_duplicates("step", keep="last")) for label, run in curves.groupby("label", sort=False)
-            if "correlation_histogram" in run]
+    runs = [(label, run.dropna(subset=["correlation_histogram"]))
+            for label, run in last_per_step(curves).groupby("label", sort=False) if "correlation_histogram" in run]
     runs = [(label, run) for label, run in runs if len(run)]
     cols = min(4, max(len(runs), 1))
     rows = max(1, math.ceil(len(runs) / cols))

@@ -9,7 +9,7 @@ import pandas as pd
 from vocab_transfer.corpus import read_corpus
 from vocab_transfer.correlation import correlation_matrix, top_fraction_rows
 from vocab_transfer.io import write_text
-from vocab_transfer.plots import plot_correlation_histograms, plot_embedding_correlation
+from vocab_transfer.plots import last_per_step, plot_correlation_histograms, plot_embedding_correlation
 from vocab_transfer.source_model import load_source_model
 from vocab_transfer.tokenizer import load_tokenizer
 from vocab_transfer.workflow import setup_job
@@ -35,8 +35,7 @@ def main(inputs, labels, wildcards, png, svg, hist, csv, log_path):
     plot_correlation_histograms(curves, hist, title="Per-token correlation with the source embedding, "
                                 f"{wildcards['target']} (source {wildcards['source']})")
     rows = [{"kind": "to_source", "a": r.label, "b": "source", "step": int(r.step), "rho": r.source_correlation}
-            for r in curves.sort_values(["run", "step", "stage"]).drop_duplicates(["run", "step"], keep="last")
-            .itertuples()]
+            for r in last_per_step(curves, by="run").sort_values(["run", "step"], kind="stable").itertuples()]
     for kind, m in zip(("pairwise_all", "pairwise_top50"), pairwise.values(), strict=True):
         rows += [{"kind": kind, "a": a, "b": b, "step": None, "rho": float(m.loc[a, b])} for a in m.index for b in m]
     write_text(pd.DataFrame(rows).to_csv(index=False), csv)
