@@ -110,6 +110,45 @@ def test_focus_bf16_screening_matches_exact():
     torch.testing.assert_close(screened[0], exact[0])
 
 
+def test_certified_shortlist_widens_per_row():
+    """Rows of one batch certified at different shortlist widths (4, then 32, then 256, then all 300 keys in
+    float32) all equal the exact sparsemax, and every stage is used."""
+    from vocab_transfer.methods import neighbours
+    from vocab_transfer.sparsemax import sparsemax
+
+    eye = torch.eye(3)
+    keys = [torch.nn.functional.normalize(-torch.ones(19, 3), dim=1)]  # far from every query (cos -0.58)
+    for axis, (n, step) in enumerate([(1, 0.0), (20, 1e-4), (260, 1e-5)]):  # the last two below bf16's resolution
+        keys.append(torch.nn.functional.normalize(eye[axis] - step * torch.arange(float(n))[:, None] * eye[axis - 1], dim=1))
+    keys = torch.cat(keys)
+    widths = []
+    select = neighbours._sparsemax_select
+    neighbours._sparsemax_select = lambda z: (widths.append(z.shape[1]), select(z))[1]
+    try:
+        w, idx = neighbours.neighbour_weights(eye, keys, keys.T.contiguous(), weighting="sparsemax", k=64,
+                                              screen=keys.T.contiguous().to(torch.bfloat16), screen_k=4)
+    finally:
+        neighbours._sparsemax_select = select
+    assert widths == [4, 32, 256]  # and the 260-wide row is left to the exact float32 path
+    dense = torch.zeros(3, len(keys)).scatter_add_(1, idx, w)
+    torch.testing.assert_close(dense, sparsemax(eye @ keys.T, dim=1))
+    assert (dense > 0).sum(1).tolist() == [1, 20, 260]
+
+
+def test_mix_rows_equals_dense_weighted_sum():
+    from vocab_transfer.methods.neighbours import mix_rows
+
+    g = torch.Generator().manual_seed(1)
+    rows = torch.randn(50, 7, generator=g)
+    idx = torch.randint(50, (9, 5), generator=g)
+    idx[:, 1] = (idx[:, 0] + 1) % 50  # no duplicate key per row
+    w = torch.rand(9, 5, generator=g) * (torch.rand(9, 5, generator=g) > 0.4)
+    w[3] = 0  # a row with no weight at all gives a zero row
+    expected = torch.einsum("nk,nkd->nd", w, rows[idx])
+    torch.testing.assert_close(mix_rows(w, idx, rows), expected)
+    assert torch.equal(mix_rows(w, idx, rows)[3], torch.zeros(7))
+
+
 def test_column_mean_std_matches_torch():
     from vocab_transfer.methods.base import column_mean_std
 

@@ -144,12 +144,13 @@ def restrict_to_vocabulary(source_tokenizer, language_tokenizer) -> torch.Tensor
 
 def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: int = 10,
                  temperature: float = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
-                 screen_dtype: str = "float32") -> EmbeddingInit:
+                 screen_dtype: str = "bfloat16") -> EmbeddingInit:
     """Config adapter: ``kind: wechsel``.
 
     ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1:
-    English for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype: bfloat16`` turns on
-    the bf16 shortlist of :func:`wechsel_init`.
+    English for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype``: ``bfloat16`` (default)
+    takes the certified bf16 shortlist of :func:`wechsel_init` (the float32 neighbours), ``float32`` the plain
+    float32 similarities.
     """
     screen = screen_dtype_of(screen_dtype)
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
