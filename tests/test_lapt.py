@@ -198,3 +198,103 @@ def test_cuda_resume_is_bit_identical(tmp_path):
         for (name, a), b in zip(m1.state_dict().items(), m3.state_dict().values(), strict=True):
             assert torch.equal(a, b), (variant, name)
         pd.testing.assert_frame_equal(c1, c3)
+
+
+def mf_artifact(tmp_path, model, clusters, seed=0):
+    """An init artifact of kind mf for ``model``'s vocabulary: factors of its own embeddings (+ bias column)."""
+    from vocab_transfer.io import write_tensors
+    from vocab_transfer.methods.unks import factorize_source, mf_init
+    from vocab_transfer.source_model import embedding_matrix
+
+    X = embedding_matrix(model)
+    F, G, Z = factorize_source(X, seed=seed, clusters=clusters, dim=4, max_iter=50)
+    n = X.shape[0]
+    module = mf_init(F, G, Z, n, torch.arange(n), torch.arange(n), seed=seed)
+    flat = module.flatten()
+    d = model.get_input_embeddings().weight.shape[1]
+    path = tmp_path / f"mf{clusters}.safetensors"
+    write_tensors({"embeddings": flat[:, :d].contiguous(), "output_bias": flat[:, d].contiguous(), **module.state()},
+                  path)
+    return path
+
+
+@pytest.mark.parametrize("clusters", [1, 3])
+def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clusters):
+    """UNKs §3.3: LAPT in factorized form starts from exactly the flattened model, trains F' (and Z, G) and the
+    output bias only (embeddings_only), resumes bit-identically, and flattens back to a plain tied model."""
+    from vocab_transfer.factorized import attach_factorized, detach_factorized, read_factors
+    from vocab_transfer.init import swap_embeddings
+
+    def fresh():
+        model = swap_embeddings(tiny_model(sw_tokenizer), str(art))
+        attach_factorized(model, read_factors(str(art)))
+        return model
+
+    art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), clusters)
+    plain = swap_embeddings(tiny_model(sw_tokenizer), str(art)).eval()
+    model = fresh().eval()
+    ids = blocks[0][:2]
+    torch.testing.assert_close(model(input_ids=ids).logits, plain(input_ids=ids).logits, rtol=1e-5, atol=1e-5)
+    names = embedding_parameter_names(model)
+    assert {n.rsplit(".", 1)[-1] for n in names} == {"F", "G", "bias"} | ({"Z"} if clusters > 1 else set())
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    cfg = config(variant="embeddings_only", steps=8)
+    curve = train(model, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "a")
+    for n, p in model.named_parameters():
+        assert torch.equal(p, before[n]) != (n in names), n  # the factors and bias moved, nothing else
+    assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+
+    interrupted = fresh()
+    train(interrupted, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "b", stop_after=4)
+    torch.randn(10)
+    resumed = fresh()
+    train(resumed, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "b")
+    for (n, a), b in zip(model.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b), n
+
+    model.eval()
+    logits = model(input_ids=ids).logits
+    factors = detach_factorized(model)
+    emb = model.get_input_embeddings()
+    assert isinstance(emb, torch.nn.Embedding) and model.get_output_embeddings().weight is emb.weight
+    assert torch.equal(emb.weight, factors.flatten()[:, : emb.weight.shape[1]])
+    torch.testing.assert_close(model(input_ids=ids).logits, logits, rtol=1e-5, atol=1e-5)
+
+
+def test_factorized_lapt_can_fix_the_up_projection(tmp_path, sw_tokenizer, blocks):
+    from vocab_transfer.factorized import attach_factorized, read_factors
+    from vocab_transfer.init import swap_embeddings
+
+    art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), 1)
+    model = swap_embeddings(tiny_model(sw_tokenizer), str(art))
+    attach_factorized(model, read_factors(str(art)), freeze_up_projection=True)
+    G = model.get_input_embeddings().factors.G.clone()
+    train(model, sw_tokenizer, *blocks, config(steps=4), checkpoint_dir=tmp_path / "a")
+    assert torch.equal(model.get_input_embeddings().factors.G, G)
+    assert not any(n.endswith(".G") for n, _ in model.named_parameters())
+
+
+def test_factorized_lapt_needs_an_mf_artifact(tmp_path, sw_tokenizer):
+    from vocab_transfer.factorized import read_factors
+    from vocab_transfer.io import write_tensors
+
+    write_tensors({"embeddings": torch.zeros(3, 2)}, tmp_path / "focus.safetensors")
+    with pytest.raises(ValueError, match=r"kind: mf.*has \['embeddings'\]"):
+        read_factors(str(tmp_path / "focus.safetensors"))
+
+
+def test_factorized_lapt_cli_writes_flat_model_and_factors(tmp_path, sw_tokenizer, swahili_verses):
+    from transformers import AutoModelForMaskedLM
+
+    from vocab_transfer.factorized import FACTORS_FILE, FactorizedEmbedding
+    from vocab_transfer.io import read_tensors
+
+    model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
+    art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), 3)
+    cmd = cli(tmp_path, model_dir, tmp_path / "out", 4, factorized=True) + ["--embeddings", str(art)]
+    subprocess.run(cmd, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True)
+    factors = FactorizedEmbedding.from_tensors(read_tensors(tmp_path / "out" / FACTORS_FILE))
+    start = FactorizedEmbedding.from_tensors(read_tensors(art))
+    assert not torch.equal(factors.F, start.F) and factors.Z is not None
+    saved = AutoModelForMaskedLM.from_pretrained(tmp_path / "out")
+    assert torch.equal(saved.get_input_embeddings().weight, factors.flatten()[:, :16])

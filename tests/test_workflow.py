@@ -80,7 +80,9 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert pd.read_parquet(tiny_run / "results/dictionaries/en/sw.parquet").shape[0] > 1000  # FreeDict eng-swh
     # LAPT: Figure 2 data for both runs, the two-stage run with its embeddings-only stage first
     lapt = pd.read_csv(tiny_run / "results/figures/lapt_curves/tiny/sw.csv")
-    assert set(lapt["run"]) == {"random", "focus", "adapter"} and (tiny_run / "results/figures/lapt_curves/tiny/sw.png").is_file()
+    assert set(lapt["run"]) == {"random", "focus", "adapter", "mf_factorized"}
+    assert (tiny_run / "results/figures/lapt_curves/tiny/sw.png").is_file()
+    assert (tiny_run / "results/lapt/tiny/sw/mf_factorized/model/factorized_embeddings.safetensors").is_file()
     assert (tiny_run / "results/figures/lapt_curves/tiny/sw.svg").read_text().lstrip().startswith("<?xml")
     assert lapt.loc[lapt["run"] == "random", "stage"].tolist()[:3] == [0, 0, 1]
     from transformers import AutoModelForMaskedLM
@@ -172,6 +174,11 @@ def test_missing_dictionary_is_named(tmp_path):
 def test_method_target_outside_targets_is_named(tmp_path):
     proc = bad_config(tmp_path, lambda c: c["methods"]["reinit"].update(targets=["fr"]))
     assert proc.returncode != 0 and "methods.reinit.targets" in proc.stderr
+
+
+def test_factorized_run_of_a_flat_method_is_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["lapt"]["runs"]["focus"].update(factorized=True))
+    assert proc.returncode != 0 and "lapt.runs.focus: factorized: true" in proc.stderr and "'focus'" in proc.stderr
 
 
 def test_schema_lists_every_registered_method_kind():

@@ -182,9 +182,13 @@ def check_lapt(config: dict) -> None:
             raise ConfigError(f"lapt.runs.{name}.method: {run['method']!r} is not an entry of 'methods'")
         check_method_language(config, run["method"], lapt_run_targets(config, name), f"lapt.runs.{name}")
         try:
-            LaptConfig.from_dict({**lapt.get("training", {}), **{k: v for k, v in run.items() if k not in RUN_KEYS}})
+            cfg = LaptConfig.from_dict({**lapt.get("training", {}), **{k: v for k, v in run.items() if k not in RUN_KEYS}})
         except (TypeError, ValueError) as e:
             raise ConfigError(f"lapt.runs.{name}: {e}") from None
+        kind = config["methods"][run["method"]].get("kind")
+        if cfg.factorized and kind != "mf":
+            raise ConfigError(f"lapt.runs.{name}: factorized: true trains the factors of a kind: mf init, but method "
+                              f"{run['method']!r} is of kind {kind!r}")
 
 
 def check_method_language(config: dict, method: str, langs: list[str], where: str) -> None:

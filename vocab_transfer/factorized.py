@@ -16,10 +16,13 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-__all__ = ["FACTOR_KEYS", "FactorizedEmbedding", "NeuralFitHistory", "fit_neural", "gumbel_softmax_st"]
+__all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary", "NeuralFitHistory",
+           "attach_factorized", "detach_factorized", "fit_neural", "gumbel_softmax_st", "read_factors"]
 
 #: safetensors keys of a factorized embedding (``EmbeddingInit.extra``)
 FACTOR_KEYS = ("mf_F", "mf_G", "mf_Z", "mf_tau")
+#: the trained factors beside a LAPT model trained in factorized form (``mf_*`` keys)
+FACTORS_FILE = "factorized_embeddings.safetensors"
 
 
 def gumbel_softmax_st(logits: torch.Tensor, tau: float | torch.Tensor, *,
@@ -127,6 +130,119 @@ class FactorizedEmbedding(nn.Module):
         """Rebuild from :meth:`state` (e.g. the ``mf_*`` tensors of an init artifact)."""
         tau = float(tensors["mf_tau"].reshape(-1)[0]) if "mf_tau" in tensors else 1.0
         return cls(tensors["mf_F"], tensors["mf_G"], tensors.get("mf_Z"), tau=tau)
+
+
+class FactorizedVocabulary(nn.Module):
+    """A masked LM's input embeddings drawn from a :class:`FactorizedEmbedding` (UNKs §3.3: "we simply learn new
+    low-dimensional embeddings F' with the pretraining task, which are up-projected with G"), for LAPT in
+    factorized form: the trainable parameters are ``F'``, ``G`` (unless ``freeze_up_projection``: a buffer, "G
+    only needs to be pretrained once") and, for C > 1, the cluster logits ``Z``.
+
+    Each forward computes the whole table ``[V, D]`` once: in training mode with one straight-through
+    Gumbel-softmax sample per token *type* (eq. 3; a token's occurrences share their cluster in a step), in eval
+    mode with ``argmax Z``. The input rows are its first ``d`` columns; :class:`FactorizedDecoder`, the tied
+    output projection, reads the same table in the same forward pass. ``weight`` is the eval-mode table
+    (detached), so code that reads ``get_input_embeddings().weight`` sees the current embedding matrix.
+    Padding rows get gradients like any other (packed LAPT blocks have no padding)."""
+
+    def __init__(self, factors: FactorizedEmbedding, d: int, *, freeze_up_projection: bool = False) -> None:
+        super().__init__()
+        if factors.embedding_dim not in (d, d + 1):
+            raise ValueError(f"the factors' rows have {factors.embedding_dim} columns; the model's embeddings {d} "
+                             f"(or {d + 1} with the output-bias column)")
+        self.factors, self.d = factors, d
+        if freeze_up_projection:
+            G = factors.G.detach()
+            del factors.G
+            factors.register_buffer("G", G)
+        self._table: torch.Tensor | None = None
+
+    def table(self) -> torch.Tensor:
+        f = self.factors
+        if f.clusters == 1:
+            return f.F @ f.G[0]
+        if not self.training:
+            return f._hard(f.F, f.assignment())
+        w = gumbel_softmax_st(f.Z, f.tau, generator=f.generator)  # [V, C], one sample per token type
+        return (w[:, :, None] * f.F[:, None, :]).flatten(1) @ f.G.reshape(-1, f.embedding_dim)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        self._table = self.table()
+        return nn.functional.embedding(input_ids, self._table[:, : self.d])
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return self.factors.flatten()[:, : self.d]
+
+    @property
+    def num_embeddings(self) -> int:
+        return self.factors.num_embeddings
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.d
+
+
+class FactorizedDecoder(nn.Module):
+    """The output projection tied to a :class:`FactorizedVocabulary`: ``h · E^T + b`` with ``E`` the table of the
+    same forward pass. ``b`` is the LM head's own output-bias parameter (one scalar per token, trained freely;
+    it starts as the bias column of ``F'G`` when the factorization carried one)."""
+
+    def __init__(self, vocabulary: FactorizedVocabulary, bias: nn.Parameter | None) -> None:
+        super().__init__()
+        self.__dict__["vocabulary"] = vocabulary  # a reference, not a second registration of its parameters
+        self.bias = bias
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        v = self.vocabulary
+        table = v._table if v._table is not None else v.table()
+        return nn.functional.linear(hidden, table[:, : v.d].to(hidden.dtype), self.bias)
+
+
+def read_factors(path: str | None) -> FactorizedEmbedding:
+    """The factors (``mf_*`` tensors) of an init artifact of ``kind: mf``; a clear error for any other."""
+    from .io import read_tensors
+
+    tensors = read_tensors(path) if path else {}
+    if "mf_F" not in tensors or "mf_G" not in tensors:
+        raise ValueError(f"factorized LAPT needs the init artifact of a factorized method (kind: mf, tensors mf_F "
+                         f"and mf_G); {path or 'no --embeddings'} has {sorted(tensors) or 'none'}")
+    return FactorizedEmbedding.from_tensors(tensors)
+
+
+def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projection: bool = False) -> None:
+    """Replace a masked LM's word embeddings and tied output projection by ``factors`` (in place). The model's
+    vocabulary must already be the factors' (``init.swap_embeddings`` with the same artifact), so its outputs
+    in eval mode are unchanged. :func:`detach_factorized` undoes it."""
+    emb, out = model.get_input_embeddings(), model.get_output_embeddings()
+    if out is None or not isinstance(emb, nn.Embedding):
+        raise ValueError(f"factorized LAPT needs a masked LM with tied input/output embeddings; "
+                         f"{type(model).__name__} has input {type(emb).__name__}, output {type(out).__name__}")
+    if factors.num_embeddings != emb.num_embeddings:
+        raise ValueError(f"the factors have {factors.num_embeddings} rows, the model's vocabulary "
+                         f"{emb.num_embeddings}: attach after swapping in the same init artifact")
+    vocabulary = FactorizedVocabulary(factors.to(emb.weight.device), emb.embedding_dim,
+                                      freeze_up_projection=freeze_up_projection)
+    model.set_input_embeddings(vocabulary)
+    model.set_output_embeddings(FactorizedDecoder(vocabulary, out.bias))
+    model.__dict__["_factorized_decoder"] = out  # the plain decoder (not a submodule), restored by detach_factorized
+
+
+@torch.no_grad()
+def detach_factorized(model) -> FactorizedEmbedding:
+    """Back to a plain model whose embeddings are the factors' eval-mode table (what ``save_pretrained`` writes);
+    returns the trained factors (``state()`` gives their ``mf_*`` tensors)."""
+    vocabulary, decoder = model.get_input_embeddings(), model.__dict__.pop("_factorized_decoder", None)
+    if not isinstance(vocabulary, FactorizedVocabulary) or decoder is None:
+        raise ValueError("the model has no factorized embeddings attached")
+    weight = vocabulary.weight.contiguous()
+    emb = nn.Embedding(weight.shape[0], weight.shape[1], padding_idx=model.config.pad_token_id,
+                       device=weight.device, dtype=weight.dtype)
+    emb.weight.copy_(weight)
+    model.set_input_embeddings(emb)
+    decoder.weight = emb.weight  # tied again, as in the source model
+    model.set_output_embeddings(decoder)
+    return vocabulary.factors
 
 
 @dataclass

@@ -23,6 +23,12 @@ trainable sets):
   ``vocab_transfer.adapters.AdapterConfig``) trained jointly with the embeddings, the rest frozen
   (unks-everywhere §4.3); ``--output`` also holds ``language_adapter.safetensors`` / ``.json``.
 
+``factorized: true`` (UNKs §3.3, the MF rows) trains the embeddings in the form the init artifact of a
+``kind: mf`` method holds them: ``F'`` (low-dimensional rows), the up-projections ``G`` (fixed with
+``freeze_up_projection``) and the cluster logits ``Z`` (straight-through Gumbel-softmax), instead of the flat
+``F'G`` (:class:`vocab_transfer.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
+the trained factors in ``factorized_embeddings.safetensors``.
+
 Every ``checkpoint_every`` steps the model, optimizer, scheduler, RNG states and step are written
 atomically to ``--checkpoints``; a rerun resumes from the last one and ends bit-identical to an
 uninterrupted run (data order, masks and dropout are functions of the seed and the step). On
@@ -64,7 +70,8 @@ from .adapters import (
 )
 from .corpus import read_corpus
 from .correlation import row_correlations
-from .io import atomic_path, write_parquet
+from .factorized import FACTORS_FILE, attach_factorized, detach_factorized, read_factors
+from .io import atomic_path, write_parquet, write_tensors
 from .mlm import mask_tokens, pack_texts
 
 log = logging.getLogger(__name__)
@@ -97,6 +104,8 @@ class LaptConfig:
     variant: str = "full"  # full | two_stage | embeddings_only | freeze_body | adapter
     adapter: dict = field(default_factory=dict)  # variant adapter: AdapterConfig fields (default MAD-X 2.0)
     embedding_stage_ratio: float = 0.2
+    factorized: bool = False  # UNKs MF rows: train the init artifact's factors F' (and Z, G), not F'G (§3.3)
+    freeze_up_projection: bool = False  # factorized: G stays fixed ("G only needs to be pretrained once", §3.3)
     seed: int = 0
     threads: int | None = None  # CPU threads (None: torch's default)
 
@@ -128,14 +137,12 @@ class LaptConfig:
 
 
 def embedding_parameter_names(model) -> set[str]:
-    """Input embeddings (tied to the output embeddings) and the LM head's output bias."""
-    emb = model.get_input_embeddings().weight
-    names = {n for n, p in model.named_parameters() if p is emb}
+    """Input embeddings (tied to the output embeddings; a factorized vocabulary's F', G, Z) and the LM head's
+    output bias."""
     out = model.get_output_embeddings()
-    for n, p in model.named_parameters():
-        if out is not None and (p is getattr(out, "bias", None) or p is out.weight):
-            names.add(n)
-    return names
+    own = {id(p) for p in model.get_input_embeddings().parameters()}
+    own |= {id(p) for p in (getattr(out, "weight", None), getattr(out, "bias", None)) if isinstance(p, torch.nn.Parameter)}
+    return {n for n, p in model.named_parameters() if id(p) in own}
 
 
 def resolve_objective(model, objective: str) -> str:
@@ -446,6 +453,8 @@ def main(argv: list[str] | None = None) -> None:
         log.info("source correlation over %d shared tokens (%s)", len(ids), args.anchors)
     if args.embeddings:  # after the anchors: they are the source's rows
         model = swap_embeddings(model, args.embeddings)
+    if cfg.factorized:
+        attach_factorized(model, read_factors(args.embeddings), freeze_up_projection=cfg.freeze_up_projection)
     resolve_objective(model, cfg.objective)  # a mismatch fails before the corpus is tokenized
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
         raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
@@ -461,6 +470,8 @@ def main(argv: list[str] | None = None) -> None:
             if adapter_parameter_names(model):  # language_adapter.* beside a plain model
                 save_language_adapter(model, tmp)
                 strip_language_adapter(model)
+            if cfg.factorized:  # the trained factors beside the flattened model
+                write_tensors(detach_factorized(model).state(), tmp / FACTORS_FILE)
             model.save_pretrained(str(tmp))
             tokenizer.save_pretrained(str(tmp))
         shutil.rmtree(checkpoints, ignore_errors=True)
