@@ -374,6 +374,7 @@ def finetune_model_dir(wildcards, input):
 
 
 def finetune_tokenizer_dir(wildcards, input):
+    """--tokenizer: the snapshot's own (saved with it), else the tokenizer input."""
     return finetune_model_dir(wildcards, input) if "step" in FT_MODELS[wildcards.ftmodel] else input.tokenizer
 
 
@@ -469,7 +470,8 @@ def lapt_finetune_inputs(wildcards):
     """vocab-swap Figures 4/8: the held-out curves of the figure's LAPT runs and the scores of every model
     fine-tuned on its task from those runs (snapshots and final models), all seeds."""
     s, lang, spec = wildcards.source, figure_language(wildcards.figure), FIGURES[wildcards.figure]
-    inputs = {f"curve__{r}": f"results/lapt/{s}/{lang}/{r}/curve.parquet" for r in figure_runs(config, wildcards.figure)}
+    inputs = {f"curve__{r}": f"results/lapt/{s}/{lang}/{r}/curve.parquet"
+              for r in figure_runs(config, wildcards.figure)}
     for model, _, _ in figure_points(config, wildcards.figure):
         for seed in FINETUNE.get("seeds", []):
             inputs[f"scores__{model}__{seed}"] = f"results/finetune/{s}/{spec['task']}/{model}/seed{seed}.parquet"
@@ -479,7 +481,8 @@ def lapt_finetune_inputs(wildcards):
 def lapt_finetune_params(wildcards):
     """The figure's runs (with labels) and points [model, run, step], as JSON in config order."""
     spec, runs = FIGURES[wildcards.figure], figure_runs(config, wildcards.figure)
-    return canonical({"title": spec.get("title", wildcards.figure), "task": FT_TASKS[spec["task"]].get("label", spec["task"]),
+    return canonical({"title": spec.get("title", wildcards.figure),
+                      "task": FT_TASKS[spec["task"]].get("label", spec["task"]),
                       "runs": [[r, LAPT["runs"][r].get("label", r)] for r in runs],
                       "points": [list(p) for p in figure_points(config, wildcards.figure)]})
 

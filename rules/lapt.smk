@@ -16,7 +16,7 @@ rule train_lapt:
         model=directory("results/lapt/{source}/{target}/{run}/model"),
         curve="results/lapt/{source}/{target}/{run}/curve.parquet",
         snapshots=directory("results/lapt/{source}/{target}/{run}/snapshots"),  # step-XXXXXXXX/ (snapshot_steps)
-        token_accuracy="results/lapt/{source}/{target}/{run}/token_accuracy.parquet",  # empty without token_accuracy_top
+        token_accuracy="results/lapt/{source}/{target}/{run}/token_accuracy.parquet",  # rows: token_accuracy_top
     params:
         config=lapt_config,
         checkpoints="results/lapt/{source}/{target}/{run}/checkpoints",
