@@ -353,7 +353,9 @@ def publish_snapshots(checkpoint_dir: str | os.PathLike, dest: str | os.PathLike
     staged = Path(checkpoint_dir) / SNAPSHOTS
     missing = [s for s in steps if not (staged / f"step-{s:08d}" / "config.json").is_file()]
     if missing:
-        raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged}")
+        raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged} (a run resumed from "
+                                f"checkpoints written before snapshot_steps named them: delete {checkpoint_dir} to "
+                                "train from the start)")
 
     def link(src: str, dst: str) -> None:
         try:
