@@ -33,4 +33,5 @@ rule all:
         lapt_outputs(),
         finetune_outputs(),
         paper_table_outputs(),
+        paper_figure_outputs(),
     default_target: True

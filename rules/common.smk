@@ -8,10 +8,13 @@ from snakemake.utils import validate
 
 from vocab_transfer.config import (
     ConfigError,
-    RUN_KEYS,
     all_targets,
     check_config,
+    expand_snapshot_models,
+    figure_points,
+    figure_runs,
     finetune_model_tasks,
+    lapt_run_settings,
     lapt_run_targets,
     local_model_dir,
     method_targets,
@@ -27,6 +30,8 @@ try:
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 validate(config, "../schemas/config.schema.yaml")  # fills in the schema's defaults
+if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT snapshot, <name>-step<N>
+    config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
 
 # glibc returns large freed blocks to the OS at once, and every training step then pays page faults
 # for its activations again (17% of a CPU step in the demo). Jobs inherit these unless already set.
@@ -51,6 +56,7 @@ wildcard_constraints:
     ftmodel="|".join(config.get("finetune", {}).get("models", {})) or "^$",
     seed=r"\d+",
     table="|".join(config.get("tables", {})) or "^$",
+    figure="|".join(config.get("figures", {})) or "^$",
 
 
 def canonical(obj):
@@ -301,8 +307,7 @@ def lapt_anchors(wildcards):
 
 def lapt_config(wildcards):
     """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
-    run = {k: v for k, v in LAPT["runs"][wildcards.run].items() if k not in RUN_KEYS}
-    return canonical({"seed": config["seed"], **LAPT.get("training", {}), **run})
+    return canonical(lapt_run_settings(config, wildcards.run))
 
 
 def lapt_curves(wildcards):
@@ -343,11 +348,14 @@ def task_spec(wildcards):
 
 
 def finetune_inputs(wildcards):
-    """The model to fine-tune (LAPT output, source model + init artifact, or the source model), its
-    tokenizer and the prepared task data."""
+    """The model to fine-tune (LAPT output or snapshot, source model + init artifact, or the source model), its
+    tokenizer and the prepared task data. A snapshot lives inside the run's `snapshots/` folder, which is what
+    Snakemake tracks (finetune_model_dir names the step's folder)."""
     model, lang, s = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]["language"], wildcards.source
     inputs = {"data": f"results/tasks/{wildcards.task}"}
-    if "lapt" in model:
+    if "step" in model:
+        inputs["snapshots"] = f"results/lapt/{s}/{lang}/{model['lapt']}/snapshots"
+    elif "lapt" in model:
         inputs["model"] = inputs["tokenizer"] = f"results/lapt/{s}/{lang}/{model['lapt']}/model"
     elif "init" in model:
         inputs["model"] = source_model_dir(wildcards)
@@ -358,16 +366,29 @@ def finetune_inputs(wildcards):
     return inputs
 
 
+def finetune_model_dir(wildcards, input):
+    """--model and --tokenizer of a fine-tuning job: a LAPT snapshot's folder (step-XXXXXXXX/ in the run's
+    snapshots/, vocab-swap Figures 4/8), else the model input (its tokenizer input for --tokenizer)."""
+    step = FT_MODELS[wildcards.ftmodel].get("step")
+    return f"{input.snapshots}/step-{step:08d}" if step is not None else input.model
+
+
+def finetune_tokenizer_dir(wildcards, input):
+    """--tokenizer: the snapshot's own (saved with it), else the tokenizer input."""
+    return finetune_model_dir(wildcards, input) if "step" in FT_MODELS[wildcards.ftmodel] else input.tokenizer
+
+
 def finetune_config(wildcards):
     return canonical({**FINETUNE.get("training", {}), **FT_TASKS[wildcards.task].get("training", {})})
 
 
 def finetune_meta(wildcards):
     model, task = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]
+    step = {"lapt_step": model["step"]} if "step" in model else {}  # snapshots only: other jobs keep their params
     return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
                       "method": model.get("lapt") and LAPT["runs"][model["lapt"]]["method"] or model.get("init")
                       or "source", "lapt": model.get("lapt"), "task_name": wildcards.task,
-                      "language": task["language"], "dataset": task["dataset"]["loader"]})
+                      "language": task["language"], "dataset": task["dataset"]["loader"], **step})
 
 
 def finetune_embeddings_flag(wildcards, input):
@@ -430,3 +451,59 @@ def paper_table_spec(wildcards):
 
 def paper_table_outputs(wildcards=None):
     return expand("results/tables/paper/{table}.md", table=list(PAPER_TABLES))
+
+
+# --- paper figures --------------------------------------------------------------------------------
+FIGURES = config.get("figures", {})
+
+
+def figures_of_kind(kind):
+    return [name for name, spec in FIGURES.items() if spec["kind"] == kind]
+
+
+def figure_language(figure):
+    spec = FIGURES[figure]
+    return FT_TASKS[spec["task"]]["language"] if spec["kind"] == "lapt_finetune" else spec["language"]
+
+
+def lapt_finetune_inputs(wildcards):
+    """vocab-swap Figures 4/8: the held-out curves of the figure's LAPT runs and the scores of every model
+    fine-tuned on its task from those runs (snapshots and final models), all seeds."""
+    s, lang, spec = wildcards.source, figure_language(wildcards.figure), FIGURES[wildcards.figure]
+    inputs = {f"curve__{r}": f"results/lapt/{s}/{lang}/{r}/curve.parquet"
+              for r in figure_runs(config, wildcards.figure)}
+    for model, _, _ in figure_points(config, wildcards.figure):
+        for seed in FINETUNE.get("seeds", []):
+            inputs[f"scores__{model}__{seed}"] = f"results/finetune/{s}/{spec['task']}/{model}/seed{seed}.parquet"
+    return inputs
+
+
+def lapt_finetune_params(wildcards):
+    """The figure's runs (with labels) and points [model, run, step], as JSON in config order."""
+    spec, runs = FIGURES[wildcards.figure], figure_runs(config, wildcards.figure)
+    return canonical({"title": spec.get("title", wildcards.figure),
+                      "task": FT_TASKS[spec["task"]].get("label", spec["task"]),
+                      "runs": [[r, LAPT["runs"][r].get("label", r)] for r in runs],
+                      "points": [list(p) for p in figure_points(config, wildcards.figure)]})
+
+
+def token_accuracy_inputs(wildcards):
+    """vocab-swap Figure 6: each run's per-token accuracy and the provenance that splits its tokens into matched
+    and not matched (the `matched_by` method's, else the run's own init)."""
+    s, lang, spec = wildcards.source, figure_language(wildcards.figure), FIGURES[wildcards.figure]
+    inputs = {}
+    for r in figure_runs(config, wildcards.figure):
+        method = spec.get("matched_by") or LAPT["runs"][r]["method"]
+        inputs[f"accuracy__{r}"] = f"results/lapt/{s}/{lang}/{r}/token_accuracy.parquet"
+        inputs[f"provenance__{r}"] = f"results/init/{s}/{lang}/{method}.provenance.parquet"
+    return inputs
+
+
+def token_accuracy_params(wildcards):
+    spec = FIGURES[wildcards.figure]
+    return canonical({**{k: v for k, v in spec.items() if k != "runs"}, "title": spec.get("title", wildcards.figure),
+                      "runs": [[r, LAPT["runs"][r].get("label", r)] for r in figure_runs(config, wildcards.figure)]})
+
+
+def paper_figure_outputs(wildcards=None):
+    return [f"results/figures/{spec['kind']}/{s}/{name}.png" for name, spec in FIGURES.items() for s in SOURCES]

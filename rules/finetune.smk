@@ -23,6 +23,8 @@ rule finetune:
         scores="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.parquet",
         history="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.history.parquet",
     params:
+        model=finetune_model_dir,
+        tokenizer=finetune_tokenizer_dir,
         config=finetune_config,
         meta=finetune_meta,
         embeddings=finetune_embeddings_flag,
@@ -39,8 +41,8 @@ rule finetune:
     benchmark:
         "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seed}.tsv"
     shell:
-        "exec {params.launcher} -m vocab_transfer.finetune --model {input.model} {params.embeddings}"
-        " --tokenizer {input.tokenizer} --task {params.task} --data {input.data} --seed {wildcards.seed}"
+        "exec {params.launcher} -m vocab_transfer.finetune --model {params.model} {params.embeddings}"
+        " --tokenizer {params.tokenizer} --task {params.task} --data {input.data} --seed {wildcards.seed}"
         " --output {output.scores} --history {output.history} --checkpoints {params.checkpoints}"
         " --meta '{params.meta}' --config '{params.config}' 2>> {log}"
 
@@ -87,3 +89,27 @@ rule make_paper_table:
         "logs/make_paper_table/{table}.log",
     script:
         "../workflow_scripts/make_paper_table.py"
+
+
+# vocab-swap Figures 4/8 (config `figures`, kind lapt_finetune): held-out MLM loss during LAPT and the task's test
+# score after fine-tuning at LAPT snapshots (finetune.models entries with `steps`) and at the end of each run.
+rule plot_lapt_finetune:
+    input:
+        unpack(lapt_finetune_inputs),
+    output:
+        png=report(
+            "results/figures/lapt_finetune/{source}/{figure}.png",
+            category="Figures",
+            caption="../report/lapt_finetune.rst",
+            labels={"figure": "{figure}"},
+        ),
+        svg="results/figures/lapt_finetune/{source}/{figure}.svg",
+        csv="results/figures/lapt_finetune/{source}/{figure}.csv",
+    wildcard_constraints:
+        figure="|".join(figures_of_kind("lapt_finetune")) or "^$",
+    params:
+        spec=lapt_finetune_params,
+    log:
+        "logs/plot_lapt_finetune/{source}/{figure}.log",
+    script:
+        "../workflow_scripts/plot_lapt_finetune.py"

@@ -15,6 +15,8 @@ rule train_lapt:
     output:
         model=directory("results/lapt/{source}/{target}/{run}/model"),
         curve="results/lapt/{source}/{target}/{run}/curve.parquet",
+        snapshots=directory("results/lapt/{source}/{target}/{run}/snapshots"),  # step-XXXXXXXX/ (snapshot_steps)
+        token_accuracy="results/lapt/{source}/{target}/{run}/token_accuracy.parquet",  # rows: token_accuracy_top
     params:
         config=lapt_config,
         checkpoints="results/lapt/{source}/{target}/{run}/checkpoints",
@@ -32,6 +34,7 @@ rule train_lapt:
         "exec {params.launcher} -m vocab_transfer.lapt --model {input.model} --embeddings {input.embeddings}"
         " --tokenizer {input.tokenizer} --train {input.train} --heldout {input.heldout}"
         " --output {output.model} --curve {output.curve} --checkpoints {params.checkpoints}"
+        " --snapshots {output.snapshots} --token-accuracy {output.token_accuracy}"
         " $([ -n '{input.anchors}' ] && echo --anchors '{input.anchors}')"
         " --config '{params.config}' 2>> {log}"
 
@@ -77,3 +80,27 @@ rule plot_embedding_correlation:
         "logs/plot_embedding_correlation/{source}/{target}.log",
     script:
         "../workflow_scripts/plot_embedding_correlation.py"
+
+
+# vocab-swap Figure 6 (config `figures`, kind token_accuracy): held-out accuracy of the most frequent tokens during
+# LAPT, split by whether the init matched them to a source token, and its distribution at chosen steps.
+rule plot_token_accuracy:
+    input:
+        unpack(token_accuracy_inputs),
+    output:
+        png=report(
+            "results/figures/token_accuracy/{source}/{figure}.png",
+            category="Figures",
+            caption="../report/token_accuracy.rst",
+            labels={"figure": "{figure}"},
+        ),
+        svg="results/figures/token_accuracy/{source}/{figure}.svg",
+        csv="results/figures/token_accuracy/{source}/{figure}.csv",
+    wildcard_constraints:
+        figure="|".join(figures_of_kind("token_accuracy")) or "^$",
+    params:
+        spec=token_accuracy_params,
+    log:
+        "logs/plot_token_accuracy/{source}/{figure}.log",
+    script:
+        "../workflow_scripts/plot_token_accuracy.py"

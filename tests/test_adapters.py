@@ -122,12 +122,18 @@ def test_save_strip_reload_reproduces_the_trained_model(tmp_path, sw_tokenizer, 
     x = blocks[1][:4]
     logits, hidden = model(input_ids=x).logits, model.base_model(input_ids=x).last_hidden_state
     assert torch.equal(trained[1].eval()(input_ids=x).logits, logits)
+    from vocab_transfer.lapt import save_model
+
+    save_model(model, sw_tokenizer, tmp_path / "saved")  # LAPT's writer (final model, snapshots): no stripping
+    assert adapter_parameter_names(model) and torch.equal(model(input_ids=x).logits, logits)
     save_language_adapter(model, tmp_path)
     strip_language_adapter(model)
     plain = tiny_model(sw_tokenizer).state_dict().keys()
     assert not adapter_parameter_names(model) and model.state_dict().keys() == plain
     assert not torch.equal(model(input_ids=x).logits, logits)  # the adapter mattered
     model.save_pretrained(tmp_path)
+    for name in ("model.safetensors", "language_adapter.safetensors", "language_adapter.json"):
+        assert (tmp_path / "saved" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     meta = json.loads((tmp_path / "language_adapter.json").read_text())
     assert meta["layers"] == [0] and meta["config"] == AdapterConfig().__dict__
     loaded, info = AutoModelForMaskedLM.from_pretrained(tmp_path, output_loading_info=True)

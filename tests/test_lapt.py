@@ -81,6 +81,99 @@ def test_source_correlation_curve(tmp_path, sw_tokenizer, blocks):
     assert abs(curve["source_correlation"].iloc[0]) < 0.1
 
 
+def test_token_accuracy_counts_known_answer():
+    """Labels 5, 5, 7, 9, 7, 3 with predictions 5, 2, 7, 9, 1, 3; tracked tokens 7, 5, 8: 7 is a target twice and
+    right once, 5 twice and right once, 8 never; 9 and 3 are not tracked."""
+    from vocab_transfer.lapt import token_accuracy_counts
+
+    counts = token_accuracy_counts(torch.tensor([5, 2, 7, 9, 1, 3]), torch.tensor([5, 5, 7, 9, 7, 3]),
+                                   torch.tensor([7, 5, 8]))
+    assert counts.tolist() == [[2, 1], [2, 1], [0, 0]]
+    assert token_accuracy_counts(torch.tensor([], dtype=torch.long), torch.tensor([], dtype=torch.long),
+                                 torch.tensor([7])).tolist() == [[0, 0]]
+
+
+def test_frequent_tokens_skip_specials_and_break_ties_by_id():
+    from vocab_transfer.lapt import frequent_tokens
+
+    blocks = torch.tensor([[0, 6, 4, 4, 9, 2], [0, 9, 4, 6, 6, 2], [0, 5, 3, 3, 3, 2]])  # 0, 2 special
+    ids, counts = frequent_tokens(blocks, 12, [0, 1, 2], 4)
+    assert ids.tolist() == [3, 4, 6, 9] and counts.tolist() == [3, 3, 3, 2]  # 3, 4, 6 tie: by id; 5 cut off
+
+
+def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
+    """The per-token counts of the held-out pass equal those of the model's full-vocabulary forward on the same
+    masked blocks, and tracking does not change the held-out loss."""
+    from vocab_transfer.lapt import frequent_tokens, heldout_eval, heldout_loss, make_batch
+
+    model, cfg = tiny_model(sw_tokenizer).eval(), config()
+    held = blocks[1][:20]
+    track, _ = frequent_tokens(blocks[0], len(sw_tokenizer), sw_tokenizer.all_special_ids, 50)
+    off = torch.autocast("cpu", enabled=False)
+    loss, counts = heldout_eval(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off, track)
+    assert loss == heldout_loss(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off)
+    expected = torch.zeros(len(track), 2, dtype=torch.long)
+    for i in range(0, len(held), 16):
+        inputs, labels = make_batch(held, torch.arange(i, min(i + 16, len(held))), LaptConfig.from_dict(
+            {**cfg.__dict__, "seed": 12345}), sw_tokenizer, 0, i)
+        with torch.no_grad():
+            predicted = model(input_ids=inputs).logits.argmax(-1)
+        for label, guess in zip(labels.flatten().tolist(), predicted.flatten().tolist(), strict=True):
+            if label in track.tolist():
+                j = track.tolist().index(label)
+                expected[j, 0] += 1
+                expected[j, 1] += int(guess == label)
+    assert torch.equal(counts, expected) and counts[:, 0].sum() > 0
+
+
+def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, blocks):
+    """Snapshots staged before an interruption and after the resume are bit-identical to an uninterrupted run's;
+    the one at the last step is the final model; the token-accuracy records resume with the curve."""
+    from vocab_transfer.lapt import publish_snapshots, save_model, token_accuracy_table
+
+    cfg = config(snapshot_steps=[4, 12], token_accuracy_top=30)
+    full = tiny_model(sw_tokenizer)
+    curve_full = train(full, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "a")
+    publish_snapshots(tmp_path / "a", tmp_path / "a-snapshots", cfg.snapshot_steps)
+    save_model(full, sw_tokenizer, tmp_path / "a-final")
+    train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "b", stop_after=6)
+    torch.randn(100)
+    curve = train(tiny_model(sw_tokenizer, seed=99), sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "b")
+    publish_snapshots(tmp_path / "b", tmp_path / "b-snapshots", cfg.snapshot_steps)
+    pd.testing.assert_frame_equal(curve, curve_full)
+    snap = lambda root, s: (root / f"step-{s:08d}" / "model.safetensors").read_bytes()  # noqa: E731
+    for s in cfg.snapshot_steps:
+        assert snap(tmp_path / "a-snapshots", s) == snap(tmp_path / "b-snapshots", s), s
+    assert snap(tmp_path / "a-snapshots", 12) == (tmp_path / "a-final" / "model.safetensors").read_bytes()
+    assert snap(tmp_path / "a-snapshots", 4) != snap(tmp_path / "a-snapshots", 12)
+    from transformers import AutoModelForMaskedLM
+
+    AutoModelForMaskedLM.from_pretrained(tmp_path / "b-snapshots" / "step-00000004")
+    assert (tmp_path / "b-snapshots" / "step-00000004" / "tokenizer.json").is_file()
+    with pytest.raises(FileNotFoundError, match=r"steps \[8\]"):
+        publish_snapshots(tmp_path / "b", tmp_path / "c", [4, 8])
+    from vocab_transfer.lapt import frequent_tokens
+
+    ids, counts = frequent_tokens(blocks[0], len(sw_tokenizer), sw_tokenizer.all_special_ids, 30)
+    table = token_accuracy_table(curve, ids, counts, sw_tokenizer)
+    assert len(table) == 30 * len(curve) and table["step"].unique().tolist() == [0, 4, 8, 12]
+    assert (table["correct"] <= table["masked"]).all() and table.groupby("step")["masked"].sum().gt(0).all()
+    assert table.loc[table.masked == 0, "accuracy"].isna().all()
+    first = table[table.step == 0].set_index("token_id")
+    assert first["train_count"].is_monotonic_decreasing and first["token"].iloc[0] == sw_tokenizer.convert_ids_to_tokens(
+        int(ids[0]))
+
+
+def test_snapshot_and_eval_steps_config():
+    assert config(eval_every=5).eval_steps() == [0, 5, 10, 12]
+    assert config(variant="two_stage", embedding_stage_ratio=0.5, eval_every=4).eval_steps() == [0, 4, 6, 10, 14, 18]
+    with pytest.raises(ValueError, match=r"snapshot_steps must be distinct optimizer steps in 1\.\.12"):
+        config(snapshot_steps=[0, 4])
+    with pytest.raises(ValueError, match="snapshot_steps"):
+        config(snapshot_steps=[4, 4])
+    config(variant="two_stage", embedding_stage_ratio=0.5, snapshot_steps=[18])  # global steps: 6 + 12
+
+
 def test_bad_config_key_is_named():
     with pytest.raises(ValueError, match="unknown key.*'stpes'"):
         LaptConfig.from_dict({"stpes": 3})
@@ -109,27 +202,30 @@ def cli(tmp_path, model_dir, out, steps, **kw):
 def test_cli_survives_kill_and_signal(tmp_path, sw_tokenizer, swahili_verses):
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    subprocess.run(cli(tmp_path, model_dir, tmp_path / "ref", 40), check=True, env=env, capture_output=True)
+    kw = dict(snapshot_steps=[10, 40], token_accuracy_top=20)  # vocab-swap Figures 4/8 and 6
+    subprocess.run(cli(tmp_path, model_dir, tmp_path / "ref", 40, **kw), check=True, env=env, capture_output=True)
 
-    # SIGKILL once a checkpoint exists, then rerun: same final weights and curve
-    proc = subprocess.Popen(cli(tmp_path, model_dir, tmp_path / "killed", 40), env=env, stderr=subprocess.PIPE)
+    # SIGKILL once a checkpoint exists, then rerun: same final weights, curve and snapshots
+    proc = subprocess.Popen(cli(tmp_path, model_dir, tmp_path / "killed", 40, **kw), env=env, stderr=subprocess.PIPE)
     ckpts = tmp_path / "killed.checkpoints"
     while proc.poll() is None and not any(ckpts.glob("step-*/state.json")):
         time.sleep(0.05)
     proc.kill()
     proc.wait()
     assert any(ckpts.glob("step-*/state.json")) and not (tmp_path / "killed").exists()
-    subprocess.run(cli(tmp_path, model_dir, tmp_path / "killed", 40), check=True, env=env, capture_output=True)
+    subprocess.run(cli(tmp_path, model_dir, tmp_path / "killed", 40, **kw), check=True, env=env, capture_output=True)
 
     # SIGUSR1 (SLURM's --signal warning): checkpoint, exit 75, rerun resumes
-    proc = subprocess.Popen(cli(tmp_path, model_dir, tmp_path / "signalled", 40), env=env, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cli(tmp_path, model_dir, tmp_path / "signalled", 40, **kw), env=env,
+                            stderr=subprocess.PIPE)
     while proc.poll() is None and not any((tmp_path / "signalled.checkpoints").glob("step-*/state.json")):
         time.sleep(0.05)
     proc.send_signal(signal.SIGUSR1)
     err = proc.communicate()[1].decode()
     assert proc.returncode == EXIT_RESUME, err[-2000:]
     assert "rerun to resume" in err and not (tmp_path / "signalled").exists()
-    subprocess.run(cli(tmp_path, model_dir, tmp_path / "signalled", 40), check=True, env=env, capture_output=True)
+    subprocess.run(cli(tmp_path, model_dir, tmp_path / "signalled", 40, **kw), check=True, env=env,
+                   capture_output=True)
 
     from safetensors.torch import load_file
     from transformers import AutoModelForMaskedLM
@@ -140,7 +236,18 @@ def test_cli_survives_kill_and_signal(tmp_path, sw_tokenizer, swahili_verses):
         assert all(torch.equal(ref[k], other[k]) for k in ref), name
         pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / f"{name}.curve.parquet"),
                                       pd.read_parquet(tmp_path / "ref.curve.parquet"))
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / f"{name}.token_accuracy.parquet"),
+                                      pd.read_parquet(tmp_path / "ref.token_accuracy.parquet"))
+        for step in ("step-00000010", "step-00000040"):
+            assert ((tmp_path / f"{name}.snapshots" / step / "model.safetensors").read_bytes()
+                    == (tmp_path / "ref.snapshots" / step / "model.safetensors").read_bytes()), (name, step)
         assert not (tmp_path / f"{name}.checkpoints").exists()  # cleaned up after the final save
+    assert sorted(p.name for p in (tmp_path / "ref.snapshots").iterdir()) == ["step-00000010", "step-00000040"]
+    assert (tmp_path / "ref.snapshots/step-00000040/model.safetensors").read_bytes() == (
+        tmp_path / "ref/model.safetensors").read_bytes()  # the last step's snapshot is the final model
+    accuracy = pd.read_parquet(tmp_path / "ref.token_accuracy.parquet")
+    assert len(accuracy) == 20 * 5 and sorted(accuracy["step"].unique()) == [0, 10, 20, 30, 40]
+    assert "token_masked" not in pd.read_parquet(tmp_path / "ref.curve.parquet")
     assert AutoModelForMaskedLM.from_pretrained(tmp_path / "ref").config.vocab_size == len(sw_tokenizer)
     assert Path(tmp_path / "ref" / "tokenizer.json").is_file()
 
@@ -171,7 +278,8 @@ def test_torchrun_ddp_on_cpu(tmp_path, sw_tokenizer, swahili_verses):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CI has none)")
 def test_cuda_resume_is_bit_identical(tmp_path):
     """On a GPU (bf16 autocast, fused AdamW, pinned non-blocking copies): an interrupted and resumed run ends
-    bit-identical to an uninterrupted one, for one- and two-stage runs. Ran on an H100 (2026-11-22)."""
+    bit-identical to an uninterrupted one, for one- and two-stage runs. Ran on an H100 (2026-11-22), before the
+    per-token accuracy (token_accuracy_top) was added to it."""
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
     class Tok:
@@ -188,7 +296,7 @@ def test_cuda_resume_is_bit_identical(tmp_path):
 
     blocks = torch.randint(4, 499, (256, 32), generator=torch.Generator().manual_seed(0))
     for variant in ("full", "two_stage"):
-        cfg = config(variant=variant, batch_size=16)
+        cfg = config(variant=variant, batch_size=16, token_accuracy_top=20)  # per-token counts from GPU logits
         m1, m2 = model(), model()
         c1 = train(m1, Tok(), blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{variant}-a")
         train(m2, Tok(), blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{variant}-b", stop_after=6)
@@ -222,7 +330,7 @@ def mf_artifact(tmp_path, model, clusters, seed=0):
 def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clusters):
     """UNKs §3.3: LAPT in factorized form starts from exactly the flattened model, trains F' (and Z, G) and the
     output bias only (embeddings_only), resumes bit-identically, and flattens back to a plain tied model."""
-    from vocab_transfer.factorized import attach_factorized, detach_factorized, read_factors
+    from vocab_transfer.factorized import attach_factorized, flat_state_dict, read_factors
     from vocab_transfer.init import swap_embeddings
 
     def fresh():
@@ -253,12 +361,10 @@ def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clus
         assert torch.equal(a, b), n
 
     model.eval()
-    logits = model(input_ids=ids).logits
-    factors = detach_factorized(model)
-    emb = model.get_input_embeddings()
-    assert isinstance(emb, torch.nn.Embedding) and model.get_output_embeddings().weight is emb.weight
-    assert torch.equal(emb.weight, factors.flatten()[:, : emb.weight.shape[1]])
-    torch.testing.assert_close(model(input_ids=ids).logits, logits, rtol=1e-5, atol=1e-5)
+    flat = tiny_model(sw_tokenizer).eval()
+    flat.load_state_dict(flat_state_dict(model))
+    assert torch.equal(flat.get_input_embeddings().weight, model.get_input_embeddings().factors.flatten()[:, :16])
+    torch.testing.assert_close(flat(input_ids=ids).logits, model(input_ids=ids).logits, rtol=1e-5, atol=1e-5)
 
 
 def test_factorized_lapt_can_fix_the_up_projection(tmp_path, sw_tokenizer, blocks):
@@ -291,10 +397,19 @@ def test_factorized_lapt_cli_writes_flat_model_and_factors(tmp_path, sw_tokenize
 
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), 3)
-    cmd = cli(tmp_path, model_dir, tmp_path / "out", 4, factorized=True) + ["--embeddings", str(art)]
-    subprocess.run(cmd, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True)
+    cmd = cli(tmp_path, model_dir, tmp_path / "out", 4, factorized=True, snapshot_steps=[2, 4])
+    subprocess.run(cmd + ["--embeddings", str(art)], check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                   capture_output=True)
     factors = FactorizedEmbedding.from_tensors(read_tensors(tmp_path / "out" / FACTORS_FILE))
     start = FactorizedEmbedding.from_tensors(read_tensors(art))
     assert not torch.equal(factors.F, start.F) and factors.Z is not None
     saved = AutoModelForMaskedLM.from_pretrained(tmp_path / "out")
     assert torch.equal(saved.get_input_embeddings().weight, factors.flatten()[:, :16])
+    assert saved.get_output_embeddings().weight is saved.get_input_embeddings().weight
+    # snapshots are written the same way, mid-run, without disturbing the training (the last equals the final)
+    snaps = tmp_path / "out.snapshots"
+    last = AutoModelForMaskedLM.from_pretrained(snaps / "step-00000004")
+    for (n, a), b in zip(saved.state_dict().items(), last.state_dict().values(), strict=True):
+        assert torch.equal(a, b), n
+    mid = FactorizedEmbedding.from_tensors(read_tensors(snaps / "step-00000002" / FACTORS_FILE))
+    assert not torch.equal(mid.F, factors.F) and not torch.equal(mid.F, start.F)

@@ -114,10 +114,15 @@ GRIDS = {
         # Tables 11/14 cells per language: Reinit, Align, Dict x (Embed 1e-4, 5e-4, All 5e-5, 1e-4) + Freq x
         # (All 5e-5, 1e-4) = 14 (Scratch not expressible).
         "train_lapt": 2 * 14,
-        "finetune": 2 * 2 * 14 * 5,  # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 14 cells, 5 seeds
+        # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 14 cells, 5 seeds; Figures 4 (de) and 8 (fr): XNLI "at five
+        # different points" of each run, the last being the final model above, so 4 snapshots x 4 runs (Reinit, Freq,
+        # Align, Dict Match; All Layers 1e-4, the column with Scratch) x 5 seeds per language.
+        "finetune": 2 * 2 * 14 * 5 + 2 * 4 * 4 * 5,
         "prepare_task": 2 * 2,
         "plot_lapt_curves": 2,
         "plot_embedding_correlation": 2,  # vocab-swap Figures 2/5 per LAPT language
+        "plot_lapt_finetune": 2,  # Figures 4 (German) and 8 (French)
+        "plot_token_accuracy": 1,  # Figure 6 (Dict Match's matched vs not matched tokens; French, as Figure 5)
         "download_source_model": 1,
     },
     "vocab_swap_recovery": {  # vocab-swap.md, Experiment 1: Table 8

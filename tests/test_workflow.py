@@ -95,7 +95,7 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     # fine-tuning: one row per (model, seed) for every kind of model; the table has every cell
     scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
     ner, dep = scores[scores.task == "ner"], scores[scores.task == "dep"]
-    assert sorted(ner["model"]) == ["adapter-lapt", "focus-lapt", "random-init", "source"]
+    assert sorted(ner["model"]) == ["adapter-lapt", "focus-lapt", "focus-snapshot-step3", "random-init", "source"]
     assert sorted(dep["model"]) == ["focus-lapt", "source"] and (dep["metric"] == "las").all()  # per-model tasks
     assert set(scores["method"]) == {"focus", "random", "source"} and (scores["n_train"] == 150).all()
     assert ner[["dev_f1", "test_f1"]].notna().all().all() and (ner["test_f1"] >= 0).all()
@@ -103,13 +103,44 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert (scores["n_test"] == 716).all() and (scores["language"] == "he").all()
     md = (tiny_run / "results/tables/finetune.md").read_text()
     rows = [line for line in md.splitlines() if line.startswith("| ") and "Task" not in line]
-    assert "Hebrew NER (f1)" in md and "Hebrew DP (las)" in md and len(rows) == 4
+    assert "Hebrew NER (f1)" in md and "Hebrew DP (las)" in md and len(rows) == 5
     assert all(" ± " in r for r in rows) and sum(" / " in r for r in rows) == 2  # UAS / LAS where parsed
     table3 = (tiny_run / "results/tables/paper/table3.md").read_text().splitlines()
     assert table3[2] == "| Model | NER Hebrew NER | DP Hebrew DP |"  # column groups in the config's order
     assert table3[6].startswith("| Random (no LAPT) |") and table3[6].endswith("| — |")  # not part of the grid
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+
+
+@pytest.mark.slow
+def test_lapt_snapshots_and_figure4(tiny_run):
+    """vocab-swap Figure 4 in miniature: FOCUS's LAPT keeps snapshots at steps 3 and 6 (the last: the final model),
+    the step-3 snapshot is fine-tuned on Hebrew NER, and the figure's scores are those fine-tuning results."""
+    from transformers import AutoModelForMaskedLM
+
+    run = tiny_run / "results/lapt/tiny/he/focus"
+    assert sorted(p.name for p in (run / "snapshots").glob("step-*")) == ["step-00000003", "step-00000006"]
+    assert (run / "snapshots/step-00000006/model.safetensors").read_bytes() == (run / "model/model.safetensors").read_bytes()
+    assert (run / "snapshots/step-00000003/model.safetensors").read_bytes() != (run / "model/model.safetensors").read_bytes()
+    AutoModelForMaskedLM.from_pretrained(run / "snapshots/step-00000003")
+    assert (run / "snapshots/step-00000003/tokenizer.json").is_file()
+    assert not any((tiny_run / "results/lapt/tiny/he/random/snapshots").glob("step-*"))  # no snapshot_steps
+    assert pd.read_parquet(tiny_run / "results/lapt/tiny/he/random/token_accuracy.parquet").empty
+    scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet").set_index("model")
+    assert scores.loc["focus-snapshot-step3", "lapt_step"] == 3 and scores.loc["focus-snapshot-step3", "lapt"] == "focus"
+    fig = pd.read_csv(tiny_run / "results/figures/lapt_finetune/tiny/figure4.csv")
+    points = fig[fig.kind == "test_f1"]
+    assert list(zip(points.run, points.step, points.model, strict=True)) == [
+        ("focus", 3, "focus-snapshot-step3"), ("focus", 6, "focus-lapt"), ("adapter", 6, "adapter-lapt")]
+    ner = scores[scores.task == "ner"]
+    for r in points.itertuples():
+        assert r.value == pytest.approx(100 * ner.loc[r.model, "test_f1"]) and r.seeds == 1
+    curve = pd.read_parquet(run / "curve.parquet")
+    loss = fig[(fig.kind == "heldout_loss") & (fig.run == "focus")]
+    assert loss.step.tolist() == curve.step.tolist() and loss.value.tolist() == pytest.approx(curve.heldout_loss.tolist())
+    assert set(fig.label) == {"FOCUS", "FOCUS + MAD-X"}
+    for suffix in ("png", "svg"):
+        assert (tiny_run / f"results/figures/lapt_finetune/tiny/figure4.{suffix}").stat().st_size > 10_000
 
 
 @pytest.mark.slow
@@ -349,6 +380,71 @@ def test_embedding_recovery_table8_and_figure2(recovery_run):
     hist = [list(h) for h in curve["correlation_histogram"]]  # Figure 3: per-token ρ_i in 40 bins over [-1, 1]
     assert all(len(h) == 40 and sum(h) == len(src) for h in hist) and hist[0][-1] >= len(src) // 2
     assert (recovery_run / "results/figures/embedding_correlation/tiny/en.histograms.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_token_accuracy_figure6(recovery_run):
+    """vocab-swap Figure 6 in miniature: the 50 most frequent tokens' held-out accuracy of 50% Kept and Reinit, both
+    split by 50% Kept's provenance (kept rows are matched); counts add up, means and histograms match the data."""
+    from vocab_transfer.corpus import read_corpus
+    from vocab_transfer.lapt import frequent_tokens
+    from vocab_transfer.mlm import pack_texts
+    from vocab_transfer.tokenizer import load_tokenizer
+
+    tok = load_tokenizer(str(recovery_run / "results/tokenizers/en"))
+    blocks = pack_texts(read_corpus(recovery_run / "results/corpus/en/train.parquet")["text"].tolist(), tok, 32)
+    top, _ = frequent_tokens(blocks, len(tok), tok.all_special_ids, 50)
+    prov = pd.read_parquet(recovery_run / "results/init/tiny/en/keep_50.provenance.parquet").set_index("target_id")
+    kept = int((prov.loc[top.tolist(), "provenance"] == "copied").sum())
+    assert 0 < kept < 50
+    fig = pd.read_csv(recovery_run / "results/figures/token_accuracy/tiny/figure6.csv")
+    means, hists = fig[fig.kind == "mean"], fig[fig.kind == "histogram"]
+    for run in ("keep_50_all", "reinit_all"):
+        acc = pd.read_parquet(recovery_run / f"results/lapt/tiny/en/{run}/token_accuracy.parquet")
+        assert sorted(acc.step.unique()) == [0, 4, 8, 12] and (acc.groupby("step").token_id.apply(list) == [
+            top.tolist()] * 4).all()  # the same 50 tokens, most frequent first, at every evaluation
+        acc["group"] = (prov.loc[acc.token_id, "provenance"] == "copied").map({True: "matched", False: "not matched"}).to_numpy()
+        m = means[means.run == run].set_index(["step", "group"])
+        assert (m.tokens.groupby("step").sum() == 50).all() and (m.xs("matched", level="group").tokens == kept).all()
+        expected = acc.groupby(["step", "group"]).accuracy.mean()
+        assert m.mean_accuracy.sort_index().tolist() == pytest.approx(expected.sort_index().tolist(), nan_ok=True)
+        seen = acc[acc.masked > 0].groupby(["step", "group"]).size()
+        h = hists[hists.run == run].groupby(["step", "group"]).tokens.sum()
+        assert sorted(h.index.get_level_values("step").unique()) == [4, 12]
+        assert all(h[k] == seen.get(k, 0) for k in h.index)
+    assert means.seen.sum() > 0
+    assert (recovery_run / "results/figures/token_accuracy/tiny/figure6.png").stat().st_size > 10_000
+
+
+def test_snapshot_and_figure_config_errors_are_named():
+    """Bad snapshot fine-tuning and figure settings fail at parse time, naming the key (no Snakemake process)."""
+    from vocab_transfer.config import ConfigError, check_config
+
+    schema = REPO / "schemas/config.schema.yaml"
+
+    def check(edit, *needles):
+        config = yaml.safe_load(TINY.read_text())
+        edit(config)
+        with pytest.raises(ConfigError) as e:
+            check_config(config, schema)
+        assert all(n in str(e.value) for n in needles), str(e.value)
+
+    check(lambda c: c["finetune"]["models"]["focus-snapshot"].update(steps=[4]), "focus-snapshot-step4",
+          "keeps no snapshot of step 4", "snapshot_steps: [3, 6]")
+    check(lambda c: c["lapt"]["runs"]["focus"].update(snapshot_steps=[7]), "lapt.runs.focus", "snapshot_steps",
+          "1..6")
+    check(lambda c: c["finetune"]["models"].update(x={"init": "focus", "steps": [3]}), "finetune.models.x-step3",
+          "needs lapt")
+    check(lambda c: c["figures"]["figure4"].update(task="he-nerr"), "figures.figure4.task", "he-nerr")
+    check(lambda c: c["figures"]["figure4"].update(runs=["random"]), "figures.figure4",
+          "no finetune.models entry fine-tunes the runs ['random']")
+    six = {"kind": "token_accuracy", "language": "sw", "runs": ["focus"], "steps": [3]}
+    check(lambda c: c["figures"].update(f6=six), "figures.f6", "LAPT run 'focus' records no per-token accuracy",
+          "token_accuracy_top")
+    check(lambda c: (c["figures"].update(f6={**six, "steps": [4]}), c["lapt"]["training"].update(token_accuracy_top=5)),
+          "figures.f6.steps: [4] are not evaluation steps of LAPT run 'focus'")
+    check(lambda c: c["figures"].update(f6={**six, "language": "de"}), "figures.f6.runs", "on 'de'")
+    check(lambda c: c["figures"].update(f6={**six, "matched_by": "fokus"}), "figures.f6.matched_by", "fokus")
 
 
 def test_pretrained_tokenizer_errors_are_named(tmp_path):

@@ -53,6 +53,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
     whose tokenizer does not match its embedding matrix."""
     if schema_path is not None:
         check_schema(config, schema_path)
+    config = expand_snapshot_models(config)
     corpora = config["corpora"]
     for lang in config["targets"]:
         if lang not in corpora:
@@ -87,6 +88,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
     check_lapt(config)
     check_finetune(config)
     check_tables(config)
+    check_figures(config)
     for slang, by_target in config.get("dictionaries", {}).items():
         for lang, spec in by_target.items():
             where = f"dictionaries.{slang}.{lang}"
@@ -154,6 +156,48 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
 
 
 RUN_KEYS = ("method", "label", "targets")  # lapt.runs entries: these are not LaptConfig fields
+PROVENANCES = ("special", "copied", "combined", "mapped", "random")  # vocab_transfer.methods.base labels
+
+
+def lapt_run_settings(config: dict, run: str) -> dict:
+    """The LaptConfig fields of a LAPT run: the global seed, ``lapt.training``, then the run's own keys."""
+    lapt = config.get("lapt", {})
+    own = {k: v for k, v in lapt["runs"][run].items() if k not in RUN_KEYS}
+    return {"seed": config["seed"], **lapt.get("training", {}), **own}
+
+
+def lapt_run_config(config: dict, run: str):
+    """The run's :class:`vocab_transfer.lapt.LaptConfig` (its stages, evaluation and snapshot steps)."""
+    from .lapt import LaptConfig
+
+    return LaptConfig.from_dict(lapt_run_settings(config, run))
+
+
+def snapshot_model_name(name: str, step: int) -> str:
+    """The fine-tuned model a ``finetune.models`` entry with ``steps`` gets for one snapshot step."""
+    return f"{name}-step{step}"
+
+
+def expand_snapshot_models(config: dict) -> dict:
+    """``config`` with each ``finetune.models`` entry that lists LAPT snapshot ``steps: [N, ...]`` replaced by one
+    model per step, ``<name>-step<N>`` = ``{lapt, step: N, label: "<label> @ N steps", tasks}`` (vocab-swap Figures
+    4/8: fine-tuning at points of the LAPT run), in place of the entry; a new dict, the input is not changed."""
+    models = config.get("finetune", {}).get("models", {})
+    if not any("steps" in m for m in models.values()):
+        return config
+    out: dict = {}
+    for name, model in models.items():
+        if "steps" not in model:
+            out[name] = model
+            continue
+        rest = {k: v for k, v in model.items() if k not in ("steps", "label")}
+        for step in model["steps"]:
+            key = snapshot_model_name(name, step)
+            if key in models or key in out:
+                raise ConfigError(f"finetune.models.{name}.steps: the snapshot model {key!r} clashes with another "
+                                  "entry of finetune.models")
+            out[key] = {**rest, "step": step, "label": f"{model.get('label', name)} @ {step:,} steps"}
+    return {**config, "finetune": {**config["finetune"], "models": out}}
 
 
 def lapt_run_targets(config: dict, run: str) -> list[str]:
@@ -182,7 +226,7 @@ def check_lapt(config: dict) -> None:
             raise ConfigError(f"lapt.runs.{name}.method: {run['method']!r} is not an entry of 'methods'")
         check_method_language(config, run["method"], lapt_run_targets(config, name), f"lapt.runs.{name}")
         try:
-            cfg = LaptConfig.from_dict({**lapt.get("training", {}), **{k: v for k, v in run.items() if k not in RUN_KEYS}})
+            cfg = LaptConfig.from_dict(lapt_run_settings(config, name))
         except (TypeError, ValueError) as e:
             raise ConfigError(f"lapt.runs.{name}: {e}") from None
         kind = config["methods"][run["method"]].get("kind")
@@ -228,6 +272,14 @@ def check_finetune(config: dict) -> None:
             raise ConfigError(f"{where}: give exactly one of lapt, init, source (got {kinds})")
         if "lapt" in model and model["lapt"] not in config.get("lapt", {}).get("runs", {}):
             raise ConfigError(f"{where}.lapt: {model['lapt']!r} is not an entry of lapt.runs")
+        if "step" in model:
+            if "lapt" not in model:
+                raise ConfigError(f"{where}: step/steps (a LAPT snapshot) needs lapt: <run>")
+            kept = lapt_run_config(config, model["lapt"]).snapshot_steps
+            if model["step"] not in kept:
+                raise ConfigError(f"{where}: LAPT run {model['lapt']!r} keeps no snapshot of step {model['step']} "
+                                  f"(its snapshot_steps: {kept}); add the step to lapt.runs.{model['lapt']}."
+                                  "snapshot_steps (or lapt.training)")
         if "init" in model and model["init"] not in config["methods"]:
             raise ConfigError(f"{where}.init: {model['init']!r} is not an entry of 'methods'")
         unknown = [t for t in model.get("tasks", []) if t not in ft.get("tasks", {})]
@@ -271,3 +323,72 @@ def check_tables(config: dict) -> None:
         bad = [t for t in tasks if t not in ft.get("tasks", {})]
         if bad:
             raise ConfigError(f"tables.{name}: {bad} are not entries of finetune.tasks")
+
+
+def check_figures(config: dict) -> None:
+    """Paper figures (config ``figures``) name LAPT runs trained on their language; ``lapt_finetune`` a task with
+    fine-tuned models of those runs; ``token_accuracy`` runs that record it, evaluated at the histogram steps."""
+    runs = config.get("lapt", {}).get("runs", {})
+    ft = config.get("finetune", {})
+    for name, spec in config.get("figures", {}).items():
+        where = f"figures.{name}"
+        if spec["kind"] == "lapt_finetune":
+            if spec.get("task") not in ft.get("tasks", {}):
+                raise ConfigError(f"{where}.task: {spec.get('task')!r} is not an entry of finetune.tasks")
+            lang = ft["tasks"][spec["task"]]["language"]
+        else:
+            lang = spec.get("language")
+            if lang is None:
+                raise ConfigError(f"{where}: kind token_accuracy needs 'language' (a LAPT target)")
+        names = figure_runs(config, name)
+        bad = [r for r in names if r not in runs]
+        if bad:
+            raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
+        bad = [r for r in names if lang not in lapt_run_targets(config, r)]
+        if bad or not names:
+            raise ConfigError(f"{where}.runs: {bad or 'none'} of the LAPT runs on {lang!r}")
+        if spec["kind"] == "lapt_finetune":
+            if not figure_points(config, name):
+                raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on {spec['task']!r} "
+                                  "(e.g. {lapt: <run>, steps: [...]} for LAPT snapshots, {lapt: <run>} for the end)")
+            continue
+        if not spec.get("steps"):
+            raise ConfigError(f"{where}: kind token_accuracy needs 'steps' (evaluation steps of the histograms)")
+        if spec.get("matched_by") is not None and spec["matched_by"] not in config["methods"]:
+            raise ConfigError(f"{where}.matched_by: {spec['matched_by']!r} is not an entry of 'methods'")
+        bad = [p for p in spec.get("matched", []) if p not in PROVENANCES]
+        if bad:
+            raise ConfigError(f"{where}.matched: {bad} are not provenance labels {list(PROVENANCES)}")
+        for run in names:
+            cfg = lapt_run_config(config, run)
+            if not cfg.token_accuracy_top:
+                raise ConfigError(f"{where}: LAPT run {run!r} records no per-token accuracy; set token_accuracy_top "
+                                  f"in lapt.training or lapt.runs.{run}")
+            missing = [s for s in spec.get("steps", []) if s not in cfg.eval_steps()]
+            if missing:
+                raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} (every "
+                                  f"eval_every = {cfg.eval_every} steps of each stage, and its end)")
+
+
+def figure_runs(config: dict, figure: str) -> list[str]:
+    """A figure's LAPT runs: its ``runs``, else every run on its language (kind lapt_finetune: the task's)."""
+    spec = config["figures"][figure]
+    if "runs" in spec:
+        return list(spec["runs"])
+    ft = config.get("finetune", {})
+    lang = ft["tasks"][spec["task"]]["language"] if spec["kind"] == "lapt_finetune" else spec["language"]
+    return [r for r in config.get("lapt", {}).get("runs", {}) if lang in lapt_run_targets(config, r)]
+
+
+def figure_points(config: dict, figure: str) -> list[tuple[str, str, int]]:
+    """``(finetune model, LAPT run, LAPT step)`` of a ``lapt_finetune`` figure: every model fine-tuned on its task
+    from one of its runs, a snapshot at its ``step``, the run's final model at the run's last step. Expects
+    :func:`expand_snapshot_models` to have run."""
+    spec = config["figures"][figure]
+    runs = figure_runs(config, figure)
+    points = []
+    for name, model in config.get("finetune", {}).get("models", {}).items():
+        if model.get("lapt") in runs and spec["task"] in finetune_model_tasks(config, name):
+            stages = lapt_run_config(config, model["lapt"]).stages()
+            points.append((name, model["lapt"], model.get("step", sum(n for n, _ in stages))))
+    return points

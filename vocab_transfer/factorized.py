@@ -17,7 +17,7 @@ from torch import nn
 from tqdm import tqdm
 
 __all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary", "NeuralFitHistory",
-           "attach_factorized", "detach_factorized", "fit_neural", "gumbel_softmax_st", "read_factors"]
+           "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax_st", "read_factors"]
 
 #: safetensors keys of a factorized embedding (``EmbeddingInit.extra``)
 FACTOR_KEYS = ("mf_F", "mf_G", "mf_Z", "mf_tau")
@@ -213,7 +213,7 @@ def read_factors(path: str | None) -> FactorizedEmbedding:
 def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projection: bool = False) -> None:
     """Replace a masked LM's word embeddings and tied output projection by ``factors`` (in place). The model's
     vocabulary must already be the factors' (``init.swap_embeddings`` with the same artifact), so its outputs
-    in eval mode are unchanged. :func:`detach_factorized` undoes it."""
+    in eval mode are unchanged. :func:`flat_state_dict` gives the plain model's weights (what LAPT saves)."""
     emb, out = model.get_input_embeddings(), model.get_output_embeddings()
     if out is None or not isinstance(emb, nn.Embedding):
         raise ValueError(f"factorized LAPT needs a masked LM with tied input/output embeddings; "
@@ -225,24 +225,19 @@ def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projecti
                                       freeze_up_projection=freeze_up_projection)
     model.set_input_embeddings(vocabulary)
     model.set_output_embeddings(FactorizedDecoder(vocabulary, out.bias))
-    model.__dict__["_factorized_decoder"] = out  # the plain decoder (not a submodule), restored by detach_factorized
 
 
 @torch.no_grad()
-def detach_factorized(model) -> FactorizedEmbedding:
-    """Back to a plain model whose embeddings are the factors' eval-mode table (what ``save_pretrained`` writes);
-    returns the trained factors (``state()`` gives their ``mf_*`` tensors)."""
-    vocabulary, decoder = model.get_input_embeddings(), model.__dict__.pop("_factorized_decoder", None)
-    if not isinstance(vocabulary, FactorizedVocabulary) or decoder is None:
-        raise ValueError("the model has no factorized embeddings attached")
+def flat_state_dict(model, state: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """``state`` (default: the model's state dict) as the plain model would have it: the factors' keys replaced
+    by the eval-mode table as the word embeddings and the tied decoder weight (the model is not changed)."""
+    vocabulary = model.get_input_embeddings()
+    names = {m: n for n, m in model.named_modules()}
+    emb, dec = names[vocabulary], names[model.get_output_embeddings()]
+    state = dict(model.state_dict() if state is None else state)
+    state = {k: v for k, v in state.items() if not k.startswith(f"{emb}.")}
     weight = vocabulary.weight.contiguous()
-    emb = nn.Embedding(weight.shape[0], weight.shape[1], padding_idx=model.config.pad_token_id,
-                       device=weight.device, dtype=weight.dtype)
-    emb.weight.copy_(weight)
-    model.set_input_embeddings(emb)
-    decoder.weight = emb.weight  # tied again, as in the source model
-    model.set_output_embeddings(decoder)
-    return vocabulary.factors
+    return {**state, f"{emb}.weight": weight, f"{dec}.weight": weight}
 
 
 @dataclass

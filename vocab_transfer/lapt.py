@@ -39,6 +39,13 @@ steps (first at step 0) to ``--curve`` (parquet). With ``--anchors`` (an overlap
 current input embeddings of the target tokens shared with the source (special and exact matches) and
 those tokens' source embeddings, vocab-swap Figure 2's recovery curve (all tokens when the target
 tokenizer is the source's).
+
+vocab-swap Figures 4/6/8: ``snapshot_steps`` keeps the model (``save_pretrained`` + tokenizer) at those global
+steps, staged under the checkpoint folder (so a failed job whose outputs are removed keeps them) and hard-linked
+into ``--snapshots`` as ``step-XXXXXXXX/`` at the end; a resumed run writes the same snapshots bit for bit.
+``token_accuracy_top`` records, at every evaluation, how often each of the N most frequent (non-special) tokens of
+the training blocks was a held-out prediction target and how often the argmax prediction was right, written to
+``--token-accuracy`` (parquet, one row per step and token; vocab-swap Figure 6 splits it by the init's provenance).
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import torch
 import torch.distributed as dist
 
@@ -66,11 +74,10 @@ from .adapters import (
     adapter_parameter_names,
     add_language_adapter,
     save_language_adapter,
-    strip_language_adapter,
 )
 from .corpus import read_corpus
 from .correlation import row_correlations
-from .factorized import FACTORS_FILE, attach_factorized, detach_factorized, read_factors
+from .factorized import FACTORS_FILE, FactorizedVocabulary, attach_factorized, flat_state_dict, read_factors
 from .io import atomic_path, write_parquet, write_tensors
 from .mlm import mask_tokens, pack_texts
 
@@ -79,6 +86,10 @@ EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
 
 
 CORRELATION_BINS = 40  # per-token ρ_i histogram over [-1, 1] in the curve (vocab-swap Figure 3)
+SNAPSHOTS = "snapshots"  # staged snapshots inside the checkpoint folder (it outlives a failed job's outputs)
+TOKEN_ACCURACY_SCHEMA = pa.schema([
+    ("step", pa.int64()), ("stage", pa.int64()), ("token_id", pa.int64()), ("token", pa.string()),
+    ("train_count", pa.int64()), ("masked", pa.int64()), ("correct", pa.int64()), ("accuracy", pa.float64())])
 
 
 @dataclass
@@ -108,6 +119,8 @@ class LaptConfig:
     freeze_up_projection: bool = False  # factorized: G stays fixed ("G only needs to be pretrained once", §3.3)
     seed: int = 0
     threads: int | None = None  # CPU threads (None: torch's default)
+    snapshot_steps: list[int] = field(default_factory=list)  # global steps whose model is kept (vocab-swap Figs 4/8)
+    token_accuracy_top: int = 0  # per-token held-out accuracy of the N most frequent tokens (Figure 6); 0: off
 
     def __post_init__(self) -> None:
         allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),
@@ -117,6 +130,13 @@ class LaptConfig:
             if getattr(self, key) not in values:
                 raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
         AdapterConfig.from_dict(self.adapter)
+        total = sum(n for n, _ in self.stages())
+        bad = [s for s in self.snapshot_steps if not isinstance(s, int) or isinstance(s, bool) or not 1 <= s <= total]
+        if bad or len(set(self.snapshot_steps)) != len(self.snapshot_steps):
+            raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 1..{total} (the run's "
+                             f"global steps), not {self.snapshot_steps}")
+        if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
+            raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
 
     @classmethod
     def from_dict(cls, d: dict) -> LaptConfig:
@@ -134,6 +154,15 @@ class LaptConfig:
                 "embeddings_only": [(self.steps, "embeddings")],
                 "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
                 "adapter": [(self.steps, "adapter")]}[self.variant]
+
+    def eval_steps(self) -> list[int]:
+        """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every`` steps
+        of the stage, and its end (a two-stage boundary appears once here, twice in the curve)."""
+        steps, first = set(), 0
+        for n, _ in self.stages():
+            steps |= {first, first + n} | set(range(first + self.eval_every, first + n, self.eval_every))
+            first += n
+        return sorted(steps)
 
 
 def embedding_parameter_names(model) -> set[str]:
@@ -217,21 +246,61 @@ def make_batch(blocks: torch.Tensor, rows: torch.Tensor, cfg: LaptConfig, tokeni
                        special_ids=tokenizer.all_special_ids, generator=g, mask_prob=cfg.mask_prob)
 
 
+def frequent_tokens(blocks: torch.Tensor, vocab_size: int, special_ids, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, counts)`` of the ``n`` most frequent non-special token ids in ``blocks`` (the packed training
+    corpus), most frequent first, ties by ascending id; tokens that never occur are left out."""
+    counts = torch.bincount(blocks.flatten(), minlength=vocab_size)
+    counts[torch.as_tensor(list(special_ids), dtype=torch.long)] = 0
+    order = torch.sort(counts, descending=True, stable=True).indices  # stable: equal counts keep id order
+    order = order[counts[order] > 0][:n]
+    return order, counts[order]
+
+
+def token_accuracy_counts(predicted: torch.Tensor, labels: torch.Tensor, track: torch.Tensor) -> torch.Tensor:
+    """Per tracked token id (``track`` [k]): how often it is the label of a predicted position (``labels`` [n]) and
+    how often the prediction there (``predicted`` [n], the argmax) is right. Returns int64 ``[k, 2]`` (masked,
+    correct); positions labelled with an untracked token are ignored."""
+    size = int(max(int(track.max()) if len(track) else -1, int(labels.max()) if len(labels) else -1)) + 1
+    index = torch.full((size,), -1, dtype=torch.long)
+    index[track] = torch.arange(len(track))
+    j = index[labels] if len(labels) else labels.long()
+    hit = j >= 0
+    masked = torch.bincount(j[hit], minlength=len(track))
+    correct = torch.bincount(j[hit & (predicted == labels)], minlength=len(track))
+    return torch.stack([masked, correct], 1)
+
+
 @torch.no_grad()
-def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device, autocast) -> float:
-    """Mean loss per predicted token on fixed held-out blocks (fixed masks, seed 12345)."""
+def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device, autocast,
+                 track: torch.Tensor | None = None) -> tuple[float, torch.Tensor | None]:
+    """Mean loss per predicted token on fixed held-out blocks (fixed masks, seed 12345); with ``track`` (token
+    ids, MLM only) also their :func:`token_accuracy_counts` [k, 2] over the same masked positions (80/10/10:
+    every labelled position counts), from the same logits as the loss."""
+    from .source_model import masked_lm_logits
+
     model.eval()
     loss_fn = LossModule(model, cfg.objective)
     total, count = 0.0, 0
+    counts = None if track is None else torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(blocks), 16):
         inputs, labels = make_batch(blocks, torch.arange(i, min(i + 16, len(blocks))), dataclasses.replace(
             cfg, seed=12345), tokenizer, 0, i)
         n = int((labels != -100).sum()) if cfg.objective == "mlm" else labels.numel() - len(labels)
         with autocast():
-            total += float(loss_fn(inputs.to(device), labels.to(device))) * n
+            if counts is None:
+                total += float(loss_fn(inputs.to(device), labels.to(device))) * n
+            else:
+                logits, targets = masked_lm_logits(model, inputs.to(device), labels.to(device))
+                total += float(torch.nn.functional.cross_entropy(logits.float(), targets)) * n
+                counts += token_accuracy_counts(logits.argmax(-1).cpu(), targets.cpu(), track)
         count += n
     model.train()
-    return total / max(count, 1)
+    return total / max(count, 1), counts
+
+
+def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device, autocast) -> float:
+    """Mean loss per predicted token on fixed held-out blocks (fixed masks, seed 12345)."""
+    return heldout_eval(model, blocks, cfg, tokenizer, device, autocast)[0]
 
 
 def _autocast_factory(precision: str, device: torch.device):
@@ -271,6 +340,64 @@ class Checkpoints:
             shutil.rmtree(old, ignore_errors=True)
 
 
+def save_model(model, tokenizer, folder: str | os.PathLike) -> None:
+    """``save_pretrained`` of the model and the tokenizer into ``folder``, atomically, without changing the live
+    model: a language adapter (variant adapter) goes beside the plain weights as ``language_adapter.*``, and
+    factorized embeddings (``factorized``) are written flattened (eval-mode table) with the factors beside them
+    as ``factorized_embeddings.safetensors``. The final model and the snapshots are written by this one
+    function, so a snapshot at the last step equals it."""
+    with atomic_path(folder, directory=True) as tmp:
+        adapter, state = adapter_parameter_names(model), None
+        if adapter:
+            save_language_adapter(model, tmp)
+            state = {k: v for k, v in model.state_dict().items() if k not in adapter}
+        if isinstance(model.get_input_embeddings(), FactorizedVocabulary):
+            state = flat_state_dict(model, state)
+            write_tensors(model.get_input_embeddings().factors.state(), tmp / FACTORS_FILE)
+        model.save_pretrained(str(tmp), state_dict=state)
+        tokenizer.save_pretrained(str(tmp))
+
+
+def publish_snapshots(checkpoint_dir: str | os.PathLike, dest: str | os.PathLike, steps: list[int]) -> list[Path]:
+    """Hard-link (copy across file systems) the snapshots staged under ``checkpoint_dir`` into ``dest``, atomically,
+    as ``step-XXXXXXXX/``; ``dest`` is created even without snapshots. A snapshot in ``steps`` that was not staged
+    raises FileNotFoundError naming it (the staged copies stay until the checkpoints are deleted)."""
+    staged = Path(checkpoint_dir) / SNAPSHOTS
+    missing = [s for s in steps if not (staged / f"step-{s:08d}" / "config.json").is_file()]
+    if missing:
+        raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged} (a run resumed from "
+                                f"checkpoints written before snapshot_steps named them: delete {checkpoint_dir} to "
+                                "train from the start)")
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    with atomic_path(dest, directory=True) as tmp:
+        for s in sorted(steps):
+            shutil.copytree(staged / f"step-{s:08d}", tmp / f"step-{s:08d}", copy_function=link)
+    return [Path(dest) / f"step-{s:08d}" for s in sorted(steps)]
+
+
+def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor, counts: torch.Tensor, tokenizer) -> pd.DataFrame:
+    """Long form of the curve's ``token_masked`` / ``token_correct`` lists: one row per (evaluation, tracked
+    token) with ``step, stage, token_id, token, train_count, masked, correct, accuracy`` (NaN where the token
+    was never a held-out target); empty (same columns) when nothing was tracked."""
+    if "token_masked" not in curve or not len(ids):
+        return TOKEN_ACCURACY_SCHEMA.empty_table().to_pandas()
+    k = len(ids)
+    masked = torch.tensor(curve["token_masked"].tolist(), dtype=torch.long).flatten()
+    correct = torch.tensor(curve["token_correct"].tolist(), dtype=torch.long).flatten()
+    return pd.DataFrame({
+        "step": curve["step"].repeat(k).to_numpy(), "stage": curve["stage"].repeat(k).to_numpy(),
+        "token_id": ids.repeat(len(curve)).numpy(),
+        "token": tokenizer.convert_ids_to_tokens(ids.tolist()) * len(curve),
+        "train_count": counts.repeat(len(curve)).numpy(), "masked": masked.numpy(), "correct": correct.numpy(),
+        "accuracy": (correct.double() / masked.clamp(min=1)).where(masked > 0, torch.nan).numpy()})
+
+
 def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
     """Unscale (fp16), clip the gradient norm, step optimizer and schedule, clear the gradients."""
     if scaler:
@@ -299,9 +426,17 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
           anchors: tuple[torch.Tensor, torch.Tensor] | None = None) -> pd.DataFrame:
     """Run (or resume) LAPT; returns the loss curve. ``stop_after`` (tests) stops after that global step
     as a kill would, leaving only the checkpoints behind. ``anchors`` = (target ids, their source
-    embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the source) to the curve."""
+    embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the source) to the curve.
+    ``cfg.token_accuracy_top`` adds ``token_masked`` / ``token_correct`` lists (per token of
+    :func:`frequent_tokens`, see :func:`token_accuracy_table`); ``cfg.snapshot_steps`` stages a
+    :func:`save_model` folder per step under ``checkpoint_dir/snapshots`` (:func:`publish_snapshots`)."""
     cfg = dataclasses.replace(cfg, objective=resolve_objective(model, cfg.objective))
+    if cfg.token_accuracy_top and cfg.objective != "mlm":
+        raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the model is a causal LM)")
+    snapshots = set(cfg.snapshot_steps)
     world, rank = (dist.get_world_size(), dist.get_rank()) if dist.is_initialized() else (1, 0)
+    track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
+                            cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and rank == 0 else None
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
     if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
         add_language_adapter(model, AdapterConfig.from_dict(cfg.adapter), seed=cfg.seed)
@@ -332,9 +467,16 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
         signal.signal(sig, on_signal)
 
     def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
-        held = heldout_loss(model, heldout_blocks[: cfg.eval_sequences], cfg, tokenizer, device, autocast)
+        held, counts = heldout_eval(model, heldout_blocks[: cfg.eval_sequences], cfg, tokenizer, device, autocast,
+                                    track)
         curve.append({"step": step_, "samples": step_ * cfg.batch_size, "stage": stage,
                       "stage_samples": stage_step * cfg.batch_size, "train_loss": train_loss, "heldout_loss": held})
+        if counts is not None:  # vocab-swap Figure 6: per-token held-out accuracy
+            curve[-1]["token_masked"], curve[-1]["token_correct"] = counts[:, 0].tolist(), counts[:, 1].tolist()
+            seen = counts[:, 0] > 0
+            log.info("step %d: mean held-out accuracy of the %d most frequent tokens %.4f (%d seen)", step_,
+                     len(counts), float((counts[seen, 1] / counts[seen, 0]).mean()) if seen.any() else float("nan"),
+                     int(seen.sum()))
         if anchors is not None:
             ids, ref = anchors
             rho = row_correlations(model.get_input_embeddings().weight.detach()[ids.to(device)].float().cpu(),
@@ -391,6 +533,9 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
             if rank == 0 and (stage_step % cfg.eval_every == 0 or step == first + n_steps):
                 record(step, stage, stage_step, float(running) / n_running)
                 running, n_running = torch.zeros_like(running), 0
+            if rank == 0 and step in snapshots:
+                save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{step:08d}")
+                log.info("snapshot of step %d staged in %s", step, Path(checkpoint_dir) / SNAPSHOTS)
             last = step == total
             if (step % cfg.checkpoint_every == 0 or stop["signal"] or step == stop_after) and not last:
                 if rank == 0:
@@ -422,6 +567,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--output", required=True, help="save_pretrained folder written at the end (atomically)")
     p.add_argument("--curve", help="loss curve parquet (default: <output>.curve.parquet)")
     p.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
+    p.add_argument("--snapshots", help="folder of the snapshot_steps models, step-XXXXXXXX/ (default: <output>.snapshots)")
+    p.add_argument("--token-accuracy", help="per-token held-out accuracy parquet (default: <output>.token_accuracy.parquet)")
     p.add_argument("--config", default="{}", help="LaptConfig as JSON, or @file.json")
     p.add_argument("--anchors", help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
     p.add_argument("--log", help="log file")
@@ -465,15 +612,14 @@ def main(argv: list[str] | None = None) -> None:
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
     curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors)
     if not dist.is_initialized() or dist.get_rank() == 0:
-        write_parquet(curve, args.curve or f"{args.output}.curve.parquet")
-        with atomic_path(args.output, directory=True) as tmp:
-            if adapter_parameter_names(model):  # language_adapter.* beside a plain model
-                save_language_adapter(model, tmp)
-                strip_language_adapter(model)
-            if cfg.factorized:  # the trained factors beside the flattened model
-                write_tensors(detach_factorized(model).state(), tmp / FACTORS_FILE)
-            model.save_pretrained(str(tmp))
-            tokenizer.save_pretrained(str(tmp))
+        ids, counts = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
+                                      cfg.token_accuracy_top) if cfg.token_accuracy_top else (torch.zeros(0), None)
+        write_parquet(token_accuracy_table(curve, ids, counts, tokenizer),
+                      args.token_accuracy or f"{args.output}.token_accuracy.parquet", schema=TOKEN_ACCURACY_SCHEMA)
+        write_parquet(curve.drop(columns=["token_masked", "token_correct"], errors="ignore"),
+                      args.curve or f"{args.output}.curve.parquet")
+        save_model(model, tokenizer, args.output)  # language_adapter.* beside a plain model
+        publish_snapshots(checkpoints, args.snapshots or f"{args.output}.snapshots", cfg.snapshot_steps)
         shutil.rmtree(checkpoints, ignore_errors=True)
     if dist.is_initialized():
         dist.destroy_process_group()

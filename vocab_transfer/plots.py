@@ -111,6 +111,127 @@ def plot_correlation_histograms(curves: pd.DataFrame, path: str, *, title: str, 
     save_figure(fig, path, svg=svg)
 
 
+def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list[tuple[str, str, int]],
+                        runs: dict[str, str]) -> pd.DataFrame:
+    """vocab-swap Figures 4/8 in long form: per run (``runs``: run -> label, in plot order) its held-out loss at
+    every evaluation (``kind`` ``heldout_loss``; ``curves``: run, step, stage, heldout_loss) and, per ``points``
+    entry (fine-tuned model, run, LAPT step), the test score of ``scores`` (fine-tuning result rows, any seeds) as
+    mean ± std over seeds in the metric's unit (:func:`vocab_transfer.tables.finetune_table`; ``kind``
+    ``test_<metric>``). Columns: kind, run, label, step, value, std, seeds, model."""
+    from .tables import finetune_table
+
+    rows = [pd.DataFrame({"kind": "heldout_loss", "run": run, "label": label, "step": c["step"].to_numpy(),
+                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"), "seeds": 0, "model": None})
+            for run, label in runs.items() for c in [last_per_step(curves[curves["run"] == run], by="run")]]
+    agg = finetune_table(scores).set_index("model") if len(scores) else pd.DataFrame()
+    for model, run, step in points:
+        if model not in agg.index:
+            raise ValueError(f"no fine-tuning scores of model {model!r} (LAPT run {run!r}, step {step})")
+        r = agg.loc[model]
+        rows.append(pd.DataFrame([{"kind": f"test_{r['metric']}", "run": run, "label": runs[run], "step": step,
+                                   "value": r["test_mean"], "std": r["test_std"], "seeds": r["seeds"], "model": model}]))
+    return pd.concat(rows, ignore_index=True).sort_values(["kind", "step"], kind="stable", ignore_index=True)
+
+
+def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str, task: str, svg: str | None = None) -> None:
+    """vocab-swap Figures 4/8 from :func:`lapt_finetune_table`: left, the held-out MLM loss against the LAPT step
+    per run; right, the downstream test score after fine-tuning at LAPT steps (mean ± std over seeds)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120, sharex=True)
+    colors = {}
+    for label, run in table[table["kind"] == "heldout_loss"].groupby("label", sort=False):
+        (line,) = left.plot(run["step"], run["value"], marker="o", ms=2, label=label)
+        colors[label] = line.get_color()
+    scores = table[table["kind"].str.startswith("test_")]
+    for label, run in scores.groupby("label", sort=False):
+        run = run.sort_values("step")
+        right.errorbar(run["step"], run["value"], yerr=run["std"].fillna(0.0), marker="o", ms=4, capsize=3,
+                       color=colors.get(label), label=label)
+    metric = scores["kind"].iloc[0].removeprefix("test_") if len(scores) else "score"
+    left.set(xlabel="LAPT step", ylabel="held-out MLM loss (nats)", title="Continued MLM training")
+    right.set(xlabel="LAPT step of the fine-tuned model", ylabel=f"test {metric} (%)",
+              title=f"{task} after fine-tuning (mean ± std over seeds)")
+    for ax in (left, right):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    save_figure(fig, path, svg=svg)
+
+
+MATCHED, NOT_MATCHED = "matched", "not matched"
+
+
+def split_matched(accuracy: pd.DataFrame, provenance: pd.DataFrame, matched: list[str]) -> pd.DataFrame:
+    """One run's per-token accuracy (:func:`vocab_transfer.lapt.token_accuracy_table`, the last stage's record at a
+    two-stage boundary) with ``provenance`` (of the init, by ``target_id``) and ``group``: ``matched`` when the
+    init gave the token a row from one source token (``matched`` labels, e.g. copied / mapped), else ``not
+    matched``. A token id the provenance table lacks (another tokenizer) raises ValueError."""
+    acc = last_per_step(accuracy, by="token_id")
+    labels = provenance.set_index("target_id")["provenance"]
+    missing = sorted(set(acc["token_id"]) - set(labels.index))
+    if missing:
+        raise ValueError(f"token ids {missing[:5]} have no provenance ({len(labels)} target tokens): the run and "
+                         "the matching method use different tokenizers")
+    acc = acc.assign(provenance=labels.reindex(acc["token_id"]).to_numpy())
+    return acc.assign(group=acc["provenance"].isin(matched).map({True: MATCHED, False: NOT_MATCHED}))
+
+
+def token_accuracy_means(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (run, label, step, group): the number of tracked tokens, how many were held-out targets (``seen``) and
+    their token-wise mean accuracy (each seen token counts once, vocab-swap Figure 6 left)."""
+    keys = ["run", "label", "step", "group"]
+    return table.groupby(keys, sort=False).agg(tokens=("token_id", "size"), seen=("masked", lambda m: int((m > 0).sum())),
+                                               mean_accuracy=("accuracy", "mean")).reset_index()
+
+
+def token_accuracy_histograms(table: pd.DataFrame, steps: list[int], bins: int = 10) -> pd.DataFrame:
+    """Per (run, label, step in ``steps``, group): token counts of the per-token accuracy in ``bins`` equal bins
+    over [0, 1] (the last one closed), seen tokens only (vocab-swap Figure 6 middle and right)."""
+    import numpy as np
+
+    edges = np.linspace(0.0, 1.0, bins + 1).round(6)
+    rows = []
+    for (run, label), t in table.groupby(["run", "label"], sort=False):
+        absent = [s for s in steps if s not in set(t["step"])]
+        if absent:
+            raise ValueError(f"LAPT run {run!r} has no token accuracy at steps {absent} (evaluated: "
+                             f"{sorted(set(t['step']))})")
+        for step in steps:
+            for group in (MATCHED, NOT_MATCHED):
+                values = t.loc[(t["step"] == step) & (t["group"] == group), "accuracy"].dropna().to_numpy()
+                counts, _ = np.histogram(values, bins=edges)
+                rows += [{"run": run, "label": label, "step": step, "group": group, "bin_lo": lo, "bin_hi": hi,
+                          "tokens": int(c)} for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
+    return pd.DataFrame(rows)
+
+
+def plot_token_accuracy(means: pd.DataFrame, hists: pd.DataFrame, path: str, *, title: str, steps: list[int],
+                        max_step: int | None = None, svg: str | None = None) -> None:
+    """vocab-swap Figure 6: left, token-wise mean held-out accuracy against the LAPT step (up to ``max_step``),
+    per run, matched tokens solid and not matched dashed; then per step of ``steps`` the distribution of the
+    per-token accuracy (token counts) of matched and not matched tokens."""
+    fig, axes = plt.subplots(1, 1 + len(steps), figsize=(4.6 * (1 + len(steps)), 4), dpi=120, squeeze=False)
+    axes, colors, styles = list(axes[0]), {}, {MATCHED: "-", NOT_MATCHED: "--"}
+    shown = means if max_step is None else means[means["step"] <= max_step]
+    for (label, group), m in shown.groupby(["label", "group"], sort=False):
+        kw = {"color": colors[label]} if label in colors else {}
+        (line,) = axes[0].plot(m["step"], m["mean_accuracy"], styles[group], marker="o", ms=2,
+                               label=f"{label}: {group}", **kw)
+        colors.setdefault(label, line.get_color())
+    axes[0].set(xlabel="LAPT step", ylabel="token-wise mean held-out accuracy", ylim=(0, 1),
+                title="Most frequent tokens")
+    for ax, step in zip(axes[1:], steps, strict=True):
+        for (label, group), h in hists[hists["step"] == step].groupby(["label", "group"], sort=False):
+            edges = [*h["bin_lo"], h["bin_hi"].iloc[-1]]
+            ax.stairs(h["tokens"].to_numpy(), edges, ls=styles[group], color=colors.get(label),
+                      label=f"{label}: {group}")
+        ax.set(xlabel="per-token held-out accuracy", ylabel="tokens", title=f"step {step:,}")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle(title)
+    save_figure(fig, path, svg=svg)
+
+
 def save_figure(fig, path: str, *, svg: str | None = None) -> None:
     """Lay out, write as PNG (and SVG when ``svg`` names a path) atomically, and free the figure."""
     fig.tight_layout()

@@ -113,15 +113,25 @@ def masked_lm_loss(model: PreTrainedModel, inputs: torch.Tensor, labels: torch.T
     ``positions`` (flat indices of the labelled tokens, row-major) avoids the device synchronization
     that finding them with a boolean index would cost.
     """
+    if getattr(model, "lm_head", None) is None and getattr(model, "cls", None) is None:
+        return model(input_ids=inputs, labels=labels).loss
+    logits, targets = masked_lm_logits(model, inputs, labels, positions=positions)
+    return torch.nn.functional.cross_entropy(logits.float(), targets)
+
+
+def masked_lm_logits(model: PreTrainedModel, inputs: torch.Tensor, labels: torch.Tensor, *,
+                     positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(logits [n, V], labels [n])`` of the ``n`` labelled positions (row-major), the LM head run on those
+    positions only where the head allows it (:func:`masked_lm_loss`'s cross-entropy is taken on these)."""
     head = getattr(model, "lm_head", None) or getattr(model, "cls", None)
     if head is None:
-        return model(input_ids=inputs, labels=labels).loss
+        keep = labels != -100
+        return model(input_ids=inputs).logits[keep], labels[keep]
     hidden = model.base_model(input_ids=inputs).last_hidden_state
     if positions is None:
         keep = labels != -100
-        return torch.nn.functional.cross_entropy(head(hidden[keep]).float(), labels[keep])
-    logits = head(hidden.flatten(0, 1).index_select(0, positions))
-    return torch.nn.functional.cross_entropy(logits.float(), labels.flatten().index_select(0, positions))
+        return head(hidden[keep]), labels[keep]
+    return head(hidden.flatten(0, 1).index_select(0, positions)), labels.flatten().index_select(0, positions)
 
 
 def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
