@@ -342,9 +342,20 @@ def task_spec(wildcards):
     return canonical({"task": task["task"], **task["dataset"]})
 
 
+def reference_model_dir(wildcards):
+    """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id downloaded
+    by download_reference_model into resources/reference_models/."""
+    ref = FT_MODELS[wildcards.ftmodel]["pretrained"]
+    return ref if os.path.isdir(ref) else f"resources/reference_models/{wildcards.ftmodel}"
+
+
+def reference_hub_id(wildcards):
+    return FT_MODELS[wildcards.ftmodel]["pretrained"]
+
+
 def finetune_inputs(wildcards):
-    """The model to fine-tune (LAPT output, source model + init artifact, or the source model), its
-    tokenizer and the prepared task data."""
+    """The model to fine-tune (LAPT output, source model + init artifact, the source model, or a reference
+    model with its own tokenizer), its tokenizer and the prepared task data."""
     model, lang, s = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]["language"], wildcards.source
     inputs = {"data": f"results/tasks/{wildcards.task}"}
     if "lapt" in model:
@@ -353,6 +364,8 @@ def finetune_inputs(wildcards):
         inputs["model"] = source_model_dir(wildcards)
         inputs["embeddings"] = f"results/init/{s}/{lang}/{model['init']}.safetensors"
         inputs["tokenizer"] = eval_tokenizer(s, lang, model["init"])
+    elif "pretrained" in model:
+        inputs["model"] = inputs["tokenizer"] = reference_model_dir(wildcards)
     else:
         inputs["model"] = inputs["tokenizer"] = source_model_dir(wildcards)
     return inputs
@@ -366,7 +379,7 @@ def finetune_meta(wildcards):
     model, task = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]
     return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
                       "method": model.get("lapt") and LAPT["runs"][model["lapt"]]["method"] or model.get("init")
-                      or "source", "lapt": model.get("lapt"), "task_name": wildcards.task,
+                      or ("reference" if model.get("pretrained") else "source"), "lapt": model.get("lapt"), "task_name": wildcards.task,
                       "language": task["language"], "dataset": task["dataset"]["loader"]})
 
 
