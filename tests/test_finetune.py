@@ -223,6 +223,16 @@ def test_selection_metric_choices_are_named():
         selection_metric("sts", FinetuneConfig(positive_label="yes"))
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread, as the config's ``threads: 1`` gives the CLI (on a busy 2-core machine two threads take 20x
+    longer here); restored afterwards, since main() sets it process-wide."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def capital_pairs(verses: list[str], n: int) -> pd.DataFrame:
     """Learnable sentence pairs: sentence2 is words 2-6 of sentence1; the similarity counts its capitalized words
     (2.5 each, at most 5), and a pair is a paraphrase ("equivalent") if there is one."""
@@ -235,7 +245,7 @@ def capital_pairs(verses: list[str], n: int) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(premise=lambda d: d.sentence1, hypothesis=lambda d: d.sentence2)
 
 
-def test_sts_regression_learns_and_is_reproducible(tmp_path, model_dir, sw_tokenizer, swahili_verses):
+def test_sts_regression_learns_and_is_reproducible(tmp_path, model_dir, sw_tokenizer, swahili_verses, one_thread):
     """STS-B-shaped data: a one-output regression head (MSE), selected on dev Pearson; the signal is learned
     (a constant or unrelated prediction has Pearson ~0), and the same seed gives the same scores."""
     df = capital_pairs(swahili_verses, 520)[["id", "sentence1", "sentence2", "score"]]
@@ -256,7 +266,7 @@ def test_sts_regression_learns_and_is_reproducible(tmp_path, model_dir, sw_token
     assert again == scores
 
 
-def test_mrpc_f1_selection_and_mismatched_test_set_through_the_cli(tmp_path, model_dir, swahili_verses):
+def test_mrpc_f1_selection_and_mismatched_test_set_through_the_cli(tmp_path, model_dir, swahili_verses, one_thread):
     """MRPC-shaped pairs through the CLI with `metric: f1`: dev selection by the positive class's F1, accuracy
     also reported, and an extra evaluation set (test_mismatched.parquet, MNLI's "mm") scored as well."""
     df = capital_pairs(swahili_verses, 560)[["id", "premise", "hypothesis", "label"]]
