@@ -347,10 +347,21 @@ def task_spec(wildcards):
     return canonical({"task": task["task"], **task["dataset"]})
 
 
+def reference_model_dir(wildcards):
+    """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id downloaded
+    by download_reference_model into resources/reference_models/."""
+    ref = FT_MODELS[wildcards.ftmodel]["pretrained"]
+    return ref if os.path.isdir(ref) else f"resources/reference_models/{wildcards.ftmodel}"
+
+
+def reference_hub_id(wildcards):
+    return FT_MODELS[wildcards.ftmodel]["pretrained"]
+
+
 def finetune_inputs(wildcards):
-    """The model to fine-tune (LAPT output or snapshot, source model + init artifact, or the source model), its
-    tokenizer and the prepared task data. A snapshot lives inside the run's `snapshots/` folder, which is what
-    Snakemake tracks (finetune_model_dir names the step's folder)."""
+    """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or a
+    reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives inside the
+    run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the step's folder)."""
     model, lang, s = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]["language"], wildcards.source
     inputs = {"data": f"results/tasks/{wildcards.task}"}
     if "step" in model:
@@ -361,6 +372,8 @@ def finetune_inputs(wildcards):
         inputs["model"] = source_model_dir(wildcards)
         inputs["embeddings"] = f"results/init/{s}/{lang}/{model['init']}.safetensors"
         inputs["tokenizer"] = eval_tokenizer(s, lang, model["init"])
+    elif "pretrained" in model:
+        inputs["model"] = inputs["tokenizer"] = reference_model_dir(wildcards)
     else:
         inputs["model"] = inputs["tokenizer"] = source_model_dir(wildcards)
     return inputs
@@ -387,8 +400,9 @@ def finetune_meta(wildcards):
     step = {"lapt_step": model["step"]} if "step" in model else {}  # snapshots only: other jobs keep their params
     return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
                       "method": model.get("lapt") and LAPT["runs"][model["lapt"]]["method"] or model.get("init")
-                      or "source", "lapt": model.get("lapt"), "task_name": wildcards.task,
-                      "language": task["language"], "dataset": task["dataset"]["loader"], **step})
+                      or ("reference" if model.get("pretrained") else "source"), "lapt": model.get("lapt"),
+                      "task_name": wildcards.task, "language": task["language"], "dataset": task["dataset"]["loader"],
+                      **step})
 
 
 def finetune_embeddings_flag(wildcards, input):

@@ -16,6 +16,19 @@ rule prepare_task:
         "../workflow_scripts/prepare_task.py"
 
 
+# A reference model named by hub id (finetune.models.<m>.pretrained: vocab-swap Tables 2/10 "Pre-trained" rows),
+# fetched once; a local folder is used in place.
+rule download_reference_model:
+    output:
+        model=directory("resources/reference_models/{ftmodel}"),
+    params:
+        repo=reference_hub_id,
+    log:
+        "logs/download_reference_model/{ftmodel}.log",
+    script:
+        "../workflow_scripts/download_source_model.py"
+
+
 rule finetune:
     input:
         unpack(finetune_inputs),

@@ -21,13 +21,17 @@ from vocab_transfer.finetune import (
     FinetuneConfig,
     ParserOutput,
     attachment_scores,
+    binary_f1,
     collate,
+    correlations,
     encode_dep,
     encode_qa,
     evaluate,
     finetune,
     load_task_model,
+    main,
     read_task_data,
+    selection_metric,
     span_f1,
     squad_scores,
     task_labels,
@@ -183,6 +187,115 @@ def test_nli_and_qa_run_end_to_end(tmp_path, model_dir, sw_tokenizer, swahili_ve
             assert 0 <= scores["test_exact_match"] <= scores["test_f1"]
     assert labels == [] and task_labels("nli", {"train": nli, "dev": nli, "test": nli}) == [
         "contradiction", "entailment", "neutral"]
+
+
+# ------------------------------------------------------------------------------------------ GLUE: STS-B, MRPC
+def test_pair_metrics_known_answers():
+    """MRPC's F1 of the positive class and STS-B's Pearson / Spearman, by hand and against scipy."""
+    from scipy.stats import pearsonr, spearmanr
+
+    f = binary_f1(["eq", "eq", "no", "no", "eq"], ["eq", "no", "eq", "no", "eq"], "eq")  # TP 2, FP 1, FN 1
+    assert f == {"f1": pytest.approx(2 / 3), "precision": pytest.approx(2 / 3), "recall": pytest.approx(2 / 3)}
+    assert binary_f1(["no", "eq"], ["no", "no"], "eq") == {"f1": 0.0, "precision": 0.0, "recall": 0.0}
+    assert binary_f1(["no", "eq"], ["no", "no"], "no")["f1"] == pytest.approx(2 / 3)  # P 1/2, R 1
+    assert correlations([1, 2, 3, 4, 5], [1, 3, 2, 5, 4]) == {"pearson": pytest.approx(0.8),
+                                                              "spearman": pytest.approx(0.8)}
+    tied = correlations([1, 2, 2, 3], [1, 2, 3, 4])  # gold ranks 1, 2.5, 2.5, 4
+    assert tied["spearman"] == pytest.approx(3 / 10 ** 0.5) and tied["pearson"] == pytest.approx(3 / 10 ** 0.5)
+    gold, pred = [0.0, 1.2, 2.5, 3.8, 5.0, 4.1], [0.3, 0.2, 3.0, 3.3, 4.9, 5.5]
+    assert correlations(gold, pred)["pearson"] == pytest.approx(pearsonr(gold, pred)[0])
+    assert correlations(gold, pred)["spearman"] == pytest.approx(spearmanr(gold, pred)[0])
+    assert correlations([1.0, 2.0, 3.0], [0.5, 0.5, 0.5]) == {"pearson": 0.0, "spearman": 0.0}  # constant: 0
+
+
+def test_selection_metric_choices_are_named():
+    assert selection_metric("sts", FinetuneConfig()) == "pearson"
+    assert selection_metric("nli", FinetuneConfig(metric="f1"), ["not_equivalent", "equivalent"]) == "f1"
+    with pytest.raises(ValueError, match=r"metric 'pearson' is not reported for task 'nli'; choose one of "
+                                         r"\['accuracy', 'f1'\]"):
+        selection_metric("nli", FinetuneConfig(metric="pearson"))
+    with pytest.raises(ValueError, match=r"binary F1 needs two labels or a positive_label; the labels are "
+                                         r"\['entailment', 'neutral', 'contradiction'\]"):
+        selection_metric("nli", FinetuneConfig(metric="f1"), ["entailment", "neutral", "contradiction"])
+    with pytest.raises(ValueError, match="positive_label 'yes' is not one of the labels"):
+        selection_metric("nli", FinetuneConfig(metric="f1", positive_label="yes"), ["no", "ok"])
+    with pytest.raises(ValueError, match="positive_label applies to task nli"):
+        selection_metric("sts", FinetuneConfig(positive_label="yes"))
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread, as the config's ``threads: 1`` gives the CLI (on a busy 2-core machine two threads take 20x
+    longer here); restored afterwards, since main() sets it process-wide."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def capital_pairs(verses: list[str], n: int) -> pd.DataFrame:
+    """Learnable sentence pairs: sentence2 is words 2-6 of sentence1; the similarity counts its capitalized words
+    (2.5 each, at most 5), and a pair is a paraphrase ("equivalent") if there is one."""
+    rows = []
+    for i, v in enumerate(verses[:n]):
+        w = v.split()
+        caps = sum(x[:1].isupper() for x in w[1:6])
+        rows.append({"id": str(i), "sentence1": " ".join(w[:12]), "sentence2": " ".join(w[1:6]),
+                     "score": min(5.0, 2.5 * caps), "label": ("not_equivalent", "equivalent")[caps > 0]})
+    return pd.DataFrame(rows).assign(premise=lambda d: d.sentence1, hypothesis=lambda d: d.sentence2)
+
+
+def test_sts_regression_learns_and_is_reproducible(tmp_path, model_dir, sw_tokenizer, swahili_verses, one_thread):
+    """STS-B-shaped data: a one-output regression head (MSE), selected on dev Pearson; the signal is learned
+    (a constant or unrelated prediction has Pearson ~0), and the same seed gives the same scores."""
+    df = capital_pairs(swahili_verses, 520)[["id", "sentence1", "sentence2", "score"]]
+    data = {"train": df[:400].reset_index(drop=True), "dev": df[400:460].reset_index(drop=True),
+            "test": df[460:].reset_index(drop=True)}
+    assert task_labels("sts", data) == []
+    out = []
+    for run in ("a", "b"):
+        torch.manual_seed(1)
+        model = load_task_model("sts", str(model_dir), [])
+        assert model.config.num_labels == 1 and model.config.problem_type == "regression"
+        out.append(finetune(model, sw_tokenizer, "sts", data, [], cfg(epochs=6, lr=3e-3), seed=1,
+                            checkpoint_dir=tmp_path / run))
+    (scores, history), (again, _) = out
+    assert scores["metric"] == "pearson" and scores["dev_pearson"] == history["dev_pearson"].max()
+    assert scores["selected_step"] == history["step"][history["dev_pearson"].idxmax()]
+    assert scores["test_pearson"] > 0.4 and -1 <= scores["test_spearman"] <= 1
+    assert again == scores
+
+
+def test_mrpc_f1_selection_and_mismatched_test_set_through_the_cli(tmp_path, model_dir, swahili_verses, one_thread):
+    """MRPC-shaped pairs through the CLI with `metric: f1`: dev selection by the positive class's F1, accuracy
+    also reported, and an extra evaluation set (test_mismatched.parquet, MNLI's "mm") scored as well."""
+    df = capital_pairs(swahili_verses, 560)[["id", "premise", "hypothesis", "label"]]
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, part in {"train": df[:400], "dev": df[400:460], "test": df[460:510], "test_mismatched": df[510:]}.items():
+        part.reset_index(drop=True).to_parquet(data / f"{name}.parquet")
+    (data / "labels.json").write_text(json.dumps(["not_equivalent", "equivalent"]))
+    out = tmp_path / "seed1.parquet"
+    main(["--model", str(model_dir), "--task", "nli", "--data", str(data), "--seed", "1", "--output", str(out),
+          "--config", json.dumps({**cfg(epochs=6, lr=3e-3, eval_fraction=0.1).__dict__, "metric": "f1"})])
+    row = pd.read_parquet(out).iloc[0]
+    history = pd.read_parquet(tmp_path / "seed1.history.parquet")
+    assert row["metric"] == "f1" and row["dev_f1"] == history["dev_f1"].max()
+    assert row["selected_step"] == history["step"][history["dev_f1"].idxmax()]
+    test = df[460:510]
+    always_yes = binary_f1(list(test.label), ["equivalent"] * len(test), "equivalent")["f1"]
+    assert row["test_f1"] > always_yes and row["test_accuracy"] > 0.7  # learned, not the majority answer
+    assert row["extra_test_sets"] == "mismatched" and 0 <= row["test_mismatched_accuracy"] <= 1
+    assert 0 <= row["test_mismatched_f1"] <= 1 and row["n_test"] == 50
+
+
+def test_sentence_pair_segment_ids_are_padded():
+    """BERT-style models get the pair's segment ids (HF run_glue), padded with 0; models without them do not."""
+    items = [{"input_ids": [5, 6, 7, 8], "token_type_ids": [0, 0, 1, 1], "labels": 1},
+             {"input_ids": [5, 9], "token_type_ids": [0, 1], "labels": 0}]
+    batch = collate(items, pad_id=1)
+    assert batch["token_type_ids"].tolist() == [[0, 0, 1, 1], [0, 1, 0, 0]]
+    assert "token_type_ids" not in collate([{k: v for k, v in it.items() if k != "token_type_ids"} for it in items], 1)
 
 
 # ------------------------------------------------------------------------------------------ dependency parsing

@@ -12,7 +12,15 @@ import pytest
 import torch
 
 from vocab_transfer.corpus import write_corpus
-from vocab_transfer.lapt import EXIT_RESUME, LaptConfig, embedding_parameter_names, train
+from vocab_transfer.lapt import (
+    EXIT_RESUME,
+    LaptConfig,
+    embedding_layer_names,
+    embedding_parameter_names,
+    reinit_parameter_names,
+    reinitialize,
+    train,
+)
 from vocab_transfer.mlm import pack_texts
 from vocab_transfer.source_model import build_xlmr_mlm
 
@@ -62,6 +70,96 @@ def test_two_stage_trains_only_embeddings_first(tmp_path, sw_tokenizer, blocks):
     assert curve["stage"].tolist() == [0, 0, 1, 1, 1] and curve["step"].tolist() == [0, 4, 4, 8, 12]
     assert not torch.equal(model.roberta.encoder.layer[0].output.dense.weight,
                            before["roberta.encoder.layer.0.output.dense.weight"])
+
+
+def pretrained_like(sw_tokenizer, tmp_path, seed=0):
+    """A tiny model saved and loaded back (loaded weights carry transformers' "initialized" flag, which a plain
+    _init_weights call respects), with every weight moved off its initializer's values (LayerNorm not 1/0)."""
+    from transformers import AutoModelForMaskedLM
+
+    model = tiny_model(sw_tokenizer, seed=seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.5 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    model.save_pretrained(tmp_path / "pretrained")
+    return AutoModelForMaskedLM.from_pretrained(tmp_path / "pretrained")
+
+
+EMBEDDING_BLOCK = {"roberta.embeddings.position_embeddings.weight", "roberta.embeddings.token_type_embeddings.weight",
+                   "roberta.embeddings.LayerNorm.weight", "roberta.embeddings.LayerNorm.bias"}
+
+
+def test_reinitialize_embedding_layers_and_all(tmp_path, sw_tokenizer):
+    """vocab-swap "Embed Layers" re-initializes position / token-type embeddings and the embedding LayerNorm,
+    "Scratch" every weight but the word embeddings and output bias; with the model's initializer, seeded."""
+    model = pretrained_like(sw_tokenizer, tmp_path)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    assert reinit_parameter_names(model, "embedding_layers") == EMBEDDING_BLOCK
+    assert embedding_layer_names(model) == EMBEDDING_BLOCK | embedding_parameter_names(model)
+    assert sorted(reinitialize(model, "embedding_layers", seed=5)) == sorted(EMBEDDING_BLOCK)
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert changed == EMBEDDING_BLOCK  # the word embeddings, the body and the LM head bit-identical
+    emb = model.roberta.embeddings
+    assert torch.equal(emb.LayerNorm.weight, torch.ones(16)) and torch.equal(emb.LayerNorm.bias, torch.zeros(16))
+    pos = emb.position_embeddings.weight
+    assert torch.equal(pos[model.config.pad_token_id], torch.zeros(16))  # padding_idx row, as _init_weights does
+    assert abs(pos.std().item() - model.config.initializer_range) < 0.005
+    torch.randn(100)  # the global RNG does not matter, the seed does
+    again = pretrained_like(sw_tokenizer, tmp_path)
+    reinitialize(again, "embedding_layers", seed=5)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values(), strict=True))
+    other = pretrained_like(sw_tokenizer, tmp_path)
+    reinitialize(other, "embedding_layers", seed=6)
+    assert not torch.equal(other.roberta.embeddings.position_embeddings.weight, pos)
+    scratch = pretrained_like(sw_tokenizer, tmp_path)
+    reinitialize(scratch, "all", seed=5)
+    kept = {n for n, p in scratch.named_parameters() if torch.equal(p, before[n])}
+    assert kept == embedding_parameter_names(scratch) and len(kept) == 2  # word embeddings (tied), output bias
+    assert torch.equal(scratch.get_input_embeddings().weight, model.get_input_embeddings().weight)
+    assert reinitialize(scratch, "none", seed=5) == []
+
+
+def test_embedding_layers_variant_trains_the_block_and_resumes_bit_identically(tmp_path, sw_tokenizer, blocks):
+    """variant embedding_layers (vocab-swap "Embed Grad"): the embedding block and output bias move, the body does
+    not; with reinit all ("Scratch") a run killed mid-way resumes bit-identically (the re-initialized weights come
+    from its checkpoint, not from a second re-initialization)."""
+    cfg = config(variant="embedding_layers", reinit="embedding_layers", steps=4)
+    assert cfg.stages() == [(4, "embedding_layers")]
+    model = pretrained_like(sw_tokenizer, tmp_path)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    train(model, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "a")
+    block = embedding_layer_names(model)
+    for n, p in model.named_parameters():
+        assert torch.equal(p, before[n]) != (n in block), n
+    ref = pretrained_like(sw_tokenizer, tmp_path)
+    reinitialize(ref, "embedding_layers", seed=cfg.seed * 1_000_003 + 7)  # what train() re-initialized at step 0
+    assert not torch.equal(ref.roberta.embeddings.LayerNorm.weight, before["roberta.embeddings.LayerNorm.weight"])
+    scratch = config(reinit="all", steps=8)
+    full = pretrained_like(sw_tokenizer, tmp_path)
+    curve_full = train(full, sw_tokenizer, *blocks, scratch, checkpoint_dir=tmp_path / "b")
+    plain = train(pretrained_like(sw_tokenizer, tmp_path), sw_tokenizer, *blocks, config(steps=1),
+                  checkpoint_dir=tmp_path / "c")
+    assert curve_full["heldout_loss"].iloc[0] != plain["heldout_loss"].iloc[0]  # step 0 already re-initialized
+    cut = pretrained_like(sw_tokenizer, tmp_path)
+    train(cut, sw_tokenizer, *blocks, scratch, checkpoint_dir=tmp_path / "d", stop_after=4)
+    torch.randn(10)
+    resumed = pretrained_like(sw_tokenizer, tmp_path)  # pretrained weights again: the checkpoint must win
+    curve = train(resumed, sw_tokenizer, *blocks, scratch, checkpoint_dir=tmp_path / "d")
+    for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    pd.testing.assert_frame_equal(curve, curve_full)
+
+
+def test_reinit_needs_an_embedding_block():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=16, n_layer=1, n_head=2, n_positions=32))
+    with pytest.raises(ValueError, match="GPT2LMHeadModel has no embedding block .* embedding_layers variant and "
+                                         "reinit are for BERT-style encoders"):
+        reinitialize(gpt2, "embedding_layers", seed=0)
+    assert "transformer.h.0.mlp.c_fc.weight" in reinit_parameter_names(gpt2, "all")
+    with pytest.raises(ValueError, match=r"reinit must be one of \['none', 'embedding_layers', 'all'\]"):
+        LaptConfig.from_dict({"reinit": "body"})
 
 
 def test_source_correlation_curve(tmp_path, sw_tokenizer, blocks):

@@ -125,36 +125,61 @@ GRIDS = {
         "plot_token_accuracy": 1,  # Figure 6 (Dict Match's matched vs not matched tokens; French, as Figure 5)
         "download_source_model": 1,
     },
-    "vocab_swap_recovery": {  # vocab-swap.md, Experiment 1: Table 8
+    "vocab_swap_recovery": {  # vocab-swap.md, Experiment 1: Tables 1, 4-8
         "evaluate_init": 1,
-        "init_embeddings": 6,  # Reinit Embed, 75/50/25% Kept, Permute, Permute 100
-        # Table 8 columns All Layers (5e-5, 1e-4) and Word Embed Only (1e-4, 5e-4) per row; the Embed Layers
-        # columns and Scratch are not expressible.
-        "train_lapt": 6 * 4,
+        "init_embeddings": 6 + 1,  # Reinit Embed, 75/50/25% Kept, Permute, Permute 100; Bert Baseline (its own rows)
+        # Table 8: the 6 perturbations x (Embed Layers 1e-4, 5e-4, All Layers 5e-5, 1e-4, Word Embed Only 1e-4,
+        # 5e-4) = 36, Scratch x All Layers (5e-5, 1e-4) = 2. Tables 1/4/5/7 add Scratch x Embed Layers (1e-4, 5e-4)
+        # = 2, and Tables 1, 4-7 the Bert Baseline x (All Layers 1e-4, 5e-5, Embed Layers 1e-4, 5e-4) = 4.
+        "train_lapt": 6 * 6 + 2 + 2 + 4,
+        # Tables 4 (MRPC) and 5 (STS-B): 8 rows (Bert Baseline, Scratch, Reinit Embed, 25/50/75% Kept, Permute,
+        # Permute 100) x 4 columns (All Layers 1e-4, 5e-5, Embed Layers 1e-4, 5e-4); MNLI: the same 8 rows x Embed
+        # Layers (Tables 1/7) and x All Layers (Table 6). 32 models x 3 tasks x 5 seeds ("average over five seeds").
+        "finetune": 8 * 4 * 3 * 5,
+        "prepare_task": 3,  # GLUE MNLI, MRPC, STS-B (§3.1)
         "plot_lapt_curves": 1,
         "plot_embedding_correlation": 1,  # Figures 2/7 (recovery curves) and pairwise ρ̄
-        "make_paper_table": 1,  # Table 8 in the paper's layout
+        "make_paper_table": 6,  # Tables 1, 4, 5, 6, 7 (= Table 1, appendix), 8 in the paper's layout
         "download_source_model": 1,
     },
-    "vocab_swap_frankenberta": {  # vocab-swap.md, Experiment 2: Table 9
+    "vocab_swap_frankenberta": {  # vocab-swap.md, Experiment 2: Tables 2 and 9
         "evaluate_init": 1,
         "init_embeddings": 3,  # Reinit Embed, Freq Match, Dict Match (Align Match omitted, §3.2 fn. 3)
         "train_lapt": 3 * 2,  # Embed Grad 5e-4, All Grad 1e-4
         "train_tokenizer": 1,  # bert-base-uncased's, fetched (not trained) by the job
+        # Table 2: the 6 swapped models + bert-base-uncased and roberta-base "Pre-trained" x STS-B, MRPC, MNLI x 5
+        # seeds ("average results over five seeds")
+        "finetune": (6 + 2) * 3 * 5,
+        "prepare_task": 3,
+        "download_reference_model": 1,  # bert-base-uncased (roberta-base is the source)
         "plot_lapt_curves": 1,
         "plot_embedding_correlation": 1,
-        "make_paper_table": 1,  # Table 9
+        "make_paper_table": 2,  # Tables 9 and 2
+        "download_source_model": 1,
+    },
+    "vocab_swap_frankenbert": {  # vocab-swap.md, Table 10 (Experiment 2 reversed: BERT with RoBERTa's tokenizer)
+        "evaluate_init": 1,
+        "init_embeddings": 3,  # Table 10 rows: Dict, Freq, Reinit Embed
+        "train_lapt": 3 * 2,  # LR 1e-4 (All), LR 5e-4 (Embed)
+        "train_tokenizer": 1,  # roberta-base's, fetched
+        "finetune": (6 + 2) * 3 * 5,  # 6 swapped + bert-base-uncased, roberta-base "Pre-trained" x 3 tasks x 5 seeds
+        "prepare_task": 3,
+        "download_reference_model": 1,  # roberta-base (bert-base-uncased is the source)
+        "plot_lapt_curves": 1,
+        "plot_embedding_correlation": 1,
+        "make_paper_table": 1,  # Table 10
         "download_source_model": 1,
     },
 }
 NO_JOBS = {  # rules a config must not plan
-    "focus": ["pretrain_source_model"],
-    "wechsel": ["pretrain_source_model", "train_fasttext"],
+    "focus": ["pretrain_source_model", "download_reference_model"],
+    "wechsel": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
     "wechsel_gpt2": ["pretrain_source_model", "finetune", "make_finetune_table"],
-    "unks": ["pretrain_source_model"],
-    "vocab_swap": ["pretrain_source_model"],
-    "vocab_swap_recovery": ["pretrain_source_model", "finetune", "make_finetune_table", "train_fasttext"],
-    "vocab_swap_frankenberta": ["pretrain_source_model", "finetune", "make_finetune_table"],
+    "unks": ["pretrain_source_model", "download_reference_model"],
+    "vocab_swap": ["pretrain_source_model", "download_reference_model"],
+    "vocab_swap_recovery": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
+    "vocab_swap_frankenberta": ["pretrain_source_model"],
+    "vocab_swap_frankenbert": ["pretrain_source_model"],
 }
 
 

@@ -1,6 +1,7 @@
 """Paper-layout tables: mean ± std over seeds, best in bold, missing cells as '—' (never 0)."""
 
 import pandas as pd
+import pytest
 
 from vocab_transfer.tables import finetune_table, paper_table
 
@@ -77,3 +78,51 @@ def test_lapt_grid_table_loss_lower_is_better():
     lines = md.splitlines()
     assert lines[0].startswith("**") and "de, held-out loss at step 100" in lines[0]
     assert lines[4:] == ["| Reinit | **2.00** | **1.50** |", "| Freq | — | 3.00 |", "| Dict | — | — |"]
+
+
+def glue_scores():
+    """MNLI rows with a mismatched evaluation set (m/mm) and MRPC rows scored by F1, two seeds each."""
+    rows = []
+    for model, seed, m, mm, f1 in [("base", 1, 0.840, 0.845, 0.90), ("base", 2, 0.844, 0.847, 0.89),
+                                   ("keep", 1, 0.835, 0.836, 0.88), ("keep", 2, 0.837, 0.838, 0.86),
+                                   ("reinit", 1, 0.820, 0.821, 0.89), ("reinit", 2, 0.820, 0.821, 0.87)]:
+        common = {"source": "bert", "language": "en", "model": model, "method": model, "seed": seed}
+        rows.append({**common, "task_name": "mnli", "task": "nli", "metric": "accuracy", "dev_accuracy": m,
+                     "test_accuracy": m, "test_mismatched_accuracy": mm, "extra_test_sets": "mismatched"})
+        rows.append({**common, "task_name": "mrpc", "task": "nli", "metric": "f1", "dev_f1": f1, "test_f1": f1,
+                     "test_accuracy": 0.5, "extra_test_sets": ""})
+    return pd.DataFrame(rows)
+
+
+def test_mnli_cells_show_matched_and_mismatched_with_the_best_of_a_group_bold():
+    """vocab-swap Tables 1/6/7: "0.842/0.846 (±0.004/0.004)" cells, the best scheme bold, the Bert Baseline (the
+    reference, outside best_groups) never bold although higher, a cell without runs "—"."""
+    spec = {"title": "T1", "tasks": ["mnli"], "format": "fraction", "best_groups": [["75% Kept", "Reinit", "Permute"]],
+            "grid": {"columns": ["Embed 1e-4"], "rows": {"Bert Baseline": ["base"], "75% Kept": ["keep"],
+                                                         "Reinit": ["reinit"], "Permute": ["permute"]}}}
+    table, md = paper_table(glue_scores(), spec, models={}, tasks={"mnli": "MNLI (m/mm)"})
+    lines = md.splitlines()
+    assert lines[2] == "| MNLI (m/mm) | Embed 1e-4 |"
+    assert lines[4:] == ["| Bert Baseline | 0.842/0.846 (±0.003/0.001) |",
+                         "| 75% Kept | **0.836/0.837 (±0.001/0.001)** |",
+                         "| Reinit | 0.820/0.821 (±0.000/0.000) |",
+                         "| Permute | — |"]
+    assert table.set_index("row")["value"]["Bert Baseline"] == pytest.approx(84.2)
+    _, md = paper_table(glue_scores(), {**spec, "format": "percent", "best_groups": None}, models={}, tasks={})
+    assert "| Bert Baseline | **84.2/84.6 ± 0.3/0.1** |" in md  # one group of all rows: the baseline is best
+
+
+def test_model_rows_table_bold_per_group_and_f1_cells():
+    """vocab-swap Tables 2/10: models as rows, tasks as columns; the best swapped model and the best reference
+    model are bold; MRPC cells are the F1 the task was selected on."""
+    spec = {"title": "T2", "groups": {"": ["mrpc", "mnli"]}, "format": "fraction",
+            "best_groups": [["keep", "reinit"], ["base"]]}
+    _, md = paper_table(glue_scores(), spec, models={"base": "roberta-base", "keep": "Dict", "reinit": "Reinit"},
+                        tasks={"mrpc": "MRPC (F1)", "mnli": "MNLI"})
+    lines = md.splitlines()
+    assert lines[2] == "| Model | MRPC (F1) | MNLI |"
+    assert lines[4] == "| roberta-base | **0.895 (±0.007)** | **0.842/0.846 (±0.003/0.001)** |"
+    assert lines[5] == "| Dict | 0.870 (±0.014) | **0.836/0.837 (±0.001/0.001)** |"
+    assert lines[6] == "| Reinit | **0.880 (±0.014)** | 0.820/0.821 (±0.000/0.000) |"
+    with pytest.raises(ValueError, match="table format must be one of"):
+        paper_table(glue_scores(), {**spec, "format": "permille"}, models={"base": "b"}, tasks={})

@@ -328,6 +328,85 @@ def test_pawsx_errors(tmp_path, monkeypatch):
     assert calls == [("google-research-datasets/paws-x", "fr", {"revision": "abc123", "cache_dir": "c"})]
     assert [len(d) for d in ds.values()] == [2, 2, 2]
 
+# hub rows (nyu-mll/glue): int idx; mnli/mrpc int labels, stsb a float similarity; test splits all -1 (hidden)
+MNLI = [{"premise": f"The cat sat on mat {i}.", "hypothesis": h, "label": y, "idx": i}
+        for i, (h, y) in enumerate([("A cat sat.", 0), ("The cat is black.", 1), ("No cat sat.", 2)] * 4)]
+MRPC = [{"sentence1": f"He said it on day {i}.", "sentence2": s2, "label": y, "idx": i}
+        for i, (s2, y) in enumerate([("On that day he said it.", 1), ("She left.", 0)] * 5)]
+STSB = [{"sentence1": f"A man plays guitar {i}.", "sentence2": s2, "label": y, "idx": i}
+        for i, (s2, y) in enumerate([("A man plays a guitar.", 3.8), ("A dog runs.", 0.0), ("A man plays.", 5.0)] * 4)]
+
+
+def test_glue_mnli_matched_and_mismatched(tmp_path, caplog):
+    """MNLI: validation_matched is the test set, validation_mismatched the extra one ("m/mm"); dev comes from train;
+    the hub's test splits (labels hidden) are not read."""
+    hidden = [{**r, "label": -1} for r in MNLI[:2]]
+    files = _files(tmp_path, "mnli", {"train": MNLI, "validation_matched": MNLI[:3], "validation_mismatched": MNLI[3:5],
+                                      "test_matched": hidden}, parquet=("validation_mismatched",))
+    with caplog.at_level(logging.INFO, logger="vocab_transfer.tasks"):
+        ds = load_task(_spec(tmp_path, "glue", files, config="mnli", dev_fraction=0.25), seed=1)
+    assert list(ds) == ["train", "dev", "test", "test_mismatched"]
+    assert [len(ds[s]) for s in ds] == [9, 3, 3, 2]
+    assert ds["test"].to_list()[0] == {"id": "0", "premise": "The cat sat on mat 0.", "hypothesis": "A cat sat.",
+                                       "label": "entailment"}
+    assert ds["test_mismatched"]["label"] == ["entailment", "neutral"] and ds["test_mismatched"]["id"] == ["3", "4"]
+    assert sorted([*ds["train"]["id"], *ds["dev"]["id"]], key=int) == [str(i) for i in range(12)]
+    assert load_task(_spec(tmp_path, "glue", files, config="mnli", dev_fraction=0.25), seed=1)["dev"]["id"] == \
+        ds["dev"]["id"]
+    assert label_list("nli", ds) == ["entailment", "neutral", "contradiction"]
+    assert "validation_matched, validation_mismatched scored as test, test_mismatched" in caplog.text
+
+
+def test_glue_mrpc_and_stsb(tmp_path):
+    files = _files(tmp_path, "mrpc", {"train": MRPC, "validation": MRPC[:4], "test": [{**MRPC[0], "label": -1}]})
+    ds = load_task(_spec(tmp_path, "glue", files, config="mrpc"), seed=0)
+    assert list(ds) == ["train", "dev", "test"] and [len(ds[s]) for s in ds] == [9, 1, 4]
+    assert ds["test"].column_names == ["id", "premise", "hypothesis", "label"]
+    assert ds["test"]["label"] == ["equivalent", "not_equivalent"] * 2
+    assert label_list("nli", ds) == ["not_equivalent", "equivalent"]  # the hub's order: equivalent is 1
+    files = _files(tmp_path, "stsb", {"train": STSB, "validation": STSB[:3]}, parquet=("validation",))
+    ds = load_task(_spec(tmp_path, "glue", files, config="stsb", task="sts"), seed=0)
+    assert ds["test"].column_names == ["id", "sentence1", "sentence2", "score"]
+    assert ds["test"]["score"] == [3.8, 0.0, 5.0] and ds["test"][0]["sentence2"] == "A man plays a guitar."
+    check_columns("sts", ds)
+
+
+def test_glue_errors(tmp_path, monkeypatch):
+    hidden = _files(tmp_path, "mrpc-hidden", {"train": MRPC, "validation": [{**r, "label": -1} for r in MRPC[:3]]})
+    with pytest.raises(ValueError, match=r"glue mrpc split 'validation': 3 of 3 labels are -1 \(hidden"):
+        load_task(_spec(tmp_path, "glue", hidden, config="mrpc"))
+    bad = _files(tmp_path, "stsb-bad", {"train": [{**STSB[0], "label": 5.5}], "validation": STSB[:2]})
+    with pytest.raises(ValueError, match=r"glue stsb split 'train', example 0: similarity 5.5 outside 0.0-5.0"):
+        load_task(_spec(tmp_path, "glue", bad, config="stsb"))
+    files = _files(tmp_path, "mnli-val", {"train": MNLI, "validation": MNLI[:2]})
+    with pytest.raises(ValueError, match=r"glue mnli: unknown data_files split\(s\) \['validation'\]; use the hub's "
+                                         r"split names train, validation_matched, validation_mismatched"):
+        load_task(_spec(tmp_path, "glue", files, config="mnli"))
+    files = _files(tmp_path, "mnli-part", {"train": MNLI, "validation_matched": MNLI[:2]})
+    with pytest.raises(ValueError, match=r"glue mnli needs the split\(s\) .*; missing \['validation_mismatched'\]"):
+        load_task(_spec(tmp_path, "glue", files, config="mnli"))
+    with pytest.raises(ValueError, match="glue task spec needs a 'config', one of mnli, mrpc, stsb; got 'cola'"):
+        load_task({"loader": "glue", "config": "cola"})
+    with pytest.raises(ValueError, match="glue stsb is task 'sts', not 'nli'"):
+        load_task({"loader": "glue", "config": "stsb", "task": "nli"})
+    with pytest.raises(ValueError, match="loader glue is 'en' only"):
+        load_task({"loader": "glue", "config": "mrpc", "language": "de"})
+    with pytest.raises(ValueError, match=r"no label list for task 'sts'"):
+        label_list("sts", {})
+    calls = []
+
+    def fake_load_dataset(path, name=None, **kwargs):
+        calls.append((path, name, kwargs))
+        splits = {"train": MNLI, "validation_matched": MNLI[:3], "validation_mismatched": MNLI[3:6],
+                  "test_matched": [{**r, "label": -1} for r in MNLI[:3]], "test_mismatched": MNLI[:1]}
+        return datasets.DatasetDict({k: datasets.Dataset.from_list(v) for k, v in splits.items()})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    ds = load_task({"loader": "glue", "config": "mnli", "revision": "abc"})
+    assert calls == [("nyu-mll/glue", "mnli", {"revision": "abc", "cache_dir": None})]
+    assert [len(ds[s]) for s in ds] == [10, 2, 3, 3]  # hidden test splits not read
+
+
 def _squad(i: int, prefix: str = "") -> dict:
     context = f"=== Berlin ===\nBerlin ist seit {1990 + i} die Hauptstadt von Deutschland."
     return {"id": f"{prefix}{i}", "context": context, "question": "Seit wann ist Berlin Hauptstadt?",

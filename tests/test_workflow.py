@@ -347,6 +347,7 @@ def recovery_run(tmp_path_factory):
     the source's own (`tokenizer.pretrained: {en: {source: tiny}}`)."""
     workdir = tmp_path_factory.mktemp("recovery")
     shutil.copy(REPO / "tests/data/tiny_recovery_config.yaml", workdir / "config.yaml")
+    shutil.copytree(REPO / "tests/data/tasks/glue", workdir / "tests/data/tasks/glue")  # data_files, relative
     snakemake(workdir, "--cores", "2")
     return workdir
 
@@ -447,8 +448,67 @@ def test_snapshot_and_figure_config_errors_are_named():
     check(lambda c: c["figures"].update(f6={**six, "matched_by": "fokus"}), "figures.f6.matched_by", "fokus")
 
 
+def test_embed_layers_and_glue_tables(recovery_run):
+    """vocab-swap "Embed Layers" (embedding block re-initialized and trained, body frozen) through LAPT, then
+    GLUE-shaped MNLI (m/mm) and STS-B fine-tuning into Tables 1/5 in miniature."""
+    def weights(folder: str) -> dict:
+        return load_file(next((recovery_run / folder).glob("*.safetensors")))
+
+    source, layers = weights("results/source/tiny/model"), weights("results/lapt/tiny/en/keep_50_layers/model")
+    body = [k for k in source if ".encoder." in k]
+    assert body and all(torch.equal(layers[k], source[k]) for k in body)  # frozen body
+    changed = {k for k in source if not torch.equal(layers[k], source[k])}
+    assert {k.split(".", 2)[-1] for k in changed if ".embeddings." in k} == {
+        "word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight", "LayerNorm.weight",
+        "LayerNorm.bias"}
+    mnli = recovery_run / "results/tasks/mnli"
+    assert sorted(p.name for p in mnli.iterdir() if not p.name.startswith(".")) == [
+        "dev.parquet", "labels.json", "test.parquet", "test_mismatched.parquet", "train.parquet"]
+    assert [len(pd.read_parquet(mnli / f"{s}.parquet")) for s in ("train", "dev", "test", "test_mismatched")] == [
+        48, 16, 16, 16]
+    row = pd.read_parquet(recovery_run / "results/finetune/tiny/mnli/keep-50-layers/seed1.parquet").iloc[0]
+    assert row["extra_test_sets"] == "mismatched" and 0 <= row["test_mismatched_accuracy"] <= 1
+    sts = pd.read_parquet(recovery_run / "results/finetune/tiny/stsb/permute-100-all/seed1.parquet").iloc[0]
+    assert sts["metric"] == "pearson" and -1 <= sts["test_pearson"] <= 1 and "test_spearman" in sts
+    mnli_md, sts_md = (part.splitlines() for part in (recovery_run / "results/tables/paper/glue.md").read_text()
+                       .strip().split("\n\n**"))  # one block per task: title, blank, table
+    assert mnli_md[2] == "| MNLI | Embed Layers | All Layers |" and sts_md[2].startswith("| STSB (Pearson) |")
+    cell = f"{row['test_accuracy']:.3f}/{row['test_mismatched_accuracy']:.3f} (±0.000/0.000)"  # one seed
+    assert mnli_md[4:] == [f"| 50% Kept | **{cell}** | — |", "| Permute 100 | — | — |"]  # no MNLI run: missing
+    assert sts_md[4:] == ["| 50% Kept | — | — |", f"| Permute 100 | — | {sts['test_pearson']:.3f} (±0.000) |"]
+
+
 def test_pretrained_tokenizer_errors_are_named(tmp_path):
     proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"sw": {"source": "tinyy"}}))
     assert proc.returncode != 0 and "tokenizer.pretrained.sw.source" in proc.stderr and "'tinyy'" in proc.stderr
     proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"xx": "/no/such/dir"}))
     assert proc.returncode != 0 and "tokenizer.pretrained.xx" in proc.stderr
+
+
+def test_glue_finetune_and_table_config_errors_are_named():
+    """check_config (run at parse time) names a metric the task does not report, a reference model that is
+    neither a folder nor a hub id, best_groups rows that are not rows, and a bad LAPT reinit."""
+    from vocab_transfer.config import ConfigError, check_config
+
+    schema = REPO / "schemas/config.schema.yaml"
+    base = yaml.safe_load((REPO / "tests/data/tiny_recovery_config.yaml").read_text())
+    check_config(base, schema)
+    cases = [
+        (lambda c: c["finetune"]["tasks"]["mnli"].update(training={"metric": "pearson"}),
+         r"finetune.tasks.mnli: fine-tuning config: metric 'pearson' is not reported for task 'nli'"),
+        (lambda c: c["finetune"]["models"].update(ref={"pretrained": "./no/such/model"}),
+         r"finetune.models.ref.pretrained: './no/such/model' is not a directory"),
+        (lambda c: c["finetune"]["models"].update(ref={"pretrained": "x/y", "source": True}),
+         r"finetune.models.ref: give exactly one of lapt, init, source, pretrained"),
+        (lambda c: c["tables"]["glue"].update(best_groups=[["50% Kept", "Scratch"]]),
+         r"tables.glue.best_groups: \['Scratch'\] are not rows of the table"),
+        (lambda c: c["tables"]["glue"].update(format="permille"), r"tables.glue.format: 'permille' is not one of"),
+        (lambda c: c["lapt"]["runs"]["keep_50_layers"].update(reinit="body"),
+         r"lapt.runs.keep_50_layers.reinit: 'body' is not one of \['none', 'embedding_layers', 'all'\]"),
+        (lambda c: c["finetune"]["tasks"]["stsb"].update(task="nli"), r"glue stsb is task 'sts', not 'nli'"),
+    ]
+    for edit, message in cases:
+        config = yaml.safe_load(yaml.safe_dump(base))
+        edit(config)
+        with pytest.raises(ConfigError, match=message):
+            check_config(config, schema)

@@ -250,9 +250,10 @@ def check_method_language(config: dict, method: str, langs: list[str], where: st
 
 
 def check_finetune(config: dict) -> None:
-    """Fine-tuned models exist in the config (LAPT runs on the task's language, methods), tasks have corpora
-    and known loaders, and the training settings are FinetuneConfig fields."""
-    from .finetune import FinetuneConfig
+    """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models), tasks
+    have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric the task
+    reports."""
+    from .finetune import FinetuneConfig, selection_metric
     from .tasks import check_spec
 
     ft = config.get("finetune", {})
@@ -262,14 +263,18 @@ def check_finetune(config: dict) -> None:
             raise ConfigError(f"{where}.language: {task['language']!r} has no entry in 'corpora'")
         try:
             check_spec({"task": task["task"], **task["dataset"]})
-            FinetuneConfig.from_dict({**ft.get("training", {}), **task.get("training", {})})
+            selection_metric(task["task"], FinetuneConfig.from_dict({**ft.get("training", {}),
+                                                                      **task.get("training", {})}))
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
     for mname, model in ft.get("models", {}).items():
         where = f"finetune.models.{mname}"
-        kinds = [k for k in ("lapt", "init", "source") if model.get(k)]
+        kinds = [k for k in ("lapt", "init", "source", "pretrained") if model.get(k)]
         if len(kinds) != 1:
-            raise ConfigError(f"{where}: give exactly one of lapt, init, source (got {kinds})")
+            raise ConfigError(f"{where}: give exactly one of lapt, init, source, pretrained (got {kinds})")
+        ref = model.get("pretrained")
+        if ref and _path_not_hub_id(ref) and not Path(ref).is_dir():
+            raise ConfigError(f"{where}.pretrained: {ref!r} is not a directory (nor a hub id)")
         if "lapt" in model and model["lapt"] not in config.get("lapt", {}).get("runs", {}):
             raise ConfigError(f"{where}.lapt: {model['lapt']!r} is not an entry of lapt.runs")
         if "step" in model:
@@ -313,6 +318,12 @@ def check_tables(config: dict) -> None:
         bad = [m for m in names if m not in known]
         if bad:
             raise ConfigError(f"tables.{name}: {bad} are not entries of {what}")
+        row_labels = list(spec["grid"]["rows"]) if "grid" in spec else spec.get("rows") or list(known)
+        grouped = [r for group in spec.get("best_groups", []) for r in group]
+        bad = sorted({r for r in grouped if r not in row_labels} | {r for r in grouped if grouped.count(r) > 1})
+        if bad:
+            raise ConfigError(f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two groups); "
+                              f"rows: {row_labels}")
         if lapt:
             if not spec.get("languages") or not spec.get("steps"):
                 raise ConfigError(f"tables.{name}: kind lapt needs 'languages' and 'steps'")

@@ -6,16 +6,21 @@
 
 Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word
 labelled), ``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``),
-``nli`` (sequence-pair classification) and ``qa`` (extractive, sliding windows over the context).
-``--data`` is a folder of ``train/dev/test.parquet`` in the common schema of
-:mod:`vocab_transfer.tasks` (rule ``prepare_task``). The model is a ``save_pretrained`` folder (a LAPT
+``nli`` (sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B: one output, MSE loss)
+and ``qa`` (extractive, sliding windows over the context). ``--data`` is a folder of
+``train/dev/test.parquet`` in the common schema of :mod:`vocab_transfer.tasks` (rule ``prepare_task``),
+plus optional extra evaluation sets ``test_<name>.parquet`` (MNLI's mismatched validation set), on which
+the selected checkpoint is scored too (``test_<name>_<metric>``). The model is a ``save_pretrained`` folder (a LAPT
 output; its MAD-X language adapter is attached when present), a hub id, or a source model plus an init
 artifact (``--embeddings``: fine-tune right after the vocabulary swap, as vocab-swap does).
 
 Defaults follow focus.md Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup,
 gradient clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best
-dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI, UAS and
-LAS (selection by LAS) for parsing, all as fractions in [0, 1]; SQuAD F1/EM for QA, in %. Every
+dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the
+binary F1 of the positive class for two-label inventories: MRPC's F1), UAS and LAS (selection by LAS) for
+parsing, Pearson and Spearman correlation for STS (selection by Pearson), all as fractions in [0, 1]; SQuAD
+F1/EM for QA, in %. ``metric`` in the config picks another selection (and table) metric of the task, e.g.
+``f1`` for MRPC (vocab-swap Tables 2, 4, 10). Every
 evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best weights, history); a
 rerun continues from it and ends bit-identical (data order and dropout are functions of the seed and the
 step). SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
@@ -46,7 +51,10 @@ from .io import atomic_path, write_parquet
 from .lapt import EXIT_RESUME, Checkpoints, _autocast_factory, optimizer_step
 
 log = logging.getLogger(__name__)
-METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "qa": "f1"}
+METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "sts": "pearson", "qa": "f1"}
+# What each task type reports (the first is its default selection metric, METRICS); nli's f1 needs a positive class.
+TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep": ("las", "uas"),
+                "nli": ("accuracy", "f1"), "sts": ("pearson", "spearman"), "qa": ("f1", "exact_match")}
 PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 
 
@@ -74,6 +82,8 @@ class FinetuneConfig:
     arc_mlp_size: int = 500  # dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)
     label_mlp_size: int = 100  # dep: width of the relation MLPs (ibid.)
     mlp_dropout: float = 0.33  # dep: dropout on the MLP outputs (ibid.)
+    metric: str | None = None  # dev selection and table metric (None: the task's, METRICS); one of TASK_METRICS
+    positive_label: str | None = None  # nli f1: the positive class (None: the 2nd of two labels, MRPC's equivalent)
 
     @classmethod
     def from_dict(cls, d: dict) -> FinetuneConfig:
@@ -84,23 +94,55 @@ class FinetuneConfig:
         return cls(**d)
 
 
+def selection_metric(task: str, cfg: FinetuneConfig, labels: list[str] | None = None) -> str:
+    """The metric that selects the checkpoint (and that tables show): ``cfg.metric`` or the task's default.
+
+    ValueError naming the choices if the task does not report it; for ``nli`` with ``f1`` (binary F1 of the
+    positive class, GLUE MRPC), also if ``labels`` (when given) have no positive class: ``positive_label`` not
+    among them, or more than two labels and no ``positive_label``."""
+    metric = cfg.metric or METRICS[task]
+    if metric not in TASK_METRICS[task]:
+        raise ValueError(f"fine-tuning config: metric {metric!r} is not reported for task {task!r}; choose one of "
+                         f"{list(TASK_METRICS[task])}")
+    if cfg.positive_label is not None and task != "nli":
+        raise ValueError(f"fine-tuning config: positive_label applies to task nli (binary F1), not {task!r}")
+    if labels is not None and task == "nli" and metric == "f1":
+        positive_class(labels, cfg.positive_label)
+    return metric
+
+
+def positive_class(labels: list[str], positive_label: str | None) -> str:
+    """The positive class of binary F1: ``positive_label``, else the second of exactly two labels (the hubs' 1:
+    MRPC's equivalent, PAWS-X's paraphrase)."""
+    if positive_label is not None:
+        if positive_label not in labels:
+            raise ValueError(f"positive_label {positive_label!r} is not one of the labels {labels}")
+        return positive_label
+    if len(labels) != 2:
+        raise ValueError(f"binary F1 needs two labels or a positive_label; the labels are {labels}")
+    return labels[1]
+
+
 # ------------------------------------------------------------------------------------------- encoding
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
-    from .tasks import check_columns
+    """``train``, ``dev``, ``test`` and any extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
+    from .tasks import check_columns, is_split
 
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
     if missing:
         raise FileNotFoundError(f"{folder}: no {', '.join(f'{s}.parquet' for s in missing)} (rule prepare_task)")
-    data = {s: pd.read_parquet(folder / f"{s}.parquet") for s in ("train", "dev", "test")}
+    extra = sorted(p.stem for p in folder.glob("test_*.parquet") if is_split(p.stem))
+    data = {s: pd.read_parquet(folder / f"{s}.parquet") for s in ("train", "dev", "test", *extra)}
     for df in data.values():
         check_columns(task, df)
     return data
 
 
 def task_labels(task: str, data: dict[str, pd.DataFrame], labels: list[str] | None = None) -> list[str]:
-    """The label set (from train unless given); a dev/test label outside it is an error, not a silent skip."""
-    if task == "qa":
+    """The label set (from train unless given); a dev/test label outside it is an error, not a silent skip.
+    QA and STS have none (``[]``)."""
+    if task in ("qa", "sts"):
         return []
     column = {"ner": "tags", "pos": "tags", "dep": "deprels"}.get(task, "label")
 
@@ -164,10 +206,20 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
     return out
 
 
-def encode_pairs(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> list[dict]:
-    index = {t: i for i, t in enumerate(labels)}
-    enc = tokenizer(df["premise"].tolist(), df["hypothesis"].tolist(), truncation=True, max_length=seq_len)
-    return [{"input_ids": ids, "labels": index[y]} for ids, y in zip(enc["input_ids"], df["label"], strict=True)]
+def encode_pairs(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int, *, token_types: bool = False
+                 ) -> list[dict]:
+    """Sentence pairs: ``nli`` (premise, hypothesis -> label id) or, for ``labels=None``, ``sts`` (sentence1,
+    sentence2 -> float score). ``token_types`` keeps the tokenizer's segment ids (BERT: 0 for the first sentence,
+    1 for the second, as HF run_glue feeds them); off for models with a single token type (RoBERTa, XLM-R)."""
+    if labels is None:
+        first, second, y = df["sentence1"].tolist(), df["sentence2"].tolist(), [float(v) for v in df["score"]]
+    else:
+        index = {t: i for i, t in enumerate(labels)}
+        first, second, y = df["premise"].tolist(), df["hypothesis"].tolist(), [index[v] for v in df["label"]]
+    enc = tokenizer(first, second, truncation=True, max_length=seq_len)
+    types = enc.get("token_type_ids") if token_types else None
+    return [{"input_ids": ids, "labels": label, **({"token_type_ids": types[i]} if types is not None else {})}
+            for i, (ids, label) in enumerate(zip(enc["input_ids"], y, strict=True))]
 
 
 def encode_qa(df: pd.DataFrame, tokenizer, seq_len: int, stride: int, *, train: bool) -> list[dict]:
@@ -206,6 +258,10 @@ def collate(items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
         ids[i, : len(it["input_ids"])] = torch.tensor(it["input_ids"])
         mask[i, : len(it["input_ids"])] = 1
     batch = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in items[0]:  # segment ids of sentence pairs, padded with 0
+        batch["token_type_ids"] = torch.zeros((len(items), n), dtype=torch.long)
+        for i, it in enumerate(items):
+            batch["token_type_ids"][i, : len(it["token_type_ids"])] = torch.tensor(it["token_type_ids"])
     for key in ("labels", "heads"):  # per position (padded with -100) or per sequence
         if key in items[0]:
             if isinstance(items[0][key], list):
@@ -258,6 +314,30 @@ def attachment_scores(gold_heads: list[list[int]], gold_rels: list[list[str]], p
     if not pairs:
         return {"uas": 0.0, "las": 0.0}
     return {"uas": float(np.mean([u for u, _ in pairs])), "las": float(np.mean([la for _, la in pairs]))}
+
+
+def binary_f1(gold: list[str], pred: list[str], positive: str) -> dict[str, float]:
+    """F1, precision and recall of the ``positive`` class (GLUE MRPC's F1, sklearn's ``f1_score`` with
+    ``pos_label``); 0 where undefined (no positive predicted or none in gold)."""
+    tp = sum(g == p == positive for g, p in zip(gold, pred, strict=True))
+    n_pred, n_gold = sum(p == positive for p in pred), sum(g == positive for g in gold)
+    precision, recall = (tp / n_pred if n_pred else 0.0), (tp / n_gold if n_gold else 0.0)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"f1": f1, "precision": precision, "recall": recall}
+
+
+def correlations(gold: list[float], pred: list[float]) -> dict[str, float]:
+    """Pearson and Spearman correlation (ranks with ties averaged) of predicted and gold scores, GLUE STS-B's
+    metrics; 0 where undefined (constant predictions, which a fresh regression head can give), so that model
+    selection still compares numbers."""
+    def pearson(a: np.ndarray, b: np.ndarray) -> float:
+        a, b = a - a.mean(), b - b.mean()
+        norm = math.sqrt(float((a * a).sum() * (b * b).sum()))
+        return float((a * b).sum() / norm) if norm > 0 else 0.0
+
+    g, p = np.asarray(gold, dtype=np.float64), np.asarray(pred, dtype=np.float64)
+    rank = lambda x: pd.Series(x).rank(method="average").to_numpy()  # noqa: E731
+    return {"pearson": pearson(g, p), "spearman": pearson(rank(g), rank(p))}
 
 
 def _normalize_answer(s: str) -> str:
@@ -381,7 +461,9 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
     vocabulary swapped for an init artifact's rows first. A MAD-X language adapter saved by LAPT
     (variant ``adapter``) is attached, frozen unless ``train_language_adapter``; the rest is fine-tuned.
     ``dep``: a ``BiaffineParser`` (MLP sizes as given) on ``AutoModel``; a folder written by its
-    ``save_pretrained`` brings its trained head back (sizes and labels from ``parser_head.json``)."""
+    ``save_pretrained`` brings its trained head back (sizes and labels from ``parser_head.json``). ``sts``: a
+    sequence-classification head with one output and ``problem_type`` regression (MSE loss, HF run_glue's
+    STS-B setup)."""
     from transformers import (
         AutoModel,
         AutoModelForQuestionAnswering,
@@ -390,9 +472,12 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
     )
 
     cls = {"ner": AutoModelForTokenClassification, "pos": AutoModelForTokenClassification, "dep": AutoModel,
-           "nli": AutoModelForSequenceClassification, "qa": AutoModelForQuestionAnswering}[task]
+           "nli": AutoModelForSequenceClassification, "sts": AutoModelForSequenceClassification,
+           "qa": AutoModelForQuestionAnswering}[task]
     kwargs = {} if task in ("qa", "dep") else {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
                                                "label2id": {t: i for i, t in enumerate(labels)}}
+    if task == "sts":
+        kwargs = {"num_labels": 1, "problem_type": "regression"}
     m = cls.from_pretrained(model, **kwargs)
     if task == "dep" and getattr(m, "pooler", None) is not None:
         m.pooler = None  # unused by the parser (BERT/XLM-R skip a None pooler)
@@ -444,8 +529,8 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
     starts, ends, preds = [], [], []
     for b in range(0, len(items), cfg.eval_batch_size):
         chunk = items[b: b + cfg.eval_batch_size]
-        keys = ("input_ids", "words") if task == "dep" else ("input_ids",)
-        batch = collate([{k: it[k] for k in keys} for it in chunk], pad_id)
+        keys = ("input_ids", "words") if task == "dep" else ("input_ids", "token_type_ids")
+        batch = collate([{k: it[k] for k in keys if k in it} for it in chunk], pad_id)
         with autocast():
             out = model(**{k: v.to(device) for k, v in batch.items()})
         if task == "dep":  # (head position, relation id) per word; (-1, -1) for words cut by truncation
@@ -455,6 +540,8 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
         elif task == "qa":
             starts += list(out.start_logits.float().cpu().numpy())
             ends += list(out.end_logits.float().cpu().numpy())
+        elif task == "sts":
+            preds += out.logits.float()[:, 0].cpu().tolist()
         else:
             preds += list(out.logits.float().argmax(-1).cpu().numpy())
     model.train()
@@ -466,9 +553,15 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
             pred_rels.append([labels[r] if r >= 0 else None for _, r in pred])
         return attachment_scores([list(h) for h in df["heads"]], [list(r) for r in df["deprels"]], pred_heads,
                                  pred_rels)
+    if task == "sts":
+        return correlations(df["score"].tolist(), preds)
     if task == "nli":
         gold = [labels.index(y) for y in df["label"]]
-        return {"accuracy": float(np.mean(np.array(preds) == np.array(gold)))}
+        scores = {"accuracy": float(np.mean(np.array(preds) == np.array(gold)))}
+        if len(labels) == 2 or cfg.positive_label is not None:  # binary F1 of the positive class (MRPC)
+            scores["f1"] = binary_f1(list(df["label"]), [labels[k] for k in preds],
+                                     positive_class(labels, cfg.positive_label))["f1"]
+        return scores
     if task in ("ner", "pos"):
         gold_tags, pred_tags = [], []
         for it, p, tags in zip(items, preds, df["tags"], strict=True):
@@ -500,7 +593,9 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
 # ------------------------------------------------------------------------------------------- training
 def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
              seed: int, checkpoint_dir: str | Path, stop_after: int | None = None) -> tuple[dict, pd.DataFrame]:
-    """Train on ``train``, select on ``dev``, score on ``test``. Returns (scores, history)."""
+    """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra evaluation
+    set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in ``extra_test_sets``). Returns
+    (scores, history)."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     autocast, amp_dtype = _autocast_factory(cfg.precision, device)
     model.to(device).train()
@@ -509,15 +604,17 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
         log.warning("seq_len %d is longer than the model's %d positions: using %d", cfg.seq_len, limit, limit)
         cfg = dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
     pad = tokenizer.pad_token_id
+    metric = selection_metric(task, cfg, labels)
+    types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: segment ids of the pair; RoBERTa/XLM-R: none
     enc = {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
-           "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len),
+           "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len, token_types=types),
+           "sts": lambda df, train: encode_pairs(df, tokenizer, None, cfg.seq_len, token_types=types),
            "dep": lambda df, train: encode_dep(df, tokenizer, labels, cfg.seq_len)}.get(
         task, lambda df, train: encode_tokens(df, tokenizer, labels, cfg.seq_len))
     train_items, dev_items = enc(data["train"], True), enc(data["dev"], False)
     steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
     eval_every = max(1, round(cfg.eval_fraction * total))
-    metric = METRICS[task]
     log.info("%s: %d train / %d dev items, %d steps of %d (%.1f epochs), dev every %d steps", task,
              len(train_items), len(dev_items), total, cfg.batch_size, cfg.epochs, eval_every)
 
@@ -589,13 +686,16 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
         if step == stop_after:
             return {}, pd.DataFrame(history)
     model.load_state_dict(torch.load(best_path, map_location=device))
-    test_items = enc(data["test"], False)
-    test = evaluate(model, task, test_items, data["test"], labels, cfg, pad, device, autocast)
+    extra = sorted(s for s in data if s.startswith("test_"))
+    tests = {s: evaluate(model, task, enc(data[s], False), data[s], labels, cfg, pad, device, autocast)
+             for s in ("test", *extra)}
     selected = next(h for h in history if h["step"] == best["step"])
     scores = {"selected_step": best["step"], "steps": total, "metric": metric,
               **{k: v for k, v in selected.items() if k.startswith("dev_")},
-              **{f"test_{k}": v for k, v in test.items()}}
-    log.info("selected step %d: dev %s %.4f, test %s %.4f", best["step"], metric, best["score"], metric, test[metric])
+              **{f"{s}_{k}": v for s, test in tests.items() for k, v in test.items()},
+              "extra_test_sets": ",".join(s[len("test_"):] for s in extra)}
+    log.info("selected step %d: dev %s %.4f; %s", best["step"], metric, best["score"],
+             ", ".join(f"{s} {metric} {t[metric]:.4f}" for s, t in tests.items()))
     return scores, pd.DataFrame(history)
 
 

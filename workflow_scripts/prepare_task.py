@@ -1,10 +1,11 @@
-"""Load a downstream dataset into the common schema and write train/dev/test parquet (rule prepare_task)."""
+"""Load a downstream dataset into the common schema and write train/dev/test parquet, plus one parquet per extra
+evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json (rule prepare_task)."""
 
 import json
 from pathlib import Path
 
 from vocab_transfer.io import atomic_path
-from vocab_transfer.tasks import label_list, load_task
+from vocab_transfer.tasks import UNLABELLED, label_list, load_task
 from vocab_transfer.workflow import setup_job
 
 
@@ -12,10 +13,10 @@ def main(spec, task, seed, out, log_path):
     log = setup_job(log_path)
     ds = load_task(spec, seed=seed)
     with atomic_path(out, directory=True) as tmp:
-        for split in ("train", "dev", "test"):
+        for split in ds:
             ds[split].to_pandas().to_parquet(Path(tmp) / f"{split}.parquet", index=False)
             log.info("%s: %d examples", split, len(ds[split]))
-        labels = label_list(task, ds) if task != "qa" else []
+        labels = label_list(task, ds) if task not in UNLABELLED else []
         (Path(tmp) / "labels.json").write_text(json.dumps(labels, ensure_ascii=False))
         log.info("%d labels: %s", len(labels), labels)
 
