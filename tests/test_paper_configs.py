@@ -112,12 +112,12 @@ GRIDS = {
         "make_paper_table": 6,  # Tables 11, 14 (MLM loss), 12, 15 (XNLI), 13, 16 (PAWS-X) in the paper's layout
         "init_embeddings": 2 * 4,  # Embed Reinit, Freq, Align, Dict Match
         # Tables 11/14 cells per language: Reinit, Align, Dict x (Embed 1e-4, 5e-4, All 5e-5, 1e-4) + Freq x
-        # (All 5e-5, 1e-4) = 14 (Scratch not expressible).
-        "train_lapt": 2 * 14,
-        # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 14 cells, 5 seeds; Figures 4 (de) and 8 (fr): XNLI "at five
-        # different points" of each run, the last being the final model above, so 4 snapshots x 4 runs (Reinit, Freq,
-        # Align, Dict Match; All Layers 1e-4, the column with Scratch) x 5 seeds per language.
-        "finetune": 2 * 2 * 14 * 5 + 2 * 4 * 4 * 5,
+        # (All 5e-5, 1e-4) + Scratch x (All 1e-4) = 15.
+        "train_lapt": 2 * 15,
+        # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 15 cells, 5 seeds; Figures 4 (de) and 8 (fr): XNLI "at five
+        # different points" of each run, the last being the final model above, so 4 snapshots x 5 runs (Scratch,
+        # Reinit, Freq, Align, Dict Match; All Layers 1e-4, the column with Scratch) x 5 seeds per language.
+        "finetune": 2 * 2 * 15 * 5 + 2 * 4 * 5 * 5,
         "prepare_task": 2 * 2,
         "plot_lapt_curves": 2,
         "plot_embedding_correlation": 2,  # vocab-swap Figures 2/5 per LAPT language
