@@ -135,6 +135,33 @@ def test_certified_shortlist_widens_per_row():
     assert (dense > 0).sum(1).tolist() == [1, 20, 260]
 
 
+def test_workspace_reuse_across_batches_changes_nothing():
+    """Buffers kept across batches of different sizes (FOCUS's last batch is smaller) give the results of fresh ones,
+    for both weightings, and the rescoring in chunks of GATHER_KEYS equals one gather."""
+    from vocab_transfer.methods import neighbours
+
+    g = torch.Generator().manual_seed(3)
+    keys = torch.nn.functional.normalize(torch.randn(500, 8, generator=g), dim=1)
+    queries = torch.nn.functional.normalize(torch.randn(70, 8, generator=g), dim=1)
+    screen = keys.T.contiguous().to(torch.bfloat16)
+    for weighting in ("sparsemax", "softmax"):
+        kw = dict(weighting=weighting, k=4, screen=screen, screen_k=4)
+        ws = neighbours.Workspace()
+        for batch in (queries, queries[:13], queries[40:]):
+            shared = neighbours.neighbour_weights(batch, keys, keys.T.contiguous(), workspace=ws, **kw)
+            fresh = neighbours.neighbour_weights(batch, keys, keys.T.contiguous(), **kw)
+            assert all(torch.equal(a, b) for a, b in zip(shared, fresh, strict=True))
+    idx = torch.randint(500, (70, 6), generator=g)
+    whole = neighbours._rescore(queries, keys, idx, neighbours.Workspace())
+    old, neighbours.GATHER_KEYS = neighbours.GATHER_KEYS, 20  # 3 rows per chunk
+    try:
+        chunked = neighbours._rescore(queries, keys, idx, neighbours.Workspace())
+    finally:
+        neighbours.GATHER_KEYS = old
+    assert torch.equal(chunked, whole)
+    torch.testing.assert_close(whole, torch.einsum("nd,nkd->nk", queries, keys[idx]))
+
+
 def test_mix_rows_equals_dense_weighted_sum():
     from vocab_transfer.methods.neighbours import mix_rows
 

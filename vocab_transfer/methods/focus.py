@@ -14,7 +14,7 @@ from .base import (
     provenance_of,
     screen_dtype_of,
 )
-from .neighbours import mix_rows, neighbour_weights
+from .neighbours import Workspace, mix_rows, neighbour_weights
 
 
 def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
@@ -56,11 +56,11 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     x_anchor = x[anchor_t]
     x_anchor_t = x_anchor.T.contiguous()
     x_screen = x_anchor_t.to(screen_dtype) if screen_dtype is not None else None
-    e_anchor = source[anchor_s]
+    e_anchor, workspace = source[anchor_s], Workspace()
     for start in tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
         rows = additional[start:start + batch_size]
         w, idx = neighbour_weights(x[rows], x_anchor, x_anchor_t, weighting="sparsemax", k=topk,
-                                   screen=x_screen, screen_k=screen_k)  # eqs. 2-5
+                                   screen=x_screen, screen_k=screen_k, workspace=workspace)  # eqs. 2-5
         out[rows] = mix_rows(w, idx, e_anchor)  # eq. 6
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
 

@@ -18,6 +18,7 @@ cosines differ only by float32 rounding (summed in another order).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 
@@ -28,6 +29,23 @@ from ..sparsemax import sparsemax, topk_sparsemax
 WEIGHTINGS = ("sparsemax", "softmax")
 BF16_DOT_ERROR = 3.2 * 2.0**-8  # |bf16 dot − exact| for unit vectors: inputs and result rounded (u = 2⁻⁸ each)
 SHORTLIST_GROWTH = 8  # a row whose shortlist is not certified is retried on one this many times wider
+GATHER_KEYS = 1 << 16  # key rows gathered at a time to rescore a shortlist in float32 (78 MB at 300-d)
+
+
+class Workspace:
+    """Buffers reused by every batch of one kernel call. A fresh tensor of many MB costs a page fault per 4 KiB
+    (glibc maps such blocks anew and unmaps them when freed): at paper scale the bf16 score matrix and the
+    gathered shortlist keys spent ~40% of FOCUS's time faulting. A caller keeps one across its batches."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, torch.Tensor] = {}
+
+    def get(self, name: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        n = math.prod(shape)
+        buf = self._buffers.get(name)
+        if buf is None or buf.dtype != dtype or buf.numel() < n:
+            buf = self._buffers[name] = torch.empty(n, dtype=dtype)
+        return buf[:n].view(shape)
 
 # (exact cosines of a row's shortlisted keys [n, K]) -> (weights [n, K'], columns of z [n, K'], threshold [n]):
 # the row is certified when no key left out can have a cosine above its threshold.
@@ -35,13 +53,14 @@ Select = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor
 
 
 def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, *, weighting: str, k: int,
-                      temperature: float = 0.1, screen: torch.Tensor | None = None, screen_k: int = 16
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+                      temperature: float = 0.1, screen: torch.Tensor | None = None, screen_k: int = 16,
+                      workspace: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights ``w [n, k']`` over key indices ``idx [n, k']`` for unit ``queries [n, D]`` against unit
     ``keys [m, D]`` (``keys_t`` = its contiguous transpose, ``screen`` = that in bf16 or None).
     ``sparsemax``: exact sparsemax of the cosines over all keys (``k`` sizes the first top-k pass of
     :func:`~vocab_transfer.sparsemax.topk_sparsemax`; weights past a row's support are 0);
-    ``softmax``: softmax(cos/temperature) over the ``k`` most similar keys."""
+    ``softmax``: softmax(cos/temperature) over the ``k`` most similar keys. ``workspace``: buffers to reuse
+    across the caller's batches (:class:`Workspace`)."""
     if weighting not in WEIGHTINGS:
         raise ValueError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
     m = keys_t.shape[1]
@@ -49,7 +68,7 @@ def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.T
         if screen is None or screen_k >= m:
             return topk_sparsemax(queries @ keys_t, k)
         return _certified(queries, keys, keys_t, screen, screen_k, _sparsemax_select,
-                          lambda z: topk_sparsemax(z, k), trim=True)
+                          lambda z: topk_sparsemax(z, k), trim=True, workspace=workspace or Workspace())
     k = min(k, m)
 
     def exact(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,7 +81,8 @@ def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.T
 
     if screen is None or 4 * k >= m:
         return exact(queries @ keys_t)
-    return _certified(queries, keys, keys_t, screen, 4 * k, select, exact, trim=False)
+    return _certified(queries, keys, keys_t, screen, 4 * k, select, exact, trim=False,
+                      workspace=workspace or Workspace())
 
 
 def _sparsemax_select(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -73,12 +93,13 @@ def _sparsemax_select(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torc
 
 
 def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, screen: torch.Tensor, width: int,
-               select: Select, exact: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *, trim: bool
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+               select: Select, exact: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *, trim: bool,
+               workspace: Workspace) -> tuple[torch.Tensor, torch.Tensor]:
     """The certified bf16 shortlist of the module docstring: ``select`` on ever wider shortlists, ``exact`` on the
     float32 similarities of the rows no shortlist certifies."""
     m = keys.shape[0]
-    scores = queries.to(screen.dtype) @ screen  # [n, m], once per batch
+    scores = torch.matmul(queries.to(screen.dtype), screen, out=workspace.get("scores", (len(queries), m),
+                                                                             screen.dtype))  # once per batch
     rows = torch.arange(len(queries))
     parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (rows, weights, key indices)
     while len(rows):
@@ -86,13 +107,28 @@ def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, 
             w, idx = exact(queries[rows] @ keys_t)
             parts.append((rows, w, idx))
             break
-        short = (scores if len(rows) == len(scores) else scores[rows]).topk(width, dim=1)
-        z = torch.einsum("nd,nkd->nk", queries[rows], keys[short.indices])
-        w, j, threshold = select(z)
+        sub = scores if len(rows) == len(scores) else torch.index_select(
+            scores, 0, rows, out=workspace.get("retry", (len(rows), m), scores.dtype))
+        short = sub.topk(width, dim=1)
+        w, j, threshold = select(_rescore(queries[rows], keys, short.indices, workspace))
         ok = short.values[:, -1].float() + BF16_DOT_ERROR <= threshold
         parts.append((rows[ok], w[ok], short.indices[ok].gather(1, j[ok])))
         rows, width = rows[~ok], width * SHORTLIST_GROWTH
     return _assemble(len(queries), parts, trim)
+
+
+def _rescore(queries: torch.Tensor, keys: torch.Tensor, idx: torch.Tensor, workspace: Workspace) -> torch.Tensor:
+    """Exact float32 cosines ``z[r, k] = queries[r] · keys[idx[r, k]]``, the keys gathered into a reused buffer,
+    at most ``GATHER_KEYS`` of them at a time."""
+    n, k = idx.shape
+    d = keys.shape[1]
+    z = torch.empty(n, k, 1, dtype=keys.dtype)
+    step = max(1, GATHER_KEYS // k)
+    for s in range(0, n, step):
+        e = min(n, s + step)
+        gathered = torch.index_select(keys, 0, idx[s:e].flatten(), out=workspace.get("keys", ((e - s) * k, d), keys.dtype))
+        torch.bmm(gathered.view(e - s, k, d), queries[s:e].unsqueeze(2), out=z[s:e])
+    return z.squeeze(2)
 
 
 def _assemble(n: int, parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], trim: bool

@@ -31,7 +31,7 @@ from tqdm import tqdm
 from ..align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from ..overlap import CanonicalToken, canonicalize_vocab
 from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
-from .neighbours import WEIGHTINGS, neighbour_weights
+from .neighbours import WEIGHTINGS, mix_rows, neighbour_weights
 
 __all__ = [
     "align_match_init",
@@ -357,7 +357,7 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
         q = torch.nn.functional.normalize(xt[rows] @ W, dim=1)
         w, idx = neighbour_weights(q, xs_rows, xs_c, weighting=weighting, temperature=temperature,
                                    k=max(topk, 64) if weighting == "sparsemax" else topk)
-        out[rows] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_c[idx])
+        out[rows] = mix_rows(w, idx, e_c)
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
     rand = (kind == 2).nonzero(as_tuple=True)[0]
     out[rand] = random_rows(source, len(rand), g, init=init, std=std)

@@ -32,7 +32,7 @@ from .base import (
     provenance_of,
     screen_dtype_of,
 )
-from .neighbours import neighbour_weights
+from .neighbours import Workspace, mix_rows, neighbour_weights
 
 log = logging.getLogger(__name__)
 
@@ -122,12 +122,12 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     xs_t = xs.T.contiguous()
     xs_screen = xs_t.to(screen_dtype) if screen_dtype is not None else None
     xt = torch.nn.functional.normalize(target_sub.float(), dim=1)
-    e_cand = source[cand]
+    e_cand, workspace = source[cand], Workspace()
     for start in tqdm(range(0, len(rows), batch_size), desc="WECHSEL", disable=not progress, mininterval=5):
         r = rows[start:start + batch_size]
         w, idx = neighbour_weights(xt[r], xs, xs_t, weighting="softmax", k=k, temperature=temperature,
-                                   screen=xs_screen)  # eq. 3
-        out[r] = torch.einsum("nk,nkd->nd", w.to(source.dtype), e_cand[idx])
+                                   screen=xs_screen, workspace=workspace)  # eq. 3
+        out[r] = mix_rows(w, idx, e_cand)
         kind[r], n_sources[r] = 1, k
     out[special_target_ids] = source[special_source_ids]
     kind[special_target_ids], n_sources[special_target_ids] = 0, 1
