@@ -91,7 +91,8 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert {"model.safetensors", "language_adapter.safetensors", "language_adapter.json"} <= {
         p.name for p in adapter_dir.iterdir()}
     # fine-tuning: one row per (model, seed) for every kind of model; the table has every cell
-    scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
+    all_scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
+    scores = all_scores[all_scores["zero_shot"].ne(True)]  # in-language fine-tuning
     ner, dep = scores[scores.task == "ner"], scores[scores.task == "dep"]
     assert sorted(ner["model"]) == ["adapter-lapt", "focus-lapt", "random-init", "source"]
     assert sorted(dep["model"]) == ["focus-lapt", "source"] and (dep["metric"] == "las").all()  # per-model tasks
@@ -101,13 +102,30 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert (scores["n_test"] == 716).all() and (scores["language"] == "he").all()
     md = (tiny_run / "results/tables/finetune.md").read_text()
     rows = [line for line in md.splitlines() if line.startswith("| ") and "Task" not in line]
-    assert "Hebrew NER (f1)" in md and "Hebrew DP (las)" in md and len(rows) == 4
+    assert "Hebrew NER (f1)" in md and "Hebrew DP (las)" in md and len(rows) == 5
     assert all(" ± " in r for r in rows) and sum(" / " in r for r in rows) == 2  # UAS / LAS where parsed
     table3 = (tiny_run / "results/tables/paper/table3.md").read_text().splitlines()
     assert table3[2] == "| Model | NER Hebrew NER | DP Hebrew DP |"  # column groups in the config's order
     assert table3[6].startswith("| Random (no LAPT) |") and table3[6].endswith("| — |")  # not part of the grid
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+    # zero-shot (UNKs §4.3): the task adapter is trained once on the source side, each cell evaluates it
+    zs = all_scores[all_scores["zero_shot"].eq(True)].set_index("model")
+    assert sorted(zs.index) == ["adapter-lapt", "madx"] and (zs["source_task"] == "he-ner-src").all()
+    assert (zs["task_name"] == "he-ner-zs").all() and (zs["n_train"] == 150).all() and (zs["n_test"] == 716).all()
+    assert (zs["variant"] == "adapter").all() and zs.loc["adapter-lapt", "lapt"] == "adapter"
+    for k in ("test_f1", "test_precision", "test_recall"):  # MAD-X row: the source side's own adapter swapped in
+        assert zs.loc["madx", k] == zs.loc["madx", f"source_{k}"]
+    trained = tiny_run / "results/source_task/tiny/he-ner-src/madx/seed1.model"
+    assert {"task_adapter.safetensors", "task_head.safetensors", "zero_shot.json"} <= {p.name for p in trained.iterdir()}
+    assert not (trained / "model.safetensors").exists()  # the frozen transformer is not stored again
+    assert len(pd.read_parquet(tiny_run / "results/tasks/he-ner-zs/train.parquet")) == 0  # test split only
+    madx = load_file(tiny_run / "results/lapt/tiny/he/madx/model/model.safetensors")
+    src = load_file(next((tiny_run / "results/source/tiny/model").glob("*.safetensors")))
+    key = next(k for k in src if k.endswith("word_embeddings.weight"))
+    assert torch.equal(madx[key], src[key])  # train_embeddings: false: the source's rows stay
+    zero_shot = (tiny_run / "results/tables/paper/zero_shot.md").read_text().splitlines()
+    assert zero_shot[2] == "| Model | NER Hebrew NER (zero-shot) |" and zero_shot[4].startswith("| MAD-X |")
 
 
 @pytest.mark.slow
@@ -212,7 +230,8 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
     config = yaml.safe_load(TINY.read_text())
     cells = {(t, m) for m, spec in config["methods"].items() for t in spec.get("targets", config["targets"])}
     lapt, ft = config["lapt"], config["finetune"]
-    cells |= {(t, run["method"]) for run in lapt["runs"].values() for t in run.get("targets", lapt["targets"])}
+    cells |= {(t, run["method"]) for run in lapt["runs"].values() if "method" in run
+              for t in run.get("targets", lapt["targets"])}
     cells |= {(task["language"], m["init"]) for m in ft["models"].values() if "init" in m for task in ft["tasks"].values()}
     assert jobs["init_embeddings"] == 2 * len(cells)  # Table 4 cells, plus the inits LAPT and fine-tuning use
     assert "resources/models/hub" in proc.stdout

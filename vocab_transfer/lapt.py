@@ -21,7 +21,9 @@ trainable sets):
   steps (WECHSEL §5.4.2);
 - ``adapter``: MAD-X language adapters (MAD-X 2.0 by default, settings in ``adapter``:
   ``vocab_transfer.adapters.AdapterConfig``) trained jointly with the embeddings, the rest frozen
-  (unks-everywhere §4.3); ``--output`` also holds ``language_adapter.safetensors`` / ``.json``.
+  (unks-everywhere §4.3); ``--output`` also holds ``language_adapter.safetensors`` / ``.json``. With
+  ``train_embeddings: false`` only the adapters train: MAD-X's own setting, a language adapter for the source
+  model's vocabulary (no ``--embeddings``), whose rows stay the source's (unks-everywhere §4.1, §4.3).
 
 Every ``checkpoint_every`` steps the model, optimizer, scheduler, RNG states and step are written
 atomically to ``--checkpoints``; a rerun resumes from the last one and ends bit-identical to an
@@ -96,6 +98,7 @@ class LaptConfig:
     keep_checkpoints: int = 2
     variant: str = "full"  # full | two_stage | embeddings_only | freeze_body | adapter
     adapter: dict = field(default_factory=dict)  # variant adapter: AdapterConfig fields (default MAD-X 2.0)
+    train_embeddings: bool = True  # variant adapter: train the embeddings with the adapters (false: adapters only)
     embedding_stage_ratio: float = 0.2
     seed: int = 0
     threads: int | None = None  # CPU threads (None: torch's default)
@@ -108,6 +111,9 @@ class LaptConfig:
             if getattr(self, key) not in values:
                 raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
         AdapterConfig.from_dict(self.adapter)
+        if not self.train_embeddings and self.variant != "adapter":
+            raise ValueError(f"LAPT config: train_embeddings: false applies to variant 'adapter' (MAD-X language "
+                             f"adapters for the source's own vocabulary), not {self.variant!r}")
 
     @classmethod
     def from_dict(cls, d: dict) -> LaptConfig:
@@ -118,13 +124,14 @@ class LaptConfig:
         return cls(**d)
 
     def stages(self) -> list[tuple[int, str]]:
-        """(steps, trainable) per stage: trainable is ``embeddings``, ``adapter`` (and embeddings) or ``all``."""
+        """(steps, trainable) per stage: trainable is ``embeddings``, ``adapter`` (and embeddings),
+        ``adapter_only`` or ``all``."""
         k = round(self.embedding_stage_ratio * self.steps)
         return {"full": [(self.steps, "all")],
                 "two_stage": [(k, "embeddings"), (self.steps, "all")],
                 "embeddings_only": [(self.steps, "embeddings")],
                 "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
-                "adapter": [(self.steps, "adapter")]}[self.variant]
+                "adapter": [(self.steps, "adapter" if self.train_embeddings else "adapter_only")]}[self.variant]
 
 
 def embedding_parameter_names(model) -> set[str]:
@@ -153,7 +160,8 @@ def resolve_objective(model, objective: str) -> str:
 
 
 def set_trainable(model, trainable: str) -> None:
-    keep = embedding_parameter_names(model) | (adapter_parameter_names(model) if trainable == "adapter" else set())
+    keep = set() if trainable == "adapter_only" else embedding_parameter_names(model)
+    keep |= adapter_parameter_names(model) if trainable in ("adapter", "adapter_only") else set()
     for n, p in model.named_parameters():
         p.requires_grad_(trainable == "all" or n in keep)
 
