@@ -368,3 +368,8 @@ def test_pretrained_tokenizer_errors_are_named(tmp_path):
     assert proc.returncode != 0 and "tokenizer.pretrained.sw.source" in proc.stderr and "'tinyy'" in proc.stderr
     proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"xx": "/no/such/dir"}))
     assert proc.returncode != 0 and "tokenizer.pretrained.xx" in proc.stderr
+
+
+def test_zero_shot_errors_are_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["finetune"]["models"]["madx"].pop("zero_shot"))
+    assert proc.returncode != 0 and "finetune.models.madx" in proc.stderr and "name a zero_shot setup" in proc.stderr

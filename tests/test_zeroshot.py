@@ -366,3 +366,40 @@ def test_parser_task_adapter_round_trip(tmp_path, folders, sw_tokenizer, swahili
     model = load_zero_shot_model(tmp_path / "dep.model", str(folders["sw"]), "dep")
     assert model.sizes["arc_mlp_size"] == 16 and task_adapter_parameter_names(model.encoder)
     assert copy.deepcopy(model) is not None
+
+
+# --------------------------------------------------------------------------------------------- config
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["finetune"]["models"]["madx"].pop("zero_shot"), r"tasks \['he-ner-zs'\] are zero-shot; name a"),
+    (lambda c: c["zero_shot"]["setups"]["madx"].update(lapt="adapter"),
+     "must train MAD-X language adapters on the source model's own vocabulary"),
+    (lambda c: c["lapt"]["runs"]["madx"].pop("train_embeddings"), "train_embeddings: false"),
+    (lambda c: c["lapt"]["runs"]["adapter"].update(adapter={}), "language adapter of LAPT run 'adapter'.*differs"),
+    (lambda c: c["zero_shot"]["sources"]["he-ner-src"].update(task="pos", dataset={"loader": "bclm_pos"}),
+     "source task 'he-ner-src' is 'pos', not 'ner'"),
+    (lambda c: c["lapt"]["runs"]["madx"].update(method="focus"), "exactly one of method"),
+    (lambda c: c["zero_shot"]["setups"]["madx"].update(variant="full"), r"\['lapt'\] apply to variant adapter"),
+    (lambda c: c["zero_shot"]["setups"].update(full={"variant": "full"}) or c["finetune"]["models"]["madx"].update(
+        zero_shot="full"), r"must be \{source: true\}"),
+    (lambda c: c["finetune"]["tasks"]["he-ner"].update(unseen_labels="wrong"), "applies to zero-shot tasks"),
+    (lambda c: c["tables"]["zero_shot"].update(source_languages=["en"]), r"\['en'\] are not languages of zero_shot"),
+    (lambda c: c["zero_shot"]["sources"]["he-ner-src"].update(language="de"), "needs LAPT run 'madx' on 'de'"),
+    (lambda c: c["zero_shot"]["sources"].update({"he-ner": c["zero_shot"]["sources"]["he-ner-src"]}),
+     "taken by finetune.tasks"),
+    (lambda c: c["zero_shot"]["setups"]["madx"].update(training={"train_language_adapter": True}),
+     "train_language_adapter must be false"),
+])
+def test_zero_shot_config_errors_are_named(edit, message):
+    import copy as _copy
+    from pathlib import Path
+
+    import yaml
+
+    from vocab_transfer.config import ConfigError, check_config
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "tests/data/tiny_config.yaml").read_text())
+    check_config(_copy.deepcopy(config), root / "schemas/config.schema.yaml")  # the miniature itself is fine
+    edit(config)
+    with pytest.raises(ConfigError, match=message):
+        check_config(config, root / "schemas/config.schema.yaml")
