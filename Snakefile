@@ -24,6 +24,7 @@ include: "rules/init.smk"
 include: "rules/eval.smk"
 include: "rules/lapt.smk"
 include: "rules/finetune.smk"
+include: "rules/zeroshot.smk"
 include: "rules/tables.smk"
 
 

@@ -19,6 +19,8 @@ from vocab_transfer.config import (
     local_model_dir,
     method_targets,
     source_languages,
+    zero_shot_training,
+    zero_shot_trainings,
 )
 from vocab_transfer.methods import METHODS, method_config, method_needs
 from vocab_transfer.methods import method_params as with_defaults
@@ -41,6 +43,8 @@ os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(2**32))
 SOURCES = list(config["sources"])
 TARGETS = list(config["targets"])
 METHOD_NAMES = list(config["methods"])
+# results/tasks/<task>: finetune.tasks and the zero-shot source tasks
+TASK_NAMES = [*config.get("finetune", {}).get("tasks", {}), *config.get("zero_shot", {}).get("sources", {})]
 
 
 wildcard_constraints:
@@ -52,7 +56,9 @@ wildcard_constraints:
     split="train|heldout",
     factorization="mf-[0-9a-f]{12}",
     run="|".join(config.get("lapt", {}).get("runs", {})) or "^$",
-    task="|".join(config.get("finetune", {}).get("tasks", {})) or "^$",
+    task="|".join(TASK_NAMES) or "^$",
+    srctask="|".join(config.get("zero_shot", {}).get("sources", {})) or "^$",
+    setup="|".join(config.get("zero_shot", {}).get("setups", {})) or "^$",
     ftmodel="|".join(config.get("finetune", {}).get("models", {})) or "^$",
     seed=r"\d+",
     table="|".join(config.get("tables", {})) or "^$",
@@ -291,11 +297,14 @@ LAPT_TARGETS = list(dict.fromkeys(t for run in LAPT_RUNS for t in lapt_run_targe
 
 
 def lapt_embeddings(wildcards):
-    return f"results/init/{wildcards.source}/{wildcards.target}/{LAPT['runs'][wildcards.run]['method']}.safetensors"
+    """The run's init artifact; none for a run on the source model's own vocabulary (`source: true`)."""
+    method = LAPT["runs"][wildcards.run].get("method")
+    return f"results/init/{wildcards.source}/{wildcards.target}/{method}.safetensors" if method else []
 
 
 def lapt_tokenizer(wildcards):
-    return eval_tokenizer(wildcards.source, wildcards.target, LAPT["runs"][wildcards.run]["method"])
+    method = LAPT["runs"][wildcards.run].get("method")
+    return eval_tokenizer(wildcards.source, wildcards.target, method) if method else source_model_dir(wildcards)
 
 
 def lapt_anchors(wildcards):
@@ -331,8 +340,12 @@ def lapt_correlation_inputs(wildcards):
 
 
 def lapt_outputs(wildcards=None):
-    return expand("results/figures/{figure}/{source}/{target}.png", figure=["lapt_curves", "embedding_correlation"],
-                  source=SOURCES, target=LAPT_TARGETS)
+    """Figure 2 per LAPT language, the embedding correlations where a run has a new vocabulary (not on languages
+    with `source: true` runs only, such as zero-shot source languages)."""
+    swapped = [t for t in LAPT_TARGETS if any("method" in LAPT["runs"][r] and t in lapt_run_targets(config, r)
+                                              for r in LAPT_RUNS)]
+    return (expand("results/figures/lapt_curves/{source}/{target}.png", source=SOURCES, target=LAPT_TARGETS)
+            + expand("results/figures/embedding_correlation/{source}/{target}.png", source=SOURCES, target=swapped))
 
 
 # --- fine-tuning ----------------------------------------------------------------------------------
@@ -341,10 +354,16 @@ FT_TASKS = FINETUNE.get("tasks", {})
 FT_MODELS = FINETUNE.get("models", {})
 
 
+def task_entry(name):
+    """A finetune.tasks entry, or a zero_shot.sources entry (source-language task data)."""
+    return FT_TASKS[name] if name in FT_TASKS else config["zero_shot"]["sources"][name]
+
+
 def task_spec(wildcards):
-    """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right one."""
-    task = FT_TASKS[wildcards.task]
-    return canonical({"task": task["task"], **task["dataset"]})
+    """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right one; a
+    zero-shot task reads its test split only (`test_only`)."""
+    task = task_entry(wildcards.task)
+    return canonical({"task": task["task"], **task["dataset"], **({"test_only": True} if "zero_shot" in task else {})})
 
 
 def reference_model_dir(wildcards):
@@ -399,7 +418,7 @@ def finetune_meta(wildcards):
     model, task = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]
     step = {"lapt_step": model["step"]} if "step" in model else {}  # snapshots only: other jobs keep their params
     return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
-                      "method": model.get("lapt") and LAPT["runs"][model["lapt"]]["method"] or model.get("init")
+                      "method": model.get("lapt") and LAPT["runs"][model["lapt"]].get("method") or model.get("init")
                       or ("reference" if model.get("pretrained") else "source"), "lapt": model.get("lapt"),
                       "task_name": wildcards.task, "language": task["language"], "dataset": task["dataset"]["loader"],
                       **step})
@@ -409,9 +428,15 @@ def finetune_embeddings_flag(wildcards, input):
     return f"--embeddings {input.embeddings}" if "embeddings" in input.keys() else ""
 
 
+def cell_scores(source, task, model, seed):
+    """The scores file of one (source, task, model, seed) cell: fine-tuning, or zero-shot evaluation."""
+    stage = "zeroshot" if "zero_shot" in FT_TASKS[task] else "finetune"
+    return f"results/{stage}/{source}/{task}/{model}/seed{seed}.parquet"
+
+
 def finetune_scores(wildcards=None):
     """Every (source, task, model, seed) cell; a model's `tasks` may leave some tasks out."""
-    return [f"results/finetune/{s}/{t}/{m}/seed{seed}.parquet" for s in SOURCES for m in FT_MODELS
+    return [cell_scores(s, t, m, seed) for s in SOURCES for m in FT_MODELS
             for t in finetune_model_tasks(config, m) for seed in FINETUNE.get("seeds", [])]
 
 
@@ -420,7 +445,7 @@ def finetune_outputs(wildcards=None):
 
 
 def finetune_task_type(wildcards):
-    return FT_TASKS[wildcards.task]["task"]
+    return task_entry(wildcards.task)["task"]
 
 
 # --- paper tables ---------------------------------------------------------------------------------
@@ -439,7 +464,7 @@ def paper_table_inputs(wildcards):
     rows = cells or spec.get("rows") or list(FT_MODELS)
     tasks = set(spec["tasks"]) if "grid" in spec else {
         t for names in (spec.get("groups") or {"": list(FT_TASKS)}).values() for t in names}
-    paths = [f"results/finetune/{s}/{t}/{m}/seed{seed}.parquet" for s in SOURCES for m in rows
+    paths = [cell_scores(s, t, m, seed) for s in SOURCES for m in rows
              for t in finetune_model_tasks(config, m) if t in tasks for seed in FINETUNE.get("seeds", [])]
     return {f"scores__{i}": p for i, p in enumerate(paths)}
 
@@ -521,3 +546,81 @@ def token_accuracy_params(wildcards):
 
 def paper_figure_outputs(wildcards=None):
     return [f"results/figures/{spec['kind']}/{s}/{name}.png" for name, spec in FIGURES.items() for s in SOURCES]
+
+
+# --- zero-shot cross-lingual transfer (UNKs Everywhere §4.3) ---------------------------------------------------
+ZERO_SHOT = config.get("zero_shot", {})
+ZS_SOURCES, ZS_SETUPS = ZERO_SHOT.get("sources", {}), ZERO_SHOT.get("setups", {})
+
+
+def source_task_model(wildcards):
+    """The source side of a setup: its source-language LAPT output (variant adapter: source model + language
+    adapter), else the source model."""
+    setup, lang = ZS_SETUPS[wildcards.setup], ZS_SOURCES[wildcards.srctask]["language"]
+    if setup["variant"] == "adapter":
+        return f"results/lapt/{wildcards.source}/{lang}/{setup['lapt']}/model"
+    return source_model_dir(wildcards)
+
+
+def source_task_inputs(wildcards):
+    model = source_task_model(wildcards)
+    return {"model": model, "tokenizer": model, "data": f"results/tasks/{wildcards.srctask}"}
+
+
+def source_task_config(wildcards):
+    return canonical(zero_shot_training(config, wildcards.setup, wildcards.srctask))
+
+
+def source_task_adapter(wildcards):
+    return canonical(ZS_SETUPS[wildcards.setup].get("adapter", {}))
+
+
+def source_task_variant(wildcards):
+    return ZS_SETUPS[wildcards.setup]["variant"]
+
+
+def source_task_type(wildcards):
+    return ZS_SOURCES[wildcards.srctask]["task"]
+
+
+def source_task_meta(wildcards):
+    src = ZS_SOURCES[wildcards.srctask]
+    return canonical({"source": wildcards.source, "source_task": wildcards.srctask, "source_language": src["language"],
+                      "setup": wildcards.setup, "dataset": src["dataset"]["loader"]})
+
+
+def zero_shot_setup(wildcards):
+    return FT_MODELS[wildcards.ftmodel]["zero_shot"]
+
+
+def zero_shot_inputs(wildcards):
+    """The target model (the model's LAPT output on the task's language, or the source), the task's test data and
+    per source task the source-side training of the model's setup and seed."""
+    model, task = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]
+    s, setup = wildcards.source, model["zero_shot"]
+    target = (f"results/lapt/{s}/{task['language']}/{model['lapt']}/model" if "lapt" in model
+              else source_model_dir(wildcards))
+    inputs = {"target": target, "data": f"results/tasks/{wildcards.task}"}
+    for src in task["zero_shot"]:
+        base = f"results/source_task/{s}/{src}/{setup}/seed{wildcards.seed}"
+        inputs[f"trained__{src}"], inputs[f"scores__{src}"] = f"{base}.model", f"{base}.parquet"
+    return inputs
+
+
+def zero_shot_flags(wildcards, input):
+    """`--from <source task> <trained folder> <scores>` per source task of the zero-shot task."""
+    return " ".join(f"--from {src} {input[f'trained__{src}']} {input[f'scores__{src}']}"
+                    for src in FT_TASKS[wildcards.task]["zero_shot"])
+
+
+def zero_shot_config(wildcards):
+    """Evaluation settings (seq_len, eval_batch_size, precision, threads): the first source task's training."""
+    return canonical(zero_shot_training(config, zero_shot_setup(wildcards), FT_TASKS[wildcards.task]["zero_shot"][0]))
+
+
+def zero_shot_unseen(wildcards):
+    return FT_TASKS[wildcards.task].get("unseen_labels", "error")
+
+
+def zero_shot_meta(wildcards):
+    return canonical({**json.loads(finetune_meta(wildcards)), "setup": zero_shot_setup(wildcards)})

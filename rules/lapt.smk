@@ -31,7 +31,8 @@ rule train_lapt:
     benchmark:
         "benchmarks/out/train_lapt/{source}/{target}/{run}.tsv"
     shell:
-        "exec {params.launcher} -m vocab_transfer.lapt --model {input.model} --embeddings {input.embeddings}"
+        "exec {params.launcher} -m vocab_transfer.lapt --model {input.model}"
+        " $([ -n '{input.embeddings}' ] && echo --embeddings '{input.embeddings}')"
         " --tokenizer {input.tokenizer} --train {input.train} --heldout {input.heldout}"
         " --output {output.model} --curve {output.curve} --checkpoints {params.checkpoints}"
         " --snapshots {output.snapshots} --token-accuracy {output.token_accuracy}"

@@ -117,6 +117,20 @@ def test_adapter_variant_trains_only_adapters_and_embeddings(sw_tokenizer, train
         assert p.requires_grad == (n in adapters | emb), n
 
 
+def test_adapter_only_keeps_the_source_embeddings(tmp_path, sw_tokenizer, blocks):
+    """``train_embeddings: false`` (MAD-X language adapters on the source's own vocabulary, the source side of
+    zero-shot transfer): the adapters train, every other weight (the embeddings too) stays the source's."""
+    model = tiny_model(sw_tokenizer)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    train(model, sw_tokenizer, *blocks, config(steps=4, train_embeddings=False), checkpoint_dir=tmp_path)
+    adapters = adapter_parameter_names(model)
+    assert config(train_embeddings=False).stages() == [(8, "adapter_only")]
+    assert all(torch.equal(p, before[n]) for n, p in model.named_parameters() if n not in adapters)
+    assert not all(torch.equal(p, torch.zeros_like(p)) for n, p in model.named_parameters() if ".up." in n)
+    with pytest.raises(ValueError, match="train_embeddings: false applies to variant 'adapter'"):
+        LaptConfig.from_dict({"variant": "full", "train_embeddings": False})
+
+
 def test_save_strip_reload_reproduces_the_trained_model(tmp_path, sw_tokenizer, blocks, trained):
     model = copy.deepcopy(trained[1]).eval()  # deepcopy keeps the patched forwards on the copy
     x = blocks[1][:4]

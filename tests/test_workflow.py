@@ -93,7 +93,8 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert {"model.safetensors", "language_adapter.safetensors", "language_adapter.json"} <= {
         p.name for p in adapter_dir.iterdir()}
     # fine-tuning: one row per (model, seed) for every kind of model; the table has every cell
-    scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
+    all_scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
+    scores = all_scores[all_scores["zero_shot"].ne(True)]  # in-language fine-tuning
     ner, dep = scores[scores.task == "ner"], scores[scores.task == "dep"]
     assert sorted(ner["model"]) == ["adapter-lapt", "focus-lapt", "focus-snapshot-step3", "random-init", "source"]
     assert sorted(dep["model"]) == ["focus-lapt", "source"] and (dep["metric"] == "las").all()  # per-model tasks
@@ -110,6 +111,23 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert table3[6].startswith("| Random (no LAPT) |") and table3[6].endswith("| — |")  # not part of the grid
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+    # zero-shot (UNKs §4.3): the task adapter is trained once on the source side, each cell evaluates it
+    zs = all_scores[all_scores["zero_shot"].eq(True)].set_index("model")
+    assert sorted(zs.index) == ["adapter-lapt", "madx"] and (zs["source_task"] == "he-ner-src").all()
+    assert (zs["task_name"] == "he-ner-zs").all() and (zs["n_train"] == 150).all() and (zs["n_test"] == 716).all()
+    assert (zs["variant"] == "adapter").all() and zs.loc["adapter-lapt", "lapt"] == "adapter"
+    for k in ("test_f1", "test_precision", "test_recall"):  # MAD-X row: the source side's own adapter swapped in
+        assert zs.loc["madx", k] == zs.loc["madx", f"source_{k}"]
+    trained = tiny_run / "results/source_task/tiny/he-ner-src/madx/seed1.model"
+    assert {"task_adapter.safetensors", "task_head.safetensors", "zero_shot.json"} <= {p.name for p in trained.iterdir()}
+    assert not (trained / "model.safetensors").exists()  # the frozen transformer is not stored again
+    assert len(pd.read_parquet(tiny_run / "results/tasks/he-ner-zs/train.parquet")) == 0  # test split only
+    madx = load_file(tiny_run / "results/lapt/tiny/he/madx/model/model.safetensors")
+    src = load_file(next((tiny_run / "results/source/tiny/model").glob("*.safetensors")))
+    key = next(k for k in src if k.endswith("word_embeddings.weight"))
+    assert torch.equal(madx[key], src[key])  # train_embeddings: false: the source's rows stay
+    zero_shot = (tiny_run / "results/tables/paper/zero_shot.md").read_text().splitlines()
+    assert zero_shot[2] == "| Model | NER Hebrew NER (zero-shot) |" and zero_shot[4].startswith("| MAD-X |")
 
 
 @pytest.mark.slow
@@ -250,7 +268,8 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
     config = yaml.safe_load(TINY.read_text())
     cells = {(t, m) for m, spec in config["methods"].items() for t in spec.get("targets", config["targets"])}
     lapt, ft = config["lapt"], config["finetune"]
-    cells |= {(t, run["method"]) for run in lapt["runs"].values() for t in run.get("targets", lapt["targets"])}
+    cells |= {(t, run["method"]) for run in lapt["runs"].values() if "method" in run
+              for t in run.get("targets", lapt["targets"])}
     cells |= {(task["language"], m["init"]) for m in ft["models"].values() if "init" in m for task in ft["tasks"].values()}
     assert jobs["init_embeddings"] == 2 * len(cells)  # Table 4 cells, plus the inits LAPT and fine-tuning use
     assert "resources/models/hub" in proc.stdout
@@ -512,3 +531,8 @@ def test_glue_finetune_and_table_config_errors_are_named():
         edit(config)
         with pytest.raises(ConfigError, match=message):
             check_config(config, schema)
+
+
+def test_zero_shot_errors_are_named(tmp_path):
+    proc = bad_config(tmp_path, lambda c: c["finetune"]["models"]["madx"].pop("zero_shot"))
+    assert proc.returncode != 0 and "finetune.models.madx" in proc.stderr and "name a zero_shot setup" in proc.stderr

@@ -1,18 +1,28 @@
-"""MAD-X language adapters (Pfeiffer et al., 2020b) for BERT-style encoders (BERT, RoBERTa, XLM-R), trained
-jointly with the new embeddings while the rest of the model stays frozen (unks-everywhere §4.3).
+"""MAD-X adapters (Pfeiffer et al., 2020b) for BERT-style encoders (BERT, RoBERTa, XLM-R): language adapters,
+trained jointly with the new embeddings while the rest of the model stays frozen (unks-everywhere §4.3), and task
+adapters stacked on top of them (unks-everywhere §2, §4.1: trained on source-language task data with the model
+and the language adapter frozen; at inference the language adapter is swapped for the target language's).
 
 - Bottleneck adapter in layer l (unks-everywhere §2, eq. 1): ``A_l(h_l, r_l) = U_l(GeLU(D_l(h_l))) + r_l``
   at the Pfeiffer position: ``r_l`` is the feed-forward output, ``h_l = LN_l(r_l + x_l)`` the output of the
   layer's own layer norm, and the layer returns ``LN_l(A_l + x_l)`` (the same, frozen, LN).
 - Invertible adapter (MAD-X §3): a NICE coupling (Dinh et al., 2015) on the embedding output, its inverse on
   the input of the (tied) output embeddings.
-- MAD-X 2.0 (unks-everywhere §4.1): no adapter in the last layer.
+- MAD-X 2.0 (unks-everywhere §4.1): no language adapter in the last layer.
+- Task adapter in layer l (MAD-X §3.3): a bottleneck of the same form stacked on the language adapter, as the
+  ``adapters`` library's ``Stack(language, task)`` composes them: with ``a`` the language adapter's output
+  (``r`` where a layer has none), the task adapter returns ``T_l(LN_l(a + x_l), a)`` and the layer
+  ``LN_l(T_l + x_l)``. Task adapters default to reduction factor 16, no invertible part, every layer
+  (``TASK_ADAPTER_DEFAULTS``).
 
 Up-projections start at zero, so attaching an adapter leaves the model's outputs unchanged. Adapters are
 submodules (in ``state_dict`` while attached: checkpoints round-trip) that patch the forward of the modules
 they sit in; ``strip_language_adapter`` removes them, so ``save_pretrained`` writes the plain model.
 ``save_language_adapter`` / ``load_language_adapter`` keep them beside it, keyed relative to
-``model.base_model`` so that a task model (e.g. sequence classification) loads what a masked LM trained.
+``model.base_model`` so that a task model (e.g. sequence classification) loads what a masked LM trained;
+``save_task_adapter`` / ``load_task_adapter`` do the same for the task adapter (``task_adapter.*``), so the two
+are saved, loaded and swapped separately. A module's slot name says what it is: ``language_adapter`` and
+``invertible_adapter`` (language), ``task_adapter`` (task).
 
 Implemented here because the ``adapters`` library (1.3.0) pins ``transformers~=4.57`` and does not import
 with transformers 5 / huggingface_hub 1.x.
@@ -32,7 +42,14 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 ADAPTER_FILE, CONFIG_FILE = "language_adapter.safetensors", "language_adapter.json"
+TASK_ADAPTER_FILE, TASK_CONFIG_FILE = "task_adapter.safetensors", "task_adapter.json"
+FILES = {"language": (ADAPTER_FILE, CONFIG_FILE), "task": (TASK_ADAPTER_FILE, TASK_CONFIG_FILE)}
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU, "tanh": nn.Tanh}
+SLOTS = {"language": ("language_adapter", "invertible_adapter"), "task": ("task_adapter",)}  # attribute names
+LAYER_SLOTS = ("language_adapter", "task_adapter")  # per layer, in stacking order (MAD-X: language, then task)
+# MAD-X task adapters: AdapterHub's Pfeiffer configuration (reduction factor 16), in every layer, no invertible
+# part (that belongs to the language); the non-linearity stays eq. 1's GeLU. unks-everywhere is silent on them.
+TASK_ADAPTER_DEFAULTS = {"reduction_factor": 16, "invertible": False, "skip_last_layer": False}
 
 
 @dataclass
@@ -57,6 +74,16 @@ class AdapterConfig:
         return cls(**d)
 
 
+def task_adapter_config(d: dict | None = None) -> AdapterConfig:
+    """A task adapter's AdapterConfig: ``TASK_ADAPTER_DEFAULTS`` overridden by ``d``; an invertible part is refused
+    (MAD-X's invertible adapter is language-specific and sits in the language adapter)."""
+    cfg = AdapterConfig.from_dict({**TASK_ADAPTER_DEFAULTS, **(d or {})})
+    if cfg.invertible:
+        raise ValueError("task adapter: invertible must be false (MAD-X's invertible adapter belongs to the language "
+                         "adapter)")
+    return cfg
+
+
 def _bottleneck(d_in: int, d_out: int, cfg: AdapterConfig, g: torch.Generator) -> nn.Sequential:
     """Linear(d_in → d_in / reduction) → non-linearity → Linear(→ d_out), the last one zero-initialized."""
     mid = max(1, d_in // cfg.reduction_factor)
@@ -79,11 +106,18 @@ class BottleneckAdapter(nn.Module):
     def forward(self, h: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
         return self.up(self.act(self.down(h))) + r
 
-    def output_forward(self, output: nn.Module, hidden_states: torch.Tensor, input_tensor: torch.Tensor
-                       ) -> torch.Tensor:
-        """``BertOutput.forward`` with the adapter at the Pfeiffer position: ``LN(A(LN(r + x), r) + x)``."""
-        r = output.dropout(output.dense(hidden_states))
-        return output.LayerNorm(self(output.LayerNorm(r + input_tensor), r) + input_tensor)
+
+def adapter_stack_forward(output: nn.Module, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+    """``BertOutput.forward`` with the layer's adapters at the Pfeiffer position, stacked (``LAYER_SLOTS`` order):
+    ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the layer returns
+    ``LN(a + x)``. One adapter: ``LN(A(LN(r + x), r) + x)``; language + task: the ``adapters`` library's
+    ``Stack``, whose every member takes the previous one's output as input and residual."""
+    a = output.dropout(output.dense(hidden_states))
+    for slot in LAYER_SLOTS:
+        adapter = output._modules.get(slot)
+        if adapter is not None:
+            a = adapter(output.LayerNorm(a + input_tensor), a)
+    return output.LayerNorm(a + input_tensor)
 
 
 class InvertibleAdapter(nn.Module):
@@ -129,14 +163,44 @@ def _layer_outputs(model: nn.Module) -> list[nn.Module]:
     return outputs
 
 
-def _adapter_parameters(module: nn.Module) -> dict[str, nn.Parameter]:
-    return {f"{name}.{p_name}": p for name, m in module.named_modules() if isinstance(m, ADAPTERS)
+def _slots(kind: str) -> tuple[str, ...]:
+    if kind == "all":
+        return SLOTS["language"] + SLOTS["task"]
+    if kind not in SLOTS:
+        raise ValueError(f"adapter kind must be one of {[*SLOTS, 'all']}, not {kind!r}")
+    return SLOTS[kind]
+
+
+def _adapter_modules(module: nn.Module, kind: str) -> dict[str, nn.Module]:
+    slots = _slots(kind)
+    return {name: m for name, m in module.named_modules() if isinstance(m, ADAPTERS) and name.rsplit(".", 1)[-1] in slots}
+
+
+def _adapter_parameters(module: nn.Module, kind: str = "language") -> dict[str, nn.Parameter]:
+    return {f"{name}.{p_name}": p for name, m in _adapter_modules(module, kind).items()
             for p_name, p in m.named_parameters()}
 
 
-def adapter_parameter_names(model: nn.Module) -> set[str]:
-    """Names (as in ``model.named_parameters()``) of the attached adapters' parameters; empty if none."""
-    return set(_adapter_parameters(model))
+def adapter_parameter_names(model: nn.Module, kind: str = "language") -> set[str]:
+    """Names (as in ``model.named_parameters()``) of the attached adapters' parameters of ``kind`` (``language``:
+    language and invertible adapters, ``task``, or ``all``); empty if none."""
+    return set(_adapter_parameters(model, kind))
+
+
+def attached_adapter_config(model: nn.Module, kind: str = "language") -> dict | None:
+    """The AdapterConfig (as a dict) of the attached adapter of ``kind``; None if none is attached."""
+    modules = _adapter_modules(model, kind)
+    return dataclasses.asdict(next(iter(modules.values())).config) if modules else None
+
+
+def task_adapter_parameter_names(model: nn.Module) -> set[str]:
+    """Names of the attached task adapter's parameters; empty if none."""
+    return adapter_parameter_names(model, "task")
+
+
+def _patch_output(output: nn.Module) -> None:
+    if "forward" not in output.__dict__:
+        output.forward = partial(adapter_stack_forward, output)
 
 
 def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed: int = 0) -> None:
@@ -151,7 +215,7 @@ def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, 
     with torch.random.fork_rng(devices=[]):  # nn.Linear's default init would draw from the global RNG
         for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
             output.language_adapter = BottleneckAdapter(output.dense.out_features, cfg, g).to(ref.device, ref.dtype)
-            output.forward = partial(output.language_adapter.output_forward, output)
+            _patch_output(output)
         if cfg.invertible:
             base, emb_in = model.base_model, model.get_input_embeddings()
             inv = InvertibleAdapter(emb_in.embedding_dim, cfg, g).to(ref.device, ref.dtype)
@@ -162,47 +226,107 @@ def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, 
                 decoder.forward = partial(inv.decode, decoder)
 
 
-def strip_language_adapter(model: nn.Module) -> None:
-    """Remove the adapter modules and restore the original forwards (``save_pretrained`` then writes the
-    plain model)."""
+def add_task_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed: int = 0) -> None:
+    """Attach a MAD-X task adapter (``task_adapter_config()`` by default; seeded, the global RNG is left alone),
+    stacked on the language adapter where a layer has one (``adapter_stack_forward``). The model's outputs do not
+    change until it is trained (zero up-projections)."""
+    cfg = cfg or task_adapter_config()
+    if cfg.invertible:
+        raise ValueError("task adapter: invertible must be false")
+    outputs = _layer_outputs(model)
+    if task_adapter_parameter_names(model):
+        raise ValueError(f"{type(model).__name__} already has a task adapter")
+    g = torch.Generator().manual_seed(seed)
+    ref = outputs[0].dense.weight
+    with torch.random.fork_rng(devices=[]):
+        for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
+            output.task_adapter = BottleneckAdapter(output.dense.out_features, cfg, g).to(ref.device, ref.dtype)
+            _patch_output(output)
+
+
+def _strip(model: nn.Module, kind: str) -> None:
+    slots = _slots(kind)
     for m in list(model.modules()):
-        for name, child in list(m.named_children()):
-            if isinstance(child, ADAPTERS):
+        for name in slots:
+            if isinstance(m._modules.get(name), ADAPTERS):
                 delattr(m, name)
+    for m in model.modules():
         fwd = m.__dict__.get("forward")
-        if isinstance(fwd, partial) and isinstance(getattr(fwd.func, "__self__", None), ADAPTERS):
+        if not isinstance(fwd, partial):
+            continue
+        if fwd.func is adapter_stack_forward and not any(s in m._modules for s in LAYER_SLOTS):
             del m.forward
+        elif isinstance(getattr(fwd.func, "__self__", None), InvertibleAdapter) and "invertible_adapter" in slots:
+            del m.forward
+
+
+def strip_language_adapter(model: nn.Module) -> None:
+    """Remove the language (and invertible) adapter modules and restore the original forwards where no task adapter
+    remains (``save_pretrained`` then writes the plain model)."""
+    _strip(model, "language")
+
+
+def strip_task_adapter(model: nn.Module) -> None:
+    """Remove the task adapter modules (a language adapter stays attached)."""
+    _strip(model, "task")
+
+
+def _save(model: nn.Module, folder: str | os.PathLike, kind: str) -> None:
+    params = _adapter_parameters(model.base_model, kind)
+    if not params:
+        raise ValueError(f"{type(model).__name__} has no {kind} adapter to save")
+    cfg = next(iter(_adapter_modules(model, kind).values())).config
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors, config = FILES[kind]
+    save_file({k: p.detach().cpu().contiguous() for k, p in params.items()}, folder / tensors)
+    outputs = _layer_outputs(model)
+    meta = {"config": dataclasses.asdict(cfg), "model_type": getattr(model.config, "model_type", None),
+            "hidden_size": outputs[0].dense.out_features, "num_layers": len(outputs),
+            "layers": [i for i, o in enumerate(outputs) if hasattr(o, SLOTS[kind][0])],
+            "parameters": sum(p.numel() for p in params.values())}
+    (folder / config).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def _load(model: nn.Module, folder: str | os.PathLike, kind: str) -> bool:
+    folder = Path(folder)
+    tensors, config = FILES[kind]
+    if not (folder / config).is_file():
+        return False
+    if not adapter_parameter_names(model, kind):
+        saved = AdapterConfig.from_dict(json.loads((folder / config).read_text())["config"])
+        (add_language_adapter if kind == "language" else add_task_adapter)(model, saved)
+    state = load_file(folder / tensors)
+    expected = set(_adapter_parameters(model.base_model, kind))
+    if set(state) != expected:
+        raise ValueError(f"{folder / tensors} does not fit {type(model).__name__}'s {kind} adapter: missing "
+                         f"{sorted(expected - set(state))[:5]}, unexpected {sorted(set(state) - expected)[:5]}")
+    model.base_model.load_state_dict(state, strict=False)  # shapes are checked; the base weights stay
+    return True
 
 
 def save_language_adapter(model: nn.Module, folder: str | os.PathLike) -> None:
     """Write ``language_adapter.safetensors`` (keys relative to ``model.base_model``) and
     ``language_adapter.json`` (the AdapterConfig and where the adapters sit) into ``folder``."""
-    params = _adapter_parameters(model.base_model)
-    if not params:
-        raise ValueError(f"{type(model).__name__} has no language adapter to save")
-    cfg = next(m.config for m in model.modules() if isinstance(m, ADAPTERS))
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file({k: p.detach().cpu().contiguous() for k, p in params.items()}, folder / ADAPTER_FILE)
-    outputs = _layer_outputs(model)
-    meta = {"config": dataclasses.asdict(cfg), "model_type": getattr(model.config, "model_type", None),
-            "hidden_size": outputs[0].dense.out_features, "num_layers": len(outputs),
-            "layers": [i for i, o in enumerate(outputs) if hasattr(o, "language_adapter")],
-            "parameters": sum(p.numel() for p in params.values())}
-    (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    _save(model, folder, "language")
 
 
 def load_language_adapter(model: nn.Module, folder: str | os.PathLike) -> bool:
-    """Attach (unless attached) and load the adapter saved in ``folder``; False if it holds none."""
-    folder = Path(folder)
-    if not (folder / CONFIG_FILE).is_file():
-        return False
-    if not adapter_parameter_names(model):
-        add_language_adapter(model, AdapterConfig.from_dict(json.loads((folder / CONFIG_FILE).read_text())["config"]))
-    state = load_file(folder / ADAPTER_FILE)
-    expected = set(_adapter_parameters(model.base_model))
-    if set(state) != expected:
-        raise ValueError(f"{folder / ADAPTER_FILE} does not fit {type(model).__name__}'s adapter: missing "
-                         f"{sorted(expected - set(state))[:5]}, unexpected {sorted(set(state) - expected)[:5]}")
-    model.base_model.load_state_dict(state, strict=False)  # shapes are checked; the base weights stay
-    return True
+    """Attach (unless attached) and load the language adapter saved in ``folder``; False if it holds none."""
+    return _load(model, folder, "language")
+
+
+def language_adapter_config(folder: str | os.PathLike) -> dict | None:
+    """The AdapterConfig (as a dict) of the language adapter saved in ``folder``; None if it holds none."""
+    path = Path(folder) / CONFIG_FILE
+    return json.loads(path.read_text())["config"] if path.is_file() else None
+
+
+def save_task_adapter(model: nn.Module, folder: str | os.PathLike) -> None:
+    """Write ``task_adapter.safetensors`` and ``task_adapter.json`` (as ``save_language_adapter``) into ``folder``."""
+    _save(model, folder, "task")
+
+
+def load_task_adapter(model: nn.Module, folder: str | os.PathLike) -> bool:
+    """Attach (unless attached) and load the task adapter saved in ``folder``; False if it holds none."""
+    return _load(model, folder, "task")

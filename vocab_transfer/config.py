@@ -87,6 +87,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> None:
             raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
     check_lapt(config)
     check_finetune(config)
+    check_zero_shot(config)
     check_tables(config)
     check_figures(config)
     for slang, by_target in config.get("dictionaries", {}).items():
@@ -155,7 +156,7 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
         raise ConfigError(str(e)) from None
 
 
-RUN_KEYS = ("method", "label", "targets")  # lapt.runs entries: these are not LaptConfig fields
+RUN_KEYS = ("method", "source", "label", "targets")  # lapt.runs entries: these are not LaptConfig fields
 PROVENANCES = ("special", "copied", "combined", "mapped", "random")  # vocab_transfer.methods.base labels
 
 
@@ -207,9 +208,30 @@ def lapt_run_targets(config: dict, run: str) -> list[str]:
 
 
 def finetune_model_tasks(config: dict, model: str) -> list[str]:
-    """The tasks a fine-tuned model runs on: its own ``tasks``, else every task."""
+    """The tasks a fine-tuned model runs on: its own ``tasks``, else every in-language task, plus the zero-shot
+    tasks (``zero_shot``) when the model names a ``zero_shot`` setup."""
     ft = config.get("finetune", {})
-    return list(ft["models"][model].get("tasks", ft.get("tasks", {})))
+    spec = ft["models"][model]
+    if "tasks" in spec:
+        return list(spec["tasks"])
+    return [t for t, task in ft.get("tasks", {}).items() if "zero_shot" not in task or spec.get("zero_shot")]
+
+
+def zero_shot_training(config: dict, setup: str, source_task: str) -> dict:
+    """FinetuneConfig fields of a source-side training: ``zero_shot.training``, the source task's ``training``, the
+    setup's ``training``, then the setup's ``task_training`` for the task type (e.g. DP's learning rates)."""
+    zs = config.get("zero_shot", {})
+    src, st = zs["sources"][source_task], zs["setups"][setup]
+    return {**zs.get("training", {}), **src.get("training", {}), **st.get("training", {}),
+            **st.get("task_training", {}).get(src["task"], {})}
+
+
+def zero_shot_trainings(config: dict) -> list[tuple[str, str]]:
+    """(source task, setup) pairs some zero-shot cell needs: each is trained once per seed."""
+    ft = config.get("finetune", {})
+    pairs = [(s, model["zero_shot"]) for m, model in ft.get("models", {}).items() if model.get("zero_shot")
+             for t in finetune_model_tasks(config, m) for s in ft["tasks"][t].get("zero_shot", [])]
+    return list(dict.fromkeys(pairs))
 
 
 def check_lapt(config: dict) -> None:
@@ -222,17 +244,22 @@ def check_lapt(config: dict) -> None:
             if t not in config["corpora"]:
                 raise ConfigError(f"lapt: target {t!r} of run {name!r} has no entry in 'corpora'")
     for name, run in lapt.get("runs", {}).items():
-        if run["method"] not in config["methods"]:
+        kinds = [k for k in ("method", "source") if run.get(k)]
+        if len(kinds) != 1:
+            raise ConfigError(f"lapt.runs.{name}: give exactly one of method (a new vocabulary: an entry of 'methods') "
+                              f"and source: true (the source model with its own vocabulary), got {kinds}")
+        if "method" in kinds and run["method"] not in config["methods"]:
             raise ConfigError(f"lapt.runs.{name}.method: {run['method']!r} is not an entry of 'methods'")
-        check_method_language(config, run["method"], lapt_run_targets(config, name), f"lapt.runs.{name}")
+        if "method" in kinds:
+            check_method_language(config, run["method"], lapt_run_targets(config, name), f"lapt.runs.{name}")
         try:
             cfg = LaptConfig.from_dict(lapt_run_settings(config, name))
         except (TypeError, ValueError) as e:
             raise ConfigError(f"lapt.runs.{name}: {e}") from None
-        kind = config["methods"][run["method"]].get("kind")
+        kind = config["methods"][run["method"]].get("kind") if "method" in kinds else None
         if cfg.factorized and kind != "mf":
-            raise ConfigError(f"lapt.runs.{name}: factorized: true trains the factors of a kind: mf init, but method "
-                              f"{run['method']!r} is of kind {kind!r}")
+            raise ConfigError(f"lapt.runs.{name}: factorized: true trains the factors of a kind: mf init, but "
+                              + (f"method {run['method']!r} is of kind {kind!r}" if kind else "the run has no init"))
 
 
 def check_method_language(config: dict, method: str, langs: list[str], where: str) -> None:
@@ -328,6 +355,11 @@ def check_tables(config: dict) -> None:
             if not spec.get("languages") or not spec.get("steps"):
                 raise ConfigError(f"tables.{name}: kind lapt needs 'languages' and 'steps'")
             continue
+        known_languages = {s["language"] for s in config.get("zero_shot", {}).get("sources", {}).values()}
+        bad = [lang for lang in spec.get("source_languages", []) if lang not in known_languages]
+        if bad:
+            raise ConfigError(f"tables.{name}.source_languages: {bad} are not languages of zero_shot.sources "
+                              f"({sorted(known_languages)})")
         tasks = spec.get("tasks", []) if "grid" in spec else [t for ts in spec.get("groups", {}).values() for t in ts]
         if "grid" in spec and not tasks:
             raise ConfigError(f"tables.{name}: a grid table of fine-tuning scores needs 'tasks'")
@@ -403,3 +435,101 @@ def figure_points(config: dict, figure: str) -> list[tuple[str, str, int]]:
             stages = lapt_run_config(config, model["lapt"]).stages()
             points.append((name, model["lapt"], model.get("step", sum(n for n, _ in stages))))
     return points
+
+
+ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # vocab_transfer.zeroshot.VARIANTS
+
+
+def check_zero_shot(config: dict) -> None:
+    """Zero-shot transfer (unks-everywhere §4.3, App. A.1): source tasks and setups are well-formed, a zero-shot
+    task names source tasks of its task type, and every model on a zero-shot task names a setup its target side
+    fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language adapter has the
+    settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the source), ``full`` the
+    source model; the setup's source-language run must have been trained on each source task's language."""
+    from .adapters import AdapterConfig, task_adapter_config
+    from .finetune import FinetuneConfig
+    from .tasks import check_spec
+
+    zs, ft = config.get("zero_shot", {}), config.get("finetune", {})
+    sources, setups, tasks = zs.get("sources", {}), zs.get("setups", {}), ft.get("tasks", {})
+    runs = config.get("lapt", {}).get("runs", {})
+    clash = sorted(set(sources) & set(tasks))
+    if clash:
+        raise ConfigError(f"zero_shot.sources {clash}: the names are taken by finetune.tasks (one namespace: "
+                          "results/tasks/<name>)")
+    for name, src in sources.items():
+        try:
+            check_spec({"task": src["task"], **src["dataset"]})
+        except ValueError as e:
+            raise ConfigError(f"zero_shot.sources.{name}: {e}") from None
+    for name, setup in setups.items():
+        where = f"zero_shot.setups.{name}"
+        if setup["variant"] != "adapter":
+            extra = [k for k in ("lapt", "adapter") if k in setup]
+            if extra:
+                raise ConfigError(f"{where}: {extra} apply to variant adapter, not {setup['variant']!r}")
+            continue
+        run = setup.get("lapt")
+        if run not in runs:
+            raise ConfigError(f"{where}.lapt: {run!r} is not an entry of lapt.runs (variant adapter stacks the task "
+                              "adapter on that run's source-language adapter)")
+        lapt = lapt_run_config(config, run)
+        if not runs[run].get("source") or lapt.variant != "adapter" or lapt.train_embeddings:
+            raise ConfigError(f"{where}.lapt: run {run!r} must train MAD-X language adapters on the source model's "
+                              "own vocabulary, which stays the source's: source: true, variant: adapter, "
+                              "train_embeddings: false")
+        try:
+            task_adapter_config(setup.get("adapter", {}))
+        except ValueError as e:
+            raise ConfigError(f"{where}.adapter: {e}") from None
+    for name, task in tasks.items():
+        if "zero_shot" not in task:
+            if "unseen_labels" in task:
+                raise ConfigError(f"finetune.tasks.{name}.unseen_labels applies to zero-shot tasks (zero_shot: ...)")
+            continue
+        for s in task["zero_shot"]:
+            if s not in sources:
+                raise ConfigError(f"finetune.tasks.{name}.zero_shot: {s!r} is not an entry of zero_shot.sources")
+            if sources[s]["task"] != task["task"]:
+                raise ConfigError(f"finetune.tasks.{name}.zero_shot: source task {s!r} is {sources[s]['task']!r}, "
+                                  f"not {task['task']!r}")
+    for mname, model in ft.get("models", {}).items():
+        where, setup = f"finetune.models.{mname}", model.get("zero_shot")
+        if setup is not None and setup not in setups:
+            raise ConfigError(f"{where}.zero_shot: {setup!r} is not an entry of zero_shot.setups")
+        zs_tasks = [t for t in finetune_model_tasks(config, mname) if "zero_shot" in tasks[t]]
+        if zs_tasks and setup is None:
+            raise ConfigError(f"{where}: tasks {zs_tasks} are zero-shot; name a zero_shot setup (zero_shot: <setup>)")
+        if not zs_tasks or setup is None:
+            continue
+        spec, run = setups[setup], model.get("lapt")
+        lapt = None if run is None else lapt_run_config(config, run)
+        variant = lapt.variant if lapt else None
+        if spec["variant"] == "full" and not model.get("source"):
+            raise ConfigError(f"{where}: setup {setup!r} (variant full) evaluates the fine-tuned source model itself: "
+                              "the model must be {source: true}")
+        if spec["variant"] == "fmt" and not (model.get("source") or variant == "embeddings_only"):
+            raise ConfigError(f"{where}: setup {setup!r} (variant fmt) swaps in embeddings learned against the frozen "
+                              "transformer: the model must be a LAPT run of variant embeddings_only (or the source)")
+        if spec["variant"] == "adapter":
+            if variant != "adapter":
+                raise ConfigError(f"{where}: setup {setup!r} (variant adapter) swaps in the target's language adapter: "
+                                  "the model must be a LAPT run of variant adapter")
+            ours = AdapterConfig.from_dict(lapt_run_settings(config, spec["lapt"]).get("adapter", {}))
+            if AdapterConfig.from_dict(lapt.adapter) != ours:
+                raise ConfigError(f"{where}: the language adapter of LAPT run {run!r} ({lapt.adapter}) differs from "
+                                  f"the source-side run {spec['lapt']!r} of setup {setup!r} "
+                                  f"({lapt_run_settings(config, spec['lapt']).get('adapter', {})})")
+            for t in zs_tasks:
+                for s in tasks[t]["zero_shot"]:
+                    if sources[s]["language"] not in lapt_run_targets(config, spec["lapt"]):
+                        raise ConfigError(f"{where}: setup {setup!r} needs LAPT run {spec['lapt']!r} on "
+                                          f"{sources[s]['language']!r} (source task {s}); add it to the run's targets")
+    for s, setup in zero_shot_trainings(config):
+        try:
+            cfg = FinetuneConfig.from_dict(zero_shot_training(config, setup, s))
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"zero_shot (source task {s}, setup {setup}): {e}") from None
+        if cfg.train_language_adapter:
+            raise ConfigError(f"zero_shot (setup {setup}): train_language_adapter must be false (the source-language "
+                              "adapter is swapped at inference, so it stays fixed)")

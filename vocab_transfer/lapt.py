@@ -25,7 +25,9 @@ trainable sets):
   steps (WECHSEL §5.4.2);
 - ``adapter``: MAD-X language adapters (MAD-X 2.0 by default, settings in ``adapter``:
   ``vocab_transfer.adapters.AdapterConfig``) trained jointly with the embeddings, the rest frozen
-  (unks-everywhere §4.3); ``--output`` also holds ``language_adapter.safetensors`` / ``.json``.
+  (unks-everywhere §4.3); ``--output`` also holds ``language_adapter.safetensors`` / ``.json``. With
+  ``train_embeddings: false`` only the adapters train: MAD-X's own setting, a language adapter for the source
+  model's vocabulary (no ``--embeddings``), whose rows stay the source's (unks-everywhere §4.1, §4.3).
 
 ``factorized: true`` (UNKs §3.3, the MF rows) trains the embeddings in the form the init artifact of a
 ``kind: mf`` method holds them: ``F'`` (low-dimensional rows), the up-projections ``G`` (fixed with
@@ -129,6 +131,7 @@ class LaptConfig:
     variant: str = "full"  # full | two_stage | embeddings_only | embedding_layers | freeze_body | adapter
     reinit: str = "none"  # none | embedding_layers | all: re-initialized before training (REINIT)
     adapter: dict = field(default_factory=dict)  # variant adapter: AdapterConfig fields (default MAD-X 2.0)
+    train_embeddings: bool = True  # variant adapter: train the embeddings with the adapters (false: adapters only)
     embedding_stage_ratio: float = 0.2
     factorized: bool = False  # UNKs MF rows: train the init artifact's factors F' (and Z, G), not F'G (§3.3)
     freeze_up_projection: bool = False  # factorized: G stays fixed ("G only needs to be pretrained once", §3.3)
@@ -152,6 +155,9 @@ class LaptConfig:
                              f"global steps), not {self.snapshot_steps}")
         if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
             raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
+        if not self.train_embeddings and self.variant != "adapter":
+            raise ValueError(f"LAPT config: train_embeddings: false applies to variant 'adapter' (MAD-X language "
+                             f"adapters for the source's own vocabulary), not {self.variant!r}")
 
     @classmethod
     def from_dict(cls, d: dict) -> LaptConfig:
@@ -163,14 +169,14 @@ class LaptConfig:
 
     def stages(self) -> list[tuple[int, str]]:
         """(steps, trainable) per stage: trainable is ``embeddings``, ``embedding_layers``, ``adapter`` (and
-        embeddings) or ``all`` (see ``set_trainable``)."""
+        embeddings), ``adapter_only`` or ``all`` (see ``set_trainable``)."""
         k = round(self.embedding_stage_ratio * self.steps)
         return {"full": [(self.steps, "all")],
                 "two_stage": [(k, "embeddings"), (self.steps, "all")],
                 "embeddings_only": [(self.steps, "embeddings")],
                 "embedding_layers": [(self.steps, "embedding_layers")],
                 "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
-                "adapter": [(self.steps, "adapter")]}[self.variant]
+                "adapter": [(self.steps, "adapter" if self.train_embeddings else "adapter_only")]}[self.variant]
 
     def eval_steps(self) -> list[int]:
         """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every`` steps
@@ -268,8 +274,10 @@ def resolve_objective(model, objective: str) -> str:
 
 def set_trainable(model, trainable: str) -> None:
     """``all``, or only the embeddings (``embedding_parameter_names``), the embedding block
-    (``embedding_layer_names``) or the embeddings and MAD-X adapters (``adapter``) get gradients."""
-    keep = embedding_parameter_names(model) | (adapter_parameter_names(model) if trainable == "adapter" else set())
+    (``embedding_layer_names``), the embeddings and MAD-X adapters (``adapter``) or the adapters alone
+    (``adapter_only``) get gradients."""
+    keep = set() if trainable == "adapter_only" else embedding_parameter_names(model)
+    keep |= adapter_parameter_names(model) if trainable in ("adapter", "adapter_only") else set()
     keep |= embedding_layer_names(model) if trainable == "embedding_layers" else set()
     for n, p in model.named_parameters():
         p.requires_grad_(trainable == "all" or n in keep)

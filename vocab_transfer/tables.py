@@ -53,7 +53,9 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
 
 
 def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3.
+    """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3. Zero-shot
+    cells (``vocab_transfer.zeroshot``: one row per source task and seed) are the mean over seeds and source
+    languages, as unks-everywhere Table 3 averages its four source languages.
 
     Columns: ``source, task_name, language, task, model, method, metric, seeds, test_mean, test_std,
     dev_mean, dev_std, test2_mean`` (``SECONDARY``), ``extra_mean, extra_std`` (the metric on the first extra
@@ -184,9 +186,13 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     cells are test mean ± std over seeds (``spec["format"]``: ``score_cell``; MNLI cells "m/mm"), the best
     mean of each column in bold (within each of ``spec["best_groups"]``, lists of rows: ``best_cells``; for
     an m/mm cell, by the first value), and a cell whose jobs have not run (or are not part of the grid) is
-    "—", never 0. Returns (long table, Markdown)."""
+    "—", never 0. ``spec["source_languages"]`` keeps the zero-shot rows of those source languages only
+    (unks-everywhere Tables 5a-d, 9a-d: one source language each). Returns (long table, Markdown)."""
     if spec.get("format", "percent") not in FORMATS:
         raise ValueError(f"table format must be one of {list(FORMATS)}, not {spec['format']!r}")
+    if spec.get("source_languages") and "source_language" in scores:
+        zero_shot = scores["zero_shot"].eq(True) if "zero_shot" in scores else pd.Series(False, index=scores.index)
+        scores = scores[~zero_shot | scores["source_language"].isin(spec["source_languages"])]
     agg = finetune_table(scores) if len(scores) else pd.DataFrame(
         columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std", "test2_mean",
                  "extra_mean", "extra_std"])

