@@ -104,7 +104,8 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert (scores["n_test"] == 716).all() and (scores["language"] == "he").all()
     md = (tiny_run / "results/tables/finetune.md").read_text()
     rows = [line for line in md.splitlines() if line.startswith("| ") and "Task" not in line]
-    assert "Hebrew NER (f1)" in md and "Hebrew DP (las)" in md and len(rows) == 5
+    assert "Hebrew NER (f1)" in md and "Hebrew DP (las)" in md and "Hebrew NER (zero-shot) (f1)" in md
+    assert len(rows) == 6  # the five models above and the zero-shot-only MAD-X row
     assert all(" ± " in r for r in rows) and sum(" / " in r for r in rows) == 2  # UAS / LAS where parsed
     table3 = (tiny_run / "results/tables/paper/table3.md").read_text().splitlines()
     assert table3[2] == "| Model | NER Hebrew NER | DP Hebrew DP |"  # column groups in the config's order
@@ -144,7 +145,8 @@ def test_lapt_snapshots_and_figure4(tiny_run):
     assert (run / "snapshots/step-00000003/tokenizer.json").is_file()
     assert not any((tiny_run / "results/lapt/tiny/he/random/snapshots").glob("step-*"))  # no snapshot_steps
     assert pd.read_parquet(tiny_run / "results/lapt/tiny/he/random/token_accuracy.parquet").empty
-    scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet").set_index("model")
+    scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
+    scores = scores[scores["zero_shot"].ne(True)].set_index("model")  # in-language fine-tuning only
     assert scores.loc["focus-snapshot-step3", "lapt_step"] == 3 and scores.loc["focus-snapshot-step3", "lapt"] == "focus"
     fig = pd.read_csv(tiny_run / "results/figures/lapt_finetune/tiny/figure4.csv")
     points = fig[fig.kind == "test_f1"]
