@@ -9,7 +9,8 @@ having a vector (defaults: German in FOCUS Table 8); for WECHSEL, ``--source-cov
 source tokens with a subword vector (XLM-R tokens that occur in no English word have none; 0.4 is
 our assumption, not a measurement — rerun with 1.0 for the worst case). Every case runs in a fresh subprocess; "peak RSS" is
 that process's maximum resident memory *including* the inputs (the source matrix alone is 0.77 GB);
-"time" covers only the method call, inputs already in memory.
+"time" covers only the method call, inputs already in memory. Cases ``focus_bf16`` / ``wechsel_bf16`` run the
+methods' default (certified bf16 screening, ``screen_dtype: bfloat16``), ``focus`` / ``wechsel`` plain float32.
 
     python benchmarks/init_methods.py                       # all cases, paper scale
     python benchmarks/init_methods.py --cases focus --target 5000 --source-rows 20000   # quick
