@@ -10,6 +10,7 @@ import pytest
 import torch
 from transformers import XLMRobertaForTokenClassification
 
+from tests.test_finetune import capital_tags
 from vocab_transfer.adapters import (
     AdapterConfig,
     adapter_parameter_names,
@@ -38,15 +39,6 @@ from vocab_transfer.zeroshot import (
 )
 
 TINY = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64, max_position_embeddings=80)
-
-
-def capital_tags(words):
-    """Runs of capitalized non-initial words are CAP entities (a learnable NER-like task)."""
-    tags = []
-    for i, w in enumerate(words):
-        cap = i > 0 and w[:1].isupper()
-        tags.append(("I-CAP" if tags and tags[-1] != "O" else "B-CAP") if cap else "O")
-    return tags
 
 
 @pytest.fixture(scope="module")

@@ -699,6 +699,19 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     return scores, pd.DataFrame(history)
 
 
+def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
+    """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its thread
+    count: the start of this CLI and of ``vocab_transfer.zeroshot``'s."""
+    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        handlers=handlers, force=True)
+    raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
+    cfg = FinetuneConfig.from_dict(json.loads(raw))
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="save_pretrained folder (LAPT output, source model) or hub id")
@@ -715,13 +728,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
-    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        handlers=handlers, force=True)
-    raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
-    cfg = FinetuneConfig.from_dict(json.loads(raw))
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    cfg = setup_cli(args)
     from .source_model import check_tokenizer_matches
     from .tokenizer import load_tokenizer
 

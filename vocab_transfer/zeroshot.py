@@ -44,7 +44,6 @@ import hashlib
 import json
 import logging
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -74,6 +73,7 @@ from .finetune import (
     load_task_model,
     max_sequence_length,
     read_task_data,
+    setup_cli,
     task_labels,
 )
 from .io import atomic_path, write_parquet
@@ -267,22 +267,11 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
 
 
 # ------------------------------------------------------------------------------------------------ CLI
-def _setup(args) -> FinetuneConfig:
-    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        handlers=handlers, force=True)
-    raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
-    cfg = FinetuneConfig.from_dict(json.loads(raw))
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    return cfg
-
-
 def train_main(args) -> None:
     from .source_model import check_tokenizer_matches
     from .tokenizer import load_tokenizer
 
-    cfg = _setup(args)
+    cfg = setup_cli(args)
     if cfg.train_language_adapter:
         raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one stays "
                          "fixed: train_language_adapter must be false")
@@ -318,7 +307,7 @@ def evaluate_main(args) -> None:
     from .tasks import check_columns
     from .tokenizer import load_tokenizer
 
-    cfg = _setup(args)
+    cfg = setup_cli(args)
     path = Path(args.data) / "test.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{args.data}: no test.parquet (rule prepare_task)")
