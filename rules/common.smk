@@ -20,7 +20,6 @@ from vocab_transfer.config import (
     method_targets,
     source_languages,
     zero_shot_training,
-    zero_shot_trainings,
 )
 from vocab_transfer.methods import METHODS, method_config, method_needs
 from vocab_transfer.methods import method_params as with_defaults

@@ -214,7 +214,7 @@ def test_selection_metric_choices_are_named():
     with pytest.raises(ValueError, match=r"metric 'pearson' is not reported for task 'nli'; choose one of "
                                          r"\['accuracy', 'f1'\]"):
         selection_metric("nli", FinetuneConfig(metric="pearson"))
-    with pytest.raises(ValueError, match=r"binary F1 needs two labels or a positive_label; the labels are "
+    with pytest.raises(ValueError, match=r"binary F1 needs a positive_label for the labels "
                                          r"\['entailment', 'neutral', 'contradiction'\]"):
         selection_metric("nli", FinetuneConfig(metric="f1"), ["entailment", "neutral", "contradiction"])
     with pytest.raises(ValueError, match="positive_label 'yes' is not one of the labels"):
@@ -471,3 +471,14 @@ def test_parser_on_adapter_and_swapped_embeddings_saves_and_reloads(tmp_path, sw
     write_tensors({"embeddings": rows}, tmp_path / "init.safetensors")
     swapped = load_task_model("dep", str(lapt), labels, embeddings=str(tmp_path / "init.safetensors"))
     assert torch.equal(swapped.get_input_embeddings().weight, rows) and not adapter_parameter_names(swapped.encoder)
+
+
+def test_binary_f1_positive_class_does_not_depend_on_label_order():
+    from vocab_transfer.finetune import positive_class
+
+    assert positive_class(["not_equivalent", "equivalent"], None) == "equivalent"
+    assert positive_class(["equivalent", "not_equivalent"], None) == "equivalent"  # sorted labels (no labels.json)
+    assert positive_class(["paraphrase", "not_paraphrase"], None) == "paraphrase"
+    assert positive_class(["no", "yes"], "yes") == "yes"
+    with pytest.raises(ValueError, match="needs a positive_label"):
+        positive_class(["no", "yes"], None)

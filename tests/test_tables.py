@@ -140,6 +140,8 @@ def test_zero_shot_cells_average_source_languages_or_pick_one():
     table, _ = paper_table(df, spec, models={}, tasks={})
     cell = table.set_index(["model", "task_name"])
     assert cell.loc[("el-lex", "am-ner"), "test_mean"] == 45.0 and cell.loc[("el-lex", "am-ner"), "seeds"] == 2
+    # the std is over the seeds' source-averaged scores (40, 50), not over the four runs (50, 60, 30, 40)
+    assert cell.loc[("el-lex", "am-ner"), "test_std"] == pytest.approx(7.0711, abs=1e-4)
     table, md = paper_table(df, {**spec, "source_languages": ["ar"]}, models={}, tasks={})
     cell = table.set_index(["model", "task_name"])
     assert round(cell.loc[("el-lex", "am-ner"), "test_mean"], 6) == 35.0

@@ -467,6 +467,11 @@ def test_snapshot_and_figure_config_errors_are_named():
           "figures.f6.steps: [4] are not evaluation steps of LAPT run 'focus'")
     check(lambda c: c["figures"].update(f6={**six, "language": "de"}), "figures.f6.runs", "on 'de'")
     check(lambda c: c["figures"].update(f6={**six, "matched_by": "fokus"}), "figures.f6.matched_by", "fokus")
+    check(lambda c: c["figures"]["figure4"].update(task="he-ner-zs"), "figures.figure4.task", "zero-shot task")
+    check(lambda c: c["finetune"]["tasks"]["he-ner"]["dataset"].update(test_only=True),
+          "finetune.tasks.he-ner.dataset.test_only", "needs its train split")
+    check(lambda c: c["zero_shot"]["sources"]["he-ner-src"]["dataset"].update(test_only=True),
+          "zero_shot.sources.he-ner-src.dataset.test_only")
 
 
 def test_embed_layers_and_glue_tables(recovery_run):

@@ -288,6 +288,9 @@ def check_finetune(config: dict) -> None:
         where = f"finetune.tasks.{name}"
         if task["language"] not in config["corpora"]:
             raise ConfigError(f"{where}.language: {task['language']!r} has no entry in 'corpora'")
+        if task["dataset"].get("test_only"):
+            raise ConfigError(f"{where}.dataset.test_only: a task that is trained on needs its train split; test-only "
+                              "data is for zero-shot targets (zero_shot: [...]), which read the test split by themselves")
         try:
             check_spec({"task": task["task"], **task["dataset"]})
             selection_metric(task["task"], FinetuneConfig.from_dict({**ft.get("training", {}),
@@ -378,6 +381,9 @@ def check_figures(config: dict) -> None:
         if spec["kind"] == "lapt_finetune":
             if spec.get("task") not in ft.get("tasks", {}):
                 raise ConfigError(f"{where}.task: {spec.get('task')!r} is not an entry of finetune.tasks")
+            if "zero_shot" in ft["tasks"][spec["task"]]:
+                raise ConfigError(f"{where}.task: {spec['task']!r} is a zero-shot task; the figure reads in-language "
+                                  "fine-tuning scores")
             lang = ft["tasks"][spec["task"]]["language"]
         else:
             lang = spec.get("language")
@@ -390,6 +396,11 @@ def check_figures(config: dict) -> None:
         bad = [r for r in names if lang not in lapt_run_targets(config, r)]
         if bad or not names:
             raise ConfigError(f"{where}.runs: {bad or 'none'} of the LAPT runs on {lang!r}")
+        if spec["kind"] == "token_accuracy" and not spec.get("matched_by"):
+            bad = [r for r in names if "method" not in runs[r]]
+            if bad:
+                raise ConfigError(f"{where}: runs {bad} keep the source vocabulary (no init provenance to split their "
+                                  "tokens by): set matched_by to a methods entry, or leave them out of runs")
         if spec["kind"] == "lapt_finetune":
             if not figure_points(config, name):
                 raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on {spec['task']!r} "
@@ -458,6 +469,8 @@ def check_zero_shot(config: dict) -> None:
         raise ConfigError(f"zero_shot.sources {clash}: the names are taken by finetune.tasks (one namespace: "
                           "results/tasks/<name>)")
     for name, src in sources.items():
+        if src["dataset"].get("test_only"):
+            raise ConfigError(f"zero_shot.sources.{name}.dataset.test_only: the source side trains on this task")
         try:
             check_spec({"task": src["task"], **src["dataset"]})
         except ValueError as e:

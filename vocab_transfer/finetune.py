@@ -40,6 +40,7 @@ import signal
 import string
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,15 +113,20 @@ def selection_metric(task: str, cfg: FinetuneConfig, labels: list[str] | None = 
 
 
 def positive_class(labels: list[str], positive_label: str | None) -> str:
-    """The positive class of binary F1: ``positive_label``, else the second of exactly two labels (the hubs' 1:
-    MRPC's equivalent, PAWS-X's paraphrase)."""
+    """The positive class of binary F1: ``positive_label``, else the hub's label 1 of a known binary inventory
+    (MRPC's equivalent, PAWS-X's paraphrase), whatever the order of ``labels``; any other label pair needs an
+    explicit ``positive_label`` (an order-dependent guess would silently score the other class)."""
+    from .tasks import MRPC_LABELS, PAWSX_LABELS
+
     if positive_label is not None:
         if positive_label not in labels:
             raise ValueError(f"positive_label {positive_label!r} is not one of the labels {labels}")
         return positive_label
-    if len(labels) != 2:
-        raise ValueError(f"binary F1 needs two labels or a positive_label; the labels are {labels}")
-    return labels[1]
+    for inventory in (MRPC_LABELS, PAWSX_LABELS):
+        if sorted(labels) == sorted(inventory):
+            return inventory[1]
+    raise ValueError(f"binary F1 needs a positive_label for the labels {labels} (known pairs: {list(MRPC_LABELS)}, "
+                     f"{list(PAWSX_LABELS)})")
 
 
 # ------------------------------------------------------------------------------------------- encoding
@@ -591,6 +597,36 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
 
 
 # ------------------------------------------------------------------------------------------- training
+def fit_to_model(cfg: FinetuneConfig, model) -> FinetuneConfig:
+    """``cfg`` with ``seq_len`` (and ``doc_stride``) cut to the model's position table."""
+    limit = max_sequence_length(model)
+    if cfg.seq_len <= limit:
+        return cfg
+    log.warning("seq_len %d is longer than the model's %d positions: using %d", cfg.seq_len, limit, limit)
+    return dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
+
+
+def task_encoder(task: str, tokenizer, labels: list[str], cfg: FinetuneConfig, model
+                 ) -> Callable[[pd.DataFrame, bool], list[dict]]:
+    """``encode(df, train)``: a split's items as fine-tuning trains and evaluates on them (also the zero-shot
+    evaluation's, so that target items match the source side's training exactly, BERT segment ids included)."""
+    types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: segment ids of the pair; RoBERTa/XLM-R: none
+    return {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
+            "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len, token_types=types),
+            "sts": lambda df, train: encode_pairs(df, tokenizer, None, cfg.seq_len, token_types=types),
+            "dep": lambda df, train: encode_dep(df, tokenizer, labels, cfg.seq_len)}.get(
+        task, lambda df, train: encode_tokens(df, tokenizer, labels, cfg.seq_len))
+
+
+def dataset_labels(task: str, data: dict[str, pd.DataFrame], folder: str | Path, given: str | None = None
+                   ) -> list[str]:
+    """The label set: ``given`` (a JSON list), else the task folder's ``labels.json`` (the dataset's inventory,
+    rule prepare_task), else the train split's (:func:`task_labels`, which also checks every split)."""
+    path = Path(folder) / "labels.json"
+    labels = json.loads(given) if given else json.loads(path.read_text()) or None if path.exists() else None
+    return task_labels(task, data, labels)
+
+
 def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
              seed: int, checkpoint_dir: str | Path, stop_after: int | None = None) -> tuple[dict, pd.DataFrame]:
     """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra evaluation
@@ -599,18 +635,10 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     autocast, amp_dtype = _autocast_factory(cfg.precision, device)
     model.to(device).train()
-    limit = max_sequence_length(model)
-    if cfg.seq_len > limit:
-        log.warning("seq_len %d is longer than the model's %d positions: using %d", cfg.seq_len, limit, limit)
-        cfg = dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
+    cfg = fit_to_model(cfg, model)
     pad = tokenizer.pad_token_id
     metric = selection_metric(task, cfg, labels)
-    types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: segment ids of the pair; RoBERTa/XLM-R: none
-    enc = {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
-           "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len, token_types=types),
-           "sts": lambda df, train: encode_pairs(df, tokenizer, None, cfg.seq_len, token_types=types),
-           "dep": lambda df, train: encode_dep(df, tokenizer, labels, cfg.seq_len)}.get(
-        task, lambda df, train: encode_tokens(df, tokenizer, labels, cfg.seq_len))
+    enc = task_encoder(task, tokenizer, labels, cfg, model)
     train_items, dev_items = enc(data["train"], True), enc(data["dev"], False)
     steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
@@ -733,9 +761,7 @@ def main(argv: list[str] | None = None) -> None:
     from .tokenizer import load_tokenizer
 
     data = read_task_data(args.data, args.task)
-    given = Path(args.data) / "labels.json"  # the dataset's label inventory (rule prepare_task)
-    labels = task_labels(args.task, data, json.loads(args.labels) if args.labels else
-                         json.loads(given.read_text()) or None if given.exists() else None)
+    labels = dataset_labels(args.task, data, args.data, args.labels)
     tokenizer = load_tokenizer(args.tokenizer or args.model)
     torch.manual_seed(args.seed)  # the new classification head
     model = load_task_model(args.task, args.model, labels, embeddings=args.embeddings,

@@ -55,7 +55,8 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
 def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
     """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3. Zero-shot
     cells (``vocab_transfer.zeroshot``: one row per source task and seed) are the mean over seeds and source
-    languages, as unks-everywhere Table 3 averages its four source languages.
+    languages, as unks-everywhere Table 3 averages its four source languages; their std is over the seeds of the
+    source-averaged score (not over all source × seed runs, which would mix the languages' spread in).
 
     Columns: ``source, task_name, language, task, model, method, metric, seeds, test_mean, test_std,
     dev_mean, dev_std, test2_mean`` (``SECONDARY``), ``extra_mean, extra_std`` (the metric on the first extra
@@ -70,10 +71,13 @@ def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
     df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", float("nan")) if _first_extra(r) else float("nan")
                    for _, r in df.iterrows()] * scale
     keys = ["source", "task_name", "language", "task", "model", "method", "metric"]
-    out = df.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), test_mean=("test", "mean"),
-                                           test_std=("test", "std"), dev_mean=("dev", "mean"),
-                                           dev_std=("dev", "std"), test2_mean=("test2", "mean"),
-                                           extra_mean=("extra", "mean"), extra_std=("extra", "std")).reset_index()
+    # one value per seed first (zero-shot: the mean over the source tasks), so the std is over seeds only
+    per_seed = df.groupby([*keys, "seed"], sort=False)[["test", "dev", "test2", "extra"]].mean().reset_index()
+    out = per_seed.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), test_mean=("test", "mean"),
+                                                 test_std=("test", "std"), dev_mean=("dev", "mean"),
+                                                 dev_std=("dev", "std"), test2_mean=("test2", "mean"),
+                                                 extra_mean=("extra", "mean"), extra_std=("extra", "std")
+                                                 ).reset_index()
     return out
 
 

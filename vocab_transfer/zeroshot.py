@@ -39,7 +39,6 @@ one (or a missing/surplus one), a different task type, and target labels the sou
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 import logging
@@ -64,16 +63,14 @@ from .finetune import (
     METRICS,
     BiaffineParser,
     FinetuneConfig,
-    encode_dep,
-    encode_pairs,
-    encode_qa,
-    encode_tokens,
+    dataset_labels,
     evaluate,
     finetune,
+    fit_to_model,
     load_task_model,
-    max_sequence_length,
     read_task_data,
     setup_cli,
+    task_encoder,
     task_labels,
 )
 from .io import atomic_path, write_parquet
@@ -228,14 +225,6 @@ def load_zero_shot_model(trained: str | Path, target: str, task: str):
 
 
 # ------------------------------------------------------------------------------------------ evaluation
-def encode(task: str, df: pd.DataFrame, tokenizer, labels: list[str], cfg: FinetuneConfig) -> list[dict]:
-    """The test items of ``df`` as ``finetune`` encodes them for evaluation."""
-    if task == "qa":
-        return encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=False)
-    fn = {"nli": encode_pairs, "dep": encode_dep}.get(task, encode_tokens)
-    return fn(df, tokenizer, labels, cfg.seq_len)
-
-
 def unseen_labels(task: str, df: pd.DataFrame, labels: list[str]) -> list[str]:
     """Labels of ``df`` outside ``labels`` (the source-side model's label set)."""
     if task == "qa":
@@ -258,11 +247,9 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
         log.warning("target labels %s are not in the source label set: scored as errors", extra)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     autocast, _ = _autocast_factory(cfg.precision, device)
-    limit = max_sequence_length(model)
-    if cfg.seq_len > limit:
-        cfg = dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
+    cfg = fit_to_model(cfg, model)
     model.to(device)
-    items = encode(task, test, tokenizer, labels + extra, cfg)
+    items = task_encoder(task, tokenizer, labels + extra, cfg, model)(test, False)
     return evaluate(model, task, items, test, labels + extra, cfg, tokenizer.pad_token_id, device, autocast)
 
 
@@ -276,8 +263,7 @@ def train_main(args) -> None:
         raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one stays "
                          "fixed: train_language_adapter must be false")
     data = read_task_data(args.data, args.task)
-    given = Path(args.data) / "labels.json"
-    labels = task_labels(args.task, data, json.loads(given.read_text()) or None if given.exists() else None)
+    labels = dataset_labels(args.task, data, args.data)
     tokenizer = load_tokenizer(args.tokenizer or args.model)
     torch.manual_seed(args.seed)  # the new task head
     model = load_task_model(args.task, args.model, labels, arc_mlp_size=cfg.arc_mlp_size,
