@@ -29,6 +29,7 @@ from vocab_transfer.source_model import (
     build_xlmr_mlm,
     embedding_matrix,
     has_output_bias,
+    hub_download_patterns,
     is_causal_lm,
     load_source_model,
     transferred_model,
@@ -95,6 +96,29 @@ def test_loading_picks_causal_lm_for_gpt2_and_masked_lm_for_xlmr(gpt2_dir, xlmr_
     assert type(gpt2) is GPT2LMHeadModel and type(xlmr) is XLMRobertaForMaskedLM
     assert is_causal_lm(gpt2) and not is_causal_lm(xlmr)
     assert is_causal_lm(AutoConfig.from_pretrained(gpt2_dir)) and not is_causal_lm(AutoConfig.from_pretrained(xlmr_dir))
+
+
+def test_hub_download_fetches_safetensors_or_else_the_pytorch_bin(xlmr_dir, tmp_path):
+    """rules download_*_model: safetensors when the repository has them; a .bin-only repository (older hub models,
+    e.g. FlauBERT) gives pytorch_model.bin, which loads; never TF/Flax/training-state files."""
+    from fnmatch import fnmatch
+
+    def fetched(files):
+        return sorted(f for f in files if any(fnmatch(f, p) for p in hub_download_patterns(files)))
+
+    common = ["config.json", "vocab.json", "merges.txt", "tokenizer_config.json", "README.md", "tf_model.h5",
+              "flax_model.msgpack", "training_args.bin"]
+    assert fetched(common + ["model.safetensors", "pytorch_model.bin"]) == [
+        "config.json", "merges.txt", "model.safetensors", "tokenizer_config.json", "vocab.json"]
+    assert fetched(common + ["pytorch_model.bin"]) == [
+        "config.json", "merges.txt", "pytorch_model.bin", "tokenizer_config.json", "vocab.json"]
+    with pytest.raises(FileNotFoundError, match="no model weights"):
+        hub_download_patterns(common)
+    source = load_source_model(str(xlmr_dir))  # a .bin-only folder as such a repository's snapshot
+    source.config.save_pretrained(tmp_path)
+    torch.save(source.state_dict(), tmp_path / "pytorch_model.bin")
+    reloaded = load_source_model(str(tmp_path))
+    torch.testing.assert_close(embedding_matrix(reloaded), embedding_matrix(load_source_model(str(xlmr_dir))))
 
 
 @pytest.mark.parametrize("config,causal", [

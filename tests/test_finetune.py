@@ -482,3 +482,44 @@ def test_binary_f1_positive_class_does_not_depend_on_label_order():
     assert positive_class(["no", "yes"], "yes") == "yes"
     with pytest.raises(ValueError, match="needs a positive_label"):
         positive_class(["no", "yes"], None)
+
+
+def save_tiny_flaubert(path, texts: list[str]) -> None:
+    """A FlauBERT-shaped reference model folder, as a hub snapshot of flaubert/flaubert_base_cased holds it
+    (vocab.json + merges.txt for the Python BPE tokenizer, FlaubertWithLMHeadModel): character-level BPE (no
+    merges) over the characters of ``texts``, 1 layer of width 32, seeded."""
+    from transformers import FlaubertConfig, FlaubertTokenizer, FlaubertWithLMHeadModel
+
+    path.mkdir(parents=True, exist_ok=True)
+    chars = sorted({c for v in texts for c in v if not c.isspace()})
+    specials = ["<s>", "</s>", "<pad>", "<unk>"] + [f"<special{i}>" for i in range(10)]
+    vocab = {t: i for i, t in enumerate(specials + chars + [c + "</w>" for c in chars])}
+    (path / "vocab.json").write_text(json.dumps(vocab))
+    (path / "merges.txt").write_text("")
+    FlaubertTokenizer(str(path / "vocab.json"), str(path / "merges.txt")).save_pretrained(path)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        FlaubertWithLMHeadModel(FlaubertConfig(vocab_size=len(vocab), emb_dim=32, n_layers=1, n_heads=2,
+                                               max_position_embeddings=128, pad_index=2)).save_pretrained(path)
+
+
+def test_reference_model_with_a_slow_tokenizer_flaubert(tmp_path, swahili_verses, one_thread):
+    """vocab-swap Tables 12/13's FlauBERT row: a reference model whose tokenizer has no fast implementation
+    (FlaubertTokenizer: Python BPE + sacremoses) fine-tunes on sentence pairs through the CLI."""
+    from transformers import AutoTokenizer
+
+    ref = tmp_path / "flaubert"
+    save_tiny_flaubert(ref, swahili_verses[:600])
+    assert not AutoTokenizer.from_pretrained(ref).is_fast
+    df = capital_pairs(swahili_verses, 560)[["id", "premise", "hypothesis", "label"]]
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, part in {"train": df[:400], "dev": df[400:460], "test": df[460:]}.items():
+        part.reset_index(drop=True).to_parquet(data / f"{name}.parquet")
+    (data / "labels.json").write_text(json.dumps(["not_equivalent", "equivalent"]))
+    out = tmp_path / "seed1.parquet"
+    main(["--model", str(ref), "--task", "nli", "--data", str(data), "--seed", "1", "--output", str(out),
+          "--config", json.dumps(cfg(epochs=4, lr=3e-3, seq_len=96).__dict__)])
+    row = pd.read_parquet(out).iloc[0]
+    majority = df[460:].label.value_counts(normalize=True).max()
+    assert row["n_test"] == 100 and row["test_accuracy"] > majority + 0.1  # learned through the slow tokenizer

@@ -134,7 +134,7 @@ def test_embedding_layers_variant_trains_the_block_and_resumes_bit_identically(t
     ref = pretrained_like(sw_tokenizer, tmp_path)
     reinitialize(ref, "embedding_layers", seed=cfg.seed * 1_000_003 + 7)  # what train() re-initialized at step 0
     assert not torch.equal(ref.roberta.embeddings.LayerNorm.weight, before["roberta.embeddings.LayerNorm.weight"])
-    scratch = config(reinit="all", steps=8)
+    scratch = config(reinit="all", steps=8, snapshot_steps=[0])  # step 0: WECHSEL's FullRand Score@0 model
     full = pretrained_like(sw_tokenizer, tmp_path)
     curve_full = train(full, sw_tokenizer, *blocks, scratch, checkpoint_dir=tmp_path / "b")
     plain = train(pretrained_like(sw_tokenizer, tmp_path), sw_tokenizer, *blocks, config(steps=1),
@@ -148,6 +148,14 @@ def test_embedding_layers_variant_trains_the_block_and_resumes_bit_identically(t
     for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
     pd.testing.assert_frame_equal(curve, curve_full)
+    from safetensors.torch import load_file
+
+    zero = {k: load_file(tmp_path / r / "snapshots/step-00000000/model.safetensors") for k, r in (("b", "b"), ("d", "d"))}
+    assert zero["b"].keys() == zero["d"].keys() and all(torch.equal(zero["b"][k], zero["d"][k]) for k in zero["b"])
+    init = pretrained_like(sw_tokenizer, tmp_path).state_dict()  # word embeddings kept, the body re-initialized
+    assert torch.equal(zero["b"]["roberta.embeddings.word_embeddings.weight"], init["roberta.embeddings.word_embeddings.weight"])
+    assert not torch.equal(zero["b"]["roberta.encoder.layer.0.attention.self.query.weight"],
+                           init["roberta.encoder.layer.0.attention.self.query.weight"])
 
 
 def test_reinit_needs_an_embedding_block():
@@ -229,7 +237,7 @@ def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, b
     the one at the last step is the final model; the token-accuracy records resume with the curve."""
     from vocab_transfer.lapt import publish_snapshots, save_model, token_accuracy_table
 
-    cfg = config(snapshot_steps=[4, 12], token_accuracy_top=30)
+    cfg = config(snapshot_steps=[0, 4, 12], token_accuracy_top=30)
     full = tiny_model(sw_tokenizer)
     curve_full = train(full, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "a")
     publish_snapshots(tmp_path / "a", tmp_path / "a-snapshots", cfg.snapshot_steps)
@@ -244,6 +252,8 @@ def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, b
         assert snap(tmp_path / "a-snapshots", s) == snap(tmp_path / "b-snapshots", s), s
     assert snap(tmp_path / "a-snapshots", 12) == (tmp_path / "a-final" / "model.safetensors").read_bytes()
     assert snap(tmp_path / "a-snapshots", 4) != snap(tmp_path / "a-snapshots", 12)
+    save_model(tiny_model(sw_tokenizer), sw_tokenizer, tmp_path / "untrained")  # step 0: before the first update
+    assert snap(tmp_path / "a-snapshots", 0) == (tmp_path / "untrained" / "model.safetensors").read_bytes()
     from transformers import AutoModelForMaskedLM
 
     AutoModelForMaskedLM.from_pretrained(tmp_path / "b-snapshots" / "step-00000004")
@@ -265,8 +275,10 @@ def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, b
 def test_snapshot_and_eval_steps_config():
     assert config(eval_every=5).eval_steps() == [0, 5, 10, 12]
     assert config(variant="two_stage", embedding_stage_ratio=0.5, eval_every=4).eval_steps() == [0, 4, 6, 10, 14, 18]
-    with pytest.raises(ValueError, match=r"snapshot_steps must be distinct optimizer steps in 1\.\.12"):
-        config(snapshot_steps=[0, 4])
+    with pytest.raises(ValueError, match=r"snapshot_steps must be distinct optimizer steps in 0\.\.12"):
+        config(snapshot_steps=[4, 13])
+    with pytest.raises(ValueError, match="snapshot_steps"):
+        config(snapshot_steps=[-1])
     with pytest.raises(ValueError, match="snapshot_steps"):
         config(snapshot_steps=[4, 4])
     config(variant="two_stage", embedding_stage_ratio=0.5, snapshot_steps=[18])  # global steps: 6 + 12

@@ -72,12 +72,15 @@ GRIDS = {
     },
     "wechsel": {  # wechsel.md, RoBERTa: Table 1
         "evaluate_init": 4,  # fr, de, zh, sw (not a table of the paper: init-time MLM loss of both inits)
-        "init_embeddings": 4 * 2,  # WECHSEL, TransInner per language (Score@0 fine-tunes them directly)
-        # WECHSEL, TransInner: the 250k-step run (Score@250k) and its exact 25k-step prefix (Score@25k).
-        "train_lapt": 4 * 2 * 2,
-        # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 2 methods x 3 checkpoints (@0, @25k, @250k) x 3 runs.
-        # FullRand and the reference models (CamemBERT, GBERT, BERT-Chinese, XLM-R) are not expressible.
-        "finetune": 4 * 2 * 2 * 3 * 3,
+        # WECHSEL, TransInner per language (Score@0 fine-tunes them directly); FullRand's random embeddings
+        "init_embeddings": 4 * 3,
+        # WECHSEL, TransInner, FullRand (reinit: all): one 250k-step run each (Score@250k), Score@25k (and FullRand's
+        # Score@0) fine-tune its snapshots.
+        "train_lapt": 4 * 3,
+        # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 3 methods x 3 checkpoints (@0, @25k, @250k) x 3 runs;
+        # "Score (more training)": CamemBERT, GBERT, BERT-Chinese on their language's 2 tasks, XLM-R on all 8.
+        "finetune": 4 * 2 * 3 * 3 * 3 + (3 * 2 + 8) * 3,
+        "download_reference_model": 4,
         "make_paper_table": 1,  # Table 1
         "prepare_task": 4 * 2,
         "plot_lapt_curves": 4,  # Figure 3
@@ -86,8 +89,8 @@ GRIDS = {
     },
     "wechsel_gpt2": {  # wechsel.md, GPT-2: Table 2 (PPL@0/@25k/@250k read off one 250k-step curve)
         "evaluate_init": 4,
-        "init_embeddings": 4 * 2,
-        "train_lapt": 4 * 2,  # WECHSEL-GPT2, TransInner-GPT2 per language (FullRand-GPT2 not expressible)
+        "init_embeddings": 4 * 3,
+        "train_lapt": 4 * 3,  # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language
         "plot_lapt_curves": 4,
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,
@@ -129,7 +132,10 @@ GRIDS = {
         # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 15 cells, 5 seeds; Figures 4 (de) and 8 (fr): XNLI "at five
         # different points" of each run, the last being the final model above, so 4 snapshots x 5 runs (Scratch,
         # Reinit, Freq, Align, Dict Match; All Layers 1e-4, the column with Scratch) x 5 seeds per language.
-        "finetune": 2 * 2 * 15 * 5 + 2 * 4 * 5 * 5,
+        # Reference rows ("Best" only, 5 seeds): mBERT on all four tasks, German BERT on the German and FlauBERT on
+        # the French ones.
+        "finetune": 2 * 2 * 15 * 5 + 2 * 4 * 5 * 5 + (4 + 2 + 2) * 5,
+        "download_reference_model": 3,  # mBERT, German BERT, FlauBERT
         "prepare_task": 2 * 2,
         "plot_lapt_curves": 2,
         "plot_embedding_correlation": 2,  # vocab-swap Figures 2/5 per LAPT language
@@ -185,10 +191,10 @@ GRIDS = {
 }
 NO_JOBS = {  # rules a config must not plan
     "focus": ["pretrain_source_model", "download_reference_model"],
-    "wechsel": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
+    "wechsel": ["pretrain_source_model", "train_fasttext"],
     "wechsel_gpt2": ["pretrain_source_model", "finetune", "make_finetune_table"],
     "unks": ["pretrain_source_model", "finetune", "download_reference_model"],  # every cell is zero-shot (§4.3)
-    "vocab_swap": ["pretrain_source_model", "download_reference_model"],
+    "vocab_swap": ["pretrain_source_model"],
     "vocab_swap_recovery": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
     "vocab_swap_frankenberta": ["pretrain_source_model"],
     "vocab_swap_frankenbert": ["pretrain_source_model"],

@@ -67,6 +67,24 @@ def test_grid_tables_two_way_layout_best_column_and_dep_cells():
     assert "| m | **80.0 / 60.0** |" in md  # parsing cells read "UAS / LAS", as UNKs Table 3b
 
 
+def test_grid_reference_rows_fill_only_best_and_are_never_bold():
+    """vocab-swap Tables 12/13/15/16: mBERT / FlauBERT / German BERT rows are "-" in every column and hold their
+    own score in "Best"; outside best_groups they are not bold although higher (Table 12: FlauBERT 0.806 vs the
+    bold 0.786); a reference model that has not run is "—"."""
+    ref = scores()[lambda d: d.model == "focus"].assign(model="ref", method="ref")
+    ref["test_f1"] += 0.2
+    spec = {"title": "T12", "tasks": ["ner-a"], "best_column": True, "best_groups": [["Focus", "Rand"]],
+            "grid": {"columns": ["Embed", "All"], "rows": {"Focus": [None, "focus"], "Rand": ["random", "random"],
+                                                         "Ref": [None, None, "ref"], "Gone": [None, None, "gone"]}}}
+    table, md = paper_table(pd.concat([scores(), ref]), spec, models={}, tasks={"ner-a": "a"})
+    lines = md.splitlines()
+    assert lines[4] == "| Focus | — | **65.0 ± 7.1** | **65.0 ± 7.1** |"
+    assert lines[6:] == ["| Ref | — | — | 85.0 ± 7.1 |", "| Gone | — | — | — |"]
+    best = table[table.column == "Best"].set_index("row")
+    assert best.loc["Ref", "name"] == "ref" and best.loc["Ref", "value"] == pytest.approx(85.0)
+    assert pd.isna(best.loc["Gone", "value"])
+
+
 def test_lapt_grid_table_loss_lower_is_better():
     from vocab_transfer.tables import lapt_table
 

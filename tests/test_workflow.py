@@ -369,6 +369,9 @@ def recovery_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("recovery")
     shutil.copy(REPO / "tests/data/tiny_recovery_config.yaml", workdir / "config.yaml")
     shutil.copytree(REPO / "tests/data/tasks/glue", workdir / "tests/data/tasks/glue")  # data_files, relative
+    from test_finetune import save_tiny_flaubert
+
+    save_tiny_flaubert(workdir / "flaubert-tiny", [p.read_text() for p in (workdir / "tests/data/tasks/glue").iterdir()])
     snakemake(workdir, "--cores", "2")
     return workdir
 
@@ -454,7 +457,7 @@ def test_snapshot_and_figure_config_errors_are_named():
     check(lambda c: c["finetune"]["models"]["focus-snapshot"].update(steps=[4]), "focus-snapshot-step4",
           "keeps no snapshot of step 4", "snapshot_steps: [3, 6]")
     check(lambda c: c["lapt"]["runs"]["focus"].update(snapshot_steps=[7]), "lapt.runs.focus", "snapshot_steps",
-          "1..6")
+          "0..6")
     check(lambda c: c["finetune"]["models"].update(x={"init": "focus", "steps": [3]}), "finetune.models.x-step3",
           "needs lapt")
     check(lambda c: c["figures"]["figure4"].update(task="he-nerr"), "figures.figure4.task", "he-nerr")
@@ -504,6 +507,33 @@ def test_embed_layers_and_glue_tables(recovery_run):
     assert sts_md[4:] == ["| 50% Kept | — | — |", f"| Permute 100 | — | {sts['test_pearson']:.3f} (±0.000) |"]
 
 
+@pytest.mark.slow
+def test_reference_row_best_cell_and_step0_snapshot(recovery_run):
+    """vocab-swap Tables 12-16's reference rows (a local FlauBERT-shaped model with a slow tokenizer, fine-tuned
+    in place, never downloaded) fill only "Best" and are not bold; a LAPT run's step-0 snapshot (WECHSEL Table 1's
+    FullRand Score@0) is the model before any update and is fine-tuned like any snapshot."""
+    run = recovery_run / "results/lapt/tiny/en/permute_100_all"
+    zero = load_file(run / "snapshots/step-00000000/model.safetensors")
+    init = load_file(recovery_run / "results/init/tiny/en/permute_100.safetensors")["embeddings"]
+    assert torch.equal(zero["roberta.embeddings.word_embeddings.weight"], init)
+    final = load_file(next((run / "model").glob("*.safetensors")))
+    assert not torch.equal(final["roberta.embeddings.word_embeddings.weight"], init)
+    assert not (recovery_run / "resources/reference_models").exists()
+    ref = pd.read_parquet(recovery_run / "results/finetune/tiny/mnli/flaubert/seed1.parquet").iloc[0]
+    at0 = pd.read_parquet(recovery_run / "results/finetune/tiny/stsb/permute-100-step0/seed1.parquet").iloc[0]
+    sts = pd.read_parquet(recovery_run / "results/finetune/tiny/stsb/permute-100-all/seed1.parquet").iloc[0]
+    mnli_md, sts_md = (part.splitlines() for part in (recovery_run / "results/tables/paper/best.md").read_text()
+                       .strip().split("\n\n**"))
+    assert mnli_md[2] == "| MNLI | Embed Layers | All Layers @0 | All Layers | Best |"
+    flau = f"{ref['test_accuracy']:.3f}/{ref['test_mismatched_accuracy']:.3f} (±0.000/0.000)"
+    assert mnli_md[-1] == f"| FlauBERT-like | — | — | — | {flau} |"  # outside best_groups: never bold
+    assert mnli_md[-3].startswith("| 50% Kept | **")
+    cells = [f"{v:.3f} (±0.000)" for v in (at0["test_pearson"], sts["test_pearson"])]
+    best = cells[int(sts["test_pearson"] > at0["test_pearson"])]
+    assert sts_md[-2] == f"| Permute 100 | — | **{cells[0]}** | **{cells[1]}** | **{best}** |"
+    assert sts_md[-1] == "| FlauBERT-like | — | — | — | — |"  # not fine-tuned on STS-B: missing, not zero
+
+
 def test_pretrained_tokenizer_errors_are_named(tmp_path):
     proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"sw": {"source": "tinyy"}}))
     assert proc.returncode != 0 and "tokenizer.pretrained.sw.source" in proc.stderr and "'tinyy'" in proc.stderr
@@ -511,13 +541,14 @@ def test_pretrained_tokenizer_errors_are_named(tmp_path):
     assert proc.returncode != 0 and "tokenizer.pretrained.xx" in proc.stderr
 
 
-def test_glue_finetune_and_table_config_errors_are_named():
+def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
     """check_config (run at parse time) names a metric the task does not report, a reference model that is
     neither a folder nor a hub id, best_groups rows that are not rows, and a bad LAPT reinit."""
     from vocab_transfer.config import ConfigError, check_config
 
     schema = REPO / "schemas/config.schema.yaml"
     base = yaml.safe_load((REPO / "tests/data/tiny_recovery_config.yaml").read_text())
+    base["finetune"]["models"]["flaubert"]["pretrained"] = str(tmp_path)  # the test writes ./flaubert-tiny
     check_config(base, schema)
     cases = [
         (lambda c: c["finetune"]["tasks"]["mnli"].update(training={"metric": "pearson"}),

@@ -338,10 +338,13 @@ def check_tables(config: dict) -> None:
         what = "lapt.runs" if lapt else "finetune.models"
         if "grid" in spec:
             grid = spec["grid"]
-            bad = [r for r, names in grid["rows"].items() if len(names) != len(grid["columns"])]
+            width = len(grid["columns"])
+            bad = [r for r, names in grid["rows"].items()
+                   if len(names) != width and not (len(names) == width + 1 and spec.get("best_column"))]
             if bad:
                 raise ConfigError(f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per column "
-                                  f"of {grid['columns']}")
+                                  f"of {grid['columns']}" + (", plus optionally its own Best cell" if
+                                                             spec.get("best_column") else ""))
             names = [n for names in grid["rows"].values() for n in names if n is not None]
         else:
             names = spec.get("rows", [])

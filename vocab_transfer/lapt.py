@@ -56,7 +56,8 @@ tokenizer is the source's).
 
 vocab-swap Figures 4/6/8: ``snapshot_steps`` keeps the model (``save_pretrained`` + tokenizer) at those global
 steps, staged under the checkpoint folder (so a failed job whose outputs are removed keeps them) and hard-linked
-into ``--snapshots`` as ``step-XXXXXXXX/`` at the end; a resumed run writes the same snapshots bit for bit.
+into ``--snapshots`` as ``step-XXXXXXXX/`` at the end; a resumed run writes the same snapshots bit for bit. Step 0
+is the model as training starts (after ``reinit``: WECHSEL Table 1's FullRand Score@0 fine-tunes it).
 ``token_accuracy_top`` records, at every evaluation, how often each of the N most frequent (non-special) tokens of
 the training blocks was a held-out prediction target and how often the argmax prediction was right, written to
 ``--token-accuracy`` (parquet, one row per step and token; vocab-swap Figure 6 splits it by the init's provenance).
@@ -149,10 +150,10 @@ class LaptConfig:
                 raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
         AdapterConfig.from_dict(self.adapter)
         total = sum(n for n, _ in self.stages())
-        bad = [s for s in self.snapshot_steps if not isinstance(s, int) or isinstance(s, bool) or not 1 <= s <= total]
+        bad = [s for s in self.snapshot_steps if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= total]
         if bad or len(set(self.snapshot_steps)) != len(self.snapshot_steps):
-            raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 1..{total} (the run's "
-                             f"global steps), not {self.snapshot_steps}")
+            raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 0..{total} (the run's "
+                             f"global steps; 0: the model before training), not {self.snapshot_steps}")
         if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
             raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
         if not self.train_embeddings and self.variant != "adapter":
@@ -581,6 +582,9 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
         log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%.2f steps/s, ETA %.0f s)", step_, total, stage,
                  train_loss, held, rate, (total - step_) / rate if rate > 0 else float("nan"))
 
+    if rank == 0 and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
+        save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{0:08d}")
+        log.info("snapshot of step 0 staged in %s", Path(checkpoint_dir) / SNAPSHOTS)
     t0, start_step, first = time.time(), step, 0
     for stage, (n_steps, trainable) in enumerate(stages):
         if step >= first + n_steps:

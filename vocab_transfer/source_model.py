@@ -174,6 +174,18 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
+def hub_download_patterns(files: list[str]) -> list[str]:
+    """The files of a hub model repository to fetch (rules download_source_model / download_reference_model):
+    configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``) and the
+    weights as safetensors; a repository with no safetensors file (older models such as
+    ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF, Flax,
+    ONNX and training-state files are never fetched."""
+    weights = "*.safetensors" if any(f.endswith(".safetensors") for f in files) else "pytorch_model*.bin"
+    if weights.endswith(".bin") and not any(f.split("/")[-1].startswith("pytorch_model") for f in files):
+        raise FileNotFoundError(f"no model weights (*.safetensors or pytorch_model*.bin) among {sorted(files)}")
+    return ["*.json", "*.txt", "*.model", weights]
+
+
 def load_source_model(path: str) -> PreTrainedModel:
     """Load a source model saved with ``save_pretrained`` (or named by hub id when the config asks for one):
     a causal LM (``AutoModelForCausalLM``) when its config is a decoder (:func:`is_causal_lm`), else a
