@@ -19,7 +19,8 @@ def random_mapping_init(source: torch.Tensor, target_vocab_size: int, special_ta
     """
     g = torch.Generator().manual_seed(seed)
     rows = torch.empty(target_vocab_size, dtype=torch.long)
-    rows[special_target_ids] = torch.tensor(np.array(special_source_ids), dtype=torch.long)
+    rows[torch.tensor(np.array(special_target_ids), dtype=torch.long)] = torch.tensor(np.array(special_source_ids),
+                                                                             dtype=torch.long)
     free_t = np.setdiff1d(np.arange(target_vocab_size), special_target_ids)
     pool = torch.as_tensor(np.setdiff1d(np.arange(source.shape[0]), special_source_ids))
     if len(pool) >= len(free_t):
