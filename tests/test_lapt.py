@@ -284,6 +284,67 @@ def test_snapshot_and_eval_steps_config():
     config(variant="two_stage", embedding_stage_ratio=0.5, snapshot_steps=[18])  # global steps: 6 + 12
 
 
+def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path, sw_tokenizer, swahili_verses,
+                                                                       monkeypatch):
+    """BERT's schedule as vocab-swap runs it (§3.1, §3.3: the last 10k steps at 512 tokens, batch 48 instead of
+    256): the last ``long_steps`` optimizer steps draw ``long_batch_size`` blocks of ``long_seq_len`` tokens (in
+    ``long_micro_batch_size`` parts), their evaluations use long held-out blocks, and a run killed inside the
+    long phase resumes bit-identically."""
+    import vocab_transfer.lapt as lapt
+    from vocab_transfer.lapt import heldout_loss
+
+    texts = swahili_verses[:600], swahili_verses[600:700]
+    short = tuple(pack_texts(t, sw_tokenizer, 16) for t in texts)
+    long = tuple(pack_texts(t, sw_tokenizer, 48) for t in texts)
+    cfg = config(seq_len=16, long_steps=4, long_seq_len=48, long_batch_size=4, long_micro_batch_size=2)
+    assert [cfg.is_long(s) for s in (0, 8, 9, 12)] == [False, False, True, True]
+    assert cfg.phase_batch(8) == (8, None) and cfg.phase_batch(9) == (4, 2)
+    assert [cfg.samples_at(s) for s in (0, 8, 10, 12)] == [0, 64, 72, 80]
+    seen, real = [], lapt.make_batch
+
+    def spy(blocks, rows, cfg_, tokenizer, step, part):
+        if step:  # held-out evaluations call it with step 0
+            seen.append((step, blocks.shape[1], len(rows)))
+        return real(blocks, rows, cfg_, tokenizer, step, part)
+
+    monkeypatch.setattr(lapt, "make_batch", spy)
+    wide = dict(TINY, max_position_embeddings=64)
+    full = build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.1, **wide)
+    curve_full = train(full, sw_tokenizer, *short, cfg, checkpoint_dir=tmp_path / "a", long_blocks=long)
+    assert seen == [(s, 16, 8) for s in range(1, 9)] + [(s, 48, 2) for s in range(9, 13) for _ in range(2)]
+    assert curve_full["seq_len"].tolist() == [16, 16, 16, 48] and curve_full["samples"].tolist() == [0, 32, 64, 80]
+    off = torch.autocast("cpu", enabled=False)
+    assert curve_full["heldout_loss"].iloc[-1] == heldout_loss(full, long[1][:8], lapt.dataclasses.replace(
+        cfg, objective="mlm"), sw_tokenizer, torch.device("cpu"), lambda: off)
+    cut = build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.1, **wide)
+    train(cut, sw_tokenizer, *short, cfg, checkpoint_dir=tmp_path / "b", stop_after=10, long_blocks=long)
+    torch.randn(10)
+    resumed = build_xlmr_mlm(sw_tokenizer, seed=5, dropout=0.1, **wide)
+    curve = train(resumed, sw_tokenizer, *short, cfg, checkpoint_dir=tmp_path / "b", long_blocks=long)
+    for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    pd.testing.assert_frame_equal(curve, curve_full)
+    with pytest.raises(ValueError, match="long_blocks"):
+        train(build_xlmr_mlm(sw_tokenizer, seed=0, **wide), sw_tokenizer, *short, cfg, checkpoint_dir=tmp_path / "c")
+    with pytest.raises(ValueError, match=r"long_steps must be an integer in 0\.\.12"):
+        config(long_steps=13, long_seq_len=48)
+    with pytest.raises(ValueError, match="long_steps 4 needs long_seq_len"):
+        config(long_steps=4)
+
+
+def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_tokenizer, swahili_verses):
+    from vocab_transfer.lapt import main
+
+    model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
+    argv = cli(tmp_path, model_dir, tmp_path / "out", 4, long_steps=2, long_seq_len=64)[3:]
+    with pytest.raises(ValueError, match=r"long_seq_len 64 exceeds the 32 positions of the model"):
+        main(argv)
+    assert not (tmp_path / "out").exists()
+    main(cli(tmp_path, model_dir, tmp_path / "out", 4, seq_len=16, long_steps=2, long_seq_len=32)[3:])
+    curve = pd.read_parquet(tmp_path / "out.curve.parquet")  # the CLI packs the corpus at both lengths
+    assert curve["seq_len"].tolist() == [16, 32] and curve["step"].tolist() == [0, 4] and (tmp_path / "out" / "config.json").is_file()
+
+
 def test_bad_config_key_is_named():
     with pytest.raises(ValueError, match="unknown key.*'stpes'"):
         LaptConfig.from_dict({"stpes": 3})

@@ -50,6 +50,7 @@ import torch
 
 from .io import atomic_path, write_parquet
 from .lapt import EXIT_RESUME, Checkpoints, _autocast_factory, optimizer_step
+from .source_model import max_sequence_length
 
 log = logging.getLogger(__name__)
 METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "sts": "pearson", "qa": "f1"}
@@ -519,13 +520,6 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
             m.load_state_dict(head, strict=False)  # the head only: the encoder is loaded already
             log.info("loaded the parser head saved in %s", model)
     return m
-
-
-def max_sequence_length(model) -> int:
-    """Tokens a sequence may have: the position table's size (RoBERTa/XLM-R reserve padding_idx + 1 rows)."""
-    c = model.config
-    n = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 10**9
-    return n - (c.pad_token_id + 1) if c.model_type in ("roberta", "xlm-roberta", "camembert") else n
 
 
 @torch.no_grad()

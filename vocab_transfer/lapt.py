@@ -35,6 +35,13 @@ trainable sets):
 ``F'G`` (:class:`vocab_transfer.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
 the trained factors in ``factorized_embeddings.safetensors``.
 
+``long_steps`` / ``long_seq_len`` / ``long_batch_size`` train the last ``long_steps`` optimizer steps of the run
+on blocks of ``long_seq_len`` tokens (packed separately from the same corpus), ``long_batch_size`` sequences per
+step (default ``batch_size``): BERT's schedule that vocab-swap reproduces (§3.1: "a sequence length of 128 for
+40k steps and 512 for 10k steps", §3.3: 90k + 10k; App. A.1: batch 256 at 128, 48 at 512). The phase is a
+function of the global step (resume-exact), the learning-rate schedule runs on, and held-out evaluations in the
+phase use held-out blocks of ``long_seq_len`` (the curve's ``seq_len`` column).
+
 ``reinit`` re-initializes weights with the model's own initializer (``_init_weights``: N(0,
 ``initializer_range``) for linear and embedding weights, zero biases, LayerNorm 1/0) before training,
 seeded by ``seed`` (bit-identical for a seed; a resumed run takes them from its checkpoint):
@@ -116,6 +123,10 @@ class LaptConfig:
     batch_size: int = 128  # sequences per optimizer step, over all devices (kept when GPUs change)
     micro_batch_size: int | None = None  # sequences per device and forward pass (None: all of a device's share)
     seq_len: int = 256
+    long_steps: int = 0  # the run's last long_steps optimizer steps use long_seq_len blocks (vocab-swap: 10k at 512)
+    long_seq_len: int | None = None
+    long_batch_size: int | None = None  # sequences per step in the long phase (default batch_size; vocab-swap: 48)
+    long_micro_batch_size: int | None = None  # per device and forward pass in the long phase (default micro_batch_size)
     lr: float = 5e-5
     warmup_ratio: float = 0.1
     schedule: str = "constant"  # after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)
@@ -154,6 +165,12 @@ class LaptConfig:
         if bad or len(set(self.snapshot_steps)) != len(self.snapshot_steps):
             raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 0..{total} (the run's "
                              f"global steps; 0: the model before training), not {self.snapshot_steps}")
+        if not isinstance(self.long_steps, int) or not 0 <= self.long_steps <= total:
+            raise ValueError(f"LAPT config: long_steps must be an integer in 0..{total} (the run's last steps), "
+                             f"not {self.long_steps!r}")
+        if self.long_steps and not (isinstance(self.long_seq_len, int) and self.long_seq_len > 0):
+            raise ValueError(f"LAPT config: long_steps {self.long_steps} needs long_seq_len (the phase's block length), "
+                             f"not {self.long_seq_len!r}")
         if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
             raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
         if not self.train_embeddings and self.variant != "adapter":
@@ -178,6 +195,24 @@ class LaptConfig:
                 "embedding_layers": [(self.steps, "embedding_layers")],
                 "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
                 "adapter": [(self.steps, "adapter" if self.train_embeddings else "adapter_only")]}[self.variant]
+
+    def total_steps(self) -> int:
+        return sum(n for n, _ in self.stages())
+
+    def is_long(self, step: int) -> bool:
+        """Whether global optimizer step ``step`` (1-based; an evaluation after it) is in the long phase."""
+        return self.long_steps > 0 and step > self.total_steps() - self.long_steps
+
+    def phase_batch(self, step: int) -> tuple[int, int | None]:
+        """(batch_size, micro_batch_size) of global step ``step``."""
+        if self.is_long(step):
+            return self.long_batch_size or self.batch_size, self.long_micro_batch_size or self.micro_batch_size
+        return self.batch_size, self.micro_batch_size
+
+    def samples_at(self, step: int) -> int:
+        """Sequences seen after ``step`` global steps (the long phase's steps count its batch size)."""
+        long = max(0, step - (self.total_steps() - self.long_steps)) if self.long_steps else 0
+        return (step - long) * self.batch_size + long * (self.long_batch_size or self.batch_size)
 
     def eval_steps(self) -> list[int]:
         """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every`` steps
@@ -513,8 +548,10 @@ def _scheduler(opt, cfg: LaptConfig, steps: int):
 
 def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
           checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
-          anchors: tuple[torch.Tensor, torch.Tensor] | None = None) -> pd.DataFrame:
-    """Run (or resume) LAPT; returns the loss curve. ``stop_after`` (tests) stops after that global step
+          anchors: tuple[torch.Tensor, torch.Tensor] | None = None,
+          long_blocks: tuple[torch.Tensor, torch.Tensor] | None = None) -> pd.DataFrame:
+    """Run (or resume) LAPT; returns the loss curve. ``long_blocks`` = (train, held-out) blocks of
+    ``cfg.long_seq_len`` tokens, needed when ``cfg.long_steps`` > 0. ``stop_after`` (tests) stops after that global step
     as a kill would, leaving only the checkpoints behind. ``anchors`` = (target ids, their source
     embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the source) to the curve.
     ``cfg.token_accuracy_top`` adds ``token_masked`` / ``token_correct`` lists (per token of
@@ -523,6 +560,9 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
     cfg = dataclasses.replace(cfg, objective=resolve_objective(model, cfg.objective))
     if cfg.token_accuracy_top and cfg.objective != "mlm":
         raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the model is a causal LM)")
+    if cfg.long_steps and (long_blocks is None or long_blocks[0].shape[1] != cfg.long_seq_len):
+        raise ValueError(f"LAPT config: long_steps {cfg.long_steps} needs training blocks of long_seq_len "
+                         f"{cfg.long_seq_len} tokens (long_blocks)")
     snapshots = set(cfg.snapshot_steps)
     world, rank = (dist.get_world_size(), dist.get_rank()) if dist.is_initialized() else (1, 0)
     track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
@@ -536,10 +576,10 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
     model.to(device).train()
     autocast, amp_dtype = _autocast_factory(cfg.precision, device)
-    if cfg.batch_size % world:
-        raise ValueError(f"batch_size {cfg.batch_size} is not divisible by {world} devices")
-    per_rank = cfg.batch_size // world
-    micro = min(cfg.micro_batch_size or per_rank, per_rank)
+    for key in ("batch_size", "long_batch_size"):
+        if getattr(cfg, key) and getattr(cfg, key) % world:
+            raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} is not divisible by {world} devices")
+    long_start = cfg.total_steps() - cfg.long_steps
     ckpt = Checkpoints(checkpoint_dir, cfg.keep_checkpoints)
     stages = cfg.stages()
     total = sum(s for s, _ in stages)
@@ -561,10 +601,13 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
         signal.signal(sig, on_signal)
 
     def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
-        held, counts = heldout_eval(model, heldout_blocks[: cfg.eval_sequences], cfg, tokenizer, device, autocast,
-                                    track)
-        curve.append({"step": step_, "samples": step_ * cfg.batch_size, "stage": stage,
-                      "stage_samples": stage_step * cfg.batch_size, "train_loss": train_loss, "heldout_loss": held})
+        long = cfg.is_long(step_)
+        held, counts = heldout_eval(model, (long_blocks[1] if long else heldout_blocks)[: cfg.eval_sequences], cfg,
+                                    tokenizer, device, autocast, track)
+        curve.append({"step": step_, "samples": cfg.samples_at(step_), "stage": stage,
+                      "stage_samples": cfg.samples_at(step_) - cfg.samples_at(step_ - stage_step),
+                      "seq_len": cfg.long_seq_len if long else cfg.seq_len, "train_loss": train_loss,
+                      "heldout_loss": held})
         if counts is not None:  # vocab-swap Figure 6: per-token held-out accuracy
             curve[-1]["token_masked"], curve[-1]["token_correct"] = counts[:, 0].tolist(), counts[:, 1].tolist()
             seen = counts[:, 0] > 0
@@ -613,10 +656,17 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
         while step < first + n_steps:
             step += 1
             torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + rank)  # dropout: a function of the step
-            rows = batch_rows(step, cfg.batch_size, len(train_blocks), cfg.seed)[rank * per_rank:(rank + 1) * per_rank]
+            size, micro = cfg.phase_batch(step)
+            per_rank = size // world
+            micro = min(micro or per_rank, per_rank)
+            if cfg.is_long(step):  # its own data order, from the phase's first step
+                blocks, rows = long_blocks[0], batch_rows(step - long_start, size, len(long_blocks[0]), cfg.seed)
+            else:
+                blocks, rows = train_blocks, batch_rows(step, size, len(train_blocks), cfg.seed)
+            rows = rows[rank * per_rank:(rank + 1) * per_rank]
             n_micro = math.ceil(per_rank / micro)
             for part in range(n_micro):
-                inputs, labels = make_batch(train_blocks, rows[part * micro:(part + 1) * micro], cfg, tokenizer, step,
+                inputs, labels = make_batch(blocks, rows[part * micro:(part + 1) * micro], cfg, tokenizer, step,
                                             rank * 1000 + part)
                 sync = part == n_micro - 1 or world == 1
                 ctx = loss_module.no_sync() if not sync and world > 1 else contextlib.nullcontext()
@@ -703,11 +753,24 @@ def main(argv: list[str] | None = None) -> None:
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
         raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
                          f"embedding rows, the tokenizer {args.tokenizer} {len(tokenizer)} tokens")
+    from .source_model import max_sequence_length
+
+    for key in ("seq_len", "long_seq_len"):
+        if getattr(cfg, key) and getattr(cfg, key) > max_sequence_length(model):
+            raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} exceeds the {max_sequence_length(model)} positions "
+                             f"of the model {args.model}")
     train_blocks = load_blocks(args.train, tokenizer, cfg.seq_len)
     heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences)
     log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
+    long_blocks = None
+    if cfg.long_steps:
+        long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len),
+                       load_blocks(args.heldout, tokenizer, cfg.long_seq_len, cfg.eval_sequences))
+        log.info("last %d steps: %d training sequences of %d tokens; %d held-out", cfg.long_steps,
+                 len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
-    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors)
+    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors,
+                  long_blocks=long_blocks)
     if not dist.is_initialized() or dist.get_rank() == 0:
         ids, counts = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
                                       cfg.token_accuracy_top) if cfg.token_accuracy_top else (torch.zeros(0), None)

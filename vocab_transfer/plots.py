@@ -28,9 +28,16 @@ def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str, svg: str | N
     """FOCUS Figure 2: held-out loss against samples of each run's last stage (for two-stage runs only the
     second stage, as the paper plots Random), one line per method."""
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    phases = set()
     for label, run in table.groupby("label", sort=False):
         last = run[run["stage"] == run["stage"].max()].sort_values("stage_samples")
         ax.plot(last["stage_samples"], last["heldout_loss"], marker="o", ms=3, label=label)
+        if "seq_len" in last and last["seq_len"].nunique() > 1:  # a long-sequence phase (vocab-swap: 512 tokens)
+            switch = last[last["seq_len"] != last["seq_len"].iloc[0]].iloc[0]
+            phases.add((float(last[last["stage_samples"] < switch["stage_samples"]]["stage_samples"].max()),
+                        int(switch["seq_len"])))
+    for i, (x, n) in enumerate(sorted(phases)):
+        ax.axvline(x, ls=":", c="grey", label=f"from here: {n}-token blocks (held-out too)" if i == 0 else None)
     ax.set(xlabel="samples (last stage)", ylabel="held-out MLM loss (nats)", title=title)
     ax.grid(alpha=0.3)
     ax.legend()

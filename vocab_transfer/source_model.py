@@ -174,6 +174,13 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
+def max_sequence_length(model) -> int:
+    """Tokens a sequence may have: the position table's size (RoBERTa/XLM-R reserve padding_idx + 1 rows)."""
+    c = model.config
+    n = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 10**9
+    return n - (c.pad_token_id + 1) if c.model_type in ("roberta", "xlm-roberta", "camembert") else n
+
+
 def hub_download_patterns(files: list[str]) -> list[str]:
     """The files of a hub model repository to fetch (rules download_source_model / download_reference_model):
     configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``) and the
