@@ -299,6 +299,9 @@ def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path,
     cfg = config(seq_len=16, long_steps=4, long_seq_len=48, long_batch_size=4, long_micro_batch_size=2)
     assert [cfg.is_long(s) for s in (0, 8, 9, 12)] == [False, False, True, True]
     assert cfg.phase_batch(8) == (8, None) and cfg.phase_batch(9) == (4, 2)
+    assert config(long_steps=3, long_seq_len=48).eval_steps() == [0, 4, 8, 9, 12]  # + the step before the switch
+    default = config(seq_len=16, micro_batch_size=8, long_steps=4, long_seq_len=48)  # the same tokens per forward
+    assert default.phase_batch(8) == (8, 8) and default.phase_batch(9) == (8, 2)
     assert [cfg.samples_at(s) for s in (0, 8, 10, 12)] == [0, 64, 72, 80]
     seen, real = [], lapt.make_batch
 
@@ -332,6 +335,14 @@ def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path,
         config(long_steps=4)
 
 
+def test_phase_switch_is_marked_where_the_blocks_get_longer():
+    from vocab_transfer.plots import phase_switches
+
+    curve = pd.DataFrame({"step": [0, 4, 8, 9, 12], "seq_len": [16, 16, 16, 16, 48]})
+    assert phase_switches(curve, "step") == {(9.0, 48)}
+    assert phase_switches(curve.assign(seq_len=16), "step") == set() == phase_switches(curve.drop(columns="seq_len"), "step")
+
+
 def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_tokenizer, swahili_verses):
     from vocab_transfer.lapt import main
 
@@ -342,7 +353,51 @@ def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_toke
     assert not (tmp_path / "out").exists()
     main(cli(tmp_path, model_dir, tmp_path / "out", 4, seq_len=16, long_steps=2, long_seq_len=32)[3:])
     curve = pd.read_parquet(tmp_path / "out.curve.parquet")  # the CLI packs the corpus at both lengths
-    assert curve["seq_len"].tolist() == [16, 32] and curve["step"].tolist() == [0, 4] and (tmp_path / "out" / "config.json").is_file()
+    assert curve["seq_len"].tolist() == [16, 16, 32] and curve["step"].tolist() == [0, 2, 4] and (tmp_path / "out" / "config.json").is_file()
+
+
+def test_reinit_all_applies_gpt2s_scaled_residual_init():
+    """FullRand-GPT2 (WECHSEL §4): reinit all is the model's own initializer, including GPT-2's c_proj scaled by
+    1/sqrt(2 n_layer), which GPT2Attention / GPT2MLP apply on top of their Conv1D children."""
+    import math
+
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=128, n_layer=12, n_head=2, n_positions=16,
+                                       bos_token_id=0, eos_token_id=0))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+    wte = model.transformer.wte.weight.detach().clone()
+    reinitialize(model, "all", seed=1)
+    block = model.transformer.h[5]
+    scaled = 0.02 / math.sqrt(2 * 12)
+    assert abs(block.attn.c_proj.weight.std().item() - scaled) < 0.1 * scaled
+    assert abs(block.mlp.c_proj.weight.std().item() - scaled) < 0.1 * scaled
+    assert abs(block.attn.c_attn.weight.std().item() - 0.02) < 0.002 and torch.equal(wte, model.transformer.wte.weight)
+    assert torch.equal(block.ln_1.weight, torch.ones(128)) and torch.equal(block.attn.c_proj.bias, torch.zeros(128))
+
+
+def test_resume_refuses_checkpoints_of_other_settings_and_missing_snapshots(tmp_path, sw_tokenizer, blocks):
+    """A job rerun after its LAPT settings changed does not continue the old run's checkpoints: the changed keys
+    are named. Threads and checkpointing may change. A snapshot step already passed but never staged is named at
+    resume, not after the whole run."""
+    cfg = config(snapshot_steps=[4])
+    train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "a", stop_after=8)
+    with pytest.raises(ValueError, match=r"other settings \(lr, steps: \[0\.001, 12\] then, \[0\.002, 16\] now\)"):
+        train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, config(snapshot_steps=[4], lr=2e-3, steps=16),
+              checkpoint_dir=tmp_path / "a")
+    train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, config(snapshot_steps=[4], threads=2, checkpoint_every=2),
+          checkpoint_dir=tmp_path / "a")
+    train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "b", stop_after=8)
+    with pytest.raises(ValueError, match="snapshot_steps"):  # a settings change too
+        train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "b")
+    import shutil
+
+    train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "c", stop_after=8)
+    shutil.rmtree(tmp_path / "c" / "snapshots" / "step-00000004")
+    with pytest.raises(FileNotFoundError, match=r"snapshots of steps \[4\] are missing"):
+        train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "c")
 
 
 def test_bad_config_key_is_named():

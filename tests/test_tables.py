@@ -82,6 +82,7 @@ def test_grid_reference_rows_fill_only_best_and_are_never_bold():
     assert lines[6:] == ["| Ref | — | — | 85.0 ± 7.1 |", "| Gone | — | — | — |"]
     best = table[table.column == "Best"].set_index("row")
     assert best.loc["Ref", "name"] == "ref" and best.loc["Ref", "value"] == pytest.approx(85.0)
+    assert best.loc["Focus", "value"] == pytest.approx(65.0) and best.loc["Rand", "value"] == pytest.approx(45.0)
     assert pd.isna(best.loc["Gone", "value"])
 
 

@@ -336,6 +336,8 @@ def check_tables(config: dict) -> None:
         lapt = spec.get("kind") == "lapt"
         known = config.get("lapt", {}).get("runs", {}) if lapt else ft.get("models", {})
         what = "lapt.runs" if lapt else "finetune.models"
+        if lapt and spec.get("best_column"):
+            raise ConfigError(f"tables.{name}.best_column: a 'Best' column is for fine-tuning tables, not kind lapt")
         if "grid" in spec:
             grid = spec["grid"]
             width = len(grid["columns"])

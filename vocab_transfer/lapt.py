@@ -126,7 +126,8 @@ class LaptConfig:
     long_steps: int = 0  # the run's last long_steps optimizer steps use long_seq_len blocks (vocab-swap: 10k at 512)
     long_seq_len: int | None = None
     long_batch_size: int | None = None  # sequences per step in the long phase (default batch_size; vocab-swap: 48)
-    long_micro_batch_size: int | None = None  # per device and forward pass in the long phase (default micro_batch_size)
+    long_micro_batch_size: int | None = None  # per device and forward pass in the long phase (default: the tokens of
+                                              # a short-phase micro batch, micro_batch_size * seq_len // long_seq_len)
     lr: float = 5e-5
     warmup_ratio: float = 0.1
     schedule: str = "constant"  # after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)
@@ -205,8 +206,10 @@ class LaptConfig:
 
     def phase_batch(self, step: int) -> tuple[int, int | None]:
         """(batch_size, micro_batch_size) of global step ``step``."""
-        if self.is_long(step):
-            return self.long_batch_size or self.batch_size, self.long_micro_batch_size or self.micro_batch_size
+        if self.is_long(step):  # default micro batch: as many tokens per forward pass as in the short phase
+            micro = self.long_micro_batch_size or (self.micro_batch_size and max(
+                1, self.micro_batch_size * self.seq_len // self.long_seq_len))
+            return self.long_batch_size or self.batch_size, micro
         return self.batch_size, self.micro_batch_size
 
     def samples_at(self, step: int) -> int:
@@ -216,11 +219,14 @@ class LaptConfig:
 
     def eval_steps(self) -> list[int]:
         """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every`` steps
-        of the stage, and its end (a two-stage boundary appears once here, twice in the curve)."""
+        of the stage, its end (a two-stage boundary appears once here, twice in the curve), and the last step
+        before a long phase (``long_steps``: the short blocks' loss where the phase switches)."""
         steps, first = set(), 0
         for n, _ in self.stages():
             steps |= {first, first + n} | set(range(first + self.eval_every, first + n, self.eval_every))
             first += n
+        if self.long_steps:
+            steps.add(first - self.long_steps)
         return sorted(steps)
 
 
@@ -260,12 +266,32 @@ def reinit_parameter_names(model, part: str) -> set[str]:
     raise ValueError(f"reinit must be one of {list(REINIT)}, not {part!r}")
 
 
+RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "micro_batch_size", "long_micro_batch_size")
+
+
+def resume_settings(cfg: LaptConfig) -> dict:
+    """The settings a checkpoint is only valid for (stored in its state.json, compared when resuming): every
+    LaptConfig field but those a resumed run may change (threads, checkpointing, and micro-batching, e.g. after
+    running out of GPU memory: the same sequences per step, only split differently)."""
+    return json.loads(json.dumps({k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUME_FREE}))
+
+
+def _post_order(module: torch.nn.Module):
+    """Modules children first, as ``nn.Module.apply`` (and so transformers' own initialization) visits them."""
+    for child in module.children():
+        yield from _post_order(child)
+    yield module
+
+
 def reinitialize(model, part: str, seed: int) -> list[str]:
     """Re-initialize ``reinit_parameter_names(model, part)`` in place with the model's own ``_init_weights``
-    (vocab-swap's "Scratch" and "Embed Layers", §2.1-2.2), seeded: the CPU generator is forked and seeded, so
-    the values depend on ``seed`` only (call it before moving the model to a GPU). Each module whose own
-    parameters are all selected is re-initialized as a whole; a selected parameter that no such module covers
-    is an error, as is one ``_init_weights`` leaves unchanged. Returns the re-initialized parameter names."""
+    (vocab-swap's "Scratch" and "Embed Layers", §2.1-2.2; WECHSEL's FullRand), seeded: the CPU generator is forked
+    and seeded, so the values depend on ``seed`` only (call it before moving the model to a GPU). Modules are
+    visited children first, as transformers' own initialization does, and each module whose parameters (its own
+    and its children's) are all selected is passed to ``_init_weights``, so a parent's rule applies on top of its
+    children's (GPT-2's c_proj scaled by 1/sqrt(2 n_layer) in GPT2Attention / GPT2MLP). A selected parameter that
+    no module covers is an error, as is one ``_init_weights`` leaves unchanged. Returns the re-initialized
+    parameter names."""
     names = reinit_parameter_names(model, part)
     if not names:
         return []
@@ -273,15 +299,15 @@ def reinitialize(model, part: str, seed: int) -> list[str]:
     done: list[str] = []
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        for _, module in model.named_modules():
-            own = [p for _, p in module.named_parameters(recurse=False)]
-            if not own or not all(by_id.get(id(p)) in names for p in own):
+        for module in _post_order(model):
+            own, tree = list(module.parameters(recurse=False)), list(module.parameters())
+            if not tree or not all(by_id.get(id(p)) in names for p in tree):
                 continue
             before = [p.detach().clone() for p in own]
-            for p in own:  # loaded weights are flagged initialized, which _init_weights would respect
+            for p in tree:  # loaded weights are flagged initialized, which _init_weights would respect
                 p._is_hf_initialized = False
             model._init_weights(module)
-            for p in own:
+            for p in tree:
                 p._is_hf_initialized = True
             done += [by_id[id(p)] for p in own]
             same = [by_id[id(p)] for p, b in zip(own, before, strict=True) if torch.equal(p, b) and p.numel() > 1
@@ -576,7 +602,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
     model.to(device).train()
     autocast, amp_dtype = _autocast_factory(cfg.precision, device)
-    for key in ("batch_size", "long_batch_size"):
+    for key in ("batch_size", "long_batch_size") if cfg.long_steps else ("batch_size",):
         if getattr(cfg, key) and getattr(cfg, key) % world:
             raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} is not divisible by {world} devices")
     long_start = cfg.total_steps() - cfg.long_steps
@@ -585,8 +611,20 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
     total = sum(s for s, _ in stages)
     curve: list[dict] = []
     step, resume, resumed_running = 0, ckpt.latest(), (0.0, 0)
+    settings = resume_settings(cfg)
     if resume is not None:
         state = json.loads((resume / "state.json").read_text())
+        changed = sorted(k for k in settings.keys() | state.get("config", settings).keys()
+                         if settings.get(k) != state.get("config", settings).get(k))
+        if changed:  # a job rerun after its parameters changed: the checkpoints belong to another run
+            raise ValueError(f"LAPT checkpoint {resume} was written with other settings ({', '.join(changed)}: "
+                             f"{[state['config'].get(k) for k in changed]} then, {[settings.get(k) for k in changed]} "
+                             f"now); delete {checkpoint_dir} to start this run over")
+        staged = Path(checkpoint_dir) / SNAPSHOTS
+        missing = [s for s in sorted(snapshots) if s <= state["step"] and not (staged / f"step-{s:08d}").is_dir()]
+        if missing:
+            raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged}, and the checkpoint "
+                                    f"{resume} is past them: delete {checkpoint_dir} to start this run over")
         step, curve = state["step"], state["curve"]
         resumed_running = (state.get("running", 0.0), state.get("n_running", 0))
         model.load_state_dict(torch.load(resume / "model.pt", map_location=device))
@@ -666,18 +704,19 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
             rows = rows[rank * per_rank:(rank + 1) * per_rank]
             n_micro = math.ceil(per_rank / micro)
             for part in range(n_micro):
-                inputs, labels = make_batch(blocks, rows[part * micro:(part + 1) * micro], cfg, tokenizer, step,
-                                            rank * 1000 + part)
+                part_rows = rows[part * micro:(part + 1) * micro]
+                inputs, labels = make_batch(blocks, part_rows, cfg, tokenizer, step, rank * 1000 + part)
                 sync = part == n_micro - 1 or world == 1
                 ctx = loss_module.no_sync() if not sync and world > 1 else contextlib.nullcontext()
                 with ctx, autocast():
-                    loss = loss_module(*to_device((inputs, labels), device, cfg.objective)) / n_micro
+                    # each part weighs by its share of the device's sequences (parts may be unequal: 48 by 16 + 32)
+                    loss = loss_module(*to_device((inputs, labels), device, cfg.objective)) * (len(part_rows) / per_rank)
                 (scaler.scale(loss) if scaler else loss).backward()
                 running += loss.detach().double()  # float64, as a Python float sum would be
             optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
             n_running += 1
             stage_step = step - first
-            if rank == 0 and (stage_step % cfg.eval_every == 0 or step == first + n_steps):
+            if rank == 0 and (stage_step % cfg.eval_every == 0 or step == first + n_steps or step == long_start):
                 record(step, stage, stage_step, float(running) / n_running)
                 running, n_running = torch.zeros_like(running), 0
             if rank == 0 and step in snapshots:
@@ -687,7 +726,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
             if (step % cfg.checkpoint_every == 0 or stop["signal"] or step == stop_after) and not last:
                 if rank == 0:
                     ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": float(running),
-                                                                "n_running": n_running})
+                                                                "n_running": n_running, "config": settings})
                 if world > 1:
                     dist.barrier()
             if stop["signal"]:
@@ -741,8 +780,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.anchors:
         pairs = pd.read_parquet(args.anchors, columns=["target_id", "source_id", "match"])
         pairs = pairs[pairs["match"].isin(["special", "exact"])]
-        ids = torch.as_tensor(pairs["target_id"].to_numpy())
-        anchors = (ids, model.get_input_embeddings().weight.detach()[torch.as_tensor(pairs["source_id"].to_numpy())]
+        ids = torch.tensor(pairs["target_id"].to_numpy())
+        anchors = (ids, model.get_input_embeddings().weight.detach()[torch.tensor(pairs["source_id"].to_numpy())]
                    .float().clone())
         log.info("source correlation over %d shared tokens (%s)", len(ids), args.anchors)
     if args.embeddings:  # after the anchors: they are the source's rows

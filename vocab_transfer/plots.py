@@ -32,16 +32,28 @@ def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str, svg: str | N
     for label, run in table.groupby("label", sort=False):
         last = run[run["stage"] == run["stage"].max()].sort_values("stage_samples")
         ax.plot(last["stage_samples"], last["heldout_loss"], marker="o", ms=3, label=label)
-        if "seq_len" in last and last["seq_len"].nunique() > 1:  # a long-sequence phase (vocab-swap: 512 tokens)
-            switch = last[last["seq_len"] != last["seq_len"].iloc[0]].iloc[0]
-            phases.add((float(last[last["stage_samples"] < switch["stage_samples"]]["stage_samples"].max()),
-                        int(switch["seq_len"])))
-    for i, (x, n) in enumerate(sorted(phases)):
-        ax.axvline(x, ls=":", c="grey", label=f"from here: {n}-token blocks (held-out too)" if i == 0 else None)
+        phases |= phase_switches(last, "stage_samples")
+    mark_phases(ax, phases)
     ax.set(xlabel="samples (last stage)", ylabel="held-out MLM loss (nats)", title=title)
     ax.grid(alpha=0.3)
     ax.legend()
     save_figure(fig, path, svg=svg)
+
+
+def phase_switches(curve: pd.DataFrame, x: str) -> set[tuple[float, int]]:
+    """(x of the last point before a long-sequence phase, its block length) of a curve with a ``seq_len`` column
+    (LAPT ``long_steps``: vocab-swap's last 10k steps at 512 tokens); empty without a switch."""
+    if "seq_len" not in curve or curve["seq_len"].nunique() < 2:
+        return set()
+    curve = curve.sort_values(x)
+    later = curve[curve["seq_len"] != curve["seq_len"].iloc[0]]
+    before = curve[curve[x] < later[x].iloc[0]]
+    return {(float(before[x].max()), int(later["seq_len"].iloc[0]))} if len(before) else set()
+
+
+def mark_phases(ax, phases: set[tuple[float, int]]) -> None:
+    for i, (x, n) in enumerate(sorted(phases)):
+        ax.axvline(x, ls=":", c="grey", label=f"then {n}-token blocks (held-out too)" if i == 0 else None)
 
 
 def last_per_step(curves: pd.DataFrame, by: str = "label") -> pd.DataFrame:
@@ -128,7 +140,8 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
     from .tables import finetune_table
 
     rows = [pd.DataFrame({"kind": "heldout_loss", "run": run, "label": label, "step": c["step"].to_numpy(),
-                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"), "seeds": 0, "model": None})
+                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"), "seeds": 0, "model": None,
+                          "seq_len": c["seq_len"].to_numpy() if "seq_len" in c else float("nan")})
             for run, label in runs.items() for c in [last_per_step(curves[curves["run"] == run], by="run")]]
     agg = finetune_table(scores).set_index("model") if len(scores) else pd.DataFrame()
     for model, run, step in points:
@@ -144,10 +157,12 @@ def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str, task: str,
     """vocab-swap Figures 4/8 from :func:`lapt_finetune_table`: left, the held-out MLM loss against the LAPT step
     per run; right, the downstream test score after fine-tuning at LAPT steps (mean ± std over seeds)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120, sharex=True)
-    colors = {}
+    colors, phases = {}, set()
     for label, run in table[table["kind"] == "heldout_loss"].groupby("label", sort=False):
         (line,) = left.plot(run["step"], run["value"], marker="o", ms=2, label=label)
         colors[label] = line.get_color()
+        phases |= phase_switches(run, "step")
+    mark_phases(left, phases)
     scores = table[table["kind"].str.startswith("test_")]
     for label, run in scores.groupby("label", sort=False):
         run = run.sort_values("step")

@@ -156,8 +156,7 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
             texts.append("—" if v is None else (f"**{v[1]}**" if (r, c) in bold else v[1]))
         if best_column:
             v = row_best[r]
-            if r in own_best:
-                long.append({"row": r, "column": "Best", "name": own_best[r], "value": None if v is None else v[0]})
+            long.append({"row": r, "column": "Best", "name": own_best.get(r), "value": None if v is None else v[0]})
             texts.append("—" if v is None else (f"**{v[1]}**" if (r, "Best") in bold else v[1]))
         lines.append(f"| {r} | " + " | ".join(texts) + " |")
     return long, lines

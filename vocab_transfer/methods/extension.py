@@ -79,7 +79,7 @@ def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: int = 30000
     if new_rows == "focus":
         keep = torch.zeros_like(inputs.aux.has_vector)  # anchors (the overlap) and the new rows: no others
         keep[torch.as_tensor(new, dtype=torch.long)] = True
-        keep[torch.as_tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)] = True
+        keep[torch.tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)] = True
         rows, kind, k = focus_init(source, inputs.target_vocab_size, torch.tensor(inputs.overlap["target_id"].to_numpy()),
                                    torch.tensor(inputs.overlap["source_id"].to_numpy()), inputs.aux.vectors,
                                    inputs.aux.has_vector & keep, seed=seed, topk=topk)
