@@ -161,7 +161,7 @@ class LaptConfig:
             if getattr(self, key) not in values:
                 raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
         AdapterConfig.from_dict(self.adapter)
-        total = sum(n for n, _ in self.stages())
+        total = self.total_steps()
         bad = [s for s in self.snapshot_steps if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= total]
         if bad or len(set(self.snapshot_steps)) != len(self.snapshot_steps):
             raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 0..{total} (the run's "
@@ -605,20 +605,20 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
     for key in ("batch_size", "long_batch_size") if cfg.long_steps else ("batch_size",):
         if getattr(cfg, key) and getattr(cfg, key) % world:
             raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} is not divisible by {world} devices")
-    long_start = cfg.total_steps() - cfg.long_steps
     ckpt = Checkpoints(checkpoint_dir, cfg.keep_checkpoints)
     stages = cfg.stages()
-    total = sum(s for s, _ in stages)
+    total = cfg.total_steps()
+    long_start = total - cfg.long_steps
     curve: list[dict] = []
     step, resume, resumed_running = 0, ckpt.latest(), (0.0, 0)
     settings = resume_settings(cfg)
     if resume is not None:
         state = json.loads((resume / "state.json").read_text())
-        changed = sorted(k for k in settings.keys() | state.get("config", settings).keys()
-                         if settings.get(k) != state.get("config", settings).get(k))
+        then = state.get("config", settings)  # checkpoints of older versions carry no settings
+        changed = sorted(k for k in settings.keys() | then.keys() if settings.get(k) != then.get(k))
         if changed:  # a job rerun after its parameters changed: the checkpoints belong to another run
             raise ValueError(f"LAPT checkpoint {resume} was written with other settings ({', '.join(changed)}: "
-                             f"{[state['config'].get(k) for k in changed]} then, {[settings.get(k) for k in changed]} "
+                             f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} "
                              f"now); delete {checkpoint_dir} to start this run over")
         staged = Path(checkpoint_dir) / SNAPSHOTS
         missing = [s for s in sorted(snapshots) if s <= state["step"] and not (staged / f"step-{s:08d}").is_dir()]
