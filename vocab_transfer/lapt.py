@@ -200,9 +200,13 @@ class LaptConfig:
     def total_steps(self) -> int:
         return sum(n for n, _ in self.stages())
 
+    def long_start(self) -> int:
+        """The last global step before the long phase (the run's total steps without one)."""
+        return self.total_steps() - self.long_steps
+
     def is_long(self, step: int) -> bool:
         """Whether global optimizer step ``step`` (1-based; an evaluation after it) is in the long phase."""
-        return self.long_steps > 0 and step > self.total_steps() - self.long_steps
+        return self.long_steps > 0 and step > self.long_start()
 
     def phase_batch(self, step: int) -> tuple[int, int | None]:
         """(batch_size, micro_batch_size) of global step ``step``."""
@@ -214,7 +218,7 @@ class LaptConfig:
 
     def samples_at(self, step: int) -> int:
         """Sequences seen after ``step`` global steps (the long phase's steps count its batch size)."""
-        long = max(0, step - (self.total_steps() - self.long_steps)) if self.long_steps else 0
+        long = max(0, step - self.long_start()) if self.long_steps else 0
         return (step - long) * self.batch_size + long * (self.long_batch_size or self.batch_size)
 
     def eval_steps(self) -> list[int]:
@@ -226,7 +230,7 @@ class LaptConfig:
             steps |= {first, first + n} | set(range(first + self.eval_every, first + n, self.eval_every))
             first += n
         if self.long_steps:
-            steps.add(first - self.long_steps)
+            steps.add(self.long_start())
         return sorted(steps)
 
 
@@ -608,7 +612,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
     ckpt = Checkpoints(checkpoint_dir, cfg.keep_checkpoints)
     stages = cfg.stages()
     total = cfg.total_steps()
-    long_start = total - cfg.long_steps
+    long_start = cfg.long_start()
     curve: list[dict] = []
     step, resume, resumed_running = 0, ckpt.latest(), (0.0, 0)
     settings = resume_settings(cfg)
