@@ -16,6 +16,7 @@ include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/source.smk"
 include: "rules/tokenizer.smk"
+include: "rules/shards.smk"
 include: "rules/fasttext.smk"
 include: "rules/word_vectors.smk"
 include: "rules/dictionary.smk"
@@ -26,6 +27,10 @@ include: "rules/lapt.smk"
 include: "rules/finetune.smk"
 include: "rules/zeroshot.smk"
 include: "rules/tables.smk"
+
+
+for problem in res.check(config, [r.name for r in workflow.rules]):
+    raise WorkflowError(f"config error: {problem}")
 
 
 rule all:

@@ -24,6 +24,8 @@ from vocab_transfer.config import (
 from vocab_transfer.methods import METHODS, method_config, method_needs
 from vocab_transfer.methods import method_params as with_defaults
 from vocab_transfer.methods.unks import factorization_spec
+from vocab_transfer.workflow import paths
+from vocab_transfer.workflow import resources as res
 
 
 try:
@@ -83,18 +85,60 @@ def source_model_dir(wildcards):
     """Where a source model lives: pretrained here, a local folder, or downloaded into resources/."""
     source = config["sources"][wildcards.source]
     if "pretrain" in source:
-        return f"results/source/{wildcards.source}/model"
+        return paths.source_model(wildcards.source)
     local = local_model_dir(source)
     return str(local) if local is not None else f"resources/models/{wildcards.source}"
 
 
-def source_corpora(wildcards, split="train"):
+def source_tokenizer_dir(wildcards):
+    """The tokenizer of a source model: trained here before the model (pretrained sources), else the model's."""
+    if "pretrain" in config["sources"][wildcards.source]:
+        return paths.source_tokenizer(wildcards.source)
+    return source_model_dir(wildcards)
+
+
+def source_corpora(wildcards):
+    """Training corpora of a source pretrained here (its tokenizer's training text)."""
+    return [paths.corpus(lang, "train") for lang in config["sources"][wildcards.source]["pretrain"]["languages"]]
+
+
+def source_pretrain_shards(wildcards, split="train"):
+    """Its pretraining languages' corpora tokenized with its tokenizer."""
     languages = config["sources"][wildcards.source]["pretrain"]["languages"]
-    return [f"results/corpus/{lang}/{split}.parquet" for lang in languages]
+    return [paths.source_shards(wildcards.source, lang, split) for lang in languages]
 
 
-def source_heldout_corpora(wildcards):
-    return source_corpora(wildcards, split="heldout")
+def source_pretrain_heldout(wildcards):
+    return source_pretrain_shards(wildcards, split="heldout")
+
+
+def resources_of(rule, extra=None):
+    """mem_mb and runtime of a rule (vocab_transfer.workflow.resources: from its input size, or config
+    `resources.<rule>`)."""
+    return {"mem_mb": res.mem_mb(config, rule, extra), "runtime": res.runtime(config, rule)}
+
+
+def tokenizer_sample_mb(wildcards, input):
+    """SentencePiece's memory for the sample of the corpus that train_tokenizer trains on."""
+    if pretrained_tokenizer(wildcards.lang):
+        return 0
+    return res.tokenizer_sample_mb(res.read_json(input.stats), config["tokenizer"].get("input_sentence_size"))
+
+
+def fasttext_mem_mb(wildcards, input):
+    """fastText's matrices for the shard's vocabulary (its meta.json; 250k, XLM-R's, before it exists)."""
+    vocab = res.read_json(os.path.join(input.shards, "meta.json")).get("vocab_size", 250_000)
+    return res.fasttext_mem_mb(config["fasttext"], vocab)
+
+
+def word_fasttext_mem_mb(wildcards, input):
+    """Word-level fastText's matrices (a vocabulary of a million words, or `word_fasttext.max_words`)."""
+    spec = config.get("word_fasttext", {})
+    return 0 if "pretrained" in input.keys() else res.fasttext_mem_mb(spec, spec.get("max_words") or 1_000_000)
+
+
+def source_fasttext_shards(wildcards):
+    return paths.source_shards(wildcards.source, wildcards.slang, "train")
 
 
 def method_spec(wildcards):
@@ -119,8 +163,7 @@ def method_option(method, name):
 
 
 def word_vector_files(lang, side):
-    return {f"{side}_word_vectors": f"results/word_vectors/{lang}/vectors.safetensors",
-            f"{side}_word_list": f"results/word_vectors/{lang}/words.parquet"}
+    return {f"{side}_word_vectors": paths.word_vectors(lang), f"{side}_word_list": paths.word_vectors(lang, "words")}
 
 
 def init_inputs(wildcards):
@@ -129,23 +172,23 @@ def init_inputs(wildcards):
     needs = method_needs_of(wildcards.method)
     inputs = {
         "model": source_model_dir(wildcards),
-        "tokenizer": f"results/tokenizers/{wildcards.target}",
+        "tokenizer": paths.tokenizer(wildcards.target),
         "overlap": f"results/overlap/{wildcards.source}/{wildcards.target}.parquet",
     }
     if "fasttext" in needs:
-        inputs["vectors"] = f"results/fasttext/{wildcards.target}/vectors.safetensors"
+        inputs["vectors"] = paths.fasttext(wildcards.target)
     if "source_fasttext" in needs:
         lang = method_option(wildcards.method, "source_language")
-        inputs["source_vectors"] = f"results/source_fasttext/{wildcards.source}/{lang}/vectors.safetensors"
+        inputs["source_vectors"] = paths.source_fasttext(wildcards.source, lang)
     if "target_words" in needs:
         inputs.update(word_vector_files(wildcards.target, "target"))
     if "source_words" in needs:
         inputs.update(word_vector_files(method_option(wildcards.method, "source_language"), "source"))
     if "dictionary" in needs:
         lang = method_option(wildcards.method, "source_language")
-        inputs["dictionary"] = f"results/dictionaries/{lang}/{wildcards.target}.parquet"
+        inputs["dictionary"] = paths.dictionary(lang, wildcards.target)
     if "language_tokenizer" in needs:
-        inputs["language_tokenizer"] = f"results/tokenizers/{method_option(wildcards.method, 'restrict_source')}"
+        inputs["language_tokenizer"] = paths.tokenizer(method_option(wildcards.method, "restrict_source"))
     if "extended_tokenizer" in needs:
         inputs["extended_tokenizer"] = extended_tokenizer_dir(wildcards)
     if "factorization" in needs:
@@ -177,7 +220,7 @@ def factorization_gpus(wildcards):
 
 
 def extended_tokenizer_dir(wildcards):
-    return f"results/extended/{wildcards.source}/{wildcards.target}/{wildcards.method}/tokenizer"
+    return paths.extended_tokenizer(wildcards.source, wildcards.target, wildcards.method)
 
 
 def pretrained_tokenizer(lang):
@@ -198,8 +241,8 @@ def pretrained_tokenizer_dir(wildcards):
 def eval_tokenizer(source, target, method):
     """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
     if "extended_tokenizer" in method_needs_of(method):
-        return f"results/extended/{source}/{target}/{method}/tokenizer"
-    return f"results/tokenizers/{target}"
+        return paths.extended_tokenizer(source, target, method)
+    return paths.tokenizer(target)
 
 
 def eval_blocks(source, target, method):
@@ -213,7 +256,7 @@ def word_vector_inputs(wildcards):
     """A pretrained vector file named in config `word_vectors`, else the language's corpus to train on."""
     spec = config.get("word_vectors", {}).get(wildcards.lang)
     if spec is None:
-        return {"corpus": f"results/corpus/{wildcards.lang}/train.parquet"}
+        return {"corpus": paths.corpus(wildcards.lang, "train")}
     if "path" in spec:
         return {"pretrained": spec["path"]}
     return {"pretrained": f"resources/word_vectors/cc.{wildcards.lang}.300.bin"}
@@ -242,8 +285,8 @@ def dictionary_inputs(wildcards):
     if spec["source"] == "muse":
         return {"pairs": f"resources/dictionaries/{wildcards.slang}-{wildcards.lang}.txt"}
     if spec["source"] == "identical":
-        return {"source_words": f"results/word_vectors/{wildcards.slang}/words.parquet",
-                "target_words": f"results/word_vectors/{wildcards.lang}/words.parquet"}
+        return {"source_words": paths.word_vectors(wildcards.slang, "words"),
+                "target_words": paths.word_vectors(wildcards.lang, "words")}
     return {}
 
 
@@ -306,9 +349,28 @@ def lapt_tokenizer(wildcards):
     return eval_tokenizer(wildcards.source, wildcards.target, method) if method else source_model_dir(wildcards)
 
 
+def lapt_shards(wildcards, split):
+    """The run's corpus tokenized with its tokenizer: the target's, an extended one, or the source model's."""
+    method = LAPT["runs"][wildcards.run].get("method")
+    s, t = wildcards.source, wildcards.target
+    if not method:
+        return paths.source_shards(s, t, split)
+    if "extended_tokenizer" in method_needs_of(method):
+        return paths.extended_shards(s, t, method, split)
+    return paths.shards(t, split)
+
+
+def lapt_train_shards(wildcards):
+    return lapt_shards(wildcards, "train")
+
+
+def lapt_heldout_shards(wildcards):
+    return lapt_shards(wildcards, "heldout")
+
+
 def lapt_anchors(wildcards):
     """The source/target overlap, for the curve's ρ̄ to the source rows (none for an extended tokenizer)."""
-    if lapt_tokenizer(wildcards) != f"results/tokenizers/{wildcards.target}":
+    if lapt_tokenizer(wildcards) != paths.tokenizer(wildcards.target):
         return []
     return f"results/overlap/{wildcards.source}/{wildcards.target}.parquet"
 
@@ -334,8 +396,7 @@ def lapt_correlation_inputs(wildcards):
         w = SimpleNamespace(source=wildcards.source, target=wildcards.target, run=run)
         if f"curve__{run}" in out and lapt_anchors(w):
             out[f"model__{run}"] = f"results/lapt/{wildcards.source}/{wildcards.target}/{run}/model"
-    return out | {"tokenizer": f"results/tokenizers/{wildcards.target}",
-                  "heldout": f"results/corpus/{wildcards.target}/heldout.parquet"}
+    return out | {"tokenizer": paths.tokenizer(wildcards.target), "heldout": paths.shards(wildcards.target, "heldout")}
 
 
 def lapt_outputs(wildcards=None):

@@ -1,10 +1,12 @@
-# Corpus download/reading, cleaning, filtering and the seeded train/held-out split, per language.
+# Corpus reading, cleaning, filtering, deduplication and the seeded train/held-out split, per language, streaming
+# (vocab_transfer.data.corpus.build_corpus): each split is a parquet directory dataset, stats.json says what was read.
 
 
 rule prepare_corpus:
     output:
-        train="results/corpus/{lang}/train.parquet",
-        heldout="results/corpus/{lang}/heldout.parquet",
+        train=directory(paths.corpus("{lang}", "train")),
+        heldout=directory(paths.corpus("{lang}", "heldout")),
+        stats=paths.corpus_stats("{lang}"),
     params:
         spec=corpus_spec,
         filter=canonical(config.get("corpus_filter", {})),
@@ -12,7 +14,9 @@ rule prepare_corpus:
         seed=config["seed"],
     log:
         "logs/prepare_corpus/{lang}.log",
+    benchmark:
+        "benchmarks/out/prepare_corpus/{lang}.tsv"
     resources:
-        mem_mb=2000,
+        **resources_of("prepare_corpus"),
     script:
         "../workflow_scripts/prepare_corpus.py"

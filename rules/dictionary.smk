@@ -5,7 +5,7 @@ rule build_dictionary:
     input:
         unpack(dictionary_inputs),
     output:
-        pairs="results/dictionaries/{slang}/{lang}.parquet",
+        pairs=paths.dictionary("{slang}", "{lang}"),
     params:
         spec=dictionary_params,
     log:

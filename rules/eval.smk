@@ -3,14 +3,18 @@
 
 rule pack_heldout:
     input:
-        corpus="results/corpus/{target}/heldout.parquet",
-        tokenizer="results/tokenizers/{target}",
+        shards=paths.shards("{target}", "heldout"),
+        tokenizer=paths.tokenizer("{target}"),
     output:
         blocks="results/eval_init/heldout/{target}.safetensors",
     params:
         spec=canonical({k: config["eval"][k] for k in ("seq_len", "max_sequences")}),
     log:
         "logs/pack_heldout/{target}.log",
+    benchmark:
+        "benchmarks/out/pack_heldout/{target}.tsv"
+    resources:
+        **resources_of("pack_heldout"),
     script:
         "../workflow_scripts/pack_heldout.py"
 
@@ -18,12 +22,14 @@ rule pack_heldout:
 # Vocabulary extension evaluates with its own tokenizer, so its held-out text is packed per method.
 use rule pack_heldout as pack_heldout_extended with:
     input:
-        corpus="results/corpus/{target}/heldout.parquet",
-        tokenizer="results/extended/{source}/{target}/{method}/tokenizer",
+        shards=paths.extended_shards("{source}", "{target}", "{method}", "heldout"),
+        tokenizer=paths.extended_tokenizer("{source}", "{target}", "{method}"),
     output:
         blocks="results/eval_init/heldout/{source}/{target}/{method}.safetensors",
     log:
         "logs/pack_heldout_extended/{source}/{target}/{method}.log",
+    benchmark:
+        "benchmarks/out/pack_heldout_extended/{source}/{target}/{method}.tsv"
 
 
 # One job per (source, target) evaluates every method's init: the source model is loaded once instead of
@@ -42,6 +48,6 @@ rule evaluate_init:
     benchmark:
         "benchmarks/out/evaluate_init/{source}/{target}.tsv"
     resources:
-        mem_mb=3000,
+        **resources_of("evaluate_init"),
     script:
         "../workflow_scripts/evaluate_init.py"

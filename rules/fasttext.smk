@@ -1,13 +1,13 @@
-# Token-level fastText on the target corpus pre-tokenized with the target tokenizer (FOCUS App. B).
+# Token-level fastText on the target corpus's token shard (pre-tokenized with the target tokenizer; FOCUS App. B).
 
 
 rule train_fasttext:
     input:
-        corpus="results/corpus/{target}/train.parquet",
-        tokenizer="results/tokenizers/{target}",
+        shards=paths.shards("{target}", "train"),
+        tokenizer=paths.tokenizer("{target}"),
     output:
-        vectors="results/fasttext/{target}/vectors.safetensors",
-        tokens="results/fasttext/{target}/tokens.parquet",
+        vectors=paths.fasttext("{target}"),
+        tokens=paths.fasttext("{target}", "tokens"),
     params:
         spec=canonical(config["fasttext"]),
         seed=config["seed"],
@@ -16,6 +16,8 @@ rule train_fasttext:
         "logs/train_fasttext/{target}.log",
     benchmark:
         "benchmarks/out/train_fasttext/{target}.tsv"
+    resources:
+        **resources_of("train_fasttext", fasttext_mem_mb),
     script:
         "../workflow_scripts/train_fasttext.py"
 
@@ -23,11 +25,11 @@ rule train_fasttext:
 # Source-token fastText on a source-language corpus (vocab-swap Freq Match counts, Align Match vectors).
 rule train_source_fasttext:
     input:
-        corpus="results/corpus/{slang}/train.parquet",
-        tokenizer=source_model_dir,
+        shards=source_fasttext_shards,
+        tokenizer=source_tokenizer_dir,
     output:
-        vectors="results/source_fasttext/{source}/{slang}/vectors.safetensors",
-        tokens="results/source_fasttext/{source}/{slang}/tokens.parquet",
+        vectors=paths.source_fasttext("{source}", "{slang}"),
+        tokens=paths.source_fasttext("{source}", "{slang}", "tokens"),
     params:
         spec=canonical(config["fasttext"]),
         seed=config["seed"],
@@ -36,5 +38,7 @@ rule train_source_fasttext:
         "logs/train_source_fasttext/{source}/{slang}.log",
     benchmark:
         "benchmarks/out/train_source_fasttext/{source}/{slang}.tsv"
+    resources:
+        **resources_of("train_source_fasttext", fasttext_mem_mb),
     script:
         "../workflow_scripts/train_fasttext.py"

@@ -9,8 +9,8 @@ rule train_lapt:
         model=source_model_dir,
         embeddings=lapt_embeddings,
         tokenizer=lapt_tokenizer,
-        train="results/corpus/{target}/train.parquet",
-        heldout="results/corpus/{target}/heldout.parquet",
+        train=lapt_train_shards,
+        heldout=lapt_heldout_shards,
         anchors=lapt_anchors,
     output:
         model=directory("results/lapt/{source}/{target}/{run}/model"),
@@ -24,7 +24,7 @@ rule train_lapt:
     threads: config.get("lapt", {}).get("training", {}).get("threads", 1)
     resources:
         gpu=config.get("lapt", {}).get("gpus", 0),
-        mem_mb=4000,
+        mem_mb=res.mem_mb(config, "train_lapt"),
         runtime=config.get("lapt", {}).get("runtime_min", 60),
     log:
         "logs/train_lapt/{source}/{target}/{run}.log",

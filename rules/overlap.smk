@@ -4,10 +4,14 @@
 rule compute_overlap:
     input:
         model=source_model_dir,
-        tokenizer="results/tokenizers/{target}",
+        tokenizer=paths.tokenizer("{target}"),
     output:
         overlap="results/overlap/{source}/{target}.parquet",
     log:
         "logs/compute_overlap/{source}/{target}.log",
+    benchmark:
+        "benchmarks/out/compute_overlap/{source}/{target}.tsv"
+    resources:
+        **resources_of("compute_overlap"),
     script:
         "../workflow_scripts/compute_overlap.py"

@@ -5,7 +5,7 @@ rule train_source_tokenizer:
     input:
         corpora=source_corpora,
     output:
-        tokenizer=directory("results/source/{source}/tokenizer"),
+        tokenizer=directory(paths.source_tokenizer("{source}")),
     params:
         spec=pretrain_spec,
     threads: 2
@@ -13,17 +13,19 @@ rule train_source_tokenizer:
         "logs/train_source_tokenizer/{source}.log",
     benchmark:
         "benchmarks/out/train_source_tokenizer/{source}.tsv"
+    resources:
+        **resources_of("train_source_tokenizer"),
     script:
         "../workflow_scripts/train_source_tokenizer.py"
 
 
 rule pretrain_source_model:
     input:
-        tokenizer="results/source/{source}/tokenizer",
-        corpora=source_corpora,
-        heldout=source_heldout_corpora,
+        tokenizer=paths.source_tokenizer("{source}"),
+        corpora=source_pretrain_shards,
+        heldout=source_pretrain_heldout,
     output:
-        model=directory("results/source/{source}/model"),
+        model=directory(paths.source_model("{source}")),
         curve=report(
             "results/source/{source}/pretrain_curve.parquet",
             category="Source model",
@@ -43,7 +45,7 @@ rule pretrain_source_model:
     benchmark:
         "benchmarks/out/pretrain_source_model/{source}.tsv"
     resources:
-        mem_mb=4000,
+        **resources_of("pretrain_source_model"),
     script:
         "../workflow_scripts/pretrain_source_model.py"
 

@@ -1,20 +1,25 @@
 # Per-language tokenizers (targets; the source language for WECHSEL_EN): SentencePiece Unigram, XLM-R layout (FOCUS App. A),
-# or an existing tokenizer where `tokenizer.pretrained` names one (vocab-swap §3.1/§3.3).
+# trained on a seeded sample of `tokenizer.input_sentence_size` documents streamed from the corpus, or an existing
+# tokenizer where `tokenizer.pretrained` names one (vocab-swap §3.1/§3.3).
 
 
 rule train_tokenizer:
     input:
-        corpus="results/corpus/{lang}/train.parquet",
+        corpus=paths.corpus("{lang}", "train"),
+        stats=paths.corpus_stats("{lang}"),
         pretrained=pretrained_tokenizer_dir,
     output:
-        tokenizer=directory("results/tokenizers/{lang}"),
+        tokenizer=directory(paths.tokenizer("{lang}")),
     params:
         spec=canonical({k: v for k, v in config["tokenizer"].items() if k != "pretrained"}),
         pretrained=lambda w: pretrained_tokenizer(w.lang),
+        seed=config["seed"],
     threads: config["tokenizer"].get("threads", 2)
     log:
         "logs/train_tokenizer/{lang}.log",
     benchmark:
         "benchmarks/out/train_tokenizer/{lang}.tsv"
+    resources:
+        **resources_of("train_tokenizer", tokenizer_sample_mb),
     script:
         "../workflow_scripts/train_tokenizer.py"

@@ -6,8 +6,8 @@ rule build_word_vectors:
     input:
         unpack(word_vector_inputs),
     output:
-        vectors="results/word_vectors/{lang}/vectors.safetensors",
-        words="results/word_vectors/{lang}/words.parquet",
+        vectors=paths.word_vectors("{lang}"),
+        words=paths.word_vectors("{lang}", "words"),
     params:
         spec=word_vector_spec,
     threads: config.get("word_fasttext", {}).get("threads", 1)
@@ -15,6 +15,8 @@ rule build_word_vectors:
         "logs/build_word_vectors/{lang}.log",
     benchmark:
         "benchmarks/out/build_word_vectors/{lang}.tsv"
+    resources:
+        **resources_of("build_word_vectors", word_fasttext_mem_mb),
     script:
         "../workflow_scripts/build_word_vectors.py"
 

@@ -1,6 +1,6 @@
 import pytest
 
-from vocab_transfer.corpus import iter_documents
+from vocab_transfer.data.sources import iter_documents
 
 
 @pytest.fixture(scope="session")
@@ -12,7 +12,7 @@ def swahili_verses():
 
 @pytest.fixture(scope="session")
 def sw_tokenizer(swahili_verses):
-    from vocab_transfer.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
 
     return train_unigram_tokenizer(swahili_verses, 600, show_progress=False)
 

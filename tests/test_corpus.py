@@ -1,4 +1,4 @@
-"""Tests for vocab_transfer.corpus on real data (installed Bible packages, local files via `datasets`)."""
+"""Tests for vocab_transfer.data.corpus on real data (installed Bible packages, local files via `datasets`)."""
 
 from __future__ import annotations
 
@@ -10,21 +10,30 @@ import random
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never touch the hub from tests
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 
-from vocab_transfer.corpus import (  # noqa: E402
+from vocab_transfer.data import corpus as corpus_module  # noqa: E402
+from vocab_transfer.data.corpus import (  # noqa: E402
     CORPUS_SCHEMA,
-    SOURCES,
+    READ_BATCH,
+    CorpusError,
+    FilterStats,
+    HashSet,
     build_corpus,
     clean_text,
+    corpus_metadata,
+    corpus_num_docs,
+    corpus_parts,
     filter_documents,
-    iter_documents,
+    iter_texts,
     read_corpus,
     split_documents,
     write_corpus,
 )
+from vocab_transfer.data.sources import SOURCES, SourceStats, hub_arguments, iter_documents  # noqa: E402
 
 SW_GEN_1_1 = "Hapo mwanzo Mungu aliziumba mbingu na nchi."
 
@@ -147,6 +156,63 @@ def test_cc100_and_mc4_shapes_via_datasets(tmp_path) -> None:
     assert out == [{"doc_id": "0", "text": "doc a"}, {"doc_id": "1", "text": "doc b"}]
 
 
+def test_hub_arguments_follow_the_dataset_cards() -> None:
+    """datasets >= 4 runs no loading scripts: each corpus is opened by config name or data folder, never with the
+    old scripts' lang= / language= arguments; every key can be overridden."""
+    assert hub_arguments({"source": "cc100", "lang": "sw"}) == {"path": "statmt/cc100", "name": "sw", "split": "train"}
+    assert hub_arguments({"source": "mc4", "lang": "sm"}) == {"path": "allenai/c4", "name": "sm", "split": "train"}
+    assert hub_arguments({"source": "oscar", "lang": "lb", "revision": "abc123"}) == {
+        "path": "oscar-corpus/OSCAR-2301", "data_dir": "lb_meta", "revision": "abc123", "split": "train"}
+    assert hub_arguments({"source": "mc4", "dataset": "wikimedia/wikipedia", "lang": "20231101.en"}) == {
+        "path": "wikimedia/wikipedia", "name": "20231101.en", "split": "train"}
+    for args in (hub_arguments({"source": s, "lang": "x"}) for s in ("cc100", "oscar", "mc4")):
+        assert not {"lang", "language"} & set(args)
+
+
+def _card(root, configs: dict[str, str]) -> None:
+    """A dataset card whose YAML header maps config names to data files, as the hub repositories have it."""
+    lines = ["---", "configs:"]
+    for name, pattern in configs.items():
+        lines += [f"- config_name: {name}", "  data_files:", "  - split: train", f"    path: {pattern}"]
+    (root / "README.md").write_text("\n".join(lines + ["---", ""]), encoding="utf-8")
+
+
+def test_hub_readers_on_local_copies_of_the_hub_layouts(tmp_path) -> None:
+    """The same reader on local folders laid out like statmt/cc100 (parquet per language config), allenai/c4
+    (multilingual/c4-<lang>.*.json.gz per language config) and OSCAR-2301 (<lang>_meta/ folders of JSON lines with
+    content and metadata.quality_warnings): what the cluster reads from the hub, offline."""
+    import gzip
+
+    cc = tmp_path / "cc100"
+    (cc / "sw").mkdir(parents=True)
+    pd.DataFrame({"id": ["0", "1", "2"], "text": ["Habari ya leo", "", "Karibu sana"]}).to_parquet(
+        cc / "sw" / "train-00000-of-00001.parquet")
+    _card(cc, {"sw": "sw/train-*", "en": "en/train-*"})
+    stats = SourceStats()
+    out = list(iter_documents({"source": "cc100", "lang": "sw", "dataset": str(cc)}, stats))
+    assert out == [{"doc_id": "0", "text": "Habari ya leo"}, {"doc_id": "2", "text": "Karibu sana"}]
+    assert stats.documents == 2 and stats.bytes == len("Habari ya leoKaribu sana")
+    assert stats.origin == {"dataset": str(cc), "name": "sw", "split": "train", "resolved_revision": None}
+
+    c4 = tmp_path / "c4"
+    (c4 / "multilingual").mkdir(parents=True)
+    with gzip.open(c4 / "multilingual" / "c4-sm.tfrecord-00000-of-00001.json.gz", "wt", encoding="utf-8") as f:
+        f.write(json.dumps({"text": "O le gagana Samoa", "timestamp": "2020", "url": "u"}) + "\n")
+    _card(c4, {"sm": "multilingual/c4-sm.tfrecord-*.json.gz", "en": "en/c4-train.*.json.gz"})
+    assert list(iter_documents({"source": "mc4", "lang": "sm", "dataset": str(c4)})) == [
+        {"doc_id": "0", "text": "O le gagana Samoa"}]
+
+    oscar = tmp_path / "oscar"
+    (oscar / "lb_meta").mkdir(parents=True)
+    rows = [{"content": "Moien", "warc_headers": {}, "metadata": {"quality_warnings": None}},
+            {"content": "Header text", "warc_headers": {}, "metadata": {"quality_warnings": ["header"]}},
+            {"content": "Lëtzebuergesch", "warc_headers": {}, "metadata": {"quality_warnings": ["short_sentences"]}}]
+    _jsonl(oscar / "lb_meta" / "lb_meta_part_1.jsonl", rows)
+    stats = SourceStats()
+    out = list(iter_documents({"source": "oscar", "lang": "lb", "dataset": str(oscar)}, stats))
+    assert [d["text"] for d in out] == ["Moien", "Lëtzebuergesch"] and stats.origin["data_dir"] == "lb_meta"
+
+
 # ----------------------------------------------------------------------------------------- cleaning
 @pytest.mark.parametrize(
     ("raw", "expected"),
@@ -196,11 +262,25 @@ def test_filter_max_bytes_and_max_docs_stop_reading() -> None:
             pulled += 1
             yield {"doc_id": str(i), "text": f"doc {i:04d} \u00e9"}  # 11 bytes in UTF-8
 
-    out = list(filter_documents(stream(), max_bytes=30))
+    stats = FilterStats()
+    out = list(filter_documents(stream(), max_bytes=30, stats=stats))
     assert len(out) == 3 and sum(len(d["text"].encode()) for d in out) == 33  # stops once the cap is reached
-    assert pulled == 3
+    assert pulled <= READ_BATCH and stats.stopped_by == "max_bytes"  # reads at most one batch past the cap
     assert len(list(filter_documents(stream(), max_docs=5))) == 5
     assert list(filter_documents(stream(), max_docs=0)) == []
+
+
+def test_hash_set_is_exact_and_keeps_first_occurrences() -> None:
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 5000, 20_000, dtype=np.uint64)  # many repeats, across and within batches
+    seen, new = HashSet(), []
+    for chunk in np.array_split(keys, 37):
+        new.append(seen.add(chunk))
+    new = np.concatenate(new)
+    _, first = np.unique(keys, return_index=True)
+    assert np.array_equal(np.flatnonzero(new), np.sort(first))
+    assert len(seen) == len(first) and seen.nbytes == 8 * len(first)
+    assert len(seen._runs) <= 2 + int(np.log2(len(first)))  # merged: O(log n) runs
 
 
 # ----------------------------------------------------------------------------------------- split
@@ -248,23 +328,63 @@ def test_split_edge_cases() -> None:
 
 
 # ----------------------------------------------------------------------------------------- build / io
-def test_build_corpus_from_text_file(tmp_path) -> None:
-    rng = random.Random(0)
-    lines = [" ".join(rng.choice("abcdefgh") * rng.randint(1, 5) for _ in range(6)) for _ in range(400)]
-    lines += lines[:50] + ["", "x"]  # duplicates, an empty line and a too-short line
-    (tmp_path / "c.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+def _lines(tmp_path, n: int, seed: int = 0, name: str = "c.txt") -> dict:
+    rng = random.Random(seed)
+    lines = [" ".join(rng.choice("abcdefgh") * rng.randint(1, 5) for _ in range(6)) for _ in range(n)]
+    lines += lines[: n // 8] + ["", "x"]  # duplicates, an empty line and a too-short line
+    (tmp_path / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {"source": "text", "path": str(tmp_path / name)}
+
+
+@pytest.mark.parametrize("cap", [None, 30])
+def test_build_corpus_streams_the_same_split_as_in_memory(tmp_path, cap) -> None:
+    spec = _lines(tmp_path, 400)
+    filter_cfg, split_cfg = {"min_chars": 2, "max_docs": 300}, {"heldout_fraction": 0.2, "max_heldout_docs": cap}
     logs: list[str] = []
-    spec = {"source": "text", "path": str(tmp_path / "c.txt")}
-    train, held = build_corpus(
-        spec, filter_cfg={"min_chars": 2, "max_docs": 300}, split_cfg={"heldout_fraction": 0.2}, seed=1,
-        log=logs.append,
-    )
-    assert len(train) + len(held) == 300 and 30 < len(held) < 90
-    assert set(train["doc_id"]).isdisjoint(held["doc_id"])
+    stats = build_corpus(spec, filter_cfg=filter_cfg, split_cfg=split_cfg, seed=1, log=logs.append,
+                         train_path=tmp_path / "train.parquet", heldout_path=tmp_path / "heldout.parquet")
+    train, held = read_corpus(tmp_path / "train.parquet"), read_corpus(tmp_path / "heldout.parquet")
+    ref_train, ref_held = split_documents(pd.DataFrame(filter_documents(iter_documents(spec), **filter_cfg)),
+                                          seed=1, **split_cfg)
+    pd.testing.assert_frame_equal(train, ref_train)
+    pd.testing.assert_frame_equal(held, ref_held)
+    assert set(train["doc_id"]).isdisjoint(held["doc_id"]) and (cap is None or len(held) == cap)
+    assert stats.filter["kept"] == 300 and stats.filter["stopped_by"] == "max_docs"
+    assert stats.train_docs == len(train) and stats.heldout_docs == len(held) and stats.source["documents"] >= 300
     assert any("kept 300" in m for m in logs) and any(f"heldout {len(held)}" in m for m in logs)
-    with pytest.raises(ValueError, match=r"no documents left after filtering.*'source': 'text'"):
+    assert pd.read_parquet(tmp_path / "train.parquet").equals(train)  # pandas opens the directory dataset
+    assert corpus_metadata(tmp_path / "train.parquet")["spec"] == spec
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "heldout.parquet", "train.parquet"]  # no spool
+
+
+def test_build_corpus_applies_a_languages_own_cap_and_names_an_empty_corpus(tmp_path) -> None:
+    spec = _lines(tmp_path, 400) | {"max_bytes": 500}
+    stats = build_corpus(spec, filter_cfg={"min_chars": 2}, split_cfg={"heldout_fraction": 0.1}, seed=1, log=print,
+                         train_path=tmp_path / "t", heldout_path=tmp_path / "h")
+    assert stats.filter["stopped_by"] == "max_bytes" and 500 <= stats.filter["kept_bytes"] < 600
+    with pytest.raises(CorpusError, match=r"no documents left after filtering \(451 read: 0 too short, 0 too long, 451 with too few words.*'source': 'text'"):
         build_corpus(spec, filter_cfg={"min_words": 1000}, split_cfg={"heldout_fraction": 0.1}, seed=1,
-                     log=logs.append)
+                     log=print, train_path=tmp_path / "t2", heldout_path=tmp_path / "h2")
+    assert not (tmp_path / "t2").exists() and not (tmp_path / "h2").exists()  # nothing a rerun would trust
+
+
+def test_build_corpus_memory_does_not_grow_with_the_corpus(tmp_path, monkeypatch) -> None:
+    """Bounded memory, cheaply: with 2 kB row groups, ingesting 4x the documents allocates far less than 4x the
+    Python memory (tracemalloc peak, after a warm-up run): documents are written as they come, never collected;
+    what grows is the deduplication set's 8 bytes per document."""
+    import tracemalloc
+
+    monkeypatch.setattr(corpus_module, "ROW_GROUP_BYTES", 2048)
+    peaks = []
+    for n in (2000, 8000, 32000):
+        spec = _lines(tmp_path, n, seed=n, name=f"{n}.txt")
+        tracemalloc.start()
+        build_corpus(spec, filter_cfg={}, split_cfg={"heldout_fraction": 0.05}, seed=0, log=lambda m: None,
+                     train_path=tmp_path / f"t{n}", heldout_path=tmp_path / f"h{n}")
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert len(pq.ParquetFile(corpus_parts(tmp_path / f"t{n}")[0]).metadata.row_group(0).to_dict()) > 0
+    assert peaks[2] < 1.5 * peaks[1], peaks
 
 
 def test_write_corpus_atomic_roundtrip(tmp_path) -> None:
@@ -272,7 +392,27 @@ def test_write_corpus_atomic_roundtrip(tmp_path) -> None:
     path = tmp_path / "out" / "train.parquet"
     write_corpus(df, path)
     write_corpus(df.iloc[:1], path)  # overwrite in place
-    assert pq.read_schema(path).equals(CORPUS_SCHEMA, check_metadata=False)
+    part = corpus_parts(path)[0]
+    assert pq.read_schema(part).equals(CORPUS_SCHEMA, check_metadata=False)
     back = read_corpus(path)
     assert back["doc_id"].tolist() == ["1:1:1"] and back["text"].tolist() == [SW_GEN_1_1]
+    assert list(iter_texts(path)) == [SW_GEN_1_1] and corpus_num_docs(path) == 1
     assert sorted(p.name for p in path.parent.iterdir()) == ["train.parquet"]  # no temp files left
+    assert oct(path.stat().st_mode & 0o777) == oct(0o777 & ~_umask())  # readable by the group, as mkdir makes it
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_truncated_corpus_part_is_named(tmp_path) -> None:
+    path = tmp_path / "train.parquet"
+    write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(50)], "text": ["word " * 20] * 50}), path)
+    part = corpus_parts(path)[0]
+    part.write_bytes(part.read_bytes()[:-100])
+    with pytest.raises(CorpusError, match=r"part-00000\.parquet is not a readable parquet file.*truncated or corrupt"):
+        list(iter_texts(path))
+    with pytest.raises(CorpusError, match="has no part-"):
+        corpus_parts(tmp_path / "missing.parquet")

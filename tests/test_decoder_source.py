@@ -19,7 +19,8 @@ from transformers import (
     XLMRobertaForMaskedLM,
 )
 
-from vocab_transfer.corpus import write_corpus
+from vocab_transfer.data.shards import write_shard
+from vocab_transfer.data.tokenizer import load_tokenizer, train_unigram_tokenizer
 from vocab_transfer.init import initialize, load_transferred_model
 from vocab_transfer.io import write_parquet, write_tensors
 from vocab_transfer.lapt import LaptConfig, load_blocks, main, resolve_objective, train
@@ -35,7 +36,6 @@ from vocab_transfer.source_model import (
     transferred_model,
 )
 from vocab_transfer.tables import init_loss_table
-from vocab_transfer.tokenizer import load_tokenizer, train_unigram_tokenizer
 
 D = 16
 
@@ -77,8 +77,7 @@ def target(tmp_path_factory, swahili_verses):
                    "has_vector": has_vector, "counts": torch.ones(len(tok), dtype=torch.long)},
                   path / "vectors.safetensors")
     for name, texts in (("train", swahili_verses[1500:2100]), ("heldout", swahili_verses[2100:2300])):
-        write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(len(texts))], "text": texts}),
-                     path / f"{name}.parquet")
+        write_shard(texts, tok, path / name, tokenizer_dir=path / "tokenizer")
     return path
 
 
@@ -212,8 +211,8 @@ def test_lapt_clm_after_focus_init(gpt2_dir, target, tmp_path):
     write_tensors(tensors, tmp_path / "focus.safetensors")
     model = load_transferred_model(str(gpt2_dir), str(tmp_path / "focus.safetensors"))
     tok = load_tokenizer(str(target / "tokenizer"))
-    train_blocks = load_blocks(str(target / "train.parquet"), tok, 32)
-    heldout = load_blocks(str(target / "heldout.parquet"), tok, 32, 8)
+    train_blocks = load_blocks(str(target / "train"), tok, 32)
+    heldout = load_blocks(str(target / "heldout"), tok, 32, 8)
     curve = train(model, tok, train_blocks, heldout, LaptConfig.from_dict(lapt_config()),
                   checkpoint_dir=tmp_path / "ckpt")
     assert curve["step"].tolist() == [0, 3, 6]
@@ -228,8 +227,8 @@ def test_lapt_cli_with_a_decoder_source(gpt2_dir, target, tmp_path):
     tensors, _ = initialize(init_paths(gpt2_dir, target), {"kind": "random"}, seed=0)
     write_tensors(tensors, tmp_path / "random.safetensors")
     args = ["--model", str(gpt2_dir), "--embeddings", str(tmp_path / "random.safetensors"),
-            "--tokenizer", str(target / "tokenizer"), "--train", str(target / "train.parquet"),
-            "--heldout", str(target / "heldout.parquet"), "--output", str(tmp_path / "out")]
+            "--tokenizer", str(target / "tokenizer"), "--train", str(target / "train"),
+            "--heldout", str(target / "heldout"), "--output", str(tmp_path / "out")]
     with pytest.raises(ValueError, match="objective 'mlm' does not fit the model GPT2LMHeadModel.*causal"):
         main([*args, "--config", json.dumps(lapt_config(objective="mlm"))])
     cfg = lapt_config(steps=2, eval_every=2)

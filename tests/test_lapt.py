@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from vocab_transfer.corpus import write_corpus
+from vocab_transfer.data.shards import write_shard
 from vocab_transfer.lapt import (
     EXIT_RESUME,
     LaptConfig,
@@ -54,6 +54,41 @@ def test_resume_is_bit_identical(tmp_path, sw_tokenizer, blocks):
         assert torch.equal(a, b), name
     pd.testing.assert_frame_equal(curve, curve_full)
     assert curve["step"].tolist() == [0, 4, 8, 12] and curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+
+
+def test_training_from_a_shard_equals_training_from_packed_tensors(tmp_path, sw_tokenizer, swahili_verses, blocks):
+    """LAPT reads blocks on demand from a token shard; the run is bit-identical to one on the packed tensor, the
+    frequent tokens are counted chunk by chunk from the shard, and a resumed shard run ends the same."""
+    from vocab_transfer.data.shards import open_blocks
+    from vocab_transfer.lapt import frequent_tokens
+
+    sw_tokenizer.save_pretrained(tmp_path / "tok")
+    write_shard(swahili_verses[:600], sw_tokenizer, tmp_path / "train", tokenizer_dir=tmp_path / "tok")
+    lazy = open_blocks(tmp_path / "train", sw_tokenizer, 32, tokenizer_dir=tmp_path / "tok")
+    cfg = config(token_accuracy_top=20)
+    ref, on_shard, resumed = (tiny_model(sw_tokenizer) for _ in range(3))
+    curve_ref = train(ref, sw_tokenizer, blocks[0], blocks[1], cfg, checkpoint_dir=tmp_path / "a")
+    curve = train(on_shard, sw_tokenizer, lazy, blocks[1], cfg, checkpoint_dir=tmp_path / "b")
+    train(resumed, sw_tokenizer, lazy, blocks[1], cfg, checkpoint_dir=tmp_path / "c", stop_after=5)
+    train(resumed, sw_tokenizer, lazy, blocks[1], cfg, checkpoint_dir=tmp_path / "c")
+    pd.testing.assert_frame_equal(curve, curve_ref)
+    for (name, a), b, c in zip(ref.state_dict().items(), on_shard.state_dict().values(),
+                               resumed.state_dict().values(), strict=True):
+        assert torch.equal(a, b) and torch.equal(a, c), name
+    for x, y in zip(frequent_tokens(lazy, 600, sw_tokenizer.all_special_ids, 50),
+                    frequent_tokens(blocks[0], 600, sw_tokenizer.all_special_ids, 50), strict=True):
+        assert torch.equal(x, y)
+
+
+def test_ranks_read_disjoint_blocks_within_an_epoch():
+    """Under DDP each rank takes its slice of a step's rows: over an epoch no block is read twice."""
+    from vocab_transfer.lapt import batch_rows
+
+    n, size, world = 96, 16, 4
+    seen = [batch_rows(step, size, n, seed=3)[r * 4:(r + 1) * 4] for step in range(1, n // size + 1) for r in range(world)]
+    flat = torch.cat(seen)
+    assert len(flat) == n and len(set(flat.tolist())) == n
+    assert torch.equal(batch_rows(7, size, n, seed=3), batch_rows(7, size, n, seed=3))  # a function of the step
 
 
 def test_two_stage_trains_only_embeddings_first(tmp_path, sw_tokenizer, blocks):
@@ -412,15 +447,14 @@ def write_fixture(tmp_path, sw_tokenizer, swahili_verses):
     tiny_model(sw_tokenizer).save_pretrained(model_dir)
     sw_tokenizer.save_pretrained(model_dir)
     for name, texts in (("train", swahili_verses[:800]), ("heldout", swahili_verses[800:900])):
-        write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(len(texts))], "text": texts}),
-                     tmp_path / f"{name}.parquet")
+        write_shard(texts, sw_tokenizer, tmp_path / name, tokenizer_dir=model_dir)
     return model_dir
 
 
 def cli(tmp_path, model_dir, out, steps, **kw):
     cfg = config(steps=steps, checkpoint_every=2, eval_every=10, **kw).__dict__
     return [sys.executable, "-m", "vocab_transfer.lapt", "--model", str(model_dir), "--tokenizer", str(model_dir),
-            "--train", str(tmp_path / "train.parquet"), "--heldout", str(tmp_path / "heldout.parquet"),
+            "--train", str(tmp_path / "train"), "--heldout", str(tmp_path / "heldout"),
             "--output", str(out), "--config", __import__("json").dumps(cfg)]
 
 

@@ -3,10 +3,10 @@ import pandas as pd
 import pytest
 import torch
 
+from vocab_transfer.data.token_fasttext import TokenVectors
 from vocab_transfer.methods import METHODS, TransferInputs, run_method
 from vocab_transfer.methods.focus import focus_init
 from vocab_transfer.methods.random_mapping import random_mapping_init
-from vocab_transfer.token_fasttext import TokenVectors
 
 
 def overlap_frame(rows):

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
+from vocab_transfer.data.token_fasttext import train_token_fasttext
 from vocab_transfer.source_model import TokenizerModelMismatch, check_tokenizer_matches
-from vocab_transfer.token_fasttext import train_token_fasttext
 
 
 @pytest.fixture(scope="module")

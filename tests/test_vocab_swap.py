@@ -10,6 +10,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from vocab_transfer.align import mutual_nearest_neighbours, procrustes
 from vocab_transfer.correlation import embedding_correlation, row_correlations
+from vocab_transfer.data.token_fasttext import TokenVectors
 from vocab_transfer.methods.base import TransferInputs
 from vocab_transfer.methods.vocab_swap import (
     align_match_init,
@@ -26,7 +27,6 @@ from vocab_transfer.methods.vocab_swap import (
     window_groups,
 )
 from vocab_transfer.overlap import canonicalize_vocab, compute_overlap
-from vocab_transfer.token_fasttext import TokenVectors
 
 
 def rotation(d: int, seed: int) -> torch.Tensor:

@@ -7,18 +7,18 @@ import pandas as pd
 import pytest
 import torch
 
-from vocab_transfer.dictionary import identical_pairs, parse_freedict_entry, read_freedict, read_pairs
-from vocab_transfer.methods import TransferInputs, run_method
-from vocab_transfer.methods.extension import extend_tokenizer, select_new_tokens
-from vocab_transfer.methods.wechsel import align_to_source, dictionary_word_rows, wechsel_init
-from vocab_transfer.overlap import compute_overlap
-from vocab_transfer.token_fasttext import TokenVectors
-from vocab_transfer.word_vectors import (
+from vocab_transfer.data.dictionary import identical_pairs, parse_freedict_entry, read_freedict, read_pairs
+from vocab_transfer.data.token_fasttext import TokenVectors
+from vocab_transfer.data.word_vectors import (
     WordVectors,
     tokenize_flatten_reduce,
     train_word_fasttext,
     word_tokenize,
 )
+from vocab_transfer.methods import TransferInputs, run_method
+from vocab_transfer.methods.extension import extend_tokenizer, select_new_tokens
+from vocab_transfer.methods.wechsel import align_to_source, dictionary_word_rows, wechsel_init
+from vocab_transfer.overlap import compute_overlap
 
 
 class StubTokenizer:
@@ -169,7 +169,7 @@ def test_word_fasttext_is_deterministic(swahili_verses):
 
 
 def test_wechsel_adapter_end_to_end(swahili_verses, sw_tokenizer):
-    from vocab_transfer.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
 
     target_tok = train_unigram_tokenizer(swahili_verses[1000:], 300)
     words = train_word_fasttext(swahili_verses, dim=8, min_count=2, epochs=1, seed=0)
@@ -204,7 +204,7 @@ def test_select_new_tokens_by_frequency():
 
 
 def test_extension_tokenizer_and_rows(swahili_verses, sw_tokenizer):
-    from vocab_transfer.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
 
     source_tok = train_unigram_tokenizer(swahili_verses[:300], 200)
     overlap = compute_overlap(source_tok, sw_tokenizer)
@@ -227,8 +227,8 @@ def test_extension_tokenizer_and_rows(swahili_verses, sw_tokenizer):
 
 
 def test_read_pretrained_bin_and_vec(tmp_path, swahili_verses):
-    from vocab_transfer.token_fasttext import _train_unsupervised
-    from vocab_transfer.word_vectors import read_fasttext_vectors
+    from vocab_transfer.data.token_fasttext import _train_unsupervised
+    from vocab_transfer.data.word_vectors import read_fasttext_vectors
 
     corpus = tmp_path / "words.txt"
     corpus.write_text("\n".join(" ".join(word_tokenize(t)) for t in swahili_verses[:1500]), encoding="utf-8")
@@ -248,8 +248,8 @@ def test_read_pretrained_bin_and_vec(tmp_path, swahili_verses):
 
 
 def test_extension_focus_rows_equal_full_focus_rows(swahili_verses, sw_tokenizer):
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
     from vocab_transfer.methods.focus import focus_init
-    from vocab_transfer.tokenizer import train_unigram_tokenizer
 
     source_tok = train_unigram_tokenizer(swahili_verses[:300], 200)
     overlap = compute_overlap(source_tok, sw_tokenizer)

@@ -71,7 +71,7 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
             == "combined").any()
     factors = load_file(tiny_run / "results/init/tiny/sw/mf10_kmeans_lex.safetensors")
     assert {"embeddings", "mf_F", "mf_G", "mf_Z"} <= set(factors)
-    from vocab_transfer.tokenizer import load_tokenizer
+    from vocab_transfer.data.tokenizer import load_tokenizer
 
     extended = load_tokenizer(str(tiny_run / "results/extended/tiny/sw/extend/tokenizer"))
     source = load_tokenizer(str(tiny_run / "results/source/tiny/model"))
@@ -281,8 +281,8 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
 def decoder_run(tmp_path_factory):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    from vocab_transfer.corpus import iter_documents
-    from vocab_transfer.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.data.corpus import iter_documents
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
 
     workdir = tmp_path_factory.mktemp("decoder")
     shutil.copy(REPO / "tests/data/tiny_decoder_config.yaml", workdir / "config.yaml")
@@ -378,7 +378,7 @@ def recovery_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_embedding_recovery_table8_and_figure2(recovery_run):
-    from vocab_transfer.tokenizer import load_tokenizer
+    from vocab_transfer.data.tokenizer import load_tokenizer
 
     src = load_tokenizer(str(recovery_run / "results/source/tiny/model"))
     tgt = load_tokenizer(str(recovery_run / "results/tokenizers/en"))
@@ -411,10 +411,10 @@ def test_embedding_recovery_table8_and_figure2(recovery_run):
 def test_token_accuracy_figure6(recovery_run):
     """vocab-swap Figure 6 in miniature: the 50 most frequent tokens' held-out accuracy of 50% Kept and Reinit, both
     split by 50% Kept's provenance (kept rows are matched); counts add up, means and histograms match the data."""
-    from vocab_transfer.corpus import read_corpus
+    from vocab_transfer.data.corpus import read_corpus
+    from vocab_transfer.data.tokenizer import load_tokenizer
     from vocab_transfer.lapt import frequent_tokens
     from vocab_transfer.mlm import pack_texts
-    from vocab_transfer.tokenizer import load_tokenizer
 
     tok = load_tokenizer(str(recovery_run / "results/tokenizers/en"))
     blocks = pack_texts(read_corpus(recovery_run / "results/corpus/en/train.parquet")["text"].tolist(), tok, 32)

@@ -84,7 +84,7 @@ def folders(tmp_path_factory, sw_tokenizer, swahili_verses):
     'source language', sw: a 'target'); new: a new 500-token vocabulary with its own adapter; embeddings: the same
     vocabulary without an adapter (an embeddings_only run, for fmt); madx: an adapter
     with a last-layer adapter (MAD-X); full: a transformer changed by LAPT."""
-    from vocab_transfer.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
 
     root = tmp_path_factory.mktemp("zs")
     other = train_unigram_tokenizer(swahili_verses[1000:2500], 500, show_progress=False)

@@ -144,8 +144,8 @@ def check_method_resources(config: dict, name: str, method: dict) -> None:
 
 def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded)."""
+    from .data.tokenizer import load_tokenizer
     from .source_model import TokenizerModelMismatch, check_tokenizer_matches, model_vocab_size
-    from .tokenizer import load_tokenizer
 
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")

@@ -751,8 +751,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
     cfg = setup_cli(args)
+    from .data.tokenizer import load_tokenizer
     from .source_model import check_tokenizer_matches
-    from .tokenizer import load_tokenizer
 
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data, args.labels)

@@ -9,6 +9,9 @@ import pandas as pd
 import torch
 from transformers import PreTrainedModel
 
+from .data.token_fasttext import TokenVectors
+from .data.tokenizer import load_tokenizer
+from .data.word_vectors import WordVectors
 from .io import read_tensors
 from .methods import TransferInputs, run_method
 from .source_model import (
@@ -18,9 +21,6 @@ from .source_model import (
     load_source_model,
     transferred_model,
 )
-from .token_fasttext import TokenVectors
-from .tokenizer import load_tokenizer
-from .word_vectors import WordVectors
 
 
 def _token_vectors(path: str, n: int) -> TokenVectors:

@@ -3,9 +3,13 @@ many GPUs and nodes through ``torchrun``.
 
     python -m vocab_transfer.lapt --model results/source/demo-xlmr/model \\
         --embeddings results/init/demo-xlmr/sw/focus.safetensors --tokenizer results/tokenizers/sw \\
-        --train results/corpus/sw/train.parquet --heldout results/corpus/sw/heldout.parquet \\
+        --train results/shards/sw/train --heldout results/shards/sw/heldout \\
         --output results/lapt/demo-xlmr/sw/focus --config '{"steps": 300, "batch_size": 16}'
     torchrun --nproc-per-node 4 -m vocab_transfer.lapt ...       # DDP, same flags
+
+``--train`` / ``--heldout`` are token shards of the tokenizer (``python -m vocab_transfer.data.shards`` writes
+them from a corpus): training blocks are read from them on demand, so memory does not grow with the corpus, and
+each rank reads only its own blocks.
 
 Defaults are FOCUS's (focus.md Table 5): AdamW β = (0.9, 0.999), ε = 1e-8, no weight decay, peak lr
 5e-5, linear warmup over 10% of the steps then constant, batch 128 × 256 tokens, gradient clipping 1.0,
@@ -75,6 +79,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import math
@@ -97,11 +102,11 @@ from .adapters import (
     add_language_adapter,
     save_language_adapter,
 )
-from .corpus import read_corpus
 from .correlation import row_correlations
+from .data.shards import Blocks, open_blocks
 from .factorized import FACTORS_FILE, FactorizedVocabulary, attach_factorized, flat_state_dict, read_factors
 from .io import atomic_path, write_parquet, write_tensors
-from .mlm import mask_tokens, pack_texts
+from .mlm import mask_tokens
 
 log = logging.getLogger(__name__)
 EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
@@ -378,20 +383,29 @@ def to_device(batch: tuple[torch.Tensor, torch.Tensor], device: torch.device, ob
     return move(inputs), move(labels), move(positions)
 
 
+@functools.lru_cache(maxsize=2)
+def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
+    """The seeded order of the ``n`` blocks in ``epoch`` (int32 when it fits: 4 bytes per block, cached for the
+    epoch and the next, so a step does not pay for a fresh permutation)."""
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
+    return perm.int() if n < 2**31 else perm
+
+
 def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
     """Row ids of optimizer step ``step`` (1-based): consecutive slices of per-epoch seeded permutations,
-    so the data position is a function of the step (exact resume, any number of devices)."""
+    so the data position is a function of the step (exact resume, any number of devices; the ranks take disjoint
+    slices of a step's rows, so no two see the same block in an epoch)."""
     start = (step - 1) * batch_size
     idx = torch.arange(start, start + batch_size)
     out = torch.empty(batch_size, dtype=torch.long)
     for epoch in idx.div(n, rounding_mode="floor").unique().tolist():
-        perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
+        perm = epoch_permutation(n, seed, epoch)
         sel = idx.div(n, rounding_mode="floor") == epoch
-        out[sel] = perm[idx[sel] % n]
+        out[sel] = perm[idx[sel] % n].long()
     return out
 
 
-def make_batch(blocks: torch.Tensor, rows: torch.Tensor, cfg: LaptConfig, tokenizer, step: int, part: int
+def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfig, tokenizer, step: int, part: int
                ) -> tuple[torch.Tensor, torch.Tensor]:
     batch = blocks[rows]
     if cfg.objective == "clm":
@@ -401,10 +415,15 @@ def make_batch(blocks: torch.Tensor, rows: torch.Tensor, cfg: LaptConfig, tokeni
                        special_ids=tokenizer.all_special_ids, generator=g, mask_prob=cfg.mask_prob)
 
 
-def frequent_tokens(blocks: torch.Tensor, vocab_size: int, special_ids, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+def frequent_tokens(blocks: torch.Tensor | Blocks, vocab_size: int, special_ids, n: int
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, counts)`` of the ``n`` most frequent non-special token ids in ``blocks`` (the packed training
-    corpus), most frequent first, ties by ascending id; tokens that never occur are left out."""
-    counts = torch.bincount(blocks.flatten(), minlength=vocab_size)
+    corpus; shard blocks are counted chunk by chunk), most frequent first, ties by ascending id; tokens that never
+    occur are left out."""
+    if isinstance(blocks, Blocks):
+        counts = torch.from_numpy(blocks.token_counts(vocab_size))
+    else:
+        counts = torch.bincount(blocks.flatten(), minlength=vocab_size)
     counts[torch.as_tensor(list(special_ids), dtype=torch.long)] = 0
     order = torch.sort(counts, descending=True, stable=True).indices  # stable: equal counts keep id order
     order = order[counts[order] > 0][:n]
@@ -576,11 +595,12 @@ def _scheduler(opt, cfg: LaptConfig, steps: int):
     return torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
-def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
+def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
           checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
           anchors: tuple[torch.Tensor, torch.Tensor] | None = None,
-          long_blocks: tuple[torch.Tensor, torch.Tensor] | None = None) -> pd.DataFrame:
-    """Run (or resume) LAPT; returns the loss curve. ``long_blocks`` = (train, held-out) blocks of
+          long_blocks: tuple[torch.Tensor | Blocks, torch.Tensor] | None = None) -> pd.DataFrame:
+    """Run (or resume) LAPT; returns the loss curve. ``train_blocks`` is a tensor of packed blocks or
+    :class:`~vocab_transfer.data.shards.Blocks` read from a token shard on demand. ``long_blocks`` = (train, held-out) blocks of
     ``cfg.long_seq_len`` tokens, needed when ``cfg.long_steps`` > 0. ``stop_after`` (tests) stops after that global step
     as a kill would, leaving only the checkpoints behind. ``anchors`` = (target ids, their source
     embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the source) to the curve.
@@ -743,8 +763,12 @@ def train(model, tokenizer, train_blocks: torch.Tensor, heldout_blocks: torch.Te
     return pd.DataFrame(curve)
 
 
-def load_blocks(corpus: str, tokenizer, seq_len: int, max_sequences: int | None = None) -> torch.Tensor:
-    return pack_texts(read_corpus(corpus)["text"].tolist(), tokenizer, seq_len, max_sequences=max_sequences)
+def load_blocks(shards: str, tokenizer, seq_len: int, max_sequences: int | None = None, *,
+                tokenizer_dir: str | None = None) -> Blocks | torch.Tensor:
+    """Blocks of ``seq_len`` read on demand from the token shard folder ``shards`` (checked against
+    ``tokenizer_dir``); with ``max_sequences`` (held-out sets), the first ones as a tensor."""
+    blocks = open_blocks(shards, tokenizer, seq_len, tokenizer_dir=tokenizer_dir, max_blocks=max_sequences)
+    return blocks.materialize() if max_sequences is not None else blocks
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -752,8 +776,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--model", required=True, help="source model: save_pretrained folder")
     p.add_argument("--embeddings", help="init artifact (results/init/...safetensors); omit to train the model as is")
     p.add_argument("--tokenizer", required=True, help="target tokenizer folder")
-    p.add_argument("--train", required=True, help="target corpus parquet (text column)")
-    p.add_argument("--heldout", required=True, help="held-out corpus parquet")
+    p.add_argument("--train", required=True, help="token shard of the training corpus (tokenized with --tokenizer)")
+    p.add_argument("--heldout", required=True, help="token shard of the held-out corpus")
     p.add_argument("--output", required=True, help="save_pretrained folder written at the end (atomically)")
     p.add_argument("--curve", help="loss curve parquet (default: <output>.curve.parquet)")
     p.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
@@ -774,9 +798,9 @@ def main(argv: list[str] | None = None) -> None:
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    from .data.tokenizer import load_tokenizer
     from .init import swap_embeddings
     from .source_model import load_source_model
-    from .tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(args.tokenizer)
     model = load_source_model(args.model)
@@ -802,13 +826,14 @@ def main(argv: list[str] | None = None) -> None:
         if getattr(cfg, key) and getattr(cfg, key) > max_sequence_length(model):
             raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} exceeds the {max_sequence_length(model)} positions "
                              f"of the model {args.model}")
-    train_blocks = load_blocks(args.train, tokenizer, cfg.seq_len)
-    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences)
+    train_blocks = load_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer)
+    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer)
     log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
     long_blocks = None
     if cfg.long_steps:
-        long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len),
-                       load_blocks(args.heldout, tokenizer, cfg.long_seq_len, cfg.eval_sequences))
+        long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len, tokenizer_dir=args.tokenizer),
+                       load_blocks(args.heldout, tokenizer, cfg.long_seq_len, cfg.eval_sequences,
+                                   tokenizer_dir=args.tokenizer))
         log.info("last %d steps: %d training sequences of %d tokens; %d held-out", cfg.long_steps,
                  len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -13,25 +14,31 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len: int, *,
                max_sequences: int | None = None, batch_size: int = 1000) -> torch.Tensor:
-    """Tokenize ``texts``, concatenate them and cut ``<s> … </s>`` blocks of ``seq_len`` ids.
+    """Tokenize ``texts``, concatenate them and cut ``<s> … </s>`` blocks of ``seq_len`` ids, in memory.
 
-    The remainder that does not fill a block is dropped. Returns a LongTensor ``[n, seq_len]``.
+    The remainder that does not fill a block is dropped. Returns a LongTensor ``[n, seq_len]``. For small inputs
+    (tests, a few held-out documents); the pipeline cuts the same blocks from token shards on demand
+    (:class:`vocab_transfer.data.shards.Blocks`).
     """
-    body = seq_len - 2
-    ids: list[int] = []
-    need = None if max_sequences is None else max_sequences * body
+    from .data.shards import encoder, special_ids
+
+    body, encode = seq_len - 2, encoder(tokenizer)
+    parts: list[np.ndarray] = []
+    have, need = 0, None if max_sequences is None else max_sequences * body
     for i in range(0, len(texts), batch_size):
-        for seq in tokenizer(list(texts[i:i + batch_size]), add_special_tokens=False)["input_ids"]:
-            ids.extend(seq)
-        if need is not None and len(ids) >= need:
+        for seq in encode(list(texts[i:i + batch_size])):
+            parts.append(np.asarray(seq, dtype=np.int64))
+            have += len(seq)
+        if need is not None and have >= need:
             break
-    n = len(ids) // body if need is None else min(len(ids) // body, max_sequences)
+    n = have // body if need is None else min(have // body, max_sequences)
     if n == 0:
         raise ValueError(f"text too short for one sequence of {seq_len} tokens")
-    blocks = torch.tensor(ids[: n * body], dtype=torch.long).view(n, body)
-    bos = torch.full((n, 1), tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id)
-    eos = torch.full((n, 1), tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id)
-    return torch.cat([bos, blocks, eos], 1)
+    ids = np.concatenate(parts)[: n * body]
+    bos, eos = special_ids(tokenizer)
+    out = np.empty((n, seq_len), dtype=np.int64)
+    out[:, 0], out[:, -1], out[:, 1:-1] = bos, eos, ids.reshape(n, body)
+    return torch.from_numpy(out)
 
 
 def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int, special_ids: Sequence[int],

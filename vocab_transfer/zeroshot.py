@@ -178,8 +178,8 @@ def load_zero_shot_model(trained: str | Path, target: str, task: str):
     """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
     (``target``: a LAPT output, or the source model): see the module docstring per variant. Raises ValueError for
     a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
+    from .data.tokenizer import load_tokenizer
     from .source_model import check_tokenizer_matches
-    from .tokenizer import load_tokenizer
 
     meta = read_source_task(trained)
     if meta["task"] != task:
@@ -255,8 +255,8 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
 
 # ------------------------------------------------------------------------------------------------ CLI
 def train_main(args) -> None:
+    from .data.tokenizer import load_tokenizer
     from .source_model import check_tokenizer_matches
-    from .tokenizer import load_tokenizer
 
     cfg = setup_cli(args)
     if cfg.train_language_adapter:
@@ -289,9 +289,9 @@ def train_main(args) -> None:
 
 
 def evaluate_main(args) -> None:
+    from .data.tokenizer import load_tokenizer
     from .source_model import check_tokenizer_matches
     from .tasks import check_columns
-    from .tokenizer import load_tokenizer
 
     cfg = setup_cli(args)
     path = Path(args.data) / "test.parquet"

@@ -4,9 +4,9 @@ import json
 
 import pandas as pd
 
-from vocab_transfer.dictionary import DICTD_ROOT, identical_pairs, read_freedict, read_pairs
+from vocab_transfer.data.dictionary import DICTD_ROOT, identical_pairs, read_freedict, read_pairs
 from vocab_transfer.io import write_parquet
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(inputs, spec, out_path, log_path):

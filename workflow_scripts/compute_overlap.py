@@ -1,9 +1,9 @@
 """Overlap between the source model's and a target tokenizer's vocabularies (rule compute_overlap)."""
 
+from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import write_parquet
 from vocab_transfer.overlap import OVERLAP_SCHEMA, compute_overlap
-from vocab_transfer.tokenizer import load_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(model_dir, tokenizer_dir, out_path, log_path):

@@ -9,7 +9,7 @@ import shutil
 import urllib.request
 
 from vocab_transfer.io import atomic_path
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(url, out_path, log_path):

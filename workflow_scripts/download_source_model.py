@@ -3,7 +3,7 @@ when the config names a hub id)."""
 
 from vocab_transfer.io import atomic_path
 from vocab_transfer.source_model import hub_download_patterns
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(repo, out_dir, log_path):

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
+from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import atomic_path, read_tensors
 from vocab_transfer.methods.extension import extend_tokenizer, select_new_tokens
-from vocab_transfer.tokenizer import load_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(model_dir, tokenizer_dir, overlap_path, vectors_path, n, out_dir, log_path):

@@ -2,11 +2,11 @@
 
 import json
 
+from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import write_tensors
 from vocab_transfer.methods.unks import factorize
 from vocab_transfer.source_model import embedding_matrix, load_source_model
-from vocab_transfer.tokenizer import load_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(model_dir, spec, seed, out_path, log_path, threads):

@@ -4,7 +4,7 @@ import json
 
 from vocab_transfer.init import initialize
 from vocab_transfer.io import write_parquet, write_tensors
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(inputs, method, seed, emb_path, prov_path, log_path, threads):

@@ -6,7 +6,7 @@ import pandas as pd
 
 from vocab_transfer.io import write_parquet, write_text
 from vocab_transfer.tables import finetune_markdown, finetune_table, markdown_to_html
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(paths, meta, csv_path, md_path, html_path, parquet_path, log_path):

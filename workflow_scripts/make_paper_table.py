@@ -7,7 +7,7 @@ import pandas as pd
 
 from vocab_transfer.io import write_text
 from vocab_transfer.tables import lapt_table, markdown_to_html, paper_table
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(inputs, spec, meta, csv_path, md_path, html_path, log_path):

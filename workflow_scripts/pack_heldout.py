@@ -1,21 +1,21 @@
-"""Pack a target language's held-out text into fixed-length sequences (rule pack_heldout)."""
+"""Pack a target language's held-out token shard into fixed-length sequences (rules pack_heldout,
+pack_heldout_extended)."""
 
 import json
 
-from vocab_transfer.corpus import read_corpus
+from vocab_transfer.data.shards import open_blocks
+from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import write_tensors
-from vocab_transfer.mlm import pack_texts
-from vocab_transfer.tokenizer import load_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
-def main(corpus, tokenizer_dir, spec, out_path, log_path):
+def main(shards, tokenizer_dir, spec, out_path, log_path):
     log = setup_job(log_path)
-    blocks = pack_texts(read_corpus(corpus)["text"].tolist(), load_tokenizer(tokenizer_dir), spec["seq_len"],
-                        max_sequences=spec["max_sequences"])
+    blocks = open_blocks(shards, load_tokenizer(tokenizer_dir), spec["seq_len"], tokenizer_dir=tokenizer_dir,
+                         max_blocks=spec["max_sequences"]).materialize()
     log.info("%d held-out sequences of %d tokens", *blocks.shape)
     write_tensors({"input_ids": blocks}, out_path)
 
 
-main(snakemake.input.corpus, snakemake.input.tokenizer, json.loads(snakemake.params.spec), snakemake.output.blocks,
+main(snakemake.input.shards, snakemake.input.tokenizer, json.loads(snakemake.params.spec), snakemake.output.blocks,
      snakemake.log[0])

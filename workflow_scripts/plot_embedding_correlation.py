@@ -6,13 +6,12 @@ import json
 import numpy as np
 import pandas as pd
 
-from vocab_transfer.corpus import read_corpus
 from vocab_transfer.correlation import correlation_matrix, top_fraction_rows
+from vocab_transfer.data.shards import open_shard
 from vocab_transfer.io import write_text
 from vocab_transfer.plots import last_per_step, plot_correlation_histograms, plot_embedding_correlation
 from vocab_transfer.source_model import load_source_model
-from vocab_transfer.tokenizer import load_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(inputs, labels, wildcards, png, svg, hist, csv, log_path):
@@ -23,10 +22,7 @@ def main(inputs, labels, wildcards, png, svg, hist, csv, log_path):
         curves["source_correlation"] = np.nan
     embeddings = {labels[k.split("__", 1)[1]]: load_source_model(p).get_input_embeddings().weight.detach()
                   for k, p in inputs.items() if k.startswith("model__")}
-    tokenizer = load_tokenizer(inputs["tokenizer"])
-    counts = np.zeros(len(tokenizer), dtype=np.int64)
-    for ids in tokenizer(read_corpus(inputs["heldout"])["text"].tolist(), add_special_tokens=False)["input_ids"]:
-        np.add.at(counts, ids, 1)
+    counts = open_shard(inputs["heldout"], inputs["tokenizer"]).counts()  # held-out token frequencies
     top = top_fraction_rows(counts, 0.5)
     pairwise = {"ρ̄ after LAPT, all tokens": correlation_matrix(embeddings),
                 "ρ̄ after LAPT, 50% most frequent tokens": correlation_matrix(embeddings, rows=top)}

@@ -6,7 +6,7 @@ import pandas as pd
 
 from vocab_transfer.io import write_text
 from vocab_transfer.plots import plot_lapt_curves
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(curves, labels, wildcards, png, svg, csv, log_path):

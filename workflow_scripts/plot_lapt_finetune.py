@@ -7,7 +7,7 @@ import pandas as pd
 
 from vocab_transfer.io import write_text
 from vocab_transfer.plots import lapt_finetune_table, plot_lapt_finetune
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(inputs, spec, png, svg, csv, log_path):

@@ -12,7 +12,7 @@ from vocab_transfer.plots import (
     token_accuracy_histograms,
     token_accuracy_means,
 )
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(inputs, spec, png, svg, csv, log_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from vocab_transfer.io import atomic_path
 from vocab_transfer.tasks import UNLABELLED, label_list, load_task
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(spec, task, seed, out, log_path):

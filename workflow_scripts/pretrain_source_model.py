@@ -1,17 +1,18 @@
-"""Pretrain the small XLM-R-architecture source MLM on its languages (rule pretrain_source_model)."""
+"""Pretrain the small XLM-R-architecture source MLM on its languages' token shards (rule pretrain_source_model)."""
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import torch
 
-from vocab_transfer.corpus import read_corpus
+from vocab_transfer.data.shards import open_blocks
+from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import atomic_path, write_parquet
-from vocab_transfer.mlm import pack_texts
 from vocab_transfer.plots import plot_curve
 from vocab_transfer.source_model import build_xlmr_mlm, pretrain_mlm
-from vocab_transfer.tokenizer import load_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
 def main(tokenizer_dir, corpora, heldout_corpora, spec, seed, model_dir, curve_path, plot_path, log_path, threads):
@@ -19,8 +20,8 @@ def main(tokenizer_dir, corpora, heldout_corpora, spec, seed, model_dir, curve_p
     tok = load_tokenizer(tokenizer_dir)
     train_cfg = spec["training"]
     seq_len = train_cfg["seq_len"]
-    train = torch.cat([pack_texts(read_corpus(p)["text"].tolist(), tok, seq_len) for p in corpora])
-    heldout = torch.cat([pack_texts(read_corpus(p)["text"].tolist(), tok, seq_len) for p in heldout_corpora])
+    train = open_blocks(corpora, tok, seq_len, tokenizer_dir=tokenizer_dir)  # read block by block
+    heldout = open_blocks(heldout_corpora, tok, seq_len, tokenizer_dir=tokenizer_dir)
     g = torch.Generator().manual_seed(seed)
     heldout = heldout[torch.randperm(len(heldout), generator=g)[: train_cfg.get("eval_sequences", 64)]]
     log.info("packed %d training and %d held-out sequences of %d tokens", len(train), len(heldout), seq_len)
@@ -34,7 +35,8 @@ def main(tokenizer_dir, corpora, heldout_corpora, spec, seed, model_dir, curve_p
              curve.heldout_loss.iloc[-1], math.log(len(tok)))
     with atomic_path(model_dir, directory=True) as tmp:
         model.save_pretrained(str(tmp))
-        tok.save_pretrained(str(tmp))
+        for f in Path(tokenizer_dir).iterdir():  # the tokenizer's own files: shards of either folder match both
+            shutil.copy2(f, tmp / f.name)
     write_parquet(curve, curve_path)
     plot_curve(curve, plot_path, title=f"source MLM pretraining ({len(corpora)} languages)",
                hline=math.log(len(tok)))

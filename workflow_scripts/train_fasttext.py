@@ -1,28 +1,30 @@
-"""Token-level fastText vectors for a target tokenizer (rule train_fasttext)."""
+"""Token-level fastText vectors for a tokenizer, trained on a corpus's token shard (rules train_fasttext,
+train_source_fasttext)."""
 
 import json
 
 import pandas as pd
 
-from vocab_transfer.corpus import read_corpus
+from vocab_transfer.data.shards import open_shard
+from vocab_transfer.data.token_fasttext import train_token_fasttext
+from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import write_parquet, write_tensors
-from vocab_transfer.token_fasttext import train_token_fasttext
-from vocab_transfer.tokenizer import load_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
-def main(corpus, tokenizer_dir, spec, seed, vectors_path, tokens_path, log_path, threads):
+def main(shards, tokenizer_dir, spec, seed, vectors_path, tokens_path, log_path, threads):
     log = setup_job(log_path, threads)
     tok = load_tokenizer(tokenizer_dir)
+    shard = open_shard(shards, tokenizer_dir)
     spec = dict(spec)
     spec["threads"] = threads
-    tv = train_token_fasttext(read_corpus(corpus)["text"].tolist(), tok, seed=seed, verbose=2, **spec)
-    log.info("%d of %d target tokens have a vector (min_count=%d)", int(tv.has_vector.sum()), len(tok),
-             spec["min_count"])
+    tv = train_token_fasttext(shard, tok, seed=seed, verbose=2, **spec)
+    log.info("%d of %d tokens have a vector (min_count=%d; %d documents, %d tokens)", int(tv.has_vector.sum()),
+             len(tok), spec["min_count"], shard.n_docs, shard.n_tokens)
     write_tensors({"vectors": tv.vectors, "has_vector": tv.has_vector, "counts": tv.counts}, vectors_path)
     write_parquet(pd.DataFrame({"token_id": range(len(tok)), "token": tok.convert_ids_to_tokens(list(range(len(tok)))),
                                 "count": tv.counts.numpy(), "has_vector": tv.has_vector.numpy()}), tokens_path)
 
 
-main(snakemake.input.corpus, snakemake.input.tokenizer, json.loads(snakemake.params.spec), snakemake.params.seed,
+main(snakemake.input.shards, snakemake.input.tokenizer, json.loads(snakemake.params.spec), snakemake.params.seed,
      snakemake.output.vectors, snakemake.output.tokens, snakemake.log[0], snakemake.threads)

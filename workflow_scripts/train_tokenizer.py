@@ -1,30 +1,44 @@
-"""Target-language tokenizer (rule train_tokenizer): SentencePiece Unigram trained on the corpus, or an
-existing tokenizer copied in where the config's `tokenizer.pretrained` names one."""
+"""Target-language tokenizer (rule train_tokenizer): SentencePiece Unigram trained on a seeded sample of the corpus
+streamed from disk, or an existing tokenizer copied in where the config's `tokenizer.pretrained` names one."""
 
 import json
 
-from vocab_transfer.corpus import read_corpus
+import sentencepiece
+
+from vocab_transfer.data.tokenizer import (
+    load_tokenizer,
+    sample_texts,
+    tokenizer_fingerprint,
+    train_unigram_tokenizer,
+    write_training_info,
+)
 from vocab_transfer.io import atomic_path
-from vocab_transfer.tokenizer import load_tokenizer, train_unigram_tokenizer
-from vocab_transfer.workflow import setup_job
+from vocab_transfer.workflow.job import setup_job
 
 
-def main(corpus, spec, pretrained, out_dir, log_path):
+def main(corpus, spec, pretrained, seed, out_dir, log_path):
     log = setup_job(log_path)
+    info = {"corpus": corpus, "seed": seed, **{k: spec.get(k) for k in ("vocab_size", "input_sentence_size",
+                                                                       "max_docs", "character_coverage", "threads")}}
     if pretrained:
         tok = load_tokenizer(pretrained)
         if not tok.is_fast:
             raise ValueError(f"tokenizer.pretrained {pretrained!r} has no fast (tokenizers) implementation: the "
                              "overlap and the methods read its tokenizer.json")
         log.info("using the existing tokenizer %s (%s, %d tokens)", pretrained, type(tok).__name__, len(tok))
+        info = {"pretrained": pretrained}
     else:
-        texts = read_corpus(corpus)["text"].tolist()[: spec.get("max_docs")]
+        texts = sample_texts(corpus, spec.get("input_sentence_size"), seed=seed, max_docs=spec.get("max_docs"),
+                             info=info)
         tok = train_unigram_tokenizer(texts, spec["vocab_size"], character_coverage=spec.get("character_coverage", 1.0),
                                       num_threads=spec.get("threads", 2), show_progress=True)
-        log.info("trained %d tokens on %d documents", len(tok), len(texts))
+        info["sentencepiece"] = sentencepiece.__version__
+        log.info("trained %d tokens on %d of %d documents (%.1f MB of text)", len(tok), info["sample_docs"],
+                 info["corpus_docs"], info["sample_bytes"] / 1e6)
     with atomic_path(out_dir, directory=True) as tmp:
         tok.save_pretrained(str(tmp))
+        write_training_info(tmp, info | {"sha256": tokenizer_fingerprint(tmp)})
 
 
-main(snakemake.input.corpus, json.loads(snakemake.params.spec), snakemake.params.pretrained,
+main(snakemake.input.corpus, json.loads(snakemake.params.spec), snakemake.params.pretrained, snakemake.params.seed,
      snakemake.output.tokenizer, snakemake.log[0])

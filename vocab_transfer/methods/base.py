@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..token_fasttext import TokenVectors
-from ..word_vectors import WordVectors
+from ..data.token_fasttext import TokenVectors
+from ..data.word_vectors import WordVectors
 
 #: Provenance labels of a target row, written to ``<method>.provenance.parquet``.
 SPECIAL, COPIED, COMBINED, MAPPED, RANDOM = "special", "copied", "combined", "mapped", "random"

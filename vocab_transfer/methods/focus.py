@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from tqdm import tqdm
 
+from ..data.word_vectors import tokenize_flatten_reduce
 from ..overlap import restrict_overlap
-from ..word_vectors import tokenize_flatten_reduce
 from .base import (
     EmbeddingInit,
     TransferInputs,

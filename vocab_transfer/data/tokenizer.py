@@ -1,0 +1,137 @@
+"""SentencePiece-Unigram tokenizers with XLM-R's layout (FOCUS §3, Appendix A).
+
+Trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF
+``tokenizers`` Unigram trainer sums in hash-map order and changes piece ids from run to run),
+then served as an HF fast tokenizer (``tokenizer.json``) that ``AutoTokenizer`` loads.
+
+SentencePiece loads every training sentence (about 20 bytes of memory per byte of text, measured), so a large
+corpus is trained on a seeded uniform sample of ``input_sentence_size`` documents streamed from the corpus
+(:func:`sample_texts`; large-vocabulary tokenizers are trained the same way). :func:`tokenizer_fingerprint`
+identifies a tokenizer's files, so that artifacts built with one (token shards) can refuse another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+import sentencepiece as spm
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+#: XLM-R's special tokens: ids 0-3 up front, ``<mask>`` as the very last id.
+XLMR_SPECIALS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
+MASK = "<mask>"
+
+
+def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_coverage: float = 1.0,
+                            max_piece_length: int = 16, num_threads: int = 2, model_max_length: int = 512,
+                            show_progress: bool = False) -> PreTrainedTokenizerFast:
+    """Train a SentencePiece Unigram tokenizer laid out like XLM-R's.
+
+    ``<s>=0, <pad>=1, </s>=2, <unk>=3``, the learned pieces, then ``<mask>`` last, so
+    ``len(tokenizer) == vocab_size``; sequences are ``<s> A </s>`` and pairs ``<s> A </s></s> B </s>``.
+    ``character_coverage=1.0`` keeps every character, as HF tokenizers does (FOCUS App. A).
+    Bit-identical output for the same texts, order, and ``num_threads``.
+    """
+    if vocab_size <= len(XLMR_SPECIALS) + 1:
+        raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces")
+    proto = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_writer=proto, model_type="unigram", vocab_size=vocab_size - 1,
+        character_coverage=character_coverage, max_sentencepiece_length=max_piece_length,
+        bos_id=0, pad_id=1, eos_id=2, unk_id=3, normalization_rule_name="nmt_nfkc", num_threads=num_threads,
+        input_sentence_size=0, shuffle_input_sentence=False, minloglevel=0 if show_progress else 2)
+    sp = spm.SentencePieceProcessor(model_proto=proto.getvalue())
+    vocab = [(sp.id_to_piece(i), 0.0 if sp.is_control(i) or sp.is_unknown(i) else sp.get_score(i))
+             for i in range(sp.get_piece_size())]
+    backend = Tokenizer(models.Unigram(vocab, unk_id=3, byte_fallback=False))
+    backend.normalizer = normalizers.Sequence(
+        [normalizers.Nmt(), normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
+    backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in XLMR_SPECIALS.values()])
+    backend.add_special_tokens([AddedToken(MASK, lstrip=True, special=True, normalized=False)])
+    backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, mask_token=MASK, cls_token="<s>", sep_token="</s>",
+                                  model_max_length=model_max_length, **XLMR_SPECIALS)
+    assert [tok.convert_tokens_to_ids(t) for t in XLMR_SPECIALS.values()] == [0, 1, 2, 3], "layout broken"
+    assert tok.mask_token_id == len(tok) - 1 == vocab_size - 1
+    return tok
+
+
+def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
+    """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one)."""
+    return AutoTokenizer.from_pretrained(path)
+
+
+def sample_positions(n: int, k: int, seed: int, chunk: int = 1 << 16) -> np.ndarray:
+    """``k`` distinct positions of ``range(n)``, uniformly at random, sorted: each chunk of ``chunk`` positions
+    takes a hypergeometric share of what is left, then that many positions of its own, so memory is the sample's
+    8 bytes per position whatever ``n``. A function of ``(n, k, seed, chunk)``."""
+    if not 0 <= k <= n:
+        raise ValueError(f"cannot sample {k} of {n} positions")
+    rng = np.random.default_rng(seed)
+    out, left, need = [], n, k
+    for start in range(0, n, chunk):
+        size = min(chunk, n - start)
+        take = need if size == left else int(rng.hypergeometric(size, left - size, need)) if need else 0
+        if take:
+            out.append(start + np.sort(rng.choice(size, take, replace=False)))
+        left, need = left - size, need - take
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def sample_texts(corpus: str | os.PathLike, sentences: int | None, *, seed: int, max_docs: int | None = None,
+                 info: dict | None = None) -> Iterator[str]:
+    """Stream the training texts of a tokenizer from a corpus split: its first ``max_docs`` documents, or of those a
+    seeded uniform sample of ``sentences`` (:func:`sample_positions`), in corpus order. Nothing but the sample's
+    positions is held. ``info`` receives ``corpus_docs``, ``sample_docs`` and (once consumed) ``sample_bytes``."""
+    from .corpus import corpus_num_docs, iter_texts
+
+    n = corpus_num_docs(corpus)
+    n = min(n, max_docs) if max_docs else n
+    keep = None if sentences is None or sentences >= n else sample_positions(n, sentences, seed)
+    info = info if info is not None else {}
+    info.update(corpus_docs=n, sample_docs=n if keep is None else len(keep), sample_bytes=0)
+    j = 0
+    for i, text in enumerate(iter_texts(corpus)):
+        if i >= n or (keep is not None and j >= len(keep)):
+            return
+        if keep is None or keep[j] == i:
+            j += keep is not None
+            info["sample_bytes"] += len(text.encode("utf-8"))
+            yield text
+
+
+#: Files that define a tokenizer (a fast tokenizer is its ``tokenizer.json``; slow ones have vocabularies).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+                   "vocab.txt", "vocab.json", "merges.txt", "sentencepiece.bpe.model", "spiece.model",
+                   "tokenizer.model", "source.spm", "target.spm")
+
+
+def tokenizer_fingerprint(path: str | os.PathLike) -> str:
+    """SHA-256 over the files that define the tokenizer saved in folder ``path`` (``tokenizer.json`` when there is
+    one, else its vocabulary and settings files; model weights and configs are ignored)."""
+    path = Path(path)
+    names = ["tokenizer.json"] if (path / "tokenizer.json").is_file() else [
+        n for n in TOKENIZER_FILES if (path / n).is_file()]
+    if not names:
+        raise FileNotFoundError(f"{path} holds no tokenizer files (expected tokenizer.json or one of "
+                                f"{list(TOKENIZER_FILES)})")
+    h = hashlib.sha256()
+    for name in names:
+        h.update(name.encode() + b"\0" + (path / name).read_bytes())
+    return h.hexdigest()
+
+
+TRAINING_INFO = "training.json"  # beside a trained tokenizer: corpus, sample and settings it was trained with
+
+
+def write_training_info(folder: str | os.PathLike, info: dict) -> None:
+    (Path(folder) / TRAINING_INFO).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
