@@ -270,17 +270,48 @@ def test_filter_max_bytes_and_max_docs_stop_reading() -> None:
     assert list(filter_documents(stream(), max_docs=0)) == []
 
 
-def test_hash_set_is_exact_and_keeps_first_occurrences() -> None:
+@pytest.mark.parametrize("spill", [False, True])
+def test_hash_set_is_exact_and_keeps_first_occurrences(tmp_path, spill) -> None:
+    """In RAM, and spilled to disk runs behind Bloom filters (tiny limits so that runs spill, merge and filters
+    grow): the same answer as a Python set, repeats within and across batches included."""
     rng = np.random.default_rng(0)
-    keys = rng.integers(0, 5000, 20_000, dtype=np.uint64)  # many repeats, across and within batches
-    seen, new = HashSet(), []
-    for chunk in np.array_split(keys, 37):
+    keys = rng.integers(0, 2**64 - 1, 6000, dtype=np.uint64, endpoint=True)
+    keys = np.concatenate([keys, keys[rng.integers(0, 6000, 3000)], keys[:500]])  # repeats, late ones too
+    rng.shuffle(keys[3000:])
+    kw = dict(memory_keys=300, spill_dir=tmp_path, bloom_capacity=512) if spill else {}
+    seen, new = HashSet(**kw), []
+    for chunk in np.array_split(keys, 41):
         new.append(seen.add(chunk))
     new = np.concatenate(new)
     _, first = np.unique(keys, return_index=True)
-    assert np.array_equal(np.flatnonzero(new), np.sort(first))
-    assert len(seen) == len(first) and seen.nbytes == 8 * len(first)
-    assert len(seen._runs) <= 2 + int(np.log2(len(first)))  # merged: O(log n) runs
+    assert np.array_equal(np.flatnonzero(new), np.sort(first)) and len(seen) == len(first)
+    if spill:
+        assert seen.spilled > len(first) - 600 and len(seen._disk) <= 2 + int(np.log2(len(first) / 300))
+        assert len(seen._blooms) >= 3  # the filters grew
+        assert seen.nbytes < 0.5 * 8 * len(first)  # RAM well below 8 bytes per key
+        assert list(tmp_path.glob(".dedup-*/run-*"))
+        seen.close()
+        assert not list(tmp_path.iterdir())  # spill files removed
+    else:
+        assert seen.nbytes == 8 * len(first) and len(seen._runs) <= 2 + int(np.log2(len(first)))
+
+
+def test_disk_runs_merge_streaming_and_find_every_key(tmp_path) -> None:
+    from vocab_transfer.data.dedup import BLOCK, BloomFilter, DiskRun, merge_runs
+
+    rng = np.random.default_rng(1)
+    keys = np.unique(rng.integers(0, 2**63, 3 * BLOCK + 17, dtype=np.uint64))
+    a, b = keys[::3], np.setdiff1d(keys, keys[::3])
+    run = merge_runs(DiskRun.write(tmp_path / "a", a), DiskRun.write(tmp_path / "b", b), tmp_path / "ab", chunk=1000)
+    assert run.n == len(keys) and np.array_equal(np.fromfile(tmp_path / "ab", dtype="<u8"), keys)
+    assert np.array_equal(run.sparse, keys[::BLOCK])
+    probe = np.concatenate([keys[rng.integers(0, len(keys), 50)], rng.integers(0, 2**63, 50, dtype=np.uint64)])
+    assert np.array_equal(run.contains(probe), np.isin(probe, keys))
+    bloom = BloomFilter(len(keys))
+    bloom.add(keys)
+    assert bloom.contains(keys).all()  # no false negatives
+    others = rng.integers(2**63, 2**64 - 1, 20_000, dtype=np.uint64)
+    assert bloom.contains(others).mean() < 0.005  # about 0.05% false positives at 16 bits per key
 
 
 # ----------------------------------------------------------------------------------------- split

@@ -1,4 +1,5 @@
-"""Atomic artifact writers: a killed job never leaves a half-written file that a rerun would trust."""
+"""Artifact I/O: atomic writers (a killed job never leaves a half-written file that a rerun would trust) and
+:class:`ArrayFile`, a reader of flat arrays in files by ``os.pread`` slices."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -45,6 +47,56 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         raise
+
+
+class ArrayFile:
+    """A flat array in a file (raw, or ``.npy`` after its header), read by ``os.pread`` slices: unlike a memory map,
+    the pages read are not charged to the job's resident memory, so reading a 20 GB shard costs only the slice."""
+
+    def __init__(self, path: Path, dtype: np.dtype, offset: int = 0, length: int | None = None):
+        self.path, self.dtype, self.offset = path, np.dtype(dtype), offset
+        self.length = (path.stat().st_size - offset) // self.dtype.itemsize if length is None else length
+        self._fd: int | None = None
+
+    @classmethod
+    def npy(cls, path: Path) -> ArrayFile:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(f)
+            if len(shape) != 1 or fortran:
+                raise ValueError(f"{path}: expected a flat array, found shape {shape}")
+            return cls(path, dtype, f.tell(), shape[0])
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getstate__(self) -> dict:  # picklable (DataLoader workers): the descriptor is reopened
+        return {**self.__dict__, "_fd": None}
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """Elements ``start:stop`` (clipped to the array) as a new array."""
+        start, stop = max(0, start), min(stop, self.length)
+        if stop <= start:
+            return np.zeros(0, dtype=self.dtype)
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        size = self.dtype.itemsize
+        buf = os.pread(self._fd, (stop - start) * size, self.offset + start * size)
+        if len(buf) != (stop - start) * size:
+            raise OSError(f"{self.path}: short read at element {start} (the file was truncated while in use)")
+        return np.frombuffer(buf, dtype=self.dtype)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        start, stop, step = key.indices(self.length)
+        if step != 1:
+            raise IndexError("ArrayFile supports contiguous slices only")
+        return self.read(start, stop)
 
 
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:

@@ -3,8 +3,9 @@
 :func:`build_corpus` reads the documents of a source (:mod:`vocab_transfer.data.sources`) one batch at a time and
 writes the two splits as parquet *directory datasets* (``train.parquet/part-00000.parquet``, ... with columns
 ``doc_id``, ``text``), so no job ever holds the corpus: memory is one read batch, one row group being written, the
-deduplication set (8 bytes per kept document: 0.8 GB per 100 M documents, see :class:`HashSet`) and, with
-``max_heldout_docs``, the split hashes of the held-out candidates (8 bytes each). Both splits open with
+deduplication set (2 MB of hashes in RAM, then 2 bytes per kept document: it spills to a temporary folder beside
+the outputs, see :mod:`vocab_transfer.data.dedup`) and, with ``max_heldout_docs``, the split hashes of the
+held-out candidates (8 bytes each, ``heldout_fraction`` of the documents). Both splits open with
 ``pandas.read_parquet(<dir>)``; consumers stream them with :func:`iter_corpus` / :func:`iter_texts`.
 
 - **Cleaning** (:func:`clean_text`): Unicode normalization, markup and control characters removed, whitespace
@@ -39,13 +40,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..io import atomic_path
+from .dedup import HashSet
 from .sources import SourceStats, iter_documents
 
 NORMALIZATIONS: tuple[str, ...] = ("NFC", "NFKC", "NFD", "NFKD", "none")
 CORPUS_SCHEMA: pa.Schema = pa.schema([("doc_id", pa.string()), ("text", pa.string())])
 READ_BATCH = 4096  # documents cleaned, filtered and deduplicated together
 PART_BYTES = 1 << 30  # text per part file of a corpus split (a new part-NNNNN.parquet after that)
-ROW_GROUP_BYTES = 8 << 20  # text per parquet row group: what a writer buffers and a reader holds at a time
+ROW_GROUP_BYTES = 4 << 20  # text per parquet row group: what a writer buffers and a reader holds at a time
 
 
 class CorpusError(ValueError):
@@ -97,45 +99,6 @@ def clean_text(text: str, normalization: str = "NFKC") -> str:
 
 
 # --------------------------------------------------------------------------------------------- dedup
-class HashSet:
-    """An exact set of 64-bit keys (document hashes) in sorted NumPy runs: 8 bytes per member.
-
-    A batch of new keys becomes a run; a run is merged into the one before it once it is at least half its size,
-    so there are O(log n) runs and each key is merged O(log n) times. Merging copies two runs, so memory peaks at
-    about twice the members' 8 bytes. Membership of a batch is one ``searchsorted`` per run.
-    """
-
-    def __init__(self) -> None:
-        self._runs: list[np.ndarray] = []
-
-    def __len__(self) -> int:
-        return sum(len(r) for r in self._runs)
-
-    @property
-    def nbytes(self) -> int:
-        return sum(r.nbytes for r in self._runs)
-
-    def add(self, keys: np.ndarray) -> np.ndarray:
-        """Insert ``keys`` (uint64, in document order) and return a bool mask of those not seen before; of a key
-        repeated within ``keys`` only the first occurrence is new."""
-        keys = np.asarray(keys, dtype=np.uint64)
-        uniq, first = np.unique(keys, return_index=True)
-        new = np.ones(len(uniq), dtype=bool)
-        for run in self._runs:
-            pos = np.minimum(np.searchsorted(run, uniq), len(run) - 1)
-            new &= run[pos] != uniq
-        mask = np.zeros(len(keys), dtype=bool)
-        mask[first[new]] = True
-        if new.any():
-            self._runs.append(uniq[new])
-            while len(self._runs) > 1 and 2 * len(self._runs[-1]) >= len(self._runs[-2]):
-                b, a = self._runs.pop(), self._runs.pop()
-                merged = np.concatenate([a, b])
-                merged.sort()
-                self._runs.append(merged)
-        return mask
-
-
 def text_key(text: str) -> int:
     """The 64-bit deduplication key of a cleaned text (blake2b; two different texts share one with probability
     2^-64, about 3e-4 for any pair among 100 M documents)."""
@@ -155,7 +118,8 @@ class FilterStats:
     too_few_words: int = 0
     duplicate: int = 0
     stopped_by: str | None = None  # max_docs | max_bytes: the cap that ended reading early
-    dedup_bytes: int = 0  # memory of the deduplication set at the end
+    dedup_bytes: int = 0  # RAM of the deduplication set at the end
+    dedup_spilled: int = 0  # keys of the deduplication set on disk at the end
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -180,12 +144,14 @@ def filter_documents(
     max_bytes: int | None = None,
     max_docs: int | None = None,
     stats: FilterStats | None = None,
+    spill_dir: str | os.PathLike | None = None,
 ) -> Iterator[dict]:
     """Clean documents and keep those passing length filters and exact dedup, up to a size cap, streaming.
 
     Drops documents with fewer than ``min_chars`` characters or ``min_words`` whitespace-separated words,
-    more than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (:class:`HashSet` of
-    :func:`text_key`). Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8
+    more than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (a
+    :class:`~vocab_transfer.data.dedup.HashSet` of :func:`text_key`, spilling to ``spill_dir`` when given: bounded
+    memory). Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8
     bytes (the document crossing the cap is kept); the source is read in batches of :data:`READ_BATCH`, so at most
     one batch past the cap is pulled. Yields ``{"doc_id": str, "text": cleaned}``; ``stats`` counts what happened.
     """
@@ -194,7 +160,15 @@ def filter_documents(
     stats = stats if stats is not None else FilterStats()
     if (max_docs is not None and max_docs <= 0) or (max_bytes is not None and max_bytes <= 0):
         return
-    seen = HashSet() if dedup else None
+    seen = HashSet(spill_dir=spill_dir) if dedup else None
+    try:
+        yield from _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, max_bytes, max_docs)
+    finally:
+        if seen is not None:
+            seen.close()
+
+
+def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, max_bytes, max_docs) -> Iterator[dict]:
     for batch in _batches(docs, READ_BATCH):
         kept: list[tuple[str, str]] = []
         for doc in batch:
@@ -212,7 +186,7 @@ def filter_documents(
             new = seen.add(np.fromiter((text_key(t) for _, t in kept), dtype=np.uint64, count=len(kept)))
             stats.duplicate += len(kept) - int(new.sum())
             kept = [d for d, n in zip(kept, new, strict=True) if n]
-            stats.dedup_bytes = seen.nbytes
+            stats.dedup_bytes, stats.dedup_spilled = seen.nbytes, seen.spilled
         for doc_id, text in kept:
             stats.kept += 1
             stats.kept_bytes += len(text.encode("utf-8"))
@@ -418,8 +392,9 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
     :func:`split_documents` (``split_cfg``, ``seed``) into the parquet datasets ``train_path`` and
     ``heldout_path``, written atomically. The result equals ``split_documents(DataFrame(filter_documents(...)))``.
 
-    Memory is bounded by a read batch, one row group per split, the deduplication set (8 bytes per kept document)
-    and, with ``max_heldout_docs``, 8 bytes per held-out candidate: the candidates are spooled to a temporary
+    Memory is bounded by a read batch, one row group per split, the deduplication set (spilled beside the
+    outputs: 2 bytes per kept document past its first 2 MB) and, with ``max_heldout_docs``, 8 bytes per held-out
+    candidate: the candidates are spooled to a temporary
     parquet next to ``heldout_path`` and the ones with the smallest hashes copied in a second pass.
     Raises :class:`CorpusError` naming ``spec`` when no document survives filtering. Logs progress (documents,
     MB/s) every ``progress_every`` seconds through ``log``.
@@ -432,7 +407,8 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
     stats = CorpusStats(spec=spec, seed=seed)
     meta = {"spec": spec, "seed": seed, "filter": filter_cfg, "split": split_cfg}
     t0 = last = time.time()
-    docs = filter_documents(iter_documents(spec, source), **filter_cfg, stats=fstats)
+    docs = filter_documents(iter_documents(spec, source), **filter_cfg, stats=fstats,
+                            spill_dir=Path(train_path).parent)
     name = spec.get("source")
     with contextlib.ExitStack() as stack:
         train = stack.enter_context(corpus_writer(train_path, metadata=meta | {"split": "train"}))
@@ -441,7 +417,8 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
         else:  # candidates first; the max_heldout_docs with the smallest hashes are copied in a second pass
             spool_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix=".heldout-candidates.",
                                                                         dir=Path(heldout_path).parent))
-            held = CorpusWriter(spool_dir, schema=CORPUS_SCHEMA.append(pa.field("h", pa.float64())))
+            held = CorpusWriter(spool_dir, schema=CORPUS_SCHEMA.append(pa.field("h", pa.float64())),
+                                row_group_bytes=1 << 20)
             hashes: list[np.ndarray] = []
             pending: list[float] = []
         for doc in docs:
