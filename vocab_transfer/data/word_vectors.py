@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,14 +111,6 @@ def zipf_counts(words: list[str], lang: str | None) -> np.ndarray:
     except (ImportError, LookupError, ValueError):
         return ranks.astype(np.int64)
     return np.where(freq > 0, freq, ranks).astype(np.int64)
-
-
-def corpus_word_counts(texts: Iterable[str]) -> Counter:
-    """Word frequencies of a corpus, with the same word split as :func:`train_word_fasttext`."""
-    counts: Counter = Counter()
-    for text in texts:
-        counts.update(word_tokenize(text))
-    return counts
 
 
 def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | None = None,
