@@ -90,7 +90,7 @@ def source_model_dir(wildcards):
     if "pretrain" in source:
         return paths.source_model(wildcards.source)
     local = local_model_dir(source)
-    return str(local) if local is not None else f"resources/models/{wildcards.source}"
+    return str(local) if local is not None else paths.downloaded_model(wildcards.source)
 
 
 def source_tokenizer_dir(wildcards):
@@ -166,7 +166,7 @@ def method_option(method, name):
 
 
 def word_vector_files(lang, side):
-    return {f"{side}_word_vectors": paths.word_vectors(lang), f"{side}_word_list": paths.word_vectors(lang, "words")}
+    return {f"{side}_word_vectors": paths.word_vectors(lang), f"{side}_word_list": paths.word_list(lang)}
 
 
 def init_inputs(wildcards):
@@ -176,13 +176,13 @@ def init_inputs(wildcards):
     inputs = {
         "model": source_model_dir(wildcards),
         "tokenizer": paths.tokenizer(wildcards.target),
-        "overlap": f"results/overlap/{wildcards.source}/{wildcards.target}.parquet",
+        "overlap": paths.overlap(wildcards.source, wildcards.target),
     }
     if "fasttext" in needs:
-        inputs["vectors"] = paths.fasttext(wildcards.target)
+        inputs["vectors"] = paths.fasttext_vectors(wildcards.target)
     if "source_fasttext" in needs:
         lang = method_option(wildcards.method, "source_language")
-        inputs["source_vectors"] = paths.source_fasttext(wildcards.source, lang)
+        inputs["source_vectors"] = paths.source_fasttext_vectors(wildcards.source, lang)
     if "target_words" in needs:
         inputs.update(word_vector_files(wildcards.target, "target"))
     if "source_words" in needs:
@@ -195,7 +195,7 @@ def init_inputs(wildcards):
     if "extended_tokenizer" in needs:
         inputs["extended_tokenizer"] = extended_tokenizer_dir(wildcards)
     if "factorization" in needs:
-        inputs["factors"] = f"results/factorized/{wildcards.source}/{factorization_key(wildcards.method)}.safetensors"
+        inputs["factors"] = paths.factors(wildcards.source, factorization_key(wildcards.method))
     return inputs
 
 
@@ -237,7 +237,7 @@ def pretrained_tokenizer(lang):
 def pretrained_tokenizer_dir(wildcards):
     """Input of train_tokenizer: the folder of a local/pretrained-here tokenizer (a hub id is fetched by the job)."""
     path = pretrained_tokenizer(wildcards.lang)
-    return [] if path is None or not (path.startswith("results/") or path.startswith("resources/")
+    return [] if path is None or not (path.startswith((paths.RESULTS + "/", paths.RESOURCES + "/"))
                                       or os.path.isdir(path)) else path
 
 
@@ -251,8 +251,8 @@ def eval_tokenizer(source, target, method):
 def eval_blocks(source, target, method):
     """Held-out text packed with that tokenizer."""
     if "extended_tokenizer" in method_needs_of(method):
-        return f"results/eval_init/heldout/{source}/{target}/{method}.safetensors"
-    return f"results/eval_init/heldout/{target}.safetensors"
+        return paths.extended_heldout_blocks(source, target, method)
+    return paths.heldout_blocks(target)
 
 
 def word_vector_inputs(wildcards):
@@ -262,7 +262,7 @@ def word_vector_inputs(wildcards):
         return {"corpus": paths.corpus(wildcards.lang, "train")}
     if "path" in spec:
         return {"pretrained": spec["path"]}
-    return {"pretrained": f"resources/word_vectors/cc.{wildcards.lang}.300.bin"}
+    return {"pretrained": paths.cc_word_vectors(wildcards.lang)}
 
 
 def word_vector_spec(wildcards):
@@ -286,10 +286,10 @@ def dictionary_inputs(wildcards):
     if spec["source"] == "file":
         return {"pairs": spec["path"]}
     if spec["source"] == "muse":
-        return {"pairs": f"resources/dictionaries/{wildcards.slang}-{wildcards.lang}.txt"}
+        return {"pairs": paths.muse_dictionary(wildcards.slang, wildcards.lang)}
     if spec["source"] == "identical":
-        return {"source_words": paths.word_vectors(wildcards.slang, "words"),
-                "target_words": paths.word_vectors(wildcards.lang, "words")}
+        return {"source_words": paths.word_list(wildcards.slang),
+                "target_words": paths.word_list(wildcards.lang)}
     return {}
 
 
@@ -298,7 +298,7 @@ def dictionary_params(wildcards):
 
 
 def init_eval_results(wildcards=None):
-    return expand("results/eval_init/{source}/{target}.parquet", source=SOURCES, target=TARGETS)
+    return expand(paths.init_eval("{source}", "{target}"), source=SOURCES, target=TARGETS)
 
 
 def eval_methods(wildcards):
@@ -311,7 +311,7 @@ def eval_inputs(wildcards):
     inputs = {"model": source_model_dir(wildcards)}
     s, t = wildcards.source, wildcards.target
     for m in eval_methods(wildcards):
-        inputs[f"embeddings__{m}"] = f"results/init/{s}/{t}/{m}.safetensors"
+        inputs[f"embeddings__{m}"] = paths.init(s, t, m)
         inputs[f"tokenizer__{m}"] = eval_tokenizer(s, t, m)
         inputs[f"blocks__{m}"] = eval_blocks(s, t, m)
     return inputs
@@ -344,7 +344,7 @@ LAPT_TARGETS = list(dict.fromkeys(t for run in LAPT_RUNS for t in lapt_run_targe
 def lapt_embeddings(wildcards):
     """The run's init artifact; none for a run on the source model's own vocabulary (`source: true`)."""
     method = LAPT["runs"][wildcards.run].get("method")
-    return f"results/init/{wildcards.source}/{wildcards.target}/{method}.safetensors" if method else []
+    return paths.init(wildcards.source, wildcards.target, method) if method else []
 
 
 def lapt_tokenizer(wildcards):
@@ -375,7 +375,7 @@ def lapt_anchors(wildcards):
     """The source/target overlap, for the curve's ρ̄ to the source rows (none for an extended tokenizer)."""
     if lapt_tokenizer(wildcards) != paths.tokenizer(wildcards.target):
         return []
-    return f"results/overlap/{wildcards.source}/{wildcards.target}.parquet"
+    return paths.overlap(wildcards.source, wildcards.target)
 
 
 def lapt_config(wildcards):
@@ -384,7 +384,7 @@ def lapt_config(wildcards):
 
 
 def lapt_curves(wildcards):
-    return {f"curve__{run}": f"results/lapt/{wildcards.source}/{wildcards.target}/{run}/curve.parquet"
+    return {f"curve__{run}": paths.lapt_curve(wildcards.source, wildcards.target, run)
             for run in LAPT_RUNS if wildcards.target in lapt_run_targets(config, run)}
 
 
@@ -398,7 +398,7 @@ def lapt_correlation_inputs(wildcards):
     for run in LAPT_RUNS:
         w = SimpleNamespace(source=wildcards.source, target=wildcards.target, run=run)
         if f"curve__{run}" in out and lapt_anchors(w):
-            out[f"model__{run}"] = f"results/lapt/{wildcards.source}/{wildcards.target}/{run}/model"
+            out[f"model__{run}"] = paths.lapt_model(wildcards.source, wildcards.target, run)
     return out | {"tokenizer": paths.tokenizer(wildcards.target), "heldout": paths.shards(wildcards.target, "heldout")}
 
 
@@ -407,8 +407,8 @@ def lapt_outputs(wildcards=None):
     with `source: true` runs only, such as zero-shot source languages)."""
     swapped = [t for t in LAPT_TARGETS if any("method" in LAPT["runs"][r] and t in lapt_run_targets(config, r)
                                               for r in LAPT_RUNS)]
-    return (expand("results/figures/lapt_curves/{source}/{target}.png", source=SOURCES, target=LAPT_TARGETS)
-            + expand("results/figures/embedding_correlation/{source}/{target}.png", source=SOURCES, target=swapped))
+    return (expand(paths.figure("lapt_curves", "{source}", "{target}", "png"), source=SOURCES, target=LAPT_TARGETS)
+            + expand(paths.figure("embedding_correlation", "{source}", "{target}", "png"), source=SOURCES, target=swapped))
 
 
 # --- fine-tuning ----------------------------------------------------------------------------------
@@ -433,7 +433,7 @@ def reference_model_dir(wildcards):
     """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id downloaded
     by download_reference_model into resources/reference_models/."""
     ref = FT_MODELS[wildcards.ftmodel]["pretrained"]
-    return ref if os.path.isdir(ref) else f"resources/reference_models/{wildcards.ftmodel}"
+    return ref if os.path.isdir(ref) else paths.reference_model(wildcards.ftmodel)
 
 
 def reference_hub_id(wildcards):
@@ -445,14 +445,14 @@ def finetune_inputs(wildcards):
     reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives inside the
     run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the step's folder)."""
     model, lang, s = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]["language"], wildcards.source
-    inputs = {"data": f"results/tasks/{wildcards.task}"}
+    inputs = {"data": paths.task_data(wildcards.task)}
     if "step" in model:
-        inputs["snapshots"] = f"results/lapt/{s}/{lang}/{model['lapt']}/snapshots"
+        inputs["snapshots"] = paths.lapt_snapshots(s, lang, model["lapt"])
     elif "lapt" in model:
-        inputs["model"] = inputs["tokenizer"] = f"results/lapt/{s}/{lang}/{model['lapt']}/model"
+        inputs["model"] = inputs["tokenizer"] = paths.lapt_model(s, lang, model["lapt"])
     elif "init" in model:
         inputs["model"] = source_model_dir(wildcards)
-        inputs["embeddings"] = f"results/init/{s}/{lang}/{model['init']}.safetensors"
+        inputs["embeddings"] = paths.init(s, lang, model["init"])
         inputs["tokenizer"] = eval_tokenizer(s, lang, model["init"])
     elif "pretrained" in model:
         inputs["model"] = inputs["tokenizer"] = reference_model_dir(wildcards)
@@ -493,8 +493,9 @@ def finetune_embeddings_flag(wildcards, input):
 
 def cell_scores(source, task, model, seed):
     """The scores file of one (source, task, model, seed) cell: fine-tuning, or zero-shot evaluation."""
-    stage = "zeroshot" if "zero_shot" in FT_TASKS[task] else "finetune"
-    return f"results/{stage}/{source}/{task}/{model}/seed{seed}.parquet"
+    if "zero_shot" in FT_TASKS[task]:
+        return paths.zeroshot_scores(source, task, model, seed)
+    return paths.finetune_scores(source, task, model, seed)
 
 
 def finetune_scores(wildcards=None):
@@ -504,7 +505,7 @@ def finetune_scores(wildcards=None):
 
 
 def finetune_outputs(wildcards=None):
-    return ["results/tables/finetune.md"] if FT_TASKS and FT_MODELS else []
+    return [paths.finetune_table("md")] if FT_TASKS and FT_MODELS else []
 
 
 def finetune_task_type(wildcards):
@@ -521,7 +522,7 @@ def paper_table_inputs(wildcards):
     spec = PAPER_TABLES[wildcards.table]
     cells = [n for names in spec["grid"]["rows"].values() for n in names if n] if "grid" in spec else None
     if spec.get("kind") == "lapt":
-        return {f"curve__{r}__{lang}": f"results/lapt/{s}/{lang}/{r}/curve.parquet" for s in SOURCES
+        return {f"curve__{r}__{lang}": paths.lapt_curve(s, lang, r) for s in SOURCES
                 for r in cells or spec.get("rows") or LAPT_RUNS for lang in spec["languages"]
                 if lang in lapt_run_targets(config, r)}
     rows = cells or spec.get("rows") or list(FT_MODELS)
@@ -552,7 +553,7 @@ def paper_table_spec(wildcards):
 
 
 def paper_table_outputs(wildcards=None):
-    return expand("results/tables/paper/{table}.md", table=list(PAPER_TABLES))
+    return expand(paths.paper_table("{table}", "md"), table=list(PAPER_TABLES))
 
 
 # --- paper figures --------------------------------------------------------------------------------
@@ -572,11 +573,11 @@ def lapt_finetune_inputs(wildcards):
     """vocab-swap Figures 4/8: the held-out curves of the figure's LAPT runs and the scores of every model
     fine-tuned on its task from those runs (snapshots and final models), all seeds."""
     s, lang, spec = wildcards.source, figure_language(wildcards.figure), FIGURES[wildcards.figure]
-    inputs = {f"curve__{r}": f"results/lapt/{s}/{lang}/{r}/curve.parquet"
+    inputs = {f"curve__{r}": paths.lapt_curve(s, lang, r)
               for r in figure_runs(config, wildcards.figure)}
     for model, _, _ in figure_points(config, wildcards.figure):
         for seed in FINETUNE.get("seeds", []):
-            inputs[f"scores__{model}__{seed}"] = f"results/finetune/{s}/{spec['task']}/{model}/seed{seed}.parquet"
+            inputs[f"scores__{model}__{seed}"] = paths.finetune_scores(s, spec["task"], model, seed)
     return inputs
 
 
@@ -596,8 +597,8 @@ def token_accuracy_inputs(wildcards):
     inputs = {}
     for r in figure_runs(config, wildcards.figure):
         method = spec.get("matched_by") or LAPT["runs"][r]["method"]
-        inputs[f"accuracy__{r}"] = f"results/lapt/{s}/{lang}/{r}/token_accuracy.parquet"
-        inputs[f"provenance__{r}"] = f"results/init/{s}/{lang}/{method}.provenance.parquet"
+        inputs[f"accuracy__{r}"] = paths.lapt_token_accuracy(s, lang, r)
+        inputs[f"provenance__{r}"] = paths.provenance(s, lang, method)
     return inputs
 
 
@@ -608,7 +609,7 @@ def token_accuracy_params(wildcards):
 
 
 def paper_figure_outputs(wildcards=None):
-    return [f"results/figures/{spec['kind']}/{s}/{name}.png" for name, spec in FIGURES.items() for s in SOURCES]
+    return [paths.figure(spec["kind"], s, name, "png") for name, spec in FIGURES.items() for s in SOURCES]
 
 
 # --- zero-shot cross-lingual transfer (UNKs Everywhere §4.3) ---------------------------------------------------
@@ -621,13 +622,13 @@ def source_task_model(wildcards):
     adapter), else the source model."""
     setup, lang = ZS_SETUPS[wildcards.setup], ZS_SOURCES[wildcards.srctask]["language"]
     if setup["variant"] == "adapter":
-        return f"results/lapt/{wildcards.source}/{lang}/{setup['lapt']}/model"
+        return paths.lapt_model(wildcards.source, lang, setup["lapt"])
     return source_model_dir(wildcards)
 
 
 def source_task_inputs(wildcards):
     model = source_task_model(wildcards)
-    return {"model": model, "tokenizer": model, "data": f"results/tasks/{wildcards.srctask}"}
+    return {"model": model, "tokenizer": model, "data": paths.task_data(wildcards.srctask)}
 
 
 def source_task_config(wildcards):
@@ -661,12 +662,12 @@ def zero_shot_inputs(wildcards):
     per source task the source-side training of the model's setup and seed."""
     model, task = FT_MODELS[wildcards.ftmodel], FT_TASKS[wildcards.task]
     s, setup = wildcards.source, model["zero_shot"]
-    target = (f"results/lapt/{s}/{task['language']}/{model['lapt']}/model" if "lapt" in model
+    target = (paths.lapt_model(s, task["language"], model["lapt"]) if "lapt" in model
               else source_model_dir(wildcards))
-    inputs = {"target": target, "data": f"results/tasks/{wildcards.task}"}
+    inputs = {"target": target, "data": paths.task_data(wildcards.task)}
     for src in task["zero_shot"]:
-        base = f"results/source_task/{s}/{src}/{setup}/seed{wildcards.seed}"
-        inputs[f"trained__{src}"], inputs[f"scores__{src}"] = f"{base}.model", f"{base}.parquet"
+        inputs[f"trained__{src}"] = paths.source_task_model(s, src, setup, wildcards.seed)
+        inputs[f"scores__{src}"] = paths.source_task_scores(s, src, setup, wildcards.seed)
     return inputs
 
 

@@ -17,7 +17,7 @@ rule build_dictionary:
 # Cluster only (config `dictionaries: {en: {fr: {source: muse}}}`): MUSE's ground-truth dictionaries.
 rule download_dictionary:
     output:
-        "resources/dictionaries/{slang}-{lang}.txt",
+        paths.muse_dictionary("{slang}", "{lang}"),
     params:
         url="https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt",
     log:

@@ -6,7 +6,7 @@ rule pack_heldout:
         shards=paths.shards("{target}", "heldout"),
         tokenizer=paths.tokenizer("{target}"),
     output:
-        blocks="results/eval_init/heldout/{target}.safetensors",
+        blocks=paths.heldout_blocks("{target}"),
     params:
         spec=canonical({k: config["eval"][k] for k in ("seq_len", "max_sequences")}),
     log:
@@ -25,7 +25,7 @@ use rule pack_heldout as pack_heldout_extended with:
         shards=paths.extended_shards("{source}", "{target}", "{method}", "heldout"),
         tokenizer=paths.extended_tokenizer("{source}", "{target}", "{method}"),
     output:
-        blocks="results/eval_init/heldout/{source}/{target}/{method}.safetensors",
+        blocks=paths.extended_heldout_blocks("{source}", "{target}", "{method}"),
     log:
         "logs/pack_heldout_extended/{source}/{target}/{method}.log",
     benchmark:
@@ -38,7 +38,7 @@ rule evaluate_init:
     input:
         unpack(eval_inputs),
     output:
-        result="results/eval_init/{source}/{target}.parquet",
+        result=paths.init_eval("{source}", "{target}"),
     params:
         spec=canonical(config["eval"]),
         methods=eval_methods,

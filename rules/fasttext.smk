@@ -6,8 +6,8 @@ rule train_fasttext:
         shards=paths.shards("{target}", "train"),
         tokenizer=paths.tokenizer("{target}"),
     output:
-        vectors=paths.fasttext("{target}"),
-        tokens=paths.fasttext("{target}", "tokens"),
+        vectors=paths.fasttext_vectors("{target}"),
+        tokens=paths.fasttext_tokens("{target}"),
     params:
         spec=canonical(config["fasttext"]),
         seed=config["seed"],
@@ -28,8 +28,8 @@ rule train_source_fasttext:
         shards=source_fasttext_shards,
         tokenizer=source_tokenizer_dir,
     output:
-        vectors=paths.source_fasttext("{source}", "{slang}"),
-        tokens=paths.source_fasttext("{source}", "{slang}", "tokens"),
+        vectors=paths.source_fasttext_vectors("{source}", "{slang}"),
+        tokens=paths.source_fasttext_tokens("{source}", "{slang}"),
     params:
         spec=canonical(config["fasttext"]),
         seed=config["seed"],

@@ -5,7 +5,7 @@
 
 rule prepare_task:
     output:
-        data=directory("results/tasks/{task}"),
+        data=directory(paths.task_data("{task}")),
     params:
         spec=task_spec,
         task=finetune_task_type,
@@ -20,7 +20,7 @@ rule prepare_task:
 # fetched once; a local folder is used in place.
 rule download_reference_model:
     output:
-        model=directory("resources/reference_models/{ftmodel}"),
+        model=directory(paths.reference_model("{ftmodel}")),
     params:
         repo=reference_hub_id,
     log:
@@ -33,8 +33,8 @@ rule finetune:
     input:
         unpack(finetune_inputs),
     output:
-        scores="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.parquet",
-        history="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.history.parquet",
+        scores=paths.finetune_scores("{source}", "{task}", "{ftmodel}", "{seed}"),
+        history=paths.finetune_history("{source}", "{task}", "{ftmodel}", "{seed}"),
     params:
         model=finetune_model_dir,
         tokenizer=finetune_tokenizer_dir,
@@ -42,7 +42,7 @@ rule finetune:
         meta=finetune_meta,
         embeddings=finetune_embeddings_flag,
         task=finetune_task_type,
-        checkpoints="results/finetune/{source}/{task}/{ftmodel}/seed{seed}.checkpoints",
+        checkpoints=paths.finetune_checkpoints("{source}", "{task}", "{ftmodel}", "{seed}"),
         launcher=FINETUNE.get("launcher", "python"),
     threads: FINETUNE.get("training", {}).get("threads", 1)
     resources:
@@ -64,15 +64,15 @@ rule make_finetune_table:
     input:
         scores=finetune_scores,
     output:
-        csv="results/tables/finetune.csv",
-        md="results/tables/finetune.md",
+        csv=paths.finetune_table("csv"),
+        md=paths.finetune_table("md"),
         html=report(
-            "results/tables/finetune.html",
+            paths.finetune_table("html"),
             category="Tables",
             caption="../report/finetune.rst",
             labels={"table": "Downstream fine-tuning: test scores, mean ± std over seeds"},
         ),
-        parquet="results/tables/finetune_scores.parquet",
+        parquet=paths.finetune_scores_table(),
     params:
         meta=table_labels(),
     log:
@@ -87,10 +87,10 @@ rule make_paper_table:
     input:
         unpack(paper_table_inputs),
     output:
-        csv="results/tables/paper/{table}.csv",
-        md="results/tables/paper/{table}.md",
+        csv=paths.paper_table("{table}", "csv"),
+        md=paths.paper_table("{table}", "md"),
         html=report(
-            "results/tables/paper/{table}.html",
+            paths.paper_table("{table}", "html"),
             category="Paper tables",
             caption="../report/paper_table.rst",
             labels={"table": "{table}"},
@@ -111,13 +111,13 @@ rule plot_lapt_finetune:
         unpack(lapt_finetune_inputs),
     output:
         png=report(
-            "results/figures/lapt_finetune/{source}/{figure}.png",
+            paths.figure("lapt_finetune", "{source}", "{figure}", "png"),
             category="Figures",
             caption="../report/lapt_finetune.rst",
             labels={"figure": "{figure}"},
         ),
-        svg="results/figures/lapt_finetune/{source}/{figure}.svg",
-        csv="results/figures/lapt_finetune/{source}/{figure}.csv",
+        svg=paths.figure("lapt_finetune", "{source}", "{figure}", "svg"),
+        csv=paths.figure("lapt_finetune", "{source}", "{figure}", "csv"),
     wildcard_constraints:
         figure="|".join(figures_of_kind("lapt_finetune")) or "^$",
     params:

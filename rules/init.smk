@@ -5,8 +5,8 @@ rule init_embeddings:
     input:
         unpack(init_inputs),
     output:
-        embeddings="results/init/{source}/{target}/{method}.safetensors",
-        provenance="results/init/{source}/{target}/{method}.provenance.parquet",
+        embeddings=paths.init("{source}", "{target}", "{method}"),
+        provenance=paths.provenance("{source}", "{target}", "{method}"),
     params:
         method=method_params,
         seed=config["seed"],
@@ -23,11 +23,11 @@ rule init_embeddings:
 rule extend_tokenizer:
     input:
         model=source_model_dir,
-        tokenizer="results/tokenizers/{target}",
-        overlap="results/overlap/{source}/{target}.parquet",
-        vectors="results/fasttext/{target}/vectors.safetensors",
+        tokenizer=paths.tokenizer("{target}"),
+        overlap=paths.overlap("{source}", "{target}"),
+        vectors=paths.fasttext_vectors("{target}"),
     output:
-        tokenizer=directory("results/extended/{source}/{target}/{method}/tokenizer"),
+        tokenizer=directory(paths.extended_tokenizer("{source}", "{target}", "{method}")),
     params:
         new_tokens=extension_size,
     log:
@@ -42,7 +42,7 @@ rule factorize_source:
     input:
         model=source_model_dir,
     output:
-        factors="results/factorized/{source}/{factorization}.safetensors",
+        factors=paths.factors("{source}", "{factorization}"),
     params:
         spec=factorization_params,
         seed=config["seed"],

@@ -13,13 +13,13 @@ rule train_lapt:
         heldout=lapt_heldout_shards,
         anchors=lapt_anchors,
     output:
-        model=directory("results/lapt/{source}/{target}/{run}/model"),
-        curve="results/lapt/{source}/{target}/{run}/curve.parquet",
-        snapshots=directory("results/lapt/{source}/{target}/{run}/snapshots"),  # step-XXXXXXXX/ (snapshot_steps)
-        token_accuracy="results/lapt/{source}/{target}/{run}/token_accuracy.parquet",  # rows: token_accuracy_top
+        model=directory(paths.lapt_model("{source}", "{target}", "{run}")),
+        curve=paths.lapt_curve("{source}", "{target}", "{run}"),
+        snapshots=directory(paths.lapt_snapshots("{source}", "{target}", "{run}")),  # step-XXXXXXXX/ (snapshot_steps)
+        token_accuracy=paths.lapt_token_accuracy("{source}", "{target}", "{run}"),  # rows: token_accuracy_top
     params:
         config=lapt_config,
-        checkpoints="results/lapt/{source}/{target}/{run}/checkpoints",
+        checkpoints=paths.lapt_checkpoints("{source}", "{target}", "{run}"),
         launcher=config.get("lapt", {}).get("launcher", "python"),
     threads: config.get("lapt", {}).get("training", {}).get("threads", 1)
     resources:
@@ -45,12 +45,12 @@ rule plot_lapt_curves:
         unpack(lapt_curves),
     output:
         png=report(
-            "results/figures/lapt_curves/{source}/{target}.png",
+            paths.figure("lapt_curves", "{source}", "{target}", "png"),
             category="Figures",
             caption="../report/lapt_curves.rst",
         ),
-        svg="results/figures/lapt_curves/{source}/{target}.svg",
-        csv="results/figures/lapt_curves/{source}/{target}.csv",
+        svg=paths.figure("lapt_curves", "{source}", "{target}", "svg"),
+        csv=paths.figure("lapt_curves", "{source}", "{target}", "csv"),
     params:
         runs=lapt_run_labels,
     log:
@@ -64,17 +64,17 @@ rule plot_embedding_correlation:
         unpack(lapt_correlation_inputs),
     output:
         png=report(
-            "results/figures/embedding_correlation/{source}/{target}.png",
+            paths.figure("embedding_correlation", "{source}", "{target}", "png"),
             category="Figures",
             caption="../report/embedding_correlation.rst",
         ),
-        svg="results/figures/embedding_correlation/{source}/{target}.svg",
+        svg=paths.figure("embedding_correlation", "{source}", "{target}", "svg"),
         hist=report(
-            "results/figures/embedding_correlation/{source}/{target}.histograms.png",
+            paths.figure("embedding_correlation", "{source}", "{target}", "histograms.png"),
             category="Figures",
             caption="../report/correlation_histograms.rst",
         ),
-        csv="results/figures/embedding_correlation/{source}/{target}.csv",
+        csv=paths.figure("embedding_correlation", "{source}", "{target}", "csv"),
     params:
         runs=lapt_run_labels,
     log:
@@ -90,13 +90,13 @@ rule plot_token_accuracy:
         unpack(token_accuracy_inputs),
     output:
         png=report(
-            "results/figures/token_accuracy/{source}/{figure}.png",
+            paths.figure("token_accuracy", "{source}", "{figure}", "png"),
             category="Figures",
             caption="../report/token_accuracy.rst",
             labels={"figure": "{figure}"},
         ),
-        svg="results/figures/token_accuracy/{source}/{figure}.svg",
-        csv="results/figures/token_accuracy/{source}/{figure}.csv",
+        svg=paths.figure("token_accuracy", "{source}", "{figure}", "svg"),
+        csv=paths.figure("token_accuracy", "{source}", "{figure}", "csv"),
     wildcard_constraints:
         figure="|".join(figures_of_kind("token_accuracy")) or "^$",
     params:

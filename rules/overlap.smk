@@ -6,7 +6,7 @@ rule compute_overlap:
         model=source_model_dir,
         tokenizer=paths.tokenizer("{target}"),
     output:
-        overlap="results/overlap/{source}/{target}.parquet",
+        overlap=paths.overlap("{source}", "{target}"),
     log:
         "logs/compute_overlap/{source}/{target}.log",
     benchmark:

@@ -27,12 +27,12 @@ rule pretrain_source_model:
     output:
         model=directory(paths.source_model("{source}")),
         curve=report(
-            "results/source/{source}/pretrain_curve.parquet",
+            paths.pretrain_curve("{source}", "parquet"),
             category="Source model",
             caption="../report/pretrain_curve.rst",
         ),
         plot=report(
-            "results/source/{source}/pretrain_curve.png",
+            paths.pretrain_curve("{source}", "png"),
             category="Source model",
             caption="../report/pretrain_curve.rst",
         ),
@@ -52,7 +52,7 @@ rule pretrain_source_model:
 
 rule download_source_model:
     output:
-        model=directory("resources/models/{source}"),
+        model=directory(paths.downloaded_model("{source}")),
     params:
         repo=source_hub_id,
     log:

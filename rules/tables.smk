@@ -5,10 +5,10 @@ rule make_init_table:
     input:
         results=init_eval_results,
     output:
-        csv="results/tables/init_mlm_loss.csv",
-        md="results/tables/init_mlm_loss.md",
+        csv=paths.init_table("csv"),
+        md=paths.init_table("md"),
         html=report(
-            "results/tables/init_mlm_loss.html",
+            paths.init_table("html"),
             category="Tables",
             caption="../report/init_mlm_loss.rst",
             labels={"table": "FOCUS Table 4: MLM loss right after initialization"},

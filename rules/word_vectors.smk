@@ -7,7 +7,7 @@ rule build_word_vectors:
         unpack(word_vector_inputs),
     output:
         vectors=paths.word_vectors("{lang}"),
-        words=paths.word_vectors("{lang}", "words"),
+        words=paths.word_list("{lang}"),
     params:
         spec=word_vector_spec,
     threads: config.get("word_fasttext", {}).get("threads", 1)
@@ -24,7 +24,7 @@ rule build_word_vectors:
 # Cluster only (config `word_vectors: {<lang>: {source: fasttext_cc}}`): the 300-d Common Crawl vectors.
 rule download_word_vectors:
     output:
-        "resources/word_vectors/cc.{lang}.300.bin",
+        paths.cc_word_vectors("{lang}"),
     params:
         url="https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz",
     log:

@@ -9,16 +9,16 @@ rule train_source_task:
     input:
         unpack(source_task_inputs),
     output:
-        model=directory("results/source_task/{source}/{srctask}/{setup}/seed{seed}.model"),
-        scores="results/source_task/{source}/{srctask}/{setup}/seed{seed}.parquet",
-        history="results/source_task/{source}/{srctask}/{setup}/seed{seed}.history.parquet",
+        model=directory(paths.source_task_model("{source}", "{srctask}", "{setup}", "{seed}")),
+        scores=paths.source_task_scores("{source}", "{srctask}", "{setup}", "{seed}"),
+        history=paths.source_task_history("{source}", "{srctask}", "{setup}", "{seed}"),
     params:
         config=source_task_config,
         adapter=source_task_adapter,
         variant=source_task_variant,
         task=source_task_type,
         meta=source_task_meta,
-        checkpoints="results/source_task/{source}/{srctask}/{setup}/seed{seed}.checkpoints",
+        checkpoints=paths.source_task_checkpoints("{source}", "{srctask}", "{setup}", "{seed}"),
         launcher=ZERO_SHOT.get("launcher", "python"),
     threads: ZERO_SHOT.get("training", {}).get("threads", 1)
     resources:
@@ -40,7 +40,7 @@ rule evaluate_zero_shot:
     input:
         unpack(zero_shot_inputs),
     output:
-        scores="results/zeroshot/{source}/{task}/{ftmodel}/seed{seed}.parquet",
+        scores=paths.zeroshot_scores("{source}", "{task}", "{ftmodel}", "{seed}"),
     params:
         sources=zero_shot_flags,
         config=zero_shot_config,

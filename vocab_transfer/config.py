@@ -6,6 +6,7 @@ import inspect
 from pathlib import Path
 
 from .methods import METHODS, method_config
+from .workflow import paths
 
 
 class ConfigError(ValueError):
@@ -472,7 +473,7 @@ def check_zero_shot(config: dict) -> None:
     clash = sorted(set(sources) & set(tasks))
     if clash:
         raise ConfigError(f"zero_shot.sources {clash}: the names are taken by finetune.tasks (one namespace: "
-                          "results/tasks/<name>)")
+                          f"{paths.task_data('<name>')})")
     for name, src in sources.items():
         if src["dataset"].get("test_only"):
             raise ConfigError(f"zero_shot.sources.{name}.dataset.test_only: the source side trains on this task")

@@ -1,30 +1,48 @@
-"""The path grammar of ``results/``: one function per artifact.
+"""The path grammar of ``results/`` and ``resources/``: one function per artifact.
 
-Rules, input functions, scripts and the package all take paths from here. Called with wildcard placeholders
-(``corpus("{lang}", "{split}")``) a function gives the rule's readable output pattern; called with values it gives
-the file. The shape of every path::
+Rules, input functions, scripts and the package take paths from here. Called with wildcard placeholders
+(``corpus("{lang}", "train")``) a function gives a rule's readable output pattern; called with values it gives the
+file. ``tests/test_paths.py`` checks that every rule's outputs are spelled by one of these functions. The shape of
+every path (``<split>`` is ``train`` or ``heldout``)::
 
-    results/corpus/<lang>/<split>.parquet/part-NNNNN.parquet   cleaned documents (split: train | heldout)
-    results/corpus/<lang>/stats.json                           what was read, kept and dropped
-    results/tokenizers/<lang>/                                 target tokenizer (+ training.json)
-    results/shards/<lang>/<split>/                             the corpus tokenized with the target tokenizer
-    results/source_shards/<source>/<lang>/<split>/             ... with the source model's tokenizer
-    results/extended/<source>/<target>/<method>/tokenizer/     a source tokenizer extended with target tokens
-    results/extended/<source>/<target>/<method>/shards/<split>/  the target corpus tokenized with it
-    results/fasttext/<lang>/{vectors.safetensors,tokens.parquet}        token-level fastText (target tokenizer)
+    results/corpus/<lang>/<split>.parquet/part-NNNNN.parquet      cleaned documents
+    results/corpus/<lang>/stats.json                              what was read, kept and dropped
+    results/tokenizers/<lang>/                                    target tokenizer (+ training.json)
+    results/shards/<lang>/<split>/                                the corpus tokenized with it
+    results/source/<source>/{tokenizer,model}/                    a source pretrained here
+    results/source/<source>/pretrain_curve.{parquet,png}
+    results/source_shards/<source>/<lang>/<split>/                a corpus tokenized with a source's tokenizer
+    results/fasttext/<lang>/{vectors.safetensors,tokens.parquet}  token-level fastText (target tokenizer)
     results/source_fasttext/<source>/<lang>/{vectors.safetensors,tokens.parquet}  ... (source tokenizer)
-    results/word_vectors/<lang>/{vectors.safetensors,words.parquet}     word-level fastText
-    results/dictionaries/<source lang>/<lang>.parquet          bilingual dictionary
-
-where ``<split>`` is ``train`` or ``heldout``. Every ``results/`` path of these artifacts is spelled here only.
+    results/word_vectors/<lang>/{vectors.safetensors,words.parquet}   word-level vectors
+    results/dictionaries/<source lang>/<lang>.parquet             bilingual dictionary
+    results/overlap/<source>/<target>.parquet                     vocabulary overlap
+    results/factorized/<source>/<mf-key>.safetensors              Semi-NMF factors of a source matrix
+    results/extended/<source>/<target>/<method>/tokenizer/        vocabulary-extension tokenizer
+    results/extended/<source>/<target>/<method>/shards/<split>/   the target corpus tokenized with it
+    results/init/<source>/<target>/<method>.{safetensors,provenance.parquet}   init artifact
+    results/eval_init/heldout/<target>.safetensors                packed held-out blocks
+    results/eval_init/heldout/<source>/<target>/<method>.safetensors  ... of an extension tokenizer
+    results/eval_init/<source>/<target>.parquet                   init-time loss per method
+    results/lapt/<source>/<target>/<run>/{model/,curve.parquet,snapshots/,token_accuracy.parquet,checkpoints/}
+    results/tasks/<task>/                                         downstream data
+    results/finetune/<source>/<task>/<model>/seed<N>.{parquet,history.parquet,checkpoints/}
+    results/source_task/<source>/<source task>/<setup>/seed<N>.{model/,parquet,history.parquet,checkpoints/}
+    results/zeroshot/<source>/<task>/<model>/seed<N>.parquet
+    results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet, paper/<table>.{csv,md,html}
+    results/figures/<kind>/<source>/<name>.{png,svg,csv}          kind: lapt_curves, embedding_correlation,
+                                                                  lapt_finetune, token_accuracy
+    resources/models/<source>/, resources/reference_models/<model>/, resources/word_vectors/cc.<lang>.300.bin,
+    resources/dictionaries/<source lang>-<lang>.txt               downloads
 """
 
 from __future__ import annotations
 
-RESULTS = "results"
+RESULTS, RESOURCES = "results", "resources"
 SPLITS = ("train", "heldout")
 
 
+# --- corpora, tokenizers, shards ------------------------------------------------------------------------------
 def corpus(lang: str, split: str) -> str:
     """A corpus split: a parquet directory dataset (``pandas.read_parquet`` opens it)."""
     return f"{RESULTS}/corpus/{lang}/{split}.parquet"
@@ -54,6 +72,10 @@ def source_model(source: str) -> str:
     return f"{RESULTS}/source/{source}/model"
 
 
+def pretrain_curve(source: str, ext: str) -> str:
+    return f"{RESULTS}/source/{source}/pretrain_curve.{ext}"
+
+
 def source_shards(source: str, lang: str, split: str) -> str:
     """``corpus(lang, split)`` tokenized with the source model's tokenizer."""
     return f"{RESULTS}/source_shards/{source}/{lang}/{split}"
@@ -68,24 +90,176 @@ def extended_shards(source: str, target: str, method: str, split: str) -> str:
     return f"{RESULTS}/extended/{source}/{target}/{method}/shards/{split}"
 
 
-def fasttext(lang: str, part: str = "vectors") -> str:
-    """Token-level fastText of the target tokenizer: ``vectors`` (safetensors) or ``tokens`` (parquet)."""
-    return f"{RESULTS}/fasttext/{lang}/{_fasttext_file(part)}"
+# --- auxiliary vectors, dictionaries, overlap -----------------------------------------------------------------
+def fasttext_vectors(lang: str) -> str:
+    """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``."""
+    return f"{RESULTS}/fasttext/{lang}/vectors.safetensors"
 
 
-def source_fasttext(source: str, lang: str, part: str = "vectors") -> str:
+def fasttext_tokens(lang: str) -> str:
+    return f"{RESULTS}/fasttext/{lang}/tokens.parquet"
+
+
+def source_fasttext_vectors(source: str, lang: str) -> str:
     """Token-level fastText of the source tokenizer on ``lang``'s corpus."""
-    return f"{RESULTS}/source_fasttext/{source}/{lang}/{_fasttext_file(part)}"
+    return f"{RESULTS}/source_fasttext/{source}/{lang}/vectors.safetensors"
 
 
-def _fasttext_file(part: str) -> str:
-    return {"vectors": "vectors.safetensors", "tokens": "tokens.parquet"}[part]
+def source_fasttext_tokens(source: str, lang: str) -> str:
+    return f"{RESULTS}/source_fasttext/{source}/{lang}/tokens.parquet"
 
 
-def word_vectors(lang: str, part: str = "vectors") -> str:
-    """Word-level vectors: ``vectors`` (safetensors) or ``words`` (parquet: word, count)."""
-    return f"{RESULTS}/word_vectors/{lang}/" + {"vectors": "vectors.safetensors", "words": "words.parquet"}[part]
+def word_vectors(lang: str) -> str:
+    """Word-level vectors (``vectors`` [n, dim])."""
+    return f"{RESULTS}/word_vectors/{lang}/vectors.safetensors"
+
+
+def word_list(lang: str) -> str:
+    """The words of :func:`word_vectors` with their counts, most frequent first."""
+    return f"{RESULTS}/word_vectors/{lang}/words.parquet"
 
 
 def dictionary(source_lang: str, lang: str) -> str:
     return f"{RESULTS}/dictionaries/{source_lang}/{lang}.parquet"
+
+
+def overlap(source: str, target: str) -> str:
+    return f"{RESULTS}/overlap/{source}/{target}.parquet"
+
+
+def factors(source: str, key: str) -> str:
+    """Semi-NMF factors of a source matrix shared by the MF methods with the same settings (``key``: mf-<hash>)."""
+    return f"{RESULTS}/factorized/{source}/{key}.safetensors"
+
+
+# --- initialization and its evaluation ------------------------------------------------------------------------
+def init(source: str, target: str, method: str) -> str:
+    return f"{RESULTS}/init/{source}/{target}/{method}.safetensors"
+
+
+def provenance(source: str, target: str, method: str) -> str:
+    return f"{RESULTS}/init/{source}/{target}/{method}.provenance.parquet"
+
+
+def heldout_blocks(target: str) -> str:
+    return f"{RESULTS}/eval_init/heldout/{target}.safetensors"
+
+
+def extended_heldout_blocks(source: str, target: str, method: str) -> str:
+    return f"{RESULTS}/eval_init/heldout/{source}/{target}/{method}.safetensors"
+
+
+def init_eval(source: str, target: str) -> str:
+    return f"{RESULTS}/eval_init/{source}/{target}.parquet"
+
+
+# --- LAPT -----------------------------------------------------------------------------------------------------
+def lapt_run(source: str, target: str, run: str) -> str:
+    """The folder of a LAPT run: ``model/``, ``curve.parquet``, ``snapshots/``, ``token_accuracy.parquet``,
+    ``checkpoints/`` (see :func:`lapt`)."""
+    return f"{RESULTS}/lapt/{source}/{target}/{run}"
+
+
+def lapt_model(source: str, target: str, run: str) -> str:
+    return f"{lapt_run(source, target, run)}/model"
+
+
+def lapt_curve(source: str, target: str, run: str) -> str:
+    return f"{lapt_run(source, target, run)}/curve.parquet"
+
+
+def lapt_snapshots(source: str, target: str, run: str) -> str:
+    return f"{lapt_run(source, target, run)}/snapshots"
+
+
+def lapt_token_accuracy(source: str, target: str, run: str) -> str:
+    return f"{lapt_run(source, target, run)}/token_accuracy.parquet"
+
+
+def lapt_checkpoints(source: str, target: str, run: str) -> str:
+    return f"{lapt_run(source, target, run)}/checkpoints"
+
+
+# --- downstream -----------------------------------------------------------------------------------------------
+def task_data(task: str) -> str:
+    return f"{RESULTS}/tasks/{task}"
+
+
+def finetune_scores(source: str, task: str, model: str, seed: str | int) -> str:
+    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seed}.parquet"
+
+
+def finetune_history(source: str, task: str, model: str, seed: str | int) -> str:
+    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seed}.history.parquet"
+
+
+def finetune_checkpoints(source: str, task: str, model: str, seed: str | int) -> str:
+    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seed}.checkpoints"
+
+
+def source_task(source: str, srctask: str, setup: str, seed: str | int) -> str:
+    """The stem of a zero-shot source-side training: ``.model/``, ``.parquet``, ``.history.parquet``,
+    ``.checkpoints/`` follow it."""
+    return f"{RESULTS}/source_task/{source}/{srctask}/{setup}/seed{seed}"
+
+
+def source_task_model(source: str, srctask: str, setup: str, seed: str | int) -> str:
+    return f"{source_task(source, srctask, setup, seed)}.model"
+
+
+def source_task_scores(source: str, srctask: str, setup: str, seed: str | int) -> str:
+    return f"{source_task(source, srctask, setup, seed)}.parquet"
+
+
+def source_task_history(source: str, srctask: str, setup: str, seed: str | int) -> str:
+    return f"{source_task(source, srctask, setup, seed)}.history.parquet"
+
+
+def source_task_checkpoints(source: str, srctask: str, setup: str, seed: str | int) -> str:
+    return f"{source_task(source, srctask, setup, seed)}.checkpoints"
+
+
+def zeroshot_scores(source: str, task: str, model: str, seed: str | int) -> str:
+    return f"{RESULTS}/zeroshot/{source}/{task}/{model}/seed{seed}.parquet"
+
+
+# --- tables and figures ---------------------------------------------------------------------------------------
+def init_table(ext: str) -> str:
+    """FOCUS Table 4 (``csv``, ``md``, ``html``)."""
+    return f"{RESULTS}/tables/init_mlm_loss.{ext}"
+
+
+def finetune_table(ext: str) -> str:
+    return f"{RESULTS}/tables/finetune.{ext}"
+
+
+def finetune_scores_table() -> str:
+    return f"{RESULTS}/tables/finetune_scores.parquet"
+
+
+def paper_table(table: str, ext: str) -> str:
+    return f"{RESULTS}/tables/paper/{table}.{ext}"
+
+
+def figure(kind: str, source: str, name: str, ext: str) -> str:
+    """``kind``: lapt_curves and embedding_correlation (``name``: the target language), lapt_finetune and
+    token_accuracy (``name``: the config's figure); ``ext``: png, svg, csv (``histograms.png`` for the correlation
+    histograms)."""
+    return f"{RESULTS}/figures/{kind}/{source}/{name}.{ext}"
+
+
+# --- downloads ------------------------------------------------------------------------------------------------
+def downloaded_model(source: str) -> str:
+    return f"{RESOURCES}/models/{source}"
+
+
+def reference_model(model: str) -> str:
+    return f"{RESOURCES}/reference_models/{model}"
+
+
+def cc_word_vectors(lang: str) -> str:
+    return f"{RESOURCES}/word_vectors/cc.{lang}.300.bin"
+
+
+def muse_dictionary(source_lang: str, lang: str) -> str:
+    return f"{RESOURCES}/dictionaries/{source_lang}-{lang}.txt"
