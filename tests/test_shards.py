@@ -172,6 +172,17 @@ def test_tokenizer_trains_on_a_seeded_sample_of_the_corpus(shard_dir, swahili_ve
     assert list(sample_texts(corpus, 10**9, seed=5, max_docs=40)) == swahili_verses[:40]
 
 
+def test_long_documents_are_cut_at_spaces_for_sentencepiece():
+    """SentencePiece skips sentences over 4,192 bytes: a whole article is cut into pieces at spaces instead."""
+    from vocab_transfer.data.tokenizer import SPM_MAX_SENTENCE_BYTES, sentence_chunks
+
+    article = " ".join(f"neno{i}" for i in range(3000))  # about 26 kB
+    pieces = list(sentence_chunks(["fupi", article, "ä" * 3000]))
+    assert pieces[0] == "fupi" and " ".join(pieces[1:-2]) == article
+    assert all(len(p.encode()) <= SPM_MAX_SENTENCE_BYTES for p in pieces)
+    assert "".join(pieces[-2:]) == "ä" * 3000  # no space: cut between characters
+
+
 def test_fingerprint_names_the_tokenizer_not_its_folder(tmp_path, sw_tokenizer, swahili_verses):
     sw_tokenizer.save_pretrained(tmp_path / "a")
     sw_tokenizer.save_pretrained(tmp_path / "b")

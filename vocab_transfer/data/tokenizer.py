@@ -37,13 +37,14 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
     ``<s>=0, <pad>=1, </s>=2, <unk>=3``, the learned pieces, then ``<mask>`` last, so
     ``len(tokenizer) == vocab_size``; sequences are ``<s> A </s>`` and pairs ``<s> A </s></s> B </s>``.
     ``character_coverage=1.0`` keeps every character, as HF tokenizers does (FOCUS App. A).
-    Bit-identical output for the same texts, order, and ``num_threads``.
+    Bit-identical output for the same texts, order, and ``num_threads``. Texts longer than SentencePiece's
+    sentence limit are cut at spaces (:func:`sentence_chunks`) instead of being skipped.
     """
     if vocab_size <= len(XLMR_SPECIALS) + 1:
         raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces")
     proto = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_writer=proto, model_type="unigram", vocab_size=vocab_size - 1,
+        sentence_iterator=sentence_chunks(texts), model_writer=proto, model_type="unigram", vocab_size=vocab_size - 1,
         character_coverage=character_coverage, max_sentencepiece_length=max_piece_length,
         bos_id=0, pad_id=1, eos_id=2, unk_id=3, normalization_rule_name="nmt_nfkc", num_threads=num_threads,
         input_sentence_size=0, shuffle_input_sentence=False, minloglevel=0 if show_progress else 2)
@@ -63,6 +64,35 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
     assert [tok.convert_tokens_to_ids(t) for t in XLMR_SPECIALS.values()] == [0, 1, 2, 3], "layout broken"
     assert tok.mask_token_id == len(tok) - 1 == vocab_size - 1
     return tok
+
+
+SPM_MAX_SENTENCE_BYTES = 4192  # SentencePiece's default max_sentence_length: it skips longer sentences
+
+
+def sentence_chunks(texts: Iterable[str], max_bytes: int = SPM_MAX_SENTENCE_BYTES) -> Iterator[str]:
+    """``texts`` with every one longer than ``max_bytes`` UTF-8 bytes cut into pieces at spaces (at a character
+    boundary where a piece has no space): whole Wikipedia articles would otherwise be dropped from tokenizer
+    training. Pieces cannot span a space in SentencePiece (``split_by_whitespace``), so cutting there loses no
+    candidate piece."""
+    for text in texts:
+        raw = text.encode("utf-8")
+        if len(raw) <= max_bytes:
+            yield text
+            continue
+        start = 0
+        while start < len(raw):
+            end = min(start + max_bytes, len(raw))
+            if end < len(raw):
+                space = raw.rfind(b" ", start, end + 1)
+                if space > start:
+                    end = space
+                else:
+                    while end > start and raw[end] & 0xC0 == 0x80:  # not inside a UTF-8 sequence
+                        end -= 1
+            piece = raw[start:end].decode("utf-8").strip()
+            if piece:
+                yield piece
+            start = end
 
 
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
