@@ -1,0 +1,52 @@
+"""What jobs ask the scheduler for (vocab_transfer.workflow.resources): defaults follow the input size, the config
+replaces them, and mistakes in the config are named."""
+
+import json
+
+import pytest
+
+from vocab_transfer.workflow import resources as res
+
+
+class Input(dict):
+    """The `input` a Snakemake resource function receives: named files."""
+
+
+def test_requests_grow_with_the_data_and_the_config_replaces_them(tmp_path):
+    small, big = tmp_path / "small", tmp_path / "big"
+    small.mkdir()
+    big.mkdir()
+    (small / "part-00000.parquet").write_bytes(b"x" * 1000)
+    for i in range(3):  # a folder is measured by its files (a parquet dataset, a shard)
+        (big / f"part-{i:05d}.parquet").write_bytes(b"x" * 400_000_000)
+    mem, runtime = res.mem_mb({}, "evaluate_init"), res.runtime({}, "tokenize_corpus")
+    assert mem(None, Input(model=str(small))) < mem(None, Input(model=str(big)))
+    assert runtime(None, Input(corpus=str(small))) < runtime(None, Input(corpus=str(big)))
+    assert mem(None, Input(model=str(tmp_path / "missing"))) == res.COSTS["evaluate_init"].mem_mb  # a dry run
+    cfg = {"resources": {"evaluate_init": {"mem_mb": 123}, "default": {"runtime": 7}}}
+    assert res.mem_mb(cfg, "evaluate_init")(None, Input(model=str(big))) == 123
+    assert res.runtime(cfg, "make_init_table")(None, Input()) == 7  # rules without a cost take `default`
+    assert res.runtime(cfg, "tokenize_corpus")(None, Input(corpus=str(small))) == res.COSTS["tokenize_corpus"].minutes + 1
+    assert res.threads({"resources": {"tokenize_corpus": {"threads": 16}}}, "tokenize_corpus") == 16
+    extra = res.mem_mb({}, "train_tokenizer", lambda w, i: 5000)(None, Input(corpus=str(small)))
+    assert extra >= 5000 + res.COSTS["train_tokenizer"].mem_mb
+
+
+def test_tokenizer_and_fasttext_memory_follow_the_sample_and_the_matrices(tmp_path):
+    stats = {"train_docs": 1_000_000, "train_bytes": 150_000_000}
+    assert res.tokenizer_sample_mb(stats, 300_000) == pytest.approx(20 * 45)  # 45 MB sampled, 20 bytes per byte
+    assert res.tokenizer_sample_mb(stats, None) == pytest.approx(20 * 150)
+    assert res.tokenizer_sample_mb({}, 300_000) == 0
+    assert res.fasttext_mem_mb({"dim": 100}, 50_000) == pytest.approx((2 * 50_000 + 2_000_000) * 400 / 1e6)
+    assert res.fasttext_mem_mb({"dim": 100, "maxn": 0}, 50_000) == pytest.approx(100_000 * 400 / 1e6)
+    (tmp_path / "stats.json").write_text(json.dumps(stats))
+    assert res.read_json(tmp_path / "stats.json") == stats and res.read_json(tmp_path / "none.json") == {}
+
+
+def test_resource_mistakes_are_named():
+    rules = ["prepare_corpus", "train_fasttext", "tokenize_corpus"]
+    assert res.check({"resources": {"tokenize_corpus": {"threads": 8}}}, rules) == []
+    unknown, recipe = res.check({"resources": {"tokenise_corpus": {"mem_mb": 1},
+                                               "train_fasttext": {"threads": 8}}}, rules)
+    assert unknown.startswith("resources.tokenise_corpus: no rule of that name") and "tokenize_corpus" in unknown
+    assert recipe.startswith("resources.train_fasttext.threads") and "fasttext.threads" in recipe
