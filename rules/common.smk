@@ -25,6 +25,8 @@ from vocab_transfer.methods import METHODS, method_config, method_needs
 from vocab_transfer.methods import method_params as with_defaults
 from vocab_transfer.methods.unks import factorization_spec
 from vocab_transfer.workflow import paths
+from vocab_transfer.workflow.needs import InitJob, Need
+from vocab_transfer.workflow.needs import init_inputs as needs_inputs
 from vocab_transfer.workflow import resources as res
 
 
@@ -165,38 +167,19 @@ def method_option(method, name):
     return with_defaults(spec["kind"], method_config(spec))[name]
 
 
-def word_vector_files(lang, side):
-    return {f"{side}_word_vectors": paths.word_vectors(lang), f"{side}_word_list": paths.word_list(lang)}
-
-
 def init_inputs(wildcards):
-    """Inputs of init_embeddings: the source model, the overlap, and what the method needs
-    (vocab_transfer.methods.method_needs)."""
+    """Inputs of init_embeddings: the source model, the target tokenizer, the overlap, and what the method needs
+    (vocab_transfer.workflow.needs: the registry the method declares its needs in)."""
     needs = method_needs_of(wildcards.method)
-    inputs = {
-        "model": source_model_dir(wildcards),
-        "tokenizer": paths.tokenizer(wildcards.target),
-        "overlap": paths.overlap(wildcards.source, wildcards.target),
-    }
-    if "fasttext" in needs:
-        inputs["vectors"] = paths.fasttext_vectors(wildcards.target)
-    if "source_fasttext" in needs:
-        lang = method_option(wildcards.method, "source_language")
-        inputs["source_vectors"] = paths.source_fasttext_vectors(wildcards.source, lang)
-    if "target_words" in needs:
-        inputs.update(word_vector_files(wildcards.target, "target"))
-    if "source_words" in needs:
-        inputs.update(word_vector_files(method_option(wildcards.method, "source_language"), "source"))
-    if "dictionary" in needs:
-        lang = method_option(wildcards.method, "source_language")
-        inputs["dictionary"] = paths.dictionary(lang, wildcards.target)
-    if "language_tokenizer" in needs:
-        inputs["language_tokenizer"] = paths.tokenizer(method_option(wildcards.method, "restrict_source"))
-    if "extended_tokenizer" in needs:
-        inputs["extended_tokenizer"] = extended_tokenizer_dir(wildcards)
-    if "factorization" in needs:
-        inputs["factors"] = paths.factors(wildcards.source, factorization_key(wildcards.method))
-    return inputs
+    job = InitJob(wildcards.source, wildcards.target, wildcards.method, with_defaults(*method_kind_params(wildcards.method)),
+                  factorization_key(wildcards.method) if Need.FACTORS in needs else None)
+    return {"model": source_model_dir(wildcards), "tokenizer": paths.tokenizer(wildcards.target),
+            "overlap": paths.overlap(wildcards.source, wildcards.target), **needs_inputs(job, needs)}
+
+
+def method_kind_params(method):
+    spec = config["methods"][method]
+    return spec["kind"], method_config(spec)
 
 
 def factorization_key(method):
@@ -207,8 +190,7 @@ def factorization_key(method):
     return f"mf-{digest[:12]}"
 
 
-FACTORIZATIONS = {factorization_key(m): m for m in METHOD_NAMES
-                  if "factorization" in method_needs_of(m)}
+FACTORIZATIONS = {factorization_key(m): m for m in METHOD_NAMES if Need.FACTORS in method_needs_of(m)}
 
 
 def factorization_params(wildcards):
@@ -243,14 +225,14 @@ def pretrained_tokenizer_dir(wildcards):
 
 def eval_tokenizer(source, target, method):
     """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
-    if "extended_tokenizer" in method_needs_of(method):
+    if Need.EXTENDED_TOKENIZER in method_needs_of(method):
         return paths.extended_tokenizer(source, target, method)
     return paths.tokenizer(target)
 
 
 def eval_blocks(source, target, method):
     """Held-out text packed with that tokenizer."""
-    if "extended_tokenizer" in method_needs_of(method):
+    if Need.EXTENDED_TOKENIZER in method_needs_of(method):
         return paths.extended_heldout_blocks(source, target, method)
     return paths.heldout_blocks(target)
 
@@ -358,7 +340,7 @@ def lapt_shards(wildcards, split):
     s, t = wildcards.source, wildcards.target
     if not method:
         return paths.source_shards(s, t, split)
-    if "extended_tokenizer" in method_needs_of(method):
+    if Need.EXTENDED_TOKENIZER in method_needs_of(method):
         return paths.extended_shards(s, t, method, split)
     return paths.shards(t, split)
 
@@ -528,9 +510,9 @@ def paper_table_inputs(wildcards):
     rows = cells or spec.get("rows") or list(FT_MODELS)
     tasks = set(spec["tasks"]) if "grid" in spec else {
         t for names in (spec.get("groups") or {"": list(FT_TASKS)}).values() for t in names}
-    paths = [cell_scores(s, t, m, seed) for s in SOURCES for m in rows
+    files = [cell_scores(s, t, m, seed) for s in SOURCES for m in rows
              for t in finetune_model_tasks(config, m) if t in tasks for seed in FINETUNE.get("seeds", [])]
-    return {f"scores__{i}": p for i, p in enumerate(paths)}
+    return {f"scores__{i}": p for i, p in enumerate(files)}
 
 
 def table_labels():

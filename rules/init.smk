@@ -15,6 +15,8 @@ rule init_embeddings:
         "logs/init_embeddings/{source}/{target}/{method}.log",
     benchmark:
         "benchmarks/out/init_embeddings/{source}/{target}/{method}.tsv"
+    resources:
+        **resources_of("init_embeddings"),
     script:
         "../workflow_scripts/init_embeddings.py"
 

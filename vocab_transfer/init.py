@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pandas as pd
 import torch
@@ -13,7 +14,7 @@ from .data.token_fasttext import TokenVectors
 from .data.tokenizer import load_tokenizer
 from .data.word_vectors import WordVectors
 from .io import read_tensors
-from .methods import TransferInputs, run_method
+from .methods import TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
     embedding_matrix,
@@ -21,6 +22,9 @@ from .source_model import (
     load_source_model,
     transferred_model,
 )
+from .workflow.needs import NEEDS, InitJob, Need
+
+_probe = InitJob("s", "t", "m", {"source_language": "x", "restrict_source": "x"}, "mf")  # input names only
 
 
 def _token_vectors(path: str, n: int) -> TokenVectors:
@@ -31,41 +35,48 @@ def _token_vectors(path: str, n: int) -> TokenVectors:
     return aux
 
 
+#: How each need's artifacts (the rule inputs of vocab_transfer.workflow.needs.NEEDS) become TransferInputs fields:
+#: ``loader(paths, source_tokenizer, target_tokenizer) -> {field: value}``.
+LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
+    Need.TOKEN_VECTORS: lambda p, s, t: {"aux": _token_vectors(p["vectors"], len(t))},
+    Need.SOURCE_TOKEN_VECTORS: lambda p, s, t: {"source_aux": _token_vectors(p["source_vectors"], len(s))},
+    Need.TARGET_WORDS: lambda p, s, t: {"target_words": read_word_vectors(p["target_word_vectors"],
+                                                                          p["target_word_list"])},
+    Need.SOURCE_WORDS: lambda p, s, t: {"source_words": read_word_vectors(p["source_word_vectors"],
+                                                                          p["source_word_list"])},
+    Need.DICTIONARY: lambda p, s, t: {"dictionary": pd.read_parquet(p["dictionary"])},
+    Need.TOKENIZERS: lambda p, s, t: {"source_tokenizer": s, "target_tokenizer": t},
+    Need.LANGUAGE_TOKENIZER: lambda p, s, t: {"language_tokenizer": load_tokenizer(p["language_tokenizer"])},
+    Need.EXTENDED_TOKENIZER: lambda p, s, t: {},  # the method reads it through the tokenizers; the table's rows
+    Need.FACTORS: lambda p, s, t: {"source_factors": read_tensors(p["factors"])},
+}
+
+
 def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Run ``method`` (``{"kind": ..., **params}``) on the artifacts in ``paths``.
 
-    ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and,
-    for methods that need them (:func:`vocab_transfer.methods.method_needs`): ``vectors``
-    (target-token fastText), ``source_vectors``, ``target_word_vectors`` + ``target_word_list``,
-    ``source_word_vectors`` + ``source_word_list``, ``dictionary``, ``language_tokenizer``,
-    ``extended_tokenizer``, ``factors``. Returns the tensors to save (``embeddings``; ``output_bias`` if the source
-    has an MLM output bias; a method's extra tensors) and the per-token provenance table.
+    ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and the inputs of
+    each need the method declares (:func:`vocab_transfer.methods.method_needs`; names in
+    :data:`vocab_transfer.workflow.needs.NEEDS`), loaded by :data:`LOADERS`. Returns the tensors to save
+    (``embeddings``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
+    per-token provenance table.
     """
     model = load_source_model(paths["model"])
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
     check_tokenizer_matches(len(source_tok), model.get_input_embeddings().weight.shape[0], name=paths["model"],
                             allow_padded_embeddings=True)
-    opt = {}
-    if "vectors" in paths:
-        opt["aux"] = _token_vectors(paths["vectors"], len(target_tok))
-    if "source_vectors" in paths:
-        opt["source_aux"] = _token_vectors(paths["source_vectors"], len(source_tok))
-    for side in ("source", "target"):
-        if f"{side}_word_vectors" in paths:
-            opt[f"{side}_words"] = read_word_vectors(paths[f"{side}_word_vectors"], paths[f"{side}_word_list"])
-    if "dictionary" in paths:
-        opt["dictionary"] = pd.read_parquet(paths["dictionary"])
-    if "factors" in paths:
-        opt["source_factors"] = read_tensors(paths["factors"])
-    if "language_tokenizer" in paths:
-        opt["language_tokenizer"] = load_tokenizer(paths["language_tokenizer"])
     params = {k: v for k, v in method.items() if k != "kind"}
+    opt = {"source_tokenizer": source_tok, "target_tokenizer": target_tok}
+    for need in method_needs(method["kind"], params):
+        missing = [k for k in NEEDS[need].inputs(_probe) if k not in paths]
+        if missing:
+            raise ValueError(f"{method['kind']} needs {need.value}: inputs {missing} are missing")
+        opt.update(LOADERS[need](paths, source_tok, target_tok))
     # padded embedding matrices (allow_padded_embeddings) keep only the rows of real tokens
     inputs = TransferInputs(source_matrix=embedding_matrix(model)[: len(source_tok)], target_vocab_size=len(target_tok),
                             overlap=pd.read_parquet(paths["overlap"]),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
-                            source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
-                            source_tokenizer=source_tok, target_tokenizer=target_tok, **opt)
+                            source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))), **opt)
     result = run_method(method["kind"], inputs, seed=seed, **params)
     table_tok = load_tokenizer(paths["extended_tokenizer"]) if "extended_tokenizer" in paths else target_tok
     if result.matrix.shape[0] != len(table_tok):

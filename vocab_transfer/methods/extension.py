@@ -17,8 +17,10 @@ import torch
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
+from ..workflow.needs import Need
 from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
 from .focus import focus_init
+from .registry import one_of, register
 
 
 def select_new_tokens(overlap: pd.DataFrame, counts: np.ndarray, special_ids: list[int], n: int) -> np.ndarray:
@@ -58,6 +60,12 @@ def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndar
     return tok
 
 
+def extension_needs(p: dict) -> frozenset[Need]:
+    one_of(p, "new_rows", ("focus", "random"))
+    return frozenset({Need.TOKEN_VECTORS, Need.TOKENIZERS, Need.EXTENDED_TOKENIZER})
+
+
+@register("extend", extension_needs)
 def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: int = 30000, new_rows: str = "focus",
                    topk: int = 64) -> EmbeddingInit:
     """Config adapter: ``kind: extend``; rows of the extended tokenizer (source rows, then new ones).

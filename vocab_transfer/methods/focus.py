@@ -6,7 +6,8 @@ import torch
 from tqdm import tqdm
 
 from ..data.word_vectors import tokenize_flatten_reduce
-from ..overlap import restrict_overlap
+from ..overlap import OVERLAP_KINDS, restrict_overlap
+from ..workflow.needs import Need
 from .base import (
     EmbeddingInit,
     TransferInputs,
@@ -15,6 +16,7 @@ from .base import (
     screen_dtype_of,
 )
 from .neighbours import Workspace, mix_rows, neighbour_weights
+from .registry import one_of, register
 
 
 def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
@@ -69,6 +71,17 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     return out, kind, n_sources
 
 
+def focus_needs(p: dict) -> frozenset[Need]:
+    """FOCUS reads token-level fastText, or word vectors and the tokenizers (``aux: word_fasttext``)."""
+    one_of(p, "aux", ("token_fasttext", "word_fasttext"))
+    one_of(p, "overlap", OVERLAP_KINDS)
+    one_of(p, "screen_dtype", ("float32", "bfloat16"))
+    if p["aux"] == "word_fasttext":
+        return frozenset({Need.TARGET_WORDS, Need.TOKENIZERS})
+    return frozenset({Need.TOKEN_VECTORS})
+
+
+@register("focus", focus_needs)
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
                topk: int = 64, batch_size: int = 4096, screen_dtype: str = "bfloat16",
                screen_k: int = 16) -> EmbeddingInit:

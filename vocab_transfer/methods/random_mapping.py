@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from .base import MAPPED, EmbeddingInit, TransferInputs, copy_rows
+from .registry import register
 
 
 def random_mapping_init(source: torch.Tensor, target_vocab_size: int, special_target_ids: np.ndarray,
@@ -31,6 +32,7 @@ def random_mapping_init(source: torch.Tensor, target_vocab_size: int, special_ta
     return source[rows].clone(), rows
 
 
+@register("random")
 def init_random(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
     """Config adapter: ``kind: random``."""
     special = inputs.overlap[inputs.overlap["match"] == "special"]

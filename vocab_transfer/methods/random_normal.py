@@ -6,8 +6,10 @@ import numpy as np
 import torch
 
 from .base import RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .registry import register
 
 
+@register("random_normal")
 def init_random_normal(inputs: TransferInputs, *, seed: int, copy_special: bool = True) -> EmbeddingInit:
     """Config adapter: ``kind: random_normal``.
 

@@ -21,7 +21,9 @@ import torch
 
 from ..factorized import FactorizedEmbedding, fit_neural
 from ..semi_nmf import kmeans, semi_nmf
+from ..workflow.needs import Need
 from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .registry import register
 
 __all__ = ["RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
            "random_rows"]
@@ -88,6 +90,7 @@ def el_init(source: torch.Tensor, target_vocab_size: int, copy_target_ids: torch
     return out
 
 
+@register("el")
 def init_el(inputs: TransferInputs, *, seed: int, lexical: bool = False, fuzzy: bool = False,
             random: str = "normal_like") -> EmbeddingInit:
     """Config adapter: ``kind: el``; ``lexical: false`` is EL-RAND (§3.1, Artetxe et al. 2020: only
@@ -170,6 +173,7 @@ def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, ta
     return FactorizedEmbedding(F, G.cpu().to(F.dtype), Z, tau=tau)
 
 
+@register("mf", frozenset({Need.FACTORS}))
 def init_mf(inputs: TransferInputs, *, seed: int, clusters: int = 1, dim: int = 100,
             assignment: str = "kmeans", lexical: bool = False, fuzzy: bool = False,
             random: str = "normal_like", max_iter: int = 3000, tol: float = 1e-5, kmeans_iter: int = 300,

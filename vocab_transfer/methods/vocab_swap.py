@@ -30,8 +30,10 @@ from tqdm import tqdm
 
 from ..align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from ..overlap import CanonicalToken, canonicalize_vocab
+from ..workflow.needs import Need
 from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
 from .neighbours import WEIGHTINGS, mix_rows, neighbour_weights
+from .registry import one_of, register
 
 __all__ = [
     "align_match_init",
@@ -127,6 +129,7 @@ def reinit_embed_init(source: torch.Tensor, target_vocab_size: int, *, seed: int
     return random_rows(source, target_vocab_size, torch.Generator().manual_seed(seed), init=init, std=std)
 
 
+@register("reinit_embed")
 def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool = True, init: str = "normal",
                       std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: reinit_embed``.
@@ -164,6 +167,7 @@ def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor, s
     return t[:n], s[:n]
 
 
+@register("freq_match", frozenset({Need.TOKEN_VECTORS, Need.SOURCE_TOKEN_VECTORS}))
 def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", init: str = "normal",
                     std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: freq_match``.
@@ -248,6 +252,13 @@ def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab:
         {"target_id": "int64", "source_id": "int64"}).reset_index(drop=True)
 
 
+def dict_match_needs(p: dict) -> frozenset[Need]:
+    one_of(p, "choose", ("first", "frequent"))
+    extra = {Need.SOURCE_TOKEN_VECTORS} if p["choose"] == "frequent" else set()
+    return frozenset({Need.DICTIONARY, Need.TOKENIZERS} | extra)
+
+
+@register("dict_match", dict_match_needs)
 def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", copy_overlap: bool = True,
                     lowercase: bool = True,
                     choose: str = "first", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
@@ -364,6 +375,12 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     return out, kind, n_sources, W
 
 
+def align_match_needs(p: dict) -> frozenset[Need]:
+    extra = {Need.DICTIONARY, Need.TOKENIZERS} if p["dictionary_anchors"] else set()
+    return frozenset({Need.TOKEN_VECTORS, Need.SOURCE_TOKEN_VECTORS} | extra)
+
+
+@register("align_match", align_match_needs)
 def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", weighting: str = "sparsemax",
                      topk: int = 10,
                      temperature: float = 0.1, center: bool = True, refine_iters: int = 0,
@@ -473,6 +490,12 @@ def _recovery_pairs(inputs: TransferInputs) -> tuple[torch.Tensor, torch.Tensor]
     return _ids(exact, "target_id"), _ids(exact, "source_id")
 
 
+def permute_needs(p: dict) -> frozenset[Need]:
+    one_of(p, "order", ("id", "frequency"))
+    return frozenset({Need.TOKEN_VECTORS} if p["order"] == "frequency" else set())
+
+
+@register("permute", permute_needs)
 def init_permute(inputs: TransferInputs, *, seed: int, window: int | None = None, order: str = "id",
                  init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: permute`` (``window: null`` = Permute, ``window: 100`` = Permute 100).
@@ -506,6 +529,7 @@ def init_permute(inputs: TransferInputs, *, seed: int, window: int | None = None
     return _finish(matrix, *_provenance(source_row, MAPPED), inputs)
 
 
+@register("keep")
 def init_keep(inputs: TransferInputs, *, seed: int, percent: float, init: str = "normal",
               std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept").

@@ -25,6 +25,7 @@ from tqdm import tqdm
 from ..align import normalize_embeddings, procrustes
 from ..data.word_vectors import WordVectors, tokenize_flatten_reduce
 from ..overlap import canonicalize_vocab
+from ..workflow.needs import Need
 from .base import (
     EmbeddingInit,
     TransferInputs,
@@ -33,6 +34,7 @@ from .base import (
     screen_dtype_of,
 )
 from .neighbours import Workspace, mix_rows, neighbour_weights
+from .registry import one_of, register
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +144,13 @@ def restrict_to_vocabulary(source_tokenizer, language_tokenizer) -> torch.Tensor
     return torch.tensor([not t.special and t.form in keep for t in canonicalize_vocab(source_tokenizer)])
 
 
+def wechsel_needs(p: dict) -> frozenset[Need]:
+    one_of(p, "screen_dtype", ("float32", "bfloat16"))
+    needs = {Need.SOURCE_WORDS, Need.TARGET_WORDS, Need.DICTIONARY, Need.TOKENIZERS}
+    return frozenset(needs | ({Need.LANGUAGE_TOKENIZER} if p["restrict_source"] else set()))
+
+
+@register("wechsel", wechsel_needs)
 def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: int = 10,
                  temperature: float = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
                  screen_dtype: str = "bfloat16") -> EmbeddingInit:
