@@ -64,8 +64,12 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     """Mean masked-LM cross-entropy (nats per masked token) of ``model`` on ``blocks``.
 
     Masks depend only on ``blocks``, the tokenizer and ``seed``, so every initialization of the same
-    target vocabulary is scored on the same masked positions.
+    target vocabulary is scored on the same masked positions. The LM head runs on the masked positions only
+    (:func:`vocab_transfer.source_model.masked_lm_logits`): a 50k vocabulary's logits of a whole batch would take
+    0.4 GB.
     """
+    from .source_model import masked_lm_logits
+
     model.eval()
     g = torch.Generator().manual_seed(seed)
     total, count = 0.0, 0
@@ -73,11 +77,9 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
         inputs, labels = mask_tokens(blocks[i:i + batch_size], mask_token_id=tokenizer.mask_token_id,
                                      vocab_size=len(tokenizer), special_ids=tokenizer.all_special_ids,
                                      generator=g, mask_prob=mask_prob)
-        logits = model(input_ids=inputs).logits
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]).float(), labels.view(-1),
-                                                 ignore_index=-100, reduction="sum")
-        total += float(loss)
-        count += int((labels != -100).sum())
+        logits, targets = masked_lm_logits(model, inputs, labels)  # the LM head on the masked positions only
+        total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
+        count += len(targets)
     loss = total / max(count, 1)
     return {"mlm_loss": loss, "perplexity": math.exp(min(loss, 50.0)), "masked_tokens": count,
             "sequences": len(blocks)}
