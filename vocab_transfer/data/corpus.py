@@ -407,10 +407,11 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
     stats = CorpusStats(spec=spec, seed=seed)
     meta = {"spec": spec, "seed": seed, "filter": filter_cfg, "split": split_cfg}
     t0 = last = time.time()
-    docs = filter_documents(iter_documents(spec, source), **filter_cfg, stats=fstats,
-                            spill_dir=Path(train_path).parent)
     name = spec.get("source")
-    with contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:  # closes the source (sqlite, hub streams) and the dedup spill on any exit
+        raw = stack.enter_context(contextlib.closing(iter_documents(spec, source)))
+        docs = stack.enter_context(contextlib.closing(filter_documents(raw, **filter_cfg, stats=fstats,
+                                                                       spill_dir=Path(train_path).parent)))
         train = stack.enter_context(corpus_writer(train_path, metadata=meta | {"split": "train"}))
         if cap is None:
             held = stack.enter_context(corpus_writer(heldout_path, metadata=meta | {"split": "heldout"}))
