@@ -178,8 +178,9 @@ def write_shard(texts: Iterable[str], tokenizer, out: str | os.PathLike, *, toke
                     batch = []
                     if time.time() - last >= progress_every:
                         last = time.time()
-                        log.info("tokenized %s documents, %s tokens (%.2f M tokens/s)%s", f"{n:,}", f"{n_tok:,}",
-                                 n_tok / (last - t0) / 1e6, f" of {n_docs:,} documents" if n_docs else "")
+                        eta = f", ETA {(n_docs - n) * (last - t0) / n:.0f} s" if n_docs else ""
+                        log.info("tokenized %s%s documents, %s tokens (%.2f M tokens/s%s)", f"{n:,}",
+                                 f" of {n_docs:,}" if n_docs else "", f"{n_tok:,}", n_tok / (last - t0) / 1e6, eta)
         _raw_to_npy(tmp / "index.raw", tmp / INDEX, np.dtype("<i8"), n + 1)
         np.save(tmp / COUNTS, counts)
         seconds = time.time() - t0
