@@ -316,12 +316,6 @@ def load_language_adapter(model: nn.Module, folder: str | os.PathLike) -> bool:
     return _load(model, folder, "language")
 
 
-def language_adapter_config(folder: str | os.PathLike) -> dict | None:
-    """The AdapterConfig (as a dict) of the language adapter saved in ``folder``; None if it holds none."""
-    path = Path(folder) / CONFIG_FILE
-    return json.loads(path.read_text())["config"] if path.is_file() else None
-
-
 def save_task_adapter(model: nn.Module, folder: str | os.PathLike) -> None:
     """Write ``task_adapter.safetensors`` and ``task_adapter.json`` (as ``save_language_adapter``) into ``folder``."""
     _save(model, folder, "task")

@@ -455,9 +455,6 @@ def figure_points(config: dict, figure: str) -> list[tuple[str, str, int]]:
     return points
 
 
-ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # vocab_transfer.zeroshot.VARIANTS
-
-
 def check_zero_shot(config: dict) -> None:
     """Zero-shot transfer (unks-everywhere §4.3, App. A.1): source tasks and setups are well-formed, a zero-shot
     task names source tasks of its task type, and every model on a zero-shot task names a setup its target side
