@@ -221,8 +221,8 @@ def test_pipeline_lapt_job_runs_through_sbatch(tmp_path):
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     target = "results/lapt/tiny/sw/focus/model"
-    local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "--cores", "2", "--configfile",
-                            str(tiny)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "results/shards/sw/heldout", "--cores", "2",
+                            "--configfile", str(tiny)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-3000:]
     remote = subprocess.run([*base, target, "--profile", str(PROFILE), "--configfile", str(tiny)], cwd=tmp_path,
                             env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
