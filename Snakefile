@@ -36,8 +36,8 @@ for problem in res.check(config, [r.name for r in workflow.rules]):
 rule all:
     input:
         rules.make_init_table.output,
-        lapt_outputs(),
-        finetune_outputs(),
-        paper_table_outputs(),
-        paper_figure_outputs(),
+        plan.lapt_outputs(),
+        plan.finetune_outputs(),
+        plan.paper_table_outputs(),
+        plan.paper_figure_outputs(),
     default_target: True

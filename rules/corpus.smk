@@ -8,7 +8,7 @@ rule prepare_corpus:
         heldout=directory(paths.corpus("{lang}", "heldout")),
         stats=paths.corpus_stats("{lang}"),
     params:
-        spec=corpus_spec,
+        spec=plan.corpus_spec,
         filter=canonical(config.get("corpus_filter", {})),
         split=canonical(config.get("corpus_split", {})),
         seed=config["seed"],

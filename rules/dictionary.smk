@@ -3,11 +3,11 @@
 
 rule build_dictionary:
     input:
-        unpack(dictionary_inputs),
+        unpack(plan.dictionary_inputs),
     output:
         pairs=paths.dictionary("{slang}", "{lang}"),
     params:
-        spec=dictionary_params,
+        spec=plan.dictionary_params,
     log:
         "logs/build_dictionary/{slang}/{lang}.log",
     script:

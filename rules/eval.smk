@@ -36,12 +36,12 @@ use rule pack_heldout as pack_heldout_extended with:
 # once per method (on a 2-core machine the imports alone cost about as much as the evaluation).
 rule evaluate_init:
     input:
-        unpack(eval_inputs),
+        unpack(plan.eval_inputs),
     output:
         result=paths.init_eval("{source}", "{target}"),
     params:
         spec=canonical(config["eval"]),
-        methods=eval_methods,
+        methods=plan.eval_methods,
     threads: 1
     log:
         "logs/evaluate_init/{source}/{target}.log",

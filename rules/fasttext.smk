@@ -25,8 +25,8 @@ rule train_fasttext:
 # Source-token fastText on a source-language corpus (vocab-swap Freq Match counts, Align Match vectors).
 rule train_source_fasttext:
     input:
-        shards=source_fasttext_shards,
-        tokenizer=source_tokenizer_dir,
+        shards=plan.source_fasttext_shards,
+        tokenizer=plan.source_tokenizer_dir,
     output:
         vectors=paths.source_fasttext_vectors("{source}", "{slang}"),
         tokens=paths.source_fasttext_tokens("{source}", "{slang}"),

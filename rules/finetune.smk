@@ -7,8 +7,8 @@ rule prepare_task:
     output:
         data=directory(paths.task_data("{task}")),
     params:
-        spec=task_spec,
-        task=finetune_task_type,
+        spec=plan.task_spec,
+        task=plan.finetune_task_type,
         seed=config["seed"],
     log:
         "logs/prepare_task/{task}.log",
@@ -22,7 +22,7 @@ rule download_reference_model:
     output:
         model=directory(paths.reference_model("{ftmodel}")),
     params:
-        repo=reference_hub_id,
+        repo=plan.reference_hub_id,
     log:
         "logs/download_reference_model/{ftmodel}.log",
     script:
@@ -31,24 +31,24 @@ rule download_reference_model:
 
 rule finetune:
     input:
-        unpack(finetune_inputs),
+        unpack(plan.finetune_inputs),
     output:
         scores=paths.finetune_scores("{source}", "{task}", "{ftmodel}", "{seed}"),
         history=paths.finetune_history("{source}", "{task}", "{ftmodel}", "{seed}"),
     params:
-        model=finetune_model_dir,
-        tokenizer=finetune_tokenizer_dir,
-        config=finetune_config,
-        meta=finetune_meta,
-        embeddings=finetune_embeddings_flag,
-        task=finetune_task_type,
+        model=plan.finetune_model_dir,
+        tokenizer=plan.finetune_tokenizer_dir,
+        config=plan.finetune_config,
+        meta=plan.finetune_meta,
+        embeddings=plan.finetune_embeddings_flag,
+        task=plan.finetune_task_type,
         checkpoints=paths.finetune_checkpoints("{source}", "{task}", "{ftmodel}", "{seed}"),
-        launcher=FINETUNE.get("launcher", "python"),
-    threads: FINETUNE.get("training", {}).get("threads", 1)
+        launcher=plan.finetune.get("launcher", "python"),
+    threads: plan.finetune.get("training", {}).get("threads", 1)
     resources:
-        gpu=FINETUNE.get("gpus", 0),
+        gpu=plan.finetune.get("gpus", 0),
         mem_mb=4000,
-        runtime=FINETUNE.get("runtime_min", 60),
+        runtime=plan.finetune.get("runtime_min", 60),
     log:
         "logs/finetune/{source}/{task}/{ftmodel}/seed{seed}.log",
     benchmark:
@@ -62,7 +62,7 @@ rule finetune:
 
 rule make_finetune_table:
     input:
-        scores=finetune_scores,
+        scores=plan.finetune_scores,
     output:
         csv=paths.finetune_table("csv"),
         md=paths.finetune_table("md"),
@@ -74,7 +74,7 @@ rule make_finetune_table:
         ),
         parquet=paths.finetune_scores_table(),
     params:
-        meta=table_labels(),
+        meta=plan.table_labels(),
     log:
         "logs/make_finetune_table/all.log",
     script:
@@ -85,7 +85,7 @@ rule make_finetune_table:
 # or, with `kind: lapt`, held-out perplexity of LAPT runs at given steps (WECHSEL Table 2).
 rule make_paper_table:
     input:
-        unpack(paper_table_inputs),
+        unpack(plan.paper_table_inputs),
     output:
         csv=paths.paper_table("{table}", "csv"),
         md=paths.paper_table("{table}", "md"),
@@ -96,8 +96,8 @@ rule make_paper_table:
             labels={"table": "{table}"},
         ),
     params:
-        spec=paper_table_spec,
-        meta=table_labels(),
+        spec=plan.paper_table_spec,
+        meta=plan.table_labels(),
     log:
         "logs/make_paper_table/{table}.log",
     script:
@@ -108,7 +108,7 @@ rule make_paper_table:
 # score after fine-tuning at LAPT snapshots (finetune.models entries with `steps`) and at the end of each run.
 rule plot_lapt_finetune:
     input:
-        unpack(lapt_finetune_inputs),
+        unpack(plan.lapt_finetune_inputs),
     output:
         png=report(
             paths.figure("lapt_finetune", "{source}", "{figure}", "png"),
@@ -119,9 +119,9 @@ rule plot_lapt_finetune:
         svg=paths.figure("lapt_finetune", "{source}", "{figure}", "svg"),
         csv=paths.figure("lapt_finetune", "{source}", "{figure}", "csv"),
     wildcard_constraints:
-        figure="|".join(figures_of_kind("lapt_finetune")) or "^$",
+        figure="|".join(plan.figures_of_kind("lapt_finetune")) or "^$",
     params:
-        spec=lapt_finetune_params,
+        spec=plan.lapt_finetune_params,
     log:
         "logs/plot_lapt_finetune/{source}/{figure}.log",
     script:

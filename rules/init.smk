@@ -3,12 +3,12 @@
 
 rule init_embeddings:
     input:
-        unpack(init_inputs),
+        unpack(plan.init_inputs),
     output:
         embeddings=paths.init("{source}", "{target}", "{method}"),
         provenance=paths.provenance("{source}", "{target}", "{method}"),
     params:
-        method=method_params,
+        method=plan.method_params,
         seed=config["seed"],
     threads: 1
     log:
@@ -24,14 +24,14 @@ rule init_embeddings:
 # Vocabulary extension (kind: extend): the source tokenizer plus the most frequent new target tokens.
 rule extend_tokenizer:
     input:
-        model=source_model_dir,
+        model=plan.source_model_dir,
         tokenizer=paths.tokenizer("{target}"),
         overlap=paths.overlap("{source}", "{target}"),
         vectors=paths.fasttext_vectors("{target}"),
     output:
         tokenizer=directory(paths.extended_tokenizer("{source}", "{target}", "{method}")),
     params:
-        new_tokens=extension_size,
+        new_tokens=plan.extension_size,
     log:
         "logs/extend_tokenizer/{source}/{target}/{method}.log",
     script:
@@ -42,15 +42,15 @@ rule extend_tokenizer:
 # the -RAND and -LEX rows and by every target).
 rule factorize_source:
     input:
-        model=source_model_dir,
+        model=plan.source_model_dir,
     output:
         factors=paths.factors("{source}", "{factorization}"),
     params:
-        spec=factorization_params,
+        spec=plan.factorization_params,
         seed=config["seed"],
     threads: 2
     resources:
-        gpu=factorization_gpus,
+        gpu=plan.factorization_gpus,
     log:
         "logs/factorize_source/{source}/{factorization}.log",
     benchmark:

@@ -6,19 +6,19 @@
 
 rule train_lapt:
     input:
-        model=source_model_dir,
-        embeddings=lapt_embeddings,
-        tokenizer=lapt_tokenizer,
-        train=lapt_train_shards,
-        heldout=lapt_heldout_shards,
-        anchors=lapt_anchors,
+        model=plan.source_model_dir,
+        embeddings=plan.lapt_embeddings,
+        tokenizer=plan.lapt_tokenizer,
+        train=plan.lapt_train_shards,
+        heldout=plan.lapt_heldout_shards,
+        anchors=plan.lapt_anchors,
     output:
         model=directory(paths.lapt_model("{source}", "{target}", "{run}")),
         curve=paths.lapt_curve("{source}", "{target}", "{run}"),
         snapshots=directory(paths.lapt_snapshots("{source}", "{target}", "{run}")),  # step-XXXXXXXX/ (snapshot_steps)
         token_accuracy=paths.lapt_token_accuracy("{source}", "{target}", "{run}"),  # rows: token_accuracy_top
     params:
-        config=lapt_config,
+        config=plan.lapt_config,
         checkpoints=paths.lapt_checkpoints("{source}", "{target}", "{run}"),
         launcher=config.get("lapt", {}).get("launcher", "python"),
     threads: config.get("lapt", {}).get("training", {}).get("threads", 1)
@@ -42,7 +42,7 @@ rule train_lapt:
 
 rule plot_lapt_curves:
     input:
-        unpack(lapt_curves),
+        unpack(plan.lapt_curves),
     output:
         png=report(
             paths.figure("lapt_curves", "{source}", "{target}", "png"),
@@ -52,7 +52,7 @@ rule plot_lapt_curves:
         svg=paths.figure("lapt_curves", "{source}", "{target}", "svg"),
         csv=paths.figure("lapt_curves", "{source}", "{target}", "csv"),
     params:
-        runs=lapt_run_labels,
+        runs=plan.lapt_run_labels,
     log:
         "logs/plot_lapt_curves/{source}/{target}.log",
     script:
@@ -61,7 +61,7 @@ rule plot_lapt_curves:
 
 rule plot_embedding_correlation:
     input:
-        unpack(lapt_correlation_inputs),
+        unpack(plan.lapt_correlation_inputs),
     output:
         png=report(
             paths.figure("embedding_correlation", "{source}", "{target}", "png"),
@@ -76,7 +76,7 @@ rule plot_embedding_correlation:
         ),
         csv=paths.figure("embedding_correlation", "{source}", "{target}", "csv"),
     params:
-        runs=lapt_run_labels,
+        runs=plan.lapt_run_labels,
     log:
         "logs/plot_embedding_correlation/{source}/{target}.log",
     script:
@@ -87,7 +87,7 @@ rule plot_embedding_correlation:
 # LAPT, split by whether the init matched them to a source token, and its distribution at chosen steps.
 rule plot_token_accuracy:
     input:
-        unpack(token_accuracy_inputs),
+        unpack(plan.token_accuracy_inputs),
     output:
         png=report(
             paths.figure("token_accuracy", "{source}", "{figure}", "png"),
@@ -98,9 +98,9 @@ rule plot_token_accuracy:
         svg=paths.figure("token_accuracy", "{source}", "{figure}", "svg"),
         csv=paths.figure("token_accuracy", "{source}", "{figure}", "csv"),
     wildcard_constraints:
-        figure="|".join(figures_of_kind("token_accuracy")) or "^$",
+        figure="|".join(plan.figures_of_kind("token_accuracy")) or "^$",
     params:
-        spec=token_accuracy_params,
+        spec=plan.token_accuracy_params,
     log:
         "logs/plot_token_accuracy/{source}/{figure}.log",
     script:

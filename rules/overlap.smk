@@ -3,7 +3,7 @@
 
 rule compute_overlap:
     input:
-        model=source_model_dir,
+        model=plan.source_model_dir,
         tokenizer=paths.tokenizer("{target}"),
     output:
         overlap=paths.overlap("{source}", "{target}"),

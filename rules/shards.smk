@@ -24,7 +24,7 @@ rule tokenize_corpus:
 use rule tokenize_corpus as tokenize_source_corpus with:
     input:
         corpus=paths.corpus("{lang}", "{split}"),
-        tokenizer=source_tokenizer_dir,
+        tokenizer=plan.source_tokenizer_dir,
     output:
         shards=directory(paths.source_shards("{source}", "{lang}", "{split}")),
     threads: res.threads(config, "tokenize_source_corpus")

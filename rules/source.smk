@@ -3,11 +3,11 @@
 
 rule train_source_tokenizer:
     input:
-        corpora=source_corpora,
+        corpora=plan.source_corpora,
     output:
         tokenizer=directory(paths.source_tokenizer("{source}")),
     params:
-        spec=pretrain_spec,
+        spec=plan.pretrain_spec,
     threads: 2
     log:
         "logs/train_source_tokenizer/{source}.log",
@@ -22,8 +22,8 @@ rule train_source_tokenizer:
 rule pretrain_source_model:
     input:
         tokenizer=paths.source_tokenizer("{source}"),
-        corpora=source_pretrain_shards,
-        heldout=source_pretrain_heldout,
+        corpora=plan.source_pretrain_shards,
+        heldout=plan.source_pretrain_heldout,
     output:
         model=directory(paths.source_model("{source}")),
         curve=report(
@@ -37,7 +37,7 @@ rule pretrain_source_model:
             caption="../report/pretrain_curve.rst",
         ),
     params:
-        spec=pretrain_spec,
+        spec=plan.pretrain_spec,
         seed=config["seed"],
     threads: 2
     log:
@@ -54,7 +54,7 @@ rule download_source_model:
     output:
         model=directory(paths.downloaded_model("{source}")),
     params:
-        repo=source_hub_id,
+        repo=plan.source_hub_id,
     log:
         "logs/download_source_model/{source}.log",
     script:

@@ -3,7 +3,7 @@
 
 rule make_init_table:
     input:
-        results=init_eval_results,
+        results=plan.init_eval_results,
     output:
         csv=paths.init_table("csv"),
         md=paths.init_table("md"),
@@ -14,7 +14,7 @@ rule make_init_table:
             labels={"table": "FOCUS Table 4: MLM loss right after initialization"},
         ),
     params:
-        meta=table_metadata(),
+        meta=plan.table_metadata(),
     log:
         "logs/make_init_table/all.log",
     script:

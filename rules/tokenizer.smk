@@ -7,12 +7,12 @@ rule train_tokenizer:
     input:
         corpus=paths.corpus("{lang}", "train"),
         stats=paths.corpus_stats("{lang}"),
-        pretrained=pretrained_tokenizer_dir,
+        pretrained=plan.pretrained_tokenizer_dir,
     output:
         tokenizer=directory(paths.tokenizer("{lang}")),
     params:
         spec=canonical({k: v for k, v in config["tokenizer"].items() if k != "pretrained"}),
-        pretrained=lambda w: pretrained_tokenizer(w.lang),
+        pretrained=plan.pretrained_tokenizer_of,
         seed=config["seed"],
     threads: config["tokenizer"].get("threads", 2)
     log:

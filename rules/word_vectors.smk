@@ -4,12 +4,12 @@
 
 rule build_word_vectors:
     input:
-        unpack(word_vector_inputs),
+        unpack(plan.word_vector_inputs),
     output:
         vectors=paths.word_vectors("{lang}"),
         words=paths.word_list("{lang}"),
     params:
-        spec=word_vector_spec,
+        spec=plan.word_vector_spec,
     threads: config.get("word_fasttext", {}).get("threads", 1)
     log:
         "logs/build_word_vectors/{lang}.log",

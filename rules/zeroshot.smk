@@ -7,24 +7,24 @@
 
 rule train_source_task:
     input:
-        unpack(source_task_inputs),
+        unpack(plan.source_task_inputs),
     output:
         model=directory(paths.source_task_model("{source}", "{srctask}", "{setup}", "{seed}")),
         scores=paths.source_task_scores("{source}", "{srctask}", "{setup}", "{seed}"),
         history=paths.source_task_history("{source}", "{srctask}", "{setup}", "{seed}"),
     params:
-        config=source_task_config,
-        adapter=source_task_adapter,
-        variant=source_task_variant,
-        task=source_task_type,
-        meta=source_task_meta,
+        config=plan.source_task_config,
+        adapter=plan.source_task_adapter,
+        variant=plan.source_task_variant,
+        task=plan.source_task_type,
+        meta=plan.source_task_meta,
         checkpoints=paths.source_task_checkpoints("{source}", "{srctask}", "{setup}", "{seed}"),
-        launcher=ZERO_SHOT.get("launcher", "python"),
-    threads: ZERO_SHOT.get("training", {}).get("threads", 1)
+        launcher=plan.zero_shot.get("launcher", "python"),
+    threads: plan.zero_shot.get("training", {}).get("threads", 1)
     resources:
-        gpu=ZERO_SHOT.get("gpus", 0),
+        gpu=plan.zero_shot.get("gpus", 0),
         mem_mb=4000,
-        runtime=ZERO_SHOT.get("runtime_min", 60),
+        runtime=plan.zero_shot.get("runtime_min", 60),
     log:
         "logs/train_source_task/{source}/{srctask}/{setup}/seed{seed}.log",
     benchmark:
@@ -38,21 +38,21 @@ rule train_source_task:
 
 rule evaluate_zero_shot:
     input:
-        unpack(zero_shot_inputs),
+        unpack(plan.zero_shot_inputs),
     output:
         scores=paths.zeroshot_scores("{source}", "{task}", "{ftmodel}", "{seed}"),
     params:
-        sources=zero_shot_flags,
-        config=zero_shot_config,
-        meta=zero_shot_meta,
-        task=finetune_task_type,
-        unseen=zero_shot_unseen,
-        launcher=ZERO_SHOT.get("launcher", "python"),
-    threads: ZERO_SHOT.get("training", {}).get("threads", 1)
+        sources=plan.zero_shot_flags,
+        config=plan.zero_shot_config,
+        meta=plan.zero_shot_meta,
+        task=plan.finetune_task_type,
+        unseen=plan.zero_shot_unseen,
+        launcher=plan.zero_shot.get("launcher", "python"),
+    threads: plan.zero_shot.get("training", {}).get("threads", 1)
     resources:
-        gpu=ZERO_SHOT.get("gpus", 0),
+        gpu=plan.zero_shot.get("gpus", 0),
         mem_mb=4000,
-        runtime=ZERO_SHOT.get("eval_runtime_min", 30),
+        runtime=plan.zero_shot.get("eval_runtime_min", 30),
     log:
         "logs/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.log",
     benchmark:

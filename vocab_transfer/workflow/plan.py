@@ -1,0 +1,527 @@
+"""What a config plans: every input function and params function of the rules, on one validated config.
+
+``rules/common.smk`` builds one :class:`Plan` from the config and the rules name its methods (``input:
+unpack(plan.init_inputs)``, ``params: spec=plan.corpus_spec``); each takes the job's ``wildcards`` (and, where
+Snakemake passes it, ``input``) and returns paths from :mod:`vocab_transfer.workflow.paths` or a params value.
+Params values are canonical JSON (:func:`canonical`), so that reordering YAML keys reruns nothing. Nothing here
+loads torch, so planning stays cheap; the method registry (``vocab_transfer.methods``) is imported for the
+methods' needs and defaults.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from types import SimpleNamespace
+
+from ..config import (
+    figure_points,
+    figure_runs,
+    finetune_model_tasks,
+    lapt_run_settings,
+    lapt_run_targets,
+    local_model_dir,
+    method_targets,
+    source_languages,
+    zero_shot_training,
+)
+from ..methods import method_config, method_needs
+from ..methods import method_params as with_defaults
+from ..methods.unks import factorization_spec
+from . import paths
+from .needs import InitJob, Need
+from .needs import init_inputs as needs_inputs
+
+
+def canonical(obj) -> str:
+    """A config section as a params value: JSON with sorted keys, so reordering YAML keys reruns nothing
+    (Snakemake compares params by their repr). Scripts read it with json.loads."""
+    return json.dumps(obj, sort_keys=True)
+
+
+class Plan:
+    """The jobs a config asks for, as the input and params functions of the rules."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.sources = list(config["sources"])
+        self.targets = list(config["targets"])
+        self.method_names = list(config["methods"])
+        # results/tasks/<task>: finetune.tasks and the zero-shot source tasks
+        self.task_names = [*config.get("finetune", {}).get("tasks", {}), *config.get("zero_shot", {}).get("sources", {})]
+        self.lapt = config.get("lapt", {})
+        self.lapt_runs = list(self.lapt.get("runs", {}))
+        self.lapt_targets = list(dict.fromkeys(t for run in self.lapt_runs for t in lapt_run_targets(config, run)))
+        self.finetune = config.get("finetune", {})
+        self.ft_tasks = self.finetune.get("tasks", {})
+        self.ft_models = self.finetune.get("models", {})
+        self.paper_tables = config.get("tables", {})
+        self.figures = config.get("figures", {})
+        self.zero_shot = config.get("zero_shot", {})
+        self.zs_sources, self.zs_setups = self.zero_shot.get("sources", {}), self.zero_shot.get("setups", {})
+        self.factorizations = {self.factorization_key(m): m for m in self.method_names
+                               if Need.FACTORS in self.method_needs_of(m)}
+
+    def corpus_spec(self, wildcards):
+        return canonical(self.config["corpora"][wildcards.lang])
+
+    def pretrain_spec(self, wildcards):
+        """The `pretrain` recipe of a source (only sources that are pretrained here have one)."""
+        return canonical(self.config["sources"][wildcards.source]["pretrain"])
+
+    def source_model_dir(self, wildcards):
+        """Where a source model lives: pretrained here, a local folder, or downloaded into resources/."""
+        source = self.config["sources"][wildcards.source]
+        if "pretrain" in source:
+            return paths.source_model(wildcards.source)
+        local = local_model_dir(source)
+        return str(local) if local is not None else paths.downloaded_model(wildcards.source)
+
+    def source_tokenizer_dir(self, wildcards):
+        """The tokenizer of a source model: trained here before the model (pretrained sources), else the model's."""
+        if "pretrain" in self.config["sources"][wildcards.source]:
+            return paths.source_tokenizer(wildcards.source)
+        return self.source_model_dir(wildcards)
+
+    def source_corpora(self, wildcards):
+        """Training corpora of a source pretrained here (its tokenizer's training text)."""
+        return [paths.corpus(lang, "train") for lang in self.config["sources"][wildcards.source]["pretrain"]["languages"]]
+
+    def source_pretrain_shards(self, wildcards, split="train"):
+        """Its pretraining languages' corpora tokenized with its tokenizer."""
+        languages = self.config["sources"][wildcards.source]["pretrain"]["languages"]
+        return [paths.source_shards(wildcards.source, lang, split) for lang in languages]
+
+    def source_pretrain_heldout(self, wildcards):
+        return self.source_pretrain_shards(wildcards, split="heldout")
+
+    def source_fasttext_shards(self, wildcards):
+        return paths.source_shards(wildcards.source, wildcards.slang, "train")
+
+    def method_spec(self, wildcards):
+        return self.config["methods"][wildcards.method]
+
+    def method_params(self, wildcards):
+        """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
+        spec = self.method_spec(wildcards)
+        return canonical({"kind": spec["kind"], **method_config(spec)})
+
+    def method_needs_of(self, method):
+        spec = self.config["methods"][method]
+        return method_needs(spec["kind"], method_config(spec))
+
+    def method_option(self, method, name):
+        """A method parameter as the method will see it (config value, else the function's default)."""
+        spec = self.config["methods"][method]
+        return with_defaults(spec["kind"], method_config(spec))[name]
+
+    def init_inputs(self, wildcards):
+        """Inputs of init_embeddings: the source model, the target tokenizer, the overlap, and what the method needs
+        (vocab_transfer.workflow.needs: the registry the method declares its needs in)."""
+        needs = self.method_needs_of(wildcards.method)
+        job = InitJob(wildcards.source, wildcards.target, wildcards.method, with_defaults(*self.method_kind_params(wildcards.method)),
+                      self.factorization_key(wildcards.method) if Need.FACTORS in needs else None)
+        return {"model": self.source_model_dir(wildcards), "tokenizer": paths.tokenizer(wildcards.target),
+                "overlap": paths.overlap(wildcards.source, wildcards.target), **needs_inputs(job, needs)}
+
+    def method_kind_params(self, method):
+        spec = self.config["methods"][method]
+        return spec["kind"], method_config(spec)
+
+    def factorization_key(self, method):
+        """`mf-<hash>`: methods whose factorization settings agree share one factorize_source job."""
+        spec = self.config["methods"][method]
+        params = with_defaults(spec["kind"], method_config(spec))
+        digest = hashlib.sha1(canonical(factorization_spec(params)).encode()).hexdigest()
+        return f"mf-{digest[:12]}"
+
+    def factorization_params(self, wildcards):
+        spec = self.config["methods"][self.factorizations[wildcards.factorization]]
+        return canonical(factorization_spec(with_defaults(spec["kind"], method_config(spec))))
+
+    def factorization_gpus(self, wildcards):
+        """A factorization with `device: auto` or `cuda` (MF-NEURAL at paper scale) gets a GPU where self.lapt jobs get them."""
+        on_gpu = json.loads(self.factorization_params(wildcards)).get("device") in ("auto", "cuda")
+        return 1 if on_gpu and self.config.get("lapt", {}).get("gpus", 0) > 0 else 0
+
+    def extended_tokenizer_dir(self, wildcards):
+        return paths.extended_tokenizer(wildcards.source, wildcards.target, wildcards.method)
+
+    def pretrained_tokenizer(self, lang):
+        """The existing tokenizer a language uses instead of a trained one: a folder or hub id, or None."""
+        spec = self.config["tokenizer"].get("pretrained", {}).get(lang)
+        if isinstance(spec, dict):  # the source model's own tokenizer (saved with the model)
+            return self.source_model_dir(SimpleNamespace(source=spec["source"]))
+        return spec
+
+    def pretrained_tokenizer_of(self, wildcards):
+        return self.pretrained_tokenizer(wildcards.lang)
+
+    def pretrained_tokenizer_dir(self, wildcards):
+        """Input of train_tokenizer: the folder of a local/pretrained-here tokenizer (a hub id is fetched by the job)."""
+        path = self.pretrained_tokenizer(wildcards.lang)
+        return [] if path is None or not (path.startswith((paths.RESULTS + "/", paths.RESOURCES + "/"))
+                                          or os.path.isdir(path)) else path
+
+    def eval_tokenizer(self, source, target, method):
+        """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
+        if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
+            return paths.extended_tokenizer(source, target, method)
+        return paths.tokenizer(target)
+
+    def eval_blocks(self, source, target, method):
+        """Held-out text packed with that tokenizer."""
+        if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
+            return paths.extended_heldout_blocks(source, target, method)
+        return paths.heldout_blocks(target)
+
+    def word_vector_inputs(self, wildcards):
+        """A pretrained vector file named in config `word_vectors`, else the language's corpus to train on."""
+        spec = self.config.get("word_vectors", {}).get(wildcards.lang)
+        if spec is None:
+            return {"corpus": paths.corpus(wildcards.lang, "train")}
+        if "path" in spec:
+            return {"pretrained": spec["path"]}
+        return {"pretrained": paths.cc_word_vectors(wildcards.lang)}
+
+    def word_vector_spec(self, wildcards):
+        """Only what this language's vectors depend on: the pretrained spec, or the training settings."""
+        pretrained = self.config.get("word_vectors", {}).get(wildcards.lang)
+        if pretrained:
+            return canonical({"pretrained": pretrained})
+        return canonical({"train": self.config.get("word_fasttext", {}), "seed": self.config["seed"]})
+
+    def dictionary_spec(self, wildcards):
+        return self.config.get("dictionaries", {}).get(wildcards.slang, {}).get(wildcards.lang)
+
+    def dictionary_inputs(self, wildcards):
+        """Files a dictionary is built from: nothing (freedict: a system package), a file, a MUSE download,
+        or both languages' word lists (identical spellings)."""
+        spec = self.dictionary_spec(wildcards)
+        if spec is None:
+            raise ValueError(f"no dictionary configured for {wildcards.slang} -> {wildcards.lang} (config 'dictionaries')")
+        if spec["source"] == "file":
+            return {"pairs": spec["path"]}
+        if spec["source"] == "muse":
+            return {"pairs": paths.muse_dictionary(wildcards.slang, wildcards.lang)}
+        if spec["source"] == "identical":
+            return {"source_words": paths.word_list(wildcards.slang),
+                    "target_words": paths.word_list(wildcards.lang)}
+        return {}
+
+    def dictionary_params(self, wildcards):
+        return canonical(self.dictionary_spec(wildcards))
+
+    def init_eval_results(self, wildcards=None):
+        return [paths.init_eval(s, t) for s in self.sources for t in self.targets]
+
+    def eval_methods(self, wildcards):
+        """Methods evaluated on this target (a method's `targets` may leave some out)."""
+        return [m for m in self.method_names if wildcards.target in method_targets(self.config, m)]
+
+    def eval_inputs(self, wildcards):
+        """The source model, then per method: its init artifact, tokenizer and packed held-out text."""
+        inputs = {"model": self.source_model_dir(wildcards)}
+        s, t = wildcards.source, wildcards.target
+        for m in self.eval_methods(wildcards):
+            inputs[f"embeddings__{m}"] = paths.init(s, t, m)
+            inputs[f"tokenizer__{m}"] = self.eval_tokenizer(s, t, m)
+            inputs[f"blocks__{m}"] = self.eval_blocks(s, t, m)
+        return inputs
+
+    def table_metadata(self):
+        """Row labels and Table 4's column groups, passed to the table rule as params."""
+        return canonical({
+            "method_labels": {m: spec.get("label", m) for m, spec in self.config["methods"].items()},
+            "in_pretraining": {s: source_languages(spec) for s, spec in self.config["sources"].items()},
+            "targets": self.targets,
+            "methods": [m for m in self.method_names if method_targets(self.config, m)],  # `targets: []`: self.lapt-only methods
+        })
+
+    def source_hub_id(self, wildcards):
+        return self.config["sources"][wildcards.source]["model"]
+
+    def extension_size(self, wildcards):
+        return self.method_option(wildcards.method, "new_tokens")
+
+    def lapt_embeddings(self, wildcards):
+        """The run's init artifact; none for a run on the source model's own vocabulary (`source: true`)."""
+        method = self.lapt["runs"][wildcards.run].get("method")
+        return paths.init(wildcards.source, wildcards.target, method) if method else []
+
+    def lapt_tokenizer(self, wildcards):
+        method = self.lapt["runs"][wildcards.run].get("method")
+        return self.eval_tokenizer(wildcards.source, wildcards.target, method) if method else self.source_model_dir(wildcards)
+
+    def lapt_shards(self, wildcards, split):
+        """The run's corpus tokenized with its tokenizer: the target's, an extended one, or the source model's."""
+        method = self.lapt["runs"][wildcards.run].get("method")
+        s, t = wildcards.source, wildcards.target
+        if not method:
+            return paths.source_shards(s, t, split)
+        if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
+            return paths.extended_shards(s, t, method, split)
+        return paths.shards(t, split)
+
+    def lapt_train_shards(self, wildcards):
+        return self.lapt_shards(wildcards, "train")
+
+    def lapt_heldout_shards(self, wildcards):
+        return self.lapt_shards(wildcards, "heldout")
+
+    def lapt_anchors(self, wildcards):
+        """The source/target overlap, for the curve's ρ̄ to the source rows (none for an extended tokenizer)."""
+        if self.lapt_tokenizer(wildcards) != paths.tokenizer(wildcards.target):
+            return []
+        return paths.overlap(wildcards.source, wildcards.target)
+
+    def lapt_config(self, wildcards):
+        """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
+        return canonical(lapt_run_settings(self.config, wildcards.run))
+
+    def lapt_curves(self, wildcards):
+        return {f"curve__{run}": paths.lapt_curve(wildcards.source, wildcards.target, run)
+                for run in self.lapt_runs if wildcards.target in lapt_run_targets(self.config, run)}
+
+    def lapt_run_labels(self, wildcards):
+        return canonical({run: spec.get("label", run) for run, spec in self.lapt["runs"].items()})
+
+    def lapt_correlation_inputs(self, wildcards):
+        """Curves of every self.lapt run on the target, and the final models of those with the target's tokenizer."""
+        out = self.lapt_curves(wildcards)
+        for run in self.lapt_runs:
+            w = SimpleNamespace(source=wildcards.source, target=wildcards.target, run=run)
+            if f"curve__{run}" in out and self.lapt_anchors(w):
+                out[f"model__{run}"] = paths.lapt_model(wildcards.source, wildcards.target, run)
+        return out | {"tokenizer": paths.tokenizer(wildcards.target), "heldout": paths.shards(wildcards.target, "heldout")}
+
+    def lapt_outputs(self, wildcards=None):
+        """Figure 2 per self.lapt language, the embedding correlations where a run has a new vocabulary (not on languages
+        with `source: true` runs only, such as zero-shot source languages)."""
+        swapped = [t for t in self.lapt_targets if any("method" in self.lapt["runs"][r] and t in lapt_run_targets(self.config, r)
+                                                  for r in self.lapt_runs)]
+        return ([paths.figure("lapt_curves", s, t, "png") for s in self.sources for t in self.lapt_targets]
+                + [paths.figure("embedding_correlation", s, t, "png") for s in self.sources for t in swapped])
+
+    def task_entry(self, name):
+        """A finetune.tasks entry, or a zero_shot.sources entry (source-language task data)."""
+        return self.ft_tasks[name] if name in self.ft_tasks else self.config["zero_shot"]["sources"][name]
+
+    def task_spec(self, wildcards):
+        """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right one; a
+        zero-shot task reads its test split only (`test_only`)."""
+        task = self.task_entry(wildcards.task)
+        return canonical({"task": task["task"], **task["dataset"], **({"test_only": True} if "zero_shot" in task else {})})
+
+    def reference_model_dir(self, wildcards):
+        """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id downloaded
+        by download_reference_model into resources/reference_models/."""
+        ref = self.ft_models[wildcards.ftmodel]["pretrained"]
+        return ref if os.path.isdir(ref) else paths.reference_model(wildcards.ftmodel)
+
+    def reference_hub_id(self, wildcards):
+        return self.ft_models[wildcards.ftmodel]["pretrained"]
+
+    def finetune_inputs(self, wildcards):
+        """The model to fine-tune (self.lapt output or snapshot, source model + init artifact, the source model, or a
+        reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives inside the
+        run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the step's folder)."""
+        model, lang, s = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]["language"], wildcards.source
+        inputs = {"data": paths.task_data(wildcards.task)}
+        if "step" in model:
+            inputs["snapshots"] = paths.lapt_snapshots(s, lang, model["lapt"])
+        elif "lapt" in model:
+            inputs["model"] = inputs["tokenizer"] = paths.lapt_model(s, lang, model["lapt"])
+        elif "init" in model:
+            inputs["model"] = self.source_model_dir(wildcards)
+            inputs["embeddings"] = paths.init(s, lang, model["init"])
+            inputs["tokenizer"] = self.eval_tokenizer(s, lang, model["init"])
+        elif "pretrained" in model:
+            inputs["model"] = inputs["tokenizer"] = self.reference_model_dir(wildcards)
+        else:
+            inputs["model"] = inputs["tokenizer"] = self.source_model_dir(wildcards)
+        return inputs
+
+    def finetune_model_dir(self, wildcards, input):
+        """--model and --tokenizer of a fine-tuning job: a self.lapt snapshot's folder (step-XXXXXXXX/ in the run's
+        snapshots/, vocab-swap Figures 4/8), else the model input (its tokenizer input for --tokenizer)."""
+        step = self.ft_models[wildcards.ftmodel].get("step")
+        return f"{input.snapshots}/step-{step:08d}" if step is not None else input.model
+
+    def finetune_tokenizer_dir(self, wildcards, input):
+        """--tokenizer: the snapshot's own (saved with it), else the tokenizer input."""
+        return self.finetune_model_dir(wildcards, input) if "step" in self.ft_models[wildcards.ftmodel] else input.tokenizer
+
+    def finetune_config(self, wildcards):
+        return canonical({**self.finetune.get("training", {}), **self.ft_tasks[wildcards.task].get("training", {})})
+
+    def finetune_meta(self, wildcards):
+        model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
+        step = {"lapt_step": model["step"]} if "step" in model else {}  # snapshots only: other jobs keep their params
+        return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
+                          "method": model.get("lapt") and self.lapt["runs"][model["lapt"]].get("method") or model.get("init")
+                          or ("reference" if model.get("pretrained") else "source"), "lapt": model.get("lapt"),
+                          "task_name": wildcards.task, "language": task["language"], "dataset": task["dataset"]["loader"],
+                          **step})
+
+    def finetune_embeddings_flag(self, wildcards, input):
+        return f"--embeddings {input.embeddings}" if "embeddings" in input.keys() else ""
+
+    def cell_scores(self, source, task, model, seed):
+        """The scores file of one (source, task, model, seed) cell: fine-tuning, or zero-shot evaluation."""
+        if "zero_shot" in self.ft_tasks[task]:
+            return paths.zeroshot_scores(source, task, model, seed)
+        return paths.finetune_scores(source, task, model, seed)
+
+    def finetune_scores(self, wildcards=None):
+        """Every (source, task, model, seed) cell; a model's `tasks` may leave some tasks out."""
+        return [self.cell_scores(s, t, m, seed) for s in self.sources for m in self.ft_models
+                for t in finetune_model_tasks(self.config, m) for seed in self.finetune.get("seeds", [])]
+
+    def finetune_outputs(self, wildcards=None):
+        return [paths.finetune_table("md")] if self.ft_tasks and self.ft_models else []
+
+    def finetune_task_type(self, wildcards):
+        return self.task_entry(wildcards.task)["task"]
+
+    def paper_table_inputs(self, wildcards):
+        """kind lapt: the curves of the table's runs and languages; otherwise the fine-tuning results of the
+        table's cells that are part of the grid (others render as "—")."""
+        spec = self.paper_tables[wildcards.table]
+        cells = [n for names in spec["grid"]["rows"].values() for n in names if n] if "grid" in spec else None
+        if spec.get("kind") == "lapt":
+            return {f"curve__{r}__{lang}": paths.lapt_curve(s, lang, r) for s in self.sources
+                    for r in cells or spec.get("rows") or self.lapt_runs for lang in spec["languages"]
+                    if lang in lapt_run_targets(self.config, r)}
+        rows = cells or spec.get("rows") or list(self.ft_models)
+        tasks = set(spec["tasks"]) if "grid" in spec else {
+            t for names in (spec.get("groups") or {"": list(self.ft_tasks)}).values() for t in names}
+        files = [self.cell_scores(s, t, m, seed) for s in self.sources for m in rows
+                 for t in finetune_model_tasks(self.config, m) if t in tasks for seed in self.finetune.get("seeds", [])]
+        return {f"scores__{i}": p for i, p in enumerate(files)}
+
+    def table_labels(self):
+        """Row and column labels of the fine-tuning and paper tables, as [name, label] pairs in config order
+        (canonical()'s sorted keys would reorder a mapping); scripts read them with dict()."""
+        return canonical({"models": [[m, spec.get("label", m)] for m, spec in self.ft_models.items()],
+                          "tasks": [[t, spec.get("label", t)] for t, spec in self.ft_tasks.items()],
+                          "runs": [[r, spec.get("label", r)] for r, spec in self.lapt.get("runs", {}).items()]})
+
+    def paper_table_spec(self, wildcards):
+        """The table's spec as JSON; column groups and grid rows as [label, value] pairs, so that their order
+        (which canonical()'s sorted keys would lose) is the config's."""
+        spec = dict(self.paper_tables[wildcards.table])
+        if "groups" in spec:
+            spec["groups"] = list(map(list, spec["groups"].items()))
+        if "grid" in spec:
+            spec["grid"] = {**spec["grid"], "rows": list(map(list, spec["grid"]["rows"].items()))}
+        return canonical(spec)
+
+    def paper_table_outputs(self, wildcards=None):
+        return [paths.paper_table(t, "md") for t in self.paper_tables]
+
+    def figures_of_kind(self, kind):
+        return [name for name, spec in self.figures.items() if spec["kind"] == kind]
+
+    def figure_language(self, figure):
+        spec = self.figures[figure]
+        return self.ft_tasks[spec["task"]]["language"] if spec["kind"] == "lapt_finetune" else spec["language"]
+
+    def lapt_finetune_inputs(self, wildcards):
+        """vocab-swap Figures 4/8: the held-out curves of the figure's self.lapt runs and the scores of every model
+        fine-tuned on its task from those runs (snapshots and final models), all seeds."""
+        s, lang, spec = wildcards.source, self.figure_language(wildcards.figure), self.figures[wildcards.figure]
+        inputs = {f"curve__{r}": paths.lapt_curve(s, lang, r)
+                  for r in figure_runs(self.config, wildcards.figure)}
+        for model, _, _ in figure_points(self.config, wildcards.figure):
+            for seed in self.finetune.get("seeds", []):
+                inputs[f"scores__{model}__{seed}"] = paths.finetune_scores(s, spec["task"], model, seed)
+        return inputs
+
+    def lapt_finetune_params(self, wildcards):
+        """The figure's runs (with labels) and points [model, run, step], as JSON in config order."""
+        spec, runs = self.figures[wildcards.figure], figure_runs(self.config, wildcards.figure)
+        return canonical({"title": spec.get("title", wildcards.figure),
+                          "task": self.ft_tasks[spec["task"]].get("label", spec["task"]),
+                          "runs": [[r, self.lapt["runs"][r].get("label", r)] for r in runs],
+                          "points": [list(p) for p in figure_points(self.config, wildcards.figure)]})
+
+    def token_accuracy_inputs(self, wildcards):
+        """vocab-swap Figure 6: each run's per-token accuracy and the provenance that splits its tokens into matched
+        and not matched (the `matched_by` method's, else the run's own init)."""
+        s, lang, spec = wildcards.source, self.figure_language(wildcards.figure), self.figures[wildcards.figure]
+        inputs = {}
+        for r in figure_runs(self.config, wildcards.figure):
+            method = spec.get("matched_by") or self.lapt["runs"][r]["method"]
+            inputs[f"accuracy__{r}"] = paths.lapt_token_accuracy(s, lang, r)
+            inputs[f"provenance__{r}"] = paths.provenance(s, lang, method)
+        return inputs
+
+    def token_accuracy_params(self, wildcards):
+        spec = self.figures[wildcards.figure]
+        return canonical({**{k: v for k, v in spec.items() if k != "runs"}, "title": spec.get("title", wildcards.figure),
+                          "runs": [[r, self.lapt["runs"][r].get("label", r)] for r in figure_runs(self.config, wildcards.figure)]})
+
+    def paper_figure_outputs(self, wildcards=None):
+        return [paths.figure(spec["kind"], s, name, "png") for name, spec in self.figures.items() for s in self.sources]
+
+    def source_task_model(self, wildcards):
+        """The source side of a setup: its source-language self.lapt output (variant adapter: source model + language
+        adapter), else the source model."""
+        setup, lang = self.zs_setups[wildcards.setup], self.zs_sources[wildcards.srctask]["language"]
+        if setup["variant"] == "adapter":
+            return paths.lapt_model(wildcards.source, lang, setup["lapt"])
+        return self.source_model_dir(wildcards)
+
+    def source_task_inputs(self, wildcards):
+        model = self.source_task_model(wildcards)
+        return {"model": model, "tokenizer": model, "data": paths.task_data(wildcards.srctask)}
+
+    def source_task_config(self, wildcards):
+        return canonical(zero_shot_training(self.config, wildcards.setup, wildcards.srctask))
+
+    def source_task_adapter(self, wildcards):
+        return canonical(self.zs_setups[wildcards.setup].get("adapter", {}))
+
+    def source_task_variant(self, wildcards):
+        return self.zs_setups[wildcards.setup]["variant"]
+
+    def source_task_type(self, wildcards):
+        return self.zs_sources[wildcards.srctask]["task"]
+
+    def source_task_meta(self, wildcards):
+        src = self.zs_sources[wildcards.srctask]
+        return canonical({"source": wildcards.source, "source_task": wildcards.srctask, "source_language": src["language"],
+                          "setup": wildcards.setup, "dataset": src["dataset"]["loader"]})
+
+    def zero_shot_setup(self, wildcards):
+        return self.ft_models[wildcards.ftmodel]["zero_shot"]
+
+    def zero_shot_inputs(self, wildcards):
+        """The target model (the model's self.lapt output on the task's language, or the source), the task's test data and
+        per source task the source-side training of the model's setup and seed."""
+        model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
+        s, setup = wildcards.source, model["zero_shot"]
+        target = (paths.lapt_model(s, task["language"], model["lapt"]) if "lapt" in model
+                  else self.source_model_dir(wildcards))
+        inputs = {"target": target, "data": paths.task_data(wildcards.task)}
+        for src in task["zero_shot"]:
+            inputs[f"trained__{src}"] = paths.source_task_model(s, src, setup, wildcards.seed)
+            inputs[f"scores__{src}"] = paths.source_task_scores(s, src, setup, wildcards.seed)
+        return inputs
+
+    def zero_shot_flags(self, wildcards, input):
+        """`--from <source task> <trained folder> <scores>` per source task of the zero-shot task."""
+        return " ".join(f"--from {src} {input[f'trained__{src}']} {input[f'scores__{src}']}"
+                        for src in self.ft_tasks[wildcards.task]["zero_shot"])
+
+    def zero_shot_config(self, wildcards):
+        """Evaluation settings (seq_len, eval_batch_size, precision, threads): the first source task's training."""
+        return canonical(zero_shot_training(self.config, self.zero_shot_setup(wildcards), self.ft_tasks[wildcards.task]["zero_shot"][0]))
+
+    def zero_shot_unseen(self, wildcards):
+        return self.ft_tasks[wildcards.task].get("unseen_labels", "error")
+
+    def zero_shot_meta(self, wildcards):
+        return canonical({**json.loads(self.finetune_meta(wildcards)), "setup": self.zero_shot_setup(wildcards)})
