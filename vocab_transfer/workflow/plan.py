@@ -3,9 +3,8 @@
 ``rules/common.smk`` builds one :class:`Plan` from the config and the rules name its methods (``input:
 unpack(plan.init_inputs)``, ``params: spec=plan.corpus_spec``); each takes the job's ``wildcards`` (and, where
 Snakemake passes it, ``input``) and returns paths from :mod:`vocab_transfer.workflow.paths` or a params value.
-Params values are canonical JSON (:func:`canonical`), so that reordering YAML keys reruns nothing. Nothing here
-loads torch, so planning stays cheap; the method registry (``vocab_transfer.methods``) is imported for the
-methods' needs and defaults.
+Params values are canonical JSON (:func:`canonical`), so that reordering YAML keys reruns nothing. The method
+registry (``vocab_transfer.methods``) is imported for the methods' needs and parameter defaults.
 """
 
 from __future__ import annotations
