@@ -98,6 +98,7 @@ rule make_paper_table:
     params:
         spec=plan.paper_table_spec,
         meta=plan.table_labels(),
+        manifest=plan.paper_table_manifest,
     log:
         "logs/make_paper_table/{table}.log",
     script:
@@ -122,6 +123,7 @@ rule plot_lapt_finetune:
         figure="|".join(plan.figures_of_kind("lapt_finetune")) or "^$",
     params:
         spec=plan.lapt_finetune_params,
+        manifest=plan.lapt_finetune_manifest,
     log:
         "logs/plot_lapt_finetune/{source}/{figure}.log",
     script:

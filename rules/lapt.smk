@@ -52,7 +52,7 @@ rule plot_lapt_curves:
         svg=paths.figure("lapt_curves", "{source}", "{target}", "svg"),
         csv=paths.figure("lapt_curves", "{source}", "{target}", "csv"),
     params:
-        runs=plan.lapt_run_labels,
+        manifest=plan.lapt_curve_manifest,
     log:
         "logs/plot_lapt_curves/{source}/{target}.log",
     script:
@@ -76,7 +76,7 @@ rule plot_embedding_correlation:
         ),
         csv=paths.figure("embedding_correlation", "{source}", "{target}", "csv"),
     params:
-        runs=plan.lapt_run_labels,
+        manifest=plan.lapt_curve_manifest,
     log:
         "logs/plot_embedding_correlation/{source}/{target}.log",
     script:

@@ -14,14 +14,14 @@ from vocab_transfer.source_model import load_source_model
 from vocab_transfer.workflow.job import setup_job
 
 
-def main(inputs, labels, wildcards, png, svg, hist, csv, log_path):
+def main(inputs, manifest, wildcards, png, svg, hist, csv, log_path):
     log = setup_job(log_path)
-    curves = pd.concat([pd.read_parquet(p).assign(run=k.split("__", 1)[1], label=labels[k.split("__", 1)[1]])
-                        for k, p in inputs.items() if k.startswith("curve__")], ignore_index=True)
+    curves = pd.concat([pd.read_parquet(inputs[r["input"]]).assign(run=r["run"], label=r["label"])
+                        for r in manifest if r["kind"] == "curve"], ignore_index=True)
     if "source_correlation" not in curves:
         curves["source_correlation"] = np.nan
-    embeddings = {labels[k.split("__", 1)[1]]: load_source_model(p).get_input_embeddings().weight.detach()
-                  for k, p in inputs.items() if k.startswith("model__")}
+    embeddings = {r["label"]: load_source_model(inputs[r["input"]]).get_input_embeddings().weight.detach()
+                  for r in manifest if r["kind"] == "model"}
     counts = open_shard(inputs["heldout"], inputs["tokenizer"]).counts()  # held-out token frequencies
     top = top_fraction_rows(counts, 0.5)
     pairwise = {"ρ̄ after LAPT, all tokens": correlation_matrix(embeddings),
@@ -38,5 +38,5 @@ def main(inputs, labels, wildcards, png, svg, hist, csv, log_path):
     log.info("pairwise ρ̄ after LAPT (all tokens):\n%s", pairwise["ρ̄ after LAPT, all tokens"].round(3).to_string())
 
 
-main(dict(snakemake.input.items()), json.loads(snakemake.params.runs), dict(snakemake.wildcards.items()),
+main(dict(snakemake.input.items()), json.loads(snakemake.params.manifest), dict(snakemake.wildcards.items()),
      snakemake.output.png, snakemake.output.svg, snakemake.output.hist, snakemake.output.csv, snakemake.log[0])

@@ -9,9 +9,10 @@ from vocab_transfer.plots import plot_lapt_curves
 from vocab_transfer.workflow.job import setup_job
 
 
-def main(curves, labels, wildcards, png, svg, csv, log_path):
+def main(inputs, manifest, wildcards, png, svg, csv, log_path):
     log = setup_job(log_path)
-    frames = [pd.read_parquet(path).assign(run=run, label=labels[run]) for run, path in curves.items()]
+    frames = [pd.read_parquet(inputs[rec["input"]]).assign(run=rec["run"], label=rec["label"])
+              for rec in manifest if rec["kind"] == "curve"]
     table = pd.concat(frames, ignore_index=True)
     plot_lapt_curves(table, png, title=f"LAPT on {wildcards['target']} (source {wildcards['source']})",
                      svg=svg)
@@ -20,5 +21,5 @@ def main(curves, labels, wildcards, png, svg, csv, log_path):
     log.info("final held-out loss per method:\n%s", final.to_string())
 
 
-main({k.removeprefix("curve__"): v for k, v in snakemake.input.items()}, json.loads(snakemake.params.runs), dict(snakemake.wildcards.items()),
+main(dict(snakemake.input.items()), json.loads(snakemake.params.manifest), dict(snakemake.wildcards.items()),
      snakemake.output.png, snakemake.output.svg, snakemake.output.csv, snakemake.log[0])

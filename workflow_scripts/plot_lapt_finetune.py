@@ -10,12 +10,12 @@ from vocab_transfer.plots import lapt_finetune_table, plot_lapt_finetune
 from vocab_transfer.workflow.job import setup_job
 
 
-def main(inputs, spec, png, svg, csv, log_path):
+def main(inputs, manifest, spec, png, svg, csv, log_path):
     log = setup_job(log_path)
-    curves = pd.concat([pd.read_parquet(p).assign(run=k.split("__", 1)[1]) for k, p in inputs.items()
-                        if k.startswith("curve__")], ignore_index=True)
-    paths = [p for k, p in inputs.items() if k.startswith("scores__")]
-    scores = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+    curves = pd.concat([pd.read_parquet(inputs[r["input"]]).assign(run=r["run"]) for r in manifest
+                        if r["kind"] == "curve"], ignore_index=True)
+    scores = pd.concat([pd.read_parquet(inputs[r["input"]]) for r in manifest if r["kind"] == "scores"],
+                       ignore_index=True)
     table = lapt_finetune_table(curves, scores, [tuple(p) for p in spec["points"]], dict(spec["runs"]))
     plot_lapt_finetune(table, png, title=spec["title"], task=spec["task"], svg=svg)
     write_text(table.to_csv(index=False), csv)
@@ -23,5 +23,6 @@ def main(inputs, spec, png, svg, csv, log_path):
              table[table["kind"] != "heldout_loss"].drop(columns="kind").to_string(index=False))
 
 
-main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.output.png, snakemake.output.svg,
+main(dict(snakemake.input.items()), json.loads(snakemake.params.manifest), json.loads(snakemake.params.spec),
+     snakemake.output.png, snakemake.output.svg,
      snakemake.output.csv, snakemake.log[0])

@@ -279,24 +279,36 @@ class Plan:
         """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
         return canonical(lapt_run_settings(self.config, wildcards.run))
 
-    def lapt_curves(self, wildcards):
-        return {f"curve__{run}": paths.lapt_curve(wildcards.source, wildcards.target, run)
-                for run in self.lapt_runs if wildcards.target in lapt_run_targets(self.config, run)}
+    def lapt_figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
+        """(input name, path, what it is) for the LAPT figures of a target: the curve of every run on it, and the
+        final model of each such run that has the target's own tokenizer (the embedding correlations)."""
+        s, t = wildcards.source, wildcards.target
+        labels = {run: spec.get("label", run) for run, spec in self.lapt["runs"].items()}
+        runs = [run for run in self.lapt_runs if t in lapt_run_targets(self.config, run)]
+        out = [(f"curve__{run}", paths.lapt_curve(s, t, run), {"kind": "curve", "run": run, "label": labels[run]})
+               for run in runs]
+        for run in runs:
+            if self.lapt_anchors(SimpleNamespace(source=s, target=t, run=run)):
+                out.append((f"model__{run}", paths.lapt_model(s, t, run),
+                            {"kind": "model", "run": run, "label": labels[run]}))
+        return out
 
-    def lapt_run_labels(self, wildcards):
-        return canonical({run: spec.get("label", run) for run, spec in self.lapt["runs"].items()})
+    def lapt_curves(self, wildcards):
+        return {name: path for name, path, f in self.lapt_figure_records(wildcards) if f["kind"] == "curve"}
 
     def lapt_correlation_inputs(self, wildcards):
-        """Curves of every self.lapt run on the target, and the final models of those with the target's tokenizer."""
-        out = self.lapt_curves(wildcards)
-        for run in self.lapt_runs:
-            w = SimpleNamespace(source=wildcards.source, target=wildcards.target, run=run)
-            if f"curve__{run}" in out and self.lapt_anchors(w):
-                out[f"model__{run}"] = paths.lapt_model(wildcards.source, wildcards.target, run)
-        return out | {"tokenizer": paths.tokenizer(wildcards.target), "heldout": paths.shards(wildcards.target, "heldout")}
+        """Curves of every LAPT run on the target, the final models of those with the target's tokenizer, the
+        tokenizer and the held-out shard (its token frequencies)."""
+        files = {name: path for name, path, _ in self.lapt_figure_records(wildcards)}
+        return files | {"tokenizer": paths.tokenizer(wildcards.target), "heldout": paths.shards(wildcards.target, "heldout")}
+
+    def lapt_curve_manifest(self, wildcards):
+        """``[{"input": name, "kind": "curve" | "model", "run": run, "label": label}]`` of the LAPT figures'
+        inputs (canonical JSON)."""
+        return canonical([{"input": name, **fields} for name, _, fields in self.lapt_figure_records(wildcards)])
 
     def lapt_outputs(self, wildcards=None):
-        """Figure 2 per self.lapt language, the embedding correlations where a run has a new vocabulary (not on languages
+        """Figure 2 per LAPT language, the embedding correlations where a run has a new vocabulary (not on languages
         with `source: true` runs only, such as zero-shot source languages)."""
         swapped = [t for t in self.lapt_targets if any("method" in self.lapt["runs"][r] and t in lapt_run_targets(self.config, r)
                                                   for r in self.lapt_runs)]
@@ -384,21 +396,30 @@ class Plan:
     def finetune_task_type(self, wildcards):
         return self.task_entry(wildcards.task)["task"]
 
-    def paper_table_inputs(self, wildcards):
-        """kind lapt: the curves of the table's runs and languages; otherwise the fine-tuning results of the
-        table's cells that are part of the grid (others render as "—")."""
+    def paper_table_records(self, wildcards) -> list[tuple[str, str, dict]]:
+        """(input name, path, what it is) per file of a paper table: kind lapt, the curves of the table's runs and
+        languages; otherwise the fine-tuning results of the table's cells that are part of the grid (others render
+        as "—")."""
         spec = self.paper_tables[wildcards.table]
         cells = [n for names in spec["grid"]["rows"].values() for n in names if n] if "grid" in spec else None
         if spec.get("kind") == "lapt":
-            return {f"curve__{r}__{lang}": paths.lapt_curve(s, lang, r) for s in self.sources
-                    for r in cells or spec.get("rows") or self.lapt_runs for lang in spec["languages"]
-                    if lang in lapt_run_targets(self.config, r)}
+            runs = [(s, r, lang) for s in self.sources for r in cells or spec.get("rows") or self.lapt_runs
+                    for lang in spec["languages"] if lang in lapt_run_targets(self.config, r)]
+            return [(f"curve__{i}", paths.lapt_curve(s, lang, r), {"run": r, "language": lang})
+                    for i, (s, r, lang) in enumerate(runs)]
         rows = cells or spec.get("rows") or list(self.ft_models)
         tasks = set(spec["tasks"]) if "grid" in spec else {
             t for names in (spec.get("groups") or {"": list(self.ft_tasks)}).values() for t in names}
         files = [self.cell_scores(s, t, m, seed) for s in self.sources for m in rows
                  for t in finetune_model_tasks(self.config, m) if t in tasks for seed in self.finetune.get("seeds", [])]
-        return {f"scores__{i}": p for i, p in enumerate(files)}
+        return [(f"scores__{i}", p, {}) for i, p in enumerate(files)]
+
+    def paper_table_inputs(self, wildcards):
+        return {name: path for name, path, _ in self.paper_table_records(wildcards)}
+
+    def paper_table_manifest(self, wildcards):
+        """What each input of the table is: ``[{"input": name, "run": ..., "language": ...}]`` (canonical JSON)."""
+        return canonical([{"input": name, **fields} for name, _, fields in self.paper_table_records(wildcards)])
 
     def table_labels(self):
         """Row and column labels of the fine-tuning and paper tables, as [name, label] pairs in config order
@@ -437,6 +458,15 @@ class Plan:
             for seed in self.finetune.get("seeds", []):
                 inputs[f"scores__{model}__{seed}"] = paths.finetune_scores(s, spec["task"], model, seed)
         return inputs
+
+    def lapt_finetune_manifest(self, wildcards):
+        """``[{"input": name, "kind": "curve", "run": r} | {"input": name, "kind": "scores", "model": m, "seed": n}]``
+        of :meth:`lapt_finetune_inputs` (canonical JSON)."""
+        out = [{"input": f"curve__{r}", "kind": "curve", "run": r} for r in figure_runs(self.config, wildcards.figure)]
+        for model, _, _ in figure_points(self.config, wildcards.figure):
+            for seed in self.finetune.get("seeds", []):
+                out.append({"input": f"scores__{model}__{seed}", "kind": "scores", "model": model, "seed": seed})
+        return canonical(out)
 
     def lapt_finetune_params(self, wildcards):
         """The figure's runs (with labels) and points [model, run, step], as JSON in config order."""
