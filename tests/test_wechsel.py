@@ -227,12 +227,12 @@ def test_extension_tokenizer_and_rows(swahili_verses, sw_tokenizer):
 
 
 def test_read_pretrained_bin_and_vec(tmp_path, swahili_verses):
-    from vocab_transfer.data.token_fasttext import _train_unsupervised
+    from vocab_transfer.data.token_fasttext import train_unsupervised
     from vocab_transfer.data.word_vectors import read_fasttext_vectors
 
     corpus = tmp_path / "words.txt"
     corpus.write_text("\n".join(" ".join(word_tokenize(t)) for t in swahili_verses[:1500]), encoding="utf-8")
-    ft = _train_unsupervised(input=str(corpus), dim=8, minCount=3, epoch=1, thread=1, seed=0)
+    ft = train_unsupervised(input=str(corpus), dim=8, minCount=3, epoch=1, thread=1, seed=0)
     ft.save_model(str(tmp_path / "cc.sw.8.bin"))
     wv = read_fasttext_vectors(tmp_path / "cc.sw.8.bin")
     assert len(wv.words) == len(ft.words) - 1 and list(wv.counts) == sorted(wv.counts, reverse=True)

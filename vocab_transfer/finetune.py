@@ -49,7 +49,7 @@ import pandas as pd
 import torch
 
 from .io import atomic_path, write_parquet
-from .lapt import EXIT_RESUME, Checkpoints, _autocast_factory, optimizer_step
+from .lapt import EXIT_RESUME, Checkpoints, autocast_factory, optimizer_step
 from .source_model import max_sequence_length
 
 log = logging.getLogger(__name__)
@@ -627,7 +627,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in ``extra_test_sets``). Returns
     (scores, history)."""
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    autocast, amp_dtype = _autocast_factory(cfg.precision, device)
+    autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
     cfg = fit_to_model(cfg, model)
     pad = tokenizer.pad_token_id

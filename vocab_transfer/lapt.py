@@ -477,7 +477,7 @@ def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     return heldout_eval(model, blocks, cfg, tokenizer, device, autocast)[0]
 
 
-def _autocast_factory(precision: str, device: torch.device):
+def autocast_factory(precision: str, device: torch.device):
     if device.type == "cuda":
         if precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
             dtype = torch.bfloat16
@@ -625,7 +625,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         if reset:
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
     model.to(device).train()
-    autocast, amp_dtype = _autocast_factory(cfg.precision, device)
+    autocast, amp_dtype = autocast_factory(cfg.precision, device)
     for key in ("batch_size", "long_batch_size") if cfg.long_steps else ("batch_size",):
         if getattr(cfg, key) and getattr(cfg, key) % world:
             raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} is not divisible by {world} devices")

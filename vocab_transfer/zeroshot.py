@@ -74,7 +74,7 @@ from .finetune import (
     task_labels,
 )
 from .io import atomic_path, write_parquet
-from .lapt import _autocast_factory
+from .lapt import autocast_factory
 
 log = logging.getLogger(__name__)
 VARIANTS = ("adapter", "fmt", "full")
@@ -246,7 +246,7 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
     if extra:
         log.warning("target labels %s are not in the source label set: scored as errors", extra)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    autocast, _ = _autocast_factory(cfg.precision, device)
+    autocast, _ = autocast_factory(cfg.precision, device)
     cfg = fit_to_model(cfg, model)
     model.to(device)
     items = task_encoder(task, tokenizer, labels + extra, cfg, model)(test, False)

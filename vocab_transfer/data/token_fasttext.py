@@ -103,7 +103,7 @@ def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], toke
         else:
             counts = np.zeros(len(tokenizer), dtype=np.int64)
             pretokenize(_encoded(corpus, tokenizer, counts), tokenizer, path)
-        ft = _train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
+        ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
                                  maxn=maxn, ws=window, thread=threads, seed=seed, verbose=verbose)
     vocab = tokenizer.get_vocab()
     special = set(tokenizer.all_special_ids)
@@ -117,7 +117,7 @@ def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], toke
     return TokenVectors(vectors, has_vector, torch.from_numpy(counts))
 
 
-def _train_unsupervised(**kwargs):
+def train_unsupervised(**kwargs):
     """``fasttext.train_unsupervised`` plus the ``seed`` argument its Python wrapper does not pass on."""
     from fasttext import FastText  # the fasttext-numpy2 wheel
 

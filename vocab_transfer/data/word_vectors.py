@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .token_fasttext import _train_unsupervised
+from .token_fasttext import train_unsupervised
 
 
 @dataclass
@@ -56,7 +56,7 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
         with open(path, "w", encoding="utf-8") as f:
             for text in tqdm(texts, desc="word-tokenize", mininterval=5, unit="doc"):
                 f.write(" ".join(word_tokenize(text)) + "\n")
-        ft = _train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
+        ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
                                  maxn=maxn, ws=window, thread=threads, seed=seed, verbose=verbose)
     return _from_model(ft, max_words)
 
