@@ -463,3 +463,18 @@ def test_reading_a_corpus_holds_one_row_group(tmp_path, monkeypatch) -> None:
         assert text == texts[i]
         held = max(held, pa.total_allocated_bytes() - base)
     assert held < 400_000, held  # one row group is 50 kB of text; pre-buffered, 0.85 MB and growing
+
+
+def test_capped_held_out_split_keeps_only_the_smallest_hashes_while_streaming(tmp_path) -> None:
+    """With max_heldout_docs, only that many candidate hashes are held while streaming; the split still equals the
+    in-memory rule for every cap, 0 included."""
+    spec = _lines(tmp_path, 3000)
+    for cap in (0, 1, 7, 500):
+        split_cfg = {"heldout_fraction": 0.3, "max_heldout_docs": cap}
+        build_corpus(spec, filter_cfg={"min_chars": 2}, split_cfg=split_cfg, seed=5, log=lambda m: None,
+                     train_path=tmp_path / f"t{cap}", heldout_path=tmp_path / f"h{cap}")
+        ref_train, ref_held = split_documents(pd.DataFrame(filter_documents(iter_documents(spec), min_chars=2)),
+                                              seed=5, **split_cfg)
+        pd.testing.assert_frame_equal(read_corpus(tmp_path / f"h{cap}"), ref_held)
+        pd.testing.assert_frame_equal(read_corpus(tmp_path / f"t{cap}"), ref_train)
+        assert len(ref_held) == cap

@@ -3,9 +3,9 @@
 :func:`build_corpus` reads the documents of a source (:mod:`vocab_transfer.data.sources`) one batch at a time and
 writes the two splits as parquet *directory datasets* (``train.parquet/part-00000.parquet``, ... with columns
 ``doc_id``, ``text``), so no job ever holds the corpus: memory is one read batch, one row group being written, the
-deduplication set (2 MB of hashes in RAM, then 2 bytes per kept document: it spills to a temporary folder beside
-the outputs, see :mod:`vocab_transfer.data.dedup`) and, with ``max_heldout_docs``, the split hashes of the
-held-out candidates (8 bytes each, ``heldout_fraction`` of the documents). Both splits open with
+deduplication set (2 MB of hashes in RAM, then 1.5 bytes per kept document: it spills to a temporary folder
+beside the outputs, see :mod:`vocab_transfer.data.dedup`) and, with ``max_heldout_docs``, that many split
+hashes. Both splits open with
 ``pandas.read_parquet(<dir>)``; consumers stream them with :func:`iter_corpus` / :func:`iter_texts`.
 
 - **Cleaning** (:func:`clean_text`): Unicode normalization, markup and control characters removed, whitespace
@@ -392,10 +392,10 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
     :func:`split_documents` (``split_cfg``, ``seed``) into the parquet datasets ``train_path`` and
     ``heldout_path``, written atomically. The result equals ``split_documents(DataFrame(filter_documents(...)))``.
 
-    Memory is bounded by a read batch, one row group per split, the deduplication set (spilled beside the
-    outputs: 2 bytes per kept document past its first 2 MB) and, with ``max_heldout_docs``, 8 bytes per held-out
-    candidate: the candidates are spooled to a temporary
-    parquet next to ``heldout_path`` and the ones with the smallest hashes copied in a second pass.
+    Memory is bounded by a read batch, one row group per split and the deduplication set (spilled beside the
+    outputs: 1.5 bytes per kept document past its first 2 MB). With ``max_heldout_docs`` the candidates are spooled
+    to a temporary parquet next to ``heldout_path`` while the ``max_heldout_docs`` smallest hashes are kept, and
+    those candidates are copied in a second pass.
     Raises :class:`CorpusError` naming ``spec`` when no document survives filtering. Logs progress (documents,
     MB/s) every ``progress_every`` seconds through ``log``.
     """
@@ -420,7 +420,7 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
                                                                         dir=Path(heldout_path).parent))
             held = CorpusWriter(spool_dir, schema=CORPUS_SCHEMA.append(pa.field("h", pa.float64())),
                                 row_group_bytes=1 << 20)
-            hashes: list[np.ndarray] = []
+            smallest = np.zeros(0, dtype=np.float64)  # the max_heldout_docs smallest candidate hashes so far
             pending: list[float] = []
         for doc in docs:
             h = split_hash(doc["doc_id"], seed)
@@ -430,9 +430,10 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
                 held.write(doc["doc_id"], doc["text"])
             else:
                 held.write(doc["doc_id"], doc["text"], h=h)
+                stats.heldout_candidates += 1
                 pending.append(h)
-                if len(pending) >= 65536:
-                    hashes.append(np.asarray(pending))
+                if len(pending) >= max(cap, 4096):
+                    smallest = _keep_smallest(np.concatenate([smallest, pending]), cap)
                     pending = []
             if time.time() - last >= progress_every:
                 last, dt = time.time(), time.time() - t0
@@ -445,10 +446,9 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
                               "corpus_filter")
         if cap is not None:
             held.close()
-            h_all = np.concatenate(hashes + [np.asarray(pending, dtype=np.float64)])
-            stats.heldout_candidates = len(h_all)
+            smallest = _keep_smallest(np.concatenate([smallest, pending]), cap)
             out = stack.enter_context(corpus_writer(heldout_path, metadata=meta | {"split": "heldout"}))
-            _copy_smallest(spool_dir, h_all, cap, out)
+            _copy_smallest(spool_dir, smallest, stats.heldout_candidates, cap, out)
             held = out
         else:
             stats.heldout_candidates = held.docs
@@ -464,9 +464,23 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
     return stats
 
 
-def _copy_smallest(spool: str | os.PathLike, hashes: np.ndarray, cap: int, out: CorpusWriter) -> None:
-    """Copy the ``cap`` spooled candidates with the smallest (hash, doc_id), in their original order."""
+def _keep_smallest(hashes: np.ndarray, cap: int) -> np.ndarray:
+    """The ``cap`` smallest of ``hashes`` (all of them when fewer), ties included at the cut."""
+    if cap == 0:
+        return hashes[:0]
     if len(hashes) <= cap:
+        return hashes
+    kth = np.partition(hashes, cap - 1)[cap - 1]
+    return hashes[hashes <= kth]
+
+
+def _copy_smallest(spool: str | os.PathLike, hashes: np.ndarray, n_candidates: int, cap: int,
+                   out: CorpusWriter) -> None:
+    """Copy the ``cap`` spooled candidates with the smallest (hash, doc_id), in their original order; ``hashes``
+    holds at least the ``cap`` smallest of the ``n_candidates`` spooled hashes."""
+    if cap == 0:
+        return
+    if n_candidates <= cap:
         thr, allowed = np.inf, None
     else:
         thr = float(np.partition(hashes, cap - 1)[cap - 1])
