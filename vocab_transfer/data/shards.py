@@ -1,4 +1,4 @@
-"""Token shards: a corpus split tokenized once, memory-mapped by every job that reads token ids.
+"""Token shards: a corpus split tokenized once, read a slice at a time by every job that reads token ids.
 
 A shard folder (``results/shards/<lang>/<split>/``, :func:`vocab_transfer.workflow.paths.shards`) holds
 
@@ -148,8 +148,9 @@ def write_shard(texts: Iterable[str], tokenizer, out: str | os.PathLike, *, toke
                 n_docs: int | None = None, threads: int | None = None, metadata: dict | None = None,
                 progress_every: float = 10.0) -> dict:
     """Tokenize ``texts`` (no special tokens) into the shard folder ``out``, atomically, in batches of
-    :data:`ENCODE_BATCH` documents: memory is one batch, the counts and, without ``n_docs``, the index (8 bytes per
-    document). Returns the shard's ``meta.json`` content."""
+    :data:`ENCODE_BATCH` documents: memory is one batch and the counts (8 bytes per token id); ids and document
+    offsets go to disk as they come. ``n_docs`` (when known) gives the progress log an ETA. Returns the shard's
+    ``meta.json`` content."""
     from .tokenizer import tokenizer_fingerprint
 
     vocab = len(tokenizer)
@@ -223,7 +224,7 @@ def tokenize_corpus(corpus: str | os.PathLike, tokenizer_dir: str | os.PathLike,
 
 class Blocks:
     """Fixed-length blocks ``<s> body </s>`` over the concatenated token stream of one or more shards, read on
-    demand from the memory maps.
+    demand (one ``pread`` per block).
 
     Block ``j`` of a shard is ``[bos] + tokens[j * (seq_len - 2):(j + 1) * (seq_len - 2)] + [eos]``; the tail that
     does not fill a block is dropped, per shard. The blocks of several shards follow each other (source
