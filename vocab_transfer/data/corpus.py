@@ -477,20 +477,27 @@ def _keep_smallest(hashes: np.ndarray, cap: int) -> np.ndarray:
 def _copy_smallest(spool: str | os.PathLike, hashes: np.ndarray, n_candidates: int, cap: int,
                    out: CorpusWriter) -> None:
     """Copy the ``cap`` spooled candidates with the smallest (hash, doc_id), in their original order; ``hashes``
-    holds at least the ``cap`` smallest of the ``n_candidates`` spooled hashes."""
+    holds at least the ``cap`` smallest of the ``n_candidates`` spooled hashes. Only the copied rows become Python
+    objects: each batch is filtered on its hash column first."""
     if cap == 0:
         return
-    if n_candidates <= cap:
-        thr, allowed = np.inf, None
-    else:
+    thr, allowed = np.inf, None
+    if n_candidates > cap:
         thr = float(np.partition(hashes, cap - 1)[cap - 1])
         room = cap - int((hashes < thr).sum())
-        ties = sorted(d for b in iter_corpus(spool, ("doc_id", "h")) for d, h in
-                      zip(b.column(0).to_pylist(), b.column(1).to_pylist(), strict=True) if h == thr)
-        allowed = set(ties[:room])
+        ties = []
+        for batch in iter_corpus(spool, ("doc_id", "h")):
+            at = np.flatnonzero(batch.column(1).to_numpy() == thr)
+            ties += batch.column(0).take(pa.array(at)).to_pylist() if len(at) else []
+        allowed = set(sorted(ties)[:room])
     for batch in iter_corpus(spool, ("doc_id", "text", "h")):
-        for doc_id, text, h in zip(*(c.to_pylist() for c in batch.columns), strict=True):
-            if h < thr or (allowed is not None and h == thr and doc_id in allowed) or (allowed is None):
+        h = batch.column(2).to_numpy()
+        keep = np.flatnonzero(h <= thr)
+        if not len(keep):
+            continue
+        rows = batch.take(pa.array(keep))
+        for doc_id, text, hh in zip(*(c.to_pylist() for c in rows.columns), strict=True):
+            if hh < thr or allowed is None or doc_id in allowed:
                 out.write(doc_id, text)
 
 
