@@ -2,6 +2,7 @@
 replaces them, and mistakes in the config are named."""
 
 import json
+import platform
 
 import pytest
 
@@ -50,3 +51,9 @@ def test_resource_mistakes_are_named():
                                                "train_fasttext": {"threads": 8}}}, rules)
     assert unknown.startswith("resources.tokenise_corpus: no rule of that name") and "tokenize_corpus" in unknown
     assert recipe.startswith("resources.train_fasttext.threads") and "fasttext.threads" in recipe
+
+
+def test_return_freed_memory_sets_glibc_thresholds():
+    from vocab_transfer.workflow.job import return_freed_memory
+
+    assert return_freed_memory() is (platform.libc_ver()[0] == "glibc")

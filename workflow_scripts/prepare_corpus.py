@@ -7,7 +7,7 @@ from vocab_transfer.workflow.job import setup_job
 
 
 def main(spec, filter_cfg, split_cfg, seed, train_path, heldout_path, stats_path, log_path):
-    log = setup_job(log_path)
+    log = setup_job(log_path, streaming=True)
     stats = build_corpus(spec, filter_cfg=filter_cfg, split_cfg=split_cfg, seed=seed, train_path=train_path,
                          heldout_path=heldout_path, log=log.info)
     write_stats(stats, stats_path)

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import os
 import sys
 
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 
-def setup_job(log_path: str | None, threads: int = 1) -> logging.Logger:
+
+def return_freed_memory(threshold: int = 128 << 10) -> bool:
+    """Make glibc give freed memory back to the system: blocks of ``threshold`` bytes or more are mapped on their
+    own and unmapped when freed, and the heap is trimmed past ``threshold`` free bytes. glibc otherwise raises its
+    mmap threshold to the largest block freed so far (up to 32 MB), so a streaming job's batches (Arrow buffers,
+    arrays) end up on a heap that fragments and keeps growing: prepare_corpus peaked at 227 MB instead of 163 MB on
+    1 GB of text, about 8% slower. Jobs whose big buffers are long-lived (torch training) keep glibc's default.
+    Returns False where the C library is not glibc."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(_M_MMAP_THRESHOLD, threshold) and libc.mallopt(_M_TRIM_THRESHOLD, threshold))
+    except (OSError, AttributeError):
+        return False
+
+
+def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -> logging.Logger:
     """Log to the rule's log file (line-buffered) and stderr; route warnings and tqdm there too. Limit torch to
     ``threads`` CPU threads (now if it is loaded, else when it is first imported: corpus and shard jobs never load
-    it)."""
+    it). ``streaming`` jobs (a corpus or its shards, batch by batch) :func:`return_freed_memory`."""
+    if streaming:
+        return_freed_memory()
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
         stream = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the job
