@@ -1,4 +1,4 @@
-"""LAPT throughput: ``vocab_transfer.lapt.train`` against HF ``Trainer`` on the same model, data and
+"""LAPT throughput: ``vocab_transfer.training.lapt.train`` against HF ``Trainer`` on the same model, data and
 hyperparameters (issue target: ratio ≥ 1 on CPU).
 
 Model: the demo's XLM-R architecture (hidden 192, 4 layers, 4 heads, FFN 768) with a 4,000-token
@@ -75,7 +75,7 @@ def peak_tflops(a) -> float | None:
 
 
 def ours(a) -> float:
-    from vocab_transfer.lapt import LaptConfig, train
+    from vocab_transfer.training.lapt import LaptConfig, train
 
     model, blocks = model_and_data(a)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -166,7 +166,7 @@ def main() -> None:
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     rows = []
-    for name, fn in (("vocab_transfer.lapt", ours), ("HF Trainer", hf_trainer)):
+    for name, fn in (("vocab_transfer.training.lapt", ours), ("HF Trainer", hf_trainer)):
         seconds = fn(a)
         rows.append({"trainer": name, "steps": a.steps, "seconds": round(seconds, 2),
                      "tokens_per_s": round(a.steps * a.batch * a.seq_len / seconds)})

@@ -1,5 +1,5 @@
 # Downstream fine-tuning: task data in a common schema (vocab_transfer.tasks), then one job per
-# (source, task, model, seed) through `python -m vocab_transfer.finetune`: dev selection every 5% of the
+# (source, task, model, seed) through `python -m vocab_transfer.training.finetune`: dev selection every 5% of the
 # steps, test score of the selected checkpoint (FOCUS Tables 2-3 and 6).
 
 
@@ -54,7 +54,7 @@ rule finetune:
     benchmark:
         "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seed}.tsv"
     shell:
-        "exec {params.launcher} -m vocab_transfer.finetune --model {params.model} {params.embeddings}"
+        "exec {params.launcher} -m vocab_transfer.training.finetune --model {params.model} {params.embeddings}"
         " --tokenizer {params.tokenizer} --task {params.task} --data {input.data} --seed {wildcards.seed}"
         " --output {output.scores} --history {output.history} --checkpoints {params.checkpoints}"
         " --meta '{params.meta}' --config '{params.config}' 2>> {log}"

@@ -1,4 +1,4 @@
-# Language-adaptive pretraining (LAPT) of transferred models: `python -m vocab_transfer.lapt`, through
+# Language-adaptive pretraining (LAPT) of transferred models: `python -m vocab_transfer.training.lapt`, through
 # torchrun on GPUs (config lapt.launcher); resumable from its checkpoints (FOCUS §3.1, Figure 2).
 # `exec` hands SLURM's --signal=TERM warning straight to the trainer, which checkpoints and exits 75;
 # the profile's `retries` then resumes it (profiles/slurm/config.yaml).
@@ -31,7 +31,7 @@ rule train_lapt:
     benchmark:
         "benchmarks/out/train_lapt/{source}/{target}/{run}.tsv"
     shell:
-        "exec {params.launcher} -m vocab_transfer.lapt --model {input.model}"
+        "exec {params.launcher} -m vocab_transfer.training.lapt --model {input.model}"
         " $([ -n '{input.embeddings}' ] && echo --embeddings '{input.embeddings}')"
         " --tokenizer {input.tokenizer} --train {input.train} --heldout {input.heldout}"
         " --output {output.model} --curve {output.curve} --checkpoints {params.checkpoints}"

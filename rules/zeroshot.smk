@@ -1,4 +1,4 @@
-# Zero-shot cross-lingual transfer (UNKs Everywhere §2, §4.1-4.3, App. A.1; `python -m vocab_transfer.zeroshot`):
+# Zero-shot cross-lingual transfer (UNKs Everywhere §2, §4.1-4.3, App. A.1; `python -m vocab_transfer.training.zeroshot`):
 # the task is trained ONCE per (source, source task, setup, seed) on source-language data with the source's own
 # vocabulary (MAD-X: a task adapter on the source-language adapter), then each (zero-shot task, model, seed) cell
 # is a cheap evaluation that swaps in the target's embeddings and language adapter and scores the target's test
@@ -30,7 +30,7 @@ rule train_source_task:
     benchmark:
         "benchmarks/out/train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"
     shell:
-        "exec {params.launcher} -m vocab_transfer.zeroshot train --model {input.model} --tokenizer {input.tokenizer}"
+        "exec {params.launcher} -m vocab_transfer.training.zeroshot train --model {input.model} --tokenizer {input.tokenizer}"
         " --task {params.task} --data {input.data} --seed {wildcards.seed} --variant {params.variant}"
         " --adapter '{params.adapter}' --output {output.model} --scores {output.scores} --history {output.history}"
         " --checkpoints {params.checkpoints} --meta '{params.meta}' --config '{params.config}' 2>> {log}"
@@ -58,6 +58,6 @@ rule evaluate_zero_shot:
     benchmark:
         "benchmarks/out/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.tsv"
     shell:
-        "exec {params.launcher} -m vocab_transfer.zeroshot evaluate --target {input.target} --task {params.task}"
+        "exec {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target} --task {params.task}"
         " --data {input.data} {params.sources} --seed {wildcards.seed} --output {output.scores}"
         " --unseen-labels {params.unseen} --meta '{params.meta}' --config '{params.config}' 2>> {log}"

@@ -17,7 +17,9 @@ from transformers import (
     XLMRobertaForMaskedLM,
 )
 
-from vocab_transfer.adapters import (
+from vocab_transfer.eval.mlm import pack_texts
+from vocab_transfer.source_model import build_xlmr_mlm
+from vocab_transfer.training.adapters import (
     AdapterConfig,
     InvertibleAdapter,
     adapter_parameter_names,
@@ -26,9 +28,7 @@ from vocab_transfer.adapters import (
     save_language_adapter,
     strip_language_adapter,
 )
-from vocab_transfer.lapt import LaptConfig, LossModule, embedding_parameter_names, train
-from vocab_transfer.mlm import pack_texts
-from vocab_transfer.source_model import build_xlmr_mlm
+from vocab_transfer.training.lapt import LaptConfig, LossModule, embedding_parameter_names, train
 
 TINY = dict(hidden_size=16, num_layers=2, num_heads=2, intermediate_size=32, max_position_embeddings=32)
 
@@ -136,7 +136,7 @@ def test_save_strip_reload_reproduces_the_trained_model(tmp_path, sw_tokenizer, 
     x = blocks[1][:4]
     logits, hidden = model(input_ids=x).logits, model.base_model(input_ids=x).last_hidden_state
     assert torch.equal(trained[1].eval()(input_ids=x).logits, logits)
-    from vocab_transfer.lapt import save_model
+    from vocab_transfer.training.lapt import save_model
 
     save_model(model, sw_tokenizer, tmp_path / "saved")  # LAPT's writer (final model, snapshots): no stripping
     assert adapter_parameter_names(model) and torch.equal(model(input_ids=x).logits, logits)
@@ -174,7 +174,7 @@ def test_adapter_resume_is_bit_identical(tmp_path, sw_tokenizer, blocks, trained
 def test_ddp_sees_every_trainable_parameter(tmp_path, sw_tokenizer, blocks):
     import torch.distributed as dist
 
-    from vocab_transfer.lapt import set_trainable
+    from vocab_transfer.training.lapt import set_trainable
 
     model = tiny_model(sw_tokenizer)
     add_language_adapter(model)

@@ -21,11 +21,11 @@ from transformers import (
 
 from vocab_transfer.data.shards import write_shard
 from vocab_transfer.data.tokenizer import load_tokenizer, train_unigram_tokenizer
+from vocab_transfer.eval.mlm import clm_loss, init_eval_row, mlm_loss, pack_texts
 from vocab_transfer.init import initialize, load_transferred_model
 from vocab_transfer.io import write_parquet, write_tensors
-from vocab_transfer.lapt import LaptConfig, load_blocks, main, resolve_objective, train
-from vocab_transfer.mlm import clm_loss, init_eval_row, mlm_loss, pack_texts
 from vocab_transfer.overlap import OVERLAP_SCHEMA, compute_overlap
+from vocab_transfer.report.tables import init_loss_table
 from vocab_transfer.source_model import (
     build_xlmr_mlm,
     embedding_matrix,
@@ -35,7 +35,7 @@ from vocab_transfer.source_model import (
     load_source_model,
     transferred_model,
 )
-from vocab_transfer.tables import init_loss_table
+from vocab_transfer.training.lapt import LaptConfig, load_blocks, main, resolve_objective, train
 
 D = 16
 

@@ -10,13 +10,15 @@ import pandas as pd
 import pytest
 import torch
 
-from vocab_transfer.adapters import (
+from vocab_transfer.io import write_tensors
+from vocab_transfer.source_model import build_xlmr_mlm
+from vocab_transfer.training.adapters import (
     adapter_parameter_names,
     add_language_adapter,
     save_language_adapter,
     strip_language_adapter,
 )
-from vocab_transfer.finetune import (
+from vocab_transfer.training.finetune import (
     BiaffineParser,
     FinetuneConfig,
     ParserOutput,
@@ -36,8 +38,6 @@ from vocab_transfer.finetune import (
     squad_scores,
     task_labels,
 )
-from vocab_transfer.io import write_tensors
-from vocab_transfer.source_model import build_xlmr_mlm
 
 TINY = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max_position_embeddings=80)
 
@@ -153,7 +153,7 @@ def test_cli_writes_one_row(tmp_path, model_dir, ner_data):
     for split, df in ner_data.items():
         df.to_parquet(data / f"{split}.parquet")
     out = tmp_path / "seed3.parquet"
-    cmd = [sys.executable, "-m", "vocab_transfer.finetune", "--model", str(model_dir), "--task", "ner",
+    cmd = [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(model_dir), "--task", "ner",
            "--data", str(data), "--seed", "3", "--output", str(out), "--meta", json.dumps({"model": "tiny"}),
            "--config", json.dumps({**cfg(epochs=1).__dict__})]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -474,7 +474,7 @@ def test_parser_on_adapter_and_swapped_embeddings_saves_and_reloads(tmp_path, sw
 
 
 def test_binary_f1_positive_class_does_not_depend_on_label_order():
-    from vocab_transfer.finetune import positive_class
+    from vocab_transfer.training.finetune import positive_class
 
     assert positive_class(["not_equivalent", "equivalent"], None) == "equivalent"
     assert positive_class(["equivalent", "not_equivalent"], None) == "equivalent"  # sorted labels (no labels.json)

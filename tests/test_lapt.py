@@ -12,7 +12,9 @@ import pytest
 import torch
 
 from vocab_transfer.data.shards import write_shard
-from vocab_transfer.lapt import (
+from vocab_transfer.eval.mlm import pack_texts
+from vocab_transfer.source_model import build_xlmr_mlm
+from vocab_transfer.training.lapt import (
     EXIT_RESUME,
     LaptConfig,
     embedding_layer_names,
@@ -21,8 +23,6 @@ from vocab_transfer.lapt import (
     reinitialize,
     train,
 )
-from vocab_transfer.mlm import pack_texts
-from vocab_transfer.source_model import build_xlmr_mlm
 
 TINY = dict(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_position_embeddings=32)
 
@@ -60,7 +60,7 @@ def test_training_from_a_shard_equals_training_from_packed_tensors(tmp_path, sw_
     """LAPT reads blocks on demand from a token shard; the run is bit-identical to one on the packed tensor, the
     frequent tokens are counted chunk by chunk from the shard, and a resumed shard run ends the same."""
     from vocab_transfer.data.shards import open_blocks
-    from vocab_transfer.lapt import frequent_tokens
+    from vocab_transfer.training.lapt import frequent_tokens
 
     sw_tokenizer.save_pretrained(tmp_path / "tok")
     write_shard(swahili_verses[:600], sw_tokenizer, tmp_path / "train", tokenizer_dir=tmp_path / "tok")
@@ -82,7 +82,7 @@ def test_training_from_a_shard_equals_training_from_packed_tensors(tmp_path, sw_
 
 def test_ranks_read_disjoint_blocks_within_an_epoch():
     """Under DDP each rank takes its slice of a step's rows: over an epoch no block is read twice."""
-    from vocab_transfer.lapt import batch_rows
+    from vocab_transfer.training.lapt import batch_rows
 
     n, size, world = 96, 16, 4
     seen = [batch_rows(step, size, n, seed=3)[r * 4:(r + 1) * 4] for step in range(1, n // size + 1) for r in range(world)]
@@ -225,7 +225,7 @@ def test_source_correlation_curve(tmp_path, sw_tokenizer, blocks):
 def test_token_accuracy_counts_known_answer():
     """Labels 5, 5, 7, 9, 7, 3 with predictions 5, 2, 7, 9, 1, 3; tracked tokens 7, 5, 8: 7 is a target twice and
     right once, 5 twice and right once, 8 never; 9 and 3 are not tracked."""
-    from vocab_transfer.lapt import token_accuracy_counts
+    from vocab_transfer.training.lapt import token_accuracy_counts
 
     counts = token_accuracy_counts(torch.tensor([5, 2, 7, 9, 1, 3]), torch.tensor([5, 5, 7, 9, 7, 3]),
                                    torch.tensor([7, 5, 8]))
@@ -235,7 +235,7 @@ def test_token_accuracy_counts_known_answer():
 
 
 def test_frequent_tokens_skip_specials_and_break_ties_by_id():
-    from vocab_transfer.lapt import frequent_tokens
+    from vocab_transfer.training.lapt import frequent_tokens
 
     blocks = torch.tensor([[0, 6, 4, 4, 9, 2], [0, 9, 4, 6, 6, 2], [0, 5, 3, 3, 3, 2]])  # 0, 2 special
     ids, counts = frequent_tokens(blocks, 12, [0, 1, 2], 4)
@@ -245,7 +245,7 @@ def test_frequent_tokens_skip_specials_and_break_ties_by_id():
 def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
     """The per-token counts of the held-out pass equal those of the model's full-vocabulary forward on the same
     masked blocks, and tracking does not change the held-out loss."""
-    from vocab_transfer.lapt import frequent_tokens, heldout_eval, heldout_loss, make_batch
+    from vocab_transfer.training.lapt import frequent_tokens, heldout_eval, heldout_loss, make_batch
 
     model, cfg = tiny_model(sw_tokenizer).eval(), config()
     held = blocks[1][:20]
@@ -270,7 +270,7 @@ def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
 def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, blocks):
     """Snapshots staged before an interruption and after the resume are bit-identical to an uninterrupted run's;
     the one at the last step is the final model; the token-accuracy records resume with the curve."""
-    from vocab_transfer.lapt import publish_snapshots, save_model, token_accuracy_table
+    from vocab_transfer.training.lapt import publish_snapshots, save_model, token_accuracy_table
 
     cfg = config(snapshot_steps=[0, 4, 12], token_accuracy_top=30)
     full = tiny_model(sw_tokenizer)
@@ -295,7 +295,7 @@ def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, b
     assert (tmp_path / "b-snapshots" / "step-00000004" / "tokenizer.json").is_file()
     with pytest.raises(FileNotFoundError, match=r"steps \[8\]"):
         publish_snapshots(tmp_path / "b", tmp_path / "c", [4, 8])
-    from vocab_transfer.lapt import frequent_tokens
+    from vocab_transfer.training.lapt import frequent_tokens
 
     ids, counts = frequent_tokens(blocks[0], len(sw_tokenizer), sw_tokenizer.all_special_ids, 30)
     table = token_accuracy_table(curve, ids, counts, sw_tokenizer)
@@ -325,8 +325,8 @@ def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path,
     256): the last ``long_steps`` optimizer steps draw ``long_batch_size`` blocks of ``long_seq_len`` tokens (in
     ``long_micro_batch_size`` parts), their evaluations use long held-out blocks, and a run killed inside the
     long phase resumes bit-identically."""
-    import vocab_transfer.lapt as lapt
-    from vocab_transfer.lapt import heldout_loss
+    import vocab_transfer.training.lapt as lapt
+    from vocab_transfer.training.lapt import heldout_loss
 
     texts = swahili_verses[:600], swahili_verses[600:700]
     short = tuple(pack_texts(t, sw_tokenizer, 16) for t in texts)
@@ -371,7 +371,7 @@ def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path,
 
 
 def test_phase_switch_is_marked_where_the_blocks_get_longer():
-    from vocab_transfer.plots import phase_switches
+    from vocab_transfer.report.plots import phase_switches
 
     curve = pd.DataFrame({"step": [0, 4, 8, 9, 12], "seq_len": [16, 16, 16, 16, 48]})
     assert phase_switches(curve, "step") == {(9.0, 48)}
@@ -379,7 +379,7 @@ def test_phase_switch_is_marked_where_the_blocks_get_longer():
 
 
 def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_tokenizer, swahili_verses):
-    from vocab_transfer.lapt import main
+    from vocab_transfer.training.lapt import main
 
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     argv = cli(tmp_path, model_dir, tmp_path / "out", 4, long_steps=2, long_seq_len=64)[3:]
@@ -453,7 +453,7 @@ def write_fixture(tmp_path, sw_tokenizer, swahili_verses):
 
 def cli(tmp_path, model_dir, out, steps, **kw):
     cfg = config(steps=steps, checkpoint_every=2, eval_every=10, **kw).__dict__
-    return [sys.executable, "-m", "vocab_transfer.lapt", "--model", str(model_dir), "--tokenizer", str(model_dir),
+    return [sys.executable, "-m", "vocab_transfer.training.lapt", "--model", str(model_dir), "--tokenizer", str(model_dir),
             "--train", str(tmp_path / "train"), "--heldout", str(tmp_path / "heldout"),
             "--output", str(out), "--config", __import__("json").dumps(cfg)]
 
@@ -590,8 +590,8 @@ def mf_artifact(tmp_path, model, clusters, seed=0):
 def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clusters):
     """UNKs §3.3: LAPT in factorized form starts from exactly the flattened model, trains F' (and Z, G) and the
     output bias only (embeddings_only), resumes bit-identically, and flattens back to a plain tied model."""
-    from vocab_transfer.factorized import attach_factorized, flat_state_dict, read_factors
     from vocab_transfer.init import swap_embeddings
+    from vocab_transfer.training.factorized import attach_factorized, flat_state_dict, read_factors
 
     def fresh():
         model = swap_embeddings(tiny_model(sw_tokenizer), str(art))
@@ -628,8 +628,8 @@ def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clus
 
 
 def test_factorized_lapt_can_fix_the_up_projection(tmp_path, sw_tokenizer, blocks):
-    from vocab_transfer.factorized import attach_factorized, read_factors
     from vocab_transfer.init import swap_embeddings
+    from vocab_transfer.training.factorized import attach_factorized, read_factors
 
     art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), 1)
     model = swap_embeddings(tiny_model(sw_tokenizer), str(art))
@@ -641,8 +641,8 @@ def test_factorized_lapt_can_fix_the_up_projection(tmp_path, sw_tokenizer, block
 
 
 def test_factorized_lapt_needs_an_mf_artifact(tmp_path, sw_tokenizer):
-    from vocab_transfer.factorized import read_factors
     from vocab_transfer.io import write_tensors
+    from vocab_transfer.training.factorized import read_factors
 
     write_tensors({"embeddings": torch.zeros(3, 2)}, tmp_path / "focus.safetensors")
     with pytest.raises(ValueError, match=r"kind: mf.*has \['embeddings'\]"):
@@ -652,8 +652,8 @@ def test_factorized_lapt_needs_an_mf_artifact(tmp_path, sw_tokenizer):
 def test_factorized_lapt_cli_writes_flat_model_and_factors(tmp_path, sw_tokenizer, swahili_verses):
     from transformers import AutoModelForMaskedLM
 
-    from vocab_transfer.factorized import FACTORS_FILE, FactorizedEmbedding
     from vocab_transfer.io import read_tensors
+    from vocab_transfer.training.factorized import FACTORS_FILE, FactorizedEmbedding
 
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), 3)

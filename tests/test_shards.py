@@ -30,7 +30,7 @@ from vocab_transfer.data.tokenizer import (
     tokenizer_fingerprint,
     train_unigram_tokenizer,
 )
-from vocab_transfer.mlm import pack_texts
+from vocab_transfer.eval.mlm import pack_texts
 
 
 @pytest.fixture(scope="module")

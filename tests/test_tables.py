@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from vocab_transfer.tables import finetune_table, paper_table
+from vocab_transfer.report.tables import finetune_table, paper_table
 
 
 def scores():
@@ -38,7 +38,7 @@ def test_paper_table_layout_best_and_missing():
 def test_lapt_table_perplexity_at_steps():
     import math
 
-    from vocab_transfer.tables import lapt_table
+    from vocab_transfer.report.tables import lapt_table
 
     curves = pd.DataFrame({"run": ["a"] * 4 + ["b"] * 2, "language": ["x"] * 6, "step": [0, 5, 5, 10, 0, 5],
                            "stage": [0, 0, 1, 1, 0, 0], "heldout_loss": [2.0, 1.5, 1.4, 1.0, 2.5, 1.2]})
@@ -87,7 +87,7 @@ def test_grid_reference_rows_fill_only_best_and_are_never_bold():
 
 
 def test_lapt_grid_table_loss_lower_is_better():
-    from vocab_transfer.tables import lapt_table
+    from vocab_transfer.report.tables import lapt_table
 
     curves = pd.DataFrame({"run": ["a", "b", "c"], "language": ["de"] * 3, "step": [100] * 3, "stage": [0] * 3,
                            "heldout_loss": [2.0, 1.5, 3.0]})

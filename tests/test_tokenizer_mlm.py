@@ -2,7 +2,7 @@ import torch
 from transformers import AutoTokenizer
 
 from vocab_transfer.data.tokenizer import train_unigram_tokenizer
-from vocab_transfer.mlm import mask_tokens, mlm_loss, pack_texts
+from vocab_transfer.eval.mlm import mask_tokens, mlm_loss, pack_texts
 from vocab_transfer.source_model import build_xlmr_mlm, masked_lm_loss
 
 

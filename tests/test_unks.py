@@ -4,10 +4,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from vocab_transfer.factorized import FactorizedEmbedding, fit_neural, gumbel_softmax_st
 from vocab_transfer.methods.base import TransferInputs
 from vocab_transfer.methods.unks import factorize_source, init_el, init_mf
 from vocab_transfer.semi_nmf import kmeans, semi_nmf
+from vocab_transfer.training.factorized import FactorizedEmbedding, fit_neural, gumbel_softmax_st
 
 
 @pytest.fixture(autouse=True)

@@ -416,8 +416,8 @@ def test_token_accuracy_figure6(recovery_run):
     split by 50% Kept's provenance (kept rows are matched); counts add up, means and histograms match the data."""
     from vocab_transfer.data.corpus import read_corpus
     from vocab_transfer.data.tokenizer import load_tokenizer
-    from vocab_transfer.lapt import frequent_tokens
-    from vocab_transfer.mlm import pack_texts
+    from vocab_transfer.eval.mlm import pack_texts
+    from vocab_transfer.training.lapt import frequent_tokens
 
     tok = load_tokenizer(str(recovery_run / "results/tokenizers/en"))
     blocks = pack_texts(read_corpus(recovery_run / "results/corpus/en/train.parquet")["text"].tolist(), tok, 32)

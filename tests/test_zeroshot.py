@@ -11,7 +11,8 @@ import torch
 from transformers import XLMRobertaForTokenClassification
 
 from tests.test_finetune import capital_tags
-from vocab_transfer.adapters import (
+from vocab_transfer.source_model import build_xlmr_mlm, transferred_model
+from vocab_transfer.training.adapters import (
     AdapterConfig,
     adapter_parameter_names,
     adapter_stack_forward,
@@ -27,9 +28,8 @@ from vocab_transfer.adapters import (
     task_adapter_config,
     task_adapter_parameter_names,
 )
-from vocab_transfer.finetune import FinetuneConfig, finetune, load_task_model, task_labels
-from vocab_transfer.source_model import build_xlmr_mlm, transferred_model
-from vocab_transfer.zeroshot import (
+from vocab_transfer.training.finetune import FinetuneConfig, finetune, load_task_model, task_labels
+from vocab_transfer.training.zeroshot import (
     body_fingerprint,
     evaluate_zero_shot,
     head_state_dict,
@@ -59,7 +59,7 @@ def perturb(model, names, seed, scale=0.05):
 
 
 def lapt_folder(path, tokenizer, *, adapter_seed=1, adapter=None, embeddings=None, train_body=False, source=None):
-    """A LAPT output as `python -m vocab_transfer.lapt` writes it: the source body (seed 0, the vocabulary of
+    """A LAPT output as `python -m vocab_transfer.training.lapt` writes it: the source body (seed 0, the vocabulary of
     ``source`` or ``tokenizer``), optionally new embeddings (a target vocabulary), a language adapter with
     non-trivial weights (None: no adapter)."""
     model = build_xlmr_mlm(source or tokenizer, seed=0, dropout=0.1, **TINY)
@@ -122,7 +122,7 @@ def test_stack_forward_known_answer():
     torch.manual_seed(0)
     out = BertOutput(BertConfig(hidden_size=8, intermediate_size=16, hidden_dropout_prob=0.0)).eval()
     g = torch.Generator().manual_seed(1)
-    from vocab_transfer.adapters import BottleneckAdapter
+    from vocab_transfer.training.adapters import BottleneckAdapter
 
     out.language_adapter = BottleneckAdapter(8, AdapterConfig(), g)
     out.task_adapter = BottleneckAdapter(8, task_adapter_config({"reduction_factor": 2}), g)
@@ -257,9 +257,9 @@ def test_identity_swap_reproduces_the_source_scores(tmp_path, trained, folders):
 def test_identity_swap_gives_the_trained_model_exactly(tmp_path, folders, sw_tokenizer, ner_data, variant):
     """Trained in process, saved, and loaded back with the source side's own embeddings and adapter as the
     'target': the logits are the trained model's, bit for bit."""
-    from vocab_transfer.adapters import attached_adapter_config
-    from vocab_transfer.finetune import collate, encode_tokens
-    from vocab_transfer.zeroshot import adapter_host, save_source_task
+    from vocab_transfer.training.adapters import attached_adapter_config
+    from vocab_transfer.training.finetune import collate, encode_tokens
+    from vocab_transfer.training.zeroshot import adapter_host, save_source_task
 
     folder = folders["en" if variant == "adapter" else "source"]
     labels = task_labels("ner", ner_data)

@@ -170,8 +170,8 @@ def lapt_run_settings(config: dict, run: str) -> dict:
 
 
 def lapt_run_config(config: dict, run: str):
-    """The run's :class:`vocab_transfer.lapt.LaptConfig` (its stages, evaluation and snapshot steps)."""
-    from .lapt import LaptConfig
+    """The run's :class:`vocab_transfer.training.settings.LaptConfig` (its stages, evaluation and snapshot steps)."""
+    from .training.settings import LaptConfig
 
     return LaptConfig.from_dict(lapt_run_settings(config, run))
 
@@ -238,7 +238,7 @@ def zero_shot_trainings(config: dict) -> list[tuple[str, str]]:
 
 def check_lapt(config: dict) -> None:
     """LAPT runs start from configured methods on languages with corpora, with valid LaptConfig fields."""
-    from .lapt import LaptConfig
+    from .training.settings import LaptConfig
 
     lapt = config.get("lapt", {})
     for name in lapt.get("runs", {}):
@@ -282,8 +282,8 @@ def check_finetune(config: dict) -> None:
     """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models), tasks
     have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric the task
     reports."""
-    from .finetune import FinetuneConfig, selection_metric
     from .tasks import check_spec
+    from .training.settings import FinetuneConfig, selection_metric
 
     ft = config.get("finetune", {})
     for name, task in ft.get("tasks", {}).items():
@@ -461,9 +461,8 @@ def check_zero_shot(config: dict) -> None:
     fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language adapter has the
     settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the source), ``full`` the
     source model; the setup's source-language run must have been trained on each source task's language."""
-    from .adapters import AdapterConfig, task_adapter_config
-    from .finetune import FinetuneConfig
     from .tasks import check_spec
+    from .training.settings import AdapterConfig, FinetuneConfig, task_adapter_config
 
     zs, ft = config.get("zero_shot", {}), config.get("finetune", {})
     sources, setups, tasks = zs.get("sources", {}), zs.get("setups", {}), ft.get("tasks", {})

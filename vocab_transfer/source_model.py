@@ -22,7 +22,8 @@ from transformers import (
     XLMRobertaForMaskedLM,
 )
 
-from .mlm import mask_tokens, mlm_loss
+from .eval.mlm import mask_tokens, mlm_loss
+from .training.runtime import optimizer_step
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +91,7 @@ def pretrain_mlm(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tra
                                      special_ids=tokenizer.all_special_ids, generator=g, mask_prob=mask_prob)
         loss = masked_lm_loss(model, inputs, labels)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        optimizer_step(list(model.parameters()), opt, sched, None, clip_norm)
         running, n_running = running + loss.item(), n_running + 1
         if step % eval_every == 0 or step == steps:
             evaluate(step)

@@ -7,8 +7,8 @@ import json
 import pandas as pd
 
 from vocab_transfer.data.tokenizer import load_tokenizer
+from vocab_transfer.eval.mlm import init_eval_row
 from vocab_transfer.io import read_tensors, write_parquet
-from vocab_transfer.mlm import init_eval_row
 from vocab_transfer.source_model import is_causal_lm, load_source_model, transferred_model
 from vocab_transfer.workflow.job import setup_job
 

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import write_parquet, write_text
-from vocab_transfer.tables import finetune_markdown, finetune_table, markdown_to_html
+from vocab_transfer.report.tables import finetune_markdown, finetune_table, markdown_to_html
 from vocab_transfer.workflow.job import setup_job
 
 

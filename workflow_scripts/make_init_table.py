@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import write_text
-from vocab_transfer.tables import init_loss_markdown, init_loss_table, markdown_to_html
+from vocab_transfer.report.tables import init_loss_markdown, init_loss_table, markdown_to_html
 from vocab_transfer.workflow.job import setup_job
 
 

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import write_text
-from vocab_transfer.tables import lapt_table, markdown_to_html, paper_table
+from vocab_transfer.report.tables import lapt_table, markdown_to_html, paper_table
 from vocab_transfer.workflow.job import setup_job
 
 

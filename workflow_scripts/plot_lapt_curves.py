@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import write_text
-from vocab_transfer.plots import plot_lapt_curves
+from vocab_transfer.report.plots import plot_lapt_curves
 from vocab_transfer.workflow.job import setup_job
 
 

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import write_text
-from vocab_transfer.plots import lapt_finetune_table, plot_lapt_finetune
+from vocab_transfer.report.plots import lapt_finetune_table, plot_lapt_finetune
 from vocab_transfer.workflow.job import setup_job
 
 

@@ -6,7 +6,7 @@ import json
 import pandas as pd
 
 from vocab_transfer.io import write_text
-from vocab_transfer.plots import (
+from vocab_transfer.report.plots import (
     plot_token_accuracy,
     split_matched,
     token_accuracy_histograms,

@@ -14,7 +14,7 @@ A shard folder (``results/shards/<lang>/<split>/``, :func:`vocab_transfer.workfl
 library's own threads, counts accumulated per batch) into a temporary folder renamed at the end.
 :func:`open_shard` checks the sizes against the index and, given the tokenizer a consumer uses, its fingerprint:
 a changed tokenizer makes a stale shard an error, never a silent mix. :class:`Blocks` cuts the token stream into
-``<s> … </s>`` blocks of ``seq_len`` tokens exactly as :func:`vocab_transfer.mlm.pack_texts` does in memory, and
+``<s> … </s>`` blocks of ``seq_len`` tokens exactly as :func:`vocab_transfer.eval.mlm.pack_texts` does in memory, and
 reads only the blocks asked for.
 
     python -m vocab_transfer.data.shards --corpus results/corpus/de/train.parquet \\

@@ -5,7 +5,7 @@ Two config kinds cover the paper's eight embedding rows (Table 3):
 - ``el``: a full-size embedding matrix X' (§3.1 EL-RAND, §3.2 EL-LEX);
 - ``mf``: a factorized embedding ``F'·G^c`` (§3.3 MF¹-*, MF^C_KMEANS-*, MF^C_NEURAL-*), saved both as
   the dense matrix and as the factors ``mf_F``, ``mf_G``, ``mf_Z``, ``mf_tau`` (``EmbeddingInit.extra``,
-  rebuilt by :meth:`vocab_transfer.factorized.FactorizedEmbedding.from_tensors`).
+  rebuilt by :meth:`vocab_transfer.training.factorized.FactorizedEmbedding.from_tensors`).
 
 ``inputs.source_matrix`` may carry the MLM output bias as its last column; it is factorized together
 with the embedding dimensions (``G`` is [D', d + 1]), so every target row keeps a bias entry.
@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..factorized import FactorizedEmbedding, fit_neural
 from ..semi_nmf import kmeans, semi_nmf
+from ..training.factorized import FactorizedEmbedding, fit_neural
 from ..workflow.needs import Need
 from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like
 from .registry import register
@@ -120,7 +120,7 @@ def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int 
       their Z rows are set; with τ = 1 a margin of 5 keeps the cluster in ~94 % of Gumbel samples at
       C = 10 and still lets training move it);
     - ``assignment: neural`` (MF^C_NEURAL): Semi-NMF as for MF¹, then F, G¹..G^C and Z trained jointly
-      on eq. 4 (:func:`vocab_transfer.factorized.fit_neural`; ``neural_steps``, ``neural_lr``,
+      on eq. 4 (:func:`vocab_transfer.training.factorized.fit_neural`; ``neural_steps``, ``neural_lr``,
       ``neural_tol``, ``tau``, ``z_std``); the learned logits are returned.
     """
     if clusters < 1:

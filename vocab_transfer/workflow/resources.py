@@ -35,7 +35,7 @@ class Cost:
     data: tuple[str, ...] = field(default_factory=tuple)
 
 
-#: Measured costs (benchmarks/corpus_scale.py, 2 cores; the figures in benchmarks/README.md) with headroom.
+#: Measured costs (benchmarks/corpus_scale.py, 2 cores; the figures are in docs/data.md) with headroom.
 COSTS: dict[str, Cost] = {
     # streaming: one read batch, one row group per split, the deduplication filter (bounded, see data.corpus)
     "prepare_corpus": Cost(mem_mb=1000, minutes=20, minutes_per_gb=10),

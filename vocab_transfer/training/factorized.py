@@ -201,7 +201,7 @@ class FactorizedDecoder(nn.Module):
 
 def read_factors(path: str | None) -> FactorizedEmbedding:
     """The factors (``mf_*`` tensors) of an init artifact of ``kind: mf``; a clear error for any other."""
-    from .io import read_tensors
+    from ..io import read_tensors
 
     tensors = read_tensors(path) if path else {}
     if "mf_F" not in tensors or "mf_G" not in tensors:

@@ -8,7 +8,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .io import atomic_path  # noqa: E402
+from ..io import atomic_path  # noqa: E402
 
 
 def plot_curve(curve: pd.DataFrame, path: str, *, title: str, hline: float | None = None) -> None:
@@ -135,7 +135,7 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
     """vocab-swap Figures 4/8 in long form: per run (``runs``: run -> label, in plot order) its held-out loss at
     every evaluation (``kind`` ``heldout_loss``; ``curves``: run, step, stage, heldout_loss) and, per ``points``
     entry (fine-tuned model, run, LAPT step), the test score of ``scores`` (fine-tuning result rows, any seeds) as
-    mean ± std over seeds in the metric's unit (:func:`vocab_transfer.tables.finetune_table`; ``kind``
+    mean ± std over seeds in the metric's unit (:func:`vocab_transfer.report.tables.finetune_table`; ``kind``
     ``test_<metric>``). Columns: kind, run, label, step, value, std, seeds, model."""
     from .tables import finetune_table
 
@@ -183,7 +183,7 @@ MATCHED, NOT_MATCHED = "matched", "not matched"
 
 
 def split_matched(accuracy: pd.DataFrame, provenance: pd.DataFrame, matched: list[str]) -> pd.DataFrame:
-    """One run's per-token accuracy (:func:`vocab_transfer.lapt.token_accuracy_table`, the last stage's record at a
+    """One run's per-token accuracy (:func:`vocab_transfer.training.lapt.token_accuracy_table`, the last stage's record at a
     two-stage boundary) with ``provenance`` (of the init, by ``target_id``) and ``group``: ``matched`` when the
     init gave the token a row from one source token (``matched`` labels, e.g. copied / mapped), else ``not
     matched``. A token id the provenance table lacks (another tokenizer) raises ValueError."""

@@ -1,6 +1,6 @@
 """Fine-tuning and evaluation on downstream tasks: a resumable CLI for CPU or one GPU.
 
-    python -m vocab_transfer.finetune --model results/lapt/demo-xlmr/he/focus/model \\
+    python -m vocab_transfer.training.finetune --model results/lapt/demo-xlmr/he/focus/model \\
         --data results/tasks/he-ner --task ner --seed 1 \\
         --output results/finetune/demo-xlmr/he/focus/he-ner/seed1.parquet --config '{"epochs": 2}'
 
@@ -36,104 +36,39 @@ import logging
 import math
 import re
 import shutil
-import signal
 import string
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .io import atomic_path, write_parquet
-from .lapt import EXIT_RESUME, Checkpoints, autocast_factory, optimizer_step
-from .source_model import max_sequence_length
+from ..io import atomic_path, write_parquet
+from ..source_model import max_sequence_length
+from .runtime import (
+    Checkpoints,
+    Progress,
+    StopSignals,
+    adamw,
+    autocast_factory,
+    grad_scaler,
+    linear_schedule,
+    optimizer_step,
+    pick_device,
+)
+from .settings import METRICS, FinetuneConfig, positive_class, selection_metric
 
 log = logging.getLogger(__name__)
-METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "sts": "pearson", "qa": "f1"}
-# What each task type reports (the first is its default selection metric, METRICS); nli's f1 needs a positive class.
-TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep": ("las", "uas"),
-                "nli": ("accuracy", "f1"), "sts": ("pearson", "spearman"), "qa": ("f1", "exact_match")}
 PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
-
-
-@dataclass
-class FinetuneConfig:
-    epochs: float = 3.0
-    lr: float = 2e-5
-    warmup_ratio: float = 0.1
-    batch_size: int = 32
-    micro_batch_size: int | None = None  # sequences per forward pass (None: the whole batch)
-    seq_len: int = 256
-    doc_stride: int = 128  # QA: tokens shared by consecutive windows of a long context
-    max_answer_tokens: int = 30  # QA: longest predicted span
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    eps: float = 1e-8
-    weight_decay: float = 0.0
-    clip_norm: float = 1.0
-    eval_fraction: float = 0.05  # evaluate on dev every 5% of the training steps (FOCUS Table 6)
-    eval_batch_size: int = 64
-    group_by_length: bool = False  # batches of similar length (less padding; HF Trainer's option)
-    precision: str = "auto"
-    threads: int | None = None
-    save_model: bool = False  # keep the selected model (save_pretrained) next to the scores
-    train_language_adapter: bool = False  # MAD-X keeps a LAPT language adapter fixed during task training
-    arc_mlp_size: int = 500  # dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)
-    label_mlp_size: int = 100  # dep: width of the relation MLPs (ibid.)
-    mlp_dropout: float = 0.33  # dep: dropout on the MLP outputs (ibid.)
-    metric: str | None = None  # dev selection and table metric (None: the task's, METRICS); one of TASK_METRICS
-    positive_label: str | None = None  # nli f1: the positive class (None: the 2nd of two labels, MRPC's equivalent)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> FinetuneConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"fine-tuning config: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-        return cls(**d)
-
-
-def selection_metric(task: str, cfg: FinetuneConfig, labels: list[str] | None = None) -> str:
-    """The metric that selects the checkpoint (and that tables show): ``cfg.metric`` or the task's default.
-
-    ValueError naming the choices if the task does not report it; for ``nli`` with ``f1`` (binary F1 of the
-    positive class, GLUE MRPC), also if ``labels`` (when given) have no positive class: ``positive_label`` not
-    among them, or more than two labels and no ``positive_label``."""
-    metric = cfg.metric or METRICS[task]
-    if metric not in TASK_METRICS[task]:
-        raise ValueError(f"fine-tuning config: metric {metric!r} is not reported for task {task!r}; choose one of "
-                         f"{list(TASK_METRICS[task])}")
-    if cfg.positive_label is not None and task != "nli":
-        raise ValueError(f"fine-tuning config: positive_label applies to task nli (binary F1), not {task!r}")
-    if labels is not None and task == "nli" and metric == "f1":
-        positive_class(labels, cfg.positive_label)
-    return metric
-
-
-def positive_class(labels: list[str], positive_label: str | None) -> str:
-    """The positive class of binary F1: ``positive_label``, else the hub's label 1 of a known binary inventory
-    (MRPC's equivalent, PAWS-X's paraphrase), whatever the order of ``labels``; any other label pair needs an
-    explicit ``positive_label`` (an order-dependent guess would silently score the other class)."""
-    from .tasks import MRPC_LABELS, PAWSX_LABELS
-
-    if positive_label is not None:
-        if positive_label not in labels:
-            raise ValueError(f"positive_label {positive_label!r} is not one of the labels {labels}")
-        return positive_label
-    for inventory in (MRPC_LABELS, PAWSX_LABELS):
-        if sorted(labels) == sorted(inventory):
-            return inventory[1]
-    raise ValueError(f"binary F1 needs a positive_label for the labels {labels} (known pairs: {list(MRPC_LABELS)}, "
-                     f"{list(PAWSX_LABELS)})")
 
 
 # ------------------------------------------------------------------------------------------- encoding
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
     """``train``, ``dev``, ``test`` and any extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
-    from .tasks import check_columns, is_split
+    from ..tasks import check_columns, is_split
 
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
@@ -188,7 +123,7 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
     Glavaš & Vulić 2021). Per sub-token position: ``heads`` = the position of the gold head's first sub-token,
     ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
     ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
-    from .tasks import check_heads
+    from ..tasks import check_heads
 
     index = {t: i for i, t in enumerate(labels)}
     enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
@@ -489,7 +424,7 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
     if task == "dep" and getattr(m, "pooler", None) is not None:
         m.pooler = None  # unused by the parser (BERT/XLM-R skip a None pooler)
     if embeddings:
-        from .io import read_tensors
+        from ..io import read_tensors
 
         rows = read_tensors(embeddings)["embeddings"]
         m.resize_token_embeddings(rows.shape[0], mean_resizing=False)
@@ -626,7 +561,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra evaluation
     set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in ``extra_test_sets``). Returns
     (scores, history)."""
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = pick_device()
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
     cfg = fit_to_model(cfg, model)
@@ -641,29 +576,33 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
              len(train_items), len(dev_items), total, cfg.batch_size, cfg.epochs, eval_every)
 
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay)
-    warm = max(1, round(cfg.warmup_ratio * total))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / warm if s < warm else max(0.0, (total - s) / (total - warm)))
-    scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
-    ckpt = Checkpoints(checkpoint_dir, keep=1)  # best.pt beside the step-* folders: the selected weights
+    opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    sched = linear_schedule(opt, total, cfg.warmup_ratio)
+    scaler = grad_scaler(amp_dtype)
+    ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: the selected weights
     best_path = Path(checkpoint_dir) / "best.pt"
     step, history, best = 0, [], {"step": -1, "score": -math.inf}
-    resume = ckpt.latest()
+    settings = {"task": task, "seed": seed, "labels": list(labels), **dataclasses.asdict(cfg)}
+    resume, state = ckpt.resume(json.loads(json.dumps(settings)))
     if resume is not None:
-        state = json.loads((resume / "state.json").read_text())
         step, history, best = state["step"], state["history"], state["best"]
-        model.load_state_dict(torch.load(resume / "model.pt", map_location=device))
-        states = torch.load(resume / "optimizer.pt", map_location=device, weights_only=False)
-        opt.load_state_dict(states["optimizer"])
-        sched.load_state_dict(states["scheduler"])
-        if scaler is not None and states["scaler"] is not None:
-            scaler.load_state_dict(states["scaler"])
+        ckpt.restore_model(resume, model, device)
+        ckpt.restore_optimizer(resume, opt, sched, scaler, device)
         log.info("resuming from %s at step %d of %d", resume, step, total)
-    stop = {"signal": None}
-    for sig in (signal.SIGUSR1, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop.update(signal=signum))
+    with StopSignals() as stop:
+        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt, stop, seed=seed,
+                              step=step, total=total, steps_per_epoch=steps_per_epoch, eval_every=eval_every,
+                              metric=metric, history=history, best=best, best_path=best_path, settings=settings,
+                              running=state.get("running", []) if resume is not None else [], opt=opt, sched=sched,
+                              scaler=scaler, params=params, device=device, autocast=autocast, pad=pad,
+                              stop_after=stop_after)
 
-    t0, start, running = time.time(), step, (state.get("running", []) if resume is not None else [])
+
+def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt: Checkpoints, stop: StopSignals,
+                   *, seed, step, total, steps_per_epoch, eval_every, metric, history, best, best_path, settings,
+                   running, opt, sched, scaler, params, device, autocast, pad, stop_after) -> tuple[dict, pd.DataFrame]:
+    """The steps of :func:`finetune` from ``step`` on, then the test scores of the selected weights."""
+    progress = Progress(step, total)
     micro = cfg.micro_batch_size or cfg.batch_size
     lengths, order = [len(it["input_ids"]) for it in train_items], None
     while step < total:
@@ -692,19 +631,16 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
             history.append({"step": step, "epoch": step / steps_per_epoch, "train_loss": float(np.mean(running)),
                             **{f"dev_{k}": v for k, v in scores.items()}})
             running = []
-            rate = (step - start) / max(time.time() - t0, 1e-9)
-            log.info("step %d/%d loss %.4f dev %s %.4f%s (%.2f steps/s, ETA %.0f s)", step, total,
-                     history[-1]["train_loss"], metric, scores[metric], " *" if improved else "", rate,
-                     (total - step) / rate)
+            log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"], metric,
+                     scores[metric], " *" if improved else "", progress(step))
             if improved:
                 with atomic_path(best_path) as tmp:
                     torch.save(model.state_dict(), tmp)
-        if (step % eval_every == 0 or stop["signal"] or step == stop_after) and step < total:
+        if (step % eval_every == 0 or stop.received or step == stop_after) and step < total:
             ckpt.save(step, model, opt, sched, scaler, {"step": step, "history": history, "best": best,
-                                                        "running": running})
-        if stop["signal"]:
-            log.warning("checkpointed at step %d after signal %d; rerun to resume", step, stop["signal"])
-            sys.exit(EXIT_RESUME)
+                                                        "running": running, "config": settings})
+        if stop.received:
+            stop.exit(step)
         if step == stop_after:
             return {}, pd.DataFrame(history)
     model.load_state_dict(torch.load(best_path, map_location=device))
@@ -723,7 +659,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
 
 def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
     """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its thread
-    count: the start of this CLI and of ``vocab_transfer.zeroshot``'s."""
+    count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
     handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         handlers=handlers, force=True)
@@ -751,8 +687,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
     cfg = setup_cli(args)
-    from .data.tokenizer import load_tokenizer
-    from .source_model import check_tokenizer_matches
+    from ..data.tokenizer import load_tokenizer
+    from ..source_model import check_tokenizer_matches
 
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data, args.labels)

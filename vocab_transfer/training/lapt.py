@@ -1,11 +1,11 @@
 """Language-adaptive pretraining (LAPT) of a transferred model: a resumable CLI for CPU, one GPU, or
 many GPUs and nodes through ``torchrun``.
 
-    python -m vocab_transfer.lapt --model results/source/demo-xlmr/model \\
+    python -m vocab_transfer.training.lapt --model results/source/demo-xlmr/model \\
         --embeddings results/init/demo-xlmr/sw/focus.safetensors --tokenizer results/tokenizers/sw \\
         --train results/shards/sw/train --heldout results/shards/sw/heldout \\
         --output results/lapt/demo-xlmr/sw/focus --config '{"steps": 300, "batch_size": 16}'
-    torchrun --nproc-per-node 4 -m vocab_transfer.lapt ...       # DDP, same flags
+    torchrun --nproc-per-node 4 -m vocab_transfer.training.lapt ...       # DDP, same flags
 
 ``--train`` / ``--heldout`` are token shards of the tokenizer (``python -m vocab_transfer.data.shards`` writes
 them from a corpus): training blocks are read from them on demand, so memory does not grow with the corpus, and
@@ -28,7 +28,7 @@ trainable sets):
 - ``freeze_body``: the non-embedding parameters frozen for the first ``embedding_stage_ratio`` of the
   steps (WECHSEL §5.4.2);
 - ``adapter``: MAD-X language adapters (MAD-X 2.0 by default, settings in ``adapter``:
-  ``vocab_transfer.adapters.AdapterConfig``) trained jointly with the embeddings, the rest frozen
+  ``vocab_transfer.training.settings.AdapterConfig``) trained jointly with the embeddings, the rest frozen
   (unks-everywhere §4.3); ``--output`` also holds ``language_adapter.safetensors`` / ``.json``. With
   ``train_embeddings: false`` only the adapters train: MAD-X's own setting, a language adapter for the source
   model's vocabulary (no ``--embeddings``), whose rows stay the source's (unks-everywhere §4.1, §4.3).
@@ -36,7 +36,7 @@ trainable sets):
 ``factorized: true`` (UNKs §3.3, the MF rows) trains the embeddings in the form the init artifact of a
 ``kind: mf`` method holds them: ``F'`` (low-dimensional rows), the up-projections ``G`` (fixed with
 ``freeze_up_projection``) and the cluster logits ``Z`` (straight-through Gumbel-softmax), instead of the flat
-``F'G`` (:class:`vocab_transfer.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
+``F'G`` (:class:`vocab_transfer.training.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
 the trained factors in ``factorized_embeddings.safetensors``.
 
 ``long_steps`` / ``long_seq_len`` / ``long_batch_size`` train the last ``long_steps`` optimizer steps of the run
@@ -85,10 +85,7 @@ import logging
 import math
 import os
 import shutil
-import signal
 import sys
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -96,20 +93,31 @@ import pyarrow as pa
 import torch
 import torch.distributed as dist
 
+from ..correlation import row_correlations
+from ..data.shards import Blocks, open_blocks
+from ..eval.mlm import mask_tokens
+from ..io import atomic_path, write_parquet, write_tensors
 from .adapters import (
     AdapterConfig,
     adapter_parameter_names,
     add_language_adapter,
     save_language_adapter,
 )
-from .correlation import row_correlations
-from .data.shards import Blocks, open_blocks
 from .factorized import FACTORS_FILE, FactorizedVocabulary, attach_factorized, flat_state_dict, read_factors
-from .io import atomic_path, write_parquet, write_tensors
-from .mlm import mask_tokens
+from .runtime import (
+    Checkpoints,
+    Progress,
+    StopSignals,
+    adamw,
+    autocast_factory,
+    grad_scaler,
+    linear_schedule,
+    optimizer_step,
+    pick_device,
+)
+from .settings import REINIT, LaptConfig
 
 log = logging.getLogger(__name__)
-EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
 
 
 CORRELATION_BINS = 40  # per-token ρ_i histogram over [-1, 1] in the curve (vocab-swap Figure 3)
@@ -117,128 +125,6 @@ SNAPSHOTS = "snapshots"  # staged snapshots inside the checkpoint folder (it out
 TOKEN_ACCURACY_SCHEMA = pa.schema([
     ("step", pa.int64()), ("stage", pa.int64()), ("token_id", pa.int64()), ("token", pa.string()),
     ("train_count", pa.int64()), ("masked", pa.int64()), ("correct", pa.int64()), ("accuracy", pa.float64())])
-VARIANTS = ("full", "two_stage", "embeddings_only", "embedding_layers", "freeze_body", "adapter")
-REINIT = ("none", "embedding_layers", "all")  # what LaptConfig.reinit re-initializes (reinitialize)
-
-
-@dataclass
-class LaptConfig:
-    objective: str = "auto"  # auto: from the model (clm for decoders, WECHSEL's GPT-2; mlm otherwise) | mlm | clm
-    steps: int = 1000  # optimizer steps of the main stage
-    batch_size: int = 128  # sequences per optimizer step, over all devices (kept when GPUs change)
-    micro_batch_size: int | None = None  # sequences per device and forward pass (None: all of a device's share)
-    seq_len: int = 256
-    long_steps: int = 0  # the run's last long_steps optimizer steps use long_seq_len blocks (vocab-swap: 10k at 512)
-    long_seq_len: int | None = None
-    long_batch_size: int | None = None  # sequences per step in the long phase (default batch_size; vocab-swap: 48)
-    long_micro_batch_size: int | None = None  # per device and forward pass in the long phase (default: the tokens of
-                                              # a short-phase micro batch, micro_batch_size * seq_len // long_seq_len)
-    lr: float = 5e-5
-    warmup_ratio: float = 0.1
-    schedule: str = "constant"  # after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    eps: float = 1e-8
-    weight_decay: float = 0.0
-    clip_norm: float = 1.0
-    mask_prob: float = 0.15
-    precision: str = "auto"  # auto (bf16 on GPUs that have it, else fp16 + scaler; fp32 on CPU) | bf16 | fp16 | fp32
-    eval_every: int = 100  # steps between held-out evaluations
-    eval_sequences: int = 64
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 2
-    variant: str = "full"  # full | two_stage | embeddings_only | embedding_layers | freeze_body | adapter
-    reinit: str = "none"  # none | embedding_layers | all: re-initialized before training (REINIT)
-    adapter: dict = field(default_factory=dict)  # variant adapter: AdapterConfig fields (default MAD-X 2.0)
-    train_embeddings: bool = True  # variant adapter: train the embeddings with the adapters (false: adapters only)
-    embedding_stage_ratio: float = 0.2
-    factorized: bool = False  # UNKs MF rows: train the init artifact's factors F' (and Z, G), not F'G (§3.3)
-    freeze_up_projection: bool = False  # factorized: G stays fixed ("G only needs to be pretrained once", §3.3)
-    seed: int = 0
-    threads: int | None = None  # CPU threads (None: torch's default)
-    snapshot_steps: list[int] = field(default_factory=list)  # global steps whose model is kept (vocab-swap Figs 4/8)
-    token_accuracy_top: int = 0  # per-token held-out accuracy of the N most frequent tokens (Figure 6); 0: off
-
-    def __post_init__(self) -> None:
-        allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),
-                   "precision": ("auto", "bf16", "fp16", "fp32"),
-                   "variant": VARIANTS, "reinit": REINIT}
-        for key, values in allowed.items():
-            if getattr(self, key) not in values:
-                raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
-        AdapterConfig.from_dict(self.adapter)
-        total = self.total_steps()
-        bad = [s for s in self.snapshot_steps if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= total]
-        if bad or len(set(self.snapshot_steps)) != len(self.snapshot_steps):
-            raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 0..{total} (the run's "
-                             f"global steps; 0: the model before training), not {self.snapshot_steps}")
-        if not isinstance(self.long_steps, int) or not 0 <= self.long_steps <= total:
-            raise ValueError(f"LAPT config: long_steps must be an integer in 0..{total} (the run's last steps), "
-                             f"not {self.long_steps!r}")
-        if self.long_steps and not (isinstance(self.long_seq_len, int) and self.long_seq_len > 0):
-            raise ValueError(f"LAPT config: long_steps {self.long_steps} needs long_seq_len (the phase's block length), "
-                             f"not {self.long_seq_len!r}")
-        if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
-            raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
-        if not self.train_embeddings and self.variant != "adapter":
-            raise ValueError(f"LAPT config: train_embeddings: false applies to variant 'adapter' (MAD-X language "
-                             f"adapters for the source's own vocabulary), not {self.variant!r}")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> LaptConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"LAPT config: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-        return cls(**d)
-
-    def stages(self) -> list[tuple[int, str]]:
-        """(steps, trainable) per stage: trainable is ``embeddings``, ``embedding_layers``, ``adapter`` (and
-        embeddings), ``adapter_only`` or ``all`` (see ``set_trainable``)."""
-        k = round(self.embedding_stage_ratio * self.steps)
-        return {"full": [(self.steps, "all")],
-                "two_stage": [(k, "embeddings"), (self.steps, "all")],
-                "embeddings_only": [(self.steps, "embeddings")],
-                "embedding_layers": [(self.steps, "embedding_layers")],
-                "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
-                "adapter": [(self.steps, "adapter" if self.train_embeddings else "adapter_only")]}[self.variant]
-
-    def total_steps(self) -> int:
-        return sum(n for n, _ in self.stages())
-
-    def long_start(self) -> int:
-        """The last global step before the long phase (the run's total steps without one)."""
-        return self.total_steps() - self.long_steps
-
-    def is_long(self, step: int) -> bool:
-        """Whether global optimizer step ``step`` (1-based; an evaluation after it) is in the long phase."""
-        return self.long_steps > 0 and step > self.long_start()
-
-    def phase_batch(self, step: int) -> tuple[int, int | None]:
-        """(batch_size, micro_batch_size) of global step ``step``."""
-        if self.is_long(step):  # default micro batch: as many tokens per forward pass as in the short phase
-            micro = self.long_micro_batch_size or (self.micro_batch_size and max(
-                1, self.micro_batch_size * self.seq_len // self.long_seq_len))
-            return self.long_batch_size or self.batch_size, micro
-        return self.batch_size, self.micro_batch_size
-
-    def samples_at(self, step: int) -> int:
-        """Sequences seen after ``step`` global steps (the long phase's steps count its batch size)."""
-        long = max(0, step - self.long_start()) if self.long_steps else 0
-        return (step - long) * self.batch_size + long * (self.long_batch_size or self.batch_size)
-
-    def eval_steps(self) -> list[int]:
-        """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every`` steps
-        of the stage, its end (a two-stage boundary appears once here, twice in the curve), and the last step
-        before a long phase (``long_steps``: the short blocks' loss where the phase switches)."""
-        steps, first = set(), 0
-        for n, _ in self.stages():
-            steps |= {first, first + n} | set(range(first + self.eval_every, first + n, self.eval_every))
-            first += n
-        if self.long_steps:
-            steps.add(self.long_start())
-        return sorted(steps)
-
-
 def embedding_parameter_names(model) -> set[str]:
     """Input embeddings (tied to the output embeddings; a factorized vocabulary's F', G, Z) and the LM head's
     output bias."""
@@ -333,7 +219,7 @@ def resolve_objective(model, objective: str) -> str:
     """The objective that fits the model: ``clm`` for a decoder-only causal LM (GPT-2), ``mlm`` for a masked
     LM (XLM-R); see :func:`vocab_transfer.source_model.is_causal_lm`. ``auto`` picks it; an explicit
     ``mlm`` / ``clm`` that does not fit raises ValueError naming both."""
-    from .source_model import is_causal_lm
+    from ..source_model import is_causal_lm
 
     fits = "clm" if is_causal_lm(model) else "mlm"
     if objective not in ("auto", fits):
@@ -365,7 +251,7 @@ class LossModule(torch.nn.Module):
                 ) -> torch.Tensor:
         if self.objective == "clm":
             return self.model(input_ids=inputs, labels=labels).loss
-        from .source_model import masked_lm_loss
+        from ..source_model import masked_lm_loss
 
         return masked_lm_loss(self.model, inputs, labels, positions=positions)
 
@@ -450,7 +336,7 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     """Mean loss per predicted token on fixed held-out blocks (fixed masks, seed 12345); with ``track`` (token
     ids, MLM only) also their :func:`token_accuracy_counts` [k, 2] over the same masked positions (80/10/10:
     every labelled position counts), from the same logits as the loss."""
-    from .source_model import masked_lm_logits
+    from ..source_model import masked_lm_logits
 
     model.eval()
     loss_fn = LossModule(model, cfg.objective)
@@ -475,43 +361,6 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
 def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device, autocast) -> float:
     """Mean loss per predicted token on fixed held-out blocks (fixed masks, seed 12345)."""
     return heldout_eval(model, blocks, cfg, tokenizer, device, autocast)[0]
-
-
-def autocast_factory(precision: str, device: torch.device):
-    if device.type == "cuda":
-        if precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
-            dtype = torch.bfloat16
-        elif precision in ("auto", "fp16"):
-            dtype = torch.float16
-        else:
-            dtype = None
-    else:
-        dtype = torch.bfloat16 if precision == "bf16" else None
-    if dtype is None:
-        return (lambda: torch.autocast(device.type, enabled=False)), None
-    return (lambda: torch.autocast(device.type, dtype=dtype)), dtype
-
-
-class Checkpoints:
-    """``step-XXXXXXXX/`` folders, each written atomically; the newest complete one is resumed."""
-
-    def __init__(self, root: str | os.PathLike, keep: int):
-        self.root, self.keep = Path(root), keep
-
-    def latest(self) -> Path | None:
-        done = sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file()) if self.root.is_dir() else []
-        return done[-1] if done else None
-
-    def save(self, step: int, model, opt, sched, scaler, state: dict) -> None:
-        with atomic_path(self.root / f"step-{step:08d}", directory=True) as tmp:
-            torch.save(model.state_dict(), tmp / "model.pt")
-            torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                        "scaler": scaler.state_dict() if scaler is not None else None}, tmp / "optimizer.pt")
-            torch.save({"torch": torch.get_rng_state(),
-                        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}, tmp / "rng.pt")
-            (tmp / "state.json").write_text(json.dumps(state))
-        for old in sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file())[: -self.keep]:
-            shutil.rmtree(old, ignore_errors=True)
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike) -> None:
@@ -572,29 +421,6 @@ def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor, counts: torch.T
         "accuracy": (correct.double() / masked.clamp(min=1)).where(masked > 0, torch.nan).numpy()})
 
 
-def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
-    """Unscale (fp16), clip the gradient norm, step optimizer and schedule, clear the gradients."""
-    if scaler:
-        scaler.unscale_(opt)
-    torch.nn.utils.clip_grad_norm_(params, clip_norm)
-    scaler.step(opt) if scaler else opt.step()
-    if scaler:
-        scaler.update()
-    sched.step()
-    opt.zero_grad(set_to_none=True)
-
-
-def _scheduler(opt, cfg: LaptConfig, steps: int):
-    warmup = max(1, round(cfg.warmup_ratio * steps))
-
-    def factor(s: int) -> float:  # s = number of steps taken so far in this stage
-        if s < warmup:
-            return (s + 1) / warmup
-        return 1.0 if cfg.schedule == "constant" else max(0.0, (steps - s) / max(1, steps - warmup))
-
-    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
-
-
 def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
           checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
           anchors: tuple[torch.Tensor, torch.Tensor] | None = None,
@@ -617,10 +443,11 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     world, rank = (dist.get_world_size(), dist.get_rank()) if dist.is_initialized() else (1, 0)
     track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
                             cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and rank == 0 else None
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    device = pick_device()
     if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
         add_language_adapter(model, AdapterConfig.from_dict(cfg.adapter), seed=cfg.seed)
-    if Checkpoints(checkpoint_dir, cfg.keep_checkpoints).latest() is None:  # a resumed run has them in its checkpoint
+    ckpt = Checkpoints(checkpoint_dir, cfg.keep_checkpoints, what="LAPT")
+    if ckpt.latest() is None:  # a resumed run has them in its checkpoint
         reset = reinitialize(model, cfg.reinit, seed=cfg.seed * 1_000_003 + 7)
         if reset:
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
@@ -629,21 +456,11 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     for key in ("batch_size", "long_batch_size") if cfg.long_steps else ("batch_size",):
         if getattr(cfg, key) and getattr(cfg, key) % world:
             raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} is not divisible by {world} devices")
-    ckpt = Checkpoints(checkpoint_dir, cfg.keep_checkpoints)
-    stages = cfg.stages()
     total = cfg.total_steps()
-    long_start = cfg.long_start()
     curve: list[dict] = []
-    step, resume, resumed_running = 0, ckpt.latest(), (0.0, 0)
-    settings = resume_settings(cfg)
+    step, resumed_running = 0, (0.0, 0)
+    resume, state = ckpt.resume(resume_settings(cfg))
     if resume is not None:
-        state = json.loads((resume / "state.json").read_text())
-        then = state.get("config", settings)  # checkpoints of older versions carry no settings
-        changed = sorted(k for k in settings.keys() | then.keys() if settings.get(k) != then.get(k))
-        if changed:  # a job rerun after its parameters changed: the checkpoints belong to another run
-            raise ValueError(f"LAPT checkpoint {resume} was written with other settings ({', '.join(changed)}: "
-                             f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} "
-                             f"now); delete {checkpoint_dir} to start this run over")
         staged = Path(checkpoint_dir) / SNAPSHOTS
         missing = [s for s in sorted(snapshots) if s <= state["step"] and not (staged / f"step-{s:08d}").is_dir()]
         if missing:
@@ -651,16 +468,21 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
                                     f"{resume} is past them: delete {checkpoint_dir} to start this run over")
         step, curve = state["step"], state["curve"]
         resumed_running = (state.get("running", 0.0), state.get("n_running", 0))
-        model.load_state_dict(torch.load(resume / "model.pt", map_location=device))
+        ckpt.restore_model(resume, model, device)
         log.info("resuming from %s (step %d of %d)", resume, step, total)
-    stop = {"signal": None}
+    with StopSignals() as stop:
+        return _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, stop, curve=curve,
+                           step=step, resume=resume, resumed_running=resumed_running, device=device,
+                           autocast=autocast, amp_dtype=amp_dtype, world=world, rank=rank, track=track,
+                           anchors=anchors, stop_after=stop_after)
 
-    def on_signal(signum, frame):
-        stop["signal"] = signum
-        log.warning("received signal %d: checkpointing after this step", signum)
 
-    for sig in (signal.SIGUSR1, signal.SIGTERM):
-        signal.signal(sig, on_signal)
+def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg: LaptConfig, ckpt: Checkpoints,
+                stop: StopSignals, *, curve: list[dict], step: int, resume, resumed_running, device, autocast,
+                amp_dtype, world: int, rank: int, track, anchors, stop_after) -> pd.DataFrame:
+    """The steps of :func:`train` from ``step`` on (its stages, records, snapshots and checkpoints)."""
+    checkpoint_dir, snapshots, settings = ckpt.root, set(cfg.snapshot_steps), resume_settings(cfg)
+    stages, total, long_start = cfg.stages(), cfg.total_steps(), cfg.long_start()
 
     def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
         long = cfg.is_long(step_)
@@ -683,30 +505,24 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
             curve[-1]["source_correlation"] = float(rho.nanmean())  # ρ̄ (vocab-swap §2.3)
             curve[-1]["correlation_histogram"] = torch.histc(rho[~rho.isnan()], bins=CORRELATION_BINS,
                                                              min=-1.0, max=1.0).long().tolist()  # Figure 3
-        rate = (step_ - start_step) / max(time.time() - t0, 1e-9)
-        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%.2f steps/s, ETA %.0f s)", step_, total, stage,
-                 train_loss, held, rate, (total - step_) / rate if rate > 0 else float("nan"))
+        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step_, total, stage, train_loss, held,
+                 progress(step_))
 
     if rank == 0 and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
         save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{0:08d}")
         log.info("snapshot of step 0 staged in %s", Path(checkpoint_dir) / SNAPSHOTS)
-    t0, start_step, first = time.time(), step, 0
+    progress, first = Progress(step, total), 0
     for stage, (n_steps, trainable) in enumerate(stages):
         if step >= first + n_steps:
             first += n_steps
             continue
         set_trainable(model, trainable)
         params = [p for p in model.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, weight_decay=cfg.weight_decay,
-                                fused=device.type == "cuda")
-        sched = _scheduler(opt, cfg, n_steps)
-        scaler = torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
+        opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay, device=device)
+        sched = linear_schedule(opt, n_steps, cfg.warmup_ratio, constant=cfg.schedule == "constant")
+        scaler = grad_scaler(amp_dtype)
         if resume is not None and step > first:
-            states = torch.load(resume / "optimizer.pt", map_location=device, weights_only=False)
-            opt.load_state_dict(states["optimizer"])
-            sched.load_state_dict(states["scheduler"])
-            if scaler is not None and states["scaler"] is not None:
-                scaler.load_state_dict(states["scaler"])
+            ckpt.restore_optimizer(resume, opt, sched, scaler, device)
         loss_module = LossModule(model, cfg.objective)
         if world > 1:
             loss_module = torch.nn.parallel.DistributedDataParallel(
@@ -747,15 +563,14 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
                 save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{step:08d}")
                 log.info("snapshot of step %d staged in %s", step, Path(checkpoint_dir) / SNAPSHOTS)
             last = step == total
-            if (step % cfg.checkpoint_every == 0 or stop["signal"] or step == stop_after) and not last:
+            if (step % cfg.checkpoint_every == 0 or stop.received or step == stop_after) and not last:
                 if rank == 0:
                     ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": float(running),
                                                                 "n_running": n_running, "config": settings})
                 if world > 1:
                     dist.barrier()
-            if stop["signal"]:
-                log.warning("checkpointed at step %d after signal %d; rerun to resume", step, stop["signal"])
-                sys.exit(EXIT_RESUME)
+            if stop.received:
+                stop.exit(step)
             if step == stop_after:
                 return pd.DataFrame(curve)
         first += n_steps
@@ -798,9 +613,9 @@ def main(argv: list[str] | None = None) -> None:
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
         if torch.cuda.is_available():
             torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-    from .data.tokenizer import load_tokenizer
-    from .init import swap_embeddings
-    from .source_model import load_source_model
+    from ..data.tokenizer import load_tokenizer
+    from ..init import swap_embeddings
+    from ..source_model import load_source_model
 
     tokenizer = load_tokenizer(args.tokenizer)
     model = load_source_model(args.model)
@@ -820,7 +635,7 @@ def main(argv: list[str] | None = None) -> None:
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
         raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
                          f"embedding rows, the tokenizer {args.tokenizer} {len(tokenizer)} tokens")
-    from .source_model import max_sequence_length
+    from ..source_model import max_sequence_length
 
     for key in ("seq_len", "long_seq_len"):
         if getattr(cfg, key) and getattr(cfg, key) > max_sequence_length(model):

@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -41,49 +40,15 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from .settings import NON_LINEARITIES, AdapterConfig, task_adapter_config
+
 ADAPTER_FILE, CONFIG_FILE = "language_adapter.safetensors", "language_adapter.json"
 TASK_ADAPTER_FILE, TASK_CONFIG_FILE = "task_adapter.safetensors", "task_adapter.json"
 FILES = {"language": (ADAPTER_FILE, CONFIG_FILE), "task": (TASK_ADAPTER_FILE, TASK_CONFIG_FILE)}
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU, "tanh": nn.Tanh}
+assert tuple(ACTIVATIONS) == NON_LINEARITIES
 SLOTS = {"language": ("language_adapter", "invertible_adapter"), "task": ("task_adapter",)}  # attribute names
 LAYER_SLOTS = ("language_adapter", "task_adapter")  # per layer, in stacking order (MAD-X: language, then task)
-# MAD-X task adapters: AdapterHub's Pfeiffer configuration (reduction factor 16), in every layer, no invertible
-# part (that belongs to the language); the non-linearity stays eq. 1's GeLU. unks-everywhere is silent on them.
-TASK_ADAPTER_DEFAULTS = {"reduction_factor": 16, "invertible": False, "skip_last_layer": False}
-
-
-@dataclass
-class AdapterConfig:
-    reduction_factor: int = 2  # hidden size / bottleneck size (MAD-X language adapters: 2)
-    non_linearity: str = "gelu"  # eq. 1
-    invertible: bool = True  # MAD-X invertible adapter (its coupling functions also use reduction 2)
-    skip_last_layer: bool = True  # MAD-X 2.0: no adapter in the last layer
-    init_scale: float = 0.02  # std of the down-projections; up-projections start at zero (identity)
-
-    def __post_init__(self) -> None:
-        if self.non_linearity not in ACTIVATIONS:
-            raise ValueError(f"adapter: non_linearity must be one of {list(ACTIVATIONS)}, not {self.non_linearity!r}")
-        if self.reduction_factor < 1 or self.init_scale < 0:
-            raise ValueError(f"adapter: reduction_factor must be >= 1 and init_scale >= 0, not {self}")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> AdapterConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        if set(d) - names:
-            raise ValueError(f"adapter: unknown key(s) {sorted(set(d) - names)}; known: {sorted(names)}")
-        return cls(**d)
-
-
-def task_adapter_config(d: dict | None = None) -> AdapterConfig:
-    """A task adapter's AdapterConfig: ``TASK_ADAPTER_DEFAULTS`` overridden by ``d``; an invertible part is refused
-    (MAD-X's invertible adapter is language-specific and sits in the language adapter)."""
-    cfg = AdapterConfig.from_dict({**TASK_ADAPTER_DEFAULTS, **(d or {})})
-    if cfg.invertible:
-        raise ValueError("task adapter: invertible must be false (MAD-X's invertible adapter belongs to the language "
-                         "adapter)")
-    return cfg
-
-
 def _bottleneck(d_in: int, d_out: int, cfg: AdapterConfig, g: torch.Generator) -> nn.Sequential:
     """Linear(d_in → d_in / reduction) → non-linearity → Linear(→ d_out), the last one zero-initialized."""
     mid = max(1, d_in // cfg.reduction_factor)

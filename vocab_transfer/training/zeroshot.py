@@ -2,10 +2,10 @@
 source-language data with the source model's own vocabulary, then evaluated on a target language's test set with
 the target's embeddings (and language adapter) swapped in. A resumable CLI for CPU or one GPU, two commands:
 
-    python -m vocab_transfer.zeroshot train --model results/lapt/mbert/en/madx2/model --task ner \\
+    python -m vocab_transfer.training.zeroshot train --model results/lapt/mbert/en/madx2/model --task ner \\
         --data results/tasks/en-ner --seed 1 --variant adapter --output results/source_task/.../seed1.model \\
         --scores results/source_task/.../seed1.parquet
-    python -m vocab_transfer.zeroshot evaluate --target results/lapt/mbert/am/el_lex/model --task ner \\
+    python -m vocab_transfer.training.zeroshot evaluate --target results/lapt/mbert/am/el_lex/model --task ner \\
         --data results/tasks/am-ner --from en-ner results/source_task/.../seed1.model .../seed1.parquet \\
         --seed 1 --output results/zeroshot/mbert/am-ner/el-lex/seed1.parquet
 
@@ -24,10 +24,10 @@ Training variants (``--variant``, ``VARIANTS``):
 - ``full`` (the standard transfer setup of §2 and §4.1's "mBERT" row): everything is trained; zero-shot: the same
   model on the target's test set, tokenized with the source's own tokenizer (the target must be the source model).
 
-``train`` is ``vocab_transfer.finetune.finetune`` (selection on the source-language dev set, checkpoints every
+``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set, checkpoints every
 evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` writes one row per source task: the
 source dev score (selection) and source test score next to the target test score, with the source task, its
-language and the variant, so ``vocab_transfer.tables`` averages a cell over seeds and source languages (Table 3).
+language and the variant, so ``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
 
 Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source side
 started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a tokenizer
@@ -50,6 +50,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..io import atomic_path, write_parquet
 from .adapters import (
     adapter_parameter_names,
     add_task_adapter,
@@ -73,8 +74,7 @@ from .finetune import (
     task_encoder,
     task_labels,
 )
-from .io import atomic_path, write_parquet
-from .lapt import autocast_factory
+from .runtime import autocast_factory
 
 log = logging.getLogger(__name__)
 VARIANTS = ("adapter", "fmt", "full")
@@ -170,7 +170,7 @@ def save_source_task(model, tokenizer, folder: str | Path, meta: dict) -> None:
 def read_source_task(folder: str | Path) -> dict:
     path = Path(folder) / META_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{folder}: no {META_FILE} (not written by `python -m vocab_transfer.zeroshot train`)")
+        raise FileNotFoundError(f"{folder}: no {META_FILE} (not written by `python -m vocab_transfer.training.zeroshot train`)")
     return json.loads(path.read_text())
 
 
@@ -178,8 +178,8 @@ def load_zero_shot_model(trained: str | Path, target: str, task: str):
     """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
     (``target``: a LAPT output, or the source model): see the module docstring per variant. Raises ValueError for
     a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
-    from .data.tokenizer import load_tokenizer
-    from .source_model import check_tokenizer_matches
+    from ..data.tokenizer import load_tokenizer
+    from ..source_model import check_tokenizer_matches
 
     meta = read_source_task(trained)
     if meta["task"] != task:
@@ -255,8 +255,8 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
 
 # ------------------------------------------------------------------------------------------------ CLI
 def train_main(args) -> None:
-    from .data.tokenizer import load_tokenizer
-    from .source_model import check_tokenizer_matches
+    from ..data.tokenizer import load_tokenizer
+    from ..source_model import check_tokenizer_matches
 
     cfg = setup_cli(args)
     if cfg.train_language_adapter:
@@ -289,9 +289,9 @@ def train_main(args) -> None:
 
 
 def evaluate_main(args) -> None:
-    from .data.tokenizer import load_tokenizer
-    from .source_model import check_tokenizer_matches
-    from .tasks import check_columns
+    from ..data.tokenizer import load_tokenizer
+    from ..source_model import check_tokenizer_matches
+    from ..tasks import check_columns
 
     cfg = setup_cli(args)
     path = Path(args.data) / "test.parquet"

@@ -20,7 +20,7 @@ def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len
     (tests, a few held-out documents); the pipeline cuts the same blocks from token shards on demand
     (:class:`vocab_transfer.data.shards.Blocks`).
     """
-    from .data.shards import encoder, special_ids
+    from ..data.shards import encoder, special_ids
 
     body, encode = seq_len - 2, encoder(tokenizer)
     parts: list[np.ndarray] = []
@@ -68,7 +68,7 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     (:func:`vocab_transfer.source_model.masked_lm_logits`): a 50k vocabulary's logits of a whole batch would take
     0.4 GB.
     """
-    from .source_model import masked_lm_logits
+    from ..source_model import masked_lm_logits
 
     model.eval()
     g = torch.Generator().manual_seed(seed)

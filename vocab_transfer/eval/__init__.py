@@ -1,0 +1,2 @@
+"""Evaluation of a transferred model before training: masking, packing and the init-time MLM/CLM loss
+(:mod:`.mlm`)."""

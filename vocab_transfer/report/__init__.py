@@ -1,0 +1,1 @@
+"""What the DAG shows: the paper tables (:mod:`.tables`) and figures (:mod:`.plots`)."""

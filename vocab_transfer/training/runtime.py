@@ -1,0 +1,192 @@
+"""What every trainer shares: device and precision, the optimizer and its schedule, atomic checkpoints and their
+bit-identical resume, and the signal protocol of a SLURM job.
+
+A trainer (:mod:`.lapt`, :mod:`.finetune`, :mod:`.zeroshot`) keeps only its objective, its data order and what it
+records. The protocol it follows:
+
+- :func:`pick_device` picks ``cuda:$LOCAL_RANK`` (torchrun) or the CPU; :func:`autocast_factory` the mixed precision.
+- :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
+  :func:`optimizer_step` unscales (fp16), clips and steps both.
+- :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG states
+  and a JSON state with the step and the trainer's records) and keeps the newest ``keep``. :meth:`Checkpoints.resume`
+  finds the newest complete one and refuses it, naming the settings and the folder to delete, when it was written
+  with other settings; :meth:`Checkpoints.restore_optimizer` loads the optimizer side. Data order, masks and dropout
+  must be functions of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one.
+- :class:`StopSignals` turns SIGUSR1 / SIGTERM (SLURM's ``--signal`` warning, preemption) into a checkpoint after
+  the current step and exit code :data:`EXIT_RESUME` (75, EX_TEMPFAIL), which the profile retries.
+- :class:`Progress` logs steps/s and the ETA.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from ..io import atomic_path
+
+log = logging.getLogger(__name__)
+EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
+SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
+
+
+def pick_device() -> torch.device:
+    """``cuda:$LOCAL_RANK`` when CUDA is available (one process per GPU under torchrun), else the CPU."""
+    return torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+
+
+def autocast_factory(precision: str, device: torch.device):
+    """``(autocast, dtype)`` for ``precision`` (``auto``: bf16 where the GPU has it, else fp16; ``bf16``, ``fp16``,
+    ``fp32``): a factory of autocast contexts and the dtype they cast to (None: full precision). On the CPU only
+    ``bf16`` casts."""
+    if device.type == "cuda":
+        if precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
+            dtype = torch.bfloat16
+        elif precision in ("auto", "fp16"):
+            dtype = torch.float16
+        else:
+            dtype = None
+    else:
+        dtype = torch.bfloat16 if precision == "bf16" else None
+    if dtype is None:
+        return (lambda: torch.autocast(device.type, enabled=False)), None
+    return (lambda: torch.autocast(device.type, dtype=dtype)), dtype
+
+
+def grad_scaler(amp_dtype) -> torch.amp.GradScaler | None:
+    """A gradient scaler for fp16 autocast; None otherwise."""
+    return torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
+
+
+def adamw(params, *, lr: float, betas, eps: float, weight_decay: float, device: torch.device | None = None
+          ) -> torch.optim.AdamW:
+    """AdamW over ``params``; the fused CUDA kernel on a GPU."""
+    return torch.optim.AdamW(params, lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                             fused=device is not None and device.type == "cuda")
+
+
+def linear_schedule(opt, steps: int, warmup_ratio: float, constant: bool = False
+                    ) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warmup over ``round(warmup_ratio * steps)`` steps (at least 1), then linear decay to 0 at ``steps``
+    (or constant)."""
+    warmup = max(1, round(warmup_ratio * steps))
+
+    def factor(s: int) -> float:  # s = number of steps taken so far
+        if s < warmup:
+            return (s + 1) / warmup
+        return 1.0 if constant else max(0.0, (steps - s) / max(1, steps - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
+    """Unscale (fp16), clip the gradient norm, step optimizer and schedule, clear the gradients."""
+    if scaler:
+        scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(params, clip_norm)
+    scaler.step(opt) if scaler else opt.step()
+    if scaler:
+        scaler.update()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
+
+
+class Checkpoints:
+    """``step-XXXXXXXX/`` folders under ``root``, each written atomically; the newest complete one is resumed and
+    only the newest ``keep`` are kept. ``what`` names the trainer in errors."""
+
+    def __init__(self, root: str | os.PathLike, keep: int, what: str = "training"):
+        self.root, self.keep, self.what = Path(root), keep, what
+
+    def latest(self) -> Path | None:
+        done = sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file()) if self.root.is_dir() else []
+        return done[-1] if done else None
+
+    def save(self, step: int, model, opt, sched, scaler, state: dict) -> None:
+        with atomic_path(self.root / f"step-{step:08d}", directory=True) as tmp:
+            torch.save(model.state_dict(), tmp / "model.pt")
+            torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                        "scaler": scaler.state_dict() if scaler is not None else None}, tmp / "optimizer.pt")
+            torch.save({"torch": torch.get_rng_state(),
+                        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}, tmp / "rng.pt")
+            (tmp / "state.json").write_text(json.dumps(state))
+        for old in sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file())[: -self.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def resume(self, settings: dict | None = None) -> tuple[Path | None, dict | None]:
+        """The newest complete checkpoint and its state, or ``(None, None)``. With ``settings`` (what the run's
+        result depends on, saved as the state's ``config``), a checkpoint written with other settings raises
+        ValueError naming them and the folder to delete: a job rerun after its parameters changed must not
+        continue another run. Checkpoints without saved settings are taken as they are."""
+        path = self.latest()
+        if path is None:
+            return None, None
+        state = json.loads((path / "state.json").read_text())
+        if settings is not None:
+            then = state.get("config", settings)
+            changed = sorted(k for k in settings.keys() | then.keys() if settings.get(k) != then.get(k))
+            if changed:
+                raise ValueError(f"{self.what} checkpoint {path} was written with other settings ({', '.join(changed)}: "
+                                 f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} now); "
+                                 f"delete {self.root} to start this run over")
+        return path, state
+
+    @staticmethod
+    def restore_model(path: Path, model, device: torch.device) -> None:
+        model.load_state_dict(torch.load(path / "model.pt", map_location=device))
+
+    @staticmethod
+    def restore_optimizer(path: Path, opt, sched, scaler, device: torch.device) -> None:
+        states = torch.load(path / "optimizer.pt", map_location=device, weights_only=False)
+        opt.load_state_dict(states["optimizer"])
+        sched.load_state_dict(states["scheduler"])
+        if scaler is not None and states["scaler"] is not None:
+            scaler.load_state_dict(states["scaler"])
+
+
+class StopSignals:
+    """Within ``with StopSignals() as stop:``, SIGUSR1 and SIGTERM set ``stop.received`` instead of killing the
+    process; the trainer checkpoints after the current step and calls :meth:`exit`. The previous handlers are
+    restored on leaving the block."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self._previous: dict = {}
+
+    def _handle(self, signum, frame) -> None:
+        self.received = signum
+        log.warning("received signal %d: checkpointing after this step", signum)
+
+    def __enter__(self) -> StopSignals:
+        self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+
+    def exit(self, step: int) -> None:
+        """Exit with :data:`EXIT_RESUME` after the checkpoint of ``step``."""
+        log.warning("checkpointed at step %d after signal %d; rerun to resume", step, self.received)
+        sys.exit(EXIT_RESUME)
+
+
+class Progress:
+    """Steps per second and the ETA since ``start`` (the step a run began or resumed at)."""
+
+    def __init__(self, start: int, total: int):
+        self.start, self.total, self.t0 = start, total, time.time()
+
+    def rate(self, step: int) -> float:
+        return (step - self.start) / max(time.time() - self.t0, 1e-9)
+
+    def __call__(self, step: int) -> str:
+        rate = self.rate(step)
+        return f"{rate:.2f} steps/s, ETA {(self.total - step) / rate if rate > 0 else float('nan'):.0f} s"
