@@ -74,7 +74,7 @@ def run_case(a) -> dict:
         seconds = time.perf_counter() - t0
         detail = f"source candidates {int(has_s.sum())}, combined {(kind == 1).sum().item()}"
     elif a.case == "procrustes":
-        from vocab_transfer.align import procrustes
+        from vocab_transfer.methods.align import procrustes
 
         x, y = torch.randn(a.pairs, a.aux_dim, generator=g), torch.randn(a.pairs, a.aux_dim, generator=g)
         t0 = time.perf_counter()

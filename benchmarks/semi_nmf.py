@@ -1,4 +1,4 @@
-"""Benchmark Semi-NMF (vocab_transfer.semi_nmf): time and reconstruction error against iterations.
+"""Benchmark Semi-NMF (vocab_transfer.methods.semi_nmf): time and reconstruction error against iterations.
 
 Factorizes a synthetic embedding-like matrix (default 250,002 x 768, XLM-R's vocabulary and width)
 to rank D' = 100 as UNKs Everywhere does (unks-everywhere.md §3.3 and Appendix "Semi-NMF": 3,000 update
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from vocab_transfer.semi_nmf import semi_nmf
+from vocab_transfer.methods.semi_nmf import semi_nmf
 
 
 def synthetic_embeddings(rows: int, cols: int, seed: int) -> torch.Tensor:

@@ -4,7 +4,7 @@ import os
 
 from snakemake.utils import validate
 
-from vocab_transfer.config import ConfigError, all_targets, check_config, expand_snapshot_models
+from vocab_transfer.workflow.config import ConfigError, all_targets, check_config, expand_snapshot_models
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow.plan import Plan, canonical

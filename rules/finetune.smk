@@ -1,4 +1,4 @@
-# Downstream fine-tuning: task data in a common schema (vocab_transfer.tasks), then one job per
+# Downstream fine-tuning: task data in a common schema (vocab_transfer.data.tasks), then one job per
 # (source, task, model, seed) through `python -m vocab_transfer.training.finetune`: dev selection every 5% of the
 # steps, test score of the selected checkpoint (FOCUS Tables 2-3 and 6).
 

@@ -24,7 +24,7 @@ from vocab_transfer.data.tokenizer import load_tokenizer, train_unigram_tokenize
 from vocab_transfer.eval.mlm import clm_loss, init_eval_row, mlm_loss, pack_texts
 from vocab_transfer.init import initialize, load_transferred_model
 from vocab_transfer.io import write_parquet, write_tensors
-from vocab_transfer.overlap import OVERLAP_SCHEMA, compute_overlap
+from vocab_transfer.methods.overlap import OVERLAP_SCHEMA, compute_overlap
 from vocab_transfer.report.tables import init_loss_table
 from vocab_transfer.source_model import (
     build_xlmr_mlm,

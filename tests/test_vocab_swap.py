@@ -8,10 +8,11 @@ import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from vocab_transfer.align import mutual_nearest_neighbours, procrustes
-from vocab_transfer.correlation import embedding_correlation, row_correlations
 from vocab_transfer.data.token_fasttext import TokenVectors
+from vocab_transfer.eval.correlation import embedding_correlation, row_correlations
+from vocab_transfer.methods.align import mutual_nearest_neighbours, procrustes
 from vocab_transfer.methods.base import TransferInputs
+from vocab_transfer.methods.overlap import canonicalize_vocab, compute_overlap
 from vocab_transfer.methods.vocab_swap import (
     align_match_init,
     dictionary_token_pairs,
@@ -26,7 +27,6 @@ from vocab_transfer.methods.vocab_swap import (
     permute_init,
     window_groups,
 )
-from vocab_transfer.overlap import canonicalize_vocab, compute_overlap
 
 
 def rotation(d: int, seed: int) -> torch.Tensor:
@@ -302,7 +302,7 @@ def test_same_seed_bit_identical_different_seed_differs(dict_inputs, fn, params)
 
 
 def test_correlation_matrix_and_top_fraction():
-    from vocab_transfer.correlation import correlation_matrix, top_fraction_rows
+    from vocab_transfer.eval.correlation import correlation_matrix, top_fraction_rows
 
     g = torch.Generator().manual_seed(0)
     W = torch.randn(50, 16, generator=g)

@@ -17,8 +17,8 @@ from vocab_transfer.data.word_vectors import (
 )
 from vocab_transfer.methods import TransferInputs, run_method
 from vocab_transfer.methods.extension import extend_tokenizer, select_new_tokens
+from vocab_transfer.methods.overlap import compute_overlap
 from vocab_transfer.methods.wechsel import align_to_source, dictionary_word_rows, wechsel_init
-from vocab_transfer.overlap import compute_overlap
 
 
 class StubTokenizer:

@@ -446,7 +446,7 @@ def test_token_accuracy_figure6(recovery_run):
 
 def test_snapshot_and_figure_config_errors_are_named():
     """Bad snapshot fine-tuning and figure settings fail at parse time, naming the key (no Snakemake process)."""
-    from vocab_transfer.config import ConfigError, check_config
+    from vocab_transfer.workflow.config import ConfigError, check_config
 
     schema = REPO / "schemas/config.schema.yaml"
 
@@ -547,7 +547,7 @@ def test_pretrained_tokenizer_errors_are_named(tmp_path):
 def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
     """check_config (run at parse time) names a metric the task does not report, a reference model that is
     neither a folder nor a hub id, best_groups rows that are not rows, and a bad LAPT reinit."""
-    from vocab_transfer.config import ConfigError, check_config
+    from vocab_transfer.workflow.config import ConfigError, check_config
 
     schema = REPO / "schemas/config.schema.yaml"
     base = yaml.safe_load((REPO / "tests/data/tiny_recovery_config.yaml").read_text())

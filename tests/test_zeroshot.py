@@ -388,7 +388,7 @@ def test_zero_shot_config_errors_are_named(edit, message):
 
     import yaml
 
-    from vocab_transfer.config import ConfigError, check_config
+    from vocab_transfer.workflow.config import ConfigError, check_config
 
     root = Path(__file__).resolve().parents[1]
     config = yaml.safe_load((root / "tests/data/tiny_config.yaml").read_text())

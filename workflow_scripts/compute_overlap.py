@@ -2,7 +2,7 @@
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import write_parquet
-from vocab_transfer.overlap import OVERLAP_SCHEMA, compute_overlap
+from vocab_transfer.methods.overlap import OVERLAP_SCHEMA, compute_overlap
 from vocab_transfer.workflow.job import setup_job
 
 

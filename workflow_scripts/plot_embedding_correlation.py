@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from vocab_transfer.correlation import correlation_matrix, top_fraction_rows
 from vocab_transfer.data.shards import open_shard
+from vocab_transfer.eval.correlation import correlation_matrix, top_fraction_rows
 from vocab_transfer.io import write_text
 from vocab_transfer.report.plots import last_per_step, plot_correlation_histograms, plot_embedding_correlation
 from vocab_transfer.source_model import load_source_model

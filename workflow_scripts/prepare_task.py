@@ -4,8 +4,8 @@ evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json 
 import json
 from pathlib import Path
 
+from vocab_transfer.data.tasks import UNLABELLED, label_list, load_task
 from vocab_transfer.io import atomic_path
-from vocab_transfer.tasks import UNLABELLED, label_list, load_task
 from vocab_transfer.workflow.job import setup_job
 
 

@@ -1,2 +1,2 @@
-"""Evaluation of a transferred model before training: masking, packing and the init-time MLM/CLM loss
-(:mod:`.mlm`)."""
+"""Evaluation of transferred models: masking, packing and the init-time MLM/CLM loss (:mod:`.mlm`); the embedding
+correlation of vocab-swap §3 (:mod:`.correlation`)."""

@@ -40,7 +40,7 @@ from ..workflow.needs import Need
 from .base import EmbeddingInit, TransferInputs
 from .registry import METHODS, Method, Needs, register
 
-HELPERS = ("base", "neighbours", "registry")  # modules of the package that hold no method
+HELPERS = ("align", "base", "neighbours", "overlap", "registry", "semi_nmf", "sparsemax")  # modules without a method
 for _module in pkgutil.iter_modules(__path__):
     if _module.name not in HELPERS:
         importlib.import_module(f"{__name__}.{_module.name}")

@@ -27,7 +27,7 @@ class TransferInputs:
 
     source_matrix: torch.Tensor  # [V_s, d(+1)]
     target_vocab_size: int
-    overlap: pd.DataFrame  # columns of vocab_transfer.overlap.OVERLAP_SCHEMA
+    overlap: pd.DataFrame  # columns of vocab_transfer.methods.overlap.OVERLAP_SCHEMA
     target_tokens: list[str] = field(default_factory=list)  # raw target vocabulary, by id
     source_tokens: list[str] = field(default_factory=list)  # raw source vocabulary, by id
     # need "fasttext": target-token fastText on the target corpus; ``counts`` = target-token frequencies

@@ -6,7 +6,6 @@ import torch
 from tqdm import tqdm
 
 from ..data.word_vectors import tokenize_flatten_reduce
-from ..overlap import OVERLAP_KINDS, restrict_overlap
 from ..workflow.needs import Need
 from .base import (
     EmbeddingInit,
@@ -16,6 +15,7 @@ from .base import (
     screen_dtype_of,
 )
 from .neighbours import Workspace, mix_rows, neighbour_weights
+from .overlap import OVERLAP_KINDS, restrict_overlap
 from .registry import one_of, register
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..overlap import canonicalize_vocab
 from ..workflow.needs import Need
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
 from .neighbours import mix_rows
+from .overlap import canonicalize_vocab
 from .registry import register
 
 

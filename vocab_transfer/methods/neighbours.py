@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..sparsemax import sparsemax, topk_sparsemax
+from .sparsemax import sparsemax, topk_sparsemax
 
 WEIGHTINGS = ("sparsemax", "softmax")
 BF16_DOT_ERROR = 3.2 * 2.0**-8  # |bf16 dot − exact| for unit vectors: inputs and result rounded (u = 2⁻⁸ each)
@@ -58,7 +58,7 @@ def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.T
     """Weights ``w [n, k']`` over key indices ``idx [n, k']`` for unit ``queries [n, D]`` against unit
     ``keys [m, D]`` (``keys_t`` = its contiguous transpose, ``screen`` = that in bf16 or None).
     ``sparsemax``: exact sparsemax of the cosines over all keys (``k`` sizes the first top-k pass of
-    :func:`~vocab_transfer.sparsemax.topk_sparsemax`; weights past a row's support are 0);
+    :func:`~vocab_transfer.methods.sparsemax.topk_sparsemax`; weights past a row's support are 0);
     ``softmax``: softmax(cos/temperature) over the ``k`` most similar keys. ``workspace``: buffers to reuse
     across the caller's batches (:class:`Workspace`)."""
     if weighting not in WEIGHTINGS:

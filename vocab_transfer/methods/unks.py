@@ -19,11 +19,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..semi_nmf import kmeans, semi_nmf
 from ..training.factorized import FactorizedEmbedding, fit_neural
 from ..workflow.needs import Need
 from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like
 from .registry import register
+from .semi_nmf import kmeans, semi_nmf
 
 __all__ = ["RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
            "random_rows"]
@@ -57,7 +57,7 @@ def lexical_overlap(overlap: pd.DataFrame, lexical: bool, fuzzy: bool = False) -
 
     Special tokens always (Table 2: every method shares them); with ``lexical`` also the lexically
     overlapping tokens V'_lex (§3.2): ``match == "exact"`` (identical surface form), plus ``"fuzzy"``
-    (symbolic tokens matched case-insensitively, see :mod:`vocab_transfer.overlap`) when ``fuzzy``.
+    (symbolic tokens matched case-insensitively, see :mod:`vocab_transfer.methods.overlap`) when ``fuzzy``.
     The paper's "present in both vocabularies" is the exact match, hence ``fuzzy`` defaults to off.
     """
     keep = {"special"}
@@ -111,7 +111,7 @@ def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int 
     """Factorize the source matrix X [V, D] (§3.3, eq. 2). Returns ``(F [V, dim], G [C, dim, D],
     Z [V, C] or None for C = 1)``, on ``X.device`` in ``X.dtype``.
 
-    - C = 1 (MF¹): Semi-NMF ``X ≈ F·G``, ``G ≥ 0`` (:func:`vocab_transfer.semi_nmf.semi_nmf`, stopping
+    - C = 1 (MF¹): Semi-NMF ``X ≈ F·G``, ``G ≥ 0`` (:func:`vocab_transfer.methods.semi_nmf.semi_nmf`, stopping
       on a relative error decrease below ``tol`` or after ``max_iter`` = the paper's 3,000 steps);
     - ``assignment: kmeans`` (MF^C_KMEANS): k-means of the rows of X into C clusters (``kmeans_iter``
       Lloyd iterations at most), then a separate Semi-NMF of each cluster's rows X^c giving its rows

@@ -28,11 +28,11 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ..align import mutual_nearest_neighbours, normalize_embeddings, procrustes
-from ..overlap import CanonicalToken, canonicalize_vocab
 from ..workflow.needs import Need
+from .align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
 from .neighbours import WEIGHTINGS, mix_rows, neighbour_weights
+from .overlap import CanonicalToken, canonicalize_vocab
 from .registry import one_of, register
 
 __all__ = [
@@ -211,7 +211,7 @@ def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab:
     """Single-word dictionary translations between two vocabularies (vocab-swap §2.1 "Dict Match").
 
     A target token qualifies if it is a whole word (BOW, non-special; canonical text as given by
-    :func:`~vocab_transfer.overlap.canonicalize_vocab`) that appears as a ``target_word`` of
+    :func:`~vocab_transfer.methods.overlap.canonicalize_vocab`) that appears as a ``target_word`` of
     ``dictionary``; a translation qualifies if its ``source_word`` is itself a single whole-word
     token of the source vocabulary (multi-word or split translations drop out). With ``lowercase``
     the target token, both dictionary columns and the source tokens are compared casefolded; a
@@ -318,7 +318,7 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     token vectors, then give each target token a convex combination of its nearest source rows.
 
     1. Both vector sets (rows with ``*_has_vector``) are normalized "renorm, center, renorm"
-       (:func:`~vocab_transfer.align.normalize_embeddings`).
+       (:func:`~vocab_transfer.methods.align.normalize_embeddings`).
     2. ``W = procrustes(x_t[anchors], x_s[anchors])`` maps target space onto source space;
        the anchors are the given ``(anchor_target_ids, anchor_source_ids)`` pairs (the adapter
        passes identical tokens, as Tran's identical-string seed dictionary).
@@ -326,7 +326,7 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
        neighbours (cosine) of mapped target and source vectors, and ``W`` is re-fitted.
     4. Each target token with a vector gets ``Σ_j α_j e^s_j`` over source tokens with a vector,
        with ``α`` = ``sparsemax(cos)`` (Tran 2020's released code; exact -- ``max(topk, 64)`` only
-       sizes the first pass of :func:`~vocab_transfer.sparsemax.topk_sparsemax`) or, with
+       sizes the first pass of :func:`~vocab_transfer.methods.sparsemax.topk_sparsemax`) or, with
        ``weighting="softmax"``, ``softmax(cos/temperature)`` over the ``topk`` most similar.
     5. Target tokens without a vector get random rows (:func:`random_rows`).
 

@@ -22,10 +22,9 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ..align import normalize_embeddings, procrustes
 from ..data.word_vectors import WordVectors, tokenize_flatten_reduce
-from ..overlap import canonicalize_vocab
 from ..workflow.needs import Need
+from .align import normalize_embeddings, procrustes
 from .base import (
     EmbeddingInit,
     TransferInputs,
@@ -34,6 +33,7 @@ from .base import (
     screen_dtype_of,
 )
 from .neighbours import Workspace, mix_rows, neighbour_weights
+from .overlap import canonicalize_vocab
 from .registry import one_of, register
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-to
 labelled), ``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``),
 ``nli`` (sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B: one output, MSE loss)
 and ``qa`` (extractive, sliding windows over the context). ``--data`` is a folder of
-``train/dev/test.parquet`` in the common schema of :mod:`vocab_transfer.tasks` (rule ``prepare_task``),
+``train/dev/test.parquet`` in the common schema of :mod:`vocab_transfer.data.tasks` (rule ``prepare_task``),
 plus optional extra evaluation sets ``test_<name>.parquet`` (MNLI's mismatched validation set), on which
 the selected checkpoint is scored too (``test_<name>_<metric>``). The model is a ``save_pretrained`` folder (a LAPT
 output; its MAD-X language adapter is attached when present), a hub id, or a source model plus an init
@@ -68,7 +68,7 @@ PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 # ------------------------------------------------------------------------------------------- encoding
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
     """``train``, ``dev``, ``test`` and any extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
-    from ..tasks import check_columns, is_split
+    from ..data.tasks import check_columns, is_split
 
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
@@ -123,7 +123,7 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
     Glavaš & Vulić 2021). Per sub-token position: ``heads`` = the position of the gold head's first sub-token,
     ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
     ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
-    from ..tasks import check_heads
+    from ..data.tasks import check_heads
 
     index = {t: i for i, t in enumerate(labels)}
     enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)

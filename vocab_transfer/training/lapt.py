@@ -93,8 +93,8 @@ import pyarrow as pa
 import torch
 import torch.distributed as dist
 
-from ..correlation import row_correlations
 from ..data.shards import Blocks, open_blocks
+from ..eval.correlation import row_correlations
 from ..eval.mlm import mask_tokens
 from ..io import atomic_path, write_parquet, write_tensors
 from .adapters import (

@@ -1,5 +1,5 @@
 """The trainers' settings as typed dataclasses, without the trainers: checking a config's ``lapt``, ``finetune`` and
-adapter settings (``vocab_transfer.config``, at parse time) imports neither torch nor the training code.
+adapter settings (``vocab_transfer.workflow.config``, at parse time) imports neither torch nor the training code.
 
 :class:`LaptConfig` (:mod:`.lapt`), :class:`FinetuneConfig` and the task metrics (:mod:`.finetune`, :mod:`.zeroshot`),
 :class:`AdapterConfig` (:mod:`.adapters`).
@@ -234,7 +234,7 @@ def positive_class(labels: list[str], positive_label: str | None) -> str:
     """The positive class of binary F1: ``positive_label``, else the hub's label 1 of a known binary inventory
     (MRPC's equivalent, PAWS-X's paraphrase), whatever the order of ``labels``; any other label pair needs an
     explicit ``positive_label`` (an order-dependent guess would silently score the other class)."""
-    from ..tasks import MRPC_LABELS, PAWSX_LABELS
+    from ..data.tasks import MRPC_LABELS, PAWSX_LABELS
 
     if positive_label is not None:
         if positive_label not in labels:

@@ -289,9 +289,9 @@ def train_main(args) -> None:
 
 
 def evaluate_main(args) -> None:
+    from ..data.tasks import check_columns
     from ..data.tokenizer import load_tokenizer
     from ..source_model import check_tokenizer_matches
-    from ..tasks import check_columns
 
     cfg = setup_cli(args)
     path = Path(args.data) / "test.parquet"

@@ -14,7 +14,11 @@ import json
 import os
 from types import SimpleNamespace
 
-from ..config import (
+from ..methods import method_config, method_needs
+from ..methods import method_params as with_defaults
+from ..methods.unks import factorization_spec
+from . import paths
+from .config import (
     figure_points,
     figure_runs,
     finetune_model_tasks,
@@ -25,10 +29,6 @@ from ..config import (
     source_languages,
     zero_shot_training,
 )
-from ..methods import method_config, method_needs
-from ..methods import method_params as with_defaults
-from ..methods.unks import factorization_spec
-from . import paths
 from .needs import InitJob, Need
 from .needs import init_inputs as needs_inputs
 

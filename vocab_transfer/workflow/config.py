@@ -5,9 +5,9 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-from .methods import METHODS, method_config
-from .workflow import paths
-from .workflow.needs import Need
+from ..methods import METHODS, method_config
+from . import paths
+from .needs import Need
 
 
 class ConfigError(ValueError):
@@ -117,7 +117,7 @@ def all_targets(config: dict) -> list[str]:
 
 def check_method_resources(config: dict, name: str, method: dict) -> None:
     """Every artifact the method needs can be built: languages with corpora, dictionaries configured."""
-    from .methods import method_needs, method_params
+    from ..methods import method_needs, method_params
 
     params = method_config(method)
     try:
@@ -146,8 +146,8 @@ def check_method_resources(config: dict, name: str, method: dict) -> None:
 
 def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded)."""
-    from .data.tokenizer import load_tokenizer
-    from .source_model import TokenizerModelMismatch, check_tokenizer_matches, model_vocab_size
+    from ..data.tokenizer import load_tokenizer
+    from ..source_model import TokenizerModelMismatch, check_tokenizer_matches, model_vocab_size
 
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
@@ -171,7 +171,7 @@ def lapt_run_settings(config: dict, run: str) -> dict:
 
 def lapt_run_config(config: dict, run: str):
     """The run's :class:`vocab_transfer.training.settings.LaptConfig` (its stages, evaluation and snapshot steps)."""
-    from .training.settings import LaptConfig
+    from ..training.settings import LaptConfig
 
     return LaptConfig.from_dict(lapt_run_settings(config, run))
 
@@ -238,7 +238,7 @@ def zero_shot_trainings(config: dict) -> list[tuple[str, str]]:
 
 def check_lapt(config: dict) -> None:
     """LAPT runs start from configured methods on languages with corpora, with valid LaptConfig fields."""
-    from .training.settings import LaptConfig
+    from ..training.settings import LaptConfig
 
     lapt = config.get("lapt", {})
     for name in lapt.get("runs", {}):
@@ -267,7 +267,7 @@ def check_lapt(config: dict) -> None:
 def check_method_language(config: dict, method: str, langs: list[str], where: str) -> None:
     """A method can be used by LAPT or fine-tuning on any language with a corpus (its ``targets`` list only
     picks its cells of the init-loss table), unless it needs a dictionary that is not configured."""
-    from .methods import method_needs, method_params
+    from ..methods import method_needs, method_params
 
     spec = config["methods"][method]
     params = method_config(spec)
@@ -282,8 +282,8 @@ def check_finetune(config: dict) -> None:
     """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models), tasks
     have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric the task
     reports."""
-    from .tasks import check_spec
-    from .training.settings import FinetuneConfig, selection_metric
+    from ..data.tasks import check_spec
+    from ..training.settings import FinetuneConfig, selection_metric
 
     ft = config.get("finetune", {})
     for name, task in ft.get("tasks", {}).items():
@@ -461,8 +461,8 @@ def check_zero_shot(config: dict) -> None:
     fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language adapter has the
     settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the source), ``full`` the
     source model; the setup's source-language run must have been trained on each source task's language."""
-    from .tasks import check_spec
-    from .training.settings import AdapterConfig, FinetuneConfig, task_adapter_config
+    from ..data.tasks import check_spec
+    from ..training.settings import AdapterConfig, FinetuneConfig, task_adapter_config
 
     zs, ft = config.get("zero_shot", {}), config.get("finetune", {})
     sources, setups, tasks = zs.get("sources", {}), zs.get("setups", {}), ft.get("tasks", {})
