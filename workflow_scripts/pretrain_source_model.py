@@ -11,7 +11,8 @@ from vocab_transfer.data.shards import open_blocks
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import atomic_path, write_parquet
 from vocab_transfer.report.plots import plot_curve
-from vocab_transfer.source_model import build_xlmr_mlm, pretrain_mlm
+from vocab_transfer.source_model import build_xlmr_mlm
+from vocab_transfer.training.pretrain import pretrain_mlm
 from vocab_transfer.workflow.job import setup_job
 
 
