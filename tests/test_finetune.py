@@ -104,6 +104,17 @@ def test_resume_after_interruption_is_bit_identical(tmp_path, model_dir, sw_toke
     pd.testing.assert_frame_equal(hist, ref_hist)
 
 
+def test_resume_refuses_checkpoints_of_other_settings(tmp_path, model_dir, sw_tokenizer, ner_data):
+    run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", stop_after=12, epochs=1)
+    with pytest.raises(ValueError, match=r"fine-tuning checkpoint .*step-00000012 was written with other settings "
+                                         r"\(lr: \[0.002\] then, \[0.001\] now\); delete .*cut"):
+        run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", epochs=1, lr=1e-3)
+    # the thread count may change on a rerun (RESUME_FREE): it resumes, and ends as the uninterrupted run
+    (resumed, _), _ = run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", epochs=1, threads=2)
+    (ref, _), _ = run(model_dir, sw_tokenizer, ner_data, tmp_path / "ref", epochs=1)
+    assert resumed == ref
+
+
 def test_label_set_mismatch_and_missing_columns_are_named(tmp_path, ner_data):
     bad = {**ner_data, "test": ner_data["test"].assign(tags=[["B-XYZ"] * len(t) for t in ner_data["test"].tokens])}
     with pytest.raises(ValueError, match=r"label set mismatch: test has label\(s\) \['B-XYZ'\]"):

@@ -62,6 +62,8 @@ from .runtime import (
 from .settings import METRICS, FinetuneConfig, positive_class, selection_metric
 
 log = logging.getLogger(__name__)
+# FinetuneConfig fields a resumed run may change (the rest must equal the checkpoint's: runtime.Checkpoints.resume)
+RESUME_FREE = ("threads", "micro_batch_size", "save_model")
 PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 
 
@@ -582,7 +584,8 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: the selected weights
     best_path = Path(checkpoint_dir) / "best.pt"
     step, history, best = 0, [], {"step": -1, "score": -math.inf}
-    settings = {"task": task, "seed": seed, "labels": list(labels), **dataclasses.asdict(cfg)}
+    settings = {"task": task, "seed": seed, "labels": list(labels),
+                **{k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUME_FREE}}
     resume, state = ckpt.resume(json.loads(json.dumps(settings)))
     if resume is not None:
         step, history, best = state["step"], state["history"], state["best"]
