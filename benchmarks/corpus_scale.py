@@ -16,6 +16,7 @@ vocabulary, as FOCUS's) unless given. Seconds and peak RSS come from each rule's
     python benchmarks/corpus_scale.py --sizes 100M 1G            # the documented table (about 2.5 h on 2 cores)
     python benchmarks/corpus_scale.py --sizes 10M --lapt-steps 5  # a quick look
     python benchmarks/corpus_scale.py --sizes 4G --fasttext-max-tokens 200000000   # by hand, larger
+    python benchmarks/corpus_scale.py --sizes 100M 1G --only prepare_corpus  # remeasure one rule after a change
 
 Writes ``benchmarks/out/corpus_scale/<size>/`` (the run) and ``benchmarks/out/corpus_scale.{csv,md}`` (the table,
 one row per rule and size, merged with earlier sizes).
@@ -124,6 +125,8 @@ def run_size(size_text: str, args) -> pd.DataFrame:
     targets = ["results/eval_init/bench/de.parquet", "results/lapt/bench/de/focus/curve.parquet"]
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile",
            str(config), "--cores", str(args.cores), "--rerun-incomplete", *targets]
+    if args.only:  # remeasure these rules on the corpus already there; the other rows stay as measured before
+        cmd += ["--forcerun", *args.only, "--until", *args.only]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     t0 = time.time()
     with open(run / "snakemake.log", "w") as log:
@@ -161,6 +164,7 @@ def main() -> None:
     p.add_argument("--fasttext-threads", type=int, default=1)
     p.add_argument("--fasttext-max-tokens", type=int, default=None, help="fastText on a sample (default: all)")
     p.add_argument("--lapt-steps", type=int, default=20)
+    p.add_argument("--only", nargs="+", choices=RULES, help="rerun only these rules of an earlier run of the size")
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     tables = [run_size(s, args) for s in args.sizes]

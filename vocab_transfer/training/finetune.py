@@ -584,7 +584,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: the selected weights
     best_path = Path(checkpoint_dir) / "best.pt"
     step, history, best = 0, [], {"step": -1, "score": -math.inf}
-    settings = {"task": task, "seed": seed, "labels": list(labels),
+    settings = {"task": task, "seed": seed, "labels": list(labels or []),
                 **{k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUME_FREE}}
     resume, state = ckpt.resume(json.loads(json.dumps(settings)))
     if resume is not None:
