@@ -228,6 +228,37 @@ def test_sentencepiece_encoder_gives_the_tokenizers_ids(tmp_path, scripts_corpus
     assert (tmp_path / "s/tokens.bin").read_bytes() == (tmp_path / "p/tokens.bin").read_bytes()
 
 
+def test_a_tie_between_segmentations_is_not_a_disagreement(tmp_path, scripts_corpus, monkeypatch):
+    """Where two segmentations have the same Unigram score (the same pieces in another order: 'ku'+'kuku' and
+    'kuku'+'ku'), the two encoders may choose differently; the check accepts it, and counts it in meta.json."""
+    from vocab_transfer.data.tokenizer import SentencePieceEncoder, save_tokenizer
+
+    texts = scripts_corpus["h"]
+    tok = train_unigram_tokenizer(texts, 2000, show_progress=False)
+    save_tokenizer(tok, tmp_path / "tok")
+    vocab = tok.get_vocab()
+    p, pp = next((p, p + p) for p in sorted(vocab) if p + p in vocab and not p.startswith("\u2581"))
+    fast = SentencePieceEncoder(tok, (tmp_path / "tok" / "unigram.model").read_bytes())
+    assert fast.equivalent([vocab[p], vocab[pp]], [vocab[pp], vocab[p]])  # same string, same score
+    assert not fast.equivalent([vocab[p], vocab[pp]], [vocab[pp]])  # another string
+    other = next(q for q in sorted(vocab) if len(q) == len(pp) and q != pp and not q.startswith("<"))
+    assert not fast.equivalent([vocab[pp]], [vocab[other]])
+    import vocab_transfer.data.shards as shards
+
+    real, real_encoder = SentencePieceEncoder.__call__, shards.encoder
+    # every document ends in a tie that the two encoders break differently
+    monkeypatch.setattr(SentencePieceEncoder, "__call__", lambda self, t: [x + [vocab[pp], vocab[p]] for x in real(self, t)])
+
+    def reference(*args):
+        enc = real_encoder(*args)
+        return enc if isinstance(enc, SentencePieceEncoder) else (lambda t: [x + [vocab[p], vocab[pp]] for x in enc(t)])
+
+    monkeypatch.setattr(shards, "encoder", reference)
+    meta = write_shard(texts, load_tokenizer(str(tmp_path / "tok")), tmp_path / "s", tokenizer_dir=tmp_path / "tok")
+    assert meta["encoder"] == "sentencepiece"
+    assert meta["checked_docs"] == len(range(0, len(texts), 64)) and meta["checked_ties"] == meta["checked_docs"]
+
+
 def test_a_disagreeing_fast_encoder_falls_back_to_the_tokenizer(tmp_path, scripts_corpus, monkeypatch, caplog):
     from vocab_transfer.data.tokenizer import SentencePieceEncoder, save_tokenizer
 
