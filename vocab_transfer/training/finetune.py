@@ -37,7 +37,6 @@ import math
 import re
 import shutil
 import string
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +57,7 @@ from .runtime import (
     linear_schedule,
     optimizer_step,
     pick_device,
+    setup_logging,
 )
 from .settings import METRICS, FinetuneConfig, positive_class, selection_metric
 
@@ -663,9 +663,7 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
 def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
     """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its thread
     count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
-    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        handlers=handlers, force=True)
+    setup_logging(args.log)
     raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
     cfg = FinetuneConfig.from_dict(json.loads(raw))
     if cfg.threads:

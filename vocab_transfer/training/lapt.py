@@ -85,7 +85,6 @@ import logging
 import math
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -114,6 +113,7 @@ from .runtime import (
     linear_schedule,
     optimizer_step,
     pick_device,
+    setup_logging,
 )
 from .settings import REINIT, LaptConfig
 
@@ -602,9 +602,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--anchors", help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
-    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(args.log)] if args.log else [])
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
-                        handlers=handlers, force=True)
+    setup_logging(args.log)
     raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
     cfg = LaptConfig.from_dict(json.loads(raw))
     if cfg.threads:

@@ -14,7 +14,7 @@ records. The protocol it follows:
   must be functions of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one.
 - :class:`StopSignals` turns SIGUSR1 / SIGTERM (SLURM's ``--signal`` warning, preemption) into a checkpoint after
   the current step and exit code :data:`EXIT_RESUME` (75, EX_TEMPFAIL), which the profile retries.
-- :class:`Progress` logs steps/s and the ETA.
+- :func:`setup_logging` (stderr and the job's log, peak memory at exit) and :class:`Progress` (steps/s, ETA).
 """
 
 from __future__ import annotations
@@ -176,6 +176,16 @@ class StopSignals:
         """Exit with :data:`EXIT_RESUME` after the checkpoint of ``step``."""
         log.warning("checkpointed at step %d after signal %d; rerun to resume", step, self.received)
         sys.exit(EXIT_RESUME)
+
+
+def setup_logging(log_path: str | None) -> None:
+    """A trainer CLI's logging: stderr and ``log_path``; its peak memory is logged at exit."""
+    from ..workflow.job import log_peak_memory_at_exit
+
+    handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(log_path)] if log_path else [])
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
+                        handlers=handlers, force=True)
+    log_peak_memory_at_exit(logging.getLogger("job"))
 
 
 class Progress:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import ctypes.util
 import logging
 import os
+import resource
 import sys
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
@@ -25,10 +27,25 @@ def return_freed_memory(threshold: int = 128 << 10) -> bool:
         return False
 
 
+PEAK_MEMORY = "peak resident memory"  # the line a job logs at exit (benchmarks/corpus_scale.py reads it)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory (the kernel's high-water mark, VmHWM), in MB (2^20 bytes)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def log_peak_memory_at_exit(log: logging.Logger) -> None:
+    """Log :func:`peak_rss_mb` when the process exits: an exact figure, where a scheduler's or Snakemake's
+    ``benchmark:`` samples the memory (every 30 s after a job's first 15 s) and can miss a short peak."""
+    atexit.register(lambda: log.info("%s: %.0f MB (high-water mark of the job's process)", PEAK_MEMORY, peak_rss_mb()))
+
+
 def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -> logging.Logger:
     """Log to the rule's log file (line-buffered) and stderr; route warnings and tqdm there too. Limit torch to
     ``threads`` CPU threads (now if it is loaded, else when it is first imported: corpus and shard jobs never load
-    it). ``streaming`` jobs (a corpus or its shards, batch by batch) :func:`return_freed_memory`."""
+    it). ``streaming`` jobs (a corpus or its shards, batch by batch) :func:`return_freed_memory`. The job's peak
+    memory is logged at exit (:func:`log_peak_memory_at_exit`)."""
     if streaming:
         return_freed_memory()
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
@@ -44,4 +61,6 @@ def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -
         sys.modules["torch"].set_num_threads(n)
     else:
         os.environ["OMP_NUM_THREADS"] = str(n)  # torch's intra-op threads when it is imported
-    return logging.getLogger("job")
+    log = logging.getLogger("job")
+    log_peak_memory_at_exit(log)
+    return log
