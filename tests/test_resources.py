@@ -57,3 +57,17 @@ def test_return_freed_memory_sets_glibc_thresholds():
     from vocab_transfer.workflow.job import return_freed_memory
 
     assert return_freed_memory() is (platform.libc_ver()[0] == "glibc")
+
+
+def test_peak_memory_is_this_programs_not_its_parents():
+    """A job started by a big process reports its own peak (VmHWM), not the parent's memory at the fork."""
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    ballast = np.ones(400 * 2**20 // 8)  # this process: 400 MB more than the child will ever use
+    code = "from vocab_transfer.workflow.job import peak_rss_mb; print(peak_rss_mb())"
+    child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert child < 200, child
+    assert ballast.sum() > 0

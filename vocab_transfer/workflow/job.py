@@ -31,8 +31,14 @@ PEAK_MEMORY = "peak resident memory"  # the line a job logs at exit (benchmarks/
 
 
 def peak_rss_mb() -> float:
-    """This process's peak resident memory (the kernel's high-water mark, VmHWM), in MB (2^20 bytes)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+    """This process's peak resident memory since it started its program (the kernel's high-water mark, ``VmHWM``),
+    in MB (2^20 bytes). Not ``getrusage``'s ``ru_maxrss``: that keeps the peak of the process it was forked from
+    (a job started by Snakemake would report Snakemake's own memory)."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024  # kB
+    except (OSError, StopIteration):  # not Linux
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def log_peak_memory_at_exit(log: logging.Logger) -> None:
