@@ -314,6 +314,23 @@ def test_disk_runs_merge_streaming_and_find_every_key(tmp_path) -> None:
     assert bloom.contains(others).mean() < 0.005  # about 0.05% false positives at 16 bits per key
 
 
+def test_merging_disk_runs_holds_a_few_chunks_not_the_runs(tmp_path) -> None:
+    """A merge streams: its memory is a few chunks, whatever the runs' size (the sparse index keeps copies of every
+    BLOCK-th key, not views that would keep each merged piece alive)."""
+    import tracemalloc
+
+    from vocab_transfer.data.dedup import DiskRun, merge_runs
+
+    keys = np.unique(np.random.default_rng(2).integers(0, 2**63, 2_000_000, dtype=np.uint64))
+    a, b = DiskRun.write(tmp_path / "a", keys[::2]), DiskRun.write(tmp_path / "b", keys[1::2])
+    del keys
+    tracemalloc.start()
+    merge_runs(a, b, tmp_path / "ab", chunk=1 << 16)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 4 * 2**20, peak  # 16 MB of keys merged; chunks of 0.5 MB
+
+
 # ----------------------------------------------------------------------------------------- split
 def test_split_disjoint_deterministic_order_independent(swahili: pd.DataFrame) -> None:
     train, held = split_documents(swahili, heldout_fraction=0.1, seed=13)

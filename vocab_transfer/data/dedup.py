@@ -50,7 +50,7 @@ class BloomFilter:
         with np.errstate(over="ignore"):
             return (keys[None, :] + np.arange(self.k, dtype=np.uint64)[:, None] * step[None, :]) % self.m
 
-    def add(self, keys: np.ndarray, chunk: int = 1 << 16) -> None:
+    def add(self, keys: np.ndarray, chunk: int = 1 << 14) -> None:  # chunk: k x 16,384 probes, 1 MB each
         for a in range(0, len(keys), chunk):
             p = self._probes(keys[a:a + chunk]).ravel()
             np.bitwise_or.at(self.bits, (p >> np.uint64(3)).astype(np.intp), (1 << (p & np.uint64(7))).astype(np.uint8))
@@ -103,7 +103,7 @@ def merge_runs(a: DiskRun, b: DiskRun, path: Path, chunk: int = 1 << 17) -> Disk
     def write(piece: np.ndarray) -> None:
         nonlocal n
         piece.astype("<u8", copy=False).tofile(f)
-        sparse.append(piece[(-n) % BLOCK::BLOCK])  # the keys at multiples of BLOCK in the merged run
+        sparse.append(piece[(-n) % BLOCK::BLOCK].copy())  # the keys at multiples of BLOCK (a copy: a view keeps piece)
         n += len(piece)
 
     with open(path, "wb") as f:
