@@ -15,7 +15,6 @@ from vocab_transfer.data.shards import write_shard
 from vocab_transfer.eval.mlm import pack_texts
 from vocab_transfer.source_model import build_xlmr_mlm
 from vocab_transfer.training.lapt import (
-    EXIT_RESUME,
     LaptConfig,
     embedding_layer_names,
     embedding_parameter_names,
@@ -23,6 +22,7 @@ from vocab_transfer.training.lapt import (
     reinitialize,
     train,
 )
+from vocab_transfer.training.runtime import EXIT_RESUME
 
 TINY = dict(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32, max_position_embeddings=32)
 
