@@ -210,21 +210,29 @@ def sample_texts(corpus: str | os.PathLike, sentences: int | None, *, seed: int,
     """Stream the training texts of a tokenizer from a corpus split: its first ``max_docs`` documents, or of those a
     seeded uniform sample of ``sentences`` (:func:`sample_positions`), in corpus order. Nothing but the sample's
     positions is held. ``info`` receives ``corpus_docs``, ``sample_docs`` and (once consumed) ``sample_bytes``."""
-    from .corpus import corpus_num_docs, iter_texts
+    import pyarrow as pa
+
+    from .corpus import corpus_num_docs, iter_corpus
 
     n = corpus_num_docs(corpus)
     n = min(n, max_docs) if max_docs else n
     keep = None if sentences is None or sentences >= n else sample_positions(n, sentences, seed)
     info = info if info is not None else {}
     info.update(corpus_docs=n, sample_docs=n if keep is None else len(keep), sample_bytes=0)
-    j = 0
-    for i, text in enumerate(iter_texts(corpus)):
-        if i >= n or (keep is not None and j >= len(keep)):
+    start = 0
+    for batch in iter_corpus(corpus, ("text",)):  # only the sampled rows of a batch become Python strings
+        if start >= n:
             return
-        if keep is None or keep[j] == i:
-            j += keep is not None
+        column = batch.column(0).slice(0, n - start)
+        if keep is not None:
+            lo, hi = np.searchsorted(keep, [start, start + len(column)])
+            column = column.take(pa.array(keep[lo:hi] - start))
+        start += batch.num_rows
+        for text in column.to_pylist():
             info["sample_bytes"] += len(text.encode("utf-8"))
             yield text
+        if keep is not None and (not len(keep) or start > keep[-1]):  # the sample is complete
+            return
 
 
 #: Files that define a tokenizer (a fast tokenizer is its ``tokenizer.json``; slow ones have vocabularies).
