@@ -127,12 +127,14 @@ def run_size(size_text: str, args) -> pd.DataFrame:
     targets = ["results/eval_init/bench/de.parquet", "results/lapt/bench/de/focus/curve.parquet"]
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile",
            str(config), "--cores", str(args.cores), "--rerun-incomplete", *targets]
-    if args.only:  # remeasure these rules on the data already there; the other rows stay as measured before
-        cmd += ["--forcerun", *args.only, "--until", *args.only]  # (and whatever they need that is out of date)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    # --only: remeasure these rules on the data already there, one Snakemake call each (--until with several rules
+    # can leave a job unscheduled); the other rows stay as measured before
+    calls = [cmd + ["--forcerun", rule, "--until", rule] for rule in args.only] if args.only else [cmd]
     t0 = time.time()
     with open(run / "snakemake.log", "w") as log:
-        subprocess.run(cmd, check=True, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        for call in calls:
+            subprocess.run(call, check=True, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     print(f"{size_text}: DAG done in {time.time() - t0:.0f} s", file=sys.stderr)
     return collect(run, size_text, size)
 
