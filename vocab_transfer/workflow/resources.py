@@ -45,7 +45,8 @@ COSTS: dict[str, Cost] = {
     "tokenize_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
     "tokenize_source_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
     "tokenize_extended_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
-    # fastText's own matrices dominate: see fasttext_mem_mb; about 1 h per GB of tokens per thread at dim 100
+    # fastText's own matrices dominate: see fasttext_mem_mb; 30 thread-seconds per million tokens at dim 100 (about
+    # 4 thread-hours per GB of uint16 shard)
     "train_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
     "train_source_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
     "build_word_vectors": Cost(mem_mb=2000, minutes=30, minutes_per_gb=300, data=("corpus",)),
