@@ -71,3 +71,16 @@ def test_peak_memory_is_this_programs_not_its_parents():
     child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert child < 200, child
     assert ballast.sum() > 0
+
+
+def test_a_job_logs_its_peak_memory_at_exit(tmp_path):
+    import subprocess
+    import sys
+
+    from vocab_transfer.workflow.job import PEAK_MEMORY
+
+    code = (f"from vocab_transfer.workflow.job import setup_job\nsetup_job({str(tmp_path / 'job.log')!r})\n"
+            "import numpy as np\nx = np.ones(300 * 2**20 // 8)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    line = [x for x in (tmp_path / "job.log").read_text().splitlines() if PEAK_MEMORY in x]
+    assert len(line) == 1 and 300 < float(line[0].split(PEAK_MEMORY + ":")[1].split("MB")[0]) < 500

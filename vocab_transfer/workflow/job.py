@@ -42,9 +42,21 @@ def peak_rss_mb() -> float:
 
 
 def log_peak_memory_at_exit(log: logging.Logger) -> None:
-    """Log :func:`peak_rss_mb` when the process exits: an exact figure, where a scheduler's or Snakemake's
-    ``benchmark:`` samples the memory (every 30 s after a job's first 15 s) and can miss a short peak."""
-    atexit.register(lambda: log.info("%s: %.0f MB (high-water mark of the job's process)", PEAK_MEMORY, peak_rss_mb()))
+    """Log :func:`peak_rss_mb` when the process exits (once per process): an exact figure, where a scheduler's or
+    Snakemake's ``benchmark:`` samples the memory (every 30 s after a job's first 15 s) and can miss a short peak."""
+    global _peak_logger
+    if _peak_logger is None:
+        atexit.register(_log_peak)
+    _peak_logger = log
+
+
+_peak_logger: logging.Logger | None = None
+
+
+def _log_peak() -> None:
+    logging.raiseExceptions = False  # a handler whose file is gone by now (a test's) stays silent
+    if _peak_logger is not None:
+        _peak_logger.info("%s: %.0f MB (high-water mark of the job's process)", PEAK_MEMORY, peak_rss_mb())
 
 
 def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -> logging.Logger:
