@@ -53,6 +53,7 @@ from .runtime import (
     StopSignals,
     adamw,
     autocast_factory,
+    checkpoint_settings,
     grad_scaler,
     linear_schedule,
     optimizer_step,
@@ -584,9 +585,8 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: the selected weights
     best_path = Path(checkpoint_dir) / "best.pt"
     step, history, best = 0, [], {"step": -1, "score": -math.inf}
-    settings = {"task": task, "seed": seed, "labels": list(labels or []),
-                **{k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUME_FREE}}
-    resume, state = ckpt.resume(json.loads(json.dumps(settings)))
+    settings = checkpoint_settings(cfg, RESUME_FREE, task=task, seed=seed, labels=list(labels or []))
+    resume, state = ckpt.resume(settings)
     if resume is not None:
         step, history, best = state["step"], state["history"], state["best"]
         ckpt.restore_model(resume, model, device)

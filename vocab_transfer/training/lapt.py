@@ -109,6 +109,7 @@ from .runtime import (
     StopSignals,
     adamw,
     autocast_factory,
+    checkpoint_settings,
     grad_scaler,
     linear_schedule,
     optimizer_step,
@@ -168,7 +169,7 @@ def resume_settings(cfg: LaptConfig) -> dict:
     """The settings a checkpoint is only valid for (stored in its state.json, compared when resuming): every
     LaptConfig field but those a resumed run may change (threads, checkpointing, and micro-batching, e.g. after
     running out of GPU memory: the same sequences per step, only split differently)."""
-    return json.loads(json.dumps({k: v for k, v in dataclasses.asdict(cfg).items() if k not in RESUME_FREE}))
+    return checkpoint_settings(cfg, RESUME_FREE)
 
 
 def _post_order(module: torch.nn.Module):

@@ -14,7 +14,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..eval.mlm import mask_tokens, mlm_loss
 from ..source_model import masked_lm_loss
-from .runtime import optimizer_step
+from .runtime import Progress, optimizer_step
 
 log = logging.getLogger(__name__)
 
@@ -35,17 +35,14 @@ def pretrain_mlm(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tra
     warmup = max(1, int(warmup_ratio * steps))
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup))))
-    rows, running, n_running, t0 = [], 0.0, 0, time.time()
+    rows, running, n_running, t0, progress = [], 0.0, 0, time.time(), Progress(0, steps)
 
     def evaluate(step: int) -> None:
         held = mlm_loss(model, heldout, tokenizer, seed=seed + 1, mask_prob=mask_prob)["mlm_loss"]
         train_loss = running / n_running if n_running else float("nan")
         rows.append({"step": step, "samples": step * batch_size, "train_loss": train_loss, "heldout_loss": held,
                      "lr": sched.get_last_lr()[0], "elapsed_s": time.time() - t0})
-        rate = step / max(time.time() - t0, 1e-9)
-        eta = (steps - step) / rate if rate > 0 else float("nan")
-        log.info("step %d/%d train %.3f held-out %.3f (%.2f steps/s, ETA %.0f s)", step, steps, train_loss, held,
-                 rate, eta)
+        log.info("step %d/%d train %.3f held-out %.3f (%s)", step, steps, train_loss, held, progress(step))
         model.train()
 
     evaluate(0)

@@ -19,6 +19,7 @@ records. The protocol it follows:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -96,6 +97,12 @@ def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
         scaler.update()
     sched.step()
     opt.zero_grad(set_to_none=True)
+
+
+def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:
+    """What a run's checkpoints are valid for (saved in their state, compared by :meth:`Checkpoints.resume`): ``extra``
+    and every field of the dataclass ``cfg`` but those in ``free`` (a resumed run may change them), as JSON values."""
+    return json.loads(json.dumps({**extra, **{k: v for k, v in dataclasses.asdict(cfg).items() if k not in free}}))
 
 
 class Checkpoints:

@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
 
+
+def _from_dict(cls, d: dict, what: str):
+    """``cls(**d)``, naming the keys of ``d`` that are not fields of the dataclass ``cls``."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(d) - names
+    if unknown:
+        raise ValueError(f"{what}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
+    return cls(**d)
+
 # MAD-X task adapters: AdapterHub's Pfeiffer configuration (reduction factor 16), in every layer, no invertible
 # part (that belongs to the language); the non-linearity stays eq. 1's GeLU. unks-everywhere is silent on them.
 TASK_ADAPTER_DEFAULTS = {"reduction_factor": 16, "invertible": False, "skip_last_layer": False}
@@ -33,10 +42,7 @@ class AdapterConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> AdapterConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        if set(d) - names:
-            raise ValueError(f"adapter: unknown key(s) {sorted(set(d) - names)}; known: {sorted(names)}")
-        return cls(**d)
+        return _from_dict(cls, d, "adapter")
 
 
 def task_adapter_config(d: dict | None = None) -> AdapterConfig:
@@ -117,11 +123,7 @@ class LaptConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> LaptConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"LAPT config: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-        return cls(**d)
+        return _from_dict(cls, d, "LAPT config")
 
     def stages(self) -> list[tuple[int, str]]:
         """(steps, trainable) per stage: trainable is ``embeddings``, ``embedding_layers``, ``adapter`` (and
@@ -206,11 +208,7 @@ class FinetuneConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> FinetuneConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"fine-tuning config: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-        return cls(**d)
+        return _from_dict(cls, d, "fine-tuning config")
 
 
 def selection_metric(task: str, cfg: FinetuneConfig, labels: list[str] | None = None) -> str:
