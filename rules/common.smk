@@ -26,26 +26,28 @@ os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(2**32))
 # 100 MB corpus part read); the system allocator reuses them.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
-# The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan.py).
+# The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan.py);
+# cfg is the config typed (vocab_transfer/workflow/model.py).
 plan = Plan(config)
+cfg = plan.cfg
 
 
 wildcard_constraints:
-    lang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
-    target="|".join(all_targets(config)),
+    lang="|".join(plan.languages),
+    target="|".join(all_targets(cfg)),
     source="|".join(plan.sources),
     method="|".join(plan.method_names),
-    slang="|".join(set(config["corpora"]) | set(config.get("word_vectors", {}))),
+    slang="|".join(plan.languages),
     split="train|heldout",
     factorization="mf-[0-9a-f]{12}",
-    run="|".join(config.get("lapt", {}).get("runs", {})) or "^$",
+    run="|".join(cfg.lapt.runs) or "^$",
     task="|".join(plan.task_names) or "^$",
-    srctask="|".join(config.get("zero_shot", {}).get("sources", {})) or "^$",
-    setup="|".join(config.get("zero_shot", {}).get("setups", {})) or "^$",
-    ftmodel="|".join(config.get("finetune", {}).get("models", {})) or "^$",
+    srctask="|".join(cfg.zero_shot.sources) or "^$",
+    setup="|".join(cfg.zero_shot.setups) or "^$",
+    ftmodel="|".join(cfg.finetune.models) or "^$",
     seed=r"\d+",
-    table="|".join(config.get("tables", {})) or "^$",
-    figure="|".join(config.get("figures", {})) or "^$",
+    table="|".join(cfg.tables) or "^$",
+    figure="|".join(cfg.figures) or "^$",
 
 
 # --- what each job asks the scheduler for (vocab_transfer.workflow.resources) ----------------------------
@@ -59,16 +61,16 @@ def tokenizer_sample_mb(wildcards, input):
     """SentencePiece's memory for the sample of the corpus that train_tokenizer trains on."""
     if plan.pretrained_tokenizer(wildcards.lang):
         return 0
-    return res.tokenizer_sample_mb(res.read_json(input.stats), config["tokenizer"].get("input_sentence_size"))
+    return res.tokenizer_sample_mb(res.read_json(input.stats), cfg.tokenizer.input_sentence_size)
 
 
 def fasttext_mem_mb(wildcards, input):
     """fastText's matrices for the shard's vocabulary (its meta.json; 250k, XLM-R's, before it exists)."""
     vocab = res.read_json(os.path.join(input.shards, "meta.json")).get("vocab_size", 250_000)
-    return res.fasttext_mem_mb(config["fasttext"], vocab)
+    return res.fasttext_mem_mb(cfg.fasttext.dim, vocab, cfg.fasttext.maxn)
 
 
 def word_fasttext_mem_mb(wildcards, input):
     """Word-level fastText's matrices (a vocabulary of a million words, or `word_fasttext.max_words`)."""
-    spec = config.get("word_fasttext", {})
-    return 0 if "pretrained" in input.keys() else res.fasttext_mem_mb(spec, spec.get("max_words") or 1_000_000)
+    spec = cfg.word_fasttext
+    return 0 if "pretrained" in input.keys() else res.fasttext_mem_mb(spec.dim, spec.max_words or 1_000_000, spec.maxn)

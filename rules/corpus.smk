@@ -9,9 +9,9 @@ rule prepare_corpus:
         stats=paths.corpus_stats("{lang}"),
     params:
         spec=plan.corpus_spec,
-        filter=canonical(config.get("corpus_filter", {})),
-        split=canonical(config.get("corpus_split", {})),
-        seed=config["seed"],
+        filter=plan.written("corpus_filter"),
+        split=plan.written("corpus_split"),
+        seed=cfg.seed,
     log:
         "logs/prepare_corpus/{lang}.log",
     benchmark:

@@ -8,7 +8,7 @@ rule pack_heldout:
     output:
         blocks=paths.heldout_blocks("{target}"),
     params:
-        spec=canonical({k: config["eval"][k] for k in ("seq_len", "max_sequences")}),
+        spec=canonical({"seq_len": cfg.eval.seq_len, "max_sequences": cfg.eval.max_sequences}),
     log:
         "logs/pack_heldout/{target}.log",
     benchmark:
@@ -40,7 +40,7 @@ rule evaluate_init:
     output:
         result=paths.init_eval("{source}", "{target}"),
     params:
-        spec=canonical(config["eval"]),
+        spec=plan.written("eval"),
         methods=plan.eval_methods,
     threads: 1
     log:

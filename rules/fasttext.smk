@@ -9,9 +9,9 @@ rule train_fasttext:
         vectors=paths.fasttext_vectors("{target}"),
         tokens=paths.fasttext_tokens("{target}"),
     params:
-        spec=canonical(config["fasttext"]),
-        seed=config["seed"],
-    threads: config["fasttext"].get("threads", 1)
+        spec=plan.written("fasttext"),
+        seed=cfg.seed,
+    threads: cfg.fasttext.threads
     log:
         "logs/train_fasttext/{target}.log",
     benchmark:
@@ -31,9 +31,9 @@ rule train_source_fasttext:
         vectors=paths.source_fasttext_vectors("{source}", "{slang}"),
         tokens=paths.source_fasttext_tokens("{source}", "{slang}"),
     params:
-        spec=canonical(config["fasttext"]),
-        seed=config["seed"],
-    threads: config["fasttext"].get("threads", 1)
+        spec=plan.written("fasttext"),
+        seed=cfg.seed,
+    threads: cfg.fasttext.threads
     log:
         "logs/train_source_fasttext/{source}/{slang}.log",
     benchmark:

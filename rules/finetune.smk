@@ -9,7 +9,7 @@ rule prepare_task:
     params:
         spec=plan.task_spec,
         task=plan.finetune_task_type,
-        seed=config["seed"],
+        seed=cfg.seed,
     log:
         "logs/prepare_task/{task}.log",
     script:
@@ -43,12 +43,12 @@ rule finetune:
         embeddings=plan.finetune_embeddings_flag,
         task=plan.finetune_task_type,
         checkpoints=paths.finetune_checkpoints("{source}", "{task}", "{ftmodel}", "{seed}"),
-        launcher=plan.finetune.get("launcher", "python"),
-    threads: plan.finetune.get("training", {}).get("threads", 1)
+        launcher=cfg.finetune.launcher,
+    threads: cfg.finetune.job_threads()
     resources:
-        gpu=plan.finetune.get("gpus", 0),
+        gpu=cfg.finetune.gpus,
         mem_mb=4000,
-        runtime=plan.finetune.get("runtime_min", 60),
+        runtime=cfg.finetune.runtime_min,
     log:
         "logs/finetune/{source}/{task}/{ftmodel}/seed{seed}.log",
     benchmark:

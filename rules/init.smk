@@ -9,7 +9,7 @@ rule init_embeddings:
         provenance=paths.provenance("{source}", "{target}", "{method}"),
     params:
         method=plan.method_params,
-        seed=config["seed"],
+        seed=cfg.seed,
     threads: 1
     log:
         "logs/init_embeddings/{source}/{target}/{method}.log",
@@ -47,7 +47,7 @@ rule factorize_source:
         factors=paths.factors("{source}", "{factorization}"),
     params:
         spec=plan.factorization_params,
-        seed=config["seed"],
+        seed=cfg.seed,
     threads: 2
     resources:
         gpu=plan.factorization_gpus,

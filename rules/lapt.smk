@@ -1,5 +1,6 @@
-# Language-adaptive pretraining (LAPT) of transferred models: `python -m vocab_transfer.training.lapt`, through
-# torchrun on GPUs (config lapt.launcher); resumable from its checkpoints (FOCUS §3.1, Figure 2).
+# Language-adaptive pretraining (LAPT) of transferred models: `python -m vocab_transfer.training.lapt`, one process
+# per GPU on lapt.nodes nodes (torchrun; vocab_transfer/training/launch.py picks the launcher from lapt.gpus and
+# lapt.nodes); resumable from its checkpoints (FOCUS §3.1, Figure 2).
 # `exec` hands SLURM's --signal=TERM warning straight to the trainer, which checkpoints and exits 75;
 # the profile's `retries` then resumes it (profiles/slurm/config.yaml).
 
@@ -20,12 +21,13 @@ rule train_lapt:
     params:
         config=plan.lapt_config,
         checkpoints=paths.lapt_checkpoints("{source}", "{target}", "{run}"),
-        launcher=config.get("lapt", {}).get("launcher", "python"),
-    threads: config.get("lapt", {}).get("training", {}).get("threads", 1)
+        launcher=cfg.lapt.launch_command(),
+    threads: cfg.lapt.job_threads()
     resources:
-        gpu=config.get("lapt", {}).get("gpus", 0),
+        gpu=cfg.lapt.gpus,
+        nodes=cfg.lapt.nodes,
         mem_mb=res.mem_mb(config, "train_lapt"),
-        runtime=config.get("lapt", {}).get("runtime_min", 60),
+        runtime=cfg.lapt.runtime_min,
     log:
         "logs/train_lapt/{source}/{target}/{run}.log",
     benchmark:

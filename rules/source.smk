@@ -8,7 +8,7 @@ rule train_source_tokenizer:
         tokenizer=directory(paths.source_tokenizer("{source}")),
     params:
         spec=plan.pretrain_spec,
-    threads: 2
+    threads: plan.pretrain_tokenizer_threads
     log:
         "logs/train_source_tokenizer/{source}.log",
     benchmark:
@@ -38,8 +38,8 @@ rule pretrain_source_model:
         ),
     params:
         spec=plan.pretrain_spec,
-        seed=config["seed"],
-    threads: 2
+        seed=cfg.seed,
+    threads: plan.pretrain_threads
     log:
         "logs/pretrain_source_model/{source}.log",
     benchmark:

@@ -11,10 +11,10 @@ rule train_tokenizer:
     output:
         tokenizer=directory(paths.tokenizer("{lang}")),
     params:
-        spec=canonical({k: v for k, v in config["tokenizer"].items() if k != "pretrained"}),
+        spec=plan.written("tokenizer", exclude=("pretrained",)),
         pretrained=plan.pretrained_tokenizer_of,
-        seed=config["seed"],
-    threads: config["tokenizer"].get("threads", 2)
+        seed=cfg.seed,
+    threads: cfg.tokenizer.threads
     log:
         "logs/train_tokenizer/{lang}.log",
     benchmark:

@@ -10,7 +10,7 @@ rule build_word_vectors:
         words=paths.word_list("{lang}"),
     params:
         spec=plan.word_vector_spec,
-    threads: config.get("word_fasttext", {}).get("threads", 1)
+    threads: cfg.word_fasttext.threads
     log:
         "logs/build_word_vectors/{lang}.log",
     benchmark:

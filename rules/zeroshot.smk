@@ -19,12 +19,12 @@ rule train_source_task:
         task=plan.source_task_type,
         meta=plan.source_task_meta,
         checkpoints=paths.source_task_checkpoints("{source}", "{srctask}", "{setup}", "{seed}"),
-        launcher=plan.zero_shot.get("launcher", "python"),
-    threads: plan.zero_shot.get("training", {}).get("threads", 1)
+        launcher=cfg.zero_shot.launcher,
+    threads: cfg.zero_shot.job_threads()
     resources:
-        gpu=plan.zero_shot.get("gpus", 0),
+        gpu=cfg.zero_shot.gpus,
         mem_mb=4000,
-        runtime=plan.zero_shot.get("runtime_min", 60),
+        runtime=cfg.zero_shot.runtime_min,
     log:
         "logs/train_source_task/{source}/{srctask}/{setup}/seed{seed}.log",
     benchmark:
@@ -47,12 +47,12 @@ rule evaluate_zero_shot:
         meta=plan.zero_shot_meta,
         task=plan.finetune_task_type,
         unseen=plan.zero_shot_unseen,
-        launcher=plan.zero_shot.get("launcher", "python"),
-    threads: plan.zero_shot.get("training", {}).get("threads", 1)
+        launcher=cfg.zero_shot.launcher,
+    threads: cfg.zero_shot.job_threads()
     resources:
-        gpu=plan.zero_shot.get("gpus", 0),
+        gpu=cfg.zero_shot.gpus,
         mem_mb=4000,
-        runtime=plan.zero_shot.get("eval_runtime_min", 30),
+        runtime=cfg.zero_shot.eval_runtime_min,
     log:
         "logs/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.log",
     benchmark:

@@ -521,18 +521,46 @@ def test_clm_objective_trains_a_decoder(tmp_path, sw_tokenizer, blocks):
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
 
 
+DDP_TOLERANCE = 1e-4  # held-out loss and weights: DDP averages two gradients, one process sums two halves
+
+
+def assert_same_training(tmp_path, one, other):
+    """Two LAPT outputs with the same held-out curve and weights, up to float summation order."""
+    from safetensors.torch import load_file
+
+    a, b = (pd.read_parquet(tmp_path / f"{name}.curve.parquet") for name in (one, other))
+    assert list(a["step"]) == list(b["step"])
+    torch.testing.assert_close(torch.tensor(b["heldout_loss"].to_numpy()), torch.tensor(a["heldout_loss"].to_numpy()),
+                               rtol=DDP_TOLERANCE, atol=DDP_TOLERANCE)
+    wa, wb = load_file(tmp_path / one / "model.safetensors"), load_file(tmp_path / other / "model.safetensors")
+    for k in wa:
+        torch.testing.assert_close(wb[k], wa[k], rtol=DDP_TOLERANCE, atol=DDP_TOLERANCE, msg=k)
+    assert not all(torch.equal(wa[k], w0) for k, w0 in load_file(tmp_path / "model" / "model.safetensors").items()
+                   if k in wa)  # it trained
+
+
 @pytest.mark.slow
-def test_torchrun_ddp_on_cpu(tmp_path, sw_tokenizer, swahili_verses):
-    """Two processes (gloo) through torchrun: one model written, loss falls, batch split across ranks."""
+def test_torchrun_ddp_on_cpu_trains_as_one_process(tmp_path, sw_tokenizer, swahili_verses):
+    """Two processes (gloo) through ``torchrun --standalone``, each with half of every batch, train the model one
+    process does with the same global batch in two micro batches: the same data order, masks and dropout (seeded by
+    the micro batch's place in the global batch), the gradient averaged instead of summed."""
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    one = subprocess.run(cli(tmp_path, model_dir, tmp_path / "one", 10, micro_batch_size=4), env=env,
+                         capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr[-3000:]
     cmd = cli(tmp_path, model_dir, tmp_path / "ddp", 10)
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    proc = subprocess.run([*torchrun, *cmd[1:]], env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True,
-                          text=True)
+    proc = subprocess.run([*torchrun, *cmd[1:]], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    curve = pd.read_parquet(tmp_path / "ddp.curve.parquet")
-    assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
+    assert "process 1 of 2" in proc.stderr
     assert (tmp_path / "ddp" / "model.safetensors").is_file() and not (tmp_path / "ddp.checkpoints").exists()
+    assert_same_training(tmp_path, "one", "ddp")
+    # the tolerance is tight enough to tell: one micro batch of 8 masks the second half differently
+    whole = subprocess.run(cli(tmp_path, model_dir, tmp_path / "whole", 10), env=env, capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    with pytest.raises(AssertionError):
+        assert_same_training(tmp_path, "whole", "ddp")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CI has none)")

@@ -38,8 +38,8 @@ def test_tokenizer_and_fasttext_memory_follow_the_sample_and_the_matrices(tmp_pa
     assert res.tokenizer_sample_mb(stats, 300_000) == pytest.approx(20 * 45)  # 45 MB sampled, 20 bytes per byte
     assert res.tokenizer_sample_mb(stats, None) == pytest.approx(20 * 150)
     assert res.tokenizer_sample_mb({}, 300_000) == 0
-    assert res.fasttext_mem_mb({"dim": 100}, 50_000) == pytest.approx((2 * 50_000 + 2_000_000) * 400 / 1e6)
-    assert res.fasttext_mem_mb({"dim": 100, "maxn": 0}, 50_000) == pytest.approx(100_000 * 400 / 1e6)
+    assert res.fasttext_mem_mb(100, 50_000) == pytest.approx((2 * 50_000 + 2_000_000) * 400 / 1e6)
+    assert res.fasttext_mem_mb(100, 50_000, maxn=0) == pytest.approx(100_000 * 400 / 1e6)
     (tmp_path / "stats.json").write_text(json.dumps(stats))
     assert res.read_json(tmp_path / "stats.json") == stats and res.read_json(tmp_path / "none.json") == {}
 

@@ -7,21 +7,23 @@ import pandas as pd
 from vocab_transfer.data.dictionary import DICTD_ROOT, identical_pairs, read_freedict, read_pairs
 from vocab_transfer.io import write_parquet
 from vocab_transfer.workflow.job import setup_job
+from vocab_transfer.workflow.model import Dictionary
 
 
-def main(inputs, spec, out_path, log_path):
+def main(inputs, spec: Dictionary, out_path, log_path):
     log = setup_job(log_path)
-    if spec["source"] == "freedict":
-        pairs = read_freedict(spec["name"], spec.get("root", DICTD_ROOT))
-    elif spec["source"] == "identical":
+    if spec.source == "freedict":
+        pairs = read_freedict(spec.name, spec.root or DICTD_ROOT)
+    elif spec.source == "identical":
         pairs = identical_pairs(pd.read_parquet(inputs["source_words"])["word"].tolist(),
-                                pd.read_parquet(inputs["target_words"])["word"].tolist(),
-                                min_length=spec.get("min_length", 2))
+                                pd.read_parquet(inputs["target_words"])["word"].tolist(), min_length=spec.min_length)
     else:  # file, muse
         pairs = read_pairs(inputs["pairs"])
-    log.info("%s dictionary: %d single-word pairs, %d source words", spec["source"], len(pairs),
+    log.info("%s dictionary: %d single-word pairs, %d source words", spec.source, len(pairs),
              pairs["source_word"].nunique())
     write_parquet(pairs, out_path)
 
 
-main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.output.pairs, snakemake.log[0])
+main(dict(snakemake.input.items()),
+     Dictionary.parse(json.loads(snakemake.params.spec), f"dictionaries.{snakemake.wildcards.slang}.{snakemake.wildcards.lang}"),
+     snakemake.output.pairs, snakemake.log[0])

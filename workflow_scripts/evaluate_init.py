@@ -11,6 +11,7 @@ from vocab_transfer.eval.mlm import init_eval_row
 from vocab_transfer.io import read_tensors, write_parquet
 from vocab_transfer.source_model import is_causal_lm, load_source_model, transferred_model
 from vocab_transfer.workflow.job import setup_job
+from vocab_transfer.workflow.model import Eval
 
 
 def tokenizer(cache, path):
@@ -19,7 +20,7 @@ def tokenizer(cache, path):
     return cache[path]
 
 
-def main(inputs, methods, spec, wildcards, out_path, log_path, threads):
+def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = load_source_model(inputs["model"])
     objective = "clm" if is_causal_lm(source) else "mlm"
@@ -30,12 +31,12 @@ def main(inputs, methods, spec, wildcards, out_path, log_path, threads):
         model = transferred_model(copy.deepcopy(source), tensors["embeddings"], tensors.get("output_bias"))
         result = init_eval_row(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"],
                                tokenizer(tokenizers, inputs[f"tokenizer__{m}"]), objective=objective,
-                               seed=spec["seed"], mask_prob=spec["mask_prob"], batch_size=spec["batch_size"])
+                               seed=spec.seed, mask_prob=spec.mask_prob, batch_size=spec.batch_size)
         log.info("%s %s %s: %s", wildcards["source"], wildcards["target"], m, result)
         rows.append({**wildcards, "method": m, **result})
     write_parquet(pd.DataFrame(rows), out_path)
 
 
-main(dict(snakemake.input.items()), list(snakemake.params.methods), json.loads(snakemake.params.spec),
+main(dict(snakemake.input.items()), list(snakemake.params.methods), Eval.parse(json.loads(snakemake.params.spec), "eval"),
      {k: snakemake.wildcards[k] for k in ("source", "target")}, snakemake.output.result, snakemake.log[0],
      snakemake.threads)

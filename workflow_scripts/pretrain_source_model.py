@@ -1,5 +1,6 @@
 """Pretrain the small XLM-R-architecture source MLM on its languages' token shards (rule pretrain_source_model)."""
 
+import dataclasses
 import json
 import math
 import shutil
@@ -14,24 +15,24 @@ from vocab_transfer.report.plots import plot_curve
 from vocab_transfer.source_model import build_xlmr_mlm
 from vocab_transfer.training.pretrain import pretrain_mlm
 from vocab_transfer.workflow.job import setup_job
+from vocab_transfer.workflow.model import Pretrain
 
 
-def main(tokenizer_dir, corpora, heldout_corpora, spec, seed, model_dir, curve_path, plot_path, log_path, threads):
-    log = setup_job(log_path, threads)
+def main(tokenizer_dir, corpora, heldout_corpora, spec: Pretrain, seed, model_dir, curve_path, plot_path, log_path):
+    train_cfg = spec.training
+    log = setup_job(log_path, train_cfg.threads)
     tok = load_tokenizer(tokenizer_dir)
-    train_cfg = spec["training"]
-    seq_len = train_cfg["seq_len"]
+    seq_len = train_cfg.seq_len
     train = open_blocks(corpora, tok, seq_len, tokenizer_dir=tokenizer_dir)  # read block by block
     heldout = open_blocks(heldout_corpora, tok, seq_len, tokenizer_dir=tokenizer_dir)
     g = torch.Generator().manual_seed(seed)
-    heldout = heldout[torch.randperm(len(heldout), generator=g)[: train_cfg.get("eval_sequences", 64)]]
+    heldout = heldout[torch.randperm(len(heldout), generator=g)[: train_cfg.eval_sequences]]
     log.info("packed %d training and %d held-out sequences of %d tokens", len(train), len(heldout), seq_len)
-    model = build_xlmr_mlm(tok, max_position_embeddings=seq_len, seed=seed, **spec["model"])
+    model = build_xlmr_mlm(tok, max_position_embeddings=seq_len, seed=seed, **dataclasses.asdict(spec.model))
     log.info("model: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
-    curve = pretrain_mlm(model, tok, train, heldout, seed=seed, steps=train_cfg["steps"],
-                         batch_size=train_cfg["batch_size"], lr=train_cfg["lr"],
-                         warmup_ratio=train_cfg["warmup_ratio"], weight_decay=train_cfg["weight_decay"],
-                         eval_every=train_cfg["eval_every"])
+    curve = pretrain_mlm(model, tok, train, heldout, seed=seed, steps=train_cfg.steps, batch_size=train_cfg.batch_size,
+                         lr=train_cfg.lr, warmup_ratio=train_cfg.warmup_ratio, weight_decay=train_cfg.weight_decay,
+                         eval_every=train_cfg.eval_every)
     log.info("held-out MLM loss %.3f -> %.3f (ln |V| = %.3f)", curve.heldout_loss.iloc[0],
              curve.heldout_loss.iloc[-1], math.log(len(tok)))
     with atomic_path(model_dir, directory=True) as tmp:
@@ -43,5 +44,6 @@ def main(tokenizer_dir, corpora, heldout_corpora, spec, seed, model_dir, curve_p
                hline=math.log(len(tok)))
 
 
-main(snakemake.input.tokenizer, list(snakemake.input.corpora), list(snakemake.input.heldout), json.loads(snakemake.params.spec), snakemake.params.seed,
-     snakemake.output.model, snakemake.output.curve, snakemake.output.plot, snakemake.log[0], snakemake.threads)
+main(snakemake.input.tokenizer, list(snakemake.input.corpora), list(snakemake.input.heldout),
+     Pretrain.parse(json.loads(snakemake.params.spec), f"sources.{snakemake.wildcards.source}.pretrain"),
+     snakemake.params.seed, snakemake.output.model, snakemake.output.curve, snakemake.output.plot, snakemake.log[0])

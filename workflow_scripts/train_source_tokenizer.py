@@ -1,6 +1,7 @@
 """Multilingual SentencePiece Unigram tokenizer for a source model pretrained here (rule train_source_tokenizer):
 the first `max_docs_per_language` documents of each language, streamed from the corpora."""
 
+import dataclasses
 import itertools
 import json
 
@@ -13,12 +14,13 @@ from vocab_transfer.data.tokenizer import (
 )
 from vocab_transfer.io import atomic_path
 from vocab_transfer.workflow.job import setup_job
+from vocab_transfer.workflow.model import Pretrain
 
 
-def main(corpora, spec, out_dir, log_path):
+def main(corpora, spec: Pretrain, out_dir, log_path):
     log = setup_job(log_path)
-    cfg = spec["tokenizer"]
-    cap, counts = cfg.get("max_docs_per_language"), {}
+    cfg = spec.tokenizer
+    cap, counts = cfg.max_docs_per_language, {}
 
     def texts():
         for path in corpora:
@@ -28,12 +30,14 @@ def main(corpora, spec, out_dir, log_path):
                 yield text
             log.info("%s: %d documents", path, counts[path])
 
-    tok = train_unigram_tokenizer(texts(), cfg["vocab_size"], character_coverage=cfg.get("character_coverage", 1.0),
-                                  num_threads=cfg.get("threads", 2), show_progress=True)
+    tok = train_unigram_tokenizer(texts(), cfg.vocab_size, character_coverage=cfg.character_coverage,
+                                  num_threads=cfg.threads, show_progress=True)
     log.info("trained %d tokens", len(tok))
     with atomic_path(out_dir, directory=True) as tmp:
         save_tokenizer(tok, tmp)
-        write_training_info(tmp, {"corpora": counts, "settings": cfg, "sha256": tokenizer_fingerprint(tmp)})
+        write_training_info(tmp, {"corpora": counts, "settings": dataclasses.asdict(cfg),
+                                  "sha256": tokenizer_fingerprint(tmp)})
 
 
-main(list(snakemake.input.corpora), json.loads(snakemake.params.spec), snakemake.output.tokenizer, snakemake.log[0])
+main(list(snakemake.input.corpora), Pretrain.parse(json.loads(snakemake.params.spec), f"sources.{snakemake.wildcards.source}.pretrain"),
+     snakemake.output.tokenizer, snakemake.log[0])

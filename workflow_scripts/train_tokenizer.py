@@ -15,12 +15,13 @@ from vocab_transfer.data.tokenizer import (
 )
 from vocab_transfer.io import atomic_path
 from vocab_transfer.workflow.job import setup_job
+from vocab_transfer.workflow.model import Tokenizer
 
 
-def main(corpus, spec, pretrained, seed, out_dir, log_path):
+def main(corpus, spec: Tokenizer, pretrained, seed, out_dir, log_path):
     log = setup_job(log_path)
-    info = {"corpus": corpus, "seed": seed, **{k: spec.get(k) for k in ("vocab_size", "input_sentence_size",
-                                                                       "max_docs", "character_coverage", "threads")}}
+    info = {"corpus": corpus, "seed": seed, **{k: getattr(spec, k) for k in ("vocab_size", "input_sentence_size",
+                                                                            "max_docs", "character_coverage", "threads")}}
     if pretrained:
         tok = load_tokenizer(pretrained)
         if not tok.is_fast:
@@ -29,10 +30,9 @@ def main(corpus, spec, pretrained, seed, out_dir, log_path):
         log.info("using the existing tokenizer %s (%s, %d tokens)", pretrained, type(tok).__name__, len(tok))
         info = {"pretrained": pretrained}
     else:
-        texts = sample_texts(corpus, spec.get("input_sentence_size"), seed=seed, max_docs=spec.get("max_docs"),
-                             info=info)
-        tok = train_unigram_tokenizer(texts, spec["vocab_size"], character_coverage=spec.get("character_coverage", 1.0),
-                                      num_threads=spec.get("threads", 2), show_progress=True)
+        texts = sample_texts(corpus, spec.input_sentence_size, seed=seed, max_docs=spec.max_docs, info=info)
+        tok = train_unigram_tokenizer(texts, spec.vocab_size, character_coverage=spec.character_coverage,
+                                      num_threads=spec.threads, show_progress=True)
         info["sentencepiece"] = sentencepiece.__version__
         log.info("trained %d tokens on %d of %d documents (%.1f MB of text)", len(tok), info["sample_docs"],
                  info["corpus_docs"], info["sample_bytes"] / 1e6)
@@ -41,5 +41,5 @@ def main(corpus, spec, pretrained, seed, out_dir, log_path):
         write_training_info(tmp, info | {"sha256": tokenizer_fingerprint(tmp)})
 
 
-main(snakemake.input.corpus, json.loads(snakemake.params.spec), snakemake.params.pretrained, snakemake.params.seed,
-     snakemake.output.tokenizer, snakemake.log[0])
+main(snakemake.input.corpus, Tokenizer.parse(json.loads(snakemake.params.spec), "tokenizer"), snakemake.params.pretrained,
+     snakemake.params.seed, snakemake.output.tokenizer, snakemake.log[0])

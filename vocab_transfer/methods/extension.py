@@ -10,6 +10,7 @@ between old and new pieces; Wang et al. extend a WordPiece vocabulary, which has
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import torch
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
+from ..workflow.model import Range
 from ..workflow.needs import Need
 from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
 from .focus import focus_init
@@ -66,7 +68,7 @@ def extension_needs(p: dict) -> frozenset[Need]:
 
 
 @register("extend", extension_needs)
-def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: int = 30000, new_rows: str = "focus",
+def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: Annotated[int, Range(ge=0)] = 30000, new_rows: str = "focus",
                    topk: int = 64) -> EmbeddingInit:
     """Config adapter: ``kind: extend``; rows of the extended tokenizer (source rows, then new ones).
 

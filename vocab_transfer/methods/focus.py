@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 from tqdm import tqdm
 
 from ..data.word_vectors import tokenize_flatten_reduce
+from ..workflow.model import Range
 from ..workflow.needs import Need
 from .base import (
     EmbeddingInit,
@@ -83,7 +86,7 @@ def focus_needs(p: dict) -> frozenset[Need]:
 
 @register("focus", focus_needs)
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
-               topk: int = 64, batch_size: int = 4096, screen_dtype: str = "bfloat16",
+               topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096, screen_dtype: str = "bfloat16",
                screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 

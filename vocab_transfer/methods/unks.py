@@ -14,12 +14,14 @@ with the embedding dimensions (``G`` is [D', d + 1]), so every target row keeps 
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
 import torch
 
 from ..training.factorized import FactorizedEmbedding, fit_neural
+from ..workflow.model import Range
 from ..workflow.needs import Need
 from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like
 from .registry import register
@@ -174,7 +176,8 @@ def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, ta
 
 
 @register("mf", frozenset({Need.FACTORS}))
-def init_mf(inputs: TransferInputs, *, seed: int, clusters: int = 1, dim: int = 100,
+def init_mf(inputs: TransferInputs, *, seed: int, clusters: Annotated[int, Range(ge=1)] = 1,
+            dim: Annotated[int, Range(ge=1)] = 100,
             assignment: str = "kmeans", lexical: bool = False, fuzzy: bool = False,
             random: str = "normal_like", max_iter: int = 3000, tol: float = 1e-5, kmeans_iter: int = 300,
             neural_steps: int = 3000, neural_lr: float = 1e-3, neural_tol: float = 1e-4, tau: float = 1.0,

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
 import torch
 from tqdm import tqdm
 
+from ..workflow.model import Range
 from ..workflow.needs import Need
 from .align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
@@ -382,8 +384,9 @@ def align_match_needs(p: dict) -> frozenset[Need]:
 
 @register("align_match", align_match_needs)
 def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", weighting: str = "sparsemax",
-                     topk: int = 10,
-                     temperature: float = 0.1, center: bool = True, refine_iters: int = 0,
+                     topk: Annotated[int, Range(ge=1)] = 10,
+                     temperature: Annotated[float, Range(gt=0)] = 0.1, center: bool = True,
+                     refine_iters: Annotated[int, Range(ge=0)] = 0,
                      copy_overlap: bool = False, dictionary_anchors: bool = False, lowercase: bool = True,
                      batch_size: int = 1024, init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: align_match``.
@@ -496,7 +499,7 @@ def permute_needs(p: dict) -> frozenset[Need]:
 
 
 @register("permute", permute_needs)
-def init_permute(inputs: TransferInputs, *, seed: int, window: int | None = None, order: str = "id",
+def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Range(ge=1)] | None = None, order: str = "id",
                  init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: permute`` (``window: null`` = Permute, ``window: 100`` = Permute 100).
 
@@ -530,7 +533,7 @@ def init_permute(inputs: TransferInputs, *, seed: int, window: int | None = None
 
 
 @register("keep")
-def init_keep(inputs: TransferInputs, *, seed: int, percent: float, init: str = "normal",
+def init_keep(inputs: TransferInputs, *, seed: int, percent: Annotated[float, Range(ge=0, le=100)], init: str = "normal",
               std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept").
 

@@ -16,6 +16,7 @@ tokens of an English-specific tokenizer (``restrict_source: en``, after Wang et 
 from __future__ import annotations
 
 import logging
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ import torch
 from tqdm import tqdm
 
 from ..data.word_vectors import WordVectors, tokenize_flatten_reduce
+from ..workflow.model import Range
 from ..workflow.needs import Need
 from .align import normalize_embeddings, procrustes
 from .base import (
@@ -151,8 +153,8 @@ def wechsel_needs(p: dict) -> frozenset[Need]:
 
 
 @register("wechsel", wechsel_needs)
-def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: int = 10,
-                 temperature: float = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
+def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: Annotated[int, Range(ge=1)] = 10,
+                 temperature: Annotated[float, Range(gt=0)] = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
                  screen_dtype: str = "bfloat16") -> EmbeddingInit:
     """Config adapter: ``kind: wechsel``.
 

@@ -90,7 +90,6 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import torch
-import torch.distributed as dist
 
 from ..data.shards import Blocks, open_blocks
 from ..eval.correlation import row_correlations
@@ -105,12 +104,16 @@ from .adapters import (
 from .factorized import FACTORS_FILE, FactorizedVocabulary, attach_factorized, flat_state_dict, read_factors
 from .runtime import (
     Checkpoints,
+    Distributed,
     Progress,
     StopSignals,
     adamw,
     autocast_factory,
     checkpoint_settings,
+    current_distributed,
+    enable_gradient_checkpointing,
     grad_scaler,
+    init_distributed,
     linear_schedule,
     optimizer_step,
     pick_device,
@@ -162,13 +165,14 @@ def reinit_parameter_names(model, part: str) -> set[str]:
     raise ValueError(f"reinit must be one of {list(REINIT)}, not {part!r}")
 
 
-RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "micro_batch_size", "long_micro_batch_size")
+RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "micro_batch_size", "long_micro_batch_size",
+               "gradient_checkpointing")
 
 
 def resume_settings(cfg: LaptConfig) -> dict:
     """The settings a checkpoint is only valid for (stored in its state.json, compared when resuming): every
-    LaptConfig field but those a resumed run may change (threads, checkpointing, and micro-batching, e.g. after
-    running out of GPU memory: the same sequences per step, only split differently)."""
+    LaptConfig field but those a resumed run may change (threads, checkpointing, and micro-batching or gradient
+    checkpointing, e.g. after running out of GPU memory: the same sequences per step, only computed differently)."""
     return checkpoint_settings(cfg, RESUME_FREE)
 
 
@@ -441,7 +445,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         raise ValueError(f"LAPT config: long_steps {cfg.long_steps} needs training blocks of long_seq_len "
                          f"{cfg.long_seq_len} tokens (long_blocks)")
     snapshots = set(cfg.snapshot_steps)
-    world, rank = (dist.get_world_size(), dist.get_rank()) if dist.is_initialized() else (1, 0)
+    group = current_distributed()
+    world, rank = group.world, group.rank
     track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
                             cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and rank == 0 else None
     device = pick_device()
@@ -453,6 +458,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         if reset:
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
     model.to(device).train()
+    if cfg.gradient_checkpointing and not enable_gradient_checkpointing(model):
+        log.warning("gradient_checkpointing: %s does not support it; training without", type(model).__name__)
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     for key in ("batch_size", "long_batch_size") if cfg.long_steps else ("batch_size",):
         if getattr(cfg, key) and getattr(cfg, key) % world:
@@ -474,14 +481,15 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     with StopSignals() as stop:
         return _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, stop, curve=curve,
                            step=step, resume=resume, resumed_running=resumed_running, device=device,
-                           autocast=autocast, amp_dtype=amp_dtype, world=world, rank=rank, track=track,
+                           autocast=autocast, amp_dtype=amp_dtype, group=group, track=track,
                            anchors=anchors, stop_after=stop_after)
 
 
 def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg: LaptConfig, ckpt: Checkpoints,
                 stop: StopSignals, *, curve: list[dict], step: int, resume, resumed_running, device, autocast,
-                amp_dtype, world: int, rank: int, track, anchors, stop_after) -> pd.DataFrame:
+                amp_dtype, group: Distributed, track, anchors, stop_after) -> pd.DataFrame:
     """The steps of :func:`train` from ``step`` on (its stages, records, snapshots and checkpoints)."""
+    world, rank = group.world, group.rank
     checkpoint_dir, snapshots, settings = ckpt.root, set(cfg.snapshot_steps), resume_settings(cfg)
     stages, total, long_start = cfg.stages(), cfg.total_steps(), cfg.long_start()
 
@@ -524,17 +532,13 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
         scaler = grad_scaler(amp_dtype)
         if resume is not None and step > first:
             ckpt.restore_optimizer(resume, opt, sched, scaler, device)
-        loss_module = LossModule(model, cfg.objective)
-        if world > 1:
-            loss_module = torch.nn.parallel.DistributedDataParallel(
-                loss_module, device_ids=[device.index] if device.type == "cuda" else None)
+        loss_module = group.wrap(LossModule(model, cfg.objective), device)
         if step == first and rank == 0 and not any(r["step"] == step and r["stage"] == stage for r in curve):
             record(step, stage, 0, float("nan"))
         running, n_running = resumed_running if resume is not None and step > first else (0.0, 0)
         running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
         while step < first + n_steps:
             step += 1
-            torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + rank)  # dropout: a function of the step
             size, micro = cfg.phase_batch(step)
             per_rank = size // world
             micro = min(micro or per_rank, per_rank)
@@ -545,8 +549,12 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
             rows = rows[rank * per_rank:(rank + 1) * per_rank]
             n_micro = math.ceil(per_rank / micro)
             for part in range(n_micro):
+                # The micro batch's place in the step's global batch seeds its masks and dropout, so that N processes
+                # with micro batches of size m train as one process with micro batches of size m does.
+                index = rank * n_micro + part
+                torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + index * 1_000_000_007)  # dropout
                 part_rows = rows[part * micro:(part + 1) * micro]
-                inputs, labels = make_batch(blocks, part_rows, cfg, tokenizer, step, rank * 1000 + part)
+                inputs, labels = make_batch(blocks, part_rows, cfg, tokenizer, step, index)
                 sync = part == n_micro - 1 or world == 1
                 ctx = loss_module.no_sync() if not sync and world > 1 else contextlib.nullcontext()
                 with ctx, autocast():
@@ -568,8 +576,7 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
                 if rank == 0:
                     ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": float(running),
                                                                 "n_running": n_running, "config": settings})
-                if world > 1:
-                    dist.barrier()
+                group.barrier()
             if stop.received:
                 stop.exit(step)
             if step == stop_after:
@@ -608,10 +615,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = LaptConfig.from_dict(json.loads(raw))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        if torch.cuda.is_available():
-            torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    group = init_distributed()
     from ..data.tokenizer import load_tokenizer
     from ..init import swap_embeddings
     from ..source_model import load_source_model
@@ -653,7 +657,7 @@ def main(argv: list[str] | None = None) -> None:
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
     curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors,
                   long_blocks=long_blocks)
-    if not dist.is_initialized() or dist.get_rank() == 0:
+    if group.main:
         ids, counts = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
                                       cfg.token_accuracy_top) if cfg.token_accuracy_top else (torch.zeros(0), None)
         write_parquet(token_accuracy_table(curve, ids, counts, tokenizer),
@@ -663,8 +667,7 @@ def main(argv: list[str] | None = None) -> None:
         save_model(model, tokenizer, args.output)  # language_adapter.* beside a plain model
         publish_snapshots(checkpoints, args.snapshots or f"{args.output}.snapshots", cfg.snapshot_steps)
         shutil.rmtree(checkpoints, ignore_errors=True)
-    if dist.is_initialized():
-        dist.destroy_process_group()
+    group.close()
 
 
 if __name__ == "__main__":

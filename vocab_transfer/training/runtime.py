@@ -4,7 +4,10 @@ bit-identical resume, and the signal protocol of a SLURM job.
 A trainer (:mod:`.lapt`, :mod:`.finetune`, :mod:`.zeroshot`) keeps only its objective, its data order and what it
 records. The protocol it follows:
 
-- :func:`pick_device` picks ``cuda:$LOCAL_RANK`` (torchrun) or the CPU; :func:`autocast_factory` the mixed precision.
+- :func:`init_distributed` joins the job's processes (torchrun's or SLURM's environment: one process per GPU, on
+  one node or many; gloo on CPUs) and returns a :class:`Distributed` (world size, rank, ``wrap`` for DDP, barrier);
+  :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed precision;
+  :func:`enable_gradient_checkpointing` trades compute for activation memory.
 - :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
   :func:`optimizer_step` unscales (fp16), clips and steps both.
 - :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG states
@@ -38,9 +41,93 @@ EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
 SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
 
 
+def local_rank() -> int:
+    """This process's index on its node: torchrun's ``LOCAL_RANK``, else SLURM's ``SLURM_LOCALID`` (``srun`` with one
+    task per GPU), else 0."""
+    return int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", 0)) if _launched() else 0)
+
+
+def _launched() -> bool:
+    """Started as one of several processes: by torchrun (``WORLD_SIZE``), or by ``srun`` with several tasks."""
+    if int(os.environ.get("WORLD_SIZE", 1)) > 1:
+        return True
+    srun = "SLURM_PROCID" in os.environ and "SLURM_STEP_ID" in os.environ
+    return srun and int(os.environ.get("SLURM_NTASKS", 1)) > 1
+
+
 def pick_device() -> torch.device:
-    """``cuda:$LOCAL_RANK`` when CUDA is available (one process per GPU under torchrun), else the CPU."""
-    return torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    """``cuda:<local rank>`` when CUDA is available (one process per GPU), else the CPU."""
+    return torch.device(f"cuda:{local_rank()}" if torch.cuda.is_available() else "cpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class Distributed:
+    """The processes of one training run: ``world`` of them, this one ``rank`` (0 writes the artifacts)."""
+
+    world: int = 1
+    rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def wrap(self, module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        """``module`` under DistributedDataParallel when there are several processes (gradients averaged over them),
+        else itself."""
+        if self.world == 1:
+            return module
+        return torch.nn.parallel.DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda"
+                                                         else None)
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def close(self) -> None:
+        if self.world > 1 and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+
+def current_distributed() -> Distributed:
+    """The process group this process has joined (:func:`init_distributed`), or one process."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return Distributed(torch.distributed.get_world_size(), torch.distributed.get_rank())
+    return Distributed()
+
+
+def init_distributed() -> Distributed:
+    """Join the run's process group, or a :class:`Distributed` of one process.
+
+    Under torchrun (single node: ``torchrun --standalone --nproc-per-node N``; several nodes: one torchrun per node
+    with c10d rendezvous, :mod:`vocab_transfer.training.launch`) the environment names world size, rank and the
+    rendezvous. Under ``srun`` with one task per GPU and no torchrun, SLURM's ``SLURM_NTASKS`` / ``SLURM_PROCID`` /
+    ``SLURM_LOCALID`` name them and ``MASTER_ADDR`` (default: the job's first node) / ``MASTER_PORT`` the
+    rendezvous. NCCL on GPUs, gloo on CPUs; each process uses the GPU of its local rank."""
+    if not _launched():
+        return Distributed()
+    if "WORLD_SIZE" not in os.environ:  # srun: SLURM's variables
+        os.environ.update(WORLD_SIZE=os.environ["SLURM_NTASKS"], RANK=os.environ["SLURM_PROCID"],
+                          LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"))
+        from .launch import first_node, node_address
+
+        os.environ.setdefault("MASTER_ADDR", node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost"))))
+        os.environ.setdefault("MASTER_PORT", str(29500 + int(os.environ.get("SLURM_JOB_ID", 0)) % 20000))
+    if torch.cuda.is_available():
+        torch.cuda.set_device(local_rank())
+    torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    dist = Distributed(torch.distributed.get_world_size(), torch.distributed.get_rank())
+    log.info("process %d of %d (local rank %d, %s)", dist.rank, dist.world, local_rank(),
+             torch.distributed.get_backend())
+    return dist
+
+
+def enable_gradient_checkpointing(model: torch.nn.Module) -> bool:
+    """Recompute each transformer layer's activations in the backward pass instead of keeping them (less memory for
+    larger models or longer sequences, about a third more compute); False where the model does not support it."""
+    if not getattr(model, "supports_gradient_checkpointing", False):
+        return False
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    return True
 
 
 def autocast_factory(precision: str, device: torch.device):
@@ -151,7 +238,7 @@ class Checkpoints:
 
     @staticmethod
     def restore_optimizer(path: Path, opt, sched, scaler, device: torch.device) -> None:
-        states = torch.load(path / "optimizer.pt", map_location=device, weights_only=False)
+        states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)  # tensors and numbers only
         opt.load_state_dict(states["optimizer"])
         sched.load_state_dict(states["scheduler"])
         if scaler is not None and states["scaler"] is not None:

@@ -95,6 +95,7 @@ class LaptConfig:
     threads: int | None = None  # CPU threads (None: torch's default)
     snapshot_steps: list[int] = field(default_factory=list)  # global steps whose model is kept (vocab-swap Figs 4/8)
     token_accuracy_top: int = 0  # per-token held-out accuracy of the N most frequent tokens (Figure 6); 0: off
+    gradient_checkpointing: bool = False  # recompute layer activations in the backward pass (large models, memory)
 
     def __post_init__(self) -> None:
         allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),

