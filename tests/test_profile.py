@@ -1,6 +1,8 @@
 """The cluster settings agree with the workflow, without a cluster: profiles/slurm/config.yaml sends every
 rule with a `gpu` resource to the GPU partition and every other job to the CPU partition, downloads, tables
-and plots are `localrules` (they run on the login node, which has internet).
+and plots are `localrules` (they run on the login node, which has internet), and every torchrun launcher of
+a config is `--standalone` (jobs that share a node pick free rendezvous ports). tests/test_slurm.py checks
+the same profile against a real SLURM with two partitions.
 """
 
 import json
@@ -10,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 import yte
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,3 +89,12 @@ def test_downloads_tables_and_plots_are_localrules(rules):
     assert {name for name, rule in rules.items() if rule["norun"]} == {"all"}  # collects targets, submits nothing
     assert not any(rules[name]["gpu"] for name in local)
 
+
+@pytest.mark.parametrize("config", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.stem)
+def test_torchrun_launchers_are_standalone(config):
+    """Two torchrun jobs on one node each need their own rendezvous; `--standalone` picks a free port."""
+    spec = yaml.safe_load(config.read_text())
+    for section in ("lapt", "finetune", "zero_shot"):
+        launcher = (spec.get(section) or {}).get("launcher", "python")
+        if launcher.split()[0] == "torchrun":
+            assert "--standalone" in launcher.split(), (section, launcher)
