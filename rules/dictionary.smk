@@ -1,6 +1,10 @@
 # Bilingual dictionaries source language -> target language (WECHSEL's alignment seed, Dict Match).
 
 
+# The download runs on the login node (compute nodes may have no internet).
+localrules: download_dictionary
+
+
 rule build_dictionary:
     input:
         unpack(plan.dictionary_inputs),

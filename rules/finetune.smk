@@ -3,6 +3,15 @@
 # steps, test score of the selected checkpoint (FOCUS Tables 2-3 and 6).
 
 
+# Downloads, tables and plots run on the login node, never through the cluster's scheduler.
+localrules:
+    prepare_task,
+    download_reference_model,
+    make_finetune_table,
+    make_paper_table,
+    plot_lapt_finetune,
+
+
 rule prepare_task:
     output:
         data=directory(paths.task_data("{task}")),

@@ -5,6 +5,13 @@
 # the profile's `retries` then resumes it (profiles/slurm/config.yaml).
 
 
+# Plots run on the login node, never through the cluster's scheduler.
+localrules:
+    plot_lapt_curves,
+    plot_embedding_correlation,
+    plot_token_accuracy,
+
+
 rule train_lapt:
     input:
         model=plan.source_model_dir,

@@ -1,6 +1,10 @@
 # Source model: pretrained here (offline demo) or downloaded from the hub when the config names one.
 
 
+# The download runs on the login node (compute nodes may have no internet).
+localrules: download_source_model
+
+
 rule train_source_tokenizer:
     input:
         corpora=plan.source_corpora,

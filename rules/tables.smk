@@ -1,6 +1,10 @@
 # Tables: FOCUS Table 4 (init-time MLM loss) as long-form CSV and a Markdown rendering.
 
 
+# The table renders on the login node, never through the cluster's scheduler.
+localrules: make_init_table
+
+
 rule make_init_table:
     input:
         results=plan.init_eval_results,

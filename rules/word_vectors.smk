@@ -2,6 +2,10 @@
 # fastText on the language's corpus, or read from pretrained vectors named in config `word_vectors`.
 
 
+# The download runs on the login node (compute nodes may have no internet).
+localrules: download_word_vectors
+
+
 rule build_word_vectors:
     input:
         unpack(plan.word_vector_inputs),

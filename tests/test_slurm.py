@@ -1,12 +1,16 @@
 """Jobs really pass through SLURM: tests/slurm/Snakefile on the local cluster of scripts/slurm/start.sh.
 
 Four Snakemake runs (tests/slurm/profile, executor `slurm`) go side by side, each in its own
-working directory: `ok` (a plain job and two jobs on the fake GPU), `fail` (a job that exits 1),
-`timeout` (a job that outlives its 1-minute time limit) and `resume` (a resumable stand-in for
-LAPT that gets SIGTERM ahead of its time limit, checkpoints, and finishes on the retry). Each test
+working directory: `ok` (a plain job, two jobs on the fake GPU and a localrule), `fail` (a job
+that exits 1), `timeout` (a job that outlives its 1-minute time limit) and `resume` (a resumable
+stand-in for LAPT that gets SIGTERM ahead of its time limit, checkpoints, and finishes on the retry). Each test
 then checks one run against what SLURM itself recorded for its jobs. The `timeout` run sets the
 pace: SLURM checks time limits every 30 s, so the job dies 60-90 s after it starts, and Snakemake's
 status polls (their interval grows by 10 s per poll) notice a little later: about 2.5 minutes.
+
+The cluster has two partitions on its one node, `cpu` (the default) and `gpu`, as a real cluster has;
+the tests check on which one SLURM ran each job. The last test runs the pipeline's own jobs with the
+shipped profiles/slurm/config.yaml, its placeholders filled in with these two partitions.
 
 Without `sbatch` the tests skip, except under CI (env var CI set), where they fail: CI installs
 and starts the cluster with scripts/slurm/install.sh and scripts/slurm/start.sh.
@@ -23,12 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "tests" / "slurm" / "Snakefile"
 PROFILE = REPO / "tests" / "slurm" / "profile"
+SHIPPED_PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 CLUSTER = "localcluster"  # ClusterName in scripts/slurm/conf/slurm.conf.in
-PARTITION = "debug"
+CPU_PARTITION, GPU_PARTITION = "cpu", "gpu"  # its partitions, both on the one node
 RUN_TIMEOUT_S = 400  # per Snakemake run; the slowest (TIMEOUT) takes about 2-3 minutes
 START_HINT = "sudo bash scripts/slurm/install.sh && sudo bash scripts/slurm/start.sh"
 
@@ -52,7 +58,12 @@ class Run:
     @property
     def slurm_job_ids(self) -> list[str]:
         """SLURM job ids of every job this run submitted, from the plugin's log lines."""
-        return re.findall(r"has been submitted with SLURM jobid (\d+)", self.log)
+        return submitted_job_ids(self.log)
+
+
+def submitted_job_ids(log: str) -> list[str]:
+    """SLURM job ids of every job a Snakemake run submitted, from the plugin's log lines."""
+    return re.findall(r"has been submitted with SLURM jobid (\d+)", log)
 
 
 def command_output(*cmd: str) -> subprocess.CompletedProcess:
@@ -73,9 +84,10 @@ def require_local_cluster() -> None:
             f"sbatch talks to cluster {name.group(1) if name else '?'!r}, not the local test cluster "
             f"{CLUSTER!r} of scripts/slurm/start.sh; refusing to submit test jobs there"
         )
-    state = command_output("sinfo", "-h", "-p", PARTITION, "-o", "%a %T").stdout.split()
-    if not state or state[0] != "up" or not {"idle", "mixed", "allocated", "completing"} & set(state[1:]):
-        pytest.fail(f"partition {PARTITION} is not usable (sinfo: {state}): run {START_HINT}")
+    for partition in (CPU_PARTITION, GPU_PARTITION):
+        state = command_output("sinfo", "-h", "-p", partition, "-o", "%a %T").stdout.split()
+        if not state or state[0] != "up" or not {"idle", "mixed", "allocated", "completing"} & set(state[1:]):
+            pytest.fail(f"partition {partition} is not usable (sinfo: {state}): run {START_HINT}")
 
 
 def start_snakemake(workdir: Path, *args: str) -> tuple[subprocess.Popen, Path]:
@@ -117,14 +129,22 @@ def slurm_job(job_id: str) -> dict[str, str]:
     MinJobAge=600 s, long enough for `scontrol show job` here.
     """
     sacct = command_output(
-        "sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State,ExitCode,Partition,AllocTRES"
+        "sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State,ExitCode,Partition,AllocTRES,Comment"
     )
     if sacct.returncode == 0 and sacct.stdout.strip():
-        state, exit_code, partition, tres = sacct.stdout.strip().splitlines()[0].split("|")
-        return {"JobState": state.split()[0], "ExitCode": exit_code, "Partition": partition, "TRES": tres}
+        state, exit_code, partition, tres, comment = sacct.stdout.strip().splitlines()[0].split("|")
+        return {"JobState": state.split()[0], "ExitCode": exit_code, "Partition": partition, "TRES": tres,
+                "Comment": comment}
     show = command_output("scontrol", "-o", "show", "job", job_id)
     assert show.returncode == 0, f"SLURM does not know job {job_id}: {show.stderr.strip()}"
     return dict(re.findall(r"(\w+)=(\S*)", show.stdout))
+
+
+def rule_of(job: dict[str, str]) -> str:
+    """The rule a SLURM job ran: the plugin submits it with --comment rule_<rule>[_wildcards_<values>]."""
+    match = re.match(r"rule_(\w+?)(_wildcards_|$)", job.get("Comment", ""))
+    assert match, f"no rule_<name> comment on the job: {job}"
+    return match.group(1)
 
 
 def environment_record(path: Path) -> dict[str, str]:
@@ -140,7 +160,7 @@ def runs(tmp_path_factory) -> dict[str, Run]:
         "timeout": ["results/timeout.txt"],
         "resume": ["results/resumed.txt", "--retries", "1"],
         "fail": ["results/failed.txt"],
-        "ok": ["results/host.txt", "results/gpu.txt", "results/gpu_count.txt"],
+        "ok": ["results/host.txt", "results/gpu.txt", "results/gpu_count.txt", "results/local.txt"],
     }
     started = {name: start_snakemake(root / name, *args) for name, args in arguments.items()}
     deadline = time.monotonic() + RUN_TIMEOUT_S
@@ -156,11 +176,24 @@ def test_jobs_run_as_slurm_jobs(runs):
     assert len(ok.slurm_job_ids) == 3, ok.log[-4000:]
     record = environment_record(ok.workdir / "results/host.txt")
     assert record["SLURM_JOB_ID"] in ok.slurm_job_ids, record
-    assert record["SLURM_JOB_PARTITION"] == PARTITION
+    assert record["SLURM_JOB_PARTITION"] == CPU_PARTITION
     for job_id in ok.slurm_job_ids:
         job = slurm_job(job_id)
         assert job["JobState"] == "COMPLETED", job
-        assert job["Partition"] == PARTITION, job
+
+
+def test_jobs_land_on_their_partition(runs):
+    """As profiles/slurm lays it out: CPU jobs on the default (CPU) partition, the rules with a GPU
+    (gres or gpu resource) on the GPU partition, and a localrule never reaches SLURM."""
+    ok = runs["ok"]
+    assert ok.returncode == 0, ok.log[-4000:]
+    partitions = {}
+    for job_id in ok.slurm_job_ids:
+        job = slurm_job(job_id)
+        partitions[rule_of(job)] = job["Partition"]
+    assert partitions == {"record_host": CPU_PARTITION, "use_gpu": GPU_PARTITION, "use_gpu_count": GPU_PARTITION}
+    record = environment_record(ok.workdir / "results/local.txt")  # written by the Snakemake process itself
+    assert record["SLURM_JOB_ID"] == "unset", record
 
 
 @pytest.mark.parametrize("output", ["results/gpu.txt", "results/gpu_count.txt"], ids=["gres", "gpu"])
@@ -171,6 +204,7 @@ def test_gpu_rules_get_the_gpu(runs, output):
     record = environment_record(ok.workdir / output)
     assert record["SLURM_JOB_ID"] in ok.slurm_job_ids, record
     assert record["CUDA_VISIBLE_DEVICES"] == "0", record  # the one fake GPU, as SLURM sets it
+    assert record["SLURM_JOB_PARTITION"] == GPU_PARTITION, record
     job = slurm_job(record["SLURM_JOB_ID"])
     requested = " ".join(job.get(key, "") for key in ("TresPerNode", "TresPerJob", "TRES"))
     assert "gpu:1" in requested or "gres/gpu=1" in requested, job
@@ -213,24 +247,54 @@ def test_signal_before_time_limit_lets_a_job_checkpoint_and_resume(runs):
     assert slurm_job(second)["JobState"] == "COMPLETED"
 
 
-def test_pipeline_lapt_job_runs_through_sbatch(tmp_path):
-    """The tiny pipeline's own train_lapt job, sent to SLURM with the test profile (its inputs built
-    locally first), finishes as a SLURM job and writes a loadable model."""
+def shipped_profile(directory: Path) -> Path:
+    """profiles/slurm/config.yaml for this cluster, written to `directory`: its partition placeholders
+    filled in with the two partitions here, its accounts dropped (no accounting here: the plugin checks
+    accounts with sacctmgr), CPUs and memory per job capped to what the node has, and the run settings
+    (status command, polling, retries) of tests/slurm/profile."""
+    text = SHIPPED_PROFILE.read_text()
+    for placeholder, partition in {"<cpu-partition>": CPU_PARTITION, "<gpu-partition>": GPU_PARTITION}.items():
+        assert placeholder in text, placeholder
+        text = text.replace(placeholder, partition)
+    profile = yaml.safe_load(text)  # anchors resolved, as Snakemake reads it
+    for resources in [profile["default-resources"], *profile["set-resources"].values()]:
+        resources.pop("slurm_account", None)
+        if isinstance(resources.get("cpus_per_task"), int):
+            resources["cpus_per_task"] = min(resources["cpus_per_task"], 2)
+        if isinstance(resources.get("mem_mb"), int):
+            resources["mem_mb"] = min(resources["mem_mb"], 4000)
+    local = yaml.safe_load((PROFILE / "config.yaml").read_text())
+    profile.update({key: value for key, value in local.items() if not key.endswith("-resources")})
+    directory.mkdir(parents=True)
+    (directory / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    return directory
+
+
+def test_pipeline_jobs_run_through_sbatch_on_their_partition(tmp_path):
+    """The tiny pipeline's own jobs with the shipped profile (its inputs built locally first): train_lapt
+    (a GPU rule) runs on the GPU partition and writes a loadable model, pack_heldout (a CPU rule) on the
+    CPU partition, and prepare_task (a localrule) in the Snakemake process, without sbatch."""
     require_local_cluster()
     tiny = REPO / "tests" / "data" / "tiny_config.yaml"
     base = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    target = "results/lapt/tiny/sw/focus/model"
+    model = "results/lapt/tiny/sw/focus/model"
+    targets = [model, "results/eval_init/heldout/sw.safetensors", "results/tasks/he-ner"]
     local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "results/shards/sw/heldout", "--cores", "2",
                             "--configfile", str(tiny)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-3000:]
-    remote = subprocess.run([*base, target, "--profile", str(PROFILE), "--configfile", str(tiny)], cwd=tmp_path,
+    profile = shipped_profile(tmp_path / "profile")
+    remote = subprocess.run([*base, *targets, "--profile", str(profile), "--configfile", str(tiny)], cwd=tmp_path,
                             env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     log = remote.stdout + remote.stderr
     assert remote.returncode == 0, log[-4000:]
-    job_ids = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
-    assert len(job_ids) == 1, log[-3000:]  # exactly the train_lapt job went through sbatch
-    job = slurm_job(job_ids[0])
-    assert job["JobState"] == "COMPLETED" and job.get("Partition") == PARTITION, job
-    assert (tmp_path / target / "model.safetensors").is_file()
+    partitions = {}
+    for job_id in submitted_job_ids(log):
+        job = slurm_job(job_id)
+        assert job["JobState"] == "COMPLETED", job
+        partitions[rule_of(job)] = job["Partition"]
+    # exactly these two jobs went through sbatch; prepare_task ran here
+    assert partitions == {"train_lapt": GPU_PARTITION, "pack_heldout": CPU_PARTITION}, log[-3000:]
+    assert (tmp_path / model / "model.safetensors").is_file()
     assert (tmp_path / "results/lapt/tiny/sw/focus/curve.parquet").is_file()
+    assert (tmp_path / "results/tasks/he-ner/train.parquet").is_file()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a real single-node SLURM cluster on localhost: munged + slurmctld + slurmd, one node
-# `localnode` in partition `debug` (the default partition), with fake GPUs as GRES
+# `localnode` in two partitions, `cpu` (the default) and `gpu`, with fake GPUs as GRES
 # (`--gres=gpu:1` / `--gpus=1` are granted and CUDA_VISIBLE_DEVICES is set; there is no device).
 # Used by the test suite (tests/test_slurm.py, profile tests/slurm/profile) and to try
 # profiles/slurm on one machine. Needs root; installs the packages with install.sh if missing.
@@ -13,7 +13,7 @@
 #   --cpus N        CPUs the node advertises (default: the real count); more than the real
 #                   count lets small test jobs run side by side
 #   --mem-mb M      memory the node advertises in MB (default: the real amount)
-#   --max-time T    MaxTime of partition debug (default 7-00:00:00; e.g. 5 = five minutes,
+#   --max-time T    MaxTime of both partitions (default 7-00:00:00; e.g. 5 = five minutes,
 #                   to try what a short time limit does to a workflow)
 #   --timeout S     seconds to wait for each daemon (default 60)
 #   --restart       restart slurmctld and slurmd even if the config is unchanged

@@ -5,7 +5,7 @@ many GPUs and nodes through ``torchrun``.
         --embeddings results/init/demo-xlmr/sw/focus.safetensors --tokenizer results/tokenizers/sw \\
         --train results/shards/sw/train --heldout results/shards/sw/heldout \\
         --output results/lapt/demo-xlmr/sw/focus --config '{"steps": 300, "batch_size": 16}'
-    torchrun --nproc-per-node 4 -m vocab_transfer.training.lapt ...       # DDP, same flags
+    torchrun --standalone --nproc-per-node 4 -m vocab_transfer.training.lapt ...  # DDP, same flags
 
 ``--train`` / ``--heldout`` are token shards of the tokenizer (``python -m vocab_transfer.data.shards`` writes
 them from a corpus): training blocks are read from them on demand, so memory does not grow with the corpus, and

@@ -15,7 +15,7 @@ from enum import Enum
 from . import paths
 
 
-class Need(str, Enum):
+class Need(str, Enum):  # noqa: UP042 - StrEnum would change str(Need.X) from "Need.X" to its value
     """An artifact kind a method reads."""
 
     TOKEN_VECTORS = "fasttext"  # token-level fastText of the target tokenizer on the target corpus (+ counts)

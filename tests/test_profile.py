@@ -1,0 +1,100 @@
+"""The cluster settings agree with the workflow, without a cluster: profiles/slurm/config.yaml sends every
+rule with a `gpu` resource to the GPU partition and every other job to the CPU partition, downloads, tables
+and plots are `localrules` (they run on the login node, which has internet), and every torchrun launcher of
+a config is `--standalone` (jobs that share a node pick free rendezvous ports). tests/test_slurm.py checks
+the same profile against a real SLURM with two partitions.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+import yte
+
+REPO = Path(__file__).resolve().parents[1]
+PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
+TINY = REPO / "tests" / "data" / "tiny_config.yaml"  # it has every stage, so every rule
+
+# Rules the workflow runs on the login node: what fetches from the internet, and what only renders results.
+LOCAL_PREFIXES = ("download_", "make_", "plot_")
+LOCAL_OTHERS = {"prepare_task"}  # task data from the hub (small, minutes)
+
+# Prints {rule: {"gpu": declares a `gpu` resource, "local": named in `localrules`, "norun": runs no job}}.
+RULES = """
+import json, sys
+from pathlib import Path
+from snakemake.api import SnakemakeApi
+from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+
+with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+    wf = api.workflow(ResourceSettings(), ConfigSettings(configfiles=[Path(sys.argv[2])]),
+                      snakefile=Path(sys.argv[1]), workdir=Path(sys.argv[3]))._workflow
+    print(json.dumps({r.name: {"gpu": "gpu" in r.resources, "local": r.name in wf._localrules,
+                                   "norun": r.norun} for r in wf.rules}))
+"""
+
+
+def load_profile(path: Path = PROFILE) -> dict:
+    """The profile as Snakemake reads it (yte, YAML anchors resolved)."""
+    with open(path) as f:
+        return yte.process_yaml(f, require_use_yte=True)
+
+
+@pytest.fixture(scope="module")
+def rules(tmp_path_factory) -> dict[str, dict[str, bool]]:
+    workdir = tmp_path_factory.mktemp("rules")
+    proc = subprocess.run([sys.executable, "-c", RULES, str(REPO / "Snakefile"), str(TINY), str(workdir)],
+                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_gpu_rules_go_to_the_gpu_partition(rules):
+    profile = load_profile()
+    default, per_rule = profile["default-resources"], profile["set-resources"]
+    gpu_partition, gpu_account = per_rule["train_lapt"]["slurm_partition"], per_rule["train_lapt"]["slurm_account"]
+    assert default["slurm_partition"] == "<cpu-partition>" and default["slurm_account"] == "<cpu-account>"
+    assert (gpu_partition, gpu_account) == ("<gpu-partition>", "<gpu-account>")
+    gpu_rules = {name for name, rule in rules.items() if rule["gpu"]}
+    assert {"train_lapt", "finetune", "train_source_task", "evaluate_zero_shot"} <= gpu_rules
+    on_gpu_partition = {name for name, res in per_rule.items() if res.get("slurm_partition") == gpu_partition}
+    assert on_gpu_partition == gpu_rules
+    for name in gpu_rules:
+        assert per_rule[name]["slurm_account"] == gpu_account, name
+        assert "gpus" not in per_rule[name], name  # the plugin ignores `gpus` for sbatch; the rule's `gpu` counts
+
+
+def test_profile_names_only_rules_of_the_workflow(rules):
+    assert set(load_profile()["set-resources"]) <= set(rules)
+
+
+def test_resumable_trainers_get_sigterm_before_the_time_limit():
+    per_rule = load_profile()["set-resources"]
+    for name in ("train_lapt", "finetune", "train_source_task"):
+        assert "--signal=TERM@300" in per_rule[name]["slurm_extra"], name
+    assert load_profile()["retries"] >= 1
+
+
+def test_downloads_tables_and_plots_are_localrules(rules):
+    local = {name for name, rule in rules.items() if rule["local"]}
+    expected = {name for name in rules if name.startswith(LOCAL_PREFIXES)} | LOCAL_OTHERS
+    assert {"download_source_model", "download_reference_model", "download_dictionary", "download_word_vectors",
+            "make_init_table", "plot_lapt_curves"} <= expected
+    assert local == expected  # every other rule (prepare_corpus included) goes to the cluster
+    assert {name for name, rule in rules.items() if rule["norun"]} == {"all"}  # collects targets, submits nothing
+    assert not any(rules[name]["gpu"] for name in local)
+
+
+@pytest.mark.parametrize("config", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.stem)
+def test_torchrun_launchers_are_standalone(config):
+    """Two torchrun jobs on one node each need their own rendezvous; `--standalone` picks a free port."""
+    spec = yaml.safe_load(config.read_text())
+    for section in ("lapt", "finetune", "zero_shot"):
+        launcher = (spec.get(section) or {}).get("launcher", "python")
+        if launcher.split()[0] == "torchrun":
+            assert "--standalone" in launcher.split(), (section, launcher)
