@@ -27,6 +27,7 @@ include: "rules/lapt.smk"
 include: "rules/finetune.smk"
 include: "rules/zeroshot.smk"
 include: "rules/tables.smk"
+include: "rules/export.smk"
 
 
 for problem in res.check(config, [r.name for r in workflow.rules]):

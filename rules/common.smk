@@ -50,6 +50,13 @@ wildcard_constraints:
     figure="|".join(cfg.figures) or "^$",
 
 
+def reproduce_command(wildcards, output):
+    """The command that rebuilds an output from the repository root, for its model card (targets before
+    --configfile, which takes every word after it as a config file)."""
+    configs = [os.path.relpath(p) for p in workflow.config_settings.configfiles]
+    return " ".join(["snakemake --cores all", output[0], *(f"--configfile {c}" for c in configs)])
+
+
 # --- what each job asks the scheduler for (vocab_transfer.workflow.resources) ----------------------------
 def resources_of(rule, extra=None):
     """mem_mb and runtime of a rule (vocab_transfer.workflow.resources: from its input size, or config

@@ -132,6 +132,41 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
 
 
 @pytest.mark.slow
+def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
+    """`snakemake <export folder>`: an init export is the model the init-time loss was measured on (AutoModel,
+    AutoTokenizer, the same held-out blocks and masks: the same loss); a LAPT export is the run's model, with a card
+    that names where it comes from and how to rebuild it."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    from vocab_transfer.eval.mlm import init_eval_row
+
+    init, lapt = "results/export/tiny/sw/init/focus", "results/export/tiny/sw/lapt/focus"
+    snakemake(tiny_run, "--cores", "2", init, lapt)
+    model = AutoModelForMaskedLM.from_pretrained(tiny_run / init)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_run / init)
+    blocks = load_file(tiny_run / "results/eval_init/heldout/sw.safetensors")["input_ids"]
+    spec = yaml.safe_load(TINY.read_text())["eval"]
+    row = init_eval_row(model.eval(), blocks, tokenizer, objective="mlm", seed=spec["seed"],
+                        mask_prob=spec["mask_prob"], batch_size=spec["batch_size"])
+    table = pd.read_parquet(tiny_run / "results/eval_init/tiny/sw.parquet").set_index("method")
+    assert row["mlm_loss"] == pytest.approx(table.loc["focus", "mlm_loss"], abs=1e-5)
+    assert row["masked_tokens"] == table.loc["focus", "masked_tokens"]
+    card = (tiny_run / init / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: transformers\nlanguage: [sw]\npipeline_tag: fill-mask")
+    assert f"{table.loc['focus', 'mlm_loss']:.4f}" in card and "kind `focus`" in card and "FOCUS" in card
+    assert f"snakemake --cores all {init} --configfile" in card
+    exported = load_file(tiny_run / lapt / "model.safetensors")
+    trained = load_file(tiny_run / "results/lapt/tiny/sw/focus/model/model.safetensors")
+    assert exported.keys() == trained.keys() and all(torch.equal(exported[k], trained[k]) for k in trained)
+    AutoModelForMaskedLM.from_pretrained(tiny_run / lapt)
+    assert len(AutoTokenizer.from_pretrained(tiny_run / lapt)) == len(tokenizer)
+    card = (tiny_run / lapt / "README.md").read_text()
+    curve = pd.read_parquet(tiny_run / "results/lapt/tiny/sw/focus/curve.parquet")
+    assert f"{int(curve.step.iloc[-1])} steps" in card and f"{curve.heldout_loss.iloc[-1]:.4f}" in card
+    assert "## LAPT curve" in card and card.count("\n| ") >= len(curve) + 4
+
+
+@pytest.mark.slow
 def test_lapt_snapshots_and_figure4(tiny_run):
     """vocab-swap Figure 4 in miniature: FOCUS's LAPT keeps snapshots at steps 3 and 6 (the last: the final model),
     the step-3 snapshot is fine-tuned on Hebrew NER, and the figure's scores are those fine-tuning results."""

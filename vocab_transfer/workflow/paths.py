@@ -32,6 +32,7 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet, paper/<table>.{csv,md,html}
     results/figures/<kind>/<source>/<name>.{png,svg,csv}          kind: lapt_curves, embedding_correlation,
                                                                   lapt_finetune, token_accuracy
+    results/export/<source>/<target>/{init/<method>,lapt/<run>}/  Hugging Face model folders with a model card
     resources/models/<source>/, resources/reference_models/<model>/, resources/word_vectors/cc.<lang>.300.bin,
     resources/dictionaries/<source lang>-<lang>.txt               downloads
 """
@@ -178,6 +179,17 @@ def lapt_token_accuracy(source: str, target: str, run: str) -> str:
 
 def lapt_checkpoints(source: str, target: str, run: str) -> str:
     return f"{lapt_run(source, target, run)}/checkpoints"
+
+
+# --- exports --------------------------------------------------------------------------------------------------
+def export_init(source: str, target: str, method: str) -> str:
+    """A transferred model right after initialization, as a Hugging Face model folder with a model card."""
+    return f"{RESULTS}/export/{source}/{target}/init/{method}"
+
+
+def export_lapt(source: str, target: str, run: str) -> str:
+    """A LAPT run's final model, as a Hugging Face model folder with a model card."""
+    return f"{RESULTS}/export/{source}/{target}/lapt/{run}"
 
 
 # --- downstream -----------------------------------------------------------------------------------------------

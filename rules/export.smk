@@ -1,0 +1,39 @@
+# Transferred models as Hugging Face model folders with a model card: right after initialization (every cell of the
+# init table) and after LAPT (every run). `snakemake export` writes them all (vocab_transfer/export.py).
+
+
+rule export_init_model:
+    input:
+        unpack(plan.export_init_inputs),
+    output:
+        model=directory(paths.export_init("{source}", "{target}", "{method}")),
+    params:
+        card=plan.export_card,
+        command=reproduce_command,
+    log:
+        "logs/export_init_model/{source}/{target}/{method}.log",
+    resources:
+        **resources_of("export_init_model"),
+    script:
+        "../workflow_scripts/export_model.py"
+
+
+rule export_lapt_model:
+    input:
+        unpack(plan.export_lapt_inputs),
+    output:
+        model=directory(paths.export_lapt("{source}", "{target}", "{run}")),
+    params:
+        card=plan.export_card,
+        command=reproduce_command,
+    log:
+        "logs/export_lapt_model/{source}/{target}/{run}.log",
+    resources:
+        **resources_of("export_lapt_model"),
+    script:
+        "../workflow_scripts/export_model.py"
+
+
+rule export:
+    input:
+        plan.export_outputs(),
