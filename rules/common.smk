@@ -7,6 +7,7 @@ from snakemake.utils import validate
 from vocab_transfer.workflow.config import ConfigError, all_targets, check_config, expand_snapshot_models
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
+from vocab_transfer.workflow.cluster import check_submission
 from vocab_transfer.workflow.plan import Plan, canonical
 
 
@@ -25,6 +26,17 @@ os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(2**32))
 # Arrow's default mimalloc pool keeps the row groups a job has read long after it let them go (about 60 MB per
 # 100 MB corpus part read); the system allocator reuses them.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
+# Before any job is submitted: the jobs against the cluster they go to (profile placeholders, GPU partitions,
+# multi-node LAPT without SLURM; vocab_transfer/workflow/cluster.py). Not inside a cluster job (*-jobstep).
+onstart:
+    executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
+    if not executor.endswith("jobstep"):
+        jobs = [(job.rule.name, dict(job.resources)) for job in workflow.dag.needrun_jobs()]
+        problems = check_submission(executor, jobs, lapt_nodes=plan.cfg.lapt.nodes)
+        if problems:
+            raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
+
 
 # The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan.py);
 # cfg is the config typed (vocab_transfer/workflow/model.py).
