@@ -25,6 +25,9 @@ os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(2**32))
 # Arrow's default mimalloc pool keeps the row groups a job has read long after it let them go (about 60 MB per
 # 100 MB corpus part read); the system allocator reuses them.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+# envs/vocab-transfer.yaml installs the package from this checkout by absolute path: Snakemake builds the
+# environment from a copy of the file in .snakemake/conda/, where a path relative to envs/ would miss.
+os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))
 
 # The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan.py);
 # cfg is the config typed (vocab_transfer/workflow/model.py).
@@ -52,8 +55,8 @@ wildcard_constraints:
 
 # --- what each job asks the scheduler for (vocab_transfer.workflow.resources) ----------------------------
 def resources_of(rule, extra=None):
-    """mem_mb and runtime of a rule (vocab_transfer.workflow.resources: from its input size, or config
-    `resources.<rule>`)."""
+    """mem_mb and runtime of this rule's jobs, from their input size or config `resources.<rule>`
+    (vocab_transfer.workflow.resources)."""
     return {"mem_mb": res.mem_mb(config, rule, extra), "runtime": res.runtime(config, rule)}
 
 
