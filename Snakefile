@@ -5,6 +5,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+# Software for every job (README.md, "Software deployment and lint"): `--sdm conda` builds the env each rule names
+# (envs/vocab-transfer.yaml); `--sdm apptainer` runs each job in this image, built once from the Dockerfile: a path
+# relative to the working directory, or a URI such as docker://<registry>/vocab-transfer:<tag>.
+container: "vocab-transfer.sif"
+
+
 # config.yaml is the embedded default; a --configfile (e.g. configs/focus.yaml) replaces it instead of
 # being merged into it, so a paper config never inherits the demo's languages or methods.
 if not workflow.config_settings.configfiles:

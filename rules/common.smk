@@ -26,6 +26,9 @@ os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(2**32))
 # Arrow's default mimalloc pool keeps the row groups a job has read long after it let them go (about 60 MB per
 # 100 MB corpus part read); the system allocator reuses them.
 os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+# envs/vocab-transfer.yaml installs the package from this checkout by absolute path: Snakemake builds the
+# environment from a copy of the file in .snakemake/conda/, where a path relative to envs/ would miss.
+os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))
 
 # Before any job is submitted: the jobs against the cluster they go to (profile placeholders, GPU partitions,
 # multi-node LAPT without SLURM; vocab_transfer/workflow/cluster.py). Not inside a cluster job (*-jobstep).
@@ -71,8 +74,8 @@ def reproduce_command(wildcards, output):
 
 # --- what each job asks the scheduler for (vocab_transfer.workflow.resources) ----------------------------
 def resources_of(rule, extra=None):
-    """mem_mb and runtime of a rule (vocab_transfer.workflow.resources: from its input size, or config
-    `resources.<rule>`)."""
+    """mem_mb and runtime of this rule's jobs, from their input size or config `resources.<rule>`
+    (vocab_transfer.workflow.resources)."""
     return {"mem_mb": res.mem_mb(config, rule, extra), "runtime": res.runtime(config, rule)}
 
 

@@ -18,5 +18,7 @@ rule prepare_corpus:
         "benchmarks/out/prepare_corpus/{lang}.tsv"
     resources:
         **resources_of("prepare_corpus"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/prepare_corpus.py"

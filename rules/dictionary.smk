@@ -14,6 +14,8 @@ rule build_dictionary:
         spec=plan.dictionary_params,
     log:
         "logs/build_dictionary/{slang}/{lang}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/build_dictionary.py"
 
@@ -26,5 +28,7 @@ rule download_dictionary:
         url="https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt",
     log:
         "logs/download_dictionary/{slang}-{lang}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/download_file.py"

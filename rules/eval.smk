@@ -15,6 +15,8 @@ rule pack_heldout:
         "benchmarks/out/pack_heldout/{target}.tsv"
     resources:
         **resources_of("pack_heldout"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/pack_heldout.py"
 
@@ -49,5 +51,7 @@ rule evaluate_init:
         "benchmarks/out/evaluate_init/{source}/{target}.tsv"
     resources:
         **resources_of("evaluate_init"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/evaluate_init.py"

@@ -18,6 +18,8 @@ rule train_fasttext:
         "benchmarks/out/train_fasttext/{target}.tsv"
     resources:
         **resources_of("train_fasttext", fasttext_mem_mb),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/train_fasttext.py"
 
@@ -40,5 +42,7 @@ rule train_source_fasttext:
         "benchmarks/out/train_source_fasttext/{source}/{slang}.tsv"
     resources:
         **resources_of("train_source_fasttext", fasttext_mem_mb),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/train_fasttext.py"

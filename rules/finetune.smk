@@ -21,6 +21,8 @@ rule prepare_task:
         seed=cfg.seed,
     log:
         "logs/prepare_task/{task}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/prepare_task.py"
 
@@ -34,6 +36,8 @@ rule download_reference_model:
         repo=plan.reference_hub_id,
     log:
         "logs/download_reference_model/{ftmodel}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/download_source_model.py"
 
@@ -62,6 +66,8 @@ rule finetune:
         "logs/finetune/{source}/{task}/{ftmodel}/seed{seed}.log",
     benchmark:
         "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seed}.tsv"
+    conda:
+        "../envs/vocab-transfer.yaml"
     shell:
         "exec {params.launcher} -m vocab_transfer.training.finetune --model {params.model} {params.embeddings}"
         " --tokenizer {params.tokenizer} --task {params.task} --data {input.data} --seed {wildcards.seed}"
@@ -86,6 +92,8 @@ rule make_finetune_table:
         meta=plan.table_labels(),
     log:
         "logs/make_finetune_table/all.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/make_finetune_table.py"
 
@@ -110,6 +118,8 @@ rule make_paper_table:
         manifest=plan.paper_table_manifest,
     log:
         "logs/make_paper_table/{table}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/make_paper_table.py"
 
@@ -135,5 +145,7 @@ rule plot_lapt_finetune:
         manifest=plan.lapt_finetune_manifest,
     log:
         "logs/plot_lapt_finetune/{source}/{figure}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/plot_lapt_finetune.py"

@@ -17,6 +17,8 @@ rule init_embeddings:
         "benchmarks/out/init_embeddings/{source}/{target}/{method}.tsv"
     resources:
         **resources_of("init_embeddings"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/init_embeddings.py"
 
@@ -34,6 +36,8 @@ rule extend_tokenizer:
         new_tokens=plan.extension_size,
     log:
         "logs/extend_tokenizer/{source}/{target}/{method}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/extend_tokenizer.py"
 
@@ -55,5 +59,7 @@ rule factorize_source:
         "logs/factorize_source/{source}/{factorization}.log",
     benchmark:
         "benchmarks/out/factorize_source/{source}/{factorization}.tsv"
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/factorize_source.py"

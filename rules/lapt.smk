@@ -39,6 +39,8 @@ rule train_lapt:
         "logs/train_lapt/{source}/{target}/{run}.log",
     benchmark:
         "benchmarks/out/train_lapt/{source}/{target}/{run}.tsv"
+    conda:
+        "../envs/vocab-transfer.yaml"
     shell:
         "exec {params.launcher} -m vocab_transfer.training.lapt --model {input.model}"
         " $([ -n '{input.embeddings}' ] && echo --embeddings '{input.embeddings}')"
@@ -64,6 +66,8 @@ rule plot_lapt_curves:
         manifest=plan.lapt_curve_manifest,
     log:
         "logs/plot_lapt_curves/{source}/{target}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/plot_lapt_curves.py"
 
@@ -88,6 +92,8 @@ rule plot_embedding_correlation:
         manifest=plan.lapt_curve_manifest,
     log:
         "logs/plot_embedding_correlation/{source}/{target}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/plot_embedding_correlation.py"
 
@@ -112,5 +118,7 @@ rule plot_token_accuracy:
         spec=plan.token_accuracy_params,
     log:
         "logs/plot_token_accuracy/{source}/{figure}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/plot_token_accuracy.py"

@@ -13,5 +13,7 @@ rule compute_overlap:
         "benchmarks/out/compute_overlap/{source}/{target}.tsv"
     resources:
         **resources_of("compute_overlap"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/compute_overlap.py"

@@ -15,6 +15,8 @@ rule tokenize_corpus:
         "benchmarks/out/tokenize_corpus/{lang}/{split}.tsv"
     resources:
         **resources_of("tokenize_corpus"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/tokenize_corpus.py"
 

@@ -19,6 +19,8 @@ rule train_source_tokenizer:
         "benchmarks/out/train_source_tokenizer/{source}.tsv"
     resources:
         **resources_of("train_source_tokenizer"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/train_source_tokenizer.py"
 
@@ -50,6 +52,8 @@ rule pretrain_source_model:
         "benchmarks/out/pretrain_source_model/{source}.tsv"
     resources:
         **resources_of("pretrain_source_model"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/pretrain_source_model.py"
 
@@ -61,5 +65,7 @@ rule download_source_model:
         repo=plan.source_hub_id,
     log:
         "logs/download_source_model/{source}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/download_source_model.py"

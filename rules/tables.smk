@@ -21,5 +21,7 @@ rule make_init_table:
         meta=plan.table_metadata(),
     log:
         "logs/make_init_table/all.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/make_init_table.py"

@@ -21,5 +21,7 @@ rule train_tokenizer:
         "benchmarks/out/train_tokenizer/{lang}.tsv"
     resources:
         **resources_of("train_tokenizer", tokenizer_sample_mb),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/train_tokenizer.py"

@@ -21,6 +21,8 @@ rule build_word_vectors:
         "benchmarks/out/build_word_vectors/{lang}.tsv"
     resources:
         **resources_of("build_word_vectors", word_fasttext_mem_mb),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/build_word_vectors.py"
 
@@ -33,5 +35,7 @@ rule download_word_vectors:
         url="https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz",
     log:
         "logs/download_word_vectors/{lang}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/download_file.py"

@@ -29,6 +29,8 @@ rule train_source_task:
         "logs/train_source_task/{source}/{srctask}/{setup}/seed{seed}.log",
     benchmark:
         "benchmarks/out/train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"
+    conda:
+        "../envs/vocab-transfer.yaml"
     shell:
         "exec {params.launcher} -m vocab_transfer.training.zeroshot train --model {input.model} --tokenizer {input.tokenizer}"
         " --task {params.task} --data {input.data} --seed {wildcards.seed} --variant {params.variant}"
@@ -57,6 +59,8 @@ rule evaluate_zero_shot:
         "logs/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.log",
     benchmark:
         "benchmarks/out/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.tsv"
+    conda:
+        "../envs/vocab-transfer.yaml"
     shell:
         "exec {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target} --task {params.task}"
         " --data {input.data} {params.sources} --seed {wildcards.seed} --output {output.scores}"
