@@ -2,7 +2,7 @@
 
 Methods live in :mod:`vocab_transfer.methods` (one module per method, named after it); the
 pipeline stages (corpus, tokenizer, fastText, overlap, source model, MLM evaluation) each have a
-module of their own. See the README for the map from paper sections to functions.
+module of their own. See docs/methods.md for the map from paper sections to functions.
 """
 
 __version__ = "0.1.0"

@@ -22,7 +22,7 @@ class TransferInputs:
 
     ``source_matrix`` is the source input-embedding matrix, with the MLM head's output bias as
     an extra last column when the source model has one (so every row-wise combination applies to
-    a token's embedding and its bias alike; see the README, "Output bias").
+    a token's embedding and its bias alike; see docs/methods.md, "Output bias").
     """
 
     source_matrix: torch.Tensor  # [V_s, d(+1)]

@@ -13,7 +13,7 @@ Conventions shared by every function here:
   matrix carries the MLM output bias as its last column, ``"normal"`` draws that column from
   N(0, ``std``²) too (≈ 0, where HF initializes a bias), ``"source"`` from the bias's own statistics;
 - special tokens matched by role (overlap rows with ``match == "special"``) are copied by every
-  config adapter (README "Special tokens"), except Reinit Embed with ``copy_special=False``;
+  config adapter (docs/methods.md, "Special tokens"), except Reinit Embed with ``copy_special=False``;
 - every function takes an explicit ``seed`` and uses a local ``torch.Generator``: the same seed
   gives a bit-identical matrix whatever the global RNG state.
 """
@@ -137,7 +137,7 @@ def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool =
     """Config adapter: ``kind: reinit_embed``.
 
     ``copy_special`` (default true) copies the special tokens matched by role, as every method of
-    this package does (README "Special tokens"); ``false`` is the paper's literal "all rows random".
+    this package does (docs/methods.md, "Special tokens"); ``false`` is the paper's literal "all rows random".
     """
     matrix = reinit_embed_init(inputs.source_matrix, inputs.target_vocab_size, seed=seed, init=init, std=std)
     n = inputs.target_vocab_size
