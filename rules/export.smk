@@ -14,6 +14,8 @@ rule export_init_model:
         "logs/export_init_model/{source}/{target}/{method}.log",
     resources:
         **resources_of("export_init_model"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/export_model.py"
 
@@ -30,6 +32,8 @@ rule export_lapt_model:
         "logs/export_lapt_model/{source}/{target}/{run}.log",
     resources:
         **resources_of("export_lapt_model"),
+    conda:
+        "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/export_model.py"
 

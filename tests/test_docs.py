@@ -192,11 +192,12 @@ def test_overlay_merges_over_the_base_key_by_key():
         assert merged[key] == base[key], key
 
 
-def test_nested_config_values_arrive_as_strings():
-    """`--config 'lapt={training: {...}}'` merges recursively, but Snakemake reads the nested values as strings,
-    which is why the docs send nested keys through an overlay file."""
-    base = lapt_settings("--configfile", "tests/data/tiny_config.yaml")
-    nested = lapt_settings("--configfile", "tests/data/tiny_config.yaml", "--config", "lapt={training: {lr: 0.01}}")
-    assert nested["lr"] == "0.01" and nested["batch_size"] == base["batch_size"]
+def test_nested_config_values_arrive_as_strings_and_are_refused():
+    """`--config 'lapt={training: {...}}'` merges recursively, but Snakemake reads the nested values as strings: the
+    config check names them before any job runs, which is why the docs send nested keys through an overlay file."""
+    proc = dry_run(["--cores", "1", "results/lapt/tiny/sw/focus/curve.parquet", "--configfile",
+                    "tests/data/tiny_config.yaml", "--config", "lapt={training: {lr: 0.01}}"])
+    assert proc.returncode != 0
+    assert "LAPT config: lr must be float, not '0.01'" in proc.stdout + proc.stderr
     top = lapt_settings("--configfile", "tests/data/tiny_config.yaml", "--config", "seed=3")
     assert top["seed"] == 3

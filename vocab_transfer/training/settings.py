@@ -8,18 +8,51 @@ adapter settings (``vocab_transfer.workflow.config``, at parse time) imports nei
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from dataclasses import dataclass, field
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
 
 
 def _from_dict(cls, d: dict, what: str):
-    """``cls(**d)``, naming the keys of ``d`` that are not fields of the dataclass ``cls``."""
+    """``cls(**d)``, naming the keys of ``d`` that are not fields of the dataclass ``cls`` and the values that do not
+    have their field's type (``lr: "5e-5"`` is a string to YAML: it needs a dot, ``5.0e-5``)."""
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = set(d) - names
     if unknown:
         raise ValueError(f"{what}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
+    hints = typing.get_type_hints(cls)
+    for key, value in d.items():
+        if not _fits(hints[key], value):
+            raise ValueError(f"{what}: {key} must be {_type_name(hints[key])}, not {value!r}")
     return cls(**d)
+
+
+def _fits(hint, value) -> bool:
+    """Whether ``value`` (from YAML/JSON) has the type ``hint`` (an int is a float; a bool is not a number)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(a, value) for a in args)
+    if hint is type(None):
+        return value is None
+    if origin is list:
+        return isinstance(value, list) and all(_fits(args[0], v) for v in value) if args else isinstance(value, list)
+    if origin is dict or hint is dict:
+        return isinstance(value, dict)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    return True
+
+
+def _type_name(hint) -> str:
+    return str(hint).replace("typing.", "") if typing.get_origin(hint) else getattr(hint, "__name__", str(hint))
 
 # MAD-X task adapters: AdapterHub's Pfeiffer configuration (reduction factor 16), in every layer, no invertible
 # part (that belongs to the language); the non-linearity stays eq. 1's GeLU. unks-everywhere is silent on them.
