@@ -22,12 +22,13 @@ CPU_JOB = ("prepare_corpus", {"slurm_partition": "cpu", "mem_mb": 4000})
 
 
 def test_a_well_formed_submission_passes():
-    assert check_submission("slurm", [LAPT_JOB, CPU_JOB], gres=GRES) == []
+    assert check_submission("slurm", [LAPT_JOB, CPU_JOB, ("pack_heldout", {"tmpdir": "<TBD>"})], gres=GRES) == []
     assert check_submission("local", [("train_lapt", {"gpu": 0})], gres=GRES) == []
 
 
 def test_unfilled_placeholders_are_named_once_with_their_rules():
-    jobs = [("prepare_corpus", {"slurm_partition": "<cpu-partition>", "slurm_account": "<cpu-account>"}),
+    jobs = [("prepare_corpus", {"slurm_partition": "<cpu-partition>", "slurm_account": "<cpu-account>",
+                                "tmpdir": "<TBD>"}),  # Snakemake's own placeholder until the job runs
             ("train_tokenizer", {"slurm_partition": "<cpu-partition>"}), LAPT_JOB]
     problems = check_submission("slurm", jobs, gres=GRES)
     assert len(problems) == 2

@@ -10,7 +10,6 @@ loss, the LAPT steps and curve, and the command that rebuilds the folder.
 
 from __future__ import annotations
 
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,13 +133,11 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
 
 
 def export_folder(model_dir: str, out_dir: str, card: str) -> None:
-    """A ``save_pretrained`` folder (a LAPT model with its tokenizer) with ``card``, written atomically into
-    ``out_dir``; files are hard links where the file system allows (no copy of the weights)."""
+    """A ``save_pretrained`` folder (a LAPT model with its tokenizer) with ``card``, copied atomically into
+    ``out_dir``. A copy, not hard links: a link changes the source files' ctime, which Snakemake reads as an update
+    of the LAPT model and reruns what depends on it."""
     with atomic_path(out_dir, directory=True) as tmp:
         for f in Path(model_dir).iterdir():
             if f.is_file() and f.name != CARD:
-                try:
-                    os.link(f, Path(tmp) / f.name)
-                except OSError:
-                    shutil.copy2(f, Path(tmp) / f.name)
+                shutil.copy2(f, Path(tmp) / f.name)
         (Path(tmp) / CARD).write_text(card)

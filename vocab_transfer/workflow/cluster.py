@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 
 PROFILE = "profiles/slurm/config.yaml"
 PLACEHOLDER = re.compile(r"^<[^<>]+>$")
+SNAKEMAKE_OWN = ("tmpdir", "_nodes", "_cores")  # resources Snakemake sets itself ("<TBD>" until a job runs)
 
 
 def partition_gres(partition: str) -> str | None:
@@ -42,7 +43,9 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
     unfilled: dict[tuple[str, str], list[str]] = {}
     for rule, resources in jobs:
         for key, value in resources.items():
-            if isinstance(value, str) and PLACEHOLDER.match(value.strip("'\"")):
+            if key in SNAKEMAKE_OWN or not isinstance(value, str) or value == "<TBD>":  # Snakemake's, filled per job
+                continue
+            if PLACEHOLDER.match(value.strip("'\"")):
                 unfilled.setdefault((key, value.strip("'\"")), []).append(rule)
     for (key, value), rules in sorted(unfilled.items()):
         names = sorted(set(rules))
