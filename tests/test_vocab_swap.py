@@ -41,6 +41,29 @@ def overlap_frame(rows):
 
 # ------------------------------------------------------------------------------------ align / correlation
 
+def test_underdetermined_procrustes_is_one_map_whatever_the_pair_order():
+    """62 pairs for 100 dimensions (the demo's Chichewa dictionary): every rotation that agrees on the pairs' span
+    fits them equally well, and an SVD picks one by rounding noise (reordering the pairs moved the old map by 0.37
+    in its entries). The map is the one closest to the identity outside that span: orthogonal, as good a fit as
+    any minimiser, and the same for the pairs in any order; a full-rank problem keeps the textbook U Vᵀ."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(62, 100, generator=g, dtype=torch.float64)
+    Q = torch.linalg.qr(torch.randn(100, 100, generator=g, dtype=torch.float64))[0]
+    Y = X @ Q + 0.01 * torch.randn(62, 100, generator=g, dtype=torch.float64)
+    W = procrustes(X, Y)
+    torch.testing.assert_close(W.T @ W, torch.eye(100, dtype=torch.float64))
+    u, _, vh = torch.linalg.svd(X.T @ Y, full_matrices=False)
+    assert float((X @ W - Y).norm()) == pytest.approx(float((X @ (u @ vh) - Y).norm()), rel=1e-10)
+    perm = torch.randperm(62, generator=g)
+    torch.testing.assert_close(procrustes(X[perm], Y[perm]), W, rtol=0, atol=1e-12)
+    # of the minimisers, it is the one nearest the identity (largest trace): above the arbitrary one of the SVD
+    assert float(torch.trace(W)) > float(torch.trace(u @ vh)) + 1.0
+    full = torch.randn(300, 100, generator=g, dtype=torch.float64)
+    target = full @ Q
+    u, _, vh = torch.linalg.svd(full.T @ target, full_matrices=False)
+    assert torch.equal(procrustes(full, target), u @ vh)
+
+
 def test_procrustes_recovers_rotation():
     g = torch.Generator().manual_seed(0)
     X = torch.randn(50, 6, generator=g, dtype=torch.float64)

@@ -5,27 +5,50 @@ Used by Align Match (Tran 2020; vocab-swap §2.1) and WECHSEL (which aligns word
 
 from __future__ import annotations
 
+import logging
+
 import torch
+
+log = logging.getLogger(__name__)
 
 __all__ = ["mutual_nearest_neighbours", "normalize_embeddings", "procrustes"]
 
 
-def procrustes(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+def procrustes(X: torch.Tensor, Y: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
     """Orthogonal Procrustes: ``W = argmin_{WᵀW = I} ||X W − Y||_F`` for paired rows of ``X`` and ``Y``.
 
     ``X`` [n, d1], ``Y`` [n, d2]: row i of X is paired with row i of Y (e.g. an anchor word in two
     languages). With ``U Σ Vᵀ = svd(Xᵀ Y)`` the solution is ``W = U Vᵀ`` (Schönemann 1966); for
     ``d1 ≠ d2`` the same formula gives the semi-orthogonal [d1, d2] map with orthonormal rows or
     columns (whichever are fewer). Computed in float64, returned in ``X``'s dtype. Map a new
-    point with ``x @ W``. Needs ``n ≥ 1``; with fewer than ``d`` (affinely independent) pairs the
-    map is not unique and SVD picks one of the minimisers.
+    point with ``x @ W``. Needs ``n ≥ 1``.
+
+    When ``XᵀY`` has rank ``r`` below ``min(d1, d2)`` (fewer pairs than dimensions, singular values under ``rtol``
+    times the largest), every minimiser agrees on the pairs' span, ``U_r V_rᵀ``, and the rest of the map is not
+    determined by the data: an SVD picks it arbitrarily, and differently on other machines. Here it is the one
+    closest to the identity: the polar factor of ``(I − U_r U_rᵀ)(I − V_r V_rᵀ)`` between the two complements
+    (:func:`_closest_to_identity`), the same on every machine for the same pairs. Square maps only (``d1 = d2``).
     """
     if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0]:
         raise ValueError(f"need paired 2-D inputs with the same number of rows, got {tuple(X.shape)} and {tuple(Y.shape)}")
     if X.shape[0] == 0:
         raise ValueError("procrustes needs at least one pair")
-    u, _, vh = torch.linalg.svd(X.double().T @ Y.double(), full_matrices=False)
-    return (u @ vh).to(X.dtype)
+    u, sigma, vh = torch.linalg.svd(X.double().T @ Y.double(), full_matrices=False)
+    rank = int((sigma > rtol * sigma[0]).sum()) if sigma[0] > 0 else 0
+    if rank == len(sigma) or X.shape[1] != Y.shape[1]:
+        return (u @ vh).to(X.dtype)
+    log.info("Procrustes: X^T Y has rank %d of %d; the map outside the pairs' span is the rotation closest to the "
+             "identity", rank, len(sigma))
+    w = u[:, :rank] @ vh[:rank] + _closest_to_identity(u[:, :rank], vh[:rank].T, len(sigma) - rank)
+    return w.to(X.dtype)
+
+
+def _closest_to_identity(u_r: torch.Tensor, v_r: torch.Tensor, k: int) -> torch.Tensor:
+    """The partial isometry from the orthogonal complement of ``u_r``'s columns to that of ``v_r``'s (both of
+    dimension ``k``) nearest the identity (largest trace): the polar factor of ``(I − U Uᵀ)(I − V Vᵀ)``."""
+    eye = torch.eye(u_r.shape[0], dtype=u_r.dtype)
+    a, _, bh = torch.linalg.svd((eye - u_r @ u_r.T) @ (eye - v_r @ v_r.T))
+    return a[:, :k] @ bh[:k]
 
 
 def normalize_embeddings(x: torch.Tensor, *, center: bool = True) -> torch.Tensor:
