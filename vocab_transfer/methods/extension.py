@@ -18,7 +18,7 @@ import torch
 from tokenizers import Tokenizer
 from transformers import PreTrainedTokenizerFast
 
-from ..workflow.model import Range
+from ..typed import Range
 from ..workflow.needs import Need
 from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
 from .focus import focus_init

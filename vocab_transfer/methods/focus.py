@@ -8,7 +8,7 @@ import torch
 from tqdm import tqdm
 
 from ..data.word_vectors import tokenize_flatten_reduce
-from ..workflow.model import Range
+from ..typed import Range
 from ..workflow.needs import Need
 from .base import (
     EmbeddingInit,

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from ..training.factorized import FactorizedEmbedding, fit_neural
-from ..workflow.model import Range
+from ..typed import Range
 from ..workflow.needs import Need
 from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like
 from .registry import register

@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ..workflow.model import Range
+from ..typed import Range
 from ..workflow.needs import Need
 from .align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of

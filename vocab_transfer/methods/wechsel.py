@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from ..data.word_vectors import WordVectors, tokenize_flatten_reduce
-from ..workflow.model import Range
+from ..typed import Range
 from ..workflow.needs import Need
 from .align import normalize_embeddings, procrustes
 from .base import (

@@ -8,9 +8,10 @@ adapter settings (``vocab_transfer.workflow.config``, at parse time) imports nei
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from dataclasses import dataclass, field
+
+from ..typed import ModelError, check_value
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
 
@@ -24,31 +25,11 @@ def _from_dict(cls, d: dict, what: str):
         raise ValueError(f"{what}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
     hints = typing.get_type_hints(cls)
     for key, value in d.items():
-        if not _fits(hints[key], value):
-            raise ValueError(f"{what}: {key} must be {_type_name(hints[key])}, not {value!r}")
+        try:
+            check_value(hints[key], value, key)
+        except ModelError:
+            raise ValueError(f"{what}: {key} must be {_type_name(hints[key])}, not {value!r}") from None
     return cls(**d)
-
-
-def _fits(hint, value) -> bool:
-    """Whether ``value`` (from YAML/JSON) has the type ``hint`` (an int is a float; a bool is not a number)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_fits(a, value) for a in args)
-    if hint is type(None):
-        return value is None
-    if origin is list:
-        return isinstance(value, list) and all(_fits(args[0], v) for v in value) if args else isinstance(value, list)
-    if origin is dict or hint is dict:
-        return isinstance(value, dict)
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    return True
 
 
 def _type_name(hint) -> str:

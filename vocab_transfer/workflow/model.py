@@ -10,8 +10,8 @@ Cross-key rules (a LAPT run names a method, a table names models, ...) are check
 :mod:`vocab_transfer.workflow.config`. Scripts parse their params back into the same classes
 (``FastText.parse(json.loads(snakemake.params.spec))``), so a rule and its script share one definition of a section.
 
-Field metadata: ``ge``/``gt``/``le``/``lt`` bounds, ``min_items``, ``unique``, ``min_len``, ``key_pattern`` (a
-dict's keys). A class with ``EXTRA = "<field>"`` keeps keys that are not fields in that dict field (a method's
+Field metadata (checked by :func:`vocab_transfer.typed.check_value`): ``ge``/``gt``/``le``/``lt`` bounds,
+``min_items``, ``unique``, ``min_len``, ``key_pattern`` (a dict's keys). A class with ``EXTRA = "<field>"`` keeps keys that are not fields in that dict field (a method's
 parameters, a LAPT run's LaptConfig fields); every other class refuses unknown keys, naming them.
 Torch-free, and it imports no trainer: it runs while Snakemake plans.
 """
@@ -19,17 +19,14 @@ Torch-free, and it imports no trainer: it runs while Snakemake plans.
 from __future__ import annotations
 
 import dataclasses
-import re
-import types
 import typing
 from dataclasses import dataclass, field
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
-from ..training.settings import METRICS, NON_LINEARITIES, REINIT, VARIANTS
+from ..training.settings import METRICS, NON_LINEARITIES
+from ..typed import ModelError, Range, check_value
 
-
-class ModelError(ValueError):
-    """A config value that does not fit its section: names the key path and what was expected."""
+__all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
 
 
 def _f(default=dataclasses.MISSING, **meta):
@@ -45,20 +42,6 @@ def _req(**meta):
     return field(metadata=meta)
 
 
-@dataclass(frozen=True)
-class Range:
-    """Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
-    checked at parse time against its annotation: :func:`check_parameters`)."""
-
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-
-    def meta(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-
-
 def check_parameters(fn, params: dict, where: str) -> None:
     """``params`` (a config entry's keyword arguments for ``fn``) fit ``fn``'s annotations and bounds, and every
     keyword parameter without a default is given; :class:`ModelError` names the key."""
@@ -69,7 +52,7 @@ def check_parameters(fn, params: dict, where: str) -> None:
         if p.kind != p.KEYWORD_ONLY or name == "seed":
             continue
         if name in params:
-            _value(hints.get(name, Any), params[name], f"{where}.{name}")
+            check_value(hints.get(name, Any), params[name], f"{where}.{name}")
         elif p.default is p.empty:
             raise ModelError(f"{where}: missing required parameter {name!r}")
 
@@ -83,8 +66,6 @@ TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
 Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
 NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
-LaptVariant = Literal[VARIANTS]  # type: ignore[valid-type]
-Reinit = Literal[REINIT]  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -109,7 +90,7 @@ class Section:
         for name in keys:
             f = fields[name]
             if name in data:
-                values[name] = _value(hints[name], data[name], f"{where}.{name}", f.metadata)
+                values[name] = check_value(hints[name], data[name], f"{where}.{name}", f.metadata)
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ModelError(f"{where}: missing required key {name!r}")
         if cls.EXTRA is not None:
@@ -125,71 +106,6 @@ class Section:
 
     def check(self, where: str) -> None:
         """Rules between the keys of one section (override); the error names ``where``."""
-
-
-def _value(hint, value, where: str, meta: dict | types.MappingProxyType = types.MappingProxyType({})):
-    """``value`` checked against the type ``hint`` and the bounds in ``meta``; nested sections parsed."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Annotated:
-        extra = {k: v for a in args[1:] if isinstance(a, Range) for k, v in a.meta().items()}
-        return _value(args[0], value, where, {**meta, **extra})
-    if origin in (Union, types.UnionType):
-        if value is None:
-            if type(None) in args:
-                return None
-            raise ModelError(f"{where}: must not be null")
-        errors = []
-        for arg in (a for a in args if a is not type(None)):
-            try:
-                return _value(arg, value, where, meta)
-            except ModelError as e:
-                errors.append(str(e))
-        raise ModelError(errors[0] if len(errors) == 1 else f"{where}: {value!r} fits none of: " + "; ".join(errors))
-    if value is None and hint is not Any:
-        raise ModelError(f"{where}: must not be null")
-    if hint is Any:
-        return value
-    if isinstance(hint, type) and issubclass(hint, Section):
-        return hint.parse(value, where)
-    if origin is Literal:
-        if value not in args or isinstance(value, bool) != isinstance(args[0], bool):
-            raise ModelError(f"{where}: {value!r} is not one of {list(args)}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ModelError(f"{where}: expected a list, got {value!r}")
-        if len(value) < meta.get("min_items", 0):
-            raise ModelError(f"{where}: needs at least {meta['min_items']} item(s)")
-        if meta.get("unique") and len({repr(v) for v in value}) != len(value):
-            raise ModelError(f"{where}: items must be unique, got {value!r}")
-        return [_value(args[0], v, f"{where}[{i}]", meta.get("items", {})) for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ModelError(f"{where}: expected a mapping, got {value!r}")
-        pattern = meta.get("key_pattern")
-        bad = [k for k in value if not isinstance(k, str) or (pattern and not re.match(pattern, k))]
-        if bad:
-            raise ModelError(f"{where}: invalid name(s) {bad}" + (f" (allowed: {pattern})" if pattern else ""))
-        if len(value) < meta.get("min_items", 0):
-            raise ModelError(f"{where}: needs at least {meta['min_items']} entry")
-        return {k: _value(args[1], v, f"{where}.{k}", meta.get("values", {})) for k, v in value.items()}
-    if hint is bool:
-        ok = isinstance(value, bool)
-    elif hint is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif hint is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif hint is str:
-        ok = isinstance(value, str) and len(value) >= meta.get("min_len", 0)
-    else:
-        raise TypeError(f"{where}: unsupported type {hint!r} in the config model")
-    if not ok:
-        raise ModelError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
-    for key, test, text in (("ge", lambda b: value >= b, ">="), ("gt", lambda b: value > b, ">"),
-                            ("le", lambda b: value <= b, "<="), ("lt", lambda b: value < b, "<")):
-        if key in meta and not test(meta[key]):
-            raise ModelError(f"{where}: {value!r} must be {text} {meta[key]}")
-    return value
 
 
 # --- corpora --------------------------------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""Values from YAML/JSON checked against Python type hints: the one type check of the config model
+(:mod:`vocab_transfer.workflow.model`), of the methods' parameters and of the trainers' settings
+(:mod:`vocab_transfer.training.settings`).
+
+:func:`check_value` knows ``bool``, ``int`` (not a bool), ``float`` (an int too), ``str``, ``list[...]``,
+``dict[str, ...]``, bare ``list``/``dict``, ``X | None``, unions, ``Literal``, ``Any``, ``Annotated[..., Range(...)]``
+and classes with a ``parse(value, where)`` classmethod (the config model's sections), plus bounds and size limits
+given as ``meta``. No dependencies: it runs while Snakemake plans and in the trainers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from typing import Annotated, Any, Literal, Union
+
+NO_META = types.MappingProxyType({})
+
+
+class ModelError(ValueError):
+    """A config value that does not fit its type: names the key path and what was expected."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
+    checked at parse time against its annotation: :func:`vocab_transfer.workflow.model.check_parameters`)."""
+
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+
+    def meta(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
+
+
+def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = NO_META):
+    """``value`` checked against the type ``hint`` and the bounds in ``meta`` (nested sections parsed), or
+    :class:`ModelError` naming ``where``."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Annotated:
+        extra = {k: v for a in args[1:] if isinstance(a, Range) for k, v in a.meta().items()}
+        return check_value(args[0], value, where, {**meta, **extra})
+    if origin in (Union, types.UnionType):
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ModelError(f"{where}: must not be null")
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return check_value(arg, value, where, meta)
+            except ModelError as e:
+                errors.append(str(e))
+        raise ModelError(errors[0] if len(errors) == 1 else f"{where}: {value!r} fits none of: " + "; ".join(errors))
+    if value is None and hint is not Any:
+        raise ModelError(f"{where}: must not be null")
+    if hint is Any:
+        return value
+    if isinstance(hint, type) and hasattr(hint, "parse"):  # a section of the config model
+        return hint.parse(value, where)
+    if origin is Literal:
+        if value not in args or isinstance(value, bool) != isinstance(args[0], bool):
+            raise ModelError(f"{where}: {value!r} is not one of {list(args)}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ModelError(f"{where}: expected a list, got {value!r}")
+        if len(value) < meta.get("min_items", 0):
+            raise ModelError(f"{where}: needs at least {meta['min_items']} item(s)")
+        if meta.get("unique") and len({repr(v) for v in value}) != len(value):
+            raise ModelError(f"{where}: items must be unique, got {value!r}")
+        return [check_value(args[0], v, f"{where}[{i}]", meta.get("items", {})) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ModelError(f"{where}: expected a mapping, got {value!r}")
+        pattern = meta.get("key_pattern")
+        bad = [k for k in value if not isinstance(k, str) or (pattern and not re.match(pattern, k))]
+        if bad:
+            raise ModelError(f"{where}: invalid name(s) {bad}" + (f" (allowed: {pattern})" if pattern else ""))
+        if len(value) < meta.get("min_items", 0):
+            raise ModelError(f"{where}: needs at least {meta['min_items']} entry")
+        return {k: check_value(args[1], v, f"{where}.{k}", meta.get("values", {})) for k, v in value.items()}
+    if hint in (list, dict):
+        if not isinstance(value, hint):
+            raise ModelError(f"{where}: expected a {'list' if hint is list else 'mapping'}, got {value!r}")
+        return value
+    if hint is bool:
+        ok = isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint is str:
+        ok = isinstance(value, str) and len(value) >= meta.get("min_len", 0)
+    else:
+        raise TypeError(f"{where}: unsupported type {hint!r} (vocab_transfer.typed.check_value)")
+    if not ok:
+        raise ModelError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
+    for key, test, text in (("ge", lambda b: value >= b, ">="), ("gt", lambda b: value > b, ">"),
+                            ("le", lambda b: value <= b, "<="), ("lt", lambda b: value < b, "<")):
+        if key in meta and not test(meta[key]):
+            raise ModelError(f"{where}: {value!r} must be {text} {meta[key]}")
+    return value
