@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from ..typed import ModelError, check_value
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
+ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # how zeroshot trains the source side (zeroshot.VARIANTS)
+UNSEEN_LABELS = ("error", "wrong")  # zero-shot test labels the source task lacks: stop, or count as errors
 
 
 def _from_dict(cls, d: dict, what: str):

