@@ -238,33 +238,33 @@ class Tokenizer(Section):
 
 
 @dataclass(frozen=True)
-class FastText(Section):
-    """``fasttext``: token-level fastText (vocab_transfer.data.token_fasttext.train_token_fasttext; defaults: FOCUS
-    App. B, and one thread for deterministic vectors)."""
+class FastTextTraining(Section):
+    """The fastText options token- and word-level fastText share (fastText's own names)."""
 
     dim: int = _f(300, ge=2)
-    min_count: int = _f(10, ge=1)
-    epochs: int = _f(3, ge=1)
     model: Literal["skipgram", "cbow"] = "skipgram"
     minn: int = _f(3, ge=0)
     maxn: int = _f(6, ge=0)
     window: int = _f(5, ge=1)
-    threads: int = _f(1, ge=1)
+    threads: int = _f(1, ge=1)  # 1: deterministic vectors
+
+
+@dataclass(frozen=True)
+class FastText(FastTextTraining):
+    """``fasttext``: token-level fastText (vocab_transfer.data.token_fasttext.train_token_fasttext; defaults: FOCUS
+    App. B)."""
+
+    min_count: int = _f(10, ge=1)
+    epochs: int = _f(3, ge=1)
     max_tokens: int | None = _f(None, ge=1)
 
 
 @dataclass(frozen=True)
-class WordFastText(Section):
+class WordFastText(FastTextTraining):
     """``word_fasttext``: word-level fastText on a language's corpus (WECHSEL §3)."""
 
-    dim: int = _f(300, ge=2)
     min_count: int = _f(5, ge=1)
     epochs: int = _f(5, ge=1)
-    model: Literal["skipgram", "cbow"] = "skipgram"
-    minn: int = _f(3, ge=0)
-    maxn: int = _f(6, ge=0)
-    window: int = _f(5, ge=1)
-    threads: int = _f(1, ge=1)
     max_words: int | None = _f(None, ge=1)
 
 
