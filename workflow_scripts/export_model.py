@@ -22,7 +22,7 @@ def main(inputs, card, command, out_dir, log_path):
     tokenizer_dir = inputs.get("tokenizer", inputs["model"])
     tok = load_tokenizer(tokenizer_dir)
     info = CardInfo(**card, causal=is_causal_lm(AutoConfig.from_pretrained(inputs["model"])),
-                    tokenizer_type=f"{type(tok).__name__} ({json.loads(tok.backend_tokenizer.to_str())['model']['type']})"
+                    tokenizer_type=f"{type(tok).__name__} ({type(tok.backend_tokenizer.model).__name__})"
                     if tok.is_fast else type(tok).__name__, vocab_size=len(tok),
                     tokenizer_info=read_json(Path(tokenizer_dir) / "training.json"),
                     corpus_stats=read_json(inputs["stats"]), command=command)
