@@ -173,13 +173,14 @@ def test_init_eval_row_has_one_schema_for_both_objectives(sw_tokenizer, swahili_
     xlmr = build_xlmr_mlm(sw_tokenizer, hidden_size=D, num_layers=1, num_heads=2, intermediate_size=32,
                           max_position_embeddings=32, seed=0)
     mlm = init_eval_row(xlmr, blocks, sw_tokenizer, objective="mlm", seed=0)
-    assert list(clm) == list(mlm) == ["objective", "mlm_loss", "perplexity", "masked_tokens", "sequences"]
+    assert list(clm) == list(mlm) == ["objective", "mlm_loss", "perplexity", "masked_tokens", "sequences",
+                                      "bits_per_byte", "bits_per_char", "scored_bytes", "scored_chars"]
     assert clm["objective"] == "clm" and clm["masked_tokens"] == 8 * 31
     assert mlm["mlm_loss"] == mlm_loss(xlmr, blocks, sw_tokenizer, seed=0)["mlm_loss"]
     rows = pd.DataFrame([{"source": "gpt2", "target": "sw", "method": "focus", **clm},
                          {"source": "xlmr", "target": "sw", "method": "focus", **mlm}])
     table = init_loss_table(rows, method_labels={"focus": "FOCUS"}, in_pretraining={})
-    assert table["mlm_loss"].notna().all()
+    assert table["mlm_loss"].notna().all() and table["bits_per_byte"].notna().all()
     with pytest.raises(ValueError, match="objective must be"):
         init_eval_row(xlmr, blocks, sw_tokenizer, objective="nsp", seed=0)
 

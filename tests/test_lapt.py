@@ -251,7 +251,7 @@ def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
     held = blocks[1][:20]
     track, _ = frequent_tokens(blocks[0], len(sw_tokenizer), sw_tokenizer.all_special_ids, 50)
     off = torch.autocast("cpu", enabled=False)
-    loss, counts = heldout_eval(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off, track)
+    loss, counts, _ = heldout_eval(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off, track)
     assert loss == heldout_loss(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off)
     expected = torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(held), 16):

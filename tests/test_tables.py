@@ -49,6 +49,26 @@ def test_lapt_table_perplexity_at_steps():
     assert ppl[("b", 5)] == math.exp(1.2) and pd.isna(ppl[("b", 10)])
     assert md.splitlines()[2] == "| Run | x @0 | x @5 | x @10 |"
     assert md.splitlines()[5] == f"| B | {math.exp(2.5):.2f} | **{math.exp(1.2):.2f}** | — |"
+    bpb = curves.assign(heldout_bits_per_byte=curves["heldout_loss"] / 4)  # the curves' own column, not derived
+    table, _ = lapt_table(bpb, {**spec, "value": "bits_per_byte"}, runs={})
+    assert table.set_index(["run", "step"])["bits_per_byte"][("a", 10)] == 0.25
+    table, _ = lapt_table(curves, {**spec, "value": "bits_per_byte"}, runs={})  # curves written without it
+    assert table["bits_per_byte"].isna().all()
+
+
+def test_init_table_gives_bits_per_byte_beside_the_loss():
+    from vocab_transfer.report.tables import init_loss_markdown, init_loss_table
+
+    rows = pd.DataFrame({"source": "s", "target": ["x", "x"], "method": ["a", "b"], "objective": "mlm",
+                         "mlm_loss": [5.0, 4.0], "perplexity": [148.4, 54.6], "masked_tokens": 100,
+                         "bits_per_byte": [1.5, 1.75], "bits_per_char": [1.6, 1.8], "scored_bytes": 400})
+    table = init_loss_table(rows, method_labels={"a": "A", "b": "B"}, in_pretraining={})
+    md = init_loss_markdown(table, methods=["a", "b"], targets=["x"]).split("**Source")[1:]
+    assert "MLM loss" in md[0] and "| B | **4.00** |" in md[0]
+    assert "bits per byte" in md[1] and "| A | **1.50** |" in md[1]  # a token-independent ranking may differ
+    old = init_loss_table(rows.drop(columns=["bits_per_byte", "bits_per_char", "scored_bytes"]),
+                          method_labels={}, in_pretraining={})
+    assert "bits per byte" not in init_loss_markdown(old, methods=["a", "b"], targets=["x"])
 
 
 def test_grid_tables_two_way_layout_best_column_and_dep_cells():

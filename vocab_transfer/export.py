@@ -90,9 +90,11 @@ def model_card(info: CardInfo) -> str:
                      f" {stats.get('heldout_docs', 0):,} held out"),
     ]
     if info.init_loss:
+        bpb = info.init_loss.get("bits_per_byte")
         rows.append(("init-time held-out loss",
                      f"{info.init_loss['mlm_loss']:.4f} ({info.init_loss['objective']}, perplexity "
-                     f"{info.init_loss['perplexity']:.1f}, {int(info.init_loss['masked_tokens']):,} scored tokens)"))
+                     f"{info.init_loss['perplexity']:.1f}, {int(info.init_loss['masked_tokens']):,} scored tokens"
+                     + (f"; {bpb:.4f} bits per byte" if bpb is not None and bpb == bpb else "") + ")"))
     if info.lapt_run and info.curve is not None and len(info.curve):
         last = info.curve.iloc[-1]
         rows.append(("LAPT", f"run `{info.lapt_run}`: {int(last['step']):,} steps, {int(last['samples']):,} sequences "

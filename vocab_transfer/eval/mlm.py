@@ -1,9 +1,15 @@
 """Language-model data and evaluation: packing, 15% masking with 80/10/10, held-out masked-LM loss, and
-held-out causal-LM (next-token) loss for decoder sources."""
+held-out causal-LM (next-token) loss for decoder sources, each also in bits per byte and per character.
+
+Bits per byte make losses under different tokenizers comparable: the total negative log-likelihood of the scored
+tokens in bits, divided by the UTF-8 bytes of those tokens' text (:func:`token_lengths`). For a masked LM the
+scored tokens are the masked positions, for a causal LM every predicted next token.
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,6 +47,47 @@ def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len
     return torch.from_numpy(out)
 
 
+_HEX_BYTE = re.compile(r"<0x([0-9A-F]{2})>")
+
+
+def token_lengths(tokenizer) -> torch.Tensor:
+    """``[V, 2]`` int64: the UTF-8 bytes and the characters of each token id's text.
+
+    The text is the token's canonical surface form (:func:`vocab_transfer.methods.overlap.canonicalize_vocab`):
+    a word-initial marker (``▁``, ``Ġ``, a WordPiece token without ``##``) counts as one space, a byte token
+    (``<0xNN>``, or an undecodable byte of a byte-level token) as one byte and as one character if it starts a UTF-8
+    sequence (0 for a continuation byte), so the lengths of a text's tokens add up to its own. Special tokens
+    (``<s>``, ``<mask>``, ``<unk>``, ...) have length 0: an ``<unk>`` is scored but its text is not counted.
+    """
+    from ..methods.overlap import canonicalize_vocab
+
+    out = []
+    for tok in canonicalize_vocab(tokenizer):
+        if tok.special:
+            out.append((0, 0))
+            continue
+        n_bytes = n_chars = int(tok.bow)
+        for i, part in enumerate(_HEX_BYTE.split(tok.text)):  # literal text, hex byte, literal text, ...
+            if i % 2:
+                n_bytes += 1
+                n_chars += (int(part, 16) & 0xC0) != 0x80
+            else:
+                n_bytes += len(part.encode("utf-8"))
+                n_chars += len(part)
+        out.append((n_bytes, n_chars))
+    return torch.tensor(out, dtype=torch.long).reshape(-1, 2)
+
+
+def bits(nats_total: float, scored: int, lengths: torch.Tensor) -> dict[str, float]:
+    """Bits per byte and per character of a summed NLL (nats) over tokens whose summed ``[bytes, chars]`` are
+    ``lengths``; ``scored_bytes`` / ``scored_chars`` are those sums (NaN rates when nothing was scored)."""
+    n_bytes, n_chars = (int(v) for v in lengths)
+    total_bits = nats_total / math.log(2)
+    return {"bits_per_byte": total_bits / n_bytes if n_bytes else float("nan"),
+            "bits_per_char": total_bits / n_chars if n_chars else float("nan"),
+            "scored_bytes": n_bytes, "scored_chars": n_chars}
+
+
 def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int, special_ids: Sequence[int],
                 generator: torch.Generator, mask_prob: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT masking: choose ``mask_prob`` of the non-special positions; of those 80% → ``<mask>``,
@@ -61,7 +108,8 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
 @torch.no_grad()
 def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *, seed: int,
              mask_prob: float = 0.15, batch_size: int = 16, progress: bool = False) -> dict[str, float]:
-    """Mean masked-LM cross-entropy (nats per masked token) of ``model`` on ``blocks``.
+    """Mean masked-LM cross-entropy (nats per masked token) of ``model`` on ``blocks``, and the same NLL in bits per
+    byte and per character of the masked tokens' text (:func:`bits`).
 
     Masks depend only on ``blocks``, the tokenizer and ``seed``, so every initialization of the same
     target vocabulary is scored on the same masked positions. The LM head runs on the masked positions only
@@ -72,6 +120,7 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
 
     model.eval()
     g = torch.Generator().manual_seed(seed)
+    lengths, scored = token_lengths(tokenizer), torch.zeros(2, dtype=torch.long)
     total, count = 0.0, 0
     for i in tqdm(range(0, len(blocks), batch_size), desc="MLM eval", disable=not progress, mininterval=5):
         inputs, labels = mask_tokens(blocks[i:i + batch_size], mask_token_id=tokenizer.mask_token_id,
@@ -80,21 +129,25 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
         logits, targets = masked_lm_logits(model, inputs, labels)  # the LM head on the masked positions only
         total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
         count += len(targets)
+        scored += lengths[targets.cpu()].sum(0)
     loss = total / max(count, 1)
     return {"mlm_loss": loss, "perplexity": math.exp(min(loss, 50.0)), "masked_tokens": count,
-            "sequences": len(blocks)}
+            "sequences": len(blocks), **bits(total, count, scored)}
 
 
 @torch.no_grad()
-def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, *, batch_size: int = 16, progress: bool = False
-             ) -> dict[str, float]:
-    """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks``.
+def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase | None = None, *,
+             batch_size: int = 16, progress: bool = False) -> dict[str, float]:
+    """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks`` (and, given the
+    ``tokenizer``, bits per byte and per character of the predicted tokens' text, :func:`bits`).
 
     Every position but the first is predicted from the ids before it, so a ``[n, L]`` input scores
     ``n * (L - 1)`` tokens; same value as ``model(input_ids=blocks, labels=blocks).loss`` (the blocks have
     no padding). Perplexity = exp(loss), the measure of WECHSEL Table 2.
     """
     model.eval()
+    lengths = None if tokenizer is None else token_lengths(tokenizer)
+    scored = torch.zeros(2, dtype=torch.long)
     total, count = 0.0, 0
     for i in tqdm(range(0, len(blocks), batch_size), desc="CLM eval", disable=not progress, mininterval=5):
         ids = blocks[i:i + batch_size]
@@ -103,9 +156,12 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, *, batch_size: int = 
                                                  ids[:, 1:].reshape(-1), reduction="sum")
         total += float(loss)
         count += ids[:, 1:].numel()
+        if lengths is not None:
+            scored += lengths[ids[:, 1:].reshape(-1)].sum(0)
     loss = total / max(count, 1)
-    return {"clm_loss": loss, "perplexity": math.exp(min(loss, 50.0)), "predicted_tokens": count,
-            "sequences": len(blocks)}
+    out = {"clm_loss": loss, "perplexity": math.exp(min(loss, 50.0)), "predicted_tokens": count,
+           "sequences": len(blocks)}
+    return out if lengths is None else {**out, **bits(total, count, scored)}
 
 
 def init_eval_row(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *,
@@ -115,13 +171,14 @@ def init_eval_row(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTr
     ``objective`` is ``mlm`` (masked LM, :func:`mlm_loss`) or ``clm`` (causal LM, :func:`clm_loss`). The
     columns are the same for both so the tables stay one schema: ``objective``, ``mlm_loss`` (the held-out
     loss of that objective, nats per scored token), ``perplexity``, ``masked_tokens`` (tokens scored:
-    masked positions, or predicted next tokens for ``clm``), ``sequences``.
+    masked positions, or predicted next tokens for ``clm``), ``sequences``, ``bits_per_byte``, ``bits_per_char``,
+    ``scored_bytes``, ``scored_chars`` (:func:`bits`).
     """
     if objective == "mlm":
         res = mlm_loss(model, blocks, tokenizer, seed=seed, mask_prob=mask_prob, batch_size=batch_size)
         return {"objective": "mlm", **res}
     if objective == "clm":
-        res = clm_loss(model, blocks, batch_size=batch_size)
-        return {"objective": "clm", "mlm_loss": res["clm_loss"], "perplexity": res["perplexity"],
-                "masked_tokens": res["predicted_tokens"], "sequences": res["sequences"]}
+        res = clm_loss(model, blocks, tokenizer, batch_size=batch_size)
+        return {"objective": "clm", "mlm_loss": res.pop("clm_loss"), "perplexity": res.pop("perplexity"),
+                "masked_tokens": res.pop("predicted_tokens"), **res}
     raise ValueError(f"objective must be 'mlm' or 'clm', not {objective!r}")

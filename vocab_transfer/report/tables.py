@@ -9,46 +9,63 @@ def init_loss_table(results: pd.DataFrame, *, method_labels: dict[str, str],
                     in_pretraining: dict[str, list[str]]) -> pd.DataFrame:
     """Long form of FOCUS Table 4: one row per (source, language, method).
 
-    Columns: ``source, language, method, label, objective, mlm_loss (the loss of the objective), perplexity, masked_tokens,
-    in_source_pretraining``.
+    Columns: ``source, language, method, label, objective, mlm_loss (the loss of the objective), perplexity,
+    bits_per_byte, bits_per_char, masked_tokens, scored_bytes, in_source_pretraining`` (bits per byte and scored bytes
+    are NaN in result files written without them).
     """
     df = results.rename(columns={"target": "language"}).copy()
     if "objective" not in df:
         df["objective"] = "mlm"  # result files written before decoder sources
+    for col in ("bits_per_byte", "bits_per_char", "scored_bytes"):
+        if col not in df:
+            df[col] = float("nan")
     df["label"] = df["method"].map(method_labels)
     df["in_source_pretraining"] = [lang in in_pretraining.get(src, []) for src, lang in
                                    zip(df["source"], df["language"], strict=True)]
-    cols = ["source", "language", "method", "label", "objective", "mlm_loss", "perplexity", "masked_tokens",
-            "in_source_pretraining"]
+    cols = ["source", "language", "method", "label", "objective", "mlm_loss", "perplexity", "bits_per_byte",
+            "bits_per_char", "masked_tokens", "scored_bytes", "in_source_pretraining"]
     return df[cols].sort_values(["source", "in_source_pretraining", "language", "method"],
                                 ascending=[True, False, True, True], ignore_index=True)
 
 
-def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list[str]) -> str:
-    """Table 4's layout: methods as rows, languages as columns grouped by 'part of' / 'not part of'
-    the source's pretraining; the best (lowest) loss per language in bold; missing cells '—'."""
+INIT_VALUES = {  # column -> how the markdown names it
+    "mlm_loss": None,  # "MLM loss" or "next-token (causal-LM) loss", by the rows' objective
+    "bits_per_byte": "bits per byte (the same loss in bits per UTF-8 byte of the scored tokens' text; "
+                     "comparable across tokenizers)",
+}
+
+
+def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list[str],
+                       values: tuple[str, ...] = ("mlm_loss", "bits_per_byte")) -> str:
+    """Table 4's layout, once per value of ``values`` (:data:`INIT_VALUES`) and source: methods as rows, languages
+    as columns grouped by 'part of' / 'not part of' the source's pretraining; the best (lowest) value per language
+    in bold; missing cells '—'. A value with no numbers at all (old result files) is left out."""
     parts = []
     for source, df in table.groupby("source", sort=False):
         inside = [t for t in targets if df.loc[df.language == t, "in_source_pretraining"].any()]
         outside = [t for t in targets if t not in inside]
         langs = inside + outside
-        grid = df.pivot(index="method", columns="language", values="mlm_loss").reindex(index=methods, columns=langs)
         labels = df.drop_duplicates("method").set_index("method")["label"].reindex(methods).fillna(
             pd.Series(methods, index=methods))
-        best = grid.min()
         head = "| Initialization ↓ / Language → | " + " | ".join(
             [f"{t} (in)" for t in inside] + [f"{t} (not in)" for t in outside]) + " |"
-        loss_name = "MLM loss" if (df["objective"] == "mlm").all() else "next-token (causal-LM) loss"
-        lines = [f"**Source `{source}`** — {loss_name} right after initialization (lower is better); "
-                 f"'in' = part of the source model's pretraining, 'not in' = not part of it.", "", head,
-                 "|" + "---|" * (len(langs) + 1)]
-        for m in methods:
-            cells = []
-            for t in langs:
-                v = grid.loc[m, t]
-                cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if v == best[t] else f"{v:.2f}"))
-            lines.append(f"| {labels[m]} | " + " | ".join(cells) + " |")
-        parts.append("\n".join(lines))
+        for value in values:
+            if df[value].isna().all():
+                continue
+            grid = df.pivot(index="method", columns="language", values=value).reindex(index=methods, columns=langs)
+            best = grid.min()
+            name = INIT_VALUES[value] or ("MLM loss" if (df["objective"] == "mlm").all()
+                                          else "next-token (causal-LM) loss")
+            lines = [f"**Source `{source}`** — {name} right after initialization (lower is better); "
+                     f"'in' = part of the source model's pretraining, 'not in' = not part of it.", "", head,
+                     "|" + "---|" * (len(langs) + 1)]
+            for m in methods:
+                cells = []
+                for t in langs:
+                    v = grid.loc[m, t]
+                    cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if v == best[t] else f"{v:.2f}"))
+                lines.append(f"| {labels[m]} | " + " | ".join(cells) + " |")
+            parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
 
 
@@ -307,19 +324,23 @@ def markdown_to_html(md: str, *, title: str) -> str:
 
 def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tuple[pd.DataFrame, str]:
     """A LAPT table in a paper's layout (WECHSEL Table 2): ``spec["rows"]`` (LAPT runs) as rows, and per
-    language of ``spec["languages"]`` the held-out perplexity (``value: perplexity``, default) or loss at each
-    step of ``spec["steps"]`` (global optimizer steps of the run; the curve must have been evaluated there,
-    e.g. ``eval_every`` dividing every step). Missing cells are "—". ``curves`` has ``run, language, step,
-    heldout_loss`` (the last record of a step, i.e. after a two-stage boundary the second stage's)."""
+    language of ``spec["languages"]`` the held-out perplexity (``value: perplexity``, default), loss or bits per
+    byte (``value: bits_per_byte``) at each step of ``spec["steps"]`` (global optimizer steps of the run; the curve
+    must have been evaluated there, e.g. ``eval_every`` dividing every step). Missing cells are "—". ``curves`` has
+    ``run, language, step, heldout_loss, heldout_bits_per_byte`` (the last record of a step, i.e. after a two-stage
+    boundary the second stage's)."""
     import math
 
     rows, langs, steps = spec.get("rows") or list(runs), spec["languages"], spec["steps"]
     value = spec.get("value", "perplexity")
+    column = "heldout_bits_per_byte" if value == "bits_per_byte" else "heldout_loss"
+    if column not in curves:
+        curves = curves.assign(**{column: float("nan")})  # curves written without bits per byte
     last = curves.sort_values(["run", "language", "step", "stage"]).groupby(["run", "language", "step"]).last()
 
     def value_at(run: str, lang: str, step: int) -> float | None:
-        loss = last["heldout_loss"].get((run, lang, step)) if len(last) else None
-        return None if loss is None or pd.isna(loss) else (math.exp(loss) if value == "perplexity" else float(loss))
+        v = last[column].get((run, lang, step)) if len(last) else None
+        return None if v is None or pd.isna(v) else (math.exp(v) if value == "perplexity" else float(v))
 
     if "grid" in spec:  # vocab-swap Tables 8, 11, 14: runs in a two-way grid, one block per language and step
         long, parts = [], []

@@ -93,7 +93,7 @@ import torch
 
 from ..data.shards import Blocks, open_blocks
 from ..eval.correlation import row_correlations
-from ..eval.mlm import mask_tokens
+from ..eval.mlm import mask_tokens, token_lengths
 from ..io import atomic_path, write_parquet, write_tensors
 from .adapters import (
     AdapterConfig,
@@ -337,20 +337,25 @@ def token_accuracy_counts(predicted: torch.Tensor, labels: torch.Tensor, track: 
 
 @torch.no_grad()
 def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device, autocast,
-                 track: torch.Tensor | None = None) -> tuple[float, torch.Tensor | None]:
+                 track: torch.Tensor | None = None, lengths: torch.Tensor | None = None
+                 ) -> tuple[float, torch.Tensor | None, float]:
     """Mean loss per predicted token on fixed held-out blocks (fixed masks, seed 12345); with ``track`` (token
     ids, MLM only) also their :func:`token_accuracy_counts` [k, 2] over the same masked positions (80/10/10:
-    every labelled position counts), from the same logits as the loss."""
+    every labelled position counts), from the same logits as the loss; with ``lengths``
+    (:func:`vocab_transfer.eval.mlm.token_lengths`) the same NLL in bits per byte of the scored tokens (else NaN)."""
     from ..source_model import masked_lm_logits
 
     model.eval()
     loss_fn = LossModule(model, cfg.objective)
-    total, count = 0.0, 0
+    total, count, n_bytes = 0.0, 0, 0
     counts = None if track is None else torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(blocks), 16):
         inputs, labels = make_batch(blocks, torch.arange(i, min(i + 16, len(blocks))), dataclasses.replace(
             cfg, seed=12345), tokenizer, 0, i)
         n = int((labels != -100).sum()) if cfg.objective == "mlm" else labels.numel() - len(labels)
+        if lengths is not None:
+            scored = labels[labels != -100] if cfg.objective == "mlm" else labels[:, 1:].reshape(-1)
+            n_bytes += int(lengths[scored, 0].sum())
         with autocast():
             if counts is None:
                 total += float(loss_fn(inputs.to(device), labels.to(device))) * n
@@ -360,7 +365,7 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
                 counts += token_accuracy_counts(logits.argmax(-1).cpu(), targets.cpu(), track)
         count += n
     model.train()
-    return total / max(count, 1), counts
+    return total / max(count, 1), counts, total / math.log(2) / n_bytes if n_bytes else float("nan")
 
 
 def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device, autocast) -> float:
@@ -491,16 +496,17 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
     """The steps of :func:`train` from ``step`` on (its stages, records, snapshots and checkpoints)."""
     world, rank = group.world, group.rank
     checkpoint_dir, snapshots, settings = ckpt.root, set(cfg.snapshot_steps), resume_settings(cfg)
+    lengths = token_lengths(tokenizer) if rank == 0 else None  # held-out bits per byte
     stages, total, long_start = cfg.stages(), cfg.total_steps(), cfg.long_start()
 
     def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
         long = cfg.is_long(step_)
-        held, counts = heldout_eval(model, (long_blocks[1] if long else heldout_blocks)[: cfg.eval_sequences], cfg,
-                                    tokenizer, device, autocast, track)
+        held, counts, held_bpb = heldout_eval(model, (long_blocks[1] if long else heldout_blocks)[: cfg.eval_sequences],
+                                              cfg, tokenizer, device, autocast, track, lengths)
         curve.append({"step": step_, "samples": cfg.samples_at(step_), "stage": stage,
                       "stage_samples": cfg.samples_at(step_) - cfg.samples_at(step_ - stage_step),
                       "seq_len": cfg.long_seq_len if long else cfg.seq_len, "train_loss": train_loss,
-                      "heldout_loss": held})
+                      "heldout_loss": held, "heldout_bits_per_byte": held_bpb})
         if counts is not None:  # vocab-swap Figure 6: per-token held-out accuracy
             curve[-1]["token_masked"], curve[-1]["token_correct"] = counts[:, 0].tolist(), counts[:, 1].tolist()
             seen = counts[:, 0] > 0

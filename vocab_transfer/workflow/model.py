@@ -459,7 +459,7 @@ class Table(Section):
     rows: list[str] | None = None
     languages: list[str] | None = None
     steps: list[int] | None = _f(None, items={"ge": 0})
-    value: Literal["perplexity", "loss"] | None = None
+    value: Literal["perplexity", "loss", "bits_per_byte"] | None = None
     groups: dict[str, list[str]] | None = None
     caption: str | None = None
     format: Literal["percent", "fraction"] = "percent"
