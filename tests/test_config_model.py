@@ -187,6 +187,9 @@ def test_scripts_round_trip_a_section():
     (lambda c: c["eval"].pop("mask_prob"), "eval: 'mask_prob' is a required property"),
     (lambda c: c["lapt"]["training"].update(lr="5e-5"), "LAPT config: lr must be float, not '5e-5'"),  # YAML: no dot
     (lambda c: c["finetune"]["training"].update(batch_size=8.5), "fine-tuning config: batch_size must be int, not 8.5"),
+    (lambda c: c["tables"].update(t={"kind": "overlap_counts"}), "tables.t: kind overlap_counts needs 'languages'"),
+    (lambda c: c["tables"].update(t={"kind": "corpus_sizes", "languages": ["zz"]}),
+     "tables.t.languages: ['zz'] have no corpus"),
 ])
 def test_parse_time_rules_name_the_key(edit, message):
     """Method parameters are checked against the method's signature (type and bounds), and the rules between keys

@@ -1,27 +1,67 @@
-"""One table in a paper's layout (rule make_paper_table; config `tables`): downstream scores, or LAPT
-held-out perplexity at given steps (`kind: lapt`)."""
+"""One table in a paper's layout (rule make_paper_table; config `tables`): downstream scores, LAPT held-out
+perplexity at given steps (`kind: lapt`), or a corpus / vocabulary table (vocab_transfer.report.vocab_tables)."""
 
 import json
 
 import pandas as pd
 
 from vocab_transfer.io import write_text
+from vocab_transfer.report import vocab_tables as vt
 from vocab_transfer.report.tables import lapt_table, markdown_to_html, paper_table
 from vocab_transfer.workflow.job import setup_job
 
 
+def vocab_table(inputs, manifest, spec, min_count):
+    """A corpus or vocabulary table; one block per source model for the overlap kinds."""
+    kind, langs, title = spec["kind"], spec["languages"], spec.get("title", spec["kind"])
+    files = {rec["input"]: rec for rec in manifest}
+    if kind == "corpus_sizes":
+        stats = {rec["language"]: json.load(open(inputs[name])) for name, rec in files.items()}
+        return vt.corpus_sizes_table(stats, langs, title)
+    tables, parts = [], []
+    for source in dict.fromkeys(rec["source"] for rec in manifest if "source" in rec):
+        overlaps = {rec["language"]: pd.read_parquet(inputs[name]) for name, rec in files.items()
+                    if rec["what"] == "overlap" and rec["source"] == source}
+        head = f"{title} (source `{source}`)"
+        if kind == "overlap_counts":
+            tokens = {rec["language"]: pd.read_parquet(inputs[name]) for name, rec in files.items()
+                      if rec["what"] == "fasttext_tokens"}
+            table, md = vt.overlap_counts_table(overlaps, tokens, langs, min_count, head)
+        elif kind == "overlap_sample":
+            table, md = vt.overlap_sample_table(overlaps, langs, spec.get("sample", 500), spec.get("seed", 0), head)
+        elif kind == "overlap_groups":
+            table, md = vt.overlap_groups_table(overlaps, langs, head)
+        elif kind == "overlap_longest":
+            table, md = vt.overlap_longest_table(overlaps, langs, spec.get("top", 5), head)
+        elif kind == "vocab_coverage":
+            from vocab_transfer.data.tokenizer import load_tokenizer
+
+            source_tok = next(load_tokenizer(inputs[name]) for name, rec in files.items()
+                              if rec["what"] == "source_tokenizer" and rec["source"] == source)
+            targets = {rec["language"]: load_tokenizer(inputs[name]) for name, rec in files.items()
+                       if rec["what"] == "tokenizer"}
+            table, md = vt.vocab_coverage_table(langs, targets, source_tok, overlaps, head)
+        else:
+            raise ValueError(f"unknown table kind {kind!r}")
+        tables.append(table.assign(source=source))
+        parts.append(md)
+    return pd.concat(tables, ignore_index=True), "\n".join(parts)
+
+
 def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, log_path):
     """``manifest``: what each input is (``[{"input": name, "run": ..., "language": ...}]``, kind lapt: curves;
-    else fine-tuning scores), from the rule's params."""
+    corpus/vocabulary kinds: ``what`` it is; else fine-tuning scores), from the rule's params."""
     log = setup_job(log_path)
-    frames = [pd.read_parquet(inputs[rec["input"]]).assign(**{k: v for k, v in rec.items() if k != "input"})
-              for rec in manifest]
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    if spec.get("kind") == "lapt":
-        table, md = lapt_table(frame, spec, runs=dict(meta["runs"]))
+    if spec.get("kind") in vt.KINDS:
+        table, md = vocab_table(inputs, manifest, spec, meta.get("fasttext_min_count"))
     else:
-        scores = frame
-        table, md = paper_table(scores, spec, models=dict(meta["models"]), tasks=dict(meta["tasks"]))
+        frames = [pd.read_parquet(inputs[rec["input"]]).assign(**{k: v for k, v in rec.items() if k != "input"})
+                  for rec in manifest]
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        if spec.get("kind") == "lapt":
+            table, md = lapt_table(frame, spec, runs=dict(meta["runs"]))
+        else:
+            table, md = paper_table(frame, spec, models=dict(meta["models"]), tasks=dict(meta["tasks"]))
     write_text(table.to_csv(index=False), csv_path)
     write_text(md, md_path)
     write_text(markdown_to_html(md, title=spec.get("title", "")), html_path)

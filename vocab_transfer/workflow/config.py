@@ -12,6 +12,7 @@ from pathlib import Path
 from ..methods import METHODS
 from . import paths
 from .model import (
+    VOCAB_TABLE_KINDS,
     Config,
     LaptRun,
     Method,
@@ -358,6 +359,13 @@ def check_tables(cfg: Config) -> None:
     """Paper tables name configured fine-tuned models or LAPT runs (rows / grid cells) and tasks (columns)."""
     ft = cfg.finetune
     for name, spec in cfg.tables.items():
+        if spec.kind in VOCAB_TABLE_KINDS:  # corpora and vocabularies of some languages
+            if not spec.languages:
+                raise ConfigError(f"tables.{name}: kind {spec.kind} needs 'languages'")
+            bad = [lang for lang in spec.languages if lang not in cfg.corpora]
+            if bad:
+                raise ConfigError(f"tables.{name}.languages: {bad} have no corpus (corpora: {sorted(cfg.corpora)})")
+            continue
         lapt = spec.kind == "lapt"
         known = cfg.lapt.runs if lapt else ft.models
         what = "lapt.runs" if lapt else "finetune.models"

@@ -68,6 +68,10 @@ TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
 Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
 NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
+# paper tables: downstream scores, LAPT curves, and the corpus/vocabulary tables of vocab_transfer.report.vocab_tables
+VOCAB_TABLE_KINDS = ("corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage", "overlap_groups",
+                     "overlap_longest")
+TABLE_KINDS = ("finetune", "lapt", *VOCAB_TABLE_KINDS)
 
 
 @dataclass(frozen=True)
@@ -454,7 +458,7 @@ class Grid(Section):
 class Table(Section):
     """``tables.<name>``: a paper table (vocab_transfer.report.tables.paper_table)."""
 
-    kind: Literal["finetune", "lapt"] = "finetune"
+    kind: Literal[TABLE_KINDS] = "finetune"  # type: ignore[valid-type]
     title: str | None = None
     rows: list[str] | None = None
     languages: list[str] | None = None
@@ -468,6 +472,9 @@ class Table(Section):
     tasks: list[str] | None = None
     source_languages: list[str] | None = _f(None, unique=True)
     best_column: bool | None = None
+    sample: int | None = _f(None, ge=1)  # kind overlap_sample: tokens per language
+    seed: int | None = None  # kind overlap_sample: the sample's seed (default 0)
+    top: int | None = _f(None, ge=1)  # kind overlap_longest: tokens per language
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from .config import (
     table_cells,
     zero_shot_training,
 )
-from .model import SourceTokenizer, load
+from .model import VOCAB_TABLE_KINDS, SourceTokenizer, load
 from .needs import InitJob, Need
 from .needs import init_inputs as needs_inputs
 
@@ -449,6 +449,8 @@ class Plan:
         languages; otherwise the fine-tuning results of the table's cells that are part of the grid (others render
         as "—")."""
         spec = self.cfg.tables[wildcards.table]
+        if spec.kind in VOCAB_TABLE_KINDS:
+            return self.vocab_table_records(spec)
         cells = table_cells(spec)
         if spec.kind == "lapt":
             runs = [(s, r, lang) for s in self.sources for r in cells or spec.rows or self.lapt_runs
@@ -462,6 +464,28 @@ class Plan:
                  for t in finetune_model_tasks(self.cfg, m) if t in tasks for seed in self.seeds]
         return [(f"scores__{i}", p, {}) for i, p in enumerate(files)]
 
+    def vocab_table_records(self, spec) -> list[tuple[str, str, dict]]:
+        """The files of a corpus or vocabulary table (vocab_transfer.report.vocab_tables): corpus statistics, or per
+        source the overlaps (with the token-fastText token lists for overlap_counts, and the tokenizers for
+        vocab_coverage)."""
+        langs = spec.languages
+        if spec.kind == "corpus_sizes":
+            return [(f"stats__{lang}", paths.corpus_stats(lang), {"what": "stats", "language": lang}) for lang in langs]
+        records = []
+        for s in self.sources:
+            records += [(f"overlap__{s}__{lang}", paths.overlap(s, lang), {"what": "overlap", "source": s,
+                                                                           "language": lang}) for lang in langs]
+            if spec.kind == "vocab_coverage":
+                records.append((f"source_tokenizer__{s}", self.source_tokenizer_dir(SimpleNamespace(source=s)),
+                                {"what": "source_tokenizer", "source": s}))
+        if spec.kind == "overlap_counts":
+            records += [(f"fasttext__{lang}", paths.fasttext_tokens(lang), {"what": "fasttext_tokens",
+                                                                             "language": lang}) for lang in langs]
+        if spec.kind == "vocab_coverage":
+            records += [(f"tokenizer__{lang}", paths.tokenizer(lang), {"what": "tokenizer", "language": lang})
+                        for lang in langs]
+        return records
+
     def paper_table_inputs(self, wildcards):
         return {name: path for name, path, _ in self.paper_table_records(wildcards)}
 
@@ -474,7 +498,8 @@ class Plan:
         (canonical()'s sorted keys would reorder a mapping); scripts read them with dict()."""
         return canonical({"models": [[m, spec.label or m] for m, spec in self.ft_models.items()],
                           "tasks": [[t, spec.label or t] for t, spec in self.ft_tasks.items()],
-                          "runs": [[r, spec.label or r] for r, spec in self.cfg.lapt.runs.items()]})
+                          "runs": [[r, spec.label or r] for r, spec in self.cfg.lapt.runs.items()],
+                          "fasttext_min_count": self.cfg.fasttext.min_count})
 
     def paper_table_spec(self, wildcards):
         """The table's spec as JSON; column groups and grid rows as [label, value] pairs, so that their order

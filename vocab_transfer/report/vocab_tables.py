@@ -1,0 +1,254 @@
+"""The papers' tables about corpora and vocabularies (config ``tables`` of these kinds; rule make_paper_table).
+
+- ``corpus_sizes``: FOCUS Table 1, the size of each language's training corpus;
+- ``overlap_counts``: FOCUS Table 8, tokens in the overlap of each target vocabulary with the source's, all of them
+  ("Full") and those with a token-level fastText vector (``minCount``, the FOCUS anchors);
+- ``overlap_sample``: FOCUS Table 7, a seeded sample of overlapping tokens with an automatic category
+  (:func:`token_category`; the paper's categories were assigned by hand);
+- ``vocab_coverage``: UNKs Everywhere Table 1, per language its family, script, the share of target tokens the source
+  tokenizer cannot compose without an UNK, and the share of overlapping tokens;
+- ``overlap_groups``: UNKs Everywhere Table 6, overlapping tokens grouped as Numbers / Lat Char / Lat (S)W / Oth Char
+  / Oth (S)W;
+- ``overlap_longest``: UNKs Everywhere Table 7, the longest overlapping (sub)words.
+
+Tokens are compared in their canonical form (:func:`vocab_transfer.methods.overlap.canonicalize_vocab`: no word
+markers, bytes decoded), special tokens left out. Every function returns ``(long-form table, markdown)``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from ..workflow.model import VOCAB_TABLE_KINDS as KINDS  # noqa: F401  (the config kinds this module renders)
+
+# ISO code -> (language, family): the papers' languages and the demo's; others show their code and "—"
+LANGUAGES = {
+    "en": ("English", "Indo-European"), "de": ("German", "Indo-European"), "fr": ("French", "Indo-European"),
+    "ar": ("Arabic", "Afro-Asiatic"), "he": ("Hebrew", "Afro-Asiatic"), "am": ("Amharic", "Afro-Asiatic"),
+    "ha": ("Hausa", "Afro-Asiatic"), "sw": ("Kiswahili", "Niger-Congo"), "xh": ("isiXhosa", "Niger-Congo"),
+    "ny": ("Chichewa", "Niger-Congo"), "wo": ("Wolof", "Niger-Congo"), "tl": ("Tagalog", "Austronesian"),
+    "mi": ("Māori", "Austronesian"), "ilo": ("Ilokano", "Austronesian"), "zh": ("Chinese", "Sino-Tibetan"),
+    "cdo": ("Mín Dōng", "Sino-Tibetan"), "bo": ("Tibetan", "Sino-Tibetan"), "ja": ("Japanese", "Japonic"),
+    "ko": ("Korean", "Koreanic"), "ka": ("Georgian", "Kartvelian"), "xmf": ("Mingrelian", "Kartvelian"),
+    "ur": ("Urdu", "Indo-European"), "hi": ("Hindi", "Indo-European"), "sd": ("Sindhi", "Indo-European"),
+    "bh": ("Bhojpuri", "Indo-European"), "dv": ("Divehi", "Indo-European"), "si": ("Sinhala", "Indo-European"),
+    "gn": ("Guarani", "Tupian"), "myv": ("Erzya", "Uralic"), "km": ("Khmer", "Austroasiatic"),
+    "tr": ("Turkish", "Turkic"), "ru": ("Russian", "Indo-European"), "es": ("Spanish", "Indo-European"),
+    "fi": ("Finnish", "Uralic"), "vi": ("Vietnamese", "Austroasiatic"), "id": ("Indonesian", "Austronesian"),
+}
+CATEGORIES = ("Symbols & Numbers", "Names & Entities", "Target (sub-)words", "English & Code-switched",
+              "Not assignable")
+GROUPS = ("Numbers", "Lat Char", "Lat (S)W", "Oth Char", "Oth (S)W")
+
+
+def language_name(code: str) -> str:
+    return LANGUAGES.get(code, (code, "—"))[0]
+
+
+def _letters(text: str) -> list[str]:
+    return [ch for ch in text if unicodedata.category(ch)[0] == "L"]
+
+
+def script_of(ch: str) -> str:
+    """The Unicode script of a letter, from its character name (``LATIN``, ``ARABIC``, ``HEBREW``, ``CJK`` ...)."""
+    name = unicodedata.name(ch, "")
+    return name.split(" ")[0].title() if name else "Unknown"
+
+
+def dominant_script(texts) -> str:
+    """The script of most letters in ``texts`` (a vocabulary's canonical texts)."""
+    counts = Counter(script_of(ch) for t in texts for ch in _letters(t))
+    return counts.most_common(1)[0][0] if counts else "—"
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}" if n < 10 * size else f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _md(title: str, header: list[str], rows: list[list[str]]) -> str:
+    lines = [f"**{title}**", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def real_overlap(overlap: pd.DataFrame) -> pd.DataFrame:
+    """The overlap without special tokens (matched by role, not by text)."""
+    return overlap[overlap["match"] != "special"]
+
+
+def canonical_text(overlap: pd.DataFrame) -> pd.Series:
+    """Canonical text of the overlapping tokens without the word-initial marker."""
+    return overlap["canonical"].str.removeprefix("▁")
+
+
+# --- FOCUS Table 1 -------------------------------------------------------------------------------------------------
+def corpus_sizes_table(stats: dict[str, dict], languages: list[str], title: str) -> tuple[pd.DataFrame, str]:
+    """One row per language: training documents and bytes (after filtering and the held-out split)."""
+    rows = [{"language": lang, "name": language_name(lang), "train_docs": int(stats[lang].get("train_docs", 0)),
+             "train_bytes": int(stats[lang].get("train_bytes", 0)),
+             "heldout_docs": int(stats[lang].get("heldout_docs", 0))} for lang in languages]
+    table = pd.DataFrame(rows)
+    md = _md(title, ["Language", "Dataset size", "Documents"],
+             [[r["name"], _fmt_bytes(r["train_bytes"]), f"{r['train_docs']:,}"] for r in rows])
+    return table, md
+
+
+# --- FOCUS Table 8 -------------------------------------------------------------------------------------------------
+def overlap_counts_table(overlaps: dict[str, pd.DataFrame], fasttext_tokens: dict[str, pd.DataFrame | None],
+                         languages: list[str], min_count: int | None, title: str) -> tuple[pd.DataFrame, str]:
+    """Per language: overlapping (non-special) tokens in all (``full``) and those whose target token has a
+    token-level fastText vector (``with_vector``: reached fastText's ``minCount``; NaN without token fastText)."""
+    rows = []
+    for lang in languages:
+        ov = real_overlap(overlaps[lang])
+        tokens = fasttext_tokens.get(lang)
+        with_vector = (None if tokens is None else
+                       int(tokens.set_index("token_id")["has_vector"].reindex(ov["target_id"]).fillna(False).sum()))
+        rows.append({"language": lang, "name": language_name(lang), "full": len(ov), "with_vector": with_vector})
+    table = pd.DataFrame(rows)
+    md = _md(title, ["Language", f"minCount = {min_count}" if min_count is not None else "with a fastText vector",
+                     "Full"],
+             [[r["name"], "—" if r["with_vector"] is None else f"{r['with_vector']:,}", f"{r['full']:,}"]
+              for r in rows])
+    return table, md
+
+
+# --- FOCUS Table 7 -------------------------------------------------------------------------------------------------
+def _zipf(word: str, lang: str) -> float:
+    try:
+        import wordfreq
+    except ImportError:  # pragma: no cover - optional (the demo extra)
+        return 0.0
+    if lang not in wordfreq.available_languages():
+        return 0.0
+    return wordfreq.zipf_frequency(word, lang)
+
+
+def token_category(text: str, lang: str, *, common: float = 2.5) -> str:
+    """An automatic stand-in for FOCUS Table 7's manual categories, by Unicode and word-frequency rules:
+
+    1. *Symbols & Numbers*: no letter, or a digit;
+    2. *Names & Entities*: an inner capital after a lower-case letter (``BlackBerry``, ``JavaScript``);
+    3. *Target (sub-)words*: a common word of the target language (``wordfreq`` Zipf frequency ≥ ``common``), at least
+       as common there as in English;
+    4. *English & Code-switched*: a common English word, more common than in the target language;
+    5. *Names & Entities*: capitalised (``Messi``, ``Oscar``), three letters or more;
+    6. *Not assignable*: the rest (fragments such as ``kub``, ``rez``).
+
+    A hand annotation reads context the rules cannot: a capitalised German noun that is rare in ``wordfreq`` lands in
+    *Names*, a name that is also a common word (``Oscar``) in a language's words. Languages that ``wordfreq`` does not
+    know have no common words: their tokens fall into English, Names or Not assignable.
+    """
+    letters = _letters(text)
+    if not letters or any(unicodedata.category(ch) == "Nd" for ch in text):
+        return CATEGORIES[0]
+    if any(a.islower() and b.isupper() for a, b in zip(text, text[1:], strict=False)):
+        return CATEGORIES[1]
+    target, english = _zipf(text, lang), _zipf(text, "en")
+    if target >= common and target >= english:
+        return CATEGORIES[2]
+    if english >= common:
+        return CATEGORIES[3]
+    if text[0].isupper() and len(letters) >= 3:
+        return CATEGORIES[1]
+    return CATEGORIES[4]
+
+
+def overlap_sample_table(overlaps: dict[str, pd.DataFrame], languages: list[str], sample: int, seed: int,
+                         title: str) -> tuple[pd.DataFrame, str]:
+    """A seeded sample of ``sample`` overlapping tokens per language (single characters left out, as in the paper),
+    each with :func:`token_category`; the markdown gives each category's share and up to 6 examples."""
+    long, parts = [], []
+    for lang in languages:
+        ov = real_overlap(overlaps[lang]).assign(text=lambda d: canonical_text(d))
+        ov = ov[ov["text"].str.len() > 1].sort_values("target_id")
+        rng = np.random.default_rng(seed)
+        picked = ov.iloc[np.sort(rng.choice(len(ov), size=min(sample, len(ov)), replace=False))]
+        cats = [token_category(t, lang) for t in picked["text"]]
+        long.append(pd.DataFrame({"language": lang, "target_id": picked["target_id"].to_numpy(),
+                                  "token": picked["text"].to_numpy(), "category": cats}))
+        counts = Counter(cats)
+        rows = [[c, f"{100 * counts[c] / max(len(cats), 1):.0f}%",
+                 ", ".join([t for t, k in zip(picked["text"], cats, strict=True) if k == c][:6])]
+                for c in CATEGORIES]
+        parts.append(_md(f"{title}: {language_name(lang)}, {len(cats)} of {len(ov):,} overlapping tokens "
+                         f"(seed {seed})", ["Category", "Share", "Examples"], rows))
+    return pd.concat(long, ignore_index=True), "\n".join(parts)
+
+
+# --- UNKs Everywhere Table 1 ---------------------------------------------------------------------------------------
+def unk_share(target_texts: list[str], source_tokenizer) -> float:
+    """Share of target tokens (canonical text with a leading space for word-initial ones) that the source tokenizer
+    cannot encode without an UNK token (UNKs Everywhere §2, "cannot even be composed by subword tokens")."""
+    unk = source_tokenizer.unk_token_id
+    if unk is None or not target_texts:
+        return 0.0
+    encoded = source_tokenizer(target_texts, add_special_tokens=False)["input_ids"]
+    return float(np.mean([unk in ids for ids in encoded]))
+
+
+def vocab_coverage_table(languages: list[str], target_tokenizers: dict, source_tokenizer,
+                         overlaps: dict[str, pd.DataFrame], title: str) -> tuple[pd.DataFrame, str]:
+    from ..methods.overlap import canonicalize_vocab
+
+    rows = []
+    for lang in languages:
+        vocab = [t for t in canonicalize_vocab(target_tokenizers[lang]) if not t.special and t.text]
+        texts = [(" " if t.bow else "") + t.text for t in vocab]
+        name, family = LANGUAGES.get(lang, (lang, "—"))
+        rows.append({"language": lang, "name": name, "family": family,
+                     "script": dominant_script(t.text for t in vocab), "tokens": len(vocab),
+                     "unk_share": unk_share(texts, source_tokenizer),
+                     "overlap_share": len(real_overlap(overlaps[lang])) / max(len(vocab), 1)})
+    table = pd.DataFrame(rows)
+    md = _md(title, ["Language", "iso", "Family", "Script", "UNK", "Overlap"],
+             [[r["name"], r["language"], r["family"], r["script"], f"{100 * r['unk_share']:.0f}%",
+               f"{100 * r['overlap_share']:.0f}%"] for r in rows])
+    return table, md
+
+
+# --- UNKs Everywhere Tables 6 and 7 --------------------------------------------------------------------------------
+def overlap_group(text: str) -> str:
+    """UNKs Everywhere Table 6: *Numbers* (a digit), *Lat Char* (one Latin character), *Lat (S)W* (longer, with a
+    Latin letter), *Oth Char* / *Oth (S)W* (one character / longer, without a Latin letter)."""
+    if any(unicodedata.category(ch) == "Nd" for ch in text):
+        return GROUPS[0]
+    latin = any(script_of(ch) == "Latin" for ch in _letters(text))
+    if len(text) == 1:
+        return GROUPS[1] if latin else GROUPS[3]
+    return GROUPS[2] if latin else GROUPS[4]
+
+
+def overlap_groups_table(overlaps: dict[str, pd.DataFrame], languages: list[str],
+                         title: str) -> tuple[pd.DataFrame, str]:
+    long = []
+    for lang in languages:
+        groups = Counter(overlap_group(t) for t in canonical_text(real_overlap(overlaps[lang])) if t)
+        total = max(sum(groups.values()), 1)
+        long += [{"language": lang, "group": g, "tokens": groups[g], "share": groups[g] / total} for g in GROUPS]
+    table = pd.DataFrame(long)
+    share = table.set_index(["group", "language"])["share"]
+    md = _md(title, ["", *languages], [[g, *(f"{100 * share[(g, lang)]:.0f}%" for lang in languages)]
+                                       for g in GROUPS])
+    return table, md
+
+
+def overlap_longest_table(overlaps: dict[str, pd.DataFrame], languages: list[str], top: int,
+                          title: str) -> tuple[pd.DataFrame, str]:
+    """The ``top`` longest overlapping tokens per language (ties: lower target id, i.e. the more frequent piece)."""
+    long, columns = [], {}
+    for lang in languages:
+        ov = real_overlap(overlaps[lang]).assign(text=lambda d: canonical_text(d))
+        ov = ov.assign(length=ov["text"].str.len()).sort_values(["length", "target_id"], ascending=[False, True])
+        ov = ov.drop_duplicates("text")  # a word-initial and an inner piece of the same text show once
+        columns[lang] = ov["text"].head(top).tolist()
+        long += [{"language": lang, "rank": i + 1, "token": t} for i, t in enumerate(columns[lang])]
+    rows = [[columns[lang][i] if i < len(columns[lang]) else "—" for lang in languages] for i in range(top)]
+    return pd.DataFrame(long), _md(title, languages, rows)
