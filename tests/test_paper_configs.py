@@ -69,7 +69,7 @@ GRIDS = {
         "plot_embedding_correlation": 5,  # vocab-swap Figures 2/5 per LAPT language
         "prepare_corpus": 10 + 1,  # Table 4's languages + English for WECHSEL_EN's English tokenizer (§3.1)
         "download_source_model": 1,  # XLM-R base (§3)
-        "make_paper_table": 2,  # Tables 2 and 3 in the paper's layout
+        "make_paper_table": 2 + 3,  # Tables 2 and 3 in the paper's layout; Tables 1, 7, 8 (corpora, overlap)
     },
     "wechsel": {  # wechsel.md, RoBERTa: Table 1
         "evaluate_init": 4,  # fr, de, zh, sw (not a table of the paper: init-time MLM loss of both inits)
@@ -100,23 +100,27 @@ GRIDS = {
     "unks": {  # unks-everywhere.md: zero-shot transfer (§4.3), Tables 3a/3b, per source language 5a-d/9a-d
         "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits
         # Tables 3a, 3b (averaged over the 4 source languages), 5a-d (NER), 9a-d (DP), one per source language
-        "make_paper_table": 2 + 4 + 4,
-        "init_embeddings": 17 * 8,  # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX (FMT reuses EL's)
-        "factorize_source": 3,  # §3.3: mBERT's matrix factorized once per MF variant (MF1, MF10-KMEANS, MF10-NEURAL)
+        # plus Table 8 (100 vs 300 dimensions) and Tables 1, 6, 7 (vocabularies)
+        "make_paper_table": 2 + 4 + 4 + 1 + 3,
+        "init_embeddings": 17 * 9,  # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX (FMT reuses EL's)
+        # §3.3: mBERT's matrix factorized once per MF variant (MF1, MF10-KMEANS, MF10-NEURAL; Table 8's MF10-KMEANS
+        # with D' = 300)
+        "factorize_source": 4,
         "train_tokenizer": 17,  # §4.3: a new tokenizer per target language, none for the source languages
         # §4.3: one MAD-X 2.0 language adapter + embeddings per language and new-vocabulary row (17 x 8); App. A.1:
         # embeddings with the transformer frozen for FMT-RANDINIT/-LEXINIT (17 x 2); §4.1: MAD-X and MAD-X 2.0
         # language adapters with mBERT's vocabulary on the 17 targets (rows) and the 4 source languages (the
-        # adapters task adapters stack on; AdapterHub's in the paper) ((17 + 4) x 2)
-        "train_lapt": 17 * 8 + 17 * 2 + (17 + 4) * 2,
+        # adapters task adapters stack on; AdapterHub's in the paper) ((17 + 4) x 2); Tables 5a-d "12Ad ✓": the 8
+        # methods with a 12th-layer adapter (17 x 8); Table 8: MF10-KMEANS-LEX with D' = 300 (17)
+        "train_lapt": 17 * 8 + 17 * 2 + (17 + 4) * 2 + 17 * 8 + 17,
         # task training on the source side, once per source task, setup and seed (5 runs, Table 3 caption):
         # NER on en/ar/zh/ja x {mBERT full, MAD-X, MAD-X 2.0, FMT} (Tables 5a-d rows); DP x {mBERT, MAD-X 2.0}
         # (Tables 9a-d rows)
         "train_source_task": 4 * 4 * 5 + 4 * 2 * 5,
-        # zero-shot cells x 5 seeds, each reading its 4 source trainings: Tables 3a/5a-d 17 languages x 13 rows
-        # (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods; the "12Ad ✓" rows of the 8 methods not in the grid, header);
+        # zero-shot cells x 5 seeds, each reading its 4 source trainings: Tables 3a/5a-d 17 languages x 21 rows
+        # (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods, their 8 "12Ad ✓" rows), Table 8's 300-dimensional row (17);
         # Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT, MAD-X 2.0, 8 methods)
-        "evaluate_zero_shot": (17 * 13 + 6 * 10) * 5,
+        "evaluate_zero_shot": (17 * 21 + 17 + 6 * 10) * 5,
         "prepare_task": 17 + 6 + 4 + 4,  # target test sets (WikiANN, UD) + source tasks (WikiANN, UD of en/ar/zh/ja)
         "prepare_corpus": 17 + 4,  # the targets' and the source languages' Wikipedia
         "plot_lapt_curves": 17 + 4,
