@@ -190,6 +190,9 @@ def test_scripts_round_trip_a_section():
     (lambda c: c["tables"].update(t={"kind": "overlap_counts"}), "tables.t: kind overlap_counts needs 'languages'"),
     (lambda c: c["tables"].update(t={"kind": "corpus_sizes", "languages": ["zz"]}),
      "tables.t.languages: ['zz'] have no corpus"),
+    (lambda c: c["tables"].update(t={"kind": "init", "rows": ["nope"], "languages": ["de"]}),
+     "tables.t.rows: ['nope'] are not entries of methods"),
+    (lambda c: c["tables"].update(t={"kind": "init", "rows": ["focus"]}), "kind init needs 'rows' (methods) and"),
 ])
 def test_parse_time_rules_name_the_key(edit, message):
     """Method parameters are checked against the method's signature (type and bounds), and the rules between keys

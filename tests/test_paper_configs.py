@@ -90,12 +90,12 @@ GRIDS = {
     },
     "wechsel_gpt2": {  # wechsel.md, GPT-2: Table 2 (PPL@0/@25k/@250k read off one 250k-step curve)
         "evaluate_init": 4,
-        "init_embeddings": 4 * 3,
+        "init_embeddings": 4 * 3 + 3 * 4,  # + App. A Table 7: 4 more (k, tau) pairs on fr, de, zh
         "train_lapt": 4 * 3,  # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language
         "plot_lapt_curves": 4,
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,
-        "make_paper_table": 1,  # Table 2 (perplexity at 0, 25k, 250k steps)
+        "make_paper_table": 2,  # Table 2 (perplexity at 0, 25k, 250k steps), Table 7 (k x tau at initialization)
     },
     "unks": {  # unks-everywhere.md: zero-shot transfer (§4.3), Tables 3a/3b, per source language 5a-d/9a-d
         "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits

@@ -56,6 +56,20 @@ def test_lapt_table_perplexity_at_steps():
     assert table["bits_per_byte"].isna().all()
 
 
+def test_init_table_kind_grid_of_methods():
+    from vocab_transfer.report.tables import init_table
+
+    rows = pd.DataFrame({"source": "s", "target": ["x", "x", "y", "x"], "method": ["a", "b", "a", "c"],
+                         "mlm_loss": [5.0, 4.0, 3.0, 9.0], "perplexity": [148.4, 54.6, 20.1, 8103.1],
+                         "bits_per_byte": [1.5, 1.75, 1.0, 3.0]})
+    spec = {"rows": ["b", "a"], "languages": ["x", "y"], "title": "T7"}
+    table, md = init_table(rows, spec, labels={"a": "k=1"})
+    assert md.splitlines()[-2:] == ["| b | **54.60** | — |", "| k=1 | 148.40 | **20.10** |"]  # c is no row
+    _, md = init_table(rows, {**spec, "value": "bits_per_byte"}, labels={})
+    assert md.splitlines()[-1] == "| a | **1.500** | **1.000** |"
+    assert table.set_index(["method", "language"])["perplexity"][("a", "y")] == 20.1
+
+
 def test_init_table_gives_bits_per_byte_beside_the_loss():
     from vocab_transfer.report.tables import init_loss_markdown, init_loss_table
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from vocab_transfer.io import write_text
 from vocab_transfer.report import vocab_tables as vt
-from vocab_transfer.report.tables import lapt_table, markdown_to_html, paper_table
+from vocab_transfer.report.tables import init_table, lapt_table, markdown_to_html, paper_table
 from vocab_transfer.workflow.job import setup_job
 
 
@@ -60,6 +60,8 @@ def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, log_path):
         frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         if spec.get("kind") == "lapt":
             table, md = lapt_table(frame, spec, runs=dict(meta["runs"]))
+        elif spec.get("kind") == "init":
+            table, md = init_table(frame, spec, labels=dict(meta["methods"]))
         else:
             table, md = paper_table(frame, spec, models=dict(meta["models"]), tasks=dict(meta["tasks"]))
     write_text(table.to_csv(index=False), csv_path)

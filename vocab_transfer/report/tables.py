@@ -372,3 +372,33 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
                 cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if v == best[(lang, s)] else f"{v:.2f}"))
         lines.append(f"| {runs.get(r, r)} | " + " | ".join(cells) + " |")
     return table, "\n".join(lines) + "\n"
+
+
+def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> tuple[pd.DataFrame, str]:
+    """A table of init-time held-out values (``kind: init``; WECHSEL Table 7's LM column, a grid of one method's
+    parameters): ``spec["rows"]`` (methods) as rows, ``spec["languages"]`` as columns, one block per source; the cell is
+    ``value``: ``perplexity`` (default), ``loss`` or ``bits_per_byte``; the best (lowest) per column in bold, "—" for
+    a method that does not run on a language. ``results`` are rows of ``results/eval_init`` files."""
+    value = spec.get("value") or "perplexity"
+    column = {"perplexity": "perplexity", "loss": "mlm_loss", "bits_per_byte": "bits_per_byte"}[value]
+    rows, langs = spec["rows"], spec["languages"]
+    df = results.rename(columns={"target": "language"})
+    if column not in df:
+        df = df.assign(**{column: float("nan")})
+    long, parts = [], []
+    for source, d in df.groupby("source", sort=False):
+        grid = d.pivot_table(index="method", columns="language", values=column, aggfunc="first").reindex(
+            index=rows, columns=langs)
+        best = grid.min()
+        fmt = (lambda v: f"{v:.3g}" if v >= 1000 else f"{v:.2f}") if value == "perplexity" else (lambda v: f"{v:.3f}")
+        lines = [f"**{spec.get('title', 'Right after initialization')} (source `{source}`)**: held-out {value} right "
+                 "after initialization (lower is better)", "", "| Initialization | " + " | ".join(langs) + " |",
+                 "|" + "---|" * (len(langs) + 1)]
+        for m in rows:
+            cells = ["—" if pd.isna(grid.loc[m, t]) else (f"**{fmt(grid.loc[m, t])}**" if grid.loc[m, t] == best[t]
+                                                          else fmt(grid.loc[m, t])) for t in langs]
+            lines.append(f"| {labels.get(m, m)} | " + " | ".join(cells) + " |")
+            long += [{"source": source, "method": m, "label": labels.get(m, m), "language": t,
+                      value: grid.loc[m, t]} for t in langs]
+        parts.append("\n".join(lines))
+    return pd.DataFrame(long), "\n\n".join(parts) + "\n"

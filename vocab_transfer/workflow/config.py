@@ -366,6 +366,16 @@ def check_tables(cfg: Config) -> None:
             if bad:
                 raise ConfigError(f"tables.{name}.languages: {bad} have no corpus (corpora: {sorted(cfg.corpora)})")
             continue
+        if spec.kind == "init":  # init-time held-out values of some methods
+            if not spec.rows or not spec.languages:
+                raise ConfigError(f"tables.{name}: kind init needs 'rows' (methods) and 'languages'")
+            bad = [m for m in spec.rows if m not in cfg.methods]
+            if bad:
+                raise ConfigError(f"tables.{name}.rows: {bad} are not entries of methods")
+            bad = [lang for lang in spec.languages if lang not in cfg.targets]
+            if bad:
+                raise ConfigError(f"tables.{name}.languages: {bad} are not targets ({cfg.targets})")
+            continue
         lapt = spec.kind == "lapt"
         known = cfg.lapt.runs if lapt else ft.models
         what = "lapt.runs" if lapt else "finetune.models"

@@ -71,7 +71,7 @@ NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
 # paper tables: downstream scores, LAPT curves, and the corpus/vocabulary tables of vocab_transfer.report.vocab_tables
 VOCAB_TABLE_KINDS = ("corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage", "overlap_groups",
                      "overlap_longest")
-TABLE_KINDS = ("finetune", "lapt", *VOCAB_TABLE_KINDS)
+TABLE_KINDS = ("finetune", "lapt", "init", *VOCAB_TABLE_KINDS)
 
 
 @dataclass(frozen=True)

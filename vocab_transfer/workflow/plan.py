@@ -451,6 +451,8 @@ class Plan:
         spec = self.cfg.tables[wildcards.table]
         if spec.kind in VOCAB_TABLE_KINDS:
             return self.vocab_table_records(spec)
+        if spec.kind == "init":
+            return [(f"eval__{s}__{lang}", paths.init_eval(s, lang), {}) for s in self.sources for lang in spec.languages]
         cells = table_cells(spec)
         if spec.kind == "lapt":
             runs = [(s, r, lang) for s in self.sources for r in cells or spec.rows or self.lapt_runs
@@ -499,6 +501,7 @@ class Plan:
         return canonical({"models": [[m, spec.label or m] for m, spec in self.ft_models.items()],
                           "tasks": [[t, spec.label or t] for t, spec in self.ft_tasks.items()],
                           "runs": [[r, spec.label or r] for r, spec in self.cfg.lapt.runs.items()],
+                          "methods": [[m, spec.label or m] for m, spec in self.cfg.methods.items()],
                           "fasttext_min_count": self.cfg.fasttext.min_count})
 
     def paper_table_spec(self, wildcards):
