@@ -10,6 +10,7 @@ localrules:
     plot_lapt_curves,
     plot_embedding_correlation,
     plot_token_accuracy,
+    plot_run_figure,
 
 
 rule train_lapt:
@@ -122,3 +123,31 @@ rule plot_token_accuracy:
         "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/plot_token_accuracy.py"
+
+
+# WECHSEL Figures 3-6 (config `figures`, kinds curves and init_similarity): held-out perplexity (loss, bits per byte)
+# of chosen LAPT runs over steps, one panel per language; and how far each token's embedding moved from its
+# initialization during LAPT (cosine similarity).
+rule plot_run_figure:
+    input:
+        unpack(plan.run_figure_inputs),
+    output:
+        png=report(
+            paths.figure("{kind}", "{source}", "{figure}", "png"),
+            category="Figures",
+            caption="../report/run_figure.rst",
+            labels={"figure": "{figure}"},
+        ),
+        svg=paths.figure("{kind}", "{source}", "{figure}", "svg"),
+        csv=paths.figure("{kind}", "{source}", "{figure}", "csv"),
+    wildcard_constraints:
+        kind="curves|init_similarity",
+        figure="|".join(plan.figures_of_kind("curves") + plan.figures_of_kind("init_similarity")) or "^$",
+    params:
+        spec=plan.run_figure_params,
+    log:
+        "logs/plot_run_figure/{kind}/{source}/{figure}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/plot_run_figure.py"

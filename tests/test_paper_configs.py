@@ -80,7 +80,9 @@ GRIDS = {
         "train_lapt": 4 * 3,
         # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 3 methods x 3 checkpoints (@0, @25k, @250k) x 3 runs;
         # "Score (more training)": CamemBERT, GBERT, BERT-Chinese on their language's 2 tasks, XLM-R on all 8.
-        "finetune": 4 * 2 * 3 * 3 * 3 + (3 * 2 + 8) * 3,
+        # Figure 3: the 3 runs' snapshots at 50k, 100k, 150k, 200k on the same 8 tasks x 3 seeds
+        "finetune": 4 * 2 * 3 * 3 * 3 + (3 * 2 + 8) * 3 + 3 * 4 * 8 * 3,
+        "plot_lapt_finetune": 8,  # Figure 3, RoBERTa: NLI and NER panels per language
         "download_reference_model": 4,
         "make_paper_table": 1,  # Table 1
         "prepare_task": 4 * 2,
@@ -91,7 +93,10 @@ GRIDS = {
     "wechsel_gpt2": {  # wechsel.md, GPT-2: Table 2 (PPL@0/@25k/@250k read off one 250k-step curve)
         "evaluate_init": 4,
         "init_embeddings": 4 * 3 + 3 * 4,  # + App. A Table 7: 4 more (k, tau) pairs on fr, de, zh
-        "train_lapt": 4 * 3,  # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language
+        # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language; Figure 4: 4 German 75k-step runs;
+        # Figures 5-6: WECHSEL (fr, de, zh) and TransInner (fr, zh) with the body frozen
+        "train_lapt": 4 * 3 + 4 + 3 + 2,
+        "plot_run_figure": 4,  # Figure 3 (GPT-2 panels), Figures 4, 5, 6
         "plot_lapt_curves": 4,
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,

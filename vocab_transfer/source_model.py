@@ -170,6 +170,32 @@ def embedding_matrix(model: PreTrainedModel) -> torch.Tensor:
     return emb.clone() if bias is None else torch.cat([emb, bias.detach()[:, None]], 1)
 
 
+def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
+    """The input embedding matrix of a model saved with ``save_pretrained`` as safetensors, read without loading the
+    model: the tensor's name comes from the architecture built on the meta device, its data from the file (or the
+    shard that the index names)."""
+    from safetensors import safe_open
+
+    model_dir = Path(model_dir)
+    config = AutoConfig.from_pretrained(model_dir)
+    auto = AutoModelForCausalLM if is_causal_lm(config) else AutoModelForMaskedLM
+    with torch.device("meta"):
+        model = auto.from_config(config)
+    weight = model.get_input_embeddings().weight
+    names = [n for n, p in model.named_parameters(remove_duplicate=False) if p is weight]  # tied: several names
+    index = model_dir / "model.safetensors.index.json"
+    weight_map = json.loads(index.read_text())["weight_map"] if index.exists() else None
+    for name in names:
+        file = model_dir / (weight_map.get(name, "") if weight_map is not None else "model.safetensors")
+        if not file.is_file():
+            continue
+        with safe_open(file, "pt") as f:
+            if name in f.keys():
+                return f.get_tensor(name)
+    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the input embeddings of "
+                   f"{type(model).__name__}); save the model with safetensors")
+
+
 def has_output_bias(model: PreTrainedModel) -> bool:
     out = model.get_output_embeddings()
     return out is not None and getattr(out, "bias", None) is not None

@@ -430,6 +430,21 @@ def check_figures(cfg: Config) -> None:
     runs, ft = cfg.lapt.runs, cfg.finetune
     for name, spec in cfg.figures.items():
         where = f"figures.{name}"
+        if spec.kind in ("curves", "init_similarity"):  # runs x languages
+            if not spec.runs or not spec.languages:
+                raise ConfigError(f"{where}: kind {spec.kind} needs 'runs' and 'languages'")
+            bad = [r for r in spec.runs if r not in runs]
+            if bad:
+                raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
+            bad = [f"{r} on {lang}" for r in spec.runs for lang in spec.languages
+                   if lang not in lapt_run_targets(cfg, r)]
+            if bad:
+                raise ConfigError(f"{where}: LAPT runs {bad} are not planned (the run's targets)")
+            if spec.kind == "init_similarity":
+                bad = [r for r in spec.runs if not runs[r].method or lapt_run_settings(cfg, r).get("factorized")]
+                if bad:
+                    raise ConfigError(f"{where}.runs: {bad} start from no init tensor (or a factorized one)")
+            continue
         if spec.kind == "lapt_finetune":
             if spec.task not in ft.tasks:
                 raise ConfigError(f"{where}.task: {spec.task!r} is not an entry of finetune.tasks")

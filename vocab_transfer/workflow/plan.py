@@ -564,6 +564,33 @@ class Plan:
         return canonical({**{k: v for k, v in spec.items() if k != "runs"}, "title": spec.get("title", wildcards.figure),
                           "runs": [[r, self.cfg.lapt.runs[r].label or r] for r in figure_runs(self.cfg, wildcards.figure)]})
 
+    def run_figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
+        """(input name, path, what it is) of a figure of kind curves (each run's curve per language) or
+        init_similarity (each run's final model and its init tensor per language)."""
+        s, spec = wildcards.source, self.cfg.figures[wildcards.figure]
+        records = []
+        for r in spec.runs:
+            label = self.cfg.lapt.runs[r].label or r
+            for lang in spec.languages:
+                if spec.kind == "curves":
+                    records.append((f"curve__{r}__{lang}", paths.lapt_curve(s, lang, r),
+                                    {"kind": "curve", "run": r, "label": label, "language": lang}))
+                else:
+                    records += [(f"model__{r}__{lang}", paths.lapt_model(s, lang, r),
+                                 {"kind": "model", "run": r, "label": label, "language": lang}),
+                                (f"init__{r}__{lang}", paths.init(s, lang, self.cfg.lapt.runs[r].method),
+                                 {"kind": "init", "run": r, "label": label, "language": lang})]
+        return records
+
+    def run_figure_inputs(self, wildcards):
+        return {name: path for name, path, _ in self.run_figure_records(wildcards)}
+
+    def run_figure_params(self, wildcards):
+        """The figure's spec (as written) and what each input is, as canonical JSON."""
+        spec = self.config["figures"][wildcards.figure]
+        return canonical({"spec": {**spec, "title": spec.get("title", wildcards.figure)},
+                          "manifest": [{"input": n, **f} for n, _, f in self.run_figure_records(wildcards)]})
+
     def paper_figure_outputs(self, wildcards=None):
         return [paths.figure(spec.kind, s, name, "png") for name, spec in self.cfg.figures.items() for s in self.sources]
 

@@ -1,0 +1,60 @@
+"""Figures of LAPT runs (kinds curves and init_similarity: WECHSEL Figures 3-6) and reading a saved model's input
+embeddings without loading the model."""
+
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from vocab_transfer.source_model import build_xlmr_mlm, read_input_embeddings
+from vocab_transfer.workflow.config import ConfigError, check_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_read_input_embeddings_without_loading_the_model(tmp_path, sw_tokenizer):
+    """Tied (XLM-R's MLM head shares the matrix) and a GPT-2 causal LM, single file and sharded."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    model = build_xlmr_mlm(sw_tokenizer, seed=0, hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32,
+                           max_position_embeddings=40)
+    model.save_pretrained(tmp_path / "xlmr")
+    assert torch.equal(read_input_embeddings(tmp_path / "xlmr"), model.get_input_embeddings().weight)
+    gpt = GPT2LMHeadModel(GPT2Config(vocab_size=300, n_positions=16, n_embd=16, n_layer=2, n_head=2))
+    gpt.save_pretrained(tmp_path / "gpt2", max_shard_size="20KB")  # several shards and an index
+    assert (tmp_path / "gpt2" / "model.safetensors.index.json").exists()
+    assert torch.equal(read_input_embeddings(tmp_path / "gpt2"), gpt.transformer.wte.weight)
+    (tmp_path / "gpt2" / "model.safetensors.index.json").unlink()
+    with pytest.raises(KeyError, match="save the model with safetensors"):
+        read_input_embeddings(tmp_path / "gpt2")
+
+
+def demo_config():
+    return yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+@pytest.mark.parametrize("figure, message", [
+    ({"kind": "curves", "runs": ["focus"]}, "kind curves needs 'runs' and 'languages'"),
+    ({"kind": "curves", "runs": ["nope"], "languages": ["he"]}, "runs: ['nope'] are not entries of lapt.runs"),
+    ({"kind": "init_similarity", "runs": ["focus"], "languages": ["de"]}, "LAPT runs ['focus on de'] are not planned"),
+])
+def test_bad_run_figures_are_named(figure, message):
+    config = demo_config()
+    config["figures"] = {"f": figure}
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        check_config(config, REPO / "schemas" / "config.schema.yaml")
+
+
+def test_curves_and_similarity_plots(tmp_path):
+    import pandas as pd
+
+    from vocab_transfer.report.plots import plot_init_similarity, plot_run_curves
+
+    curves = pd.DataFrame({"step": [0, 10, 0, 10], "perplexity": [100.0, 50.0, 90.0, 40.0], "label": ["a", "a", "b", "b"],
+                           "language": ["x", "x", "x", "x"]})
+    plot_run_curves(curves, str(tmp_path / "c.png"), value="perplexity", title="t", svg=str(tmp_path / "c.svg"))
+    sims = pd.DataFrame({"cosine": [0.1, 0.9, 0.95], "label": ["a", "a", "a"], "language": ["x", "y", "y"]})
+    plot_init_similarity(sims, str(tmp_path / "s.png"), title="t")
+    assert (tmp_path / "c.png").stat().st_size > 1000 and (tmp_path / "c.svg").exists()
+    assert (tmp_path / "s.png").stat().st_size > 1000
