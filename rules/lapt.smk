@@ -10,7 +10,7 @@ localrules:
     plot_lapt_curves,
     plot_embedding_correlation,
     plot_token_accuracy,
-    plot_run_figure,
+    plot_figure,
 
 
 rule train_lapt:
@@ -125,29 +125,31 @@ rule plot_token_accuracy:
         "../workflow_scripts/plot_token_accuracy.py"
 
 
-# WECHSEL Figures 3-6 (config `figures`, kinds curves and init_similarity): held-out perplexity (loss, bits per byte)
-# of chosen LAPT runs over steps, one panel per language; and how far each token's embedding moved from its
-# initialization during LAPT (cosine similarity).
-rule plot_run_figure:
+# WECHSEL Figures 3-6 and UNKs Everywhere Figure 2 (config `figures`, kinds curves, init_similarity, unk_scatter):
+# held-out perplexity (loss, bits per byte) of chosen LAPT runs over steps, one panel per language; how far each
+# token's embedding moved from its initialization during LAPT (cosine similarity); a model's test score per language
+# against the share of its vocabulary the source tokenizer cannot compose (UNKs) and the overlap.
+rule plot_figure:
     input:
-        unpack(plan.run_figure_inputs),
+        unpack(plan.figure_inputs),
     output:
         png=report(
             paths.figure("{kind}", "{source}", "{figure}", "png"),
             category="Figures",
-            caption="../report/run_figure.rst",
+            caption="../report/figure.rst",
             labels={"figure": "{figure}"},
         ),
         svg=paths.figure("{kind}", "{source}", "{figure}", "svg"),
         csv=paths.figure("{kind}", "{source}", "{figure}", "csv"),
     wildcard_constraints:
-        kind="curves|init_similarity",
-        figure="|".join(plan.figures_of_kind("curves") + plan.figures_of_kind("init_similarity")) or "^$",
+        kind="curves|init_similarity|unk_scatter",
+        figure="|".join(plan.figures_of_kind("curves") + plan.figures_of_kind("init_similarity")
+                        + plan.figures_of_kind("unk_scatter")) or "^$",
     params:
-        spec=plan.run_figure_params,
+        spec=plan.figure_params,
     log:
-        "logs/plot_run_figure/{kind}/{source}/{figure}.log",
+        "logs/plot_figure/{kind}/{source}/{figure}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
-        "../workflow_scripts/plot_run_figure.py"
+        "../workflow_scripts/plot_figure.py"

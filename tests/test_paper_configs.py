@@ -96,7 +96,7 @@ GRIDS = {
         # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language; Figure 4: 4 German 75k-step runs;
         # Figures 5-6: WECHSEL (fr, de, zh) and TransInner (fr, zh) with the body frozen
         "train_lapt": 4 * 3 + 4 + 3 + 2,
-        "plot_run_figure": 4,  # Figure 3 (GPT-2 panels), Figures 4, 5, 6
+        "plot_figure": 4,  # Figure 3 (GPT-2 panels), Figures 4, 5, 6
         "plot_lapt_curves": 4,
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,
@@ -130,6 +130,7 @@ GRIDS = {
         "prepare_corpus": 17 + 4,  # the targets' and the source languages' Wikipedia
         "plot_lapt_curves": 17 + 4,
         "plot_embedding_correlation": 17,  # vocab-swap Figures 2/5 per language with a new vocabulary
+        "plot_figure": 1,  # Figure 2: mBERT's zero-shot NER F1 against the UNK share
         "download_source_model": 1,
     },
     "vocab_swap": {  # vocab-swap.md, Experiment 3: Tables 11-13 (fr) and 14-16 (de)

@@ -58,3 +58,57 @@ def test_curves_and_similarity_plots(tmp_path):
     plot_init_similarity(sims, str(tmp_path / "s.png"), title="t")
     assert (tmp_path / "c.png").stat().st_size > 1000 and (tmp_path / "c.svg").exists()
     assert (tmp_path / "s.png").stat().st_size > 1000
+
+
+def run_script(name, inputs, params, out):
+    """Run a workflow script as Snakemake would, with a stand-in for the ``snakemake`` object."""
+    import builtins
+    import json
+    from types import SimpleNamespace
+
+    out.mkdir(parents=True, exist_ok=True)
+    builtins.snakemake = SimpleNamespace(
+        input=SimpleNamespace(items=lambda: inputs.items()), params=SimpleNamespace(spec=json.dumps(params)),
+        output=SimpleNamespace(png=str(out / "f.png"), svg=str(out / "f.svg"), csv=str(out / "f.csv")),
+        log=[str(out / "f.log")])
+    try:
+        exec(compile((REPO / "workflow_scripts" / name).read_text(), name, "exec"), {"__name__": "__main__"})
+    finally:
+        del builtins.snakemake
+
+
+def test_unk_scatter_figure_from_real_tokenizers(tmp_path, sw_tokenizer, swahili_verses):
+    """UNKs Everywhere Figure 2 end to end: a Swahili and a Hebrew-script target against a Swahili source tokenizer;
+    the Hebrew vocabulary is mostly UNKs, and the scores are the mean over seeds in %."""
+    import pandas as pd
+
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.io import write_parquet
+    from vocab_transfer.methods.overlap import compute_overlap
+
+    targets = {"sw": train_unigram_tokenizer(swahili_verses[1000:2000], 300, show_progress=False),
+               "he": train_unigram_tokenizer(["בראשית ברא אלהים את השמים ואת הארץ והארץ היתה תהו ובהו"] * 50
+                                             + ["Mungu"], 24, show_progress=False),
+               "xx": train_unigram_tokenizer(swahili_verses[2000:2500], 200, show_progress=False)}
+    sw_tokenizer.save_pretrained(tmp_path / "source")
+    inputs, manifest = {"source_tokenizer": str(tmp_path / "source")}, [{"input": "source_tokenizer", "kind": "source"}]
+    for i, (lang, tok) in enumerate(targets.items()):
+        tok.save_pretrained(tmp_path / lang)
+        write_parquet(compute_overlap(sw_tokenizer, tok), tmp_path / f"{lang}.overlap.parquet")
+        for seed, f1 in ((1, 0.2 * (i + 1)), (2, 0.2 * (i + 1) + 0.1)):
+            write_parquet(pd.DataFrame({"metric": ["f1"], "task": ["ner"], "test_f1": [f1]}),
+                          tmp_path / f"{lang}.{seed}.parquet")
+            inputs[f"scores__{lang}__{seed}"] = str(tmp_path / f"{lang}.{seed}.parquet")
+            manifest.append({"input": f"scores__{lang}__{seed}", "kind": "scores", "task": f"{lang}-ner",
+                             "language": lang})
+        inputs[f"tokenizer__{lang}"], inputs[f"overlap__{lang}"] = str(tmp_path / lang), str(
+            tmp_path / f"{lang}.overlap.parquet")
+        manifest += [{"input": f"tokenizer__{lang}", "kind": "tokenizer", "task": f"{lang}-ner", "language": lang},
+                     {"input": f"overlap__{lang}", "kind": "overlap", "task": f"{lang}-ner", "language": lang}]
+    run_script("plot_figure.py", inputs, {"spec": {"kind": "unk_scatter", "title": "F2"}, "manifest": manifest},
+               tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out" / "f.csv").set_index("language")
+    assert table.loc["sw", "score"] == pytest.approx(25.0) and table.loc["he", "score"] == pytest.approx(45.0)
+    assert table.loc["he", "unk_share"] > 0.2 > table.loc["sw", "unk_share"]
+    assert "Pearson's rho of the score with the UNK share" in (tmp_path / "out" / "f.log").read_text()
+    assert (tmp_path / "out" / "f.png").stat().st_size > 1000

@@ -430,6 +430,18 @@ def check_figures(cfg: Config) -> None:
     runs, ft = cfg.lapt.runs, cfg.finetune
     for name, spec in cfg.figures.items():
         where = f"figures.{name}"
+        if spec.kind == "unk_scatter":  # a model's scores per language against its vocabulary's UNK share
+            if spec.model not in ft.models or not spec.tasks:
+                raise ConfigError(f"{where}: kind unk_scatter needs 'model' (a finetune.models key, got "
+                                  f"{spec.model!r}) and 'tasks'")
+            bad = [t for t in spec.tasks if t not in finetune_model_tasks(cfg, spec.model)]
+            if bad:
+                raise ConfigError(f"{where}.tasks: {bad} are not tasks of finetune.models.{spec.model}")
+            bad = [t for t in spec.tasks if ft.tasks[t].language not in cfg.corpora]
+            if bad:
+                raise ConfigError(f"{where}.tasks: the languages of {bad} have no corpus (their tokenizer is trained "
+                                  "on it)")
+            continue
         if spec.kind in ("curves", "init_similarity"):  # runs x languages
             if not spec.runs or not spec.languages:
                 raise ConfigError(f"{where}: kind {spec.kind} needs 'runs' and 'languages'")

@@ -564,6 +564,21 @@ class Plan:
         return canonical({**{k: v for k, v in spec.items() if k != "runs"}, "title": spec.get("title", wildcards.figure),
                           "runs": [[r, self.cfg.lapt.runs[r].label or r] for r in figure_runs(self.cfg, wildcards.figure)]})
 
+    def figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
+        """The inputs of a figure drawn by rule plot_figure (kinds curves, init_similarity, unk_scatter)."""
+        if self.cfg.figures[wildcards.figure].kind == "unk_scatter":
+            return self.unk_scatter_records(wildcards)
+        return self.run_figure_records(wildcards)
+
+    def figure_inputs(self, wildcards):
+        return {name: path for name, path, _ in self.figure_records(wildcards)}
+
+    def figure_params(self, wildcards):
+        """The figure's spec (as written) and what each input is, as canonical JSON."""
+        spec = self.config["figures"][wildcards.figure]
+        return canonical({"spec": {**spec, "title": spec.get("title", wildcards.figure)},
+                          "manifest": [{"input": n, **f} for n, _, f in self.figure_records(wildcards)]})
+
     def run_figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
         """(input name, path, what it is) of a figure of kind curves (each run's curve per language) or
         init_similarity (each run's final model and its init tensor per language)."""
@@ -582,14 +597,18 @@ class Plan:
                                  {"kind": "init", "run": r, "label": label, "language": lang})]
         return records
 
-    def run_figure_inputs(self, wildcards):
-        return {name: path for name, path, _ in self.run_figure_records(wildcards)}
-
-    def run_figure_params(self, wildcards):
-        """The figure's spec (as written) and what each input is, as canonical JSON."""
-        spec = self.config["figures"][wildcards.figure]
-        return canonical({"spec": {**spec, "title": spec.get("title", wildcards.figure)},
-                          "manifest": [{"input": n, **f} for n, _, f in self.run_figure_records(wildcards)]})
+    def unk_scatter_records(self, wildcards) -> list[tuple[str, str, dict]]:
+        """UNKs Everywhere Figure 2: the model's scores on each task (all seeds), the source tokenizer, and per task
+        language its tokenizer and overlap."""
+        s, spec = wildcards.source, self.cfg.figures[wildcards.figure]
+        records = [("source_tokenizer", self.source_tokenizer_dir(SimpleNamespace(source=s)), {"kind": "source"})]
+        for t in spec.tasks:
+            lang = self.ft_tasks[t].language
+            records += [(f"scores__{t}__{seed}", self.cell_scores(s, t, spec.model, seed),
+                         {"kind": "scores", "task": t, "language": lang}) for seed in self.seeds]
+            records += [(f"tokenizer__{t}", paths.tokenizer(lang), {"kind": "tokenizer", "task": t, "language": lang}),
+                        (f"overlap__{t}", paths.overlap(s, lang), {"kind": "overlap", "task": t, "language": lang})]
+        return records
 
     def paper_figure_outputs(self, wildcards=None):
         return [paths.figure(spec.kind, s, name, "png") for name, spec in self.cfg.figures.items() for s in self.sources]

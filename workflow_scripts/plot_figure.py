@@ -1,5 +1,6 @@
-"""A figure of LAPT runs (rule plot_run_figure; config `figures` of kind curves or init_similarity): WECHSEL
-Figures 3-5 (held-out perplexity over steps) and Figure 6 (cosine similarity of embeddings to their init)."""
+"""A paper figure (rule plot_figure; config `figures` of kind curves, init_similarity or unk_scatter): WECHSEL
+Figures 3-5 (held-out perplexity over steps), Figure 6 (cosine similarity of embeddings to their init), UNKs
+Everywhere Figure 2 (test score against the UNK share of each language's vocabulary)."""
 
 import json
 import math
@@ -8,7 +9,7 @@ import pandas as pd
 import torch
 
 from vocab_transfer.io import read_tensors, write_text
-from vocab_transfer.report.plots import plot_init_similarity, plot_run_curves
+from vocab_transfer.report.plots import plot_init_similarity, plot_run_curves, plot_unk_scatter
 from vocab_transfer.source_model import read_input_embeddings
 from vocab_transfer.workflow.job import setup_job
 
@@ -44,6 +45,28 @@ def similarities(inputs, manifest) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def unk_points(inputs, manifest) -> pd.DataFrame:
+    """Per task language: the model's mean test score (over seeds and, for zero-shot cells, source tasks; in %) and
+    the UNK and overlap shares of the language's tokenizer (vocab_transfer.report.vocab_tables)."""
+    from vocab_transfer.data.tokenizer import load_tokenizer
+    from vocab_transfer.report.vocab_tables import vocab_coverage_table
+
+    source = load_tokenizer(next(inputs[r["input"]] for r in manifest if r["kind"] == "source"))
+    rows = []
+    for task in dict.fromkeys(r["task"] for r in manifest if r["kind"] == "scores"):
+        recs = [r for r in manifest if r.get("task") == task]
+        scores = pd.concat([pd.read_parquet(inputs[r["input"]]) for r in recs if r["kind"] == "scores"])
+        lang, metric = recs[0]["language"], scores["metric"].iloc[0]
+        tokenizer = load_tokenizer(next(inputs[r["input"]] for r in recs if r["kind"] == "tokenizer"))
+        overlap = pd.read_parquet(next(inputs[r["input"]] for r in recs if r["kind"] == "overlap"))
+        coverage, _ = vocab_coverage_table([lang], {lang: tokenizer}, source, {lang: overlap}, "")
+        scale = 1.0 if scores["task"].iloc[0] == "qa" else 100.0
+        rows.append({"task": task, "language": lang, "metric": metric, "runs": len(scores),
+                     "score": scale * scores[f"test_{metric}"].mean(),
+                     **coverage.iloc[0][["unk_share", "overlap_share"]].to_dict()})
+    return pd.DataFrame(rows)
+
+
 def main(inputs, params, png, svg, csv, log_path):
     log = setup_job(log_path)
     spec, manifest = params["spec"], params["manifest"]
@@ -52,6 +75,11 @@ def main(inputs, params, png, svg, csv, log_path):
         plot_run_curves(table, png, value=spec.get("value", "perplexity"), title=spec["title"], svg=svg)
         log.info("last %s per run and language:\n%s", spec.get("value", "perplexity"),
                  table.groupby(["language", "label"])[spec.get("value", "perplexity")].last().to_string())
+    elif spec["kind"] == "unk_scatter":
+        table = unk_points(inputs, manifest)
+        rho = plot_unk_scatter(table, png, title=spec["title"], svg=svg)
+        log.info("Pearson's rho of the score with the UNK share %.3f, with the overlap share %.3f\n%s",
+                 rho["unk_share"], rho["overlap_share"], table.to_string(index=False))
     else:
         table = similarities(inputs, manifest)
         plot_init_similarity(table, png, title=spec["title"], svg=svg)
