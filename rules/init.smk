@@ -23,7 +23,7 @@ rule init_embeddings:
         "../workflow_scripts/init_embeddings.py"
 
 
-# Vocabulary extension (kind: extend): the source tokenizer plus the most frequent new target tokens.
+# Vocabulary extension (kind: extend): the source tokenizer plus frequent target tokens it lacks.
 rule extend_tokenizer:
     input:
         model=plan.source_model_dir,
@@ -33,7 +33,7 @@ rule extend_tokenizer:
     output:
         tokenizer=directory(paths.extended_tokenizer("{source}", "{target}", "{method}")),
     params:
-        new_tokens=plan.extension_size,
+        selection=plan.extension_selection,
     log:
         "logs/extend_tokenizer/{source}/{target}/{method}.log",
     conda:

@@ -69,16 +69,18 @@ def tiny_inputs():
 
 
 @pytest.mark.parametrize("name,params", [("random", {}), ("focus", {"overlap": "full"}),
-                                         ("focus", {"overlap": "symbolic"})])
+                                         ("focus", {"overlap": "symbolic"}), ("clp", {}), ("omp", {"k": 2})])
 def test_registry_shapes_and_provenance(name, params):
     inputs = tiny_inputs()
     res = run_method(name, inputs, seed=0, **params)
     assert res.matrix.shape == (8, 3) and len(res.provenance) == 8
     assert res.provenance[0] == "special"
     torch.testing.assert_close(res.matrix[0], inputs.source_matrix[0])
-    if name == "focus":
+    if name in ("focus", "clp", "omp"):
         assert res.provenance[7] == "random"  # no fastText vector, not in overlap
-        assert res.provenance[1] == ("copied" if params["overlap"] == "full" else "combined")
+        assert res.provenance[1] == ("copied" if params.get("overlap", "full") == "full" else "combined")
+        # CLP: a token whose cosine sum over the two anchors is not positive gets no combination
+        assert set(res.provenance[3:7]) == {"combined"} or name == "clp" and "combined" in res.provenance[3:7]
 
 
 def test_unknown_kind():

@@ -56,8 +56,9 @@ GRIDS = {
         # Table 4 cells: Random, FOCUS, Symbolic Overlap on all 10 languages (30); Word-fastText and WECHSEL on the
         # 6 with cc.<lang>.300 vectors (12) = 42. Tables 2/3 inits not in Table 4: WECHSEL_EN on de, ar, sw (3);
         # extended vocab Random and FOCUS, and the original vocabulary, on de, ar, sw, ha, xh (15) = 18. The added
-        # FVT row (not in the paper) on all 10 languages.
-        "init_embeddings": 42 + 18 + 10,
+        # rows (not in the paper) on all 10 languages: FVT, CLP, OMP, extension with mean-resized rows (40), and
+        # extended FOCUS as a Table 4 row also on the 5 languages without LAPT (gd, lb, ceb, sm, hmn).
+        "init_embeddings": 42 + 18 + 4 * 10 + 5,
         # Tables 2/3 "+ LAPT" rows: 7 on de, ar, sw (original vocab, Random 2-stage, WECHSEL_EN, WECHSEL, FOCUS,
         # extended Random, extended FOCUS) = 21; 5 on ha, xh (no WECHSEL rows, "—‡") = 10.
         "train_lapt": 21 + 10,

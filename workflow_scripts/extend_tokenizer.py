@@ -4,21 +4,20 @@ import pandas as pd
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import atomic_path, read_tensors
-from vocab_transfer.methods.extension import extend_tokenizer, select_new_tokens
+from vocab_transfer.methods.extension import extend_tokenizer, new_token_ids
 from vocab_transfer.workflow.job import setup_job
 
 
-def main(model_dir, tokenizer_dir, overlap_path, vectors_path, n, out_dir, log_path):
+def main(model_dir, tokenizer_dir, overlap_path, vectors_path, selection, out_dir, log_path):
     log = setup_job(log_path)
     source, target = load_tokenizer(model_dir), load_tokenizer(tokenizer_dir)
     overlap = pd.read_parquet(overlap_path)
-    special = overlap.loc[overlap["match"] == "special", "target_id"].tolist()
-    new = select_new_tokens(overlap, read_tensors(vectors_path)["counts"].numpy(), special, n)
+    new = new_token_ids(overlap, read_tensors(vectors_path)["counts"].numpy(), **selection)
     tok = extend_tokenizer(source, target, new)
-    log.info("extended %d source tokens by %d target tokens (asked for %d)", len(source), len(new), n)
+    log.info("extended %d source tokens by %d target tokens (%s)", len(source), len(new), selection)
     with atomic_path(out_dir, directory=True) as tmp:
         tok.save_pretrained(str(tmp))
 
 
 main(snakemake.input.model, snakemake.input.tokenizer, snakemake.input.overlap, snakemake.input.vectors,
-     snakemake.params.new_tokens, snakemake.output.tokenizer, snakemake.log[0])
+     dict(snakemake.params.selection), snakemake.output.tokenizer, snakemake.log[0])

@@ -12,7 +12,11 @@ config ``kind``    function                                    paper
                                                                WECHSEL_EN (FOCUS §3.1)
 ``fvt``            :func:`fvt.init_fvt`                        FVT (Gee et al. 2022): mean of the source rows
                                                                of a token's source-tokenizer pieces
-``extend``         :func:`extension.init_extension`            FOCUS §3.1 vocabulary extension
+``clp``            :func:`clp.init_clp`                        CLP-Transfer (Ostendorff & Rehm 2023): cosine-
+                                                               weighted average of the overlap's source rows
+``omp``            :func:`omp.init_omp`                        OMP over anchor tokens (mergekit tokensurgeon)
+``extend``         :func:`extension.init_extension`            FOCUS §3.1 vocabulary extension (new rows FOCUS,
+                                                               random, or transformers' mean-resizing)
 ``reinit_embed``   :func:`vocab_swap.init_reinit_embed`        vocab-swap §2 "Reinit Embed"
 ``freq_match``     :func:`vocab_swap.init_freq_match`          vocab-swap §2 "Freq Match" (explicit counts)
 ``dict_match``     :func:`vocab_swap.init_dict_match`          vocab-swap §2 "Dict Match"

@@ -1,5 +1,20 @@
-"""Vocabulary extension (focus.md §3.1 after Wang et al. 2020): keep the source vocabulary and add
-the ``new_tokens`` most frequent target tokens it lacks; new rows random or FOCUS.
+"""Vocabulary extension (focus.md §3.1 after Wang et al. 2020): keep the source vocabulary and add target tokens
+it lacks; new rows FOCUS, random, or Hugging Face's mean-resizing.
+
+Which tokens: FOCUS §3.1 extends XLM-R "with the top 30k tokens of the language-specific tokenizer", and its
+footnote 4 puts the result at 273k tokens (250k + about 23k): the 30k most frequent target tokens are taken and
+those the source already has are left out (``top_tokens``, the default, 30000). ``new_tokens: N`` instead adds
+the N most frequent target tokens the source lacks (N new rows whatever the overlap). "Already in the source"
+is the overlap (``vocab_transfer.methods.overlap``: exact matches, the fuzzy matches of symbolic tokens, special
+tokens by role).
+
+``new_rows: mean_resize`` is what ``transformers``' ``model.resize_token_embeddings(n, mean_resizing=True)`` does
+(transformers >= 4.46, ``PreTrainedModel._init_added_embeddings_weights_with_mean``, after Hewitt 2021): new
+rows drawn from a multivariate normal with the source rows' mean and ``1e-9`` times their covariance (divided by
+the row count), or the mean itself when that covariance is not positive definite. Deviations: the draw is seeded
+(``seed``) instead of using torch's global RNG, it is computed in float64, and the output bias is one more column
+of the same draw (transformers draws the bias from N(mean, (1e-9·std)²)); both give the mean up to about 1e-5·std.
+``covariance_scale`` replaces the 1e-9 (1.0 samples from the source distribution itself).
 
 The extended tokenizer is an artifact of its own (rule ``extend_tokenizer``): the source's Unigram
 model with the new target pieces appended after the source's last id, each with its target
@@ -24,18 +39,69 @@ from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInpu
 from .focus import focus_init
 from .registry import one_of, register
 
+#: FOCUS §3.1: "the top 30k tokens of the language-specific tokenizer", when neither count key is given.
+PAPER_TOP_TOKENS = 30000
+COUNT_KEYS = ("top_tokens", "new_tokens")
 
-def select_new_tokens(overlap: pd.DataFrame, counts: np.ndarray, special_ids: list[int], n: int) -> np.ndarray:
-    """Target ids of the ``n`` most frequent target tokens not in the overlap (ties by id); only tokens
-    seen in the target corpus (count > 0) qualify."""
+
+def extension_count(top_tokens: int | None, new_tokens: int | None) -> tuple[str, int]:
+    """``("top_tokens", N)`` or ``("new_tokens", N)``: the one count key given, FOCUS's top 30k when neither is;
+    ValueError naming both keys when both are."""
+    if top_tokens is not None and new_tokens is not None:
+        raise ValueError(f"give one of {list(COUNT_KEYS)}, not both (top_tokens: the N most frequent target tokens, "
+                         "those the source lacks added, FOCUS §3.1; new_tokens: N tokens the source lacks)")
+    if new_tokens is not None:
+        return "new_tokens", new_tokens
+    return "top_tokens", PAPER_TOP_TOKENS if top_tokens is None else top_tokens
+
+
+def select_new_tokens(overlap: pd.DataFrame, counts: np.ndarray, special_ids: list[int], n: int, *,
+                      top: bool = False) -> np.ndarray:
+    """Target ids to add, most frequent first (ties by id); only tokens seen in the target corpus (count > 0)
+    qualify. ``top=False``: the ``n`` most frequent target tokens not in the overlap. ``top=True`` (FOCUS §3.1):
+    of the ``n`` most frequent target tokens, those not in the overlap (so fewer than ``n``)."""
     counts = np.asarray(counts)
+    seen = np.flatnonzero(counts > 0)
+    ranked = seen[np.lexsort((seen, -counts[seen]))]
+    if top:
+        ranked = ranked[:n]
     free = np.ones(len(counts), dtype=bool)
     free[overlap["target_id"].to_numpy()] = False
     free[special_ids] = False
-    free &= counts > 0
-    ids = np.flatnonzero(free)
-    order = np.lexsort((ids, -counts[ids]))
-    return ids[order[:n]]
+    ranked = ranked[free[ranked]]
+    return ranked if top else ranked[:n]
+
+
+def new_token_ids(overlap: pd.DataFrame, counts: np.ndarray, *, top_tokens: int | None = None,
+                  new_tokens: int | None = None) -> np.ndarray:
+    """The target ids an extension adds, by the count key given (:func:`extension_count`)."""
+    key, n = extension_count(top_tokens, new_tokens)
+    special = overlap.loc[overlap["match"] == "special", "target_id"].tolist()
+    return select_new_tokens(overlap, counts, special, n, top=key == "top_tokens")
+
+
+def mean_resize_rows(source: torch.Tensor, n: int, *, seed: int, covariance_scale: float = 1e-9,
+                     chunk_rows: int = 4096) -> torch.Tensor:
+    """``n`` rows from N(μ, s·Σ) of the rows of ``source`` (μ their mean, Σ their covariance divided by the row
+    count, s = ``covariance_scale``): ``transformers``' mean-resizing, seeded. Falls back to μ itself when s·Σ is
+    not positive definite, as transformers does. Σ is accumulated in float64 chunks around the first chunk's mean
+    (no centred copy of the matrix, little cancellation)."""
+    v, d = source.shape
+    shift = source[:chunk_rows].double().mean(0)
+    total = torch.zeros(d, dtype=torch.float64)
+    gram = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(0, v, chunk_rows):
+        chunk = source[i:i + chunk_rows].double() - shift
+        total += chunk.sum(0)
+        gram += chunk.T @ chunk
+    offset = total / v
+    mean = shift + offset
+    cov = (gram - v * torch.outer(offset, offset)) / v
+    chol, info = torch.linalg.cholesky_ex(covariance_scale * cov)
+    if n == 0 or covariance_scale == 0 or info.item() != 0:
+        return mean.to(source.dtype).expand(n, d).clone()
+    z = torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return (mean + z @ chol.T).to(source.dtype)
 
 
 def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndarray) -> PreTrainedTokenizerFast:
@@ -62,23 +128,32 @@ def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndar
     return tok
 
 
+NEW_ROWS = ("focus", "random", "mean_resize")
+
+
 def extension_needs(p: dict) -> frozenset[Need]:
-    one_of(p, "new_rows", ("focus", "random"))
+    one_of(p, "new_rows", NEW_ROWS)
+    extension_count(p["top_tokens"], p["new_tokens"])
     return frozenset({Need.TOKEN_VECTORS, Need.TOKENIZERS, Need.EXTENDED_TOKENIZER})
 
 
 @register("extend", extension_needs)
-def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: Annotated[int, Range(ge=0)] = 30000, new_rows: str = "focus",
-                   topk: int = 64) -> EmbeddingInit:
+def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[int, Range(ge=0)] | None = None,
+                   new_tokens: Annotated[int, Range(ge=0)] | None = None, new_rows: str = "focus",
+                   topk: Annotated[int, Range(ge=1)] = 64,
+                   covariance_scale: Annotated[float, Range(ge=0)] = 1e-9) -> EmbeddingInit:
     """Config adapter: ``kind: extend``; rows of the extended tokenizer (source rows, then new ones).
 
+    Tokens added: ``top_tokens: N`` (default: FOCUS's 30000), those of the N most frequent target tokens the
+    source lacks; or ``new_tokens: N``, the N most frequent the source lacks (one of the two keys at most).
     ``new_rows: focus`` combines overlapping tokens' source rows by FOCUS (anchors: the overlap, with
-    token-level fastText vectors); ``random`` draws from N(mean, std) of the source matrix.
+    token-level fastText vectors); ``random`` draws from N(mean, std) of the source matrix per dimension;
+    ``mean_resize`` is transformers' ``resize_token_embeddings(mean_resizing=True)``: N(mean, ``covariance_scale``
+    × covariance) of the source rows (:func:`mean_resize_rows`).
     """
     if inputs.aux is None:
         raise ValueError("vocabulary extension needs target token counts (the fastText stage)")
-    special = inputs.overlap.loc[inputs.overlap["match"] == "special", "target_id"].tolist()
-    new = select_new_tokens(inputs.overlap, inputs.aux.counts.numpy(), special, new_tokens)
+    new = new_token_ids(inputs.overlap, inputs.aux.counts.numpy(), top_tokens=top_tokens, new_tokens=new_tokens)
     source = inputs.source_matrix
     v_s, n = source.shape[0], len(new)
     matrix = torch.cat([source, torch.empty(n, source.shape[1], dtype=source.dtype)])
@@ -98,6 +173,8 @@ def init_extension(inputs: TransferInputs, *, seed: int, new_tokens: Annotated[i
         n_sources[v_s:] = k[new].numpy()
     elif new_rows == "random":
         matrix[v_s:] = normal_like(source, n, torch.Generator().manual_seed(seed))
+    elif new_rows == "mean_resize":
+        matrix[v_s:] = mean_resize_rows(source, n, seed=seed, covariance_scale=covariance_scale)
     else:
-        raise ValueError(f"new_rows must be focus or random, not {new_rows!r}")
+        raise ValueError(f"new_rows must be one of {list(NEW_ROWS)}, not {new_rows!r}")
     return EmbeddingInit(matrix, provenance, n_sources)

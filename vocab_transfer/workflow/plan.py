@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 from ..methods import method_needs
 from ..methods import method_params as with_defaults
+from ..methods.extension import extension_count
 from ..methods.unks import factorization_spec
 from . import paths
 from .config import (
@@ -245,8 +246,11 @@ class Plan:
     def source_hub_id(self, wildcards):
         return self.cfg.sources[wildcards.source].model
 
-    def extension_size(self, wildcards):
-        return self.method_option(wildcards.method, "new_tokens")
+    def extension_selection(self, wildcards):
+        """How an extension picks its tokens: ``{"top_tokens": N}`` (FOCUS §3.1) or ``{"new_tokens": N}``."""
+        key, n = extension_count(self.method_option(wildcards.method, "top_tokens"),
+                                 self.method_option(wildcards.method, "new_tokens"))
+        return {key: n}
 
     def lapt_embeddings(self, wildcards):
         """The run's init artifact; none for a run on the source model's own vocabulary (`source: true`)."""

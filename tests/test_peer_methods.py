@@ -1,0 +1,260 @@
+"""CLP-Transfer, OMP over anchor tokens, mean-resized extension rows, and which tokens an extension adds."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import yaml
+from test_config_model import BASE, REPO
+
+from vocab_transfer.data.token_fasttext import TokenVectors
+from vocab_transfer.methods import TransferInputs, run_method
+from vocab_transfer.methods.clp import clp_weights
+from vocab_transfer.methods.extension import (
+    PAPER_TOP_TOKENS,
+    mean_resize_rows,
+    new_token_ids,
+    select_new_tokens,
+)
+from vocab_transfer.methods.omp import batch_omp
+
+
+def overlap_frame(target_ids, source_ids, special=()):
+    return pd.DataFrame({"target_id": target_ids, "source_id": source_ids,
+                         "match": ["special" if t in special else "exact" for t in target_ids],
+                         "symbolic": [False] * len(target_ids)})
+
+
+def aux_of(vectors, has=None, counts=None):
+    vectors = torch.as_tensor(vectors, dtype=torch.float32)
+    n = len(vectors)
+    has = torch.ones(n, dtype=torch.bool) if has is None else torch.as_tensor(has)
+    counts = torch.ones(n, dtype=torch.long) if counts is None else torch.as_tensor(counts)
+    return TokenVectors(vectors, has, counts)
+
+
+# --- CLP ------------------------------------------------------------------------------------------------------
+
+
+def test_clp_known_answer():
+    # targets 0, 1 copy source rows 2, 3 (the anchors, helper vectors e1 and e2); target 2's helper vector (2, 1)
+    # has cosines 2/√5 and 1/√5 to them: CLP weights 2/3, 1/3. Target 3 (0, 1) equals anchor 1: weights 0, 1.
+    # Target 4 (-1, -1): cosine sum < 0, drawn from N(mean, std). Target 5: no helper vector, random too.
+    source = torch.arange(12, dtype=torch.float32).view(4, 3)
+    aux = aux_of([[1, 0], [0, 1], [2, 1], [0, 1], [-1, -1], [0, 0]], has=[True] * 5 + [False])
+    res = run_method("clp", TransferInputs(source, 6, overlap_frame([0, 1], [2, 3]), aux=aux), seed=0)
+    torch.testing.assert_close(res.matrix[:2], source[2:4])
+    torch.testing.assert_close(res.matrix[2], 2 / 3 * source[2] + 1 / 3 * source[3])
+    torch.testing.assert_close(res.matrix[3], source[3])
+    assert res.provenance.tolist() == ["copied", "copied", "combined", "combined", "random", "random"]
+    assert res.n_sources.tolist() == [1, 1, 2, 2, 0, 0]
+
+
+def test_clp_weights_are_signed_cosines_over_their_sum():
+    g = torch.Generator().manual_seed(0)
+    x, anchors = torch.randn(5, 4, generator=g), torch.randn(7, 4, generator=g)
+    w, ok = clp_weights(x, anchors)
+    cos = torch.nn.functional.cosine_similarity(x.double().unsqueeze(1), anchors.double().unsqueeze(0), dim=2)
+    assert ok.tolist() == (cos.sum(1) > 0).tolist() and 0 < ok.sum() < 5
+    # negative cosines keep their sign, as in CLP's reference code
+    assert (cos[ok] < 0).any() and (w[ok] < 0).any()
+    torch.testing.assert_close(w[ok], cos[ok] / cos[ok].sum(1, keepdim=True))
+    torch.testing.assert_close(w[ok].sum(1), torch.ones(int(ok.sum()), dtype=torch.float64))
+    assert (w[~ok] == 0).all()
+
+
+def test_clp_bit_identical_for_same_seed():
+    g = torch.Generator().manual_seed(1)
+    source, vectors = torch.randn(30, 5, generator=g), torch.randn(40, 6, generator=g)
+    has = torch.rand(40, generator=g) > 0.3
+    inputs = TransferInputs(source, 40, overlap_frame(list(range(10)), list(range(10, 20))), aux=aux_of(vectors, has))
+    a = run_method("clp", inputs, seed=3, batch_size=7).matrix
+    torch.randn(100)  # disturb the global RNG
+    b = run_method("clp", inputs, seed=3).matrix
+    c = run_method("clp", inputs, seed=4).matrix
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+# --- OMP ------------------------------------------------------------------------------------------------------
+
+
+def test_omp_recovers_an_exact_sparse_combination():
+    g = torch.Generator().manual_seed(0)
+    n_anchor, dim = 40, 16
+    h_anchor = torch.randn(n_anchor, dim, generator=g)
+    source = torch.randn(n_anchor, 6, generator=g)
+    coef = {3: 1.5, 7: -2.0, 11: 0.5}
+    h_new = sum(c * h_anchor[i] for i, c in coef.items())
+    vectors = torch.cat([h_anchor, h_new.unsqueeze(0), torch.zeros(1, dim)])
+    has = torch.tensor([True] * (n_anchor + 1) + [False])
+    inputs = TransferInputs(source, n_anchor + 2, overlap_frame(list(range(n_anchor)), list(range(n_anchor))),
+                            aux=aux_of(vectors, has))
+    res = run_method("omp", inputs, seed=0, k=8)
+    expected = sum(c * source[i] for i, c in coef.items())
+    torch.testing.assert_close(res.matrix[n_anchor], expected, atol=1e-5, rtol=1e-5)
+    assert res.provenance[n_anchor] == "combined" and res.provenance[-1] == "random"
+    assert res.n_sources[n_anchor] <= 8
+
+
+def test_batch_omp_picks_the_atoms_and_least_squares_coefficients():
+    g = torch.Generator().manual_seed(2)
+    atoms = torch.randn(50, 20, generator=g, dtype=torch.float64)
+    y = torch.randn(6, 20, generator=g, dtype=torch.float64)
+    idx, coef = batch_omp(y, atoms, 5)
+    for b in range(6):
+        # the coefficients are the least-squares fit on the picked atoms (OMP's orthogonal projection)
+        lstsq = torch.linalg.lstsq(atoms[idx[b]].T, y[b]).solution
+        torch.testing.assert_close(coef[b], lstsq)
+        # the first atom has the largest |<y, atom>| (tokensurgeon: raw, not normalized atoms)
+        assert idx[b, 0] == (atoms @ y[b]).abs().argmax()
+        assert len(set(idx[b].tolist())) == 5
+    # more atoms than dimensions: an exact fit, with no coefficient blown up by a dependent atom
+    idx, coef = batch_omp(y, atoms, 30)
+    fit = torch.bmm(coef.unsqueeze(1), atoms[idx]).squeeze(1)
+    torch.testing.assert_close(fit, y)
+    assert ((coef != 0).sum(1) <= 20).all() and coef.abs().max() < 1e3
+
+
+def test_omp_batches_do_not_change_rows():
+    g = torch.Generator().manual_seed(3)
+    source, vectors = torch.randn(30, 5, generator=g), torch.randn(60, 8, generator=g)
+    inputs = TransferInputs(source, 60, overlap_frame(list(range(20)), list(range(20))), aux=aux_of(vectors))
+    a = run_method("omp", inputs, seed=0, k=6, batch_size=1).matrix
+    b = run_method("omp", inputs, seed=0, k=6, batch_size=64).matrix
+    torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
+# --- mean-resizing ------------------------------------------------------------------------------------------------
+
+
+def correlated_source(n=4000, d=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    mix = torch.tensor([[1.0, 0.5, 0, 0], [0, 2.0, -1.0, 0], [0, 0, 0.5, 0.3], [0.2, 0, 0, 1.0]])
+    return torch.randn(n, d, generator=g) @ mix + torch.tensor([5.0, -1.0, 0.0, 2.0])
+
+
+def test_mean_resize_rows_have_the_source_mean_and_covariance():
+    source = correlated_source()
+    mean = source.double().mean(0)
+    cov = torch.cov(source.double().T, correction=0)
+    rows = mean_resize_rows(source, 40000, seed=0, covariance_scale=1.0).double()
+    torch.testing.assert_close(rows.mean(0), mean, atol=0.05, rtol=0)
+    torch.testing.assert_close(torch.cov(rows.T, correction=0), cov, atol=0.08, rtol=0.03)
+    # transformers' default: covariance × 1e-9, i.e. the mean up to ~3e-5 standard deviations
+    rows = mean_resize_rows(source, 1000, seed=0).double()
+    assert (rows - mean).abs().max() < 1e-3 and (rows - mean).abs().max() > 0
+    torch.testing.assert_close(torch.cov(rows.T, correction=0) * 1e9, cov, atol=0.1, rtol=0.2)
+
+
+def test_mean_resize_rows_agree_with_transformers():
+    """The reference: transformers' own mean-resizing of an embedding (it reads nothing of the model but the two
+    embedding modules), drawn from torch's global RNG; at its 1e-9 covariance scale both are the mean."""
+    from transformers import PreTrainedModel
+
+    reference = getattr(PreTrainedModel, "_init_added_embeddings_weights_with_mean", None)
+    if reference is None:
+        pytest.skip("transformers without mean_resizing (< 4.46)")
+    source = correlated_source()
+    old, new = torch.nn.Embedding(4000, 4), torch.nn.Embedding(4050, 4)
+    old.weight.data.copy_(source)
+    torch.manual_seed(0)
+    reference(None, old, new, 4000, 50)
+    ours = mean_resize_rows(source, 50, seed=0)
+    torch.testing.assert_close(ours, new.weight.data[4000:], atol=1e-3, rtol=0)
+    assert not torch.equal(new.weight.data[4000:], new.weight.data[4000:].mean(0).expand(50, -1))  # a draw, too
+
+
+def test_mean_resize_rows_seeded_and_bit_identical():
+    source = correlated_source()
+    a = mean_resize_rows(source, 50, seed=7, covariance_scale=1.0)
+    torch.randn(100)  # disturb the global RNG
+    b = mean_resize_rows(source, 50, seed=7, covariance_scale=1.0)
+    c = mean_resize_rows(source, 50, seed=8, covariance_scale=1.0)
+    assert torch.equal(a, b) and not torch.equal(a, c)
+
+
+def test_mean_resize_falls_back_to_the_mean_without_a_positive_definite_covariance():
+    source = correlated_source()
+    source[:, 2] = 3.0  # a constant column: singular covariance (transformers then uses the mean)
+    rows = mean_resize_rows(source, 5, seed=0, covariance_scale=1.0)
+    torch.testing.assert_close(rows, source.double().mean(0).float().expand(5, -1))
+
+
+def test_extension_with_mean_resized_rows():
+    source = correlated_source(200, 4)
+    counts = torch.tensor([0, 9, 8, 7, 6, 5, 0, 3])
+    aux = aux_of(torch.zeros(8, 2), torch.zeros(8, dtype=torch.bool), counts)
+    inputs = TransferInputs(source, 8, overlap_frame([0, 1], [0, 5], special=[0]), aux=aux)
+    res = run_method("extend", inputs, seed=1, top_tokens=5, new_rows="mean_resize", covariance_scale=1.0)
+    # top 5 by count: 1, 2, 3, 4, 5; token 1 is in the overlap: 4 added
+    assert res.matrix.shape == (204, 4) and torch.equal(res.matrix[:200], source)
+    torch.testing.assert_close(res.matrix[200:], mean_resize_rows(source, 4, seed=1, covariance_scale=1.0))
+    assert res.provenance[0] == "special" and set(res.provenance[200:]) == {"random"}
+
+
+# --- which tokens an extension adds ---------------------------------------------------------------------------
+
+
+def test_top_tokens_takes_the_top_n_then_drops_the_overlap():
+    overlap = overlap_frame([0, 2, 5], [0, 1, 2], special=[0])
+    counts = np.array([100, 5, 50, 5, 0, 7, 40, 1])
+    # ranking: 0 (100), 2 (50), 6 (40), 5 (7), 1 (5), 3 (5, tie by id), 7 (1); token 4 never seen
+    assert new_token_ids(overlap, counts, top_tokens=4).tolist() == [6]  # of 0, 2, 6, 5 only 6 is new
+    assert new_token_ids(overlap, counts, top_tokens=6).tolist() == [6, 1, 3]
+    assert new_token_ids(overlap, counts, new_tokens=4).tolist() == [6, 1, 3, 7]  # 4 new whatever the overlap
+    assert new_token_ids(overlap, counts, top_tokens=100).tolist() == [6, 1, 3, 7]
+    assert new_token_ids(overlap, counts, top_tokens=0).tolist() == []
+    assert select_new_tokens(overlap, counts, [0], 2, top=True).tolist() == []
+
+
+def test_extension_default_is_focus_top_30k():
+    rng = np.random.default_rng(0)
+    counts = rng.integers(1, 1000, size=50000)
+    overlap = overlap_frame(list(range(0, 50000, 3)), list(range(0, 50000, 3)))
+    top = np.lexsort((np.arange(50000), -counts))[:PAPER_TOP_TOKENS]
+    expected = sorted(set(top.tolist()) - set(overlap["target_id"]))
+    got = new_token_ids(overlap, counts)
+    assert PAPER_TOP_TOKENS == 30000 and sorted(got.tolist()) == expected
+    assert len(got) < PAPER_TOP_TOKENS
+
+
+# --- parameters checked at parse time ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"kind": "extend", "top_tokens": 100, "new_tokens": 100}, "methods.x: give one of ['top_tokens', 'new_tokens']"),
+    ({"kind": "extend", "top_tokens": -1}, "methods.x.top_tokens: -1 must be >= 0"),
+    ({"kind": "extend", "new_tokens": 1.5}, "methods.x.new_tokens:"),
+    ({"kind": "extend", "new_rows": "mean"}, "methods.x: new_rows must be one of ['focus', 'random', 'mean_resize']"),
+    ({"kind": "extend", "covariance_scale": -1.0}, "methods.x.covariance_scale: -1.0 must be >= 0"),
+    ({"kind": "omp", "k": 0}, "methods.x.k: 0 must be >= 1"),
+    ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
+    ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: 0 must be >= 1"),
+])
+def test_bad_parameters_fail_at_parse_time(entry, message):
+    from vocab_transfer.workflow.config import ConfigError, check_config
+
+    config = yaml.safe_load(yaml.safe_dump(BASE))
+    config["methods"]["x"] = entry
+    with pytest.raises(ConfigError) as e:
+        check_config(config, REPO / "schemas" / "config.schema.yaml")
+    assert message in str(e.value)
+
+
+def test_configs_use_the_new_rows():
+    """The demo and FOCUS configs have the CLP, OMP and mean-resize rows, and extend by FOCUS's top-N reading."""
+    for path in (REPO / "config.yaml", REPO / "configs" / "focus.yaml"):
+        methods = yaml.safe_load(path.read_text())["methods"]
+        kinds = {m["kind"] for m in methods.values()}
+        assert {"clp", "omp"} <= kinds, path
+        extend = [m for m in methods.values() if m["kind"] == "extend"]
+        assert any(m.get("new_rows") == "mean_resize" for m in extend), path
+        assert all("top_tokens" in m for m in extend if m.get("new_tokens", 1) != 0), path
+    focus = yaml.safe_load((REPO / "configs" / "focus.yaml").read_text())
+    demo = yaml.safe_load((REPO / "config.yaml").read_text())
+    assert focus["methods"]["extend_focus"]["top_tokens"] == focus["methods"]["extend_random"]["top_tokens"] == 30000
+    # the demo keeps the paper's share of the target vocabulary (30k of 50k)
+    share = demo["methods"]["extend"]["top_tokens"] / demo["tokenizer"]["vocab_size"]
+    assert math.isclose(share, 30000 / focus["tokenizer"]["vocab_size"])

@@ -1,0 +1,107 @@
+"""OMP over anchor tokens, as mergekit's tokensurgeon does it (``mergekit/tokensurgeon/omp.py: batch_omp``;
+"Training-Free Tokenizer Transplantation via Orthogonal Matching Pursuit", arXiv:2506.06607).
+
+A target token that the source vocabulary also has keeps its source row (the overlap, specials by role). Every
+other target token's vector in an auxiliary target space is approximated by orthogonal matching pursuit with at
+most ``k`` atoms among the overlapping ("anchor") tokens' vectors in that space; the same coefficients applied to
+the anchors' source rows give its row: ``e_a = Σ_j c_aj · e_{o_j}^s`` with ``h_a ≈ Σ_j c_aj · h_{o_j}``.
+
+As tokensurgeon's ``batch_omp``: atoms are the raw (not normalized) anchor vectors, each step picks the atom with
+the largest absolute inner product with the residual, and the coefficients are the least-squares fit on the
+atoms picked so far (a QR update; the final coefficients solve ``R c = Qᵀ h``); ``k`` defaults to tokensurgeon's
+64. Coefficients are signed and not normalized.
+
+Deviations: tokensurgeon's auxiliary space is a donor model's embedding matrix (the model whose tokenizer is
+transplanted); here it is the target's token-level fastText (FOCUS's auxiliary space, App. B), anchors being the
+overlapping tokens with a fastText vector. A row adds no atom once its residual is below ``1e-6`` of its norm,
+and an atom linearly dependent on those picked is skipped (tokensurgeon divides by a clamped norm there, which
+with ``k`` near the dimension gives arbitrary coefficients); such slots get coefficient 0. The fit is float64, the
+atoms' scores (which pick the next atom) float32.
+Tokens without a fastText vector are drawn from N(mean, std) of the source matrix per dimension, seeded.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from ..typed import Range
+from ..workflow.needs import Need
+from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .registry import register
+
+
+def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Orthogonal matching pursuit of each row of ``targets`` [B, h] with at most ``k`` rows of ``atoms`` [N, h]:
+    the atoms' scores against the residual in float32, the fit in float64. Returns ``(idx [B, k'] long, coef [B, k'] float64)``, ``k' = min(k, N)``, with
+    ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0 (its index is arbitrary).
+    Ties pick the lowest atom index."""
+    y = targets.double()
+    a = atoms.double()
+    a_score = atoms.float()  # the selection's inner products in float32: half of float64's time, which they dominate
+    b, h = y.shape
+    k = min(k, a.shape[0])
+    q = torch.zeros(b, h, k, dtype=torch.float64)
+    r = torch.zeros(b, k, k, dtype=torch.float64)
+    idx = torch.zeros(b, k, dtype=torch.long)
+    picked = torch.zeros(b, a.shape[0], dtype=torch.bool)
+    residual = y.clone()
+    y_norm = y.norm(dim=1)
+    a_norm = a.norm(dim=1)
+    rows = torch.arange(b)
+    for t in range(k):
+        active = residual.norm(dim=1) > tol * y_norm
+        score = (residual.float() @ a_score.T).abs().masked_fill(picked, -1.0)
+        new = score.argmax(1)  # first maximum: the lowest index on ties
+        atom = a[new]
+        proj = torch.bmm(q[:, :, :t].transpose(1, 2), atom.unsqueeze(2)).squeeze(2)  # [B, t]
+        ortho = atom - torch.bmm(q[:, :, :t], proj.unsqueeze(2)).squeeze(2)
+        norm = ortho.norm(dim=1)
+        active &= norm > tol * a_norm[new].clamp(min=torch.finfo(torch.float64).tiny)
+        # an inactive slot: a zero column of Q and a unit diagonal of R, so its coefficient solves to 0
+        idx[:, t] = new
+        picked[rows, new] = True  # a skipped (dependent) atom is not tried again either
+        r[:, :t, t] = torch.where(active.unsqueeze(1), proj, 0.0)
+        r[:, t, t] = torch.where(active, norm, 1.0)
+        q[:, :, t] = torch.where(active.unsqueeze(1), ortho / norm.clamp(min=1e-300).unsqueeze(1), 0.0)
+        qty = torch.bmm(q[:, :, :t + 1].transpose(1, 2), y.unsqueeze(2))
+        residual = y - torch.bmm(q[:, :, :t + 1], qty).squeeze(2)
+    qty = torch.bmm(q.transpose(1, 2), y.unsqueeze(2))
+    coef = torch.linalg.solve_triangular(r, qty, upper=True).squeeze(2)
+    return idx, coef
+
+
+@register("omp", frozenset({Need.TOKEN_VECTORS}))
+def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
+             batch_size: Annotated[int, Range(ge=1)] = 512) -> EmbeddingInit:
+    """Config adapter: ``kind: omp``. Overlapping tokens are copied; every other target token with a fastText
+    vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows (:func:`batch_omp`);
+    tokens without one are drawn from N(mean, std) of the source matrix, seeded."""
+    if inputs.aux is None:
+        raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
+    n, source = inputs.target_vocab_size, inputs.source_matrix
+    matrix = torch.zeros(n, source.shape[1], dtype=source.dtype)
+    provenance = np.full(n, RANDOM, dtype=object)
+    n_sources = np.zeros(n, dtype=np.int64)
+    copy_rows(matrix, provenance, n_sources, source, inputs.overlap)
+    todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
+    vectors, has = inputs.aux.vectors, inputs.aux.has_vector
+    ov_t = torch.tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)
+    ov_s = torch.tensor(inputs.overlap["source_id"].to_numpy(), dtype=torch.long)
+    anchor = has[ov_t]
+    anchor_t, anchor_s = ov_t[anchor], ov_s[anchor]
+    rows = todo[has[todo]] if len(anchor_t) else todo[:0]
+    e_anchor, h_anchor = source[anchor_s].double(), vectors[anchor_t]
+    for start in tqdm(range(0, len(rows), batch_size), desc="OMP", disable=False, mininterval=5):
+        batch = rows[start:start + batch_size]
+        idx, coef = batch_omp(vectors[batch], h_anchor, k)
+        matrix[batch] = torch.bmm(coef.unsqueeze(1), e_anchor[idx]).squeeze(1).to(source.dtype)
+        provenance[batch.numpy()] = COMBINED
+        n_sources[batch.numpy()] = (coef != 0).sum(1).numpy()
+    rand = np.flatnonzero(provenance == RANDOM)
+    matrix[torch.from_numpy(rand)] = normal_like(source, len(rand), torch.Generator().manual_seed(seed))
+    return EmbeddingInit(matrix, provenance, n_sources)
