@@ -125,10 +125,12 @@ rule plot_token_accuracy:
         "../workflow_scripts/plot_token_accuracy.py"
 
 
-# WECHSEL Figures 3-6 and UNKs Everywhere Figure 2 (config `figures`, kinds curves, init_similarity, unk_scatter):
+# WECHSEL Figures 3-6 and UNKs Everywhere Figures 2-3 (config `figures`, kinds curves, init_similarity, unk_scatter,
+# sample_efficiency):
 # held-out perplexity (loss, bits per byte) of chosen LAPT runs over steps, one panel per language; how far each
 # token's embedding moved from its initialization during LAPT (cosine similarity); a model's test score per language
-# against the share of its vocabulary the source tokenizer cannot compose (UNKs) and the overlap.
+# against the share of its vocabulary the source tokenizer cannot compose (UNKs) and the overlap; mean test scores
+# against the amount of LAPT data.
 rule plot_figure:
     input:
         unpack(plan.figure_inputs),
@@ -142,9 +144,9 @@ rule plot_figure:
         svg=paths.figure("{kind}", "{source}", "{figure}", "svg"),
         csv=paths.figure("{kind}", "{source}", "{figure}", "csv"),
     wildcard_constraints:
-        kind="curves|init_similarity|unk_scatter",
+        kind="curves|init_similarity|unk_scatter|sample_efficiency",
         figure="|".join(plan.figures_of_kind("curves") + plan.figures_of_kind("init_similarity")
-                        + plan.figures_of_kind("unk_scatter")) or "^$",
+                        + plan.figures_of_kind("unk_scatter") + plan.figures_of_kind("sample_efficiency")) or "^$",
     params:
         spec=plan.figure_params,
     log:

@@ -108,7 +108,7 @@ def test_lapt_curve_records_bits_per_byte(tmp_path, sw_tokenizer, swahili_verses
     cfg = LaptConfig.from_dict(dict(steps=4, batch_size=8, seq_len=32, lr=1e-3, eval_every=2, eval_sequences=8,
                                     checkpoint_every=4, seed=3, threads=1, objective="mlm"))
     curve = train(model, sw_tokenizer, train_blocks, held, cfg, checkpoint_dir=tmp_path / "ckpt")
-    assert curve["heldout_bits_per_byte"].notna().all()
+    assert curve["heldout_bits_per_byte"].notna().all() and (curve["train_sequences"] == len(train_blocks)).all()
     off = torch.autocast("cpu", enabled=False)
     loss, _, bpb = heldout_eval(model, held[:8], cfg, sw_tokenizer, torch.device("cpu"), lambda: off, None,
                                 token_lengths(sw_tokenizer))

@@ -389,6 +389,12 @@ def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_toke
     main(cli(tmp_path, model_dir, tmp_path / "out", 4, seq_len=16, long_steps=2, long_seq_len=32)[3:])
     curve = pd.read_parquet(tmp_path / "out.curve.parquet")  # the CLI packs the corpus at both lengths
     assert curve["seq_len"].tolist() == [16, 16, 32] and curve["step"].tolist() == [0, 2, 4] and (tmp_path / "out" / "config.json").is_file()
+    full = int(curve["train_sequences"].iloc[0])
+    main(cli(tmp_path, model_dir, tmp_path / "small", 4, seq_len=16, train_sequences=20)[3:])
+    small = pd.read_parquet(tmp_path / "small.curve.parquet")  # train_sequences: a prefix of the corpus only
+    assert full > 100 and small["train_sequences"].tolist() == [20, 20]
+    with pytest.raises(ValueError, match="train_sequences must be a positive int"):
+        LaptConfig.from_dict({"train_sequences": 0})
 
 
 def test_reinit_all_applies_gpt2s_scaled_residual_init():

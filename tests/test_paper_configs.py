@@ -117,8 +117,9 @@ GRIDS = {
         # embeddings with the transformer frozen for FMT-RANDINIT/-LEXINIT (17 x 2); §4.1: MAD-X and MAD-X 2.0
         # language adapters with mBERT's vocabulary on the 17 targets (rows) and the 4 source languages (the
         # adapters task adapters stack on; AdapterHub's in the paper) ((17 + 4) x 2); Tables 5a-d "12Ad ✓": the 8
-        # methods with a 12th-layer adapter (17 x 8); Table 8: MF10-KMEANS-LEX with D' = 300 (17)
-        "train_lapt": 17 * 8 + 17 * 2 + (17 + 4) * 2 + 17 * 8 + 17,
+        # methods with a 12th-layer adapter (17 x 8); Table 8: MF10-KMEANS-LEX with D' = 300 (17); Figure 3: EL-LEX
+        # and MF10-KMEANS-LEX on 1k, 10k, 100k sequences (17 x 6)
+        "train_lapt": 17 * 8 + 17 * 2 + (17 + 4) * 2 + 17 * 8 + 17 + 17 * 6,
         # task training on the source side, once per source task, setup and seed (5 runs, Table 3 caption):
         # NER on en/ar/zh/ja x {mBERT full, MAD-X, MAD-X 2.0, FMT} (Tables 5a-d rows); DP x {mBERT, MAD-X 2.0}
         # (Tables 9a-d rows)
@@ -126,12 +127,12 @@ GRIDS = {
         # zero-shot cells x 5 seeds, each reading its 4 source trainings: Tables 3a/5a-d 17 languages x 21 rows
         # (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods, their 8 "12Ad ✓" rows), Table 8's 300-dimensional row (17);
         # Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT, MAD-X 2.0, 8 methods)
-        "evaluate_zero_shot": (17 * 21 + 17 + 6 * 10) * 5,
+        "evaluate_zero_shot": (17 * 21 + 17 + 17 * 6 + 6 * 10) * 5,  # + Figure 3's 6 rows
         "prepare_task": 17 + 6 + 4 + 4,  # target test sets (WikiANN, UD) + source tasks (WikiANN, UD of en/ar/zh/ja)
         "prepare_corpus": 17 + 4,  # the targets' and the source languages' Wikipedia
         "plot_lapt_curves": 17 + 4,
         "plot_embedding_correlation": 17,  # vocab-swap Figures 2/5 per language with a new vocabulary
-        "plot_figure": 1,  # Figure 2: mBERT's zero-shot NER F1 against the UNK share
+        "plot_figure": 2,  # Figure 2 (mBERT's zero-shot NER F1 against the UNK share), Figure 3 (sample efficiency)
         "download_source_model": 1,
     },
     "vocab_swap": {  # vocab-swap.md, Experiment 3: Tables 11-13 (fr) and 14-16 (de)

@@ -112,3 +112,28 @@ def test_unk_scatter_figure_from_real_tokenizers(tmp_path, sw_tokenizer, swahili
     assert table.loc["he", "unk_share"] > 0.2 > table.loc["sw", "unk_share"]
     assert "Pearson's rho of the score with the UNK share" in (tmp_path / "out" / "f.log").read_text()
     assert (tmp_path / "out" / "f.png").stat().st_size > 1000
+
+
+def test_sample_efficiency_figure(tmp_path):
+    """UNKs Everywhere Figure 3: x is the runs' training sequences read off their curves, y the mean score in %."""
+    import pandas as pd
+
+    from vocab_transfer.io import write_parquet
+
+    inputs, manifest = {}, []
+    for series, models in {"EL": [("el-1k", 1000, 0.2), ("el", 50000, 0.4)], "MF": [("mf-1k", 1000, 0.1)]}.items():
+        for model, seqs, f1 in models:
+            for task in ("a-ner", "b-ner"):
+                curve = tmp_path / f"{model}.{task}.curve.parquet"
+                write_parquet(pd.DataFrame({"step": [0, 10], "train_sequences": [seqs, seqs]}), curve)
+                scores = tmp_path / f"{model}.{task}.parquet"
+                write_parquet(pd.DataFrame({"metric": ["f1"], "task": ["ner"], "test_f1": [f1]}), scores)
+                fields = {"series": series, "model": model, "task": task}
+                inputs[f"curve__{model}__{task}"], inputs[f"scores__{model}__{task}__1"] = str(curve), str(scores)
+                manifest += [{"input": f"curve__{model}__{task}", "kind": "curve", **fields},
+                             {"input": f"scores__{model}__{task}__1", "kind": "scores", **fields}]
+    run_script("plot_figure.py", inputs, {"spec": {"kind": "sample_efficiency", "title": "F3"}, "manifest": manifest},
+               tmp_path / "out")
+    table = pd.read_csv(tmp_path / "out" / "f.csv").set_index("model")
+    assert table.loc["el", "train_sequences"] == 50000 and table.loc["el", "score"] == pytest.approx(40.0)
+    assert table.loc["mf-1k", "series"] == "MF" and table.loc["el-1k", "runs"] == 2

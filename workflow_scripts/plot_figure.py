@@ -1,6 +1,7 @@
-"""A paper figure (rule plot_figure; config `figures` of kind curves, init_similarity or unk_scatter): WECHSEL
-Figures 3-5 (held-out perplexity over steps), Figure 6 (cosine similarity of embeddings to their init), UNKs
-Everywhere Figure 2 (test score against the UNK share of each language's vocabulary)."""
+"""A paper figure (rule plot_figure; config `figures` of kind curves, init_similarity, unk_scatter or
+sample_efficiency): WECHSEL Figures 3-5 (held-out perplexity over steps) and 6 (cosine similarity of embeddings to
+their init); UNKs Everywhere Figures 2 (test score against the UNK share of each language's vocabulary) and 3 (test
+score against the amount of LAPT data)."""
 
 import json
 import math
@@ -9,7 +10,12 @@ import pandas as pd
 import torch
 
 from vocab_transfer.io import read_tensors, write_text
-from vocab_transfer.report.plots import plot_init_similarity, plot_run_curves, plot_unk_scatter
+from vocab_transfer.report.plots import (
+    plot_init_similarity,
+    plot_run_curves,
+    plot_sample_efficiency,
+    plot_unk_scatter,
+)
 from vocab_transfer.source_model import read_input_embeddings
 from vocab_transfer.workflow.job import setup_job
 
@@ -67,6 +73,21 @@ def unk_points(inputs, manifest) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def efficiency_points(inputs, manifest) -> pd.DataFrame:
+    """Per series model: the training sequences of its LAPT runs (their curves; the mean over the task languages)
+    and its test score (in %) averaged over tasks, seeds and, for zero-shot cells, source tasks."""
+    rows = []
+    for (series, model), recs in pd.DataFrame(manifest).groupby(["series", "model"], sort=False):
+        curves = [pd.read_parquet(inputs[r]) for r in recs[recs["kind"] == "curve"]["input"]]
+        scores = pd.concat([pd.read_parquet(inputs[r]) for r in recs[recs["kind"] == "scores"]["input"]])
+        metric = scores["metric"].iloc[0]
+        scale = 1.0 if scores["task"].iloc[0] == "qa" else 100.0
+        seen = [c["train_sequences"].max() if "train_sequences" in c else float("nan") for c in curves]
+        rows.append({"series": series, "model": model, "metric": metric, "train_sequences": sum(seen) / len(seen),
+                     "score": scale * scores[f"test_{metric}"].mean(), "runs": len(scores)})
+    return pd.DataFrame(rows)
+
+
 def main(inputs, params, png, svg, csv, log_path):
     log = setup_job(log_path)
     spec, manifest = params["spec"], params["manifest"]
@@ -75,6 +96,10 @@ def main(inputs, params, png, svg, csv, log_path):
         plot_run_curves(table, png, value=spec.get("value", "perplexity"), title=spec["title"], svg=svg)
         log.info("last %s per run and language:\n%s", spec.get("value", "perplexity"),
                  table.groupby(["language", "label"])[spec.get("value", "perplexity")].last().to_string())
+    elif spec["kind"] == "sample_efficiency":
+        table = efficiency_points(inputs, manifest)
+        plot_sample_efficiency(table, png, title=spec["title"], svg=svg)
+        log.info("mean score per series and LAPT data:\n%s", table.to_string(index=False))
     elif spec["kind"] == "unk_scatter":
         table = unk_points(inputs, manifest)
         rho = plot_unk_scatter(table, png, title=spec["title"], svg=svg)

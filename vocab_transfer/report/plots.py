@@ -300,6 +300,20 @@ def plot_init_similarity(table: pd.DataFrame, path: str, *, title: str, svg: str
     save_figure(fig, path, svg=svg)
 
 
+def plot_sample_efficiency(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
+    """UNKs Everywhere Figure 3: the mean test score (``score``) of each ``series`` against the training sequences
+    (``train_sequences``) of its LAPT runs, log x."""
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for label, series in table.groupby("series", sort=False):
+        series = series.sort_values("train_sequences")
+        ax.plot(series["train_sequences"], series["score"], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set(xlabel="LAPT training sequences", ylabel=f"mean test {table['metric'].iloc[0]} (%)", title=title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save_figure(fig, path, svg=svg)
+
+
 def plot_unk_scatter(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> dict[str, float]:
     """UNKs Everywhere Figure 2: a model's test score per language (``score``) against the share of the language's
     vocabulary that the source tokenizer cannot compose (``unk_share``) and the share it overlaps (``overlap_share``);

@@ -506,7 +506,8 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
         curve.append({"step": step_, "samples": cfg.samples_at(step_), "stage": stage,
                       "stage_samples": cfg.samples_at(step_) - cfg.samples_at(step_ - stage_step),
                       "seq_len": cfg.long_seq_len if long else cfg.seq_len, "train_loss": train_loss,
-                      "heldout_loss": held, "heldout_bits_per_byte": held_bpb})
+                      "heldout_loss": held, "heldout_bits_per_byte": held_bpb,
+                      "train_sequences": len(train_blocks)})  # the corpus the run sees (train_sequences caps it)
         if counts is not None:  # vocab-swap Figure 6: per-token held-out accuracy
             curve[-1]["token_masked"], curve[-1]["token_correct"] = counts[:, 0].tolist(), counts[:, 1].tolist()
             seen = counts[:, 0] > 0
@@ -650,7 +651,8 @@ def main(argv: list[str] | None = None) -> None:
         if getattr(cfg, key) and getattr(cfg, key) > max_sequence_length(model):
             raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} exceeds the {max_sequence_length(model)} positions "
                              f"of the model {args.model}")
-    train_blocks = load_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer)
+    train_blocks = open_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer,
+                               max_blocks=cfg.train_sequences)  # train_sequences: a prefix of the corpus only
     heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer)
     log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
     long_blocks = None

@@ -112,6 +112,7 @@ class LaptConfig:
     snapshot_steps: list[int] = field(default_factory=list)  # global steps whose model is kept (vocab-swap Figs 4/8)
     token_accuracy_top: int = 0  # per-token held-out accuracy of the N most frequent tokens (Figure 6); 0: off
     gradient_checkpointing: bool = False  # recompute layer activations in the backward pass (large models, memory)
+    train_sequences: int | None = None  # train on the first N sequences of the corpus only (UNKs Figure 3); None: all
 
     def __post_init__(self) -> None:
         allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),
@@ -132,6 +133,11 @@ class LaptConfig:
         if self.long_steps and not (isinstance(self.long_seq_len, int) and self.long_seq_len > 0):
             raise ValueError(f"LAPT config: long_steps {self.long_steps} needs long_seq_len (the phase's block length), "
                              f"not {self.long_seq_len!r}")
+        if self.train_sequences is not None and not (isinstance(self.train_sequences, int)
+                                                     and not isinstance(self.train_sequences, bool)
+                                                     and self.train_sequences > 0):
+            raise ValueError(f"LAPT config: train_sequences must be a positive int (sequences of the training corpus), "
+                             f"not {self.train_sequences!r}")
         if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
             raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
         if not self.train_embeddings and self.variant != "adapter":

@@ -430,10 +430,22 @@ def check_figures(cfg: Config) -> None:
     runs, ft = cfg.lapt.runs, cfg.finetune
     for name, spec in cfg.figures.items():
         where = f"figures.{name}"
+        if spec.kind == "sample_efficiency":  # scores against the LAPT data of the models' runs
+            if not spec.series or not spec.tasks:
+                raise ConfigError(f"{where}: kind sample_efficiency needs 'series' and 'tasks'")
+            for label, models in spec.series.items():
+                bad = [m for m in models if m not in ft.models or ft.models[m].lapt is None]
+                if bad:
+                    raise ConfigError(f"{where}.series.{label}: {bad} are not finetune.models entries fine-tuned from "
+                                      "a LAPT run")
+                bad = [f"{m}: {t}" for m in models for t in spec.tasks if t not in finetune_model_tasks(cfg, m)]
+                if bad:
+                    raise ConfigError(f"{where}.series.{label}: {bad} are not tasks of these models")
+            continue
         if spec.kind == "unk_scatter":  # a model's scores per language against its vocabulary's UNK share
-            if spec.model not in ft.models or not spec.tasks:
+            if spec.model not in ft.models or not spec.tasks or len(spec.tasks) < 2:
                 raise ConfigError(f"{where}: kind unk_scatter needs 'model' (a finetune.models key, got "
-                                  f"{spec.model!r}) and 'tasks'")
+                                  f"{spec.model!r}) and 'tasks' (at least 2)")
             bad = [t for t in spec.tasks if t not in finetune_model_tasks(cfg, spec.model)]
             if bad:
                 raise ConfigError(f"{where}.tasks: {bad} are not tasks of finetune.models.{spec.model}")

@@ -481,7 +481,8 @@ class Table(Section):
 class Figure(Section):
     """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots)."""
 
-    kind: Literal["lapt_finetune", "token_accuracy", "curves", "init_similarity", "unk_scatter"] = _req()
+    kind: Literal["lapt_finetune", "token_accuracy", "curves", "init_similarity", "unk_scatter",
+                  "sample_efficiency"] = _req()
     title: str | None = None
     runs: list[str] | None = _f(None, min_items=1, unique=True)
     task: str | None = None
@@ -489,7 +490,8 @@ class Figure(Section):
     languages: list[str] | None = _f(None, min_items=1, unique=True)  # kinds curves, init_similarity
     value: Literal["perplexity", "loss", "bits_per_byte"] = "perplexity"  # kind curves
     model: str | None = None  # kind unk_scatter: a finetune.models key
-    tasks: list[str] | None = _f(None, min_items=2, unique=True)  # kind unk_scatter: finetune.tasks, one per language
+    tasks: list[str] | None = _f(None, min_items=1, unique=True)  # kinds unk_scatter, sample_efficiency: finetune.tasks
+    series: dict[str, list[str]] | None = None  # kind sample_efficiency: line label -> finetune.models (LAPT runs)
     matched_by: str | None = None
     matched: list[Provenance] = _f(["copied", "mapped"])
     max_step: int | None = _f(None, ge=0)

@@ -572,6 +572,8 @@ class Plan:
         """The inputs of a figure drawn by rule plot_figure (kinds curves, init_similarity, unk_scatter)."""
         if self.cfg.figures[wildcards.figure].kind == "unk_scatter":
             return self.unk_scatter_records(wildcards)
+        if self.cfg.figures[wildcards.figure].kind == "sample_efficiency":
+            return self.sample_efficiency_records(wildcards)
         return self.run_figure_records(wildcards)
 
     def figure_inputs(self, wildcards):
@@ -612,6 +614,22 @@ class Plan:
                          {"kind": "scores", "task": t, "language": lang}) for seed in self.seeds]
             records += [(f"tokenizer__{t}", paths.tokenizer(lang), {"kind": "tokenizer", "task": t, "language": lang}),
                         (f"overlap__{t}", paths.overlap(s, lang), {"kind": "overlap", "task": t, "language": lang})]
+        return records
+
+    def sample_efficiency_records(self, wildcards) -> list[tuple[str, str, dict]]:
+        """UNKs Everywhere Figure 3: per series model and task, the scores (all seeds) and the LAPT curve of the
+        model's run on the task's language (its ``train_sequences`` column is the point's x)."""
+        s, spec = wildcards.source, self.cfg.figures[wildcards.figure]
+        records = []
+        for label, models in spec.series.items():
+            for m in models:
+                run = self.ft_models[m].lapt
+                for t in spec.tasks:
+                    lang = self.ft_tasks[t].language
+                    fields = {"series": label, "model": m, "task": t}
+                    records.append((f"curve__{m}__{t}", paths.lapt_curve(s, lang, run), {"kind": "curve", **fields}))
+                    records += [(f"scores__{m}__{t}__{seed}", self.cell_scores(s, t, m, seed),
+                                 {"kind": "scores", **fields}) for seed in self.seeds]
         return records
 
     def paper_figure_outputs(self, wildcards=None):
