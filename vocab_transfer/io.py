@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -100,17 +101,26 @@ class ArrayFile:
 
 
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:
-    """Write ``df`` as parquet (with an explicit ``schema`` when given), atomically."""
+    """Write ``df`` as parquet (with an explicit ``schema`` when given), atomically, with the artifact's metadata
+    (:func:`vocab_transfer.artifacts.artifact_metadata`) in the file's key-value metadata."""
+    from .artifacts import KEY, artifact_metadata
+
     table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           KEY.encode(): json.dumps(artifact_metadata()).encode()})
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
 
 
 def write_tensors(tensors: dict[str, torch.Tensor], path: str | os.PathLike,
                   metadata: dict[str, str] | None = None) -> None:
-    """Write named tensors as safetensors, atomically."""
+    """Write named tensors as safetensors, atomically, with the artifact's metadata
+    (:func:`vocab_transfer.artifacts.artifact_metadata`) in the header's ``__metadata__``."""
     from safetensors.torch import save_file
 
+    from .artifacts import KEY, artifact_metadata
+
+    metadata = {**(metadata or {}), KEY: json.dumps(artifact_metadata())}
     with atomic_path(path) as tmp:
         save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata=metadata)
 

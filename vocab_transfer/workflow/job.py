@@ -81,4 +81,10 @@ def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -
         os.environ["OMP_NUM_THREADS"] = str(n)  # torch's intra-op threads when it is imported
     log = logging.getLogger("job")
     log_peak_memory_at_exit(log)
+    from ..artifacts import set_job, snakemake_job, verify_inputs
+
+    job = snakemake_job()
+    set_job(job)  # what every artifact this job writes records as its origin
+    if job is not None:
+        verify_inputs(list(job.input))  # damaged or inconsistent inputs stop the job before it reads them
     return log

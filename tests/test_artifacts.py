@@ -1,0 +1,118 @@
+"""Artifact metadata and checks: every parquet/safetensors artifact says what made it; damaged or stale inputs stop a
+job with the file and the rebuild command; ``python -m vocab_transfer.artifacts`` lists what is corrupt or stale."""
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import torch
+
+from vocab_transfer import artifacts
+from vocab_transfer.artifacts import ArtifactError, check_readable, read_metadata, verify_inputs
+from vocab_transfer.io import write_parquet, write_tensors
+
+
+class Items(dict):
+    """Snakemake's named lists: iterable over values, with .items()."""
+
+    def __iter__(self):
+        return iter(self.values())
+
+
+def fake_job(tmp_path, inputs):
+    return SimpleNamespace(rule="compute_overlap", wildcards=Items(source="s", target="de"),
+                           params=Items(spec='{"a": 1}'), input=Items(inputs))
+
+
+@pytest.fixture(autouse=True)
+def no_job():
+    yield
+    artifacts._reset_for_tests()
+
+
+def test_artifacts_record_rule_inputs_and_versions(tmp_path):
+    tok = tmp_path / "tokenizer"
+    tok.mkdir()
+    (tok / "tokenizer.json").write_text('{"v": 1}')
+    artifacts.set_job(fake_job(tmp_path, {"tokenizer": str(tok)}))
+    write_parquet(pd.DataFrame({"a": [1, 2]}), tmp_path / "overlap.parquet")
+    write_tensors({"embeddings": torch.ones(3, 2)}, tmp_path / "init.safetensors", metadata={"other": "kept"})
+    for name in ("overlap.parquet", "init.safetensors"):
+        meta = read_metadata(tmp_path / name)
+        assert meta["rule"] == "compute_overlap" and meta["wildcards"] == {"source": "s", "target": "de"}
+        assert meta["inputs"] == {str(tok): artifacts.fingerprint(tok)} and meta["versions"]["torch"]
+        assert len(meta["params_sha256"]) == 64
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "init.safetensors"), "pt") as f:
+        assert f.metadata()["other"] == "kept"
+    assert pd.read_parquet(tmp_path / "overlap.parquet")["a"].tolist() == [1, 2]  # readers see the same data
+
+
+def test_fingerprint_follows_content_not_time(tmp_path):
+    f = tmp_path / "a.txt"
+    f.write_text("x")
+    before = artifacts.fingerprint(f)
+    f.write_text("x")  # rewritten, same content
+    assert artifacts.fingerprint(f) == before
+    f.write_text("y")
+    assert artifacts.fingerprint(f) != before and artifacts.fingerprint(tmp_path / "no") == "missing"
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"\0" * (artifacts.FULL_HASH_LIMIT + 10))
+    assert artifacts.fingerprint(big).startswith(f"edges:{artifacts.FULL_HASH_LIMIT + 10}:")
+
+
+@pytest.mark.parametrize("name, cut", [("t.parquet", 20), ("t.safetensors", 8), ("t.json", 3)])
+def test_truncated_artifacts_are_named_with_the_rebuild_command(tmp_path, name, cut):
+    path = tmp_path / name
+    if name.endswith("parquet"):
+        write_parquet(pd.DataFrame({"a": range(100)}), path)
+    elif name.endswith("safetensors"):
+        write_tensors({"x": torch.arange(100.0)}, path)
+    else:
+        path.write_text(json.dumps({"a": list(range(10))}))
+    check_readable(path)
+    path.write_bytes(path.read_bytes()[:-cut])
+    with pytest.raises(ArtifactError, match=str(path)):
+        check_readable(path)
+    with pytest.raises(ArtifactError, match=rf"rebuild it with: snakemake --force {path}"):
+        verify_inputs([path])
+
+
+def test_an_input_made_from_an_older_version_of_another_input_stops_the_job(tmp_path):
+    """The overlap was computed with a tokenizer that has changed since: a job reading both refuses."""
+    tok = tmp_path / "tokenizer"
+    tok.mkdir()
+    (tok / "tokenizer.json").write_text('{"v": 1}')
+    artifacts.set_job(fake_job(tmp_path, {"tokenizer": str(tok)}))
+    write_parquet(pd.DataFrame({"a": [1]}), tmp_path / "overlap.parquet")
+    artifacts._reset_for_tests()
+    verify_inputs([tmp_path / "overlap.parquet", tok])  # consistent
+    (tok / "tokenizer.json").write_text('{"v": 2}')
+    with pytest.raises(ArtifactError, match=r"overlap.parquet was made from an older version of .*tokenizer"):
+        verify_inputs([tmp_path / "overlap.parquet", tok])
+    verify_inputs([tmp_path / "overlap.parquet"])  # a job that does not read the tokenizer does not care
+
+
+def test_check_cli_reports_corrupt_and_stale(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    src = results / "src.parquet"
+    write_parquet(pd.DataFrame({"a": [1]}), src)
+    artifacts.set_job(fake_job(tmp_path, {"src": str(src)}))
+    write_parquet(pd.DataFrame({"b": [1]}), results / "derived.parquet")
+    artifacts._reset_for_tests()
+    write_tensors({"x": torch.zeros(10)}, results / "t.safetensors")
+    run = lambda: subprocess.run([sys.executable, "-m", "vocab_transfer.artifacts", str(results)],  # noqa: E731
+                                 capture_output=True, text=True)
+    ok = run()
+    assert ok.returncode == 0 and "3 artifacts" in ok.stdout and "3 ok" in ok.stdout, ok.stdout + ok.stderr
+    write_parquet(pd.DataFrame({"a": [2]}), src)  # src changed: derived is stale
+    (results / "t.safetensors").write_bytes((results / "t.safetensors").read_bytes()[:-4])
+    bad = run()
+    assert bad.returncode == 1
+    assert f"STALE    {results / 'derived.parquet'}" in bad.stdout and f"CORRUPT  {results / 't.safetensors'}" in bad.stdout
+    assert "1 corrupt, 1 ok, 1 stale" in bad.stdout
