@@ -397,7 +397,8 @@ def test_html_report_shows_tables_and_plots(tiny_run):
         pixels = imread(shot)[:, 450:, :3]  # the content pane, right of the navigation bar
         assert pixels.std() > 0.05 and (pixels.mean(axis=2) < 0.5).mean() > 0.002, f"{name}: nothing drawn"
     table = (tiny_run / "results/tables/init_mlm_loss.html").read_text()
-    assert table.count("<tr>") == 1 + len(pd.read_csv(tiny_run / "results/tables/init_mlm_loss.csv")["method"].unique())
+    methods = len(pd.read_csv(tiny_run / "results/tables/init_mlm_loss.csv")["method"].unique())
+    assert table.count("<tr>") == 2 * (1 + methods)  # the loss and the bits-per-byte grids
 
 
 @pytest.fixture(scope="module")

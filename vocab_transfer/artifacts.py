@@ -115,6 +115,8 @@ def artifact_metadata() -> dict:
 def read_metadata(path: str | os.PathLike) -> dict | None:
     """The ``vocab_transfer`` metadata of a parquet or safetensors artifact (None if it has none)."""
     path = Path(path)
+    if not path.is_file():  # a folder (a parquet dataset, a model): its files carry their own
+        return None
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -209,7 +211,7 @@ def verify_inputs(paths, deep: bool = False) -> None:
                 raise ArtifactError(f"{e}; {rerun_hint(f)}") from None
     among, current = set(paths), {}
     for p in paths:
-        if Path(p).suffix in (".parquet", ".safetensors"):
+        if Path(p).suffix in (".parquet", ".safetensors") and Path(p).is_file():
             stale = stale_inputs(p, among=among, current=current)
             if stale:
                 raise ArtifactError(f"{p} was made from an older version of {stale} (changed since); "
