@@ -42,7 +42,8 @@ def word_tokenize(text: str) -> list[str]:
 
 
 def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int = 5, epochs: int = 5,
-                        model: str = "skipgram", minn: int = 3, maxn: int = 6, window: int = 5, threads: int = 1,
+                        model: str = "skipgram", minn: int = 3, maxn: int = 6, window: int = 5, neg: int = 5,
+                        threads: int = 1,
                         max_words: int | None = None, seed: int = 0, verbose: int = 0,
                         workdir: str | None = None) -> WordVectors:
     """Word-level fastText on ``texts``; words (``min_count`` or more occurrences) most frequent first.
@@ -57,7 +58,7 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
             for text in tqdm(texts, desc="word-tokenize", mininterval=5, unit="doc"):
                 f.write(" ".join(word_tokenize(text)) + "\n")
         ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
-                                 maxn=maxn, ws=window, thread=threads, seed=seed, verbose=verbose)
+                                 maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose)
     return from_fasttext_model(ft, max_words)
 
 
