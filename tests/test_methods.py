@@ -10,7 +10,8 @@ from vocab_transfer.methods.random_mapping import random_mapping_init
 
 
 def overlap_frame(rows):
-    return pd.DataFrame(rows, columns=["target_id", "source_id", "match", "symbolic"])
+    df = pd.DataFrame(rows, columns=["target_id", "source_id", "match", "symbolic"])
+    return df.assign(canonical=np.where(df["symbolic"], "▁1", "▁Haus"))
 
 
 def test_focus_known_answer():

@@ -136,6 +136,13 @@ def test_is_symbolic(text: str, expected: bool) -> None:
     assert is_symbolic(text) is expected
 
 
+@pytest.mark.parametrize("text,expected", [("...", True), ("1,5", True), (" ", True), ("€5", False), ("+", False),
+                                           ("©", False), ("Haus", False), ("", False)])
+def test_is_symbolic_without_symbols(text: str, expected: bool) -> None:
+    """FOCUS's Symbolic Overlap: numbers, punctuation and whitespace (Unicode S* excluded)."""
+    assert is_symbolic(text, symbols=False) is expected
+
+
 def test_detect_tokenizer_kind(sp, bpe, wp) -> None:
     assert detect_tokenizer_kind(sp) == "sentencepiece"
     assert detect_tokenizer_kind(sp.backend_tokenizer) == "sentencepiece"
@@ -289,13 +296,15 @@ def test_identical_tokenizers_give_identity_overlap(sp) -> None:
 
 
 def test_restrict_overlap() -> None:
-    src = _unigram(["▁1", "▁Haus", ";-)"])
-    tgt = _bytelevel(["1", " Haus", ";-)"])
+    src = _unigram(["▁1", "▁Haus", ";-)", "▁€"])
+    tgt = _bytelevel(["1", " Haus", ";-)", "€"])
     ov = compute_overlap(src, tgt)
     assert restrict_overlap(ov, "full").equals(ov)
     sym = restrict_overlap(ov, "symbolic")
     assert set(sym["target_token"]) == set(SP_SPECIALS) | {"1", ";-)"}
     assert sym.index.tolist() == list(range(len(sym)))
+    broad = restrict_overlap(ov, "symbolic_with_symbols")  # "€" (Unicode Sc) too
+    assert set(broad["canonical"]) - set(sym["canonical"]) == {"€"} and len(broad) == len(sym) + 1
     none = restrict_overlap(ov, "none")
     assert set(none["match"]) == {"special"} and len(none) == len(SP_SPECIALS)
     with pytest.raises(ValueError, match="full.*symbolic.*none"):

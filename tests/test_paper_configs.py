@@ -57,8 +57,9 @@ GRIDS = {
         # 6 with cc.<lang>.300 vectors (12) = 42. Tables 2/3 inits not in Table 4: WECHSEL_EN on de, ar, sw (3);
         # extended vocab Random and FOCUS, and the original vocabulary, on de, ar, sw, ha, xh (15) = 18. The added
         # rows (not in the paper) on all 10 languages: FVT, CLP, OMP, extension with mean-resized rows (40), and
-        # extended FOCUS as a Table 4 row also on the 5 languages without LAPT (gd, lb, ceb, sm, hmn).
-        "init_embeddings": 42 + 18 + 4 * 10 + 5,
+        # extended FOCUS as a Table 4 row also on the 5 languages without LAPT (gd, lb, ceb, sm, hmn); WECHSEL on
+        # normalized vectors on the 6 with word vectors.
+        "init_embeddings": 42 + 18 + 4 * 10 + 5 + 6,
         # Tables 2/3 "+ LAPT" rows: 7 on de, ar, sw (original vocab, Random 2-stage, WECHSEL_EN, WECHSEL, FOCUS,
         # extended Random, extended FOCUS) = 21; 5 on ha, xh (no WECHSEL rows, "—‡") = 10.
         "train_lapt": 21 + 10,
@@ -74,8 +75,9 @@ GRIDS = {
     },
     "wechsel": {  # wechsel.md, RoBERTa: Table 1
         "evaluate_init": 4,  # fr, de, zh, sw (not a table of the paper: init-time MLM loss of both inits)
-        # WECHSEL, TransInner per language (Score@0 fine-tunes them directly); FullRand's random embeddings
-        "init_embeddings": 4 * 3,
+        # WECHSEL, TransInner per language (Score@0 fine-tunes them directly); FullRand's random embeddings; WECHSEL on
+        # normalized vectors (not in the paper, init-time loss only)
+        "init_embeddings": 4 * 4,
         # WECHSEL, TransInner, FullRand (reinit: all): one 250k-step run each (Score@250k), Score@25k (and FullRand's
         # Score@0) fine-tune its snapshots.
         "train_lapt": 4 * 3,

@@ -32,3 +32,34 @@ def test_tokenizer_embedding_mismatch():
         check_tokenizer_matches(101, 100, name="m", allow_padded_embeddings=True)
     with pytest.raises(TokenizerModelMismatch, match="allow_padded_embeddings"):
         check_tokenizer_matches(100, 128, name="m")
+
+
+def test_deepfocus_preset_is_its_own_artifact_and_recipe(swahili_verses, sw_tokenizer):
+    """A FOCUS row's ``fasttext: deepfocus`` reads vectors trained with CBOW and 10 negatives (the authors' package)
+    from their own path; without it, the `fasttext` section as configured (the paper's skipgram, 5 negatives)."""
+    import json
+    from types import SimpleNamespace
+
+    from vocab_transfer.methods import method_needs
+    from vocab_transfer.workflow import paths
+    from vocab_transfer.workflow.model import FASTTEXT_PRESETS, FastText
+    from vocab_transfer.workflow.needs import InitJob, Need, init_inputs
+    from vocab_transfer.workflow.plan import Plan
+
+    assert FASTTEXT_PRESETS["deepfocus"] == {"model": "cbow", "neg": 10}
+    assert FastText().model == "skipgram" and FastText().neg == 5
+    needs = method_needs("focus", {"fasttext": "deepfocus"})
+    job = InitJob("src", "sw", "focus_deepfocus", {"fasttext": "deepfocus"})
+    assert Need.TOKEN_VECTORS in needs
+    assert init_inputs(job, needs)["vectors"] == paths.fasttext_vectors("sw", "deepfocus") \
+        == "results/fasttext/sw/deepfocus/vectors.safetensors"
+    assert init_inputs(InitJob("src", "sw", "focus", {}), needs)["vectors"] == "results/fasttext/sw/vectors.safetensors"
+    plan = SimpleNamespace(config={"fasttext": {"dim": 8, "model": "skipgram"}})
+    spec = FastText.parse(json.loads(Plan.fasttext_preset_spec(plan, SimpleNamespace(preset="deepfocus"))))
+    assert (spec.dim, spec.model, spec.neg) == (8, "cbow", 10)
+    with pytest.raises(ValueError, match="aux: token_fasttext only"):
+        method_needs("focus", {"fasttext": "deepfocus", "aux": "word_fasttext"})
+    kw = dict(dim=8, min_count=5, epochs=1, threads=1, seed=3)
+    cbow = train_token_fasttext(swahili_verses[:500], sw_tokenizer, model="cbow", neg=10, **kw)
+    skip = train_token_fasttext(swahili_verses[:500], sw_tokenizer, **kw)
+    assert torch.equal(cbow.has_vector, skip.has_vector) and not torch.equal(cbow.vectors, skip.vectors)

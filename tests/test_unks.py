@@ -6,7 +6,7 @@ from safetensors.torch import load_file, save_file
 
 from vocab_transfer.methods.base import TransferInputs
 from vocab_transfer.methods.semi_nmf import kmeans, semi_nmf
-from vocab_transfer.methods.unks import factorize_source, init_el, init_mf
+from vocab_transfer.methods.unks import el_init, factorize_source, init_el, init_mf
 from vocab_transfer.training.factorized import FactorizedEmbedding, fit_neural, gumbel_softmax_st
 
 
@@ -179,6 +179,16 @@ def test_el_random_distributions_and_shared_rows():
     assert float(rand.matrix[5:].abs().max()) < 0.02 * 6
     with pytest.raises(ValueError, match="unknown random init"):
         init_el(inputs, seed=0, random="uniform")
+
+
+def test_random_rows_default_is_a_new_embeddings_initializer():
+    """The paper's "randomly initialized" rows: N(0, 0.02²), mBERT's initializer_range (``random: std0.02``)."""
+    g = torch.Generator().manual_seed(0)
+    source = 3.0 + torch.randn(50, 8, generator=g)
+    rows = el_init(source, 20000, torch.tensor([0]), torch.tensor([0]), seed=0)[1:]
+    assert abs(float(rows.mean())) < 1e-3 and abs(float(rows.std()) - 0.02) < 1e-3
+    like = el_init(source, 20000, torch.tensor([0]), torch.tensor([0]), seed=0, random="normal_like")[1:]
+    assert abs(float(like.mean()) - 3.0) < 0.1  # the option: the source's per-column mean and std
 
 
 MF_VARIANTS = [dict(clusters=1), dict(clusters=3, assignment="kmeans"),

@@ -16,6 +16,7 @@ from vocab_transfer.data.word_vectors import (
     word_tokenize,
 )
 from vocab_transfer.methods import TransferInputs, run_method
+from vocab_transfer.methods.align import normalize_embeddings
 from vocab_transfer.methods.extension import extend_tokenizer, select_new_tokens
 from vocab_transfer.methods.overlap import compute_overlap
 from vocab_transfer.methods.wechsel import align_to_source, dictionary_word_rows, wechsel_init
@@ -77,12 +78,20 @@ def test_dictionary_pairs_and_procrustes_recover_a_rotation():
     source = WordVectors(words, src, np.ones(200, dtype=np.int64))
     target = WordVectors([w.upper() for w in words], src @ q, np.ones(200, dtype=np.int64))
     dictionary = pd.DataFrame({"source_word": words[:100], "target_word": [w.upper() for w in words[:100]]})
-    s, t = dictionary_word_rows(source, target, dictionary)
+    s, t = dictionary_word_rows(source, target, dictionary, pairs="unique")
     assert len(s) == 100 and (s == t).all()
+    # the wechsel package's pairs: as written / lower / title case on both sides, every hit kept: "w0" is found as
+    # written and lower-cased, "W0" as written and title-cased, so each entry gives 2 x 2 pairs
+    s, t = dictionary_word_rows(source, target, dictionary)
+    assert len(s) == 400 and (s == t).all() and s[:4].tolist() == [0, 0, 0, 0]
     aligned_src, aligned_tgt, n = align_to_source(source, target, dictionary)
-    assert n == 100
+    assert n == 400 and torch.equal(aligned_src.vectors, src)  # raw vectors: only the target is rotated
     # every target word (also the 100 outside the dictionary) lands on its source word
     torch.testing.assert_close(aligned_tgt.vectors, aligned_src.vectors, atol=1e-4, rtol=1e-4)
+    # normalize: unit length, centred, unit length (MUSE) on both sides first; the rotation is the same
+    norm_src, norm_tgt, _ = align_to_source(source, target, dictionary, normalize=True)
+    torch.testing.assert_close(norm_src.vectors, normalize_embeddings(src))
+    torch.testing.assert_close(norm_tgt.vectors, norm_src.vectors, atol=1e-4, rtol=1e-4)
 
 
 def test_alignment_with_too_few_pairs_fails_clearly():
@@ -165,7 +174,7 @@ def test_word_fasttext_is_deterministic(swahili_verses):
     a = train_word_fasttext(swahili_verses[:500], dim=8, min_count=3, epochs=1, seed=3)
     b = train_word_fasttext(swahili_verses[:500], dim=8, min_count=3, epochs=1, seed=3)
     assert a.words == b.words and torch.equal(a.vectors, b.vectors)
-    assert list(a.counts) == sorted(a.counts, reverse=True) and "</s>" not in a.words
+    assert list(a.counts) == sorted(a.counts, reverse=True) and "</s>" in a.words  # kept, as the wechsel package
 
 
 def test_wechsel_adapter_end_to_end(swahili_verses, sw_tokenizer):
@@ -235,7 +244,7 @@ def test_read_pretrained_bin_and_vec(tmp_path, swahili_verses):
     ft = train_unsupervised(input=str(corpus), dim=8, minCount=3, epoch=1, thread=1, seed=0)
     ft.save_model(str(tmp_path / "cc.sw.8.bin"))
     wv = read_fasttext_vectors(tmp_path / "cc.sw.8.bin")
-    assert len(wv.words) == len(ft.words) - 1 and list(wv.counts) == sorted(wv.counts, reverse=True)
+    assert len(wv.words) == len(ft.words) and list(wv.counts) == sorted(wv.counts, reverse=True)
     torch.testing.assert_close(wv.vectors[0], torch.from_numpy(ft.get_word_vector(wv.words[0])))
     lines = [f"{len(wv.words)} 8"] + [w + " " + " ".join(f"{x:.6f}" for x in v.tolist())
                                       for w, v in zip(wv.words, wv.vectors, strict=True)]

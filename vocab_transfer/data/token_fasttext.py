@@ -82,9 +82,10 @@ def pretokenize(docs: Iterable[np.ndarray], tokenizer: PreTrainedTokenizerBase, 
 
 def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], tokenizer: PreTrainedTokenizerBase, *, dim: int = 300,
                          min_count: int = 10, epochs: int = 3, model: str = "skipgram", minn: int = 3,
-                         maxn: int = 6, window: int = 5, threads: int = 1, seed: int = 0, verbose: int = 0,
+                         maxn: int = 6, window: int = 5, neg: int = 5, threads: int = 1, seed: int = 0, verbose: int = 0,
                          max_tokens: int | None = None, workdir: str | None = None) -> TokenVectors:
-    """Train fastText on the target-tokenized corpus (paper: dim 300, minCount 10, 3 epochs).
+    """Train fastText on the target-tokenized corpus (paper: dim 300, minCount 10, 3 epochs; skipgram with fastText's
+    other defaults, ``neg`` 5; the ``deepfocus`` package trains CBOW with ``neg`` 10).
 
     ``corpus`` is a token shard (a :class:`~vocab_transfer.data.shards.Shard` or its folder, tokenized with
     ``tokenizer``) or an iterable of texts. ``max_tokens`` (shards only) trains on a seeded uniform sample of
@@ -104,16 +105,26 @@ def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], toke
             counts = np.zeros(len(tokenizer), dtype=np.int64)
             pretokenize(_encoded(corpus, tokenizer, counts), tokenizer, path)
         ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
-                                 maxn=maxn, ws=window, thread=threads, seed=seed, verbose=verbose)
+                                 maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose)
+    return token_vectors(ft, tokenizer, counts)
+
+
+def token_vectors(ft, tokenizer: PreTrainedTokenizerBase, counts: np.ndarray | None = None) -> TokenVectors:
+    """The vectors of a fastText model trained on ``tokenizer``'s token strings, indexed by token id.
+
+    A token has a vector iff it is a word of the model (reached ``minCount``) and is not a special token:
+    fastText's own ``</s>`` is its end-of-line marker, not the tokenizer's ``</s>``. ``counts`` default to zeros.
+    """
     vocab = tokenizer.get_vocab()
     special = set(tokenizer.all_special_ids)
-    vectors = torch.zeros(len(tokenizer), dim)
+    vectors = torch.zeros(len(tokenizer), ft.get_dimension())
     has_vector = torch.zeros(len(tokenizer), dtype=torch.bool)
-    for word in ft.words:  # fastText's own "</s>" (its line-end marker) is skipped with the specials
+    for word in ft.words:
         idx = vocab.get(word)
         if idx is not None and idx not in special:
             vectors[idx] = torch.from_numpy(ft.get_word_vector(word).copy())
             has_vector[idx] = True
+    counts = np.zeros(len(tokenizer), dtype=np.int64) if counts is None else counts
     return TokenVectors(vectors, has_vector, torch.from_numpy(counts))
 
 

@@ -42,7 +42,8 @@ def word_tokenize(text: str) -> list[str]:
 
 
 def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int = 5, epochs: int = 5,
-                        model: str = "skipgram", minn: int = 3, maxn: int = 6, window: int = 5, threads: int = 1,
+                        model: str = "skipgram", minn: int = 3, maxn: int = 6, window: int = 5, neg: int = 5,
+                        threads: int = 1,
                         max_words: int | None = None, seed: int = 0, verbose: int = 0,
                         workdir: str | None = None) -> WordVectors:
     """Word-level fastText on ``texts``; words (``min_count`` or more occurrences) most frequent first.
@@ -57,13 +58,19 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
             for text in tqdm(texts, desc="word-tokenize", mininterval=5, unit="doc"):
                 f.write(" ".join(word_tokenize(text)) + "\n")
         ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
-                                 maxn=maxn, ws=window, thread=threads, seed=seed, verbose=verbose)
-    return _from_model(ft, max_words)
+                                 maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose)
+    return from_fasttext_model(ft, max_words)
 
 
-def _from_model(ft, max_words: int | None) -> WordVectors:
+def from_fasttext_model(ft, max_words: int | None = None) -> WordVectors:
+    """The words of a fastText model with their vectors (``get_word_vector``) and counts, most frequent first.
+
+    fastText's own ``</s>`` (its end-of-line marker, counted once per line) is kept, as the ``wechsel`` package
+    keeps it: it is a word of the model like any other, and tokenize-flatten-reduce maps it to the tokens
+    ``"</s>"`` and ``" </s>"`` tokenize to.
+    """
     words, freqs = ft.get_words(include_freq=True)
-    keep = [i for i, w in enumerate(words) if w != "</s>"][: max_words or None]  # fastText's line-end marker
+    keep = list(range(len(words)))[: max_words or None]
     order = sorted(keep, key=lambda i: (-int(freqs[i]), words[i]))
     words = [words[i] for i in order]
     vectors = torch.from_numpy(np.stack([ft.get_word_vector(w) for w in words]).astype(np.float32))
@@ -84,7 +91,7 @@ def read_fasttext_vectors(path: str | os.PathLike, *, max_words: int | None = No
     if path.suffix == ".bin":
         import fasttext
 
-        return _from_model(fasttext.load_model(str(path)), max_words)
+        return from_fasttext_model(fasttext.load_model(str(path)), max_words)
     words, rows = [], []
     with open(path, encoding="utf-8", errors="replace") as f:
         n, dim = (int(x) for x in f.readline().split())
@@ -114,30 +121,35 @@ def zipf_counts(words: list[str], lang: str | None) -> np.ndarray:
 
 
 def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | None = None,
-                            batch_size: int = 10_000) -> tuple[torch.Tensor, torch.Tensor]:
+                            batch_size: int = 10_000, *, skip_special: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Subword embeddings from word embeddings (WECHSEL §3.1, eq. 1, Figure 2).
 
     **tokenize** every word (without special tokens; the word alone and preceded by a space, as the
     WECHSEL reference code does), **flatten** to (token, word) pairs, and
     **reduce** each token's words to their frequency-weighted mean ``u_x = Σ w_v f_v / Σ f_v``.
-    A word contributes once per distinct token it contains. Tokens in no word get a zero vector and
-    ``has_vector = False``. Returns ``(U [V, dim] float32, has_vector [V] bool)``; no Python loop
-    over tokens (one ``index_add_`` per batch of words).
+    As in WECHSEL's code, a word counts once for each of its two tokenizations that contains the token (twice
+    where both do, as for most SentencePiece pieces). Tokens in no word get a zero vector and
+    ``has_vector = False``. With ``skip_special`` (default) special tokens a word tokenizes to (``<unk>``,
+    ``</s>`` for the word ``</s>``) get no vector; ``skip_special=False`` keeps them, as the ``wechsel`` package
+    does. Returns ``(U [V, dim] float32, has_vector [V] bool)``; no Python loop over tokens (one ``index_add_``
+    per batch of words).
     """
     vocab_size = vocab_size or len(tokenizer)
     dim = words.vectors.shape[1]
     num = torch.zeros(vocab_size, dim, dtype=torch.float64)
     den = torch.zeros(vocab_size, dtype=torch.float64)
     f = torch.as_tensor(words.counts, dtype=torch.float64).clamp(min=1)
-    special = set(getattr(tokenizer, "all_special_ids", []))
+    special = set(getattr(tokenizer, "all_special_ids", [])) if skip_special else set()
     for start in tqdm(range(0, len(words.words), batch_size), desc="tokenize-flatten-reduce", mininterval=5):
         batch = words.words[start:start + batch_size]
         # as WECHSEL's code: the word alone and after a space (byte-level BPE marks word starts only
-        # after a space; for SentencePiece both give the same pieces and the pairs are deduplicated)
+        # after a space), each token once per tokenization: a token in both counts the word twice
         ids = tokenizer(batch + [" " + w for w in batch], add_special_tokens=False)["input_ids"]
-        word_idx = np.repeat(np.tile(np.arange(start, start + len(batch)), 2), [len(x) for x in ids])
+        lengths = [len(x) for x in ids]
+        word_idx = np.repeat(np.tile(np.arange(start, start + len(batch)), 2), lengths)
+        variant = np.repeat(np.arange(2).repeat(len(batch)), lengths)
         tok = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=len(word_idx))
-        pairs = np.unique(np.stack([tok, word_idx], 1), axis=0)  # each (token, word) once
+        pairs = np.unique(np.stack([tok, word_idx, variant], 1), axis=0)[:, :2]  # (token, word) per tokenization
         pairs = pairs[~np.isin(pairs[:, 0], list(special))] if special else pairs
         t, w = torch.from_numpy(pairs[:, 0]), torch.from_numpy(pairs[:, 1])
         num.index_add_(0, t, words.vectors[w].double() * f[w, None])

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 from tqdm import tqdm
 
 from ..data.word_vectors import tokenize_flatten_reduce
 from ..typed import Range
+from ..workflow.model import FASTTEXT_PRESETS
 from ..workflow.needs import Need
 from .base import (
     EmbeddingInit,
@@ -80,6 +81,8 @@ def focus_needs(p: dict) -> frozenset[Need]:
     one_of(p, "overlap", OVERLAP_KINDS)
     one_of(p, "screen_dtype", ("float32", "bfloat16"))
     if p["aux"] == "word_fasttext":
+        if p["fasttext"] is not None:
+            raise ValueError("fasttext (a token-level fastText preset) applies to aux: token_fasttext only")
         return frozenset({Need.TARGET_WORDS, Need.TOKENIZERS})
     return frozenset({Need.TOKEN_VECTORS})
 
@@ -87,12 +90,17 @@ def focus_needs(p: dict) -> frozenset[Need]:
 @register("focus", focus_needs)
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
                topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096, screen_dtype: str = "bfloat16",
-               screen_k: int = 16) -> EmbeddingInit:
+               screen_k: int = 16,
+               fasttext: Literal[tuple(FASTTEXT_PRESETS)] | None = None) -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: focus``.
 
-    ``overlap: full | symbolic`` (Table 4 "Symbolic Overlap"); ``aux: token_fasttext`` (FOCUS's
+    ``overlap: full | symbolic | symbolic_with_symbols | none`` (``symbolic``: Table 4 "Symbolic Overlap", numbers,
+    punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux: token_fasttext`` (FOCUS's
     token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText": word-level fastText of the
-    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce);
+    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce); ``fasttext``: a named variant
+    of the token-level fastText recipe (``deepfocus``: CBOW with 10 negatives, as the authors' package trains it;
+    ``vocab_transfer.workflow.model.FASTTEXT_PRESETS``), trained into its own artifact; absent: the ``fasttext``
+    section as configured (the paper's skipgram);
     ``screen_dtype``: ``bfloat16`` (default) takes the certified bf16 shortlist of ``screen_k`` anchors of
     :func:`focus_init` (the float32 selection, 2x faster at paper scale on CPU); ``float32`` the plain
     float32 similarity matrix.

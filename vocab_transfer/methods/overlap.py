@@ -33,7 +33,9 @@ __all__ = [
 
 BOW = "▁"
 SPECIAL_ROLES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-OVERLAP_KINDS = ("full", "symbolic", "none")
+#: ``overlap`` of FOCUS: all matches, numbers/punctuation/whitespace (the paper's Symbolic Overlap), the same plus
+#: Unicode symbols (S*: currency, math, emoji), or the special tokens only
+OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none")
 OVERLAP_SCHEMA = pa.schema(
     [
         ("target_id", pa.int64()),
@@ -109,10 +111,11 @@ class CanonicalToken:
         return not self.special and (is_symbolic(self.text) or (self.bow and self.text == ""))
 
 
-def is_symbolic(text: str) -> bool:
+def is_symbolic(text: str, *, symbols: bool = True) -> bool:
     """True iff ``text`` is non-empty and every char is a number, punctuation, symbol or whitespace.
 
-    Unicode categories N*, P*, S*, Z* or ``str.isspace()``. The BOW marker "▁" (U+2581, category So)
+    Unicode categories N*, P*, S*, Z* or ``str.isspace()``; with ``symbols=False`` without S* (numbers,
+    punctuation and whitespace only: FOCUS's Symbolic Overlap). The BOW marker "▁" (U+2581, category So)
     is itself symbolic, so "▁", "▁1" are symbolic; a lone BOW token (canonical text "") is treated
     as whitespace by :attr:`CanonicalToken.symbolic`. The empty string is not symbolic.
     """
@@ -121,7 +124,15 @@ def is_symbolic(text: str) -> bool:
     m = _WORDCHAR.search(text)  # fast reject for the common case: a letter
     if m and unicodedata.category(m.group())[0] == "L":
         return False
-    return all(ch.isspace() or unicodedata.category(ch)[0] in "NPSZ" for ch in text)
+    categories = "NPSZ" if symbols else "NPZ"
+    return all(ch.isspace() or unicodedata.category(ch)[0] in categories for ch in text)
+
+
+def _numbers_punctuation_whitespace(canonical: str) -> bool:
+    """A canonical form (``"▁" + text`` for BOW tokens) made of numbers, punctuation and whitespace only; a lone
+    BOW token is whitespace."""
+    text = canonical.removeprefix(BOW)
+    return text == "" or is_symbolic(text, symbols=False)
 
 
 def _backend(tokenizer: Any) -> Tokenizer:
@@ -353,11 +364,14 @@ def compute_overlap(
 
 
 def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """Restrict an overlap table: "full" (unchanged), "symbolic" (rows with ``symbolic``; numbers,
-    punctuation, whitespace and specials -- FOCUS Table 4 "Symbolic Overlap") or "none" (specials only)."""
+    """Restrict an overlap table: "full" (unchanged), "symbolic" (specials and tokens made of numbers, punctuation
+    and whitespace, read from ``canonical`` -- FOCUS Table 4 "Symbolic Overlap", fn. 2), "symbolic_with_symbols"
+    (rows with ``symbolic``: Unicode symbols such as "€", "+", "©" too) or "none" (specials only)."""
     if kind == "full":
         return overlap
     if kind == "symbolic":
+        mask = (overlap["match"] == "special") | overlap["canonical"].map(_numbers_punctuation_whitespace).astype(bool)
+    elif kind == "symbolic_with_symbols":
         mask = overlap["symbolic"].astype(bool)
     elif kind == "none":
         mask = overlap["match"] == "special"

@@ -14,7 +14,7 @@ with the embedding dimensions (``G`` is [D', d + 1]), so every target row keeps 
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -27,21 +27,27 @@ from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_r
 from .registry import register
 from .semi_nmf import kmeans, semi_nmf
 
-__all__ = ["RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
+__all__ = ["PAPER_RANDOM", "RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
            "random_rows"]
 
 #: distributions for rows without a source counterpart (config ``random``)
-RANDOM_KINDS = ("normal_like", "std0.02", "xavier")
+RANDOM_KINDS = ("std0.02", "normal_like", "xavier")
+#: the default: the paper's new embeddings are "randomly initialized" (§3.1, §3.3) in its mBERT, i.e. drawn by the
+#: model's own initializer, N(0, initializer_range²) with mBERT's (and XLM-R's) initializer_range 0.02
+PAPER_RANDOM = "std0.02"
 
 
 def random_rows(reference: torch.Tensor, n: int, kind: str, generator: torch.Generator) -> torch.Tensor:
-    """``n`` random rows with ``reference.shape[1]`` columns (the paper does not name the distribution).
+    """``n`` random rows with ``reference.shape[1]`` columns.
 
+    The paper says "randomly initialized" and names no distribution; EL-RAND is Artetxe et al.'s (2020) new
+    embedding matrix, which BERT models initialize with N(0, initializer_range²).
+
+    - ``std0.02`` (default): N(0, 0.02²), Hugging Face's ``_init_weights`` for a new BERT/XLM-R embedding
+      (``initializer_range``), i.e. what a freshly created embedding in the paper's mBERT code gets;
     - ``normal_like``: N(mean, std) per column of ``reference`` (the source matrix for EL, the source
       low-dimensional ``F`` for MF) -- the random rows of FOCUS/WECHSEL in this package, so random rows
       match across methods in scale;
-    - ``std0.02``: N(0, 0.02²), Hugging Face's ``_init_weights`` for a new BERT/XLM-R embedding
-      (``initializer_range``), i.e. what a freshly created embedding in the paper's adapter code gets;
     - ``xavier``: Glorot-normal for an [n, dim] embedding weight, std = sqrt(2 / (n + dim)).
     """
     dim = reference.shape[1]
@@ -82,7 +88,7 @@ def _provenance(n: int, ov: pd.DataFrame, matrix: torch.Tensor, source: torch.Te
 
 
 def el_init(source: torch.Tensor, target_vocab_size: int, copy_target_ids: torch.Tensor,
-            copy_source_ids: torch.Tensor, *, seed: int, random: str = "normal_like") -> torch.Tensor:
+            copy_source_ids: torch.Tensor, *, seed: int, random: str = PAPER_RANDOM) -> torch.Tensor:
     """EL-RAND / EL-LEX (§3.1, §3.2): target row t copies source row s for each pair (t, s), the rest
     is random (:func:`random_rows` of kind ``random``, drawn for all rows first so that EL-RAND and
     EL-LEX with the same seed share the random rows of non-overlapping tokens). Returns [V_t, d]."""
@@ -94,7 +100,7 @@ def el_init(source: torch.Tensor, target_vocab_size: int, copy_target_ids: torch
 
 @register("el")
 def init_el(inputs: TransferInputs, *, seed: int, lexical: bool = False, fuzzy: bool = False,
-            random: str = "normal_like") -> EmbeddingInit:
+            random: Literal[RANDOM_KINDS] = PAPER_RANDOM) -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: el``; ``lexical: false`` is EL-RAND (§3.1, Artetxe et al. 2020: only
     special tokens copied), ``lexical: true`` is EL-LEX (§3.2: lexically overlapping tokens copied
     too); ``fuzzy``/``random`` see :func:`lexical_overlap` / :func:`random_rows`."""
@@ -152,14 +158,14 @@ def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int 
 
 def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, target_vocab_size: int,
             copy_target_ids: torch.Tensor, copy_source_ids: torch.Tensor, *, seed: int,
-            random: str = "normal_like", tau: float = 1.0, z_std: float = 1.0) -> FactorizedEmbedding:
+            random: str = PAPER_RANDOM, tau: float = 1.0, z_std: float = 1.0) -> FactorizedEmbedding:
     """Target factorized embedding for MF-RAND / MF-LEX (§3.3 "MF-RAND and MF-LEX").
 
     ``G`` is reused as is. ``F'`` rows: for each pair (t, s) (special tokens, plus V'_lex for LEX)
     ``F'[t] = F_src[s]`` and ``Z'[t] = Z_src[s]`` (the token keeps its source cluster); all other rows
-    are random: ``F'`` from :func:`random_rows` with ``F_src`` as reference (default N(mean, std) of
-    F per column, so ``F'·G`` has the scale of real embeddings; the paper only says "randomly
-    initialized"), ``Z' ~ N(0, z_std²)`` ("a randomly initialized matrix Z"). Random rows are drawn
+    are random: ``F'`` from :func:`random_rows` with ``F_src`` as reference (default N(0, 0.02²), a new
+    embedding's initializer: the paper only says "randomly initialized"; ``random: normal_like`` draws from
+    N(mean, std) of F per column, so that ``F'·G`` has the scale of real embeddings), ``Z' ~ N(0, z_std²)`` ("a randomly initialized matrix Z"). Random rows are drawn
     for every token first, so RAND and LEX share them for a given seed. Computed on the CPU.
     """
     g = torch.Generator().manual_seed(seed)
@@ -179,7 +185,8 @@ def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, ta
 def init_mf(inputs: TransferInputs, *, seed: int, clusters: Annotated[int, Range(ge=1)] = 1,
             dim: Annotated[int, Range(ge=1)] = 100,
             assignment: str = "kmeans", lexical: bool = False, fuzzy: bool = False,
-            random: str = "normal_like", max_iter: int = 3000, tol: float = 1e-5, kmeans_iter: int = 300,
+            random: Literal[RANDOM_KINDS] = PAPER_RANDOM, max_iter: int = 3000,  # type: ignore[valid-type]
+            tol: float = 1e-5, kmeans_iter: int = 300,
             neural_steps: int = 3000, neural_lr: float = 1e-3, neural_tol: float = 1e-4, tau: float = 1.0,
             z_std: float = 1.0, lex_logit: float = 5.0, device: str = "cpu") -> EmbeddingInit:
     """Config adapter: ``kind: mf`` -- MF¹-RAND/LEX (``clusters: 1``), MF^C_KMEANS-RAND/LEX

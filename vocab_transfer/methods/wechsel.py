@@ -16,7 +16,7 @@ tokens of an English-specific tokenizer (``restrict_source: en``, after Wang et 
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -41,13 +41,31 @@ from .registry import one_of, register
 log = logging.getLogger(__name__)
 
 
-def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame
-                         ) -> tuple[np.ndarray, np.ndarray]:
+DICTIONARY_PAIRS = ("case_variants", "unique")
+
+
+def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *,
+                         pairs: str = "case_variants") -> tuple[np.ndarray, np.ndarray]:
     """Row indices ``(s, t)`` of the dictionary pairs whose two words both have a vector.
 
-    A word is looked up as written, then lower-cased (FreeDict capitalizes some headwords); every
-    pair is used once, so a word with several translations anchors several pairs (as in MUSE).
+    - ``case_variants`` (the ``wechsel`` package's ``_compute_align_matrix_from_dictionary``): each side is tried
+      as written, lower-cased and title-cased, and every combination found on both sides is a pair, in dictionary
+      order, duplicates included (a pair whose words are already lower case counts up to four times);
+    - ``unique``: a word is looked up as written, else lower-cased (the first, most frequent, word of that
+      spelling); each distinct pair of rows is used once.
     """
+    s_words, t_words = dictionary["source_word"].tolist(), dictionary["target_word"].tolist()
+    if pairs == "case_variants":
+        s_index = {w: i for i, w in reversed(list(enumerate(source.words)))}  # first row of a word
+        t_index = {w: i for i, w in reversed(list(enumerate(target.words)))}
+        rows = [(s_index[a], t_index[b]) for sw, tw in zip(s_words, t_words, strict=True)
+                for a in (sw, sw.lower(), sw.title()) if a in s_index
+                for b in (tw, tw.lower(), tw.title()) if b in t_index]
+        out = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+        return out[:, 0], out[:, 1]
+    if pairs != "unique":
+        raise ValueError(f"pairs must be one of {DICTIONARY_PAIRS}, not {pairs!r}")
+
     def index(words: list[str]) -> tuple[dict[str, int], dict[str, int]]:
         exact, lower = {}, {}
         for i, w in enumerate(words):  # most frequent first: keep the first word of each spelling
@@ -61,27 +79,35 @@ def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: p
         exact, lower = idx
         return np.array([exact.get(w, lower.get(w.lower(), -1)) for w in words], dtype=np.int64)
 
-    s = look(si, dictionary["source_word"].tolist())
-    t = look(ti, dictionary["target_word"].tolist())
-    pairs = np.unique(np.stack([s, t], 1)[(s >= 0) & (t >= 0)], axis=0)
-    return pairs[:, 0], pairs[:, 1]
+    s = look(si, s_words)
+    t = look(ti, t_words)
+    found = np.unique(np.stack([s, t], 1)[(s >= 0) & (t >= 0)], axis=0)
+    return found[:, 0], found[:, 1]
 
 
-def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10
-                    ) -> tuple[WordVectors, WordVectors, int]:
-    """Normalize both spaces and map the target into the source space by orthogonal Procrustes.
+def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10,
+                    normalize: bool = False, pairs: str = "case_variants") -> tuple[WordVectors, WordVectors, int]:
+    """Map the target word vectors into the source space by orthogonal Procrustes on the dictionary pairs.
 
-    Both sets of vectors are unit-normalized, mean-centred and re-normalized first (the usual MUSE /
-    VecMap preprocessing; WECHSEL leaves it open). Returns ``(source', target', pairs used)``.
+    With ``normalize=False`` (the ``wechsel`` package) the raw vectors are aligned and returned; with
+    ``normalize=True`` both sets are first unit-normalized, mean-centred and re-normalized (the MUSE / VecMap
+    preprocessing, :func:`~vocab_transfer.methods.align.normalize_embeddings`), and the normalized vectors are
+    returned. The package rotates the source side onto the target (``source @ R``); rotating the target by
+    ``Rᵀ`` instead gives the same cosines. ``pairs``: see :func:`dictionary_word_rows`. Returns ``(source',
+    target', pairs used)``.
     """
-    s_idx, t_idx = dictionary_word_rows(source, target, dictionary)
+    s_idx, t_idx = dictionary_word_rows(source, target, dictionary, pairs=pairs)
     if len(s_idx) < min_pairs:
         raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need {min_pairs}); "
                          "check the dictionary's direction (source -> target) and the word vectors' languages")
-    if len(s_idx) < source.vectors.shape[1]:
-        log.warning("only %d dictionary pairs for %d-dimensional vectors: the rotation is underdetermined "
-                    "and the alignment will be poor", len(s_idx), source.vectors.shape[1])
-    xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
+    if len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))) < source.vectors.shape[1]:
+        log.warning("only %d distinct dictionary pairs for %d-dimensional vectors: the rotation is underdetermined "
+                    "and the alignment will be poor", len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))),
+                    source.vectors.shape[1])
+    if normalize:
+        xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
+    else:
+        xs, xt = source.vectors.float(), target.vectors.float()
     w = procrustes(xt[t_idx], xs[s_idx])
     log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of the pairs' source words)",
              len(s_idx), precision_at_1(xt[t_idx] @ w, xs, s_idx))
@@ -106,11 +132,12 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     """WECHSEL §3.2: top-k softmax(cos/τ) mixtures of source rows for every target token.
 
     ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are
-    ignored). Special tokens are copied by role (WECHSEL leaves them to the random fallback; a random
-    ``<mask>`` would measure a broken mask). With ``screen_dtype=torch.bfloat16`` a certified bf16
-    shortlist of ``4k`` candidates replaces the float32 similarity matrix (:mod:`.neighbours`: the same
-    neighbours as float32, up to exact ties). Returns ``(matrix, kind int8 0 copied / 1 combined /
-    2 random, n_sources)``.
+    ignored: they have no vector). Special tokens are copied by role, as the ``wechsel`` package copies the
+    source's special tokens that the target vocabulary also has (``create_target_embeddings``); target tokens
+    without a vector are drawn from N(mean, std) of the source rows per dimension. With
+    ``screen_dtype=torch.bfloat16`` a certified bf16 shortlist of ``4k`` candidates replaces the float32
+    similarity matrix (:mod:`.neighbours`: the same neighbours as float32, up to exact ties). Returns ``(matrix,
+    kind int8 0 copied / 1 combined / 2 random, n_sources)``.
     """
     g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -155,23 +182,27 @@ def wechsel_needs(p: dict) -> frozenset[Need]:
 @register("wechsel", wechsel_needs)
 def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: Annotated[int, Range(ge=1)] = 10,
                  temperature: Annotated[float, Range(gt=0)] = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
-                 screen_dtype: str = "bfloat16") -> EmbeddingInit:
+                 screen_dtype: str = "bfloat16", normalize: bool = False,
+                 dictionary_pairs: Literal[DICTIONARY_PAIRS] = "case_variants") -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: wechsel``.
 
     ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1:
     English for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype``: ``bfloat16`` (default)
     takes the certified bf16 shortlist of :func:`wechsel_init` (the float32 neighbours), ``float32`` the plain
-    float32 similarities.
+    float32 similarities. ``normalize`` and ``dictionary_pairs`` (:func:`align_to_source`): the defaults are
+    what the ``wechsel`` package does (raw vectors; every case variant of a dictionary pair); ``normalize: true``
+    aligns and averages unit-length, mean-centred vectors (MUSE / VecMap), ``dictionary_pairs: unique`` uses each
+    pair of words once.
     """
     screen = screen_dtype_of(screen_dtype)
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
         if getattr(inputs, name) is None:
             raise ValueError(f"WECHSEL needs {name} (word vectors, dictionary and tokenizers stages)")
     src_words, tgt_words, n_pairs = align_to_source(inputs.source_words, inputs.target_words, inputs.dictionary,
-                                                    min_pairs=min_pairs)
+                                                    min_pairs=min_pairs, normalize=normalize, pairs=dictionary_pairs)
     log.info("aligned with %d dictionary pairs (%s -> target)", n_pairs, source_language)
     v_s = inputs.source_matrix.shape[0]
-    u_s, has_s = tokenize_flatten_reduce(src_words, inputs.source_tokenizer, v_s)
+    u_s, has_s = tokenize_flatten_reduce(src_words, inputs.source_tokenizer, v_s, skip_special=False)
     if restrict_source is not None:
         if inputs.language_tokenizer is None:
             raise ValueError(f"restrict_source: {restrict_source} needs the {restrict_source} tokenizer")

@@ -250,7 +250,14 @@ class FastTextTraining(Section):
     minn: int = _f(3, ge=0)
     maxn: int = _f(6, ge=0)
     window: int = _f(5, ge=1)
+    neg: int = _f(5, ge=1)  # negatives sampled per positive (fastText's default)
     threads: int = _f(1, ge=1)  # 1: deterministic vectors
+
+
+#: Named variants of the token-level fastText recipe: the ``fasttext`` keys a FOCUS method's ``fasttext: <name>``
+#: overrides (vocab_transfer.methods.focus.init_focus). ``deepfocus``: what the authors' package trains (CBOW,
+#: 10 negatives; deepfocus.fasttext_embs.train_fasttext), where the paper says "mostly default hyper-parameters".
+FASTTEXT_PRESETS: dict[str, dict[str, Any]] = {"deepfocus": {"model": "cbow", "neg": 10}}
 
 
 @dataclass(frozen=True)

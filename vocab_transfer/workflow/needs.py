@@ -18,7 +18,8 @@ from . import paths
 class Need(str, Enum):  # noqa: UP042 - StrEnum would change str(Need.X) from "Need.X" to its value
     """An artifact kind a method reads."""
 
-    TOKEN_VECTORS = "fasttext"  # token-level fastText of the target tokenizer on the target corpus (+ counts)
+    TOKEN_VECTORS = "fasttext"  # token-level fastText of the target tokenizer on the target corpus (+ counts; the
+    #                             method's `fasttext` parameter, if any, names a recipe preset)
     SOURCE_TOKEN_VECTORS = "source_fasttext"  # ... of the source tokenizer on the `source_language` corpus
     TARGET_WORDS = "target_words"  # word vectors of the target language
     SOURCE_WORDS = "source_words"  # word vectors of the `source_language`
@@ -49,7 +50,8 @@ class NeedSpec:
 
 
 NEEDS: dict[Need, NeedSpec] = {
-    Need.TOKEN_VECTORS: NeedSpec(lambda j: {"vectors": paths.fasttext_vectors(j.target)}, ("aux",)),
+    Need.TOKEN_VECTORS: NeedSpec(lambda j: {"vectors": paths.fasttext_vectors(j.target, j.params.get("fasttext"))},
+                                 ("aux",)),
     Need.SOURCE_TOKEN_VECTORS: NeedSpec(
         lambda j: {"source_vectors": paths.source_fasttext_vectors(j.source, j.params["source_language"])},
         ("source_aux",)),

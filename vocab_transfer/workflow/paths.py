@@ -13,6 +13,7 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/source/<source>/pretrain_curve.{parquet,png}
     results/source_shards/<source>/<lang>/<split>/                a corpus tokenized with a source's tokenizer
     results/fasttext/<lang>/{vectors.safetensors,tokens.parquet}  token-level fastText (target tokenizer)
+    results/fasttext/<lang>/<preset>/{vectors.safetensors,tokens.parquet}  ... with a named recipe variant
     results/source_fasttext/<source>/<lang>/{vectors.safetensors,tokens.parquet}  ... (source tokenizer)
     results/word_vectors/<lang>/{vectors.safetensors,words.parquet}   word-level vectors
     results/dictionaries/<source lang>/<lang>.parquet             bilingual dictionary
@@ -92,13 +93,14 @@ def extended_shards(source: str, target: str, method: str, split: str) -> str:
 
 
 # --- auxiliary vectors, dictionaries, overlap -----------------------------------------------------------------
-def fasttext_vectors(lang: str) -> str:
-    """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``."""
-    return f"{RESULTS}/fasttext/{lang}/vectors.safetensors"
+def fasttext_vectors(lang: str, preset: str | None = None) -> str:
+    """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``; with ``preset``, trained
+    with that variant of the ``fasttext`` recipe (``vocab_transfer.workflow.model.FASTTEXT_PRESETS``)."""
+    return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}vectors.safetensors"
 
 
-def fasttext_tokens(lang: str) -> str:
-    return f"{RESULTS}/fasttext/{lang}/tokens.parquet"
+def fasttext_tokens(lang: str, preset: str | None = None) -> str:
+    return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}tokens.parquet"
 
 
 def source_fasttext_vectors(source: str, lang: str) -> str:

@@ -31,7 +31,7 @@ from .config import (
     table_cells,
     zero_shot_training,
 )
-from .model import VOCAB_TABLE_KINDS, SourceTokenizer, load
+from .model import FASTTEXT_PRESETS, VOCAB_TABLE_KINDS, SourceTokenizer, load
 from .needs import InitJob, Need
 from .needs import init_inputs as needs_inputs
 
@@ -66,6 +66,10 @@ class Plan:
         parses it into the section's class of vocab_transfer.workflow.model; a key added with its default value
         reruns nothing, a changed value reruns those jobs."""
         return canonical({k: v for k, v in self.config.get(section, {}).items() if k not in exclude})
+
+    def fasttext_preset_spec(self, wildcards):
+        """The `fasttext` section as written with a preset's keys over it (model.FASTTEXT_PRESETS)."""
+        return canonical({**self.config.get("fasttext", {}), **FASTTEXT_PRESETS[wildcards.preset]})
 
     def corpus_spec(self, wildcards):
         return canonical(self.config["corpora"][wildcards.lang])

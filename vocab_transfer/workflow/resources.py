@@ -48,6 +48,7 @@ COSTS: dict[str, Cost] = {
     # fastText's own matrices dominate: see fasttext_mem_mb; 30 thread-seconds per million tokens at dim 100 (about
     # 4 thread-hours per GB of uint16 shard)
     "train_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
+    "train_fasttext_preset": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
     "train_source_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
     "build_word_vectors": Cost(mem_mb=2000, minutes=30, minutes_per_gb=300, data=("corpus",)),
     "pack_heldout": Cost(mem_mb=1000, minutes=10),
@@ -158,7 +159,8 @@ def check(config: dict, rules: Iterable[str]) -> list[str]:
     """Problems of the config's ``resources`` section: unknown rules, threads of a rule whose result depends on
     them."""
     recipe = {"train_tokenizer": "tokenizer.threads", "train_source_tokenizer": "sources.<s>.pretrain.tokenizer.threads",
-              "train_fasttext": "fasttext.threads", "train_source_fasttext": "fasttext.threads",
+              "train_fasttext": "fasttext.threads", "train_fasttext_preset": "fasttext.threads",
+              "train_source_fasttext": "fasttext.threads",
               "build_word_vectors": "word_fasttext.threads", "train_lapt": "lapt.training.threads"}
     known, problems = set(rules) | {"default"}, []
     for rule, spec in config.get("resources", {}).items():
