@@ -87,7 +87,7 @@ GRIDS = {
         "finetune": 4 * 2 * 3 * 3 * 3 + (3 * 2 + 8) * 3 + 3 * 4 * 8 * 3,
         "plot_lapt_finetune": 8,  # Figure 3, RoBERTa: NLI and NER panels per language
         "download_reference_model": 4,
-        "make_paper_table": 1,  # Table 1
+        "make_paper_table": 2,  # Table 1; Table 6 (target tokens and their closest English token)
         "prepare_task": 4 * 2,
         "plot_lapt_curves": 4,  # Figure 3
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language

@@ -80,3 +80,14 @@ def test_corpus_sizes():
     table, md = vt.corpus_sizes_table(stats, ["de", "xh"], "T1")
     assert "| German | 18.0 GB | 10 |" in md and "| isiXhosa | 30.0 MB | 3 |" in md
     assert table["train_bytes"].tolist() == [18_000_000_000, 30_000_000]
+
+
+def test_nearest_tokens_sample_of_combined_rows():
+    prov = pd.DataFrame({"target_id": range(6), "token": ["<s>", "▁kuzidi", "▁na", "x", "▁dhamiri", "▁vipigo"],
+                         "provenance": ["special", "combined", "combined", "combined", "copied", "combined"],
+                         "nearest_source_token": [None, "▁acclaim", "▁and", "▁y", None, "▁Trouble"]})
+    table, md = vt.nearest_tokens_table({"sw": prov}, ["sw"], 10, 0, "T6")
+    assert table["token"].tolist() == ["kuzidi", "na", "vipigo"]  # combined, more than one character, in id order
+    assert "| kuzidi | acclaim |" in md and "| vipigo | Trouble |" in md
+    with pytest.raises(ValueError, match="records no nearest source tokens"):
+        vt.nearest_tokens_table({"sw": prov.drop(columns="nearest_source_token")}, ["sw"], 10, 0, "T6")

@@ -113,8 +113,10 @@ def test_wechsel_known_answer():
     torch.testing.assert_close(out[2], source[1])
     assert kind.tolist() == [0, 1, 1, 2]
     # k = 2: softmax(cos / tau) over the two nearest neighbours (eq. 3)
+    nearest = torch.full((4,), -1)
     out, _, n = wechsel_init(source, 4, source_sub, source_has, target_sub, target_has, torch.tensor([0]),
-                             torch.tensor([0]), seed=0, k=2, temperature=0.1)
+                             torch.tensor([0]), seed=0, k=2, temperature=0.1, nearest=nearest)
+    assert nearest.tolist() == [-1, 1, 1, -1]  # the largest weight of each combined row (WECHSEL Table 6)
     cos = torch.tensor([1.0, 1 / 2**0.5])  # (1, 0) vs tokens 1 and 3
     w = torch.softmax(cos / 0.1, 0)
     torch.testing.assert_close(out[1], w[0] * source[1] + w[1] * source[3])

@@ -93,6 +93,10 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     n = len(table_tok)
     provenance = pd.DataFrame({"target_id": range(n), "token": table_tok.convert_ids_to_tokens(list(range(n))),
                                "provenance": result.provenance.astype(str), "n_sources": result.n_sources})
+    if result.nearest is not None:  # WECHSEL Table 6: each combined row's most similar source token
+        nearest = result.nearest.astype("int64")
+        provenance["nearest_source_id"] = nearest
+        provenance["nearest_source_token"] = [inputs.source_tokens[i] if i >= 0 else None for i in nearest]
     return tensors, provenance
 
 

@@ -27,6 +27,10 @@ def vocab_table(inputs, manifest, spec, min_count):
             tokens = {rec["language"]: pd.read_parquet(inputs[name]) for name, rec in files.items()
                       if rec["what"] == "fasttext_tokens"}
             table, md = vt.overlap_counts_table(overlaps, tokens, langs, min_count, head)
+        elif kind == "nearest_tokens":
+            provenance = {rec["language"]: pd.read_parquet(inputs[name]) for name, rec in files.items()
+                          if rec["what"] == "provenance" and rec["source"] == source}
+            table, md = vt.nearest_tokens_table(provenance, langs, spec.get("sample", 10), spec.get("seed", 0), head)
         elif kind == "overlap_sample":
             table, md = vt.overlap_sample_table(overlaps, langs, spec.get("sample", 500), spec.get("seed", 0), head)
         elif kind == "overlap_groups":

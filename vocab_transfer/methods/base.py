@@ -60,6 +60,8 @@ class EmbeddingInit:
     # factorized embedding (UNKs Everywhere: ``mf_F``, ``mf_G``, ...); keys must not clash with
     # ``embeddings`` / ``output_bias``
     extra: dict[str, torch.Tensor] = field(default_factory=dict)
+    # [V_t] int: the most similar source token of a combined row (WECHSEL Table 6), -1 elsewhere; None: not recorded
+    nearest: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = self.matrix.shape[0]

@@ -128,7 +128,7 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
                  target_sub: torch.Tensor, target_has: torch.Tensor, special_target_ids: torch.Tensor,
                  special_source_ids: torch.Tensor, *, seed: int, k: int = 10, temperature: float = 0.1,
                  batch_size: int = 1024, screen_dtype: torch.dtype | None = None, progress: bool = False,
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                 nearest: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """WECHSEL §3.2: top-k softmax(cos/τ) mixtures of source rows for every target token.
 
     ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are
@@ -137,7 +137,8 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     without a vector are drawn from N(mean, std) of the source rows per dimension. With
     ``screen_dtype=torch.bfloat16`` a certified bf16 shortlist of ``4k`` candidates replaces the float32
     similarity matrix (:mod:`.neighbours`: the same neighbours as float32, up to exact ties). Returns ``(matrix,
-    kind int8 0 copied / 1 combined / 2 random, n_sources)``.
+    kind int8 0 copied / 1 combined / 2 random, n_sources)``; a ``nearest`` tensor [V_t] gets each combined row's
+    most similar source token (the largest weight; WECHSEL Table 6).
     """
     g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -160,6 +161,8 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
                                    screen=xs_screen, workspace=workspace)  # eq. 3
         out[r] = mix_rows(w, idx, e_cand)
         kind[r], n_sources[r] = 1, k
+        if nearest is not None:
+            nearest[r] = cand[idx.gather(1, w.argmax(1, keepdim=True)).squeeze(1)]
     out[special_target_ids] = source[special_source_ids]
     kind[special_target_ids], n_sources[special_target_ids] = 0, 1
     rand = (kind == 2).nonzero(as_tuple=True)[0]
@@ -211,10 +214,11 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
     log.info("source tokens with a subword vector: %d of %d; target: %d of %d", int(has_s.sum()), v_s,
              int(has_t.sum()), inputs.target_vocab_size)
     special = inputs.overlap[inputs.overlap["match"] == "special"]
+    nearest = torch.full((inputs.target_vocab_size,), -1, dtype=torch.long)
     matrix, kind, n_sources = wechsel_init(
         inputs.source_matrix, inputs.target_vocab_size, u_s, has_s, u_t, has_t,
         torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()), seed=seed,
         k=k, temperature=temperature, screen_dtype=screen,
-        progress=True)
+        progress=True, nearest=nearest)
     provenance = provenance_of(kind, special["target_id"].to_numpy())
-    return EmbeddingInit(matrix, provenance, n_sources.numpy())
+    return EmbeddingInit(matrix, provenance, n_sources.numpy(), nearest=nearest.numpy())

@@ -183,6 +183,34 @@ def overlap_sample_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
     return pd.concat(long, ignore_index=True), "\n".join(parts)
 
 
+# --- WECHSEL Table 6 ----------------------------------------------------------------------------------------------
+def _surface(token: str) -> str:
+    return token.replace("▁", " ").replace("Ġ", " ").strip()
+
+
+def nearest_tokens_table(provenance: dict[str, pd.DataFrame], languages: list[str], sample: int, seed: int,
+                         title: str) -> tuple[pd.DataFrame, str]:
+    """WECHSEL Table 6: a seeded sample of ``sample`` target tokens per language whose rows WECHSEL combined, each
+    with its most similar source token (the largest softmax weight, recorded by the init as ``nearest_source_token``;
+    word-initial markers left out)."""
+    long, parts = [], []
+    for lang in languages:
+        prov = provenance[lang]
+        if "nearest_source_token" not in prov:
+            raise ValueError(f"the {lang} init records no nearest source tokens (made before they were recorded: "
+                             "rebuild it)")
+        combined = prov[(prov["provenance"] == "combined") & prov["nearest_source_token"].notna()]
+        combined = combined[combined["token"].map(lambda t: len(_surface(t)) > 1)]  # no single characters
+        rng = np.random.default_rng(seed)
+        picked = combined.iloc[np.sort(rng.choice(len(combined), size=min(sample, len(combined)), replace=False))]
+        rows = [[_surface(t), _surface(s)] for t, s in zip(picked["token"], picked["nearest_source_token"],
+                                                             strict=True)]
+        long += [{"language": lang, "target_id": i, "token": t, "nearest_source_token": s}
+                 for i, (t, s) in zip(picked["target_id"], rows, strict=True)]
+        parts.append(_md(f"{title}: {language_name(lang)}", ["Target token", "Closest source token"], rows))
+    return pd.DataFrame(long), "\n".join(parts)
+
+
 # --- UNKs Everywhere Table 1 ---------------------------------------------------------------------------------------
 def unk_share(target_texts: list[str], source_tokenizer) -> float:
     """Share of target tokens (canonical text with a leading space for word-initial ones) that the source tokenizer

@@ -362,6 +362,14 @@ def check_tables(cfg: Config) -> None:
         if spec.kind in VOCAB_TABLE_KINDS:  # corpora and vocabularies of some languages
             if not spec.languages:
                 raise ConfigError(f"tables.{name}: kind {spec.kind} needs 'languages'")
+            if spec.kind == "nearest_tokens":
+                if spec.method not in cfg.methods or cfg.methods[spec.method].kind != "wechsel":
+                    raise ConfigError(f"tables.{name}.method: {spec.method!r} is not a methods entry of kind wechsel "
+                                      "(the method that records each token's nearest source token)")
+                bad = [lang for lang in spec.languages if lang not in method_targets(cfg, spec.method)]
+                if bad:
+                    raise ConfigError(f"tables.{name}.languages: {bad} are not targets of method {spec.method!r}")
+                continue
             bad = [lang for lang in spec.languages if lang not in cfg.corpora]
             if bad:
                 raise ConfigError(f"tables.{name}.languages: {bad} have no corpus (corpora: {sorted(cfg.corpora)})")

@@ -70,7 +70,7 @@ Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # met
 NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
 # paper tables: downstream scores, LAPT curves, and the corpus/vocabulary tables of vocab_transfer.report.vocab_tables
 VOCAB_TABLE_KINDS = ("corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage", "overlap_groups",
-                     "overlap_longest")
+                     "overlap_longest", "nearest_tokens")
 TABLE_KINDS = ("finetune", "lapt", "init", *VOCAB_TABLE_KINDS)
 
 
@@ -482,6 +482,7 @@ class Table(Section):
     sample: int | None = _f(None, ge=1)  # kind overlap_sample: tokens per language
     seed: int | None = None  # kind overlap_sample: the sample's seed (default 0)
     top: int | None = _f(None, ge=1)  # kind overlap_longest: tokens per language
+    method: str | None = None  # kind nearest_tokens: a methods key that records nearest source tokens (wechsel)
 
 
 @dataclass(frozen=True)

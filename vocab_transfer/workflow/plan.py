@@ -481,6 +481,9 @@ class Plan:
         langs = spec.languages
         if spec.kind == "corpus_sizes":
             return [(f"stats__{lang}", paths.corpus_stats(lang), {"what": "stats", "language": lang}) for lang in langs]
+        if spec.kind == "nearest_tokens":
+            return [(f"provenance__{s}__{lang}", paths.provenance(s, lang, spec.method),
+                     {"what": "provenance", "source": s, "language": lang}) for s in self.sources for lang in langs]
         records = []
         for s in self.sources:
             records += [(f"overlap__{s}__{lang}", paths.overlap(s, lang), {"what": "overlap", "source": s,
