@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import typing
 from pathlib import Path
 
@@ -75,6 +76,14 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
     for lang, corpus in corpora.items():
         if corpus.source == "text" and not (corpus.path and Path(corpus.path).exists()):
             raise ConfigError(f"corpora.{lang}.path: source text needs an existing file or folder, got {corpus.path!r}")
+        if corpus.source == "text":
+            path = Path(corpus.path)
+            files = [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
+            if not any(f.stat().st_size for f in files):
+                raise ConfigError(f"corpora.{lang}.path: {corpus.path} is empty (no text to train on)")
+            unreadable = [str(f) for f in files if not os.access(f, os.R_OK)]
+            if unreadable:
+                raise ConfigError(f"corpora.{lang}.path: cannot read {unreadable[:3]} (file permissions)")
     for lang in cfg.targets:
         if lang not in corpora:
             raise ConfigError(f"targets: language {lang!r} has no entry under 'corpora' (known: {sorted(corpora)})")
@@ -104,6 +113,9 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         except ModelError as e:
             raise ConfigError(str(e)) from None
         check_method_resources(cfg, name, method)
+        if method.params.get("device") == "cuda" and cfg.lapt.gpus == 0:  # factorize_source gets GPUs as LAPT does
+            raise ConfigError(f"methods.{name}.device: cuda needs a GPU, but this config's GPU jobs get none "
+                              "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
     for lang, spec in cfg.tokenizer.pretrained.items():
         if lang not in corpora:
             raise ConfigError(f"tokenizer.pretrained.{lang}: language {lang!r} has no entry under 'corpora'")

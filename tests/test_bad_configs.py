@@ -1,0 +1,113 @@
+"""Bad configs, one table: each edit of the tiny config must fail at parse time (before any job runs) with a message
+that names the key and says what is wrong. The cases are listed in docs/configuration.md ("What the config checks")."""
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vocab_transfer.workflow.config import ConfigError, check_config
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+
+
+def at(path: str, value=None, *, drop: bool = False):
+    """An edit that sets (or drops) the dotted key ``path`` of the config."""
+    def edit(c):
+        *parents, last = path.split(".")
+        node = c
+        for p in parents:
+            node = node.setdefault(p, {})
+        if drop:
+            node.pop(last)
+        else:
+            node[last] = value
+    return edit
+
+
+CASES = [
+    # unknown keys at every level
+    ("unknown top-level key", at("pretrain_steps", 3), "pretrain_steps"),
+    ("unknown corpus key", at("corpora.de.lang_code", "x"), "corpora.de: Additional properties are not allowed ('lang_code' was unexpected)"),
+    ("unknown fastText key", at("fasttext.dims", 3), "fasttext: Additional properties are not allowed ('dims' was unexpected)"),
+    ("unknown tokenizer key", at("tokenizer.size", 3), "tokenizer: Additional properties are not allowed ('size' was unexpected)"),
+    ("unknown eval key", at("eval.sequences", 3), "eval: Additional properties are not allowed ('sequences' was unexpected)"),
+    ("unknown method parameter", at("methods.focus.top_k", 3), "methods.focus: unknown parameter(s) ['top_k']"),
+    ("unknown LAPT setting", at("lapt.training.stpes", 3), "unknown key"),
+    ("unknown LAPT run setting", at("lapt.runs.focus.learning_rate", 1e-3), "learning_rate"),
+    ("unknown fine-tuning setting", at("finetune.training.epoch", 1), "epoch"),
+    ("unknown task key", at("finetune.tasks.he-ner.lang", "he"), "finetune.tasks.he-ner: Additional properties are not allowed ('lang' was unexpected)"),
+    ("unknown table key", at("tables.table3.colour", "red"), "tables.table3: Additional properties are not allowed ('colour' was unexpected)"),
+    ("unknown figure key", at("figures.figure4.colour", "red"), "figures.figure4: Additional properties are not allowed ('colour' was unexpected)"),
+    ("unknown source key", at("sources.tiny.revison", "main"), "sources.tiny: Additional properties are not allowed ('revison' was unexpected)"),
+    # wrong types
+    ("dim as a string", at("fasttext.dim", "16"), "fasttext.dim: '16' is not of type 'integer'"),
+    ("targets as a string", at("targets", "de"), "targets: 'de' is not of type 'array'"),
+    ("seed as a float", at("seed", 1.5), "seed: 1.5 is not of type 'integer'"),
+    ("learning rate as a YAML string", at("lapt.training.lr", "5e-5"), "LAPT config: lr must be float, not '5e-5'"),
+    ("fine-tuning batch size as a float", at("finetune.training.batch_size", 8.5),
+     "fine-tuning config: batch_size must be int, not 8.5"),
+    ("WECHSEL k as a string", at("methods.wechsel.k", "10"), "methods.wechsel.k: expected int, got '10'"),
+    # out of range
+    ("keep 150%", at("methods.keep_50.percent", 150), "methods.keep_50.percent: 150 must be <= 100"),
+    ("WECHSEL temperature 0", at("methods.wechsel.temperature", 0.0), "methods.wechsel.temperature: 0.0 must be > 0"),
+    ("WECHSEL k 0", at("methods.wechsel.k", 0), "methods.wechsel.k: 0 must be >= 1"),
+    ("permute window -3", at("methods.permute_100.window", -3), "methods.permute_100.window: -3 must be >= 1"),
+    ("MF with 0 clusters", at("methods.mf10_kmeans_lex.clusters", 0), "methods.mf10_kmeans_lex.clusters: 0 must be >= 1"),
+    ("negative LAPT steps", at("lapt.training.steps", -5), "steps"),
+    ("fastText dim 1", at("fasttext.dim", 1), "fasttext.dim: 1 is less than the minimum of 2"),
+    ("tiny vocabulary", at("tokenizer.vocab_size", 10), "tokenizer.vocab_size: 10 is less than the minimum of 100"),
+    ("negative GPUs", at("lapt.gpus", -1), "lapt.gpus: -1 is less than the minimum of 0"),
+    ("zero nodes", at("lapt.nodes", 0), "lapt.nodes: 0 is less than the minimum of 1"),
+    ("mask probability above 1", at("eval.mask_prob", 1.5), "eval.mask_prob"),
+    # unknown kinds and names
+    ("unknown method kind", at("methods.x", {"kind": "focuss"}), "focuss"),
+    ("both extension sizes", at("methods.extend.top_tokens", 10), "give one of ['top_tokens', 'new_tokens']"),
+    ("method name with a slash", at("methods.a/b", {"kind": "random"}), "methods: 'a/b' does not match '^[A-Za-z0-9_-]+$'"),
+    ("LAPT run name with ..", lambda c: c["lapt"]["runs"].update({"..": {"method": "focus"}}),
+     "lapt.runs: '..' does not match '^[A-Za-z0-9_-]+$'"),
+    ("table name with a slash", at("tables.t/x", {"rows": ["source"]}), "tables: 't/x' does not match '^[A-Za-z0-9_-]+$'"),
+    # missing pieces for a target
+    ("target without a corpus", at("targets", ["de", "sw", "xx"]), "xx"),
+    ("WECHSEL target without a dictionary", at("dictionaries.en", {"de": {"source": "identical"}}), "sw"),
+    ("LAPT run of an unknown method", at("lapt.runs.focus.method", "nope"), "nope"),
+    ("table row that is no model", at("tables.table3.rows", ["source", "nope"]), "['nope'] are not entries of finetune.models"),
+    ("table column that is no task", at("tables.table3.groups", {"NER": ["xx-ner"]}), "['xx-ner'] are not entries of finetune.tasks"),
+    ("figure task that is no task", at("figures.figure4.task", "xx"), "figures.figure4.task: 'xx' is not an entry of finetune.tasks"),
+    ("vocabulary table of a language without a corpus", at("tables.t", {"kind": "overlap_counts", "languages": ["zz"]}),
+     "tables.t.languages: ['zz'] have no corpus"),
+    ("missing eval key", at("eval.seed", drop=True), "eval: 'seed' is a required property"),
+    ("tokenizer without a vocabulary size", at("tokenizer.vocab_size", drop=True),
+     "tokenizer.vocab_size: needed to train the tokenizers of"),
+    # a method on a language it cannot transfer to
+    ("dictionary method on its own source language", at("methods.dict_match.targets", ["en"]), "dict_match"),
+    # corpora on disk
+    ("text corpus path that does not exist", at("corpora.xx", {"source": "text", "path": "no/such/file.txt"}),
+     "corpora.xx.path: source text needs an existing file or folder, got 'no/such/file.txt'"),
+    ("empty text corpus", "EMPTY", "corpora.xx.path: {path} is empty"),
+    # GPUs and nodes
+    ("a GPU method on a config without GPUs", at("methods.mf10_neural_rand.device", "cuda"),
+     "methods.mf10_neural_rand.device: cuda needs a GPU, but this config's GPU jobs get none (lapt.gpus: 0)"),
+]
+
+
+@pytest.mark.parametrize("name, edit, message", CASES, ids=[c[0] for c in CASES])
+def test_bad_config_fails_at_parse_time(name, edit, message, tmp_path, monkeypatch):
+    config = yaml.safe_load(yaml.safe_dump(BASE))
+    if edit == "EMPTY":
+        empty = tmp_path / "empty.txt"
+        empty.write_text("")
+        config["corpora"]["xx"] = {"source": "text", "path": str(empty)}
+        message = message.format(path=empty)
+    else:
+        edit(config)
+    with pytest.raises(ConfigError) as e:
+        check_config(config, REPO / "schemas" / "config.schema.yaml")
+    assert message in str(e.value), str(e.value)
+
+
+def test_at_least_forty_cases():
+    assert len(CASES) >= 40
+    assert os.path.exists(REPO / "docs" / "configuration.md")
