@@ -27,6 +27,27 @@ rule build_word_vectors:
         "../workflow_scripts/build_word_vectors.py"
 
 
+# The fastText model itself (WECHSEL App. D, `subwords: fasttext`: token vectors from character n-grams): the same
+# training as build_word_vectors (same settings and seed, so the same vectors), saved as .bin; or a copy of the
+# pretrained .bin named in config `word_vectors`.
+rule save_word_fasttext_model:
+    input:
+        unpack(plan.word_vector_inputs),
+    output:
+        model=paths.word_fasttext_model("{lang}"),
+    params:
+        spec=plan.word_vector_spec,
+    threads: cfg.word_fasttext.threads
+    log:
+        "logs/save_word_fasttext_model/{lang}.log",
+    resources:
+        **resources_of("build_word_vectors", word_fasttext_mem_mb),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/save_word_fasttext_model.py"
+
+
 # Cluster only (config `word_vectors: {<lang>: {source: fasttext_cc}}`): the 300-d Common Crawl vectors.
 rule download_word_vectors:
     output:

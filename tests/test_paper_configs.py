@@ -95,7 +95,9 @@ GRIDS = {
     },
     "wechsel_gpt2": {  # wechsel.md, GPT-2: Table 2 (PPL@0/@25k/@250k read off one 250k-step curve)
         "evaluate_init": 4,
-        "init_embeddings": 4 * 3 + 3 * 4,  # + App. A Table 7: 4 more (k, tau) pairs on fr, de, zh
+        # + App. A Table 7: 4 more (k, tau) pairs on fr, de, zh; App. D Table 8: the 5 pairs with fastText subwords
+        "init_embeddings": 4 * 3 + 3 * 4 + 3 * 5,
+        "save_word_fasttext_model": 4,  # Table 8: the cc.<lang>.300.bin models of en, fr, de, zh
         # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language; Figure 4: 4 German 75k-step runs;
         # Figures 5-6: WECHSEL (fr, de, zh) and TransInner (fr, zh) with the body frozen
         "train_lapt": 4 * 3 + 4 + 3 + 2,
@@ -103,7 +105,7 @@ GRIDS = {
         "plot_lapt_curves": 4,
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,
-        "make_paper_table": 2,  # Table 2 (perplexity at 0, 25k, 250k steps), Table 7 (k x tau at initialization)
+        "make_paper_table": 3,  # Table 2 (perplexity at 0, 25k, 250k steps), Tables 7 and 8 (k x tau at initialization)
     },
     "unks": {  # unks-everywhere.md: zero-shot transfer (§4.3), Tables 3a/3b, per source language 5a-d/9a-d
         "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits

@@ -273,3 +273,25 @@ def test_extension_focus_rows_equal_full_focus_rows(swahili_verses, sw_tokenizer
                             torch.tensor(overlap["source_id"].to_numpy()), aux.vectors, aux.has_vector, seed=0)
     new = select_new_tokens(overlap, aux.counts.numpy(), [], 30)
     torch.testing.assert_close(res.matrix[200:], full[new])
+
+
+def test_fasttext_subword_information(tmp_path, sw_tokenizer, swahili_verses):
+    """WECHSEL App. D: the saved model gives the same word vectors as the training that wrote it, a token's vector is
+    fastText's vector of its decoded text, and WECHSEL with subwords: fasttext runs on real models."""
+    import fasttext
+
+    from vocab_transfer.data.word_vectors import (
+        fasttext_subword_vectors,
+        from_fasttext_model,
+        train_word_fasttext,
+    )
+
+    wv = train_word_fasttext(swahili_verses[:800], dim=16, min_count=2, epochs=1, bucket=200000, seed=1,
+                             model_path=tmp_path / "sw.bin")
+    model = fasttext.load_model(str(tmp_path / "sw.bin"))
+    assert torch.equal(from_fasttext_model(model).vectors, wv.vectors)
+    u, has = fasttext_subword_vectors(model, sw_tokenizer)
+    assert u.shape == (len(sw_tokenizer), 16) and not has[sw_tokenizer.all_special_ids].any()
+    i = next(i for i in range(10, len(sw_tokenizer)) if len(sw_tokenizer.decode([i]).strip()) > 2)
+    np.testing.assert_array_equal(u[i].numpy(), model.get_word_vector(sw_tokenizer.decode([i]).strip()))
+    assert has.float().mean() > 0.8  # most pieces decompose into n-grams (single characters do not)

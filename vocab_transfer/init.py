@@ -37,6 +37,12 @@ def _token_vectors(path: str, n: int) -> TokenVectors:
 
 #: How each need's artifacts (the rule inputs of vocab_transfer.workflow.needs.NEEDS) become TransferInputs fields:
 #: ``loader(paths, source_tokenizer, target_tokenizer) -> {field: value}``.
+def _fasttext_model(path: str):
+    import fasttext
+
+    return fasttext.load_model(path)
+
+
 LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
     Need.TOKEN_VECTORS: lambda p, s, t: {"aux": _token_vectors(p["vectors"], len(t))},
     Need.SOURCE_TOKEN_VECTORS: lambda p, s, t: {"source_aux": _token_vectors(p["source_vectors"], len(s))},
@@ -44,6 +50,8 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
                                                                           p["target_word_list"])},
     Need.SOURCE_WORDS: lambda p, s, t: {"source_words": read_word_vectors(p["source_word_vectors"],
                                                                           p["source_word_list"])},
+    Need.WORD_MODELS: lambda p, s, t: {"source_word_model": _fasttext_model(p["source_word_model"]),
+                                       "target_word_model": _fasttext_model(p["target_word_model"])},
     Need.DICTIONARY: lambda p, s, t: {"dictionary": pd.read_parquet(p["dictionary"])},
     Need.TOKENIZERS: lambda p, s, t: {"source_tokenizer": s, "target_tokenizer": t},
     Need.LANGUAGE_TOKENIZER: lambda p, s, t: {"language_tokenizer": load_tokenizer(p["language_tokenizer"])},

@@ -42,6 +42,8 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
         tmp.chmod(0o666 & ~_umask())  # as a plain open() would create it (mkstemp: 0600)
     try:
         yield tmp
+        if not directory:  # a writer that replaced the file (safetensors does) left it 0600
+            tmp.chmod(0o666 & ~_umask())
         if directory and path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)

@@ -43,14 +43,15 @@ def word_tokenize(text: str) -> list[str]:
 
 def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int = 5, epochs: int = 5,
                         model: str = "skipgram", minn: int = 3, maxn: int = 6, window: int = 5, neg: int = 5,
-                        threads: int = 1,
+                        threads: int = 1, bucket: int = 2000000,
                         max_words: int | None = None, seed: int = 0, verbose: int = 0,
-                        workdir: str | None = None) -> WordVectors:
+                        workdir: str | None = None, model_path: str | os.PathLike | None = None) -> WordVectors:
     """Word-level fastText on ``texts``; words (``min_count`` or more occurrences) most frequent first.
 
     ``counts`` are the corpus frequencies WECHSEL's tokenize-flatten-reduce weights by (the paper
     uses the frequencies shipped with the fastText vectors, which are counts on their corpus).
-    ``threads=1`` gives bit-identical vectors for a fixed ``seed``.
+    ``threads=1`` gives bit-identical vectors for a fixed ``seed``. ``model_path``: also save the fastText model
+    (its character n-grams give vectors of any string: WECHSEL's fastText subword information, App. D).
     """
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = os.path.join(tmp, "words.txt")
@@ -58,7 +59,13 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
             for text in tqdm(texts, desc="word-tokenize", mininterval=5, unit="doc"):
                 f.write(" ".join(word_tokenize(text)) + "\n")
         ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
-                                 maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose)
+                                 maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose,
+                                 bucket=bucket)
+    if model_path is not None:
+        from ..io import atomic_path
+
+        with atomic_path(model_path) as tmp:
+            ft.save_model(str(tmp))
     return from_fasttext_model(ft, max_words)
 
 
@@ -118,6 +125,23 @@ def zipf_counts(words: list[str], lang: str | None) -> np.ndarray:
     except (ImportError, LookupError, ValueError):
         return ranks.astype(np.int64)
     return np.where(freq > 0, freq, ranks).astype(np.int64)
+
+
+def fasttext_subword_vectors(model, tokenizer, vocab_size: int | None = None, *, skip_special: bool = True
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Subword embeddings from fastText's subword information (WECHSEL App. D): each token's decoded text (word
+    marker stripped, as the ``wechsel`` package: ``tokenizer.decode(i).strip()``) is embedded as an
+    out-of-vocabulary word, i.e. from its character n-grams. fastText returns zeros for a string it cannot decompose:
+    those tokens get ``has_vector = False``, and so do special tokens with ``skip_special``. Returns ``(U [V, dim]
+    float32, has_vector [V] bool)``."""
+    vocab_size = vocab_size or len(tokenizer)
+    special = set(getattr(tokenizer, "all_special_ids", [])) if skip_special else set()
+    out = np.zeros((vocab_size, model.get_dimension()), dtype=np.float32)
+    for i in tqdm(range(min(vocab_size, len(tokenizer))), desc="fastText subwords", mininterval=5):
+        if i not in special:
+            out[i] = model.get_word_vector(tokenizer.decode([i]).strip())
+    vectors = torch.from_numpy(out)
+    return vectors, vectors.norm(dim=1) > 0
 
 
 def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | None = None,

@@ -38,6 +38,10 @@ class TransferInputs:
     # need "word_vectors": word-level fastText of the target and of the source language
     target_words: WordVectors | None = None
     source_words: WordVectors | None = None
+    # need "word_fasttext_models": the word-level fastText models (``fasttext`` objects) of the source language and
+    # the target, for vectors of any string from its character n-grams (WECHSEL App. D)
+    source_word_model: Any = None
+    target_word_model: Any = None
     # need "dictionary": bilingual word pairs, columns ``source_word``, ``target_word`` (source -> target)
     dictionary: pd.DataFrame | None = None
     # need "tokenizers": the two tokenizers themselves (tokenize-flatten-reduce, vocabulary extension)

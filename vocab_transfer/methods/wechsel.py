@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from ..data.word_vectors import WordVectors, tokenize_flatten_reduce
+from ..data.word_vectors import WordVectors, fasttext_subword_vectors, tokenize_flatten_reduce
 from ..typed import Range
 from ..workflow.needs import Need
 from .align import normalize_embeddings, procrustes
@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 
 DICTIONARY_PAIRS = ("case_variants", "unique")
+SUBWORDS = ("tokenize", "fasttext")  # token vectors: tokenize-flatten-reduce (§3.1) or fastText n-grams (App. D)
 
 
 def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *,
@@ -87,6 +88,14 @@ def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: p
 
 def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10,
                     normalize: bool = False, pairs: str = "case_variants") -> tuple[WordVectors, WordVectors, int]:
+    """:func:`alignment` applied: ``(source', target' = target @ W, pairs used)``."""
+    xs, xt, w, n = alignment(source, target, dictionary, min_pairs=min_pairs, normalize=normalize, pairs=pairs)
+    return WordVectors(source.words, xs, source.counts), WordVectors(target.words, xt @ w, target.counts), n
+
+
+def alignment(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10,
+              normalize: bool = False, pairs: str = "case_variants"
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
     """Map the target word vectors into the source space by orthogonal Procrustes on the dictionary pairs.
 
     With ``normalize=False`` (the ``wechsel`` package) the raw vectors are aligned and returned; with
@@ -94,7 +103,9 @@ def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.Dat
     preprocessing, :func:`~vocab_transfer.methods.align.normalize_embeddings`), and the normalized vectors are
     returned. The package rotates the source side onto the target (``source @ R``); rotating the target by
     ``Rᵀ`` instead gives the same cosines. ``pairs``: see :func:`dictionary_word_rows`. Returns ``(source',
-    target', pairs used)``.
+    target', pairs used)`` from :func:`align_to_source`; this returns ``(source vectors, target vectors, W, pairs
+    used)`` (the vectors normalized or not, not yet rotated), so that other vectors of the target space (fastText
+    subword vectors, App. D) can take the same rotation ``W``.
     """
     s_idx, t_idx = dictionary_word_rows(source, target, dictionary, pairs=pairs)
     if len(s_idx) < min_pairs:
@@ -111,8 +122,7 @@ def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.Dat
     w = procrustes(xt[t_idx], xs[s_idx])
     log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of the pairs' source words)",
              len(s_idx), precision_at_1(xt[t_idx] @ w, xs, s_idx))
-    return (WordVectors(source.words, xs, source.counts), WordVectors(target.words, xt @ w, target.counts),
-            len(s_idx))
+    return xs, xt, w, len(s_idx)
 
 
 def precision_at_1(mapped: torch.Tensor, source: torch.Tensor, s_idx: np.ndarray, max_pairs: int = 5000) -> float:
@@ -178,7 +188,13 @@ def restrict_to_vocabulary(source_tokenizer, language_tokenizer) -> torch.Tensor
 
 def wechsel_needs(p: dict) -> frozenset[Need]:
     one_of(p, "screen_dtype", ("float32", "bfloat16"))
+    one_of(p, "subwords", SUBWORDS)
+    if p["subwords"] == "fasttext" and p["normalize"]:
+        raise ValueError("subwords: fasttext aligns the raw fastText vectors (as the wechsel package); "
+                         "normalize: true is for tokenize-flatten-reduce only")
     needs = {Need.SOURCE_WORDS, Need.TARGET_WORDS, Need.DICTIONARY, Need.TOKENIZERS}
+    if p["subwords"] == "fasttext":
+        needs.add(Need.WORD_MODELS)
     return frozenset(needs | ({Need.LANGUAGE_TOKENIZER} if p["restrict_source"] else set()))
 
 
@@ -186,7 +202,8 @@ def wechsel_needs(p: dict) -> frozenset[Need]:
 def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: Annotated[int, Range(ge=1)] = 10,
                  temperature: Annotated[float, Range(gt=0)] = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
                  screen_dtype: str = "bfloat16", normalize: bool = False,
-                 dictionary_pairs: Literal[DICTIONARY_PAIRS] = "case_variants") -> EmbeddingInit:  # type: ignore[valid-type]
+                 dictionary_pairs: Literal[DICTIONARY_PAIRS] = "case_variants",  # type: ignore[valid-type]
+                 subwords: Literal[SUBWORDS] = "tokenize") -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: wechsel``.
 
     ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1:
@@ -195,22 +212,34 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
     float32 similarities. ``normalize`` and ``dictionary_pairs`` (:func:`align_to_source`): the defaults are
     what the ``wechsel`` package does (raw vectors; every case variant of a dictionary pair); ``normalize: true``
     aligns and averages unit-length, mean-centred vectors (MUSE / VecMap), ``dictionary_pairs: unique`` uses each
-    pair of words once.
+    pair of words once. ``subwords``: ``tokenize`` (tokenize-flatten-reduce, §3.1) or ``fasttext`` (App. D, WECHSEL
+    Table 8: each token's vector from the word-level fastText model's character n-grams,
+    :func:`~vocab_transfer.data.word_vectors.fasttext_subword_vectors`, rotated by the alignment of the word vectors).
     """
     screen = screen_dtype_of(screen_dtype)
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
         if getattr(inputs, name) is None:
             raise ValueError(f"WECHSEL needs {name} (word vectors, dictionary and tokenizers stages)")
-    src_words, tgt_words, n_pairs = align_to_source(inputs.source_words, inputs.target_words, inputs.dictionary,
-                                                    min_pairs=min_pairs, normalize=normalize, pairs=dictionary_pairs)
+    xs, xt, rotation, n_pairs = alignment(inputs.source_words, inputs.target_words, inputs.dictionary,
+                                          min_pairs=min_pairs, normalize=normalize, pairs=dictionary_pairs)
+    src_words = WordVectors(inputs.source_words.words, xs, inputs.source_words.counts)
+    tgt_words = WordVectors(inputs.target_words.words, xt @ rotation, inputs.target_words.counts)
     log.info("aligned with %d dictionary pairs (%s -> target)", n_pairs, source_language)
     v_s = inputs.source_matrix.shape[0]
-    u_s, has_s = tokenize_flatten_reduce(src_words, inputs.source_tokenizer, v_s, skip_special=False)
+    if subwords == "fasttext":  # App. D: token vectors from character n-grams, rotated as the words were
+        u_s, has_s = fasttext_subword_vectors(inputs.source_word_model, inputs.source_tokenizer, v_s,
+                                              skip_special=False)
+        u_t, has_t = fasttext_subword_vectors(inputs.target_word_model, inputs.target_tokenizer,
+                                              inputs.target_vocab_size)
+        u_t = u_t @ rotation
+    else:
+        u_s, has_s = tokenize_flatten_reduce(src_words, inputs.source_tokenizer, v_s, skip_special=False)
     if restrict_source is not None:
         if inputs.language_tokenizer is None:
             raise ValueError(f"restrict_source: {restrict_source} needs the {restrict_source} tokenizer")
         has_s &= restrict_to_vocabulary(inputs.source_tokenizer, inputs.language_tokenizer)[:v_s]
-    u_t, has_t = tokenize_flatten_reduce(tgt_words, inputs.target_tokenizer, inputs.target_vocab_size)
+    if subwords != "fasttext":
+        u_t, has_t = tokenize_flatten_reduce(tgt_words, inputs.target_tokenizer, inputs.target_vocab_size)
     log.info("source tokens with a subword vector: %d of %d; target: %d of %d", int(has_s.sum()), v_s,
              int(has_t.sum()), inputs.target_vocab_size)
     special = inputs.overlap[inputs.overlap["match"] == "special"]

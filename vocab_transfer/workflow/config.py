@@ -113,6 +113,13 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         except ModelError as e:
             raise ConfigError(str(e)) from None
         check_method_resources(cfg, name, method)
+        if method.kind == "wechsel" and method.params.get("subwords") == "fasttext":
+            source_language = method.params.get("source_language", "en")
+            for lang in [source_language, *method_targets(cfg, name)]:
+                spec = cfg.word_vectors.get(lang)
+                if spec is not None and spec.path and not spec.path.endswith(".bin"):
+                    raise ConfigError(f"methods.{name}.subwords: fasttext needs the .bin model of {lang!r}, but "
+                                      f"word_vectors.{lang}.path is {spec.path!r}")
         if method.params.get("device") == "cuda" and cfg.lapt.gpus == 0:  # factorize_source gets GPUs as LAPT does
             raise ConfigError(f"methods.{name}.device: cuda needs a GPU, but this config's GPU jobs get none "
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")

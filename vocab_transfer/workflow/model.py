@@ -277,6 +277,7 @@ class WordFastText(FastTextTraining):
     min_count: int = _f(5, ge=1)
     epochs: int = _f(5, ge=1)
     max_words: int | None = _f(None, ge=1)
+    bucket: int = _f(2000000, ge=1)  # hash buckets of the character n-grams (fastText's default)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ class Need(str, Enum):  # noqa: UP042 - StrEnum would change str(Need.X) from "N
     SOURCE_TOKEN_VECTORS = "source_fasttext"  # ... of the source tokenizer on the `source_language` corpus
     TARGET_WORDS = "target_words"  # word vectors of the target language
     SOURCE_WORDS = "source_words"  # word vectors of the `source_language`
+    WORD_MODELS = "word_fasttext_models"  # the word-level fastText models (.bin) of both languages (subword vectors)
     DICTIONARY = "dictionary"  # `source_language` -> target word pairs
     TOKENIZERS = "tokenizers"  # the source and target tokenizers themselves
     LANGUAGE_TOKENIZER = "language_tokenizer"  # a tokenizer trained on the `restrict_source` corpus (WECHSEL_EN)
@@ -60,6 +61,9 @@ NEEDS: dict[Need, NeedSpec] = {
     Need.SOURCE_WORDS: NeedSpec(lambda j: {"source_word_vectors": paths.word_vectors(j.params["source_language"]),
                                            "source_word_list": paths.word_list(j.params["source_language"])},
                                 ("source_words",)),
+    Need.WORD_MODELS: NeedSpec(lambda j: {"source_word_model": paths.word_fasttext_model(j.params["source_language"]),
+                                          "target_word_model": paths.word_fasttext_model(j.target)},
+                               ("source_word_model", "target_word_model")),
     Need.DICTIONARY: NeedSpec(lambda j: {"dictionary": paths.dictionary(j.params["source_language"], j.target)},
                               ("dictionary",)),
     Need.TOKENIZERS: NeedSpec(lambda j: {}, ("source_tokenizer", "target_tokenizer")),

@@ -117,6 +117,11 @@ def word_vectors(lang: str) -> str:
     return f"{RESULTS}/word_vectors/{lang}/vectors.safetensors"
 
 
+def word_fasttext_model(lang: str) -> str:
+    """The word-level fastText model of a language (``.bin``; WECHSEL with fastText subword information)."""
+    return f"{RESULTS}/word_vectors/{lang}/fasttext.bin"
+
+
 def word_list(lang: str) -> str:
     """The words of :func:`word_vectors` with their counts, most frequent first."""
     return f"{RESULTS}/word_vectors/{lang}/words.parquet"

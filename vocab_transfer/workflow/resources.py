@@ -89,6 +89,12 @@ def data_gb(input, names: tuple[str, ...] = ()) -> float:
     return path_bytes(_data_paths(input, names)) / GB
 
 
+def word_model_mem_mb(wildcards, input) -> float:
+    """init_embeddings with WECHSEL's fastText subword information loads both word-level fastText models whole
+    (cc.<lang>.300.bin: 7 GB each): their size in MB, plus 10%."""
+    return 1.1 * path_bytes(_data_paths(input, ("source_word_model", "target_word_model"))) / 2**20
+
+
 def cost(rule: str) -> Cost:
     return COSTS.get(rule, DEFAULT)
 
