@@ -5,6 +5,7 @@ model's tasks, a figure's runs); run at parse time by rules/common.smk, read by 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
 from pathlib import Path
@@ -46,17 +47,50 @@ def method_parameters(kind: str) -> set[str]:
     return {n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY and n != "seed"}
 
 
+@functools.cache
+def load_schema(schema_path: str | Path) -> dict:
+    """The JSON schema (YAML), read once per process with libyaml where installed (Snakemake's own loader, pure
+    Python, takes 0.2 s for it)."""
+    import yaml
+
+    return yaml.load(Path(schema_path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def check_schema(config: dict, schema_path: str | Path) -> None:
     """Validate ``config`` against the JSON schema; the error names the key path and the problem."""
     import jsonschema
-    import yaml
 
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ConfigError(f"{where}: {error.message}")
+
+
+def fill_defaults(config: dict, schema_path: str | Path) -> dict:
+    """``config`` with the schema's defaults filled in, in place, as ``snakemake.utils.validate`` fills them (each
+    ``properties`` key with a ``default`` that the config lacks, recursively, through ``$ref`` too); the
+    config has passed :func:`check_schema`. Each default is a copy: the schema is read once per process."""
+    import copy
+
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    properties = base.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in props.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from properties(validator, props, instance, schema)
+
+    validator = jsonschema.validators.extend(base, {"properties": set_defaults})(load_schema(schema_path))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ConfigError(f"{where}: {error.message}")
+    return config
 
 
 def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
