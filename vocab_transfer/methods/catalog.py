@@ -82,8 +82,12 @@ def _read() -> _Registry:
 
 # --- what the workflow asks -------------------------------------------------------------------------------------
 def method(kind: str) -> Method:
-    """The method registered as ``kind``: read without torch where possible, else from the real registry
-    (KeyError for an unknown kind)."""
+    """The method registered as ``kind``: from the real registry where its module is imported already, else read
+    without torch where possible, else from the real registry (KeyError for an unknown kind)."""
+    from .registry import METHODS
+
+    if kind in METHODS:
+        return METHODS[kind]
     light = _read()
     if kind in light.methods and not light.twice:
         return light.methods[kind]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 import os
 from types import SimpleNamespace
@@ -606,3 +607,10 @@ class Plan:
 
     def zero_shot_meta(self, wildcards):
         return canonical({**json.loads(self.finetune_meta(wildcards)), "setup": self.zero_shot_setup(wildcards)})
+
+
+# Snakemake reads an input or params function's signature on every call (inspect.signature, about 40,000 times for
+# the UNKs grid); inspect returns a function's __signature__ as it is instead of building it again (3% of that dry run).
+for _fn in vars(Plan).values():
+    if inspect.isfunction(_fn):
+        _fn.__signature__ = inspect.signature(_fn)
