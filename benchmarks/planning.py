@@ -152,10 +152,11 @@ def main() -> None:
     except (OSError, StopIteration):
         pass
     commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+                            text=True).stdout.strip() if (repo / ".git").exists() else ""
     argv = " ".join(["python benchmarks/planning.py", *sys.argv[1:]])
     md = [f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {cpu}, {os.cpu_count()} cores; Python "
-          f"{platform.python_version()}, Snakemake {metadata.version('snakemake')}; checkout {repo.name} at {commit}"
+          f"{platform.python_version()}, Snakemake {metadata.version('snakemake')}; {repo}"
+          f"{f' at {commit}' if commit else ''}"
           f"{'; no SLURM probe' if args.no_slurm_probe else ''}. `{argv}`, {args.runs} runs each.", ""]
     head = "| config | jobs | `snakemake -n` median | range | CPU (median) | load before |"
     sep = "|---|---|---|---|---|---|"
