@@ -10,6 +10,10 @@ average before the runs. The one-rule Snakefile is what Snakemake costs by itsel
     python benchmarks/planning.py --runs 5 --phases        # + where the time goes (import, parse, DAG, the rest)
     python benchmarks/planning.py --repo ../other-checkout  # the same for another checkout (PYTHONPATH set to it)
     python benchmarks/planning.py --no-slurm-probe         # see below
+    python benchmarks/planning.py --target ""              # the whole grids only
+
+A rerun of one target plans only what the target needs, but parses the whole workflow: ``--target`` (by default
+``make_init_table``, the init-loss table, a rule every config has) adds that dry run per config.
 
 Snakemake's SLURM executor plugin runs ``scontrol show config`` when Snakemake starts; where the SLURM client is
 installed but no controller answers, that waits for scontrol's timeout (9 s here) on every call. ``--no-slurm-probe``
@@ -117,6 +121,7 @@ def main() -> None:
     p.add_argument("--phases", action="store_true", help="time Snakemake's phases too (import, parse, DAG, rest)")
     p.add_argument("--no-slurm-probe", action="store_true",
                    help="an scontrol that fails at once first on PATH (no SLURM controller wait at startup)")
+    p.add_argument("--target", default="make_init_table", help="also plan this one target per config ('': none)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args()
 
@@ -140,9 +145,12 @@ def main() -> None:
 
     results = [measure("one-rule Snakefile", [*base, "-n"], tmp / "one_rule", env, args.runs)]
     for config in args.configs or paper_configs(repo):
-        # config.yaml is the embedded default: `snakemake -n` alone plans it
+        # config.yaml is the embedded default: `snakemake -n` alone plans it; targets go before --configfile
         extra = [] if config == "config.yaml" else ["--configfile", config]
         results.append(measure(config, [*base, "-n", *extra], repo, env, args.runs))
+        if args.target:
+            target = measure(f"{config} {args.target}", [*base, "-n", args.target, *extra], repo, env, args.runs)
+            results[-1]["target"] = target
     shutil.rmtree(tmp)
 
     cpu = (platform.processor() or platform.machine())
@@ -160,6 +168,9 @@ def main() -> None:
           f"{'; no SLURM probe' if args.no_slurm_probe else ''}. `{argv}`, {args.runs} runs each.", ""]
     head = "| config | jobs | `snakemake -n` median | range | CPU (median) | load before |"
     sep = "|---|---|---|---|---|---|"
+    if args.target:
+        head += f" `-n {args.target}`: jobs | median | CPU |"
+        sep += "---|---|---|"
     if args.phases:
         head += " import | parse | DAG | rest |"
         sep += "---|---|---|---|"
@@ -167,6 +178,9 @@ def main() -> None:
     for r in results:
         row = (f"| {r['config']} | {r['jobs']:,} | {r['median_s']:.2f} s | {r['min_s']:.2f}–{r['max_s']:.2f} s "
                f"| {r['cpu_s']:.2f} s | {r['load']:.2f} |")
+        if args.target:
+            t = r.get("target")
+            row += f" {t['jobs']:,} | {t['median_s']:.2f} s | {t['cpu_s']:.2f} s |" if t else " | | |"
         if args.phases:
             ph = r.get("phases", {})
             rest = ph.get("execute", 0) - ph.get("dag", 0)
@@ -178,9 +192,10 @@ def main() -> None:
         w = csv.writer(fh)
         w.writerow(["config", "run", "wall_s", "cpu_s", "jobs", "load_before"])
         for r in results:
-            for i, run in enumerate(r["runs"]):
-                w.writerow([r["config"], i, f"{run['wall_s']:.3f}", f"{run['cpu_s']:.3f}", run["jobs"],
-                            f"{r['load']:.2f}"])
+            for one in (r, r.get("target")):
+                for i, run in enumerate(one["runs"] if one else []):
+                    w.writerow([one["config"], i, f"{run['wall_s']:.3f}", f"{run['cpu_s']:.3f}", run["jobs"],
+                                f"{one['load']:.2f}"])
     print("\n" + "\n".join(md))
 
 
