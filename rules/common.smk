@@ -2,9 +2,7 @@
 # input and params functions (vocab_transfer/workflow/plan.py); resource functions at the end.
 import os
 
-from snakemake.utils import validate
-
-from vocab_transfer.workflow.config import ConfigError, all_targets, check_config, expand_snapshot_models
+from vocab_transfer.workflow.config import ConfigError, all_targets, check_config, expand_snapshot_models, fill_defaults
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow.cluster import check_submission
@@ -12,11 +10,12 @@ from vocab_transfer.workflow.model import FASTTEXT_PRESETS
 from vocab_transfer.workflow.plan import Plan, canonical
 
 
+SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 try:
-    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    check_config(config, SCHEMA)
+    fill_defaults(config, SCHEMA)  # what snakemake.utils.validate does, on the schema check_config has read
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
-validate(config, "../schemas/config.schema.yaml")  # fills in the schema's defaults
 if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT snapshot, <name>-step<N>
     config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
 

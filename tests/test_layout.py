@@ -27,3 +27,21 @@ def test_checking_a_config_does_not_import_the_trainers():
     assert "vocab_transfer.training.settings" in loaded  # the lapt, finetune and adapter settings were checked
     trainers = [m for m in loaded if m.rsplit(".", 1)[-1] in ("lapt", "finetune", "zeroshot", "adapters")]
     assert trainers == []
+
+
+def test_planning_a_paper_grid_imports_no_heavy_module():
+    """Snakemake parses the workflow on every call (`-n` too): the config checks and the plan read the methods'
+    declarations and the task checks without torch, transformers, pandas, pyarrow or datasets
+    (vocab_transfer.methods.catalog, vocab_transfer.workflow.light)."""
+    loaded = _modules_after(
+        "import yaml\nfrom vocab_transfer.workflow.config import check_config\n"
+        "from vocab_transfer.workflow.plan import Plan\n"
+        "for name in ('configs/unks.yaml', 'configs/focus.yaml', 'configs/vocab_swap.yaml', 'config.yaml'):\n"
+        "    config = yaml.safe_load(open(name))\n"
+        "    check_config(config, 'schemas/config.schema.yaml')\n"
+        "    plan = Plan(config)\n"
+        "    assert plan.factorizations or 'unks' not in name")
+    heavy = [m for m in loaded if m.partition(".")[0] in ("torch", "transformers", "pandas", "pyarrow", "datasets")]
+    assert heavy == []
+    methods = [m for m in loaded if m.startswith("vocab_transfer.methods.") and m.rpartition(".")[2] != "catalog"]
+    assert methods == ["vocab_transfer.methods.registry"]

@@ -229,3 +229,73 @@ def test_fvt_copies_the_overlap_and_averages_source_pieces(sw_tokenizer):
         torch.testing.assert_close(res.matrix[i], source[pieces].mean(0))
         assert res.n_sources[i] == len(set(pieces))
     assert torch.equal(res.matrix, run_method("fvt", inputs, seed=0).matrix)
+
+
+def _configured_methods():
+    """Every `methods` entry of the configs in the repository: (kind, params) as the config check sees them."""
+    import glob
+    from pathlib import Path
+
+    import yaml
+
+    from vocab_transfer.methods import method_config
+
+    root = Path(__file__).resolve().parent.parent
+    files = ["config.yaml", "tests/data/tiny_config.yaml", *sorted(glob.glob("configs/*.yaml", root_dir=root))]
+    for name in files:
+        for spec in (yaml.safe_load((root / name).read_text()).get("methods") or {}).values():
+            yield spec["kind"], method_config(spec)
+
+
+def test_catalog_reads_what_the_modules_register():
+    """The parse-time catalog (method modules read without torch) agrees with the imported registry: kinds,
+    signatures, annotations, needs, and the needs functions' answers (and errors) on every configured method."""
+    import inspect
+    import typing
+
+    from vocab_transfer.methods import catalog
+
+    light = catalog._read()
+    assert not light.twice and sorted(light.methods) == sorted(METHODS)  # every kind read without the fallback
+    for kind, real in METHODS.items():
+        read = light.methods[kind]
+        assert read.fn.__name__ == real.fn.__name__ and read.fn.__module__ == real.fn.__module__, kind
+        assert str(inspect.signature(read.fn)) == str(inspect.signature(real.fn)), kind
+        hints = [typing.get_type_hints(f, include_extras=True) for f in (read.fn, real.fn)]
+        assert [{k: repr(v) for k, v in h.items() if k not in ("inputs", "return")} for h in hints] == [
+            {k: repr(v) for k, v in hints[1].items() if k not in ("inputs", "return")}] * 2, kind
+        assert callable(read.needs) == callable(real.needs) and (callable(real.needs) or read.needs == real.needs)
+    cases = list(_configured_methods()) + [("focus", {"aux": "word_fasttext"}), ("focus", {"overlap": "bad"}),
+                                           ("wechsel", {"restrict_source": "en"}), ("dict_match", {"choose": "x"})]
+    for kind, params in cases:
+        answers = []
+        for needs in (light.methods[kind].needs, METHODS[kind].needs):
+            p = catalog.method_params(kind, params)
+            try:
+                answers.append(needs(p) if callable(needs) else needs)
+            except ValueError as e:
+                answers.append(str(e))
+        assert answers[0] == answers[1], (kind, params)
+
+
+def test_light_reads_agree_with_the_modules():
+    """What the config model and checks read from torch/pandas/datasets modules without importing them."""
+    from vocab_transfer.data import corpus, sources, tasks
+    from vocab_transfer.methods import catalog, unks
+    from vocab_transfer.workflow import light
+
+    assert light.module("vocab_transfer.data.corpus")["NORMALIZATIONS"] == corpus.NORMALIZATIONS
+    assert light.module("vocab_transfer.data.sources")["SOURCES"] == sources.SOURCES
+    check = light.function("vocab_transfer.data.tasks", "check_spec")
+    assert check.__wrapped__ is not tasks.check_spec  # the light one, not a fallback
+    for spec in ({"task": "ner", "loader": "wikiann", "language": "de"}, {"loader": "glue", "config": "mnli"},
+                 {"loader": "nope"}, {"loader": "xnli"}, {"task": "qa", "loader": "ud", "treebank": "de_gsd"}):
+        answers = []
+        for fn in (check, tasks.check_spec):
+            try:
+                answers.append(fn(dict(spec)))
+            except ValueError as e:
+                answers.append(str(e))
+        assert answers[0] == answers[1], spec
+    spec = catalog.method_params("mf", {"clusters": 10})
+    assert catalog.function("unks", "factorization_spec")(spec) == unks.factorization_spec(spec)

@@ -15,7 +15,8 @@ from vocab_transfer.training.zeroshot import UNSEEN
 from vocab_transfer.training.zeroshot import VARIANTS as ZERO_SHOT_VARIANTS
 from vocab_transfer.workflow.config import PROVENANCES, RUN_KEYS
 
-SCHEMA = yaml.safe_load((Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml").read_text())
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text())
 
 
 def at(*keys):
@@ -78,3 +79,20 @@ def test_adapter_keys_and_defaults_are_adapter_config_fields():
     for key, spec in props.items():
         if "default" in spec:
             assert spec["default"] == _default(fields[key]), key
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "tests/data/tiny_config.yaml", *sorted(
+    str(p.relative_to(ROOT)) for p in (ROOT / "configs").glob("*.yaml"))])
+def test_defaults_are_filled_in_as_snakemake_validate_fills_them(name):
+    """rules/common.smk fills in the schema's defaults with config.fill_defaults (the schema read once, with
+    libyaml): the same config as snakemake.utils.validate gives."""
+    import copy
+
+    from snakemake.utils import validate
+
+    from vocab_transfer.workflow.config import fill_defaults
+
+    config = yaml.safe_load((ROOT / name).read_text())
+    expected = copy.deepcopy(config)
+    validate(expected, str(ROOT / "schemas/config.schema.yaml"))
+    assert fill_defaults(copy.deepcopy(config), ROOT / "schemas/config.schema.yaml") == expected

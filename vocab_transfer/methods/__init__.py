@@ -30,24 +30,35 @@ config ``kind``    function                                    paper
 
 Each module registers its functions with :func:`registry.register` (kind, and the
 :class:`~vocab_transfer.workflow.needs.Need` values of what it reads beyond the source model and the overlap);
-importing this package imports every module, so a new method is one module. The workflow turns needs into rule
-inputs (``vocab_transfer.workflow.needs.init_inputs``) and ``vocab_transfer.init`` loads them.
+``METHODS`` and :func:`run_method` import every module of the package, so a new method is one module. The workflow
+turns needs into rule inputs (``vocab_transfer.workflow.needs.init_inputs``) and ``vocab_transfer.init`` loads them.
+Importing this package loads no method module (nor torch): the config checks and the plan read each method's kind,
+needs and parameters through :mod:`.catalog`.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
+from typing import TYPE_CHECKING
 
 from ..workflow.needs import Need
-from .base import EmbeddingInit, TransferInputs
-from .registry import METHODS, Method, Needs, register
+from .catalog import load_all, method_needs, method_params
+from .registry import Method, Needs, register
+
+if TYPE_CHECKING:
+    from .base import EmbeddingInit, TransferInputs
 
 HELPERS = ("align", "base", "neighbours", "overlap", "registry", "semi_nmf", "sparsemax")  # modules without a method
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name not in HELPERS:
-        importlib.import_module(f"{__name__}.{_module.name}")
+
+
+def __getattr__(name: str):
+    """``METHODS`` (every method module imported), ``EmbeddingInit`` and ``TransferInputs`` (torch), on first use."""
+    if name == "METHODS":
+        return load_all()
+    if name in ("EmbeddingInit", "TransferInputs"):
+        from . import base
+
+        return getattr(base, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Keys of a config `methods` entry that are not parameters of the method function.
@@ -59,25 +70,12 @@ def method_config(spec: dict) -> dict:
     return {k: v for k, v in spec.items() if k not in ROW_KEYS}
 
 
-def method_params(kind: str, params: dict) -> dict:
-    """``params`` completed with the defaults of the method function's keyword parameters."""
-    sig = inspect.signature(METHODS[kind].fn)
-    defaults = {n: p.default for n, p in sig.parameters.items()
-                if p.kind == p.KEYWORD_ONLY and n != "seed" and p.default is not p.empty}
-    return {**defaults, **params}
-
-
-def method_needs(kind: str, params: dict) -> Needs:
-    """The artifacts method ``kind`` reads with these config parameters."""
-    needs = METHODS[kind].needs
-    return needs(method_params(kind, params)) if callable(needs) else needs
-
-
 def run_method(kind: str, inputs: TransferInputs, *, seed: int, **params) -> EmbeddingInit:
     """Run the method registered as ``kind`` with its config parameters."""
-    if kind not in METHODS:
-        raise ValueError(f"unknown method kind {kind!r}; known: {sorted(METHODS)}")
-    return METHODS[kind].fn(inputs, seed=seed, **params)
+    methods = load_all()
+    if kind not in methods:
+        raise ValueError(f"unknown method kind {kind!r}; known: {sorted(methods)}")
+    return methods[kind].fn(inputs, seed=seed, **params)
 
 
 __all__ = ["METHODS", "ROW_KEYS", "EmbeddingInit", "Method", "Need", "Needs", "TransferInputs", "method_config",

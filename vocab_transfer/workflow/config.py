@@ -5,13 +5,14 @@ model's tasks, a figure's runs); run at parse time by rules/common.smk, read by 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
 import typing
 from pathlib import Path
 
-from ..methods import METHODS
-from . import paths
+from ..methods import catalog
+from . import light, paths
 from .model import (
     VOCAB_TABLE_KINDS,
     Config,
@@ -44,21 +45,54 @@ def local_model_dir(source: Source) -> Path | None:
 
 def method_parameters(kind: str) -> set[str]:
     """Keyword parameters the method function of ``kind`` accepts (besides ``seed``)."""
-    sig = inspect.signature(METHODS[kind].fn)
+    sig = inspect.signature(catalog.method(kind).fn)
     return {n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY and n != "seed"}
+
+
+@functools.cache
+def load_schema(schema_path: str | Path) -> dict:
+    """The JSON schema (YAML), read once per process with libyaml where installed (Snakemake's own loader, pure
+    Python, takes 0.2 s for it)."""
+    import yaml
+
+    return yaml.load(Path(schema_path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def check_schema(config: dict, schema_path: str | Path) -> None:
     """Validate ``config`` against the JSON schema; the error names the key path and the problem."""
     import jsonschema
-    import yaml
 
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
     error = jsonschema.exceptions.best_match(validator.iter_errors(config))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ConfigError(f"{where}: {error.message}")
+
+
+def fill_defaults(config: dict, schema_path: str | Path) -> dict:
+    """``config`` with the schema's defaults filled in, in place, as ``snakemake.utils.validate`` fills them (each
+    ``properties`` key with a ``default`` that the config lacks, recursively, through ``$ref`` too); the
+    config has passed :func:`check_schema`. Each default is a copy: the schema is read once per process."""
+    import copy
+
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    properties = base.VALIDATORS["properties"]
+
+    def set_defaults(validator, props, instance, schema):
+        if isinstance(instance, dict):
+            for key, sub in props.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from properties(validator, props, instance, schema)
+
+    validator = jsonschema.validators.extend(base, {"properties": set_defaults})(load_schema(schema_path))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        raise ConfigError(f"{where}: {error.message}")
+    return config
 
 
 def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
@@ -102,14 +136,14 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         elif source.model and _path_not_hub_id(source.model):
             raise ConfigError(f"sources.{name}.model: {source.model!r} is not a directory (nor a hub id)")
     for name, method in cfg.methods.items():
-        if method.kind not in METHODS:
-            raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {sorted(METHODS)}")
+        if not catalog.known(method.kind):
+            raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {catalog.kinds()}")
         unknown = set(method.params) - method_parameters(method.kind)
         if unknown:
             raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {method.kind!r}; "
                               f"accepted: {sorted(method_parameters(method.kind))}")
         try:
-            check_parameters(METHODS[method.kind].fn, method.params, f"methods.{name}")
+            check_parameters(catalog.method(method.kind).fn, method.params, f"methods.{name}")
         except ModelError as e:
             raise ConfigError(str(e)) from None
         check_method_resources(cfg, name, method)
@@ -162,7 +196,7 @@ def all_targets(cfg: Config) -> list[str]:
 
 def check_method_resources(cfg: Config, name: str, method: Method) -> None:
     """Every artifact the method needs can be built: languages with corpora, dictionaries configured."""
-    from ..methods import method_needs, method_params
+    from ..methods.catalog import method_needs, method_params
 
     try:
         needs, p = method_needs(method.kind, method.params), method_params(method.kind, method.params)
@@ -307,7 +341,7 @@ def check_lapt(cfg: Config) -> None:
 def check_method_language(cfg: Config, method: str, langs: list[str], where: str) -> None:
     """A method can be used by LAPT or fine-tuning on any language with a corpus (its ``targets`` list only
     picks its cells of the init-loss table), unless it needs a dictionary that is not configured."""
-    from ..methods import method_needs, method_params
+    from ..methods.catalog import method_needs, method_params
 
     spec = cfg.methods[method]
     if Need.DICTIONARY in method_needs(spec.kind, spec.params):
@@ -321,7 +355,7 @@ def check_finetune(cfg: Config) -> None:
     """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models), tasks
     have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric the task
     reports."""
-    from ..data.tasks import check_spec
+    check_spec = light.function("vocab_transfer.data.tasks", "check_spec")  # without datasets
     from ..training.settings import FinetuneConfig, selection_metric
 
     ft = cfg.finetune
@@ -566,7 +600,7 @@ def check_zero_shot(cfg: Config) -> None:
     fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language adapter has the
     settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the source), ``full`` the
     source model; the setup's source-language run must have been trained on each source task's language."""
-    from ..data.tasks import check_spec
+    check_spec = light.function("vocab_transfer.data.tasks", "check_spec")  # without datasets
     from ..training.settings import AdapterConfig, FinetuneConfig, task_adapter_config
 
     sources, setups, tasks = cfg.zero_shot.sources, cfg.zero_shot.setups, cfg.finetune.tasks

@@ -23,10 +23,13 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from ..data.corpus import NORMALIZATIONS
-from ..data.sources import SOURCES
 from ..training.settings import METRICS, NON_LINEARITIES, UNSEEN_LABELS, ZERO_SHOT_VARIANTS
 from ..typed import ModelError, Range, check_value
+from . import light
+
+# the code's own tuples, read without importing pandas and pyarrow (vocab_transfer.workflow.light)
+NORMALIZATIONS = light.value("vocab_transfer.data.corpus", "NORMALIZATIONS")
+SOURCES = light.value("vocab_transfer.data.sources", "SOURCES")
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
 
