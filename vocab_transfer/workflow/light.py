@@ -30,7 +30,7 @@ PACKAGE = "vocab_transfer"
 ROOT = Path(__file__).resolve().parent.parent  # vocab_transfer/
 #: Package modules that load without torch, pandas or datasets: a light read imports them for real.
 REAL = ("vocab_transfer.typed", "vocab_transfer.workflow.needs", "vocab_transfer.workflow.paths",
-        "vocab_transfer.training.settings")
+        "vocab_transfer.workflow.model", "vocab_transfer.training.settings")
 
 #: name -> a namespace standing in for that module in light reads (the method registry's ``register``).
 OVERRIDES: dict[str, dict[str, Any]] = {}
