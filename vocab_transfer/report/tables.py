@@ -45,7 +45,7 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
         inside = [t for t in targets if df.loc[df.language == t, "in_source_pretraining"].any()]
         outside = [t for t in targets if t not in inside]
         langs = inside + outside
-        labels = df.drop_duplicates("method").set_index("method")["label"].reindex(methods).fillna(
+        labels = df.drop_duplicates("method").set_index("method")["label"].reindex(methods).astype(object).fillna(
             pd.Series(methods, index=methods))
         head = "| Initialization ↓ / Language → | " + " | ".join(
             [f"{t} (in)" for t in inside] + [f"{t} (not in)" for t in outside]) + " |"
