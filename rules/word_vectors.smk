@@ -27,12 +27,12 @@ rule build_word_vectors:
         "../workflow_scripts/build_word_vectors.py"
 
 
-# The fastText model itself (WECHSEL App. D, `subwords: fasttext`: token vectors from character n-grams): the same
-# training as build_word_vectors (same settings and seed, so the same vectors), saved as .bin; or a copy of the
-# pretrained .bin named in config `word_vectors`.
+# The fastText model itself (WECHSEL App. D, `subwords: fasttext`: token vectors from character n-grams): the
+# word-level training saved as .bin (build_word_vectors then reads the language's vectors from it instead of
+# training again); or a copy of the pretrained .bin named in config `word_vectors`.
 rule save_word_fasttext_model:
     input:
-        unpack(plan.word_vector_inputs),
+        unpack(plan.word_model_inputs),
     output:
         model=paths.word_fasttext_model("{lang}"),
     params:

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from vocab_transfer.data.corpus import iter_texts
-from vocab_transfer.data.word_vectors import read_fasttext_vectors, train_word_fasttext
+from vocab_transfer.data.word_vectors import from_fasttext_model, read_fasttext_vectors, train_word_fasttext
 from vocab_transfer.io import write_parquet, write_tensors
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import WordFastText, WordVectors
@@ -19,6 +19,11 @@ def main(inputs, spec: WordVectors | WordFastText, seed, lang, vectors_path, wor
     if isinstance(spec, WordVectors):
         wv = read_fasttext_vectors(inputs["pretrained"], max_words=spec.max_words, lang=lang)
         log.info("read %d word vectors from %s", len(wv.words), inputs["pretrained"])
+    elif "model" in inputs:  # trained by rule save_word_fasttext_model with these settings: read, not trained again
+        import fasttext
+
+        wv = from_fasttext_model(fasttext.load_model(inputs["model"]), spec.max_words)
+        log.info("read %d word vectors from %s", len(wv.words), inputs["model"])
     else:
         wv = train_word_fasttext(iter_texts(inputs["corpus"]), seed=seed, verbose=2, **dataclasses.asdict(spec))
         log.info("trained %d word vectors (dim %d) on %s", len(wv.words), wv.vectors.shape[1], inputs["corpus"])

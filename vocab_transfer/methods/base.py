@@ -103,14 +103,30 @@ def provenance_of(kind: torch.Tensor, special_target_ids=None) -> np.ndarray:
     return provenance
 
 
+def overlap_ids(overlap: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(target ids, source ids)`` of the overlap's rows, as long tensors."""
+    return (torch.tensor(overlap["target_id"].to_numpy(), dtype=torch.long),
+            torch.tensor(overlap["source_id"].to_numpy(), dtype=torch.long))
+
+
 def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, source: torch.Tensor,
               overlap: pd.DataFrame) -> None:
     """Copy the source rows of overlapping tokens (FOCUS eq. 1), in place."""
-    t = torch.tensor(overlap["target_id"].to_numpy(), dtype=torch.long)
-    s = torch.tensor(overlap["source_id"].to_numpy(), dtype=torch.long)
+    t, s = overlap_ids(overlap)
     matrix[t] = source[s]
     provenance[t.numpy()] = np.where(overlap["match"].to_numpy() == "special", SPECIAL, COPIED)
     n_sources[t.numpy()] = 1
+
+
+def copied_start(source: torch.Tensor, n: int, overlap: pd.DataFrame) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+    """The start of a method that fills the tokens outside the overlap: an ``[n, d]`` matrix with the overlapping
+    tokens' source rows copied (:func:`copy_rows`), zeros elsewhere, their provenance (``RANDOM`` for the rest) and
+    ``n_sources``."""
+    matrix = torch.zeros(n, source.shape[1], dtype=source.dtype)
+    provenance = np.full(n, RANDOM, dtype=object)
+    n_sources = np.zeros(n, dtype=np.int64)
+    copy_rows(matrix, provenance, n_sources, source, overlap)
+    return matrix, provenance, n_sources
 
 
 def screen_dtype_of(name: str) -> torch.dtype | None:

@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from ..typed import Range
 from ..workflow.needs import Need
-from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like, overlap_ids
 from .registry import register
 
 
@@ -79,13 +79,9 @@ def init_clp(inputs: TransferInputs, *, seed: int, batch_size: Annotated[int, Ra
     if inputs.aux is None:
         raise ValueError("CLP needs the target's token-level fastText vectors (the fastText stage)")
     n, source = inputs.target_vocab_size, inputs.source_matrix
-    matrix = torch.zeros(n, source.shape[1], dtype=source.dtype)
-    provenance = np.full(n, RANDOM, dtype=object)
-    n_sources = np.zeros(n, dtype=np.int64)
-    copy_rows(matrix, provenance, n_sources, source, inputs.overlap)
+    matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
-    ov_t = torch.tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)
-    ov_s = torch.tensor(inputs.overlap["source_id"].to_numpy(), dtype=torch.long)
+    ov_t, ov_s = overlap_ids(inputs.overlap)
     rows, combined = clp_init(source, n, ov_t, ov_s, inputs.aux.vectors, inputs.aux.has_vector, todo, seed=seed,
                               batch_size=batch_size, progress=True)
     matrix[todo] = rows[todo]

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from ..workflow.needs import Need
-from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like
 from .neighbours import mix_rows
 from .overlap import canonicalize_vocab
 from .registry import register
@@ -39,10 +39,7 @@ def init_fvt(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
     source rows of its source-tokenizer pieces (:func:`source_pieces`); a token whose text gives no piece (an
     empty surface) is drawn from N(mean, std) of the source matrix, seeded."""
     n, source = inputs.target_vocab_size, inputs.source_matrix
-    matrix = torch.zeros(n, source.shape[1], dtype=source.dtype)
-    provenance = np.full(n, RANDOM, dtype=object)
-    n_sources = np.zeros(n, dtype=np.int64)
-    copy_rows(matrix, provenance, n_sources, source, inputs.overlap)
+    matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
     todo = np.flatnonzero(provenance == RANDOM)
     canon = canonicalize_vocab(inputs.target_tokenizer)
     pieces = source_pieces([canon[i].text for i in todo], [canon[i].bow for i in todo], inputs.source_tokenizer)

@@ -23,7 +23,7 @@ import torch
 from ..training.factorized import FactorizedEmbedding, fit_neural
 from ..typed import Range
 from ..workflow.needs import Need
-from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like, overlap_ids
 from .registry import register
 from .semi_nmf import kmeans, semi_nmf
 
@@ -74,11 +74,6 @@ def lexical_overlap(overlap: pd.DataFrame, lexical: bool, fuzzy: bool = False) -
     return overlap[overlap["match"].isin(keep).to_numpy()].reset_index(drop=True)
 
 
-def _ids(ov: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
-    return (torch.tensor(ov["target_id"].to_numpy(), dtype=torch.long),
-            torch.tensor(ov["source_id"].to_numpy(), dtype=torch.long))
-
-
 def _provenance(n: int, ov: pd.DataFrame, matrix: torch.Tensor, source: torch.Tensor,
                 ) -> tuple[np.ndarray, np.ndarray]:
     provenance = np.full(n, RANDOM, dtype=object)
@@ -105,7 +100,7 @@ def init_el(inputs: TransferInputs, *, seed: int, lexical: bool = False, fuzzy: 
     special tokens copied), ``lexical: true`` is EL-LEX (§3.2: lexically overlapping tokens copied
     too); ``fuzzy``/``random`` see :func:`lexical_overlap` / :func:`random_rows`."""
     ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
-    t, s = _ids(ov)
+    t, s = overlap_ids(ov)
     matrix = el_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed, random=random)
     provenance, n_sources = _provenance(inputs.target_vocab_size, ov, matrix, inputs.source_matrix)
     return EmbeddingInit(matrix, provenance, n_sources)
@@ -211,7 +206,7 @@ def init_mf(inputs: TransferInputs, *, seed: int, clusters: Annotated[int, Range
             max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps, neural_lr=neural_lr,
             neural_tol=neural_tol, tau=tau, z_std=z_std, lex_logit=lex_logit, progress=True)
     ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
-    t, s = _ids(ov)
+    t, s = overlap_ids(ov)
     module = mf_init(F_src, G, Z_src, inputs.target_vocab_size, t, s, seed=seed, random=random, tau=tau,
                      z_std=z_std)
     matrix = module.flatten().to(source.dtype)

@@ -264,13 +264,21 @@ def save_figure(fig, path: str, *, svg: str | None = None) -> None:
     plt.close(fig)
 
 
+def language_panels(table: pd.DataFrame):
+    """A figure with one panel per ``language`` of ``table`` (in order of appearance): ``(figure, [(axes, language,
+    rows of that language grouped by run label)])``."""
+    langs = list(dict.fromkeys(table["language"]))
+    fig, axes = plt.subplots(1, len(langs), figsize=(5 * len(langs), 4), dpi=120, squeeze=False)
+    return fig, [(ax, lang, table[table["language"] == lang].groupby("label", sort=False))
+                 for ax, lang in zip(axes[0], langs, strict=True)]
+
+
 def plot_run_curves(table: pd.DataFrame, path: str, *, value: str, title: str, svg: str | None = None) -> None:
     """WECHSEL Figures 3-5: ``value`` (``perplexity``, ``loss`` or ``bits_per_byte`` column of ``table``) of each run
     (``label``) over optimizer steps, one panel per ``language`` (log scale for perplexity)."""
-    langs = list(dict.fromkeys(table["language"]))
-    fig, axes = plt.subplots(1, len(langs), figsize=(5 * len(langs), 4), dpi=120, squeeze=False)
-    for ax, lang in zip(axes[0], langs, strict=True):
-        for label, run in table[table["language"] == lang].groupby("label", sort=False):
+    fig, panels = language_panels(table)
+    for ax, lang, runs in panels:
+        for label, run in runs:
             ax.plot(run["step"], run[value], marker="o", ms=3, label=label)
         ax.set(xlabel="optimizer step", ylabel=f"held-out {value.replace('_', ' ')}", title=lang)
         if value == "perplexity":
@@ -286,11 +294,10 @@ def plot_init_similarity(table: pd.DataFrame, path: str, *, title: str, svg: str
     initialization (``cosine`` of ``table``), one line per run (``label``), one panel per ``language``."""
     import numpy as np
 
-    langs = list(dict.fromkeys(table["language"]))
-    fig, axes = plt.subplots(1, len(langs), figsize=(5 * len(langs), 4), dpi=120, squeeze=False)
+    fig, panels = language_panels(table)
     bins = np.linspace(-1, 1, 81)
-    for ax, lang in zip(axes[0], langs, strict=True):
-        for label, run in table[table["language"] == lang].groupby("label", sort=False):
+    for ax, lang, runs in panels:
+        for label, run in runs:
             ax.hist(run["cosine"], bins=bins, histtype="step", lw=1.5,
                     label=f"{label} (median {run['cosine'].median():.2f})")
         ax.set(xlabel="cosine similarity to the initialization", ylabel="tokens", title=lang)

@@ -194,7 +194,20 @@ class Plan:
             return paths.extended_heldout_blocks(source, target, method)
         return paths.heldout_blocks(target)
 
+    @functools.cached_property
+    def word_model_languages(self) -> frozenset[str]:
+        """Languages whose word-level fastText model (.bin) a method reads (WECHSEL ``subwords: fasttext``)."""
+        return frozenset(lang for m in self.method_names if Need.WORD_MODELS in self.method_needs_of(m)
+                         for lang in (self.method_option(m, "source_language"), *method_targets(self.cfg, m)))
+
     def word_vector_inputs(self, wildcards):
+        """The trained fastText model where a method needs it anyway (rule save_word_fasttext_model; the vectors are
+        read from it instead of training again), else what the model is made from (:meth:`word_model_inputs`)."""
+        if wildcards.lang in self.word_model_languages and wildcards.lang not in self.cfg.word_vectors:
+            return {"model": paths.word_fasttext_model(wildcards.lang)}
+        return self.word_model_inputs(wildcards)
+
+    def word_model_inputs(self, wildcards):
         """A pretrained vector file named in config `word_vectors`, else the language's corpus to train on."""
         spec = self.cfg.word_vectors.get(wildcards.lang)
         if spec is None:
