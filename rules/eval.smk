@@ -55,3 +55,26 @@ rule evaluate_init:
         "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/evaluate_init.py"
+
+
+# Linear probes of the last hidden state right after initialization (WECHSEL Tables 7-8's NLI and POS columns; a
+# kind init table's `probes`): one job per (source, task, method).
+rule probe_init:
+    input:
+        unpack(plan.probe_inputs),
+    output:
+        result=paths.init_probe("{source}", "{task}", "{method}"),
+    params:
+        spec=plan.probe_spec(),
+        task=plan.finetune_task_type,
+    threads: res.threads(config, "probe_init")
+    log:
+        "logs/probe_init/{source}/{task}/{method}.log",
+    benchmark:
+        "benchmarks/out/probe_init/{source}/{task}/{method}.tsv"
+    resources:
+        **resources_of("probe_init"),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/probe_init.py"

@@ -76,8 +76,12 @@ GRIDS = {
     "wechsel": {  # wechsel.md, RoBERTa: Table 1
         "evaluate_init": 4,  # fr, de, zh, sw (not a table of the paper: init-time MLM loss of both inits)
         # WECHSEL, TransInner per language (Score@0 fine-tunes them directly); FullRand's random embeddings; WECHSEL on
-        # normalized vectors (not in the paper, init-time loss only)
-        "init_embeddings": 4 * 4,
+        # normalized vectors (not in the paper, init-time loss only); App. A Table 7: 4 more (k, tau) pairs on fr, de,
+        # zh; App. D Table 8: the 5 pairs with fastText subwords
+        "init_embeddings": 4 * 4 + 3 * 4 + 3 * 5,
+        # Tables 7-8's NLI and POS columns: linear probes of 11 inits (the two grids, TransInner) on fr, de, zh
+        "probe_init": 11 * 3 * 2,
+        "save_word_fasttext_model": 4,  # Table 8: the cc.<lang>.300.bin models of en, fr, de, zh
         # WECHSEL, TransInner, FullRand (reinit: all): one 250k-step run each (Score@250k), Score@25k (and FullRand's
         # Score@0) fine-tune its snapshots.
         "train_lapt": 4 * 3,
@@ -87,8 +91,8 @@ GRIDS = {
         "finetune": 4 * 2 * 3 * 3 * 3 + (3 * 2 + 8) * 3 + 3 * 4 * 8 * 3,
         "plot_lapt_finetune": 8,  # Figure 3, RoBERTa: NLI and NER panels per language
         "download_reference_model": 4,
-        "make_paper_table": 2,  # Table 1; Table 6 (target tokens and their closest English token)
-        "prepare_task": 4 * 2,
+        "make_paper_table": 4,  # Table 1; Table 6 (target tokens and their closest English token); Tables 7-8
+        "prepare_task": 4 * 2 + 3,  # XNLI and WikiANN per language; UD GSD POS (probes) on fr, de, zh
         "plot_lapt_curves": 4,  # Figure 3
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,

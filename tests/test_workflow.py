@@ -447,6 +447,20 @@ def test_embedding_recovery_table8_and_figure2(recovery_run):
 
 
 @pytest.mark.slow
+def test_probe_table_has_wechsel_table7s_layout(recovery_run):
+    """A kind init table with `probes`: one probe_init job per (task, method), its accuracy next to the MLM loss."""
+    md = (recovery_run / "results/tables/paper/probe.md").read_text().splitlines()
+    assert md[2] == "| Language | Initialization | NLI | loss |"
+    assert [line.split(" | ")[1] for line in md[4:7]] == ["Reinit Embed", "50% Kept", "Permute 100"]
+    evals = pd.read_parquet(recovery_run / "results/eval_init/tiny/en.parquet").set_index("method")
+    for line, method in zip(md[4:7], ("reinit", "keep_50", "permute_100"), strict=True):
+        probe = pd.read_parquet(recovery_run / f"results/eval_init/tiny/probe/mnli/{method}.parquet").iloc[0]
+        assert probe.test_items == 16 and probe.train_items == 48 and probe.features == 2 * 32  # premise + hypothesis
+        nli, loss = (cell.strip("* |") for cell in line.split(" | ")[2:])
+        assert nli == f"{100 * probe.accuracy:.1f}" and loss == f"{evals.loc[method, 'mlm_loss']:.3f}"
+
+
+@pytest.mark.slow
 def test_token_accuracy_figure6(recovery_run):
     """vocab-swap Figure 6 in miniature: the 50 most frequent tokens' held-out accuracy of 50% Kept and Reinit, both
     split by 50% Kept's provenance (kept rows are matched); counts add up, means and histograms match the data."""

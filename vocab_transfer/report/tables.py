@@ -378,22 +378,33 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
     """A table of init-time held-out values (``kind: init``; WECHSEL Table 7's LM column, a grid of one method's
     parameters): ``spec["rows"]`` (methods) as rows, ``spec["languages"]`` as columns, one block per source; the cell is
     ``value``: ``perplexity`` (default), ``loss`` or ``bits_per_byte``; the best (lowest) per column in bold, "—" for
-    a method that does not run on a language. ``results`` are rows of ``results/eval_init`` files."""
+    a method that does not run on a language. ``results`` are rows of ``results/eval_init`` files, and with
+    ``spec["probes"]`` rows of ``results/eval_init/<source>/probe`` files (a ``probe`` column names their column):
+    then the layout is WECHSEL Tables 7-8's, a row per (language, method) and a column per probe (test accuracy,
+    higher is better) before the held-out value."""
     value = spec.get("value") or "perplexity"
     column = {"perplexity": "perplexity", "loss": "mlm_loss", "bits_per_byte": "bits_per_byte"}[value]
     rows, langs = spec["rows"], spec["languages"]
-    df = results.rename(columns={"target": "language"})
+    df = results.copy()
+    if "target" in df:  # init-eval rows name their language `target`, probe rows `language`
+        df["language"] = df["target"] if "language" not in df else df["language"].fillna(df["target"])
+    probed = df["probe"].notna() if "probe" in df else pd.Series(False, index=df.index)
+    probes, df = df[probed], df[~probed]
     if column not in df:
         df = df.assign(**{column: float("nan")})
+    fmt = (lambda v: f"{v:.3g}" if v >= 1000 else f"{v:.2f}") if value == "perplexity" else (lambda v: f"{v:.3f}")
     long, parts = [], []
     for source, d in df.groupby("source", sort=False):
         grid = d.pivot_table(index="method", columns="language", values=column, aggfunc="first").reindex(
             index=rows, columns=langs)
+        head = f"**{spec.get('title', 'Right after initialization')} (source `{source}`)**: "
+        if spec.get("probes"):
+            p = probes[probes["source"] == source]
+            parts.append(_probe_block(grid, p, spec, labels, head, value, fmt, long, source))
+            continue
         best = grid.min()
-        fmt = (lambda v: f"{v:.3g}" if v >= 1000 else f"{v:.2f}") if value == "perplexity" else (lambda v: f"{v:.3f}")
-        lines = [f"**{spec.get('title', 'Right after initialization')} (source `{source}`)**: held-out {value} right "
-                 "after initialization (lower is better)", "", "| Initialization | " + " | ".join(langs) + " |",
-                 "|" + "---|" * (len(langs) + 1)]
+        lines = [head + f"held-out {value} right after initialization (lower is better)", "",
+                 "| Initialization | " + " | ".join(langs) + " |", "|" + "---|" * (len(langs) + 1)]
         for m in rows:
             cells = ["—" if pd.isna(grid.loc[m, t]) else (f"**{fmt(grid.loc[m, t])}**" if grid.loc[m, t] == best[t]
                                                           else fmt(grid.loc[m, t])) for t in langs]
@@ -402,3 +413,35 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
                       value: grid.loc[m, t]} for t in langs]
         parts.append("\n".join(lines))
     return pd.DataFrame(long), "\n\n".join(parts) + "\n"
+
+
+def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: dict[str, str], head: str, value: str,
+                 fmt, long: list, source: str) -> str:
+    """WECHSEL Tables 7-8's layout: Language | Initialization | <probe columns> | <value>; per language the best of
+    each column in bold (probes: highest accuracy, value: lowest)."""
+    names = list(spec["probes"])
+    acc = (probes.pivot_table(index=["language", "method"], columns="probe", values="accuracy", aggfunc="first")
+           if len(probes) else pd.DataFrame())
+    lines = [head + f"linear-probe test accuracy (%, higher is better) and held-out {value} (lower is better) right "
+             "after initialization", "", "| Language | Initialization | " + " | ".join(names) + f" | {value} |",
+             "|" + "---|" * (len(names) + 3)]
+    for t in spec["languages"]:
+        cells = {n: [acc.loc[(t, m), n] if (t, m) in acc.index and n in acc else float("nan") for m in spec["rows"]]
+                 for n in names}
+        cells[value] = [grid.loc[m, t] for m in spec["rows"]]
+        best = {n: (max if n in names else min)((v for v in vs if not pd.isna(v)), default=None)
+                for n, vs in cells.items()}
+        for i, m in enumerate(spec["rows"]):
+            shown = []
+            for n in [*names, value]:
+                v = cells[n][i]
+                text = "—" if pd.isna(v) else (f"{100 * v:.1f}" if n in names else fmt(v))
+                shown.append(f"**{text}**" if not pd.isna(v) and v == best[n] else text)
+            lines.append(f"| {t if i == 0 else ''} | {labels.get(m, m)} | " + " | ".join(shown) + " |")
+            long.append({"source": source, "method": m, "label": labels.get(m, m), "language": t,
+                         **{n: cells[n][i] for n in names}, value: cells[value][i]})
+        if "majority" in probes:  # the commonest training label's share of the test set: a probe that learned nothing
+            share = {n: probes[(probes["language"] == t) & (probes["probe"] == n)]["majority"] for n in names}
+            lines.append("|  | *(majority label)* | " + " | ".join(
+                f"*{100 * share[n].iloc[0]:.1f}*" if len(share[n]) else "—" for n in names) + " | — |")
+    return "\n".join(lines)

@@ -28,6 +28,8 @@ from .model import (
 )
 from .needs import Need
 
+PROBE_TASKS = light.value("vocab_transfer.eval.probe", "PROBE_TASKS")  # task types a linear probe reads
+
 
 class ConfigError(ValueError):
     """A config problem, reported before any job runs."""
@@ -433,9 +435,28 @@ def check_tables(cfg: Config) -> None:
             bad = [m for m in spec.rows if m not in cfg.methods]
             if bad:
                 raise ConfigError(f"tables.{name}.rows: {bad} are not entries of methods")
-            bad = [lang for lang in spec.languages if lang not in cfg.targets]
+            known = all_targets(cfg)
+            bad = [lang for lang in spec.languages if lang not in known]
             if bad:
-                raise ConfigError(f"tables.{name}.languages: {bad} are not targets ({cfg.targets})")
+                raise ConfigError(f"tables.{name}.languages: {bad} are not targets ({known}: targets, LAPT and "
+                                  "fine-tuning languages)")
+            for m in spec.rows:
+                check_method_language(cfg, m, spec.languages, f"tables.{name}.rows")
+            for label, tasks in (spec.probes or {}).items():
+                where = f"tables.{name}.probes.{label}"
+                bad = [t for t in tasks if t not in cfg.finetune.tasks]
+                if bad:
+                    raise ConfigError(f"{where}: {bad} are not entries of finetune.tasks")
+                bad = [t for t in tasks if cfg.finetune.tasks[t].task not in PROBE_TASKS]
+                if bad:
+                    raise ConfigError(f"{where}: {bad} are not of a probed task type ({', '.join(PROBE_TASKS)})")
+                langs = [cfg.finetune.tasks[t].language for t in tasks]
+                bad = [t for t, lang in zip(tasks, langs, strict=True) if lang not in spec.languages]
+                if bad:
+                    raise ConfigError(f"{where}: the languages of {bad} are not among the table's languages "
+                                      f"{spec.languages}")
+                if len(set(langs)) < len(langs):
+                    raise ConfigError(f"{where}: one task per language (a column has one cell per language)")
             continue
         lapt = spec.kind == "lapt"
         known = cfg.lapt.runs if lapt else ft.models

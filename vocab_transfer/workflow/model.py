@@ -487,6 +487,7 @@ class Table(Section):
     seed: int | None = None  # kind overlap_sample: the sample's seed (default 0)
     top: int | None = _f(None, ge=1)  # kind overlap_longest: tokens per language
     method: str | None = None  # kind nearest_tokens: a methods key that records nearest source tokens (wechsel)
+    probes: dict[str, list[str]] | None = None  # kind init: column label -> finetune.tasks probed (vocab_transfer.eval.probe)
 
 
 @dataclass(frozen=True)
@@ -521,14 +522,27 @@ class Resource(Section):
 
 
 @dataclass(frozen=True)
+class Probe(Section):
+    """``eval.probe``: linear probes of the last hidden state at init (WECHSEL Tables 7-8; vocab_transfer.eval.probe)."""
+
+    max_train: int = _f(10000, ge=1)
+    max_test: int | None = _f(None, ge=1)
+    seq_len: int = _f(128, ge=8)
+    batch_size: int = _f(32, ge=1)
+    l2: float = _f(1.0e-3, ge=0)
+    max_iter: int = _f(200, ge=1)
+
+
+@dataclass(frozen=True)
 class Eval(Section):
-    """``eval``: the init-time held-out loss (FOCUS Table 4; vocab_transfer.eval.mlm)."""
+    """``eval``: the init-time held-out loss (FOCUS Table 4; vocab_transfer.eval.mlm) and the probes' settings."""
 
     seq_len: int = _req(ge=8)
     max_sequences: int = _req(ge=1)
     mask_prob: float = _req(gt=0, lt=1)
     batch_size: int = _req(ge=1)
     seed: int = _req()
+    probe: Probe = _f(None)
 
 
 @dataclass(frozen=True)

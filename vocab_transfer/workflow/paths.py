@@ -25,6 +25,7 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/eval_init/heldout/<target>.safetensors                packed held-out blocks
     results/eval_init/heldout/<source>/<target>/<method>.safetensors  ... of an extension tokenizer
     results/eval_init/<source>/<target>.parquet                   init-time loss per method
+    results/eval_init/<source>/probe/<task>/<method>.parquet      linear-probe accuracy at init
     results/lapt/<source>/<target>/<run>/{model/,curve.parquet,snapshots/,token_accuracy.parquet,checkpoints/}
     results/tasks/<task>/                                         downstream data
     results/finetune/<source>/<task>/<model>/seed<N>.{parquet,history.parquet,checkpoints/}
@@ -159,6 +160,10 @@ def extended_heldout_blocks(source: str, target: str, method: str) -> str:
 
 def init_eval(source: str, target: str) -> str:
     return f"{RESULTS}/eval_init/{source}/{target}.parquet"
+
+
+def init_probe(source: str, task: str, method: str) -> str:
+    return f"{RESULTS}/eval_init/{source}/probe/{task}/{method}.parquet"
 
 
 # --- LAPT -----------------------------------------------------------------------------------------------------

@@ -246,8 +246,21 @@ class Plan:
         return [paths.init_eval(s, t) for s in self.sources for t in self.targets]
 
     def eval_methods(self, wildcards):
-        """Methods evaluated on this target (a method's `targets` may leave some out)."""
-        return [m for m in self.method_names if wildcards.target in method_targets(self.cfg, m)]
+        """Methods evaluated on this target: those whose `targets` include it, and the rows of the init tables that
+        show it (a LAPT or fine-tuning language is in no method's `targets`)."""
+        shown = {m for spec in self.cfg.tables.values() if spec.kind == "init" and wildcards.target in spec.languages
+                 for m in spec.rows}
+        return [m for m in self.method_names if wildcards.target in method_targets(self.cfg, m) or m in shown]
+
+    def probe_spec(self):
+        """``eval.probe`` as written (defaults filled in) with the sample's seed, ``eval.seed``."""
+        return canonical({**self.config["eval"].get("probe", {}), "seed": self.cfg.eval.seed})
+
+    def probe_inputs(self, wildcards):
+        """The source model, the method's init artifact and tokenizer on the task's language, the task's data."""
+        s, m, lang = wildcards.source, wildcards.method, self.task_entry(wildcards.task).language
+        return {"model": self.source_model_dir(wildcards), "embeddings": paths.init(s, lang, m),
+                "tokenizer": self.eval_tokenizer(s, lang, m), "data": paths.task_data(wildcards.task)}
 
     def eval_inputs(self, wildcards):
         """The source model, then per method: its init artifact, tokenizer and packed held-out text."""
@@ -481,7 +494,12 @@ class Plan:
         if spec.kind in VOCAB_TABLE_KINDS:
             return self.vocab_table_records(spec)
         if spec.kind == "init":
-            return [(f"eval__{s}__{lang}", paths.init_eval(s, lang), {}) for s in self.sources for lang in spec.languages]
+            records = [(f"eval__{s}__{lang}", paths.init_eval(s, lang), {}) for s in self.sources
+                       for lang in spec.languages]
+            return records + [(f"probe__{s}__{t}__{m}", paths.init_probe(s, t, m),
+                               {"probe": label, "language": self.ft_tasks[t].language})
+                              for label, tasks in (spec.probes or {}).items() for t in tasks
+                              for s in self.sources for m in spec.rows]
         cells = table_cells(spec)
         if spec.kind == "lapt":
             runs = [(s, r, lang) for s in self.sources for r in cells or spec.rows or self.lapt_runs

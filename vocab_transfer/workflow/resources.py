@@ -56,6 +56,9 @@ COSTS: dict[str, Cost] = {
     "compute_overlap": Cost(mem_mb=2000, minutes=10),
     # the source model and one transferred copy at a time, plus the init artifacts
     "init_embeddings": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=30, data=("model",)),
+    # a forward pass over up to eval.probe.max_train + max_test examples (CPU: about an hour for XLM-R base and 10k
+    # NLI pairs on 4 cores; a GPU when the job has one)
+    "probe_init": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=120, threads=4, data=("model",)),
     "evaluate_init": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=60, data=("model",)),
     "pretrain_source_model": Cost(mem_mb=4000, minutes=120),
     "train_lapt": Cost(mem_mb=4000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
