@@ -167,6 +167,35 @@ def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
 
 
 @pytest.mark.slow
+def test_unks_figures_2_and_3_from_the_dag(tiny_run):
+    """UNKs Everywhere Figures 2-3 in miniature (tiny config's figures unk_scatter, sample_efficiency): scores read
+    from the fine-tuning cells, the UNK share from the Hebrew tokenizer and the source's, x of Figure 3 from the runs'
+    curves."""
+    from vocab_transfer.data.tokenizer import load_tokenizer
+    from vocab_transfer.report.vocab_tables import vocab_coverage_table
+
+    fig2 = pd.read_csv(tiny_run / "results/figures/unk_scatter/tiny/unk_scatter.csv").set_index("task")
+    for task, column in (("he-ner", "test_f1"), ("he-dep", "test_las")):
+        cell = pd.read_parquet(tiny_run / f"results/finetune/tiny/{task}/source/seed1.parquet").iloc[0]
+        assert fig2.loc[task, "score"] == pytest.approx(100 * cell[column]) and fig2.loc[task, "runs"] == 1
+    table1, _ = vocab_coverage_table(["he"], {"he": load_tokenizer(str(tiny_run / "results/tokenizers/he"))},
+                                     load_tokenizer(str(tiny_run / "results/source/tiny/model")),
+                                     {"he": pd.read_parquet(tiny_run / "results/overlap/tiny/he.parquet")}, "T1")
+    for column in ("unk_share", "overlap_share"):  # the x of Figure 2 is Table 1's number
+        assert fig2.loc["he-ner", column] == pytest.approx(table1[column].iloc[0])
+    assert fig2.loc["he-ner", "unk_share"] > 0.5  # Hebrew script: unseen by the source tokenizer (de, en, sw)
+    fig3 = pd.read_csv(tiny_run / "results/figures/sample_efficiency/tiny/sample_efficiency.csv").set_index("model")
+    assert fig3.loc["focus-lapt", "series"] == "FOCUS" and fig3.loc["adapter-lapt", "series"] == "FOCUS + MAD-X"
+    for model, run in (("focus-lapt", "focus"), ("adapter-lapt", "adapter")):
+        curve = pd.read_parquet(tiny_run / f"results/lapt/tiny/he/{run}/curve.parquet")
+        assert fig3.loc[model, "train_sequences"] == curve["train_sequences"].iloc[-1]
+        cell = pd.read_parquet(tiny_run / f"results/finetune/tiny/he-ner/{model}/seed1.parquet").iloc[0]
+        assert fig3.loc[model, "score"] == pytest.approx(100 * cell["test_f1"])
+    for name in ("unk_scatter/tiny/unk_scatter", "sample_efficiency/tiny/sample_efficiency"):
+        assert (tiny_run / f"results/figures/{name}.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
 def test_lapt_snapshots_and_figure4(tiny_run):
     """vocab-swap Figure 4 in miniature: FOCUS's LAPT keeps snapshots at steps 3 and 6 (the last: the final model),
     the step-3 snapshot is fine-tuned on Hebrew NER, and the figure's scores are those fine-tuning results."""
