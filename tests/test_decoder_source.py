@@ -253,3 +253,65 @@ def test_mismatched_objective_is_named(sw_tokenizer, tmp_path):
     with pytest.raises(ValueError, match="objective 'mlm' does not fit the model GPT2LMHeadModel.*'clm'"):
         train(tiny_gpt2(600), sw_tokenizer, blocks, blocks, LaptConfig.from_dict(lapt_config(objective="mlm")),
               checkpoint_dir=tmp_path)
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory, sw_tokenizer):
+    """A tiny Llama with an untied LM head (its own output matrix), the Swahili test vocabulary."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    path = tmp_path_factory.mktemp("llama")
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(sw_tokenizer), hidden_size=D, intermediate_size=32, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                                 tie_word_embeddings=False, bos_token_id=0, eos_token_id=2, pad_token_id=1)
+                     ).save_pretrained(path)
+    sw_tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["focus", "fvt", "random_normal"])
+def test_untied_head_is_transferred_with_the_input_rows(llama_dir, target, tmp_path, kind):
+    """An untied LM head's rows go through the method with the input rows: an overlapping token's output row is the
+    source's output row of that token (not its input row), and a combined row the same combination of output rows."""
+    source = load_source_model(str(llama_dir))
+    e_in, e_out = source.get_input_embeddings().weight.detach(), source.get_output_embeddings().weight.detach()
+    assert not torch.equal(e_in, e_out) and embedding_matrix(source).shape == (600, 2 * D)
+    tensors, provenance = initialize(init_paths(llama_dir, target), {"kind": kind}, seed=0)
+    assert set(tensors) == {"embeddings", "output_embeddings"} and tensors["output_embeddings"].shape == (400, D)
+    ov = pd.read_parquet(target / "overlap.parquet").set_index("target_id")
+    copied = provenance.loc[provenance["provenance"] == "copied", "target_id"].tolist()
+    if kind != "random_normal":
+        assert len(copied) > 50
+    for t in copied:
+        s = ov.loc[t, "source_id"]
+        assert torch.equal(tensors["embeddings"][t], e_in[s]) and torch.equal(tensors["output_embeddings"][t], e_out[s])
+    if kind == "fvt":  # a combined row: the mean of the same source tokens' rows on both sides
+        tok = load_tokenizer(str(target / "tokenizer"))
+        src_tok = load_tokenizer(str(llama_dir))
+        t = provenance.loc[provenance["provenance"] == "combined", "target_id"].iloc[0]
+        pieces = src_tok(tok.convert_tokens_to_string([tok.convert_ids_to_tokens(int(t))]).strip(),
+                         add_special_tokens=False)["input_ids"]
+        torch.testing.assert_close(tensors["embeddings"][t], e_in[pieces].mean(0))
+        torch.testing.assert_close(tensors["output_embeddings"][t], e_out[pieces].mean(0))
+    write_tensors(tensors, tmp_path / "init.safetensors")
+    model = load_transferred_model(str(llama_dir), str(tmp_path / "init.safetensors"))
+    assert torch.equal(model.lm_head.weight, tensors["output_embeddings"])
+    assert torch.equal(model.get_input_embeddings().weight, tensors["embeddings"])
+    model.save_pretrained(tmp_path / "saved")  # the head stays untied through save and reload
+    again = load_source_model(str(tmp_path / "saved"))
+    assert torch.equal(again.lm_head.weight, tensors["output_embeddings"]) and not again.config.tie_word_embeddings
+
+
+def test_output_rows_copy_input_keeps_the_old_behaviour(llama_dir, target, tmp_path, gpt2_dir):
+    tensors, _ = initialize(init_paths(llama_dir, target), {"kind": "focus", "output_rows": "copy_input"}, seed=0)
+    assert set(tensors) == {"embeddings"}
+    write_tensors(tensors, tmp_path / "init.safetensors")
+    model = load_transferred_model(str(llama_dir), str(tmp_path / "init.safetensors"))
+    assert torch.equal(model.lm_head.weight, tensors["embeddings"])  # the head gets the new input rows
+    transferred = initialize(init_paths(llama_dir, target), {"kind": "focus"}, seed=0)[0]
+    # the same weights (FOCUS's do not read the rows); a wider matrix product may round the last bit differently
+    torch.testing.assert_close(transferred["embeddings"], tensors["embeddings"], rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="tied to its input embeddings"):
+        transferred_model(load_source_model(str(gpt2_dir)), transferred["embeddings"], None,
+                          transferred["output_embeddings"])

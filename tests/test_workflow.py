@@ -346,7 +346,7 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
 
 @pytest.fixture(scope="module")
 def decoder_run(tmp_path_factory):
-    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
     from vocab_transfer.data.corpus import iter_documents
     from vocab_transfer.data.tokenizer import train_unigram_tokenizer
@@ -359,6 +359,12 @@ def decoder_run(tmp_path_factory):
     GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=1, n_head=2, bos_token_id=0,
                                eos_token_id=2, pad_token_id=1)).save_pretrained(workdir / "gpt2-tiny")
     tok.save_pretrained(workdir / "gpt2-tiny")
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                                 tie_word_embeddings=False, bos_token_id=0, eos_token_id=2, pad_token_id=1)
+                     ).save_pretrained(workdir / "llama-tiny")
+    tok.save_pretrained(workdir / "llama-tiny")
     snakemake(workdir, "--cores", "2")
     return workdir
 
@@ -371,12 +377,41 @@ def test_decoder_source_dag(decoder_run):
     assert "causal-LM" in (decoder_run / "results/tables/init_mlm_loss.md").read_text()
     curve = pd.read_parquet(decoder_run / "results/lapt/gpt2-tiny/sw/focus/curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
-    table = pd.read_csv(decoder_run / "results/tables/paper/table2.csv").set_index("step")["perplexity"]
+    table = pd.read_csv(decoder_run / "results/tables/paper/table2.csv")
+    assert sorted(table["source"].unique()) == ["gpt2-tiny", "llama-tiny"]  # one block per source model
+    table = table[table.source == "gpt2-tiny"].set_index("step")["perplexity"]
     assert table[0] == pytest.approx(math.exp(curve["heldout_loss"].iloc[0])) and table[6] < table[0]
-    assert "| FOCUS |" in (decoder_run / "results/tables/paper/table2.md").read_text()
+    md = (decoder_run / "results/tables/paper/table2.md").read_text()
+    assert md.count("| FOCUS |") == 2 and "(source `gpt2-tiny`)" in md and "(source `llama-tiny`)" in md
     from transformers import AutoModelForCausalLM
 
     assert AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/gpt2-tiny/sw/focus/model").config.vocab_size == 400
+
+
+@pytest.mark.slow
+def test_untied_decoder_head_through_the_dag(decoder_run):
+    """A Llama source with an untied head: `focus` transfers the head's own rows (an overlapping token keeps its
+    source output row), `focus_copy_head` copies the new input rows into it; LAPT keeps the head untied."""
+    from transformers import AutoModelForCausalLM
+
+    source = load_file(decoder_run / "llama-tiny/model.safetensors")
+    e_in, e_out = source["model.embed_tokens.weight"], source["lm_head.weight"]
+    focus = load_file(decoder_run / "results/init/llama-tiny/sw/focus.safetensors")
+    assert set(focus) == {"embeddings", "output_embeddings"}
+    assert set(load_file(decoder_run / "results/init/llama-tiny/sw/focus_copy_head.safetensors")) == {"embeddings"}
+    assert set(load_file(decoder_run / "results/init/gpt2-tiny/sw/focus.safetensors")) == {"embeddings"}  # tied
+    prov = pd.read_parquet(decoder_run / "results/init/llama-tiny/sw/focus.provenance.parquet")
+    overlap = pd.read_parquet(decoder_run / "results/overlap/llama-tiny/sw.parquet").set_index("target_id")
+    copied = prov.loc[prov.provenance == "copied", "target_id"].tolist()
+    assert len(copied) > 20
+    for t in copied:
+        s = overlap.loc[t, "source_id"]
+        assert torch.equal(focus["output_embeddings"][t], e_out[s]) and torch.equal(focus["embeddings"][t], e_in[s])
+    res = pd.read_parquet(decoder_run / "results/eval_init/llama-tiny/sw.parquet").set_index("method")
+    assert res.loc["focus", "mlm_loss"] != res.loc["focus_copy_head", "mlm_loss"]  # different heads, different loss
+    lapt = AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/llama-tiny/sw/focus/model")
+    assert not lapt.config.tie_word_embeddings and lapt.config.vocab_size == 400
+    assert not torch.equal(lapt.lm_head.weight, lapt.get_input_embeddings().weight)
 
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", REPO / "test-artifacts"))

@@ -18,8 +18,9 @@ from .methods import TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
     embedding_matrix,
-    has_output_bias,
+    has_untied_output,
     load_source_model,
+    split_embedding_matrix,
     transferred_model,
 )
 from .workflow.needs import NEEDS, InitJob, Need
@@ -66,14 +67,21 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and the inputs of
     each need the method declares (:func:`vocab_transfer.methods.method_needs`; names in
     :data:`vocab_transfer.workflow.needs.NEEDS`), loaded by :data:`LOADERS`. Returns the tensors to save
-    (``embeddings``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
+    (``embeddings``; ``output_embeddings`` for a source with an untied LM head, unless the method's ``output_rows``
+    is ``copy_input``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
     per-token provenance table.
     """
     model = load_source_model(paths["model"])
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
     check_tokenizer_matches(len(source_tok), model.get_input_embeddings().weight.shape[0], name=paths["model"],
                             allow_padded_embeddings=True)
-    params = {k: v for k, v in method.items() if k != "kind"}
+    params = {k: v for k, v in method.items() if k not in ("kind", "output_rows")}
+    # an untied head's rows are transferred with the input rows (the same weights), unless the method copies the
+    # new input rows into the head (`output_rows: copy_input`)
+    transfer_output = method.get("output_rows", "transfer") == "transfer"
+    if not transfer_output and Need.FACTORS in method_needs(method["kind"], params) and has_untied_output(model):
+        raise ValueError(f"{method['kind']} reads Semi-NMF factors of the source's input and output rows together; "
+                         "output_rows: copy_input does not fit them")
     opt = {"source_tokenizer": source_tok, "target_tokenizer": target_tok}
     for need in method_needs(method["kind"], params):
         missing = [k for k in NEEDS[need].inputs(_probe) if k not in paths]
@@ -81,7 +89,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
             raise ValueError(f"{method['kind']} needs {need.value}: inputs {missing} are missing")
         opt.update(LOADERS[need](paths, source_tok, target_tok))
     # padded embedding matrices (allow_padded_embeddings) keep only the rows of real tokens
-    inputs = TransferInputs(source_matrix=embedding_matrix(model)[: len(source_tok)], target_vocab_size=len(target_tok),
+    inputs = TransferInputs(source_matrix=embedding_matrix(model, output_rows=transfer_output)[: len(source_tok)],
+                            target_vocab_size=len(target_tok),
                             overlap=pd.read_parquet(paths["overlap"]),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))), **opt)
@@ -90,10 +99,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     if result.matrix.shape[0] != len(table_tok):
         raise ValueError(f"{method['kind']} returned {result.matrix.shape[0]} rows for a {len(table_tok)}-token "
                          "tokenizer")
-    d = model.get_input_embeddings().weight.shape[1]
-    tensors = {"embeddings": result.matrix[:, :d].contiguous()}
-    if has_output_bias(model):
-        tensors["output_bias"] = result.matrix[:, d].contiguous()
+    tensors = split_embedding_matrix(model, result.matrix)
     clash = set(result.extra) & set(tensors)
     if clash:
         raise ValueError(f"extra tensors {sorted(clash)} clash with the embedding keys")
@@ -125,7 +131,7 @@ def load_transferred_model(model_dir: str, embeddings_path: str) -> PreTrainedMo
 def swap_embeddings(source: PreTrainedModel, embeddings_path: str) -> PreTrainedModel:
     """A loaded source model with its vocabulary swapped for an init artifact's rows (and output bias)."""
     tensors = read_tensors(embeddings_path)
-    return transferred_model(source, tensors["embeddings"], tensors.get("output_bias"))
+    return transferred_model(source, tensors["embeddings"], tensors.get("output_bias"), tensors.get("output_embeddings"))
 
 
 def init_metadata(path: str) -> dict:

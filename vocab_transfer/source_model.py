@@ -161,13 +161,44 @@ def check_tokenizer_matches(tokenizer_len: int, embedding_rows: int, *, name: st
                "padded on purpose)"))
 
 
-def embedding_matrix(model: PreTrainedModel) -> torch.Tensor:
-    """The input embeddings with the LM head's output bias appended as the last column (if it has one:
-    XLM-R/BERT MLM heads do, GPT-2's and most decoders' ``lm_head`` do not)."""
-    emb = model.get_input_embeddings().weight.detach()
+def embedding_matrix(model: PreTrainedModel, *, output_rows: bool = True) -> torch.Tensor:
+    """The rows an init method transfers, one per token: the input embeddings, then the output embeddings of an
+    untied LM head (``tie_word_embeddings: false``, e.g. Llama; left out with ``output_rows=False``), then the LM
+    head's output bias as the last column (if it has one: XLM-R/BERT MLM heads do, GPT-2's and most decoders'
+    ``lm_head`` do not). A method combines rows, so its weights and neighbours apply to every block of columns at
+    once; :func:`split_embedding_matrix` takes the result apart."""
+    parts = [model.get_input_embeddings().weight.detach()]
+    if output_rows and has_untied_output(model):
+        parts.append(model.get_output_embeddings().weight.detach())
     out = model.get_output_embeddings()
     bias = getattr(out, "bias", None) if out is not None else None
-    return emb.clone() if bias is None else torch.cat([emb, bias.detach()[:, None]], 1)
+    if bias is not None:
+        parts.append(bias.detach()[:, None])
+    return torch.cat(parts, 1) if len(parts) > 1 else parts[0].clone()
+
+
+def split_embedding_matrix(model: PreTrainedModel, matrix: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The init artifact's tensors from a method's rows laid out as :func:`embedding_matrix`'s: ``embeddings``,
+    ``output_embeddings`` (an untied head, when the matrix has its columns) and ``output_bias``."""
+    d = model.get_input_embeddings().weight.shape[1]
+    bias = has_output_bias(model)
+    width = matrix.shape[1] - d - int(bias)
+    if width not in (0, d) or (width and not has_untied_output(model)):
+        raise ValueError(f"a {matrix.shape[1]}-column matrix does not fit {type(model).__name__}'s embeddings "
+                         f"({d} columns{', an untied head' if has_untied_output(model) else ''}"
+                         f"{', an output bias' if bias else ''})")
+    tensors = {"embeddings": matrix[:, :d].contiguous()}
+    if width:
+        tensors["output_embeddings"] = matrix[:, d:2 * d].contiguous()
+    if bias:
+        tensors["output_bias"] = matrix[:, -1].contiguous()
+    return tensors
+
+
+def has_untied_output(model: PreTrainedModel) -> bool:
+    """Whether the LM head has an output matrix of its own (not the input embeddings' tensor)."""
+    out = model.get_output_embeddings()
+    return out is not None and out.weight is not model.get_input_embeddings().weight
 
 
 def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
@@ -201,22 +232,27 @@ def has_output_bias(model: PreTrainedModel) -> bool:
     return out is not None and getattr(out, "bias", None) is not None
 
 
-def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None
-                      ) -> PreTrainedModel:
+def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None,
+                      output: torch.Tensor | None = None) -> PreTrainedModel:
     """Swap the vocabulary of ``source`` (in place): new input embeddings (tied output embeddings),
     new output bias; every other weight is the source's (FOCUS §3.1: all layers but the embeddings).
 
     Masked and causal LMs alike (GPT-2: tied ``lm_head`` without bias, ``bias=None``). An untied output
-    matrix (``tie_word_embeddings: false``, e.g. Llama) gets a copy of the new input embeddings."""
+    matrix (``tie_word_embeddings: false``, e.g. Llama) gets ``output`` (the method's transfer of the source's
+    output rows), or without one a copy of the new input embeddings (a method's ``output_rows: copy_input``)."""
     if bias is not None and not has_output_bias(source):
         raise ValueError(f"the init artifact has an output bias, but {type(source).__name__}'s LM head has none "
                          "(was it initialized for another source model?)")
+    untied = has_untied_output(source)
+    if output is not None and not untied:
+        raise ValueError(f"the init artifact has output embeddings, but {type(source).__name__}'s LM head is tied to "
+                         "its input embeddings (was it initialized for another source model?)")
     source.resize_token_embeddings(embeddings.shape[0], mean_resizing=False)
     with torch.no_grad():
         source.get_input_embeddings().weight.copy_(embeddings)
         out = source.get_output_embeddings()
         if bias is not None:
             out.bias.copy_(bias)
-        if not source.config.tie_word_embeddings and out is not None:
-            out.weight.copy_(embeddings)
+        if untied:
+            out.weight.copy_(embeddings if output is None else output)
     return source

@@ -28,7 +28,8 @@ def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     rows = []
     for m in methods:
         tensors = read_tensors(inputs[f"embeddings__{m}"])
-        model = transferred_model(copy.deepcopy(source), tensors["embeddings"], tensors.get("output_bias"))
+        model = transferred_model(copy.deepcopy(source), tensors["embeddings"], tensors.get("output_bias"),
+                                  tensors.get("output_embeddings"))
         result = init_eval_row(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"],
                                tokenizer(tokenizers, inputs[f"tokenizer__{m}"]), objective=objective,
                                seed=spec.seed, mask_prob=spec.mask_prob, batch_size=spec.batch_size)

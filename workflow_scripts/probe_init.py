@@ -23,7 +23,8 @@ def sample(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 def main(inputs, spec: Probe, seed: int, task: str, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     tensors = read_tensors(inputs["embeddings"])
-    model = transferred_model(load_source_model(inputs["model"]), tensors["embeddings"], tensors.get("output_bias"))
+    model = transferred_model(load_source_model(inputs["model"]), tensors["embeddings"], tensors.get("output_bias"),
+                                  tensors.get("output_embeddings"))
     model.to(pick_device())
     data = read_task_data(inputs["data"], task)
     labels = json.load(open(f"{inputs['data']}/labels.json"))

@@ -62,7 +62,7 @@ def __getattr__(name: str):
 
 
 #: Keys of a config `methods` entry that are not parameters of the method function.
-ROW_KEYS = ("kind", "label", "targets")
+ROW_KEYS = ("kind", "label", "targets", "output_rows")
 
 
 def method_config(spec: dict) -> dict:

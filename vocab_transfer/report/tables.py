@@ -328,9 +328,17 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     byte (``value: bits_per_byte``) at each step of ``spec["steps"]`` (global optimizer steps of the run; the curve
     must have been evaluated there, e.g. ``eval_every`` dividing every step). Missing cells are "—". ``curves`` has
     ``run, language, step, heldout_loss, heldout_bits_per_byte`` (the last record of a step, i.e. after a two-stage
-    boundary the second stage's)."""
+    boundary the second stage's); with a ``source`` column of several source models, one block per source."""
     import math
 
+    sources = list(dict.fromkeys(curves["source"])) if "source" in curves and len(curves) else []
+    if len(sources) > 1:  # one block per source model
+        parts = [lapt_table(curves[curves["source"] == src].drop(columns="source"),
+                            {**spec, "title": f"{spec.get('title', 'Held-out ' + spec.get('value', 'perplexity'))} "
+                                              f"(source `{src}`)"}, runs=runs) for src in sources]
+        return (pd.concat([t.assign(source=src) for (t, _), src in zip(parts, sources, strict=True)],
+                          ignore_index=True), "\n".join(md for _, md in parts))
+    curves = curves.drop(columns="source", errors="ignore")
     rows, langs, steps = spec.get("rows") or list(runs), spec["languages"], spec["steps"]
     value = spec.get("value", "perplexity")
     column = "heldout_bits_per_byte" if value == "bits_per_byte" else "heldout_loss"

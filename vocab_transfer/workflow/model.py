@@ -317,6 +317,7 @@ class Method(Section):
     kind: str = _req()
     label: str | None = None
     targets: list[str] | None = _f(None, unique=True)
+    output_rows: Literal["transfer", "copy_input"] = "transfer"
     params: dict[str, Any] = _f({})
 
 

@@ -121,7 +121,8 @@ class Plan:
     def method_params(self, wildcards):
         """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
         spec = self.cfg.methods[wildcards.method]
-        return canonical({"kind": spec.kind, **spec.params})
+        head = {} if spec.output_rows == "transfer" else {"output_rows": spec.output_rows}  # the default adds nothing
+        return canonical({"kind": spec.kind, **spec.params, **head})
 
     @functools.cache  # noqa: B019 (one Plan per workflow; the config is frozen)
     def method_needs_of(self, method):
@@ -504,7 +505,7 @@ class Plan:
         if spec.kind == "lapt":
             runs = [(s, r, lang) for s in self.sources for r in cells or spec.rows or self.lapt_runs
                     for lang in spec.languages if lang in lapt_run_targets(self.cfg, r)]
-            return [(f"curve__{i}", paths.lapt_curve(s, lang, r), {"run": r, "language": lang})
+            return [(f"curve__{i}", paths.lapt_curve(s, lang, r), {"run": r, "language": lang, "source": s})
                     for i, (s, r, lang) in enumerate(runs)]
         rows = cells or spec.rows or list(self.ft_models)
         tasks = set(spec.tasks or []) if spec.grid else {
