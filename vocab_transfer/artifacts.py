@@ -146,6 +146,25 @@ def safetensors_header(path: str | os.PathLike) -> dict:
     return header
 
 
+def tensor_checksums(path: str | os.PathLike) -> dict[str, str]:
+    """SHA-256 of each tensor's raw data in a safetensors file, by tensor name (the dtype and shape hashed in too),
+    without the header: two files of the same tensors compare equal whatever their metadata (versions, paths, time)
+    says."""
+    path = Path(path)
+    header = safetensors_header(path)
+    out = {}
+    with open(path, "rb") as f:
+        start = 8 + int.from_bytes(f.read(8), "little")
+        for name in sorted(k for k in header if k != "__metadata__"):
+            spec = header[name]
+            begin, end = spec["data_offsets"]
+            f.seek(start + begin)
+            h = hashlib.sha256(f"{spec['dtype']}{spec['shape']}\0".encode())
+            h.update(f.read(end - begin))
+            out[name] = h.hexdigest()
+    return out
+
+
 def check_readable(path: str | os.PathLike, deep: bool = False) -> None:
     """ArtifactError unless ``path`` opens as its format says (parquet footer / safetensors header and size; with
     ``deep`` every row group / tensor read)."""
