@@ -34,6 +34,7 @@ rule download_reference_model:
         model=directory(paths.reference_model("{ftmodel}")),
     params:
         repo=plan.reference_hub_id,
+        revision=plan.reference_hub_revision,
     log:
         "logs/download_reference_model/{ftmodel}.log",
     conda:

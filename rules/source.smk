@@ -63,6 +63,7 @@ rule download_source_model:
         model=directory(paths.downloaded_model("{source}")),
     params:
         repo=plan.source_hub_id,
+        revision=plan.source_hub_revision,
     log:
         "logs/download_source_model/{source}.log",
     conda:

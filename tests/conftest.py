@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 
 from vocab_transfer.data.sources import iter_documents
@@ -29,3 +31,11 @@ def planned_job_counts(output: str) -> dict[str, int]:
                 break
             jobs[name] = int(rest[0])
     return jobs
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fault-injection counts of tests/test_faults.py, when it ran."""
+    faults = sys.modules.get("test_faults")
+    if faults is not None and faults.SUMMARY["faults_injected"]:
+        terminalreporter.write_sep("-", "fault injection (tests/test_faults.py)")
+        terminalreporter.write_line(", ".join(f"{k} {v}" for k, v in faults.SUMMARY.items()))

@@ -65,6 +65,29 @@ def test_fingerprint_follows_content_not_time(tmp_path):
     assert artifacts.fingerprint(big).startswith(f"edges:{artifacts.FULL_HASH_LIMIT + 10}:")
 
 
+def test_tensor_checksums_follow_the_tensors_not_the_metadata(tmp_path):
+    """tests/test_workflow.py compares init tensors with stored checksums: the header's metadata (paths, versions,
+    time) must not enter them, every bit of a tensor must."""
+    import hashlib
+
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    write_tensors({"embeddings": x, "output_bias": torch.zeros(3)}, tmp_path / "a.safetensors")
+    artifacts.set_job(fake_job(tmp_path, {}))  # other metadata: a rule, params, another time
+    write_tensors({"output_bias": torch.zeros(3), "embeddings": x.clone()}, tmp_path / "b.safetensors",
+                  metadata={"method": "{}"})
+    a, b = (artifacts.tensor_checksums(tmp_path / f"{n}.safetensors") for n in "ab")
+    assert (tmp_path / "a.safetensors").read_bytes() != (tmp_path / "b.safetensors").read_bytes()
+    assert a == b and sorted(a) == ["embeddings", "output_bias"]
+    assert a["embeddings"] == hashlib.sha256(b"F32[3, 4]\0" + x.numpy().tobytes()).hexdigest()  # known answer
+    y = x.clone()
+    y.view(torch.int32)[1, 2] ^= 1  # one bit of one value
+    write_tensors({"embeddings": y, "output_bias": torch.zeros(3)}, tmp_path / "c.safetensors")
+    c = artifacts.tensor_checksums(tmp_path / "c.safetensors")
+    assert c["embeddings"] != a["embeddings"] and c["output_bias"] == a["output_bias"]
+    write_tensors({"embeddings": x.reshape(4, 3), "output_bias": torch.zeros(3)}, tmp_path / "d.safetensors")
+    assert artifacts.tensor_checksums(tmp_path / "d.safetensors")["embeddings"] != a["embeddings"]  # same bytes
+
+
 @pytest.mark.parametrize("name, cut", [("t.parquet", 20), ("t.safetensors", 8), ("t.json", 3)])
 def test_truncated_artifacts_are_named_with_the_rebuild_command(tmp_path, name, cut):
     path = tmp_path / name

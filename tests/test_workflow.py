@@ -1,5 +1,6 @@
 """The Snakemake workflow end to end on a tiny config, in a temporary working directory."""
 
+import json
 import math
 import os
 import re
@@ -249,6 +250,55 @@ def test_rerun_has_nothing_to_do_and_param_change_reruns_only_that_method(tiny_r
               "init_embeddings")
     after = load_file(tiny_run / target)
     assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+CHECKSUMS = REPO / "tests" / "data" / "init_checksums.json"
+
+
+def cpu_class() -> str:
+    """The CPU features that decide which float kernels torch and MKL run (tensors are bit-identical within a class):
+    the architecture, torch's vector capability, and whether the CPU has bf16 units (FOCUS/WECHSEL screen in bf16)."""
+    import platform
+
+    flags = set()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        flags = set(re.findall(r"\b(amx_bf16|avx512_bf16)\b", cpuinfo.read_text()))
+    bf16 = "+".join(sorted(flags)) or "no-bf16"
+    return f"{platform.system()}-{platform.machine()}-{torch.backends.cpu.get_cpu_capability()}-{bf16}"
+
+
+@pytest.mark.slow
+def test_init_tensors_match_stored_checksums(tiny_run):
+    """Every init tensor of the tiny run (all methods, both languages) has the SHA-256 recorded in
+    tests/data/init_checksums.json for this CPU class (tensor data only; the metadata holds versions, paths and
+    times). `UPDATE_CHECKSUMS=1` records this machine's instead of comparing."""
+    from vocab_transfer.artifacts import tensor_checksums
+
+    found = {p.relative_to(tiny_run).as_posix(): tensor_checksums(p)
+             for p in sorted((tiny_run / "results/init").rglob("*.safetensors"))}
+    config = yaml.safe_load(TINY.read_text())
+    cells = {f"results/init/tiny/{t}/{m}.safetensors" for m, spec in config["methods"].items()
+             for t in spec.get("targets", config["targets"])}
+    assert cells <= set(found), sorted(cells - set(found))
+    stored = json.loads(CHECKSUMS.read_text()) if CHECKSUMS.is_file() else {}
+    key = cpu_class()
+    if os.environ.get("UPDATE_CHECKSUMS") == "1":
+        from vocab_transfer.artifacts import versions
+
+        stored[key] = {"versions": {k: v for k, v in versions().items() if k != "vocab_transfer"},
+                       "checksums": found}
+        CHECKSUMS.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n")
+        return
+    if key not in stored:
+        pytest.skip(f"no init checksums recorded for CPU class {key} (recorded: {sorted(stored)}); "
+                    "UPDATE_CHECKSUMS=1 records them")
+    expected = stored[key]["checksums"]
+    assert sorted(found) == sorted(expected), set(found) ^ set(expected)
+    differ = {path: sorted(k for k in found[path] if found[path][k] != expected[path].get(k))
+              for path in found if found[path] != expected[path]}
+    assert not differ, (f"{len(differ)} of {len(found)} init artifacts differ from {CHECKSUMS.name} "
+                        f"(recorded with {stored[key]['versions']}): {differ}")
 
 
 def bad_config(tmp_path: Path, edit) -> subprocess.CompletedProcess:

@@ -2,7 +2,8 @@
 
 Every parquet and safetensors artifact written through :mod:`vocab_transfer.io` carries a ``vocab_transfer`` entry in
 its file metadata (:func:`artifact_metadata`): the producing rule and wildcards, a hash of the job's params (the
-config sections that shaped it), a fingerprint of each input, the library versions and the time. A job started by
+config sections that shaped it), a fingerprint of each input (and, for a model folder downloaded from the hub, its
+``origin.json``: the repo and the commit it resolved to), the library versions and the time. A job started by
 Snakemake checks its inputs before it reads them (:func:`verify_inputs`, from ``setup_job``): an input that is cut
 short or unreadable, or one made from an older version of another input of the same job (an overlap computed with a
 tokenizer that has since changed) stops the job with the file and the command that rebuilds it.
@@ -32,6 +33,17 @@ FULL_HASH_LIMIT = 64 << 20
 EDGE = 1 << 20
 VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas", "pyarrow",
              "safetensors", "fasttext-numpy2", "snakemake")
+
+
+#: The file in which a model folder downloaded from the hub records its origin
+#: (:func:`vocab_transfer.source_model.download_hub_model`): repo, requested and resolved revision, files.
+ORIGIN_FILE = "origin.json"
+
+
+def model_origin(path: str | os.PathLike) -> dict | None:
+    """The ``origin.json`` of a downloaded hub model folder (None for any other path)."""
+    path = Path(path) / ORIGIN_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 class ArtifactError(RuntimeError):
@@ -103,12 +115,16 @@ def _reset_for_tests() -> None:
 
 def artifact_metadata() -> dict:
     """The metadata of an artifact written now: rule, wildcards, params hash and input fingerprints of the job (none
-    outside Snakemake), library versions and the time."""
+    outside Snakemake), the origin of each input that is a downloaded hub model (``origins``: its ``origin.json``),
+    library versions and the time."""
     meta: dict = {"versions": versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     if _job is not None:
         if "inputs" not in _job:
             _job["inputs"] = {p: fingerprint(p) for p in _job["input_paths"]}
+            _job["origins"] = {p: o for p in _job["input_paths"] if (o := model_origin(p)) is not None}
         meta.update({k: _job[k] for k in ("rule", "wildcards", "params_sha256", "inputs")})
+        if _job["origins"]:
+            meta["origins"] = _job["origins"]
     return meta
 
 
@@ -144,6 +160,25 @@ def safetensors_header(path: str | os.PathLike) -> dict:
     if 8 + n + end != size:
         raise ArtifactError(f"{path}: {size} bytes, its header describes {8 + n + end} (cut short or padded)")
     return header
+
+
+def tensor_checksums(path: str | os.PathLike) -> dict[str, str]:
+    """SHA-256 of each tensor's raw data in a safetensors file, by tensor name (the dtype and shape hashed in too),
+    without the header: two files of the same tensors compare equal whatever their metadata (versions, paths, time)
+    says."""
+    path = Path(path)
+    header = safetensors_header(path)
+    out = {}
+    with open(path, "rb") as f:
+        start = 8 + int.from_bytes(f.read(8), "little")
+        for name in sorted(k for k in header if k != "__metadata__"):
+            spec = header[name]
+            begin, end = spec["data_offsets"]
+            f.seek(start + begin)
+            h = hashlib.sha256(f"{spec['dtype']}{spec['shape']}\0".encode())
+            h.update(f.read(end - begin))
+            out[name] = h.hexdigest()
+    return out
 
 
 def check_readable(path: str | os.PathLike, deep: bool = False) -> None:

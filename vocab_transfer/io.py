@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -29,7 +30,8 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
-    """Yield a temporary sibling of ``path``; move it onto ``path`` only if the block succeeds."""
+    """Yield a temporary sibling of ``path``; move it onto ``path`` only if the block succeeds, else remove it. A full
+    file system (whatever the writer raised) becomes ``OSError(ENOSPC)`` naming ``path`` and the bytes free."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if directory:
@@ -47,9 +49,40 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
         if directory and path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
+        if _disk_full(e):  # writers name neither file (pyarrow) nor raise OSError at all (safetensors)
+            raise OSError(e.errno if isinstance(e, OSError) and e.errno else errno.ENOSPC,
+                          f"no space left on the device while writing {path} ({_free_bytes(path.parent)} bytes "
+                          f"free there); the partial file was removed ({type(e).__name__}: {e})", str(path)) from e
         raise
+
+
+def _disk_full(e: BaseException) -> bool:
+    """Whether a writer's error means the file system is full (or the user's quota is): an OSError with ENOSPC /
+    EDQUOT, or a library's own error that says so (safetensors: ``No space left on device (os error 28)``)."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return isinstance(e, Exception) and any(s in str(e) for s in ("No space left on device", "Disk quota exceeded",
+                                                                    f"os error {errno.ENOSPC})"))
+
+
+def _free_bytes(folder: Path) -> int | str:
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return "unknown"
+
+
+def remove_tree(path: str | os.PathLike) -> None:
+    """Delete a folder (a run's checkpoints) so that a process killed midway leaves it whole or not at all: it is
+    renamed to a hidden temporary sibling first (which nothing resumes from), then deleted."""
+    path = Path(path)
+    if not path.exists():
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".deleted.tmp", dir=path.parent))
+    os.replace(path, aside)
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 class ArrayFile:

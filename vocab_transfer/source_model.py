@@ -133,6 +133,31 @@ def hub_download_patterns(files: list[str]) -> list[str]:
     return ["*.json", "*.txt", "*.model", weights]
 
 
+def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> dict:
+    """Download hub model ``repo`` at ``revision`` (a branch, tag or commit; None: the default branch) into
+    ``out_dir``, atomically, and record its origin there in ``origin.json``: ``repo``, the requested ``revision``, the
+    commit it resolved to (``resolved_revision``) and the ``files`` fetched (:func:`hub_download_patterns`). The file
+    list and the files are fetched at the resolved commit, so a branch that moves meanwhile cannot mix two commits.
+    Returns the origin."""
+    from huggingface_hub import HfApi, snapshot_download
+
+    from .artifacts import ORIGIN_FILE
+    from .io import atomic_path
+
+    api = HfApi()
+    commit = api.model_info(repo, revision=revision).sha
+    if not commit:
+        raise RuntimeError(f"the hub gave no commit for {repo} at revision {revision or 'main'}")
+    patterns = hub_download_patterns(api.list_repo_files(repo, revision=commit))
+    with atomic_path(out_dir, directory=True) as tmp:
+        snapshot_download(repo, revision=commit, local_dir=str(tmp), allow_patterns=patterns)
+        files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
+                       if p.is_file() and p.relative_to(tmp).parts[0] != ".cache")  # the hub client's own records
+        origin = {"repo": repo, "revision": revision, "resolved_revision": commit, "files": files}
+        (tmp / ORIGIN_FILE).write_text(json.dumps(origin, indent=1) + "\n", encoding="utf-8")
+    return origin
+
+
 def load_source_model(path: str) -> PreTrainedModel:
     """Load a source model saved with ``save_pretrained`` (or named by hub id when the config asks for one):
     a causal LM (``AutoModelForCausalLM``) when its config is a decoder (:func:`is_causal_lm`), else a

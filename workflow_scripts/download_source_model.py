@@ -1,19 +1,16 @@
-"""Download a hub model into resources/ (rules download_source_model and download_reference_model; runs only
-when the config names a hub id)."""
+"""Download a hub model into resources/ at the configured revision, recording the commit it resolved to in the
+folder's origin.json (rules download_source_model and download_reference_model; runs only when the config names a
+hub id)."""
 
-from vocab_transfer.io import atomic_path
-from vocab_transfer.source_model import hub_download_patterns
+from vocab_transfer.source_model import download_hub_model
 from vocab_transfer.workflow.job import setup_job
 
 
-def main(repo, out_dir, log_path):
+def main(repo, revision, out_dir, log_path):
     log = setup_job(log_path)
-    from huggingface_hub import HfApi, snapshot_download
-
-    patterns = hub_download_patterns(HfApi().list_repo_files(repo))
-    with atomic_path(out_dir, directory=True) as tmp:
-        snapshot_download(repo, local_dir=str(tmp), allow_patterns=patterns)
-    log.info("downloaded %s to %s", repo, out_dir)
+    origin = download_hub_model(repo, revision, out_dir)
+    log.info("downloaded %s at %s (commit %s, %d files) to %s", repo, revision or "the default branch",
+             origin["resolved_revision"], len(origin["files"]), out_dir)
 
 
-main(snakemake.params.repo, snakemake.output.model, snakemake.log[0])
+main(snakemake.params.repo, snakemake.params.revision, snakemake.output.model, snakemake.log[0])

@@ -35,7 +35,6 @@ import json
 import logging
 import math
 import re
-import shutil
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..io import atomic_path, write_parquet
+from ..io import atomic_path, remove_tree, write_parquet
 from ..source_model import max_sequence_length
 from .runtime import (
     Checkpoints,
@@ -711,7 +710,7 @@ def main(argv: list[str] | None = None) -> None:
             model.save_pretrained(str(tmp))
             tokenizer.save_pretrained(str(tmp))
     write_parquet(pd.DataFrame([row]), args.output)
-    shutil.rmtree(checkpoints, ignore_errors=True)
+    remove_tree(checkpoints)  # whole or gone if killed meanwhile
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ import torch
 from ..data.shards import Blocks, open_blocks
 from ..eval.correlation import row_correlations
 from ..eval.mlm import mask_tokens, token_lengths
-from ..io import atomic_path, write_parquet, write_tensors
+from ..io import atomic_path, remove_tree, write_parquet, write_tensors
 from .adapters import (
     AdapterConfig,
     adapter_parameter_names,
@@ -674,7 +674,7 @@ def main(argv: list[str] | None = None) -> None:
                       args.curve or f"{args.output}.curve.parquet")
         save_model(model, tokenizer, args.output)  # language_adapter.* beside a plain model
         publish_snapshots(checkpoints, args.snapshots or f"{args.output}.snapshots", cfg.snapshot_steps)
-        shutil.rmtree(checkpoints, ignore_errors=True)
+        remove_tree(checkpoints)  # whole or gone if killed meanwhile
     group.close()
 
 

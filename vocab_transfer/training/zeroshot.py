@@ -42,7 +42,6 @@ import argparse
 import hashlib
 import json
 import logging
-import shutil
 import time
 from pathlib import Path
 
@@ -50,7 +49,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
-from ..io import atomic_path, write_parquet
+from ..io import atomic_path, remove_tree, write_parquet
 from .adapters import (
     adapter_parameter_names,
     add_task_adapter,
@@ -285,7 +284,7 @@ def train_main(args) -> None:
     write_parquet(history, args.history or str(Path(args.scores).with_suffix("")) + ".history.parquet")
     save_source_task(model, tokenizer, args.output, meta)
     write_parquet(pd.DataFrame([row]), args.scores)
-    shutil.rmtree(checkpoints, ignore_errors=True)
+    remove_tree(checkpoints)  # whole or gone if killed meanwhile
 
 
 def evaluate_main(args) -> None:

@@ -133,6 +133,9 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
                 raise ConfigError(f"sources.{name}: pretraining language {lang!r} has no entry under 'corpora' "
                                   f"(known: {sorted(corpora)})")
         model = local_model_dir(source)
+        if model is not None and source.revision is not None:
+            raise ConfigError(f"sources.{name}.revision: {source.model!r} is a local folder; a revision pins a hub "
+                              "id only")
         if model is not None:
             check_local_source(name, model, source.allow_padded_embeddings)
         elif source.model and _path_not_hub_id(source.model):
@@ -381,6 +384,9 @@ def check_finetune(cfg: Config) -> None:
         ref = model.pretrained
         if ref and _path_not_hub_id(ref) and not Path(ref).is_dir():
             raise ConfigError(f"{where}.pretrained: {ref!r} is not a directory (nor a hub id)")
+        if model.revision is not None and not (ref and not Path(ref).is_dir()):
+            raise ConfigError(f"{where}.revision: a hub revision pins pretrained: <hub id> only"
+                              + (f" ({ref!r} is a local folder)" if ref else ""))
         if model.lapt and model.lapt not in cfg.lapt.runs:
             raise ConfigError(f"{where}.lapt: {model.lapt!r} is not an entry of lapt.runs")
         if model.step is not None:

@@ -210,6 +210,7 @@ class Source(Section):
     """``sources.<name>``: a pretrained model (hub id or folder) or a recipe to pretrain one."""
 
     model: str | None = None
+    revision: str | None = _f(None, min_len=1)  # hub branch, tag or commit of ``model`` (default: main)
     languages: list[str] | None = None
     allow_padded_embeddings: bool = False
     pretrain: Pretrain | None = None
@@ -217,6 +218,8 @@ class Source(Section):
     def check(self, where: str) -> None:
         if (self.model is None) == (self.pretrain is None):
             raise ModelError(f"{where}: give exactly one of model (hub id or folder) and pretrain (a recipe)")
+        if self.revision is not None and self.model is None:
+            raise ModelError(f"{where}.revision: a hub revision needs model (a hub id), not pretrain")
 
     @property
     def pretrain_languages(self) -> list[str]:
@@ -382,6 +385,7 @@ class FinetuneModel(Section):
     init: str | None = None
     source: bool | None = None
     pretrained: str | None = _f(None, min_len=1)
+    revision: str | None = _f(None, min_len=1)  # hub branch, tag or commit of ``pretrained`` (default: main)
     label: str | None = None
     zero_shot: str | None = None
     tasks: list[str] | None = _f(None, unique=True)

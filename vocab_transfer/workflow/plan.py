@@ -285,6 +285,10 @@ class Plan:
     def source_hub_id(self, wildcards):
         return self.cfg.sources[wildcards.source].model
 
+    def source_hub_revision(self, wildcards):
+        """The hub revision to download (None: the default branch); a param, so a new revision downloads again."""
+        return self.cfg.sources[wildcards.source].revision
+
     def extension_selection(self, wildcards):
         """How an extension picks its tokens: ``{"top_tokens": N}`` (FOCUS §3.1) or ``{"new_tokens": N}``."""
         key, n = extension_count(self.method_option(wildcards.method, "top_tokens"),
@@ -423,6 +427,9 @@ class Plan:
 
     def reference_hub_id(self, wildcards):
         return self.ft_models[wildcards.ftmodel].pretrained
+
+    def reference_hub_revision(self, wildcards):
+        return self.ft_models[wildcards.ftmodel].revision
 
     def finetune_inputs(self, wildcards):
         """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or a
