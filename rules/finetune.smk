@@ -33,8 +33,7 @@ rule download_reference_model:
     output:
         model=directory(paths.reference_model("{ftmodel}")),
     params:
-        repo=plan.reference_hub_id,
-        revision=plan.reference_hub_revision,
+        repo=plan.reference_hub_spec,
     log:
         "logs/download_reference_model/{ftmodel}.log",
     conda:

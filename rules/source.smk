@@ -62,8 +62,7 @@ rule download_source_model:
     output:
         model=directory(paths.downloaded_model("{source}")),
     params:
-        repo=plan.source_hub_id,
-        revision=plan.source_hub_revision,
+        repo=plan.source_hub_spec,
     log:
         "logs/download_source_model/{source}.log",
     conda:

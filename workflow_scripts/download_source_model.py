@@ -13,4 +13,5 @@ def main(repo, revision, out_dir, log_path):
              origin["resolved_revision"], len(origin["files"]), out_dir)
 
 
-main(snakemake.params.repo, snakemake.params.revision, snakemake.output.model, snakemake.log[0])
+repo, _, revision = snakemake.params.repo.partition("@")  # plan.hub_spec: repo or repo@revision
+main(repo, revision or None, snakemake.output.model, snakemake.log[0])

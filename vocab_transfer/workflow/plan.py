@@ -47,6 +47,11 @@ def canonical(obj) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
+def hub_spec(repo: str, revision: str | None) -> str:
+    """A hub download's one param: ``repo``, or ``repo@revision`` when the config pins one."""
+    return repo if revision is None else f"{repo}@{revision}"
+
+
 class Plan:
     """The jobs a config asks for, as the input and params functions of the rules."""
 
@@ -282,12 +287,11 @@ class Plan:
             "methods": [m for m in self.method_names if method_targets(self.cfg, m)],  # `targets: []`: LAPT-only methods
         })
 
-    def source_hub_id(self, wildcards):
-        return self.cfg.sources[wildcards.source].model
-
-    def source_hub_revision(self, wildcards):
-        """The hub revision to download (None: the default branch); a param, so a new revision downloads again."""
-        return self.cfg.sources[wildcards.source].revision
+    def source_hub_spec(self, wildcards):
+        """``<hub id>`` or ``<hub id>@<revision>`` (hub ids have no ``@``): a param, so a new revision downloads again,
+        and a config without one plans the same params as before revisions existed."""
+        source = self.cfg.sources[wildcards.source]
+        return hub_spec(source.model, source.revision)
 
     def extension_selection(self, wildcards):
         """How an extension picks its tokens: ``{"top_tokens": N}`` (FOCUS §3.1) or ``{"new_tokens": N}``."""
@@ -425,11 +429,9 @@ class Plan:
         ref = self.ft_models[wildcards.ftmodel].pretrained
         return ref if os.path.isdir(ref) else paths.reference_model(wildcards.ftmodel)
 
-    def reference_hub_id(self, wildcards):
-        return self.ft_models[wildcards.ftmodel].pretrained
-
-    def reference_hub_revision(self, wildcards):
-        return self.ft_models[wildcards.ftmodel].revision
+    def reference_hub_spec(self, wildcards):
+        model = self.ft_models[wildcards.ftmodel]
+        return hub_spec(model.pretrained, model.revision)
 
     def finetune_inputs(self, wildcards):
         """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or a
