@@ -315,3 +315,40 @@ def test_output_rows_copy_input_keeps_the_old_behaviour(llama_dir, target, tmp_p
     with pytest.raises(ValueError, match="tied to its input embeddings"):
         transferred_model(load_source_model(str(gpt2_dir)), transferred["embeddings"], None,
                           transferred["output_embeddings"])
+
+
+def test_embedding_rows_are_read_by_name_without_loading_the_model(gpt2_dir, xlmr_dir, llama_dir, target, tmp_path,
+                                                                   monkeypatch):
+    """read_embedding_rows gives the loaded model's input rows, untied output rows and bias, from one safetensors
+    file or from shards; initialize never loads the model; a pickle-only checkpoint is refused with the fix."""
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+    from vocab_transfer.source_model import read_embedding_rows
+
+    for path in (gpt2_dir, xlmr_dir, llama_dir):
+        model = load_source_model(str(path))
+        rows = read_embedding_rows(path)
+        assert torch.equal(rows.matrix(), embedding_matrix(model)), path
+        assert (rows.output is None) == (model.get_output_embeddings().weight is model.get_input_embeddings().weight)
+        assert (rows.bias is None) == (not has_output_bias(model))
+    shards = tmp_path / "sharded"
+    load_source_model(str(llama_dir)).save_pretrained(shards, max_shard_size="20KB")
+    load_tokenizer(str(llama_dir)).save_pretrained(shards)
+    assert (shards / "model.safetensors.index.json").is_file() and len(list(shards.glob("*.safetensors"))) > 2
+    assert torch.equal(read_embedding_rows(shards).matrix(), read_embedding_rows(llama_dir).matrix())
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("initialize loaded the whole model")
+
+    expected = initialize(init_paths(llama_dir, target), {"kind": "focus"}, seed=0)[0]
+    for auto in (AutoModelForCausalLM, AutoModelForMaskedLM):
+        monkeypatch.setattr(auto, "from_pretrained", refuse)
+    got = initialize(init_paths(shards, target), {"kind": "focus"}, seed=0)[0]
+    assert all(torch.equal(got[k], expected[k]) for k in expected) and set(got) == set(expected)
+    monkeypatch.undo()
+    pickled = tmp_path / "pickled"  # an older checkpoint: config and pickled weights only
+    model = load_source_model(str(gpt2_dir))
+    model.config.save_pretrained(pickled)
+    torch.save(model.state_dict(), pickled / "pytorch_model.bin")
+    with pytest.raises(FileNotFoundError, match="only pickle weights.*pytorch_model.bin.*safe_serialization=True"):
+        read_embedding_rows(pickled)

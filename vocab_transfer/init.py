@@ -17,10 +17,8 @@ from .io import read_tensors
 from .methods import TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
-    embedding_matrix,
-    has_untied_output,
     load_source_model,
-    split_embedding_matrix,
+    read_embedding_rows,
     transferred_model,
 )
 from .workflow.needs import NEEDS, InitJob, Need
@@ -71,15 +69,14 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     is ``copy_input``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
     per-token provenance table.
     """
-    model = load_source_model(paths["model"])
+    rows = read_embedding_rows(paths["model"])  # the embedding tensors only, not the model
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
-    check_tokenizer_matches(len(source_tok), model.get_input_embeddings().weight.shape[0], name=paths["model"],
-                            allow_padded_embeddings=True)
+    check_tokenizer_matches(len(source_tok), rows.input.shape[0], name=paths["model"], allow_padded_embeddings=True)
     params = {k: v for k, v in method.items() if k not in ("kind", "output_rows")}
     # an untied head's rows are transferred with the input rows (the same weights), unless the method copies the
     # new input rows into the head (`output_rows: copy_input`)
     transfer_output = method.get("output_rows", "transfer") == "transfer"
-    if not transfer_output and Need.FACTORS in method_needs(method["kind"], params) and has_untied_output(model):
+    if not transfer_output and Need.FACTORS in method_needs(method["kind"], params) and rows.output is not None:
         raise ValueError(f"{method['kind']} reads Semi-NMF factors of the source's input and output rows together; "
                          "output_rows: copy_input does not fit them")
     opt = {"source_tokenizer": source_tok, "target_tokenizer": target_tok}
@@ -89,7 +86,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
             raise ValueError(f"{method['kind']} needs {need.value}: inputs {missing} are missing")
         opt.update(LOADERS[need](paths, source_tok, target_tok))
     # padded embedding matrices (allow_padded_embeddings) keep only the rows of real tokens
-    inputs = TransferInputs(source_matrix=embedding_matrix(model, output_rows=transfer_output)[: len(source_tok)],
+    inputs = TransferInputs(source_matrix=rows.matrix(output_rows=transfer_output)[: len(source_tok)],
                             target_vocab_size=len(target_tok),
                             overlap=pd.read_parquet(paths["overlap"]),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
@@ -99,7 +96,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     if result.matrix.shape[0] != len(table_tok):
         raise ValueError(f"{method['kind']} returned {result.matrix.shape[0]} rows for a {len(table_tok)}-token "
                          "tokenizer")
-    tensors = split_embedding_matrix(model, result.matrix)
+    tensors = rows.split(result.matrix)
     clash = set(result.extra) & set(tensors)
     if clash:
         raise ValueError(f"extra tensors {sorted(clash)} clash with the embedding keys")

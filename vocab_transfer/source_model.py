@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -226,21 +227,58 @@ def has_untied_output(model: PreTrainedModel) -> bool:
     return out is not None and out.weight is not model.get_input_embeddings().weight
 
 
-def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
-    """The input embedding matrix of a model saved with ``save_pretrained`` as safetensors, read without loading the
-    model: the tensor's name comes from the architecture built on the meta device, its data from the file (or the
-    shard that the index names)."""
-    from safetensors import safe_open
+@dataclass(frozen=True)
+class EmbeddingRows:
+    """A source model's per-token rows, read from its safetensors files without loading the model
+    (:func:`read_embedding_rows`): the input embeddings, an untied LM head's own output matrix, the output bias."""
 
-    model_dir = Path(model_dir)
+    input: torch.Tensor
+    output: torch.Tensor | None = None
+    bias: torch.Tensor | None = None
+
+    def matrix(self, *, output_rows: bool = True) -> torch.Tensor:
+        """``[input | output | bias]`` as :func:`embedding_matrix` lays it out."""
+        parts = [self.input, *([self.output] if output_rows and self.output is not None else []),
+                 *([self.bias[:, None]] if self.bias is not None else [])]
+        return torch.cat(parts, 1) if len(parts) > 1 else self.input.clone()
+
+    def split(self, matrix: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The init artifact's tensors from a method's rows laid out as :meth:`matrix`'s (see
+        :func:`split_embedding_matrix`)."""
+        d, bias = self.input.shape[1], self.bias is not None
+        width = matrix.shape[1] - d - int(bias)
+        if width not in (0, d) or (width and self.output is None):
+            raise ValueError(f"a {matrix.shape[1]}-column matrix does not fit the source's embeddings ({d} columns"
+                             f"{', an untied head' if self.output is not None else ''}{', an output bias' if bias else ''})")
+        tensors = {"embeddings": matrix[:, :d].contiguous()}
+        if width:
+            tensors["output_embeddings"] = matrix[:, d:2 * d].contiguous()
+        if bias:
+            tensors["output_bias"] = matrix[:, -1].contiguous()
+        return tensors
+
+
+def _meta_model(model_dir: Path) -> PreTrainedModel:
+    """The architecture of a saved model built on the meta device (no memory, no weights): the names of its tensors."""
     config = AutoConfig.from_pretrained(model_dir)
     auto = AutoModelForCausalLM if is_causal_lm(config) else AutoModelForMaskedLM
     with torch.device("meta"):
-        model = auto.from_config(config)
-    weight = model.get_input_embeddings().weight
-    names = [n for n, p in model.named_parameters(remove_duplicate=False) if p is weight]  # tied: several names
+        return auto.from_config(config)
+
+
+def _read_named(model_dir: Path, names: list[str], what: str, model: PreTrainedModel) -> torch.Tensor:
+    """The first of ``names`` (one parameter's names; tied parameters have several) found in the safetensors file or
+    the shard that ``model.safetensors.index.json`` names, memory-mapped."""
+    from safetensors import safe_open
+
     index = model_dir / "model.safetensors.index.json"
     weight_map = json.loads(index.read_text())["weight_map"] if index.exists() else None
+    if weight_map is None and not (model_dir / "model.safetensors").is_file():
+        pickled = sorted(p.name for p in model_dir.glob("pytorch_model*.bin"))
+        hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python -c \"from transformers"
+                f" import AutoModel; AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
+                f"safe_serialization=True)\"`") if pickled else ""
+        raise FileNotFoundError(f"{model_dir}: no model.safetensors and no model.safetensors.index.json{hint}")
     for name in names:
         file = model_dir / (weight_map.get(name, "") if weight_map is not None else "model.safetensors")
         if not file.is_file():
@@ -248,8 +286,36 @@ def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
         with safe_open(file, "pt") as f:
             if name in f.keys():
                 return f.get_tensor(name)
-    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the input embeddings of "
-                   f"{type(model).__name__}); save the model with safetensors")
+    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the {what} of {type(model).__name__}); "
+                   "save the model with safetensors")
+
+
+def _names(model: PreTrainedModel, param: torch.nn.Parameter) -> list[str]:
+    return [n for n, p in model.named_parameters(remove_duplicate=False) if p is param]
+
+
+def read_embedding_rows(model_dir: str | Path) -> EmbeddingRows:
+    """The input embeddings, an untied head's output matrix and the output bias of a model saved as safetensors
+    (one file or shards with an index), read by name without loading the model: a 7B model's two matrices cost
+    their own size, not the model's. The names come from the architecture built on the meta device."""
+    model_dir = Path(model_dir)
+    model = _meta_model(model_dir)
+    inp = model.get_input_embeddings().weight
+    rows = {"input": _read_named(model_dir, _names(model, inp), "input embeddings", model)}
+    out = model.get_output_embeddings()
+    if out is not None and out.weight is not inp:
+        rows["output"] = _read_named(model_dir, _names(model, out.weight), "output embeddings", model)
+    if out is not None and getattr(out, "bias", None) is not None:
+        rows["bias"] = _read_named(model_dir, _names(model, out.bias), "output bias", model)
+    return EmbeddingRows(**rows)
+
+
+def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
+    """The input embedding matrix of a model saved with ``save_pretrained`` as safetensors, read without loading the
+    model (:func:`read_embedding_rows`)."""
+    model_dir = Path(model_dir)
+    model = _meta_model(model_dir)
+    return _read_named(model_dir, _names(model, model.get_input_embeddings().weight), "input embeddings", model)
 
 
 def has_output_bias(model: PreTrainedModel) -> bool:

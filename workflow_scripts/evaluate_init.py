@@ -1,7 +1,6 @@
 """Held-out loss of the transferred model right after initialization, every method of one target
 (rule evaluate_init): masked-LM loss for encoder sources, next-token (causal-LM) loss for decoder sources."""
 
-import copy
 import json
 
 import pandas as pd
@@ -28,7 +27,9 @@ def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     rows = []
     for m in methods:
         tensors = read_tensors(inputs[f"embeddings__{m}"])
-        model = transferred_model(copy.deepcopy(source), tensors["embeddings"], tensors.get("output_bias"),
+        # the one loaded model, its per-token tensors overwritten for each method (every row of each is replaced):
+        # no copy of the model per method
+        model = transferred_model(source, tensors["embeddings"], tensors.get("output_bias"),
                                   tensors.get("output_embeddings"))
         result = init_eval_row(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"],
                                tokenizer(tokenizers, inputs[f"tokenizer__{m}"]), objective=objective,

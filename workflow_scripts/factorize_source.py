@@ -5,13 +5,13 @@ import json
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import write_tensors
 from vocab_transfer.methods.unks import factorize
-from vocab_transfer.source_model import embedding_matrix, load_source_model
+from vocab_transfer.source_model import read_embedding_rows
 from vocab_transfer.workflow.job import setup_job
 
 
 def main(model_dir, spec, seed, out_path, log_path, threads):
     log = setup_job(log_path, threads)
-    source = embedding_matrix(load_source_model(model_dir))[: len(load_tokenizer(model_dir))]
+    source = read_embedding_rows(model_dir).matrix()[: len(load_tokenizer(model_dir))]  # the rows, not the model
     factors = factorize(source, seed=seed, **spec)
     log.info("factorized %s: %s", tuple(source.shape), {k: tuple(v.shape) for k, v in factors.items()})
     write_tensors(factors, out_path, metadata={"spec": json.dumps(spec, sort_keys=True), "seed": str(seed)})
