@@ -1,5 +1,6 @@
 """Linear probes at init (vocab_transfer.eval.probe; WECHSEL Tables 7-8's NLI and POS columns)."""
 
+import copy
 import random
 
 import pandas as pd
@@ -14,8 +15,15 @@ TINY = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max
 
 
 @pytest.fixture(scope="module")
-def model(sw_tokenizer):
-    return build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.0, **TINY).eval()
+def tokenizer(sw_tokenizer):
+    """A copy of the session's tokenizer: calls with truncation=True leave it set on the tokenizer (and in a later
+    save_pretrained's tokenizer.json), which other test modules must not inherit."""
+    return copy.deepcopy(sw_tokenizer)
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    return build_xlmr_mlm(tokenizer, seed=0, dropout=0.0, **TINY).eval()
 
 
 def test_fit_probe_separates_separable_classes_and_is_deterministic():
@@ -28,12 +36,12 @@ def test_fit_probe_separates_separable_classes_and_is_deterministic():
     assert (predict(a, x[200:]) == y[200:]).float().mean() > 0.95
 
 
-def test_word_features_are_the_mean_of_each_words_tokens_whatever_the_batching(model, sw_tokenizer, swahili_verses):
+def test_word_features_are_the_mean_of_each_words_tokens_whatever_the_batching(model, tokenizer, swahili_verses):
     sentences = [v.split() for v in swahili_verses[:6]]
-    f1, where1 = word_means(model, sw_tokenizer, sentences, seq_len=64, batch_size=1)
-    f4, where4 = word_means(model, sw_tokenizer, sentences, seq_len=64, batch_size=4)
+    f1, where1 = word_means(model, tokenizer, sentences, seq_len=64, batch_size=1)
+    f4, where4 = word_means(model, tokenizer, sentences, seq_len=64, batch_size=4)
     assert where1 == where4 and torch.allclose(f1, f4, atol=1e-5)
-    enc = sw_tokenizer([sentences[2]], is_split_into_words=True, truncation=True, max_length=64)
+    enc = tokenizer([sentences[2]], is_split_into_words=True, truncation=True, max_length=64)
     hidden = model.base_model(input_ids=torch.tensor(enc["input_ids"])).last_hidden_state[0]
     words = enc.word_ids(0)
     for w in (0, 3):
@@ -57,25 +65,25 @@ def nli_frame(verses, n, seed, shuffle=False):
     return df
 
 
-def test_nli_probe_reads_what_the_features_carry_and_not_shuffled_labels(model, sw_tokenizer, swahili_verses):
+def test_nli_probe_reads_what_the_features_carry_and_not_shuffled_labels(model, tokenizer, swahili_verses):
     verses = swahili_verses[:600]
     labels = ["entailment", "neutral", "contradiction"]
     kw = dict(labels=labels, seq_len=64, batch_size=32, l2=1e-3, max_iter=100)
     train, test = nli_frame(verses[:400], 300, 0), nli_frame(verses[400:], 150, 1)
-    real = probe_accuracy(model, sw_tokenizer, train, test, "nli", **kw)
+    real = probe_accuracy(model, tokenizer, train, test, "nli", **kw)
     assert real["features"] == 64 and real["train_items"] == 300 and real["test_items"] == 150
-    noise = probe_accuracy(model, sw_tokenizer, nli_frame(verses[:400], 300, 0, shuffle=True),
+    noise = probe_accuracy(model, tokenizer, nli_frame(verses[:400], 300, 0, shuffle=True),
                            nli_frame(verses[400:], 150, 1, shuffle=True), "nli", **kw)
     assert real["accuracy"] > 0.6 > 0.45 > noise["accuracy"]  # chance: 1/3
 
 
-def test_pos_probe_counts_words_and_refuses_unknown_labels(model, sw_tokenizer, swahili_verses):
+def test_pos_probe_counts_words_and_refuses_unknown_labels(model, tokenizer, swahili_verses):
     def frame(verses):  # tag = whether the word is one of four function words (about 19% of the words)
         return pd.DataFrame([{"id": str(i), "tokens": v.split(), "tags": ["FN" if w.lower() in ("na", "ya", "wa", "kwa")
                                                                            else "X" for w in v.split()]}
                              for i, v in enumerate(verses)])
     kw = dict(seq_len=64, batch_size=16, l2=1e-3, max_iter=100)
-    result = probe_accuracy(model, sw_tokenizer, frame(swahili_verses[:200]), frame(swahili_verses[200:300]), "pos",
+    result = probe_accuracy(model, tokenizer, frame(swahili_verses[:200]), frame(swahili_verses[200:300]), "pos",
                             labels=["FN", "X"], **kw)
     majority = pd.Series([t for tags in frame(swahili_verses[200:300])["tags"] for t in tags]).value_counts(
         normalize=True).max()
@@ -84,7 +92,7 @@ def test_pos_probe_counts_words_and_refuses_unknown_labels(model, sw_tokenizer, 
     assert result["train_items"] + result["test_items"] + result["words_left_out"] == sum(
         len(v.split()) for v in swahili_verses[:300])
     with pytest.raises(ValueError, match="not in the task's label list"):
-        probe_accuracy(model, sw_tokenizer, frame(swahili_verses[:50]), frame(swahili_verses[50:60]), "pos",
+        probe_accuracy(model, tokenizer, frame(swahili_verses[:50]), frame(swahili_verses[50:60]), "pos",
                        labels=["X"], **kw)
 
 
