@@ -57,8 +57,9 @@ COSTS: dict[str, Cost] = {
     # the source model and one transferred copy at a time, plus the init artifacts
     "init_embeddings": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=30, data=("model",)),
     # a forward pass over up to eval.probe.max_train + max_test examples (CPU: about an hour for XLM-R base and 10k
-    # NLI pairs on 4 cores; a GPU when the job has one)
-    "probe_init": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=120, threads=4, data=("model",)),
+    # NLI pairs on 4 cores; a GPU when the job has one); the fixed part holds the features of 10k POS sentences
+    # (about 250k words x 768 dimensions, in float64 for the fit)
+    "probe_init": Cost(mem_mb=5000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=120, threads=4, data=("model",)),
     "evaluate_init": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=60, data=("model",)),
     "pretrain_source_model": Cost(mem_mb=4000, minutes=120),
     "train_lapt": Cost(mem_mb=4000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
