@@ -192,33 +192,8 @@ def embedding_matrix(model: PreTrainedModel, *, output_rows: bool = True) -> tor
     untied LM head (``tie_word_embeddings: false``, e.g. Llama; left out with ``output_rows=False``), then the LM
     head's output bias as the last column (if it has one: XLM-R/BERT MLM heads do, GPT-2's and most decoders'
     ``lm_head`` do not). A method combines rows, so its weights and neighbours apply to every block of columns at
-    once; :func:`split_embedding_matrix` takes the result apart."""
-    parts = [model.get_input_embeddings().weight.detach()]
-    if output_rows and has_untied_output(model):
-        parts.append(model.get_output_embeddings().weight.detach())
-    out = model.get_output_embeddings()
-    bias = getattr(out, "bias", None) if out is not None else None
-    if bias is not None:
-        parts.append(bias.detach()[:, None])
-    return torch.cat(parts, 1) if len(parts) > 1 else parts[0].clone()
-
-
-def split_embedding_matrix(model: PreTrainedModel, matrix: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The init artifact's tensors from a method's rows laid out as :func:`embedding_matrix`'s: ``embeddings``,
-    ``output_embeddings`` (an untied head, when the matrix has its columns) and ``output_bias``."""
-    d = model.get_input_embeddings().weight.shape[1]
-    bias = has_output_bias(model)
-    width = matrix.shape[1] - d - int(bias)
-    if width not in (0, d) or (width and not has_untied_output(model)):
-        raise ValueError(f"a {matrix.shape[1]}-column matrix does not fit {type(model).__name__}'s embeddings "
-                         f"({d} columns{', an untied head' if has_untied_output(model) else ''}"
-                         f"{', an output bias' if bias else ''})")
-    tensors = {"embeddings": matrix[:, :d].contiguous()}
-    if width:
-        tensors["output_embeddings"] = matrix[:, d:2 * d].contiguous()
-    if bias:
-        tensors["output_bias"] = matrix[:, -1].contiguous()
-    return tensors
+    once; :meth:`EmbeddingRows.split` takes the result apart."""
+    return EmbeddingRows.of(model).matrix(output_rows=output_rows)
 
 
 def has_untied_output(model: PreTrainedModel) -> bool:
@@ -236,6 +211,15 @@ class EmbeddingRows:
     output: torch.Tensor | None = None
     bias: torch.Tensor | None = None
 
+    @classmethod
+    def of(cls, model: PreTrainedModel) -> EmbeddingRows:
+        """The rows of a loaded model (:func:`read_embedding_rows` reads them from its files instead)."""
+        out = model.get_output_embeddings()
+        bias = getattr(out, "bias", None) if out is not None else None
+        return cls(model.get_input_embeddings().weight.detach(),
+                   out.weight.detach() if has_untied_output(model) else None,
+                   bias.detach() if bias is not None else None)
+
     def matrix(self, *, output_rows: bool = True) -> torch.Tensor:
         """``[input | output | bias]`` as :func:`embedding_matrix` lays it out."""
         parts = [self.input, *([self.output] if output_rows and self.output is not None else []),
@@ -243,8 +227,8 @@ class EmbeddingRows:
         return torch.cat(parts, 1) if len(parts) > 1 else self.input.clone()
 
     def split(self, matrix: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The init artifact's tensors from a method's rows laid out as :meth:`matrix`'s (see
-        :func:`split_embedding_matrix`)."""
+        """The init artifact's tensors from a method's rows laid out as :meth:`matrix`'s: ``embeddings``,
+        ``output_embeddings`` (an untied head, when the matrix has its columns) and ``output_bias``."""
         d, bias = self.input.shape[1], self.bias is not None
         width = matrix.shape[1] - d - int(bias)
         if width not in (0, d) or (width and self.output is None):

@@ -7,8 +7,9 @@ import pandas as pd
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.eval.mlm import init_eval_row
+from vocab_transfer.init import swap_embeddings
 from vocab_transfer.io import read_tensors, write_parquet
-from vocab_transfer.source_model import is_causal_lm, load_source_model, transferred_model
+from vocab_transfer.source_model import is_causal_lm, load_source_model
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import Eval
 
@@ -26,11 +27,9 @@ def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     tokenizers = {}  # most methods share the target tokenizer: load each folder once
     rows = []
     for m in methods:
-        tensors = read_tensors(inputs[f"embeddings__{m}"])
         # the one loaded model, its per-token tensors overwritten for each method (every row of each is replaced):
         # no copy of the model per method
-        model = transferred_model(source, tensors["embeddings"], tensors.get("output_bias"),
-                                  tensors.get("output_embeddings"))
+        model = swap_embeddings(source, inputs[f"embeddings__{m}"])
         result = init_eval_row(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"],
                                tokenizer(tokenizers, inputs[f"tokenizer__{m}"]), objective=objective,
                                seed=spec.seed, mask_prob=spec.mask_prob, batch_size=spec.batch_size)

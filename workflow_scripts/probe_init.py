@@ -7,8 +7,9 @@ import pandas as pd
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.eval.probe import probe_accuracy
-from vocab_transfer.io import read_tensors, write_parquet
-from vocab_transfer.source_model import load_source_model, max_sequence_length, transferred_model
+from vocab_transfer.init import load_transferred_model
+from vocab_transfer.io import write_parquet
+from vocab_transfer.source_model import max_sequence_length
 from vocab_transfer.training.finetune import read_task_data
 from vocab_transfer.training.runtime import pick_device
 from vocab_transfer.workflow.job import setup_job
@@ -22,9 +23,7 @@ def sample(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 
 def main(inputs, spec: Probe, seed: int, task: str, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
-    tensors = read_tensors(inputs["embeddings"])
-    model = transferred_model(load_source_model(inputs["model"]), tensors["embeddings"], tensors.get("output_bias"),
-                                  tensors.get("output_embeddings"))
+    model = load_transferred_model(inputs["model"], inputs["embeddings"])
     model.to(pick_device())
     data = read_task_data(inputs["data"], task)
     labels = json.load(open(f"{inputs['data']}/labels.json"))

@@ -80,7 +80,8 @@ def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sente
             present = sorted({w for w in words if w is not None})
             if not present:
                 continue
-            index = torch.tensor([present.index(w) if w is not None else len(present) for w in words])
+            slot = {w: j for j, w in enumerate(present)}  # specials and padding go to the extra last slot
+            index = torch.tensor([slot.get(w, len(present)) for w in words])
             sums = torch.zeros(len(present) + 1, hidden.shape[-1]).index_add_(0, index, hidden[row, :len(words)])
             counts = torch.bincount(index, minlength=len(present) + 1).unsqueeze(1)
             feats.append(sums[:-1] / counts[:-1])
