@@ -1,4 +1,5 @@
 # Per-language tokenizers (targets; the source language for WECHSEL_EN): SentencePiece Unigram, XLM-R layout (FOCUS App. A),
+# or another family (`tokenizer.kind`) or the family and layout of a source model's tokenizer (`tokenizer.like`),
 # trained on a seeded sample of `tokenizer.input_sentence_size` documents streamed from the corpus, or an existing
 # tokenizer where `tokenizer.pretrained` names one (vocab-swap §3.1/§3.3).
 
@@ -8,11 +9,13 @@ rule train_tokenizer:
         corpus=paths.corpus("{lang}", "train"),
         stats=paths.corpus_stats("{lang}"),
         pretrained=plan.pretrained_tokenizer_dir,
+        like=plan.like_tokenizer_dir,
     output:
         tokenizer=directory(paths.tokenizer("{lang}")),
     params:
         spec=plan.written("tokenizer", exclude=("pretrained",)),
         pretrained=plan.pretrained_tokenizer_of,
+        like=plan.like_tokenizer_dir,
         seed=cfg.seed,
     threads: cfg.tokenizer.threads
     log:

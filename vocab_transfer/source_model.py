@@ -124,14 +124,38 @@ def max_sequence_length(model) -> int:
 
 def hub_download_patterns(files: list[str]) -> list[str]:
     """The files of a hub model repository to fetch (rules download_source_model / download_reference_model):
-    configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``) and the
+    configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``, a chat
+    template's ``*.jinja``) and the
     weights as safetensors; a repository with no safetensors file (older models such as
     ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF, Flax,
     ONNX and training-state files are never fetched."""
     weights = "*.safetensors" if any(f.endswith(".safetensors") for f in files) else "pytorch_model*.bin"
     if weights.endswith(".bin") and not any(f.split("/")[-1].startswith("pytorch_model") for f in files):
         raise FileNotFoundError(f"no model weights (*.safetensors or pytorch_model*.bin) among {sorted(files)}")
-    return ["*.json", "*.txt", "*.model", weights]
+    return ["*.json", "*.txt", "*.model", "*.jinja", weights]
+
+
+def remote_code(model_dir: str | Path) -> list[str]:
+    """The classes a model folder asks transformers to import from its own Python files (``auto_map`` of
+    ``config.json`` and ``tokenizer_config.json``): code from the model's repository, which the pipeline never runs."""
+    found = []
+    for name in ("config.json", "tokenizer_config.json"):
+        path = Path(model_dir) / name
+        if path.is_file():
+            found += [f"{name}: {v if isinstance(v, str) else v[0] or v[-1]}"
+                      for v in (json.loads(path.read_text(encoding="utf-8")).get("auto_map") or {}).values()]
+    return found
+
+
+def refuse_remote_code(model_dir: str | Path, what: str) -> None:
+    """Raise where :func:`remote_code` finds any."""
+    found = remote_code(model_dir)
+    if found:
+        import transformers
+
+        raise ValueError(f"{what}: {model_dir} needs code from the model's repository ({'; '.join(found)}); the "
+                         f"pipeline loads only architectures built into transformers {transformers.__version__} and "
+                         "never runs a repository's code (trust_remote_code)")
 
 
 def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> dict:
@@ -152,6 +176,7 @@ def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> 
     patterns = hub_download_patterns(api.list_repo_files(repo, revision=commit))
     with atomic_path(out_dir, directory=True) as tmp:
         snapshot_download(repo, revision=commit, local_dir=str(tmp), allow_patterns=patterns)
+        refuse_remote_code(tmp, f"hub model {repo}@{commit}")
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
                        if p.is_file() and p.relative_to(tmp).parts[0] != ".cache")  # the hub client's own records
         origin = {"repo": repo, "revision": revision, "resolved_revision": commit, "files": files}

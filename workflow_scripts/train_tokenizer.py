@@ -1,16 +1,19 @@
-"""Target-language tokenizer (rule train_tokenizer): SentencePiece Unigram trained on a seeded sample of the corpus
-streamed from disk, or an existing tokenizer copied in where the config's `tokenizer.pretrained` names one."""
+"""Target-language tokenizer (rule train_tokenizer): trained on a seeded sample of the corpus streamed from disk
+(SentencePiece Unigram, the family `tokenizer.kind` names, or that of the source tokenizer `tokenizer.like` names),
+or an existing tokenizer copied in where the config's `tokenizer.pretrained` names one."""
 
 import json
 
 import sentencepiece
+import tokenizers
 
 from vocab_transfer.data.tokenizer import (
     load_tokenizer,
     sample_texts,
     save_tokenizer,
     tokenizer_fingerprint,
-    train_unigram_tokenizer,
+    tokenizer_kind,
+    train_target_tokenizer,
     write_training_info,
 )
 from vocab_transfer.io import atomic_path
@@ -18,7 +21,7 @@ from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import Tokenizer
 
 
-def main(corpus, spec: Tokenizer, pretrained, seed, out_dir, log_path):
+def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path):
     log = setup_job(log_path)
     info = {"corpus": corpus, "seed": seed, **{k: getattr(spec, k) for k in ("vocab_size", "input_sentence_size",
                                                                             "max_docs", "character_coverage", "threads")}}
@@ -31,15 +34,19 @@ def main(corpus, spec: Tokenizer, pretrained, seed, out_dir, log_path):
         info = {"pretrained": pretrained}
     else:
         texts = sample_texts(corpus, spec.input_sentence_size, seed=seed, max_docs=spec.max_docs, info=info)
-        tok = train_unigram_tokenizer(texts, spec.vocab_size, character_coverage=spec.character_coverage,
-                                      num_threads=spec.threads, show_progress=True)
-        info["sentencepiece"] = sentencepiece.__version__
-        log.info("trained %d tokens on %d of %d documents (%.1f MB of text)", len(tok), info["sample_docs"],
-                 info["corpus_docs"], info["sample_bytes"] / 1e6)
+        template = load_tokenizer(like) if like else None
+        tok = train_target_tokenizer(texts, spec.vocab_size, kind=spec.kind, like=template,
+                                     character_coverage=spec.character_coverage, num_threads=spec.threads,
+                                     show_progress=True)
+        info.update(kind=tokenizer_kind(tok), sentencepiece=sentencepiece.__version__, tokenizers=tokenizers.__version__,
+                    **({"like": like} if like else {}))
+        log.info("trained %d %s tokens on %d of %d documents (%.1f MB of text)%s", len(tok), info["kind"],
+                 info["sample_docs"], info["corpus_docs"], info["sample_bytes"] / 1e6,
+                 f" in the layout of {like}" if like else "")
     with atomic_path(out_dir, directory=True) as tmp:
         save_tokenizer(tok, tmp)
         write_training_info(tmp, info | {"sha256": tokenizer_fingerprint(tmp)})
 
 
 main(snakemake.input.corpus, Tokenizer.parse(json.loads(snakemake.params.spec), "tokenizer"), snakemake.params.pretrained,
-     snakemake.params.seed, snakemake.output.tokenizer, snakemake.log[0])
+     snakemake.params.like, snakemake.params.seed, snakemake.output.tokenizer, snakemake.log[0])

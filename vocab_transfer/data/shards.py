@@ -336,9 +336,11 @@ class Blocks:
 
 
 def special_ids(tokenizer) -> tuple[int, int]:
-    """The ids that open and close a block: ``<s>``/``</s>`` (cls/sep of encoders, bos/eos of decoders)."""
+    """The ids that open and close a block: ``<s>``/``</s>`` (cls/sep of encoders, bos/eos of decoders; a decoder
+    without a bos token, such as Qwen's, opens blocks with its eos, the token its documents are separated by)."""
     bos = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
     eos = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
+    bos = eos if bos is None else bos
     if bos is None or eos is None:
         raise ValueError(f"{type(tokenizer).__name__} has no <s>/</s> (cls/sep or bos/eos) token to open and close "
                          "a block")

@@ -1,8 +1,14 @@
-"""SentencePiece-Unigram tokenizers with XLM-R's layout (FOCUS §3, Appendix A).
+"""Target tokenizers: SentencePiece Unigram with XLM-R's layout (FOCUS §3, Appendix A), or a tokenizer of another
+family (SentencePiece-style BPE with byte fallback, byte-level BPE, WordPiece) laid out like a given one: the source
+model's own (``tokenizer.like``), or a template of the family (``tokenizer.kind``).
 
-Trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF
-``tokenizers`` Unigram trainer sums in hash-map order and changes piece ids from run to run),
-then served as an HF fast tokenizer (``tokenizer.json``) that ``AutoTokenizer`` loads.
+Unigram is trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF ``tokenizers``
+Unigram trainer sums in hash-map order and changes piece ids from run to run), then served as an HF fast tokenizer
+(``tokenizer.json``) that ``AutoTokenizer`` loads. BPE and WordPiece are trained by the ``tokenizers`` trainers
+(deterministic: the same texts give the same file;
+WordPiece's pieces are numbered in code-point order) on the template's pipeline (:func:`train_like`), so the new
+tokenizer keeps its normalizer, pre-tokenizer, decoder and post-processor, its special and added tokens (with new
+ids), its chat template, and byte fallback with the 256 ``<0xNN>`` tokens.
 
 SentencePiece loads every training sentence (about 20 bytes of memory per byte of text, measured), so a large
 corpus is trained on a seeded uniform sample of ``input_sentence_size`` documents streamed from the corpus
@@ -21,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import sentencepiece as spm
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 #: XLM-R's special tokens: ids 0-3 up front, ``<mask>`` as the very last id.
@@ -65,6 +71,168 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
     assert tok.mask_token_id == len(tok) - 1 == vocab_size - 1
     tok.sentencepiece_model = proto.getvalue()  # save_tokenizer writes it beside: shards encode with it (fast path)
     return tok
+
+
+#: Tokenizer families a target tokenizer can be trained in (``tokenizer.kind``).
+KINDS = ("unigram", "bpe", "byte_level", "wordpiece")
+
+
+def template_tokenizer(kind: str) -> PreTrainedTokenizerFast:
+    """An untrained tokenizer of family ``kind`` laid out like the usual model of that family: ``bpe`` like Llama 2
+    and Mistral (SentencePiece BPE with byte fallback; ``<unk>=0, <s>=1, </s>=2``, the 256 ``<0xNN>`` tokens, a
+    prompt is ``<s> A``), ``byte_level`` like GPT-2 (``<|endoftext|>`` for bos, eos and unk; no specials added),
+    ``wordpiece`` like BERT (``[PAD] [UNK] [CLS] [SEP] [MASK]``, ``[CLS] A [SEP]``). :func:`train_like` trains it."""
+    if kind == "bpe":
+        backend = Tokenizer(models.BPE(vocab={}, merges=[], unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+        backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+        backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                             decoders.Strip(" ", 1, 0)])
+        specials = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"}
+        post = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+    elif kind == "byte_level":
+        backend = Tokenizer(models.BPE(vocab={}, merges=[]))
+        backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        backend.decoder = decoders.ByteLevel()
+        specials = {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
+        post = processors.ByteLevel(trim_offsets=False)
+    elif kind == "wordpiece":
+        backend = Tokenizer(models.WordPiece(vocab={}, unk_token="[UNK]", max_input_chars_per_word=100))
+        backend.normalizer = normalizers.BertNormalizer(lowercase=False)
+        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        backend.decoder = decoders.WordPiece(prefix="##")
+        specials = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
+                    "mask_token": "[MASK]"}
+        post = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                                             special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    else:
+        raise ValueError(f"no template for tokenizer kind {kind!r} (one of {', '.join(KINDS[1:])}; unigram is "
+                         "trained by train_unigram_tokenizer)")
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in dict.fromkeys(specials.values())])
+    backend.post_processor = post
+    return PreTrainedTokenizerFast(tokenizer_object=backend, **specials)
+
+
+def tokenizer_kind(tokenizer) -> str:
+    """The family of a fast tokenizer: ``unigram``, ``bpe`` (SentencePiece-style, ``▁`` for spaces), ``byte_level``
+    (GPT-2's byte symbols), ``wordpiece``, or the ``tokenizers`` model's name for any other."""
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    model = spec["model"]["type"]
+    if model == "BPE":
+        return "byte_level" if "ByteLevel" in json.dumps(spec.get("pre_tokenizer")) else "bpe"
+    return {"Unigram": "unigram", "WordPiece": "wordpiece"}.get(model, model)
+
+
+BYTE_TOKENS = tuple(f"<0x{b:02X}>" for b in range(256))  # byte fallback's tokens, SentencePiece's spelling
+
+
+def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_size: int, *,
+               show_progress: bool = False) -> PreTrainedTokenizerFast:
+    """A BPE or WordPiece tokenizer of ``vocab_size`` tokens trained on ``texts`` with ``template``'s pipeline.
+
+    Kept from the template: normalizer, pre-tokenizer, decoder, the post-processor (its token ids remapped), every
+    added token with its flags (ids first, in the template's order), the named special tokens, the chat template
+    and ``model_max_length``. Byte fallback gets the 256 ``<0xNN>`` tokens right after the added tokens (Llama's
+    layout); a byte-level pre-tokenizer gets all 256 byte symbols. A SentencePiece-style template that does not
+    split words (no pre-tokenizer, or ``Metaspace(split=False)``) is trained on words cut before each ``▁``, as
+    SentencePiece does, so no piece spans two words. Same texts, same tokenizer (the trainers break ties by
+    pair order). ``len(result) == vocab_size``.
+    """
+    spec = json.loads(template.backend_tokenizer.to_str())
+    model, added = spec["model"], sorted(spec.pop("added_tokens"), key=lambda a: a["id"])
+    post = spec.pop("post_processor")
+    if model["type"] not in ("BPE", "WordPiece"):
+        raise ValueError(f"train_like trains BPE and WordPiece tokenizers, not {model['type']} (Unigram: "
+                         "train_unigram_tokenizer)")
+    specials = [AddedToken(a["content"], single_word=a["single_word"], lstrip=a["lstrip"], rstrip=a["rstrip"],
+                           normalized=a["normalized"], special=True) for a in added]
+    byte_fallback = model["type"] == "BPE" and model.get("byte_fallback")
+    byte_level = "ByteLevel" in json.dumps(spec.get("pre_tokenizer"))
+    reserved = len(specials) + (len(BYTE_TOKENS) if byte_fallback else 0) + (256 if byte_level else 0)
+    if vocab_size <= reserved:
+        raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces ({reserved} added, byte and alphabet "
+                         "tokens)")
+    pre = spec["pre_tokenizer"]
+    if model["type"] == "BPE" and not byte_level and (pre is None or pre.get("type") == "Metaspace"):
+        spec["pre_tokenizer"] = ({**pre, "split": True} if pre else
+                                 json.loads(pre_tokenizers.Split("▁", "merged_with_next").__getstate__()))
+    if model["type"] == "BPE":
+        model.update(vocab={}, merges=[])
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, show_progress=show_progress, special_tokens=specials + list(
+                BYTE_TOKENS if byte_fallback else ()),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [],
+            **{k: model[k] for k in ("continuing_subword_prefix", "end_of_word_suffix") if model.get(k)})
+    else:
+        model.update(vocab={})
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, show_progress=show_progress, special_tokens=specials,
+                                            continuing_subword_prefix=model.get("continuing_subword_prefix", "##"))
+    backend = Tokenizer.from_str(json.dumps(spec))
+    backend.train_from_iterator(texts, trainer=trainer)
+    trained = json.loads(backend.to_str())
+    trained["pre_tokenizer"] = pre
+    ids = trained["model"]["vocab"]
+    if model["type"] == "WordPiece":  # its trainer numbers the pieces in hash order; a WordPiece ignores the order
+        fixed = {a["content"] for a in trained["added_tokens"]}
+        ids = trained["model"]["vocab"] = {t: i for i, t in enumerate(
+            sorted(fixed, key=ids.get) + sorted(t for t in ids if t not in fixed))}
+        for a in trained["added_tokens"]:
+            a["id"] = ids[a["content"]]
+    flags = {a["content"]: a["special"] for a in added}
+    trained["added_tokens"] = [a | {"special": flags[a["content"]]} for a in trained["added_tokens"]
+                               if a["content"] in flags]  # the byte tokens stay in the vocabulary only
+    trained["post_processor"] = _remap_post_processor(post, ids)
+    out = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer.from_str(json.dumps(trained)), model_max_length=template.model_max_length,
+        **{k: v for k in ("bos_token", "eos_token", "unk_token", "pad_token", "cls_token", "sep_token", "mask_token")
+           if (v := getattr(template, k, None)) is not None})
+    extra = [t for t in getattr(template, "additional_special_tokens", None) or [] if t in ids]
+    if extra:
+        out.add_special_tokens({"additional_special_tokens": extra})
+    out.chat_template = template.chat_template
+    if len(out) != vocab_size:
+        raise ValueError(f"trained {len(out)} tokens, not vocab_size={vocab_size}: the texts hold too few distinct "
+                         "pieces for that vocabulary")
+    return out
+
+
+def _remap_post_processor(post: dict | None, ids: dict[str, int]) -> dict | None:
+    """``post`` with the id of every special token it names looked up in ``ids`` (the new vocabulary)."""
+    if post is None:
+        return None
+    post = json.loads(json.dumps(post))
+    if post.get("type") == "Sequence":
+        post["processors"] = [_remap_post_processor(p, ids) for p in post["processors"]]
+    for entry in (post.get("special_tokens") or {}).values():  # TemplateProcessing
+        entry["ids"] = [ids[t] for t in entry["tokens"]]
+    for key in ("cls", "sep"):  # RobertaProcessing, BertProcessing
+        if key in post:
+            post[key] = [post[key][0], ids[post[key][0]]]
+    return post
+
+
+def train_target_tokenizer(texts: Iterable[str], vocab_size: int, *, kind: str | None = None,
+                           like: PreTrainedTokenizerFast | None = None, character_coverage: float = 1.0,
+                           num_threads: int = 2, show_progress: bool = False) -> PreTrainedTokenizerFast:
+    """A target tokenizer of ``kind``, or of ``like``'s family laid out like ``like`` (a source model's tokenizer),
+    or else SentencePiece Unigram in XLM-R's layout. A Unigram ``like`` is trained in XLM-R's layout, which must then
+    have ``like``'s special tokens."""
+    if like is not None and kind is not None:
+        raise ValueError("give a tokenizer kind or a tokenizer to train like, not both")
+    kind = kind or (tokenizer_kind(like) if like is not None else "unigram")
+    if kind == "unigram":
+        tok = train_unigram_tokenizer(texts, vocab_size, character_coverage=character_coverage,
+                                      num_threads=num_threads, show_progress=show_progress)
+        if like is not None:
+            theirs = {k: str(getattr(like, k)) for k in (*XLMR_SPECIALS, "mask_token") if getattr(like, k, None)}
+            ours = {k: str(getattr(tok, k)) for k in theirs}
+            if theirs != ours:
+                raise ValueError(f"a Unigram tokenizer is trained in XLM-R's layout ({ours}), which lacks the source "
+                                 f"tokenizer's special tokens {theirs}: set tokenizer.kind instead of tokenizer.like")
+        return tok
+    if kind not in KINDS:
+        raise ValueError(f"tokenizer kind {kind!r}: one of {', '.join(KINDS)}")
+    return train_like(like if like is not None else template_tokenizer(kind), texts, vocab_size,
+                      show_progress=show_progress)
 
 
 SPM_MODEL = "unigram.model"  # the SentencePiece model of a tokenizer trained here, beside its tokenizer.json

@@ -222,6 +222,8 @@ def _canon_sentencepiece(raw: str) -> CanonicalToken:
     m = _BYTE_FALLBACK.fullmatch(raw) if raw.startswith("<0x") else None
     if m:  # byte-fallback token
         byte = int(m.group(1), 16)
+        if byte == 0x20:  # a space: what "▁" and byte-level "Ġ" spell alone
+            return CanonicalToken("", True, False)
         return CanonicalToken(chr(byte) if byte < 0x80 else f"<0x{byte:02X}>", False, False)
     bow = raw.startswith(BOW)
     # SentencePiece decodes every "▁" to a space; inner ones (e.g. "▁▁") become real spaces.
@@ -269,7 +271,8 @@ def canonicalize_vocab(tokenizer: Any) -> list[CanonicalToken]:
     """Canonical form of every token id ``0..len(tokenizer)-1`` (added tokens included).
 
     Rules: sentencepiece -- leading "▁" is BOW, inner "▁" become spaces, single-byte ASCII fallback
-    tokens "<0x41>" decode to "A" (non-BOW), others stay "<0xE2>"; bytelevel_bpe -- GPT-2 byte table,
+    tokens "<0x41>" decode to "A" (non-BOW), "<0x20>" to a bare BOW (a space, as "▁" and "Ġ"), others stay
+    "<0xE2>"; bytelevel_bpe -- GPT-2 byte table,
     UTF-8 decode (undecodable bytes -> "<0xNN>"), leading space ("Ġ") is BOW; wordpiece -- "##x" is
     non-BOW "x", all other tokens BOW. Specials (``all_special_tokens`` + added tokens flagged
     special) keep their raw string with ``special=True``; ids missing from the vocab are empty specials.

@@ -162,6 +162,13 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         if method.params.get("device") == "cuda" and cfg.lapt.gpus == 0:  # factorize_source gets GPUs as LAPT does
             raise ConfigError(f"methods.{name}.device: cuda needs a GPU, but this config's GPU jobs get none "
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
+    like = cfg.tokenizer.like
+    if like is not None and like not in cfg.sources:
+        raise ConfigError(f"tokenizer.like: {like!r} is not an entry of 'sources' (known: {sorted(cfg.sources)})")
+    mlm = [n for n, s in cfg.sources.items() if s.pretrain]  # masked LMs; hub and local sources are known later
+    if cfg.tokenizer.kind in ("bpe", "byte_level") and mlm:
+        raise ConfigError(f"tokenizer.kind: {cfg.tokenizer.kind} tokenizers have no mask token, which the masked "
+                          f"LM(s) {mlm} pretrained here need; use unigram or wordpiece")
     for lang, spec in cfg.tokenizer.pretrained.items():
         if lang not in corpora:
             raise ConfigError(f"tokenizer.pretrained.{lang}: language {lang!r} has no entry under 'corpora'")
@@ -228,12 +235,17 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
 
 
 def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
-    """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded)."""
+    """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
+    that needs its repository's code."""
     from ..data.tokenizer import load_tokenizer
-    from ..source_model import TokenizerModelMismatch, check_tokenizer_matches, model_vocab_size
+    from ..source_model import TokenizerModelMismatch, check_tokenizer_matches, model_vocab_size, refuse_remote_code
 
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
+    try:
+        refuse_remote_code(model_dir, f"sources.{name}.model")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
     try:
         check_tokenizer_matches(len(load_tokenizer(str(model_dir))), model_vocab_size(model_dir), name=name,
                                 allow_padded_embeddings=allow_padded)

@@ -244,7 +244,14 @@ class Tokenizer(Section):
     input_sentence_size: int | None = _f(300_000, ge=1)
     character_coverage: float = _f(1.0, gt=0, le=1)  # HF tokenizers' Unigram trainer
     threads: int = _f(2, ge=1)  # SentencePiece trainer threads: the vocabulary depends on them
+    kind: Literal["unigram", "bpe", "byte_level", "wordpiece"] | None = None  # None: unigram, or like's family
+    like: str | None = _f(None, min_len=1)  # a sources key: that model's tokenizer family and layout
     pretrained: dict[str, str | SourceTokenizer] = _f({}, values={"min_len": 1})
+
+    def check(self, where: str) -> None:
+        if self.kind is not None and self.like is not None:
+            raise ModelError(f"{where}: give kind (a tokenizer family) or like (a source whose tokenizer's family "
+                             "and layout the target tokenizers copy), not both")
 
 
 @dataclass(frozen=True)

@@ -188,6 +188,14 @@ class Plan:
         return [] if path is None or not (path.startswith((paths.RESULTS + "/", paths.RESOURCES + "/"))
                                           or os.path.isdir(path)) else path
 
+    def like_tokenizer_dir(self, wildcards):
+        """Input of train_tokenizer: the source tokenizer whose family and layout a trained one copies
+        (``tokenizer.like``); none for a language with a ``tokenizer.pretrained`` entry."""
+        like = self.cfg.tokenizer.like
+        if like is None or wildcards.lang in self.cfg.tokenizer.pretrained:
+            return []
+        return self.source_tokenizer_dir(SimpleNamespace(source=like))
+
     def eval_tokenizer(self, source, target, method):
         """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
         if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
