@@ -116,6 +116,7 @@ from .runtime import (
     init_distributed,
     linear_schedule,
     optimizer_step,
+    param_dtype,
     pick_device,
     setup_logging,
 )
@@ -252,26 +253,27 @@ class LossModule(torch.nn.Module):
         super().__init__()
         self.model, self.objective = model, objective
 
-    def forward(self, inputs: torch.Tensor, labels: torch.Tensor, positions: torch.Tensor | None = None
-                ) -> torch.Tensor:
-        if self.objective == "clm":
-            return self.model(input_ids=inputs, labels=labels).loss
+    def forward(self, inputs: torch.Tensor, labels: torch.Tensor, positions: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        if self.objective == "clm":  # position_ids that restart: packed documents (transformers masks across them)
+            packed = {} if position_ids is None else {"position_ids": position_ids, "use_cache": False}
+            return self.model(input_ids=inputs, labels=labels, **packed).loss
         from ..source_model import masked_lm_loss
 
         return masked_lm_loss(self.model, inputs, labels, positions=positions)
 
 
-def to_device(batch: tuple[torch.Tensor, torch.Tensor], device: torch.device, objective: str
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(inputs, labels, masked positions) on ``device`` without waiting for the GPU: the positions are found
-    on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not block, so the host
-    prepares the next batch while the device computes."""
-    inputs, labels = batch
+def to_device(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None], device: torch.device, objective: str
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(inputs, labels, masked positions, position ids) on ``device`` without waiting for the GPU: the masked
+    positions are found on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not block, so
+    the host prepares the next batch while the device computes."""
+    inputs, labels, position_ids = batch
     positions = (labels.view(-1) != -100).nonzero().squeeze(1) if objective == "mlm" else None
     if device.type != "cuda":
-        return inputs, labels, positions
+        return inputs, labels, positions, position_ids
     move = lambda t: None if t is None else t.pin_memory().to(device, non_blocking=True)  # noqa: E731
-    return move(inputs), move(labels), move(positions)
+    return move(inputs), move(labels), move(positions), move(position_ids)
 
 
 @functools.lru_cache(maxsize=2)
@@ -297,13 +299,40 @@ def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
 
 
 def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfig, tokenizer, step: int, part: int
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(inputs, labels, position ids) of the blocks ``rows``: the position ids are None but for ``packing:
+    documents``, where they restart at each document (:meth:`Blocks.positions`) and the first token of a document
+    that begins inside the block is no target (its context would be the previous document)."""
     batch = blocks[rows]
     if cfg.objective == "clm":
-        return batch, batch.clone()
+        if cfg.packing == "stream":
+            return batch, batch.clone(), None
+        position_ids = blocks.positions(rows)
+        return batch, batch.masked_fill(position_ids == 0, -100), position_ids
     g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step * 1_009 + part)
-    return mask_tokens(batch, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
-                       special_ids=tokenizer.all_special_ids, generator=g, mask_prob=cfg.mask_prob)
+    return *mask_tokens(batch, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
+                        special_ids=tokenizer.all_special_ids, generator=g, mask_prob=cfg.mask_prob), None
+
+
+@torch.no_grad()
+def check_document_masking(model, device: torch.device) -> None:
+    """ValueError unless the causal LM ``model`` keeps packed documents apart when given position ids that restart
+    (transformers derives the block-diagonal causal mask from them: an explicit mask for sdpa/eager attention,
+    varlen kernels for flash attention): the logits of a second document packed behind a first must equal its
+    logits alone, up to a tenth of what attending to the first document changes."""
+    ids = (torch.arange(1, 9, device=device) % model.get_input_embeddings().weight.shape[0]).unsqueeze(0)
+    restart = torch.tensor([[0, 1, 2, 3, 0, 1, 2, 3]], device=device)
+    training, _ = model.training, model.eval()
+    packed, joined = (model(input_ids=ids, position_ids=p, use_cache=False).logits[0, 4:].float()
+                      for p in (restart, torch.arange(8, device=device).unsqueeze(0)))
+    alone = model(input_ids=ids[:, 4:], position_ids=restart[:, 4:], use_cache=False).logits[0].float()
+    model.train(training)
+    err, leak = float((packed - alone).abs().max()), float((joined - alone).abs().max())
+    if err > 0.1 * leak:
+        impl = getattr(model.config, "_attn_implementation", None)
+        raise ValueError(f"packing: documents: {type(model).__name__} (attention {impl!r}) attends across documents "
+                         f"given restarting position ids (logits off by {err:.3g}, {leak:.3g} without them): use "
+                         "packing: stream for this model")
 
 
 def frequent_tokens(blocks: torch.Tensor | Blocks, vocab_size: int, special_ids, n: int
@@ -350,15 +379,16 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     total, count, n_bytes = 0.0, 0, 0
     counts = None if track is None else torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(blocks), 16):
-        inputs, labels = make_batch(blocks, torch.arange(i, min(i + 16, len(blocks))), dataclasses.replace(
-            cfg, seed=12345), tokenizer, 0, i)
-        n = int((labels != -100).sum()) if cfg.objective == "mlm" else labels.numel() - len(labels)
+        inputs, labels, position_ids = make_batch(blocks, torch.arange(i, min(i + 16, len(blocks))),
+                                                  dataclasses.replace(cfg, seed=12345), tokenizer, 0, i)
+        scored = labels[labels != -100] if cfg.objective == "mlm" else labels[:, 1:][labels[:, 1:] != -100]
+        n = len(scored)
         if lengths is not None:
-            scored = labels[labels != -100] if cfg.objective == "mlm" else labels[:, 1:].reshape(-1)
             n_bytes += int(lengths[scored, 0].sum())
         with autocast():
             if counts is None:
-                total += float(loss_fn(inputs.to(device), labels.to(device))) * n
+                total += float(loss_fn(inputs.to(device), labels.to(device), None,
+                                       None if position_ids is None else position_ids.to(device))) * n
             else:
                 logits, targets = masked_lm_logits(model, inputs.to(device), labels.to(device))
                 total += float(torch.nn.functional.cross_entropy(logits.float(), targets)) * n
@@ -449,6 +479,12 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     if cfg.long_steps and (long_blocks is None or long_blocks[0].shape[1] != cfg.long_seq_len):
         raise ValueError(f"LAPT config: long_steps {cfg.long_steps} needs training blocks of long_seq_len "
                          f"{cfg.long_seq_len} tokens (long_blocks)")
+    if cfg.packing == "documents":
+        if cfg.objective != "clm":
+            raise ValueError("LAPT config: packing: documents is for causal LMs (the model is a masked LM)")
+        if not all(isinstance(b, Blocks) for b in (train_blocks, heldout_blocks, *(long_blocks or ()))):
+            raise ValueError("LAPT config: packing: documents needs blocks read from token shards (Blocks: their "
+                             "document index), not packed tensors")
     snapshots = set(cfg.snapshot_steps)
     group = current_distributed()
     world, rank = group.world, group.rank
@@ -462,7 +498,9 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         reset = reinitialize(model, cfg.reinit, seed=cfg.seed * 1_000_003 + 7)
         if reset:
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
-    model.to(device).train()
+    model.to(device=device, dtype=param_dtype(cfg.precision)).train()
+    if cfg.packing == "documents":
+        check_document_masking(model, device)
     if cfg.gradient_checkpointing and not enable_gradient_checkpointing(model):
         log.warning("gradient_checkpointing: %s does not support it; training without", type(model).__name__)
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
@@ -501,7 +539,8 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
 
     def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
         long = cfg.is_long(step_)
-        held, counts, held_bpb = heldout_eval(model, (long_blocks[1] if long else heldout_blocks)[: cfg.eval_sequences],
+        held, counts, held_bpb = heldout_eval(model, first_blocks(long_blocks[1] if long else heldout_blocks,
+                                                                  cfg.eval_sequences),
                                               cfg, tokenizer, device, autocast, track, lengths)
         curve.append({"step": step_, "samples": cfg.samples_at(step_), "stage": stage,
                       "stage_samples": cfg.samples_at(step_) - cfg.samples_at(step_ - stage_step),
@@ -561,12 +600,12 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
                 index = rank * n_micro + part
                 torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + index * 1_000_000_007)  # dropout
                 part_rows = rows[part * micro:(part + 1) * micro]
-                inputs, labels = make_batch(blocks, part_rows, cfg, tokenizer, step, index)
+                batch = make_batch(blocks, part_rows, cfg, tokenizer, step, index)
                 sync = part == n_micro - 1 or world == 1
                 ctx = loss_module.no_sync() if not sync and world > 1 else contextlib.nullcontext()
                 with ctx, autocast():
                     # each part weighs by its share of the device's sequences (parts may be unequal: 48 by 16 + 32)
-                    loss = loss_module(*to_device((inputs, labels), device, cfg.objective)) * (len(part_rows) / per_rank)
+                    loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
                 (scaler.scale(loss) if scaler else loss).backward()
                 running += loss.detach().double()  # float64, as a Python float sum would be
             optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
@@ -594,11 +633,17 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
 
 
 def load_blocks(shards: str, tokenizer, seq_len: int, max_sequences: int | None = None, *,
-                tokenizer_dir: str | None = None) -> Blocks | torch.Tensor:
+                tokenizer_dir: str | None = None, lazy: bool = False) -> Blocks | torch.Tensor:
     """Blocks of ``seq_len`` read on demand from the token shard folder ``shards`` (checked against
-    ``tokenizer_dir``); with ``max_sequences`` (held-out sets), the first ones as a tensor."""
+    ``tokenizer_dir``); with ``max_sequences`` (held-out sets), the first ones, as a tensor unless ``lazy``
+    (document packing reads their position ids from the shard too)."""
     blocks = open_blocks(shards, tokenizer, seq_len, tokenizer_dir=tokenizer_dir, max_blocks=max_sequences)
-    return blocks.materialize() if max_sequences is not None else blocks
+    return blocks.materialize() if max_sequences is not None and not lazy else blocks
+
+
+def first_blocks(blocks: torch.Tensor | Blocks, n: int) -> torch.Tensor | Blocks:
+    """The first ``n`` blocks, of the same kind."""
+    return blocks.head(n) if isinstance(blocks, Blocks) else blocks[:n]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -653,13 +698,15 @@ def main(argv: list[str] | None = None) -> None:
                              f"of the model {args.model}")
     train_blocks = open_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer,
                                max_blocks=cfg.train_sequences)  # train_sequences: a prefix of the corpus only
-    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer)
+    lazy = cfg.packing == "documents"
+    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer,
+                                 lazy=lazy)
     log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
     long_blocks = None
     if cfg.long_steps:
         long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len, tokenizer_dir=args.tokenizer),
                        load_blocks(args.heldout, tokenizer, cfg.long_seq_len, cfg.eval_sequences,
-                                   tokenizer_dir=args.tokenizer))
+                                   tokenizer_dir=args.tokenizer, lazy=lazy))
         log.info("last %d steps: %d training sequences of %d tokens; %d held-out", cfg.long_steps,
                  len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"

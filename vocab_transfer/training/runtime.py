@@ -6,7 +6,8 @@ records. The protocol it follows:
 
 - :func:`init_distributed` joins the job's processes (torchrun's or SLURM's environment: one process per GPU, on
   one node or many; gloo on CPUs) and returns a :class:`Distributed` (world size, rank, ``wrap`` for DDP, barrier);
-  :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed precision;
+  :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed precision and
+  :func:`param_dtype` the weights' dtype (bf16 for pure bf16 training);
   :func:`enable_gradient_checkpointing` trades compute for activation memory.
 - :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
   :func:`optimizer_step` unscales (fp16), clips and steps both.
@@ -130,10 +131,17 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> bool:
     return True
 
 
+def param_dtype(precision: str) -> torch.dtype:
+    """The dtype a trainer keeps the weights (and so gradients and optimizer states) in: bf16 for ``bf16_pure``, else
+    fp32 (mixed precision casts inside autocast; a checkpoint stored in bf16, as decoder LLMs on the hub are, is
+    upcast)."""
+    return torch.bfloat16 if precision == "bf16_pure" else torch.float32
+
+
 def autocast_factory(precision: str, device: torch.device):
     """``(autocast, dtype)`` for ``precision`` (``auto``: bf16 where the GPU has it, else fp16; ``bf16``, ``fp16``,
-    ``fp32``): a factory of autocast contexts and the dtype they cast to (None: full precision). On the CPU only
-    ``bf16`` casts."""
+    ``fp32``; ``bf16_pure``: no autocast, the weights are bf16 themselves, :func:`param_dtype`): a factory of autocast
+    contexts and the dtype they cast to (None: full precision). On the CPU only ``bf16`` casts."""
     if device.type == "cuda":
         if precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
             dtype = torch.bfloat16
