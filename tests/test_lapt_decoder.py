@@ -1,4 +1,12 @@
-"""LAPT options for decoder LLMs on a tiny Llama (untied head): pure bf16, document packing, embeddings first."""
+"""LAPT options for decoder LLMs on a tiny Llama (untied head): pure bf16, document packing, embeddings first, FSDP."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -7,7 +15,14 @@ import torch
 
 from vocab_transfer.data.shards import Blocks, Shard, _bisect_right, open_blocks, write_shard
 from vocab_transfer.io import ArrayFile
-from vocab_transfer.training.lapt import LaptConfig, LossModule, embedding_parameter_names, make_batch, save_model, train
+from vocab_transfer.training.lapt import (
+    LaptConfig,
+    LossModule,
+    embedding_parameter_names,
+    make_batch,
+    save_model,
+    train,
+)
 
 
 def tiny_llama(vocab_size: int, seed: int = 0, attn: str = "sdpa", layers: int = 2):
@@ -160,3 +175,84 @@ def test_two_stage_decoder_trains_embeddings_and_head_first_and_resumes_across_t
                                       curve)
         for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
             assert torch.equal(a, b), (stop, name)
+
+
+@pytest.fixture(scope="module")
+def llama_fixture(tmp_path_factory, sw_tokenizer, swahili_verses):
+    root = tmp_path_factory.mktemp("llama_cli")
+    tiny_llama(len(sw_tokenizer)).save_pretrained(root / "model")
+    sw_tokenizer.save_pretrained(root / "model")
+    for name, texts in (("train", swahili_verses[:400]), ("heldout", swahili_verses[400:480])):
+        write_shard(texts, sw_tokenizer, root / name, tokenizer_dir=root / "model")
+    return root
+
+
+def lapt_cli(root, out, launcher, **kw):
+    cfg = config(steps=40, checkpoint_every=2, eval_every=20, **kw).__dict__
+    return [*launcher, "-m", "vocab_transfer.training.lapt", "--model", str(root / "model"),
+            "--tokenizer", str(root / "model"), "--train", str(root / "train"), "--heldout", str(root / "heldout"),
+            "--output", str(out), "--config", json.dumps(cfg)]
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes started by ``pid`` and by them (from /proc)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        out, todo = out + children, todo + children
+    return out
+
+
+FSDP_TOLERANCE = 1e-4  # as DDP's (tests/test_lapt.py): gradients averaged over shards, not summed in one process
+
+
+@pytest.mark.slow
+def test_fsdp_on_two_cpu_processes_trains_as_one_process_and_resumes(tmp_path, llama_fixture):
+    """distributed: fsdp on two processes (gloo, FSDP2 fully_shard per decoder layer, gradient checkpointing,
+    document packing) trains the model one process trains on the same global batch in two micro batches, within
+    FSDP_TOLERANCE; its checkpoints hold the full state (model.pt loads into the unsharded model), a run killed
+    after a checkpoint resumes to the uninterrupted run's weights, and the output is a plain save_pretrained folder."""
+    from safetensors.torch import load_file
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    kw = dict(packing="documents", gradient_checkpointing=True)
+    one = subprocess.run(lapt_cli(llama_fixture, tmp_path / "one", [sys.executable], micro_batch_size=2, **kw),
+                         env=env, capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr[-3000:]
+    fsdp = lapt_cli(llama_fixture, tmp_path / "fsdp", torchrun, distributed="fsdp", **kw)
+    proc = subprocess.run(fsdp, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "FSDP: 2 layers sharded over 2 processes" in proc.stderr
+    a, b = (pd.read_parquet(tmp_path / f"{n}.curve.parquet") for n in ("one", "fsdp"))
+    assert list(a["step"]) == list(b["step"]) == [0, 20, 40]
+    torch.testing.assert_close(torch.tensor(b["heldout_loss"].to_numpy()), torch.tensor(a["heldout_loss"].to_numpy()),
+                               rtol=FSDP_TOLERANCE, atol=FSDP_TOLERANCE)
+    wa, wb = load_file(tmp_path / "one" / "model.safetensors"), load_file(tmp_path / "fsdp" / "model.safetensors")
+    assert set(wa) == set(wb)
+    for k in wa:
+        torch.testing.assert_close(wb[k], wa[k], rtol=FSDP_TOLERANCE, atol=FSDP_TOLERANCE, msg=k)
+
+    killed = lapt_cli(llama_fixture, tmp_path / "killed", torchrun, distributed="fsdp", **kw)
+    run = subprocess.Popen(killed, env=env, stderr=subprocess.DEVNULL)
+    ckpts = tmp_path / "killed.checkpoints"
+    while run.poll() is None and not any(ckpts.glob("step-*/state.json")):
+        time.sleep(0.05)
+    for pid in [run.pid, *descendants(run.pid)]:  # torchrun's workers run in sessions of their own
+        os.kill(pid, signal.SIGKILL)
+    run.wait()
+    assert not (tmp_path / "killed").exists()  # killed mid-run
+    first = sorted(ckpts.glob("step-*/model.pt"))[0]
+    tiny_llama(len(torch.load(first)["lm_head.weight"])).load_state_dict(torch.load(first))  # the full state
+    again = subprocess.run(killed, env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and "resuming from" in again.stderr, again.stderr[-3000:]
+    wk = load_file(tmp_path / "killed" / "model.safetensors")
+    for k in wb:
+        torch.testing.assert_close(wk[k], wb[k], rtol=0, atol=0, msg=k)

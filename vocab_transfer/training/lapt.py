@@ -112,13 +112,16 @@ from .runtime import (
     checkpoint_settings,
     current_distributed,
     enable_gradient_checkpointing,
+    full_state_dict,
     grad_scaler,
     init_distributed,
+    is_sharded,
     linear_schedule,
     optimizer_step,
     param_dtype,
     pick_device,
     setup_logging,
+    shard_model,
 )
 from .settings import REINIT, LaptConfig
 
@@ -403,14 +406,15 @@ def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     return heldout_eval(model, blocks, cfg, tokenizer, device, autocast)[0]
 
 
-def save_model(model, tokenizer, folder: str | os.PathLike) -> None:
+def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None = None) -> None:
     """``save_pretrained`` of the model and the tokenizer into ``folder``, atomically, without changing the live
     model: a language adapter (variant adapter) goes beside the plain weights as ``language_adapter.*``, and
     factorized embeddings (``factorized``) are written flattened (eval-mode table) with the factors beside them
     as ``factorized_embeddings.safetensors``. The final model and the snapshots are written by this one
-    function, so a snapshot at the last step equals it."""
+    function, so a snapshot at the last step equals it. ``state``: the weights to write (a sharded model's, gathered
+    by :func:`vocab_transfer.training.runtime.full_state_dict`); default the model's own."""
     with atomic_path(folder, directory=True) as tmp:
-        adapter, state = adapter_parameter_names(model), None
+        adapter = adapter_parameter_names(model)
         if adapter:
             save_language_adapter(model, tmp)
             state = {k: v for k, v in model.state_dict().items() if k not in adapter}
@@ -488,8 +492,9 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     snapshots = set(cfg.snapshot_steps)
     group = current_distributed()
     world, rank = group.world, group.rank
+    sharded = cfg.distributed == "fsdp" and world > 1  # every process evaluates: the forward pass is collective
     track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
-                            cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and rank == 0 else None
+                            cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and (rank == 0 or sharded) else None
     device = pick_device()
     if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
         add_language_adapter(model, AdapterConfig.from_dict(cfg.adapter), seed=cfg.seed)
@@ -521,6 +526,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         resumed_running = (state.get("running", 0.0), state.get("n_running", 0))
         ckpt.restore_model(resume, model, device)
         log.info("resuming from %s (step %d of %d)", resume, step, total)
+    if sharded:
+        log.info("FSDP: %d layers sharded over %d processes", shard_model(model), world)
     with StopSignals() as stop:
         return _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, stop, curve=curve,
                            step=step, resume=resume, resumed_running=resumed_running, device=device,
@@ -534,7 +541,8 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
     """The steps of :func:`train` from ``step`` on (its stages, records, snapshots and checkpoints)."""
     world, rank = group.world, group.rank
     checkpoint_dir, snapshots, settings = ckpt.root, set(cfg.snapshot_steps), resume_settings(cfg)
-    lengths = token_lengths(tokenizer) if rank == 0 else None  # held-out bits per byte
+    evaluates = rank == 0 or is_sharded(model)  # processes that run the held-out evaluations (rank 0 records them)
+    lengths = token_lengths(tokenizer) if evaluates else None  # held-out bits per byte
     stages, total, long_start = cfg.stages(), cfg.total_steps(), cfg.long_start()
 
     def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
@@ -555,17 +563,23 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
                      int(seen.sum()))
         if anchors is not None:
             ids, ref = anchors
-            rho = row_correlations(model.get_input_embeddings().weight.detach()[ids.to(device)].float().cpu(),
-                                   ref.float())
+            weight = model.get_input_embeddings().weight.detach()
+            weight = weight.full_tensor() if hasattr(weight, "full_tensor") else weight  # sharded: gathered
+            rho = row_correlations(weight[ids.to(device)].float().cpu(), ref.float())
             curve[-1]["source_correlation"] = float(rho.nanmean())  # ρ̄ (vocab-swap §2.3)
             curve[-1]["correlation_histogram"] = torch.histc(rho[~rho.isnan()], bins=CORRELATION_BINS,
                                                              min=-1.0, max=1.0).long().tolist()  # Figure 3
         log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step_, total, stage, train_loss, held,
                  progress(step_))
 
-    if rank == 0 and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
-        save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{0:08d}")
-        log.info("snapshot of step 0 staged in %s", Path(checkpoint_dir) / SNAPSHOTS)
+    def snapshot(step_: int) -> None:  # every evaluating process gathers a sharded model, rank 0 writes
+        state = full_state_dict(model)[0] if is_sharded(model) else None
+        if rank == 0:
+            save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{step_:08d}", state)
+            log.info("snapshot of step %d staged in %s", step_, Path(checkpoint_dir) / SNAPSHOTS)
+
+    if evaluates and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
+        snapshot(0)
     progress, first = Progress(step, total), 0
     for stage, (n_steps, trainable) in enumerate(stages):
         if step >= first + n_steps:
@@ -577,9 +591,10 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
         sched = linear_schedule(opt, n_steps, cfg.warmup_ratio, constant=cfg.schedule == "constant")
         scaler = grad_scaler(amp_dtype)
         if resume is not None and step > first:
-            ckpt.restore_optimizer(resume, opt, sched, scaler, device)
-        loss_module = group.wrap(LossModule(model, cfg.objective), device)
-        if step == first and rank == 0 and not any(r["step"] == step and r["stage"] == stage for r in curve):
+            ckpt.restore_optimizer(resume, opt, sched, scaler, device, model)
+        loss_module = LossModule(model, cfg.objective)
+        loss_module = loss_module if is_sharded(model) else group.wrap(loss_module, device)
+        if step == first and evaluates and not any(r["step"] == step and r["stage"] == stage for r in curve):
             record(step, stage, 0, float("nan"))
         running, n_running = resumed_running if resume is not None and step > first else (0.0, 0)
         running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
@@ -602,7 +617,9 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
                 part_rows = rows[part * micro:(part + 1) * micro]
                 batch = make_batch(blocks, part_rows, cfg, tokenizer, step, index)
                 sync = part == n_micro - 1 or world == 1
-                ctx = loss_module.no_sync() if not sync and world > 1 else contextlib.nullcontext()
+                if is_sharded(model):  # reduce-scatter the gradients after the last micro batch only
+                    model.set_requires_gradient_sync(sync)
+                ctx = loss_module.no_sync() if not sync and world > 1 and not is_sharded(model) else contextlib.nullcontext()
                 with ctx, autocast():
                     # each part weighs by its share of the device's sequences (parts may be unequal: 48 by 16 + 32)
                     loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
@@ -611,15 +628,14 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
             optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
             n_running += 1
             stage_step = step - first
-            if rank == 0 and (stage_step % cfg.eval_every == 0 or step == first + n_steps or step == long_start):
+            if evaluates and (stage_step % cfg.eval_every == 0 or step == first + n_steps or step == long_start):
                 record(step, stage, stage_step, float(running) / n_running)
                 running, n_running = torch.zeros_like(running), 0
-            if rank == 0 and step in snapshots:
-                save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{step:08d}")
-                log.info("snapshot of step %d staged in %s", step, Path(checkpoint_dir) / SNAPSHOTS)
+            if evaluates and step in snapshots:
+                snapshot(step)
             last = step == total
             if (step % cfg.checkpoint_every == 0 or stop.received or step == stop_after) and not last:
-                if rank == 0:
+                if evaluates:
                     ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": float(running),
                                                                 "n_running": n_running, "config": settings})
                 group.barrier()
@@ -712,6 +728,7 @@ def main(argv: list[str] | None = None) -> None:
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
     curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors,
                   long_blocks=long_blocks)
+    state = full_state_dict(model)[0] if is_sharded(model) else None  # every process gathers, rank 0 writes
     if group.main:
         ids, counts = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
                                       cfg.token_accuracy_top) if cfg.token_accuracy_top else (torch.zeros(0), None)
@@ -719,7 +736,7 @@ def main(argv: list[str] | None = None) -> None:
                       args.token_accuracy or f"{args.output}.token_accuracy.parquet", schema=TOKEN_ACCURACY_SCHEMA)
         write_parquet(curve.drop(columns=["token_masked", "token_correct"], errors="ignore"),
                       args.curve or f"{args.output}.curve.parquet")
-        save_model(model, tokenizer, args.output)  # language_adapter.* beside a plain model
+        save_model(model, tokenizer, args.output, state)  # language_adapter.* beside a plain model
         publish_snapshots(checkpoints, args.snapshots or f"{args.output}.snapshots", cfg.snapshot_steps)
         remove_tree(checkpoints)  # whole or gone if killed meanwhile
     group.close()

@@ -147,6 +147,9 @@ class LaptConfig:
                              f"not {self.train_sequences!r}")
         if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
             raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
+        if self.distributed == "fsdp" and (self.variant == "adapter" or self.factorized):
+            raise ValueError("LAPT config: distributed: fsdp shards plain models; variant adapter and factorized "
+                             "embeddings train with distributed: ddp")
         if not self.train_embeddings and self.variant != "adapter":
             raise ValueError(f"LAPT config: train_embeddings: false applies to variant 'adapter' (MAD-X language "
                              f"adapters for the source's own vocabulary), not {self.variant!r}")
