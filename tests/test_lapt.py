@@ -255,7 +255,7 @@ def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
     assert loss == heldout_loss(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off)
     expected = torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(held), 16):
-        inputs, labels = make_batch(held, torch.arange(i, min(i + 16, len(held))), LaptConfig.from_dict(
+        inputs, labels, _ = make_batch(held, torch.arange(i, min(i + 16, len(held))), LaptConfig.from_dict(
             {**cfg.__dict__, "seed": 12345}), sw_tokenizer, 0, i)
         with torch.no_grad():
             predicted = model(input_ids=inputs).logits.argmax(-1)

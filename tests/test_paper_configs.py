@@ -209,6 +209,16 @@ GRIDS = {
         "make_paper_table": 1,  # Table 10
         "download_source_model": 1,
     },
+    "llm_mistral": {  # FOCUS's follow-up study: Mistral-7B to de, ar (configs/llm_mistral.yaml header)
+        "evaluate_init": 2,
+        "init_embeddings": 2 * 2,  # FOCUS and Random per language
+        # {FOCUS, original vocabulary} x {pure, mixed bf16} per language; embeddings first (pure bf16) on ar
+        "train_lapt": 2 * 2 * 2 + 1,
+        "train_tokenizer": 2,  # 32k per language
+        "tokenize_source_corpus": 2 * 2,  # the original-vocabulary runs read Mistral-tokenized shards
+        "plot_lapt_curves": 2,
+        "download_source_model": 1,
+    },
 }
 NO_JOBS = {  # rules a config must not plan
     "focus": ["pretrain_source_model", "download_reference_model"],
@@ -219,6 +229,7 @@ NO_JOBS = {  # rules a config must not plan
     "vocab_swap_recovery": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
     "vocab_swap_frankenberta": ["pretrain_source_model"],
     "vocab_swap_frankenbert": ["pretrain_source_model"],
+    "llm_mistral": ["pretrain_source_model", "finetune", "download_reference_model"],
 }
 
 

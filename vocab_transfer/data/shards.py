@@ -273,6 +273,8 @@ class Blocks:
     does not fill a block is dropped, per shard. The blocks of several shards follow each other (source
     pretraining: one shard per language). ``max_blocks`` keeps the first blocks only. Indexing with row ids (a
     tensor, array or list, or a slice) returns a ``LongTensor [rows, seq_len]``: only those blocks are read.
+    :meth:`positions` gives the same blocks' position ids within their documents (document packing: the token
+    stream has no separators, the shard's ``index.npy`` knows where each document begins).
     """
 
     def __init__(self, shards: Sequence[Shard], seq_len: int, *, bos_id: int, eos_id: int,
@@ -300,23 +302,51 @@ class Blocks:
     def shape(self) -> tuple[int, int]:
         return len(self), self.seq_len
 
-    def __getitem__(self, rows):
+    def _starts(self, rows) -> list[tuple[Shard, int]]:
+        """(shard, first body token in its stream) of each block id in ``rows`` (a tensor, array, list or slice)."""
         import torch
 
         if isinstance(rows, slice):
             rows = np.arange(len(self))[rows]
         rows = rows.numpy() if isinstance(rows, torch.Tensor) else np.asarray(rows, dtype=np.int64)
-        if rows.ndim != 1:
-            rows = rows.reshape(-1)
+        rows = rows.reshape(-1)
         if len(rows) and (rows.min() < 0 or rows.max() >= len(self)):
             raise IndexError(f"block ids outside 0..{len(self) - 1}")
-        out = np.empty((len(rows), self.seq_len), dtype=np.int64)
-        out[:, 0], out[:, -1] = self.bos_id, self.eos_id
         which = np.searchsorted(self.starts, rows, side="right") - 1
-        for i, (k, row) in enumerate(zip(which.tolist(), rows.tolist(), strict=True)):
-            start = (row - int(self.starts[k])) * self.body
-            out[i, 1:-1] = self.shards[k].tokens.read(start, start + self.body)
+        return [(self.shards[k], (row - int(self.starts[k])) * self.body)
+                for k, row in zip(which.tolist(), rows.tolist(), strict=True)]
+
+    def __getitem__(self, rows):
+        import torch
+
+        starts = self._starts(rows)
+        out = np.empty((len(starts), self.seq_len), dtype=np.int64)
+        out[:, 0], out[:, -1] = self.bos_id, self.eos_id
+        for i, (shard, start) in enumerate(starts):
+            out[i, 1:-1] = shard.tokens.read(start, start + self.body)
         return torch.from_numpy(out)
+
+    def positions(self, rows):
+        """Position ids of the blocks ``rows`` for document packing, ``LongTensor [rows, seq_len]``: each token's
+        place in its document, from the shard's document index, restarting where a document begins inside the block
+        (the block's ``<s>`` is position 0 of its first document, ``</s>`` follows the last)."""
+        import torch
+
+        starts = self._starts(rows)
+        out = np.empty((len(starts), self.seq_len), dtype=np.int64)
+        at = np.arange(self.seq_len)
+        for i, (shard, start) in enumerate(starts):
+            first = _bisect_right(shard.index, start)  # the first document that begins after the body's first token
+            cuts = shard.index.read(first, first + self.body + 1)
+            cuts = cuts[cuts < start + self.body] - start + 1  # block positions (>= 2) where a document begins
+            begin = np.zeros(self.seq_len, dtype=np.int64)
+            begin[cuts] = cuts
+            out[i] = at - np.maximum.accumulate(begin)
+        return torch.from_numpy(out)
+
+    def head(self, n: int) -> Blocks:
+        """The first ``n`` blocks (all if there are fewer), still read on demand."""
+        return Blocks(self.shards, self.seq_len, bos_id=self.bos_id, eos_id=self.eos_id, max_blocks=min(n, len(self)))
 
     def token_counts(self, vocab_size: int, chunk: int = 1 << 24) -> np.ndarray:
         """Occurrences of each id in all blocks (bodies plus ``<s>``/``</s>``), ``int64 [vocab_size]``, counted
@@ -333,6 +363,16 @@ class Blocks:
     def materialize(self):
         """All blocks as one ``LongTensor`` (small held-out sets only)."""
         return self[np.arange(len(self))]
+
+
+def _bisect_right(values: ArrayFile, x: int, chunk: int = 4096) -> int:
+    """The first index of the sorted array file ``values`` whose value is greater than ``x``: a binary search by
+    single reads down to ``chunk`` elements, then one read (a document index of any size stays on disk)."""
+    lo, hi = 0, len(values)
+    while hi - lo > chunk:
+        mid = (lo + hi) // 2
+        lo, hi = (mid + 1, hi) if values.read(mid, mid + 1)[0] <= x else (lo, mid)
+    return lo + int(np.searchsorted(values.read(lo, hi), x, side="right"))
 
 
 def special_ids(tokenizer) -> tuple[int, int]:

@@ -112,12 +112,16 @@ from .runtime import (
     checkpoint_settings,
     current_distributed,
     enable_gradient_checkpointing,
+    full_state_dict,
     grad_scaler,
     init_distributed,
+    is_sharded,
     linear_schedule,
     optimizer_step,
+    param_dtype,
     pick_device,
     setup_logging,
+    shard_model,
 )
 from .settings import REINIT, LaptConfig
 
@@ -252,26 +256,27 @@ class LossModule(torch.nn.Module):
         super().__init__()
         self.model, self.objective = model, objective
 
-    def forward(self, inputs: torch.Tensor, labels: torch.Tensor, positions: torch.Tensor | None = None
-                ) -> torch.Tensor:
-        if self.objective == "clm":
-            return self.model(input_ids=inputs, labels=labels).loss
+    def forward(self, inputs: torch.Tensor, labels: torch.Tensor, positions: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        if self.objective == "clm":  # position_ids that restart: packed documents (transformers masks across them)
+            packed = {} if position_ids is None else {"position_ids": position_ids, "use_cache": False}
+            return self.model(input_ids=inputs, labels=labels, **packed).loss
         from ..source_model import masked_lm_loss
 
         return masked_lm_loss(self.model, inputs, labels, positions=positions)
 
 
-def to_device(batch: tuple[torch.Tensor, torch.Tensor], device: torch.device, objective: str
-              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(inputs, labels, masked positions) on ``device`` without waiting for the GPU: the positions are found
-    on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not block, so the host
-    prepares the next batch while the device computes."""
-    inputs, labels = batch
+def to_device(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None], device: torch.device, objective: str
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(inputs, labels, masked positions, position ids) on ``device`` without waiting for the GPU: the masked
+    positions are found on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not block, so
+    the host prepares the next batch while the device computes."""
+    inputs, labels, position_ids = batch
     positions = (labels.view(-1) != -100).nonzero().squeeze(1) if objective == "mlm" else None
     if device.type != "cuda":
-        return inputs, labels, positions
+        return inputs, labels, positions, position_ids
     move = lambda t: None if t is None else t.pin_memory().to(device, non_blocking=True)  # noqa: E731
-    return move(inputs), move(labels), move(positions)
+    return move(inputs), move(labels), move(positions), move(position_ids)
 
 
 @functools.lru_cache(maxsize=2)
@@ -297,13 +302,40 @@ def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
 
 
 def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfig, tokenizer, step: int, part: int
-               ) -> tuple[torch.Tensor, torch.Tensor]:
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(inputs, labels, position ids) of the blocks ``rows``: the position ids are None but for ``packing:
+    documents``, where they restart at each document (:meth:`Blocks.positions`) and the first token of a document
+    that begins inside the block is no target (its context would be the previous document)."""
     batch = blocks[rows]
     if cfg.objective == "clm":
-        return batch, batch.clone()
+        if cfg.packing == "stream":
+            return batch, batch.clone(), None
+        position_ids = blocks.positions(rows)
+        return batch, batch.masked_fill(position_ids == 0, -100), position_ids
     g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step * 1_009 + part)
-    return mask_tokens(batch, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
-                       special_ids=tokenizer.all_special_ids, generator=g, mask_prob=cfg.mask_prob)
+    return *mask_tokens(batch, mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer),
+                        special_ids=tokenizer.all_special_ids, generator=g, mask_prob=cfg.mask_prob), None
+
+
+@torch.no_grad()
+def check_document_masking(model, device: torch.device) -> None:
+    """ValueError unless the causal LM ``model`` keeps packed documents apart when given position ids that restart
+    (transformers derives the block-diagonal causal mask from them: an explicit mask for sdpa/eager attention,
+    varlen kernels for flash attention): the logits of a second document packed behind a first must equal its
+    logits alone, up to a tenth of what attending to the first document changes."""
+    ids = (torch.arange(1, 9, device=device) % model.get_input_embeddings().weight.shape[0]).unsqueeze(0)
+    restart = torch.tensor([[0, 1, 2, 3, 0, 1, 2, 3]], device=device)
+    training, _ = model.training, model.eval()
+    packed, joined = (model(input_ids=ids, position_ids=p, use_cache=False).logits[0, 4:].float()
+                      for p in (restart, torch.arange(8, device=device).unsqueeze(0)))
+    alone = model(input_ids=ids[:, 4:], position_ids=restart[:, 4:], use_cache=False).logits[0].float()
+    model.train(training)
+    err, leak = float((packed - alone).abs().max()), float((joined - alone).abs().max())
+    if err > 0.1 * leak:
+        impl = getattr(model.config, "_attn_implementation", None)
+        raise ValueError(f"packing: documents: {type(model).__name__} (attention {impl!r}) attends across documents "
+                         f"given restarting position ids (logits off by {err:.3g}, {leak:.3g} without them): use "
+                         "packing: stream for this model")
 
 
 def frequent_tokens(blocks: torch.Tensor | Blocks, vocab_size: int, special_ids, n: int
@@ -350,15 +382,16 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     total, count, n_bytes = 0.0, 0, 0
     counts = None if track is None else torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(blocks), 16):
-        inputs, labels = make_batch(blocks, torch.arange(i, min(i + 16, len(blocks))), dataclasses.replace(
-            cfg, seed=12345), tokenizer, 0, i)
-        n = int((labels != -100).sum()) if cfg.objective == "mlm" else labels.numel() - len(labels)
+        inputs, labels, position_ids = make_batch(blocks, torch.arange(i, min(i + 16, len(blocks))),
+                                                  dataclasses.replace(cfg, seed=12345), tokenizer, 0, i)
+        scored = labels[labels != -100] if cfg.objective == "mlm" else labels[:, 1:][labels[:, 1:] != -100]
+        n = len(scored)
         if lengths is not None:
-            scored = labels[labels != -100] if cfg.objective == "mlm" else labels[:, 1:].reshape(-1)
             n_bytes += int(lengths[scored, 0].sum())
         with autocast():
             if counts is None:
-                total += float(loss_fn(inputs.to(device), labels.to(device))) * n
+                total += float(loss_fn(inputs.to(device), labels.to(device), None,
+                                       None if position_ids is None else position_ids.to(device))) * n
             else:
                 logits, targets = masked_lm_logits(model, inputs.to(device), labels.to(device))
                 total += float(torch.nn.functional.cross_entropy(logits.float(), targets)) * n
@@ -373,14 +406,15 @@ def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     return heldout_eval(model, blocks, cfg, tokenizer, device, autocast)[0]
 
 
-def save_model(model, tokenizer, folder: str | os.PathLike) -> None:
+def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None = None) -> None:
     """``save_pretrained`` of the model and the tokenizer into ``folder``, atomically, without changing the live
     model: a language adapter (variant adapter) goes beside the plain weights as ``language_adapter.*``, and
     factorized embeddings (``factorized``) are written flattened (eval-mode table) with the factors beside them
     as ``factorized_embeddings.safetensors``. The final model and the snapshots are written by this one
-    function, so a snapshot at the last step equals it."""
+    function, so a snapshot at the last step equals it. ``state``: the weights to write (a sharded model's, gathered
+    by :func:`vocab_transfer.training.runtime.full_state_dict`); default the model's own."""
     with atomic_path(folder, directory=True) as tmp:
-        adapter, state = adapter_parameter_names(model), None
+        adapter = adapter_parameter_names(model)
         if adapter:
             save_language_adapter(model, tmp)
             state = {k: v for k, v in model.state_dict().items() if k not in adapter}
@@ -449,11 +483,18 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     if cfg.long_steps and (long_blocks is None or long_blocks[0].shape[1] != cfg.long_seq_len):
         raise ValueError(f"LAPT config: long_steps {cfg.long_steps} needs training blocks of long_seq_len "
                          f"{cfg.long_seq_len} tokens (long_blocks)")
+    if cfg.packing == "documents":
+        if cfg.objective != "clm":
+            raise ValueError("LAPT config: packing: documents is for causal LMs (the model is a masked LM)")
+        if not all(isinstance(b, Blocks) for b in (train_blocks, heldout_blocks, *(long_blocks or ()))):
+            raise ValueError("LAPT config: packing: documents needs blocks read from token shards (Blocks: their "
+                             "document index), not packed tensors")
     snapshots = set(cfg.snapshot_steps)
     group = current_distributed()
     world, rank = group.world, group.rank
+    sharded = cfg.distributed == "fsdp" and world > 1  # every process evaluates: the forward pass is collective
     track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
-                            cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and rank == 0 else None
+                            cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and (rank == 0 or sharded) else None
     device = pick_device()
     if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
         add_language_adapter(model, AdapterConfig.from_dict(cfg.adapter), seed=cfg.seed)
@@ -462,7 +503,9 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         reset = reinitialize(model, cfg.reinit, seed=cfg.seed * 1_000_003 + 7)
         if reset:
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
-    model.to(device).train()
+    model.to(device=device, dtype=param_dtype(cfg.precision)).train()
+    if cfg.packing == "documents":
+        check_document_masking(model, device)
     if cfg.gradient_checkpointing and not enable_gradient_checkpointing(model):
         log.warning("gradient_checkpointing: %s does not support it; training without", type(model).__name__)
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
@@ -483,6 +526,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         resumed_running = (state.get("running", 0.0), state.get("n_running", 0))
         ckpt.restore_model(resume, model, device)
         log.info("resuming from %s (step %d of %d)", resume, step, total)
+    if sharded:
+        log.info("FSDP: %d layers sharded over %d processes", shard_model(model), world)
     with StopSignals() as stop:
         return _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, stop, curve=curve,
                            step=step, resume=resume, resumed_running=resumed_running, device=device,
@@ -496,12 +541,14 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
     """The steps of :func:`train` from ``step`` on (its stages, records, snapshots and checkpoints)."""
     world, rank = group.world, group.rank
     checkpoint_dir, snapshots, settings = ckpt.root, set(cfg.snapshot_steps), resume_settings(cfg)
-    lengths = token_lengths(tokenizer) if rank == 0 else None  # held-out bits per byte
+    evaluates = rank == 0 or is_sharded(model)  # processes that run the held-out evaluations (rank 0 records them)
+    lengths = token_lengths(tokenizer) if evaluates else None  # held-out bits per byte
     stages, total, long_start = cfg.stages(), cfg.total_steps(), cfg.long_start()
 
     def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
         long = cfg.is_long(step_)
-        held, counts, held_bpb = heldout_eval(model, (long_blocks[1] if long else heldout_blocks)[: cfg.eval_sequences],
+        held, counts, held_bpb = heldout_eval(model, first_blocks(long_blocks[1] if long else heldout_blocks,
+                                                                  cfg.eval_sequences),
                                               cfg, tokenizer, device, autocast, track, lengths)
         curve.append({"step": step_, "samples": cfg.samples_at(step_), "stage": stage,
                       "stage_samples": cfg.samples_at(step_) - cfg.samples_at(step_ - stage_step),
@@ -516,17 +563,23 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
                      int(seen.sum()))
         if anchors is not None:
             ids, ref = anchors
-            rho = row_correlations(model.get_input_embeddings().weight.detach()[ids.to(device)].float().cpu(),
-                                   ref.float())
+            weight = model.get_input_embeddings().weight.detach()
+            weight = weight.full_tensor() if hasattr(weight, "full_tensor") else weight  # sharded: gathered
+            rho = row_correlations(weight[ids.to(device)].float().cpu(), ref.float())
             curve[-1]["source_correlation"] = float(rho.nanmean())  # ρ̄ (vocab-swap §2.3)
             curve[-1]["correlation_histogram"] = torch.histc(rho[~rho.isnan()], bins=CORRELATION_BINS,
                                                              min=-1.0, max=1.0).long().tolist()  # Figure 3
         log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step_, total, stage, train_loss, held,
                  progress(step_))
 
-    if rank == 0 and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
-        save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{0:08d}")
-        log.info("snapshot of step 0 staged in %s", Path(checkpoint_dir) / SNAPSHOTS)
+    def snapshot(step_: int) -> None:  # every evaluating process gathers a sharded model, rank 0 writes
+        state = full_state_dict(model)[0] if is_sharded(model) else None
+        if rank == 0:
+            save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{step_:08d}", state)
+            log.info("snapshot of step %d staged in %s", step_, Path(checkpoint_dir) / SNAPSHOTS)
+
+    if evaluates and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
+        snapshot(0)
     progress, first = Progress(step, total), 0
     for stage, (n_steps, trainable) in enumerate(stages):
         if step >= first + n_steps:
@@ -538,9 +591,10 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
         sched = linear_schedule(opt, n_steps, cfg.warmup_ratio, constant=cfg.schedule == "constant")
         scaler = grad_scaler(amp_dtype)
         if resume is not None and step > first:
-            ckpt.restore_optimizer(resume, opt, sched, scaler, device)
-        loss_module = group.wrap(LossModule(model, cfg.objective), device)
-        if step == first and rank == 0 and not any(r["step"] == step and r["stage"] == stage for r in curve):
+            ckpt.restore_optimizer(resume, opt, sched, scaler, device, model)
+        loss_module = LossModule(model, cfg.objective)
+        loss_module = loss_module if is_sharded(model) else group.wrap(loss_module, device)
+        if step == first and evaluates and not any(r["step"] == step and r["stage"] == stage for r in curve):
             record(step, stage, 0, float("nan"))
         running, n_running = resumed_running if resume is not None and step > first else (0.0, 0)
         running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
@@ -561,26 +615,27 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
                 index = rank * n_micro + part
                 torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + index * 1_000_000_007)  # dropout
                 part_rows = rows[part * micro:(part + 1) * micro]
-                inputs, labels = make_batch(blocks, part_rows, cfg, tokenizer, step, index)
+                batch = make_batch(blocks, part_rows, cfg, tokenizer, step, index)
                 sync = part == n_micro - 1 or world == 1
-                ctx = loss_module.no_sync() if not sync and world > 1 else contextlib.nullcontext()
+                if is_sharded(model):  # reduce-scatter the gradients after the last micro batch only
+                    model.set_requires_gradient_sync(sync)
+                ctx = loss_module.no_sync() if not sync and world > 1 and not is_sharded(model) else contextlib.nullcontext()
                 with ctx, autocast():
                     # each part weighs by its share of the device's sequences (parts may be unequal: 48 by 16 + 32)
-                    loss = loss_module(*to_device((inputs, labels), device, cfg.objective)) * (len(part_rows) / per_rank)
+                    loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
                 (scaler.scale(loss) if scaler else loss).backward()
                 running += loss.detach().double()  # float64, as a Python float sum would be
             optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
             n_running += 1
             stage_step = step - first
-            if rank == 0 and (stage_step % cfg.eval_every == 0 or step == first + n_steps or step == long_start):
+            if evaluates and (stage_step % cfg.eval_every == 0 or step == first + n_steps or step == long_start):
                 record(step, stage, stage_step, float(running) / n_running)
                 running, n_running = torch.zeros_like(running), 0
-            if rank == 0 and step in snapshots:
-                save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{step:08d}")
-                log.info("snapshot of step %d staged in %s", step, Path(checkpoint_dir) / SNAPSHOTS)
+            if evaluates and step in snapshots:
+                snapshot(step)
             last = step == total
             if (step % cfg.checkpoint_every == 0 or stop.received or step == stop_after) and not last:
-                if rank == 0:
+                if evaluates:
                     ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": float(running),
                                                                 "n_running": n_running, "config": settings})
                 group.barrier()
@@ -594,11 +649,17 @@ def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg
 
 
 def load_blocks(shards: str, tokenizer, seq_len: int, max_sequences: int | None = None, *,
-                tokenizer_dir: str | None = None) -> Blocks | torch.Tensor:
+                tokenizer_dir: str | None = None, lazy: bool = False) -> Blocks | torch.Tensor:
     """Blocks of ``seq_len`` read on demand from the token shard folder ``shards`` (checked against
-    ``tokenizer_dir``); with ``max_sequences`` (held-out sets), the first ones as a tensor."""
+    ``tokenizer_dir``); with ``max_sequences`` (held-out sets), the first ones, as a tensor unless ``lazy``
+    (document packing reads their position ids from the shard too)."""
     blocks = open_blocks(shards, tokenizer, seq_len, tokenizer_dir=tokenizer_dir, max_blocks=max_sequences)
-    return blocks.materialize() if max_sequences is not None else blocks
+    return blocks.materialize() if max_sequences is not None and not lazy else blocks
+
+
+def first_blocks(blocks: torch.Tensor | Blocks, n: int) -> torch.Tensor | Blocks:
+    """The first ``n`` blocks, of the same kind."""
+    return blocks.head(n) if isinstance(blocks, Blocks) else blocks[:n]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -653,18 +714,21 @@ def main(argv: list[str] | None = None) -> None:
                              f"of the model {args.model}")
     train_blocks = open_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer,
                                max_blocks=cfg.train_sequences)  # train_sequences: a prefix of the corpus only
-    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer)
+    lazy = cfg.packing == "documents"
+    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer,
+                                 lazy=lazy)
     log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
     long_blocks = None
     if cfg.long_steps:
         long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len, tokenizer_dir=args.tokenizer),
                        load_blocks(args.heldout, tokenizer, cfg.long_seq_len, cfg.eval_sequences,
-                                   tokenizer_dir=args.tokenizer))
+                                   tokenizer_dir=args.tokenizer, lazy=lazy))
         log.info("last %d steps: %d training sequences of %d tokens; %d held-out", cfg.long_steps,
                  len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
     curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors,
                   long_blocks=long_blocks)
+    state = full_state_dict(model)[0] if is_sharded(model) else None  # every process gathers, rank 0 writes
     if group.main:
         ids, counts = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
                                       cfg.token_accuracy_top) if cfg.token_accuracy_top else (torch.zeros(0), None)
@@ -672,7 +736,7 @@ def main(argv: list[str] | None = None) -> None:
                       args.token_accuracy or f"{args.output}.token_accuracy.parquet", schema=TOKEN_ACCURACY_SCHEMA)
         write_parquet(curve.drop(columns=["token_masked", "token_correct"], errors="ignore"),
                       args.curve or f"{args.output}.curve.parquet")
-        save_model(model, tokenizer, args.output)  # language_adapter.* beside a plain model
+        save_model(model, tokenizer, args.output, state)  # language_adapter.* beside a plain model
         publish_snapshots(checkpoints, args.snapshots or f"{args.output}.snapshots", cfg.snapshot_steps)
         remove_tree(checkpoints)  # whole or gone if killed meanwhile
     group.close()

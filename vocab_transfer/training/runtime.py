@@ -6,8 +6,10 @@ records. The protocol it follows:
 
 - :func:`init_distributed` joins the job's processes (torchrun's or SLURM's environment: one process per GPU, on
   one node or many; gloo on CPUs) and returns a :class:`Distributed` (world size, rank, ``wrap`` for DDP, barrier);
-  :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed precision;
-  :func:`enable_gradient_checkpointing` trades compute for activation memory.
+  :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed precision and
+  :func:`param_dtype` the weights' dtype (bf16 for pure bf16 training);
+  :func:`enable_gradient_checkpointing` trades compute for activation memory; :func:`shard_model` shards a model
+  over the processes (FSDP2) instead of DDP's replicas, and :func:`full_state_dict` gathers its state for rank 0.
 - :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
   :func:`optimizer_step` unscales (fp16), clips and steps both.
 - :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG states
@@ -130,10 +132,59 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> bool:
     return True
 
 
+def shard_model(model: torch.nn.Module) -> int:
+    """FSDP2 (``torch.distributed.fsdp.fully_shard``) over the job's processes: each transformer layer (the classes
+    of the model's ``_no_split_modules``) is one unit whose parameters are gathered for its forward and backward
+    only, the rest (embeddings, head, final norm) the root unit; parameters, gradients and optimizer states are
+    sharded. Returns the number of layer units; ValueError for a model without declared layer classes."""
+    from torch.distributed.fsdp import fully_shard
+
+    names = set(getattr(model, "_no_split_modules", None) or ())
+    layers = [m for m in model.modules() if type(m).__name__ in names]
+    if not layers:
+        raise ValueError(f"distributed: fsdp: {type(model).__name__} names no transformer layer classes "
+                         "(_no_split_modules) to shard by; use distributed: ddp")
+    for layer in layers:
+        fully_shard(layer)
+    fully_shard(model)
+    return len(layers)
+
+
+def is_sharded(model: torch.nn.Module) -> bool:
+    """Whether :func:`shard_model` sharded ``model``."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule)
+
+
+def full_state_dict(model: torch.nn.Module, opt: torch.optim.Optimizer | None = None) -> tuple[dict, dict | None]:
+    """(model, optimizer) state dicts as one process would hold them: gathered from the shards to rank 0 on the
+    CPU for a :func:`shard_model` model (every process must call it; the others get empty dicts; the optimizer's
+    is keyed by parameter name), else the plain ``state_dict()``s."""
+    if not is_sharded(model):
+        return model.state_dict(), None if opt is None else opt.state_dict()
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+        get_optimizer_state_dict,
+    )
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    return (get_model_state_dict(model, options=options),
+            None if opt is None else get_optimizer_state_dict(model, opt, options=options))
+
+
+def param_dtype(precision: str) -> torch.dtype:
+    """The dtype a trainer keeps the weights (and so gradients and optimizer states) in: bf16 for ``bf16_pure``, else
+    fp32 (mixed precision casts inside autocast; a checkpoint stored in bf16, as decoder LLMs on the hub are, is
+    upcast)."""
+    return torch.bfloat16 if precision == "bf16_pure" else torch.float32
+
+
 def autocast_factory(precision: str, device: torch.device):
     """``(autocast, dtype)`` for ``precision`` (``auto``: bf16 where the GPU has it, else fp16; ``bf16``, ``fp16``,
-    ``fp32``): a factory of autocast contexts and the dtype they cast to (None: full precision). On the CPU only
-    ``bf16`` casts."""
+    ``fp32``; ``bf16_pure``: no autocast, the weights are bf16 themselves, :func:`param_dtype`): a factory of autocast
+    contexts and the dtype they cast to (None: full precision). On the CPU only ``bf16`` casts."""
     if device.type == "cuda":
         if precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
             dtype = torch.bfloat16
@@ -204,9 +255,14 @@ class Checkpoints:
         return done[-1] if done else None
 
     def save(self, step: int, model, opt, sched, scaler, state: dict) -> None:
+        """Write the checkpoint of ``step`` (a :func:`shard_model` model: every process calls it, rank 0 writes the
+        gathered full state, so ``model.pt`` loads into the unsharded model)."""
+        model_state, opt_state = full_state_dict(model, opt)
+        if is_sharded(model) and torch.distributed.get_rank() != 0:
+            return
         with atomic_path(self.root / f"step-{step:08d}", directory=True) as tmp:
-            torch.save(model.state_dict(), tmp / "model.pt")
-            torch.save({"optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+            torch.save(model_state, tmp / "model.pt")
+            torch.save({"optimizer": opt_state, "scheduler": sched.state_dict(),
                         "scaler": scaler.state_dict() if scaler is not None else None}, tmp / "optimizer.pt")
             torch.save({"torch": torch.get_rng_state(),
                         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}, tmp / "rng.pt")
@@ -237,9 +293,16 @@ class Checkpoints:
         model.load_state_dict(torch.load(path / "model.pt", map_location=device))
 
     @staticmethod
-    def restore_optimizer(path: Path, opt, sched, scaler, device: torch.device) -> None:
+    def restore_optimizer(path: Path, opt, sched, scaler, device: torch.device, model=None) -> None:
+        """Load the optimizer, schedule and scaler states (``model``: a :func:`shard_model` model, whose full
+        optimizer state is sharded as its parameters are)."""
         states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)  # tensors and numbers only
-        opt.load_state_dict(states["optimizer"])
+        if model is not None and is_sharded(model):
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+            set_optimizer_state_dict(model, opt, states["optimizer"], options=StateDictOptions(full_state_dict=True))
+        else:
+            opt.load_state_dict(states["optimizer"])
         sched.load_state_dict(states["scheduler"])
         if scaler is not None and states["scaler"] is not None:
             scaler.load_state_dict(states["scaler"])

@@ -73,6 +73,8 @@ def task_adapter_config(d: dict | None = None) -> AdapterConfig:
 
 VARIANTS = ("full", "two_stage", "embeddings_only", "embedding_layers", "freeze_body", "adapter")
 REINIT = ("none", "embedding_layers", "all")  # what LaptConfig.reinit re-initializes (reinitialize)
+PRECISIONS = ("auto", "bf16", "fp16", "fp32", "bf16_pure")  # runtime.autocast_factory, runtime.param_dtype
+PACKINGS = ("stream", "documents")  # how LAPT blocks are packed (lapt.document_positions)
 
 
 @dataclass
@@ -96,6 +98,11 @@ class LaptConfig:
     clip_norm: float = 1.0
     mask_prob: float = 0.15
     precision: str = "auto"  # auto (bf16 on GPUs that have it, else fp16 + scaler; fp32 on CPU) | bf16 | fp16 | fp32
+                             # | bf16_pure (weights, gradients and AdamW states in bf16, no autocast; LAPT only)
+    packing: str = "stream"  # stream: blocks cut from the concatenated documents | documents: no attention across
+                             # documents in a block, positions restart at each (causal LMs)
+    distributed: str = "ddp"  # ddp: every process holds the model | fsdp: parameters, gradients and optimizer
+                              # states sharded over the processes (FSDP2 fully_shard, one unit per layer)
     eval_every: int = 100  # steps between held-out evaluations
     eval_sequences: int = 64
     checkpoint_every: int = 100
@@ -116,7 +123,7 @@ class LaptConfig:
 
     def __post_init__(self) -> None:
         allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),
-                   "precision": ("auto", "bf16", "fp16", "fp32"),
+                   "precision": PRECISIONS, "packing": PACKINGS, "distributed": ("ddp", "fsdp"),
                    "variant": VARIANTS, "reinit": REINIT}
         for key, values in allowed.items():
             if getattr(self, key) not in values:
@@ -140,6 +147,9 @@ class LaptConfig:
                              f"not {self.train_sequences!r}")
         if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
             raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
+        if self.distributed == "fsdp" and (self.variant == "adapter" or self.factorized):
+            raise ValueError("LAPT config: distributed: fsdp shards plain models; variant adapter and factorized "
+                             "embeddings train with distributed: ddp")
         if not self.train_embeddings and self.variant != "adapter":
             raise ValueError(f"LAPT config: train_embeddings: false applies to variant 'adapter' (MAD-X language "
                              f"adapters for the source's own vocabulary), not {self.variant!r}")
