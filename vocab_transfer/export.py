@@ -3,13 +3,19 @@
 
 An init export is the source model with the method's embeddings (and output bias) swapped in, exactly the model
 the init-time loss was measured on; a LAPT export is the run's final model. Both load with ``AutoModelForMaskedLM``
-(``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. The card (:func:`model_card`) says where the model
+(``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never loads the model
+(:func:`export_init`): the source's safetensors shards that hold no per-token tensor are hard-linked, the others
+rewritten by streaming, so a 7B decoder is exported in the memory of its two embedding matrices. The card (:func:`model_card`) says where the model
 comes from: source model, method and its parameters, target tokenizer, corpus and its size, the init-time held-out
 loss, the LAPT steps and curve, and the command that rebuilds the folder.
 """
 
 from __future__ import annotations
 
+import errno
+import json
+import math
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +25,10 @@ import pandas as pd
 from .io import atomic_path
 
 CARD = "README.md"
+CONFIGS = ("config.json", "generation_config.json")  # rewritten for the target tokenizer (retarget_special_ids)
+#: Model types whose position ids count from ``pad_token_id`` (RoBERTa's), which therefore keeps the source's.
+POSITION_PAD_TYPES = ("roberta", "xlm-roberta", "camembert")
+CHUNK = 64 * 2**20  # bytes copied per system call where the kernel cannot copy a range itself
 
 # The paper of each method kind (vocab_transfer.methods), for the card.
 REFERENCES = {
@@ -119,27 +129,211 @@ def model_card(info: CardInfo) -> str:
     return "\n".join(lines)
 
 
+def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = None) -> dict:
+    """``config`` (the dict of a ``config.json`` or ``generation_config.json``) with the target tokenizer's
+    special-token ids: ``bos_token_id``, ``eos_token_id`` and ``pad_token_id`` (None where the tokenizer has no such
+    token; a list of eos ids, as Llama 3 has, becomes the target's one-element list), and where the config has them
+    ``sep_token_id``, ``cls_token_id`` and ``decoder_start_token_id`` (the target's id of whichever of bos, eos and
+    pad the source's was). ``model_type`` (default: the config's) in :data:`POSITION_PAD_TYPES` keeps the source's
+    ``pad_token_id``: the position ids count from it, and the pipeline measured and trained the model with it."""
+    ids = {k: getattr(tokenizer, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
+                                                     "cls_token_id")}
+    new = {**config, **{k: v for k, v in ids.items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")
+                        or k in config}}
+    if isinstance(config.get("eos_token_id"), list):
+        new["eos_token_id"] = None if ids["eos_token_id"] is None else [ids["eos_token_id"]]
+    if config.get("decoder_start_token_id") is not None:
+        role = next((k for k in ("bos_token_id", "eos_token_id", "pad_token_id")
+                     if config.get(k) == config["decoder_start_token_id"]), None)
+        new["decoder_start_token_id"] = ids[role] if role else None
+    if (model_type or config.get("model_type")) in POSITION_PAD_TYPES and "pad_token_id" in config:
+        new["pad_token_id"] = config["pad_token_id"]
+    return new
+
+
+def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokenizer, vocab_size: int | None = None
+                     ) -> None:
+    """Write ``config.json`` (and ``generation_config.json`` where ``source`` has one) of the folder ``source`` into
+    ``dest`` (may be the same folder) with the tokenizer's special-token ids (:func:`retarget_special_ids`) and
+    ``vocab_size`` (when given)."""
+    source, dest = Path(source), Path(dest)
+    model_type = json.loads((source / CONFIGS[0]).read_text()).get("model_type")
+    for name in CONFIGS:
+        if (source / name).is_file():
+            config = retarget_special_ids(json.loads((source / name).read_text()), tokenizer, model_type=model_type)
+            if vocab_size is not None and name == CONFIGS[0]:
+                config["vocab_size"] = vocab_size
+            (dest / name).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def link_or_copy(src: str | os.PathLike, dst: str | os.PathLike) -> None:
+    """Hard-link ``src`` as ``dst``, or copy it where a link is not possible (another file system). A link leaves the
+    source file's mtime as it is (its ctime changes), and Snakemake reads only the mtime: nothing downstream of the
+    source reruns."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copyfile(src, dst)
+
+
+def read_header(path: str | os.PathLike) -> tuple[dict, int]:
+    """The JSON header of a safetensors file and the offset at which its data begins."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        return json.loads(f.read(n)), 8 + n
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
+    """Append ``count`` bytes of ``src`` from ``offset`` to ``dst``: in the kernel where it can (``copy_file_range``,
+    which file systems with shared extents turn into a reflink), else through one ``CHUNK`` buffer at a time."""
+    while count:
+        try:
+            n = os.copy_file_range(src, dst, min(count, CHUNK), offset)
+        except (AttributeError, OSError) as e:  # no such call (not Linux), or not between these files
+            if isinstance(e, OSError) and e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+            n = os.write(dst, os.pread(src, min(count, CHUNK), offset))
+        if n == 0:
+            raise OSError(f"short read at byte {offset}: the file was truncated while being copied")
+        offset, count = offset + n, count - n
+
+
+def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dict) -> int:
+    """Write the safetensors file ``src`` as ``dst`` with the tensors of ``new`` in place of those of the same name
+    (their shape, the source's dtype), and return its data size. The other tensors' bytes are copied as ranges of the
+    file, so memory does not grow with the file. The header is the format's: its length as 8 bytes little-endian,
+    then JSON (``__metadata__`` kept, ``dtype``, ``shape``, ``data_offsets`` relative to the data) padded with spaces
+    to a multiple of 8 bytes; tensors follow contiguously, those with wider elements first (as the ``safetensors``
+    library orders them), so every tensor stays aligned to its element size."""
+    import torch
+
+    dtypes = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+    header, start = read_header(src)
+    meta = header.pop("__metadata__", None)
+
+    def width(name: str) -> float:  # bytes per element
+        begin, end = header[name]["data_offsets"]
+        return (end - begin) / max(1, math.prod(header[name]["shape"]))
+
+    order = sorted(header, key=lambda k: (-width(k), header[k]["data_offsets"][0]))
+    entries, offset = {}, 0
+    for name in order:
+        entry = header[name]
+        if name in new:
+            if entry["dtype"] not in dtypes:
+                raise ValueError(f"{src}: {name} is {entry['dtype']}, not a floating-point dtype of {sorted(dtypes)}")
+            entry = {"dtype": entry["dtype"], "shape": list(new[name].shape)}
+            size = new[name].numel() * dtypes[entry["dtype"]].itemsize
+        else:
+            size = header[name]["data_offsets"][1] - header[name]["data_offsets"][0]
+        entries[name] = {**entry, "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps({**({"__metadata__": meta} if meta is not None else {}), **entries},
+                      separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    fin, fout = os.open(src, os.O_RDONLY), os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        _write_all(fout, memoryview(len(text).to_bytes(8, "little") + text))
+        for name in order:
+            if name in new:
+                rows = new[name].to(dtypes[header[name]["dtype"]]).contiguous()
+                _write_all(fout, memoryview(rows.view(-1).view(torch.uint8).numpy()))
+                del rows
+            else:
+                begin, end = header[name]["data_offsets"]
+                _copy_range(fin, fout, start + begin, end - begin)
+    finally:
+        os.close(fin)
+        os.close(fout)
+    return offset
+
+
 def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: str, card: str) -> None:
     """The source model with an init artifact's rows swapped in, the target tokenizer and ``card``, written
-    atomically into ``out_dir``."""
-    from .data.tokenizer import load_tokenizer
-    from .init import swap_embeddings
-    from .source_model import load_source_model
+    atomically into ``out_dir``, without loading the model.
 
-    model = swap_embeddings(load_source_model(source_dir), embeddings)
-    tokenizer = load_tokenizer(tokenizer_dir)
-    with atomic_path(out_dir, directory=True) as tmp:
-        model.save_pretrained(str(tmp))
-        tokenizer.save_pretrained(str(tmp))
-        (Path(tmp) / CARD).write_text(card)
+    The tensor names of the input embeddings, an untied LM head and its output bias come from the architecture built
+    on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file (``model.safetensors``
+    or the shards of ``model.safetensors.index.json``) with none of them is hard-linked (copied across file
+    systems; :func:`link_or_copy`); the others are rewritten with the artifact's rows in the source's dtype
+    (:func:`rewrite_safetensors`). A tied model keeps what its source stores: one tensor, or each stored name of it,
+    all with the new rows; an untied head without ``output_embeddings`` in the artifact (``output_rows: copy_input``)
+    gets the new input rows. ``config.json`` gets the new ``vocab_size`` and, with ``generation_config.json``, the
+    target tokenizer's special-token ids (:func:`retarget_special_ids`); the source's tokenizer and other files are
+    not copied. Unchanged shards are links to the source's files: save a changed model into a new folder, since
+    writing over one of them in place would change the source model too. A source with pickle weights only
+    (``pytorch_model.bin``) raises FileNotFoundError with the command that converts it."""
+    from safetensors import safe_open
+
+    from .data.tokenizer import load_tokenizer
+    from .source_model import ROLES, embedding_tensor_names, safetensors_files
+
+    source = Path(source_dir)
+    files, index = safetensors_files(source)
+    names, arch = embedding_tensor_names(source)
+    with safe_open(embeddings, "pt") as art:
+        keys = set(art.keys())
+        if "output_bias" in keys and "bias" not in names:
+            raise ValueError(f"the init artifact has an output bias, but {arch}'s LM head has none (was it initialized"
+                             " for another source model?)")
+        if "output_embeddings" in keys and "output" not in names:
+            raise ValueError(f"the init artifact has output embeddings, but {arch}'s LM head is tied to its input "
+                             "embeddings (was it initialized for another source model?)")
+        if "bias" in names and "output_bias" not in keys:
+            raise ValueError(f"{arch}'s LM head has an output bias, but the init artifact has none")
+        key = {"input": "embeddings", "output": "output_embeddings" if "output_embeddings" in keys else "embeddings",
+               "bias": "output_bias"}
+        artifact_key = {n: key[role] for role, ns in names.items() for n in ns}
+        rows = art.get_slice("embeddings").get_shape()[0]
+        headers = {f: read_header(source / f)[0] for f in files}
+        found = {n for h in headers.values() for n in h if n in artifact_key}
+        for role, ns in names.items():
+            if not found & set(ns):
+                raise KeyError(f"{source}: no safetensors tensor named {ns} (the {ROLES[role]} of {arch})")
+        tokenizer = load_tokenizer(tokenizer_dir)
+        with atomic_path(out_dir, directory=True) as tmp:
+            sizes = {}
+            for f, header in headers.items():
+                changed = {n: art.get_tensor(artifact_key[n]) for n in header if n in artifact_key}
+                for n, t in changed.items():
+                    if list(t.shape[1:]) != header[n]["shape"][1:]:
+                        raise ValueError(f"the init artifact's {artifact_key[n]} {list(t.shape)} does not fit the "
+                                         f"source's {n} {header[n]['shape']}")
+                if changed:
+                    sizes[f] = rewrite_safetensors(source / f, tmp / f, changed)
+                else:
+                    link_or_copy(source / f, tmp / f)
+                    sizes[f] = sum(e["data_offsets"][1] - e["data_offsets"][0] for n, e in header.items()
+                                   if n != "__metadata__")
+            if index is not None:
+                meta = index.get("metadata", {})
+                meta["total_size"] = sum(sizes.values())
+                if "total_parameters" in meta:
+                    meta["total_parameters"] = sum(math.prod(e["shape"]) for f in files
+                                                   for e in read_header(tmp / f)[0].values() if "shape" in e)
+                (tmp / "model.safetensors.index.json").write_text(
+                    json.dumps({**index, "metadata": meta}, indent=2, sort_keys=True) + "\n")
+            retarget_configs(source, tmp, tokenizer, vocab_size=rows)
+            tokenizer.save_pretrained(str(tmp))
+            (tmp / CARD).write_text(card)
 
 
 def export_folder(model_dir: str, out_dir: str, card: str) -> None:
-    """A ``save_pretrained`` folder (a LAPT model with its tokenizer) with ``card``, copied atomically into
-    ``out_dir``. A copy, not hard links: a link changes the source files' ctime, which Snakemake reads as an update
-    of the LAPT model and reruns what depends on it."""
+    """A ``save_pretrained`` folder (a LAPT model with its tokenizer) with ``card``, written atomically into
+    ``out_dir``: the safetensors files hard-linked (:func:`link_or_copy`), ``config.json`` and
+    ``generation_config.json`` with the special-token ids of the folder's tokenizer (:func:`retarget_special_ids`;
+    LAPT models saved before it wrote them carry the source's), the other files copied."""
+    from .data.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer(model_dir)
     with atomic_path(out_dir, directory=True) as tmp:
         for f in Path(model_dir).iterdir():
-            if f.is_file() and f.name != CARD:
-                shutil.copy2(f, Path(tmp) / f.name)
+            if f.is_file() and f.name != CARD and f.name not in CONFIGS and not f.name.startswith("."):
+                (link_or_copy if f.suffix == ".safetensors" else shutil.copy2)(f, Path(tmp) / f.name)
+        retarget_configs(model_dir, tmp, tokenizer)
         (Path(tmp) / CARD).write_text(card)

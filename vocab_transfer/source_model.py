@@ -275,48 +275,74 @@ def _meta_model(model_dir: Path) -> PreTrainedModel:
         return auto.from_config(config)
 
 
-def _read_named(model_dir: Path, names: list[str], what: str, model: PreTrainedModel) -> torch.Tensor:
+#: The safetensors weights of a ``save_pretrained`` folder: one file, or shards named by an index.
+SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
+
+
+def safetensors_files(model_dir: str | Path) -> tuple[list[str], dict | None]:
+    """The safetensors files of a model folder and its ``model.safetensors.index.json`` (None for one
+    ``model.safetensors``). A folder with pickle weights only raises FileNotFoundError with the command that converts
+    them."""
+    model_dir = Path(model_dir)
+    index = model_dir / SAFETENSORS_INDEX
+    if index.exists():
+        index = json.loads(index.read_text())
+        return sorted(set(index["weight_map"].values())), index
+    if (model_dir / SAFETENSORS).is_file():
+        return [SAFETENSORS], None
+    pickled = sorted(p.name for p in model_dir.glob("pytorch_model*.bin"))
+    hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python -c \"from transformers"
+            f" import AutoModel; AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
+            f"safe_serialization=True)\"`") if pickled else ""
+    raise FileNotFoundError(f"{model_dir}: no {SAFETENSORS} and no {SAFETENSORS_INDEX}{hint}")
+
+
+def _read_named(model_dir: Path, names: list[str], what: str, arch: str) -> torch.Tensor:
     """The first of ``names`` (one parameter's names; tied parameters have several) found in the safetensors file or
     the shard that ``model.safetensors.index.json`` names, memory-mapped."""
     from safetensors import safe_open
 
-    index = model_dir / "model.safetensors.index.json"
-    weight_map = json.loads(index.read_text())["weight_map"] if index.exists() else None
-    if weight_map is None and not (model_dir / "model.safetensors").is_file():
-        pickled = sorted(p.name for p in model_dir.glob("pytorch_model*.bin"))
-        hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python -c \"from transformers"
-                f" import AutoModel; AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
-                f"safe_serialization=True)\"`") if pickled else ""
-        raise FileNotFoundError(f"{model_dir}: no model.safetensors and no model.safetensors.index.json{hint}")
+    files, index = safetensors_files(model_dir)
     for name in names:
-        file = model_dir / (weight_map.get(name, "") if weight_map is not None else "model.safetensors")
+        file = model_dir / (index["weight_map"].get(name, "") if index is not None else files[0])
         if not file.is_file():
             continue
         with safe_open(file, "pt") as f:
             if name in f.keys():
                 return f.get_tensor(name)
-    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the {what} of {type(model).__name__}); "
-                   "save the model with safetensors")
+    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the {what} of {arch}); save the model with "
+                   "safetensors")
 
 
 def _names(model: PreTrainedModel, param: torch.nn.Parameter) -> list[str]:
     return [n for n, p in model.named_parameters(remove_duplicate=False) if p is param]
 
 
+#: What each role of :func:`embedding_tensor_names` is, for messages.
+ROLES = {"input": "input embeddings", "output": "output embeddings", "bias": "output bias"}
+
+
+def embedding_tensor_names(model_dir: str | Path) -> tuple[dict[str, list[str]], str]:
+    """The tensor names of a saved model's per-token rows, from its architecture built on the meta device (no
+    weights read): ``input`` (with the names of a head tied to it), ``output`` (an untied head's own matrix) and
+    ``bias`` (the LM head's output bias), each the names of one parameter; and the architecture's class name."""
+    model = _meta_model(Path(model_dir))
+    inp = model.get_input_embeddings().weight
+    names = {"input": _names(model, inp)}
+    out = model.get_output_embeddings()
+    if out is not None and out.weight is not inp:
+        names["output"] = _names(model, out.weight)
+    if out is not None and getattr(out, "bias", None) is not None:
+        names["bias"] = _names(model, out.bias)
+    return names, type(model).__name__
+
+
 def read_embedding_rows(model_dir: str | Path) -> EmbeddingRows:
     """The input embeddings, an untied head's output matrix and the output bias of a model saved as safetensors
     (one file or shards with an index), read by name without loading the model: a 7B model's two matrices cost
     their own size, not the model's. The names come from the architecture built on the meta device."""
-    model_dir = Path(model_dir)
-    model = _meta_model(model_dir)
-    inp = model.get_input_embeddings().weight
-    rows = {"input": _read_named(model_dir, _names(model, inp), "input embeddings", model)}
-    out = model.get_output_embeddings()
-    if out is not None and out.weight is not inp:
-        rows["output"] = _read_named(model_dir, _names(model, out.weight), "output embeddings", model)
-    if out is not None and getattr(out, "bias", None) is not None:
-        rows["bias"] = _read_named(model_dir, _names(model, out.bias), "output bias", model)
-    return EmbeddingRows(**rows)
+    names, arch = embedding_tensor_names(model_dir)
+    return EmbeddingRows(**{role: _read_named(Path(model_dir), n, ROLES[role], arch) for role, n in names.items()})
 
 
 def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
@@ -324,7 +350,8 @@ def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
     model (:func:`read_embedding_rows`)."""
     model_dir = Path(model_dir)
     model = _meta_model(model_dir)
-    return _read_named(model_dir, _names(model, model.get_input_embeddings().weight), "input embeddings", model)
+    return _read_named(model_dir, _names(model, model.get_input_embeddings().weight), ROLES["input"],
+                       type(model).__name__)
 
 
 def has_output_bias(model: PreTrainedModel) -> bool:

@@ -410,9 +410,12 @@ def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None =
     """``save_pretrained`` of the model and the tokenizer into ``folder``, atomically, without changing the live
     model: a language adapter (variant adapter) goes beside the plain weights as ``language_adapter.*``, and
     factorized embeddings (``factorized``) are written flattened (eval-mode table) with the factors beside them
-    as ``factorized_embeddings.safetensors``. The final model and the snapshots are written by this one
-    function, so a snapshot at the last step equals it. ``state``: the weights to write (a sharded model's, gathered
-    by :func:`vocab_transfer.training.runtime.full_state_dict`); default the model's own."""
+    as ``factorized_embeddings.safetensors``; ``config.json`` carries the tokenizer's special-token ids
+    (:func:`~vocab_transfer.export.retarget_special_ids`), not the source's. The final model and the snapshots are
+    written by this one function, so a snapshot at the last step equals it. ``state``: the weights to write (a
+    sharded model's, gathered by :func:`vocab_transfer.training.runtime.full_state_dict`); default the model's own."""
+    from ..export import retarget_configs
+
     with atomic_path(folder, directory=True) as tmp:
         adapter = adapter_parameter_names(model)
         if adapter:
@@ -423,6 +426,7 @@ def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None =
             write_tensors(model.get_input_embeddings().factors.state(), tmp / FACTORS_FILE)
         model.save_pretrained(str(tmp), state_dict=state)
         tokenizer.save_pretrained(str(tmp))
+        retarget_configs(tmp, tmp, tokenizer)
 
 
 def publish_snapshots(checkpoint_dir: str | os.PathLike, dest: str | os.PathLike, steps: list[int]) -> list[Path]:
