@@ -86,7 +86,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
             raise ValueError(f"{method['kind']} needs {need.value}: inputs {missing} are missing")
         opt.update(LOADERS[need](paths, source_tok, target_tok))
     # padded embedding matrices (allow_padded_embeddings) keep only the rows of real tokens
-    inputs = TransferInputs(source_matrix=rows.matrix(output_rows=transfer_output)[: len(source_tok)],
+    source_matrix, rows = rows.matrix(output_rows=transfer_output)[: len(source_tok)], rows.layout()  # one copy kept
+    inputs = TransferInputs(source_matrix=source_matrix,
                             target_vocab_size=len(target_tok),
                             overlap=pd.read_parquet(paths["overlap"]),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),

@@ -245,6 +245,12 @@ class EmbeddingRows:
                    out.weight.detach() if has_untied_output(model) else None,
                    bias.detach() if bias is not None else None)
 
+    def layout(self) -> EmbeddingRows:
+        """The same blocks with no rows (empty tensors): what :meth:`split` needs, without holding the matrices
+        once :meth:`matrix` has copied them."""
+        return EmbeddingRows(*(None if t is None else t.new_empty((0, *t.shape[1:]))
+                               for t in (self.input, self.output, self.bias)))
+
     def matrix(self, *, output_rows: bool = True) -> torch.Tensor:
         """``[input | output | bias]`` as :func:`embedding_matrix` lays it out."""
         parts = [self.input, *([self.output] if output_rows and self.output is not None else []),

@@ -147,9 +147,11 @@ def _assemble(n: int, parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor
     return w_out, i_out
 
 
-def mix_rows(w: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+def mix_rows(w: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor, chunk: int = 1024) -> torch.Tensor:
     """``Σ_k w[n, k] · rows[idx[n, k]]`` over the non-zero weights only: a sparse ``[n, |rows|]`` CSR matrix
-    times ``rows`` (sparsemax leaves most weights at zero; gathering the rows would copy ``nnz × d`` floats)."""
+    times ``rows`` (sparsemax leaves most weights at zero; gathering the rows would copy ``nnz × d`` floats).
+    Low-precision rows (bf16, as a decoder LLM's) are summed in float32, ``chunk`` columns at a time, so the
+    float32 copy is a slice of ``rows``, not all of it; each sum is the same whatever the chunk."""
     nz = w > 0
     n = torch.arange(w.shape[0]).unsqueeze(1).expand_as(idx)[nz]
     dtype = rows.dtype if rows.dtype in (torch.float32, torch.float64) else torch.float32
@@ -157,4 +159,10 @@ def mix_rows(w: torch.Tensor, idx: torch.Tensor, rows: torch.Tensor) -> torch.Te
                                   check_invariants=False)  # in range by construction
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return (coo.coalesce().to_sparse_csr() @ rows.to(dtype)).to(rows.dtype)
+        csr = coo.coalesce().to_sparse_csr()
+        if dtype == rows.dtype:
+            return csr @ rows
+        out = torch.empty(w.shape[0], rows.shape[1], dtype=rows.dtype)
+        for c in range(0, rows.shape[1], chunk):
+            out[:, c:c + chunk] = csr @ rows[:, c:c + chunk].to(dtype)
+        return out
