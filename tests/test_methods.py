@@ -177,6 +177,10 @@ def test_mix_rows_equals_dense_weighted_sum():
     expected = torch.einsum("nk,nkd->nd", w, rows[idx])
     torch.testing.assert_close(mix_rows(w, idx, rows), expected)
     assert torch.equal(mix_rows(w, idx, rows)[3], torch.zeros(7))
+    low = rows.bfloat16()  # bf16 rows: summed in float32 by column blocks, the same sums whatever the block
+    whole = mix_rows(w, idx, low, chunk=7)
+    assert whole.dtype == torch.bfloat16 and torch.equal(mix_rows(w, idx, low, chunk=2), whole)
+    torch.testing.assert_close(whole, torch.einsum("nk,nkd->nd", w, low.float()[idx]).bfloat16())
 
 
 def test_column_mean_std_matches_torch():

@@ -5,9 +5,9 @@ An init export is the source model with the method's embeddings (and output bias
 the init-time loss was measured on; a LAPT export is the run's final model. Both load with ``AutoModelForMaskedLM``
 (``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never loads the model
 (:func:`export_init`): the source's safetensors shards that hold no per-token tensor are hard-linked, the others
-rewritten by streaming, so a 7B decoder is exported in the memory of its two embedding matrices. The card (:func:`model_card`) says where the model
-comes from: source model, method and its parameters, target tokenizer, corpus and its size, the init-time held-out
-loss, the LAPT steps and curve, and the command that rebuilds the folder.
+rewritten by streaming, so a 7B decoder is exported in the memory of its embedding matrices. The card
+(:func:`model_card`) says where the model comes from: source model, method and its parameters, target tokenizer,
+corpus and its size, the init-time held-out loss, the LAPT steps and curve, and the command that rebuilds the folder.
 """
 
 from __future__ import annotations
@@ -19,10 +19,14 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from .io import atomic_path
+
+if TYPE_CHECKING:
+    import torch
 
 CARD = "README.md"
 CONFIGS = ("config.json", "generation_config.json")  # rewritten for the target tokenizer (retarget_special_ids)
@@ -168,8 +172,8 @@ def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokeniz
 
 def link_or_copy(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     """Hard-link ``src`` as ``dst``, or copy it where a link is not possible (another file system). A link leaves the
-    source file's mtime as it is (its ctime changes), and Snakemake reads only the mtime: nothing downstream of the
-    source reruns."""
+    source file's mtime as it is (its ctime changes), and Snakemake reads only the mtime (9.27, measured on a DAG whose
+    rule linked an upstream output's file): nothing downstream of the source reruns."""
     try:
         os.link(src, dst)
     except OSError:
@@ -203,7 +207,7 @@ def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
         offset, count = offset + n, count - n
 
 
-def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dict) -> int:
+def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dict[str, torch.Tensor]) -> int:
     """Write the safetensors file ``src`` as ``dst`` with the tensors of ``new`` in place of those of the same name
     (their shape, the source's dtype), and return its data size. The other tensors' bytes are copied as ranges of the
     file, so memory does not grow with the file. The header is the format's: its length as 8 bytes little-endian,
@@ -243,7 +247,6 @@ def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dic
             if name in new:
                 rows = new[name].to(dtypes[header[name]["dtype"]]).contiguous()
                 _write_all(fout, memoryview(rows.view(-1).view(torch.uint8).numpy()))
-                del rows
             else:
                 begin, end = header[name]["data_offsets"]
                 _copy_range(fin, fout, start + begin, end - begin)
@@ -289,7 +292,7 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
         key = {"input": "embeddings", "output": "output_embeddings" if "output_embeddings" in keys else "embeddings",
                "bias": "output_bias"}
         artifact_key = {n: key[role] for role, ns in names.items() for n in ns}
-        rows = art.get_slice("embeddings").get_shape()[0]
+        vocab_size = art.get_slice("embeddings").get_shape()[0]
         headers = {f: read_header(source / f)[0] for f in files}
         found = {n for h in headers.values() for n in h if n in artifact_key}
         for role, ns in names.items():
@@ -318,7 +321,7 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
                                                    for e in read_header(tmp / f)[0].values() if "shape" in e)
                 (tmp / "model.safetensors.index.json").write_text(
                     json.dumps({**index, "metadata": meta}, indent=2, sort_keys=True) + "\n")
-            retarget_configs(source, tmp, tokenizer, vocab_size=rows)
+            retarget_configs(source, tmp, tokenizer, vocab_size=vocab_size)
             tokenizer.save_pretrained(str(tmp))
             (tmp / CARD).write_text(card)
 
