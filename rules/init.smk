@@ -16,7 +16,7 @@ rule init_embeddings:
     benchmark:
         "benchmarks/out/init_embeddings/{source}/{target}/{method}.tsv"
     resources:
-        **resources_of("init_embeddings", res.word_model_mem_mb),
+        **resources_of("init_embeddings", res.init_mem_mb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -44,6 +44,23 @@ def test_tokenizer_and_fasttext_memory_follow_the_sample_and_the_matrices(tmp_pa
     assert res.read_json(tmp_path / "stats.json") == stats and res.read_json(tmp_path / "none.json") == {}
 
 
+def test_init_memory_follows_the_embedding_rows_not_the_model(tmp_path):
+    """init_embeddings reads only the embedding rows: a Mistral-7B-shaped config (untied, 2 x 32,000 x 4,096) asks
+    for the same memory whatever its layers weigh, and a tied head counts once."""
+    mistral = {"model_type": "mistral", "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": False}
+    for name, config in {"untied": mistral, "tied": mistral | {"tie_word_embeddings": True},
+                         "gemma3": {"text_config": mistral}}.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+    (tmp_path / "untied" / "model.safetensors").write_bytes(b"x" * 50_000_000)  # stands in for 14 GB of layers
+    mem = res.mem_mb({}, "init_embeddings", res.init_mem_mb)
+    untied = mem(None, Input(model=str(tmp_path / "untied")))
+    assert res.embedding_gb(tmp_path / "untied") == pytest.approx(2 * 32000 * 4096 * 4 / 1e9)
+    assert untied == 4700  # 2,000 + 2,500 per GB of rows, rounded up to 100 MB
+    assert mem(None, Input(model=str(tmp_path / "tied"))) < untied == mem(None, Input(model=str(tmp_path / "gemma3")))
+    assert mem(None, Input(model=str(tmp_path / "missing"))) == res.COSTS["init_embeddings"].mem_mb  # a dry run
+
+
 def test_resource_mistakes_are_named():
     rules = ["prepare_corpus", "train_fasttext", "tokenize_corpus"]
     assert res.check({"resources": {"tokenize_corpus": {"threads": 8}}}, rules) == []

@@ -13,11 +13,8 @@ from vocab_transfer.data.corpus import iter_documents
 from vocab_transfer.data.shards import special_ids
 from vocab_transfer.data.tokenizer import (
     BYTE_TOKENS,
-    template_tokenizer,
     tokenizer_kind,
-    train_like,
     train_target_tokenizer,
-    train_unigram_tokenizer,
 )
 from vocab_transfer.methods.overlap import compute_overlap
 

@@ -27,7 +27,17 @@ from pathlib import Path
 
 import numpy as np
 import sentencepiece as spm
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import (
+    AddedToken,
+    Regex,
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 #: XLM-R's special tokens: ids 0-3 up front, ``<mask>`` as the very last id.

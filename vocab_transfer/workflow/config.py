@@ -238,7 +238,12 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
     that needs its repository's code."""
     from ..data.tokenizer import load_tokenizer
-    from ..source_model import TokenizerModelMismatch, check_tokenizer_matches, model_vocab_size, refuse_remote_code
+    from ..source_model import (
+        TokenizerModelMismatch,
+        check_tokenizer_matches,
+        model_vocab_size,
+        refuse_remote_code,
+    )
 
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")

@@ -54,8 +54,8 @@ COSTS: dict[str, Cost] = {
     "pack_heldout": Cost(mem_mb=1000, minutes=10),
     "pack_heldout_extended": Cost(mem_mb=1000, minutes=10),
     "compute_overlap": Cost(mem_mb=2000, minutes=10),
-    # the source model and one transferred copy at a time, plus the init artifacts
-    "init_embeddings": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=30, data=("model",)),
+    # the source's embedding rows only (read by name, never the model): see init_mem_mb
+    "init_embeddings": Cost(mem_mb=2000, minutes=30, data=("model",)),
     # a forward pass over up to eval.probe.max_train + max_test examples (CPU: about an hour for XLM-R base and 10k
     # NLI pairs on 4 cores; a GPU when the job has one); the fixed part holds the features of 10k POS sentences
     # (about 250k words x 768 dimensions, in float64 for the fit)
@@ -97,6 +97,30 @@ def word_model_mem_mb(wildcards, input) -> float:
     """init_embeddings with WECHSEL's fastText subword information loads both word-level fastText models whole
     (cc.<lang>.300.bin: 7 GB each): their size in MB, plus 10%."""
     return 1.1 * path_bytes(_data_paths(input, ("source_word_model", "target_word_model"))) / 2**20
+
+
+def embedding_gb(model_dir: str | os.PathLike) -> float:
+    """GB of a source model's embedding rows as float32 (input rows, and an untied head's), from its
+    ``config.json`` (``text_config`` of a multimodal one); the folder's size where it has no config yet (a dry
+    run before the download)."""
+    config = read_json(Path(model_dir) / "config.json")
+    config = config.get("text_config", config)
+    dim = next((config[k] for k in ("hidden_size", "n_embd", "d_model", "dim") if k in config), None)
+    if not config.get("vocab_size") or not dim:
+        return path_bytes([model_dir]) / GB
+    return config["vocab_size"] * dim * 4 * (1 if config.get("tie_word_embeddings", True) else 2) / GB
+
+
+#: init_embeddings' memory per GB of float32 embedding rows, measured: FOCUS on Mistral-7B-shaped rows (2 x
+#: 32,000 x 4,096, 1.05 GB as float32) peaked at 2.2 GB (benchmarks/llm_transfer.py, docs/benchmarks.md)
+INIT_MB_PER_EMBEDDING_GB = 2500
+
+
+def init_mem_mb(wildcards, input) -> float:
+    """init_embeddings beyond its fixed part: the source's embedding rows and the method's work on them
+    (:data:`INIT_MB_PER_EMBEDDING_GB`), plus WECHSEL's word-level fastText models where it loads them."""
+    model = input.get("model")
+    return (INIT_MB_PER_EMBEDDING_GB * embedding_gb(model) if model else 0) + word_model_mem_mb(wildcards, input)
 
 
 def cost(rule: str) -> Cost:
