@@ -352,3 +352,46 @@ def test_embedding_rows_are_read_by_name_without_loading_the_model(gpt2_dir, xlm
     torch.save(model.state_dict(), pickled / "pytorch_model.bin")
     with pytest.raises(FileNotFoundError, match="only pickle weights.*pytorch_model.bin.*safe_serialization=True"):
         read_embedding_rows(pickled)
+
+
+def test_a_padded_source_pads_the_new_rows_by_its_rule(sw_tokenizer, target, tmp_path):
+    """A source whose embedding matrix is padded past its tokenizer (Qwen2.5: 151,936 rows for 151,665 tokens)
+    transfers only the real rows and pads the new matrix to the same multiple, with rows no token id reaches; the
+    transferred model loads, scores a loss and keeps the padding in its config."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from vocab_transfer.eval.mlm import init_eval_row, pack_texts
+    from vocab_transfer.source_model import padding_multiple
+
+    assert (padding_multiple(151_936, 151_665), padding_multiple(32_064, 32_011), padding_multiple(600, 600)) == (128, 64, 1)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(Qwen2Config(vocab_size=640, hidden_size=D, intermediate_size=32, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+                                 tie_word_embeddings=True)).save_pretrained(tmp_path / "qwen")
+    sw_tokenizer.save_pretrained(tmp_path / "qwen")  # 600 tokens, 640 rows: padded to a multiple of 128
+    tensors, provenance = initialize(init_paths(tmp_path / "qwen", target), {"kind": "focus"}, seed=0)
+    e = tensors["embeddings"]
+    assert set(tensors) == {"embeddings"} and e.shape == (512, D) and len(provenance) == 400
+    torch.testing.assert_close(e[400:], e[:400].mean(0).expand(112, D))
+    write_tensors(tensors, tmp_path / "init.safetensors")
+    model = load_transferred_model(str(tmp_path / "qwen"), str(tmp_path / "init.safetensors"))
+    assert model.config.vocab_size == 512 and torch.equal(model.get_input_embeddings().weight, e)
+    tok = load_tokenizer(str(target / "tokenizer"))
+    blocks = pack_texts(["Hapo mwanzo Mungu aliziumba mbingu na nchi."] * 20, tok, 16, max_sequences=4)
+    assert math.isfinite(init_eval_row(model, blocks, tok, objective="clm", seed=0)["mlm_loss"])
+
+
+def test_an_architecture_without_a_known_lm_head_is_named(sw_tokenizer, tmp_path):
+    """T5 (encoder-decoder) has no causal-LM or masked-LM class: refused when a local folder is parsed and by the
+    init's reader, naming the folder and the model type."""
+    from vocab_transfer.source_model import read_embedding_rows
+    from vocab_transfer.workflow.config import ConfigError, check_local_source
+
+    (tmp_path / "t5").mkdir()
+    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5", "vocab_size": 600, "d_model": 16}))
+    sw_tokenizer.save_pretrained(tmp_path / "t5")
+    with pytest.raises(ConfigError, match=r"sources.t5.model: .*t5 is a 't5' model, for which transformers .* has no "
+                                          r"causal-LM or masked-LM class"):
+        check_local_source("t5", tmp_path / "t5", False)
+    with pytest.raises(ValueError, match="'t5' model"):
+        read_embedding_rows(tmp_path / "t5")

@@ -475,6 +475,41 @@ def test_untied_decoder_head_through_the_dag(decoder_run):
     assert not torch.equal(lapt.lm_head.weight, lapt.get_input_embeddings().weight)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["qwen2-tiny", "llama-tiny"])
+def test_decoder_exports_reload_score_the_pipelines_loss_and_generate(decoder_run, source):
+    """A decoder's init and LAPT exports load with AutoModelForCausalLM and AutoTokenizer: the tokenizer gives the
+    pipeline's ids, the init export scores the init-time loss on the same held-out blocks, config.json and
+    generation_config.json carry the target tokenizer's special ids, and `generate` stops at its eos."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from vocab_transfer.data.corpus import iter_corpus
+    from vocab_transfer.data.tokenizer import load_tokenizer
+    from vocab_transfer.eval.mlm import init_eval_row
+
+    init, lapt = f"results/export/{source}/sw/init/focus", f"results/export/{source}/sw/lapt/focus"
+    snakemake(decoder_run, "--cores", "2", init, lapt)
+    ours = load_tokenizer(str(decoder_run / "results/tokenizers/sw"))
+    texts = [t for b in iter_corpus(decoder_run / "results/corpus/sw/heldout.parquet", ("text",)) for t in b.column(0).to_pylist()]
+    for folder in (init, lapt):
+        tok = AutoTokenizer.from_pretrained(decoder_run / folder)
+        assert [tok(t)["input_ids"] for t in texts[:100]] == [ours(t)["input_ids"] for t in texts[:100]]
+        assert tok.chat_template == ours.chat_template and tok.bos_token is None
+        model = AutoModelForCausalLM.from_pretrained(decoder_run / folder).eval()
+        assert model.config.vocab_size == len(tok) == 400
+        assert (model.config.eos_token_id, model.config.pad_token_id) == (tok.eos_token_id, tok.pad_token_id)
+        assert model.config.bos_token_id is None and model.generation_config.eos_token_id == tok.eos_token_id
+        prompt = tok("Mungu akasema", return_tensors="pt")
+        out = model.generate(**prompt, max_new_tokens=8, do_sample=False)
+        assert out.shape[1] > prompt["input_ids"].shape[1] and int(out.max()) < len(tok)
+    blocks = load_file(decoder_run / "results/eval_init/heldout/sw.safetensors")["input_ids"]
+    spec = yaml.safe_load((REPO / "tests/data/tiny_decoder_config.yaml").read_text())["eval"]
+    row = init_eval_row(AutoModelForCausalLM.from_pretrained(decoder_run / init).eval(), blocks, ours,
+                        objective="clm", seed=spec["seed"], batch_size=spec["batch_size"])
+    table = pd.read_parquet(decoder_run / f"results/eval_init/{source}/sw.parquet").set_index("method")
+    assert row["mlm_loss"] == pytest.approx(table.loc["focus", "mlm_loss"], abs=1e-5)
+
+
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", REPO / "test-artifacts"))
 SHOW = """<script>
 // test hook: once the report app is up, open one result in the content pane, as a click would

@@ -18,6 +18,8 @@ from .methods import TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
     load_source_model,
+    pad_rows,
+    padding_multiple,
     read_embedding_rows,
     transferred_model,
 )
@@ -71,7 +73,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     """
     rows = read_embedding_rows(paths["model"])  # the embedding tensors only, not the model
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
-    check_tokenizer_matches(len(source_tok), rows.input.shape[0], name=paths["model"], allow_padded_embeddings=True)
+    source_rows = rows.input.shape[0]
+    check_tokenizer_matches(len(source_tok), source_rows, name=paths["model"], allow_padded_embeddings=True)
     params = {k: v for k, v in method.items() if k not in ("kind", "output_rows")}
     # an untied head's rows are transferred with the input rows (the same weights), unless the method copies the
     # new input rows into the head (`output_rows: copy_input`)
@@ -97,7 +100,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     if result.matrix.shape[0] != len(table_tok):
         raise ValueError(f"{method['kind']} returned {result.matrix.shape[0]} rows for a {len(table_tok)}-token "
                          "tokenizer")
-    tensors = rows.split(result.matrix)
+    # a source padded past its tokenizer (Qwen, Phi-3) pads the new rows by the same rule
+    tensors = pad_rows(rows.split(result.matrix), padding_multiple(source_rows, len(source_tok)))
     clash = set(result.extra) & set(tensors)
     if clash:
         raise ValueError(f"extra tensors {sorted(clash)} clash with the embedding keys")

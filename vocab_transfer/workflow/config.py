@@ -236,10 +236,11 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
 
 def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
-    that needs its repository's code."""
+    that needs its repository's code or has no LM head transformers knows."""
     from ..data.tokenizer import load_tokenizer
     from ..source_model import (
         TokenizerModelMismatch,
+        check_architecture,
         check_tokenizer_matches,
         model_vocab_size,
         refuse_remote_code,
@@ -249,6 +250,7 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
     try:
         refuse_remote_code(model_dir, f"sources.{name}.model")
+        check_architecture(model_dir, f"sources.{name}.model")
     except ValueError as e:
         raise ConfigError(str(e)) from None
     try:
