@@ -50,6 +50,7 @@ rule evaluate_init:
     benchmark:
         "benchmarks/out/evaluate_init/{source}/{target}.tsv"
     resources:
+        gpu=cfg.eval.gpus,
         **resources_of("evaluate_init"),
     conda:
         "../envs/vocab-transfer.yaml"

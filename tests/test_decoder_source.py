@@ -395,3 +395,23 @@ def test_an_architecture_without_a_known_lm_head_is_named(sw_tokenizer, tmp_path
         check_local_source("t5", tmp_path / "t5", False)
     with pytest.raises(ValueError, match="'t5' model"):
         read_embedding_rows(tmp_path / "t5")
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2"])
+def test_causal_loss_with_the_head_in_chunks_equals_the_models_own(arch):
+    """The init-time causal-LM loss runs the LM head on a few positions at a time (a 152k vocabulary's logits never
+    exist for a whole batch): the same value as the model's own loss, Gemma 2's logit soft-capping included."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    from vocab_transfer.eval.mlm import clm_loss
+
+    small = dict(vocab_size=300, hidden_size=D, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                 num_key_value_heads=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = (LlamaForCausalLM(LlamaConfig(**small)) if arch == "llama" else
+             Gemma2ForCausalLM(Gemma2Config(**small, head_dim=8, final_logit_softcapping=0.5))).eval()
+    blocks = torch.randint(300, (5, 20))
+    got = clm_loss(model, blocks, batch_size=2, head_chunk=7)
+    with torch.no_grad():
+        want = float(model(input_ids=blocks, labels=blocks).loss)
+    assert got["predicted_tokens"] == 5 * 19 and got["clm_loss"] == pytest.approx(want, rel=1e-5)

@@ -4,6 +4,7 @@
 import json
 
 import pandas as pd
+import torch
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.eval.mlm import init_eval_row
@@ -23,6 +24,9 @@ def tokenizer(cache, path):
 def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = load_source_model(inputs["model"])
+    if torch.cuda.is_available():  # a job given a GPU (eval.gpus: 1); the per-method tensors are copied onto it
+        source.to("cuda")
+    log.info("evaluating on %s", source.device)
     objective = "clm" if is_causal_lm(source) else "mlm"
     tokenizers = {}  # most methods share the target tokenizer: load each folder once
     rows = []

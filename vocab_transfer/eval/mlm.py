@@ -126,7 +126,7 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
         inputs, labels = mask_tokens(blocks[i:i + batch_size], mask_token_id=tokenizer.mask_token_id,
                                      vocab_size=len(tokenizer), special_ids=tokenizer.all_special_ids,
                                      generator=g, mask_prob=mask_prob)
-        logits, targets = masked_lm_logits(model, inputs, labels)  # the LM head on the masked positions only
+        logits, targets = masked_lm_logits(model, inputs.to(model.device), labels.to(model.device))  # masked only
         total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
         count += len(targets)
         scored += lengths[targets.cpu()].sum(0)
@@ -137,13 +137,14 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
 
 @torch.no_grad()
 def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase | None = None, *,
-             batch_size: int = 16, progress: bool = False) -> dict[str, float]:
+             batch_size: int = 16, progress: bool = False, head_chunk: int = 4096) -> dict[str, float]:
     """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks`` (and, given the
     ``tokenizer``, bits per byte and per character of the predicted tokens' text, :func:`bits`).
 
     Every position but the first is predicted from the ids before it, so a ``[n, L]`` input scores
     ``n * (L - 1)`` tokens; same value as ``model(input_ids=blocks, labels=blocks).loss`` (the blocks have
-    no padding). Perplexity = exp(loss), the measure of WECHSEL Table 2.
+    no padding). Perplexity = exp(loss), the measure of WECHSEL Table 2. The model may be on a GPU; the LM head
+    runs on ``head_chunk`` positions at a time, so a 152k vocabulary's logits never exist for a whole batch.
     """
     model.eval()
     lengths = None if tokenizer is None else token_lengths(tokenizer)
@@ -151,10 +152,7 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     total, count = 0.0, 0
     for i in tqdm(range(0, len(blocks), batch_size), desc="CLM eval", disable=not progress, mininterval=5):
         ids = blocks[i:i + batch_size]
-        logits = model(input_ids=ids).logits[:, :-1]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
-                                                 ids[:, 1:].reshape(-1), reduction="sum")
-        total += float(loss)
+        total += next_token_nll(model, ids.to(model.device), head_chunk)
         count += ids[:, 1:].numel()
         if lengths is not None:
             scored += lengths[ids[:, 1:].reshape(-1)].sum(0)
@@ -162,6 +160,30 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     out = {"clm_loss": loss, "perplexity": math.exp(min(loss, 50.0)), "predicted_tokens": count,
            "sequences": len(blocks)}
     return out if lengths is None else {**out, **bits(total, count, scored)}
+
+
+#: Decoders whose logits are their LM head applied to ``model.model``'s last hidden state (Gemma 2: then soft-capped).
+CHUNKED_HEAD = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma",
+                          "gemma2", "olmo", "olmo2"})
+
+
+def next_token_nll(model: PreTrainedModel, ids: torch.Tensor, head_chunk: int = 4096) -> float:
+    """Summed next-token cross-entropy of ``ids`` ``[n, L]``: the LM head (and its logits) on ``head_chunk``
+    positions at a time for the architectures of :data:`CHUNKED_HEAD`, else the model's own logits."""
+    head, targets = model.get_output_embeddings(), ids[:, 1:].reshape(-1)
+    if model.config.model_type not in CHUNKED_HEAD:
+        logits = model(input_ids=ids).logits[:, :-1]
+        return float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets,
+                                                       reduction="sum"))
+    hidden = model.model(input_ids=ids).last_hidden_state[:, :-1].reshape(-1, head.in_features)
+    scale = getattr(model.config, "final_logit_softcapping", None)  # Gemma 2: logits = cap * tanh(logits / cap)
+    total = 0.0
+    for j in range(0, len(targets), head_chunk):
+        logits = head(hidden[j:j + head_chunk]).float()
+        if scale:
+            logits = scale * torch.tanh(logits / scale)
+        total += float(torch.nn.functional.cross_entropy(logits, targets[j:j + head_chunk], reduction="sum"))
+    return total
 
 
 def init_eval_row(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *,

@@ -554,6 +554,7 @@ class Eval(Section):
     mask_prob: float = _req(gt=0, lt=1)
     batch_size: int = _req(ge=1)
     seed: int = _req()
+    gpus: int = _f(0, ge=0, le=1)  # evaluate_init's GPUs (a large source)
     probe: Probe = _f(None)
 
 
