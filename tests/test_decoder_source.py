@@ -415,3 +415,14 @@ def test_causal_loss_with_the_head_in_chunks_equals_the_models_own(arch):
     with torch.no_grad():
         want = float(model(input_ids=blocks, labels=blocks).loss)
     assert got["predicted_tokens"] == 5 * 19 and got["clm_loss"] == pytest.approx(want, rel=1e-5)
+
+
+def test_a_masked_lm_with_a_maskless_target_tokenizer_is_named(xlmr_dir, target, swahili_verses, tmp_path):
+    """A byte-level BPE target (no mask token) for an XLM-R source: the init names the tokenizer, the model and the
+    settings that fit, instead of failing later in the masked-LM evaluation."""
+    from vocab_transfer.data.tokenizer import train_target_tokenizer
+
+    train_target_tokenizer(swahili_verses[1500:3000], 400, kind="byte_level").save_pretrained(tmp_path / "tok")
+    paths = init_paths(xlmr_dir, target) | {"tokenizer": str(tmp_path / "tok")}
+    with pytest.raises(ValueError, match=r"has no mask token, which the masked LM .* unigram or wordpiece"):
+        initialize(paths, {"kind": "random"}, seed=0)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 import torch
-from transformers import PreTrainedModel
+from transformers import AutoConfig, PreTrainedModel
 
 from .data.token_fasttext import TokenVectors
 from .data.tokenizer import load_tokenizer
@@ -17,6 +17,7 @@ from .io import read_tensors
 from .methods import TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
+    is_causal_lm,
     load_source_model,
     pad_rows,
     padding_multiple,
@@ -74,6 +75,10 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     rows = read_embedding_rows(paths["model"])  # the embedding tensors only, not the model
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
     source_rows = rows.input.shape[0]
+    if target_tok.mask_token is None and not is_causal_lm(AutoConfig.from_pretrained(paths["model"])):
+        raise ValueError(f"the target tokenizer {paths['tokenizer']} has no mask token, which the masked LM "
+                         f"{paths['model']} is trained and evaluated with: train it as unigram or wordpiece "
+                         "(tokenizer.kind) or like the source (tokenizer.like)")
     check_tokenizer_matches(len(source_tok), source_rows, name=paths["model"], allow_padded_embeddings=True)
     params = {k: v for k, v in method.items() if k not in ("kind", "output_rows")}
     # an untied head's rows are transferred with the input rows (the same weights), unless the method copies the
