@@ -1,12 +1,13 @@
 # Config validation (before any job runs), the wildcards' constraints, and the Plan whose methods are the rules'
 # input and params functions (vocab_transfer/workflow/plan.py); resource functions at the end.
 import os
+from types import SimpleNamespace
 
 from vocab_transfer.workflow.config import ConfigError, all_targets, check_config, expand_snapshot_models, fill_defaults
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow.cluster import check_submission
-from vocab_transfer.workflow.model import FASTTEXT_PRESETS
+from vocab_transfer.workflow.model import FASTTEXT_PRESETS, TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
 
 
@@ -44,6 +45,13 @@ onstart:
 # The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan.py);
 # cfg is the config typed (vocab_transfer/workflow/model.py).
 plan = Plan(config)
+
+# The model folders whose own code may run (sources.<name>.trust_remote_code), for every job's loaders
+# (vocab_transfer.source_model.remote_code_allowed): jobs inherit the environment, and a job under SLURM parses
+# this file again.
+os.environ[TRUSTED_ENV] = os.pathsep.join(
+    os.path.abspath(plan.source_model_dir(SimpleNamespace(source=name)))
+    for name, source in plan.cfg.sources.items() if source.trust_remote_code)
 cfg = plan.cfg
 
 

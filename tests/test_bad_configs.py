@@ -95,6 +95,8 @@ CASES = [
     ("missing eval key", at("eval.seed", drop=True), "eval: 'seed' is a required property"),
     ("tokenizer without a vocabulary size", at("tokenizer.vocab_size", drop=True),
      "tokenizer.vocab_size: needed to train the tokenizers of"),
+    ("remote code for a model pretrained here", at("sources.tiny.trust_remote_code", True),
+     "sources.tiny.trust_remote_code: a model pretrained here has no code of its own"),
     ("unknown tokenizer family", at("tokenizer.kind", "sentencepiece"), "tokenizer.kind: 'sentencepiece' is not one of"),
     ("tokenizer family and source layout together", lambda c: c["tokenizer"].update(kind="wordpiece", like="tiny"),
      "tokenizer: give kind (a tokenizer family) or like"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pandas as pd
 import pytest
@@ -426,3 +427,43 @@ def test_a_masked_lm_with_a_maskless_target_tokenizer_is_named(xlmr_dir, target,
     paths = init_paths(xlmr_dir, target) | {"tokenizer": str(tmp_path / "tok")}
     with pytest.raises(ValueError, match=r"has no mask token, which the masked LM .* unigram or wordpiece"):
         initialize(paths, {"kind": "random"}, seed=0)
+
+
+REMOTE_FILES = {
+    "configuration_tiny.py": "from transformers import LlamaConfig\n\n\nclass TinyConfig(LlamaConfig):\n"
+                             "    model_type = 'tinycustom'\n",
+    "modeling_tiny.py": "from transformers import LlamaForCausalLM\n\nfrom .configuration_tiny import TinyConfig\n\n\n"
+                        "class TinyForCausalLM(LlamaForCausalLM):\n    config_class = TinyConfig\n",
+}
+
+
+def test_remote_code_runs_only_where_the_config_allows_it_for_that_model(llama_dir, tmp_path, monkeypatch):
+    """A model whose architecture lives in its own Python files (auto_map): refused by the parse-time check and the
+    init's reader, unless the source has trust_remote_code (its folder in VOCAB_TRANSFER_TRUST_REMOTE_CODE, which
+    the workflow sets for the jobs); then its own class is built and its rows read."""
+    from vocab_transfer.source_model import read_embedding_rows
+    from vocab_transfer.workflow.config import ConfigError, check_local_source
+    from vocab_transfer.workflow.model import TRUSTED_ENV
+
+    folder = tmp_path / "custom"
+    shutil.copytree(llama_dir, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config |= {"model_type": "tinycustom", "architectures": ["TinyForCausalLM"],
+               "auto_map": {"AutoConfig": "configuration_tiny.TinyConfig",
+                            "AutoModelForCausalLM": "modeling_tiny.TinyForCausalLM"}}
+    (folder / "config.json").write_text(json.dumps(config))
+    for name, code in REMOTE_FILES.items():
+        (folder / name).write_text(code)
+    monkeypatch.delenv(TRUSTED_ENV, raising=False)
+    with pytest.raises(ConfigError, match=r"sources.custom.model: .* needs code from the model's repository "
+                                          r"\(config.json: configuration_tiny.TinyConfig; .*trust_remote_code: true"):
+        check_local_source("custom", folder, False)
+    with pytest.raises(ValueError, match="needs code from the model's repository"):
+        read_embedding_rows(folder)
+    check_local_source("custom", folder, False, trust_remote_code=True)
+    monkeypatch.setenv(TRUSTED_ENV, str(folder))
+    rows = read_embedding_rows(folder)
+    from safetensors.torch import load_file
+
+    assert torch.equal(rows.output, load_file(llama_dir / "model.safetensors")["lm_head.weight"])
+    assert type(load_source_model(str(folder))).__name__ == "TinyForCausalLM"

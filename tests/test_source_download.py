@@ -185,6 +185,11 @@ def test_a_model_that_needs_its_repositorys_code_is_refused(patched_hub, fake_hu
                                          r"modeling_custom.CustomForMaskedLM\)"):
         download_hub_model(HUB_ID, "v1", tmp_path / "models/hub")
     assert list((tmp_path / "models").iterdir()) == []
+    from vocab_transfer.workflow.model import TRUSTED_ENV
+
+    monkeypatch.setenv(TRUSTED_ENV, str(tmp_path / "models/hub"))  # sources.<name>.trust_remote_code: true
+    assert "config.json" in download_hub_model(HUB_ID, "v1", tmp_path / "models/hub")["files"]
+    monkeypatch.delenv(TRUSTED_ENV)
     local = tmp_path / "local"
     shutil.copytree(fake_hub[0] / COMMITS["v1"], local)
     tok = json.loads((local / "tokenizer_config.json").read_text())

@@ -22,6 +22,7 @@ from .source_model import (
     pad_rows,
     padding_multiple,
     read_embedding_rows,
+    remote_code_allowed,
     transferred_model,
 )
 from .workflow.needs import NEEDS, InitJob, Need
@@ -75,7 +76,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     rows = read_embedding_rows(paths["model"])  # the embedding tensors only, not the model
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
     source_rows = rows.input.shape[0]
-    if target_tok.mask_token is None and not is_causal_lm(AutoConfig.from_pretrained(paths["model"])):
+    config = AutoConfig.from_pretrained(paths["model"], trust_remote_code=remote_code_allowed(paths["model"]))
+    if target_tok.mask_token is None and not is_causal_lm(config):
         raise ValueError(f"the target tokenizer {paths['tokenizer']} has no mask token, which the masked LM "
                          f"{paths['model']} is trained and evaluated with: train it as unigram or wordpiece "
                          "(tokenizer.kind) or like the source (tokenizer.like)")

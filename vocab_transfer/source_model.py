@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,15 +148,25 @@ def remote_code(model_dir: str | Path) -> list[str]:
     return found
 
 
-def refuse_remote_code(model_dir: str | Path, what: str) -> None:
-    """Raise where :func:`remote_code` finds any."""
+def remote_code_allowed(model_dir: str | Path) -> bool:
+    """Whether the config allows ``model_dir``'s own Python code (``sources.<name>.trust_remote_code``; the folders
+    are listed in the environment variable :data:`~.workflow.model.TRUSTED_ENV`)."""
+    from .workflow.model import TRUSTED_ENV
+
+    trusted = [Path(p).resolve() for p in os.environ.get(TRUSTED_ENV, "").split(os.pathsep) if p]
+    return Path(model_dir).resolve() in trusted
+
+
+def refuse_remote_code(model_dir: str | Path, what: str, allowed: bool = False) -> None:
+    """Raise where :func:`remote_code` finds any and the config does not allow it for this model."""
     found = remote_code(model_dir)
-    if found:
+    if found and not allowed:
         import transformers
 
-        raise ValueError(f"{what}: {model_dir} needs code from the model's repository ({'; '.join(found)}); the "
-                         f"pipeline loads only architectures built into transformers {transformers.__version__} and "
-                         "never runs a repository's code (trust_remote_code)")
+        raise ValueError(f"{what}: {model_dir} needs code from the model's repository ({'; '.join(found)}), which "
+                         f"the pipeline runs only where the config allows it for that model (sources.<name>."
+                         f"trust_remote_code: true); without it, only architectures built into transformers "
+                         f"{transformers.__version__} load")
 
 
 def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> dict:
@@ -176,7 +187,7 @@ def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> 
     patterns = hub_download_patterns(api.list_repo_files(repo, revision=commit))
     with atomic_path(out_dir, directory=True) as tmp:
         snapshot_download(repo, revision=commit, local_dir=str(tmp), allow_patterns=patterns)
-        refuse_remote_code(tmp, f"hub model {repo}@{commit}")
+        refuse_remote_code(tmp, f"hub model {repo}@{commit}", remote_code_allowed(out_dir))
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
                        if p.is_file() and p.relative_to(tmp).parts[0] != ".cache")  # the hub client's own records
         origin = {"repo": repo, "revision": revision, "resolved_revision": commit, "files": files}
@@ -188,8 +199,10 @@ def load_source_model(path: str) -> PreTrainedModel:
     """Load a source model saved with ``save_pretrained`` (or named by hub id when the config asks for one):
     a causal LM (``AutoModelForCausalLM``) when its config is a decoder (:func:`is_causal_lm`), else a
     masked LM (``AutoModelForMaskedLM``)."""
-    auto = AutoModelForCausalLM if is_causal_lm(AutoConfig.from_pretrained(path)) else AutoModelForMaskedLM
-    return auto.from_pretrained(path)
+    trust = remote_code_allowed(path)
+    auto = AutoModelForCausalLM if is_causal_lm(AutoConfig.from_pretrained(path, trust_remote_code=trust)) \
+        else AutoModelForMaskedLM
+    return auto.from_pretrained(path, trust_remote_code=trust)
 
 
 def model_vocab_size(model_dir: str | Path) -> int:
@@ -317,11 +330,14 @@ def check_architecture(model_dir: str | Path, what: str) -> None:
 
 def _meta_model(model_dir: Path) -> PreTrainedModel:
     """The architecture of a saved model built on the meta device (no memory, no weights): the names of its tensors."""
-    check_architecture(model_dir, "source model")
-    config = AutoConfig.from_pretrained(model_dir)
+    trust = remote_code_allowed(model_dir)
+    refuse_remote_code(model_dir, "source model", trust)
+    if not trust:
+        check_architecture(model_dir, "source model")
+    config = AutoConfig.from_pretrained(model_dir, trust_remote_code=trust)
     auto = AutoModelForCausalLM if is_causal_lm(config) else AutoModelForMaskedLM
     with torch.device("meta"):
-        return auto.from_config(config)
+        return auto.from_config(config, trust_remote_code=trust)
 
 
 #: The safetensors weights of a ``save_pretrained`` folder: one file, or shards named by an index.

@@ -7,7 +7,7 @@ import pandas as pd
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.export import CardInfo, export_folder, export_init, model_card
-from vocab_transfer.source_model import is_causal_lm
+from vocab_transfer.source_model import is_causal_lm, remote_code_allowed
 from vocab_transfer.workflow.job import setup_job
 
 
@@ -21,7 +21,8 @@ def main(inputs, card, command, out_dir, log_path):
 
     tokenizer_dir = inputs.get("tokenizer", inputs["model"])
     tok = load_tokenizer(tokenizer_dir)
-    info = CardInfo(**card, causal=is_causal_lm(AutoConfig.from_pretrained(inputs["model"])),
+    config = AutoConfig.from_pretrained(inputs["model"], trust_remote_code=remote_code_allowed(inputs["model"]))
+    info = CardInfo(**card, causal=is_causal_lm(config),
                     tokenizer_type=f"{type(tok).__name__} ({type(tok.backend_tokenizer.model).__name__})"
                     if tok.is_fast else type(tok).__name__, vocab_size=len(tok),
                     tokenizer_info=read_json(Path(tokenizer_dir) / "training.json"),

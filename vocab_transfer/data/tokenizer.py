@@ -363,7 +363,9 @@ def sentence_chunks(texts: Iterable[str], max_bytes: int = SPM_MAX_SENTENCE_BYTE
 
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
     """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one)."""
-    return AutoTokenizer.from_pretrained(path)
+    from ..source_model import remote_code_allowed
+
+    return AutoTokenizer.from_pretrained(path, trust_remote_code=remote_code_allowed(path))
 
 
 def sample_positions(n: int, k: int, seed: int, chunk: int = 1 << 16) -> np.ndarray:

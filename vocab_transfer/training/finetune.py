@@ -422,7 +422,9 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
                                                "label2id": {t: i for i, t in enumerate(labels)}}
     if task == "sts":
         kwargs = {"num_labels": 1, "problem_type": "regression"}
-    m = cls.from_pretrained(model, **kwargs)
+    from ..source_model import remote_code_allowed
+
+    m = cls.from_pretrained(model, trust_remote_code=remote_code_allowed(model), **kwargs)
     if task == "dep" and getattr(m, "pooler", None) is not None:
         m.pooler = None  # unused by the parser (BERT/XLM-R skip a None pooler)
     if embeddings:

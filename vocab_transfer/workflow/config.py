@@ -137,7 +137,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             raise ConfigError(f"sources.{name}.revision: {source.model!r} is a local folder; a revision pins a hub "
                               "id only")
         if model is not None:
-            check_local_source(name, model, source.allow_padded_embeddings)
+            check_local_source(name, model, source.allow_padded_embeddings, source.trust_remote_code)
         elif source.model and _path_not_hub_id(source.model):
             raise ConfigError(f"sources.{name}.model: {source.model!r} is not a directory (nor a hub id)")
     for name, method in cfg.methods.items():
@@ -234,7 +234,7 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
                               "or restrict the method with 'targets'")
 
 
-def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
+def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_remote_code: bool = False) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
     that needs its repository's code or has no LM head transformers knows."""
     from ..data.tokenizer import load_tokenizer
@@ -249,8 +249,9 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool) -> None:
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
     try:
-        refuse_remote_code(model_dir, f"sources.{name}.model")
-        check_architecture(model_dir, f"sources.{name}.model")
+        refuse_remote_code(model_dir, f"sources.{name}.model", trust_remote_code)
+        if not trust_remote_code:
+            check_architecture(model_dir, f"sources.{name}.model")
     except ValueError as e:
         raise ConfigError(str(e)) from None
     try:

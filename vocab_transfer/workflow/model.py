@@ -205,6 +205,12 @@ class Pretrain(Section):
     training: Training = _req()
 
 
+#: The environment variable listing (``os.pathsep``) the model folders whose own code may run: those of the sources
+#: with ``trust_remote_code: true``, set by rules/common.smk when the workflow is parsed; jobs inherit it
+#: (vocab_transfer.source_model.remote_code_allowed).
+TRUSTED_ENV = "VOCAB_TRANSFER_TRUST_REMOTE_CODE"
+
+
 @dataclass(frozen=True)
 class Source(Section):
     """``sources.<name>``: a pretrained model (hub id or folder) or a recipe to pretrain one."""
@@ -213,6 +219,7 @@ class Source(Section):
     revision: str | None = _f(None, min_len=1)  # hub branch, tag or commit of ``model`` (default: main)
     languages: list[str] | None = None
     allow_padded_embeddings: bool = False
+    trust_remote_code: bool = False  # the model's own code may run (its auto_map)
     pretrain: Pretrain | None = None
 
     def check(self, where: str) -> None:
@@ -220,6 +227,8 @@ class Source(Section):
             raise ModelError(f"{where}: give exactly one of model (hub id or folder) and pretrain (a recipe)")
         if self.revision is not None and self.model is None:
             raise ModelError(f"{where}.revision: a hub revision needs model (a hub id), not pretrain")
+        if self.trust_remote_code and self.model is None:
+            raise ModelError(f"{where}.trust_remote_code: a model pretrained here has no code of its own")
 
     @property
     def pretrain_languages(self) -> list[str]:
