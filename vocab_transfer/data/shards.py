@@ -69,7 +69,13 @@ def encoder(tokenizer, threads: int | None = None, tokenizer_dir: str | os.PathL
     if backend is not None and tokenizer_dir is not None and (Path(tokenizer_dir) / SPM_MODEL).is_file():
         return SentencePieceEncoder(tokenizer, (Path(tokenizer_dir) / SPM_MODEL).read_bytes(), threads)
     if backend is None:
-        return lambda texts: tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        return lambda texts: tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
+    if backend.truncation or backend.padding:  # left on the tokenizer object by an earlier call: never in a shard
+        from tokenizers import Tokenizer
+
+        backend = Tokenizer.from_str(backend.to_str())
+        backend.no_truncation()
+        backend.no_padding()
     encode = getattr(backend, "encode_batch_fast", backend.encode_batch)  # _fast: no offsets
     return lambda texts: [e.ids for e in encode(list(texts), add_special_tokens=False)]
 
