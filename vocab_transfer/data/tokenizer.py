@@ -5,10 +5,10 @@ model's own (``tokenizer.like``), or a template of the family (``tokenizer.kind`
 Unigram is trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF ``tokenizers``
 Unigram trainer sums in hash-map order and changes piece ids from run to run), then served as an HF fast tokenizer
 (``tokenizer.json``) that ``AutoTokenizer`` loads. BPE and WordPiece are trained by the ``tokenizers`` trainers
-(deterministic: the same texts give the same file;
-WordPiece's pieces are numbered in code-point order) on the template's pipeline (:func:`train_like`), so the new
-tokenizer keeps its normalizer, pre-tokenizer, decoder and post-processor, its special and added tokens (with new
-ids), its chat template, and byte fallback with the 256 ``<0xNN>`` tokens.
+(deterministic: the same texts give the same file; WordPiece's pieces are numbered in code-point order) on the
+template's pipeline (:func:`train_like`), so the new tokenizer keeps its normalizer, pre-tokenizer, decoder and
+post-processor, its special and added tokens (with new ids), its chat template, and byte fallback with the 256
+``<0xNN>`` tokens.
 
 SentencePiece loads every training sentence (about 20 bytes of memory per byte of text, measured), so a large
 corpus is trained on a seeded uniform sample of ``input_sentence_size`` documents streamed from the corpus
