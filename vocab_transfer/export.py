@@ -274,19 +274,14 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
     from safetensors import safe_open
 
     from .data.tokenizer import load_tokenizer
-    from .source_model import ROLES, embedding_tensor_names, safetensors_files
+    from .source_model import ROLES, check_artifact_fits, embedding_tensor_names, safetensors_files
 
     source = Path(source_dir)
     files, index = safetensors_files(source)
     names, arch = embedding_tensor_names(source)
     with safe_open(embeddings, "pt") as art:
         keys = set(art.keys())
-        if "output_bias" in keys and "bias" not in names:
-            raise ValueError(f"the init artifact has an output bias, but {arch}'s LM head has none (was it initialized"
-                             " for another source model?)")
-        if "output_embeddings" in keys and "output" not in names:
-            raise ValueError(f"the init artifact has output embeddings, but {arch}'s LM head is tied to its input "
-                             "embeddings (was it initialized for another source model?)")
+        check_artifact_fits(keys, bias="bias" in names, untied="output" in names, arch=arch)
         if "bias" in names and "output_bias" not in keys:
             raise ValueError(f"{arch}'s LM head has an output bias, but the init artifact has none")
         key = {"input": "embeddings", "output": "output_embeddings" if "output_embeddings" in keys else "embeddings",

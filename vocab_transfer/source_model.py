@@ -126,9 +126,8 @@ def max_sequence_length(model) -> int:
 def hub_download_patterns(files: list[str]) -> list[str]:
     """The files of a hub model repository to fetch (rules download_source_model / download_reference_model):
     configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``, a chat
-    template's ``*.jinja``) and the
-    weights as safetensors; a repository with no safetensors file (older models such as
-    ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF, Flax,
+    template's ``*.jinja``) and the weights as safetensors; a repository with no safetensors file (older models such
+    as ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF, Flax,
     ONNX and training-state files are never fetched."""
     weights = "*.safetensors" if any(f.endswith(".safetensors") for f in files) else "pytorch_model*.bin"
     if weights.endswith(".bin") and not any(f.split("/")[-1].startswith("pytorch_model") for f in files):
@@ -413,15 +412,24 @@ def read_embedding_rows(model_dir: str | Path) -> EmbeddingRows:
 def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
     """The input embedding matrix of a model saved with ``save_pretrained`` as safetensors, read without loading the
     model (:func:`read_embedding_rows`)."""
-    model_dir = Path(model_dir)
-    model = _meta_model(model_dir)
-    return _read_named(model_dir, _names(model, model.get_input_embeddings().weight), ROLES["input"],
-                       type(model).__name__)
+    names, arch = embedding_tensor_names(model_dir)
+    return _read_named(Path(model_dir), names["input"], ROLES["input"], arch)
 
 
 def has_output_bias(model: PreTrainedModel) -> bool:
     out = model.get_output_embeddings()
     return out is not None and getattr(out, "bias", None) is not None
+
+
+def check_artifact_fits(keys: set[str], *, bias: bool, untied: bool, arch: str) -> None:
+    """Raise where an init artifact's tensors (``keys``) do not fit a source's LM head: an ``output_bias`` for a head
+    without bias, ``output_embeddings`` for a head tied to the input embeddings."""
+    if "output_bias" in keys and not bias:
+        raise ValueError(f"the init artifact has an output bias, but {arch}'s LM head has none (was it initialized for"
+                         " another source model?)")
+    if "output_embeddings" in keys and not untied:
+        raise ValueError(f"the init artifact has output embeddings, but {arch}'s LM head is tied to its input "
+                         "embeddings (was it initialized for another source model?)")
 
 
 def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None,
@@ -432,13 +440,9 @@ def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: t
     Masked and causal LMs alike (GPT-2: tied ``lm_head`` without bias, ``bias=None``). An untied output
     matrix (``tie_word_embeddings: false``, e.g. Llama) gets ``output`` (the method's transfer of the source's
     output rows), or without one a copy of the new input embeddings (a method's ``output_rows: copy_input``)."""
-    if bias is not None and not has_output_bias(source):
-        raise ValueError(f"the init artifact has an output bias, but {type(source).__name__}'s LM head has none "
-                         "(was it initialized for another source model?)")
     untied = has_untied_output(source)
-    if output is not None and not untied:
-        raise ValueError(f"the init artifact has output embeddings, but {type(source).__name__}'s LM head is tied to "
-                         "its input embeddings (was it initialized for another source model?)")
+    check_artifact_fits({k for k, t in (("output_bias", bias), ("output_embeddings", output)) if t is not None},
+                        bias=has_output_bias(source), untied=untied, arch=type(source).__name__)
     source.resize_token_embeddings(embeddings.shape[0], mean_resizing=False)
     with torch.no_grad():
         source.get_input_embeddings().weight.copy_(embeddings)

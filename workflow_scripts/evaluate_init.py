@@ -4,13 +4,13 @@
 import json
 
 import pandas as pd
-import torch
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.eval.mlm import init_eval_row
 from vocab_transfer.init import swap_embeddings
 from vocab_transfer.io import read_tensors, write_parquet
 from vocab_transfer.source_model import is_causal_lm, load_source_model
+from vocab_transfer.training.runtime import pick_device
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import Eval
 
@@ -24,8 +24,7 @@ def tokenizer(cache, path):
 def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = load_source_model(inputs["model"])
-    if torch.cuda.is_available():  # a job given a GPU (eval.gpus: 1); the per-method tensors are copied onto it
-        source.to("cuda")
+    source.to(pick_device())  # a job given a GPU (eval.gpus: 1) evaluates there; each method's rows are copied in
     log.info("evaluating on %s", source.device)
     objective = "clm" if is_causal_lm(source) else "mlm"
     tokenizers = {}  # most methods share the target tokenizer: load each folder once

@@ -123,13 +123,16 @@ def template_tokenizer(kind: str) -> PreTrainedTokenizerFast:
 
 
 def tokenizer_kind(tokenizer) -> str:
-    """The family of a fast tokenizer: ``unigram``, ``bpe`` (SentencePiece-style, ``▁`` for spaces), ``byte_level``
-    (GPT-2's byte symbols), ``wordpiece``, or the ``tokenizers`` model's name for any other."""
-    spec = json.loads(tokenizer.backend_tokenizer.to_str())
-    model = spec["model"]["type"]
-    if model == "BPE":
-        return "byte_level" if "ByteLevel" in json.dumps(spec.get("pre_tokenizer")) else "bpe"
-    return {"Unigram": "unigram", "WordPiece": "wordpiece"}.get(model, model)
+    """The family of a fast tokenizer in ``tokenizer.kind``'s terms: ``unigram``, ``bpe`` (SentencePiece-style,
+    ``▁`` for spaces), ``byte_level`` (GPT-2's byte symbols) or ``wordpiece``; the overlap's detection
+    (:func:`~vocab_transfer.methods.overlap.detect_tokenizer_kind`, which raises for any other) with SentencePiece
+    split by model."""
+    from ..methods.overlap import detect_tokenizer_kind
+
+    kind = detect_tokenizer_kind(tokenizer)
+    if kind == "sentencepiece":
+        return "unigram" if isinstance(tokenizer.backend_tokenizer.model, models.Unigram) else "bpe"
+    return {"bytelevel_bpe": "byte_level", "wordpiece": "wordpiece"}[kind]
 
 
 BYTE_TOKENS = tuple(f"<0x{b:02X}>" for b in range(256))  # byte fallback's tokens, SentencePiece's spelling
