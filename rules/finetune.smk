@@ -58,6 +58,7 @@ rule finetune:
         checkpoints=paths.finetune_checkpoints("{source}", "{task}", "{ftmodel}", "{seed}"),
         launcher=cfg.finetune.launcher,
     threads: cfg.finetune.job_threads()
+    priority: 70
     resources:
         gpu=cfg.finetune.gpus,
         mem_mb=4000,

@@ -53,6 +53,7 @@ rule factorize_source:
         spec=plan.factorization_params,
         seed=cfg.seed,
     threads: 2
+    priority: 90
     resources:
         gpu=plan.factorization_gpus,
     log:

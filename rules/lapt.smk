@@ -31,6 +31,7 @@ rule train_lapt:
         checkpoints=paths.lapt_checkpoints("{source}", "{target}", "{run}"),
         launcher=cfg.lapt.launch_command(),
     threads: cfg.lapt.job_threads()
+    priority: 80
     resources:
         gpu=cfg.lapt.gpus,
         nodes=cfg.lapt.nodes,

@@ -30,6 +30,7 @@ use rule tokenize_corpus as tokenize_source_corpus with:
     output:
         shards=directory(paths.source_shards("{source}", "{lang}", "{split}")),
     threads: res.threads(config, "tokenize_source_corpus")
+    priority: 100
     log:
         "logs/tokenize_source_corpus/{source}/{lang}/{split}.log",
     benchmark:

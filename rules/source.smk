@@ -13,6 +13,7 @@ rule train_source_tokenizer:
     params:
         spec=plan.pretrain_spec,
     threads: plan.pretrain_tokenizer_threads
+    priority: 100
     log:
         "logs/train_source_tokenizer/{source}.log",
     benchmark:
@@ -46,6 +47,7 @@ rule pretrain_source_model:
         spec=plan.pretrain_spec,
         seed=cfg.seed,
     threads: plan.pretrain_threads
+    priority: 100
     log:
         "logs/pretrain_source_model/{source}.log",
     benchmark:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch
-from transformers import AutoConfig, PreTrainedModel
 
 from .data.token_fasttext import TokenVectors
 from .data.tokenizer import load_tokenizer
@@ -17,15 +16,17 @@ from .io import read_tensors
 from .methods import TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
-    is_causal_lm,
     load_source_model,
     pad_rows,
     padding_multiple,
     read_embedding_rows,
-    remote_code_allowed,
+    source_layout,
     transferred_model,
 )
 from .workflow.needs import NEEDS, InitJob, Need
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 _probe = InitJob("s", "t", "m", {"source_language": "x", "restrict_source": "x"}, "mf")  # input names only
 
@@ -76,8 +77,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
     rows = read_embedding_rows(paths["model"])  # the embedding tensors only, not the model
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
     source_rows = rows.input.shape[0]
-    config = AutoConfig.from_pretrained(paths["model"], trust_remote_code=remote_code_allowed(paths["model"]))
-    if target_tok.mask_token is None and not is_causal_lm(config):
+    if target_tok.mask_token is None and not source_layout(paths["model"]).causal:
         raise ValueError(f"the target tokenizer {paths['tokenizer']} has no mask token, which the masked LM "
                          f"{paths['model']} is trained and evaluated with: train it as unigram or wordpiece "
                          "(tokenizer.kind) or like the source (tokenizer.like)")

@@ -9,17 +9,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import torch
-from transformers import (
-    AutoConfig,
-    AutoModelForCausalLM,
-    AutoModelForMaskedLM,
-    PretrainedConfig,
-    PreTrainedModel,
-    PreTrainedTokenizerBase,
-    XLMRobertaConfig,
-    XLMRobertaForMaskedLM,
-)
+
+if TYPE_CHECKING:  # transformers' model classes are imported where a model is built: importing them costs seconds
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, XLMRobertaForMaskedLM
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +30,8 @@ def build_xlmr_mlm(tokenizer: PreTrainedTokenizerBase, *, hidden_size: int, num_
                    intermediate_size: int, max_position_embeddings: int, seed: int, dropout: float = 0.1,
                    ) -> XLMRobertaForMaskedLM:
     """A freshly initialized XLM-R-architecture masked LM sized by the arguments (seeded)."""
+    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
+
     config = XLMRobertaConfig(
         vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=num_layers,
         num_attention_heads=num_heads, intermediate_size=intermediate_size,
@@ -91,7 +88,7 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
        for it (gpt2, gpt_neox, llama, mistral, qwen2, bloom, opt, ...). Types with both (bert, roberta,
        xlm-roberta) stay masked LMs, as before; types with neither stay masked and fail to load clearly.
     """
-    if isinstance(model_or_config, PreTrainedModel):
+    if isinstance(model_or_config, torch.nn.Module):
         name = type(model_or_config).__name__
         if name.endswith(CAUSAL_LM_SUFFIXES) or name.endswith("ForMaskedLM"):
             return not name.endswith("ForMaskedLM")
@@ -198,6 +195,8 @@ def load_source_model(path: str) -> PreTrainedModel:
     """Load a source model saved with ``save_pretrained`` (or named by hub id when the config asks for one):
     a causal LM (``AutoModelForCausalLM``) when its config is a decoder (:func:`is_causal_lm`), else a
     masked LM (``AutoModelForMaskedLM``)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+
     trust = remote_code_allowed(path)
     auto = AutoModelForCausalLM if is_causal_lm(AutoConfig.from_pretrained(path, trust_remote_code=trust)) \
         else AutoModelForMaskedLM
@@ -329,6 +328,8 @@ def check_architecture(model_dir: str | Path, what: str) -> None:
 
 def _meta_model(model_dir: Path) -> PreTrainedModel:
     """The architecture of a saved model built on the meta device (no memory, no weights): the names of its tensors."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+
     trust = remote_code_allowed(model_dir)
     refuse_remote_code(model_dir, "source model", trust)
     if not trust:
@@ -386,11 +387,53 @@ def _names(model: PreTrainedModel, param: torch.nn.Parameter) -> list[str]:
 ROLES = {"input": "input embeddings", "output": "output embeddings", "bias": "output bias"}
 
 
-def embedding_tensor_names(model_dir: str | Path) -> tuple[dict[str, list[str]], str]:
-    """The tensor names of a saved model's per-token rows, from its architecture built on the meta device (no
-    weights read): ``input`` (with the names of a head tied to it), ``output`` (an untied head's own matrix) and
-    ``bias`` (the LM head's output bias), each the names of one parameter; and the architecture's class name."""
-    model = _meta_model(Path(model_dir))
+@dataclass(frozen=True)
+class SourceLayout:
+    """What a saved model's architecture says about its per-token rows (:func:`source_layout`): the tensor names of
+    each role of :data:`ROLES` (each the names of one parameter; a head tied to the input embeddings is among the
+    ``input`` names), the architecture's class name and whether it is a decoder-only causal LM."""
+
+    names: dict[str, list[str]]
+    arch: str
+    causal: bool
+
+
+#: Where :func:`source_layout` keeps what it found (default ``~/.cache/vocab_transfer/layouts``).
+LAYOUT_CACHE_ENV = "VOCAB_TRANSFER_LAYOUT_CACHE"
+
+
+def _layout_cache(model_dir: Path) -> Path | None:
+    """The cache file of a model folder's layout, keyed by what the layout is a function of: the bytes of its
+    ``config.json`` and the transformers version. None for a model with its own code (that code may change) or where
+    no cache is wanted (``VOCAB_TRANSFER_LAYOUT_CACHE`` set to an empty string)."""
+    import hashlib
+
+    import transformers
+
+    root = os.environ.get(LAYOUT_CACHE_ENV, str(Path.home() / ".cache" / "vocab_transfer" / "layouts"))
+    config = model_dir / "config.json"
+    if not root or not config.is_file() or remote_code(model_dir):
+        return None
+    key = hashlib.sha256(config.read_bytes() + f"\0transformers {transformers.__version__}".encode()).hexdigest()
+    return Path(root) / f"{key[:32]}.json"
+
+
+def source_layout(model_dir: str | Path) -> SourceLayout:
+    """The :class:`SourceLayout` of a saved model, from its architecture built on the meta device (no weights read).
+
+    Building the architecture imports transformers' model code (about 3 s of a job's start on 2 CPU cores), so the
+    result, a pure function of ``config.json`` and the transformers version, is kept in a small JSON file under
+    ``~/.cache/vocab_transfer/layouts`` (``VOCAB_TRANSFER_LAYOUT_CACHE``; an empty value turns the cache off), written
+    atomically: the other jobs that read the same source's rows skip the import."""
+    model_dir = Path(model_dir)
+    cache = _layout_cache(model_dir)
+    if cache is not None and cache.is_file():
+        try:
+            d = json.loads(cache.read_text(encoding="utf-8"))
+            return SourceLayout({k: list(v) for k, v in d["names"].items()}, d["arch"], bool(d["causal"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # unreadable: built again below and rewritten
+    model = _meta_model(model_dir)
     inp = model.get_input_embeddings().weight
     names = {"input": _names(model, inp)}
     out = model.get_output_embeddings()
@@ -398,7 +441,24 @@ def embedding_tensor_names(model_dir: str | Path) -> tuple[dict[str, list[str]],
         names["output"] = _names(model, out.weight)
     if out is not None and getattr(out, "bias", None) is not None:
         names["bias"] = _names(model, out.bias)
-    return names, type(model).__name__
+    layout = SourceLayout(names, type(model).__name__, is_causal_lm(model))
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"names": names, "arch": layout.arch, "causal": layout.causal}), encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError as e:  # a read-only home: the layout is built again next time
+            log.debug("layout cache %s not written: %s", cache, e)
+    return layout
+
+
+def embedding_tensor_names(model_dir: str | Path) -> tuple[dict[str, list[str]], str]:
+    """The tensor names of a saved model's per-token rows: ``input`` (with the names of a head tied to it),
+    ``output`` (an untied head's own matrix) and ``bias`` (the LM head's output bias), each the names of one
+    parameter; and the architecture's class name (:func:`source_layout`)."""
+    layout = source_layout(model_dir)
+    return layout.names, layout.arch
 
 
 def read_embedding_rows(model_dir: str | Path) -> EmbeddingRows:

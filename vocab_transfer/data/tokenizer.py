@@ -38,7 +38,7 @@ from tokenizers import (
     processors,
     trainers,
 )
-from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 #: XLM-R's special tokens: ids 0-3 up front, ``<mask>`` as the very last id.
 XLMR_SPECIALS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
@@ -364,8 +364,25 @@ def sentence_chunks(texts: Iterable[str], max_bytes: int = SPM_MAX_SENTENCE_BYTE
             start = end
 
 
+#: ``tokenizer_class`` values of a folder that ``AutoTokenizer`` loads as ``PreTrainedTokenizerFast`` itself.
+GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
+
+
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
-    """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one)."""
+    """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one).
+
+    A folder with only a tokenizer (no ``config.json``, as the target tokenizers this pipeline trains) whose class is
+    the generic fast tokenizer is loaded by that class directly: the same object ``AutoTokenizer`` returns there,
+    without importing torch and transformers' model registry (a second or two of every job's start). Everything else
+    goes through ``AutoTokenizer``, which picks a model's own tokenizer class from its config."""
+    folder = Path(path)
+    config = folder / "tokenizer_config.json"
+    if config.is_file() and (folder / "tokenizer.json").is_file() and not (folder / "config.json").exists():
+        settings = json.loads(config.read_text(encoding="utf-8"))
+        if settings.get("tokenizer_class") in GENERIC_CLASSES and "auto_map" not in settings:
+            return PreTrainedTokenizerFast.from_pretrained(path)
+    from transformers import AutoTokenizer
+
     from ..source_model import remote_code_allowed
 
     return AutoTokenizer.from_pretrained(path, trust_remote_code=remote_code_allowed(path))
