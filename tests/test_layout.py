@@ -45,3 +45,63 @@ def test_planning_a_paper_grid_imports_no_heavy_module():
     assert heavy == []
     methods = [m for m in loaded if m.startswith("vocab_transfer.methods.") and m.rpartition(".")[2] != "catalog"]
     assert methods == ["vocab_transfer.methods.registry"]
+
+
+def test_an_init_job_starts_without_transformers_model_code():
+    """Init, factorization and the vocabulary's own tokenizers need no model class: importing transformers' model code
+    costs about 3 s of each job's start on 2 cores (111 init jobs in the demo)."""
+    loaded = _modules_after("import vocab_transfer.init, vocab_transfer.source_model, vocab_transfer.eval.correlation")
+    assert "torch" in loaded
+    assert [m for m in loaded if m in ("transformers.modeling_utils", "transformers.models.auto.modeling_auto")] == []
+
+
+def test_a_trained_tokenizer_loads_without_torch(tmp_path, sw_tokenizer):
+    """A tokenizer-only folder of the generic class loads as that class, identical to AutoTokenizer's, without torch
+    (the tokenization, overlap and fastText jobs); a model folder still goes through AutoTokenizer."""
+    from transformers import AutoTokenizer
+
+    from vocab_transfer.data.tokenizer import load_tokenizer
+
+    sw_tokenizer.save_pretrained(tmp_path / "tok")
+    loaded = _modules_after(f"from vocab_transfer.data.tokenizer import load_tokenizer\n"
+                            f"t = load_tokenizer({str(tmp_path / 'tok')!r})\nassert len(t) == {len(sw_tokenizer)}")
+    assert "torch" not in loaded
+    ours, auto = load_tokenizer(str(tmp_path / "tok")), AutoTokenizer.from_pretrained(tmp_path / "tok")
+    texts = ["Mungu akasema, Iwe nuru; ikawa nuru.", "<mask> x  y\tz"]
+    assert type(ours) is type(auto)
+    assert ours(texts)["input_ids"] == auto(texts)["input_ids"]
+    assert ours.all_special_ids == auto.all_special_ids and ours.init_kwargs == auto.init_kwargs
+
+
+def test_source_layout_is_cached_by_config_and_read_back(tmp_path, monkeypatch):
+    """The embedding rows' tensor names come from the architecture built on the meta device once per config.json
+    and transformers version; later jobs read them from the cache, and a changed config builds them again."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, XLMRobertaConfig, XLMRobertaForMaskedLM
+
+    from vocab_transfer import source_model as sm
+
+    monkeypatch.setenv(sm.LAYOUT_CACHE_ENV, str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    small = {"hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
+    XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=50, **small)).save_pretrained(tmp_path / "xlmr")
+    GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=16, n_layer=1, n_head=2)).save_pretrained(tmp_path / "gpt2")
+    built = []
+    real = sm._meta_model
+    monkeypatch.setattr(sm, "_meta_model", lambda d: built.append(d) or real(d))
+    first = sm.source_layout(tmp_path / "xlmr")
+    assert first.arch == "XLMRobertaForMaskedLM" and not first.causal and "bias" in first.names
+    assert sm.source_layout(tmp_path / "xlmr") == first and len(built) == 1  # read back, nothing built
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+    gpt2 = sm.source_layout(tmp_path / "gpt2")
+    assert gpt2.causal and gpt2.arch == "GPT2LMHeadModel" and len(built) == 2
+    rows = sm.read_embedding_rows(tmp_path / "xlmr")  # the cached names find the tensors
+    assert rows.input.shape == (50, 16) and rows.bias.shape == (50,)
+    config = json.loads((tmp_path / "xlmr" / "config.json").read_text())
+    (tmp_path / "xlmr" / "config.json").write_text(json.dumps({**config, "tie_word_embeddings": False}))
+    untied = sm.source_layout(tmp_path / "xlmr")
+    assert len(built) == 3 and "output" in untied.names  # another config, another entry
+    for entry in (tmp_path / "cache").glob("*.json"):
+        entry.write_text("{not json")  # a damaged entry is built again, not trusted
+    assert sm.source_layout(tmp_path / "xlmr") == untied and sm.source_layout(tmp_path / "gpt2") == gpt2
+    assert len(built) == 5

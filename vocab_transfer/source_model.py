@@ -8,7 +8,6 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import torch

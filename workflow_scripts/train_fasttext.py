@@ -18,7 +18,11 @@ def main(shards, tokenizer_dir, spec: FastText, seed, vectors_path, tokens_path,
     log = setup_job(log_path, spec.threads)
     tok = load_tokenizer(tokenizer_dir)
     shard = open_shard(shards, tokenizer_dir)
-    tv = train_token_fasttext(shard, tok, seed=seed, verbose=2, **dataclasses.asdict(spec))
+    timings = {}
+    tv = train_token_fasttext(shard, tok, seed=seed, verbose=2, timings=timings, **dataclasses.asdict(spec))
+    log.info("pretokenized %d tokens in %.1f s; fastText trained in %.1f s (%.0f words/s, %d threads); vectors read "
+             "in %.1f s", timings["tokens"], timings["pretokenize_s"], timings["fasttext_s"], timings["words_per_s"],
+             spec.threads, timings["vectors_s"])
     log.info("%d of %d tokens have a vector (min_count=%d; %d documents, %d tokens)", int(tv.has_vector.sum()),
              len(tok), spec.min_count, shard.n_docs, shard.n_tokens)
     write_tensors({"vectors": tv.vectors, "has_vector": tv.has_vector, "counts": tv.counts}, vectors_path)

@@ -64,10 +64,11 @@ def _sampled(shard: Shard, max_tokens: int | None, seed: int) -> Iterator[np.nda
 
 
 def pretokenize(docs: Iterable[np.ndarray], tokenizer: PreTrainedTokenizerBase, path: str | os.PathLike,
-                log_every: float = 30.0) -> int:
-    """Write one line of space-separated tokens per document (fastText's input); returns the tokens written."""
+                log_every: float = 30.0, info: dict | None = None) -> int:
+    """Write one line of space-separated tokens per document (fastText's input); returns the tokens written
+    (``info`` receives ``documents`` too)."""
     vocab = np.asarray(tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))), dtype=object)
-    n = 0
+    n = i = 0
     t0 = last = time.time()
     with open(path, "w", encoding="utf-8") as f:
         for i, ids in enumerate(docs, start=1):
@@ -77,13 +78,16 @@ def pretokenize(docs: Iterable[np.ndarray], tokenizer: PreTrainedTokenizerBase, 
                 last = time.time()
                 print(f"pretokenize: {i:,} documents, {n:,} tokens ({n / (last - t0) / 1e6:.2f} M tokens/s)",
                       file=sys.stderr)
+    if info is not None:
+        info["documents"] = i
     return n
 
 
 def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], tokenizer: PreTrainedTokenizerBase, *, dim: int = 300,
                          min_count: int = 10, epochs: int = 3, model: str = "skipgram", minn: int = 3,
                          maxn: int = 6, window: int = 5, neg: int = 5, threads: int = 1, seed: int = 0, verbose: int = 0,
-                         max_tokens: int | None = None, workdir: str | None = None) -> TokenVectors:
+                         max_tokens: int | None = None, workdir: str | None = None,
+                         timings: dict | None = None) -> TokenVectors:
     """Train fastText on the target-tokenized corpus (paper: dim 300, minCount 10, 3 epochs; skipgram with fastText's
     other defaults, ``neg`` 5; the ``deepfocus`` package trains CBOW with ``neg`` 10).
 
@@ -93,20 +97,32 @@ def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], toke
     returned ``counts`` are still the whole corpus's). ``verbose=2`` prints fastText's own progress line (words/s, loss, ETA) to stderr.
     With ``threads=1`` fastText is deterministic for a fixed ``seed``; more threads are faster
     but Hogwild updates make the vectors vary from run to run.
+
+    ``timings`` receives where the time went: ``pretokenize_s`` (token ids to fastText's text input), ``fasttext_s``
+    (fastText's own training), ``vectors_s`` (reading the vectors back), the ``tokens`` and ``documents`` written and
+    ``words_per_s``: the words fastText processed per second, counted as fastText counts them (tokens plus one
+    end-of-line word per document, every epoch).
     """
+    info = timings if timings is not None else {}
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = os.path.join(tmp, "pretokenized.txt")
         if isinstance(corpus, (str, Path)):
             corpus = open_shard(corpus)
+        t0 = time.perf_counter()
         if isinstance(corpus, Shard):
             counts = corpus.counts()
-            pretokenize(_sampled(corpus, max_tokens, seed), tokenizer, path)
+            info["tokens"] = pretokenize(_sampled(corpus, max_tokens, seed), tokenizer, path, info=info)
         else:
             counts = np.zeros(len(tokenizer), dtype=np.int64)
-            pretokenize(_encoded(corpus, tokenizer, counts), tokenizer, path)
+            info["tokens"] = pretokenize(_encoded(corpus, tokenizer, counts), tokenizer, path, info=info)
+        t1 = time.perf_counter()
         ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
                                  maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose)
-    return token_vectors(ft, tokenizer, counts)
+        t2 = time.perf_counter()
+    vectors = token_vectors(ft, tokenizer, counts)
+    info.update(pretokenize_s=t1 - t0, fasttext_s=t2 - t1, vectors_s=time.perf_counter() - t2,
+                words_per_s=epochs * (info["tokens"] + info["documents"]) / max(t2 - t1, 1e-9))
+    return vectors
 
 
 def token_vectors(ft, tokenizer: PreTrainedTokenizerBase, counts: np.ndarray | None = None) -> TokenVectors:
