@@ -1,8 +1,9 @@
 # Zero-shot cross-lingual transfer (UNKs Everywhere §2, §4.1-4.3, App. A.1; `python -m vocab_transfer.training.zeroshot`):
 # the task is trained ONCE per (source, source task, setup, seed) on source-language data with the source's own
-# vocabulary (MAD-X: a task adapter on the source-language adapter), then each (zero-shot task, model, seed) cell
-# is a cheap evaluation that swaps in the target's embeddings and language adapter and scores the target's test
-# split, one row per source task (Table 3 averages them; `tables.<name>.source_languages` picks one, Tables 5/9).
+# vocabulary (MAD-X: a task adapter on the source-language adapter), then each (zero-shot task, model) cell is one
+# job that loads the target once, swaps its embeddings and language adapter in under each seed's source-side
+# training and scores the target's test split: one row per seed and source task (Table 3 averages them;
+# `tables.<name>.source_languages` picks one, Tables 5/9).
 
 
 rule train_source_task:
@@ -42,7 +43,7 @@ rule evaluate_zero_shot:
     input:
         unpack(plan.zero_shot_inputs),
     output:
-        scores=paths.zeroshot_scores("{source}", "{task}", "{ftmodel}", "{seed}"),
+        scores=paths.zeroshot_scores("{source}", "{task}", "{ftmodel}"),
     params:
         sources=plan.zero_shot_flags,
         config=plan.zero_shot_config,
@@ -54,14 +55,14 @@ rule evaluate_zero_shot:
     resources:
         gpu=cfg.zero_shot.gpus,
         mem_mb=4000,
-        runtime=cfg.zero_shot.eval_runtime_min,
+        runtime=plan.zero_shot_runtime,
     log:
-        "logs/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.log",
+        "logs/evaluate_zero_shot/{source}/{task}/{ftmodel}.log",
     benchmark:
-        "benchmarks/out/evaluate_zero_shot/{source}/{task}/{ftmodel}/seed{seed}.tsv"
+        "benchmarks/out/evaluate_zero_shot/{source}/{task}/{ftmodel}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
         "exec {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target} --task {params.task}"
-        " --data {input.data} {params.sources} --seed {wildcards.seed} --output {output.scores}"
+        " --data {input.data} {params.sources} --output {output.scores}"
         " --unseen-labels {params.unseen} --meta '{params.meta}' --config '{params.config}' 2>> {log}"

@@ -132,10 +132,10 @@ GRIDS = {
         # NER on en/ar/zh/ja x {mBERT full, MAD-X, MAD-X 2.0, FMT} (Tables 5a-d rows); DP x {mBERT, MAD-X 2.0}
         # (Tables 9a-d rows)
         "train_source_task": 4 * 4 * 5 + 4 * 2 * 5,
-        # zero-shot cells x 5 seeds, each reading its 4 source trainings: Tables 3a/5a-d 17 languages x 21 rows
-        # (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods, their 8 "12Ad ✓" rows), Table 8's 300-dimensional row (17);
-        # Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT, MAD-X 2.0, 8 methods)
-        "evaluate_zero_shot": (17 * 21 + 17 + 17 * 6 + 6 * 10) * 5,  # + Figure 3's 6 rows
+        # one job per zero-shot cell, evaluating its 5 seeds x 4 source trainings: Tables 3a/5a-d 17 languages x 21
+        # rows (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods, their 8 "12Ad ✓" rows), Table 8's 300-dimensional row
+        # (17); Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT, MAD-X 2.0, 8 methods)
+        "evaluate_zero_shot": 17 * 21 + 17 + 17 * 6 + 6 * 10,  # + Figure 3's 6 rows
         "prepare_task": 17 + 6 + 4 + 4,  # target test sets (WikiANN, UD) + source tasks (WikiANN, UD of en/ar/zh/ja)
         "prepare_corpus": 17 + 4,  # the targets' and the source languages' Wikipedia
         "plot_lapt_curves": 17 + 4,

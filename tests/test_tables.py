@@ -183,7 +183,8 @@ def test_model_rows_table_bold_per_group_and_f1_cells():
 
 def test_zero_shot_cells_average_source_languages_or_pick_one():
     """unks-everywhere Table 3: a zero-shot cell is the mean over seeds and source languages; Tables 5a-d pick one
-    source language (``source_languages``); in-language rows are kept either way."""
+    source language (``source_languages``); in-language rows are kept either way. A cell's rows (seeds x source
+    tasks) come from one file with a ``seed`` column; fine-tuning rows from a file per seed."""
     rows = [{"source": "s", "task_name": "am-ner", "language": "am", "task": "ner", "model": "el-lex", "method": "el",
              "metric": "f1", "seed": seed, "dev_f1": f1, "test_f1": f1, "zero_shot": True, "source_task": f"{lang}-ner",
              "source_language": lang}
@@ -195,6 +196,9 @@ def test_zero_shot_cells_average_source_languages_or_pick_one():
     assert cell.loc[("el-lex", "am-ner"), "test_mean"] == 45.0 and cell.loc[("el-lex", "am-ner"), "seeds"] == 2
     # the std is over the seeds' source-averaged scores (40, 50), not over the four runs (50, 60, 30, 40)
     assert cell.loc[("el-lex", "am-ner"), "test_std"] == pytest.approx(7.0711, abs=1e-4)
+    summary = finetune_table(df).set_index(["model", "task_name"])  # make_finetune_table: the same cell
+    assert summary.loc[("el-lex", "am-ner"), "seeds"] == 2 and summary.loc[("el-lex", "am-ner"), "test_mean"] == 45.0
+    assert summary.loc[("el-lex", "am-ner"), "test_std"] == pytest.approx(7.0711, abs=1e-4)
     table, md = paper_table(df, {**spec, "source_languages": ["ar"]}, models={}, tasks={})
     cell = table.set_index(["model", "task_name"])
     assert round(cell.loc[("el-lex", "am-ner"), "test_mean"], 6) == 35.0

@@ -120,6 +120,8 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert (zs["variant"] == "adapter").all() and zs.loc["adapter-lapt", "lapt"] == "adapter"
     for k in ("test_f1", "test_precision", "test_recall"):  # MAD-X row: the source side's own adapter swapped in
         assert zs.loc["madx", k] == zs.loc["madx", f"source_{k}"]
+    cell = pd.read_parquet(tiny_run / "results/zeroshot/tiny/he-ner-zs/madx.parquet")  # one file per cell: a row per
+    assert list(zip(cell["seed"], cell["source_task"], strict=True)) == [(1, "he-ner-src")]  # seed and source task
     trained = tiny_run / "results/source_task/tiny/he-ner-src/madx/seed1.model"
     assert {"task_adapter.safetensors", "task_head.safetensors", "zero_shot.json"} <= {p.name for p in trained.iterdir()}
     assert not (trained / "model.safetensors").exists()  # the frozen transformer is not stored again

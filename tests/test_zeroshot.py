@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 import torch
-from transformers import XLMRobertaForTokenClassification
+from transformers import AutoTokenizer, XLMRobertaForTokenClassification
 
 from tests.test_finetune import capital_tags
 from vocab_transfer.source_model import build_xlmr_mlm, transferred_model
@@ -233,8 +233,9 @@ def trained(tmp_path_factory, folders, ner_data):
 def zero_shot(trained, variant, target, tmp_path, name="out", **kw):
     folder, scores = trained[variant]
     out = tmp_path / f"{name}.parquet"
-    main(["evaluate", "--target", str(target), "--task", "ner", "--data", str(trained["data"]), "--seed", "1",
-          "--from", "en-ner", str(folder), str(scores), "--output", str(out), "--meta", json.dumps({"model": name}),
+    main(["evaluate", "--target", str(target), "--task", "ner", "--data", str(trained["data"]),
+          "--from", "en-ner", "1", str(folder), str(scores), "--output", str(out),
+          "--meta", json.dumps({"model": name}),
           "--config", json.dumps(cfg().__dict__), *kw.get("extra", [])])
     return pd.read_parquet(out).iloc[0]
 
@@ -248,6 +249,7 @@ def test_identity_swap_reproduces_the_source_scores(tmp_path, trained, folders):
         assert row["dev_f1"] == src["dev_f1"] and row["selected_step"] == src["selected_step"]
         assert row["variant"] == variant and row["source_task"] == "en-ner" and row["source_language"] == "en"
         assert row["zero_shot"] and row["n_test"] == 60 and row["n_train"] == 300 and row["model"] == variant
+        assert row["seed"] == 1
     saved = {p.name for p in trained["adapter"][0].iterdir()}
     assert {"task_adapter.safetensors", "task_head.safetensors", "zero_shot.json"} <= saved
     assert "model.safetensors" not in saved  # the frozen transformer is the source's: not stored again
@@ -314,13 +316,86 @@ def test_mismatched_targets_are_named(tmp_path, trained, folders, ner_data):
     model = load_zero_shot_model(trained["adapter"][0], str(folders["sw"]), "ner")
     labels = task_labels("ner", ner_data)
     test = ner_data["test"].assign(tags=[["B-PER"] + list(t[1:]) for t in ner_data["test"].tags])
-    from transformers import AutoTokenizer
-
     tok = AutoTokenizer.from_pretrained(folders["sw"])
     with pytest.raises(ValueError, match=r"label set mismatch: .* \['B-PER'\] .*unseen_labels: wrong"):
         evaluate_zero_shot(model, tok, "ner", test, labels, cfg())
     scored = evaluate_zero_shot(model, tok, "ner", test, labels, cfg(), unseen="wrong")  # never predicted: errors
     assert 0 <= scored["f1"] <= evaluate_zero_shot(model, tok, "ner", ner_data["test"], labels, cfg())["f1"] + 1e-9
+
+
+def evaluate_cell(trained, target, out, evaluations, log=None):
+    """`evaluate` of one cell: ``evaluations`` as (source task, seed, trained folder, scores) -> its rows."""
+    flags = [x for name, seed, folder, scores in evaluations for x in ("--from", name, str(seed), str(folder),
+                                                                        str(scores))]
+    main(["evaluate", "--target", str(target), "--task", "ner", "--data", str(trained["data"]), *flags,
+          "--output", str(out), "--meta", json.dumps({"model": "m"}), "--config", json.dumps(cfg().__dict__),
+          *(["--log", str(log)] if log else [])])
+    return pd.read_parquet(out)
+
+
+@pytest.mark.parametrize("variant", ["adapter", "fmt"])
+def test_one_job_per_cell_gives_each_seed_the_scores_it_gives_alone(tmp_path, trained, folders, ner_data,
+                                                                    monkeypatch, variant):
+    """A cell's job evaluates every seed x source task with the target read once; each row, and the logits behind
+    it, is bit for bit what a job evaluating that training alone gives, whatever was evaluated before it in the same
+    process (the previous training's task adapter and head are replaced; a second source task has another label
+    set, so another head)."""
+    import vocab_transfer.training.zeroshot as zs
+    from vocab_transfer.data.tokenizer import load_tokenizer
+    from vocab_transfer.training.finetune import collate
+
+    model, target = ((folders["en"], folders["new"]) if variant == "adapter"
+                     else (folders["source"], folders["embeddings"]))
+    other = write_task(tmp_path / "other", {k: v[:150] for k, v in ner_data.items()})
+    (other / "labels.json").write_text(json.dumps(["B-CAP", "B-XYZ", "I-CAP", "O"]))  # a head of another size
+    runs = {("en-ner", 1): trained[variant]}
+    for name, seed, data in (("en-ner", 2, trained["data"]), ("xx-ner", 1, other), ("xx-ner", 2, other)):
+        source = folders["sw"] if variant == "adapter" and name == "xx-ner" else model  # another language adapter
+        folder, scores = tmp_path / f"{name}{seed}.model", tmp_path / f"{name}{seed}.parquet"
+        main(["train", "--model", str(source), "--task", "ner", "--data", str(data), "--seed", str(seed),
+              "--variant", variant, "--output", str(folder), "--scores", str(scores),
+              "--meta", json.dumps({"source_language": name[:2]}), "--config", json.dumps(cfg().__dict__)])
+        runs[(name, seed)] = (folder, scores)
+    evaluations = [(name, seed, *runs[(name, seed)]) for seed in (1, 2) for name in ("en-ner", "xx-ner")]
+    loads, logits = [], []
+    real_load, real_evaluate = zs.load_task_model, zs.evaluate
+
+    def load(task, path, *a, **kw):
+        loads.append(path)
+        return real_load(task, path, *a, **kw)
+
+    def evaluate(model, task, items, df, labels, cfg, pad_id, device, autocast):  # the logits the scores come from
+        batch = collate([{"input_ids": it["input_ids"]} for it in items], pad_id)
+        with torch.no_grad():
+            logits.append(model.eval()(**{k: v.to(device) for k, v in batch.items()}).logits.cpu())
+        return real_evaluate(model, task, items, df, labels, cfg, pad_id, device, autocast)
+
+    monkeypatch.setattr(zs, "load_task_model", load)
+    monkeypatch.setattr(zs, "evaluate", evaluate)
+    cell = evaluate_cell(trained, target, tmp_path / "cell.parquet", evaluations, log=tmp_path / "cell.log")
+    assert len(cell) == 4 and list(zip(cell["seed"], cell["source_task"], strict=True)) == [
+        (1, "en-ner"), (1, "xx-ner"), (2, "en-ner"), (2, "xx-ner")]  # seeds x source tasks, in the order given
+    assert loads.count(str(target)) == 2  # the target: once per label set, not once per evaluation
+    in_cell = logits[:]
+    assert not any(torch.equal(a, b) for i, a in enumerate(in_cell) for b in in_cell[i + 1:]
+                   if a.shape == b.shape)  # four different trainings
+    for i, (name, seed, folder, scores) in enumerate(reversed(evaluations)):  # alone, in another order
+        alone = evaluate_cell(trained, target, tmp_path / f"alone{i}.parquet", [(name, seed, folder, scores)])
+        row = cell[(cell["seed"] == seed) & (cell["source_task"] == name)]
+        assert len(alone) == 1 and list(alone.columns) == list(cell.columns)
+        assert alone.iloc[0].to_dict() == row.iloc[0].to_dict(), (name, seed)  # exact, every column
+        assert sum(torch.equal(logits[-1], a) for a in in_cell if a.shape == logits[-1].shape) == 1, (name, seed)
+        fresh = load_zero_shot_model(folder, str(target), "ner")  # every part read afresh
+        labels = json.loads((folder / "zero_shot.json").read_text())["labels"]
+        assert evaluate_zero_shot(fresh, load_tokenizer(str(target)), "ner", ner_data["test"], labels,
+                                  cfg())["f1"] == row.iloc[0]["test_f1"]
+        assert torch.equal(logits[-1], logits[-2])
+    log = (tmp_path / "cell.log").read_text()
+    assert "zero-shot 4/4" in log and "evaluations/s, ETA" in log
+    with pytest.raises(ValueError, match="given twice"):
+        evaluate_cell(trained, target, tmp_path / "twice.parquet", evaluations[:1] * 2)
+    with pytest.raises(ValueError, match="seed must be an integer"):
+        evaluate_cell(trained, target, tmp_path / "bad.parquet", [("en-ner", "one", *runs[("en-ner", 1)])])
 
 
 def test_source_training_is_reproducible(tmp_path, trained, folders):
@@ -351,8 +426,8 @@ def test_parser_task_adapter_round_trip(tmp_path, folders, sw_tokenizer, swahili
     main(["train", "--model", str(folders["en"]), "--task", "dep", "--data", str(folder), "--seed", "2", "--variant",
           "adapter", "--output", str(tmp_path / "dep.model"), "--scores", str(tmp_path / "dep.parquet"),
           "--config", json.dumps(c)])
-    main(["evaluate", "--target", str(folders["en"]), "--task", "dep", "--data", str(folder), "--seed", "2",
-          "--from", "en-dep", str(tmp_path / "dep.model"), str(tmp_path / "dep.parquet"), "--output",
+    main(["evaluate", "--target", str(folders["en"]), "--task", "dep", "--data", str(folder),
+          "--from", "en-dep", "2", str(tmp_path / "dep.model"), str(tmp_path / "dep.parquet"), "--output",
           str(tmp_path / "zs.parquet"), "--config", json.dumps(c)])
     src, zs = pd.read_parquet(tmp_path / "dep.parquet").iloc[0], pd.read_parquet(tmp_path / "zs.parquet").iloc[0]
     assert zs["metric"] == "las" and zs["test_las"] == src["test_las"] and zs["test_uas"] == src["test_uas"]
@@ -396,3 +471,41 @@ def test_zero_shot_config_errors_are_named(edit, message):
     edit(config)
     with pytest.raises(ConfigError, match=message):
         check_config(config, root / "schemas/config.schema.yaml")
+
+
+def test_a_zero_shot_cell_is_one_job_over_every_seed_and_source_task():
+    """The plan: one scores file per zero-shot (source, task, model) cell, whose job reads every seed's source-side
+    trainings and asks for `eval_runtime_min` per evaluation; fine-tuning cells stay one file per seed; tables and
+    figures read each file once."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import yaml
+
+    from vocab_transfer.workflow import paths
+    from vocab_transfer.workflow.config import check_config, fill_defaults
+    from vocab_transfer.workflow.plan import Plan
+
+    root = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "tests/data/tiny_config.yaml").read_text())
+    config["finetune"]["seeds"] = [1, 2, 3]
+    config["zero_shot"]["eval_runtime_min"] = 4
+    config = fill_defaults(config, root / "schemas/config.schema.yaml")
+    check_config(config, root / "schemas/config.schema.yaml")
+    plan = Plan(config)
+    assert plan.cell_scores("tiny", "he-ner-zs", "madx") == ["results/zeroshot/tiny/he-ner-zs/madx.parquet"]
+    assert plan.cell_scores("tiny", "he-ner", "source") == [paths.finetune_scores("tiny", "he-ner", "source", s)
+                                                              for s in (1, 2, 3)]
+    files = plan.finetune_scores()
+    assert len(files) == len(set(files)) and files.count(paths.zeroshot_scores("tiny", "he-ner-zs", "madx")) == 1
+    w = SimpleNamespace(source="tiny", task="he-ner-zs", ftmodel="madx")
+    inputs = plan.zero_shot_inputs(w)
+    assert [inputs[f"trained__he-ner-src__{s}"] for s in (1, 2, 3)] == [
+        paths.source_task_model("tiny", "he-ner-src", "madx", s) for s in (1, 2, 3)]
+    assert plan.zero_shot_flags(w, inputs) == " ".join(
+        f"--from he-ner-src {s} {paths.source_task_model('tiny', 'he-ner-src', 'madx', s)} "
+        f"{paths.source_task_scores('tiny', 'he-ner-src', 'madx', s)}" for s in (1, 2, 3))
+    assert plan.zero_shot_runtime(w) == 4 * 3  # 3 seeds x 1 source task
+    records = plan.paper_table_records(SimpleNamespace(table="zero_shot"))
+    assert [p for _, p, _ in records] == [paths.zeroshot_scores("tiny", "he-ner-zs", m)
+                                          for m in ("madx", "adapter-lapt")]

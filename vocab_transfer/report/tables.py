@@ -70,10 +70,11 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
 
 
 def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3. Zero-shot
-    cells (``vocab_transfer.training.zeroshot``: one row per source task and seed) are the mean over seeds and source
-    languages, as unks-everywhere Table 3 averages its four source languages; their std is over the seeds of the
-    source-averaged score (not over all source × seed runs, which would mix the languages' spread in).
+    """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3; the seeds are
+    the rows' ``seed`` column. Zero-shot cells (``vocab_transfer.training.zeroshot``: one file per cell, a row per
+    seed and source task) are the mean over seeds and source languages, as unks-everywhere Table 3 averages its four
+    source languages; their std is over the seeds of the source-averaged score (not over all source × seed runs,
+    which would mix the languages' spread in).
 
     Columns: ``source, task_name, language, task, model, method, metric, seeds, test_mean, test_std,
     dev_mean, dev_std, test2_mean`` (``SECONDARY``), ``extra_mean, extra_std`` (the metric on the first extra

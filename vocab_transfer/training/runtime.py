@@ -346,14 +346,14 @@ def setup_logging(log_path: str | None) -> None:
 
 
 class Progress:
-    """Steps per second and the ETA since ``start`` (the step a run began or resumed at)."""
+    """Steps (or another ``unit``) per second and the ETA since ``start`` (the step a run began or resumed at)."""
 
-    def __init__(self, start: int, total: int):
-        self.start, self.total, self.t0 = start, total, time.time()
+    def __init__(self, start: int, total: int, unit: str = "steps"):
+        self.start, self.total, self.t0, self.unit = start, total, time.time(), unit
 
     def rate(self, step: int) -> float:
         return (step - self.start) / max(time.time() - self.t0, 1e-9)
 
     def __call__(self, step: int) -> str:
         rate = self.rate(step)
-        return f"{rate:.2f} steps/s, ETA {(self.total - step) / rate if rate > 0 else float('nan'):.0f} s"
+        return f"{rate:.2f} {self.unit}/s, ETA {(self.total - step) / rate if rate > 0 else float('nan'):.0f} s"

@@ -6,8 +6,9 @@ the target's embeddings (and language adapter) swapped in. A resumable CLI for C
         --data results/tasks/en-ner --seed 1 --variant adapter --output results/source_task/.../seed1.model \\
         --scores results/source_task/.../seed1.parquet
     python -m vocab_transfer.training.zeroshot evaluate --target results/lapt/mbert/am/el_lex/model --task ner \\
-        --data results/tasks/am-ner --from en-ner results/source_task/.../seed1.model .../seed1.parquet \\
-        --seed 1 --output results/zeroshot/mbert/am-ner/el-lex/seed1.parquet
+        --data results/tasks/am-ner --from en-ner 1 results/source_task/.../seed1.model .../seed1.parquet \\
+        --from en-ner 2 results/source_task/.../seed2.model .../seed2.parquet \\
+        --output results/zeroshot/mbert/am-ner/el-lex.parquet
 
 Training variants (``--variant``, ``VARIANTS``):
 
@@ -25,9 +26,14 @@ Training variants (``--variant``, ``VARIANTS``):
   model on the target's test set, tokenized with the source's own tokenizer (the target must be the source model).
 
 ``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set, checkpoints every
-evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` writes one row per source task: the
-source dev score (selection) and source test score next to the target test score, with the source task, its
-language and the variant, so ``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
+evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one target under every
+source-side training it is given (``--from <source task> <seed> <trained> <scores>``, repeated: a table cell's
+seeds times its source tasks). It reads the target model, its tokenizer and the test split once and swaps each
+training in (variant ``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``: the
+trained model is loaded), reseeding before each, so every row is what evaluating that training alone gives. It
+writes one row per (seed, source task), in the order given: the source dev score (selection) and source test
+score next to the target test score, with the seed, the source task, its language and the variant, so
+``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
 
 Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source side
 started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a tokenizer
@@ -56,6 +62,7 @@ from .adapters import (
     attached_adapter_config,
     load_task_adapter,
     save_task_adapter,
+    strip_task_adapter,
     task_adapter_config,
     task_adapter_parameter_names,
 )
@@ -73,7 +80,7 @@ from .finetune import (
     task_encoder,
     task_labels,
 )
-from .runtime import autocast_factory
+from .runtime import Progress, autocast_factory
 from .settings import UNSEEN_LABELS, ZERO_SHOT_VARIANTS
 
 log = logging.getLogger(__name__)
@@ -109,9 +116,11 @@ def body_fingerprint(model) -> dict[str, str]:
             for name, p in base.named_parameters() if name not in skip and p is not emb}
 
 
-def check_body(model, expected: dict[str, str], *, target: str, trained: str) -> None:
-    """ValueError naming the differing transformer parameters when ``model``'s fingerprint is not ``expected``."""
-    found = body_fingerprint(model)
+def check_body(model, expected: dict[str, str], *, target: str, trained: str,
+               found: dict[str, str] | None = None) -> None:
+    """ValueError naming the differing transformer parameters when ``model``'s fingerprint (``found``: computed
+    already) is not ``expected``."""
+    found = body_fingerprint(model) if found is None else found
     if found == expected:
         return
     differ = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
@@ -173,54 +182,102 @@ def read_source_task(folder: str | Path) -> dict:
     return json.loads(path.read_text())
 
 
+class ZeroShotTarget:
+    """The target side of zero-shot evaluations (``target``: a LAPT output, or the source model), read once for
+    any number of source-side trainings: its task model (body, embeddings, language adapter; one per label set,
+    the latest kept), the transformer's fingerprint and the language adapter's settings, and (variant ``full``)
+    its vocabulary. :meth:`model` gives what :func:`load_zero_shot_model` gives."""
+
+    def __init__(self, target: str | Path, task: str):
+        self.target, self.task = str(target), task
+        self._key: str | None = None
+        self._model = None
+        self._body: dict[str, str] | None = None
+        self._adapter: dict | None = None
+        self._vocab: dict | None = None
+
+    def task_model(self, labels: list[str], sizes: dict):
+        """The target's task model for ``labels`` (and parser ``sizes``), built once per label set."""
+        key = json.dumps([list(labels), sizes], sort_keys=True)
+        if key != self._key:
+            self._key, self._model = None, None  # free the previous one first
+            self._model = load_task_model(self.task, self.target, labels, **sizes)
+            self._key = key
+            if self._body is None:  # the heads differ per label set, the transformer does not
+                self._body = body_fingerprint(self._model)
+                self._adapter = attached_adapter_config(adapter_host(self._model))
+        return self._model
+
+    def vocab(self) -> dict:
+        from ..data.tokenizer import load_tokenizer
+
+        if self._vocab is None:
+            self._vocab = load_tokenizer(self.target).get_vocab()
+        return self._vocab
+
+    def model(self, trained: str | Path):
+        """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
+        (see the module docstring per variant). Variant ``adapter`` reuses the target's task model: the task adapter
+        and the head of an earlier call are replaced (the task adapter removed and loaded afresh, every head tensor
+        overwritten), so the result does not depend on what was loaded before. Raises ValueError for a task,
+        transformer, language-adapter or (``full``) vocabulary mismatch."""
+        from ..data.tokenizer import load_tokenizer
+        from ..source_model import check_tokenizer_matches
+
+        meta, task, target = read_source_task(trained), self.task, self.target
+        if meta["task"] != task:
+            raise ValueError(f"{trained} was trained for task {meta['task']!r}, not {task!r}")
+        labels, sizes = meta["labels"], meta.get("parser") or {}
+        target_model = self.task_model(labels, sizes)
+        check_body(target_model, meta["body"], target=target, trained=str(trained), found=self._body)
+        theirs, ours = self._adapter, meta["language_adapter"]
+        if meta["variant"] == "adapter":
+            if theirs is None:
+                raise ValueError(f"{target} has no language adapter, but {trained} trained a task adapter stacked on "
+                                 "one (MAD-X): the target's LAPT run must be of variant adapter")
+            if theirs != ours:
+                differ = {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
+                          if ours.get(k) != theirs.get(k)}
+                raise ValueError(f"the language adapter of {target} differs from the source-side one of {trained} in "
+                                 f"(source, target) {differ}: train both LAPT runs with the same adapter settings "
+                                 "(e.g. both MAD-X 2.0: skip_last_layer true)")
+            host = adapter_host(target_model)
+            if task_adapter_parameter_names(host):
+                strip_task_adapter(host)  # an earlier training's: attached again with this one's settings
+            load_task_adapter(host, trained)
+            head = load_file(Path(trained) / HEAD_FILE)
+            if set(head) != set(head_state_dict(target_model)):
+                raise ValueError(f"{Path(trained) / HEAD_FILE} does not fit the {task} head: keys {sorted(head)[:5]}")
+            target_model.load_state_dict(head, strict=False)
+            return target_model
+        if theirs is not None:
+            raise ValueError(f"{target} has a language adapter, but variant {meta['variant']} trains without one: "
+                             "the target must come from a LAPT run of variant embeddings_only (fmt) or be the source "
+                             "(full)")
+        model = load_task_model(task, str(trained), labels, **sizes)
+        if meta["variant"] == "fmt":  # App. A.1: replace the (frozen) source embedding matrix with the target's
+            rows = adapter_host(target_model).get_input_embeddings().weight.detach()
+            host = adapter_host(model)
+            host.resize_token_embeddings(rows.shape[0], mean_resizing=False)
+            with torch.no_grad():
+                host.get_input_embeddings().weight.copy_(rows)
+        else:  # full: the source's own vocabulary, trained embeddings kept
+            ours_vocab, theirs_vocab = load_tokenizer(str(trained)).get_vocab(), self.vocab()
+            if ours_vocab != theirs_vocab:
+                raise ValueError(f"variant full keeps the source's trained embeddings, so the target must use the "
+                                 f"source's tokenizer; {target}'s vocabulary ({len(theirs_vocab)} tokens) differs from "
+                                 f"the one of {trained} ({len(ours_vocab)} tokens)")
+            check_tokenizer_matches(len(theirs_vocab), adapter_host(model).get_input_embeddings().weight.shape[0],
+                                    name=str(trained))
+        return model
+
+
 def load_zero_shot_model(trained: str | Path, target: str, task: str):
     """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
-    (``target``: a LAPT output, or the source model): see the module docstring per variant. Raises ValueError for
-    a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
-    from ..data.tokenizer import load_tokenizer
-    from ..source_model import check_tokenizer_matches
-
-    meta = read_source_task(trained)
-    if meta["task"] != task:
-        raise ValueError(f"{trained} was trained for task {meta['task']!r}, not {task!r}")
-    labels, sizes = meta["labels"], meta.get("parser") or {}
-    target_model = load_task_model(task, target, labels, **sizes)
-    check_body(target_model, meta["body"], target=target, trained=str(trained))
-    theirs, ours = attached_adapter_config(adapter_host(target_model)), meta["language_adapter"]
-    if meta["variant"] == "adapter":
-        if theirs is None:
-            raise ValueError(f"{target} has no language adapter, but {trained} trained a task adapter stacked on one "
-                             "(MAD-X): the target's LAPT run must be of variant adapter")
-        if theirs != ours:
-            differ = {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k)}
-            raise ValueError(f"the language adapter of {target} differs from the source-side one of {trained} in "
-                             f"(source, target) {differ}: train both LAPT runs with the same adapter settings "
-                             "(e.g. both MAD-X 2.0: skip_last_layer true)")
-        load_task_adapter(adapter_host(target_model), trained)
-        head = load_file(Path(trained) / HEAD_FILE)
-        if set(head) != set(head_state_dict(target_model)):
-            raise ValueError(f"{Path(trained) / HEAD_FILE} does not fit the {task} head: keys {sorted(head)[:5]}")
-        target_model.load_state_dict(head, strict=False)
-        return target_model
-    if theirs is not None:
-        raise ValueError(f"{target} has a language adapter, but variant {meta['variant']} trains without one: the "
-                         "target must come from a LAPT run of variant embeddings_only (fmt) or be the source (full)")
-    model = load_task_model(task, str(trained), labels, **sizes)
-    if meta["variant"] == "fmt":  # App. A.1: replace the (frozen) source embedding matrix with the target's
-        rows = adapter_host(target_model).get_input_embeddings().weight.detach()
-        host = adapter_host(model)
-        host.resize_token_embeddings(rows.shape[0], mean_resizing=False)
-        with torch.no_grad():
-            host.get_input_embeddings().weight.copy_(rows)
-    else:  # full: the source's own vocabulary, trained embeddings kept
-        ours_vocab, theirs_vocab = load_tokenizer(str(trained)).get_vocab(), load_tokenizer(target).get_vocab()
-        if ours_vocab != theirs_vocab:
-            raise ValueError(f"variant full keeps the source's trained embeddings, so the target must use the source's "
-                             f"tokenizer; {target}'s vocabulary ({len(theirs_vocab)} tokens) differs from the one of "
-                             f"{trained} ({len(ours_vocab)} tokens)")
-        check_tokenizer_matches(len(theirs_vocab), adapter_host(model).get_input_embeddings().weight.shape[0],
-                                name=str(trained))
-    return model
+    (``target``: a LAPT output, or the source model), read afresh: see the module docstring per variant and
+    :class:`ZeroShotTarget` (which reads the target once for many trainings). Raises ValueError for a task,
+    transformer, language-adapter or (``full``) vocabulary mismatch."""
+    return ZeroShotTarget(target, task).model(trained)
 
 
 # ------------------------------------------------------------------------------------------ evaluation
@@ -232,9 +289,11 @@ def unseen_labels(task: str, df: pd.DataFrame, labels: list[str]) -> list[str]:
 
 
 def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: list[str], cfg: FinetuneConfig, *,
-                       unseen: str = "error") -> dict[str, float]:
+                       unseen: str = "error", encoded: dict | None = None) -> dict[str, float]:
     """Test scores of ``model`` on the target's ``test`` split (metrics of ``finetune.evaluate``). A target label
-    the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``)."""
+    the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``). ``encoded``:
+    a dict that keeps the encoded split between calls with the same tokenizer and test split (keyed by what the
+    encoding depends on: the label list, the sequence length, the model's segment ids)."""
     if unseen not in UNSEEN:
         raise ValueError(f"unseen labels: one of {list(UNSEEN)}, not {unseen!r}")
     extra = unseen_labels(task, test, labels)
@@ -248,7 +307,12 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
     autocast, _ = autocast_factory(cfg.precision, device)
     cfg = fit_to_model(cfg, model)
     model.to(device)
-    items = task_encoder(task, tokenizer, labels + extra, cfg, model)(test, False)
+    key = json.dumps([labels + extra, cfg.seq_len, cfg.doc_stride, getattr(model.config, "type_vocab_size", 1) > 1])
+    items = None if encoded is None else encoded.get(key)
+    if items is None:
+        items = task_encoder(task, tokenizer, labels + extra, cfg, model)(test, False)
+        if encoded is not None:
+            encoded[key] = items
     return evaluate(model, task, items, test, labels + extra, cfg, tokenizer.pad_token_id, device, autocast)
 
 
@@ -287,38 +351,70 @@ def train_main(args) -> None:
     remove_tree(checkpoints)  # whole or gone if killed meanwhile
 
 
+def parse_sources(sources: list[list[str]]) -> list[tuple[int, str, str, str]]:
+    """``--from NAME SEED TRAINED SCORES`` entries as (seed, name, trained, scores); ValueError for a seed that is
+    not an integer or a (seed, source task) given twice."""
+    out, seen = [], set()
+    for name, seed, trained, scores in sources:
+        try:
+            n = int(seed)
+        except ValueError:
+            raise ValueError(f"--from {name} {seed} ...: the seed must be an integer, not {seed!r}") from None
+        if (n, name) in seen:
+            raise ValueError(f"--from {name} {n} is given twice")
+        seen.add((n, name))
+        out.append((n, name, trained, scores))
+    return out
+
+
 def evaluate_main(args) -> None:
     from ..data.tasks import check_columns
     from ..data.tokenizer import load_tokenizer
     from ..source_model import check_tokenizer_matches
 
     cfg = setup_cli(args)
+    sources = parse_sources(args.sources)
     path = Path(args.data) / "test.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{args.data}: no test.parquet (rule prepare_task)")
     test = pd.read_parquet(path)
     check_columns(args.task, test)
     tokenizer = load_tokenizer(args.tokenizer or args.target)
-    rows = []
-    for name, trained, scores_path in args.sources:
+    target, encoded, meta = ZeroShotTarget(args.target, args.task), {}, json.loads(args.meta)
+    metas = [read_source_task(trained) for _, _, trained, _ in sources]  # every training is there before any runs
+    # trainings with the same label set next to each other, so the target's task model is built once per set
+    first: dict[str, int] = {}
+    keys = [first.setdefault(json.dumps([m["labels"], m.get("parser")], sort_keys=True), i)
+            for i, m in enumerate(metas)]
+    order = sorted(range(len(sources)), key=lambda i: keys[i])
+    rows: list[dict | None] = [None] * len(sources)
+    progress = Progress(0, len(sources), unit="evaluations")
+    log.info("zero-shot %s (%s): %d evaluations (seeds %s x source tasks %s), %d test sentences", args.target,
+             args.task, len(sources), sorted({n for n, *_ in sources}), list(dict.fromkeys(s for _, s, *_ in sources)),
+             len(test))
+    for done, i in enumerate(order, start=1):
+        seed, name, trained, scores_path = sources[i]
         t0 = time.time()
-        model = load_zero_shot_model(trained, args.target, args.task)
+        torch.manual_seed(seed)  # as a job of this seed alone: nothing of an earlier evaluation's RNG use carries over
+        model = target.model(trained)
         check_tokenizer_matches(len(tokenizer), adapter_host(model).get_input_embeddings().weight.shape[0],
                                 name=args.target)
-        labels = read_source_task(trained)["labels"]
-        scores = evaluate_zero_shot(model, tokenizer, args.task, test, labels, cfg, unseen=args.unseen_labels)
+        labels = metas[i]["labels"]
+        scores = evaluate_zero_shot(model, tokenizer, args.task, test, labels, cfg, unseen=args.unseen_labels,
+                                    encoded=encoded)
+        del model  # fmt, full: the trained model, freed before the next is loaded
         src = pd.read_parquet(scores_path).iloc[0].to_dict()
         metric = src["metric"]
-        rows.append({**json.loads(args.meta), "task": args.task, "seed": args.seed, "zero_shot": True,
-                     "source_task": name, "source_language": src.get("source_language"), "setup": src.get("setup"),
-                     "variant": src["variant"], "metric": metric, "selected_step": src["selected_step"],
-                     "steps": src["steps"], **{k: v for k, v in src.items() if k.startswith("dev_")},
-                     **{f"source_{k}": v for k, v in src.items() if k.startswith("test_")},
-                     **{f"test_{k}": v for k, v in scores.items()}, "n_train": src["n_train"],
-                     "n_dev": src["n_dev"], "n_test": len(test)})
-        log.info("zero-shot %s -> %s (%s): test %s %.4f (source test %.4f), %d sentences in %.1f s", name,
-                 args.target, src["variant"], metric, scores[metric], src[f"test_{metric}"], len(test),
-                 time.time() - t0)
+        rows[i] = {**meta, "task": args.task, "seed": seed, "zero_shot": True,
+                   "source_task": name, "source_language": src.get("source_language"), "setup": src.get("setup"),
+                   "variant": src["variant"], "metric": metric, "selected_step": src["selected_step"],
+                   "steps": src["steps"], **{k: v for k, v in src.items() if k.startswith("dev_")},
+                   **{f"source_{k}": v for k, v in src.items() if k.startswith("test_")},
+                   **{f"test_{k}": v for k, v in scores.items()}, "n_train": src["n_train"],
+                   "n_dev": src["n_dev"], "n_test": len(test)}
+        log.info("zero-shot %d/%d: %s seed %d -> %s (%s): test %s %.4f (source test %.4f), %d sentences in %.1f s; %s",
+                 done, len(sources), name, seed, args.target, src["variant"], metric, scores[metric],
+                 src[f"test_{metric}"], len(test), time.time() - t0, progress(done))
     write_parquet(pd.DataFrame(rows), args.output)
 
 
@@ -335,18 +431,20 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--scores", required=True, help="source dev/test scores parquet (one row)")
     t.add_argument("--history", help="dev curve parquet (default: <scores stem>.history.parquet)")
     t.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
-    e = sub.add_parser("evaluate", help="zero-shot evaluation on a target test set (one row per source task)")
+    t.add_argument("--seed", type=int, required=True)
+    e = sub.add_parser("evaluate", help="zero-shot evaluation on a target test set (one row per seed and source task)")
     e.add_argument("--target", required=True, help="target model: LAPT output (embeddings, language adapter) or source")
     e.add_argument("--tokenizer", help="target tokenizer folder (default: the target folder)")
-    e.add_argument("--from", dest="sources", nargs=3, action="append", required=True,
-                   metavar=("NAME", "TRAINED", "SCORES"), help="a source task: name, trained folder, scores parquet")
-    e.add_argument("--output", required=True, help="scores parquet (one row per source task)")
+    e.add_argument("--from", dest="sources", nargs=4, action="append", required=True,
+                   metavar=("NAME", "SEED", "TRAINED", "SCORES"),
+                   help="a source-side training: source task, seed, trained folder, scores parquet (repeat: one per "
+                        "seed and source task)")
+    e.add_argument("--output", required=True, help="scores parquet (one row per --from, with its seed)")
     e.add_argument("--unseen-labels", choices=UNSEEN, default="error",
                    help="target labels outside the source label set: stop (error) or score as errors (wrong)")
     for q in (t, e):
         q.add_argument("--task", required=True, choices=sorted(METRICS))
         q.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
-        q.add_argument("--seed", type=int, required=True)
         q.add_argument("--meta", default="{}", help="JSON object of columns added to the scores rows")
         q.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
         q.add_argument("--log", help="log file")

@@ -472,7 +472,7 @@ class ZeroShot(Section):
     launcher: str = "python"
     gpus: int = _f(0, ge=0)
     runtime_min: int = _f(60, ge=1)
-    eval_runtime_min: int = _f(30, ge=1)
+    eval_runtime_min: int = _f(5, ge=1)  # per evaluation; a job asks for it x seeds x source tasks
 
     def job_threads(self) -> int:
         """CPU threads of a source-side training or zero-shot evaluation job: ``training.threads``, else 1."""

@@ -30,7 +30,7 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/tasks/<task>/                                         downstream data
     results/finetune/<source>/<task>/<model>/seed<N>.{parquet,history.parquet,checkpoints/}
     results/source_task/<source>/<source task>/<setup>/seed<N>.{model/,parquet,history.parquet,checkpoints/}
-    results/zeroshot/<source>/<task>/<model>/seed<N>.parquet
+    results/zeroshot/<source>/<task>/<model>.parquet              zero-shot scores: a row per seed and source task
     results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet, paper/<table>.{csv,md,html}
     results/figures/<kind>/<source>/<name>.{png,svg,csv}          kind: lapt_curves, embedding_correlation,
                                                                   lapt_finetune, token_accuracy
@@ -243,8 +243,9 @@ def source_task_checkpoints(source: str, srctask: str, setup: str, seed: str | i
     return f"{source_task(source, srctask, setup, seed)}.checkpoints"
 
 
-def zeroshot_scores(source: str, task: str, model: str, seed: str | int) -> str:
-    return f"{RESULTS}/zeroshot/{source}/{task}/{model}/seed{seed}.parquet"
+def zeroshot_scores(source: str, task: str, model: str) -> str:
+    """The zero-shot scores of one (source, task, model) cell: a row per seed and source task (``seed`` column)."""
+    return f"{RESULTS}/zeroshot/{source}/{task}/{model}.parquet"
 
 
 # --- tables and figures ---------------------------------------------------------------------------------------

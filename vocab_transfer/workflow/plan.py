@@ -487,16 +487,20 @@ class Plan:
     def finetune_embeddings_flag(self, wildcards, input):
         return f"--embeddings {input.embeddings}" if "embeddings" in input.keys() else ""
 
-    def cell_scores(self, source, task, model, seed):
-        """The scores file of one (source, task, model, seed) cell: fine-tuning, or zero-shot evaluation."""
+    def cell_scores(self, source, task, model) -> list[str]:
+        """The scores files of one (source, task, model) cell, every seed: one fine-tuning file per seed, or the
+        cell's one zero-shot file (a row per seed and source task, rule evaluate_zero_shot). Readers take the
+        seeds from the rows' ``seed`` column."""
+        if not self.seeds:
+            return []
         if self.ft_tasks[task].zero_shot is not None:
-            return paths.zeroshot_scores(source, task, model, seed)
-        return paths.finetune_scores(source, task, model, seed)
+            return [paths.zeroshot_scores(source, task, model)]
+        return [paths.finetune_scores(source, task, model, seed) for seed in self.seeds]
 
     def finetune_scores(self, wildcards=None):
-        """Every (source, task, model, seed) cell; a model's `tasks` may leave some tasks out."""
-        return [self.cell_scores(s, t, m, seed) for s in self.sources for m in self.ft_models
-                for t in finetune_model_tasks(self.cfg, m) for seed in self.seeds]
+        """The scores files of every (source, task, model) cell; a model's `tasks` may leave some tasks out."""
+        return [f for s in self.sources for m in self.ft_models for t in finetune_model_tasks(self.cfg, m)
+                for f in self.cell_scores(s, t, m)]
 
     def finetune_outputs(self, wildcards=None):
         return [paths.finetune_table("md")] if self.ft_tasks and self.ft_models else []
@@ -527,8 +531,8 @@ class Plan:
         rows = cells or spec.rows or list(self.ft_models)
         tasks = set(spec.tasks or []) if spec.grid else {
             t for names in (spec.groups or {"": list(self.ft_tasks)}).values() for t in names}
-        files = [self.cell_scores(s, t, m, seed) for s in self.sources for m in rows
-                 for t in finetune_model_tasks(self.cfg, m) if t in tasks for seed in self.seeds]
+        files = [f for s in self.sources for m in rows for t in finetune_model_tasks(self.cfg, m) if t in tasks
+                 for f in self.cell_scores(s, t, m)]
         return [(f"scores__{i}", p, {}) for i, p in enumerate(files)]
 
     def vocab_table_records(self, spec) -> list[tuple[str, str, dict]]:
@@ -674,8 +678,8 @@ class Plan:
         records = [("source_tokenizer", self.source_tokenizer_dir(SimpleNamespace(source=s)), {"kind": "source"})]
         for t in spec.tasks:
             lang = self.ft_tasks[t].language
-            records += [(f"scores__{t}__{seed}", self.cell_scores(s, t, spec.model, seed),
-                         {"kind": "scores", "task": t, "language": lang}) for seed in self.seeds]
+            records += [(f"scores__{t}__{i}", f, {"kind": "scores", "task": t, "language": lang})
+                        for i, f in enumerate(self.cell_scores(s, t, spec.model))]
             records += [(f"tokenizer__{t}", paths.tokenizer(lang), {"kind": "tokenizer", "task": t, "language": lang}),
                         (f"overlap__{t}", paths.overlap(s, lang), {"kind": "overlap", "task": t, "language": lang})]
         return records
@@ -692,8 +696,8 @@ class Plan:
                     lang = self.ft_tasks[t].language
                     fields = {"series": label, "model": m, "task": t}
                     records.append((f"curve__{m}__{t}", paths.lapt_curve(s, lang, run), {"kind": "curve", **fields}))
-                    records += [(f"scores__{m}__{t}__{seed}", self.cell_scores(s, t, m, seed),
-                                 {"kind": "scores", **fields}) for seed in self.seeds]
+                    records += [(f"scores__{m}__{t}__{i}", f, {"kind": "scores", **fields})
+                                for i, f in enumerate(self.cell_scores(s, t, m))]
         return records
 
     def paper_figure_outputs(self, wildcards=None):
@@ -732,23 +736,33 @@ class Plan:
     def zero_shot_setup(self, wildcards):
         return self.ft_models[wildcards.ftmodel].zero_shot
 
+    def zero_shot_evaluations(self, wildcards) -> list[tuple[int, str]]:
+        """The (seed, source task) pairs a zero-shot cell evaluates: every seed of ``finetune.seeds`` times every
+        source task of the zero-shot task, seeds first."""
+        return [(seed, src) for seed in self.seeds for src in self.ft_tasks[wildcards.task].zero_shot]
+
     def zero_shot_inputs(self, wildcards):
         """The target model (the model's LAPT output on the task's language, or the source), the task's test data and
-        per source task the source-side training of the model's setup and seed."""
+        per seed and source task the source-side training of the model's setup (its folder and scores)."""
         model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
         s, setup = wildcards.source, model.zero_shot
         target = (paths.lapt_model(s, task.language, model.lapt) if model.lapt
                   else self.source_model_dir(wildcards))
         inputs = {"target": target, "data": paths.task_data(wildcards.task)}
-        for src in task.zero_shot:
-            inputs[f"trained__{src}"] = paths.source_task_model(s, src, setup, wildcards.seed)
-            inputs[f"scores__{src}"] = paths.source_task_scores(s, src, setup, wildcards.seed)
+        for seed, src in self.zero_shot_evaluations(wildcards):
+            inputs[f"trained__{src}__{seed}"] = paths.source_task_model(s, src, setup, seed)
+            inputs[f"scores__{src}__{seed}"] = paths.source_task_scores(s, src, setup, seed)
         return inputs
 
     def zero_shot_flags(self, wildcards, input):
-        """`--from <source task> <trained folder> <scores>` per source task of the zero-shot task."""
-        return " ".join(f"--from {src} {input[f'trained__{src}']} {input[f'scores__{src}']}"
-                        for src in self.ft_tasks[wildcards.task].zero_shot)
+        """`--from <source task> <seed> <trained folder> <scores>` per seed and source task of the cell."""
+        return " ".join(f"--from {src} {seed} {input[f'trained__{src}__{seed}']} {input[f'scores__{src}__{seed}']}"
+                        for seed, src in self.zero_shot_evaluations(wildcards))
+
+    def zero_shot_runtime(self, wildcards):
+        """Minutes a zero-shot cell's job asks for: ``zero_shot.eval_runtime_min`` per evaluation (a seed and a
+        source task) times its evaluations."""
+        return self.cfg.zero_shot.eval_runtime_min * max(1, len(self.zero_shot_evaluations(wildcards)))
 
     def zero_shot_config(self, wildcards):
         """Evaluation settings (seq_len, eval_batch_size, precision, threads): the first source task's training."""
