@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from vocab_transfer.workflow.config import ConfigError, all_targets, check_config, expand_snapshot_models, fill_defaults
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
+from vocab_transfer.workflow import warm
 from vocab_transfer.workflow.cluster import check_submission
 from vocab_transfer.workflow.model import FASTTEXT_PRESETS, TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
@@ -40,6 +41,11 @@ onstart:
         problems = check_submission(executor, jobs, lapt_nodes=plan.cfg.lapt.nodes)
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
+    # Jobs run here: fork the script jobs from one process that has imported torch & co. once
+    # (vocab_transfer/workflow/warm.py; VOCAB_TRANSFER_WARM=0 turns it off). A handful of jobs is not worth it.
+    if executor == "local" and warm.wanted(workflow):
+        if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script) >= 4:
+            warm.start()
 
 
 # The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan.py);

@@ -52,7 +52,7 @@ rule factorize_source:
     params:
         spec=plan.factorization_params,
         seed=cfg.seed,
-    threads: 2
+    threads: 1
     priority: 90
     resources:
         gpu=plan.factorization_gpus,

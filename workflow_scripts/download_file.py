@@ -4,6 +4,10 @@ Only runs when the config asks for a hub resource. ``.gz`` URLs are decompressed
 file is written atomically, so an interrupted download leaves nothing a rerun would trust.
 """
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # local runs: the rest runs in a process forked from one that has done the imports
+
 import gzip
 import shutil
 import urllib.request

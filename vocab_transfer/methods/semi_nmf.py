@@ -71,7 +71,8 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
     - mode ``"gram"`` (default): ``F`` is never formed inside the loop. Since ``F`` is the
       least-squares solution, ``FᵀX = M⁺ G K`` and ``FᵀF = M⁺ G K Gᵀ M⁺`` with ``K = XᵀX`` [D, D] and
       ``M = G Gᵀ``, so one pass over X computes ``K`` and every iteration costs O(D²·D') instead of
-      O(|V|·D·D'); the iterates are the same as in mode ``"direct"`` (which forms ``F`` each iteration,
+      O(|V|·D·D'), with ``M⁻¹`` applied by Cholesky solves (a pseudo-inverse only where ``M`` is singular, about
+      3× cheaper at D' = 100); the iterates are the same as in mode ``"direct"`` (which forms ``F`` each iteration,
       kept for checking and the benchmark) up to rounding. The error is computed from the same
       quantities, ``||X||² - 2⟨FᵀX, G⟩ + ⟨FᵀF, G Gᵀ⟩``;
     - precision: ``dtype`` (default float64: the Gram trick squares the condition number, and the
@@ -112,12 +113,18 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
     prev = float("inf")
     bar = tqdm(range(max_iter), desc=f"Semi-NMF {n}x{d} -> {rank}", disable=not progress, mininterval=5)
     for _ in bar:
-        m_pinv = torch.linalg.pinv(G @ G.T, hermitian=True)
         if Xd is None:
-            A = m_pinv @ (G @ K)  # FᵀX [rank, d]
-            FtF = A @ G.T @ m_pinv
+            M = G @ G.T
+            chol, info = torch.linalg.cholesky_ex(M)
+            if int(info) == 0:  # M = GGᵀ is positive definite while G has full row rank: two triangular solves
+                A = torch.cholesky_solve(G @ K, chol)  # FᵀX = M⁻¹ G K [rank, d]
+                FtF = torch.cholesky_solve((A @ G.T).T, chol)  # M⁻¹ G K Gᵀ M⁻¹ (symmetric)
+            else:  # a row of G died: the pseudo-inverse
+                m_pinv = torch.linalg.pinv(M, hermitian=True)
+                A = m_pinv @ (G @ K)
+                FtF = A @ G.T @ m_pinv
         else:
-            F = Xd @ (G.T @ m_pinv)
+            F = Xd @ (G.T @ torch.linalg.pinv(G @ G.T, hermitian=True))
             A, FtF = F.T @ Xd, F.T @ F
         FtF = (FtF + FtF.T) / 2
         G = G * torch.sqrt((_pos(A) + _neg(FtF) @ G) / (_neg(A) + _pos(FtF) @ G).clamp_min(tiny))

@@ -1,0 +1,255 @@
+"""Warm job starts for local runs: one process imports torch, transformers, pandas and the pipeline once, and every
+job of the run is forked from it instead of importing them again.
+
+Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s of CPU (torch about 1.5 s,
+transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake runs
+jobs on this machine (not ``--dry-run``, no cluster executor, no ``--sdm conda`` or ``apptainer``), the workflow
+starts ``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
+listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script calls
+:func:`handoff` first: it sends the script's path, arguments, working directory, environment and its standard
+input, output and error to the starter, which forks a child that runs the script as ``__main__`` with them. The job
+process waits for the child, passes it SIGINT, SIGTERM and SIGHUP, and exits with its status; the child kills
+itself when the job process goes away (Snakemake killed the job). Anything that goes wrong before the child starts
+(no starter, a starter still importing that dies) falls back to running the script in the job process itself, so
+a job never depends on the starter.
+
+The child is a fresh process for the job's purposes: its own working directory, environment and file descriptors,
+and no state from earlier jobs (each is forked from the starter, which never runs a job). The starter imports modules
+only, starts no thread and runs no torch operation, so OpenMP's thread pool is first created in the child with the
+job's thread count. Snakemake's ``benchmark:`` measures the job process, so with warm starts its CPU and memory
+columns leave out the child; jobs log their own peak memory at exit (``workflow/job.py``).
+
+``VOCAB_TRANSFER_WARM=0`` turns warm starts off for a run (every job imports for itself, as on a cluster).
+"""
+
+from __future__ import annotations
+
+import array
+import atexit
+import gc
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import traceback
+import uuid
+
+ENV = "VOCAB_TRANSFER_WARM"  # the starter's socket name; "0" (set by a user) turns warm starts off
+IN_CHILD = "VOCAB_TRANSFER_WARM_CHILD"  # set in a forked job: handoff() returns at once there
+PRELOAD = (  # what the workflow scripts import, heaviest first; a module that fails to import is skipped
+    "torch", "transformers", "transformers.modeling_utils", "transformers.models.auto.modeling_auto",
+    "transformers.models.xlm_roberta.modeling_xlm_roberta", "pandas", "pyarrow.parquet", "safetensors.torch",
+    "tokenizers", "sentencepiece", "fasttext", "scipy.sparse", "matplotlib.pyplot", "snakemake.iocontainers",
+    "vocab_transfer.init", "vocab_transfer.source_model", "vocab_transfer.io", "vocab_transfer.artifacts",
+    "vocab_transfer.data.tokenizer", "vocab_transfer.data.shards", "vocab_transfer.data.corpus",
+    "vocab_transfer.data.token_fasttext", "vocab_transfer.data.tasks", "vocab_transfer.eval.mlm",
+    "vocab_transfer.eval.probe", "vocab_transfer.eval.correlation", "vocab_transfer.methods.registry",
+    "vocab_transfer.report.tables", "vocab_transfer.report.plots", "vocab_transfer.workflow.job",
+)
+_MAX_REQUEST = 1 << 22  # bytes: the script path, argv, cwd and environment as JSON
+
+
+def wanted(workflow) -> bool:
+    """Whether a Snakemake run should start a warm starter: jobs run here, for real, in this Python environment."""
+    if os.environ.get(ENV, "") == "0" or os.environ.get(IN_CHILD):
+        return False
+    deployment = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None)
+    return bool(workflow.local_exec and not workflow.dryrun and not workflow.remote_exec and not deployment
+                and sys.platform.startswith("linux"))
+
+
+def start() -> subprocess.Popen:
+    """Start the starter for this process's jobs: it listens at once and imports :data:`PRELOAD` (a job that
+    connects meanwhile waits for it); it exits when this process does (its standard input closes)."""
+    global _starter
+    if _starter is None:
+        name = f"vocab-transfer-warm-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        _starter = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True)
+        os.environ[ENV] = name
+    return _starter
+
+
+_starter: subprocess.Popen | None = None  # kept: its standard input is the starter's lifeline
+
+
+def handoff() -> None:
+    """Run the calling script in a child of the warm starter, if this run has one, and exit with its status;
+    otherwise return, and the script runs in this process. Workflow scripts call it before their imports."""
+    name = os.environ.get(ENV)
+    if not name or name == "0" or os.environ.get(IN_CHILD):
+        return
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect("\0" + name)
+        request = json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+        socket.send_fds(sock, [len(request).to_bytes(8, "little") + request], [0, 1, 2])
+        pid = int(_read_line(sock))  # the child's pid: from here on the job runs there
+    except (OSError, ValueError):
+        sock.close()
+        return  # no starter (or it died before forking): run here
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda s, _f, pid=pid: _kill(pid, s))
+    try:
+        status = int(_read_line(sock))
+    except (OSError, ValueError):
+        print(f"warm start: lost the starter while job process {pid} ran", file=sys.stderr)
+        _kill(pid, signal.SIGKILL)
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _read_line(sock: socket.socket) -> str:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = sock.recv(64)
+        if not chunk:
+            raise OSError("connection closed")
+        data += chunk
+    return data.decode().strip()
+
+
+def _recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    fds = array.array("i")
+    data, anc, _flags, _addr = conn.recvmsg(_MAX_REQUEST, socket.CMSG_LEN(3 * fds.itemsize))
+    for level, kind, payload in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    size = int.from_bytes(data[:8], "little")
+    data = data[8:]
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise OSError("request cut short")
+        data += chunk
+    return json.loads(data), list(fds)
+
+
+def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
+    """In the forked child: become the job (its stdio, directory, environment, argv), run the script, exit."""
+    status = 1
+    try:
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            os.close(fd)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.environ[IN_CHILD] = "1"
+        sys.argv = list(request["argv"])
+        gc.enable()
+        _die_with(conn)
+        import runpy
+
+        try:
+            runpy.run_path(sys.argv[0], run_name="__main__")
+            status = 0
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if e.code is not None and not isinstance(e.code, int):
+                print(e.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+            status = 1
+        atexit._run_exitfuncs()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(status)
+
+
+def _die_with(conn: socket.socket) -> None:
+    """Kill this child when the job process that asked for it closes the connection (Snakemake killed the job)."""
+    import threading
+
+    def watch() -> None:
+        try:
+            while conn.recv(64):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def serve(name: str) -> None:
+    """The starter: listen, import :data:`PRELOAD`, then fork one child per request until standard input closes."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name)
+    listener.listen(128)
+    for module in PRELOAD:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - an optional module: the jobs that need it import it themselves
+            pass
+    gc.collect()
+    gc.freeze()  # the imported objects stay out of the children's collections: fewer copied pages
+    gc.disable()
+    children: dict[int, socket.socket] = {}
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, "accept")
+    sel.register(sys.stdin, selectors.EVENT_READ, "parent")
+    while True:
+        for key, _ in sel.select(timeout=0.05):
+            if key.data == "parent" and not sys.stdin.buffer.read1(4096):
+                return  # the Snakemake process is gone
+            if key.data == "accept":
+                conn, _ = listener.accept()
+                try:
+                    request, fds = _recv_request(conn)
+                except (OSError, ValueError):
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    sel.close()
+                    listener.close()
+                    for other in children.values():
+                        other.close()
+                    _run_child(conn, request, fds)
+                for fd in fds:
+                    os.close(fd)
+                try:
+                    conn.sendall(f"{pid}\n".encode())
+                except OSError:
+                    _kill(pid, signal.SIGKILL)
+                children[pid] = conn
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            conn = children.pop(pid, None)
+            if conn is not None:
+                code = os.waitstatus_to_exitcode(status)
+                try:
+                    conn.sendall(f"{code if code >= 0 else 128 - code}\n".encode())
+                except OSError:
+                    pass
+                conn.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
