@@ -12,6 +12,7 @@ rule train_fasttext:
         spec=plan.written("fasttext"),
         seed=cfg.seed,
     threads: cfg.fasttext.threads
+    priority: 95
     log:
         "logs/train_fasttext/{target}.log",
     benchmark:

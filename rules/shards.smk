@@ -9,6 +9,7 @@ rule tokenize_corpus:
     output:
         shards=directory(paths.shards("{lang}", "{split}")),
     threads: res.threads(config, "tokenize_corpus")
+    priority: 95
     log:
         "logs/tokenize_corpus/{lang}/{split}.log",
     benchmark:

@@ -2,7 +2,7 @@
 # README command 2: set up and run the test suite (what CI runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup_env.sh
+bash scripts/setup_env.sh --tests
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # A real single-node SLURM for the profile tests (tests/test_slurm.py); it must run before any snakemake

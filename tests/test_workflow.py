@@ -55,6 +55,9 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert all(loss[(t, "focus")] < loss[(t, "random")] for t in ("de", "sw"))
     md = (tiny_run / "results/tables/init_mlm_loss.md").read_text()
     assert "de (in)" in md and "sw (not in)" in md and "FOCUS" in md
+    # the script jobs of a local run were forked from the run's warm starter (vocab_transfer/workflow/warm.py)
+    init_logs = list((tiny_run / "logs/init_embeddings").rglob("*.log"))
+    assert init_logs and all("warm start: forked" in p.read_text() for p in init_logs)
     # every intermediate opens with pandas or safetensors alone
     for path in (tiny_run / "results").rglob("*"):
         if path.suffix == ".parquet":

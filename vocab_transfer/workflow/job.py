@@ -10,6 +10,8 @@ import os
 import resource
 import sys
 
+from .warm import IN_CHILD
+
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 
 
@@ -81,6 +83,8 @@ def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -
         os.environ["OMP_NUM_THREADS"] = str(n)  # torch's intra-op threads when it is imported
     log = logging.getLogger("job")
     log_peak_memory_at_exit(log)
+    if os.environ.get(IN_CHILD):
+        log.info("warm start: forked from the run's starter, imports done (vocab_transfer/workflow/warm.py)")
     from ..artifacts import set_job, snakemake_job, verify_inputs
 
     job = snakemake_job()

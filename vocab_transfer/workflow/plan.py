@@ -15,7 +15,7 @@ import hashlib
 import inspect
 import json
 import os
-from types import SimpleNamespace
+from types import MappingProxyType, SimpleNamespace
 
 from ..methods import catalog
 from ..methods.catalog import method_needs
@@ -775,8 +775,11 @@ class Plan:
         return canonical({**json.loads(self.finetune_meta(wildcards)), "setup": self.zero_shot_setup(wildcards)})
 
 
-# Snakemake reads an input or params function's signature on every call (inspect.signature, about 40,000 times for
-# the UNKs grid); inspect returns a function's __signature__ as it is instead of building it again (3% of that dry run).
+# Snakemake reads an input or params function's parameters on every call (about 30,000 times for the UNKs grid).
+# For a bound method inspect.signature builds them anew each time (7% of that dry run); Snakemake takes them from
+# the function's `_overwrite_params` instead where it has one (snakemake.common.get_function_params), and a bound
+# method shows its function's attributes: the parameters after `self`, computed once.
 for _fn in vars(Plan).values():
     if inspect.isfunction(_fn):
         _fn.__signature__ = inspect.signature(_fn)
+        _fn._overwrite_params = MappingProxyType(dict(list(_fn.__signature__.parameters.items())[1:]))

@@ -1,0 +1,123 @@
+"""Warm job starts (vocab_transfer/workflow/warm.py): a real starter process, real jobs forked from it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vocab_transfer.workflow import warm
+
+REPO = Path(__file__).resolve().parents[1]
+
+JOB = '''"""A job script as the workflow's are: handoff() first, then the imports."""
+from vocab_transfer.workflow.warm import handoff
+
+handoff()
+
+import json, os, sys, torch
+
+torch.set_num_threads(2)
+a = torch.randn(512, 512)
+(a @ a).sum().item()  # an OpenMP region with 2 threads: hangs if the starter had started OpenMP's pool
+print(json.dumps({"pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd(), "argv": sys.argv[1:],
+                  "foo": os.environ.get("FOO"), "threads": torch.get_num_threads(),
+                  "child": os.environ.get("VOCAB_TRANSFER_WARM_CHILD")}))
+print("to stderr", file=sys.stderr)
+sys.exit(int(sys.argv[1]))
+'''
+
+SLEEPER = '''"""Writes its pid, then sleeps."""
+from vocab_transfer.workflow.warm import handoff
+
+handoff()
+
+import os, sys, time
+
+open(sys.argv[1], "w").write(str(os.getpid()))
+time.sleep(120)
+'''
+
+
+def _env(name: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in (warm.ENV, warm.IN_CHILD)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    if name is not None:
+        env[warm.ENV] = name
+    return env
+
+
+@pytest.fixture(scope="module")
+def starter():
+    name = f"vocab-transfer-warm-test-{os.getpid()}"
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name], stdin=subprocess.PIPE,
+                            env=_env(None), cwd=REPO)
+    yield name, proc
+    proc.stdin.close()
+    proc.wait(timeout=30)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_a_job_runs_forked_from_the_starter_with_its_own_stdio_env_cwd_and_status(starter, tmp_path):
+    name, proc = starter
+    (tmp_path / "job.py").write_text(JOB)
+    for status in (0, 3):
+        out = subprocess.run([sys.executable, "job.py", str(status), "x y"], cwd=tmp_path, capture_output=True,
+                             text=True, env={**_env(name), "FOO": "bar"}, timeout=300)
+        assert out.returncode == status, out.stderr
+        import json
+
+        seen = json.loads(out.stdout)
+        assert seen["ppid"] == proc.pid  # forked from the starter, not run by the job process
+        assert seen["cwd"] == str(tmp_path) and seen["argv"] == [str(status), "x y"] and seen["foo"] == "bar"
+        assert seen["threads"] == 2 and seen["child"] == "1"
+        assert out.stderr.strip().endswith("to stderr")
+
+
+def test_without_a_starter_the_job_runs_in_its_own_process(tmp_path):
+    (tmp_path / "job.py").write_text(JOB)
+    for name in ("vocab-transfer-warm-nobody-listens", "0"):
+        out = subprocess.run([sys.executable, "job.py", "0"], cwd=tmp_path, capture_output=True, text=True,
+                             env=_env(name), timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert '"child": null' in out.stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_killing_the_job_process_ends_the_forked_job(starter, tmp_path, sig):
+    name, _ = starter
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    pid_file = tmp_path / "pid"
+    job = subprocess.Popen([sys.executable, "sleeper.py", str(pid_file)], cwd=tmp_path, env=_env(name))
+    deadline = time.time() + 120
+    while not (pid_file.is_file() and pid_file.read_text()):
+        assert time.time() < deadline and job.poll() is None
+        time.sleep(0.05)
+    child = int(pid_file.read_text())
+    assert child != job.pid and _alive(child)
+    job.send_signal(sig)
+    job.wait(timeout=30)
+    deadline = time.time() + 10
+    while _alive(child) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child)
+
+
+def test_the_starter_exits_with_the_process_that_started_it():
+    name = f"vocab-transfer-warm-exit-{os.getpid()}"
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name], stdin=subprocess.PIPE,
+                            env=_env(None), cwd=REPO)
+    time.sleep(0.5)
+    assert proc.poll() is None
+    proc.stdin.close()  # what the Snakemake process's exit does
+    assert proc.wait(timeout=60) == 0
