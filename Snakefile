@@ -19,10 +19,11 @@ if not workflow.config_settings.configfiles:
 
 
 # `priority:` orders the jobs that are ready when cores are short (a laptop, the demo on 2 cores): the source model
-# and what only it unblocks first (source tokenizer, its shards, pretraining: 100), then each target's tokenizer, shards
-# and token fastText (95: every init of the language waits for them, and a late one leaves a core idle at the end),
-# then the long jobs, longest first (factorizations 90, LAPT 80, fine-tuning 70). Everything else is 0. A cluster runs
-# ready jobs side by side anyway.
+# and what only it unblocks first (source tokenizer, its shards, pretraining: 100) and the target tokenizers (100:
+# Snakemake starts a job that needs several threads only once that many cores are free at the same time, which never
+# happens while one-thread jobs keep arriving), then each target's shards and token fastText (95: every init of the
+# language waits for them, and a late one leaves a core idle at the end), then the long jobs, longest first
+# (factorizations 90, LAPT 80, fine-tuning 70). Everything else is 0. A cluster runs ready jobs side by side anyway.
 include: "rules/common.smk"
 include: "rules/corpus.smk"
 include: "rules/source.smk"

@@ -18,7 +18,7 @@ rule train_tokenizer:
         like=plan.like_tokenizer_dir,
         seed=cfg.seed,
     threads: cfg.tokenizer.threads
-    priority: 95
+    priority: 100
     log:
         "logs/train_tokenizer/{lang}.log",
     benchmark:
