@@ -127,7 +127,9 @@ def run_size(size_text: str, args) -> pd.DataFrame:
     targets = ["results/eval_init/bench/de.parquet", "results/lapt/bench/de/focus/curve.parquet"]
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile",
            str(config), "--cores", str(args.cores), "--rerun-incomplete", *targets]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    # every job in a process of its own (no warm starts: a forked job's peak memory would include the starter's
+    # imports, and its time would leave its own out)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VOCAB_TRANSFER_WARM": "0"}
     # --only: remeasure these rules on the data already there, one Snakemake call each (--until with several rules
     # can leave a job unscheduled); the other rows stay as measured before
     calls = [cmd + ["--forcerun", rule, "--until", rule] for rule in args.only] if args.only else [cmd]

@@ -60,7 +60,9 @@ def run_rule(run: Path, config: dict, threads: int) -> dict:
     cfg = {**config, "fasttext": {**config["fasttext"], "threads": threads}}
     path = run / f"config-fasttext-{threads}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    # every job in a process of its own (no warm starts: a forked job's peak memory would include the starter's
+    # imports, and its time would leave its own out)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VOCAB_TRANSFER_WARM": "0"}
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile", str(path),
            "--cores", str(max(threads, 1)), "--forcerun", "train_fasttext", "--until", "train_fasttext",
            "results/fasttext/de/vectors.safetensors"]

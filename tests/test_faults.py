@@ -167,7 +167,8 @@ def test_finetune_killed_while_writing_a_checkpoint_and_at_random_moments(ft_inp
         if not kill_when(ft_inputs, out, lambda d=delay, s=start: time.monotonic() - s >= d):
             break  # the resumed run finished before its moment came: it wrote the results
     else:
-        assert not out.exists()  # every run was killed: no results yet
+        if out.exists():  # the last kill landed after the results were written, while the process exited:
+            pd.testing.assert_frame_equal(pd.read_parquet(out), pd.read_parquet(ref))  # they are whole
         finish(ft_inputs, out)
     assert_same_results(out, ref)
     SUMMARY["runs_recovered"] += 1
