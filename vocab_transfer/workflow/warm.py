@@ -146,9 +146,9 @@ def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
             os.dup2(fd, target)
         for fd in fds:
             os.close(fd)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, as in a fresh interpreter
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
