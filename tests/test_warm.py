@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -55,6 +56,17 @@ def starter():
     name = f"vocab-transfer-warm-test-{os.getpid()}"
     proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name], stdin=subprocess.PIPE,
                             env=_env(None), cwd=REPO)
+    deadline = time.time() + 60
+    while True:  # listening (a job that connects earlier runs in its own process, as it should)
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect("\0" + name)
+            break
+        except OSError:
+            assert time.time() < deadline and proc.poll() is None, "the starter did not listen"
+            time.sleep(0.05)
+        finally:
+            probe.close()
     yield name, proc
     proc.stdin.close()
     proc.wait(timeout=30)
