@@ -7,7 +7,12 @@ from safetensors.torch import load_file, save_file
 from vocab_transfer.methods.base import TransferInputs
 from vocab_transfer.methods.semi_nmf import kmeans, semi_nmf
 from vocab_transfer.methods.unks import el_init, factorize_source, init_el, init_mf
-from vocab_transfer.training.factorized import FactorizedEmbedding, fit_neural, gumbel_softmax_st
+from vocab_transfer.training.factorized import (
+    FactorizedEmbedding,
+    fit_neural,
+    gumbel_softmax_st,
+    straight_through_mix,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -132,6 +137,24 @@ def test_factorized_is_trainable(C):
         assert m.Z.grad.abs().sum() > 0
     opt.step()
     assert not torch.equal(m.F, F0) and not torch.equal(m.G, G0)
+
+
+@pytest.mark.parametrize("shape", [(40,), (3, 7)])
+def test_straight_through_mix_equals_the_dense_form(shape):
+    """Per-cluster computation: the dense form's values and gradients (F, G and the logits), same noise."""
+    C, rank, dim = 4, 5, 6
+    logits, low = randn(*shape, C, seed=3).requires_grad_(), randn(*shape, rank, seed=4).requires_grad_()
+    G, g = randn(C, rank, dim, seed=5).requires_grad_(), randn(*shape, dim, seed=6)
+    out = straight_through_mix(logits, low, G, 0.7, generator=torch.Generator().manual_seed(1))
+    (out * g).sum().backward()
+    fast = [out.detach()] + [t.grad.clone() for t in (logits, low, G)]
+    for t in (logits, low, G):
+        t.grad = None
+    w = gumbel_softmax_st(logits, 0.7, generator=torch.Generator().manual_seed(1))
+    dense = (w[..., :, None] * low[..., None, :]).flatten(-2) @ G.reshape(-1, dim)
+    (dense * g).sum().backward()
+    for a, b in zip(fast, [dense.detach()] + [t.grad for t in (logits, low, G)], strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_fit_neural_reduces_error_and_is_deterministic():

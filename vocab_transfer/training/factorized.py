@@ -17,7 +17,8 @@ from torch import nn
 from tqdm import tqdm
 
 __all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary", "NeuralFitHistory",
-           "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax_st", "read_factors"]
+           "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax", "gumbel_softmax_st", "read_factors",
+           "straight_through_mix"]
 
 #: safetensors keys of a factorized embedding (``EmbeddingInit.extra``)
 FACTOR_KEYS = ("mf_F", "mf_G", "mf_Z", "mf_tau")
@@ -34,10 +35,72 @@ def gumbel_softmax_st(logits: torch.Tensor, tau: float | torch.Tensor, *,
     ``(logits + g) / τ`` with ``g ~ Gumbel(0, 1)``; the gradient is that of the softmax. The noise is
     drawn from ``generator`` when given (it must live on ``logits.device``), else from the global RNG.
     """
-    gumbels = -torch.empty_like(logits).exponential_(generator=generator).log()
-    soft = ((logits + gumbels) / tau).softmax(-1)
+    soft = gumbel_softmax(logits, tau, generator=generator)
     hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(-1, keepdim=True), 1.0)
     return hard - soft.detach() + soft
+
+
+def gumbel_softmax(logits: torch.Tensor, tau: float | torch.Tensor, *,
+                   generator: torch.Generator | None = None) -> torch.Tensor:
+    """The softmax of ``(logits + g) / τ``, ``g ~ Gumbel(0, 1)`` (:func:`gumbel_softmax_st` before the one-hot)."""
+    gumbels = -torch.empty_like(logits).exponential_(generator=generator).log()
+    return ((logits + gumbels) / tau).softmax(-1)
+
+
+def _unsort(rows: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(rows)
+    out[order] = rows
+    return out
+
+
+class _StraightThroughMix(torch.autograd.Function):
+    """``Σ_c w_c · low G^c`` for a straight-through Gumbel sample ``w``: one-hot at ``clusters`` forward, the
+    gradient of the softmax ``soft`` backward (eq. 3). Rows are sorted by cluster once; the forward and the
+    gradients of ``low`` and ``G`` multiply each row by its own cluster's ``G^c`` only (n·D'·D each), and the
+    gradient of ``soft``, ``<g, low G^c>`` for every c, is an [n, D] x [D, C·D'] product taken in blocks of rows
+    that stay in cache. The dense form, ``(w ⊗ low) @ G``, costs three products of n·C·D'·D."""
+
+    BLOCK = 2048
+
+    @staticmethod
+    def forward(ctx, soft: torch.Tensor, clusters: torch.Tensor, low: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+        order = torch.argsort(clusters, stable=True)
+        counts = torch.bincount(clusters, minlength=G.shape[0]).tolist()
+        low_sorted = low[order]
+        out = torch.cat([part @ G[c] for c, part in enumerate(low_sorted.split(counts))])
+        ctx.counts = counts
+        ctx.save_for_backward(order, low_sorted, G)
+        return _unsort(out, order)
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor):
+        order, low_sorted, G = ctx.saved_tensors
+        C, rank, dim = G.shape
+        g_sorted = g[order]
+        grad_soft = grad_low = grad_G = None
+        if ctx.needs_input_grad[0]:
+            Gt, block = G.reshape(C * rank, dim).T, _StraightThroughMix.BLOCK
+            grad_soft = _unsort(torch.cat([
+                (g_sorted[i:i + block] @ Gt).view(-1, C, rank).mul_(low_sorted[i:i + block, None, :]).sum(-1)
+                for i in range(0, len(g_sorted), block)]), order)
+        g_parts, low_parts = g_sorted.split(ctx.counts), low_sorted.split(ctx.counts)
+        if ctx.needs_input_grad[2]:
+            grad_low = _unsort(torch.cat([part @ G[c].T for c, part in enumerate(g_parts)]), order)
+        if ctx.needs_input_grad[3]:
+            grad_G = torch.stack([lp.T @ gp for lp, gp in zip(low_parts, g_parts, strict=True)])
+        return grad_soft, None, grad_low, grad_G
+
+
+def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor, tau: float | torch.Tensor, *,
+                         generator: torch.Generator | None = None) -> torch.Tensor:
+    """``Σ_c w_c · low G^c`` with ``w = gumbel_softmax_st(logits, tau)`` (the same values and gradients, and the
+    same draws from ``generator``), computed per row's sampled cluster: ``logits`` [..., C], ``low`` [..., D'],
+    ``G`` [C, D', D] -> [..., D]."""
+    soft = gumbel_softmax(logits, tau, generator=generator)
+    lead = low.shape[:-1]
+    flat_soft = soft.reshape(-1, soft.shape[-1])
+    out = _StraightThroughMix.apply(flat_soft, flat_soft.detach().argmax(-1), low.reshape(-1, low.shape[-1]), G)
+    return out.view(*lead, G.shape[2])
 
 
 class FactorizedEmbedding(nn.Module):
@@ -47,9 +110,8 @@ class FactorizedEmbedding(nn.Module):
     Gumbel temperature ``tau`` is a buffer (fixed; the paper does not anneal or learn it).
 
     - training mode, C > 1: the cluster weights are a straight-through Gumbel-softmax sample of
-      ``Z[ids]`` (eq. 3), so gradients reach ``Z``; the output is ``Σ_c i_c · F[v] G^c`` computed as
-      one matmul of ``(i ⊗ F[v])`` [n, C·D'] with ``G`` reshaped to [C·D', D] (memory O(n·C·D'), not
-      O(n·C·D));
+      ``Z[ids]`` (eq. 3), so gradients reach ``Z``; the output is ``Σ_c i_c · F[v] G^c``, computed per
+      sampled cluster (:func:`straight_through_mix`; memory O(n·C·D') for the gradient of ``Z``);
     - eval mode (or C = 1): ``c(v) = argmax Z[v]``, no noise.
 
     ``generator`` (attribute) optionally fixes the Gumbel noise (used by :func:`fit_neural`); None
@@ -108,9 +170,7 @@ class FactorizedEmbedding(nn.Module):
             return low @ self.G[0]
         if not self.training:
             return self._hard(low, self.Z[input_ids].argmax(-1))
-        w = gumbel_softmax_st(self.Z[input_ids], self.tau, generator=self.generator)  # [..., C]
-        kron = (w[..., :, None] * low[..., None, :]).flatten(-2)  # [..., C·D']
-        return kron @ self.G.reshape(-1, self.embedding_dim)
+        return straight_through_mix(self.Z[input_ids], low, self.G, self.tau, generator=self.generator)
 
     @torch.no_grad()
     def flatten(self) -> torch.Tensor:
@@ -163,8 +223,7 @@ class FactorizedVocabulary(nn.Module):
             return f.F @ f.G[0]
         if not self.training:
             return f._hard(f.F, f.assignment())
-        w = gumbel_softmax_st(f.Z, f.tau, generator=f.generator)  # [V, C], one sample per token type
-        return (w[:, :, None] * f.F[:, None, :]).flatten(1) @ f.G.reshape(-1, f.embedding_dim)
+        return straight_through_mix(f.Z, f.F, f.G, f.tau, generator=f.generator)  # one sample per token type
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         self._table = self.table()

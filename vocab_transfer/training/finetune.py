@@ -46,6 +46,7 @@ import torch
 
 from ..io import atomic_path, remove_tree, write_parquet
 from ..source_model import max_sequence_length
+from .cpu_dropout import use_fast_dropout
 from .runtime import (
     Checkpoints,
     Progress,
@@ -568,6 +569,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     device = pick_device()
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
+    use_fast_dropout(model, device)
     cfg = fit_to_model(cfg, model)
     pad = tokenizer.pad_token_id
     metric = selection_metric(task, cfg, labels)

@@ -101,6 +101,7 @@ from .adapters import (
     add_language_adapter,
     save_language_adapter,
 )
+from .cpu_dropout import use_fast_dropout
 from .factorized import FACTORS_FILE, FactorizedVocabulary, attach_factorized, flat_state_dict, read_factors
 from .runtime import (
     Checkpoints,
@@ -508,6 +509,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         if reset:
             log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
     model.to(device=device, dtype=param_dtype(cfg.precision)).train()
+    use_fast_dropout(model, device)
     if cfg.packing == "documents":
         check_document_masking(model, device)
     if cfg.gradient_checkpointing and not enable_gradient_checkpointing(model):

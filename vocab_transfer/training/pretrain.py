@@ -14,6 +14,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..eval.mlm import mask_tokens, mlm_loss
 from ..source_model import masked_lm_loss
+from .cpu_dropout import use_fast_dropout
 from .runtime import Progress, optimizer_step
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ def pretrain_mlm(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tra
     linear decay, gradient clipping). Returns the curve: one row per logged step with the training
     loss (mean since the last log) and held-out loss (fixed masks), starting at step 0."""
     g = torch.Generator().manual_seed(seed)
+    use_fast_dropout(model, next(model.parameters()).device)
     torch.manual_seed(seed)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
