@@ -19,6 +19,10 @@ Snakemake's SLURM executor plugin runs ``scontrol show config`` when Snakemake s
 installed but no controller answers, that waits for scontrol's timeout (9 s here) on every call. ``--no-slurm-probe``
 puts an ``scontrol`` that fails at once first on the PATH of the measured processes, to time the rest.
 
+``--floor`` adds what Snakemake needs for the same DAG without this workflow: the config's jobs and the edges
+between them (from ``snakemake -n --dag``) as one rule with a wildcard, one input function (a dict lookup) and a
+``touch`` each, no params, logs or benchmark files. What a config plans above that floor is the workflow's.
+
 Writes ``benchmarks/out/planning.md`` (the table) and ``benchmarks/out/planning.csv`` (every run).
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import platform
 import re
@@ -41,6 +46,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
 ONE_RULE = 'rule all:\n    output: "x"\n    shell: "touch {output}"\n'
+# The floor (--floor): a config's DAG as one rule; dag.json maps each job to the jobs whose outputs it reads.
+FLOOR = """import json
+DAG = json.load(open("dag.json"))
+rule all:
+    input: [f"o/{j}" for j in DAG["all"]]
+rule job:
+    input: lambda w: [f"o/{j}" for j in DAG["inputs"][w.job]]
+    output: "o/{job}"
+    shell: "touch {output}"
+"""
 
 # Run Snakemake's main with timestamps around its phases (--phases): the workflow's parse (the Snakefile and its
 # includes), the DAG, and what follows in a dry run (the jobs printed). Reported on stderr as one "PHASES" line.
@@ -71,6 +86,22 @@ atexit.register(lambda: print("PHASES " + " ".join(f"{k}={v:.3f}" for k, v in t.
 sys.argv = ["snakemake", *sys.argv[1:]]
 main()
 """
+
+
+def write_floor(folder: Path, cmd: list[str], cwd: Path, env: dict) -> int:
+    """The DAG of ``cmd`` (a ``snakemake -n`` command) as the floor workflow in ``folder``; returns its edges."""
+    dot = subprocess.run([*cmd, "--dag"], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
+    labels = dict(re.findall(r"^\s*(\d+)\[label = \"(\w+)", dot, re.M))
+    edges = re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M)
+    inputs: dict[str, list[str]] = {n: [] for n in labels}
+    for a, b in edges:
+        inputs[b].append(a)
+    root = [n for n, rule in labels.items() if rule == "all"]
+    folder.mkdir(parents=True)
+    (folder / "Snakefile").write_text(FLOOR)
+    (folder / "dag.json").write_text(json.dumps({"all": [j for r in root for j in inputs[r]],
+                                                 "inputs": {n: v for n, v in inputs.items() if n not in root}}))
+    return len(edges)
 
 
 def paper_configs(repo: Path) -> list[str]:
@@ -122,6 +153,7 @@ def main() -> None:
     p.add_argument("--no-slurm-probe", action="store_true",
                    help="an scontrol that fails at once first on PATH (no SLURM controller wait at startup)")
     p.add_argument("--target", default="make_init_table", help="also plan this one target per config ('': none)")
+    p.add_argument("--floor", action="store_true", help="also plan each config's DAG as one trivial rule (see above)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args()
 
@@ -151,6 +183,11 @@ def main() -> None:
         if args.target:
             target = measure(f"{config} {args.target}", [*base, "-n", args.target, *extra], repo, env, args.runs)
             results[-1]["target"] = target
+        if args.floor:
+            folder = tmp / "floor" / config.replace("/", "_")
+            edges = write_floor(folder, [snakemake, "-n", *extra], repo, env)
+            results[-1]["floor"] = measure(f"{config} floor", [*base, "-n"], folder, env, args.runs)
+            results[-1]["floor"]["edges"] = edges
     shutil.rmtree(tmp)
 
     cpu = (platform.processor() or platform.machine())
@@ -171,6 +208,9 @@ def main() -> None:
     if args.target:
         head += f" `-n {args.target}`: jobs | median | CPU |"
         sep += "---|---|---|"
+    if args.floor:
+        head += " floor: jobs | edges | median |"
+        sep += "---|---|---|"
     if args.phases:
         head += " import | parse | DAG | rest |"
         sep += "---|---|---|---|"
@@ -181,6 +221,9 @@ def main() -> None:
         if args.target:
             t = r.get("target")
             row += f" {t['jobs']:,} | {t['median_s']:.2f} s | {t['cpu_s']:.2f} s |" if t else " | | |"
+        if args.floor:
+            f = r.get("floor")
+            row += f" {f['jobs']:,} | {f['edges']:,} | {f['median_s']:.2f} s |" if f else " | | |"
         if args.phases:
             ph = r.get("phases", {})
             rest = ph.get("execute", 0) - ph.get("dag", 0)
@@ -192,7 +235,7 @@ def main() -> None:
         w = csv.writer(fh)
         w.writerow(["config", "run", "wall_s", "cpu_s", "jobs", "load_before"])
         for r in results:
-            for one in (r, r.get("target")):
+            for one in (r, r.get("target"), r.get("floor")):
                 for i, run in enumerate(one["runs"] if one else []):
                     w.writerow([one["config"], i, f"{run['wall_s']:.3f}", f"{run['cpu_s']:.3f}", run["jobs"],
                                 f"{one['load']:.2f}"])
