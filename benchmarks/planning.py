@@ -48,11 +48,11 @@ OUT = ROOT / "benchmarks" / "out"
 ONE_RULE = 'rule all:\n    output: "x"\n    shell: "touch {output}"\n'
 # The floor (--floor): a config's DAG as one rule; dag.json maps each job to the jobs whose outputs it reads.
 FLOOR = """import json
-DAG = json.load(open("dag.json"))
+EDGES = json.load(open("dag.json"))  # not DAG: the Snakefile shares Snakemake's namespace
 rule all:
-    input: [f"o/{j}" for j in DAG["all"]]
+    input: [f"o/{j}" for j in EDGES["all"]]
 rule job:
-    input: lambda w: [f"o/{j}" for j in DAG["inputs"][w.job]]
+    input: lambda w: [f"o/{j}" for j in EDGES["inputs"][w.job]]
     output: "o/{job}"
     shell: "touch {output}"
 """

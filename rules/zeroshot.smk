@@ -3,7 +3,13 @@
 # vocabulary (MAD-X: a task adapter on the source-language adapter), then each (zero-shot task, model) cell is one
 # job that loads the target once, swaps its embeddings and language adapter in under each seed's source-side
 # training and scores the target's test split: one row per seed and source task (Table 3 averages them;
-# `tables.<name>.source_languages` picks one, Tables 5/9).
+# `tables.<name>.source_languages` picks one, Tables 5/9). The cells of a task read its source-side trainings from
+# one list (rule list_source_trainings) instead of 20 folders and 20 score files each.
+import json
+
+from vocab_transfer.io import write_text
+
+localrules: list_source_trainings
 
 
 rule train_source_task:
@@ -39,13 +45,21 @@ rule train_source_task:
         " --checkpoints {params.checkpoints} --meta '{params.meta}' --config '{params.config}' 2>> {log}"
 
 
+rule list_source_trainings:
+    input:
+        unpack(plan.source_trainings_inputs),
+    output:
+        paths.zeroshot_trainings("{source}", "{task}", "{setup}"),
+    run:
+        write_text(json.dumps(plan.source_trainings(wildcards), indent=1) + "\n", output[0])
+
+
 rule evaluate_zero_shot:
     input:
         unpack(plan.zero_shot_inputs),
     output:
         scores=paths.zeroshot_scores("{source}", "{task}", "{ftmodel}"),
     params:
-        sources=plan.zero_shot_flags,
         config=plan.zero_shot_config,
         meta=plan.zero_shot_meta,
         task=plan.finetune_task_type,
@@ -64,5 +78,5 @@ rule evaluate_zero_shot:
         "../envs/vocab-transfer.yaml"
     shell:
         "exec {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target} --task {params.task}"
-        " --data {input.data} {params.sources} --output {output.scores}"
+        " --data {input.data} --trainings {input.trainings} --output {output.scores}"
         " --unseen-labels {params.unseen} --meta '{params.meta}' --config '{params.config}' 2>> {log}"

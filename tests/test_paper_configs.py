@@ -136,6 +136,9 @@ GRIDS = {
         # rows (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods, their 8 "12Ad ✓" rows), Table 8's 300-dimensional row
         # (17); Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT, MAD-X 2.0, 8 methods)
         "evaluate_zero_shot": 17 * 21 + 17 + 17 * 6 + 6 * 10,  # + Figure 3's 6 rows
+        # the list of source-side trainings a zero-shot task's cells read, per task and setup: NER x {mBERT full,
+        # MAD-X, MAD-X 2.0, FMT}, DP x {mBERT, MAD-X 2.0}
+        "list_source_trainings": 17 * 4 + 6 * 2,
         "prepare_task": 17 + 6 + 4 + 4,  # target test sets (WikiANN, UD) + source tasks (WikiANN, UD of en/ar/zh/ja)
         "prepare_corpus": 17 + 4,  # the targets' and the source languages' Wikipedia
         "plot_lapt_curves": 17 + 4,

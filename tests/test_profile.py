@@ -21,7 +21,7 @@ TINY = REPO / "tests" / "data" / "tiny_config.yaml"  # it has every stage, so ev
 
 # Rules the workflow runs on the login node: what fetches from the internet, and what only renders results.
 LOCAL_PREFIXES = ("download_", "make_", "plot_")
-LOCAL_OTHERS = {"prepare_task"}  # task data from the hub (small, minutes)
+LOCAL_OTHERS = {"prepare_task", "list_source_trainings"}  # task data from the hub (small, minutes); a JSON list
 
 # Prints {rule: {"gpu": declares a `gpu` resource, "local": named in `localrules`, "norun": runs no job}}.
 RULES = """

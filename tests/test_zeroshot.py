@@ -240,6 +240,24 @@ def zero_shot(trained, variant, target, tmp_path, name="out", **kw):
     return pd.read_parquet(out).iloc[0]
 
 
+def test_trainings_list_gives_what_from_flags_give(tmp_path, trained, folders):
+    """`--trainings <list.json>` (what the workflow passes) evaluates the listed trainings as `--from` does; a list
+    entry without a key is named."""
+    folder, scores = trained["adapter"]
+    listed = tmp_path / "trainings.json"
+    listed.write_text(json.dumps([{"source_task": "en-ner", "seed": 1, "trained": str(folder), "scores": str(scores)}]))
+    row = zero_shot(trained, "adapter", folders["en"], tmp_path, "flags")
+    out = tmp_path / "listed.parquet"
+    main(["evaluate", "--target", str(folders["en"]), "--task", "ner", "--data", str(trained["data"]),
+          "--trainings", str(listed), "--output", str(out), "--meta", json.dumps({"model": "flags"}),
+          "--config", json.dumps(cfg().__dict__)])
+    pd.testing.assert_series_equal(pd.read_parquet(out).iloc[0], row)
+    listed.write_text(json.dumps([{"source_task": "en-ner", "trained": str(folder)}]))
+    with pytest.raises(ValueError, match=r"trainings.json: entry 0 lacks seed, scores"):
+        main(["evaluate", "--target", str(folders["en"]), "--task", "ner", "--data", str(trained["data"]),
+              "--trainings", str(listed), "--output", str(out)])
+
+
 def test_identity_swap_reproduces_the_source_scores(tmp_path, trained, folders):
     """Swapping in the source's own embeddings and language adapter gives exactly the source-side test scores."""
     for variant, target in (("adapter", folders["en"]), ("fmt", folders["source"]), ("full", folders["source"])):
@@ -500,11 +518,11 @@ def test_a_zero_shot_cell_is_one_job_over_every_seed_and_source_task():
     assert len(files) == len(set(files)) and files.count(paths.zeroshot_scores("tiny", "he-ner-zs", "madx")) == 1
     w = SimpleNamespace(source="tiny", task="he-ner-zs", ftmodel="madx")
     inputs = plan.zero_shot_inputs(w)
-    assert [inputs[f"trained__he-ner-src__{s}"] for s in (1, 2, 3)] == [
-        paths.source_task_model("tiny", "he-ner-src", "madx", s) for s in (1, 2, 3)]
-    assert plan.zero_shot_flags(w, inputs) == " ".join(
-        f"--from he-ner-src {s} {paths.source_task_model('tiny', 'he-ner-src', 'madx', s)} "
-        f"{paths.source_task_scores('tiny', 'he-ner-src', 'madx', s)}" for s in (1, 2, 3))
+    assert inputs["trainings"] == paths.zeroshot_trainings("tiny", "he-ner-zs", "madx")
+    trainings = plan.source_trainings(SimpleNamespace(source="tiny", task="he-ner-zs", setup="madx"))
+    assert trainings == [{"source_task": "he-ner-src", "seed": s,
+                          "trained": paths.source_task_model("tiny", "he-ner-src", "madx", s),
+                          "scores": paths.source_task_scores("tiny", "he-ner-src", "madx", s)} for s in (1, 2, 3)]
     assert plan.zero_shot_runtime(w) == 4 * 3  # 3 seeds x 1 source task
     records = plan.paper_table_records(SimpleNamespace(table="zero_shot"))
     assert [p for _, p, _ in records] == [paths.zeroshot_scores("tiny", "he-ner-zs", m)

@@ -28,7 +28,7 @@ Training variants (``--variant``, ``VARIANTS``):
 ``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set, checkpoints every
 evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one target under every
 source-side training it is given (``--from <source task> <seed> <trained> <scores>``, repeated: a table cell's
-seeds times its source tasks). It reads the target model, its tokenizer and the test split once and swaps each
+seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow writes once per task and setup). It reads the target model, its tokenizer and the test split once and swaps each
 training in (variant ``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``: the
 trained model is loaded), reseeding before each, so every row is what evaluating that training alone gives. It
 writes one row per (seed, source task), in the order given: the source dev score (selection) and source test
@@ -367,13 +367,27 @@ def parse_sources(sources: list[list[str]]) -> list[tuple[int, str, str, str]]:
     return out
 
 
+def read_trainings(path: str) -> list[list[str]]:
+    """The ``--trainings`` list as ``--from`` entries; ValueError naming the file and the entry that lacks a key."""
+    entries = json.loads(Path(path).read_text())
+    if not isinstance(entries, list) or not entries:
+        raise ValueError(f"--trainings {path}: expected a non-empty JSON list of source-side trainings")
+    out = []
+    for i, t in enumerate(entries):
+        missing = [k for k in ("source_task", "seed", "trained", "scores") if not isinstance(t, dict) or k not in t]
+        if missing:
+            raise ValueError(f"--trainings {path}: entry {i} lacks {', '.join(missing)}")
+        out.append([t["source_task"], str(t["seed"]), t["trained"], t["scores"]])
+    return out
+
+
 def evaluate_main(args) -> None:
     from ..data.tasks import check_columns
     from ..data.tokenizer import load_tokenizer
     from ..source_model import check_tokenizer_matches
 
     cfg = setup_cli(args)
-    sources = parse_sources(args.sources)
+    sources = parse_sources(args.sources or read_trainings(args.trainings))
     path = Path(args.data) / "test.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{args.data}: no test.parquet (rule prepare_task)")
@@ -435,11 +449,14 @@ def main(argv: list[str] | None = None) -> None:
     e = sub.add_parser("evaluate", help="zero-shot evaluation on a target test set (one row per seed and source task)")
     e.add_argument("--target", required=True, help="target model: LAPT output (embeddings, language adapter) or source")
     e.add_argument("--tokenizer", help="target tokenizer folder (default: the target folder)")
-    e.add_argument("--from", dest="sources", nargs=4, action="append", required=True,
-                   metavar=("NAME", "SEED", "TRAINED", "SCORES"),
-                   help="a source-side training: source task, seed, trained folder, scores parquet (repeat: one per "
-                        "seed and source task)")
-    e.add_argument("--output", required=True, help="scores parquet (one row per --from, with its seed)")
+    given = e.add_mutually_exclusive_group(required=True)
+    given.add_argument("--from", dest="sources", nargs=4, action="append",
+                       metavar=("NAME", "SEED", "TRAINED", "SCORES"),
+                       help="a source-side training: source task, seed, trained folder, scores parquet (repeat: one "
+                            "per seed and source task)")
+    given.add_argument("--trainings", help="JSON list of the source-side trainings instead of --from: objects with "
+                                           "source_task, seed, trained, scores (rule list_source_trainings)")
+    e.add_argument("--output", required=True, help="scores parquet (one row per source-side training, with its seed)")
     e.add_argument("--unseen-labels", choices=UNSEEN, default="error",
                    help="target labels outside the source label set: stop (error) or score as errors (wrong)")
     for q in (t, e):

@@ -243,6 +243,12 @@ def source_task_checkpoints(source: str, srctask: str, setup: str, seed: str | i
     return f"{source_task(source, srctask, setup, seed)}.checkpoints"
 
 
+def zeroshot_trainings(source: str, task: str, setup: str) -> str:
+    """The source-side trainings a zero-shot task evaluates with the models of one setup: a JSON list of
+    ``{source_task, seed, trained, scores}`` (rule list_source_trainings; one input for every cell of the task)."""
+    return f"{RESULTS}/zeroshot/{source}/{task}/{setup}.trainings.json"
+
+
 def zeroshot_scores(source: str, task: str, model: str) -> str:
     """The zero-shot scores of one (source, task, model) cell: a row per seed and source task (``seed`` column)."""
     return f"{RESULTS}/zeroshot/{source}/{task}/{model}.parquet"

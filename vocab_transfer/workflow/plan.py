@@ -743,21 +743,26 @@ class Plan:
 
     def zero_shot_inputs(self, wildcards):
         """The target model (the model's LAPT output on the task's language, or the source), the task's test data and
-        per seed and source task the source-side training of the model's setup (its folder and scores)."""
+        the list of the source-side trainings of the model's setup (one file: every cell of a task reads the same
+        trainings, and 40 inputs per cell were two thirds of the UNKs grid's planning time)."""
         model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
-        s, setup = wildcards.source, model.zero_shot
+        s = wildcards.source
         target = (paths.lapt_model(s, task.language, model.lapt) if model.lapt
                   else self.source_model_dir(wildcards))
-        inputs = {"target": target, "data": paths.task_data(wildcards.task)}
-        for seed, src in self.zero_shot_evaluations(wildcards):
-            inputs[f"trained__{src}__{seed}"] = paths.source_task_model(s, src, setup, seed)
-            inputs[f"scores__{src}__{seed}"] = paths.source_task_scores(s, src, setup, seed)
-        return inputs
+        return {"target": target, "data": paths.task_data(wildcards.task),
+                "trainings": paths.zeroshot_trainings(s, wildcards.task, model.zero_shot)}
 
-    def zero_shot_flags(self, wildcards, input):
-        """`--from <source task> <seed> <trained folder> <scores>` per seed and source task of the cell."""
-        return " ".join(f"--from {src} {seed} {input[f'trained__{src}__{seed}']} {input[f'scores__{src}__{seed}']}"
-                        for seed, src in self.zero_shot_evaluations(wildcards))
+    def source_trainings(self, wildcards) -> list[dict]:
+        """Per seed and source task of a zero-shot task, the source-side training of a setup: its source task, seed,
+        folder and scores (rule list_source_trainings writes the list)."""
+        s, setup = wildcards.source, wildcards.setup
+        return [{"source_task": src, "seed": seed, "trained": paths.source_task_model(s, src, setup, seed),
+                 "scores": paths.source_task_scores(s, src, setup, seed)}
+                for seed, src in self.zero_shot_evaluations(wildcards)]
+
+    def source_trainings_inputs(self, wildcards):
+        return {f"{kind}__{t['source_task']}__{t['seed']}": t[kind]
+                for t in self.source_trainings(wildcards) for kind in ("trained", "scores")}
 
     def zero_shot_runtime(self, wildcards):
         """Minutes a zero-shot cell's job asks for: ``zero_shot.eval_runtime_min`` per evaluation (a seed and a
