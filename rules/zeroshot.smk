@@ -5,9 +5,6 @@
 # training and scores the target's test split: one row per seed and source task (Table 3 averages them;
 # `tables.<name>.source_languages` picks one, Tables 5/9). The cells of a task read its source-side trainings from
 # one list (rule list_source_trainings) instead of 20 folders and 20 score files each.
-import json
-
-from vocab_transfer.io import write_text
 
 localrules: list_source_trainings
 
@@ -50,8 +47,14 @@ rule list_source_trainings:
         unpack(plan.source_trainings_inputs),
     output:
         paths.zeroshot_trainings("{source}", "{task}", "{setup}"),
-    run:
-        write_text(json.dumps(plan.source_trainings(wildcards), indent=1) + "\n", output[0])
+    params:
+        trainings=plan.source_trainings_json,
+    log:
+        "logs/list_source_trainings/{source}/{task}/{setup}.log",
+    conda:
+        "../envs/vocab-transfer.yaml"
+    shell:
+        "(printf '%s\\n' {params.trainings:q} > {output}.tmp && mv {output}.tmp {output}) 2> {log}"
 
 
 rule evaluate_zero_shot:

@@ -760,6 +760,9 @@ class Plan:
                  "scores": paths.source_task_scores(s, src, setup, seed)}
                 for seed, src in self.zero_shot_evaluations(wildcards)]
 
+    def source_trainings_json(self, wildcards) -> str:
+        return json.dumps(self.source_trainings(wildcards))
+
     def source_trainings_inputs(self, wildcards):
         return {f"{kind}__{t['source_task']}__{t['seed']}": t[kind]
                 for t in self.source_trainings(wildcards) for kind in ("trained", "scores")}
