@@ -1,5 +1,6 @@
 """Warm job starts (vocab_transfer/workflow/warm.py): a real starter process, real jobs forked from it."""
 
+import json
 import os
 import signal
 import socket
@@ -87,8 +88,6 @@ def test_a_job_runs_forked_from_the_starter_with_its_own_stdio_env_cwd_and_statu
         out = subprocess.run([sys.executable, "job.py", str(status), "x y"], cwd=tmp_path, capture_output=True,
                              text=True, env={**_env(name), "FOO": "bar"}, timeout=300)
         assert out.returncode == status, out.stderr
-        import json
-
         seen = json.loads(out.stdout)
         assert seen["ppid"] == proc.pid  # forked from the starter, not run by the job process
         assert seen["cwd"] == str(tmp_path) and seen["argv"] == [str(status), "x y"] and seen["foo"] == "bar"

@@ -20,6 +20,8 @@ same seed.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 #: The attention implementation name :func:`use_fast_dropout` registers with transformers.
@@ -28,9 +30,7 @@ ATTENTION = "vocab_transfer_cpu_dropout"
 
 def keep_mask(shape: torch.Size | tuple[int, ...], p: float, device: torch.device | str = "cpu") -> torch.Tensor:
     """Boolean mask of ``shape``, each element True (kept) with probability ``1 - p`` (``p`` rounded to 2⁻¹⁶)."""
-    n = 1
-    for s in shape:
-        n *= int(s)
+    n = math.prod(shape)
     bits = torch.randint(-2**63, 2**63 - 1, ((n + 3) // 4,), dtype=torch.int64, device=device)
     return bits.view(torch.int16)[:n].view(shape) >= round(p * 65536) - 32768
 

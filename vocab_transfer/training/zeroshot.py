@@ -28,9 +28,10 @@ Training variants (``--variant``, ``VARIANTS``):
 ``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set, checkpoints every
 evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one target under every
 source-side training it is given (``--from <source task> <seed> <trained> <scores>``, repeated: a table cell's
-seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow writes once per task and setup). It reads the target model, its tokenizer and the test split once and swaps each
-training in (variant ``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``: the
-trained model is loaded), reseeding before each, so every row is what evaluating that training alone gives. It
+seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow writes once per task and
+setup). It reads the target model, its tokenizer and the test split once and swaps each training in (variant
+``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``: the trained model is loaded),
+reseeding before each, so every row is what evaluating that training alone gives. It
 writes one row per (seed, source task), in the order given: the source dev score (selection) and source test
 score next to the target test score, with the seed, the source task, its language and the variant, so
 ``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
