@@ -1,6 +1,7 @@
 # Downstream fine-tuning: task data in a common schema (vocab_transfer.data.tasks), then one job per
-# (source, task, model, seed) through `python -m vocab_transfer.training.finetune`: dev selection every 5% of the
-# steps, test score of the selected checkpoint (FOCUS Tables 2-3 and 6).
+# (source, task, model) and group of seeds (finetune.seeds_per_job; default: all seeds in one job) through
+# `python -m vocab_transfer.training.finetune`: dev selection every 5% of the steps, test score of the selected
+# checkpoint (FOCUS Tables 2-3 and 6).
 
 
 # Downloads, tables and plots run on the login node, never through the cluster's scheduler.
@@ -46,8 +47,10 @@ rule finetune:
     input:
         unpack(plan.finetune_inputs),
     output:
-        scores=paths.finetune_scores("{source}", "{task}", "{ftmodel}", "{seed}"),
-        history=paths.finetune_history("{source}", "{task}", "{ftmodel}", "{seed}"),
+        scores=paths.finetune_scores("{source}", "{task}", "{ftmodel}", "{seeds}"),
+        history=paths.finetune_history("{source}", "{task}", "{ftmodel}", "{seeds}"),
+    wildcard_constraints:
+        seeds=r"-?\d+(\+-?\d+)*",
     params:
         model=plan.finetune_model_dir,
         tokenizer=plan.finetune_tokenizer_dir,
@@ -55,7 +58,8 @@ rule finetune:
         meta=plan.finetune_meta,
         embeddings=plan.finetune_embeddings_flag,
         task=plan.finetune_task_type,
-        checkpoints=paths.finetune_checkpoints("{source}", "{task}", "{ftmodel}", "{seed}"),
+        seeds=plan.finetune_seeds,
+        checkpoints=paths.finetune_checkpoints("{source}", "{task}", "{ftmodel}", "{seeds}"),
         launcher=cfg.finetune.launcher,
     threads: cfg.finetune.job_threads()
     priority: 70
@@ -64,14 +68,14 @@ rule finetune:
         mem_mb=4000,
         runtime=cfg.finetune.runtime_min,
     log:
-        "logs/finetune/{source}/{task}/{ftmodel}/seed{seed}.log",
+        "logs/finetune/{source}/{task}/{ftmodel}/seed{seeds}.log",
     benchmark:
-        "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seed}.tsv"
+        "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
         "exec {params.launcher} -m vocab_transfer.training.finetune --model {params.model} {params.embeddings}"
-        " --tokenizer {params.tokenizer} --task {params.task} --data {input.data} --seed {wildcards.seed}"
+        " --tokenizer {params.tokenizer} --task {params.task} --data {input.data} --seed {params.seeds}"
         " --output {output.scores} --history {output.history} --checkpoints {params.checkpoints}"
         " --meta '{params.meta}' --config '{params.config}' 2>> {log}"
 

@@ -68,6 +68,8 @@ CASES = [
     ("tiny vocabulary", at("tokenizer.vocab_size", 10), "tokenizer.vocab_size: 10 is less than the minimum of 100"),
     ("negative GPUs", at("lapt.gpus", -1), "lapt.gpus: -1 is less than the minimum of 0"),
     ("zero nodes", at("lapt.nodes", 0), "lapt.nodes: 0 is less than the minimum of 1"),
+    ("zero seeds per job", at("finetune.seeds_per_job", 0), "finetune.seeds_per_job: 0 is less than the minimum of 1"),
+    ("a seed twice", at("finetune.seeds", [1, 2, 1]), "finetune.seeds: [1, 2, 1] has non-unique elements"),
     ("mask probability above 1", at("eval.mask_prob", 1.5), "eval.mask_prob"),
     # unknown kinds and names
     ("unknown method kind", at("methods.x", {"kind": "focuss"}), "focuss"),

@@ -63,25 +63,27 @@ def ft_inputs(tmp_path_factory, sw_tokenizer, swahili_verses):
     return root
 
 
-def finetune_cmd(root: Path, out: Path) -> list[str]:
+def finetune_cmd(root: Path, out: Path, seeds: tuple[int, ...] = (1,)) -> list[str]:
     return [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(root / "model"), "--task", "ner",
-            "--data", str(root / "data"), "--seed", "1", "--output", str(out), "--config", json.dumps(FT_CONFIG)]
+            "--data", str(root / "data"), "--seed", *map(str, seeds), "--output", str(out), "--config",
+            json.dumps(FT_CONFIG)]
 
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
 
 
-def finish(root: Path, out: Path) -> float:
+def finish(root: Path, out: Path, seeds: tuple[int, ...] = (1,)) -> float:
     start = time.monotonic()
-    proc = subprocess.run(finetune_cmd(root, out), env=ENV, capture_output=True, text=True)
+    proc = subprocess.run(finetune_cmd(root, out, seeds), env=ENV, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    finish.stderr = proc.stderr
     return time.monotonic() - start
 
 
-def kill_when(root: Path, out: Path, ready, timeout: float = 120) -> bool:
+def kill_when(root: Path, out: Path, ready, timeout: float = 120, seeds: tuple[int, ...] = (1,)) -> bool:
     """Start the fine-tuning CLI and SIGKILL it as soon as ``ready()`` holds (polled without sleeping); False if it
     ended first."""
-    proc = subprocess.Popen(finetune_cmd(root, out), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(finetune_cmd(root, out, seeds), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < end:
         if ready():
@@ -135,11 +137,35 @@ def test_finetune_killed_after_a_checkpoint_resumes_to_the_same_scores(ft_inputs
     ref, _ = ft_reference
     out = ft_inputs / "killed" / "seed1.parquet"
     out.parent.mkdir()
-    ckpts = Path(f"{out}.checkpoints")
+    ckpts = Path(f"{out}.checkpoints") / "seed1"  # the seed's folder
     assert kill_when(ft_inputs, out, lambda: any(ckpts.glob("step-*/state.json")))
     assert any(ckpts.glob("step-*/state.json")) and not out.exists() and not history_path(out).exists()
     finish(ft_inputs, out)
     assert_same_results(out, ref)
+    SUMMARY["runs_recovered"] += 1
+
+
+@pytest.mark.slow
+def test_finetune_of_two_seeds_killed_in_the_second_keeps_the_first(ft_inputs, ft_reference):
+    """A job of seeds 1 and 2 killed during seed 2 (after its first checkpoint) does not train seed 1 again on the
+    rerun, and its rows equal seed 1's job of its own and seed 2's job of its own."""
+    ref, _ = ft_reference
+    alone = ft_inputs / "alone" / "seed2.parquet"
+    alone.parent.mkdir()
+    finish(ft_inputs, alone, seeds=(2,))
+    out = ft_inputs / "two" / "seed1+2.parquet"
+    out.parent.mkdir()
+    ckpts = Path(f"{out}.checkpoints")
+    assert kill_when(ft_inputs, out, lambda: any(ckpts.glob("seed2/step-*/state.json")), seeds=(1, 2))
+    assert (ckpts / "seed1" / "finished.json").is_file() and not out.exists()
+    finish(ft_inputs, out, seeds=(1, 2))
+    assert "seed 1 (1 of 2): finished before" in finish.stderr and "resuming from" in finish.stderr
+    rows, history = pd.read_parquet(out), pd.read_parquet(history_path(out))
+    for seed, single in ((1, ref), (2, alone)):
+        pd.testing.assert_frame_equal(rows[rows.seed == seed].reset_index(drop=True), pd.read_parquet(single))
+        pd.testing.assert_frame_equal(history[history.seed == seed].drop(columns="seed").reset_index(drop=True),
+                                      pd.read_parquet(history_path(single)).drop(columns="seed"))
+    assert not ckpts.exists()
     SUMMARY["runs_recovered"] += 1
 
 
@@ -151,7 +177,7 @@ def test_finetune_killed_while_writing_a_checkpoint_and_at_random_moments(ft_inp
     ref, seconds = ft_reference
     out = ft_inputs / "written" / "seed1.parquet"
     out.parent.mkdir()
-    ckpts = Path(f"{out}.checkpoints")
+    ckpts = Path(f"{out}.checkpoints") / "seed1"  # the seed's folder
     hits = 0
     for _ in range(6):
         if not kill_when(ft_inputs, out, lambda: bool(writing(ckpts))):

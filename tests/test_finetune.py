@@ -5,6 +5,7 @@ import functools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -534,3 +535,43 @@ def test_reference_model_with_a_slow_tokenizer_flaubert(tmp_path, swahili_verses
     row = pd.read_parquet(out).iloc[0]
     majority = df[460:].label.value_counts(normalize=True).max()
     assert row["n_test"] == 100 and row["test_accuracy"] > majority + 0.1  # learned through the slow tokenizer
+
+
+def test_seeds_share_a_job_per_cell_or_split_by_seeds_per_job():
+    """The plan's fine-tuning files: by default one job per cell for all its seeds (``seed1+2+3``); ``seeds_per_job``
+    splits them in config order, a task's own value wins, ``1`` is a job per seed; the job's --seed is its seeds."""
+    import copy
+    from types import SimpleNamespace
+
+    import yaml
+
+    from vocab_transfer.workflow import paths
+    from vocab_transfer.workflow.config import check_config, fill_defaults
+    from vocab_transfer.workflow.plan import Plan
+
+    root = Path(__file__).resolve().parents[1]
+    schema = root / "schemas/config.schema.yaml"
+    base = yaml.safe_load((root / "tests/data/tiny_config.yaml").read_text())
+    base["finetune"]["seeds"] = [5, 1, 3, 2, 4]
+
+    def plan(edit=lambda c: None):
+        config = copy.deepcopy(base)
+        edit(config)
+        config = fill_defaults(config, schema)
+        check_config(config, schema)
+        return Plan(config)
+
+    def groups(p, task="he-ner"):
+        stem = paths.finetune_scores("tiny", task, "source", "").removesuffix(".parquet")
+        return [f.removeprefix(stem).removesuffix(".parquet")
+                for f in p.cell_scores("tiny", task, "source")]
+
+    assert groups(plan()) == ["5+1+3+2+4"]
+    by_two = plan(lambda c: c["finetune"].update(seeds_per_job=2))
+    assert groups(by_two) == ["5+1", "3+2", "4"]
+    assert by_two.finetune_seeds(SimpleNamespace(seeds="5+1")) == "5 1"
+    own = plan(lambda c: c["finetune"].update(seeds_per_job=2) or c["finetune"]["tasks"]["he-dep"].update(
+        seeds_per_job=1))
+    assert groups(own, "he-ner") == ["5+1", "3+2", "4"] and groups(own, "he-dep") == ["5", "1", "3", "2", "4"]
+    files = own.finetune_scores()
+    assert len(files) == len(set(files)) and paths.finetune_scores("tiny", "he-dep", "source", 3) in files

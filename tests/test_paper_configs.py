@@ -63,9 +63,9 @@ GRIDS = {
         # Tables 2/3 "+ LAPT" rows: 7 on de, ar, sw (original vocab, Random 2-stage, WECHSEL_EN, WECHSEL, FOCUS,
         # extended Random, extended FOCUS) = 21; 5 on ha, xh (no WECHSEL rows, "—‡") = 10.
         "train_lapt": 21 + 10,
-        # Tables 2/3 cells x 5 seeds (App. A): Table 2 6 columns x 8 rows = 48; Table 3 WikiANN 3 x 8 = 24,
-        # GermEval14/MasakhaNER de, sw 2 x 8 = 16 and ha, xh 2 x 6 = 12; 100 cells.
-        "finetune": 100 * 5,
+        # Tables 2/3 cells: Table 2 6 columns x 8 rows = 48; Table 3 WikiANN 3 x 8 = 24, GermEval14/MasakhaNER de,
+        # sw 2 x 8 = 16 and ha, xh 2 x 6 = 12; 100 cells, one job each for its 5 seeds (App. A; seeds_per_job unset).
+        "finetune": 100,
         "prepare_task": 13,  # 3 XNLI + 3 QA (GermanQuAD, TyDiQA ar, sw) + 3 WikiANN + GermEval14 + 3 MasakhaNER
         "plot_lapt_curves": 5,  # Figure 2 per LAPT language (de, ar, sw, ha, xh)
         "plot_embedding_correlation": 5,  # vocab-swap Figures 2/5 per LAPT language
@@ -87,8 +87,8 @@ GRIDS = {
         "train_lapt": 4 * 3,
         # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 3 methods x 3 checkpoints (@0, @25k, @250k) x 3 runs;
         # "Score (more training)": CamemBERT, GBERT, BERT-Chinese on their language's 2 tasks, XLM-R on all 8.
-        # Figure 3: the 3 runs' snapshots at 50k, 100k, 150k, 200k on the same 8 tasks x 3 seeds
-        "finetune": 4 * 2 * 3 * 3 * 3 + (3 * 2 + 8) * 3 + 3 * 4 * 8 * 3,
+        # Figure 3: the 3 runs' snapshots at 50k, 100k, 150k, 200k on the same 8 tasks; one job per cell, 3 seeds
+        "finetune": 4 * 2 * 3 * 3 + (3 * 2 + 8) + 3 * 4 * 8,
         "plot_lapt_finetune": 8,  # Figure 3, RoBERTa: NLI and NER panels per language
         "download_reference_model": 4,
         "make_paper_table": 4,  # Table 1; Table 6 (target tokens and their closest English token); Tables 7-8
@@ -157,8 +157,8 @@ GRIDS = {
         # different points" of each run, the last being the final model above, so 4 snapshots x 5 runs (Scratch,
         # Reinit, Freq, Align, Dict Match; All Layers 1e-4, the column with Scratch) x 5 seeds per language.
         # Reference rows ("Best" only, 5 seeds): mBERT on all four tasks, German BERT on the German and FlauBERT on
-        # the French ones.
-        "finetune": 2 * 2 * 15 * 5 + 2 * 4 * 5 * 5 + (4 + 2 + 2) * 5,
+        # the French ones. One job per cell, for its 5 seeds.
+        "finetune": 2 * 2 * 15 + 2 * 4 * 5 + (4 + 2 + 2),
         "download_reference_model": 3,  # mBERT, German BERT, FlauBERT
         "prepare_task": 2 * 2,
         "plot_lapt_curves": 2,
@@ -176,8 +176,9 @@ GRIDS = {
         "train_lapt": 6 * 6 + 2 + 2 + 4,
         # Tables 4 (MRPC) and 5 (STS-B): 8 rows (Bert Baseline, Scratch, Reinit Embed, 25/50/75% Kept, Permute,
         # Permute 100) x 4 columns (All Layers 1e-4, 5e-5, Embed Layers 1e-4, 5e-4); MNLI: the same 8 rows x Embed
-        # Layers (Tables 1/7) and x All Layers (Table 6). 32 models x 3 tasks x 5 seeds ("average over five seeds").
-        "finetune": 8 * 4 * 3 * 5,
+        # Layers (Tables 1/7) and x All Layers (Table 6). 32 models x 3 tasks, a job each for its 5 seeds ("average
+        # over five seeds").
+        "finetune": 8 * 4 * 3,
         "prepare_task": 3,  # GLUE MNLI, MRPC, STS-B (§3.1)
         "plot_lapt_curves": 1,
         "plot_embedding_correlation": 1,  # Figures 2/7 (recovery curves) and pairwise ρ̄
@@ -190,8 +191,8 @@ GRIDS = {
         "train_lapt": 3 * 2,  # Embed Grad 5e-4, All Grad 1e-4
         "train_tokenizer": 1,  # bert-base-uncased's, fetched (not trained) by the job
         # Table 2: the 6 swapped models + bert-base-uncased and roberta-base "Pre-trained" x STS-B, MRPC, MNLI x 5
-        # seeds ("average results over five seeds")
-        "finetune": (6 + 2) * 3 * 5,
+        # seeds ("average results over five seeds"), one job per cell
+        "finetune": (6 + 2) * 3,
         "prepare_task": 3,
         "download_reference_model": 1,  # bert-base-uncased (roberta-base is the source)
         "plot_lapt_curves": 1,
@@ -204,7 +205,7 @@ GRIDS = {
         "init_embeddings": 3,  # Table 10 rows: Dict, Freq, Reinit Embed
         "train_lapt": 3 * 2,  # LR 1e-4 (All), LR 5e-4 (Embed)
         "train_tokenizer": 1,  # roberta-base's, fetched
-        "finetune": (6 + 2) * 3 * 5,  # 6 swapped + bert-base-uncased, roberta-base "Pre-trained" x 3 tasks x 5 seeds
+        "finetune": (6 + 2) * 3,  # 6 swapped + bert-base-uncased, roberta-base "Pre-trained" x 3 tasks (5 seeds a job)
         "prepare_task": 3,
         "download_reference_model": 1,  # roberta-base (bert-base-uncased is the source)
         "plot_lapt_curves": 1,

@@ -28,6 +28,7 @@ def test_patterns_read_as_the_documented_shape():
     assert paths.extended_shards("s", "t", "m", "heldout") == "results/extended/s/t/m/shards/heldout"
     assert paths.lapt_curve("s", "t", "r") == paths.lapt_run("s", "t", "r") + "/curve.parquet"
     assert paths.finetune_scores("s", "task", "m", 3) == "results/finetune/s/task/m/seed3.parquet"
+    assert paths.finetune_scores("s", "task", "m", "1+2+3") == "results/finetune/s/task/m/seed1+2+3.parquet"
     assert paths.zeroshot_scores("s", "task", "m") == "results/zeroshot/s/task/m.parquet"  # every seed in one file
     assert paths.figure("lapt_curves", "s", "he", "png") == "results/figures/lapt_curves/s/he.png"
     doc = paths.__doc__

@@ -468,6 +468,8 @@ def test_parser_task_adapter_round_trip(tmp_path, folders, sw_tokenizer, swahili
     (lambda c: c["zero_shot"]["setups"].update(full={"variant": "full"}) or c["finetune"]["models"]["madx"].update(
         zero_shot="full"), r"must be \{source: true\}"),
     (lambda c: c["finetune"]["tasks"]["he-ner"].update(unseen_labels="wrong"), "applies to zero-shot tasks"),
+    (lambda c: c["finetune"]["tasks"]["he-ner-zs"].update(seeds_per_job=1),
+     "he-ner-zs.seeds_per_job applies to in-language fine-tuning"),
     (lambda c: c["tables"]["zero_shot"].update(source_languages=["en"]), r"\['en'\] are not languages of zero_shot"),
     (lambda c: c["zero_shot"]["sources"]["he-ner-src"].update(language="de"), "needs LAPT run 'madx' on 'de'"),
     (lambda c: c["zero_shot"]["sources"].update({"he-ner": c["zero_shot"]["sources"]["he-ner-src"]}),
@@ -493,8 +495,8 @@ def test_zero_shot_config_errors_are_named(edit, message):
 
 def test_a_zero_shot_cell_is_one_job_over_every_seed_and_source_task():
     """The plan: one scores file per zero-shot (source, task, model) cell, whose job reads every seed's source-side
-    trainings and asks for `eval_runtime_min` per evaluation; fine-tuning cells stay one file per seed; tables and
-    figures read each file once."""
+    trainings and asks for `eval_runtime_min` per evaluation; an in-language fine-tuning cell is a file per job of
+    seeds (all three here); tables and figures read each file once."""
     from pathlib import Path
     from types import SimpleNamespace
 
@@ -512,8 +514,7 @@ def test_a_zero_shot_cell_is_one_job_over_every_seed_and_source_task():
     check_config(config, root / "schemas/config.schema.yaml")
     plan = Plan(config)
     assert plan.cell_scores("tiny", "he-ner-zs", "madx") == ["results/zeroshot/tiny/he-ner-zs/madx.parquet"]
-    assert plan.cell_scores("tiny", "he-ner", "source") == [paths.finetune_scores("tiny", "he-ner", "source", s)
-                                                              for s in (1, 2, 3)]
+    assert plan.cell_scores("tiny", "he-ner", "source") == [paths.finetune_scores("tiny", "he-ner", "source", "1+2+3")]
     files = plan.finetune_scores()
     assert len(files) == len(set(files)) and files.count(paths.zeroshot_scores("tiny", "he-ner-zs", "madx")) == 1
     w = SimpleNamespace(source="tiny", task="he-ner-zs", ftmodel="madx")

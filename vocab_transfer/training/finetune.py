@@ -1,8 +1,12 @@
 """Fine-tuning and evaluation on downstream tasks: a resumable CLI for CPU or one GPU.
 
     python -m vocab_transfer.training.finetune --model results/lapt/demo-xlmr/he/focus/model \\
-        --data results/tasks/he-ner --task ner --seed 1 \\
-        --output results/finetune/demo-xlmr/he/focus/he-ner/seed1.parquet --config '{"epochs": 2}'
+        --data results/tasks/he-ner --task ner --seed 1 2 \\
+        --output results/finetune/demo-xlmr/he/he-ner/focus/seed1+2.parquet --config '{"epochs": 2}'
+
+``--seed`` takes one or more seeds: one run each, one after another, each from a fresh copy of the model (the same
+scores as a job of its own), with the task data read and encoded once. The scores file has a row per seed, the
+history file a ``seed`` column.
 
 Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word
 labelled), ``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``),
@@ -21,9 +25,11 @@ binary F1 of the positive class for two-label inventories: MRPC's F1), UAS and L
 parsing, Pearson and Spearman correlation for STS (selection by Pearson), all as fractions in [0, 1]; SQuAD
 F1/EM for QA, in %. ``metric`` in the config picks another selection (and table) metric of the task, e.g.
 ``f1`` for MRPC (vocab-swap Tables 2, 4, 10). Every
-evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best weights, history); a
-rerun continues from it and ends bit-identical (data order and dropout are functions of the seed and the
-step). SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
+evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best weights, history) in the seed's
+folder of ``--checkpoints`` (``seed<N>/``); a rerun continues from it and ends bit-identical (data order and dropout
+are functions of the seed and the step). A finished seed's scores and history stay there (``seed<N>/finished.json``)
+until every seed is done, so a rerun of a job killed in its third seed starts in the third seed. SIGUSR1 / SIGTERM
+checkpoint at the next step and exit 75.
 """
 
 from __future__ import annotations
@@ -561,11 +567,23 @@ def dataset_labels(task: str, data: dict[str, pd.DataFrame], folder: str | Path,
     return task_labels(task, data, labels)
 
 
+def _remembered(enc: Callable, memo: dict) -> Callable:
+    """``enc`` that returns the items it encoded before for the same split (by identity) and mode."""
+    def encode(df: pd.DataFrame, train: bool) -> list[dict]:
+        key = (id(df), train)
+        if key not in memo:
+            memo[key] = (df, enc(df, train))  # the frame is kept so that its id is not reused
+        return memo[key][1]
+    return encode
+
+
 def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
-             seed: int, checkpoint_dir: str | Path, stop_after: int | None = None) -> tuple[dict, pd.DataFrame]:
+             seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
+             encoded: dict | None = None) -> tuple[dict, pd.DataFrame]:
     """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra evaluation
     set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in ``extra_test_sets``). Returns
-    (scores, history)."""
+    (scores, history). ``encoded``: a dict shared by the runs of one process, which keeps each split's encoded items
+    for the next run (they depend on the tokenizer, labels and config, not on the seed)."""
     device = pick_device()
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
@@ -574,6 +592,8 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     pad = tokenizer.pad_token_id
     metric = selection_metric(task, cfg, labels)
     enc = task_encoder(task, tokenizer, labels, cfg, model)
+    if encoded is not None:
+        enc = _remembered(enc, encoded)
     train_items, dev_items = enc(data["train"], True), enc(data["dev"], False)
     steps_per_epoch = math.ceil(len(train_items) / cfg.batch_size)
     total = max(1, math.ceil(cfg.epochs * steps_per_epoch))
@@ -674,6 +694,38 @@ def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
     return cfg
 
 
+def input_stamp(*paths: str | None) -> list:
+    """Size and modification time of each input file (a folder: of the files in it; a hub id: the id), the part of a
+    finished seed's record that says which model and data it was trained on."""
+    out = []
+    for path in filter(None, paths):
+        p = Path(path)
+        files = sorted(f for f in p.iterdir() if f.is_file()) if p.is_dir() else [p] if p.is_file() else []
+        out.append([path, [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]])
+    return out
+
+
+def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | None:
+    """The scores and history a seed's run left in ``folder`` (``finished.json``) when it ended, or None. A run
+    finished with other settings raises ValueError naming them and the folder to delete, as
+    :meth:`Checkpoints.resume` does; one finished on other inputs (``settings["inputs"]``: the model or data were
+    rebuilt since) is not taken (None)."""
+    path = folder / "finished.json"
+    if not path.is_file():
+        return None
+    done = json.loads(path.read_text())
+    then = done["settings"]
+    if then.get("inputs") != settings.get("inputs"):
+        log.warning("%s was trained on other inputs (the model or the data changed since): training again", path)
+        return None
+    changed = sorted(k for k in settings.keys() | then.keys() if settings.get(k) != then.get(k))
+    if changed:
+        raise ValueError(f"fine-tuning run {path} was finished with other settings ({', '.join(changed)}: "
+                         f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} now); "
+                         f"delete {folder} to start this run over")
+    return done["scores"], pd.DataFrame(done["history"])
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="save_pretrained folder (LAPT output, source model) or hub id")
@@ -681,39 +733,61 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
     p.add_argument("--task", required=True, choices=sorted(METRICS))
     p.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--output", required=True, help="scores parquet (one row)")
-    p.add_argument("--history", help="dev curve parquet (default: <output stem>.history.parquet)")
-    p.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
+    p.add_argument("--seed", type=int, nargs="+", required=True, help="one run per seed, in this order")
+    p.add_argument("--output", required=True, help="scores parquet (a row per seed)")
+    p.add_argument("--history", help="dev curves parquet, a seed column (default: <output stem>.history.parquet)")
+    p.add_argument("--checkpoints", help="checkpoint folder, a seed<N>/ per seed (default: <output>.checkpoints)")
     p.add_argument("--labels", help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
-    p.add_argument("--meta", default="{}", help="JSON object of columns added to the scores row")
+    p.add_argument("--meta", default="{}", help="JSON object of columns added to the scores rows")
     p.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
+    if len(set(args.seed)) < len(args.seed):
+        p.error(f"--seed {' '.join(map(str, args.seed))}: a seed is repeated")
     cfg = setup_cli(args)
+    if cfg.save_model and len(args.seed) > 1:
+        p.error(f"save_model keeps one fine-tuned model per output: give one --seed, not {len(args.seed)}")
     from ..data.tokenizer import load_tokenizer
     from ..source_model import check_tokenizer_matches
 
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data, args.labels)
     tokenizer = load_tokenizer(args.tokenizer or args.model)
-    torch.manual_seed(args.seed)  # the new classification head
-    model = load_task_model(args.task, args.model, labels, embeddings=args.embeddings,
-                            train_language_adapter=cfg.train_language_adapter, arc_mlp_size=cfg.arc_mlp_size,
-                            label_mlp_size=cfg.label_mlp_size, mlp_dropout=cfg.mlp_dropout)
-    check_tokenizer_matches(len(tokenizer), model.get_input_embeddings().weight.shape[0],
-                            name=args.embeddings or args.model)
-    checkpoints = args.checkpoints or f"{args.output}.checkpoints"
-    scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=args.seed,
-                               checkpoint_dir=checkpoints)
-    row = {**json.loads(args.meta), "task": args.task, "seed": args.seed, **scores,
-           "n_train": len(data["train"]), "n_dev": len(data["dev"]), "n_test": len(data["test"])}
-    write_parquet(history, args.history or str(Path(args.output).with_suffix("")) + ".history.parquet")
+    checkpoints = Path(args.checkpoints or f"{args.output}.checkpoints")
+    stamp = input_stamp(args.model, args.embeddings, args.tokenizer, args.data)
+    rows, histories, encoded, model = [], [], {}, None
+    for i, seed in enumerate(args.seed):
+        folder = checkpoints / f"seed{seed}"
+        settings = checkpoint_settings(cfg, RESUME_FREE, task=args.task, seed=seed, labels=list(labels or []),
+                                       inputs=stamp)
+        done = None if cfg.save_model else finished_run(folder, settings)  # save_model needs the trained model
+        if done is not None:
+            log.info("seed %d (%d of %d): finished before, kept from %s", seed, i + 1, len(args.seed), folder)
+            scores, history = done
+        else:
+            log.info("seed %d (%d of %d)", seed, i + 1, len(args.seed))
+            torch.manual_seed(seed)  # the new classification head
+            model = None  # the previous seed's model goes before the next one is loaded
+            model = load_task_model(args.task, args.model, labels, embeddings=args.embeddings,
+                                    train_language_adapter=cfg.train_language_adapter, arc_mlp_size=cfg.arc_mlp_size,
+                                    label_mlp_size=cfg.label_mlp_size, mlp_dropout=cfg.mlp_dropout)
+            check_tokenizer_matches(len(tokenizer), model.get_input_embeddings().weight.shape[0],
+                                    name=args.embeddings or args.model)
+            scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=seed,
+                                       checkpoint_dir=folder, encoded=encoded)
+            with atomic_path(folder / "finished.json") as tmp:
+                tmp.write_text(json.dumps({"settings": settings, "scores": scores,
+                                           "history": history.to_dict(orient="records")}))
+        rows.append({**json.loads(args.meta), "task": args.task, "seed": seed, **scores,
+                     "n_train": len(data["train"]), "n_dev": len(data["dev"]), "n_test": len(data["test"])})
+        histories.append(history.assign(seed=seed))
+    write_parquet(pd.concat(histories, ignore_index=True),
+                  args.history or str(Path(args.output).with_suffix("")) + ".history.parquet")
     if cfg.save_model:
         with atomic_path(str(Path(args.output).with_suffix("")) + ".model", directory=True) as tmp:
             model.save_pretrained(str(tmp))
             tokenizer.save_pretrained(str(tmp))
-    write_parquet(pd.DataFrame([row]), args.output)
+    write_parquet(pd.DataFrame(rows), args.output)
     remove_tree(checkpoints)  # whole or gone if killed meanwhile
 
 

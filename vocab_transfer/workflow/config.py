@@ -688,6 +688,9 @@ def check_zero_shot(cfg: Config) -> None:
             if task.unseen_labels is not None:
                 raise ConfigError(f"finetune.tasks.{name}.unseen_labels applies to zero-shot tasks (zero_shot: ...)")
             continue
+        if task.seeds_per_job is not None:
+            raise ConfigError(f"finetune.tasks.{name}.seeds_per_job applies to in-language fine-tuning; a zero-shot "
+                              "task's cells are one job each (rule evaluate_zero_shot)")
         for s in task.zero_shot:
             if s not in sources:
                 raise ConfigError(f"finetune.tasks.{name}.zero_shot: {s!r} is not an entry of zero_shot.sources")

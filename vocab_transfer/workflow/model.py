@@ -389,6 +389,7 @@ class FinetuneTask(Section):
     training: dict[str, Any] | None = None
     zero_shot: list[str] | None = _f(None, min_items=1, unique=True)
     unseen_labels: Literal[UNSEEN_LABELS] | None = None  # type: ignore[valid-type]
+    seeds_per_job: int | None = _f(None, ge=1)  # this task's jobs (default: finetune.seeds_per_job)
 
 
 @dataclass(frozen=True)
@@ -413,7 +414,8 @@ class Finetune(Section):
 
     tasks: dict[str, FinetuneTask] = _f({}, key_pattern=NAME)
     models: dict[str, FinetuneModel] = _f({}, key_pattern=NAME)
-    seeds: list[int] | None = _f(None, min_items=1)
+    seeds: list[int] | None = _f(None, min_items=1, unique=True)
+    seeds_per_job: int | None = _f(None, ge=1)  # default: every seed in one job
     training: dict[str, Any] | None = None
     launcher: str = "python"
     gpus: int = _f(0, ge=0)
@@ -422,6 +424,13 @@ class Finetune(Section):
     def job_threads(self) -> int:
         """CPU threads of a fine-tuning job: ``training.threads``, else 1."""
         return (self.training or {}).get("threads", 1)
+
+    def seed_groups(self, task: str) -> list[list[int]]:
+        """``seeds`` in the groups that share a fine-tuning job of ``task``: ``seeds_per_job`` of the task, else of
+        ``finetune``, else all seeds in one job; in config order."""
+        seeds = self.seeds or []
+        n = self.tasks[task].seeds_per_job or self.seeds_per_job or len(seeds) or 1
+        return [seeds[i:i + n] for i in range(0, len(seeds), n)]
 
 
 @dataclass(frozen=True)

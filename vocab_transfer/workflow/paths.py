@@ -28,7 +28,7 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/eval_init/<source>/probe/<task>/<method>.parquet      linear-probe accuracy at init
     results/lapt/<source>/<target>/<run>/{model/,curve.parquet,snapshots/,token_accuracy.parquet,checkpoints/}
     results/tasks/<task>/                                         downstream data
-    results/finetune/<source>/<task>/<model>/seed<N>.{parquet,history.parquet,checkpoints/}
+    results/finetune/<source>/<task>/<model>/seed<N>[+<N>...].{parquet,history.parquet,checkpoints/}  a job's seeds
     results/source_task/<source>/<source task>/<setup>/seed<N>.{model/,parquet,history.parquet,checkpoints/}
     results/zeroshot/<source>/<task>/<model>.parquet              zero-shot scores: a row per seed and source task
     results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet, paper/<table>.{csv,md,html}
@@ -209,16 +209,17 @@ def task_data(task: str) -> str:
     return f"{RESULTS}/tasks/{task}"
 
 
-def finetune_scores(source: str, task: str, model: str, seed: str | int) -> str:
-    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seed}.parquet"
+def finetune_scores(source: str, task: str, model: str, seeds: str | int) -> str:
+    """A fine-tuning job's scores, a row per seed; ``seeds``: the job's seeds joined by ``+`` (``1+2+3``, or ``1``)."""
+    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}.parquet"
 
 
-def finetune_history(source: str, task: str, model: str, seed: str | int) -> str:
-    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seed}.history.parquet"
+def finetune_history(source: str, task: str, model: str, seeds: str | int) -> str:
+    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}.history.parquet"
 
 
-def finetune_checkpoints(source: str, task: str, model: str, seed: str | int) -> str:
-    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seed}.checkpoints"
+def finetune_checkpoints(source: str, task: str, model: str, seeds: str | int) -> str:
+    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}.checkpoints"
 
 
 def source_task(source: str, srctask: str, setup: str, seed: str | int) -> str:

@@ -487,15 +487,24 @@ class Plan:
     def finetune_embeddings_flag(self, wildcards, input):
         return f"--embeddings {input.embeddings}" if "embeddings" in input.keys() else ""
 
+    def seed_groups(self, task: str) -> list[str]:
+        """The seeds of each fine-tuning job of ``task`` as its files name them (``1+2+3``; ``finetune.seeds_per_job``
+        and the task's own)."""
+        return ["+".join(map(str, g)) for g in self.cfg.finetune.seed_groups(task)]
+
+    def finetune_seeds(self, wildcards) -> str:
+        """--seed of a fine-tuning job: the seeds of its files' name, space-separated."""
+        return wildcards.seeds.replace("+", " ")
+
     def cell_scores(self, source, task, model) -> list[str]:
-        """The scores files of one (source, task, model) cell, every seed: one fine-tuning file per seed, or the
-        cell's one zero-shot file (a row per seed and source task, rule evaluate_zero_shot). Readers take the
-        seeds from the rows' ``seed`` column."""
+        """The scores files of one (source, task, model) cell, every seed: a fine-tuning file per job (a row per
+        seed of the job), or the cell's one zero-shot file (a row per seed and source task, rule
+        evaluate_zero_shot). Readers take the seeds from the rows' ``seed`` column."""
         if not self.seeds:
             return []
         if self.ft_tasks[task].zero_shot is not None:
             return [paths.zeroshot_scores(source, task, model)]
-        return [paths.finetune_scores(source, task, model, seed) for seed in self.seeds]
+        return [paths.finetune_scores(source, task, model, g) for g in self.seed_groups(task)]
 
     def finetune_scores(self, wildcards=None):
         """The scores files of every (source, task, model) cell; a model's `tasks` may leave some tasks out."""
@@ -599,17 +608,18 @@ class Plan:
         inputs = {f"curve__{r}": paths.lapt_curve(s, lang, r)
                   for r in figure_runs(self.cfg, wildcards.figure)}
         for model, _, _ in figure_points(self.cfg, wildcards.figure):
-            for seed in self.seeds:
-                inputs[f"scores__{model}__{seed}"] = paths.finetune_scores(s, spec.task, model, seed)
+            for group in self.seed_groups(spec.task):
+                inputs[f"scores__{model}__{group}"] = paths.finetune_scores(s, spec.task, model, group)
         return inputs
 
     def lapt_finetune_manifest(self, wildcards):
-        """``[{"input": name, "kind": "curve", "run": r} | {"input": name, "kind": "scores", "model": m, "seed": n}]``
-        of :meth:`lapt_finetune_inputs` (canonical JSON)."""
+        """``[{"input": name, "kind": "curve", "run": r} | {"input": name, "kind": "scores", "model": m, "seeds": g}]``
+        of :meth:`lapt_finetune_inputs` (canonical JSON; ``g``: a job's seeds, ``1+2+3``)."""
         out = [{"input": f"curve__{r}", "kind": "curve", "run": r} for r in figure_runs(self.cfg, wildcards.figure)]
+        task = self.cfg.figures[wildcards.figure].task
         for model, _, _ in figure_points(self.cfg, wildcards.figure):
-            for seed in self.seeds:
-                out.append({"input": f"scores__{model}__{seed}", "kind": "scores", "model": model, "seed": seed})
+            for group in self.seed_groups(task):
+                out.append({"input": f"scores__{model}__{group}", "kind": "scores", "model": model, "seeds": group})
         return canonical(out)
 
     def lapt_finetune_params(self, wildcards):
