@@ -270,11 +270,21 @@ def lapt_run_settings(cfg: Config, run: str) -> dict:
     return {"seed": cfg.seed, **cfg.lapt.training, **cfg.lapt.runs[run].settings}
 
 
-def lapt_run_config(cfg: Config, run: str):
-    """The run's :class:`vocab_transfer.training.settings.LaptConfig` (its stages, evaluation and snapshot steps)."""
-    from ..training.settings import LaptConfig
+# (id(config), run) -> (config, LaptConfig): the plan asks for a run's settings per job (a figure's points, a
+# snapshot's step), and checking them takes a millisecond each time. The entry holds the config, so its id is not
+# reused while the entry lives.
+_LAPT_CONFIGS: dict[tuple[int, str], tuple[Config, typing.Any]] = {}
 
-    return LaptConfig.from_dict(lapt_run_settings(cfg, run))
+
+def lapt_run_config(cfg: Config, run: str):
+    """The run's :class:`vocab_transfer.training.settings.LaptConfig` (its stages, evaluation and snapshot steps); one
+    object per config and run, shared by the callers, which read it."""
+    key = (id(cfg), run)
+    if key not in _LAPT_CONFIGS:
+        from ..training.settings import LaptConfig
+
+        _LAPT_CONFIGS[key] = (cfg, LaptConfig.from_dict(lapt_run_settings(cfg, run)))
+    return _LAPT_CONFIGS[key][1]
 
 
 def snapshot_model_name(name: str, step: int) -> str:
