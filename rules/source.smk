@@ -13,7 +13,7 @@ rule train_source_tokenizer:
     params:
         spec=plan.pretrain_spec,
     threads: plan.pretrain_tokenizer_threads
-    priority: 100
+    priority: 210  # above any two one-thread jobs: see pretrain_source_model
     log:
         "logs/train_source_tokenizer/{source}.log",
     benchmark:
@@ -47,7 +47,11 @@ rule pretrain_source_model:
         spec=plan.pretrain_spec,
         seed=cfg.seed,
     threads: plan.pretrain_threads
-    priority: 100
+    # Snakemake's scheduler picks the ready jobs with the largest sum of priorities that fit the free cores, so on a
+    # small machine a job of several threads must outrank any two one-thread jobs (priorities <= 100), or it waits
+    # until nothing else is ready. The tokenizers (210) go first: a target tokenizer left for later waits for both
+    # cores to be free at once, which happens only at the end of the run.
+    priority: 205
     log:
         "logs/pretrain_source_model/{source}.log",
     benchmark:

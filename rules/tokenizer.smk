@@ -18,7 +18,7 @@ rule train_tokenizer:
         like=plan.like_tokenizer_dir,
         seed=cfg.seed,
     threads: cfg.tokenizer.threads
-    priority: 100
+    priority: 210  # above any two one-thread jobs (priorities <= 100): see pretrain_source_model
     log:
         "logs/train_tokenizer/{lang}.log",
     benchmark:
