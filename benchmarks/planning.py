@@ -11,6 +11,7 @@ average before the runs. The one-rule Snakefile is what Snakemake costs by itsel
     python benchmarks/planning.py --repo ../other-checkout  # the same for another checkout (PYTHONPATH set to it)
     python benchmarks/planning.py --no-slurm-probe         # see below
     python benchmarks/planning.py --target ""              # the whole grids only
+    python benchmarks/planning.py --against ../before      # and another checkout, alternating run by run
 
 A rerun of one target plans only what the target needs, but parses the whole workflow: ``--target`` (by default
 ``make_init_table``, the init-loss table, a rule every config has) adds that dry run per config.
@@ -124,15 +125,7 @@ def plan_once(cmd: list[str], cwd: Path, env: dict) -> dict:
             "phases": dict(kv.split("=") for kv in phases.group(1).split()) if phases else {}}
 
 
-def measure(label: str, cmd: list[str], cwd: Path, env: dict, runs: int) -> dict:
-    load = os.getloadavg()[0]
-    rows = []
-    for _ in range(runs):
-        before = os.times()
-        row = plan_once(cmd, cwd, env)
-        after = os.times()
-        row["cpu_s"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-        rows.append(row)
+def summarize(label: str, rows: list[dict], load: float) -> dict:
     walls = [r["wall_s"] for r in rows]
     result = {"config": label, "jobs": rows[0]["jobs"], "median_s": statistics.median(walls), "min_s": min(walls),
               "max_s": max(walls), "cpu_s": statistics.median(r["cpu_s"] for r in rows), "load": load,
@@ -141,6 +134,26 @@ def measure(label: str, cmd: list[str], cwd: Path, env: dict, runs: int) -> dict
         result["phases"] = {k: statistics.median(float(r["phases"][k]) for r in rows) for k in rows[0]["phases"]}
     print(f"{label}: {result['median_s']:.2f} s (min {result['min_s']:.2f}, max {result['max_s']:.2f}), "
           f"CPU {result['cpu_s']:.2f} s, {result['jobs']} jobs, load {load:.2f}", flush=True)
+    return result
+
+
+def measure(label: str, cmd: list[str], cwd: Path, env: dict, runs: int,
+            against: tuple[Path, dict] | None = None) -> dict:
+    """``runs`` dry runs of ``cmd`` in ``cwd``; with ``against`` (another checkout and its environment), as many of the
+    same command there, the two alternating (which goes first alternates too), under ``result["against"]``."""
+    load = os.getloadavg()[0]
+    places = [(cwd, env)] + ([against] if against else [])
+    rows: list[list[dict]] = [[] for _ in places]
+    for i in range(runs):
+        for k in (range(len(places)) if i % 2 == 0 else reversed(range(len(places)))):
+            before = os.times()
+            row = plan_once(cmd, *places[k])
+            after = os.times()
+            row["cpu_s"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+            rows[k].append(row)
+    result = summarize(label, rows[0], load)
+    if against:
+        result["against"] = summarize(f"{label} (--against)", rows[1], load)
     return result
 
 
@@ -154,11 +167,14 @@ def main() -> None:
                    help="an scontrol that fails at once first on PATH (no SLURM controller wait at startup)")
     p.add_argument("--target", default="make_init_table", help="also plan this one target per config ('': none)")
     p.add_argument("--floor", action="store_true", help="also plan each config's DAG as one trivial rule (see above)")
+    p.add_argument("--against", type=Path, help="another checkout: each config is planned there too, alternating with "
+                   "--repo run by run (a before/after pair measured in the same minutes)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args()
 
     repo = args.repo.resolve()
     env = {**os.environ, "PYTHONPATH": str(repo)}
+    against = args.against.resolve() if args.against else None
     tmp = Path(tempfile.mkdtemp(prefix="planning-"))
     if args.no_slurm_probe:
         stub = tmp / "bin" / "scontrol"
@@ -166,6 +182,7 @@ def main() -> None:
         stub.write_text("#!/bin/sh\nexit 1\n")
         stub.chmod(0o755)
         env["PATH"] = f"{stub.parent}{os.pathsep}{env['PATH']}"
+    other = (against, {**env, "PYTHONPATH": str(against)}) if against else None
     snakemake = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or shutil.which("snakemake")
     if args.phases:
         (tmp / "phases.py").write_text(PHASES)
@@ -179,7 +196,7 @@ def main() -> None:
     for config in args.configs or paper_configs(repo):
         # config.yaml is the embedded default: `snakemake -n` alone plans it; targets go before --configfile
         extra = [] if config == "config.yaml" else ["--configfile", config]
-        results.append(measure(config, [*base, "-n", *extra], repo, env, args.runs))
+        results.append(measure(config, [*base, "-n", *extra], repo, env, args.runs, other))
         if args.target:
             target = measure(f"{config} {args.target}", [*base, "-n", args.target, *extra], repo, env, args.runs)
             results[-1]["target"] = target
@@ -196,12 +213,15 @@ def main() -> None:
                    if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() if (repo / ".git").exists() else ""
+    def at(checkout: Path) -> str:
+        commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() if (checkout / ".git").exists() else ""
+        return f"{checkout}{f' at {commit}' if commit else ''}"
+
     argv = " ".join(["python benchmarks/planning.py", *sys.argv[1:]])
     md = [f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {cpu}, {os.cpu_count()} cores; Python "
-          f"{platform.python_version()}, Snakemake {metadata.version('snakemake')}; {repo}"
-          f"{f' at {commit}' if commit else ''}"
+          f"{platform.python_version()}, Snakemake {metadata.version('snakemake')}; {at(repo)}"
+          f"{f'; --against {at(against)}' if against else ''}"
           f"{'; no SLURM probe' if args.no_slurm_probe else ''}. `{argv}`, {args.runs} runs each.", ""]
     head = "| config | jobs | `snakemake -n` median | range | CPU (median) | load before |"
     sep = "|---|---|---|---|---|---|"
@@ -214,6 +234,9 @@ def main() -> None:
     if args.phases:
         head += " import | parse | DAG | rest |"
         sep += "---|---|---|---|"
+    if against:
+        head += " `--against`: jobs | median | CPU |"
+        sep += "---|---|---|"
     md += [head, sep]
     for r in results:
         row = (f"| {r['config']} | {r['jobs']:,} | {r['median_s']:.2f} s | {r['min_s']:.2f}–{r['max_s']:.2f} s "
@@ -228,6 +251,9 @@ def main() -> None:
             ph = r.get("phases", {})
             rest = ph.get("execute", 0) - ph.get("dag", 0)
             row += f" {ph.get('import', 0):.2f} | {ph.get('parse', 0):.2f} | {ph.get('dag', 0):.2f} | {rest:.2f} |"
+        if against:
+            a = r.get("against")
+            row += f" {a['jobs']:,} | {a['median_s']:.2f} s | {a['cpu_s']:.2f} s |" if a else " | | |"
         md.append(row)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "planning.md").write_text("\n".join(md) + "\n")
@@ -235,7 +261,7 @@ def main() -> None:
         w = csv.writer(fh)
         w.writerow(["config", "run", "wall_s", "cpu_s", "jobs", "load_before"])
         for r in results:
-            for one in (r, r.get("target"), r.get("floor")):
+            for one in (r, r.get("target"), r.get("floor"), r.get("against")):
                 for i, run in enumerate(one["runs"] if one else []):
                     w.writerow([one["config"], i, f"{run['wall_s']:.3f}", f"{run['cpu_s']:.3f}", run["jobs"],
                                 f"{one['load']:.2f}"])
