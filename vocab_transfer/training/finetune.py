@@ -2,7 +2,7 @@
 
     python -m vocab_transfer.training.finetune --model results/lapt/demo-xlmr/he/focus/model \\
         --data results/tasks/he-ner --task ner --seed 1 2 \\
-        --output results/finetune/demo-xlmr/he/he-ner/focus/seed1+2.parquet --config '{"epochs": 2}'
+        --output results/finetune/demo-xlmr/he-ner/focus-lapt/seed1+2.parquet --config '{"epochs": 2}'
 
 ``--seed`` takes one or more seeds: one run each, one after another, each from a fresh copy of the model (the same
 scores as a job of its own), with the task data read and encoded once. The scores file has a row per seed, the
