@@ -209,17 +209,22 @@ def task_data(task: str) -> str:
     return f"{RESULTS}/tasks/{task}"
 
 
+def finetune_run(source: str, task: str, model: str, seeds: str | int) -> str:
+    """The stem of a fine-tuning job's files: ``.parquet`` (its scores, a row per seed), ``.history.parquet``,
+    ``.checkpoints/`` follow it; ``seeds``: the job's seeds joined by ``+`` (``1+2+3``, or ``1``)."""
+    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}"
+
+
 def finetune_scores(source: str, task: str, model: str, seeds: str | int) -> str:
-    """A fine-tuning job's scores, a row per seed; ``seeds``: the job's seeds joined by ``+`` (``1+2+3``, or ``1``)."""
-    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}.parquet"
+    return f"{finetune_run(source, task, model, seeds)}.parquet"
 
 
 def finetune_history(source: str, task: str, model: str, seeds: str | int) -> str:
-    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}.history.parquet"
+    return f"{finetune_run(source, task, model, seeds)}.history.parquet"
 
 
 def finetune_checkpoints(source: str, task: str, model: str, seeds: str | int) -> str:
-    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}.checkpoints"
+    return f"{finetune_run(source, task, model, seeds)}.checkpoints"
 
 
 def source_task(source: str, srctask: str, setup: str, seed: str | int) -> str:
