@@ -59,6 +59,7 @@ from .runtime import (
     StopSignals,
     adamw,
     autocast_factory,
+    changed_settings,
     checkpoint_settings,
     grad_scaler,
     linear_schedule,
@@ -718,7 +719,7 @@ def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | No
     if then.get("inputs") != settings.get("inputs"):
         log.warning("%s was trained on other inputs (the model or the data changed since): training again", path)
         return None
-    changed = sorted(k for k in settings.keys() | then.keys() if settings.get(k) != then.get(k))
+    changed = changed_settings(settings, then)
     if changed:
         raise ValueError(f"fine-tuning run {path} was finished with other settings ({', '.join(changed)}: "
                          f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} now); "

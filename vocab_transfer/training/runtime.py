@@ -243,6 +243,11 @@ def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:
     return json.loads(json.dumps({**extra, **{k: v for k, v in dataclasses.asdict(cfg).items() if k not in free}}))
 
 
+def changed_settings(now: dict, then: dict) -> list[str]:
+    """The keys whose values differ between two :func:`checkpoint_settings` (or that only one of them has), sorted."""
+    return sorted(k for k in now.keys() | then.keys() if now.get(k) != then.get(k))
+
+
 class Checkpoints:
     """``step-XXXXXXXX/`` folders under ``root``, each written atomically; the newest complete one is resumed and
     only the newest ``keep`` are kept. ``what`` names the trainer in errors."""
@@ -281,7 +286,7 @@ class Checkpoints:
         state = json.loads((path / "state.json").read_text())
         if settings is not None:
             then = state.get("config", settings)
-            changed = sorted(k for k in settings.keys() | then.keys() if settings.get(k) != then.get(k))
+            changed = changed_settings(settings, then)
             if changed:
                 raise ValueError(f"{self.what} checkpoint {path} was written with other settings ({', '.join(changed)}: "
                                  f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} now); "
