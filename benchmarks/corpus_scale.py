@@ -142,9 +142,9 @@ def run_size(size_text: str, args) -> pd.DataFrame:
 
 
 def logged_peak(log: Path) -> float | None:
-    """The job's own peak memory (kernel high-water mark, logged at exit: ``workflow.job.PEAK_MEMORY``), the last
+    """The job's own peak memory (kernel high-water mark, logged at exit: ``vocab_transfer.memory.PEAK_MEMORY``), the last
     one in the log; None for a log without it."""
-    from vocab_transfer.workflow.job import PEAK_MEMORY
+    from vocab_transfer.memory import PEAK_MEMORY
 
     if not log.is_file():
         return None

@@ -1,7 +1,7 @@
 """Speed and peak memory of FOCUS and WECHSEL at paper scale (issue 3 targets: FOCUS ≤ 2.5 s / 2 GB,
 WECHSEL ≤ 20 s / 4 GB on a 2-core CPU).
 
-Paper scale (focus.md §3, App. B): source XLM-R 250,002 × 768 embeddings (+ output bias column),
+Paper scale (FOCUS §3, App. B): source XLM-R 250,002 × 768 embeddings (+ output bias column),
 target vocabulary 50,000, auxiliary vectors 300-d. Inputs are synthetic (no hub here): Gaussian
 source rows, clustered auxiliary vectors (random Gaussian ones would be the worst case of sparsemax),
 for FOCUS an overlap of ``--overlap`` of the target vocabulary with ``--vector-rate`` of tokens

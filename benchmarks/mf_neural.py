@@ -24,9 +24,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from semi_nmf import synthetic_embeddings  # noqa: E402
 
+from vocab_transfer.methods.factorized import fit_neural  # noqa: E402
 from vocab_transfer.methods.semi_nmf import semi_nmf  # noqa: E402
 from vocab_transfer.methods.unks import factorize_source  # noqa: E402
-from vocab_transfer.training.factorized import fit_neural  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 

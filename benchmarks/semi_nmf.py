@@ -1,7 +1,7 @@
 """Benchmark Semi-NMF (vocab_transfer.methods.semi_nmf): time and reconstruction error against iterations.
 
 Factorizes a synthetic embedding-like matrix (default 250,002 x 768, XLM-R's vocabulary and width)
-to rank D' = 100 as UNKs Everywhere does (unks-everywhere.md §3.3 and Appendix "Semi-NMF": 3,000 update
+to rank D' = 100 as UNKs Everywhere does (UNKs Everywhere §3.3 and Appendix "Semi-NMF": 3,000 update
 steps), prints a table and writes every iteration to a CSV under benchmarks/out/semi_nmf/.
 
     python benchmarks/semi_nmf.py --rows 20000 --mode both

@@ -1,23 +1,35 @@
 # Config validation (before any job runs), the wildcards' constraints, and the Plan whose methods are the rules'
-# input and params functions (vocab_transfer/workflow/plan.py); resource functions at the end.
+# input and params functions (vocab_transfer/workflow/plan/: a module per stage); resource functions at the end.
 import os
+import sys
 from types import SimpleNamespace
 
-from vocab_transfer.workflow.config import ConfigError, all_targets, check_config, expand_snapshot_models, fill_defaults
+from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
+                                            expand_snapshot_models, fill_defaults)
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow import warm
-from vocab_transfer.workflow.cluster import check_submission
-from vocab_transfer.workflow.model import FASTTEXT_PRESETS, TRUSTED_ENV
+from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
+from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
+from vocab_transfer.source_model import TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
 
 
 SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 try:
+    check_configfiles(workflow.config_settings.configfiles)  # a target written after --configfile
     check_config(config, SCHEMA)
     fill_defaults(config, SCHEMA)  # what snakemake.utils.validate does, on the schema check_config has read
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
+# The resources a profile gives (profiles/slurm/config.yaml): a placeholder left in them stops every call, -n
+# included, naming the key and the profile file (vocab_transfer/workflow/cluster.py).
+profile_problems = check_profile(
+    resource_values(workflow.resource_settings.default_resources),
+    {rule: resource_values(r) for rule, r in workflow.resource_settings.overwrite_resources.items()},
+    profile_file(sys.argv))
+if profile_problems:
+    raise WorkflowError("nothing submitted: fill in the profile's placeholders first\n  " + "\n  ".join(profile_problems))
 if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT snapshot, <name>-step<N>
     config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
 
@@ -48,8 +60,8 @@ onstart:
             warm.start()
 
 
-# The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan.py);
-# cfg is the config typed (vocab_transfer/workflow/model.py).
+# The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan/, a
+# module per stage); cfg is the config typed (vocab_transfer/workflow/model.py).
 plan = Plan(config)
 
 # The model folders whose own code may run (sources.<name>.trust_remote_code), for every job's loaders
@@ -88,10 +100,15 @@ def reproduce_command(wildcards, output):
 
 
 # --- what each job asks the scheduler for (vocab_transfer.workflow.resources) ----------------------------
-def resources_of(rule, extra=None):
-    """mem_mb and runtime of this rule's jobs, from their input size or config `resources.<rule>`
-    (vocab_transfer.workflow.resources)."""
-    return {"mem_mb": res.mem_mb(config, rule, extra), "runtime": res.runtime(config, rule)}
+def resources_of(rule, extra=None, data_gb=None):
+    """mem_mb and runtime of this rule's jobs, from their input size (or `data_gb(wildcards, input)`, the GB their
+    costs scale with) or config `resources.<rule>` (vocab_transfer.workflow.resources)."""
+    return {"mem_mb": res.mem_mb(config, rule, extra, data_gb), "runtime": res.runtime(config, rule, data_gb)}
+
+
+def corpus_gb(wildcards, input):
+    """GB of text prepare_corpus reads: the corpus's cap, a text source's files, or a hub corpus's assumed size."""
+    return res.corpus_gb(config, wildcards.lang)
 
 
 def tokenizer_sample_mb(wildcards, input):

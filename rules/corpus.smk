@@ -1,5 +1,6 @@
 # Corpus reading, cleaning, filtering, deduplication and the seeded train/held-out split, per language, streaming
 # (vocab_transfer.data.corpus.build_corpus): each split is a parquet directory dataset, stats.json says what was read.
+# Input and params functions: vocab_transfer/workflow/plan/corpus.py (`plan.<name>`).
 
 
 rule prepare_corpus:
@@ -17,7 +18,7 @@ rule prepare_corpus:
     benchmark:
         "benchmarks/out/prepare_corpus/{lang}.tsv"
     resources:
-        **resources_of("prepare_corpus"),
+        **resources_of("prepare_corpus", data_gb=corpus_gb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

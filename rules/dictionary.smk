@@ -1,4 +1,5 @@
 # Bilingual dictionaries source language -> target language (WECHSEL's alignment seed, Dict Match).
+# Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`).
 
 
 # The download runs on the login node (compute nodes may have no internet).

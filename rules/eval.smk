@@ -1,4 +1,5 @@
 # Init-time masked-LM loss on held-out target text (FOCUS Table 4).
+# Input and params functions: vocab_transfer/workflow/plan/eval.py (`plan.<name>`).
 
 
 rule pack_heldout:

@@ -1,5 +1,6 @@
 # Transferred models as Hugging Face model folders with a model card: right after initialization (every cell of the
 # init table) and after LAPT (every run). `snakemake export` writes them all (vocab_transfer/export.py).
+# Input and params functions: vocab_transfer/workflow/plan/export.py (`plan.<name>`).
 
 
 rule export_init_model:

@@ -1,4 +1,5 @@
 # Token-level fastText on the target corpus's token shard (pre-tokenized with the target tokenizer; FOCUS App. B).
+# Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`).
 
 
 rule train_fasttext:
@@ -25,7 +26,7 @@ rule train_fasttext:
         "../workflow_scripts/train_fasttext.py"
 
 
-# The same with a named variant of the recipe (model.FASTTEXT_PRESETS; a FOCUS method's `fasttext: deepfocus`).
+# The same with a named variant of the recipe (vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS; a FOCUS method's `fasttext: deepfocus`).
 rule train_fasttext_preset:
     input:
         shards=paths.shards("{target}", "train"),

@@ -2,6 +2,7 @@
 # (source, task, model) and group of seeds (finetune.seeds_per_job; default: all seeds in one job) through
 # `python -m vocab_transfer.training.finetune`: dev selection every 5% of the steps, test score of the selected
 # checkpoint (FOCUS Tables 2-3 and 6).
+# Input and params functions: vocab_transfer/workflow/plan/finetune.py, tables.py and figures.py (`plan.<name>`).
 
 
 # Downloads, tables and plots run on the login node, never through the cluster's scheduler.
@@ -60,7 +61,7 @@ rule finetune:
         task=plan.finetune_task_type,
         seeds=plan.finetune_seeds,
         checkpoints=paths.finetune_checkpoints("{source}", "{task}", "{ftmodel}", "{seeds}"),
-        launcher=cfg.finetune.launcher,
+        launcher=cfg.finetune.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.finetune.job_threads()
     priority: 70
     resources:
@@ -73,11 +74,13 @@ rule finetune:
         "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
+    # Every value is quoted ({...:q}, or words the plan quoted: the launcher, --embeddings); the seeds after --seed
+    # are integers (the seeds wildcard's constraint), one word each.
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.finetune --model {params.model} {params.embeddings}"
-        " --tokenizer {params.tokenizer} --task {params.task} --data {input.data} --seed {params.seeds}"
-        " --output {output.scores} --history {output.history} --checkpoints {params.checkpoints}"
-        " --meta '{params.meta}' --config '{params.config}' 2>> {log}"
+        "exec {params.launcher} -m vocab_transfer.training.finetune --model {params.model:q} {params.embeddings}"
+        " --tokenizer {params.tokenizer:q} --task {params.task:q} --data {input.data:q} --seed {params.seeds}"
+        " --output {output.scores:q} --history {output.history:q} --checkpoints {params.checkpoints:q}"
+        " --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"
 
 
 rule make_finetune_table:

@@ -1,4 +1,5 @@
 # Embedding initialization per (source, target, method): the methods of vocab_transfer.methods.
+# Input and params functions: vocab_transfer/workflow/plan/init.py (`plan.<name>`).
 
 
 rule init_embeddings:

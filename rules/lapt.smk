@@ -3,6 +3,9 @@
 # lapt.nodes); resumable from its checkpoints (FOCUS §3.1, Figure 2).
 # `exec` hands SLURM's --signal=TERM warning straight to the trainer, which checkpoints and exits 75;
 # the profile's `retries` then resumes it (profiles/slurm/config.yaml).
+# Every value reaches the shell quoted: `{...:q}`, or words the plan quoted already (the launcher, optional flags),
+# so a local model folder with spaces, quotes or `$(...)` in its path is one argument and runs nothing.
+# Input and params functions: vocab_transfer/workflow/plan/lapt.py and figures.py (`plan.<name>`).
 
 
 # Plots run on the login node, never through the cluster's scheduler.
@@ -29,7 +32,9 @@ rule train_lapt:
     params:
         config=plan.lapt_config,
         checkpoints=paths.lapt_checkpoints("{source}", "{target}", "{run}"),
-        launcher=cfg.lapt.launch_command(),
+        embeddings=plan.lapt_embeddings_flag,  # "--embeddings <init artifact>" (quoted), or nothing
+        anchors=plan.lapt_anchors_flag,  # "--anchors <overlap>" (quoted), or nothing
+        launcher=cfg.lapt.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.lapt.job_threads()
     priority: 80
     resources:
@@ -44,13 +49,11 @@ rule train_lapt:
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.lapt --model {input.model}"
-        " $([ -n '{input.embeddings}' ] && echo --embeddings '{input.embeddings}')"
-        " --tokenizer {input.tokenizer} --train {input.train} --heldout {input.heldout}"
-        " --output {output.model} --curve {output.curve} --checkpoints {params.checkpoints}"
-        " --snapshots {output.snapshots} --token-accuracy {output.token_accuracy}"
-        " $([ -n '{input.anchors}' ] && echo --anchors '{input.anchors}')"
-        " --config '{params.config}' 2>> {log}"
+        "exec {params.launcher} -m vocab_transfer.training.lapt --model {input.model:q} {params.embeddings}"
+        " --tokenizer {input.tokenizer:q} --train {input.train:q} --heldout {input.heldout:q}"
+        " --output {output.model:q} --curve {output.curve:q} --checkpoints {params.checkpoints:q}"
+        " --snapshots {output.snapshots:q} --token-accuracy {output.token_accuracy:q} {params.anchors}"
+        " --config {params.config:q} 2>> {log:q}"
 
 
 rule plot_lapt_curves:

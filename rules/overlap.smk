@@ -1,4 +1,5 @@
 # Vocabulary overlap between source and target tokenizers after canonicalization (FOCUS App. B).
+# Input and params functions: vocab_transfer/workflow/plan/init.py (`plan.<name>`).
 
 
 rule compute_overlap:

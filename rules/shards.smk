@@ -1,5 +1,6 @@
 # Tokenize once: each corpus split becomes a token shard per tokenizer that reads it (vocab_transfer.data.shards):
 # token fastText, token counts, held-out packing, LAPT and source pretraining read ids from these, never text.
+# Input and params functions: vocab_transfer/workflow/plan/corpus.py (`plan.<name>`).
 
 
 rule tokenize_corpus:

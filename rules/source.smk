@@ -1,4 +1,5 @@
 # Source model: pretrained here (offline demo) or downloaded from the hub when the config names one.
+# Input and params functions: vocab_transfer/workflow/plan/source.py (`plan.<name>`).
 
 
 # The download runs on the login node (compute nodes may have no internet).

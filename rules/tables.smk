@@ -1,4 +1,5 @@
 # Tables: FOCUS Table 4 (init-time MLM loss) as long-form CSV and a Markdown rendering.
+# Input and params functions: vocab_transfer/workflow/plan/eval.py (`plan.<name>`).
 
 
 # The table renders on the login node, never through the cluster's scheduler.

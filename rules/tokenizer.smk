@@ -2,6 +2,7 @@
 # or another family (`tokenizer.kind`) or the family and layout of a source model's tokenizer (`tokenizer.like`),
 # trained on a seeded sample of `tokenizer.input_sentence_size` documents streamed from the corpus, or an existing
 # tokenizer where `tokenizer.pretrained` names one (vocab-swap §3.1/§3.3).
+# Input and params functions: vocab_transfer/workflow/plan/corpus.py (`plan.<name>`).
 
 
 rule train_tokenizer:

@@ -1,5 +1,6 @@
 # Word-level static embeddings per language (WECHSEL §3; FOCUS Table 4 "Word-fastText"): trained with
 # fastText on the language's corpus, or read from pretrained vectors named in config `word_vectors`.
+# Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`).
 
 
 # The download runs on the login node (compute nodes may have no internet).

@@ -5,6 +5,7 @@
 # training and scores the target's test split: one row per seed and source task (Table 3 averages them;
 # `tables.<name>.source_languages` picks one, Tables 5/9). The cells of a task read its source-side trainings from
 # one list (rule list_source_trainings) instead of 20 folders and 20 score files each.
+# Input and params functions: vocab_transfer/workflow/plan/zeroshot.py (`plan.<name>`).
 
 localrules: list_source_trainings
 
@@ -23,7 +24,7 @@ rule train_source_task:
         task=plan.source_task_type,
         meta=plan.source_task_meta,
         checkpoints=paths.source_task_checkpoints("{source}", "{srctask}", "{setup}", "{seed}"),
-        launcher=cfg.zero_shot.launcher,
+        launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
     resources:
         gpu=cfg.zero_shot.gpus,
@@ -35,11 +36,13 @@ rule train_source_task:
         "benchmarks/out/train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
+    # Every value is quoted ({...:q}; the launcher: words quoted by the plan).
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.zeroshot train --model {input.model} --tokenizer {input.tokenizer}"
-        " --task {params.task} --data {input.data} --seed {wildcards.seed} --variant {params.variant}"
-        " --adapter '{params.adapter}' --output {output.model} --scores {output.scores} --history {output.history}"
-        " --checkpoints {params.checkpoints} --meta '{params.meta}' --config '{params.config}' 2>> {log}"
+        "exec {params.launcher} -m vocab_transfer.training.zeroshot train --model {input.model:q}"
+        " --tokenizer {input.tokenizer:q} --task {params.task:q} --data {input.data:q} --seed {wildcards.seed:q}"
+        " --variant {params.variant:q} --adapter {params.adapter:q} --output {output.model:q}"
+        " --scores {output.scores:q} --history {output.history:q} --checkpoints {params.checkpoints:q}"
+        " --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"
 
 
 rule list_source_trainings:
@@ -54,7 +57,7 @@ rule list_source_trainings:
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
-        "(printf '%s\\n' {params.trainings:q} > {output}.tmp && mv {output}.tmp {output}) 2> {log}"
+        "(printf '%s\\n' {params.trainings:q} > {output:q}.tmp && mv {output:q}.tmp {output:q}) 2> {log:q}"
 
 
 rule evaluate_zero_shot:
@@ -67,7 +70,7 @@ rule evaluate_zero_shot:
         meta=plan.zero_shot_meta,
         task=plan.finetune_task_type,
         unseen=plan.zero_shot_unseen,
-        launcher=cfg.zero_shot.launcher,
+        launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
     resources:
         gpu=cfg.zero_shot.gpus,
@@ -80,6 +83,6 @@ rule evaluate_zero_shot:
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target} --task {params.task}"
-        " --data {input.data} --trainings {input.trainings} --output {output.scores}"
-        " --unseen-labels {params.unseen} --meta '{params.meta}' --config '{params.config}' 2>> {log}"
+        "exec {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target:q}"
+        " --task {params.task:q} --data {input.data:q} --trainings {input.trainings:q} --output {output.scores:q}"
+        " --unseen-labels {params.unseen:q} --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"

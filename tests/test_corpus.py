@@ -17,7 +17,6 @@ import pytest  # noqa: E402
 
 from vocab_transfer.data import corpus as corpus_module  # noqa: E402
 from vocab_transfer.data.corpus import (  # noqa: E402
-    CORPUS_SCHEMA,
     READ_BATCH,
     CorpusError,
     FilterStats,
@@ -27,6 +26,7 @@ from vocab_transfer.data.corpus import (  # noqa: E402
     corpus_metadata,
     corpus_num_docs,
     corpus_parts,
+    corpus_schema,
     filter_documents,
     iter_texts,
     read_corpus,
@@ -441,7 +441,7 @@ def test_write_corpus_atomic_roundtrip(tmp_path) -> None:
     write_corpus(df, path)
     write_corpus(df.iloc[:1], path)  # overwrite in place
     part = corpus_parts(path)[0]
-    assert pq.read_schema(part).equals(CORPUS_SCHEMA, check_metadata=False)
+    assert pq.read_schema(part).equals(corpus_schema(), check_metadata=False)
     back = read_corpus(path)
     assert back["doc_id"].tolist() == ["1:1:1"] and back["text"].tolist() == [SW_GEN_1_1]
     assert list(iter_texts(path)) == [SW_GEN_1_1] and corpus_num_docs(path) == 1

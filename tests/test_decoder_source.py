@@ -441,9 +441,8 @@ def test_remote_code_runs_only_where_the_config_allows_it_for_that_model(llama_d
     """A model whose architecture lives in its own Python files (auto_map): refused by the parse-time check and the
     init's reader, unless the source has trust_remote_code (its folder in VOCAB_TRANSFER_TRUST_REMOTE_CODE, which
     the workflow sets for the jobs); then its own class is built and its rows read."""
-    from vocab_transfer.source_model import read_embedding_rows
+    from vocab_transfer.source_model import TRUSTED_ENV, read_embedding_rows
     from vocab_transfer.workflow.config import ConfigError, check_local_source
-    from vocab_transfer.workflow.model import TRUSTED_ENV
 
     folder = tmp_path / "custom"
     shutil.copytree(llama_dir, folder)

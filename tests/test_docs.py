@@ -87,9 +87,24 @@ COMMANDS = sorted({plan_key(c): c for c in sorted(c for _, cmds in BLOCKS if not
                                                   for c in cmds)}.values())
 
 
+@functools.lru_cache
+def filled_profile() -> str:
+    """profiles/slurm as a user runs it after editing it: its placeholders (which stop every call, -n included)
+    filled in, in a temporary folder."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="profile-"))
+    text = (REPO / "profiles" / "slurm" / "config.yaml").read_text()
+    for placeholder in ("<cpu-partition>", "<cpu-account>", "<gpu-partition>", "<gpu-account>"):
+        text = text.replace(placeholder, placeholder.strip("<>"))
+    (folder / "config.yaml").write_text(text)
+    return str(folder)
+
+
 def dry_run(words: list[str], cwd: Path = REPO) -> subprocess.CompletedProcess:
     if not {"-n", "--dry-run", "--dryrun"} & set(words):
         words = [*words, "-n"]
+    words = [filled_profile() if w == "slurm" and i and words[i - 1] == "--profile" else w for i, w in enumerate(words)]
     return subprocess.run([*SNAKEMAKE, *words], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
@@ -201,3 +216,23 @@ def test_nested_config_values_arrive_as_strings_and_are_refused():
     assert "LAPT config: lr must be float, not '0.01'" in proc.stdout + proc.stderr
     top = lapt_settings("--configfile", "tests/data/tiny_config.yaml", "--config", "seed=3")
     assert top["seed"] == 3
+
+
+# --- what the docs may say ----------------------------------------------------------------------------------------
+def test_layout_names_every_rule_file():
+    """docs/development.md's layout row for `rules/<stage>.smk` names every stage file under rules/."""
+    row = next(line for line in (REPO / "docs" / "development.md").read_text().splitlines()
+               if line.startswith("| `rules/<stage>.smk`"))
+    named = set(re.findall(r"\w+", row.split("one file per stage:")[1].split(";")[0]))
+    assert named == {p.stem for p in (REPO / "rules").glob("*.smk")} - {"common"}
+    assert "`rules/common.smk`" in row
+
+
+@pytest.mark.parametrize("path", [*PAGES, *sorted((REPO / "configs").glob("*.yaml"))],
+                         ids=lambda p: p.relative_to(REPO).as_posix())
+def test_no_development_history_or_outside_paths(path):
+    """The docs and paper configs describe the software: no dates or commits of development runs, no "this
+    machine", and no paths outside the repository (the papers are cited in README.md, not linked)."""
+    text = path.read_text()
+    for pattern in (r"\b20\d\d-\d\d-\d\d\b", r"\bcommit `?[0-9a-f]{7,40}\b", r"\.\./shared\b", r"\bthis (virtual )?machine\b"):
+        assert not re.search(pattern, text), f"{path.name}: {re.search(pattern, text).group(0)!r}"

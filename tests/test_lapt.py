@@ -625,7 +625,7 @@ def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clus
     """UNKs §3.3: LAPT in factorized form starts from exactly the flattened model, trains F' (and Z, G) and the
     output bias only (embeddings_only), resumes bit-identically, and flattens back to a plain tied model."""
     from vocab_transfer.init import swap_embeddings
-    from vocab_transfer.training.factorized import attach_factorized, flat_state_dict, read_factors
+    from vocab_transfer.methods.factorized import attach_factorized, flat_state_dict, read_factors
 
     def fresh():
         model = swap_embeddings(tiny_model(sw_tokenizer), str(art))
@@ -663,7 +663,7 @@ def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clus
 
 def test_factorized_lapt_can_fix_the_up_projection(tmp_path, sw_tokenizer, blocks):
     from vocab_transfer.init import swap_embeddings
-    from vocab_transfer.training.factorized import attach_factorized, read_factors
+    from vocab_transfer.methods.factorized import attach_factorized, read_factors
 
     art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), 1)
     model = swap_embeddings(tiny_model(sw_tokenizer), str(art))
@@ -676,7 +676,7 @@ def test_factorized_lapt_can_fix_the_up_projection(tmp_path, sw_tokenizer, block
 
 def test_factorized_lapt_needs_an_mf_artifact(tmp_path, sw_tokenizer):
     from vocab_transfer.io import write_tensors
-    from vocab_transfer.training.factorized import read_factors
+    from vocab_transfer.methods.factorized import read_factors
 
     write_tensors({"embeddings": torch.zeros(3, 2)}, tmp_path / "focus.safetensors")
     with pytest.raises(ValueError, match=r"kind: mf.*has \['embeddings'\]"):
@@ -687,7 +687,7 @@ def test_factorized_lapt_cli_writes_flat_model_and_factors(tmp_path, sw_tokenize
     from transformers import AutoModelForMaskedLM
 
     from vocab_transfer.io import read_tensors
-    from vocab_transfer.training.factorized import FACTORS_FILE, FactorizedEmbedding
+    from vocab_transfer.methods.factorized import FACTORS_FILE, FactorizedEmbedding
 
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     art = mf_artifact(tmp_path, tiny_model(sw_tokenizer), 3)

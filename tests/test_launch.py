@@ -2,6 +2,7 @@
 (srun + torchrun with c10d rendezvous), and how a trainer finds its place among the processes."""
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -9,8 +10,8 @@ import sys
 import pytest
 import yaml
 
-from vocab_transfer.training.launch import first_node, launcher_command, multinode_command
-from vocab_transfer.workflow.model import load
+from vocab_transfer.training.launch import first_node, launcher_args, launcher_command, multinode_command
+from vocab_transfer.workflow.model import ModelError, load
 
 
 @pytest.mark.parametrize("gpus, nodes, launcher, expected", [
@@ -18,10 +19,32 @@ from vocab_transfer.workflow.model import load
     (1, 1, "auto", "python"),
     (4, 1, "auto", "torchrun --standalone --nproc-per-node 4"),
     (8, 2, "auto", "python -m vocab_transfer.training.launch --nodes 2 --gpus-per-node 8 --"),
-    (4, 1, "torchrun --standalone --nproc-per-node 2", "torchrun --standalone --nproc-per-node 2"),
+    (4, 1, ["torchrun", "--standalone", "--nproc-per-node", "2"], "torchrun --standalone --nproc-per-node 2"),
+    (4, 1, "python", "python"),
+    (1, 1, ["accelerate", "launch", "--num_processes=1"], "accelerate launch --num_processes=1"),
 ])
 def test_launcher_for_gpus_and_nodes(gpus, nodes, launcher, expected):
     assert launcher_command(gpus, nodes, launcher) == expected
+
+
+@pytest.mark.parametrize("launcher, message", [
+    ("torchrun --standalone --nproc-per-node 2", "as a list: ['torchrun', '--standalone', '--nproc-per-node', '2']"),
+    ("python; touch PWNED", "is not a launcher"),
+    ("bash", "is not a launcher"),
+    (["bash", "-c", "touch PWNED"], "'bash', which is not a known launcher"),
+    (["python", "$(touch PWNED)"], "['$(touch PWNED)'] are not options or values"),
+    (["srun", "--comment=a b"], "['--comment=a b'] are not options or values"),
+    (["accelerate", "-m"], "'accelerate launch'"),
+    ([], "is not a launcher"),
+])
+def test_an_unknown_or_unsafe_launcher_is_refused(launcher, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        launcher_args(1, 1, launcher)
+    config = yaml.safe_load(open("tests/data/tiny_config.yaml"))
+    for section in ("lapt", "finetune", "zero_shot"):
+        edited = {**config, section: {**config[section], "launcher": launcher}}
+        with pytest.raises(ModelError, match=rf"config\.{section}\.launcher: .*{re.escape(message)}"):
+            load(edited)
 
 
 def test_config_picks_the_launcher():

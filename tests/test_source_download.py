@@ -185,7 +185,7 @@ def test_a_model_that_needs_its_repositorys_code_is_refused(patched_hub, fake_hu
                                          r"modeling_custom.CustomForMaskedLM\)"):
         download_hub_model(HUB_ID, "v1", tmp_path / "models/hub")
     assert list((tmp_path / "models").iterdir()) == []
-    from vocab_transfer.workflow.model import TRUSTED_ENV
+    from vocab_transfer.source_model import TRUSTED_ENV
 
     monkeypatch.setenv(TRUSTED_ENV, str(tmp_path / "models/hub"))  # sources.<name>.trust_remote_code: true
     assert "config.json" in download_hub_model(HUB_ID, "v1", tmp_path / "models/hub")["files"]

@@ -1,5 +1,6 @@
 import pytest
 import torch
+import yaml
 
 from vocab_transfer.data.token_fasttext import train_token_fasttext
 from vocab_transfer.source_model import TokenizerModelMismatch, check_tokenizer_matches
@@ -40,16 +41,18 @@ def test_deepfocus_preset_is_its_own_artifact_and_recipe(swahili_verses, sw_toke
     import json
     from types import SimpleNamespace
 
+    from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
     from vocab_transfer.methods import method_needs
     from vocab_transfer.workflow import paths
-    from vocab_transfer.workflow.model import FASTTEXT_PRESETS, FastText
+    from vocab_transfer.workflow.config import ConfigError, check_config
+    from vocab_transfer.workflow.model import FastText
     from vocab_transfer.workflow.needs import InitJob, Need, init_inputs
     from vocab_transfer.workflow.plan import Plan
 
     assert FASTTEXT_PRESETS["deepfocus"] == {"model": "cbow", "neg": 10}
     assert FastText().model == "skipgram" and FastText().neg == 5
-    needs = method_needs("focus", {"fasttext": "deepfocus"})
-    job = InitJob("src", "sw", "focus_deepfocus", {"fasttext": "deepfocus"})
+    needs = method_needs("focus", {})
+    job = InitJob("src", "sw", "focus_deepfocus", {}, fasttext="deepfocus")
     assert Need.TOKEN_VECTORS in needs
     assert init_inputs(job, needs)["vectors"] == paths.fasttext_vectors("sw", "deepfocus") \
         == "results/fasttext/sw/deepfocus/vectors.safetensors"
@@ -57,8 +60,10 @@ def test_deepfocus_preset_is_its_own_artifact_and_recipe(swahili_verses, sw_toke
     plan = SimpleNamespace(config={"fasttext": {"dim": 8, "model": "skipgram"}})
     spec = FastText.parse(json.loads(Plan.fasttext_preset_spec(plan, SimpleNamespace(preset="deepfocus"))))
     assert (spec.dim, spec.model, spec.neg) == (8, "cbow", 10)
-    with pytest.raises(ValueError, match="aux: token_fasttext only"):
-        method_needs("focus", {"fasttext": "deepfocus", "aux": "word_fasttext"})
+    config = yaml.safe_load(open("tests/data/tiny_config.yaml"))
+    config["methods"]["focus_word_deepfocus"] = {"kind": "focus", "aux": "word_fasttext", "fasttext": "deepfocus"}
+    with pytest.raises(ConfigError, match="focus_word_deepfocus.fasttext: a token-level fastText recipe applies"):
+        check_config(config, "schemas/config.schema.yaml")
     kw = dict(dim=8, min_count=5, epochs=1, threads=1, seed=3)
     cbow = train_token_fasttext(swahili_verses[:500], sw_tokenizer, model="cbow", neg=10, **kw)
     skip = train_token_fasttext(swahili_verses[:500], sw_tokenizer, **kw)

@@ -126,7 +126,7 @@ def test_bad_requests_are_named(english, llama_source):
 
 def spelled_bytes(tok, token_id: int) -> bytes:
     """The bytes a token spells: ``<0xNN>`` and byte-level symbols their byte, ``▁`` a space."""
-    from vocab_transfer.methods.overlap import _UNICODE_TO_BYTE
+    from vocab_transfer.data.tokenizer import _UNICODE_TO_BYTE
 
     piece = tok.convert_ids_to_tokens(int(token_id))
     if tokenizer_kind(tok) == "byte_level":
@@ -144,7 +144,7 @@ def test_byte_tokens_overlap_exactly_across_families(source_kind, target_kind, e
     if target_kind == "bpe":
         byte_ids = target.convert_tokens_to_ids(list(BYTE_TOKENS))
     else:
-        from vocab_transfer.methods.overlap import _bytes_to_unicode
+        from vocab_transfer.data.tokenizer import _bytes_to_unicode
         byte_ids = [target.convert_tokens_to_ids(c) for c in _bytes_to_unicode().values()]
     for t in byte_ids:
         want = spelled_bytes(target, t)

@@ -5,14 +5,14 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from vocab_transfer.methods.base import TransferInputs
-from vocab_transfer.methods.semi_nmf import kmeans, semi_nmf
-from vocab_transfer.methods.unks import el_init, factorize_source, init_el, init_mf
-from vocab_transfer.training.factorized import (
+from vocab_transfer.methods.factorized import (
     FactorizedEmbedding,
     fit_neural,
     gumbel_softmax_st,
     straight_through_mix,
 )
+from vocab_transfer.methods.semi_nmf import kmeans, semi_nmf
+from vocab_transfer.methods.unks import el_init, factorize_source, init_el, init_mf
 
 
 @pytest.fixture(autouse=True)

@@ -9,10 +9,11 @@ import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from vocab_transfer.data.token_fasttext import TokenVectors
+from vocab_transfer.data.tokenizer import canonicalize_vocab
 from vocab_transfer.eval.correlation import embedding_correlation, row_correlations
 from vocab_transfer.methods.align import mutual_nearest_neighbours, procrustes
 from vocab_transfer.methods.base import TransferInputs
-from vocab_transfer.methods.overlap import canonicalize_vocab, compute_overlap
+from vocab_transfer.methods.overlap import compute_overlap
 from vocab_transfer.methods.vocab_swap import (
     align_match_init,
     dictionary_token_pairs,

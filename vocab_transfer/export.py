@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from .data.tokenizer import load_tokenizer
 from .io import atomic_path
+from .source_model import ROLES, check_artifact_fits, embedding_tensor_names, safetensors_files
 
 if TYPE_CHECKING:
     import torch
@@ -273,8 +275,6 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
     (``pytorch_model.bin``) raises FileNotFoundError with the command that converts it."""
     from safetensors import safe_open
 
-    from .data.tokenizer import load_tokenizer
-    from .source_model import ROLES, check_artifact_fits, embedding_tensor_names, safetensors_files
 
     source = Path(source_dir)
     files, index = safetensors_files(source)
@@ -326,7 +326,6 @@ def export_folder(model_dir: str, out_dir: str, card: str) -> None:
     ``out_dir``: the safetensors files hard-linked (:func:`link_or_copy`), ``config.json`` and
     ``generation_config.json`` with the special-token ids of the folder's tokenizer (:func:`retarget_special_ids`;
     LAPT models saved before it wrote them carry the source's), the other files copied."""
-    from .data.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(model_dir)
     with atomic_path(out_dir, directory=True) as tmp:

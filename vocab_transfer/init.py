@@ -13,7 +13,7 @@ from .data.token_fasttext import TokenVectors
 from .data.tokenizer import load_tokenizer
 from .data.word_vectors import WordVectors
 from .io import read_tensors
-from .methods import TransferInputs, method_needs, run_method
+from .methods import NEED_INPUTS, ROW_KEYS, Need, TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
     load_source_model,
@@ -23,13 +23,9 @@ from .source_model import (
     source_layout,
     transferred_model,
 )
-from .workflow.needs import NEEDS, InitJob, Need
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
-
-_probe = InitJob("s", "t", "m", {"source_language": "x", "restrict_source": "x"}, "mf")  # input names only
-
 
 def _token_vectors(path: str, n: int) -> TokenVectors:
     t = read_tensors(path)
@@ -39,7 +35,7 @@ def _token_vectors(path: str, n: int) -> TokenVectors:
     return aux
 
 
-#: How each need's artifacts (the rule inputs of vocab_transfer.workflow.needs.NEEDS) become TransferInputs fields:
+#: How each need's artifacts (the inputs named in vocab_transfer.methods.NEED_INPUTS) become TransferInputs fields:
 #: ``loader(paths, source_tokenizer, target_tokenizer) -> {field: value}``.
 def _fasttext_model(path: str):
     import fasttext
@@ -69,7 +65,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
 
     ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and the inputs of
     each need the method declares (:func:`vocab_transfer.methods.method_needs`; names in
-    :data:`vocab_transfer.workflow.needs.NEEDS`), loaded by :data:`LOADERS`. Returns the tensors to save
+    :data:`vocab_transfer.methods.NEED_INPUTS`), loaded by :data:`LOADERS`. Returns the tensors to save
     (``embeddings``; ``output_embeddings`` for a source with an untied LM head, unless the method's ``output_rows``
     is ``copy_input``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
     per-token provenance table.
@@ -82,7 +78,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
                          f"{paths['model']} is trained and evaluated with: train it as unigram or wordpiece "
                          "(tokenizer.kind) or like the source (tokenizer.like)")
     check_tokenizer_matches(len(source_tok), source_rows, name=paths["model"], allow_padded_embeddings=True)
-    params = {k: v for k, v in method.items() if k not in ("kind", "output_rows")}
+    params = {k: v for k, v in method.items() if k not in ROW_KEYS}
     # an untied head's rows are transferred with the input rows (the same weights), unless the method copies the
     # new input rows into the head (`output_rows: copy_input`)
     transfer_output = method.get("output_rows", "transfer") == "transfer"
@@ -91,7 +87,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
                          "output_rows: copy_input does not fit them")
     opt = {"source_tokenizer": source_tok, "target_tokenizer": target_tok}
     for need in method_needs(method["kind"], params):
-        missing = [k for k in NEEDS[need].inputs(_probe) if k not in paths]
+        missing = [k for k in NEED_INPUTS[need] if k not in paths]
         if missing:
             raise ValueError(f"{method['kind']} needs {need.value}: inputs {missing} are missing")
         opt.update(LOADERS[need](paths, source_tok, target_tok))

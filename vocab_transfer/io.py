@@ -13,10 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+from . import lazy
+from .artifacts import KEY, artifact_metadata
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+pa = lazy.module("pyarrow")
+pq = lazy.module("pyarrow.parquet")
 
 if TYPE_CHECKING:  # torch is imported where tensors are written: corpus and shard jobs never load it
     import torch
@@ -138,7 +141,6 @@ class ArrayFile:
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:
     """Write ``df`` as parquet (with an explicit ``schema`` when given), atomically, with the artifact's metadata
     (:func:`vocab_transfer.artifacts.artifact_metadata`) in the file's key-value metadata."""
-    from .artifacts import KEY, artifact_metadata
 
     table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
@@ -153,7 +155,6 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: str | os.PathLike,
     (:func:`vocab_transfer.artifacts.artifact_metadata`) in the header's ``__metadata__``."""
     from safetensors.torch import save_file
 
-    from .artifacts import KEY, artifact_metadata
 
     metadata = {**(metadata or {}), KEY: json.dumps(artifact_metadata())}
     with atomic_path(path) as tmp:

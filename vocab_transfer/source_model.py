@@ -10,7 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
+from . import lazy
+from .artifacts import ORIGIN_FILE
+from .io import atomic_path
+
+torch = lazy.module("torch")
 
 if TYPE_CHECKING:  # transformers' model classes are imported where a model is built: importing them costs seconds
     from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, XLMRobertaForMaskedLM
@@ -143,11 +147,14 @@ def remote_code(model_dir: str | Path) -> list[str]:
     return found
 
 
+#: The environment variable listing (``os.pathsep``) the model folders whose own code may run: those of the sources
+#: with ``trust_remote_code: true``, set by rules/common.smk when the workflow is parsed; jobs inherit it.
+TRUSTED_ENV = "VOCAB_TRANSFER_TRUST_REMOTE_CODE"
+
+
 def remote_code_allowed(model_dir: str | Path) -> bool:
     """Whether the config allows ``model_dir``'s own Python code (``sources.<name>.trust_remote_code``; the folders
-    are listed in the environment variable :data:`~.workflow.model.TRUSTED_ENV`)."""
-    from .workflow.model import TRUSTED_ENV
-
+    are listed in the environment variable :data:`TRUSTED_ENV`)."""
     trusted = [Path(p).resolve() for p in os.environ.get(TRUSTED_ENV, "").split(os.pathsep) if p]
     return Path(model_dir).resolve() in trusted
 
@@ -172,8 +179,6 @@ def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> 
     Returns the origin."""
     from huggingface_hub import HfApi, snapshot_download
 
-    from .artifacts import ORIGIN_FILE
-    from .io import atomic_path
 
     api = HfApi()
     commit = api.model_info(repo, revision=revision).sha

@@ -37,6 +37,22 @@ class Range:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
+#: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config most
+#: likely meant (Norwegian ``no``).
+YAML_BOOLEAN_WORDS = {False: ("no", "off", "false"), True: ("yes", "on", "true")}
+LANGUAGE_KEYS = ("targets", "corpora", "word_vectors", "dictionaries", "languages")  # and every key with "lang"
+
+
+def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
+    """``targets[0]: got the YAML boolean false; write the language code in quotes ("no")``: a boolean at ``where``
+    (``key``: a mapping key under ``where``) where a string belongs."""
+    name = re.sub(r"\[\d+\]$", "", where).rsplit(".", 1)[-1]
+    what = "the language code" if "lang" in name or name in LANGUAGE_KEYS else "the key" if key else "it"
+    words, text = YAML_BOOLEAN_WORDS[value], str(value).lower()
+    got = f"the key {text} is a YAML boolean" if key else f"got the YAML boolean {text}"
+    return f'{where}: {got}; write {what} in quotes ("{words[0]}"): YAML reads {", ".join(words)} unquoted as {text}'
+
+
 def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = NO_META):
     """``value`` checked against the type ``hint`` and the bounds in ``meta`` (nested sections parsed), or
     :class:`ModelError` naming ``where``."""
@@ -95,6 +111,8 @@ def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = N
     elif hint is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     elif hint is str:
+        if isinstance(value, bool):
+            raise ModelError(yaml_boolean_hint(where, value))
         ok = isinstance(value, str) and len(value) >= meta.get("min_len", 0)
     else:
         raise TypeError(f"{where}: unsupported type {hint!r} (vocab_transfer.typed.check_value)")

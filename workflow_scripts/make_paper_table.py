@@ -13,6 +13,7 @@ from vocab_transfer.io import write_text
 from vocab_transfer.report import vocab_tables as vt
 from vocab_transfer.report.tables import init_table, lapt_table, markdown_to_html, paper_table
 from vocab_transfer.workflow.job import setup_job
+from vocab_transfer.workflow.model import VOCAB_TABLE_KINDS
 
 
 def vocab_table(inputs, manifest, spec, min_count):
@@ -60,7 +61,7 @@ def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, log_path):
     """``manifest``: what each input is (``[{"input": name, "run": ..., "language": ...}]``, kind lapt: curves;
     corpus/vocabulary kinds: ``what`` it is; else fine-tuning scores), from the rule's params."""
     log = setup_job(log_path)
-    if spec.get("kind") in vt.KINDS:
+    if spec.get("kind") in VOCAB_TABLE_KINDS:
         table, md = vocab_table(inputs, manifest, spec, meta.get("fasttext_min_count"))
     else:
         frames = [pd.read_parquet(inputs[rec["input"]]).assign(**{k: v for k, v in rec.items() if k != "input"})

@@ -34,20 +34,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from ..io import atomic_path
+from .. import lazy
+from ..io import atomic_path, write_text
 from .dedup import HashSet
 from .sources import SourceStats, iter_documents
 
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+pa = lazy.module("pyarrow")
+pq = lazy.module("pyarrow.parquet")
+
 NORMALIZATIONS: tuple[str, ...] = ("NFC", "NFKC", "NFD", "NFKD", "none")
-CORPUS_SCHEMA: pa.Schema = pa.schema([("doc_id", pa.string()), ("text", pa.string())])
 READ_BATCH = 4096  # documents cleaned, filtered and deduplicated together
 PART_BYTES = 1 << 30  # text per part file of a corpus split (a new part-NNNNN.parquet after that)
 ROW_GROUP_BYTES = 4 << 20  # text per parquet row group: what a writer buffers and a reader holds at a time
+
+
+def corpus_schema() -> pa.Schema:
+    """The columns of a corpus split: ``doc_id``, ``text``."""
+    return pa.schema([("doc_id", pa.string()), ("text", pa.string())])
 
 
 class CorpusError(ValueError):
@@ -242,12 +247,14 @@ def split_documents(
 class CorpusWriter:
     """Appends documents to a parquet directory dataset: ``part-00000.parquet``, ``part-00001.parquet``, ... (a new
     part after :data:`PART_BYTES` of text), row groups of :data:`ROW_GROUP_BYTES` of text. ``metadata`` goes into
-    every part's schema metadata (key ``vocab_transfer``). Only one row group is buffered."""
+    every part's schema metadata (key ``vocab_transfer``); ``schema``: :func:`corpus_schema` by default. Only one row
+    group is buffered."""
 
-    def __init__(self, folder: str | os.PathLike, *, metadata: dict | None = None, schema: pa.Schema = CORPUS_SCHEMA,
+    def __init__(self, folder: str | os.PathLike, *, metadata: dict | None = None, schema: pa.Schema | None = None,
                  part_bytes: int | None = None, row_group_bytes: int | None = None):
         self.folder = Path(folder)
         self.part_bytes, self.row_group_bytes = part_bytes or PART_BYTES, row_group_bytes or ROW_GROUP_BYTES
+        schema = corpus_schema() if schema is None else schema
         self.schema = schema.with_metadata({"vocab_transfer": json.dumps(metadata or {}, sort_keys=True)})
         self.columns: dict[str, list] = {name: [] for name in schema.names}
         self.buffered = self.part_written = 0
@@ -418,7 +425,7 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
         else:  # candidates first; the max_heldout_docs with the smallest hashes are copied in a second pass
             spool_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix=".heldout-candidates.",
                                                                         dir=Path(heldout_path).parent))
-            held = CorpusWriter(spool_dir, schema=CORPUS_SCHEMA.append(pa.field("h", pa.float64())),
+            held = CorpusWriter(spool_dir, schema=corpus_schema().append(pa.field("h", pa.float64())),
                                 row_group_bytes=1 << 20)
             smallest = np.zeros(0, dtype=np.float64)  # the max_heldout_docs smallest candidate hashes so far
             pending: list[float] = []
@@ -502,7 +509,6 @@ def _copy_smallest(spool: str | os.PathLike, hashes: np.ndarray, n_candidates: i
 
 
 def write_stats(stats: CorpusStats, path: str | os.PathLike) -> None:
-    from ..io import write_text
 
     write_text(json.dumps(asdict(stats), indent=1, sort_keys=True, default=str) + "\n", path)
 

@@ -19,19 +19,20 @@ import os
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
+from .. import lazy
 from ..io import ArrayFile
 
+np = lazy.module("numpy")
+
 BLOCK = 4096  # keys per block of a disk run (32 KB): one pread per exact lookup
-_M1, _M2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # splitmix64's multipliers
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: a second, independent hash of each key (for double hashing)."""
     with np.errstate(over="ignore"):
-        x = (x ^ (x >> np.uint64(30))) * _M1
-        x = (x ^ (x >> np.uint64(27))) * _M2
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(_M1)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(_M2)
     return x ^ (x >> np.uint64(31))
 
 

@@ -1,4 +1,4 @@
-"""Bilingual dictionaries: the seed pairs of WECHSEL's alignment (wechsel.md §4) and Dict Match.
+"""Bilingual dictionaries: the seed pairs of WECHSEL's alignment (WECHSEL §4) and Dict Match.
 
 Every reader returns a DataFrame with columns ``source_word`` and ``target_word`` (source → target,
 one row per pair, deduplicated, single words only: multi-word expressions have no word vector).

@@ -32,9 +32,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from .. import lazy
 from ..io import ArrayFile, atomic_path
+from .corpus import corpus_num_docs, iter_texts
+from .tokenizer import SPM_MODEL, SentencePieceEncoder, load_tokenizer, tokenizer_fingerprint
+
+np = lazy.module("numpy")
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,6 @@ def encoder(tokenizer, threads: int | None = None, tokenizer_dir: str | os.PathL
     trained here (``unigram.model`` in ``tokenizer_dir``; :class:`~vocab_transfer.data.tokenizer.SentencePieceEncoder`),
     else the fast tokenizer's batch encoding on the ``tokenizers`` library's own threads (``threads``: its Rayon
     pool, set before the first call), else the slow tokenizer's ``__call__``."""
-    from .tokenizer import SPM_MODEL, SentencePieceEncoder
 
     if threads is not None:  # the tokenizers library reads these at its first parallel call
         os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
@@ -149,7 +151,6 @@ def open_shard(path: str | os.PathLike, tokenizer_dir: str | os.PathLike | None 
                          f"token {int(ends[1][0]) if len(ends[1]) else None}, expected {meta['n_docs']} ending at "
                          f"{meta['n_tokens']}); {_rerun_hint(path)}")
     if tokenizer_dir is not None:
-        from .tokenizer import tokenizer_fingerprint
 
         now = tokenizer_fingerprint(tokenizer_dir)
         if now != meta["tokenizer"]["sha256"]:
@@ -168,7 +169,6 @@ def write_shard(texts: Iterable[str] | Callable[[], Iterable[str]], tokenizer, o
     :data:`ENCODE_BATCH` documents: memory is one batch and the counts (8 bytes per token id); ids and document
     offsets go to disk as they come. ``n_docs`` (when known) gives the progress log an ETA. Returns the shard's
     ``meta.json`` content."""
-    from .tokenizer import SentencePieceEncoder
 
     fast = encoder(tokenizer, threads, tokenizer_dir)
     if isinstance(fast, SentencePieceEncoder):
@@ -191,7 +191,6 @@ def _texts(texts: Iterable[str] | Callable[[], Iterable[str]]) -> Iterable[str]:
 
 
 def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir, n_docs, metadata, progress_every) -> dict:
-    from .tokenizer import tokenizer_fingerprint
 
     vocab = len(tokenizer)
     dtype = _dtype(vocab)
@@ -262,8 +261,6 @@ def tokenize_corpus(corpus: str | os.PathLike, tokenizer_dir: str | os.PathLike,
                     threads: int | None = None) -> dict:
     """Tokenize a corpus split (:func:`vocab_transfer.data.corpus.iter_texts`) with the tokenizer saved in
     ``tokenizer_dir`` into the shard folder ``out`` (:func:`write_shard`)."""
-    from .corpus import corpus_num_docs, iter_texts
-    from .tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(str(tokenizer_dir))
     n_docs = corpus_num_docs(corpus)

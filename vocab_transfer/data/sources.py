@@ -25,7 +25,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
+from .. import lazy
+
+pq = lazy.module("pyarrow.parquet")
 
 Document = dict  # {"doc_id": str, "text": str}
 
@@ -50,6 +52,41 @@ HUB_DATASETS: dict[str, dict[str, str]] = {
     "mc4": {"dataset": "allenai/c4", "name": "{lang}"},
 }
 HUB_KEYS = ("dataset", "name", "data_dir", "data_files", "revision", "split")
+
+#: The language codes (``lang``) each hub corpus has, checked while the workflow is planned
+#: (vocab_transfer.workflow.config.check_hub_language) unless the spec names its data itself (``dataset``, ``name``,
+#: ``data_dir``, ``data_files``).
+HUB_LANGUAGES: dict[str, frozenset[str]] = {
+    # CC-100 (data.statmt.org/cc-100; the configs of statmt/cc100): 100 languages, 116 codes with the romanized and
+    # script variants (bn_rom, my_zaw, zh-Hans, zh-Hant, ...)
+    "cc100": frozenset("""
+        af am ar as az be bg bn bn_rom br bs ca cs cy da de el en eo es et eu fa ff fi fr fy ga gd gl gn gu ha he hi
+        hi_rom hr ht hu hy id ig is it ja jv ka kk km kn ko ku ky la lg li ln lo lt lv mg mk ml mn mr ms my my_zaw ne
+        nl no ns om or pa pl ps pt qu rm ro ru sa sc sd si sk sl so sq sr ss su sv sw ta ta_rom te te_rom th tl tn tr
+        ug uk ur ur_rom uz vi wo xh yi yo zh-Hans zh-Hant zu""".split()),
+    # OSCAR 23.01 (the oscar-corpus/OSCAR-2301 dataset card: about 150 languages, one <lang>_meta folder each), with
+    # the codes of OSCAR 21.09 and 22.01 too: a superset, so a code listed here may still lack a 23.01 folder
+    "oscar": frozenset("""
+        af als am an ar arz as ast av az azb ba bar be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb cs cv cy da de diq
+        dsb dv el eml en eo es et eu fa fi fr frr fy ga gd gl gn gom gu gv he hi hr hsb ht hu hy ia id ie ilo io is it
+        ja jbo jv ka kk km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn mr mrj ms mt
+        multi mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pl pms pnb ps pt qu rm ro ru rue sa sah scn
+        sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv ug uk ur uz vec vi vls vo wa war wuu xal xmf
+        yi yo yue zh""".split()),
+    # mC4 (the mT5 paper, Xue et al. 2021; the language configs of allenai/c4): 101 languages, the Latin-script variants of
+    # bg, el, hi, ja, ru and zh, and und (undetermined); Hebrew is iw, Filipino fil
+    "mc4": frozenset("""
+        af am ar az be bg bg-Latn bn ca ceb co cs cy da de el el-Latn en eo es et eu fa fi fil fr fy ga gd gl gu ha
+        haw hi hi-Latn hmn ht hu hy id ig is it iw ja ja-Latn jv ka kk km kn ko ku ky la lb lo lt lv mg mi mk ml mn mr
+        ms mt my ne nl no ny pa pl ps pt ro ru ru-Latn sd si sk sl sm sn so sq sr st su sv sw ta te tg th tr uk und
+        ur uz vi xh yi yo zh zh-Latn zu""".split()),
+}
+#: Codes of one language that the corpora spell differently (Hebrew he/iw, Filipino tl/fil, Chinese zh/zh-Hans,
+#: Norwegian nb/no), named in the error for a code a corpus lacks.
+LANGUAGE_ALIASES: dict[str, tuple[str, ...]] = {
+    "he": ("iw",), "iw": ("he",), "tl": ("fil",), "fil": ("tl",), "zh": ("zh-Hans", "zh-Hant"), "zh-Hans": ("zh",),
+    "zh-Hant": ("zh",), "nb": ("no",), "jw": ("jv",), "zh-cn": ("zh", "zh-Hans"), "zh-tw": ("zh", "zh-Hant"),
+}
 
 
 @dataclass

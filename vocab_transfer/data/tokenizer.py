@@ -14,18 +14,27 @@ SentencePiece loads every training sentence (about 20 bytes of memory per byte o
 corpus is trained on a seeded uniform sample of ``input_sentence_size`` documents streamed from the corpus
 (:func:`sample_texts`; large-vocabulary tokenizers are trained the same way). :func:`tokenizer_fingerprint`
 identifies a tokenizer's files, so that artifacts built with one (token shards) can refuse another.
+
+Every vocabulary has a tokenizer-independent canonical form (:func:`canonicalize_vocab`, :class:`CanonicalToken`):
+surface text without word-start or continuation markers plus a word-start flag, read from the backend's JSON
+(:func:`detect_tokenizer_kind`). The overlap, the methods that compare vocabularies, the per-character evaluation
+and the vocabulary tables all compare tokens in that form.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import json
 import os
+import re
+import unicodedata
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import sentencepiece as spm
 from tokenizers import (
     AddedToken,
@@ -38,7 +47,16 @@ from tokenizers import (
     processors,
     trainers,
 )
-from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from .. import lazy
+from ..source_model import remote_code_allowed
+from .corpus import corpus_num_docs, iter_corpus
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+np = lazy.module("numpy")
+transformers = lazy.module("transformers")
 
 #: XLM-R's special tokens: ids 0-3 up front, ``<mask>`` as the very last id.
 XLMR_SPECIALS = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>"}
@@ -75,7 +93,7 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in XLMR_SPECIALS.values()])
     backend.add_special_tokens([AddedToken(MASK, lstrip=True, special=True, normalized=False)])
     backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, mask_token=MASK, cls_token="<s>", sep_token="</s>",
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, mask_token=MASK, cls_token="<s>", sep_token="</s>",
                                   model_max_length=model_max_length, **XLMR_SPECIALS)
     assert [tok.convert_tokens_to_ids(t) for t in XLMR_SPECIALS.values()] == [0, 1, 2, 3], "layout broken"
     assert tok.mask_token_id == len(tok) - 1 == vocab_size - 1
@@ -119,15 +137,13 @@ def template_tokenizer(kind: str) -> PreTrainedTokenizerFast:
                          "trained by train_unigram_tokenizer)")
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in dict.fromkeys(specials.values())])
     backend.post_processor = post
-    return PreTrainedTokenizerFast(tokenizer_object=backend, **specials)
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=backend, **specials)
 
 
 def tokenizer_kind(tokenizer) -> str:
     """The family of a fast tokenizer in ``tokenizer.kind``'s terms: ``unigram``, ``bpe`` (SentencePiece-style,
-    ``▁`` for spaces), ``byte_level`` (GPT-2's byte symbols) or ``wordpiece``; the overlap's detection
-    (:func:`~vocab_transfer.methods.overlap.detect_tokenizer_kind`, which raises for any other) with SentencePiece
-    split by model."""
-    from ..methods.overlap import detect_tokenizer_kind
+    ``▁`` for spaces), ``byte_level`` (GPT-2's byte symbols) or ``wordpiece``: :func:`detect_tokenizer_kind` (which
+    raises for any other) with SentencePiece split by model."""
 
     kind = detect_tokenizer_kind(tokenizer)
     if kind == "sentencepiece":
@@ -194,7 +210,7 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
     trained["added_tokens"] = [a | {"special": flags[a["content"]]} for a in trained["added_tokens"]
                                if a["content"] in flags]  # the byte tokens stay in the vocabulary only
     trained["post_processor"] = _remap_post_processor(post, ids)
-    out = PreTrainedTokenizerFast(
+    out = transformers.PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer.from_str(json.dumps(trained)), model_max_length=template.model_max_length,
         **{k: v for k in ("bos_token", "eos_token", "unk_token", "pad_token", "cls_token", "sep_token", "mask_token")
            if (v := getattr(template, k, None)) is not None})
@@ -380,10 +396,9 @@ def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
     if config.is_file() and (folder / "tokenizer.json").is_file() and not (folder / "config.json").exists():
         settings = json.loads(config.read_text(encoding="utf-8"))
         if settings.get("tokenizer_class") in GENERIC_CLASSES and "auto_map" not in settings:
-            return PreTrainedTokenizerFast.from_pretrained(path)
+            return transformers.PreTrainedTokenizerFast.from_pretrained(path)
     from transformers import AutoTokenizer
 
-    from ..source_model import remote_code_allowed
 
     return AutoTokenizer.from_pretrained(path, trust_remote_code=remote_code_allowed(path))
 
@@ -412,7 +427,6 @@ def sample_texts(corpus: str | os.PathLike, sentences: int | None, *, seed: int,
     positions is held. ``info`` receives ``corpus_docs``, ``sample_docs`` and (once consumed) ``sample_bytes``."""
     import pyarrow as pa
 
-    from .corpus import corpus_num_docs, iter_corpus
 
     n = corpus_num_docs(corpus)
     n = min(n, max_docs) if max_docs else n
@@ -461,3 +475,223 @@ TRAINING_INFO = "training.json"  # beside a trained tokenizer: corpus, sample an
 
 def write_training_info(folder: str | os.PathLike, info: dict) -> None:
     (Path(folder) / TRAINING_INFO).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
+
+
+# --- canonical token forms --------------------------------------------------------------------------------------
+BOW = "▁"
+BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # a byte-fallback token
+_WORDCHAR = re.compile(r"[^\W\d_]")  # mostly letters (also e.g. "²", "Ⅻ")
+
+
+def _hex_bytes(exc: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: undecodable bytes become ``<0xNN>`` (SentencePiece byte-fallback style)."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return "".join(f"<0x{b:02X}>" for b in exc.object[exc.start : exc.end]), exc.end
+
+
+codecs.register_error("vocab_transfer_hexbytes", _hex_bytes)
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable unicode character table."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+    bs += list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
+
+
+_UNICODE_TO_BYTE = {c: b for b, c in _bytes_to_unicode().items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalToken:
+    """Tokenizer-independent view of one vocabulary entry.
+
+    ``text``: surface text without BOW/continuation marker, bytes decoded to unicode (undecodable
+    bytes are written ``<0xNN>``; holes in the id space have empty text and ``special=True``).
+    ``bow``: the token starts a word. ``special``: control token; then ``text`` is the raw string.
+    """
+
+    text: str
+    bow: bool
+    special: bool
+
+    @property
+    def form(self) -> str:
+        """One canonical string: ``"▁" + text`` for BOW tokens, ``text`` otherwise (specials: raw string)."""
+        return self.text if self.special or not self.bow else BOW + self.text
+
+    @property
+    def symbolic(self) -> bool:
+        """Non-special and only numbers/punctuation/symbols/whitespace; a lone BOW token counts."""
+        return not self.special and (is_symbolic(self.text) or (self.bow and self.text == ""))
+
+
+def is_symbolic(text: str, *, symbols: bool = True) -> bool:
+    """True iff ``text`` is non-empty and every char is a number, punctuation, symbol or whitespace.
+
+    Unicode categories N*, P*, S*, Z* or ``str.isspace()``; with ``symbols=False`` without S* (numbers,
+    punctuation and whitespace only: FOCUS's Symbolic Overlap). The BOW marker "▁" (U+2581, category So)
+    is itself symbolic, so "▁", "▁1" are symbolic; a lone BOW token (canonical text "") is treated
+    as whitespace by :attr:`CanonicalToken.symbolic`. The empty string is not symbolic.
+    """
+    if not text:
+        return False
+    m = _WORDCHAR.search(text)  # fast reject for the common case: a letter
+    if m and unicodedata.category(m.group())[0] == "L":
+        return False
+    categories = "NPSZ" if symbols else "NPZ"
+    return all(ch.isspace() or unicodedata.category(ch)[0] in categories for ch in text)
+
+
+def _backend(tokenizer: Any) -> Tokenizer:
+    """The ``tokenizers.Tokenizer`` behind a transformers fast tokenizer / tokenizers wrapper."""
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    for attr in ("backend_tokenizer", "_tokenizer"):
+        backend = getattr(tokenizer, attr, None)
+        if isinstance(backend, Tokenizer):
+            return backend
+    raise TypeError(f"need a fast (tokenizers-backed) tokenizer, got {type(tokenizer).__name__}")
+
+
+def _types(node: Any) -> set[str]:
+    """All component ``type`` names in a (nested) tokenizer JSON fragment."""
+    if isinstance(node, dict):
+        found = {node["type"]} if isinstance(node.get("type"), str) else set()
+        return found.union(*(_types(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_types(v) for v in node))
+    return set()
+
+
+def _config(tokenizer: Any) -> dict:
+    """Tokenizer JSON config without the (large) vocabulary/merges, read component by component."""
+    backend = _backend(tokenizer)
+    model = backend.model
+    cfg: dict[str, Any] = {
+        "model": {
+            "type": type(model).__name__,
+            "byte_fallback": getattr(model, "byte_fallback", False),
+            "continuing_subword_prefix": getattr(model, "continuing_subword_prefix", None),
+        }
+    }
+    for key in ("normalizer", "pre_tokenizer", "decoder"):
+        component = getattr(backend, key)
+        try:
+            cfg[key] = json.loads(component.__getstate__()) if component is not None else None
+        except Exception:  # pragma: no cover - fall back to the full (slow for big vocabs) dump
+            full = json.loads(backend.to_str())
+            return {**full, "model": {k: v for k, v in full["model"].items() if k not in ("vocab", "merges")}}
+    return cfg
+
+
+def detect_tokenizer_kind(tokenizer: Any) -> str:
+    """Return ``"sentencepiece"``, ``"bytelevel_bpe"`` or ``"wordpiece"`` from the backend tokenizer JSON.
+
+    Unigram, or BPE with Metaspace / byte fallback / a "▁"-Replace (Llama-style) -> sentencepiece;
+    BPE with ByteLevel pre-tokenizer or decoder -> bytelevel_bpe; WordPiece -> wordpiece.
+    Raises ValueError for anything else.
+    """
+    return _kind_from_config(_config(tokenizer))
+
+
+def _kind_from_config(cfg: dict) -> str:
+    model = cfg.get("model") or {}
+    mtype = model.get("type")
+    if mtype == "WordPiece":
+        return "wordpiece"
+    if mtype == "Unigram":
+        return "sentencepiece"
+    if mtype == "BPE":
+        pre, dec, norm = (cfg.get(k) for k in ("pre_tokenizer", "decoder", "normalizer"))
+        if "ByteLevel" in _types(pre):
+            return "bytelevel_bpe"
+        if (
+            "Metaspace" in _types([pre, dec])
+            or model.get("byte_fallback")
+            or BOW in json.dumps([norm, dec], ensure_ascii=False)
+        ):
+            return "sentencepiece"
+        if "ByteLevel" in _types(dec):
+            return "bytelevel_bpe"
+    raise ValueError(
+        f"unsupported tokenizer (model={mtype!r}); known kinds: sentencepiece, bytelevel_bpe, wordpiece"
+    )
+
+
+def _special_ids(tokenizer: Any, backend: Tokenizer, vocab: dict[str, int]) -> set[int]:
+    ids = {i for i, tok in backend.get_added_tokens_decoder().items() if tok.special}
+    if not isinstance(tokenizer, Tokenizer):
+        ids.update(vocab[t] for t in getattr(tokenizer, "all_special_tokens", ()) if t in vocab)
+    return ids
+
+
+def _canon_sentencepiece(raw: str) -> CanonicalToken:
+    m = BYTE_FALLBACK.fullmatch(raw) if raw.startswith("<0x") else None
+    if m:  # byte-fallback token
+        byte = int(m.group(1), 16)
+        if byte == 0x20:  # a space: what "▁" and byte-level "Ġ" spell alone
+            return CanonicalToken("", True, False)
+        return CanonicalToken(chr(byte) if byte < 0x80 else f"<0x{byte:02X}>", False, False)
+    bow = raw.startswith(BOW)
+    # SentencePiece decodes every "▁" to a space; inner ones (e.g. "▁▁") become real spaces.
+    return CanonicalToken((raw[1:] if bow else raw).replace(BOW, " "), bow, False)
+
+
+def _canon_bytelevel(raw: str) -> CanonicalToken:
+    try:
+        data = bytes(_UNICODE_TO_BYTE[c] for c in raw)
+    except KeyError:  # not byte-encoded (e.g. literal non-special added token): take it literally
+        return CanonicalToken(raw[1:] if raw.startswith(" ") else raw, raw.startswith(" "), False)
+    bow = data.startswith(b" ")
+    return CanonicalToken((data[1:] if bow else data).decode("utf-8", "vocab_transfer_hexbytes"), bow, False)
+
+
+def canonicalize(tokenizer: Any) -> tuple[list[CanonicalToken], list[str], str]:
+    """``(canonical tokens, raw token strings, kind)``, both lists indexed by token id (:func:`canonicalize_vocab`'s
+    rules; kind as :func:`detect_tokenizer_kind` gives it)."""
+    backend = _backend(tokenizer)
+    cfg = _config(backend)
+    kind = _kind_from_config(cfg)
+    vocab = backend.get_vocab(with_added_tokens=True)
+    size = len(tokenizer) if hasattr(tokenizer, "__len__") else backend.get_vocab_size(with_added_tokens=True)
+    size = max([size, *(i + 1 for i in vocab.values())]) if vocab else size
+    raw: list[str] = [""] * size
+    for tok, i in vocab.items():
+        raw[i] = tok
+    specials = _special_ids(tokenizer, backend, vocab)
+    prefix = cfg["model"].get("continuing_subword_prefix") or "##"
+    out: list[CanonicalToken] = []
+    for i, tok in enumerate(raw):
+        if i in specials or not tok:
+            out.append(CanonicalToken(tok, False, True))
+        elif kind == "sentencepiece":
+            out.append(_canon_sentencepiece(tok))
+        elif kind == "bytelevel_bpe":
+            out.append(_canon_bytelevel(tok))
+        elif tok.startswith(prefix) and len(tok) > len(prefix):
+            out.append(CanonicalToken(tok[len(prefix) :], False, False))
+        else:
+            out.append(CanonicalToken(tok, True, False))
+    return out, raw, kind
+
+
+def canonicalize_vocab(tokenizer: Any) -> list[CanonicalToken]:
+    """Canonical form of every token id ``0..len(tokenizer)-1`` (added tokens included).
+
+    Rules: sentencepiece -- leading "▁" is BOW, inner "▁" become spaces, single-byte ASCII fallback
+    tokens "<0x41>" decode to "A" (non-BOW), "<0x20>" to a bare BOW (a space, as "▁" and "Ġ"), others stay
+    "<0xE2>"; bytelevel_bpe -- GPT-2 byte table,
+    UTF-8 decode (undecodable bytes -> "<0xNN>"), leading space ("Ġ") is BOW; wordpiece -- "##x" is
+    non-BOW "x", all other tokens BOW. Specials (``all_special_tokens`` + added tokens flagged
+    special) keep their raw string with ``special=True``; ids missing from the vocab are empty specials.
+    """
+    return canonicalize(tokenizer)[0]

@@ -4,7 +4,7 @@
 - :func:`read_fasttext_vectors` reads pretrained fastText vectors (``.bin`` or ``.vec``, e.g. the
   ``cc.<lang>.300`` files WECHSEL and FOCUS use on clusters);
 - :func:`tokenize_flatten_reduce` turns word vectors into subword-token vectors (WECHSEL eq. 1,
-  Figure 2), used by WECHSEL and by FOCUS's "Word-fastText" row (focus.md Table 4).
+  Figure 2), used by WECHSEL and by FOCUS's "Word-fastText" row (FOCUS Table 4).
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import torch
-from tqdm import tqdm
-
+from .. import lazy
+from ..io import atomic_path
 from .token_fasttext import train_unsupervised
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 
 @dataclass
@@ -56,13 +58,12 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = os.path.join(tmp, "words.txt")
         with open(path, "w", encoding="utf-8") as f:
-            for text in tqdm(texts, desc="word-tokenize", mininterval=5, unit="doc"):
+            for text in tqdm.tqdm(texts, desc="word-tokenize", mininterval=5, unit="doc"):
                 f.write(" ".join(word_tokenize(text)) + "\n")
         ft = train_unsupervised(input=path, model=model, dim=dim, minCount=min_count, epoch=epochs, minn=minn,
                                  maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose,
                                  bucket=bucket)
     if model_path is not None:
-        from ..io import atomic_path
 
         with atomic_path(model_path) as tmp:
             ft.save_model(str(tmp))
@@ -102,7 +103,7 @@ def read_fasttext_vectors(path: str | os.PathLike, *, max_words: int | None = No
     words, rows = [], []
     with open(path, encoding="utf-8", errors="replace") as f:
         n, dim = (int(x) for x in f.readline().split())
-        for line in tqdm(f, total=min(n, max_words or n), desc="read .vec", mininterval=5):
+        for line in tqdm.tqdm(f, total=min(n, max_words or n), desc="read .vec", mininterval=5):
             parts = line.rstrip("\n").rsplit(" ", dim)
             if len(parts) != dim + 1:
                 continue
@@ -137,7 +138,7 @@ def fasttext_subword_vectors(model, tokenizer, vocab_size: int | None = None, *,
     vocab_size = vocab_size or len(tokenizer)
     special = set(getattr(tokenizer, "all_special_ids", [])) if skip_special else set()
     out = np.zeros((vocab_size, model.get_dimension()), dtype=np.float32)
-    for i in tqdm(range(min(vocab_size, len(tokenizer))), desc="fastText subwords", mininterval=5):
+    for i in tqdm.tqdm(range(min(vocab_size, len(tokenizer))), desc="fastText subwords", mininterval=5):
         if i not in special:
             out[i] = model.get_word_vector(tokenizer.decode([i]).strip())
     vectors = torch.from_numpy(out)
@@ -164,7 +165,7 @@ def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | Non
     den = torch.zeros(vocab_size, dtype=torch.float64)
     f = torch.as_tensor(words.counts, dtype=torch.float64).clamp(min=1)
     special = set(getattr(tokenizer, "all_special_ids", [])) if skip_special else set()
-    for start in tqdm(range(0, len(words.words), batch_size), desc="tokenize-flatten-reduce", mininterval=5):
+    for start in tqdm.tqdm(range(0, len(words.words), batch_size), desc="tokenize-flatten-reduce", mininterval=5):
         batch = words.words[start:start + batch_size]
         # as WECHSEL's code: the word alone and after a space (byte-level BPE marks word starts only
         # after a space), each token once per tokenization: a token in both counts the word twice

@@ -17,6 +17,10 @@ import torch
 from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from ..data.shards import encoder, special_ids
+from ..data.tokenizer import canonicalize_vocab
+from ..source_model import masked_lm_logits
+
 
 def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len: int, *,
                max_sequences: int | None = None, batch_size: int = 1000) -> torch.Tensor:
@@ -26,7 +30,6 @@ def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len
     (tests, a few held-out documents); the pipeline cuts the same blocks from token shards on demand
     (:class:`vocab_transfer.data.shards.Blocks`).
     """
-    from ..data.shards import encoder, special_ids
 
     body, encode = seq_len - 2, encoder(tokenizer)
     parts: list[np.ndarray] = []
@@ -53,14 +56,12 @@ _HEX_BYTE = re.compile(r"<0x([0-9A-F]{2})>")
 def token_lengths(tokenizer) -> torch.Tensor:
     """``[V, 2]`` int64: the UTF-8 bytes and the characters of each token id's text.
 
-    The text is the token's canonical surface form (:func:`vocab_transfer.methods.overlap.canonicalize_vocab`):
+    The text is the token's canonical surface form (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`):
     a word-initial marker (``▁``, ``Ġ``, a WordPiece token without ``##``) counts as one space, a byte token
     (``<0xNN>``, or an undecodable byte of a byte-level token) as one byte and as one character if it starts a UTF-8
     sequence (0 for a continuation byte), so the lengths of a text's tokens add up to its own. Special tokens
     (``<s>``, ``<mask>``, ``<unk>``, ...) have length 0: an ``<unk>`` is scored but its text is not counted.
     """
-    from ..methods.overlap import canonicalize_vocab
-
     out = []
     for tok in canonicalize_vocab(tokenizer):
         if tok.special:
@@ -116,7 +117,6 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     (:func:`vocab_transfer.source_model.masked_lm_logits`): a 50k vocabulary's logits of a whole batch would take
     0.4 GB.
     """
-    from ..source_model import masked_lm_logits
 
     model.eval()
     g = torch.Generator().manual_seed(seed)

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-import torch
-from tqdm import tqdm
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from .. import lazy
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +42,6 @@ def _batches(n: int, lengths: Sequence[int], batch_size: int) -> list[np.ndarray
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
-@torch.no_grad()
 def _hidden(model: PreTrainedModel, ids: list[list[int]], pad_id: int) -> torch.Tensor:
     """Last hidden states ``[batch, longest, dim]`` of right-padded sequences."""
     longest = max(len(s) for s in ids)
@@ -47,7 +51,9 @@ def _hidden(model: PreTrainedModel, ids: list[list[int]], pad_id: int) -> torch.
         inputs[i, :len(s)] = torch.tensor(s)
         mask[i, :len(s)] = 1
     device = next(model.parameters()).device
-    return model.base_model(input_ids=inputs.to(device), attention_mask=mask.to(device)).last_hidden_state.float().cpu()
+    with torch.no_grad():
+        hidden = model.base_model(input_ids=inputs.to(device), attention_mask=mask.to(device)).last_hidden_state
+    return hidden.float().cpu()
 
 
 def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], *,
@@ -56,7 +62,7 @@ def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, t
     enc = tokenizer(list(texts), truncation=True, max_length=seq_len, return_special_tokens_mask=True)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
     out = torch.zeros(len(ids), model.config.hidden_size)
-    for batch in tqdm(_batches(len(ids), [len(s) for s in ids], batch_size), desc=desc, mininterval=10):
+    for batch in tqdm.tqdm(_batches(len(ids), [len(s) for s in ids], batch_size), desc=desc, mininterval=10):
         hidden = _hidden(model, [ids[i] for i in batch], _pad_id(tokenizer))
         for row, i in enumerate(batch):
             keep = torch.tensor([not s for s in special[i]], dtype=torch.bool)
@@ -73,7 +79,7 @@ def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sente
     enc = tokenizer([list(s) for s in sentences], is_split_into_words=True, truncation=True, max_length=seq_len)
     ids = enc["input_ids"]
     feats, where = [], []
-    for batch in tqdm(_batches(len(ids), [len(s) for s in ids], batch_size), desc=desc, mininterval=10):
+    for batch in tqdm.tqdm(_batches(len(ids), [len(s) for s in ids], batch_size), desc=desc, mininterval=10):
         hidden = _hidden(model, [ids[i] for i in batch], _pad_id(tokenizer))
         for row, i in enumerate(batch):
             words = enc.word_ids(int(i))

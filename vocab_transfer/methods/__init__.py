@@ -28,41 +28,36 @@ config ``kind``    function                                    paper
                                                                neural), -RAND / -LEX (eqs. 2-4)
 =================  ==========================================  ===========================================
 
-Each module registers its functions with :func:`registry.register` (kind, and the
-:class:`~vocab_transfer.workflow.needs.Need` values of what it reads beyond the source model and the overlap);
-``METHODS`` and :func:`run_method` import every module of the package, so a new method is one module. The workflow
-turns needs into rule inputs (``vocab_transfer.workflow.needs.init_inputs``) and ``vocab_transfer.init`` loads them.
-Importing this package loads no method module (nor torch): the config checks and the plan read each method's kind,
-needs and parameters through :mod:`.catalog`.
+Each module registers its functions with :func:`registry.register` (kind, and the :class:`registry.Need` values of
+what it reads beyond the source model and the overlap); this package imports every method module, so ``METHODS``
+is complete once it is imported. The method modules bind torch, numpy and pandas lazily (:mod:`vocab_transfer.lazy`):
+the workflow imports this package while it plans, and turns the needs into rule inputs
+(``vocab_transfer.workflow.needs``); ``vocab_transfer.init`` loads them. A new method is one module here plus its
+line in the imports below.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from . import (  # noqa: F401 - each module registers its methods
+    clp,
+    extension,
+    focus,
+    fvt,
+    omp,
+    random_mapping,
+    random_normal,
+    unks,
+    vocab_swap,
+    wechsel,
+)
+from .base import EmbeddingInit, TransferInputs
+from .registry import METHODS, NEED_INPUTS, Method, Need, Needs, kinds, method_needs, method_params, register
 
-from ..workflow.needs import Need
-from .catalog import load_all, method_needs, method_params
-from .registry import Method, Needs, register
-
-if TYPE_CHECKING:
-    from .base import EmbeddingInit, TransferInputs
-
-HELPERS = ("align", "base", "neighbours", "overlap", "registry", "semi_nmf", "sparsemax")  # modules without a method
-
-
-def __getattr__(name: str):
-    """``METHODS`` (every method module imported), ``EmbeddingInit`` and ``TransferInputs`` (torch), on first use."""
-    if name == "METHODS":
-        return load_all()
-    if name in ("EmbeddingInit", "TransferInputs"):
-        from . import base
-
-        return getattr(base, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+HELPERS = ("align", "base", "factorized", "neighbours", "overlap", "registry", "semi_nmf", "sparsemax")  # no method
 
 
 #: Keys of a config `methods` entry that are not parameters of the method function.
-ROW_KEYS = ("kind", "label", "targets", "output_rows")
+ROW_KEYS = ("kind", "label", "targets", "output_rows", "fasttext")
 
 
 def method_config(spec: dict) -> dict:
@@ -72,11 +67,10 @@ def method_config(spec: dict) -> dict:
 
 def run_method(kind: str, inputs: TransferInputs, *, seed: int, **params) -> EmbeddingInit:
     """Run the method registered as ``kind`` with its config parameters."""
-    methods = load_all()
-    if kind not in methods:
-        raise ValueError(f"unknown method kind {kind!r}; known: {sorted(methods)}")
-    return methods[kind].fn(inputs, seed=seed, **params)
+    if kind not in METHODS:
+        raise ValueError(f"unknown method kind {kind!r}; known: {kinds()}")
+    return METHODS[kind].fn(inputs, seed=seed, **params)
 
 
-__all__ = ["METHODS", "ROW_KEYS", "EmbeddingInit", "Method", "Need", "Needs", "TransferInputs", "method_config",
-           "method_needs", "method_params", "register", "run_method"]
+__all__ = ["METHODS", "NEED_INPUTS", "ROW_KEYS", "EmbeddingInit", "Method", "Need", "Needs", "TransferInputs",
+           "kinds", "method_config", "method_needs", "method_params", "register", "run_method"]

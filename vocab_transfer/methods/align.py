@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import logging
 
-import torch
+from .. import lazy
+
+torch = lazy.module("torch")
 
 log = logging.getLogger(__name__)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
-import torch
-
+from .. import lazy
 from ..data.token_fasttext import TokenVectors
 from ..data.word_vectors import WordVectors
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+torch = lazy.module("torch")
 
 #: Provenance labels of a target row, written to ``<method>.provenance.parquet``.
 SPECIAL, COPIED, COMBINED, MAPPED, RANDOM = "special", "copied", "combined", "mapped", "random"
@@ -74,7 +75,7 @@ class EmbeddingInit:
 
 
 def normal_like(source: torch.Tensor, n: int, generator: torch.Generator) -> torch.Tensor:
-    """``n`` rows from N(mean, std) per dimension of ``source`` (FOCUS App. B, WECHSEL §3, focus.md fn. 9)."""
+    """``n`` rows from N(mean, std) per dimension of ``source`` (FOCUS App. B, WECHSEL §3, FOCUS fn. 9)."""
     mean, std = column_mean_std(source)
     return mean + std * torch.randn(n, source.shape[1], generator=generator, dtype=source.dtype)
 

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import numpy as np
-import torch
-from tqdm import tqdm
-
+from .. import lazy
 from ..typed import Range
-from ..workflow.needs import Need
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like, overlap_ids
-from .registry import register
+from .registry import Need, register
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 
 def clp_weights(helper: torch.Tensor, anchor_helper: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,7 +61,7 @@ def clp_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: t
     anchor_t, anchor_s = overlap_target_ids[anchor], overlap_source_ids[anchor]
     rows = todo[has_helper[todo]] if len(anchor_t) else todo[:0]
     e_anchor = source[anchor_s].double()
-    for start in tqdm(range(0, len(rows), batch_size), desc="CLP", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="CLP", disable=not progress, mininterval=5):
         batch = rows[start:start + batch_size]
         w, ok = clp_weights(helper[batch], helper[anchor_t])
         out[batch[ok]] = (w[ok] @ e_anchor).to(source.dtype)

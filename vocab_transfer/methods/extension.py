@@ -1,4 +1,4 @@
-"""Vocabulary extension (focus.md §3.1 after Wang et al. 2020): keep the source vocabulary and add target tokens
+"""Vocabulary extension (FOCUS §3.1 after Wang et al. 2020): keep the source vocabulary and add target tokens
 it lacks; new rows FOCUS, random, or Hugging Face's mean-resizing.
 
 Which tokens: FOCUS §3.1 extends XLM-R "with the top 30k tokens of the language-specific tokenizer", and its
@@ -27,17 +27,18 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-import numpy as np
-import pandas as pd
-import torch
 from tokenizers import Tokenizer
-from transformers import PreTrainedTokenizerFast
 
+from .. import lazy
 from ..typed import Range
-from ..workflow.needs import Need
 from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
 from .focus import focus_init
-from .registry import one_of, register
+from .registry import Need, one_of, register
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+torch = lazy.module("torch")
+transformers = lazy.module("transformers")
 
 #: FOCUS §3.1: "the top 30k tokens of the language-specific tokenizer", when neither count key is given.
 PAPER_TOP_TOKENS = 30000
@@ -104,7 +105,7 @@ def mean_resize_rows(source: torch.Tensor, n: int, *, seed: int, covariance_scal
     return (mean + z @ chol.T).to(source.dtype)
 
 
-def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndarray) -> PreTrainedTokenizerFast:
+def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndarray) -> transformers.PreTrainedTokenizerFast:
     """The source tokenizer with target pieces ``new_target_ids`` appended (ids ``len(source)`` onwards)."""
     src = json.loads(source_tokenizer.backend_tokenizer.to_str())
     tgt = json.loads(target_tokenizer.backend_tokenizer.to_str())
@@ -122,7 +123,7 @@ def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndar
     vocab += [tgt["model"]["vocab"][int(i)] for i in new_target_ids]
     backend = Tokenizer.from_str(json.dumps(src))
     special = {k: v for k, v in source_tokenizer.special_tokens_map.items() if isinstance(v, str)}
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=source_tokenizer.model_max_length,
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=source_tokenizer.model_max_length,
                                   **special)
     assert len(tok) == len(source_tokenizer) + len(new_target_ids)
     return tok

@@ -1,16 +1,12 @@
-"""FOCUS (Dobler & de Melo 2023, focus.md §2, Appendix B)."""
+"""FOCUS (Dobler & de Melo 2023, §2, Appendix B)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
-import torch
-from tqdm import tqdm
-
+from .. import lazy
 from ..data.word_vectors import tokenize_flatten_reduce
 from ..typed import Range
-from ..workflow.model import FASTTEXT_PRESETS
-from ..workflow.needs import Need
 from .base import (
     EmbeddingInit,
     TransferInputs,
@@ -20,7 +16,10 @@ from .base import (
 )
 from .neighbours import Workspace, mix_rows, neighbour_weights
 from .overlap import OVERLAP_KINDS, restrict_overlap
-from .registry import one_of, register
+from .registry import Need, one_of, register
+
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 
 def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
@@ -63,7 +62,7 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     x_anchor_t = x_anchor.T.contiguous()
     x_screen = x_anchor_t.to(screen_dtype) if screen_dtype is not None else None
     e_anchor, workspace = source[anchor_s], Workspace()
-    for start in tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
         rows = additional[start:start + batch_size]
         w, idx = neighbour_weights(x[rows], x_anchor, x_anchor_t, weighting="sparsemax", k=topk,
                                    screen=x_screen, screen_k=screen_k, workspace=workspace)  # eqs. 2-5
@@ -81,8 +80,6 @@ def focus_needs(p: dict) -> frozenset[Need]:
     one_of(p, "overlap", OVERLAP_KINDS)
     one_of(p, "screen_dtype", ("float32", "bfloat16"))
     if p["aux"] == "word_fasttext":
-        if p["fasttext"] is not None:
-            raise ValueError("fasttext (a token-level fastText preset) applies to aux: token_fasttext only")
         return frozenset({Need.TARGET_WORDS, Need.TOKENIZERS})
     return frozenset({Need.TOKEN_VECTORS})
 
@@ -90,17 +87,15 @@ def focus_needs(p: dict) -> frozenset[Need]:
 @register("focus", focus_needs)
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
                topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096, screen_dtype: str = "bfloat16",
-               screen_k: int = 16,
-               fasttext: Literal[tuple(FASTTEXT_PRESETS)] | None = None) -> EmbeddingInit:  # type: ignore[valid-type]
+               screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
     ``overlap: full | symbolic | symbolic_with_symbols | none`` (``symbolic``: Table 4 "Symbolic Overlap", numbers,
     punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux: token_fasttext`` (FOCUS's
     token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText": word-level fastText of the
-    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce); ``fasttext``: a named variant
-    of the token-level fastText recipe (``deepfocus``: CBOW with 10 negatives, as the authors' package trains it;
-    ``vocab_transfer.workflow.model.FASTTEXT_PRESETS``), trained into its own artifact; absent: the ``fasttext``
-    section as configured (the paper's skipgram);
+    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce; which token-level fastText the
+    method reads is the config entry's ``fasttext``, not a parameter: ``deepfocus`` trains CBOW with 10 negatives as
+    the authors' package does, ``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``);
     ``screen_dtype``: ``bfloat16`` (default) takes the certified bf16 shortlist of ``screen_k`` anchors of
     :func:`focus_init` (the float32 selection, 2x faster at paper scale on CPU); ``float32`` the plain
     float32 similarity matrix.

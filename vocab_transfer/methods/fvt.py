@@ -8,14 +8,14 @@ whole bridge. FOCUS §5 discusses it as a cheaper alternative.
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
-from ..workflow.needs import Need
+from .. import lazy
+from ..data.tokenizer import canonicalize_vocab
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like
 from .neighbours import mix_rows
-from .overlap import canonicalize_vocab
-from .registry import register
+from .registry import Need, register
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
 
 
 def source_pieces(texts: list[str], bow: list[bool], source_tokenizer) -> list[list[int]]:

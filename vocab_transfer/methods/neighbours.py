@@ -1,5 +1,5 @@
-"""Mixtures of nearest source rows, the kernel FOCUS (sparsemax over all anchors, focus.md eqs. 2-6),
-WECHSEL (softmax(sim/τ) over the top k, wechsel.md eq. 3) and Align Match (either; Tran 2020) share:
+"""Mixtures of nearest source rows, the kernel FOCUS (sparsemax over all anchors, FOCUS eqs. 2-6),
+WECHSEL (softmax(sim/τ) over the top k, WECHSEL eq. 3) and Align Match (either; Tran 2020) share:
 similarities of unit query vectors to unit key vectors in batches, weights over the nearest keys, and
 the weighted sum of the keys' embedding rows.
 
@@ -22,9 +22,10 @@ import math
 import warnings
 from collections.abc import Callable
 
-import torch
-
+from .. import lazy
 from .sparsemax import sparsemax, topk_sparsemax
+
+torch = lazy.module("torch")
 
 WEIGHTINGS = ("sparsemax", "softmax")
 BF16_DOT_ERROR = 3.2 * 2.0**-8  # |bf16 dot − exact| for unit vectors: inputs and result rounded (u = 2⁻⁸ each)
@@ -49,7 +50,7 @@ class Workspace:
 
 # (exact cosines of a row's shortlisted keys [n, K]) -> (weights [n, K'], columns of z [n, K'], threshold [n]):
 # the row is certified when no key left out can have a cosine above its threshold.
-Select = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+Select = Callable[["torch.Tensor"], tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]]
 
 
 def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, *, weighting: str, k: int,

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import numpy as np
-import torch
-from tqdm import tqdm
-
+from .. import lazy
 from ..typed import Range
-from ..workflow.needs import Need
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like, overlap_ids
-from .registry import register
+from .registry import Need, register
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 
 def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
@@ -92,7 +92,7 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
     anchor_t, anchor_s = ov_t[anchor], ov_s[anchor]
     rows = todo[has[todo]] if len(anchor_t) else todo[:0]
     e_anchor, h_anchor = source[anchor_s].double(), vectors[anchor_t]
-    for start in tqdm(range(0, len(rows), batch_size), desc="OMP", disable=False, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="OMP", disable=False, mininterval=5):
         batch = rows[start:start + batch_size]
         idx, coef = batch_omp(vectors[batch], h_anchor, k)
         matrix[batch] = torch.bmm(coef.unsqueeze(1), e_anchor[idx]).squeeze(1).to(source.dtype)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
+from .. import lazy
 from .base import MAPPED, EmbeddingInit, TransferInputs, copy_rows
 from .registry import register
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
 
 
 def random_mapping_init(source: torch.Tensor, target_vocab_size: int, special_target_ids: np.ndarray,

@@ -1,12 +1,13 @@
-"""Random normal: every row from N(mean, std) of the source matrix per dimension (focus.md fn. 9)."""
+"""Random normal: every row from N(mean, std) of the source matrix per dimension (FOCUS fn. 9)."""
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
+from .. import lazy
 from .base import RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
 from .registry import register
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
 
 
 @register("random_normal")
@@ -15,7 +16,7 @@ def init_random_normal(inputs: TransferInputs, *, seed: int, copy_special: bool 
 
     The per-dimension normal that FOCUS (App. B) and WECHSEL (§3.2) use for tokens without an
     auxiliary vector, here for every token: the "initialization from a normal distribution" that
-    focus.md footnote 9 found slightly worse than random mapping. Special tokens are copied by role
+    FOCUS footnote 9 found slightly worse than random mapping. Special tokens are copied by role
     unless ``copy_special: false``.
     """
     g = torch.Generator().manual_seed(seed)

@@ -1,15 +1,48 @@
-"""The method registry: config ``kind`` -> function and what it reads (:class:`~vocab_transfer.workflow.needs.Need`).
+"""The method registry: config ``kind`` -> function, its keyword parameters and what it reads (:class:`Need`).
 
-A method module registers its function with :func:`register`; ``vocab_transfer.methods`` imports every module of
-the package, so adding a method is one module (plus its config entry, test and doc line).
+A method module registers its function with :func:`register`; ``vocab_transfer.methods`` imports every method module,
+so the registry is complete once the package is imported. The method modules bind torch, numpy and pandas lazily
+(:mod:`vocab_transfer.lazy`), so the workflow reads the real registry while it plans, without importing them.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
-from ..workflow.needs import Need
+
+class Need(str, Enum):  # noqa: UP042 - StrEnum would change str(Need.X) from "Need.X" to its value
+    """An artifact kind a method reads besides the source model, the target tokenizer and the overlap."""
+
+    TOKEN_VECTORS = "fasttext"  # token-level fastText of the target tokenizer on the target corpus (+ counts; the
+    #                             method's `fasttext` parameter, if any, names a recipe preset)
+    SOURCE_TOKEN_VECTORS = "source_fasttext"  # ... of the source tokenizer on the `source_language` corpus
+    TARGET_WORDS = "target_words"  # word vectors of the target language
+    SOURCE_WORDS = "source_words"  # word vectors of the `source_language`
+    WORD_MODELS = "word_fasttext_models"  # the word-level fastText models (.bin) of both languages (subword vectors)
+    DICTIONARY = "dictionary"  # `source_language` -> target word pairs
+    TOKENIZERS = "tokenizers"  # the source and target tokenizers themselves
+    LANGUAGE_TOKENIZER = "language_tokenizer"  # a tokenizer trained on the `restrict_source` corpus (WECHSEL_EN)
+    EXTENDED_TOKENIZER = "extended_tokenizer"  # the source tokenizer extended with target tokens (kind extend)
+    FACTORS = "factorization"  # the source matrix's Semi-NMF factors (UNKs MF), shared per factorization setting
+
+
+#: The names of the ``init_embeddings`` inputs that carry each need: the workflow gives each a path
+#: (``vocab_transfer.workflow.needs``), ``vocab_transfer.init`` loads them into the method's ``TransferInputs``.
+NEED_INPUTS: dict[Need, tuple[str, ...]] = {
+    Need.TOKEN_VECTORS: ("vectors",),
+    Need.SOURCE_TOKEN_VECTORS: ("source_vectors",),
+    Need.TARGET_WORDS: ("target_word_vectors", "target_word_list"),
+    Need.SOURCE_WORDS: ("source_word_vectors", "source_word_list"),
+    Need.WORD_MODELS: ("source_word_model", "target_word_model"),
+    Need.DICTIONARY: ("dictionary",),
+    Need.TOKENIZERS: (),
+    Need.LANGUAGE_TOKENIZER: ("language_tokenizer",),
+    Need.EXTENDED_TOKENIZER: ("extended_tokenizer",),
+    Need.FACTORS: ("factors",),
+}
 
 Needs = frozenset[Need]
 
@@ -41,3 +74,31 @@ def one_of(params: dict, key: str, allowed: tuple[str, ...]) -> None:
     """ValueError naming ``key`` unless ``params[key]`` is one of ``allowed``."""
     if params[key] not in allowed:
         raise ValueError(f"{key} must be one of {list(allowed)}, not {params[key]!r}")
+
+
+def method(kind: str) -> Method:
+    """The method registered as ``kind`` (KeyError for an unknown kind)."""
+    return METHODS[kind]
+
+
+def kinds() -> list[str]:
+    """Every registered kind, sorted."""
+    return sorted(METHODS)
+
+
+def keyword_parameters(kind: str) -> dict[str, inspect.Parameter]:
+    """The keyword parameters of the method function of ``kind`` besides ``seed``: what its config entry may set."""
+    sig = inspect.signature(METHODS[kind].fn)
+    return {n: p for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY and n != "seed"}
+
+
+def method_params(kind: str, params: dict) -> dict:
+    """``params`` completed with the defaults of the method function's keyword parameters."""
+    defaults = {n: p.default for n, p in keyword_parameters(kind).items() if p.default is not p.empty}
+    return {**defaults, **params}
+
+
+def method_needs(kind: str, params: dict) -> Needs:
+    """The artifacts method ``kind`` reads with these config parameters (ValueError for a bad choice)."""
+    needs = METHODS[kind].needs
+    return needs(method_params(kind, params)) if callable(needs) else needs

@@ -1,4 +1,4 @@
-"""Semi-NMF (Ding, Li & Jordan 2008) and k-means, as used by UNKs Everywhere (unks-everywhere.md §3.3).
+"""Semi-NMF (Ding, Li & Jordan 2008) and k-means, as used by UNKs Everywhere (UNKs Everywhere §3.3).
 
 Notation follows the UNKs paper, not Ding et al.: the embedding matrix ``X`` [|V|, D] (rows are
 tokens) is factorized as ``X ≈ F·G`` with low-dimensional token embeddings ``F`` [|V|, D'] of
@@ -14,8 +14,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import torch
-from tqdm import tqdm
+from .. import lazy
+
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 __all__ = ["SemiNMFHistory", "kmeans", "semi_nmf"]
 
@@ -49,7 +51,7 @@ def _sync(device: torch.device) -> None:
 
 
 def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol: float = 1e-4,
-             mode: str = "gram", dtype: torch.dtype = torch.float64, chunk_rows: int = 65536,
+             mode: str = "gram", dtype: torch.dtype | None = None, chunk_rows: int = 65536,
              progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, SemiNMFHistory]:
     """Semi-NMF ``X ≈ F·G`` with ``G ≥ 0`` (Ding et al. 2008, §3; UNKs §3.3 eq. 2 with C = 1).
 
@@ -75,7 +77,7 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
       3× cheaper at D' = 100); the iterates are the same as in mode ``"direct"`` (which forms ``F`` each iteration,
       kept for checking and the benchmark) up to rounding. The error is computed from the same
       quantities, ``||X||² - 2⟨FᵀX, G⟩ + ⟨FᵀF, G Gᵀ⟩``;
-    - precision: ``dtype`` (default float64: the Gram trick squares the condition number, and the
+    - precision: ``dtype`` (None: float64, the default: the Gram trick squares the condition number, and the
       error formula subtracts numbers of the size of ``||X||²``); ``X`` may be float32, it is cast in
       chunks of ``chunk_rows`` rows.
 
@@ -90,6 +92,7 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
     device = X.device
     n, d = X.shape
     gen = torch.Generator().manual_seed(seed)
+    dtype = torch.float64 if dtype is None else dtype
     G = (torch.rand(rank, d, generator=gen, dtype=dtype) + 1e-4).to(device)
     tiny = torch.finfo(dtype).tiny
     hist = SemiNMFHistory()
@@ -111,7 +114,7 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
     hist.setup_seconds = time.perf_counter() - start
 
     prev = float("inf")
-    bar = tqdm(range(max_iter), desc=f"Semi-NMF {n}x{d} -> {rank}", disable=not progress, mininterval=5)
+    bar = tqdm.tqdm(range(max_iter), desc=f"Semi-NMF {n}x{d} -> {rank}", disable=not progress, mininterval=5)
     for _ in bar:
         if Xd is None:
             M = G @ G.T

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import torch
+from .. import lazy
+
+torch = lazy.module("torch")
 
 
 def sparsemax(z: torch.Tensor, dim: int = -1) -> torch.Tensor:

@@ -1,11 +1,11 @@
-"""UNKs Everywhere (Pfeiffer et al. 2021, unks-everywhere.md §3, §4.2, Appendix "Semi-NMF").
+"""UNKs Everywhere (Pfeiffer et al. 2021, §3, §4.2, Appendix "Semi-NMF").
 
 Two config kinds cover the paper's eight embedding rows (Table 3):
 
 - ``el``: a full-size embedding matrix X' (§3.1 EL-RAND, §3.2 EL-LEX);
 - ``mf``: a factorized embedding ``F'·G^c`` (§3.3 MF¹-*, MF^C_KMEANS-*, MF^C_NEURAL-*), saved both as
   the dense matrix and as the factors ``mf_F``, ``mf_G``, ``mf_Z``, ``mf_tau`` (``EmbeddingInit.extra``,
-  rebuilt by :meth:`vocab_transfer.training.factorized.FactorizedEmbedding.from_tensors`).
+  rebuilt by :meth:`vocab_transfer.methods.factorized.FactorizedEmbedding.from_tensors`).
 
 ``inputs.source_matrix`` may carry the MLM output bias as its last column; it is factorized together
 with the embedding dimensions (``G`` is [D', d + 1]), so every target row keeps a bias entry.
@@ -14,18 +14,20 @@ with the embedding dimensions (``G`` is [D', d + 1]), so every target row keeps 
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-import numpy as np
-import pandas as pd
-import torch
-
-from ..training.factorized import FactorizedEmbedding, fit_neural
+from .. import lazy
 from ..typed import Range
-from ..workflow.needs import Need
 from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like, overlap_ids
-from .registry import register
+from .registry import Need, register
 from .semi_nmf import kmeans, semi_nmf
+
+if TYPE_CHECKING:
+    from .factorized import FactorizedEmbedding
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+torch = lazy.module("torch")
 
 __all__ = ["PAPER_RANDOM", "RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
            "random_rows"]
@@ -123,7 +125,7 @@ def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int 
       their Z rows are set; with τ = 1 a margin of 5 keeps the cluster in ~94 % of Gumbel samples at
       C = 10 and still lets training move it);
     - ``assignment: neural`` (MF^C_NEURAL): Semi-NMF as for MF¹, then F, G¹..G^C and Z trained jointly
-      on eq. 4 (:func:`vocab_transfer.training.factorized.fit_neural`; ``neural_steps``, ``neural_lr``,
+      on eq. 4 (:func:`vocab_transfer.methods.factorized.fit_neural`; ``neural_steps``, ``neural_lr``,
       ``neural_tol``, ``tau``, ``z_std``); the learned logits are returned.
     """
     if clusters < 1:
@@ -144,6 +146,8 @@ def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int 
         Z = lex_logit * torch.nn.functional.one_hot(labels, clusters).to(X.dtype)
         return F, G, Z
     if assignment == "neural":
+        from .factorized import fit_neural  # torch.nn modules, defined when the module is imported
+
         F0, G0, _ = semi_nmf(X, dim, seed=seed, max_iter=max_iter, tol=tol, progress=progress)
         module, _ = fit_neural(X, F0, G0, clusters, seed=seed, max_steps=neural_steps, tol=neural_tol,
                                lr=neural_lr, tau=tau, z_std=z_std, progress=progress)
@@ -173,6 +177,8 @@ def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, ta
             raise ValueError("C > 1 needs source cluster logits")
         Z = z_std * torch.randn(target_vocab_size, G.shape[0], generator=g, dtype=F.dtype)
         Z[copy_target_ids] = Z_src.cpu().to(F.dtype)[copy_source_ids]
+    from .factorized import FactorizedEmbedding  # torch.nn modules, defined when the module is imported
+
     return FactorizedEmbedding(F, G.cpu().to(F.dtype), Z, tau=tau)
 
 

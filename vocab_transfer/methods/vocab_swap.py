@@ -1,4 +1,4 @@
-"""Initializations of "How to do a vocab swap?" (vocab-swap.md §2.1, §3.1).
+"""Initializations of "How to do a vocab swap?" (anonymous ICLR 2023 submission, §2.1, §3.1).
 
 Cross-tokenizer schemes (§2.1): Reinit Embed, Freq Match (explicit frequency ranks), Dict Match
 (single-word dictionary translations) and Align Match (Tran 2020). Embedding-recovery
@@ -24,18 +24,18 @@ import math
 from collections.abc import Sequence
 from typing import Annotated
 
-import numpy as np
-import pandas as pd
-import torch
-from tqdm import tqdm
-
+from .. import lazy
+from ..data.tokenizer import CanonicalToken, canonicalize_vocab
 from ..typed import Range
-from ..workflow.needs import Need
 from .align import mutual_nearest_neighbours, normalize_embeddings, procrustes
 from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
 from .neighbours import WEIGHTINGS, mix_rows, neighbour_weights
-from .overlap import CanonicalToken, canonicalize_vocab
-from .registry import one_of, register
+from .registry import Need, one_of, register
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 __all__ = [
     "align_match_init",
@@ -213,7 +213,7 @@ def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab:
     """Single-word dictionary translations between two vocabularies (vocab-swap §2.1 "Dict Match").
 
     A target token qualifies if it is a whole word (BOW, non-special; canonical text as given by
-    :func:`~vocab_transfer.methods.overlap.canonicalize_vocab`) that appears as a ``target_word`` of
+    :func:`~vocab_transfer.data.tokenizer.canonicalize_vocab`) that appears as a ``target_word`` of
     ``dictionary``; a translation qualifies if its ``source_word`` is itself a single whole-word
     token of the source vocabulary (multi-word or split translations drop out). With ``lowercase``
     the target token, both dictionary columns and the source tokens are compared casefolded; a
@@ -365,7 +365,7 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     xs_rows = xs[s_rows]
     xs_c = xs_rows.T.contiguous()
     e_c = source[s_rows]
-    for start in tqdm(range(0, len(t_rows), batch_size), desc="Align Match", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(t_rows), batch_size), desc="Align Match", disable=not progress, mininterval=5):
         rows = t_rows[start:start + batch_size]
         q = torch.nn.functional.normalize(xt[rows] @ W, dim=1)
         w, idx = neighbour_weights(q, xs_rows, xs_c, weighting=weighting, temperature=temperature,

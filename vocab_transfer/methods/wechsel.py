@@ -1,7 +1,7 @@
-"""WECHSEL (Minixhofer et al. 2022, wechsel.md §3) and WECHSEL_EN (focus.md §3.1).
+"""WECHSEL (Minixhofer et al. 2022, §3) and WECHSEL_EN (Dobler & de Melo 2023, §3.1).
 
 1. word vectors of the source language (S) and the target language (T) are aligned by orthogonal
-   Procrustes on the pairs of a bilingual dictionary (wechsel.md §4: MUSE / FreeDict); T is mapped
+   Procrustes on the pairs of a bilingual dictionary (WECHSEL §4: MUSE / FreeDict); T is mapped
    into S's space;
 2. subword embeddings ``U^s``, ``U^t`` by tokenize-flatten-reduce (§3.1, eq. 1);
 3. each target token with a non-zero ``U^t`` row = softmax(s/τ)-weighted mean of the source rows of
@@ -18,14 +18,10 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Literal
 
-import numpy as np
-import pandas as pd
-import torch
-from tqdm import tqdm
-
+from .. import lazy
+from ..data.tokenizer import canonicalize_vocab
 from ..data.word_vectors import WordVectors, fasttext_subword_vectors, tokenize_flatten_reduce
 from ..typed import Range
-from ..workflow.needs import Need
 from .align import normalize_embeddings, procrustes
 from .base import (
     EmbeddingInit,
@@ -35,8 +31,12 @@ from .base import (
     screen_dtype_of,
 )
 from .neighbours import Workspace, mix_rows, neighbour_weights
-from .overlap import canonicalize_vocab
-from .registry import one_of, register
+from .registry import Need, one_of, register
+
+np = lazy.module("numpy")
+pd = lazy.module("pandas")
+torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     xs_screen = xs_t.to(screen_dtype) if screen_dtype is not None else None
     xt = torch.nn.functional.normalize(target_sub.float(), dim=1)
     e_cand, workspace = source[cand], Workspace()
-    for start in tqdm(range(0, len(rows), batch_size), desc="WECHSEL", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="WECHSEL", disable=not progress, mininterval=5):
         r = rows[start:start + batch_size]
         w, idx = neighbour_weights(xt[r], xs, xs_t, weighting="softmax", k=k, temperature=temperature,
                                    screen=xs_screen, workspace=workspace)  # eq. 3

@@ -11,7 +11,7 @@
   / Oth (S)W;
 - ``overlap_longest``: UNKs Everywhere Table 7, the longest overlapping (sub)words.
 
-Tokens are compared in their canonical form (:func:`vocab_transfer.methods.overlap.canonicalize_vocab`: no word
+Tokens are compared in their canonical form (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`: no word
 markers, bytes decoded), special tokens left out. Every function returns ``(long-form table, markdown)``.
 """
 
@@ -23,7 +23,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from ..workflow.model import VOCAB_TABLE_KINDS as KINDS  # noqa: F401  (the config kinds this module renders)
+from ..data.tokenizer import canonicalize_vocab
 
 # ISO code -> (language, family): the papers' languages and the demo's; others show their code and "—"
 LANGUAGES = {
@@ -224,8 +224,6 @@ def unk_share(target_texts: list[str], source_tokenizer) -> float:
 
 def vocab_coverage_table(languages: list[str], target_tokenizers: dict, source_tokenizer,
                          overlaps: dict[str, pd.DataFrame], title: str) -> tuple[pd.DataFrame, str]:
-    from ..methods.overlap import canonicalize_vocab
-
     rows = []
     for lang in languages:
         vocab = [t for t in canonicalize_vocab(target_tokenizers[lang]) if not t.special and t.text]

@@ -18,7 +18,7 @@ the selected checkpoint is scored too (``test_<name>_<metric>``). The model is a
 output; its MAD-X language adapter is attached when present), a hub id, or a source model plus an init
 artifact (``--embeddings``: fine-tune right after the vocabulary swap, as vocab-swap does).
 
-Defaults follow focus.md Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup,
+Defaults follow FOCUS Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup,
 gradient clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best
 dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the
 binary F1 of the positive class for two-label inventories: MRPC's F1), UAS and LAS (selection by LAS) for
@@ -50,8 +50,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..io import atomic_path, remove_tree, write_parquet
-from ..source_model import max_sequence_length
+from ..data.tasks import check_columns, check_heads, is_split
+from ..data.tokenizer import load_tokenizer
+from ..io import atomic_path, read_tensors, remove_tree, write_parquet
+from ..source_model import check_tokenizer_matches, max_sequence_length, remote_code_allowed
+from .adapters import adapter_parameter_names, load_language_adapter, save_language_adapter
 from .cpu_dropout import use_fast_dropout
 from .runtime import (
     Checkpoints,
@@ -78,7 +81,6 @@ PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 # ------------------------------------------------------------------------------------------- encoding
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
     """``train``, ``dev``, ``test`` and any extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
-    from ..data.tasks import check_columns, is_split
 
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
@@ -133,7 +135,6 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
     Glavaš & Vulić 2021). Per sub-token position: ``heads`` = the position of the gold head's first sub-token,
     ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
     ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
-    from ..data.tasks import check_heads
 
     index = {t: i for i, t in enumerate(labels)}
     enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
@@ -393,7 +394,6 @@ class BiaffineParser(torch.nn.Module):
         ``parser_head.json`` (labels, sizes); ``load_task_model("dep", folder, labels)`` loads it back."""
         from safetensors.torch import save_file
 
-        from .adapters import adapter_parameter_names, save_language_adapter
 
         folder = Path(folder)
         adapter = adapter_parameter_names(self.encoder)
@@ -430,20 +430,17 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
                                                "label2id": {t: i for i, t in enumerate(labels)}}
     if task == "sts":
         kwargs = {"num_labels": 1, "problem_type": "regression"}
-    from ..source_model import remote_code_allowed
 
     m = cls.from_pretrained(model, trust_remote_code=remote_code_allowed(model), **kwargs)
     if task == "dep" and getattr(m, "pooler", None) is not None:
         m.pooler = None  # unused by the parser (BERT/XLM-R skip a None pooler)
     if embeddings:
-        from ..io import read_tensors
 
         rows = read_tensors(embeddings)["embeddings"]
         m.resize_token_embeddings(rows.shape[0], mean_resizing=False)
         with torch.no_grad():
             m.get_input_embeddings().weight.copy_(rows)
     elif Path(model).is_dir():
-        from .adapters import adapter_parameter_names, load_language_adapter
 
         if load_language_adapter(m, model):
             frozen = adapter_parameter_names(m) if not train_language_adapter else set()
@@ -670,7 +667,7 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
             stop.exit(step)
         if step == stop_after:
             return {}, pd.DataFrame(history)
-    model.load_state_dict(torch.load(best_path, map_location=device))
+    model.load_state_dict(torch.load(best_path, map_location=device, weights_only=True))
     extra = sorted(s for s in data if s.startswith("test_"))
     tests = {s: evaluate(model, task, enc(data[s], False), data[s], labels, cfg, pad, device, autocast)
              for s in ("test", *extra)}
@@ -748,8 +745,6 @@ def main(argv: list[str] | None = None) -> None:
     cfg = setup_cli(args)
     if cfg.save_model and len(args.seed) > 1:
         p.error(f"save_model keeps one fine-tuned model per output: give one --seed, not {len(args.seed)}")
-    from ..data.tokenizer import load_tokenizer
-    from ..source_model import check_tokenizer_matches
 
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data, args.labels)

@@ -11,7 +11,7 @@ many GPUs and nodes through ``torchrun``.
 them from a corpus): training blocks are read from them on demand, so memory does not grow with the corpus, and
 each rank reads only its own blocks.
 
-Defaults are FOCUS's (focus.md Table 5): AdamW β = (0.9, 0.999), ε = 1e-8, no weight decay, peak lr
+Defaults are FOCUS's (FOCUS Table 5): AdamW β = (0.9, 0.999), ε = 1e-8, no weight decay, peak lr
 5e-5, linear warmup over 10% of the steps then constant, batch 128 × 256 tokens, gradient clipping 1.0,
 15% masking with 80/10/10. ``objective`` is the model's own by default: masked LM, or next-token loss
 for a decoder-only source (WECHSEL's GPT-2). ``variant`` selects what is trained (one loop, stages of
@@ -36,7 +36,7 @@ trainable sets):
 ``factorized: true`` (UNKs §3.3, the MF rows) trains the embeddings in the form the init artifact of a
 ``kind: mf`` method holds them: ``F'`` (low-dimensional rows), the up-projections ``G`` (fixed with
 ``freeze_up_projection``) and the cluster logits ``Z`` (straight-through Gumbel-softmax), instead of the flat
-``F'G`` (:class:`vocab_transfer.training.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
+``F'G`` (:class:`vocab_transfer.methods.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
 the trained factors in ``factorized_embeddings.safetensors``.
 
 ``long_steps`` / ``long_seq_len`` / ``long_batch_size`` train the last ``long_steps`` optimizer steps of the run
@@ -85,16 +85,36 @@ import logging
 import math
 import os
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import torch
 
 from ..data.shards import Blocks, open_blocks
+from ..data.tokenizer import load_tokenizer
 from ..eval.correlation import row_correlations
 from ..eval.mlm import mask_tokens, token_lengths
+from ..export import retarget_configs
+from ..init import swap_embeddings
 from ..io import atomic_path, remove_tree, write_parquet, write_tensors
+from ..methods.factorized import (
+    FACTORS_FILE,
+    FactorizedVocabulary,
+    attach_factorized,
+    flat_state_dict,
+    read_factors,
+)
+from ..source_model import (
+    is_causal_lm,
+    load_source_model,
+    masked_lm_logits,
+    masked_lm_loss,
+    max_sequence_length,
+)
 from .adapters import (
     AdapterConfig,
     adapter_parameter_names,
@@ -102,7 +122,6 @@ from .adapters import (
     save_language_adapter,
 )
 from .cpu_dropout import use_fast_dropout
-from .factorized import FACTORS_FILE, FactorizedVocabulary, attach_factorized, flat_state_dict, read_factors
 from .runtime import (
     Checkpoints,
     Distributed,
@@ -229,7 +248,6 @@ def resolve_objective(model, objective: str) -> str:
     """The objective that fits the model: ``clm`` for a decoder-only causal LM (GPT-2), ``mlm`` for a masked
     LM (XLM-R); see :func:`vocab_transfer.source_model.is_causal_lm`. ``auto`` picks it; an explicit
     ``mlm`` / ``clm`` that does not fit raises ValueError naming both."""
-    from ..source_model import is_causal_lm
 
     fits = "clm" if is_causal_lm(model) else "mlm"
     if objective not in ("auto", fits):
@@ -262,7 +280,6 @@ class LossModule(torch.nn.Module):
         if self.objective == "clm":  # position_ids that restart: packed documents (transformers masks across them)
             packed = {} if position_ids is None else {"position_ids": position_ids, "use_cache": False}
             return self.model(input_ids=inputs, labels=labels, **packed).loss
-        from ..source_model import masked_lm_loss
 
         return masked_lm_loss(self.model, inputs, labels, positions=positions)
 
@@ -376,7 +393,6 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     ids, MLM only) also their :func:`token_accuracy_counts` [k, 2] over the same masked positions (80/10/10:
     every labelled position counts), from the same logits as the loss; with ``lengths``
     (:func:`vocab_transfer.eval.mlm.token_lengths`) the same NLL in bits per byte of the scored tokens (else NaN)."""
-    from ..source_model import masked_lm_logits
 
     model.eval()
     loss_fn = LossModule(model, cfg.objective)
@@ -415,7 +431,6 @@ def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None =
     (:func:`~vocab_transfer.export.retarget_special_ids`), not the source's. The final model and the snapshots are
     written by this one function, so a snapshot at the last step equals it. ``state``: the weights to write (a
     sharded model's, gathered by :func:`vocab_transfer.training.runtime.full_state_dict`); default the model's own."""
-    from ..export import retarget_configs
 
     with atomic_path(folder, directory=True) as tmp:
         adapter = adapter_parameter_names(model)
@@ -534,124 +549,163 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         log.info("resuming from %s (step %d of %d)", resume, step, total)
     if sharded:
         log.info("FSDP: %d layers sharded over %d processes", shard_model(model), world)
+    run = _Run(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, group, device, autocast,
+               amp_dtype, track, anchors, curve, step, resume, resumed_running)
     with StopSignals() as stop:
-        return _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, stop, curve=curve,
-                           step=step, resume=resume, resumed_running=resumed_running, device=device,
-                           autocast=autocast, amp_dtype=amp_dtype, group=group, track=track,
-                           anchors=anchors, stop_after=stop_after)
+        return run.train(stop, stop_after)
 
 
-def _train_loop(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg: LaptConfig, ckpt: Checkpoints,
-                stop: StopSignals, *, curve: list[dict], step: int, resume, resumed_running, device, autocast,
-                amp_dtype, group: Distributed, track, anchors, stop_after) -> pd.DataFrame:
-    """The steps of :func:`train` from ``step`` on (its stages, records, snapshots and checkpoints)."""
-    world, rank = group.world, group.rank
-    checkpoint_dir, snapshots, settings = ckpt.root, set(cfg.snapshot_steps), resume_settings(cfg)
-    evaluates = rank == 0 or is_sharded(model)  # processes that run the held-out evaluations (rank 0 records them)
-    lengths = token_lengths(tokenizer) if evaluates else None  # held-out bits per byte
-    stages, total, long_start = cfg.stages(), cfg.total_steps(), cfg.long_start()
+@dataclass
+class _Run:
+    """What the steps of one LAPT run share (:func:`train` builds it): the model, its tokenizer and data, the settings,
+    the checkpoints, the process group, device and precision, the tracked tokens and anchors, and the curve so far
+    from ``step`` on (``resume``: the checkpoint it was restored from, with the running loss it held)."""
 
-    def record(step_: int, stage: int, stage_step: int, train_loss: float) -> None:
-        long = cfg.is_long(step_)
-        held, counts, held_bpb = heldout_eval(model, first_blocks(long_blocks[1] if long else heldout_blocks,
+    model: Any
+    tokenizer: Any
+    train_blocks: Any  # torch.Tensor | Blocks
+    heldout_blocks: Any
+    long_blocks: Any  # (train, held-out) blocks of long_seq_len, or None
+    cfg: LaptConfig
+    ckpt: Checkpoints
+    group: Distributed
+    device: Any
+    autocast: Callable
+    amp_dtype: Any
+    track: Any  # token ids whose held-out accuracy is recorded (vocab-swap Figure 6), or None
+    anchors: Any  # (target ids, their source rows) for the curve's source correlation, or None
+    curve: list[dict]
+    step: int
+    resume: Any
+    resumed_running: tuple[float, int]
+
+    def __post_init__(self):
+        self.evaluates = self.group.rank == 0 or is_sharded(self.model)  # processes that run held-out evaluations
+        self.lengths = token_lengths(self.tokenizer) if self.evaluates else None  # held-out bits per byte
+        self.progress = Progress(self.step, self.cfg.total_steps())
+
+    def record(self, step: int, stage: int, stage_step: int, train_loss: float) -> None:
+        """Evaluate on held-out text and append the curve's row of ``step`` (rank 0 keeps it)."""
+        cfg, model = self.cfg, self.model
+        long = cfg.is_long(step)
+        held, counts, held_bpb = heldout_eval(model, first_blocks(self.long_blocks[1] if long else self.heldout_blocks,
                                                                   cfg.eval_sequences),
-                                              cfg, tokenizer, device, autocast, track, lengths)
-        curve.append({"step": step_, "samples": cfg.samples_at(step_), "stage": stage,
-                      "stage_samples": cfg.samples_at(step_) - cfg.samples_at(step_ - stage_step),
+                                              cfg, self.tokenizer, self.device, self.autocast, self.track, self.lengths)
+        curve = self.curve
+        curve.append({"step": step, "samples": cfg.samples_at(step), "stage": stage,
+                      "stage_samples": cfg.samples_at(step) - cfg.samples_at(step - stage_step),
                       "seq_len": cfg.long_seq_len if long else cfg.seq_len, "train_loss": train_loss,
                       "heldout_loss": held, "heldout_bits_per_byte": held_bpb,
-                      "train_sequences": len(train_blocks)})  # the corpus the run sees (train_sequences caps it)
+                      "train_sequences": len(self.train_blocks)})  # the corpus the run sees (train_sequences caps it)
         if counts is not None:  # vocab-swap Figure 6: per-token held-out accuracy
             curve[-1]["token_masked"], curve[-1]["token_correct"] = counts[:, 0].tolist(), counts[:, 1].tolist()
             seen = counts[:, 0] > 0
-            log.info("step %d: mean held-out accuracy of the %d most frequent tokens %.4f (%d seen)", step_,
+            log.info("step %d: mean held-out accuracy of the %d most frequent tokens %.4f (%d seen)", step,
                      len(counts), float((counts[seen, 1] / counts[seen, 0]).mean()) if seen.any() else float("nan"),
                      int(seen.sum()))
-        if anchors is not None:
-            ids, ref = anchors
+        if self.anchors is not None:
+            ids, ref = self.anchors
             weight = model.get_input_embeddings().weight.detach()
             weight = weight.full_tensor() if hasattr(weight, "full_tensor") else weight  # sharded: gathered
-            rho = row_correlations(weight[ids.to(device)].float().cpu(), ref.float())
+            rho = row_correlations(weight[ids.to(self.device)].float().cpu(), ref.float())
             curve[-1]["source_correlation"] = float(rho.nanmean())  # ρ̄ (vocab-swap §2.3)
             curve[-1]["correlation_histogram"] = torch.histc(rho[~rho.isnan()], bins=CORRELATION_BINS,
                                                              min=-1.0, max=1.0).long().tolist()  # Figure 3
-        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step_, total, stage, train_loss, held,
-                 progress(step_))
+        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step, cfg.total_steps(), stage, train_loss,
+                 held, self.progress(step))
 
-    def snapshot(step_: int) -> None:  # every evaluating process gathers a sharded model, rank 0 writes
-        state = full_state_dict(model)[0] if is_sharded(model) else None
-        if rank == 0:
-            save_model(model, tokenizer, Path(checkpoint_dir) / SNAPSHOTS / f"step-{step_:08d}", state)
-            log.info("snapshot of step %d staged in %s", step_, Path(checkpoint_dir) / SNAPSHOTS)
+    def snapshot(self, step: int) -> None:
+        """Stage the model of ``step`` as a snapshot (every evaluating process gathers a sharded model, rank 0
+        writes)."""
+        state = full_state_dict(self.model)[0] if is_sharded(self.model) else None
+        if self.group.rank == 0:
+            folder = Path(self.ckpt.root) / SNAPSHOTS
+            save_model(self.model, self.tokenizer, folder / f"step-{step:08d}", state)
+            log.info("snapshot of step %d staged in %s", step, folder)
 
-    if evaluates and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
-        snapshot(0)
-    progress, first = Progress(step, total), 0
-    for stage, (n_steps, trainable) in enumerate(stages):
-        if step >= first + n_steps:
+    def step_batch(self, step: int) -> tuple[Any, Any, int, int]:
+        """``(blocks, this process's rows, per-process batch, micro batch)`` of ``step`` (a function of the seed and
+        the step: a resumed run sees the same batches)."""
+        cfg, world = self.cfg, self.group.world
+        size, micro = cfg.phase_batch(step)
+        per_rank = size // world
+        micro = min(micro or per_rank, per_rank)
+        if cfg.is_long(step):  # its own data order, from the phase's first step
+            blocks, rows = self.long_blocks[0], batch_rows(step - cfg.long_start(), size, len(self.long_blocks[0]),
+                                                           cfg.seed)
+        else:
+            blocks, rows = self.train_blocks, batch_rows(step, size, len(self.train_blocks), cfg.seed)
+        return blocks, rows[self.group.rank * per_rank:(self.group.rank + 1) * per_rank], per_rank, micro
+
+    def train(self, stop: StopSignals, stop_after: int | None) -> pd.DataFrame:
+        """The steps of :func:`train` from ``step`` on: its stages, records, snapshots and checkpoints."""
+        cfg, model, group, device, curve = self.cfg, self.model, self.group, self.device, self.curve
+        world, rank, step, resume = group.world, group.rank, self.step, self.resume
+        snapshots, settings = set(cfg.snapshot_steps), resume_settings(cfg)
+        total, long_start = cfg.total_steps(), cfg.long_start()
+        if self.evaluates and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
+            self.snapshot(0)
+        first = 0
+        for stage, (n_steps, trainable) in enumerate(cfg.stages()):
+            if step >= first + n_steps:
+                first += n_steps
+                continue
+            set_trainable(model, trainable)
+            params = [p for p in model.parameters() if p.requires_grad]
+            opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay, device=device)
+            sched = linear_schedule(opt, n_steps, cfg.warmup_ratio, constant=cfg.schedule == "constant")
+            scaler = grad_scaler(self.amp_dtype)
+            if resume is not None and step > first:
+                self.ckpt.restore_optimizer(resume, opt, sched, scaler, device, model)
+            loss_module = LossModule(model, cfg.objective)
+            loss_module = loss_module if is_sharded(model) else group.wrap(loss_module, device)
+            if step == first and self.evaluates and not any(r["step"] == step and r["stage"] == stage for r in curve):
+                self.record(step, stage, 0, float("nan"))
+            running, n_running = self.resumed_running if resume is not None and step > first else (0.0, 0)
+            running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
+            while step < first + n_steps:
+                step += 1
+                blocks, rows, per_rank, micro = self.step_batch(step)
+                n_micro = math.ceil(per_rank / micro)
+                for part in range(n_micro):
+                    # The micro batch's place in the step's global batch seeds its masks and dropout, so that N
+                    # processes with micro batches of size m train as one process with micro batches of size m does.
+                    index = rank * n_micro + part
+                    torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + index * 1_000_000_007)  # dropout
+                    part_rows = rows[part * micro:(part + 1) * micro]
+                    batch = make_batch(blocks, part_rows, cfg, self.tokenizer, step, index)
+                    sync = part == n_micro - 1 or world == 1
+                    if is_sharded(model):  # reduce-scatter the gradients after the last micro batch only
+                        model.set_requires_gradient_sync(sync)
+                    no_sync = not sync and world > 1 and not is_sharded(model)
+                    with loss_module.no_sync() if no_sync else contextlib.nullcontext(), self.autocast():
+                        # each part weighs by its share of the device's sequences (parts may be unequal: 48 = 16 + 32)
+                        loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
+                    (scaler.scale(loss) if scaler else loss).backward()
+                    running += loss.detach().double()  # float64, as a Python float sum would be
+                optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
+                n_running += 1
+                stage_step = step - first
+                if self.evaluates and (stage_step % cfg.eval_every == 0 or step == first + n_steps
+                                       or step == long_start):
+                    self.record(step, stage, stage_step, float(running) / n_running)
+                    running, n_running = torch.zeros_like(running), 0
+                if self.evaluates and step in snapshots:
+                    self.snapshot(step)
+                last = step == total
+                if (step % cfg.checkpoint_every == 0 or stop.received or step == stop_after) and not last:
+                    if self.evaluates:
+                        self.ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve,
+                                                                         "running": float(running),
+                                                                         "n_running": n_running, "config": settings})
+                    group.barrier()
+                if stop.received:
+                    stop.exit(step)
+                if step == stop_after:
+                    return pd.DataFrame(curve)
             first += n_steps
-            continue
-        set_trainable(model, trainable)
-        params = [p for p in model.parameters() if p.requires_grad]
-        opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay, device=device)
-        sched = linear_schedule(opt, n_steps, cfg.warmup_ratio, constant=cfg.schedule == "constant")
-        scaler = grad_scaler(amp_dtype)
-        if resume is not None and step > first:
-            ckpt.restore_optimizer(resume, opt, sched, scaler, device, model)
-        loss_module = LossModule(model, cfg.objective)
-        loss_module = loss_module if is_sharded(model) else group.wrap(loss_module, device)
-        if step == first and evaluates and not any(r["step"] == step and r["stage"] == stage for r in curve):
-            record(step, stage, 0, float("nan"))
-        running, n_running = resumed_running if resume is not None and step > first else (0.0, 0)
-        running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
-        while step < first + n_steps:
-            step += 1
-            size, micro = cfg.phase_batch(step)
-            per_rank = size // world
-            micro = min(micro or per_rank, per_rank)
-            if cfg.is_long(step):  # its own data order, from the phase's first step
-                blocks, rows = long_blocks[0], batch_rows(step - long_start, size, len(long_blocks[0]), cfg.seed)
-            else:
-                blocks, rows = train_blocks, batch_rows(step, size, len(train_blocks), cfg.seed)
-            rows = rows[rank * per_rank:(rank + 1) * per_rank]
-            n_micro = math.ceil(per_rank / micro)
-            for part in range(n_micro):
-                # The micro batch's place in the step's global batch seeds its masks and dropout, so that N processes
-                # with micro batches of size m train as one process with micro batches of size m does.
-                index = rank * n_micro + part
-                torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + index * 1_000_000_007)  # dropout
-                part_rows = rows[part * micro:(part + 1) * micro]
-                batch = make_batch(blocks, part_rows, cfg, tokenizer, step, index)
-                sync = part == n_micro - 1 or world == 1
-                if is_sharded(model):  # reduce-scatter the gradients after the last micro batch only
-                    model.set_requires_gradient_sync(sync)
-                ctx = loss_module.no_sync() if not sync and world > 1 and not is_sharded(model) else contextlib.nullcontext()
-                with ctx, autocast():
-                    # each part weighs by its share of the device's sequences (parts may be unequal: 48 by 16 + 32)
-                    loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
-                (scaler.scale(loss) if scaler else loss).backward()
-                running += loss.detach().double()  # float64, as a Python float sum would be
-            optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
-            n_running += 1
-            stage_step = step - first
-            if evaluates and (stage_step % cfg.eval_every == 0 or step == first + n_steps or step == long_start):
-                record(step, stage, stage_step, float(running) / n_running)
-                running, n_running = torch.zeros_like(running), 0
-            if evaluates and step in snapshots:
-                snapshot(step)
-            last = step == total
-            if (step % cfg.checkpoint_every == 0 or stop.received or step == stop_after) and not last:
-                if evaluates:
-                    ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve, "running": float(running),
-                                                                "n_running": n_running, "config": settings})
-                group.barrier()
-            if stop.received:
-                stop.exit(step)
-            if step == stop_after:
-                return pd.DataFrame(curve)
-        first += n_steps
-    model.eval()
-    return pd.DataFrame(curve)
+        model.eval()
+        return pd.DataFrame(curve)
 
 
 def load_blocks(shards: str, tokenizer, seq_len: int, max_sequences: int | None = None, *,
@@ -690,9 +744,6 @@ def main(argv: list[str] | None = None) -> None:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     group = init_distributed()
-    from ..data.tokenizer import load_tokenizer
-    from ..init import swap_embeddings
-    from ..source_model import load_source_model
 
     tokenizer = load_tokenizer(args.tokenizer)
     model = load_source_model(args.model)
@@ -712,7 +763,6 @@ def main(argv: list[str] | None = None) -> None:
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
         raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
                          f"embedding rows, the tokenizer {args.tokenizer} {len(tokenizer)} tokens")
-    from ..source_model import max_sequence_length
 
     for key in ("seq_len", "long_seq_len"):
         if getattr(cfg, key) and getattr(cfg, key) > max_sequence_length(model):

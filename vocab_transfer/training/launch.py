@@ -1,6 +1,6 @@
 """How a training job starts its processes: one process, one per GPU of a node, or one per GPU of several nodes.
 
-The rules run a trainer as ``exec <launcher> -m vocab_transfer.training.<trainer> ...``; :func:`launcher_command`
+The rules run a trainer as ``exec <launcher> -m vocab_transfer.training.<trainer> ...``; :func:`launcher_args`
 gives the launcher for a config's ``gpus`` (per node) and ``nodes`` (``launcher: auto``):
 
 =====================  ===================================================================================
@@ -13,6 +13,11 @@ N GPUs on M nodes      ``python -m vocab_transfer.training.launch --nodes M --gp
                        (:func:`multinode_command`)
 =====================  ===================================================================================
 
+A config may name its launcher instead: a program of :data:`LAUNCHERS` alone (``python``) or a list of arguments
+that starts with one (``[torchrun, --standalone, --nproc-per-node, "2"]``), each argument an option or its value
+(:data:`LAUNCHER_ARG`: no space, quote or shell syntax). :func:`launcher_args` refuses anything else at parse time,
+and :func:`launcher_command` quotes the arguments for the rule's shell.
+
 The trainers join the processes with :func:`vocab_transfer.training.runtime.init_distributed` (torchrun's
 environment, or SLURM's for ``srun`` without torchrun). SLURM's ``--signal=TERM@300`` reaches every process of the
 step; each trainer checkpoints and exits, and the resubmitted job resumes.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import socket
@@ -59,16 +65,48 @@ def node_address(node: str) -> str:
     return node
 
 
-def launcher_command(gpus: int, nodes: int = 1, launcher: str = "auto") -> str:
-    """The command a rule puts before ``-m vocab_transfer.training.<trainer>``: ``launcher`` itself unless it is
-    ``auto``, else the one for ``gpus`` per node on ``nodes`` nodes (see the module's table)."""
-    if launcher != "auto":
-        return launcher
-    if nodes > 1:
-        return f"python -m vocab_transfer.training.launch --nodes {nodes} --gpus-per-node {max(gpus, 1)} --"
-    if gpus > 1:
-        return f"torchrun --standalone --nproc-per-node {gpus}"
-    return "python"
+#: The programs a configured launcher may start with (``accelerate`` as ``accelerate launch``); the rule puts
+#: ``-m vocab_transfer.training.<trainer> ...`` after the launcher's arguments.
+LAUNCHERS = ("python", "python3", "torchrun", "srun", "accelerate")
+#: What each argument of a configured launcher may be: an option or its value (``--nproc-per-node``, ``4``,
+#: ``--gres=gpu:4``, ``--rdzv-endpoint=host:29500``); no space, quote, ``$``, ``;`` or other shell syntax.
+LAUNCHER_ARG = r"[A-Za-z0-9_.,:=/@%+-]+"
+
+
+def launcher_args(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto") -> list[str]:
+    """The arguments a rule puts before ``-m vocab_transfer.training.<trainer>``: for ``auto``, those for ``gpus``
+    per node on ``nodes`` nodes (see the module's table); else ``launcher`` (a program of :data:`LAUNCHERS` alone, or
+    a list of arguments starting with one), checked: :class:`ValueError` says what does not fit."""
+    if launcher == "auto":
+        if nodes > 1:
+            return ["python", "-m", "vocab_transfer.training.launch", "--nodes", str(nodes), "--gpus-per-node",
+                    str(max(gpus, 1)), "--"]
+        if gpus > 1:
+            return ["torchrun", "--standalone", "--nproc-per-node", str(gpus)]
+        return ["python"]
+    known = f"auto, or one of {list(LAUNCHERS)} alone or as the first of a list of arguments"
+    if isinstance(launcher, str):
+        if launcher not in LAUNCHERS:
+            words = launcher.split()
+            hint = (f"; write a launcher with arguments as a list: {words}" if len(words) > 1 and words[0] in LAUNCHERS
+                    else "")
+            raise ValueError(f"{launcher!r} is not a launcher: give {known}{hint}")
+        launcher = [launcher]
+    if not isinstance(launcher, list) or not launcher or not all(isinstance(a, str) for a in launcher):
+        raise ValueError(f"{launcher!r} is not a launcher: give {known}")
+    if launcher[0] not in LAUNCHERS:
+        raise ValueError(f"{launcher!r} starts with {launcher[0]!r}, which is not a known launcher: give {known}")
+    if launcher[0] == "accelerate" and launcher[1:2] != ["launch"]:
+        raise ValueError(f"{launcher!r}: accelerate starts a trainer as 'accelerate launch'")
+    bad = [a for a in launcher if not re.fullmatch(LAUNCHER_ARG, a)]
+    if bad:
+        raise ValueError(f"{launcher!r}: {bad} are not options or values (letters, digits and _.,:=/@%+- only)")
+    return list(launcher)
+
+
+def launcher_command(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto") -> str:
+    """:func:`launcher_args` as the words of a shell command, each quoted where it needs it."""
+    return shlex.join(launcher_args(gpus, nodes, launcher))
 
 
 def multinode_command(nodes: int, gpus_per_node: int, head: str, port: int, job_id: str, args: list[str]

@@ -37,6 +37,8 @@ from pathlib import Path
 import torch
 
 from ..io import atomic_path
+from ..memory import log_peak_memory_at_exit
+from .launch import first_node, node_address
 
 log = logging.getLogger(__name__)
 EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
@@ -110,7 +112,6 @@ def init_distributed() -> Distributed:
     if "WORLD_SIZE" not in os.environ:  # srun: SLURM's variables
         os.environ.update(WORLD_SIZE=os.environ["SLURM_NTASKS"], RANK=os.environ["SLURM_PROCID"],
                           LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"))
-        from .launch import first_node, node_address
 
         os.environ.setdefault("MASTER_ADDR", node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost"))))
         os.environ.setdefault("MASTER_PORT", str(29500 + int(os.environ.get("SLURM_JOB_ID", 0)) % 20000))
@@ -295,7 +296,7 @@ class Checkpoints:
 
     @staticmethod
     def restore_model(path: Path, model, device: torch.device) -> None:
-        model.load_state_dict(torch.load(path / "model.pt", map_location=device))
+        model.load_state_dict(torch.load(path / "model.pt", map_location=device, weights_only=True))
 
     @staticmethod
     def restore_optimizer(path: Path, opt, sched, scaler, device: torch.device, model=None) -> None:
@@ -342,8 +343,6 @@ class StopSignals:
 
 def setup_logging(log_path: str | None) -> None:
     """A trainer CLI's logging: stderr and ``log_path``; its peak memory is logged at exit."""
-    from ..workflow.job import log_peak_memory_at_exit
-
     handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(log_path)] if log_path else [])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         handlers=handlers, force=True)

@@ -56,7 +56,10 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..data.tasks import check_columns
+from ..data.tokenizer import load_tokenizer
 from ..io import atomic_path, remove_tree, write_parquet
+from ..source_model import check_tokenizer_matches
 from .adapters import (
     adapter_parameter_names,
     add_task_adapter,
@@ -210,7 +213,6 @@ class ZeroShotTarget:
         return self._model
 
     def vocab(self) -> dict:
-        from ..data.tokenizer import load_tokenizer
 
         if self._vocab is None:
             self._vocab = load_tokenizer(self.target).get_vocab()
@@ -222,8 +224,6 @@ class ZeroShotTarget:
         and the head of an earlier call are replaced (the task adapter removed and loaded afresh, every head tensor
         overwritten), so the result does not depend on what was loaded before. Raises ValueError for a task,
         transformer, language-adapter or (``full``) vocabulary mismatch."""
-        from ..data.tokenizer import load_tokenizer
-        from ..source_model import check_tokenizer_matches
 
         meta, task, target = read_source_task(trained), self.task, self.target
         if meta["task"] != task:
@@ -319,8 +319,6 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
 
 # ------------------------------------------------------------------------------------------------ CLI
 def train_main(args) -> None:
-    from ..data.tokenizer import load_tokenizer
-    from ..source_model import check_tokenizer_matches
 
     cfg = setup_cli(args)
     if cfg.train_language_adapter:
@@ -383,9 +381,6 @@ def read_trainings(path: str) -> list[list[str]]:
 
 
 def evaluate_main(args) -> None:
-    from ..data.tasks import check_columns
-    from ..data.tokenizer import load_tokenizer
-    from ..source_model import check_tokenizer_matches
 
     cfg = setup_cli(args)
     sources = parse_sources(args.sources or read_trainings(args.trainings))

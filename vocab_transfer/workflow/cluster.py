@@ -1,7 +1,12 @@
-"""Checks of a run's jobs against the cluster they go to, before any job is submitted (the Snakefile's ``onstart``).
+"""Checks of a run against the cluster it goes to.
 
-- a profile placeholder left unfilled (``slurm_partition: "<gpu-partition>"``) names the resource, the rules that
-  would carry it and the file to edit;
+While the workflow is parsed (every call, ``-n`` included; rules/common.smk), :func:`check_profile` refuses a profile
+placeholder left unfilled in the resources Snakemake was given (``default-resources``, ``set-resources``), naming the
+key and the profile file. Before the first job is submitted (the Snakefile's ``onstart``), :func:`check_submission`
+checks the jobs themselves:
+
+- a placeholder in a job's resources (``slurm_partition: "<gpu-partition>"``; one from the profile is refused while
+  parsing already) names the resource, the rules that would carry it and the file to edit;
 - a job that asks for GPUs on a partition whose nodes have none (``sinfo -p <partition> -o %G``) names the rule and
   the partition;
 - multi-node LAPT (``lapt.nodes`` > 1) on an executor other than SLURM names the key.
@@ -11,14 +16,73 @@ Torch-free; ``sinfo`` is only called for the partitions of GPU jobs, once each.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 PROFILE = "profiles/slurm/config.yaml"
 PLACEHOLDER = re.compile(r"^<[^<>]+>$")
 SNAKEMAKE_OWN = ("tmpdir", "_nodes", "_cores")  # resources Snakemake sets itself ("<TBD>" until a job runs)
+
+
+#: What to run to find the value of a placeholder's resource.
+WHERE_TO_LOOK = {"slurm_partition": "partitions: sinfo -s",
+                 "slurm_account": "accounts: sacctmgr show assoc user=$USER format=account,partition"}
+
+
+def resource_values(resources) -> dict:
+    """``{name: value as written}`` of Snakemake's parsed resources (``workflow.resource_settings.default_resources``
+    or one rule's entry of ``overwrite_resources``); empty for None."""
+    if resources is None:
+        return {}
+    return {name: getattr(r, "raw", r) for name, r in resources.items()}
+
+
+def profile_file(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> str:
+    """The file of the profile a Snakemake command line names (its last ``--profile``, else ``$SNAKEMAKE_PROFILE``),
+    relative to the working directory where it lies below it; :data:`PROFILE` where none is named or found."""
+    named = [a.split("=", 1)[1] for a in argv if a.startswith("--profile=")]
+    named += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--profile"]
+    profile = named[-1] if named else environ.get("SNAKEMAKE_PROFILE")
+    if not profile:
+        return PROFILE
+    try:
+        from snakemake.cli import get_profile_dir
+
+        found = get_profile_dir(profile)
+    except Exception:  # an older or newer Snakemake: name the shipped profile
+        found = None
+    if found is None:
+        return PROFILE
+    path = os.path.realpath(found[1])
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def check_profile(default_resources: Mapping[str, object], set_resources: Mapping[str, Mapping[str, object]],
+                  profile: str = PROFILE) -> list[str]:
+    """Placeholders (``"<cpu-partition>"``) left in the resources a profile gives: ``default_resources`` (``{name:
+    value}``) and ``set_resources`` (``{rule: {name: value}}``); one line per resource and placeholder, naming the
+    key, the rules it applies to and ``profile``; empty when none is left."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for section, rule, resources in [("default-resources", None, default_resources),
+                                     *(("set-resources", r, res) for r, res in set_resources.items())]:
+        for key, value in resources.items():
+            value = value.strip("'\"") if isinstance(value, str) else value
+            if key in SNAKEMAKE_OWN or not isinstance(value, str) or not PLACEHOLDER.match(value) or value == "<TBD>":
+                continue
+            found.setdefault((key, value), []).append(section if rule is None else rule)
+    problems = []
+    for (key, value), where in found.items():
+        rules = [w for w in where if w != "default-resources"]
+        scope = (["default-resources: every rule without its own"] if "default-resources" in where else []) + \
+            ([f"set-resources: {', '.join(rules[:5])}" + (", ..." if len(rules) > 5 else "")] if rules else [])
+        look = f" ({WHERE_TO_LOOK[key]})" if key in WHERE_TO_LOOK else ""
+        problems.append(f"{profile}: {key} is still the placeholder {value!r} ({'; '.join(scope)}): replace it "
+                        f"with your cluster's value{look}")
+    return problems
 
 
 def partition_gres(partition: str) -> str | None:

@@ -6,13 +6,32 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import os
 import typing
 from pathlib import Path
 
-from ..methods import catalog
-from . import light, paths
+from ..data.sources import HUB_DATASETS, HUB_LANGUAGES, LANGUAGE_ALIASES
+from ..data.tasks import check_spec
+from ..data.tokenizer import load_tokenizer
+from ..eval.probe import PROBE_TASKS  # task types a linear probe reads
+from ..methods import METHODS, Need, kinds, method_needs, method_params
+from ..methods.registry import keyword_parameters
+from ..source_model import (
+    TokenizerModelMismatch,
+    check_architecture,
+    check_tokenizer_matches,
+    model_vocab_size,
+    refuse_remote_code,
+)
+from ..training.settings import (
+    AdapterConfig,
+    FinetuneConfig,
+    LaptConfig,
+    selection_metric,
+    task_adapter_config,
+)
+from ..typed import yaml_boolean_hint
+from . import paths
 from .model import (
     VOCAB_TABLE_KINDS,
     Config,
@@ -23,12 +42,10 @@ from .model import (
     Source,
     SourceTokenizer,
     Table,
+    check_names,
     check_parameters,
     load,
 )
-from .needs import Need
-
-PROBE_TASKS = light.value("vocab_transfer.eval.probe", "PROBE_TASKS")  # task types a linear probe reads
 
 
 class ConfigError(ValueError):
@@ -47,8 +64,7 @@ def local_model_dir(source: Source) -> Path | None:
 
 def method_parameters(kind: str) -> set[str]:
     """Keyword parameters the method function of ``kind`` accepts (besides ``seed``)."""
-    sig = inspect.signature(catalog.method(kind).fn)
-    return {n for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY and n != "seed"}
+    return set(keyword_parameters(kind))
 
 
 @functools.cache
@@ -61,14 +77,88 @@ def load_schema(schema_path: str | Path) -> dict:
 
 
 def check_schema(config: dict, schema_path: str | Path) -> None:
-    """Validate ``config`` against the JSON schema; the error names the key path and the problem."""
+    """Validate ``config`` against the JSON schema; the error names the key path and the problem. A YAML boolean
+    where a string belongs (YAML reads Norwegian ``no``, and ``yes``, ``on``, ``off``, as booleans) is named with the
+    quotes that fix it."""
+    errors = schema_errors(config, schema_path)
+    check_yaml_booleans(config, errors)
+    raise_first(errors)
+
+
+def schema_errors(config: dict, schema_path: str | Path) -> list:
+    """Every violation of the JSON schema in ``config`` (one validation, for :func:`check_yaml_booleans` and
+    :func:`raise_first`)."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
+    return list(jsonschema.Draft202012Validator(load_schema(schema_path)).iter_errors(config))
+
+
+def raise_first(errors: list) -> None:
+    """:class:`ConfigError` with the most relevant of the schema's ``errors`` (jsonschema's ``best_match``), naming
+    the key path and the problem; nothing when there are none."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(errors)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
         raise ConfigError(f"{where}: {error.message}")
+
+
+def check_yaml_booleans(config: dict, errors: list) -> None:
+    """No YAML boolean where the schema wants a string (``targets: [no]``: YAML reads Norwegian ``no``, and
+    ``off``, ``yes``, ``on``, unquoted as booleans), nor as a mapping key; :class:`ConfigError` names the key and the
+    quotes that fix it. ``errors``: the schema's errors (:func:`schema_errors`)."""
+    check_yaml_boolean_keys(config)
+    boolean = next((e for e in _descendants(errors) if _boolean_for_string(e)), None)
+    if boolean is not None:
+        raise ConfigError(yaml_boolean_hint(_where(boolean.absolute_path), boolean.instance))
+
+
+def check_yaml_boolean_keys(config, path: tuple = ()) -> None:
+    """No mapping key of ``config`` is a YAML boolean (``corpora: {no: ...}``): every key of the config is a string,
+    and a language code as a key reads as ``false``; :class:`ConfigError` names it with its quotes."""
+
+    if isinstance(config, dict):
+        for key, value in config.items():
+            if isinstance(key, bool):
+                raise ConfigError(yaml_boolean_hint(_where(path), key, key=True))
+            check_yaml_boolean_keys(value, (*path, key))
+    elif isinstance(config, list):
+        for i, value in enumerate(config):
+            check_yaml_boolean_keys(value, (*path, i))
+
+
+def _where(path) -> str:
+    """A key path as the model names it: ``targets[0]``, ``finetune.tasks.x.language``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "(top level)"
+
+
+def _descendants(errors):
+    """Schema errors and the errors under them (an ``anyOf``'s alternatives), depth first."""
+    for error in errors:
+        yield error
+        yield from _descendants(error.context or [])
+
+
+def _boolean_for_string(error) -> bool:
+    """A ``type`` error where the schema wants a string and the config has a boolean."""
+    types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    return error.validator == "type" and isinstance(error.instance, bool) and "string" in types and \
+        "boolean" not in types
+
+
+def check_configfiles(configfiles) -> None:
+    """No config file is one of the workflow's own files (``results/...``, ``resources/...``): a target written after
+    ``--configfile``, which takes every word after it as a config file (Snakemake fails itself, before the workflow
+    is read, when the target does not exist or is no YAML or JSON; a JSON artifact reaches this check)."""
+    files = [os.path.relpath(os.path.abspath(f)) for f in configfiles]
+    own = [f for f in files if f.split(os.sep)[0] in (paths.RESULTS, paths.RESOURCES)]
+    if own:
+        configs = " ".join(f"--configfile {f}" for f in files if f not in own) or "--configfile <config>"
+        raise ConfigError(f"--configfile {' '.join(own)}: a target, not a config file (Snakemake reads every word after "
+                          f"--configfile as a config file); name targets before --configfile (snakemake -n "
+                          f"{' '.join(own)} {configs}) or end the config files with -- (snakemake -n {configs} -- "
+                          f"{' '.join(own)})")
 
 
 def fill_defaults(config: dict, schema_path: str | Path) -> dict:
@@ -102,14 +192,20 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
     problem: a schema violation (misspelled key, wrong type, unknown method kind), a key that does not fit its
     section, an unknown language, method or parameter, a rule between keys, or a local source model whose tokenizer
     does not match its embedding matrix."""
-    if schema_path is not None:
-        check_schema(config, schema_path)
+    errors = schema_errors(config, schema_path) if schema_path is not None else []
+    check_yaml_booleans(config, errors)  # before the names: `no` is the language code a boolean stands for
+    try:
+        check_names(config)  # before the schema's errors, whose message would be a regular expression
+    except ModelError as e:
+        raise ConfigError(str(e).removeprefix("config.")) from None
+    raise_first(errors)
     try:
         cfg = load(expand_snapshot_models(config))
     except ModelError as e:
         raise ConfigError(str(e).removeprefix("config.")) from None
     corpora = cfg.corpora
     for lang, corpus in corpora.items():
+        check_hub_language(lang, corpus)
         if corpus.source == "text" and not (corpus.path and Path(corpus.path).exists()):
             raise ConfigError(f"corpora.{lang}.path: source text needs an existing file or folder, got {corpus.path!r}")
         if corpus.source == "text":
@@ -141,14 +237,14 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         elif source.model and _path_not_hub_id(source.model):
             raise ConfigError(f"sources.{name}.model: {source.model!r} is not a directory (nor a hub id)")
     for name, method in cfg.methods.items():
-        if not catalog.known(method.kind):
-            raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {catalog.kinds()}")
+        if method.kind not in kinds():
+            raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {kinds()}")
         unknown = set(method.params) - method_parameters(method.kind)
         if unknown:
             raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {method.kind!r}; "
                               f"accepted: {sorted(method_parameters(method.kind))}")
         try:
-            check_parameters(catalog.method(method.kind).fn, method.params, f"methods.{name}")
+            check_parameters(METHODS[method.kind].fn, method.params, f"methods.{name}")
         except ModelError as e:
             raise ConfigError(str(e)) from None
         check_method_resources(cfg, name, method)
@@ -193,6 +289,33 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
     return cfg
 
 
+def check_hub_language(key: str, corpus) -> None:
+    """``corpora.<key>`` of a hub corpus (cc100, oscar, mc4) has a ``lang`` that corpus has
+    (``data.sources.HUB_LANGUAGES``), unless the spec names its data itself (``dataset``, ``name``, ``data_dir``,
+    ``data_files``); :class:`ConfigError` names the key and the close matches."""
+    import difflib
+
+
+    known = HUB_LANGUAGES.get(corpus.source)
+    if known is None or any(getattr(corpus, k) is not None for k in ("dataset", "name", "data_dir", "data_files")):
+        return
+    where, repo = f"corpora.{key}.lang", HUB_DATASETS[corpus.source]["dataset"]
+    if corpus.lang is None:
+        example = key if key in known else "de"
+        raise ConfigError(f"{where}: source {corpus.source} ({repo}) needs the language code of the text to read "
+                          f"(lang: {example})")
+    if corpus.lang in known:
+        return
+    close = [c for c in LANGUAGE_ALIASES.get(corpus.lang, ()) if c in known]
+    close += [c for c in difflib.get_close_matches(corpus.lang, sorted(known), n=3, cutoff=0.5) if c not in close]
+    own = next(k for k in ("name", "data_dir") if k in HUB_DATASETS[corpus.source])
+    what = {"name": "config", "data_dir": "folder"}[own]
+    raise ConfigError(f"{where}: {corpus.lang!r} is not a language of {corpus.source} ({repo}; "
+                      f"{len(known)} codes, vocab_transfer/data/sources.py: HUB_LANGUAGES)"
+                      + (f"; close: {', '.join(close[:4])}" if close else "")
+                      + f". A {what} of {repo} that the list lacks is read with {own}: <{what}>")
+
+
 def method_targets(cfg: Config, name: str) -> list[str]:
     """The targets a method runs on in the init table: its own ``targets`` list, else all of the config's."""
     targets = cfg.methods[name].targets
@@ -208,12 +331,13 @@ def all_targets(cfg: Config) -> list[str]:
 
 def check_method_resources(cfg: Config, name: str, method: Method) -> None:
     """Every artifact the method needs can be built: languages with corpora, dictionaries configured."""
-    from ..methods.catalog import method_needs, method_params
-
     try:
         needs, p = method_needs(method.kind, method.params), method_params(method.kind, method.params)
     except ValueError as e:
         raise ConfigError(f"methods.{name}: {e}") from None
+    if method.fasttext is not None and Need.TOKEN_VECTORS not in needs:
+        raise ConfigError(f"methods.{name}.fasttext: a token-level fastText recipe applies to methods that read "
+                          f"token-level fastText, and {method.kind!r} with these parameters reads none")
     corpora, vectors = set(cfg.corpora), set(cfg.word_vectors)
     for t in method.targets or []:
         if t not in cfg.targets:
@@ -237,14 +361,6 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
 def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_remote_code: bool = False) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
     that needs its repository's code or has no LM head transformers knows."""
-    from ..data.tokenizer import load_tokenizer
-    from ..source_model import (
-        TokenizerModelMismatch,
-        check_architecture,
-        check_tokenizer_matches,
-        model_vocab_size,
-        refuse_remote_code,
-    )
 
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
@@ -281,7 +397,6 @@ def lapt_run_config(cfg: Config, run: str):
     object per config and run, shared by the callers, which read it."""
     key = (id(cfg), run)
     if key not in _LAPT_CONFIGS:
-        from ..training.settings import LaptConfig
 
         _LAPT_CONFIGS[key] = (cfg, LaptConfig.from_dict(lapt_run_settings(cfg, run)))
     return _LAPT_CONFIGS[key][1]
@@ -347,7 +462,6 @@ def zero_shot_trainings(cfg: Config) -> list[tuple[str, str]]:
 
 def check_lapt(cfg: Config) -> None:
     """LAPT runs start from configured methods on languages with corpora, with valid LaptConfig fields."""
-    from ..training.settings import LaptConfig
 
     runs = cfg.lapt.runs
     for name in runs:
@@ -376,8 +490,6 @@ def check_lapt(cfg: Config) -> None:
 def check_method_language(cfg: Config, method: str, langs: list[str], where: str) -> None:
     """A method can be used by LAPT or fine-tuning on any language with a corpus (its ``targets`` list only
     picks its cells of the init-loss table), unless it needs a dictionary that is not configured."""
-    from ..methods.catalog import method_needs, method_params
-
     spec = cfg.methods[method]
     if Need.DICTIONARY in method_needs(spec.kind, spec.params):
         slang = method_params(spec.kind, spec.params)["source_language"]
@@ -390,8 +502,6 @@ def check_finetune(cfg: Config) -> None:
     """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models), tasks
     have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric the task
     reports."""
-    check_spec = light.function("vocab_transfer.data.tasks", "check_spec")  # without datasets
-    from ..training.settings import FinetuneConfig, selection_metric
 
     ft = cfg.finetune
     for name, task in ft.tasks.items():
@@ -657,8 +767,6 @@ def check_zero_shot(cfg: Config) -> None:
     fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language adapter has the
     settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the source), ``full`` the
     source model; the setup's source-language run must have been trained on each source task's language."""
-    check_spec = light.function("vocab_transfer.data.tasks", "check_spec")  # without datasets
-    from ..training.settings import AdapterConfig, FinetuneConfig, task_adapter_config
 
     sources, setups, tasks = cfg.zero_shot.sources, cfg.zero_shot.setups, cfg.finetune.tasks
     runs = cfg.lapt.runs

@@ -19,17 +19,17 @@ Torch-free, and it imports no trainer: it runs while Snakemake plans.
 from __future__ import annotations
 
 import dataclasses
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from ..data.corpus import NORMALIZATIONS
+from ..data.sources import SOURCES
+from ..data.token_fasttext import FASTTEXT_PRESETS
+from ..training.launch import launcher_args, launcher_command
 from ..training.settings import METRICS, NON_LINEARITIES, UNSEEN_LABELS, ZERO_SHOT_VARIANTS
 from ..typed import ModelError, Range, check_value
-from . import light
-
-# the code's own tuples, read without importing pandas and pyarrow (vocab_transfer.workflow.light)
-NORMALIZATIONS = light.value("vocab_transfer.data.corpus", "NORMALIZATIONS")
-SOURCES = light.value("vocab_transfer.data.sources", "SOURCES")
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
 
@@ -62,8 +62,38 @@ def check_parameters(fn, params: dict, where: str) -> None:
             raise ModelError(f"{where}: missing required parameter {name!r}")
 
 
-NAME = r"^[A-Za-z0-9_-]+$"  # names that become path components and wildcard values
-SOURCE_NAME = r"^[A-Za-z0-9_.-]+$"
+#: The one pattern of every config name that becomes a folder or file name under results/ and resources/ (and a
+#: wildcard value): the keys of corpora, sources, methods, lapt.runs, finetune.tasks, finetune.models,
+#: zero_shot.sources, zero_shot.setups, tables, figures, word_vectors and dictionaries, and the entries of targets.
+#: Letters, digits, ``_``, ``-`` and ``.`` (hub-like names such as ``xlm-r.base``), never first a ``.`` or ``-``: no
+#: ``.``, ``..``, hidden name or command-line option. schemas/config.schema.yaml refers to it as ``$defs/name``.
+NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
+NAME_RULE = ("a name becomes a folder or file name, so it is letters, digits, '_', '-' and '.', and starts with a "
+             "letter, a digit or '_' (never '.', '..', a hidden name or an option)")
+#: Where names are (dotted keys; ``*``: every entry of a mapping): a mapping's keys, or a list's entries.
+NAMED = ("corpora", "sources", "methods", "lapt.runs", "finetune.tasks", "finetune.models", "zero_shot.sources",
+         "zero_shot.setups", "tables", "figures", "word_vectors", "dictionaries", "dictionaries.*", "targets")
+
+
+def check_name(name: Any, where: str) -> None:
+    """``name`` (a config name at ``where``) fits :data:`NAME`, or :class:`ModelError` naming ``where``."""
+    if not isinstance(name, str) or not re.fullmatch(NAME, name):
+        raise ModelError(f"{where}: {name!r} cannot be a name: {NAME_RULE}")
+
+
+def check_names(config: dict, where: str = "config") -> None:
+    """Every name of :data:`NAMED` in ``config`` (the YAML dict) fits :data:`NAME`; the first that does not is
+    named with its key (``config.lapt.runs: '..' cannot be a name: ...``). A section of the wrong type is left to
+    the schema."""
+    for key in NAMED:
+        found = [(where, config)]
+        for part in key.split("."):
+            found = [(f"{at}.{k}", v) for at, node in found if isinstance(node, dict)
+                     for k, v in (node.items() if part == "*" else [(part, node.get(part))])]
+        for at, node in found:
+            for name in node if isinstance(node, (dict, list)) else ():
+                check_name(name, at)
+
 
 CorpusSource = Literal[SOURCES]  # type: ignore[valid-type]
 Normalization = Literal[NORMALIZATIONS]  # type: ignore[valid-type]
@@ -205,12 +235,6 @@ class Pretrain(Section):
     training: Training = _req()
 
 
-#: The environment variable listing (``os.pathsep``) the model folders whose own code may run: those of the sources
-#: with ``trust_remote_code: true``, set by rules/common.smk when the workflow is parsed; jobs inherit it
-#: (vocab_transfer.source_model.remote_code_allowed).
-TRUSTED_ENV = "VOCAB_TRANSFER_TRUST_REMOTE_CODE"
-
-
 @dataclass(frozen=True)
 class Source(Section):
     """``sources.<name>``: a pretrained model (hub id or folder) or a recipe to pretrain one."""
@@ -276,12 +300,6 @@ class FastTextTraining(Section):
     threads: int = _f(1, ge=1)  # 1: deterministic vectors
 
 
-#: Named variants of the token-level fastText recipe: the ``fasttext`` keys a FOCUS method's ``fasttext: <name>``
-#: overrides (vocab_transfer.methods.focus.init_focus). ``deepfocus``: what the authors' package trains (CBOW,
-#: 10 negatives; deepfocus.fasttext_embs.train_fasttext), where the paper says "mostly default hyper-parameters".
-FASTTEXT_PRESETS: dict[str, dict[str, Any]] = {"deepfocus": {"model": "cbow", "neg": 10}}
-
-
 @dataclass(frozen=True)
 class FastText(FastTextTraining):
     """``fasttext``: token-level fastText (vocab_transfer.data.token_fasttext.train_token_fasttext; defaults: FOCUS
@@ -337,10 +355,21 @@ class Method(Section):
     label: str | None = None
     targets: list[str] | None = _f(None, unique=True)
     output_rows: Literal["transfer", "copy_input"] = "transfer"
+    fasttext: Literal[tuple(FASTTEXT_PRESETS)] | None = None  # type: ignore[valid-type]
     params: dict[str, Any] = _f({})
 
 
 # --- LAPT -----------------------------------------------------------------------------------------------------
+def check_launcher(launcher: Any, where: str) -> None:
+    """``launcher`` is ``auto`` or a known launcher (vocab_transfer.training.launch.launcher_args), or
+    :class:`ModelError` naming ``where``."""
+
+    try:
+        launcher_args(1, 1, launcher)
+    except ValueError as e:
+        raise ModelError(f"{where}: {e}") from None
+
+
 @dataclass(frozen=True)
 class LaptRun(Section):
     """``lapt.runs.<name>``: what a run starts from; every other key is a LaptConfig field (``settings``)."""
@@ -361,18 +390,20 @@ class Lapt(Section):
     targets: list[str] | None = _f(None, unique=True)
     runs: dict[str, LaptRun] = _f({}, key_pattern=NAME)
     training: dict[str, Any] = _f({})
-    launcher: str = "auto"
+    launcher: str | list[str] = "auto"
     gpus: int = _f(0, ge=0)
     nodes: int = _f(1, ge=1)
-    runtime_min: int = _f(60, ge=1)
+    runtime_min: int = _f(1440, ge=1)  # 24 h, the profile's LAPT limit; a longer run resumes on the retry
+
+    def check(self, where: str) -> None:
+        check_launcher(self.launcher, f"{where}.launcher")
 
     def job_threads(self) -> int:
         """CPU threads of a LAPT job: ``training.threads``, else 1."""
         return self.training.get("threads", 1)
 
     def launch_command(self) -> str:
-        """What starts the trainer's processes (vocab_transfer.training.launch.launcher_command)."""
-        from ..training.launch import launcher_command
+        """What starts the trainer's processes, quoted for the shell (vocab_transfer.training.launch)."""
 
         return launcher_command(self.gpus, self.nodes, self.launcher)
 
@@ -417,9 +448,17 @@ class Finetune(Section):
     seeds: list[int] | None = _f(None, min_items=1, unique=True)
     seeds_per_job: int | None = _f(None, ge=1)  # default: every seed in one job
     training: dict[str, Any] | None = None
-    launcher: str = "python"
+    launcher: str | list[str] = "python"
     gpus: int = _f(0, ge=0)
-    runtime_min: int = _f(60, ge=1)
+    runtime_min: int = _f(720, ge=1)  # 12 h for all seeds of a job (5 seeds of XNLI, the papers' longest task)
+
+    def check(self, where: str) -> None:
+        check_launcher(self.launcher, f"{where}.launcher")
+
+    def launch_command(self) -> str:
+        """What starts the trainer (one process; ``auto``: python), quoted for the shell."""
+
+        return launcher_command(1, 1, self.launcher)
 
     def job_threads(self) -> int:
         """CPU threads of a fine-tuning job: ``training.threads``, else 1."""
@@ -478,10 +517,18 @@ class ZeroShot(Section):
     sources: dict[str, ZeroShotSource] = _f({}, key_pattern=NAME)
     setups: dict[str, ZeroShotSetup] = _f({}, key_pattern=NAME)
     training: dict[str, Any] = _f({})
-    launcher: str = "python"
+    launcher: str | list[str] = "python"
     gpus: int = _f(0, ge=0)
     runtime_min: int = _f(60, ge=1)
     eval_runtime_min: int = _f(5, ge=1)  # per evaluation; a job asks for it x seeds x source tasks
+
+    def check(self, where: str) -> None:
+        check_launcher(self.launcher, f"{where}.launcher")
+
+    def launch_command(self) -> str:
+        """What starts the trainer (one process; ``auto``: python), quoted for the shell."""
+
+        return launcher_command(1, 1, self.launcher)
 
     def job_threads(self) -> int:
         """CPU threads of a source-side training or zero-shot evaluation job: ``training.threads``, else 1."""
@@ -567,11 +614,11 @@ class Probe(Section):
 class Eval(Section):
     """``eval``: the init-time held-out loss (FOCUS Table 4; vocab_transfer.eval.mlm) and the probes' settings."""
 
-    seq_len: int = _req(ge=8)
-    max_sequences: int = _req(ge=1)
-    mask_prob: float = _req(gt=0, lt=1)
-    batch_size: int = _req(ge=1)
-    seed: int = _req()
+    seq_len: int = _f(256, ge=8)  # the defaults: FOCUS Table 4's evaluation (configs/focus.yaml)
+    max_sequences: int = _f(2048, ge=1)
+    mask_prob: float = _f(0.15, gt=0, lt=1)
+    batch_size: int = _f(64, ge=1)
+    seed: int = _f(1234)
     gpus: int = _f(0, ge=0, le=1)  # evaluate_init's GPUs (a large source)
     probe: Probe = _f(None)
 
@@ -581,18 +628,18 @@ class Config(Section):
     """The whole workflow config."""
 
     seed: int = _req()
-    corpora: dict[str, Corpus] = _req()
-    sources: dict[str, Source] = _req(min_items=1, key_pattern=SOURCE_NAME)
+    corpora: dict[str, Corpus] = _req(key_pattern=NAME)
+    sources: dict[str, Source] = _req(min_items=1, key_pattern=NAME)
     targets: list[str] = _req(min_items=1, unique=True)
     tokenizer: Tokenizer = _req()
     fasttext: FastText = _req()
     methods: dict[str, Method] = _req(min_items=1, key_pattern=NAME)
-    eval: Eval = _req()
+    eval: Eval = _f(None)
     corpus_filter: CorpusFilter = _f(None)
     corpus_split: CorpusSplit = _f(None)
     word_fasttext: WordFastText = _f(None)
-    word_vectors: dict[str, WordVectors] = _f({})
-    dictionaries: dict[str, dict[str, Dictionary]] = _f({})
+    word_vectors: dict[str, WordVectors] = _f({}, key_pattern=NAME)
+    dictionaries: dict[str, dict[str, Dictionary]] = _f({}, key_pattern=NAME, values={"key_pattern": NAME})
     lapt: Lapt = _f(None)
     finetune: Finetune = _f(None)
     zero_shot: ZeroShot = _f(None)
@@ -603,11 +650,12 @@ class Config(Section):
     def __post_init__(self):  # sections whose every key has a default exist (empty) when the config omits them
         for name, cls in (("corpus_filter", CorpusFilter), ("corpus_split", CorpusSplit),
                           ("word_fasttext", WordFastText), ("zero_shot", ZeroShot), ("lapt", Lapt),
-                          ("finetune", Finetune)):
+                          ("finetune", Finetune), ("eval", Eval)):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, cls())
 
 
 def load(config: dict) -> Config:
-    """The typed config; :class:`ModelError` names the first key that does not fit."""
+    """The typed config; :class:`ModelError` names the first key that does not fit (a name first: :func:`check_names`)."""
+    check_names(config)
     return Config.parse(config)

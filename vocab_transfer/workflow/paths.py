@@ -41,6 +41,9 @@ every path (``<split>`` is ``train`` or ``heldout``)::
 
 from __future__ import annotations
 
+import functools
+import re
+
 RESULTS, RESOURCES = "results", "resources"
 SPLITS = ("train", "heldout")
 
@@ -96,7 +99,7 @@ def extended_shards(source: str, target: str, method: str, split: str) -> str:
 # --- auxiliary vectors, dictionaries, overlap -----------------------------------------------------------------
 def fasttext_vectors(lang: str, preset: str | None = None) -> str:
     """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``; with ``preset``, trained
-    with that variant of the ``fasttext`` recipe (``vocab_transfer.workflow.model.FASTTEXT_PRESETS``)."""
+    with that variant of the ``fasttext`` recipe (``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``)."""
     return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}vectors.safetensors"
 
 
@@ -300,3 +303,37 @@ def cc_word_vectors(lang: str) -> str:
 
 def muse_dictionary(source_lang: str, lang: str) -> str:
     return f"{RESOURCES}/dictionaries/{source_lang}-{lang}.txt"
+
+
+# --- every path stays inside results/ and resources/ ----------------------------------------------------------
+class PathError(ValueError):
+    """A path that would leave results/ or resources/, or names a folder by ``.``, ``..`` or an empty name: a
+    name of the config (or a language) that cannot be a folder, refused while the jobs are planned."""
+
+
+_ROOTS = (f"{RESULTS}/", f"{RESOURCES}/")
+_NOT_A_NAME = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")  # an empty folder name, '.' or '..'
+
+
+def _inside(fn):
+    """``fn``, whose path is refused (:class:`PathError`) unless it lies under results/ or resources/ and every
+    folder in it is a name (none is ``.``, ``..`` or empty)."""
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        path = fn(*args, **kwargs)
+        if not path.startswith(_ROOTS) or _NOT_A_NAME.search(path):
+            shown = ", ".join(map(repr, (*args, *kwargs.values())))
+            raise PathError(f"{fn.__name__}({shown}) gives {path!r}, which is refused: a path of the pipeline lies "
+                            f"under {RESULTS}/ or {RESOURCES}/ and each of its folders is a name, never '.', '..' or "
+                            "empty (a config name or language with a '/', or one of '.' or '..')")
+        return path
+
+    return checked
+
+
+for _name, _fn in list(globals().items()):  # every path function of this module
+    if callable(_fn) and getattr(_fn, "__module__", None) == __name__ and not _name.startswith("_") \
+            and not isinstance(_fn, type):
+        globals()[_name] = _inside(_fn)
+del _inside, _name, _fn

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..data.sources import HUB_DATASETS
+
 GB = 1e9
 
 
@@ -37,8 +39,10 @@ class Cost:
 
 #: Measured costs (benchmarks/corpus_scale.py, 2 cores; the figures are in docs/data.md) with headroom.
 COSTS: dict[str, Cost] = {
-    # streaming: one read batch, one row group per split, the deduplication filter (bounded, see data.corpus)
-    "prepare_corpus": Cost(mem_mb=1000, minutes=20, minutes_per_gb=10),
+    # streaming: one read batch, one row group per split, the deduplication filter (10 MB per GB, see data.corpus);
+    # a minute per GB measured on local text, 10 asked for (a hub corpus streams from the network, and the filters
+    # drop part of what is read); per GB of the text it reads (corpus_gb), not of its inputs (it has none)
+    "prepare_corpus": Cost(mem_mb=1000, mem_mb_per_gb=20, minutes=20, minutes_per_gb=10),
     # SentencePiece holds its sample (about 20 bytes per byte of sampled text): see train_tokenizer_mem_mb
     "train_tokenizer": Cost(mem_mb=1500, minutes=30, minutes_per_gb=5, data=("corpus",)),
     "train_source_tokenizer": Cost(mem_mb=2500, minutes=60, data=("corpora",)),
@@ -132,32 +136,57 @@ def overrides(config: dict, rule: str) -> dict:
     return {**res.get("default", {}), **res.get(rule, {})} if rule not in COSTS else dict(res.get(rule, {}))
 
 
-def mem_mb(config: dict, rule: str, extra: Callable | None = None) -> Callable:
+def mem_mb(config: dict, rule: str, extra: Callable | None = None, gb: Callable | None = None) -> Callable:
     """A Snakemake resource function: the config's ``resources.<rule>.mem_mb``, else the rule's :class:`Cost` at
-    its input size (plus ``extra(wildcards, input)`` MB, a rule-specific term)."""
+    its input size (``gb(wildcards, input)`` GB where given; plus ``extra(wildcards, input)`` MB, a rule-specific
+    term)."""
     fixed = overrides(config, rule).get("mem_mb")
 
     def f(wildcards, input, attempt=1):
         if fixed is not None:
             return int(fixed)
         c = cost(rule)
-        mb = c.mem_mb + c.mem_mb_per_gb * data_gb(input, c.data) + (extra(wildcards, input) if extra else 0)
+        size = gb(wildcards, input) if gb else data_gb(input, c.data)
+        mb = c.mem_mb + c.mem_mb_per_gb * size + (extra(wildcards, input) if extra else 0)
         return int(math.ceil(mb / 100.0) * 100)
 
     return f
 
 
-def runtime(config: dict, rule: str) -> Callable:
-    """A Snakemake resource function: minutes, from ``resources.<rule>.runtime`` or the rule's :class:`Cost`."""
+def runtime(config: dict, rule: str, gb: Callable | None = None) -> Callable:
+    """A Snakemake resource function: minutes, from ``resources.<rule>.runtime`` or the rule's :class:`Cost` at its
+    input size (``gb(wildcards, input)`` GB where given)."""
     fixed = overrides(config, rule).get("runtime")
 
     def f(wildcards, input, attempt=1):
         if fixed is not None:
             return int(fixed)
         c = cost(rule)
-        return int(math.ceil(c.minutes + c.minutes_per_gb * data_gb(input, c.data)))
+        size = gb(wildcards, input) if gb else data_gb(input, c.data)
+        return int(math.ceil(c.minutes + c.minutes_per_gb * size))
 
     return f
+
+
+#: GB of text a hub corpus (cc100, oscar, mc4) without a cap is assumed to hold, for prepare_corpus's request: more
+#: than CC100's largest language (English, 82 GB; German 18 GB). Cap a corpus (``max_bytes``) to ask for less.
+HUB_CORPUS_GB = 100
+
+
+def corpus_gb(config: dict, lang: str) -> float:
+    """GB of text prepare_corpus reads for ``corpora.<lang>``: a ``text`` source's files, a hub corpus
+    :data:`HUB_CORPUS_GB`, each at most its cap (``corpora.<lang>.max_bytes``, else ``corpus_filter.max_bytes``, of
+    kept text); 0 for the installed Bibles and treebanks (a few MB)."""
+
+    spec = config["corpora"][lang]
+    cap = spec.get("max_bytes") or (config.get("corpus_filter") or {}).get("max_bytes")
+    if spec.get("source") == "text":
+        size = path_bytes([spec["path"]]) / GB
+    elif spec.get("source") in HUB_DATASETS:
+        size = HUB_CORPUS_GB
+    else:
+        return 0.0
+    return min(size, cap / GB) if cap else size
 
 
 def threads(config: dict, rule: str) -> int:

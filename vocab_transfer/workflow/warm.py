@@ -47,7 +47,7 @@ PRELOAD = (  # what the workflow scripts import, heaviest first; a module that f
     "vocab_transfer.init", "vocab_transfer.source_model", "vocab_transfer.io", "vocab_transfer.artifacts",
     "vocab_transfer.data.tokenizer", "vocab_transfer.data.shards", "vocab_transfer.data.corpus",
     "vocab_transfer.data.token_fasttext", "vocab_transfer.data.tasks", "vocab_transfer.eval.mlm",
-    "vocab_transfer.eval.probe", "vocab_transfer.eval.correlation", "vocab_transfer.methods.registry",
+    "vocab_transfer.eval.probe", "vocab_transfer.eval.correlation", "vocab_transfer.methods",
     "vocab_transfer.report.tables", "vocab_transfer.report.plots", "vocab_transfer.workflow.job",
 )
 _MAX_REQUEST = 1 << 22  # bytes: the script path, argv, cwd and environment as JSON

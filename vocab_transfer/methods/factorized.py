@@ -1,4 +1,4 @@
-"""Factorized embeddings of UNKs Everywhere (unks-everywhere.md §3.3, eqs. 2-4).
+"""Factorized embeddings of UNKs Everywhere (UNKs Everywhere §3.3, eqs. 2-4).
 
 A token v's embedding is ``F'[v] · G^{c(v)}``: a low-dimensional row ``F'[v]`` [D'] up-projected by
 one of C matrices ``G^c`` [D', D], the cluster ``c(v)`` chosen by logits ``Z[v]`` [C] through a
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 from tqdm import tqdm
+
+from ..io import read_tensors
 
 __all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary", "NeuralFitHistory",
            "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax", "gumbel_softmax_st", "read_factors",
@@ -260,7 +262,6 @@ class FactorizedDecoder(nn.Module):
 
 def read_factors(path: str | None) -> FactorizedEmbedding:
     """The factors (``mf_*`` tensors) of an init artifact of ``kind: mf``; a clear error for any other."""
-    from ..io import read_tensors
 
     tensors = read_tensors(path) if path else {}
     if "mf_F" not in tensors or "mf_G" not in tensors:

@@ -1,0 +1,132 @@
+"""What every stage reads: the config (typed and as written), the source models, the methods' needs and options,
+the tokenizer and held-out blocks a transferred model is evaluated with, tasks and their seeds.
+
+Every stage's plan (the other modules of this package) extends :class:`PlanBase`;
+:class:`vocab_transfer.workflow.plan.Plan` combines them."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import shlex
+
+from ...methods import Need, method_needs
+from ...methods import method_params as with_defaults
+from ...methods.unks import factorization_spec
+from .. import paths
+from ..config import lapt_run_targets, local_model_dir
+from ..model import load
+
+
+def canonical(obj) -> str:
+    """A config section as a params value: JSON with sorted keys, so reordering YAML keys reruns nothing
+    (Snakemake compares params by their repr). Scripts read it with json.loads."""
+    return json.dumps(obj, sort_keys=True)
+
+
+def shell_option(flag: str, value) -> str:
+    """``flag value`` as words for a rule's shell, quoted (:func:`shlex.join`); nothing when ``value`` is empty (an
+    optional input the job lacks)."""
+    return shlex.join([flag, str(value)]) if value else ""
+
+
+def hub_spec(repo: str, revision: str | None) -> str:
+    """A hub download's one param: ``repo``, or ``repo@revision`` when the config pins one."""
+    return repo if revision is None else f"{repo}@{revision}"
+
+
+class PlanBase:
+    """The config of one workflow, typed and as written, and what every stage asks of it."""
+
+    def __init__(self, config: dict):
+        self.config = config  # as written, defaults filled in: what params pass on (a change reruns the job)
+        self.cfg = cfg = load(config)  # typed (vocab_transfer.workflow.model): what plans read
+        self.sources = list(cfg.sources)
+        self.targets = list(cfg.targets)
+        self.method_names = list(cfg.methods)
+        self.languages = list(dict.fromkeys([*cfg.corpora, *cfg.word_vectors]))
+        # results/tasks/<task>: finetune.tasks and the zero-shot source tasks
+        self.task_names = [*cfg.finetune.tasks, *cfg.zero_shot.sources]
+        self.lapt_runs = list(cfg.lapt.runs)
+        self.lapt_targets = list(dict.fromkeys(t for run in self.lapt_runs for t in lapt_run_targets(cfg, run)))
+        self.ft_tasks, self.ft_models, self.seeds = cfg.finetune.tasks, cfg.finetune.models, cfg.finetune.seeds or []
+        self.zs_sources, self.zs_setups = cfg.zero_shot.sources, cfg.zero_shot.setups
+        self.factorizations = {self.factorization_key(m): m for m in self.method_names
+                               if Need.FACTORS in self.method_needs_of(m)}
+
+    def written(self, section: str, exclude: tuple[str, ...] = ()) -> str:
+        """A config section as written (schema defaults filled in), the params of the jobs it shapes: the job's script
+        parses it into the section's class of vocab_transfer.workflow.model; a key added with its default value
+        reruns nothing, a changed value reruns those jobs."""
+        return canonical({k: v for k, v in self.config.get(section, {}).items() if k not in exclude})
+
+    def source_model_dir(self, wildcards):
+        """Where a source model lives: pretrained here, a local folder, or downloaded into resources/."""
+        source = self.cfg.sources[wildcards.source]
+        if source.pretrain:
+            return paths.source_model(wildcards.source)
+        local = local_model_dir(source)
+        return str(local) if local is not None else paths.downloaded_model(wildcards.source)
+
+    def source_tokenizer_dir(self, wildcards):
+        """The tokenizer of a source model: trained here before the model (pretrained sources), else the model's."""
+        if self.cfg.sources[wildcards.source].pretrain:
+            return paths.source_tokenizer(wildcards.source)
+        return self.source_model_dir(wildcards)
+
+    @functools.cache  # noqa: B019 (one Plan per workflow; the config is frozen)
+    def method_needs_of(self, method):
+        spec = self.cfg.methods[method]
+        return method_needs(spec.kind, spec.params)
+
+    @functools.cache  # noqa: B019
+    def method_option(self, method, name):
+        """A method parameter as the method will see it (config value, else the function's default)."""
+        spec = self.cfg.methods[method]
+        return with_defaults(spec.kind, spec.params)[name]
+
+    def method_kind_params(self, method):
+        spec = self.cfg.methods[method]
+        return spec.kind, spec.params
+
+    @functools.cache  # noqa: B019
+    def factorization_key(self, method):
+        """`mf-<hash>`: methods whose factorization settings agree share one factorize_source job."""
+        params = with_defaults(*self.method_kind_params(method))
+        digest = hashlib.sha1(canonical(factorization_spec(params)).encode()).hexdigest()
+        return f"mf-{digest[:12]}"
+
+    def eval_tokenizer(self, source, target, method):
+        """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
+        if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
+            return paths.extended_tokenizer(source, target, method)
+        return paths.tokenizer(target)
+
+    def eval_blocks(self, source, target, method):
+        """Held-out text packed with that tokenizer."""
+        if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
+            return paths.extended_heldout_blocks(source, target, method)
+        return paths.heldout_blocks(target)
+
+    def task_entry(self, name):
+        """A finetune.tasks entry, or a zero_shot.sources entry (source-language task data)."""
+        return self.ft_tasks[name] if name in self.ft_tasks else self.zs_sources[name]
+
+    def finetune_task_type(self, wildcards):
+        return self.task_entry(wildcards.task).task
+
+    def seed_groups(self, task: str) -> list[str]:
+        """The seeds of each fine-tuning job of ``task`` as its files name them (``1+2+3``; ``finetune.seeds_per_job``
+        and the task's own)."""
+        return ["+".join(map(str, g)) for g in self.cfg.finetune.seed_groups(task)]
+
+    def cell_scores(self, source, task, model) -> list[str]:
+        """The scores files of one (source, task, model) cell, every seed: a fine-tuning file per job (a row per
+        seed of the job), or the cell's one zero-shot file (a row per seed and source task, rule
+        evaluate_zero_shot). Readers take the seeds from the rows' ``seed`` column."""
+        if not self.seeds:
+            return []
+        if self.ft_tasks[task].zero_shot is not None:
+            return [paths.zeroshot_scores(source, task, model)]
+        return [paths.finetune_scores(source, task, model, g) for g in self.seed_groups(task)]

@@ -1,0 +1,54 @@
+"""Input and params functions of rules/export.smk: Hugging Face model folders of inits and LAPT runs, with their
+model cards."""
+
+from __future__ import annotations
+
+from .. import paths
+from ..config import lapt_run_settings, lapt_run_targets, method_targets
+from .base import PlanBase, canonical
+
+
+class ExportPlan(PlanBase):
+    """The input and params functions of rules/export.smk."""
+
+    def export_outputs(self, wildcards=None):
+        """Every transferred model right after initialization (the init table's cells) and every LAPT model, as
+        Hugging Face model folders (`snakemake export`)."""
+        init = [paths.export_init(s, t, m) for s in self.sources for t in self.targets for m in self.method_names
+                if t in method_targets(self.cfg, m)]
+        lapt = [paths.export_lapt(s, t, r) for s in self.sources for r in self.lapt_runs
+                for t in lapt_run_targets(self.cfg, r)]
+        return init + lapt
+
+    def export_init_inputs(self, wildcards):
+        """The source model, the init artifact, the tokenizer the model is evaluated with, the init-time loss of the
+        target's methods and the target corpus's statistics."""
+        s, t, m = wildcards.source, wildcards.target, wildcards.method
+        return {"model": self.source_model_dir(wildcards), "embeddings": paths.init(s, t, m),
+                "tokenizer": self.eval_tokenizer(s, t, m), "eval": paths.init_eval(s, t),
+                "stats": paths.corpus_stats(t)}
+
+    def export_lapt_inputs(self, wildcards):
+        """The run's final model (with its tokenizer) and curve, the corpus's statistics, and the init-time loss of
+        the run's method where the init table has it."""
+        s, t, run = wildcards.source, wildcards.target, wildcards.run
+        method = self.cfg.lapt.runs[run].method
+        inputs = {"model": paths.lapt_model(s, t, run), "curve": paths.lapt_curve(s, t, run),
+                  "stats": paths.corpus_stats(t)}
+        if method and t in self.targets and t in method_targets(self.cfg, method):
+            inputs["eval"] = paths.init_eval(s, t)
+        return inputs
+
+    def export_card(self, wildcards):
+        """What the model card names from the config (JSON): source, method and its parameters, LAPT settings."""
+        s, t = wildcards.source, wildcards.target
+        run = getattr(wildcards, "run", None)
+        method = self.cfg.lapt.runs[run].method if run else wildcards.method
+        spec = self.cfg.sources[s]
+        source_model = spec.model or paths.source_model(s)
+        card = {"source": s, "source_model": source_model, "target": t, "method": method or "source",
+                "kind": self.cfg.methods[method].kind if method else "none",
+                "params": self.cfg.methods[method].params if method else {}}
+        if run:
+            card |= {"lapt_run": run, "lapt_settings": lapt_run_settings(self.cfg, run)}
+        return canonical(card)

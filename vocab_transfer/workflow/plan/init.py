@@ -1,0 +1,55 @@
+"""Input and params functions of rules/init.smk: the init_embeddings job of a method (its parameters and what it
+reads), the shared factorizations, vocabulary extensions."""
+
+from __future__ import annotations
+
+import json
+
+from ...methods import Need
+from ...methods import method_params as with_defaults
+from ...methods.extension import extension_count
+from ...methods.unks import factorization_spec
+from .. import paths
+from ..needs import InitJob
+from ..needs import init_inputs as needs_inputs
+from .base import PlanBase, canonical
+
+
+class InitPlan(PlanBase):
+    """The input and params functions of rules/init.smk and overlap.smk."""
+
+    def method_params(self, wildcards):
+        """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
+        spec = self.cfg.methods[wildcards.method]
+        head = {} if spec.output_rows == "transfer" else {"output_rows": spec.output_rows}  # the default adds nothing
+        head |= {"fasttext": spec.fasttext} if spec.fasttext else {}  # which vectors the artifact was made from
+        return canonical({"kind": spec.kind, **spec.params, **head})
+
+    def init_inputs(self, wildcards):
+        """Inputs of init_embeddings: the source model, the target tokenizer, the overlap, and what the method needs
+        (vocab_transfer.workflow.needs: the registry the method declares its needs in)."""
+        needs = self.method_needs_of(wildcards.method)
+        job = InitJob(wildcards.source, wildcards.target, wildcards.method,
+                      with_defaults(*self.method_kind_params(wildcards.method)),
+                      self.factorization_key(wildcards.method) if Need.FACTORS in needs else None,
+                      self.cfg.methods[wildcards.method].fasttext)
+        return {"model": self.source_model_dir(wildcards), "tokenizer": paths.tokenizer(wildcards.target),
+                "overlap": paths.overlap(wildcards.source, wildcards.target), **needs_inputs(job, needs)}
+
+    def factorization_params(self, wildcards):
+        method = self.factorizations[wildcards.factorization]
+        return canonical(factorization_spec(with_defaults(*self.method_kind_params(method))))
+
+    def factorization_gpus(self, wildcards):
+        """A factorization with `device: auto` or `cuda` (MF-NEURAL at paper scale) gets a GPU where LAPT jobs get them."""
+        on_gpu = json.loads(self.factorization_params(wildcards)).get("device") in ("auto", "cuda")
+        return 1 if on_gpu and self.cfg.lapt.gpus > 0 else 0
+
+    def extended_tokenizer_dir(self, wildcards):
+        return paths.extended_tokenizer(wildcards.source, wildcards.target, wildcards.method)
+
+    def extension_selection(self, wildcards):
+        """How an extension picks its tokens: ``{"top_tokens": N}`` (FOCUS §3.1) or ``{"new_tokens": N}``."""
+        key, n = extension_count(self.method_option(wildcards.method, "top_tokens"),
+                                 self.method_option(wildcards.method, "new_tokens"))
+        return {key: n}

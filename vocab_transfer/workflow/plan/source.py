@@ -1,0 +1,39 @@
+"""Input and params functions of rules/source.smk: a source model pretrained here (its tokenizer, corpora,
+recipe) or downloaded."""
+
+from __future__ import annotations
+
+from .. import paths
+from .base import PlanBase, canonical, hub_spec
+
+
+class SourcePlan(PlanBase):
+    """The input and params functions of rules/source.smk."""
+
+    def pretrain_spec(self, wildcards):
+        """The `pretrain` recipe of a source (only sources that are pretrained here have one), as written."""
+        return canonical(self.config["sources"][wildcards.source]["pretrain"])
+
+    def pretrain_threads(self, wildcards):
+        return self.cfg.sources[wildcards.source].pretrain.training.threads
+
+    def pretrain_tokenizer_threads(self, wildcards):
+        return self.cfg.sources[wildcards.source].pretrain.tokenizer.threads
+
+    def source_corpora(self, wildcards):
+        """Training corpora of a source pretrained here (its tokenizer's training text)."""
+        return [paths.corpus(lang, "train") for lang in self.cfg.sources[wildcards.source].pretrain.languages]
+
+    def source_pretrain_shards(self, wildcards, split="train"):
+        """Its pretraining languages' corpora tokenized with its tokenizer."""
+        languages = self.cfg.sources[wildcards.source].pretrain.languages
+        return [paths.source_shards(wildcards.source, lang, split) for lang in languages]
+
+    def source_pretrain_heldout(self, wildcards):
+        return self.source_pretrain_shards(wildcards, split="heldout")
+
+    def source_hub_spec(self, wildcards):
+        """``<hub id>`` or ``<hub id>@<revision>`` (hub ids have no ``@``): a param, so a new revision downloads again,
+        and a config without one plans the same params as before revisions existed."""
+        source = self.cfg.sources[wildcards.source]
+        return hub_spec(source.model, source.revision)

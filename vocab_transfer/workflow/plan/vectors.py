@@ -1,0 +1,71 @@
+"""Input and params functions of rules/fasttext.smk, word_vectors.smk, dictionary.smk: token-level fastText, word
+vectors and bilingual dictionaries."""
+
+from __future__ import annotations
+
+import functools
+
+from ...data.token_fasttext import FASTTEXT_PRESETS
+from ...methods import Need
+from .. import paths
+from ..config import method_targets
+from .base import PlanBase, canonical
+
+
+class VectorsPlan(PlanBase):
+    """The input and params functions of rules/fasttext.smk, word_vectors.smk and dictionary.smk."""
+
+    def fasttext_preset_spec(self, wildcards):
+        """The `fasttext` section as written with a preset's keys over it (vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS)."""
+        return canonical({**self.config.get("fasttext", {}), **FASTTEXT_PRESETS[wildcards.preset]})
+
+    def source_fasttext_shards(self, wildcards):
+        return paths.source_shards(wildcards.source, wildcards.slang, "train")
+
+    @functools.cached_property
+    def word_model_languages(self) -> frozenset[str]:
+        """Languages whose word-level fastText model (.bin) a method reads (WECHSEL ``subwords: fasttext``)."""
+        return frozenset(lang for m in self.method_names if Need.WORD_MODELS in self.method_needs_of(m)
+                         for lang in (self.method_option(m, "source_language"), *method_targets(self.cfg, m)))
+
+    def word_vector_inputs(self, wildcards):
+        """The trained fastText model where a method needs it anyway (rule save_word_fasttext_model; the vectors are
+        read from it instead of training again), else what the model is made from (:meth:`word_model_inputs`)."""
+        if wildcards.lang in self.word_model_languages and wildcards.lang not in self.cfg.word_vectors:
+            return {"model": paths.word_fasttext_model(wildcards.lang)}
+        return self.word_model_inputs(wildcards)
+
+    def word_model_inputs(self, wildcards):
+        """A pretrained vector file named in config `word_vectors`, else the language's corpus to train on."""
+        spec = self.cfg.word_vectors.get(wildcards.lang)
+        if spec is None:
+            return {"corpus": paths.corpus(wildcards.lang, "train")}
+        if spec.path:
+            return {"pretrained": spec.path}
+        return {"pretrained": paths.cc_word_vectors(wildcards.lang)}
+
+    def word_vector_spec(self, wildcards):
+        """Only what this language's vectors depend on: the pretrained spec, or the training settings."""
+        pretrained = self.config.get("word_vectors", {}).get(wildcards.lang)
+        if pretrained:
+            return canonical({"pretrained": pretrained})
+        return canonical({"train": self.config.get("word_fasttext", {}), "seed": self.config["seed"]})
+
+    def dictionary_inputs(self, wildcards):
+        """Files a dictionary is built from: nothing (freedict: a system package), a file, a MUSE download,
+        or both languages' word lists (identical spellings)."""
+        spec = self.cfg.dictionaries.get(wildcards.slang, {}).get(wildcards.lang)
+        if spec is None:
+            raise ValueError(f"no dictionary configured for {wildcards.slang} -> {wildcards.lang} (config 'dictionaries')")
+        if spec.source == "file":
+            return {"pairs": spec.path}
+        if spec.source == "muse":
+            return {"pairs": paths.muse_dictionary(wildcards.slang, wildcards.lang)}
+        if spec.source == "identical":
+            return {"source_words": paths.word_list(wildcards.slang),
+                    "target_words": paths.word_list(wildcards.lang)}
+        return {}
+
+    def dictionary_params(self, wildcards):
+        """The dictionary's entry as written."""
+        return canonical(self.config["dictionaries"][wildcards.slang][wildcards.lang])
