@@ -326,7 +326,6 @@ def export_folder(model_dir: str, out_dir: str, card: str) -> None:
     ``out_dir``: the safetensors files hard-linked (:func:`link_or_copy`), ``config.json`` and
     ``generation_config.json`` with the special-token ids of the folder's tokenizer (:func:`retarget_special_ids`;
     LAPT models saved before it wrote them carry the source's), the other files copied."""
-
     tokenizer = load_tokenizer(model_dir)
     with atomic_path(out_dir, directory=True) as tmp:
         for f in Path(model_dir).iterdir():

@@ -141,7 +141,6 @@ class ArrayFile:
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:
     """Write ``df`` as parquet (with an explicit ``schema`` when given), atomically, with the artifact's metadata
     (:func:`vocab_transfer.artifacts.artifact_metadata`) in the file's key-value metadata."""
-
     table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            KEY.encode(): json.dumps(artifact_metadata()).encode()})

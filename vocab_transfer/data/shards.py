@@ -63,7 +63,6 @@ def encoder(tokenizer, threads: int | None = None, tokenizer_dir: str | os.PathL
     trained here (``unigram.model`` in ``tokenizer_dir``; :class:`~vocab_transfer.data.tokenizer.SentencePieceEncoder`),
     else the fast tokenizer's batch encoding on the ``tokenizers`` library's own threads (``threads``: its Rayon
     pool, set before the first call), else the slow tokenizer's ``__call__``."""
-
     if threads is not None:  # the tokenizers library reads these at its first parallel call
         os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
         os.environ["TOKENIZERS_PARALLELISM"] = "true" if threads > 1 else "false"
@@ -151,7 +150,6 @@ def open_shard(path: str | os.PathLike, tokenizer_dir: str | os.PathLike | None 
                          f"token {int(ends[1][0]) if len(ends[1]) else None}, expected {meta['n_docs']} ending at "
                          f"{meta['n_tokens']}); {_rerun_hint(path)}")
     if tokenizer_dir is not None:
-
         now = tokenizer_fingerprint(tokenizer_dir)
         if now != meta["tokenizer"]["sha256"]:
             raise ShardError(f"{path} was tokenized with {meta['tokenizer']['path']} (sha256 "
@@ -169,7 +167,6 @@ def write_shard(texts: Iterable[str] | Callable[[], Iterable[str]], tokenizer, o
     :data:`ENCODE_BATCH` documents: memory is one batch and the counts (8 bytes per token id); ids and document
     offsets go to disk as they come. ``n_docs`` (when known) gives the progress log an ETA. Returns the shard's
     ``meta.json`` content."""
-
     fast = encoder(tokenizer, threads, tokenizer_dir)
     if isinstance(fast, SentencePieceEncoder):
         try:
@@ -191,7 +188,6 @@ def _texts(texts: Iterable[str] | Callable[[], Iterable[str]]) -> Iterable[str]:
 
 
 def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir, n_docs, metadata, progress_every) -> dict:
-
     vocab = len(tokenizer)
     dtype = _dtype(vocab)
     counts = np.zeros(vocab, dtype=np.int64)
@@ -261,7 +257,6 @@ def tokenize_corpus(corpus: str | os.PathLike, tokenizer_dir: str | os.PathLike,
                     threads: int | None = None) -> dict:
     """Tokenize a corpus split (:func:`vocab_transfer.data.corpus.iter_texts`) with the tokenizer saved in
     ``tokenizer_dir`` into the shard folder ``out`` (:func:`write_shard`)."""
-
     tokenizer = load_tokenizer(str(tokenizer_dir))
     n_docs = corpus_num_docs(corpus)
     return write_shard(lambda: iter_texts(corpus), tokenizer, out, tokenizer_dir=tokenizer_dir, n_docs=n_docs,

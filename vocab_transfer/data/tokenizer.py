@@ -144,7 +144,6 @@ def tokenizer_kind(tokenizer) -> str:
     """The family of a fast tokenizer in ``tokenizer.kind``'s terms: ``unigram``, ``bpe`` (SentencePiece-style,
     ``▁`` for spaces), ``byte_level`` (GPT-2's byte symbols) or ``wordpiece``: :func:`detect_tokenizer_kind` (which
     raises for any other) with SentencePiece split by model."""
-
     kind = detect_tokenizer_kind(tokenizer)
     if kind == "sentencepiece":
         return "unigram" if isinstance(tokenizer.backend_tokenizer.model, models.Unigram) else "bpe"

@@ -64,7 +64,6 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
                                  maxn=maxn, ws=window, neg=neg, thread=threads, seed=seed, verbose=verbose,
                                  bucket=bucket)
     if model_path is not None:
-
         with atomic_path(model_path) as tmp:
             ft.save_model(str(tmp))
     return from_fasttext_model(ft, max_words)

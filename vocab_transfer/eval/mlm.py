@@ -30,7 +30,6 @@ def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len
     (tests, a few held-out documents); the pipeline cuts the same blocks from token shards on demand
     (:class:`vocab_transfer.data.shards.Blocks`).
     """
-
     body, encode = seq_len - 2, encoder(tokenizer)
     parts: list[np.ndarray] = []
     have, need = 0, None if max_sequences is None else max_sequences * body
@@ -117,7 +116,6 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     (:func:`vocab_transfer.source_model.masked_lm_logits`): a 50k vocabulary's logits of a whole batch would take
     0.4 GB.
     """
-
     model.eval()
     g = torch.Generator().manual_seed(seed)
     lengths, scored = token_lengths(tokenizer), torch.zeros(2, dtype=torch.long)

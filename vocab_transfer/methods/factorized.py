@@ -262,7 +262,6 @@ class FactorizedDecoder(nn.Module):
 
 def read_factors(path: str | None) -> FactorizedEmbedding:
     """The factors (``mf_*`` tensors) of an init artifact of ``kind: mf``; a clear error for any other."""
-
     tensors = read_tensors(path) if path else {}
     if "mf_F" not in tensors or "mf_G" not in tensors:
         raise ValueError(f"factorized LAPT needs the init artifact of a factorized method (kind: mf, tensors mf_F "

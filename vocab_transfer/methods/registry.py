@@ -76,11 +76,6 @@ def one_of(params: dict, key: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{key} must be one of {list(allowed)}, not {params[key]!r}")
 
 
-def method(kind: str) -> Method:
-    """The method registered as ``kind`` (KeyError for an unknown kind)."""
-    return METHODS[kind]
-
-
 def kinds() -> list[str]:
     """Every registered kind, sorted."""
     return sorted(METHODS)

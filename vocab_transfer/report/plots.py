@@ -138,7 +138,6 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
     entry (fine-tuned model, run, LAPT step), the test score of ``scores`` (fine-tuning result rows, any seeds) as
     mean ± std over seeds in the metric's unit (:func:`vocab_transfer.report.tables.finetune_table`; ``kind``
     ``test_<metric>``). Columns: kind, run, label, step, value, std, seeds, model."""
-
     rows = [pd.DataFrame({"kind": "heldout_loss", "run": run, "label": label, "step": c["step"].to_numpy(),
                           "value": c["heldout_loss"].to_numpy(), "std": float("nan"), "seeds": 0, "model": None,
                           "seq_len": c["seq_len"].to_numpy() if "seq_len" in c else float("nan")})

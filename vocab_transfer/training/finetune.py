@@ -81,7 +81,6 @@ PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 # ------------------------------------------------------------------------------------------- encoding
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
     """``train``, ``dev``, ``test`` and any extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
-
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
     if missing:
@@ -135,7 +134,6 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
     Glavaš & Vulić 2021). Per sub-token position: ``heads`` = the position of the gold head's first sub-token,
     ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
     ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
-
     index = {t: i for i, t in enumerate(labels)}
     enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
     out = []
@@ -435,13 +433,11 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
     if task == "dep" and getattr(m, "pooler", None) is not None:
         m.pooler = None  # unused by the parser (BERT/XLM-R skip a None pooler)
     if embeddings:
-
         rows = read_tensors(embeddings)["embeddings"]
         m.resize_token_embeddings(rows.shape[0], mean_resizing=False)
         with torch.no_grad():
             m.get_input_embeddings().weight.copy_(rows)
     elif Path(model).is_dir():
-
         if load_language_adapter(m, model):
             frozen = adapter_parameter_names(m) if not train_language_adapter else set()
             for n, p in m.named_parameters():

@@ -248,7 +248,6 @@ def resolve_objective(model, objective: str) -> str:
     """The objective that fits the model: ``clm`` for a decoder-only causal LM (GPT-2), ``mlm`` for a masked
     LM (XLM-R); see :func:`vocab_transfer.source_model.is_causal_lm`. ``auto`` picks it; an explicit
     ``mlm`` / ``clm`` that does not fit raises ValueError naming both."""
-
     fits = "clm" if is_causal_lm(model) else "mlm"
     if objective not in ("auto", fits):
         kind = "a causal (decoder-only) LM" if fits == "clm" else "a masked LM"
@@ -393,7 +392,6 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     ids, MLM only) also their :func:`token_accuracy_counts` [k, 2] over the same masked positions (80/10/10:
     every labelled position counts), from the same logits as the loss; with ``lengths``
     (:func:`vocab_transfer.eval.mlm.token_lengths`) the same NLL in bits per byte of the scored tokens (else NaN)."""
-
     model.eval()
     loss_fn = LossModule(model, cfg.objective)
     total, count, n_bytes = 0.0, 0, 0
@@ -431,7 +429,6 @@ def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None =
     (:func:`~vocab_transfer.export.retarget_special_ids`), not the source's. The final model and the snapshots are
     written by this one function, so a snapshot at the last step equals it. ``state``: the weights to write (a
     sharded model's, gathered by :func:`vocab_transfer.training.runtime.full_state_dict`); default the model's own."""
-
     with atomic_path(folder, directory=True) as tmp:
         adapter = adapter_parameter_names(model)
         if adapter:
@@ -559,7 +556,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
 class _Run:
     """What the steps of one LAPT run share (:func:`train` builds it): the model, its tokenizer and data, the settings,
     the checkpoints, the process group, device and precision, the tracked tokens and anchors, and the curve so far
-    from ``step`` on (``resume``: the checkpoint it was restored from, with the running loss it held)."""
+    from ``start_step`` on (``resume``: the checkpoint it was restored from, with the running loss it held)."""
 
     model: Any
     tokenizer: Any
@@ -575,14 +572,14 @@ class _Run:
     track: Any  # token ids whose held-out accuracy is recorded (vocab-swap Figure 6), or None
     anchors: Any  # (target ids, their source rows) for the curve's source correlation, or None
     curve: list[dict]
-    step: int
+    start_step: int  # the step it starts (or resumes) from; train() counts on from it
     resume: Any
     resumed_running: tuple[float, int]
 
     def __post_init__(self):
         self.evaluates = self.group.rank == 0 or is_sharded(self.model)  # processes that run held-out evaluations
         self.lengths = token_lengths(self.tokenizer) if self.evaluates else None  # held-out bits per byte
-        self.progress = Progress(self.step, self.cfg.total_steps())
+        self.progress = Progress(self.start_step, self.cfg.total_steps())
 
     def record(self, step: int, stage: int, stage_step: int, train_loss: float) -> None:
         """Evaluate on held-out text and append the curve's row of ``step`` (rank 0 keeps it)."""
@@ -638,9 +635,9 @@ class _Run:
         return blocks, rows[self.group.rank * per_rank:(self.group.rank + 1) * per_rank], per_rank, micro
 
     def train(self, stop: StopSignals, stop_after: int | None) -> pd.DataFrame:
-        """The steps of :func:`train` from ``step`` on: its stages, records, snapshots and checkpoints."""
+        """The steps of :func:`train` from ``start_step`` on: its stages, records, snapshots and checkpoints."""
         cfg, model, group, device, curve = self.cfg, self.model, self.group, self.device, self.curve
-        world, rank, step, resume = group.world, group.rank, self.step, self.resume
+        world, rank, step, resume = group.world, group.rank, self.start_step, self.resume
         snapshots, settings = set(cfg.snapshot_steps), resume_settings(cfg)
         total, long_start = cfg.total_steps(), cfg.long_start()
         if self.evaluates and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)

@@ -266,7 +266,6 @@ def positive_class(labels: list[str], positive_label: str | None) -> str:
     """The positive class of binary F1: ``positive_label``, else the hub's label 1 of a known binary inventory
     (MRPC's equivalent, PAWS-X's paraphrase), whatever the order of ``labels``; any other label pair needs an
     explicit ``positive_label`` (an order-dependent guess would silently score the other class)."""
-
     if positive_label is not None:
         if positive_label not in labels:
             raise ValueError(f"positive_label {positive_label!r} is not one of the labels {labels}")

@@ -213,7 +213,6 @@ class ZeroShotTarget:
         return self._model
 
     def vocab(self) -> dict:
-
         if self._vocab is None:
             self._vocab = load_tokenizer(self.target).get_vocab()
         return self._vocab
@@ -224,7 +223,6 @@ class ZeroShotTarget:
         and the head of an earlier call are replaced (the task adapter removed and loaded afresh, every head tensor
         overwritten), so the result does not depend on what was loaded before. Raises ValueError for a task,
         transformer, language-adapter or (``full``) vocabulary mismatch."""
-
         meta, task, target = read_source_task(trained), self.task, self.target
         if meta["task"] != task:
             raise ValueError(f"{trained} was trained for task {meta['task']!r}, not {task!r}")
@@ -319,7 +317,6 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
 
 # ------------------------------------------------------------------------------------------------ CLI
 def train_main(args) -> None:
-
     cfg = setup_cli(args)
     if cfg.train_language_adapter:
         raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one stays "
@@ -381,7 +378,6 @@ def read_trainings(path: str) -> list[list[str]]:
 
 
 def evaluate_main(args) -> None:
-
     cfg = setup_cli(args)
     sources = parse_sources(args.sources or read_trainings(args.trainings))
     path = Path(args.data) / "test.parquet"

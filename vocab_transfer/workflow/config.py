@@ -5,6 +5,7 @@ model's tasks, a figure's runs); run at parse time by rules/common.smk, read by 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import os
 import typing
@@ -62,11 +63,6 @@ def local_model_dir(source: Source) -> Path | None:
     return Path(source.model) if source.model and Path(source.model).is_dir() else None
 
 
-def method_parameters(kind: str) -> set[str]:
-    """Keyword parameters the method function of ``kind`` accepts (besides ``seed``)."""
-    return set(keyword_parameters(kind))
-
-
 @functools.cache
 def load_schema(schema_path: str | Path) -> dict:
     """The JSON schema (YAML), read once per process with libyaml where installed (Snakemake's own loader, pure
@@ -117,7 +113,6 @@ def check_yaml_booleans(config: dict, errors: list) -> None:
 def check_yaml_boolean_keys(config, path: tuple = ()) -> None:
     """No mapping key of ``config`` is a YAML boolean (``corpora: {no: ...}``): every key of the config is a string,
     and a language code as a key reads as ``false``; :class:`ConfigError` names it with its quotes."""
-
     if isinstance(config, dict):
         for key, value in config.items():
             if isinstance(key, bool):
@@ -237,12 +232,13 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         elif source.model and _path_not_hub_id(source.model):
             raise ConfigError(f"sources.{name}.model: {source.model!r} is not a directory (nor a hub id)")
     for name, method in cfg.methods.items():
-        if method.kind not in kinds():
+        if method.kind not in METHODS:
             raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {kinds()}")
-        unknown = set(method.params) - method_parameters(method.kind)
+        accepted = keyword_parameters(method.kind)
+        unknown = set(method.params) - set(accepted)
         if unknown:
             raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {method.kind!r}; "
-                              f"accepted: {sorted(method_parameters(method.kind))}")
+                              f"accepted: {sorted(accepted)}")
         try:
             check_parameters(METHODS[method.kind].fn, method.params, f"methods.{name}")
         except ModelError as e:
@@ -293,9 +289,6 @@ def check_hub_language(key: str, corpus) -> None:
     """``corpora.<key>`` of a hub corpus (cc100, oscar, mc4) has a ``lang`` that corpus has
     (``data.sources.HUB_LANGUAGES``), unless the spec names its data itself (``dataset``, ``name``, ``data_dir``,
     ``data_files``); :class:`ConfigError` names the key and the close matches."""
-    import difflib
-
-
     known = HUB_LANGUAGES.get(corpus.source)
     if known is None or any(getattr(corpus, k) is not None for k in ("dataset", "name", "data_dir", "data_files")):
         return
@@ -361,7 +354,6 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
 def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_remote_code: bool = False) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
     that needs its repository's code or has no LM head transformers knows."""
-
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
     try:
@@ -397,7 +389,6 @@ def lapt_run_config(cfg: Config, run: str):
     object per config and run, shared by the callers, which read it."""
     key = (id(cfg), run)
     if key not in _LAPT_CONFIGS:
-
         _LAPT_CONFIGS[key] = (cfg, LaptConfig.from_dict(lapt_run_settings(cfg, run)))
     return _LAPT_CONFIGS[key][1]
 
@@ -462,7 +453,6 @@ def zero_shot_trainings(cfg: Config) -> list[tuple[str, str]]:
 
 def check_lapt(cfg: Config) -> None:
     """LAPT runs start from configured methods on languages with corpora, with valid LaptConfig fields."""
-
     runs = cfg.lapt.runs
     for name in runs:
         for t in lapt_run_targets(cfg, name):
@@ -502,7 +492,6 @@ def check_finetune(cfg: Config) -> None:
     """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models), tasks
     have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric the task
     reports."""
-
     ft = cfg.finetune
     for name, task in ft.tasks.items():
         where = f"finetune.tasks.{name}"
@@ -767,7 +756,6 @@ def check_zero_shot(cfg: Config) -> None:
     fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language adapter has the
     settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the source), ``full`` the
     source model; the setup's source-language run must have been trained on each source task's language."""
-
     sources, setups, tasks = cfg.zero_shot.sources, cfg.zero_shot.setups, cfg.finetune.tasks
     runs = cfg.lapt.runs
     clash = sorted(set(sources) & set(tasks))

@@ -359,17 +359,23 @@ class Method(Section):
     params: dict[str, Any] = _f({})
 
 
+# --- what starts a trainer (LAPT, fine-tuning, zero-shot) -----------------------------------------------------
+class Launched(Section):
+    """A section whose jobs start a trainer through its ``launcher``: ``auto`` or a known launcher
+    (vocab_transfer.training.launch.launcher_args), checked at parse time."""
+
+    def check(self, where: str) -> None:
+        try:
+            launcher_args(1, 1, self.launcher)
+        except ValueError as e:
+            raise ModelError(f"{where}.launcher: {e}") from None
+
+    def launch_command(self) -> str:
+        """What starts the trainer (one process; ``auto``: python), quoted for the shell."""
+        return launcher_command(1, 1, self.launcher)
+
+
 # --- LAPT -----------------------------------------------------------------------------------------------------
-def check_launcher(launcher: Any, where: str) -> None:
-    """``launcher`` is ``auto`` or a known launcher (vocab_transfer.training.launch.launcher_args), or
-    :class:`ModelError` naming ``where``."""
-
-    try:
-        launcher_args(1, 1, launcher)
-    except ValueError as e:
-        raise ModelError(f"{where}: {e}") from None
-
-
 @dataclass(frozen=True)
 class LaptRun(Section):
     """``lapt.runs.<name>``: what a run starts from; every other key is a LaptConfig field (``settings``)."""
@@ -383,7 +389,7 @@ class LaptRun(Section):
 
 
 @dataclass(frozen=True)
-class Lapt(Section):
+class Lapt(Launched):
     """``lapt``: language-adaptive pretraining (vocab_transfer.training.lapt; ``training`` holds LaptConfig
     fields, checked by vocab_transfer.training.settings.LaptConfig)."""
 
@@ -395,16 +401,12 @@ class Lapt(Section):
     nodes: int = _f(1, ge=1)
     runtime_min: int = _f(1440, ge=1)  # 24 h, the profile's LAPT limit; a longer run resumes on the retry
 
-    def check(self, where: str) -> None:
-        check_launcher(self.launcher, f"{where}.launcher")
-
     def job_threads(self) -> int:
         """CPU threads of a LAPT job: ``training.threads``, else 1."""
         return self.training.get("threads", 1)
 
     def launch_command(self) -> str:
         """What starts the trainer's processes, quoted for the shell (vocab_transfer.training.launch)."""
-
         return launcher_command(self.gpus, self.nodes, self.launcher)
 
 
@@ -440,7 +442,7 @@ class FinetuneModel(Section):
 
 
 @dataclass(frozen=True)
-class Finetune(Section):
+class Finetune(Launched):
     """``finetune``: downstream fine-tuning (vocab_transfer.training.finetune)."""
 
     tasks: dict[str, FinetuneTask] = _f({}, key_pattern=NAME)
@@ -451,14 +453,6 @@ class Finetune(Section):
     launcher: str | list[str] = "python"
     gpus: int = _f(0, ge=0)
     runtime_min: int = _f(720, ge=1)  # 12 h for all seeds of a job (5 seeds of XNLI, the papers' longest task)
-
-    def check(self, where: str) -> None:
-        check_launcher(self.launcher, f"{where}.launcher")
-
-    def launch_command(self) -> str:
-        """What starts the trainer (one process; ``auto``: python), quoted for the shell."""
-
-        return launcher_command(1, 1, self.launcher)
 
     def job_threads(self) -> int:
         """CPU threads of a fine-tuning job: ``training.threads``, else 1."""
@@ -511,7 +505,7 @@ class ZeroShotSetup(Section):
 
 
 @dataclass(frozen=True)
-class ZeroShot(Section):
+class ZeroShot(Launched):
     """``zero_shot``: cross-lingual transfer (vocab_transfer.training.zeroshot)."""
 
     sources: dict[str, ZeroShotSource] = _f({}, key_pattern=NAME)
@@ -521,14 +515,6 @@ class ZeroShot(Section):
     gpus: int = _f(0, ge=0)
     runtime_min: int = _f(60, ge=1)
     eval_runtime_min: int = _f(5, ge=1)  # per evaluation; a job asks for it x seeds x source tasks
-
-    def check(self, where: str) -> None:
-        check_launcher(self.launcher, f"{where}.launcher")
-
-    def launch_command(self) -> str:
-        """What starts the trainer (one process; ``auto``: python), quoted for the shell."""
-
-        return launcher_command(1, 1, self.launcher)
 
     def job_threads(self) -> int:
         """CPU threads of a source-side training or zero-shot evaluation job: ``training.threads``, else 1."""

@@ -177,7 +177,6 @@ def corpus_gb(config: dict, lang: str) -> float:
     """GB of text prepare_corpus reads for ``corpora.<lang>``: a ``text`` source's files, a hub corpus
     :data:`HUB_CORPUS_GB`, each at most its cap (``corpora.<lang>.max_bytes``, else ``corpus_filter.max_bytes``, of
     kept text); 0 for the installed Bibles and treebanks (a few MB)."""
-
     spec = config["corpora"][lang]
     cap = spec.get("max_bytes") or (config.get("corpus_filter") or {}).get("max_bytes")
     if spec.get("source") == "text":
