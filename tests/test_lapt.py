@@ -572,15 +572,17 @@ def test_torchrun_ddp_on_cpu_trains_as_one_process(tmp_path, sw_tokenizer, swahi
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CI has none)")
 def test_cuda_resume_is_bit_identical(tmp_path):
     """On a GPU (bf16 autocast, fused AdamW, pinned non-blocking copies): an interrupted and resumed run ends
-    bit-identical to an uninterrupted one, for one- and two-stage runs. Ran on an H100 (2026-11-22), before the
-    per-token accuracy (token_accuracy_top) was added to it."""
-    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
+    bit-identical to an uninterrupted one, for one- and two-stage runs. With compiled layers (compile: true) it is
+    close, not bit-identical: two uninterrupted compiled runs differ as much (measured on an H200, torch 2.11)."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaForMaskedLM
 
-    class Tok:
-        mask_token_id, all_special_ids, pad_token_id = 499, [0, 1, 2, 3, 499], 1
-
-        def __len__(self):
-            return 500
+    words = ["<s>", "<pad>", "</s>", "<unk>"] + [f"w{i}" for i in range(4, 499)] + ["<mask>"]
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.WordPiece({w: i for i, w in enumerate(words)},
+                                                                               unk_token="<unk>")),
+                                  bos_token="<s>", pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
+                                  mask_token="<mask>")
+    assert tok.mask_token_id == 499 and len(tok) == 500
 
     def model():
         torch.manual_seed(0)
@@ -589,17 +591,40 @@ def test_cuda_resume_is_bit_identical(tmp_path):
                                                       max_position_embeddings=40, pad_token_id=1))
 
     blocks = torch.randint(4, 499, (256, 32), generator=torch.Generator().manual_seed(0))
-    for variant in ("full", "two_stage"):
-        cfg = config(variant=variant, batch_size=16, token_accuracy_top=20)  # per-token counts from GPU logits
+    for variant, compiled in (("full", False), ("two_stage", False), ("full", True)):
+        cfg = config(variant=variant, batch_size=16, token_accuracy_top=20, compile=compiled)  # counts from GPU logits
         m1, m2 = model(), model()
-        c1 = train(m1, Tok(), blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{variant}-a")
-        train(m2, Tok(), blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{variant}-b", stop_after=6)
+        run = f"{variant}-{compiled}"
+        c1 = train(m1, tok, blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{run}-a")
+        train(m2, tok, blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{run}-b", stop_after=6)
         m3 = model()
-        c3 = train(m3, Tok(), blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{variant}-b")
+        c3 = train(m3, tok, blocks, blocks[:8], cfg, checkpoint_dir=tmp_path / f"{run}-b")
         assert next(m1.parameters()).is_cuda
         for (name, a), b in zip(m1.state_dict().items(), m3.state_dict().values(), strict=True):
-            assert torch.equal(a, b), (variant, name)
-        pd.testing.assert_frame_equal(c1, c3)
+            if compiled:  # compiled kernels are not bit-reproducible: 1e-5 apart after 12 steps on an H200
+                torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-3, msg=name)
+            else:
+                assert torch.equal(a, b), (variant, name)
+        if compiled:
+            pd.testing.assert_frame_equal(c1, c3, check_exact=False, rtol=1e-3, atol=1e-3)
+        else:
+            pd.testing.assert_frame_equal(c1, c3)
+
+
+def test_compile_layers_keeps_the_state_dict():
+    """compile: true compiles each transformer layer in place, once: the parameter names (checkpoints, saved models)
+    stay those of the eager model. (Compiling runs at the first forward pass: a GPU test above trains with it.)"""
+    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
+
+    from vocab_transfer.training.runtime import compile_layers
+
+    m = XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=50, hidden_size=8, num_hidden_layers=3,
+                                               num_attention_heads=2, intermediate_size=16))
+    names = list(m.state_dict())
+    assert compile_layers(m) == sum(type(x).__name__ in m._no_split_modules for x in m.modules()) >= 3
+    assert compile_layers(m) == 0  # already compiled
+    assert list(m.state_dict()) == names
+    assert compile_layers(torch.nn.Linear(2, 2)) == 0  # no layer classes declared
 
 
 def mf_artifact(tmp_path, model, clusters, seed=0):

@@ -130,6 +130,7 @@ from .runtime import (
     adamw,
     autocast_factory,
     checkpoint_settings,
+    compile_layers,
     current_distributed,
     enable_gradient_checkpointing,
     full_state_dict,
@@ -190,13 +191,14 @@ def reinit_parameter_names(model, part: str) -> set[str]:
 
 
 RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "micro_batch_size", "long_micro_batch_size",
-               "gradient_checkpointing")
+               "gradient_checkpointing", "compile")
 
 
 def resume_settings(cfg: LaptConfig) -> dict:
     """The settings a checkpoint is only valid for (stored in its state.json, compared when resuming): every
-    LaptConfig field but those a resumed run may change (threads, checkpointing, and micro-batching or gradient
-    checkpointing, e.g. after running out of GPU memory: the same sequences per step, only computed differently)."""
+    LaptConfig field but those a resumed run may change (threads, checkpointing, and micro-batching, gradient
+    checkpointing or compiling, e.g. after running out of GPU memory: the same sequences per step, only computed
+    differently)."""
     return checkpoint_settings(cfg, RESUME_FREE)
 
 
@@ -526,6 +528,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         check_document_masking(model, device)
     if cfg.gradient_checkpointing and not enable_gradient_checkpointing(model):
         log.warning("gradient_checkpointing: %s does not support it; training without", type(model).__name__)
+    if cfg.compile:
+        log.info("compile: %d transformer layers compiled", compile_layers(model))
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     for key in ("batch_size", "long_batch_size") if cfg.long_steps else ("batch_size",):
         if getattr(cfg, key) and getattr(cfg, key) % world:

@@ -8,7 +8,8 @@ records. The protocol it follows:
   one node or many; gloo on CPUs) and returns a :class:`Distributed` (world size, rank, ``wrap`` for DDP, barrier);
   :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed precision and
   :func:`param_dtype` the weights' dtype (bf16 for pure bf16 training);
-  :func:`enable_gradient_checkpointing` trades compute for activation memory; :func:`shard_model` shards a model
+  :func:`enable_gradient_checkpointing` trades compute for activation memory; :func:`compile_layers` compiles the
+  transformer layers; :func:`shard_model` shards a model
   over the processes (FSDP2) instead of DDP's replicas, and :func:`full_state_dict` gathers its state for rank 0.
 - :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
   :func:`optimizer_step` unscales (fp16), clips and steps both.
@@ -131,6 +132,19 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> bool:
         return False
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return True
+
+
+def compile_layers(model: torch.nn.Module) -> int:
+    """``torch.compile`` each transformer layer (the classes of the model's ``_no_split_modules``) in place
+    (``nn.Module.compile``: parameter names, state dicts and checkpoints are unchanged). The layers share one compiled
+    graph; embeddings, head and loss stay eager. Compiling whole models was slower in ``benchmarks/lapt_speed.py``;
+    per layer it fuses the elementwise work between the matrix products (casts, LayerNorm, dropout, GELU).
+    Returns the number of layers compiled now (0 where the model names no layer classes, or they are compiled)."""
+    names = set(getattr(model, "_no_split_modules", None) or ())
+    layers = [m for m in model.modules() if type(m).__name__ in names and getattr(m, "_compiled_call_impl", None) is None]
+    for layer in layers:
+        layer.compile(dynamic=False)  # static shapes: training and held-out batches get a graph each
+    return len(layers)
 
 
 def shard_model(model: torch.nn.Module) -> int:

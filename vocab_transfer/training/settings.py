@@ -120,6 +120,7 @@ class LaptConfig:
     snapshot_steps: list[int] = field(default_factory=list)  # global steps whose model is kept (vocab-swap Figs 4/8)
     token_accuracy_top: int = 0  # per-token held-out accuracy of the N most frequent tokens (Figure 6); 0: off
     gradient_checkpointing: bool = False  # recompute layer activations in the backward pass (large models, memory)
+    compile: bool = False  # torch.compile each transformer layer (GPU speed; see runtime.compile_layers)
     train_sequences: int | None = None  # train on the first N sequences of the corpus only (UNKs Figure 3); None: all
 
     def __post_init__(self) -> None:
