@@ -1,6 +1,8 @@
 # Config validation (before any job runs), the wildcards' constraints, and the Plan whose methods are the rules'
 # input and params functions (vocab_transfer/workflow/plan/: a module per stage); resource functions at the end.
+import json
 import os
+import shlex
 import sys
 from types import SimpleNamespace
 
@@ -10,6 +12,7 @@ from vocab_transfer.workflow import paths
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow import warm
 from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
+from vocab_transfer.artifacts import RERUN_ENV
 from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
 from vocab_transfer.source_model import TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
@@ -43,6 +46,18 @@ os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 # envs/vocab-transfer.yaml installs the package from this checkout by absolute path: Snakemake builds the
 # environment from a copy of the file in .snakemake/conda/, where a path relative to envs/ would miss.
 os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))
+# How to call this workflow again (a model card's "Reproduce", an artifact's rebuild hint): from the repository root
+# as the README does, else from anywhere (--snakefile, --directory and the config files as absolute paths).
+def rerun_words():
+    here = os.path.realpath(os.getcwd()) == os.path.realpath(workflow.basedir)
+    words = ["snakemake"] if here else ["snakemake", "--snakefile", os.path.abspath(workflow.main_snakefile),
+                                        "--directory", os.getcwd()]
+    configfiles = [os.path.relpath(c) if here else os.path.abspath(c)
+                   for c in workflow.config_settings.configfiles or ()]
+    return words, configfiles
+
+
+os.environ[RERUN_ENV] = json.dumps(dict(zip(("snakemake", "configfiles"), rerun_words())))
 
 # Before any job is submitted: the jobs against the cluster they go to (profile placeholders, GPU partitions,
 # multi-node LAPT without SLURM; vocab_transfer/workflow/cluster.py). Not inside a cluster job (*-jobstep).
@@ -93,10 +108,10 @@ wildcard_constraints:
 
 
 def reproduce_command(wildcards, output):
-    """The command that rebuilds an output from the repository root, for its model card (targets before
-    --configfile, which takes every word after it as a config file)."""
-    configs = [os.path.relpath(p) for p in workflow.config_settings.configfiles]
-    return " ".join(["snakemake --cores all", output[0], *(f"--configfile {c}" for c in configs)])
+    """The command that rebuilds an output, for its model card (targets before --configfile, which takes every word
+    after it as a config file): run from the repository root, it works as printed (rerun_words)."""
+    words, configs = rerun_words()
+    return shlex.join([words[0], "--cores", "all", *words[1:], output[0], *(["--configfile", *configs] if configs else [])])
 
 
 # --- what each job asks the scheduler for (vocab_transfer.workflow.resources) ----------------------------

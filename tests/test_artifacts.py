@@ -2,6 +2,7 @@
 job with the file and the rebuild command; ``python -m vocab_transfer.artifacts`` lists what is corrupt or stale."""
 
 import json
+import os
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -139,3 +140,106 @@ def test_check_cli_reports_corrupt_and_stale(tmp_path):
     assert bad.returncode == 1
     assert f"STALE    {results / 'derived.parquet'}" in bad.stdout and f"CORRUPT  {results / 't.safetensors'}" in bad.stdout
     assert "1 corrupt, 1 ok, 1 stale" in bad.stdout
+
+
+# --- artifacts that checksum themselves ------------------------------------------------------------------------------
+def overwrite_middle(path, n=16, keep_time=False):
+    """Overwrite ``n`` bytes in the middle of a file with other bytes: same size (and, with ``keep_time``, the same
+    modification time)."""
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    mid = len(data) // 2
+    data[mid:mid + n] = bytes((b + 1) % 256 for b in data[mid:mid + n])
+    path.write_bytes(bytes(data))
+    if keep_time:
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size
+
+
+def test_a_file_artifact_corrupted_without_changing_its_size_stops_the_job(tmp_path):
+    path = tmp_path / "init.safetensors"
+    write_tensors({"embeddings": torch.randn(64, 32)}, path)
+    assert artifacts.sidecar(path).is_file() and artifacts.check_manifest(path) == []
+    verify_inputs([path])
+    overwrite_middle(path)
+    check_readable(path, deep=True)  # still a valid safetensors file: only its checksum tells
+    with pytest.raises(ArtifactError, match=r"init.safetensors changed after it was written: .*same size, other "
+                                            r"content.*rebuild it with: snakemake --force"):
+        verify_inputs([path])
+
+
+def test_a_corruption_that_keeps_the_time_is_found_by_deep_checks(tmp_path):
+    path = tmp_path / "overlap.parquet"
+    write_parquet(pd.DataFrame({"a": range(1000)}), path)
+    overwrite_middle(path, keep_time=True)
+    assert artifacts.check_manifest(path) == []  # the cheap check trusts size and time
+    assert "same size, other content" in artifacts.check_manifest(path, deep=True)[0]
+    with pytest.raises(ArtifactError, match="changed after it was written"):
+        verify_inputs([path], deep=True)
+
+
+def test_a_folder_edited_in_place_is_detected(tmp_path):
+    from vocab_transfer.io import atomic_path
+
+    tok = tmp_path / "tokenizer"
+    with atomic_path(tok, directory=True) as tmp:
+        (tmp / "tokenizer.json").write_text('{"model": {"vocab": [1, 2, 3]}}')
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "b.txt").write_text("b")
+    assert sorted(json.loads((tok / ".manifest.json").read_text())["files"]) == ["sub/b.txt", "tokenizer.json"]
+    (tok / ".snakemake_timestamp").write_text("")  # Snakemake's marker in folder outputs is not a change
+    verify_inputs([tok])
+    (tok / "tokenizer.json").write_text('{"model": {"vocab": [1, 2, 4]}}')  # same size, edited in place
+    with pytest.raises(ArtifactError, match=r"tokenizer.json changed \(same size, other content\)"):
+        verify_inputs([tok])
+    (tok / "tokenizer.json").write_text('{"model": {"vocab": [1, 2, 3]}}')
+    verify_inputs([tok])  # back as written
+    (tok / "added_tokens.json").write_text("{}")
+    assert artifacts.check_manifest(tok) == [f"{tok / 'added_tokens.json'} was added"]
+    (tok / "added_tokens.json").unlink()
+    (tok / "sub" / "b.txt").unlink()
+    assert artifacts.check_manifest(tok) == [f"{tok / 'sub' / 'b.txt'} was removed"]
+    (tok / ".manifest.json").write_text("{not json")
+    assert "unreadable" in artifacts.check_manifest(tok)[0]
+
+
+def test_rebuild_hints_name_the_rule_output_and_the_config_files(tmp_path, monkeypatch):
+    """A corrupt corpus part is rebuilt through its split folder (the rule's output, not the part file), with the
+    config files of the run that wrote it; without any (config.yaml) the command has none."""
+    from vocab_transfer.io import atomic_path
+
+    monkeypatch.setenv(artifacts.RERUN_ENV, json.dumps({"snakemake": ["snakemake"],
+                                                        "configfiles": ["configs/focus.yaml", "configs/overlays/x y.yaml"]}))
+    split = tmp_path / "corpus" / "de" / "train.parquet"
+    with atomic_path(split, directory=True) as tmp:
+        pd.DataFrame({"text": ["a"]}).to_parquet(tmp / "part-00000.parquet")
+    part = split / "part-00000.parquet"
+    assert artifacts.rerun_hint(part) == (f"rebuild it with: snakemake --force {split} --configfile configs/focus.yaml "
+                                          "'configs/overlays/x y.yaml'")
+    monkeypatch.setenv(artifacts.RERUN_ENV, json.dumps({"snakemake": ["snakemake"], "configfiles": []}))
+    write_tensors({"x": torch.zeros(2)}, tmp_path / "t.safetensors")
+    assert artifacts.rerun_hint(tmp_path / "t.safetensors") == f"rebuild it with: snakemake --force {tmp_path}/t.safetensors"
+    elsewhere = ["snakemake", "--snakefile", "/repo/Snakefile", "--directory", "/work/run 1"]  # a run outside the repo
+    monkeypatch.setenv(artifacts.RERUN_ENV, json.dumps({"snakemake": elsewhere, "configfiles": ["/work/c.yaml"]}))
+    write_tensors({"x": torch.zeros(2)}, tmp_path / "u.safetensors")
+    assert artifacts.rerun_hint(tmp_path / "u.safetensors") == (
+        "rebuild it with: snakemake --snakefile /repo/Snakefile --directory '/work/run 1' --force "
+        f"{tmp_path}/u.safetensors --configfile /work/c.yaml")
+    part.write_bytes(part.read_bytes()[:-3])
+    with pytest.raises(ArtifactError, match=rf"changed after it was written: .*rebuild it with: snakemake --force {split} "
+                                            r"--configfile configs/focus.yaml"):
+        verify_inputs([split])
+
+
+def test_check_cli_reports_changed_artifacts(tmp_path):
+    results = tmp_path / "results"
+    write_tensors({"x": torch.randn(100)}, results / "init.safetensors")
+    write_parquet(pd.DataFrame({"a": range(100)}), results / "overlap.parquet")
+    overwrite_middle(results / "init.safetensors")
+    overwrite_middle(results / "overlap.parquet", keep_time=True)
+    run = lambda *a: subprocess.run([sys.executable, "-m", "vocab_transfer.artifacts", str(results), *a],  # noqa: E731
+                                    capture_output=True, text=True)
+    cheap, deep = run(), run("--deep")
+    assert cheap.returncode == deep.returncode == 1
+    assert f"CHANGED  {results / 'init.safetensors'}" in cheap.stdout and "overlap.parquet:" not in cheap.stdout
+    assert f"CHANGED  {results / 'overlap.parquet'}" in deep.stdout, deep.stdout

@@ -112,6 +112,51 @@ CASES = [
     ("text corpus path that does not exist", at("corpora.xx", {"source": "text", "path": "no/such/file.txt"}),
      "corpora.xx.path: source text needs an existing file or folder, got 'no/such/file.txt'"),
     ("empty text corpus", "EMPTY", "corpora.xx.path: {path} is empty"),
+    # settings that leave nothing, or do not fit the run
+    ("LAPT warmup longer than the run", at("lapt.training.warmup_ratio", 5.0),
+     "LAPT config: warmup_ratio must be in [0, 1] (the share of a stage's steps that warm up), not 5.0"),
+    ("negative LAPT warmup", at("lapt.training.warmup_ratio", -0.1), "warmup_ratio must be in [0, 1]"),
+    ("one LAPT run's warmup longer than the run", at("lapt.runs.focus.warmup_ratio", 1.5),
+     "lapt.runs.focus: LAPT config: warmup_ratio must be in [0, 1]"),
+    ("LAPT batch of 0", at("lapt.training.batch_size", 0), "batch_size must be a positive integer, not 0"),
+    ("LAPT evaluation every 0 steps", at("lapt.training.eval_every", 0), "eval_every must be a positive integer"),
+    ("LAPT checkpoints every 0 steps", at("lapt.training.checkpoint_every", 0),
+     "checkpoint_every must be a positive integer"),
+    ("LAPT batch not divisible by the GPUs", lambda c: c["lapt"].update(gpus=3),
+     "batch_size 8 is not divisible by the 3 GPUs of the run (lapt.gpus 3 x lapt.nodes 1)"),
+    ("LAPT batch not divisible by GPUs times nodes", lambda c: c["lapt"].update(gpus=2, nodes=3),
+     "batch_size 8 is not divisible by the 6 GPUs of the run (lapt.gpus 2 x lapt.nodes 3)"),
+    ("long-phase batch not divisible by the GPUs", lambda c: (c["lapt"].update(gpus=2), c["lapt"]["runs"]["focus"].update(
+        long_steps=2, long_seq_len=64, long_batch_size=5)),
+     "lapt.runs.focus: long_batch_size 5 is not divisible by the 2 GPUs"),
+    ("fine-tuning warmup longer than the run", at("finetune.training.warmup_ratio", 2.0),
+     "fine-tuning config: warmup_ratio must be in [0, 1]"),
+    ("fine-tuning dev evaluation every 0 steps", at("finetune.training.eval_fraction", 0.0),
+     "fine-tuning config: eval_fraction must be in (0, 1]"),
+    ("fine-tuning of 0 epochs", at("finetune.training.epochs", 0), "fine-tuning config: epochs must be positive"),
+    ("a task's own warmup longer than the run", at("finetune.tasks.he-dep.training.warmup_ratio", 3.0),
+     "warmup_ratio must be in [0, 1]"),
+    ("min_chars above max_chars", lambda c: c.update(corpus_filter={"min_chars": 50, "max_chars": 20}),
+     "corpus_filter: min_chars 50 is greater than max_chars 20: every document would be dropped"),
+    ("long-document pieces shorter than min_chars", lambda c: c.update(corpus_filter={"min_chars": 50,
+                                                                                      "split_chars": 20}),
+     "corpus_filter: split_chars 20 is below min_chars 50"),
+    ("no held-out share", lambda c: c.update(corpus_split={"heldout_fraction": 0.0}),
+     "corpus_split.heldout_fraction: 0 leaves no held-out text"),
+    ("held-out share of 1", lambda c: c.update(corpus_split={"heldout_fraction": 1.0}), "corpus_split.heldout_fraction"),
+    ("zero held-out documents", lambda c: c.update(corpus_split={"max_heldout_docs": 0}),
+     "corpus_split.max_heldout_docs: 0 is less than the minimum of 1"),
+    ("corpus encoding that is no error mode", at("corpora.de.errors", "surrogateescape"),
+     "corpora.de.errors: 'surrogateescape' is not one of"),
+    ("two rows of an init table labelled alike", lambda c: (c["methods"]["focus_word"].update(label="FOCUS"), c.update(
+        tables={**c["tables"], "init": {"kind": "init", "rows": ["focus", "focus_word"], "languages": ["sw"]}})),
+     "tables.init.rows: ['focus', 'focus_word'] are all labelled 'FOCUS' (their methods entries' label)"),
+    ("two rows of a fine-tuning table labelled alike", at("finetune.models.random-init.label", "Source model"),
+     "tables.table3.rows: ['source', 'random-init'] are all labelled 'Source model' (their finetune.models entries' "
+     "label)"),
+    ("a row labelled like another's name", lambda c: (c["finetune"]["models"]["source"].pop("label"),
+                                                       c["finetune"]["models"]["random-init"].update(label="source")),
+     "['source', 'random-init'] are all labelled 'source'"),
     # GPUs and nodes
     ("a GPU method on a config without GPUs", at("methods.mf10_neural_rand.device", "cuda"),
      "methods.mf10_neural_rand.device: cuda needs a GPU, but this config's GPU jobs get none (lapt.gpus: 0)"),
@@ -131,6 +176,53 @@ def test_bad_config_fails_at_parse_time(name, edit, message, tmp_path, monkeypat
     with pytest.raises(ConfigError) as e:
         check_config(config, REPO / "schemas" / "config.schema.yaml")
     assert message in str(e.value), str(e.value)
+
+
+def local_source(tmp_path, config_json: str | None) -> str:
+    """A folder standing in for a local source model: its config.json as given (None: none)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if config_json is not None:
+        (folder / "config.json").write_text(config_json)
+    return str(folder)
+
+
+FOLDER_CASES = [
+    ("source folder without config.json", None, "has no config.json (not a save_pretrained folder)"),
+    ("source config.json that is not JSON", "{vocab_size: 5", "config.json is unreadable"),
+    ("source config.json without vocab_size", '{"model_type": "xlm-roberta"}',
+     "config.json lacks ['vocab_size'] (the architecture and the embedding rows the pipeline reads)"),
+    ("source config.json without model_type", '{"vocab_size": 800}', "config.json lacks ['model_type']"),
+    ("source config.json that is a list", "[1, 2]", "config.json lacks ['model_type', 'vocab_size']"),
+]
+
+
+@pytest.mark.parametrize("name, config_json, message", FOLDER_CASES, ids=[c[0] for c in FOLDER_CASES])
+def test_a_bad_local_source_folder_fails_at_parse_time(name, config_json, message, tmp_path):
+    config = yaml.safe_load(yaml.safe_dump(BASE))
+    folder = local_source(tmp_path, config_json)
+    config["sources"]["local"] = {"model": folder}
+    with pytest.raises(ConfigError) as e:
+        check_config(config, REPO / "schemas" / "config.schema.yaml")
+    assert f"sources.local.model: {folder}" in str(e.value) and message in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("files, message", [
+    ({}, "has no tokenizer files (none of ['tokenizer.json'"),
+    ({"README.md": "x"}, "has no tokenizer files"),
+    ({"tokenizer.json": "{not json"}, "does not load as a tokenizer"),
+    ({"tokenizer_config.json": '{"tokenizer_class": "NoSuchTokenizer"}'}, "does not load as a tokenizer"),
+], ids=["empty folder", "no tokenizer files", "broken tokenizer.json", "unknown tokenizer class"])
+def test_a_bad_pretrained_tokenizer_folder_fails_at_parse_time(files, message, tmp_path):
+    config = yaml.safe_load(yaml.safe_dump(BASE))
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    config["tokenizer"]["pretrained"] = {"sw": str(folder)}
+    with pytest.raises(ConfigError) as e:
+        check_config(config, REPO / "schemas" / "config.schema.yaml")
+    assert f"tokenizer.pretrained.sw: {folder}" in str(e.value) and message in str(e.value), str(e.value)
 
 
 def test_at_least_forty_cases_listed_in_the_docs():

@@ -22,6 +22,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from vocab_transfer.artifacts import MANIFEST
+
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "data" / "tiny_config.yaml"
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", REPO / "test-artifacts"))
@@ -30,7 +32,7 @@ RANDOM_KILLS = 3
 
 #: What the module injected and what recovered (conftest.pytest_terminal_summary prints it).
 SUMMARY = {"faults_injected": 0, "sigkill": 0, "sigkill_during_checkpoint_write": 0, "concurrent_snakemake": 0,
-           "disk_full": 0, "runs_recovered": 0, "bytes_lost": 0, "partial_files_left": 0}
+           "disk_full": 0, "same_size_corruption": 0, "runs_recovered": 0, "bytes_lost": 0, "partial_files_left": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -115,7 +117,8 @@ def assert_same_results(out: Path, ref: Path) -> None:
     differ = [b for a, b in ((out, ref), (history_path(out), history_path(ref)))
               if not a.is_file() or not pd.read_parquet(a).equals(pd.read_parquet(b))]
     SUMMARY["bytes_lost"] += sum(b.stat().st_size for b in differ)
-    left = [p for p in out.parent.iterdir() if p.name.startswith(".") or p.name.endswith(".checkpoints")]
+    left = [p for p in out.parent.iterdir() if (p.name.startswith(".") and not p.name.endswith(MANIFEST))
+            or p.name.endswith(".checkpoints")]  # a file's manifest beside it is no leftover
     SUMMARY["partial_files_left"] += len(left)
     for a, b in ((out, ref), (history_path(out), history_path(ref))):
         pd.testing.assert_frame_equal(pd.read_parquet(a), pd.read_parquet(b))
@@ -240,6 +243,50 @@ def test_a_second_snakemake_on_the_same_directory_is_refused(tmp_path):
     SUMMARY["runs_recovered"] += 1
 
 
+# --- an artifact corrupted without changing its size ----------------------------------------------------------------
+@pytest.mark.slow
+def test_an_artifact_corrupted_in_place_is_not_used_downstream_and_its_hint_rebuilds_it(tmp_path):
+    """The German target tokenizer's tokenizer.json is overwritten in place with bytes of the same length (its
+    folder's time unchanged, so Snakemake sees nothing): the next job that reads it (the overlap) stops before
+    reading, naming the file and a rebuild command with the run's --configfile; that command, run as printed,
+    rebuilds the tokenizer, and the overlap then builds from the rebuilt one."""
+    import shlex
+
+    config = yaml.safe_load(TINY.read_text())
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    run = lambda *a: subprocess.run([*SNAKEMAKE, *a, "--cores", "1"], cwd=tmp_path, env=ENV,  # noqa: E731
+                                    capture_output=True, text=True)
+    tok, overlap = "results/tokenizers/de", "results/overlap/tiny/de.parquet"
+    first = run(tok, "--configfile", "tiny.yaml")
+    assert first.returncode == 0, first.stderr[-3000:]
+    f = tmp_path / tok / "tokenizer.json"
+    data, folder_time = bytearray(f.read_bytes()), (tmp_path / tok).stat().st_mtime_ns
+    at = data.index(b'"vocab"') + 40
+    data[at:at + 8] = b"X" * 8  # 8 bytes of a token's text: same size, still JSON, another vocabulary
+    f.write_bytes(bytes(data))
+    SUMMARY["faults_injected"] += 1
+    SUMMARY["same_size_corruption"] += 1
+    assert (tmp_path / tok).stat().st_mtime_ns == folder_time
+    refused = run(overlap, "--configfile", "tiny.yaml")
+    log = (tmp_path / "logs" / "compute_overlap" / "tiny" / "de.log")
+    out = refused.stdout + refused.stderr + (log.read_text() if log.is_file() else "")
+    assert refused.returncode != 0 and not (tmp_path / overlap).exists(), out[-3000:]
+    assert f"{tok}/tokenizer.json changed (same size, other content)" in out, out[-3000:]
+    hint = out[out.index("rebuild it with: ") + len("rebuild it with: "):].splitlines()[0]
+    # run here with --snakefile, not from the repository root: the command names the Snakefile, the working
+    # directory and the config file, and runs as printed from anywhere
+    assert hint == (f"snakemake --snakefile {REPO / 'Snakefile'} --directory {tmp_path} --force {tok} "
+                    f"--configfile {tmp_path / 'tiny.yaml'}"), hint
+    words = shlex.split(hint)
+    rebuilt = subprocess.run([sys.executable, "-m", *words, "--cores", "1"], cwd=REPO / "docs", env=ENV,
+                             capture_output=True, text=True)  # from another folder, as printed
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert bytes(data) != f.read_bytes()  # the edit is gone
+    done = run(overlap, "--configfile", "tiny.yaml")
+    assert done.returncode == 0 and (tmp_path / overlap).is_file(), done.stderr[-3000:]
+    SUMMARY["runs_recovered"] += 1
+
+
 # --- a full file system ------------------------------------------------------------------------------------------------
 @pytest.fixture
 def small_disk(tmp_path):
@@ -285,7 +332,8 @@ def test_a_full_disk_raises_enospc_naming_the_file_and_leaves_nothing(small_disk
     assert kept == "already there"  # what was on the disk before is intact
     # once there is room, the same writers succeed
     write_tensors({"embeddings": torch.ones(10, 10)}, small_disk / "results" / "tensors.safetensors")
-    assert sorted(p.name for p in (small_disk / "results").iterdir()) == ["tensors.safetensors"]
+    assert sorted(p.name for p in (small_disk / "results").iterdir()) == [".tensors.safetensors" + MANIFEST,
+                                                                          "tensors.safetensors"]
 
 
 def test_checkpoints_deleted_midway_leave_nothing_to_resume(tmp_path, monkeypatch):

@@ -508,7 +508,8 @@ def test_cli_survives_kill_and_signal(tmp_path, sw_tokenizer, swahili_verses):
             assert ((tmp_path / f"{name}.snapshots" / step / "model.safetensors").read_bytes()
                     == (tmp_path / "ref.snapshots" / step / "model.safetensors").read_bytes()), (name, step)
         assert not (tmp_path / f"{name}.checkpoints").exists()  # cleaned up after the final save
-    assert sorted(p.name for p in (tmp_path / "ref.snapshots").iterdir()) == ["step-00000010", "step-00000040"]
+    assert sorted(p.name for p in (tmp_path / "ref.snapshots").iterdir() if not p.name.startswith(".")) == [
+        "step-00000010", "step-00000040"]
     assert (tmp_path / "ref.snapshots/step-00000040/model.safetensors").read_bytes() == (
         tmp_path / "ref/model.safetensors").read_bytes()  # the last step's snapshot is the final model
     accuracy = pd.read_parquet(tmp_path / "ref.token_accuracy.parquet")

@@ -121,7 +121,8 @@ def test_download_pins_the_revision_and_records_the_commit(patched_hub, fake_hub
     out = tmp_path / "resources/models/hub"
     origin = download_hub_model(HUB_ID, "v1", out)
     assert origin == {"repo": HUB_ID, "revision": "v1", "resolved_revision": COMMITS["v1"],
-                      "files": sorted(p.name for p in out.iterdir() if p.is_file() and p.name != ORIGIN_FILE)}
+                      "files": sorted(p.name for p in out.iterdir()
+                                      if p.is_file() and p.name not in (ORIGIN_FILE, ".manifest.json"))}
     assert json.loads((out / ORIGIN_FILE).read_text()) == origin == model_origin(out)
     assert "model.safetensors" in origin["files"] and "tokenizer.json" in origin["files"]
     assert "tf_model.h5" not in origin["files"] and not (out / "onnx").exists()  # hub_download_patterns

@@ -4,6 +4,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -160,7 +161,12 @@ def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
     card = (tiny_run / init / "README.md").read_text()
     assert card.startswith("---\nlibrary_name: transformers\nlanguage: [sw]\npipeline_tag: fill-mask")
     assert f"{table.loc['focus', 'mlm_loss']:.4f}" in card and "kind `focus`" in card and "FOCUS" in card
-    assert f"snakemake --cores all {init} --configfile" in card
+    command = card[card.index("snakemake --cores all"):].splitlines()[0]  # the card's "Reproduce"
+    assert command == shlex.join(["snakemake", "--cores", "all", "--snakefile", str(REPO / "Snakefile"), "--directory",
+                                  str(tiny_run), init, "--configfile", str(tiny_run / "config.yaml")])
+    dry = subprocess.run([sys.executable, "-m", *shlex.split(command), "-n"], cwd=REPO / "docs", capture_output=True,
+                         text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # runs as printed, from elsewhere
+    assert dry.returncode == 0, dry.stderr[-3000:]
     exported = load_file(tiny_run / lapt / "model.safetensors")
     trained = load_file(tiny_run / "results/lapt/tiny/sw/focus/model/model.safetensors")
     assert exported.keys() == trained.keys() and all(torch.equal(exported[k], trained[k]) for k in trained)

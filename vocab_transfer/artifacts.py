@@ -9,8 +9,16 @@ short or unreadable, or one made from an older version of another input of the s
 tokenizer that has since changed) stops the job with the file and the command that rebuilds it.
 
 ``python -m vocab_transfer.artifacts [results] [--deep]`` checks every artifact under ``results/`` and lists what is
-corrupt or stale; ``--deep`` also reads every row group and tensor (a truncation inside a file whose footer
-survived). Exit status 1 when something is.
+corrupt, stale or changed since it was written; ``--deep`` also reads every row group and tensor (a truncation inside
+a file whose footer survived) and hashes every file listed in a manifest. Exit status 1 when something is.
+
+Every artifact also checksums itself when it is written (:func:`write_manifest`, from
+:func:`vocab_transfer.io.atomic_path`): a folder holds ``.manifest.json`` with the size, modification time and
+xxh3-128 hash of each of its files; a file has a hidden sidecar ``.<name>.manifest.json`` beside it. The input check
+compares an input against its manifest cheaply (a file whose size and time are as recorded is trusted; any other is
+hashed again), ``--deep`` hashes every file; a file changed, added or removed since the artifact was written stops
+the job (:func:`check_manifest`). The manifest also records the rule and config files of the job that wrote it, so
+the rebuild hint is a command that runs (:func:`rerun_hint`).
 
 A fingerprint is the SHA-256 of a file's content for files up to 64 MiB (tokenizers, overlaps, init tensors), and of
 its size, first and last MiB beyond that (corpora, shards, model weights: cheap at 20 GB, and any rewrite that
@@ -20,6 +28,7 @@ changes the length or either end changes it); a folder's is the fingerprint of i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -29,6 +38,12 @@ from functools import cache
 from pathlib import Path
 
 KEY = "vocab_transfer"
+MANIFEST = ".manifest.json"  # a folder artifact's own checksums; a file's are in .<name>.manifest.json beside it
+#: Files of a folder artifact that its manifest leaves out: the manifest, and the marker Snakemake adds to folders.
+UNLISTED = (MANIFEST, ".snakemake_timestamp")
+#: The environment variable in which the workflow tells its jobs how to call it again (rules/common.smk: rerun_words):
+#: JSON ``{"snakemake": [words before the targets], "configfiles": [its --configfile arguments]}``.
+RERUN_ENV = "VOCAB_TRANSFER_RERUN"
 FULL_HASH_LIMIT = 64 << 20
 EDGE = 1 << 20
 VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas", "pyarrow",
@@ -181,6 +196,118 @@ def tensor_checksums(path: str | os.PathLike) -> dict[str, str]:
     return out
 
 
+def hash_file(path: str | os.PathLike) -> str:
+    """xxh3-128 of a file's bytes (about 10 GB/s from the page cache: the cost is reading the file)."""
+    import xxhash
+
+    h = xxhash.xxh3_128()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 22):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sidecar(path: str | os.PathLike) -> Path:
+    """Where a file artifact's manifest lives: ``.<name>.manifest.json`` beside it."""
+    path = Path(path)
+    return path.with_name(f".{path.name}{MANIFEST}")
+
+
+def manifest_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path / MANIFEST if path.is_dir() else sidecar(path)
+
+
+def _entry(f: Path) -> dict:
+    st = f.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "xxh3_128": hash_file(f)}
+
+
+def _listed(folder: Path) -> list[Path]:
+    return sorted(f for f in folder.rglob("*") if f.is_file() and f.relative_to(folder).as_posix() not in UNLISTED)
+
+
+def _job_origin() -> dict:
+    out = {"rule": _job["rule"]} if _job else {}
+    if RERUN_ENV in os.environ:  # run by the workflow: how to call it again (no config files: config.yaml)
+        out["rerun"] = json.loads(os.environ[RERUN_ENV])
+    return out
+
+
+def write_manifest(written: str | os.PathLike) -> dict | None:
+    """Record the checksums of an artifact just written at ``written``, after its last byte and before it is moved
+    onto its path (a rename keeps the modification times recorded): a folder gets ``.manifest.json`` inside it (moved
+    with it); for a file, the record is returned, for :func:`write_sidecar` once the file is in place."""
+    written = Path(written)
+    record = {"format": 1, **_job_origin()}
+    if written.is_dir():
+        record["files"] = {f.relative_to(written).as_posix(): _entry(f) for f in _listed(written)}
+        (written / MANIFEST).write_text(json.dumps(record, indent=0), encoding="utf-8")
+        return None
+    return record | {"files": {"": _entry(written)}}
+
+
+def write_sidecar(record: dict, path: str | os.PathLike) -> None:
+    """Write a file artifact's manifest beside it, atomically (a temporary file that is removed if the write fails,
+    e.g. on a full disk)."""
+    side = sidecar(path)
+    tmp = side.with_name(side.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(record, indent=0), encoding="utf-8")
+        os.replace(tmp, side)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_manifest(path: str | os.PathLike) -> dict | None:
+    """The manifest of an artifact (None if it has none, or if it is unreadable: then :func:`check_manifest` says
+    so)."""
+    m = manifest_path(path)
+    if not m.is_file():
+        return None
+    with contextlib.suppress(ValueError, OSError):
+        return json.loads(m.read_text(encoding="utf-8"))
+    return {"files": None}
+
+
+def check_manifest(path: str | os.PathLike, deep: bool = False) -> list[str]:
+    """What changed in an artifact since it was written, by its manifest: files changed (a different size, or a
+    different hash where the time differs or ``deep``), added or removed; [] when nothing did or there is no
+    manifest (an artifact not written by the pipeline: a user's own model folder)."""
+    path = Path(path)
+    record = read_manifest(path)
+    if record is None:
+        return []
+    if not isinstance(record.get("files"), dict):
+        return [f"its manifest {manifest_path(path)} is unreadable"]
+    problems = []
+    for rel, then in record["files"].items():
+        f = path / rel if rel else path
+        if not f.is_file():
+            problems.append(f"{f} was removed")
+            continue
+        st = f.stat()
+        if st.st_size != then["size"]:
+            problems.append(f"{f} changed ({then['size']} bytes when written, {st.st_size} now)")
+        elif (deep or st.st_mtime_ns != then["mtime_ns"]) and hash_file(f) != then["xxh3_128"]:
+            problems.append(f"{f} changed (same size, other content)")
+    if path.is_dir():
+        added = [f for f in _listed(path) if f.relative_to(path).as_posix() not in record["files"]]
+        problems += [f"{f} was added" for f in added]
+    return problems
+
+
+def artifact_root(path: str | os.PathLike) -> Path:
+    """The artifact a file belongs to: the nearest folder above it with a manifest (a corpus part's split folder, a
+    tokenizer file's tokenizer folder), else the file itself. A rebuild names it: it is the rule's output."""
+    path = Path(path)
+    for parent in [path, *path.parents]:
+        if parent.is_dir() and (parent / MANIFEST).is_file():
+            return parent
+    return path
+
+
 def check_readable(path: str | os.PathLike, deep: bool = False) -> None:
     """ArtifactError unless ``path`` opens as its format says (parquet footer / safetensors header and size; with
     ``deep`` every row group / tensor read)."""
@@ -210,7 +337,18 @@ def check_readable(path: str | os.PathLike, deep: bool = False) -> None:
 
 
 def rerun_hint(path: str | os.PathLike) -> str:
-    return f"rebuild it with: snakemake --force {path} (and your --configfile)"
+    """The command that rebuilds the artifact ``path`` belongs to (its rule's output), as the run that wrote it was
+    called (from its manifest: the config files, and ``--snakefile``/``--directory`` for a run made outside the
+    repository root); else "snakemake --force <path> (and your --configfile)"."""
+    import shlex
+
+    root = artifact_root(path)
+    rerun = (read_manifest(root) or {}).get("rerun")
+    if rerun:
+        configfiles = rerun["configfiles"]
+        return "rebuild it with: " + shlex.join([*rerun["snakemake"], "--force", str(root),
+                                                 *(["--configfile", *configfiles] if configfiles else [])])
+    return f"rebuild it with: snakemake --force {shlex.quote(str(root))} (and your --configfile)"
 
 
 def stale_inputs(path: str | os.PathLike, meta: dict | None = None, among: set[str] | None = None,
@@ -231,9 +369,14 @@ def stale_inputs(path: str | os.PathLike, meta: dict | None = None, among: set[s
 
 def verify_inputs(paths, deep: bool = False) -> None:
     """Check a job's input artifacts before it reads them: each parquet/safetensors/JSON file opens, and none was made
-    from an older version of another input of the same job. Raises :class:`ArtifactError` naming the file and the
-    command that rebuilds it."""
+    from an older version of another input of the same job, and none changed since it was written
+    (:func:`check_manifest`). Raises :class:`ArtifactError` naming the file and the command that rebuilds it."""
     paths = [str(p) for p in paths]
+    for p in paths:
+        changed = check_manifest(p, deep)
+        if changed:
+            raise ArtifactError(f"{p} changed after it was written: {'; '.join(changed[:3])}"
+                                f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; {rerun_hint(p)}")
     files = []
     for p in paths:
         path = Path(p)
@@ -254,10 +397,19 @@ def verify_inputs(paths, deep: bool = False) -> None:
 
 
 def scan(root: str | os.PathLike, deep: bool = False) -> list[dict]:
-    """One record per artifact file under ``root``: ``path``, ``status`` (ok / corrupt / stale / no metadata),
-    ``detail``."""
+    """One record per artifact under ``root``: ``path``, ``status`` (ok / corrupt / stale / changed / no metadata),
+    ``detail``. Files are read as their format says; every manifest (folder or sidecar) is compared with what it
+    lists (``deep``: every file hashed again)."""
     out, current = [], {}
-    for f in sorted(Path(root).rglob("*")):
+    root = Path(root)
+    for m in sorted(root.rglob(f"*{MANIFEST}")):
+        artifact = m.parent if m.name == MANIFEST else m.with_name(m.name[1:-len(MANIFEST)])
+        if not artifact.exists():
+            continue  # the sidecar of a file a rerun is about to write again
+        changed = check_manifest(artifact, deep)
+        if changed:
+            out.append({"path": str(artifact), "status": "changed", "detail": "; ".join(changed[:3])})
+    for f in sorted(root.rglob("*")):
         if not f.is_file() or f.suffix not in (".parquet", ".safetensors", ".json") or f.name.startswith("."):
             continue
         try:
@@ -278,16 +430,16 @@ def scan(root: str | os.PathLike, deep: bool = False) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m vocab_transfer.artifacts", description=__doc__.split("\n\n")[0])
     p.add_argument("root", nargs="?", default="results", help="folder to check (default: results)")
-    p.add_argument("--deep", action="store_true", help="read every row group and tensor too")
+    p.add_argument("--deep", action="store_true", help="read every row group and tensor, and hash every file")
     args = p.parse_args(argv)
     records = scan(args.root, args.deep)
     counts: dict[str, int] = {}
     for r in records:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-        if r["status"] in ("corrupt", "stale"):
+        if r["status"] in ("corrupt", "stale", "changed"):
             print(f"{r['status'].upper():8} {r['path']}: {r['detail']}; {rerun_hint(r['path'])}")
     print(f"{len(records)} artifacts under {args.root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    return 1 if counts.get("corrupt") or counts.get("stale") else 0
+    return 1 if counts.get("corrupt") or counts.get("stale") or counts.get("changed") else 0
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import lazy
-from .artifacts import KEY, artifact_metadata
+from .artifacts import KEY, artifact_metadata, write_manifest, write_sidecar
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
@@ -32,9 +32,11 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: bool = True) -> Iterator[Path]:
     """Yield a temporary sibling of ``path``; move it onto ``path`` only if the block succeeds, else remove it. A full
-    file system (whatever the writer raised) becomes ``OSError(ENOSPC)`` naming ``path`` and the bytes free."""
+    file system (whatever the writer raised) becomes ``OSError(ENOSPC)`` naming ``path`` and the bytes free. With
+    ``checksum`` the artifact records its own checksums before the move
+    (:func:`vocab_transfer.artifacts.write_manifest`; off for training checkpoints, which only their run reads)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if directory:
@@ -49,9 +51,12 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
         yield tmp
         if not directory:  # a writer that replaced the file (safetensors does) left it 0600
             tmp.chmod(0o666 & ~_umask())
+        record = write_manifest(tmp) if checksum else None  # a folder's goes inside it; a file's is returned
         if directory and path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
+        if record is not None:  # a file's sidecar, after the file: a kill in between leaves a file without one
+            write_sidecar(record, path)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         if _disk_full(e):  # writers name neither file (pyarrow) nor raise OSError at all (safetensors)

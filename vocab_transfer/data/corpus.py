@@ -120,6 +120,7 @@ class FilterStats:
     kept_bytes: int = 0
     too_short: int = 0  # fewer than min_chars characters (empty after cleaning included)
     too_long: int = 0  # more than max_chars characters
+    split: int = 0  # documents of more than split_chars characters, each read as several
     too_few_words: int = 0
     duplicate: int = 0
     stopped_by: str | None = None  # max_docs | max_bytes: the cap that ended reading early
@@ -148,6 +149,7 @@ def filter_documents(
     normalization: str = "NFKC",
     max_bytes: int | None = None,
     max_docs: int | None = None,
+    split_chars: int | None = None,
     stats: FilterStats | None = None,
     spill_dir: str | os.PathLike | None = None,
 ) -> Iterator[dict]:
@@ -158,7 +160,9 @@ def filter_documents(
     :class:`~vocab_transfer.data.dedup.HashSet` of :func:`text_key`, spilling to ``spill_dir`` when given: bounded
     memory). Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8
     bytes (the document crossing the cap is kept); the source is read in batches of :data:`READ_BATCH`, so at most
-    one batch past the cap is pulled. Yields ``{"doc_id": str, "text": cleaned}``; ``stats`` counts what happened.
+    one batch past the cap is pulled. A raw document of more than ``split_chars`` characters is first cut into
+    pieces of at most that many (:func:`split_long`), so that no single line of a file can hold a job's memory.
+    Yields ``{"doc_id": str, "text": cleaned}``; ``stats`` counts what happened.
     """
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
@@ -166,11 +170,33 @@ def filter_documents(
     if (max_docs is not None and max_docs <= 0) or (max_bytes is not None and max_bytes <= 0):
         return
     seen = HashSet(spill_dir=spill_dir) if dedup else None
+    if split_chars is not None:
+        docs = split_long(docs, split_chars, stats)
     try:
         yield from _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, max_bytes, max_docs)
     finally:
         if seen is not None:
             seen.close()
+
+
+def split_long(docs: Iterable[dict], n: int, stats: FilterStats) -> Iterator[dict]:
+    """Documents as they are, but one of more than ``n`` characters as pieces of at most ``n``, cut after the last
+    newline (else the last space) before each limit; the pieces' ids are ``<doc_id>#<k>``."""
+    for doc in docs:
+        text = doc["text"]
+        if len(text) <= n:
+            yield doc
+            continue
+        stats.split += 1
+        start, k = 0, 0
+        while start < len(text):
+            end = start + n
+            if end < len(text):
+                cut = text.rfind("\n", start, end)
+                cut = cut if cut > start else text.rfind(" ", start, end)
+                end = cut + 1 if cut > start else end
+            yield {"doc_id": f"{doc['doc_id']}#{k}", "text": text[start:end]}
+            start, k = end, k + 1
 
 
 def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, max_bytes, max_docs) -> Iterator[dict]:
@@ -459,6 +485,11 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
             held = out
         else:
             stats.heldout_candidates = held.docs
+        if held.docs == 0 and frac > 0 and cap != 0:  # none asked for (0) is the config's choice
+            raise CorpusError(f"no held-out documents for corpus source {spec!r}: {fstats.kept:,} documents were kept "
+                              f"and none fell into the held-out share (corpus_split.heldout_fraction {frac}"
+                              + (f", max_heldout_docs {cap}" if cap is not None else "") + "); the init-time loss and "
+                              "LAPT evaluate on it: raise heldout_fraction, or give the corpus more documents")
     stats.source, stats.filter = asdict(source), asdict(fstats)
     stats.train_docs, stats.train_bytes = train.docs, train.bytes
     stats.heldout_docs, stats.heldout_bytes = held.docs, held.bytes

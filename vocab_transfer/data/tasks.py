@@ -30,6 +30,7 @@ script (which ``datasets`` >= 4 refuses) is read from the Hub's parquet export (
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import math
 import os
@@ -135,9 +136,9 @@ def read_conllu(path: str | os.PathLike) -> Iterator[tuple[dict[str, str], list[
     """
     comments: dict[str, str] = {}
     rows: list[list[str]] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            line = line.rstrip("\r\n")
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            line = _decode(raw, path, lineno).rstrip("\r\n")
             if not line.strip():
                 if rows:
                     yield comments, rows
@@ -153,6 +154,39 @@ def read_conllu(path: str | os.PathLike) -> Iterator[tuple[dict[str, str], list[
                 rows.append(fields)
     if rows:
         yield comments, rows
+
+
+def _decode(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
+    """A line of a task file as UTF-8; ValueError naming the file, the line and the byte when it is not."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{lineno}: not UTF-8 (byte {raw[e.start:e.start + 1]!r} at column {e.start + 1}); "
+                         "task files must be UTF-8") from None
+
+
+def check_text_file(path: str | os.PathLike) -> None:
+    """A local task file (json, jsonl, csv) is UTF-8 throughout and, in JSON-lines form, a JSON record per line:
+    ValueError naming the file and line of the first bad record (before ``datasets`` reads it, whose errors name
+    neither)."""
+    json_lines = None
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            line = _decode(raw, path, lineno).strip()
+            if not line or Path(path).suffix.lower() not in (".json", ".jsonl"):
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as e:
+                if json_lines is None:  # the first line alone is no record: one JSON document, datasets parses it
+                    return
+                raise ValueError(f"{path}:{lineno}: not a JSON record ({e})") from None
+            if json_lines is None:
+                json_lines = isinstance(record, dict)
+                if not json_lines:
+                    return
+            elif not isinstance(record, dict):
+                raise ValueError(f"{path}:{lineno}: a JSON record must be an object, got {type(record).__name__}")
 
 
 def _is_word(row: list[str]) -> bool:
@@ -310,6 +344,8 @@ def _read_local(split: str, path: str, cache_dir: str | None) -> Dataset:
         raise ValueError(f"data_files[{split!r}] = {path}: unknown extension; use one of {sorted(_FORMATS)}")
     if not Path(path).is_file():
         raise FileNotFoundError(f"data_files[{split!r}] not found: {path}")
+    if fmt != "parquet":
+        check_text_file(path)
     return datasets.load_dataset(fmt, data_files=str(path), split="train", cache_dir=cache_dir)
 
 

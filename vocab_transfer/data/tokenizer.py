@@ -77,11 +77,19 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
     if vocab_size <= len(XLMR_SPECIALS) + 1:
         raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces")
     proto = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=sentence_chunks(texts), model_writer=proto, model_type="unigram", vocab_size=vocab_size - 1,
-        character_coverage=character_coverage, max_sentencepiece_length=max_piece_length,
-        bos_id=0, pad_id=1, eos_id=2, unk_id=3, normalization_rule_name="nmt_nfkc", num_threads=num_threads,
-        input_sentence_size=0, shuffle_input_sentence=False, minloglevel=0 if show_progress else 2)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=sentence_chunks(texts), model_writer=proto, model_type="unigram",
+            vocab_size=vocab_size - 1, character_coverage=character_coverage, max_sentencepiece_length=max_piece_length,
+            bos_id=0, pad_id=1, eos_id=2, unk_id=3, normalization_rule_name="nmt_nfkc", num_threads=num_threads,
+            input_sentence_size=0, shuffle_input_sentence=False, minloglevel=0 if show_progress else 2)
+    except RuntimeError as e:
+        most = re.search(r"Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+)", str(e))
+        if most is None:
+            raise
+        raise ValueError(f"tokenizer.vocab_size {vocab_size} is more than this corpus supports: its text has at most "
+                         f"{int(most.group(1)) + 1} distinct pieces (specials and <mask> included); lower "
+                         "tokenizer.vocab_size, or give the language more text") from None
     sp = spm.SentencePieceProcessor(model_proto=proto.getvalue())
     vocab = [(sp.id_to_piece(i), 0.0 if sp.is_control(i) or sp.is_unknown(i) else sp.get_score(i))
              for i in range(sp.get_piece_size())]

@@ -280,7 +280,7 @@ class Checkpoints:
         model_state, opt_state = full_state_dict(model, opt)
         if is_sharded(model) and torch.distributed.get_rank() != 0:
             return
-        with atomic_path(self.root / f"step-{step:08d}", directory=True) as tmp:
+        with atomic_path(self.root / f"step-{step:08d}", directory=True, checksum=False) as tmp:
             torch.save(model_state, tmp / "model.pt")
             torch.save({"optimizer": opt_state, "scheduler": sched.state_dict(),
                         "scaler": scaler.state_dict() if scaler is not None else None}, tmp / "optimizer.pt")

@@ -131,6 +131,12 @@ class LaptConfig:
             if getattr(self, key) not in values:
                 raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
         AdapterConfig.from_dict(self.adapter)
+        if not 0 <= self.warmup_ratio <= 1:
+            raise ValueError(f"LAPT config: warmup_ratio must be in [0, 1] (the share of a stage's steps that warm "
+                             f"up), not {self.warmup_ratio!r}")
+        for key in ("steps", "batch_size", "seq_len", "eval_every", "eval_sequences", "checkpoint_every"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"LAPT config: {key} must be a positive integer, not {getattr(self, key)!r}")
         total = self.total_steps()
         bad = [s for s in self.snapshot_steps if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= total]
         if bad or len(set(self.snapshot_steps)) != len(self.snapshot_steps):
@@ -240,6 +246,17 @@ class FinetuneConfig:
     mlp_dropout: float = 0.33  # dep: dropout on the MLP outputs (ibid.)
     metric: str | None = None  # dev selection and table metric (None: the task's, METRICS); one of TASK_METRICS
     positive_label: str | None = None  # nli f1: the positive class (None: the 2nd of two labels, MRPC's equivalent)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.warmup_ratio <= 1:
+            raise ValueError(f"fine-tuning config: warmup_ratio must be in [0, 1] (the share of the steps that warm "
+                             f"up), not {self.warmup_ratio!r}")
+        if not 0 < self.eval_fraction <= 1:
+            raise ValueError(f"fine-tuning config: eval_fraction must be in (0, 1] (the share of the steps between "
+                             f"dev evaluations), not {self.eval_fraction!r}")
+        for key in ("epochs", "batch_size", "seq_len", "eval_batch_size"):
+            if not getattr(self, key) > 0:
+                raise ValueError(f"fine-tuning config: {key} must be positive, not {getattr(self, key)!r}")
 
     @classmethod
     def from_dict(cls, d: dict) -> FinetuneConfig:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import json
 import os
 import typing
 from pathlib import Path
@@ -269,6 +270,9 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
                               f"(known: {sorted(cfg.sources)})")
         if isinstance(spec, str) and _path_not_hub_id(spec) and not Path(spec).is_dir():
             raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
+        if isinstance(spec, str) and Path(spec).is_dir():
+            check_tokenizer_folder(Path(spec), f"tokenizer.pretrained.{lang}")
+    check_corpus_settings(cfg)
     check_lapt(cfg)
     check_finetune(cfg)
     check_zero_shot(cfg)
@@ -351,11 +355,37 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
                               "or restrict the method with 'targets'")
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "sentencepiece.bpe.model", "tokenizer.model")
+
+
+def check_tokenizer_folder(folder: Path, where: str) -> None:
+    """A local tokenizer folder has a tokenizer's files and loads (a fast tokenizer: the pipeline reads its
+    tokenizer.json); ConfigError naming the key and the folder otherwise."""
+    if not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        raise ConfigError(f"{where}: {folder} has no tokenizer files (none of {list(TOKENIZER_FILES)})")
+    try:
+        tok = load_tokenizer(str(folder))
+    except Exception as e:  # noqa: BLE001 - whatever transformers raises, the folder is the problem
+        raise ConfigError(f"{where}: {folder} does not load as a tokenizer ({type(e).__name__}: {e})") from None
+    if not tok.is_fast:
+        raise ConfigError(f"{where}: {folder} has no fast (tokenizers) implementation: the overlap and the methods "
+                          "read its tokenizer.json")
+
+
 def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_remote_code: bool = False) -> None:
     """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
     that needs its repository's code or has no LM head transformers knows."""
     if not (model_dir / "config.json").is_file():
         raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
+    try:
+        model_config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (ValueError, OSError) as e:
+        raise ConfigError(f"sources.{name}.model: {model_dir}/config.json is unreadable ({e})") from None
+    missing = [k for k in ("model_type", "vocab_size") if not isinstance(model_config, dict) or k not in model_config]
+    if missing:
+        raise ConfigError(f"sources.{name}.model: {model_dir}/config.json lacks {missing} (the architecture and the "
+                          "embedding rows the pipeline reads); save the model with save_pretrained")
     try:
         refuse_remote_code(model_dir, f"sources.{name}.model", trust_remote_code)
         if not trust_remote_code:
@@ -451,6 +481,21 @@ def zero_shot_trainings(cfg: Config) -> list[tuple[str, str]]:
     return list(dict.fromkeys(pairs))
 
 
+def check_corpus_settings(cfg: Config) -> None:
+    """Corpus filter and split settings that would leave nothing: a length window that no document fits, a held-out
+    share of zero where init-time losses and LAPT curves are computed on held-out text."""
+    f, split = cfg.corpus_filter, cfg.corpus_split
+    if f.max_chars is not None and f.min_chars > f.max_chars:
+        raise ConfigError(f"corpus_filter: min_chars {f.min_chars} is greater than max_chars {f.max_chars}: every "
+                          "document would be dropped")
+    if f.split_chars is not None and f.split_chars < f.min_chars:
+        raise ConfigError(f"corpus_filter: split_chars {f.split_chars} is below min_chars {f.min_chars}: the pieces "
+                          "of long documents would all be dropped as too short")
+    if split.heldout_fraction == 0 and (cfg.methods or cfg.lapt.runs):
+        raise ConfigError("corpus_split.heldout_fraction: 0 leaves no held-out text, which the init-time loss "
+                          "(results/eval_init) and the LAPT curves are computed on; use e.g. 0.01")
+
+
 def check_lapt(cfg: Config) -> None:
     """LAPT runs start from configured methods on languages with corpora, with valid LaptConfig fields."""
     runs = cfg.lapt.runs
@@ -471,6 +516,13 @@ def check_lapt(cfg: Config) -> None:
             settings = LaptConfig.from_dict(lapt_run_settings(cfg, name))
         except (TypeError, ValueError) as e:
             raise ConfigError(f"lapt.runs.{name}: {e}") from None
+        world = max(cfg.lapt.gpus, 1) * cfg.lapt.nodes if cfg.lapt.gpus else 1
+        for key in ("batch_size", "long_batch_size"):
+            size = getattr(settings, key)
+            if size and size % world:
+                raise ConfigError(f"lapt.runs.{name}: {key} {size} is not divisible by the {world} GPUs of the run "
+                                  f"(lapt.gpus {cfg.lapt.gpus} x lapt.nodes {cfg.lapt.nodes}): each GPU takes an "
+                                  "equal share of a step's sequences (micro_batch_size then splits the share)")
         kind = cfg.methods[run.method].kind if run.method else None
         if settings.factorized and kind != "mf":
             raise ConfigError(f"lapt.runs.{name}: factorized: true trains the factors of a kind: mf init, but "
@@ -545,6 +597,18 @@ def table_cells(spec: Table) -> list[str]:
     return [n for names in spec.grid.rows.values() for n in names if n is not None] if spec.grid else []
 
 
+def check_labels(labels: dict[str, str], where: str, what: str) -> None:
+    """Rows of a table have distinct labels (two rows labelled alike read as one result twice)."""
+    seen: dict[str, list[str]] = {}
+    for name, label in labels.items():
+        seen.setdefault(label, []).append(name)
+    dup = {label: names for label, names in seen.items() if len(names) > 1}
+    if dup:
+        label, names = next(iter(dup.items()))
+        raise ConfigError(f"{where}: {names} are all labelled {label!r} (their {what} entries' label): give each row "
+                          "its own label")
+
+
 def check_tables(cfg: Config) -> None:
     """Paper tables name configured fine-tuned models or LAPT runs (rows / grid cells) and tasks (columns)."""
     ft = cfg.finetune
@@ -577,6 +641,7 @@ def check_tables(cfg: Config) -> None:
                                   "fine-tuning languages)")
             for m in spec.rows:
                 check_method_language(cfg, m, spec.languages, f"tables.{name}.rows")
+            check_labels({m: cfg.methods[m].label or m for m in spec.rows}, f"tables.{name}.rows", "methods")
             for label, tasks in (spec.probes or {}).items():
                 where = f"tables.{name}.probes.{label}"
                 bad = [t for t in tasks if t not in cfg.finetune.tasks]
@@ -612,6 +677,8 @@ def check_tables(cfg: Config) -> None:
         bad = [m for m in names if m not in known]
         if bad:
             raise ConfigError(f"tables.{name}: {bad} are not entries of {what}")
+        if not spec.grid:
+            check_labels({m: known[m].label or m for m in spec.rows or known}, f"tables.{name}.rows", what)
         row_labels = list(spec.grid.rows) if spec.grid else spec.rows or list(known)
         grouped = [r for group in spec.best_groups or [] for r in group]
         bad = sorted({r for r in grouped if r not in row_labels} | {r for r in grouped if grouped.count(r) > 1})

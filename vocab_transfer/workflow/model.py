@@ -167,6 +167,8 @@ class Corpus(Section):
     root: str | None = None
     sets: list[Literal["train", "dev", "test"]] | None = None
     max_bytes: int | None = _f(None, ge=1)
+    encoding: str | None = None
+    errors: Literal["strict", "replace", "ignore"] | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,7 @@ class CorpusFilter(Section):
     dedup: bool = True
     max_bytes: int | None = _f(None, ge=1)
     max_docs: int | None = _f(None, ge=1)
+    split_chars: int | None = _f(100_000, ge=1)
 
 
 @dataclass(frozen=True)
