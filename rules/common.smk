@@ -111,7 +111,8 @@ def reproduce_command(wildcards, output):
     """The command that rebuilds an output, for its model card (targets before --configfile, which takes every word
     after it as a config file): run from the repository root, it works as printed (rerun_words)."""
     words, configs = rerun_words()
-    return shlex.join([words[0], "--cores", "all", *words[1:], output[0], *(["--configfile", *configs] if configs else [])])
+    return shlex.join([words[0], "--cores", "all", *words[1:], output[0],
+                       *(["--configfile", *configs] if configs else [])])
 
 
 # --- what each job asks the scheduler for (vocab_transfer.workflow.resources) ----------------------------

@@ -32,10 +32,15 @@ import contextlib
 import hashlib
 import json
 import os
+import shlex
 import sys
 import time
 from functools import cache
 from pathlib import Path
+
+from . import lazy
+
+xxhash = lazy.module("xxhash")  # a compiled extension: jobs that write or check artifacts import it, planning not
 
 KEY = "vocab_transfer"
 MANIFEST = ".manifest.json"  # a folder artifact's own checksums; a file's are in .<name>.manifest.json beside it
@@ -198,8 +203,6 @@ def tensor_checksums(path: str | os.PathLike) -> dict[str, str]:
 
 def hash_file(path: str | os.PathLike) -> str:
     """xxh3-128 of a file's bytes (about 10 GB/s from the page cache: the cost is reading the file)."""
-    import xxhash
-
     h = xxhash.xxh3_128()
     with open(path, "rb") as f:
         while block := f.read(1 << 22):
@@ -340,8 +343,6 @@ def rerun_hint(path: str | os.PathLike) -> str:
     """The command that rebuilds the artifact ``path`` belongs to (its rule's output), as the run that wrote it was
     called (from its manifest: the config files, and ``--snakefile``/``--directory`` for a run made outside the
     repository root); else "snakemake --force <path> (and your --configfile)"."""
-    import shlex
-
     root = artifact_root(path)
     rerun = (read_manifest(root) or {}).get("rerun")
     if rerun:

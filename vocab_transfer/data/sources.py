@@ -106,9 +106,11 @@ class SourceStats:
     origin: dict = field(default_factory=dict)  # hub: dataset, name, data_dir, revision, resolved_revision, split
 
 # --------------------------------------------------------------------------------------------- text files
-#: Compression formats by their magic bytes: (first bytes, name, opener of a binary stream).
+#: Compression formats by their magic bytes: (first bytes, name).
 COMPRESSIONS: tuple[tuple[bytes, str], ...] = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"),
                                               (b"(\xb5/\xfd", "zstd"))
+#: How each compression's binary stream is opened (zstd: the optional zstandard package, :func:`open_bytes`).
+OPENERS: dict[str, Callable[..., BinaryIO]] = {"gzip": gzip.open, "xz": lzma.open, "bzip2": bz2.open}
 TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.xz", ".txt.bz2", ".txt.zst")  # what a text folder's files may be called
 ERRORS = ("strict", "replace", "ignore")  # corpora.<name>.errors
 MAX_INVALID = 1e-3  # share of a file's bytes that may be invalid in its encoding before a strict read stops
@@ -130,12 +132,8 @@ def compression(path: str | os.PathLike) -> str | None:
 def open_bytes(path: str | os.PathLike) -> BinaryIO:
     """A file's content as a binary stream, decompressed when :func:`compression` recognizes it."""
     kind = compression(path)
-    if kind == "gzip":
-        return gzip.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    if kind == "bzip2":
-        return bz2.open(path, "rb")
+    if kind in OPENERS:
+        return OPENERS[kind](path, "rb")
     if kind == "zstd":
         try:
             import zstandard  # optional: only for .zst text files
@@ -162,8 +160,8 @@ def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "
         for lineno, raw in enumerate(fh, start=1):
             if offset < BINARY_PROBE and NUL in raw[:BINARY_PROBE]:
                 raise TextError(f"{path}: binary content (a NUL byte at offset {offset + raw.index(NUL):,}), not "
-                                f"text; give the corpus text files (a folder of .txt files, or .txt.gz/.xz/.zst; UTF-16 or UTF-32 "
-                                f"text: convert it to UTF-8 first)")
+                                "text; give the corpus text files (a folder of .txt files, or .txt.gz/.xz/.zst; "
+                                "UTF-16 or UTF-32 text: convert it to UTF-8 first)")
             try:
                 line = raw.decode(encoding)
             except UnicodeDecodeError as e:

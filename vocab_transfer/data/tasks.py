@@ -169,11 +169,11 @@ def check_text_file(path: str | os.PathLike) -> None:
     """A local task file (json, jsonl, csv) is UTF-8 throughout and, in JSON-lines form, a JSON record per line:
     ValueError naming the file and line of the first bad record (before ``datasets`` reads it, whose errors name
     neither)."""
-    json_lines = None
+    json_lines, is_json = None, Path(path).suffix.lower() in (".json", ".jsonl")
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = _decode(raw, path, lineno).strip()
-            if not line or Path(path).suffix.lower() not in (".json", ".jsonl"):
+            if not line or not is_json:
                 continue
             try:
                 record = json.loads(line)

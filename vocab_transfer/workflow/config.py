@@ -516,7 +516,7 @@ def check_lapt(cfg: Config) -> None:
             settings = LaptConfig.from_dict(lapt_run_settings(cfg, name))
         except (TypeError, ValueError) as e:
             raise ConfigError(f"lapt.runs.{name}: {e}") from None
-        world = max(cfg.lapt.gpus, 1) * cfg.lapt.nodes if cfg.lapt.gpus else 1
+        world = cfg.lapt.gpus * cfg.lapt.nodes or 1  # the processes the launcher starts (one on the CPU)
         for key in ("batch_size", "long_batch_size"):
             size = getattr(settings, key)
             if size and size % world:
