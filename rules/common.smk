@@ -86,11 +86,18 @@ os.environ[TRUSTED_ENV] = os.pathsep.join(
     os.path.abspath(plan.source_model_dir(SimpleNamespace(source=name)))
     for name, source in plan.cfg.sources.items() if source.trust_remote_code)
 cfg = plan.cfg
+# The paths of this config's artifacts (vocab_transfer/workflow/paths.py): with `study: <name>` (a paper config),
+# what it does not share by name lives under results/<name>/, its jobs' logs and benchmarks under logs/<name>/ and
+# benchmarks/out/<name>/.
+paths = plan.paths
+LOGS = f"logs/{cfg.study}/" if cfg.study else "logs/"
+BENCHMARKS = f"benchmarks/out/{cfg.study}/" if cfg.study else "benchmarks/out/"
 
 
 wildcard_constraints:
+    corpus="|".join(cfg.corpora),
     lang="|".join(plan.languages),
-    target="|".join(all_targets(cfg)),
+    target="|".join(dict.fromkeys([*all_targets(cfg), *cfg.corpora, *filter(cfg.is_target, plan.languages)])),
     source="|".join(plan.sources),
     method="|".join(plan.method_names),
     slang="|".join(plan.languages),
@@ -124,14 +131,14 @@ def resources_of(rule, extra=None, data_gb=None):
 
 def corpus_gb(wildcards, input):
     """GB of text prepare_corpus reads: the corpus's cap, a text source's files, or a hub corpus's assumed size."""
-    return res.corpus_gb(config, wildcards.lang)
+    return res.corpus_gb(config, wildcards.corpus)
 
 
 def tokenizer_sample_mb(wildcards, input):
     """SentencePiece's memory for the sample of the corpus that train_tokenizer trains on."""
-    if plan.pretrained_tokenizer(wildcards.lang):
+    if plan.pretrained_tokenizer(wildcards.target):
         return 0
-    return res.tokenizer_sample_mb(res.read_json(input.stats), cfg.tokenizer.input_sentence_size)
+    return res.tokenizer_sample_mb(res.read_json(input.stats), cfg.target_tokenizer(wildcards.target).input_sentence_size)
 
 
 def fasttext_mem_mb(wildcards, input):

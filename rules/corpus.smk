@@ -5,18 +5,18 @@
 
 rule prepare_corpus:
     output:
-        train=directory(paths.corpus("{lang}", "train")),
-        heldout=directory(paths.corpus("{lang}", "heldout")),
-        stats=paths.corpus_stats("{lang}"),
+        train=directory(paths.corpus("{corpus}", "train")),
+        heldout=directory(paths.corpus("{corpus}", "heldout")),
+        stats=paths.corpus_stats("{corpus}"),
     params:
         spec=plan.corpus_spec,
         filter=plan.written("corpus_filter"),
         split=plan.written("corpus_split"),
         seed=cfg.seed,
     log:
-        "logs/prepare_corpus/{lang}.log",
+        LOGS + "prepare_corpus/{corpus}.log",
     benchmark:
-        "benchmarks/out/prepare_corpus/{lang}.tsv"
+        BENCHMARKS + "prepare_corpus/{corpus}.tsv"
     resources:
         **resources_of("prepare_corpus", data_gb=corpus_gb),
     conda:

@@ -2,9 +2,7 @@
 # Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`).
 
 
-# The download runs on the login node (compute nodes may have no internet).
-localrules: download_dictionary
-
+# `localrule: True`: the download runs on the login node (compute nodes may have no internet).
 
 rule build_dictionary:
     input:
@@ -14,7 +12,7 @@ rule build_dictionary:
     params:
         spec=plan.dictionary_params,
     log:
-        "logs/build_dictionary/{slang}/{lang}.log",
+        LOGS + "build_dictionary/{slang}/{lang}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -23,12 +21,13 @@ rule build_dictionary:
 
 # Cluster only (config `dictionaries: {en: {fr: {source: muse}}}`): MUSE's ground-truth dictionaries.
 rule download_dictionary:
+    localrule: True
     output:
         paths.muse_dictionary("{slang}", "{lang}"),
     params:
         url="https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt",
     log:
-        "logs/download_dictionary/{slang}-{lang}.log",
+        LOGS + "download_dictionary/{slang}-{lang}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -15,9 +15,9 @@ rule train_fasttext:
     threads: cfg.fasttext.threads
     priority: 95
     log:
-        "logs/train_fasttext/{target}.log",
+        LOGS + "train_fasttext/{target}.log",
     benchmark:
-        "benchmarks/out/train_fasttext/{target}.tsv"
+        BENCHMARKS + "train_fasttext/{target}.tsv"
     resources:
         **resources_of("train_fasttext", fasttext_mem_mb),
     conda:
@@ -39,9 +39,9 @@ rule train_fasttext_preset:
         seed=cfg.seed,
     threads: cfg.fasttext.threads
     log:
-        "logs/train_fasttext_preset/{target}/{preset}.log",
+        LOGS + "train_fasttext_preset/{target}/{preset}.log",
     benchmark:
-        "benchmarks/out/train_fasttext_preset/{target}/{preset}.tsv"
+        BENCHMARKS + "train_fasttext_preset/{target}/{preset}.tsv"
     resources:
         **resources_of("train_fasttext_preset", fasttext_mem_mb),
     conda:
@@ -63,9 +63,9 @@ rule train_source_fasttext:
         seed=cfg.seed,
     threads: cfg.fasttext.threads
     log:
-        "logs/train_source_fasttext/{source}/{slang}.log",
+        LOGS + "train_source_fasttext/{source}/{slang}.log",
     benchmark:
-        "benchmarks/out/train_source_fasttext/{source}/{slang}.tsv"
+        BENCHMARKS + "train_source_fasttext/{source}/{slang}.tsv"
     resources:
         **resources_of("train_source_fasttext", fasttext_mem_mb),
     conda:

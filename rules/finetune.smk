@@ -5,16 +5,10 @@
 # Input and params functions: vocab_transfer/workflow/plan/finetune.py, tables.py and figures.py (`plan.<name>`).
 
 
-# Downloads, tables and plots run on the login node, never through the cluster's scheduler.
-localrules:
-    prepare_task,
-    download_reference_model,
-    make_finetune_table,
-    make_paper_table,
-    plot_lapt_finetune,
-
+# `localrule: True`: downloads, tables and plots run on the login node, never through the cluster's scheduler.
 
 rule prepare_task:
+    localrule: True
     output:
         data=directory(paths.task_data("{task}")),
     params:
@@ -22,7 +16,7 @@ rule prepare_task:
         task=plan.finetune_task_type,
         seed=cfg.seed,
     log:
-        "logs/prepare_task/{task}.log",
+        LOGS + "prepare_task/{task}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -32,12 +26,13 @@ rule prepare_task:
 # A reference model named by hub id (finetune.models.<m>.pretrained: vocab-swap Tables 2/10 "Pre-trained" rows),
 # fetched once; a local folder is used in place.
 rule download_reference_model:
+    localrule: True
     output:
         model=directory(paths.reference_model("{ftmodel}")),
     params:
         repo=plan.reference_hub_spec,
     log:
-        "logs/download_reference_model/{ftmodel}.log",
+        LOGS + "download_reference_model/{ftmodel}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -69,9 +64,9 @@ rule finetune:
         mem_mb=4000,
         runtime=cfg.finetune.runtime_min,
     log:
-        "logs/finetune/{source}/{task}/{ftmodel}/seed{seeds}.log",
+        LOGS + "finetune/{source}/{task}/{ftmodel}/seed{seeds}.log",
     benchmark:
-        "benchmarks/out/finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv"
+        BENCHMARKS + "finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
     # Every value is quoted ({...:q}, or words the plan quoted: the launcher, --embeddings); the seeds after --seed
@@ -84,6 +79,7 @@ rule finetune:
 
 
 rule make_finetune_table:
+    localrule: True
     input:
         scores=plan.finetune_scores,
     output:
@@ -99,7 +95,7 @@ rule make_finetune_table:
     params:
         meta=plan.table_labels(),
     log:
-        "logs/make_finetune_table/all.log",
+        LOGS + "make_finetune_table/all.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -109,6 +105,7 @@ rule make_finetune_table:
 # A table in a paper's layout (config `tables`): downstream scores (rows = models, column groups = tasks)
 # or, with `kind: lapt`, held-out perplexity of LAPT runs at given steps (WECHSEL Table 2).
 rule make_paper_table:
+    localrule: True
     input:
         unpack(plan.paper_table_inputs),
     output:
@@ -125,7 +122,7 @@ rule make_paper_table:
         meta=plan.table_labels(),
         manifest=plan.paper_table_manifest,
     log:
-        "logs/make_paper_table/{table}.log",
+        LOGS + "make_paper_table/{table}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -135,6 +132,7 @@ rule make_paper_table:
 # vocab-swap Figures 4/8 (config `figures`, kind lapt_finetune): held-out MLM loss during LAPT and the task's test
 # score after fine-tuning at LAPT snapshots (finetune.models entries with `steps`) and at the end of each run.
 rule plot_lapt_finetune:
+    localrule: True
     input:
         unpack(plan.lapt_finetune_inputs),
     output:
@@ -152,7 +150,7 @@ rule plot_lapt_finetune:
         spec=plan.lapt_finetune_params,
         manifest=plan.lapt_finetune_manifest,
     log:
-        "logs/plot_lapt_finetune/{source}/{figure}.log",
+        LOGS + "plot_lapt_finetune/{source}/{figure}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -8,13 +8,7 @@
 # Input and params functions: vocab_transfer/workflow/plan/lapt.py and figures.py (`plan.<name>`).
 
 
-# Plots run on the login node, never through the cluster's scheduler.
-localrules:
-    plot_lapt_curves,
-    plot_embedding_correlation,
-    plot_token_accuracy,
-    plot_figure,
-
+# `localrule: True`: plots run on the login node, never through the cluster's scheduler.
 
 rule train_lapt:
     input:
@@ -43,9 +37,9 @@ rule train_lapt:
         mem_mb=res.mem_mb(config, "train_lapt"),
         runtime=cfg.lapt.runtime_min,
     log:
-        "logs/train_lapt/{source}/{target}/{run}.log",
+        LOGS + "train_lapt/{source}/{target}/{run}.log",
     benchmark:
-        "benchmarks/out/train_lapt/{source}/{target}/{run}.tsv"
+        BENCHMARKS + "train_lapt/{source}/{target}/{run}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
@@ -57,6 +51,7 @@ rule train_lapt:
 
 
 rule plot_lapt_curves:
+    localrule: True
     input:
         unpack(plan.lapt_curves),
     output:
@@ -70,7 +65,7 @@ rule plot_lapt_curves:
     params:
         manifest=plan.lapt_curve_manifest,
     log:
-        "logs/plot_lapt_curves/{source}/{target}.log",
+        LOGS + "plot_lapt_curves/{source}/{target}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -78,6 +73,7 @@ rule plot_lapt_curves:
 
 
 rule plot_embedding_correlation:
+    localrule: True
     input:
         unpack(plan.lapt_correlation_inputs),
     output:
@@ -96,7 +92,7 @@ rule plot_embedding_correlation:
     params:
         manifest=plan.lapt_curve_manifest,
     log:
-        "logs/plot_embedding_correlation/{source}/{target}.log",
+        LOGS + "plot_embedding_correlation/{source}/{target}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -106,6 +102,7 @@ rule plot_embedding_correlation:
 # vocab-swap Figure 6 (config `figures`, kind token_accuracy): held-out accuracy of the most frequent tokens during
 # LAPT, split by whether the init matched them to a source token, and its distribution at chosen steps.
 rule plot_token_accuracy:
+    localrule: True
     input:
         unpack(plan.token_accuracy_inputs),
     output:
@@ -122,7 +119,7 @@ rule plot_token_accuracy:
     params:
         spec=plan.token_accuracy_params,
     log:
-        "logs/plot_token_accuracy/{source}/{figure}.log",
+        LOGS + "plot_token_accuracy/{source}/{figure}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -136,6 +133,7 @@ rule plot_token_accuracy:
 # against the share of its vocabulary the source tokenizer cannot compose (UNKs) and the overlap; mean test scores
 # against the amount of LAPT data.
 rule plot_figure:
+    localrule: True
     input:
         unpack(plan.figure_inputs),
     output:
@@ -154,7 +152,7 @@ rule plot_figure:
     params:
         spec=plan.figure_params,
     log:
-        "logs/plot_figure/{kind}/{source}/{figure}.log",
+        LOGS + "plot_figure/{kind}/{source}/{figure}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -5,16 +5,16 @@
 
 rule tokenize_corpus:
     input:
-        corpus=paths.corpus("{lang}", "{split}"),
-        tokenizer=paths.tokenizer("{lang}"),
+        corpus=plan.target_corpus,
+        tokenizer=paths.tokenizer("{target}"),
     output:
-        shards=directory(paths.shards("{lang}", "{split}")),
+        shards=directory(paths.shards("{target}", "{split}")),
     threads: res.threads(config, "tokenize_corpus")
     priority: 95
     log:
-        "logs/tokenize_corpus/{lang}/{split}.log",
+        LOGS + "tokenize_corpus/{target}/{split}.log",
     benchmark:
-        "benchmarks/out/tokenize_corpus/{lang}/{split}.tsv"
+        BENCHMARKS + "tokenize_corpus/{target}/{split}.tsv"
     resources:
         **resources_of("tokenize_corpus"),
     conda:
@@ -27,16 +27,16 @@ rule tokenize_corpus:
 # LAPT runs.
 use rule tokenize_corpus as tokenize_source_corpus with:
     input:
-        corpus=paths.corpus("{lang}", "{split}"),
+        corpus=paths.corpus("{corpus}", "{split}"),
         tokenizer=plan.source_tokenizer_dir,
     output:
-        shards=directory(paths.source_shards("{source}", "{lang}", "{split}")),
+        shards=directory(paths.source_shards("{source}", "{corpus}", "{split}")),
     threads: res.threads(config, "tokenize_source_corpus")
     priority: 100
     log:
-        "logs/tokenize_source_corpus/{source}/{lang}/{split}.log",
+        LOGS + "tokenize_source_corpus/{source}/{corpus}/{split}.log",
     benchmark:
-        "benchmarks/out/tokenize_source_corpus/{source}/{lang}/{split}.tsv"
+        BENCHMARKS + "tokenize_source_corpus/{source}/{corpus}/{split}.tsv"
     resources:
         **resources_of("tokenize_source_corpus"),
 
@@ -44,14 +44,14 @@ use rule tokenize_corpus as tokenize_source_corpus with:
 # With a vocabulary-extension tokenizer (kind: extend): its held-out evaluation and LAPT.
 use rule tokenize_corpus as tokenize_extended_corpus with:
     input:
-        corpus=paths.corpus("{target}", "{split}"),
+        corpus=plan.target_corpus,
         tokenizer=paths.extended_tokenizer("{source}", "{target}", "{method}"),
     output:
         shards=directory(paths.extended_shards("{source}", "{target}", "{method}", "{split}")),
     threads: res.threads(config, "tokenize_extended_corpus")
     log:
-        "logs/tokenize_extended_corpus/{source}/{target}/{method}/{split}.log",
+        LOGS + "tokenize_extended_corpus/{source}/{target}/{method}/{split}.log",
     benchmark:
-        "benchmarks/out/tokenize_extended_corpus/{source}/{target}/{method}/{split}.tsv"
+        BENCHMARKS + "tokenize_extended_corpus/{source}/{target}/{method}/{split}.tsv"
     resources:
         **resources_of("tokenize_extended_corpus"),

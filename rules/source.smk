@@ -2,9 +2,7 @@
 # Input and params functions: vocab_transfer/workflow/plan/source.py (`plan.<name>`).
 
 
-# The download runs on the login node (compute nodes may have no internet).
-localrules: download_source_model
-
+# `localrule: True`: the download runs on the login node (compute nodes may have no internet).
 
 rule train_source_tokenizer:
     input:
@@ -16,9 +14,9 @@ rule train_source_tokenizer:
     threads: plan.pretrain_tokenizer_threads
     priority: 210  # above any two one-thread jobs: see pretrain_source_model
     log:
-        "logs/train_source_tokenizer/{source}.log",
+        LOGS + "train_source_tokenizer/{source}.log",
     benchmark:
-        "benchmarks/out/train_source_tokenizer/{source}.tsv"
+        BENCHMARKS + "train_source_tokenizer/{source}.tsv"
     resources:
         **resources_of("train_source_tokenizer"),
     conda:
@@ -54,9 +52,9 @@ rule pretrain_source_model:
     # cores to be free at once, which happens only at the end of the run.
     priority: 205
     log:
-        "logs/pretrain_source_model/{source}.log",
+        LOGS + "pretrain_source_model/{source}.log",
     benchmark:
-        "benchmarks/out/pretrain_source_model/{source}.tsv"
+        BENCHMARKS + "pretrain_source_model/{source}.tsv"
     resources:
         **resources_of("pretrain_source_model"),
     conda:
@@ -66,12 +64,13 @@ rule pretrain_source_model:
 
 
 rule download_source_model:
+    localrule: True
     output:
         model=directory(paths.downloaded_model("{source}")),
     params:
         repo=plan.source_hub_spec,
     log:
-        "logs/download_source_model/{source}.log",
+        LOGS + "download_source_model/{source}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:

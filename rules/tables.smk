@@ -2,11 +2,10 @@
 # Input and params functions: vocab_transfer/workflow/plan/eval.py (`plan.<name>`).
 
 
-# The table renders on the login node, never through the cluster's scheduler.
-localrules: make_init_table
-
+# `localrule: True`: the table renders on the login node, never through the cluster's scheduler.
 
 rule make_init_table:
+    localrule: True
     input:
         results=plan.init_eval_results,
     output:
@@ -21,7 +20,7 @@ rule make_init_table:
     params:
         meta=plan.table_metadata(),
     log:
-        "logs/make_init_table/all.log",
+        LOGS + "make_init_table/all.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:

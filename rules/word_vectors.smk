@@ -3,9 +3,7 @@
 # Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`).
 
 
-# The download runs on the login node (compute nodes may have no internet).
-localrules: download_word_vectors
-
+# `localrule: True`: the download runs on the login node (compute nodes may have no internet).
 
 rule build_word_vectors:
     input:
@@ -17,9 +15,9 @@ rule build_word_vectors:
         spec=plan.word_vector_spec,
     threads: cfg.word_fasttext.threads
     log:
-        "logs/build_word_vectors/{lang}.log",
+        LOGS + "build_word_vectors/{lang}.log",
     benchmark:
-        "benchmarks/out/build_word_vectors/{lang}.tsv"
+        BENCHMARKS + "build_word_vectors/{lang}.tsv"
     resources:
         **resources_of("build_word_vectors", word_fasttext_mem_mb),
     conda:
@@ -40,7 +38,7 @@ rule save_word_fasttext_model:
         spec=plan.word_vector_spec,
     threads: cfg.word_fasttext.threads
     log:
-        "logs/save_word_fasttext_model/{lang}.log",
+        LOGS + "save_word_fasttext_model/{lang}.log",
     resources:
         **resources_of("build_word_vectors", word_fasttext_mem_mb),
     conda:
@@ -51,12 +49,13 @@ rule save_word_fasttext_model:
 
 # Cluster only (config `word_vectors: {<lang>: {source: fasttext_cc}}`): the 300-d Common Crawl vectors.
 rule download_word_vectors:
+    localrule: True
     output:
         paths.cc_word_vectors("{lang}"),
     params:
         url="https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz",
     log:
-        "logs/download_word_vectors/{lang}.log",
+        LOGS + "download_word_vectors/{lang}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -7,7 +7,6 @@
 # one list (rule list_source_trainings) instead of 20 folders and 20 score files each.
 # Input and params functions: vocab_transfer/workflow/plan/zeroshot.py (`plan.<name>`).
 
-localrules: list_source_trainings
 
 
 rule train_source_task:
@@ -31,9 +30,9 @@ rule train_source_task:
         mem_mb=4000,
         runtime=cfg.zero_shot.runtime_min,
     log:
-        "logs/train_source_task/{source}/{srctask}/{setup}/seed{seed}.log",
+        LOGS + "train_source_task/{source}/{srctask}/{setup}/seed{seed}.log",
     benchmark:
-        "benchmarks/out/train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"
+        BENCHMARKS + "train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
     # Every value is quoted ({...:q}; the launcher: words quoted by the plan).
@@ -46,6 +45,7 @@ rule train_source_task:
 
 
 rule list_source_trainings:
+    localrule: True
     input:
         unpack(plan.source_trainings_inputs),
     output:
@@ -53,7 +53,7 @@ rule list_source_trainings:
     params:
         trainings=plan.source_trainings_json,
     log:
-        "logs/list_source_trainings/{source}/{task}/{setup}.log",
+        LOGS + "list_source_trainings/{source}/{task}/{setup}.log",
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
@@ -77,9 +77,9 @@ rule evaluate_zero_shot:
         mem_mb=4000,
         runtime=plan.zero_shot_runtime,
     log:
-        "logs/evaluate_zero_shot/{source}/{task}/{ftmodel}.log",
+        LOGS + "evaluate_zero_shot/{source}/{task}/{ftmodel}.log",
     benchmark:
-        "benchmarks/out/evaluate_zero_shot/{source}/{task}/{ftmodel}.tsv"
+        BENCHMARKS + "evaluate_zero_shot/{source}/{task}/{ftmodel}.tsv"
     conda:
         "../envs/vocab-transfer.yaml"
     shell:

@@ -86,7 +86,7 @@ CASES = [
     ("table column that is no task", at("tables.table3.groups", {"NER": ["xx-ner"]}), "['xx-ner'] are not entries of finetune.tasks"),
     ("figure task that is no task", at("figures.figure4.task", "xx"), "figures.figure4.task: 'xx' is not an entry of finetune.tasks"),
     ("vocabulary table of a language without a corpus", at("tables.t", {"kind": "overlap_counts", "languages": ["zz"]}),
-     "tables.t.languages: ['zz'] have no corpus"),
+     "tables.t.languages: ['zz'] are neither targets nor corpora keys"),
     ("probe of a task type without a probe", at("tables.p", {"kind": "init", "rows": ["focus"], "languages": ["he"],
                                                       "probes": {"DP": ["he-dep"]}}),
      "tables.p.probes.DP: ['he-dep'] are not of a probed task type (nli, pos, ner)"),

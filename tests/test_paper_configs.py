@@ -245,8 +245,10 @@ NO_JOBS = {  # rules a config must not plan
 # (German FOCUS up to its exported model). name -> (config, targets).
 MORE_PLANS = {
     "demo": ("config.yaml", []),
-    "focus-de": ("configs/focus.yaml", ["results/export/xlmr/de/lapt/focus"]),
+    "focus-de": ("configs/focus.yaml", ["results/focus/export/xlmr/de/lapt/focus"]),
+    "papers": ("configs/papers.yaml", []),
 }
+COMPOSITES = {"papers"}  # configs/*.yaml that name studies rather than being one
 
 # Plans every config in ONE Python process (snakemake's CLI called once per config, each in its own working
 # directory, its output redirected at the file-descriptor level): the imports (snakemake, torch, datasets) cost
@@ -322,7 +324,49 @@ def dry_runs(tmp_path_factory):
 
 
 def test_every_paper_config_is_covered():
-    assert sorted(p.stem for p in CONFIGS.glob("*.yaml")) == sorted(GRIDS)
+    assert sorted(p.stem for p in CONFIGS.glob("*.yaml")) == sorted([*GRIDS, *COMPOSITES])
+    assert sorted(yaml.safe_load((CONFIGS / "papers.yaml").read_text())["studies"]) == sorted(f"configs/{n}.yaml" for n in GRIDS)
+
+
+def planned_outputs(output: str) -> list[tuple[str, str]]:
+    """(rule, outputs) of every job a dry run lists that writes something (the `all` rules write nothing)."""
+    jobs, rule = [], None
+    for line in output.splitlines():
+        if match := re.fullmatch(r"(?:local)?rule (\w+):", line):
+            rule = match.group(1)
+        elif rule and (match := re.fullmatch(r"    output: (.*)", line)):
+            jobs.append((rule, match.group(1)))
+    return jobs
+
+
+@pytest.mark.slow
+def test_the_composite_plans_each_paper_as_alone_and_shares_the_rest(dry_runs):
+    """configs/papers.yaml plans exactly the jobs of the paper configs run alone (rule and outputs), each once: a
+    paper's own jobs under its study's rule names, what papers share by name (corpora, downloads, task data, word
+    vectors, dictionaries) by one job. The saving is the count docs/cluster.md quotes."""
+    composite = dry_runs["papers"]
+    assert composite["returncode"] == 0, composite["output"][-5000:]
+    assert composite["network"] == "" and composite["files"] == [".snakemake"]
+    studies = sorted(GRIDS, key=len, reverse=True)  # vocab_swap_frankenbert before vocab_swap
+
+    def base(rule):
+        return next((rule[len(s) + 1:] for s in studies if rule.startswith(f"{s}_")), rule)
+
+    together = Counter((base(rule), out) for rule, out in planned_outputs(composite["output"]))
+    alone = {name: set(planned_outputs(dry_runs[name]["output"])) for name in GRIDS}
+    assert max(together.values()) == 1  # no output planned twice
+    assert set(together) == set().union(*alone.values())
+    separately = sum(len(jobs) for jobs in alone.values())
+    shared = separately - len(together)
+    assert shared == SHARED_JOBS, shared
+    # what two papers plan alike is a shared artifact (corpus, download, task data, vectors, dictionary)
+    twice = {out for rule, out in together if sum((rule, out) in jobs for jobs in alone.values()) > 1}
+    assert all(out.startswith(("results/corpus/", "resources/", "results/tasks/", "results/word_vectors/",
+                               "results/dictionaries/", "results/source_shards/", "results/source/"))
+               for out in twice), sorted(twice)[:5]
+
+
+SHARED_JOBS = 59  # jobs the composite plans once that the separate paper configs plan twice or more
 
 
 def test_network_guard_refuses_connections(tmp_path):
@@ -508,6 +552,8 @@ DOC_COUNTS = [
      lambda p: p["llm_mistral"].count("train_lapt")),
     ("docs/cluster.md", "{} × 135 + 162 ≈ 1,240 A100-hours",
      lambda p: p["llm_mistral"].count("train_lapt", run="(?!.*two_stage).*")),
+    ("docs/cluster.md", "A dry run plans {} jobs instead of {} for the nine configs one by one: {} shared artifacts",
+     lambda p: (p["papers"].total, sum(p[name].total for name in GRIDS), SHARED_JOBS)),
     # docs/training.md
     ("docs/training.md", "a dry run of FOCUS's grid has {} jobs instead of {}",
      lambda p: (p["focus"].total, p["focus"].total_per_seed)),

@@ -1,6 +1,6 @@
 """The cluster settings agree with the workflow, without a cluster: profiles/slurm/config.yaml sends every
 rule with a `gpu` resource to the GPU partition and every other job to the CPU partition, downloads, tables
-and plots are `localrules` (they run on the login node, which has internet), and every torchrun launcher of
+and plots are local rules (`localrule: True`; they run on the login node, which has internet), and every torchrun launcher of
 a config is `--standalone` (jobs that share a node pick free rendezvous ports). tests/test_slurm.py checks
 the same profile against a real SLURM with two partitions.
 """
@@ -23,7 +23,7 @@ TINY = REPO / "tests" / "data" / "tiny_config.yaml"  # it has every stage, so ev
 LOCAL_PREFIXES = ("download_", "make_", "plot_")
 LOCAL_OTHERS = {"prepare_task", "list_source_trainings"}  # task data from the hub (small, minutes); a JSON list
 
-# Prints {rule: {"gpu": declares a `gpu` resource, "local": named in `localrules`, "norun": runs no job}}.
+# Prints {rule: {"gpu": declares a `gpu` resource, "local": a local rule, "norun": runs no job}}.
 RULES = """
 import json, sys
 from pathlib import Path

@@ -69,7 +69,8 @@ def test_the_schema_names_the_models_pattern_everywhere():
 
     found = list(walk(schema))
     assert len(found) >= 12 and all(p == {"$ref": "#/$defs/name"} for p in found), found
-    assert schema["properties"]["targets"]["items"] == {"$ref": "#/$defs/name"}
+    short, named = schema["properties"]["targets"]["items"]["oneOf"]
+    assert short == named["properties"]["name"] == {"$ref": "#/$defs/name"}
 
 
 @pytest.mark.parametrize("name", ["xlm-r.base", "tiny_2", "9b", "_x", "a.b-c"])
@@ -89,11 +90,10 @@ def test_a_path_outside_results_is_refused(args):
 
 
 def test_the_plan_refuses_a_path_outside_results():
-    """A value that is no config name (here a task's language) but becomes a folder: refused while the DAG is
-    planned, before any job runs."""
+    """A value that is no config name (here a wildcard value no constraint stopped) but becomes a folder: refused
+    while the DAG is planned, before any job runs."""
     config = copy.deepcopy(BASE)
-    config["finetune"]["tasks"]["he-ner"]["language"] = "../.."
     fill_defaults(config, SCHEMA)
     plan = Plan(config)
-    with pytest.raises(paths.PathError, match=r"'results/lapt/tiny/\.\./\.\./focus'"):
-        plan.finetune_inputs(SimpleNamespace(source="tiny", task="he-ner", ftmodel="focus-lapt"))
+    with pytest.raises(paths.PathError, match=r"'results/corpus/\.\./\.\./train\.parquet'"):
+        plan.target_corpus(SimpleNamespace(target="../..", split="train"))

@@ -61,27 +61,28 @@ class CardInfo:
 
     source: str  # the source's name in the config
     source_model: str  # hub id or folder of the source model
-    target: str  # language
+    target: str  # the target's name
     method: str  # the methods entry (row name)
     kind: str  # its registered kind
     params: dict = field(default_factory=dict)
     causal: bool = False
     tokenizer_type: str = ""
     vocab_size: int = 0
-    tokenizer_info: dict = field(default_factory=dict)  # results/tokenizers/<lang>/training.json
-    corpus_stats: dict = field(default_factory=dict)  # results/corpus/<lang>/stats.json
+    tokenizer_info: dict = field(default_factory=dict)  # results/tokenizers/<target>/training.json
+    corpus_stats: dict = field(default_factory=dict)  # results/corpus/<corpus>/stats.json
     init_loss: dict | None = None  # the method's row of results/eval_init/<source>/<target>.parquet
     lapt_run: str | None = None
     lapt_settings: dict = field(default_factory=dict)
     curve: pd.DataFrame | None = None  # results/lapt/.../curve.parquet
     command: str = ""  # the snakemake command that rebuilds the folder
+    language: str = ""  # the target's language where its name is not one (de for de-bpe32k)
 
 
 def model_card(info: CardInfo) -> str:
     """The ``README.md`` of an exported model folder: Hub metadata (YAML front matter) and the provenance."""
     hub = not (info.source_model.startswith((".", "/")) or info.source_model.count("/") != 1)
     what = f"LAPT run `{info.lapt_run}`" if info.lapt_run else "right after initialization"
-    front = ["---", "library_name: transformers", f"language: [{info.target}]",
+    front = ["---", "library_name: transformers", f"language: [{info.language or info.target}]",
              f"pipeline_tag: {'text-generation' if info.causal else 'fill-mask'}",
              f"tags: [vocabulary-transfer, {info.kind}" + (", lapt]" if info.lapt_run else "]")]
     if hub:

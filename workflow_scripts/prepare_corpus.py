@@ -22,7 +22,7 @@ def main(spec: dict, filt: CorpusFilter, split: CorpusSplit, seed, train_path, h
 # The corpus spec stays the dict as written (it is recorded in stats.json and read by the source's reader), once
 # checked against its section.
 spec = json.loads(snakemake.params.spec)
-Corpus.parse(spec, f"corpora.{snakemake.wildcards.lang}")
+Corpus.parse(spec, f"corpora.{snakemake.wildcards.corpus}")
 main(spec, CorpusFilter.parse(json.loads(snakemake.params.filter), "corpus_filter"),
      CorpusSplit.parse(json.loads(snakemake.params.split), "corpus_split"), snakemake.params.seed,
      snakemake.output.train, snakemake.output.heldout, snakemake.output.stats, snakemake.log[0])

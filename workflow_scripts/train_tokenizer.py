@@ -52,5 +52,5 @@ def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path):
         write_training_info(tmp, info | {"sha256": tokenizer_fingerprint(tmp)})
 
 
-main(snakemake.input.corpus, Tokenizer.parse(json.loads(snakemake.params.spec), "tokenizer"), snakemake.params.pretrained,
+main(snakemake.input.corpus, Tokenizer.parse(json.loads(snakemake.params.spec), f"tokenizer ({snakemake.wildcards.target})"), snakemake.params.pretrained,
      snakemake.params.like, snakemake.params.seed, snakemake.output.tokenizer, snakemake.log[0])

@@ -212,15 +212,25 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             unreadable = [str(f) for f in files if not os.access(f, os.R_OK)]
             if unreadable:
                 raise ConfigError(f"corpora.{lang}.path: cannot read {unreadable[:3]} (file permissions)")
-    for lang in cfg.targets:
-        if lang not in corpora:
-            raise ConfigError(f"targets: language {lang!r} has no entry under 'corpora' (known: {sorted(corpora)})")
-    untrained = [t for t in all_targets(cfg) if t not in cfg.tokenizer.pretrained]
-    if cfg.tokenizer.vocab_size is None and untrained:
-        raise ConfigError(f"tokenizer.vocab_size: needed to train the tokenizers of {untrained} (languages without "
-                          "a tokenizer.pretrained entry)")
+    for i, name in enumerate(cfg.target_names):
+        corpus = cfg.target_corpus(name)
+        if corpus not in corpora:
+            where = f"targets[{i}]" + (".corpus" if cfg.target(name).corpus else "")
+            several = cfg.corpora_of_language(name)
+            raise ConfigError(f"{where}: {corpus!r} has no entry under 'corpora' (known: {sorted(corpora)})" + (
+                f"; {several} are all in language {name!r}: name the target's corpus ({{name: {name}, corpus: "
+                f"{several[0]}}})" if several else ""))
+    for t in all_targets(cfg):
+        if not cfg.is_target(t):
+            raise ConfigError(f"{target_users(cfg, t)}: {t!r} is neither a target nor a corpora key (targets: "
+                              f"{cfg.target_names}; corpora: {sorted(corpora)})")
+    untrained = [t for t in all_targets(cfg) if t not in cfg.tokenizer.pretrained
+                 and cfg.target_tokenizer(t).vocab_size is None]
+    if untrained:
+        raise ConfigError(f"tokenizer.vocab_size: needed to train the tokenizers of {untrained} (targets without "
+                          "a tokenizer.pretrained entry or their own tokenizer.vocab_size)")
     for name, source in cfg.sources.items():
-        for lang in source.pretrain_languages:
+        for lang in source.pretrain.languages if source.pretrain else ():  # a hub source's `languages`: any codes
             if lang not in corpora:
                 raise ConfigError(f"sources.{name}: pretraining language {lang!r} has no entry under 'corpora' "
                                   f"(known: {sorted(corpora)})")
@@ -247,7 +257,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         check_method_resources(cfg, name, method)
         if method.kind == "wechsel" and method.params.get("subwords") == "fasttext":
             source_language = method.params.get("source_language", "en")
-            for lang in [source_language, *method_targets(cfg, name)]:
+            for lang in [source_language, *map(cfg.target_language, method_targets(cfg, name))]:
                 spec = cfg.word_vectors.get(lang)
                 if spec is not None and spec.path and not spec.path.endswith(".bin"):
                     raise ConfigError(f"methods.{name}.subwords: fasttext needs the .bin model of {lang!r}, but "
@@ -255,16 +265,18 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         if method.params.get("device") == "cuda" and cfg.lapt.gpus == 0:  # factorize_source gets GPUs as LAPT does
             raise ConfigError(f"methods.{name}.device: cuda needs a GPU, but this config's GPU jobs get none "
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
-    like = cfg.tokenizer.like
-    if like is not None and like not in cfg.sources:
-        raise ConfigError(f"tokenizer.like: {like!r} is not an entry of 'sources' (known: {sorted(cfg.sources)})")
     mlm = [n for n, s in cfg.sources.items() if s.pretrain]  # masked LMs; hub and local sources are known later
-    if cfg.tokenizer.kind in ("bpe", "byte_level") and mlm:
-        raise ConfigError(f"tokenizer.kind: {cfg.tokenizer.kind} tokenizers have no mask token, which the masked "
-                          f"LM(s) {mlm} pretrained here need; use unigram or wordpiece")
+    for t in dict.fromkeys([*cfg.target_names, *all_targets(cfg)]):
+        tok = cfg.target_tokenizer(t)
+        where = "tokenizer" if tok is cfg.tokenizer else f"targets[{cfg.target_names.index(t)}].tokenizer"
+        if tok.like is not None and tok.like not in cfg.sources:
+            raise ConfigError(f"{where}.like: {tok.like!r} is not an entry of 'sources' (known: {sorted(cfg.sources)})")
+        if tok.kind in ("bpe", "byte_level") and mlm:
+            raise ConfigError(f"{where}.kind: {tok.kind} tokenizers have no mask token, which the masked "
+                              f"LM(s) {mlm} pretrained here need; use unigram or wordpiece")
     for lang, spec in cfg.tokenizer.pretrained.items():
-        if lang not in corpora:
-            raise ConfigError(f"tokenizer.pretrained.{lang}: language {lang!r} has no entry under 'corpora'")
+        if not cfg.is_target(lang):
+            raise ConfigError(f"tokenizer.pretrained.{lang}: {lang!r} is neither a target nor a corpora key")
         if isinstance(spec, SourceTokenizer) and spec.source not in cfg.sources:
             raise ConfigError(f"tokenizer.pretrained.{lang}.source: {spec.source!r} is not an entry of 'sources' "
                               f"(known: {sorted(cfg.sources)})")
@@ -284,7 +296,8 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             key = {"freedict": "name", "file": "path"}.get(spec.source)
             if key and getattr(spec, key) is None:
                 raise ConfigError(f"{where}: source {spec.source!r} needs '{key}'")
-            if spec.source == "identical" and not {slang, lang} <= set(corpora) | set(cfg.word_vectors):
+            if spec.source == "identical" and not all(cfg.has_language(x) or x in cfg.word_vectors
+                                                      for x in (slang, lang)):
                 raise ConfigError(f"{where}: identical-spelling dictionaries need word vectors of both languages")
     return cfg
 
@@ -316,14 +329,44 @@ def check_hub_language(key: str, corpus) -> None:
 def method_targets(cfg: Config, name: str) -> list[str]:
     """The targets a method runs on in the init table: its own ``targets`` list, else all of the config's."""
     targets = cfg.methods[name].targets
-    return list(cfg.targets if targets is None else targets)
+    return list(cfg.target_names if targets is None else targets)
+
+
+def task_target(cfg: Config, task: str) -> str:
+    """The target whose model fine-tunes on ``finetune.tasks.<task>``: its ``target``; else the target of ``targets``
+    named like the task's language, or the one there in that language (several: the config must name one); else the
+    corpus of that name or language (a language only LAPT and fine-tuning transfer to)."""
+    spec = cfg.finetune.tasks[task]
+    if spec.target is not None:
+        return spec.target
+    if spec.language in cfg.target_names:
+        return spec.language
+    found = [t for t in cfg.target_names if cfg.target_language(t) == spec.language]
+    if len(found) > 1:
+        raise ConfigError(f"finetune.tasks.{task}.target: the task's language {spec.language!r} is the language of "
+                          f"several targets {found}; name one")
+    if found or cfg.is_target(spec.language):
+        return found[0] if found else spec.language
+    raise ConfigError(f"finetune.tasks.{task}.target: the task's language {spec.language!r} is no target's language "
+                      f"and no corpus's (targets: {cfg.target_names}); name the target to fine-tune")
 
 
 def all_targets(cfg: Config) -> list[str]:
-    """The init table's targets, then the languages that only LAPT or fine-tuning transfer to."""
+    """The init table's targets, then those that only LAPT or fine-tuning transfer to."""
     extra = list(cfg.lapt.targets or []) + [t for run in cfg.lapt.runs.values() for t in run.targets or []]
-    extra += [t.language for t in cfg.finetune.tasks.values()]
-    return list(dict.fromkeys(list(cfg.targets) + extra))
+    extra += [task_target(cfg, t) for t in cfg.finetune.tasks]
+    return list(dict.fromkeys(cfg.target_names + extra))
+
+
+def target_users(cfg: Config, target: str) -> str:
+    """The first key that names ``target`` as a LAPT or fine-tuning target (for an error message)."""
+    if target in (cfg.lapt.targets or []):
+        return "lapt.targets"
+    for name, run in cfg.lapt.runs.items():
+        if target in (run.targets or []):
+            return f"lapt.runs.{name}.targets"
+    return next((f"finetune.tasks.{n}.target" for n in cfg.finetune.tasks if task_target(cfg, n) == target),
+                "targets")
 
 
 def check_method_resources(cfg: Config, name: str, method: Method) -> None:
@@ -335,20 +378,22 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
     if method.fasttext is not None and Need.TOKEN_VECTORS not in needs:
         raise ConfigError(f"methods.{name}.fasttext: a token-level fastText recipe applies to methods that read "
                           f"token-level fastText, and {method.kind!r} with these parameters reads none")
-    corpora, vectors = set(cfg.corpora), set(cfg.word_vectors)
     for t in method.targets or []:
-        if t not in cfg.targets:
-            raise ConfigError(f"methods.{name}.targets: {t!r} is not one of the config's targets {cfg.targets}")
-    if Need.SOURCE_TOKEN_VECTORS in needs and p["source_language"] not in corpora:
-        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has no entry under 'corpora'")
-    if Need.SOURCE_WORDS in needs and p["source_language"] not in corpora | vectors:
+        if t not in cfg.target_names:
+            raise ConfigError(f"methods.{name}.targets: {t!r} is not one of the config's targets {cfg.target_names}")
+    if Need.SOURCE_TOKEN_VECTORS in needs and not cfg.has_language(p["source_language"]):
+        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} is the language of no corpus "
+                          "under 'corpora'")
+    if Need.SOURCE_WORDS in needs and not (cfg.has_language(p["source_language"])
+                                           or p["source_language"] in cfg.word_vectors):
         raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has neither a corpus nor "
                           "'word_vectors'")
-    if Need.LANGUAGE_TOKENIZER in needs and p["restrict_source"] not in corpora:
-        raise ConfigError(f"methods.{name}: restrict_source {p['restrict_source']!r} has no entry under 'corpora'")
+    if Need.LANGUAGE_TOKENIZER in needs and not cfg.is_target(p["restrict_source"]):
+        raise ConfigError(f"methods.{name}: restrict_source {p['restrict_source']!r} is neither a target nor a "
+                          "corpora key")
     if Need.DICTIONARY in needs:
         have = cfg.dictionaries.get(p["source_language"], {})
-        missing = [t for t in method_targets(cfg, name) if t not in have]
+        missing = [cfg.target_language(t) for t in method_targets(cfg, name) if cfg.target_language(t) not in have]
         if missing:
             raise ConfigError(f"methods.{name}: no dictionary {p['source_language']} -> {missing} under "
                               f"'dictionaries' (e.g. {{source: freedict, name: ...}} or {{source: identical}}), "
@@ -501,8 +546,8 @@ def check_lapt(cfg: Config) -> None:
     runs = cfg.lapt.runs
     for name in runs:
         for t in lapt_run_targets(cfg, name):
-            if t not in cfg.corpora:
-                raise ConfigError(f"lapt: target {t!r} of run {name!r} has no entry in 'corpora'")
+            if not cfg.is_target(t):
+                raise ConfigError(f"lapt: target {t!r} of run {name!r} is neither a target nor a corpora key")
     for name, run in runs.items():
         kinds = [k for k in ("method", "source") if getattr(run, k)]
         if len(kinds) != 1:
@@ -535,7 +580,8 @@ def check_method_language(cfg: Config, method: str, langs: list[str], where: str
     spec = cfg.methods[method]
     if Need.DICTIONARY in method_needs(spec.kind, spec.params):
         slang = method_params(spec.kind, spec.params)["source_language"]
-        missing = [t for t in langs if t not in cfg.dictionaries.get(slang, {})]
+        missing = [cfg.target_language(t) for t in langs
+                   if cfg.target_language(t) not in cfg.dictionaries.get(slang, {})]
         if missing:
             raise ConfigError(f"{where}: method {method!r} needs a dictionary {slang} -> {missing}")
 
@@ -547,8 +593,9 @@ def check_finetune(cfg: Config) -> None:
     ft = cfg.finetune
     for name, task in ft.tasks.items():
         where = f"finetune.tasks.{name}"
-        if task.language not in cfg.corpora:
-            raise ConfigError(f"{where}.language: {task.language!r} has no entry in 'corpora'")
+        if task.target is not None and not cfg.is_target(task.target):
+            raise ConfigError(f"{where}.target: {task.target!r} is neither a target nor a corpora key")
+        task_target(cfg, name)
         if task.dataset.get("test_only"):
             raise ConfigError(f"{where}.dataset.test_only: a task that is trained on needs its train split; test-only "
                               "data is for zero-shot targets (zero_shot: [...]), which read the test split by themselves")
@@ -584,7 +631,7 @@ def check_finetune(cfg: Config) -> None:
         if unknown:
             raise ConfigError(f"{where}.tasks: {unknown} are not entries of finetune.tasks")
         for tname in finetune_model_tasks(cfg, mname):
-            lang = ft.tasks[tname].language
+            lang = task_target(cfg, tname)
             if model.init:
                 check_method_language(cfg, model.init, [lang], where)
             if model.lapt and lang not in lapt_run_targets(cfg, model.lapt):
@@ -624,9 +671,10 @@ def check_tables(cfg: Config) -> None:
                 if bad:
                     raise ConfigError(f"tables.{name}.languages: {bad} are not targets of method {spec.method!r}")
                 continue
-            bad = [lang for lang in spec.languages if lang not in cfg.corpora]
+            bad = [lang for lang in spec.languages if not cfg.is_target(lang)]
             if bad:
-                raise ConfigError(f"tables.{name}.languages: {bad} have no corpus (corpora: {sorted(cfg.corpora)})")
+                raise ConfigError(f"tables.{name}.languages: {bad} are neither targets nor corpora keys (targets: "
+                                  f"{cfg.target_names}; corpora: {sorted(cfg.corpora)})")
             continue
         if spec.kind == "init":  # init-time held-out values of some methods
             if not spec.rows or not spec.languages:
@@ -650,7 +698,7 @@ def check_tables(cfg: Config) -> None:
                 bad = [t for t in tasks if cfg.finetune.tasks[t].task not in PROBE_TASKS]
                 if bad:
                     raise ConfigError(f"{where}: {bad} are not of a probed task type ({', '.join(PROBE_TASKS)})")
-                langs = [cfg.finetune.tasks[t].language for t in tasks]
+                langs = [task_target(cfg, t) for t in tasks]
                 bad = [t for t, lang in zip(tasks, langs, strict=True) if lang not in spec.languages]
                 if bad:
                     raise ConfigError(f"{where}: the languages of {bad} are not among the table's languages "
@@ -705,7 +753,7 @@ def check_tables(cfg: Config) -> None:
 def figure_language(cfg: Config, figure: str) -> str | None:
     """The language of a figure: its task's (kind lapt_finetune), else its ``language``."""
     spec = cfg.figures[figure]
-    return cfg.finetune.tasks[spec.task].language if spec.kind == "lapt_finetune" else spec.language
+    return task_target(cfg, spec.task) if spec.kind == "lapt_finetune" else spec.language
 
 
 def check_figures(cfg: Config) -> None:
@@ -733,10 +781,6 @@ def check_figures(cfg: Config) -> None:
             bad = [t for t in spec.tasks if t not in finetune_model_tasks(cfg, spec.model)]
             if bad:
                 raise ConfigError(f"{where}.tasks: {bad} are not tasks of finetune.models.{spec.model}")
-            bad = [t for t in spec.tasks if ft.tasks[t].language not in cfg.corpora]
-            if bad:
-                raise ConfigError(f"{where}.tasks: the languages of {bad} have no corpus (their tokenizer is trained "
-                                  "on it)")
             continue
         if spec.kind in ("curves", "init_similarity"):  # runs x languages
             if not spec.runs or not spec.languages:

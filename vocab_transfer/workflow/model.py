@@ -30,6 +30,7 @@ from ..data.token_fasttext import FASTTEXT_PRESETS
 from ..training.launch import launcher_args, launcher_command
 from ..training.settings import METRICS, NON_LINEARITIES, UNSEEN_LABELS, ZERO_SHOT_VARIANTS
 from ..typed import ModelError, Range, check_value
+from .paths import RESERVED
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
 
@@ -85,14 +86,19 @@ def check_names(config: dict, where: str = "config") -> None:
     """Every name of :data:`NAMED` in ``config`` (the YAML dict) fits :data:`NAME`; the first that does not is
     named with its key (``config.lapt.runs: '..' cannot be a name: ...``). A section of the wrong type is left to
     the schema."""
+    if isinstance(config, dict) and "study" in config:
+        check_name(config["study"], f"{where}.study")
     for key in NAMED:
         found = [(where, config)]
         for part in key.split("."):
             found = [(f"{at}.{k}", v) for at, node in found if isinstance(node, dict)
                      for k, v in (node.items() if part == "*" else [(part, node.get(part))])]
         for at, node in found:
-            for name in node if isinstance(node, (dict, list)) else ():
-                check_name(name, at)
+            for i, name in enumerate(node if isinstance(node, (dict, list)) else ()):
+                if isinstance(node, list) and isinstance(name, dict):  # a target written as a mapping
+                    check_name(name.get("name"), f"{at}[{i}].name")
+                else:
+                    check_name(name, at)
 
 
 CorpusSource = Literal[SOURCES]  # type: ignore[valid-type]
@@ -153,6 +159,7 @@ class Corpus(Section):
     """``corpora.<lang>``: where one language's text comes from (vocab_transfer.data.sources)."""
 
     source: CorpusSource = _req()
+    language: str | None = _f(None, min_len=1)  # the text's language (word vectors, dictionaries; default: the key)
     code: str | None = None
     path: str | None = None
     lang: str | None = None
@@ -347,6 +354,25 @@ class Dictionary(Section):
     min_length: int = _f(2, ge=1)  # identical spellings: the shortest word used
 
 
+# --- targets ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target(Section):
+    """``targets[i]`` as a mapping: a target named by what it is (``de-bpe32k``, ``de-oscar``): a corpus and the
+    tokenizer trained on it. Its tokenizer, shards, fastText, overlap, inits, evaluations, LAPT runs and exports
+    live under its name; its corpus under the corpus's key, shared by every target that reads it. A target written
+    as a bare name (``de``) is ``{name: de, corpus: de}`` with the ``tokenizer`` section as it is."""
+
+    name: str = _req()
+    corpus: str | None = None  # a corpora key (default: the target's name)
+    tokenizer: dict[str, Any] = _f({})  # keys of the ``tokenizer`` section this target's tokenizer takes instead
+
+    def check(self, where: str) -> None:
+        check_name(self.name, f"{where}.name")
+        if "pretrained" in self.tokenizer:
+            raise ModelError(f"{where}.tokenizer.pretrained: an existing tokenizer is named under "
+                             f"tokenizer.pretrained.{self.name}, not in the target's own tokenizer keys")
+
+
 # --- methods --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Method(Section):
@@ -421,6 +447,7 @@ class FinetuneTask(Section):
     task: TaskType = _req()
     language: str = _req()
     dataset: dict[str, Any] = _req()
+    target: str | None = None  # the target fine-tuned (default: the target named like language, or the one in it)
     label: str | None = None
     training: dict[str, Any] | None = None
     zero_shot: list[str] | None = _f(None, min_items=1, unique=True)
@@ -619,10 +646,10 @@ class Config(Section):
     seed: int = _req()
     corpora: dict[str, Corpus] = _req(key_pattern=NAME)
     sources: dict[str, Source] = _req(min_items=1, key_pattern=NAME)
-    targets: list[str] = _req(min_items=1, unique=True)
+    targets: list[str | Target] = _req(min_items=1)
     tokenizer: Tokenizer = _req()
-    fasttext: FastText = _req()
     methods: dict[str, Method] = _req(min_items=1, key_pattern=NAME)
+    fasttext: FastText = _f(None)
     eval: Eval = _f(None)
     corpus_filter: CorpusFilter = _f(None)
     corpus_split: CorpusSplit = _f(None)
@@ -635,13 +662,97 @@ class Config(Section):
     tables: dict[str, Table] = _f({}, key_pattern=NAME)
     figures: dict[str, Figure] = _f({}, key_pattern=NAME)
     resources: dict[str, Resource] = _f({})
+    study: str | None = None  # results/<study>/: what the config does not share by name (paths.Paths)
 
     def __post_init__(self):  # sections whose every key has a default exist (empty) when the config omits them
-        for name, cls in (("corpus_filter", CorpusFilter), ("corpus_split", CorpusSplit),
+        for name, cls in (("fasttext", FastText), ("corpus_filter", CorpusFilter), ("corpus_split", CorpusSplit),
                           ("word_fasttext", WordFastText), ("zero_shot", ZeroShot), ("lapt", Lapt),
                           ("finetune", Finetune), ("eval", Eval)):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, cls())
+
+    def check(self, where: str) -> None:
+        if self.study is not None:
+            check_name(self.study, f"{where}.study")
+            if self.study in RESERVED:
+                raise ModelError(f"{where}.study: {self.study!r} is a folder of results/ itself; name the study "
+                                 "otherwise")
+        names = self.target_names
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ModelError(f"{where}.targets: {twice} named more than once (a target's name is the folder of its "
+                             "artifacts, so each name stands for one corpus and tokenizer)")
+        for i, t in enumerate(self.targets):
+            if isinstance(t, Target):
+                try:
+                    Tokenizer.parse({**self.tokenizer_written, **t.tokenizer}, f"{where}.targets[{i}].tokenizer")
+                except ModelError as e:
+                    raise ModelError(str(e).replace(f"{where}.targets[{i}].tokenizer: ",
+                                                    f"{where}.targets[{i}].tokenizer ({t.name}): ")) from None
+
+    @property
+    def target_names(self) -> list[str]:
+        """The names of ``targets``, in order: the init table's targets."""
+        return [t.name if isinstance(t, Target) else t for t in self.targets]
+
+    def target(self, name: str) -> Target:
+        """Target ``name``: its entry in ``targets``, else the target a bare corpora key stands for (LAPT and
+        fine-tuning may transfer to any corpus's language)."""
+        for t in self.targets:
+            if isinstance(t, Target) and t.name == name:
+                return t
+        return Target(name=name)
+
+    def is_target(self, name: str) -> bool:
+        """Whether ``name`` is a target: an entry of ``targets``, or a corpora key or the language of one corpus (a
+        default target: LAPT and fine-tuning may transfer to any corpus's language)."""
+        return name in self.target_names or name in self.corpora or len(self.corpora_of_language(name)) == 1
+
+    def target_corpus(self, name: str) -> str:
+        """The corpora key a target reads: its ``corpus``, else the corpus named like it, else the one corpus whose
+        ``language`` it is (``targets: [de]`` with ``corpora: {cc100-de: {language: de, ...}}``); ``name`` itself
+        where none is (the config check names the target)."""
+        own = self.target(name).corpus
+        if own is not None or name in self.corpora:
+            return own or name
+        found = self.corpora_of_language(name)
+        return found[0] if len(found) == 1 else name
+
+    def corpora_of_language(self, lang: str) -> list[str]:
+        """The corpora keys whose ``language`` is ``lang``."""
+        return [k for k, spec in self.corpora.items() if spec.language == lang]
+
+    def language(self, corpus: str) -> str:
+        """The language of ``corpora.<corpus>``: its ``language``, else its key."""
+        spec = self.corpora.get(corpus)
+        return spec.language if spec is not None and spec.language else corpus
+
+    def target_language(self, name: str) -> str:
+        """The language of a target's text (word vectors, dictionaries, tasks)."""
+        return self.language(self.target_corpus(name))
+
+    def corpus_of_language(self, lang: str) -> str:
+        """The corpus a language's own artifacts (trained word vectors, source shards) read: ``corpora.<lang>``, else
+        the first corpus whose ``language`` is ``lang``, else ``lang`` (which names no corpus)."""
+        if lang in self.corpora:
+            return lang
+        return next((k for k in self.corpora if self.language(k) == lang), lang)
+
+    def has_language(self, lang: str) -> bool:
+        """Whether some corpus holds text of ``lang``."""
+        return lang in self.corpora or any(self.language(k) == lang for k in self.corpora)
+
+    @property
+    def tokenizer_written(self) -> dict:
+        """The ``tokenizer`` section's keys as the config wrote them (no defaults), without ``pretrained``."""
+        t = self.tokenizer
+        return {k: getattr(t, k) for k in getattr(t, "_written", ()) if k != "pretrained"}
+
+    def target_tokenizer(self, name: str) -> Tokenizer:
+        """The tokenizer settings of target ``name``: the ``tokenizer`` section with the target's own keys over it."""
+        own = self.target(name).tokenizer
+        return Tokenizer.parse({**self.tokenizer_written, **own}, f"targets.{name}.tokenizer") if own \
+            else self.tokenizer
 
 
 def load(config: dict) -> Config:

@@ -22,31 +22,44 @@ class InitJob:
     params: dict
     factorization: str | None = None  # the job's `mf-<hash>` key when it needs factors
     fasttext: str | None = None  # the method's token-level fastText recipe preset (``methods.<name>.fasttext``)
+    language: str | None = None  # the target's language (dictionaries; default: the target's name)
+    target_words: str | None = None  # where its word vectors live (word_vectors/<key>; default: the language)
+    source_words: str | None = None  # ... and the source language's (default: params["source_language"])
+
+    @property
+    def lang(self) -> str:
+        return self.language or self.target
+
+    @property
+    def words(self) -> tuple[str, str | None]:
+        """The word-vector keys of (target language, source language)."""
+        return self.target_words or self.lang, self.source_words or self.params.get("source_language")
 
 
 #: The paths of each need's inputs for one job: input name (those of ``NEED_INPUTS``) -> path.
-NEED_PATHS: dict[Need, Callable[[InitJob], dict[str, str]]] = {
-    Need.TOKEN_VECTORS: lambda j: {"vectors": paths.fasttext_vectors(j.target, j.fasttext)},
-    Need.SOURCE_TOKEN_VECTORS: lambda j: {
-        "source_vectors": paths.source_fasttext_vectors(j.source, j.params["source_language"])},
-    Need.TARGET_WORDS: lambda j: {"target_word_vectors": paths.word_vectors(j.target),
-                                  "target_word_list": paths.word_list(j.target)},
-    Need.SOURCE_WORDS: lambda j: {"source_word_vectors": paths.word_vectors(j.params["source_language"]),
-                                  "source_word_list": paths.word_list(j.params["source_language"])},
-    Need.WORD_MODELS: lambda j: {"source_word_model": paths.word_fasttext_model(j.params["source_language"]),
-                                 "target_word_model": paths.word_fasttext_model(j.target)},
-    Need.DICTIONARY: lambda j: {"dictionary": paths.dictionary(j.params["source_language"], j.target)},
-    Need.TOKENIZERS: lambda j: {},
-    Need.LANGUAGE_TOKENIZER: lambda j: {"language_tokenizer": paths.tokenizer(j.params["restrict_source"])},
-    Need.EXTENDED_TOKENIZER: lambda j: {"extended_tokenizer": paths.extended_tokenizer(j.source, j.target, j.method)},
-    Need.FACTORS: lambda j: {"factors": paths.factors(j.source, j.factorization)},
+NEED_PATHS: dict[Need, Callable[[InitJob, paths.Paths], dict[str, str]]] = {
+    Need.TOKEN_VECTORS: lambda j, p: {"vectors": p.fasttext_vectors(j.target, j.fasttext)},
+    Need.SOURCE_TOKEN_VECTORS: lambda j, p: {
+        "source_vectors": p.source_fasttext_vectors(j.source, j.params["source_language"])},
+    Need.TARGET_WORDS: lambda j, p: {"target_word_vectors": p.word_vectors(j.words[0]),
+                                     "target_word_list": p.word_list(j.words[0])},
+    Need.SOURCE_WORDS: lambda j, p: {"source_word_vectors": p.word_vectors(j.words[1]),
+                                     "source_word_list": p.word_list(j.words[1])},
+    Need.WORD_MODELS: lambda j, p: {"source_word_model": p.word_fasttext_model(j.words[1]),
+                                    "target_word_model": p.word_fasttext_model(j.words[0])},
+    Need.DICTIONARY: lambda j, p: {"dictionary": p.dictionary(j.params["source_language"], j.lang)},
+    Need.TOKENIZERS: lambda j, p: {},
+    Need.LANGUAGE_TOKENIZER: lambda j, p: {"language_tokenizer": p.tokenizer(j.params["restrict_source"])},
+    Need.EXTENDED_TOKENIZER: lambda j, p: {"extended_tokenizer": p.extended_tokenizer(j.source, j.target, j.method)},
+    Need.FACTORS: lambda j, p: {"factors": p.factors(j.source, j.factorization)},
 }
 
 
-def init_inputs(job: InitJob, needs: frozenset[Need]) -> dict[str, str]:
-    """The inputs an ``init_embeddings`` job adds for ``needs``, in :class:`Need` order."""
+def init_inputs(job: InitJob, needs: frozenset[Need], at: paths.Paths | None = None) -> dict[str, str]:
+    """The inputs an ``init_embeddings`` job adds for ``needs``, in :class:`Need` order (paths of the study ``at``)."""
+    at = at or paths.Paths()
     out: dict[str, str] = {}
     for need in Need:
         if need in needs:
-            out.update(NEED_PATHS[need](job))
+            out.update(NEED_PATHS[need](job, at))
     return out

@@ -5,17 +5,18 @@ Rules, input functions, scripts and the package take paths from here. Called wit
 file. ``tests/test_paths.py`` checks that every rule's outputs are spelled by one of these functions. The shape of
 every path (``<split>`` is ``train`` or ``heldout``)::
 
-    results/corpus/<lang>/<split>.parquet/part-NNNNN.parquet      cleaned documents
-    results/corpus/<lang>/stats.json                              what was read, kept and dropped
-    results/tokenizers/<lang>/                                    target tokenizer (+ training.json)
-    results/shards/<lang>/<split>/                                the corpus tokenized with it
+    results/corpus/<corpus>/<split>.parquet/part-NNNNN.parquet    cleaned documents
+    results/corpus/<corpus>/stats.json                            what was read, kept and dropped
+    results/tokenizers/<target>/                                  target tokenizer (+ training.json)
+    results/shards/<target>/<split>/                              its corpus tokenized with it
     results/source/<source>/{tokenizer,model}/                    a source pretrained here
     results/source/<source>/pretrain_curve.{parquet,png}
-    results/source_shards/<source>/<lang>/<split>/                a corpus tokenized with a source's tokenizer
-    results/fasttext/<lang>/{vectors.safetensors,tokens.parquet}  token-level fastText (target tokenizer)
-    results/fasttext/<lang>/<preset>/{vectors.safetensors,tokens.parquet}  ... with a named recipe variant
+    results/source_shards/<source>/<corpus>/<split>/              a corpus tokenized with a source's tokenizer
+    results/fasttext/<target>/{vectors.safetensors,tokens.parquet}  token-level fastText (target tokenizer)
+    results/fasttext/<target>/<preset>/{vectors.safetensors,tokens.parquet}  ... with a named recipe variant
     results/source_fasttext/<source>/<lang>/{vectors.safetensors,tokens.parquet}  ... (source tokenizer)
-    results/word_vectors/<lang>/{vectors.safetensors,words.parquet}   word-level vectors
+    results/word_vectors/<key>/{vectors.safetensors,words.parquet}    word-level vectors (key: a word_vectors key, the
+                                                                  language of pretrained ones; else the corpus)
     results/dictionaries/<source lang>/<lang>.parquet             bilingual dictionary
     results/overlap/<source>/<target>.parquet                     vocabulary overlap
     results/factorized/<source>/<mf-key>.safetensors              Semi-NMF factors of a source matrix
@@ -37,6 +38,10 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/export/<source>/<target>/{init/<method>,lapt/<run>}/  Hugging Face model folders with a model card
     resources/models/<source>/, resources/reference_models/<model>/, resources/word_vectors/cc.<lang>.300.bin,
     resources/dictionaries/<source lang>-<lang>.txt               downloads
+
+A config with ``study: <name>`` (each paper config) keeps every artifact that is not shared by name (:data:`SHARED`:
+corpora, source models, source shards, task data, word vectors, dictionaries, downloads) under
+``results/<name>/`` instead (``results/focus/tokenizers/de``): :class:`Paths`.
 """
 
 from __future__ import annotations
@@ -49,23 +54,23 @@ SPLITS = ("train", "heldout")
 
 
 # --- corpora, tokenizers, shards ------------------------------------------------------------------------------
-def corpus(lang: str, split: str) -> str:
-    """A corpus split: a parquet directory dataset (``pandas.read_parquet`` opens it)."""
-    return f"{RESULTS}/corpus/{lang}/{split}.parquet"
+def corpus(corpus: str, split: str) -> str:
+    """A corpus split (``corpus``: a corpora key): a parquet directory dataset (``pandas.read_parquet`` opens it)."""
+    return f"{RESULTS}/corpus/{corpus}/{split}.parquet"
 
 
-def corpus_stats(lang: str) -> str:
-    return f"{RESULTS}/corpus/{lang}/stats.json"
+def corpus_stats(corpus: str) -> str:
+    return f"{RESULTS}/corpus/{corpus}/stats.json"
 
 
-def tokenizer(lang: str) -> str:
-    """A language's target tokenizer folder (``AutoTokenizer`` loads it)."""
-    return f"{RESULTS}/tokenizers/{lang}"
+def tokenizer(target: str) -> str:
+    """A target's tokenizer folder (``AutoTokenizer`` loads it)."""
+    return f"{RESULTS}/tokenizers/{target}"
 
 
-def shards(lang: str, split: str) -> str:
-    """``corpus(lang, split)`` tokenized with ``tokenizer(lang)`` (:mod:`vocab_transfer.data.shards`)."""
-    return f"{RESULTS}/shards/{lang}/{split}"
+def shards(target: str, split: str) -> str:
+    """The target's corpus split tokenized with ``tokenizer(target)`` (:mod:`vocab_transfer.data.shards`)."""
+    return f"{RESULTS}/shards/{target}/{split}"
 
 
 def source_tokenizer(source: str) -> str:
@@ -82,9 +87,9 @@ def pretrain_curve(source: str, ext: str) -> str:
     return f"{RESULTS}/source/{source}/pretrain_curve.{ext}"
 
 
-def source_shards(source: str, lang: str, split: str) -> str:
-    """``corpus(lang, split)`` tokenized with the source model's tokenizer."""
-    return f"{RESULTS}/source_shards/{source}/{lang}/{split}"
+def source_shards(source: str, corpus: str, split: str) -> str:
+    """``corpus(corpus, split)`` tokenized with the source model's tokenizer."""
+    return f"{RESULTS}/source_shards/{source}/{corpus}/{split}"
 
 
 def extended_tokenizer(source: str, target: str, method: str) -> str:
@@ -337,3 +342,42 @@ for _name, _fn in list(globals().items()):  # every path function of this module
             and not isinstance(_fn, type):
         globals()[_name] = _inside(_fn)
 del _inside, _name, _fn
+
+
+# --- a study's own folder -------------------------------------------------------------------------------------
+#: What is shared by name between the studies of one working directory (the corpora, source models, task data,
+#: word vectors, dictionaries and downloads; ``configs/papers.yaml`` checks that one name means one spec): every
+#: other artifact of a config with ``study: <name>`` lives under ``results/<name>/`` (its tokenizers, inits, runs,
+#: tables), so two papers' targets of one language never meet.
+SHARED = frozenset({
+    "corpus", "corpus_stats", "source_tokenizer", "source_model", "pretrain_curve", "source_shards", "word_vectors",
+    "word_fasttext_model", "word_list", "dictionary", "task_data", "downloaded_model", "reference_model",
+    "cc_word_vectors", "muse_dictionary"})
+#: Folders of results/ that a study's name cannot take.
+RESERVED = frozenset({"corpus", "source", "source_shards", "word_vectors", "dictionaries", "tasks", "tokenizers",
+                      "shards", "fasttext", "source_fasttext", "overlap", "factorized", "extended", "init",
+                      "eval_init", "lapt", "finetune", "source_task", "zeroshot", "tables", "figures", "export"})
+
+
+class Paths:
+    """This module's path functions for one study: those of :data:`SHARED` as they are, every other one under
+    ``results/<study>/`` (``Paths(None)``: all as they are, the layout of a config without ``study``). The rules and
+    the plan take their paths from the one of their config (``plan.paths``)."""
+
+    def __init__(self, study: str | None = None):
+        self.study = study
+        self._root = f"{RESULTS}/{study}/" if study else None
+
+    def __getattr__(self, name: str):
+        fn = globals()[name]
+        if self._root is None or name in SHARED or not callable(fn) or isinstance(fn, type):
+            return fn
+        root, head = self._root, f"{RESULTS}/"
+
+        @functools.wraps(fn)
+        def in_study(*args, **kwargs):
+            path = fn(*args, **kwargs)
+            return root + path[len(head):] if path.startswith(head) else path
+
+        setattr(self, name, in_study)
+        return in_study

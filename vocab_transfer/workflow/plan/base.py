@@ -15,7 +15,7 @@ from ...methods import Need, method_needs
 from ...methods import method_params as with_defaults
 from ...methods.unks import factorization_spec
 from .. import paths
-from ..config import lapt_run_targets, local_model_dir
+from ..config import lapt_run_targets, local_model_dir, task_target
 from ..model import load
 
 
@@ -42,10 +42,12 @@ class PlanBase:
     def __init__(self, config: dict):
         self.config = config  # as written, defaults filled in: what params pass on (a change reruns the job)
         self.cfg = cfg = load(config)  # typed (vocab_transfer.workflow.model): what plans read
+        self.paths = paths.Paths(cfg.study)  # results/<study>/ for what a study does not share (paths.SHARED)
         self.sources = list(cfg.sources)
-        self.targets = list(cfg.targets)
+        self.targets = cfg.target_names
         self.method_names = list(cfg.methods)
-        self.languages = list(dict.fromkeys([*cfg.corpora, *cfg.word_vectors]))
+        # word vectors and dictionaries are a language's: the corpora keys, their languages, word_vectors' keys
+        self.languages = list(dict.fromkeys([*cfg.corpora, *map(cfg.language, cfg.corpora), *cfg.word_vectors]))
         # results/tasks/<task>: finetune.tasks and the zero-shot source tasks
         self.task_names = [*cfg.finetune.tasks, *cfg.zero_shot.sources]
         self.lapt_runs = list(cfg.lapt.runs)
@@ -65,14 +67,14 @@ class PlanBase:
         """Where a source model lives: pretrained here, a local folder, or downloaded into resources/."""
         source = self.cfg.sources[wildcards.source]
         if source.pretrain:
-            return paths.source_model(wildcards.source)
+            return self.paths.source_model(wildcards.source)
         local = local_model_dir(source)
-        return str(local) if local is not None else paths.downloaded_model(wildcards.source)
+        return str(local) if local is not None else self.paths.downloaded_model(wildcards.source)
 
     def source_tokenizer_dir(self, wildcards):
         """The tokenizer of a source model: trained here before the model (pretrained sources), else the model's."""
         if self.cfg.sources[wildcards.source].pretrain:
-            return paths.source_tokenizer(wildcards.source)
+            return self.paths.source_tokenizer(wildcards.source)
         return self.source_model_dir(wildcards)
 
     @functools.cache  # noqa: B019 (one Plan per workflow; the config is frozen)
@@ -100,14 +102,24 @@ class PlanBase:
     def eval_tokenizer(self, source, target, method):
         """The tokenizer a transferred model is evaluated with: the target's, or the extended one."""
         if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
-            return paths.extended_tokenizer(source, target, method)
-        return paths.tokenizer(target)
+            return self.paths.extended_tokenizer(source, target, method)
+        return self.paths.tokenizer(target)
 
     def eval_blocks(self, source, target, method):
         """Held-out text packed with that tokenizer."""
         if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
-            return paths.extended_heldout_blocks(source, target, method)
-        return paths.heldout_blocks(target)
+            return self.paths.extended_heldout_blocks(source, target, method)
+        return self.paths.heldout_blocks(target)
+
+    def word_key(self, lang):
+        """Where a language's word vectors live (results/word_vectors/<key>): the ``word_vectors`` key of pretrained
+        vectors (the language), else the corpus they are trained on (the corpus named like the language, else the
+        first in it), so two studies that train them on different corpora of one language never meet."""
+        return lang if lang in self.cfg.word_vectors else self.cfg.corpus_of_language(lang)
+
+    def task_target(self, task):
+        """The target whose model a fine-tuning task trains (``finetune.tasks.<task>.target``)."""
+        return task_target(self.cfg, task)
 
     def task_entry(self, name):
         """A finetune.tasks entry, or a zero_shot.sources entry (source-language task data)."""
@@ -128,5 +140,5 @@ class PlanBase:
         if not self.seeds:
             return []
         if self.ft_tasks[task].zero_shot is not None:
-            return [paths.zeroshot_scores(source, task, model)]
-        return [paths.finetune_scores(source, task, model, g) for g in self.seed_groups(task)]
+            return [self.paths.zeroshot_scores(source, task, model)]
+        return [self.paths.finetune_scores(source, task, model, g) for g in self.seed_groups(task)]

@@ -3,7 +3,6 @@ model cards."""
 
 from __future__ import annotations
 
-from .. import paths
 from ..config import lapt_run_settings, lapt_run_targets, method_targets
 from .base import PlanBase, canonical
 
@@ -14,9 +13,9 @@ class ExportPlan(PlanBase):
     def export_outputs(self, wildcards=None):
         """Every transferred model right after initialization (the init table's cells) and every LAPT model, as
         Hugging Face model folders (`snakemake export`)."""
-        init = [paths.export_init(s, t, m) for s in self.sources for t in self.targets for m in self.method_names
+        init = [self.paths.export_init(s, t, m) for s in self.sources for t in self.targets for m in self.method_names
                 if t in method_targets(self.cfg, m)]
-        lapt = [paths.export_lapt(s, t, r) for s in self.sources for r in self.lapt_runs
+        lapt = [self.paths.export_lapt(s, t, r) for s in self.sources for r in self.lapt_runs
                 for t in lapt_run_targets(self.cfg, r)]
         return init + lapt
 
@@ -24,19 +23,19 @@ class ExportPlan(PlanBase):
         """The source model, the init artifact, the tokenizer the model is evaluated with, the init-time loss of the
         target's methods and the target corpus's statistics."""
         s, t, m = wildcards.source, wildcards.target, wildcards.method
-        return {"model": self.source_model_dir(wildcards), "embeddings": paths.init(s, t, m),
-                "tokenizer": self.eval_tokenizer(s, t, m), "eval": paths.init_eval(s, t),
-                "stats": paths.corpus_stats(t)}
+        return {"model": self.source_model_dir(wildcards), "embeddings": self.paths.init(s, t, m),
+                "tokenizer": self.eval_tokenizer(s, t, m), "eval": self.paths.init_eval(s, t),
+                "stats": self.paths.corpus_stats(self.cfg.target_corpus(t))}
 
     def export_lapt_inputs(self, wildcards):
         """The run's final model (with its tokenizer) and curve, the corpus's statistics, and the init-time loss of
         the run's method where the init table has it."""
         s, t, run = wildcards.source, wildcards.target, wildcards.run
         method = self.cfg.lapt.runs[run].method
-        inputs = {"model": paths.lapt_model(s, t, run), "curve": paths.lapt_curve(s, t, run),
-                  "stats": paths.corpus_stats(t)}
+        inputs = {"model": self.paths.lapt_model(s, t, run), "curve": self.paths.lapt_curve(s, t, run),
+                  "stats": self.paths.corpus_stats(self.cfg.target_corpus(t))}
         if method and t in self.targets and t in method_targets(self.cfg, method):
-            inputs["eval"] = paths.init_eval(s, t)
+            inputs["eval"] = self.paths.init_eval(s, t)
         return inputs
 
     def export_card(self, wildcards):
@@ -45,10 +44,12 @@ class ExportPlan(PlanBase):
         run = getattr(wildcards, "run", None)
         method = self.cfg.lapt.runs[run].method if run else wildcards.method
         spec = self.cfg.sources[s]
-        source_model = spec.model or paths.source_model(s)
+        source_model = spec.model or self.paths.source_model(s)
         card = {"source": s, "source_model": source_model, "target": t, "method": method or "source",
                 "kind": self.cfg.methods[method].kind if method else "none",
                 "params": self.cfg.methods[method].params if method else {}}
         if run:
             card |= {"lapt_run": run, "lapt_settings": lapt_run_settings(self.cfg, run)}
+        if self.cfg.target_language(t) != t:  # a target named by what it is (de-bpe32k): its text's language
+            card["language"] = self.cfg.target_language(t)
         return canonical(card)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .. import paths
 from ..config import figure_language, figure_points, figure_runs
 from .base import PlanBase, canonical
 
@@ -20,11 +19,11 @@ class FiguresPlan(PlanBase):
         """vocab-swap Figures 4/8: the held-out curves of the figure's LAPT runs and the scores of every model
         fine-tuned on its task from those runs (snapshots and final models), all seeds."""
         s, lang, spec = wildcards.source, figure_language(self.cfg, wildcards.figure), self.cfg.figures[wildcards.figure]
-        inputs = {f"curve__{r}": paths.lapt_curve(s, lang, r)
+        inputs = {f"curve__{r}": self.paths.lapt_curve(s, lang, r)
                   for r in figure_runs(self.cfg, wildcards.figure)}
         for model, _, _ in figure_points(self.cfg, wildcards.figure):
             for group in self.seed_groups(spec.task):
-                inputs[f"scores__{model}__{group}"] = paths.finetune_scores(s, spec.task, model, group)
+                inputs[f"scores__{model}__{group}"] = self.paths.finetune_scores(s, spec.task, model, group)
         return inputs
 
     def lapt_finetune_manifest(self, wildcards):
@@ -52,8 +51,8 @@ class FiguresPlan(PlanBase):
         inputs = {}
         for r in figure_runs(self.cfg, wildcards.figure):
             method = spec.matched_by or self.cfg.lapt.runs[r].method
-            inputs[f"accuracy__{r}"] = paths.lapt_token_accuracy(s, lang, r)
-            inputs[f"provenance__{r}"] = paths.provenance(s, lang, method)
+            inputs[f"accuracy__{r}"] = self.paths.lapt_token_accuracy(s, lang, r)
+            inputs[f"provenance__{r}"] = self.paths.provenance(s, lang, method)
         return inputs
 
     def token_accuracy_params(self, wildcards):
@@ -87,12 +86,12 @@ class FiguresPlan(PlanBase):
             label = self.cfg.lapt.runs[r].label or r
             for lang in spec.languages:
                 if spec.kind == "curves":
-                    records.append((f"curve__{r}__{lang}", paths.lapt_curve(s, lang, r),
+                    records.append((f"curve__{r}__{lang}", self.paths.lapt_curve(s, lang, r),
                                     {"kind": "curve", "run": r, "label": label, "language": lang}))
                 else:
-                    records += [(f"model__{r}__{lang}", paths.lapt_model(s, lang, r),
+                    records += [(f"model__{r}__{lang}", self.paths.lapt_model(s, lang, r),
                                  {"kind": "model", "run": r, "label": label, "language": lang}),
-                                (f"init__{r}__{lang}", paths.init(s, lang, self.cfg.lapt.runs[r].method),
+                                (f"init__{r}__{lang}", self.paths.init(s, lang, self.cfg.lapt.runs[r].method),
                                  {"kind": "init", "run": r, "label": label, "language": lang})]
         return records
 
@@ -102,11 +101,11 @@ class FiguresPlan(PlanBase):
         s, spec = wildcards.source, self.cfg.figures[wildcards.figure]
         records = [("source_tokenizer", self.source_tokenizer_dir(SimpleNamespace(source=s)), {"kind": "source"})]
         for t in spec.tasks:
-            lang = self.ft_tasks[t].language
+            lang = self.task_target(t)
             records += [(f"scores__{t}__{i}", f, {"kind": "scores", "task": t, "language": lang})
                         for i, f in enumerate(self.cell_scores(s, t, spec.model))]
-            records += [(f"tokenizer__{t}", paths.tokenizer(lang), {"kind": "tokenizer", "task": t, "language": lang}),
-                        (f"overlap__{t}", paths.overlap(s, lang), {"kind": "overlap", "task": t, "language": lang})]
+            records += [(f"tokenizer__{t}", self.paths.tokenizer(lang), {"kind": "tokenizer", "task": t, "language": lang}),
+                        (f"overlap__{t}", self.paths.overlap(s, lang), {"kind": "overlap", "task": t, "language": lang})]
         return records
 
     def sample_efficiency_records(self, wildcards) -> list[tuple[str, str, dict]]:
@@ -118,12 +117,12 @@ class FiguresPlan(PlanBase):
             for m in models:
                 run = self.ft_models[m].lapt
                 for t in spec.tasks:
-                    lang = self.ft_tasks[t].language
+                    lang = self.task_target(t)
                     fields = {"series": label, "model": m, "task": t}
-                    records.append((f"curve__{m}__{t}", paths.lapt_curve(s, lang, run), {"kind": "curve", **fields}))
+                    records.append((f"curve__{m}__{t}", self.paths.lapt_curve(s, lang, run), {"kind": "curve", **fields}))
                     records += [(f"scores__{m}__{t}__{i}", f, {"kind": "scores", **fields})
                                 for i, f in enumerate(self.cell_scores(s, t, m))]
         return records
 
     def paper_figure_outputs(self, wildcards=None):
-        return [paths.figure(spec.kind, s, name, "png") for name, spec in self.cfg.figures.items() for s in self.sources]
+        return [self.paths.figure(spec.kind, s, name, "png") for name, spec in self.cfg.figures.items() for s in self.sources]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-from .. import paths
 from ..config import finetune_model_tasks
 from .base import PlanBase, canonical, hub_spec, shell_option
 
@@ -24,7 +23,7 @@ class FinetunePlan(PlanBase):
         """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id downloaded
         by download_reference_model into resources/reference_models/."""
         ref = self.ft_models[wildcards.ftmodel].pretrained
-        return ref if os.path.isdir(ref) else paths.reference_model(wildcards.ftmodel)
+        return ref if os.path.isdir(ref) else self.paths.reference_model(wildcards.ftmodel)
 
     def reference_hub_spec(self, wildcards):
         model = self.ft_models[wildcards.ftmodel]
@@ -34,15 +33,15 @@ class FinetunePlan(PlanBase):
         """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or a
         reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives inside the
         run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the step's folder)."""
-        model, lang, s = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task].language, wildcards.source
-        inputs = {"data": paths.task_data(wildcards.task)}
+        model, lang, s = self.ft_models[wildcards.ftmodel], self.task_target(wildcards.task), wildcards.source
+        inputs = {"data": self.paths.task_data(wildcards.task)}
         if model.step is not None:
-            inputs["snapshots"] = paths.lapt_snapshots(s, lang, model.lapt)
+            inputs["snapshots"] = self.paths.lapt_snapshots(s, lang, model.lapt)
         elif model.lapt:
-            inputs["model"] = inputs["tokenizer"] = paths.lapt_model(s, lang, model.lapt)
+            inputs["model"] = inputs["tokenizer"] = self.paths.lapt_model(s, lang, model.lapt)
         elif model.init:
             inputs["model"] = self.source_model_dir(wildcards)
-            inputs["embeddings"] = paths.init(s, lang, model.init)
+            inputs["embeddings"] = self.paths.init(s, lang, model.init)
             inputs["tokenizer"] = self.eval_tokenizer(s, lang, model.init)
         elif model.pretrained:
             inputs["model"] = inputs["tokenizer"] = self.reference_model_dir(wildcards)
@@ -86,4 +85,4 @@ class FinetunePlan(PlanBase):
                 for f in self.cell_scores(s, t, m)]
 
     def finetune_outputs(self, wildcards=None):
-        return [paths.finetune_table("md")] if self.ft_tasks and self.ft_models else []
+        return [self.paths.finetune_table("md")] if self.ft_tasks and self.ft_models else []

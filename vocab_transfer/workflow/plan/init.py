@@ -9,7 +9,6 @@ from ...methods import Need
 from ...methods import method_params as with_defaults
 from ...methods.extension import extension_count
 from ...methods.unks import factorization_spec
-from .. import paths
 from ..needs import InitJob
 from ..needs import init_inputs as needs_inputs
 from .base import PlanBase, canonical
@@ -29,12 +28,14 @@ class InitPlan(PlanBase):
         """Inputs of init_embeddings: the source model, the target tokenizer, the overlap, and what the method needs
         (vocab_transfer.workflow.needs: the registry the method declares its needs in)."""
         needs = self.method_needs_of(wildcards.method)
-        job = InitJob(wildcards.source, wildcards.target, wildcards.method,
-                      with_defaults(*self.method_kind_params(wildcards.method)),
+        params = with_defaults(*self.method_kind_params(wildcards.method))
+        lang = self.cfg.target_language(wildcards.target)
+        job = InitJob(wildcards.source, wildcards.target, wildcards.method, params,
                       self.factorization_key(wildcards.method) if Need.FACTORS in needs else None,
-                      self.cfg.methods[wildcards.method].fasttext)
-        return {"model": self.source_model_dir(wildcards), "tokenizer": paths.tokenizer(wildcards.target),
-                "overlap": paths.overlap(wildcards.source, wildcards.target), **needs_inputs(job, needs)}
+                      self.cfg.methods[wildcards.method].fasttext, lang, self.word_key(lang),
+                      self.word_key(params["source_language"]) if "source_language" in params else None)
+        return {"model": self.source_model_dir(wildcards), "tokenizer": self.paths.tokenizer(wildcards.target),
+                "overlap": self.paths.overlap(wildcards.source, wildcards.target), **needs_inputs(job, needs, self.paths)}
 
     def factorization_params(self, wildcards):
         method = self.factorizations[wildcards.factorization]
@@ -46,7 +47,7 @@ class InitPlan(PlanBase):
         return 1 if on_gpu and self.cfg.lapt.gpus > 0 else 0
 
     def extended_tokenizer_dir(self, wildcards):
-        return paths.extended_tokenizer(wildcards.source, wildcards.target, wildcards.method)
+        return self.paths.extended_tokenizer(wildcards.source, wildcards.target, wildcards.method)
 
     def extension_selection(self, wildcards):
         """How an extension picks its tokens: ``{"top_tokens": N}`` (FOCUS §3.1) or ``{"new_tokens": N}``."""

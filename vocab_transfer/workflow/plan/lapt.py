@@ -6,7 +6,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ...methods import Need
-from .. import paths
 from ..config import lapt_run_settings, lapt_run_targets
 from .base import PlanBase, canonical, shell_option
 
@@ -17,7 +16,7 @@ class LaptPlan(PlanBase):
     def lapt_embeddings(self, wildcards):
         """The run's init artifact; none for a run on the source model's own vocabulary (`source: true`)."""
         method = self.cfg.lapt.runs[wildcards.run].method
-        return paths.init(wildcards.source, wildcards.target, method) if method else []
+        return self.paths.init(wildcards.source, wildcards.target, method) if method else []
 
     def lapt_tokenizer(self, wildcards):
         method = self.cfg.lapt.runs[wildcards.run].method
@@ -28,10 +27,10 @@ class LaptPlan(PlanBase):
         method = self.cfg.lapt.runs[wildcards.run].method
         s, t = wildcards.source, wildcards.target
         if not method:
-            return paths.source_shards(s, t, split)
+            return self.paths.source_shards(s, self.cfg.target_corpus(t), split)
         if Need.EXTENDED_TOKENIZER in self.method_needs_of(method):
-            return paths.extended_shards(s, t, method, split)
-        return paths.shards(t, split)
+            return self.paths.extended_shards(s, t, method, split)
+        return self.paths.shards(t, split)
 
     def lapt_train_shards(self, wildcards):
         return self.lapt_shards(wildcards, "train")
@@ -41,9 +40,9 @@ class LaptPlan(PlanBase):
 
     def lapt_anchors(self, wildcards):
         """The source/target overlap, for the curve's ρ̄ to the source rows (none for an extended tokenizer)."""
-        if self.lapt_tokenizer(wildcards) != paths.tokenizer(wildcards.target):
+        if self.lapt_tokenizer(wildcards) != self.paths.tokenizer(wildcards.target):
             return []
-        return paths.overlap(wildcards.source, wildcards.target)
+        return self.paths.overlap(wildcards.source, wildcards.target)
 
     def lapt_embeddings_flag(self, wildcards, input):
         return shell_option("--embeddings", input.embeddings)
@@ -61,11 +60,11 @@ class LaptPlan(PlanBase):
         s, t = wildcards.source, wildcards.target
         labels = {run: spec.label or run for run, spec in self.cfg.lapt.runs.items()}
         runs = [run for run in self.lapt_runs if t in lapt_run_targets(self.cfg, run)]
-        out = [(f"curve__{run}", paths.lapt_curve(s, t, run), {"kind": "curve", "run": run, "label": labels[run]})
+        out = [(f"curve__{run}", self.paths.lapt_curve(s, t, run), {"kind": "curve", "run": run, "label": labels[run]})
                for run in runs]
         for run in runs:
             if self.lapt_anchors(SimpleNamespace(source=s, target=t, run=run)):
-                out.append((f"model__{run}", paths.lapt_model(s, t, run),
+                out.append((f"model__{run}", self.paths.lapt_model(s, t, run),
                             {"kind": "model", "run": run, "label": labels[run]}))
         return out
 
@@ -76,7 +75,7 @@ class LaptPlan(PlanBase):
         """Curves of every LAPT run on the target, the final models of those with the target's tokenizer, the
         tokenizer and the held-out shard (its token frequencies)."""
         files = {name: path for name, path, _ in self.lapt_figure_records(wildcards)}
-        return files | {"tokenizer": paths.tokenizer(wildcards.target), "heldout": paths.shards(wildcards.target, "heldout")}
+        return files | {"tokenizer": self.paths.tokenizer(wildcards.target), "heldout": self.paths.shards(wildcards.target, "heldout")}
 
     def lapt_curve_manifest(self, wildcards):
         """``[{"input": name, "kind": "curve" | "model", "run": run, "label": label}]`` of the LAPT figures'
@@ -88,5 +87,5 @@ class LaptPlan(PlanBase):
         with `source: true` runs only, such as zero-shot source languages)."""
         swapped = [t for t in self.lapt_targets if any(self.cfg.lapt.runs[r].method and t in lapt_run_targets(self.cfg, r)
                                                   for r in self.lapt_runs)]
-        return ([paths.figure("lapt_curves", s, t, "png") for s in self.sources for t in self.lapt_targets]
-                + [paths.figure("embedding_correlation", s, t, "png") for s in self.sources for t in swapped])
+        return ([self.paths.figure("lapt_curves", s, t, "png") for s in self.sources for t in self.lapt_targets]
+                + [self.paths.figure("embedding_correlation", s, t, "png") for s in self.sources for t in swapped])

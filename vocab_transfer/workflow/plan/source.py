@@ -3,7 +3,6 @@ recipe) or downloaded."""
 
 from __future__ import annotations
 
-from .. import paths
 from .base import PlanBase, canonical, hub_spec
 
 
@@ -22,12 +21,12 @@ class SourcePlan(PlanBase):
 
     def source_corpora(self, wildcards):
         """Training corpora of a source pretrained here (its tokenizer's training text)."""
-        return [paths.corpus(lang, "train") for lang in self.cfg.sources[wildcards.source].pretrain.languages]
+        return [self.paths.corpus(lang, "train") for lang in self.cfg.sources[wildcards.source].pretrain.languages]
 
     def source_pretrain_shards(self, wildcards, split="train"):
         """Its pretraining languages' corpora tokenized with its tokenizer."""
         languages = self.cfg.sources[wildcards.source].pretrain.languages
-        return [paths.source_shards(wildcards.source, lang, split) for lang in languages]
+        return [self.paths.source_shards(wildcards.source, lang, split) for lang in languages]
 
     def source_pretrain_heldout(self, wildcards):
         return self.source_pretrain_shards(wildcards, split="heldout")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from .. import paths
 from ..config import finetune_model_tasks, lapt_run_targets, table_cells
 from ..model import VOCAB_TABLE_KINDS
 from .base import PlanBase, canonical
@@ -22,17 +21,17 @@ class TablesPlan(PlanBase):
         if spec.kind in VOCAB_TABLE_KINDS:
             return self.vocab_table_records(spec)
         if spec.kind == "init":
-            records = [(f"eval__{s}__{lang}", paths.init_eval(s, lang), {}) for s in self.sources
+            records = [(f"eval__{s}__{lang}", self.paths.init_eval(s, lang), {}) for s in self.sources
                        for lang in spec.languages]
-            return records + [(f"probe__{s}__{t}__{m}", paths.init_probe(s, t, m),
-                               {"probe": label, "language": self.ft_tasks[t].language})
+            return records + [(f"probe__{s}__{t}__{m}", self.paths.init_probe(s, t, m),
+                               {"probe": label, "language": self.task_target(t)})
                               for label, tasks in (spec.probes or {}).items() for t in tasks
                               for s in self.sources for m in spec.rows]
         cells = table_cells(spec)
         if spec.kind == "lapt":
             runs = [(s, r, lang) for s in self.sources for r in cells or spec.rows or self.lapt_runs
                     for lang in spec.languages if lang in lapt_run_targets(self.cfg, r)]
-            return [(f"curve__{i}", paths.lapt_curve(s, lang, r), {"run": r, "language": lang, "source": s})
+            return [(f"curve__{i}", self.paths.lapt_curve(s, lang, r), {"run": r, "language": lang, "source": s})
                     for i, (s, r, lang) in enumerate(runs)]
         rows = cells or spec.rows or list(self.ft_models)
         tasks = set(spec.tasks or []) if spec.grid else {
@@ -47,22 +46,23 @@ class TablesPlan(PlanBase):
         vocab_coverage)."""
         langs = spec.languages
         if spec.kind == "corpus_sizes":
-            return [(f"stats__{lang}", paths.corpus_stats(lang), {"what": "stats", "language": lang}) for lang in langs]
+            return [(f"stats__{lang}", self.paths.corpus_stats(self.cfg.target_corpus(lang)),
+                     {"what": "stats", "language": lang}) for lang in langs]
         if spec.kind == "nearest_tokens":
-            return [(f"provenance__{s}__{lang}", paths.provenance(s, lang, spec.method),
+            return [(f"provenance__{s}__{lang}", self.paths.provenance(s, lang, spec.method),
                      {"what": "provenance", "source": s, "language": lang}) for s in self.sources for lang in langs]
         records = []
         for s in self.sources:
-            records += [(f"overlap__{s}__{lang}", paths.overlap(s, lang), {"what": "overlap", "source": s,
+            records += [(f"overlap__{s}__{lang}", self.paths.overlap(s, lang), {"what": "overlap", "source": s,
                                                                            "language": lang}) for lang in langs]
             if spec.kind == "vocab_coverage":
                 records.append((f"source_tokenizer__{s}", self.source_tokenizer_dir(SimpleNamespace(source=s)),
                                 {"what": "source_tokenizer", "source": s}))
         if spec.kind == "overlap_counts":
-            records += [(f"fasttext__{lang}", paths.fasttext_tokens(lang), {"what": "fasttext_tokens",
+            records += [(f"fasttext__{lang}", self.paths.fasttext_tokens(lang), {"what": "fasttext_tokens",
                                                                              "language": lang}) for lang in langs]
         if spec.kind == "vocab_coverage":
-            records += [(f"tokenizer__{lang}", paths.tokenizer(lang), {"what": "tokenizer", "language": lang})
+            records += [(f"tokenizer__{lang}", self.paths.tokenizer(lang), {"what": "tokenizer", "language": lang})
                         for lang in langs]
         return records
 
@@ -93,4 +93,4 @@ class TablesPlan(PlanBase):
         return canonical(spec)
 
     def paper_table_outputs(self, wildcards=None):
-        return [paths.paper_table(t, "md") for t in self.cfg.tables]
+        return [self.paths.paper_table(t, "md") for t in self.cfg.tables]

@@ -7,7 +7,6 @@ import functools
 
 from ...data.token_fasttext import FASTTEXT_PRESETS
 from ...methods import Need
-from .. import paths
 from ..config import method_targets
 from .base import PlanBase, canonical
 
@@ -20,29 +19,32 @@ class VectorsPlan(PlanBase):
         return canonical({**self.config.get("fasttext", {}), **FASTTEXT_PRESETS[wildcards.preset]})
 
     def source_fasttext_shards(self, wildcards):
-        return paths.source_shards(wildcards.source, wildcards.slang, "train")
+        return self.paths.source_shards(wildcards.source, self.cfg.corpus_of_language(wildcards.slang), "train")
 
     @functools.cached_property
     def word_model_languages(self) -> frozenset[str]:
-        """Languages whose word-level fastText model (.bin) a method reads (WECHSEL ``subwords: fasttext``)."""
-        return frozenset(lang for m in self.method_names if Need.WORD_MODELS in self.method_needs_of(m)
-                         for lang in (self.method_option(m, "source_language"), *method_targets(self.cfg, m)))
+        """Word-vector keys (:meth:`word_key`) whose word-level fastText model (.bin) a method reads (WECHSEL
+        ``subwords: fasttext``)."""
+        return frozenset(self.word_key(lang) for m in self.method_names if Need.WORD_MODELS in self.method_needs_of(m)
+                         for lang in (self.method_option(m, "source_language"),
+                                      *map(self.cfg.target_language, method_targets(self.cfg, m))))
 
     def word_vector_inputs(self, wildcards):
         """The trained fastText model where a method needs it anyway (rule save_word_fasttext_model; the vectors are
         read from it instead of training again), else what the model is made from (:meth:`word_model_inputs`)."""
         if wildcards.lang in self.word_model_languages and wildcards.lang not in self.cfg.word_vectors:
-            return {"model": paths.word_fasttext_model(wildcards.lang)}
+            return {"model": self.paths.word_fasttext_model(wildcards.lang)}
         return self.word_model_inputs(wildcards)
 
     def word_model_inputs(self, wildcards):
-        """A pretrained vector file named in config `word_vectors`, else the language's corpus to train on."""
+        """A pretrained vector file named in config `word_vectors`, else the corpus to train on (``{lang}``: a word-vector
+        key, :meth:`word_key`)."""
         spec = self.cfg.word_vectors.get(wildcards.lang)
         if spec is None:
-            return {"corpus": paths.corpus(wildcards.lang, "train")}
+            return {"corpus": self.paths.corpus(self.cfg.corpus_of_language(wildcards.lang), "train")}
         if spec.path:
             return {"pretrained": spec.path}
-        return {"pretrained": paths.cc_word_vectors(wildcards.lang)}
+        return {"pretrained": self.paths.cc_word_vectors(wildcards.lang)}
 
     def word_vector_spec(self, wildcards):
         """Only what this language's vectors depend on: the pretrained spec, or the training settings."""
@@ -60,10 +62,10 @@ class VectorsPlan(PlanBase):
         if spec.source == "file":
             return {"pairs": spec.path}
         if spec.source == "muse":
-            return {"pairs": paths.muse_dictionary(wildcards.slang, wildcards.lang)}
+            return {"pairs": self.paths.muse_dictionary(wildcards.slang, wildcards.lang)}
         if spec.source == "identical":
-            return {"source_words": paths.word_list(wildcards.slang),
-                    "target_words": paths.word_list(wildcards.lang)}
+            return {"source_words": self.paths.word_list(self.word_key(wildcards.slang)),
+                    "target_words": self.paths.word_list(self.word_key(wildcards.lang))}
         return {}
 
     def dictionary_params(self, wildcards):

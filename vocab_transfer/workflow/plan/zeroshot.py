@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from .. import paths
 from ..config import zero_shot_training
 from .base import PlanBase, canonical
 
@@ -18,12 +17,12 @@ class ZeroShotPlan(PlanBase):
         adapter), else the source model."""
         setup, lang = self.zs_setups[wildcards.setup], self.zs_sources[wildcards.srctask].language
         if setup.variant == "adapter":
-            return paths.lapt_model(wildcards.source, lang, setup.lapt)
+            return self.paths.lapt_model(wildcards.source, lang, setup.lapt)
         return self.source_model_dir(wildcards)
 
     def source_task_inputs(self, wildcards):
         model = self.source_task_model(wildcards)
-        return {"model": model, "tokenizer": model, "data": paths.task_data(wildcards.srctask)}
+        return {"model": model, "tokenizer": model, "data": self.paths.task_data(wildcards.srctask)}
 
     def source_task_config(self, wildcards):
         return canonical(zero_shot_training(self.cfg, wildcards.setup, wildcards.srctask))
@@ -55,19 +54,18 @@ class ZeroShotPlan(PlanBase):
         """The target model (the model's LAPT output on the task's language, or the source), the task's test data and
         the list of the source-side trainings of the model's setup (one file: every cell of a task reads the same
         trainings, and 40 inputs per cell were two thirds of the UNKs grid's planning time)."""
-        model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
-        s = wildcards.source
-        target = (paths.lapt_model(s, task.language, model.lapt) if model.lapt
+        model, s = self.ft_models[wildcards.ftmodel], wildcards.source
+        target = (self.paths.lapt_model(s, self.task_target(wildcards.task), model.lapt) if model.lapt
                   else self.source_model_dir(wildcards))
-        return {"target": target, "data": paths.task_data(wildcards.task),
-                "trainings": paths.zeroshot_trainings(s, wildcards.task, model.zero_shot)}
+        return {"target": target, "data": self.paths.task_data(wildcards.task),
+                "trainings": self.paths.zeroshot_trainings(s, wildcards.task, model.zero_shot)}
 
     def source_trainings(self, wildcards) -> list[dict]:
         """Per seed and source task of a zero-shot task, the source-side training of a setup: its source task, seed,
         folder and scores (rule list_source_trainings writes the list)."""
         s, setup = wildcards.source, wildcards.setup
-        return [{"source_task": src, "seed": seed, "trained": paths.source_task_model(s, src, setup, seed),
-                 "scores": paths.source_task_scores(s, src, setup, seed)}
+        return [{"source_task": src, "seed": seed, "trained": self.paths.source_task_model(s, src, setup, seed),
+                 "scores": self.paths.source_task_scores(s, src, setup, seed)}
                 for seed, src in self.zero_shot_evaluations(wildcards)]
 
     def source_trainings_json(self, wildcards) -> str:

@@ -1,0 +1,50 @@
+# Several studies in one DAG (configs/papers.yaml): each study config is a module of this workflow, its rules named
+# <study>_<rule>, its own artifacts under results/<study>/. What studies share by name (corpora, source models and
+# their shards, task data, word vectors, dictionaries, downloads; vocab_transfer/workflow/paths.py: SHARED) is
+# planned once: the first study that names it builds it (ruleorder), after vocab_transfer/workflow/studies.py has
+# checked that every study means the same thing by it.
+import sys
+
+from vocab_transfer.workflow import warm
+from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
+from vocab_transfer.workflow.config import ConfigError
+from vocab_transfer.workflow.studies import check_shared, load_studies, study_plan
+
+
+try:
+    SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
+    STUDIES = load_studies(config, SCHEMA, workflow.basedir)
+    STUDY_PLANS = {name: study_plan(study, SCHEMA) for name, study in STUDIES.items()}
+    check_shared(STUDY_PLANS)
+except ConfigError as e:
+    raise WorkflowError(f"config error: {e}") from None
+
+for name, study in STUDIES.items():
+    workflow.module(name, snakefile=workflow.main_snakefile, config=study)
+    workflow.userule(rules=["*"], from_module=name, name_modifier=f"{name}_*")(lambda: None)
+
+def study_rule(name):
+    """(study, rule) of a rule of the composite: ``vocab_swap_frankenbert_train_lapt`` -> (``vocab_swap_frankenbert``,
+    ``train_lapt``), the longest study name first; (None, name) for the composite's own rules."""
+    study = max((s for s in STUDIES if name.startswith(f"{s}_")), key=len, default=None)
+    return (study, name[len(study) + 1:]) if study else (None, name)
+
+
+# A shared artifact any study could build is built by the first study that lists it.
+for rule_name in sorted({study_rule(r.name)[1] for r in workflow.rules if study_rule(r.name)[0]}):
+    workflow.ruleorder(*[f"{name}_{rule_name}" for name in STUDIES])
+
+STUDY_OUTPUTS = [getattr(rules, f"{name}_all").input for name in STUDIES]
+
+
+onstart:
+    executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
+    if not executor.endswith("jobstep"):
+        jobs = [(study_rule(job.rule.name)[1], dict(job.resources)) for job in workflow.dag.needrun_jobs()]
+        nodes = max(p.cfg.lapt.nodes for p in STUDY_PLANS.values())
+        problems = check_submission(executor, jobs, lapt_nodes=nodes)
+        if problems:
+            raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
+    if executor == "local" and warm.wanted(workflow):
+        if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script) >= 4:
+            warm.start()

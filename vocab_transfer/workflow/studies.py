@@ -1,0 +1,138 @@
+"""Several studies in one working directory and one DAG: ``snakemake --configfile configs/papers.yaml``.
+
+A composite config names study configs (each with ``study: <name>``)::
+
+    studies: [configs/focus.yaml, configs/wechsel.yaml, ...]
+    lapt: {training: {steps: 100}}      # any other key: merged into every study, as a second --configfile would be
+
+Each study runs as a Snakemake module of this workflow with its own config (rules/studies.smk): its rules are
+``<study>_<rule>``, what it does not share lives under ``results/<study>/`` (:class:`~.paths.Paths`). What studies
+share by name (:data:`~.paths.SHARED`: corpora, source models and their shards, task data, word vectors,
+dictionaries, downloads) is built once, by the first study that needs it. :func:`check_shared` refuses a composite
+in which one shared path would be built from two different specs (``corpora.de`` as CC100 in one study and OSCAR in
+another), naming both keys, before anything runs.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from types import SimpleNamespace as W
+
+import yaml
+
+from .config import ConfigError, check_config, expand_snapshot_models, fill_defaults
+from .plan.base import canonical
+
+
+def merge(base: dict, extra: dict) -> dict:
+    """``extra`` merged into a copy of ``base`` key by key, as Snakemake merges several ``--configfile``."""
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
+            else copy.deepcopy(value)
+    return out
+
+
+def load_studies(config: dict, schema_path: str | Path, base: str | Path = ".") -> dict[str, dict]:
+    """The study configs of a composite ``config`` by study name, each merged with the composite's other keys and
+    checked; :class:`ConfigError` names the file and key. A relative file name is looked up in the working
+    directory, then in ``base`` (the workflow's folder: ``configs/focus.yaml`` from a run elsewhere)."""
+    files = config.get("studies")
+    if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
+        raise ConfigError(f"studies: a list of study config files (configs/focus.yaml, ...), got {files!r}")
+    overlay = {k: v for k, v in config.items() if k != "studies"}
+    studies: dict[str, dict] = {}
+    for i, file in enumerate(files):
+        path = Path(file) if Path(file).is_file() else Path(base) / file
+        if not path.is_file():
+            raise ConfigError(f"studies[{i}]: {file} is not a file (in the working directory or {base})")
+        with open(path) as f:
+            study = yaml.safe_load(f)
+        if not isinstance(study, dict):
+            raise ConfigError(f"studies[{i}]: {file} is not a YAML mapping")
+        name = study.get("study")
+        if not name:
+            raise ConfigError(f"studies[{i}]: {file} has no 'study' key (the name of the folder of results its own "
+                              "artifacts live in)")
+        if name in studies:
+            raise ConfigError(f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
+        study = merge(study, overlay)
+        try:
+            check_config(study, schema_path)
+        except ConfigError as e:
+            raise ConfigError(f"{file} (study {name}): {e}") from None
+        studies[name] = study
+    return studies
+
+
+def study_plan(study: dict, schema_path: str | Path):
+    """The Plan of a study config as its module builds it (defaults filled in, snapshot models expanded), from a
+    copy: the module gets the config as written."""
+    from .plan import Plan
+
+    config = fill_defaults(copy.deepcopy(study), schema_path)
+    if "finetune" in config:
+        config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
+    return Plan(config)
+
+
+def shared_specs(plan) -> dict[str, tuple[str, str]]:
+    """Every shared path a study may build (:data:`~.paths.SHARED`), with the key that defines it and the spec it is
+    built from (the params of the job that builds it, and what those read by name)."""
+    cfg, p, out = plan.cfg, plan.paths, {}
+    corpus_specs = {c: canonical([plan.corpus_spec(W(corpus=c)), plan.written("corpus_filter"),
+                                  plan.written("corpus_split"), cfg.seed]) for c in cfg.corpora}
+    for c, spec in corpus_specs.items():
+        out[p.corpus_stats(c).rsplit("/", 1)[0]] = (f"corpora.{c}", spec)
+    for s, source in cfg.sources.items():
+        if source.pretrain:
+            spec = canonical([plan.pretrain_spec(W(source=s)), cfg.seed,
+                              [corpus_specs.get(c) for c in source.pretrain.languages]])
+        elif plan.source_model_dir(W(source=s)) == p.downloaded_model(s):
+            spec = plan.source_hub_spec(W(source=s))
+        else:  # a local folder: the user's own, read in place
+            spec = canonical(source.model)
+        out[plan.source_model_dir(W(source=s))] = (f"sources.{s}", spec)
+        for c, corpus in corpus_specs.items():
+            out[p.source_shards(s, c, "train").rsplit("/", 1)[0]] = (f"sources.{s} on corpora.{c}",
+                                                                     canonical([spec, corpus]))
+    for t in plan.task_names:
+        where = f"finetune.tasks.{t}" if t in cfg.finetune.tasks else f"zero_shot.sources.{t}"
+        out[p.task_data(t)] = (where, canonical([plan.task_spec(W(task=t)), plan.finetune_task_type(W(task=t)),
+                                                 cfg.seed]))
+    for m, model in cfg.finetune.models.items():
+        if model.pretrained:
+            out[p.reference_model(m)] = (f"finetune.models.{m}", plan.reference_hub_spec(W(ftmodel=m)))
+    for lang in plan.languages:
+        key = plan.word_key(lang)
+        trained = key not in cfg.word_vectors
+        if trained and key not in corpus_specs:
+            continue
+        where = f"word_vectors.{key}" if not trained else f"word_fasttext on corpora.{key}"
+        out[p.word_list(key).rsplit("/", 1)[0]] = (where, canonical([plan.word_vector_spec(W(lang=key)),
+                                                                     corpus_specs.get(key) if trained else None]))
+    for slang, by_target in cfg.dictionaries.items():
+        for lang in by_target:
+            out[p.dictionary(slang, lang)] = (f"dictionaries.{slang}.{lang}",
+                                              plan.dictionary_params(W(slang=slang, lang=lang)))
+    return out
+
+
+def check_shared(plans: dict) -> None:
+    """No shared path of two studies (``plans``: study name -> Plan) is built from different specs;
+    :class:`ConfigError` names the path, both studies and their keys."""
+    first: dict[str, tuple[str, str, str]] = {}
+    for study, plan in plans.items():
+        for path, (where, spec) in shared_specs(plan).items():
+            if path not in first:
+                first[path] = (study, where, spec)
+                continue
+            other, other_where, other_spec = first[path]
+            if spec != other_spec:
+                raise ConfigError(
+                    f"{path}: study {other} builds it from {other_where} and study {study} from {where}, which "
+                    "differ; what studies share by name must mean one thing: give one of them another name (a corpus "
+                    f"that says what it is, such as cc100-de with language: de)\n  {other}: {other_spec}\n  "
+                    f"{study}: {spec}")
+
