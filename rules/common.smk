@@ -90,12 +90,21 @@ cfg = plan.cfg
 # what it does not share by name lives under results/<name>/, its jobs' logs and benchmarks under logs/<name>/ and
 # benchmarks/out/<name>/.
 paths = plan.paths
-LOGS = f"logs/{cfg.study}/" if cfg.study else "logs/"
-BENCHMARKS = f"benchmarks/out/{cfg.study}/" if cfg.study else "benchmarks/out/"
+
+
+def logs(name):
+    """A job's log file, under logs/<study>/ for a config with `study`."""
+    return os.path.join("logs", cfg.study or "", name)
+
+
+def benchmarks(name):
+    """A job's benchmark file, under benchmarks/out/<study>/ for a config with `study`."""
+    return os.path.join("benchmarks", "out", cfg.study or "", name)
 
 
 wildcard_constraints:
     corpus="|".join(cfg.corpora),
+    hubtok="|".join(plan.hub_tokenizers) or "^$",
     lang="|".join(plan.languages),
     target="|".join(dict.fromkeys([*all_targets(cfg), *cfg.corpora, *filter(cfg.is_target, plan.languages)])),
     source="|".join(plan.sources),

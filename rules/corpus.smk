@@ -4,6 +4,8 @@
 
 
 rule prepare_corpus:
+    input:
+        fetched=plan.corpus_fetched,
     output:
         train=directory(paths.corpus("{corpus}", "train")),
         heldout=directory(paths.corpus("{corpus}", "heldout")),
@@ -14,12 +16,29 @@ rule prepare_corpus:
         split=plan.written("corpus_split"),
         seed=cfg.seed,
     log:
-        LOGS + "prepare_corpus/{corpus}.log",
+        logs("prepare_corpus/{corpus}.log"),
     benchmark:
-        BENCHMARKS + "prepare_corpus/{corpus}.tsv"
+        benchmarks("prepare_corpus/{corpus}.tsv")
     resources:
         **resources_of("prepare_corpus", data_gb=corpus_gb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/prepare_corpus.py"
+
+
+# A hub corpus's data files, fetched on the login node (compute nodes may have no internet) before its corpus job
+# reads them: resumes a killed fetch, checks sizes and hashes, records the commit (vocab_transfer.data.fetch).
+rule download_corpus:
+    localrule: True
+    output:
+        folder=directory(paths.downloaded_corpus("{corpus}")),
+    params:
+        spec=plan.corpus_spec,
+        max_bytes=plan.corpus_cap,
+    log:
+        logs("download_corpus/{corpus}.log"),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/download_corpus.py"

@@ -12,7 +12,7 @@ rule build_dictionary:
     params:
         spec=plan.dictionary_params,
     log:
-        LOGS + "build_dictionary/{slang}/{lang}.log",
+        logs("build_dictionary/{slang}/{lang}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -27,7 +27,7 @@ rule download_dictionary:
     params:
         url="https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt",
     log:
-        LOGS + "download_dictionary/{slang}-{lang}.log",
+        logs("download_dictionary/{slang}-{lang}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -11,9 +11,9 @@ rule pack_heldout:
     params:
         spec=canonical({"seq_len": cfg.eval.seq_len, "max_sequences": cfg.eval.max_sequences}),
     log:
-        LOGS + "pack_heldout/{target}.log",
+        logs("pack_heldout/{target}.log"),
     benchmark:
-        BENCHMARKS + "pack_heldout/{target}.tsv"
+        benchmarks("pack_heldout/{target}.tsv")
     resources:
         **resources_of("pack_heldout"),
     conda:
@@ -30,9 +30,9 @@ use rule pack_heldout as pack_heldout_extended with:
     output:
         blocks=paths.extended_heldout_blocks("{source}", "{target}", "{method}"),
     log:
-        LOGS + "pack_heldout_extended/{source}/{target}/{method}.log",
+        logs("pack_heldout_extended/{source}/{target}/{method}.log"),
     benchmark:
-        BENCHMARKS + "pack_heldout_extended/{source}/{target}/{method}.tsv"
+        benchmarks("pack_heldout_extended/{source}/{target}/{method}.tsv")
 
 
 # One job per (source, target) evaluates every method's init: the source model is loaded once instead of
@@ -47,9 +47,9 @@ rule evaluate_init:
         methods=plan.eval_methods,
     threads: 1
     log:
-        LOGS + "evaluate_init/{source}/{target}.log",
+        logs("evaluate_init/{source}/{target}.log"),
     benchmark:
-        BENCHMARKS + "evaluate_init/{source}/{target}.tsv"
+        benchmarks("evaluate_init/{source}/{target}.tsv")
     resources:
         gpu=cfg.eval.gpus,
         **resources_of("evaluate_init"),
@@ -71,9 +71,9 @@ rule probe_init:
         task=plan.finetune_task_type,
     threads: res.threads(config, "probe_init")
     log:
-        LOGS + "probe_init/{source}/{task}/{method}.log",
+        logs("probe_init/{source}/{task}/{method}.log"),
     benchmark:
-        BENCHMARKS + "probe_init/{source}/{task}/{method}.tsv"
+        benchmarks("probe_init/{source}/{task}/{method}.tsv")
     resources:
         **resources_of("probe_init"),
     conda:

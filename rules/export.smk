@@ -12,7 +12,7 @@ rule export_init_model:
         card=plan.export_card,
         command=reproduce_command,
     log:
-        LOGS + "export_init_model/{source}/{target}/{method}.log",
+        logs("export_init_model/{source}/{target}/{method}.log"),
     resources:
         **resources_of("export_init_model"),
     conda:
@@ -30,7 +30,7 @@ rule export_lapt_model:
         card=plan.export_card,
         command=reproduce_command,
     log:
-        LOGS + "export_lapt_model/{source}/{target}/{run}.log",
+        logs("export_lapt_model/{source}/{target}/{run}.log"),
     resources:
         **resources_of("export_lapt_model"),
     conda:

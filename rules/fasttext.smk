@@ -15,9 +15,9 @@ rule train_fasttext:
     threads: cfg.fasttext.threads
     priority: 95
     log:
-        LOGS + "train_fasttext/{target}.log",
+        logs("train_fasttext/{target}.log"),
     benchmark:
-        BENCHMARKS + "train_fasttext/{target}.tsv"
+        benchmarks("train_fasttext/{target}.tsv")
     resources:
         **resources_of("train_fasttext", fasttext_mem_mb),
     conda:
@@ -39,9 +39,9 @@ rule train_fasttext_preset:
         seed=cfg.seed,
     threads: cfg.fasttext.threads
     log:
-        LOGS + "train_fasttext_preset/{target}/{preset}.log",
+        logs("train_fasttext_preset/{target}/{preset}.log"),
     benchmark:
-        BENCHMARKS + "train_fasttext_preset/{target}/{preset}.tsv"
+        benchmarks("train_fasttext_preset/{target}/{preset}.tsv")
     resources:
         **resources_of("train_fasttext_preset", fasttext_mem_mb),
     conda:
@@ -63,9 +63,9 @@ rule train_source_fasttext:
         seed=cfg.seed,
     threads: cfg.fasttext.threads
     log:
-        LOGS + "train_source_fasttext/{source}/{slang}.log",
+        logs("train_source_fasttext/{source}/{slang}.log"),
     benchmark:
-        BENCHMARKS + "train_source_fasttext/{source}/{slang}.tsv"
+        benchmarks("train_source_fasttext/{source}/{slang}.tsv")
     resources:
         **resources_of("train_source_fasttext", fasttext_mem_mb),
     conda:

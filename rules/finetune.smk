@@ -16,7 +16,7 @@ rule prepare_task:
         task=plan.finetune_task_type,
         seed=cfg.seed,
     log:
-        LOGS + "prepare_task/{task}.log",
+        logs("prepare_task/{task}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -32,7 +32,7 @@ rule download_reference_model:
     params:
         repo=plan.reference_hub_spec,
     log:
-        LOGS + "download_reference_model/{ftmodel}.log",
+        logs("download_reference_model/{ftmodel}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -64,9 +64,9 @@ rule finetune:
         mem_mb=4000,
         runtime=cfg.finetune.runtime_min,
     log:
-        LOGS + "finetune/{source}/{task}/{ftmodel}/seed{seeds}.log",
+        logs("finetune/{source}/{task}/{ftmodel}/seed{seeds}.log"),
     benchmark:
-        BENCHMARKS + "finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv"
+        benchmarks("finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv")
     conda:
         "../envs/vocab-transfer.yaml"
     # Every value is quoted ({...:q}, or words the plan quoted: the launcher, --embeddings); the seeds after --seed
@@ -95,7 +95,7 @@ rule make_finetune_table:
     params:
         meta=plan.table_labels(),
     log:
-        LOGS + "make_finetune_table/all.log",
+        logs("make_finetune_table/all.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -122,7 +122,7 @@ rule make_paper_table:
         meta=plan.table_labels(),
         manifest=plan.paper_table_manifest,
     log:
-        LOGS + "make_paper_table/{table}.log",
+        logs("make_paper_table/{table}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -150,7 +150,7 @@ rule plot_lapt_finetune:
         spec=plan.lapt_finetune_params,
         manifest=plan.lapt_finetune_manifest,
     log:
-        LOGS + "plot_lapt_finetune/{source}/{figure}.log",
+        logs("plot_lapt_finetune/{source}/{figure}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

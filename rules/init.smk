@@ -13,9 +13,9 @@ rule init_embeddings:
         seed=cfg.seed,
     threads: 1
     log:
-        LOGS + "init_embeddings/{source}/{target}/{method}.log",
+        logs("init_embeddings/{source}/{target}/{method}.log"),
     benchmark:
-        BENCHMARKS + "init_embeddings/{source}/{target}/{method}.tsv"
+        benchmarks("init_embeddings/{source}/{target}/{method}.tsv")
     resources:
         **resources_of("init_embeddings", res.init_mem_mb),
     conda:
@@ -36,7 +36,7 @@ rule extend_tokenizer:
     params:
         selection=plan.extension_selection,
     log:
-        LOGS + "extend_tokenizer/{source}/{target}/{method}.log",
+        logs("extend_tokenizer/{source}/{target}/{method}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -58,9 +58,9 @@ rule factorize_source:
     resources:
         gpu=plan.factorization_gpus,
     log:
-        LOGS + "factorize_source/{source}/{factorization}.log",
+        logs("factorize_source/{source}/{factorization}.log"),
     benchmark:
-        BENCHMARKS + "factorize_source/{source}/{factorization}.tsv"
+        benchmarks("factorize_source/{source}/{factorization}.tsv")
     conda:
         "../envs/vocab-transfer.yaml"
     script:

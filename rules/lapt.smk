@@ -37,9 +37,9 @@ rule train_lapt:
         mem_mb=res.mem_mb(config, "train_lapt"),
         runtime=cfg.lapt.runtime_min,
     log:
-        LOGS + "train_lapt/{source}/{target}/{run}.log",
+        logs("train_lapt/{source}/{target}/{run}.log"),
     benchmark:
-        BENCHMARKS + "train_lapt/{source}/{target}/{run}.tsv"
+        benchmarks("train_lapt/{source}/{target}/{run}.tsv")
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
@@ -65,7 +65,7 @@ rule plot_lapt_curves:
     params:
         manifest=plan.lapt_curve_manifest,
     log:
-        LOGS + "plot_lapt_curves/{source}/{target}.log",
+        logs("plot_lapt_curves/{source}/{target}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -92,7 +92,7 @@ rule plot_embedding_correlation:
     params:
         manifest=plan.lapt_curve_manifest,
     log:
-        LOGS + "plot_embedding_correlation/{source}/{target}.log",
+        logs("plot_embedding_correlation/{source}/{target}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -119,7 +119,7 @@ rule plot_token_accuracy:
     params:
         spec=plan.token_accuracy_params,
     log:
-        LOGS + "plot_token_accuracy/{source}/{figure}.log",
+        logs("plot_token_accuracy/{source}/{figure}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -152,7 +152,7 @@ rule plot_figure:
     params:
         spec=plan.figure_params,
     log:
-        LOGS + "plot_figure/{kind}/{source}/{figure}.log",
+        logs("plot_figure/{kind}/{source}/{figure}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

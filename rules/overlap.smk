@@ -9,9 +9,9 @@ rule compute_overlap:
     output:
         overlap=paths.overlap("{source}", "{target}"),
     log:
-        LOGS + "compute_overlap/{source}/{target}.log",
+        logs("compute_overlap/{source}/{target}.log"),
     benchmark:
-        BENCHMARKS + "compute_overlap/{source}/{target}.tsv"
+        benchmarks("compute_overlap/{source}/{target}.tsv")
     resources:
         **resources_of("compute_overlap"),
     conda:

@@ -12,9 +12,9 @@ rule tokenize_corpus:
     threads: res.threads(config, "tokenize_corpus")
     priority: 95
     log:
-        LOGS + "tokenize_corpus/{target}/{split}.log",
+        logs("tokenize_corpus/{target}/{split}.log"),
     benchmark:
-        BENCHMARKS + "tokenize_corpus/{target}/{split}.tsv"
+        benchmarks("tokenize_corpus/{target}/{split}.tsv")
     resources:
         **resources_of("tokenize_corpus"),
     conda:
@@ -34,9 +34,9 @@ use rule tokenize_corpus as tokenize_source_corpus with:
     threads: res.threads(config, "tokenize_source_corpus")
     priority: 100
     log:
-        LOGS + "tokenize_source_corpus/{source}/{corpus}/{split}.log",
+        logs("tokenize_source_corpus/{source}/{corpus}/{split}.log"),
     benchmark:
-        BENCHMARKS + "tokenize_source_corpus/{source}/{corpus}/{split}.tsv"
+        benchmarks("tokenize_source_corpus/{source}/{corpus}/{split}.tsv")
     resources:
         **resources_of("tokenize_source_corpus"),
 
@@ -50,8 +50,8 @@ use rule tokenize_corpus as tokenize_extended_corpus with:
         shards=directory(paths.extended_shards("{source}", "{target}", "{method}", "{split}")),
     threads: res.threads(config, "tokenize_extended_corpus")
     log:
-        LOGS + "tokenize_extended_corpus/{source}/{target}/{method}/{split}.log",
+        logs("tokenize_extended_corpus/{source}/{target}/{method}/{split}.log"),
     benchmark:
-        BENCHMARKS + "tokenize_extended_corpus/{source}/{target}/{method}/{split}.tsv"
+        benchmarks("tokenize_extended_corpus/{source}/{target}/{method}/{split}.tsv")
     resources:
         **resources_of("tokenize_extended_corpus"),

@@ -14,9 +14,9 @@ rule train_source_tokenizer:
     threads: plan.pretrain_tokenizer_threads
     priority: 210  # above any two one-thread jobs: see pretrain_source_model
     log:
-        LOGS + "train_source_tokenizer/{source}.log",
+        logs("train_source_tokenizer/{source}.log"),
     benchmark:
-        BENCHMARKS + "train_source_tokenizer/{source}.tsv"
+        benchmarks("train_source_tokenizer/{source}.tsv")
     resources:
         **resources_of("train_source_tokenizer"),
     conda:
@@ -52,9 +52,9 @@ rule pretrain_source_model:
     # cores to be free at once, which happens only at the end of the run.
     priority: 205
     log:
-        LOGS + "pretrain_source_model/{source}.log",
+        logs("pretrain_source_model/{source}.log"),
     benchmark:
-        BENCHMARKS + "pretrain_source_model/{source}.tsv"
+        benchmarks("pretrain_source_model/{source}.tsv")
     resources:
         **resources_of("pretrain_source_model"),
     conda:
@@ -70,7 +70,7 @@ rule download_source_model:
     params:
         repo=plan.source_hub_spec,
     log:
-        LOGS + "download_source_model/{source}.log",
+        logs("download_source_model/{source}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -20,7 +20,7 @@ rule make_init_table:
     params:
         meta=plan.table_metadata(),
     log:
-        LOGS + "make_init_table/all.log",
+        logs("make_init_table/all.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

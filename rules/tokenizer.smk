@@ -21,12 +21,28 @@ rule train_tokenizer:
     threads: plan.tokenizer_threads
     priority: 210  # above any two one-thread jobs (priorities <= 100): see pretrain_source_model
     log:
-        LOGS + "train_tokenizer/{target}.log",
+        logs("train_tokenizer/{target}.log"),
     benchmark:
-        BENCHMARKS + "train_tokenizer/{target}.tsv"
+        benchmarks("train_tokenizer/{target}.tsv")
     resources:
         **resources_of("train_tokenizer", tokenizer_sample_mb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/train_tokenizer.py"
+
+
+# An existing tokenizer named by hub id (`tokenizer.pretrained.<target>: <owner>/<name>`): its files alone, fetched on
+# the login node (compute nodes may have no internet) into resources/tokenizers/<owner>--<name>/ with origin.json.
+rule download_tokenizer:
+    localrule: True
+    output:
+        tokenizer=directory(paths.downloaded_tokenizer("{hubtok}")),
+    params:
+        repo=plan.tokenizer_hub_id,
+    log:
+        logs("download_tokenizer/{hubtok}.log"),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/download_tokenizer.py"

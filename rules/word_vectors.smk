@@ -15,9 +15,9 @@ rule build_word_vectors:
         spec=plan.word_vector_spec,
     threads: cfg.word_fasttext.threads
     log:
-        LOGS + "build_word_vectors/{lang}.log",
+        logs("build_word_vectors/{lang}.log"),
     benchmark:
-        BENCHMARKS + "build_word_vectors/{lang}.tsv"
+        benchmarks("build_word_vectors/{lang}.tsv")
     resources:
         **resources_of("build_word_vectors", word_fasttext_mem_mb),
     conda:
@@ -38,7 +38,7 @@ rule save_word_fasttext_model:
         spec=plan.word_vector_spec,
     threads: cfg.word_fasttext.threads
     log:
-        LOGS + "save_word_fasttext_model/{lang}.log",
+        logs("save_word_fasttext_model/{lang}.log"),
     resources:
         **resources_of("build_word_vectors", word_fasttext_mem_mb),
     conda:
@@ -55,7 +55,7 @@ rule download_word_vectors:
     params:
         url="https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz",
     log:
-        LOGS + "download_word_vectors/{lang}.log",
+        logs("download_word_vectors/{lang}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -30,9 +30,9 @@ rule train_source_task:
         mem_mb=4000,
         runtime=cfg.zero_shot.runtime_min,
     log:
-        LOGS + "train_source_task/{source}/{srctask}/{setup}/seed{seed}.log",
+        logs("train_source_task/{source}/{srctask}/{setup}/seed{seed}.log"),
     benchmark:
-        BENCHMARKS + "train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"
+        benchmarks("train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv")
     conda:
         "../envs/vocab-transfer.yaml"
     # Every value is quoted ({...:q}; the launcher: words quoted by the plan).
@@ -53,7 +53,7 @@ rule list_source_trainings:
     params:
         trainings=plan.source_trainings_json,
     log:
-        LOGS + "list_source_trainings/{source}/{task}/{setup}.log",
+        logs("list_source_trainings/{source}/{task}/{setup}.log"),
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
@@ -77,9 +77,9 @@ rule evaluate_zero_shot:
         mem_mb=4000,
         runtime=plan.zero_shot_runtime,
     log:
-        LOGS + "evaluate_zero_shot/{source}/{task}/{ftmodel}.log",
+        logs("evaluate_zero_shot/{source}/{task}/{ftmodel}.log"),
     benchmark:
-        BENCHMARKS + "evaluate_zero_shot/{source}/{task}/{ftmodel}.tsv"
+        benchmarks("evaluate_zero_shot/{source}/{task}/{ftmodel}.tsv")
     conda:
         "../envs/vocab-transfer.yaml"
     shell:

@@ -119,8 +119,10 @@ def check(command: str, cwd: Path = REPO) -> None:
         proc = subprocess.run(["bash", "-n", words[1]], cwd=cwd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         assert (REPO / words[1]).is_file(), words[1]
-    elif words[:2] == ["python", "-m"]:
-        # a module's CLI: its --help runs, and names every option the command uses
+    elif words[:2] == ["python", "-m"] or words[0] == "vocab-transfer":
+        # a module's CLI (the console script vocab-transfer is vocab_transfer.api's): its --help runs, and names
+        # every option the command uses
+        words = ["python", "-m", "vocab_transfer.api", *words[1:]] if words[0] == "vocab-transfer" else words
         sub = words[3] if len(words) > 3 and not words[3].startswith("-") else None
         usage = cli_help(words[2], sub)
         for option in (w.split("=")[0] for w in words[3:] if w.startswith("--")):

@@ -273,9 +273,10 @@ def test_need_paths_name_the_inputs_the_loader_reads():
     """Each need's rule inputs (vocab_transfer.workflow.needs) carry the names vocab_transfer.init loads."""
     from vocab_transfer.init import LOADERS
     from vocab_transfer.methods import NEED_INPUTS, Need
+    from vocab_transfer.workflow import paths
     from vocab_transfer.workflow.needs import NEED_PATHS, InitJob
 
     job = InitJob("src", "sw", "m", {"source_language": "en", "restrict_source": "en"}, "mf-0123456789ab")
     for need in Need:
-        assert tuple(NEED_PATHS[need](job)) == NEED_INPUTS[need], need
+        assert tuple(NEED_PATHS[need](job, paths.Paths())) == NEED_INPUTS[need], need
     assert set(LOADERS) == set(Need)

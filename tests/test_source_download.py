@@ -141,8 +141,8 @@ def test_download_pins_the_revision_and_records_the_commit(patched_hub, fake_hub
 
 
 def test_a_failed_download_leaves_nothing(patched_hub, monkeypatch, tmp_path):
-    """A connection lost halfway through leaves neither the model folder nor its temporary sibling (a rerun starts
-    afresh), and an unknown revision is the hub's error."""
+    """A connection lost halfway through leaves no model folder, only `<folder>.partial`, where the next attempt
+    resumes (the hub client skips the files it has) and which it removes; an unknown revision is the hub's error."""
     import huggingface_hub
 
     from vocab_transfer.source_model import download_hub_model
@@ -158,7 +158,11 @@ def test_a_failed_download_leaves_nothing(patched_hub, monkeypatch, tmp_path):
     (tmp_path / "models").mkdir()
     with pytest.raises(ConnectionError):
         download_hub_model(HUB_ID, "v1", tmp_path / "models/hub")
-    assert list((tmp_path / "models").iterdir()) == []
+    assert [p.name for p in (tmp_path / "models").iterdir()] == ["hub.partial"]
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake)
+    download_hub_model(HUB_ID, "v1", tmp_path / "models/hub")
+    assert [p.name for p in (tmp_path / "models").iterdir()] == ["hub"]
+    shutil.rmtree(tmp_path / "models/hub")
     with pytest.raises(FileNotFoundError, match="no revision no-such-tag"):
         download_hub_model(HUB_ID, "no-such-tag", tmp_path / "models/hub")
     assert list((tmp_path / "models").iterdir()) == []

@@ -6,3 +6,10 @@ module of their own. See docs/methods.md for the map from paper sections to func
 """
 
 __version__ = "0.1.0"
+
+
+def transfer(*args, **kwargs):
+    """One transfer in one call: :func:`vocab_transfer.api.transfer` (imported on first use)."""
+    from .api import transfer as run
+
+    return run(*args, **kwargs)

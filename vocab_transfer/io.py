@@ -66,6 +66,22 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: b
         raise
 
 
+@contextlib.contextmanager
+def resumable_dir(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield ``<path>.partial``, a folder that outlives a failed or killed attempt (a download resumes in it), and
+    move its files onto ``path`` atomically (:func:`atomic_path`, manifest included) only if the block succeeds. The
+    hub client's own bookkeeping (``.cache``) stays behind with the folder's removal."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    partial.mkdir(parents=True, exist_ok=True)
+    yield partial
+    shutil.rmtree(partial / ".cache", ignore_errors=True)
+    with atomic_path(path, directory=True) as tmp:
+        for entry in partial.iterdir():
+            os.replace(entry, tmp / entry.name)
+    partial.rmdir()
+
+
 def _disk_full(e: BaseException) -> bool:
     """Whether a writer's error means the file system is full (or the user's quota is): an OSError with ENOSPC /
     EDQUOT, or a library's own error that says so (safetensors: ``No space left on device (os error 28)``)."""

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import lazy
 from .artifacts import ORIGIN_FILE
-from .io import atomic_path
+from .io import resumable_dir
 
 torch = lazy.module("torch")
 
@@ -171,9 +172,9 @@ def refuse_remote_code(model_dir: str | Path, what: str, allowed: bool = False) 
                          f"{transformers.__version__} load")
 
 
-def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> dict:
+def download_hub_model(repo: str, revision: str | None, out_dir: str | Path, weights: bool = True) -> dict:
     """Download hub model ``repo`` at ``revision`` (a branch, tag or commit; None: the default branch) into
-    ``out_dir``, atomically, and record its origin there in ``origin.json``: ``repo``, the requested ``revision``, the
+    ``out_dir``, atomically and resumably (:func:`vocab_transfer.io.resumable_dir`), and record its origin there in ``origin.json``: ``repo``, the requested ``revision``, the
     commit it resolved to (``resolved_revision``) and the ``files`` fetched (:func:`hub_download_patterns`). The file
     list and the files are fetched at the resolved commit, so a branch that moves meanwhile cannot mix two commits.
     Returns the origin."""
@@ -185,9 +186,14 @@ def download_hub_model(repo: str, revision: str | None, out_dir: str | Path) -> 
     if not commit:
         raise RuntimeError(f"the hub gave no commit for {repo} at revision {revision or 'main'}")
     patterns = hub_download_patterns(api.list_repo_files(repo, revision=commit))
-    with atomic_path(out_dir, directory=True) as tmp:
+    patterns = patterns if weights else patterns[:-1]  # a tokenizer alone (tokenizer.pretrained): no weights
+    with resumable_dir(out_dir) as tmp:  # a killed download resumes in <out_dir>.partial
         snapshot_download(repo, revision=commit, local_dir=str(tmp), allow_patterns=patterns)
-        refuse_remote_code(tmp, f"hub model {repo}@{commit}", remote_code_allowed(out_dir))
+        try:
+            refuse_remote_code(tmp, f"hub model {repo}@{commit}", remote_code_allowed(out_dir))
+        except ValueError:
+            shutil.rmtree(tmp)  # refused content is not resumed
+            raise
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
                        if p.is_file() and p.relative_to(tmp).parts[0] != ".cache")  # the hub client's own records
         origin = {"repo": repo, "revision": revision, "resolved_revision": commit, "files": files}

@@ -23,6 +23,8 @@ def main(spec: dict, filt: CorpusFilter, split: CorpusSplit, seed, train_path, h
 # checked against its section.
 spec = json.loads(snakemake.params.spec)
 Corpus.parse(spec, f"corpora.{snakemake.wildcards.corpus}")
+if snakemake.input.fetched:  # a hub corpus fetched on the login node (rule download_corpus): read its files
+    spec["fetched"] = snakemake.input.fetched
 main(spec, CorpusFilter.parse(json.loads(snakemake.params.filter), "corpus_filter"),
      CorpusSplit.parse(json.loads(snakemake.params.split), "corpus_split"), snakemake.params.seed,
      snakemake.output.train, snakemake.output.heldout, snakemake.output.stats, snakemake.log[0])

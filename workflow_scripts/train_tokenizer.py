@@ -7,10 +7,12 @@ from vocab_transfer.workflow.warm import handoff
 handoff()  # local runs: the rest runs in a process forked from one that has done the imports
 
 import json
+from pathlib import Path
 
 import sentencepiece
 import tokenizers
 
+from vocab_transfer.artifacts import ORIGIN_FILE
 from vocab_transfer.data.tokenizer import (
     load_tokenizer,
     sample_texts,
@@ -36,6 +38,10 @@ def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path):
                              "overlap and the methods read its tokenizer.json")
         log.info("using the existing tokenizer %s (%s, %d tokens)", pretrained, type(tok).__name__, len(tok))
         info = {"pretrained": pretrained}
+        origin = Path(pretrained) / ORIGIN_FILE  # fetched from the hub (download_tokenizer): name the hub id, commit
+        if origin.is_file():
+            fetched = json.loads(origin.read_text())
+            info = {"pretrained": fetched["repo"], "resolved_revision": fetched["resolved_revision"]}
     else:
         texts = sample_texts(corpus, spec.input_sentence_size, seed=seed, max_docs=spec.max_docs, info=info)
         template = load_tokenizer(like) if like else None

@@ -369,11 +369,19 @@ def resolved_revision(path: str, revision: str | None) -> str | None:
 def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
     source, args = spec["source"], hub_arguments(spec)
     stats.origin = {k: v for k, v in args.items() if k != "path"} | {"dataset": args["path"]}
+    if spec.get("fetched"):  # fetched on the login node (vocab_transfer.data.fetch): its files, read locally
+        from .fetch import FETCH_FILE, fetched_arguments
+
+        record = json.loads((Path(spec["fetched"]) / FETCH_FILE).read_text())
+        stats.origin |= {"fetched": spec["fetched"], "resolved_revision": record["resolved_revision"],
+                         "fetched_files": len(record["files"]), "fetched_complete": record["complete"]}
+        args = fetched_arguments(spec["fetched"])
 
     def gen() -> Iterator[Document]:
         import datasets  # lazy: heavy import, only needed for hub sources
 
-        stats.origin["resolved_revision"] = resolved_revision(args["path"], args.get("revision"))
+        if not spec.get("fetched"):
+            stats.origin["resolved_revision"] = resolved_revision(args["path"], args.get("revision"))
         ds = datasets.load_dataset(**args, streaming=True)
         for i, row in enumerate(ds):
             text = row.get("text")

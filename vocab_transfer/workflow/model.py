@@ -176,6 +176,7 @@ class Corpus(Section):
     max_bytes: int | None = _f(None, ge=1)
     encoding: str | None = None
     errors: Literal["strict", "replace", "ignore"] | None = None
+    fetch: bool = True  # a hub corpus: fetched into resources/corpora/ on the login node (false: streamed by its job)
 
 
 @dataclass(frozen=True)

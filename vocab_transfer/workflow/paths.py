@@ -36,7 +36,9 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/figures/<kind>/<source>/<name>.{png,svg,csv}          kind: lapt_curves, embedding_correlation,
                                                                   lapt_finetune, token_accuracy
     results/export/<source>/<target>/{init/<method>,lapt/<run>}/  Hugging Face model folders with a model card
-    resources/models/<source>/, resources/reference_models/<model>/, resources/word_vectors/cc.<lang>.300.bin,
+    resources/models/<source>/, resources/corpora/<corpus>/, resources/tokenizers/<owner>--<name>/,
+    resources/reference_models/<model>/,
+    resources/word_vectors/cc.<lang>.300.bin,
     resources/dictionaries/<source lang>-<lang>.txt               downloads
 
 A config with ``study: <name>`` (each paper config) keeps every artifact that is not shared by name (:data:`SHARED`:
@@ -298,6 +300,17 @@ def downloaded_model(source: str) -> str:
     return f"{RESOURCES}/models/{source}"
 
 
+def downloaded_corpus(corpus: str) -> str:
+    """A hub corpus's data files, fetched before its corpus job reads them (``fetch.json``: commit, files, sizes)."""
+    return f"{RESOURCES}/corpora/{corpus}"
+
+
+def downloaded_tokenizer(repo: str) -> str:
+    """An existing tokenizer named by hub id (``tokenizer.pretrained``), fetched before the job that copies it in
+    (``repo``: the hub id with ``--`` for ``/``)."""
+    return f"{RESOURCES}/tokenizers/{repo}"
+
+
 def reference_model(model: str) -> str:
     return f"{RESOURCES}/reference_models/{model}"
 
@@ -351,7 +364,8 @@ del _inside, _name, _fn
 #: tables), so two papers' targets of one language never meet.
 SHARED = frozenset({
     "corpus", "corpus_stats", "source_tokenizer", "source_model", "pretrain_curve", "source_shards", "word_vectors",
-    "word_fasttext_model", "word_list", "dictionary", "task_data", "downloaded_model", "reference_model",
+    "word_fasttext_model", "word_list", "dictionary", "task_data", "downloaded_model", "downloaded_corpus",
+    "downloaded_tokenizer", "reference_model",
     "cc_word_vectors", "muse_dictionary"})
 #: Folders of results/ that a study's name cannot take.
 RESERVED = frozenset({"corpus", "source", "source_shards", "word_vectors", "dictionaries", "tasks", "tokenizers",

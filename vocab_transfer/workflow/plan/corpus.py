@@ -6,16 +6,33 @@ from __future__ import annotations
 import os
 from types import SimpleNamespace
 
+from ...data.fetch import needs_fetch
 from ..model import SourceTokenizer
 from .base import PlanBase, canonical
+
+
+def hub_folder(repo: str) -> str:
+    """A hub id as one folder name (``dbmdz/bert-base-german-cased`` -> ``dbmdz--bert-base-german-cased``)."""
+    return repo.replace("/", "--")
 
 
 class CorpusPlan(PlanBase):
     """The input and params functions of rules/corpus.smk, tokenizer.smk and shards.smk."""
 
     def corpus_spec(self, wildcards):
-        """The corpus's entry as written, without ``language`` (a name for the text, which does not change it)."""
-        return canonical({k: v for k, v in self.config["corpora"][wildcards.corpus].items() if k != "language"})
+        """The corpus's entry as written, without ``language`` and ``fetch`` (they do not change the text)."""
+        return canonical({k: v for k, v in self.config["corpora"][wildcards.corpus].items()
+                          if k not in ("language", "fetch")})
+
+    def corpus_fetched(self, wildcards):
+        """Input of prepare_corpus: the hub corpus's fetched files (rule download_corpus), or none."""
+        spec = self.config["corpora"][wildcards.corpus]
+        return self.paths.downloaded_corpus(wildcards.corpus) if needs_fetch(spec) else []
+
+    def corpus_cap(self, wildcards):
+        """The bytes of text the corpus job keeps at most (the corpus's ``max_bytes``, else ``corpus_filter``'s):
+        what a fetch stops at."""
+        return self.cfg.corpora[wildcards.corpus].max_bytes or self.cfg.corpus_filter.max_bytes
 
     def target_corpus(self, wildcards):
         """A target's corpus split (``{target}``, ``{split}``; ``train`` without one)."""
@@ -34,20 +51,31 @@ class CorpusPlan(PlanBase):
         return self.cfg.target_tokenizer(wildcards.target).threads
 
     def pretrained_tokenizer(self, target):
-        """The existing tokenizer a target uses instead of a trained one: a folder or hub id, or None."""
+        """The existing tokenizer a target uses instead of a trained one: a folder (a hub id's: fetched into
+        resources/tokenizers/ by rule download_tokenizer), or None."""
         spec = self.cfg.tokenizer.pretrained.get(target)
         if isinstance(spec, SourceTokenizer):  # the source model's own tokenizer (saved with the model)
             return self.source_model_dir(SimpleNamespace(source=spec.source))
+        if spec is not None and not (spec.startswith((self.paths.RESULTS + "/", self.paths.RESOURCES + "/"))
+                                     or os.path.isdir(spec)):
+            return self.paths.downloaded_tokenizer(hub_folder(spec))
         return spec
+
+    @property
+    def hub_tokenizers(self) -> dict[str, str]:
+        """resources/tokenizers/ folder name -> hub id of every ``tokenizer.pretrained`` hub id."""
+        return {hub_folder(s): s for s in self.cfg.tokenizer.pretrained.values()
+                if isinstance(s, str) and not (s.startswith(("results/", "resources/")) or os.path.isdir(s))}
+
+    def tokenizer_hub_id(self, wildcards):
+        return self.hub_tokenizers[wildcards.hubtok]
 
     def pretrained_tokenizer_of(self, wildcards):
         return self.pretrained_tokenizer(wildcards.target)
 
     def pretrained_tokenizer_dir(self, wildcards):
-        """Input of train_tokenizer: the folder of a local/pretrained-here tokenizer (a hub id is fetched by the job)."""
-        path = self.pretrained_tokenizer(wildcards.target)
-        return [] if path is None or not (path.startswith((self.paths.RESULTS + "/", self.paths.RESOURCES + "/"))
-                                          or os.path.isdir(path)) else path
+        """Input of train_tokenizer: the folder of the existing tokenizer (local, pretrained here, or fetched)."""
+        return self.pretrained_tokenizer(wildcards.target) or []
 
     def like_tokenizer_dir(self, wildcards):
         """Input of train_tokenizer: the source tokenizer whose family and layout a trained one copies

@@ -1,0 +1,109 @@
+"""Hub corpora fetched on the login node (vocab_transfer.data.fetch, rule download_corpus): the real code path on a
+local copy laid out like a hub dataset repository (VOCAB_TRANSFER_HUB_MIRROR), since the hub is out of reach here.
+The dataset card's configuration picks the files, a byte cap stops early, a killed fetch resumes without fetching a
+finished file again, and the corpus job reads only the fetched files."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vocab_transfer.data import fetch
+from vocab_transfer.data.sources import iter_documents
+
+REPO = Path(__file__).resolve().parents[1]
+CARD = """---
+configs:
+- config_name: xx
+  data_files:
+  - split: train
+    path: xx/*.jsonl
+- config_name: yy
+  data_files:
+  - split: train
+    path: yy/*.jsonl
+---
+# a corpus laid out as cc100-like hub datasets are
+"""
+SPEC = {"source": "cc100", "dataset": "testorg/cc100like", "name": "xx"}
+
+
+@pytest.fixture
+def mirror(tmp_path, monkeypatch):
+    root = tmp_path / "mirror" / "testorg" / "cc100like"
+    for lang in ("xx", "yy"):
+        (root / lang).mkdir(parents=True)
+        for part in range(3):
+            rows = [{"id": f"{lang}-{part}-{i}", "text": f"{lang} document {part} {i} " + "word " * 40}
+                    for i in range(50)]
+            (root / lang / f"part-{part}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "README.md").write_text(CARD)
+    monkeypatch.setenv(fetch.MIRROR_ENV, str(tmp_path / "mirror"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    return root
+
+
+def test_the_card_picks_the_files_and_the_fetch_records_them(mirror, tmp_path):
+    out = tmp_path / "resources" / "corpora" / "xx"
+    record = fetch.fetch_hub_corpus(SPEC, out, log=lambda m: None)
+    assert [f["path"] for f in record["files"]] == [f"xx/part-{i}.jsonl" for i in range(3)]
+    assert record["complete"] and record["resolved_revision"] == "mirror"
+    assert all((out / f["path"]).stat().st_size == f["size"] for f in record["files"])
+    assert json.loads((out / fetch.FETCH_FILE).read_text()) == record
+    assert (out / ".manifest.json").is_file() and not out.with_name("xx.partial").exists()
+    docs = list(iter_documents({**SPEC, "fetched": str(out)}))
+    assert len(docs) == 150 and docs[0]["doc_id"] == "xx-0-0" and all(d["text"].startswith("xx ") for d in docs)
+
+
+def test_a_byte_cap_stops_the_fetch(mirror, tmp_path):
+    first = (mirror / "xx" / "part-0.jsonl").stat().st_size
+    record = fetch.fetch_hub_corpus(SPEC, tmp_path / "out", max_bytes=first + 1, log=lambda m: None)
+    assert [f["path"] for f in record["files"]] == ["xx/part-0.jsonl", "xx/part-1.jsonl"]
+    assert not record["complete"] and record["bytes"] == sum(f["size"] for f in record["files"])
+
+
+def test_a_killed_fetch_resumes_without_fetching_a_finished_file_again(mirror, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    partial = out.with_name("out.partial")
+    (partial / "xx").mkdir(parents=True)
+    shutil.copyfile(mirror / "xx" / "part-0.jsonl", partial / "xx" / "part-0.jsonl")  # finished before the kill
+    (partial / "xx" / "part-1.jsonl").write_bytes((mirror / "xx" / "part-1.jsonl").read_bytes()[:100])  # cut off
+    copied = []
+    real_copy = shutil.copyfile
+    monkeypatch.setattr(fetch.shutil, "copyfile", lambda a, b: copied.append(Path(a).name) or real_copy(a, b))
+    record = fetch.fetch_hub_corpus(SPEC, out, log=lambda m: None)
+    assert copied == ["part-1.jsonl", "part-2.jsonl"] and record["complete"]
+    assert (out / "xx" / "part-1.jsonl").read_bytes() == (mirror / "xx" / "part-1.jsonl").read_bytes()
+
+
+def test_what_is_fetched_and_what_is_streamed(tmp_path):
+    assert fetch.needs_fetch({"source": "cc100", "lang": "de"})
+    assert not fetch.needs_fetch({"source": "cc100", "lang": "de", "fetch": False})
+    assert not fetch.needs_fetch({"source": "oscar", "data_files": "x.jsonl"})  # local files in the hub's layout
+    assert not fetch.needs_fetch({"source": "mc4", "dataset": str(tmp_path), "name": "de"})  # a local copy of the hub repository
+    assert not fetch.needs_fetch({"source": "text", "path": "x.txt"})
+
+
+@pytest.mark.slow
+def test_the_corpus_job_reads_what_the_login_node_fetched(mirror, tmp_path):
+    """The DAG fetches the corpus (download_corpus, a local rule) and the corpus job reads the fetched files; the
+    corpus's stats.json names the fetch and its commit."""
+    config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
+    config["corpora"]["xx"] = dict(SPEC)
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "config.yaml").write_text(yaml.safe_dump(config))
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "1",
+           "results/corpus/xx/stats.json", "--configfile", "config.yaml"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path / "work", env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "localrule download_corpus" in proc.stdout + proc.stderr
+    stats = json.loads((tmp_path / "work" / "results" / "corpus" / "xx" / "stats.json").read_text())
+    assert stats["source"]["origin"]["fetched"] == "resources/corpora/xx"
+    assert stats["source"]["origin"]["resolved_revision"] == "mirror"
+    assert stats["train_docs"] + stats["heldout_docs"] == 150
