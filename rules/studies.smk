@@ -19,6 +19,13 @@ try:
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 
+# The profile's per-rule settings (set-resources, set-threads: train_lapt's GPU partition) name the workflow's rules;
+# in the composite each rule is <study>_<rule>, so each study's copy gets its rule's settings.
+settings = workflow.resource_settings
+for parsed in (settings._parsed_overwrite_resources, settings._parsed_overwrite_threads):
+    for rule_name, value in list(parsed.items()):
+        parsed.update({f"{name}_{rule_name}": value for name in STUDIES})
+
 for name, study in STUDIES.items():
     workflow.module(name, snakefile=workflow.main_snakefile, config=study)
     workflow.userule(rules=["*"], from_module=name, name_modifier=f"{name}_*")(lambda: None)
