@@ -107,3 +107,70 @@ def test_the_corpus_job_reads_what_the_login_node_fetched(mirror, tmp_path):
     assert stats["source"]["origin"]["fetched"] == "resources/corpora/xx"
     assert stats["source"]["origin"]["resolved_revision"] == "mirror"
     assert stats["train_docs"] + stats["heldout_docs"] == 150
+
+
+class _RangeServer:
+    """A local HTTP server that answers range requests (as the file servers of word vectors and dictionaries do)
+    and can cut a response off after some bytes (a lost connection)."""
+
+    def __init__(self, files: dict[str, bytes], ranges: bool = True):
+        import http.server
+        import threading
+
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the http.server API
+                body = files[self.path.lstrip("/")]
+                start = int(self.headers["Range"].split("=")[1].rstrip("-")) if ranges and self.headers["Range"] else 0
+                if start >= len(body) and start:
+                    self.send_response(416)
+                    self.end_headers()
+                    return
+                self.send_response(206 if start else 200)
+                self.send_header("Content-Length", str(len(body) - start))
+                self.send_header("ETag", '"v1"')
+                self.end_headers()
+                part = body[start:]
+                self.wfile.write(part[:server.cut] if server.cut else part)
+                server.requests.append(start)
+
+            def log_message(self, *args):
+                pass
+
+        self.cut, self.requests = None, []
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+
+def test_a_download_resumes_where_it_was_cut_off_and_checks_its_size(tmp_path):
+    from vocab_transfer.io import fetch_url
+
+    body = bytes(range(256)) * 4000
+    server = _RangeServer({"v.bin": body})
+    server.cut = 300_000  # the connection drops after 300 kB
+    with pytest.raises(OSError, match="300000 of 1024000 bytes arrived; run again to resume"):
+        fetch_url(server.url + "v.bin", tmp_path / "v.bin", log=lambda m: None)
+    server.cut = None
+    origin = fetch_url(server.url + "v.bin", tmp_path / "v.bin", log=lambda m: None)
+    assert server.requests == [0, 300_000]  # the second request asked for the rest only
+    assert (tmp_path / "v.bin.partial").read_bytes() == body
+    assert origin["bytes"] == len(body) and origin["etag"] == '"v1"'
+    import hashlib
+
+    assert origin["sha256"] == hashlib.sha256(body).hexdigest()
+    # already whole: the server answers 416 to a range past the end, and nothing is fetched again
+    assert fetch_url(server.url + "v.bin", tmp_path / "v.bin", log=lambda m: None)["bytes"] == len(body)
+    server.httpd.shutdown()
+
+
+def test_a_server_without_ranges_sends_the_whole_file_again(tmp_path):
+    from vocab_transfer.io import fetch_url
+
+    body = b"x" * 50_000
+    server = _RangeServer({"d.txt": body}, ranges=False)
+    (tmp_path / "d.txt.partial").write_bytes(body[:1000])
+    assert fetch_url(server.url + "d.txt", tmp_path / "d.txt", log=lambda m: None)["bytes"] == len(body)
+    assert (tmp_path / "d.txt.partial").read_bytes() == body
+    server.httpd.shutdown()

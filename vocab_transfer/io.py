@@ -82,6 +82,46 @@ def resumable_dir(path: str | os.PathLike) -> Iterator[Path]:
     partial.rmdir()
 
 
+def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20) -> dict:
+    """Download ``url`` into ``<path>.partial``, resuming what an interrupted attempt left there (an HTTP range
+    request; a server that ignores it sends the whole file again), and check the size the server announced. Returns
+    what identifies the download (``url``, ``etag``, ``last_modified``, ``bytes``, ``sha256``); the caller moves or
+    decodes the partial file into place and removes it."""
+    import hashlib
+    import urllib.error
+    import urllib.request
+
+    partial = Path(path).with_name(Path(path).name + ".partial")
+    have = partial.stat().st_size if partial.exists() else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+    try:
+        response = urllib.request.urlopen(request, timeout=60)
+    except urllib.error.HTTPError as e:
+        if e.code != 416 or not have:  # 416: nothing left after `have` bytes, the file is whole
+            raise
+        response, headers, total = None, e.headers, have
+    if response is not None:
+        with response:
+            headers = response.headers
+            resumed = have and response.status == 206
+            length = headers.get("Content-Length")
+            total = (have if resumed else 0) + int(length) if length is not None else None
+            log(f"{url}: {'resuming at ' + str(have) + ' bytes' if resumed else 'downloading'}"
+                + (f", {total / 1e6:.1f} MB in all" if total else ""))
+            with open(partial, "ab" if resumed else "wb") as f:
+                while block := response.read(chunk):
+                    f.write(block)
+    size = partial.stat().st_size
+    if total is not None and size != total:
+        raise OSError(f"{url}: {size} of {total} bytes arrived; run again to resume from {partial}")
+    digest = hashlib.sha256()
+    with open(partial, "rb") as f:
+        while block := f.read(1 << 24):
+            digest.update(block)
+    return {"url": url, "etag": headers.get("ETag"), "last_modified": headers.get("Last-Modified"), "bytes": size,
+            "sha256": digest.hexdigest()}
+
+
 def _disk_full(e: BaseException) -> bool:
     """Whether a writer's error means the file system is full (or the user's quota is): an OSError with ENOSPC /
     EDQUOT, or a library's own error that says so (safetensors: ``No space left on device (os error 28)``)."""
