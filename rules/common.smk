@@ -81,10 +81,11 @@ plan = Plan(config)
 
 # The model folders whose own code may run (sources.<name>.trust_remote_code), for every job's loaders
 # (vocab_transfer.source_model.remote_code_allowed): jobs inherit the environment, and a job under SLURM parses
-# this file again.
-os.environ[TRUSTED_ENV] = os.pathsep.join(
-    os.path.abspath(plan.source_model_dir(SimpleNamespace(source=name)))
-    for name, source in plan.cfg.sources.items() if source.trust_remote_code)
+# this file again. The studies of a composite config add theirs to the ones before (one process parses them all).
+trusted = [os.path.abspath(plan.source_model_dir(SimpleNamespace(source=name)))
+           for name, source in plan.cfg.sources.items() if source.trust_remote_code]
+earlier = os.environ.get(TRUSTED_ENV, "").split(os.pathsep) if workflow.modifier.is_module else []
+os.environ[TRUSTED_ENV] = os.pathsep.join(dict.fromkeys(p for p in [*earlier, *trusted] if p))
 cfg = plan.cfg
 # The paths of this config's artifacts (vocab_transfer/workflow/paths.py): with `study: <name>` (a paper config),
 # what it does not share by name lives under results/<name>/, its jobs' logs and benchmarks under logs/<name>/ and
