@@ -3,10 +3,8 @@
 # their shards, task data, word vectors, dictionaries, downloads; vocab_transfer/workflow/paths.py: SHARED) is
 # planned once: the first study that names it builds it (ruleorder), after vocab_transfer/workflow/studies.py has
 # checked that every study means the same thing by it.
-import sys
-
 from vocab_transfer.workflow import warm
-from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
+from vocab_transfer.workflow.cluster import check_submission
 from vocab_transfer.workflow.config import ConfigError
 from vocab_transfer.workflow.studies import check_shared, load_studies, study_plan
 
@@ -20,7 +18,8 @@ except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 
 # The profile's per-rule settings (set-resources, set-threads: train_lapt's GPU partition) name the workflow's rules;
-# in the composite each rule is <study>_<rule>, so each study's copy gets its rule's settings.
+# in the composite each rule is <study>_<rule>, so each study's copy gets its rule's settings (Snakemake 9.27's parsed
+# settings, read when a rule is defined; tests/test_named_targets.py checks that a LAPT job gets the GPU partition).
 settings = workflow.resource_settings
 for parsed in (settings._parsed_overwrite_resources, settings._parsed_overwrite_threads):
     for rule_name, value in list(parsed.items()):
@@ -29,6 +28,7 @@ for parsed in (settings._parsed_overwrite_resources, settings._parsed_overwrite_
 for name, study in STUDIES.items():
     workflow.module(name, snakefile=workflow.main_snakefile, config=study)
     workflow.userule(rules=["*"], from_module=name, name_modifier=f"{name}_*")(lambda: None)
+
 
 def study_rule(name):
     """(study, rule) of a rule of the composite: ``vocab_swap_frankenbert_train_lapt`` -> (``vocab_swap_frankenbert``,
@@ -44,6 +44,8 @@ for rule_name in sorted({study_rule(r.name)[1] for r in workflow.rules if study_
 STUDY_OUTPUTS = [getattr(rules, f"{name}_all").input for name in STUDIES]
 
 
+# Before any job is submitted: every study's jobs against the cluster (as rules/common.smk does for one config; a
+# module's own onstart does not run).
 onstart:
     executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
     if not executor.endswith("jobstep"):
