@@ -156,7 +156,8 @@ class Section:
 # --- corpora --------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Corpus(Section):
-    """``corpora.<lang>``: where one language's text comes from (vocab_transfer.data.sources)."""
+    """``corpora.<name>``: where one corpus's text comes from (vocab_transfer.data.sources); ``language``: what
+    language it is in, where its name is not a language code (``cc100-de``)."""
 
     source: CorpusSource = _req()
     language: str | None = _f(None, min_len=1)  # the text's language (word vectors, dictionaries; default: the key)
@@ -361,7 +362,8 @@ class Target(Section):
     """``targets[i]`` as a mapping: a target named by what it is (``de-bpe32k``, ``de-oscar``): a corpus and the
     tokenizer trained on it. Its tokenizer, shards, fastText, overlap, inits, evaluations, LAPT runs and exports
     live under its name; its corpus under the corpus's key, shared by every target that reads it. A target written
-    as a bare name (``de``) is ``{name: de, corpus: de}`` with the ``tokenizer`` section as it is."""
+    as a bare name (``de``) reads the corpus of that name, or the one corpus whose ``language`` it is, with the
+    ``tokenizer`` section as it is (:meth:`Config.target_corpus`)."""
 
     name: str = _req()
     corpus: str | None = None  # a corpora key (default: the target's name)
