@@ -63,9 +63,10 @@ class CorpusPlan(PlanBase):
 
     @property
     def hub_tokenizers(self) -> dict[str, str]:
-        """resources/tokenizers/ folder name -> hub id of every ``tokenizer.pretrained`` hub id."""
+        """The folder name (under the downloaded tokenizers) -> hub id of every ``tokenizer.pretrained`` hub id."""
+        own = (self.paths.RESULTS + "/", self.paths.RESOURCES + "/")
         return {hub_folder(s): s for s in self.cfg.tokenizer.pretrained.values()
-                if isinstance(s, str) and not (s.startswith(("results/", "resources/")) or os.path.isdir(s))}
+                if isinstance(s, str) and not (s.startswith(own) or os.path.isdir(s))}
 
     def tokenizer_hub_id(self, wildcards):
         return self.hub_tokenizers[wildcards.hubtok]
