@@ -150,11 +150,13 @@ def test_a_download_resumes_where_it_was_cut_off_and_checks_its_size(tmp_path):
     body = bytes(range(256)) * 4000
     server = _RangeServer({"v.bin": body})
     server.cut = 300_000  # the connection drops after 300 kB
-    with pytest.raises(OSError, match="300000 of 1024000 bytes arrived; run again to resume"):
+    with pytest.raises(OSError, match=r"\d+ of 1024000 bytes arrived; run again to resume"):
         fetch_url(server.url + "v.bin", tmp_path / "v.bin", log=lambda m: None)
+    arrived = (tmp_path / "v.bin.partial").stat().st_size
+    assert 0 < arrived <= 300_000
     server.cut = None
     origin = fetch_url(server.url + "v.bin", tmp_path / "v.bin", log=lambda m: None)
-    assert server.requests == [0, 300_000]  # the second request asked for the rest only
+    assert server.requests == [0, arrived]  # the second request asked for the rest only
     assert (tmp_path / "v.bin.partial").read_bytes() == body
     assert origin["bytes"] == len(body) and origin["etag"] == '"v1"'
     import hashlib

@@ -88,6 +88,7 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
     what identifies the download (``url``, ``etag``, ``last_modified``, ``bytes``, ``sha256``); the caller moves or
     decodes the partial file into place and removes it."""
     import hashlib
+    import http.client
     import urllib.error
     import urllib.request
 
@@ -109,8 +110,12 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
             log(f"{url}: {'resuming at ' + str(have) + ' bytes' if resumed else 'downloading'}"
                 + (f", {total / 1e6:.1f} MB in all" if total else ""))
             with open(partial, "ab" if resumed else "wb") as f:
-                while block := response.read(chunk):
-                    f.write(block)
+                try:
+                    while block := response.read(chunk):
+                        f.write(block)
+                except (http.client.IncompleteRead, ConnectionError, TimeoutError) as e:  # a lost connection
+                    f.write(getattr(e, "partial", b"") or b"")  # keep what arrived: the next attempt resumes there
+                    log(f"{url}: the connection broke ({type(e).__name__})")
     size = partial.stat().st_size
     if total is not None and size != total:
         raise OSError(f"{url}: {size} of {total} bytes arrived; run again to resume from {partial}")
