@@ -87,7 +87,6 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
     request; a server that ignores it sends the whole file again), and check the size the server announced. Returns
     what identifies the download (``url``, ``etag``, ``last_modified``, ``bytes``, ``sha256``); the caller moves or
     decodes the partial file into place and removes it."""
-    import hashlib
     import http.client
     import urllib.error
     import urllib.request
@@ -119,12 +118,16 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
     size = partial.stat().st_size
     if total is not None and size != total:
         raise OSError(f"{url}: {size} of {total} bytes arrived; run again to resume from {partial}")
-    digest = hashlib.sha256()
-    with open(partial, "rb") as f:
-        while block := f.read(1 << 24):
-            digest.update(block)
     return {"url": url, "etag": headers.get("ETag"), "last_modified": headers.get("Last-Modified"), "bytes": size,
-            "sha256": digest.hexdigest()}
+            "sha256": sha256_file(partial)}
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The SHA-256 of a file's bytes (hex), as the hub and download pages list it."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _disk_full(e: BaseException) -> bool:

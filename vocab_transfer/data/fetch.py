@@ -17,14 +17,13 @@ the tests, which run this code on local files).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from ..io import resumable_dir
+from ..io import resumable_dir, sha256_file
 from .sources import hub_arguments
 
 MIRROR_ENV = "VOCAB_TRANSFER_HUB_MIRROR"
@@ -73,14 +72,6 @@ def data_files(spec: dict) -> tuple[str, str, list[str]]:
     return repo, commit, [_relative(str(f), root) for f in files]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def fetch_hub_corpus(spec: dict, out_dir: str | Path, max_bytes: int | None = None,
                      log: Callable[[str], None] = print) -> dict:
     """Fetch a hub corpus's data files into ``out_dir`` (resuming a killed fetch) and return its ``fetch.json``."""
@@ -116,7 +107,7 @@ def fetch_hub_corpus(spec: dict, out_dir: str | Path, max_bytes: int | None = No
             size = target.stat().st_size
             if size != want["size"]:
                 raise OSError(f"{repo}/{f}: fetched {size} bytes, the hub lists {want['size']}; run again to resume")
-            if "sha256" in want and _sha256(target) != want["sha256"]:
+            if "sha256" in want and sha256_file(target) != want["sha256"]:
                 target.unlink()
                 raise OSError(f"{repo}/{f}: SHA-256 differs from the hub's; the file was removed, run again")
             log(f"[{i}/{len(chosen)}] {f} ({size / 1e6:.1f} MB)")

@@ -220,12 +220,13 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             raise ConfigError(f"{where}: {corpus!r} has no entry under 'corpora' (known: {sorted(corpora)})" + (
                 f"; {several} are all in language {name!r}: name the target's corpus ({{name: {name}, corpus: "
                 f"{several[0]}}})" if several else ""))
-    for t in all_targets(cfg):
+    targets = all_targets(cfg)
+    for t in targets:
         if not cfg.is_target(t):
             raise ConfigError(f"{target_users(cfg, t)}: {t!r} is neither a target nor a corpora key (targets: "
                               f"{cfg.target_names}; corpora: {sorted(corpora)})")
-    untrained = [t for t in all_targets(cfg) if t not in cfg.tokenizer.pretrained
-                 and cfg.target_tokenizer(t).vocab_size is None]
+    tokenizers = {t: cfg.target_tokenizer(t) for t in targets}
+    untrained = [t for t, tok in tokenizers.items() if t not in cfg.tokenizer.pretrained and tok.vocab_size is None]
     if untrained:
         raise ConfigError(f"tokenizer.vocab_size: needed to train the tokenizers of {untrained} (targets without "
                           "a tokenizer.pretrained entry or their own tokenizer.vocab_size)")
@@ -266,8 +267,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             raise ConfigError(f"methods.{name}.device: cuda needs a GPU, but this config's GPU jobs get none "
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
     mlm = [n for n, s in cfg.sources.items() if s.pretrain]  # masked LMs; hub and local sources are known later
-    for t in dict.fromkeys([*cfg.target_names, *all_targets(cfg)]):
-        tok = cfg.target_tokenizer(t)
+    for t, tok in tokenizers.items():
         where = "tokenizer" if tok is cfg.tokenizer else f"targets[{cfg.target_names.index(t)}].tokenizer"
         if tok.like is not None and tok.like not in cfg.sources:
             raise ConfigError(f"{where}.like: {tok.like!r} is not an entry of 'sources' (known: {sorted(cfg.sources)})")

@@ -25,19 +25,12 @@ from .config import ConfigError, check_config, expand_snapshot_models, fill_defa
 from .plan.base import canonical
 
 
-def merge(base: dict, extra: dict) -> dict:
-    """``extra`` merged into a copy of ``base`` key by key, as Snakemake merges several ``--configfile``."""
-    out = copy.deepcopy(base)
-    for key, value in extra.items():
-        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) \
-            else copy.deepcopy(value)
-    return out
-
-
 def load_studies(config: dict, schema_path: str | Path, base: str | Path = ".") -> dict[str, dict]:
     """The study configs of a composite ``config`` by study name, each merged with the composite's other keys and
     checked; :class:`ConfigError` names the file and key. A relative file name is looked up in the working
     directory, then in ``base`` (the workflow's folder: ``configs/focus.yaml`` from a run elsewhere)."""
+    from snakemake.utils import update_config  # lazy: the workflow has imported Snakemake, tests need not
+
     files = config.get("studies")
     if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
         raise ConfigError(f"studies: a list of study config files (configs/focus.yaml, ...), got {files!r}")
@@ -57,7 +50,7 @@ def load_studies(config: dict, schema_path: str | Path, base: str | Path = ".") 
                               "artifacts live in)")
         if name in studies:
             raise ConfigError(f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
-        study = merge(study, overlay)
+        update_config(study, copy.deepcopy(overlay))  # Snakemake's own merge of a second --configfile
         try:
             check_config(study, schema_path)
         except ConfigError as e:

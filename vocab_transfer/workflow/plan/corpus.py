@@ -56,17 +56,18 @@ class CorpusPlan(PlanBase):
         spec = self.cfg.tokenizer.pretrained.get(target)
         if isinstance(spec, SourceTokenizer):  # the source model's own tokenizer (saved with the model)
             return self.source_model_dir(SimpleNamespace(source=spec.source))
-        if spec is not None and not (spec.startswith((self.paths.RESULTS + "/", self.paths.RESOURCES + "/"))
-                                     or os.path.isdir(spec)):
-            return self.paths.downloaded_tokenizer(hub_folder(spec))
-        return spec
+        return self.paths.downloaded_tokenizer(hub_folder(spec)) if self.is_hub_id(spec) else spec
+
+    def is_hub_id(self, spec) -> bool:
+        """Whether a ``tokenizer.pretrained`` value names a hub repository: a string that is neither a folder nor
+        a path of the pipeline's own."""
+        own = (self.paths.RESULTS + "/", self.paths.RESOURCES + "/")
+        return isinstance(spec, str) and not (spec.startswith(own) or os.path.isdir(spec))
 
     @property
     def hub_tokenizers(self) -> dict[str, str]:
         """The folder name (under the downloaded tokenizers) -> hub id of every ``tokenizer.pretrained`` hub id."""
-        own = (self.paths.RESULTS + "/", self.paths.RESOURCES + "/")
-        return {hub_folder(s): s for s in self.cfg.tokenizer.pretrained.values()
-                if isinstance(s, str) and not (s.startswith(own) or os.path.isdir(s))}
+        return {hub_folder(s): s for s in self.cfg.tokenizer.pretrained.values() if self.is_hub_id(s)}
 
     def tokenizer_hub_id(self, wildcards):
         return self.hub_tokenizers[wildcards.hubtok]

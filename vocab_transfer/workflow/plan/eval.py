@@ -44,9 +44,10 @@ class EvalPlan(PlanBase):
         """Per source, the targets whose language it was pretrained on (Table 4's column groups): languages of a hub
         source (``languages``), or of the corpora a source pretrained here read."""
         cfg, out = self.cfg, {}
+        targets = list(dict.fromkeys([*all_targets(cfg), *cfg.corpora]))
         for s, spec in cfg.sources.items():
             langs = {cfg.language(x) if spec.pretrain else x for x in spec.pretrain_languages}
-            out[s] = [t for t in dict.fromkeys([*all_targets(cfg), *cfg.corpora]) if cfg.target_language(t) in langs]
+            out[s] = [t for t in targets if cfg.target_language(t) in langs]
         return out
 
     def table_metadata(self):
