@@ -3,6 +3,8 @@
 
 
 rule init_embeddings:
+    wildcard_constraints:
+        method=plan.method_pattern(refining=False),
     input:
         unpack(plan.init_inputs),
     output:
@@ -18,6 +20,33 @@ rule init_embeddings:
         benchmarks("init_embeddings/{source}/{target}/{method}.tsv")
     resources:
         **resources_of("init_embeddings", res.init_mem_mb),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/init_embeddings.py"
+
+
+# Methods that refine another row's init by training its rows (kind token_distillation, embedding_lm): the model
+# runs, on a GPU where LAPT jobs get one (profiles/slurm lists this rule with the GPU partition).
+rule refine_embeddings:
+    wildcard_constraints:
+        method=plan.method_pattern(refining=True),
+    input:
+        unpack(plan.init_inputs),
+    output:
+        embeddings=paths.init("{source}", "{target}", "{method}"),
+        provenance=paths.provenance("{source}", "{target}", "{method}"),
+    params:
+        method=plan.method_params,
+        seed=cfg.seed,
+    threads: res.threads(config, "refine_embeddings")
+    log:
+        logs("refine_embeddings/{source}/{target}/{method}.log"),
+    benchmark:
+        benchmarks("refine_embeddings/{source}/{target}/{method}.tsv")
+    resources:
+        gpu=plan.refine_gpus,
+        **resources_of("refine_embeddings"),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

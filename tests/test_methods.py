@@ -276,7 +276,7 @@ def test_need_paths_name_the_inputs_the_loader_reads():
     from vocab_transfer.workflow import paths
     from vocab_transfer.workflow.needs import NEED_PATHS, InitJob
 
-    job = InitJob("src", "sw", "m", {"source_language": "en", "restrict_source": "en"}, "mf-0123456789ab")
+    job = InitJob("src", "sw", "m", {"source_language": "en", "restrict_source": "en", "init": "focus"}, "mf-0123456789ab")
     for need in Need:
         assert tuple(NEED_PATHS[need](job, paths.Paths())) == NEED_INPUTS[need], need
     assert set(LOADERS) == set(Need)

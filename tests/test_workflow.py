@@ -783,3 +783,38 @@ def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
 def test_zero_shot_errors_are_named(tmp_path):
     proc = bad_config(tmp_path, lambda c: c["finetune"]["models"]["madx"].pop("zero_shot"))
     assert proc.returncode != 0 and "finetune.models.madx" in proc.stderr and "name a zero_shot setup" in proc.stderr
+
+
+@pytest.mark.slow
+def test_refining_rows_and_tokalign_run_in_the_dag(tiny_run, tmp_path):
+    """Rows that refine another row's init (Token Distillation, embedding-only LM) run through rule refine_embeddings on
+    that row's artifact and the target's training split; TokAlign trains the source tokenizer's fastText on the
+    target's corpus. Run in a copy of the tiny run, so only the new jobs run."""
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run, work, symlinks=True)
+    config = yaml.safe_load(TINY.read_text())
+    config["methods"] |= {
+        "focus_distill": {"kind": "token_distillation", "init": "focus", "tokens": 2000, "lr": 1.0e-3, "batch_size": 8,
+                          "seq_len": 32, "targets": ["sw"], "label": "FOCUS + Token Distillation"},
+        "focus_lm": {"kind": "embedding_lm", "init": "focus", "tokens": 2000, "lr": 1.0e-3, "batch_size": 8,
+                     "seq_len": 32, "targets": ["sw"], "label": "FOCUS + embedding-only MLM"},
+        "tokalign": {"kind": "tokalign", "pivots": 50, "targets": ["sw"], "label": "TokAlign"}}
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    proc = snakemake(work, "--cores", "2", "results/tables/init_mlm_loss.csv")
+    ran = planned_jobs(proc)
+    assert ran["refine_embeddings"] == 2 and ran["init_embeddings"] == 1 and ran["train_source_fasttext"] == 1
+    assert not {"train_tokenizer", "pretrain_source_model", "compute_overlap"} & set(ran)  # nothing else reran
+    focus = load_file(work / "results/init/tiny/sw/focus.safetensors")
+    prov = pd.read_parquet(work / "results/init/tiny/sw/focus.provenance.parquet")
+    kept = torch.tensor(prov["provenance"].isin(["copied", "special"]).to_numpy())
+    for name in ("focus_distill", "focus_lm"):
+        t = load_file(work / f"results/init/tiny/sw/{name}.safetensors")
+        assert torch.equal(t["embeddings"][kept], focus["embeddings"][kept])  # rows: new
+        assert not torch.equal(t["embeddings"][~kept], focus["embeddings"][~kept])
+        assert int(t["refine_tokens"]) >= 2000 and len(t["refine_loss"]) > 0
+        assert (work / f"logs/refine_embeddings/tiny/sw/{name}.log").is_file()
+    assert (work / "results/source_fasttext/tiny/sw/vectors.safetensors").is_file()
+    mapped = pd.read_parquet(work / "results/init/tiny/sw/tokalign.provenance.parquet")
+    assert (mapped["provenance"] == "mapped").any() and (mapped["nearest_source_id"] >= 0).any()
+    table = pd.read_csv(work / "results/tables/init_mlm_loss.csv")
+    assert {"focus_distill", "focus_lm", "tokalign"} <= set(table["method"])

@@ -47,6 +47,13 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
     if unknown:
         raise ValueError(f"method {method}: unknown parameter(s) {unknown}; accepted: "
                          f"{sorted(keyword_parameters(method))}")
+    methods = {method: {"kind": method, **params}}
+    if "init" in keyword_parameters(method):  # a refining method (Token Distillation) starts from another kind's rows
+        base = params.get("init")
+        if base not in METHODS or base == method:
+            raise ValueError(f"method {method}: init must name the method whose rows it refines, e.g. init=focus "
+                             f"(known: {', '.join(sorted(METHODS))})")
+        methods[base] = {"kind": base}
     trained = isinstance(tokenizer, int) or (isinstance(tokenizer, str) and tokenizer.isdigit())
     corpus_spec = {"source": "text", "path": str(Path(corpus).resolve())}
     if language:
@@ -58,7 +65,7 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
         "targets": [TARGET],
         "tokenizer": {"vocab_size": int(tokenizer), "like": SOURCE} if trained else
                      {"pretrained": {TARGET: str(Path(tokenizer).resolve()) if Path(tokenizer).is_dir() else tokenizer}},
-        "methods": {method: {"kind": method, **params}},
+        "methods": methods,
     }
 
 

@@ -57,6 +57,10 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
     Need.LANGUAGE_TOKENIZER: lambda p, s, t: {"language_tokenizer": load_tokenizer(p["language_tokenizer"])},
     Need.EXTENDED_TOKENIZER: lambda p, s, t: {},  # the method reads it through the tokenizers; the table's rows
     Need.FACTORS: lambda p, s, t: {"source_factors": read_tensors(p["factors"])},
+    Need.SOURCE_TOKEN_VECTORS_TARGET: lambda p, s, t: {"source_aux": _token_vectors(p["source_vectors"], len(s))},
+    Need.BASE_INIT: lambda p, s, t: {"base_init": read_tensors(p["base_init"]),
+                                     "base_provenance": pd.read_parquet(p["base_provenance"])},
+    Need.TRAIN_TEXT: lambda p, s, t: {"train_text": p["train_text"]},
 }
 
 
@@ -97,7 +101,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
                             target_vocab_size=len(target_tok),
                             overlap=pd.read_parquet(paths["overlap"]),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
-                            source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))), **opt)
+                            source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
+                            source_model_dir=paths["model"], **opt)
     result = run_method(method["kind"], inputs, seed=seed, **params)
     table_tok = load_tokenizer(paths["extended_tokenizer"]) if "extended_tokenizer" in paths else target_tok
     if result.matrix.shape[0] != len(table_tok):

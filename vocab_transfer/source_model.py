@@ -77,6 +77,23 @@ def masked_lm_logits(model: PreTrainedModel, inputs: torch.Tensor, labels: torch
     return head(hidden.flatten(0, 1).index_select(0, positions)), labels.flatten().index_select(0, positions)
 
 
+def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int, special_ids,
+                generator: torch.Generator, mask_prob: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT masking: choose ``mask_prob`` of the non-special positions; of those 80% → ``<mask>``,
+    10% → a random token, 10% unchanged. Labels are -100 elsewhere. Same generator state, same masks."""
+    labels = input_ids.clone()
+    special = torch.isin(input_ids, torch.as_tensor(list(special_ids)))
+    probs = torch.full(input_ids.shape, mask_prob).masked_fill(special, 0.0)
+    chosen = torch.bernoulli(probs, generator=generator).bool()
+    labels[~chosen] = -100
+    inputs = input_ids.clone()
+    replace = torch.bernoulli(torch.full(input_ids.shape, 0.8), generator=generator).bool() & chosen
+    inputs[replace] = mask_token_id
+    rand = torch.bernoulli(torch.full(input_ids.shape, 0.5), generator=generator).bool() & chosen & ~replace
+    inputs[rand] = torch.randint(vocab_size, input_ids.shape, generator=generator)[rand]
+    return inputs, labels
+
+
 def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
     """Whether a model (or the config it was saved with) is a decoder-only causal LM.
 

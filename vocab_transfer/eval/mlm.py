@@ -19,7 +19,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..data.shards import encoder, special_ids
 from ..data.tokenizer import canonicalize_vocab
-from ..source_model import masked_lm_logits
+from ..source_model import mask_tokens, masked_lm_logits  # noqa: F401 - mask_tokens: the trainers' import
 
 
 def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len: int, *,
@@ -86,23 +86,6 @@ def bits(nats_total: float, scored: int, lengths: torch.Tensor) -> dict[str, flo
     return {"bits_per_byte": total_bits / n_bytes if n_bytes else float("nan"),
             "bits_per_char": total_bits / n_chars if n_chars else float("nan"),
             "scored_bytes": n_bytes, "scored_chars": n_chars}
-
-
-def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int, special_ids: Sequence[int],
-                generator: torch.Generator, mask_prob: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT masking: choose ``mask_prob`` of the non-special positions; of those 80% → ``<mask>``,
-    10% → a random token, 10% unchanged. Labels are -100 elsewhere. Same generator state, same masks."""
-    labels = input_ids.clone()
-    special = torch.isin(input_ids, torch.as_tensor(list(special_ids)))
-    probs = torch.full(input_ids.shape, mask_prob).masked_fill(special, 0.0)
-    chosen = torch.bernoulli(probs, generator=generator).bool()
-    labels[~chosen] = -100
-    inputs = input_ids.clone()
-    replace = torch.bernoulli(torch.full(input_ids.shape, 0.8), generator=generator).bool() & chosen
-    inputs[replace] = mask_token_id
-    rand = torch.bernoulli(torch.full(input_ids.shape, 0.5), generator=generator).bool() & chosen & ~replace
-    inputs[rand] = torch.randint(vocab_size, input_ids.shape, generator=generator)[rand]
-    return inputs, labels
 
 
 @torch.no_grad()

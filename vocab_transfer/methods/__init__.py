@@ -26,6 +26,12 @@ config ``kind``    function                                    paper
 ``el``             :func:`unks.init_el`                        UNKs Everywhere §3.1 EL-RAND / EL-LEX
 ``mf``             :func:`unks.init_mf`                        UNKs Everywhere §3.2 MF¹ / MF¹⁰ (k-means,
                                                                neural), -RAND / -LEX (eqs. 2-4)
+``tokalign``       :func:`tokalign.init_tokalign`              TokAlign (Li et al. 2025): one source row per
+                                                               target token, aligned through pivot tokens
+``token_distil…``  :func:`token_distillation.                  Token Distillation (Dobler et al. 2025): another
+                   init_token_distillation`                    row's init refined by matching hidden states
+``embedding_lm``   :func:`token_distillation.init_embedding_lm`  its baseline: embedding-only LM training for the
+                                                               same token budget
 =================  ==========================================  ===========================================
 
 Each module registers its functions with :func:`registry.register` (kind, and the :class:`registry.Need` values of
@@ -46,6 +52,8 @@ from . import (  # noqa: F401 - each module registers its methods
     omp,
     random_mapping,
     random_normal,
+    tokalign,
+    token_distillation,
     unks,
     vocab_swap,
     wechsel,

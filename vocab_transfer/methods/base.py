@@ -34,7 +34,8 @@ class TransferInputs:
     # need "fasttext": target-token fastText on the target corpus; ``counts`` = target-token frequencies
     aux: TokenVectors | None = None
     # need "source_fasttext": source-token fastText on the source-language corpus (method param
-    # ``source_language``); ``counts`` = source-token frequencies in that corpus
+    # ``source_language``); ``counts`` = source-token frequencies in that corpus; need "source_fasttext_target":
+    # the same on the target's own corpus
     source_aux: TokenVectors | None = None
     # need "word_vectors": word-level fastText of the target and of the source language
     target_words: WordVectors | None = None
@@ -52,6 +53,13 @@ class TransferInputs:
     language_tokenizer: Any = None
     # need "factorization": the source matrix's factors F, G (, Z) from rule factorize_source (UNKs MF)
     source_factors: dict[str, torch.Tensor] | None = None
+    # need "base_init": the tensors and provenance table of the init artifact a refining method starts from
+    base_init: dict[str, torch.Tensor] | None = None
+    base_provenance: pd.DataFrame | None = None
+    # need "train_text": the target corpus's training split (a corpus parquet path, streamed)
+    train_text: str | None = None
+    # the source model's folder (methods that run the model itself: Token Distillation)
+    source_model_dir: str | None = None
 
 
 @dataclass

@@ -27,6 +27,10 @@ class Need(str, Enum):  # noqa: UP042 - StrEnum would change str(Need.X) from "N
     LANGUAGE_TOKENIZER = "language_tokenizer"  # a tokenizer trained on the `restrict_source` corpus (WECHSEL_EN)
     EXTENDED_TOKENIZER = "extended_tokenizer"  # the source tokenizer extended with target tokens (kind extend)
     FACTORS = "factorization"  # the source matrix's Semi-NMF factors (UNKs MF), shared per factorization setting
+    SOURCE_TOKEN_VECTORS_TARGET = "source_fasttext_target"  # token-level fastText of the source tokenizer on the
+    #                             target's own corpus (TokAlign: both tokenizations of one text)
+    BASE_INIT = "base_init"  # the init artifact and provenance of the row named by the method's `init` parameter
+    TRAIN_TEXT = "train_text"  # the target corpus's training split (text), for methods that train the rows
 
 
 #: The names of the ``init_embeddings`` inputs that carry each need: the workflow gives each a path
@@ -42,6 +46,9 @@ NEED_INPUTS: dict[Need, tuple[str, ...]] = {
     Need.LANGUAGE_TOKENIZER: ("language_tokenizer",),
     Need.EXTENDED_TOKENIZER: ("extended_tokenizer",),
     Need.FACTORS: ("factors",),
+    Need.SOURCE_TOKEN_VECTORS_TARGET: ("source_vectors",),
+    Need.BASE_INIT: ("base_init", "base_provenance"),
+    Need.TRAIN_TEXT: ("train_text",),
 }
 
 Needs = frozenset[Need]

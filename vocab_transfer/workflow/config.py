@@ -369,6 +369,29 @@ def target_users(cfg: Config, target: str) -> str:
                 "targets")
 
 
+def check_base_init(cfg: Config, name: str) -> None:
+    """A refining method's ``init`` names another methods entry, on the target's own tokenizer, and no chain of
+    ``init`` returns to ``name``."""
+    seen = [name]
+    while True:
+        spec = cfg.methods[seen[-1]]
+        if Need.BASE_INIT not in method_needs(spec.kind, spec.params):
+            break
+        base = spec.params["init"]
+        if base not in cfg.methods:
+            raise ConfigError(f"methods.{seen[-1]}.init: {base!r} is not an entry of 'methods' (known: "
+                              f"{sorted(cfg.methods)})")
+        if base in seen:
+            raise ConfigError(f"methods.{name}.init: the rows start from each other in a circle: "
+                              f"{' -> '.join([*seen, base])}")
+        seen.append(base)
+    base = cfg.methods[cfg.methods[name].params["init"]]
+    if Need.EXTENDED_TOKENIZER in method_needs(base.kind, base.params):
+        raise ConfigError(f"methods.{name}.init: {cfg.methods[name].params['init']!r} extends the source vocabulary "
+                          "(kind extend), whose rows belong to another tokenizer; refine a row of the target's "
+                          "own tokenizer")
+
+
 def check_method_resources(cfg: Config, name: str, method: Method) -> None:
     """Every artifact the method needs can be built: languages with corpora, dictionaries configured."""
     try:
@@ -391,6 +414,8 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
     if Need.LANGUAGE_TOKENIZER in needs and not cfg.is_target(p["restrict_source"]):
         raise ConfigError(f"methods.{name}: restrict_source {p['restrict_source']!r} is neither a target nor a "
                           "corpora key")
+    if Need.BASE_INIT in needs:
+        check_base_init(cfg, name)
     if Need.DICTIONARY in needs:
         have = cfg.dictionaries.get(p["source_language"], {})
         missing = [cfg.target_language(t) for t in method_targets(cfg, name) if cfg.target_language(t) not in have]

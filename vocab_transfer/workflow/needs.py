@@ -25,6 +25,7 @@ class InitJob:
     language: str | None = None  # the target's language (dictionaries; default: the target's name)
     target_words: str | None = None  # where its word vectors live (word_vectors/<key>; default: the language)
     source_words: str | None = None  # ... and the source language's (default: params["source_language"])
+    corpus: str | None = None  # the target's corpus (default: the target's name)
 
     @property
     def lang(self) -> str:
@@ -52,6 +53,11 @@ NEED_PATHS: dict[Need, Callable[[InitJob, paths.Paths], dict[str, str]]] = {
     Need.LANGUAGE_TOKENIZER: lambda j, p: {"language_tokenizer": p.tokenizer(j.params["restrict_source"])},
     Need.EXTENDED_TOKENIZER: lambda j, p: {"extended_tokenizer": p.extended_tokenizer(j.source, j.target, j.method)},
     Need.FACTORS: lambda j, p: {"factors": p.factors(j.source, j.factorization)},
+    Need.SOURCE_TOKEN_VECTORS_TARGET: lambda j, p: {
+        "source_vectors": p.source_fasttext_vectors(j.source, j.corpus or j.target)},
+    Need.BASE_INIT: lambda j, p: {"base_init": p.init(j.source, j.target, j.params["init"]),
+                                  "base_provenance": p.provenance(j.source, j.target, j.params["init"])},
+    Need.TRAIN_TEXT: lambda j, p: {"train_text": p.corpus(j.corpus or j.target, "train")},
 }
 
 

@@ -60,6 +60,9 @@ COSTS: dict[str, Cost] = {
     "compute_overlap": Cost(mem_mb=2000, minutes=10),
     # the source's embedding rows only (read by name, never the model): see init_mem_mb
     "init_embeddings": Cost(mem_mb=2000, minutes=30, data=("model",)),
+    # Token Distillation / embedding-only LM: the whole source model in float32, AdamW states of the embedding rows
+    "refine_embeddings": Cost(mem_mb=4000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=30, threads=2,
+                              data=("model",)),
     # a forward pass over up to eval.probe.max_train + max_test examples (CPU: about an hour for XLM-R base and 10k
     # NLI pairs on 4 cores; a GPU when the job has one); the fixed part holds the features of 10k POS sentences
     # (about 250k words x 768 dimensions, in float64 for the fit)

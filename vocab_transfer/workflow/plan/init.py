@@ -4,6 +4,7 @@ reads), the shared factorizations, vocabulary extensions."""
 from __future__ import annotations
 
 import json
+import re
 
 from ...methods import Need
 from ...methods import method_params as with_defaults
@@ -24,6 +25,20 @@ class InitPlan(PlanBase):
         head |= {"fasttext": spec.fasttext} if spec.fasttext else {}  # which vectors the artifact was made from
         return canonical({"kind": spec.kind, **spec.params, **head})
 
+    def refines(self, method) -> bool:
+        """Whether a method refines another row's init (Token Distillation): rule refine_embeddings runs it."""
+        return Need.BASE_INIT in self.method_needs_of(method)
+
+    def method_pattern(self, refining: bool) -> str:
+        """The methods wildcard of init_embeddings (``refining=False``) or refine_embeddings: the names of its methods
+        (a pattern that matches nothing where there are none), so one init artifact has one producing rule."""
+        return "|".join(re.escape(m) for m in self.cfg.methods if self.refines(m) == refining) or "(?!)"
+
+    def refine_gpus(self, wildcards):
+        """A refining method with `device: auto` or `cuda` gets a GPU where LAPT jobs get them."""
+        on_gpu = self.method_option(wildcards.method, "device") in ("auto", "cuda")
+        return 1 if on_gpu and self.cfg.lapt.gpus > 0 else 0
+
     def init_inputs(self, wildcards):
         """Inputs of init_embeddings: the source model, the target tokenizer, the overlap, and what the method needs
         (vocab_transfer.workflow.needs: the registry the method declares its needs in)."""
@@ -33,7 +48,8 @@ class InitPlan(PlanBase):
         job = InitJob(wildcards.source, wildcards.target, wildcards.method, params,
                       self.factorization_key(wildcards.method) if Need.FACTORS in needs else None,
                       self.cfg.methods[wildcards.method].fasttext, lang, self.word_key(lang),
-                      self.word_key(params["source_language"]) if "source_language" in params else None)
+                      self.word_key(params["source_language"]) if params.get("source_language") else None,
+                      self.cfg.target_corpus(wildcards.target))
         return {"model": self.source_model_dir(wildcards), "tokenizer": self.paths.tokenizer(wildcards.target),
                 "overlap": self.paths.overlap(wildcards.source, wildcards.target), **needs_inputs(job, needs, self.paths)}
 

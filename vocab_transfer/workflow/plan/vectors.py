@@ -19,7 +19,11 @@ class VectorsPlan(PlanBase):
         return canonical({**self.config.get("fasttext", {}), **FASTTEXT_PRESETS[wildcards.preset]})
 
     def source_fasttext_shards(self, wildcards):
-        return self.paths.source_shards(wildcards.source, self.cfg.corpus_of_language(wildcards.slang), "train")
+        """The source-tokenized training split of ``slang``: a corpus of that name (TokAlign reads the source
+        tokenizer's vectors on the target's own corpus), else the corpus of that language."""
+        slang = wildcards.slang
+        corpus = slang if slang in self.cfg.corpora else self.cfg.corpus_of_language(slang)
+        return self.paths.source_shards(wildcards.source, corpus, "train")
 
     @functools.cached_property
     def word_model_languages(self) -> frozenset[str]:

@@ -1,0 +1,85 @@
+"""TokAlign (Li et al., ACL 2025, "TokAlign: Efficient Vocabulary Adaptation via Token Alignment"): each target token
+gets the row of one source token, found by comparing the two tokenizations of one corpus through pivot tokens.
+
+Co-occurrence vectors of both vocabularies come from the same text, the target's corpus, tokenized once by each
+tokenizer: here the token-level fastText stage (skip-gram with negative sampling, which factorizes a shifted PMI
+matrix of the same co-occurrences that GloVe fits; docs/methods.md, "TokAlign"). The two spaces are trained apart, so
+they are compared through pivots: ``pivots`` pairs of the overlap (the same token in both vocabularies) that have a
+vector on both sides, drawn at random (seeded). A token is represented by its cosine similarities to the pivots of
+its own space (the "relative representation"); each target token outside the overlap takes the source token whose
+relative representation has the largest dot product with its own (no renormalization, as the authors' code).
+Overlapping tokens keep their own source row (the authors' exact-string matches), and a target token without a
+vector (too rare in the corpus) gets a random source row, seeded, as in the authors' code. A row is copied whole:
+input embedding, an untied head's row and the output bias alike.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .. import lazy
+from .base import MAPPED, RANDOM, EmbeddingInit, TransferInputs, copied_start
+from .registry import Need, register
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
+
+
+def relative(vectors: torch.Tensor, pivot_ids: torch.Tensor) -> torch.Tensor:
+    """Each row's cosine similarity to each pivot row of the same space: ``[n, len(pivot_ids)]``."""
+    unit = torch.nn.functional.normalize(vectors.double(), dim=1)
+    return unit @ unit[pivot_ids].T
+
+
+def choose_pivots(overlap, target_has: torch.Tensor, source_has: torch.Tensor, n: int, seed: int
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` overlapping (target, source) pairs with a vector on both sides, in a seeded random order of the overlap
+    sorted by target id (the authors shuffle their exact-match dictionary the same way)."""
+    pairs = sorted(zip(overlap["target_id"].tolist(), overlap["source_id"].tolist(), strict=True))
+    random.Random(seed).shuffle(pairs)
+    chosen = [(t, s) for t, s in pairs if target_has[t] and source_has[s]][:n]
+    if not chosen:
+        raise ValueError("tokalign: no overlapping token has a vector in both vocabularies, so there is no pivot; "
+                         "the target corpus is too small for the fastText min_count, or the vocabularies share no token")
+    t, s = zip(*chosen, strict=True)
+    return torch.tensor(t), torch.tensor(s)
+
+
+def align(target_vectors: torch.Tensor, source_vectors: torch.Tensor, target_pivots: torch.Tensor,
+          source_pivots: torch.Tensor, candidates: torch.Tensor, queries: torch.Tensor, batch_size: int = 4096
+          ) -> torch.Tensor:
+    """The source token (one of ``candidates``) of each target token in ``queries``: the largest dot product of
+    relative representations, computed in blocks of ``batch_size`` queries (no dense |V_t| x |V_s| matrix)."""
+    rel_s = relative(source_vectors, source_pivots)[candidates].T.contiguous()  # [p, C]
+    rel_t = relative(target_vectors, target_pivots)
+    out = [candidates[(rel_t[queries[i:i + batch_size]] @ rel_s).argmax(1)]
+           for i in range(0, len(queries), batch_size)]
+    return torch.cat(out) if out else torch.zeros(0, dtype=torch.long)
+
+
+@register("tokalign", frozenset({Need.TOKEN_VECTORS, Need.SOURCE_TOKEN_VECTORS_TARGET}))
+def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: int = 300, batch_size: int = 4096) -> EmbeddingInit:
+    """Config adapter: ``kind: tokalign``. ``pivots``: the number of anchor pairs (the authors' default, 300)."""
+    if pivots < 1:
+        raise ValueError(f"pivots must be at least 1, not {pivots}")
+    source, n = inputs.source_matrix, inputs.target_vocab_size
+    matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
+    tv, sv = inputs.aux, inputs.source_aux
+    t_piv, s_piv = choose_pivots(inputs.overlap, tv.has_vector, sv.has_vector[: source.shape[0]], pivots, seed)
+    todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
+    queries = todo[tv.has_vector[todo]]
+    candidates = torch.from_numpy(np.flatnonzero(sv.has_vector[: source.shape[0]].numpy()))
+    nearest = np.full(n, -1, dtype=np.int64)
+    if len(queries):
+        picks = align(tv.vectors, sv.vectors[: source.shape[0]], t_piv, s_piv, candidates, queries, batch_size)
+        matrix[queries] = source[picks]
+        provenance[queries.numpy()] = MAPPED
+        n_sources[queries.numpy()] = 1
+        nearest[queries.numpy()] = picks.numpy()
+    rest = todo[~tv.has_vector[todo]]
+    if len(rest):  # no vector: a random source row (not a special token's)
+        special = inputs.overlap.loc[inputs.overlap["match"] == "special", "source_id"].to_numpy()
+        pool = torch.from_numpy(np.setdiff1d(np.arange(source.shape[0]), special))
+        g = torch.Generator().manual_seed(seed)
+        matrix[rest] = source[pool[torch.randint(len(pool), (len(rest),), generator=g)]]
+    return EmbeddingInit(matrix, provenance, n_sources, nearest=nearest)

@@ -1,0 +1,340 @@
+"""Token Distillation (Dobler, Elliott & de Melo 2025, arXiv 2505.20133), and embedding-only LM training as its
+baseline: both refine another row's init (``init: focus``) by a short optimization of the embedding rows alone.
+
+``token_distillation``: the same text is tokenized twice. The source model with its own tokenizer is the teacher; the
+same model with the target vocabulary's rows (the ``init`` row's artifact) is the student. At every position where
+both tokenizations end a word (``positions: word_ends``; ``token_ends``: every shared token boundary) the student's
+hidden state at ``layer`` is pulled towards the teacher's (MSE). Only the embedding rows learn; the body is frozen.
+An untied LM head's rows (decoders such as Llama/Mistral) learn by next-token prediction (masked-token prediction for
+a masked LM) on the student's frozen last hidden states, so that loss reaches the output rows only.
+
+``embedding_lm``: embedding-only LAPT for the same token budget on the same text: the model's own objective
+(MLM with 80/10/10 masking, or next-token prediction) trains the same rows, the body frozen.
+
+Both train the rows a method did not copy from the source (``rows: new``: copied and special rows keep their source
+values, as the authors' code keeps the original vocabulary's rows) or every row (``rows: all``), with AdamW (no weight
+decay, constant learning rate) over ``tokens`` target-tokenizer tokens of the target's training split, streamed through
+a seeded shuffle buffer. Where the authors' code differs (docs/methods.md, "Token Distillation"): it adds tokens to a
+vocabulary and mines snippets around each new token; here every target token is new and the text is the target corpus
+itself, with positions aligned by character offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from .. import lazy
+from ..data.corpus import iter_texts
+from ..source_model import has_untied_output, is_causal_lm, load_source_model, mask_tokens, transferred_model
+from .base import COPIED, SPECIAL, EmbeddingInit, TransferInputs
+from .registry import Need, register
+
+np = lazy.module("numpy")
+torch = lazy.module("torch")
+
+log = logging.getLogger(__name__)
+
+NEEDS = frozenset({Need.TOKENIZERS, Need.BASE_INIT, Need.TRAIN_TEXT})
+Positions = Literal["word_ends", "token_ends"]
+Rows = Literal["new", "all"]
+Device = Literal["auto", "cpu", "cuda"]
+
+
+# --- aligning two tokenizations of one text ---------------------------------------------------------------------
+def token_ends(offsets, special) -> dict[int, int]:
+    """Character end offset -> index of the last (non-special, non-empty) token that ends there."""
+    return {b: i for i, ((a, b), s) in enumerate(zip(offsets, special, strict=True)) if not s and b > a}
+
+
+def aligned_positions(text: str, source: tuple, target: tuple, positions: str = "word_ends") -> list[tuple[int, int]]:
+    """``(source index, target index)`` of the tokens that end at the same character of ``text`` in both
+    tokenizations (``(offsets, special_tokens_mask)`` each), in text order; with ``word_ends`` only where a word
+    ends there (the text ends or whitespace follows)."""
+    se, te = token_ends(*source), token_ends(*target)
+    common = se.keys() & te.keys()
+    if positions == "word_ends":
+        common = {e for e in common if e >= len(text) or text[e].isspace()}
+    return [(se[e], te[e]) for e in sorted(common)]
+
+
+def segments(text: str, source_offsets, target_offsets, room_source: int, room_target: int) -> list[str]:
+    """``text`` cut at word ends into pieces that take at most ``room_*`` tokens in either tokenization (offsets of
+    the whole text, without special tokens); a word longer than the room is dropped."""
+    s_ends = [b for _, b in source_offsets]
+    t_ends = [b for _, b in target_offsets]
+    cuts = sorted({e for e in set(s_ends) & set(t_ends) if e == len(text) or text[e].isspace()})
+    out, start, ns, nt, last = [], 0, 0, 0, None  # ns/nt: tokens before `start`
+    si = ti = 0
+    for e in cuts:
+        while si < len(s_ends) and s_ends[si] <= e:
+            si += 1
+        while ti < len(t_ends) and t_ends[ti] <= e:
+            ti += 1
+        if si - ns <= room_source and ti - nt <= room_target:
+            last = (e, si, ti)
+            continue
+        if last is not None:
+            out.append(text[start:last[0]].strip())
+            start, ns, nt = last
+            last = None
+            if si - ns <= room_source and ti - nt <= room_target:
+                last = (e, si, ti)
+                continue
+        start, ns, nt = e, si, ti  # a span longer than the room on its own: skipped
+    if last is not None:
+        out.append(text[start:last[0]].strip())
+    return [s for s in out if s]
+
+
+@dataclass
+class Batch:
+    target_ids: torch.Tensor  # [B, Tt]
+    target_mask: torch.Tensor
+    source_ids: torch.Tensor  # [B, Ts]
+    source_mask: torch.Tensor
+    source_at: torch.Tensor  # [P] flat (row-major) indices of the aligned positions
+    target_at: torch.Tensor
+    tokens: int  # target tokens in the batch (not padding)
+
+
+def _special_ids_room(tokenizer) -> int:
+    return len(tokenizer("a", add_special_tokens=True)["input_ids"]) - len(tokenizer("a", add_special_tokens=False)
+                                                                          ["input_ids"])
+
+
+def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: int, seq_len: int, seed: int,
+            positions: str, shuffle_buffer: int = 10_000, source_seq_len: int | None = None) -> Iterator[Batch]:
+    """Batches of segments of the training split, both tokenizations and their aligned positions, forever (each pass
+    through the split in a new seeded shuffle-buffer order). Memory: the shuffle buffer's documents."""
+    source_len = source_seq_len or seq_len
+    rooms = (source_len - _special_ids_room(source_tokenizer), seq_len - _special_ids_room(target_tokenizer))
+    epoch = 0
+    while True:
+        rng, pending, produced = random.Random(seed * 1_000_003 + epoch), [], False
+        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng, shuffle_buffer):
+            pending.append(seg)
+            if len(pending) == batch_size:
+                yield _collate(pending, source_tokenizer, target_tokenizer, positions)
+                pending, produced = [], True
+        if pending:
+            yield _collate(pending, source_tokenizer, target_tokenizer, positions)
+            produced = True
+        if not produced:
+            raise ValueError(f"{train_text} has no text that fits {seq_len} tokens in both tokenizations")
+        epoch += 1
+
+
+def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buffer_size) -> Iterator[str]:
+    buffer: list[str] = []
+
+    def cut(texts):
+        s = source_tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        t = target_tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        return [seg for text, so, to in zip(texts, s, t, strict=True) for seg in segments(text, so, to, *rooms)]
+
+    chunk: list[str] = []
+    for text in iter_texts(path):
+        chunk.append(text)
+        if len(chunk) < 256:
+            continue
+        for seg in cut(chunk):
+            if len(buffer) < buffer_size:
+                buffer.append(seg)
+                continue
+            i = rng.randrange(buffer_size)
+            yield buffer[i]
+            buffer[i] = seg
+        chunk = []
+    buffer.extend(cut(chunk) if chunk else [])
+    rng.shuffle(buffer)
+    yield from buffer
+
+
+def _encode(tokenizer, texts):
+    """Ids (right-padded with 0: the attention mask hides them), attention mask, offsets and special-token masks;
+    decoders often have no pad token, so the padding is done here."""
+    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
+    ids = enc["input_ids"]
+    width = max(map(len, ids))
+    out = torch.zeros(len(ids), width, dtype=torch.long)
+    mask = torch.zeros(len(ids), width, dtype=torch.long)
+    for r, row in enumerate(ids):
+        out[r, : len(row)] = torch.tensor(row)
+        mask[r, : len(row)] = 1
+    return out, mask, enc["offset_mapping"], enc["special_tokens_mask"]
+
+
+def _collate(texts: list[str], source_tokenizer, target_tokenizer, positions: str) -> Batch:
+    s_ids, s_mask, s_off, s_spec = _encode(source_tokenizer, texts)
+    t_ids, t_mask, t_off, t_spec = _encode(target_tokenizer, texts)
+    s_at, t_at = [], []
+    for row, text in enumerate(texts):
+        pairs = aligned_positions(text, (s_off[row], s_spec[row]), (t_off[row], t_spec[row]), positions)
+        s_at += [row * s_ids.shape[1] + i for i, _ in pairs]
+        t_at += [row * t_ids.shape[1] + j for _, j in pairs]
+    return Batch(t_ids, t_mask, s_ids, s_mask, torch.tensor(s_at, dtype=torch.long),
+                 torch.tensor(t_at, dtype=torch.long), int(t_mask.sum()))
+
+
+# --- the optimization -------------------------------------------------------------------------------------------
+def _base_rows(inputs: TransferInputs) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """The ``init`` row's input rows, output rows (an untied head; None: tied, or the base copied its input rows)
+    and output bias, cut to the target vocabulary (a padded source pads its init artifacts)."""
+    n, base = inputs.target_vocab_size, inputs.base_init
+    out = base.get("output_embeddings")
+    bias = base.get("output_bias")
+    return (base["embeddings"][:n].float().clone(), None if out is None else out[:n].float().clone(),
+            None if bias is None else bias[:n].float().clone())
+
+
+def _trained_rows(inputs: TransferInputs, rows: str) -> np.ndarray:
+    prov = inputs.base_provenance["provenance"].to_numpy()[: inputs.target_vocab_size]
+    return np.ones(len(prov), dtype=bool) if rows == "all" else ~np.isin(prov, [COPIED, SPECIAL])
+
+
+def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None,
+             causal: bool) -> torch.Tensor:
+    """The LM loss from the last hidden states ``hidden``: next-token (causal) or masked-token (``labels``) cross-
+    entropy, the head run on the scored positions only."""
+    if causal:
+        keep = (mask[:, 1:] > 0).reshape(-1)
+        h = hidden[:, :-1].reshape(-1, hidden.shape[-1])[keep]
+        targets = ids[:, 1:].reshape(-1)[keep]
+        logits = model.get_output_embeddings()(h)
+    else:
+        keep = (labels != -100).reshape(-1)
+        h = hidden.reshape(-1, hidden.shape[-1])[keep]
+        targets = labels.reshape(-1)[keep]
+        head = getattr(model, "lm_head", None) or getattr(model, "cls", None)
+        logits = head(h) if head is not None else model.get_output_embeddings()(h)
+    return torch.nn.functional.cross_entropy(logits.float(), targets)
+
+
+def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str, rows: str,
+           lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str) -> EmbeddingInit:
+    """Train the ``init`` row's embedding rows for ``tokens`` target tokens (``objective``: ``distill`` or ``lm``)."""
+    if tokens < 1:
+        raise ValueError(f"tokens must be at least 1, not {tokens}")
+    dev = torch.device("cuda" if device == "cuda" or (device == "auto" and torch.cuda.is_available()) else "cpu")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device: cuda, but torch sees no GPU")
+    emb, out, bias = _base_rows(inputs)
+    train_mask = torch.from_numpy(_trained_rows(inputs, rows))
+    torch.manual_seed(seed)
+    model = load_source_model(inputs.source_model_dir)
+    causal = is_causal_lm(model)
+    untied = has_untied_output(model)
+    source_rows = model.get_input_embeddings().weight.detach().clone()
+    model = transferred_model(model, emb, bias, out).to(dev).eval()  # eval: no dropout, the same targets every step
+    model.requires_grad_(False)
+    body = model.base_model
+    inp = model.get_input_embeddings().weight
+    head = model.get_output_embeddings().weight if untied else None
+    params = [inp] + ([head] if head is not None else [])
+    for p in params:
+        p.requires_grad_(True)
+    teacher_rows = source_rows.to(dev)
+    opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu",
+                                                                                                       enabled=False)
+    tgt_tok, src_tok = inputs.target_tokenizer, inputs.source_tokenizer
+    special = tgt_tok.all_special_ids
+    grad_mask = train_mask.to(dev, torch.float32)[:, None]
+    gen = torch.Generator().manual_seed(seed)
+    stream = batches(inputs.train_text, src_tok, tgt_tok, batch_size=batch_size, seq_len=seq_len, seed=seed,
+                     positions=positions)
+    consumed, step, curve, t0, shown = 0, 0, [], time.perf_counter(), 0.0
+    log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective, int(train_mask.sum()),
+             len(train_mask), tokens, batch_size, seq_len, lr, dev)
+    while consumed < tokens:
+        b = next(stream)
+        t_ids, t_mask = b.target_ids.to(dev), b.target_mask.to(dev)
+        opt.zero_grad(set_to_none=True)
+        if objective == "distill":
+            if len(b.target_at) == 0:
+                continue
+            with torch.no_grad(), autocast:
+                teacher = body(inputs_embeds=teacher_rows[b.source_ids.to(dev)], attention_mask=b.source_mask.to(dev),
+                               output_hidden_states=True).hidden_states[layer]
+            with autocast:
+                student = body(inputs_embeds=inp[t_ids], attention_mask=t_mask, output_hidden_states=True)
+            d = teacher.shape[-1]
+            student_h = student.hidden_states[layer].reshape(-1, d).index_select(0, b.target_at.to(dev)).float()
+            teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev)).float()
+            loss = torch.nn.functional.mse_loss(student_h, teacher_h)
+            if head is not None:  # an untied head learns by the model's own objective, from frozen hidden states
+                if causal:
+                    loss = loss + _lm_loss(model, student.last_hidden_state.detach(), t_ids, t_mask, None, True)
+                else:
+                    masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
+                                                 vocab_size=len(tgt_tok), special_ids=special, generator=gen,
+                                                 mask_prob=mask_prob)
+                    labels[b.target_mask == 0] = -100  # padding is never scored
+                    with torch.no_grad(), autocast:
+                        h = body(inputs_embeds=inp[masked.to(dev)], attention_mask=t_mask).last_hidden_state
+                    loss = loss + _lm_loss(model, h, t_ids, t_mask, labels.to(dev), False)
+        else:
+            if causal:
+                with autocast:
+                    h = body(inputs_embeds=inp[t_ids], attention_mask=t_mask).last_hidden_state
+                loss = _lm_loss(model, h, t_ids, t_mask, None, True)
+            else:
+                masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
+                                             vocab_size=len(tgt_tok), special_ids=special, generator=gen,
+                                             mask_prob=mask_prob)
+                labels[b.target_mask == 0] = -100  # padding is never scored
+                with autocast:
+                    h = body(inputs_embeds=inp[masked.to(dev)], attention_mask=t_mask).last_hidden_state
+                loss = _lm_loss(model, h, t_ids, t_mask, labels.to(dev), False)
+        loss.backward()
+        for p in params:  # rows that do not train keep their values exactly (AdamW without weight decay)
+            p.grad.mul_(grad_mask)
+        opt.step()
+        consumed += b.tokens
+        step += 1
+        curve.append(float(loss.detach()))
+        now = time.perf_counter()
+        if now - shown > 10 or consumed >= tokens:
+            rate = consumed / max(now - t0, 1e-9)
+            log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step, curve[-1],
+                     min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
+            shown = now
+    matrix = [inp.detach().float().cpu()]
+    if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:  # untied rows transfer
+        matrix.append(head.detach().float().cpu() if head is not None else matrix[0].clone())
+    if bias is not None:
+        matrix.append(bias[:, None])
+    prov = inputs.base_provenance
+    n = inputs.target_vocab_size
+    return EmbeddingInit(torch.cat(matrix, 1).to(inputs.source_matrix.dtype),
+                         prov["provenance"].to_numpy()[:n].astype(object), prov["n_sources"].to_numpy()[:n],
+                         extra={"refine_loss": torch.tensor(curve, dtype=torch.float32),
+                                "refine_tokens": torch.tensor([consumed], dtype=torch.int64)})
+
+
+@register("token_distillation", NEEDS)
+def init_token_distillation(inputs: TransferInputs, *, seed: int, init: str, tokens: int = 1_000_000, layer: int = -1,
+                            positions: Positions = "word_ends", rows: Rows = "new", lr: float = 1e-4,
+                            batch_size: int = 16, seq_len: int = 128, mask_prob: float = 0.15,
+                            device: Device = "auto") -> EmbeddingInit:
+    """Config adapter: ``kind: token_distillation``. The ``init`` row's rows refined by matching the source model's
+    hidden states at ``layer`` (``hidden_states`` index: -1 the last layer, 0 the embeddings) where both
+    tokenizations end a word, for ``tokens`` target tokens (defaults: the authors' lr 1e-4, batch 16)."""
+    return refine(inputs, objective="distill", seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows,
+                  lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device)
+
+
+@register("embedding_lm", NEEDS)
+def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: int = 1_000_000, rows: Rows = "new",
+                      lr: float = 1e-4, batch_size: int = 16, seq_len: int = 128, mask_prob: float = 0.15,
+                      positions: Positions = "word_ends", device: Device = "auto") -> EmbeddingInit:
+    """Config adapter: ``kind: embedding_lm``. The ``init`` row's rows trained by the model's own objective (MLM or
+    next-token) for ``tokens`` target tokens of the same text, the body frozen: embedding-only LAPT at
+    :func:`init_token_distillation`'s budget (``positions`` only picks the same text segments)."""
+    return refine(inputs, objective="lm", seed=seed, tokens=tokens, layer=-1, positions=positions, rows=rows, lr=lr,
+                  batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device)
