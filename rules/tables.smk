@@ -25,3 +25,21 @@ rule make_init_table:
         "../envs/vocab-transfer.yaml"
     script:
         "../workflow_scripts/make_init_table.py"
+
+
+# lm-eval scores of every benchmarked model and the share of the source's score each keeps.
+rule make_benchmark_table:
+    localrule: True
+    input:
+        scores=plan.benchmark_scores,
+    output:
+        csv=paths.benchmark_table("csv"),
+        md=paths.benchmark_table("md"),
+    params:
+        labels=plan.benchmark_labels(),
+    log:
+        logs("make_benchmark_table/all.log"),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/make_benchmark_table.py"

@@ -157,6 +157,18 @@ CASES = [
     ("a row labelled like another's name", lambda c: (c["finetune"]["models"]["source"].pop("label"),
                                                        c["finetune"]["models"]["random-init"].update(label="source")),
      "['source', 'random-init'] are all labelled 'source'"),
+    # refining rows, benchmarks
+    ("a refining row without its init row", at("methods.focus_td", {"kind": "token_distillation", "init": "focsu"}),
+     "methods.focus_td.init: 'focsu' is not an entry of 'methods'"),
+    ("refining rows that start from each other", lambda c: c["methods"].update(
+        a={"kind": "token_distillation", "init": "b"}, b={"kind": "embedding_lm", "init": "a"}),
+     "methods.a.init: the rows start from each other in a circle: a -> b -> a"),
+    ("a refining row on an extension row", at("methods.focus_td", {"kind": "token_distillation", "init": "extend"}),
+     "methods.focus_td.init: 'extend' extends the source vocabulary (kind extend)"),
+    ("benchmarks on a target the config lacks", at("eval.benchmarks", {"tasks": {"fr": ["xnli_fr"]}}),
+     "eval.benchmarks.tasks: 'fr' is not one of the config's targets ['de', 'sw']"),
+    ("benchmarks of a masked LM pretrained here", at("eval.benchmarks", {"tasks": {"de": ["xnli_de"]}}),
+     "eval.benchmarks: sources ['tiny'] are masked LMs pretrained here"),
     # GPUs and nodes
     ("a GPU method on a config without GPUs", at("methods.mf10_neural_rand.device", "cuda"),
      "methods.mf10_neural_rand.device: cuda needs a GPU, but this config's GPU jobs get none (lapt.gpus: 0)"),

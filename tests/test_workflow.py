@@ -443,6 +443,27 @@ def test_decoder_source_dag(decoder_run):
 
 
 @pytest.mark.slow
+def test_lm_eval_benchmarks_of_the_source_init_and_lapt_exports(decoder_run):
+    """eval.benchmarks: lm-eval scores the source, the FOCUS init export and the FOCUS LAPT export of each decoder on a
+    local multiple-choice task; the table gives each score and the share of the source's score it keeps."""
+    data = json.loads((decoder_run / "results/benchmarks/sw/data.json").read_text())
+    assert data["fetched"]["sw_verses"]["documents"] == 40
+    for source in ("qwen2-tiny", "llama-tiny"):
+        scores = {stage: pd.read_parquet(decoder_run / f"results/benchmarks/sw/{source}/{stage}/{name}.parquet")
+                  for stage, name in (("source", source), ("init", "focus"), ("lapt", "focus"))}
+        for df in scores.values():
+            acc = df.set_index("metric").loc["acc"]
+            assert acc["samples"] == 20 and 0 <= acc["value"] <= 1 and acc["task"] == "sw_verses"
+    table = pd.read_csv(decoder_run / "results/tables/benchmarks.csv")
+    assert len(table[(table.stage == "source")]) == 4  # acc and acc_norm of two sources
+    init = table[(table.stage == "init") & (table.metric == "acc") & (table.source == "llama-tiny")].iloc[0]
+    source = table[(table.stage == "source") & (table.metric == "acc") & (table.source == "llama-tiny")].iloc[0]
+    assert init["kept"] == pytest.approx(init["value"] / source["value"])
+    md = (decoder_run / "results/tables/benchmarks.md").read_text()
+    assert "| Source (llama-tiny) |" in md and "sw_verses (acc_norm)" in md and "| FOCUS + LAPT |" in md
+
+
+@pytest.mark.slow
 def test_untied_decoder_head_through_the_dag(decoder_run):
     """A Llama source with an untied head: `focus` transfers the head's own rows (an overlapping token keeps its
     source output row), `focus_copy_head` copies the new input rows into it; LAPT keeps the head untied."""

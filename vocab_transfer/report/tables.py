@@ -454,3 +454,35 @@ def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: d
             lines.append("|  | *(majority label)* | " + " | ".join(
                 f"*{100 * share[n].iloc[0]:.1f}*" if len(share[n]) else "—" for n in names) + " | — |")
     return "\n".join(lines)
+
+
+def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) -> tuple[pd.DataFrame, str]:
+    """Benchmark scores (rows of ``results/benchmarks`` files with ``source``, ``target``, ``stage``, ``name``) as one
+    block per (source, target): a row per model (the source first), a column per task with its primary metric's value
+    and the share of the source's value it keeps (vocab_transfer.eval.benchmarks). ``labels``: ``(stage, name)`` ->
+    row label. Returns the long table (every metric, ``kept`` included) and the markdown."""
+    from ..eval.benchmarks import kept_share, primary_scores
+
+    long = kept_share(scores)
+    parts = []
+    for (source, target), d in long.groupby(["source", "target"], sort=False):
+        main = pd.concat([primary_scores(g) for _, g in d.groupby(["stage", "name"], sort=False)])
+        tasks = list(dict.fromkeys(main["task"]))
+        metric = main.drop_duplicates("task").set_index("task")["metric"]
+        order = sorted(main[["stage", "name"]].drop_duplicates().itertuples(index=False),
+                       key=lambda r: ("source", "init", "lapt").index(r.stage))
+        lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's score kept)",
+                 "", "| Model | " + " | ".join(f"{t} ({metric[t]})" for t in tasks) + " |",
+                 "|" + "---|" * (len(tasks) + 1)]
+        for stage, name in order:
+            row = main[(main.stage == stage) & (main.name == name)].set_index("task")
+            cells = []
+            for t in tasks:
+                if t not in row.index:
+                    cells.append("—")
+                    continue
+                v, k = row.loc[t, "value"], row.loc[t, "kept"]
+                cells.append(f"{v:.3f}" if stage == "source" or pd.isna(k) else f"{v:.3f} ({k:.0%})")
+            lines.append(f"| {labels.get((stage, name), name)} | " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    return long, "\n\n".join(parts) + "\n"

@@ -290,6 +290,7 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
     check_zero_shot(cfg)
     check_tables(cfg)
     check_figures(cfg)
+    check_benchmarks(cfg)
     for slang, by_target in cfg.dictionaries.items():
         for lang, spec in by_target.items():
             where = f"dictionaries.{slang}.{lang}"
@@ -779,6 +780,29 @@ def figure_language(cfg: Config, figure: str) -> str | None:
     """The language of a figure: its task's (kind lapt_finetune), else its ``language``."""
     spec = cfg.figures[figure]
     return task_target(cfg, spec.task) if spec.kind == "lapt_finetune" else spec.language
+
+
+def check_benchmarks(cfg: Config) -> None:
+    """``eval.benchmarks`` names targets, methods entries and LAPT runs, a task folder that exists, and no source
+    pretrained here (a masked LM: lm-eval's benchmarks score decoders)."""
+    spec = cfg.eval.benchmarks if cfg.eval is not None else None  # checked before the schema's defaults are in
+    if spec is None or not spec.tasks:
+        return
+    for t in spec.tasks:
+        if t not in cfg.target_names:
+            raise ConfigError(f"eval.benchmarks.tasks: {t!r} is not one of the config's targets {cfg.target_names}")
+    for m in spec.methods or []:
+        if m not in cfg.methods:
+            raise ConfigError(f"eval.benchmarks.methods: {m!r} is not an entry of 'methods'")
+    for r in spec.runs or []:
+        if cfg.lapt is None or r not in cfg.lapt.runs:
+            raise ConfigError(f"eval.benchmarks.runs: {r!r} is not a run of lapt.runs")
+    if spec.include_path is not None and not Path(spec.include_path).is_dir():
+        raise ConfigError(f"eval.benchmarks.include_path: {spec.include_path!r} is not a folder (of lm-eval task YAMLs)")
+    masked = [s for s, source in cfg.sources.items() if source.pretrain]
+    if masked:
+        raise ConfigError(f"eval.benchmarks: sources {masked} are masked LMs pretrained here; lm-eval's benchmarks "
+                          "score decoder (causal) LMs")
 
 
 def check_figures(cfg: Config) -> None:

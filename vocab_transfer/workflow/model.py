@@ -630,6 +630,20 @@ class Probe(Section):
 
 
 @dataclass(frozen=True)
+class Benchmarks(Section):
+    """``eval.benchmarks``: zero-shot benchmark scores of decoder models with EleutherAI's lm-evaluation-harness
+    (vocab_transfer.eval.benchmarks): the source and each init and LAPT export on each target's own tasks."""
+
+    tasks: dict[str, list[str]] = _f({}, values={"min_items": 1, "unique": True})  # target -> lm-eval task names
+    include_path: str | None = None  # a folder of lm-eval task YAMLs (tasks on local files)
+    methods: list[str] | None = _f(None, unique=True)  # init rows benchmarked (default: every methods entry)
+    runs: list[str] | None = _f(None, unique=True)  # LAPT runs benchmarked (default: every run of the target)
+    num_fewshot: int | None = _f(None, ge=0)
+    limit: int | None = _f(None, ge=1)
+    batch_size: int = _f(8, ge=1)
+
+
+@dataclass(frozen=True)
 class Eval(Section):
     """``eval``: the init-time held-out loss (FOCUS Table 4; vocab_transfer.eval.mlm) and the probes' settings."""
 
@@ -640,6 +654,7 @@ class Eval(Section):
     seed: int = _f(1234)
     gpus: int = _f(0, ge=0, le=1)  # evaluate_init's GPUs (a large source)
     probe: Probe = _f(None)
+    benchmarks: Benchmarks = _f(None)
 
 
 @dataclass(frozen=True)

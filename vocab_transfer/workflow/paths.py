@@ -32,12 +32,15 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/finetune/<source>/<task>/<model>/seed<N>[+<N>...].{parquet,history.parquet,checkpoints/}  a job's seeds
     results/source_task/<source>/<source task>/<setup>/seed<N>.{model/,parquet,history.parquet,checkpoints/}
     results/zeroshot/<source>/<task>/<model>.parquet              zero-shot scores: a row per seed and source task
-    results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet, paper/<table>.{csv,md,html}
+    results/benchmarks/<target>/data.json                         the target's lm-eval tasks, datasets fetched
+    results/benchmarks/<target>/<source>/{source,init,lapt}/<name>.parquet  lm-eval scores of one model
+    results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet, paper/<table>.{csv,md,html},
+    results/tables/benchmarks.{csv,md}
     results/figures/<kind>/<source>/<name>.{png,svg,csv}          kind: lapt_curves, embedding_correlation,
                                                                   lapt_finetune, token_accuracy
     results/export/<source>/<target>/{init/<method>,lapt/<run>}/  Hugging Face model folders with a model card
     resources/models/<source>/, resources/corpora/<corpus>/, resources/tokenizers/<owner>--<name>/,
-    resources/reference_models/<model>/,
+    resources/reference_models/<model>/, resources/benchmark_datasets/ (the Hugging Face datasets cache of lm-eval),
     resources/word_vectors/cc.<lang>.300.bin,
     resources/dictionaries/<source lang>-<lang>.txt               downloads
 
@@ -204,6 +207,27 @@ def lapt_checkpoints(source: str, target: str, run: str) -> str:
 
 
 # --- exports --------------------------------------------------------------------------------------------------
+def benchmark_data(target: str) -> str:
+    """The lm-eval tasks of a target, their datasets fetched (rule download_benchmark_data): what was fetched."""
+    return f"{RESULTS}/benchmarks/{target}/data.json"
+
+
+def benchmark_cache() -> str:
+    """The Hugging Face datasets cache that lm-eval's tasks load from: filled on the login node, read offline."""
+    return f"{RESOURCES}/benchmark_datasets"
+
+
+def benchmark(source: str, target: str, stage: str, name: str) -> str:
+    """lm-eval scores of one model on a target's tasks: ``stage`` source (``name`` the source), init (a method) or
+    lapt (a run)."""
+    return f"{RESULTS}/benchmarks/{target}/{source}/{stage}/{name}.parquet"
+
+
+def benchmark_table(ext: str) -> str:
+    """Each benchmark score and the share of the source's score it keeps (``csv``, ``md``)."""
+    return f"{RESULTS}/tables/benchmarks.{ext}"
+
+
 def export_init(source: str, target: str, method: str) -> str:
     """A transferred model right after initialization, as a Hugging Face model folder with a model card."""
     return f"{RESULTS}/export/{source}/{target}/init/{method}"
@@ -370,7 +394,8 @@ SHARED = frozenset({
 #: Folders of results/ that a study's name cannot take.
 RESERVED = frozenset({"corpus", "source", "source_shards", "word_vectors", "dictionaries", "tasks", "tokenizers",
                       "shards", "fasttext", "source_fasttext", "overlap", "factorized", "extended", "init",
-                      "eval_init", "lapt", "finetune", "source_task", "zeroshot", "tables", "figures", "export"})
+                      "eval_init", "lapt", "finetune", "source_task", "zeroshot", "tables", "figures", "export",
+                      "benchmarks"})
 
 
 class Paths:

@@ -3,7 +3,7 @@ linear probes, and the init-loss table."""
 
 from __future__ import annotations
 
-from ..config import all_targets, method_targets
+from ..config import all_targets, lapt_run_targets, method_targets
 from .base import PlanBase, canonical
 
 
@@ -58,3 +58,44 @@ class EvalPlan(PlanBase):
             "targets": self.targets,
             "methods": [m for m in self.method_names if method_targets(self.cfg, m)],  # `targets: []`: LAPT-only methods
         })
+
+    # --- lm-eval benchmarks of decoder models (rules benchmark_model, make_benchmark_table) ----------------------
+    def benchmark_models(self) -> list[tuple[str, str, str, str]]:
+        """``(source, target, stage, name)`` of every benchmarked model: per target with tasks, each source, its
+        init exports (``eval.benchmarks.methods``, default every method on the target) and LAPT exports (``runs``,
+        default every run on the target)."""
+        spec, out = self.cfg.eval.benchmarks, []
+        for t in spec.tasks:
+            methods = [m for m in (spec.methods or self.method_names) if t in method_targets(self.cfg, m)]
+            runs = [r for r in (spec.runs if spec.runs is not None else self.cfg.lapt.runs)
+                    if t in lapt_run_targets(self.cfg, r)]
+            for s in self.sources:
+                out += [(s, t, "source", s), *[(s, t, "init", m) for m in methods], *[(s, t, "lapt", r) for r in runs]]
+        return out
+
+    def benchmark_outputs(self, wildcards=None):
+        return [self.paths.benchmark_table("md")] if self.cfg.eval.benchmarks.tasks else []
+
+    def benchmark_scores(self, wildcards=None):
+        return [self.paths.benchmark(*m) for m in self.benchmark_models()]
+
+    def benchmark_spec(self, wildcards):
+        """The target's tasks and the harness settings, as the job passes them to lm-eval."""
+        spec = self.cfg.eval.benchmarks
+        return canonical({"tasks": spec.tasks[wildcards.target], "include_path": spec.include_path,
+                          "num_fewshot": spec.num_fewshot, "limit": spec.limit, "batch_size": spec.batch_size})
+
+    def benchmark_inputs(self, wildcards):
+        """The model folder (the source's own, or the export of an init or a LAPT run) and the fetched datasets."""
+        s, t, name = wildcards.source, wildcards.target, wildcards.name
+        model = {"source": lambda: self.source_model_dir(wildcards),
+                 "init": lambda: self.paths.export_init(s, t, name),
+                 "lapt": lambda: self.paths.export_lapt(s, t, name)}[wildcards.stage]()
+        return {"model": model, "data": self.paths.benchmark_data(t)}
+
+    def benchmark_labels(self):
+        """Row labels of the benchmark table: ``stage/name`` -> label."""
+        labels = {f"source/{s}": f"Source ({s})" for s in self.sources}
+        labels |= {f"init/{m}": spec.label or m for m, spec in self.cfg.methods.items()}
+        labels |= {f"lapt/{r}": f"{spec.label or r} + LAPT" for r, spec in self.cfg.lapt.runs.items()}
+        return canonical(labels)

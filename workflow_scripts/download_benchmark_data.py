@@ -1,0 +1,23 @@
+"""Fetch the datasets of a target's lm-eval tasks into the benchmark datasets cache (rule download_benchmark_data, a
+local rule: the login node has internet, the compute nodes may not)."""
+
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # local runs: the rest runs in a process forked from one that has done the imports
+
+import json
+
+from vocab_transfer.eval.benchmarks import fetch, use_cache
+from vocab_transfer.io import write_text
+from vocab_transfer.workflow.job import setup_job
+
+
+def main(spec, cache, out_path, log_path):
+    log = setup_job(log_path)
+    use_cache(cache, offline=False)
+    info = fetch(spec["tasks"], spec["include_path"])
+    write_text(json.dumps({"tasks": spec["tasks"], "fetched": info}, indent=1) + "\n", out_path)
+    log.info("fetched %s", info)
+
+
+main(json.loads(snakemake.params.spec), snakemake.params.cache, snakemake.output.data, snakemake.log[0])
