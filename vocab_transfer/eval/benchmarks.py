@@ -56,7 +56,7 @@ def fetch(tasks: list[str], include_path: str | None) -> dict:
     out: dict = {}
 
     def walk(d):
-        for key, value in d.items():
+        for value in d.values():
             if isinstance(value, dict):
                 walk(value)
             else:
