@@ -36,6 +36,12 @@ def test_bad_arguments_are_named_before_anything_runs(tmp_path):
     assert config["methods"] == {"wechsel": {"kind": "wechsel", "k": 5}}
     assert api.transfer_config("org/model", "org/tok", "focus", "c.txt")["tokenizer"] == \
         {"pretrained": {"target": "org/tok"}}
+    # a refining method starts from the rows of the kind its `init` names, with that kind's defaults
+    config = api.transfer_config("m", 300, "token_distillation", "c.txt", init="focus", tokens=1000)
+    assert config["methods"] == {"token_distillation": {"kind": "token_distillation", "init": "focus", "tokens": 1000},
+                                 "focus": {"kind": "focus"}}
+    with pytest.raises(ValueError, match="init must name the method whose rows it refines"):
+        api.transfer_config("m", 300, "token_distillation", "c.txt")
 
 
 @pytest.mark.slow

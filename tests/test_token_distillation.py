@@ -190,3 +190,45 @@ def test_untied_decoder_head_rows_learn_by_next_token_prediction(tmp_path, swahi
     assert res.matrix.shape == (len(target), 2 * d)
     assert not torch.equal(res.matrix[:, :d], base["embeddings"])
     assert not torch.equal(res.matrix[:, d:], base["output_embeddings"])  # the head's rows learned too
+
+
+def test_a_killed_refinement_resumes_to_the_same_rows(setting, sw_tokenizer, tmp_path, monkeypatch):
+    """The state is saved every `checkpoint_every` steps; a run stopped after its second save and run again ends with
+    the rows of an uninterrupted run, bit for bit, and removes its state; a state of other settings is not trusted."""
+    from vocab_transfer.methods import token_distillation as td
+
+    root, model, target = setting
+    base, prov = base_of(model, target)
+    inputs = inputs_for(root, model, target, base, prov)
+    inputs.source_tokenizer = sw_tokenizer
+    kw = dict(init="random", tokens=4000, lr=1e-2, batch_size=8, seq_len=64, device="cpu", checkpoint_every=3)
+    whole = run_method("token_distillation", inputs, seed=3, **kw)
+
+    class Killed(Exception):
+        pass
+
+    save, saves = td.Checkpoint.save, []
+
+    def save_then_die(self, state):
+        save(self, state)
+        saves.append(state["step"])
+        if len(saves) == 2:
+            raise Killed
+
+    inputs.checkpoint_dir = str(tmp_path / "ckpt")
+    monkeypatch.setattr(td.Checkpoint, "save", save_then_die)
+    with pytest.raises(Killed):
+        run_method("token_distillation", inputs, seed=3, **kw)
+    assert saves == [3, 6] and (tmp_path / "ckpt" / "state.pt").is_file()
+    monkeypatch.setattr(td.Checkpoint, "save", save)
+    resumed = run_method("token_distillation", inputs, seed=3, **kw)
+    assert torch.equal(resumed.matrix, whole.matrix)
+    assert torch.equal(resumed.extra["refine_loss"], whole.extra["refine_loss"])
+    assert not (tmp_path / "ckpt").exists()
+    # a state written with another learning rate is set aside
+    monkeypatch.setattr(td.Checkpoint, "save", save_then_die)
+    saves.clear()
+    with pytest.raises(Killed):
+        run_method("token_distillation", inputs, seed=3, **{**kw, "lr": 5e-3})
+    monkeypatch.setattr(td.Checkpoint, "save", save)
+    assert torch.equal(run_method("token_distillation", inputs, seed=3, **kw).matrix, whole.matrix)

@@ -64,12 +64,14 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
 }
 
 
-def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
+def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_dir: str | None = None
+               ) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Run ``method`` (``{"kind": ..., **params}``) on the artifacts in ``paths``.
 
     ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and the inputs of
     each need the method declares (:func:`vocab_transfer.methods.method_needs`; names in
-    :data:`vocab_transfer.methods.NEED_INPUTS`), loaded by :data:`LOADERS`. Returns the tensors to save
+    :data:`vocab_transfer.methods.NEED_INPUTS`), loaded by :data:`LOADERS`. A method that trains (Token Distillation)
+    keeps its state in ``checkpoint_dir`` and resumes from it. Returns the tensors to save
     (``embeddings``; ``output_embeddings`` for a source with an untied LM head, unless the method's ``output_rows``
     is ``copy_input``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
     per-token provenance table.
@@ -102,7 +104,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int) -> tuple[di
                             overlap=pd.read_parquet(paths["overlap"]),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
-                            source_model_dir=paths["model"], **opt)
+                            source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir, **opt)
     result = run_method(method["kind"], inputs, seed=seed, **params)
     table_tok = load_tokenizer(paths["extended_tokenizer"]) if "extended_tokenizer" in paths else target_tok
     if result.matrix.shape[0] != len(table_tok):

@@ -58,8 +58,10 @@ class TransferInputs:
     base_provenance: pd.DataFrame | None = None
     # need "train_text": the target corpus's training split (a corpus parquet path, streamed)
     train_text: str | None = None
-    # the source model's folder (methods that run the model itself: Token Distillation)
+    # the source model's folder (methods that run the model itself: Token Distillation), and a folder for the state
+    # of a method that trains, so that a killed job resumes (kept out of the job's outputs)
     source_model_dir: str | None = None
+    checkpoint_dir: str | None = None
 
 
 @dataclass

@@ -16,8 +16,10 @@ input embedding, an untied head's row and the output bias alike.
 from __future__ import annotations
 
 import random
+from typing import Annotated
 
 from .. import lazy
+from ..typed import Range
 from .base import MAPPED, RANDOM, EmbeddingInit, TransferInputs, copied_start
 from .registry import Need, register
 
@@ -58,7 +60,8 @@ def align(target_vectors: torch.Tensor, source_vectors: torch.Tensor, target_piv
 
 
 @register("tokalign", frozenset({Need.TOKEN_VECTORS, Need.SOURCE_TOKEN_VECTORS_TARGET}))
-def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: int = 300, batch_size: int = 4096) -> EmbeddingInit:
+def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: Annotated[int, Range(ge=1)] = 300,
+                  batch_size: Annotated[int, Range(ge=1)] = 4096) -> EmbeddingInit:
     """Config adapter: ``kind: tokalign``. ``pivots``: the number of anchor pairs (the authors' default, 300)."""
     if pivots < 1:
         raise ValueError(f"pivots must be at least 1, not {pivots}")

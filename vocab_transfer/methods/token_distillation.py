@@ -21,16 +21,22 @@ itself, with positions aligned by character offsets.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import random
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Annotated, Literal
 
 from .. import lazy
 from ..data.corpus import iter_texts
 from ..source_model import has_untied_output, is_causal_lm, load_source_model, mask_tokens, transferred_model
+from ..typed import Range
 from .base import COPIED, SPECIAL, EmbeddingInit, TransferInputs
 from .registry import Need, register
 
@@ -43,6 +49,10 @@ NEEDS = frozenset({Need.TOKENIZERS, Need.BASE_INIT, Need.TRAIN_TEXT})
 Positions = Literal["word_ends", "token_ends"]
 Rows = Literal["new", "all"]
 Device = Literal["auto", "cpu", "cuda"]
+Count = Annotated[int, Range(ge=1)]
+Length = Annotated[int, Range(ge=8)]
+Rate = Annotated[float, Range(gt=0)]
+Share = Annotated[float, Range(gt=0, lt=1)]
 
 
 # --- aligning two tokenizations of one text ---------------------------------------------------------------------
@@ -215,8 +225,48 @@ def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
     return torch.nn.functional.cross_entropy(logits.float(), targets)
 
 
+class Checkpoint:
+    """The refinement's state every ``every`` steps in ``folder/state.pt`` (written atomically): the trained matrices,
+    AdamW's state, the masking generator, the step and the batches drawn. ``key`` (the settings and a digest of the
+    rows it started from) must match for a resume; a stale state is set aside, not trusted."""
+
+    def __init__(self, folder: str | None, key: str, every: int):
+        self.file = Path(folder) / "state.pt" if folder else None
+        self.key, self.every = key, every
+
+    def load(self) -> dict | None:
+        if self.file is None or not self.file.is_file():
+            return None
+        state = torch.load(self.file, map_location="cpu", weights_only=False)
+        if state.get("key") != self.key:
+            log.warning("%s was written with other settings or rows: starting afresh", self.file)
+            return None
+        return state
+
+    def save(self, state: dict) -> None:
+        if self.file is None:
+            return
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.file.with_suffix(".tmp")
+        torch.save({**state, "key": self.key}, tmp)
+        os.replace(tmp, self.file)
+
+    def remove(self) -> None:
+        if self.file is not None and self.file.parent.is_dir():
+            shutil.rmtree(self.file.parent)
+
+
+def _digest(*tensors) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for t in tensors:
+        if t is not None:
+            h.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
 def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str, rows: str,
-           lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str) -> EmbeddingInit:
+           lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str,
+           checkpoint_every: int = 500) -> EmbeddingInit:
     """Train the ``init`` row's embedding rows for ``tokens`` target tokens (``objective``: ``distill`` or ``lm``)."""
     if tokens < 1:
         raise ValueError(f"tokens must be at least 1, not {tokens}")
@@ -248,11 +298,27 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     gen = torch.Generator().manual_seed(seed)
     stream = batches(inputs.train_text, src_tok, tgt_tok, batch_size=batch_size, seq_len=seq_len, seed=seed,
                      positions=positions)
-    consumed, step, curve, t0, shown = 0, 0, [], time.perf_counter(), 0.0
+    consumed, step, drawn, curve, t0, shown = 0, 0, 0, [], time.perf_counter(), 0.0
+    settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows, lr=lr,
+                    batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
+    ckpt = Checkpoint(inputs.checkpoint_dir, json.dumps(settings, sort_keys=True) + _digest(emb, out, bias),
+                      checkpoint_every)
+    state = ckpt.load()
+    if state is not None:  # resume: the same rows, optimizer, masks and text as an uninterrupted run
+        with torch.no_grad():
+            for p, saved in zip(params, state["params"], strict=True):
+                p.copy_(saved)
+        opt.load_state_dict(state["opt"])
+        gen.set_state(state["gen"])
+        consumed, step, drawn, curve = state["consumed"], state["step"], state["drawn"], state["curve"]
+        for _ in range(drawn):
+            next(stream)
+        log.info("resumed from %s at step %d (%d tokens)", ckpt.file, step, consumed)
     log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective, int(train_mask.sum()),
              len(train_mask), tokens, batch_size, seq_len, lr, dev)
     while consumed < tokens:
         b = next(stream)
+        drawn += 1
         t_ids, t_mask = b.target_ids.to(dev), b.target_mask.to(dev)
         opt.zero_grad(set_to_none=True)
         if objective == "distill":
@@ -298,12 +364,16 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
         consumed += b.tokens
         step += 1
         curve.append(float(loss.detach()))
+        if step % ckpt.every == 0 and consumed < tokens:
+            ckpt.save({"params": [p.detach().cpu() for p in params], "opt": opt.state_dict(),
+                       "gen": gen.get_state(), "consumed": consumed, "step": step, "drawn": drawn, "curve": curve})
         now = time.perf_counter()
         if now - shown > 10 or consumed >= tokens:
             rate = consumed / max(now - t0, 1e-9)
             log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step, curve[-1],
                      min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
             shown = now
+    ckpt.remove()  # the artifact is written next; a rerun of the job starts from the init row again
     matrix = [inp.detach().float().cpu()]
     if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:  # untied rows transfer
         matrix.append(head.detach().float().cpu() if head is not None else matrix[0].clone())
@@ -318,23 +388,26 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
 
 
 @register("token_distillation", NEEDS)
-def init_token_distillation(inputs: TransferInputs, *, seed: int, init: str, tokens: int = 1_000_000, layer: int = -1,
-                            positions: Positions = "word_ends", rows: Rows = "new", lr: float = 1e-4,
-                            batch_size: int = 16, seq_len: int = 128, mask_prob: float = 0.15,
-                            device: Device = "auto") -> EmbeddingInit:
+def init_token_distillation(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000,
+                            layer: int = -1, positions: Positions = "word_ends", rows: Rows = "new", lr: Rate = 1e-4,
+                            batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
+                            device: Device = "auto", checkpoint_every: Count = 500) -> EmbeddingInit:
     """Config adapter: ``kind: token_distillation``. The ``init`` row's rows refined by matching the source model's
     hidden states at ``layer`` (``hidden_states`` index: -1 the last layer, 0 the embeddings) where both
     tokenizations end a word, for ``tokens`` target tokens (defaults: the authors' lr 1e-4, batch 16)."""
     return refine(inputs, objective="distill", seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows,
-                  lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device)
+                  lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
+                  checkpoint_every=checkpoint_every)
 
 
 @register("embedding_lm", NEEDS)
-def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: int = 1_000_000, rows: Rows = "new",
-                      lr: float = 1e-4, batch_size: int = 16, seq_len: int = 128, mask_prob: float = 0.15,
-                      positions: Positions = "word_ends", device: Device = "auto") -> EmbeddingInit:
+def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000, rows: Rows = "new",
+                      lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
+                      positions: Positions = "word_ends", device: Device = "auto",
+                      checkpoint_every: Count = 500) -> EmbeddingInit:
     """Config adapter: ``kind: embedding_lm``. The ``init`` row's rows trained by the model's own objective (MLM or
     next-token) for ``tokens`` target tokens of the same text, the body frozen: embedding-only LAPT at
     :func:`init_token_distillation`'s budget (``positions`` only picks the same text segments)."""
     return refine(inputs, objective="lm", seed=seed, tokens=tokens, layer=-1, positions=positions, rows=rows, lr=lr,
-                  batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device)
+                  batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
+                  checkpoint_every=checkpoint_every)
