@@ -34,6 +34,38 @@ def test_aligned_positions_pair_the_tokens_that_end_a_word_in_both_tokenizations
     assert aligned_positions("éa", source3, target3, "token_ends") == [(2, 0)]
 
 
+def test_punctuation_ends_words_and_text_without_spaces_is_cut_there():
+    # "word," : the word ends at the comma, the comma at the space
+    source = ([(0, 4), (4, 5), (5, 10)], [0, 0, 0])  # word | , | ▁next
+    target = ([(0, 5), (5, 10)], [0, 0])  # word, | ▁next
+    assert aligned_positions("word, next", source, target) == [(1, 0), (2, 1)]
+    text = "天地。人和。"  # no spaces: words end at punctuation only
+    per_char = [(i, i + 1) for i in range(len(text))]
+    pairs = [(0, 2), (2, 3), (3, 5), (5, 6)]
+    assert segments(text, per_char, pairs, 3, 3) == ["天地。", "人和。"]
+    assert segments(text, per_char, pairs, 3, 3, "token_ends") == ["天地。", "人和。"]
+    assert segments(text, per_char, pairs, 1, 1, "token_ends") == ["。", "。"]
+
+
+def test_kept_share_per_filter_and_the_primary_metric():
+    from vocab_transfer.eval.benchmarks import kept_share, primary_scores
+
+    rows = [("source", "s", "gsm8k", "exact_match", "strict-match", 0.4), ("source", "s", "gsm8k", "exact_match",
+                                                                            "flexible-extract", 0.5),
+            ("init", "focus", "gsm8k", "exact_match", "strict-match", 0.2),
+            ("init", "focus", "gsm8k", "exact_match", "flexible-extract", 0.4),
+            ("source", "s", "arc", "acc", "none", 0.6), ("source", "s", "arc", "acc_norm", "none", 0.8),
+            ("init", "focus", "arc", "acc", "none", 0.3), ("init", "focus", "arc", "acc_norm", "none", 0.6)]
+    table = pd.DataFrame([{"source": "s", "target": "de", "stage": st, "name": n, "task": t, "metric": m,
+                           "filter": f, "value": v} for st, n, t, m, f, v in rows])
+    kept = kept_share(table).set_index(["stage", "task", "metric", "filter"])["kept"]
+    assert kept[("init", "gsm8k", "exact_match", "flexible-extract")] == pytest.approx(0.8)
+    assert kept[("init", "gsm8k", "exact_match", "strict-match")] == pytest.approx(0.5)
+    assert kept[("init", "arc", "acc_norm", "none")] == pytest.approx(0.75)
+    main = primary_scores(table[table.stage == "init"])
+    assert sorted(zip(main.task, main.metric)) == [("arc", "acc_norm"), ("gsm8k", "exact_match")]
+
+
 def test_segments_cut_at_shared_word_ends_within_the_room():
     text = "aa bb cc dd"
     one_per_char = [(i, i + 1) for i, c in enumerate(text) if c != " "]  # 8 tokens

@@ -30,9 +30,12 @@ def use_cache(cache: str | os.PathLike, offline: bool) -> None:
 
     Path(cache).mkdir(parents=True, exist_ok=True)
     datasets.config.HF_DATASETS_CACHE = Path(cache).resolve()
-    if offline:
-        os.environ["HF_DATASETS_OFFLINE"] = "1"
-        datasets.config.HF_DATASETS_OFFLINE = True
+    if offline:  # the flags are read when the libraries are imported (a warm-started job has imported them)
+        import huggingface_hub.constants
+
+        os.environ["HF_HUB_OFFLINE"] = os.environ["HF_DATASETS_OFFLINE"] = "1"
+        datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
+        huggingface_hub.constants.HF_HUB_OFFLINE = True
 
 
 def task_manager(include_path: str | None):
@@ -73,7 +76,13 @@ def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = Non
     ``value``, ``stderr`` and ``samples`` (documents scored). bf16 on a GPU, fp32 on the CPU; seeded."""
     import lm_eval
     import torch
+    from transformers import AutoConfig
 
+    from ..source_model import is_causal_lm
+
+    if not is_causal_lm(AutoConfig.from_pretrained(model_dir)):
+        raise ValueError(f"{model_dir} is a masked LM; lm-eval's benchmarks (eval.benchmarks) score decoder (causal) "
+                         "LMs: leave this config's benchmarks out")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = "bfloat16" if device.startswith("cuda") else "float32"
     res = lm_eval.simple_evaluate(
@@ -98,20 +107,23 @@ def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = Non
 
 
 def primary_scores(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per task: its primary metric (:data:`PRIMARY_METRICS`, else the first it reports)."""
+    """One row per task: its primary metric (:data:`PRIMARY_METRICS`, else the first it reports), unfiltered where the
+    task reports a metric under several filters (``none``, else the first: gsm8k's ``strict-match``)."""
     keep = []
     for _, rows in scores.groupby("task", sort=False):
-        ranked = sorted(rows.index, key=lambda i: PRIMARY_METRICS.index(rows.loc[i, "metric"])
-                        if rows.loc[i, "metric"] in PRIMARY_METRICS else len(PRIMARY_METRICS))
+        ranked = sorted(rows.index, key=lambda i: (
+            PRIMARY_METRICS.index(rows.loc[i, "metric"]) if rows.loc[i, "metric"] in PRIMARY_METRICS
+            else len(PRIMARY_METRICS), rows.loc[i, "filter"] != "none"))
         keep.append(ranked[0])
     return scores.loc[keep]
 
 
 def kept_share(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (columns source, target, stage, task, metric, value) with ``kept``: each value over the source model's
-    value of the same source, target, task and metric (NaN where the source scores 0)."""
-    ref = table[table["stage"] == "source"].set_index(["source", "target", "task", "metric"])["value"]
-    idx = pd.MultiIndex.from_frame(table[["source", "target", "task", "metric"]])
+    """``table`` (columns source, target, stage, task, metric, filter, value) with ``kept``: each value over the source
+    model's value of the same source, target, task, metric and filter (NaN where the source scores 0)."""
+    key = ["source", "target", "task", "metric", "filter"]
+    ref = table[table["stage"] == "source"].set_index(key)["value"]
+    idx = pd.MultiIndex.from_frame(table[key])
     base = ref.reindex(idx).to_numpy()
     out = table.copy()
     out["kept"] = [v / b if b else float("nan") for v, b in zip(out["value"], base, strict=True)]

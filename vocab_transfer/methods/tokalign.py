@@ -35,9 +35,10 @@ def relative(vectors: torch.Tensor, pivot_ids: torch.Tensor) -> torch.Tensor:
 
 def choose_pivots(overlap, target_has: torch.Tensor, source_has: torch.Tensor, n: int, seed: int
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` overlapping (target, source) pairs with a vector on both sides, in a seeded random order of the overlap
-    sorted by target id (the authors shuffle their exact-match dictionary the same way)."""
-    pairs = sorted(zip(overlap["target_id"].tolist(), overlap["source_id"].tolist(), strict=True))
+    """``n`` overlapping (target, source) pairs with a vector on both sides, special tokens left out, in a seeded random
+    order of the overlap sorted by target id (the authors shuffle their exact-match dictionary the same way)."""
+    plain = overlap[overlap["match"] != "special"]  # special tokens by role are no co-occurrence anchors
+    pairs = sorted(zip(plain["target_id"].tolist(), plain["source_id"].tolist(), strict=True))
     random.Random(seed).shuffle(pairs)
     chosen = [(t, s) for t, s in pairs if target_has[t] and source_has[s]][:n]
     if not chosen:
@@ -61,8 +62,10 @@ def align(target_vectors: torch.Tensor, source_vectors: torch.Tensor, target_piv
 
 @register("tokalign", frozenset({Need.TOKEN_VECTORS, Need.SOURCE_TOKEN_VECTORS_TARGET}))
 def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: Annotated[int, Range(ge=1)] = 300,
-                  batch_size: Annotated[int, Range(ge=1)] = 4096) -> EmbeddingInit:
-    """Config adapter: ``kind: tokalign``. ``pivots``: the number of anchor pairs (the authors' default, 300)."""
+                  batch_size: Annotated[int, Range(ge=1)] = 1024) -> EmbeddingInit:
+    """Config adapter: ``kind: tokalign``. ``pivots``: the number of anchor pairs (the authors' default, 300);
+    ``batch_size`` target tokens are compared at a time (a float64 block of ``batch_size`` x |V_s|: 1 GB for a 128k
+    source vocabulary)."""
     if pivots < 1:
         raise ValueError(f"pivots must be at least 1, not {pivots}")
     source, n = inputs.source_matrix, inputs.target_vocab_size

@@ -21,6 +21,7 @@ itself, with positions aligned by character offsets.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -28,6 +29,7 @@ import os
 import random
 import shutil
 import time
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +37,14 @@ from typing import Annotated, Literal
 
 from .. import lazy
 from ..data.corpus import iter_texts
-from ..source_model import has_untied_output, is_causal_lm, load_source_model, mask_tokens, transferred_model
+from ..source_model import (
+    has_untied_output,
+    is_causal_lm,
+    load_source_model,
+    mask_tokens,
+    max_sequence_length,
+    transferred_model,
+)
 from ..typed import Range
 from .base import COPIED, SPECIAL, EmbeddingInit, TransferInputs
 from .registry import Need, register
@@ -56,6 +65,17 @@ Share = Annotated[float, Range(gt=0, lt=1)]
 
 
 # --- aligning two tokenizations of one text ---------------------------------------------------------------------
+def _punct(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
+
+
+def word_boundary(text: str, e: int) -> bool:
+    """Whether a word ends at character ``e`` of ``text``: the text ends, or whitespace or punctuation follows, or
+    punctuation precedes (``word,`` ends at the word and at the comma; text without spaces ends words at punctuation
+    only)."""
+    return e >= len(text) or text[e].isspace() or _punct(text[e]) or (e > 0 and _punct(text[e - 1]))
+
+
 def token_ends(offsets, special) -> dict[int, int]:
     """Character end offset -> index of the last (non-special, non-empty) token that ends there."""
     return {b: i for i, ((a, b), s) in enumerate(zip(offsets, special, strict=True)) if not s and b > a}
@@ -68,16 +88,19 @@ def aligned_positions(text: str, source: tuple, target: tuple, positions: str = 
     se, te = token_ends(*source), token_ends(*target)
     common = se.keys() & te.keys()
     if positions == "word_ends":
-        common = {e for e in common if e >= len(text) or text[e].isspace()}
+        common = {e for e in common if word_boundary(text, e)}
     return [(se[e], te[e]) for e in sorted(common)]
 
 
-def segments(text: str, source_offsets, target_offsets, room_source: int, room_target: int) -> list[str]:
-    """``text`` cut at word ends into pieces that take at most ``room_*`` tokens in either tokenization (offsets of
-    the whole text, without special tokens); a word longer than the room is dropped."""
+def segments(text: str, source_offsets, target_offsets, room_source: int, room_target: int,
+             positions: str = "word_ends") -> list[str]:
+    """``text`` cut at word ends (``token_ends``: at any shared token end) into pieces that take at most ``room_*``
+    tokens in either tokenization (offsets of the whole text, without special tokens); a span longer than the room
+    between two cuts is dropped. A piece tokenized on its own can differ at its first word from the whole text's
+    tokens, so the batches truncate at ``seq_len`` as well."""
     s_ends = [b for _, b in source_offsets]
     t_ends = [b for _, b in target_offsets]
-    cuts = sorted({e for e in set(s_ends) & set(t_ends) if e == len(text) or text[e].isspace()})
+    cuts = sorted(e for e in set(s_ends) & set(t_ends) if positions == "token_ends" or word_boundary(text, e))
     out, start, ns, nt, last = [], 0, 0, 0, None  # ns/nt: tokens before `start`
     si = ti = 0
     for e in cuts:
@@ -120,32 +143,36 @@ def _special_ids_room(tokenizer) -> int:
 def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: int, seq_len: int, seed: int,
             positions: str, shuffle_buffer: int = 10_000, source_seq_len: int | None = None) -> Iterator[Batch]:
     """Batches of segments of the training split, both tokenizations and their aligned positions, forever (each pass
-    through the split in a new seeded shuffle-buffer order). Memory: the shuffle buffer's documents."""
+    through the split in a new seeded shuffle-buffer order). Memory: the shuffle buffer's segments."""
     source_len = source_seq_len or seq_len
     rooms = (source_len - _special_ids_room(source_tokenizer), seq_len - _special_ids_room(target_tokenizer))
     epoch = 0
     while True:
         rng, pending, produced = random.Random(seed * 1_000_003 + epoch), [], False
-        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng, shuffle_buffer):
+        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng, shuffle_buffer,
+                                      positions):
             pending.append(seg)
             if len(pending) == batch_size:
-                yield _collate(pending, source_tokenizer, target_tokenizer, positions)
+                yield _collate(pending, source_tokenizer, target_tokenizer, positions, (source_len, seq_len))
                 pending, produced = [], True
         if pending:
-            yield _collate(pending, source_tokenizer, target_tokenizer, positions)
+            yield _collate(pending, source_tokenizer, target_tokenizer, positions, (source_len, seq_len))
             produced = True
         if not produced:
             raise ValueError(f"{train_text} has no text that fits {seq_len} tokens in both tokenizations")
         epoch += 1
 
 
-def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buffer_size) -> Iterator[str]:
+def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buffer_size, positions
+                       ) -> Iterator[str]:
+    """Segments of the split's documents (read 256 at a time) through a shuffle buffer of ``buffer_size`` segments."""
     buffer: list[str] = []
 
     def cut(texts):
         s = source_tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
         t = target_tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-        return [seg for text, so, to in zip(texts, s, t, strict=True) for seg in segments(text, so, to, *rooms)]
+        return [seg for text, so, to in zip(texts, s, t, strict=True)
+                for seg in segments(text, so, to, *rooms, positions)]
 
     chunk: list[str] = []
     for text in iter_texts(path):
@@ -165,10 +192,11 @@ def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buf
     yield from buffer
 
 
-def _encode(tokenizer, texts):
-    """Ids (right-padded with 0: the attention mask hides them), attention mask, offsets and special-token masks;
-    decoders often have no pad token, so the padding is done here."""
-    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
+def _encode(tokenizer, texts, max_len: int):
+    """Ids (right-padded with 0: the attention mask hides them), attention mask, offsets and special-token masks, at
+    most ``max_len`` tokens a text; decoders often have no pad token, so the padding is done here."""
+    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True,
+                    truncation=True, max_length=max_len)
     ids = enc["input_ids"]
     width = max(map(len, ids))
     out = torch.zeros(len(ids), width, dtype=torch.long)
@@ -179,9 +207,10 @@ def _encode(tokenizer, texts):
     return out, mask, enc["offset_mapping"], enc["special_tokens_mask"]
 
 
-def _collate(texts: list[str], source_tokenizer, target_tokenizer, positions: str) -> Batch:
-    s_ids, s_mask, s_off, s_spec = _encode(source_tokenizer, texts)
-    t_ids, t_mask, t_off, t_spec = _encode(target_tokenizer, texts)
+def _collate(texts: list[str], source_tokenizer, target_tokenizer, positions: str, lengths: tuple[int, int]
+             ) -> Batch:
+    s_ids, s_mask, s_off, s_spec = _encode(source_tokenizer, texts, lengths[0])
+    t_ids, t_mask, t_off, t_spec = _encode(target_tokenizer, texts, lengths[1])
     s_at, t_at = [], []
     for row, text in enumerate(texts):
         pairs = aligned_positions(text, (s_off[row], s_spec[row]), (t_off[row], t_spec[row]), positions)
@@ -260,8 +289,17 @@ def _digest(*tensors) -> str:
     h = hashlib.blake2b(digest_size=16)
     for t in tensors:
         if t is not None:
-            h.update(t.contiguous().view(torch.uint8).numpy().tobytes())
+            h.update(memoryview(t.detach().contiguous().view(torch.uint8).numpy()))
     return h.hexdigest()
+
+
+def _files_key(folder: str) -> str:
+    """The files under ``folder`` (or the file) by name, size and modification time: a rebuilt corpus or another
+    model gives another key."""
+    root = Path(folder)
+    files = sorted(root.rglob("*")) if root.is_dir() else [root]
+    return json.dumps([(str(f.relative_to(root)) if root.is_dir() else f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                       for f in files if f.is_file()])
 
 
 def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str, rows: str,
@@ -276,19 +314,27 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     emb, out, bias = _base_rows(inputs)
     train_mask = torch.from_numpy(_trained_rows(inputs, rows))
     torch.manual_seed(seed)
-    model = load_source_model(inputs.source_model_dir)
+    # fp32 weights (a bf16 checkpoint too: AdamW's small steps would round away in bf16), bf16 autocast on a GPU
+    model = load_source_model(inputs.source_model_dir).float()
     causal = is_causal_lm(model)
     untied = has_untied_output(model)
-    source_rows = model.get_input_embeddings().weight.detach().clone()
+    longest = max_sequence_length(model)
+    if seq_len > longest:
+        raise ValueError(f"seq_len {seq_len} is more than the {longest} positions of {inputs.source_model_dir}")
+    # the teacher embeds with the source's own embedding module (a model that scales its embeddings, as Gemma does,
+    # scales them there), the student with the target's, both passed on as inputs_embeds
+    teacher_embed = copy.deepcopy(model.get_input_embeddings()).requires_grad_(False)
     model = transferred_model(model, emb, bias, out).to(dev).eval()  # eval: no dropout, the same targets every step
     model.requires_grad_(False)
     body = model.base_model
-    inp = model.get_input_embeddings().weight
+    embed = model.get_input_embeddings()
+    inp = embed.weight
     head = model.get_output_embeddings().weight if untied else None
     params = [inp] + ([head] if head is not None else [])
     for p in params:
         p.requires_grad_(True)
-    teacher_rows = source_rows.to(dev)
+    teacher_embed = teacher_embed.to(dev)
+    no_cache = {"use_cache": False} if causal else {}  # a decoder builds no key/value cache in training
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu",
                                                                                                        enabled=False)
@@ -301,8 +347,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     consumed, step, drawn, curve, t0, shown = 0, 0, 0, [], time.perf_counter(), 0.0
     settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows, lr=lr,
                     batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
-    ckpt = Checkpoint(inputs.checkpoint_dir, json.dumps(settings, sort_keys=True) + _digest(emb, out, bias),
-                      checkpoint_every)
+    ckpt = Checkpoint(inputs.checkpoint_dir, json.dumps(settings, sort_keys=True) + _digest(emb, out, bias)
+                      + _files_key(inputs.train_text) + _files_key(inputs.source_model_dir), checkpoint_every)
     state = ckpt.load()
     if state is not None:  # resume: the same rows, optimizer, masks and text as an uninterrupted run
         with torch.no_grad():
@@ -314,6 +360,7 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
         for _ in range(drawn):
             next(stream)
         log.info("resumed from %s at step %d (%d tokens)", ckpt.file, step, consumed)
+    start = consumed
     log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective, int(train_mask.sum()),
              len(train_mask), tokens, batch_size, seq_len, lr, dev)
     while consumed < tokens:
@@ -325,10 +372,10 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             if len(b.target_at) == 0:
                 continue
             with torch.no_grad(), autocast:
-                teacher = body(inputs_embeds=teacher_rows[b.source_ids.to(dev)], attention_mask=b.source_mask.to(dev),
-                               output_hidden_states=True).hidden_states[layer]
+                teacher = body(inputs_embeds=teacher_embed(b.source_ids.to(dev)), attention_mask=b.source_mask.to(dev),
+                               output_hidden_states=True, **no_cache).hidden_states[layer]
             with autocast:
-                student = body(inputs_embeds=inp[t_ids], attention_mask=t_mask, output_hidden_states=True)
+                student = body(inputs_embeds=embed(t_ids), attention_mask=t_mask, output_hidden_states=True, **no_cache)
             d = teacher.shape[-1]
             student_h = student.hidden_states[layer].reshape(-1, d).index_select(0, b.target_at.to(dev)).float()
             teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev)).float()
@@ -342,12 +389,12 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                                                  mask_prob=mask_prob)
                     labels[b.target_mask == 0] = -100  # padding is never scored
                     with torch.no_grad(), autocast:
-                        h = body(inputs_embeds=inp[masked.to(dev)], attention_mask=t_mask).last_hidden_state
+                        h = body(inputs_embeds=embed(masked.to(dev)), attention_mask=t_mask).last_hidden_state
                     loss = loss + _lm_loss(model, h, t_ids, t_mask, labels.to(dev), False)
         else:
             if causal:
                 with autocast:
-                    h = body(inputs_embeds=inp[t_ids], attention_mask=t_mask).last_hidden_state
+                    h = body(inputs_embeds=embed(t_ids), attention_mask=t_mask, **no_cache).last_hidden_state
                 loss = _lm_loss(model, h, t_ids, t_mask, None, True)
             else:
                 masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
@@ -355,7 +402,7 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                                              mask_prob=mask_prob)
                 labels[b.target_mask == 0] = -100  # padding is never scored
                 with autocast:
-                    h = body(inputs_embeds=inp[masked.to(dev)], attention_mask=t_mask).last_hidden_state
+                    h = body(inputs_embeds=embed(masked.to(dev)), attention_mask=t_mask).last_hidden_state
                 loss = _lm_loss(model, h, t_ids, t_mask, labels.to(dev), False)
         loss.backward()
         for p in params:  # rows that do not train keep their values exactly (AdamW without weight decay)
@@ -369,7 +416,7 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                        "gen": gen.get_state(), "consumed": consumed, "step": step, "drawn": drawn, "curve": curve})
         now = time.perf_counter()
         if now - shown > 10 or consumed >= tokens:
-            rate = consumed / max(now - t0, 1e-9)
+            rate = (consumed - start) / max(now - t0, 1e-9)
             log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step, curve[-1],
                      min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
             shown = now

@@ -67,7 +67,7 @@ COSTS: dict[str, Cost] = {
     # NLI pairs on 4 cores; a GPU when the job has one); the fixed part holds the features of 10k POS sentences
     # (about 250k words x 768 dimensions, in float64 for the fit)
     "probe_init": Cost(mem_mb=5000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=120, threads=4, data=("model",)),
-    # lm-eval on one model: the model in fp32 (CPU) and the harness's batches
+    # lm-eval on one model: the model (fp32 on a CPU, bf16 on a GPU with eval.gpus: 1) and the harness's batches
     "benchmark_model": Cost(mem_mb=3000, mem_mb_per_gb=2000, minutes=60, minutes_per_gb=60, data=("model",)),
     "evaluate_init": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=60, data=("model",)),
     "pretrain_source_model": Cost(mem_mb=4000, minutes=120),

@@ -66,7 +66,8 @@ class EvalPlan(PlanBase):
         default every run on the target)."""
         spec, out = self.cfg.eval.benchmarks, []
         for t in spec.tasks:
-            methods = [m for m in (spec.methods or self.method_names) if t in method_targets(self.cfg, m)]
+            methods = [m for m in (spec.methods if spec.methods is not None else self.method_names)
+                       if t in method_targets(self.cfg, m)]
             runs = [r for r in (spec.runs if spec.runs is not None else self.cfg.lapt.runs)
                     if t in lapt_run_targets(self.cfg, r)]
             for s in self.sources:
