@@ -63,7 +63,7 @@ def test_kept_share_per_filter_and_the_primary_metric():
     assert kept[("init", "gsm8k", "exact_match", "strict-match")] == pytest.approx(0.5)
     assert kept[("init", "arc", "acc_norm", "none")] == pytest.approx(0.75)
     main = primary_scores(table[table.stage == "init"])
-    assert sorted(zip(main.task, main.metric)) == [("arc", "acc_norm"), ("gsm8k", "exact_match")]
+    assert sorted(zip(main.task, main.metric, strict=True)) == [("arc", "acc_norm"), ("gsm8k", "exact_match")]
 
 
 def test_segments_cut_at_shared_word_ends_within_the_room():

@@ -94,8 +94,8 @@ def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = Non
     for task, metrics in res["results"].items():
         samples = res.get("n-samples", {}).get(task, {}).get("effective")
         for key, value in metrics.items():
-            name, _, filt = key.partition(",")
-            if name.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
+            name, comma, filt = key.partition(",")  # "<metric>,<filter>"; other keys (alias, sample_len) are no score
+            if not comma or name.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue
             stderr = metrics.get(f"{name}_stderr,{filt}")
             rows.append({"task": task, "metric": name, "filter": filt, "value": float(value),
