@@ -43,9 +43,13 @@ def _fasttext_model(path: str):
     return fasttext.load_model(path)
 
 
+def _source_vectors(paths: Mapping[str, str], source_tok) -> dict[str, Any]:
+    return {"source_aux": _token_vectors(paths["source_vectors"], len(source_tok))}
+
+
 LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
     Need.TOKEN_VECTORS: lambda p, s, t: {"aux": _token_vectors(p["vectors"], len(t))},
-    Need.SOURCE_TOKEN_VECTORS: lambda p, s, t: {"source_aux": _token_vectors(p["source_vectors"], len(s))},
+    Need.SOURCE_TOKEN_VECTORS: lambda p, s, t: _source_vectors(p, s),
     Need.TARGET_WORDS: lambda p, s, t: {"target_words": read_word_vectors(p["target_word_vectors"],
                                                                           p["target_word_list"])},
     Need.SOURCE_WORDS: lambda p, s, t: {"source_words": read_word_vectors(p["source_word_vectors"],
@@ -57,7 +61,7 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
     Need.LANGUAGE_TOKENIZER: lambda p, s, t: {"language_tokenizer": load_tokenizer(p["language_tokenizer"])},
     Need.EXTENDED_TOKENIZER: lambda p, s, t: {},  # the method reads it through the tokenizers; the table's rows
     Need.FACTORS: lambda p, s, t: {"source_factors": read_tensors(p["factors"])},
-    Need.SOURCE_TOKEN_VECTORS_TARGET: lambda p, s, t: {"source_aux": _token_vectors(p["source_vectors"], len(s))},
+    Need.SOURCE_TOKEN_VECTORS_TARGET: lambda p, s, t: _source_vectors(p, s),  # the same, on the target's corpus
     Need.BASE_INIT: lambda p, s, t: {"base_init": read_tensors(p["base_init"]),
                                      "base_provenance": pd.read_parquet(p["base_provenance"])},
     Need.TRAIN_TEXT: lambda p, s, t: {"train_text": p["train_text"]},

@@ -47,6 +47,12 @@ def build_xlmr_mlm(tokenizer: PreTrainedTokenizerBase, *, hidden_size: int, num_
     return XLMRobertaForMaskedLM(config)
 
 
+def mlm_head(model: PreTrainedModel):
+    """The MLM head that maps hidden states to the vocabulary, transform included: RoBERTa/XLM-R's ``lm_head``,
+    BERT's ``cls``; None for other heads."""
+    return getattr(model, "lm_head", None) or getattr(model, "cls", None)
+
+
 def masked_lm_loss(model: PreTrainedModel, inputs: torch.Tensor, labels: torch.Tensor, *,
                    positions: torch.Tensor | None = None) -> torch.Tensor:
     """MLM cross-entropy that runs the LM head on the masked positions only (≈15% of them).
@@ -56,7 +62,7 @@ def masked_lm_loss(model: PreTrainedModel, inputs: torch.Tensor, labels: torch.T
     ``positions`` (flat indices of the labelled tokens, row-major) avoids the device synchronization
     that finding them with a boolean index would cost.
     """
-    if getattr(model, "lm_head", None) is None and getattr(model, "cls", None) is None:
+    if mlm_head(model) is None:
         return model(input_ids=inputs, labels=labels).loss
     logits, targets = masked_lm_logits(model, inputs, labels, positions=positions)
     return torch.nn.functional.cross_entropy(logits.float(), targets)
@@ -66,7 +72,7 @@ def masked_lm_logits(model: PreTrainedModel, inputs: torch.Tensor, labels: torch
                      positions: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """``(logits [n, V], labels [n])`` of the ``n`` labelled positions (row-major), the LM head run on those
     positions only where the head allows it (:func:`masked_lm_loss`'s cross-entropy is taken on these)."""
-    head = getattr(model, "lm_head", None) or getattr(model, "cls", None)
+    head = mlm_head(model)
     if head is None:
         keep = labels != -100
         return model(input_ids=inputs).logits[keep], labels[keep]

@@ -43,6 +43,7 @@ from ..source_model import (
     load_source_model,
     mask_tokens,
     max_sequence_length,
+    mlm_head,
     transferred_model,
 )
 from ..typed import Range
@@ -84,7 +85,7 @@ def token_ends(offsets, special) -> dict[int, int]:
 def aligned_positions(text: str, source: tuple, target: tuple, positions: str = "word_ends") -> list[tuple[int, int]]:
     """``(source index, target index)`` of the tokens that end at the same character of ``text`` in both
     tokenizations (``(offsets, special_tokens_mask)`` each), in text order; with ``word_ends`` only where a word
-    ends there (the text ends or whitespace follows)."""
+    ends there (:func:`word_boundary`)."""
     se, te = token_ends(*source), token_ends(*target)
     common = se.keys() & te.keys()
     if positions == "word_ends":
@@ -141,11 +142,11 @@ def _special_ids_room(tokenizer) -> int:
 
 
 def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: int, seq_len: int, seed: int,
-            positions: str, shuffle_buffer: int = 10_000, source_seq_len: int | None = None) -> Iterator[Batch]:
+            positions: str, shuffle_buffer: int = 10_000) -> Iterator[Batch]:
     """Batches of segments of the training split, both tokenizations and their aligned positions, forever (each pass
-    through the split in a new seeded shuffle-buffer order). Memory: the shuffle buffer's segments."""
-    source_len = source_seq_len or seq_len
-    rooms = (source_len - _special_ids_room(source_tokenizer), seq_len - _special_ids_room(target_tokenizer))
+    through the split in a new seeded shuffle-buffer order): at most ``seq_len`` tokens a segment in either
+    tokenization. Memory: the shuffle buffer's segments."""
+    rooms = (seq_len - _special_ids_room(source_tokenizer), seq_len - _special_ids_room(target_tokenizer))
     epoch = 0
     while True:
         rng, pending, produced = random.Random(seed * 1_000_003 + epoch), [], False
@@ -153,10 +154,10 @@ def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: 
                                       positions):
             pending.append(seg)
             if len(pending) == batch_size:
-                yield _collate(pending, source_tokenizer, target_tokenizer, positions, (source_len, seq_len))
+                yield _collate(pending, source_tokenizer, target_tokenizer, positions, seq_len)
                 pending, produced = [], True
         if pending:
-            yield _collate(pending, source_tokenizer, target_tokenizer, positions, (source_len, seq_len))
+            yield _collate(pending, source_tokenizer, target_tokenizer, positions, seq_len)
             produced = True
         if not produced:
             raise ValueError(f"{train_text} has no text that fits {seq_len} tokens in both tokenizations")
@@ -207,10 +208,9 @@ def _encode(tokenizer, texts, max_len: int):
     return out, mask, enc["offset_mapping"], enc["special_tokens_mask"]
 
 
-def _collate(texts: list[str], source_tokenizer, target_tokenizer, positions: str, lengths: tuple[int, int]
-             ) -> Batch:
-    s_ids, s_mask, s_off, s_spec = _encode(source_tokenizer, texts, lengths[0])
-    t_ids, t_mask, t_off, t_spec = _encode(target_tokenizer, texts, lengths[1])
+def _collate(texts: list[str], source_tokenizer, target_tokenizer, positions: str, seq_len: int) -> Batch:
+    s_ids, s_mask, s_off, s_spec = _encode(source_tokenizer, texts, seq_len)
+    t_ids, t_mask, t_off, t_spec = _encode(target_tokenizer, texts, seq_len)
     s_at, t_at = [], []
     for row, text in enumerate(texts):
         pairs = aligned_positions(text, (s_off[row], s_spec[row]), (t_off[row], t_spec[row]), positions)
@@ -249,7 +249,7 @@ def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
         keep = (labels != -100).reshape(-1)
         h = hidden.reshape(-1, hidden.shape[-1])[keep]
         targets = labels.reshape(-1)[keep]
-        head = getattr(model, "lm_head", None) or getattr(model, "cls", None)
+        head = mlm_head(model)
         logits = head(h) if head is not None else model.get_output_embeddings()(h)
     return torch.nn.functional.cross_entropy(logits.float(), targets)
 
@@ -344,11 +344,27 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     gen = torch.Generator().manual_seed(seed)
     stream = batches(inputs.train_text, src_tok, tgt_tok, batch_size=batch_size, seq_len=seq_len, seed=seed,
                      positions=positions)
+
+    def own_loss(b: Batch, t_ids, t_mask, *, frozen: bool, last=None):
+        """The model's own objective on the batch, next-token or masked-token; ``frozen``: from hidden states that
+        pass no gradient back (only an untied head learns); ``last``: the unmasked forward pass's last hidden state,
+        reused by a decoder."""
+        ids, labels = t_ids, None
+        if not causal:
+            masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id, vocab_size=len(tgt_tok),
+                                         special_ids=special, generator=gen, mask_prob=mask_prob)
+            labels[b.target_mask == 0] = -100  # padding is never scored
+            ids, labels, last = masked.to(dev), labels.to(dev), None
+        if last is None:
+            with torch.set_grad_enabled(not frozen), autocast:
+                last = body(inputs_embeds=embed(ids), attention_mask=t_mask, **no_cache).last_hidden_state
+        return _lm_loss(model, last.detach() if frozen else last, t_ids, t_mask, labels, causal)
     consumed, step, drawn, curve, t0, shown = 0, 0, 0, [], time.perf_counter(), 0.0
     settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows, lr=lr,
                     batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
-    ckpt = Checkpoint(inputs.checkpoint_dir, json.dumps(settings, sort_keys=True) + _digest(emb, out, bias)
-                      + _files_key(inputs.train_text) + _files_key(inputs.source_model_dir), checkpoint_every)
+    key = (json.dumps(settings, sort_keys=True) + _digest(emb, out, bias) + _files_key(inputs.train_text)
+           + _files_key(inputs.source_model_dir)) if inputs.checkpoint_dir else ""  # no folder: nothing to match
+    ckpt = Checkpoint(inputs.checkpoint_dir, key, checkpoint_every)
     state = ckpt.load()
     if state is not None:  # resume: the same rows, optimizer, masks and text as an uninterrupted run
         with torch.no_grad():
@@ -381,29 +397,9 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev)).float()
             loss = torch.nn.functional.mse_loss(student_h, teacher_h)
             if head is not None:  # an untied head learns by the model's own objective, from frozen hidden states
-                if causal:
-                    loss = loss + _lm_loss(model, student.last_hidden_state.detach(), t_ids, t_mask, None, True)
-                else:
-                    masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
-                                                 vocab_size=len(tgt_tok), special_ids=special, generator=gen,
-                                                 mask_prob=mask_prob)
-                    labels[b.target_mask == 0] = -100  # padding is never scored
-                    with torch.no_grad(), autocast:
-                        h = body(inputs_embeds=embed(masked.to(dev)), attention_mask=t_mask).last_hidden_state
-                    loss = loss + _lm_loss(model, h, t_ids, t_mask, labels.to(dev), False)
+                loss = loss + own_loss(b, t_ids, t_mask, frozen=True, last=student.last_hidden_state)
         else:
-            if causal:
-                with autocast:
-                    h = body(inputs_embeds=embed(t_ids), attention_mask=t_mask, **no_cache).last_hidden_state
-                loss = _lm_loss(model, h, t_ids, t_mask, None, True)
-            else:
-                masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
-                                             vocab_size=len(tgt_tok), special_ids=special, generator=gen,
-                                             mask_prob=mask_prob)
-                labels[b.target_mask == 0] = -100  # padding is never scored
-                with autocast:
-                    h = body(inputs_embeds=embed(masked.to(dev)), attention_mask=t_mask).last_hidden_state
-                loss = _lm_loss(model, h, t_ids, t_mask, labels.to(dev), False)
+            loss = own_loss(b, t_ids, t_mask, frozen=False)
         loss.backward()
         for p in params:  # rows that do not train keep their values exactly (AdamW without weight decay)
             p.grad.mul_(grad_mask)
