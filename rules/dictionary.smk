@@ -5,6 +5,9 @@
 # `localrule: True`: the download runs on the login node (compute nodes may have no internet).
 
 rule build_dictionary:
+    wildcard_constraints:
+        slang=plan.dictionary_pattern("source"),
+        lang=plan.dictionary_pattern("target"),
     input:
         unpack(plan.dictionary_inputs),
     output:

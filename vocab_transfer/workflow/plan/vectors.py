@@ -4,6 +4,7 @@ vectors and bilingual dictionaries."""
 from __future__ import annotations
 
 import functools
+import re
 
 from ...data.token_fasttext import FASTTEXT_PRESETS
 from ...methods import Need
@@ -56,6 +57,13 @@ class VectorsPlan(PlanBase):
         if pretrained:
             return canonical({"pretrained": pretrained})
         return canonical({"train": self.config.get("word_fasttext", {}), "seed": self.config["seed"]})
+
+    def dictionary_pattern(self, which: str) -> str:
+        """The ``slang`` (``which="source"``) or ``lang`` wildcard of rule build_dictionary: the languages of this
+        config's `dictionaries`, so that in a composite a study's copy of the rule never claims a pair that only
+        another study configures (a pattern that matches nothing where there are none)."""
+        langs = self.cfg.dictionaries if which == "source" else {t for d in self.cfg.dictionaries.values() for t in d}
+        return "|".join(re.escape(x) for x in sorted(langs)) or "(?!)"
 
     def dictionary_inputs(self, wildcards):
         """Files a dictionary is built from: nothing (freedict: a system package), a file, a MUSE download,
