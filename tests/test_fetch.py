@@ -127,13 +127,13 @@ class _RangeServer:
                     self.send_response(416)
                     self.end_headers()
                     return
+                server.requests.append(start)  # before the body: a client that has it all may look at once
                 self.send_response(206 if start else 200)
                 self.send_header("Content-Length", str(len(body) - start))
                 self.send_header("ETag", '"v1"')
                 self.end_headers()
                 part = body[start:]
                 self.wfile.write(part[:server.cut] if server.cut else part)
-                server.requests.append(start)
 
             def log_message(self, *args):
                 pass
