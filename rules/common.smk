@@ -18,11 +18,10 @@ from vocab_transfer.source_model import TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
 
 
-SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
 try:
     check_configfiles(workflow.config_settings.configfiles)  # a target written after --configfile
-    check_config(config, SCHEMA)
-    fill_defaults(config, SCHEMA)  # what snakemake.utils.validate does, on the schema check_config has read
+    check_config(config)
+    fill_defaults(config)  # the defaults the model marks as part of the params (vocab_transfer.workflow.schema)
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 # The resources a profile gives (profiles/slurm/config.yaml): a placeholder left in them stops every call, -n
@@ -36,13 +35,6 @@ if profile_problems:
 if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT snapshot, <name>-step<N>
     config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
 
-# glibc returns large freed blocks to the OS at once, and every training step then pays page faults
-# for its activations again (17% of a CPU step in the demo). Jobs inherit these unless already set.
-os.environ.setdefault("MALLOC_MMAP_THRESHOLD_", str(2**32))
-os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(2**32))
-# Arrow's default mimalloc pool keeps the row groups a job has read long after it let them go (about 60 MB per
-# 100 MB corpus part read); the system allocator reuses them.
-os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 # envs/vocab-transfer.yaml installs the package from this checkout by absolute path: Snakemake builds the
 # environment from a copy of the file in .snakemake/conda/, where a path relative to envs/ would miss.
 os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))

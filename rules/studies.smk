@@ -10,9 +10,8 @@ from vocab_transfer.workflow.studies import check_shared, load_studies, study_pl
 
 
 try:
-    SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
-    STUDIES = load_studies(config, SCHEMA, workflow.basedir)
-    STUDY_PLANS = {name: study_plan(study, SCHEMA) for name, study in STUDIES.items()}
+    STUDIES = load_studies(config, workflow.basedir)
+    STUDY_PLANS = {name: study_plan(study) for name, study in STUDIES.items()}
     check_shared(STUDY_PLANS)
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None

@@ -153,8 +153,8 @@ def test_an_uncapped_hub_corpus_asks_for_hours_and_a_text_corpus_for_its_size(tm
 # --- eval may be left out ------------------------------------------------------------------------------------------
 def test_eval_may_be_left_out_and_takes_focus_settings():
     config = tiny(lambda c: c.pop("eval"))
-    check_config(config, SCHEMA)
-    fill_defaults(config, SCHEMA)
+    check_config(config)
+    fill_defaults(config)
     assert {k: config["eval"][k] for k in ("seq_len", "max_sequences", "mask_prob", "batch_size", "seed")} == \
         {"seq_len": 256, "max_sequences": 2048, "mask_prob": 0.15, "batch_size": 64, "seed": 1234}
     focus = yaml.safe_load((REPO / "configs" / "focus.yaml").read_text())["eval"]  # FOCUS Table 4's evaluation
@@ -185,7 +185,7 @@ def with_corpus(spec: dict):
 ])
 def test_a_language_the_hub_corpus_lacks_is_named(spec, message):
     with pytest.raises(ConfigError) as e:
-        check_config(with_corpus(spec), SCHEMA)
+        check_config(with_corpus(spec))
     assert message in str(e.value)
 
 
@@ -196,7 +196,7 @@ def test_a_language_the_hub_corpus_lacks_is_named(spec, message):
     {"source": "cc100", "lang": "xx", "name": "xx"},
 ])
 def test_a_language_the_hub_corpus_has_passes(spec):
-    check_config(with_corpus(spec), SCHEMA)
+    check_config(with_corpus(spec))
 
 
 def test_the_paper_configs_name_languages_their_corpora_have():
@@ -228,14 +228,14 @@ def test_a_yaml_boolean_where_a_language_code_belongs_is_named(yaml_edit, messag
         else:
             config[key] = value
     with pytest.raises(ConfigError) as e:
-        check_schema(config, SCHEMA)
+        check_schema(config)
     assert str(e.value).startswith(message), str(e.value)
 
 
 def test_a_yaml_boolean_method_parameter_is_named():
     config = tiny(lambda c: c["methods"]["wechsel"].update(source_language=False))
     with pytest.raises(ConfigError) as e:
-        check_config(config, SCHEMA)
+        check_config(config)
     assert 'methods.wechsel.source_language: got the YAML boolean false; write the language code in quotes ("no")' \
         in str(e.value)
 

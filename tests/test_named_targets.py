@@ -50,8 +50,8 @@ def snakemake(workdir: Path, *args: str, config: Path):
 
 def plan_of(config: dict) -> Plan:
     config = copy.deepcopy(config)
-    check_config(config, SCHEMA)
-    return Plan(fill_defaults(config, SCHEMA))
+    check_config(config)
+    return Plan(fill_defaults(config))
 
 
 def test_a_target_is_a_corpus_and_a_tokenizer_under_a_name():
@@ -86,7 +86,7 @@ def test_what_cannot_be_built_is_named_at_parse_time(edit, message):
     config = small()
     edit(config)
     with pytest.raises(ConfigError) as e:
-        check_config(config, SCHEMA)
+        check_config(config)
     assert message in str(e.value)
 
 
@@ -104,7 +104,7 @@ def test_a_task_fine_tunes_the_target_of_its_language():
     for t in config["targets"]:
         t["corpus"] = "de-corpus"
     with pytest.raises(ConfigError, match=r"finetune.tasks.t.target: .* several targets \['a', 'b'\]; name one"):
-        check_config(config, SCHEMA)
+        check_config(config)
 
 
 def test_a_study_keeps_its_own_artifacts_apart_and_shares_the_rest():
@@ -128,24 +128,24 @@ def test_a_shared_name_with_two_meanings_is_refused(tmp_path):
     other = small()
     other["corpora"]["bible-de"]["code"] = "4"  # another text under the same corpus name
     composite = write_studies(tmp_path, small(), other)
-    studies = load_studies(yaml.safe_load(composite.read_text()), SCHEMA, tmp_path)
+    studies = load_studies(yaml.safe_load(composite.read_text()), tmp_path)
     with pytest.raises(ConfigError, match=r"results/corpus/bible-de: study a builds it from corpora.bible-de and "
                                           r"study b from corpora.bible-de, which differ"):
-        check_shared({n: study_plan(s, SCHEMA) for n, s in studies.items()})
+        check_shared({n: study_plan(s) for n, s in studies.items()})
     # the same text under the same name, with another filter, is another corpus too
     other = small(corpus_filter={**TINY["corpus_filter"], "min_words": 1})
-    studies = load_studies(yaml.safe_load(write_studies(tmp_path, small(), other).read_text()), SCHEMA, tmp_path)
+    studies = load_studies(yaml.safe_load(write_studies(tmp_path, small(), other).read_text()), tmp_path)
     with pytest.raises(ConfigError, match="results/corpus/bible-de"):
-        check_shared({n: study_plan(s, SCHEMA) for n, s in studies.items()})
+        check_shared({n: study_plan(s) for n, s in studies.items()})
 
 
 def test_composite_keys_besides_studies_go_into_every_study(tmp_path):
     composite = write_studies(tmp_path, small(), small())
     config = {**yaml.safe_load(composite.read_text()), "tokenizer": {"vocab_size": 350}}
-    studies = load_studies(config, SCHEMA, tmp_path)
+    studies = load_studies(config, tmp_path)
     assert [s["tokenizer"] for s in studies.values()] == [{"vocab_size": 350, "threads": 1}] * 2
     with pytest.raises(ConfigError, match=r"studies\[0\]: missing.yaml is not a file"):
-        load_studies({"studies": ["missing.yaml"]}, SCHEMA, tmp_path)
+        load_studies({"studies": ["missing.yaml"]}, tmp_path)
 
 
 @pytest.mark.slow

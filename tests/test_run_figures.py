@@ -43,7 +43,7 @@ def test_bad_run_figures_are_named(figure, message):
     config = demo_config()
     config["figures"] = {"f": figure}
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        check_config(config, REPO / "schemas" / "config.schema.yaml")
+        check_config(config)
 
 
 def test_curves_and_similarity_plots(tmp_path):

@@ -63,7 +63,7 @@ def test_deepfocus_preset_is_its_own_artifact_and_recipe(swahili_verses, sw_toke
     config = yaml.safe_load(open("tests/data/tiny_config.yaml"))
     config["methods"]["focus_word_deepfocus"] = {"kind": "focus", "aux": "word_fasttext", "fasttext": "deepfocus"}
     with pytest.raises(ConfigError, match="focus_word_deepfocus.fasttext: a token-level fastText recipe applies"):
-        check_config(config, "schemas/config.schema.yaml")
+        check_config(config)
     kw = dict(dim=8, min_count=5, epochs=1, threads=1, seed=3)
     cbow = train_token_fasttext(swahili_verses[:500], sw_tokenizer, model="cbow", neg=10, **kw)
     skip = train_token_fasttext(swahili_verses[:500], sw_tokenizer, **kw)

@@ -15,10 +15,8 @@ from vocab_transfer.workflow import warm
 
 REPO = Path(__file__).resolve().parents[1]
 
-JOB = '''"""A job script as the workflow's are: handoff() first, then the imports."""
-from vocab_transfer.workflow.warm import handoff
-
-handoff()
+JOB = '''"""A job script as the workflow's are: the package first (its import hands the job off), then the rest."""
+import vocab_transfer
 
 import json, os, sys, torch
 
@@ -33,9 +31,7 @@ sys.exit(int(sys.argv[1]))
 '''
 
 SLEEPER = '''"""Writes its pid, then sleeps."""
-from vocab_transfer.workflow.warm import handoff
-
-handoff()
+import vocab_transfer
 
 import os, sys, time
 
@@ -73,6 +69,14 @@ def starter():
     proc.wait(timeout=30)
 
 
+def _script(tmp_path: Path, name: str, text: str) -> Path:
+    """A job script where Snakemake writes the scripts of its rules (.snakemake/scripts/): only those hand off."""
+    scripts = tmp_path / ".snakemake" / "scripts"
+    scripts.mkdir(parents=True, exist_ok=True)
+    (scripts / name).write_text(text)
+    return scripts / name
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0]
@@ -83,9 +87,9 @@ def _alive(pid: int) -> bool:
 
 def test_a_job_runs_forked_from_the_starter_with_its_own_stdio_env_cwd_and_status(starter, tmp_path):
     name, proc = starter
-    (tmp_path / "job.py").write_text(JOB)
+    job = _script(tmp_path, "job.py", JOB)
     for status in (0, 3):
-        out = subprocess.run([sys.executable, "job.py", str(status), "x y"], cwd=tmp_path, capture_output=True,
+        out = subprocess.run([sys.executable, str(job), str(status), "x y"], cwd=tmp_path, capture_output=True,
                              text=True, env={**_env(name), "FOO": "bar"}, timeout=300)
         assert out.returncode == status, out.stderr
         seen = json.loads(out.stdout)
@@ -96,20 +100,32 @@ def test_a_job_runs_forked_from_the_starter_with_its_own_stdio_env_cwd_and_statu
 
 
 def test_without_a_starter_the_job_runs_in_its_own_process(tmp_path):
-    (tmp_path / "job.py").write_text(JOB)
+    job = _script(tmp_path, "job.py", JOB)
     for name in ("vocab-transfer-warm-nobody-listens", "0"):
-        out = subprocess.run([sys.executable, "job.py", "0"], cwd=tmp_path, capture_output=True, text=True,
+        out = subprocess.run([sys.executable, str(job), "0"], cwd=tmp_path, capture_output=True, text=True,
                              env=_env(name), timeout=300)
         assert out.returncode == 0, out.stderr
         assert '"child": null' in out.stdout
 
 
+def test_a_process_that_is_no_workflow_script_runs_in_its_own_process(starter, tmp_path):
+    """Snakemake itself and the trainers a job starts import the package with the starter's name in their
+    environment: they never hand off."""
+    name, proc = starter
+    (tmp_path / "job.py").write_text(JOB)
+    out = subprocess.run([sys.executable, "job.py", "0"], cwd=tmp_path, capture_output=True, text=True,
+                         env=_env(name), timeout=300)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    assert seen["ppid"] != proc.pid and seen["child"] is None
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_killing_the_job_process_ends_the_forked_job(starter, tmp_path, sig):
     name, _ = starter
-    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    sleeper = _script(tmp_path, "sleeper.py", SLEEPER)
     pid_file = tmp_path / "pid"
-    job = subprocess.Popen([sys.executable, "sleeper.py", str(pid_file)], cwd=tmp_path, env=_env(name))
+    job = subprocess.Popen([sys.executable, str(sleeper), str(pid_file)], cwd=tmp_path, env=_env(name))
     deadline = time.time() + 120
     while not (pid_file.is_file() and pid_file.read_text()):
         assert time.time() < deadline and job.poll() is None

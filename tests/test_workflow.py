@@ -672,13 +672,12 @@ def test_snapshot_and_figure_config_errors_are_named():
     """Bad snapshot fine-tuning and figure settings fail at parse time, naming the key (no Snakemake process)."""
     from vocab_transfer.workflow.config import ConfigError, check_config
 
-    schema = REPO / "schemas/config.schema.yaml"
 
     def check(edit, *needles):
         config = yaml.safe_load(TINY.read_text())
         edit(config)
         with pytest.raises(ConfigError) as e:
-            check_config(config, schema)
+            check_config(config)
         assert all(n in str(e.value) for n in needles), str(e.value)
 
     check(lambda c: c["finetune"]["models"]["focus-snapshot"].update(steps=[4]), "focus-snapshot-step4",
@@ -773,10 +772,9 @@ def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
     neither a folder nor a hub id, best_groups rows that are not rows, and a bad LAPT reinit."""
     from vocab_transfer.workflow.config import ConfigError, check_config
 
-    schema = REPO / "schemas/config.schema.yaml"
     base = yaml.safe_load((REPO / "tests/data/tiny_recovery_config.yaml").read_text())
     base["finetune"]["models"]["flaubert"]["pretrained"] = str(tmp_path)  # the test writes ./flaubert-tiny
-    check_config(base, schema)
+    check_config(base)
     cases = [
         (lambda c: c["finetune"]["tasks"]["mnli"].update(training={"metric": "pearson"}),
          r"finetune.tasks.mnli: fine-tuning config: metric 'pearson' is not reported for task 'nli'"),
@@ -798,7 +796,7 @@ def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
         config = yaml.safe_load(yaml.safe_dump(base))
         edit(config)
         with pytest.raises(ConfigError, match=message):
-            check_config(config, schema)
+            check_config(config)
 
 
 def test_zero_shot_errors_are_named(tmp_path):

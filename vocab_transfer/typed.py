@@ -19,6 +19,19 @@ from typing import Annotated, Any, Literal, Union
 NO_META = types.MappingProxyType({})
 
 
+def default(value=dataclasses.MISSING, **meta):
+    """A dataclass field with the default ``value`` (a list or dict is copied for each instance) and its metadata:
+    the bounds :func:`check_value` checks, ``doc`` and the schema's keys (:mod:`vocab_transfer.workflow.schema`)."""
+    if isinstance(value, (list, dict)):
+        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta)
+    return dataclasses.field(default=value, metadata=meta)
+
+
+def required(**meta):
+    """A dataclass field without a default (a config key that must be given), with its metadata."""
+    return dataclasses.field(metadata=meta)
+
+
 class ModelError(ValueError):
     """A config value that does not fit its type: names the key path and what was expected."""
 

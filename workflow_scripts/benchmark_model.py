@@ -1,10 +1,6 @@
 """lm-eval benchmark scores of one model on a target's tasks (rule benchmark_model): the source model, an init export
 or a LAPT export (vocab_transfer.eval.benchmarks)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 from vocab_transfer.eval.benchmarks import evaluate, use_cache

@@ -1,9 +1,5 @@
 """A bilingual dictionary as a parquet of (source_word, target_word) pairs (rule build_dictionary)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

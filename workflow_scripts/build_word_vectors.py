@@ -1,10 +1,6 @@
 """Word vectors of one language: word-level fastText on its corpus (streamed), or pretrained vectors (rule
 build_word_vectors)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import dataclasses
 import json
 

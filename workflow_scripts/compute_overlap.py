@@ -1,9 +1,5 @@
 """Overlap between the source model's and a target tokenizer's vocabularies (rule compute_overlap)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import write_parquet
 from vocab_transfer.methods.overlap import OVERLAP_SCHEMA, compute_overlap

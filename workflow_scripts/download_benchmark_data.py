@@ -1,10 +1,6 @@
 """Fetch the datasets of a target's lm-eval tasks into the benchmark datasets cache (rule download_benchmark_data, a
 local rule: the login node has internet, the compute nodes may not)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 from vocab_transfer.eval.benchmarks import fetch, use_cache

@@ -1,10 +1,6 @@
 """Fetch a hub corpus's data files into resources/corpora/<name>/ on the login node (rule download_corpus):
 resumable, checked by size and hash, the commit recorded in fetch.json (vocab_transfer.data.fetch)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 from vocab_transfer.data.fetch import fetch_hub_corpus

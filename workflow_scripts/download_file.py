@@ -7,10 +7,6 @@ rerun would trust. ``.<file>.origin.json`` beside it records the URL, the server
 SHA-256 of what was downloaded.
 """
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import gzip
 import json
 import shutil

@@ -2,10 +2,6 @@
 folder's origin.json (rules download_source_model and download_reference_model; runs only when the config names a
 hub id)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 from vocab_transfer.source_model import download_hub_model
 from vocab_transfer.workflow.job import setup_job
 

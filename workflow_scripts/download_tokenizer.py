@@ -1,10 +1,6 @@
 """Fetch an existing tokenizer named by hub id (tokenizer.pretrained) into resources/tokenizers/ on the login node,
 its files alone, recording the commit in origin.json (rule download_tokenizer)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 from vocab_transfer.source_model import download_hub_model
 from vocab_transfer.workflow.job import setup_job
 

@@ -1,10 +1,6 @@
 """Held-out loss of the transferred model right after initialization, every method of one target
 (rule evaluate_init): masked-LM loss for encoder sources, next-token (causal-LM) loss for decoder sources."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

@@ -1,9 +1,5 @@
 """A transferred model as a Hugging Face model folder with a model card (rules export_init_model, export_lapt_model)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 from pathlib import Path
 

@@ -1,9 +1,5 @@
 """The source tokenizer extended with the most frequent target tokens it lacks (rule extend_tokenizer)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import pandas as pd
 
 from vocab_transfer.data.tokenizer import load_tokenizer

@@ -1,9 +1,5 @@
 """Factorize the source embedding matrix for UNKs Everywhere's MF methods (rule factorize_source)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 from vocab_transfer.data.tokenizer import load_tokenizer

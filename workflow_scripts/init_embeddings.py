@@ -1,9 +1,5 @@
 """Initialize the target embedding matrix with one method (rule init_embeddings)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 from vocab_transfer.init import initialize

@@ -1,9 +1,5 @@
 """Every benchmark score and the share of the source's score it keeps (rule make_benchmark_table)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

@@ -1,9 +1,5 @@
 """Collect fine-tuning scores into mean ± std per (task, model) (rule make_finetune_table)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

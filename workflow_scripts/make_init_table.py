@@ -1,9 +1,5 @@
 """Collect init-time MLM losses into FOCUS Table 4 (rule make_init_table)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

@@ -1,10 +1,6 @@
 """One table in a paper's layout (rule make_paper_table; config `tables`): downstream scores, LAPT held-out
 perplexity at given steps (`kind: lapt`), or a corpus / vocabulary table (vocab_transfer.report.vocab_tables)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

@@ -1,10 +1,6 @@
 """Pack a target language's held-out token shard into fixed-length sequences (rules pack_heldout,
 pack_heldout_extended)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 from vocab_transfer.data.shards import open_blocks

@@ -1,10 +1,6 @@
 """vocab-swap Figures 2 and 5 for one (source, target): ρ̄ to the source during LAPT, and pairwise ρ̄ between
 the LAPT'd embeddings over all tokens and the 50% most frequent (rule plot_embedding_correlation)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import numpy as np

@@ -3,10 +3,6 @@ sample_efficiency): WECHSEL Figures 3-5 (held-out perplexity over steps) and 6 (
 their init); UNKs Everywhere Figures 2 (test score against the UNK share of each language's vocabulary) and 3 (test
 score against the amount of LAPT data)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 import math
 

@@ -1,9 +1,5 @@
 """FOCUS Figure 2: held-out loss against LAPT samples, one line per method (rule plot_lapt_curves)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

@@ -1,10 +1,6 @@
 """vocab-swap Figures 4/8 for one (source, figure): held-out MLM loss during LAPT and the test score after
 fine-tuning at LAPT snapshots and at the end of each run (rule plot_lapt_finetune; config `figures`)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

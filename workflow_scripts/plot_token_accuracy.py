@@ -1,10 +1,6 @@
 """vocab-swap Figure 6 for one (source, figure): held-out accuracy of the most frequent tokens during LAPT, matched
 vs not matched by the initialization, and its distribution at chosen steps (rule plot_token_accuracy)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

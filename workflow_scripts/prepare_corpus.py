@@ -1,9 +1,5 @@
 """Read, clean, filter, deduplicate and split one language's corpus, streaming (rule prepare_corpus)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import dataclasses
 import json
 

@@ -1,10 +1,6 @@
 """Load a downstream dataset into the common schema and write train/dev/test parquet, plus one parquet per extra
 evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json (rule prepare_task)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 from pathlib import Path
 

@@ -1,9 +1,5 @@
 """Pretrain the small XLM-R-architecture source MLM on its languages' token shards (rule pretrain_source_model)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import dataclasses
 import json
 import math

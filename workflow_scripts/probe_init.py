@@ -1,10 +1,6 @@
 """Linear-probe accuracy of one method's transferred model right after initialization on one task (rule probe_init;
 WECHSEL Tables 7-8's NLI and POS columns): the frozen model's last hidden states, a logistic regression on top."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 
 import pandas as pd

@@ -1,10 +1,6 @@
 """The word-level fastText model of one language as .bin (rule save_word_fasttext_model): trained as in
 build_word_vectors (same settings and seed), or a copy of the pretrained .bin."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import dataclasses
 import json
 import shutil

@@ -1,10 +1,6 @@
 """Tokenize a corpus split once into a memory-mappable token shard (rules tokenize_corpus, tokenize_source_corpus,
 tokenize_extended_corpus)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 from vocab_transfer.data.shards import tokenize_corpus
 from vocab_transfer.workflow.job import setup_job
 

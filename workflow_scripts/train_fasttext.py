@@ -1,10 +1,6 @@
 """Token-level fastText vectors for a tokenizer, trained on a corpus's token shard (rules train_fasttext,
 train_source_fasttext)."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import dataclasses
 import json
 

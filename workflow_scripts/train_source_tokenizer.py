@@ -1,10 +1,6 @@
 """Multilingual SentencePiece Unigram tokenizer for a source model pretrained here (rule train_source_tokenizer):
 the first `max_docs_per_language` documents of each language, streamed from the corpora."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import dataclasses
 import itertools
 import json

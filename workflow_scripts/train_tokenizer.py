@@ -2,10 +2,6 @@
 (SentencePiece Unigram, the family `tokenizer.kind` names, or that of the source tokenizer `tokenizer.like` names),
 or an existing tokenizer copied in where the config's `tokenizer.pretrained` names one."""
 
-from vocab_transfer.workflow.warm import handoff
-
-handoff()  # local runs: the rest runs in a process forked from one that has done the imports
-
 import json
 from pathlib import Path
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 from ..data.tasks import MRPC_LABELS, PAWSX_LABELS
-from ..typed import ModelError, check_value
+from ..typed import ModelError, check_value, default
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
 ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # how zeroshot trains the source side (zeroshot.VARIANTS)
@@ -36,7 +37,17 @@ def _from_dict(cls, d: dict, what: str):
 
 
 def _type_name(hint) -> str:
+    if typing.get_origin(hint) is Literal:
+        return f"one of {list(typing.get_args(hint))}"
     return str(hint).replace("typing.", "") if typing.get_origin(hint) else getattr(hint, "__name__", str(hint))
+
+
+def check_choices(settings, what: str) -> None:
+    """Every field of ``settings`` whose type is a ``Literal`` holds one of its values (a dataclass built in code,
+    not from a config, is checked too), or ValueError naming ``what``, the key and the choices."""
+    for key, hint in typing.get_type_hints(type(settings)).items():
+        if typing.get_origin(hint) is Literal and getattr(settings, key) not in typing.get_args(hint):
+            raise ValueError(f"{what}: {key} must be {_type_name(hint)}, not {getattr(settings, key)!r}")
 
 # MAD-X task adapters: AdapterHub's Pfeiffer configuration (reduction factor 16), in every layer, no invertible
 # part (that belongs to the language); the non-linearity stays eq. 1's GeLU. unks-everywhere is silent on them.
@@ -45,15 +56,24 @@ TASK_ADAPTER_DEFAULTS = {"reduction_factor": 16, "invertible": False, "skip_last
 
 @dataclass
 class AdapterConfig:
-    reduction_factor: int = 2  # hidden size / bottleneck size (MAD-X language adapters: 2)
-    non_linearity: str = "gelu"  # eq. 1
-    invertible: bool = True  # MAD-X invertible adapter (its coupling functions also use reduction 2)
-    skip_last_layer: bool = True  # MAD-X 2.0: no adapter in the last layer
-    init_scale: float = 0.02  # std of the down-projections; up-projections start at zero (identity)
+    """A MAD-X adapter (vocab_transfer.training.adapters); as ``lapt.training.adapter``: a language adapter, whose
+    defaults are MAD-X 2.0's."""
+
+    FILL: ClassVar[bool] = True  # a LAPT adapter's keys are filled in (vocab_transfer.workflow.schema)
+
+    reduction_factor: int = default(2, ge=1, doc=(
+        "hidden size / adapter bottleneck size (MAD-X language adapters: 2)"))
+    non_linearity: Literal[NON_LINEARITIES] = default("gelu", doc=(  # type: ignore[valid-type]
+        "activation between down- and up-projection (UNKs Everywhere eq. 1: GeLU)"))
+    invertible: bool = default(True, doc=(
+        "MAD-X invertible adapter: NICE coupling on the embedding output, inverse before the LM head"))
+    skip_last_layer: bool = default(True, doc=(
+        "MAD-X 2.0: no adapter in the last layer (UNKs Everywhere §4.1)"))
+    init_scale: float = default(0.02, ge=0, doc=(
+        "std of the down-projections at init; up-projections start at zero (model unchanged)"))
 
     def __post_init__(self) -> None:
-        if self.non_linearity not in NON_LINEARITIES:
-            raise ValueError(f"adapter: non_linearity must be one of {list(NON_LINEARITIES)}, not {self.non_linearity!r}")
+        check_choices(self, "adapter")
         if self.reduction_factor < 1 or self.init_scale < 0:
             raise ValueError(f"adapter: reduction_factor must be >= 1 and init_scale >= 0, not {self}")
 
@@ -80,56 +100,100 @@ PACKINGS = ("stream", "documents")  # how LAPT blocks are packed (lapt.document_
 
 @dataclass
 class LaptConfig:
-    objective: str = "auto"  # auto: from the model (clm for decoders, WECHSEL's GPT-2; mlm otherwise) | mlm | clm
-    steps: int = 1000  # optimizer steps of the main stage
-    batch_size: int = 128  # sequences per optimizer step, over all devices (kept when GPUs change)
-    micro_batch_size: int | None = None  # sequences per device and forward pass (None: all of a device's share)
-    seq_len: int = 256
-    long_steps: int = 0  # the run's last long_steps optimizer steps use long_seq_len blocks (vocab-swap: 10k at 512)
-    long_seq_len: int | None = None
-    long_batch_size: int | None = None  # sequences per step in the long phase (default batch_size; vocab-swap: 48)
-    long_micro_batch_size: int | None = None  # per device and forward pass in the long phase (default: the tokens of
-                                              # a short-phase micro batch, micro_batch_size * seq_len // long_seq_len)
-    lr: float = 5e-5
-    warmup_ratio: float = 0.1
-    schedule: str = "constant"  # after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    eps: float = 1e-8
-    weight_decay: float = 0.0
-    clip_norm: float = 1.0
-    mask_prob: float = 0.15
-    precision: str = "auto"  # auto (bf16 on GPUs that have it, else fp16 + scaler; fp32 on CPU) | bf16 | fp16 | fp32
-                             # | bf16_pure (weights, gradients and AdamW states in bf16, no autocast; LAPT only)
-    packing: str = "stream"  # stream: blocks cut from the concatenated documents | documents: no attention across
-                             # documents in a block, positions restart at each (causal LMs)
-    distributed: str = "ddp"  # ddp: every process holds the model | fsdp: parameters, gradients and optimizer
-                              # states sharded over the processes (FSDP2 fully_shard, one unit per layer)
-    eval_every: int = 100  # steps between held-out evaluations
-    eval_sequences: int = 64
-    checkpoint_every: int = 100
-    keep_checkpoints: int = 2
-    variant: str = "full"  # full | two_stage | embeddings_only | embedding_layers | freeze_body | adapter
-    reinit: str = "none"  # none | embedding_layers | all: re-initialized before training (REINIT)
-    adapter: dict = field(default_factory=dict)  # variant adapter: AdapterConfig fields (default MAD-X 2.0)
-    train_embeddings: bool = True  # variant adapter: train the embeddings with the adapters (false: adapters only)
-    embedding_stage_ratio: float = 0.2
-    factorized: bool = False  # UNKs MF rows: train the init artifact's factors F' (and Z, G), not F'G (§3.3)
-    freeze_up_projection: bool = False  # factorized: G stays fixed ("G only needs to be pretrained once", §3.3)
-    seed: int = 0
-    threads: int | None = None  # CPU threads (None: torch's default)
-    snapshot_steps: list[int] = field(default_factory=list)  # global steps whose model is kept (vocab-swap Figs 4/8)
-    token_accuracy_top: int = 0  # per-token held-out accuracy of the N most frequent tokens (Figure 6); 0: off
-    gradient_checkpointing: bool = False  # recompute layer activations in the backward pass (large models, memory)
-    compile: bool = False  # torch.compile each transformer layer (GPU speed; see runtime.compile_layers)
-    train_sequences: int | None = None  # train on the first N sequences of the corpus only (UNKs Figure 3); None: all
+    """Language-adaptive pretraining (vocab_transfer.training.lapt): the keys of ``lapt.training`` and of each
+    ``lapt.runs`` entry (whose keys replace ``lapt.training``'s)."""
+
+    objective: Literal["auto", "mlm", "clm"] = default("auto", doc=(
+        "auto: from the model (clm for decoders, WECHSEL's GPT-2; mlm otherwise) | mlm | clm"))
+    steps: int = default(1000, doc="optimizer steps of the main stage")
+    batch_size: int = default(128, doc=(
+        "sequences per optimizer step, over all devices (kept when GPUs change)"))
+    micro_batch_size: int | None = default(None, doc=(
+        "sequences per device and forward pass (null: all of a device's share)"))
+    seq_len: int = default(256, doc="tokens per packed block incl. special tokens")
+    long_steps: int = default(0, ge=0, doc=(
+        "the run's last long_steps optimizer steps train on blocks of long_seq_len tokens (BERT's schedule "
+        "in vocab-swap §3.1/§3.3: the last 10k steps at 512)"))
+    long_seq_len: int | None = default(None, ge=8, doc="block length of the long phase (vocab-swap: 512)")
+    long_batch_size: int | None = default(None, ge=1, doc=(
+        "sequences per step in the long phase (default batch_size; vocab-swap App. A.1: 48 at 512 tokens, "
+        "256 at 128)"))
+    long_micro_batch_size: int | None = default(None, ge=1, doc=(
+        "per device and forward pass in the long phase (default micro_batch_size)"))
+    lr: float = default(5e-5, doc="peak learning rate (AdamW)")
+    warmup_ratio: float = default(0.1, doc="share of each stage's steps with a linear warmup")
+    schedule: Literal["constant", "linear"] = default("constant", doc="after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)")
+    betas: list[float] = default([0.9, 0.999], doc="AdamW betas")
+    eps: float = default(1e-8, doc="AdamW epsilon")
+    weight_decay: float = default(0.0, doc="AdamW weight decay")
+    clip_norm: float = default(1.0, doc="gradient norm clipping")
+    mask_prob: float = default(0.15, doc="share of tokens masked (masked LMs)")
+    precision: Literal[PRECISIONS] = default("auto", doc=(  # type: ignore[valid-type]
+        "auto = bf16 autocast "
+        "on GPUs that have it, else fp16 with a gradient scaler, fp32 on the CPU; bf16 / fp16 = mixed "
+        "precision (fp32 weights, gradients and AdamW states); fp32; bf16_pure = weights, gradients and "
+        "AdamW states in bf16, no autocast, the saved model in bf16 (half the memory of mixed precision; "
+        "updates below bf16's resolution are lost)"))
+    packing: Literal[PACKINGS] = default("stream", doc=(  # type: ignore[valid-type]
+        "stream = blocks cut from the concatenated documents, attention across "
+        "them; documents = the same blocks, but each token attends only to its own document and positions "
+        "restart at each (from the token shard's document index; causal LMs)"))
+    distributed: Literal["ddp", "fsdp"] = default("ddp", doc=(
+        "with several processes: ddp = a full replica per GPU; fsdp = parameters, "
+        "gradients and optimizer states sharded over the GPUs (FSDP2, one unit per transformer layer; "
+        "checkpoints and the output hold the full model)"))
+    eval_every: int = default(100, doc="steps between held-out evaluations")
+    eval_sequences: int = default(64, doc="held-out blocks per evaluation")
+    checkpoint_every: int = default(100, doc=(
+        "optimizer steps between checkpoints (a killed or timed-out job resumes from the last)"))
+    keep_checkpoints: int = default(2, doc="checkpoints kept on disk")
+    variant: Literal[VARIANTS] = default("full", doc=(  # type: ignore[valid-type]
+        "what is trained: full"
+        " (all), two_stage (embeddings first, FOCUS §3.1), embeddings_only (word embeddings and output bias:"
+        " vocab-swap 'Word Embed Only'), embedding_layers (the whole embedding block: word, position, "
+        "token-type embeddings, LayerNorm, and the output bias: vocab-swap 'Embed Grad' / 'Embed Layers', "
+        "§2.2), freeze_body (WECHSEL §5.4.2), adapter (MAD-X language adapters and the embeddings, the rest "
+        "frozen: UNKs Everywhere §4.3)"))
+    reinit: Literal[REINIT] = default("none", doc=(  # type: ignore[valid-type]
+        "re-initialize with "
+        "the model's own initializer before training (seeded): embedding_layers = position, token-type "
+        "embeddings and embedding LayerNorm (vocab-swap 'Embed Layers', Figure 2); all = every weight but "
+        "the init method's word embeddings and output bias (vocab-swap 'Scratch', §3.1)"))
+    adapter: dict = default({}, settings=AdapterConfig, doc=(
+        "variant adapter: vocab_transfer.training.settings.AdapterConfig (defaults: MAD-X 2.0 language "
+        "adapter)"))
+    train_embeddings: bool = default(True, doc=(
+        "variant adapter: train the embeddings with the adapters; false: the adapters only, MAD-X with the "
+        "source's own vocabulary (UNKs Everywhere §4.1)"))
+    embedding_stage_ratio: float = default(0.2, doc=(
+        "variants two_stage and freeze_body: the share of the steps that trains the embeddings only"))
+    factorized: bool = default(False, doc=(
+        "train a kind: mf "
+        "init in factorized form: F' (and G, cluster logits Z) instead of the flat F'G (UNKs Everywhere "
+        "§3.3); the output also holds the trained factors"))
+    freeze_up_projection: bool = default(False, doc=(
+        "factorized: keep the up-projections G fixed (UNKs §3.3: G only needs to"
+        " be pretrained once)"))
+    seed: int = default(0, doc="seed of the masks, the data order and re-initialization")
+    threads: int | None = default(None, doc="CPU threads (null: torch's default)")
+    snapshot_steps: list[int] = default([], fill=True, unique=True, items={"ge": 0}, doc=(
+        "global optimizer steps at which the model is kept (save_pretrained + tokenizer) in "
+        "results/lapt/<source>/<lang>/<run>/snapshots/step-XXXXXXXX/, e.g. to fine-tune at points of the run"
+        " (vocab-swap Figures 4/8; finetune.models entries with `steps`); 0 = the model as training starts, "
+        "after `reinit` (WECHSEL Table 1's FullRand Score@0)"))
+    token_accuracy_top: int = default(0, fill=True, ge=0, doc=(
+        "at every evaluation, record the held-out MLM accuracy of each of the N most frequent non-special "
+        "tokens of the training corpus in results/lapt/.../token_accuracy.parquet (vocab-swap Figure 6: "
+        "1000); 0: off"))
+    gradient_checkpointing: bool = default(False, doc=(
+        "recompute layer activations in the backward pass (large models, memory)"))
+    compile: bool = default(False, doc=(
+        "torch.compile each transformer layer (GPU speed; see runtime.compile_layers)"))
+    train_sequences: int | None = default(None, doc=(
+        "train on the first N sequences of the corpus only (UNKs Figure 3); None: all"))
 
     def __post_init__(self) -> None:
-        allowed = {"objective": ("auto", "mlm", "clm"), "schedule": ("constant", "linear"),
-                   "precision": PRECISIONS, "packing": PACKINGS, "distributed": ("ddp", "fsdp"),
-                   "variant": VARIANTS, "reinit": REINIT}
-        for key, values in allowed.items():
-            if getattr(self, key) not in values:
-                raise ValueError(f"LAPT config: {key} must be one of {list(values)}, not {getattr(self, key)!r}")
+        check_choices(self, "LAPT config")
         AdapterConfig.from_dict(self.adapter)
         if not 0 <= self.warmup_ratio <= 1:
             raise ValueError(f"LAPT config: warmup_ratio must be in [0, 1] (the share of a stage's steps that warm "
@@ -222,32 +286,42 @@ TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep
 
 @dataclass
 class FinetuneConfig:
-    epochs: float = 3.0
-    lr: float = 2e-5
-    warmup_ratio: float = 0.1
-    batch_size: int = 32
-    micro_batch_size: int | None = None  # sequences per forward pass (None: the whole batch)
-    seq_len: int = 256
-    doc_stride: int = 128  # QA: tokens shared by consecutive windows of a long context
-    max_answer_tokens: int = 30  # QA: longest predicted span
-    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])
-    eps: float = 1e-8
-    weight_decay: float = 0.0
-    clip_norm: float = 1.0
-    eval_fraction: float = 0.05  # evaluate on dev every 5% of the training steps (FOCUS Table 6)
-    eval_batch_size: int = 64
-    group_by_length: bool = False  # batches of similar length (less padding; HF Trainer's option)
-    precision: str = "auto"
-    threads: int | None = None
-    save_model: bool = False  # keep the selected model (save_pretrained) next to the scores
-    train_language_adapter: bool = False  # MAD-X keeps a LAPT language adapter fixed during task training
-    arc_mlp_size: int = 500  # dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)
-    label_mlp_size: int = 100  # dep: width of the relation MLPs (ibid.)
-    mlp_dropout: float = 0.33  # dep: dropout on the MLP outputs (ibid.)
-    metric: str | None = None  # dev selection and table metric (None: the task's, METRICS); one of TASK_METRICS
-    positive_label: str | None = None  # nli f1: the positive class (None: the 2nd of two labels, MRPC's equivalent)
+    """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys of
+    ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
+
+    epochs: float = default(3.0, doc="passes over the training split")
+    lr: float = default(2e-5, doc="peak learning rate (AdamW)")
+    warmup_ratio: float = default(0.1, doc="share of the steps with a linear warmup (then linear decay)")
+    batch_size: int = default(32, doc="sequences (or sentence pairs) per optimizer step")
+    micro_batch_size: int | None = default(None, doc="sequences per forward pass (null: the whole batch)")
+    seq_len: int = default(256, doc="tokens per sequence")
+    doc_stride: int = default(128, doc="QA: tokens shared by consecutive windows of a long context")
+    max_answer_tokens: int = default(30, doc="QA: longest predicted span")
+    betas: list[float] = default([0.9, 0.999], doc="AdamW betas")
+    eps: float = default(1e-8, doc="AdamW epsilon")
+    weight_decay: float = default(0.0, doc="AdamW weight decay")
+    clip_norm: float = default(1.0, doc="gradient norm clipping")
+    eval_fraction: float = default(0.05, doc="evaluate on dev every 5% of the training steps (FOCUS Table 6)")
+    eval_batch_size: int = default(64, doc="sequences per forward pass in dev and test evaluation")
+    group_by_length: bool = default(False, doc=(
+        "batches of similar length (less padding; HF Trainer's option)"))
+    precision: Literal[PRECISIONS[:4]] = default("auto", doc=(  # type: ignore[valid-type]  (bf16_pure: LAPT only)
+        "auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on the CPU), bf16, fp16 or "
+        "fp32"))
+    threads: int | None = default(None, doc="CPU threads (null: torch's default)")
+    save_model: bool = default(False, doc="keep the selected model (save_pretrained) next to the scores")
+    train_language_adapter: bool = default(False, doc=(
+        "MAD-X keeps a LAPT language adapter fixed during task training"))
+    arc_mlp_size: int = default(500, doc="dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)")
+    label_mlp_size: int = default(100, doc="dep: width of the relation MLPs (ibid.)")
+    mlp_dropout: float = default(0.33, doc="dep: dropout on the MLP outputs (ibid.)")
+    metric: str | None = default(None, doc=(
+        "dev selection and table metric (null: the task's); one of TASK_METRICS"))
+    positive_label: str | None = default(None, doc=(
+        "nli f1: the positive class (None: the 2nd of two labels, MRPC's equivalent)"))
 
     def __post_init__(self) -> None:
+        check_choices(self, "fine-tuning config")
         if not 0 <= self.warmup_ratio <= 1:
             raise ValueError(f"fine-tuning config: warmup_ratio must be in [0, 1] (the share of the steps that warm "
                              f"up), not {self.warmup_ratio!r}")

@@ -48,6 +48,7 @@ from .model import (
     check_parameters,
     load,
 )
+from .schema import fill_defaults, json_schema  # noqa: F401 (fill_defaults: the rules take it from here)
 
 
 class ConfigError(ValueError):
@@ -64,30 +65,27 @@ def local_model_dir(source: Source) -> Path | None:
     return Path(source.model) if source.model and Path(source.model).is_dir() else None
 
 
-@functools.cache
-def load_schema(schema_path: str | Path) -> dict:
-    """The JSON schema (YAML), read once per process with libyaml where installed (Snakemake's own loader, pure
-    Python, takes 0.2 s for it)."""
-    import yaml
-
-    return yaml.load(Path(schema_path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-def check_schema(config: dict, schema_path: str | Path) -> None:
-    """Validate ``config`` against the JSON schema; the error names the key path and the problem. A YAML boolean
-    where a string belongs (YAML reads Norwegian ``no``, and ``yes``, ``on``, ``off``, as booleans) is named with the
-    quotes that fix it."""
-    errors = schema_errors(config, schema_path)
+def check_schema(config: dict) -> None:
+    """Validate ``config`` against the JSON schema (:mod:`vocab_transfer.workflow.schema`); the error names the key
+    path and the problem. A YAML boolean where a string belongs (YAML reads Norwegian ``no``, and ``yes``, ``on``,
+    ``off``, as booleans) is named with the quotes that fix it."""
+    errors = schema_errors(config)
     check_yaml_booleans(config, errors)
     raise_first(errors)
 
 
-def schema_errors(config: dict, schema_path: str | Path) -> list:
+def schema_errors(config: dict) -> list:
     """Every violation of the JSON schema in ``config`` (one validation, for :func:`check_yaml_booleans` and
     :func:`raise_first`)."""
+
+    return list(_validator().iter_errors(config))
+
+
+@functools.cache
+def _validator():
     import jsonschema
 
-    return list(jsonschema.Draft202012Validator(load_schema(schema_path)).iter_errors(config))
+    return jsonschema.Draft202012Validator(json_schema())
 
 
 def raise_first(errors: list) -> None:
@@ -98,7 +96,19 @@ def raise_first(errors: list) -> None:
     error = jsonschema.exceptions.best_match(errors)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ConfigError(f"{where}: {error.message}")
+        raise ConfigError(f"{where}: {error.message}{_number_hint(error)}")
+
+
+def _number_hint(error) -> str:
+    """A hint for a number YAML read as a string (``5e-5``: YAML 1.1 wants a dot, ``5.0e-5``)."""
+    wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
+    if error.validator != "type" or not isinstance(error.instance, str) or not {"number", "integer"} & set(wanted):
+        return ""
+    try:
+        float(error.instance)
+    except ValueError:
+        return ""
+    return f" (YAML reads {error.instance} as a string: write it with a dot and a signed exponent, e.g. 5.0e-5)"
 
 
 def check_yaml_booleans(config: dict, errors: list) -> None:
@@ -157,38 +167,12 @@ def check_configfiles(configfiles) -> None:
                           f"{' '.join(own)})")
 
 
-def fill_defaults(config: dict, schema_path: str | Path) -> dict:
-    """``config`` with the schema's defaults filled in, in place, as ``snakemake.utils.validate`` fills them (each
-    ``properties`` key with a ``default`` that the config lacks, recursively, through ``$ref`` too); the
-    config has passed :func:`check_schema`. Each default is a copy: the schema is read once per process."""
-    import copy
-
-    import jsonschema
-
-    base = jsonschema.Draft202012Validator
-    properties = base.VALIDATORS["properties"]
-
-    def set_defaults(validator, props, instance, schema):
-        if isinstance(instance, dict):
-            for key, sub in props.items():
-                if "default" in sub and key not in instance:
-                    instance[key] = copy.deepcopy(sub["default"])
-        yield from properties(validator, props, instance, schema)
-
-    validator = jsonschema.validators.extend(base, {"properties": set_defaults})(load_schema(schema_path))
-    error = jsonschema.exceptions.best_match(validator.iter_errors(config))
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        raise ConfigError(f"{where}: {error.message}")
-    return config
-
-
-def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
+def check_config(config: dict) -> Config:
     """The typed config (:func:`vocab_transfer.workflow.model.load`), or :class:`ConfigError` naming the first
     problem: a schema violation (misspelled key, wrong type, unknown method kind), a key that does not fit its
     section, an unknown language, method or parameter, a rule between keys, or a local source model whose tokenizer
     does not match its embedding matrix."""
-    errors = schema_errors(config, schema_path) if schema_path is not None else []
+    errors = schema_errors(config)
     check_yaml_booleans(config, errors)  # before the names: `no` is the language code a boolean stands for
     try:
         check_names(config)  # before the schema's errors, whose message would be a regular expression
@@ -199,8 +183,26 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         cfg = load(expand_snapshot_models(config))
     except ModelError as e:
         raise ConfigError(str(e).removeprefix("config.")) from None
-    corpora = cfg.corpora
-    for lang, corpus in corpora.items():
+    check_corpora(cfg)
+    check_targets(cfg)
+    check_sources(cfg)
+    check_methods(cfg)
+    check_tokenizers(cfg)
+    check_corpus_settings(cfg)
+    check_lapt(cfg)
+    check_finetune(cfg)
+    check_zero_shot(cfg)
+    check_tables(cfg)
+    check_figures(cfg)
+    check_benchmarks(cfg)
+    check_dictionaries(cfg)
+    return cfg
+
+
+def check_corpora(cfg: Config) -> None:
+    """``corpora``: a hub corpus's language is one the hub has; a text corpus's files exist, hold text and can be
+    read."""
+    for lang, corpus in cfg.corpora.items():
         check_hub_language(lang, corpus)
         if corpus.source == "text" and not (corpus.path and Path(corpus.path).exists()):
             raise ConfigError(f"corpora.{lang}.path: source text needs an existing file or folder, got {corpus.path!r}")
@@ -212,6 +214,12 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             unreadable = [str(f) for f in files if not os.access(f, os.R_OK)]
             if unreadable:
                 raise ConfigError(f"corpora.{lang}.path: cannot read {unreadable[:3]} (file permissions)")
+
+
+def check_targets(cfg: Config) -> None:
+    """``targets``: each reads a corpus of ``corpora``; every target a section names (LAPT, tasks, methods) is one;
+    each that trains its tokenizer has a ``vocab_size``."""
+    corpora = cfg.corpora
     for i, name in enumerate(cfg.target_names):
         corpus = cfg.target_corpus(name)
         if corpus not in corpora:
@@ -225,16 +233,20 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         if not cfg.is_target(t):
             raise ConfigError(f"{target_users(cfg, t)}: {t!r} is neither a target nor a corpora key (targets: "
                               f"{cfg.target_names}; corpora: {sorted(corpora)})")
-    tokenizers = {t: cfg.target_tokenizer(t) for t in targets}
-    untrained = [t for t, tok in tokenizers.items() if t not in cfg.tokenizer.pretrained and tok.vocab_size is None]
+    untrained = [t for t in targets if t not in cfg.tokenizer.pretrained and cfg.target_tokenizer(t).vocab_size is None]
     if untrained:
         raise ConfigError(f"tokenizer.vocab_size: needed to train the tokenizers of {untrained} (targets without "
                           "a tokenizer.pretrained entry or their own tokenizer.vocab_size)")
+
+
+def check_sources(cfg: Config) -> None:
+    """``sources``: a recipe's languages have corpora; a local model folder exists, has no hub revision, and its
+    tokenizer fits its embedding matrix."""
     for name, source in cfg.sources.items():
         for lang in source.pretrain.languages if source.pretrain else ():  # a hub source's `languages`: any codes
-            if lang not in corpora:
+            if lang not in cfg.corpora:
                 raise ConfigError(f"sources.{name}: pretraining language {lang!r} has no entry under 'corpora' "
-                                  f"(known: {sorted(corpora)})")
+                                  f"(known: {sorted(cfg.corpora)})")
         model = local_model_dir(source)
         if model is not None and source.revision is not None:
             raise ConfigError(f"sources.{name}.revision: {source.model!r} is a local folder; a revision pins a hub "
@@ -243,6 +255,11 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             check_local_source(name, model, source.allow_padded_embeddings, source.trust_remote_code)
         elif source.model and _path_not_hub_id(source.model):
             raise ConfigError(f"sources.{name}.model: {source.model!r} is not a directory (nor a hub id)")
+
+
+def check_methods(cfg: Config) -> None:
+    """``methods``: a registered kind, parameters its function takes with their types and bounds, the resources it
+    reads, and the devices it asks for."""
     for name, method in cfg.methods.items():
         if method.kind not in METHODS:
             raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {kinds()}")
@@ -266,8 +283,14 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
         if method.params.get("device") == "cuda" and cfg.lapt.gpus == 0:  # factorize_source gets GPUs as LAPT does
             raise ConfigError(f"methods.{name}.device: cuda needs a GPU, but this config's GPU jobs get none "
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
+
+
+def check_tokenizers(cfg: Config) -> None:
+    """``tokenizer`` and the targets' own: ``like`` names a source; a family without a mask token is refused where
+    a masked LM is pretrained here; ``pretrained`` entries name targets and existing tokenizers."""
     mlm = [n for n, s in cfg.sources.items() if s.pretrain]  # masked LMs; hub and local sources are known later
-    for t, tok in tokenizers.items():
+    for t in all_targets(cfg):
+        tok = cfg.target_tokenizer(t)
         where = "tokenizer" if tok is cfg.tokenizer else f"targets[{cfg.target_names.index(t)}].tokenizer"
         if tok.like is not None and tok.like not in cfg.sources:
             raise ConfigError(f"{where}.like: {tok.like!r} is not an entry of 'sources' (known: {sorted(cfg.sources)})")
@@ -284,13 +307,10 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
         if isinstance(spec, str) and Path(spec).is_dir():
             check_tokenizer_folder(Path(spec), f"tokenizer.pretrained.{lang}")
-    check_corpus_settings(cfg)
-    check_lapt(cfg)
-    check_finetune(cfg)
-    check_zero_shot(cfg)
-    check_tables(cfg)
-    check_figures(cfg)
-    check_benchmarks(cfg)
+
+
+def check_dictionaries(cfg: Config) -> None:
+    """``dictionaries``: each source has the key it reads; identical spellings need word vectors of both languages."""
     for slang, by_target in cfg.dictionaries.items():
         for lang, spec in by_target.items():
             where = f"dictionaries.{slang}.{lang}"
@@ -300,7 +320,6 @@ def check_config(config: dict, schema_path: str | Path | None = None) -> Config:
             if spec.source == "identical" and not all(cfg.has_language(x) or x in cfg.word_vectors
                                                       for x in (slang, lang)):
                 raise ConfigError(f"{where}: identical-spelling dictionaries need word vectors of both languages")
-    return cfg
 
 
 def check_hub_language(key: str, corpus) -> None:

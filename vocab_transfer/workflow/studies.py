@@ -25,7 +25,7 @@ from .config import ConfigError, check_config, expand_snapshot_models, fill_defa
 from .plan.base import canonical
 
 
-def load_studies(config: dict, schema_path: str | Path, base: str | Path = ".") -> dict[str, dict]:
+def load_studies(config: dict, base: str | Path = ".") -> dict[str, dict]:
     """The study configs of a composite ``config`` by study name, each merged with the composite's other keys and
     checked; :class:`ConfigError` names the file and key. A relative file name is looked up in the working
     directory, then in ``base`` (the workflow's folder: ``configs/focus.yaml`` from a run elsewhere)."""
@@ -52,19 +52,19 @@ def load_studies(config: dict, schema_path: str | Path, base: str | Path = ".") 
             raise ConfigError(f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
         update_config(study, copy.deepcopy(overlay))  # Snakemake's own merge of a second --configfile
         try:
-            check_config(study, schema_path)
+            check_config(study)
         except ConfigError as e:
             raise ConfigError(f"{file} (study {name}): {e}") from None
         studies[name] = study
     return studies
 
 
-def study_plan(study: dict, schema_path: str | Path):
+def study_plan(study: dict):
     """The Plan of a study config as its module builds it (defaults filled in, snapshot models expanded), from a
     copy: the module gets the config as written."""
     from .plan import Plan
 
-    config = fill_defaults(copy.deepcopy(study), schema_path)
+    config = fill_defaults(copy.deepcopy(study))
     if "finetune" in config:
         config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
     return Plan(config)

@@ -5,8 +5,8 @@ Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s o
 transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake runs
 jobs on this machine (not ``--dry-run``, no cluster executor, no ``--sdm conda`` or ``apptainer``), the workflow
 starts ``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
-listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script calls
-:func:`handoff` first: it sends the script's path, arguments, working directory, environment and its standard
+listens on an abstract Unix socket named in the environment variable :data:`ENV`. A workflow script's first import
+of the package calls :func:`handoff` (``vocab_transfer/__init__.py``, the one entry point): it sends the script's path, arguments, working directory, environment and its standard
 input, output and error to the starter, which forks a child that runs the script as ``__main__`` with them. The job
 process waits for the child, passes it SIGINT, SIGTERM and SIGHUP, and exits with its status; the child kills
 itself when the job process goes away (Snakemake killed the job). Anything that goes wrong before the child starts
@@ -77,11 +77,19 @@ def start() -> subprocess.Popen:
 _starter: subprocess.Popen | None = None  # kept: its standard input is the starter's lifeline
 
 
+def is_workflow_script(path: str) -> bool:
+    """Whether ``path`` is a script Snakemake runs for a rule: it writes each into ``.snakemake/scripts/``."""
+    parent = os.path.dirname(os.path.abspath(path))
+    return os.path.basename(parent) == "scripts" and os.path.basename(os.path.dirname(parent)) == ".snakemake"
+
+
 def handoff() -> None:
-    """Run the calling script in a child of the warm starter, if this run has one, and exit with its status;
-    otherwise return, and the script runs in this process. Workflow scripts call it before their imports."""
+    """Run this process's workflow script in a child of the warm starter, if this run has one, and exit with its
+    status; otherwise return, and the script runs in this process. The package's first import calls it
+    (``vocab_transfer/__init__.py``), which in a workflow script comes before its other imports; a process that is no
+    workflow script (Snakemake itself, a trainer a job starts) returns at once."""
     name = os.environ.get(ENV)
-    if not name or name == "0" or os.environ.get(IN_CHILD):
+    if not name or name == "0" or os.environ.get(IN_CHILD) or not is_workflow_script(sys.argv[0]):
         return
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
