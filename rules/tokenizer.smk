@@ -15,8 +15,6 @@ rule train_tokenizer:
         tokenizer=directory(paths.tokenizer("{target}")),
     params:
         spec=plan.tokenizer_spec,
-        pretrained=plan.pretrained_tokenizer_of,
-        like=plan.like_tokenizer_dir,
         seed=cfg.seed,
     threads: plan.tokenizer_threads
     priority: 210  # above any two one-thread jobs (priorities <= 100): see pretrain_source_model

@@ -54,5 +54,6 @@ def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path):
         write_training_info(tmp, info | {"sha256": tokenizer_fingerprint(tmp)})
 
 
-main(snakemake.input.corpus, Tokenizer.parse(json.loads(snakemake.params.spec), f"tokenizer ({snakemake.wildcards.target})"), snakemake.params.pretrained,
-     snakemake.params.like, snakemake.params.seed, snakemake.output.tokenizer, snakemake.log[0])
+main(snakemake.input.corpus, Tokenizer.parse(json.loads(snakemake.params.spec), f"tokenizer ({snakemake.wildcards.target})"),
+     snakemake.input.pretrained or None, snakemake.input.like or None, snakemake.params.seed, snakemake.output.tokenizer,
+     snakemake.log[0])

@@ -9,6 +9,7 @@ import difflib
 import functools
 import json
 import os
+import re
 import typing
 from pathlib import Path
 
@@ -100,7 +101,8 @@ def raise_first(errors: list) -> None:
 
 
 def _number_hint(error) -> str:
-    """A hint for a number YAML read as a string (``5e-5``: YAML 1.1 wants a dot, ``5.0e-5``)."""
+    """A hint for a number that arrived as a string: YAML 1.1 reads ``5e-5`` (no dot) as one, and Snakemake reads
+    a nested value of ``--config`` as one."""
     wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
     if error.validator != "type" or not isinstance(error.instance, str) or not {"number", "integer"} & set(wanted):
         return ""
@@ -108,7 +110,10 @@ def _number_hint(error) -> str:
         float(error.instance)
     except ValueError:
         return ""
-    return f" (YAML reads {error.instance} as a string: write it with a dot and a signed exponent, e.g. 5.0e-5)"
+    if "." not in error.instance and re.search("[eE]", error.instance):
+        return f" (YAML reads {error.instance} as a string: write it with a dot and a signed exponent, e.g. 5.0e-5)"
+    return (" (a number written as a string; Snakemake reads a nested value of --config as one: give it in a config "
+            "file)")
 
 
 def check_yaml_booleans(config: dict, errors: list) -> None:

@@ -42,10 +42,11 @@ class CorpusPlan(PlanBase):
         return self.paths.corpus_stats(self.cfg.target_corpus(wildcards.target))
 
     def tokenizer_spec(self, wildcards):
-        """The target's tokenizer settings as written: the ``tokenizer`` section (without ``pretrained``) with the
-        target's own keys over it."""
-        written = {k: v for k, v in self.config.get("tokenizer", {}).items() if k != "pretrained"}
-        return canonical(written | self.cfg.target(wildcards.target).tokenizer)
+        """The target's tokenizer settings as written: the ``tokenizer`` section with the target's own keys over it,
+        without ``pretrained`` and ``like``, which reach the rule as its inputs (:meth:`pretrained_tokenizer_dir`,
+        :meth:`like_tokenizer_dir`): a change of either changes the input."""
+        written = self.config.get("tokenizer", {}) | self.cfg.target(wildcards.target).tokenizer
+        return canonical({k: v for k, v in written.items() if k not in ("pretrained", "like")})
 
     def tokenizer_threads(self, wildcards):
         return self.cfg.target_tokenizer(wildcards.target).threads
@@ -71,9 +72,6 @@ class CorpusPlan(PlanBase):
 
     def tokenizer_hub_id(self, wildcards):
         return self.hub_tokenizers[wildcards.hubtok]
-
-    def pretrained_tokenizer_of(self, wildcards):
-        return self.pretrained_tokenizer(wildcards.target)
 
     def pretrained_tokenizer_dir(self, wildcards):
         """Input of train_tokenizer: the folder of the existing tokenizer (local, pretrained here, or fetched)."""
