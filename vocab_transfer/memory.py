@@ -1,7 +1,11 @@
 """A job process's memory: its peak as the kernel records it, logged at exit, and glibc's handling of freed blocks.
 
 Used by every job (``vocab_transfer.workflow.job.setup_job``) and every trainer's command line
-(``vocab_transfer.training.runtime.setup_logging``).
+(``vocab_transfer.training.runtime.setup_logging``; the trainers' ``__main__`` keep freed memory). Only job
+processes raise glibc's thresholds (:func:`keep_freed_memory`): under them a second fastText training in one process
+reads memory the first left behind (its vectors then differ from run to run; the first training's equal those of
+glibc's defaults), so a test process that calls a trainer's ``main`` must keep glibc's defaults. A job trains
+fastText once.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ import torch
 from ..data.tasks import check_columns, check_heads, is_split
 from ..data.tokenizer import load_tokenizer
 from ..io import atomic_path, read_tensors, remove_tree, write_parquet
+from ..memory import keep_freed_memory
 from ..source_model import check_tokenizer_matches, max_sequence_length, remote_code_allowed
 from .adapters import adapter_parameter_names, load_language_adapter, save_language_adapter
 from .cpu_dropout import use_fast_dropout
@@ -783,5 +784,6 @@ def main(argv: list[str] | None = None) -> None:
     remove_tree(checkpoints)  # whole or gone if killed meanwhile
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # a trainer job's process (a test may call main() in its own)
+    keep_freed_memory()
     main()

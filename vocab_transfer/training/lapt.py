@@ -101,6 +101,7 @@ from ..eval.mlm import mask_tokens, token_lengths
 from ..export import retarget_configs
 from ..init import swap_embeddings
 from ..io import atomic_path, remove_tree, write_parquet, write_tensors
+from ..memory import keep_freed_memory
 from ..methods.factorized import (
     FACTORS_FILE,
     FactorizedVocabulary,
@@ -799,5 +800,6 @@ def main(argv: list[str] | None = None) -> None:
     group.close()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # a trainer job's process (a test may call main() in its own)
+    keep_freed_memory()
     main()

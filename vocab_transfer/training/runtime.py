@@ -38,7 +38,7 @@ from pathlib import Path
 import torch
 
 from ..io import atomic_path
-from ..memory import keep_freed_memory, log_peak_memory_at_exit
+from ..memory import log_peak_memory_at_exit
 from .launch import first_node, node_address
 
 log = logging.getLogger(__name__)
@@ -356,9 +356,7 @@ class StopSignals:
 
 
 def setup_logging(log_path: str | None) -> None:
-    """A trainer CLI's logging: stderr and ``log_path``; its peak memory is logged at exit. glibc keeps freed memory
-    for the next step's activations (:func:`vocab_transfer.memory.keep_freed_memory`)."""
-    keep_freed_memory()
+    """A trainer CLI's logging: stderr and ``log_path``; its peak memory is logged at exit."""
     handlers = [logging.StreamHandler(sys.stderr)] + ([logging.FileHandler(log_path)] if log_path else [])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         handlers=handlers, force=True)

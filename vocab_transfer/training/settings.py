@@ -177,8 +177,8 @@ class LaptConfig:
     seed: int = default(0, doc="seed of the masks, the data order and re-initialization")
     threads: int | None = default(None, doc="CPU threads (null: torch's default)")
     snapshot_steps: list[int] = default([], fill=True, unique=True, items={"ge": 0}, doc=(
-        "global optimizer steps at which the model is kept (save_pretrained + tokenizer) in "
-        "results/lapt/<source>/<lang>/<run>/snapshots/step-XXXXXXXX/, e.g. to fine-tune at points of the run"
+        "global optimizer steps at which the model is kept (save_pretrained + tokenizer) in the run's folder "
+        "under snapshots/step-XXXXXXXX/, e.g. to fine-tune at points of the run"
         " (vocab-swap Figures 4/8; finetune.models entries with `steps`); 0 = the model as training starts, "
         "after `reinit` (WECHSEL Table 1's FullRand Score@0)"))
     token_accuracy_top: int = default(0, fill=True, ge=0, doc=(

@@ -59,6 +59,7 @@ from safetensors.torch import load_file, save_file
 from ..data.tasks import check_columns
 from ..data.tokenizer import load_tokenizer
 from ..io import atomic_path, remove_tree, write_parquet
+from ..memory import keep_freed_memory
 from ..source_model import check_tokenizer_matches
 from .adapters import (
     adapter_parameter_names,
@@ -461,5 +462,6 @@ def main(argv: list[str] | None = None) -> None:
     (train_main if args.command == "train" else evaluate_main)(args)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # a trainer job's process (a test may call main() in its own)
+    keep_freed_memory()
     main()

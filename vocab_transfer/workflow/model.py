@@ -178,8 +178,8 @@ class Corpus(Section):
     data_dir: str | None = default(None, doc=(
         "hub sources: folder of the repository to read (default for oscar: <lang>_meta)"))
     revision: str | None = default(None, doc=(
-        "hub sources: branch, tag or commit to read (recorded with the commit it resolves to in "
-        "results/corpus/<lang>/stats.json)"))
+        "hub sources: branch, tag or commit to read (recorded with the commit it resolves to in the corpus's "
+        "stats.json)"))
     split: str | None = default(None, doc="hub sources: the dataset split to read (default train)")
     data_files: Any = default(None, doc="hub sources: local files read through datasets (tests, mirrors)")
     format: str | None = default(None, doc="datasets builder for data_files (json, parquet, text)")
