@@ -28,6 +28,12 @@ def test_the_schema_file_is_generated_from_the_model():
         "schemas/config.schema.yaml is stale: python -m vocab_transfer.workflow.schema --write"
 
 
+def test_the_generated_schema_is_a_valid_draft_2020_12_schema():
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(schema.json_schema())
+
+
 def test_a_stale_schema_file_is_noticed(tmp_path, monkeypatch):
     stale = tmp_path / "config.schema.yaml"
     stale.write_text(schema.schema_text().replace("default: 0.05", "default: 0.1"))

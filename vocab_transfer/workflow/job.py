@@ -8,20 +8,22 @@ import sys
 
 from ..artifacts import set_job, snakemake_job, verify_inputs
 from ..memory import keep_freed_memory, log_peak_memory_at_exit, return_freed_memory, use_system_arrow_pool
-from .warm import IN_CHILD
+from .warm import IN_CHILD, is_workflow_script
 
 
 def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -> logging.Logger:
     """Log to the rule's log file (line-buffered) and stderr; route warnings and tqdm there too. Limit torch to
     ``threads`` CPU threads (now if it is loaded, else when it is first imported: corpus and shard jobs never load
-    it). ``streaming`` jobs (a corpus or its shards, batch by batch) :func:`return_freed_memory`, every other job
-    :func:`keep_freed_memory`; Arrow uses the system allocator (:func:`use_system_arrow_pool`). The job's peak
-    memory is logged at exit (:func:`log_peak_memory_at_exit`)."""
+    it). ``streaming`` jobs (a corpus or its shards, batch by batch) :func:`return_freed_memory`; in the process of a
+    workflow script Snakemake runs, every other job :func:`keep_freed_memory` (not in a test that runs a script in
+    its own process: see :mod:`vocab_transfer.memory`), and Arrow uses the system allocator
+    (:func:`use_system_arrow_pool`). The job's peak memory is logged at exit (:func:`log_peak_memory_at_exit`)."""
     if streaming:
         return_freed_memory()
-    else:
-        keep_freed_memory()
-    use_system_arrow_pool()
+    if is_workflow_script(sys.argv[0]):
+        if not streaming:
+            keep_freed_memory()
+        use_system_arrow_pool()
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_path:
         stream = open(log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the job
