@@ -2,8 +2,8 @@
 settings (:mod:`vocab_transfer.training.settings`): every key, type, enum, bound, default and description comes from
 a field there, so the schema cannot drift from the code that reads the config.
 
-Snakemake checks a config against it before any job runs (:func:`vocab_transfer.workflow.config.check_config`,
-with the defaults filled in as ``snakemake.utils.validate`` fills them), and ``schemas/config.schema.yaml`` holds
+Snakemake checks a config against it before any job runs (:func:`vocab_transfer.workflow.config.check_config`;
+:func:`fill_defaults` then fills in the defaults the model marks), and ``schemas/config.schema.yaml`` holds
 a copy for editors and readers: ``python -m vocab_transfer.workflow.schema --write`` rewrites it after a change of
 the model, and a test fails while it is stale.
 
@@ -56,12 +56,10 @@ def type_schema(hint, meta: typing.Mapping = types.MappingProxyType({})) -> dict
     """The JSON schema of values of the type ``hint`` with the bounds in ``meta``."""
     hint, optional = _optional(hint)
     node = _type_schema(hint, meta)
-    if optional:
-        if set(node) <= {"type", "items", "enum", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum",
-                         "minLength", "uniqueItems", "minItems"} and isinstance(node.get("type"), str):
-            node["type"] = [node["type"], "null"]
-        elif "oneOf" not in node and "$ref" not in node and "type" in node:
-            node["type"] = [node["type"], "null"] if isinstance(node["type"], str) else node["type"]
+    if optional and isinstance(node.get("type"), str):  # a union or a name ($ref) stays as it is
+        node["type"] = [node["type"], "null"]
+        if "enum" in node:
+            node["enum"] = [*node["enum"], None]
     return node
 
 
