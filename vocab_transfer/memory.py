@@ -26,13 +26,9 @@ def return_freed_memory(threshold: int = 128 << 10) -> bool:
     own and unmapped when freed, and the heap is trimmed past ``threshold`` free bytes. glibc otherwise raises its
     mmap threshold to the largest block freed so far (up to 32 MB), so a streaming job's batches (Arrow buffers,
     arrays) end up on a heap that fragments and keeps growing: prepare_corpus peaked at 227 MB instead of 163 MB on
-    1 GB of text, about 8% slower. Jobs whose big buffers are long-lived (torch training) keep glibc's default.
-    Returns False where the C library is not glibc."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, threshold) and libc.mallopt(_M_TRIM_THRESHOLD, threshold))
-    except (OSError, AttributeError):
-        return False
+    1 GB of text, about 8% slower. Jobs whose big buffers are long-lived (torch training) :func:`keep_freed_memory`
+    instead. Returns False where the C library is not glibc."""
+    return _set_malloc_thresholds(threshold)
 
 
 def keep_freed_memory(threshold: int = 2**31 - 1) -> bool:
@@ -43,6 +39,11 @@ def keep_freed_memory(threshold: int = 2**31 - 1) -> bool:
     environment wins. Returns False where the C library is not glibc."""
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
         return False
+    return _set_malloc_thresholds(threshold)
+
+
+def _set_malloc_thresholds(threshold: int) -> bool:
+    """glibc's mmap and trim thresholds (``mallopt``), both ``threshold`` bytes; False where libc is not glibc."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return bool(libc.mallopt(_M_MMAP_THRESHOLD, threshold) and libc.mallopt(_M_TRIM_THRESHOLD, threshold))

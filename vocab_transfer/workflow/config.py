@@ -78,7 +78,6 @@ def check_schema(config: dict) -> None:
 def schema_errors(config: dict) -> list:
     """Every violation of the JSON schema in ``config`` (one validation, for :func:`check_yaml_booleans` and
     :func:`raise_first`)."""
-
     return list(_validator().iter_errors(config))
 
 
