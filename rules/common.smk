@@ -9,10 +9,12 @@ from types import SimpleNamespace
 from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
                                             expand_snapshot_models, fill_defaults)
 from vocab_transfer.workflow import paths
+from vocab_transfer.workflow.rehearsal import shrink
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow import warm
 from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
 from vocab_transfer.artifacts import RERUN_ENV
+from vocab_transfer.mirror import MIRROR_ENV
 from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
 from vocab_transfer.source_model import TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
@@ -20,6 +22,7 @@ from vocab_transfer.workflow.plan import Plan, canonical
 
 try:
     check_configfiles(workflow.config_settings.configfiles)  # a target written after --configfile
+    shrink(config)  # a rehearsal: the config in miniature (vocab_transfer/workflow/rehearsal.py)
     check_config(config)
     fill_defaults(config)  # the defaults the model marks as part of the params (vocab_transfer.workflow.schema)
 except ConfigError as e:
@@ -38,6 +41,9 @@ if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT 
 # envs/vocab-transfer.yaml installs the package from this checkout by absolute path: Snakemake builds the
 # environment from a copy of the file in .snakemake/conda/, where a path relative to envs/ would miss.
 os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))
+# A hub mirror (config hub_mirror; vocab_transfer/mirror.py): every download job copies from it.
+if config.get("hub_mirror"):
+    os.environ[MIRROR_ENV] = os.path.abspath(config["hub_mirror"])
 # How to call this workflow again (a model card's "Reproduce", an artifact's rebuild hint): from the repository root
 # as the README does, else from anywhere (--snakefile, --directory and the config files as absolute paths).
 def rerun_words():

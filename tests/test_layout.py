@@ -51,8 +51,8 @@ def test_planning_a_paper_grid_imports_no_heavy_module():
 
 
 #: The package's layers, bottom first: a module imports only from its own layer or the layers below it.
-LAYERS = (("io", "artifacts", "typed", "lazy", "memory"), ("data", "source_model"), ("methods",),
-          ("init", "export", "eval", "training", "report"), ("workflow",), ("api",))
+LAYERS = (("io", "artifacts", "typed", "lazy", "memory", "mirror"), ("data", "source_model"), ("methods",),
+          ("init", "export", "eval", "training", "report"), ("workflow",), ("api", "miniatures"))
 
 
 def _package_imports():
@@ -80,7 +80,8 @@ def _package_imports():
 
 
 def test_imports_run_one_way():
-    """api -> workflow -> report, eval, training, init, export -> methods -> data, source_model -> io, artifacts, typed:
+    """api, miniatures -> workflow -> report, eval, training, init, export -> methods -> data, source_model -> io,
+    artifacts, typed, mirror:
     no module imports from a layer above its own (function-local imports included)."""
     rank = {name: i for i, names in enumerate(LAYERS) for name in names}
     layer = {m: rank[m.split(".")[1]] for _, _, a, b in _package_imports() for m in (a, b) if m.count(".")}

@@ -247,6 +247,8 @@ MORE_PLANS = {
     "demo": ("config.yaml", []),
     "focus-de": ("configs/focus.yaml", ["results/focus/export/xlmr/de/lapt/focus"]),
     "papers": ("configs/papers.yaml", []),
+    "rehearsal": (("configs/papers.yaml", "configs/overlays/rehearsal.yaml"), []),  # scripts/rehearse.sh
+    "rehearsal-focus": (("configs/focus.yaml", "configs/overlays/rehearsal.yaml"), []),
 }
 COMPOSITES = {"papers"}  # configs/*.yaml that name studies rather than being one
 
@@ -260,14 +262,14 @@ RUNNER = textwrap.dedent("""
 
     snakefile, specs = sys.argv[1], json.loads(sys.argv[2])
     codes = {}
-    for name, workdir, config, output, targets in specs:
+    for name, workdir, configs, output, targets in specs:
         os.chdir(workdir)
         os.environ["NETGUARD_LOG"] = output + ".network"  # read by the guard at each refused connection
         sys.stdout.flush(); sys.stderr.flush()
         fd, saved = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), (os.dup(1), os.dup(2))
         os.dup2(fd, 1); os.dup2(fd, 2)
         try:
-            main(["--snakefile", snakefile, "-n", "--cores", "1", *targets, "--configfile", config])
+            main(["--snakefile", snakefile, "-n", "--cores", "1", *targets, "--configfile", *configs])
             codes[name] = 0
         except SystemExit as e:
             codes[name] = e.code if isinstance(e.code, int) else 1
@@ -304,7 +306,8 @@ def dry_runs(tmp_path_factory):
     specs = []
     for name, (config, targets) in plans.items():
         (root / name).mkdir()
-        specs.append([name, str(root / name), str(REPO / config), str(root / f"{name}.out"), targets])
+        configs = [str(REPO / c) for c in ((config,) if isinstance(config, str) else config)]
+        specs.append([name, str(root / name), configs, str(root / f"{name}.out"), targets])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "NETGUARD_LOG": str(root / "network.log"),
            "PYTHONPATH": os.pathsep.join([str(root / "guard"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", RUNNER, str(REPO / "Snakefile"), json.dumps(specs)],
@@ -575,6 +578,10 @@ DOC_COUNTS = [
     *[("docs/benchmarks.md", f"| `configs/{name}.yaml` | {{}} |", lambda p, name=name: p[name].total)
       for name in PAPER_CONFIG_ROWS],
     ("docs/benchmarks.md", "| `configs/papers.yaml` (all nine, one DAG) | {} |", lambda p: p["papers"].total),
+    # docs/cluster.md: the dress rehearsal (configs/overlays/rehearsal.yaml)
+    ("docs/cluster.md", "the composite plans {} jobs with the overlay ({} without)",
+     lambda p: (p["rehearsal"].total, p["papers"].total)),
+    ("docs/cluster.md", "`bash scripts/rehearse.sh configs/focus.yaml`, is {} jobs", lambda p: p["rehearsal-focus"].total),
     ("docs/benchmarks.md", "instead of 19,650, for {} more jobs", lambda p: p["unks"].count("list_source_trainings")),
     ("docs/benchmarks.md", "With a fine-tuning job per seed, {} of focus's {} jobs and {} of wechsel's {} are "
                            "fine-tuning jobs",

@@ -248,25 +248,14 @@ def test_signal_before_time_limit_lets_a_job_checkpoint_and_resume(runs):
 
 
 def shipped_profile(directory: Path) -> Path:
-    """profiles/slurm/config.yaml for this cluster, written to `directory`: its partition placeholders
-    filled in with the two partitions here, its accounts dropped (no accounting here: the plugin checks
-    accounts with sacctmgr), CPUs and memory per job capped to what the node has, and the run settings
-    (status command, polling, retries) of tests/slurm/profile."""
-    text = SHIPPED_PROFILE.read_text()
-    for placeholder, partition in {"<cpu-partition>": CPU_PARTITION, "<gpu-partition>": GPU_PARTITION}.items():
-        assert placeholder in text, placeholder
-        text = text.replace(placeholder, partition)
-    profile = yaml.safe_load(text)  # anchors resolved, as Snakemake reads it
-    for resources in [profile["default-resources"], *profile["set-resources"].values()]:
-        resources.pop("slurm_account", None)
-        if isinstance(resources.get("cpus_per_task"), int):
-            resources["cpus_per_task"] = min(resources["cpus_per_task"], 2)
-        if isinstance(resources.get("mem_mb"), int):
-            resources["mem_mb"] = min(resources["mem_mb"], 4000)
+    """profiles/slurm/config.yaml for this cluster, written to `directory`
+    (vocab_transfer.workflow.cluster.local_profile: partitions filled in, accounts dropped, CPUs and memory per job
+    capped to what the node has), with the run settings (status command, polling, retries) of tests/slurm/profile."""
+    from vocab_transfer.workflow.cluster import local_profile
+
     local = yaml.safe_load((PROFILE / "config.yaml").read_text())
-    profile.update({key: value for key, value in local.items() if not key.endswith("-resources")})
-    directory.mkdir(parents=True)
-    (directory / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    local_profile(SHIPPED_PROFILE, directory, cpus=2, mem_mb=4000,
+                  settings={key: value for key, value in local.items() if not key.endswith("-resources")})
     return directory
 
 

@@ -3,6 +3,7 @@ XLM-R-architecture MLM pretrained by the pipeline."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import os
@@ -203,15 +204,26 @@ def download_hub_model(repo: str, revision: str | None, out_dir: str | Path, wei
     Returns the origin."""
     from huggingface_hub import HfApi, snapshot_download
 
+    from . import mirror
 
-    api = HfApi()
-    commit = api.model_info(repo, revision=revision).sha
-    if not commit:
-        raise RuntimeError(f"the hub gave no commit for {repo} at revision {revision or 'main'}")
-    patterns = hub_download_patterns(api.list_repo_files(repo, revision=commit))
+    if mirror.root():  # a hub mirror (vocab_transfer.mirror): the repository's folder, copied
+        local, commit = mirror.repo(repo), mirror.COMMIT
+        listed = sorted(p.relative_to(local).as_posix() for p in local.rglob("*") if p.is_file())
+    else:
+        api = HfApi()
+        commit = api.model_info(repo, revision=revision).sha
+        if not commit:
+            raise RuntimeError(f"the hub gave no commit for {repo} at revision {revision or 'main'}")
+        listed = api.list_repo_files(repo, revision=commit)
+    patterns = hub_download_patterns(listed)
     patterns = patterns if weights else patterns[:-1]  # a tokenizer alone (tokenizer.pretrained): no weights
     with resumable_dir(out_dir) as tmp:  # a killed download resumes in <out_dir>.partial
-        snapshot_download(repo, revision=commit, local_dir=str(tmp), allow_patterns=patterns)
+        if mirror.root():
+            for name in listed:
+                if "/" not in name and any(fnmatch.fnmatch(name, p) for p in patterns):
+                    shutil.copyfile(local / name, tmp / name)
+        else:
+            snapshot_download(repo, revision=commit, local_dir=str(tmp), allow_patterns=patterns)
         try:
             refuse_remote_code(tmp, f"hub model {repo}@{commit}", remote_code_allowed(out_dir))
         except ValueError:

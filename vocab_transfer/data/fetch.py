@@ -10,9 +10,8 @@ files it has hold that many bytes (their text holds more). A killed fetch resume
 ``resources/corpora/<name>.partial/`` first (the hub client resumes a half-downloaded file there, a finished one is
 not fetched again), and the folder moves into place only when every file has its size and hash.
 
-``VOCAB_TRANSFER_HUB_MIRROR`` names a folder of hub dataset repositories laid out as on the hub
-(``<mirror>/<owner>/<name>/``, its dataset card included): the fetch copies from there instead (air-gapped sites, and
-the tests, which run this code on local files).
+A hub mirror (:mod:`vocab_transfer.mirror`: ``<mirror>/<owner>/<name>/``, the dataset card included) serves the
+files instead of the hub: air-gapped sites, the rehearsal and the tests, which run this code on local files.
 """
 
 from __future__ import annotations
@@ -23,10 +22,11 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import mirror as hub_mirror
 from ..io import resumable_dir, sha256_file
+from ..mirror import MIRROR_ENV  # noqa: F401 - the variable's name, as tests and users know it here
 from .sources import hub_arguments
 
-MIRROR_ENV = "VOCAB_TRANSFER_HUB_MIRROR"
 FETCH_FILE = "fetch.json"
 
 
@@ -57,9 +57,9 @@ def data_files(spec: dict) -> tuple[str, str, list[str]]:
 
     args = hub_arguments(spec)
     repo, split = args["path"], args.get("split", "train")
-    mirror = os.environ.get(MIRROR_ENV)
+    mirror = hub_mirror.root()
     if mirror:
-        root, commit = str(Path(mirror) / repo), "mirror"
+        root, commit = str(hub_mirror.repo(repo)), hub_mirror.COMMIT
     else:
         from huggingface_hub import HfApi
 
@@ -76,9 +76,9 @@ def fetch_hub_corpus(spec: dict, out_dir: str | Path, max_bytes: int | None = No
                      log: Callable[[str], None] = print) -> dict:
     """Fetch a hub corpus's data files into ``out_dir`` (resuming a killed fetch) and return its ``fetch.json``."""
     repo, commit, files = data_files(spec)
-    mirror = os.environ.get(MIRROR_ENV)
+    mirror = hub_mirror.root()
     if mirror:
-        source = Path(mirror) / repo
+        source = hub_mirror.repo(repo)
         infos = {f: {"size": (source / f).stat().st_size} for f in files}
     else:
         from huggingface_hub import HfApi

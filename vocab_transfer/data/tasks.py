@@ -350,7 +350,18 @@ def _read_local(split: str, path: str, cache_dir: str | None) -> Dataset:
 
 
 def _hub_splits(spec: dict, hub_id: str, config: str | None, hub_splits: tuple[str, ...]) -> Splits:
-    """The hub dataset's splits (hub names), read from its parquet export if it still has a loading script."""
+    """The hub dataset's splits (hub names), read from its parquet export if it still has a loading script, or from
+    the hub mirror's copy of that export (:mod:`vocab_transfer.mirror`: ``<config or default>/<split>/*.parquet``)."""
+    from .. import mirror
+
+    if mirror.root():
+        folder = mirror.repo(hub_id) / (config or "default")
+        found = {s: sorted(str(p) for p in (folder / s).glob("*.parquet")) for s in hub_splits}
+        if not any(found.values()):
+            raise FileNotFoundError(f"{hub_id}: the hub mirror has no {'/'.join(hub_splits)} parquet files under "
+                                    f"{folder}")
+        return {s: datasets.load_dataset("parquet", data_files=files, split="train", cache_dir=spec.get("cache_dir"))
+                for s, files in found.items() if files}
     kwargs = {"revision": spec.get("revision"), "cache_dir": spec.get("cache_dir")}
     try:
         raw = dict(datasets.load_dataset(hub_id, config, **kwargs))

@@ -41,9 +41,14 @@ def use_cache(cache: str | os.PathLike, offline: bool) -> None:
 def task_manager(include_path: str | None):
     from lm_eval.tasks import TaskManager
 
+    from .. import mirror
+
     if include_path is not None and not Path(include_path).is_dir():
         raise FileNotFoundError(f"eval.benchmarks.include_path: {include_path} is not a folder of task YAMLs")
-    return TaskManager(include_path=include_path)
+    paths = [include_path] if include_path else []
+    if mirror.root() and (mirror.root() / mirror.LM_EVAL_TASKS).is_dir():  # a hub mirror's tasks, which take
+        paths.append(str(mirror.root() / mirror.LM_EVAL_TASKS))             # precedence over lm-eval's own
+    return TaskManager(include_path=paths or None)
 
 
 def fetch(tasks: list[str], include_path: str | None) -> dict:

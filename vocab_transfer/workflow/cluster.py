@@ -144,3 +144,38 @@ def _gpus(resources: dict) -> int:
     if not gpu and "gpu" in str(resources.get("gres", "")):
         gpu = int(str(resources["gres"]).rsplit(":", 1)[-1]) if str(resources["gres"])[-1:].isdigit() else 1
     return int(gpu)
+
+
+#: Run settings for the single-node cluster of scripts/slurm (no slurmdbd, so job states come from squeue, which keeps
+#: finished jobs for MinJobAge=600 s; fast polling: the plugin's first status check after 2 s, not 40 s).
+LOCAL_RUN_SETTINGS = {"slurm-status-command": "squeue", "slurm-init-seconds-before-status-checks": 2,
+                      "seconds-between-status-checks": 2, "slurm-keep-successful-logs": True, "latency-wait": 5}
+
+
+def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpus: int = 2, mem_mb: int = 4000,
+                  settings: Mapping[str, object] = LOCAL_RUN_SETTINGS) -> str:
+    """The shipped profile (profiles/slurm/config.yaml) for the single-node cluster of scripts/slurm, written to
+    ``out_dir``/config.yaml: its partition placeholders filled in with that cluster's ``cpu`` and ``gpu``, its
+    accounts dropped (no accounting there), CPUs and memory per job capped at ``cpus`` / ``mem_mb``, and the run
+    ``settings`` over its own. Everything else (retries, rules on the GPU partition, signals) stays the shipped
+    profile's. Returns the folder."""
+    from pathlib import Path
+
+    import yaml
+
+    text = Path(shipped).read_text()
+    for placeholder, partition in {"<cpu-partition>": "cpu", "<gpu-partition>": "gpu"}.items():
+        if placeholder not in text:
+            raise ValueError(f"{shipped}: no placeholder {placeholder} to fill in")
+        text = text.replace(placeholder, partition)
+    profile = yaml.safe_load(text)  # anchors resolved, as Snakemake reads it
+    for resources in [profile["default-resources"], *profile["set-resources"].values()]:
+        resources.pop("slurm_account", None)
+        if isinstance(resources.get("cpus_per_task"), int):
+            resources["cpus_per_task"] = min(resources["cpus_per_task"], cpus)
+        if isinstance(resources.get("mem_mb"), int):
+            resources["mem_mb"] = min(resources["mem_mb"], mem_mb)
+    profile.update(settings)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    return str(out_dir)

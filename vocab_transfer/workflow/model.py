@@ -894,6 +894,24 @@ class Eval(Section):
 
 
 @dataclass(frozen=True)
+class Rehearsal(Section):
+    """``rehearsal``: the config in miniature, every rule, table and figure of its grid at a size one CPU machine
+    runs to the end (vocab_transfer.workflow.rehearsal.shrink; configs/overlays/rehearsal.yaml)."""
+
+    steps: int = default(20, ge=1, doc=(
+        "LAPT main-stage steps; every other step count (runs, snapshots, evaluations, tables, figures) scales by "
+        "the same factor"))
+    seeds: int = default(2, ge=1, doc="fine-tuning seeds kept (the first ones)")
+    vocab_size: int = default(1000, ge=100, doc=(
+        "target tokenizers' size at most; vocabulary extensions' top_tokens keep their share of it"))
+    seq_len: int = default(64, ge=16, doc="tokens per sequence at most (LAPT, fine-tuning, evaluations)")
+    batch_size: int = default(8, ge=1, doc="sequences per batch at most (LAPT, fine-tuning, benchmarks)")
+    targets: int | None = default(None, ge=1, doc=(
+        "cut the grid to this many targets (more where a table or figure needs another to keep a cell): every "
+        "entry naming another target goes (tasks, models, table columns, ...); null: every target"))
+
+
+@dataclass(frozen=True)
 class Config(Section):
     """Configuration of the vocabulary-transfer workflow. Every key is checked at parse time; a misspelled key fails
     with "Additional properties are not allowed" naming it."""
@@ -951,6 +969,14 @@ class Config(Section):
         "scheduler requests per rule, replacing the defaults that vocab_transfer.workflow.resources derives "
         "from each job's input size: rule name (or `default`, for rules without a cost model) -> {mem_mb, "
         "runtime, threads}"))
+    rehearsal: Rehearsal | None = default(None, doc=(
+        "shrink the config to a miniature of itself before it is checked (configs/overlays/rehearsal.yaml with "
+        "hub_mirror: every paper's DAG offline on one machine, scripts/rehearse.sh)"))
+    hub_mirror: str | None = default(None, min_len=1, doc=(
+        "a folder laid out as the hub (vocab_transfer.mirror): every download (models, tokenizers, corpora, task "
+        "data, word vectors, dictionaries) copies from it instead of the network, recorded with revision "
+        "`mirror`; it sets VOCAB_TRANSFER_HUB_MIRROR for the run's jobs (the rehearsal's: "
+        "configs/overlays/rehearsal.yaml)"))
     study: str | None = default(None, name=True, doc=(
         "the study's name (a paper's config sets one): every artifact the config does not share by name with"
         " other studies (its tokenizers, shards, fastText, inits, evaluations, LAPT runs, fine-tuning, "

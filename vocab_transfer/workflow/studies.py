@@ -23,6 +23,7 @@ import yaml
 
 from .config import ConfigError, check_config, expand_snapshot_models, fill_defaults
 from .plan.base import canonical
+from .rehearsal import shrink
 
 
 def load_studies(config: dict, base: str | Path = ".") -> dict[str, dict]:
@@ -52,6 +53,7 @@ def load_studies(config: dict, base: str | Path = ".") -> dict[str, dict]:
             raise ConfigError(f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
         update_config(study, copy.deepcopy(overlay))  # Snakemake's own merge of a second --configfile
         try:
+            shrink(study)  # a rehearsal (vocab_transfer.workflow.rehearsal)
             check_config(study)
         except ConfigError as e:
             raise ConfigError(f"{file} (study {name}): {e}") from None

@@ -1,0 +1,164 @@
+"""The rehearsal (configs/overlays/rehearsal.yaml, scripts/rehearse.sh): every paper config shrunk to a miniature of
+its own grid (vocab_transfer.workflow.rehearsal), and a hub mirror of miniatures its downloads read
+(vocab_transfer.mirror, vocab_transfer.miniatures)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.utils import update_config
+
+from vocab_transfer import mirror
+from vocab_transfer.workflow.config import ConfigError, check_config, task_target
+from vocab_transfer.workflow.rehearsal import planned_outputs, shrink
+
+REPO = Path(__file__).resolve().parents[1]
+OVERLAY = yaml.safe_load((REPO / "configs/overlays/rehearsal.yaml").read_text())
+STUDIES = yaml.safe_load((REPO / "configs/papers.yaml").read_text())["studies"]
+
+
+def rehearsed(file: str) -> tuple[dict, dict]:
+    """(the paper config as written, the same with the overlay merged and shrunk)."""
+    paper = yaml.safe_load((REPO / file).read_text())
+    config = copy.deepcopy(paper)
+    update_config(config, copy.deepcopy(OVERLAY))
+    return paper, shrink(config)
+
+
+@pytest.mark.parametrize("file", STUDIES)
+def test_every_paper_shrinks_to_a_valid_miniature_of_its_grid(file):
+    paper, config = rehearsed(file)
+    cfg = check_config(copy.deepcopy(config))
+    assert shrink(copy.deepcopy(config)) == config  # idempotent: a composite's module shrinks its study again
+    r = OVERLAY["rehearsal"]
+    assert cfg.tokenizer.vocab_size <= r["vocab_size"] and cfg.fasttext.dim <= 16
+    assert len(cfg.finetune.seeds or []) <= r["seeds"]
+    if cfg.lapt.runs:
+        assert cfg.lapt.training["steps"] == min(r["steps"], paper["lapt"]["training"]["steps"])
+        assert cfg.lapt.gpus == 0 and cfg.lapt.training["seq_len"] <= r["seq_len"]
+    # every table and figure kind of the paper is still there, with columns
+    assert set(cfg.tables) == set(paper.get("tables") or {})
+    for name, table in cfg.tables.items():
+        assert table.groups is None or all(table.groups.values()), name
+        assert table.languages is None or table.languages, name
+    kinds = {f["kind"] for f in (paper.get("figures") or {}).values()}
+    assert {f.kind for f in cfg.figures.values()} == kinds
+    # the grid cut: no task of a target that is gone
+    kept = set(cfg.target_names) | {s.language for s in cfg.zero_shot.sources.values()}
+    assert all(task_target(cfg, t) in kept for t in cfg.finetune.tasks)
+
+
+def test_step_counts_scale_with_the_run():
+    """WECHSEL's Score@25k of a 250k-step run stays at 10% of the shrunk run, and its figures' snapshots with it."""
+    paper, config = rehearsed("configs/wechsel.yaml")
+    assert paper["lapt"]["training"]["steps"] == 250000 and config["lapt"]["training"]["steps"] == 20
+    steps = {m.get("step") for m in config["finetune"]["models"].values()} - {None}
+    assert steps == {round(s * 20 / 250000) for s in {m.get("step") for m in paper["finetune"]["models"].values()}
+                     - {None}} and 2 in steps
+    check_config(config)  # which refuses a fine-tuned snapshot that its run does not keep
+    kept = {s for run in config["lapt"]["runs"].values() for s in run.get("snapshot_steps", [])}
+    assert steps - {0} <= kept
+
+
+def test_the_grid_cut_keeps_what_the_tables_and_zero_shot_need():
+    """UNKs: a target for each table's first column and two for Figure 2's scatter; the zero-shot source languages'
+    LAPT runs (the source-language adapters) stay."""
+    paper, config = rehearsed("configs/unks.yaml")
+    cfg = check_config(config)
+    assert len(cfg.target_names) < len(paper["targets"]) and "ka" in cfg.target_names
+    scatter = next(f for f in cfg.figures.values() if f.kind == "unk_scatter")
+    assert len(scatter.tasks) >= 2
+    sources = {s.language for s in cfg.zero_shot.sources.values()}
+    assert sources <= set(cfg.lapt.runs["madx"].targets)
+
+
+def test_a_config_without_the_section_is_left_as_it_is():
+    config = yaml.safe_load((REPO / "configs/focus.yaml").read_text())
+    assert shrink(copy.deepcopy(config)) == config
+
+
+def test_a_misspelled_key_is_named():
+    config = yaml.safe_load((REPO / "configs/focus.yaml").read_text())
+    config["rehearsal"] = {"step": 10}
+    with pytest.raises(Exception, match=r"rehearsal: unknown key\(s\) \['step'\]"):
+        shrink(config)
+
+
+def test_the_composite_plans_every_table_and_figure_of_every_paper():
+    config = yaml.safe_load((REPO / "configs/papers.yaml").read_text()) | copy.deepcopy(OVERLAY)
+    outputs = planned_outputs(config, str(REPO))
+    studies = {s for s, _, _ in outputs}
+    assert studies == {yaml.safe_load((REPO / f).read_text())["study"] for f in STUDIES}
+    for file in STUDIES:
+        study = yaml.safe_load((REPO / file).read_text())
+        for table in study.get("tables") or {}:
+            assert any(p.endswith(f"/{table}.md") for s, k, p in outputs if s == study["study"]), table
+
+
+# ------------------------------------------------------------------------------------------- the hub mirror
+def test_the_miniatures_cover_every_hub_resource_of_the_papers():
+    from vocab_transfer.miniatures.build import family, hub_resources
+
+    res = hub_resources(yaml.safe_load((REPO / "configs/papers.yaml").read_text()))
+    assert {"FacebookAI/xlm-roberta-base", "FacebookAI/roberta-base", "openai-community/gpt2",
+            "mistralai/Mistral-7B-v0.1", "google-bert/bert-base-multilingual-cased"} <= set(res.models)
+    assert [family(m) for m in ("FacebookAI/xlm-roberta-base", "FacebookAI/roberta-base", "openai-community/gpt2",
+                                "mistralai/Mistral-7B-v0.1", "dbmdz/bert-base-german-cased")] == [
+        ("xlm-roberta", "unigram"), ("roberta", "byte_level"), ("gpt2", "byte_level"), ("mistral", "bpe"),
+        ("bert", "wordpiece")]
+    assert set(res.corpora) == {"statmt/cc100", "oscar-corpus/OSCAR-2301", "allenai/c4", "wikimedia/wikipedia"}
+    assert ("data_dir", "de_meta") in res.corpora["oscar-corpus/OSCAR-2301"]
+    assert {s["loader"] for s in res.tasks.values()} >= {"wikiann", "xnli", "glue", "ud", "tydiqa_goldp"}
+    assert {"de", "en"} <= res.word_vectors and ("en", "de") in res.dictionaries
+    assert res.benchmarks["belebele_deu_Latn"] == "de"
+    with pytest.raises(ValueError, match="no miniature for this architecture"):
+        family("someone/t5-small")
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    monkeypatch.setenv(mirror.MIRROR_ENV, str(tmp_path / "hub"))
+    return tmp_path / "hub"
+
+
+def test_a_model_download_copies_its_files_from_the_mirror(hub, tmp_path):
+    """download_hub_model on a mirror: the repository's configs, tokenizer and safetensors, no other files, the
+    revision recorded as `mirror`; the miniature is a GPT-2 of the same tokenizer family, loadable as a source."""
+    from vocab_transfer.data.tokenizer import load_tokenizer, tokenizer_kind
+    from vocab_transfer.miniatures.build import write_model
+    from vocab_transfer.source_model import download_hub_model, load_source_model
+
+    repo = write_model(hub, "openai-community/gpt2", {"en"}, vocab_size=400)
+    (repo / "tf_model.h5").write_bytes(b"never fetched")
+    origin = download_hub_model("openai-community/gpt2", None, tmp_path / "gpt2")
+    assert origin["resolved_revision"] == mirror.COMMIT and "tf_model.h5" not in origin["files"]
+    assert "model.safetensors" in origin["files"] and json.loads((tmp_path / "gpt2/origin.json").read_text())
+    assert load_source_model(str(tmp_path / "gpt2")).config.model_type == "gpt2"
+    assert tokenizer_kind(load_tokenizer(str(tmp_path / "gpt2"))) == "byte_level"
+    with pytest.raises(FileNotFoundError, match="not in the hub mirror"):
+        download_hub_model("openai-community/gpt3", None, tmp_path / "gpt3")
+
+
+def test_a_url_download_copies_the_mirrors_file(hub, tmp_path):
+    from vocab_transfer.io import fetch_url, sha256_file
+    from vocab_transfer.miniatures.build import MUSE_URL, write_dictionary
+
+    copy_ = write_dictionary(hub, "en", "de", pairs=10)
+    url = MUSE_URL.format(slang="en", lang="de")
+    origin = fetch_url(url, tmp_path / "en-de.txt", log=lambda m: None)
+    partial = tmp_path / "en-de.txt.partial"
+    assert partial.read_bytes() == copy_.read_bytes() and origin["sha256"] == sha256_file(copy_)
+    assert origin["url"] == url and len(partial.read_text().splitlines()) == 10
+    with pytest.raises(FileNotFoundError, match="expected the file"):
+        fetch_url(MUSE_URL.format(slang="en", lang="xx"), tmp_path / "x.txt", log=lambda m: None)
+
+
+def test_hub_mirror_key_is_checked():
+    config = yaml.safe_load((REPO / "configs/focus.yaml").read_text())
+    config["hub_mirror"] = ""
+    with pytest.raises(ConfigError, match="hub_mirror"):
+        check_config(config)

@@ -1,0 +1,378 @@
+"""Miniatures of every hub resource a config names, written as a hub mirror (:mod:`vocab_transfer.mirror`), so that
+the config's real download rules, loaders and jobs run offline on them.
+
+:func:`hub_resources` reads what a config (a study, or a composite of studies) fetches from the hub, from the same
+plans the workflow builds; :func:`build_mirror` writes one miniature of each:
+
+- a model repository per hub model (sources, reference models, ``tokenizer.pretrained``): the same architecture as
+  the real one, a few thousand tokens of the same tokenizer family (XLM-R/CamemBERT: Unigram; BERT: WordPiece;
+  RoBERTa/GPT-2: byte-level BPE; Mistral/Llama: SentencePiece-style BPE with byte fallback), trained here on the
+  study's languages, and random weights of width 32 (:data:`FAMILIES`);
+- a dataset repository per hub corpus in its layout: CC100 (one line per row, empty rows between documents), OSCAR
+  23.01 (``<lang>_meta/*.jsonl`` rows with ``content`` and quality warnings), mC4 and Wikipedia (a config per
+  language, ``text`` rows), with a dataset card that picks the files as the hub's does;
+- task look-alikes in the hub's parquet-export layout (:mod:`.tasks`);
+- fastText ``cc.<lang>.300.bin.gz`` (trained here, 300 dimensions in name only) and MUSE dictionaries, under the URLs
+  the download rules fetch;
+- lm-eval tasks of the same names as the config's benchmarks, multiple choice on local files.
+
+Text comes from :mod:`.text`. Everything is seeded: the same config builds the same files.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace as W
+
+from . import text
+
+log = logging.getLogger(__name__)
+
+#: architecture of a hub model, from words of its id (first match): transformers model type, tokenizer family, and
+#: whether it is a decoder
+FAMILIES: list[tuple[str, str, str]] = [
+    ("xlm-roberta", "xlm-roberta", "unigram"),
+    ("camembert", "camembert", "unigram"),
+    ("flaubert", "flaubert", "wordpiece"),
+    ("roberta", "roberta", "byte_level"),
+    ("gpt2", "gpt2", "byte_level"),
+    ("mistral", "mistral", "bpe"),
+    ("llama", "llama", "bpe"),
+    ("bert", "bert", "wordpiece"),
+]
+WIDTH = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
+MUSE_URL = "https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt"
+CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz"
+
+
+@dataclass
+class Resources:
+    """What a config fetches from the hub: model repositories (id -> languages their tokenizer covers), corpora
+    (dataset id -> {config name or data_dir: language}), task specs, word-vector languages, dictionary pairs."""
+
+    models: dict[str, set[str]] = field(default_factory=dict)
+    corpora: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
+    tasks: dict[str, dict] = field(default_factory=dict)
+    word_vectors: set[str] = field(default_factory=set)
+    dictionaries: set[tuple[str, str]] = field(default_factory=set)
+    benchmarks: dict[str, str] = field(default_factory=dict)  # lm-eval task -> language
+
+
+def studies_of(config: dict) -> dict[str, dict]:
+    """The study configs of a config: a composite's (:func:`~vocab_transfer.workflow.studies.load_studies`), or
+    the config itself."""
+    from ..workflow.studies import load_studies
+
+    if "studies" in config:
+        return load_studies(copy.deepcopy(config))
+    return {config.get("study") or "": copy.deepcopy(config)}
+
+
+def hub_resources(config: dict) -> Resources:
+    """Every hub resource the studies of ``config`` fetch, read from their plans."""
+    from ..data.fetch import needs_fetch
+    from ..data.sources import hub_arguments
+    from ..workflow.studies import study_plan
+
+    out = Resources()
+    for study in studies_of(config).values():
+        plan = study_plan(study)
+        cfg, langs = plan.cfg, {c.language or name for name, c in plan.cfg.corpora.items()} | {"en"}
+        for s, source in cfg.sources.items():
+            if not source.pretrain and plan.source_model_dir(W(source=s)) == plan.paths.downloaded_model(s):
+                out.models.setdefault(source.model, set()).update(langs)
+        for model in cfg.finetune.models.values():
+            if model.pretrained and not os.path.isdir(model.pretrained):
+                out.models.setdefault(model.pretrained, set()).update(langs)
+        for repo in plan.hub_tokenizers.values():
+            out.models.setdefault(repo, set()).update(langs)
+        for name, corpus in plan.config["corpora"].items():
+            if needs_fetch(corpus):
+                args = hub_arguments(corpus)
+                key = ("data_dir", args["data_dir"]) if args.get("data_dir") else ("name", args.get("name") or "")
+                out.corpora.setdefault(args["path"], {})[key] = cfg.corpora[name].language or name
+        for t in plan.task_names:
+            entry = plan.task_entry(t)
+            spec = {"task": entry.task, **entry.dataset}
+            if not spec.get("data_files"):
+                out.tasks[json.dumps(spec, sort_keys=True)] = spec
+        out.word_vectors |= {lang for lang, v in cfg.word_vectors.items() if v.source == "fasttext_cc"}
+        out.dictionaries |= {(slang, lang) for slang, by in cfg.dictionaries.items()
+                             for lang, d in by.items() if d.source == "muse"}
+        if not cfg.eval.benchmarks.include_path:
+            for target, names in cfg.eval.benchmarks.tasks.items():
+                out.benchmarks |= {name: cfg.target_language(target) for name in names}
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- models
+def family(repo: str) -> tuple[str, str]:
+    """(transformers model type, tokenizer family) of hub model ``repo`` (:data:`FAMILIES`)."""
+    name = repo.lower()
+    for word, model_type, kind in FAMILIES:
+        if word in name:
+            return model_type, kind
+    raise ValueError(f"{repo}: no miniature for this architecture; known: {', '.join(w for w, *_ in FAMILIES)} "
+                     "(vocab_transfer.miniatures.build.FAMILIES)")
+
+
+def miniature_tokenizer(kind: str, texts: list[str], vocab_size: int):
+    """A tokenizer of family ``kind`` laid out like its usual model's, trained on ``texts``; ``byte_level_mlm`` is
+    RoBERTa's (byte-level BPE with ``<s> <pad> </s> <unk>`` first and ``<mask>``, ``<s> A </s>``)."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    from ..data.tokenizer import template_tokenizer, train_like, train_unigram_tokenizer
+
+    if kind == "unigram":
+        return train_unigram_tokenizer(texts, vocab_size, num_threads=1)
+    if kind != "byte_level_mlm":
+        return train_like(template_tokenizer(kind), texts, vocab_size)
+    specials = {"bos_token": "<s>", "pad_token": "<pad>", "eos_token": "</s>", "unk_token": "<unk>",
+                "mask_token": "<mask>"}
+    backend = Tokenizer(models.BPE(vocab={}, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials.values()])
+    backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0), trim_offsets=False)
+    return train_like(PreTrainedTokenizerFast(tokenizer_object=backend, **specials), texts, vocab_size)
+
+
+def model_config(model_type: str, tokenizer):
+    """A transformers config of ``model_type`` at the miniature's width, sized for ``tokenizer``."""
+    from transformers import AutoConfig
+
+    ids = {f"{k}_id": getattr(tokenizer, f"{k}_id") for k in ("pad_token", "bos_token", "eos_token")}
+    ids = {k: v for k, v in ids.items() if v is not None}
+    h, n, heads, inner = (WIDTH[k] for k in ("hidden_size", "num_layers", "num_heads", "intermediate_size"))
+    if model_type == "gpt2":
+        return AutoConfig.for_model("gpt2", vocab_size=len(tokenizer), n_embd=h, n_layer=n, n_head=heads,
+                                    n_positions=1024, **ids)
+    if model_type in ("mistral", "llama"):
+        return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), hidden_size=h, num_hidden_layers=n,
+                                    num_attention_heads=heads, num_key_value_heads=1, intermediate_size=inner,
+                                    max_position_embeddings=4096, tie_word_embeddings=False, **ids)
+    if model_type == "flaubert":
+        return AutoConfig.for_model("flaubert", vocab_size=len(tokenizer), emb_dim=h, n_layers=n, n_heads=heads,
+                                    max_position_embeddings=512, pad_index=tokenizer.pad_token_id,
+                                    unk_index=tokenizer.unk_token_id, mask_index=tokenizer.mask_token_id)
+    offset = 2 if model_type in ("xlm-roberta", "camembert", "roberta") else 0  # positions offset by pad id + 1
+    return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), hidden_size=h, num_hidden_layers=n,
+                                num_attention_heads=heads, intermediate_size=inner,
+                                max_position_embeddings=512 + offset, **ids)
+
+
+def write_model(root: Path, repo: str, languages: set[str], *, vocab_size: int = 3000, seed: int = 0) -> Path:
+    """A miniature of hub model ``repo`` in the mirror: tokenizer (trained on ``languages``), config, weights."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
+
+    from ..data.tokenizer import save_tokenizer
+
+    model_type, kind = family(repo)
+    if model_type in ("roberta",):
+        kind = "byte_level_mlm"
+    texts = [s for lang in sorted(languages) for s in text.sentences(lang, 1500, seed)]
+    tokenizer = miniature_tokenizer(kind, texts, vocab_size)
+    config = model_config(model_type, tokenizer)
+    torch.manual_seed(seed)
+    auto = AutoModelForCausalLM if model_type in ("gpt2", "mistral", "llama") else AutoModelForMaskedLM
+    model = auto.from_config(config)
+    out = root / repo
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    save_tokenizer(tokenizer, tmp)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- corpora
+def _documents(lang: str, n: int, seed: int) -> list[list[str]]:
+    """``n`` documents of 1-4 sentences."""
+    sents = text.sentences(lang, n * 3, seed)
+    out, i = [], 0
+    for d in range(n):
+        k = 1 + d % 4
+        out.append(sents[i:i + k])
+        i += k
+    return out
+
+
+def _jsonl(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_corpus(root: Path, repo: str, configs: dict[tuple[str, str], str], *, docs: int = 1500,
+                 seed: int = 0) -> Path:
+    """A hub dataset repository with one miniature corpus per config name (or ``data_dir``), rows as the hub corpus
+    of that repository has them, and a dataset card listing the configs."""
+    out = root / repo
+    cards = []
+    for (how, value), lang in sorted(configs.items()):
+        documents = _documents(lang, docs, seed)
+        if how == "data_dir":  # OSCAR 23.01: <lang>_meta/<lang>_meta_part_<k>.jsonl, rows {content, metadata}
+            half = len(documents) // 2
+            for part, chunk in enumerate((documents[:half], documents[half:]), 1):
+                _jsonl(out / value / f"{value}_part_{part}.jsonl",
+                       ({"content": "\n".join(d), "warc_headers": {"warc-record-id": f"{value}-{part}-{i}"},
+                         "metadata": {"quality_warnings": ["short_sentences"] if i % 50 == 7 else None}}
+                        for i, d in enumerate(chunk)))
+            continue
+        if "cc100" in repo:  # one line per row, an empty row after each document
+            rows = [{"id": str(i), "text": line} for i, line in
+                    enumerate(x for d in documents for x in (*d, ""))]
+        else:  # mC4 / Wikipedia: a document per row
+            rows = [{"id": f"{value}-{i}", "text": "\n".join(d), "url": f"https://example.org/{value}/{i}"}
+                    for i, d in enumerate(documents)]
+        half = len(rows) // 2
+        for part, chunk in enumerate((rows[:half], rows[half:])):
+            _jsonl(out / value / f"train-{part:05d}.jsonl", chunk)
+        cards.append(f"- config_name: {value}\n  data_files:\n  - split: train\n    path: {value}/train-*.jsonl\n")
+    if cards:
+        (out / "README.md").write_text("---\nconfigs:\n" + "".join(cards) + "---\n# a miniature for the rehearsal\n",
+                                       encoding="utf-8")
+    return out
+
+
+# ---------------------------------------------------------------------------------- word vectors, dictionaries
+def _url_file(root: Path, url: str) -> Path:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    path = root / "urls" / parts.netloc / parts.path.lstrip("/")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _train_vectors(corpus: str, out: str, dim: int) -> None:
+    import fasttext
+
+    fasttext.train_unsupervised(corpus, model="skipgram", dim=dim, minCount=2, epoch=3, thread=1, bucket=50000,
+                                lr=0.01, verbose=0).save_model(out)
+
+
+def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -> Path:
+    """fastText ``cc.<lang>.300.bin.gz`` trained on the language's text, in a process of its own: a second training
+    in one process may read what the first left in memory (vocab_transfer.memory), here even NaNs."""
+    import multiprocessing
+    import tempfile
+
+    path = _url_file(root, CC_URL.format(lang=lang))
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus, model = Path(tmp) / "text.txt", Path(tmp) / "cc.bin"
+        corpus.write_text("\n".join(text.sentences(lang, 4000, seed)), encoding="utf-8")
+        job = multiprocessing.get_context("spawn").Process(target=_train_vectors, args=(str(corpus), str(model), dim))
+        job.start()
+        job.join()
+        if job.exitcode:
+            raise RuntimeError(f"fastText on the {lang} miniature text failed (exit code {job.exitcode})")
+        with open(model, "rb") as f, gzip.GzipFile(path.with_name(path.name + ".tmp"), "wb", mtime=0) as g:
+            shutil.copyfileobj(f, g)
+    os.replace(path.with_name(path.name + ".tmp"), path)
+    return path
+
+
+def write_dictionary(root: Path, slang: str, lang: str, pairs: int = 1500) -> Path:
+    """A MUSE-style dictionary ``<slang>-<lang>.txt``: the languages' words paired by frequency rank."""
+    path = _url_file(root, MUSE_URL.format(slang=slang, lang=lang))
+    src, tgt = text.vocabulary(slang)[0], text.vocabulary(lang)[0]
+    path.write_text("".join(f"{s} {t}\n" for s, t in zip(src[:pairs], tgt[:pairs], strict=False)), encoding="utf-8")
+    return path
+
+
+BENCHMARK_YAML = """task: {name}
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{context}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: "{{{{label}}}}"
+target_delimiter: " "
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+  - metric: acc_norm
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0) -> Path:
+    """An lm-eval task ``name`` on local files (``<mirror>/lm_eval_tasks/``): ``n`` sentences of ``lang`` cut in
+    two, the choices the sentence's own second half and three others'."""
+    import random
+
+    from ..mirror import LM_EVAL_TASKS
+
+    folder = root / LM_EVAL_TASKS
+    folder.mkdir(parents=True, exist_ok=True)
+    halves = [(" ".join(w[:len(w) // 2]), " ".join(w[len(w) // 2:]))
+              for w in (s.split() for s in text.sentences(lang, n, seed, min_words=6, max_words=12))]
+    rng, rows = random.Random(seed), []
+    for i, (context, ending) in enumerate(halves):
+        others = [halves[j][1] for j in rng.sample([j for j in range(n) if j != i], 3)]
+        label = rng.randrange(4)
+        rows.append({"context": context, "choices": others[:label] + [ending] + others[label:], "label": label})
+    data = folder / f"{name}.jsonl"
+    _jsonl(data, rows)
+    (folder / f"{name}.yaml").write_text(BENCHMARK_YAML.format(name=name, data=data.resolve()), encoding="utf-8")
+    return folder / f"{name}.yaml"
+
+
+# ----------------------------------------------------------------------------------------------------- mirror
+def build_mirror(config: dict, root: str | Path, *, progress=print) -> dict:
+    """Write a miniature of every hub resource ``config`` names into the mirror ``root``; returns what was written
+    (also saved as ``<root>/rehearsal.json``). Existing miniatures are kept (delete the folder to rebuild)."""
+    from .tasks import write_task
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    res = hub_resources(config)
+    done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [], "dictionaries": [], "benchmarks": []}
+    steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors, res.dictionaries, res.benchmarks)))
+    step = 0
+
+    def note(kind, what):
+        nonlocal step
+        step += 1
+        done[kind].append(what)
+        progress(f"[{step}/{steps}] {kind}: {what}")
+
+    for repo, languages in sorted(res.models.items()):
+        if not (root / repo / "config.json").is_file():
+            write_model(root, repo, languages)
+        note("models", repo)
+    for repo, configs in sorted(res.corpora.items()):
+        write_corpus(root, repo, configs)
+        note("corpora", repo)
+    for key, spec in sorted(res.tasks.items()):
+        write_task(root, spec)
+        note("tasks", key)
+    for lang in sorted(res.word_vectors):
+        if not _url_file(root, CC_URL.format(lang=lang)).is_file():
+            write_word_vectors(root, lang)
+        note("word_vectors", lang)
+    for slang, lang in sorted(res.dictionaries):
+        write_dictionary(root, slang, lang)
+        note("dictionaries", f"{slang}-{lang}")
+    for name, lang in sorted(res.benchmarks.items()):
+        write_benchmark(root, name, lang)
+        note("benchmarks", name)
+    (root / "rehearsal.json").write_text(json.dumps(done, indent=1) + "\n", encoding="utf-8")
+    return done

@@ -1,0 +1,344 @@
+"""A config in miniature (``rehearsal:``, configs/overlays/rehearsal.yaml): the same DAG, every rule and every
+table and figure of it, at a size that one CPU machine runs to the end.
+
+:func:`shrink` rewrites a study config before it is checked; the grid (targets, methods, LAPT runs, tasks, models,
+tables, figures) stays, apart from the fine-tuning seeds. What shrinks, with the section's keys
+(:class:`~vocab_transfer.workflow.model.Rehearsal`):
+
+- LAPT: the main stage to ``steps`` optimizer steps; every other step count of the study (each run's own steps and
+  long phase, evaluation and checkpoint intervals, snapshot steps, fine-tuned snapshots, the steps of LAPT tables
+  and figures, training sequences) by the same factor, so that a snapshot at 10% of the run stays at 10%;
+- batches, sequence lengths and evaluation sizes of LAPT, fine-tuning, zero-shot training, init evaluation, probes
+  and benchmarks to ``batch_size`` / ``seq_len`` and a few batches; fine-tuning to one epoch; precision to the CPU's;
+  every trainer to one CPU thread and no GPU;
+- target tokenizers to ``vocab_size`` tokens (vocabulary extensions' ``top_tokens`` by the same share), fastText to
+  16 dimensions and one epoch, factorizations and refinements to a few dimensions and steps.
+
+It is idempotent: a study shrunk twice (the composite checks each study, then its module checks it again) is the
+study shrunk once.
+"""
+
+from __future__ import annotations
+
+import copy
+
+FASTTEXT = {"dim": 16, "epochs": 1, "threads": 1}
+FASTTEXT_MIN_COUNT = 2
+LAPT_EVAL_SEQUENCES = 8
+EVAL_SEQUENCES = 32
+EVAL_BATCH = 16
+PROBE = {"max_train": 64, "max_test": 32}
+BENCHMARK_LIMIT = 8
+HELDOUT_DOCS = 100
+RUNTIME_MIN = 20  # SLURM time limit of a shrunk trainer job (minutes)
+METHOD_LIMITS = {"dim": 16, "neural_steps": 20, "max_iter": 50, "tokens": 2000, "window": 20}
+DEP_MLP = {"arc_mlp_size": 32, "label_mlp_size": 16}
+
+
+def shrink(config: dict) -> dict:
+    """``config`` (a study's, as written) shrunk in place as its ``rehearsal`` section says; returned. A config
+    without the section is returned unchanged."""
+    spec = config.get("rehearsal")
+    if not spec:
+        return config
+    from .model import Rehearsal
+
+    r = Rehearsal.parse(spec, "rehearsal")
+    if r.targets is not None:
+        cut_grid(config, r.targets)
+    _tokenizers(config, r)
+    for key in ("fasttext", "word_fasttext"):
+        section = config.setdefault(key, {})
+        section.update(FASTTEXT)
+        section["min_count"] = min(section.get("min_count", FASTTEXT_MIN_COUNT), FASTTEXT_MIN_COUNT)
+    split = config.setdefault("corpus_split", {})
+    split["max_heldout_docs"] = min(split.get("max_heldout_docs", HELDOUT_DOCS), HELDOUT_DOCS)
+    _evaluation(config.setdefault("eval", {}), r)
+    scale = _lapt(config.get("lapt"), r)
+    _finetune(config.get("finetune"), r, scale)
+    _zero_shot(config.get("zero_shot"), r)
+    for table in (config.get("tables") or {}).values():
+        if table.get("steps"):
+            table["steps"] = _steps(table["steps"], scale)
+    for figure in (config.get("figures") or {}).values():
+        if figure.get("steps"):
+            figure["steps"] = _steps(figure["steps"], scale)
+        if figure.get("max_step") is not None:
+            figure["max_step"] = scale(figure["max_step"])
+    return config
+
+
+def _first_targets(cfg, n: int) -> list[str]:
+    """The targets a grid cut keeps: the first one each table and each figure of several languages or tasks reads (two
+    for a scatter of tasks), the first figure's of those drawn per language or task (the others go with their
+    language), then LAPT's and the init table's, up to ``n``."""
+    from .config import all_targets, task_target
+
+    targets = all_targets(cfg)
+    task_of = {t: task_target(cfg, t) for t in cfg.finetune.tasks}
+
+    def of_language(lang):
+        return lang if lang in targets else next((t for t in targets if cfg.target_language(t) == lang), None)
+
+    anchors = []
+    for table in cfg.tables.values():
+        tasks = table.tasks or [t for group in (table.groups or {}).values() for t in group] or list(task_of)
+        if table.kind == "finetune" and tasks:
+            anchors.append(task_of.get(tasks[0]))
+        elif table.languages:
+            anchors.append(of_language(table.languages[0]))
+        elif table.kind == "init":
+            anchors.append(cfg.target_names[0])
+    single = [f for f in cfg.figures.values() if f.task or f.language]  # one file per language: the first stays
+    for figure in [*single[:1], *(f for f in cfg.figures.values() if f not in single)]:
+        anchors += [task_of.get(t) for t in (figure.tasks or [])[:2]] + [task_of.get(figure.task)]
+        anchors += [of_language(lang) for lang in [figure.language, *(figure.languages or [])[:1]] if lang]
+    keep = [t for t in dict.fromkeys(anchors) if t]
+    for t in [*(cfg.lapt.targets or []), *targets]:
+        if len(keep) >= n:
+            break
+        keep += [t] if t not in keep else []
+    return keep
+
+
+def cut_grid(config: dict, n: int) -> None:
+    """Keep the grid of at most ``n`` targets (more where the tables and figures need them, :func:`_first_targets`):
+    every entry naming another target goes (targets, LAPT's, methods', tasks, models left without tasks, table columns,
+    figures of one cut task or language, figure languages, benchmarks, pretrained tokenizers)."""
+    from .config import check_config, task_target
+
+    cfg = check_config(copy.deepcopy(config))
+    # zero-shot source languages stay: their LAPT runs train the source side of every zero-shot cell
+    keep = _first_targets(cfg, n) + [s.language for s in cfg.zero_shot.sources.values()]
+    languages = set(keep) | {cfg.target_language(t) for t in keep}
+    config["targets"] = [t for t in config["targets"] if (t["name"] if isinstance(t, dict) else t) in keep]
+    lapt = config.get("lapt") or {}
+    if lapt.get("targets"):
+        lapt["targets"] = [t for t in lapt["targets"] if t in keep]
+    for entry in [*(lapt.get("runs") or {}).values(), *config["methods"].values()]:
+        if entry.get("targets"):
+            entry["targets"] = [t for t in entry["targets"] if t in keep]
+    ft = config.get("finetune") or {}
+    tasks = [t for t in cfg.finetune.tasks if task_target(cfg, t) in keep]
+    ft["tasks"] = {t: spec for t, spec in (ft.get("tasks") or {}).items() if t in tasks}
+    for name, model in list((ft.get("models") or {}).items()):
+        if model.get("tasks") is not None:
+            model["tasks"] = [t for t in model["tasks"] if t in tasks]
+            if not model["tasks"]:
+                del ft["models"][name]
+    models = set(ft.get("models") or ())
+    for table in (config.get("tables") or {}).values():
+        _cut_table(table, tasks, models, languages)
+    for name, figure in list((config.get("figures") or {}).items()):
+        if figure.get("task") and figure["task"] not in tasks or figure.get("language") and figure[
+                "language"] not in languages:
+            del config["figures"][name]  # a figure of a task or language cut (one file of a paper's figure)
+            continue
+        for key, kept in (("languages", languages), ("tasks", tasks)):
+            if figure.get(key):
+                figure[key] = [x for x in figure[key] if x in kept]
+        if figure.get("series"):
+            figure["series"] = {k: [m for m in v if m in models] for k, v in figure["series"].items()}
+    bench = (config.get("eval") or {}).get("benchmarks") or {}
+    if bench.get("tasks"):
+        bench["tasks"] = {t: v for t, v in bench["tasks"].items() if t in keep}
+    pretrained = (config.get("tokenizer") or {}).get("pretrained")
+    if isinstance(pretrained, dict):
+        config["tokenizer"]["pretrained"] = {t: v for t, v in pretrained.items() if t in keep}
+
+
+def _cut_table(table: dict, tasks: list[str], models: set[str], languages: set[str]) -> None:
+    """A table's columns and rows without the targets, tasks and models a grid cut removed."""
+    kind = table.get("kind", "finetune")
+    if table.get("languages"):
+        table["languages"] = [x for x in table["languages"] if x in languages]
+    if kind != "finetune":
+        if table.get("probes"):
+            table["probes"] = {k: [t for t in v if t in tasks] for k, v in table["probes"].items()}
+            table["probes"] = {k: v for k, v in table["probes"].items() if v}
+        return
+    if table.get("groups"):
+        table["groups"] = {k: [t for t in v if t in tasks] for k, v in table["groups"].items()}
+        table["groups"] = {k: v for k, v in table["groups"].items() if v}
+    if table.get("tasks"):
+        table["tasks"] = [t for t in table["tasks"] if t in tasks]
+    if table.get("rows"):
+        table["rows"] = [m for m in table["rows"] if m in models]
+    if table.get("grid"):
+        table["grid"]["rows"] = {k: [m if m in models else None for m in v] for k, v in table["grid"]["rows"].items()}
+
+
+def _steps(steps: list[int], scale) -> list[int]:
+    return list(dict.fromkeys(scale(s) for s in steps))
+
+
+def _tokenizers(config: dict, r) -> None:
+    tokenizer = config.setdefault("tokenizer", {})
+    written = tokenizer.get("vocab_size", r.vocab_size)
+    share = r.vocab_size / max(written, r.vocab_size)
+    tokenizer["vocab_size"] = min(written, r.vocab_size)
+    tokenizer["threads"] = 1
+    tokenizer.pop("max_docs", None)
+    for target in config.get("targets") or []:
+        if isinstance(target, dict) and "vocab_size" in target.get("tokenizer", {}):
+            target["tokenizer"]["vocab_size"] = min(target["tokenizer"]["vocab_size"], r.vocab_size)
+    for method in (config.get("methods") or {}).values():
+        if method.get("top_tokens"):
+            method["top_tokens"] = max(1, round(method["top_tokens"] * share))
+        for key, limit in METHOD_LIMITS.items():
+            if type(method.get(key)) is int:
+                method[key] = min(method[key], limit)
+
+
+def _evaluation(ev: dict, r) -> None:
+    ev["seq_len"] = min(ev.get("seq_len", r.seq_len), r.seq_len)
+    ev["max_sequences"] = min(ev.get("max_sequences", EVAL_SEQUENCES), EVAL_SEQUENCES)
+    ev["batch_size"] = min(ev.get("batch_size", EVAL_BATCH), EVAL_BATCH)
+    ev["gpus"] = 0
+    if "probe" in ev:
+        ev["probe"].update({k: min(ev["probe"].get(k) or v, v) for k, v in PROBE.items()})
+        ev["probe"]["seq_len"] = min(ev["probe"].get("seq_len", r.seq_len), r.seq_len)
+    bench = ev.get("benchmarks")
+    if bench:
+        bench["limit"] = min(bench.get("limit") or BENCHMARK_LIMIT, BENCHMARK_LIMIT)
+        bench["batch_size"] = min(bench.get("batch_size", r.batch_size), r.batch_size)
+
+
+def _lapt(lapt: dict | None, r):
+    """Shrink the LAPT section; return the step scaling of the study (step -> shrunk step)."""
+    if not lapt:
+        return lambda step: step
+    training = lapt.setdefault("training", {})
+    main = training.get("steps", 1000)
+    factor = min(1.0, r.steps / main)
+
+    def scale(step: int) -> int:
+        return round(step * factor)
+
+    for settings in (training, *(run for run in (lapt.get("runs") or {}).values())):
+        _lapt_settings(settings, r, scale, main=settings is training)
+    lapt.update(gpus=0, nodes=1, runtime_min=min(lapt.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    lapt.pop("launcher", None)
+    return scale
+
+
+def _lapt_settings(s: dict, r, scale, main: bool) -> None:
+    """LaptConfig keys (lapt.training, or a run's own) shrunk."""
+    for key in ("steps", "long_steps", "train_sequences"):
+        if s.get(key) or main and key == "steps":
+            s[key] = max(1, scale(s.get(key, 1000)))
+    for key in ("eval_every", "checkpoint_every"):
+        if key in s or main:
+            s[key] = max(1, scale(s.get(key, 100)))
+    if s.get("snapshot_steps"):
+        s["snapshot_steps"] = _steps(s["snapshot_steps"], scale)
+    for key, limit in (("batch_size", r.batch_size), ("micro_batch_size", r.batch_size),
+                       ("long_batch_size", r.batch_size), ("long_micro_batch_size", r.batch_size),
+                       ("seq_len", r.seq_len), ("long_seq_len", 2 * r.seq_len),
+                       ("eval_sequences", LAPT_EVAL_SEQUENCES)):
+        if s.get(key) is not None or main and key in ("batch_size", "seq_len", "eval_sequences"):
+            s[key] = min(s.get(key, limit), limit)
+    if main:
+        s["threads"] = 1
+    for key in ("precision", "compile", "distributed"):
+        s.pop(key, None)
+
+
+def _training(s: dict | None, r, everything: bool = False) -> dict:
+    """FinetuneConfig keys (fine-tuning or zero-shot, the section's or a task's own) shrunk; ``everything``: the
+    section's, which also sets what the trainers default."""
+    s = dict(s or {})
+    if "epochs" in s or everything:
+        s["epochs"] = min(s.get("epochs", 1), 1)
+    for key, limit in (("batch_size", r.batch_size), ("micro_batch_size", r.batch_size), ("seq_len", r.seq_len),
+                       ("eval_batch_size", EVAL_BATCH), ("doc_stride", r.seq_len // 4),
+                       ("max_answer_tokens", r.seq_len // 4), *DEP_MLP.items()):
+        if s.get(key) is not None or everything and key in ("batch_size", "seq_len", "eval_batch_size"):
+            s[key] = min(s.get(key, limit), limit)
+    if everything:
+        s["threads"] = 1
+    s.pop("precision", None)
+    return s
+
+
+def _finetune(ft: dict | None, r, scale) -> None:
+    if not ft:
+        return
+    ft["training"] = _training(ft.get("training"), r, everything=True)
+    for task in (ft.get("tasks") or {}).values():
+        if task.get("training"):
+            task["training"] = _training(task["training"], r)
+    for model in (ft.get("models") or {}).values():
+        if model.get("step") is not None:
+            model["step"] = scale(model["step"])
+        if model.get("steps"):
+            model["steps"] = _steps(model["steps"], scale)
+    if ft.get("seeds"):
+        ft["seeds"] = ft["seeds"][:r.seeds]
+    ft.update(gpus=0, runtime_min=min(ft.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    ft.pop("launcher", None)
+
+
+def _zero_shot(zs: dict | None, r) -> None:
+    if not zs:
+        return
+    zs["training"] = _training(zs.get("training"), r, everything=True)
+    for source in (zs.get("sources") or {}).values():
+        source["training"] = _training(source.get("training"), r)
+    for setup in (zs.get("setups") or {}).values():
+        setup["training"] = _training(setup.get("training"), r)
+        setup["task_training"] = {t: _training(s, r) for t, s in (setup.get("task_training") or {}).items()}
+    zs.update(gpus=0, runtime_min=min(zs.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    zs.pop("launcher", None)
+
+
+# ----------------------------------------------------------------------------------------------- the report
+def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]:
+    """(study, ``table`` or ``figure``, path) of every table and figure the config's ``all`` target plans: the
+    init table, the fine-tuning and benchmark tables, the paper tables, LAPT curves and embedding correlations,
+    the paper figures (as rule ``all`` of Snakefile lists them)."""
+    from .studies import load_studies, study_plan
+
+    studies = load_studies(copy.deepcopy(config), base) if "studies" in config else {
+        config.get("study") or "": shrink(copy.deepcopy(config))}
+    out = []
+    for name, study in studies.items():
+        plan = study_plan(study)
+        tables = [plan.paths.init_table("md"), *plan.finetune_outputs(), *plan.paper_table_outputs(),
+                  *plan.benchmark_outputs()]
+        out += [(name, "table", p) for p in tables] + [(name, "figure", p) for p in
+                                                       [*plan.lapt_outputs(), *plan.paper_figure_outputs()]]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vocab_transfer.workflow.rehearsal CONFIG...``: every table and figure the merged config files
+    plan, and whether it exists (in the working directory); exit status 1 if one is missing."""
+    import argparse
+    import os
+
+    import yaml
+    from snakemake.utils import update_config
+
+    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.rehearsal", description=main.__doc__)
+    parser.add_argument("configfiles", nargs="+", help="config files, merged in order as --configfile merges them")
+    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+                        help="the workflow's folder, where study config files are looked up (default: this checkout)")
+    args = parser.parse_args(argv)
+    config: dict = {}
+    for path in args.configfiles:
+        with open(path) as f:
+            update_config(config, yaml.safe_load(f) or {})
+    outputs = planned_outputs(config, args.base)
+    missing = [(s, k, p) for s, k, p in outputs if not os.path.exists(p)]
+    for study, kind, path in outputs:
+        print(f"{'ok     ' if os.path.exists(path) else 'MISSING'} {kind:6s} {study:26s} {path}")
+    by_kind = {k: sum(1 for _, kind, _ in outputs if kind == k) for k in ("table", "figure")}
+    made = {k: by_kind[k] - sum(1 for _, kind, _ in missing if kind == k) for k in by_kind}
+    print(f"tables: {made['table']} of {by_kind['table']} written; figures: {made['figure']} of {by_kind['figure']} "
+          f"written")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
