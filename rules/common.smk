@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
                                             expand_snapshot_models, fill_defaults)
 from vocab_transfer.workflow import paths
-from vocab_transfer.workflow.rehearsal import shrink
+from vocab_transfer.workflow.rehearsal import mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow import warm
 from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
@@ -41,9 +41,15 @@ if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT 
 # envs/vocab-transfer.yaml installs the package from this checkout by absolute path: Snakemake builds the
 # environment from a copy of the file in .snakemake/conda/, where a path relative to envs/ would miss.
 os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))
-# A hub mirror (config hub_mirror; vocab_transfer/mirror.py): every download job copies from it.
+# A hub mirror (config hub_mirror; vocab_transfer/mirror.py): every download job copies from it. Without one, the
+# downloads a mirror served (a rehearsal's miniatures) stop the run: their params are those of the real downloads.
 if config.get("hub_mirror"):
     os.environ[MIRROR_ENV] = os.path.abspath(config["hub_mirror"])
+elif not workflow.modifier.is_module and (mirrored := mirrored_downloads()):
+    raise WorkflowError(f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
+                        "without hub_mirror would take them for the real ones: remove them first (rm -r "
+                        f"{' '.join(shlex.quote(p) for p in mirrored[:20])}{' ...' if len(mirrored) > 20 else ''}), "
+                        "or rehearse in a directory of its own (scripts/rehearse.sh: rehearsal/)")
 # How to call this workflow again (a model card's "Reproduce", an artifact's rebuild hint): from the repository root
 # as the README does, else from anywhere (--snakefile, --directory and the config files as absolute paths).
 def rerun_words():

@@ -27,6 +27,8 @@ rule prepare_task:
 # fetched once; a local folder is used in place.
 rule download_reference_model:
     localrule: True
+    wildcard_constraints:
+        ftmodel=plan.reference_model_pattern(),
     output:
         model=directory(paths.reference_model("{ftmodel}")),
     params:

@@ -65,6 +65,8 @@ rule pretrain_source_model:
 
 rule download_source_model:
     localrule: True
+    wildcard_constraints:
+        source=plan.hub_source_pattern(),
     output:
         model=directory(paths.downloaded_model("{source}")),
     params:

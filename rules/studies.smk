@@ -6,6 +6,7 @@
 from vocab_transfer.workflow import warm
 from vocab_transfer.workflow.cluster import check_submission
 from vocab_transfer.workflow.config import ConfigError
+from vocab_transfer.workflow.rehearsal import mirrored_downloads
 from vocab_transfer.workflow.studies import check_shared, load_studies, study_plan
 
 
@@ -15,6 +16,11 @@ try:
     check_shared(STUDY_PLANS)
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
+# Without a hub mirror, the downloads one served stop the run (as rules/common.smk does for one config).
+if not any(study.get("hub_mirror") for study in STUDIES.values()) and (mirrored := mirrored_downloads()):
+    raise WorkflowError(f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
+                        f"without hub_mirror would take them for the real ones: remove them first ({mirrored[0]}, ...), "
+                        "or rehearse in a directory of its own (scripts/rehearse.sh: rehearsal/)")
 
 # The profile's per-rule settings (set-resources, set-threads: train_lapt's GPU partition) name the workflow's rules;
 # in the composite each rule is <study>_<rule>, so each study's copy gets its rule's settings (Snakemake 9.27's parsed

@@ -8,20 +8,23 @@
 #   --overlay FILE  the rehearsal overlay (default configs/overlays/rehearsal.yaml)
 #   --cpus N        CPUs the local SLURM node advertises (default 8: small jobs side by side on few cores)
 #   --local         run the jobs here (snakemake --cores all) instead of through SLURM
-# Needs root for SLURM (scripts/slurm/start.sh installs and starts it). Writes results/ in the repository root, as
-# the real run does, and reports the job count, the wall time and every table and figure planned against those
-# written (logs/rehearsal/report.txt). Exit status: nonzero if a job failed or a table or figure is missing.
+#   --directory DIR the working directory (default rehearsal/, ignored by git): its results/, resources/ and logs/
+#                   never meet a real run's, whose downloads have the same params as the mirror's miniatures
+# Needs root for SLURM (scripts/slurm/start.sh installs and starts it). Reports the job count, the wall time and every
+# table and figure planned against those written (DIR/logs/rehearsal/report.txt). Exit status: nonzero if a job
+# failed or a table or figure is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OVERLAY=configs/overlays/rehearsal.yaml CPUS=8 LOCAL=0 CONFIGS=() EXTRA=()
+OVERLAY=configs/overlays/rehearsal.yaml CPUS=8 LOCAL=0 WORKDIR=rehearsal CONFIGS=() EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --overlay) OVERLAY=$2; shift ;;
     --cpus) CPUS=$2; shift ;;
     --local) LOCAL=1 ;;
+    --directory) WORKDIR=$2; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) CONFIGS+=("$1") ;;
   esac
   shift
@@ -31,25 +34,30 @@ done
 [ -d .venv ] || bash scripts/setup_env.sh
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-mkdir -p logs/rehearsal
+REPO=$(pwd)
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$REPO/$1" ;; esac; }
+ABS=(); for c in "${CONFIGS[@]}"; do ABS+=("$(absolute "$c")"); done
+CONFIGS=("${ABS[@]}") OVERLAY=$(absolute "$OVERLAY")   # the working directory is another
+mkdir -p "$WORKDIR/logs/rehearsal"
+cd "$WORKDIR"
 say() { echo "[rehearse $(( SECONDS ))s] $*"; }
 
 say "miniatures of every hub resource the configs name (python -m vocab_transfer.miniatures)"
 python -m vocab_transfer.miniatures "${CONFIGS[@]}" "$OVERLAY" | tail -1
 
 if [ "$LOCAL" = 1 ]; then
-  RUN=(--cores all)
+  RUN=(--cores all --keep-going --rerun-incomplete)  # as the profile does
 else
-  bash scripts/slurm/start.sh --cpus "$CPUS"
+  bash "$REPO/scripts/slurm/start.sh" --cpus "$CPUS"
   PROFILE=logs/rehearsal/profile
-  python -c "from vocab_transfer.workflow.cluster import local_profile; local_profile('profiles/slurm/config.yaml', '$PROFILE', cpus=1, mem_mb=3000)"
+  python -c "from vocab_transfer.workflow.cluster import local_profile; local_profile('$REPO/profiles/slurm/config.yaml', '$PROFILE', cpus=1, mem_mb=3000)"
   RUN=(--profile "$PROFILE")
 fi
 
 say "snakemake ${RUN[*]} --configfile ${CONFIGS[*]} $OVERLAY ${EXTRA[*]}"
 START=$SECONDS
 set +e
-snakemake "${RUN[@]}" --configfile "${CONFIGS[@]}" "$OVERLAY" "${EXTRA[@]}" 2>&1 | tee logs/rehearsal/snakemake.log \
+snakemake --snakefile "$REPO/Snakefile" "${RUN[@]}" --configfile "${CONFIGS[@]}" "$OVERLAY" "${EXTRA[@]}" 2>&1 | tee logs/rehearsal/snakemake.log \
   | grep --line-buffered -E "steps \([0-9]+%\) done|^Error in rule|Nothing to be done"
 STATUS=${PIPESTATUS[0]}
 set -e
@@ -62,10 +70,10 @@ set +e
   echo "jobs: $(grep -oE '[0-9]+ of [0-9]+ steps' logs/rehearsal/snakemake.log | tail -1)"
   echo "failed jobs: $(grep -c '^Error in rule' logs/rehearsal/snakemake.log)"
   echo "wall time: ${WALL} s (snakemake exit status ${STATUS})"
-  python -m vocab_transfer.workflow.rehearsal "${CONFIGS[@]}" "$OVERLAY"
+  python -m vocab_transfer.workflow.rehearsal --base "$REPO" "${CONFIGS[@]}" "$OVERLAY"
 } > logs/rehearsal/report.txt
 REPORT=$?
 set -e
 grep -v "^ok " logs/rehearsal/report.txt
-say "report: logs/rehearsal/report.txt"
+say "report: $WORKDIR/logs/rehearsal/report.txt"
 [ "$STATUS" = 0 ] && [ "$REPORT" = 0 ]

@@ -16,4 +16,4 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 ruff check .
-python -m pytest -q "$@"
+python -m pytest -q --durations=15 "$@"

@@ -162,3 +162,55 @@ def test_hub_mirror_key_is_checked():
     config["hub_mirror"] = ""
     with pytest.raises(ConfigError, match="hub_mirror"):
         check_config(config)
+
+
+# ----------------------------------------------------------------------------- what the rehearsal found in the plans
+def test_a_setup_without_a_task_adapter_passes_none():
+    """The task adapter's defaults are filled into every zero-shot setup; only variant adapter's job gets them (the
+    trainer refuses adapter settings for full and fmt)."""
+    from types import SimpleNamespace as W
+
+    from vocab_transfer.workflow.studies import study_plan
+
+    plan = study_plan(yaml.safe_load((REPO / "configs/unks.yaml").read_text()))
+    variants = {name: s.variant for name, s in plan.cfg.zero_shot.setups.items()}
+    assert {"adapter", "full", "fmt"} <= set(variants.values())
+    for name, variant in variants.items():
+        adapter = json.loads(plan.source_task_adapter(W(setup=name)))
+        assert bool(adapter) == (variant == "adapter"), name
+
+
+def test_a_study_claims_only_its_own_downloads():
+    """In the composite, the first study's copy of a download rule builds a shared path: its wildcard must not match
+    a source or reference model that only another study defines (FOCUS's fine-tuning model `xlmr` is the source,
+    WECHSEL's a reference model named by hub id)."""
+    import re
+
+    from vocab_transfer.workflow.studies import study_plan
+
+    focus = study_plan(yaml.safe_load((REPO / "configs/focus.yaml").read_text()))
+    wechsel = study_plan(yaml.safe_load((REPO / "configs/wechsel.yaml").read_text()))
+    assert "xlmr" in focus.cfg.finetune.models and not re.fullmatch(focus.reference_model_pattern(), "xlmr")
+    assert re.fullmatch(wechsel.reference_model_pattern(), "xlmr")
+    assert re.fullmatch(focus.hub_source_pattern(), "xlmr") and not re.fullmatch(focus.hub_source_pattern(), "mbert")
+
+
+def test_a_run_without_the_mirror_refuses_what_the_mirror_served(tmp_path, monkeypatch):
+    """A download's params are the same from a mirror and from the hub: a run without hub_mirror in a directory where
+    a rehearsal ran would take the miniatures for the real models, corpora and task data, so it names them."""
+    from vocab_transfer.workflow import paths
+    from vocab_transfer.workflow.rehearsal import mirrored_downloads
+
+    monkeypatch.chdir(tmp_path)
+    for folder, record, data in [(paths.downloaded_model("xlmr"), "origin.json", {"resolved_revision": "mirror"}),
+                                 (paths.downloaded_model("gpt2"), "origin.json", {"resolved_revision": "a" * 40}),
+                                 (paths.downloaded_corpus("cc100-de"), "fetch.json", {"resolved_revision": "mirror"}),
+                                 (paths.task_data("de-xnli"), "origin.json", {"hub_mirror": "/x"})]:
+        Path(folder).mkdir(parents=True)
+        (Path(folder) / record).write_text(json.dumps(data))
+    vectors = Path(paths.cc_word_vectors("de"))
+    vectors.parent.mkdir(parents=True)
+    vectors.write_bytes(b"")
+    vectors.with_name(f".{vectors.name}.origin.json").write_text(json.dumps({"url": "u", "mirror": "/x/u"}))
+    assert mirrored_downloads() == [paths.downloaded_model("xlmr"), paths.downloaded_corpus("cc100-de"),
+                                    paths.task_data("de-xnli"), str(vectors)]

@@ -16,6 +16,7 @@ Without `sbatch` the tests skip, except under CI (env var CI set), where they fa
 and starts the cluster with scripts/slurm/install.sh and scripts/slurm/start.sh.
 """
 
+import json
 import os
 import re
 import shutil
@@ -287,3 +288,48 @@ def test_pipeline_jobs_run_through_sbatch_on_their_partition(tmp_path):
     assert (tmp_path / model / "model.safetensors").is_file()
     assert (tmp_path / "results/lapt/tiny/sw/focus/curve.parquet").is_file()
     assert (tmp_path / "results/tasks/he-ner/train.parquet").is_file()
+
+
+# One table of each paper, through SLURM with the shipped profile, on the miniatures of configs/overlays/rehearsal.yaml
+# (scripts/rehearse.sh runs them all): FOCUS Table 1 (CC100 corpora fetched from the hub mirror), WECHSEL Table 6
+# (aligned fastText vectors, a MUSE dictionary, the WECHSEL init of RoBERTa), UNKs Everywhere Table 1 (mBERT's
+# vocabulary on Wikipedia) and vocab-swap Table 9 (LAPT runs of a RoBERTa with a swapped vocabulary).
+REHEARSED_TABLES = {
+    "focus": "focus_table1", "wechsel": "wechsel_table6", "unks": "unks_table1",
+    "vocab_swap_frankenberta": "vocab_swap_table9",
+}
+CI_REHEARSAL = {"rehearsal": {"targets": 1, "steps": 4}}  # the overlay's grid cut further: one target per study
+
+
+def test_the_rehearsal_writes_a_table_of_each_paper_through_slurm(tmp_path):
+    """configs/papers.yaml with the rehearsal overlay, as the cluster runs it: the downloads read the hub mirror on
+    the login node (no job of a download rule reaches SLURM), every other job runs through sbatch on the partition the
+    shipped profile gives its rule, and each paper's table is written with its cells."""
+    require_local_cluster()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"),
+               str(tmp_path / "ci.yaml")]
+    (tmp_path / "ci.yaml").write_text(yaml.safe_dump(CI_REHEARSAL))
+    build = subprocess.run([sys.executable, "-m", "vocab_transfer.miniatures", *configs], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-3000:]
+    profile = shipped_profile(tmp_path / "profile")
+    tables = [f"results/{study}/tables/paper/{table}.md" for study, table in REHEARSED_TABLES.items()]
+    run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *tables,
+                          "--profile", str(profile), "--configfile", *configs], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=900)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-6000:]
+    partitions: dict[str, set[str]] = {}
+    for job_id in submitted_job_ids(log):
+        job = slurm_job(job_id)
+        assert job["JobState"] == "COMPLETED", job
+        partitions.setdefault(rule_of(job), set()).add(job["Partition"])
+    assert partitions["vocab_swap_frankenberta_train_lapt"] == {GPU_PARTITION}
+    assert partitions["focus_prepare_corpus"] == {CPU_PARTITION}
+    assert not [r for r in partitions if "download" in r]  # localrules: the login node fetches
+    for path in tables:
+        text = (tmp_path / path).read_text()
+        assert text.count("\n|") >= 3, text  # a header, its rule and at least one row of cells
+    origins = [json.loads(p.read_text()) for p in (tmp_path / "resources/models").glob("*/origin.json")]
+    assert origins and all(o["resolved_revision"] == "mirror" for o in origins), origins

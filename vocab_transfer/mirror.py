@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 MIRROR_ENV = "VOCAB_TRANSFER_HUB_MIRROR"
 LM_EVAL_TASKS = "lm_eval_tasks"
+ORIGIN_FILE = "origin.json"  # beside task data a mirror served: {"hub_mirror": <folder>}
 COMMIT = "mirror"  # the resolved revision recorded for what a mirror served
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import gzip
 import json
-import logging
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -33,10 +32,8 @@ from types import SimpleNamespace as W
 
 from . import text
 
-log = logging.getLogger(__name__)
-
-#: architecture of a hub model, from words of its id (first match): transformers model type, tokenizer family, and
-#: whether it is a decoder
+#: a hub model's miniature, from a word of its id (the first that matches): (word, transformers model type, tokenizer
+#: family); FlauBERT's BPE has no fast implementation, so its miniature has a WordPiece tokenizer
 FAMILIES: list[tuple[str, str, str]] = [
     ("xlm-roberta", "xlm-roberta", "unigram"),
     ("camembert", "camembert", "unigram"),

@@ -292,6 +292,35 @@ def _zero_shot(zs: dict | None, r) -> None:
     zs.pop("launcher", None)
 
 
+# ------------------------------------------------------------------------------------ mirrored downloads
+def mirrored_downloads() -> list[str]:
+    """The downloads in this working directory that a hub mirror served (their records say so): models, reference
+    models, tokenizers, corpora, word vectors, dictionaries, task data. A run without ``hub_mirror`` would take them
+    for the real ones, since a download's params are the same either way."""
+    import glob
+    import json
+    import os
+
+    from . import paths
+
+    found = []
+    for folder, record in [(paths.downloaded_model("*"), "origin.json"), (paths.reference_model("*"), "origin.json"),
+                           (paths.downloaded_tokenizer("*"), "origin.json"), (paths.downloaded_corpus("*"), "fetch.json"),
+                           (paths.task_data("*"), "origin.json")]:
+        for path in sorted(glob.glob(os.path.join(folder, record))):
+            with open(path) as f:
+                data = json.load(f)
+            if data.get("resolved_revision") == "mirror" or "hub_mirror" in data:
+                found.append(os.path.dirname(path))
+    for file in (paths.cc_word_vectors("*"), paths.muse_dictionary("*", "*")):
+        head, tail = os.path.split(file)
+        for path in sorted(glob.glob(os.path.join(head, f".{tail}.origin.json"))):
+            with open(path) as f:
+                if "mirror" in json.load(f):
+                    found.append(os.path.join(head, os.path.basename(path)[1:-len(".origin.json")]))
+    return found
+
+
 # ----------------------------------------------------------------------------------------------- the report
 def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]:
     """(study, ``table`` or ``figure``, path) of every table and figure the config's ``all`` target plans: the

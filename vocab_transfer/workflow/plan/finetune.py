@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from ..config import finetune_model_tasks
 from .base import PlanBase, canonical, hub_spec, shell_option
@@ -24,6 +25,13 @@ class FinetunePlan(PlanBase):
         by download_reference_model into resources/reference_models/."""
         ref = self.ft_models[wildcards.ftmodel].pretrained
         return ref if os.path.isdir(ref) else self.paths.reference_model(wildcards.ftmodel)
+
+    def reference_model_pattern(self) -> str:
+        """The ``ftmodel`` wildcard of rule download_reference_model: this config's reference models named by hub id,
+        so that in a composite a study's copy of the rule never claims another study's (a model of the same name that
+        is no reference model here; a pattern that matches nothing where there are none)."""
+        hub = [m for m, model in self.ft_models.items() if model.pretrained and not os.path.isdir(model.pretrained)]
+        return "|".join(re.escape(m) for m in hub) or "(?!)"
 
     def reference_hub_spec(self, wildcards):
         model = self.ft_models[wildcards.ftmodel]

@@ -3,6 +3,9 @@ recipe) or downloaded."""
 
 from __future__ import annotations
 
+import re
+from types import SimpleNamespace
+
 from .base import PlanBase, canonical, hub_spec
 
 
@@ -30,6 +33,14 @@ class SourcePlan(PlanBase):
 
     def source_pretrain_heldout(self, wildcards):
         return self.source_pretrain_shards(wildcards, split="heldout")
+
+    def hub_source_pattern(self) -> str:
+        """The ``source`` wildcard of rule download_source_model: this config's sources downloaded from the hub, so
+        that in a composite a study's copy of the rule never claims a source another study defines (a pattern that
+        matches nothing where there are none)."""
+        hub = [s for s in self.sources
+               if self.source_model_dir(SimpleNamespace(source=s)) == self.paths.downloaded_model(s)]
+        return "|".join(re.escape(s) for s in hub) or "(?!)"
 
     def source_hub_spec(self, wildcards):
         """``<hub id>`` or ``<hub id>@<revision>`` (hub ids have no ``@``): a param, so a new revision downloads again,

@@ -28,8 +28,10 @@ class ZeroShotPlan(PlanBase):
         return canonical(zero_shot_training(self.cfg, wildcards.setup, wildcards.srctask))
 
     def source_task_adapter(self, wildcards):
-        """The setup's task adapter as written (schema defaults filled in)."""
-        return canonical(self.config["zero_shot"]["setups"][wildcards.setup].get("adapter", {}))
+        """The setup's task adapter as written (schema defaults filled in); none for the variants without one (the
+        defaults are filled into every setup)."""
+        setup = self.config["zero_shot"]["setups"][wildcards.setup]
+        return canonical(setup.get("adapter", {}) if setup["variant"] == "adapter" else {})
 
     def source_task_variant(self, wildcards):
         return self.zs_setups[wildcards.setup].variant
