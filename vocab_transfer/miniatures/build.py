@@ -62,24 +62,27 @@ class Resources:
     benchmarks: dict[str, str] = field(default_factory=dict)  # lm-eval task -> language
 
 
-def studies_of(config: dict) -> dict[str, dict]:
-    """The study configs of a config: a composite's (:func:`~vocab_transfer.workflow.studies.load_studies`), or
-    the config itself."""
+CHECKOUT = Path(__file__).resolve().parents[2]  # where a composite's study files are looked up after the working dir
+
+
+def studies_of(config: dict, base: str | Path = CHECKOUT) -> dict[str, dict]:
+    """The study configs of a config: a composite's (:func:`~vocab_transfer.workflow.studies.load_studies`, study files
+    relative to the working directory or ``base``), or the config itself."""
     from ..workflow.studies import load_studies
 
     if "studies" in config:
-        return load_studies(copy.deepcopy(config))
+        return load_studies(copy.deepcopy(config), base)
     return {config.get("study") or "": copy.deepcopy(config)}
 
 
-def hub_resources(config: dict) -> Resources:
+def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
     """Every hub resource the studies of ``config`` fetch, read from their plans."""
     from ..data.fetch import needs_fetch
     from ..data.sources import hub_arguments
     from ..workflow.studies import study_plan
 
     out = Resources()
-    for study in studies_of(config).values():
+    for study in studies_of(config, base).values():
         plan = study_plan(study)
         cfg, langs = plan.cfg, {c.language or name for name, c in plan.cfg.corpora.items()} | {"en"}
         for s, source in cfg.sources.items():

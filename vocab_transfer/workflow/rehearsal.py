@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.rehearsal", description=main.__doc__)
     parser.add_argument("configfiles", nargs="+", help="config files, merged in order as --configfile merges them")
-    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                         help="the workflow's folder, where study config files are looked up (default: this checkout)")
     args = parser.parse_args(argv)
     config: dict = {}
