@@ -21,7 +21,6 @@ Text comes from :mod:`.text`. Everything is seeded: the same config builds the s
 
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 import os
@@ -65,21 +64,11 @@ class Resources:
 CHECKOUT = Path(__file__).resolve().parents[2]  # where a composite's study files are looked up after the working dir
 
 
-def studies_of(config: dict, base: str | Path = CHECKOUT) -> dict[str, dict]:
-    """The study configs of a config: a composite's (:func:`~vocab_transfer.workflow.studies.load_studies`, study files
-    relative to the working directory or ``base``), or the config itself."""
-    from ..workflow.studies import load_studies
-
-    if "studies" in config:
-        return load_studies(copy.deepcopy(config), base)
-    return {config.get("study") or "": copy.deepcopy(config)}
-
-
 def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
     """Every hub resource the studies of ``config`` fetch, read from their plans."""
     from ..data.fetch import needs_fetch
     from ..data.sources import hub_arguments
-    from ..workflow.studies import study_plan
+    from ..workflow.studies import studies_of, study_plan
 
     out = Resources()
     for study in studies_of(config, base).values():

@@ -326,12 +326,10 @@ def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]
     """(study, ``table`` or ``figure``, path) of every table and figure the config's ``all`` target plans: the
     init table, the fine-tuning and benchmark tables, the paper tables, LAPT curves and embedding correlations,
     the paper figures (as rule ``all`` of Snakefile lists them)."""
-    from .studies import load_studies, study_plan
+    from .studies import studies_of, study_plan
 
-    studies = load_studies(copy.deepcopy(config), base) if "studies" in config else {
-        config.get("study") or "": shrink(copy.deepcopy(config))}
     out = []
-    for name, study in studies.items():
+    for name, study in studies_of(config, base).items():
         plan = study_plan(study)
         tables = [plan.paths.init_table("md"), *plan.finetune_outputs(), *plan.paper_table_outputs(),
                   *plan.benchmark_outputs()]

@@ -61,6 +61,14 @@ def load_studies(config: dict, base: str | Path = ".") -> dict[str, dict]:
     return studies
 
 
+def studies_of(config: dict, base: str | Path = ".") -> dict[str, dict]:
+    """The study configs of a config by study name: a composite's (:func:`load_studies`), or the config itself, shrunk
+    as its ``rehearsal`` section says (as load_studies shrinks each study), under its ``study`` name ('' without)."""
+    if "studies" in config:
+        return load_studies(copy.deepcopy(config), base)
+    return {config.get("study") or "": shrink(copy.deepcopy(config))}
+
+
 def study_plan(study: dict):
     """The Plan of a study config as its module builds it (defaults filled in, snapshot models expanded), from a
     copy: the module gets the config as written."""
