@@ -3,16 +3,21 @@
 # their shards, task data, word vectors, dictionaries, downloads; vocab_transfer/workflow/paths.py: SHARED) is
 # planned once: the first study that names it builds it (ruleorder), after vocab_transfer/workflow/studies.py has
 # checked that every study means the same thing by it.
+import sys
+
 from vocab_transfer.workflow import warm
 from vocab_transfer.workflow.cluster import check_submission
 from vocab_transfer.workflow.config import ConfigError
 from vocab_transfer.workflow.rehearsal import mirrored_downloads
-from vocab_transfer.workflow.studies import check_shared, load_studies, study_plan
+from vocab_transfer.workflow.studies import check_shared, job_rules, load_studies, study_of_rule, study_plan
 
 
+# A job (Snakemake in a SLURM allocation, twice: --target-jobs <study>_<rule>:...) reads only its own study; the
+# run that planned it has read and checked them all.
+JOB_RULES = job_rules(sys.argv)
 try:
-    STUDIES = load_studies(config, workflow.basedir)
-    STUDY_PLANS = {name: study_plan(study) for name, study in STUDIES.items()}
+    STUDIES = load_studies(config, workflow.basedir, rules=JOB_RULES)
+    STUDY_PLANS = {} if JOB_RULES else {name: study_plan(study) for name, study in STUDIES.items()}
     check_shared(STUDY_PLANS)
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
@@ -38,13 +43,14 @@ for name, study in STUDIES.items():
 def study_rule(name):
     """(study, rule) of a rule of the composite: ``vocab_swap_frankenbert_train_lapt`` -> (``vocab_swap_frankenbert``,
     ``train_lapt``), the longest study name first; (None, name) for the composite's own rules."""
-    study = max((s for s in STUDIES if name.startswith(f"{s}_")), key=len, default=None)
+    study = study_of_rule(name, STUDIES)
     return (study, name[len(study) + 1:]) if study else (None, name)
 
 
 # A shared artifact any study could build is built by the first study that lists it.
-for rule_name in sorted({study_rule(r.name)[1] for r in workflow.rules if study_rule(r.name)[0]}):
-    workflow.ruleorder(*[f"{name}_{rule_name}" for name in STUDIES])
+if len(STUDIES) > 1:
+    for rule_name in sorted({study_rule(r.name)[1] for r in workflow.rules if study_rule(r.name)[0]}):
+        workflow.ruleorder(*[f"{name}_{rule_name}" for name in STUDIES])
 
 STUDY_OUTPUTS = [getattr(rules, f"{name}_all").input for name in STUDIES]
 

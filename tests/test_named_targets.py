@@ -21,7 +21,7 @@ from conftest import planned_job_counts
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.config import ConfigError, check_config, fill_defaults
 from vocab_transfer.workflow.plan import Plan
-from vocab_transfer.workflow.studies import check_shared, load_studies, study_plan
+from vocab_transfer.workflow.studies import check_shared, job_rules, load_studies, study_of_rule, study_plan
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -146,6 +146,22 @@ def test_composite_keys_besides_studies_go_into_every_study(tmp_path):
     assert [s["tokenizer"] for s in studies.values()] == [{"vocab_size": 350, "threads": 1}] * 2
     with pytest.raises(ConfigError, match=r"studies\[0\]: missing.yaml is not a file"):
         load_studies({"studies": ["missing.yaml"]}, tmp_path)
+
+
+def test_a_job_reads_only_its_own_study(tmp_path):
+    """Snakemake in a job (--target-jobs <study>_<rule>:...) merges and checks only that job's study: here study a is
+    broken and a job of study b still reads its own; the run that submits jobs reads and checks every study."""
+    broken = small(targets=["xx"])
+    composite = yaml.safe_load(write_studies(tmp_path, broken, small()).read_text())
+    job = ["python", "-m", "snakemake", "--snakefile", "Snakefile", "--target-jobs", "b_train_tokenizer:target=de",
+           "--allowed-rules", "b_train_tokenizer", "--cores", "all"]
+    assert job_rules(job) == {"b_train_tokenizer"} and job_rules(["snakemake", "-n"]) == set()
+    assert list(load_studies(composite, tmp_path, rules=job_rules(job))) == ["b"]
+    for rules in (None, {"all"}, {"a_train_tokenizer"}):  # the composite's own rules need every study
+        with pytest.raises(ConfigError, match=r"a.yaml \(study a\)"):
+            load_studies(composite, tmp_path, rules=rules)
+    assert study_of_rule("vocab_swap_frankenbert_finetune", ["vocab_swap", "vocab_swap_frankenbert"]) == \
+        "vocab_swap_frankenbert"
 
 
 @pytest.mark.slow

@@ -249,6 +249,11 @@ MORE_PLANS = {
     "papers": ("configs/papers.yaml", []),
     "rehearsal": (("configs/papers.yaml", "configs/overlays/rehearsal.yaml"), []),  # scripts/rehearse.sh
     "rehearsal-focus": (("configs/focus.yaml", "configs/overlays/rehearsal.yaml"), []),
+    # tests/test_slurm.py: a table of each paper through SLURM
+    "rehearsal-ci": (("configs/papers.yaml", "configs/overlays/rehearsal.yaml", "tests/data/rehearsal_ci.yaml"),
+                     ["results/focus/tables/paper/focus_table1.md", "results/wechsel/tables/paper/wechsel_table6.md",
+                      "results/unks/tables/paper/unks_table7.md",
+                      "results/vocab_swap_frankenberta/tables/paper/vocab_swap_table9.md"]),
 }
 COMPOSITES = {"papers"}  # configs/*.yaml that name studies rather than being one
 
@@ -582,6 +587,7 @@ DOC_COUNTS = [
     ("docs/cluster.md", "the composite plans {} jobs with the overlay ({} without)",
      lambda p: (p["rehearsal"].total, p["papers"].total)),
     ("docs/cluster.md", "`bash scripts/rehearse.sh configs/focus.yaml`, is {} jobs", lambda p: p["rehearsal-focus"].total),
+    ("docs/cluster.md", "every download on the login node, {} jobs", lambda p: p["rehearsal-ci"].total),
     ("docs/benchmarks.md", "instead of 19,650, for {} more jobs", lambda p: p["unks"].count("list_source_trainings")),
     ("docs/benchmarks.md", "With a fine-tuning job per seed, {} of focus's {} jobs and {} of wechsel's {} are "
                            "fine-tuning jobs",

@@ -290,22 +290,24 @@ def test_pipeline_jobs_run_through_sbatch_on_their_partition(tmp_path):
     assert (tmp_path / "results/tasks/he-ner/train.parquet").is_file()
 
 
-# The composite of every paper with the rehearsal overlay, through SLURM with the shipped profile, to FOCUS Table 1
-# (CC100 corpora fetched from the hub mirror on the login node, cleaned in SLURM jobs). scripts/rehearse.sh runs every
-# table; CI's time allows this one (a table of each paper took about 6 minutes here, 43 jobs).
-REHEARSED_TABLES = {"focus": "focus_table1"}
-CI_REHEARSAL = {"rehearsal": {"targets": 1, "steps": 4}}  # the overlay's grid cut further: one target per study
+# The composite of every paper with the rehearsal overlay, through SLURM with the shipped profile, to a table of each
+# paper, chosen among those with the fewest jobs: FOCUS Table 1 (corpus sizes), WECHSEL Table 6 (nearest tokens),
+# UNKs Everywhere Table 7 (longest overlapping subwords), vocab-swap Table 9 (LAPT losses). The hub resources come
+# from the mirror on the login node; scripts/rehearse.sh runs every table.
+REHEARSED_TABLES = {"focus": "focus_table1", "wechsel": "wechsel_table6", "unks": "unks_table7",
+                    "vocab_swap_frankenberta": "vocab_swap_table9"}
+CI_REHEARSAL = REPO / "tests/data/rehearsal_ci.yaml"  # the overlay's grid cut further: one target per study
 
 
-def test_the_rehearsal_writes_a_paper_table_through_slurm(tmp_path):
+def test_the_rehearsal_writes_a_table_of_each_paper_through_slurm(tmp_path):
     """configs/papers.yaml with the rehearsal overlay, as the cluster runs it: the downloads read the hub mirror on
-    the login node (no job of a download rule reaches SLURM), the other jobs run through sbatch on the partition the
-    shipped profile gives their rule, and the table is written with its cells."""
+    the login node (no job of a download or table rule reaches SLURM), the other jobs run through sbatch on the
+    partition the shipped profile gives their rule, and each paper's table is written with its cells."""
+    from vocab_transfer.workflow.studies import study_of_rule
+
     require_local_cluster()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"),
-               str(tmp_path / "ci.yaml")]
-    (tmp_path / "ci.yaml").write_text(yaml.safe_dump(CI_REHEARSAL))
+    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"), str(CI_REHEARSAL)]
     build = subprocess.run([sys.executable, "-m", "vocab_transfer.miniatures", *configs], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-3000:]
@@ -316,12 +318,21 @@ def test_the_rehearsal_writes_a_paper_table_through_slurm(tmp_path):
                          capture_output=True, text=True, timeout=900)
     log = run.stdout + run.stderr
     assert run.returncode == 0, log[-6000:]
+    gpu_rules = {rule for rule, res in yaml.safe_load(SHIPPED_PROFILE.read_text())["set-resources"].items()
+                 if res.get("slurm_partition") == "<gpu-partition>"}
     partitions: dict[str, set[str]] = {}
     for job_id in submitted_job_ids(log):
         job = slurm_job(job_id)
         assert job["JobState"] == "COMPLETED", job
         partitions.setdefault(rule_of(job), set()).add(job["Partition"])
-    assert partitions == {"focus_prepare_corpus": {CPU_PARTITION}}  # the downloads and the table: localrules
+    studies = [yaml.safe_load((REPO / f).read_text())["study"]
+               for f in yaml.safe_load((REPO / "configs/papers.yaml").read_text())["studies"]]
+    for rule, parts in partitions.items():
+        base = rule.removeprefix(f"{study_of_rule(rule, studies)}_")
+        assert not base.startswith(("download_", "make_paper_table")), rule  # localrules: on the login node
+        assert parts == {GPU_PARTITION if base in gpu_rules else CPU_PARTITION}, (rule, parts)
+    assert {"focus_prepare_corpus", "wechsel_init_embeddings", "unks_compute_overlap",
+            "vocab_swap_frankenberta_train_lapt"} <= set(partitions), sorted(partitions)
     for path in tables:
         text = (tmp_path / path).read_text()
         assert text.count("\n|") >= 3, text  # a header, its rule and at least one row of cells

@@ -11,6 +11,7 @@ given as ``meta``. No dependencies: it runs while Snakemake plans and in the tra
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -64,6 +65,13 @@ def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
     words, text = YAML_BOOLEAN_WORDS[value], str(value).lower()
     got = f"the key {text} is a YAML boolean" if key else f"got the YAML boolean {text}"
     return f'{where}: {got}; write {what} in quotes ("{words[0]}"): YAML reads {", ".join(words)} unquoted as {text}'
+
+
+@functools.cache
+def type_hints(obj, extras: bool = False) -> dict:
+    """``typing.get_type_hints`` of a class or function, resolved once: a composite config checks the same sections
+    thousands of times while Snakemake parses it, in every job."""
+    return typing.get_type_hints(obj, include_extras=extras)
 
 
 def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = NO_META):

@@ -302,26 +302,33 @@ metric_list:
 """
 
 
-def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0) -> Path:
-    """An lm-eval task ``name`` on local files (``<mirror>/lm_eval_tasks/``): ``n`` sentences of ``lang`` cut in
-    two, the choices the sentence's own second half and three others'."""
+def write_choice_task(folder: Path, name: str, halves: list[tuple[str, str]], *, data: str | None = None,
+                      seed: int = 0) -> Path:
+    """The lm-eval multiple-choice task ``name`` (``folder/name.yaml`` on ``folder/name.jsonl``): for each (context,
+    ending) of ``halves``, the choices are its own ending and three others', at a seeded position. ``data``: the
+    data file as the YAML names it (default: its absolute path; a relative one is read from the working directory)."""
     import random
 
-    from ..mirror import LM_EVAL_TASKS
-
-    folder = root / LM_EVAL_TASKS
-    folder.mkdir(parents=True, exist_ok=True)
-    halves = [(" ".join(w[:len(w) // 2]), " ".join(w[len(w) // 2:]))
-              for w in (s.split() for s in text.sentences(lang, n, seed, min_words=6, max_words=12))]
-    rng, rows = random.Random(seed), []
+    rng, rows, n = random.Random(seed), [], len(halves)
     for i, (context, ending) in enumerate(halves):
         others = [halves[j][1] for j in rng.sample([j for j in range(n) if j != i], 3)]
         label = rng.randrange(4)
         rows.append({"context": context, "choices": others[:label] + [ending] + others[label:], "label": label})
-    data = folder / f"{name}.jsonl"
-    _jsonl(data, rows)
-    (folder / f"{name}.yaml").write_text(BENCHMARK_YAML.format(name=name, data=data.resolve()), encoding="utf-8")
-    return folder / f"{name}.yaml"
+    path = Path(folder) / f"{name}.jsonl"
+    _jsonl(path, rows)
+    yaml_path = path.with_suffix(".yaml")
+    yaml_path.write_text(BENCHMARK_YAML.format(name=name, data=data or path.resolve()), encoding="utf-8")
+    return yaml_path
+
+
+def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0) -> Path:
+    """An lm-eval task ``name`` on local files (``<mirror>/lm_eval_tasks/``): ``n`` sentences of ``lang`` cut in
+    two (:func:`write_choice_task`)."""
+    from ..mirror import LM_EVAL_TASKS
+
+    halves = [(" ".join(w[:len(w) // 2]), " ".join(w[len(w) // 2:]))
+              for w in (s.split() for s in text.sentences(lang, n, seed, min_words=6, max_words=12))]
+    return write_choice_task(root / LM_EVAL_TASKS, name, halves, seed=seed)
 
 
 # ----------------------------------------------------------------------------------------------------- mirror

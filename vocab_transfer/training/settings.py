@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ..data.tasks import MRPC_LABELS, PAWSX_LABELS
-from ..typed import ModelError, check_value, default
+from ..typed import ModelError, check_value, default, type_hints
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
 ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # how zeroshot trains the source side (zeroshot.VARIANTS)
@@ -27,7 +27,7 @@ def _from_dict(cls, d: dict, what: str):
     unknown = set(d) - names
     if unknown:
         raise ValueError(f"{what}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     for key, value in d.items():
         try:
             check_value(hints[key], value, key)
@@ -45,7 +45,7 @@ def _type_name(hint) -> str:
 def check_choices(settings, what: str) -> None:
     """Every field of ``settings`` whose type is a ``Literal`` holds one of its values (a dataclass built in code,
     not from a config, is checked too), or ValueError naming ``what``, the key and the choices."""
-    for key, hint in typing.get_type_hints(type(settings)).items():
+    for key, hint in type_hints(type(settings)).items():
         if typing.get_origin(hint) is Literal and getattr(settings, key) not in typing.get_args(hint):
             raise ValueError(f"{what}: {key} must be {_type_name(hint)}, not {getattr(settings, key)!r}")
 

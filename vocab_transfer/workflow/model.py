@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -39,7 +38,7 @@ from ..training.settings import (
     FinetuneConfig,
     LaptConfig,
 )
-from ..typed import ModelError, Range, check_value, default, required
+from ..typed import ModelError, Range, check_value, default, required, type_hints
 from .paths import RESERVED
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
@@ -52,7 +51,7 @@ def check_parameters(fn, params: dict, where: str) -> None:
     keyword parameter without a default is given; :class:`ModelError` names the key."""
     import inspect
 
-    hints = typing.get_type_hints(fn, include_extras=True)
+    hints = type_hints(fn, True)
     for name, p in inspect.signature(fn).parameters.items():
         if p.kind != p.KEYWORD_ONLY or name == "seed":
             continue
@@ -125,7 +124,7 @@ class Section:
             return data
         if not isinstance(data, dict):
             raise ModelError(f"{where}: expected a mapping of {cls.__name__} keys, got {data!r}")
-        hints = typing.get_type_hints(cls)
+        hints = type_hints(cls)
         fields = {f.name: f for f in dataclasses.fields(cls)}
         keys = {n for n in fields if n != cls.EXTRA}
         unknown = [k for k in data if k not in keys]

@@ -21,6 +21,7 @@ study shrunk once.
 from __future__ import annotations
 
 import copy
+import json
 
 FASTTEXT = {"dim": 16, "epochs": 1, "threads": 1}
 FASTTEXT_MIN_COUNT = 2
@@ -35,11 +36,18 @@ METHOD_LIMITS = {"dim": 16, "neural_steps": 20, "max_iter": 50, "tokens": 2000, 
 DEP_MLP = {"arc_mlp_size": 32, "label_mlp_size": 16}
 
 
+_SHRUNK: set[str] = set()  # the configs shrink returned in this process
+
+
+def _key(config: dict) -> str:
+    return json.dumps(config, sort_keys=True, default=str)
+
+
 def shrink(config: dict) -> dict:
     """``config`` (a study's, as written) shrunk in place as its ``rehearsal`` section says; returned. A config
     without the section is returned unchanged."""
     spec = config.get("rehearsal")
-    if not spec:
+    if not spec or _key(config) in _SHRUNK:  # already shrunk: a composite shrinks each study, then its module again
         return config
     from .model import Rehearsal
 
@@ -65,6 +73,7 @@ def shrink(config: dict) -> dict:
             figure["steps"] = _steps(figure["steps"], scale)
         if figure.get("max_step") is not None:
             figure["max_step"] = scale(figure["max_step"])
+    _SHRUNK.add(_key(config))
     return config
 
 

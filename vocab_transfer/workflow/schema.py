@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from ..training.settings import AdapterConfig, FinetuneConfig, LaptConfig
+from ..typed import type_hints
 from .model import NAME, NAME_RULE, Config, Section
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
@@ -144,7 +145,7 @@ def field_schema(cls, f: dataclasses.Field, hint) -> dict:
 def section_schema(cls: type[Section]) -> dict:
     """A section's object schema: its fields as properties, the fields without a default required, unknown keys
     refused unless the section keeps them (``EXTRA``: a method's parameters, a LAPT run's settings)."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = type_hints(cls, True)
     fields = [f for f in dataclasses.fields(cls) if f.name != cls.EXTRA]
     node: dict[str, Any] = {"type": "object"}
     if _doc(cls):
@@ -167,7 +168,7 @@ def settings_schema(cls) -> dict:
     """The keys a trainer's settings dataclass takes (:mod:`vocab_transfer.training.settings`), each with its type,
     default and description. Open, except an adapter's: a LAPT run adds its own keys to LaptConfig's, and the
     dataclasses name an unknown key with the list of known ones."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = type_hints(cls, True)
     props = {}
     for f in dataclasses.fields(cls):
         props[f.name] = field_schema(cls, f, hints[f.name])
@@ -182,7 +183,7 @@ def fill_defaults(config: dict, cls=Config, here: bool = True) -> dict:
     section, mapping of sections and trainer's settings it holds (a section filled in as ``{}`` gets its own
     defaults). ``here=False`` fills only inside the keys given: a LAPT run's own settings keys replace
     ``lapt.training``'s, so a run gets no defaults of them (an ``adapter`` it gives is filled in)."""
-    hints = typing.get_type_hints(cls, include_extras=True)
+    hints = type_hints(cls, True)
     for f in dataclasses.fields(cls):
         if f.name == getattr(cls, "EXTRA", None):
             if "settings" in f.metadata:

@@ -26,10 +26,11 @@ from .plan.base import canonical
 from .rehearsal import shrink
 
 
-def load_studies(config: dict, base: str | Path = ".") -> dict[str, dict]:
+def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = None) -> dict[str, dict]:
     """The study configs of a composite ``config`` by study name, each merged with the composite's other keys and
     checked; :class:`ConfigError` names the file and key. A relative file name is looked up in the working
-    directory, then in ``base`` (the workflow's folder: ``configs/focus.yaml`` from a run elsewhere)."""
+    directory, then in ``base`` (the workflow's folder: ``configs/focus.yaml`` from a run elsewhere). ``rules``
+    (a job's rules, ``<study>_<rule>``): only the studies they belong to are merged and checked."""
     from snakemake.utils import update_config  # lazy: the workflow has imported Snakemake, tests need not
 
     files = config.get("studies")
@@ -42,7 +43,7 @@ def load_studies(config: dict, base: str | Path = ".") -> dict[str, dict]:
         if not path.is_file():
             raise ConfigError(f"studies[{i}]: {file} is not a file (in the working directory or {base})")
         with open(path) as f:
-            study = yaml.safe_load(f)
+            study = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 10x faster
         if not isinstance(study, dict):
             raise ConfigError(f"studies[{i}]: {file} is not a YAML mapping")
         name = study.get("study")
@@ -51,14 +52,38 @@ def load_studies(config: dict, base: str | Path = ".") -> dict[str, dict]:
                               "artifacts live in)")
         if name in studies:
             raise ConfigError(f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
+        studies[name] = study
+    wanted = {study_of_rule(rule, studies) for rule in rules or ()}
+    wanted = set(studies) if not wanted or None in wanted else wanted  # the composite's own rules need all
+    for file, (name, study) in zip(files, list(studies.items()), strict=True):
+        if name not in wanted:
+            del studies[name]
+            continue
         update_config(study, copy.deepcopy(overlay))  # Snakemake's own merge of a second --configfile
         try:
             shrink(study)  # a rehearsal (vocab_transfer.workflow.rehearsal)
             check_config(study)
         except ConfigError as e:
             raise ConfigError(f"{file} (study {name}): {e}") from None
-        studies[name] = study
     return studies
+
+
+def job_rules(argv: list[str]) -> set[str]:
+    """The rules of the ``--target-jobs <rule>:<wildcards> ...`` on a Snakemake command line: the command a job runs
+    (the run that submits it has them only in its DAG, set after the workflow is read)."""
+    rules, taking = set(), False
+    for arg in argv:
+        if arg.startswith("-"):
+            taking = arg == "--target-jobs"
+        elif taking:
+            rules.add(arg.split(":", 1)[0])
+    return rules
+
+
+def study_of_rule(rule: str, studies) -> str | None:
+    """The study of a composite's rule ``<study>_<rule>`` (the longest study name that fits: ``vocab_swap_frankenbert``
+    before ``vocab_swap``), or None for the composite's own rules."""
+    return max((s for s in studies if rule.startswith(f"{s}_")), key=len, default=None)
 
 
 def studies_of(config: dict, base: str | Path = ".") -> dict[str, dict]:
