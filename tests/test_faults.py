@@ -214,7 +214,7 @@ def test_a_second_snakemake_on_the_same_directory_is_refused(tmp_path):
     built beforehand, so that the second plans the same job and meets the lock (a running job whose output folder
     already exists would be refused earlier, as incomplete)."""
     config = yaml.safe_load(TINY.read_text())
-    config["sources"]["tiny"]["pretrain"]["training"].update(steps=6000, eval_every=3000)  # about 30 s on one core
+    config["sources"]["tiny"]["pretrain"]["training"].update(steps=4000, eval_every=2000)  # about 20 s on one core
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     target = "results/source/tiny/model"
     cmd = [*SNAKEMAKE, target, "--cores", "1", "--configfile", "config.yaml"]

@@ -19,6 +19,7 @@ and starts the cluster with scripts/slurm/install.sh and scripts/slurm/start.sh.
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -153,8 +154,43 @@ def environment_record(path: Path) -> dict[str, str]:
     return dict(field.split("=", 1) for field in path.read_text().split())
 
 
+# The composite of every paper with the rehearsal overlay, through SLURM with the shipped profile, to a table of each
+# paper, chosen among those with the fewest jobs: FOCUS Table 1 (corpus sizes), WECHSEL Table 6 (nearest tokens),
+# UNKs Everywhere Table 7 (longest overlapping subwords), vocab-swap Table 9 (LAPT losses). The hub resources come
+# from the mirror on the login node; scripts/rehearse.sh runs every table.
+REHEARSED_TABLES = {"focus": "focus_table1", "wechsel": "wechsel_table6", "unks": "unks_table7",
+                    "vocab_swap_frankenberta": "vocab_swap_table9"}
+CI_REHEARSAL = REPO / "tests/data/rehearsal_ci.yaml"  # the overlay's grid cut further: one target per study
+
+
+def rehearsal_tables() -> list[str]:
+    return [f"results/{study}/tables/paper/{table}.md" for study, table in REHEARSED_TABLES.items()]
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Run]:
+def rehearsal(tmp_path_factory):
+    """The rehearsal of test_the_rehearsal_writes_a_table_of_each_paper_through_slurm, started before the runs below:
+    it builds the mirror and its jobs use the CPUs while theirs wait for SLURM's time limit and signal (yields the
+    working directory, the process and its log)."""
+    require_local_cluster()
+    workdir = tmp_path_factory.mktemp("rehearsal")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"), str(CI_REHEARSAL)]
+    build = [sys.executable, "-m", "vocab_transfer.miniatures", *configs]
+    run = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *rehearsal_tables(),
+           "--profile", str(shipped_profile(workdir / "profile")), "--configfile", *configs]
+    log_path = workdir / "rehearsal.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(["bash", "-c", f"{shlex.join(build)} && {shlex.join(run)}"], cwd=workdir, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
+    yield workdir, proc, log_path
+    if proc.poll() is None:  # a test before the rehearsal's failed the module
+        wait_for(proc, time.monotonic())
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, rehearsal) -> dict[str, Run]:
+    """The runs of tests/slurm/Snakefile, side by side (after the rehearsal has started: see there)."""
     require_local_cluster()
     root = tmp_path_factory.mktemp("slurm")
     arguments = {  # the slow ones first, so they get a CPU at once
@@ -290,34 +326,16 @@ def test_pipeline_jobs_run_through_sbatch_on_their_partition(tmp_path):
     assert (tmp_path / "results/tasks/he-ner/train.parquet").is_file()
 
 
-# The composite of every paper with the rehearsal overlay, through SLURM with the shipped profile, to a table of each
-# paper, chosen among those with the fewest jobs: FOCUS Table 1 (corpus sizes), WECHSEL Table 6 (nearest tokens),
-# UNKs Everywhere Table 7 (longest overlapping subwords), vocab-swap Table 9 (LAPT losses). The hub resources come
-# from the mirror on the login node; scripts/rehearse.sh runs every table.
-REHEARSED_TABLES = {"focus": "focus_table1", "wechsel": "wechsel_table6", "unks": "unks_table7",
-                    "vocab_swap_frankenberta": "vocab_swap_table9"}
-CI_REHEARSAL = REPO / "tests/data/rehearsal_ci.yaml"  # the overlay's grid cut further: one target per study
-
-
-def test_the_rehearsal_writes_a_table_of_each_paper_through_slurm(tmp_path):
+def test_the_rehearsal_writes_a_table_of_each_paper_through_slurm(rehearsal):
     """configs/papers.yaml with the rehearsal overlay, as the cluster runs it: the downloads read the hub mirror on
     the login node (no job of a download or table rule reaches SLURM), the other jobs run through sbatch on the
     partition the shipped profile gives their rule, and each paper's table is written with its cells."""
     from vocab_transfer.workflow.studies import study_of_rule
 
-    require_local_cluster()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"), str(CI_REHEARSAL)]
-    build = subprocess.run([sys.executable, "-m", "vocab_transfer.miniatures", *configs], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=300)
-    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-3000:]
-    profile = shipped_profile(tmp_path / "profile")
-    tables = [f"results/{study}/tables/paper/{table}.md" for study, table in REHEARSED_TABLES.items()]
-    run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *tables,
-                          "--profile", str(profile), "--configfile", *configs], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=900)
-    log = run.stdout + run.stderr
-    assert run.returncode == 0, log[-6000:]
+    workdir, proc, log_path = rehearsal
+    returncode = wait_for(proc, time.monotonic() + 900)
+    log = log_path.read_text()
+    assert returncode == 0, log[-6000:]
     gpu_rules = {rule for rule, res in yaml.safe_load(SHIPPED_PROFILE.read_text())["set-resources"].items()
                  if res.get("slurm_partition") == "<gpu-partition>"}
     partitions: dict[str, set[str]] = {}
@@ -333,8 +351,8 @@ def test_the_rehearsal_writes_a_table_of_each_paper_through_slurm(tmp_path):
         assert parts == {GPU_PARTITION if base in gpu_rules else CPU_PARTITION}, (rule, parts)
     assert {"focus_prepare_corpus", "wechsel_init_embeddings", "unks_compute_overlap",
             "vocab_swap_frankenberta_train_lapt"} <= set(partitions), sorted(partitions)
-    for path in tables:
-        text = (tmp_path / path).read_text()
+    for path in rehearsal_tables():
+        text = (workdir / path).read_text()
         assert text.count("\n|") >= 3, text  # a header, its rule and at least one row of cells
-    fetched = json.loads((tmp_path / "resources/corpora/cc100-de/fetch.json").read_text())
+    fetched = json.loads((workdir / "resources/corpora/cc100-de/fetch.json").read_text())
     assert fetched["repo"] == "statmt/cc100" and fetched["resolved_revision"] == "mirror", fetched
