@@ -61,7 +61,7 @@ onstart:
     executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
     if not executor.endswith("jobstep"):
         jobs = [(study_rule(job.rule.name)[1], dict(job.resources)) for job in workflow.dag.needrun_jobs()]
-        nodes = max(p.cfg.lapt.nodes for p in STUDY_PLANS.values())
+        nodes = max((p.cfg.lapt.nodes for p in STUDY_PLANS.values()), default=1)  # none in a job
         problems = check_submission(executor, jobs, lapt_nodes=nodes)
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
