@@ -157,6 +157,33 @@ def test_a_url_download_copies_the_mirrors_file(hub, tmp_path):
         fetch_url(MUSE_URL.format(slang="en", lang="xx"), tmp_path / "x.txt", log=lambda m: None)
 
 
+def test_a_second_build_keeps_what_is_unchanged_and_rewrites_the_rest(tmp_path, monkeypatch):
+    from vocab_transfer.miniatures import build
+
+    res = build.Resources(corpora={"statmt/cc100": {("name", "de"): "de"}}, tasks={},
+                          dictionaries={("en", "de")}, benchmarks={"mini_de": "de"})
+    monkeypatch.setattr(build, "hub_resources", lambda config: res)
+    card, muse = tmp_path / "statmt/cc100/README.md", tmp_path / "urls/dl.fbaipublicfiles.com/arrival/dictionaries"
+
+    def rebuild() -> tuple[str, dict]:
+        lines = []
+        done = build.build_mirror({}, tmp_path, progress=lines.append)
+        assert done == json.loads((tmp_path / "rehearsal.json").read_text())["made"]
+        return lines[-1], {f: f.stat().st_mtime_ns for f in tmp_path.rglob("*") if f.name != "rehearsal.json"}
+
+    assert rebuild()[0] == "0 of 3 miniatures kept from an earlier build" and card.is_file()
+    last, stamps = rebuild()
+    assert last == "3 of 3 miniatures kept from an earlier build"
+    assert stamps == {f: f.stat().st_mtime_ns for f in stamps}  # nothing rewritten
+    res.corpora["statmt/cc100"] = {("name", "sw"): "sw"}  # a config the mirror lacks: written with the one it had
+    (muse / "en-de.txt").unlink()  # a file gone: written again
+    assert rebuild()[0] == "1 of 3 miniatures kept from an earlier build"
+    assert "config_name: sw" in card.read_text() and "config_name: de" in card.read_text()
+    assert (muse / "en-de.txt").is_file()
+    res.corpora["statmt/cc100"] = {("name", "de"): "de"}  # covered by what the mirror has: kept
+    assert rebuild()[0] == "3 of 3 miniatures kept from an earlier build" and "config_name: sw" in card.read_text()
+
+
 def test_hub_mirror_key_is_checked():
     config = yaml.safe_load((REPO / "configs/focus.yaml").read_text())
     config["hub_mirror"] = ""

@@ -3,7 +3,8 @@
     python -m vocab_transfer.miniatures configs/papers.yaml configs/overlays/rehearsal.yaml [--out FOLDER]
 
 The config files merge as Snakemake's ``--configfile`` merges them; ``--out`` defaults to the config's
-``hub_mirror``. Models and word vectors already there are kept (delete the folder to rebuild them)."""
+``hub_mirror``. A miniature already there that covers what the config needs is kept (``<mirror>/rehearsal.json``;
+delete the folder to rebuild everything)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("no --out and no hub_mirror in the config")
     start = time.perf_counter()
     done = build_mirror(config, out, progress=lambda m: print(m, flush=True))
-    print(f"wrote {sum(map(len, done.values()))} miniatures to {out} in {time.perf_counter() - start:.0f} s "
+    print(f"{sum(map(len, done.values()))} miniatures in {out} in {time.perf_counter() - start:.0f} s "
           f"({', '.join(f'{len(v)} {k}' for k, v in done.items())})")
     return 0
 

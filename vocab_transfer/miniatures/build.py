@@ -26,6 +26,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace as W
 
@@ -333,42 +334,75 @@ def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0
 
 # ----------------------------------------------------------------------------------------------------- mirror
 def build_mirror(config: dict, root: str | Path, *, progress=print) -> dict:
-    """Write a miniature of every hub resource ``config`` names into the mirror ``root``; returns what was written
-    (also saved as ``<root>/rehearsal.json``). Existing miniatures are kept (delete the folder to rebuild)."""
+    """Write a miniature of every hub resource ``config`` names into the mirror ``root``; returns what it holds, by
+    kind. ``<root>/rehearsal.json`` records each miniature's spec and files, and a miniature whose files are all
+    there is kept if its spec is unchanged or, for a model's languages and a corpus's configs, covers what
+    ``config`` needs; one that does not cover them is written again for both, so that configs sharing a mirror
+    do not rewrite each other's miniatures (delete the folder to rebuild everything)."""
     from .tasks import write_task
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
+    manifest = root / "rehearsal.json"
+    before = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}) if manifest.is_file() else {}
     res = hub_resources(config)
     done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [], "dictionaries": [], "benchmarks": []}
+    files: dict[str, dict] = {}
     steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors, res.dictionaries, res.benchmarks)))
-    step = 0
+    kept = 0
 
-    def note(kind, what):
-        nonlocal step
-        step += 1
-        done[kind].append(what)
-        progress(f"[{step}/{steps}] {kind}: {what}")
+    def build(kind: str, key: str, spec, write, *, there: Path | None = None, grows: bool = False) -> None:
+        """Keep miniature ``key`` of ``kind`` as the manifest has it, or write it with ``write(spec)`` (its paths).
+        ``grows``: ``spec`` is a list, and a recorded superset covers it. ``there``: a file that stands for the
+        miniature where the manifest has no entry for it (a model or word vectors, slow to make)."""
+        nonlocal kept
+        spec, entry = json.loads(json.dumps(spec, sort_keys=True)), before.get(f"{kind}:{key}")
+        if entry is None and there is not None and there.exists():
+            entry = {"spec": spec, "files": [str(there.relative_to(root))]}
+        whole = bool(entry and entry["files"] and all((root / f).exists() for f in entry["files"]))
+        if whole and (entry["spec"] == spec or grows and {json.dumps(x) for x in spec} <= {json.dumps(x) for x
+                                                                                           in entry["spec"]}):
+            files[f"{kind}:{key}"], kept, how = entry, kept + 1, "kept"
+        else:
+            if grows and whole:  # what the mirror had, and what config needs
+                spec = sorted({json.dumps(x): x for x in entry["spec"] + spec}.values())
+            paths = write(spec)
+            paths = [paths] if isinstance(paths, (str, Path)) else paths
+            files[f"{kind}:{key}"] = {"spec": spec, "files": [str(Path(x).relative_to(root)) for x in paths]}
+            how = "written"
+        done[kind].append(key)
+        progress(f"[{sum(map(len, done.values()))}/{steps}] {kind}: {key} ({how})")
 
     for repo, languages in sorted(res.models.items()):
-        if not (root / repo / "config.json").is_file():
-            write_model(root, repo, languages)
-        note("models", repo)
+        build("models", repo, sorted(languages), partial(write_model, root, repo), there=root / repo / "config.json",
+              grows=True)
     for repo, configs in sorted(res.corpora.items()):
-        write_corpus(root, repo, configs)
-        note("corpora", repo)
+        build("corpora", repo, sorted([*k, lang] for k, lang in configs.items()), partial(_corpus, root, repo),
+              grows=True)
     for key, spec in sorted(res.tasks.items()):
-        write_task(root, spec)
-        note("tasks", key)
+        build("tasks", key, spec, partial(write_task, root))
     for lang in sorted(res.word_vectors):
-        if not _url_file(root, CC_URL.format(lang=lang)).is_file():
-            write_word_vectors(root, lang)
-        note("word_vectors", lang)
+        build("word_vectors", lang, lang, partial(write_word_vectors, root),
+              there=_url_file(root, CC_URL.format(lang=lang)))
     for slang, lang in sorted(res.dictionaries):
-        write_dictionary(root, slang, lang)
-        note("dictionaries", f"{slang}-{lang}")
+        build("dictionaries", f"{slang}-{lang}", [slang, lang], partial(_dictionary, root))
     for name, lang in sorted(res.benchmarks.items()):
-        write_benchmark(root, name, lang)
-        note("benchmarks", name)
-    (root / "rehearsal.json").write_text(json.dumps(done, indent=1) + "\n", encoding="utf-8")
+        build("benchmarks", name, lang, partial(_benchmark, root, name))
+    tmp = manifest.with_name(manifest.name + ".tmp")
+    tmp.write_text(json.dumps({"made": done, "files": files}, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, manifest)
+    progress(f"{kept} of {steps} miniatures kept from an earlier build")
     return done
+
+
+def _corpus(root: Path, repo: str, spec: list) -> Path:
+    return write_corpus(root, repo, {(how, value): lang for how, value, lang in spec})
+
+
+def _dictionary(root: Path, spec: list) -> Path:
+    return write_dictionary(root, *spec)
+
+
+def _benchmark(root: Path, name: str, lang: str) -> tuple[Path, Path]:
+    yaml_path = write_benchmark(root, name, lang)
+    return yaml_path, yaml_path.with_suffix(".jsonl")
