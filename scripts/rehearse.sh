@@ -68,7 +68,8 @@ set +e
 {
   echo "configs: ${CONFIGS[*]} $OVERLAY"
   echo "executor: $([ "$LOCAL" = 1 ] && echo local || echo "slurm (scripts/slurm, $CPUS CPUs, profile $PROFILE)")"
-  echo "jobs: $(grep -oE '[0-9]+ of [0-9]+ steps' logs/rehearsal/snakemake.log | tail -1)"
+  STEPS=$(grep -oE '[0-9]+ of [0-9]+ steps' logs/rehearsal/snakemake.log | tail -1)
+  echo "jobs: ${STEPS:-none left to run}"
   echo "failed jobs: $(grep -c '^Error in rule' logs/rehearsal/snakemake.log)"
   echo "wall time: ${WALL} s (snakemake exit status ${STATUS})"
   python -m vocab_transfer.workflow.rehearsal --base "$REPO" "${CONFIGS[@]}" "$OVERLAY"

@@ -33,6 +33,8 @@ def test_paper_table_layout_best_and_missing():
     assert table.loc[(table.model == "random") & (table.task_name == "nli-b"), "seeds"].item() == 0
     _, empty = paper_table(pd.DataFrame(), spec, models={}, tasks={})
     assert empty.count("—") == 4
+    _, md = paper_table(scores(), spec, models={}, tasks={"ner-a": "NER de", "nli-b": "b"})
+    assert md.splitlines()[2] == "| Model | NER de | NLI b |"  # a label that names its group says it once
 
 
 def test_lapt_table_perplexity_at_steps():

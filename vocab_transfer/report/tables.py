@@ -244,7 +244,7 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                                  "extra_std": None if r is None else r.extra_std})
     table = pd.DataFrame(long)
     cols = [(g, t) for g, names in groups.items() for t in names]
-    head = " | ".join(f"{g} {tasks.get(t, t)}".strip() for g, t in cols)
+    head = " | ".join(label if (label := tasks.get(t, t)).startswith(g) else f"{g} {label}" for g, t in cols)
     parts = []
     fmt = spec.get("format", "percent")
     for source, df in table.groupby("source", sort=False, dropna=False):
