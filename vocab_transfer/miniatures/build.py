@@ -360,12 +360,12 @@ def build_mirror(config: dict, root: str | Path, *, progress=print) -> dict:
         if entry is None and there is not None and there.exists():
             entry = {"spec": spec, "files": [str(there.relative_to(root))]}
         whole = bool(entry and entry["files"] and all((root / f).exists() for f in entry["files"]))
-        if whole and (entry["spec"] == spec or grows and {json.dumps(x) for x in spec} <= {json.dumps(x) for x
-                                                                                           in entry["spec"]}):
+        had = {json.dumps(x): x for x in entry["spec"]} if whole and grows else {}
+        if whole and (entry["spec"] == spec or grows and all(json.dumps(x) in had for x in spec)):
             files[f"{kind}:{key}"], kept, how = entry, kept + 1, "kept"
         else:
-            if grows and whole:  # what the mirror had, and what config needs
-                spec = sorted({json.dumps(x): x for x in entry["spec"] + spec}.values())
+            if had:  # what the mirror had, and what config needs
+                spec = sorted({**had, **{json.dumps(x): x for x in spec}}.values())
             paths = write(spec)
             paths = [paths] if isinstance(paths, (str, Path)) else paths
             files[f"{kind}:{key}"] = {"spec": spec, "files": [str(Path(x).relative_to(root)) for x in paths]}
