@@ -201,7 +201,7 @@ def test_reinit_needs_an_embedding_block():
                                          "reinit are for BERT-style encoders"):
         reinitialize(gpt2, "embedding_layers", seed=0)
     assert "transformer.h.0.mlp.c_fc.weight" in reinit_parameter_names(gpt2, "all")
-    with pytest.raises(ValueError, match=r"reinit must be one of \['none', 'embedding_layers', 'all'\]"):
+    with pytest.raises(ValueError, match=r"reinit: 'body' is not one of \['none', 'embedding_layers', 'all'\]"):
         LaptConfig.from_dict({"reinit": "body"})
 
 
@@ -393,7 +393,7 @@ def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_toke
     main(cli(tmp_path, model_dir, tmp_path / "small", 4, seq_len=16, train_sequences=20)[3:])
     small = pd.read_parquet(tmp_path / "small.curve.parquet")  # train_sequences: a prefix of the corpus only
     assert full > 100 and small["train_sequences"].tolist() == [20, 20]
-    with pytest.raises(ValueError, match="train_sequences must be a positive int"):
+    with pytest.raises(ValueError, match="LAPT config: train_sequences: 0 must be >= 1"):
         LaptConfig.from_dict({"train_sequences": 0})
 
 
@@ -444,7 +444,7 @@ def test_resume_refuses_checkpoints_of_other_settings_and_missing_snapshots(tmp_
 def test_bad_config_key_is_named():
     with pytest.raises(ValueError, match="unknown key.*'stpes'"):
         LaptConfig.from_dict({"stpes": 3})
-    with pytest.raises(ValueError, match="variant must be one of"):
+    with pytest.raises(ValueError, match="LAPT config: variant: 'two-stage' is not one of"):
         LaptConfig.from_dict({"variant": "two-stage"})
 
 

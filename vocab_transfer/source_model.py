@@ -141,11 +141,21 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
 
+ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert")  # position ids start after padding_idx
+
+
 def max_sequence_length(model) -> int:
     """Tokens a sequence may have: the position table's size (RoBERTa/XLM-R reserve padding_idx + 1 rows)."""
-    c = model.config
-    n = getattr(c, "max_position_embeddings", None) or getattr(c, "n_positions", None) or 10**9
-    return n - (c.pad_token_id + 1) if c.model_type in ("roberta", "xlm-roberta", "camembert") else n
+    return position_limit(model.config.to_dict()) or 10**9
+
+
+def position_limit(config: dict) -> int | None:
+    """Tokens a sequence may have, from a model's ``config.json`` as a dict: its position table's size, less the
+    padding_idx + 1 rows RoBERTa/XLM-R reserve; None when the config states none."""
+    n = config.get("max_position_embeddings") or config.get("n_positions")
+    if not isinstance(n, int):
+        return None
+    return n - (config.get("pad_token_id") or 0) - 1 if config.get("model_type") in ROBERTA_TYPES else n
 
 
 def hub_download_patterns(files: list[str]) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import types
 import typing
@@ -50,6 +51,17 @@ class Range:
     def meta(self) -> dict:
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
+
+#: The bounds of every seed in a config (the top-level ``seed``, ``eval.seed``, fine-tuning ``seeds``, a trainer's
+#: ``seed``): numpy's legacy generator and most C libraries take 32-bit unsigned seeds.
+SEED_MAX = 2**32 - 1
+Seed = Annotated[int, Range(ge=0, le=SEED_MAX)]
+#: The largest vocabulary a tokenizer trainer is asked for: SentencePiece and Hugging Face's trainers keep token ids
+#: in 32-bit integers and panic far below 2**31; the largest published vocabularies hold about 256k tokens.
+VOCAB_SIZE_MAX = 2**24
+VocabSize = Annotated[int, Range(ge=100, le=VOCAB_SIZE_MAX)]
+#: Integers a config passes on are 64-bit in every library that reads them (numpy, torch, pyarrow, C++).
+INT64 = (-(2**63), 2**63 - 1)
 
 #: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config most
 #: likely meant (Norwegian ``no``).
@@ -108,6 +120,8 @@ def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = N
             raise ModelError(f"{where}: expected a list, got {value!r}")
         if len(value) < meta.get("min_items", 0):
             raise ModelError(f"{where}: needs at least {meta['min_items']} item(s)")
+        if len(value) > meta.get("max_items", len(value)):
+            raise ModelError(f"{where}: takes at most {meta['max_items']} item(s), got {len(value)}")
         if meta.get("unique") and len({repr(v) for v in value}) != len(value):
             raise ModelError(f"{where}: items must be unique, got {value!r}")
         return [check_value(args[0], v, f"{where}[{i}]", meta.get("items", {})) for i, v in enumerate(value)]
@@ -129,8 +143,12 @@ def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = N
         ok = isinstance(value, bool)
     elif hint is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok and not INT64[0] <= value <= INT64[1]:
+            raise ModelError(f"{where}: {value!r} does not fit in a 64-bit integer")
     elif hint is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and not math.isfinite(value):  # YAML's .nan, .inf: every bound test is False or meaningless for them
+            raise ModelError(f"{where}: {value!r} is not a finite number")
     elif hint is str:
         if isinstance(value, bool):
             raise ModelError(yaml_boolean_hint(where, value))

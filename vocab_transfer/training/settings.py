@@ -8,12 +8,11 @@ adapter settings (``vocab_transfer.workflow.config``, at parse time) imports nei
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ..data.tasks import MRPC_LABELS, PAWSX_LABELS
-from ..typed import ModelError, check_value, default, type_hints
+from ..typed import ModelError, Seed, check_value, default, type_hints
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
 ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # how zeroshot trains the source side (zeroshot.VARIANTS)
@@ -21,33 +20,37 @@ UNSEEN_LABELS = ("error", "wrong")  # zero-shot test labels the source task lack
 
 
 def _from_dict(cls, d: dict, what: str):
-    """``cls(**d)``, naming the keys of ``d`` that are not fields of the dataclass ``cls`` and the values that do not
-    have their field's type (``lr: "5e-5"`` is a string to YAML: it needs a dot, ``5.0e-5``)."""
+    """``cls(**d)``, naming the keys of ``d`` that are not fields of the dataclass ``cls``; the values are checked by
+    the class's ``__post_init__`` (:func:`check_fields`)."""
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = set(d) - names
     if unknown:
         raise ValueError(f"{what}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-    hints = type_hints(cls)
-    for key, value in d.items():
-        try:
-            check_value(hints[key], value, key)
-        except ModelError:
-            raise ValueError(f"{what}: {key} must be {_type_name(hints[key])}, not {value!r}") from None
     return cls(**d)
 
 
-def _type_name(hint) -> str:
-    if typing.get_origin(hint) is Literal:
-        return f"one of {list(typing.get_args(hint))}"
-    return str(hint).replace("typing.", "") if typing.get_origin(hint) else getattr(hint, "__name__", str(hint))
+def check_fields(settings, what: str) -> None:
+    """Every field of the dataclass ``settings`` fits its type and the bounds in its metadata (one check for a dict
+    from a config and for settings built in code: each bound is written once, on its field), or ValueError naming
+    ``what`` and the key (``LAPT config: lr: nan is not a finite number``; a string where a number belongs: YAML
+    reads ``5e-5`` without a dot as one, write ``5.0e-5``)."""
+    hints = type_hints(type(settings), True)
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        try:
+            check_value(hints[f.name], value, f.name, f.metadata)
+        except ModelError as e:
+            raise ValueError(f"{what}: {e}{_number_hint(value)}") from None
 
 
-def check_choices(settings, what: str) -> None:
-    """Every field of ``settings`` whose type is a ``Literal`` holds one of its values (a dataclass built in code,
-    not from a config, is checked too), or ValueError naming ``what``, the key and the choices."""
-    for key, hint in type_hints(type(settings)).items():
-        if typing.get_origin(hint) is Literal and getattr(settings, key) not in typing.get_args(hint):
-            raise ValueError(f"{what}: {key} must be {_type_name(hint)}, not {getattr(settings, key)!r}")
+def _number_hint(value) -> str:
+    """A hint for a number that arrived as a string (YAML 1.1 reads ``5e-5``, without a dot, as one)."""
+    try:
+        float(value) if isinstance(value, str) else None
+    except ValueError:
+        return ""
+    return " (YAML reads a number without a dot as a string: write 5.0e-5)" if isinstance(value, str) else ""
+
 
 # MAD-X task adapters: AdapterHub's Pfeiffer configuration (reduction factor 16), in every layer, no invertible
 # part (that belongs to the language); the non-linearity stays eq. 1's GeLU. unks-everywhere is silent on them.
@@ -73,9 +76,7 @@ class AdapterConfig:
         "std of the down-projections at init; up-projections start at zero (model unchanged)"))
 
     def __post_init__(self) -> None:
-        check_choices(self, "adapter")
-        if self.reduction_factor < 1 or self.init_scale < 0:
-            raise ValueError(f"adapter: reduction_factor must be >= 1 and init_scale >= 0, not {self}")
+        check_fields(self, "adapter")
 
     @classmethod
     def from_dict(cls, d: dict) -> AdapterConfig:
@@ -105,12 +106,12 @@ class LaptConfig:
 
     objective: Literal["auto", "mlm", "clm"] = default("auto", doc=(
         "auto: from the model (clm for decoders, WECHSEL's GPT-2; mlm otherwise) | mlm | clm"))
-    steps: int = default(1000, doc="optimizer steps of the main stage")
-    batch_size: int = default(128, doc=(
+    steps: int = default(1000, ge=1, doc="optimizer steps of the main stage")
+    batch_size: int = default(128, ge=1, doc=(
         "sequences per optimizer step, over all devices (kept when GPUs change)"))
-    micro_batch_size: int | None = default(None, doc=(
+    micro_batch_size: int | None = default(None, ge=1, doc=(
         "sequences per device and forward pass (null: all of a device's share)"))
-    seq_len: int = default(256, doc="tokens per packed block incl. special tokens")
+    seq_len: int = default(256, ge=8, doc="tokens per packed block incl. special tokens")
     long_steps: int = default(0, ge=0, doc=(
         "the run's last long_steps optimizer steps train on blocks of long_seq_len tokens (BERT's schedule "
         "in vocab-swap §3.1/§3.3: the last 10k steps at 512)"))
@@ -120,14 +121,14 @@ class LaptConfig:
         "256 at 128)"))
     long_micro_batch_size: int | None = default(None, ge=1, doc=(
         "per device and forward pass in the long phase (default micro_batch_size)"))
-    lr: float = default(5e-5, doc="peak learning rate (AdamW)")
-    warmup_ratio: float = default(0.1, doc="share of each stage's steps with a linear warmup")
+    lr: float = default(5e-5, gt=0, doc="peak learning rate (AdamW)")
+    warmup_ratio: float = default(0.1, ge=0, le=1, doc="share of each stage's steps with a linear warmup")
     schedule: Literal["constant", "linear"] = default("constant", doc="after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)")
-    betas: list[float] = default([0.9, 0.999], doc="AdamW betas")
-    eps: float = default(1e-8, doc="AdamW epsilon")
-    weight_decay: float = default(0.0, doc="AdamW weight decay")
-    clip_norm: float = default(1.0, doc="gradient norm clipping")
-    mask_prob: float = default(0.15, doc="share of tokens masked (masked LMs)")
+    betas: list[float] = default([0.9, 0.999], min_items=2, max_items=2, items={"ge": 0, "lt": 1}, doc="AdamW betas")
+    eps: float = default(1e-8, gt=0, doc="AdamW epsilon")
+    weight_decay: float = default(0.0, ge=0, doc="AdamW weight decay")
+    clip_norm: float = default(1.0, gt=0, doc="gradient norm clipping")
+    mask_prob: float = default(0.15, gt=0, lt=1, doc="share of tokens masked (masked LMs)")
     precision: Literal[PRECISIONS] = default("auto", doc=(  # type: ignore[valid-type]
         "auto = bf16 autocast "
         "on GPUs that have it, else fp16 with a gradient scaler, fp32 on the CPU; bf16 / fp16 = mixed "
@@ -142,11 +143,11 @@ class LaptConfig:
         "with several processes: ddp = a full replica per GPU; fsdp = parameters, "
         "gradients and optimizer states sharded over the GPUs (FSDP2, one unit per transformer layer; "
         "checkpoints and the output hold the full model)"))
-    eval_every: int = default(100, doc="steps between held-out evaluations")
-    eval_sequences: int = default(64, doc="held-out blocks per evaluation")
-    checkpoint_every: int = default(100, doc=(
+    eval_every: int = default(100, ge=1, doc="steps between held-out evaluations")
+    eval_sequences: int = default(64, ge=1, doc="held-out blocks per evaluation")
+    checkpoint_every: int = default(100, ge=1, doc=(
         "optimizer steps between checkpoints (a killed or timed-out job resumes from the last)"))
-    keep_checkpoints: int = default(2, doc="checkpoints kept on disk")
+    keep_checkpoints: int = default(2, ge=1, doc="checkpoints kept on disk")
     variant: Literal[VARIANTS] = default("full", doc=(  # type: ignore[valid-type]
         "what is trained: full"
         " (all), two_stage (embeddings first, FOCUS §3.1), embeddings_only (word embeddings and output bias:"
@@ -165,7 +166,7 @@ class LaptConfig:
     train_embeddings: bool = default(True, doc=(
         "variant adapter: train the embeddings with the adapters; false: the adapters only, MAD-X with the "
         "source's own vocabulary (UNKs Everywhere §4.1)"))
-    embedding_stage_ratio: float = default(0.2, doc=(
+    embedding_stage_ratio: float = default(0.2, ge=0, le=1, doc=(
         "variants two_stage and freeze_body: the share of the steps that trains the embeddings only"))
     factorized: bool = default(False, doc=(
         "train a kind: mf "
@@ -174,8 +175,8 @@ class LaptConfig:
     freeze_up_projection: bool = default(False, doc=(
         "factorized: keep the up-projections G fixed (UNKs §3.3: G only needs to"
         " be pretrained once)"))
-    seed: int = default(0, doc="seed of the masks, the data order and re-initialization")
-    threads: int | None = default(None, doc="CPU threads (null: torch's default)")
+    seed: Seed = default(0, doc="seed of the masks, the data order and re-initialization")
+    threads: int | None = default(None, ge=1, doc="CPU threads (null: torch's default)")
     snapshot_steps: list[int] = default([], fill=True, unique=True, items={"ge": 0}, doc=(
         "global optimizer steps at which the model is kept (save_pretrained + tokenizer) in the run's folder "
         "under snapshots/step-XXXXXXXX/, e.g. to fine-tune at points of the run"
@@ -189,36 +190,21 @@ class LaptConfig:
         "recompute layer activations in the backward pass (large models, memory)"))
     compile: bool = default(False, doc=(
         "torch.compile each transformer layer (GPU speed; see runtime.compile_layers)"))
-    train_sequences: int | None = default(None, doc=(
+    train_sequences: int | None = default(None, ge=1, doc=(
         "train on the first N sequences of the corpus only (UNKs Figure 3); None: all"))
 
     def __post_init__(self) -> None:
-        check_choices(self, "LAPT config")
+        check_fields(self, "LAPT config")
         AdapterConfig.from_dict(self.adapter)
-        if not 0 <= self.warmup_ratio <= 1:
-            raise ValueError(f"LAPT config: warmup_ratio must be in [0, 1] (the share of a stage's steps that warm "
-                             f"up), not {self.warmup_ratio!r}")
-        for key in ("steps", "batch_size", "seq_len", "eval_every", "eval_sequences", "checkpoint_every"):
-            if not getattr(self, key) > 0:
-                raise ValueError(f"LAPT config: {key} must be a positive integer, not {getattr(self, key)!r}")
         total = self.total_steps()
-        bad = [s for s in self.snapshot_steps if not isinstance(s, int) or isinstance(s, bool) or not 0 <= s <= total]
-        if bad or len(set(self.snapshot_steps)) != len(self.snapshot_steps):
+        if any(s > total for s in self.snapshot_steps):
             raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 0..{total} (the run's "
                              f"global steps; 0: the model before training), not {self.snapshot_steps}")
-        if not isinstance(self.long_steps, int) or not 0 <= self.long_steps <= total:
+        if self.long_steps > total:
             raise ValueError(f"LAPT config: long_steps must be an integer in 0..{total} (the run's last steps), "
                              f"not {self.long_steps!r}")
-        if self.long_steps and not (isinstance(self.long_seq_len, int) and self.long_seq_len > 0):
-            raise ValueError(f"LAPT config: long_steps {self.long_steps} needs long_seq_len (the phase's block length), "
-                             f"not {self.long_seq_len!r}")
-        if self.train_sequences is not None and not (isinstance(self.train_sequences, int)
-                                                     and not isinstance(self.train_sequences, bool)
-                                                     and self.train_sequences > 0):
-            raise ValueError(f"LAPT config: train_sequences must be a positive int (sequences of the training corpus), "
-                             f"not {self.train_sequences!r}")
-        if not isinstance(self.token_accuracy_top, int) or self.token_accuracy_top < 0:
-            raise ValueError(f"LAPT config: token_accuracy_top must be an integer >= 0, not {self.token_accuracy_top!r}")
+        if self.long_steps and self.long_seq_len is None:
+            raise ValueError(f"LAPT config: long_steps {self.long_steps} needs long_seq_len (the phase's block length)")
         if self.distributed == "fsdp" and (self.variant == "adapter" or self.factorized):
             raise ValueError("LAPT config: distributed: fsdp shards plain models; variant adapter and factorized "
                              "embeddings train with distributed: ddp")
@@ -289,48 +275,39 @@ class FinetuneConfig:
     """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys of
     ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
 
-    epochs: float = default(3.0, doc="passes over the training split")
-    lr: float = default(2e-5, doc="peak learning rate (AdamW)")
-    warmup_ratio: float = default(0.1, doc="share of the steps with a linear warmup (then linear decay)")
-    batch_size: int = default(32, doc="sequences (or sentence pairs) per optimizer step")
-    micro_batch_size: int | None = default(None, doc="sequences per forward pass (null: the whole batch)")
-    seq_len: int = default(256, doc="tokens per sequence")
-    doc_stride: int = default(128, doc="QA: tokens shared by consecutive windows of a long context")
-    max_answer_tokens: int = default(30, doc="QA: longest predicted span")
-    betas: list[float] = default([0.9, 0.999], doc="AdamW betas")
-    eps: float = default(1e-8, doc="AdamW epsilon")
-    weight_decay: float = default(0.0, doc="AdamW weight decay")
-    clip_norm: float = default(1.0, doc="gradient norm clipping")
-    eval_fraction: float = default(0.05, doc="evaluate on dev every 5% of the training steps (FOCUS Table 6)")
-    eval_batch_size: int = default(64, doc="sequences per forward pass in dev and test evaluation")
+    epochs: float = default(3.0, gt=0, doc="passes over the training split")
+    lr: float = default(2e-5, gt=0, doc="peak learning rate (AdamW)")
+    warmup_ratio: float = default(0.1, ge=0, le=1, doc="share of the steps with a linear warmup (then linear decay)")
+    batch_size: int = default(32, ge=1, doc="sequences (or sentence pairs) per optimizer step")
+    micro_batch_size: int | None = default(None, ge=1, doc="sequences per forward pass (null: the whole batch)")
+    seq_len: int = default(256, ge=8, doc="tokens per sequence")
+    doc_stride: int = default(128, ge=1, doc="QA: tokens shared by consecutive windows of a long context")
+    max_answer_tokens: int = default(30, ge=1, doc="QA: longest predicted span")
+    betas: list[float] = default([0.9, 0.999], min_items=2, max_items=2, items={"ge": 0, "lt": 1}, doc="AdamW betas")
+    eps: float = default(1e-8, gt=0, doc="AdamW epsilon")
+    weight_decay: float = default(0.0, ge=0, doc="AdamW weight decay")
+    clip_norm: float = default(1.0, gt=0, doc="gradient norm clipping")
+    eval_fraction: float = default(0.05, gt=0, le=1, doc="evaluate on dev every 5% of the training steps (FOCUS Table 6)")
+    eval_batch_size: int = default(64, ge=1, doc="sequences per forward pass in dev and test evaluation")
     group_by_length: bool = default(False, doc=(
         "batches of similar length (less padding; HF Trainer's option)"))
     precision: Literal[PRECISIONS[:4]] = default("auto", doc=(  # type: ignore[valid-type]  (bf16_pure: LAPT only)
         "auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on the CPU), bf16, fp16 or "
         "fp32"))
-    threads: int | None = default(None, doc="CPU threads (null: torch's default)")
+    threads: int | None = default(None, ge=1, doc="CPU threads (null: torch's default)")
     save_model: bool = default(False, doc="keep the selected model (save_pretrained) next to the scores")
     train_language_adapter: bool = default(False, doc=(
         "MAD-X keeps a LAPT language adapter fixed during task training"))
-    arc_mlp_size: int = default(500, doc="dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)")
-    label_mlp_size: int = default(100, doc="dep: width of the relation MLPs (ibid.)")
-    mlp_dropout: float = default(0.33, doc="dep: dropout on the MLP outputs (ibid.)")
+    arc_mlp_size: int = default(500, ge=1, doc="dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)")
+    label_mlp_size: int = default(100, ge=1, doc="dep: width of the relation MLPs (ibid.)")
+    mlp_dropout: float = default(0.33, ge=0, lt=1, doc="dep: dropout on the MLP outputs (ibid.)")
     metric: str | None = default(None, doc=(
         "dev selection and table metric (null: the task's); one of TASK_METRICS"))
     positive_label: str | None = default(None, doc=(
         "nli f1: the positive class (None: the 2nd of two labels, MRPC's equivalent)"))
 
     def __post_init__(self) -> None:
-        check_choices(self, "fine-tuning config")
-        if not 0 <= self.warmup_ratio <= 1:
-            raise ValueError(f"fine-tuning config: warmup_ratio must be in [0, 1] (the share of the steps that warm "
-                             f"up), not {self.warmup_ratio!r}")
-        if not 0 < self.eval_fraction <= 1:
-            raise ValueError(f"fine-tuning config: eval_fraction must be in (0, 1] (the share of the steps between "
-                             f"dev evaluations), not {self.eval_fraction!r}")
-        for key in ("epochs", "batch_size", "seq_len", "eval_batch_size"):
-            if not getattr(self, key) > 0:
-                raise ValueError(f"fine-tuning config: {key} must be positive, not {getattr(self, key)!r}")
+        check_fields(self, "fine-tuning config")
 
     @classmethod
     def from_dict(cls, d: dict) -> FinetuneConfig:

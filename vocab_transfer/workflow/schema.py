@@ -85,6 +85,8 @@ def _type_schema(hint, meta) -> dict:
             node["items"] = type_schema(args[0], meta.get("items", {}))
         if "min_items" in meta:
             node["minItems"] = meta["min_items"]
+        if "max_items" in meta:
+            node["maxItems"] = meta["max_items"]
         if meta.get("unique"):
             node["uniqueItems"] = True
         return node
