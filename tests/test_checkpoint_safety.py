@@ -5,7 +5,6 @@ and a stop signal leaves a checkpoint a rerun resumes from: the refinement (Toke
 import json
 import os
 import pickle
-import shutil
 import signal
 import subprocess
 import sys

@@ -36,7 +36,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: b
     """Yield a temporary sibling of ``path``; move it onto ``path`` only if the block succeeds, else remove it. A full
     file system (whatever the writer raised) becomes ``OSError(ENOSPC)`` naming ``path`` and the bytes free. With
     ``checksum`` the artifact records its own checksums before the move
-    (:func:`vocab_transfer.artifacts.write_manifest`; off for training checkpoints, which only their run reads)."""
+    (:func:`vocab_transfer.artifacts.write_manifest`; checkpoints have one too, checked before they are read)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if directory:
