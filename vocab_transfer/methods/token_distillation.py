@@ -255,17 +255,18 @@ def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
 
 
 class Checkpoint:
-    """The refinement's state every ``every`` steps, and on SIGTERM / SIGUSR1, in ``folder/step-XXXXXXXX/`` (written
-    atomically, the newest kept): ``tensors.safetensors`` (the trained matrices ``param.<i>``, AdamW's state tensors
-    ``opt.<i>.<name>``, the masking generator's state ``generator`` as uint8), ``state.json`` (step, batches drawn,
-    tokens consumed, loss curve, AdamW's other per-row state, a digest of ``key``) and ``.manifest.json`` (both
-    files' sizes and hashes). :meth:`load` checks the manifest before it reads a byte: a checkpoint without one, or
-    whose files do not match it, or an older version's pickled ``state.pt`` (never loaded: unpickling runs code) is
-    refused with :class:`~vocab_transfer.checkpointing.CheckpointError`, naming the folder to delete; the job fails
-    rather than trust it or silently throw it away. ``key`` (the settings and a digest of the rows it started from)
+    """The refinement's state every ``every`` steps, and on SIGTERM / SIGUSR1, in ``folder/step-XXXXXXXX/``
+    (written atomically, the newest kept): ``tensors.safetensors`` (the trained matrices ``param.<i>``,
+    AdamW's state tensors ``opt.<i>.<name>``, the masking generator's state ``generator`` as uint8),
+    ``state.json`` (step, batches drawn, tokens consumed, loss curve, AdamW's other per-row state, a digest of
+    ``key``) and ``.manifest.json`` (both files' sizes and hashes). :meth:`load` checks the manifest before it
+    reads a byte: a checkpoint without one, or whose files do not match it, or an older version's pickled
+    ``state.pt`` (never loaded: unpickling runs code) is refused with
+    :class:`~vocab_transfer.checkpointing.CheckpointError`, naming the folder to delete; the job fails rather
+    than trust it or silently throw it away. ``key`` (the settings and a digest of the rows it started from)
     must match for a resume; a state of other settings is intact but stale: it is deleted and the run starts
-    afresh. ``folder`` must not be, nor hold, a symbolic link (:class:`~vocab_transfer.io.UnsafePathError`, before
-    any step)."""
+    afresh. ``folder`` must not be, nor hold, a symbolic link (:class:`~vocab_transfer.io.UnsafePathError`,
+    before any step)."""
 
     TENSORS, STATE = "tensors.safetensors", "state.json"
 
@@ -279,17 +280,18 @@ class Checkpoint:
         return sorted(self.folder.glob("step-*")) if self.folder.is_dir() else []
 
     def load(self, params: list, opt, gen) -> dict | None:
-        """Restore ``params``, ``opt`` and ``gen`` from the newest checkpoint and return its counters (``step``,
-        ``drawn``, ``consumed``, ``curve``), or None (no checkpoint, or a stale one, now deleted)."""
+        """Restore ``params``, ``opt`` and ``gen`` from the newest checkpoint and return its counters
+        (``step``, ``drawn``, ``consumed``, ``curve``), or None (no checkpoint, or a stale one, now
+        deleted)."""
         from safetensors.torch import load_file
 
         if self.folder is None:
             return None
         steps = self._steps()
         if (self.folder / "state.pt").exists():
-            raise CheckpointError(f"refinement checkpoint {self.folder / 'state.pt'} is in the pickle format of older "
-                                  f"versions, which is never loaded (unpickling a file can run code); delete "
-                                  f"{self.folder} to start the refinement over")
+            raise CheckpointError(f"refinement checkpoint {self.folder / 'state.pt'} is in the pickle "
+                                  f"format of older versions, which is never loaded (unpickling a file can "
+                                  f"run code); delete {self.folder} to start the refinement over")
         if not steps:
             return None
         path = steps[-1]
@@ -303,7 +305,7 @@ class Checkpoint:
         with torch.no_grad():
             for i, p in enumerate(params):
                 p.copy_(tensors[f"param.{i}"])
-        full = opt.state_dict()  # the groups (lr, betas) are this run's: the key says they are the checkpoint's
+        full = opt.state_dict()  # the groups (lr, betas) are this run's, equal to the checkpoint's by the key
         full["state"] = {int(i): {**kept["scalars"], **{n: tensors[f"opt.{i}.{n}"] for n in kept["tensors"]}}
                          for i, kept in state["optimizer"].items()}
         opt.load_state_dict(full)
@@ -311,8 +313,8 @@ class Checkpoint:
         return {k: state[k] for k in ("step", "drawn", "consumed", "curve")} | {"path": path}
 
     def save(self, params: list, opt, gen, **counters) -> None:
-        """Write the checkpoint of ``counters["step"]`` (with ``drawn``, ``consumed``, ``curve``) and delete the older
-        ones."""
+        """Write the checkpoint of ``counters["step"]`` (with ``drawn``, ``consumed``, ``curve``) and delete
+        the older ones."""
         from safetensors.torch import save_file
 
         if self.folder is None:
@@ -441,13 +443,14 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                                    attention_mask=b.source_mask.to(dev), output_hidden_states=True,
                                    **no_cache).hidden_states[layer]
                 with autocast:
-                    student = body(inputs_embeds=embed(t_ids), attention_mask=t_mask, output_hidden_states=True,
-                                   **no_cache)
+                    student = body(inputs_embeds=embed(t_ids), attention_mask=t_mask,
+                                   output_hidden_states=True, **no_cache)
                 d = teacher.shape[-1]
-                student_h = student.hidden_states[layer].reshape(-1, d).index_select(0, b.target_at.to(dev)).float()
+                student_h = student.hidden_states[layer].reshape(-1, d).index_select(0, b.target_at.to(dev))
+                student_h = student_h.float()
                 teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev)).float()
                 loss = torch.nn.functional.mse_loss(student_h, teacher_h)
-                if head is not None:  # an untied head learns by the model's own objective, from frozen hidden states
+                if head is not None:  # an untied head learns by the model's own objective, from frozen states
                     loss = loss + own_loss(b, t_ids, t_mask, frozen=True, last=student.last_hidden_state)
             else:
                 loss = own_loss(b, t_ids, t_mask, frozen=False)

@@ -14,15 +14,15 @@ records. The protocol it follows:
 - :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
   :func:`optimizer_step` unscales (fp16), clips and steps both.
 - :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG
-  states, a JSON state with the step and the trainer's records, and a manifest of their checksums) and keeps the
-  newest ``keep``. :meth:`Checkpoints.resume` finds the newest complete one, checks it against its manifest before
-  reading it (:class:`~vocab_transfer.checkpointing.CheckpointError` if it has none or is damaged), and refuses it,
-  naming the settings and the folder to delete, when it was written with other settings;
-  :meth:`Checkpoints.restore_optimizer` loads the optimizer side. Data order, masks and dropout must be functions
-  of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one.
-- :class:`~vocab_transfer.checkpointing.StopSignals` (shared with the refinement) turns SIGUSR1 / SIGTERM (SLURM's
-  ``--signal`` warning, preemption) into a checkpoint after the current step and exit code :data:`EXIT_RESUME`
-  (75, EX_TEMPFAIL), which the profile retries.
+  states, a JSON state with the step and the trainer's records, and a manifest of their checksums) and keeps
+  the newest ``keep``. :meth:`Checkpoints.resume` finds the newest complete one, checks it against its
+  manifest before reading it (:class:`~vocab_transfer.checkpointing.CheckpointError` if it has none or is
+  damaged), and refuses it, naming the settings and the folder to delete, when it was written with other
+  settings; :meth:`Checkpoints.restore_optimizer` loads the optimizer side. Data order, masks and dropout must
+  be functions of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one.
+- :class:`~vocab_transfer.checkpointing.StopSignals` (shared with the refinement) turns SIGUSR1 / SIGTERM
+  (SLURM's ``--signal`` warning, preemption) into a checkpoint after the current step and exit code
+  :data:`EXIT_RESUME` (75, EX_TEMPFAIL), which the profile retries.
 - :func:`setup_logging` (stderr and the job's log, peak memory at exit) and :class:`Progress` (steps/s, ETA).
 """
 
@@ -270,18 +270,20 @@ def changed_settings(now: dict, then: dict) -> list[str]:
 
 
 class Checkpoints:
-    """``step-XXXXXXXX/`` folders under ``root``, each written atomically with its manifest (``.manifest.json``: the
-    files' sizes and hashes); the newest complete one is resumed, after its manifest is checked
-    (:func:`~vocab_transfer.checkpointing.check_checkpoint`), and only the newest ``keep`` are kept. ``root`` must
-    not be, nor hold, a symbolic link (:func:`~vocab_transfer.io.refuse_links`): nothing is written, read or deleted
-    through one. ``what`` names the trainer in errors."""
+    """``step-XXXXXXXX/`` folders under ``root``, each written atomically with its manifest
+    (``.manifest.json``: the files' sizes and hashes); the newest complete one is resumed, after its manifest
+    is checked (:func:`~vocab_transfer.checkpointing.check_checkpoint`), and only the newest ``keep`` are
+    kept. ``root`` must not be, nor hold, a symbolic link (:func:`~vocab_transfer.io.refuse_links`): nothing
+    is written, read or deleted through one. ``what`` names the trainer in errors."""
 
     def __init__(self, root: str | os.PathLike, keep: int, what: str = "training"):
         self.root, self.keep, self.what = Path(root), keep, what
 
     def _steps(self) -> list[Path]:
         refuse_links(self.root, what=f"{self.what} checkpoint folder")
-        return sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file()) if self.root.is_dir() else []
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file())
 
     def latest(self) -> Path | None:
         done = self._steps()
@@ -325,8 +327,8 @@ class Checkpoints:
 
     @staticmethod
     def restore_model(path: Path, model, device: torch.device) -> None:
-        """Load the model's weights of the checkpoint ``path`` (from :meth:`resume`, whose check of every file's hash
-        it repeats by sizes and times)."""
+        """Load the model's weights of the checkpoint ``path`` (from :meth:`resume`, whose check of every
+        file's hash it repeats by sizes and times)."""
         check_checkpoint(path, "training", path.parent, deep=False)
         model.load_state_dict(torch.load(path / "model.pt", map_location=device, weights_only=True))
 
