@@ -1,6 +1,7 @@
-"""Checkpoints that are damaged, planted or reached through links are refused before they are read or written,
-and a stop signal leaves a checkpoint a rerun resumes from: the refinement (Token Distillation), the trainers'
-``Checkpoints`` (LAPT, fine-tuning) and :func:`vocab_transfer.io.remove_tree`. Real torch, real tiny models."""
+"""Checkpoints that are damaged, planted or reached through links are refused before they are read or
+written, and a stop signal leaves a checkpoint a rerun resumes from: the refinement (Token Distillation), the
+trainers' ``Checkpoints`` (LAPT, fine-tuning) and :func:`vocab_transfer.io.remove_tree`. Real torch, real tiny
+models."""
 
 import json
 import os
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KW = dict(init="random", tokens=1500, lr=1e-2, batch_size=8, seq_len=64, device="cpu", checkpoint_every=2)
 
 
-# --- a tiny refinement, its inputs on disk (a subprocess reads them too) -----------------------------------------
+# --- a tiny refinement, its inputs on disk (a subprocess reads them too) ------------------------------------
 @pytest.fixture(scope="module")
 def refinement(tmp_path_factory, swahili_verses, sw_tokenizer):
     root = tmp_path_factory.mktemp("refine")
@@ -105,14 +106,14 @@ class Bomb:
         return (Path.touch, (self.marker,))
 
 
-# --- the refinement's checkpoint -------------------------------------------------------------------------------
+# --- the refinement's checkpoint ----------------------------------------------------------------------------
 def test_a_planted_pickle_state_is_never_unpickled(refinement, tmp_path):
     root, _ = refinement
     ckpt, marker = tmp_path / "ckpt", tmp_path / "ran"
     ckpt.mkdir()
     (ckpt / "state.pt").write_bytes(pickle.dumps(Bomb(marker)))
-    with pytest.raises(CheckpointError, match=r"state.pt is in the pickle format of older versions, which is never "
-                                              r"loaded .* delete .*ckpt to start the refinement over"):
+    with pytest.raises(CheckpointError, match=r"state.pt is in the pickle format of older versions, which is "
+                                              r"never loaded .* delete .*ckpt to start the refinement over"):
         run_method("token_distillation", make_inputs(root, ckpt), seed=3, **KW)
     assert not marker.exists() and (ckpt / "state.pt").is_file()  # not run, and left for a person to look at
 
@@ -142,9 +143,9 @@ def test_a_tensor_byte_changed_in_place_is_refused(refinement, tmp_path, monkeyp
     root, _ = refinement
     path = interrupted(root, tmp_path / "ckpt", monkeypatch)
     same_size_edit(path / "tensors.safetensors")
-    with pytest.raises(CheckpointError, match=r"refinement checkpoint .*step-00000002 does not match its manifest "
-                                              r"\(.*tensors.safetensors changed \(same size, other content\)\).*"
-                                              r"delete .*ckpt"):
+    with pytest.raises(CheckpointError, match=r"refinement checkpoint .*step-00000002 does not match its "
+                                              r"manifest \(.*tensors.safetensors changed \(same size, other "
+                                              r"content\)\).*delete .*ckpt"):
         run_method("token_distillation", make_inputs(root, tmp_path / "ckpt"), seed=3, **KW)
 
 
@@ -152,7 +153,8 @@ def test_a_refinement_checkpoint_without_its_manifest_is_refused(refinement, tmp
     root, _ = refinement
     path = interrupted(root, tmp_path / "ckpt", monkeypatch)
     (path / ".manifest.json").unlink()
-    with pytest.raises(CheckpointError, match=r"step-00000002 has no manifest \(.manifest.json\), so it is not read"):
+    with pytest.raises(CheckpointError, match=r"step-00000002 has no manifest \(.manifest.json\), so it is "
+                                              r"not read"):
         run_method("token_distillation", make_inputs(root, tmp_path / "ckpt"), seed=3, **KW)
 
 
@@ -183,7 +185,8 @@ def test_a_checkpoint_folder_that_is_a_link_is_refused_before_any_step(refinemen
     (tmp_path / "ckpt").symlink_to(outside, target_is_directory=True)
     steps = []
     monkeypatch.setattr(td.torch.optim.AdamW, "step", lambda self, *a, **k: steps.append(1))
-    with pytest.raises(UnsafePathError, match=r"refinement checkpoint folder .*ckpt: .*ckpt is a symbolic link"):
+    with pytest.raises(UnsafePathError, match=r"refinement checkpoint folder .*ckpt: .*ckpt is a symbolic "
+                                              r"link"):
         run_method("token_distillation", make_inputs(root, tmp_path / "ckpt"), seed=3, **KW)
     assert steps == [] and [p.name for p in outside.iterdir()] == ["keep.txt"]
     assert (outside / "keep.txt").read_text() == "mine"
@@ -201,8 +204,9 @@ def test_a_link_inside_the_checkpoint_folder_is_refused(refinement, tmp_path):
 
 
 def test_sigterm_to_a_refinement_leaves_a_checkpoint_and_the_rerun_is_bit_identical(refinement, tmp_path):
-    """A refinement process sent SIGTERM in its third step (of five) saves that step and exits 75; a rerun resumes there and
-    ends with the rows and loss curve of the uninterrupted run, and removes the checkpoint."""
+    """A refinement process sent SIGTERM in its third step (of five) saves that step and exits 75; a rerun
+    resumes there and ends with the rows and loss curve of the uninterrupted run, and removes the
+    checkpoint."""
     root, whole = refinement
     ckpt = tmp_path / "ckpt"
     child = textwrap.dedent(f"""
@@ -225,7 +229,7 @@ def test_sigterm_to_a_refinement_leaves_a_checkpoint_and_the_rerun_is_bit_identi
     proc = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == EXIT_RESUME, (len(whole.extra["refine_loss"]), proc.stderr[-3000:])
     assert "rerun to resume" in proc.stderr
-    assert [p.name for p in ckpt.iterdir()] == ["step-00000003"]  # the signalled step, not the last periodic one
+    assert [p.name for p in ckpt.iterdir()] == ["step-00000003"]  # the signalled step, not a periodic one
     resumed = run_method("token_distillation", make_inputs(root, ckpt), seed=3, **KW)
     assert torch.equal(resumed.matrix, whole.matrix)
     assert torch.equal(resumed.extra["refine_loss"], whole.extra["refine_loss"])
@@ -254,7 +258,7 @@ def test_sigusr1_in_process_checkpoints_and_exits_75(refinement, tmp_path, monke
     assert torch.equal(resumed.matrix, whole.matrix)
 
 
-# --- the trainers' Checkpoints ---------------------------------------------------------------------------------
+# --- the trainers' Checkpoints ------------------------------------------------------------------------------
 def saved_checkpoints(root: Path, steps=(1, 2, 3), keep=2) -> Checkpoints:
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
@@ -281,9 +285,9 @@ def test_trainer_checkpoints_carry_a_manifest_and_resume_from_the_newest(tmp_pat
 def test_a_trainer_checkpoint_with_model_pt_changed_in_place_is_refused(tmp_path):
     ckpt = saved_checkpoints(tmp_path / "c")
     same_size_edit(tmp_path / "c" / "step-00000003" / "model.pt", offset=-30)
-    with pytest.raises(CheckpointError, match=r"LAPT checkpoint .*step-00000003 does not match its manifest \(.*"
-                                              r"model.pt changed \(same size, other content\)\), so it is not read; "
-                                              r"delete .*c to start the run over"):
+    with pytest.raises(CheckpointError, match=r"LAPT checkpoint .*step-00000003 does not match its manifest "
+                                              r"\(.*model.pt changed \(same size, other content\)\), so it "
+                                              r"is not read; delete .*c to start the run over"):
         ckpt.resume({"lr": 1e-3})
 
 
@@ -293,7 +297,8 @@ def test_a_trainer_checkpoint_without_a_manifest_is_refused_and_not_loaded(tmp_p
     with pytest.raises(CheckpointError, match=r"LAPT checkpoint .*step-00000003 has no manifest"):
         ckpt.resume({"lr": 1e-3})
     with pytest.raises(CheckpointError, match=r"has no manifest"):
-        Checkpoints.restore_model(tmp_path / "c" / "step-00000003", torch.nn.Linear(4, 3), torch.device("cpu"))
+        Checkpoints.restore_model(tmp_path / "c" / "step-00000003", torch.nn.Linear(4, 3),
+                                  torch.device("cpu"))
 
 
 def test_a_trainer_state_json_edited_is_refused(tmp_path):
@@ -305,20 +310,22 @@ def test_a_trainer_state_json_edited_is_refused(tmp_path):
 
 
 def test_pruning_never_follows_a_step_link(tmp_path):
-    """A ``step-*`` link among the checkpoints (to a folder outside) is refused before anything is written, and
-    pruning, asked to delete it, deletes nothing."""
+    """A ``step-*`` link among the checkpoints (to a folder outside) is refused before anything is written,
+    and pruning, asked to delete it, deletes nothing."""
     outside = tmp_path / "outside" / "step-00000000"
     outside.mkdir(parents=True)
     (outside / "state.json").write_text("{}")
     (outside / "model.pt").write_text("precious")
     saved_checkpoints(tmp_path / "c", steps=(1,))
     (tmp_path / "c" / "step-00000000").symlink_to(outside, target_is_directory=True)
-    with pytest.raises(UnsafePathError, match=r"LAPT checkpoint folder .*c: .*step-00000000 is a symbolic link"):
+    with pytest.raises(UnsafePathError, match=r"LAPT checkpoint folder .*c: .*step-00000000 is a symbolic "
+                                              r"link"):
         saved_checkpoints(tmp_path / "c", steps=(2, 3), keep=1)
     assert not (tmp_path / "c" / "step-00000002").exists()
     with pytest.raises(UnsafePathError, match=r"folder to delete .*step-00000000 is a symbolic link"):
         remove_tree(tmp_path / "c" / "step-00000000", within=tmp_path / "c")
-    assert (outside / "model.pt").read_text() == "precious" and (tmp_path / "c" / "step-00000000").is_symlink()
+    assert (outside / "model.pt").read_text() == "precious"
+    assert (tmp_path / "c" / "step-00000000").is_symlink()
 
 
 def test_remove_tree_refuses_links_and_paths_outside_its_root_and_never_follows_inner_links(tmp_path):
@@ -332,33 +339,36 @@ def test_remove_tree_refuses_links_and_paths_outside_its_root_and_never_follows_
     with pytest.raises(UnsafePathError, match=r"is not under"):
         remove_tree(tmp_path / "run" / "checkpoints" / ".." / ".." / "outside", within=tmp_path / "run")
     (tmp_path / "run" / "checkpoints" / "inner").symlink_to(outside, target_is_directory=True)
-    remove_tree(tmp_path / "run" / "checkpoints", within=tmp_path / "run")  # the link goes, not what it points to
+    remove_tree(tmp_path / "run" / "checkpoints", within=tmp_path / "run")  # the link goes, not its target
     assert not (tmp_path / "run" / "checkpoints").exists() and (outside / "keep.txt").read_text() == "mine"
 
 
-def test_a_lapt_checkpoint_root_that_is_a_link_is_refused_before_training(tmp_path, sw_tokenizer, swahili_verses):
+def test_a_lapt_checkpoint_root_that_is_a_link_is_refused_before_training(tmp_path, sw_tokenizer,
+                                                                          swahili_verses):
     from vocab_transfer.eval.mlm import pack_texts
     from vocab_transfer.training.lapt import LaptConfig, train
 
     outside = tmp_path / "outside"
     outside.mkdir()
     (tmp_path / "c").symlink_to(outside, target_is_directory=True)
-    blocks = pack_texts(swahili_verses[:100], sw_tokenizer, 32), pack_texts(swahili_verses[100:120], sw_tokenizer, 32)
+    blocks = (pack_texts(swahili_verses[:100], sw_tokenizer, 32),
+              pack_texts(swahili_verses[100:120], sw_tokenizer, 32))
     cfg = LaptConfig.from_dict(dict(steps=4, batch_size=8, seq_len=32, eval_every=2, eval_sequences=8,
                                     checkpoint_every=2, seed=3, threads=1))
-    model = build_xlmr_mlm(sw_tokenizer, seed=0, hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32,
-                           max_position_embeddings=32)
+    model = build_xlmr_mlm(sw_tokenizer, seed=0, hidden_size=16, num_layers=1, num_heads=2,
+                           intermediate_size=32, max_position_embeddings=32)
     with pytest.raises(UnsafePathError, match=r"LAPT checkpoint folder .*c: .*c is a symbolic link"):
         train(model, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "c")
     assert list(outside.iterdir()) == []
     # a real LAPT checkpoint whose model.pt is changed afterwards is refused at resume, naming what to delete
     train(model, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "real", stop_after=2)
     same_size_edit(tmp_path / "real" / "step-00000002" / "model.pt", offset=-20)
-    with pytest.raises(CheckpointError, match=r"LAPT checkpoint .*step-00000002 does not match .*delete .*real"):
+    with pytest.raises(CheckpointError, match=r"LAPT checkpoint .*step-00000002 does not match .*delete "
+                                              r".*real"):
         train(model, sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "real")
 
 
-# --- fine-tuning -----------------------------------------------------------------------------------------------
+# --- fine-tuning --------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ner(tmp_path_factory, swahili_verses, sw_tokenizer):
     path = tmp_path_factory.mktemp("ft") / "model"
@@ -380,8 +390,8 @@ def finetune_run(ner, sw_tokenizer, folder: Path, stop_after=None):
     labels = task_labels("ner", data)
     torch.manual_seed(1)
     model = load_task_model("ner", str(path), labels)
-    cfg = FinetuneConfig.from_dict({"epochs": 1, "lr": 2e-3, "batch_size": 16, "seq_len": 32, "eval_fraction": 0.5,
-                                    "threads": 1})
+    cfg = FinetuneConfig.from_dict({"epochs": 1, "lr": 2e-3, "batch_size": 16, "seq_len": 32,
+                                    "eval_fraction": 0.5, "threads": 1})
     return finetune(model, sw_tokenizer, "ner", data, labels, cfg, seed=1, checkpoint_dir=folder,
                     stop_after=stop_after)
 
@@ -411,7 +421,8 @@ def test_sigterm_to_fine_tuning_saves_a_checkpoint_and_the_rerun_ends_as_the_uni
     pd.testing.assert_frame_equal(history, ref_history)
 
 
-def test_fine_tunings_selected_weights_are_checked_before_they_are_loaded(ner, sw_tokenizer, tmp_path, monkeypatch):
+def test_fine_tunings_selected_weights_are_checked_before_they_are_loaded(ner, sw_tokenizer, tmp_path,
+                                                                          monkeypatch):
     from vocab_transfer.training import finetune as ft
 
     finetune_run(ner, sw_tokenizer, tmp_path / "cut", stop_after=6)  # best.pt of step 5, checkpoint of step 6
@@ -419,8 +430,9 @@ def test_fine_tunings_selected_weights_are_checked_before_they_are_loaded(ner, s
     assert (tmp_path / "cut" / ".best.pt.manifest.json").is_file()
     same_size_edit(best, offset=-40)
     real = ft.evaluate
-    monkeypatch.setattr(ft, "evaluate", lambda *a, **k: {m: -1.0 for m in real(*a, **k)})  # step 10: no better
-    with pytest.raises(CheckpointError, match=r"fine-tuning checkpoint .*best.pt does not match its manifest"):
+    monkeypatch.setattr(ft, "evaluate", lambda *a, **k: {m: -1.0 for m in real(*a, **k)})  # no better later
+    with pytest.raises(CheckpointError, match=r"fine-tuning checkpoint .*best.pt does not match its "
+                                              r"manifest"):
         finetune_run(ner, sw_tokenizer, tmp_path / "cut")
 
 
