@@ -241,9 +241,9 @@ def test_a_killed_refinement_resumes_to_the_same_rows(setting, sw_tokenizer, tmp
 
     save, saves = td.Checkpoint.save, []
 
-    def save_then_die(self, state):
-        save(self, state)
-        saves.append(state["step"])
+    def save_then_die(self, *args, **counters):
+        save(self, *args, **counters)
+        saves.append(counters["step"])
         if len(saves) == 2:
             raise Killed
 
@@ -251,7 +251,9 @@ def test_a_killed_refinement_resumes_to_the_same_rows(setting, sw_tokenizer, tmp
     monkeypatch.setattr(td.Checkpoint, "save", save_then_die)
     with pytest.raises(Killed):
         run_method("token_distillation", inputs, seed=3, **kw)
-    assert saves == [3, 6] and (tmp_path / "ckpt" / "state.pt").is_file()
+    assert saves == [3, 6] and [p.name for p in (tmp_path / "ckpt").iterdir()] == ["step-00000006"]
+    assert sorted(p.name for p in (tmp_path / "ckpt" / "step-00000006").iterdir()) == [
+        ".manifest.json", "state.json", "tensors.safetensors"]
     monkeypatch.setattr(td.Checkpoint, "save", save)
     resumed = run_method("token_distillation", inputs, seed=3, **kw)
     assert torch.equal(resumed.matrix, whole.matrix)

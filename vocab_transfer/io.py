@@ -36,7 +36,7 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: b
     """Yield a temporary sibling of ``path``; move it onto ``path`` only if the block succeeds, else remove it. A full
     file system (whatever the writer raised) becomes ``OSError(ENOSPC)`` naming ``path`` and the bytes free. With
     ``checksum`` the artifact records its own checksums before the move
-    (:func:`vocab_transfer.artifacts.write_manifest`; off for training checkpoints, which only their run reads)."""
+    (:func:`vocab_transfer.artifacts.write_manifest`; checkpoints too, checked before they are read)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if directory:
@@ -154,10 +154,45 @@ def _free_bytes(folder: Path) -> int | str:
         return "unknown"
 
 
-def remove_tree(path: str | os.PathLike) -> None:
-    """Delete a folder (a run's checkpoints) so that a process killed midway leaves it whole or not at all: it is
-    renamed to a hidden temporary sibling first (which nothing resumes from), then deleted."""
+class UnsafePathError(OSError):
+    """A folder of a run's own (checkpoints) that is, or holds, a symbolic link, or that lies outside the
+    folder it belongs to: nothing is written into it or deleted from it, since that would reach files outside
+    the run."""
+
+
+def refuse_links(path: str | os.PathLike, within: str | os.PathLike | None = None, what: str = "folder",
+                 inside: bool = True) -> Path:
+    """``path`` (which need not exist yet), unless it or (``inside``) anything under it is a symbolic link,
+    or, with ``within``, it is not under ``within`` or a folder between ``within`` and it is a link
+    (``within`` itself and the folders above it may be links: a results folder on scratch storage). Else
+    :class:`UnsafePathError` naming the link and ``what`` the folder holds."""
     path = Path(path)
+    chain = [path]
+    if within is not None:
+        within = Path(within)
+        parts = path.relative_to(within).parts if path.is_relative_to(within) else ("..",)
+        if ".." in parts:
+            raise UnsafePathError(f"{what} {path} is not under {within}: it is neither written nor deleted")
+        chain = [within.joinpath(*parts[:i + 1]) for i in range(len(parts))]
+    links = [p for p in chain if p.is_symlink()]
+    if inside and not links and path.is_dir():
+        for folder, dirs, files in os.walk(path):  # os.walk lists a link to a folder but never enters it
+            links += [Path(folder) / name for name in dirs + files if (Path(folder) / name).is_symlink()]
+    if links:
+        raise UnsafePathError(f"{what} {path}: {links[0]} is a symbolic link (to {os.readlink(links[0])}); "
+                              f"nothing is written or deleted through a link: remove the link (what it "
+                              f"points to is left as it is), or make {path} a real folder")
+    return path
+
+
+def remove_tree(path: str | os.PathLike, within: str | os.PathLike | None = None) -> None:
+    """Delete a folder (a run's checkpoints) so that a process killed midway leaves it whole or not at all: it is
+    renamed to a hidden temporary sibling first (which nothing resumes from), then deleted. A ``path`` that is
+    a symbolic link, or (with ``within``) not under ``within`` or reached through a link below it, raises
+    :class:`UnsafePathError` and nothing is deleted; links inside the folder are deleted, never followed."""
+    path = Path(path)
+    if path.is_symlink() or within is not None:
+        refuse_links(path, within, what="folder to delete", inside=False)
     if not path.exists():
         return
     aside = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".deleted.tmp", dir=path.parent))

@@ -4,6 +4,9 @@ The target corpus is pre-tokenized with the *target* tokenizer and fastText is t
 token sequences, so every target token that occurs at least ``min_count`` times gets a vector.
 In the pipeline the token ids come from the corpus's token shard (:mod:`vocab_transfer.data.shards`), written
 to fastText's input file one batch of documents at a time; a list of texts is tokenized here instead.
+
+fastText trains in one call of its C++ library, which has no checkpoints: a job killed or signalled (SIGTERM)
+during the training starts it over on its rerun.
 """
 
 from __future__ import annotations

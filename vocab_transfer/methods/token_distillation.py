@@ -25,9 +25,7 @@ import copy
 import hashlib
 import json
 import logging
-import os
 import random
-import shutil
 import time
 import unicodedata
 from collections.abc import Iterator
@@ -36,7 +34,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from .. import lazy
+from ..checkpointing import CheckpointError, StopSignals, check_checkpoint
 from ..data.corpus import iter_texts
+from ..io import atomic_path, refuse_links, remove_tree
 from ..source_model import (
     has_untied_output,
     is_causal_lm,
@@ -255,34 +255,89 @@ def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
 
 
 class Checkpoint:
-    """The refinement's state every ``every`` steps in ``folder/state.pt`` (written atomically): the trained matrices,
-    AdamW's state, the masking generator, the step and the batches drawn. ``key`` (the settings and a digest of the
-    rows it started from) must match for a resume; a stale state is set aside, not trusted."""
+    """The refinement's state every ``every`` steps, and on SIGTERM / SIGUSR1, in ``folder/step-XXXXXXXX/``
+    (written atomically, the newest kept): ``tensors.safetensors`` (the trained matrices ``param.<i>``,
+    AdamW's state tensors ``opt.<i>.<name>``, the masking generator's state ``generator`` as uint8),
+    ``state.json`` (step, batches drawn, tokens consumed, loss curve, AdamW's other per-row state, a digest of
+    ``key``) and ``.manifest.json`` (both files' sizes and hashes). :meth:`load` checks the manifest before it
+    reads a byte: a checkpoint without one, or whose files do not match it, or an older version's pickled
+    ``state.pt`` (never loaded: unpickling runs code) is refused with
+    :class:`~vocab_transfer.checkpointing.CheckpointError`, naming the folder to delete; the job fails rather
+    than trust it or silently throw it away. ``key`` (the settings and a digest of the rows it started from)
+    must match for a resume; a state of other settings is intact but stale: it is deleted and the run starts
+    afresh. ``folder`` must not be, nor hold, a symbolic link (:class:`~vocab_transfer.io.UnsafePathError`,
+    before any step)."""
+
+    TENSORS, STATE = "tensors.safetensors", "state.json"
 
     def __init__(self, folder: str | None, key: str, every: int):
-        self.file = Path(folder) / "state.pt" if folder else None
-        self.key, self.every = key, every
+        self.folder = Path(folder) if folder else None
+        self.key = hashlib.sha256(key.encode()).hexdigest()
+        self.every = every
 
-    def load(self) -> dict | None:
-        if self.file is None or not self.file.is_file():
+    def _steps(self) -> list[Path]:
+        refuse_links(self.folder, what="refinement checkpoint folder")
+        return sorted(self.folder.glob("step-*")) if self.folder.is_dir() else []
+
+    def load(self, params: list, opt, gen) -> dict | None:
+        """Restore ``params``, ``opt`` and ``gen`` from the newest checkpoint and return its counters
+        (``step``, ``drawn``, ``consumed``, ``curve``), or None (no checkpoint, or a stale one, now
+        deleted)."""
+        from safetensors.torch import load_file
+
+        if self.folder is None:
             return None
-        state = torch.load(self.file, map_location="cpu", weights_only=False)
+        steps = self._steps()
+        if (self.folder / "state.pt").exists():
+            raise CheckpointError(f"refinement checkpoint {self.folder / 'state.pt'} is in the pickle "
+                                  f"format of older versions, which is never loaded (unpickling a file can "
+                                  f"run code); delete {self.folder} to start the refinement over")
+        if not steps:
+            return None
+        path = steps[-1]
+        check_checkpoint(path, "refinement", self.folder)
+        state = json.loads((path / self.STATE).read_text(encoding="utf-8"))
         if state.get("key") != self.key:
-            log.warning("%s was written with other settings or rows: starting afresh", self.file)
+            log.warning("%s was written with other settings or rows: deleted, starting afresh", path)
+            remove_tree(self.folder)
             return None
-        return state
+        tensors = load_file(path / self.TENSORS)
+        with torch.no_grad():
+            for i, p in enumerate(params):
+                p.copy_(tensors[f"param.{i}"])
+        full = opt.state_dict()  # the groups (lr, betas) are this run's, equal to the checkpoint's by the key
+        full["state"] = {int(i): {**kept["scalars"], **{n: tensors[f"opt.{i}.{n}"] for n in kept["tensors"]}}
+                         for i, kept in state["optimizer"].items()}
+        opt.load_state_dict(full)
+        gen.set_state(tensors["generator"])
+        return {k: state[k] for k in ("step", "drawn", "consumed", "curve")} | {"path": path}
 
-    def save(self, state: dict) -> None:
-        if self.file is None:
+    def save(self, params: list, opt, gen, **counters) -> None:
+        """Write the checkpoint of ``counters["step"]`` (with ``drawn``, ``consumed``, ``curve``) and delete
+        the older ones."""
+        from safetensors.torch import save_file
+
+        if self.folder is None:
             return
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_suffix(".tmp")
-        torch.save({**state, "key": self.key}, tmp)
-        os.replace(tmp, self.file)
+        old = self._steps()
+        tensors = {f"param.{i}": p.detach().cpu().contiguous() for i, p in enumerate(params)}
+        tensors["generator"] = gen.get_state()
+        optimizer = {}
+        for i, st in opt.state_dict()["state"].items():
+            names = sorted(n for n, v in st.items() if isinstance(v, torch.Tensor))
+            tensors |= {f"opt.{i}.{n}": st[n].detach().cpu().contiguous() for n in names}
+            optimizer[str(i)] = {"tensors": names, "scalars": {n: v for n, v in st.items() if n not in names}}
+        with atomic_path(self.folder / f"step-{counters['step']:08d}", directory=True) as tmp:
+            save_file(tensors, tmp / self.TENSORS)
+            (tmp / self.STATE).write_text(json.dumps({**counters, "optimizer": optimizer, "key": self.key}),
+                                          encoding="utf-8")
+        for path in old:
+            if path.name != f"step-{counters['step']:08d}":
+                remove_tree(path, within=self.folder)
 
     def remove(self) -> None:
-        if self.file is not None and self.file.parent.is_dir():
-            shutil.rmtree(self.file.parent)
+        if self.folder is not None:
+            remove_tree(self.folder)
 
 
 def _digest(*tensors) -> str:
@@ -365,57 +420,59 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     key = (json.dumps(settings, sort_keys=True) + _digest(emb, out, bias) + _files_key(inputs.train_text)
            + _files_key(inputs.source_model_dir)) if inputs.checkpoint_dir else ""  # no folder: nothing to match
     ckpt = Checkpoint(inputs.checkpoint_dir, key, checkpoint_every)
-    state = ckpt.load()
+    state = ckpt.load(params, opt, gen)  # before any step: a refused checkpoint (or folder) costs no training
     if state is not None:  # resume: the same rows, optimizer, masks and text as an uninterrupted run
-        with torch.no_grad():
-            for p, saved in zip(params, state["params"], strict=True):
-                p.copy_(saved)
-        opt.load_state_dict(state["opt"])
-        gen.set_state(state["gen"])
         consumed, step, drawn, curve = state["consumed"], state["step"], state["drawn"], state["curve"]
         for _ in range(drawn):
             next(stream)
-        log.info("resumed from %s at step %d (%d tokens)", ckpt.file, step, consumed)
+        log.info("resumed from %s at step %d (%d tokens)", state["path"], step, consumed)
     start = consumed
     log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective, int(train_mask.sum()),
              len(train_mask), tokens, batch_size, seq_len, lr, dev)
-    while consumed < tokens:
-        b = next(stream)
-        drawn += 1
-        t_ids, t_mask = b.target_ids.to(dev), b.target_mask.to(dev)
-        opt.zero_grad(set_to_none=True)
-        if objective == "distill":
-            if len(b.target_at) == 0:
-                continue
-            with torch.no_grad(), autocast:
-                teacher = body(inputs_embeds=teacher_embed(b.source_ids.to(dev)), attention_mask=b.source_mask.to(dev),
-                               output_hidden_states=True, **no_cache).hidden_states[layer]
-            with autocast:
-                student = body(inputs_embeds=embed(t_ids), attention_mask=t_mask, output_hidden_states=True, **no_cache)
-            d = teacher.shape[-1]
-            student_h = student.hidden_states[layer].reshape(-1, d).index_select(0, b.target_at.to(dev)).float()
-            teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev)).float()
-            loss = torch.nn.functional.mse_loss(student_h, teacher_h)
-            if head is not None:  # an untied head learns by the model's own objective, from frozen hidden states
-                loss = loss + own_loss(b, t_ids, t_mask, frozen=True, last=student.last_hidden_state)
-        else:
-            loss = own_loss(b, t_ids, t_mask, frozen=False)
-        loss.backward()
-        for p in params:  # rows that do not train keep their values exactly (AdamW without weight decay)
-            p.grad.mul_(grad_mask)
-        opt.step()
-        consumed += b.tokens
-        step += 1
-        curve.append(float(loss.detach()))
-        if step % ckpt.every == 0 and consumed < tokens:
-            ckpt.save({"params": [p.detach().cpu() for p in params], "opt": opt.state_dict(),
-                       "gen": gen.get_state(), "consumed": consumed, "step": step, "drawn": drawn, "curve": curve})
-        now = time.perf_counter()
-        if now - shown > 10 or consumed >= tokens:
-            rate = (consumed - start) / max(now - t0, 1e-9)
-            log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step, curve[-1],
-                     min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
-            shown = now
+    with StopSignals() as stop:
+        while consumed < tokens:
+            b = next(stream)
+            drawn += 1
+            t_ids, t_mask = b.target_ids.to(dev), b.target_mask.to(dev)
+            opt.zero_grad(set_to_none=True)
+            if objective == "distill":
+                if len(b.target_at) == 0:
+                    continue
+                with torch.no_grad(), autocast:
+                    teacher = body(inputs_embeds=teacher_embed(b.source_ids.to(dev)),
+                                   attention_mask=b.source_mask.to(dev), output_hidden_states=True,
+                                   **no_cache).hidden_states[layer]
+                with autocast:
+                    student = body(inputs_embeds=embed(t_ids), attention_mask=t_mask,
+                                   output_hidden_states=True, **no_cache)
+                d = teacher.shape[-1]
+                student_h = student.hidden_states[layer].reshape(-1, d).index_select(0, b.target_at.to(dev))
+                student_h = student_h.float()
+                teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev)).float()
+                loss = torch.nn.functional.mse_loss(student_h, teacher_h)
+                if head is not None:  # an untied head learns by the model's own objective, from frozen states
+                    loss = loss + own_loss(b, t_ids, t_mask, frozen=True, last=student.last_hidden_state)
+            else:
+                loss = own_loss(b, t_ids, t_mask, frozen=False)
+            loss.backward()
+            for p in params:  # rows that do not train keep their values exactly (AdamW without weight decay)
+                p.grad.mul_(grad_mask)
+            opt.step()
+            consumed += b.tokens
+            step += 1
+            curve.append(float(loss.detach()))
+            if (step % ckpt.every == 0 or stop.received) and consumed < tokens:
+                ckpt.save(params, opt, gen, step=step, drawn=drawn, consumed=consumed, curve=curve)
+            if stop.received and consumed < tokens:  # a signal in the last step: the run ends instead
+                if ckpt.folder is None:
+                    log.warning("no checkpoint folder: a rerun starts the refinement afresh")
+                stop.exit(step)
+            now = time.perf_counter()
+            if now - shown > 10 or consumed >= tokens:
+                rate = (consumed - start) / max(now - t0, 1e-9)
+                log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step,
+                         curve[-1], min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
+                shown = now
     ckpt.remove()  # the artifact is written next; a rerun of the job starts from the init row again
     matrix = [inp.detach().float().cpu()]
     if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:  # untied rows transfer

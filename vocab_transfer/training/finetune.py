@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..checkpointing import check_checkpoint
 from ..data.tasks import check_columns, check_heads, is_split
 from ..data.tokenizer import load_tokenizer
 from ..io import atomic_path, read_tensors, remove_tree, write_parquet
@@ -660,10 +661,11 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
         if (step % eval_every == 0 or stop.received or step == stop_after) and step < total:
             ckpt.save(step, model, opt, sched, scaler, {"step": step, "history": history, "best": best,
                                                         "running": running, "config": settings})
-        if stop.received:
+        if stop.received and step < total:  # a signal in the last step: the run ends instead
             stop.exit(step)
         if step == stop_after:
             return {}, pd.DataFrame(history)
+    check_checkpoint(best_path, "fine-tuning", best_path.parent)  # its manifest beside it, before it is read
     model.load_state_dict(torch.load(best_path, map_location=device, weights_only=True))
     extra = sorted(s for s in data if s.startswith("test_"))
     tests = {s: evaluate(model, task, enc(data[s], False), data[s], labels, cfg, pad, device, autocast)

@@ -701,7 +701,7 @@ class _Run:
                                                                          "running": float(running),
                                                                          "n_running": n_running, "config": settings})
                     group.barrier()
-                if stop.received:
+                if stop.received and not last:  # a signal in the last step: the run ends instead
                     stop.exit(step)
                 if step == stop_after:
                     return pd.DataFrame(curve)

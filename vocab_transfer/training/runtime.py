@@ -13,13 +13,16 @@ records. The protocol it follows:
   over the processes (FSDP2) instead of DDP's replicas, and :func:`full_state_dict` gathers its state for rank 0.
 - :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
   :func:`optimizer_step` unscales (fp16), clips and steps both.
-- :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG states
-  and a JSON state with the step and the trainer's records) and keeps the newest ``keep``. :meth:`Checkpoints.resume`
-  finds the newest complete one and refuses it, naming the settings and the folder to delete, when it was written
-  with other settings; :meth:`Checkpoints.restore_optimizer` loads the optimizer side. Data order, masks and dropout
-  must be functions of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one.
-- :class:`StopSignals` turns SIGUSR1 / SIGTERM (SLURM's ``--signal`` warning, preemption) into a checkpoint after
-  the current step and exit code :data:`EXIT_RESUME` (75, EX_TEMPFAIL), which the profile retries.
+- :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG
+  states, a JSON state with the step and the trainer's records, and a manifest of their checksums) and keeps
+  the newest ``keep``. :meth:`Checkpoints.resume` finds the newest complete one, checks it against its
+  manifest before reading it (:class:`~vocab_transfer.checkpointing.CheckpointError` if it has none or is
+  damaged), and refuses it, naming the settings and the folder to delete, when it was written with other
+  settings; :meth:`Checkpoints.restore_optimizer` loads the optimizer side. Data order, masks and dropout must
+  be functions of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one.
+- :class:`~vocab_transfer.checkpointing.StopSignals` (shared with the refinement) turns SIGUSR1 / SIGTERM
+  (SLURM's ``--signal`` warning, preemption) into a checkpoint after the current step and exit code
+  :data:`EXIT_RESUME` (75, EX_TEMPFAIL), which the profile retries.
 - :func:`setup_logging` (stderr and the job's log, peak memory at exit) and :class:`Progress` (steps/s, ETA).
 """
 
@@ -29,21 +32,24 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
-import signal
 import sys
 import time
 from pathlib import Path
 
 import torch
 
-from ..io import atomic_path
+from ..checkpointing import (  # noqa: F401  (the signal protocol is the refinement's too: defined there)
+    EXIT_RESUME,
+    SIGNALS,
+    CheckpointError,
+    StopSignals,
+    check_checkpoint,
+)
+from ..io import atomic_path, refuse_links, remove_tree
 from ..memory import log_peak_memory_at_exit
 from .launch import first_node, node_address
 
 log = logging.getLogger(__name__)
-EXIT_RESUME = 75  # EX_TEMPFAIL: checkpointed after a signal, rerun to resume
-SIGNALS = (signal.SIGUSR1, signal.SIGTERM)
 
 
 def local_rank() -> int:
@@ -264,14 +270,23 @@ def changed_settings(now: dict, then: dict) -> list[str]:
 
 
 class Checkpoints:
-    """``step-XXXXXXXX/`` folders under ``root``, each written atomically; the newest complete one is resumed and
-    only the newest ``keep`` are kept. ``what`` names the trainer in errors."""
+    """``step-XXXXXXXX/`` folders under ``root``, each written atomically with its manifest
+    (``.manifest.json``: the files' sizes and hashes); the newest complete one is resumed, after its manifest
+    is checked (:func:`~vocab_transfer.checkpointing.check_checkpoint`), and only the newest ``keep`` are
+    kept. ``root`` must not be, nor hold, a symbolic link (:func:`~vocab_transfer.io.refuse_links`): nothing
+    is written, read or deleted through one. ``what`` names the trainer in errors."""
 
     def __init__(self, root: str | os.PathLike, keep: int, what: str = "training"):
         self.root, self.keep, self.what = Path(root), keep, what
 
+    def _steps(self) -> list[Path]:
+        refuse_links(self.root, what=f"{self.what} checkpoint folder")
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file())
+
     def latest(self) -> Path | None:
-        done = sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file()) if self.root.is_dir() else []
+        done = self._steps()
         return done[-1] if done else None
 
     def save(self, step: int, model, opt, sched, scaler, state: dict) -> None:
@@ -280,15 +295,16 @@ class Checkpoints:
         model_state, opt_state = full_state_dict(model, opt)
         if is_sharded(model) and torch.distributed.get_rank() != 0:
             return
-        with atomic_path(self.root / f"step-{step:08d}", directory=True, checksum=False) as tmp:
+        refuse_links(self.root, what=f"{self.what} checkpoint folder")
+        with atomic_path(self.root / f"step-{step:08d}", directory=True) as tmp:
             torch.save(model_state, tmp / "model.pt")
             torch.save({"optimizer": opt_state, "scheduler": sched.state_dict(),
                         "scaler": scaler.state_dict() if scaler is not None else None}, tmp / "optimizer.pt")
             torch.save({"torch": torch.get_rng_state(),
                         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}, tmp / "rng.pt")
             (tmp / "state.json").write_text(json.dumps(state))
-        for old in sorted(p for p in self.root.glob("step-*") if (p / "state.json").is_file())[: -self.keep]:
-            shutil.rmtree(old, ignore_errors=True)
+        for old in self._steps()[: -self.keep]:
+            remove_tree(old, within=self.root)
 
     def resume(self, settings: dict | None = None) -> tuple[Path | None, dict | None]:
         """The newest complete checkpoint and its state, or ``(None, None)``. With ``settings`` (what the run's
@@ -298,6 +314,7 @@ class Checkpoints:
         path = self.latest()
         if path is None:
             return None, None
+        check_checkpoint(path, self.what, self.root)  # before any of its files is read
         state = json.loads((path / "state.json").read_text())
         if settings is not None:
             then = state.get("config", settings)
@@ -310,12 +327,16 @@ class Checkpoints:
 
     @staticmethod
     def restore_model(path: Path, model, device: torch.device) -> None:
+        """Load the model's weights of the checkpoint ``path`` (from :meth:`resume`, whose check of every
+        file's hash it repeats by sizes and times)."""
+        check_checkpoint(path, "training", path.parent, deep=False)
         model.load_state_dict(torch.load(path / "model.pt", map_location=device, weights_only=True))
 
     @staticmethod
     def restore_optimizer(path: Path, opt, sched, scaler, device: torch.device, model=None) -> None:
         """Load the optimizer, schedule and scaler states (``model``: a :func:`shard_model` model, whose full
         optimizer state is sharded as its parameters are)."""
+        check_checkpoint(path, "training", path.parent, deep=False)
         states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)  # tensors and numbers only
         if model is not None and is_sharded(model):
             from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
@@ -326,33 +347,6 @@ class Checkpoints:
         sched.load_state_dict(states["scheduler"])
         if scaler is not None and states["scaler"] is not None:
             scaler.load_state_dict(states["scaler"])
-
-
-class StopSignals:
-    """Within ``with StopSignals() as stop:``, SIGUSR1 and SIGTERM set ``stop.received`` instead of killing the
-    process; the trainer checkpoints after the current step and calls :meth:`exit`. The previous handlers are
-    restored on leaving the block."""
-
-    def __init__(self):
-        self.received: int | None = None
-        self._previous: dict = {}
-
-    def _handle(self, signum, frame) -> None:
-        self.received = signum
-        log.warning("received signal %d: checkpointing after this step", signum)
-
-    def __enter__(self) -> StopSignals:
-        self._previous = {s: signal.signal(s, self._handle) for s in SIGNALS}
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for s, handler in self._previous.items():
-            signal.signal(s, handler)
-
-    def exit(self, step: int) -> None:
-        """Exit with :data:`EXIT_RESUME` after the checkpoint of ``step``."""
-        log.warning("checkpointed at step %d after signal %d; rerun to resume", step, self.received)
-        sys.exit(EXIT_RESUME)
 
 
 def setup_logging(log_path: str | None) -> None:
