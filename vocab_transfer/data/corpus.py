@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import lazy
-from ..io import atomic_path, write_text
+from ..io import atomic_path, require_columns, write_text
 from .dedup import HashSet
 from .sources import SourceStats, iter_documents
 
@@ -377,9 +377,7 @@ def iter_corpus(path: str | os.PathLike, columns: tuple[str, ...] = ("doc_id", "
     part raises :class:`CorpusError` naming it."""
     for part in corpus_parts(path):
         pf = _open_part(part)
-        missing = set(columns) - set(pf.schema_arrow.names)
-        if missing:
-            raise CorpusError(f"{part} has no column(s) {sorted(missing)} (columns: {pf.schema_arrow.names})")
+        require_columns(part, pf.schema_arrow.names, columns, error=CorpusError)
         try:
             yield from pf.iter_batches(batch_size=batch_size, columns=list(columns))
         except (OSError, pa.ArrowInvalid) as e:
