@@ -9,7 +9,9 @@
   name, and read decompressed (a folder's ``.txt.gz``, ``.txt.xz``, ``.txt.bz2`` and ``.txt.zst`` files too). The
   text is decoded strictly (:func:`read_lines`): binary content is refused, and a file with more than
   :data:`MAX_INVALID` of its bytes invalid in its ``encoding`` (default UTF-8) stops the job, naming the file and
-  the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts what it replaced;
+  the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts what it replaced. A folder is
+  read for its own files only: a file that is, or lies under, a symbolic link resolving outside it is refused
+  (:class:`LinkError`, naming the link and its target), and the files read are recorded (``origin["files"]``);
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
   in the form each dataset's card gives for ``datasets`` >= 4 (a config name or a ``data_dir``; no loading
   scripts), see :data:`HUB_DATASETS`.
@@ -17,6 +19,12 @@
 No reader holds more than one document (or one parquet record batch) at a time. :class:`SourceStats` counts what
 was read (documents and UTF-8 bytes) and, for hub corpora, records the dataset id, config, and requested and
 resolved revision, so that the corpus artifact says exactly what it was built from.
+
+A document whose id is only its position in the source (a text file's ``<file name>:<line>``, a row number) is
+marked :data:`POSITIONAL`: the held-out split keys it by its text, so that the same text splits alike whatever its
+file is called or compressed with; ids that name a document across languages (Bible verse references, which keep
+held-out verses aligned; UD sentence ids; a dataset's own ``id``) stay the split's key
+(:func:`vocab_transfer.data.corpus.split_key`).
 """
 
 from __future__ import annotations
