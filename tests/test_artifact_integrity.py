@@ -159,7 +159,10 @@ def test_training_checkpoints_need_no_manifest(tmp_path):
     step.mkdir(parents=True)
     save_file({"w": torch.ones(2)}, str(step / "state.safetensors"))
     assert not results_owned(step / "state.safetensors", tmp_path / "results")
-    assert [r["status"] for r in scan(tmp_path / "results")] == ["no metadata"]
+    for name in ("ft/seed1.checkpoints/step-1", "init/s/de/focus.safetensors.checkpoint"):
+        (tmp_path / "results" / name).mkdir(parents=True)
+        save_file({"w": torch.ones(2)}, str(tmp_path / "results" / name / "state.safetensors"))
+    assert [r["status"] for r in scan(tmp_path / "results")] == ["no metadata"] * 3
 
 
 # --- named errors instead of reader tracebacks ----------------------------------------------------------------------

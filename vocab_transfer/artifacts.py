@@ -60,8 +60,10 @@ UNLISTED = (MANIFEST, ".snakemake_timestamp")
 RERUN_ENV = "VOCAB_TRANSFER_RERUN"
 #: The workflow's results tree, relative to the folder it runs in (vocab_transfer.workflow.paths.RESULTS).
 RESULTS_DIR = "results"
-#: Folders of the results tree whose files have no manifest by design: training checkpoints (only their run reads them).
-UNMANIFESTED_DIRS = ("checkpoints",)
+#: Folders of the results tree whose files have no manifest by design: training checkpoints, which only their run
+#: reads (LAPT's ``checkpoints/``, fine-tuning's ``seed<N>.checkpoints/``, Token Distillation's
+#: ``<method>.safetensors.checkpoint/``): a folder called so, or whose name ends so.
+UNMANIFESTED_DIRS = ("checkpoints", ".checkpoints", ".checkpoint")
 #: The file kinds the pipeline always writes with a manifest (:func:`vocab_transfer.io.atomic_path`).
 MANIFESTED_SUFFIXES = (".parquet", ".safetensors")
 #: The largest safetensors header read (a model of 10,000 tensors needs about 1 MB; safetensors refuses 100 MB).
@@ -342,7 +344,11 @@ def results_owned(path: str | os.PathLike, results: str | os.PathLike | None = N
     base = Path(os.path.abspath(results if results is not None else RESULTS_DIR))
     if here != base and base not in here.parents:
         return False
-    return not set(here.relative_to(base).parts) & set(UNMANIFESTED_DIRS)
+    return not any(map(_checkpoint, here.relative_to(base).parts))
+
+
+def _checkpoint(name: str) -> bool:
+    return name == UNMANIFESTED_DIRS[0] or name.endswith(UNMANIFESTED_DIRS[1:])
 
 
 def pipeline_written(path: str | os.PathLike) -> bool:
@@ -364,7 +370,7 @@ def _uncovered(path: Path, owned: bool) -> list[Path]:
     files, and in the results tree (``owned``) a folder's every file (a file: parquet/safetensors/JSON)."""
     if path.is_dir():
         files = (f for f in path.rglob("*") if f.is_file() and f.name not in UNLISTED
-                 and not f.name.endswith(MANIFEST) and not set(f.relative_to(path).parts) & set(UNMANIFESTED_DIRS))
+                 and not f.name.endswith(MANIFEST) and not any(map(_checkpoint, f.relative_to(path).parts)))
         files = (f for f in files if owned or f.suffix in MANIFESTED_SUFFIXES)
     else:
         files = iter([path] if path.suffix in MANIFESTED_SUFFIXES + ((".json",) if owned else ()) else [])
