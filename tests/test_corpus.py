@@ -102,12 +102,12 @@ def test_text_source_file_dir_and_parquet(tmp_path) -> None:
     (tmp_path / "d" / "a.txt").write_text("first line\n\n  third line \n", encoding="utf-8")
     (tmp_path / "d" / "sub" / "b.txt").write_text("bee\n", encoding="utf-8")
     single = list(iter_documents({"source": "text", "path": tmp_path / "d" / "a.txt"}))
-    assert single == [{"doc_id": "a.txt:1", "text": "first line"}, {"doc_id": "a.txt:3", "text": "  third line "}]
+    assert single == [{"doc_id": "a.txt:1", "text": "first line", "positional": True}, {"doc_id": "a.txt:3", "text": "  third line ", "positional": True}]
     in_dir = list(iter_documents({"source": "text", "path": str(tmp_path / "d")}))
     assert [d["doc_id"] for d in in_dir] == ["a.txt:1", "a.txt:3", "sub/b.txt:1"]
     pd.DataFrame({"text": ["x y", "z"], "other": [1, 2]}).to_parquet(tmp_path / "c.parquet")
     from_pq = list(iter_documents({"source": "text", "path": tmp_path / "c.parquet"}))
-    assert from_pq == [{"doc_id": "c.parquet:1", "text": "x y"}, {"doc_id": "c.parquet:2", "text": "z"}]
+    assert from_pq == [{"doc_id": "c.parquet:1", "text": "x y", "positional": True}, {"doc_id": "c.parquet:2", "text": "z", "positional": True}]
     with pytest.raises(FileNotFoundError):
         iter_documents({"source": "text", "path": tmp_path / "nope.txt"})
 
@@ -150,10 +150,11 @@ def test_oscar_quality_warnings_filtered_via_datasets(tmp_path) -> None:
 def test_cc100_and_mc4_shapes_via_datasets(tmp_path) -> None:
     cc = [{"id": "0", "text": "line one\n"}, {"id": "1", "text": "\n"}, {"id": "2", "text": "line two\n"}]
     out = list(iter_documents({"source": "cc100", "data_files": _jsonl(tmp_path / "cc.jsonl", cc)}))
-    assert out == [{"doc_id": "0", "text": "line one\n"}, {"doc_id": "2", "text": "line two\n"}]
+    assert out == [{"doc_id": "0", "text": "line one\n", "positional": True},
+                   {"doc_id": "2", "text": "line two\n", "positional": True}]
     c4 = [{"text": "doc a", "timestamp": "2020", "url": "u"}, {"text": "doc b", "timestamp": "2020", "url": "v"}]
     out = list(iter_documents({"source": "mc4", "data_files": _jsonl(tmp_path / "c4.jsonl", c4)}))
-    assert out == [{"doc_id": "0", "text": "doc a"}, {"doc_id": "1", "text": "doc b"}]
+    assert out == [{"doc_id": "0", "text": "doc a", "positional": True}, {"doc_id": "1", "text": "doc b", "positional": True}]
 
 
 def test_hub_arguments_follow_the_dataset_cards() -> None:
@@ -190,7 +191,8 @@ def test_hub_readers_on_local_copies_of_the_hub_layouts(tmp_path) -> None:
     _card(cc, {"sw": "sw/train-*", "en": "en/train-*"})
     stats = SourceStats()
     out = list(iter_documents({"source": "cc100", "lang": "sw", "dataset": str(cc)}, stats))
-    assert out == [{"doc_id": "0", "text": "Habari ya leo"}, {"doc_id": "2", "text": "Karibu sana"}]
+    assert out == [{"doc_id": "0", "text": "Habari ya leo", "positional": True},
+                   {"doc_id": "2", "text": "Karibu sana", "positional": True}]
     assert stats.documents == 2 and stats.bytes == len("Habari ya leoKaribu sana")
     assert stats.origin == {"dataset": str(cc), "name": "sw", "split": "train", "resolved_revision": None}
 
@@ -200,7 +202,7 @@ def test_hub_readers_on_local_copies_of_the_hub_layouts(tmp_path) -> None:
         f.write(json.dumps({"text": "O le gagana Samoa", "timestamp": "2020", "url": "u"}) + "\n")
     _card(c4, {"sm": "multilingual/c4-sm.tfrecord-*.json.gz", "en": "en/c4-train.*.json.gz"})
     assert list(iter_documents({"source": "mc4", "lang": "sm", "dataset": str(c4)})) == [
-        {"doc_id": "0", "text": "O le gagana Samoa"}]
+        {"doc_id": "0", "text": "O le gagana Samoa", "positional": True}]
 
     oscar = tmp_path / "oscar"
     (oscar / "lb_meta").mkdir(parents=True)

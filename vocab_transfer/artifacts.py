@@ -10,7 +10,8 @@ tokenizer that has since changed) stops the job with the file and the command th
 
 ``python -m vocab_transfer.artifacts [results] [--deep]`` checks every artifact under ``results/`` and lists what is
 corrupt, stale or changed since it was written; ``--deep`` also reads every row group and tensor (a truncation inside
-a file whose footer survived) and hashes every file listed in a manifest. Exit status 1 when something is.
+a file whose footer survived) and hashes every file listed in a manifest. Exit status 1 when something is, or when a
+pipeline artifact has lost its manifest (below).
 
 Every artifact also checksums itself when it is written (:func:`write_manifest`, from
 :func:`vocab_transfer.io.atomic_path`): a folder holds ``.manifest.json`` with the size, modification time and
@@ -19,6 +20,14 @@ compares an input against its manifest cheaply (a file whose size and time are a
 hashed again), ``--deep`` hashes every file; a file changed, added or removed since the artifact was written stops
 the job (:func:`check_manifest`). The manifest also records the rule and config files of the job that wrote it, so
 the rebuild hint is a command that runs (:func:`rerun_hint`).
+
+A manifest cannot be switched off by deleting it: an artifact of a kind the pipeline writes with one, found without
+one, is an error for the jobs that read it and for the check (status ``no manifest``, :func:`missing_manifest`). That
+is a parquet or safetensors file whose ``vocab_transfer`` metadata says the pipeline wrote it, a folder holding such
+files, and any parquet/safetensors file or folder in the workflow's own ``results/`` tree (:func:`results_owned`: an
+attacker may strip the metadata too), except training checkpoints (:data:`UNMANIFESTED_DIRS`), which only the run
+that wrote them reads. A user's own model folder or corpus outside ``results/`` (no manifest, no metadata) is read as
+it is.
 
 A fingerprint is the SHA-256 of a file's content for files up to 64 MiB (tokenizers, overlaps, init tensors), and of
 its size, first and last MiB beyond that (corpora, shards, model weights: cheap at 20 GB, and any rewrite that
@@ -49,6 +58,16 @@ UNLISTED = (MANIFEST, ".snakemake_timestamp")
 #: The environment variable in which the workflow tells its jobs how to call it again (rules/common.smk: rerun_words):
 #: JSON ``{"snakemake": [words before the targets], "configfiles": [its --configfile arguments]}``.
 RERUN_ENV = "VOCAB_TRANSFER_RERUN"
+#: The workflow's results tree, relative to the folder it runs in (vocab_transfer.workflow.paths.RESULTS).
+RESULTS_DIR = "results"
+#: Folders of the results tree whose files have no manifest by design: training checkpoints, which only their run
+#: reads (LAPT's ``checkpoints/``, fine-tuning's ``seed<N>.checkpoints/``, Token Distillation's
+#: ``<method>.safetensors.checkpoint/``): a folder called so, or whose name ends so.
+UNMANIFESTED_DIRS = ("checkpoints", ".checkpoints", ".checkpoint")
+#: The file kinds the pipeline always writes with a manifest (:func:`vocab_transfer.io.atomic_path`).
+MANIFESTED_SUFFIXES = (".parquet", ".safetensors")
+#: The largest safetensors header read (a model of 10,000 tensors needs about 1 MB; safetensors refuses 100 MB).
+MAX_HEADER = 16 << 20
 FULL_HASH_LIMIT = 64 << 20
 EDGE = 1 << 20
 VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas", "pyarrow",
@@ -175,8 +194,14 @@ def safetensors_header(path: str | os.PathLike) -> dict:
         n = int.from_bytes(head, "little")
         if n > size - 8:
             raise ArtifactError(f"{path}: its header claims {n} bytes, the file has {size}")
-        header = json.loads(f.read(n))
-    end = max((v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"), default=0)
+        if n > MAX_HEADER:
+            raise ArtifactError(f"{path}: its header claims {n:,} bytes, more than the {MAX_HEADER:,} a safetensors "
+                                "file of tensors needs (a damaged or crafted file)")
+        try:
+            header = json.loads(f.read(n))
+            end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            raise ArtifactError(f"{path}: its safetensors header is not valid ({type(e).__name__}: {e})") from None
     if 8 + n + end != size:
         raise ArtifactError(f"{path}: {size} bytes, its header describes {8 + n + end} (cut short or padded)")
     return header
@@ -277,7 +302,7 @@ def read_manifest(path: str | os.PathLike) -> dict | None:
 def check_manifest(path: str | os.PathLike, deep: bool = False) -> list[str]:
     """What changed in an artifact since it was written, by its manifest: files changed (a different size, or a
     different hash where the time differs or ``deep``), added or removed; [] when nothing did or there is no
-    manifest (an artifact not written by the pipeline: a user's own model folder)."""
+    manifest (whether one is required: :func:`missing_manifest`)."""
     path = Path(path)
     record = read_manifest(path)
     if record is None:
@@ -309,6 +334,71 @@ def artifact_root(path: str | os.PathLike) -> Path:
         if parent.is_dir() and (parent / MANIFEST).is_file():
             return parent
     return path
+
+
+def results_owned(path: str | os.PathLike, results: str | os.PathLike | None = None) -> bool:
+    """Whether ``path`` lies in the workflow's results tree (``results``, default :data:`RESULTS_DIR` of the folder
+    the workflow runs in), outside a training checkpoint folder (:data:`UNMANIFESTED_DIRS`). The path's own location
+    counts, not where a link in it points."""
+    here = Path(os.path.abspath(path))
+    base = Path(os.path.abspath(results if results is not None else RESULTS_DIR))
+    if here != base and base not in here.parents:
+        return False
+    return not any(map(_checkpoint, here.relative_to(base).parts))
+
+
+def _checkpoint(name: str) -> bool:
+    return name == UNMANIFESTED_DIRS[0] or name.endswith(UNMANIFESTED_DIRS[1:])
+
+
+def pipeline_written(path: str | os.PathLike) -> bool:
+    """Whether a parquet or safetensors file carries the pipeline's ``vocab_transfer`` metadata (one it cannot read
+    does not: :func:`check_readable` reports that)."""
+    try:
+        return read_metadata(path) is not None
+    except Exception:  # noqa: BLE001 - an unreadable file is reported as corrupt, not here
+        return False
+
+
+def _covered(f: Path) -> bool:
+    """Whether a manifest lists ``f``: its sidecar, or a folder above it with ``.manifest.json``."""
+    return sidecar(f).is_file() or artifact_root(f) != f
+
+
+def _uncovered(path: Path, owned: bool) -> list[Path]:
+    """The files of ``path`` (itself, or a folder's) that no manifest lists and that need one: parquet/safetensors
+    files, and in the results tree (``owned``) a folder's every file (a file: parquet/safetensors/JSON)."""
+    if path.is_dir():
+        files = (f for f in path.rglob("*") if f.is_file() and f.name not in UNLISTED
+                 and not f.name.endswith(MANIFEST) and not any(map(_checkpoint, f.relative_to(path).parts)))
+        files = (f for f in files if owned or f.suffix in MANIFESTED_SUFFIXES)
+    else:
+        files = iter([path] if path.suffix in MANIFESTED_SUFFIXES + ((".json",) if owned else ()) else [])
+    return sorted(f for f in files if not _covered(f))
+
+
+def missing_manifest(path: str | os.PathLike, owned: bool | None = None) -> str | None:
+    """Why ``path`` (a file or folder) should have a manifest and has none, or None: it has one (its own, or a folder
+    above it has ``.manifest.json``; a folder's files may each be covered by their own), or it is not of a kind the
+    pipeline writes with one. Of such a kind: a parquet/safetensors file with the pipeline's metadata (a folder: one
+    holding such a file), and in the results tree (``owned``, default :func:`results_owned`) any parquet, safetensors
+    or JSON file and any folder of files."""
+    path = Path(path)
+    if not path.exists() or (path.is_dir() and (path / MANIFEST).is_file()) or _covered(path):
+        return None
+    owned = results_owned(path) if owned is None else owned
+    files = _uncovered(path, owned)
+    if not files:
+        return None
+    written = next((f for f in files if f.suffix in MANIFESTED_SUFFIXES and pipeline_written(f)), None)
+    where = f"no manifest ({manifest_path(path)} is missing)"
+    if written is not None:
+        return (f"{path} has {where}, though {'it' if written == path else written} was written by the pipeline: its "
+                "checksums are gone, so whether its content changed since cannot be checked")
+    if owned:
+        return (f"{path} has {where} and no pipeline metadata, though it is in the results tree, where every artifact "
+                f"is written with a manifest{'' if files == [path] else f' ({files[0]} is listed by none)'}")
+    return None
 
 
 def check_readable(path: str | os.PathLike, deep: bool = False) -> None:
@@ -371,10 +461,14 @@ def stale_inputs(path: str | os.PathLike, meta: dict | None = None, among: set[s
 def verify_inputs(paths, deep: bool = False) -> None:
     """Check a job's input artifacts before it reads them: each parquet/safetensors/JSON file opens, and none was made
     from an older version of another input of the same job, and none changed since it was written
-    (:func:`check_manifest`). Raises :class:`ArtifactError` naming the file and the command that rebuilds it."""
+    (:func:`check_manifest`) or lost the manifest a pipeline artifact has (:func:`missing_manifest`). Raises :class:`ArtifactError` naming the file and the command that rebuilds it."""
     paths = [str(p) for p in paths]
     for p in paths:
-        changed = check_manifest(p, deep)
+        missing = missing_manifest(p)
+        if missing:
+            raise ArtifactError(f"{missing}; {rerun_hint(p)}")
+        root = artifact_root(p)  # a file inside a folder artifact: the folder's manifest lists it
+        changed = check_manifest(p if read_manifest(p) is not None or root == Path(p) else root, deep)
         if changed:
             raise ArtifactError(f"{p} changed after it was written: {'; '.join(changed[:3])}"
                                 f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; {rerun_hint(p)}")
@@ -397,12 +491,16 @@ def verify_inputs(paths, deep: bool = False) -> None:
                                     f"{rerun_hint(p)}")
 
 
-def scan(root: str | os.PathLike, deep: bool = False) -> list[dict]:
-    """One record per artifact under ``root``: ``path``, ``status`` (ok / corrupt / stale / changed / no metadata),
-    ``detail``. Files are read as their format says; every manifest (folder or sidecar) is compared with what it
-    lists (``deep``: every file hashed again)."""
+def scan(root: str | os.PathLike, deep: bool = False, owned: bool | None = None) -> list[dict]:
+    """One record per artifact under ``root``: ``path``, ``status`` (ok / corrupt / stale / changed / no manifest /
+    no metadata), ``detail``. Files are read as their format says; every manifest (folder or sidecar) is compared with
+    what it lists (``deep``: every file hashed again); a parquet/safetensors file that no manifest covers is ``no
+    manifest`` when it carries the pipeline's metadata or lies in a results tree (:func:`missing_manifest`; ``owned``:
+    whether ``root`` is one, by default when it or a folder above it is called ``results``)."""
     out, current = [], {}
     root = Path(root)
+    if owned is None:
+        owned = RESULTS_DIR in Path(os.path.abspath(root)).parts
     for m in sorted(root.rglob(f"*{MANIFEST}")):
         artifact = m.parent if m.name == MANIFEST else m.with_name(m.name[1:-len(MANIFEST)])
         if not artifact.exists():
@@ -418,6 +516,11 @@ def scan(root: str | os.PathLike, deep: bool = False) -> list[dict]:
         except ArtifactError as e:
             out.append({"path": str(f), "status": "corrupt", "detail": str(e)})
             continue
+        if not f.name.endswith(MANIFEST):
+            missing = missing_manifest(f, owned and results_owned(f, root))
+            if missing:
+                out.append({"path": str(f), "status": "no manifest", "detail": missing})
+                continue
         meta = read_metadata(f) if f.suffix != ".json" else None
         if f.suffix != ".json" and meta is None:
             out.append({"path": str(f), "status": "no metadata", "detail": ""})
@@ -426,6 +529,10 @@ def scan(root: str | os.PathLike, deep: bool = False) -> list[dict]:
         out.append({"path": str(f), "status": "stale" if stale else "ok",
                     "detail": f"inputs changed since: {stale}" if stale else (meta or {}).get("rule", "")})
     return out
+
+
+#: The statuses of :func:`scan` that make the check fail (exit status 1).
+ERRORS = ("corrupt", "stale", "changed", "no manifest")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -437,10 +544,10 @@ def main(argv: list[str] | None = None) -> int:
     counts: dict[str, int] = {}
     for r in records:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
-        if r["status"] in ("corrupt", "stale", "changed"):
+        if r["status"] in ERRORS:
             print(f"{r['status'].upper():8} {r['path']}: {r['detail']}; {rerun_hint(r['path'])}")
     print(f"{len(records)} artifacts under {args.root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    return 1 if counts.get("corrupt") or counts.get("stale") or counts.get("changed") else 0
+    return 1 if any(counts.get(s) for s in ERRORS) else 0
 
 
 if __name__ == "__main__":

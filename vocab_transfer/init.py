@@ -12,7 +12,7 @@ import torch
 from .data.token_fasttext import TokenVectors
 from .data.tokenizer import load_tokenizer
 from .data.word_vectors import WordVectors
-from .io import read_tensors
+from .io import read_parquet, read_tensors
 from .methods import NEED_INPUTS, ROW_KEYS, Need, TransferInputs, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
@@ -56,14 +56,16 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
                                                                           p["source_word_list"])},
     Need.WORD_MODELS: lambda p, s, t: {"source_word_model": _fasttext_model(p["source_word_model"]),
                                        "target_word_model": _fasttext_model(p["target_word_model"])},
-    Need.DICTIONARY: lambda p, s, t: {"dictionary": pd.read_parquet(p["dictionary"])},
+    Need.DICTIONARY: lambda p, s, t: {"dictionary": read_parquet(p["dictionary"],
+                                                                             kind="dictionary")},
     Need.TOKENIZERS: lambda p, s, t: {"source_tokenizer": s, "target_tokenizer": t},
     Need.LANGUAGE_TOKENIZER: lambda p, s, t: {"language_tokenizer": load_tokenizer(p["language_tokenizer"])},
     Need.EXTENDED_TOKENIZER: lambda p, s, t: {},  # the method reads it through the tokenizers; the table's rows
     Need.FACTORS: lambda p, s, t: {"source_factors": read_tensors(p["factors"])},
     Need.SOURCE_TOKEN_VECTORS_TARGET: lambda p, s, t: _source_vectors(p, s),  # the same, on the target's corpus
     Need.BASE_INIT: lambda p, s, t: {"base_init": read_tensors(p["base_init"]),
-                                     "base_provenance": pd.read_parquet(p["base_provenance"])},
+                                     "base_provenance": read_parquet(p["base_provenance"],
+                                                                                  kind="provenance")},
     Need.TRAIN_TEXT: lambda p, s, t: {"train_text": p["train_text"]},
 }
 
@@ -105,7 +107,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
     source_matrix, rows = rows.matrix(output_rows=transfer_output)[: len(source_tok)], rows.layout()  # one copy kept
     inputs = TransferInputs(source_matrix=source_matrix,
                             target_vocab_size=len(target_tok),
-                            overlap=pd.read_parquet(paths["overlap"]),
+                            overlap=read_parquet(paths["overlap"], kind="overlap"),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
                             source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir, **opt)
@@ -132,7 +134,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
 
 def read_word_vectors(vectors_path: str, words_path: str) -> WordVectors:
     """Word vectors saved by rule build_word_vectors: ``vectors.safetensors`` + ``words.parquet``."""
-    words = pd.read_parquet(words_path)
+    words = read_parquet(words_path, kind="words")
     vectors = read_tensors(vectors_path)["vectors"]
     if len(words) != len(vectors):
         raise ValueError(f"{words_path} lists {len(words)} words, {vectors_path} has {len(vectors)} vectors")

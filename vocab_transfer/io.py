@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import lazy
-from .artifacts import KEY, artifact_metadata, write_manifest, write_sidecar
+from .artifacts import (
+    KEY,
+    ArtifactError,
+    artifact_metadata,
+    safetensors_header,
+    write_manifest,
+    write_sidecar,
+)
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
@@ -273,9 +280,62 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: str | os.PathLike,
 
 
 def read_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """The named tensors of a safetensors file. Its header is checked first
+    (:func:`vocab_transfer.artifacts.safetensors_header`: an absurd header length, a size that does not match, a
+    header that is not JSON), and any reader error becomes an :class:`~vocab_transfer.artifacts.ArtifactError` naming
+    the file."""
     from safetensors.torch import load_file
 
-    return load_file(str(path))
+    safetensors_header(path)
+    try:
+        return load_file(str(path))
+    except Exception as e:  # noqa: BLE001 - the reader's errors do not name the file
+        raise ArtifactError(f"{path}: unreadable safetensors ({type(e).__name__}: {e})") from e
+
+
+def parquet_columns(path: str | os.PathLike) -> list[str]:
+    """The column names of a parquet file or directory dataset (its first part), from the footer; an unreadable
+    file raises :class:`~vocab_transfer.artifacts.ArtifactError` naming it."""
+    path = Path(path)
+    first = path if not path.is_dir() else next(iter(sorted(path.glob("*.parquet"))), None)
+    if first is None:
+        raise ArtifactError(f"{path}: a parquet dataset folder without .parquet files")
+    try:
+        return pq.read_schema(first).names
+    except Exception as e:  # noqa: BLE001 - pyarrow's errors do not always name the file
+        raise ArtifactError(f"{first}: unreadable parquet ({type(e).__name__}: {e})") from e
+
+
+def require_columns(path: str | os.PathLike, names: list[str], wanted, error: type[Exception] = ArtifactError
+                    ) -> None:
+    """Raise ``error`` naming ``path``, the columns of ``wanted`` it lacks and the columns it has, unless ``names``
+    (its columns) has them all: the one schema check of the pipeline's parquet readers."""
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise error(f"{path}: no column(s) {missing} (its columns: {list(names)}; expected {list(wanted)}): not the "
+                    "table this step reads; rebuild it, or give the file of that kind")
+
+
+#: The columns each of the pipeline's parquet kinds has (at least), checked by :func:`read_parquet` before a step
+#: reads one: the overlap table (vocab_transfer.methods.overlap.OVERLAP_SCHEMA, the columns the methods read), an init
+#: artifact's provenance table (``<method>.provenance.parquet``), a bilingual dictionary, a word list
+#: (``words.parquet``) and a corpus split.
+TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "overlap": ("target_id", "source_id", "target_token", "source_token", "match"),
+    "provenance": ("target_id", "token", "provenance", "n_sources"),
+    "dictionary": ("source_word", "target_word"),
+    "words": ("word", "count"),
+    "corpus": ("doc_id", "text"),
+}
+
+
+def read_parquet(path: str | os.PathLike, columns=None, *, kind: str | None = None) -> pd.DataFrame:
+    """A parquet table (a file or directory dataset) as a DataFrame, after checking that it has the columns of its
+    ``kind`` (:data:`TABLE_COLUMNS`) and ``columns`` (:func:`require_columns`: an error naming the file and the
+    columns it lacks); only ``columns`` are read when given."""
+    wanted = TABLE_COLUMNS[kind] if kind is not None else ()
+    require_columns(path, parquet_columns(path), [*wanted, *(c for c in columns or () if c not in wanted)])
+    return pd.read_parquet(path, columns=list(columns) if columns is not None else None)
 
 
 def write_text(text: str, path: str | os.PathLike) -> None:

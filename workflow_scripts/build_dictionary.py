@@ -2,10 +2,8 @@
 
 import json
 
-import pandas as pd
-
 from vocab_transfer.data.dictionary import DICTD_ROOT, identical_pairs, read_freedict, read_pairs
-from vocab_transfer.io import write_parquet
+from vocab_transfer.io import read_parquet, write_parquet
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import Dictionary
 
@@ -15,8 +13,8 @@ def main(inputs, spec: Dictionary, out_path, log_path):
     if spec.source == "freedict":
         pairs = read_freedict(spec.name, spec.root or DICTD_ROOT)
     elif spec.source == "identical":
-        pairs = identical_pairs(pd.read_parquet(inputs["source_words"])["word"].tolist(),
-                                pd.read_parquet(inputs["target_words"])["word"].tolist(), min_length=spec.min_length)
+        pairs = identical_pairs(read_parquet(inputs["source_words"], ["word"], kind="words")["word"].tolist(),
+                                read_parquet(inputs["target_words"], ["word"], kind="words")["word"].tolist(), min_length=spec.min_length)
     else:  # file, muse
         pairs = read_pairs(inputs["pairs"])
     log.info("%s dictionary: %d single-word pairs, %d source words", spec.source, len(pairs),

@@ -1,9 +1,7 @@
 """The source tokenizer extended with the most frequent target tokens it lacks (rule extend_tokenizer)."""
 
-import pandas as pd
-
 from vocab_transfer.data.tokenizer import load_tokenizer
-from vocab_transfer.io import atomic_path, read_tensors
+from vocab_transfer.io import atomic_path, read_parquet, read_tensors
 from vocab_transfer.methods.extension import extend_tokenizer, new_token_ids
 from vocab_transfer.workflow.job import setup_job
 
@@ -11,7 +9,7 @@ from vocab_transfer.workflow.job import setup_job
 def main(model_dir, tokenizer_dir, overlap_path, vectors_path, selection, out_dir, log_path):
     log = setup_job(log_path)
     source, target = load_tokenizer(model_dir), load_tokenizer(tokenizer_dir)
-    overlap = pd.read_parquet(overlap_path)
+    overlap = read_parquet(overlap_path, kind="overlap")
     new = new_token_ids(overlap, read_tensors(vectors_path)["counts"].numpy(), **selection)
     tok = extend_tokenizer(source, target, new)
     log.info("extended %d source tokens by %d target tokens (%s)", len(source), len(new), selection)

