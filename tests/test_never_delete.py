@@ -1,7 +1,7 @@
-"""Bad inputs that must never cost a user a file: ``vocab-transfer --out`` refuses any folder it did not write (and
-replaces an earlier export of its own in one swap), bad arguments are named before the DAG runs, YAML with a key
-given twice or a Python tag is refused with its line (config files, study configs, ``--param``), and a rebuild hint
-of a copied run directory names the copy. Every case here runs without a DAG."""
+"""Bad inputs that must never cost a user a file: ``vocab-transfer --out`` refuses any folder it did not write
+(and replaces an earlier export of its own in one swap), bad arguments are named before the DAG runs, YAML
+with a key given twice or a Python tag is refused with its line (config files, study configs, ``--param``),
+and a rebuild hint of a copied run directory names the copy. Every case here runs without a DAG."""
 
 import json
 import os
@@ -24,7 +24,8 @@ PWNED = "touch {}"
 
 @pytest.fixture
 def here(tmp_path, monkeypatch):
-    """A user's folder as the current directory, with a corpus, a folder of the user's own files and a file."""
+    """A user's folder as the current directory, with a corpus, a folder of the user's own files and a
+    file."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "c.txt").write_text("Habari ya asubuhi.\n")
     (tmp_path / "mine").mkdir()
@@ -34,9 +35,10 @@ def here(tmp_path, monkeypatch):
 
 
 def cli(capsys, *args, out="new", **options):
-    """vocab-transfer transfer with a valid source, tokenizer and corpus unless ``options`` say otherwise: (exit
-    status, stderr)."""
-    given = {"--source": "org/model", "--tokenizer": "300", "--corpus": "c.txt", "--out": out, "--workdir": "run",
+    """vocab-transfer transfer with a valid source, tokenizer and corpus unless ``options`` say otherwise:
+    (exit status, stderr)."""
+    given = {"--source": "org/model", "--tokenizer": "300", "--corpus": "c.txt", "--out": out,
+             "--workdir": "run",
              **{f"--{k}": v for k, v in options.items()}}
     code = api.main(["transfer", *[w for kv in given.items() for w in kv], *args])
     return code, capsys.readouterr().err
@@ -51,7 +53,8 @@ def untouched(here: Path) -> None:
 
 def fake_export(folder: Path, weights: bytes = b"old") -> Path:
     """A model folder laid out as rule export_init_model writes it (its manifest records the rule)."""
-    artifacts.set_job(type("Job", (), {"rule": "export_init_model", "params": {}, "wildcards": {}, "input": []})())
+    job = type("Job", (), {"rule": "export_init_model", "params": {}, "wildcards": {}, "input": []})()
+    artifacts.set_job(job)
     try:
         with atomic_path(folder, directory=True) as tmp:
             (tmp / "config.json").write_text('{"model_type": "llama"}')
@@ -62,7 +65,8 @@ def fake_export(folder: Path, weights: bytes = b"old") -> Path:
     return folder
 
 
-# --- --out -------------------------------------------------------------------------------------------------------
+# --- --out
+# -------------------------------------------------------------------------------------------------------
 def test_out_a_folder_with_a_users_files_is_refused_before_anything_runs(here, capsys):
     code, err = cli(capsys, out="mine")
     assert code == 1 and f"--out mine: a folder with files ({here / 'mine'})" in err and "thesis.tex" in err
@@ -111,7 +115,8 @@ def test_out_an_export_with_a_users_file_added_is_refused(here, capsys):
     (here / "model" / "my-eval.json").write_text("{}")
     code, err = cli(capsys, out="model")
     assert code == 1 and "an exported model folder changed since" in err and "my-eval.json was added" in err
-    assert (here / "model" / "my-eval.json").is_file() and (here / "model" / "model.safetensors").read_bytes() == b"old"
+    assert (here / "model" / "my-eval.json").is_file()
+    assert (here / "model" / "model.safetensors").read_bytes() == b"old"
 
 
 def test_out_an_earlier_export_or_an_empty_folder_may_be_written(here):
@@ -126,7 +131,8 @@ def test_replacing_an_earlier_export_swaps_it_in_one_step(here):
     old, new = fake_export(here / "model"), fake_export(here / "run" / "export", b"new")
     api.replace_folder(new, old)
     assert (old / "model.safetensors").read_bytes() == b"new" and api.is_export(old) is None
-    assert sorted(p.name for p in here.iterdir()) == ["c.txt", "mine", "model", "notes.txt", "run"]  # no temporaries
+    # no temporaries left beside it
+    assert sorted(p.name for p in here.iterdir()) == ["c.txt", "mine", "model", "notes.txt", "run"]
     api.replace_folder(new, here / "fresh")  # a new folder
     assert (here / "fresh" / "model.safetensors").read_bytes() == b"new"
 
@@ -147,7 +153,8 @@ def test_a_failed_copy_leaves_the_earlier_export_as_it_was(here, monkeypatch):
 
 
 def test_the_swap_without_renameat2_is_two_renames(here, monkeypatch):
-    """Where the kernel has no RENAME_EXCHANGE, the fallback swaps with two renames (undone if the second fails)."""
+    """Where the kernel has no RENAME_EXCHANGE, the fallback swaps with two renames (undone if the second
+    fails)."""
     import ctypes
 
     monkeypatch.setattr(ctypes, "CDLL", lambda *a, **k: (_ for _ in ()).throw(OSError("no libc")))
@@ -159,12 +166,13 @@ def test_the_swap_without_renameat2_is_two_renames(here, monkeypatch):
     assert (here / "a" / "x").read_text() == "b" and (here / "b" / "x").read_text() == "a"
 
 
-# --- the other arguments ------------------------------------------------------------------------------------------
+# --- the other arguments
+# ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("tokenizer, message", [
     ("-5", "tokenizer '-5': a vocabulary size must be from 100"),
     ("0", "tokenizer '0': a vocabulary size must be from 100"),
-    (str(10**12), f"tokenizer '{10**12}': a vocabulary size must be from 100 (the special tokens and the alphabet) "
-                  "to 16777216"),
+    (str(10**12), f"tokenizer '{10**12}': a vocabulary size must be from 100 (the special tokens and the "
+                  "alphabet) to 16777216"),
     ("bad id!!", "tokenizer 'bad id!!': no such folder, and not a hub id"),
     ("notes.txt", "tokenizer 'notes.txt': a file; give a folder"),
 ])
@@ -196,12 +204,15 @@ def test_bad_source_corpus_cores_and_seed_are_named(here, capsys, options, messa
     untouched(here)
 
 
-# --- YAML -----------------------------------------------------------------------------------------------------------
+# --- YAML
+# -----------------------------------------------------------------------------------------------------------
 def test_a_python_tag_in_a_param_is_refused_and_not_run(here, capsys):
     marker = here / "pwned"
-    code, err = cli(capsys, "--param", f"temperature=!!python/object/apply:os.system ['{PWNED.format(marker)}']")
-    assert code == 2 and "vocab-transfer: --param temperature: line 1: tag !!python/object/apply:os.system is not " \
-                          "allowed" in err and "Traceback" not in err
+    tag = f"!!python/object/apply:os.system ['{PWNED.format(marker)}']"
+    code, err = cli(capsys, "--param", f"temperature={tag}")
+    assert code == 2 and "Traceback" not in err
+    assert "vocab-transfer: --param temperature: line 1: tag !!python/object/apply:os.system is not " \
+           "allowed" in err
     assert not marker.exists()
     untouched(here)
 
@@ -213,8 +224,10 @@ def test_a_duplicate_key_in_a_param_is_refused(here, capsys):
 
 def test_a_config_file_with_a_key_given_twice_names_the_file_key_and_line(tmp_path):
     config = tmp_path / "config.yaml"
-    config.write_text("seed: 1\nmethods:\n  focus:\n    kind: focus\nfocus_note: x\nmethods:\n  wechsel: {kind: wechsel}\n")
-    with pytest.raises(ConfigError, match=rf"--configfile {config}: line 6: key 'methods' given twice in one mapping "
+    config.write_text("seed: 1\nmethods:\n  focus:\n    kind: focus\nfocus_note: x\n"
+                      "methods:\n  wechsel: {kind: wechsel}\n")
+    with pytest.raises(ConfigError, match=rf"--configfile {config}: line 6: key 'methods' given twice in one "
+                                          r"mapping "
                                           r"\(first at line 2\)"):
         check_configfiles([str(config)])
 
@@ -222,9 +235,11 @@ def test_a_config_file_with_a_key_given_twice_names_the_file_key_and_line(tmp_pa
 def test_a_nested_duplicate_key_is_named_with_its_line(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text("methods:\n  focus:\n    kind: focus\n    temperature: 0.1\n    temperature: 0.2\n")
-    with pytest.raises(ConfigError, match=r"line 5: key 'temperature' given twice in one mapping \(first at line 4\)"):
+    with pytest.raises(ConfigError, match=r"line 5: key 'temperature' given twice in one mapping "
+                                          r"\(first at line 4\)"):
         check_configfiles([str(config)])
-    # a merge key may be overridden, as YAML means it; JSON that YAML cannot read (tabs) is Snakemake's to read
+    # a merge key may be overridden, as YAML means it; JSON that YAML cannot read (tabs) is Snakemake's to
+    # read
     config.write_text("base: &b {kind: focus, k: 1}\nmethods:\n  focus:\n    <<: *b\n    k: 2\n")
     check_configfiles([str(config)])
     config.write_text('{\n\t"seed": 1\n}\n')
@@ -235,7 +250,8 @@ def test_a_python_tag_in_a_config_file_is_named_and_not_run(tmp_path):
     marker = tmp_path / "pwned"
     config = tmp_path / "config.yaml"
     config.write_text(f"seed: 1\nmethods: !!python/object/apply:os.system ['{PWNED.format(marker)}']\n")
-    with pytest.raises(ConfigError, match=rf"--configfile {config}: line 2: tag !!python/object/apply:os.system is "
+    with pytest.raises(ConfigError, match=rf"--configfile {config}: line 2: tag "
+                                          r"!!python/object/apply:os.system is "
                                           "not allowed"):
         check_configfiles([str(config)])
     assert not marker.exists()
@@ -252,10 +268,12 @@ def test_a_study_config_with_a_key_given_twice_is_named(tmp_path, monkeypatch):
         load_studies({"studies": ["a.yaml"]}, str(REPO))
 
 
-# --- rebuild hints --------------------------------------------------------------------------------------------------
+# --- rebuild hints
+# --------------------------------------------------------------------------------------------------
 def written_in_run(run: Path, monkeypatch, outputs: bool) -> Path:
-    """An artifact written as a job of a run in ``run`` (outside the repository) records it: the environment that
-    rules/common.smk sets, with the API's config file inside the run directory; ``outputs``: the job is known."""
+    """An artifact written as a job of a run in ``run`` (outside the repository) records it: the environment
+    that rules/common.smk sets, with the API's config file inside the run directory; ``outputs``: the job is
+    known."""
     run.mkdir()
     (run / "transfer.yaml").write_text(yaml.safe_dump({"seed": 0}))
     words = ["snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(run)]

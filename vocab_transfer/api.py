@@ -35,8 +35,9 @@ from .typed import YamlError, load_yaml
 
 REPO = Path(os.environ.get("VOCAB_TRANSFER_ROOT") or Path(__file__).resolve().parents[1])
 SOURCE, TARGET = "source", "target"
-#: The sizes of a tokenizer trained on the corpus (``--tokenizer N``): at least the config's minimum (its special
-#: tokens and the byte or character alphabet), at most 2**24 (SentencePiece aborts on sizes far beyond any vocabulary).
+#: The sizes of a tokenizer trained on the corpus (``--tokenizer N``): at least the config's minimum (its
+#: special tokens and the byte or character alphabet), at most 2**24 (SentencePiece aborts on sizes far beyond
+#: any vocabulary).
 MIN_VOCAB, MAX_VOCAB = 100, 1 << 24
 SEED_LIMIT = 1 << 32  # seeds are 32-bit unsigned (numpy's, the workflow's)
 #: The rules whose model folders ``--out`` copies, and so replaces (:func:`check_out`).
@@ -55,30 +56,32 @@ def _hub_id(value: str) -> bool:
 
 
 def _folder_or_hub_id(name: str, value) -> str:
-    """``value`` as the config names it: an existing folder (absolute) or a hub id; ValueError naming ``name``."""
+    """``value`` as the config names it: an existing folder (absolute) or a hub id; ValueError naming
+    ``name``."""
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} {value!r}: give a folder or a hub id")
     if Path(value).is_dir():
         return str(Path(value).resolve())
     if Path(value).exists():
-        raise ValueError(f"{name} {value!r}: a file; give a folder (a Hugging Face model or tokenizer folder) or a "
-                         "hub id")
+        raise ValueError(f"{name} {value!r}: a file; give a folder (a Hugging Face model or tokenizer "
+                         "folder) or a hub id")
     if not _hub_id(value):
-        raise ValueError(f"{name} {value!r}: no such folder, and not a hub id (org/name: letters, digits, '-', '_', "
-                         "'.')")
+        raise ValueError(f"{name} {value!r}: no such folder, and not a hub id (org/name: letters, digits, "
+                         "'-', '_', '.')")
     return value
 
 
 def _vocab_size(tokenizer) -> int | None:
-    """The vocabulary size that ``tokenizer`` gives (an int, or a string of digits with an optional sign), else
-    None; ValueError when it is out of range."""
+    """The vocabulary size that ``tokenizer`` gives (an int, or a string of digits with an optional sign),
+    else None; ValueError when it is out of range."""
     if isinstance(tokenizer, bool):
         raise ValueError(f"tokenizer {tokenizer!r}: give a folder, a hub id or a vocabulary size")
-    if isinstance(tokenizer, int) or (isinstance(tokenizer, str) and re.fullmatch(r"\s*[+-]?\d+\s*", tokenizer)):
+    digits = isinstance(tokenizer, str) and re.fullmatch(r"\s*[+-]?\d+\s*", tokenizer)
+    if isinstance(tokenizer, int) or digits:
         size = int(tokenizer)
         if not MIN_VOCAB <= size <= MAX_VOCAB:
-            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from {MIN_VOCAB} (the special tokens "
-                             f"and the alphabet) to {MAX_VOCAB} (2**24)")
+            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from {MIN_VOCAB} (the "
+                             f"special tokens and the alphabet) to {MAX_VOCAB} (2**24)")
         return size
     return None
 
@@ -118,7 +121,8 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
         "corpora": {TARGET: corpus_spec},
         "sources": {SOURCE: {"model": model}},
         "targets": [TARGET],
-        "tokenizer": {"vocab_size": size, "like": SOURCE} if size is not None else {"pretrained": {TARGET: pretrained}},
+        "tokenizer": {"vocab_size": size, "like": SOURCE} if size is not None else
+                     {"pretrained": {TARGET: pretrained}},
         "methods": methods,
     }
 
@@ -126,12 +130,12 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
 def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus: str, out: str | None = None,
              workdir: str | None = None, seed: int = 0, cores: int | None = None, language: str | None = None,
              **params) -> Path:
-    """Transfer ``source`` to ``tokenizer`` with ``method`` (:func:`transfer_config`) and return the exported Hugging
-    Face model folder (with its tokenizer and model card): ``out`` (a copy) if given, else the DAG's folder under
-    ``workdir`` (default ``vocab-transfer-<method>``). The arguments are checked before the DAG runs
-    (:func:`check_out` for ``out``); ``out`` is written only once the DAG succeeded, by :func:`replace_folder`.
-    Raises :class:`ValueError` for a bad argument and :class:`RuntimeError` with the end of Snakemake's log when a
-    job fails."""
+    """Transfer ``source`` to ``tokenizer`` with ``method`` (:func:`transfer_config`) and return the exported
+    Hugging Face model folder (with its tokenizer and model card): ``out`` (a copy) if given, else the DAG's
+    folder under ``workdir`` (default ``vocab-transfer-<method>``). The arguments are checked before the DAG
+    runs (:func:`check_out` for ``out``); ``out`` is written only once the DAG succeeded, by
+    :func:`replace_folder`. Raises :class:`ValueError` for a bad argument and :class:`RuntimeError` with the
+    end of Snakemake's log when a job fails."""
     work = Path(workdir or f"vocab-transfer-{method}").resolve()
     dest = check_out(out, work) if out is not None else None
     if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
@@ -155,14 +159,16 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
 
 
 def check_out(out: str | os.PathLike, work: Path) -> Path:
-    """Where ``out`` (``--out``) may be written, as an absolute path; ValueError naming it when writing there could
-    delete what this command did not write: an existing file or symbolic link, the current directory, the home
-    folder, the repository or a folder above one of them, the working directory ``work`` or a folder inside or above
-    it, and a folder with files that is not a model folder exported here, unchanged (:func:`is_export`: it holds
-    the export's manifest and only the files it lists). A new or empty folder, or an unchanged export, is fine."""
+    """Where ``out`` (``--out``) may be written, as an absolute path; ValueError naming it when writing there
+    could delete what this command did not write: an existing file or symbolic link, the current directory,
+    the home folder, the repository or a folder above one of them, the working directory ``work`` or a folder
+    inside or above it, and a folder with files that is not a model folder exported here, unchanged
+    (:func:`is_export`: it holds the export's manifest and only the files it lists). A new or empty folder, or
+    an unchanged export, is fine."""
     given = Path(out)
     if given.is_symlink():
-        raise ValueError(f"--out {out}: a symbolic link (to {os.readlink(given)}); name a new folder, not a link")
+        raise ValueError(f"--out {out}: a symbolic link (to {os.readlink(given)}); name a new folder, not a "
+                         "link")
     path = given.parent.resolve() / given.name if given.name not in ("", ".", "..") else given.resolve()
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out {out}: an existing file, not a folder; name a new folder")
@@ -170,25 +176,27 @@ def check_out(out: str | os.PathLike, work: Path) -> Path:
     def at_or_above(place: Path) -> bool:
         return path == place or path in place.parents
 
-    for place, what in ((Path.cwd().resolve(), "the current directory"), (Path.home().resolve(), "your home folder"),
+    for place, what in ((Path.cwd().resolve(), "the current directory"),
+                        (Path.home().resolve(), "your home folder"),
                         (REPO.resolve(), "the repository's checkout")):
         if at_or_above(place):
-            raise ValueError(f"--out {out}: {what}{' or a folder above it' if path != place else ''} ({path}); "
-                             "name a new folder for the model")
+            above = " or a folder above it" if path != place else ""
+            raise ValueError(f"--out {out}: {what}{above} ({path}); name a new folder for the model")
     if at_or_above(work) or work in path.parents:
-        raise ValueError(f"--out {out}: the working directory of the run ({work}) or a folder inside or above it; "
-                         "name a folder outside it")
+        raise ValueError(f"--out {out}: the working directory of the run ({work}) or a folder inside or "
+                         "above it; name a folder outside it")
     if path.is_dir() and any(path.iterdir()):
         problem = is_export(path)
         if problem:
-            raise ValueError(f"--out {out}: a folder with files ({path}), {problem}; it is left as it is: name a new "
-                             "or empty folder, or remove them yourself")
+            raise ValueError(f"--out {out}: a folder with files ({path}), {problem}; it is left as it is: "
+                             "name a new or empty folder, or remove them yourself")
     return path
 
 
 def is_export(folder: Path) -> str | None:
-    """None if ``folder`` is a model folder exported by the workflow (the manifest of rule export_init_model or
-    export_lapt_model, with config.json) holding only the files its manifest lists, unchanged; else what it is."""
+    """None if ``folder`` is a model folder exported by the workflow (the manifest of rule export_init_model
+    or export_lapt_model, with config.json) holding only the files its manifest lists, unchanged; else what it
+    is."""
     from .artifacts import check_manifest, read_manifest
 
     record = read_manifest(folder)
@@ -204,10 +212,11 @@ def is_export(folder: Path) -> str | None:
 
 
 def replace_folder(src: Path, dest: Path) -> None:
-    """Copy the folder ``src`` to ``dest``, replacing the folder there (checked by :func:`check_out`) in one step:
-    the copy is made in a temporary folder beside ``dest`` (removed if the copy fails, ``dest`` untouched), then
-    swapped with ``dest`` (:func:`_exchange`) and the old folder removed. Symbolic links in ``src`` are copied as
-    the files they point to; nothing outside ``dest``'s temporary siblings is removed."""
+    """Copy the folder ``src`` to ``dest``, replacing the folder there (checked by :func:`check_out`) in one
+    step: the copy is made in a temporary folder beside ``dest`` (removed if the copy fails, ``dest``
+    untouched), then swapped with ``dest`` (:func:`_exchange`) and the old folder removed. Symbolic links in
+    ``src`` are copied as the files they point to; nothing outside ``dest``'s temporary siblings is
+    removed."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.vocab-transfer-{os.getpid()}-{secrets.token_hex(4)}")
     try:
@@ -222,8 +231,8 @@ def replace_folder(src: Path, dest: Path) -> None:
 
 
 def _exchange(a: Path, b: Path) -> None:
-    """Swap the folders ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``); where that is missing,
-    with two renames, the first undone if the second fails."""
+    """Swap the folders ``a`` and ``b`` in one step (Linux ``renameat2(RENAME_EXCHANGE)``); where that is
+    missing, with two renames, the first undone if the second fails."""
     import ctypes
 
     try:

@@ -152,9 +152,9 @@ class YamlError(ValueError):
 
 @functools.lru_cache(maxsize=1)
 def _strict_loader():
-    """A SafeLoader (libyaml's parser when installed) that refuses a key given twice in one mapping and any tag it
-    does not know (``!!python/...``): YAML 1.1 keeps the last of two equal keys, and PyYAML's SafeLoader fails on an
-    unknown tag with an error that hides the line."""
+    """A SafeLoader (libyaml's parser when installed) that refuses a key given twice in one mapping and any
+    tag it does not know (``!!python/...``): YAML 1.1 keeps the last of two equal keys, and PyYAML's
+    SafeLoader fails on an unknown tag with an error that hides the line."""
     import yaml
 
     class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
@@ -178,18 +178,19 @@ def _strict_loader():
 
         def construct_undefined(self, node):
             tag = node.tag.replace("tag:yaml.org,2002:", "!!")
-            raise YamlError(f"line {node.start_mark.line + 1}: tag {tag} is not allowed (plain YAML values only: "
-                            "strings, numbers, booleans, null, lists, mappings; nothing is constructed from a tag)")
+            raise YamlError(f"line {node.start_mark.line + 1}: tag {tag} is not allowed (plain YAML values "
+                            "only: strings, numbers, booleans, null, lists, mappings; nothing is constructed "
+                            "from a tag)")
 
     StrictLoader.add_constructor(None, StrictLoader.construct_undefined)
     return StrictLoader
 
 
 def load_yaml(text: str, where: str):
-    """The value of the YAML ``text`` (a config file's, a ``--param``'s) as :func:`yaml.safe_load` reads it, but
-    :class:`YamlError` naming ``where``, the line and the key or tag for a key given twice in one mapping (at any
-    depth), for a tag that plain YAML does not have (``!!python/object/apply:...``: nothing is constructed), and for
-    text that is no YAML."""
+    """The value of the YAML ``text`` (a config file's, a ``--param``'s) as :func:`yaml.safe_load` reads it,
+    but :class:`YamlError` naming ``where``, the line and the key or tag for a key given twice in one mapping
+    (at any depth), for a tag that plain YAML does not have (``!!python/object/apply:...``: nothing is
+    constructed), and for text that is no YAML."""
     import yaml
 
     try:

@@ -169,8 +169,9 @@ def check_configfiles(configfiles) -> None:
                           f"--configfile as a config file); name targets before --configfile (snakemake -n "
                           f"{' '.join(own)} {configs}) or end the config files with -- (snakemake -n {configs} -- "
                           f"{' '.join(own)})")
-    # What Snakemake's loader lets through: a key given twice in one mapping (the last one wins), at any depth. One
-    # libyaml parse of each file (a tag, which Snakemake's loader refuses itself, is named here for a file it did read).
+    # What Snakemake's loader lets through: a key given twice in one mapping (the last one wins), at any
+    # depth. One libyaml parse of each file (a tag, which Snakemake's loader refuses itself, is named here for
+    # a file it did read).
     for f in configfiles:
         try:
             text = Path(f).read_text(encoding="utf-8")
