@@ -154,7 +154,7 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
         raise RuntimeError(f"the transfer's DAG failed ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}")
     if dest is None:
         return exported
-    replace_folder(exported, dest)
+    replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's minutes or hours
     return Path(out)
 
 

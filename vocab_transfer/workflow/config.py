@@ -175,8 +175,8 @@ def check_configfiles(configfiles) -> None:
     for f in configfiles:
         try:
             text = Path(f).read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(f"--configfile {f}: cannot be read ({e.strerror})") from None
+        except OSError:
+            continue  # Snakemake names a config file it cannot read
         try:
             load_yaml(text, f"--configfile {f}")  # JSON is YAML too (flow style)
         except YamlError as e:
