@@ -77,10 +77,22 @@ def test_the_calls_tensors_are_the_dags_init_artifact(tmp_path):
     assert torch.equal(model.get_input_embeddings().weight.detach(), init["embeddings"])
     assert torch.equal(model.get_output_embeddings().weight.detach(), init["output_embeddings"])
 
-    proc = subprocess.run([sys.executable, "-m", "vocab_transfer.api", "transfer", "--source",
-                           str(tmp_path / "models" / "llama-tiny"), "--tokenizer", "600", "--corpus", str(corpus),
-                           "--out", str(tmp_path / "cli"), "--workdir", str(tmp_path / "api"), "--cores", "2"],
-                          capture_output=True, text=True)
+    command = [sys.executable, "-m", "vocab_transfer.api", "transfer", "--source",
+               str(tmp_path / "models" / "llama-tiny"),
+               "--tokenizer", "600", "--corpus", str(corpus), "--out", str(tmp_path / "cli"), "--workdir",
+               str(tmp_path / "api"), "--cores", "2"]
+    proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Nothing to be done" not in proc.stdout  # its own output: the folder, as JSON
     assert (tmp_path / "cli" / "model.safetensors").read_bytes() == (folder / "model.safetensors").read_bytes()
+    # the same --out again: the earlier export (its manifest, unchanged) is replaced; a file of the user's in
+    # it is not
+    assert api.is_export(tmp_path / "cli") is None
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    weights = (folder / "model.safetensors").read_bytes()
+    assert (tmp_path / "cli" / "model.safetensors").read_bytes() == weights
+    (tmp_path / "cli" / "notes.md").write_text("mine")
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert proc.returncode == 1 and "notes.md was added" in proc.stderr
+    assert (tmp_path / "cli" / "notes.md").read_text() == "mine"

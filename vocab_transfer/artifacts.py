@@ -256,9 +256,25 @@ def _listed(folder: Path) -> list[Path]:
 
 
 def _job_origin() -> dict:
+    """The manifest's record of the job that writes an artifact: its rule, and how to call the workflow again
+    (``rerun``, from :data:`RERUN_ENV`). For a run outside the repository root (``--directory``), the run
+    directory is recorded (``directory``), the config files inside it relative to it, and the job's outputs
+    relative to it (``outputs``): :func:`rerun_hint` finds the run directory from where the artifact is now (a
+    copied or moved run)."""
     out = {"rule": _job["rule"]} if _job else {}
     if RERUN_ENV in os.environ:  # run by the workflow: how to call it again (no config files: config.yaml)
-        out["rerun"] = json.loads(os.environ[RERUN_ENV])
+        rerun = json.loads(os.environ[RERUN_ENV])
+        words = rerun.get("snakemake", [])
+        if "--directory" in words[:-1]:
+            run = os.path.abspath(words[words.index("--directory") + 1])
+            inside = lambda p: os.path.relpath(os.path.abspath(p), run)  # noqa: E731
+            rerun["directory"] = run
+            rerun["configfiles"] = [c if inside(c).startswith("..") else inside(c)
+                                    for c in rerun.get("configfiles", [])]
+            job = snakemake_job()
+            if job is not None:
+                rerun["outputs"] = [o for o in map(inside, job.output) if not o.startswith("..")]
+        out["rerun"] = rerun
     return out
 
 
@@ -430,16 +446,43 @@ def check_readable(path: str | os.PathLike, deep: bool = False) -> None:
 
 
 def rerun_hint(path: str | os.PathLike) -> str:
-    """The command that rebuilds the artifact ``path`` belongs to (its rule's output), as the run that wrote it was
-    called (from its manifest: the config files, and ``--snakefile``/``--directory`` for a run made outside the
-    repository root); else "snakemake --force <path> (and your --configfile)"."""
+    """The command that rebuilds the artifact ``path`` belongs to (its rule's output), as the run that wrote
+    it was called (from its manifest: the config files, and ``--snakefile``/``--directory`` for a run made
+    outside the repository root); else "snakemake --force <path> (and your --configfile)". A run directory
+    copied or moved since is named where it is now: the directory above the artifact's path as the job wrote
+    it (its ``outputs``), or above its ``results/``/``resources/`` folder; the config files inside it with
+    it."""
+    def run_directory(root: Path, then: Path, outputs: list[str]) -> Path:
+        """Where the run directory ``then`` is now: above the one of the job's ``outputs`` that ``root``'s
+        path ends with, else ``then`` if it holds ``root``, else above the nearest results/ or resources/
+        above ``root``."""
+        for o in outputs:
+            parts = Path(o).parts
+            if parts and root.parts[-len(parts):] == parts and len(root.parts) > len(parts):
+                return Path(*root.parts[:-len(parts)])
+        if then == root or then in root.parents:
+            return then
+        return next((p.parent for p in root.parents if p.name in ("results", "resources")), then)
+
     root = artifact_root(path)
     rerun = (read_manifest(root) or {}).get("rerun")
-    if rerun:
-        configfiles = rerun["configfiles"]
-        return "rebuild it with: " + shlex.join([*rerun["snakemake"], "--force", str(root),
-                                                 *(["--configfile", *configfiles] if configfiles else [])])
-    return f"rebuild it with: snakemake --force {shlex.quote(str(root))} (and your --configfile)"
+    if not rerun:
+        return f"rebuild it with: snakemake --force {shlex.quote(str(root))} (and your --configfile)"
+    words, configfiles = list(rerun["snakemake"]), list(rerun["configfiles"] or [])
+    target = str(root)
+    if "--directory" in words[:-1]:
+        i = words.index("--directory") + 1
+        then = rerun.get("directory") or words[i]
+        now = run_directory(Path(os.path.abspath(root)), Path(then), rerun.get("outputs") or [])
+        words[i] = str(now)
+        configfiles = [str(now / c) if not os.path.isabs(c) else
+                       str(now / os.path.relpath(c, then)) if c.startswith(os.path.join(then, "")) else c
+                       for c in configfiles]
+        with contextlib.suppress(ValueError):
+            # a target is read inside --directory
+            target = Path(os.path.abspath(root)).relative_to(now).as_posix()
+    return "rebuild it with: " + shlex.join([*words, "--force", target,
+                                             *(["--configfile", *configfiles] if configfiles else [])])
 
 
 def stale_inputs(path: str | os.PathLike, meta: dict | None = None, among: set[str] | None = None,

@@ -162,3 +162,60 @@ def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = N
         if key in meta and not test(meta[key]):
             raise ModelError(f"{where}: {value!r} must be {text} {meta[key]}")
     return value
+
+
+class YamlError(ValueError):
+    """A YAML text that :func:`load_yaml` refuses: names where it came from, the line, and what is wrong."""
+
+
+@functools.lru_cache(maxsize=1)
+def _strict_loader():
+    """A SafeLoader (libyaml's parser when installed) that refuses a key given twice in one mapping and any
+    tag it does not know (``!!python/...``): YAML 1.1 keeps the last of two equal keys, and PyYAML's
+    SafeLoader fails on an unknown tag with an error that hides the line."""
+    import yaml
+
+    class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue  # `<<: *anchor`: a merge, whose keys the mapping may override
+                    key = self.construct_object(key_node, deep=True)
+                    line = key_node.start_mark.line + 1
+                    try:
+                        first = seen.get(key)
+                        seen.setdefault(key, line)
+                    except TypeError:
+                        continue  # an unhashable key: SafeConstructor names it
+                    if first is not None:
+                        raise YamlError(f"line {line}: key {key!r} given twice in one mapping (first at line "
+                                        f"{first}); YAML would keep only the last")
+            return super().construct_mapping(node, deep=deep)
+
+        def construct_undefined(self, node):
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise YamlError(f"line {node.start_mark.line + 1}: tag {tag} is not allowed (plain YAML values "
+                            "only: strings, numbers, booleans, null, lists, mappings; nothing is constructed "
+                            "from a tag)")
+
+    StrictLoader.add_constructor(None, StrictLoader.construct_undefined)
+    return StrictLoader
+
+
+def load_yaml(text: str, where: str):
+    """The value of the YAML ``text`` (a config file's, a ``--param``'s) as :func:`yaml.safe_load` reads it,
+    but :class:`YamlError` naming ``where``, the line and the key or tag for a key given twice in one mapping
+    (at any depth), for a tag that plain YAML does not have (``!!python/object/apply:...``: nothing is
+    constructed), and for text that is no YAML."""
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+    except YamlError as e:
+        raise YamlError(f"{where}: {e}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f"line {mark.line + 1}: " if mark is not None else ""
+        raise YamlError(f"{where}: {line}not valid YAML ({getattr(e, 'problem', None) or e})") from None

@@ -35,7 +35,7 @@ from ..training.settings import (
     selection_metric,
     task_adapter_config,
 )
-from ..typed import yaml_boolean_hint
+from ..typed import YamlError, load_yaml, yaml_boolean_hint
 from . import paths
 from .model import (
     VOCAB_TABLE_KINDS,
@@ -171,6 +171,20 @@ def check_configfiles(configfiles) -> None:
                           f"--configfile as a config file); name targets before --configfile (snakemake -n "
                           f"{' '.join(own)} {configs}) or end the config files with -- (snakemake -n {configs} -- "
                           f"{' '.join(own)})")
+    # What Snakemake's loader lets through: a key given twice in one mapping (the last one wins), at any
+    # depth. One libyaml parse of each file (a tag, which Snakemake's loader refuses itself, is named here for
+    # a file it did read).
+    for f in configfiles:
+        try:
+            text = Path(f).read_text(encoding="utf-8")
+        except OSError:
+            continue  # Snakemake names a config file it cannot read
+        try:
+            load_yaml(text, f"--configfile {f}")  # JSON is YAML too (flow style)
+        except YamlError as e:
+            if text.lstrip().startswith(("{", "[")) and "not valid YAML" in str(e):
+                continue  # JSON that is no YAML (a tab in its indentation): Snakemake read it as JSON
+            raise ConfigError(str(e)) from None
 
 
 def check_config(config: dict) -> Config:

@@ -19,8 +19,7 @@ import copy
 from pathlib import Path
 from types import SimpleNamespace as W
 
-import yaml
-
+from ..typed import YamlError, load_yaml
 from .config import ConfigError, check_config, expand_snapshot_models, fill_defaults
 from .plan.base import canonical
 from .rehearsal import shrink
@@ -42,8 +41,10 @@ def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = 
         path = Path(file) if Path(file).is_file() else Path(base) / file
         if not path.is_file():
             raise ConfigError(f"studies[{i}]: {file} is not a file (in the working directory or {base})")
-        with open(path) as f:
-            study = yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: 10x faster
+        try:  # libyaml's parser; a key given twice or a tag is named with its line
+            study = load_yaml(path.read_text(encoding="utf-8"), f"studies[{i}]: {file}")
+        except YamlError as e:
+            raise ConfigError(str(e)) from None
         if not isinstance(study, dict):
             raise ConfigError(f"studies[{i}]: {file} is not a YAML mapping")
         name = study.get("study")
