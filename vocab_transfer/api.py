@@ -270,6 +270,31 @@ def methods_help() -> str:
     return "\n".join(lines)
 
 
+def check_configs(configfiles: list[str]) -> int:
+    """``vocab-transfer check``: each config file read strictly (:func:`vocab_transfer.typed.load_yaml`), merged as
+    Snakemake merges ``--configfile`` files, and checked as the workflow checks it at parse time (a composite's
+    studies are each read strictly; their checks run in ``snakemake -n``). Prints the first problem and returns 1,
+    else 0."""
+    from snakemake.utils import update_config
+
+    from .workflow.config import ConfigError, check_config, check_configfiles
+
+    config: dict = {}
+    try:
+        check_configfiles(configfiles)
+        for f in configfiles:
+            update_config(config, load_yaml(Path(f).read_text(encoding="utf-8"), f))
+        for study in config.get("studies") or ():
+            load_yaml(Path(study).read_text(encoding="utf-8"), study)
+        if "studies" not in config:
+            check_config(config)
+    except (ConfigError, YamlError, OSError) as e:
+        print(f"vocab-transfer: {e}", file=sys.stderr)
+        return 1
+    print(f"{' '.join(configfiles)}: ok" + (" (the studies' own checks: snakemake -n)" if "studies" in config else ""))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="vocab-transfer", formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -290,7 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--workdir", help="the DAG's working directory (default vocab-transfer-<method>); keep it to "
                                      "rerun only what an argument changes")
     t.add_argument("--cores", type=int, help="cores for the DAG's jobs (default: all)")
+    c = sub.add_parser("check", help="check config files before a run: a key given twice or a YAML tag named with "
+                                     "its line (Snakemake's own loader reports either as 'not valid JSON or YAML'), "
+                                     "then every parse-time check of the workflow")
+    c.add_argument("configfiles", nargs="+", metavar="CONFIG", help="the files a run passes to --configfile")
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return check_configs(args.configfiles)
     params = {}
     for item in args.param:
         name, sep, value = item.partition("=")

@@ -59,8 +59,10 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: b
         if not directory:  # a writer that replaced the file (safetensors does) left it 0600
             tmp.chmod(0o666 & ~_umask())
         record = write_manifest(tmp) if checksum else None  # a folder's goes inside it; a file's is returned
-        if directory and path.exists():
-            shutil.rmtree(path)
+        if directory and path.is_symlink():  # the link goes, never what it points to
+            path.unlink()
+        elif directory and path.exists():
+            remove_tree(path)
         os.replace(tmp, path)
         if record is not None:  # a file's sidecar, after the file: a kill in between leaves a file without one
             write_sidecar(record, path)

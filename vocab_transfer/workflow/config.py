@@ -38,6 +38,7 @@ from ..training.settings import (
 from ..typed import YamlError, load_yaml, yaml_boolean_hint
 from . import paths
 from .model import (
+    NAME,
     VOCAB_TABLE_KINDS,
     Config,
     LaptRun,
@@ -47,6 +48,7 @@ from .model import (
     Source,
     SourceTokenizer,
     Table,
+    check_name,
     check_names,
     check_parameters,
     load,
@@ -98,6 +100,11 @@ def raise_first(errors: list) -> None:
     error = jsonschema.exceptions.best_match(errors)
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        if error.validator == "pattern" and error.validator_value == NAME:  # the rule, not its regular expression
+            try:
+                check_name(error.instance, where)
+            except ModelError as e:
+                raise ConfigError(str(e)) from None
         raise ConfigError(f"{where}: {error.message}{_number_hint(error)}")
 
 
@@ -745,6 +752,14 @@ def check_finetune(cfg: Config) -> None:
             if model.lapt and lang not in lapt_run_targets(cfg, model.lapt):
                 raise ConfigError(f"{where}: LAPT run {model.lapt!r} is not trained on {lang!r} (task {tname}); "
                                   "add it to lapt.targets or the run's targets")
+    for tname in ft.tasks if ft.seeds else ():  # a job's files are named by its seeds: seed1+2+3.history.parquet
+        for group in ft.seed_groups(tname):
+            name = paths.too_long(paths.finetune_history("s", tname, "m", "+".join(map(str, group))))
+            if name is not None:
+                raise ConfigError(f"finetune.seeds: a job of task {tname} trains {len(group)} seeds ({group[0]} to "
+                                  f"{group[-1]}), and its files are "
+                                  f"named by them ({name[:40]}..., {len(name)} characters): too long a file name; "
+                                  "set finetune.seeds_per_job (fewer seeds a job)")
 
 
 def table_cells(spec: Table) -> list[str]:
