@@ -195,8 +195,8 @@ def test_vocabulary_sizes_at_the_bounds_are_accepted():
     ({"source": "bad id!!"}, "source 'bad id!!': no such folder, and not a hub id"),
     ({"corpus": "missing.txt.gz"}, "corpus 'missing.txt.gz': no such file or folder"),
     ({"cores": "0"}, "cores 0: at least 1"),
-    ({"seed": "-1"}, "seed -1: an integer from 0 to 2**32 - 1"),
-    ({"seed": str(2**32)}, f"seed {2**32}: an integer from 0 to 2**32 - 1"),
+    ({"seed": "-1"}, "seed -1: an integer from 0 to 4294967295 (2**32 - 1)"),
+    ({"seed": str(2**32)}, f"seed {2**32}: an integer from 0 to 4294967295 (2**32 - 1)"),
 ])
 def test_bad_source_corpus_cores_and_seed_are_named(here, capsys, options, message):
     code, err = cli(capsys, **options)

@@ -31,15 +31,19 @@ from pathlib import Path
 
 import yaml
 
-from .typed import YamlError, load_yaml
+from .typed import (
+    SEED_MAX,
+    VOCAB_SIZE_MAX,
+    ModelError,
+    Seed,
+    VocabSize,
+    YamlError,
+    check_value,
+    load_yaml,
+)
 
 REPO = Path(os.environ.get("VOCAB_TRANSFER_ROOT") or Path(__file__).resolve().parents[1])
 SOURCE, TARGET = "source", "target"
-#: The sizes of a tokenizer trained on the corpus (``--tokenizer N``): at least the config's minimum (its
-#: special tokens and the byte or character alphabet), at most 2**24 (SentencePiece aborts on sizes far beyond
-#: any vocabulary).
-MIN_VOCAB, MAX_VOCAB = 100, 1 << 24
-SEED_LIMIT = 1 << 32  # seeds are 32-bit unsigned (numpy's, the workflow's)
 #: The rules whose model folders ``--out`` copies, and so replaces (:func:`check_out`).
 EXPORT_RULES = ("export_init_model", "export_lapt_model")
 
@@ -78,11 +82,11 @@ def _vocab_size(tokenizer) -> int | None:
         raise ValueError(f"tokenizer {tokenizer!r}: give a folder, a hub id or a vocabulary size")
     digits = isinstance(tokenizer, str) and re.fullmatch(r"\s*[+-]?\d+\s*", tokenizer)
     if isinstance(tokenizer, int) or digits:
-        size = int(tokenizer)
-        if not MIN_VOCAB <= size <= MAX_VOCAB:
-            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from {MIN_VOCAB} (the "
-                             f"special tokens and the alphabet) to {MAX_VOCAB} (2**24)")
-        return size
+        try:  # the config's own bounds of a vocabulary size (typed.VocabSize)
+            return check_value(VocabSize, int(tokenizer), "tokenizer")
+        except ModelError:
+            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from 100 (the special tokens and "
+                             f"the alphabet) to {VOCAB_SIZE_MAX} (2**24)") from None
     return None
 
 
@@ -108,8 +112,10 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
             raise ValueError(f"method {method}: init must name the method whose rows it refines, e.g. init=focus "
                              f"(known: {', '.join(sorted(METHODS))})")
         methods[base] = {"kind": base}
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < SEED_LIMIT:
-        raise ValueError(f"seed {seed!r}: an integer from 0 to 2**32 - 1")
+    try:  # the config's own bounds of a seed (typed.Seed)
+        check_value(Seed, seed, "seed")
+    except ModelError:
+        raise ValueError(f"seed {seed!r}: an integer from 0 to {SEED_MAX} (2**32 - 1)") from None
     size = _vocab_size(tokenizer)
     pretrained = None if size is not None else _folder_or_hub_id("tokenizer", tokenizer)
     model = _folder_or_hub_id("source", source)
