@@ -153,7 +153,8 @@ def test_an_uncapped_hub_corpus_asks_for_hours_and_a_text_corpus_for_its_size(tm
 # --- eval may be left out ------------------------------------------------------------------------------------------
 def test_eval_may_be_left_out_and_takes_focus_settings():
     config = tiny(lambda c: c.pop("eval"))
-    check_config(config)
+    with pytest.raises(ConfigError, match="eval.seq_len is 256 tokens, but source 'tiny' takes at most 32"):
+        check_config(config)  # FOCUS's 256 tokens per block: more than the tiny source was pretrained on
     fill_defaults(config)
     assert {k: config["eval"][k] for k in ("seq_len", "max_sequences", "mask_prob", "batch_size", "seed")} == \
         {"seq_len": 256, "max_sequences": 2048, "mask_prob": 0.15, "batch_size": 64, "seed": 1234}

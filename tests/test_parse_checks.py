@@ -13,7 +13,7 @@ import yaml
 from vocab_transfer.api import main as cli
 from vocab_transfer.typed import SEED_MAX, VOCAB_SIZE_MAX
 from vocab_transfer.workflow import paths
-from vocab_transfer.workflow.config import ConfigError, check_config
+from vocab_transfer.workflow.config import ConfigError, check_config, too_long
 from vocab_transfer.workflow.model import NAME_MAX
 
 REPO = Path(__file__).resolve().parents[1]
@@ -142,20 +142,20 @@ def test_edges_of_the_bounds_are_accepted(name, edit):
 
 def test_every_derived_file_name_of_longest_names_fits_a_file_system():
     """Every path function of the grammar, called with names of NAME_MAX characters (languages, sources, methods,
-    runs, tasks, tables, ...), gives file names that fit FILE_NAME_BYTES with the pipeline's temporary affixes."""
+    runs, tasks, tables, ...), gives file names that fit config.FILE_NAME_BYTES with the pipeline's temporary affixes."""
     name = "n" * NAME_MAX
     values = {"split": "heldout", "ext": "history.parquet", "preset": "deepfocus", "seeds": "1+2+3", "seed": 5,
               "stage": "lapt", "kind": "lapt_curves", "key": "mf-0123456789ab", "repo": "o" * 96 + "--" + "r" * 96}
     checked = 0
     for fname, fn in inspect.getmembers(paths, inspect.isfunction):
-        if fn.__module__ != paths.__name__ or fname.startswith("_") or fname == "too_long":
+        if fn.__module__ != paths.__name__ or fname.startswith("_"):
             continue
         args = {p: values.get(p, name) for p in inspect.signature(fn).parameters}
         path = fn(**args)
-        assert paths.too_long(path) is None, (fname, path)
+        assert too_long(path) is None, (fname, path)
         checked += 1
     assert checked > 50
-    assert paths.too_long("results/" + "x" * 234) == "x" * 234  # the check itself can fail
+    assert too_long("results/" + "x" * 234) == "x" * 234  # the check itself can fail
 
 
 def test_check_names_a_tag_and_constructs_nothing(tmp_path, capsys):

@@ -122,7 +122,7 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
     corpus_spec = {"source": "text", "path": str(Path(corpus).resolve())}
     if language:
         corpus_spec["language"] = language
-    return {
+    config = {
         "seed": seed,
         "corpora": {TARGET: corpus_spec},
         "sources": {SOURCE: {"model": model}},
@@ -131,6 +131,26 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
                      {"pretrained": {TARGET: pretrained}},
         "methods": methods,
     }
+    positions = _positions(model)
+    if positions is not None and positions < EVAL_SEQ_LEN:  # the evaluation's blocks fit the source
+        config["eval"] = {"seq_len": positions}
+    return config
+
+
+EVAL_SEQ_LEN = 256  # the config's default eval.seq_len (FOCUS Table 4)
+
+
+def _positions(model: str) -> int | None:
+    """Tokens a sequence of the source model folder ``model`` may have (None for a hub id)."""
+    from .source_model import position_limit
+
+    config = Path(model) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        return position_limit(json.loads(config.read_text(encoding="utf-8")))
+    except (ValueError, OSError):
+        return None
 
 
 def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus: str, out: str | None = None,

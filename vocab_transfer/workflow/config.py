@@ -194,6 +194,17 @@ def check_configfiles(configfiles) -> None:
             raise ConfigError(str(e)) from None
 
 
+#: The longest file name that ext4, XFS and Lustre take (bytes), and the most the pipeline adds around a file name
+#: while it writes or deletes it (``.<name>.XXXXXXXX.deleted.tmp``: 22; ``.<name>.manifest.json.tmp``: 20).
+FILE_NAME_BYTES, AFFIX_BYTES = 255, 22
+
+
+def too_long(path: str) -> str | None:
+    """The first file or folder name of ``path`` that, with the pipeline's temporary affixes, is longer than a file
+    system allows (:data:`FILE_NAME_BYTES`); None when every one fits."""
+    return next((part for part in path.split("/") if len(part.encode()) + AFFIX_BYTES > FILE_NAME_BYTES), None)
+
+
 def check_config(config: dict) -> Config:
     """The typed config (:func:`vocab_transfer.workflow.model.load`), or :class:`ConfigError` naming the first
     problem: a schema violation (misspelled key, wrong type, unknown method kind), a key that does not fit its
@@ -754,7 +765,7 @@ def check_finetune(cfg: Config) -> None:
                                   "add it to lapt.targets or the run's targets")
     for tname in ft.tasks if ft.seeds else ():  # a job's files are named by its seeds: seed1+2+3.history.parquet
         for group in ft.seed_groups(tname):
-            name = paths.too_long(paths.finetune_history("s", tname, "m", "+".join(map(str, group))))
+            name = too_long(paths.finetune_history("s", tname, "m", "+".join(map(str, group))))
             if name is not None:
                 raise ConfigError(f"finetune.seeds: a job of task {tname} trains {len(group)} seeds ({group[0]} to "
                                   f"{group[-1]}), and its files are "

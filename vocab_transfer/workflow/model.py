@@ -68,7 +68,7 @@ def check_parameters(fn, params: dict, where: str) -> None:
 #: ``.``, ``..``, hidden name or command-line option. At most :data:`NAME_MAX` characters: the longest file name the
 #: path grammar derives from names (``<source language>-<language>.txt``, two names, and its manifest's hidden
 #: sidecar ``.<file>.manifest.json.tmp`` while it is written) stays within the 255 bytes of a file name on ext4, XFS
-#: and Lustre (tests/test_parse_checks.py plans a config of longest names and measures every path the plan derives).
+#: and Lustre (tests/test_parse_checks.py calls every path function with names of this length: config.too_long).
 #: schemas/config.schema.yaml refers to it as ``$defs/name``.
 NAME_MAX = 100
 NAME = rf"^[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}$"

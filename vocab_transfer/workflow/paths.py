@@ -56,9 +56,6 @@ import re
 
 RESULTS, RESOURCES = "results", "resources"
 SPLITS = ("train", "heldout")
-#: The longest file name that ext4, XFS and Lustre take (bytes), and the most the pipeline adds around a file name
-#: while it writes or deletes it (``.<name>.XXXXXXXX.deleted.tmp``: 22; ``.<name>.manifest.json.tmp``: 20).
-FILE_NAME_BYTES, AFFIX_BYTES = 255, 22
 
 
 # --- corpora, tokenizers, shards ------------------------------------------------------------------------------
@@ -382,12 +379,6 @@ for _name, _fn in list(globals().items()):  # every path function of this module
             and not isinstance(_fn, type):
         globals()[_name] = _inside(_fn)
 del _inside, _name, _fn
-
-
-def too_long(path: str) -> str | None:
-    """The first file or folder name of ``path`` that, with the pipeline's temporary affixes, is longer than a file
-    system allows (:data:`FILE_NAME_BYTES`); None when every one fits."""
-    return next((part for part in path.split("/") if len(part.encode()) + AFFIX_BYTES > FILE_NAME_BYTES), None)
 
 
 # --- a study's own folder -------------------------------------------------------------------------------------
