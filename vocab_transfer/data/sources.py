@@ -215,7 +215,7 @@ def check_zstd_frames(path: str | os.PathLike) -> int:
                 if kind == 3:
                     raise CompressedError(f"{path}: corrupt zstd block at byte {f.tell() - 3:,}")
                 if f.seek(1 if kind == 1 else length, os.SEEK_CUR) > size:
-                    need(1, "last block")
+                    need(1, "block")
             if desc & 4:
                 need(4, "checksum")
             frames += 1
