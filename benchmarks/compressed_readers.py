@@ -1,11 +1,12 @@
-"""Throughput and peak memory of the corpus reader (vocab_transfer.data.sources.read_lines) on one text file, plain and
-compressed with gzip, xz, bzip2 and zstd.
+"""Throughput and peak memory of the corpus reader (vocab_transfer.data.sources.read_lines) on one text
+file, plain and compressed with gzip, xz, bzip2 and zstd.
 
     python benchmarks/compressed_readers.py --mb 200
 
-writes a generated text of ``--mb`` MB (Zipf-distributed words, one document per line, so that it compresses like
-text) and its compressed copies into a temporary folder, reads each in a fresh process, prints a table (seconds,
-MB/s and seconds per GB of text, peak RSS over the process's RSS before reading) and deletes the folder.
+writes a generated text of ``--mb`` MB (Zipf-distributed words, one document per line, so that it compresses
+like text) and its compressed copies into a temporary folder, reads each in a fresh process, prints a table
+(seconds, MB/s and seconds per GB of text, peak RSS over the process's RSS before reading) and deletes the
+folder.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ CHUNK_LINES = 20_000
 
 
 def rss_mb(field: str = "VmRSS") -> float:
-    """This process's resident memory now (VmRSS) or its peak (VmHWM), MB, from /proc (ru_maxrss would carry the
-    parent's peak over the fork)."""
+    """This process's resident memory now (VmRSS) or its peak (VmHWM), MB, from /proc (ru_maxrss would
+    carry the parent's peak over the fork)."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
@@ -101,15 +102,15 @@ def main(argv: list[str] | None = None) -> None:
         print(f"generated {size / 1e6:.1f} MB of text in {time.perf_counter() - t:.0f} s ({folder})")
         rows = []
         for kind, path in files.items():
-            out = subprocess.run([sys.executable, __file__, "--read", str(path)], check=True, capture_output=True,
-                                 text=True).stdout
+            out = subprocess.run([sys.executable, __file__, "--read", str(path)], check=True,
+                                 capture_output=True, text=True).stdout
             rows.append((kind, path.stat().st_size, json.loads(out.splitlines()[-1])))
-        print(f"{'format':7} {'on disk MB':>10} {'ratio':>6} {'s':>7} {'MB/s':>7} {'s/GB':>7} {'peak RSS MB':>11} "
-              f"{'over start':>10}")
+        print(f"{'format':7} {'on disk MB':>10} {'ratio':>6} {'s':>7} {'MB/s':>7} {'s/GB':>7} "
+              f"{'peak RSS MB':>11} {'over start':>10}")
         for kind, disk, r in rows:
             print(f"{kind:7} {disk / 1e6:10.1f} {size / disk:6.2f} {r['seconds']:7.2f} "
-                  f"{size / 1e6 / r['seconds']:7.1f} {r['seconds'] * 1e9 / size:7.2f} {r['peak_rss_mb']:11.1f} "
-                  f"{r['peak_rss_mb'] - r['rss_before_mb']:10.1f}")
+                  f"{size / 1e6 / r['seconds']:7.1f} {r['seconds'] * 1e9 / size:7.2f} "
+                  f"{r['peak_rss_mb']:11.1f} {r['peak_rss_mb'] - r['rss_before_mb']:10.1f}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

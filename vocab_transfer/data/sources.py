@@ -146,7 +146,7 @@ def compression(path: str | os.PathLike) -> str | None:
 
 ZSTD_HINT = "pip install zstandard"
 ZSTD_MAGIC = b"(\xb5/\xfd"
-ZSTD_READ = 1 << 17  # bytes of compressed input the zstd reader takes at a time (its output is buffered per read)
+ZSTD_READ = 1 << 17  # compressed bytes the zstd reader takes at a time (its output is buffered per read)
 
 
 class CompressedError(TextError):
@@ -155,8 +155,8 @@ class CompressedError(TextError):
 
 def zstandard_missing(path: str | os.PathLike) -> CompressedError:
     """The error for a zstd file read without the zstandard package, naming the file."""
-    return CompressedError(f"{path} is zstd-compressed and the zstandard package is missing: install it "
-                           f"({ZSTD_HINT}) or decompress the file first (zstd -d)")
+    return CompressedError(f"{path} is zstd-compressed; install zstandard ({ZSTD_HINT}) to read it, or "
+                           "decompress it first (zstd -d)")
 
 
 def zstandard_available() -> bool:
@@ -178,9 +178,9 @@ def zstandard_module(path: str | os.PathLike):
 
 
 def check_zstd_frames(path: str | os.PathLike) -> int:
-    """The number of zstd frames of a file, after walking their block headers (no decompression: a seek per
-    block); :class:`CompressedError` naming the file when it ends inside a frame (a truncated download or copy),
-    which the zstd stream reader itself would read as a silent end of data."""
+    """The number of zstd frames of a file, after walking their block headers (no decompression: a seek
+    per block); :class:`CompressedError` naming the file when it ends inside a frame (a truncated download
+    or copy), which the zstd stream reader itself would read as a silent end of data."""
     frames = 0
     with open(path, "rb") as f:
         size = os.fstat(f.fileno()).st_size
@@ -188,8 +188,8 @@ def check_zstd_frames(path: str | os.PathLike) -> int:
         def need(n: int, what: str) -> bytes:
             b = f.read(n)
             if len(b) < n:
-                raise CompressedError(f"{path}: truncated zstd file (it ends inside frame {frames + 1}'s {what}, at "
-                                      f"byte {size:,}); fetch or copy it again")
+                raise CompressedError(f"{path}: truncated zstd file (it ends inside frame {frames + 1}'s "
+                                      f"{what}, at byte {size:,}); fetch or copy it again")
             return b
 
         while True:
@@ -236,9 +236,9 @@ def _open_zstd(path: str | os.PathLike) -> BinaryIO:
 
 
 def open_bytes(path: str | os.PathLike) -> BinaryIO:
-    """A file's content as a binary stream, decompressed when :func:`compression` recognizes it. The stream reads
-    a buffer at a time (memory does not grow with the file) and iterates line by line; zstd needs the zstandard
-    package (:func:`zstandard_module`) and a complete file (:func:`check_zstd_frames`)."""
+    """A file's content as a binary stream, decompressed when :func:`compression` recognizes it. The stream
+    reads a buffer at a time (memory does not grow with the file) and iterates line by line; zstd needs the
+    zstandard package (:func:`zstandard_module`) and a complete file (:func:`check_zstd_frames`)."""
     kind = compression(path)
     if kind in OPENERS:
         return OPENERS[kind](path, "rb")
@@ -297,8 +297,8 @@ def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "
 
 
 def _raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
-    """A file's lines as bytes (:func:`open_bytes`); a damaged compressed file (truncated, failing its check) is a
-    :class:`CompressedError` naming the file."""
+    """A file's lines as bytes (:func:`open_bytes`); a damaged compressed file (truncated, failing its check)
+    is a :class:`CompressedError` naming the file."""
     with open_bytes(path) as fh:
         kind = compression(path)
         try:
@@ -306,8 +306,8 @@ def _raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
         except _decompress_errors() as e:
             if kind is None:
                 raise
-            raise CompressedError(f"{path}: damaged {kind} file ({type(e).__name__}: {e}); fetch or copy it again, or "
-                                  "leave it out of the corpus") from e
+            raise CompressedError(f"{path}: damaged {kind} file ({type(e).__name__}: {e}); fetch or copy it "
+                                  "again, or leave it out of the corpus") from e
 
 
 def _invalid(path, encoding: str, bad: int, size: int, first: int, partial: bool = False) -> TextError:
@@ -521,9 +521,9 @@ def resolved_revision(path: str, revision: str | None) -> str | None:
 
 
 def _local_zstd_files(args: dict) -> list[Path]:
-    """The local ``.zst`` files a hub corpus's ``load_dataset`` arguments read: a fetched or local folder laid out
-    like the hub repository (its ``data_dir``, or its ``data_files``), or local ``data_files`` (paths or patterns,
-    relative to the folder when there is one)."""
+    """The local ``.zst`` files a hub corpus's ``load_dataset`` arguments read: a fetched or local folder laid
+    out like the hub repository (its ``data_dir``, or its ``data_files``), or local ``data_files`` (paths or
+    patterns, relative to the folder when there is one)."""
     root = Path(args["path"]) if os.path.isdir(args["path"]) else None
     given = args.get("data_files")
     if given is None:
@@ -551,7 +551,7 @@ def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
         stats.origin |= {"fetched": spec["fetched"], "resolved_revision": record["resolved_revision"],
                          "fetched_files": len(record["files"]), "fetched_complete": record["complete"]}
         args = fetched_arguments(spec["fetched"])
-    for f in _local_zstd_files(args):  # datasets reads .zst through zstandard too, and a truncated one silently
+    for f in _local_zstd_files(args):  # datasets reads .zst through zstandard too, a truncated one silently
         zstandard_module(f)
         check_zstd_frames(f)
 

@@ -250,7 +250,9 @@ def check_corpora(cfg: Config) -> None:
             if unreadable:
                 raise ConfigError(f"corpora.{lang}.path: cannot read {unreadable[:3]} (file permissions)")
             zstd = None if zstandard_available() else next(
-                (f for f in files if f.name.endswith(".zst") or f.stat().st_size and compression(f) == "zstd"), None)
+                (f for f in files
+                 if f.name.endswith(".zst") or f.stat().st_size and compression(f) == "zstd"),
+                None)
             if zstd is not None:
                 raise ConfigError(f"corpora.{lang}.path: {zstandard_missing(zstd)}")
 
