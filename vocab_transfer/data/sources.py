@@ -526,6 +526,8 @@ def _local_zstd_files(args: dict) -> list[Path]:
     patterns, relative to the folder when there is one)."""
     root = Path(args["path"]) if os.path.isdir(args["path"]) else None
     given = args.get("data_files")
+    if root is None and "/" in args["path"]:  # a hub repository: its files are not here
+        return []
     if given is None:
         if root is None:
             return []
