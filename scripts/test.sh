@@ -9,6 +9,8 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # call once the SLURM client is installed. Without root/apt the SLURM tests skip (or fail under CI=1).
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   bash scripts/slurm/start.sh --cpus 4   # installs slurm-wlm + munge if missing
+  # the zstd tool writes the .zst corpora of tests/test_zstd.py
+  command -v zstd >/dev/null || { apt-get update -qq && apt-get install -y -qq zstd >/dev/null; }
   # headless Chromium opens the `snakemake --report` HTML in tests/test_workflow.py
   if ! command -v chromium >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import importlib.util
+import io
 import json
 import lzma
 import os
@@ -143,19 +144,120 @@ def compression(path: str | os.PathLike) -> str | None:
     return next((name for magic, name in COMPRESSIONS if head.startswith(magic)), None)
 
 
+ZSTD_HINT = "pip install zstandard"
+ZSTD_MAGIC = b"(\xb5/\xfd"
+ZSTD_READ = 1 << 17  # compressed bytes the zstd reader takes at a time (its output is buffered per read)
+
+
+class CompressedError(TextError):
+    """A compressed file that cannot be read: truncated or corrupt, or zstd without the zstandard package."""
+
+
+def zstandard_missing(path: str | os.PathLike) -> CompressedError:
+    """The error for a zstd file read without the zstandard package, naming the file."""
+    return CompressedError(f"{path} is zstd-compressed; install zstandard ({ZSTD_HINT}) to read it, or "
+                           "decompress it first (zstd -d)")
+
+
+def zstandard_available() -> bool:
+    """Whether the ``zstandard`` package imports (the config check: a corpus of .zst files needs it)."""
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def zstandard_module(path: str | os.PathLike):
+    """The ``zstandard`` module, or :class:`CompressedError` naming the zstd file that needs it."""
+    try:
+        import zstandard  # a dependency; still checked, so that an environment without it gets a named error
+    except ImportError:
+        raise zstandard_missing(path) from None
+    return zstandard
+
+
+def check_zstd_frames(path: str | os.PathLike) -> int:
+    """The number of zstd frames of a file, after walking their block headers (no decompression: a seek
+    per block); :class:`CompressedError` naming the file when it ends inside a frame (a truncated download
+    or copy), which the zstd stream reader itself would read as a silent end of data."""
+    frames = 0
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+
+        def need(n: int, what: str) -> bytes:
+            b = f.read(n)
+            if len(b) < n:
+                raise CompressedError(f"{path}: truncated zstd file (it ends inside frame {frames + 1}'s "
+                                      f"{what}, at byte {size:,}); fetch or copy it again")
+            return b
+
+        while True:
+            magic = f.read(4)
+            if not magic:
+                return frames
+            if len(magic) < 4:
+                need(4, "magic number")
+            if 0x184D2A50 <= int.from_bytes(magic, "little") <= 0x184D2A5F:  # skippable frame
+                skip = int.from_bytes(need(4, "skippable frame size"), "little")
+                if f.seek(skip, os.SEEK_CUR) > size:
+                    need(1, "skippable frame")
+                continue
+            if magic != ZSTD_MAGIC:
+                raise CompressedError(f"{path}: not a zstd frame at byte {f.tell() - 4:,} (corrupt file)")
+            desc = need(1, "frame header")[0]
+            fcs = (0, 2, 4, 8)[desc >> 6] or (1 if desc & 0x20 else 0)
+            need((0 if desc & 0x20 else 1) + (0, 1, 2, 4)[desc & 3] + fcs, "frame header")
+            last = False
+            while not last:
+                header = int.from_bytes(need(3, "block header"), "little")
+                last, kind, length = header & 1, (header >> 1) & 3, header >> 3
+                if kind == 3:
+                    raise CompressedError(f"{path}: corrupt zstd block at byte {f.tell() - 3:,}")
+                if f.seek(1 if kind == 1 else length, os.SEEK_CUR) > size:
+                    need(1, "block")
+            if desc & 4:
+                need(4, "checksum")
+            frames += 1
+
+
+def _open_zstd(path: str | os.PathLike) -> BinaryIO:
+    """A zstd file's content as a buffered binary stream (every frame, in order; read a buffer at a time)."""
+    zstandard = zstandard_module(path)
+    check_zstd_frames(path)
+    raw = open(path, "rb")
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_size=ZSTD_READ, read_across_frames=True,
+                                                             closefd=True)
+    except BaseException:
+        raw.close()
+        raise
+    return io.BufferedReader(reader, buffer_size=ZSTD_READ)
+
+
 def open_bytes(path: str | os.PathLike) -> BinaryIO:
-    """A file's content as a binary stream, decompressed when :func:`compression` recognizes it."""
+    """A file's content as a binary stream, decompressed when :func:`compression` recognizes it. The stream
+    reads a buffer at a time (memory does not grow with the file) and iterates line by line; zstd needs the
+    zstandard package (:func:`zstandard_module`) and a complete file (:func:`check_zstd_frames`)."""
     kind = compression(path)
     if kind in OPENERS:
         return OPENERS[kind](path, "rb")
     if kind == "zstd":
-        try:
-            import zstandard  # optional: only for .zst text files
-        except ImportError:
-            raise TextError(f"{path} is zstd-compressed; install zstandard (pip install zstandard) to read it, or "
-                            "decompress it first") from None
-        return zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
+        return _open_zstd(path)
     return open(path, "rb")
+
+
+#: What a decompressor raises on a damaged file: gzip/xz/bzip2 end early (EOFError) or fail a check (OSError,
+#: lzma.LZMAError); zstd's own error is added when the package is there.
+def _decompress_errors() -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = (EOFError, OSError, lzma.LZMAError, gzip.BadGzipFile)
+    try:
+        import zstandard
+
+        errors += (zstandard.ZstdError,)
+    except ImportError:
+        pass
+    return errors
 
 
 def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "strict",
@@ -170,29 +272,42 @@ def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "
     if errors not in ERRORS:
         raise ValueError(f"errors must be one of {list(ERRORS)}, not {errors!r}")
     bad, first, offset = 0, None, 0
-    with open_bytes(path) as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if offset < BINARY_PROBE and NUL in raw[:BINARY_PROBE]:
-                raise TextError(f"{path}: binary content (a NUL byte at offset {offset + raw.index(NUL):,}), not "
-                                "text; give the corpus text files (a folder of .txt files, or .txt.gz/.xz/.zst; "
-                                "UTF-16 or UTF-32 text: convert it to UTF-8 first)")
-            try:
-                line = raw.decode(encoding)
-            except UnicodeDecodeError as e:
-                first = offset + e.start if first is None else first
-                line = raw.decode(encoding, errors="surrogateescape")
-                n = sum(0xDC80 <= ord(c) <= 0xDCFF for c in line)
-                bad += n
-                line = "".join(("\ufffd" if errors != "ignore" else "") if 0xDC80 <= ord(c) <= 0xDCFF else c
-                               for c in line)
-                if errors == "strict" and bad >= 1000 and bad > MAX_INVALID * (offset + len(raw)):
-                    raise _invalid(path, encoding, bad, offset + len(raw), first, partial=True) from None
-            offset += len(raw)
-            yield lineno, line.rstrip("\r\n")
+    for lineno, raw in enumerate(_raw_lines(path), start=1):
+        if offset < BINARY_PROBE and NUL in raw[:BINARY_PROBE]:
+            raise TextError(f"{path}: binary content (a NUL byte at offset {offset + raw.index(NUL):,}), not "
+                            "text; give the corpus text files (a folder of .txt files, or .txt.gz/.xz/.zst; "
+                            "UTF-16 or UTF-32 text: convert it to UTF-8 first)")
+        try:
+            line = raw.decode(encoding)
+        except UnicodeDecodeError as e:
+            first = offset + e.start if first is None else first
+            line = raw.decode(encoding, errors="surrogateescape")
+            n = sum(0xDC80 <= ord(c) <= 0xDCFF for c in line)
+            bad += n
+            line = "".join(("\ufffd" if errors != "ignore" else "") if 0xDC80 <= ord(c) <= 0xDCFF else c
+                           for c in line)
+            if errors == "strict" and bad >= 1000 and bad > MAX_INVALID * (offset + len(raw)):
+                raise _invalid(path, encoding, bad, offset + len(raw), first, partial=True) from None
+        offset += len(raw)
+        yield lineno, line.rstrip("\r\n")
     if bad and errors == "strict" and bad > MAX_INVALID * offset:
         raise _invalid(path, encoding, bad, offset, first)
     if bad and invalid is not None:
         invalid[str(path)] = bad
+
+
+def _raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
+    """A file's lines as bytes (:func:`open_bytes`); a damaged compressed file (truncated, failing its check)
+    is a :class:`CompressedError` naming the file."""
+    with open_bytes(path) as fh:
+        kind = compression(path)
+        try:
+            yield from fh
+        except _decompress_errors() as e:
+            if kind is None:
+                raise
+            raise CompressedError(f"{path}: damaged {kind} file ({type(e).__name__}: {e}); fetch or copy it "
+                                  "again, or leave it out of the corpus") from e
 
 
 def _invalid(path, encoding: str, bad: int, size: int, first: int, partial: bool = False) -> TextError:
@@ -405,6 +520,29 @@ def resolved_revision(path: str, revision: str | None) -> str | None:
         return None
 
 
+def _local_zstd_files(args: dict) -> list[Path]:
+    """The local ``.zst`` files a hub corpus's ``load_dataset`` arguments read: a fetched or local folder laid
+    out like the hub repository (its ``data_dir``, or its ``data_files``), or local ``data_files`` (paths or
+    patterns, relative to the folder when there is one)."""
+    root = Path(args["path"]) if os.path.isdir(args["path"]) else None
+    given = args.get("data_files")
+    if root is None and "/" in args["path"]:  # a hub repository: its files are not here
+        return []
+    if given is None:
+        if root is None:
+            return []
+        return sorted((root / args.get("data_dir", "")).rglob("*.zst"))
+    if isinstance(given, dict):
+        given = [f for v in given.values() for f in ([v] if isinstance(v, str) else v)]
+    files = []
+    for f in [given] if isinstance(given, str) else given:
+        base = root if root is not None and not os.path.isabs(f) else Path("/" if os.path.isabs(f) else ".")
+        rel = os.path.relpath(f, "/") if os.path.isabs(f) else f
+        files += [p for p in (sorted(base.glob(rel)) if any(c in rel for c in "*?[") else [base / rel])
+                  if p.name.endswith(".zst") and p.is_file()]
+    return files
+
+
 def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
     source, args = spec["source"], hub_arguments(spec)
     stats.origin = {k: v for k, v in args.items() if k != "path"} | {"dataset": args["path"]}
@@ -415,6 +553,9 @@ def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
         stats.origin |= {"fetched": spec["fetched"], "resolved_revision": record["resolved_revision"],
                          "fetched_files": len(record["files"]), "fetched_complete": record["complete"]}
         args = fetched_arguments(spec["fetched"])
+    for f in _local_zstd_files(args):  # datasets reads .zst through zstandard too, a truncated one silently
+        zstandard_module(f)
+        check_zstd_frames(f)
 
     def gen() -> Iterator[Document]:
         import datasets  # lazy: heavy import, only needed for hub sources

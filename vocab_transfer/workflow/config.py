@@ -14,7 +14,14 @@ import re
 import typing
 from pathlib import Path
 
-from ..data.sources import HUB_DATASETS, HUB_LANGUAGES, LANGUAGE_ALIASES
+from ..data.sources import (
+    HUB_DATASETS,
+    HUB_LANGUAGES,
+    LANGUAGE_ALIASES,
+    compression,
+    zstandard_available,
+    zstandard_missing,
+)
 from ..data.tasks import check_spec
 from ..data.tokenizer import load_tokenizer
 from ..eval.probe import PROBE_TASKS  # task types a linear probe reads
@@ -253,6 +260,12 @@ def check_corpora(cfg: Config) -> None:
             unreadable = [str(f) for f in files if not os.access(f, os.R_OK)]
             if unreadable:
                 raise ConfigError(f"corpora.{lang}.path: cannot read {unreadable[:3]} (file permissions)")
+            zstd = None if zstandard_available() else next(
+                (f for f in files
+                 if f.name.endswith(".zst") or f.stat().st_size and compression(f) == "zstd"),
+                None)
+            if zstd is not None:
+                raise ConfigError(f"corpora.{lang}.path: {zstandard_missing(zstd)}")
 
 
 def check_targets(cfg: Config) -> None:
