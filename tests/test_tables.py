@@ -290,3 +290,43 @@ def test_tied_values_are_bold_in_init_tables():
     table = init_loss_table(results, method_labels={"a": "A", "b": "B", "c": "C"}, in_pretraining={})
     md = init_loss_markdown(table, methods=["a", "b", "c"], targets=["de"], values=("mlm_loss",))
     assert md.count("**3.00**") == 2
+
+
+PAPER_LABELS = {"reinit_embed": "Reinit Embed", "freq_match": "Freq Match", "dict_match": "Dict Match",
+                "align_match": "Align Match"}  # vocab-swap §2.1's names of its schemes
+
+
+@pytest.mark.parametrize("name", ["vocab_swap", "vocab_swap_frankenbert", "vocab_swap_frankenberta",
+                                  "vocab_swap_recovery"])
+def test_vocab_swap_configs_name_each_method_by_its_one_label(name):
+    """A scheme reads alike in every row: its method's label, which its LAPT runs, fine-tuned models and grid rows
+    begin with (no "Dict" beside "Reinit Embed", no "Embed Reinit" beside "Reinit Embed")."""
+    from pathlib import Path
+
+    import yaml
+
+    cfg = yaml.safe_load((Path(__file__).parents[1] / "configs" / f"{name}.yaml").read_text())
+    methods = {m: spec["label"] for m, spec in cfg["methods"].items() if spec["kind"] in PAPER_LABELS}
+    assert all(label == PAPER_LABELS[cfg["methods"][m]["kind"]] for m, label in methods.items())
+    runs = (cfg.get("lapt") or {}).get("runs") or {}
+    # a run that re-initializes every weight is the paper's "Scratch", whatever its embedding rows' method
+    run_method = {r: None if spec.get("reinit") == "all" else spec["method"] for r, spec in runs.items()}
+    rows = [(spec["label"], run_method[r]) for r, spec in runs.items() if "label" in spec]
+    rows += [(spec["label"], run_method[spec["lapt"]]) for spec in cfg["finetune"]["models"].values()
+             if "label" in spec and spec.get("lapt") in run_method]
+    for label, method in rows:
+        if method in methods:
+            assert label.split(",")[0] == methods[method], label
+    grid_rows = [row for t in (cfg.get("tables") or {}).values() if "grid" in t for row in dict(t["grid"]["rows"])]
+    words = {w for label in PAPER_LABELS.values() for w in label.split()} - {"Match", "Embed"}
+    assert all(row.split(",")[0] in PAPER_LABELS.values() for row in grid_rows if set(row.split()) & words), grid_rows
+
+
+def test_every_table_label_is_the_entry_label_or_its_name():
+    """Tables, figures and the benchmark report name a method, run, model or task by one function (label_of)."""
+    from types import SimpleNamespace
+
+    from vocab_transfer.workflow.plan.base import label_of
+
+    assert label_of("dict", SimpleNamespace(label="Dict Match")) == "Dict Match"
+    assert label_of("dict", SimpleNamespace(label=None)) == "dict" and label_of("dict", None) == "dict"
