@@ -206,7 +206,7 @@ GRIDS = {
     },
     "vocab_swap_frankenbert": {  # the vocab-swap paper, Table 10 (Experiment 2 reversed: BERT with RoBERTa's tokenizer)
         "evaluate_init": 1,
-        "init_embeddings": 3,  # Table 10 rows: Dict, Freq, Reinit Embed
+        "init_embeddings": 3,  # Table 10 rows: Dict Match, Freq Match, Reinit Embed
         "train_lapt": 3 * 2,  # LR 1e-4 (All), LR 5e-4 (Embed)
         "train_tokenizer": 1,  # roberta-base's, fetched
         "finetune": (6 + 2) * 3,  # 6 swapped + bert-base-uncased, roberta-base "Pre-trained" x 3 tasks (5 seeds a job)

@@ -205,3 +205,128 @@ def test_zero_shot_cells_average_source_languages_or_pick_one():
     cell = table.set_index(["model", "task_name"])
     assert round(cell.loc[("el-lex", "am-ner"), "test_mean"], 6) == 35.0
     assert cell.loc[("focus", "ner-a"), "test_mean"] == 65.0  # not zero-shot: untouched
+
+
+def _header_cells(md: str) -> list[list[str]]:
+    """The header cells of every Markdown table in ``md`` (the line before each |---| rule)."""
+    lines = md.splitlines()
+    return [[c.strip() for c in lines[i - 1].strip().strip("|").split("|")][1:]
+            for i, line in enumerate(lines) if line.startswith("|---")]
+
+
+def _repeats(header: str, part: str) -> bool:
+    import re
+
+    words = re.findall(r"\w+", header.lower())
+    return any(words.count(w) > 1 for w in re.findall(r"\w+", part.lower()))
+
+
+def test_column_header_names_metric_and_group_once():
+    from vocab_transfer.report.tables import column_header
+
+    assert column_header("STSB (Pearson)", metric="pearson") == "STSB (Pearson)"
+    assert column_header("MRPC (F1)", metric="f1") == "MRPC (F1)"
+    assert column_header("MNLI (m/mm Acc.)", metric="accuracy") == "MNLI (m/mm Acc.)"  # "Acc." abbreviates it
+    assert column_header("Hebrew NER", metric="f1") == "Hebrew NER (f1)"
+    assert column_header("a", group="NER") == "NER a" and column_header("NER de", group="ner") == "NER de"
+    assert column_header("XNLI de", group="XNLI", metric="accuracy") == "XNLI de (accuracy)"
+
+
+def test_finetune_and_paper_table_headers_never_repeat_metric_or_group():
+    from vocab_transfer.report.tables import finetune_markdown
+
+    glue = glue_scores()
+    sts = glue[glue.task_name == "mrpc"].assign(task_name="stsb", task="sts", metric="pearson",
+                                                 dev_pearson=lambda d: d["dev_f1"], test_pearson=lambda d: d["test_f1"])
+    df = pd.concat([glue, sts], ignore_index=True)  # the metrics: stsb pearson, mrpc f1, mnli accuracy
+    tasks = {"stsb": "STSB (Pearson)", "mrpc": "MRPC (F1)", "mnli": "MNLI (m/mm Acc.)"}
+    md = finetune_markdown(finetune_table(df), models={"keep": "Dict Match", "base": "Base"}, tasks=tasks)
+    metrics = dict(zip(df["task_name"], df["metric"], strict=True))
+    head = _header_cells(md)[0]
+    assert head[:3] == ["STSB (Pearson)", "MRPC (F1)", "MNLI (m/mm Acc.)"]
+    assert not any(_repeats(h, metrics[t]) for h, t in zip(head, tasks, strict=True))
+    spec = {"title": "T", "groups": {"MRPC": ["mrpc"], "GLUE": ["mnli"], "Pearson": ["stsb"]}}
+    _, md = paper_table(df, spec, models={"keep": "Dict Match", "base": "Base"}, tasks=tasks)
+    head = _header_cells(md)[0]
+    assert head == ["MRPC (F1)", "GLUE MNLI (m/mm Acc.)", "STSB (Pearson)"]
+    assert not any(_repeats(h, g) or _repeats(h, metrics[t]) for h, (g, names) in zip(head, spec["groups"].items(),
+                                                                                       strict=True) for t in names)
+
+
+def test_printed_ties_are_all_bold():
+    from vocab_transfer.report.tables import best_cells, printed_best
+
+    assert printed_best({"a": 1.004, "b": 0.996, "c": 1.2, "d": None}, higher=False,
+                        number="{:.2f}".format) == {"a", "b"}  # both print 1.00
+    assert printed_best({"a": 1.004, "b": 0.996}, higher=False) == {"b"}  # compared exactly
+    assert printed_best({"a": float("nan")}, higher=True) == set()
+    assert best_cells({("x", "c"): 84.24, ("y", "c"): 84.16, ("z", "c"): 80.0}, None, higher=True,
+                      number=lambda v: f"{v:.1f}") == {("x", "c"), ("y", "c")}
+
+
+def test_tied_means_are_bold_in_finetune_paper_and_lapt_tables():
+    from vocab_transfer.report.tables import finetune_markdown, lapt_table
+
+    df = scores()
+    df.loc[df.model == "random", "test_f1"] = [0.65004, 0.64996]  # mean 65.0 as focus's (0.60, 0.70), printed 65.0
+    md = finetune_markdown(finetune_table(df), models={"focus": "FOCUS", "random": "Random"}, tasks={"ner-a": "a"})
+    assert "| FOCUS | **65.0 ± 7.1** |" in md and "| Random | **65.0 ± 0.0** |" in md
+    _, md = paper_table(df, {"rows": ["focus", "random"], "groups": {"": ["ner-a"]}, "format": "fraction"},
+                        models={}, tasks={})
+    assert md.count("**0.650") == 2
+    curves = pd.DataFrame([{"run": r, "language": "de", "step": 10, "stage": 1, "heldout_loss": loss}
+                           for r, loss in (("a", 1.0041), ("b", 0.9962), ("c", 2.0))])
+    _, md = lapt_table(curves, {"languages": ["de"], "steps": [10], "value": "loss"}, runs={r: r for r in "abc"})
+    assert md.count("**1.00**") == 2 and "| c | 2.00 |" in md
+
+
+def test_tied_values_are_bold_in_init_tables():
+    from vocab_transfer.report.tables import init_loss_markdown, init_loss_table, init_table
+
+    results = pd.DataFrame([{"source": "s", "target": "de", "method": m, "mlm_loss": v, "perplexity": v,
+                             "masked_tokens": 10} for m, v in (("a", 3.001), ("b", 2.996), ("c", 4.0))])
+    md = init_table(results, {"rows": ["a", "b", "c"], "languages": ["de"]}, labels={})[1]
+    assert md.count("**3.00**") == 2 and "| c | 4.00 |" in md
+    table = init_loss_table(results, method_labels={"a": "A", "b": "B", "c": "C"}, in_pretraining={})
+    md = init_loss_markdown(table, methods=["a", "b", "c"], targets=["de"], values=("mlm_loss",))
+    assert md.count("**3.00**") == 2
+
+
+PAPER_LABELS = {"reinit_embed": "Reinit Embed", "freq_match": "Freq Match", "dict_match": "Dict Match",
+                "align_match": "Align Match"}  # vocab-swap §2.1's names of its schemes
+
+
+@pytest.mark.parametrize("name", ["vocab_swap", "vocab_swap_frankenbert", "vocab_swap_frankenberta",
+                                  "vocab_swap_recovery"])
+def test_vocab_swap_configs_name_each_method_by_its_one_label(name):
+    """A scheme reads alike in every row: its method's label, which its LAPT runs, fine-tuned models and grid rows
+    begin with (no "Dict" beside "Reinit Embed", no "Embed Reinit" beside "Reinit Embed")."""
+    from pathlib import Path
+
+    import yaml
+
+    cfg = yaml.safe_load((Path(__file__).parents[1] / "configs" / f"{name}.yaml").read_text())
+    methods = {m: spec["label"] for m, spec in cfg["methods"].items() if spec["kind"] in PAPER_LABELS}
+    assert all(label == PAPER_LABELS[cfg["methods"][m]["kind"]] for m, label in methods.items())
+    runs = (cfg.get("lapt") or {}).get("runs") or {}
+    # a run that re-initializes every weight is the paper's "Scratch", whatever its embedding rows' method
+    run_method = {r: None if spec.get("reinit") == "all" else spec["method"] for r, spec in runs.items()}
+    rows = [(spec["label"], run_method[r]) for r, spec in runs.items() if "label" in spec]
+    rows += [(spec["label"], run_method[spec["lapt"]]) for spec in cfg["finetune"]["models"].values()
+             if "label" in spec and spec.get("lapt") in run_method]
+    for label, method in rows:
+        if method in methods:
+            assert label.split(",")[0] == methods[method], label
+    grid_rows = [row for t in (cfg.get("tables") or {}).values() if "grid" in t for row in dict(t["grid"]["rows"])]
+    words = {w for label in PAPER_LABELS.values() for w in label.split()} - {"Match", "Embed"}
+    assert all(row.split(",")[0] in PAPER_LABELS.values() for row in grid_rows if set(row.split()) & words), grid_rows
+
+
+def test_every_table_label_is_the_entry_label_or_its_name():
+    """Tables, figures and the benchmark report name a method, run, model or task by one function (label_of)."""
+    from types import SimpleNamespace
+
+    from vocab_transfer.workflow.plan.base import label_of
+
+    assert label_of("dict", SimpleNamespace(label="Dict Match")) == "Dict Match"
+    assert label_of("dict", SimpleNamespace(label=None)) == "dict" and label_of("dict", None) == "dict"

@@ -91,3 +91,81 @@ def test_nearest_tokens_sample_of_combined_rows():
     assert "| kuzidi | acclaim |" in md and "| vipigo | Trouble |" in md
     with pytest.raises(ValueError, match="records no nearest source tokens"):
         vt.nearest_tokens_table({"sw": prov.drop(columns="nearest_source_token")}, ["sw"], 10, 0, "T6")
+
+
+FRENCH_GERMAN = ["ça va bien, ça marche", "Die Straße ist über dem Fluss", "über alles, ça alors",
+                 "la Straße et ça", "Grüße aus der Straße über uns"] * 20
+
+
+def _bytelevel_bpe():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(FRENCH_GERMAN, trainers.BpeTrainer(
+        vocab_size=400, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    return tok
+
+
+def _wordpiece():
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(FRENCH_GERMAN, trainers.WordPieceTrainer(vocab_size=200, special_tokens=["[UNK]"],
+                                                                     show_progress=False))
+    return tok
+
+
+def _raw_and_kind(tok):
+    from vocab_transfer.data.tokenizer import detect_tokenizer_kind
+
+    vocab = tok.get_vocab()
+    return sorted(vocab, key=vocab.get), detect_tokenizer_kind(tok)
+
+
+def _unigram():
+    from vocab_transfer.data.tokenizer import train_unigram_tokenizer
+
+    return train_unigram_tokenizer(FRENCH_GERMAN, 36, show_progress=False).backend_tokenizer
+
+
+@pytest.mark.parametrize("make", [_bytelevel_bpe, _unigram, _wordpiece], ids=["bytelevel", "unigram", "wordpiece"])
+def test_token_text_shows_real_tokenizers_tokens_as_text(make):
+    """Every kind's vocabulary shown as text holds the words as written, never their UTF-8 bytes as Latin-1."""
+    from vocab_transfer.data.tokenizer import guess_token_kind, token_text
+
+    raw, kind = _raw_and_kind(make())
+    texts = {token_text(t, kind) for t in raw}
+    assert guess_token_kind(raw) == kind
+    assert "ça" in texts and any("ß" in t for t in texts) and any("ü" in t for t in texts)
+    if kind != "sentencepiece":  # the small Unigram keeps only short pieces
+        assert {"Straße", "über"} <= texts
+    assert not any("Ã" in t or "Ġ" in t or "▁" in t or t.startswith("##") for t in texts)
+
+
+def test_token_text_bytes_markers_and_escapes():
+    from vocab_transfer.data.tokenizer import token_text
+
+    assert token_text("ĠÃ§a", "bytelevel_bpe") == "ça" and token_text("Ã§a", "bytelevel_bpe") == "ça"
+    assert token_text("ĠÃ§a", "bytelevel_bpe", bow="_") == "_ça" and token_text("ÃŁe", "bytelevel_bpe") == "ße"
+    assert token_text("Ã", "bytelevel_bpe") == "\\xc3"  # half a character: escaped, never "Ã"
+    assert token_text("▁ça", "sentencepiece", bow="_") == "_ça" and token_text("<0xC3>", "sentencepiece") == "\\xc3"
+    assert token_text("<0x41>", "sentencepiece") == "A" and token_text("##ße", "wordpiece") == "ße"
+    assert token_text("ça", "wordpiece", bow="_") == "_ça" and token_text("▁a<0xC3>", "canonical") == "a\\xc3"
+
+
+def test_nearest_tokens_of_byte_level_tokenizers_are_text():
+    """WECHSEL Table 6 for a GPT-2-style model: French targets and English sources shown as text."""
+    bpe = _bytelevel_bpe()
+    raw, _ = _raw_and_kind(bpe)
+    ca, strasse = bpe.encode("ça").tokens[0], bpe.encode("Straße").tokens[0]
+    assert ca == "ĠÃ§a"  # the raw byte-level form
+    prov = pd.DataFrame({"target_id": range(len(raw)), "token": raw, "provenance": "copied",
+                         "nearest_source_token": None})
+    prov.loc[raw.index(ca), ["provenance", "nearest_source_token"]] = ["combined", "Ġthat"]
+    prov.loc[raw.index(strasse), ["provenance", "nearest_source_token"]] = ["combined", "Ġstreet"]
+    table, md = vt.nearest_tokens_table({"fr": prov}, ["fr"], 10, 0, "T6")
+    assert set(table["token"]) == {"ça", "Straße"} and "| ça | that |" in md and "| Straße | street |" in md
+    assert "Ã" not in md and "Ġ" not in md

@@ -497,7 +497,8 @@ def _hex_bytes(exc: UnicodeError) -> tuple[str, int]:
     return "".join(f"<0x{b:02X}>" for b in exc.object[exc.start : exc.end]), exc.end
 
 
-codecs.register_error("vocab_transfer_hexbytes", _hex_bytes)
+HEX_BYTES = "vocab_transfer_hexbytes"
+codecs.register_error(HEX_BYTES, _hex_bytes)
 
 
 def _bytes_to_unicode() -> dict[int, str]:
@@ -641,25 +642,25 @@ def _special_ids(tokenizer: Any, backend: Tokenizer, vocab: dict[str, int]) -> s
     return ids
 
 
-def _canon_sentencepiece(raw: str) -> CanonicalToken:
+def _canon_sentencepiece(raw: str, errors: str = HEX_BYTES) -> CanonicalToken:
     m = BYTE_FALLBACK.fullmatch(raw) if raw.startswith("<0x") else None
     if m:  # byte-fallback token
         byte = int(m.group(1), 16)
         if byte == 0x20:  # a space: what "▁" and byte-level "Ġ" spell alone
             return CanonicalToken("", True, False)
-        return CanonicalToken(chr(byte) if byte < 0x80 else f"<0x{byte:02X}>", False, False)
+        return CanonicalToken(bytes([byte]).decode("utf-8", errors), False, False)
     bow = raw.startswith(BOW)
     # SentencePiece decodes every "▁" to a space; inner ones (e.g. "▁▁") become real spaces.
     return CanonicalToken((raw[1:] if bow else raw).replace(BOW, " "), bow, False)
 
 
-def _canon_bytelevel(raw: str) -> CanonicalToken:
+def _canon_bytelevel(raw: str, errors: str = HEX_BYTES) -> CanonicalToken:
     try:
         data = bytes(_UNICODE_TO_BYTE[c] for c in raw)
     except KeyError:  # not byte-encoded (e.g. literal non-special added token): take it literally
         return CanonicalToken(raw[1:] if raw.startswith(" ") else raw, raw.startswith(" "), False)
     bow = data.startswith(b" ")
-    return CanonicalToken((data[1:] if bow else data).decode("utf-8", "vocab_transfer_hexbytes"), bow, False)
+    return CanonicalToken((data[1:] if bow else data).decode("utf-8", errors), bow, False)
 
 
 def canonicalize(tokenizer: Any) -> tuple[list[CanonicalToken], list[str], str]:
@@ -676,19 +677,66 @@ def canonicalize(tokenizer: Any) -> tuple[list[CanonicalToken], list[str], str]:
         raw[i] = tok
     specials = _special_ids(tokenizer, backend, vocab)
     prefix = cfg["model"].get("continuing_subword_prefix") or "##"
-    out: list[CanonicalToken] = []
-    for i, tok in enumerate(raw):
-        if i in specials or not tok:
-            out.append(CanonicalToken(tok, False, True))
-        elif kind == "sentencepiece":
-            out.append(_canon_sentencepiece(tok))
-        elif kind == "bytelevel_bpe":
-            out.append(_canon_bytelevel(tok))
-        elif tok.startswith(prefix) and len(tok) > len(prefix):
-            out.append(CanonicalToken(tok[len(prefix) :], False, False))
-        else:
-            out.append(CanonicalToken(tok, True, False))
+    out = [CanonicalToken(tok, False, True) if i in specials or not tok else canonical_token(tok, kind, prefix=prefix)
+           for i, tok in enumerate(raw)]
     return out, raw, kind
+
+
+def canonical_token(raw: str, kind: str, *, prefix: str = "##", errors: str = HEX_BYTES) -> CanonicalToken:
+    """The canonical form of one (non-special) raw token string of a tokenizer of ``kind`` (:func:`canonicalize_vocab`'s
+    rules; ``prefix``: WordPiece's continuation marker; ``errors``: the codec error handler for bytes that are no
+    whole UTF-8 character, ``<0xNN>`` by default)."""
+    if kind == "sentencepiece":
+        return _canon_sentencepiece(raw, errors)
+    if kind == "bytelevel_bpe":
+        return _canon_bytelevel(raw, errors)
+    if kind == "wordpiece":
+        if raw.startswith(prefix) and len(raw) > len(prefix):
+            return CanonicalToken(raw[len(prefix) :], False, False)
+        return CanonicalToken(raw, True, False)
+    raise ValueError(f"unknown tokenizer kind {kind!r}; known kinds: sentencepiece, bytelevel_bpe, wordpiece")
+
+
+def guess_token_kind(tokens: Iterable[str | None]) -> str:
+    """The tokenizer kind that wrote these raw token strings (a vocabulary, or a sample of one), for tables made from
+    token strings alone: the kind whose word markers most tokens carry ("▁x" sentencepiece, "Ġx" bytelevel_bpe, "##x"
+    wordpiece); with none, bytelevel_bpe if every character is one of GPT-2's byte symbols and one is outside
+    printable ASCII and Latin-1 letters as written (e.g. "Ã§a"), else sentencepiece (the text as it is)."""
+    tokens = [t for t in tokens if isinstance(t, str) and t]
+    marks = {"sentencepiece": sum(t.startswith(BOW) for t in tokens),
+             "bytelevel_bpe": sum(t.startswith("Ġ") and all(c in _UNICODE_TO_BYTE for c in t) for t in tokens),
+             "wordpiece": sum(t.startswith("##") and len(t) > 2 for t in tokens)}
+    kind, count = max(marks.items(), key=lambda kv: kv[1])
+    if count:
+        return kind
+    byte_symbols = all(c in _UNICODE_TO_BYTE for t in tokens for c in t)
+    return "bytelevel_bpe" if tokens and byte_symbols and any(_is_mojibake(t) for t in tokens) else "sentencepiece"
+
+
+def _is_mojibake(raw: str) -> bool:
+    """A byte-level token string (every character a byte symbol) that is no text as written: a symbol above U+00FF
+    ("Ġ", "Ċ"), or UTF-8 bytes that read as other text ("Ã§a" is "ça")."""
+    if any(ord(c) > 0xFF for c in raw):
+        return True
+    try:
+        return bytes(_UNICODE_TO_BYTE[c] for c in raw).decode("utf-8") != raw
+    except UnicodeDecodeError:
+        return False
+
+
+def token_text(raw: str, kind: str, *, bow: str = "", prefix: str = "##") -> str:
+    """A raw token string as a person reads it, for every tokenizer kind (tables of tokens): byte-level BPE through
+    GPT-2's byte table and UTF-8 ("Ã§a" -> "ça"), SentencePiece / byte-fallback BPE with "<0xNN>" byte tokens read as
+    their byte, WordPiece without its continuation marker. A word-initial token ("▁ça", "Ġça", WordPiece "ça") is
+    written ``bow`` + text (default: the bare text); a byte that is no whole UTF-8 character is written escaped
+    (``\\xc3``). ``kind`` as :func:`detect_tokenizer_kind` names it, or ``"canonical"`` for a canonical form
+    (:attr:`CanonicalToken.form`: a leading "▁", undecodable bytes "<0xNN>")."""
+    if kind == "canonical":
+        tok = CanonicalToken(raw.removeprefix(BOW), raw.startswith(BOW), False)
+        text = BYTE_FALLBACK.sub(lambda m: f"\\x{int(m.group(1), 16):02x}", tok.text)
+        return (bow if tok.bow else "") + text
+    tok = canonical_token(raw, kind, prefix=prefix, errors="backslashreplace")
+    return (bow if tok.bow else "") + tok.text
 
 
 def canonicalize_vocab(tokenizer: Any) -> list[CanonicalToken]:

@@ -2,7 +2,44 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Hashable
+
 import pandas as pd
+
+
+def printed_best(values: dict[Hashable, float | None], *, higher: bool,
+                 number: Callable[[float], str] | None = None) -> set[Hashable]:
+    """The keys to bold: every value equal to the best as the table prints it (``number``: the cell's number
+    format, e.g. ``"{:.2f}".format``; None: compared exactly), so that values that print alike are all bold (ties);
+    missing values (None, NaN) are never bold. Every table kind bolds through this."""
+    shown = {k: float(number(v)) if number else float(v) for k, v in values.items()
+             if v is not None and not pd.isna(v)}
+    if not shown:
+        return set()
+    best = (max if higher else min)(shown.values())
+    return {k for k, v in shown.items() if v == best}
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _names(part: str, text: str) -> bool:
+    """``text`` already names ``part``: each word of ``part`` is a word of ``text`` or an abbreviation of three
+    letters or more that ``text`` uses ("Acc." for accuracy), case-insensitively."""
+    words = _words(text)
+    return bool(_words(part)) and all(any(w == p or (len(w) >= 3 and p.startswith(w)) for w in words)
+                                      for p in _words(part))
+
+
+def column_header(label: str, *, group: str = "", metric: str | None = None) -> str:
+    """A column's header: ``group`` before the column's ``label`` and its ``metric`` after it in parentheses, each
+    left out where the label names it already (case-insensitive: "STSB (Pearson)" with metric pearson stays
+    "STSB (Pearson)", "XNLI de" in group XNLI stays "XNLI de"), so a header never repeats a word. Every table
+    kind's headers come from here."""
+    head = label if not group or _names(group, label) else f"{group} {label}"
+    return head if not metric or _names(metric, head) else f"{head} ({metric})"
 
 
 def init_loss_table(results: pd.DataFrame, *, method_labels: dict[str, str],
@@ -53,17 +90,17 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
             if df[value].isna().all():
                 continue
             grid = df.pivot(index="method", columns="language", values=value).reindex(index=methods, columns=langs)
-            best = grid.min()
             name = INIT_VALUES[value] or ("MLM loss" if (df["objective"] == "mlm").all()
                                           else "next-token (causal-LM) loss")
             lines = [f"**Source `{source}`** — {name} right after initialization (lower is better); "
                      f"'in' = part of the source model's pretraining, 'not in' = not part of it.", "", head,
                      "|" + "---|" * (len(langs) + 1)]
+            bold = {t: printed_best(grid[t].to_dict(), higher=False, number="{:.2f}".format) for t in langs}
             for m in methods:
                 cells = []
                 for t in langs:
                     v = grid.loc[m, t]
-                    cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if v == best[t] else f"{v:.2f}"))
+                    cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if m in bold[t] else f"{v:.2f}"))
                 lines.append(f"| {labels[m]} | " + " | ".join(cells) + " |")
             parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
@@ -109,15 +146,20 @@ SECONDARY = {"las": "uas"}  # shown before the selection metric in a cell, as th
 FORMATS = ("percent", "fraction")  # cell numbers: 84.2 ± 0.4 (FOCUS, UNKs, WECHSEL) or 0.842 (±0.004) (vocab-swap)
 
 
+def score_number(fmt: str = "percent") -> Callable[[float], str]:
+    """How a cell of ``fmt`` prints a score in % (:func:`score_cell`): 84.2 (``percent``) or 0.842 (``fraction``)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"table format must be one of {list(FORMATS)}, not {fmt!r}")
+    scale, digits = (1.0, 1) if fmt == "percent" else (0.01, 3)
+    return lambda v: f"{v * scale:.{digits}f}"
+
+
 def score_cell(r, fmt: str = "percent") -> str:
     """An aggregated row as a cell: 'mean ± std' (0 std for one seed) in % (``fmt="percent"``) or, as vocab-swap
     prints it, '0.842 (±0.004)' (``"fraction"``); 'UAS / LAS' means for parsing; with an extra evaluation set
     (MNLI's mismatched), both means and stds: '84.2/84.6 ± 0.4/0.4' or '0.842/0.846 (±0.004/0.004)' (m/mm)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"table format must be one of {list(FORMATS)}, not {fmt!r}")
     std = lambda v: 0.0 if pd.isna(v) else v  # noqa: E731
-    scale, digits = (1.0, 1) if fmt == "percent" else (0.01, 3)
-    num = lambda v: f"{v * scale:.{digits}f}"  # noqa: E731
+    num = score_number(fmt)
     if r.metric in SECONDARY:
         return f"{num(r.test2_mean)} / {num(r.test_mean)}"
     extra = getattr(r, "extra_mean", None)
@@ -128,29 +170,29 @@ def score_cell(r, fmt: str = "percent") -> str:
     return f"{means} ± {stds}" if fmt == "percent" else f"{means} (±{stds})"
 
 
-def best_cells(values: dict[tuple[str, str], float | None], groups: list[list[str]] | None, *, higher: bool
-               ) -> set[tuple[str, str]]:
+def best_cells(values: dict[tuple[str, str], float | None], groups: list[list[str]] | None, *, higher: bool,
+               number: Callable[[float], str] | None = None) -> set[tuple[str, str]]:
     """The (row, column) cells to bold: per column, the best value within each group of rows (``groups``; None:
     one group of all rows). A row in no group is never bold (vocab-swap Tables 1 and 4-7 leave the Bert Baseline
-    out; Table 2 marks the best swapped model and the best reference model). Ties are all bold."""
+    out; Table 2 marks the best swapped model and the best reference model). Ties at the printed precision
+    (``number``) are all bold (:func:`printed_best`)."""
     rows = list(dict.fromkeys(r for r, _ in values))
-    pick = max if higher else min
     out = set()
     for group in groups if groups is not None else [rows]:
         for col in dict.fromkeys(c for _, c in values):
-            vals = [v for r in group if (v := values.get((r, col))) is not None and not pd.isna(v)]
-            if vals:
-                out |= {(r, col) for r in group if values.get((r, col)) == pick(vals)}
+            out |= printed_best({(r, col): values.get((r, col)) for r in group}, higher=higher, number=number)
     return out
 
 
 def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: bool, best_column: bool = False,
-                  corner: str = "", best_groups: list[list[str]] | None = None) -> tuple[list[dict], list[str]]:
+                  corner: str = "", best_groups: list[list[str]] | None = None,
+                  number: Callable[[float], str] | None = None) -> tuple[list[dict], list[str]]:
     """A paper's two-way layout (vocab-swap Tables 1 and 4-16: initialization × trained part and learning rate):
     ``grid = {"columns": [...], "rows": {row label: [name or null per column]}}`` (rows may also be
     [label, names] pairs); ``values`` maps a name
     (fine-tuned model or LAPT run) to (sort value, cell text). A null entry or a name without a value is
-    "—"; the best value of each column is bold (within each of ``best_groups``, see ``best_cells``);
+    "—"; the best value of each column as ``number`` prints it is bold (within each of ``best_groups``, see
+    ``best_cells``);
     ``best_column`` adds the row's best (Tables 12-16 "Best"); a row with one entry more than ``columns`` names
     its Best cell itself (the reference rows of Tables 12/13/15/16: mBERT, FlauBERT, German BERT fill only
     "Best"). Returns (long rows, Markdown lines)."""
@@ -163,7 +205,7 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
                 for r in grid_rows}
     bold = best_cells({(r, c): None if v is None else v[0] for (r, c), (_, v) in cell.items()}
                       | {(r, "Best"): None if v is None else v[0] for r, v in row_best.items()},
-                      best_groups, higher=higher)
+                      best_groups, higher=higher, number=number)
     head = f"| {corner} | " + " | ".join(cols + (["Best"] if best_column else [])) + " |"
     lines, long = [head, "|" + "---|" * (len(cols) + 1 + best_column)], []
     for r in grid_rows:
@@ -186,11 +228,12 @@ def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dic
     parts = []
     for source, df in table.groupby("source", sort=False):
         head = "| Model ↓ / Task → | " + " | ".join(
-            f"{label} ({df.loc[df.task_name == t, 'metric'].iloc[0] if (df.task_name == t).any() else '?'})"
-            for t, label in tasks.items()) + " |"
+            column_header(label, metric=df.loc[df.task_name == t, "metric"].iloc[0] if (df.task_name == t).any()
+                          else "?") for t, label in tasks.items()) + " |"
         lines = [f"**Source `{source}`** — test score of the dev-selected checkpoint, mean ± std over seeds "
                  "(higher is better).", "", head, "|" + "---|" * (len(tasks) + 1)]
-        best = df.groupby("task_name")["test_mean"].max()
+        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples() if r.model in models},
+                          None, higher=True, number=score_number())
         for m, label in models.items():
             cells = []
             for t in tasks:
@@ -200,7 +243,7 @@ def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dic
                     continue
                 r = row.iloc[0]
                 cell = score_cell(r)
-                cells.append(f"**{cell}**" if r.test_mean == best[t] else cell)
+                cells.append(f"**{cell}**" if (m, t) in bold else cell)
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
@@ -244,12 +287,12 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                                  "extra_std": None if r is None else r.extra_std})
     table = pd.DataFrame(long)
     cols = [(g, t) for g, names in groups.items() for t in names]
-    head = " | ".join(label if (label := tasks.get(t, t)).startswith(g) else f"{g} {label}" for g, t in cols)
+    head = " | ".join(column_header(tasks.get(t, t), group=g) for g, t in cols)
     parts = []
     fmt = spec.get("format", "percent")
     for source, df in table.groupby("source", sort=False, dropna=False):
         bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples()}, spec.get("best_groups"),
-                          higher=True)
+                          higher=True, number=score_number(fmt))
         lines = [f"**{spec.get('title', 'Downstream results')}**" + (f" (source `{source}`)" if source else ""), "",
                  f"| Model | {head} |", "|" + "---|" * (len(cols) + 1)]
         for m in rows:
@@ -279,7 +322,8 @@ def _paper_grid(agg: pd.DataFrame, spec: dict, *, tasks: dict[str, str]) -> tupl
             df = agg[(agg.source == source) & (agg.task_name == t)]
             values = {r.model: (float(r.test_mean), score_cell(r, spec.get("format", "percent"))) for r in df.itertuples()}
             rows, lines = grid_markdown(spec["grid"], values, higher=True, best_column=spec.get("best_column", False),
-                                        corner=tasks.get(t, t), best_groups=spec.get("best_groups"))
+                                        corner=tasks.get(t, t), best_groups=spec.get("best_groups"),
+                                        number=score_number(spec.get("format", "percent")))
             long += [{"source": source, "task_name": t, **r} for r in rows]
             parts.append("\n".join([f"**{spec.get('title', 'Downstream results')}: {tasks.get(t, t)}**"
                                      + (f" (source `{source}`)" if source else "")
@@ -358,7 +402,7 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
                 cells = {r: value_at(r, lang, s) for names in dict(spec["grid"]["rows"]).values() for r in names if r}
                 values = {r: (v, f"{v:.2f}") for r, v in cells.items() if v is not None}
                 grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang,
-                                                 best_groups=spec.get("best_groups"))
+                                                 best_groups=spec.get("best_groups"), number="{:.2f}".format)
                 long += [{"language": lang, "step": s, **g} for g in grid_rows]
                 parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: {lang}, held-out {value} at "
                                          f"step {s:,}** (lower is better)", "", *lines]))
@@ -369,7 +413,8 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
             for s in steps:
                 long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s, value: value_at(r, lang, s)})
     table = pd.DataFrame(long)
-    best = table.groupby(["language", "step"])[value].min()
+    bold = {(lang, s): printed_best({r: value_at(r, lang, s) for r in rows}, higher=False, number="{:.2f}".format)
+            for lang in langs for s in steps}
     head = " | ".join(f"{lang} @{s:,}" for lang in langs for s in steps)
     lines = [f"**{spec.get('title', 'Held-out ' + value + ' during LAPT')}** (lower is better)", "",
              f"| Run | {head} |", "|" + "---|" * (len(langs) * len(steps) + 1)]
@@ -378,7 +423,7 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
         for lang in langs:
             for s in steps:
                 v = table[(table.run == r) & (table.language == lang) & (table.step == s)][value].iloc[0]
-                cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if v == best[(lang, s)] else f"{v:.2f}"))
+                cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if r in bold[(lang, s)] else f"{v:.2f}"))
         lines.append(f"| {runs.get(r, r)} | " + " | ".join(cells) + " |")
     return table, "\n".join(lines) + "\n"
 
@@ -411,11 +456,11 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
             p = probes[probes["source"] == source]
             parts.append(_probe_block(grid, p, spec, labels, head, value, fmt, long, source))
             continue
-        best = grid.min()
+        bold = {t: printed_best(grid[t].to_dict(), higher=False, number=fmt) for t in langs}
         lines = [head + f"held-out {value} right after initialization (lower is better)", "",
                  "| Initialization | " + " | ".join(langs) + " |", "|" + "---|" * (len(langs) + 1)]
         for m in rows:
-            cells = ["—" if pd.isna(grid.loc[m, t]) else (f"**{fmt(grid.loc[m, t])}**" if grid.loc[m, t] == best[t]
+            cells = ["—" if pd.isna(grid.loc[m, t]) else (f"**{fmt(grid.loc[m, t])}**" if m in bold[t]
                                                           else fmt(grid.loc[m, t])) for t in langs]
             lines.append(f"| {labels.get(m, m)} | " + " | ".join(cells) + " |")
             long += [{"source": source, "method": m, "label": labels.get(m, m), "language": t,
@@ -438,15 +483,15 @@ def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: d
         cells = {n: [acc.loc[(t, m), n] if (t, m) in acc.index and n in acc else float("nan") for m in spec["rows"]]
                  for n in names}
         cells[value] = [grid.loc[m, t] for m in spec["rows"]]
-        best = {n: (max if n in names else min)((v for v in vs if not pd.isna(v)), default=None)
-                for n, vs in cells.items()}
+        shown = {n: (lambda v: f"{100 * v:.1f}") if n in names else fmt for n in cells}
+        bold = {n: printed_best(dict(enumerate(vs)), higher=n in names, number=shown[n]) for n, vs in cells.items()}
         for i, m in enumerate(spec["rows"]):
-            shown = []
+            texts = []
             for n in [*names, value]:
                 v = cells[n][i]
-                text = "—" if pd.isna(v) else (f"{100 * v:.1f}" if n in names else fmt(v))
-                shown.append(f"**{text}**" if not pd.isna(v) and v == best[n] else text)
-            lines.append(f"| {t if i == 0 else ''} | {labels.get(m, m)} | " + " | ".join(shown) + " |")
+                text = "—" if pd.isna(v) else shown[n](v)
+                texts.append(f"**{text}**" if i in bold[n] else text)
+            lines.append(f"| {t if i == 0 else ''} | {labels.get(m, m)} | " + " | ".join(texts) + " |")
             long.append({"source": source, "method": m, "label": labels.get(m, m), "language": t,
                          **{n: cells[n][i] for n in names}, value: cells[value][i]})
         if "majority" in probes:  # the commonest training label's share of the test set: a probe that learned nothing
@@ -472,7 +517,7 @@ def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) ->
         order = sorted(main[["stage", "name"]].drop_duplicates().itertuples(index=False),
                        key=lambda r: ("source", "init", "lapt").index(r.stage))
         lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's score kept)",
-                 "", "| Model | " + " | ".join(f"{t} ({metric[t]})" for t in tasks) + " |",
+                 "", "| Model | " + " | ".join(column_header(t, metric=metric[t]) for t in tasks) + " |",
                  "|" + "---|" * (len(tasks) + 1)]
         for stage, name in order:
             row = main[(main.stage == stage) & (main.name == name)].set_index("task")

@@ -12,7 +12,9 @@
 - ``overlap_longest``: UNKs Everywhere Table 7, the longest overlapping (sub)words.
 
 Tokens are compared in their canonical form (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`: no word
-markers, bytes decoded), special tokens left out. Every function returns ``(long-form table, markdown)``.
+markers, bytes decoded), special tokens left out, and shown as text by one function for every tokenizer kind
+(:func:`vocab_transfer.data.tokenizer.token_text`: bytes decoded, "Ã§a" shown "ça", a byte that is no whole character
+escaped "\\xc3", the word-initial marker left out). Every function returns ``(long-form table, markdown)``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
-from ..data.tokenizer import canonicalize_vocab
+from ..data.tokenizer import canonicalize_vocab, guess_token_kind, token_text
 
 # ISO code -> (language, family): the papers' languages and the demo's; others show their code and "—"
 LANGUAGES = {
@@ -84,8 +86,8 @@ def real_overlap(overlap: pd.DataFrame) -> pd.DataFrame:
 
 
 def canonical_text(overlap: pd.DataFrame) -> pd.Series:
-    """Canonical text of the overlapping tokens without the word-initial marker."""
-    return overlap["canonical"].str.removeprefix("▁")
+    """The overlapping tokens' canonical forms as text (:func:`token_text`), without the word-initial marker."""
+    return overlap["canonical"].map(lambda c: token_text(c, "canonical"))
 
 
 # --- FOCUS Table 1 -------------------------------------------------------------------------------------------------
@@ -184,27 +186,28 @@ def overlap_sample_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
 
 
 # --- WECHSEL Table 6 ----------------------------------------------------------------------------------------------
-def _surface(token: str) -> str:
-    return token.replace("▁", " ").replace("Ġ", " ").strip()
-
-
 def nearest_tokens_table(provenance: dict[str, pd.DataFrame], languages: list[str], sample: int, seed: int,
                          title: str) -> tuple[pd.DataFrame, str]:
     """WECHSEL Table 6: a seeded sample of ``sample`` target tokens per language whose rows WECHSEL combined, each
-    with its most similar source token (the largest softmax weight, recorded by the init as ``nearest_source_token``;
-    word-initial markers left out)."""
+    with its most similar source token (the largest softmax weight, recorded by the init as ``nearest_source_token``),
+    both shown as text (:func:`token_text`, word-initial markers left out). The provenance records raw token strings
+    only: each side's tokenizer kind is read from them (:func:`guess_token_kind`: the whole target vocabulary, the
+    source tokens the table's rows name)."""
     long, parts = [], []
     for lang in languages:
         prov = provenance[lang]
         if "nearest_source_token" not in prov:
             raise ValueError(f"the {lang} init records no nearest source tokens (made before they were recorded: "
                              "rebuild it)")
+        target_kind, source_kind = guess_token_kind(prov["token"]), guess_token_kind(prov["nearest_source_token"])
         combined = prov[(prov["provenance"] == "combined") & prov["nearest_source_token"].notna()]
-        combined = combined[combined["token"].map(lambda t: len(_surface(t)) > 1)]  # no single characters
+        combined = combined.assign(text=[token_text(t, target_kind) for t in combined["token"]])
+        combined = combined[combined["text"].str.strip().str.len() > 1]  # no single characters
         rng = np.random.default_rng(seed)
         picked = combined.iloc[np.sort(rng.choice(len(combined), size=min(sample, len(combined)), replace=False))]
-        rows = [[_surface(t), _surface(s)] for t, s in zip(picked["token"], picked["nearest_source_token"],
-                                                             strict=True)]
+        rows = [[t.strip(), token_text(s, source_kind).strip()] for t, s in zip(picked["text"],
+                                                                                  picked["nearest_source_token"],
+                                                                                  strict=True)]
         long += [{"language": lang, "target_id": i, "token": t, "nearest_source_token": s}
                  for i, (t, s) in zip(picked["target_id"], rows, strict=True)]
         parts.append(_md(f"{title}: {language_name(lang)}", ["Target token", "Closest source token"], rows))

@@ -31,6 +31,12 @@ def shell_option(flag: str, value) -> str:
     return shlex.join([flag, str(value)]) if value else ""
 
 
+def label_of(name: str, spec) -> str:
+    """The one label of a config entry (a method, LAPT run, fine-tuned model or task) in every table, figure and
+    report: its ``label``, else its name. Tables name a row by it, so one method reads alike everywhere."""
+    return getattr(spec, "label", None) or name
+
+
 def hub_spec(repo: str, revision: str | None) -> str:
     """A hub download's one param: ``repo``, or ``repo@revision`` when the config pins one."""
     return repo if revision is None else f"{repo}@{revision}"

@@ -4,7 +4,7 @@ linear probes, and the init-loss table."""
 from __future__ import annotations
 
 from ..config import all_targets, lapt_run_targets, method_targets
-from .base import PlanBase, canonical
+from .base import PlanBase, canonical, label_of
 
 
 class EvalPlan(PlanBase):
@@ -53,7 +53,7 @@ class EvalPlan(PlanBase):
     def table_metadata(self):
         """Row labels and Table 4's column groups, passed to the table rule as params."""
         return canonical({
-            "method_labels": {m: spec.label or m for m, spec in self.cfg.methods.items()},
+            "method_labels": {m: label_of(m, spec) for m, spec in self.cfg.methods.items()},
             "in_pretraining": self.in_pretraining(),
             "targets": self.targets,
             "methods": [m for m in self.method_names if method_targets(self.cfg, m)],  # `targets: []`: LAPT-only methods
@@ -97,6 +97,6 @@ class EvalPlan(PlanBase):
     def benchmark_labels(self):
         """Row labels of the benchmark table: ``stage/name`` -> label."""
         labels = {f"source/{s}": f"Source ({s})" for s in self.sources}
-        labels |= {f"init/{m}": spec.label or m for m, spec in self.cfg.methods.items()}
-        labels |= {f"lapt/{r}": f"{spec.label or r} + LAPT" for r, spec in self.cfg.lapt.runs.items()}
+        labels |= {f"init/{m}": label_of(m, spec) for m, spec in self.cfg.methods.items()}
+        labels |= {f"lapt/{r}": f"{label_of(r, spec)} + LAPT" for r, spec in self.cfg.lapt.runs.items()}
         return canonical(labels)

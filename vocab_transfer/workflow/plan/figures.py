@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ..config import figure_language, figure_points, figure_runs
-from .base import PlanBase, canonical
+from .base import PlanBase, canonical, label_of
 
 
 class FiguresPlan(PlanBase):
@@ -40,8 +40,8 @@ class FiguresPlan(PlanBase):
         """The figure's runs (with labels) and points [model, run, step], as JSON in config order."""
         spec, runs = self.cfg.figures[wildcards.figure], figure_runs(self.cfg, wildcards.figure)
         return canonical({"title": spec.title or wildcards.figure,
-                          "task": self.ft_tasks[spec.task].label or spec.task,
-                          "runs": [[r, self.cfg.lapt.runs[r].label or r] for r in runs],
+                          "task": label_of(spec.task, self.ft_tasks[spec.task]),
+                          "runs": [[r, label_of(r, self.cfg.lapt.runs[r])] for r in runs],
                           "points": [list(p) for p in figure_points(self.cfg, wildcards.figure)]})
 
     def token_accuracy_inputs(self, wildcards):
@@ -58,7 +58,7 @@ class FiguresPlan(PlanBase):
     def token_accuracy_params(self, wildcards):
         spec = self.config["figures"][wildcards.figure]  # as written
         return canonical({**{k: v for k, v in spec.items() if k != "runs"}, "title": spec.get("title", wildcards.figure),
-                          "runs": [[r, self.cfg.lapt.runs[r].label or r] for r in figure_runs(self.cfg, wildcards.figure)]})
+                          "runs": [[r, label_of(r, self.cfg.lapt.runs[r])] for r in figure_runs(self.cfg, wildcards.figure)]})
 
     def figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
         """The inputs of a figure drawn by rule plot_figure (kinds curves, init_similarity, unk_scatter)."""
@@ -83,7 +83,7 @@ class FiguresPlan(PlanBase):
         s, spec = wildcards.source, self.cfg.figures[wildcards.figure]
         records = []
         for r in spec.runs:
-            label = self.cfg.lapt.runs[r].label or r
+            label = label_of(r, self.cfg.lapt.runs[r])
             for lang in spec.languages:
                 if spec.kind == "curves":
                     records.append((f"curve__{r}__{lang}", self.paths.lapt_curve(s, lang, r),

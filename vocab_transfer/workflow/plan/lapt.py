@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from ...methods import Need
 from ..config import lapt_run_settings, lapt_run_targets
-from .base import PlanBase, canonical, shell_option
+from .base import PlanBase, canonical, label_of, shell_option
 
 
 class LaptPlan(PlanBase):
@@ -58,7 +58,7 @@ class LaptPlan(PlanBase):
         """(input name, path, what it is) for the LAPT figures of a target: the curve of every run on it, and the
         final model of each such run that has the target's own tokenizer (the embedding correlations)."""
         s, t = wildcards.source, wildcards.target
-        labels = {run: spec.label or run for run, spec in self.cfg.lapt.runs.items()}
+        labels = {run: label_of(run, spec) for run, spec in self.cfg.lapt.runs.items()}
         runs = [run for run in self.lapt_runs if t in lapt_run_targets(self.cfg, run)]
         out = [(f"curve__{run}", self.paths.lapt_curve(s, t, run), {"kind": "curve", "run": run, "label": labels[run]})
                for run in runs]

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from ..config import finetune_model_tasks, lapt_run_targets, table_cells
 from ..model import VOCAB_TABLE_KINDS
-from .base import PlanBase, canonical
+from .base import PlanBase, canonical, label_of
 
 
 class TablesPlan(PlanBase):
@@ -76,10 +76,10 @@ class TablesPlan(PlanBase):
     def table_labels(self):
         """Row and column labels of the fine-tuning and paper tables, as [name, label] pairs in config order
         (canonical()'s sorted keys would reorder a mapping); scripts read them with dict()."""
-        return canonical({"models": [[m, spec.label or m] for m, spec in self.ft_models.items()],
-                          "tasks": [[t, spec.label or t] for t, spec in self.ft_tasks.items()],
-                          "runs": [[r, spec.label or r] for r, spec in self.cfg.lapt.runs.items()],
-                          "methods": [[m, spec.label or m] for m, spec in self.cfg.methods.items()],
+        return canonical({"models": [[m, label_of(m, spec)] for m, spec in self.ft_models.items()],
+                          "tasks": [[t, label_of(t, spec)] for t, spec in self.ft_tasks.items()],
+                          "runs": [[r, label_of(r, spec)] for r, spec in self.cfg.lapt.runs.items()],
+                          "methods": [[m, label_of(m, spec)] for m, spec in self.cfg.methods.items()],
                           "fasttext_min_count": self.cfg.fasttext.min_count})
 
     def paper_table_spec(self, wildcards):
