@@ -239,3 +239,86 @@ def test_across_file_systems_shards_are_copied(tmp_path, monkeypatch, target_tok
     for f in (tmp_path / "linked").glob("*.safetensors"):
         assert (tmp_path / "copied" / f.name).read_bytes() == f.read_bytes()
         assert os.stat(tmp_path / "copied" / f.name).st_nlink == 1
+
+
+# --- the source's extra special tokens (Qwen2's ChatML tokens) in the export's tokenizer ---------------------------
+CHAT = ["<|im_start|>", "<|im_end|>"]
+TEXTS = [f"hello world number {i} this is test {i * 7} of things" for i in range(300)]
+
+
+def qwen_source(tmp_path):
+    """A tiny Qwen2 with a Qwen2-style tokenizer: ``<|im_start|>``/``<|im_end|>`` as extra special tokens."""
+    from conftest import qwen_like_tokenizer
+
+    tok = qwen_like_tokenizer(TEXTS, 300)
+    path = tmp_path / "qwen-source"
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tok), tie_word_embeddings=True, bos_token_id=None,
+                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **SMALL)
+                     ).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path, tok
+
+
+def drop_extra_specials(folder) -> None:
+    """A tokenizer folder whose tokenizer_config.json lists no extra special tokens (they stay added tokens)."""
+    path = folder / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    for key in ("extra_special_tokens", "additional_special_tokens"):
+        config.pop(key, None)
+    path.write_text(json.dumps(config))
+    (folder / "special_tokens_map.json").unlink(missing_ok=True)
+
+
+def test_train_like_keeps_the_templates_extra_special_tokens(tmp_path):
+    from conftest import qwen_like_tokenizer
+
+    tok = qwen_like_tokenizer(TEXTS, 300)
+    tok.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert config.get("extra_special_tokens", config.get("additional_special_tokens")) == CHAT
+    assert AutoTokenizer.from_pretrained(tmp_path).extra_special_tokens == CHAT
+
+
+@pytest.mark.parametrize("listed", [True, False], ids=["target-lists-them", "target-dropped-them"])
+def test_init_export_lists_the_sources_extra_special_tokens_with_target_ids(tmp_path, listed):
+    """The export's tokenizer lists every extra special token of the source, with the target tokenizer's ids (here
+    other ids than the source's: the target's added tokens come in another order)."""
+    from conftest import CHATML
+
+    from vocab_transfer.data.tokenizer import template_tokenizer, train_like
+
+    source, source_tok = qwen_source(tmp_path)
+    template = template_tokenizer("byte_level")
+    template.add_special_tokens({"additional_special_tokens": ["<|other|>", *reversed(CHAT)]})
+    template.bos_token = template.unk_token = None
+    template.chat_template = CHATML
+    target = train_like(template, TEXTS, 320)
+    target_dir = tmp_path / "target"
+    target.save_pretrained(target_dir)
+    if not listed:
+        drop_extra_specials(target_dir)
+        assert not AutoTokenizer.from_pretrained(target_dir).extra_special_tokens or \
+            set(AutoTokenizer.from_pretrained(target_dir).extra_special_tokens) == {"<|other|>"}
+    g = torch.Generator().manual_seed(1)
+    init = tmp_path / "init.safetensors"
+    write_tensors({"embeddings": torch.randn(len(target), D, generator=g)}, init)
+    out = tmp_path / "export"
+    export_init(str(source), str(init), str(target_dir), str(out), "card")
+    loaded = AutoTokenizer.from_pretrained(out)
+    assert set(CHAT) <= set(loaded.extra_special_tokens)
+    ids = loaded.convert_tokens_to_ids(CHAT)
+    assert ids == target.convert_tokens_to_ids(CHAT) != source_tok.convert_tokens_to_ids(CHAT)
+    assert set(CHAT) <= set(loaded.all_special_tokens)
+    assert loaded.decode(ids, skip_special_tokens=True) == ""
+    assert loaded.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False).startswith("<|im_start|>")
+
+
+def test_source_extra_special_tokens_reads_both_names(tmp_path):
+    from vocab_transfer.export import source_extra_special_tokens
+
+    (tmp_path / "special_tokens_map.json").write_text(json.dumps({"additional_special_tokens": [
+        {"content": "<|im_start|>", "special": True}, "<|im_end|>"]}))
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"extra_special_tokens": ["<|eot|>", "<|im_end|>"]}))
+    assert source_extra_special_tokens(tmp_path) == ["<|eot|>", "<|im_end|>", "<|im_start|>"]
+    assert source_extra_special_tokens(tmp_path / "missing") == []

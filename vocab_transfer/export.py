@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .data.tokenizer import load_tokenizer
+from .data.tokenizer import extra_special_tokens, load_tokenizer, set_extra_special_tokens
 from .io import atomic_path
 from .source_model import ROLES, check_artifact_fits, embedding_tensor_names, safetensors_files
 
@@ -259,6 +259,32 @@ def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dic
     return offset
 
 
+def source_extra_special_tokens(source_dir: str | os.PathLike) -> list[str]:
+    """The extra special tokens the source model's tokenizer lists (``extra_special_tokens``, or
+    ``additional_special_tokens`` as transformers 4 wrote them, in ``tokenizer_config.json`` or
+    ``special_tokens_map.json``), read without loading the tokenizer; [] where the folder has none."""
+    out: list[str] = []
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        try:
+            config = json.loads((Path(source_dir) / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for key in ("extra_special_tokens", "additional_special_tokens"):
+            value = config.get(key) if isinstance(config, dict) else None
+            value = list(value.values()) if isinstance(value, dict) else value or []
+            out += [t["content"] if isinstance(t, dict) else str(t) for t in value]
+    return list(dict.fromkeys(out))
+
+
+def keep_source_specials(tokenizer, source_dir: str | os.PathLike) -> list[str]:
+    """List the source's extra special tokens (:func:`source_extra_special_tokens`) that the target ``tokenizer``
+    has among its added tokens as its own extra special tokens too, so that the export's ``tokenizer_config.json``
+    names them with the target's ids. Returns the tokenizer's extra special tokens."""
+    added = {t.content for t in tokenizer.added_tokens_decoder.values()}
+    set_extra_special_tokens(tokenizer, [t for t in source_extra_special_tokens(source_dir) if t in added])
+    return extra_special_tokens(tokenizer)
+
+
 def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: str, card: str) -> None:
     """The source model with an init artifact's rows swapped in, the target tokenizer and ``card``, written
     atomically into ``out_dir``, without loading the model.
@@ -270,9 +296,10 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
     (:func:`rewrite_safetensors`). A tied model keeps what its source stores: one tensor, or each stored name of it,
     all with the new rows; an untied head without ``output_embeddings`` in the artifact (``output_rows: copy_input``)
     gets the new input rows. ``config.json`` gets the new ``vocab_size`` and, with ``generation_config.json``, the
-    target tokenizer's special-token ids (:func:`retarget_special_ids`); the source's tokenizer and other files are
-    not copied. Unchanged shards are links to the source's files: save a changed model into a new folder, since
-    writing over one of them in place would change the source model too. A source with pickle weights only
+    target tokenizer's special-token ids (:func:`retarget_special_ids`); the target tokenizer lists the source's extra
+    special tokens it has (:func:`keep_source_specials`); the source's tokenizer and other files are not copied.
+    Unchanged shards are links to the source's files: save a changed model into a new folder, since writing over
+    one of them in place would change the source model too. A source with pickle weights only
     (``pytorch_model.bin``) raises FileNotFoundError with the command that converts it."""
     from safetensors import safe_open
 
@@ -318,6 +345,7 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
                 (tmp / "model.safetensors.index.json").write_text(
                     json.dumps({**index, "metadata": meta}, indent=2, sort_keys=True) + "\n")
             retarget_configs(source, tmp, tokenizer, vocab_size=vocab_size)
+            keep_source_specials(tokenizer, source)
             tokenizer.save_pretrained(str(tmp))
             (tmp / CARD).write_text(card)
 

@@ -120,9 +120,13 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
         name = type(model_or_config).__name__
         if name.endswith(CAUSAL_LM_SUFFIXES) or name.endswith("ForMaskedLM"):
             return not name.endswith("ForMaskedLM")
-        config = model_or_config.config
-    else:
-        config = model_or_config
+        return is_causal_config(model_or_config.config)
+    return is_causal_config(model_or_config)
+
+
+def is_causal_config(config) -> bool:
+    """:func:`is_causal_lm` of a config: a ``PretrainedConfig``, or any object with its attributes (the keys of a
+    ``config.json`` read as they are, as the parse-time checks read it without importing torch); rules 2-5."""
     if getattr(config, "is_encoder_decoder", False):
         return False
     architectures = getattr(config, "architectures", None) or []

@@ -11,7 +11,7 @@ from vocab_transfer.workflow.job import setup_job
 def main(spec, cache, out_path, log_path):
     log = setup_job(log_path)
     use_cache(cache, offline=False)
-    info = fetch(spec["tasks"], spec["include_path"])
+    info = fetch(spec["tasks"], spec["include_path"], cache=cache, limit=spec["limit"])
     write_text(json.dumps({"tasks": spec["tasks"], "fetched": info}, indent=1) + "\n", out_path)
     log.info("fetched %s", info)
 

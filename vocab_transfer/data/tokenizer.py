@@ -221,14 +221,34 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
         tokenizer_object=Tokenizer.from_str(json.dumps(trained)), model_max_length=template.model_max_length,
         **{k: v for k in ("bos_token", "eos_token", "unk_token", "pad_token", "cls_token", "sep_token", "mask_token")
            if (v := getattr(template, k, None)) is not None})
-    extra = [t for t in getattr(template, "additional_special_tokens", None) or [] if t in ids]
-    if extra:
-        out.add_special_tokens({"additional_special_tokens": extra})
+    set_extra_special_tokens(out, [t for t in extra_special_tokens(template) if t in ids])
     out.chat_template = template.chat_template
     if len(out) != vocab_size:
         raise ValueError(f"trained {len(out)} tokens, not vocab_size={vocab_size}: the texts hold too few distinct "
                          "pieces for that vocabulary")
     return out
+
+
+def extra_special_tokens(tokenizer) -> list[str]:
+    """The special tokens ``tokenizer`` lists beyond its named ones (bos, eos, ...: Qwen2's ``<|im_start|>``,
+    ``<|im_end|>``), under either name transformers has given the list: ``extra_special_tokens`` (transformers 5)
+    or ``additional_special_tokens`` (before). A dict of named extra tokens gives its values."""
+    for name in ("extra_special_tokens", "additional_special_tokens"):
+        value = getattr(tokenizer, name, None)
+        if isinstance(value, dict):
+            value = list(value.values())
+        if value:
+            return [str(t) for t in value]
+    return []
+
+
+def set_extra_special_tokens(tokenizer, tokens: list[str]) -> None:
+    """List ``tokens`` (already in ``tokenizer``'s vocabulary) as its extra special tokens, after those it lists,
+    so that ``save_pretrained`` writes them to ``tokenizer_config.json`` (:func:`extra_special_tokens`)."""
+    have = extra_special_tokens(tokenizer)
+    missing = [t for t in dict.fromkeys(tokens) if t not in have]
+    if missing:
+        tokenizer.add_special_tokens({"additional_special_tokens": have + missing})  # replaces the list
 
 
 def _remap_post_processor(post: dict | None, ids: dict[str, int]) -> dict | None:

@@ -11,13 +11,27 @@ jobs then read offline.
 
 from __future__ import annotations
 
+import difflib
+import json
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from .. import lazy
+
+pd = lazy.module("pandas")  # the planner imports this module for the parse-time checks
+
+if TYPE_CHECKING:
+    import pandas as pd  # noqa: F811
 
 log = logging.getLogger(__name__)
+
+#: Environment variable naming the folder of the task-registry cache (:func:`task_registry`); an empty value turns
+#: the cache off.
+REGISTRY_CACHE_ENV = "VOCAB_TRANSFER_TASKS_CACHE"
+#: ``dataset_path`` values of lm-eval tasks that read local files (the datasets library's packaged builders).
+LOCAL_BUILDERS = frozenset({"json", "csv", "parquet", "text", "arrow", "pandas", "webdataset", "xml"})
 
 #: The score a table shows for a task, the first of these the task reports (multiple choice: length-normalized
 #: accuracy where the task has it, as the OMP paper and tokenkit report ARC and HellaSwag).
@@ -39,28 +53,174 @@ def use_cache(cache: str | os.PathLike, offline: bool) -> None:
 
 
 def task_manager(include_path: str | None):
+    """lm-eval's TaskManager with ``include_path``'s tasks and a hub mirror's, which take precedence over the
+    harness's own (:func:`task_paths`)."""
     from lm_eval.tasks import TaskManager
-
-    from .. import mirror
 
     if include_path is not None and not Path(include_path).is_dir():
         raise FileNotFoundError(f"eval.benchmarks.include_path: {include_path} is not a folder of task YAMLs")
+    return TaskManager(include_path=task_paths(include_path) or None)
+
+
+def task_paths(include_path: str | None) -> list[str]:
+    """The task folders lm-eval reads beside its own: ``include_path`` and a hub mirror's task YAMLs."""
+    from .. import mirror
+
     paths = [include_path] if include_path else []
-    if mirror.root() and (mirror.root() / mirror.LM_EVAL_TASKS).is_dir():  # a hub mirror's tasks, which take
-        paths.append(str(mirror.root() / mirror.LM_EVAL_TASKS))             # precedence over lm-eval's own
-    return TaskManager(include_path=paths or None)
+    if mirror.root() and (mirror.root() / mirror.LM_EVAL_TASKS).is_dir():
+        paths.append(str(mirror.root() / mirror.LM_EVAL_TASKS))
+    return paths
 
 
-def fetch(tasks: list[str], include_path: str | None) -> dict:
+def registry_from(manager) -> dict:
+    """What the parse-time checks read of a TaskManager's index: ``{"tasks": {name: dataset_path}, "groups": {name:
+    [member, ...]}}``, ``dataset_path`` "" where the task's YAML names none (a Python task); groups and tags alike."""
+    tasks, groups = {}, {}
+    for name, entry in manager.task_index.items():
+        kind, cfg = entry.kind.name, entry.cfg or {}
+        if kind == "GROUP":
+            members = cfg.get("task") or []
+            groups[name] = [m if isinstance(m, str) else m.get("task") or m.get("group")
+                            for m in (members if isinstance(members, list) else [members])
+                            if isinstance(m, str) or isinstance(m, dict)]
+        elif kind == "TAG":
+            groups[name] = sorted(entry.tags)
+        else:
+            path = cfg.get("dataset_path")
+            tasks[name] = path if isinstance(path, str) else ""
+    return {"tasks": tasks, "groups": groups}
+
+
+def _stamp(folder: str) -> float:
+    """The newest modification time of ``folder`` and the files and folders under it (0 when it is missing)."""
+    root = Path(folder)
+    if not root.exists():
+        return 0.0
+    return max([root.stat().st_mtime, *(p.stat().st_mtime for p in root.rglob("*"))])
+
+
+def _registry_cache(include_path: str | None) -> Path | None:
+    """The cache file of the task registry for lm-eval's installed version and these task folders (their
+    modification times), or None without lm-eval or with the cache turned off."""
+    import hashlib
+    from importlib import metadata
+
+    try:
+        version = metadata.version("lm_eval")
+    except metadata.PackageNotFoundError:
+        return None
+    root = os.environ.get(REGISTRY_CACHE_ENV, str(Path.home() / ".cache" / "vocab_transfer" / "lm_eval_tasks"))
+    if not root:
+        return None
+    paths = task_paths(include_path)
+    key = json.dumps([version, [(str(Path(p).resolve()), _stamp(p)) for p in paths]])
+    return Path(root) / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
+def task_registry(include_path: str | None) -> dict | None:
+    """lm-eval's task names and their datasets (:func:`registry_from`) with ``include_path``'s tasks and a hub
+    mirror's, or None where lm-eval is not installed. Indexing lm-eval's task YAMLs takes seconds, so the result is
+    cached per lm-eval version and task folders (their files' modification times) in
+    ``~/.cache/vocab_transfer/lm_eval_tasks`` (``VOCAB_TRANSFER_TASKS_CACHE``; an empty value turns it off)."""
+    import importlib.util
+
+    if importlib.util.find_spec("lm_eval") is None:
+        return None
+    cache = _registry_cache(include_path)
+    if cache is not None and cache.is_file():
+        try:
+            return json.loads(cache.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass  # a torn or foreign file: rebuild it
+    registry = registry_from(task_manager(include_path))
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(registry), encoding="utf-8")
+            os.replace(tmp, cache)
+        except OSError as e:  # a read-only home: check without the cache
+            log.debug("task registry cache %s not written: %s", cache, e)
+    return registry
+
+
+def unknown_tasks(tasks: list[str], registry: dict) -> list[str]:
+    """A line per name in ``tasks`` that the registry lacks, with its close matches (difflib)."""
+    known = [*registry["tasks"], *registry["groups"]]
+    out = []
+    for t in tasks:
+        if t in registry["tasks"] or t in registry["groups"]:
+            continue
+        near = difflib.get_close_matches(t, known, n=3, cutoff=0.75)
+        out.append(f"{t!r}" + (f" (did you mean {', '.join(map(repr, near))}?)" if near else ""))
+    return out
+
+
+def leaf_datasets(task: str, registry: dict, _seen: frozenset = frozenset()) -> dict[str, str]:
+    """``{leaf task: dataset_path}`` of a task, group or tag (members resolved recursively; unknown members left
+    out)."""
+    if task in registry["tasks"]:
+        return {task: registry["tasks"][task]}
+    out: dict[str, str] = {}
+    for member in registry["groups"].get(task, []):
+        if member and member not in _seen:
+            out |= leaf_datasets(member, registry, _seen | {task})
+    return out
+
+
+def is_offline() -> bool:
+    """Whether this run may not reach the hub: ``HF_DATASETS_OFFLINE`` or ``HF_HUB_OFFLINE`` set and no hub mirror
+    (:mod:`vocab_transfer.mirror`) to read instead."""
+    from .. import mirror
+
+    flags = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
+    return mirror.root() is None and any(
+        os.environ.get(f, "").strip().upper() in ("1", "ON", "YES", "TRUE") for f in flags)
+
+
+def cached_dataset(dataset_path: str, cache: str | os.PathLike) -> bool:
+    """Whether the datasets cache ``cache`` holds hub dataset ``dataset_path`` (its ``owner___name`` folder)."""
+    return (Path(cache) / dataset_path.replace("/", "___")).is_dir()
+
+
+def offline_hub_tasks(tasks: list[str], registry: dict, cache: str | os.PathLike) -> list[str]:
+    """Leaf tasks of ``tasks`` whose datasets are on the hub (neither a packaged builder on local files nor a local
+    folder) and not in the datasets cache ``cache``: what an offline run cannot fetch."""
+    bad = []
+    for t in tasks:
+        for leaf, path in leaf_datasets(t, registry).items():
+            if path and path not in LOCAL_BUILDERS and not Path(path).is_dir() and not cached_dataset(path, cache):
+                bad.append(f"{leaf} ({path})" if leaf == t else f"{t}: {leaf} ({path})")
+    return bad
+
+
+def check_offline(tasks: list[str], registry: dict, cache: str | os.PathLike, where: str) -> None:
+    """Raise at once, naming ``where`` and the tasks, when the run is offline (:func:`is_offline`) and tasks need
+    hub datasets not yet fetched (:func:`offline_hub_tasks`)."""
+    if not is_offline():
+        return
+    bad = offline_hub_tasks(tasks, registry, cache)
+    if bad:
+        raise ValueError(f"{where}: this run is offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE set, no hub mirror "
+                         f"VOCAB_TRANSFER_HUB_MIRROR) and tasks {bad} read hub datasets not in {cache}: fetch them "
+                         "on a machine with internet, point VOCAB_TRANSFER_HUB_MIRROR at a mirror, or leave them out")
+
+
+def fetch(tasks: list[str], include_path: str | None, *, cache: str | os.PathLike | None = None,
+          limit: int | None = None) -> dict:
     """Build the tasks (the harness downloads their datasets into the datasets cache) and say what they hold:
-    ``{task: {"version": ..., "documents": n}}`` for every leaf task of the groups named."""
+    ``{task: {"version": ..., "documents": n, "chance": c}}`` for every leaf task of the groups named; ``chance``
+    (multiple-choice tasks only) is the mean of 1/number of choices over the documents scored (the first ``limit``).
+    An offline run whose tasks need hub datasets not in ``cache`` fails at once (:func:`check_offline`)."""
     from lm_eval.tasks import get_task_dict
 
     manager = task_manager(include_path)
-    unknown = [t for t in tasks if t not in manager.all_tasks]
+    unknown = unknown_tasks(tasks, registry_from(manager))
     if unknown:
-        raise ValueError(f"eval.benchmarks.tasks: lm-eval knows no task or group {unknown} (include_path: "
+        raise ValueError(f"eval.benchmarks.tasks: lm-eval knows no task or group {', '.join(unknown)} (include_path: "
                          f"{include_path}); `lm_eval --tasks list` lists them")
+    if cache is not None:
+        check_offline(tasks, registry_from(manager), cache, "eval.benchmarks.tasks")
     out: dict = {}
 
     def walk(d):
@@ -70,9 +230,22 @@ def fetch(tasks: list[str], include_path: str | None) -> dict:
             else:
                 docs = value.eval_docs
                 out[value.config.task] = {"version": value.VERSION, "documents": len(docs)}
+                c = chance(value, docs, limit)
+                if c is not None:
+                    out[value.config.task]["chance"] = c
 
     walk(get_task_dict(tasks, manager))
     return out
+
+
+def chance(task, docs, limit: int | None = None) -> float | None:
+    """A multiple-choice task's chance accuracy: the mean of 1/number of choices over its first ``limit`` documents
+    (all without a limit); None for other tasks."""
+    if getattr(task, "OUTPUT_TYPE", None) != "multiple_choice":
+        return None
+    n = len(docs) if limit is None else min(limit, len(docs))
+    counts = [len(task.doc_to_choice(docs[i])) for i in range(n)]
+    return sum(1 / c for c in counts if c) / len(counts) if counts else None
 
 
 def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = None, num_fewshot: int | None = None,
@@ -123,13 +296,35 @@ def primary_scores(scores: pd.DataFrame) -> pd.DataFrame:
     return scores.loc[keep]
 
 
+#: Metrics that chance adjusts (:func:`kept_share`): accuracies of multiple-choice tasks.
+CHANCE_METRICS = ("acc", "acc_norm")
+
+
+def add_chance(scores: pd.DataFrame, fetched: dict) -> pd.DataFrame:
+    """``scores`` (rows of :func:`evaluate`) with ``chance``: the task's chance accuracy from ``fetched`` (the
+    ``fetched`` of rule download_benchmark_data's ``data.json``, :func:`fetch`) on :data:`CHANCE_METRICS` rows of
+    multiple-choice tasks, NaN elsewhere."""
+    out = scores.copy()
+    out["chance"] = [float(fetched.get(t, {}).get("chance", float("nan"))) if m in CHANCE_METRICS else float("nan")
+                     for t, m in zip(out["task"], out["metric"], strict=True)]
+    return out
+
+
 def kept_share(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (columns source, target, stage, task, metric, filter, value) with ``kept``: each value over the source
-    model's value of the same source, target, task, metric and filter (NaN where the source scores 0)."""
+    """``table`` (columns source, target, stage, task, metric, filter, value, optionally chance) with ``kept``: each
+    value over the source model's value of the same source, target, task, metric and filter (NaN where the source
+    scores 0), and ``kept_over_chance``: the share of the source's margin over chance kept, (value - chance) /
+    (source value - chance), for multiple-choice accuracies (NaN where chance is unknown or the source scores no
+    more than chance)."""
+    import math
+
     key = ["source", "target", "task", "metric", "filter"]
     ref = table[table["stage"] == "source"].set_index(key)["value"]
     idx = pd.MultiIndex.from_frame(table[key])
     base = ref.reindex(idx).to_numpy()
     out = table.copy()
     out["kept"] = [v / b if b else float("nan") for v, b in zip(out["value"], base, strict=True)]
+    chance = out["chance"] if "chance" in out else [float("nan")] * len(out)
+    out["kept_over_chance"] = [(v - c) / (b - c) if not math.isnan(c) and b - c > 0 else float("nan")
+                               for v, b, c in zip(out["value"], base, chance, strict=True)]
     return out

@@ -504,8 +504,9 @@ def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: d
 def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) -> tuple[pd.DataFrame, str]:
     """Benchmark scores (rows of ``results/benchmarks`` files with ``source``, ``target``, ``stage``, ``name``) as one
     block per (source, target): a row per model (the source first), a column per task with its primary metric's value
-    and the share of the source's value it keeps (vocab_transfer.eval.benchmarks). ``labels``: ``(stage, name)`` ->
-    row label. Returns the long table (every metric, ``kept`` included) and the markdown."""
+    and the share of the source's value it keeps, for multiple-choice accuracies also the share of the source's
+    margin over chance (vocab_transfer.eval.benchmarks.kept_share). ``labels``: ``(stage, name)`` -> row label.
+    Returns the long table (every metric, ``kept`` and ``kept_over_chance`` included) and the markdown."""
     from ..eval.benchmarks import kept_share, primary_scores
 
     long = kept_share(scores)
@@ -516,7 +517,8 @@ def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) ->
         metric = main.drop_duplicates("task").set_index("task")["metric"]
         order = sorted(main[["stage", "name"]].drop_duplicates().itertuples(index=False),
                        key=lambda r: ("source", "init", "lapt").index(r.stage))
-        lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's score kept)",
+        lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's score kept; "
+                 "multiple choice: and of its margin over chance, (score - chance) / (source - chance))",
                  "", "| Model | " + " | ".join(column_header(t, metric=metric[t]) for t in tasks) + " |",
                  "|" + "---|" * (len(tasks) + 1)]
         for stage, name in order:
@@ -527,7 +529,9 @@ def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) ->
                     cells.append("—")
                     continue
                 v, k = row.loc[t, "value"], row.loc[t, "kept"]
-                cells.append(f"{v:.3f}" if stage == "source" or pd.isna(k) else f"{v:.3f} ({k:.0%})")
+                kc = row.loc[t, "kept_over_chance"]
+                share = f"{k:.0%}" if pd.isna(kc) else f"{k:.0%}; {kc:.0%} over chance"
+                cells.append(f"{v:.3f}" if stage == "source" or pd.isna(k) else f"{v:.3f} ({share})")
             lines.append(f"| {labels.get((stage, name), name)} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
     return long, "\n\n".join(parts) + "\n"

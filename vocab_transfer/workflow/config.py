@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import re
+import types
 import typing
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from ..data.sources import (
 )
 from ..data.tasks import check_spec
 from ..data.tokenizer import load_tokenizer
+from ..eval import benchmarks as lm_eval_tasks
 from ..eval.probe import PROBE_TASKS  # task types a linear probe reads
 from ..methods import METHODS, Need, kinds, method_needs, method_params
 from ..methods.registry import keyword_parameters
@@ -31,6 +33,7 @@ from ..source_model import (
     TokenizerModelMismatch,
     check_architecture,
     check_tokenizer_matches,
+    is_causal_config,
     model_vocab_size,
     position_limit,
     refuse_remote_code,
@@ -904,8 +907,10 @@ def figure_language(cfg: Config, figure: str) -> str | None:
 
 
 def check_benchmarks(cfg: Config) -> None:
-    """``eval.benchmarks`` names targets, methods entries and LAPT runs, a task folder that exists, and no source
-    pretrained here (a masked LM: lm-eval's benchmarks score decoders)."""
+    """``eval.benchmarks`` names targets, methods entries and LAPT runs, a task folder that exists, tasks lm-eval
+    knows (:func:`check_benchmark_tasks`), and no masked-LM source: none pretrained here, no local folder or
+    downloaded hub model whose config.json is a masked LM (:func:`source_is_masked`; lm-eval's benchmarks score
+    decoders)."""
     spec = cfg.eval.benchmarks if cfg.eval is not None else None  # checked before the schema's defaults are in
     if spec is None or not spec.tasks:
         return
@@ -924,6 +929,38 @@ def check_benchmarks(cfg: Config) -> None:
     if masked:
         raise ConfigError(f"eval.benchmarks: sources {masked} are masked LMs pretrained here; lm-eval's benchmarks "
                           "score decoder (causal) LMs")
+    for name, source in cfg.sources.items():
+        if source_is_masked(name, source):
+            raise ConfigError(f"eval.benchmarks: source {name!r} ({source.model}) is a masked LM (its config.json); "
+                              "lm-eval's benchmarks score decoder (causal) LMs: leave eval.benchmarks out")
+    check_benchmark_tasks(spec.tasks, spec.include_path)
+
+
+def source_is_masked(name: str, source: Source) -> bool:
+    """Whether a source's ``config.json`` says it is no decoder (:func:`~..source_model.is_causal_config`): a local
+    folder's, or a hub id's already downloaded to ``resources/models/<name>/``; False where none is known yet (the
+    job decides) or it is unreadable (:func:`check_local_source` names that)."""
+    folder = local_model_dir(source) or (Path(paths.downloaded_model(name)) if source.model else None)
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and not is_causal_config(types.SimpleNamespace(**config))
+
+
+def check_benchmark_tasks(tasks: dict[str, list[str]], include_path: str | None) -> None:
+    """Each target's task names are tasks, groups or tags of lm-eval's registry (with ``include_path``'s tasks and a
+    hub mirror's; close matches suggested) where lm-eval is installed (the registry is cached,
+    :func:`~..eval.benchmarks.task_registry`). An offline run's hub datasets are refused by the download job, at
+    once (:func:`~..eval.benchmarks.check_offline`): a dry run plans offline what a later run fetches."""
+    registry = lm_eval_tasks.task_registry(include_path)
+    if registry is None:
+        return
+    for target, names in tasks.items():
+        unknown = lm_eval_tasks.unknown_tasks(names, registry)
+        if unknown:
+            raise ConfigError(f"eval.benchmarks.tasks.{target}: lm-eval knows no task, group or tag "
+                              f"{', '.join(unknown)} (include_path: {include_path}); `lm_eval --tasks list` lists them")
 
 
 def check_figures(cfg: Config) -> None:
