@@ -148,3 +148,43 @@ def test_the_starter_exits_with_the_process_that_started_it():
     assert proc.poll() is None
     proc.stdin.close()  # what the Snakemake process's exit does
     assert proc.wait(timeout=60) == 0
+
+
+BENCHMARKED = '''"""A rule's script: with a benchmark file it holds 300 MiB for 1.5 s; it says whether it ran forked."""
+import vocab_transfer
+
+import json, os, time
+import numpy as np
+
+if snakemake.rule == "measured":
+    block = np.ones(300 * 2**20 // 8)  # 300 MiB, every page written
+    time.sleep(1.5)
+json.dump({"child": os.environ.get("VOCAB_TRANSFER_WARM_CHILD")}, open(snakemake.output[0], "w"))
+'''
+
+SNAKEFILE = '''
+rule measured:
+    output: "measured.json"
+    benchmark: "measured.tsv"
+    script: "job.py"
+
+rule plain:
+    output: "plain.json"
+    script: "job.py"
+'''
+
+
+def test_a_job_with_a_benchmark_file_runs_in_the_process_snakemake_measures(starter, tmp_path):
+    """Snakemake's benchmark: samples the job process and its descendants; a forked job is neither, so a rule
+    with a benchmark file imports for itself, and its file has the job's memory and time. Others still fork."""
+    name, _ = starter
+    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    (tmp_path / "job.py").write_text(BENCHMARKED)
+    out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "measured.json", "plain.json"],
+                         cwd=tmp_path, capture_output=True, text=True, env=_env(name), timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "measured.json").read_text())["child"] is None
+    assert json.loads((tmp_path / "plain.json").read_text())["child"] == "1"
+    header, row = (tmp_path / "measured.tsv").read_text().splitlines()[:2]
+    bench = dict(zip(header.split("\t"), row.split("\t"), strict=True))
+    assert float(bench["max_rss"]) >= 300 and float(bench["s"]) >= 1.5, bench
