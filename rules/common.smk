@@ -73,9 +73,10 @@ onstart:
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
     # Jobs run here: fork the script jobs from one process that has imported torch & co. once
-    # (vocab_transfer/workflow/warm.py; VOCAB_TRANSFER_WARM=0 turns it off). A handful of jobs is not worth it.
+    # (vocab_transfer/workflow/warm.py; VOCAB_TRANSFER_WARM=0 turns it off). A handful of jobs is not worth
+    # it, and the jobs of rules with a benchmark: file are never forked (their file measures the job process).
     if executor == "local" and warm.wanted(workflow):
-        if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script) >= 4:
+        if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script and not job.rule.benchmark) >= 4:
             warm.start()
 
 

@@ -150,7 +150,7 @@ def test_the_starter_exits_with_the_process_that_started_it():
     assert proc.wait(timeout=60) == 0
 
 
-BENCHMARKED = '''"""A rule's script: with a benchmark file it holds 300 MiB for 1.5 s; it says whether it ran forked."""
+BENCHMARKED = '''"""A rule's script: with a benchmark file, holds 300 MiB for 1.5 s; says if it forked."""
 import vocab_transfer
 
 import json, os, time
@@ -175,8 +175,8 @@ rule plain:
 
 
 def test_a_job_with_a_benchmark_file_runs_in_the_process_snakemake_measures(starter, tmp_path):
-    """Snakemake's benchmark: samples the job process and its descendants; a forked job is neither, so a rule
-    with a benchmark file imports for itself, and its file has the job's memory and time. Others still fork."""
+    """Snakemake's benchmark: samples the job process and its descendants; a forked job is neither, so a
+    rule with a benchmark file imports for itself, and its file has the job's memory and time. Others fork."""
     name, _ = starter
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     (tmp_path / "job.py").write_text(BENCHMARKED)

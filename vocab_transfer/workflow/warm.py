@@ -19,11 +19,11 @@ only, starts no thread and runs no torch operation, so OpenMP's thread pool is f
 job's thread count. A forked job logs at exit a peak memory that counts the starter's modules it shares
 (``workflow/job.py``).
 
-Snakemake's ``benchmark:`` samples the job process and its descendants with psutil while the job runs, and writes
-the file from the Snakemake process after the job process has exited; a child of the starter is no descendant of
-the job process, so its memory and CPU would be missing from the file. The job of a rule with a ``benchmark:`` file
-is therefore never handed off (:func:`benchmarked`): it imports for itself, and its file has its real time, memory
-and CPU, start-up included. Warm starts serve the rules without one.
+Snakemake's ``benchmark:`` samples the job process and its descendants with psutil while the job runs, and
+writes the file from the Snakemake process after the job process has exited; a child of the starter is no
+descendant of the job process, so its memory and CPU would be missing from the file. The job of a rule with
+a ``benchmark:`` file is therefore never handed off (:func:`benchmarked`): it imports for itself, and its file
+has its real time, memory and CPU, start-up included. Warm starts serve the rules without one.
 
 ``VOCAB_TRANSFER_WARM=0`` turns warm starts off for a run (every job imports for itself, as on a cluster).
 """
@@ -90,9 +90,9 @@ def is_workflow_script(path: str) -> bool:
 
 
 def benchmarked() -> bool:
-    """Whether this workflow script's job has a ``benchmark:`` file. Snakemake's preamble, which runs before the
-    script's own lines, puts a ``snakemake`` object in ``__main__`` whose ``bench_iteration`` is the benchmark
-    repeat's number for such a job and ``None`` for any other."""
+    """Whether this workflow script's job has a ``benchmark:`` file. Snakemake's preamble, which runs before
+    the script's own lines, puts a ``snakemake`` object in ``__main__`` whose ``bench_iteration`` is the
+    benchmark repeat's number for such a job and ``None`` for any other."""
     job = getattr(sys.modules.get("__main__"), "snakemake", None)
     return getattr(job, "bench_iteration", None) is not None
 
@@ -101,9 +101,9 @@ def handoff() -> None:
     """Run this process's workflow script in a child of the warm starter, if this run has one, and exit with its
     status; otherwise return, and the script runs in this process. The package's first import calls it
     (``vocab_transfer/__init__.py``), which in a workflow script comes before its other imports; a process that is no
-    workflow script (Snakemake itself, a trainer a job starts) returns at once, and so does the job of a rule with a
-    ``benchmark:`` file (:func:`benchmarked`): Snakemake measures the job process and its descendants (psutil, from
-    the Snakemake process, while the job runs), and a child of the starter is not one of them."""
+    workflow script (Snakemake itself, a trainer a job starts) returns at once, and so does the job of a rule
+    with a ``benchmark:`` file (:func:`benchmarked`): Snakemake measures the job process and its descendants
+    (psutil, from the Snakemake process, while the job runs), and a child of the starter is none of them."""
     name = os.environ.get(ENV)
     if not name or name == "0" or os.environ.get(IN_CHILD) or not is_workflow_script(sys.argv[0]):
         return
