@@ -452,6 +452,9 @@ class Target(Section):
     tokenizer: dict[str, Any] = default({}, doc=(
         "keys of the tokenizer section this target's tokenizer takes instead (vocab_size, kind, like, "
         "max_docs, ...; not pretrained: see tokenizer.pretrained.<target>)"))
+    sources: list[str] | None = default(None, min_items=1, doc=(
+        "the sources keys transferred to this target (its inits, evaluations, LAPT runs, exports): default, "
+        "the one source its own tokenizer.like names, else every source"))
 
     def check(self, where: str) -> None:
         if "pretrained" in self.tokenizer:
@@ -1021,6 +1024,16 @@ class Config(Section):
     def target_names(self) -> list[str]:
         """The names of ``targets``, in order: the init table's targets."""
         return [t.name if isinstance(t, Target) else t for t in self.targets]
+
+    def target_sources(self, name: str) -> list[str]:
+        """The sources transferred to target ``name``: its ``sources``, else the source its own ``tokenizer.like``
+        names (a tokenizer made like one source pairs with that source), else every source. The ``like`` of the
+        ``tokenizer`` section moves every source to one layout, so it pairs every source."""
+        target = self.target(name)
+        if target.sources is not None:
+            return list(target.sources)
+        like = target.tokenizer.get("like")
+        return [like] if like in self.sources else list(self.sources)
 
     def target(self, name: str) -> Target:
         """Target ``name``: its entry in ``targets``, else the target a bare corpora key stands for (LAPT and
