@@ -1,5 +1,6 @@
 # Per-target tokenizers (each target's corpus; the source language for WECHSEL_EN): SentencePiece Unigram, XLM-R layout (FOCUS App. A),
-# or another family (`tokenizer.kind`) or the family and layout of a source model's tokenizer (`tokenizer.like`),
+# or another family (`tokenizer.kind`) or the family and layout of a source model's tokenizer (`tokenizer.like`;
+# by default that of the one decoder source, decided here for a hub id from its downloaded config.json),
 # trained on a seeded sample of `tokenizer.input_sentence_size` documents streamed from the corpus, or an existing
 # tokenizer where `tokenizer.pretrained` names one (vocab-swap §3.1/§3.3).
 # Input and params functions: vocab_transfer/workflow/plan/corpus.py (`plan.<name>`).
@@ -11,6 +12,7 @@ rule train_tokenizer:
         stats=plan.target_corpus_stats,
         pretrained=plan.pretrained_tokenizer_dir,
         like=plan.like_tokenizer_dir,
+        follow=plan.follow_tokenizer_dirs,
     output:
         tokenizer=directory(paths.tokenizer("{target}")),
     params:

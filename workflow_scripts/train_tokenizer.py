@@ -19,12 +19,16 @@ from vocab_transfer.data.tokenizer import (
     write_training_info,
 )
 from vocab_transfer.io import atomic_path
+from vocab_transfer.workflow.config import followed_source
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import Tokenizer
 
 
-def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path):
+def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path, follow=None, follow_dirs=()):
     log = setup_job(log_path)
+    if follow and not pretrained:  # no like, no kind: the layout of the one decoder source, else Unigram
+        like = followed_source(follow, list(follow_dirs))
+        log.info("tokenizer.like by default: %s", like or f"none of {follow['sources']} is a decoder (Unigram)")
     info = {"corpus": corpus, "seed": seed, **{k: getattr(spec, k) for k in ("vocab_size", "input_sentence_size",
                                                                             "max_docs", "character_coverage", "threads")}}
     if pretrained:
@@ -54,6 +58,8 @@ def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path):
         write_training_info(tmp, info | {"sha256": tokenizer_fingerprint(tmp)})
 
 
-main(snakemake.input.corpus, Tokenizer.parse(json.loads(snakemake.params.spec), f"tokenizer ({snakemake.wildcards.target})"),
+written = json.loads(snakemake.params.spec)
+main(snakemake.input.corpus, Tokenizer.parse({k: v for k, v in written.items() if k != "follow"},
+                                             f"tokenizer ({snakemake.wildcards.target})"),
      snakemake.input.pretrained or None, snakemake.input.like or None, snakemake.params.seed, snakemake.output.tokenizer,
-     snakemake.log[0])
+     snakemake.log[0], written.get("follow"), snakemake.input.follow)

@@ -283,6 +283,16 @@ def check_targets(cfg: Config) -> None:
             raise ConfigError(f"{where}: {corpus!r} has no entry under 'corpora' (known: {sorted(corpora)})" + (
                 f"; {several} are all in language {name!r}: name the target's corpus ({{name: {name}, corpus: "
                 f"{several[0]}}})" if several else ""))
+    for i, name in enumerate(cfg.target_names):
+        unknown = [s for s in cfg.target(name).sources or [] if s not in cfg.sources]
+        if unknown:
+            raise ConfigError(f"targets[{i}].sources: {unknown} are not entries of 'sources' (known: "
+                              f"{sorted(cfg.sources)})")
+    unpaired = [s for s in cfg.sources if not any(s in cfg.target_sources(t) for t in cfg.target_names)]
+    if unpaired:
+        raise ConfigError(f"targets: the sources {unpaired} are transferred to no target (each target's own "
+                          "tokenizer.like names another source); list them under a target's sources "
+                          f"({{name: {cfg.target_names[0]}, sources: [...]}})")
     targets = all_targets(cfg)
     for t in targets:
         if not cfg.is_target(t):
@@ -340,15 +350,79 @@ def check_methods(cfg: Config) -> None:
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
 
 
+def source_role(name: str, source: Source, downloaded: bool = True) -> str | None:
+    """``"masked"`` or ``"causal"`` (:func:`~..source_model.is_causal_config`) where a source's ``config.json`` is
+    known before any job runs: a model pretrained here (an XLM-R masked LM), a local folder, and with
+    ``downloaded`` a hub id already downloaded to ``resources/models/<name>/``; None otherwise (its job decides)."""
+    if source.pretrain:
+        return "masked"
+    folder = local_model_dir(source) or (Path(paths.downloaded_model(name)) if downloaded else None)
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    return "causal" if is_causal_config(types.SimpleNamespace(**config)) else "masked"
+
+
+def followed_sources(cfg: Config, target: str) -> list[str]:
+    """The sources whose tokenizer a target's tokenizer may follow by default (no ``like``, no ``kind``, no
+    ``tokenizer.pretrained`` entry): each source not known to be a masked LM from the config alone (pretrained
+    here, or a local folder whose ``config.json`` is one; a hub id is decided by the ``train_tokenizer`` job from
+    its downloaded ``config.json``, so the plan is the same before and after the download). None: every source is
+    a masked LM and the target's tokenizer is SentencePiece Unigram in XLM-R's layout."""
+    tok = cfg.target_tokenizer(target)
+    if tok.like is not None or tok.kind is not None or target in cfg.tokenizer.pretrained:
+        return []
+    return [s for s, spec in cfg.sources.items() if source_role(s, spec, downloaded=False) != "masked"]
+
+
+def several_families(where: str, sources: dict[str, str | None], target: str | None = None) -> str:
+    """The message refusing a default tokenizer among sources of several families (``sources``: name -> role)."""
+    roles = ", ".join(f"{s} ({r or 'a hub model'})" for s, r in sources.items())
+    own = f"targets[i].tokenizer.like ({{name: {target}, tokenizer: {{like: <source>}}}})" if target else \
+        "targets[i].tokenizer.like"
+    return (f"{where}.like: the sources {roles} include a decoder LLM, whose target tokenizer needs its family, "
+            f"layout, special tokens and chat template, and there is more than one source to take them from; "
+            f"name one with tokenizer.like or per target with {own} (choose from {sorted(sources)}), or "
+            "tokenizer.kind for a family in its usual layout")
+
+
+def followed_source(follow: dict, folders: list[str]) -> str | None:
+    """The ``train_tokenizer`` job's side of the default (:func:`followed_sources`): the folder of the one decoder
+    source whose tokenizer the target's tokenizer takes, or None (every followed source is a masked LM: Unigram).
+    ``follow``: ``{"sources": names of ``folders``, "of": every source, "target": the target}``; a decoder among
+    several sources raises :class:`ConfigError` as parse time does where it can tell."""
+    roles = {}
+    for name, folder in zip(follow["sources"], folders, strict=True):
+        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        roles[name] = "causal" if is_causal_config(types.SimpleNamespace(**config)) else "masked"
+    causal = [folders[i] for i, name in enumerate(follow["sources"]) if roles[name] == "causal"]
+    if not causal:
+        return None
+    if len(follow["of"]) > 1:
+        raise ConfigError(several_families("tokenizer", {s: roles.get(s, "masked") for s in follow["of"]},
+                                           follow.get("target")))
+    return causal[0]
+
+
 def check_tokenizers(cfg: Config) -> None:
     """``tokenizer`` and the targets' own: ``like`` names a source; a family without a mask token is refused where
-    a masked LM is pretrained here; ``pretrained`` entries name targets and existing tokenizers."""
+    a masked LM is pretrained here; ``pretrained`` entries name targets and existing tokenizers. A target tokenizer
+    without ``like`` and ``kind`` follows the one decoder source (:func:`followed_sources`); a decoder among several
+    sources is refused where a ``config.json`` tells (:func:`source_role`), naming ``tokenizer.like``."""
     mlm = [n for n, s in cfg.sources.items() if s.pretrain]  # masked LMs; hub and local sources are known later
+    roles = None
     for t in all_targets(cfg):
         tok = cfg.target_tokenizer(t)
         where = "tokenizer" if tok is cfg.tokenizer else f"targets[{cfg.target_names.index(t)}].tokenizer"
         if tok.like is not None and tok.like not in cfg.sources:
             raise ConfigError(f"{where}.like: {tok.like!r} is not an entry of 'sources' (known: {sorted(cfg.sources)})")
+        if len(cfg.sources) > 1 and followed_sources(cfg, t):
+            roles = roles or {s: source_role(s, spec) for s, spec in cfg.sources.items()}
+            if "causal" in roles.values():
+                raise ConfigError(several_families(where, roles, t if where != "tokenizer" else None))
         if tok.kind in ("bpe", "byte_level") and mlm:
             raise ConfigError(f"{where}.kind: {tok.kind} tokenizers have no mask token, which the masked "
                               f"LM(s) {mlm} pretrained here need; use unigram or wordpiece")

@@ -348,13 +348,16 @@ class Tokenizer(Section):
         "SentencePiece character coverage (HF tokenizers: 1.0)"))
     threads: int = default(2, ge=1, doc="trainer threads; the vocabulary depends on it")
     kind: Literal["unigram", "bpe", "byte_level", "wordpiece"] | None = default(None, doc=(
-        "tokenizer family: unigram (SentencePiece Unigram, XLM-R's layout; the default), bpe "
+        "tokenizer family: unigram (SentencePiece Unigram, XLM-R's layout; the default where every source is a "
+        "masked LM), bpe "
         "(SentencePiece-style BPE with byte fallback, Llama 2 / Mistral layout), byte_level (byte-level BPE,"
         " GPT-2 layout), wordpiece (BERT layout)"))
     like: str | None = default(None, min_len=1, doc=(
         "a sources key: train each target tokenizer in the family and layout of that source model's "
         "tokenizer (its normalizer, pre-tokenizer, post-processor, special and added tokens, chat template; "
-        "byte fallback). The usual setting for decoder LLMs; excludes kind"))
+        "byte fallback). The usual setting for decoder LLMs; excludes kind. Default: the one source where it "
+        "is a decoder (causal LM; a hub id's config.json is read by the train_tokenizer job); sources of several "
+        "families need it. A target's own like transfers that source alone to it (see targets[i].sources)"))
     pretrained: dict[str, str | SourceTokenizer] = default({}, values={"min_len": 1}, doc=(
         "language -> an existing tokenizer used as that language's target tokenizer instead of training one:"
         " a hub id or local folder (vocab-swap §3.3: German BERT's WordPiece), or {source: <sources key>} "
@@ -452,6 +455,9 @@ class Target(Section):
     tokenizer: dict[str, Any] = default({}, doc=(
         "keys of the tokenizer section this target's tokenizer takes instead (vocab_size, kind, like, "
         "max_docs, ...; not pretrained: see tokenizer.pretrained.<target>)"))
+    sources: list[str] | None = default(None, min_items=1, doc=(
+        "the sources keys transferred to this target (its inits, evaluations, LAPT runs, exports): default, "
+        "the one source its own tokenizer.like names, else every source"))
 
     def check(self, where: str) -> None:
         if "pretrained" in self.tokenizer:
@@ -1021,6 +1027,16 @@ class Config(Section):
     def target_names(self) -> list[str]:
         """The names of ``targets``, in order: the init table's targets."""
         return [t.name if isinstance(t, Target) else t for t in self.targets]
+
+    def target_sources(self, name: str) -> list[str]:
+        """The sources transferred to target ``name``: its ``sources``, else the source its own ``tokenizer.like``
+        names (a tokenizer made like one source pairs with that source), else every source. The ``like`` of the
+        ``tokenizer`` section moves every source to one layout, so it pairs every source."""
+        target = self.target(name)
+        if target.sources is not None:
+            return list(target.sources)
+        like = target.tokenizer.get("like")
+        return [like] if like in self.sources else list(self.sources)
 
     def target(self, name: str) -> Target:
         """Target ``name``: its entry in ``targets``, else the target a bare corpora key stands for (LAPT and

@@ -51,6 +51,8 @@ class PlanBase:
         self.paths = paths.Paths(cfg.study)  # results/<study>/ for what a study does not share (paths.SHARED)
         self.sources = list(cfg.sources)
         self.targets = cfg.target_names
+        # the (source, target) pairs transferred: a target's `sources`, else the source its own `like` names, else all
+        self.pairs = [(s, t) for s in self.sources for t in self.targets if self.paired(s, t)]
         self.method_names = list(cfg.methods)
         # word vectors and dictionaries are a language's: the corpora keys, their languages, word_vectors' keys
         self.languages = list(dict.fromkeys([*cfg.corpora, *map(cfg.language, cfg.corpora), *cfg.word_vectors]))
@@ -68,6 +70,14 @@ class PlanBase:
         parses it into the section's class of vocab_transfer.workflow.model; a key added with its default value
         reruns nothing, a changed value reruns those jobs."""
         return canonical({k: v for k, v in self.config.get(section, {}).items() if k not in exclude})
+
+    def paired(self, source: str, target: str) -> bool:
+        """Whether ``source`` is transferred to ``target`` (:meth:`~..model.Config.target_sources`)."""
+        return source in self.cfg.target_sources(target)
+
+    def paired_task(self, source: str, task: str) -> bool:
+        """Whether ``source`` is transferred to the target a fine-tuning task trains (other tasks: always)."""
+        return task not in self.ft_tasks or self.paired(source, self.task_target(task))
 
     def source_model_dir(self, wildcards):
         """Where a source model lives: pretrained here, a local folder, or downloaded into resources/."""

@@ -7,6 +7,7 @@ import os
 from types import SimpleNamespace
 
 from ...data.fetch import needs_fetch
+from ..config import followed_sources
 from ..model import SourceTokenizer
 from .base import PlanBase, canonical
 
@@ -46,7 +47,11 @@ class CorpusPlan(PlanBase):
         without ``pretrained`` and ``like``, which reach the rule as its inputs (:meth:`pretrained_tokenizer_dir`,
         :meth:`like_tokenizer_dir`): a change of either changes the input."""
         written = self.config.get("tokenizer", {}) | self.cfg.target(wildcards.target).tokenizer
-        return canonical({k: v for k, v in written.items() if k not in ("pretrained", "like")})
+        spec = {k: v for k, v in written.items() if k not in ("pretrained", "like")}
+        follow = followed_sources(self.cfg, wildcards.target)
+        if follow:  # the job decides between Unigram and the one decoder source's layout (follow_tokenizer_dirs)
+            spec["follow"] = {"sources": follow, "of": self.sources, "target": wildcards.target}
+        return canonical(spec)
 
     def tokenizer_threads(self, wildcards):
         return self.cfg.target_tokenizer(wildcards.target).threads
@@ -84,3 +89,8 @@ class CorpusPlan(PlanBase):
         if like is None or wildcards.target in self.cfg.tokenizer.pretrained:
             return []
         return self.source_tokenizer_dir(SimpleNamespace(source=like))
+
+    def follow_tokenizer_dirs(self, wildcards):
+        """Input of train_tokenizer: the model folders of the sources a tokenizer without ``like`` and ``kind`` may
+        follow (:func:`~..config.followed_sources`): the job takes the layout of the one that is a decoder."""
+        return [self.source_model_dir(SimpleNamespace(source=s)) for s in followed_sources(self.cfg, wildcards.target)]

@@ -11,7 +11,7 @@ class EvalPlan(PlanBase):
     """The input and params functions of rules/eval.smk and tables.smk."""
 
     def init_eval_results(self, wildcards=None):
-        return [self.paths.init_eval(s, t) for s in self.sources for t in self.targets]
+        return [self.paths.init_eval(s, t) for s, t in self.pairs]
 
     def eval_methods(self, wildcards):
         """Methods evaluated on this target: those whose `targets` include it, and the rows of the init tables that
@@ -70,7 +70,7 @@ class EvalPlan(PlanBase):
                        if t in method_targets(self.cfg, m)]
             runs = [r for r in (spec.runs if spec.runs is not None else self.cfg.lapt.runs)
                     if t in lapt_run_targets(self.cfg, r)]
-            for s in self.sources:
+            for s in (s for s in self.sources if self.paired(s, t)):
                 out += [(s, t, "source", s), *[(s, t, "init", m) for m in methods], *[(s, t, "lapt", r) for r in runs]]
         return out
 

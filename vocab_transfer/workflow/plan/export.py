@@ -13,10 +13,10 @@ class ExportPlan(PlanBase):
     def export_outputs(self, wildcards=None):
         """Every transferred model right after initialization (the init table's cells) and every LAPT model, as
         Hugging Face model folders (`snakemake export`)."""
-        init = [self.paths.export_init(s, t, m) for s in self.sources for t in self.targets for m in self.method_names
+        init = [self.paths.export_init(s, t, m) for s, t in self.pairs for m in self.method_names
                 if t in method_targets(self.cfg, m)]
         lapt = [self.paths.export_lapt(s, t, r) for s in self.sources for r in self.lapt_runs
-                for t in lapt_run_targets(self.cfg, r)]
+                for t in lapt_run_targets(self.cfg, r) if self.paired(s, t)]
         return init + lapt
 
     def export_init_inputs(self, wildcards):

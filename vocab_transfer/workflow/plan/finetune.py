@@ -90,6 +90,7 @@ class FinetunePlan(PlanBase):
     def finetune_scores(self, wildcards=None):
         """The scores files of every (source, task, model) cell; a model's `tasks` may leave some tasks out."""
         return [f for s in self.sources for m in self.ft_models for t in finetune_model_tasks(self.cfg, m)
+                if self.paired_task(s, t)
                 for f in self.cell_scores(s, t, m)]
 
     def finetune_outputs(self, wildcards=None):

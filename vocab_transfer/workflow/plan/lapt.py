@@ -87,5 +87,7 @@ class LaptPlan(PlanBase):
         with `source: true` runs only, such as zero-shot source languages)."""
         swapped = [t for t in self.lapt_targets if any(self.cfg.lapt.runs[r].method and t in lapt_run_targets(self.cfg, r)
                                                   for r in self.lapt_runs)]
-        return ([self.paths.figure("lapt_curves", s, t, "png") for s in self.sources for t in self.lapt_targets]
-                + [self.paths.figure("embedding_correlation", s, t, "png") for s in self.sources for t in swapped])
+        return ([self.paths.figure("lapt_curves", s, t, "png") for s in self.sources for t in self.lapt_targets
+                 if self.paired(s, t)]
+                + [self.paths.figure("embedding_correlation", s, t, "png") for s in self.sources for t in swapped
+                   if self.paired(s, t)])

@@ -22,21 +22,22 @@ class TablesPlan(PlanBase):
             return self.vocab_table_records(spec)
         if spec.kind == "init":
             records = [(f"eval__{s}__{lang}", self.paths.init_eval(s, lang), {}) for s in self.sources
-                       for lang in spec.languages]
+                       for lang in spec.languages if self.paired(s, lang)]
             return records + [(f"probe__{s}__{t}__{m}", self.paths.init_probe(s, t, m),
                                {"probe": label, "language": self.task_target(t)})
                               for label, tasks in (spec.probes or {}).items() for t in tasks
-                              for s in self.sources for m in spec.rows]
+                              for s in self.sources for m in spec.rows if self.paired(s, self.task_target(t))]
         cells = table_cells(spec)
         if spec.kind == "lapt":
             runs = [(s, r, lang) for s in self.sources for r in cells or spec.rows or self.lapt_runs
-                    for lang in spec.languages if lang in lapt_run_targets(self.cfg, r)]
+                    for lang in spec.languages if lang in lapt_run_targets(self.cfg, r) and self.paired(s, lang)]
             return [(f"curve__{i}", self.paths.lapt_curve(s, lang, r), {"run": r, "language": lang, "source": s})
                     for i, (s, r, lang) in enumerate(runs)]
         rows = cells or spec.rows or list(self.ft_models)
         tasks = set(spec.tasks or []) if spec.grid else {
             t for names in (spec.groups or {"": list(self.ft_tasks)}).values() for t in names}
-        files = [f for s in self.sources for m in rows for t in finetune_model_tasks(self.cfg, m) if t in tasks
+        files = [f for s in self.sources for m in rows for t in finetune_model_tasks(self.cfg, m)
+                 if t in tasks and self.paired_task(s, t)
                  for f in self.cell_scores(s, t, m)]
         return [(f"scores__{i}", p, {}) for i, p in enumerate(files)]
 
@@ -50,11 +51,13 @@ class TablesPlan(PlanBase):
                      {"what": "stats", "language": lang}) for lang in langs]
         if spec.kind == "nearest_tokens":
             return [(f"provenance__{s}__{lang}", self.paths.provenance(s, lang, spec.method),
-                     {"what": "provenance", "source": s, "language": lang}) for s in self.sources for lang in langs]
+                     {"what": "provenance", "source": s, "language": lang}) for s in self.sources for lang in langs
+                    if self.paired(s, lang)]
         records = []
         for s in self.sources:
             records += [(f"overlap__{s}__{lang}", self.paths.overlap(s, lang), {"what": "overlap", "source": s,
-                                                                           "language": lang}) for lang in langs]
+                                                                           "language": lang})
+                        for lang in langs if self.paired(s, lang)]
             if spec.kind == "vocab_coverage":
                 records.append((f"source_tokenizer__{s}", self.source_tokenizer_dir(SimpleNamespace(source=s)),
                                 {"what": "source_tokenizer", "source": s}))
