@@ -19,6 +19,11 @@ overlapping tokens that have a fastText vector (as FOCUS's). Tokens below fastTe
 helper vector and are drawn from N(mean, std) (CLP's helper model has a row for every token). Rows whose
 similarity sum is not positive (the weights would not be a normalized average) are drawn from N(mean, std) as
 well; the reference code would divide by it anyway.
+
+Overlap: ``overlap`` restricts the project's overlap table (:func:`~.overlap.restrict_overlap`). The default
+``full`` has the fuzzy symbol matches, which langsfer's ``clp_transfer`` does not; ``identical`` keeps the
+pairs with the identical token string, langsfer's overlap, and then the rows equal langsfer's bit for bit on
+the same inputs (``tests/test_reference_parity.py``).
 """
 
 from __future__ import annotations
