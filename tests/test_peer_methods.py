@@ -77,6 +77,23 @@ def test_clp_bit_identical_for_same_seed():
     assert torch.equal(a, b) and not torch.equal(a, c)
 
 
+
+def test_clp_identical_overlap_leaves_out_fuzzy_anchors():
+    """``overlap: identical`` keeps the pairs with the identical token string (langsfer's overlap): the fuzzy pair
+    "▁-" -> "-" is neither copied nor an anchor. The helper vectors are all parallel: with it, target 2 is the mean of
+    both anchors' rows; without it, targets 1 and 2 are anchor 0's row."""
+    source = torch.arange(12, dtype=torch.float32).view(4, 3)
+    overlap = pd.DataFrame({"target_id": [0, 1], "source_id": [2, 3], "target_token": ["▁a", "▁-"],
+                            "source_token": ["▁a", "-"], "match": ["exact", "fuzzy"], "symbolic": [False, True]})
+    aux = aux_of([[1, 0], [1, 0], [2, 0]])
+    full = run_method("clp", TransferInputs(source, 3, overlap, aux=aux), seed=0)
+    ident = run_method("clp", TransferInputs(source, 3, overlap, aux=aux), seed=0, overlap="identical")
+    torch.testing.assert_close(full.matrix[2], (source[2] + source[3]) / 2)
+    assert full.provenance.tolist() == ["copied", "copied", "combined"]
+    torch.testing.assert_close(ident.matrix[1:], source[2].expand(2, 3))
+    assert ident.provenance.tolist() == ["copied", "combined", "combined"] and ident.n_sources.tolist() == [1, 1, 1]
+
+
 # --- OMP ------------------------------------------------------------------------------------------------------
 
 
@@ -232,6 +249,8 @@ def test_extension_default_is_focus_top_30k():
     ({"kind": "omp", "k": 0}, "methods.x.k: 0 must be >= 1"),
     ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
     ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: 0 must be >= 1"),
+    ({"kind": "clp", "overlap": "exact"}, "methods.x: overlap must be one of ['full', 'symbolic', "
+                                           "'symbolic_with_symbols', 'none', 'identical'], not 'exact'"),
 ])
 def test_bad_parameters_fail_at_parse_time(entry, message):
     from vocab_transfer.workflow.config import ConfigError, check_config

@@ -264,3 +264,86 @@ def test_focus_deepfocus_fasttext_settings(corpora, tokenizers, source_matrix, t
 
 def test_dictionary_frame_is_single_words(dictionary):
     assert isinstance(dictionary, pd.DataFrame) and len(dictionary) > 1000
+
+
+# === CLP against langsfer 0.1.0 ===================================================================================
+# langsfer's `clp_transfer` (`langsfer.high_level`; installed with --no-deps like the packages above: it pins numpy<2,
+# and its CLP code path runs on this project's numpy 2). The helper space is the same matrix for both: the German
+# token-level fastText's vector of every target token string, given to langsfer as the "helper model"
+# (`TransformersEmbeddings`) and to the project as auxiliary vectors that every token has.
+
+
+@pytest.fixture(scope="module")
+def langsfer_installed():
+    if importlib.util.find_spec("langsfer") is None:
+        message = f"langsfer missing; {INSTALL_HINT}"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def clp_helper(tokenizers, token_model):
+    """``[V_t, 24]`` float32: the fastText vector of each target token string (subwords for rare ones)."""
+    tokens = tokenizers["de"].convert_ids_to_tokens(list(range(len(tokenizers["de"]))))
+    return torch.from_numpy(np.stack([token_model.get_word_vector(t) for t in tokens]))
+
+
+def reference_clp(tokenizers, source_matrix, helper) -> np.ndarray:
+    from langsfer.embeddings import TransformersEmbeddings
+    from langsfer.high_level import clp_transfer
+
+    init = clp_transfer(tokenizers["en"], source_matrix.numpy(), tokenizers["de"],
+                        TransformersEmbeddings(helper.numpy(), tokenizers["de"]))
+    with np.errstate(invalid="ignore"):  # rows with a zero cosine sum: 0 / 0
+        return init.initialize(seed=0)
+
+
+def ours_clp(tokenizers, source_matrix, helper, overlap: str):
+    from vocab_transfer.data.token_fasttext import TokenVectors
+
+    n = len(tokenizers["de"])
+    aux = TokenVectors(helper, torch.ones(n, dtype=torch.bool), torch.ones(n, dtype=torch.long))
+    inputs = TransferInputs(source_matrix=source_matrix, target_vocab_size=n,
+                            overlap=compute_overlap(tokenizers["en"], tokenizers["de"]), aux=aux)
+    return run_method("clp", inputs, seed=0, overlap=overlap)
+
+
+def test_clp_identical_overlap_is_langsfers(langsfer_installed, tokenizers):
+    from langsfer.token_overlap import ExactMatchTokenOverlap
+
+    from vocab_transfer.methods.overlap import restrict_overlap
+
+    tokens, _ = ExactMatchTokenOverlap().apply(tokenizers["en"], tokenizers["de"])
+    ref = set(zip(tokenizers["de"].convert_tokens_to_ids(tokens), tokenizers["en"].convert_tokens_to_ids(tokens),
+                  strict=True))
+    ours = restrict_overlap(compute_overlap(tokenizers["en"], tokenizers["de"]), "identical")
+    assert set(zip(ours["target_id"], ours["source_id"], strict=True)) == ref and len(ref) > 100
+
+
+def test_clp_matches_langsfer_bit_for_bit(langsfer_installed, tokenizers, source_matrix, clp_helper):
+    """With ``overlap: identical`` every copied and combined row equals langsfer's bit for bit. The only other rows
+    are those whose cosine sum is not positive: the project draws them from N(mean, std), langsfer divides anyway."""
+    reference = torch.from_numpy(reference_clp(tokenizers, source_matrix, clp_helper))
+    ours = ours_clp(tokenizers, source_matrix, clp_helper, "identical")
+    assert reference.dtype == ours.matrix.dtype == torch.float32
+    random = torch.from_numpy(ours.provenance == "random")
+    assert (~random).sum() > 0.8 * len(random) and (ours.provenance == "combined").sum() > 100
+    assert torch.equal(ours.matrix[~random], reference[~random])
+    # the random rows are exactly those whose cosine sum over the anchors (the copied rows) is not positive
+    anchors = torch.from_numpy(np.isin(ours.provenance, ["copied", "special"]))
+    h = torch.nn.functional.normalize(clp_helper.double(), dim=1)
+    assert ((h[random] @ h[anchors].T).sum(1) <= 0).all()
+
+
+def test_clp_fuzzy_anchor_moves_combined_rows(langsfer_installed, tokenizers, source_matrix, clp_helper):
+    """The default ``overlap: full`` adds the project's one fuzzy symbol match here ("▁-" -> "-") as an anchor and
+    copies its row; every combined row moves, by at most 2.5e-3 (docs/methods.md, CLP-Transfer)."""
+    reference = torch.from_numpy(reference_clp(tokenizers, source_matrix, clp_helper))
+    full = ours_clp(tokenizers, source_matrix, clp_helper, "full")
+    ov = compute_overlap(tokenizers["en"], tokenizers["de"])
+    extra = ov[ov["target_token"] != ov["source_token"]]
+    assert extra["match"].tolist() == ["fuzzy"] and extra["target_token"].tolist() == ["▁-"]
+    fuzzy_id = int(extra["target_id"].iloc[0])
+    assert full.provenance[fuzzy_id] == "copied"
+    combined = torch.from_numpy(full.provenance == "combined")
+    delta = (full.matrix[combined] - reference[combined]).abs().amax(1)
+    assert (delta > 0).all() and 1e-3 < delta.max() < 2.5e-3, f"max |Δ| {delta.max():.2e}"

@@ -19,6 +19,11 @@ overlapping tokens that have a fastText vector (as FOCUS's). Tokens below fastTe
 helper vector and are drawn from N(mean, std) (CLP's helper model has a row for every token). Rows whose
 similarity sum is not positive (the weights would not be a normalized average) are drawn from N(mean, std) as
 well; the reference code would divide by it anyway.
+
+Overlap: ``overlap`` restricts the project's overlap table (:func:`~.overlap.restrict_overlap`). The default
+``full`` has the fuzzy symbol matches, which langsfer's ``clp_transfer`` does not; ``identical`` keeps the
+pairs with the identical token string, langsfer's overlap, and then the rows equal langsfer's bit for bit on
+the same inputs (``tests/test_reference_parity.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from typing import Annotated
 from .. import lazy
 from ..typed import Range
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like, overlap_ids
-from .registry import Need, register
+from .overlap import OVERLAP_KINDS, restrict_overlap
+from .registry import Need, one_of, register
 
 np = lazy.module("numpy")
 torch = lazy.module("torch")
@@ -71,17 +77,29 @@ def clp_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: t
     return out, combined
 
 
-@register("clp", frozenset({Need.TOKEN_VECTORS}))
-def init_clp(inputs: TransferInputs, *, seed: int, batch_size: Annotated[int, Range(ge=1)] = 1024) -> EmbeddingInit:
+def clp_needs(p: dict) -> frozenset[Need]:
+    """CLP reads the target's token-level fastText; ``overlap`` must be one of ``OVERLAP_KINDS``."""
+    one_of(p, "overlap", OVERLAP_KINDS)
+    return frozenset({Need.TOKEN_VECTORS})
+
+
+@register("clp", clp_needs)
+def init_clp(inputs: TransferInputs, *, seed: int, overlap: str = "full",
+             batch_size: Annotated[int, Range(ge=1)] = 1024) -> EmbeddingInit:
     """Config adapter: ``kind: clp``. Overlapping tokens are copied; every other target token is the
     cosine-weighted average of the overlapping tokens' source rows, cosines taken in the target's token-level
-    fastText space (CLP's helper space; see the module docstring for the deviation)."""
+    fastText space (CLP's helper space; see the module docstring for the deviation).
+
+    ``overlap`` restricts the overlap table (:func:`~.overlap.restrict_overlap`): ``full`` (default) keeps the
+    project's matches, fuzzy symbol matches included; ``identical`` keeps the pairs with the identical token
+    string, langsfer's ``ExactMatchTokenOverlap`` (``langsfer.high_level.clp_transfer``)."""
     if inputs.aux is None:
         raise ValueError("CLP needs the target's token-level fastText vectors (the fastText stage)")
     n, source = inputs.target_vocab_size, inputs.source_matrix
-    matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
+    ov = restrict_overlap(inputs.overlap, overlap)
+    matrix, provenance, n_sources = copied_start(source, n, ov)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
-    ov_t, ov_s = overlap_ids(inputs.overlap)
+    ov_t, ov_s = overlap_ids(ov)
     rows, combined = clp_init(source, n, ov_t, ov_s, inputs.aux.vectors, inputs.aux.has_vector, todo, seed=seed,
                               batch_size=batch_size, progress=True)
     matrix[todo] = rows[todo]

@@ -90,10 +90,11 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
                screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
-    ``overlap: full | symbolic | symbolic_with_symbols | none`` (``symbolic``: Table 4 "Symbolic Overlap", numbers,
-    punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux: token_fasttext`` (FOCUS's
-    token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText": word-level fastText of the
-    target language turned into token vectors by WECHSEL's tokenize-flatten-reduce; which token-level fastText the
+    ``overlap: full | symbolic | symbolic_with_symbols | none | identical`` (``symbolic``: Table 4 "Symbolic
+    Overlap", numbers, punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux:
+    token_fasttext`` (FOCUS's token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText":
+    word-level fastText of the target language turned into token vectors by WECHSEL's
+    tokenize-flatten-reduce; which token-level fastText the
     method reads is the config entry's ``fasttext``, not a parameter: ``deepfocus`` trains CBOW with 10 negatives as
     the authors' package does, ``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``);
     ``screen_dtype``: ``bfloat16`` (default) takes the certified bf16 shortlist of ``screen_k`` anchors of

@@ -27,9 +27,10 @@ __all__ = [
 ]
 
 SPECIAL_ROLES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-#: ``overlap`` of FOCUS: all matches, numbers/punctuation/whitespace (the paper's Symbolic Overlap), the same plus
-#: Unicode symbols (S*: currency, math, emoji), or the special tokens only
-OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none")
+#: ``overlap`` of FOCUS and CLP: all matches, numbers/punctuation/whitespace (the paper's Symbolic Overlap), the same
+#: plus Unicode symbols (S*: currency, math, emoji), the special tokens only, or the pairs with the identical token
+#: string (langsfer's exact-match overlap)
+OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none", "identical")
 _DTYPES = {
     "target_id": "int64",
     "source_id": "int64",
@@ -135,7 +136,9 @@ def compute_overlap(
 def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
     """Restrict an overlap table: "full" (unchanged), "symbolic" (specials and tokens made of numbers, punctuation
     and whitespace, read from ``canonical`` -- FOCUS Table 4 "Symbolic Overlap", fn. 2), "symbolic_with_symbols"
-    (rows with ``symbolic``: Unicode symbols such as "€", "+", "©" too) or "none" (specials only)."""
+    (rows with ``symbolic``: Unicode symbols such as "€", "+", "©" too), "none" (specials only) or "identical" (rows
+    whose target and source token strings are identical: langsfer's ``ExactMatchTokenOverlap``, the intersection of
+    the two vocabularies' strings, without fuzzy symbol matches or matches across BOW/continuation conventions)."""
     if kind == "full":
         return overlap
     if kind == "symbolic":
@@ -144,6 +147,8 @@ def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
         mask = overlap["symbolic"].astype(bool)
     elif kind == "none":
         mask = overlap["match"] == "special"
+    elif kind == "identical":
+        mask = (overlap["target_token"] == overlap["source_token"]).astype(bool)
     else:
         raise ValueError(f"unknown overlap kind {kind!r}; known kinds: {', '.join(OVERLAP_KINDS)}")
     return overlap[mask.to_numpy()].reset_index(drop=True)
