@@ -148,7 +148,7 @@ def main() -> None:
     ap.add_argument("--min-count", type=int, default=5)
     ap.add_argument("--pivots", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--vectors", default="fasttext,fasttext_nongram,glove")
+    ap.add_argument("--vectors", default="fasttext,glove")
     args = ap.parse_args()
     from vocab_transfer.data.token_fasttext import train_token_fasttext
     from vocab_transfer.methods.overlap import compute_overlap
@@ -161,13 +161,12 @@ def main() -> None:
         if kind == "glove":
             return glove(token_ids(texts, tok), len(tok), tok.all_special_ids, dim=args.dim, min_count=args.min_count,
                          seed=args.seed)
-        ngram = {} if kind == "fasttext" else {"maxn": 0}
         return train_token_fasttext(texts, tok, dim=args.dim, min_count=args.min_count, epochs=args.epochs,
-                                    threads=1, seed=args.seed, **ngram)
+                                    threads=1, seed=args.seed)
 
-    rows = []
-    kinds = args.vectors.split(",")
-    for kind in kinds:
+    print("| source | vectors | variant | mapped | distinct rows | share | largest hub |")
+    print("|---|---|---|---:|---:|---:|---|", flush=True)
+    for kind in args.vectors.split(","):
         t1 = time.time()
         tv = vectors(kind, target)
         for name, source in sources.items():
@@ -177,13 +176,9 @@ def main() -> None:
                 picks = run_variant(variant, tv, sv, overlap, args.pivots, args.seed)
                 ids, n = np.unique(picks, return_counts=True)
                 top = source.convert_ids_to_tokens([int(ids[n.argmax()])])[0]
-                rows.append((name, kind, variant, len(picks), len(ids), int(n.max()), top))
+                print(f"| {name} | {kind} | {variant} | {len(picks):,} | {len(ids):,} | {len(ids) / len(picks):.1%} "
+                      f"| {int(n.max()):,} × `{top}` |", flush=True)
         print(f"{kind}: {time.time() - t1:.0f} s", file=sys.stderr)
-    print("| source | vectors | variant | mapped | distinct rows | share | largest hub |")
-    print("|---|---|---|---:|---:|---:|---|")
-    for name, kind, variant, m, d, top_n, top in rows:
-        print(f"| {name} | {kind} | {variant} | {m:,} | {d:,} | {d / max(m, 1):.1%} | {top_n:,} × `{top}` |")
-
 
 if __name__ == "__main__":
     random.seed(0)

@@ -7,7 +7,10 @@ matrix of the same co-occurrences that GloVe fits; docs/methods.md, "TokAlign").
 they are compared through pivots: ``pivots`` pairs of the overlap (the same token in both vocabularies) that have a
 vector on both sides, drawn at random (seeded). A token is represented by its cosine similarities to the pivots of
 its own space (the "relative representation"); each target token outside the overlap takes the source token whose
-relative representation has the largest dot product with its own (no renormalization, as the authors' code).
+relative representation is most similar to its own: by default the largest cosine of representations centred on their
+space's mean (``relative: centred_normalized``), since the fastText vectors share one dominant direction and the
+authors' uncentred, unnormalized dot product (``relative: raw``, still selectable) then maps nearly every token onto a
+few hub tokens (docs/methods.md, "TokAlign").
 Overlapping tokens keep their own source row (the authors' exact-string matches), and a target token without a
 vector (too rare in the corpus) gets a random source row, seeded, as in the authors' code. A row is copied whole:
 input embedding, an untied head's row and the output bias alike.
