@@ -86,7 +86,7 @@ def align(target_vectors: torch.Tensor, source_vectors: torch.Tensor, target_piv
     the mean representation of the ``candidates`` on the source side and of ``target_known``
     (default: ``queries``), the target tokens with a vector, on the target side."""
     rel_s = relative(source_vectors, source_pivots, candidates)  # [C, p]
-    rel_s = adjust(rel_s, rel_s.mean(0) if len(rel_s) else None, relative_mode).T.contiguous()  # [p, C]
+    rel_s = adjust(rel_s, rel_s.mean(0) if len(rel_s) else None, relative_mode).T  # [p, C], a view
     mean_t = None
     if relative_mode.startswith("centred"):
         known = queries if target_known is None else target_known
