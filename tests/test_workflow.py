@@ -116,7 +116,7 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert len(rows) == 6  # the five models above and the zero-shot-only MAD-X row
     assert all(" ± " in r for r in rows) and sum(" / " in r for r in rows) == 2  # UAS / LAS where parsed
     table3 = (tiny_run / "results/tables/paper/table3.md").read_text().splitlines()
-    assert table3[2] == "| Model | NER Hebrew NER | DP Hebrew DP |"  # column groups in the config's order
+    assert table3[2] == "| Model | Hebrew NER | Hebrew DP |"  # column groups in the config's order
     assert table3[6].startswith("| Random (no LAPT) |") and table3[6].endswith("| — |")  # not part of the grid
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
@@ -138,7 +138,7 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     key = next(k for k in src if k.endswith("word_embeddings.weight"))
     assert torch.equal(madx[key], src[key])  # train_embeddings: false: the source's rows stay
     zero_shot = (tiny_run / "results/tables/paper/zero_shot.md").read_text().splitlines()
-    assert zero_shot[2] == "| Model | NER Hebrew NER (zero-shot) |" and zero_shot[4].startswith("| MAD-X |")
+    assert zero_shot[2] == "| Model | Hebrew NER (zero-shot) |" and zero_shot[4].startswith("| MAD-X |")
 
 
 @pytest.mark.slow
