@@ -35,43 +35,49 @@ tqdm = lazy.module("tqdm")
 
 
 def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+              dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
     """Orthogonal matching pursuit of each row of ``targets`` [B, h] with at most ``k`` rows of ``atoms`` [N, h]:
-    the atoms' scores against the residual in float32, the fit in float64. Returns ``(idx [B, k'] long, coef [B, k'] float64)``, ``k' = min(k, N)``, with
+    the atoms' scores against the residual in float32, the fit in ``dtype`` (float64, or float32 as tokensurgeon
+    fits float32 embeddings). Returns ``(idx [B, k'] long, coef [B, k'] dtype)``, ``k' = min(k, N)``, with
     ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0 (its index is arbitrary).
-    Ties pick the lowest atom index."""
-    y = targets.double()
-    a = atoms.double()
+    Ties pick the lowest atom index.
+
+    The basis is kept as rows (``q`` [B, k, h]) so that the prefix ``q[:, :t]`` is contiguous for ``bmm``;
+    ``Qᵀy`` gains one entry per step and the residual loses that direction (``r ← r - q_t (q_t·y)``), instead of
+    both being recomputed from the whole basis; the picked atoms are masked by index."""
+    y = targets.to(dtype)
+    a = atoms.to(dtype)
     a_score = atoms.float()  # the selection's inner products in float32: half of float64's time, which they dominate
     b, h = y.shape
     k = min(k, a.shape[0])
-    q = torch.zeros(b, h, k, dtype=torch.float64)
-    r = torch.zeros(b, k, k, dtype=torch.float64)
+    tiny = torch.finfo(dtype).tiny
+    q = torch.zeros(b, k, h, dtype=dtype)
+    r = torch.zeros(b, k, k, dtype=dtype)
+    qty = torch.zeros(b, k, dtype=dtype)
     idx = torch.zeros(b, k, dtype=torch.long)
-    picked = torch.zeros(b, a.shape[0], dtype=torch.bool)
     residual = y.clone()
     y_norm = y.norm(dim=1)
     a_norm = a.norm(dim=1)
-    rows = torch.arange(b)
+    score = torch.empty(b, a.shape[0], dtype=torch.float32)
     for t in range(k):
         active = residual.norm(dim=1) > tol * y_norm
-        score = (residual.float() @ a_score.T).abs().masked_fill(picked, -1.0)
+        torch.mm(residual.to(torch.float32), a_score.T, out=score).abs_()
+        score.scatter_(1, idx[:, :t], -1.0)  # picked atoms, a skipped (dependent) one too, are not tried again
         new = score.argmax(1)  # first maximum: the lowest index on ties
         atom = a[new]
-        proj = torch.bmm(q[:, :, :t].transpose(1, 2), atom.unsqueeze(2)).squeeze(2)  # [B, t]
-        ortho = atom - torch.bmm(q[:, :, :t], proj.unsqueeze(2)).squeeze(2)
+        proj = torch.bmm(q[:, :t], atom.unsqueeze(2)).squeeze(2)  # [B, t]
+        ortho = atom - torch.bmm(proj.unsqueeze(1), q[:, :t]).squeeze(1)
         norm = ortho.norm(dim=1)
-        active &= norm > tol * a_norm[new].clamp(min=torch.finfo(torch.float64).tiny)
-        # an inactive slot: a zero column of Q and a unit diagonal of R, so its coefficient solves to 0
+        active &= norm > tol * a_norm[new].clamp(min=tiny)
+        # an inactive slot: a zero row of Q and a unit diagonal of R, so its coefficient solves to 0
         idx[:, t] = new
-        picked[rows, new] = True  # a skipped (dependent) atom is not tried again either
         r[:, :t, t] = torch.where(active.unsqueeze(1), proj, 0.0)
         r[:, t, t] = torch.where(active, norm, 1.0)
-        q[:, :, t] = torch.where(active.unsqueeze(1), ortho / norm.clamp(min=1e-300).unsqueeze(1), 0.0)
-        qty = torch.bmm(q[:, :, :t + 1].transpose(1, 2), y.unsqueeze(2))
-        residual = y - torch.bmm(q[:, :, :t + 1], qty).squeeze(2)
-    qty = torch.bmm(q.transpose(1, 2), y.unsqueeze(2))
-    coef = torch.linalg.solve_triangular(r, qty, upper=True).squeeze(2)
+        q_t = torch.where(active.unsqueeze(1), ortho / norm.clamp(min=tiny).unsqueeze(1), 0.0)
+        q[:, t] = q_t
+        qty[:, t] = c = (q_t * y).sum(1)
+        residual -= c.unsqueeze(1) * q_t
+    coef = torch.linalg.solve_triangular(r, qty.unsqueeze(2), upper=True).squeeze(2)
     return idx, coef
 
 
