@@ -27,9 +27,11 @@ from typing import Annotated
 from .. import lazy
 from ..typed import Range
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like, overlap_ids
-from .registry import Need, register
+from .overlap import OVERLAP_KINDS, restrict_overlap
+from .registry import Need, one_of, register
 
 np = lazy.module("numpy")
+pd = lazy.module("pandas")
 torch = lazy.module("torch")
 tqdm = lazy.module("tqdm")
 
@@ -81,26 +83,59 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
     return idx, coef
 
 
-@register("omp", frozenset({Need.TOKEN_VECTORS}))
+#: ``overlap`` of OMP: FOCUS's kinds (:data:`~.overlap.OVERLAP_KINDS`), and ``exact``, tokensurgeon's own rule
+#: (specials and exact ``(text, BOW)`` matches: the overlap without its fuzzy symbol matches)
+OMP_OVERLAP_KINDS = (*OVERLAP_KINDS, "exact")
+#: ``fit_dtype`` of OMP: the fit in float64, or in the auxiliary vectors' dtype as tokensurgeon does (float32)
+FIT_DTYPES = ("float64", "embedding")
+
+
+def omp_anchors(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The overlap OMP copies and takes its anchors from: ``exact`` drops the fuzzy symbol matches
+    (tokensurgeon matches normalized token strings only); the other kinds are :func:`~.overlap.restrict_overlap`'s."""
+    if kind == "exact":
+        return overlap[(overlap["match"] != "fuzzy").to_numpy()].reset_index(drop=True)
+    return restrict_overlap(overlap, kind)
+
+
+def omp_needs(p: dict) -> frozenset[Need]:
+    """OMP reads the target's token-level fastText."""
+    one_of(p, "overlap", OMP_OVERLAP_KINDS)
+    one_of(p, "fit_dtype", FIT_DTYPES)
+    return frozenset({Need.TOKEN_VECTORS})
+
+
+@register("omp", omp_needs)
 def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
-             batch_size: Annotated[int, Range(ge=1)] = 512) -> EmbeddingInit:
+             batch_size: Annotated[int, Range(ge=1)] = 512, overlap: str = "full",
+             fit_dtype: str = "float64") -> EmbeddingInit:
     """Config adapter: ``kind: omp``. Overlapping tokens are copied; every other target token with a fastText
     vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows (:func:`batch_omp`);
-    tokens without one are drawn from N(mean, std) of the source matrix, seeded."""
+    tokens without one are drawn from N(mean, std) of the source matrix, seeded.
+
+    ``overlap: full | exact | symbolic | symbolic_with_symbols | none``: which overlap is copied and gives the
+    anchors (:func:`omp_anchors`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
+    ``fit_dtype: float64`` (default) fits and combines in float64, ``embedding`` in the auxiliary vectors' dtype
+    (float32 unless they are float64), as tokensurgeon does with its embeddings."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
+    one_of({"fit_dtype": fit_dtype}, "fit_dtype", FIT_DTYPES)
     n, source = inputs.target_vocab_size, inputs.source_matrix
-    matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
+    ov = omp_anchors(inputs.overlap, overlap)
+    matrix, provenance, n_sources = copied_start(source, n, ov)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
     vectors, has = inputs.aux.vectors, inputs.aux.has_vector
-    ov_t, ov_s = overlap_ids(inputs.overlap)
+    dtype = torch.float64
+    if fit_dtype == "embedding":
+        dtype = vectors.dtype if vectors.dtype in (torch.float32, torch.float64) else torch.float32
+    ov_t, ov_s = overlap_ids(ov)
     anchor = has[ov_t]
     anchor_t, anchor_s = ov_t[anchor], ov_s[anchor]
     rows = todo[has[todo]] if len(anchor_t) else todo[:0]
-    e_anchor, h_anchor = source[anchor_s].double(), vectors[anchor_t]
+    e_anchor, h_anchor = source[anchor_s].to(dtype), vectors[anchor_t]
     for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="OMP", disable=False, mininterval=5):
         batch = rows[start:start + batch_size]
-        idx, coef = batch_omp(vectors[batch], h_anchor, k)
+        idx, coef = batch_omp(vectors[batch], h_anchor, k, dtype=dtype)
         matrix[batch] = torch.bmm(coef.unsqueeze(1), e_anchor[idx]).squeeze(1).to(source.dtype)
         provenance[batch.numpy()] = COMBINED
         n_sources[batch.numpy()] = (coef != 0).sum(1).numpy()
