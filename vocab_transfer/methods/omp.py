@@ -39,14 +39,14 @@ tqdm = lazy.module("tqdm")
 def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
               dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
     """Orthogonal matching pursuit of each row of ``targets`` [B, h] with at most ``k`` rows of ``atoms`` [N, h]:
-    the atoms' scores against the residual in float32, the fit in ``dtype`` (float64, or float32 as tokensurgeon
-    fits float32 embeddings). Returns ``(idx [B, k'] long, coef [B, k'] dtype)``, ``k' = min(k, N)``, with
-    ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0 (its index is arbitrary).
-    Ties pick the lowest atom index.
+    the atoms' scores against the residual in float32, the fit in ``dtype`` (float64, or float32 as
+    tokensurgeon fits float32 embeddings). Returns ``(idx [B, k'] long, coef [B, k'] dtype)``,
+    ``k' = min(k, N)``, with ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0
+    (its index is arbitrary). Ties pick the lowest atom index.
 
     The basis is kept as rows (``q`` [B, k, h]) so that the prefix ``q[:, :t]`` is contiguous for ``bmm``;
-    ``Qᵀy`` gains one entry per step and the residual loses that direction (``r ← r - q_t (q_t·y)``), instead of
-    both being recomputed from the whole basis; the picked atoms are masked by index."""
+    ``Qᵀy`` gains one entry per step and the residual loses that direction (``r ← r - q_t (q_t·y)``),
+    instead of both being recomputed from the whole basis; the picked atoms are masked by index."""
     y = targets.to(dtype)
     a = atoms.to(dtype)
     a_score = atoms.float()  # the selection's inner products in float32: half of float64's time, which they dominate
@@ -64,7 +64,7 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
     for t in range(k):
         active = residual.norm(dim=1) > tol * y_norm
         torch.mm(residual.to(torch.float32), a_score.T, out=score).abs_()
-        score.scatter_(1, idx[:, :t], -1.0)  # picked atoms, a skipped (dependent) one too, are not tried again
+        score.scatter_(1, idx[:, :t], -1.0)  # picked atoms, skipped (dependent) ones too, are not tried again
         new = score.argmax(1)  # first maximum: the lowest index on ties
         atom = a[new]
         proj = torch.bmm(q[:, :t], atom.unsqueeze(2)).squeeze(2)  # [B, t]
@@ -92,7 +92,8 @@ FIT_DTYPES = ("float64", "embedding")
 
 def omp_anchors(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
     """The overlap OMP copies and takes its anchors from: ``exact`` drops the fuzzy symbol matches
-    (tokensurgeon matches normalized token strings only); the other kinds are :func:`~.overlap.restrict_overlap`'s."""
+    (tokensurgeon matches normalized token strings only); the other kinds are
+    :func:`~.overlap.restrict_overlap`'s."""
     if kind == "exact":
         return overlap[(overlap["match"] != "fuzzy").to_numpy()].reset_index(drop=True)
     return restrict_overlap(overlap, kind)
@@ -115,8 +116,8 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
 
     ``overlap: full | exact | symbolic | symbolic_with_symbols | none``: which overlap is copied and gives the
     anchors (:func:`omp_anchors`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
-    ``fit_dtype: float64`` (default) fits and combines in float64, ``embedding`` in the auxiliary vectors' dtype
-    (float32 unless they are float64), as tokensurgeon does with its embeddings."""
+    ``fit_dtype: float64`` (default) fits and combines in float64, ``embedding`` in the auxiliary vectors'
+    dtype (float32 unless they are float64), as tokensurgeon does with its embeddings."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
     one_of({"fit_dtype": fit_dtype}, "fit_dtype", FIT_DTYPES)
