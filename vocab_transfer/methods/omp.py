@@ -22,6 +22,7 @@ Tokens without a fastText vector are drawn from N(mean, std) of the source matri
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated
 
 from .. import lazy
@@ -106,6 +107,18 @@ def omp_needs(p: dict) -> frozenset[Need]:
     return frozenset({Need.TOKEN_VECTORS})
 
 
+def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``Σ_j coef[:, j] · rows[idx[:, j]]`` as a sparse ``[B, |rows|]`` CSR matrix (each row's atoms are
+    distinct, sorted by index) times ``rows``: gathering ``rows[idx]`` would copy ``B × k × d`` floats."""
+    order = idx.argsort(1)
+    b, k = idx.shape
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        w = torch.sparse_csr_tensor(torch.arange(0, b * k + 1, k), idx.gather(1, order).flatten(),
+                                    coef.gather(1, order).flatten(), (b, rows.shape[0]), check_invariants=False)
+        return w @ rows
+
+
 @register("omp", omp_needs)
 def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
              batch_size: Annotated[int, Range(ge=1)] = 512, overlap: str = "full",
@@ -137,7 +150,7 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
     for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="OMP", disable=False, mininterval=5):
         batch = rows[start:start + batch_size]
         idx, coef = batch_omp(vectors[batch], h_anchor, k, dtype=dtype)
-        matrix[batch] = torch.bmm(coef.unsqueeze(1), e_anchor[idx]).squeeze(1).to(source.dtype)
+        matrix[batch] = combine(idx, coef, e_anchor).to(source.dtype)
         provenance[batch.numpy()] = COMBINED
         n_sources[batch.numpy()] = (coef != 0).sum(1).numpy()
     rand = np.flatnonzero(provenance == RANDOM)
