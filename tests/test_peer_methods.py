@@ -127,8 +127,8 @@ def test_omp_batches_do_not_change_rows():
 
 
 def test_omp_exact_overlap_and_float32_fit():
-    """``overlap: exact`` (tokensurgeon's anchor rule) neither copies a fuzzily matched token nor uses it as an
-    anchor; ``fit_dtype: embedding`` fits in the vectors' float32, the same rows to float32 rounding here."""
+    """``overlap: exact`` (tokensurgeon's anchor rule) neither copies a fuzzily matched token nor uses it as
+    an anchor; ``fit_dtype: embedding`` fits in the vectors' float32, the same rows to float32 rounding here."""
     g = torch.Generator().manual_seed(4)
     source, vectors = torch.randn(30, 5, generator=g, dtype=torch.float64), torch.randn(60, 12, generator=g)
     ov = overlap_frame(list(range(20)), list(range(20)))
@@ -137,7 +137,8 @@ def test_omp_exact_overlap_and_float32_fit():
     full = run_method("omp", inputs, seed=0, k=6)
     exact = run_method("omp", inputs, seed=0, k=6, overlap="exact")
     assert full.provenance[19] == "copied" and exact.provenance[19] == "combined"
-    assert torch.equal(full.matrix[:19], exact.matrix[:19]) and not torch.equal(full.matrix[20:], exact.matrix[20:])
+    assert torch.equal(full.matrix[:19], exact.matrix[:19])
+    assert not torch.equal(full.matrix[20:], exact.matrix[20:])  # rows that had the fuzzy token as an atom
     f32 = run_method("omp", inputs, seed=0, k=6, fit_dtype="embedding")
     torch.testing.assert_close(f32.matrix, full.matrix, atol=1e-5, rtol=1e-5)
     assert batch_omp(vectors[20:], vectors[:20], 6, dtype=torch.float32)[1].dtype == torch.float32
