@@ -128,7 +128,8 @@ def test_omp_batches_do_not_change_rows():
 
 def test_omp_exact_overlap_and_float32_fit():
     """``overlap: exact`` (tokensurgeon's anchor rule) neither copies a fuzzily matched token nor uses it as
-    an anchor; ``fit_dtype: embedding`` fits in the vectors' float32, the same rows to float32 rounding here."""
+    an anchor; ``fit_dtype: embedding`` fits in the vectors' float32: the same rows to float32 rounding
+    here."""
     g = torch.Generator().manual_seed(4)
     source, vectors = torch.randn(30, 5, generator=g, dtype=torch.float64), torch.randn(60, 12, generator=g)
     ov = overlap_frame(list(range(20)), list(range(20)))
