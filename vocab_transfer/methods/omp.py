@@ -115,7 +115,8 @@ def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         w = torch.sparse_csr_tensor(torch.arange(0, b * k + 1, k), idx.gather(1, order).flatten(),
-                                    coef.gather(1, order).flatten(), (b, rows.shape[0]), check_invariants=False)
+                                    coef.gather(1, order).flatten(), (b, rows.shape[0]),
+                                    check_invariants=False)  # in range and distinct by construction
         return w @ rows
 
 
