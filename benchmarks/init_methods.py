@@ -83,7 +83,7 @@ def run_case(a) -> dict:
         x = clustered(a.omp_rows + a.omp_anchors, a.omp_dim, g, clusters=2000)
         targets, atoms = x[:a.omp_rows], x[a.omp_rows:]
         rows = source[:a.omp_anchors].double()  # the anchors' source rows
-        if a.case == "omp":  # the project's OMP as init_omp runs it: batches of 512 rows, float64 fit and rows
+        if a.case == "omp":  # the project's OMP as init_omp runs it: 512 rows a batch, float64 fit and rows
             from vocab_transfer.methods import omp
 
             combine = getattr(omp, "combine", lambda idx, coef, rows: torch.bmm(coef.unsqueeze(1), rows[idx]))
