@@ -18,7 +18,8 @@ and an atom linearly dependent on those picked is skipped (tokensurgeon divides 
 with ``k`` near the dimension gives arbitrary coefficients); such slots get coefficient 0. The fit is float64, the
 atoms' scores (which pick the next atom) float32.
 ``fit_dtype: embedding`` fits in the vectors' float32 as tokensurgeon does; ``overlap: exact`` takes
-tokensurgeon's anchors (the overlap without its fuzzy symbol matches); docs/methods.md gives what each changes.
+tokensurgeon's anchors (the overlap without its fuzzy symbol matches); docs/methods.md says what each
+changes.
 Tokens without a fastText vector are drawn from N(mean, std) of the source matrix per dimension, seeded.
 """
 
