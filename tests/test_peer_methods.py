@@ -143,6 +143,25 @@ def test_omp_batches_do_not_change_rows():
     torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
 
 
+def test_omp_exact_overlap_and_float32_fit():
+    """``overlap: exact`` (tokensurgeon's anchor rule) neither copies a fuzzily matched token nor uses it as
+    an anchor; ``fit_dtype: embedding`` fits in the vectors' float32: the same rows to float32 rounding
+    here."""
+    g = torch.Generator().manual_seed(4)
+    source, vectors = torch.randn(30, 5, generator=g, dtype=torch.float64), torch.randn(60, 12, generator=g)
+    ov = overlap_frame(list(range(20)), list(range(20)))
+    ov.loc[19, "match"] = "fuzzy"
+    inputs = TransferInputs(source, 60, ov, aux=aux_of(vectors))
+    full = run_method("omp", inputs, seed=0, k=6)
+    exact = run_method("omp", inputs, seed=0, k=6, overlap="exact")
+    assert full.provenance[19] == "copied" and exact.provenance[19] == "combined"
+    assert torch.equal(full.matrix[:19], exact.matrix[:19])
+    assert not torch.equal(full.matrix[20:], exact.matrix[20:])  # rows that had the fuzzy token as an atom
+    f32 = run_method("omp", inputs, seed=0, k=6, fit_dtype="embedding")
+    torch.testing.assert_close(f32.matrix, full.matrix, atol=1e-5, rtol=1e-5)
+    assert batch_omp(vectors[20:], vectors[:20], 6, dtype=torch.float32)[1].dtype == torch.float32
+
+
 # --- mean-resizing ------------------------------------------------------------------------------------------------
 
 
@@ -248,6 +267,9 @@ def test_extension_default_is_focus_top_30k():
     ({"kind": "extend", "covariance_scale": -1.0}, "methods.x.covariance_scale: -1.0 must be >= 0"),
     ({"kind": "omp", "k": 0}, "methods.x.k: 0 must be >= 1"),
     ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
+    ({"kind": "omp", "fit_dtype": "float32"}, "methods.x: fit_dtype must be one of ['float64', 'embedding']"),
+    ({"kind": "omp", "overlap": "fuzzy"}, "methods.x: overlap must be one of ['full', 'symbolic', "
+                                          "'symbolic_with_symbols', 'none', 'exact']"),
     ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: 0 must be >= 1"),
     ({"kind": "clp", "overlap": "exact"}, "methods.x: overlap must be one of ['full', 'symbolic', "
                                            "'symbolic_with_symbols', 'none', 'identical'], not 'exact'"),

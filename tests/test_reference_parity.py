@@ -1,13 +1,15 @@
-"""Parity with the authors' packages: ``deepfocus`` 1.0.1 (FOCUS) and ``wechsel`` 0.0.4 (WECHSEL).
+"""Parity with the authors' packages: ``deepfocus`` 1.0.1 (FOCUS) and ``wechsel`` 0.0.4 (WECHSEL), and with
+mergekit 0.1.5's tokensurgeon OMP (``batch_omp``).
 
-Both are called directly on the same small real inputs as the project's methods: SentencePiece tokenizers trained on
-the English and German Bibles, fastText trained on them, a random source matrix and the FreeDict English-German
-dictionary. Rows both compute agree within 1e-5; where the project deliberately differs (random rows drawn from
-another generator, special tokens that are not FOCUS anchors) the test isolates the difference and asserts it
-(docs/methods.md, "Parity with the reference packages").
+Each is called directly on the same small real inputs as the project's methods: SentencePiece tokenizers
+trained on the English and German Bibles, fastText trained on them, a random source matrix and the FreeDict
+English-German dictionary. Rows both sides compute agree within 1e-5 (OMP: 1e-6); where the project
+deliberately differs (random rows drawn from another generator, special tokens that are not FOCUS anchors) the
+test isolates the difference and asserts it (docs/methods.md, "Parity with the reference packages").
 
-The packages are installed with ``--no-deps`` (``scripts/setup_env.sh``: their ``fasttext`` requirement would
-replace ``fasttext-numpy2``). Without them the tests skip, except under CI (env var ``CI`` set), where they fail.
+The packages are installed with ``--no-deps`` (``scripts/setup_env.sh``: the ``fasttext`` requirement of
+FOCUS's and WECHSEL's would replace ``fasttext-numpy2``). Without them the tests skip, except under CI (env
+var ``CI`` set), where they fail.
 """
 
 import importlib.util
@@ -347,3 +349,108 @@ def test_clp_fuzzy_anchor_moves_combined_rows(langsfer_installed, tokenizers, so
     combined = torch.from_numpy(full.provenance == "combined")
     delta = (full.matrix[combined] - reference[combined]).abs().amax(1)
     assert (delta > 0).all() and 1e-3 < delta.max() < 2.5e-3, f"max |Δ| {delta.max():.2e}"
+
+
+# ==== OMP against mergekit's tokensurgeon ===================================================================
+# mergekit 0.1.5's `batch_omp` (mergekit/tokensurgeon/omp.py) on the same anchors as the project's OMP. The
+# block ends at "end of OMP against mergekit".
+
+OMP_K = 16  # below the 24-d fastText vectors: mergekit's clamped norm then never meets a dependent atom
+
+
+def mergekit_omp():
+    """mergekit's ``batch_omp``; skips without mergekit (the `parity` extra), fails under CI."""
+    if importlib.util.find_spec("mergekit") is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"mergekit missing although CI is set; {INSTALL_HINT}")
+        pytest.skip(f"mergekit missing; {INSTALL_HINT}")
+    from mergekit.tokensurgeon.omp import batch_omp
+
+    return batch_omp
+
+
+def omp_inputs(tokenizers, source_matrix, model):
+    src, tgt = tokenizers["en"], tokenizers["de"]
+    return TransferInputs(source_matrix=source_matrix, target_vocab_size=len(tgt),
+                          overlap=compute_overlap(src, tgt), aux=token_vectors(model, tgt))
+
+
+def omp_problem(inputs, overlap: str):
+    """What tokensurgeon's OMP is given: the rows to fit (target tokens outside the overlap, with a vector),
+    their vectors, the anchors' vectors (overlapping tokens with a vector, in target-id order as tokensurgeon
+    sorts its shared vocabulary by the donor's ids) and the anchors' source rows."""
+    from vocab_transfer.methods.omp import omp_anchors
+
+    ov = omp_anchors(inputs.overlap, overlap)
+    has = inputs.aux.has_vector
+    ov_t, ov_s = torch.tensor(ov["target_id"].to_numpy()), torch.tensor(ov["source_id"].to_numpy())
+    todo = torch.ones(inputs.target_vocab_size, dtype=torch.bool)
+    todo[ov_t] = False
+    rows = torch.nonzero(todo & has).squeeze(1)
+    anchor = has[ov_t]
+    vectors = inputs.aux.vectors
+    return rows, vectors[rows], vectors[ov_t[anchor]], inputs.source_matrix[ov_s[anchor]]
+
+
+def test_omp_exact_overlap_is_mergekits_anchor_rule(tokenizers):
+    """``overlap: exact`` pairs the tokens tokensurgeon pairs: equal normalized strings (word-start marker "▁"
+    stripped into a flag, special tokens by role; mergekit's ``normalized_vocabulary`` picks "▁" for
+    Llama/T5-type tokenizers, these are generic ones), i.e. the full overlap without its fuzzy symbol
+    matches."""
+    mergekit_omp()
+    from mergekit.tokenizer.normalization import normalize_token
+
+    from vocab_transfer.methods.omp import omp_anchors
+
+    def normalized(tok):
+        return {normalize_token(t, tok.special_tokens_map, "▁"): i for t, i in tok.get_vocab().items()}
+
+    src, tgt = normalized(tokenizers["en"]), normalized(tokenizers["de"])
+    reference = {(tgt[t], src[t]) for t in set(src) & set(tgt)}
+    full = compute_overlap(tokenizers["en"], tokenizers["de"])
+    exact = omp_anchors(full, "exact")
+    assert set(zip(exact["target_id"], exact["source_id"], strict=True)) == reference and len(reference) > 100
+    assert (full["match"] == "fuzzy").sum() > 0  # "▁-" ~ "-": an anchor of overlap: full that mergekit lacks
+
+
+@pytest.mark.parametrize("overlap", ["exact", "full"])
+def test_omp_matches_mergekit_in_float64(tokenizers, token_model, source_matrix, overlap):
+    """The same anchors in float64: the project's rows (``fit_dtype: float64``) equal tokensurgeon's
+    ``bmm(coef, source anchor rows)`` to 1e-6, and every row picks the same atoms."""
+    batch_omp = mergekit_omp()
+    inputs = omp_inputs(tokenizers, source_matrix.double(), token_model)
+    ours = run_method("omp", inputs, seed=0, k=OMP_K, overlap=overlap)
+    rows, targets, atoms, anchor_rows = omp_problem(inputs, overlap)
+    assert len(rows) > 200 and len(atoms) > OMP_K
+    assert (ours.provenance[rows.numpy()] == "combined").all()
+    idx, coef = batch_omp(targets.double(), atoms.double(), OMP_K)
+    reference = torch.bmm(coef.unsqueeze(1), anchor_rows[idx]).squeeze(1)
+    delta = (ours.matrix[rows] - reference).abs().max().item()
+    assert delta <= 1e-6, f"max |Δ| {delta:.2e} over {len(rows)} rows"
+    from vocab_transfer.methods.omp import batch_omp as ours_omp
+
+    our_idx, _ = ours_omp(targets, atoms, OMP_K)
+    assert torch.equal(our_idx.sort(1).values, idx.sort(1).values)
+
+
+def test_omp_fit_dtype_embedding_is_mergekits_float32_fit(tokenizers, token_model, source_matrix):
+    """``fit_dtype: embedding`` fits in the vectors' float32 as tokensurgeon does with float32 embeddings:
+    the rows whose atoms agree with mergekit's float32 fit equal its rows to float32 rounding (float32
+    rounding lets a few rows pick other atoms than mergekit's, and than in float64)."""
+    batch_omp = mergekit_omp()
+    inputs = omp_inputs(tokenizers, source_matrix, token_model)
+    ours = run_method("omp", inputs, seed=0, k=OMP_K, fit_dtype="embedding")
+    rows, targets, atoms, anchor_rows = omp_problem(inputs, "full")
+    idx, coef = batch_omp(targets, atoms, OMP_K)
+    assert coef.dtype == torch.float32
+    reference = torch.bmm(coef.unsqueeze(1), anchor_rows[idx]).squeeze(1)
+    from vocab_transfer.methods.omp import batch_omp as ours_omp
+
+    our_idx, _ = ours_omp(targets, atoms, OMP_K, dtype=torch.float32)
+    same = (our_idx.sort(1).values == idx.sort(1).values).all(1)
+    assert same.float().mean() > 0.95
+    scale = reference[same].abs().max().item()
+    delta = (ours.matrix[rows[same]] - reference[same]).abs().max().item()
+    assert delta <= 1e-4 * scale, f"max |Δ| {delta:.2e} (rows up to {scale:.2e})"
+
+# ==== end of OMP against mergekit ===========================================================================

@@ -17,85 +17,144 @@ overlapping tokens with a fastText vector. A row adds no atom once its residual 
 and an atom linearly dependent on those picked is skipped (tokensurgeon divides by a clamped norm there, which
 with ``k`` near the dimension gives arbitrary coefficients); such slots get coefficient 0. The fit is float64, the
 atoms' scores (which pick the next atom) float32.
+``fit_dtype: embedding`` fits in the vectors' float32 as tokensurgeon does; ``overlap: exact`` takes
+tokensurgeon's anchors (the overlap without its fuzzy symbol matches); docs/methods.md says what each
+changes.
 Tokens without a fastText vector are drawn from N(mean, std) of the source matrix per dimension, seeded.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated
 
 from .. import lazy
 from ..typed import Range
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like, overlap_ids
-from .registry import Need, register
+from .overlap import OVERLAP_KINDS, restrict_overlap
+from .registry import Need, one_of, register
 
 np = lazy.module("numpy")
+pd = lazy.module("pandas")
 torch = lazy.module("torch")
 tqdm = lazy.module("tqdm")
 
 
 def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+              dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
     """Orthogonal matching pursuit of each row of ``targets`` [B, h] with at most ``k`` rows of ``atoms`` [N, h]:
-    the atoms' scores against the residual in float32, the fit in float64. Returns ``(idx [B, k'] long, coef [B, k'] float64)``, ``k' = min(k, N)``, with
-    ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0 (its index is arbitrary).
-    Ties pick the lowest atom index."""
-    y = targets.double()
-    a = atoms.double()
+    the atoms' scores against the residual in float32, the fit in ``dtype`` (float64, or float32 as
+    tokensurgeon fits float32 embeddings). Returns ``(idx [B, k'] long, coef [B, k'] dtype)``,
+    ``k' = min(k, N)``, with ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0
+    (its index is arbitrary). Ties pick the lowest atom index.
+
+    The basis is kept as rows (``q`` [B, k, h]) so that the prefix ``q[:, :t]`` is contiguous for ``bmm``;
+    ``Qᵀy`` gains one entry per step and the residual loses that direction (``r ← r - q_t (q_t·y)``),
+    instead of both being recomputed from the whole basis; the picked atoms are masked by index."""
+    y = targets.to(dtype)
+    a = atoms.to(dtype)
     a_score = atoms.float()  # the selection's inner products in float32: half of float64's time, which they dominate
     b, h = y.shape
     k = min(k, a.shape[0])
-    q = torch.zeros(b, h, k, dtype=torch.float64)
-    r = torch.zeros(b, k, k, dtype=torch.float64)
+    tiny = torch.finfo(dtype).tiny
+    q = torch.zeros(b, k, h, dtype=dtype)
+    r = torch.zeros(b, k, k, dtype=dtype)
+    qty = torch.zeros(b, k, dtype=dtype)
     idx = torch.zeros(b, k, dtype=torch.long)
-    picked = torch.zeros(b, a.shape[0], dtype=torch.bool)
     residual = y.clone()
     y_norm = y.norm(dim=1)
     a_norm = a.norm(dim=1)
-    rows = torch.arange(b)
+    score = torch.empty(b, a.shape[0], dtype=torch.float32)
     for t in range(k):
         active = residual.norm(dim=1) > tol * y_norm
-        score = (residual.float() @ a_score.T).abs().masked_fill(picked, -1.0)
+        torch.mm(residual.to(torch.float32), a_score.T, out=score).abs_()
+        score.scatter_(1, idx[:, :t], -1.0)  # picked atoms, skipped (dependent) ones too, are not tried again
         new = score.argmax(1)  # first maximum: the lowest index on ties
         atom = a[new]
-        proj = torch.bmm(q[:, :, :t].transpose(1, 2), atom.unsqueeze(2)).squeeze(2)  # [B, t]
-        ortho = atom - torch.bmm(q[:, :, :t], proj.unsqueeze(2)).squeeze(2)
+        proj = torch.bmm(q[:, :t], atom.unsqueeze(2)).squeeze(2)  # [B, t]
+        ortho = atom - torch.bmm(proj.unsqueeze(1), q[:, :t]).squeeze(1)
         norm = ortho.norm(dim=1)
-        active &= norm > tol * a_norm[new].clamp(min=torch.finfo(torch.float64).tiny)
-        # an inactive slot: a zero column of Q and a unit diagonal of R, so its coefficient solves to 0
+        active &= norm > tol * a_norm[new].clamp(min=tiny)
+        # an inactive slot: a zero row of Q and a unit diagonal of R, so its coefficient solves to 0
         idx[:, t] = new
-        picked[rows, new] = True  # a skipped (dependent) atom is not tried again either
         r[:, :t, t] = torch.where(active.unsqueeze(1), proj, 0.0)
         r[:, t, t] = torch.where(active, norm, 1.0)
-        q[:, :, t] = torch.where(active.unsqueeze(1), ortho / norm.clamp(min=1e-300).unsqueeze(1), 0.0)
-        qty = torch.bmm(q[:, :, :t + 1].transpose(1, 2), y.unsqueeze(2))
-        residual = y - torch.bmm(q[:, :, :t + 1], qty).squeeze(2)
-    qty = torch.bmm(q.transpose(1, 2), y.unsqueeze(2))
-    coef = torch.linalg.solve_triangular(r, qty, upper=True).squeeze(2)
+        q_t = torch.where(active.unsqueeze(1), ortho / norm.clamp(min=tiny).unsqueeze(1), 0.0)
+        q[:, t] = q_t
+        qty[:, t] = c = (q_t * y).sum(1)
+        residual -= c.unsqueeze(1) * q_t
+    coef = torch.linalg.solve_triangular(r, qty.unsqueeze(2), upper=True).squeeze(2)
     return idx, coef
 
 
-@register("omp", frozenset({Need.TOKEN_VECTORS}))
+#: ``overlap`` of OMP: FOCUS's kinds (:data:`~.overlap.OVERLAP_KINDS`), and ``exact``, tokensurgeon's own rule
+#: (specials and exact ``(text, BOW)`` matches: the overlap without its fuzzy symbol matches)
+OMP_OVERLAP_KINDS = (*OVERLAP_KINDS, "exact")
+#: ``fit_dtype`` of OMP: the fit in float64, or in the auxiliary vectors' dtype as tokensurgeon does (float32)
+FIT_DTYPES = ("float64", "embedding")
+
+
+def omp_anchors(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The overlap OMP copies and takes its anchors from: ``exact`` drops the fuzzy symbol matches
+    (tokensurgeon matches normalized token strings only); the other kinds are
+    :func:`~.overlap.restrict_overlap`'s."""
+    if kind == "exact":
+        return overlap[(overlap["match"] != "fuzzy").to_numpy()].reset_index(drop=True)
+    return restrict_overlap(overlap, kind)
+
+
+def omp_needs(p: dict) -> frozenset[Need]:
+    """OMP reads the target's token-level fastText."""
+    one_of(p, "overlap", OMP_OVERLAP_KINDS)
+    one_of(p, "fit_dtype", FIT_DTYPES)
+    return frozenset({Need.TOKEN_VECTORS})
+
+
+def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``Σ_j coef[:, j] · rows[idx[:, j]]`` as a sparse ``[B, |rows|]`` CSR matrix (each row's atoms are
+    distinct, sorted by index) times ``rows``: gathering ``rows[idx]`` would copy ``B × k × d`` floats."""
+    order = idx.argsort(1)
+    b, k = idx.shape
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        w = torch.sparse_csr_tensor(torch.arange(0, b * k + 1, k), idx.gather(1, order).flatten(),
+                                    coef.gather(1, order).flatten(), (b, rows.shape[0]),
+                                    check_invariants=False)  # in range and distinct by construction
+        return w @ rows
+
+
+@register("omp", omp_needs)
 def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
-             batch_size: Annotated[int, Range(ge=1)] = 512) -> EmbeddingInit:
+             batch_size: Annotated[int, Range(ge=1)] = 512, overlap: str = "full",
+             fit_dtype: str = "float64") -> EmbeddingInit:
     """Config adapter: ``kind: omp``. Overlapping tokens are copied; every other target token with a fastText
     vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows (:func:`batch_omp`);
-    tokens without one are drawn from N(mean, std) of the source matrix, seeded."""
+    tokens without one are drawn from N(mean, std) of the source matrix, seeded.
+
+    ``overlap: full | exact | symbolic | symbolic_with_symbols | none``: which overlap is copied and gives the
+    anchors (:func:`omp_anchors`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
+    ``fit_dtype: float64`` (default) fits and combines in float64, ``embedding`` in the auxiliary vectors'
+    dtype (float32 unless they are float64), as tokensurgeon does with its embeddings."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
+    one_of({"fit_dtype": fit_dtype}, "fit_dtype", FIT_DTYPES)
     n, source = inputs.target_vocab_size, inputs.source_matrix
-    matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
+    ov = omp_anchors(inputs.overlap, overlap)
+    matrix, provenance, n_sources = copied_start(source, n, ov)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
     vectors, has = inputs.aux.vectors, inputs.aux.has_vector
-    ov_t, ov_s = overlap_ids(inputs.overlap)
+    dtype = torch.float64
+    if fit_dtype == "embedding":
+        dtype = vectors.dtype if vectors.dtype in (torch.float32, torch.float64) else torch.float32
+    ov_t, ov_s = overlap_ids(ov)
     anchor = has[ov_t]
     anchor_t, anchor_s = ov_t[anchor], ov_s[anchor]
     rows = todo[has[todo]] if len(anchor_t) else todo[:0]
-    e_anchor, h_anchor = source[anchor_s].double(), vectors[anchor_t]
+    e_anchor, h_anchor = source[anchor_s].to(dtype), vectors[anchor_t]
     for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="OMP", disable=False, mininterval=5):
         batch = rows[start:start + batch_size]
-        idx, coef = batch_omp(vectors[batch], h_anchor, k)
-        matrix[batch] = torch.bmm(coef.unsqueeze(1), e_anchor[idx]).squeeze(1).to(source.dtype)
+        idx, coef = batch_omp(vectors[batch], h_anchor, k, dtype=dtype)
+        matrix[batch] = combine(idx, coef, e_anchor).to(source.dtype)
         provenance[batch.numpy()] = COMBINED
         n_sources[batch.numpy()] = (coef != 0).sum(1).numpy()
     rand = np.flatnonzero(provenance == RANDOM)
