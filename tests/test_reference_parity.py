@@ -379,9 +379,9 @@ def omp_problem(inputs, overlap: str):
     """What tokensurgeon's OMP is given: the rows to fit (target tokens outside the overlap, with a vector),
     their vectors, the anchors' vectors (overlapping tokens with a vector, in target-id order as tokensurgeon
     sorts its shared vocabulary by the donor's ids) and the anchors' source rows."""
-    from vocab_transfer.methods.omp import omp_anchors
+    from vocab_transfer.methods.overlap import restrict_overlap
 
-    ov = omp_anchors(inputs.overlap, overlap)
+    ov = restrict_overlap(inputs.overlap, overlap)
     has = inputs.aux.has_vector
     ov_t, ov_s = torch.tensor(ov["target_id"].to_numpy()), torch.tensor(ov["source_id"].to_numpy())
     todo = torch.ones(inputs.target_vocab_size, dtype=torch.bool)
@@ -400,7 +400,7 @@ def test_omp_exact_overlap_is_mergekits_anchor_rule(tokenizers):
     mergekit_omp()
     from mergekit.tokenizer.normalization import normalize_token
 
-    from vocab_transfer.methods.omp import omp_anchors
+    from vocab_transfer.methods.overlap import restrict_overlap
 
     def normalized(tok):
         return {normalize_token(t, tok.special_tokens_map, "▁"): i for t, i in tok.get_vocab().items()}
@@ -408,7 +408,7 @@ def test_omp_exact_overlap_is_mergekits_anchor_rule(tokenizers):
     src, tgt = normalized(tokenizers["en"]), normalized(tokenizers["de"])
     reference = {(tgt[t], src[t]) for t in set(src) & set(tgt)}
     full = compute_overlap(tokenizers["en"], tokenizers["de"])
-    exact = omp_anchors(full, "exact")
+    exact = restrict_overlap(full, "exact")
     assert set(zip(exact["target_id"], exact["source_id"], strict=True)) == reference and len(reference) > 100
     assert (full["match"] == "fuzzy").sum() > 0  # "▁-" ~ "-": an anchor of overlap: full that mergekit lacks
 

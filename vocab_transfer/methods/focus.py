@@ -90,7 +90,7 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
                screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
-    ``overlap: full | symbolic | symbolic_with_symbols | none | identical`` (``symbolic``: Table 4 "Symbolic
+    ``overlap: full | symbolic | symbolic_with_symbols | none | exact | identical`` (``symbolic``: Table 4 "Symbolic
     Overlap", numbers, punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux:
     token_fasttext`` (FOCUS's token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText":
     word-level fastText of the target language turned into token vectors by WECHSEL's

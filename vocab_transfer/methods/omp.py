@@ -87,25 +87,13 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
     return idx, coef
 
 
-#: ``overlap`` of OMP: FOCUS's kinds (:data:`~.overlap.OVERLAP_KINDS`), and ``exact``, tokensurgeon's own rule
-#: (specials and exact ``(text, BOW)`` matches: the overlap without its fuzzy symbol matches)
-OMP_OVERLAP_KINDS = (*OVERLAP_KINDS, "exact")
 #: ``fit_dtype`` of OMP: the fit in float64, or in the auxiliary vectors' dtype as tokensurgeon does (float32)
 FIT_DTYPES = ("float64", "embedding")
 
 
-def omp_anchors(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """The overlap OMP copies and takes its anchors from: ``exact`` drops the fuzzy symbol matches
-    (tokensurgeon matches normalized token strings only); the other kinds are
-    :func:`~.overlap.restrict_overlap`'s."""
-    if kind == "exact":
-        return overlap[(overlap["match"] != "fuzzy").to_numpy()].reset_index(drop=True)
-    return restrict_overlap(overlap, kind)
-
-
 def omp_needs(p: dict) -> frozenset[Need]:
     """OMP reads the target's token-level fastText."""
-    one_of(p, "overlap", OMP_OVERLAP_KINDS)
+    one_of(p, "overlap", OVERLAP_KINDS)
     one_of(p, "fit_dtype", FIT_DTYPES)
     return frozenset({Need.TOKEN_VECTORS})
 
@@ -131,15 +119,15 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
     vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows (:func:`batch_omp`);
     tokens without one are drawn from N(mean, std) of the source matrix, seeded.
 
-    ``overlap: full | exact | symbolic | symbolic_with_symbols | none``: which overlap is copied and gives the
-    anchors (:func:`omp_anchors`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
+    ``overlap``, one of :data:`~.overlap.OVERLAP_KINDS` (``identical``: langsfer's rule): which overlap is copied and gives the
+    anchors (:func:`~.overlap.restrict_overlap`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
     ``fit_dtype: float64`` (default) fits and combines in float64, ``embedding`` in the auxiliary vectors'
     dtype (float32 unless they are float64), as tokensurgeon does with its embeddings."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
     one_of({"fit_dtype": fit_dtype}, "fit_dtype", FIT_DTYPES)
     n, source = inputs.target_vocab_size, inputs.source_matrix
-    ov = omp_anchors(inputs.overlap, overlap)
+    ov = restrict_overlap(inputs.overlap, overlap)
     matrix, provenance, n_sources = copied_start(source, n, ov)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
     vectors, has = inputs.aux.vectors, inputs.aux.has_vector

@@ -30,7 +30,7 @@ SPECIAL_ROLES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token"
 #: ``overlap`` of FOCUS and CLP: all matches, numbers/punctuation/whitespace (the paper's Symbolic Overlap), the same
 #: plus Unicode symbols (S*: currency, math, emoji), the special tokens only, or the pairs with the identical token
 #: string (langsfer's exact-match overlap)
-OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none", "identical")
+OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none", "exact", "identical")
 _DTYPES = {
     "target_id": "int64",
     "source_id": "int64",
@@ -136,9 +136,11 @@ def compute_overlap(
 def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
     """Restrict an overlap table: "full" (unchanged), "symbolic" (specials and tokens made of numbers, punctuation
     and whitespace, read from ``canonical`` -- FOCUS Table 4 "Symbolic Overlap", fn. 2), "symbolic_with_symbols"
-    (rows with ``symbolic``: Unicode symbols such as "€", "+", "©" too), "none" (specials only) or "identical" (rows
-    whose target and source token strings are identical: langsfer's ``ExactMatchTokenOverlap``, the intersection of
-    the two vocabularies' strings, without fuzzy symbol matches or matches across BOW/continuation conventions)."""
+    (rows with ``symbolic``: Unicode symbols such as "€", "+", "©" too), "none" (specials only), "exact" (specials and
+    exact ``(text, BOW)`` matches: the overlap without its fuzzy symbol matches, mergekit tokensurgeon's rule) or
+    "identical" (rows whose target and source token strings are identical: langsfer's ``ExactMatchTokenOverlap``,
+    the intersection of the two vocabularies' strings, without fuzzy symbol matches or matches across
+    BOW/continuation conventions)."""
     if kind == "full":
         return overlap
     if kind == "symbolic":
@@ -147,6 +149,8 @@ def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
         mask = overlap["symbolic"].astype(bool)
     elif kind == "none":
         mask = overlap["match"] == "special"
+    elif kind == "exact":
+        mask = overlap["match"] != "fuzzy"
     elif kind == "identical":
         mask = (overlap["target_token"] == overlap["source_token"]).astype(bool)
     else:
