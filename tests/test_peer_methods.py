@@ -269,10 +269,11 @@ def test_extension_default_is_focus_top_30k():
     ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
     ({"kind": "omp", "fit_dtype": "float32"}, "methods.x: fit_dtype must be one of ['float64', 'embedding']"),
     ({"kind": "omp", "overlap": "fuzzy"}, "methods.x: overlap must be one of ['full', 'symbolic', "
-                                          "'symbolic_with_symbols', 'none', 'exact']"),
+                                          "'symbolic_with_symbols', 'none', 'exact', 'identical'], not 'fuzzy'"),
     ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: 0 must be >= 1"),
-    ({"kind": "clp", "overlap": "exact"}, "methods.x: overlap must be one of ['full', 'symbolic', "
-                                           "'symbolic_with_symbols', 'none', 'identical'], not 'exact'"),
+    ({"kind": "clp", "overlap": "exact_match"}, "methods.x: overlap must be one of ['full', 'symbolic', "
+                                                 "'symbolic_with_symbols', 'none', 'exact', 'identical'], not "
+                                                 "'exact_match'"),
 ])
 def test_bad_parameters_fail_at_parse_time(entry, message):
     from vocab_transfer.workflow.config import ConfigError, check_config
