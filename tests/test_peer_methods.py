@@ -162,6 +162,24 @@ def test_omp_exact_overlap_and_float32_fit():
     assert batch_omp(vectors[20:], vectors[:20], 6, dtype=torch.float32)[1].dtype == torch.float32
 
 
+def test_omp_new_bias_zero_is_tokensurgeons_auxiliary_remap():
+    """``new_bias: zero``: every token that is not copied gets an output bias of 0 (tokensurgeon's
+    ``remap_auxiliary_vocabulary``), copied tokens keep theirs, and the embedding columns are those of the default;
+    ``combined`` combines the bias as the rows; a source without a bias column is unchanged."""
+    g = torch.Generator().manual_seed(5)
+    source, vectors = torch.randn(30, 6, generator=g, dtype=torch.float64), torch.randn(60, 12, generator=g)
+    aux = aux_of(vectors, has=torch.arange(60) < 55)  # tokens 55-59 without a vector: drawn at random
+    inputs = TransferInputs(source, 60, overlap_frame(list(range(20)), list(range(20))), aux=aux, bias_columns=1)
+    combined = run_method("omp", inputs, seed=0, k=6)
+    zero = run_method("omp", inputs, seed=0, k=6, new_bias="zero")
+    assert torch.equal(zero.matrix[:, :-1], combined.matrix[:, :-1])
+    assert torch.equal(zero.matrix[:20, -1], source[:20, -1])  # copied: the source's own bias
+    assert (zero.matrix[20:, -1] == 0).all() and (combined.matrix[20:55, -1] != 0).all()
+    assert set(zero.provenance[20:]) == {"combined", "random"}
+    no_bias = TransferInputs(source, 60, overlap_frame(list(range(20)), list(range(20))), aux=aux)
+    assert torch.equal(run_method("omp", no_bias, seed=0, k=6, new_bias="zero").matrix, combined.matrix)
+
+
 # --- mean-resizing ------------------------------------------------------------------------------------------------
 
 
@@ -268,6 +286,7 @@ def test_extension_default_is_focus_top_30k():
     ({"kind": "omp", "k": 0}, "methods.x.k: 0 must be >= 1"),
     ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
     ({"kind": "omp", "fit_dtype": "float32"}, "methods.x: fit_dtype must be one of ['float64', 'embedding']"),
+    ({"kind": "omp", "new_bias": "mean"}, "methods.x: new_bias must be one of ['combined', 'zero']"),
     ({"kind": "omp", "overlap": "fuzzy"}, "methods.x: overlap must be one of ['full', 'symbolic', "
                                           "'symbolic_with_symbols', 'none', 'exact', 'identical'], not 'fuzzy'"),
     ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: 0 must be >= 1"),

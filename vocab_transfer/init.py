@@ -110,7 +110,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
                             overlap=read_parquet(paths["overlap"], kind="overlap"),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
-                            source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir, **opt)
+                            source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir,
+                            bias_columns=0 if rows.bias is None else 1, **opt)
     result = run_method(method["kind"], inputs, seed=seed, **params)
     table_tok = load_tokenizer(paths["extended_tokenizer"]) if "extended_tokenizer" in paths else target_tok
     if result.matrix.shape[0] != len(table_tok):

@@ -89,12 +89,15 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
 
 #: ``fit_dtype`` of OMP: the fit in float64, or in the auxiliary vectors' dtype as tokensurgeon does (float32)
 FIT_DTYPES = ("float64", "embedding")
+#: ``new_bias`` of OMP: a new token's output bias combined as its embedding is, or zero as tokensurgeon leaves it
+NEW_BIAS = ("combined", "zero")
 
 
 def omp_needs(p: dict) -> frozenset[Need]:
     """OMP reads the target's token-level fastText."""
     one_of(p, "overlap", OVERLAP_KINDS)
     one_of(p, "fit_dtype", FIT_DTYPES)
+    one_of(p, "new_bias", NEW_BIAS)
     return frozenset({Need.TOKEN_VECTORS})
 
 
@@ -114,18 +117,22 @@ def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.
 @register("omp", omp_needs)
 def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
              batch_size: Annotated[int, Range(ge=1)] = 512, overlap: str = "full",
-             fit_dtype: str = "float64") -> EmbeddingInit:
+             fit_dtype: str = "float64", new_bias: str = "combined") -> EmbeddingInit:
     """Config adapter: ``kind: omp``. Overlapping tokens are copied; every other target token with a fastText
     vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows (:func:`batch_omp`);
     tokens without one are drawn from N(mean, std) of the source matrix, seeded.
 
-    ``overlap``, one of :data:`~.overlap.OVERLAP_KINDS` (``identical``: langsfer's rule): which overlap is copied and gives the
-    anchors (:func:`~.overlap.restrict_overlap`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
+    ``overlap``, one of :data:`~.overlap.OVERLAP_KINDS`: which overlap is copied and gives the anchors
+    (:func:`~.overlap.restrict_overlap`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
     ``fit_dtype: float64`` (default) fits and combines in float64, ``embedding`` in the auxiliary vectors'
-    dtype (float32 unless they are float64), as tokensurgeon does with its embeddings."""
+    dtype (float32 unless they are float64), as tokensurgeon does with its embeddings; ``new_bias: combined``
+    (default) gives a fitted token the same combination of the anchors' output biases as of their rows (a token
+    without a vector: a draw), ``zero`` sets every token that is not copied to an output bias of 0, as
+    tokensurgeon's ``remap_auxiliary_vocabulary`` does (a source with an MLM output bias only)."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
     one_of({"fit_dtype": fit_dtype}, "fit_dtype", FIT_DTYPES)
+    one_of({"new_bias": new_bias}, "new_bias", NEW_BIAS)
     n, source = inputs.target_vocab_size, inputs.source_matrix
     ov = restrict_overlap(inputs.overlap, overlap)
     matrix, provenance, n_sources = copied_start(source, n, ov)
@@ -147,4 +154,7 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
         n_sources[batch.numpy()] = (coef != 0).sum(1).numpy()
     rand = np.flatnonzero(provenance == RANDOM)
     matrix[torch.from_numpy(rand)] = normal_like(source, len(rand), torch.Generator().manual_seed(seed))
+    if new_bias == "zero" and inputs.bias_columns:
+        new = torch.from_numpy(np.flatnonzero(np.isin(provenance, [COMBINED, RANDOM])))
+        matrix[new, -inputs.bias_columns:] = 0
     return EmbeddingInit(matrix, provenance, n_sources)
