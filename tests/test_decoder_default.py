@@ -164,15 +164,22 @@ def test_qwen2_source_without_like_exports_its_layout(decoders):
 
 @pytest.mark.slow
 def test_llama_source_without_like_trains_its_layout(decoders, tmp_path):
-    """The tokenizer job alone: byte-fallback BPE in Llama's layout (``<unk> <s> </s>``, a prompt is ``<s> A``)."""
-    from transformers import AutoTokenizer
+    """Through the DAG to the export of one init: byte-fallback BPE in Llama's layout (``<unk> <s> </s>``, a prompt
+    is ``<s> A``, no ``</s>`` appended), the source's chat template, and the model's eos is its eos."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     (tmp_path / "llama-tiny").symlink_to(decoders / "llama-tiny")
     config = decoder_config(tmp_path, "llama-tiny")
-    run(tmp_path, config, paths.tokenizer("sw"))
+    config["methods"] = {"random": {"kind": "random", "label": "Random"}}
+    for key in ("lapt", "tables"):
+        config.pop(key, None)
+    export = paths.export_init("llama-tiny", "sw", "random")
+    run(tmp_path, config, export)
     info = json.loads((tmp_path / paths.tokenizer("sw") / "training.json").read_text())
     assert info["kind"] == "bpe" and info["like"] == str(tmp_path / "llama-tiny")
-    tok = AutoTokenizer.from_pretrained(tmp_path / paths.tokenizer("sw"))
+    model = AutoModelForCausalLM.from_pretrained(tmp_path / export)
+    tok = AutoTokenizer.from_pretrained(tmp_path / export)
+    assert model.config.eos_token_id == tok.eos_token_id and model.config.vocab_size == len(tok)
     source = AutoTokenizer.from_pretrained(decoders / "llama-tiny")
     assert [tok.unk_token_id, tok.bos_token_id, tok.eos_token_id] == [0, 1, 2]
     assert [tok.unk_token, tok.bos_token, tok.eos_token] == [source.unk_token, source.bos_token, source.eos_token]
