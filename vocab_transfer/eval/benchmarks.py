@@ -117,6 +117,26 @@ def _registry_cache(include_path: str | None) -> Path | None:
     return Path(root) / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
 
+def _registry_of_a_child(include_path: str | None) -> dict:
+    """:func:`registry_from` lm-eval's TaskManager, built in a child process: lm-eval's task index imports torch and
+    transformers, which a process that plans the workflow never loads (tests/test_layout.py)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    code = ("import json, sys\nfrom vocab_transfer.eval.benchmarks import registry_from, task_manager\n"
+            "registry = registry_from(task_manager(sys.argv[1] or None))\n"
+            "open(sys.argv[2], 'w', encoding='utf-8').write(json.dumps(registry))")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "registry.json"
+        proc = subprocess.run([sys.executable, "-c", code, include_path or "", str(out)], capture_output=True,
+                              text=True)
+        if proc.returncode != 0 or not out.is_file():
+            raise RuntimeError(f"lm-eval's task index could not be built (exit {proc.returncode}): "
+                               f"{proc.stderr.strip()[-2000:]}")
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
 def task_registry(include_path: str | None) -> dict | None:
     """lm-eval's task names and their datasets (:func:`registry_from`) with ``include_path``'s tasks and a hub
     mirror's, or None where lm-eval is not installed. Indexing lm-eval's task YAMLs takes seconds, so the result is
@@ -132,7 +152,7 @@ def task_registry(include_path: str | None) -> dict | None:
             return json.loads(cache.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             pass  # a torn or foreign file: rebuild it
-    registry = registry_from(task_manager(include_path))
+    registry = _registry_of_a_child(include_path)
     if cache is not None:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)

@@ -41,9 +41,9 @@ tqdm = lazy.module("tqdm")
 
 
 def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
-              dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+              dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Orthogonal matching pursuit of each row of ``targets`` [B, h] with at most ``k`` rows of ``atoms`` [N, h]:
-    the atoms' scores against the residual in float32, the fit in ``dtype`` (float64, or float32 as
+    the atoms' scores against the residual in float32, the fit in ``dtype`` (float64 by default, or float32 as
     tokensurgeon fits float32 embeddings). Returns ``(idx [B, k'] long, coef [B, k'] dtype)``,
     ``k' = min(k, N)``, with ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0
     (its index is arbitrary). Ties pick the lowest atom index.
@@ -51,6 +51,7 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
     The basis is kept as rows (``q`` [B, k, h]) so that the prefix ``q[:, :t]`` is contiguous for ``bmm``;
     ``Qᵀy`` gains one entry per step and the residual loses that direction (``r ← r - q_t (q_t·y)``),
     instead of both being recomputed from the whole basis; the picked atoms are masked by index."""
+    dtype = torch.float64 if dtype is None else dtype  # not a default value: the planner imports this module
     y = targets.to(dtype)
     a = atoms.to(dtype)
     a_score = atoms.float()  # the selection's inner products in float32: half of float64's time, which they dominate
