@@ -11,7 +11,7 @@ from vocab_transfer.workflow.config import (ConfigError, all_targets, check_conf
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.rehearsal import mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
-from vocab_transfer.workflow import warm
+from vocab_transfer.workflow import restart, warm
 from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
 from vocab_transfer.artifacts import RERUN_ENV
 from vocab_transfer.mirror import MIRROR_ENV
@@ -62,6 +62,8 @@ def rerun_words():
 
 
 os.environ[RERUN_ENV] = json.dumps(dict(zip(("snakemake", "configfiles"), rerun_words())))
+# A locked directory (a killed run's locks): what to do, after Snakemake's error (workflow/restart.py)
+restart.explain_lock(workflow.workdir_init, sys.argv)  # once per process: a composite's studies add none
 
 # Before any job is submitted: the jobs against the cluster they go to (profile placeholders, GPU partitions,
 # multi-node LAPT without SLURM; vocab_transfer/workflow/cluster.py). Not inside a cluster job (*-jobstep).
@@ -72,6 +74,9 @@ onstart:
         problems = check_submission(executor, jobs, lapt_nodes=plan.cfg.lapt.nodes)
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
+        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py).
+        if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
+            raise WorkflowError(stop)
     # Jobs run here: fork the script jobs from one process that has imported torch & co. once
     # (vocab_transfer/workflow/warm.py; VOCAB_TRANSFER_WARM=0 turns it off). A handful of jobs is not worth
     # it, and the jobs of rules with a benchmark: file are never forked (their file measures the job process).

@@ -5,13 +5,14 @@
 # checked that every study means the same thing by it.
 import sys
 
-from vocab_transfer.workflow import warm
+from vocab_transfer.workflow import restart, warm
 from vocab_transfer.workflow.cluster import check_submission
 from vocab_transfer.workflow.config import ConfigError
 from vocab_transfer.workflow.rehearsal import mirrored_downloads
 from vocab_transfer.workflow.studies import check_shared, job_rules, load_studies, study_of_rule, study_plan
 
 
+restart.explain_lock(workflow.workdir_init, sys.argv)  # as rules/common.smk does for one config
 # A job (Snakemake in a SLURM allocation, twice: --target-jobs <study>_<rule>:...) reads only its own study; the
 # run that planned it has read and checked them all.
 JOB_RULES = job_rules(sys.argv)
@@ -65,6 +66,8 @@ onstart:
         problems = check_submission(executor, jobs, lapt_nodes=nodes)
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
+        if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
+            raise WorkflowError(stop)
     if executor == "local" and warm.wanted(workflow):
         if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script) >= 4:
             warm.start()
