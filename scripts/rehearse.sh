@@ -68,10 +68,10 @@ set +e
 {
   echo "configs: ${CONFIGS[*]} $OVERLAY"
   echo "executor: $([ "$LOCAL" = 1 ] && echo local || echo "slurm (scripts/slurm, $CPUS CPUs, profile $PROFILE)")"
-  STEPS=$(grep -oE '[0-9]+ of [0-9]+ steps' logs/rehearsal/snakemake.log | tail -1)
-  echo "jobs: ${STEPS:-none left to run}"
-  echo "failed jobs: $(grep -c '^Error in rule' logs/rehearsal/snakemake.log)"
   echo "wall time: ${WALL} s (snakemake exit status ${STATUS})"
+  # the jobs run and failed, from the log (vocab_transfer/workflow/runlog.py): a job retried to success is not
+  # failed; a run that ran none says why (a locked directory: what to do)
+  python -m vocab_transfer.workflow.runlog logs/rehearsal/snakemake.log --status "$STATUS"
   python -m vocab_transfer.workflow.rehearsal --base "$REPO" "${CONFIGS[@]}" "$OVERLAY"
 } > logs/rehearsal/report.txt
 REPORT=$?

@@ -59,7 +59,8 @@ class SlurmJob:
 
 def active_jobs(workdir: str | os.PathLike) -> list[SlurmJob] | None:
     """The current user's Snakemake jobs in SLURM that have not ended and run in ``workdir``; None without
-    ``squeue``. A job without the slurm executor's ``rule_...`` comment (one submitted by hand) is left out."""
+    ``squeue``. A job without the slurm executor's ``rule_...`` comment (one submitted by hand) is left
+    out."""
     if shutil.which("squeue") is None:
         return None
     listing = subprocess.run(["squeue", "--me", "-h", "-o", SQUEUE_FORMAT], capture_output=True, text=True,
@@ -129,8 +130,8 @@ def lock_advice(workdir: str | os.PathLike, argv: Sequence[str]) -> str:
         lines += [f"2. {len(jobs)} SLURM job(s) from this directory are still pending or running:",
                   *_job_lines(jobs)]
     elif jobs is None:
-        lines.append(f"2. Look for this directory's jobs in the SLURM queue{failed}: "
-                     "squeue --me -o '%i %j %T %Z %k'; wait for them, or cancel them: scancel --name <job name>.")
+        lines.append(f"2. Look for this directory's jobs in the SLURM queue{failed}: squeue --me -o "
+                     "'%i %j %T %Z %k'; wait for them, or cancel them: scancel --name <job name>.")
     else:
         lines.append("2. No SLURM job from this directory is pending or running (squeue --me).")
     lines += [f"3. Unlock: cd {here} && {shlex.join(['snakemake', *argv[1:], '--unlock'])}",
