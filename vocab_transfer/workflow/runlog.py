@@ -1,15 +1,15 @@
 """What a Snakemake run's log says about the run: how far it got and which jobs failed in the end.
 
 ``python -m vocab_transfer.workflow.runlog <snakemake.log> --status <exit status>`` prints the ``jobs:`` and
-``failed jobs:`` lines of the rehearsal's report (scripts/rehearse.sh), and below them what stopped a run that ran
-nothing (a locked directory: the advice of vocab_transfer/workflow/restart.py; any other error: Snakemake's
+``failed jobs:`` lines of the rehearsal's report (scripts/rehearse.sh), then what stopped a run that ran no
+job (a locked directory: the advice of vocab_transfer/workflow/restart.py; any other error: Snakemake's
 message).
 
-A job counts as failed when its last word in the log is an error: Snakemake writes ``Error in rule <rule>:`` with
-the job's ``jobid: <n>`` for every failed attempt, and ``Finished jobid: <n>`` when it succeeds, so a job that
-failed, was retried (``retries:`` in the profile) and then finished counts as finished, and as retried. Only a run
-that reached the scheduler and had nothing to do ran "none left"; one that stopped before (a locked directory, an
-error while planning) says so.
+A job counts as failed when its last word in the log is an error: Snakemake writes ``Error in rule <rule>:``
+with the job's ``jobid: <n>`` for every failed attempt, and ``Finished jobid: <n>`` when it succeeds, so a job
+that failed, was retried (``retries:`` in the profile) and then finished counts as finished (and as retried).
+Only a run that reached the scheduler and found every target up to date says "none left to run"; one that
+stopped before (a locked directory, an error while planning) says so.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ SCHEDULED = "Select jobs to execute"  # the scheduler has started
 DRY_RUN = "This was a dry-run"
 ERROR = re.compile(r"^Error in (?:rule|group) (\S+?):?$")
 JOBID = re.compile(r"^\s+jobid: (\S+)$")
-FINISHED = re.compile(r"^Finished job(?:id:)? (\S+?)\.?(?: \(Rule: \S+\))?$")  # 9.x "jobid: 3 (Rule: x)"; 8.x "job 3."
+# "Finished jobid: 3 (Rule: x)" (Snakemake 9), "Finished job 3." (8)
+FINISHED = re.compile(r"^Finished job(?:id:)? (\S+?)\.?(?: \(Rule: \S+\))?$")
 NOTHING_TO_DO = "Nothing to be done"
 LOCKED = "Directory cannot be locked"
 LOCK_ADVICE = "This working directory is locked:"  # the first line of restart.lock_advice
@@ -39,8 +40,8 @@ class RunLog:
     nothing_to_do: bool = False  # Snakemake found every target up to date
     locked: bool = False  # Snakemake refused the run: the directory is locked
     dry_run: bool = False
-    failed: dict[str, str] = field(default_factory=dict)  # jobid -> rule of the jobs whose last attempt failed
-    retried: dict[str, str] = field(default_factory=dict)  # jobid -> rule of the jobs that failed, then finished
+    failed: dict[str, str] = field(default_factory=dict)  # jobid -> rule: the last attempt failed
+    retried: dict[str, str] = field(default_factory=dict)  # jobid -> rule: failed, then finished
     stop: list[str] = field(default_factory=list)  # why it stopped before running a job: advice, or the error
 
 
