@@ -218,3 +218,45 @@ def advised(out: str, prefix: str) -> list[str]:
     line = next((line for line in out.splitlines() if line.startswith(prefix)), None)
     assert line, f"no line {prefix!r}:\n{out[-3000:]}"
     return shlex.split(line[len(prefix):])
+
+
+@needs_slurm
+@pytest.mark.slurm
+def test_a_composite_config_waits_for_them_too(tmp_path):
+    """rules/studies.smk (a composite config's studies as modules) has its own onstart and lock advice: a job
+    in this directory with another run's name, as the slurm executor submits one, stops the run before it
+    submits anything, and a lock Snakemake left gets the advice."""
+    import yaml
+    from test_slurm import require_local_cluster, shipped_profile
+
+    require_local_cluster()
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({**yaml.safe_load(TINY.read_text()), "study": "a"}))
+    (tmp_path / "both.yaml").write_text(yaml.safe_dump({"studies": [str(tmp_path / "a.yaml")]}))
+    profile = shipped_profile(tmp_path / "profile")
+    args = ["--snakefile", str(REPO / "Snakefile"), "results/corpus/sw/train.parquet",
+            "--profile", str(profile), "--configfile", str(tmp_path / "both.yaml")]
+    other_run = f"test-restart-{os.getpid()}-{time.time_ns()}"
+    comment = "rule_a_finetune_wildcards_tiny_sw_focus"  # a fine-tuning that runs on
+    sbatch = ["sbatch", "--parsable", "--job-name", other_run, "--comment", comment, "-D", str(workdir),
+              "-p", "cpu", "-t", "10", "--mem", "100", "-o", "/dev/null", "--wrap", "sleep 300"]
+    job_id = subprocess.run(sbatch, capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+    try:
+        listed = rf"  a_finetune \(tiny_sw_focus\): SLURM job {job_id}, [A-Z]+, run {other_run}\n"
+        refused = snakemake_here(workdir, args)
+        assert refused.returncode != 0, refused.stdout[-3000:]
+        out = refused.stdout
+        assert "nothing submitted: 1 SLURM job(s) of another Snakemake run" in out, out[-3000:]
+        assert re.search(listed, refused.stdout), refused.stdout[-3000:]
+        assert f"(scancel --name {other_run})" in refused.stdout
+        assert "has been submitted with SLURM jobid" not in refused.stdout
+
+        (workdir / ".snakemake" / "locks").mkdir(parents=True)  # as a killed run leaves it
+        (workdir / ".snakemake" / "locks" / "0.output.lock").write_text("results/corpus/sw/train.parquet\n")
+        locked = snakemake_here(workdir, args)
+        assert locked.returncode != 0 and "Directory cannot be locked" in locked.stdout, locked.stdout[-3000:]
+        assert locked.stdout.count("This working directory is locked:") == 1, locked.stdout[-3000:]
+        assert re.search(listed, locked.stdout), locked.stdout[-3000:]
+    finally:
+        subprocess.run(["scancel", "--name", other_run])
