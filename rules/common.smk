@@ -18,6 +18,7 @@ from vocab_transfer.mirror import MIRROR_ENV
 from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
 from vocab_transfer.source_model import TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
+from vocab_transfer.workflow.studies import study_being_parsed
 
 
 try:
@@ -45,7 +46,7 @@ os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))
 # downloads a mirror served (a rehearsal's miniatures) stop the run: their params are those of the real downloads.
 if config.get("hub_mirror"):
     os.environ[MIRROR_ENV] = os.path.abspath(config["hub_mirror"])
-elif not workflow.modifier.is_module and (mirrored := mirrored_downloads()):
+elif study_being_parsed() is None and (mirrored := mirrored_downloads()):
     raise WorkflowError(f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
                         "without hub_mirror would take them for the real ones: remove them first (rm -r "
                         f"{' '.join(shlex.quote(p) for p in mirrored[:20])}{' ...' if len(mirrored) > 20 else ''}), "
@@ -94,7 +95,7 @@ plan = Plan(config)
 # this file again. The studies of a composite config add theirs to the ones before (one process parses them all).
 trusted = [os.path.abspath(plan.source_model_dir(SimpleNamespace(source=name)))
            for name, source in plan.cfg.sources.items() if source.trust_remote_code]
-earlier = os.environ.get(TRUSTED_ENV, "").split(os.pathsep) if workflow.modifier.is_module else []
+earlier = os.environ.get(TRUSTED_ENV, "").split(os.pathsep) if study_being_parsed() else []
 os.environ[TRUSTED_ENV] = os.pathsep.join(dict.fromkeys(p for p in [*earlier, *trusted] if p))
 cfg = plan.cfg
 # The paths of this config's artifacts (vocab_transfer/workflow/paths.py): with `study: <name>` (a paper config),

@@ -9,7 +9,8 @@ from vocab_transfer.workflow import restart, warm
 from vocab_transfer.workflow.cluster import check_submission
 from vocab_transfer.workflow.config import ConfigError
 from vocab_transfer.workflow.rehearsal import mirrored_downloads
-from vocab_transfer.workflow.studies import check_shared, job_rules, load_studies, study_of_rule, study_plan
+from vocab_transfer.workflow.studies import (check_shared, job_rules, load_studies, parsing_study, study_of_rule,
+                                            study_plan)
 
 
 restart.explain_lock(workflow.workdir_init, sys.argv)  # as rules/common.smk does for one config
@@ -38,7 +39,8 @@ for parsed in (settings._parsed_overwrite_resources, settings._parsed_overwrite_
 
 for name, study in STUDIES.items():
     workflow.module(name, snakefile=workflow.main_snakefile, config=study)
-    workflow.userule(rules=["*"], from_module=name, name_modifier=f"{name}_*")(lambda: None)
+    with parsing_study(name):  # rules/common.smk asks study_being_parsed()
+        workflow.userule(rules=["*"], from_module=name, name_modifier=f"{name}_*")(lambda: None)
 
 
 def study_rule(name):

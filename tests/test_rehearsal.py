@@ -241,3 +241,22 @@ def test_a_run_without_the_mirror_refuses_what_the_mirror_served(tmp_path, monke
     vectors.with_name(f".{vectors.name}.origin.json").write_text(json.dumps({"url": "u", "mirror": "/x/u"}))
     assert mirrored_downloads() == [paths.downloaded_model("xlmr"), paths.downloaded_corpus("cc100-de"),
                                     paths.task_data("de-xnli"), str(vectors)]
+
+
+def test_a_single_config_run_stops_on_what_a_mirror_served(tmp_path):
+    """The guard of rules/common.smk holds for a single config, not only for a composite (rules/studies.smk): the
+    demo config, planned in a directory holding a model a mirror served, stops and names it."""
+    import subprocess
+    import sys
+
+    from vocab_transfer.workflow import paths
+
+    folder = tmp_path / paths.downloaded_model("demo-xlmr")
+    folder.mkdir(parents=True)
+    (folder / "origin.json").write_text(json.dumps({"resolved_revision": "mirror"}))
+    run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+                          "--configfile", str(REPO / "config.yaml"), "--directory", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0
+    assert "came from a hub mirror" in run.stdout + run.stderr
+    assert paths.downloaded_model("demo-xlmr") in run.stdout + run.stderr

@@ -16,6 +16,8 @@ another), naming both keys, before anything runs.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace as W
 
@@ -79,6 +81,26 @@ def job_rules(argv: list[str]) -> set[str]:
         elif taking:
             rules.add(arg.split(":", 1)[0])
     return rules
+
+
+_PARSING: list[str] = []  # the study whose module Snakemake parses now (rules/studies.smk)
+
+
+@contextmanager
+def parsing_study(name: str) -> Iterator[None]:
+    """While Snakemake parses study ``name`` as a module of the composite (rules/studies.smk wraps its
+    ``workflow.userule``): :func:`study_being_parsed` returns it."""
+    _PARSING.append(name)
+    try:
+        yield
+    finally:
+        _PARSING.pop()
+
+
+def study_being_parsed() -> str | None:
+    """The study whose module is being parsed (rules/common.smk runs once per study in a composite), or None while
+    the main workflow is: a single config, or the composite's own rules."""
+    return _PARSING[-1] if _PARSING else None
 
 
 def study_of_rule(rule: str, studies) -> str | None:
