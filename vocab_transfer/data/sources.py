@@ -68,7 +68,8 @@ HUB_DATASETS: dict[str, dict[str, str]] = {
     # documents separated by empty rows
     "cc100": {"dataset": "statmt/cc100", "name": "{lang}"},
     # oscar-corpus/OSCAR-2301 (gated: accept its terms and log in): one folder per language of
-    # <lang>_meta_part_<k>.jsonl.zst files; rows {content, warc_headers, metadata: {quality_warnings, ...}}
+    # <lang>_meta_part_<k>.jsonl.zst files, read by name (vocab_transfer.data.fetch.listed_files: the repository's
+    # loading script and checksum.sha256 files are not opened); rows {content, warc_headers, metadata: {...}}
     "oscar": {"dataset": "oscar-corpus/OSCAR-2301", "data_dir": "{lang}_meta"},
     # mC4 lives in allenai/c4 (the "mc4" dataset is deprecated): one config per language, e.g. "sw";
     # rows {text, timestamp, url}
