@@ -4,8 +4,8 @@
 as the hub:
 
 - ``<mirror>/<owner>/<name>/``: a model or dataset repository, its files as in the repository (models: config,
-  tokenizer files, weights; corpora: the data files and the dataset card that picks them,
-  :mod:`vocab_transfer.data.fetch`);
+  tokenizer files, weights; corpora: the data files, compressed as on the hub, and the dataset card that picks
+  them, :mod:`vocab_transfer.data.fetch`; docs/data.md lists each corpus's files);
 - ``<mirror>/<owner>/<name>/<config>/<split>/*.parquet``: a task dataset as the hub's parquet export lays it out
   (``default`` for a dataset without configs; :mod:`vocab_transfer.data.tasks`);
 - ``<mirror>/lm_eval_tasks/``: lm-eval task YAMLs on local files, which take precedence over the harness's tasks of

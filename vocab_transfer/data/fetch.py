@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -50,9 +51,50 @@ def _relative(file: str, repo_root: str) -> str:
     return Path(file).resolve().relative_to(Path(repo_root).resolve()).as_posix()
 
 
+#: What a data file of a corpus read from a repository's ``data_dir`` may be called, and the ``datasets`` builder that
+#: reads it (compressed files are read through ``datasets``' zstd, gzip and xz file systems, as they stream).
+DATA_SUFFIXES: dict[str, str] = {
+    ".jsonl.zst": "json", ".jsonl.gz": "json", ".jsonl.xz": "json", ".jsonl": "json", ".json.gz": "json",
+    ".json": "json", ".parquet": "parquet", ".txt.zst": "text", ".txt.xz": "text", ".txt.gz": "text", ".txt": "text",
+}
+
+
+def natural_key(path: str) -> list:
+    """Sort key of a file name with its numbers compared as numbers: ``part_2`` before ``part_10``."""
+    return [(int(x), "") if x.isdigit() else (-1, x) for x in re.split(r"(\d+)", path)]
+
+
+def listed_files(root: str | Path, data_dir: str, commit: str | None = None) -> list[str]:
+    """The data files (:data:`DATA_SUFFIXES`) under ``data_dir`` of a dataset repository, in reading order (numbers
+    compared as numbers, as OSCAR 23.01 numbers its parts ``<lang>_meta_part_<k>.jsonl.zst``): of the local copy
+    ``root`` (a mirror's, a clone), else of hub repository ``root`` at ``commit``. Listed, not read through the
+    dataset card, so that what else the repository holds (a loading script, which ``datasets`` >= 4 refuses to
+    open; ``checksum.sha256`` files) does not matter. ValueError when there is none."""
+    prefix = data_dir.strip("/") + "/"
+    if os.path.isdir(root):
+        names = [p.relative_to(root).as_posix() for p in Path(root, prefix).rglob("*") if p.is_file()]
+    else:
+        from huggingface_hub import HfApi
+
+        names = HfApi().list_repo_files(str(root), repo_type="dataset", revision=commit)
+    files = sorted((f for f in names if f.startswith(prefix) and f.endswith(tuple(DATA_SUFFIXES))), key=natural_key)
+    if not files:
+        raise ValueError(f"{root}: no data files under {prefix} (files ending {', '.join(DATA_SUFFIXES)})")
+    return files
+
+
+def builder_of(files: list[str]) -> str:
+    """The ``datasets`` builder (json, parquet, text) that reads ``files``; ValueError for a mix."""
+    kinds = {next(b for s, b in DATA_SUFFIXES.items() if f.endswith(s)) for f in files}
+    if len(kinds) != 1:
+        raise ValueError(f"data files of more than one format ({', '.join(sorted(kinds))}): {files[:5]}")
+    return kinds.pop()
+
+
 def data_files(spec: dict) -> tuple[str, str, list[str]]:
-    """(repository, commit, the split's data files in reading order) of a hub corpus spec: from the dataset card's
-    configuration (``datasets.load_dataset_builder``), at the commit the revision resolves to."""
+    """(repository, commit, the split's data files in reading order) of a hub corpus spec, at the commit the revision
+    resolves to: a ``data_dir``'s files as listed (:func:`listed_files`), else those of the dataset card's
+    configuration (``datasets.load_dataset_builder``)."""
     import datasets
 
     args = hub_arguments(spec)
@@ -64,6 +106,11 @@ def data_files(spec: dict) -> tuple[str, str, list[str]]:
         from huggingface_hub import HfApi
 
         root, commit = repo, HfApi().dataset_info(repo, revision=args.get("revision")).sha
+    if args.get("data_dir") and not args.get("name"):
+        if split != "train":
+            raise ValueError(f"{repo}: the files under data_dir {args['data_dir']!r} are one split, train, not "
+                             f"{split!r}")
+        return repo, commit, listed_files(root, args["data_dir"], None if mirror else commit)
     kwargs = {k: args[k] for k in ("name", "data_dir") if args.get(k)}
     builder = datasets.load_dataset_builder(root, revision=None if mirror else commit, **kwargs)
     files = builder.config.data_files.get(split) if builder.config.data_files else None

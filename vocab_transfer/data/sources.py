@@ -68,7 +68,8 @@ HUB_DATASETS: dict[str, dict[str, str]] = {
     # documents separated by empty rows
     "cc100": {"dataset": "statmt/cc100", "name": "{lang}"},
     # oscar-corpus/OSCAR-2301 (gated: accept its terms and log in): one folder per language of
-    # <lang>_meta_part_<k>.jsonl.zst files; rows {content, warc_headers, metadata: {quality_warnings, ...}}
+    # <lang>_meta_part_<k>.jsonl.zst files, read by name (vocab_transfer.data.fetch.listed_files: the repository's
+    # loading script and checksum.sha256 files are not opened); rows {content, warc_headers, metadata: {...}}
     "oscar": {"dataset": "oscar-corpus/OSCAR-2301", "data_dir": "{lang}_meta"},
     # mC4 lives in allenai/c4 (the "mc4" dataset is deprecated): one config per language, e.g. "sw";
     # rows {text, timestamp, url}
@@ -543,6 +544,27 @@ def _local_zstd_files(args: dict) -> list[Path]:
     return files
 
 
+def _listed_arguments(args: dict) -> tuple[dict, str | None]:
+    """``load_dataset`` arguments, and the commit they read, that read the files under a repository's ``data_dir`` (OSCAR 23.01's
+    ``<lang>_meta``) by name (:func:`vocab_transfer.data.fetch.listed_files`): local paths for a local copy (a
+    folder, or the hub mirror's), ``hf://`` paths at the resolved commit for the hub. The repository's other files (a
+    loading script, checksum files) are not opened."""
+    from .. import mirror as hub_mirror
+    from .fetch import builder_of, listed_files
+
+    path, revision = args["path"], args.get("revision")
+    if os.path.isdir(path) or hub_mirror.root():
+        root = path if os.path.isdir(path) else str(hub_mirror.repo(path))
+        commit = None if os.path.isdir(path) else hub_mirror.COMMIT
+        files = [str(Path(root, f)) for f in listed_files(root, args["data_dir"])]
+    else:
+        commit = resolved_revision(path, revision)
+        at = commit or revision or "main"
+        files = [f"hf://datasets/{path}@{at}/{f}" for f in listed_files(path, args["data_dir"], at)]
+    rest = {k: v for k, v in args.items() if k not in ("path", "data_dir", "revision")}
+    return {**rest, "path": builder_of(files), "data_files": files}, commit
+
+
 def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
     source, args = spec["source"], hub_arguments(spec)
     stats.origin = {k: v for k, v in args.items() if k != "path"} | {"dataset": args["path"]}
@@ -553,6 +575,8 @@ def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
         stats.origin |= {"fetched": spec["fetched"], "resolved_revision": record["resolved_revision"],
                          "fetched_files": len(record["files"]), "fetched_complete": record["complete"]}
         args = fetched_arguments(spec["fetched"])
+    elif args.get("data_dir") and not args.get("data_files") and not args.get("name"):
+        args, stats.origin["resolved_revision"] = _listed_arguments(args)
     for f in _local_zstd_files(args):  # datasets reads .zst through zstandard too, a truncated one silently
         zstandard_module(f)
         check_zstd_frames(f)
@@ -560,7 +584,7 @@ def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
     def gen() -> Iterator[Document]:
         import datasets  # lazy: heavy import, only needed for hub sources
 
-        if not spec.get("fetched"):
+        if "resolved_revision" not in stats.origin:
             stats.origin["resolved_revision"] = resolved_revision(args["path"], args.get("revision"))
         ds = datasets.load_dataset(**args, streaming=True)
         for i, row in enumerate(ds):

@@ -29,6 +29,7 @@ import io
 import json
 import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -198,24 +199,31 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
                 BYTE_TOKENS if byte_fallback else ()),
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [],
             **{k: model[k] for k in ("continuing_subword_prefix", "end_of_word_suffix") if model.get(k)})
+    backend = Tokenizer.from_str(json.dumps(spec))
+    if model["type"] == "BPE":
+        backend.train_from_iterator(texts, trainer=trainer)
     else:
         model.update(vocab={})
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, show_progress=show_progress, special_tokens=specials,
-                                            continuing_subword_prefix=model.get("continuing_subword_prefix", "##"))
-    backend = Tokenizer.from_str(json.dumps(spec))
-    backend.train_from_iterator(texts, trainer=trainer)
+        prefix = model.get("continuing_subword_prefix", "##")
+        with tempfile.TemporaryDirectory() as tmp:
+            spool = Path(tmp) / "texts.jsonl"
+            continuing = _continuation_symbols(backend, texts, prefix, spool)
+            trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, show_progress=show_progress,
+                                                special_tokens=specials + continuing, continuing_subword_prefix=prefix)
+            with open(spool, encoding="utf-8") as f:
+                backend.train_from_iterator((json.loads(line) for line in f), trainer=trainer)
     trained = json.loads(backend.to_str())
     trained["pre_tokenizer"] = pre
     ids = trained["model"]["vocab"]
     if model["type"] == "WordPiece":  # its trainer numbers the pieces in hash order; a WordPiece ignores the order
-        fixed = {a["content"] for a in trained["added_tokens"]}
+        fixed = [a["content"] for a in added]
         ids = trained["model"]["vocab"] = {t: i for i, t in enumerate(
             sorted(fixed, key=ids.get) + sorted(t for t in ids if t not in fixed))}
         for a in trained["added_tokens"]:
             a["id"] = ids[a["content"]]
     flags = {a["content"]: a["special"] for a in added}
     trained["added_tokens"] = [a | {"special": flags[a["content"]]} for a in trained["added_tokens"]
-                               if a["content"] in flags]  # the byte tokens stay in the vocabulary only
+                               if a["content"] in flags]  # byte and continuation tokens stay in the vocabulary only
     trained["post_processor"] = _remap_post_processor(post, ids)
     out = transformers.PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer.from_str(json.dumps(trained)), model_max_length=template.model_max_length,
@@ -227,6 +235,24 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
         raise ValueError(f"trained {len(out)} tokens, not vocab_size={vocab_size}: the texts hold too few distinct "
                          "pieces for that vocabulary")
     return out
+
+
+def _continuation_symbols(backend: Tokenizer, texts: Iterable[str], prefix: str, spool: Path) -> list[str]:
+    """Every ``prefix + c`` for a character ``c`` that follows the first of a word of ``texts`` (as ``backend``
+    normalizes and splits them), sorted; the texts are written to ``spool`` (JSON lines) on the way, for training.
+
+    The WordPiece trainer numbers these continuation symbols in hash order, which differs from run to run, and
+    breaks ties between equally frequent merges by those numbers: given to it first, as special tokens in sorted
+    order, they are numbered alike in every run, and the same texts give the same vocabulary."""
+    normalize = backend.normalizer.normalize_str if backend.normalizer is not None else str
+    split = backend.pre_tokenizer.pre_tokenize_str if backend.pre_tokenizer is not None else (lambda s: [(s, None)])
+    chars: set[str] = set()
+    with open(spool, "w", encoding="utf-8") as f:
+        for text in texts:
+            f.write(json.dumps(text, ensure_ascii=False) + "\n")
+            for word, _ in split(normalize(text)):
+                chars.update(word[1:])
+    return [prefix + c for c in sorted(chars)]
 
 
 def extra_special_tokens(tokenizer) -> list[str]:

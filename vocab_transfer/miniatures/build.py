@@ -8,15 +8,19 @@ plans the workflow builds; :func:`build_mirror` writes one miniature of each:
   the real one, a few thousand tokens of the same tokenizer family (XLM-R/CamemBERT: Unigram; BERT: WordPiece;
   RoBERTa/GPT-2: byte-level BPE; Mistral/Llama: SentencePiece-style BPE with byte fallback), trained here on the
   study's languages, and random weights of width 32 (:data:`FAMILIES`);
-- a dataset repository per hub corpus in its layout: CC100 (one line per row, empty rows between documents), OSCAR
-  23.01 (``<lang>_meta/*.jsonl`` rows with ``content`` and quality warnings), mC4 and Wikipedia (a config per
-  language, ``text`` rows), with a dataset card that picks the files as the hub's does;
+- a dataset repository per hub corpus in its file layout and compression (:func:`write_corpus`): OSCAR 23.01
+  (``<lang>_meta/<lang>_meta_part_<k>.jsonl.zst`` OSCAR records, ``checksum.sha256``, the loading script),
+  CC-100 (``<lang>.txt.xz``, empty lines between documents), mC4 (allenai/c4's
+  ``multilingual/c4-<lang>.tfrecord-*.json.gz``), Wikipedia (``<date>.<lang>/train-*.parquet``), with a dataset
+  card that picks the files as the hub's does;
 - task look-alikes in the hub's parquet-export layout (:mod:`.tasks`);
 - fastText ``cc.<lang>.300.bin.gz`` (trained here, 300 dimensions in name only) and MUSE dictionaries, under the URLs
   the download rules fetch;
 - lm-eval tasks of the same names as the config's benchmarks, multiple choice on local files.
 
-Text comes from :mod:`.text`. Everything is seeded: the same config builds the same files.
+Text comes from :mod:`.text`. Everything is seeded and written without time stamps (gzip headers with time 0 and no
+name; zstd, xz and parquet with fixed settings; fastText on one thread with a seed; WordPiece trained in a fixed
+order, :func:`vocab_transfer.data.tokenizer.train_like`): the same config builds the same bytes.
 """
 
 from __future__ import annotations
@@ -197,43 +201,199 @@ def _documents(lang: str, n: int, seed: int) -> list[list[str]]:
     return out
 
 
-def _jsonl(path: Path, rows) -> None:
+def _atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
+    return path
+
+
+def _jsonl_bytes(rows) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+
+
+def _jsonl(path: Path, rows) -> Path:
+    return _atomic(path, _jsonl_bytes(rows))
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """gzip of ``data`` with no file name and time 0 in its header: the same bytes every time."""
+    import io
+
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as g:
+        g.write(data)
+    return buf.getvalue()
+
+
+def xz_bytes(data: bytes) -> bytes:
+    """xz (preset 6, CRC-64 check, one stream) of ``data``, as ``xz`` writes it by default."""
+    import lzma
+
+    return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6)
+
+
+def zstd_bytes(data: bytes) -> bytes:
+    """zstd (level 3, one frame with content size and checksum, no worker threads) of ``data``."""
+    import zstandard
+
+    return zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True, threads=0).compress(data)
+
+
+def _parquet(path: Path, rows: list[dict]) -> Path:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), buf)
+    return _atomic(path, buf.getvalue())
+
+
+def _card(configs: list[tuple[str, list[tuple[str, str]]]], title: str) -> str:
+    """A dataset card whose configurations pick their files: [(config name, [(split, path pattern)])]."""
+    lines = ["---", "configs:"]
+    for name, splits in configs:
+        lines += [f"- config_name: {name}", "  data_files:"]
+        for split, pattern in splits:
+            lines += [f"  - split: {split}", f"    path: {pattern}"]
+    return "\n".join([*lines, "---", f"# {title} (a miniature for the rehearsal)", ""])
+
+
+def _uuid(*parts) -> str:
+    import hashlib
+    import uuid
+
+    return f"<urn:uuid:{uuid.UUID(bytes=hashlib.sha1('/'.join(map(str, parts)).encode()).digest()[:16])}>"
+
+
+#: OSCAR 23.01 quality warnings dealt to every 50th document or so; the reader drops header, footer and noisy ones
+OSCAR_WARNINGS = {7: ["short_sentences"], 19: ["header"], 31: ["tiny"], 43: ["noisy"], 47: ["footer"]}
+
+
+def _oscar(out: Path, data_dir: str, lang: str, documents: list[list[str]]) -> list[Path]:
+    """OSCAR 23.01 (oscar-corpus/OSCAR-2301): ``<lang>_meta/<lang>_meta_part_<k>.jsonl.zst`` (zstd JSON lines, a
+    record per document: ``content``, ``warc_headers``, ``metadata`` with the identification, harmful perplexity,
+    TLSH hash, quality warnings, categories and per-line identifications) and ``<lang>_meta/checksum.sha256``."""
+    import hashlib
+
+    written, sums = [], []
+    half = (len(documents) + 1) // 2
+    for part, chunk in enumerate((documents[:half], documents[half:]), 1):
+        rows = []
+        for i, doc in enumerate(chunk):
+            content = "\n".join(doc)
+            record_id = _uuid(data_dir, part, i)
+            rows.append({
+                "content": content,
+                "warc_headers": {
+                    "warc-record-id": record_id, "warc-date": f"2022-11-{26 + i % 4:02d}T{i % 24:02d}:15:0{i % 10}Z",
+                    "content-type": "text/plain", "content-length": str(len(content.encode("utf-8"))),
+                    "warc-type": "conversion", "warc-identified-content-language": lang,
+                    "warc-refers-to": _uuid(data_dir, part, i, "refers"),
+                    "warc-target-uri": f"https://example.org/{lang}/{part}/{i}",
+                    "warc-block-digest": "sha1:" + hashlib.sha1(content.encode()).hexdigest().upper()[:32]},
+                "metadata": {
+                    "identification": {"label": lang, "prob": round(0.7 + (i % 30) / 100, 6)},
+                    "harmful_pp": round(100.0 + i % 997, 3), "tlsh": "tlsh:" + hashlib.sha256(
+                        content.encode()).hexdigest().upper()[:70],
+                    "quality_warnings": OSCAR_WARNINGS.get(i % 50), "categories": None,
+                    "sentence_identifications": [{"label": lang, "prob": round(0.8 + (i + k) % 20 / 100, 6)}
+                                                 for k, _ in enumerate(doc)]}})
+        name = f"{data_dir}_part_{part}.jsonl.zst"
+        data = zstd_bytes(_jsonl_bytes(rows))
+        written.append(_atomic(out / data_dir / name, data))
+        sums.append(f"{hashlib.sha256(data).hexdigest()}  {name}\n")
+    written.append(_atomic(out / data_dir / "checksum.sha256", "".join(sums).encode()))
+    return written
+
+
+def _cc100(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
+    """CC-100 as data.statmt.org/cc-100 has it: ``<lang>.txt.xz``, a line per paragraph, an empty line after each
+    document; the card's configuration ``<lang>`` picks it."""
+    text = "".join(line + "\n" for doc in documents for line in (*doc, ""))
+    return [_atomic(out / f"{name}.txt.xz", xz_bytes(text.encode("utf-8")))], (name, [("train", f"{name}.txt.xz")])
+
+
+C4_ENGLISH = ("en", "en.noblocklist", "en.noclean", "realnewslike")  # allenai/c4's English configs: <name>/c4-train.*
+
+
+def _c4(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
+    """mC4 as allenai/c4 has it: ``multilingual/c4-<lang>.tfrecord-<k>-of-<n>.json.gz`` and
+    ``multilingual/c4-<lang>-validation.tfrecord-<k>-of-<n>.json.gz`` (gzip JSON lines ``text``, ``timestamp``,
+    ``url``; here two of the train shards and one validation shard) with the card's configuration ``<lang>``
+    (C4 English: ``<config>/c4-train.<k>-of-01024.json.gz``)."""
+    rows = [{"text": "\n".join(d), "timestamp": f"2019-04-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z",
+             "url": f"https://example.org/{name}/{i}"} for i, d in enumerate(documents)]
+    held = max(1, len(rows) // 20)
+    train, validation = rows[:-held], rows[-held:]
+    half = (len(train) + 1) // 2
+    if name in C4_ENGLISH:
+        shards = [(f"{name}/c4-train.{k:05d}-of-01024.json.gz", c) for k, c in enumerate((train[:half], train[half:]))]
+        shards.append((f"{name}/c4-validation.00000-of-00008.json.gz", validation))
+        splits = [("train", f"{name}/c4-train.*.json.gz"), ("validation", f"{name}/c4-validation.*.json.gz")]
+    else:
+        base = f"multilingual/c4-{name}"
+        shards = [(f"{base}.tfrecord-{k:05d}-of-01024.json.gz", c) for k, c in enumerate((train[:half], train[half:]))]
+        shards.append((f"{base}-validation.tfrecord-00000-of-00008.json.gz", validation))
+        splits = [("train", f"{base}.*.json.gz"), ("validation", f"{base}-validation.*.json.gz")]
+    return [_atomic(out / path, gzip_bytes(_jsonl_bytes(chunk))) for path, chunk in shards], (name, splits)
+
+
+def _wikipedia(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
+    """Wikipedia as wikimedia/wikipedia has it: ``<date>.<lang>/train-<k>-of-<n>.parquet`` with ``id``, ``url``,
+    ``title``, ``text``, and the card's configuration ``<date>.<lang>``."""
+    lang = name.split(".", 1)[-1]
+    rows = [{"id": str(1000 + i), "url": f"https://{lang}.wikipedia.org/wiki?curid={1000 + i}",
+             "title": d[0].split()[0].strip(".").title(), "text": "\n\n".join(d)} for i, d in enumerate(documents)]
+    half = (len(rows) + 1) // 2
+    files = [_parquet(out / name / f"train-{k:05d}-of-00002.parquet", chunk)
+             for k, chunk in enumerate((rows[:half], rows[half:]))]
+    return files, (name, [("train", f"{name}/train-*")])
+
+
+def _jsonl_config(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
+    """Any other hub corpus: ``<config>/train-<k>.jsonl`` rows ``id``, ``text``, ``url``."""
+    rows = [{"id": f"{name}-{i}", "text": "\n".join(d), "url": f"https://example.org/{name}/{i}"}
+            for i, d in enumerate(documents)]
+    half = (len(rows) + 1) // 2
+    files = [_jsonl(out / name / f"train-{k:05d}.jsonl", chunk) for k, chunk in enumerate((rows[:half], rows[half:]))]
+    return files, (name, [("train", f"{name}/train-*.jsonl")])
+
+
+#: The version of the corpora's file layout recorded in ``rehearsal.json``: 2, each hub corpus's own files and
+#: compression (1, JSON lines for every corpus, is written again)
+CORPUS_LAYOUT = 2
+#: How a hub corpus repository lays out a configuration's files, by a word of its id (the first that matches)
+LAYOUTS = [("cc100", _cc100), ("allenai/c4", _c4), ("wikipedia", _wikipedia)]
+OSCAR_SCRIPT = ('"""The loading script of oscar-corpus/OSCAR-2301 stands here in the hub repository. The pipeline never\n'
+                'runs it (datasets >= 4 refuses loading scripts): it reads the <lang>_meta/*.jsonl.zst files by name."""\n')
 
 
 def write_corpus(root: Path, repo: str, configs: dict[tuple[str, str], str], *, docs: int = 1500,
-                 seed: int = 0) -> Path:
-    """A hub dataset repository with one miniature corpus per config name (or ``data_dir``), rows as the hub corpus
-    of that repository has them, and a dataset card listing the configs."""
+                 seed: int = 0) -> list[Path]:
+    """A hub dataset repository with one miniature corpus per config name (or ``data_dir``), in the file layout,
+    compression and record format of the hub corpus of that repository (OSCAR 23.01, CC-100, mC4, Wikipedia;
+    JSON lines otherwise), and a dataset card listing the configs; returns the files written."""
     out = root / repo
-    cards = []
+    written, cards = [], []
     for (how, value), lang in sorted(configs.items()):
         documents = _documents(lang, docs, seed)
-        if how == "data_dir":  # OSCAR 23.01: <lang>_meta/<lang>_meta_part_<k>.jsonl, rows {content, metadata}
-            half = len(documents) // 2
-            for part, chunk in enumerate((documents[:half], documents[half:]), 1):
-                _jsonl(out / value / f"{value}_part_{part}.jsonl",
-                       ({"content": "\n".join(d), "warc_headers": {"warc-record-id": f"{value}-{part}-{i}"},
-                         "metadata": {"quality_warnings": ["short_sentences"] if i % 50 == 7 else None}}
-                        for i, d in enumerate(chunk)))
+        if how == "data_dir":  # OSCAR 23.01: <lang>_meta/<lang>_meta_part_<k>.jsonl.zst, no configurations
+            written += _oscar(out, value, lang, documents)
             continue
-        if "cc100" in repo:  # one line per row, an empty row after each document
-            rows = [{"id": str(i), "text": line} for i, line in
-                    enumerate(x for d in documents for x in (*d, ""))]
-        else:  # mC4 / Wikipedia: a document per row
-            rows = [{"id": f"{value}-{i}", "text": "\n".join(d), "url": f"https://example.org/{value}/{i}"}
-                    for i, d in enumerate(documents)]
-        half = len(rows) // 2
-        for part, chunk in enumerate((rows[:half], rows[half:])):
-            _jsonl(out / value / f"train-{part:05d}.jsonl", chunk)
-        cards.append(f"- config_name: {value}\n  data_files:\n  - split: train\n    path: {value}/train-*.jsonl\n")
+        layout = next((f for word, f in LAYOUTS if word in repo), _jsonl_config)
+        files, card = layout(out, value, documents)
+        written += files
+        cards.append(card)
     if cards:
-        (out / "README.md").write_text("---\nconfigs:\n" + "".join(cards) + "---\n# a miniature for the rehearsal\n",
-                                       encoding="utf-8")
-    return out
+        written.append(_atomic(out / "README.md", _card(cards, repo).encode()))
+    elif "OSCAR" in repo:  # the hub repository's card (no configurations) and loading script
+        written.append(_atomic(out / "README.md", f"---\npretty_name: {repo}\n---\n# {repo} (a miniature)\n".encode()))
+        written.append(_atomic(out / f"{repo.split('/')[-1]}.py", OSCAR_SCRIPT.encode()))
+    return written
 
 
 # ---------------------------------------------------------------------------------- word vectors, dictionaries
@@ -249,6 +409,7 @@ def _url_file(root: Path, url: str) -> Path:
 def _train_vectors(corpus: str, out: str, dim: int) -> None:
     import fasttext
 
+    # one thread, whose random generator fastText seeds with its fixed seed (0; the Python binding takes none)
     fasttext.train_unsupervised(corpus, model="skipgram", dim=dim, minCount=2, epoch=3, thread=1, bucket=50000,
                                 lr=0.01, verbose=0).save_model(out)
 
@@ -268,9 +429,7 @@ def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -
         job.join()
         if job.exitcode:
             raise RuntimeError(f"fastText on the {lang} miniature text failed (exit code {job.exitcode})")
-        with open(model, "rb") as f, gzip.GzipFile(path.with_name(path.name + ".tmp"), "wb", mtime=0) as g:
-            shutil.copyfileobj(f, g)
-    os.replace(path.with_name(path.name + ".tmp"), path)
+        _atomic(path, gzip_bytes(model.read_bytes()))
     return path
 
 
@@ -278,8 +437,8 @@ def write_dictionary(root: Path, slang: str, lang: str, pairs: int = 1500) -> Pa
     """A MUSE-style dictionary ``<slang>-<lang>.txt``: the languages' words paired by frequency rank."""
     path = _url_file(root, MUSE_URL.format(slang=slang, lang=lang))
     src, tgt = text.vocabulary(slang)[0], text.vocabulary(lang)[0]
-    path.write_text("".join(f"{s} {t}\n" for s, t in zip(src[:pairs], tgt[:pairs], strict=False)), encoding="utf-8")
-    return path
+    pairs_text = "".join(f"{s} {t}\n" for s, t in zip(src[:pairs], tgt[:pairs], strict=False))
+    return _atomic(path, pairs_text.encode("utf-8"))
 
 
 BENCHMARK_YAML = """task: {name}
@@ -333,33 +492,37 @@ def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0
 
 
 # ----------------------------------------------------------------------------------------------------- mirror
-def build_mirror(config: dict, root: str | Path, *, progress=print) -> dict:
+def build_mirror(config: dict, root: str | Path, *, progress=print, resources: Resources | None = None) -> dict:
     """Write a miniature of every hub resource ``config`` names into the mirror ``root``; returns what it holds, by
     kind. ``<root>/rehearsal.json`` records each miniature's spec and files, and a miniature whose files are all
     there is kept if its spec is unchanged or, for a model's languages and a corpus's configs, covers what
     ``config`` needs; one that does not cover them is written again for both, so that configs sharing a mirror
-    do not rewrite each other's miniatures (delete the folder to rebuild everything)."""
+    do not rewrite each other's miniatures (delete the folder to rebuild everything). ``resources``: what to write
+    instead of what ``config`` names (:func:`hub_resources`)."""
     from .tasks import write_task
 
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     manifest = root / "rehearsal.json"
     before = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}) if manifest.is_file() else {}
-    res = hub_resources(config)
+    res = resources if resources is not None else hub_resources(config)
     done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [], "dictionaries": [], "benchmarks": []}
     files: dict[str, dict] = {}
     steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors, res.dictionaries, res.benchmarks)))
     kept = 0
 
-    def build(kind: str, key: str, spec, write, *, there: Path | None = None, grows: bool = False) -> None:
+    def build(kind: str, key: str, spec, write, *, there: Path | None = None, grows: bool = False,
+              layout: int | None = None) -> None:
         """Keep miniature ``key`` of ``kind`` as the manifest has it, or write it with ``write(spec)`` (its paths).
         ``grows``: ``spec`` is a list, and a recorded superset covers it. ``there``: a file that stands for the
-        miniature where the manifest has no entry for it (a model or word vectors, slow to make)."""
+        miniature where the manifest has no entry for it (a model or word vectors, slow to make). ``layout``: the
+        version of the miniature's file layout; one recorded with another is written again."""
         nonlocal kept
         spec, entry = json.loads(json.dumps(spec, sort_keys=True)), before.get(f"{kind}:{key}")
         if entry is None and there is not None and there.exists():
             entry = {"spec": spec, "files": [str(there.relative_to(root))]}
-        whole = bool(entry and entry["files"] and all((root / f).exists() for f in entry["files"]))
+        whole = bool(entry and entry["files"] and all((root / f).exists() for f in entry["files"])
+                     and entry.get("layout") == layout)
         had = {json.dumps(x): x for x in entry["spec"]} if whole and grows else {}
         if whole and (entry["spec"] == spec or grows and all(json.dumps(x) in had for x in spec)):
             files[f"{kind}:{key}"], kept, how = entry, kept + 1, "kept"
@@ -368,7 +531,8 @@ def build_mirror(config: dict, root: str | Path, *, progress=print) -> dict:
                 spec = sorted({**had, **{json.dumps(x): x for x in spec}}.values())
             paths = write(spec)
             paths = [paths] if isinstance(paths, (str, Path)) else paths
-            files[f"{kind}:{key}"] = {"spec": spec, "files": [str(Path(x).relative_to(root)) for x in paths]}
+            files[f"{kind}:{key}"] = {"spec": spec, "files": [str(Path(x).relative_to(root)) for x in paths],
+                                      **({"layout": layout} if layout is not None else {})}
             how = "written"
         done[kind].append(key)
         progress(f"[{sum(map(len, done.values()))}/{steps}] {kind}: {key} ({how})")
@@ -378,7 +542,7 @@ def build_mirror(config: dict, root: str | Path, *, progress=print) -> dict:
               grows=True)
     for repo, configs in sorted(res.corpora.items()):
         build("corpora", repo, sorted([*k, lang] for k, lang in configs.items()), partial(_corpus, root, repo),
-              grows=True)
+              layout=CORPUS_LAYOUT, grows=True)
     for key, spec in sorted(res.tasks.items()):
         build("tasks", key, spec, partial(write_task, root))
     for lang in sorted(res.word_vectors):
@@ -395,7 +559,10 @@ def build_mirror(config: dict, root: str | Path, *, progress=print) -> dict:
     return done
 
 
-def _corpus(root: Path, repo: str, spec: list) -> Path:
+def _corpus(root: Path, repo: str, spec: list) -> list[Path]:
+    for _, value, _ in spec:  # what the JSON-lines layout before CORPUS_LAYOUT 2 wrote for every hub corpus
+        for old in (*(f"{value}_part_{k}.jsonl" for k in (1, 2)), *(f"train-{k:05d}.jsonl" for k in (0, 1))):
+            (root / repo / value / old).unlink(missing_ok=True)
     return write_corpus(root, repo, {(how, value): lang for how, value, lang in spec})
 
 
