@@ -84,6 +84,9 @@ set +e
   python -m vocab_transfer.workflow.rehearsal --base "$REPO" "${CONFIGS[@]}" "$OVERLAY"
 } > logs/rehearsal/report.txt
 REPORT=$?
+# the LAPT job of rehearsal.interrupt: signalled, checkpointed, retried, bit-identical (workflow/interrupted.py)
+[ "$LOCAL" = 1 ] || python -m vocab_transfer.workflow.interrupted --base "$REPO" "${CONFIGS[@]}" "$OVERLAY" \
+  >> logs/rehearsal/report.txt || REPORT=1
 set -e
 grep -v "^ok " logs/rehearsal/report.txt
 say "report: $WORKDIR/logs/rehearsal/report.txt"

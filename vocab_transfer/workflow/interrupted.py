@@ -1,0 +1,156 @@
+"""Whether the rehearsal's interrupted LAPT job (``rehearsal.interrupt``) was stopped by SLURM's signal before its time
+limit, checkpointed, resumed by a retry, and ended bit-identical to a run that was never interrupted.
+
+``python -m vocab_transfer.workflow.interrupted CONFIG...`` (scripts/rehearse.sh, in the rehearsal's working
+directory, after the run) finds the job of each study whose ``rehearsal.interrupt`` names one of its LAPT runs:
+
+- its SLURM jobs, from the sbatch logs under logs/slurm/ that ran its command (``--output <model folder>``);
+- from its trainer log (logs/[<study>/]train_lapt/<source>/<target>/<run>.log): the signal, the step it
+  checkpointed at, and the resume from that step;
+- the reference: the same command (launcher, process count, inputs, settings) run again here, into a temporary
+  folder, without a time limit; every ``.safetensors`` file of the final model and of its snapshots is compared
+  byte for byte (SHA-256) with the interrupted run's.
+
+One line per job; exit status 1 if a job did not run, was not interrupted, not resumed, or differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+
+#: The options of the LAPT command that name what it writes (moved to the reference's folder).
+OUTPUT_OPTIONS = ("--output", "--curve", "--checkpoints", "--snapshots", "--token-accuracy")
+
+
+def interrupted_jobs(config: dict, base: str) -> list[tuple[str, str, str, str, str]]:
+    """(study, source, target, run, model folder) of the LAPT job each study's ``rehearsal.interrupt`` names."""
+    from .config import lapt_run_targets
+    from .studies import studies_of, study_plan
+
+    jobs = []
+    for name, study in studies_of(config, base).items():
+        plan = study_plan(study)
+        cfg = plan.cfg
+        stop = cfg.rehearsal.interrupt if cfg.rehearsal else None
+        if stop is None or stop.run not in cfg.lapt.runs:
+            continue
+        target = stop.target or lapt_run_targets(cfg, stop.run)[0]
+        jobs += [(name, source, target, stop.run, plan.paths.lapt_model(source, target, stop.run))
+                 for source in cfg.sources]
+    return jobs
+
+
+def job_command(model: str) -> tuple[list[str], list[str]]:
+    """The shell command of the job writing ``model`` as its sbatch logs print it, and the logs (oldest first)."""
+    logs, command = [], None
+    needle = f"--output {shlex.quote(model)} "
+    for path in sorted(glob.glob("logs/slurm/**/*.log", recursive=True), key=_job_id):
+        for line in Path(path).read_text(errors="replace").splitlines():
+            if "-m vocab_transfer.training.lapt" in line and needle in line:
+                logs.append(path)
+                command = line.strip()
+                break
+    return (shlex.split(command) if command else []), logs
+
+
+def _job_id(path: str) -> int:
+    digits = re.findall(r"\d+", os.path.basename(path))
+    return int(digits[0]) if digits else 0
+
+
+def reference_command(words: list[str], folder: str) -> list[str]:
+    """``words`` (the job's command) without ``exec`` and its log redirection, writing into ``folder``."""
+    words = words[1:] if words[:1] == ["exec"] else list(words)
+    if "2>>" in words:
+        words = words[:words.index("2>>")]
+    for i, word in enumerate(words[:-1]):
+        if word in OUTPUT_OPTIONS:
+            words[i + 1] = os.path.join(folder, word.lstrip("-"))
+    return words
+
+
+def tensor_hashes(folder: str) -> dict[str, str]:
+    """SHA-256 of every ``.safetensors`` file below ``folder`` by its path relative to it."""
+    out = {}
+    for path in sorted(Path(folder).rglob("*.safetensors")):
+        if not any(part.startswith(".") for part in path.relative_to(folder).parts):
+            out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def trainer_events(log: str) -> tuple[int | None, int | None, int | None]:
+    """(signal number, step checkpointed at, step resumed from) as the trainer log records them."""
+    text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
+    signal = re.search(r"received signal (\d+)", text)
+    checkpoint = re.search(r"checkpointed at step (\d+) after", text)
+    resumed = re.search(r"resuming from \S+ \(step (\d+) of", text)
+    return tuple(int(m.group(1)) if m else None for m in (signal, checkpoint, resumed))
+
+
+def check(study: str, source: str, target: str, run: str, model: str) -> tuple[bool, str]:
+    """Whether the job was signalled, checkpointed, retried and ended bit-identical; the report line."""
+    words, logs = job_command(model)
+    log = os.path.join("logs", study, "train_lapt", source, target, f"{run}.log")
+    signal, checkpointed, resumed = trainer_events(log)
+    head = f"interrupted LAPT run {model}"
+    if not words:
+        return False, f"{head}: no sbatch log under logs/slurm/ ran it"
+    if signal is None or checkpointed is None or resumed != checkpointed:
+        return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs {len(logs)}; {log}: signal "
+                       f"{signal}, checkpoint at step {checkpointed}, resumed from step {resumed})")
+    if not os.path.isdir(model):
+        return False, f"{head}: SIGTERM at step {checkpointed}, but the retry did not finish ({log})"
+    name = {15: "SIGTERM", 10: "SIGUSR1"}.get(signal, f"signal {signal}")
+    with tempfile.TemporaryDirectory(prefix="uninterrupted-", dir=".") as folder:
+        cmd = reference_command(words, folder)
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            return False, f"{head}: the uninterrupted reference failed ({shlex.join(cmd)}): {proc.stderr[-1500:]}"
+        ref = {**tensor_hashes(os.path.join(folder, "output")),
+               **{f"snapshots/{k}": v for k, v in tensor_hashes(os.path.join(folder, "snapshots")).items()}}
+    ours = {**tensor_hashes(model), **{f"snapshots/{k}": v for k, v in tensor_hashes(
+        os.path.join(os.path.dirname(model), "snapshots")).items()}}
+    same = bool(ref) and ref == ours
+    jobs = ", ".join(str(_job_id(p)) for p in logs)
+    return same, (f"{head}: {name} at step {checkpointed}, checkpoint, retried (SLURM jobs {jobs}), finished; "
+                  f"tensors bit-identical to an uninterrupted run: {'yes' if same else 'NO'} ({len(ref)} "
+                  f".safetensors files compared; reference: {words[1] if words[0] == 'exec' else words[0]} ...)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    import yaml
+    from snakemake.utils import update_config
+
+    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.interrupted", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("configfiles", nargs="+", help="config files, merged in order as --configfile merges them")
+    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        help="the workflow's folder, where study config files are looked up (default: this checkout)")
+    args = parser.parse_args(argv)
+    config: dict = {}
+    for path in args.configfiles:
+        with open(path) as f:
+            update_config(config, yaml.safe_load(f) or {})
+    jobs = interrupted_jobs(config, args.base)
+    if not jobs:
+        print("interrupted LAPT run: none (rehearsal.interrupt names no LAPT run of these configs)")
+        return 0
+    ok = True
+    for job in jobs:
+        good, line = check(*job)
+        ok &= good
+        print(line)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
