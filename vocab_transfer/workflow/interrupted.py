@@ -87,12 +87,12 @@ def tensor_hashes(folder: str) -> dict[str, str]:
 
 
 def trainer_events(log: str) -> tuple[int | None, int | None, int | None]:
-    """(signal number, step checkpointed at, step resumed from) as the trainer log records them."""
+    """(signal number, step checkpointed at, step resumed from) as the trainer log records them last (the log is
+    appended to by every attempt)."""
     text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
-    signal = re.search(r"received signal (\d+)", text)
-    checkpoint = re.search(r"checkpointed at step (\d+) after", text)
-    resumed = re.search(r"resuming from \S+ \(step (\d+) of", text)
-    return tuple(int(m.group(1)) if m else None for m in (signal, checkpoint, resumed))
+    found = [re.findall(pattern, text) for pattern in (r"received signal (\d+)", r"checkpointed at step (\d+) after",
+                                                       r"resuming from \S+ \(step (\d+) of")]
+    return tuple(int(values[-1]) if values else None for values in found)
 
 
 def check(study: str, source: str, target: str, run: str, model: str) -> tuple[bool, str]:
