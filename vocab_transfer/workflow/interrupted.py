@@ -5,8 +5,11 @@ limit, checkpointed, resumed by a retry, and ended bit-identical to a run that w
 directory, after the run) finds the job of each study whose ``rehearsal.interrupt`` names one of its LAPT runs:
 
 - its SLURM jobs, from the sbatch logs under logs/slurm/ that ran its command (``--output <model folder>``);
-- from its trainer log (logs/[<study>/]train_lapt/<source>/<target>/<run>.log): the signal, the step it
-  checkpointed at, and the resume from that step;
+- the signal: the first job's sbatch log shows Snakemake inside it stopping on it ("Will exit after finishing
+  currently running jobs"), SLURM (``scontrol``, while it remembers the jobs) that it ended before its limit, not as
+  TIMEOUT; the retry's trainer log (logs/[<study>/]train_lapt/<source>/<target>/<run>.log; Snakemake clears it
+  before each attempt) the step it resumed from, the signal's checkpoint where that step is no multiple of
+  ``checkpoint_every``;
 - the reference: the same command (launcher, process count, inputs, settings) run again here, into a temporary
   folder, without a time limit; every ``.safetensors`` file of the final model and of its snapshots is compared
   byte for byte (SHA-256) with the interrupted run's.
@@ -54,9 +57,10 @@ def job_command(model: str) -> tuple[list[str], list[str]]:
     needle = f"--output {shlex.quote(model)} "
     for path in sorted(glob.glob("logs/slurm/**/*.log", recursive=True), key=_job_id):
         for line in Path(path).read_text(errors="replace").splitlines():
-            if "-m vocab_transfer.training.lapt" in line and needle in line:
+            line = line.strip().removeprefix("Shell command:").strip()  # printshellcmds
+            if line.startswith("exec ") and "-m vocab_transfer.training.lapt" in line and needle in line:
                 logs.append(path)
-                command = line.strip()
+                command = line
                 break
     return (shlex.split(command) if command else []), logs
 
@@ -86,33 +90,49 @@ def tensor_hashes(folder: str) -> dict[str, str]:
     return out
 
 
-def trainer_events(log: str) -> tuple[int | None, int | None, int | None]:
-    """(signal number, step checkpointed at, step resumed from) as the trainer log records them last (the log is
-    appended to by every attempt)."""
+def resumed_step(log: str) -> int | None:
+    """The step the last attempt resumed from, as its trainer log says (Snakemake clears a job's log before a retry,
+    so the log holds the last attempt only)."""
     text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
-    found = [re.findall(pattern, text) for pattern in (r"received signal (\d+)", r"checkpointed at step (\d+) after",
-                                                       r"resuming from \S+ \(step (\d+) of")]
-    return tuple(int(values[-1]) if values else None for values in found)
+    found = re.findall(r"resuming from \S+ \(step (\d+) of", text)
+    return int(found[-1]) if found else None
+
+
+def slurm_state(job_id: int) -> dict[str, str]:
+    """``scontrol show job`` of a job as ``{field: value}`` (empty once SLURM has forgotten it: MinJobAge)."""
+    out = subprocess.run(["scontrol", "-o", "show", "job", str(job_id)], capture_output=True, text=True)
+    return dict(f.split("=", 1) for f in out.stdout.split() if "=" in f) if out.returncode == 0 else {}
 
 
 def check(study: str, source: str, target: str, run: str, model: str) -> tuple[bool, str]:
-    """Whether the job was signalled, checkpointed, retried and ended bit-identical; the report line."""
+    """Whether the job was signalled before its limit, checkpointed, retried, resumed and ended bit-identical to an
+    uninterrupted run; the report line."""
+    import json
+
     words, logs = job_command(model)
     log = os.path.join("logs", study, "train_lapt", source, target, f"{run}.log")
-    signal, checkpointed, resumed = trainer_events(log)
     head = f"interrupted LAPT run {model}"
     if not words:
         return False, f"{head}: no sbatch log under logs/slurm/ ran it"
-    if signal is None or checkpointed is None or resumed != checkpointed:
-        return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs {len(logs)}; {log}: signal "
-                       f"{signal}, checkpoint at step {checkpointed}, resumed from step {resumed})")
+    first = Path(logs[0]).read_text(errors="replace")
+    signal = re.search(r"slurm_extra=\S*--signal=(?:B:)?([A-Z0-9]+)@(\d+)", first)
+    signalled = "Will exit after finishing currently running jobs" in first  # Snakemake in the job got the signal
+    step = resumed_step(log)
+    every = json.loads(words[words.index("--config") + 1]).get("checkpoint_every") if "--config" in words else None
+    states = [slurm_state(_job_id(p)) for p in logs]
+    ended = ", ".join(f"{_job_id(p)} {st.get('JobState', '?')} after {st.get('RunTime', '?')} of "
+                      f"{st.get('TimeLimit', '?')}" for p, st in zip(logs, states, strict=True))
+    if len(logs) < 2 or not signalled or step is None or states[0].get("JobState") == "TIMEOUT":
+        return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs: {ended}; signal seen in the "
+                       f"first: {signalled}; {log}: resumed from step {step})")
     if not os.path.isdir(model):
-        return False, f"{head}: SIGTERM at step {checkpointed}, but the retry did not finish ({log})"
-    name = {15: "SIGTERM", 10: "SIGUSR1"}.get(signal, f"signal {signal}")
+        return False, f"{head}: signalled and resumed from step {step}, but the retry did not finish ({ended})"
+    name = f"SIG{signal.group(1)} ({signal.group(2)} s before the limit)" if signal else "the signal"
+    own = f"the signal's checkpoint: not a multiple of checkpoint_every {every}" if every and step % every else \
+        f"a periodic checkpoint (checkpoint_every {every})"
     with tempfile.TemporaryDirectory(prefix="uninterrupted-", dir=".") as folder:
         cmd = reference_command(words, folder)
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if proc.returncode != 0:
             return False, f"{head}: the uninterrupted reference failed ({shlex.join(cmd)}): {proc.stderr[-1500:]}"
         ref = {**tensor_hashes(os.path.join(folder, "output")),
@@ -120,10 +140,10 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
     ours = {**tensor_hashes(model), **{f"snapshots/{k}": v for k, v in tensor_hashes(
         os.path.join(os.path.dirname(model), "snapshots")).items()}}
     same = bool(ref) and ref == ours
-    jobs = ", ".join(str(_job_id(p)) for p in logs)
-    return same, (f"{head}: {name} at step {checkpointed}, checkpoint, retried (SLURM jobs {jobs}), finished; "
-                  f"tensors bit-identical to an uninterrupted run: {'yes' if same else 'NO'} ({len(ref)} "
-                  f".safetensors files compared; reference: {words[1] if words[0] == 'exec' else words[0]} ...)")
+    return same, (f"{head}: {name} at step {step} ({own}), checkpoint, retried (SLURM jobs: {ended}), resumed from "
+                  f"step {step}, finished; tensors bit-identical to an uninterrupted run: {'yes' if same else 'NO'} "
+                  f"({len(ref)} .safetensors files compared by SHA-256; reference: {shlex.join(cmd[:5])} ... "
+                  "here, without a time limit)")
 
 
 def main(argv: list[str] | None = None) -> int:
