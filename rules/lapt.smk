@@ -35,7 +35,7 @@ rule train_lapt:
         gpu=cfg.lapt.gpus,
         nodes=cfg.lapt.nodes,
         mem_mb=res.mem_mb(config, "train_lapt"),
-        runtime=cfg.lapt.runtime_min,
+        runtime=plan.lapt_runtime,  # lapt.runtime_min (a rehearsal may shorten one job's: rehearsal.interrupt)
     log:
         logs("train_lapt/{source}/{target}/{run}.log"),
     benchmark:

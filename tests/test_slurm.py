@@ -286,7 +286,7 @@ def test_signal_before_time_limit_lets_a_job_checkpoint_and_resume(runs):
 
 def shipped_profile(directory: Path, cpus: int = 2) -> Path:
     """profiles/slurm/config.yaml for this cluster, written to `directory`
-    (vocab_transfer.workflow.cluster.local_profile: partitions filled in, accounts dropped, CPUs and memory per job
+    (vocab_transfer.workflow.cluster.local_profile: partitions and accounts of this cluster, CPUs and memory per job
     capped to what the node has), with the run settings (status command, polling, retries) of tests/slurm/profile."""
     from vocab_transfer.workflow.cluster import local_profile
 

@@ -75,5 +75,6 @@ class StopSignals:
 
     def exit(self, step: int) -> None:
         """Exit with :data:`EXIT_RESUME` after the checkpoint of ``step``."""
-        log.warning("checkpointed at step %d after signal %d; rerun to resume", step, self.received)
+        cause = f"signal {self.received}" if self.received else "another process's signal"
+        log.warning("checkpointed at step %d after %s; rerun to resume", step, cause)
         sys.exit(EXIT_RESUME)

@@ -10,6 +10,9 @@
 #
 # Usage: sudo bash scripts/slurm/start.sh [options]
 #   --gpus N        fake GPUs on the node (default 1; 0 = no GRES)
+#   --gpu-type T    give the fake GPUs a type (GRES gpu:T:N): jobs may then ask for `--gpus=T:1` or
+#                   `--gres=gpu:T:1` as a profile's gpu_model makes them, and untyped requests still fit
+#                   (default: untyped, gpu:N)
 #   --cpus N        CPUs the node advertises (default: the real count); more than the real
 #                   count lets small test jobs run side by side
 #   --mem-mb M      memory the node advertises in MB (default: the real amount)
@@ -22,7 +25,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-FAKE_GPUS=1 CPUS_OVERRIDE="" MEM_OVERRIDE="" MAX_TIME=7-00:00:00 TIMEOUT=60 RESTART=0 FORCE=0
+FAKE_GPUS=1 GPU_TYPE="" CPUS_OVERRIDE="" MEM_OVERRIDE="" MAX_TIME=7-00:00:00 TIMEOUT=60 RESTART=0 FORCE=0
 NODE=localnode
 ETC=/etc/slurm
 RUNDIR=/run/local-slurm          # rendered configs and markers for what this script started
@@ -31,13 +34,14 @@ MARK="Managed by vocab-transfer scripts/slurm/start.sh"
 while [ $# -gt 0 ]; do
   case "$1" in
     --gpus) FAKE_GPUS=$2; shift ;;
+    --gpu-type) GPU_TYPE=$2; shift ;;
     --cpus) CPUS_OVERRIDE=$2; shift ;;
     --mem-mb) MEM_OVERRIDE=$2; shift ;;
     --max-time) MAX_TIME=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
     --restart) RESTART=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -93,7 +97,8 @@ fi
 NODE_GRES=""
 : > "$RUNDIR/gres.conf"
 if [ "$FAKE_GPUS" -gt 0 ]; then
-  NODE_GRES="Gres=gpu:$FAKE_GPUS"
+  [[ "$GPU_TYPE" =~ ^[A-Za-z0-9_.-]*$ ]] || die "--gpu-type $GPU_TYPE: letters, digits and _.- only"
+  NODE_GRES="Gres=gpu:${GPU_TYPE:+$GPU_TYPE:}$FAKE_GPUS"
   # Dummy device files (the same device as /dev/null): SLURM only uses them to index the GPUs
   # and set CUDA_VISIBLE_DEVICES; nothing opens them.
   files=()
@@ -101,7 +106,8 @@ if [ "$FAKE_GPUS" -gt 0 ]; then
     [ -e "/dev/fakegpu$i" ] || mknod "/dev/fakegpu$i" c 1 3 2>/dev/null || touch "/dev/fakegpu$i"
     files+=("/dev/fakegpu$i")
   done
-  printf '# %s\nNodeName=%s Name=gpu File=%s\n' "$MARK" "$NODE" "$(IFS=,; echo "${files[*]}")" > "$RUNDIR/gres.conf"
+  printf '# %s\nNodeName=%s Name=gpu%s File=%s\n' "$MARK" "$NODE" "${GPU_TYPE:+ Type=$GPU_TYPE}" \
+    "$(IFS=,; echo "${files[*]}")" > "$RUNDIR/gres.conf"
 fi
 printf '# %s\nCgroupPlugin=autodetect\n' "$MARK" > "$RUNDIR/cgroup.conf"   # unused (no cgroup plugins)
 sed -e "s#@NODE_HW@#$NODE_HW#" -e "s#@NODE_GRES@#$NODE_GRES#" -e "s#@SLURMD_PARAMS@#$SLURMD_PARAMS#" \

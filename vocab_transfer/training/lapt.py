@@ -695,13 +695,14 @@ class _Run:
                 if self.evaluates and step in snapshots:
                     self.snapshot(step)
                 last = step == total
-                if (step % cfg.checkpoint_every == 0 or stop.received or step == stop_after) and not last:
+                stopping = group.any(stop.received is not None, device)  # every process stops after the same step
+                if (step % cfg.checkpoint_every == 0 or stopping or step == stop_after) and not last:
                     if self.evaluates:
                         self.ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve,
                                                                          "running": float(running),
                                                                          "n_running": n_running, "config": settings})
                     group.barrier()
-                if stop.received and not last:  # a signal in the last step: the run ends instead
+                if stopping and not last:  # a signal in the last step: the run ends instead
                     stop.exit(step)
                 if step == stop_after:
                     return pd.DataFrame(curve)

@@ -90,6 +90,15 @@ class Distributed:
         return torch.nn.parallel.DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda"
                                                          else None)
 
+    def any(self, flag: bool, device: torch.device) -> bool:
+        """Whether ``flag`` holds on any process (True on all of them then): SLURM's signal reaches the processes at
+        slightly different times, and all must stop after the same step."""
+        if self.world == 1:
+            return flag
+        value = torch.tensor(int(flag), device=device)
+        torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+        return bool(value.item())
+
     def barrier(self) -> None:
         if self.world > 1:
             torch.distributed.barrier()

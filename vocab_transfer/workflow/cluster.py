@@ -9,9 +9,14 @@ checks the jobs themselves:
   parsing already) names the resource, the rules that would carry it and the file to edit;
 - a job that asks for GPUs on a partition whose nodes have none (``sinfo -p <partition> -o %G``) names the rule and
   the partition;
+- on a cluster that enforces accounts (``scontrol show config``: ``AccountingStorageEnforce`` with ``associations``,
+  ``limits``, ``qos`` or ``safe``), a job without ``slurm_account``, or with an account that ``sacctmgr show assoc``
+  does not list for the user, names the rules and the account;
 - multi-node LAPT (``lapt.nodes`` > 1) on an executor other than SLURM names the key.
 
-Torch-free; ``sinfo`` is only called for the partitions of GPU jobs, once each.
+Torch-free; ``sinfo`` is only called for the partitions of GPU jobs, once each, ``scontrol``/``sacctmgr`` once per
+check. :func:`local_profile` turns a profile (placeholders filled in or not) into one for the single-node cluster of
+scripts/slurm, for the dress rehearsal (scripts/rehearse.sh).
 """
 
 from __future__ import annotations
@@ -94,9 +99,67 @@ def partition_gres(partition: str) -> str | None:
     return " ".join(out.stdout.split()) if out.returncode == 0 else None
 
 
+#: Values of ``AccountingStorageEnforce`` under which a job needs an account with an association (SLURM's
+#: slurm.conf: ``limits``, ``qos`` and ``safe`` imply ``associations``).
+ENFORCING = ("associations", "limits", "qos", "safe")
+
+
+def cluster_accounts() -> tuple[str, set[str] | None] | None:
+    """What the cluster here asks of a job's account: ``(AccountingStorageEnforce, accounts)``, the first as
+    ``scontrol show config`` prints it (``none``, ``associations,limits``), the second the accounts ``sacctmgr show
+    assoc`` lists for this user (None where it cannot say, e.g. without slurmdbd); None without ``scontrol``."""
+    if shutil.which("scontrol") is None:
+        return None
+    out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        return None
+    enforce = next((line.split("=", 1)[1].strip() for line in out.stdout.splitlines()
+                    if line.split("=", 1)[0].strip() == "AccountingStorageEnforce"), "none")
+    known = None
+    if shutil.which("sacctmgr"):
+        import getpass
+
+        assoc = subprocess.run(["sacctmgr", "-n", "-P", "show", "assoc", f"user={getpass.getuser()}",
+                                "format=account"], capture_output=True, text=True, timeout=60)
+        if assoc.returncode == 0:
+            known = {line.strip() for line in assoc.stdout.splitlines() if line.strip()}
+    return enforce, known
+
+
+def check_accounts(jobs: Iterable[tuple[str, dict]], enforce: str, known: set[str] | None) -> list[str]:
+    """Problems of the jobs' ``slurm_account`` on a cluster whose ``AccountingStorageEnforce`` is ``enforce`` and
+    whose associations list the accounts ``known`` (None: not known): none where no association is enforced."""
+    if not any(word in enforce.lower() for word in ENFORCING):
+        return []
+    missing: list[str] = []
+    unknown: dict[str, list[str]] = {}
+    for rule, resources in jobs:
+        account = str(resources.get("slurm_account") or "").strip("'\"")
+        if not account:
+            missing.append(rule)
+        elif not PLACEHOLDER.match(account) and known is not None and account not in known:
+            unknown.setdefault(account, []).append(rule)
+    look = WHERE_TO_LOOK["slurm_account"]
+    problems = []
+    if missing:
+        names = sorted(set(missing))
+        problems.append(f"{PROFILE}: rules {', '.join(names[:5])}{', ...' if len(names) > 5 else ''} have no "
+                        f"slurm_account, but this cluster enforces accounts (AccountingStorageEnforce={enforce}): set "
+                        f"slurm_account under default-resources / set-resources ({look})")
+    for account, rules in sorted(unknown.items()):
+        names = sorted(set(rules))
+        problems.append(f"{PROFILE}: slurm_account {account!r} (rules {', '.join(names[:5])}"
+                        f"{', ...' if len(names) > 5 else ''}) has no association for this user on this cluster "
+                        f"(sacctmgr lists: {', '.join(sorted(known)) or 'none'}); replace it ({look})")
+    return problems
+
+
 def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_nodes: int = 1,
-                     gres: Callable[[str], str | None] = partition_gres) -> list[str]:
-    """Problems of the jobs ``(rule, resources)`` a run is about to submit with ``executor``; empty when none."""
+                     gres: Callable[[str], str | None] = partition_gres,
+                     accounts: Callable[[], tuple[str, set[str] | None] | None] = cluster_accounts) -> list[str]:
+    """Problems of the jobs ``(rule, resources)`` a run is about to submit with ``executor``; empty when none.
+    ``gres``: a partition's GPUs as ``sinfo`` prints them (:func:`partition_gres`); ``accounts``: the cluster's
+    account enforcement and known accounts (:func:`cluster_accounts`)."""
     jobs = list(jobs)
     problems = []
     if lapt_nodes > 1 and executor != "slurm" and any(rule == "train_lapt" for rule, _ in jobs):
@@ -135,6 +198,9 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
             problems.append(f"{PROFILE}: rule {rule} asks for {_gpus(resources)} GPU(s) on partition {partition!r}, "
                             f"whose nodes have none (sinfo -p {partition} -o %G: {found}); set its slurm_partition "
                             "to a GPU partition")
+    policy = accounts() if jobs else None
+    if policy is not None:
+        problems += check_accounts(jobs, *policy)
     return problems
 
 
@@ -152,30 +218,79 @@ LOCAL_RUN_SETTINGS = {"slurm-status-command": "squeue", "slurm-init-seconds-befo
                       "seconds-between-status-checks": 2, "slurm-keep-successful-logs": True, "latency-wait": 5}
 
 
+#: The single-node cluster of scripts/slurm as :func:`local_profile` fills a profile in for it: its partitions and
+#: the accounts its jobs carry (no slurmdbd there, so SLURM takes any account name), each ``(CPU jobs, GPU jobs)``.
+LOCAL_PARTITIONS = ("cpu", "gpu")
+LOCAL_ACCOUNTS = ("rehearsal-cpu", "rehearsal-gpu")
+
+
+def gpu_type(gres: str | None) -> str | None:
+    """The GPU type of what ``sinfo -o %G`` prints (``gpu:a100:4`` -> ``a100``); None for untyped GPUs or none."""
+    for item in (gres or "").split(","):
+        fields = item.split("(")[0].split(":")
+        if fields[0] == "gpu" and len(fields) == 3:
+            return fields[1]
+    return None
+
+
 def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpus: int = 2, mem_mb: int = 4000,
-                  settings: Mapping[str, object] = LOCAL_RUN_SETTINGS) -> str:
-    """The shipped profile (profiles/slurm/config.yaml) for the single-node cluster of scripts/slurm, written to
-    ``out_dir``/config.yaml: its partition placeholders filled in with that cluster's ``cpu`` and ``gpu``, its
-    accounts dropped (no accounting there), CPUs and memory per job capped at ``cpus`` / ``mem_mb``, and the run
-    ``settings`` over its own. Everything else (retries, rules on the GPU partition, signals) stays the shipped
-    profile's. Returns the folder."""
+                  settings: Mapping[str, object] = LOCAL_RUN_SETTINGS, signal_s: int | None = None,
+                  local_gpu_type: str | None | Callable[[], str | None] = None) -> str:
+    """The shipped profile (profiles/slurm/config.yaml, its placeholders filled in or not) for the single-node cluster
+    of scripts/slurm, written to ``out_dir``/config.yaml. Whatever the partition and account keys hold becomes that
+    cluster's: ``default-resources`` get the CPU partition and account of :data:`LOCAL_PARTITIONS` /
+    :data:`LOCAL_ACCOUNTS`, a ``set-resources`` rule whose partition differs from the default one the GPU ones (the
+    same as the default: the CPU ones). A ``gpu_model`` (and the type in a ``gres: gpu:<type>:N``) becomes the type
+    of the local fake GPUs, ``local_gpu_type`` (a value or a function; None: ``sinfo -p gpu -o %G``), and is dropped
+    where they have none. CPUs and memory per job are capped at ``cpus`` / ``mem_mb``; ``signal_s`` sets the lead
+    of every ``--signal=TERM@<s>`` in ``slurm_extra``; the run ``settings`` go over the profile's own. Everything
+    else (GPU counts, retries, rules on the GPU partition, signals) stays the profile's. Returns the folder; what
+    was changed is listed at the top of the file."""
     from pathlib import Path
 
     import yaml
 
-    text = Path(shipped).read_text()
-    for placeholder, partition in {"<cpu-partition>": "cpu", "<gpu-partition>": "gpu"}.items():
-        if placeholder not in text:
-            raise ValueError(f"{shipped}: no placeholder {placeholder} to fill in")
-        text = text.replace(placeholder, partition)
-    profile = yaml.safe_load(text)  # anchors resolved, as Snakemake reads it
-    for resources in [profile["default-resources"], *profile["set-resources"].values()]:
-        resources.pop("slurm_account", None)
+    profile = yaml.safe_load(Path(shipped).read_text())  # anchors resolved, as Snakemake reads it
+    if not isinstance(profile, dict) or not isinstance(profile.get("default-resources"), dict):
+        raise ValueError(f"{shipped}: no default-resources section to fill in")
+    if callable(local_gpu_type) or local_gpu_type is None:
+        local_gpu_type = (local_gpu_type or (lambda: gpu_type(partition_gres(LOCAL_PARTITIONS[1]))))()
+    default = profile["default-resources"]
+    cpu_partition = str(default.get("slurm_partition", "")).strip("'\"")
+    notes: set[str] = set()
+    sections = [("default-resources", default), *((f"set-resources.{rule}", res) for rule, res in
+                                                   (profile.get("set-resources") or {}).items())]
+    for where, resources in sections:
+        partition = str(resources.get("slurm_partition", cpu_partition)).strip("'\"")
+        side = 0 if where == "default-resources" or partition == cpu_partition else 1
+        for key, local in (("slurm_partition", LOCAL_PARTITIONS[side]), ("slurm_account", LOCAL_ACCOUNTS[side])):
+            if key in resources:
+                notes.add(f"{key} {resources[key]!r} -> {local!r}")
+                resources[key] = local
+        if "gpu_model" in resources:
+            if local_gpu_type:
+                notes.add(f"gpu_model {resources['gpu_model']!r} -> {local_gpu_type!r}")
+                resources["gpu_model"] = local_gpu_type
+            else:
+                notes.add(f"gpu_model {resources.pop('gpu_model')!r} dropped (the local GPUs have no type)")
+        gres = str(resources.get("gres", ""))
+        if re.fullmatch(r"gpu:[^:]+:\d+", gres):
+            new = f"gpu:{local_gpu_type}:{gres.rsplit(':', 1)[1]}" if local_gpu_type else f"gpu:{gres.rsplit(':', 1)[1]}"
+            notes.add(f"gres {gres!r} -> {new!r}")
+            resources["gres"] = new
         if isinstance(resources.get("cpus_per_task"), int):
             resources["cpus_per_task"] = min(resources["cpus_per_task"], cpus)
         if isinstance(resources.get("mem_mb"), int):
             resources["mem_mb"] = min(resources["mem_mb"], mem_mb)
+        if signal_s is not None and isinstance(resources.get("slurm_extra"), str):
+            extra = re.sub(r"(--signal=(?:B:)?[A-Z0-9]+@)\d+", rf"\g<1>{signal_s}", resources["slurm_extra"])
+            if extra != resources["slurm_extra"]:
+                notes.add(f"slurm_extra {resources['slurm_extra']} -> {extra}")
+                resources["slurm_extra"] = extra
     profile.update(settings)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(out_dir) / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    header = "".join(f"#   {note}\n" for note in sorted(notes))
+    (Path(out_dir) / "config.yaml").write_text(
+        f"# {shipped} for the single-node cluster of scripts/slurm (vocab_transfer.workflow.cluster.local_profile):\n"
+        f"{header}" + yaml.safe_dump(profile, sort_keys=False))
     return str(out_dir)

@@ -907,6 +907,18 @@ class Eval(Section):
 
 
 @dataclass(frozen=True)
+class Interrupt(Section):
+    """``rehearsal.interrupt``: one LAPT job of the rehearsal gets a SLURM time limit shorter than its work, so that
+    the profile's ``--signal=TERM@<s>`` stops it, it checkpoints and exits 75, and a retry resumes it."""
+
+    run: str = required(doc="the lapt.runs key of that job (a study without the run is left as it is)")
+    target: str | None = default(None, doc="its target (default: the run's first)")
+    steps: int = default(600, ge=1, doc="the run's main-stage steps: work well beyond one time limit")
+    runtime_min: int = default(3, ge=2, doc=(
+        "that job's time limit (minutes); scripts/rehearse.sh sets the signal lead below it (--signal-s)"))
+
+
+@dataclass(frozen=True)
 class Rehearsal(Section):
     """``rehearsal``: the config in miniature, every rule, table and figure of its grid at a size one CPU machine
     runs to the end (vocab_transfer.workflow.rehearsal.shrink; configs/overlays/rehearsal.yaml)."""
@@ -922,6 +934,12 @@ class Rehearsal(Section):
     targets: int | None = default(None, ge=1, doc=(
         "cut the grid to this many targets (more where a table or figure needs another to keep a cell): every "
         "entry naming another target goes (tasks, models, table columns, ...); null: every target"))
+    gpus: int = default(2, ge=1, doc=(
+        "GPUs per job at most: a trainer that asks for GPUs keeps asking for them, at most this many (torchrun "
+        "starts as many processes; on a cluster's fake GPUs they train on the CPU with gloo)"))
+    interrupt: Interrupt | None = default(None, doc=(
+        "one LAPT job stopped by its time limit's signal and resumed (scripts/rehearse.sh reports whether it "
+        "ended bit-identical to an uninterrupted run)"))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,13 @@ tables, figures) stays, apart from the fine-tuning seeds. What shrinks, with the
   and figures, training sequences) by the same factor, so that a snapshot at 10% of the run stays at 10%;
 - batches, sequence lengths and evaluation sizes of LAPT, fine-tuning, zero-shot training, init evaluation, probes
   and benchmarks to ``batch_size`` / ``seq_len`` and a few batches; fine-tuning to one epoch; precision to the CPU's;
-  every trainer to one CPU thread and no GPU;
+  every trainer to one CPU thread per process;
+- GPUs stay requested as the paper's config requests them, at most ``gpus`` per job (LAPT on one node): a job asks
+  SLURM for them as on the cluster, and torchrun starts one process per GPU, which on fake GPUs (no CUDA device)
+  trains on the CPU with gloo;
+- ``interrupt``: one LAPT run gets ``steps`` main-stage steps (its evaluation and checkpoint intervals scaled
+  along) and its job a time limit of ``runtime_min`` (:func:`interrupt_runtime`, read by the plan), so that
+  the profile's signal stops it and a retry resumes it;
 - target tokenizers to ``vocab_size`` tokens (vocabulary extensions' ``top_tokens`` by the same share), fastText to
   16 dimensions and one epoch, factorizations and refinements to a few dimensions and steps.
 
@@ -63,6 +69,7 @@ def shrink(config: dict) -> dict:
     split["max_heldout_docs"] = min(split.get("max_heldout_docs", HELDOUT_DOCS), HELDOUT_DOCS)
     _evaluation(config.setdefault("eval", {}), r)
     scale = _lapt(config.get("lapt"), r)
+    _interrupt(config.get("lapt"), r)
     _finetune(config.get("finetune"), r, scale)
     _zero_shot(config.get("zero_shot"), r)
     for table in (config.get("tables") or {}).values():
@@ -203,7 +210,7 @@ def _evaluation(ev: dict, r) -> None:
     ev["seq_len"] = min(ev.get("seq_len", r.seq_len), r.seq_len)
     ev["max_sequences"] = min(ev.get("max_sequences", EVAL_SEQUENCES), EVAL_SEQUENCES)
     ev["batch_size"] = min(ev.get("batch_size", EVAL_BATCH), EVAL_BATCH)
-    ev["gpus"] = 0
+    ev["gpus"] = min(ev.get("gpus", 0), r.gpus)
     if "probe" in ev:
         ev["probe"].update({k: min(ev["probe"].get(k) or v, v) for k, v in PROBE.items()})
         ev["probe"]["seq_len"] = min(ev["probe"].get("seq_len", r.seq_len), r.seq_len)
@@ -226,9 +233,45 @@ def _lapt(lapt: dict | None, r):
 
     for settings in (training, *(run for run in (lapt.get("runs") or {}).values())):
         _lapt_settings(settings, r, scale, main=settings is training)
-    lapt.update(gpus=0, nodes=1, runtime_min=min(lapt.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
-    lapt.pop("launcher", None)
+    lapt.update(gpus=min(lapt.get("gpus", 0), r.gpus), nodes=1,
+                runtime_min=min(lapt.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    _one_node_launcher(lapt)
     return scale
+
+
+def _one_node_launcher(section: dict) -> None:
+    """A launcher written as a list of arguments (process counts, nodes, rendezvous of the cluster's size) goes:
+    ``auto`` starts as many processes as the shrunk ``gpus``; a program alone (``python``) stays."""
+    if isinstance(section.get("launcher"), list):
+        section.pop("launcher")
+
+
+def _interrupt(lapt: dict | None, r) -> None:
+    """The run ``r.interrupt`` names: ``steps`` main-stage steps, evaluation and checkpoint intervals scaled along
+    (no more evaluations than the shrunk run had)."""
+    stop = r.interrupt
+    run = ((lapt or {}).get("runs") or {}).get(stop.run) if stop else None
+    if run is None:
+        return
+    training = lapt.get("training") or {}
+    before = run.get("steps", training.get("steps", 1))
+    factor = max(1.0, stop.steps / before)
+    for key in ("eval_every", "checkpoint_every"):
+        run[key] = max(1, round(run.get(key, training.get(key, 1)) * factor))
+    if run.get("long_steps"):
+        run["long_steps"] = max(1, round(run["long_steps"] * factor))
+    run["steps"] = stop.steps
+
+
+def interrupt_runtime(cfg, run: str, target: str) -> int | None:
+    """The time limit (minutes) of the LAPT job ``run`` on ``target`` where the config's ``rehearsal.interrupt``
+    names it (its ``target``, else the run's first), else None."""
+    from .config import lapt_run_targets
+
+    stop = cfg.rehearsal.interrupt if cfg.rehearsal else None
+    if stop is None or stop.run != run or run not in cfg.lapt.runs:
+        return None
+    return stop.runtime_min if target == (stop.target or lapt_run_targets(cfg, run)[0]) else None
 
 
 def _lapt_settings(s: dict, r, scale, main: bool) -> None:
@@ -284,8 +327,8 @@ def _finetune(ft: dict | None, r, scale) -> None:
             model["steps"] = _steps(model["steps"], scale)
     if ft.get("seeds"):
         ft["seeds"] = ft["seeds"][:r.seeds]
-    ft.update(gpus=0, runtime_min=min(ft.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
-    ft.pop("launcher", None)
+    ft.update(gpus=min(ft.get("gpus", 0), r.gpus), runtime_min=min(ft.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    _one_node_launcher(ft)
 
 
 def _zero_shot(zs: dict | None, r) -> None:
@@ -297,8 +340,8 @@ def _zero_shot(zs: dict | None, r) -> None:
     for setup in (zs.get("setups") or {}).values():
         setup["training"] = _training(setup.get("training"), r)
         setup["task_training"] = {t: _training(s, r) for t, s in (setup.get("task_training") or {}).items()}
-    zs.update(gpus=0, runtime_min=min(zs.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
-    zs.pop("launcher", None)
+    zs.update(gpus=min(zs.get("gpus", 0), r.gpus), runtime_min=min(zs.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    _one_node_launcher(zs)
 
 
 # ------------------------------------------------------------------------------------ mirrored downloads

@@ -50,6 +50,13 @@ class LaptPlan(PlanBase):
     def lapt_anchors_flag(self, wildcards, input):
         return shell_option("--anchors", input.anchors)
 
+    def lapt_runtime(self, wildcards) -> int:
+        """SLURM time limit of a LAPT job (minutes): ``lapt.runtime_min``, or the rehearsal's ``interrupt.runtime_min``
+        for the job it interrupts (vocab_transfer.workflow.rehearsal.interrupt_runtime)."""
+        from ..rehearsal import interrupt_runtime
+
+        return interrupt_runtime(self.cfg, wildcards.run, wildcards.target) or self.cfg.lapt.runtime_min
+
     def lapt_config(self, wildcards):
         """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
         return canonical(lapt_run_settings(self.cfg, wildcards.run))
