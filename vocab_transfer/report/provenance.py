@@ -290,7 +290,8 @@ def _rows_text(rows: Iterable[str]) -> str:
 
 def check_provenance(frame, *, base: str | os.PathLike | None = None, verify: bool = True) -> list[str]:
     """What is wrong with one table's provenance (a sidecar's rows): two rows that read the same records of one
-    artifact, or two files with the same content (a copy); with ``verify``, an artifact whose checksum (relative to
+    artifact, a cell that reads the same records (``seed=1``) from two artifacts (two files that claim one run),
+    or two rows that read files with the same content (a copy); with ``verify``, an artifact whose checksum (relative to
     ``base``, default the working directory) is no longer the recorded one, or that is gone. Reference reads
     (``role`` reference) may be shared."""
     if frame.empty:
@@ -302,6 +303,12 @@ def check_provenance(frame, *, base: str | os.PathLike | None = None, verify: bo
         if reads["row"].nunique() > 1:
             what = f"{artifact}" + (f" ({records})" if records else "")
             problems.append(f"{name}: rows {_rows_text(reads['row'])} read the same artifact {what}")
+    for (_, _, records), reads in values[values["records"] != ""].groupby(["csv_row", "field", "records"],
+                                                                           sort=True):
+        if reads["artifact"].nunique() > 1:
+            files = sorted(set(reads["artifact"]))
+            problems.append(f"{name}: row '{reads['row'].iloc[0]}' ({reads['column'].iloc[0]}) reads {records} from "
+                            f"{len(files)} artifacts: {', '.join(files)}")
     for checksum, reads in values.groupby("checksum", sort=True):
         if reads["artifact"].nunique() > 1 and reads["row"].nunique() > 1:
             files = sorted(set(reads["artifact"]))
@@ -315,7 +322,7 @@ def check_provenance(frame, *, base: str | os.PathLike | None = None, verify: bo
                 problems.append(f"{name}: {artifact} is gone")
             elif artifact_checksum(path) != checksum:
                 problems.append(f"{name}: {artifact} changed since the table was written")
-    return problems
+    return list(dict.fromkeys(problems))  # a cell's problem once, not once per number of it
 
 
 def check_table_provenance(path: str | os.PathLike, *, base: str | os.PathLike | None = None,
