@@ -143,8 +143,9 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
 
 @pytest.mark.slow
 def test_every_table_number_has_its_artifact_and_checksum(tiny_run):
-    """Each numeric cell of each table's CSV has a provenance row (a fine-tuning cell that did not run, 0 seeds,
-    reads nothing), each recorded checksum is the artifact's content now, and no two rows read one artifact."""
+    """Each numeric cell of each table's CSV has a provenance row (a fine-tuning cell that did not run, 0
+    seeds, reads nothing), each recorded checksum is the artifact's content now, and no two rows read one
+    artifact."""
     from vocab_transfer.report.provenance import artifact_checksum, check_table_provenance, provenance_path
 
     tables = sorted((tiny_run / "results/tables").rglob("*.md"))
@@ -156,7 +157,8 @@ def test_every_table_number_has_its_artifact_and_checksum(tiny_run):
                    and not pd.api.types.is_bool_dtype(csv[c]) for i in csv.index[csv[c].notna()]
                    if not (c == "seeds" and csv.at[i, c] == 0)}
         assert numeric and numeric == set(zip(side["csv_row"], side["field"], strict=True)), md.name
-        for artifact, checksum in side.drop_duplicates("artifact")[["artifact", "checksum"]].itertuples(index=False):
+        for artifact, checksum in side.drop_duplicates("artifact")[["artifact", "checksum"]].itertuples(
+                index=False):
             assert checksum == artifact_checksum(tiny_run / artifact, deep=True), artifact
         assert check_table_provenance(md, base=tiny_run) == [], md.name
     init = pd.read_parquet(provenance_path(tiny_run / "results/tables/init_mlm_loss.md"))
@@ -489,7 +491,8 @@ def test_lm_eval_benchmarks_of_the_source_init_and_lapt_exports(decoder_run):
     from vocab_transfer.report.provenance import check_table_provenance, provenance_path
 
     side = pd.read_parquet(provenance_path(decoder_run / "results/tables/benchmarks.md"))
-    kept = side[(side.row == "stage=init name=focus") & (side.field == "kept") & side.block.str.contains("llama")]
+    kept = side[(side.row == "stage=init name=focus") & (side.field == "kept")
+                & side.block.str.contains("llama")]
     assert set(zip(kept.role, kept.artifact, strict=True)) == {  # the init's score over the source's
         ("value", "results/benchmarks/sw/llama-tiny/init/focus.parquet"),
         ("reference", "results/benchmarks/sw/llama-tiny/source/llama-tiny.parquet")}

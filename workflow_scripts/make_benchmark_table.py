@@ -1,5 +1,5 @@
-"""Every benchmark score and the share of the source's score it keeps (rule make_benchmark_table), with the table's
-provenance."""
+"""Every benchmark score and the share of the source's score it keeps (rule make_benchmark_table), with the
+table's provenance."""
 
 import json
 

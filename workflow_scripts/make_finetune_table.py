@@ -24,5 +24,6 @@ def main(paths, meta, csv_path, md_path, html_path, parquet_path, provenance_pat
              provenance_path, md)
 
 
-main(list(snakemake.input.scores), json.loads(snakemake.params.meta), snakemake.output.csv, snakemake.output.md,
-     snakemake.output.html, snakemake.output.parquet, snakemake.output.provenance, snakemake.log[0])
+main(list(snakemake.input.scores), json.loads(snakemake.params.meta), snakemake.output.csv,
+     snakemake.output.md, snakemake.output.html, snakemake.output.parquet, snakemake.output.provenance,
+     snakemake.log[0])

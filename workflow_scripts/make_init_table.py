@@ -21,5 +21,5 @@ def main(paths, meta, csv_path, md_path, html_path, provenance_path, log_path):
     log.info("table written to %s and %s (provenance: %s)\n%s", csv_path, md_path, provenance_path, md)
 
 
-main(list(snakemake.input.results), json.loads(snakemake.params.meta), snakemake.output.csv, snakemake.output.md,
-     snakemake.output.html, snakemake.output.provenance, snakemake.log[0])
+main(list(snakemake.input.results), json.loads(snakemake.params.meta), snakemake.output.csv,
+     snakemake.output.md, snakemake.output.html, snakemake.output.provenance, snakemake.log[0])

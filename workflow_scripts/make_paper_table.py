@@ -1,6 +1,6 @@
 """One table in a paper's layout (rule make_paper_table; config `tables`): downstream scores, LAPT held-out
-perplexity at given steps (`kind: lapt`), or a corpus / vocabulary table (vocab_transfer.report.vocab_tables); with
-the table's provenance (vocab_transfer.report.provenance)."""
+perplexity at given steps (`kind: lapt`), or a corpus / vocabulary table (vocab_transfer.report.vocab_tables);
+with the table's provenance (vocab_transfer.report.provenance)."""
 
 import json
 import os
@@ -57,18 +57,18 @@ def vocab_table(inputs, manifest, spec, min_count):
 
 
 def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, provenance_path, log_path):
-    """``manifest``: what each input is (``[{"input": name, "run": ..., "language": ...}]``, kind lapt: curves;
-    corpus/vocabulary kinds: ``what`` it is; else fine-tuning scores), from the rule's params."""
+    """``manifest``: what each input is (``[{"input": name, "run": ..., "language": ...}]``, kind lapt:
+    curves; corpus/vocabulary kinds: ``what`` it is; else fine-tuning scores), from the rule's params."""
     log = setup_job(log_path)
     kind = spec.get("kind")
     if kind in VOCAB_TABLE_KINDS:
         table, md = vocab_table(inputs, manifest, spec, meta.get("fasttext_min_count"))
-        files = pd.DataFrame([{prov.ARTIFACT: inputs[rec["input"]], **{k: v for k, v in rec.items() if k != "input"}}
-                              for rec in manifest])
+        files = pd.DataFrame([{prov.ARTIFACT: inputs[rec["input"]],
+                               **{k: v for k, v in rec.items() if k != "input"}} for rec in manifest])
         entries = prov.vocab_cells(kind, table, files)
     else:
-        frames = [pd.read_parquet(inputs[rec["input"]]).assign(**{k: v for k, v in rec.items() if k != "input"},
-                                                                **{prov.ARTIFACT: inputs[rec["input"]]})
+        frames = [pd.read_parquet(inputs[rec["input"]]).assign(
+            **{k: v for k, v in rec.items() if k != "input"}, **{prov.ARTIFACT: inputs[rec["input"]]})
                   for rec in manifest]
         tagged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({prov.ARTIFACT: []})
         frame = tagged.drop(columns=prov.ARTIFACT)

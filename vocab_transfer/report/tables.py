@@ -200,7 +200,8 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
     cell = {(r, c): (n, values.get(n) if n else None) for r, names in grid_rows.items()
             for c, n in zip(cols, names[:len(cols)], strict=True)}
     own_best = {r: names[len(cols)] for r, names in grid_rows.items() if len(names) > len(cols)}
-    # the model of each row's Best cell: its own (a reference row), else the row's best cell's (the first of a tie)
+    # the model of each row's Best cell: its own (a reference row), else the row's best cell's (the first of
+    # a tie)
     best_name = {r: own_best[r] if r in own_best else
                  pick([cell[r, c] for c in cols if cell[r, c][1] is not None], key=lambda nv: nv[1][0],
                       default=(None, None))[0] for r in grid_rows}
@@ -218,7 +219,8 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
             texts.append("—" if v is None else (f"**{v[1]}**" if (r, c) in bold else v[1]))
         if best_column:
             v = row_best[r]
-            long.append({"row": r, "column": "Best", "name": best_name[r], "value": None if v is None else v[0]})
+            long.append({"row": r, "column": "Best", "name": best_name[r],
+                         "value": None if v is None else v[0]})
             texts.append("—" if v is None else (f"**{v[1]}**" if (r, "Best") in bold else v[1]))
         lines.append(f"| {r} | " + " | ".join(texts) + " |")
     return long, lines

@@ -379,15 +379,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def check_wiring(tables: list[str]) -> int:
-    """Print one line per table: ``ok`` and what its numbers were read from, or each problem of its provenance
-    (:func:`vocab_transfer.report.provenance.check_table_provenance`: two rows that read one artifact, an artifact
-    changed since, no provenance). Returns the number of tables with a problem."""
+    """Print one line per table: ``ok`` and what its numbers were read from, or each problem of its
+    provenance (:func:`vocab_transfer.report.provenance.check_table_provenance`: two rows that read one
+    artifact, an artifact changed since, no provenance). Returns the number of tables with a problem."""
     from ..report.provenance import check_table_provenance, summary
 
     bad = 0
     for path in tables:
         problems = check_table_provenance(path)
-        print(f"{'wiring ok' if not problems else 'WIRING   '} {path}" + ("" if problems else f": {summary(path)}"))
+        print(f"WIRING    {path}" if problems else f"wiring ok {path}: {summary(path)}")
         for problem in problems:
             print(f"          {problem}")
         bad += bool(problems)
