@@ -204,3 +204,40 @@ def test_sidecar_name():
     assert str(prov.provenance_path("results/tables/paper/t.provenance.parquet")) == (
         "results/tables/paper/t.provenance.parquet"
     )
+
+
+def test_vocabulary_tables_name_their_overlap_fasttext_and_tokenizer_files(tmp_path, monkeypatch):
+    """overlap_counts reads each language's overlap and fastText token list; vocab_coverage also the language's
+    tokenizer folder (a tree checksum from its manifest) and the source tokenizer, shared by every row as a
+    reference."""
+    from vocab_transfer.io import atomic_path
+
+    monkeypatch.chdir(tmp_path)
+    rows = []
+    for n, lang in enumerate(("de", "sw")):  # the languages' files differ, as the pipeline's do
+        write_parquet(pd.DataFrame({"target_id": [1, 2 + n], "match": "exact"}), f"overlap/{lang}.parquet")
+        write_parquet(pd.DataFrame({"token_id": [1, 2 + n], "has_vector": True}), f"fasttext/{lang}.parquet")
+        with atomic_path(f"tokenizers/{lang}", directory=True) as tmp:
+            (tmp / "tokenizer.json").write_text(f'{{"lang": "{lang}"}}')
+        rows += [{prov.ARTIFACT: f"overlap/{lang}.parquet", "what": "overlap", "source": "s", "language": lang},
+                 {prov.ARTIFACT: f"fasttext/{lang}.parquet", "what": "fasttext_tokens", "language": lang},
+                 {prov.ARTIFACT: f"tokenizers/{lang}", "what": "tokenizer", "language": lang}]
+    with atomic_path("source_tokenizer", directory=True) as tmp:
+        (tmp / "tokenizer.json").write_text("{}")
+    files = pd.DataFrame([*rows, {prov.ARTIFACT: "source_tokenizer", "what": "source_tokenizer", "source": "s"}])
+    counts = pd.DataFrame({"language": ["de", "sw"], "name": ["German", "Kiswahili"], "full": [2, 2],
+                           "with_vector": [2, 2], "source": "s"})
+    entries = prov.vocab_cells("overlap_counts", counts, files)
+    assert {(e["row"], e["field"], e["artifact"]) for e in entries} == {
+        (lang, field, f"{what}/{lang}.parquet") for lang in ("de", "sw")
+        for field, what in (("full", "overlap"), ("with_vector", "overlap"), ("with_vector", "fasttext"))}
+    coverage = pd.DataFrame({"language": ["de", "sw"], "tokens": [10, 12], "unk_share": [0.1, 0.5],
+                             "overlap_share": [0.2, 0.1], "source": "s"})
+    frame = prov.provenance_frame(prov.vocab_cells("vocab_coverage", coverage, files), "unks1")
+    shared = frame[frame["artifact"] == "source_tokenizer"]
+    assert set(shared["row"]) == {"de", "sw"} and set(shared["role"]) == {"reference"}
+    assert frame.set_index("artifact")["checksum"]["tokenizers/de"].iloc[0].startswith("xxh3_128-tree:")
+    assert prov.check_provenance(frame) == []
+    frame.loc[frame["artifact"] == "tokenizers/sw", "artifact"] = "tokenizers/de"  # sw's row wired to de's
+    assert prov.check_provenance(frame, verify=False) == [
+        "unks1: rows 'de', 'sw' read the same artifact tokenizers/de"]
