@@ -94,6 +94,8 @@ rule make_finetune_table:
             labels={"table": "Downstream fine-tuning: test scores, mean ± std over seeds"},
         ),
         parquet=paths.finetune_scores_table(),
+        # where each number of the table was read from (vocab_transfer.report.provenance)
+        provenance=paths.finetune_table("provenance.parquet"),
     params:
         meta=plan.table_labels(),
     log:
@@ -119,6 +121,8 @@ rule make_paper_table:
             caption="../report/paper_table.rst",
             labels={"table": "{table}"},
         ),
+        # where each number of the table was read from (vocab_transfer.report.provenance)
+        provenance=paths.paper_table("{table}", "provenance.parquet"),
     params:
         spec=plan.paper_table_spec,
         meta=plan.table_labels(),

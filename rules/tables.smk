@@ -17,6 +17,8 @@ rule make_init_table:
             caption="../report/init_mlm_loss.rst",
             labels={"table": "FOCUS Table 4: MLM loss right after initialization"},
         ),
+        # where each number of the table was read from (vocab_transfer.report.provenance)
+        provenance=paths.init_table("provenance.parquet"),
     params:
         meta=plan.table_metadata(),
     log:
@@ -35,6 +37,8 @@ rule make_benchmark_table:
     output:
         csv=paths.benchmark_table("csv"),
         md=paths.benchmark_table("md"),
+        # where each number of the table was read from (vocab_transfer.report.provenance)
+        provenance=paths.benchmark_table("provenance.parquet"),
     params:
         labels=plan.benchmark_labels(),
     log:

@@ -142,6 +142,30 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
 
 
 @pytest.mark.slow
+def test_every_table_number_has_its_artifact_and_checksum(tiny_run):
+    """Each numeric cell of each table's CSV has a provenance row (a fine-tuning cell that did not run, 0
+    seeds, reads nothing), each recorded checksum is the artifact's content now, and no two rows read one
+    artifact."""
+    from vocab_transfer.report.provenance import artifact_checksum, check_table_provenance, provenance_path
+
+    tables = sorted((tiny_run / "results/tables").rglob("*.md"))
+    assert len(tables) == 4  # init, fine-tuning, and the two paper tables
+    for md in tables:
+        csv = pd.read_csv(md.with_suffix(".csv"))
+        side = pd.read_parquet(provenance_path(md))
+        numeric = {(i, c) for c in csv.columns if pd.api.types.is_numeric_dtype(csv[c])
+                   and not pd.api.types.is_bool_dtype(csv[c]) for i in csv.index[csv[c].notna()]
+                   if not (c == "seeds" and csv.at[i, c] == 0)}
+        assert numeric and numeric == set(zip(side["csv_row"], side["field"], strict=True)), md.name
+        for artifact, checksum in side.drop_duplicates("artifact")[["artifact", "checksum"]].itertuples(
+                index=False):
+            assert checksum == artifact_checksum(tiny_run / artifact, deep=True), artifact
+        assert check_table_provenance(md, base=tiny_run) == [], md.name
+    init = pd.read_parquet(provenance_path(tiny_run / "results/tables/init_mlm_loss.md"))
+    assert set(init["artifact"]) == {"results/eval_init/tiny/de.parquet", "results/eval_init/tiny/sw.parquet"}
+
+
+@pytest.mark.slow
 def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
     """`snakemake <export folder>`: an init export is the model the init-time loss was measured on (AutoModel,
     AutoTokenizer, the same held-out blocks and masks: the same loss); a LAPT export is the run's model, with a card
@@ -464,6 +488,15 @@ def test_lm_eval_benchmarks_of_the_source_init_and_lapt_exports(decoder_run):
     assert init["kept"] == pytest.approx(init["value"] / source["value"])
     md = (decoder_run / "results/tables/benchmarks.md").read_text()
     assert "| Source (llama-tiny) |" in md and "sw_verses (acc_norm)" in md and "| FOCUS + LAPT |" in md
+    from vocab_transfer.report.provenance import check_table_provenance, provenance_path
+
+    side = pd.read_parquet(provenance_path(decoder_run / "results/tables/benchmarks.md"))
+    kept = side[(side.row == "stage=init name=focus") & (side.field == "kept")
+                & side.block.str.contains("llama")]
+    assert set(zip(kept.role, kept.artifact, strict=True)) == {  # the init's score over the source's
+        ("value", "results/benchmarks/sw/llama-tiny/init/focus.parquet"),
+        ("reference", "results/benchmarks/sw/llama-tiny/source/llama-tiny.parquet")}
+    assert check_table_provenance(decoder_run / "results/tables/benchmarks.md", base=decoder_run) == []
 
 
 @pytest.mark.slow
@@ -761,6 +794,10 @@ def test_reference_row_best_cell_and_step0_snapshot(recovery_run):
     best = cells[int(sts["test_pearson"] > at0["test_pearson"])]
     assert sts_md[-2] == f"| Permute 100 | — | **{cells[0]}** | **{cells[1]}** | **{best}** |"
     assert sts_md[-1] == "| FlauBERT-like | — | — | — | — |"  # not fine-tuned on STS-B: missing, not zero
+    from vocab_transfer.report.provenance import check_table_provenance
+
+    for md in sorted((recovery_run / "results/tables").rglob("*.md")):  # LAPT, init-probe and grid tables too
+        assert check_table_provenance(md, base=recovery_run) == [], md.name
 
 
 def test_pretrained_tokenizer_errors_are_named(tmp_path):

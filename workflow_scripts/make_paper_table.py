@@ -1,11 +1,14 @@
 """One table in a paper's layout (rule make_paper_table; config `tables`): downstream scores, LAPT held-out
-perplexity at given steps (`kind: lapt`), or a corpus / vocabulary table (vocab_transfer.report.vocab_tables)."""
+perplexity at given steps (`kind: lapt`), or a corpus / vocabulary table (vocab_transfer.report.vocab_tables);
+with the table's provenance (vocab_transfer.report.provenance)."""
 
 import json
+import os
 
 import pandas as pd
 
 from vocab_transfer.io import read_parquet, write_text
+from vocab_transfer.report import provenance as prov
 from vocab_transfer.report import vocab_tables as vt
 from vocab_transfer.report.tables import init_table, lapt_table, markdown_to_html, paper_table
 from vocab_transfer.workflow.job import setup_job
@@ -53,28 +56,43 @@ def vocab_table(inputs, manifest, spec, min_count):
     return pd.concat(tables, ignore_index=True), "\n".join(parts)
 
 
-def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, log_path):
-    """``manifest``: what each input is (``[{"input": name, "run": ..., "language": ...}]``, kind lapt: curves;
-    corpus/vocabulary kinds: ``what`` it is; else fine-tuning scores), from the rule's params."""
+def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, provenance_path, log_path):
+    """``manifest``: what each input is (``[{"input": name, "run": ..., "language": ...}]``, kind lapt:
+    curves; corpus/vocabulary kinds: ``what`` it is; else fine-tuning scores), from the rule's params."""
     log = setup_job(log_path)
-    if spec.get("kind") in VOCAB_TABLE_KINDS:
+    kind = spec.get("kind")
+    if kind in VOCAB_TABLE_KINDS:
         table, md = vocab_table(inputs, manifest, spec, meta.get("fasttext_min_count"))
+        files = pd.DataFrame([{prov.ARTIFACT: inputs[rec["input"]],
+                               **{k: v for k, v in rec.items() if k != "input"}} for rec in manifest])
+        entries = prov.vocab_cells(kind, table, files)
     else:
-        frames = [pd.read_parquet(inputs[rec["input"]]).assign(**{k: v for k, v in rec.items() if k != "input"})
+        frames = [pd.read_parquet(inputs[rec["input"]]).assign(
+            **{k: v for k, v in rec.items() if k != "input"}, **{prov.ARTIFACT: inputs[rec["input"]]})
                   for rec in manifest]
-        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-        if spec.get("kind") == "lapt":
+        tagged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({prov.ARTIFACT: []})
+        frame = tagged.drop(columns=prov.ARTIFACT)
+        if kind == "lapt":
             table, md = lapt_table(frame, spec, runs=dict(meta["runs"]))
-        elif spec.get("kind") == "init":
+            entries = prov.lapt_cells(table, tagged, spec)
+        elif kind == "init":
             table, md = init_table(frame, spec, labels=dict(meta["methods"]))
+            entries = prov.init_table_cells(table, tagged, spec)
         else:
             table, md = paper_table(frame, spec, models=dict(meta["models"]), tasks=dict(meta["tasks"]))
+            entries = prov.paper_cells(table, tagged, spec)
+    prov.write_provenance(entries, name_of(csv_path), provenance_path)
     write_text(table.to_csv(index=False), csv_path)
     write_text(md, md_path)
     write_text(markdown_to_html(md, title=spec.get("title", "")), html_path)
-    log.info("%s\n%s", spec.get("title", ""), md)
+    log.info("%s (provenance: %s)\n%s", spec.get("title", ""), provenance_path, md)
+
+
+def name_of(path: str) -> str:
+    """The table's name: its file's name without the extension (the config's key)."""
+    return os.path.basename(path).rpartition(".")[0]
 
 
 main(dict(snakemake.input.items()), json.loads(snakemake.params.manifest), json.loads(snakemake.params.spec),
-     json.loads(snakemake.params.meta),
-     snakemake.output.csv, snakemake.output.md, snakemake.output.html, snakemake.log[0])
+     json.loads(snakemake.params.meta), snakemake.output.csv, snakemake.output.md, snakemake.output.html,
+     snakemake.output.provenance, snakemake.log[0])

@@ -195,14 +195,17 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
     ``best_cells``);
     ``best_column`` adds the row's best (Tables 12-16 "Best"); a row with one entry more than ``columns`` names
     its Best cell itself (the reference rows of Tables 12/13/15/16: mBERT, FlauBERT, German BERT fill only
-    "Best"). Returns (long rows, Markdown lines)."""
+    "Best"); the long row of a Best cell names the model it shows. Returns (long rows, Markdown lines)."""
     cols, pick, grid_rows = grid["columns"], (max if higher else min), dict(grid["rows"])
     cell = {(r, c): (n, values.get(n) if n else None) for r, names in grid_rows.items()
             for c, n in zip(cols, names[:len(cols)], strict=True)}
     own_best = {r: names[len(cols)] for r, names in grid_rows.items() if len(names) > len(cols)}
-    row_best = {r: (values.get(own_best[r]) if own_best[r] else None) if r in own_best else
-                pick([v for c in cols if (v := cell[r, c][1]) is not None], key=lambda v: v[0], default=None)
-                for r in grid_rows}
+    # the model of each row's Best cell: its own (a reference row), else the row's best cell's (the first of
+    # a tie)
+    best_name = {r: own_best[r] if r in own_best else
+                 pick([cell[r, c] for c in cols if cell[r, c][1] is not None], key=lambda nv: nv[1][0],
+                      default=(None, None))[0] for r in grid_rows}
+    row_best = {r: values.get(best_name[r]) if best_name[r] else None for r in grid_rows}
     bold = best_cells({(r, c): None if v is None else v[0] for (r, c), (_, v) in cell.items()}
                       | {(r, "Best"): None if v is None else v[0] for r, v in row_best.items()},
                       best_groups, higher=higher, number=number)
@@ -216,7 +219,8 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
             texts.append("—" if v is None else (f"**{v[1]}**" if (r, c) in bold else v[1]))
         if best_column:
             v = row_best[r]
-            long.append({"row": r, "column": "Best", "name": own_best.get(r), "value": None if v is None else v[0]})
+            long.append({"row": r, "column": "Best", "name": best_name[r],
+                         "value": None if v is None else v[0]})
             texts.append("—" if v is None else (f"**{v[1]}**" if (r, "Best") in bold else v[1]))
         lines.append(f"| {r} | " + " | ".join(texts) + " |")
     return long, lines

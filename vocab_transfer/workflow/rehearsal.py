@@ -392,7 +392,8 @@ def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m vocab_transfer.workflow.rehearsal CONFIG...``: every table and figure the merged config files
-    plan, and whether it exists (in the working directory); exit status 1 if one is missing."""
+    plan, and whether it exists (in the working directory), then the provenance check of each table written
+    (:func:`check_wiring`); exit status 1 if one is missing or a table's provenance has a problem."""
     import argparse
     import os
 
@@ -416,7 +417,25 @@ def main(argv: list[str] | None = None) -> int:
     made = {k: by_kind[k] - sum(1 for _, kind, _ in missing if kind == k) for k in by_kind}
     print(f"tables: {made['table']} of {by_kind['table']} written; figures: {made['figure']} of {by_kind['figure']} "
           f"written")
-    return 1 if missing else 0
+    wired = check_wiring([p for _, kind, p in outputs if kind == "table" and os.path.exists(p)])
+    return 1 if missing or wired else 0
+
+
+def check_wiring(tables: list[str]) -> int:
+    """Print one line per table: ``ok`` and what its numbers were read from, or each problem of its
+    provenance (:func:`vocab_transfer.report.provenance.check_table_provenance`: two rows that read one
+    artifact, an artifact changed since, no provenance). Returns the number of tables with a problem."""
+    from ..report.provenance import check_table_provenance, summary
+
+    bad = 0
+    for path in tables:
+        problems = check_table_provenance(path)
+        print(f"WIRING    {path}" if problems else f"wiring ok {path}: {summary(path)}")
+        for problem in problems:
+            print(f"          {problem}")
+        bad += bool(problems)
+    print(f"provenance: {len(tables) - bad} of {len(tables)} tables read each row from its own artifacts")
+    return bad
 
 
 if __name__ == "__main__":

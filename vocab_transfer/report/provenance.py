@@ -1,0 +1,532 @@
+"""Where each number of a table comes from, and a check that no two rows of a table were read from one
+artifact.
+
+Every table the workflow writes (``results/tables/<name>.csv`` / ``.md`` / ``.html``) has a sidecar
+``<name>.provenance.parquet`` beside it, written by the same job (an output of the table's rule). It has one
+row per numeric cell of the table's CSV and artifact that cell was computed from (:data:`COLUMNS`):
+
+- ``table``: the table's name; ``csv_row`` and ``field``: the cell in the CSV (its row number, from 0, and
+  column);
+- ``block``, ``row``, ``column``: the same cell as the rendered table shows it (``block``: the source model,
+  task, language or step a Markdown block is about; ``row``: the row's model, method, LAPT run or language, as
+  the config names it; ``column``: the task, language or step);
+- ``artifact``: the file or folder read, as the job was given it (relative to the workflow's folder);
+  ``records``: which records of it the cell used where the artifact holds more than one cell's
+  (``method=focus``, ``seed=1,2,3``, ``step=300``), empty for all of it;
+- ``checksum``: the artifact's content when the table was written: ``xxh3_128:<hex>`` for a file, the hash its
+  manifest recorded when it was written (:mod:`vocab_transfer.artifacts`; a file whose size or time differ
+  from the manifest's is hashed again), ``xxh3_128-tree:<hex>`` for a folder (the hash of its files' sorted
+  names and hashes), and :func:`vocab_transfer.artifacts.fingerprint` for an artifact without a manifest;
+- ``role``: ``value`` for the artifact the number is a value of, ``reference`` for one it is only compared
+  with (the source model's score behind a benchmark's "share kept", the source tokenizer behind a UNK share).
+
+:func:`check_provenance` (``python -m vocab_transfer.report.provenance results/tables``) reports a table whose
+two rows read one artifact (the same records of it) or two identical copies of one: a row wired to another
+row's model, run or seed, which miniature models that all score alike would otherwise hide. It also reports an
+artifact that has changed since the table was written, and a table without its sidecar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .. import artifacts
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The sidecar's columns, in order (all strings but ``csv_row``).
+COLUMNS = ("table", "csv_row", "field", "block", "row", "column", "artifact", "records", "checksum", "role")
+#: The sidecar's name: ``<table>`` + this, beside the table's ``.csv`` / ``.md``.
+SUFFIX = ".provenance.parquet"
+#: The column that names the artifact of each record in the frames the table scripts read
+# (:func:`read_tagged`).
+ARTIFACT = "artifact"
+ROLES = ("value", "reference")
+
+
+def provenance_path(table: str | os.PathLike) -> Path:
+    """The sidecar of a table file (``init_mlm_loss.md`` -> ``init_mlm_loss.provenance.parquet``); a sidecar
+    is its own."""
+    table = Path(table)
+    if table.name.endswith(SUFFIX):
+        return table
+    return table.with_name(table.name.partition(".")[0] + SUFFIX)
+
+
+def read_tagged(paths: Iterable[str], **fields) -> pd.DataFrame:
+    """The parquet files at ``paths``, concatenated, each record with :data:`ARTIFACT` (its file) and
+    ``fields``."""
+    import pandas as pd
+
+    frames = [pd.read_parquet(p).assign(**{ARTIFACT: str(p)}, **fields) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({ARTIFACT: []})
+
+
+def _label(table, i: int, names: str | Sequence[str]) -> str:
+    """A cell's block/row/column label: the value of one column of the table, or ``name=value`` words of
+    several."""
+    import pandas as pd
+
+    if isinstance(names, str):
+        v = table.at[i, names] if names in table else None
+        return "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
+    return " ".join(f"{n}={table.at[i, n]}" for n in names if n in table and not pd.isna(table.at[i, n]))
+
+
+def _values(series) -> str:
+    vals = sorted({str(v) for v in series if v is not None and v == v})
+    return ",".join(vals)
+
+
+def _key(v) -> str:
+    """A match key's text: None and NaN are empty, 3.0 is 3 (a column that holds NaN elsewhere is float)."""
+    import pandas as pd
+
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def cells(
+    table,
+    inputs,
+    *,
+    match: dict[str, str],
+    row: str | Sequence[str],
+    column: str | Sequence[str] = (),
+    block: str | Sequence[str] = (),
+    fields: Sequence[str],
+    records: Sequence[str] = (),
+    role: str = "value",
+    where: dict | None = None,
+) -> list[dict]:
+    """Provenance entries of ``table``'s cells (its rows, the ``fields`` columns with a value): each cell is
+    attributed to the artifacts of the ``inputs`` records (a :func:`read_tagged` frame, or one record per file
+    with :data:`ARTIFACT`) whose ``match`` columns (``{table column: inputs column}``) equal the table row's,
+    those of ``where`` (``{inputs column: value}``) only. ``records``: inputs columns that say which records
+    of an artifact the cell used. A cell with a value and no artifact is an error (the table computed it from
+    nothing it read)."""
+    import pandas as pd
+
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {list(ROLES)}, not {role!r}")
+    pool = inputs
+    for key, value in (where or {}).items():
+        pool = pool[pool[key] == value] if key in pool else pool.iloc[0:0]
+    missing = [c for c in [*match.values(), *records] if c not in pool]
+    pool = pool.assign(**{c: None for c in missing})
+    key_of = lambda values: tuple(map(_key, values))  # noqa: E731
+    groups: dict[tuple, list[int]] = {}
+    for j, values in enumerate(
+        zip(*(pool[c] for c in match.values()), strict=True) if match else [()] * len(pool)
+    ):
+        groups.setdefault(key_of(values), []).append(j)
+    out = []
+    for i in table.index:
+        present = [f for f in fields if f in table and not pd.isna(table.at[i, f])]
+        if not present:
+            continue
+        hit = pool.iloc[groups.get(key_of(table.at[i, c] for c in match), [])]
+        if hit.empty:
+            where_text = ", ".join(f"{c}={table.at[i, c]}" for c in match)
+            raise ValueError(
+                f"no artifact read holds the records of table row {i} ({where_text}), which has values in "
+                f"{present}"
+            )
+        for artifact, recs in hit.groupby(ARTIFACT, sort=True):
+            used = " ".join(f"{c}={_values(recs[c])}" for c in records if _values(recs[c]))
+            base = {
+                "csv_row": int(i),
+                "block": _label(table, i, block),
+                "row": _label(table, i, row),
+                "column": _label(table, i, column),
+                "artifact": str(artifact),
+                "records": used,
+                "role": role,
+            }
+            out += [{**base, "field": f} for f in present]
+    return out
+
+
+def _numeric(table, exclude: Sequence[str] = ()) -> list[str]:
+    """The numeric columns of ``table`` (bool columns are flags, not numbers), but ``exclude``."""
+    import pandas as pd
+
+    return [
+        c
+        for c in table.columns
+        if c not in exclude
+        and pd.api.types.is_numeric_dtype(table[c])
+        and not pd.api.types.is_bool_dtype(table[c])
+    ]
+
+
+def init_loss_cells(table, inputs) -> list[dict]:
+    """FOCUS Table 4 (:func:`vocab_transfer.report.tables.init_loss_table`): a row per (source, language,
+    method), read from the method's records of the (source, language) init-evaluation file."""
+    return cells(
+        table,
+        inputs,
+        match={"source": "source", "language": "target", "method": "method"},
+        block="source",
+        row="method",
+        column="language",
+        fields=_numeric(table),
+        records=["method"],
+    )
+
+
+def finetune_cells(table, inputs) -> list[dict]:
+    """The fine-tuning table (:func:`vocab_transfer.report.tables.finetune_table`): a row per (source, task,
+    model), read from its scores files (a row per seed)."""
+    return cells(
+        table,
+        inputs,
+        match={"source": "source", "task_name": "task_name", "model": "model"},
+        block="source",
+        row="model",
+        column="task_name",
+        fields=_numeric(table),
+        records=["seed"],
+    )
+
+
+def paper_cells(table, inputs, spec: dict) -> list[dict]:
+    """A downstream table in a paper's layout (:func:`vocab_transfer.report.tables.paper_table`): a row per
+    model and task, or with ``grid`` a row per grid cell (``name`` its model; the Best column reads the row's
+    best cell's). A cell that did not run ("—", 0 seeds) reads nothing."""
+    if "grid" in spec:
+        return cells(
+            table,
+            inputs,
+            match={"source": "source", "task_name": "task_name", "name": "model"},
+            block=["source", "task_name"],
+            row="row",
+            column="column",
+            fields=["value"],
+            records=["seed"],
+        )
+    have = table[table["test_mean"].notna()] if "test_mean" in table else table.iloc[0:0]
+    return cells(
+        have,
+        inputs,
+        match={"source": "source", "task_name": "task_name", "model": "model"},
+        block="source",
+        row="model",
+        column="task_name",
+        fields=_numeric(have),
+        records=["seed"],
+    )
+
+
+def lapt_cells(table, inputs, spec: dict) -> list[dict]:
+    """A LAPT table (:func:`vocab_transfer.report.tables.lapt_table`): a row per run, language and step, read
+    from the step's records of the run's curve; with ``grid`` a row per grid cell (``name`` its run)."""
+    value = spec.get("value", "perplexity")
+    run = "name" if "grid" in spec else "run"
+    match = {run: "run", "language": "language", "step": "step"} | (
+        {"source": "source"} if "source" in table else {}
+    )
+    if "grid" in spec:
+        return cells(
+            table,
+            inputs,
+            match=match,
+            block=["source", "language", "step"],
+            row="row",
+            column="column",
+            fields=["value"],
+            records=["step"],
+        )
+    return cells(
+        table,
+        inputs,
+        match=match,
+        block="source",
+        row="run",
+        column=["language", "step"],
+        fields=[value],
+        records=["step"],
+    )
+
+
+def init_table_cells(table, inputs, spec: dict) -> list[dict]:
+    """A table of init-time values (:func:`vocab_transfer.report.tables.init_table`): the held-out value of a
+    (source, language, method) from the method's records of the init-evaluation file; with ``probes`` each
+    probe's accuracy from the method's probe file."""
+    value = spec.get("value") or "perplexity"
+    probed = inputs["probe"].notna() if "probe" in inputs else None
+    evals = inputs if probed is None else inputs[~probed]
+    evals = evals.assign(language=evals["target"]) if "target" in evals else evals
+    match = {"source": "source", "language": "language", "method": "method"}
+    out = cells(
+        table,
+        evals,
+        match=match,
+        block="source",
+        row="method",
+        column="language",
+        fields=[value],
+        records=["method"],
+    )
+    for probe in spec.get("probes") or {}:
+        out += cells(
+            table,
+            inputs,
+            match=match,
+            block="source",
+            row="method",
+            column="language",
+            fields=[probe],
+            records=["method"],
+            where={"probe": probe},
+        )
+    return out
+
+
+def benchmark_cells(table) -> list[dict]:
+    """The benchmark table (:func:`vocab_transfer.report.tables.benchmark_table`'s long form, with
+    :data:`ARTIFACT`): every number of a row from its model's scores file; the shares kept also from the
+    source model's (a reference)."""
+    keys = ["source", "target", "task", "metric", "filter"]
+    rows = table.drop(columns=ARTIFACT)
+    fields = _numeric(rows)
+    out = cells(
+        rows,
+        table,
+        match={k: k for k in [*keys, "stage", "name"]},
+        block=["source", "target"],
+        row=["stage", "name"],
+        column=["task", "metric", "filter"],
+        fields=fields,
+        records=["task", "metric", "filter"],
+    )
+    return out + cells(
+        rows,
+        table,
+        match={k: k for k in keys},
+        block=["source", "target"],
+        row=["stage", "name"],
+        column=["task", "metric", "filter"],
+        fields=[f for f in ("kept", "kept_over_chance") if f in rows],
+        records=["task", "metric", "filter"],
+        role="reference",
+        where={"stage": "source"},
+    )
+
+
+def vocab_cells(kind: str, table, files) -> list[dict]:
+    """A corpus or vocabulary table (:mod:`vocab_transfer.report.vocab_tables`); ``files``: one record per
+    file read, with :data:`ARTIFACT`, ``what`` (stats, overlap, fasttext_tokens, provenance, tokenizer,
+    source_tokenizer), ``language`` and ``source`` where it has them."""
+    by_lang = {"language": "language"}
+    by_both = by_lang | ({"source": "source"} if "source" in table else {})
+    column = {
+        "overlap_sample": "token",
+        "nearest_tokens": "token",
+        "overlap_groups": "group",
+        "overlap_longest": "rank",
+    }.get(kind, ())
+    common = {"block": "source", "row": "language", "column": column}
+    if kind == "corpus_sizes":
+        return cells(table, files, match=by_lang, fields=_numeric(table), where={"what": "stats"}, **common)
+    if kind == "nearest_tokens":
+        return cells(
+            table, files, match=by_both, fields=_numeric(table), where={"what": "provenance"}, **common
+        )
+    if kind in ("overlap_sample", "overlap_groups", "overlap_longest"):
+        return cells(table, files, match=by_both, fields=_numeric(table), where={"what": "overlap"}, **common)
+    if kind == "overlap_counts":
+        out = cells(table, files, match=by_both, fields=_numeric(table), where={"what": "overlap"}, **common)
+        return out + cells(
+            table, files, match=by_lang, fields=["with_vector"], where={"what": "fasttext_tokens"}, **common
+        )
+    if kind == "vocab_coverage":
+        out = cells(
+            table,
+            files,
+            match=by_lang,
+            fields=["tokens", "unk_share", "overlap_share"],
+            where={"what": "tokenizer"},
+            **common,
+        )
+        out += cells(
+            table, files, match=by_both, fields=["overlap_share"], where={"what": "overlap"}, **common
+        )
+        return out + cells(
+            table,
+            files,
+            match={"source": "source"} if "source" in table else {},
+            fields=["unk_share"],
+            where={"what": "source_tokenizer"},
+            role="reference",
+            **common,
+        )
+    raise ValueError(f"unknown table kind {kind!r}")
+
+
+def artifact_checksum(path: str | os.PathLike, deep: bool = False) -> str:
+    """The content checksum of an artifact (module docstring); ``deep``: hash every file again, trusting no
+    manifest."""
+    path = Path(path)
+    record = artifacts.read_manifest(path)
+    files = record.get("files") if record else None
+    if not isinstance(files, dict):
+        return artifacts.fingerprint(path)
+
+    def xxh3(rel: str, f: Path) -> str:
+        then, st = files.get(rel), f.stat()
+        if not deep and then and then.get("size") == st.st_size and then.get("mtime_ns") == st.st_mtime_ns:
+            return then["xxh3_128"]
+        return artifacts.hash_file(f)
+
+    if not path.is_dir():
+        return "xxh3_128:" + xxh3("", path)
+    listed = sorted(
+        f for f in path.rglob("*") if f.is_file() and f.relative_to(path).as_posix() not in artifacts.UNLISTED
+    )
+    h = artifacts.xxhash.xxh3_128()
+    for f in listed:
+        rel = f.relative_to(path).as_posix()
+        h.update(f"{rel}\0{xxh3(rel, f)}\n".encode())
+    return "xxh3_128-tree:" + h.hexdigest()
+
+
+def provenance_frame(entries: Sequence[dict], table: str, base: str | os.PathLike = ".") -> pd.DataFrame:
+    """The sidecar's rows for ``entries`` (of :func:`cells`), with each artifact's checksum (``artifact``
+    paths relative to ``base``), in :data:`COLUMNS` order."""
+    import pandas as pd
+
+    sums = {a: artifact_checksum(Path(base) / a) for a in sorted({e["artifact"] for e in entries})}
+    rows = [{**e, "table": table, "checksum": sums[e["artifact"]]} for e in entries]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    return frame.astype({c: "string" for c in COLUMNS if c != "csv_row"} | {"csv_row": "int64"})
+
+
+def write_provenance(entries: Sequence[dict], table: str, path: str | os.PathLike) -> None:
+    """Write a table's sidecar (parquet with an explicit schema, atomically, with its manifest)."""
+    import pyarrow as pa
+
+    from ..io import write_parquet
+
+    schema = pa.schema([(c, pa.int64() if c == "csv_row" else pa.string()) for c in COLUMNS])
+    write_parquet(provenance_frame(entries, table), path, schema=schema)
+
+
+def _rows_text(rows: Iterable[str]) -> str:
+    return ", ".join(f"'{r}'" for r in sorted(set(rows)))
+
+
+def check_provenance(frame, *, base: str | os.PathLike | None = None, verify: bool = True) -> list[str]:
+    """What is wrong with one table's provenance (a sidecar's rows): two rows that read the same records of
+    one artifact, a cell that reads the same records (``seed=1``) from two artifacts (two files that claim one
+    run), or two rows that read files with the same content (a copy); with ``verify``, an artifact whose
+    checksum (relative to ``base``, default the working directory) is no longer the recorded one, or that is
+    gone. Reference reads (``role`` reference) may be shared."""
+    if frame.empty:
+        return []
+    name = str(frame["table"].iloc[0])
+    problems = []
+    values = frame[frame["role"] == "value"]
+    for (artifact, records), reads in values.groupby(["artifact", "records"], sort=True):
+        if reads["row"].nunique() > 1:
+            what = f"{artifact}" + (f" ({records})" if records else "")
+            problems.append(f"{name}: rows {_rows_text(reads['row'])} read the same artifact {what}")
+    for (_, _, records), reads in values[values["records"] != ""].groupby(
+        ["csv_row", "field", "records"], sort=True
+    ):
+        if reads["artifact"].nunique() > 1:
+            files = sorted(set(reads["artifact"]))
+            problems.append(
+                f"{name}: row '{reads['row'].iloc[0]}' ({reads['column'].iloc[0]}) reads {records} from "
+                f"{len(files)} artifacts: {', '.join(files)}"
+            )
+    for checksum, reads in values.groupby("checksum", sort=True):
+        if reads["artifact"].nunique() > 1 and reads["row"].nunique() > 1:
+            files = sorted(set(reads["artifact"]))
+            problems.append(
+                f"{name}: rows {_rows_text(reads['row'])} read identical files {', '.join(files)} "
+                f"({checksum})"
+            )
+    if verify:
+        root = Path(base) if base is not None else Path.cwd()
+        for artifact, checksum in frame.drop_duplicates("artifact")[["artifact", "checksum"]].itertuples(
+            index=False
+        ):
+            path = root / artifact
+            if not path.exists():
+                problems.append(f"{name}: {artifact} is gone")
+            elif artifact_checksum(path) != checksum:
+                problems.append(f"{name}: {artifact} changed since the table was written")
+    return list(dict.fromkeys(problems))  # a cell's problem once, not once per number of it
+
+
+def check_table_provenance(
+    path: str | os.PathLike, *, base: str | os.PathLike | None = None, verify: bool = True
+) -> list[str]:
+    """:func:`check_provenance` of the table at ``path`` (its ``.md``, ``.csv``, ``.html`` or sidecar); a
+    table without a sidecar is a problem."""
+    import pandas as pd
+
+    side = provenance_path(path)
+    if not side.is_file():
+        return [f"{Path(path).name.partition('.')[0]}: no provenance ({side} is missing)"]
+    return check_provenance(pd.read_parquet(side), base=base, verify=verify)
+
+
+def summary(path: str | os.PathLike) -> str:
+    """``<cells> cells from <artifacts> artifacts`` of a table's sidecar."""
+    import pandas as pd
+
+    frame = pd.read_parquet(provenance_path(path))
+    n_cells = frame[["csv_row", "field"]].drop_duplicates().shape[0]
+    return f"{n_cells} cells from {frame['artifact'].nunique()} artifacts"
+
+
+def _tables(paths: Sequence[str]) -> list[Path]:
+    out = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            out += sorted({provenance_path(f) for f in p.rglob("*.md")} | set(p.rglob(f"*{SUFFIX}")))
+        else:
+            out.append(provenance_path(p))
+    return list(dict.fromkeys(out))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m vocab_transfer.report.provenance PATH...``: check the provenance of each table (a table
+    file or sidecar, or every table under a folder); one line per table; exit status 1 if a table has a
+    problem."""
+    parser = argparse.ArgumentParser(
+        prog="python -m vocab_transfer.report.provenance", description=main.__doc__
+    )
+    parser.add_argument(
+        "paths", nargs="+", help="tables (.md, .csv, .html or .provenance.parquet) or folders"
+    )
+    parser.add_argument(
+        "--base", default=".", help="the workflow's folder, where artifact paths start (default: .)"
+    )
+    args = parser.parse_args(argv)
+    bad = 0
+    for side in _tables(args.paths):
+        problems = check_table_provenance(side, base=args.base)
+        if problems:
+            bad += 1
+            print(f"PROBLEM {side}")
+            for p in problems:
+                print(f"  {p}")
+        else:
+            print(f"ok      {side}: {summary(side)}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
