@@ -7,7 +7,7 @@ import sys
 from types import SimpleNamespace
 
 from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
-                                            expand_snapshot_models, fill_defaults)
+                                            expand_snapshot_models, fill_defaults, lapt_run_config)
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.rehearsal import mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
@@ -16,6 +16,7 @@ from vocab_transfer.workflow.cluster import check_profile, check_submission, pro
 from vocab_transfer.artifacts import RERUN_ENV
 from vocab_transfer.mirror import MIRROR_ENV
 from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
+from vocab_transfer.methods import Need
 from vocab_transfer.source_model import TRUSTED_ENV
 from vocab_transfer.workflow.plan import Plan, canonical
 
@@ -145,8 +146,49 @@ def resources_of(rule, extra=None, data_gb=None):
 
 
 def corpus_gb(wildcards, input):
-    """GB of text prepare_corpus reads: the corpus's cap, a text source's files, or a hub corpus's assumed size."""
-    return res.corpus_gb(config, wildcards.corpus)
+    """GB of text prepare_corpus reads: at most the corpus's cap, of the size download_corpus recorded (fetch.json),
+    a text source's files, or a hub corpus's assumed size before its download."""
+    fetched = input.get("fetched")
+    return res.corpus_gb(config, wildcards.corpus, fetched if isinstance(fetched, str) else None)
+
+
+def fasttext_gb(wildcards, input):
+    """GB of token shards, scaled by fastText's dim, epochs and threads (res.fasttext_work): its thread-minutes
+    per GB run on fasttext.threads."""
+    spec = cfg.fasttext
+    return res.data_gb(input, ("shards",)) * res.fasttext_work(spec.dim, spec.epochs, spec.threads)
+
+
+def word_fasttext_gb(wildcards, input):
+    """GB of text of word-level fastText, divided by its threads (res.fasttext_work)."""
+    return res.data_gb(input, ("corpus",)) * res.fasttext_work(threads=cfg.word_fasttext.threads)
+
+
+def lapt_estimate(wildcards, input):
+    """train_lapt's time (res.lapt_minutes) from its tokens, the source's shape (its config.json, else
+    res.SOURCE_SHAPES before the download) with the run's vocabulary, and the GPUs the job gets (the profile's
+    gpu_model); None for a run on CPUs or a source of unknown shape (lapt.runtime_min then)."""
+    if not cfg.lapt.gpus:
+        return None
+    shape = res.read_json(os.path.join(input.model, "config.json")) or res.SOURCE_SHAPES.get(
+        cfg.sources[wildcards.source].model, {})
+    if not shape:
+        return None
+    vocab = res.tokenizer_vocab_size(input.tokenizer) or lapt_config_vocab(wildcards, shape)
+    gpu_model = resource_values(workflow.resource_settings.overwrite_resources.get("train_lapt")).get("gpu_model")
+    return res.lapt_minutes(lapt_run_config(cfg, wildcards.run), res.compute_params(shape, vocab), cfg.lapt.gpus,
+                            cfg.lapt.nodes, gpu_model)
+
+
+def lapt_config_vocab(wildcards, shape):
+    """The run's vocabulary before its tokenizer exists: the source's (a run with `source: true`), the target
+    tokenizer's vocab_size, or both (an extended vocabulary: at most their sum)."""
+    method = cfg.lapt.runs[wildcards.run].method
+    source_vocab = shape.get("text_config", shape).get("vocab_size")
+    target_vocab = cfg.target_tokenizer(wildcards.target).vocab_size if method else None
+    if not method or not target_vocab:
+        return source_vocab
+    return target_vocab + source_vocab if Need.EXTENDED_TOKENIZER in plan.method_needs_of(method) else target_vocab
 
 
 def tokenizer_sample_mb(wildcards, input):
@@ -166,3 +208,11 @@ def word_fasttext_mem_mb(wildcards, input):
     """Word-level fastText's matrices (a vocabulary of a million words, or `word_fasttext.max_words`)."""
     spec = cfg.word_fasttext
     return 0 if "pretrained" in input.keys() else res.fasttext_mem_mb(spec.dim, spec.max_words or 1_000_000, spec.maxn)
+
+
+def partition_gpus(rule, gpus):
+    """GPUs a job of `rule` asks for: the config's `gpus`, and at least one where the profile puts the rule on a
+    partition of its own (set-resources: the GPU partition, which some sites refuse a job without a GPU on);
+    res.partition_gpus."""
+    return res.partition_gpus(gpus, resource_values(workflow.resource_settings.default_resources),
+                              resource_values(workflow.resource_settings.overwrite_resources.get(rule)))

@@ -35,7 +35,7 @@ rule train_lapt:
         gpu=cfg.lapt.gpus,
         nodes=cfg.lapt.nodes,
         mem_mb=res.mem_mb(config, "train_lapt"),
-        runtime=cfg.lapt.runtime_min,
+        runtime=res.capped_runtime(config, "train_lapt", cfg.lapt.runtime_min, "lapt.runtime_min", lapt_estimate),
     log:
         logs("train_lapt/{source}/{target}/{run}.log"),
     benchmark:
