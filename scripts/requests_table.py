@@ -48,8 +48,13 @@ def profile_resources() -> tuple[dict, dict]:
 def planned_jobs() -> list[tuple[str, bool, int, dict]]:
     """(rule, local, threads, resources) of every job of the composite's dry run, from the repository root."""
     from snakemake.api import SnakemakeApi
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings, ResourceSettings,
-                                          WorkflowSettings)
+    from snakemake.settings.types import (
+        ConfigSettings,
+        DAGSettings,
+        OutputSettings,
+        ResourceSettings,
+        WorkflowSettings,
+    )
 
     default, per_rule = profile_resources()
     os.chdir(REPO)

@@ -101,3 +101,103 @@ def test_a_job_logs_its_peak_memory_at_exit(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
     line = [x for x in (tmp_path / "job.log").read_text().splitlines() if PEAK_MEMORY in x]
     assert len(line) == 1 and 300 < float(line[0].split(PEAK_MEMORY + ":")[1].split("MB")[0]) < 500
+
+
+# --- requests from the work: the recorded download, fastText's threads, LAPT's tokens ------------------------------
+def fetched(folder, files):
+    folder.mkdir(parents=True)
+    (folder / "fetch.json").write_text(json.dumps({"files": [{"path": p, "size": s} for p, s in files],
+                                                   "bytes": sum(s for _, s in files)}))
+    return str(folder)
+
+
+def test_prepare_corpus_asks_for_the_size_its_download_recorded(tmp_path):
+    from types import SimpleNamespace
+
+    config = {"corpora": {"xh": {"source": "cc100", "lang": "xh"}, "de": {"source": "cc100", "lang": "de"},
+                          "sm": {"source": "mc4", "lang": "sm", "max_bytes": 10**9}}}
+    xh = fetched(tmp_path / "xh", [("xh.txt.xz", 8_000_000)])
+    de = fetched(tmp_path / "de", [("de.txt.xz", 18_000_000_000)])
+    sm = fetched(tmp_path / "sm", [("a.json.gz", 2 * 10**9), ("b.json.gz", 10**9)])
+    assert res.corpus_gb(config, "xh", xh) == pytest.approx(0.032)  # 4 bytes of text per byte of xz
+    assert res.corpus_gb(config, "de", de) == pytest.approx(72.0)
+    assert res.corpus_gb(config, "sm", sm) == pytest.approx(1.0)  # 9 GB of text, capped at 1
+    assert res.corpus_gb(config, "de", tmp_path / "missing") == res.HUB_CORPUS_GB  # before the download
+    minutes = res.runtime(config, "prepare_corpus", lambda w, i: res.corpus_gb(config, w.corpus, i["fetched"]))
+    small, big = (minutes(SimpleNamespace(corpus=c), {"fetched": f}) for c, f in (("xh", xh), ("de", de)))
+    assert small == 21 and big == 236  # 20 + 3 per GB of text
+    streamed = {"corpora": {"de": {"source": "cc100", "lang": "de", "fetch": False}}}
+    assert res.corpus_gb(streamed, "de") == res.HUB_CORPUS_GB * res.STREAMING_SLOWDOWN
+
+
+def test_fasttext_time_is_divided_by_its_threads():
+    assert res.fasttext_work(100, 3, 1) == 1
+    assert res.fasttext_work(300, 3, 1) == 3 and res.fasttext_work(100, 6, 1) == 2
+    assert res.fasttext_work(100, 3, 2) == pytest.approx(1 / 1.8)  # 1.9x measured on 2 threads
+    assert res.fasttext_work(300, 3, 16) == pytest.approx(3 / 13)
+
+
+def test_a_request_over_a_day_is_printed_once(capsys):
+    from types import SimpleNamespace
+
+    f = res.runtime({"study": "s", "resources": {"train_fasttext": {"runtime": 2000}}}, "train_fasttext")
+    assert f(SimpleNamespace(target="de"), {}) == 2000 and f(SimpleNamespace(target="de"), {}) == 2000
+    err = capsys.readouterr().err.splitlines()
+    assert err == ["note: s_train_fasttext (target=de): 33.3 h; set resources.train_fasttext.runtime (minutes) to "
+                   "ask for another time"]
+
+
+def lapt(**kw):
+    from vocab_transfer.training.settings import LaptConfig
+
+    return LaptConfig.from_dict(kw)
+
+
+def test_lapt_time_follows_its_tokens_the_model_and_the_gpus():
+    """UNKs' 100k steps of 64 x 256 on mBERT (10k target vocabulary) and one A100 take hours; the Mistral study's 8,000
+    steps of 64 x 2,048 tokens on 4 A100s take days: more than the 24 h a submission asks for."""
+    mbert = res.compute_params(res.SOURCE_SHAPES["google-bert/bert-base-multilingual-cased"], 10000)
+    mistral = res.compute_params(res.SOURCE_SHAPES["mistralai/Mistral-7B-v0.1"])
+    assert mbert == pytest.approx(12 * (4 * 768**2 + 2 * 768 * 3072) + 10000 * 768)
+    assert 7.0e9 < mistral < 7.3e9  # 7.24B with the input embedding, which costs no FLOPs
+    unks = res.lapt_minutes(lapt(steps=100000, batch_size=64, seq_len=256, eval_every=5000, checkpoint_every=5000),
+                            mbert, gpus=1)
+    llm = res.lapt_minutes(lapt(steps=8000, batch_size=64, seq_len=2048, gradient_checkpointing=True,
+                                precision="bf16_pure", eval_every=500, eval_sequences=256, checkpoint_every=250),
+                           mistral, gpus=4)
+    assert unks["tokens"] == 100000 * 64 * 256 and 120 < unks["minutes"] < 300
+    assert 40 * 60 < llm["minutes"] < 80 * 60
+    h100 = res.lapt_minutes(lapt(steps=100000, batch_size=64, seq_len=256), mbert, gpus=1, gpu_model="h100")
+    assert h100["minutes"] < unks["minutes"] and h100["gpu"] == "h100"
+    two = res.lapt_minutes(lapt(steps=100000, batch_size=64, seq_len=256, variant="two_stage"), mbert, gpus=1)
+    assert two["tokens"] == 120000 * 64 * 256  # the embedding stage's 20% more steps
+    # a job asks for its estimate, at most lapt.runtime_min per submission; the config's own request wins
+    short = res.capped_runtime({}, "train_lapt", 1440, "lapt.runtime_min", lambda w, i: unks)
+    long = res.capped_runtime({}, "train_lapt", 1440, "lapt.runtime_min", lambda w, i: llm)
+    fixed = res.capped_runtime({"resources": {"train_lapt": {"runtime": 99}}}, "train_lapt", 1440,
+                               "lapt.runtime_min", lambda w, i: llm)
+    cpu = res.capped_runtime({}, "train_lapt", 600, "lapt.runtime_min", lambda w, i: None)
+    assert (short(None, {}), long(None, {}), fixed(None, {}), cpu(None, {})) == (unks["minutes"], 1440, 99, 600)
+
+
+def test_tokenizer_vocabulary_is_read_from_its_file(tmp_path):
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"model": {"vocab": [["a", 0.0], ["b", -1.0]]},
+                                                         "added_tokens": [{"id": 0}, {"id": 2}]}))
+    assert res.tokenizer_vocab_size(tmp_path) == 3 and res.tokenizer_vocab_size(tmp_path / "none") is None
+
+
+def test_a_job_on_the_gpu_partition_asks_for_a_gpu():
+    cpu, gpu = {"slurm_partition": "cpu"}, {"slurm_partition": "gpu"}
+    assert res.partition_gpus(0, cpu, gpu) == 1 and res.partition_gpus(2, cpu, gpu) == 2
+    assert res.partition_gpus(0, cpu, {}) == 0 and res.partition_gpus(0, {}, {}) == 0
+
+
+def test_the_requests_table_in_docs_is_current():
+    """docs/cluster.md's table of every rule's request in configs/papers.yaml is what the plan asks for now."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "requests_table.py"
+    proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]

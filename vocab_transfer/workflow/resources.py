@@ -338,7 +338,8 @@ def label(config: dict, rule: str) -> str:
 def note_long(rule: str, wildcards, minutes: float, detail: str, log: Callable[[str], None] | None = None) -> None:
     """Print (once per job) that ``rule``'s job asks for more than :data:`LONG_MINUTES`, or would without the limit
     that ``detail`` names."""
-    key = (rule, tuple(sorted(dict(getattr(wildcards, "items", lambda: [])()).items())) if wildcards else ())
+    named = dict(wildcards.items()) if hasattr(wildcards, "items") else vars(wildcards) if wildcards else {}
+    key = (rule, tuple(sorted(named.items())))
     if key in _noted:
         return
     _noted.add(key)
