@@ -201,3 +201,120 @@ def test_the_requests_table_in_docs_is_current():
     script = Path(__file__).resolve().parents[1] / "scripts" / "requests_table.py"
     proc = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+# --- fine-tuning and zero-shot from their examples; memory from the model; GPUs and retries ----------------------
+def finetune_settings(**kw):
+    from vocab_transfer.training.settings import FinetuneConfig
+
+    return FinetuneConfig.from_dict(kw)
+
+
+def test_finetune_time_follows_the_examples_epochs_seeds_and_model():
+    """FOCUS's XNLI cell (392,702 pairs x 2 epochs x 256 tokens, 5 seeds, XLM-R base) takes hours on an A100, well
+    under finetune.runtime_min's 12 h; MRPC (3,668 pairs) takes minutes; a seed more, an epoch more, a bigger model
+    take longer, an H100 less."""
+    xlmr = res.compute_params(res.SOURCE_SHAPES["FacebookAI/xlm-roberta-base"], head=False)
+    assert xlmr == 12 * (4 * 768**2 + 2 * 768 * 3072)  # no MLM head: a task head of a few labels
+    focus = finetune_settings(epochs=2, batch_size=128, seq_len=256)
+    xnli = res.task_rows(None, {"loader": "xnli", "language": "de"})
+    assert xnli == {"train": 392_702, "dev": 2_490, "test": 5_010}
+    five = res.finetune_minutes(focus, xnli, xlmr, runs=5)
+    one = res.finetune_minutes(focus, xnli, xlmr, runs=1)
+    assert five["tokens"] == 5 * (2 * 392_702 + (20 + 1) * 2_490 + 5_010) * 256
+    assert 120 < five["minutes"] < 720 and one["minutes"] < five["minutes"] / 3
+    assert res.finetune_minutes(finetune_settings(epochs=3, seq_len=256), xnli, xlmr)["minutes"] > one["minutes"]
+    assert res.finetune_minutes(focus, xnli, xlmr, gpu_model="h100")["minutes"] < one["minutes"]
+    mrpc = res.task_rows(None, {"loader": "glue", "config": "mrpc"})
+    assert res.finetune_minutes(focus, mrpc, xlmr, runs=5)["minutes"] < 60
+    # a zero-shot cell evaluates the test split once per (seed, source task): no training
+    test = res.finetune_minutes(focus, xnli, xlmr, runs=20, train=False)
+    assert test["tokens"] == 20 * 5_010 * 256 and test["minutes"] < one["minutes"]
+    # a loader the table does not know, before prepare_task: no estimate (the config's runtime_min is asked)
+    assert res.task_rows(None, {"loader": "local", "data_files": {}}) is None
+
+
+def test_task_examples_come_from_the_prepared_parquet_files(tmp_path):
+    import pandas as pd
+
+    for split, n in {"train": 7, "dev": 3, "test": 2, "test_mismatched": 4}.items():
+        pd.DataFrame({"x": range(n)}).to_parquet(tmp_path / f"{split}.parquet")
+    assert res.task_rows(tmp_path, {"loader": "xnli"}) == {"train": 7, "dev": 3, "test": 6}
+
+
+def test_a_finetune_request_is_its_estimate_at_most_the_limit_and_an_evaluation_says_when_it_may_not_fit(capsys):
+    from types import SimpleNamespace
+
+    quick = {"minutes": 50, "tokens": 1e9, "params": 8.5e7, "gpus": 1, "gpu": "a100", "tokens_per_s": 9e4}
+    slow = {**quick, "minutes": 900}
+    assert res.capped_runtime({}, "finetune", 720, "finetune.runtime_min", lambda w, i: quick)(None, {}) == 50
+    assert res.capped_runtime({}, "finetune", 720, "finetune.runtime_min", lambda w, i: slow)(None, {}) == 720
+    cell = SimpleNamespace(task="hi-ner", ftmodel="m")
+    f = res.capped_runtime({}, "evaluate_zero_shot", lambda w: 100, "zero_shot.eval_runtime_min",
+                           lambda w, i: {**slow, "minutes": 150}, resumes=False)
+    assert f(cell, {}) == 100
+    assert "does not resume: it may run out of time; raise zero_shot.eval_runtime_min" in capsys.readouterr().err
+
+
+def test_training_memory_follows_the_model_and_the_config_wins(tmp_path):
+    """Mistral-7B (7.24B parameters) in bf16 loaded by 4 GPU processes and gathered once more for a checkpoint:
+    5 x 14.5 GB, x 1.25, + 4 GB; XLM-R base in float32 on one GPU: a few GB."""
+    mistral = res.total_params(res.SOURCE_SHAPES["mistralai/Mistral-7B-v0.1"])
+    assert 7.2e9 < mistral < 7.3e9  # the untied head and the input embedding both count
+    assert res.training_mem_mb(mistral, processes=4, weight_bytes=2) == 95_000
+    xlmr = res.total_params(res.SOURCE_SHAPES["FacebookAI/xlm-roberta-base"])
+    assert 2.7e8 < xlmr < 2.8e8 and res.training_mem_mb(xlmr) == 7_000
+    assert res.training_mem_mb(xlmr, data_tokens=392_702 * 256) > res.training_mem_mb(xlmr)  # its encoded task data
+    from_model = res.model_mem_mb({}, "train_lapt", lambda w, i: 95_000)
+    assert from_model(None, {"model": str(tmp_path)}) == 95_000
+    configured = res.model_mem_mb({"resources": {"train_lapt": {"mem_mb": 128000}}}, "train_lapt", lambda w, i: 1)
+    assert configured(None, {}) == 128_000
+    unknown = res.model_mem_mb({}, "finetune", lambda w, i: None)  # a model of unknown shape: its folder's size
+    assert unknown(None, {"model": str(tmp_path)}) == res.COSTS["finetune"].mem_mb
+
+
+def test_a_run_that_needs_more_submissions_gets_the_retries_for_them(capsys):
+    """The Mistral study's 63 h LAPT runs at 24 h per submission need 3 submissions: their rule's retries become 2
+    + the profile's 2, so a failure still gets its retries; a rule whose jobs fit one submission keeps the
+    profile's."""
+    from types import SimpleNamespace
+
+    estimates = {"long": {"minutes": 63 * 60, "tokens": 1.05e9, "params": 7.2e9, "gpus": 4, "gpu": "a100",
+                          "tokens_per_s": 1e4}, "short": {"minutes": 300}}
+    runtime = res.capped_runtime({"study": "llm"}, "train_lapt", 1440, "lapt.runtime_min",
+                                 lambda w, i: estimates[w.run])
+    res.capped_runtime({"study": "llm"}, "finetune", 720, "finetune.runtime_min", lambda w, i: {"minutes": 60})
+    assert runtime(SimpleNamespace(run="long"), {}) == 1440
+    assert "3 submissions, so the rule's retries become 2 + the profile's `retries`" in capsys.readouterr().err
+    lapt_rule, ft_rule = SimpleNamespace(name="llm_train_lapt", restart_times=2), SimpleNamespace(name="llm_finetune",
+                                                                                                   restart_times=2)
+    jobs = [SimpleNamespace(rule=lapt_rule, wildcards=SimpleNamespace(run=r), input={}) for r in ("short", "long")]
+    jobs.append(SimpleNamespace(rule=ft_rule, wildcards=SimpleNamespace(), input={}))
+    lines = res.raise_retries(jobs, retries=2)
+    assert (lapt_rule.restart_times, ft_rule.restart_times) == (4, 2)
+    assert lines == ["note: llm_train_lapt: its longest job needs 3 submissions of lapt.runtime_min; retries 4 "
+                     "(2 + the profile's retries 2)"]
+
+
+def test_no_job_asks_for_no_gpu_on_the_gpu_partition():
+    """In docs/cluster.md's table (current: test_the_requests_table_in_docs_is_current) every GPU-partition row asks
+    for at least one GPU, and the config's memory of the Mistral study (128,000 MB) is what its LAPT jobs ask for;
+    the check before the first submission refuses a GPU-less job on a partition others ask GPUs on."""
+    from pathlib import Path
+
+    from vocab_transfer.workflow.cluster import check_submission
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "cluster.md").read_text()
+    rows = {cells[0]: cells for line in doc.splitlines() if line.startswith("| ") and line.endswith("|")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    gpu_rows = {rule: cells for rule, cells in rows.items() if cells[-1] == "GPU"}
+    assert "unks_factorize_source" in gpu_rows and all(not c[5].startswith("0") for c in gpu_rows.values())
+    assert rows["llm_mistral_train_lapt"][3] == "128,000"
+    jobs = [("train_lapt", {"slurm_partition": "gpu", "gpu": 1}), ("factorize_source", {"slurm_partition": "gpu",
+                                                                                         "gpu": 0}),
+            ("prepare_corpus", {"slurm_partition": "cpu"})]
+    problems = check_submission("slurm", jobs, gres=lambda p: None, default_partition="cpu")
+    assert len(problems) == 1 and "rules factorize_source ask for no GPU on partition 'gpu'" in problems[0]
+    # one partition for everything (the default): CPU jobs there are no problem
+    one = [("train_lapt", {"slurm_partition": "all", "gpu": 1}), ("prepare_corpus", {"slurm_partition": "all"})]
+    assert check_submission("slurm", one, gres=lambda p: None, default_partition="all") == []
