@@ -36,7 +36,8 @@ rule train_lapt:
         gpu=partition_gpus("train_lapt", cfg.lapt.gpus),
         nodes=cfg.lapt.nodes,
         mem_mb=res.model_mem_mb(config, "train_lapt", lapt_mem_mb),
-        runtime=res.capped_runtime(config, "train_lapt", cfg.lapt.runtime_min, "lapt.runtime_min", lapt_estimate),
+        runtime=res.capped_runtime(config, "train_lapt", cfg.lapt.runtime_min, "lapt.runtime_min",
+                                   lapt_estimate),
     log:
         logs("train_lapt/{source}/{target}/{run}.log"),
     benchmark:

@@ -63,8 +63,9 @@ onstart:
     if not executor.endswith("jobstep"):
         jobs = [(study_rule(job.rule.name)[1], dict(job.resources)) for job in workflow.dag.needrun_jobs()]
         nodes = max((p.cfg.lapt.nodes for p in STUDY_PLANS.values()), default=1)  # none in a job
-        problems = check_submission(executor, jobs, lapt_nodes=nodes, default_partition=resource_values(
-            workflow.resource_settings.default_resources).get("slurm_partition"))
+        defaults = resource_values(workflow.resource_settings.default_resources)
+        default_partition = defaults.get("slurm_partition")
+        problems = check_submission(executor, jobs, lapt_nodes=nodes, default_partition=default_partition)
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
         for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):

@@ -1,6 +1,6 @@
-"""The table of what every rule's jobs ask SLURM for in the composite config (configs/papers.yaml) with the shipped
-profile (profiles/slurm/config.yaml, its placeholders filled with their names), as planned before any data exists:
-jobs, threads, memory, time, GPUs, partition. It lives in docs/cluster.md between two markers.
+"""The table of what every rule's jobs ask SLURM for in the composite config (configs/papers.yaml) with the
+shipped profile (profiles/slurm/config.yaml, its placeholders filled with their names), as planned before any
+data exists: jobs, threads, memory, time, GPUs, partition. It lives in docs/cluster.md between two markers.
 
     python scripts/requests_table.py            # print the table
     python scripts/requests_table.py --write    # write it into docs/cluster.md
@@ -60,14 +60,15 @@ def planned_jobs() -> list[tuple[str, bool, int, dict]]:
     os.chdir(REPO)
     settings = ResourceSettings(cores=1024, default_resources=default, overwrite_resources=per_rule)
     with contextlib.redirect_stderr(io.StringIO()), SnakemakeApi(OutputSettings(quiet={"all"})) as api:
-        workflow_api = api.workflow(settings, ConfigSettings(configfiles=[CONFIG]), snakefile=REPO / "Snakefile",
-                                    workdir=REPO, workflow_settings=WorkflowSettings())
+        workflow_api = api.workflow(settings, ConfigSettings(configfiles=[CONFIG]),
+                                    snakefile=REPO / "Snakefile", workdir=REPO,
+                                    workflow_settings=WorkflowSettings())
         workflow_api.dag(DAGSettings())
         wf = workflow_api._workflow
         wf._prepare_dag(forceall=False, ignore_incomplete=False, lock_warn_only=True)
         wf._build_dag()
-        return [(job.rule.name, job.rule.name in wf._localrules, job.threads, dict(job.resources)) for job in wf.dag.needrun_jobs()
-                if not job.rule.norun]
+        return [(job.rule.name, job.rule.name in wf._localrules, job.threads, dict(job.resources))
+                for job in wf.dag.needrun_jobs() if not job.rule.norun]
 
 
 def span(values) -> str:
@@ -90,9 +91,10 @@ def table() -> str:
         partitions = {r.get("slurm_partition") for _, r in jobs}
         kind = "/".join(sorted("CPU" if p == default["slurm_partition"] else "GPU" for p in partitions))
         lines.append(f"| {rule} | {len(jobs):,} | {span([t for t, _ in jobs])} | "
-                     f"{span([int(r['mem_mb']) for _, r in jobs])} | {span([int(r['runtime']) for _, r in jobs])} | "
-                     f"{span([int(r.get('gpu', 0)) for _, r in jobs])} | {span([int(r.get('nodes', 1)) for _, r in jobs])}"
-                     f" | {kind} |")
+                     f"{span([int(r['mem_mb']) for _, r in jobs])} | "
+                     f"{span([int(r['runtime']) for _, r in jobs])} | "
+                     f"{span([int(r.get('gpu', 0)) for _, r in jobs])} | "
+                     f"{span([int(r.get('nodes', 1)) for _, r in jobs])} | {kind} |")
     lines += ["", f"Run on the login node (local rules, no request): {', '.join(sorted(local))}."]
     return "\n".join(lines) + "\n"
 
@@ -114,8 +116,8 @@ def main(argv=None) -> int:
         DOC.write_text(splice(doc, body))
     elif args.check:
         if splice(doc, body) != doc:
-            print(f"{DOC.relative_to(REPO)}: the requests table is not current; run python scripts/requests_table.py "
-                  "--write", file=sys.stderr)
+            print(f"{DOC.relative_to(REPO)}: the requests table is not current; run python "
+                  "scripts/requests_table.py --write", file=sys.stderr)
             return 1
     else:
         print(body, end="")

@@ -99,9 +99,10 @@ def partition_gres(partition: str) -> str | None:
 def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_nodes: int = 1,
                      gres: Callable[[str], str | None] = partition_gres,
                      default_partition: str | None = None) -> list[str]:
-    """Problems of the jobs ``(rule, resources)`` a run is about to submit with ``executor``; empty when none. A job
-    without GPUs on a partition other jobs of the run ask GPUs on (the GPU partition; not ``default_partition``,
-    the default-resources' one, which may be a cluster's only partition) is one: sites refuse such jobs there."""
+    """Problems of the jobs ``(rule, resources)`` a run is about to submit with ``executor``; empty when none.
+    A job without GPUs on a partition other jobs of the run ask GPUs on (the GPU partition; not
+    ``default_partition``, the default-resources' one, which may be a cluster's only partition) is one: sites
+    refuse such jobs there."""
     jobs = list(jobs)
     problems = []
     if lapt_nodes > 1 and executor != "slurm" and any(rule == "train_lapt" for rule, _ in jobs):
@@ -129,10 +130,11 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
             gpuless.setdefault(partition, set()).add(rule)
     for partition, rules in sorted(gpuless.items()):
         names = sorted(rules)
-        problems.append(f"{PROFILE}: rules {', '.join(names[:5])}{', ...' if len(names) > 5 else ''} ask for no GPU "
-                        f"on partition {partition!r}, where other jobs ask for GPUs (a GPU partition, which sites "
-                        "refuse GPU-less jobs on): give them a `gpu` resource of at least 1, or remove their entry "
-                        "from set-resources to run them on the default partition")
+        more = ", ..." if len(names) > 5 else ""
+        problems.append(f"{PROFILE}: rules {', '.join(names[:5])}{more} ask for no GPU on partition "
+                        f"{partition!r}, where other jobs ask for GPUs (a GPU partition, which sites "
+                        "refuse GPU-less jobs on): give them a `gpu` resource of at least 1, or remove their "
+                        "entry from set-resources to run them on the default partition")
     cache: dict[str, str | None] = {}
     reported: set[tuple[str, str]] = set()
     for rule, resources in jobs:
