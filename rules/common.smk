@@ -7,7 +7,7 @@ import sys
 from types import SimpleNamespace
 
 from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
-                                            expand_snapshot_models, fill_defaults)
+                                            expand_snapshot_models, fill_defaults, lapt_run_config)
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.rehearsal import mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
@@ -16,7 +16,9 @@ from vocab_transfer.workflow.cluster import check_profile, check_submission, pro
 from vocab_transfer.artifacts import RERUN_ENV
 from vocab_transfer.mirror import MIRROR_ENV
 from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
+from vocab_transfer.methods import Need
 from vocab_transfer.source_model import TRUSTED_ENV
+from vocab_transfer.training.settings import FinetuneConfig
 from vocab_transfer.workflow.plan import Plan, canonical
 from vocab_transfer.workflow.studies import study_being_parsed
 
@@ -72,12 +74,20 @@ onstart:
     executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
     if not executor.endswith("jobstep"):
         jobs = [(job.rule.name, dict(job.resources)) for job in workflow.dag.needrun_jobs()]
-        problems = check_submission(executor, jobs, lapt_nodes=plan.cfg.lapt.nodes)
+        defaults = resource_values(workflow.resource_settings.default_resources)
+        default_partition = defaults.get("slurm_partition")
+        problems = check_submission(executor, jobs, lapt_nodes=plan.cfg.lapt.nodes,
+                                    default_partition=default_partition)
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
         # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py).
         if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
             raise WorkflowError(stop)
+        # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next
+        # submission: their rules get the retries their longest job needs, on top of the profile's
+        # (res.raise_retries)
+        for line in res.raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
+            print(line, file=sys.stderr)
     # Jobs run here: fork the script jobs from one process that has imported torch & co. once
     # (vocab_transfer/workflow/warm.py; VOCAB_TRANSFER_WARM=0 turns it off). A handful of jobs is not worth
     # it, and the jobs of rules with a benchmark: file are never forked (their file measures the job process).
@@ -151,8 +161,148 @@ def resources_of(rule, extra=None, data_gb=None):
 
 
 def corpus_gb(wildcards, input):
-    """GB of text prepare_corpus reads: the corpus's cap, a text source's files, or a hub corpus's assumed size."""
-    return res.corpus_gb(config, wildcards.corpus)
+    """GB of text prepare_corpus reads: at most the corpus's cap, of the size download_corpus recorded
+    (fetch.json), a text source's files, or a hub corpus's assumed size before its download."""
+    fetched = input.get("fetched")
+    return res.corpus_gb(config, wildcards.corpus, fetched if isinstance(fetched, str) else None)
+
+
+def fasttext_gb(wildcards, input):
+    """GB of token shards, scaled by fastText's dim, epochs and threads (res.fasttext_work): its
+    thread-minutes per GB run on fasttext.threads."""
+    spec = cfg.fasttext
+    return res.data_gb(input, ("shards",)) * res.fasttext_work(spec.dim, spec.epochs, spec.threads)
+
+
+def word_fasttext_gb(wildcards, input):
+    """GB of text of word-level fastText, divided by its threads (res.fasttext_work)."""
+    return res.data_gb(input, ("corpus",)) * res.fasttext_work(threads=cfg.word_fasttext.threads)
+
+
+def profile_gpu_model(rule):
+    """The GPU type the profile gives `rule` (set-resources: gpu_model), for its throughput; None when
+    unset."""
+    return resource_values(workflow.resource_settings.overwrite_resources.get(rule)).get("gpu_model")
+
+
+def model_shape(wildcards, input, name):
+    """The shape of a job's model: the config.json in its input `name`, else, before the download, the known
+    shape (res.SOURCE_SHAPES) of the fine-tuned reference model or of the source; {} when unknown."""
+    folder = input.get(name)
+    shape = res.read_json(os.path.join(folder, "config.json")) if isinstance(folder, str) else {}
+    if shape:
+        return shape
+    ftmodel = cfg.finetune.models.get(getattr(wildcards, "ftmodel", None) or "")
+    return res.SOURCE_SHAPES.get(ftmodel.pretrained if ftmodel and ftmodel.pretrained
+                                 else cfg.sources[wildcards.source].model, {})
+
+
+def job_vocab(input, shape):
+    """Rows of the job's vocabulary: its tokenizer's (input `tokenizer`), else the model's."""
+    folder = input.get("tokenizer")
+    return (res.tokenizer_vocab_size(folder) if isinstance(folder, str) else None) or shape.get(
+        "text_config", shape).get("vocab_size")
+
+
+def lapt_estimate(wildcards, input):
+    """train_lapt's time (res.lapt_minutes) from its tokens, the source's shape (its config.json, else
+    res.SOURCE_SHAPES before the download) with the run's vocabulary, and the GPUs the job gets (the profile's
+    gpu_model); None for a run on CPUs or a source of unknown shape (lapt.runtime_min then)."""
+    if not cfg.lapt.gpus:
+        return None
+    shape = model_shape(wildcards, input, "model")
+    if not res.compute_params(shape, head=False):
+        return None
+    vocab = res.tokenizer_vocab_size(input.get("tokenizer")) or lapt_config_vocab(wildcards, shape)
+    return res.lapt_minutes(lapt_run_config(cfg, wildcards.run), res.compute_params(shape, vocab),
+                            cfg.lapt.gpus, cfg.lapt.nodes, profile_gpu_model("train_lapt"))
+
+
+def lapt_mem_mb(wildcards, input):
+    """train_lapt's host memory (res.training_mem_mb): every GPU's process loads the model (bf16 in bf16_pure,
+    else float32) and a checkpoint gathers it once more; None for a source of unknown shape."""
+    shape = model_shape(wildcards, input, "model")
+    if not res.compute_params(shape, head=False):
+        return None
+    vocab = res.tokenizer_vocab_size(input.get("tokenizer")) or lapt_config_vocab(wildcards, shape)
+    pure = lapt_run_config(cfg, wildcards.run).precision == "bf16_pure"
+    return res.training_mem_mb(res.total_params(shape, vocab), processes=cfg.lapt.gpus,
+                               weight_bytes=2 if pure else 4)
+
+
+def task_work(wildcards, input, dataset, settings, model, runs, train, gpus, rule):
+    """A fine-tuning or zero-shot job's time (res.finetune_minutes): its task's examples (the parquet files
+    prepare_task wrote, else res.TASK_ROWS), the model's shape (input `model`), `runs` seeds or evaluations,
+    the GPUs (the profile's gpu_model of `rule`); None on CPUs, for an unknown task size or model shape."""
+    shape = model_shape(wildcards, input, model)
+    rows = res.task_rows(input.get("data"), dataset)
+    if not gpus or not res.compute_params(shape, head=False) or rows is None:
+        return None
+    return res.finetune_minutes(FinetuneConfig.from_dict(json.loads(settings)), rows,
+                                res.compute_params(shape, head=False), runs=runs, train=train, gpus=gpus,
+                                gpu_model=profile_gpu_model(rule))
+
+
+def task_mem_mb(wildcards, input, dataset, settings, model, copies):
+    """A fine-tuning or zero-shot job's host memory (res.training_mem_mb): the model in float32 and `copies`
+    more (a checkpoint; a training swapped in), and its encoded task data; None for a model of unknown
+    shape."""
+    shape = model_shape(wildcards, input, model)
+    if not res.compute_params(shape, head=False):
+        return None
+    rows = res.task_rows(input.get("data"), dataset) or {}
+    tokens = sum(rows.values()) * FinetuneConfig.from_dict(json.loads(settings)).seq_len
+    return res.training_mem_mb(res.total_params(shape, job_vocab(input, shape)), copies=copies,
+                               data_tokens=tokens)
+
+
+def finetune_estimate(wildcards, input):
+    """finetune's time: each seed of the job trains `epochs` over the task's train split (task_work)."""
+    return task_work(wildcards, input, plan.task_entry(wildcards.task).dataset,
+                     plan.finetune_config(wildcards), "model", len(wildcards.seeds.split("+")), True,
+                     cfg.finetune.gpus, "finetune")
+
+
+def finetune_mem_mb(wildcards, input):
+    return task_mem_mb(wildcards, input, plan.task_entry(wildcards.task).dataset,
+                       plan.finetune_config(wildcards), "model", 1)
+
+
+def source_task_estimate(wildcards, input):
+    """train_source_task's time: one seed on the source task's train split (task_work)."""
+    return task_work(wildcards, input, cfg.zero_shot.sources[wildcards.srctask].dataset,
+                     plan.source_task_config(wildcards), "model", 1, True, cfg.zero_shot.gpus,
+                     "train_source_task")
+
+
+def source_task_mem_mb(wildcards, input):
+    return task_mem_mb(wildcards, input, cfg.zero_shot.sources[wildcards.srctask].dataset,
+                       plan.source_task_config(wildcards), "model", 1)
+
+
+def zero_shot_estimate(wildcards, input):
+    """evaluate_zero_shot's time: the test split once per (seed, source task) evaluation of the cell
+    (task_work)."""
+    return task_work(wildcards, input, plan.task_entry(wildcards.task).dataset,
+                     plan.zero_shot_config(wildcards), "target", len(plan.zero_shot_evaluations(wildcards)),
+                     False, cfg.zero_shot.gpus, "evaluate_zero_shot")
+
+
+def zero_shot_mem_mb(wildcards, input):
+    return task_mem_mb(wildcards, input, plan.task_entry(wildcards.task).dataset,
+                       plan.zero_shot_config(wildcards), "target", 1)
+
+
+def lapt_config_vocab(wildcards, shape):
+    """The run's vocabulary before its tokenizer exists: the source's (a run with `source: true`), the target
+    tokenizer's vocab_size, or both (an extended vocabulary: at most their sum)."""
+    method = cfg.lapt.runs[wildcards.run].method
+    source_vocab = shape.get("text_config", shape).get("vocab_size")
+    target_vocab = cfg.target_tokenizer(wildcards.target).vocab_size if method else None
+    if not method or not target_vocab:
+        return source_vocab
+    extended = Need.EXTENDED_TOKENIZER in plan.method_needs_of(method)
+    return target_vocab + source_vocab if extended else target_vocab
 
 
 def tokenizer_sample_mb(wildcards, input):
@@ -172,3 +322,16 @@ def word_fasttext_mem_mb(wildcards, input):
     """Word-level fastText's matrices (a vocabulary of a million words, or `word_fasttext.max_words`)."""
     spec = cfg.word_fasttext
     return 0 if "pretrained" in input.keys() else res.fasttext_mem_mb(spec.dim, spec.max_words or 1_000_000, spec.maxn)
+
+
+def partition_gpus(rule, gpus):
+    """GPUs a job of `rule` asks for: the config's `gpus` (a number, or a function of the job's wildcards),
+    and at least one where the profile puts the rule on a partition of its own (set-resources: the GPU
+    partition, which some sites refuse a job without a GPU on; res.partition_gpus). A job that runs on CPUs
+    only there holds a GPU it does not use; remove the rule's entry from the profile to run all its jobs on
+    the CPU partition."""
+    default = resource_values(workflow.resource_settings.default_resources)
+    own = resource_values(workflow.resource_settings.overwrite_resources.get(rule))
+    if callable(gpus):
+        return lambda wildcards: res.partition_gpus(gpus(wildcards), default, own)
+    return res.partition_gpus(gpus, default, own)

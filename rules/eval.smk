@@ -51,7 +51,7 @@ rule evaluate_init:
     benchmark:
         benchmarks("evaluate_init/{source}/{target}.tsv")
     resources:
-        gpu=cfg.eval.gpus,
+        gpu=partition_gpus("evaluate_init", cfg.eval.gpus),
         **resources_of("evaluate_init"),
     conda:
         "../envs/vocab-transfer.yaml"
@@ -117,7 +117,7 @@ rule benchmark_model:
     benchmark:
         benchmarks("benchmark_model/{target}/{source}/{stage}/{name}.tsv")
     resources:
-        gpu=cfg.eval.gpus,
+        gpu=partition_gpus("benchmark_model", cfg.eval.gpus),
         **resources_of("benchmark_model"),
     conda:
         "../envs/vocab-transfer.yaml"

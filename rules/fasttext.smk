@@ -19,7 +19,7 @@ rule train_fasttext:
     benchmark:
         benchmarks("train_fasttext/{target}.tsv")
     resources:
-        **resources_of("train_fasttext", fasttext_mem_mb),
+        **resources_of("train_fasttext", fasttext_mem_mb, fasttext_gb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -43,7 +43,7 @@ rule train_fasttext_preset:
     benchmark:
         benchmarks("train_fasttext_preset/{target}/{preset}.tsv")
     resources:
-        **resources_of("train_fasttext_preset", fasttext_mem_mb),
+        **resources_of("train_fasttext_preset", fasttext_mem_mb, fasttext_gb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -67,7 +67,7 @@ rule train_source_fasttext:
     benchmark:
         benchmarks("train_source_fasttext/{source}/{slang}.tsv")
     resources:
-        **resources_of("train_source_fasttext", fasttext_mem_mb),
+        **resources_of("train_source_fasttext", fasttext_mem_mb, fasttext_gb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

@@ -62,9 +62,10 @@ rule finetune:
     threads: cfg.finetune.job_threads()
     priority: 70
     resources:
-        gpu=cfg.finetune.gpus,
-        mem_mb=4000,
-        runtime=cfg.finetune.runtime_min,
+        gpu=partition_gpus("finetune", cfg.finetune.gpus),
+        mem_mb=res.model_mem_mb(config, "finetune", finetune_mem_mb),
+        runtime=res.capped_runtime(config, "finetune", cfg.finetune.runtime_min, "finetune.runtime_min",
+                                   finetune_estimate),
     log:
         logs("finetune/{source}/{task}/{ftmodel}/seed{seeds}.log"),
     benchmark:

@@ -45,7 +45,7 @@ rule refine_embeddings:
     benchmark:
         benchmarks("refine_embeddings/{source}/{target}/{method}.tsv")
     resources:
-        gpu=plan.refine_gpus,
+        gpu=partition_gpus("refine_embeddings", plan.refine_gpus),
         **resources_of("refine_embeddings"),
     conda:
         "../envs/vocab-transfer.yaml"
@@ -85,7 +85,7 @@ rule factorize_source:
     threads: 1
     priority: 90
     resources:
-        gpu=plan.factorization_gpus,
+        gpu=partition_gpus("factorize_source", plan.factorization_gpus),
     log:
         logs("factorize_source/{source}/{factorization}.log"),
     benchmark:

@@ -2,7 +2,8 @@
 # per GPU on lapt.nodes nodes (torchrun; vocab_transfer/training/launch.py picks the launcher from lapt.gpus and
 # lapt.nodes); resumable from its checkpoints (FOCUS §3.1, Figure 2).
 # `exec` hands SLURM's --signal=TERM warning straight to the trainer, which checkpoints and exits 75;
-# the profile's `retries` then resumes it (profiles/slurm/config.yaml).
+# the next submission (the profile's `retries`, raised for a run estimated to need more submissions than they
+# give: resources.raise_retries) resumes it (profiles/slurm/config.yaml).
 # Every value reaches the shell quoted: `{...:q}`, or words the plan quoted already (the launcher, optional flags),
 # so a local model folder with spaces, quotes or `$(...)` in its path is one argument and runs nothing.
 # Input and params functions: vocab_transfer/workflow/plan/lapt.py and figures.py (`plan.<name>`).
@@ -32,10 +33,11 @@ rule train_lapt:
     threads: cfg.lapt.job_threads()
     priority: 80
     resources:
-        gpu=cfg.lapt.gpus,
+        gpu=partition_gpus("train_lapt", cfg.lapt.gpus),
         nodes=cfg.lapt.nodes,
-        mem_mb=res.mem_mb(config, "train_lapt"),
-        runtime=plan.lapt_runtime,  # lapt.runtime_min (a rehearsal may shorten one job's: rehearsal.interrupt)
+        mem_mb=res.model_mem_mb(config, "train_lapt", lapt_mem_mb),
+        # lapt.runtime_min, or a rehearsal's shorter limit for the job it interrupts (rehearsal.interrupt)
+        runtime=res.capped_runtime(config, "train_lapt", plan.lapt_runtime, "lapt.runtime_min", lapt_estimate),
     log:
         logs("train_lapt/{source}/{target}/{run}.log"),
     benchmark:

@@ -6,7 +6,8 @@
 import sys
 
 from vocab_transfer.workflow import restart, warm
-from vocab_transfer.workflow.cluster import check_submission
+from vocab_transfer.workflow.cluster import check_submission, resource_values
+from vocab_transfer.workflow.resources import raise_retries
 from vocab_transfer.workflow.config import ConfigError
 from vocab_transfer.workflow.rehearsal import mirrored_downloads
 from vocab_transfer.workflow.studies import (check_shared, job_rules, load_studies, parsing_study, study_of_rule,
@@ -65,11 +66,15 @@ onstart:
     if not executor.endswith("jobstep"):
         jobs = [(study_rule(job.rule.name)[1], dict(job.resources)) for job in workflow.dag.needrun_jobs()]
         nodes = max((p.cfg.lapt.nodes for p in STUDY_PLANS.values()), default=1)  # none in a job
-        problems = check_submission(executor, jobs, lapt_nodes=nodes)
+        defaults = resource_values(workflow.resource_settings.default_resources)
+        default_partition = defaults.get("slurm_partition")
+        problems = check_submission(executor, jobs, lapt_nodes=nodes, default_partition=default_partition)
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
         if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
             raise WorkflowError(stop)
+        for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
+            print(line, file=sys.stderr)
     if executor == "local" and warm.wanted(workflow):
         if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script) >= 4:
             warm.start()

@@ -19,7 +19,7 @@ rule build_word_vectors:
     benchmark:
         benchmarks("build_word_vectors/{lang}.tsv")
     resources:
-        **resources_of("build_word_vectors", word_fasttext_mem_mb),
+        **resources_of("build_word_vectors", word_fasttext_mem_mb, word_fasttext_gb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:
@@ -40,7 +40,7 @@ rule save_word_fasttext_model:
     log:
         logs("save_word_fasttext_model/{lang}.log"),
     resources:
-        **resources_of("build_word_vectors", word_fasttext_mem_mb),
+        **resources_of("build_word_vectors", word_fasttext_mem_mb, word_fasttext_gb),
     conda:
         "../envs/vocab-transfer.yaml"
     script:

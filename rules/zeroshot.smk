@@ -26,9 +26,10 @@ rule train_source_task:
         launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
     resources:
-        gpu=cfg.zero_shot.gpus,
-        mem_mb=4000,
-        runtime=cfg.zero_shot.runtime_min,
+        gpu=partition_gpus("train_source_task", cfg.zero_shot.gpus),
+        mem_mb=res.model_mem_mb(config, "train_source_task", source_task_mem_mb),
+        runtime=res.capped_runtime(config, "train_source_task", cfg.zero_shot.runtime_min,
+                                   "zero_shot.runtime_min", source_task_estimate),
     log:
         logs("train_source_task/{source}/{srctask}/{setup}/seed{seed}.log"),
     benchmark:
@@ -73,9 +74,10 @@ rule evaluate_zero_shot:
         launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
     resources:
-        gpu=cfg.zero_shot.gpus,
-        mem_mb=4000,
-        runtime=plan.zero_shot_runtime,
+        gpu=partition_gpus("evaluate_zero_shot", cfg.zero_shot.gpus),
+        mem_mb=res.model_mem_mb(config, "evaluate_zero_shot", zero_shot_mem_mb),
+        runtime=res.capped_runtime(config, "evaluate_zero_shot", plan.zero_shot_runtime,
+                                   "zero_shot.eval_runtime_min", zero_shot_estimate, resumes=False),
     log:
         logs("evaluate_zero_shot/{source}/{task}/{ftmodel}.log"),
     benchmark:

@@ -142,7 +142,7 @@ def test_prepare_corpus_asks_for_the_text_it_reads(corpus, corpus_filter, gb):
 def test_an_uncapped_hub_corpus_asks_for_hours_and_a_text_corpus_for_its_size(tmp_path):
     config = {"corpora": {"de": {"source": "cc100", "lang": "de"}, "t": {"source": "text", "path": str(tmp_path)}}}
     minutes = res.runtime(config, "prepare_corpus", lambda w, i: res.corpus_gb(config, w.lang))
-    # CC100 German is 18 GB (docs/data.md: a minute per GB measured, 10 asked for); its English 82 GB
+    # CC100 German is 18 GB (docs/data.md: a minute per GB measured, 3 asked for); its English 82 GB
     assert minutes(SimpleNamespace(lang="de"), {}) >= 82 * res.COSTS["prepare_corpus"].minutes_per_gb
     (tmp_path / "a.txt").write_text("x" * 3_000_000)
     assert res.corpus_gb(config, "t") == pytest.approx(0.003)

