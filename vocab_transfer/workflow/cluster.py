@@ -184,7 +184,7 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
         problems.append(f"{PROFILE}: {key} is still the placeholder {value!r} (rules {', '.join(names[:5])}"
                         + (", ..." if len(names) > 5 else "") + "): replace it with your cluster's value "
                         "(partitions: sinfo -s; accounts: sacctmgr show assoc user=$USER format=account)")
-    gpu_partitions = {str(r.get("slurm_partition", "")).strip("'\"") for _, r in jobs if _gpus(r)}
+    gpu_partitions = {str(r.get("slurm_partition", "")).strip("'\"") for _, r in jobs if _gpus(r)} - {""}
     gpuless: dict[str, set[str]] = {}
     for rule, resources in jobs:
         partition = str(resources.get("slurm_partition", "")).strip("'\"")
@@ -300,6 +300,11 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpu
             resources["cpus_per_task"] = min(resources["cpus_per_task"], cpus)
         if isinstance(resources.get("mem_mb"), int):
             resources["mem_mb"] = min(resources["mem_mb"], mem_mb)
+        elif resources is not profile["default-resources"] and "mem_mb" not in resources:
+            # a GPU rule asks what its model needs (workflow/resources.py), sized for the real models before
+            # their download: the local node has a few GB
+            notes.add(f"mem_mb of the GPU rules (from the work on a cluster) -> {mem_mb}")
+            resources["mem_mb"] = mem_mb
         if signal_s is not None and isinstance(resources.get("slurm_extra"), str):
             extra = re.sub(r"(--signal=(?:B:)?[A-Z0-9]+@)\d+", rf"\g<1>{signal_s}", resources["slurm_extra"])
             if extra != resources["slurm_extra"]:
