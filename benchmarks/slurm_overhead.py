@@ -1,13 +1,14 @@
 """What a job costs on top of its command when it runs through SLURM with the shipped profile.
 
-A Snakefile of ``--jobs`` trivial jobs (``echo``), each its own rule instance, runs through the local single-node
-SLURM of scripts/slurm/start.sh with profiles/slurm/config.yaml as scripts/rehearse.sh runs it (its placeholders
-filled in, vocab_transfer.workflow.cluster.local_profile: the local run settings). Prints the wall time of the whole
+A Snakefile of ``--jobs`` trivial jobs (``echo``) runs through the local single-node SLURM of
+scripts/slurm/start.sh with profiles/slurm/config.yaml as scripts/rehearse.sh runs it (placeholders filled in,
+vocab_transfer.workflow.cluster.local_profile: the local run settings). Prints the wall time of the whole
 ``snakemake`` call, the SLURM jobs it submitted (``sbatch``) and the wall seconds per step.
 
     python benchmarks/slurm_overhead.py                      # one job, then 8 side by side
     python benchmarks/slurm_overhead.py --jobs 8 --group 8   # the 8 in one group job (--group-components)
-    python benchmarks/slurm_overhead.py --settings shipped   # the shipped profile's polling instead of the local one
+    python benchmarks/slurm_overhead.py --settings shipped   # the shipped profile's polling
+    python benchmarks/slurm_overhead.py --profile ../other/profiles/slurm/config.yaml   # another checkout's
 
 Needs the local cluster (sudo bash scripts/slurm/start.sh); submits only its own jobs.
 """
@@ -42,15 +43,17 @@ rule echo:
 """
 
 
-def run(jobs: int, group: int, settings: str, workdir: Path) -> dict:
-    """One ``snakemake`` call of ``jobs`` trivial jobs in ``workdir``; its wall seconds and SLURM submissions."""
+def run(jobs: int, group: int, settings: str, workdir: Path,
+        shipped: Path = REPO / "profiles/slurm/config.yaml") -> dict:
+    """One ``snakemake`` call of ``jobs`` trivial jobs in ``workdir``: its wall seconds and sbatch count."""
     from vocab_transfer.workflow.cluster import LOCAL_RUN_SETTINGS, local_profile
 
     # the shipped profile's own polling; squeue for the status, as this cluster has no accounting (sacct)
     chosen = {"local": LOCAL_RUN_SETTINGS, "shipped": {"slurm-status-command": "squeue"}}[settings]
     workdir.mkdir(parents=True)
-    (workdir / "Snakefile").write_text(SNAKEFILE.format(jobs=jobs, group='group: "trivial"' if group > 1 else ""))
-    profile = local_profile(REPO / "profiles" / "slurm" / "config.yaml", workdir / "profile", cpus=1, mem_mb=300,
+    group_line = 'group: "trivial"' if group > 1 else ""
+    (workdir / "Snakefile").write_text(SNAKEFILE.format(jobs=jobs, group=group_line))
+    profile = local_profile(shipped, workdir / "profile", cpus=1, mem_mb=300,
                             settings=chosen)
     cmd = [sys.executable, "-m", "snakemake", "--profile", profile]
     if group > 1:
@@ -68,14 +71,18 @@ def run(jobs: int, group: int, settings: str, workdir: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--jobs", type=int, nargs="+", default=[1, 8], help="trivial jobs per run (one run each)")
-    p.add_argument("--group", type=int, default=1, help="jobs per SLURM job (--group-components; 1: no group)")
+    p.add_argument("--group", type=int, default=1,
+                   help="jobs per SLURM job (--group-components; 1: no group)")
     p.add_argument("--settings", choices=["local", "shipped"], default="local",
                    help="the status polling of the local run settings or of the shipped profile")
+    p.add_argument("--profile", type=Path, default=REPO / "profiles/slurm/config.yaml",
+                   help="the shipped profile to start from (another checkout's, to compare)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="slurm-overhead-") as tmp:
         for n in args.jobs:
-            r = run(n, args.group, args.settings, Path(tmp) / f"run{n}")
-            print(f"{r['jobs']} job(s), {r['sbatch']} sbatch, {args.settings} polling: {r['wall_s']:.1f} s wall, "
+            r = run(n, args.group, args.settings, Path(tmp) / f"run{n}", args.profile)
+            print(f"{r['jobs']} job(s), {r['sbatch']} sbatch, {args.settings} polling: "
+                  f"{r['wall_s']:.1f} s wall, "
                   f"{r['wall_s'] / r['jobs']:.1f} s per step", flush=True)
 
 

@@ -36,8 +36,8 @@ profile_problems = check_profile(
     profile_file(sys.argv))
 if profile_problems:
     raise WorkflowError("nothing submitted: fill in the profile's placeholders first\n  " + "\n  ".join(profile_problems))
-# A SLURM job that runs a bundle of jobs (group-components in profiles/slurm) runs them side by side in one Snakemake
-# (vocab_transfer/workflow/bundles.py).
+# A SLURM job that runs a bundle of jobs (group-components in profiles/slurm) runs them side by side in one
+# Snakemake (vocab_transfer/workflow/bundles.py).
 pass_group_settings_to_slurm_jobs()
 if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT snapshot, <name>-step<N>
     config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})

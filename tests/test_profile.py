@@ -24,7 +24,8 @@ TINY = REPO / "tests" / "data" / "tiny_config.yaml"  # it has every stage, so ev
 LOCAL_PREFIXES = ("download_", "make_", "plot_")
 LOCAL_OTHERS = {"prepare_task", "list_source_trainings"}  # task data from the hub (small, minutes); a JSON list
 
-# Prints {rule: {"gpu": declares a `gpu` resource, "local": a local rule, "norun": runs no job, "group": its `group:`}}.
+# Prints {rule: {"gpu": declares a `gpu` resource, "local": a local rule, "norun": runs no job,
+#               "group": its `group:`}}.
 RULES = """
 import json, sys
 from pathlib import Path
@@ -103,10 +104,11 @@ def test_torchrun_launchers_are_standalone(config):
 
 
 def test_only_small_cpu_rules_are_bundled(rules):
-    """Each grouped rule is its own group (no job of a bundle waits for another in it), none is local or asks for a
-    GPU (inside a bundle every job would see all its GPUs), and group-components bundles each of them."""
+    """Each grouped rule is its own group (no job of a bundle waits for another in it), none is local or
+    asks for a GPU (inside a bundle every job would see all its GPUs), and group-components bundles each."""
     grouped = {name: rule["group"] for name, rule in rules.items() if rule["group"]}
-    assert {"init_embeddings", "tokenize_corpus", "compute_overlap", "pack_heldout", "probe_init"} <= set(grouped)
+    assert {"init_embeddings", "tokenize_corpus", "compute_overlap", "pack_heldout", "probe_init"} \
+        <= set(grouped)
     assert all(group == name for name, group in grouped.items()), grouped
     assert not any(rules[name]["local"] or rules[name]["gpu"] for name in grouped)
     assert not {"train_tokenizer", "train_fasttext", "train_lapt", "finetune"} & set(grouped)
@@ -119,24 +121,25 @@ def test_only_small_cpu_rules_are_bundled(rules):
 
 
 def test_local_polling_is_the_shipped_polling_divided_by_ten():
-    """scripts/rehearse.sh polls ten times as often as a cluster run with the shipped profile will (cluster.py)."""
+    """scripts/rehearse.sh polls ten times as often as a cluster run with the shipped profile (cluster.py)."""
     from vocab_transfer.workflow.cluster import LOCAL_RUN_SETTINGS
 
     profile = load_profile()
     for key in ("seconds-between-status-checks", "slurm-init-seconds-before-status-checks"):
-        assert 10 <= profile[key] <= 60, key  # a finished job is noticed within a minute while jobs finish often
+        assert 10 <= profile[key] <= 60, key  # a job is noticed within a minute while jobs finish often
         assert LOCAL_RUN_SETTINGS[key] * 10 == profile[key], key
 
 
 def test_slurm_dry_run_bundles_jobs(tmp_path):
-    """The tiny config planned for SLURM with the shipped profile (placeholders filled in): group jobs form, and the
-    run would submit fewer SLURM jobs than it has steps."""
+    """The tiny config planned for SLURM with the shipped profile (placeholders filled in): group jobs
+    form, and the run would submit fewer SLURM jobs than it has steps."""
     from vocab_transfer.workflow.cluster import local_profile
 
     profile = local_profile(PROFILE, tmp_path / "profile")
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
                            "--profile", profile, "--configfile", str(TINY), "--directory", str(tmp_path)],
-                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     log = proc.stdout + proc.stderr
     bundles = re.findall(r"^\[.*\] Group job (\w+)", log, re.MULTILINE)

@@ -143,8 +143,9 @@ def slurm_job(job_id: str) -> dict[str, str]:
 
 
 def rule_of(job: dict[str, str]) -> str:
-    """The rule a SLURM job ran: the plugin submits it with --comment rule_<rule>[_wildcards_<values>], a bundle (a
-    group job) with rule_<group>_<its rules>: rule_<rule>_<rule> for the pipeline's, each group named after its rule."""
+    """The rule a SLURM job ran: the plugin submits it with --comment rule_<rule>[_wildcards_<values>], a
+    bundle (a group job) with rule_<group>_<its rules>: rule_<rule>_<rule> for the pipeline's (each group is
+    named after its rule)."""
     match = re.match(r"rule_(\w+?)(_wildcards_|$)", job.get("Comment", ""))
     assert match, f"no rule_<name> comment on the job: {job}"
     name = match.group(1)
@@ -299,7 +300,8 @@ def test_bundled_jobs_run_side_by_side_in_one_slurm_job(tmp_path):
     records = [environment_record(run.workdir / f"results/bundled/{i}.txt") for i in range(3)]
     assert {r["SLURM_JOB_ID"] for r in records} == set(run.slurm_job_ids)
     # one group job inside the SLURM job: one Snakemake runs the three (three group jobs would run one by one)
-    job_log = (run.workdir / "logs/slurm/group_bundled_record_bundled" / f"{run.slurm_job_ids[0]}.log").read_text()
+    job_log = (run.workdir / "logs/slurm/group_bundled_record_bundled"
+               / f"{run.slurm_job_ids[0]}.log").read_text()
     assert job_log.count("Group job bundled") == 1, job_log[-4000:]
     assert rule_of(slurm_job(run.slurm_job_ids[0])) == "bundled_record_bundled"
 
