@@ -11,7 +11,7 @@ rule tokenize_corpus:
         shards=directory(paths.shards("{target}", "{split}")),
     threads: res.threads(config, "tokenize_corpus")
     priority: 95
-    group: "tokenize_corpus"  # jobs per SLURM job: profiles/slurm group-components
+    group: bundled("tokenize_corpus")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("tokenize_corpus/{target}/{split}.log"),
     benchmark:
@@ -34,7 +34,7 @@ use rule tokenize_corpus as tokenize_source_corpus with:
         shards=directory(paths.source_shards("{source}", "{corpus}", "{split}")),
     threads: res.threads(config, "tokenize_source_corpus")
     priority: 100
-    group: "tokenize_source_corpus"  # jobs per SLURM job: profiles/slurm group-components
+    group: bundled("tokenize_source_corpus")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("tokenize_source_corpus/{source}/{corpus}/{split}.log"),
     benchmark:
@@ -51,7 +51,7 @@ use rule tokenize_corpus as tokenize_extended_corpus with:
     output:
         shards=directory(paths.extended_shards("{source}", "{target}", "{method}", "{split}")),
     threads: res.threads(config, "tokenize_extended_corpus")
-    group: "tokenize_extended_corpus"  # jobs per SLURM job: profiles/slurm group-components
+    group: bundled("tokenize_extended_corpus")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("tokenize_extended_corpus/{source}/{target}/{method}/{split}.log"),
     benchmark:

@@ -36,7 +36,8 @@ with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
     wf = api.workflow(ResourceSettings(), ConfigSettings(configfiles=[Path(sys.argv[2])]),
                       snakefile=Path(sys.argv[1]), workdir=Path(sys.argv[3]))._workflow
     print(json.dumps({r.name: {"gpu": "gpu" in r.resources, "local": r.name in wf._localrules,
-                                   "norun": r.norun, "group": r._group} for r in wf.rules}))
+                                   "norun": r.norun, "group": getattr(r._group, "name", r._group)}
+                      for r in wf.rules}))
 """
 
 
@@ -147,3 +148,10 @@ def test_slurm_dry_run_bundles_jobs(tmp_path):
     inside = re.findall(r"^    rule (\w+):", log, re.MULTILINE)
     assert bundles and len(inside) > len(bundles), log[-3000:]
     assert len(alone) + len(bundles) < len(alone) + len(inside)
+    # without the profile's group-components (a local run and its dry run) every job stays on its own
+    plain = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile",
+                            str(REPO / "Snakefile"), "--configfile", str(TINY), "--directory", str(tmp_path)],
+                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
+    assert "Group job" not in plain.stdout + plain.stderr
+    assert len(re.findall(r"^(?:local)?rule (\w+):", plain.stdout, re.MULTILINE)) == len(alone) + len(inside)

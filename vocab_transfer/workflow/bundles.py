@@ -23,3 +23,19 @@ def pass_group_settings_to_slurm_jobs() -> bool:
         return False
     slurm.common_settings.pass_group_args = True
     return True
+
+
+class BundleGroup:
+    """A bundled rule's ``group:`` (rules/*.smk: ``group: bundled("init_embeddings")``): the group ``name`` where
+    the run's group-components name it (profiles/slurm/config.yaml), else none. So only runs with that profile form
+    group jobs; a dry run without it (`snakemake -n`) lists each job on its own, as a local run runs it."""
+
+    def __init__(self, workflow, name: str):
+        self.workflow, self.name = workflow, name
+
+    def __call__(self, wildcards) -> str | None:
+        settings = self.workflow.group_settings
+        return self.name if settings is not None and self.name in settings.group_components else None
+
+    def __repr__(self) -> str:
+        return f"BundleGroup({self.name!r})"
