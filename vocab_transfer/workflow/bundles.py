@@ -26,9 +26,10 @@ def pass_group_settings_to_slurm_jobs() -> bool:
 
 
 class BundleGroup:
-    """A bundled rule's ``group:`` (rules/*.smk: ``group: bundled("init_embeddings")``): the group ``name`` where
-    the run's group-components name it (profiles/slurm/config.yaml), else none. So only runs with that profile form
-    group jobs; a dry run without it (`snakemake -n`) lists each job on its own, as a local run runs it."""
+    """A bundled rule's ``group:`` (rules/*.smk: ``group: bundled("init_embeddings")``): the group
+    ``name`` where the run's group-components name it (profiles/slurm/config.yaml), else none. So only runs
+    with that profile form group jobs; a dry run without it (`snakemake -n`) lists each job on its own, as a
+    local run runs it."""
 
     def __init__(self, workflow, name: str):
         self.workflow, self.name = workflow, name
