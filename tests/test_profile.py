@@ -151,7 +151,8 @@ def test_slurm_dry_run_bundles_jobs(tmp_path):
     # without the profile's group-components (a local run and its dry run) every job stays on its own
     plain = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile",
                             str(REPO / "Snakefile"), "--configfile", str(TINY), "--directory", str(tmp_path)],
-                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                           timeout=300)
     assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
     assert "Group job" not in plain.stdout + plain.stderr
     assert len(re.findall(r"^(?:local)?rule (\w+):", plain.stdout, re.MULTILINE)) == len(alone) + len(inside)
