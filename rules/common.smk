@@ -12,6 +12,7 @@ from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.rehearsal import mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow import restart, warm
+from vocab_transfer.workflow.bundles import BundleGroup, pass_group_settings_to_slurm_jobs
 from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
 from vocab_transfer.artifacts import RERUN_ENV
 from vocab_transfer.mirror import MIRROR_ENV
@@ -38,6 +39,16 @@ profile_problems = check_profile(
     profile_file(sys.argv))
 if profile_problems:
     raise WorkflowError("nothing submitted: fill in the profile's placeholders first\n  " + "\n  ".join(profile_problems))
+# A SLURM job that runs a bundle of jobs (group-components in profiles/slurm) runs them side by side in one
+# Snakemake (vocab_transfer/workflow/bundles.py).
+pass_group_settings_to_slurm_jobs()
+
+
+def bundled(name):
+    """A small rule's `group:`: the group `name` where the profile's group-components bundle it, else none."""
+    return BundleGroup(workflow, name)
+
+
 if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT snapshot, <name>-step<N>
     config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
 

@@ -15,6 +15,7 @@ rule prepare_corpus:
         filter=plan.written("corpus_filter"),
         split=plan.written("corpus_split"),
         seed=cfg.seed,
+    group: bundled("prepare_corpus")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("prepare_corpus/{corpus}.log"),
     benchmark:

@@ -10,6 +10,7 @@ rule pack_heldout:
         blocks=paths.heldout_blocks("{target}"),
     params:
         spec=canonical({"seq_len": cfg.eval.seq_len, "max_sequences": cfg.eval.max_sequences}),
+    group: bundled("pack_heldout")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("pack_heldout/{target}.log"),
     benchmark:
@@ -29,6 +30,7 @@ use rule pack_heldout as pack_heldout_extended with:
         tokenizer=paths.extended_tokenizer("{source}", "{target}", "{method}"),
     output:
         blocks=paths.extended_heldout_blocks("{source}", "{target}", "{method}"),
+    group: bundled("pack_heldout_extended")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("pack_heldout_extended/{source}/{target}/{method}.log"),
     benchmark:
@@ -70,6 +72,7 @@ rule probe_init:
         spec=plan.probe_spec(),
         task=plan.finetune_task_type,
     threads: res.threads(config, "probe_init")
+    group: bundled("probe_init")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("probe_init/{source}/{task}/{method}.log"),
     benchmark:

@@ -11,6 +11,7 @@ rule export_init_model:
     params:
         card=plan.export_card,
         command=reproduce_command,
+    group: bundled("export_init_model")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("export_init_model/{source}/{target}/{method}.log"),
     resources:
@@ -29,6 +30,7 @@ rule export_lapt_model:
     params:
         card=plan.export_card,
         command=reproduce_command,
+    group: bundled("export_lapt_model")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("export_lapt_model/{source}/{target}/{run}.log"),
     resources:

@@ -14,6 +14,7 @@ rule init_embeddings:
         method=plan.method_params,
         seed=cfg.seed,
     threads: 1
+    group: bundled("init_embeddings")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("init_embeddings/{source}/{target}/{method}.log"),
     benchmark:

@@ -8,6 +8,7 @@ rule compute_overlap:
         tokenizer=paths.tokenizer("{target}"),
     output:
         overlap=paths.overlap("{source}", "{target}"),
+    group: bundled("compute_overlap")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("compute_overlap/{source}/{target}.log"),
     benchmark:

@@ -11,6 +11,7 @@ rule tokenize_corpus:
         shards=directory(paths.shards("{target}", "{split}")),
     threads: res.threads(config, "tokenize_corpus")
     priority: 95
+    group: bundled("tokenize_corpus")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("tokenize_corpus/{target}/{split}.log"),
     benchmark:
@@ -33,6 +34,7 @@ use rule tokenize_corpus as tokenize_source_corpus with:
         shards=directory(paths.source_shards("{source}", "{corpus}", "{split}")),
     threads: res.threads(config, "tokenize_source_corpus")
     priority: 100
+    group: bundled("tokenize_source_corpus")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("tokenize_source_corpus/{source}/{corpus}/{split}.log"),
     benchmark:
@@ -49,6 +51,7 @@ use rule tokenize_corpus as tokenize_extended_corpus with:
     output:
         shards=directory(paths.extended_shards("{source}", "{target}", "{method}", "{split}")),
     threads: res.threads(config, "tokenize_extended_corpus")
+    group: bundled("tokenize_extended_corpus")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("tokenize_extended_corpus/{source}/{target}/{method}/{split}.log"),
     benchmark:

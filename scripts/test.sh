@@ -5,10 +5,32 @@ cd "$(dirname "$0")/.."
 bash scripts/setup_env.sh --tests
 . .venv/bin/activate
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-# A real single-node SLURM for the profile tests (tests/test_slurm.py); it must run before any snakemake
-# call once the SLURM client is installed. Without root/apt the SLURM tests skip (or fail under CI=1).
+# A real single-node SLURM for the profile tests (tests/test_slurm.py). A controller that answers
+# already is used as it is: its config, daemons and jobs stay untouched. Otherwise
+# scripts/slurm/start.sh starts one (installing slurm-wlm + munge if missing), and on exit this
+# script stops what it started and puts /etc/slurm back as it found it: a slurm.conf left behind
+# whose controller no longer runs makes every later `snakemake` wait 9 s (the SLURM executor
+# plugin runs `scontrol show config` when it is imported; docs/development.md).
+# Without root/apt the SLURM tests skip (or fail under CI=1).
+SLURM_SAVED=""
+restore_slurm() {  # stop the cluster this script started; /etc/slurm as it was before
+  bash scripts/slurm/stop.sh >/dev/null 2>&1 || echo "scripts/slurm/stop.sh failed: stop SLURM by hand" >&2
+  for f in slurm.conf gres.conf cgroup.conf; do
+    if [ -e "$SLURM_SAVED/$f" ]; then cp -p "$SLURM_SAVED/$f" "/etc/slurm/$f"; else rm -f "/etc/slurm/$f"; fi
+  done
+  rm -rf "$SLURM_SAVED"
+}
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  bash scripts/slurm/start.sh --cpus 4   # installs slurm-wlm + munge if missing
+  if command -v scontrol >/dev/null && timeout 5 scontrol ping 2>/dev/null | grep -q UP; then
+    echo "SLURM: using the controller that is running (scontrol ping), as it is"
+  else
+    SLURM_SAVED=$(mktemp -d)
+    for f in slurm.conf gres.conf cgroup.conf; do
+      [ ! -e "/etc/slurm/$f" ] || cp -p "/etc/slurm/$f" "$SLURM_SAVED/"
+    done
+    trap restore_slurm EXIT
+    bash scripts/slurm/start.sh --cpus 4
+  fi
   # the zstd tool writes the .zst corpora of tests/test_zstd.py
   command -v zstd >/dev/null || { apt-get update -qq && apt-get install -y -qq zstd >/dev/null; }
   # headless Chromium opens the `snakemake --report` HTML in tests/test_workflow.py

@@ -7,6 +7,7 @@ the same profile against a real SLURM with two partitions.
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +24,8 @@ TINY = REPO / "tests" / "data" / "tiny_config.yaml"  # it has every stage, so ev
 LOCAL_PREFIXES = ("download_", "make_", "plot_")
 LOCAL_OTHERS = {"prepare_task", "list_source_trainings"}  # task data from the hub (small, minutes); a JSON list
 
-# Prints {rule: {"gpu": declares a `gpu` resource, "local": a local rule, "norun": runs no job}}.
+# Prints {rule: {"gpu": declares a `gpu` resource, "local": a local rule, "norun": runs no job,
+#               "group": its `group:`}}.
 RULES = """
 import json, sys
 from pathlib import Path
@@ -34,7 +36,8 @@ with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
     wf = api.workflow(ResourceSettings(), ConfigSettings(configfiles=[Path(sys.argv[2])]),
                       snakefile=Path(sys.argv[1]), workdir=Path(sys.argv[3]))._workflow
     print(json.dumps({r.name: {"gpu": "gpu" in r.resources, "local": r.name in wf._localrules,
-                                   "norun": r.norun} for r in wf.rules}))
+                                   "norun": r.norun, "group": getattr(r._group, "name", r._group)}
+                      for r in wf.rules}))
 """
 
 
@@ -99,3 +102,57 @@ def test_torchrun_launchers_are_standalone(config):
         words = [launcher] if isinstance(launcher, str) else launcher  # a program alone, or a list of arguments
         if words[0] == "torchrun":
             assert "--standalone" in words, (section, launcher)
+
+
+def test_only_small_cpu_rules_are_bundled(rules):
+    """Each grouped rule is its own group (no job of a bundle waits for another in it), none is local or
+    asks for a GPU (inside a bundle every job would see all its GPUs), and group-components bundles each."""
+    grouped = {name: rule["group"] for name, rule in rules.items() if rule["group"]}
+    assert {"init_embeddings", "tokenize_corpus", "compute_overlap", "pack_heldout", "probe_init"} \
+        <= set(grouped)
+    assert all(group == name for name, group in grouped.items()), grouped
+    assert not any(rules[name]["local"] or rules[name]["gpu"] for name in grouped)
+    assert not {"train_tokenizer", "train_fasttext", "train_lapt", "finetune"} & set(grouped)
+    components = dict(entry.split("=") for entry in load_profile()["group-components"])
+    assert set(components) == set(grouped.values())
+    per_rule = load_profile()["set-resources"]
+    for name, count in components.items():
+        assert 1 < int(count) <= 8, (name, count)
+        assert name not in per_rule, name  # a bundle's jobs share the CPU partition
+
+
+def test_local_polling_is_the_shipped_polling_divided_by_ten():
+    """scripts/rehearse.sh polls ten times as often as a cluster run with the shipped profile (cluster.py)."""
+    from vocab_transfer.workflow.cluster import LOCAL_RUN_SETTINGS
+
+    profile = load_profile()
+    for key in ("seconds-between-status-checks", "slurm-init-seconds-before-status-checks"):
+        assert 10 <= profile[key] <= 60, key  # a job is noticed within a minute while jobs finish often
+        assert LOCAL_RUN_SETTINGS[key] * 10 == profile[key], key
+
+
+def test_slurm_dry_run_bundles_jobs(tmp_path):
+    """The tiny config planned for SLURM with the shipped profile (placeholders filled in): group jobs
+    form, and the run would submit fewer SLURM jobs than it has steps."""
+    from vocab_transfer.workflow.cluster import local_profile
+
+    profile = local_profile(PROFILE, tmp_path / "profile")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+                           "--profile", profile, "--configfile", str(TINY), "--directory", str(tmp_path)],
+                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    log = proc.stdout + proc.stderr
+    bundles = re.findall(r"^\[.*\] Group job (\w+)", log, re.MULTILINE)
+    alone = re.findall(r"^rule (\w+):", log, re.MULTILINE)  # jobs outside a group, local rules included
+    inside = re.findall(r"^    rule (\w+):", log, re.MULTILINE)
+    assert bundles and len(inside) > len(bundles), log[-3000:]
+    assert len(alone) + len(bundles) < len(alone) + len(inside)
+    # without the profile's group-components (a local run and its dry run) every job stays on its own
+    plain = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--snakefile",
+                            str(REPO / "Snakefile"), "--configfile", str(TINY), "--directory", str(tmp_path)],
+                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                           timeout=300)
+    assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
+    assert "Group job" not in plain.stdout + plain.stderr
+    assert len(re.findall(r"^(?:local)?rule (\w+):", plain.stdout, re.MULTILINE)) == len(alone) + len(inside)

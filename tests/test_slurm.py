@@ -143,10 +143,14 @@ def slurm_job(job_id: str) -> dict[str, str]:
 
 
 def rule_of(job: dict[str, str]) -> str:
-    """The rule a SLURM job ran: the plugin submits it with --comment rule_<rule>[_wildcards_<values>]."""
+    """The rule a SLURM job ran: the plugin submits it with --comment rule_<rule>[_wildcards_<values>], a
+    bundle (a group job) with rule_<group>_<its rules>: rule_<rule>_<rule> for the pipeline's (each group is
+    named after its rule)."""
     match = re.match(r"rule_(\w+?)(_wildcards_|$)", job.get("Comment", ""))
     assert match, f"no rule_<name> comment on the job: {job}"
-    return match.group(1)
+    name = match.group(1)
+    half = name[: len(name) // 2]
+    return half if name == f"{half}_{half}" else name
 
 
 def environment_record(path: Path) -> dict[str, str]:
@@ -282,6 +286,24 @@ def test_signal_before_time_limit_lets_a_job_checkpoint_and_resume(runs):
     assert int(record["elapsed_s"]) < 120, record  # before the 2-minute time limit
     assert slurm_job(first)["JobState"] == "FAILED"  # ended by the checkpoint's exit, not TIMEOUT
     assert slurm_job(second)["JobState"] == "COMPLETED"
+
+
+def test_bundled_jobs_run_side_by_side_in_one_slurm_job(tmp_path):
+    """Three jobs of one group with --group-components bundled=3: one sbatch, one SLURM job, and inside it one
+    group job whose jobs run in one Snakemake (not one after another, each in its own)."""
+    require_local_cluster()
+    proc, log_path = start_snakemake(tmp_path / "run", *[f"results/bundled/{i}.txt" for i in range(3)],
+                                     "--group-components", "bundled=3")
+    run = Run(tmp_path / "run", wait_for(proc, time.monotonic() + RUN_TIMEOUT_S), log_path.read_text())
+    assert run.returncode == 0, run.log[-4000:]
+    assert len(run.slurm_job_ids) == 1, run.log[-4000:]
+    records = [environment_record(run.workdir / f"results/bundled/{i}.txt") for i in range(3)]
+    assert {r["SLURM_JOB_ID"] for r in records} == set(run.slurm_job_ids)
+    # one group job inside the SLURM job: one Snakemake runs the three (three group jobs would run one by one)
+    job_log = (run.workdir / "logs/slurm/group_bundled_record_bundled"
+               / f"{run.slurm_job_ids[0]}.log").read_text()
+    assert job_log.count("Group job bundled") == 1, job_log[-4000:]
+    assert rule_of(slurm_job(run.slurm_job_ids[0])) == "bundled_record_bundled"
 
 
 def shipped_profile(directory: Path, cpus: int = 2) -> Path:

@@ -230,8 +230,12 @@ def _gpus(resources: dict) -> int:
     return int(gpu)
 
 
-#: Run settings for the single-node cluster of scripts/slurm (no slurmdbd, so job states come from squeue, which keeps
-#: finished jobs for MinJobAge=600 s; fast polling: the plugin's first status check after 2 s, not 40 s).
+#: Run settings for the single-node cluster of scripts/slurm (no slurmdbd, so job states come from squeue,
+#: which keeps finished jobs for MinJobAge=600 s). Status polls run ten times as often as the shipped
+#: profile's: its two intervals (seconds-between-status-checks, slurm-init-seconds-before-status-checks: 20 s)
+#: divided by 10, so 2 s; the 10 s the plugin adds after each poll that sees no job finish, and its 180 s cap,
+#: are its own and stay as they are. A job is noticed 2-12 s after it ends here while jobs end often, 20-30 s
+#: on a cluster (docs/benchmarks.md).
 LOCAL_RUN_SETTINGS = {"slurm-status-command": "squeue", "slurm-init-seconds-before-status-checks": 2,
                       "seconds-between-status-checks": 2, "slurm-keep-successful-logs": True, "latency-wait": 5}
 
