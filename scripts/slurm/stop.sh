@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stop the local SLURM cluster started by scripts/slurm/start.sh: cancel all jobs (unless
-# --keep-jobs), stop slurmd and slurmctld, and stop munged only if start.sh started it.
+# --keep-jobs), stop slurmd and slurmctld, and stop munged only if start.sh started it; the configs start.sh
+# wrote move to /run/local-slurm/ (a client would otherwise wait for the stopped controller).
 # Needs root.
 #
 # Usage: sudo bash scripts/slurm/stop.sh [--keep-jobs] [--purge]
@@ -13,7 +14,7 @@ for a in "$@"; do
   case "$a" in
     --keep-jobs) KEEP_JOBS=1 ;;
     --purge) PURGE=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "unknown option: $a" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +53,14 @@ if [ -z "${KEEP_MUNGE:-}" ] && [ -e "$RUNDIR/munged.started" ]; then
   stop_pidfile munged /run/munge/munged.pid
   rm -f "$RUNDIR/munged.started"
 fi
+# The client programs (scontrol, and the slurm executor plugin, which runs `scontrol show config` whenever
+# Snakemake starts) wait MessageTimeout for a controller that a slurm.conf names but that no longer runs: the
+# config this kit wrote goes aside, so they fail at once. start.sh writes it again.
+for f in slurm.conf gres.conf cgroup.conf; do
+  if [ -e "/etc/slurm/$f" ] && grep -q "Managed by vocab-transfer scripts/slurm/start.sh" "/etc/slurm/$f"; then
+    mkdir -p "$RUNDIR" && mv "/etc/slurm/$f" "$RUNDIR/$f.stopped"
+  fi
+done
 if [ "$PURGE" = 1 ]; then
   log "purging state and logs"
   rm -rf /var/lib/slurm/slurmctld/* /var/lib/slurm/slurmd/* /var/log/slurm/*
