@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import artifacts
+from ..artifacts import artifact_checksum
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -371,33 +371,6 @@ def vocab_cells(kind: str, table, files) -> list[dict]:
             **common,
         )
     raise ValueError(f"unknown table kind {kind!r}")
-
-
-def artifact_checksum(path: str | os.PathLike, deep: bool = False) -> str:
-    """The content checksum of an artifact (module docstring); ``deep``: hash every file again, trusting no
-    manifest."""
-    path = Path(path)
-    record = artifacts.read_manifest(path)
-    files = record.get("files") if record else None
-    if not isinstance(files, dict):
-        return artifacts.fingerprint(path)
-
-    def xxh3(rel: str, f: Path) -> str:
-        then, st = files.get(rel), f.stat()
-        if not deep and then and then.get("size") == st.st_size and then.get("mtime_ns") == st.st_mtime_ns:
-            return then["xxh3_128"]
-        return artifacts.hash_file(f)
-
-    if not path.is_dir():
-        return "xxh3_128:" + xxh3("", path)
-    listed = sorted(
-        f for f in path.rglob("*") if f.is_file() and f.relative_to(path).as_posix() not in artifacts.UNLISTED
-    )
-    h = artifacts.xxhash.xxh3_128()
-    for f in listed:
-        rel = f.relative_to(path).as_posix()
-        h.update(f"{rel}\0{xxh3(rel, f)}\n".encode())
-    return "xxh3_128-tree:" + h.hexdigest()
 
 
 def provenance_frame(entries: Sequence[dict], table: str, base: str | os.PathLike = ".") -> pd.DataFrame:
