@@ -410,15 +410,18 @@ def recorded_reads(reads: dict[str, dict], *, evaluated: str | None = None, star
 
 def recorded_inputs(path: str | os.PathLike) -> dict:
     """What the job that wrote ``path`` recorded it read (:func:`recorded_reads`: ``reads`` and ``evaluated``
-    or ``started_from``): from a parquet or safetensors file's metadata, else from its manifest (a folder's
-    own, or that of the folder artifact it lies in: a LAPT snapshot's step); {} where nothing was
+    or ``started_from``): from a parquet or safetensors file's metadata, else from its manifest, else from
+    that of the nearest folder artifact it lies in that has a record (a LAPT snapshot's step, staged with a
+    manifest of its own while the run trained, in the run's ``snapshots/``); {} where nothing was
     recorded."""
     path = Path(path)
-    record = read_metadata(path) if path.is_file() else None
-    if not (record or {}).get(READS):
-        record = read_manifest(path if read_manifest(path) is not None else artifact_root(path)) or {}
-    keys = (READS, EVALUATED, STARTED_FROM)
-    return {k: record[k] for k in keys if k in record} if isinstance(record.get(READS), dict) else {}
+    records = [lambda: read_metadata(path) if path.is_file() else None, lambda: read_manifest(path)]
+    records += [lambda p=p: read_manifest(p) for p in path.parents if (p / MANIFEST).is_file()]
+    for record in records:
+        record = record() or {}
+        if isinstance(record.get(READS), dict):
+            return {k: record[k] for k in (READS, EVALUATED, STARTED_FROM) if k in record}
+    return {}
 
 
 def artifact_root(path: str | os.PathLike) -> Path:
