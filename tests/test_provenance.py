@@ -285,11 +285,15 @@ def _finetune(model: str, name: str, method: str, out: str, embeddings: str | No
     from vocab_transfer.training import finetune
 
     meta = {"source": "s", "model": name, "method": method, "task_name": "sw-ner", "language": "sw"}
-    config = {"epochs": 1, "lr": 1e-3, "batch_size": 8, "seq_len": 32, "eval_fraction": 0.5, "threads": 1}
     finetune.main(["--model", model, "--tokenizer", model, "--task", "ner", "--data", "results/tasks/sw-ner",
-                   "--seed", "1", "--output", out, "--meta", json.dumps(meta), "--config", json.dumps(config),
+                   "--seed", "1", "--output", out, "--meta", json.dumps(meta), "--config", FT_CONFIG,
                    *(["--embeddings", embeddings] if embeddings else [])])
     return out
+
+
+FT_CONFIG = json.dumps({"epochs": 1, "lr": 1e-3, "batch_size": 8, "seq_len": 32, "eval_fraction": 0.5,
+                        "threads": 1})
+ZERO_SHOT = "results/source_task/s/sw-ner/full/seed1"
 
 
 @pytest.fixture(scope="module")
@@ -301,7 +305,7 @@ def workflow(tmp_path_factory, sw_tokenizer, swahili_verses):
     from vocab_transfer.data.shards import write_shard
     from vocab_transfer.io import atomic_path
     from vocab_transfer.source_model import build_xlmr_mlm
-    from vocab_transfer.training import lapt
+    from vocab_transfer.training import lapt, zeroshot
 
     root = tmp_path_factory.mktemp("workflow")
     here = os.getcwd()
@@ -339,6 +343,12 @@ def workflow(tmp_path_factory, sw_tokenizer, swahili_verses):
         # wechsel-lapt's job wired to focus-lapt's model; and to a run of FOCUS's init (the LAPT rule's fault)
         _finetune("results/lapt/s/sw/focus-lapt/model", "wechsel-lapt", "wechsel", "wrong/model.parquet")
         _finetune("results/lapt/s/sw/focus-lapt-2e-3/model", "wechsel-lapt", "wechsel", "wrong/init.parquet")
+        task = ["--task", "ner", "--data", "results/tasks/sw-ner", "--config", FT_CONFIG]
+        zeroshot.main(["train", "--model", source, "--seed", "1", "--variant", "full", "--output",
+                       f"{ZERO_SHOT}.model", "--scores", f"{ZERO_SHOT}.parquet", *task])
+        zeroshot.main(["evaluate", "--target", source, "--from", "sw-ner", "1", f"{ZERO_SHOT}.model",
+                       f"{ZERO_SHOT}.parquet", "--output", "results/zeroshot/s/sw-ner/source.parquet", *task,
+                       "--meta", json.dumps({"source": "s", "model": "source", "method": "source"})])
     finally:
         os.chdir(here)
     return root
@@ -397,6 +407,16 @@ def test_trainers_record_the_model_they_read_and_what_its_run_started_from(workf
     }
     assert prov.lineage("results/lapt/s/sw/focus-lapt/curve.parquet")["origin"]["path"] == init
     assert "origin" not in prov.lineage(_scores_of("source"))  # the source model: no run recorded behind it
+    # zero-shot: the scores are of the target; the source-side training is read too, and records its model
+    zero_shot = artifacts.recorded_inputs("results/zeroshot/s/sw-ner/source.parquet")
+    assert zero_shot["evaluated"] == "target"
+    assert zero_shot["reads"]["target"]["path"] == "results/source/s/model"
+    trained = f"{ZERO_SHOT}.model"
+    assert zero_shot["reads"]["trained:sw-ner:1"] == {
+        "path": trained, "checksum": artifacts.artifact_checksum(trained, deep=True)}
+    for written in (f"{ZERO_SHOT}.model", f"{ZERO_SHOT}.parquet"):
+        record = artifacts.recorded_inputs(written)
+        assert record["evaluated"] == "model" and record["reads"]["model"]["path"] == "results/source/s/model"
 
 
 def test_rows_wired_as_the_rules_wire_them_pass_and_share_only_references(workflow, monkeypatch):

@@ -32,9 +32,9 @@ model's LAPT run started from (its init artifact, or the model it continued). :f
 rows of different models whose scores are of one model (a job wired to another row's checkpoint, its scores
 labelled with its own row's name), rows of different methods that trace back to one starting point, a row
 whose LAPT run started from an init artifact made for another method, and a model changed since its scores
-were made. A row's own checkpoint is the model its scores are of; what rows share further back is a reference where
-their methods agree (the source model behind every run, one init artifact behind a learning-rate grid of LAPT
-runs).
+were made. A row's own checkpoint is the model its scores are of; what rows share further back is a reference
+where their methods agree (the source model behind every run, one init artifact behind a learning-rate grid of
+LAPT runs).
 """
 
 from __future__ import annotations
