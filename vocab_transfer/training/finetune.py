@@ -748,7 +748,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # what the scores are of, recorded in what the job writes (vocab_transfer.report.provenance follows it)
     reads = input_records({"model": args.model, "embeddings": args.embeddings, "tokenizer": args.tokenizer,
-                           "data": args.data, "labels": args.labels})
+                           "data": args.data})
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data, args.labels)
     tokenizer = load_tokenizer(args.tokenizer or args.model)
