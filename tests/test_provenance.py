@@ -1,7 +1,10 @@
 """Table provenance (vocab_transfer.report.provenance): each number's artifact and checksum, and the check
 that finds two rows of a table read from one artifact."""
 
+import json
+import os
 import shutil
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -241,3 +244,240 @@ def test_vocabulary_tables_name_their_overlap_fasttext_and_tokenizer_files(tmp_p
     frame.loc[frame["artifact"] == "tokenizers/sw", "artifact"] = "tokenizers/de"  # sw's row wired to de's
     assert prov.check_provenance(frame, verify=False) == [
         "unks1: rows 'de', 'sw' read the same artifact tokenizers/de"]
+
+
+# -------------------------------------------------------------------------------------------------------
+# Following a score file back to the model it is of, and that model's LAPT run to the init artifact it started
+# from: real LAPT and fine-tuning runs (tiny model, two LAPT steps, one fine-tuning epoch) in the workflow's
+# layout, as the rules wire them, or wired wrong.
+
+LAPT_RUNS = {"focus-lapt": ("focus", 1e-3), "wechsel-lapt": ("wechsel", 1e-3),
+             "focus-lapt-2e-3": ("focus", 2e-3)}
+
+
+class _Items(dict):
+    """Snakemake's named lists: iterable over values, with .items()."""
+
+    def __iter__(self):
+        return iter(self.values())
+
+
+def _init_artifact(path: str, method: str, rows: int, seed: int) -> None:
+    """An init artifact as rule init_embeddings writes one: its job (rule, wildcards) in the metadata."""
+    import torch
+
+    from vocab_transfer import artifacts
+    from vocab_transfer.io import write_tensors
+
+    job = SimpleNamespace(rule="init_embeddings", wildcards=_Items(source="s", target="sw", method=method),
+                          params=_Items(seed=seed), input=_Items())
+    artifacts.set_job(job)
+    try:
+        rng = torch.Generator().manual_seed(seed)
+        write_tensors({"embeddings": torch.randn(rows, 16, generator=rng)}, path)
+    finally:
+        artifacts._reset_for_tests()
+
+
+def _finetune(model: str, name: str, method: str, out: str, embeddings: str | None = None) -> str:
+    """Scores of one fine-tuning job (`python -m vocab_transfer.training.finetune`, in this process) of
+    ``model`` (a folder), labelled as the model ``name`` of method ``method``."""
+    from vocab_transfer.training import finetune
+
+    meta = {"source": "s", "model": name, "method": method, "task_name": "sw-ner", "language": "sw"}
+    finetune.main(["--model", model, "--tokenizer", model, "--task", "ner", "--data", "results/tasks/sw-ner",
+                   "--seed", "1", "--output", out, "--meta", json.dumps(meta), "--config", FT_CONFIG,
+                   *(["--embeddings", embeddings] if embeddings else [])])
+    return out
+
+
+FT_CONFIG = json.dumps({"epochs": 1, "lr": 1e-3, "batch_size": 8, "seq_len": 32, "eval_fraction": 0.5,
+                        "threads": 1})
+ZERO_SHOT = "results/source_task/s/sw-ner/full/seed1"
+
+
+@pytest.fixture(scope="module")
+def workflow(tmp_path_factory, sw_tokenizer, swahili_verses):
+    """A workflow folder (the working directory while it is built, as for the workflow's jobs) with a source
+    model, FOCUS and WECHSEL init artifacts, three LAPT runs (focus-lapt and focus-lapt-2e-3 from the FOCUS
+    init at two learning rates, wechsel-lapt from the WECHSEL one) and fine-tuning scores of each model as the
+    rules wire them, plus two wired wrong (``wrong/``)."""
+    from vocab_transfer.data.shards import write_shard
+    from vocab_transfer.io import atomic_path
+    from vocab_transfer.source_model import build_xlmr_mlm
+    from vocab_transfer.training import lapt, zeroshot
+
+    root = tmp_path_factory.mktemp("workflow")
+    here = os.getcwd()
+    os.chdir(root)
+    try:
+        source = "results/source/s/model"
+        with atomic_path(source, directory=True) as tmp:
+            build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.1, hidden_size=16, num_layers=1, num_heads=2,
+                           intermediate_size=32, max_position_embeddings=40).save_pretrained(tmp)
+            sw_tokenizer.save_pretrained(str(tmp))
+        for method, seed in (("focus", 1), ("wechsel", 2)):
+            _init_artifact(f"results/init/s/sw/{method}.safetensors", method, len(sw_tokenizer), seed)
+        for split, texts in (("train", swahili_verses[:200]), ("heldout", swahili_verses[200:240])):
+            write_shard(texts, sw_tokenizer, f"results/shards/sw/{split}", tokenizer_dir=source)
+        words = [v.split()[:12] for v in swahili_verses[300:340]]
+        tasks = pd.DataFrame({"id": [str(i) for i in range(40)], "tokens": words,
+                              "tags": [["B-X" if w[:1].isupper() else "O" for w in ws] for ws in words]})
+        with atomic_path("results/tasks/sw-ner", directory=True) as tmp:
+            for split, rows in (("train", tasks[:24]), ("dev", tasks[24:32]), ("test", tasks[32:])):
+                rows.to_parquet(tmp / f"{split}.parquet")
+        for run, (method, lr) in LAPT_RUNS.items():
+            config = {"steps": 2, "batch_size": 4, "seq_len": 32, "lr": lr, "eval_every": 2, "seed": 3,
+                      "eval_sequences": 4, "checkpoint_every": 2, "threads": 1, "snapshot_steps": [1]}
+            out = f"results/lapt/s/sw/{run}"
+            lapt.main(["--model", source, "--embeddings", f"results/init/s/sw/{method}.safetensors",
+                       "--tokenizer", source, "--train", "results/shards/sw/train",
+                       "--heldout", "results/shards/sw/heldout", "--output", f"{out}/model",
+                       "--curve", f"{out}/curve.parquet", "--snapshots", f"{out}/snapshots",
+                       "--token-accuracy", f"{out}/token_accuracy.parquet", "--config", json.dumps(config)])
+        for run, (method, _) in LAPT_RUNS.items():
+            _finetune(f"results/lapt/s/sw/{run}/model", run, method, _scores_of(run))
+        _finetune(source, "source", "source", "results/finetune/s/sw-ner/source/seed1.parquet")
+        _finetune(source, "focus-init", "focus", "results/finetune/s/sw-ner/focus-init/seed1.parquet",
+                  embeddings="results/init/s/sw/focus.safetensors")
+        # wechsel-lapt's job wired to focus-lapt's model; and to a run of FOCUS's init (the LAPT rule's fault)
+        _finetune("results/lapt/s/sw/focus-lapt/model", "wechsel-lapt", "wechsel", "wrong/model.parquet")
+        _finetune("results/lapt/s/sw/focus-lapt-2e-3/model", "wechsel-lapt", "wechsel", "wrong/init.parquet")
+        task = ["--task", "ner", "--data", "results/tasks/sw-ner", "--config", FT_CONFIG]
+        zeroshot.main(["train", "--model", source, "--seed", "1", "--variant", "full", "--output",
+                       f"{ZERO_SHOT}.model", "--scores", f"{ZERO_SHOT}.parquet", *task])
+        zeroshot.main(["evaluate", "--target", source, "--from", "sw-ner", "1", f"{ZERO_SHOT}.model",
+                       f"{ZERO_SHOT}.parquet", "--output", "results/zeroshot/s/sw-ner/source.parquet", *task,
+                       "--meta", json.dumps({"source": "s", "model": "source", "method": "source"})])
+    finally:
+        os.chdir(here)
+    return root
+
+
+def _finetune_table(files: list[str], out: str = "results/tables/finetune") -> str:
+    """The fine-tuning table of ``files`` and its sidecar, as rule make_finetune_table writes them."""
+    from vocab_transfer.report.tables import finetune_table
+
+    tagged = prov.read_tagged(files)
+    table = finetune_table(tagged.drop(columns=prov.ARTIFACT))
+    prov.write_provenance(prov.finetune_cells(table, tagged), "finetune", f"{out}{prov.SUFFIX}")
+    return f"{out}.md"
+
+
+def _scores_of(run: str) -> str:
+    return f"results/finetune/s/sw-ner/{run}/seed1.parquet"
+
+
+def test_trainers_record_the_model_they_read_and_what_its_run_started_from(workflow, monkeypatch):
+    """A score file names the model it fine-tuned (path as given, checksum as recorded by the model's
+    manifest); a LAPT output, its curve and its snapshots name the init artifact and source model it started
+    from; a score file of the source with an init artifact's rows is of the init artifact."""
+    import pyarrow.parquet as pq
+
+    from vocab_transfer import artifacts
+
+    monkeypatch.chdir(workflow)
+    model = "results/lapt/s/sw/focus-lapt/model"
+    meta = json.loads(pq.read_schema(_scores_of("focus-lapt")).metadata[b"vocab_transfer"])
+    assert meta["evaluated"] == "model"
+    checksum = artifacts.artifact_checksum(model, deep=True)
+    assert meta["reads"]["model"] == {"path": model, "checksum": checksum}
+    assert meta["reads"]["data"]["path"] == "results/tasks/sw-ner"
+    assert meta["reads"]["data"]["checksum"].startswith("xxh3_128-tree:")
+    history = artifacts.read_metadata("results/finetune/s/sw-ner/focus-lapt/seed1.history.parquet")
+    assert history["reads"] == meta["reads"]
+    init = "results/init/s/sw/focus.safetensors"
+    run = "results/lapt/s/sw/focus-lapt"
+    for written in (model, f"{run}/curve.parquet", f"{run}/snapshots", f"{run}/snapshots/step-00000001"):
+        record = artifacts.recorded_inputs(written)
+        assert record["started_from"] == "embeddings", written
+        assert record["reads"]["embeddings"] == {"path": init, "checksum": f"xxh3_128:{hash_file(init)}"}
+        assert record["reads"]["model"]["path"] == "results/source/s/model"
+    manifest = json.loads((workflow / model / ".manifest.json").read_text())
+    assert manifest["reads"]["embeddings"]["path"] == init
+    assert artifacts.artifact_checksum("results/lapt/s/sw/focus-lapt/snapshots/step-00000001") == (
+        artifacts.artifact_checksum("results/lapt/s/sw/focus-lapt/snapshots/step-00000001", deep=True))
+    swapped = artifacts.recorded_inputs(_scores_of("focus-init"))
+    assert swapped["evaluated"] == "embeddings" and swapped["reads"]["embeddings"]["path"] == init
+    assert prov.lineage(_scores_of("focus-lapt")) == {
+        "model": {"path": model, "checksum": meta["reads"]["model"]["checksum"], "read": "model"},
+        "origin": {"path": init, "checksum": f"xxh3_128:{hash_file(init)}", "read": "embeddings",
+                   "method": "focus"},
+        "claims": {"source": ["s"], "language": ["sw"], "model": ["focus-lapt"], "method": ["focus"]},
+    }
+    assert prov.lineage("results/lapt/s/sw/focus-lapt/curve.parquet")["origin"]["path"] == init
+    assert "origin" not in prov.lineage(_scores_of("source"))  # the source model: no run recorded behind it
+    # zero-shot: the scores are of the target; the source-side training is read too, and records its model
+    zero_shot = artifacts.recorded_inputs("results/zeroshot/s/sw-ner/source.parquet")
+    assert zero_shot["evaluated"] == "target"
+    assert zero_shot["reads"]["target"]["path"] == "results/source/s/model"
+    trained = f"{ZERO_SHOT}.model"
+    assert zero_shot["reads"]["trained:sw-ner:1"] == {
+        "path": trained, "checksum": artifacts.artifact_checksum(trained, deep=True)}
+    for written in (f"{ZERO_SHOT}.model", f"{ZERO_SHOT}.parquet"):
+        record = artifacts.recorded_inputs(written)
+        assert record["evaluated"] == "model" and record["reads"]["model"]["path"] == "results/source/s/model"
+
+
+def test_rows_wired_as_the_rules_wire_them_pass_and_share_only_references(workflow, monkeypatch):
+    """Every model its own checkpoint: two LAPT runs of one method at two learning rates share their init
+    artifact, the init row fine-tunes that artifact too, and every row but the source's starts from the source
+    model (a reference): no problem."""
+    monkeypatch.chdir(workflow)
+    files = [_scores_of(r) for r in (*LAPT_RUNS, "source", "focus-init")]
+    table = pd.read_parquet(_finetune_table(files).replace(".md", prov.SUFFIX))
+    assert sorted(set(table["row"])) == sorted([*LAPT_RUNS, "source", "focus-init"])
+    assert prov.check_table_provenance("results/tables/finetune.md") == []
+
+
+def test_a_row_fine_tuned_from_another_rows_lapt_model_is_named(workflow, monkeypatch):
+    """wechsel-lapt's job loaded focus-lapt's LAPT output and labelled its scores wechsel-lapt: each table row
+    reads its own score file (the check of the files read passes), but both files are scores of one model."""
+    monkeypatch.chdir(workflow)
+    md = _finetune_table([_scores_of("focus-lapt"), "wrong/model.parquet"], "results/tables/wrong_model")
+    assert prov.check_table_provenance(md) == [
+        "finetune: rows 'focus-lapt' (sw-ner), 'wechsel-lapt' (sw-ner) (models focus-lapt, wechsel-lapt) are "
+        "scores of one model results/lapt/s/sw/focus-lapt/model "
+        "(results/finetune/s/sw-ner/focus-lapt/seed1.parquet, wrong/model.parquet)"
+    ]
+    assert prov.check_provenance(pd.read_parquet(md.replace(".md", prov.SUFFIX)), follow=False) == []
+
+
+def test_a_row_whose_lapt_run_started_from_another_methods_init_is_named(workflow, monkeypatch):
+    """wechsel-lapt's scores are of a LAPT output that started from the FOCUS init: with focus-lapt in the
+    table the two rows (two methods) share one starting point; alone, its init was made for another method."""
+    monkeypatch.chdir(workflow)
+    md = _finetune_table([_scores_of("focus-lapt"), "wrong/init.parquet"], "results/tables/wrong_init")
+    assert prov.check_table_provenance(md) == [
+        "finetune: rows 'focus-lapt' (sw-ner), 'wechsel-lapt' (sw-ner) (methods focus, wechsel) trace back "
+        "to one starting point results/init/s/sw/focus.safetensors (through "
+        "results/lapt/s/sw/focus-lapt-2e-3/model, results/lapt/s/sw/focus-lapt/model)",
+        "finetune: row 'wechsel-lapt' (sw-ner) claims method wechsel, but its model started from "
+        "results/init/s/sw/focus.safetensors, made for method focus (wrong/init.parquet)",
+    ]
+    md = _finetune_table(["wrong/init.parquet"], "results/tables/wrong_init_alone")
+    assert prov.check_table_provenance(md) == [
+        "finetune: row 'wechsel-lapt' (sw-ner) claims method wechsel, but its model started from "
+        "results/init/s/sw/focus.safetensors, made for method focus (wrong/init.parquet)"
+    ]
+
+
+def test_a_model_rebuilt_since_its_scores_were_made_is_named(workflow, tmp_path, monkeypatch):
+    """A LAPT output written again after the fine-tuning that read it (a copy of the workflow folder, file
+    times kept, so the manifests still hold)."""
+    from vocab_transfer.io import atomic_path
+
+    copy = tmp_path / "copy"
+    shutil.copytree(workflow, copy)
+    monkeypatch.chdir(copy)
+    md = _finetune_table([_scores_of("focus-lapt"), _scores_of("wechsel-lapt")])
+    assert prov.check_table_provenance(md) == []
+    model = "results/lapt/s/sw/focus-lapt/model"
+    with atomic_path(model, directory=True) as tmp:
+        for f in (copy / model).iterdir():
+            if f.name != ".manifest.json":
+                shutil.copy2(f, tmp / f.name)
+        (tmp / "config.json").write_text((copy / model / "config.json").read_text().replace("16", "17"))
+    assert prov.check_table_provenance(md) == [
+        f"finetune: {_scores_of('focus-lapt')} traces back to {model}, which changed since"
+    ]

@@ -163,6 +163,14 @@ def test_every_table_number_has_its_artifact_and_checksum(tiny_run):
         assert check_table_provenance(md, base=tiny_run) == [], md.name
     init = pd.read_parquet(provenance_path(tiny_run / "results/tables/init_mlm_loss.md"))
     assert set(init["artifact"]) == {"results/eval_init/tiny/de.parquet", "results/eval_init/tiny/sw.parquet"}
+    # the check followed each score file to the model it is of, and a LAPT output to the init it started from
+    from vocab_transfer.report.provenance import lineage
+
+    finetune = pd.read_parquet(provenance_path(tiny_run / "results/tables/finetune.md"))
+    traced = {a: lineage(a, tiny_run) for a in set(finetune["artifact"])}
+    assert all("model" in t for t in traced.values()), traced
+    lapt = [t for t in traced.values() if t["model"]["path"] == "results/lapt/tiny/he/focus/model"]
+    assert lapt and all(t["origin"]["path"] == "results/init/tiny/he/focus.safetensors" for t in lapt)
 
 
 @pytest.mark.slow

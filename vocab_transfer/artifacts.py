@@ -126,6 +126,7 @@ def versions() -> dict[str, str]:
 
 
 _job: dict | None = None  # the Snakemake job of this process (set_job), its metadata computed once
+_reads: dict | None = None  # what a trainer read, recorded in what it writes (recorded_reads)
 
 
 def snakemake_job() -> object | None:
@@ -164,7 +165,7 @@ def artifact_metadata() -> dict:
         meta.update({k: _job[k] for k in ("rule", "wildcards", "params_sha256", "inputs")})
         if _job["origins"]:
             meta["origins"] = _job["origins"]
-    return meta
+    return meta | (_reads or {})
 
 
 def read_metadata(path: str | os.PathLike) -> dict | None:
@@ -283,7 +284,7 @@ def write_manifest(written: str | os.PathLike) -> dict | None:
     onto its path (a rename keeps the modification times recorded): a folder gets ``.manifest.json`` inside it (moved
     with it); for a file, the record is returned, for :func:`write_sidecar` once the file is in place."""
     written = Path(written)
-    record = {"format": 1, **_job_origin()}
+    record = {"format": 1, **_job_origin(), **(_reads or {})}
     if written.is_dir():
         record["files"] = {f.relative_to(written).as_posix(): _entry(f) for f in _listed(written)}
         (written / MANIFEST).write_text(json.dumps(record, indent=0), encoding="utf-8")
@@ -340,6 +341,87 @@ def check_manifest(path: str | os.PathLike, deep: bool = False) -> list[str]:
         added = [f for f in _listed(path) if f.relative_to(path).as_posix() not in record["files"]]
         problems += [f"{f} was added" for f in added]
     return problems
+
+
+def artifact_checksum(path: str | os.PathLike, deep: bool = False) -> str:
+    """The content checksum of an artifact: ``xxh3_128:<hex>`` for a file, the hash its manifest recorded (a
+    file whose size or time differ from the manifest's is hashed again), ``xxh3_128-tree:<hex>`` for a folder
+    (the hash of its files' sorted names and hashes; a folder inside a folder artifact, such as a LAPT
+    snapshot's step, from that artifact's manifest), and :func:`fingerprint` for an artifact without a
+    manifest; ``deep``: hash every file again, trusting no manifest."""
+    path = Path(path)
+    root = path if read_manifest(path) is not None else artifact_root(path)
+    record = read_manifest(root)
+    files = record.get("files") if record else None
+    if not isinstance(files, dict):
+        return fingerprint(path)
+    inner = "" if root == path else path.relative_to(root).as_posix()
+
+    def xxh3(rel: str, f: Path) -> str:
+        then, st = files.get(rel), f.stat()
+        if not deep and then and then.get("size") == st.st_size and then.get("mtime_ns") == st.st_mtime_ns:
+            return then["xxh3_128"]
+        return hash_file(f)
+
+    if not path.is_dir():
+        return "xxh3_128:" + xxh3(inner, path)
+    h = xxhash.xxh3_128()
+    for f in _listed(path):
+        rel = f.relative_to(path).as_posix()
+        h.update(f"{rel}\0{xxh3(f'{inner}/{rel}' if inner else rel, f)}\n".encode())
+    return "xxh3_128-tree:" + h.hexdigest()
+
+
+#: What a trainer read, in the metadata (and manifest) of each artifact it writes (:func:`recorded_reads`):
+#: its inputs by name, ``{name: {"path": ..., "checksum": ...}}``.
+READS = "reads"
+#: The name of the read whose model an artifact's numbers are of (a fine-tuning or zero-shot score file: the
+#: LAPT output, init artifact or source model it fine-tuned or evaluated).
+EVALUATED = "evaluated"
+#: The name of the read a training started from (a LAPT output: the init artifact, or the model it continued).
+STARTED_FROM = "started_from"
+
+
+def input_records(paths: dict[str, str | os.PathLike | None]) -> dict[str, dict]:
+    """What a job reads, for :func:`recorded_reads`: ``{name: {"path": the path as given, "checksum":
+    artifact_checksum(path)}}`` for each name with a path (None for one that is not a path here: a hub id)."""
+    return {name: {"path": str(p), "checksum": artifact_checksum(p) if Path(p).exists() else None}
+            for name, p in paths.items() if p}
+
+
+@contextlib.contextmanager
+def recorded_reads(reads: dict[str, dict], *, evaluated: str | None = None, started_from: str | None = None):
+    """Within the block, every artifact written records what the job read (``reads``, of
+    :func:`input_records`) in its metadata (:func:`artifact_metadata`) and manifest, with ``evaluated`` /
+    ``started_from`` naming the read its numbers are of / its training started from (:data:`EVALUATED`,
+    :data:`STARTED_FROM`)."""
+    global _reads
+    for name in filter(None, (evaluated, started_from)):
+        if name not in reads:
+            raise ValueError(f"{name!r} is not one of the reads recorded ({sorted(reads)})")
+    before = _reads
+    _reads = {READS: reads, **({EVALUATED: evaluated} if evaluated else {}),
+              **({STARTED_FROM: started_from} if started_from else {})}
+    try:
+        yield
+    finally:
+        _reads = before
+
+
+def recorded_inputs(path: str | os.PathLike) -> dict:
+    """What the job that wrote ``path`` recorded it read (:func:`recorded_reads`: ``reads`` and ``evaluated``
+    or ``started_from``): from a parquet or safetensors file's metadata, else from its manifest, else from
+    that of the nearest folder artifact it lies in that has a record (a LAPT snapshot's step, staged with a
+    manifest of its own while the run trained, in the run's ``snapshots/``); {} where nothing was
+    recorded."""
+    path = Path(path)
+    records = [lambda: read_metadata(path) if path.is_file() else None, lambda: read_manifest(path)]
+    records += [lambda p=p: read_manifest(p) for p in path.parents if (p / MANIFEST).is_file()]
+    for record in records:
+        record = record() or {}
+        if isinstance(record.get(READS), dict):
+            return {k: record[k] for k in (READS, EVALUATED, STARTED_FROM) if k in record}
+    return {}
 
 
 def artifact_root(path: str | os.PathLike) -> Path:

@@ -24,6 +24,17 @@ row per numeric cell of the table's CSV and artifact that cell was computed from
 two rows read one artifact (the same records of it) or two identical copies of one: a row wired to another
 row's model, run or seed, which miniature models that all score alike would otherwise hide. It also reports an
 artifact that has changed since the table was written, and a table without its sidecar.
+
+It then follows each score file and LAPT curve back through what the trainers recorded they read
+(:func:`vocab_transfer.artifacts.recorded_reads`; :func:`lineage`): the model a score file is of (the LAPT
+output, snapshot, init artifact or source model the fine-tuning or zero-shot job loaded), and what that
+model's LAPT run started from (its init artifact, or the model it continued). :func:`check_lineage` reports
+rows of different models whose scores are of one model (a job wired to another row's checkpoint, its scores
+labelled with its own row's name), rows of different methods that trace back to one starting point, a row
+whose LAPT run started from an init artifact made for another method, and a model changed since its scores
+were made. A row's own checkpoint is the model its scores are of; what rows share further back is a reference
+where their methods agree (the source model behind every run, one init artifact behind a learning-rate grid of
+LAPT runs).
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import artifacts
+from ..artifacts import artifact_checksum
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -373,33 +385,6 @@ def vocab_cells(kind: str, table, files) -> list[dict]:
     raise ValueError(f"unknown table kind {kind!r}")
 
 
-def artifact_checksum(path: str | os.PathLike, deep: bool = False) -> str:
-    """The content checksum of an artifact (module docstring); ``deep``: hash every file again, trusting no
-    manifest."""
-    path = Path(path)
-    record = artifacts.read_manifest(path)
-    files = record.get("files") if record else None
-    if not isinstance(files, dict):
-        return artifacts.fingerprint(path)
-
-    def xxh3(rel: str, f: Path) -> str:
-        then, st = files.get(rel), f.stat()
-        if not deep and then and then.get("size") == st.st_size and then.get("mtime_ns") == st.st_mtime_ns:
-            return then["xxh3_128"]
-        return artifacts.hash_file(f)
-
-    if not path.is_dir():
-        return "xxh3_128:" + xxh3("", path)
-    listed = sorted(
-        f for f in path.rglob("*") if f.is_file() and f.relative_to(path).as_posix() not in artifacts.UNLISTED
-    )
-    h = artifacts.xxhash.xxh3_128()
-    for f in listed:
-        rel = f.relative_to(path).as_posix()
-        h.update(f"{rel}\0{xxh3(rel, f)}\n".encode())
-    return "xxh3_128-tree:" + h.hexdigest()
-
-
 def provenance_frame(entries: Sequence[dict], table: str, base: str | os.PathLike = ".") -> pd.DataFrame:
     """The sidecar's rows for ``entries`` (of :func:`cells`), with each artifact's checksum (``artifact``
     paths relative to ``base``), in :data:`COLUMNS` order."""
@@ -421,16 +406,164 @@ def write_provenance(entries: Sequence[dict], table: str, path: str | os.PathLik
     write_parquet(provenance_frame(entries, table), path, schema=schema)
 
 
+#: The columns of a score file that say what its rows claim to be (:func:`lineage`).
+CLAIMS = ("source", "language", "model", "method")
+
+
+def _at(base: Path, path: str) -> Path:
+    return Path(path) if os.path.isabs(path) else base / path
+
+
+def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
+    """What the numbers of ``artifact`` (relative to ``base``) trace back to, from what the jobs recorded
+    they read (:func:`vocab_transfer.artifacts.recorded_reads`): ``model``, the read they are of (a
+    fine-tuning score file's LAPT output, snapshot, init artifact or source model; a zero-shot score file's
+    target); ``origin``, what that model's training started from (a LAPT output's init artifact, or the model
+    it continued; a LAPT curve's own), each ``{"path", "checksum", "read"}`` (``read``: the name it was read
+    under) with the ``method`` its job was run for where it recorded one (an init artifact's); ``claims``: the
+    values of the :data:`CLAIMS` columns of the artifact's rows. Empty where nothing was recorded or the
+    artifact is gone."""
+    from contextlib import suppress
+
+    import pyarrow.parquet as pq
+
+    base, out = Path(base), {}
+    path = _at(base, artifact)
+
+    def recorded(p: Path) -> dict:
+        with suppress(OSError, ValueError, artifacts.ArtifactError):
+            return artifacts.recorded_inputs(p) if p.exists() else {}
+        return {}
+
+    def read(record: dict, key: str) -> dict | None:
+        name = record.get(key)
+        entry = (record.get(artifacts.READS) or {}).get(name)
+        if not isinstance(entry, dict) or not entry.get("path"):
+            return None
+        entry = {**entry, "read": name}
+        with suppress(OSError, ValueError, artifacts.ArtifactError):
+            meta = artifacts.read_metadata(_at(base, entry["path"])) or {}
+            method = (meta.get("wildcards") or {}).get("method")
+            if method:
+                entry["method"] = str(method)
+        return entry
+
+    record = recorded(path)
+    model = read(record, artifacts.EVALUATED)
+    if model:
+        out["model"] = model
+        record = recorded(_at(base, model["path"]))
+    origin = read(record, artifacts.STARTED_FROM)
+    if origin:
+        out["origin"] = origin
+    if path.suffix == ".parquet" and path.is_file():
+        with suppress(OSError, ValueError):
+            columns = [c for c in CLAIMS if c in pq.read_schema(path).names]
+            rows = pq.read_table(path, columns=columns).to_pandas() if columns else None
+            if rows is not None:
+                out["claims"] = {c: _values(rows[c]).split(",") for c in columns if _values(rows[c])}
+    return out
+
+
+def _cells_text(values, files: Iterable[str]) -> str:
+    """The cells (row, and column where there is one) that read ``files``, for a message."""
+    reads = values[values["artifact"].isin(set(files))].drop_duplicates(["row", "column"])
+    pairs = sorted(zip(reads["row"], reads["column"], strict=True))
+    return ", ".join(f"'{r}'" + (f" ({c})" if c else "") for r, c in pairs)
+
+
+def check_lineage(frame, *, base: str | os.PathLike | None = None, verify: bool = True) -> list[str]:
+    """What is wrong with where one table's numbers trace back to (:func:`lineage` of each artifact read as a
+    value): rows of different models whose scores are of one model (a fine-tuning job wired to another row's
+    LAPT output, snapshot or init artifact); one model (of a source and language) whose scores are of two;
+    rows of different methods that trace back to one starting point (a LAPT run wired to another method's init
+    artifact); a row whose model started from an init artifact made for another method; with ``verify``, a
+    model or starting point that changed since the scores were made from it. A model both rows only share
+    further back (the source model every LAPT run and init starts from) is a reference and allowed, as is one
+    starting point of runs of one method (a learning-rate grid of LAPT runs)."""
+    if frame.empty:
+        return []
+    name = str(frame["table"].iloc[0])
+    root = Path(base) if base is not None else Path.cwd()
+    values = frame[frame["role"] == "value"]
+    traced = {a: lineage(a, root) for a in sorted(set(values["artifact"]))}
+    problems = []
+
+    def claims(a: str, key: str) -> list[str]:
+        return traced[a].get("claims", {}).get(key, [])
+
+    by_model: dict[str, list[str]] = {}
+    for a, t in traced.items():
+        if "model" in t:
+            by_model.setdefault(os.path.normpath(t["model"]["path"]), []).append(a)
+    shared = set()  # scores of another row's model: what their model started from says nothing more
+    for path, files in sorted(by_model.items()):
+        models = sorted({m for a in files for m in claims(a, "model")})
+        if len(models) > 1:
+            shared.update(files)
+            problems.append(f"{name}: rows {_cells_text(values, files)} (models {', '.join(models)}) are "
+                            f"scores of one model {path} ({', '.join(files)})")
+    by_claim: dict[tuple, set[str]] = {}
+    for a, t in traced.items():
+        key = tuple(",".join(claims(a, c)) for c in ("source", "model", "language"))
+        if "model" in t and key[1] and "," not in key[1]:
+            by_claim.setdefault(key, set()).add(os.path.normpath(t["model"]["path"]))
+    for (source, model, language), paths in sorted(by_claim.items()):
+        if len(paths) > 1:
+            files = [a for a, t in traced.items() if "model" in t and claims(a, "model") == [model]]
+            where = f" ({source}, {language})" if source or language else ""
+            problems.append(f"{name}: model '{model}'{where} is scores of {len(paths)} models: "
+                            f"{', '.join(sorted(paths))} ({', '.join(files)})")
+    starts: dict[str, list[tuple[str, dict]]] = {}  # what each row's model started from (itself if no run)
+    for a, t in traced.items():
+        start = t.get("origin") or t.get("model")
+        if start and a not in shared:
+            starts.setdefault(os.path.normpath(start["path"]), []).append((a, start))
+    for path, uses in sorted(starts.items()):
+        methods = sorted({m for a, _ in uses for m in claims(a, "method")})
+        if len(methods) > 1:
+            files = sorted({a for a, _ in uses})
+            through = sorted({traced[a]["model"]["path"] for a in files
+                              if "origin" in traced[a] and traced[a]["model"]["path"] != path})
+            via = f" (through {', '.join(through)})" if through else ""
+            problems.append(f"{name}: rows {_cells_text(values, files)} (methods {', '.join(methods)}) trace "
+                            f"back to one starting point {path}{via}")
+        made_for = {e["method"] for _, e in uses if e.get("read") == "embeddings" and "method" in e}
+        for a, _ in uses:
+            claimed = claims(a, "method")
+            if made_for and claimed and not set(claimed) & made_for:
+                problems.append(f"{name}: row {_cells_text(values, [a])} claims method {', '.join(claimed)}, "
+                                f"but its model started from {path}, made for method "
+                                f"{', '.join(sorted(made_for))} ({a})")
+    if verify:
+        sums: dict[str, str | None] = {}
+        for a, t in traced.items():
+            for entry in (t.get(level) for level in ("model", "origin")):
+                if not entry or not entry.get("checksum"):
+                    continue
+                p = _at(root, entry["path"])
+                if entry["path"] not in sums:
+                    sums[entry["path"]] = artifact_checksum(p) if p.exists() else None
+                now = sums[entry["path"]]
+                if now != entry["checksum"]:
+                    problems.append(f"{name}: {a} traces back to {entry['path']}, which "
+                                    + ("is gone" if now is None else "changed since"))
+    return list(dict.fromkeys(problems))
+
+
 def _rows_text(rows: Iterable[str]) -> str:
     return ", ".join(f"'{r}'" for r in sorted(set(rows)))
 
 
-def check_provenance(frame, *, base: str | os.PathLike | None = None, verify: bool = True) -> list[str]:
+def check_provenance(
+    frame, *, base: str | os.PathLike | None = None, verify: bool = True, follow: bool = True
+) -> list[str]:
     """What is wrong with one table's provenance (a sidecar's rows): two rows that read the same records of
     one artifact, a cell that reads the same records (``seed=1``) from two artifacts (two files that claim one
     run), or two rows that read files with the same content (a copy); with ``verify``, an artifact whose
     checksum (relative to ``base``, default the working directory) is no longer the recorded one, or that is
-    gone. Reference reads (``role`` reference) may be shared."""
+    gone. Reference reads (``role`` reference) may be shared. With ``follow``, also what :func:`check_lineage`
+    finds behind the artifacts (the models the scores are of, and what those started from)."""
     if frame.empty:
         return []
     name = str(frame["table"].iloc[0])
@@ -466,6 +599,8 @@ def check_provenance(frame, *, base: str | os.PathLike | None = None, verify: bo
                 problems.append(f"{name}: {artifact} is gone")
             elif artifact_checksum(path) != checksum:
                 problems.append(f"{name}: {artifact} changed since the table was written")
+    if follow:
+        problems += check_lineage(frame, base=base, verify=verify)
     return list(dict.fromkeys(problems))  # a cell's problem once, not once per number of it
 
 

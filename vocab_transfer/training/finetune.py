@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..artifacts import input_records, recorded_reads
 from ..checkpointing import check_checkpoint
 from ..data.tasks import check_columns, check_heads, is_split
 from ..data.tokenizer import load_tokenizer
@@ -745,6 +746,9 @@ def main(argv: list[str] | None = None) -> None:
     if cfg.save_model and len(args.seed) > 1:
         p.error(f"save_model keeps one fine-tuned model per output: give one --seed, not {len(args.seed)}")
 
+    # what the scores are of, recorded in what the job writes (vocab_transfer.report.provenance follows it)
+    reads = input_records({"model": args.model, "embeddings": args.embeddings, "tokenizer": args.tokenizer,
+                           "data": args.data})
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data, args.labels)
     tokenizer = load_tokenizer(args.tokenizer or args.model)
@@ -776,13 +780,14 @@ def main(argv: list[str] | None = None) -> None:
         rows.append({**json.loads(args.meta), "task": args.task, "seed": seed, **scores,
                      "n_train": len(data["train"]), "n_dev": len(data["dev"]), "n_test": len(data["test"])})
         histories.append(history.assign(seed=seed))
-    write_parquet(pd.concat(histories, ignore_index=True),
-                  args.history or str(Path(args.output).with_suffix("")) + ".history.parquet")
-    if cfg.save_model:
-        with atomic_path(str(Path(args.output).with_suffix("")) + ".model", directory=True) as tmp:
-            model.save_pretrained(str(tmp))
-            tokenizer.save_pretrained(str(tmp))
-    write_parquet(pd.DataFrame(rows), args.output)
+    with recorded_reads(reads, evaluated="embeddings" if args.embeddings else "model"):
+        write_parquet(pd.concat(histories, ignore_index=True),
+                      args.history or str(Path(args.output).with_suffix("")) + ".history.parquet")
+        if cfg.save_model:
+            with atomic_path(str(Path(args.output).with_suffix("")) + ".model", directory=True) as tmp:
+                model.save_pretrained(str(tmp))
+                tokenizer.save_pretrained(str(tmp))
+        write_parquet(pd.DataFrame(rows), args.output)
     remove_tree(checkpoints)  # whole or gone if killed meanwhile
 
 

@@ -94,6 +94,7 @@ import pandas as pd
 import pyarrow as pa
 import torch
 
+from ..artifacts import input_records, recorded_reads
 from ..data.shards import Blocks, open_blocks
 from ..data.tokenizer import load_tokenizer
 from ..eval.correlation import row_correlations
@@ -747,6 +748,9 @@ def main(argv: list[str] | None = None) -> None:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     group = init_distributed()
+    # what the run started from, recorded in what it writes (vocab_transfer.report.provenance follows it)
+    reads = input_records({"model": args.model, "embeddings": args.embeddings, "tokenizer": args.tokenizer,
+                           "train": args.train, "heldout": args.heldout, "anchors": args.anchors})
 
     tokenizer = load_tokenizer(args.tokenizer)
     model = load_source_model(args.model)
@@ -789,14 +793,17 @@ def main(argv: list[str] | None = None) -> None:
                   long_blocks=long_blocks)
     state = full_state_dict(model)[0] if is_sharded(model) else None  # every process gathers, rank 0 writes
     if group.main:
-        ids, counts = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
-                                      cfg.token_accuracy_top) if cfg.token_accuracy_top else (torch.zeros(0), None)
-        write_parquet(token_accuracy_table(curve, ids, counts, tokenizer),
-                      args.token_accuracy or f"{args.output}.token_accuracy.parquet", schema=TOKEN_ACCURACY_SCHEMA)
-        write_parquet(curve.drop(columns=["token_masked", "token_correct"], errors="ignore"),
-                      args.curve or f"{args.output}.curve.parquet")
-        save_model(model, tokenizer, args.output, state)  # language_adapter.* beside a plain model
-        publish_snapshots(checkpoints, args.snapshots or f"{args.output}.snapshots", cfg.snapshot_steps)
+        with recorded_reads(reads, started_from="embeddings" if args.embeddings else "model"):
+            top = cfg.token_accuracy_top
+            ids, counts = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
+                                          top) if top else (torch.zeros(0), None)
+            write_parquet(token_accuracy_table(curve, ids, counts, tokenizer),
+                          args.token_accuracy or f"{args.output}.token_accuracy.parquet",
+                          schema=TOKEN_ACCURACY_SCHEMA)
+            write_parquet(curve.drop(columns=["token_masked", "token_correct"], errors="ignore"),
+                          args.curve or f"{args.output}.curve.parquet")
+            save_model(model, tokenizer, args.output, state)  # language_adapter.* beside a plain model
+            publish_snapshots(checkpoints, args.snapshots or f"{args.output}.snapshots", cfg.snapshot_steps)
         remove_tree(checkpoints)  # whole or gone if killed meanwhile
     group.close()
 

@@ -56,6 +56,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
+from ..artifacts import input_records, recorded_reads
 from ..data.tasks import check_columns
 from ..data.tokenizer import load_tokenizer
 from ..io import atomic_path, remove_tree, write_parquet
@@ -322,6 +323,7 @@ def train_main(args) -> None:
     if cfg.train_language_adapter:
         raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one stays "
                          "fixed: train_language_adapter must be false")
+    reads = input_records({"model": args.model, "tokenizer": args.tokenizer, "data": args.data})
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data)
     tokenizer = load_tokenizer(args.tokenizer or args.model)
@@ -342,9 +344,10 @@ def train_main(args) -> None:
     row = {**json.loads(args.meta), "task": args.task, "seed": args.seed, "variant": args.variant,
            "trainable_parameters": n, **scores, "n_train": len(data["train"]), "n_dev": len(data["dev"]),
            "n_test": len(data["test"])}
-    write_parquet(history, args.history or str(Path(args.scores).with_suffix("")) + ".history.parquet")
-    save_source_task(model, tokenizer, args.output, meta)
-    write_parquet(pd.DataFrame([row]), args.scores)
+    with recorded_reads(reads, evaluated="model"):
+        write_parquet(history, args.history or str(Path(args.scores).with_suffix("")) + ".history.parquet")
+        save_source_task(model, tokenizer, args.output, meta)
+        write_parquet(pd.DataFrame([row]), args.scores)
     remove_tree(checkpoints)  # whole or gone if killed meanwhile
 
 
@@ -384,6 +387,10 @@ def evaluate_main(args) -> None:
     path = Path(args.data) / "test.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{args.data}: no test.parquet (rule prepare_task)")
+    # the target is what the scores are of; each source-side training (its folder) a shared reference
+    reads = input_records({"target": args.target, "tokenizer": args.tokenizer, "data": args.data,
+                           "trainings": args.trainings,
+                           **{f"trained:{name}:{seed}": trained for seed, name, trained, _ in sources}})
     test = pd.read_parquet(path)
     check_columns(args.task, test)
     tokenizer = load_tokenizer(args.tokenizer or args.target)
@@ -422,7 +429,8 @@ def evaluate_main(args) -> None:
         log.info("zero-shot %d/%d: %s seed %d -> %s (%s): test %s %.4f (source test %.4f), %d sentences in %.1f s; %s",
                  done, len(sources), name, seed, args.target, src["variant"], metric, scores[metric],
                  src[f"test_{metric}"], len(test), time.time() - t0, progress(done))
-    write_parquet(pd.DataFrame(rows), args.output)
+    with recorded_reads(reads, evaluated="target"):
+        write_parquet(pd.DataFrame(rows), args.output)
 
 
 def main(argv: list[str] | None = None) -> None:
