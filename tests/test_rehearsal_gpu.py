@@ -50,6 +50,8 @@ def test_local_profile_keeps_the_requests_with_the_local_values(tmp_path, fill):
         assert resources["slurm_partition"] == "gpu" and resources["slurm_account"] == "rehearsal-gpu", rule
         assert resources.get("gpu_model") == ("a100" if fill else None), rule
     assert profile["retries"] == 2 and profile["executor"] == "slurm"
+    # a job's CPUs follow its threads, at most one here: a bundle of four 4-thread jobs fits the 8-CPU node
+    assert default["cpus_per_task"] == "min(threads, 1)"
     assert "<" not in "".join(line for line in text.splitlines() if not line.startswith("#"))  # none left
     if fill:
         assert "#   gpu_model 'h100' -> 'a100'" in text and "#   slurm_account 'p123-gpu' -> 'rehearsal-gpu'" in text

@@ -260,3 +260,26 @@ def test_a_composite_config_waits_for_them_too(tmp_path):
         assert re.search(listed, locked.stdout), locked.stdout[-3000:]
     finally:
         subprocess.run(["scancel", "--name", other_run])
+
+
+def test_a_bundle_that_failed_counts_its_jobs_as_failed():
+    """A bundle's error (a group job SLURM refused) lists its jobs indented under the group's message."""
+    log = read_log("""Select jobs to execute...
+[Sat Nov 28 06:56:43 2026]
+    message: Error in group tokenize_corpus
+    jobs:
+        rule focus_tokenize_corpus:
+            jobid: 10
+    [Sat Nov 28 06:56:43 2026]
+    Error in rule focus_tokenize_corpus:
+        message: None
+        jobid: 10
+        output: results/focus/shards/de/train
+    [Sat Nov 28 06:56:43 2026]
+    Error in rule focus_tokenize_corpus:
+        message: None
+        jobid: 13
+Finished jobid: 13 (Rule: focus_tokenize_corpus)
+3 of 1433 steps (1%) done
+""")
+    assert log.failed == {"10": "focus_tokenize_corpus"} and log.retried == {"13": "focus_tokenize_corpus"}

@@ -302,6 +302,10 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpu
             resources["gres"] = new
         if isinstance(resources.get("cpus_per_task"), int):
             resources["cpus_per_task"] = min(resources["cpus_per_task"], cpus)
+        elif isinstance(resources.get("cpus_per_task"), str):  # an expression Snakemake evaluates per job
+            # (`threads`): capped too, so that a bundle of 4-thread jobs fits the local node's CPUs
+            notes.add(f"cpus_per_task {resources['cpus_per_task']} -> min({resources['cpus_per_task']}, {cpus})")
+            resources["cpus_per_task"] = f"min({resources['cpus_per_task']}, {cpus})"
         if isinstance(resources.get("mem_mb"), int):
             resources["mem_mb"] = min(resources["mem_mb"], mem_mb)
         elif resources is not profile["default-resources"] and "mem_mb" not in resources:

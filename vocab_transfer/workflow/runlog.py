@@ -22,7 +22,7 @@ STEPS = re.compile(r"(\d+) of (\d+) steps \(\d+%\) done")
 PLANNED = re.compile(r"^total\s+(\d+)$")  # the last row of the "Job stats" table
 SCHEDULED = "Select jobs to execute"  # the scheduler has started
 DRY_RUN = "This was a dry-run"
-ERROR = re.compile(r"^Error in (?:rule|group) (\S+?):?$")
+ERROR = re.compile(r"^\s*Error in (?:rule|group) (\S+?):?$")  # indented inside a bundle's error
 JOBID = re.compile(r"^\s+jobid: (\S+)$")
 # "Finished jobid: 3 (Rule: x)" (Snakemake 9), "Finished job 3." (8)
 FINISHED = re.compile(r"^Finished job(?:id:)? (\S+?)\.?(?: \(Rule: \S+\))?$")
