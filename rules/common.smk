@@ -12,7 +12,7 @@ from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.rehearsal import mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
 from vocab_transfer.workflow import restart, warm
-from vocab_transfer.workflow.bundles import BundleGroup, pass_group_settings_to_slurm_jobs
+from vocab_transfer.workflow.bundles import BundleGroup, lapt_alone, pass_group_settings_to_slurm_jobs
 from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
 from vocab_transfer.artifacts import RERUN_ENV
 from vocab_transfer.mirror import MIRROR_ENV
@@ -44,9 +44,10 @@ if profile_problems:
 pass_group_settings_to_slurm_jobs()
 
 
-def bundled(name):
-    """A small rule's `group:`: the group `name` where the profile's group-components bundle it, else none."""
-    return BundleGroup(workflow, name)
+def bundled(name, gpus=0, alone=None):
+    """A rule's `group:`: the group `name` where the profile's group-components bundle it, else none; a
+    GPU rule gives its jobs' `gpus` (bundles fit one node), `alone` the jobs that keep a SLURM job alone."""
+    return BundleGroup(workflow, name, gpus, alone)
 
 
 if "finetune" in config:  # `steps: [N, ...]` entries become one model per LAPT snapshot, <name>-step<N>

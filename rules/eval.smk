@@ -48,6 +48,8 @@ rule evaluate_init:
         spec=plan.written("eval"),
         methods=plan.eval_methods,
     threads: 1
+    # jobs per SLURM job: profiles/slurm group-components; a job of a bundle claims its GPU in setup_job
+    group: bundled("evaluate_init", partition_gpus("evaluate_init", cfg.eval.gpus))
     log:
         logs("evaluate_init/{source}/{target}.log"),
     benchmark:
@@ -115,6 +117,7 @@ rule benchmark_model:
         cache=paths.benchmark_cache(),
         seed=cfg.eval.seed,
     threads: 1
+    group: bundled("benchmark_model", partition_gpus("benchmark_model", cfg.eval.gpus))  # as evaluate_init
     log:
         logs("benchmark_model/{target}/{source}/{stage}/{name}.log"),
     benchmark:

@@ -61,6 +61,7 @@ rule finetune:
         launcher=cfg.finetune.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.finetune.job_threads()
     priority: 70
+    group: bundled("finetune", partition_gpus("finetune", cfg.finetune.gpus))  # profiles/slurm
     resources:
         gpu=partition_gpus("finetune", cfg.finetune.gpus),
         mem_mb=res.model_mem_mb(config, "finetune", finetune_mem_mb),
@@ -75,7 +76,8 @@ rule finetune:
     # Every value is quoted ({...:q}, or words the plan quoted: the launcher, --embeddings); the seeds after --seed
     # are integers (the seeds wildcard's constraint), one word each.
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.finetune --model {params.model:q} {params.embeddings}"
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        " {params.launcher} -m vocab_transfer.training.finetune --model {params.model:q} {params.embeddings}"
         " --tokenizer {params.tokenizer:q} --task {params.task:q} --data {input.data:q} --seed {params.seeds}"
         " --output {output.scores:q} --history {output.history:q} --checkpoints {params.checkpoints:q}"
         " --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"

@@ -41,6 +41,7 @@ rule refine_embeddings:
         method=plan.method_params,
         seed=cfg.seed,
     threads: res.threads(config, "refine_embeddings")
+    group: bundled("refine_embeddings", partition_gpus("refine_embeddings", plan.refine_gpus))
     log:
         logs("refine_embeddings/{source}/{target}/{method}.log"),
     benchmark:
@@ -85,6 +86,7 @@ rule factorize_source:
         seed=cfg.seed,
     threads: 1
     priority: 90
+    group: bundled("factorize_source", partition_gpus("factorize_source", plan.factorization_gpus))
     resources:
         gpu=partition_gpus("factorize_source", plan.factorization_gpus),
     log:

@@ -32,9 +32,13 @@ rule train_lapt:
         launcher=cfg.lapt.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.lapt.job_threads()
     priority: 80
+    # jobs per SLURM job: profiles/slurm group-components; a job on several nodes or the one a rehearsal
+    # interrupts keeps a SLURM job of its own
+    group: bundled("train_lapt", partition_gpus("train_lapt", cfg.lapt.gpus), alone=lapt_alone(cfg))
     resources:
         gpu=partition_gpus("train_lapt", cfg.lapt.gpus),
-        nodes=cfg.lapt.nodes,
+        # sbatch --nodes only for a job on several nodes: a bundle would ask for the sum of its jobs' nodes
+        **({"nodes": cfg.lapt.nodes} if cfg.lapt.nodes > 1 else {}),
         mem_mb=res.model_mem_mb(config, "train_lapt", lapt_mem_mb),
         # lapt.runtime_min, or a rehearsal's shorter limit for the job it interrupts (rehearsal.interrupt)
         runtime=res.capped_runtime(config, "train_lapt", plan.lapt_runtime, "lapt.runtime_min", lapt_estimate),
@@ -45,7 +49,8 @@ rule train_lapt:
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.lapt --model {input.model:q} {params.embeddings}"
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        " {params.launcher} -m vocab_transfer.training.lapt --model {input.model:q} {params.embeddings}"
         " --tokenizer {input.tokenizer:q} --train {input.train:q} --heldout {input.heldout:q}"
         " --output {output.model:q} --curve {output.curve:q} --checkpoints {params.checkpoints:q}"
         " --snapshots {output.snapshots:q} --token-accuracy {output.token_accuracy:q} {params.anchors}"

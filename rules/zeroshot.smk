@@ -25,6 +25,7 @@ rule train_source_task:
         checkpoints=paths.source_task_checkpoints("{source}", "{srctask}", "{setup}", "{seed}"),
         launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
+    group: bundled("train_source_task", partition_gpus("train_source_task", cfg.zero_shot.gpus))
     resources:
         gpu=partition_gpus("train_source_task", cfg.zero_shot.gpus),
         mem_mb=res.model_mem_mb(config, "train_source_task", source_task_mem_mb),
@@ -38,7 +39,8 @@ rule train_source_task:
         "../envs/vocab-transfer.yaml"
     # Every value is quoted ({...:q}; the launcher: words quoted by the plan).
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.zeroshot train --model {input.model:q}"
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        " {params.launcher} -m vocab_transfer.training.zeroshot train --model {input.model:q}"
         " --tokenizer {input.tokenizer:q} --task {params.task:q} --data {input.data:q} --seed {wildcards.seed:q}"
         " --variant {params.variant:q} --adapter {params.adapter:q} --output {output.model:q}"
         " --scores {output.scores:q} --history {output.history:q} --checkpoints {params.checkpoints:q}"
@@ -73,6 +75,7 @@ rule evaluate_zero_shot:
         unseen=plan.zero_shot_unseen,
         launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
+    group: bundled("evaluate_zero_shot", partition_gpus("evaluate_zero_shot", cfg.zero_shot.gpus))
     resources:
         gpu=partition_gpus("evaluate_zero_shot", cfg.zero_shot.gpus),
         mem_mb=res.model_mem_mb(config, "evaluate_zero_shot", zero_shot_mem_mb),
@@ -85,6 +88,7 @@ rule evaluate_zero_shot:
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
-        "exec {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target:q}"
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        " {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target:q}"
         " --task {params.task:q} --data {input.data:q} --trainings {input.trainings:q} --output {output.scores:q}"
         " --unseen-labels {params.unseen:q} --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"

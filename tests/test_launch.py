@@ -98,3 +98,83 @@ def test_one_process_without_a_launcher(monkeypatch):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("SLURM_NTASKS", "4")  # a batch script's environment, outside an srun step: not launched
     assert init_distributed() == Distributed(world=1, rank=0)
+
+
+# GPU claims: the jobs of a bundle (one SLURM job, vocab_transfer/workflow/bundles.py) each take their own
+# GPUs.
+CLAIM_ENV = {"SLURM_JOB_ID": "4242", "CUDA_VISIBLE_DEVICES": "0,1,2,3"}
+# Claims as a job of a bundle makes them, in a process of its own: prints the GPUs, then holds them while it
+# reads a line from stdin; `exec`s what follows the count, where given, as `launch --claim` does.
+CLAIMER = """
+import os, sys
+from vocab_transfer.training.launch import claim_gpus
+print(claim_gpus(int(sys.argv[1]), folder=sys.argv[2]), os.environ.get("CUDA_VISIBLE_DEVICES"), flush=True)
+sys.stdin.readline()
+"""
+
+
+def start_claimer(count: int, folder, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", CLAIMER, str(count), str(folder)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
+
+
+def test_jobs_of_a_bundle_claim_distinct_gpus_and_hold_them_while_they_run(tmp_path):
+    """Three processes in one allocation of 4 GPUs: 1 + 2 + 1 GPUs, none shared; a fourth that asks for one
+    finds none free (an error naming the lock folder); once the first exits, its GPU is free again."""
+    first, second = start_claimer(1, tmp_path, CLAIM_ENV), start_claimer(2, tmp_path, CLAIM_ENV)
+    claims = [first.stdout.readline().split(), second.stdout.readline().split()]
+    third = start_claimer(1, tmp_path, CLAIM_ENV)
+    claims.append(third.stdout.readline().split())
+    assert [c[-1] for c in claims] == ["0", "1,2", "3"], claims  # CUDA_VISIBLE_DEVICES of each
+    assert sorted(os.listdir(tmp_path)) == ["0.lock", "1.lock", "2.lock", "3.lock"]
+    full = subprocess.run([sys.executable, "-c", CLAIMER, "1", str(tmp_path)], capture_output=True, text=True,
+                          env={**os.environ, **CLAIM_ENV}, input="\n")
+    assert full.returncode != 0, full.stderr
+    assert "only 0 of CUDA_VISIBLE_DEVICES=0,1,2,3 are free" in full.stderr, full.stderr
+    assert str(tmp_path) in full.stderr
+    first.communicate("\n")  # the first job ends: its lock goes with its process
+    again = subprocess.run([sys.executable, "-c", CLAIMER, "1", str(tmp_path)], capture_output=True,
+                           text=True, env={**os.environ, **CLAIM_ENV}, input="\n")
+    assert again.returncode == 0 and again.stdout.split()[-1] == "0", again.stderr
+    for proc in (second, third):
+        proc.communicate("\n")
+
+
+@pytest.mark.parametrize("env, count", [
+    ({"CUDA_VISIBLE_DEVICES": "0,1"}, 1),                                  # no SLURM job
+    ({**CLAIM_ENV, "CUDA_VISIBLE_DEVICES": "0"}, 1),                       # the allocation is the job's own
+    ({**CLAIM_ENV, "CUDA_VISIBLE_DEVICES": "0,1"}, 2),
+    ({**CLAIM_ENV, "SLURM_JOB_NUM_NODES": "2"}, 2),                        # a job on several nodes
+    (CLAIM_ENV, 0),                                                        # no GPU asked for
+])
+def test_claim_changes_nothing_where_there_is_nothing_to_share(tmp_path, env, count):
+    from vocab_transfer.training.launch import claim_gpus
+
+    environ = dict(env)
+    assert claim_gpus(count, environ, folder=str(tmp_path / "locks")) is None
+    assert environ == env and not (tmp_path / "locks").exists()
+
+
+def test_launch_claim_execs_the_command_with_its_gpus_and_the_locks_held(tmp_path):
+    """`python -m vocab_transfer.training.launch --claim 2 -- <command>`: the command runs in the same process
+    (exec: SLURM's signal reaches it), sees its 2 GPUs, and holds their locks (a second claim gets the
+    others); the claim is logged. The folder is ${TMPDIR}/vocab-transfer-gpus-<job id>; no torch is
+    imported."""
+    probe = tmp_path / "probe.py"  # the command: where it runs, what it sees, whether GPU 0 is locked
+    probe.write_text(
+        "import os, subprocess, sys\n"
+        "lock = os.path.join(os.environ['TMPDIR'], 'vocab-transfer-gpus-4242', '0.lock')\n"
+        "other = subprocess.run([sys.executable, '-c', 'import fcntl, os, sys; "
+        "fcntl.flock(os.open(sys.argv[1], os.O_RDWR), fcntl.LOCK_EX | fcntl.LOCK_NB)', lock])\n"
+        "print(os.getpid(), os.environ['CUDA_VISIBLE_DEVICES'], 'torch' in sys.modules, other.returncode)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.training.launch", "--claim", "2", "--",
+                             sys.executable, str(probe)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **CLAIM_ENV, "TMPDIR": str(tmp_path)})
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    pid, visible, torch_loaded, locked_elsewhere = out.split()
+    assert int(pid) == proc.pid  # exec, not a child
+    assert visible == "0,1" and torch_loaded == "False"
+    assert int(locked_elsewhere) != 0  # another process cannot lock GPU 0 while the command runs
+    assert "launch: claimed GPU(s) 0,1 of 0,1,2,3 in SLURM job 4242" in err
+    assert sorted(os.listdir(tmp_path / "vocab-transfer-gpus-4242"))[:2] == ["0.lock", "1.lock"]

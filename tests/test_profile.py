@@ -25,7 +25,7 @@ LOCAL_PREFIXES = ("download_", "make_", "plot_")
 LOCAL_OTHERS = {"prepare_task", "list_source_trainings"}  # task data from the hub (small, minutes); a JSON list
 
 # Prints {rule: {"gpu": declares a `gpu` resource, "local": a local rule, "norun": runs no job,
-#               "group": its `group:`}}.
+#               "group": its `group:`, "shell": its shell command or None}}.
 RULES = """
 import json, sys
 from pathlib import Path
@@ -36,7 +36,8 @@ with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
     wf = api.workflow(ResourceSettings(), ConfigSettings(configfiles=[Path(sys.argv[2])]),
                       snakefile=Path(sys.argv[1]), workdir=Path(sys.argv[3]))._workflow
     print(json.dumps({r.name: {"gpu": "gpu" in r.resources, "local": r.name in wf._localrules,
-                                   "norun": r.norun, "group": getattr(r._group, "name", r._group)}
+                                   "norun": r.norun, "group": getattr(r._group, "name", r._group),
+                                   "shell": r.shellcmd}
                       for r in wf.rules}))
 """
 
@@ -104,21 +105,43 @@ def test_torchrun_launchers_are_standalone(config):
             assert "--standalone" in words, (section, launcher)
 
 
-def test_only_small_cpu_rules_are_bundled(rules):
-    """Each grouped rule is its own group (no job of a bundle waits for another in it), none is local or
-    asks for a GPU (inside a bundle every job would see all its GPUs), and group-components bundles each."""
+def test_bundled_rules_and_their_sizes(rules):
+    """Each grouped rule is its own group (no job of a bundle waits for another in it), none is local, the
+    long many-threaded CPU trainings stay alone, and group-components bundles each. A CPU bundle shares the
+    CPU partition; a GPU bundle of one-GPU jobs asks for at most bundles.NODE_GPUS GPUs, and train_lapt's for
+    two jobs of up to half of them (the GPU rules' jobs each claim their own GPUs: test_launch.py)."""
+    from vocab_transfer.workflow.bundles import NODE_GPUS
+
     grouped = {name: rule["group"] for name, rule in rules.items() if rule["group"]}
-    assert {"init_embeddings", "tokenize_corpus", "compute_overlap", "pack_heldout", "probe_init"} \
-        <= set(grouped)
+    assert {"init_embeddings", "tokenize_corpus", "compute_overlap", "pack_heldout", "probe_init", "finetune",
+            "train_lapt", "evaluate_zero_shot", "train_source_task", "evaluate_init"} <= set(grouped)
     assert all(group == name for name, group in grouped.items()), grouped
-    assert not any(rules[name]["local"] or rules[name]["gpu"] for name in grouped)
-    assert not {"train_tokenizer", "train_fasttext", "train_lapt", "finetune"} & set(grouped)
+    assert not any(rules[name]["local"] for name in grouped)
+    assert not {"train_tokenizer", "train_fasttext", "train_source_fasttext"} & set(grouped)
     components = dict(entry.split("=") for entry in load_profile()["group-components"])
     assert set(components) == set(grouped.values())
     per_rule = load_profile()["set-resources"]
     for name, count in components.items():
         assert 1 < int(count) <= 8, (name, count)
-        assert name not in per_rule, name  # a bundle's jobs share the CPU partition
+        if rules[name]["gpu"]:
+            assert name in per_rule, name  # on the GPU partition
+            assert int(count) * (2 if name == "train_lapt" else 1) <= NODE_GPUS, (name, count)
+        else:
+            assert name not in per_rule, name  # a bundle's jobs share the CPU partition
+
+
+def test_gpu_rules_claim_their_gpus(rules):
+    """Every GPU rule with a shell command starts it with the claim (launch --claim <its GPUs> -- ...), and
+    exec: SLURM's signal must reach the trainer; script rules claim in setup_job (workflow/job.py)."""
+    import inspect
+
+    from vocab_transfer.workflow import job
+
+    assert "claim_gpus(" in inspect.getsource(job.setup_job)
+    for name in ("finetune", "train_lapt", "train_source_task", "evaluate_zero_shot"):
+        shell = rules[name]["shell"]
+        claim = "exec python -m vocab_transfer.training.launch --claim {resources.gpu} -- "
+        assert shell.startswith(claim), shell
 
 
 def test_local_polling_is_the_shipped_polling_divided_by_ten():

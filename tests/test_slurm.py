@@ -306,6 +306,48 @@ def test_bundled_jobs_run_side_by_side_in_one_slurm_job(tmp_path):
     assert rule_of(slurm_job(run.slurm_job_ids[0])) == "bundled_record_bundled"
 
 
+def test_bundled_gpu_jobs_each_claim_their_own_gpu(tmp_path):
+    """Two one-GPU jobs bundled into one SLURM job: it asks for 2 GPUs (--gpus=2), and the jobs, running at
+    the same time and each claiming its own (launch --claim), see different ones of them."""
+    require_local_cluster()
+    proc, log_path = start_snakemake(tmp_path / "run", *[f"results/claimed/{i}.txt" for i in range(2)],
+                                     "--group-components", "gpu_bundled=2")
+    run = Run(tmp_path / "run", wait_for(proc, time.monotonic() + RUN_TIMEOUT_S), log_path.read_text())
+    assert run.returncode == 0, run.log[-4000:]
+    (job_id,) = run.slurm_job_ids
+    records = [environment_record(run.workdir / f"results/claimed/{i}.txt") for i in range(2)]
+    assert {r["SLURM_JOB_ID"] for r in records} == {job_id}, records
+    assert max(int(r["started"]) for r in records) < min(int(r["ended"]) for r in records), records
+    devices = [r["CUDA_VISIBLE_DEVICES"] for r in records]
+    assert len(set(devices)) == 2 and all(d and "," not in d for d in devices), devices
+    job = slurm_job(job_id)
+    assert job["Partition"] == GPU_PARTITION, job
+    requested = " ".join(job.get(key, "") for key in ("TresPerNode", "TresPerJob", "TRES"))
+    assert "gpu:2" in requested or "gres/gpu=2" in requested, job
+    logs = "".join((run.workdir / f"logs/claim_gpu/{i}.log").read_text() for i in range(2))
+    assert logs.count(f"in SLURM job {job_id}") == 2, logs  # each claim is logged
+
+
+def test_bundled_trainings_checkpoint_on_the_signal_and_resume_together(tmp_path):
+    """Two resumable GPU jobs in one SLURM job (as train_lapt's bundles): SLURM's SIGTERM ahead of the time
+    limit reaches both trainers through their claims' exec, both checkpoint, the bundle fails, and its one
+    retry resumes both; each ran on a GPU of its own."""
+    require_local_cluster()
+    proc, log_path = start_snakemake(tmp_path / "run", *[f"results/resumed_bundle/{i}.txt" for i in range(2)],
+                                     "--group-components", "gpu_resumed=2", "--retries", "1")
+    run = Run(tmp_path / "run", wait_for(proc, time.monotonic() + RUN_TIMEOUT_S), log_path.read_text())
+    assert run.returncode == 0, run.log[-4000:]
+    first, second = run.slurm_job_ids
+    records = [environment_record(run.workdir / f"results/resumed_bundle/{i}.txt") for i in range(2)]
+    for record in records:
+        assert record["signal"] == "SIGTERM", record
+        assert record["checkpointed_by"] == first and record["resumed_by"] == second, record
+        assert int(record["elapsed_s"]) < 120, record
+    assert len({record["gpus"] for record in records}) == 2, records
+    assert slurm_job(first)["JobState"] == "FAILED"
+    assert slurm_job(second)["JobState"] == "COMPLETED"
+
+
 def shipped_profile(directory: Path, cpus: int = 2) -> Path:
     """profiles/slurm/config.yaml for this cluster, written to `directory`
     (vocab_transfer.workflow.cluster.local_profile: partitions and accounts of this cluster, CPUs and memory per job

@@ -32,7 +32,8 @@ def main() -> int:
         partial = args.checkpoint.with_name(args.checkpoint.name + ".partial")
         elapsed = time.monotonic() - started
         partial.write_text(
-            f"signal={signal.Signals(signum).name} elapsed_s={elapsed:.0f} checkpointed_by={job_id}\n"
+            f"signal={signal.Signals(signum).name} elapsed_s={elapsed:.0f} checkpointed_by={job_id}"
+            f" gpus={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}\n"
         )
         partial.replace(args.checkpoint)
         print(f"{signal.Signals(signum).name} after {elapsed:.0f} s: checkpoint written", file=sys.stderr)

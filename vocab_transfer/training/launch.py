@@ -21,11 +21,21 @@ and :func:`launcher_command` quotes the arguments for the rule's shell.
 The trainers join the processes with :func:`vocab_transfer.training.runtime.init_distributed` (torchrun's
 environment, or SLURM's for ``srun`` without torchrun). SLURM's ``--signal=TERM@300`` reaches every process of the
 step; each trainer checkpoints and exits, and the resubmitted job resumes.
+
+GPU claims: a SLURM job that runs a bundle of GPU jobs (a group job, vocab_transfer/workflow/bundles.py) holds
+the GPUs of all of them, and each of its jobs sees them all (``CUDA_VISIBLE_DEVICES``). So every GPU rule's
+command starts ``exec python -m vocab_transfer.training.launch --claim <its GPUs> -- <launcher> -m ...``, and
+a workflow script claims its GPUs in :func:`vocab_transfer.workflow.job.setup_job`: :func:`claim_gpus` takes
+that many of the visible GPUs that no other job of the allocation holds (an exclusive ``flock`` on one file
+per GPU in :func:`claim_folder`), keeps the locks for as long as the process and what it ``exec``s live, and
+narrows ``CUDA_VISIBLE_DEVICES`` to them. Outside SLURM, on several nodes, or where the job sees no more GPUs
+than it asks for, it changes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import re
 import shlex
@@ -33,6 +43,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import MutableMapping
 
 
 def first_node(nodelist: str) -> str:
@@ -125,14 +137,88 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Lock files (and so the GPUs) this process holds: open while it lives, and inherited by what it ``exec``s.
+_CLAIMED: list[int] = []
+
+
+def claim_folder(job_id: str, environ: MutableMapping[str, str] = os.environ) -> str:
+    """The folder of a SLURM allocation's GPU claims, one ``<gpu>.lock`` file per GPU:
+    ``${TMPDIR:-/tmp}/vocab-transfer-gpus-<job id>``."""
+    return os.path.join(environ.get("TMPDIR") or tempfile.gettempdir(), f"vocab-transfer-gpus-{job_id}")
+
+
+def claim_gpus(count: int, environ: MutableMapping[str, str] = os.environ, folder: str | None = None
+               ) -> list[str] | None:
+    """Take ``count`` GPUs of a SLURM allocation that runs several GPU jobs side by side: the first of
+    ``CUDA_VISIBLE_DEVICES`` whose lock file (in ``folder``, else :func:`claim_folder`) this process gets an
+    exclusive ``flock`` on. The locks stay held (:data:`_CLAIMED`, inheritable across ``exec``) and
+    ``environ``'s ``CUDA_VISIBLE_DEVICES`` becomes the claimed GPUs. Returns them, or None where there is
+    nothing to share: no SLURM job, a job on several nodes, no GPU asked for, no more GPUs visible than asked
+    for. Fewer free GPUs than ``count`` is an error (:class:`RuntimeError`): the bundle asked for less than
+    its jobs need. No torch here: the claim comes before anything initializes CUDA."""
+    visible = [gpu.strip() for gpu in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if gpu.strip()]
+    job_id = environ.get("SLURM_JOB_ID")
+    nodes = int(environ.get("SLURM_JOB_NUM_NODES") or 1)
+    if count <= 0 or not job_id or nodes > 1 or len(visible) <= count:
+        return None
+    folder = folder or claim_folder(job_id, environ)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    claimed, fds = [], []
+    for gpu in visible:
+        fd = os.open(os.path.join(folder, re.sub(r"[^A-Za-z0-9_.-]", "_", gpu) + ".lock"),
+                     os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        os.set_inheritable(fd, True)
+        claimed.append(gpu)
+        fds.append(fd)
+        if len(claimed) == count:
+            break
+    if len(claimed) < count:
+        for fd in fds:
+            os.close(fd)  # releases its lock
+        raise RuntimeError(f"launch: {count} GPU(s) asked for, but only {len(claimed)} of "
+                           f"CUDA_VISIBLE_DEVICES={','.join(visible)} are free in SLURM job {job_id} "
+                           f"(locks in {folder}): the bundle's jobs ask for more GPUs than it has")
+    _CLAIMED.extend(fds)
+    environ["CUDA_VISIBLE_DEVICES"] = ",".join(claimed)
+    return claimed
+
+
+def claim_and_exec(count: int, command: list[str]) -> None:
+    """:func:`claim_gpus` ``count`` GPUs, log them, and replace this process by ``command`` (``exec``: SLURM's
+    signals reach the command itself; the locks go with it)."""
+    if not command:
+        raise SystemExit("launch: --claim needs a command after --")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    try:
+        claimed = claim_gpus(count)
+    except RuntimeError as err:
+        raise SystemExit(str(err)) from None
+    if claimed is not None:
+        print(f"launch: claimed GPU(s) {','.join(claimed)} of {visible} in SLURM job "
+              f"{os.environ['SLURM_JOB_ID']}", file=sys.stderr, flush=True)
+    os.execvp(command[0], command)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nodes", type=int, required=True, help="nodes of the SLURM allocation to run on")
-    p.add_argument("--gpus-per-node", type=int, required=True, help="trainer processes per node (one per GPU)")
+    p.add_argument("--claim", type=int, metavar="N",
+                   help="claim N of the allocation's GPUs (claim_gpus), then exec the command after --")
+    p.add_argument("--nodes", type=int, help="nodes of the SLURM allocation to run on")
+    p.add_argument("--gpus-per-node", type=int, help="trainer processes per node (one per GPU)")
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.add_argument("args", nargs=argparse.REMAINDER, help="-- -m vocab_transfer.training.<trainer> ...")
     args = p.parse_args(argv)
     rest = args.args[1:] if args.args[:1] == ["--"] else args.args
+    if args.claim is not None:
+        claim_and_exec(args.claim, rest)
+        return
+    if args.nodes is None or args.gpus_per_node is None:
+        p.error("give --nodes and --gpus-per-node (multi-node training), or --claim N -- <command>")
     if "SLURM_JOB_NODELIST" not in os.environ and not args.dry_run:
         raise SystemExit("launch: multi-node training runs inside a SLURM allocation (SLURM_JOB_NODELIST is unset)")
     head = node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost")))

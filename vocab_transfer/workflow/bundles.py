@@ -8,6 +8,12 @@ the run's resources but not its group settings, so it would make each job a grou
 one after another, each in a Snakemake of its own, in an allocation sized for all of them at once.
 :func:`pass_group_settings_to_slurm_jobs` makes the plugin pass them (``--group-components``): the bundle is
 one group job there too, its jobs side by side in one Snakemake.
+
+A bundle of GPU jobs asks for the sum of their GPUs (``--gpus=N``), and every job in it sees all of them, so
+each job claims its own first (vocab_transfer/training/launch.py: ``claim_gpus``; the GPU rules' commands
+start with ``python -m vocab_transfer.training.launch --claim <its GPUs> --``, workflow scripts claim in
+``setup_job``). A bundle never asks for more than :data:`NODE_GPUS` GPUs: where group-components times a job's
+GPUs would, that rule's jobs run one per SLURM job.
 """
 
 from __future__ import annotations
@@ -25,18 +31,46 @@ def pass_group_settings_to_slurm_jobs() -> bool:
     return True
 
 
+#: GPUs of one node: the most a bundle of GPU jobs asks for (its jobs' GPUs together). A site whose GPU nodes
+#: have more may raise it (bundles of 2 LAPT jobs of 4 GPUs each: 8); one with fewer lowers it.
+NODE_GPUS = 4
+
+
 class BundleGroup:
     """A bundled rule's ``group:`` (rules/*.smk: ``group: bundled("init_embeddings")``): the group
     ``name`` where the run's group-components name it (profiles/slurm/config.yaml), else none. So only runs
     with that profile form group jobs; a dry run without it (`snakemake -n`) lists each job on its own, as a
-    local run runs it."""
+    local run runs it.
 
-    def __init__(self, workflow, name: str):
-        self.workflow, self.name = workflow, name
+    A GPU rule gives its jobs' ``gpus`` (a number, or a function of the job's wildcards): where
+    group-components times them exceeds :data:`NODE_GPUS`, the jobs stay on their own. ``alone`` (a function
+    of the wildcards) names jobs that keep a SLURM job of their own (:func:`lapt_alone`)."""
+
+    def __init__(self, workflow, name: str, gpus=0, alone=None):
+        self.workflow, self.name, self.gpus, self.alone = workflow, name, gpus, alone
 
     def __call__(self, wildcards) -> str | None:
         settings = self.workflow.group_settings
-        return self.name if settings is not None and self.name in settings.group_components else None
+        if settings is None or self.name not in settings.group_components:
+            return None
+        gpus = self.gpus(wildcards) if callable(self.gpus) else self.gpus
+        if gpus and int(gpus) * int(settings.group_components[self.name]) > NODE_GPUS:
+            return None
+        if self.alone is not None and self.alone(wildcards):
+            return None
+        return self.name
 
     def __repr__(self) -> str:
         return f"BundleGroup({self.name!r})"
+
+
+def lapt_alone(cfg):
+    """train_lapt's ``alone``: every job where it runs on several nodes (``lapt.nodes``), else the one the
+    config's ``rehearsal.interrupt`` names, whose short time limit a bundle would raise to its longest job's
+    (vocab_transfer/workflow/interrupted.py checks that SLURM's signal stopped it)."""
+    from .rehearsal import interrupt_runtime
+
+    def alone(wildcards) -> bool:
+        return cfg.lapt.nodes > 1 or interrupt_runtime(cfg, wildcards.run, wildcards.target) is not None
+
+    return alone

@@ -71,8 +71,11 @@ def _job_id(path: str) -> int:
 
 
 def reference_command(words: list[str], folder: str) -> list[str]:
-    """``words`` (the job's command) without ``exec`` and its log redirection, writing into ``folder``."""
+    """``words`` (the job's command) without ``exec``, its GPU claim (``python -m
+    vocab_transfer.training.launch --claim N --``) and its log redirection, writing into ``folder``."""
     words = words[1:] if words[:1] == ["exec"] else list(words)
+    if words[1:4] == ["-m", "vocab_transfer.training.launch", "--claim"] and "--" in words:
+        words = words[words.index("--") + 1:]
     if "2>>" in words:
         words = words[:words.index("2>>")]
     for i, word in enumerate(words[:-1]):

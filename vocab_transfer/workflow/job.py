@@ -8,6 +8,7 @@ import sys
 
 from ..artifacts import set_job, snakemake_job, verify_inputs
 from ..memory import keep_freed_memory, log_peak_memory_at_exit, return_freed_memory, use_system_arrow_pool
+from ..training.launch import claim_gpus
 from .warm import IN_CHILD, is_workflow_script
 
 
@@ -43,6 +44,10 @@ def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -
         log.info("warm start: forked from the run's starter, imports done (vocab_transfer/workflow/warm.py)")
 
     job = snakemake_job()
+    # a job in a bundle of GPU jobs (one SLURM job; workflow/bundles.py) takes its own of the bundle's GPUs
+    claimed = claim_gpus(int(job.resources.get("gpu", 0) or 0)) if job is not None else None
+    if claimed:
+        log.info("claimed GPU(s) %s of the SLURM job's (training/launch.py: claim_gpus)", ",".join(claimed))
     set_job(job)  # what every artifact this job writes records as its origin
     if job is not None:
         verify_inputs(list(job.input))  # damaged or inconsistent inputs stop the job before it reads them
