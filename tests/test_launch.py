@@ -121,8 +121,10 @@ def start_claimer(count: int, folder, env: dict) -> subprocess.Popen:
 def test_jobs_of_a_bundle_claim_distinct_gpus_and_hold_them_while_they_run(tmp_path):
     """Three processes in one allocation of 4 GPUs: 1 + 2 + 1 GPUs, none shared; a fourth that asks for one
     finds none free (an error naming the lock folder); once the first exits, its GPU is free again."""
-    first, second = start_claimer(1, tmp_path, CLAIM_ENV), start_claimer(2, tmp_path, CLAIM_ENV)
-    claims = [first.stdout.readline().split(), second.stdout.readline().split()]
+    first = start_claimer(1, tmp_path, CLAIM_ENV)
+    claims = [first.stdout.readline().split()]  # one after the other: each claim takes the first free GPUs
+    second = start_claimer(2, tmp_path, CLAIM_ENV)
+    claims.append(second.stdout.readline().split())
     third = start_claimer(1, tmp_path, CLAIM_ENV)
     claims.append(third.stdout.readline().split())
     assert [c[-1] for c in claims] == ["0", "1,2", "3"], claims  # CUDA_VISIBLE_DEVICES of each
