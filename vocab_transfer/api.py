@@ -222,12 +222,27 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
         default = method_params(method, params).get("seq_len")
         if isinstance(default, int) and positions < default:  # so do the refinement's sequences
             methods[method]["seq_len"] = positions
+    if Need.EXTENDED_TOKENIZER in needs:
+        for what, folder in (("source", model), ("--tokenizer", pretrained)):
+            kind = _tokenizer_model(folder) if folder else None
+            if kind is not None and kind != "Unigram":
+                raise ValueError(f"method {method} extends SentencePiece Unigram tokenizers only, and the {what} "
+                                 f"tokenizer ({folder}) is {kind}; choose another method")
     if Need.LANGUAGE_TOKENIZER in needs:
         raise ValueError(f"method {method}: restrict_source names a second target or corpus, which a one-call "
                          "transfer does not have; leave restrict_source out, or write a config with both "
                          "(docs/configuration.md), check it with `vocab-transfer check CONFIG` and run `snakemake "
                          "--cores all export --configfile CONFIG`")
     return config
+
+
+def _tokenizer_model(folder: str) -> str | None:
+    """The model type of a local tokenizer folder's ``tokenizer.json`` (``Unigram``, ``BPE``, ``WordPiece``), or
+    None (a hub id, or no such file)."""
+    try:
+        return json.loads((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))["model"]["type"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: str | None,
@@ -274,6 +289,10 @@ def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: s
                              f"the corpus's language ({lang!r}{', --language' if lang == TARGET else ''}): give "
                              f"{INPUT_OPTIONS['dictionary']}")
         if dictionary == "identical":
+            if source_corpus is None and slang not in word_vectors:
+                raise ValueError(f"--dictionary identical pairs words spelled alike in the word vectors of both "
+                                 f"languages: give --word-vectors {slang}=PATH or --source-corpus PATH (text in "
+                                 f"{slang}), or a dictionary file")
             spec = {"source": "identical"}
         elif Path(dictionary).is_file():
             spec = {"source": "file", "path": str(Path(dictionary).resolve())}
@@ -331,44 +350,47 @@ def _duration(seconds: float) -> str:
 
 def refinement_budget(config: dict, method: str) -> str | None:
     """The budget of a refining method (Token Distillation, the embedding-only LM: the ``tokens`` parameter) and its
-    expected time on 2 CPU cores and on a GPU, from the figures of docs/benchmarks.md; None for a method that trains
-    nothing. The CPU time of a model of another size than the two measured ones is an estimate: the measured
-    seconds per token scaled by the non-embedding parameters (12 * layers * hidden**2) to the power that joins the two
-    measurements."""
+    expected time on 2 CPU cores and on a GPU, from the figures of docs/benchmarks.md (:data:`REFINE_CPU`,
+    :data:`REFINE_GPU_H768`); None for a method that trains nothing. For a source of another size than the two
+    measured on the CPU, the figure is an estimate, and says so: between them, the seconds per token scaled by the
+    non-embedding parameters (12 * layers * hidden**2) to the power that joins the two measurements, and beyond the
+    larger one the same power; below the smaller one, the smaller one's figure as an upper bound (tokenizing each
+    batch twice costs as much as the small model's steps). A GPU figure exists only for the h768, 12-layer shape."""
     import math
 
     from .methods.registry import method_params
 
     spec = config["methods"][method]
-    if spec["kind"] not in REFINE_GPU_H768:
+    kind = spec["kind"]
+    if kind not in REFINE_GPU_H768:
         return None
-    p = method_params(spec["kind"], {k: v for k, v in spec.items() if k != "kind"})
-    tokens, kind = p["tokens"], spec["kind"]
-    shape = _shape(config["sources"][SOURCE]["model"])
-    which = 0 if kind == "token_distillation" else 1
+    p = method_params(kind, {k: v for k, v in spec.items() if k != "kind"})
+    tokens, which = p["tokens"], 0 if kind == "token_distillation" else 1
     (h1, n1), (h2, n2) = REFINE_CPU
     t1, t2 = REFINE_CPU[(h1, n1)][which], REFINE_CPU[(h2, n2)][which]
-    head = f"{kind} trains on {tokens:,} target tokens (--param tokens=N), batch {p['batch_size']} x {p['seq_len']}"
+    shape = _shape(config["sources"][SOURCE]["model"])
+    head = (f"{kind} trains on {tokens:,} target tokens (--param tokens=N), batch {p['batch_size']} x "
+            f"{p['seq_len']}")
     if shape is None:
-        cpu = (f"on 2 CPU cores {_duration(t1 * tokens / 1000)} for a model of hidden size {h1} and {n1} layers, "
-               f"{_duration(t2 * tokens / 1000)} for one of {h2} and {n2} (measured, docs/benchmarks.md; this "
-               "source's size is not known before it is downloaded)")
+        cpu = (f"on 2 CPU cores {_duration(t1 * tokens / 1000)} for a model of hidden size {h1} with {n1} layers, "
+               f"{_duration(t2 * tokens / 1000)} for one of {h2} with {n2} (measured); this source's size is known "
+               "once it is downloaded")
+    elif shape in REFINE_CPU:
+        cpu = f"on 2 CPU cores about {_duration(REFINE_CPU[shape][which] * tokens / 1000)} (measured for this size)"
     else:
         h, n = shape
-        if (h, n) in REFINE_CPU:
-            per, how = REFINE_CPU[(h, n)][which], "measured for this size"
+        size1, size2, size = 12 * n1 * h1 ** 2, 12 * n2 * h2 ** 2, 12 * n * h ** 2
+        if size <= size1:
+            cpu = (f"on 2 CPU cores at most about {_duration(t1 * tokens / 1000)} (an estimate: the figure measured "
+                   f"for hidden size {h1} with {n1} layers, a larger model than this one's {h} with {n})")
         else:
-            size1, size2, size = 12 * n1 * h1 ** 2, 12 * n2 * h2 ** 2, 12 * n * h ** 2
-            power = math.log(t2 / t1) / math.log(size2 / size1)
-            per = t1 * (size / size1) ** power
-            how = (f"an estimate for hidden size {h} and {n} layers, scaled from the figures measured for {h1}/{n1} "
-                   f"and {h2}/{n2}")
-        cpu = f"on 2 CPU cores about {_duration(per * tokens / 1000)} ({how}, docs/benchmarks.md)"
-    gpu = (f"on a GPU: not measured for this size; an h768, 12-layer model took "
-           f"{REFINE_GPU_H768[kind] * tokens / 1e6:.0f} s on an H200")
-    if shape == (768, 12):
-        gpu = f"on an H200 about {_duration(REFINE_GPU_H768[kind] * tokens / 1e6)} (measured for this size)"
-    return f"{head}: {cpu}; {gpu}"
+            per = t1 * (size / size1) ** (math.log(t2 / t1) / math.log(size2 / size1))
+            cpu = (f"on 2 CPU cores about {_duration(per * tokens / 1000)} (an estimate for hidden size {h} with {n} "
+                   f"layers, scaled from the figures measured for {h1}/{n1} and {h2}/{n2})")
+    gpu_time = _duration(REFINE_GPU_H768[kind] * tokens / 1e6)
+    gpu = (f"on a GPU not measured for this size (a model of hidden size 768 with 12 layers took {gpu_time} on an "
+           "H200)") if shape != (768, 12) else f"on an H200 about {gpu_time} (measured for this size)"
+    return f"{head}: {cpu}; {gpu}; figures of docs/benchmarks.md"
 
 
 def _shape(model: str) -> tuple[int, int] | None:
