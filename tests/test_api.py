@@ -81,6 +81,10 @@ def test_a_methods_inputs_are_options_and_a_missing_one_is_named(tmp_path):
     for (method, options), message in cases:
         with pytest.raises(ValueError, match=re.escape(message)):
             api.transfer_config("org/model", 300, method, "c.txt", **options)
+    # a refinement reads its base method's inputs (with the base's defaults)
+    config = api.transfer_config("org/model", 300, "token_distillation", "c.txt", init="align_match",
+                                 source_corpus=__file__)
+    assert config["corpora"]["en"] == {"source": "text", "path": __file__, "language": "en"}
     config = api.transfer_config("org/model", 300, "dict_match", "c.txt", language="de",
                                  dictionary=str(tmp_path / "pairs.txt"))
     assert config["dictionaries"] == {"en": {"de": {"source": "file", "path": str(tmp_path / "pairs.txt")}}}

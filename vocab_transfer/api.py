@@ -126,9 +126,9 @@ def _check_params(method: str, params: dict) -> None:
         check_parameters(METHODS[method].fn, params, "--param")
         method_needs(method, params)  # a choice among a parameter's values (ValueError naming the parameter)
     except (ModelError, ValueError) as e:
-        raise ValueError(f"method {method}: {str(e).removeprefix('--param: ').replace('--param.', '--param ')}; "
-                         f"its parameters (--param "
-                         f"NAME=VALUE): {_method_parameters(method)}") from None
+        problem = str(e).removeprefix("--param: ").replace("--param.", "--param ")
+        raise ValueError(f"method {method}: {problem}; its parameters (--param NAME=VALUE): "
+                         f"{_method_parameters(method)}") from None
 
 
 def _base_method(method: str, params: dict) -> str | None:
@@ -210,10 +210,12 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
                      {"pretrained": {TARGET: pretrained}},
         "methods": methods,
     }
-    config.update(_method_inputs(method, method_params(method, params), needs, language or TARGET,
-                                 source_corpus, word_vectors or {}, dictionary))
+    # a refinement reads its base method's inputs too, with the base's defaults (its source_language)
+    p = {**(method_params(base, {}) if base is not None else {}), **method_params(method, params)}
+    config.update(_method_inputs(method, p, needs, language or TARGET, source_corpus, word_vectors or {},
+                                 dictionary))
     if source_corpus is not None:
-        slang = method_params(method, params)["source_language"]
+        slang = p["source_language"]
         config["corpora"][slang] = {"source": "text", "path": str(Path(source_corpus).resolve()), "language": slang}
     positions = _positions(model)
     if positions is not None and positions < EVAL_SEQ_LEN:  # the evaluation's blocks fit the source
