@@ -33,7 +33,8 @@ def test_bad_arguments_are_named_before_anything_runs(tmp_path):
     with pytest.raises(ValueError, match=r"method focus: unknown parameter\(s\) \['temprature'\]"):
         api.transfer_config("m", 300, "focus", "c.txt", temprature=0.1)
     (tmp_path / "en.txt").write_text("In the beginning.\n")
-    config = api.transfer_config(str(tmp_path), 300, "wechsel", "c.txt", k=5, language="de", dictionary="identical",
+    config = api.transfer_config(str(tmp_path), 300, "wechsel", "c.txt", k=5, language="de",
+                                 dictionary="identical",
                                  source_corpus=str(tmp_path / "en.txt"))
     assert config["tokenizer"] == {"vocab_size": 300, "like": "source"}
     assert config["methods"] == {"wechsel": {"kind": "wechsel", "k": 5}}
@@ -55,25 +56,28 @@ def test_bad_arguments_are_named_before_anything_runs(tmp_path):
 
 
 def test_a_methods_inputs_are_options_and_a_missing_one_is_named(tmp_path):
-    """Each method's inputs besides the corpus are options; without one, the error names the option to give; an
-    option the method does not read is refused too; WECHSEL's restrict_source needs a config file."""
+    """Each method's inputs besides the corpus are options; without one, the error names the option to give;
+    an option the method does not read is refused too; WECHSEL's restrict_source needs a config file."""
     (tmp_path / "v.vec").write_text("2 1\nthe 0.1\nof 0.2\n")
     (tmp_path / "pairs.txt").write_text("the der\n")
     cases = [
-        (("wechsel", {}), "method wechsel reads word vectors of its source_language 'en': give --word-vectors en=PATH"),
+        (("wechsel", {}), "method wechsel reads word vectors of its source_language 'en': give "
+                          "--word-vectors en=PATH"),
         (("wechsel", {"word_vectors": {"en": str(tmp_path / "v.vec")}}),
          "method wechsel reads a bilingual dictionary from its source_language 'en' to the corpus's language "
          "('target', --language): give --dictionary PATH"),
-        (("dict_match", {"dictionary": "identical"}), "--dictionary identical pairs words spelled alike in the "
-                                                      "word vectors of both languages: give --word-vectors en=PATH"),
-        (("align_match", {}), "method align_match reads token-level fastText of the source tokenizer on text in its "
-                              "source_language 'en': give --source-corpus PATH"),
+        (("dict_match", {"dictionary": "identical"}),
+         "--dictionary identical pairs words spelled alike in the word vectors of both languages: give "
+         "--word-vectors en=PATH"),
+        (("align_match", {}), "method align_match reads token-level fastText of the source tokenizer on text "
+                              "in its source_language 'en': give --source-corpus PATH"),
         (("freq_match", {"source_language": "fr"}), "source_language 'fr': give --source-corpus PATH"),
-        (("focus", {"dictionary": str(tmp_path / "pairs.txt")}), "--dictionary: method focus with these parameters "
-                                                                 "reads no dictionary; leave it out"),
+        (("focus", {"dictionary": str(tmp_path / "pairs.txt")}),
+         "--dictionary: method focus with these parameters reads no dictionary; leave it out"),
         (("wechsel", {"word_vectors": {"fr": str(tmp_path / "v.vec")}, "dictionary": "identical"}),
          "--word-vectors fr="),
-        (("dict_match", {"dictionary": str(tmp_path / "nope.txt")}), "nope.txt': no such file; give a file of 'source target' word pairs"),
+        (("dict_match", {"dictionary": str(tmp_path / "nope.txt")}),
+         "nope.txt': no such file; give a file of 'source target' word pairs"),
         (("wechsel", {"restrict_source": "en", "dictionary": str(tmp_path / "pairs.txt"),
                       "word_vectors": {"en": str(tmp_path / "v.vec")}}),
          "restrict_source names a second target or corpus, which a one-call transfer does not have"),
@@ -96,17 +100,19 @@ def test_a_bad_param_is_named_with_the_methods_parameters(capsys):
     base = ["transfer", "--source", "org/model", "--tokenizer", "300", "--corpus", __file__, "--out", "new",
             "--workdir", "run"]
     cases = [
-        (["--method", "focus", "--param", "topkk=3"], "vocab-transfer: method focus: unknown parameter(s) ['topkk']; "
-                                                      "its parameters (--param NAME=VALUE): overlap='full', "),
-        (["--method", "focus", "--param", "topk=abc"], "vocab-transfer: method focus: --param topk: expected int, "
-                                                       "got 'abc'; its parameters"),
+        (["--method", "focus", "--param", "topkk=3"],
+         "vocab-transfer: method focus: unknown parameter(s) ['topkk']; its parameters (--param NAME=VALUE): "
+         "overlap='full', "),
+        (["--method", "focus", "--param", "topk=abc"],
+         "vocab-transfer: method focus: --param topk: expected int, got 'abc'; its parameters"),
         (["--method", "focus", "--param", "aux=word"], "vocab-transfer: method focus: aux must be one of "
                                                        "['token_fasttext', 'word_fasttext'], not 'word'"),
         (["--method", "token_distillation", "--param", "init=embedding_lm"],
          "vocab-transfer: method token_distillation: init=embedding_lm refines another method's rows itself"),
         (["--method", "embedding_lm", "--param", "init=extend"], "init=extend extends the source vocabulary"),
-        (["--method", "keep"], "vocab-transfer: method keep: missing required parameter 'percent'; its parameters "
-                               "(--param NAME=VALUE): percent (required), init='normal', std=0.02"),
+        (["--method", "keep"],
+         "vocab-transfer: method keep: missing required parameter 'percent'; its parameters (--param "
+         "NAME=VALUE): percent (required), init='normal', std=0.02"),
     ]
     for args, message in cases:
         assert api.main([*base, *args]) == 1
@@ -116,8 +122,8 @@ def test_a_bad_param_is_named_with_the_methods_parameters(capsys):
 
 
 def test_a_refinements_budget_is_stated_with_its_expected_time(tmp_path):
-    """The budget of Token Distillation and the embedding-only LM, with the CPU figures of docs/benchmarks.md (an
-    estimate, and said to be one, for a size that was not measured) and no invented GPU figure."""
+    """The budget of Token Distillation and the embedding-only LM, with the CPU figures of docs/benchmarks.md
+    (an estimate, and said to be one, for a size that was not measured) and no invented GPU figure."""
     def budget(method, hidden, layers, **params):
         folder = tmp_path / f"h{hidden}l{layers}"
         folder.mkdir(exist_ok=True)
@@ -128,13 +134,13 @@ def test_a_refinements_budget_is_stated_with_its_expected_time(tmp_path):
 
     assert api.refinement_budget({"methods": {"focus": {"kind": "focus"}}}, "focus") is None
     assert budget("token_distillation", 192, 4) == (
-        "token_distillation trains on 1,000,000 target tokens (--param tokens=N), batch 16 x 128: on 2 CPU cores about "
-        "24 min (measured for this size); on a GPU not measured for this size (a model of hidden size 768 with 12 "
-        "layers took 83 s on an H200); figures of docs/benchmarks.md")
+        "token_distillation trains on 1,000,000 target tokens (--param tokens=N), batch 16 x 128: on 2 CPU "
+        "cores about 24 min (measured for this size); on a GPU not measured for this size (a model of hidden "
+        "size 768 with 12 layers took 83 s on an H200); figures of docs/benchmarks.md")
     assert "on 2 CPU cores about 3 h 36 min (measured for this size); on an H200 about 32 s" in \
         budget("embedding_lm", 768, 12)
-    assert "on 2 CPU cores about 2 h 41 min (an estimate for hidden size 512 with 8 layers, scaled from the " \
-           "figures measured for 192/4 and 768/12)" in budget("token_distillation", 512, 8)
+    assert "on 2 CPU cores about 2 h 41 min (an estimate for hidden size 512 with 8 layers, scaled from " \
+           "the figures measured for 192/4 and 768/12)" in budget("token_distillation", 512, 8)
     assert "at most about 2.9 s (an estimate: the figure measured for hidden size 192 with 4 layers" in \
         budget("token_distillation", 32, 1, tokens=2000)
 
@@ -143,7 +149,8 @@ def test_log_tail_starts_at_the_traceback_in_whole_lines(tmp_path):
     log = tmp_path / "job.log"
     frames = [f'  File "x.py", line {i}, in f\n    g()' for i in range(40)]
     log.write_text("\n".join(["2026 INFO started", "Traceback (most recent call last):", *frames,
-                               "ValueError: the corpus is empty", "2026 INFO peak resident memory: 73 MB"]) + "\n")
+                               "ValueError: the corpus is empty", "2026 INFO peak resident memory: 73 "
+                                                                  "MB"]) + "\n")
     tail = api.log_tail(log).splitlines()
     assert tail[0] == "    Traceback (most recent call last):" and tail[1] == "      ... (54 lines)"
     assert tail[-2:] == ["    ValueError: the corpus is empty", "    2026 INFO peak resident memory: 73 MB"]

@@ -1,8 +1,8 @@
-"""Every registered method through the one-call transfer (vocab_transfer.transfer), on a tiny XLM-R-like source with
-the demo source's 130 positions and a SentencePiece Unigram tokenizer, and a German Bible text: the methods share one
-working directory, so the corpus, tokenizer, fastText and overlap jobs run once (the first method's run) and each
-further method runs its own jobs only. Also what the call tells its user: a line per job on stderr, and for a job that
-fails, its exception, its log's path and the end of that log."""
+"""Every registered method through the one-call transfer (vocab_transfer.transfer), on a tiny XLM-R-like
+source with the demo source's 130 positions and a SentencePiece Unigram tokenizer, and a German Bible text:
+the methods share one working directory, so the corpus, tokenizer, fastText and overlap jobs run once (the
+first method's run) and each further method runs its own jobs only. Also what the call tells its user: a line
+per job on stderr, and for a job that fails, its exception, its log's path and the end of that log."""
 
 from __future__ import annotations
 
@@ -28,17 +28,19 @@ EXTRA = {
     "embedding_lm": {"init": "focus", "tokens": 2000},
 }
 #: English -> German word pairs of the Bible (a dictionary file of Dict Match).
-PAIRS = ("god gott", "lord herr", "and und", "king könig", "son sohn", "father vater", "earth erde", "heaven himmel",
-         "day tag", "man mann", "house haus", "people volk", "land land", "word wort", "water wasser", "light licht",
-         "night nacht", "life leben", "children kinder", "hand hand", "name name", "city stadt", "mother mutter")
-ORDER = ["focus", *sorted(set(METHODS) - {"focus"})]  # focus builds the shared artifacts, the others reuse them
+PAIRS = ("god gott", "lord herr", "and und", "king könig", "son sohn", "father vater", "earth erde",
+         "heaven himmel", "day tag", "man mann", "house haus", "people volk", "land land", "word wort",
+         "water wasser", "light licht", "night nacht", "life leben", "children kinder", "hand hand",
+         "name name", "city stadt", "mother mutter")
+#: focus builds the shared artifacts, the others reuse them
+ORDER = ["focus", *sorted(set(METHODS) - {"focus"})]
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
-    """A tiny XLM-R masked LM (hidden size 32, one layer, 130 positions as the demo's source; an 800-token Unigram
-    tokenizer trained on the English Bible), the German Bible (3,000 verses), the English Bible (3,000 verses), a
-    dictionary file, and the working directory the methods share."""
+    """A tiny XLM-R masked LM (hidden size 32, one layer, 130 positions as the demo's source; an 800-token
+    Unigram tokenizer trained on the English Bible), the German Bible (3,000 verses), the English Bible (3,000
+    verses), a dictionary file, and the working directory the methods share."""
     from vocab_transfer.data.sources import iter_documents
     from vocab_transfer.data.tokenizer import train_target_tokenizer
     from vocab_transfer.source_model import build_xlmr_mlm
@@ -75,7 +77,8 @@ def test_every_method_runs_through_the_one_call_transfer(files, method, capfd):
             extra[key] = str(files[extra[key]])
     fresh = not (files["work"] / "results" / "tokenizers" / "target").is_dir()  # the first method run here
     start = time.monotonic()
-    folder = api.transfer(str(files["source"]), 600, method, corpus=str(files["de"]), workdir=str(files["work"]),
+    folder = api.transfer(str(files["source"]), 600, method, corpus=str(files["de"]),
+                          workdir=str(files["work"]),
                           language="de", cores=2, **extra)
     seconds = time.monotonic() - start
     err = capfd.readouterr().err
@@ -89,32 +92,39 @@ def test_every_method_runs_through_the_one_call_transfer(files, method, capfd):
     assert config["eval"] == {"seq_len": 128}  # 130 positions, less XLM-R's padding offset
     # what the user saw: the jobs to run, each job with its wildcards as it started and ended, the pace
     assert re.search(r"^vocab-transfer: \d+ job\(s\) to run$", err, re.M), err
-    assert re.search(rf"^vocab-transfer: \[\d+/\d+\] \w+ \(source=source, target=target, method={method}\) started$",
+    assert re.search(rf"^vocab-transfer: \[\d+/\d+\] \w+ \(source=source, target=target, method={method}\) "
+                     r"started$",
                      err, re.M), err
-    assert re.search(r"^vocab-transfer: \[(\d+)/\1\] export_init_model \(.*\) done in [\d.]+ (s|min); 0 left", err,
+    assert re.search(r"^vocab-transfer: \[(\d+)/\1\] export_init_model \(.*\) done in [\d.]+ (s|min); 0 "
+                     r"left", err,
                      re.M), err
     if fresh:
-        assert re.search(r"^vocab-transfer: \[0/\d+\] prepare_corpus \(corpus=target\) started$", err, re.M), err
-        assert re.search(r"done in [\d.]+ s; \d+ left, [\d.]+ s so far, about [\d.]+ (s|min) to go$", err, re.M), err
+        assert re.search(r"^vocab-transfer: \[0/\d+\] prepare_corpus \(corpus=target\) "
+                         r"started$", err, re.M), err
+        assert re.search(r"done in [\d.]+ s; \d+ left, [\d.]+ s so far, about [\d.]+ (s|min) to "
+                         r"go$", err, re.M), err
     else:  # the shared artifacts are built once, by the first method's run
-        for job in ("prepare_corpus (corpus=target)", "train_tokenizer (target=target)", "train_fasttext (target="
-                    "target)", "compute_overlap (source=source, target=target)", "pack_heldout (target=target)"):
+        for job in ("prepare_corpus (corpus=target)", "train_tokenizer (target=target)",
+                    "train_fasttext (target=target)", "compute_overlap (source=source, target=target)",
+                    "pack_heldout (target=target)"):
             assert job not in err, err
-    if method in ("token_distillation", "embedding_lm"):  # the budget, before the run, and the training's progress
-        assert f"vocab-transfer: {method} trains on 2,000 target tokens (--param tokens=N), batch 16 x 128" in err
-        cpu = {"token_distillation": "2.9 s", "embedding_lm": "2.7 s"}[method]  # 1.45 and 1.34 s per 1,000 tokens
-        assert f"on 2 CPU cores at most about {cpu} (an estimate: the figure measured for hidden size 192 with 4 " \
-               "layers, a larger model than this one's 32 with 1)" in err, err
+    if method in ("token_distillation", "embedding_lm"):  # the budget before the run; the training's progress
+        assert f"vocab-transfer: {method} trains on 2,000 target tokens (--param tokens=N), batch 16 x " \
+               "128" in err
+        cpu = {"token_distillation": "2.9 s", "embedding_lm": "2.7 s"}[method]  # 1.45, 1.34 s / 1,000 tokens
+        assert f"on 2 CPU cores at most about {cpu} (an estimate: the figure measured for hidden size 192 " \
+               "with 4 layers, a larger model than this one's 32 with 1)" in err, err
         assert "on a GPU not measured for this size" in err
-        assert re.search(r"^vocab-transfer:   refining: 2,000 of 2,000 tokens, [\d,]+ tokens/s, loss [\d.]+, about "
+        assert re.search(r"^vocab-transfer:   refining: 2,000 of 2,000 tokens, [\d,]+ tokens/s, loss "
+                         r"[\d.]+, about "
                          r"0\.0 s to go$", err, re.M), err
 
 
 @pytest.mark.slow
 def test_a_failing_job_is_named_with_its_exception_and_log(tmp_path, files, capfd):
-    """A damaged gzip corpus passes the checks (it exists) and fails in the DAG's first job: the error names the job,
-    its exception and its log, and shows the log's end from its traceback, in whole lines; the command says the
-    same on stderr and exits 1, with its progress lines before it."""
+    """A damaged gzip corpus passes the checks (it exists) and fails in the DAG's first job: the error names
+    the job, its exception and its log, and shows the log's end from its traceback, in whole lines; the
+    command says the same on stderr and exits 1, with its progress lines before it."""
     damaged = tmp_path / "de.txt.gz"
     subprocess.run(["gzip", "-k", str(files["de"])], check=True, cwd=tmp_path)
     data = Path(f"{files['de']}.gz").read_bytes()
@@ -126,14 +136,15 @@ def test_a_failing_job_is_named_with_its_exception_and_log(tmp_path, files, capf
     log = tmp_path / "work" / "logs" / "prepare_corpus" / "target.log"
     assert log.is_file()
     assert "job prepare_corpus (corpus=target) failed: vocab_transfer.data.sources.CompressedError: " \
-           f"{damaged}: damaged gzip file (EOFError: Compressed file ended before the end-of-stream marker was " \
-           "reached)" in message, message
+           f"{damaged}: damaged gzip file (EOFError: Compressed file ended before the end-of-stream " \
+           "marker was reached)" in message, message
     assert f"its log {log} ends:\n    Traceback (most recent call last):\n" in message, message
     assert f"Snakemake's whole output: {tmp_path / 'work' / 'transfer.log'}" in message
     assert capfd.readouterr().err == ""  # quiet: nothing before the error
-    proc = subprocess.run([sys.executable, "-m", "vocab_transfer.api", "transfer", "--source", str(files["source"]),
-                           "--tokenizer", "600", "--corpus", str(damaged), "--out", str(tmp_path / "out"),
-                           "--workdir", str(tmp_path / "work"), "--cores", "2"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "vocab_transfer.api", "transfer", "--source",
+                           str(files["source"]), "--tokenizer", "600", "--corpus", str(damaged), "--out",
+                           str(tmp_path / "out"), "--workdir", str(tmp_path / "work"), "--cores", "2"],
+                          capture_output=True, text=True)
     assert proc.returncode == 1 and not (tmp_path / "out").exists()
     assert "vocab-transfer: [0/10] prepare_corpus (corpus=target) started\n" in proc.stderr, proc.stderr
     assert f"its log {log} ends:" in proc.stderr and "CompressedError" in proc.stderr

@@ -87,13 +87,13 @@ def _vocab_size(tokenizer) -> int | None:
         try:  # the config's own bounds of a vocabulary size (typed.VocabSize)
             return check_value(VocabSize, int(tokenizer), "tokenizer")
         except ModelError:
-            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from 100 (the special tokens and "
-                             f"the alphabet) to {VOCAB_SIZE_MAX} (2**24)") from None
+            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from 100 (the special "
+                             f"tokens and the alphabet) to {VOCAB_SIZE_MAX} (2**24)") from None
     return None
 
 
-#: The inputs a method may read besides the corpus, the option of the one-call transfer that gives each, and what
-#: the option takes (:func:`transfer_config`).
+#: The inputs a method may read besides the corpus, the option of the one-call transfer that gives each, and
+#: what the option takes (:func:`transfer_config`).
 INPUT_OPTIONS = {
     "source_corpus": "--source-corpus PATH (text in the method's source_language, a file or folder)",
     "word_vectors": "--word-vectors LANG=PATH (a fastText .bin or .vec of language LANG)",
@@ -111,8 +111,8 @@ def _method_parameters(method: str) -> str:
 
 
 def _check_params(method: str, params: dict) -> None:
-    """``params`` (``--param``) are parameters of ``method`` with values of their types and bounds; ValueError naming
-    the parameter and listing the method's parameters."""
+    """``params`` (``--param``) are parameters of ``method`` with values of their types and bounds; ValueError
+    naming the parameter and listing the method's parameters."""
     from .methods import METHODS
     from .methods.registry import keyword_parameters, method_needs
     from .workflow.model import check_parameters
@@ -120,8 +120,8 @@ def _check_params(method: str, params: dict) -> None:
     accepted = keyword_parameters(method)
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        raise ValueError(f"method {method}: unknown parameter(s) {unknown}; its parameters (--param NAME=VALUE): "
-                         f"{_method_parameters(method)}")
+        raise ValueError(f"method {method}: unknown parameter(s) {unknown}; its parameters (--param "
+                         f"NAME=VALUE): {_method_parameters(method)}")
     try:
         check_parameters(METHODS[method].fn, params, "--param")
         method_needs(method, params)  # a choice among a parameter's values (ValueError naming the parameter)
@@ -140,17 +140,19 @@ def _base_method(method: str, params: dict) -> str | None:
     if Need.BASE_INIT not in method_needs(method, params):
         return None
     base = params.get("init")
-    builders = sorted(k for k in METHODS if not _needs_or_empty(k) & {Need.BASE_INIT, Need.EXTENDED_TOKENIZER})
+    builders = sorted(k for k in METHODS
+                      if not _needs_or_empty(k) & {Need.BASE_INIT, Need.EXTENDED_TOKENIZER})
     if base not in METHODS or base == method:
         raise ValueError(f"method {method}: --param init must name the method whose rows it refines, e.g. "
                          f"init=focus (one of: {', '.join(builders)})")
     if Need.BASE_INIT in _needs_or_empty(base):
-        raise ValueError(f"method {method}: init={base} refines another method's rows itself, which a one-call "
-                         f"transfer does not chain; name a method that builds rows, e.g. init=focus (one of: "
-                         f"{', '.join(builders)})")
+        raise ValueError(f"method {method}: init={base} refines another method's rows itself, which a "
+                         "one-call transfer does not chain; name a method that builds rows, e.g. init=focus "
+                         f"(one of: {', '.join(builders)})")
     if Need.EXTENDED_TOKENIZER in _needs_or_empty(base):
-        raise ValueError(f"method {method}: init={base} extends the source vocabulary, whose rows belong to another "
-                         f"tokenizer; name a method of the target's own tokenizer (one of: {', '.join(builders)})")
+        raise ValueError(f"method {method}: init={base} extends the source vocabulary, whose rows belong to "
+                         "another tokenizer; name a method of the target's own tokenizer (one of: "
+                         f"{', '.join(builders)})")
     return base
 
 
@@ -166,19 +168,20 @@ def _needs_or_empty(kind: str) -> frozenset:
 
 def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str, *, seed: int = 0,
                     language: str | None = None, source_corpus: str | None = None,
-                    word_vectors: dict[str, str] | None = None, dictionary: str | None = None, **params) -> dict:
+                    word_vectors: dict[str, str] | None = None, dictionary: str | None = None,
+                    **params) -> dict:
     """The config of one transfer: source model ``source`` (hub id or folder), target tokenizer ``tokenizer`` (a
     folder or hub id of an existing one, or the vocabulary size of one trained on the corpus in the source's family
     and layout), method ``method`` (a registered kind) with ``params``, on the text of ``corpus`` (a file or folder
     of text, plain or compressed) in ``language`` (default: a language named ``target``).
 
-    The inputs a method reads besides the corpus (:data:`INPUT_OPTIONS`): ``source_corpus``, text in the method's
-    ``source_language`` (its token-level fastText for Align/Freq Match, its word vectors for WECHSEL);
-    ``word_vectors``, language -> fastText file (``word_vectors.<lang>``); ``dictionary``, a file of word pairs
-    from ``source_language`` to ``language``, or ``"identical"``. A method missing one, or an input the method does
-    not read, is a ValueError naming the option. The evaluation's blocks, and a refining method's sequences unless
-    ``params`` set ``seq_len``, are no longer than the source's positions (a local folder, or a hub id in the hub's
-    cache or already downloaded to this working directory)."""
+    The inputs a method reads besides the corpus (:data:`INPUT_OPTIONS`): ``source_corpus``, text in the
+    method's ``source_language`` (its token-level fastText for Align/Freq Match, its word vectors for
+    WECHSEL); ``word_vectors``, language -> fastText file (``word_vectors.<lang>``); ``dictionary``, a file of
+    word pairs from ``source_language`` to ``language``, or ``"identical"``. A method missing one, or an input
+    the method does not read, is a ValueError naming the option. The evaluation's blocks, and a refining
+    method's sequences unless ``params`` set ``seq_len``, are no longer than the source's positions (a local
+    folder, or a hub id in the hub's cache or already downloaded to this working directory)."""
     from .methods import METHODS
     from .methods.registry import Need, method_needs, method_params
 
@@ -216,7 +219,8 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
                                  dictionary))
     if source_corpus is not None:
         slang = p["source_language"]
-        config["corpora"][slang] = {"source": "text", "path": str(Path(source_corpus).resolve()), "language": slang}
+        config["corpora"][slang] = {"source": "text", "path": str(Path(source_corpus).resolve()),
+                                    "language": slang}
     positions = _positions(model)
     if positions is not None and positions < EVAL_SEQ_LEN:  # the evaluation's blocks fit the source
         config["eval"] = {"seq_len": positions}
@@ -228,19 +232,19 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
         for what, folder in (("source", model), ("--tokenizer", pretrained)):
             kind = _tokenizer_model(folder) if folder else None
             if kind is not None and kind != "Unigram":
-                raise ValueError(f"method {method} extends SentencePiece Unigram tokenizers only, and the {what} "
-                                 f"tokenizer ({folder}) is {kind}; choose another method")
+                raise ValueError(f"method {method} extends SentencePiece Unigram tokenizers only, and the "
+                                 f"{what} tokenizer ({folder}) is {kind}; choose another method")
     if Need.LANGUAGE_TOKENIZER in needs:
-        raise ValueError(f"method {method}: restrict_source names a second target or corpus, which a one-call "
-                         "transfer does not have; leave restrict_source out, or write a config with both "
-                         "(docs/configuration.md), check it with `vocab-transfer check CONFIG` and run `snakemake "
-                         "--cores all export --configfile CONFIG`")
+        raise ValueError(f"method {method}: restrict_source names a second target or corpus, which a "
+                         "one-call transfer does not have; leave restrict_source out, or write a config with "
+                         "both (docs/configuration.md), check it with `vocab-transfer check CONFIG` and run "
+                         "`snakemake --cores all export --configfile CONFIG`")
     return config
 
 
 def _tokenizer_model(folder: str) -> str | None:
-    """The model type of a local tokenizer folder's ``tokenizer.json`` (``Unigram``, ``BPE``, ``WordPiece``), or
-    None (a hub id, or no such file)."""
+    """The model type of a local tokenizer folder's ``tokenizer.json`` (``Unigram``, ``BPE``, ``WordPiece``),
+    or None (a hub id, or no such file)."""
     try:
         return json.loads((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))["model"]["type"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -249,9 +253,9 @@ def _tokenizer_model(folder: str) -> str | None:
 
 def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: str | None,
                    word_vectors: dict[str, str], dictionary: str | None) -> dict:
-    """The config sections (``word_vectors``, ``dictionaries``) of the inputs ``method`` (parameters ``p``, reading
-    ``needs``) reads besides the corpus; ValueError naming the option when one it needs is missing, or one it does
-    not read is given."""
+    """The config sections (``word_vectors``, ``dictionaries``) of the inputs ``method`` (parameters ``p``,
+    reading ``needs``) reads besides the corpus; ValueError naming the option when one it needs is missing, or
+    one it does not read is given."""
     from .methods.registry import Need
 
     slang = p.get("source_language")
@@ -271,10 +275,11 @@ def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: s
     for wlang, path in word_vectors.items():
         if wlang not in (slang, lang):
             raise ValueError(f"--word-vectors {wlang}={path}: {method} reads word vectors of "
-                             f"{' and '.join(repr(x) for x in dict.fromkeys((slang, lang)) if x)} (the source_language"
-                             f" and --language{'' if lang != TARGET else ', default target'})")
+                             f"{' and '.join(repr(x) for x in dict.fromkeys((slang, lang)) if x)} (the "
+                             f"source_language and --language{'' if lang != TARGET else ', default target'})")
         if not isinstance(path, (str, os.PathLike)) or not Path(path).is_file():
-            raise ValueError(f"--word-vectors {wlang}={path}: no such file (a fastText .bin model or .vec text file)")
+            raise ValueError(f"--word-vectors {wlang}={path}: no such file (a fastText .bin model or .vec "
+                             "text file)")
         out.setdefault("word_vectors", {})[wlang] = {"path": str(Path(path).resolve())}
     if Need.SOURCE_TOKEN_VECTORS in needs and source_corpus is None:
         raise ValueError(f"method {method} reads token-level fastText of the source tokenizer on text in its "
@@ -282,25 +287,26 @@ def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: s
                          "source_language=... for another language)")
     if needs & {Need.SOURCE_WORDS, Need.WORD_MODELS} and source_corpus is None and slang not in word_vectors:
         raise ValueError(f"method {method} reads word vectors of its source_language {slang!r}: give "
-                         f"--word-vectors {slang}=PATH (a fastText .bin or .vec"
-                         f"{'; .bin with subwords=fasttext' if Need.WORD_MODELS in needs else ''}) or "
+                         f"--word-vectors {slang}=PATH (a fastText .bin or "
+                         f".vec{'; .bin with subwords=fasttext' if Need.WORD_MODELS in needs else ''}) or "
                          f"{INPUT_OPTIONS['source_corpus']} to train them")
     if reads_dictionary:
         if dictionary is None:
-            raise ValueError(f"method {method} reads a bilingual dictionary from its source_language {slang!r} to "
-                             f"the corpus's language ({lang!r}{', --language' if lang == TARGET else ''}): give "
+            raise ValueError(f"method {method} reads a bilingual dictionary from its source_language "
+                             f"{slang!r} to the corpus's language "
+                             f"({lang!r}{', --language' if lang == TARGET else ''}): give "
                              f"{INPUT_OPTIONS['dictionary']}")
         if dictionary == "identical":
             if source_corpus is None and slang not in word_vectors:
-                raise ValueError(f"--dictionary identical pairs words spelled alike in the word vectors of both "
-                                 f"languages: give --word-vectors {slang}=PATH or --source-corpus PATH (text in "
-                                 f"{slang}), or a dictionary file")
+                raise ValueError("--dictionary identical pairs words spelled alike in the word vectors of "
+                                 f"both languages: give --word-vectors {slang}=PATH or --source-corpus PATH "
+                                 f"(text in {slang}), or a dictionary file")
             spec = {"source": "identical"}
         elif Path(dictionary).is_file():
             spec = {"source": "file", "path": str(Path(dictionary).resolve())}
         else:
-            raise ValueError(f"--dictionary {dictionary!r}: no such file; give a file of 'source target' word pairs "
-                             "(one a line) or 'identical'")
+            raise ValueError(f"--dictionary {dictionary!r}: no such file; give a file of 'source target' "
+                             "word pairs (one a line) or 'identical'")
         out["dictionaries"] = {slang: {lang: spec}}
     return out
 
@@ -309,9 +315,9 @@ EVAL_SEQ_LEN = 256  # the config's default eval.seq_len (FOCUS Table 4)
 
 
 def _positions(model: str, work: Path | None = None) -> int | None:
-    """Tokens a sequence of the source model ``model`` may have: from the ``config.json`` of a local folder, of a
-    hub id in the hub's local cache (nothing is downloaded) or already downloaded to the working directory ``work``;
-    None where none is found."""
+    """Tokens a sequence of the source model ``model`` may have: from the ``config.json`` of a local folder,
+    of a hub id in the hub's local cache (nothing is downloaded) or already downloaded to the working
+    directory ``work``; None where none is found."""
     from .source_model import position_limit
 
     config = Path(model) / "config.json"
@@ -332,11 +338,13 @@ def _positions(model: str, work: Path | None = None) -> int | None:
         return None
 
 
-#: Seconds per 1,000 target tokens of a refinement on 2 CPU cores (docs/benchmarks.md, ``benchmarks/refine_speed.py``,
-#: batch 16 x 128): (hidden size, layers) -> (token_distillation, embedding_lm).
+#: Seconds per 1,000 target tokens of a refinement on 2 CPU cores (docs/benchmarks.md,
+#: ``benchmarks/refine_speed.py``, batch 16 x 128): (hidden size, layers) -> (token_distillation,
+#: embedding_lm).
 REFINE_CPU = {(192, 4): (1.45, 1.34), (768, 12): (23.1, 13.0)}
-#: Seconds per 1M target tokens on one H200 for an XLM-R-base-shaped model (h768, 12 layers; docs/benchmarks.md):
-#: token_distillation at batch 32 x 128, embedding_lm at batch 128 x 128; no other model size was measured.
+#: Seconds per 1M target tokens on one H200 for an XLM-R-base-shaped model (h768, 12 layers;
+#: docs/benchmarks.md): token_distillation at batch 32 x 128, embedding_lm at batch 128 x 128; no other model
+#: size was measured.
 REFINE_GPU_H768 = {"token_distillation": 83.0, "embedding_lm": 31.8}
 
 
@@ -351,13 +359,15 @@ def _duration(seconds: float) -> str:
 
 
 def refinement_budget(config: dict, method: str) -> str | None:
-    """The budget of a refining method (Token Distillation, the embedding-only LM: the ``tokens`` parameter) and its
-    expected time on 2 CPU cores and on a GPU, from the figures of docs/benchmarks.md (:data:`REFINE_CPU`,
+    """The budget of a refining method (Token Distillation, the embedding-only LM: the ``tokens`` parameter)
+    and its expected time on 2 CPU cores and on a GPU, from the figures of docs/benchmarks.md
+    (:data:`REFINE_CPU`,
     :data:`REFINE_GPU_H768`); None for a method that trains nothing. For a source of another size than the two
-    measured on the CPU, the figure is an estimate, and says so: between them, the seconds per token scaled by the
-    non-embedding parameters (12 * layers * hidden**2) to the power that joins the two measurements, and beyond the
-    larger one the same power; below the smaller one, the smaller one's figure as an upper bound (tokenizing each
-    batch twice costs as much as the small model's steps). A GPU figure exists only for the h768, 12-layer shape."""
+    measured on the CPU, the figure is an estimate, and says so: between them, the seconds per token scaled by
+    the non-embedding parameters (12 * layers * hidden**2) to the power that joins the two measurements, and
+    beyond the larger one the same power; below the smaller one, the smaller one's figure as an upper bound
+    (tokenizing each batch twice costs as much as the small model's steps). A GPU figure exists only for the
+    h768, 12-layer shape."""
     import math
 
     from .methods.registry import method_params
@@ -374,24 +384,26 @@ def refinement_budget(config: dict, method: str) -> str | None:
     head = (f"{kind} trains on {tokens:,} target tokens (--param tokens=N), batch {p['batch_size']} x "
             f"{p['seq_len']}")
     if shape is None:
-        cpu = (f"on 2 CPU cores {_duration(t1 * tokens / 1000)} for a model of hidden size {h1} with {n1} layers, "
-               f"{_duration(t2 * tokens / 1000)} for one of {h2} with {n2} (measured); this source's size is known "
-               "once it is downloaded")
+        cpu = (f"on 2 CPU cores {_duration(t1 * tokens / 1000)} for a model of hidden size {h1} with {n1} "
+               f"layers, {_duration(t2 * tokens / 1000)} for one of {h2} with {n2} (measured); this source's "
+               "size is known once it is downloaded")
     elif shape in REFINE_CPU:
-        cpu = f"on 2 CPU cores about {_duration(REFINE_CPU[shape][which] * tokens / 1000)} (measured for this size)"
+        seconds = REFINE_CPU[shape][which] * tokens / 1000
+        cpu = f"on 2 CPU cores about {_duration(seconds)} (measured for this size)"
     else:
         h, n = shape
         size1, size2, size = 12 * n1 * h1 ** 2, 12 * n2 * h2 ** 2, 12 * n * h ** 2
         if size <= size1:
-            cpu = (f"on 2 CPU cores at most about {_duration(t1 * tokens / 1000)} (an estimate: the figure measured "
-                   f"for hidden size {h1} with {n1} layers, a larger model than this one's {h} with {n})")
+            cpu = (f"on 2 CPU cores at most about {_duration(t1 * tokens / 1000)} (an estimate: the figure "
+                   f"measured for hidden size {h1} with {n1} layers, a larger model than this one's {h} with "
+                   f"{n})")
         else:
             per = t1 * (size / size1) ** (math.log(t2 / t1) / math.log(size2 / size1))
-            cpu = (f"on 2 CPU cores about {_duration(per * tokens / 1000)} (an estimate for hidden size {h} with {n} "
-                   f"layers, scaled from the figures measured for {h1}/{n1} and {h2}/{n2})")
+            cpu = (f"on 2 CPU cores about {_duration(per * tokens / 1000)} (an estimate for hidden size {h} "
+                   f"with {n} layers, scaled from the figures measured for {h1}/{n1} and {h2}/{n2})")
     gpu_time = _duration(REFINE_GPU_H768[kind] * tokens / 1e6)
-    gpu = (f"on a GPU not measured for this size (a model of hidden size 768 with 12 layers took {gpu_time} on an "
-           "H200)") if shape != (768, 12) else f"on an H200 about {gpu_time} (measured for this size)"
+    gpu = (f"on a GPU not measured for this size (a model of hidden size 768 with 12 layers took {gpu_time} "
+           "on an H200)") if shape != (768, 12) else f"on an H200 about {gpu_time} (measured for this size)"
     return f"{head}: {cpu}; {gpu}; figures of docs/benchmarks.md"
 
 
@@ -407,17 +419,18 @@ def _shape(model: str) -> tuple[int, int] | None:
 
 
 class DagProgress:
-    """Snakemake's output, read line by line as it streams, told as one-line updates: the jobs to run, each job
-    as it starts and ends (its rule and wildcards, the steps done and left, the time so far and an estimate of the
-    time to go, at the pace of the steps done so far), a refinement's own progress lines, and the jobs that
-    failed with the log each names (:meth:`failure`)."""
+    """Snakemake's output, read line by line as it streams, told as one-line updates: the jobs to run, each
+    job as it starts and ends (its rule and wildcards, the steps done and left, the time so far and an
+    estimate of the time to go, at the pace of the steps done so far), a refinement's own progress lines, and
+    the jobs that failed with the log each names (:meth:`failure`)."""
 
     RULE = re.compile(r"^(?:local)?rule (\w+):$")
     STEPS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done")
     FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)")
     ERROR = re.compile(r"^Error in rule (\w+):$")
     FIELD = re.compile(r"^ {4}(\w+): (.*)$")
-    REFINE = re.compile(r"\b(?:distill|lm) step \d+: loss (\S+), (\d+)/(\d+) tokens, (\d+) tokens/s, ETA (\d+) s")
+    REFINE = re.compile(r"\b(?:distill|lm) step \d+: loss (\S+), (\d+)/(\d+) tokens, (\d+) tokens/s, ETA "
+                        r"(\d+) s")
 
     def __init__(self, write=None) -> None:
         self.write = write  # a callable taking one line, or None: silent
@@ -452,8 +465,8 @@ class DagProgress:
             self._finished(m.group(1), m.group(2))
         elif m := self.REFINE.search(line):
             loss, seen, tokens, rate, eta = m.groups()
-            self.say(f"  refining: {int(seen):,} of {int(tokens):,} tokens, {int(rate):,} tokens/s, loss {loss}, "
-                     f"about {_duration(int(eta))} to go")
+            self.say(f"  refining: {int(seen):,} of {int(tokens):,} tokens, {int(rate):,} tokens/s, loss "
+                     f"{loss}, about {_duration(int(eta))} to go")
         elif line.startswith("total") and self.total is None and line.split()[-1].isdigit():
             self.total = int(line.split()[-1])  # the last row of the "Job stats" table
             self.say(f"{self.total} job(s) to run")
@@ -495,24 +508,25 @@ class DagProgress:
             self._close_block()
 
     def failure(self, work: Path, output: Path) -> str:
-        """What went wrong: each failed job with its log's path and the end of its log (:func:`log_tail`), or, where
-        no job failed (the plan itself), the end of Snakemake's output from its first error line; then where
-        Snakemake's whole output is."""
+        """What went wrong: each failed job with its log's path and the end of its log (:func:`log_tail`), or,
+        where no job failed (the plan itself), the end of Snakemake's output from its first error line; then
+        where Snakemake's whole output is."""
         parts = []
         if self.locked:
-            parts.append(f"another run holds the working directory {work} (its lock is in {work}/.snakemake/locks):"
-                         " wait for it, or, if no run is left (a killed one), remove the lock with `snakemake "
-                         f"--unlock --directory {work} --snakefile {REPO / 'Snakefile'} --configfile "
-                         f"{work / 'transfer.yaml'}`")
+            parts.append(f"another run holds the working directory {work} (its lock is in "
+                         f"{work}/.snakemake/locks): wait for it, or, if no run is left (a killed one), "
+                         f"remove the lock with `snakemake --unlock --directory {work} --snakefile "
+                         f"{REPO / 'Snakefile'} --configfile {work / 'transfer.yaml'}`")
         for error in self.errors:
-            logs = [x.strip() for x in error.get("log", "").split(" (check log file")[0].split(",") if x.strip()]
+            named = error.get("log", "").split(" (check log file")[0]
+            logs = [x.strip() for x in named.split(",") if x.strip()]
             if not logs:
                 parts.append(f"job {self._name(error)} failed; it has no log: see Snakemake's output")
             for log in logs:
                 path = work / log
                 last = _exception_line(path)
-                parts.append(f"job {self._name(error)} failed{': ' + last if last else ''}\n"
-                             f"its log {path} ends:\n{log_tail(path)}")
+                parts.append(f"job {self._name(error)} failed{': ' + last if last else ''}\nits log {path} "
+                             f"ends:\n{log_tail(path)}")
         if not parts:
             parts.append("Snakemake stopped before a job ran; its output ends:\n" + _output_error(output))
         parts.append(f"Snakemake's whole output: {output}")
@@ -520,8 +534,9 @@ class DagProgress:
 
 
 def log_tail(path: Path, lines: int = 30) -> str:
-    """The end of a job's log, whole lines, indented: from its last ``Traceback`` (the exception that ended the job)
-    where there is one, at most ``lines`` lines (a longer traceback keeps its first line and its end)."""
+    """The end of a job's log, whole lines, indented: from its last ``Traceback`` (the exception that ended
+    the job) where there is one, at most ``lines`` lines (a longer traceback keeps its first line and its
+    end)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as e:
@@ -533,14 +548,14 @@ def log_tail(path: Path, lines: int = 30) -> str:
     shown = text[start:]
     if len(shown) > lines:
         skipped = len(shown) - lines + 1
-        shown = ([shown[0], f"  ... ({skipped} lines)"] if tracebacks else []) + shown[-(lines - 2 if tracebacks
-                                                                                         else lines):]
+        head = [shown[0], f"  ... ({skipped} lines)"] if tracebacks else []
+        shown = head + shown[-(lines - len(head)):]
     return "\n".join("    " + line for line in shown)
 
 
 def _exception_line(path: Path) -> str | None:
-    """The line of a job's log that names the exception that ended the job (the last unindented ``Name: message``
-    line after its last ``Traceback``), or None."""
+    """The line of a job's log that names the exception that ended the job (the last unindented ``Name:
+    message`` line after its last ``Traceback``), or None."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -548,12 +563,14 @@ def _exception_line(path: Path) -> str | None:
     tracebacks = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent call last)")]
     if not tracebacks:
         return None
-    found = [line for line in text[tracebacks[-1] + 1:] if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b", line)]
+    exception = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b")
+    found = [line for line in text[tracebacks[-1] + 1:] if exception.match(line)]
     return found[-1] if found else None
 
 
 def _output_error(output: Path, lines: int = 30) -> str:
-    """The end of Snakemake's output (``output``) from its last line that starts an error report, whole lines."""
+    """The end of Snakemake's output (``output``) from its first line that starts an error report, whole
+    lines."""
     try:
         text = output.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as e:
@@ -564,23 +581,26 @@ def _output_error(output: Path, lines: int = 30) -> str:
 
 
 def check_workdir(work: Path) -> None:
-    """``work`` may be the working directory of a transfer: a new or empty folder, or one an earlier transfer used
-    (its ``transfer.yaml`` is there; the DAG reruns only what the new arguments change, so transfers of several
-    methods share the corpus, tokenizer and fastText jobs); ValueError naming it otherwise, so that the DAG never
-    writes among a user's files, and when a run holds it (a Snakemake lock)."""
+    """``work`` may be the working directory of a transfer: a new or empty folder, or one an earlier transfer
+    used (its ``transfer.yaml`` is there; the DAG reruns only what the new arguments change, so transfers of
+    several methods share the corpus, tokenizer and fastText jobs); ValueError naming it otherwise, so that
+    the DAG never writes among a user's files, and when a run holds it (a Snakemake lock)."""
     if work.exists() and not work.is_dir():
         raise ValueError(f"--workdir {work}: an existing file; name a new folder")
     if work == REPO.resolve() or work in REPO.resolve().parents:
-        raise ValueError(f"--workdir {work}: the repository's checkout or a folder above it; name a new folder")
+        raise ValueError(f"--workdir {work}: the repository's checkout or a folder above it; name a new "
+                         "folder")
     if work.is_dir() and any(work.iterdir()) and not (work / "transfer.yaml").is_file():
         sample = sorted(p.name for p in work.iterdir())[:3]
-        raise ValueError(f"--workdir {work}: a folder with files ({', '.join(map(repr, sample))}) that no transfer "
-                         "used as its working directory; name a new or empty folder, or an earlier transfer's")
+        raise ValueError(f"--workdir {work}: a folder with files ({', '.join(map(repr, sample))}) that no "
+                         "transfer used as its working directory; name a new or empty folder, or an earlier "
+                         "transfer's")
     locks = work / ".snakemake" / "locks"
     if locks.is_dir() and any(locks.iterdir()):
-        raise ValueError(f"--workdir {work}: another run holds it (a lock in {locks}): wait for it, or, if no run is "
-                         f"left (a killed one), remove the lock with `snakemake --unlock --directory {work} "
-                         f"--snakefile {REPO / 'Snakefile'} --configfile {work / 'transfer.yaml'}`")
+        raise ValueError(f"--workdir {work}: another run holds it (a lock in {locks}): wait for it, or, if "
+                         "no run is left (a killed one), remove the lock with `snakemake --unlock "
+                         f"--directory {work} --snakefile {REPO / 'Snakefile'} --configfile "
+                         f"{work / 'transfer.yaml'}`")
 
 
 def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus: str, out: str | None = None,
@@ -588,14 +608,15 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
              source_corpus: str | None = None, word_vectors: dict[str, str] | None = None,
              dictionary: str | None = None, quiet: bool = False, **params) -> Path:
     """Transfer ``source`` to ``tokenizer`` with ``method`` (:func:`transfer_config`, which takes the inputs a
-    method reads besides the corpus) and return the exported Hugging Face model folder (with its tokenizer and model
-    card): ``out`` (a copy) if given, else the DAG's folder under ``workdir`` (default ``vocab-transfer-<method>``;
-    :func:`check_workdir`: several methods may share one). The arguments and the whole config (the workflow's own
-    parse-time checks) are checked before the DAG runs (:func:`check_out` for ``out``); ``out`` is written only
-    once the DAG succeeded, by :func:`replace_folder`. Unless ``quiet``, a refinement's budget and its expected time
-    (:func:`refinement_budget`) and the DAG's progress (:class:`DagProgress`) go to stderr, one line each.
-    Snakemake's whole output is in ``<workdir>/transfer.log``. Raises :class:`ValueError` for a bad argument and
-    :class:`RuntimeError` naming the failed job, its log and the end of that log when a job fails."""
+    method reads besides the corpus) and return the exported Hugging Face model folder (with its tokenizer and
+    model card): ``out`` (a copy) if given, else the DAG's folder under ``workdir`` (default
+    ``vocab-transfer-<method>``; :func:`check_workdir`: several methods may share one). The arguments and the
+    whole config (the workflow's own parse-time checks) are checked before the DAG runs (:func:`check_out` for
+    ``out``); ``out`` is written only once the DAG succeeded, by :func:`replace_folder`. Unless ``quiet``, a
+    refinement's budget and its expected time (:func:`refinement_budget`) and the DAG's progress
+    (:class:`DagProgress`) go to stderr, one line each. Snakemake's whole output is in
+    ``<workdir>/transfer.log``. Raises :class:`ValueError` for a bad argument and :class:`RuntimeError` naming
+    the failed job, its log and the end of that log when a job fails."""
     from .io import atomic_path
     from .workflow.config import ConfigError, check_config
 
@@ -607,7 +628,8 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
     if not isinstance(corpus, (str, os.PathLike)) or not Path(corpus).exists():
         raise ValueError(f"corpus {corpus!r}: no such file or folder")
     config = transfer_config(source, tokenizer, method, corpus, seed=seed, language=language,
-                             source_corpus=source_corpus, word_vectors=word_vectors, dictionary=dictionary, **params)
+                             source_corpus=source_corpus, word_vectors=word_vectors, dictionary=dictionary,
+                             **params)
     positions = _positions(config["sources"][SOURCE]["model"], work)
     if positions is not None and positions < config.get("eval", {}).get("seq_len", EVAL_SEQ_LEN):
         config["eval"] = {"seq_len": positions}  # a hub model downloaded by an earlier run in this directory
@@ -633,7 +655,8 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
     returncode = run_streamed(cmd, output, progress.feed)
     progress.finish()
     if returncode != 0:
-        raise RuntimeError(f"the transfer's DAG failed (exit status {returncode}).\n{progress.failure(work, output)}")
+        raise RuntimeError("the transfer's DAG failed (exit status "
+                           f"{returncode}).\n{progress.failure(work, output)}")
     if dest is None:
         return exported
     replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's minutes or hours
@@ -641,10 +664,11 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
 
 
 def run_streamed(cmd: list[str], output: Path, feed) -> int:
-    """Run ``cmd`` with its stdout and stderr, line by line, written to ``output`` and given to ``feed``; its exit
-    status. An interrupt (Ctrl-C) is passed on to the command, which stops its jobs, and then raised."""
+    """Run ``cmd`` with its stdout and stderr, line by line, written to ``output`` and given to ``feed``; its
+    exit status. An interrupt (Ctrl-C) is passed on to the command, which stops its jobs, and then raised."""
     with open(output, "w", encoding="utf-8") as log, subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1) as proc:
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+            bufsize=1) as proc:
         try:
             for line in proc.stdout:
                 log.write(line)
@@ -757,13 +781,14 @@ def _exchange(a: Path, b: Path) -> None:
 
 
 def method_inputs_help(kind: str) -> str | None:
-    """What a one-call transfer with method ``kind`` (its default parameters) must be given besides the corpus, as
-    options; None where nothing."""
+    """What a one-call transfer with method ``kind`` (its default parameters) must be given besides the
+    corpus, as options; None where nothing."""
     from .methods.registry import Need, keyword_parameters, method_params
 
     needs, p = _needs_or_empty(kind), method_params(kind, {})
     slang = p.get("source_language")
-    wanted = [f"--param {n}=VALUE" for n, q in keyword_parameters(kind).items() if q.default is q.empty and n != "init"]
+    wanted = [f"--param {n}=VALUE" for n, q in keyword_parameters(kind).items()
+              if q.default is q.empty and n != "init"]
     if Need.BASE_INIT in needs:
         wanted.append("--param init=METHOD (the method whose rows it refines, e.g. focus)")
     if Need.SOURCE_TOKEN_VECTORS in needs:
@@ -776,8 +801,8 @@ def method_inputs_help(kind: str) -> str | None:
 
 
 def methods_help() -> str:
-    """Every registered method, its keyword parameters with their defaults (the registry's own signatures) and the
-    inputs it must be given (:func:`method_inputs_help`)."""
+    """Every registered method, its keyword parameters with their defaults (the registry's own signatures) and
+    the inputs it must be given (:func:`method_inputs_help`)."""
     from .methods import METHODS
 
     lines = ["methods (--method) and their parameters (--param NAME=VALUE, a YAML value):"]
@@ -788,16 +813,17 @@ def methods_help() -> str:
             lines.append(f"      needs {inputs}")
     lines += [
         "",
-        "A method's inputs besides the corpus: --source-corpus (text in its source_language: Align and Freq Match",
-        "train token-level fastText of the source tokenizer on it, WECHSEL word vectors), --word-vectors LANG=PATH",
-        "(fastText word vectors of a language instead of training them), --dictionary (word pairs from",
-        "source_language to --language). WECHSEL's restrict_source names a second target and needs a config file:",
-        "write one (docs/configuration.md), check it with `vocab-transfer check CONFIG`, then run `snakemake",
-        "--cores all export --configfile CONFIG` from the checkout.",
+        "A method's inputs besides the corpus: --source-corpus (text in its source_language: Align and",
+        "Freq Match train token-level fastText of the source tokenizer on it, WECHSEL word vectors),",
+        "--word-vectors LANG=PATH (fastText word vectors of a language instead of training them),",
+        "--dictionary (word pairs from source_language to --language). WECHSEL's restrict_source names a",
+        "second target and needs a config file: write one (docs/configuration.md), check it with",
+        "`vocab-transfer check CONFIG`, then run `snakemake --cores all export --configfile CONFIG` from",
+        "the checkout.",
         "",
         "Progress goes to stderr, one line a job (--quiet: none), and Snakemake's whole output to",
-        "WORKDIR/transfer.log; a failed job is named with its log and the end of it. Several methods may share one",
-        "--workdir: the corpus, tokenizer and fastText jobs then run once.",
+        "WORKDIR/transfer.log; a failed job is named with its log and the end of it. Several methods may",
+        "share one --workdir: the corpus, tokenizer and fastText jobs then run once.",
     ]
     return "\n".join(lines)
 
@@ -836,29 +862,32 @@ def main(argv: list[str] | None = None) -> int:
                        help="transfer one model to one tokenizer and save it as a Hugging Face model folder")
     t.add_argument("--source", required=True, help="the source model: a hub id or a folder")
     t.add_argument("--tokenizer", required=True,
-                   help="the target tokenizer: a folder or hub id, or a vocabulary size to train one on the corpus "
-                        "(in the source tokenizer's family and layout)")
+                   help="the target tokenizer: a folder or hub id, or a vocabulary size to train one on the "
+                        "corpus (in the source tokenizer's family and layout)")
     t.add_argument("--method", default="focus", help="a registered method (below; default focus)")
     t.add_argument("--corpus", required=True, help="target-language text: a file or folder, plain or compressed")
     t.add_argument("--out", required=True, help="where the model folder goes")
     t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="a method parameter")
-    t.add_argument("--language", help="the corpus's language code (word vectors, dictionaries; default: target)")
+    t.add_argument("--language", help="the corpus's language code (word vectors, dictionaries; default: "
+                                      "target)")
     t.add_argument("--source-corpus", metavar="PATH",
-                   help="text in the method's source_language (Align/Freq Match; WECHSEL's source word vectors)")
+                   help="text in the method's source_language (Align/Freq Match; WECHSEL's source word "
+                        "vectors)")
     t.add_argument("--word-vectors", action="append", default=[], metavar="LANG=PATH",
-                   help="fastText word vectors (.bin or .vec) of a language, instead of training them (WECHSEL)")
+                   help="fastText word vectors (.bin or .vec) of a language, instead of training them "
+                        "(WECHSEL)")
     t.add_argument("--dictionary", metavar="PATH",
                    help="word pairs from source_language to --language, one 'source target' pair a line, or "
                         "'identical' (identically spelled words; WECHSEL, Dict Match)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--workdir", help="the DAG's working directory (default vocab-transfer-<method>): new, empty or "
-                                     "an earlier transfer's; keep it to rerun only what an argument changes, and "
-                                     "share it between methods")
+    t.add_argument("--workdir", help="the DAG's working directory (default vocab-transfer-<method>): new, "
+                                     "empty or an earlier transfer's; keep it to rerun only what an argument "
+                                     "changes, and share it between methods")
     t.add_argument("--cores", type=int, help="cores for the DAG's jobs (default: all)")
     t.add_argument("--quiet", action="store_true", help="no progress lines on stderr (errors only)")
     c = sub.add_parser("check", help="check config files before a run: a key given twice or a YAML tag named with "
-                                     "its line (Snakemake's own loader reports either as 'not valid JSON or YAML'), "
-                                     "then every parse-time check of the workflow")
+                                     "its line (Snakemake's own loader reports either as 'not valid JSON or "
+                                     "YAML'), then every parse-time check of the workflow")
     c.add_argument("configfiles", nargs="+", metavar="CONFIG", help="the files a run passes to --configfile")
     args = parser.parse_args(argv)
     if args.command == "check":
