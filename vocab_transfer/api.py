@@ -25,8 +25,10 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -85,33 +87,113 @@ def _vocab_size(tokenizer) -> int | None:
         try:  # the config's own bounds of a vocabulary size (typed.VocabSize)
             return check_value(VocabSize, int(tokenizer), "tokenizer")
         except ModelError:
-            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from 100 (the special tokens and "
-                             f"the alphabet) to {VOCAB_SIZE_MAX} (2**24)") from None
+            raise ValueError(f"tokenizer {tokenizer!r}: a vocabulary size must be from 100 (the special "
+                             f"tokens and the alphabet) to {VOCAB_SIZE_MAX} (2**24)") from None
     return None
 
 
+#: The inputs a method may read besides the corpus, the option of the one-call transfer that gives each, and
+#: what the option takes (:func:`transfer_config`).
+INPUT_OPTIONS = {
+    "source_corpus": "--source-corpus PATH (text in the method's source_language, a file or folder)",
+    "word_vectors": "--word-vectors LANG=PATH (a fastText .bin or .vec of language LANG)",
+    "dictionary": "--dictionary PATH (one 'source target' word pair per line) or --dictionary identical "
+                  "(identically spelled words of both languages' word vectors)",
+}
+
+
+def _method_parameters(method: str) -> str:
+    """``method``'s keyword parameters with their defaults, as ``--help`` lists them."""
+    from .methods.registry import keyword_parameters
+
+    return ", ".join(f"{n}={p.default!r}" if p.default is not p.empty else f"{n} (required)"
+                     for n, p in keyword_parameters(method).items()) or "no parameters"
+
+
+def _check_params(method: str, params: dict) -> None:
+    """``params`` (``--param``) are parameters of ``method`` with values of their types and bounds; ValueError
+    naming the parameter and listing the method's parameters."""
+    from .methods import METHODS
+    from .methods.registry import keyword_parameters, method_needs
+    from .workflow.model import check_parameters
+
+    accepted = keyword_parameters(method)
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"method {method}: unknown parameter(s) {unknown}; its parameters (--param "
+                         f"NAME=VALUE): {_method_parameters(method)}")
+    try:
+        check_parameters(METHODS[method].fn, params, "--param")
+        method_needs(method, params)  # a choice among a parameter's values (ValueError naming the parameter)
+    except (ModelError, ValueError) as e:
+        problem = str(e).removeprefix("--param: ").replace("--param.", "--param ")
+        raise ValueError(f"method {method}: {problem}; its parameters (--param NAME=VALUE): "
+                         f"{_method_parameters(method)}") from None
+
+
+def _base_method(method: str, params: dict) -> str | None:
+    """The kind whose rows a refining method (one that reads :attr:`Need.BASE_INIT`: Token Distillation, the
+    embedding-only LM) refines: its ``init`` parameter, checked; None for a method that builds rows itself."""
+    from .methods import METHODS
+    from .methods.registry import Need, method_needs
+
+    if Need.BASE_INIT not in method_needs(method, params):
+        return None
+    base = params.get("init")
+    builders = sorted(k for k in METHODS
+                      if not _needs_or_empty(k) & {Need.BASE_INIT, Need.EXTENDED_TOKENIZER})
+    if base not in METHODS or base == method:
+        raise ValueError(f"method {method}: --param init must name the method whose rows it refines, e.g. "
+                         f"init=focus (one of: {', '.join(builders)})")
+    if Need.BASE_INIT in _needs_or_empty(base):
+        raise ValueError(f"method {method}: init={base} refines another method's rows itself, which a "
+                         "one-call transfer does not chain; name a method that builds rows, e.g. init=focus "
+                         f"(one of: {', '.join(builders)})")
+    if Need.EXTENDED_TOKENIZER in _needs_or_empty(base):
+        raise ValueError(f"method {method}: init={base} extends the source vocabulary, whose rows belong to "
+                         "another tokenizer; name a method of the target's own tokenizer (one of: "
+                         f"{', '.join(builders)})")
+    return base
+
+
+def _needs_or_empty(kind: str) -> frozenset:
+    """What ``kind`` reads with its defaults (a bad default choice: nothing)."""
+    from .methods.registry import method_needs
+
+    try:
+        return method_needs(kind, {})
+    except ValueError:
+        return frozenset()
+
+
 def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str, *, seed: int = 0,
-                    language: str | None = None, **params) -> dict:
+                    language: str | None = None, source_corpus: str | None = None,
+                    word_vectors: dict[str, str] | None = None, dictionary: str | None = None,
+                    **params) -> dict:
     """The config of one transfer: source model ``source`` (hub id or folder), target tokenizer ``tokenizer`` (a
     folder or hub id of an existing one, or the vocabulary size of one trained on the corpus in the source's family
     and layout), method ``method`` (a registered kind) with ``params``, on the text of ``corpus`` (a file or folder
-    of text, plain or compressed)."""
+    of text, plain or compressed) in ``language`` (default: a language named ``target``).
+
+    The inputs a method reads besides the corpus (:data:`INPUT_OPTIONS`): ``source_corpus``, text in the
+    method's ``source_language`` (its token-level fastText for Align/Freq Match, its word vectors for
+    WECHSEL); ``word_vectors``, language -> fastText file (``word_vectors.<lang>``); ``dictionary``, a file of
+    word pairs from ``source_language`` to ``language``, or ``"identical"``. A method missing one, or an input
+    the method does not read, is a ValueError naming the option. The evaluation's blocks, and a refining
+    method's sequences unless ``params`` set ``seq_len``, are no longer than the source's positions (a local
+    folder, or a hub id in the hub's cache or already downloaded to this working directory)."""
     from .methods import METHODS
-    from .methods.registry import keyword_parameters
+    from .methods.registry import Need, method_needs, method_params
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
-    unknown = sorted(set(params) - set(keyword_parameters(method)))
-    if unknown:
-        raise ValueError(f"method {method}: unknown parameter(s) {unknown}; accepted: "
-                         f"{sorted(keyword_parameters(method))}")
+    _check_params(method, params)
+    base = _base_method(method, params)
     methods = {method: {"kind": method, **params}}
-    if "init" in keyword_parameters(method):  # a refining method (Token Distillation) starts from another kind's rows
-        base = params.get("init")
-        if base not in METHODS or base == method:
-            raise ValueError(f"method {method}: init must name the method whose rows it refines, e.g. init=focus "
-                             f"(known: {', '.join(sorted(METHODS))})")
+    needs = set(method_needs(method, params))
+    if base is not None:  # a refining method starts from the rows of another kind, with that kind's defaults
         methods[base] = {"kind": base}
+        needs |= method_needs(base, {})
     try:  # the config's own bounds of a seed (typed.Seed)
         check_value(Seed, seed, "seed")
     except ModelError:
@@ -131,21 +213,124 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
                      {"pretrained": {TARGET: pretrained}},
         "methods": methods,
     }
+    # a refinement reads its base method's inputs too, with the base's defaults (its source_language)
+    p = {**(method_params(base, {}) if base is not None else {}), **method_params(method, params)}
+    config.update(_method_inputs(method, p, needs, language or TARGET, source_corpus, word_vectors or {},
+                                 dictionary))
+    if source_corpus is not None:
+        slang = p["source_language"]
+        config["corpora"][slang] = {"source": "text", "path": str(Path(source_corpus).resolve()),
+                                    "language": slang}
     positions = _positions(model)
     if positions is not None and positions < EVAL_SEQ_LEN:  # the evaluation's blocks fit the source
         config["eval"] = {"seq_len": positions}
+    if base is not None and positions is not None and "seq_len" not in params:
+        default = method_params(method, params).get("seq_len")
+        if isinstance(default, int) and positions < default:  # so do the refinement's sequences
+            methods[method]["seq_len"] = positions
+    if Need.EXTENDED_TOKENIZER in needs:
+        for what, folder in (("source", model), ("--tokenizer", pretrained)):
+            kind = _tokenizer_model(folder) if folder else None
+            if kind is not None and kind != "Unigram":
+                raise ValueError(f"method {method} extends SentencePiece Unigram tokenizers only, and the "
+                                 f"{what} tokenizer ({folder}) is {kind}; choose another method")
+    if Need.LANGUAGE_TOKENIZER in needs:
+        raise ValueError(f"method {method}: restrict_source names a second target or corpus, which a "
+                         "one-call transfer does not have; leave restrict_source out, or write a config with "
+                         "both (docs/configuration.md), check it with `vocab-transfer check CONFIG` and run "
+                         "`snakemake --cores all export --configfile CONFIG`")
     return config
+
+
+def _tokenizer_model(folder: str) -> str | None:
+    """The model type of a local tokenizer folder's ``tokenizer.json`` (``Unigram``, ``BPE``, ``WordPiece``),
+    or None (a hub id, or no such file)."""
+    try:
+        return json.loads((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))["model"]["type"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: str | None,
+                   word_vectors: dict[str, str], dictionary: str | None) -> dict:
+    """The config sections (``word_vectors``, ``dictionaries``) of the inputs ``method`` (parameters ``p``,
+    reading ``needs``) reads besides the corpus; ValueError naming the option when one it needs is missing, or
+    one it does not read is given."""
+    from .methods.registry import Need
+
+    slang = p.get("source_language")
+    reads_source_text = bool(needs & {Need.SOURCE_TOKEN_VECTORS, Need.SOURCE_WORDS, Need.WORD_MODELS})
+    reads_words = bool(needs & {Need.SOURCE_WORDS, Need.TARGET_WORDS, Need.WORD_MODELS})
+    reads_dictionary = Need.DICTIONARY in needs
+    for given, reads, option in ((source_corpus, reads_source_text, "--source-corpus"),
+                                 (word_vectors, reads_words, "--word-vectors"),
+                                 (dictionary, reads_dictionary, "--dictionary")):
+        if given and not reads:
+            raise ValueError(f"{option}: method {method} with these parameters reads no "
+                             f"{'text in a source language' if option == '--source-corpus' else option[2:]}; "
+                             "leave it out")
+    if source_corpus is not None and not Path(source_corpus).exists():
+        raise ValueError(f"--source-corpus {source_corpus!r}: no such file or folder")
+    out: dict = {}
+    for wlang, path in word_vectors.items():
+        if wlang not in (slang, lang):
+            raise ValueError(f"--word-vectors {wlang}={path}: {method} reads word vectors of "
+                             f"{' and '.join(repr(x) for x in dict.fromkeys((slang, lang)) if x)} (the "
+                             f"source_language and --language{'' if lang != TARGET else ', default target'})")
+        if not isinstance(path, (str, os.PathLike)) or not Path(path).is_file():
+            raise ValueError(f"--word-vectors {wlang}={path}: no such file (a fastText .bin model or .vec "
+                             "text file)")
+        out.setdefault("word_vectors", {})[wlang] = {"path": str(Path(path).resolve())}
+    if Need.SOURCE_TOKEN_VECTORS in needs and source_corpus is None:
+        raise ValueError(f"method {method} reads token-level fastText of the source tokenizer on text in its "
+                         f"source_language {slang!r}: give {INPUT_OPTIONS['source_corpus']} (or --param "
+                         "source_language=... for another language)")
+    if needs & {Need.SOURCE_WORDS, Need.WORD_MODELS} and source_corpus is None and slang not in word_vectors:
+        raise ValueError(f"method {method} reads word vectors of its source_language {slang!r}: give "
+                         f"--word-vectors {slang}=PATH (a fastText .bin or "
+                         f".vec{'; .bin with subwords=fasttext' if Need.WORD_MODELS in needs else ''}) or "
+                         f"{INPUT_OPTIONS['source_corpus']} to train them")
+    if reads_dictionary:
+        if dictionary is None:
+            raise ValueError(f"method {method} reads a bilingual dictionary from its source_language "
+                             f"{slang!r} to the corpus's language "
+                             f"({lang!r}{', --language' if lang == TARGET else ''}): give "
+                             f"{INPUT_OPTIONS['dictionary']}")
+        if dictionary == "identical":
+            if source_corpus is None and slang not in word_vectors:
+                raise ValueError("--dictionary identical pairs words spelled alike in the word vectors of "
+                                 f"both languages: give --word-vectors {slang}=PATH or --source-corpus PATH "
+                                 f"(text in {slang}), or a dictionary file")
+            spec = {"source": "identical"}
+        elif Path(dictionary).is_file():
+            spec = {"source": "file", "path": str(Path(dictionary).resolve())}
+        else:
+            raise ValueError(f"--dictionary {dictionary!r}: no such file; give a file of 'source target' "
+                             "word pairs (one a line) or 'identical'")
+        out["dictionaries"] = {slang: {lang: spec}}
+    return out
 
 
 EVAL_SEQ_LEN = 256  # the config's default eval.seq_len (FOCUS Table 4)
 
 
-def _positions(model: str) -> int | None:
-    """Tokens a sequence of the source model folder ``model`` may have (None for a hub id)."""
+def _positions(model: str, work: Path | None = None) -> int | None:
+    """Tokens a sequence of the source model ``model`` may have: from the ``config.json`` of a local folder,
+    of a hub id in the hub's local cache (nothing is downloaded) or already downloaded to the working
+    directory ``work``; None where none is found."""
     from .source_model import position_limit
 
     config = Path(model) / "config.json"
     if not config.is_file():
+        config = None
+        if work is not None and (work / "resources" / "models" / SOURCE / "config.json").is_file():
+            config = work / "resources" / "models" / SOURCE / "config.json"
+        elif _hub_id(model):
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(model, "config.json")
+            config = Path(cached) if isinstance(cached, str) else None
+    if config is None:
         return None
     try:
         return position_limit(json.loads(config.read_text(encoding="utf-8")))
@@ -153,35 +338,347 @@ def _positions(model: str) -> int | None:
         return None
 
 
+#: Seconds per 1,000 target tokens of a refinement on 2 CPU cores (docs/benchmarks.md,
+#: ``benchmarks/refine_speed.py``, batch 16 x 128): (hidden size, layers) -> (token_distillation,
+#: embedding_lm).
+REFINE_CPU = {(192, 4): (1.45, 1.34), (768, 12): (23.1, 13.0)}
+#: Seconds per 1M target tokens on one H200 for an XLM-R-base-shaped model (h768, 12 layers;
+#: docs/benchmarks.md): token_distillation at batch 32 x 128, embedding_lm at batch 128 x 128; no other model
+#: size was measured.
+REFINE_GPU_H768 = {"token_distillation": 83.0, "embedding_lm": 31.8}
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as ``1 h 05 min``, ``12 min``, ``40 s`` or ``0.4 s``."""
+    if seconds < 9.95:
+        return f"{seconds:.1f} s"
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    return f"{seconds // 60} min" if seconds >= 120 else f"{seconds} s"
+
+
+def refinement_budget(config: dict, method: str) -> str | None:
+    """The budget of a refining method (Token Distillation, the embedding-only LM: the ``tokens`` parameter)
+    and its expected time on 2 CPU cores and on a GPU, from the figures of docs/benchmarks.md
+    (:data:`REFINE_CPU`,
+    :data:`REFINE_GPU_H768`); None for a method that trains nothing. For a source of another size than the two
+    measured on the CPU, the figure is an estimate, and says so: between them, the seconds per token scaled by
+    the non-embedding parameters (12 * layers * hidden**2) to the power that joins the two measurements, and
+    beyond the larger one the same power; below the smaller one, the smaller one's figure as an upper bound
+    (tokenizing each batch twice costs as much as the small model's steps). A GPU figure exists only for the
+    h768, 12-layer shape."""
+    import math
+
+    from .methods.registry import method_params
+
+    spec = config["methods"][method]
+    kind = spec["kind"]
+    if kind not in REFINE_GPU_H768:
+        return None
+    p = method_params(kind, {k: v for k, v in spec.items() if k != "kind"})
+    tokens, which = p["tokens"], 0 if kind == "token_distillation" else 1
+    (h1, n1), (h2, n2) = REFINE_CPU
+    t1, t2 = REFINE_CPU[(h1, n1)][which], REFINE_CPU[(h2, n2)][which]
+    shape = _shape(config["sources"][SOURCE]["model"])
+    head = (f"{kind} trains on {tokens:,} target tokens (--param tokens=N), batch {p['batch_size']} x "
+            f"{p['seq_len']}")
+    if shape is None:
+        cpu = (f"on 2 CPU cores {_duration(t1 * tokens / 1000)} for a model of hidden size {h1} with {n1} "
+               f"layers, {_duration(t2 * tokens / 1000)} for one of {h2} with {n2} (measured); this source's "
+               "size is known once it is downloaded")
+    elif shape in REFINE_CPU:
+        seconds = REFINE_CPU[shape][which] * tokens / 1000
+        cpu = f"on 2 CPU cores about {_duration(seconds)} (measured for this size)"
+    else:
+        h, n = shape
+        size1, size2, size = 12 * n1 * h1 ** 2, 12 * n2 * h2 ** 2, 12 * n * h ** 2
+        if size <= size1:
+            cpu = (f"on 2 CPU cores at most about {_duration(t1 * tokens / 1000)} (an estimate: the figure "
+                   f"measured for hidden size {h1} with {n1} layers, a larger model than this one's {h} with "
+                   f"{n})")
+        else:
+            per = t1 * (size / size1) ** (math.log(t2 / t1) / math.log(size2 / size1))
+            cpu = (f"on 2 CPU cores about {_duration(per * tokens / 1000)} (an estimate for hidden size {h} "
+                   f"with {n} layers, scaled from the figures measured for {h1}/{n1} and {h2}/{n2})")
+    gpu_time = _duration(REFINE_GPU_H768[kind] * tokens / 1e6)
+    gpu = (f"on a GPU not measured for this size (a model of hidden size 768 with 12 layers took {gpu_time} "
+           "on an H200)") if shape != (768, 12) else f"on an H200 about {gpu_time} (measured for this size)"
+    return f"{head}: {cpu}; {gpu}; figures of docs/benchmarks.md"
+
+
+def _shape(model: str) -> tuple[int, int] | None:
+    """(hidden size, layers) of a local source model folder, else None."""
+    try:
+        config = json.loads((Path(model) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    h = config.get("hidden_size") or config.get("n_embd") or config.get("d_model")
+    n = config.get("num_hidden_layers") or config.get("n_layer") or config.get("num_layers")
+    return (h, n) if isinstance(h, int) and isinstance(n, int) else None
+
+
+class DagProgress:
+    """Snakemake's output, read line by line as it streams, told as one-line updates: the jobs to run, each
+    job as it starts and ends (its rule and wildcards, the steps done and left, the time so far and an
+    estimate of the time to go, at the pace of the steps done so far), a refinement's own progress lines, and
+    the jobs that failed with the log each names (:meth:`failure`)."""
+
+    RULE = re.compile(r"^(?:local)?rule (\w+):$")
+    STEPS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done")
+    FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)")
+    ERROR = re.compile(r"^Error in rule (\w+):$")
+    FIELD = re.compile(r"^ {4}(\w+): (.*)$")
+    REFINE = re.compile(r"\b(?:distill|lm) step \d+: loss (\S+), (\d+)/(\d+) tokens, (\d+) tokens/s, ETA "
+                        r"(\d+) s")
+
+    def __init__(self, write=None) -> None:
+        self.write = write  # a callable taking one line, or None: silent
+        self.start = time.monotonic()
+        self.total: int | None = None
+        self.done = 0
+        self.block: dict | None = None  # the job (or error) whose indented fields are being read
+        self.jobs: dict[str, dict] = {}  # jobid -> {"rule", "wildcards", "log", "start"}
+        self.errors: list[dict] = []
+        self.up_to_date = False
+        self.locked = False
+
+    def say(self, text: str) -> None:
+        if self.write is not None:
+            self.write(f"vocab-transfer: {text}")
+
+    def feed(self, line: str) -> None:
+        line = line.rstrip("\n")
+        field = self.FIELD.match(line)
+        if self.block is not None and field:
+            self.block[field.group(1)] = field.group(2)
+            return
+        if self.block is not None:
+            self._close_block()
+        if m := self.RULE.match(line):
+            self.block = {"rule": m.group(1), "kind": "job"}
+        elif m := self.ERROR.match(line):
+            self.block = {"rule": m.group(1), "kind": "error"}
+        elif m := self.STEPS.match(line):
+            self.done, self.total = int(m.group(1)), int(m.group(2))
+        elif m := self.FINISHED.match(line):
+            self._finished(m.group(1), m.group(2))
+        elif m := self.REFINE.search(line):
+            loss, seen, tokens, rate, eta = m.groups()
+            self.say(f"  refining: {int(seen):,} of {int(tokens):,} tokens, {int(rate):,} tokens/s, loss "
+                     f"{loss}, about {_duration(int(eta))} to go")
+        elif line.startswith("total") and self.total is None and line.split()[-1].isdigit():
+            self.total = int(line.split()[-1])  # the last row of the "Job stats" table
+            self.say(f"{self.total} job(s) to run")
+        elif line.startswith("Nothing to be done"):
+            self.up_to_date = True
+            self.say("nothing to run: every file is up to date")
+        elif "Directory cannot be locked" in line or "LockException" in line:
+            self.locked = True
+
+    def _close_block(self) -> None:
+        block, self.block = self.block, None
+        what = self._name(block)
+        if block["kind"] == "error":
+            started = self.jobs.get(block.get("jobid", "?"), {})
+            self.errors.append({**block, "wildcards": block.get("wildcards") or started.get("wildcards")})
+            return
+        block["start"] = time.monotonic()
+        self.jobs[block.get("jobid", "?")] = block
+        self.say(f"[{self.done}/{self.total or '?'}] {what} started")
+
+    def _finished(self, jobid: str, rule: str) -> None:
+        job = self.jobs.pop(jobid, {"rule": rule})
+        took = time.monotonic() - job["start"] if "start" in job else None
+        done = self.done + 1  # the "N of M steps" line follows
+        elapsed = time.monotonic() - self.start
+        left = (self.total - done) if self.total else None
+        eta = f", about {_duration(elapsed / done * left)} to go" if left else ""
+        took_text = f" in {_duration(took)}" if took is not None else ""
+        self.say(f"[{done}/{self.total or '?'}] {self._name(job)} done{took_text}; "
+                 f"{left if left is not None else '?'} left, {_duration(elapsed)} so far{eta}")
+
+    @staticmethod
+    def _name(job: dict) -> str:
+        wildcards = job.get("wildcards")
+        return f"{job['rule']} ({wildcards})" if wildcards else job["rule"]
+
+    def finish(self) -> None:
+        if self.block is not None:
+            self._close_block()
+
+    def failure(self, work: Path, output: Path) -> str:
+        """What went wrong: each failed job with its log's path and the end of its log (:func:`log_tail`), or,
+        where no job failed (the plan itself), the end of Snakemake's output from its first error line; then
+        where Snakemake's whole output is."""
+        parts = []
+        if self.locked:
+            parts.append(f"another run holds the working directory {work} (its lock is in "
+                         f"{work}/.snakemake/locks): wait for it, or, if no run is left (a killed one), "
+                         f"remove the lock with `snakemake --unlock --directory {work} --snakefile "
+                         f"{REPO / 'Snakefile'} --configfile {work / 'transfer.yaml'}`")
+        for error in self.errors:
+            named = error.get("log", "").split(" (check log file")[0]
+            logs = [x.strip() for x in named.split(",") if x.strip()]
+            if not logs:
+                parts.append(f"job {self._name(error)} failed; it has no log: see Snakemake's output")
+            for log in logs:
+                path = work / log
+                last = _exception_line(path)
+                parts.append(f"job {self._name(error)} failed{': ' + last if last else ''}\nits log {path} "
+                             f"ends:\n{log_tail(path)}")
+        if not parts:
+            parts.append("Snakemake stopped before a job ran; its output ends:\n" + _output_error(output))
+        parts.append(f"Snakemake's whole output: {output}")
+        return "\n".join(parts)
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    """The end of a job's log, whole lines, indented: from its last ``Traceback`` (the exception that ended
+    the job) where there is one, at most ``lines`` lines (a longer traceback keeps its first line and its
+    end)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as e:
+        return f"    (cannot read it: {e.strerror})"
+    if not any(line.strip() for line in text):
+        return "    (empty)"
+    tracebacks = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent call last)")]
+    start = tracebacks[-1] if tracebacks else max(len(text) - lines, 0)
+    shown = text[start:]
+    if len(shown) > lines:
+        skipped = len(shown) - lines + 1
+        head = [shown[0], f"  ... ({skipped} lines)"] if tracebacks else []
+        shown = head + shown[-(lines - len(head)):]
+    return "\n".join("    " + line for line in shown)
+
+
+def _exception_line(path: Path) -> str | None:
+    """The line of a job's log that names the exception that ended the job (the last unindented ``Name:
+    message`` line after its last ``Traceback``), or None."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    tracebacks = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent call last)")]
+    if not tracebacks:
+        return None
+    exception = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b")
+    found = [line for line in text[tracebacks[-1] + 1:] if exception.match(line)]
+    return found[-1] if found else None
+
+
+def _output_error(output: Path, lines: int = 30) -> str:
+    """The end of Snakemake's output (``output``) from its first line that starts an error report, whole
+    lines."""
+    try:
+        text = output.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as e:
+        return f"    (cannot read {output}: {e.strerror})"
+    starts = [i for i, line in enumerate(text) if re.match(r"^(\w*Error|Error|Exception|Traceback)", line)]
+    shown = text[starts[0]:] if starts else text
+    return "\n".join("    " + line for line in shown[-lines:])
+
+
+def check_workdir(work: Path) -> None:
+    """``work`` may be the working directory of a transfer: a new or empty folder, or one an earlier transfer
+    used (its ``transfer.yaml`` is there; the DAG reruns only what the new arguments change, so transfers of
+    several methods share the corpus, tokenizer and fastText jobs); ValueError naming it otherwise, so that
+    the DAG never writes among a user's files, and when a run holds it (a Snakemake lock)."""
+    if work.exists() and not work.is_dir():
+        raise ValueError(f"--workdir {work}: an existing file; name a new folder")
+    if work == REPO.resolve() or work in REPO.resolve().parents:
+        raise ValueError(f"--workdir {work}: the repository's checkout or a folder above it; name a new "
+                         "folder")
+    if work.is_dir() and any(work.iterdir()) and not (work / "transfer.yaml").is_file():
+        sample = sorted(p.name for p in work.iterdir())[:3]
+        raise ValueError(f"--workdir {work}: a folder with files ({', '.join(map(repr, sample))}) that no "
+                         "transfer used as its working directory; name a new or empty folder, or an earlier "
+                         "transfer's")
+    locks = work / ".snakemake" / "locks"
+    if locks.is_dir() and any(locks.iterdir()):
+        raise ValueError(f"--workdir {work}: another run holds it (a lock in {locks}): wait for it, or, if "
+                         "no run is left (a killed one), remove the lock with `snakemake --unlock "
+                         f"--directory {work} --snakefile {REPO / 'Snakefile'} --configfile "
+                         f"{work / 'transfer.yaml'}`")
+
+
 def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus: str, out: str | None = None,
              workdir: str | None = None, seed: int = 0, cores: int | None = None, language: str | None = None,
-             **params) -> Path:
-    """Transfer ``source`` to ``tokenizer`` with ``method`` (:func:`transfer_config`) and return the exported
-    Hugging Face model folder (with its tokenizer and model card): ``out`` (a copy) if given, else the DAG's
-    folder under ``workdir`` (default ``vocab-transfer-<method>``). The arguments are checked before the DAG
-    runs (:func:`check_out` for ``out``); ``out`` is written only once the DAG succeeded, by
-    :func:`replace_folder`. Raises :class:`ValueError` for a bad argument and :class:`RuntimeError` with the
-    end of Snakemake's log when a job fails."""
+             source_corpus: str | None = None, word_vectors: dict[str, str] | None = None,
+             dictionary: str | None = None, quiet: bool = False, **params) -> Path:
+    """Transfer ``source`` to ``tokenizer`` with ``method`` (:func:`transfer_config`, which takes the inputs a
+    method reads besides the corpus) and return the exported Hugging Face model folder (with its tokenizer and
+    model card): ``out`` (a copy) if given, else the DAG's folder under ``workdir`` (default
+    ``vocab-transfer-<method>``; :func:`check_workdir`: several methods may share one). The arguments and the
+    whole config (the workflow's own parse-time checks) are checked before the DAG runs (:func:`check_out` for
+    ``out``); ``out`` is written only once the DAG succeeded, by :func:`replace_folder`. Unless ``quiet``, a
+    refinement's budget and its expected time (:func:`refinement_budget`) and the DAG's progress
+    (:class:`DagProgress`) go to stderr, one line each. Snakemake's whole output is in
+    ``<workdir>/transfer.log``. Raises :class:`ValueError` for a bad argument and :class:`RuntimeError` naming
+    the failed job, its log and the end of that log when a job fails."""
+    from .io import atomic_path
+    from .workflow.config import ConfigError, check_config
+
     work = Path(workdir or f"vocab-transfer-{method}").resolve()
     dest = check_out(out, work) if out is not None else None
+    check_workdir(work)
     if cores is not None and (isinstance(cores, bool) or not isinstance(cores, int) or cores < 1):
         raise ValueError(f"cores {cores!r}: at least 1")
     if not isinstance(corpus, (str, os.PathLike)) or not Path(corpus).exists():
         raise ValueError(f"corpus {corpus!r}: no such file or folder")
-    config = transfer_config(source, tokenizer, method, corpus, seed=seed, language=language, **params)
+    config = transfer_config(source, tokenizer, method, corpus, seed=seed, language=language,
+                             source_corpus=source_corpus, word_vectors=word_vectors, dictionary=dictionary,
+                             **params)
+    positions = _positions(config["sources"][SOURCE]["model"], work)
+    if positions is not None and positions < config.get("eval", {}).get("seq_len", EVAL_SEQ_LEN):
+        config["eval"] = {"seq_len": positions}  # a hub model downloaded by an earlier run in this directory
+    try:
+        check_config(config)
+    except ConfigError as e:
+        raise ValueError(f"the transfer's config: {e}") from None
+    say = None if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    budget = refinement_budget(config, method)
+    if budget and say:
+        say(f"vocab-transfer: {budget}")
     work.mkdir(parents=True, exist_ok=True)
-    (work / "transfer.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    with atomic_path(work / "transfer.yaml", checksum=False) as tmp:
+        tmp.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     exported = work / "results" / "export" / SOURCE / TARGET / "init" / method
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
            "--cores", str(cores or os.cpu_count() or 1), str(exported.relative_to(work)),
            "--configfile", str(work / "transfer.yaml")]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the transfer's DAG failed ({' '.join(cmd)}):\n{(proc.stdout + proc.stderr)[-4000:]}")
+    output = work / "transfer.log"
+    progress = DagProgress(say)
+    if say:
+        say(f"vocab-transfer: {method} in {work} (Snakemake's output: {output})")
+    returncode = run_streamed(cmd, output, progress.feed)
+    progress.finish()
+    if returncode != 0:
+        raise RuntimeError("the transfer's DAG failed (exit status "
+                           f"{returncode}).\n{progress.failure(work, output)}")
     if dest is None:
         return exported
     replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's minutes or hours
     return Path(out)
+
+
+def run_streamed(cmd: list[str], output: Path, feed) -> int:
+    """Run ``cmd`` with its stdout and stderr, line by line, written to ``output`` and given to ``feed``; its
+    exit status. An interrupt (Ctrl-C) is passed on to the command, which stops its jobs, and then raised."""
+    with open(output, "w", encoding="utf-8") as log, subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+            bufsize=1) as proc:
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                log.flush()
+                feed(line)
+            return proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            proc.wait()
+            raise
 
 
 def check_out(out: str | os.PathLike, work: Path) -> Path:
@@ -283,16 +780,51 @@ def _exchange(a: Path, b: Path) -> None:
     os.rename(aside, a)
 
 
+def method_inputs_help(kind: str) -> str | None:
+    """What a one-call transfer with method ``kind`` (its default parameters) must be given besides the
+    corpus, as options; None where nothing."""
+    from .methods.registry import Need, keyword_parameters, method_params
+
+    needs, p = _needs_or_empty(kind), method_params(kind, {})
+    slang = p.get("source_language")
+    wanted = [f"--param {n}=VALUE" for n, q in keyword_parameters(kind).items()
+              if q.default is q.empty and n != "init"]
+    if Need.BASE_INIT in needs:
+        wanted.append("--param init=METHOD (the method whose rows it refines, e.g. focus)")
+    if Need.SOURCE_TOKEN_VECTORS in needs:
+        wanted.append(f"--source-corpus PATH (text in source_language, default {slang})")
+    if needs & {Need.SOURCE_WORDS, Need.WORD_MODELS}:
+        wanted.append(f"--word-vectors {slang}=PATH or --source-corpus PATH")
+    if Need.DICTIONARY in needs:
+        wanted.append("--dictionary PATH or --dictionary identical")
+    return "; ".join(wanted) or None
+
+
 def methods_help() -> str:
-    """Every registered method and its keyword parameters with their defaults (the registry's own signatures)."""
+    """Every registered method, its keyword parameters with their defaults (the registry's own signatures) and
+    the inputs it must be given (:func:`method_inputs_help`)."""
     from .methods import METHODS
-    from .methods.registry import keyword_parameters
 
     lines = ["methods (--method) and their parameters (--param NAME=VALUE, a YAML value):"]
     for kind in sorted(METHODS):
-        params = ", ".join(f"{n}={p.default!r}" if p.default is not p.empty else f"{n} (required)"
-                           for n, p in keyword_parameters(kind).items())
-        lines.append(f"  {kind}: {params or 'no parameters'}")
+        lines.append(f"  {kind}: {_method_parameters(kind)}")
+        inputs = method_inputs_help(kind)
+        if inputs:
+            lines.append(f"      needs {inputs}")
+    lines += [
+        "",
+        "A method's inputs besides the corpus: --source-corpus (text in its source_language: Align and",
+        "Freq Match train token-level fastText of the source tokenizer on it, WECHSEL word vectors),",
+        "--word-vectors LANG=PATH (fastText word vectors of a language instead of training them),",
+        "--dictionary (word pairs from source_language to --language). WECHSEL's restrict_source names a",
+        "second target and needs a config file: write one (docs/configuration.md), check it with",
+        "`vocab-transfer check CONFIG`, then run `snakemake --cores all export --configfile CONFIG` from",
+        "the checkout.",
+        "",
+        "Progress goes to stderr, one line a job (--quiet: none), and Snakemake's whole output to",
+        "WORKDIR/transfer.log; a failed job is named with its log and the end of it. Several methods may",
+        "share one --workdir: the corpus, tokenizer and fastText jobs then run once.",
+    ]
     return "\n".join(lines)
 
 
@@ -330,20 +862,32 @@ def main(argv: list[str] | None = None) -> int:
                        help="transfer one model to one tokenizer and save it as a Hugging Face model folder")
     t.add_argument("--source", required=True, help="the source model: a hub id or a folder")
     t.add_argument("--tokenizer", required=True,
-                   help="the target tokenizer: a folder or hub id, or a vocabulary size to train one on the corpus "
-                        "(in the source tokenizer's family and layout)")
+                   help="the target tokenizer: a folder or hub id, or a vocabulary size to train one on the "
+                        "corpus (in the source tokenizer's family and layout)")
     t.add_argument("--method", default="focus", help="a registered method (below; default focus)")
     t.add_argument("--corpus", required=True, help="target-language text: a file or folder, plain or compressed")
     t.add_argument("--out", required=True, help="where the model folder goes")
     t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="a method parameter")
-    t.add_argument("--language", help="the corpus's language code (word vectors, dictionaries)")
+    t.add_argument("--language", help="the corpus's language code (word vectors, dictionaries; default: "
+                                      "target)")
+    t.add_argument("--source-corpus", metavar="PATH",
+                   help="text in the method's source_language (Align/Freq Match; WECHSEL's source word "
+                        "vectors)")
+    t.add_argument("--word-vectors", action="append", default=[], metavar="LANG=PATH",
+                   help="fastText word vectors (.bin or .vec) of a language, instead of training them "
+                        "(WECHSEL)")
+    t.add_argument("--dictionary", metavar="PATH",
+                   help="word pairs from source_language to --language, one 'source target' pair a line, or "
+                        "'identical' (identically spelled words; WECHSEL, Dict Match)")
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--workdir", help="the DAG's working directory (default vocab-transfer-<method>); keep it to "
-                                     "rerun only what an argument changes")
+    t.add_argument("--workdir", help="the DAG's working directory (default vocab-transfer-<method>): new, "
+                                     "empty or an earlier transfer's; keep it to rerun only what an argument "
+                                     "changes, and share it between methods")
     t.add_argument("--cores", type=int, help="cores for the DAG's jobs (default: all)")
+    t.add_argument("--quiet", action="store_true", help="no progress lines on stderr (errors only)")
     c = sub.add_parser("check", help="check config files before a run: a key given twice or a YAML tag named with "
-                                     "its line (Snakemake's own loader reports either as 'not valid JSON or YAML'), "
-                                     "then every parse-time check of the workflow")
+                                     "its line (Snakemake's own loader reports either as 'not valid JSON or "
+                                     "YAML'), then every parse-time check of the workflow")
     c.add_argument("configfiles", nargs="+", metavar="CONFIG", help="the files a run passes to --configfile")
     args = parser.parse_args(argv)
     if args.command == "check":
@@ -358,9 +902,17 @@ def main(argv: list[str] | None = None) -> int:
         except YamlError as e:
             print(f"vocab-transfer: {e}", file=sys.stderr)
             return 2
+    vectors = {}
+    for item in args.word_vectors:
+        lang, sep, path = item.partition("=")
+        if not sep or not lang or not path:
+            parser.error(f"--word-vectors {item!r}: write LANG=PATH")
+        vectors[lang] = path
     try:
         folder = transfer(args.source, args.tokenizer, args.method, corpus=args.corpus, out=args.out,
-                          workdir=args.workdir, seed=args.seed, cores=args.cores, language=args.language, **params)
+                          workdir=args.workdir, seed=args.seed, cores=args.cores, language=args.language,
+                          source_corpus=args.source_corpus, word_vectors=vectors, dictionary=args.dictionary,
+                          quiet=args.quiet, **params)
     except (ValueError, RuntimeError, OSError) as e:
         print(f"vocab-transfer: {e}", file=sys.stderr)
         return 1
