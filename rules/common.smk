@@ -338,8 +338,8 @@ def word_fasttext_mem_mb(wildcards, input):
 
 def partition_gpus(rule, gpus):
     """GPUs a job of `rule` asks for: the config's `gpus` (a number, or a function of the job's wildcards),
-    and at least one where the profile puts the rule on a partition of its own (set-resources: the GPU
-    partition, which some sites refuse a job without a GPU on; res.partition_gpus). A job that runs on CPUs
+    and at least one where the profile puts `rule` on a partition of its own (its set-resources entry names
+    the GPU partition, which some sites refuse a job without a GPU on; res.partition_gpus). A job that runs on CPUs
     only there holds a GPU it does not use; remove the rule's entry from the profile to run all its jobs on
     the CPU partition."""
     default = resource_values(workflow.resource_settings.default_resources)

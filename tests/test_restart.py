@@ -166,7 +166,9 @@ def test_a_restart_waits_for_the_jobs_of_a_killed_run(tmp_path):
         text = log_path.read_text()
         run_id = re.search(r"SLURM run ID: (\S+)", text)[1]
         (job_id,) = re.findall(r"has been submitted with SLURM jobid (\d+)", text)
-        listed = rf"  prepare_corpus \(sw\): SLURM job {job_id}, PENDING, run {re.escape(run_id)}\n"
+        # a job on its own names its wildcards; a bundle (profiles/slurm group-components) its group and rules
+        listed = (rf"  prepare_corpus(?: \(sw\)|_prepare_corpus): SLURM job {job_id}, PENDING, "
+                  rf"run {re.escape(run_id)}\n")
         assert job_state(job_id) == "PENDING"
 
         locked = pipeline(workdir, profile, target)

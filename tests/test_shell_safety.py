@@ -99,6 +99,9 @@ def test_config_values_reach_the_jobs_verbatim_and_run_nothing(hostile_workdir):
         calls = [json.loads(line) for line in log.read_text().splitlines()]
         assert len(calls) == 1, (rule, calls)  # one process: exec, no other command
         argv = calls[0]
+        # a GPU rule's job first claims its GPUs of a bundle, then execs the trainer (training/launch.py)
+        assert argv[:4] == ["python", "-m", "vocab_transfer.training.launch", "--claim"], (rule, argv)
+        argv = argv[argv.index("--") + 1:]
         json.loads(option(argv, "--config"))  # JSON as one argument, quotes and all
         seen.setdefault(rule, []).append(argv)
 
