@@ -150,19 +150,13 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
 
 
 def main(argv: list[str] | None = None) -> int:
-    import yaml
-    from snakemake.utils import update_config
+    from .rehearsal import add_config_arguments, merged_config
 
     parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.interrupted", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("configfiles", nargs="+", help="config files, merged in order as --configfile merges them")
-    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        help="the workflow's folder, where study config files are looked up (default: this checkout)")
+    add_config_arguments(parser)
     args = parser.parse_args(argv)
-    config: dict = {}
-    for path in args.configfiles:
-        with open(path) as f:
-            update_config(config, yaml.safe_load(f) or {})
+    config = merged_config(args.configfiles)
     jobs = interrupted_jobs(config, args.base)
     if not jobs:
         print("interrupted LAPT run: none (rehearsal.interrupt names no LAPT run of these configs)")

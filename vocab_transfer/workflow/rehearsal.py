@@ -390,6 +390,27 @@ def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]
     return out
 
 
+def add_config_arguments(parser) -> None:
+    """The arguments of the rehearsal's report commands: the config files and the workflow's folder."""
+    import os
+
+    parser.add_argument("configfiles", nargs="+", help="config files, merged in order as --configfile merges them")
+    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        help="the workflow's folder, where study config files are looked up (default: this checkout)")
+
+
+def merged_config(configfiles) -> dict:
+    """The config files merged in order, as Snakemake's --configfile merges them."""
+    import yaml
+    from snakemake.utils import update_config
+
+    config: dict = {}
+    for path in configfiles:
+        with open(path) as f:
+            update_config(config, yaml.safe_load(f) or {})
+    return config
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m vocab_transfer.workflow.rehearsal CONFIG...``: every table and figure the merged config files
     plan, and whether it exists (in the working directory), then the provenance check of each table written
@@ -397,18 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import os
 
-    import yaml
-    from snakemake.utils import update_config
-
     parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.rehearsal", description=main.__doc__)
-    parser.add_argument("configfiles", nargs="+", help="config files, merged in order as --configfile merges them")
-    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        help="the workflow's folder, where study config files are looked up (default: this checkout)")
+    add_config_arguments(parser)
     args = parser.parse_args(argv)
-    config: dict = {}
-    for path in args.configfiles:
-        with open(path) as f:
-            update_config(config, yaml.safe_load(f) or {})
+    config = merged_config(args.configfiles)
     outputs = planned_outputs(config, args.base)
     missing = [(s, k, p) for s, k, p in outputs if not os.path.exists(p)]
     for study, kind, path in outputs:
