@@ -227,16 +227,7 @@ def paper_cells(table, inputs, spec: dict) -> list[dict]:
             records=["seed"],
         )
     have = table[table["test_mean"].notna()] if "test_mean" in table else table.iloc[0:0]
-    return cells(
-        have,
-        inputs,
-        match={"source": "source", "task_name": "task_name", "model": "model"},
-        block="source",
-        row="model",
-        column="task_name",
-        fields=_numeric(have),
-        records=["seed"],
-    )
+    return finetune_cells(have, inputs)  # its rows and columns are the fine-tuning table's
 
 
 def lapt_cells(table, inputs, spec: dict) -> list[dict]:
