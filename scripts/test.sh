@@ -29,7 +29,9 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       [ ! -e "/etc/slurm/$f" ] || cp -p "/etc/slurm/$f" "$SLURM_SAVED/"
     done
     trap restore_slurm EXIT
-    bash scripts/slurm/start.sh --cpus 4
+    # 4 fake GPUs typed a100, as scripts/rehearse.sh starts them: the rehearsal's LAPT and the GPU bundles of
+    # tests/test_slurm.py each ask for 2 GPUs in one job
+    bash scripts/slurm/start.sh --cpus 4 --gpus 4 --gpu-type a100
   fi
   # the zstd tool writes the .zst corpora of tests/test_zstd.py
   command -v zstd >/dev/null || { apt-get update -qq && apt-get install -y -qq zstd >/dev/null; }

@@ -38,7 +38,8 @@ SHIPPED_PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 CLUSTER = "localcluster"  # ClusterName in scripts/slurm/conf/slurm.conf.in
 CPU_PARTITION, GPU_PARTITION = "cpu", "gpu"  # its partitions, both on the one node
 RUN_TIMEOUT_S = 400  # per Snakemake run; the slowest (TIMEOUT) takes about 2-3 minutes
-START_HINT = "sudo bash scripts/slurm/install.sh && sudo bash scripts/slurm/start.sh"
+START_HINT = "sudo bash scripts/slurm/install.sh && sudo bash scripts/slurm/start.sh --gpus 4 --gpu-type a100"
+MIN_GPUS = 2  # per node: two one-GPU jobs bundled into one SLURM job, and the rehearsal's LAPT on 2 GPUs
 
 pytestmark = pytest.mark.slurm
 
@@ -90,6 +91,12 @@ def require_local_cluster() -> None:
         state = command_output("sinfo", "-h", "-p", partition, "-o", "%a %T").stdout.split()
         if not state or state[0] != "up" or not {"idle", "mixed", "allocated", "completing"} & set(state[1:]):
             pytest.fail(f"partition {partition} is not usable (sinfo: {state}): run {START_HINT}")
+    gres = command_output("sinfo", "-h", "-p", GPU_PARTITION, "-o", "%G").stdout
+    gpus = max((int(n) for n in re.findall(r"gpu(?::[^:,(\s]+)?:(\d+)", gres)), default=0)
+    if gpus < MIN_GPUS:
+        pytest.fail(f"partition {GPU_PARTITION} has {gpus} GPU(s) per node (sinfo %G: {gres.strip()!r}); the GPU "
+                    f"bundles and the rehearsal's LAPT ask for {MIN_GPUS} in one job: restart the cluster with "
+                    f"`sudo bash scripts/slurm/start.sh --gpus 4 --gpu-type a100`")
 
 
 def start_snakemake(workdir: Path, *args: str) -> tuple[subprocess.Popen, Path]:

@@ -119,17 +119,18 @@ if [ -e "$ETC/slurm.conf" ] && ! grep -q "$MARK" "$ETC/slurm.conf" && [ "$FORCE"
 fi
 CHANGED=0
 for f in slurm.conf gres.conf cgroup.conf; do
-  if ! cmp -s "$RUNDIR/$f" "$ETC/$f"; then
-    install -m 644 "$RUNDIR/$f" "$ETC/$f"; CHANGED=1
-  fi
+  cmp -s "$RUNDIR/$f" "$ETC/$f" || CHANGED=1
 done
-mkdir -p /var/lib/slurm/slurmctld /var/lib/slurm/slurmd /var/log/slurm
-chown slurm:slurm /var/lib/slurm /var/lib/slurm/slurmctld /var/log/slurm
-
+# Stop first, then write: stop.sh moves the configs this kit wrote aside
 if [ "$RESTART" = 1 ] || { [ "$CHANGED" = 1 ] && { pid_alive /run/slurmctld.pid || pid_alive /run/slurmd.pid; }; }; then
   log "config changed or --restart: stopping the running SLURM daemons"
   KEEP_MUNGE=1 bash "$HERE/stop.sh" --keep-jobs >/dev/null 2>&1 || true
 fi
+for f in slurm.conf gres.conf cgroup.conf; do
+  cmp -s "$RUNDIR/$f" "$ETC/$f" || install -m 644 "$RUNDIR/$f" "$ETC/$f"
+done
+mkdir -p /var/lib/slurm/slurmctld /var/lib/slurm/slurmd /var/log/slurm
+chown slurm:slurm /var/lib/slurm /var/lib/slurm/slurmctld /var/log/slurm
 
 # ---------------------------------------------------------------- daemons
 if ! pid_alive /run/slurmctld.pid; then
