@@ -162,6 +162,8 @@ CASES = [
     # refining rows, benchmarks
     ("a refining row without its init row", at("methods.focus_td", {"kind": "token_distillation", "init": "focsu"}),
      "methods.focus_td.init: 'focsu' is not an entry of 'methods'"),
+    ("a refining row that names no init row", at("methods.focus_td", {"kind": "token_distillation"}),
+     "methods.focus_td: missing required parameter 'init'"),
     ("refining rows that start from each other", lambda c: c["methods"].update(
         a={"kind": "token_distillation", "init": "b"}, b={"kind": "embedding_lm", "init": "a"}),
      "methods.a.init: the rows start from each other in a circle: a -> b -> a"),

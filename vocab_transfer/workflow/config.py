@@ -568,7 +568,10 @@ def check_base_init(cfg: Config, name: str) -> None:
         spec = cfg.methods[seen[-1]]
         if Need.BASE_INIT not in method_needs(spec.kind, spec.params):
             break
-        base = spec.params["init"]
+        base = spec.params.get("init")
+        if base is None:
+            raise ConfigError(f"methods.{seen[-1]}.init: missing: kind {spec.kind!r} refines the rows of another "
+                              f"entry of 'methods'; name it (known: {sorted(set(cfg.methods) - {seen[-1]})})")
         if base not in cfg.methods:
             raise ConfigError(f"methods.{seen[-1]}.init: {base!r} is not an entry of 'methods' (known: "
                               f"{sorted(cfg.methods)})")
