@@ -109,9 +109,9 @@ def test_hub_download_fetches_safetensors_or_else_the_pytorch_bin(xlmr_dir, tmp_
     common = ["config.json", "vocab.json", "merges.txt", "tokenizer_config.json", "README.md", "tf_model.h5",
               "flax_model.msgpack", "training_args.bin"]
     assert fetched(common + ["model.safetensors", "pytorch_model.bin"]) == [
-        "config.json", "merges.txt", "model.safetensors", "tokenizer_config.json", "vocab.json"]
+        "README.md", "config.json", "merges.txt", "model.safetensors", "tokenizer_config.json", "vocab.json"]
     assert fetched(common + ["pytorch_model.bin"]) == [
-        "config.json", "merges.txt", "pytorch_model.bin", "tokenizer_config.json", "vocab.json"]
+        "README.md", "config.json", "merges.txt", "pytorch_model.bin", "tokenizer_config.json", "vocab.json"]
     with pytest.raises(FileNotFoundError, match="no model weights"):
         hub_download_patterns(common)
     source = load_source_model(str(xlmr_dir))  # a .bin-only folder as such a repository's snapshot

@@ -194,7 +194,12 @@ def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
     assert row["mlm_loss"] == pytest.approx(table.loc["focus", "mlm_loss"], abs=1e-5)
     assert row["masked_tokens"] == table.loc["focus", "masked_tokens"]
     card = (tiny_run / init / "README.md").read_text()
-    assert card.startswith("---\nlibrary_name: transformers\nlanguage: [sw]\npipeline_tag: fill-mask")
+    from huggingface_hub import ModelCard
+
+    data = ModelCard(card).data  # the Hub metadata, as huggingface_hub reads it
+    assert (data.library_name, data.language, data.pipeline_tag) == ("transformers", ["sw"], "fill-mask")
+    assert {r.metric_type: r.metric_value for r in data.eval_results}["loss"] == pytest.approx(
+        table.loc["focus", "mlm_loss"])
     assert f"{table.loc['focus', 'mlm_loss']:.4f}" in card and "kind `focus`" in card and "FOCUS" in card
     command = card[card.index("snakemake --cores all"):].splitlines()[0]  # the card's "Reproduce"
     assert command == shlex.join(["snakemake", "--cores", "all", "--snakefile", str(REPO / "Snakefile"), "--directory",

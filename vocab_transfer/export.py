@@ -76,23 +76,94 @@ class CardInfo:
     curve: pd.DataFrame | None = None  # results/lapt/.../curve.parquet
     command: str = ""  # the snakemake command that rebuilds the folder
     language: str = ""  # the target's language where its name is not one (de for de-bpe32k)
+    license: str | None = None  # the source's, from its own card (:func:`source_license`); None: not known
+
+
+def source_license(source_dir: str | os.PathLike) -> str | None:
+    """The ``license`` of a source model folder's own card (``README.md`` front matter, which the hub download
+    fetches), or None where the folder has no card or the card names none (a model pretrained here)."""
+    from huggingface_hub.repocard import metadata_load
+
+    path = Path(source_dir) / CARD
+    if not path.is_file():
+        return None
+    try:
+        found = (metadata_load(path) or {}).get("license")
+    except Exception:  # a card whose front matter is no YAML mapping names no license either
+        return None
+    return str(found) if found else None
+
+
+def card_datasets(info: CardInfo) -> list[str]:
+    """The hub datasets the target's text came from (``cc100`` -> ``statmt/cc100``, or the spec's own ``dataset``);
+    corpora that are no hub dataset (Bible translations, local text) are named in the card's table instead."""
+    from .data.sources import HUB_DATASETS
+
+    spec = info.corpus_stats.get("spec", {})
+    source = spec.get("source")
+    if source not in HUB_DATASETS:
+        return []
+    return [spec.get("dataset") or HUB_DATASETS[source]["dataset"]]
+
+
+def card_results(info: CardInfo) -> list:
+    """The card's ``model-index`` entries (``huggingface_hub.EvalResult``): the init-time held-out loss (and its
+    perplexity and bits per byte) and, for a LAPT model, the final held-out loss of its curve, each on the target's
+    held-out text."""
+    from huggingface_hub import EvalResult
+
+    task = "text-generation" if info.causal else "fill-mask"
+    datasets = card_datasets(info)
+    spec = info.corpus_stats.get("spec", {})
+    dataset = {"dataset_type": datasets[0] if datasets else str(spec.get("source", info.target)),
+               "dataset_name": f"{info.language or info.target} held-out text ({spec.get('source', 'corpus')})",
+               "dataset_split": "held-out"}
+    if spec.get("lang") or spec.get("name"):
+        dataset["dataset_config"] = str(spec.get("lang") or spec.get("name"))
+    out = []
+    if info.init_loss and not info.lapt_run:
+        objective = info.init_loss.get("objective", "mlm")
+        metrics = [("loss", info.init_loss.get("mlm_loss"), f"init-time held-out {objective} loss"),
+                   ("perplexity", info.init_loss.get("perplexity"), "init-time held-out perplexity"),
+                   ("bits_per_byte", info.init_loss.get("bits_per_byte"), "init-time held-out bits per byte")]
+        out += [EvalResult(task_type=task, metric_type=kind, metric_value=float(value), metric_name=name, **dataset)
+                for kind, value, name in metrics if value is not None and math.isfinite(float(value))]
+    if info.lapt_run and info.curve is not None and len(info.curve):
+        last = float(info.curve.iloc[-1]["heldout_loss"])
+        if math.isfinite(last):
+            out.append(EvalResult(task_type=task, metric_type="loss", metric_value=last, **dataset,
+                                  metric_name=f"held-out loss after LAPT ({int(info.curve.iloc[-1]['step'])} steps)"))
+    return out
+
+
+def card_metadata(info: CardInfo) -> str:
+    """The card's Hub metadata (its YAML front matter, without the ``---`` lines), written by ``huggingface_hub``'s
+    ``ModelCardData``: ``base_model`` (a hub source), ``language``, ``license`` (the source's where known),
+    ``library_name``, ``pipeline_tag``, ``tags``, ``datasets`` and the scores as ``model-index``."""
+    from huggingface_hub import ModelCardData
+
+    hub = not (info.source_model.startswith((".", "/")) or info.source_model.count("/") != 1)
+    results = card_results(info)
+    data = ModelCardData(
+        library_name="transformers", language=[info.language or info.target], license=info.license,
+        pipeline_tag="text-generation" if info.causal else "fill-mask",
+        tags=["vocabulary-transfer", info.kind, *(["lapt"] if info.lapt_run else [])],
+        datasets=card_datasets(info) or None, base_model=info.source_model if hub else None,
+        model_name=f"{info.source}-{info.target}-{info.lapt_run or info.method}" if results else None,
+        eval_results=results or None)
+    return data.to_yaml()
 
 
 def model_card(info: CardInfo) -> str:
     """The ``README.md`` of an exported model folder: Hub metadata (YAML front matter) and the provenance."""
-    hub = not (info.source_model.startswith((".", "/")) or info.source_model.count("/") != 1)
     what = f"LAPT run `{info.lapt_run}`" if info.lapt_run else "right after initialization"
-    front = ["---", "library_name: transformers", f"language: [{info.language or info.target}]",
-             f"pipeline_tag: {'text-generation' if info.causal else 'fill-mask'}",
-             f"tags: [vocabulary-transfer, {info.kind}" + (", lapt]" if info.lapt_run else "]")]
-    if hub:
-        front.append(f"base_model: {info.source_model}")
-    front.append("---")
+    front = ["---", card_metadata(info).rstrip("\n"), "---"]
     params = ", ".join(f"`{k}: {v}`" for k, v in sorted(info.params.items())) or "defaults"
     stats = info.corpus_stats
     source_docs = stats.get("source", {})
     rows = [
-        ("source model", f"`{info.source_model}` (config source `{info.source}`)"),
+        ("source model", f"`{info.source_model}` (config source `{info.source}`)"
+                         + (f", license `{info.license}`" if info.license else "")),
         ("method", f"`{info.method}`: kind `{info.kind}`, {params}"
                    + (f"; {REFERENCES[info.kind]}" if info.kind in REFERENCES else "")),
         ("target tokenizer", f"{info.tokenizer_type}, {info.vocab_size:,} tokens"

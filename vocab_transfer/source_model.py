@@ -165,13 +165,14 @@ def position_limit(config: dict) -> int | None:
 def hub_download_patterns(files: list[str]) -> list[str]:
     """The files of a hub model repository to fetch (rules download_source_model / download_reference_model):
     configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``, a chat
-    template's ``*.jinja``) and the weights as safetensors; a repository with no safetensors file (older models such
+    template's ``*.jinja``), the model's card ``README.md`` (its license, for the exports' cards) and the weights as
+    safetensors; a repository with no safetensors file (older models such
     as ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF, Flax,
     ONNX and training-state files are never fetched."""
     weights = "*.safetensors" if any(f.endswith(".safetensors") for f in files) else "pytorch_model*.bin"
     if weights.endswith(".bin") and not any(f.split("/")[-1].startswith("pytorch_model") for f in files):
         raise FileNotFoundError(f"no model weights (*.safetensors or pytorch_model*.bin) among {sorted(files)}")
-    return ["*.json", "*.txt", "*.model", "*.jinja", weights]
+    return ["*.json", "*.txt", "*.model", "*.jinja", "README.md", weights]
 
 
 def remote_code(model_dir: str | Path) -> list[str]:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from vocab_transfer.data.tokenizer import load_tokenizer
-from vocab_transfer.export import CardInfo, export_folder, export_init, model_card
+from vocab_transfer.export import CardInfo, export_folder, export_init, model_card, source_license
 from vocab_transfer.source_model import is_causal_lm, remote_code_allowed
 from vocab_transfer.workflow.job import setup_job
 
@@ -26,7 +26,8 @@ def main(inputs, card, command, out_dir, log_path):
                     tokenizer_type=f"{type(tok).__name__} ({type(tok.backend_tokenizer.model).__name__})"
                     if tok.is_fast else type(tok).__name__, vocab_size=len(tok),
                     tokenizer_info=read_json(Path(tokenizer_dir) / "training.json"),
-                    corpus_stats=read_json(inputs["stats"]), command=command)
+                    corpus_stats=read_json(inputs["stats"]), command=command,
+                    license=source_license(inputs.get("source", inputs["model"])))
     if "eval" in inputs:
         rows = pd.read_parquet(inputs["eval"])
         rows = rows[rows["method"] == card["method"]]

@@ -163,8 +163,17 @@ def model_config(model_type: str, tokenizer):
                                 max_position_embeddings=512 + offset, **ids)
 
 
+#: The licenses the hub cards of these models name, written into their miniatures' cards (read by the exports'
+#: cards: vocab_transfer.export.source_license); a model not listed gets a card without one.
+MODEL_LICENSES = {"FacebookAI/xlm-roberta-base": "mit", "FacebookAI/xlm-roberta-large": "mit",
+                  "FacebookAI/roberta-base": "mit", "google-bert/bert-base-uncased": "apache-2.0",
+                  "google-bert/bert-base-multilingual-cased": "apache-2.0", "openai-community/gpt2": "mit",
+                  "mistralai/Mistral-7B-v0.1": "apache-2.0"}
+
+
 def write_model(root: Path, repo: str, languages: set[str], *, vocab_size: int = 3000, seed: int = 0) -> Path:
-    """A miniature of hub model ``repo`` in the mirror: tokenizer (trained on ``languages``), config, weights."""
+    """A miniature of hub model ``repo`` in the mirror: tokenizer (trained on ``languages``), config, weights and a
+    card (``README.md``, with the real model's license where :data:`MODEL_LICENSES` has it)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
@@ -184,6 +193,8 @@ def write_model(root: Path, repo: str, languages: set[str], *, vocab_size: int =
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     save_tokenizer(tokenizer, tmp)
+    license = f"license: {MODEL_LICENSES[repo]}\n" if repo in MODEL_LICENSES else ""
+    (tmp / "README.md").write_text(f"---\n{license}library_name: transformers\n---\n# {repo} (a miniature)\n")
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return out

@@ -28,12 +28,13 @@ class ExportPlan(PlanBase):
                 "stats": self.paths.corpus_stats(self.cfg.target_corpus(t))}
 
     def export_lapt_inputs(self, wildcards):
-        """The run's final model (with its tokenizer) and curve, the corpus's statistics, and the init-time loss of
-        the run's method where the init table has it."""
+        """The run's final model (with its tokenizer) and curve, the corpus's statistics, the source model (its
+        card's license), and the init-time loss of the run's method where the init table has it."""
         s, t, run = wildcards.source, wildcards.target, wildcards.run
         method = self.cfg.lapt.runs[run].method
         inputs = {"model": self.paths.lapt_model(s, t, run), "curve": self.paths.lapt_curve(s, t, run),
-                  "stats": self.paths.corpus_stats(self.cfg.target_corpus(t))}
+                  "stats": self.paths.corpus_stats(self.cfg.target_corpus(t)),
+                  "source": self.source_model_dir(wildcards)}  # its card's license
         if method and t in self.targets and t in method_targets(self.cfg, method):
             inputs["eval"] = self.paths.init_eval(s, t)
         return inputs
