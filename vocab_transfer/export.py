@@ -433,3 +433,50 @@ def export_folder(model_dir: str, out_dir: str, card: str) -> None:
                 (link_or_copy if f.suffix == ".safetensors" else shutil.copy2)(f, Path(tmp) / f.name)
         retarget_configs(model_dir, tmp, tokenizer)
         (Path(tmp) / CARD).write_text(card)
+
+
+#: The environment variable a push reads its token from (huggingface_hub's own name); never a config key or file.
+TOKEN_ENV = "HF_TOKEN"
+
+
+def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> None:
+    """What a push needs, checked before anything is sent: a token in :data:`TOKEN_ENV`, a valid repository name, and
+    a complete export folder (``config.json``, weights, and a card whose Hub metadata huggingface_hub reads)."""
+    from huggingface_hub import ModelCard
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if not token:
+        raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write token at "
+                              f"https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... on the machine "
+                              "that pushes (it is never read from a config or file)")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise ValueError(f"repository name {repo_id!r}: {e}") from None
+    if "/" not in repo_id:
+        raise ValueError(f"repository name {repo_id!r}: write it as <user or organization>/<name>")
+    folder = Path(folder)
+    missing = [n for n in ("config.json", CARD) if not (folder / n).is_file()]
+    if not folder.is_dir() or missing or not any(folder.glob("*.safetensors")):
+        raise FileNotFoundError(f"{folder} is not a finished export (missing: {missing or ['*.safetensors']}); "
+                                "build it first (snakemake export)")
+    ModelCard((folder / CARD).read_text(encoding="utf-8"))  # its YAML front matter parses
+
+
+def push_export(folder: str | os.PathLike, repo_id: str, *, private: bool = True, endpoint: str | None = None,
+                message: str | None = None) -> dict:
+    """Upload an export folder to hub repository ``repo_id`` (created where it does not exist, ``private`` as
+    asked) with ``huggingface_hub.HfApi.upload_folder``, the token from :data:`TOKEN_ENV`. The folder is read,
+    never changed. Returns the receipt: repository, url, commit, privacy and the files sent with their sizes."""
+    from huggingface_hub import HfApi
+
+    token = os.environ.get(TOKEN_ENV)
+    check_push(folder, repo_id, token)
+    api = HfApi(endpoint=endpoint, token=token)
+    url = api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
+    files = {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(Path(folder).rglob("*"))
+             if p.is_file() and not p.name.startswith(".")}
+    commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
+                               commit_message=message or f"Upload {Path(folder).name} (vocabulary transfer)",
+                               ignore_patterns=[".*"])
+    return {"repo": repo_id, "url": str(url), "commit": commit.oid, "private": private, "files": files}
