@@ -9,11 +9,12 @@ from types import SimpleNamespace
 from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
                                             expand_snapshot_models, fill_defaults, lapt_run_config)
 from vocab_transfer.workflow import paths
-from vocab_transfer.workflow.rehearsal import mirrored_downloads, shrink
+from vocab_transfer.workflow.rehearsal import check_no_mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
-from vocab_transfer.workflow import restart, warm
+from vocab_transfer.workflow import restart
 from vocab_transfer.workflow.bundles import BundleGroup, lapt_alone, pass_group_settings_to_slurm_jobs
-from vocab_transfer.workflow.cluster import check_profile, check_submission, profile_file, resource_values
+from vocab_transfer.workflow.cluster import check_profile_filled, resource_values
+from vocab_transfer.workflow.onstart import before_jobs
 from vocab_transfer.artifacts import RERUN_ENV
 from vocab_transfer.mirror import MIRROR_ENV
 from vocab_transfer.data.token_fasttext import FASTTEXT_PRESETS
@@ -32,13 +33,10 @@ try:
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 # The resources a profile gives (profiles/slurm/config.yaml): a placeholder left in them stops every call, -n
-# included, naming the key and the profile file (vocab_transfer/workflow/cluster.py).
-profile_problems = check_profile(
-    resource_values(workflow.resource_settings.default_resources),
-    {rule: resource_values(r) for rule, r in workflow.resource_settings.overwrite_resources.items()},
-    profile_file(sys.argv))
-if profile_problems:
-    raise WorkflowError("nothing submitted: fill in the profile's placeholders first\n  " + "\n  ".join(profile_problems))
+# included, naming the key and the profile file (vocab_transfer/workflow/cluster.py). A composite's studies
+# are checked once, by rules/studies.smk.
+if study_being_parsed() is None and (stop := check_profile_filled(workflow.resource_settings, sys.argv)):
+    raise WorkflowError(stop)
 # A SLURM job that runs a bundle of jobs (group-components in profiles/slurm) runs them side by side in one
 # Snakemake (vocab_transfer/workflow/bundles.py).
 pass_group_settings_to_slurm_jobs()
@@ -60,11 +58,8 @@ os.environ.update(VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir))
 # downloads a mirror served (a rehearsal's miniatures) stop the run: their params are those of the real downloads.
 if config.get("hub_mirror"):
     os.environ[MIRROR_ENV] = os.path.abspath(config["hub_mirror"])
-elif study_being_parsed() is None and (mirrored := mirrored_downloads()):
-    raise WorkflowError(f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
-                        "without hub_mirror would take them for the real ones: remove them first (rm -r "
-                        f"{' '.join(shlex.quote(p) for p in mirrored[:20])}{' ...' if len(mirrored) > 20 else ''}), "
-                        "or rehearse in a directory of its own (scripts/rehearse.sh: rehearsal/)")
+elif study_being_parsed() is None and (stop := check_no_mirrored_downloads()):  # composite: studies.smk
+    raise WorkflowError(stop)
 # How to call this workflow again (a model card's "Reproduce", an artifact's rebuild hint): from the repository root
 # as the README does, else from anywhere (--snakefile, --directory and the config files as absolute paths).
 def rerun_words():
@@ -81,31 +76,10 @@ os.environ[RERUN_ENV] = json.dumps(dict(zip(("snakemake", "configfiles"), rerun_
 restart.explain_lock(workflow.workdir_init, sys.argv)  # once per process: a composite's studies add none
 
 # Before any job is submitted: the jobs against the cluster they go to (profile placeholders, GPU partitions,
-# multi-node LAPT without SLURM; vocab_transfer/workflow/cluster.py). Not inside a cluster job (*-jobstep).
+# multi-node LAPT without SLURM), another run's SLURM jobs, the retries of resuming jobs, and on this machine
+# the warm starter (vocab_transfer/workflow/onstart.py). Not inside a cluster job (*-jobstep).
 onstart:
-    executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
-    if not executor.endswith("jobstep"):
-        jobs = [(job.rule.name, dict(job.resources)) for job in workflow.dag.needrun_jobs()]
-        defaults = resource_values(workflow.resource_settings.default_resources)
-        default_partition = defaults.get("slurm_partition")
-        problems = check_submission(executor, jobs, lapt_nodes=plan.cfg.lapt.nodes,
-                                    default_partition=default_partition)
-        if problems:
-            raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
-        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py).
-        if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
-            raise WorkflowError(stop)
-        # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next
-        # submission: their rules get the retries their longest job needs, on top of the profile's
-        # (res.raise_retries)
-        for line in res.raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
-            print(line, file=sys.stderr)
-    # Jobs run here: fork the script jobs from one process that has imported torch & co. once
-    # (vocab_transfer/workflow/warm.py; VOCAB_TRANSFER_WARM=0 turns it off). A handful of jobs is not worth
-    # it, and the jobs of rules with a benchmark: file are never forked (their file measures the job process).
-    if executor == "local" and warm.wanted(workflow):
-        if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script and not job.rule.benchmark) >= 4:
-            warm.start()
+    before_jobs(workflow, lapt_nodes=plan.cfg.lapt.nodes)
 
 
 # The rules' input and params functions: methods of one Plan of this config (vocab_transfer/workflow/plan/, a

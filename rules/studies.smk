@@ -5,13 +5,13 @@
 # checked that every study means the same thing by it.
 import sys
 
-from vocab_transfer.workflow import restart, warm
-from vocab_transfer.workflow.cluster import check_submission, resource_values
-from vocab_transfer.workflow.resources import raise_retries
+from vocab_transfer.workflow import restart
+from vocab_transfer.workflow.cluster import check_profile_filled
 from vocab_transfer.workflow.config import ConfigError
-from vocab_transfer.workflow.rehearsal import mirrored_downloads
-from vocab_transfer.workflow.studies import (check_shared, job_rules, load_studies, parsing_study, study_of_rule,
-                                            study_plan)
+from vocab_transfer.workflow.onstart import before_jobs
+from vocab_transfer.workflow.rehearsal import check_no_mirrored_downloads
+from vocab_transfer.workflow.studies import (check_shared, job_rules, load_studies, parsing_study,
+                                            share_rule_settings, study_of_rule, study_plan)
 
 
 restart.explain_lock(workflow.workdir_init, sys.argv)  # as rules/common.smk does for one config
@@ -25,18 +25,18 @@ try:
 except ConfigError as e:
     raise WorkflowError(f"config error: {e}") from None
 # Without a hub mirror, the downloads one served stop the run (as rules/common.smk does for one config).
-if not any(study.get("hub_mirror") for study in STUDIES.values()) and (mirrored := mirrored_downloads()):
-    raise WorkflowError(f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
-                        f"without hub_mirror would take them for the real ones: remove them first ({mirrored[0]}, ...), "
-                        "or rehearse in a directory of its own (scripts/rehearse.sh: rehearsal/)")
+if not any(study.get("hub_mirror") for study in STUDIES.values()) and (stop := check_no_mirrored_downloads()):
+    raise WorkflowError(stop)
+# A placeholder left in the profile stops every call, -n included (as rules/common.smk does for one config;
+# the studies' modules leave it to this file, which checks the settings as given, before the copies below).
+if stop := check_profile_filled(workflow.resource_settings, sys.argv):
+    raise WorkflowError(stop)
 
-# The profile's per-rule settings (set-resources, set-threads: train_lapt's GPU partition) name the workflow's rules;
-# in the composite each rule is <study>_<rule>, so each study's copy gets its rule's settings (Snakemake 9.27's parsed
-# settings, read when a rule is defined; tests/test_named_targets.py checks that a LAPT job gets the GPU partition).
-settings = workflow.resource_settings
-for parsed in (settings._parsed_overwrite_resources, settings._parsed_overwrite_threads):
-    for rule_name, value in list(parsed.items()):
-        parsed.update({f"{name}_{rule_name}": value for name in STUDIES})
+# The profile's per-rule settings (set-resources, set-threads: train_lapt's GPU partition) name the workflow's
+# rules; in the composite each rule is <study>_<rule>, so each study's copy gets its rule's settings. They are
+# written through Snakemake's public settings fields before the first rule is defined
+# (vocab_transfer/workflow/studies.py: share_rule_settings; docs/development.md, "Snakemake's API").
+share_rule_settings(workflow.resource_settings, STUDIES)
 
 for name, study in STUDIES.items():
     workflow.module(name, snakefile=workflow.main_snakefile, config=study)
@@ -59,22 +59,8 @@ if len(STUDIES) > 1:
 STUDY_OUTPUTS = [getattr(rules, f"{name}_all").input for name in STUDIES]
 
 
-# Before any job is submitted: every study's jobs against the cluster (as rules/common.smk does for one config; a
-# module's own onstart does not run).
+# Before any job is submitted (vocab_transfer/workflow/onstart.py, as for one config): every study's jobs, under
+# their rules' own names; a module's own onstart does not run. A cluster job has no study plans (no LAPT nodes).
 onstart:
-    executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
-    if not executor.endswith("jobstep"):
-        jobs = [(study_rule(job.rule.name)[1], dict(job.resources)) for job in workflow.dag.needrun_jobs()]
-        nodes = max((p.cfg.lapt.nodes for p in STUDY_PLANS.values()), default=1)  # none in a job
-        defaults = resource_values(workflow.resource_settings.default_resources)
-        default_partition = defaults.get("slurm_partition")
-        problems = check_submission(executor, jobs, lapt_nodes=nodes, default_partition=default_partition)
-        if problems:
-            raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
-        if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
-            raise WorkflowError(stop)
-        for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
-            print(line, file=sys.stderr)
-    if executor == "local" and warm.wanted(workflow):
-        if sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script) >= 4:
-            warm.start()
+    before_jobs(workflow, lapt_nodes=max((p.cfg.lapt.nodes for p in STUDY_PLANS.values()), default=1),
+                studies=STUDIES)

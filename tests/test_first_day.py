@@ -109,6 +109,21 @@ def test_a_dry_run_with_an_unfilled_profile_stops_naming_the_key_and_file(profil
     assert "Job stats" not in out  # stopped while parsing: nothing planned
 
 
+def test_a_composite_with_an_unfilled_profile_stops_once_naming_the_profiles_rules(tmp_path):
+    """A composite config (rules/studies.smk) checks the profile once, as it was given: the message names the
+    profile's own rules (train_lapt), not the copies each study's rules get (a_train_lapt)."""
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({**BASE, "study": "a"}))
+    (tmp_path / "both.yaml").write_text(yaml.safe_dump({"studies": [str(tmp_path / "a.yaml")]}))
+    (tmp_path / "profile").mkdir()
+    (tmp_path / "profile" / "config.yaml").write_text(PROFILE.read_text())
+    proc = snakemake(tmp_path, "-n", "--profile", "profile", "--configfile", str(tmp_path / "both.yaml"))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-2000:]
+    assert out.count("nothing submitted: fill in the profile's placeholders first") == 1, out[-3000:]
+    gpu = next(line for line in out.splitlines() if "still the placeholder '<gpu-partition>'" in line)
+    assert "train_lapt" in gpu and "a_train_lapt" not in gpu, gpu
+
+
 def test_a_dry_run_with_a_filled_profile_plans(profile_dry_runs):
     proc = profile_dry_runs["filled"]
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

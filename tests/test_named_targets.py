@@ -197,7 +197,8 @@ def test_two_tokenizers_of_one_corpus_and_two_studies_run_side_by_side(tmp_path)
 @pytest.mark.slow
 def test_the_profiles_rule_settings_reach_each_studys_rules(tmp_path):
     """The profile's set-resources name the workflow's rules (train_lapt: the GPU partition); in the composite the
-    rule is focus_train_lapt, which gets them too (else a LAPT job would be sent to the CPU partition)."""
+    rule is focus_train_lapt, which gets them too (else a LAPT job would be sent to the CPU partition), and so do
+    set-threads. Checks rules/studies.smk's use of Snakemake's settings with the installed Snakemake."""
     text = (REPO / "profiles" / "slurm" / "config.yaml").read_text()
     for placeholder, value in (("<cpu-partition>", "cpuq"), ("<cpu-account>", "a"), ("<gpu-partition>", "gpuq"),
                                ("<gpu-account>", "a")):
@@ -212,3 +213,10 @@ def test_the_profiles_rule_settings_reach_each_studys_rules(tmp_path):
     assert "slurm_partition=gpuq" in job and "gpu=4" in job, job
     prepare = proc.stdout.split("rule focus_prepare_corpus:", 1)[1].split("\n\n", 1)[0]
     assert "slurm_partition=cpuq" in prepare
+    # set-threads too (here on the command line, with local cores: a dry run shows the threads)
+    cmd = [*SNAKEMAKE, "--cores", "8", "--set-threads", "prepare_corpus=3", "-n",
+           "results/focus/lapt/xlmr/de/focus/model", "--configfile", "configs/papers.yaml"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    prepare = proc.stdout.split("rule focus_prepare_corpus:", 1)[1].split("\n\n", 1)[0]
+    assert "threads: 3" in prepare, prepare

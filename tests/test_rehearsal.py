@@ -244,20 +244,30 @@ def test_a_run_without_the_mirror_refuses_what_the_mirror_served(tmp_path, monke
                                     paths.task_data("de-xnli"), str(vectors)]
 
 
-def test_a_single_config_run_stops_on_what_a_mirror_served(tmp_path):
-    """The guard of rules/common.smk holds for a single config, not only for a composite (rules/studies.smk): the
-    demo config, planned in a directory holding a model a mirror served, stops and names it."""
+@pytest.mark.parametrize("composite", [False, True])
+def test_a_run_stops_on_what_a_mirror_served(tmp_path, composite):
+    """The guard holds for a single config (rules/common.smk) and for a composite (rules/studies.smk), with one
+    message (vocab_transfer.workflow.rehearsal.check_no_mirrored_downloads): the demo config, planned in a
+    directory holding a model a mirror served, stops and names it."""
     import subprocess
     import sys
+
+    import yaml
 
     from vocab_transfer.workflow import paths
 
     folder = tmp_path / paths.downloaded_model("demo-xlmr")
     folder.mkdir(parents=True)
     (folder / "origin.json").write_text(json.dumps({"resolved_revision": "mirror"}))
+    config = REPO / "config.yaml"
+    if composite:
+        (tmp_path / "demo.yaml").write_text(yaml.safe_dump({**yaml.safe_load(config.read_text()), "study": "demo"}))
+        config = tmp_path / "both.yaml"
+        config.write_text(yaml.safe_dump({"studies": [str(tmp_path / "demo.yaml")]}))
     run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
-                          "--configfile", str(REPO / "config.yaml"), "--directory", str(tmp_path)],
+                          "--configfile", str(config), "--directory", str(tmp_path)],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode != 0
-    assert "came from a hub mirror" in run.stdout + run.stderr
-    assert paths.downloaded_model("demo-xlmr") in run.stdout + run.stderr
+    out = run.stdout + run.stderr
+    assert "1 downloads here came from a hub mirror" in out, out[-3000:]
+    assert f"remove them first (rm -r {paths.downloaded_model('demo-xlmr')})" in out

@@ -15,8 +15,10 @@ from vocab_transfer.workflow import warm
 
 REPO = Path(__file__).resolve().parents[1]
 
-JOB = '''"""A job script as the workflow's are: the package first (its import hands the job off), then the rest."""
-import vocab_transfer
+JOB = '''"""A job script as the workflow's are: handoff() first, then the rest."""
+from vocab_transfer.workflow.warm import handoff
+
+handoff()
 
 import json, os, sys, torch
 
@@ -31,7 +33,9 @@ sys.exit(int(sys.argv[1]))
 '''
 
 SLEEPER = '''"""Writes its pid, then sleeps."""
-import vocab_transfer
+from vocab_transfer.workflow.warm import handoff
+
+handoff()
 
 import os, sys, time
 
@@ -120,6 +124,41 @@ def test_a_process_that_is_no_workflow_script_runs_in_its_own_process(starter, t
     assert seen["ppid"] != proc.pid and seen["child"] is None
 
 
+IMPORTS_ONLY = '''"""A job script that imports the package and its job setup, and never calls handoff()."""
+import vocab_transfer
+import vocab_transfer.workflow.job
+
+import json, os
+
+print(json.dumps({"ppid": os.getppid(), "child": os.environ.get("VOCAB_TRANSFER_WARM_CHILD")}))
+'''
+
+
+def test_importing_the_package_never_hands_off(starter, tmp_path):
+    """Only an explicit handoff() forks: a script that just imports the package runs in its own process, with a
+    starter listening under the name in the environment and with the variable set to 1."""
+    name, _ = starter
+    job = _script(tmp_path, "imports.py", IMPORTS_ONLY)
+    for value in (name, "1"):
+        out = subprocess.run([sys.executable, str(job)], cwd=tmp_path, capture_output=True, text=True,
+                             env=_env(value), timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout) == {"ppid": os.getpid(), "child": None}, value
+
+
+def test_every_workflow_script_hands_off_before_its_other_imports():
+    """The one entry of warm starts: each script of workflow_scripts/ calls handoff() right after its docstring."""
+    import ast
+
+    scripts = sorted((REPO / "workflow_scripts").glob("*.py"))
+    assert len(scripts) > 20
+    for script in scripts:
+        body = ast.parse(script.read_text()).body
+        first = [ast.unparse(node) for node in body[1:3]]
+        assert ast.get_docstring(ast.Module(body=body, type_ignores=[])) and first == [
+            "from vocab_transfer.workflow.warm import handoff", "handoff()"], f"{script.name}: {first}"
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_killing_the_job_process_ends_the_forked_job(starter, tmp_path, sig):
     name, _ = starter
@@ -151,7 +190,9 @@ def test_the_starter_exits_with_the_process_that_started_it():
 
 
 BENCHMARKED = '''"""A rule's script: with a benchmark file, holds 300 MiB for 1.5 s; says if it forked."""
-import vocab_transfer
+from vocab_transfer.workflow.warm import handoff
+
+handoff()
 
 import json, os, time
 import numpy as np
@@ -183,8 +224,8 @@ def test_a_job_with_a_benchmark_file_runs_in_the_process_snakemake_measures(star
     out = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "measured.json", "plain.json"],
                          cwd=tmp_path, capture_output=True, text=True, env=_env(name), timeout=300)
     assert out.returncode == 0, out.stderr
-    assert json.loads((tmp_path / "measured.json").read_text())["child"] is None
-    assert json.loads((tmp_path / "plain.json").read_text())["child"] == "1"
     header, row = (tmp_path / "measured.tsv").read_text().splitlines()[:2]
     bench = dict(zip(header.split("\t"), row.split("\t"), strict=True))
     assert float(bench["max_rss"]) >= 300 and float(bench["s"]) >= 1.5, bench
+    assert json.loads((tmp_path / "measured.json").read_text())["child"] is None
+    assert json.loads((tmp_path / "plain.json").read_text())["child"] == "1"

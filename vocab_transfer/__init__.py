@@ -5,16 +5,10 @@ pipeline stages (corpus, tokenizer, fastText, overlap, source model, MLM evaluat
 module of their own. See docs/methods.md for the map from paper sections to functions.
 """
 
-import os as _os
-
 __version__ = "0.1.0"
 
-# Warm starts (vocab_transfer/workflow/warm.py): in a workflow script of a local run that has a starter, the
-# package's first import hands the job to a process forked from the starter, which has done the imports already.
-if _os.environ.get("VOCAB_TRANSFER_WARM", "0") != "0" and not _os.environ.get("VOCAB_TRANSFER_WARM_CHILD"):
-    from .workflow.warm import handoff
-
-    handoff()
+# Importing the package does nothing else: a workflow script hands its job to the run's warm starter by calling
+# vocab_transfer.workflow.warm.handoff() itself, before its other imports.
 
 
 def transfer(*args, **kwargs):

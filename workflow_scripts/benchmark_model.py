@@ -1,6 +1,10 @@
 """lm-eval benchmark scores of one model on a target's tasks (rule benchmark_model): the source model, an init export
 or a LAPT export (vocab_transfer.eval.benchmarks)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.eval.benchmarks import add_chance, evaluate, use_cache

@@ -1,5 +1,9 @@
 """A bilingual dictionary as a parquet of (source_word, target_word) pairs (rule build_dictionary)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.data.dictionary import DICTD_ROOT, identical_pairs, read_freedict, read_pairs

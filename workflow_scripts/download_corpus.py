@@ -1,6 +1,10 @@
 """Fetch a hub corpus's data files into resources/corpora/<name>/ on the login node (rule download_corpus):
 resumable, checked by size and hash, the commit recorded in fetch.json (vocab_transfer.data.fetch)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.data.fetch import fetch_hub_corpus

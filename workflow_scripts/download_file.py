@@ -7,6 +7,10 @@ rerun would trust. ``.<file>.origin.json`` beside it records the URL, the server
 SHA-256 of what was downloaded.
 """
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import gzip
 import json
 import shutil

@@ -1,5 +1,9 @@
 """The source tokenizer extended with the most frequent target tokens it lacks (rule extend_tokenizer)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import atomic_path, read_parquet, read_tensors
 from vocab_transfer.methods.extension import extend_tokenizer, new_token_ids

@@ -1,5 +1,9 @@
 """Factorize the source embedding matrix for UNKs Everywhere's MF methods (rule factorize_source)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.data.tokenizer import load_tokenizer

@@ -1,5 +1,9 @@
 """Initialize the target embedding matrix with one method (rule init_embeddings)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.init import initialize

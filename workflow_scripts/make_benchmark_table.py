@@ -1,6 +1,10 @@
 """Every benchmark score and the share of the source's score it keeps (rule make_benchmark_table), with the
 table's provenance."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.io import write_text

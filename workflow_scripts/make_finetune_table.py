@@ -1,6 +1,10 @@
 """Collect fine-tuning scores into mean ± std per (task, model) (rule make_finetune_table), with the table's
 provenance."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.io import write_parquet, write_text

@@ -2,6 +2,10 @@
 perplexity at given steps (`kind: lapt`), or a corpus / vocabulary table (vocab_transfer.report.vocab_tables);
 with the table's provenance (vocab_transfer.report.provenance)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 import os
 

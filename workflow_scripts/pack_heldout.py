@@ -1,6 +1,10 @@
 """Pack a target language's held-out token shard into fixed-length sequences (rules pack_heldout,
 pack_heldout_extended)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 from vocab_transfer.data.shards import open_blocks

@@ -3,6 +3,10 @@ sample_efficiency): WECHSEL Figures 3-5 (held-out perplexity over steps) and 6 (
 their init); UNKs Everywhere Figures 2 (test score against the UNK share of each language's vocabulary) and 3 (test
 score against the amount of LAPT data)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 import math
 

@@ -1,5 +1,9 @@
 """FOCUS Figure 2: held-out loss against LAPT samples, one line per method (rule plot_lapt_curves)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 import pandas as pd

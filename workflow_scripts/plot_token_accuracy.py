@@ -1,6 +1,10 @@
 """vocab-swap Figure 6 for one (source, figure): held-out accuracy of the most frequent tokens during LAPT, matched
 vs not matched by the initialization, and its distribution at chosen steps (rule plot_token_accuracy)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 import pandas as pd

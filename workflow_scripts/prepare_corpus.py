@@ -1,5 +1,9 @@
 """Read, clean, filter, deduplicate and split one language's corpus, streaming (rule prepare_corpus)."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import dataclasses
 import json
 

@@ -1,6 +1,10 @@
 """Linear-probe accuracy of one method's transferred model right after initialization on one task (rule probe_init;
 WECHSEL Tables 7-8's NLI and POS columns): the frozen model's last hidden states, a logistic regression on top."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 
 import pandas as pd

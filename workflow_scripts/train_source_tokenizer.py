@@ -1,6 +1,10 @@
 """Multilingual SentencePiece Unigram tokenizer for a source model pretrained here (rule train_source_tokenizer):
 the first `max_docs_per_language` documents of each language, streamed from the corpora."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import dataclasses
 import itertools
 import json

@@ -2,6 +2,10 @@
 (SentencePiece Unigram, the family `tokenizer.kind` names, or that of the source tokenizer `tokenizer.like` names),
 or an existing tokenizer copied in where the config's `tokenizer.pretrained` names one."""
 
+from vocab_transfer.workflow.warm import handoff
+
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+
 import json
 from pathlib import Path
 

@@ -92,6 +92,20 @@ def check_profile(default_resources: Mapping[str, object], set_resources: Mappin
     return problems
 
 
+def check_profile_filled(resource_settings, argv: Sequence[str]) -> str | None:
+    """Why nothing may run yet, or None: :func:`check_profile` on the resources Snakemake was given
+    (``workflow.resource_settings``: ``default_resources``, ``overwrite_resources``) and the profile ``argv``
+    names. Called while the workflow is parsed, by rules/common.smk for one config and by rules/studies.smk
+    for a composite (before it copies the per-rule settings to each study's rules)."""
+    problems = check_profile(
+        resource_values(resource_settings.default_resources),
+        {rule: resource_values(r) for rule, r in resource_settings.overwrite_resources.items()},
+        profile_file(argv))
+    if not problems:
+        return None
+    return "nothing submitted: fill in the profile's placeholders first\n  " + "\n  ".join(problems)
+
+
 def partition_gres(partition: str) -> str | None:
     """The generic resources of a partition's nodes as ``sinfo`` prints them (``gpu:a100:4``, ``(null)``), ``""``
     for a partition SLURM does not know, None without ``sinfo``."""

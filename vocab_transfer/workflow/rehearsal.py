@@ -453,3 +453,19 @@ def check_wiring(tables: list[str]) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def check_no_mirrored_downloads() -> str | None:
+    """Why a run without ``hub_mirror`` must stop while parsing, or None: the downloads in this working
+    directory that a hub mirror served (:func:`mirrored_downloads`), which such a run would take for the real
+    ones. Checked by rules/common.smk for one config and by rules/studies.smk for a composite none of whose
+    studies has a mirror."""
+    import shlex
+
+    mirrored = mirrored_downloads()
+    if not mirrored:
+        return None
+    listed = " ".join(shlex.quote(p) for p in mirrored[:20]) + (" ..." if len(mirrored) > 20 else "")
+    return (f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
+            f"without hub_mirror would take them for the real ones: remove them first (rm -r {listed}), or "
+            "rehearse in a directory of its own (scripts/rehearse.sh: rehearsal/)")

@@ -109,6 +109,26 @@ def study_of_rule(rule: str, studies) -> str | None:
     return max((s for s in studies if rule.startswith(f"{s}_")), key=len, default=None)
 
 
+def share_rule_settings(resource_settings, studies) -> None:
+    """Give each study's copy ``<study>_<rule>`` of a rule the per-rule settings a profile or command line
+    gives ``<rule>`` (``set-resources``, ``set-threads``: train_lapt's GPU partition), in Snakemake's
+    ``workflow.resource_settings`` (a ``snakemake.settings.types.ResourceSettings``), before the studies'
+    rules are defined (rules/studies.smk).
+
+    Only public fields are written: ``overwrite_resources`` and ``overwrite_threads``, the API's names for
+    ``--set-resources`` and ``--set-threads``, each replaced by a mapping with the copies added (the entries
+    given stay as they were, and the same values are shared). Snakemake reads them by rule name when it
+    defines a rule (and when it passes them on to a cluster job), so they must be written before the first
+    rule is; rules/studies.smk calls this before any rule exists, and ``tests/test_named_targets.py`` checks
+    with the installed Snakemake that a study's LAPT job gets the profile's GPU partition and a
+    ``--set-threads`` value."""
+    studies = list(studies)
+    for field in ("overwrite_resources", "overwrite_threads"):
+        given = dict(getattr(resource_settings, field))
+        copies = {f"{study}_{rule}": value for rule, value in given.items() for study in studies}
+        setattr(resource_settings, field, {**copies, **given})
+
+
 def studies_of(config: dict, base: str | Path = ".") -> dict[str, dict]:
     """The study configs of a config by study name: a composite's (:func:`load_studies`), or the config itself, shrunk
     as its ``rehearsal`` section says (as load_studies shrinks each study), under its ``study`` name ('' without)."""

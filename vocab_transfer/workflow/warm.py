@@ -5,8 +5,9 @@ Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s o
 transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake runs
 jobs on this machine (not ``--dry-run``, no cluster executor, no ``--sdm conda`` or ``apptainer``), the workflow
 starts ``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
-listens on an abstract Unix socket named in the environment variable :data:`ENV`. A workflow script's first import
-of the package calls :func:`handoff` (``vocab_transfer/__init__.py``, the one entry point): it sends the script's path, arguments, working directory, environment and its standard
+listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script
+calls :func:`handoff` itself, first thing, before its other imports (``workflow_scripts/*.py``; importing the package
+does nothing of the kind): it sends the script's path, arguments, working directory, environment and its standard
 input, output and error to the starter, which forks a child that runs the script as ``__main__`` with them. The job
 process waits for the child, passes it SIGINT, SIGTERM and SIGHUP, and exits with its status; the child kills
 itself when the job process goes away (Snakemake killed the job). Anything that goes wrong before the child starts
@@ -99,11 +100,11 @@ def benchmarked() -> bool:
 
 def handoff() -> None:
     """Run this process's workflow script in a child of the warm starter, if this run has one, and exit with its
-    status; otherwise return, and the script runs in this process. The package's first import calls it
-    (``vocab_transfer/__init__.py``), which in a workflow script comes before its other imports; a process that is no
-    workflow script (Snakemake itself, a trainer a job starts) returns at once, and so does the job of a rule
-    with a ``benchmark:`` file (:func:`benchmarked`): Snakemake measures the job process and its descendants
-    (psutil, from the Snakemake process, while the job runs), and a child of the starter is none of them."""
+    status; otherwise return, and the script runs in this process. Each workflow script calls it first, before its
+    other imports (nothing else does: importing the package never hands off); a process that is no workflow script
+    (a test that runs a script by path) returns at once, and so does the job of a rule with a ``benchmark:`` file
+    (:func:`benchmarked`): Snakemake measures the job process and its descendants (psutil, from the Snakemake
+    process, while the job runs), and a child of the starter is none of them."""
     name = os.environ.get(ENV)
     if not name or name == "0" or os.environ.get(IN_CHILD) or not is_workflow_script(sys.argv[0]):
         return

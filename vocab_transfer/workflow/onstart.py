@@ -1,0 +1,61 @@
+"""What a run does before its first job: the ``onstart:`` handler of rules/common.smk (one config) and of
+rules/studies.smk (a composite's studies, whose modules' own handlers Snakemake does not run) both call
+:func:`before_jobs`.
+
+Outside a cluster job (the ``*-jobstep`` executors), the jobs to run are checked against the cluster they go to
+(:func:`~.cluster.check_submission`: placeholders, GPU partitions, accounts, multi-node LAPT without SLURM), the SLURM
+jobs another Snakemake run left in this directory stop the run (:func:`~.restart.check_no_other_run`), and the rules
+whose jobs resume over several submissions get the retries their longest job needs
+(:func:`~.resources.raise_retries`). A local run with enough script jobs starts the warm starter
+(:func:`~.warm.start`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+
+from . import restart, warm
+from .cluster import check_submission, resource_values
+from .resources import raise_retries
+from .studies import study_of_rule
+
+#: Script jobs below this many are not worth a warm starter (its imports cost as much as a few jobs').
+WARM_MIN_JOBS = 4
+
+
+def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
+    """Check the jobs ``workflow`` (Snakemake's) is about to run and prepare for them; raise Snakemake's
+    ``WorkflowError`` with every problem found before anything is submitted. ``lapt_nodes``: the most nodes a
+    LAPT job of the run asks for; ``studies``: a composite's study names, whose rules ``<study>_<rule>`` are
+    checked as ``<rule>`` (the rule names the profile and the checks know)."""
+    from snakemake.exceptions import WorkflowError  # lazy: the planner's modules import without Snakemake
+
+    studies = list(studies)
+    executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
+    if not executor.endswith("jobstep"):
+        jobs = [(_own_name(job.rule.name, studies), dict(job.resources)) for job in workflow.dag.needrun_jobs()]
+        defaults = resource_values(workflow.resource_settings.default_resources)
+        problems = check_submission(executor, jobs, lapt_nodes=lapt_nodes,
+                                    default_partition=defaults.get("slurm_partition"))
+        if problems:
+            raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
+        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py).
+        if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
+            raise WorkflowError(stop)
+        # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next
+        # submission: their rules get the retries their longest job needs, on top of the profile's.
+        for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
+            print(line, file=sys.stderr)
+    # Jobs run here: fork the script jobs from one process that has imported torch & co. once
+    # (VOCAB_TRANSFER_WARM=0 turns it off). The jobs of rules with a benchmark: file are never forked (their
+    # file measures the job process), so they do not count.
+    if executor == "local" and warm.wanted(workflow):
+        forked = sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script and not job.rule.benchmark)
+        if forked >= WARM_MIN_JOBS:
+            warm.start()
+
+
+def _own_name(rule: str, studies: list[str]) -> str:
+    study = study_of_rule(rule, studies)
+    return rule[len(study) + 1:] if study else rule
