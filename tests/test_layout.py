@@ -1,6 +1,7 @@
 """The package's layering: the settings of the trainers load without them."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -150,3 +151,16 @@ def test_source_layout_is_cached_by_config_and_read_back(tmp_path, monkeypatch):
         entry.write_text("{not json")  # a damaged entry is built again, not trusted
     assert sm.source_layout(tmp_path / "xlmr") == untied and sm.source_layout(tmp_path / "gpt2") == gpt2
     assert len(built) == 5
+
+
+def test_no_private_snakemake_attribute_is_read_or_written():
+    """The workflow uses Snakemake's public API only (docs/development.md, "Snakemake's API"): no ``<obj>._name``
+    on Snakemake's objects in the Snakefile, the rules, the workflow layer or the workflow scripts."""
+    pattern = re.compile(r"\b(workflow|settings|resource_settings|scheduler|dag|rules|job|jobs|snakemake|executor"
+                         r"|executor_plugin|logger_manager)\._[A-Za-z]")
+    by_name = re.compile(r"getattr\(.*\b(workflow|settings|scheduler|dag|executor)\b.*[\"']_[A-Za-z]")
+    files = [ROOT / "Snakefile", *(ROOT / "rules").glob("*.smk"), *(ROOT / "vocab_transfer").rglob("*.py"),
+             *(ROOT / "workflow_scripts").glob("*.py")]
+    found = [f"{path.relative_to(ROOT)}:{i}: {line.strip()}" for path in files
+             for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line) or by_name.search(line)]
+    assert not found, "\n".join(found)

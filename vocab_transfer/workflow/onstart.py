@@ -40,8 +40,9 @@ def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
                                     default_partition=defaults.get("slurm_partition"))
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
-        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py).
-        if stop := restart.check_no_other_run(executor, workflow.workdir_init, restart.current_run(workflow)):
+        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py). Onstart runs
+        # before this run submits anything, so every job found is another run's.
+        if stop := restart.check_no_other_run(executor, workflow.workdir_init):
             raise WorkflowError(stop)
         # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next
         # submission: their rules get the retries their longest job needs, on top of the profile's.

@@ -162,9 +162,3 @@ def explain_lock(workdir: str | os.PathLike, argv: Sequence[str], stream=None) -
     logger = logging.getLogger("snakemake.logging")
     if not any(isinstance(handler, _LockAdvice) for handler in logger.handlers):
         logger.addHandler(_LockAdvice(os.path.abspath(workdir), argv, stream or sys.stderr))
-
-
-def current_run(workflow) -> str | None:
-    """The uuid the slurm executor names this run's jobs after, where Snakemake exposes it (else None)."""
-    executor = getattr(getattr(workflow, "scheduler", None), "_executor", None)
-    return getattr(executor, "run_uuid", None)
