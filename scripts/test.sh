@@ -42,4 +42,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 ruff check .
-python -m pytest -q --durations=15 "$@"
+# Two workers (pytest-xdist): many tests wait on subprocesses, SLURM or sleeps; tests/conftest.py keeps each file on
+# one worker and every SLURM test on the same one
+python -m pytest -q -n 2 --dist loadgroup --durations=15 "$@"

@@ -27,6 +27,12 @@ import math
 import os
 from pathlib import Path
 
+#: Peak dense throughput per GPU in TFLOP/s, (16-bit tensor cores, fp32), from the vendors' data sheets
+#: (without sparsity): A100 312 / 19.5, H100 and H200 SXM 989 / 67, V100 SXM2 125 / 15.7, RTX A6000 155 /
+#: 38.7. The logged MFU and the planner's time estimates (vocab_transfer.workflow.resources) read it.
+GPU_TFLOPS = {"a100": (312.0, 19.5), "h100": (989.0, 67.0), "h200": (989.0, 67.0), "v100": (125.0, 15.7),
+              "a6000": (155.0, 38.7)}
+
 #: What ``report_to`` may list, and the package each needs.
 REPORT_TO = {"tensorboard": "tensorboard", "wandb": "wandb"}
 DEFAULT_REPORT_TO = ("tensorboard",)
@@ -48,13 +54,11 @@ def check_report_to(values, where: str) -> list[str]:
 
 
 def peak_flops(device) -> float | None:
-    """The dense bf16 peak of a CUDA device, from its name (:data:`vocab_transfer.workflow.resources.GPU_TFLOPS`);
+    """The dense bf16 peak of a CUDA device, from its name (:data:`GPU_TFLOPS`);
     None on the CPU or for a GPU not listed (no MFU is logged then)."""
     if getattr(device, "type", str(device)) != "cuda":
         return None
     import torch
-
-    from ..workflow.resources import GPU_TFLOPS
 
     name = torch.cuda.get_device_name(device).lower()
     found = [tflops[0] for model, tflops in GPU_TFLOPS.items() if model in name]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.sources import HUB_DATASETS
+from ..training.tracking import GPU_TFLOPS
 
 GB = 1e9
 
@@ -423,11 +424,8 @@ def note_long(rule: str, wildcards, minutes: float, detail: str,
 
 
 # --- LAPT: time from the tokens it trains on ----------------------------------------------------------------
-#: Peak dense throughput per GPU in TFLOP/s, (16-bit tensor cores, fp32), from the vendors' data sheets
-#: (without sparsity): A100 312 / 19.5, H100 and H200 SXM 989 / 67, V100 SXM2 125 / 15.7, RTX A6000 155 /
-#: 38.7. The profile's ``gpu_model`` for train_lapt picks the row; unset or unknown: :data:`REFERENCE_GPU`.
-GPU_TFLOPS = {"a100": (312.0, 19.5), "h100": (989.0, 67.0), "h200": (989.0, 67.0), "v100": (125.0, 15.7),
-              "a6000": (155.0, 38.7)}
+#: The profile's ``gpu_model`` for train_lapt picks the row of :data:`GPU_TFLOPS` (the GPUs' peaks, which the
+#: trainers' MFU reads too); unset or unknown: :data:`REFERENCE_GPU`.
 REFERENCE_GPU = "a100"
 
 #: Model FLOPs utilization of LAPT, an estimate: benchmarks/lapt_speed.py measured 417,093 tokens/s for an
