@@ -39,7 +39,7 @@ def tiny_model(sw_tokenizer, seed=0):
 def config(**kw):
     base = dict(steps=12, batch_size=8, seq_len=32, lr=1e-3, eval_every=4, eval_sequences=8, checkpoint_every=4,
                 seed=3, threads=1)
-    return LaptConfig.from_dict({**base, **kw})
+    return LaptConfig.parse({**base, **kw})
 
 
 def test_resume_is_bit_identical(tmp_path, sw_tokenizer, blocks):
@@ -202,7 +202,7 @@ def test_reinit_needs_an_embedding_block():
         reinitialize(gpt2, "embedding_layers", seed=0)
     assert "transformer.h.0.mlp.c_fc.weight" in reinit_parameter_names(gpt2, "all")
     with pytest.raises(ValueError, match=r"reinit: 'body' is not one of \['none', 'embedding_layers', 'all'\]"):
-        LaptConfig.from_dict({"reinit": "body"})
+        LaptConfig.parse({"reinit": "body"})
 
 
 def test_source_correlation_curve(tmp_path, sw_tokenizer, blocks):
@@ -255,7 +255,7 @@ def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
     assert loss == heldout_loss(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off)
     expected = torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(held), 16):
-        inputs, labels, _ = make_batch(held, torch.arange(i, min(i + 16, len(held))), LaptConfig.from_dict(
+        inputs, labels, _ = make_batch(held, torch.arange(i, min(i + 16, len(held))), LaptConfig.parse(
             {**cfg.__dict__, "seed": 12345}), sw_tokenizer, 0, i)
         with torch.no_grad():
             predicted = model(input_ids=inputs).logits.argmax(-1)
@@ -394,7 +394,7 @@ def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_toke
     small = pd.read_parquet(tmp_path / "small.curve.parquet")  # train_sequences: a prefix of the corpus only
     assert full > 100 and small["train_sequences"].tolist() == [20, 20]
     with pytest.raises(ValueError, match="LAPT config: train_sequences: 0 must be >= 1"):
-        LaptConfig.from_dict({"train_sequences": 0})
+        LaptConfig.parse({"train_sequences": 0})
 
 
 def test_reinit_all_applies_gpt2s_scaled_residual_init():
@@ -443,9 +443,9 @@ def test_resume_refuses_checkpoints_of_other_settings_and_missing_snapshots(tmp_
 
 def test_bad_config_key_is_named():
     with pytest.raises(ValueError, match="unknown key.*'stpes'"):
-        LaptConfig.from_dict({"stpes": 3})
+        LaptConfig.parse({"stpes": 3})
     with pytest.raises(ValueError, match="LAPT config: variant: 'two-stage' is not one of"):
-        LaptConfig.from_dict({"variant": "two-stage"})
+        LaptConfig.parse({"variant": "two-stage"})
 
 
 def write_fixture(tmp_path, sw_tokenizer, swahili_verses):

@@ -109,7 +109,7 @@ def write_task(folder, data):
 
 
 def cfg(**kw):
-    return FinetuneConfig.from_dict({"epochs": 1, "lr": 5e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.5,
+    return FinetuneConfig.parse({"epochs": 1, "lr": 5e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.5,
                                      "threads": 1, **kw})
 
 

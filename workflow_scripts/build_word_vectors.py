@@ -1,7 +1,6 @@
 """Word vectors of one language: word-level fastText on its corpus (streamed), or pretrained vectors (rule
 build_word_vectors)."""
 
-import dataclasses
 import json
 
 import pandas as pd
@@ -25,7 +24,7 @@ def main(inputs, spec: WordVectors | WordFastText, seed, lang, vectors_path, wor
         wv = from_fasttext_model(fasttext.load_model(inputs["model"]), spec.max_words)
         log.info("read %d word vectors from %s", len(wv.words), inputs["model"])
     else:
-        wv = train_word_fasttext(iter_texts(inputs["corpus"]), seed=seed, verbose=2, **dataclasses.asdict(spec))
+        wv = train_word_fasttext(iter_texts(inputs["corpus"]), seed=seed, verbose=2, **spec.model_dump())
         log.info("trained %d word vectors (dim %d) on %s", len(wv.words), wv.vectors.shape[1], inputs["corpus"])
     write_tensors({"vectors": wv.vectors}, vectors_path)
     write_parquet(pd.DataFrame({"word": wv.words, "count": wv.counts}), words_path)

@@ -1,6 +1,5 @@
 """Read, clean, filter, deduplicate and split one language's corpus, streaming (rule prepare_corpus)."""
 
-import dataclasses
 import json
 
 from vocab_transfer.data.corpus import build_corpus, write_stats
@@ -10,7 +9,7 @@ from vocab_transfer.workflow.model import Corpus, CorpusFilter, CorpusSplit
 
 def main(spec: dict, filt: CorpusFilter, split: CorpusSplit, seed, train_path, heldout_path, stats_path, log_path):
     log = setup_job(log_path, streaming=True)
-    stats = build_corpus(spec, filter_cfg=dataclasses.asdict(filt), split_cfg=dataclasses.asdict(split), seed=seed,
+    stats = build_corpus(spec, filter_cfg=filt.model_dump(), split_cfg=split.model_dump(), seed=seed,
                          train_path=train_path, heldout_path=heldout_path, log=log.info)
     write_stats(stats, stats_path)
 

@@ -1,7 +1,6 @@
 """The word-level fastText model of one language as .bin (rule save_word_fasttext_model): trained as in
 build_word_vectors (same settings and seed), or a copy of the pretrained .bin."""
 
-import dataclasses
 import json
 import shutil
 
@@ -24,7 +23,7 @@ def main(inputs, params, model_path, log_path):
         return
     spec = WordFastText.parse(params["train"], "word_fasttext")
     wv = train_word_fasttext(iter_texts(inputs["corpus"]), seed=params.get("seed"), verbose=2,
-                             model_path=model_path, **dataclasses.asdict(spec))
+                             model_path=model_path, **spec.model_dump())
     log.info("trained and saved the fastText model of %d words to %s", len(wv.words), model_path)
 
 

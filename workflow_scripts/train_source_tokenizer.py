@@ -1,7 +1,6 @@
 """Multilingual SentencePiece Unigram tokenizer for a source model pretrained here (rule train_source_tokenizer):
 the first `max_docs_per_language` documents of each language, streamed from the corpora."""
 
-import dataclasses
 import itertools
 import json
 
@@ -35,7 +34,7 @@ def main(corpora, spec: Pretrain, out_dir, log_path):
     log.info("trained %d tokens", len(tok))
     with atomic_path(out_dir, directory=True) as tmp:
         save_tokenizer(tok, tmp)
-        write_training_info(tmp, {"corpora": counts, "settings": dataclasses.asdict(cfg),
+        write_training_info(tmp, {"corpora": counts, "settings": cfg.model_dump(),
                                   "sha256": tokenizer_fingerprint(tmp)})
 
 

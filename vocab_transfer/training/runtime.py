@@ -270,7 +270,7 @@ def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
 def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:
     """What a run's checkpoints are valid for (saved in their state, compared by :meth:`Checkpoints.resume`): ``extra``
     and every field of the dataclass ``cfg`` but those in ``free`` (a resumed run may change them), as JSON values."""
-    return json.loads(json.dumps({**extra, **{k: v for k, v in dataclasses.asdict(cfg).items() if k not in free}}))
+    return json.loads(json.dumps({**extra, **{k: v for k, v in cfg.model_dump().items() if k not in free}}))
 
 
 def changed_settings(now: dict, then: dict) -> list[str]:
