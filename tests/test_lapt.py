@@ -393,7 +393,7 @@ def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_toke
     main(cli(tmp_path, model_dir, tmp_path / "small", 4, seq_len=16, train_sequences=20)[3:])
     small = pd.read_parquet(tmp_path / "small.curve.parquet")  # train_sequences: a prefix of the corpus only
     assert full > 100 and small["train_sequences"].tolist() == [20, 20]
-    with pytest.raises(ValueError, match="LAPT config: train_sequences: 0 must be >= 1"):
+    with pytest.raises(ValueError, match=r"lapt\.train_sequences: must be >= 1, got 0"):
         LaptConfig.parse({"train_sequences": 0})
 
 

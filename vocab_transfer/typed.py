@@ -47,6 +47,8 @@ Seed = Annotated[int, Field(ge=0, le=SEED_MAX)]
 #: in 32-bit integers and panic far below 2**31; the largest published vocabularies hold about 256k tokens.
 VOCAB_SIZE_MAX = 2**24
 VocabSize = Annotated[int, Field(ge=100, le=VOCAB_SIZE_MAX)]
+#: Integers a config passes on are 64-bit in every library that reads them (numpy, torch, pyarrow, C++).
+INT64 = (-(2**63), 2**63 - 1)
 
 
 def _keep_int(value, handler):
@@ -108,6 +110,11 @@ class Section(BaseModel):
         boolean = next((k for k in data if isinstance(k, bool)), None)
         if boolean is not None:
             raise PydanticCustomError("yaml_boolean_key", "a YAML boolean key", {"key": boolean})
+        for key, value in data.items():
+            for i, v in enumerate(value if isinstance(value, list) else [value]):
+                if type(v) is int and not INT64[0] <= v <= INT64[1]:
+                    at = f".{key}[{i}]" if isinstance(value, list) else f".{key}"
+                    raise PydanticCustomError("int64", f"{at}: {v!r} does not fit in a 64-bit integer")
         if cls.model_config.get("extra") == "forbid":
             unknown = [k for k in data if k not in cls.model_fields]
             if unknown:
@@ -205,7 +212,7 @@ def _text(e: dict) -> str:
         return text if text[:1] in (".", ":", "[") else f": {text}"
     if kind in TYPE_NAMES:
         return f": expected {TYPE_NAMES[kind]}, got {value!r}{_number_hint(value)}"
-    return f": {e['msg']}"
+    return e["msg"] if e["msg"][:1] in (".", "[") else f": {e['msg']}"
 
 
 def _rank(e: dict) -> int:
@@ -232,7 +239,7 @@ def error_message(error: ValidationError, where: str, data: Any) -> str:
     if e["type"] == "yaml_boolean_key":
         return yaml_boolean_hint(path, e["ctx"]["key"], key=True)
     if e["type"] == "string_type" and isinstance(e.get("input"), bool):
-        return yaml_boolean_hint(path, e["input"])
+        return yaml_boolean_hint(path, e["input"], key="[key]" in e["loc"])
     return f"{path}{_text(e)}"
 
 

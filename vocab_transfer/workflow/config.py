@@ -9,7 +9,6 @@ import difflib
 import json
 import os
 import types
-import typing
 from pathlib import Path
 
 from ..data.sources import (
@@ -43,7 +42,6 @@ from .model import (
     Config,
     Method,
     ModelError,
-    Provenance,
     Source,
     SourceTokenizer,
     Table,
@@ -541,9 +539,6 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_rem
                                 allow_padded_embeddings=allow_padded)
     except TokenizerModelMismatch as e:
         raise ConfigError(str(e)) from None
-
-
-PROVENANCES = typing.get_args(Provenance)  # vocab_transfer.methods.base labels
 
 
 def snapshot_model_name(name: str, step: int) -> str:

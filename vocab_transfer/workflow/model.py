@@ -1002,7 +1002,7 @@ class Config(Section):
         for t in self.targets:
             if isinstance(t, Target) and t.name == name:
                 return t
-        return Target(name=name)
+        return Target.model_construct(name=name)  # a name the config checks, or a wildcard value the paths do
 
     def is_target(self, name: str) -> bool:
         """Whether ``name`` is a target: an entry of ``targets``, or a corpora key or the language of one corpus (a
