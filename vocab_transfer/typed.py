@@ -216,17 +216,17 @@ def _text(e: dict) -> str:
 
 
 def _rank(e: dict) -> int:
-    """Which error a message names first: a YAML boolean, then a name, then a key or value, then a type that does
-    not fit a union's alternative (a mapping tried as a string), then a rule between keys."""
+    """Which error a message names first: a YAML boolean, then a name, then a key or value, then a rule between
+    keys, then a type that does not fit one of a union's alternatives (a mapping tried as a string)."""
     kind, value = e["type"], e.get("input")
     if kind == "yaml_boolean_key" or (kind == "string_type" and isinstance(value, bool)):
         return 0
     if kind == "name":
         return 1
     if kind in ("value_error", "assertion_error"):
-        return 4
-    if kind in TYPE_NAMES and isinstance(value, (dict, list)) and len(e["loc"]) > 1:
         return 3
+    if kind in TYPE_NAMES and isinstance(value, (dict, list)) and len(e["loc"]) > 1:
+        return 4
     return 2
 
 
