@@ -1,7 +1,7 @@
 """The typed config model (vocab_transfer.workflow.model, and the trainers' settings in
-vocab_transfer.training.settings) is the one definition of the config and its one check: the JSON schema for editors
-is generated from it (vocab_transfer.workflow.schema), every key is documented there, the copy in schemas/ is
-current, and the model refuses a bad key or value, naming the key path."""
+vocab_transfer.training.settings) is the one definition of the config and its one check: the JSON schema for
+editors is generated from it (vocab_transfer.workflow.schema), every key is documented there, the copy in
+schemas/ is current, and the model refuses a bad key or value, naming the key path."""
 
 import copy
 import json
@@ -116,9 +116,11 @@ def test_every_shipped_config_loads(path):
      else c.update(corpus_filter={"normalization": "NFX"}), "'NFX' is not one of"),
     (lambda c: c.pop("seed"), "config: missing required key 'seed'"),
     (lambda c: c["sources"][next(iter(c["sources"]))].update(model="x/y"), "exactly one of model"),
-    (lambda c: c["methods"].update({"bad name": {"kind": "focus"}}), "config.methods: 'bad name' cannot be a name"),
+    (lambda c: c["methods"].update({"bad name": {"kind": "focus"}}),
+     "config.methods: 'bad name' cannot be a name"),
     (lambda c: c.update(targets=[]), "config.targets: needs at least 1"),
-    (lambda c: c["lapt"]["runs"]["focus"].update(steps=0), "config.lapt.runs.focus.steps: must be >= 1, got 0"),
+    (lambda c: c["lapt"]["runs"]["focus"].update(steps=0),
+     "config.lapt.runs.focus.steps: must be >= 1, got 0"),
     (lambda c: c["lapt"]["training"].update(snapshot_steps=[1, 1]), "config.lapt.training.snapshot_steps: items must "
                                                                          "be unique, got [1, 1]"),
     (lambda c: c["lapt"]["runs"]["focus"].update(snapshot_steps=[10**6]),
@@ -140,28 +142,34 @@ def test_scripts_round_trip_a_section():
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["methods"].update(k={"kind": "keep", "percent": 150}), "methods.k.percent: must be <= 100, got 150"),
+    (lambda c: c["methods"].update(k={"kind": "keep",
+     "percent": 150}), "methods.k.percent: must be <= 100, got 150"),
     (lambda c: c["methods"].update(k={"kind": "keep"}), "methods.k: missing required parameter 'percent'"),
-    (lambda c: c["methods"].update(p={"kind": "permute", "window": -3}), "methods.p.window: must be >= 1, got -3"),
-    (lambda c: c["methods"].update(m={"kind": "mf", "clusters": 0}), "methods.m.clusters: must be >= 1, got 0"),
+    (lambda c: c["methods"].update(p={"kind": "permute",
+     "window": -3}), "methods.p.window: must be >= 1, got -3"),
+    (lambda c: c["methods"].update(m={"kind": "mf",
+     "clusters": 0}), "methods.m.clusters: must be >= 1, got 0"),
     (lambda c: c["methods"].update(w={"kind": "wechsel", "k": "10"}), "methods.w.k: expected int, got '10'"),
     (lambda c: c["corpora"].update(xx={"source": "text", "path": "no/such/file.txt"}),
      "corpora.xx.path: source text needs an existing file or folder, got 'no/such/file.txt'"),
     (lambda c: c["tokenizer"].pop("vocab_size"), "tokenizer.vocab_size: needed to train the tokenizers of"),
     (lambda c: c["corpora"]["de"].pop("source"), "corpora.de: missing required key 'source'"),
-    (lambda c: c["lapt"]["training"].update(lr="5e-5"), "lapt.training.lr: expected a number, got '5e-5' (YAML reads"),
+    (lambda c: c["lapt"]["training"].update(lr="5e-5"),
+     "lapt.training.lr: expected a number, got '5e-5' (YAML reads"),
     (lambda c: c["finetune"]["training"].update(batch_size=8.5),
      "finetune.training.batch_size: expected int, got 8.5"),
-    (lambda c: c["tables"].update(t={"kind": "overlap_counts"}), "tables.t: kind overlap_counts needs 'languages'"),
+    (lambda c: c["tables"].update(t={"kind": "overlap_counts"}),
+     "tables.t: kind overlap_counts needs 'languages'"),
     (lambda c: c["tables"].update(t={"kind": "corpus_sizes", "languages": ["zz"]}),
      "tables.t.languages: ['zz'] are neither targets nor corpora keys"),
     (lambda c: c["tables"].update(t={"kind": "init", "rows": ["nope"], "languages": ["de"]}),
      "tables.t.rows: ['nope'] are not entries of methods"),
-    (lambda c: c["tables"].update(t={"kind": "init", "rows": ["focus"]}), "kind init needs 'rows' (methods) and"),
+    (lambda c: c["tables"].update(t={"kind": "init",
+     "rows": ["focus"]}), "kind init needs 'rows' (methods) and"),
 ])
 def test_parse_time_rules_name_the_key(edit, message):
-    """Method parameters are checked against the method's signature (type and bounds), and the rules between keys
-    that a job would otherwise hit at run time fail at parse time."""
+    """Method parameters are checked against the method's signature (type and bounds), and the rules between
+    keys that a job would otherwise hit at run time fail at parse time."""
     from vocab_transfer.workflow.config import ConfigError, check_config
 
     config = yaml.safe_load(yaml.safe_dump(BASE))

@@ -1,6 +1,7 @@
 """Config names that become folders cannot leave results/: every such name fits one pattern
-(vocab_transfer.workflow.model.NAME, the generated schema's pattern of every name), refused at parse time with the key named, and every
-path the plan spells lies under results/ or resources/ (vocab_transfer.workflow.paths)."""
+(vocab_transfer.workflow.model.NAME, the generated schema's pattern of every name), refused at parse time with
+the key named, and every path the plan spells lies under results/ or resources/
+(vocab_transfer.workflow.paths)."""
 
 import copy
 import re
@@ -46,8 +47,9 @@ def test_a_name_that_cannot_be_a_folder_is_refused_at_parse_time(key, name):
     config = with_name(key, name)
     with pytest.raises(ConfigError) as e:
         check_config(config)
-    assert re.match(rf"{re.escape(key)}(\[\d+\])?: {re.escape(repr(name))} cannot be a name: ", str(e.value)), str(e.value)
-    with pytest.raises(ModelError, match=rf"^config\.{re.escape(key)}(\[\d+\])?: "):  # the typed config (the plan's)
+    named = rf"{re.escape(key)}(\[\d+\])?: "  # a list's entry: its index
+    assert re.match(rf"{named}{re.escape(repr(name))} cannot be a name: ", str(e.value)), str(e.value)
+    with pytest.raises(ModelError, match=rf"^config\.{named}"):  # the typed config (the plan's)
         load(config)
 
 
@@ -88,8 +90,8 @@ def test_a_path_outside_results_is_refused(args):
 
 
 def test_the_plan_refuses_a_path_outside_results():
-    """A value that is no config name (here a wildcard value no constraint stopped) but becomes a folder: refused
-    while the DAG is planned, before any job runs."""
+    """A value that is no config name (here a wildcard value no constraint stopped) but becomes a folder:
+    refused while the DAG is planned, before any job runs."""
     config = copy.deepcopy(BASE)
     fill_defaults(config)
     plan = Plan(config)

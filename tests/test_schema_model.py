@@ -1,6 +1,6 @@
-"""The enums of the config model that name what another module implements are that module's: the provenance labels
-a figure counts as matched are those the methods write, and the adapters' non-linearities those the adapter module
-builds (the other enums of the model are the very tuples the code dispatches on)."""
+"""The enums of the config model that name what another module implements are that module's: the provenance
+labels a figure counts as matched are those the methods write, and the adapters' non-linearities those the
+adapter module builds (the other enums of the model are the very tuples the code dispatches on)."""
 
 import typing
 
@@ -10,9 +10,11 @@ from vocab_transfer.workflow import model
 
 
 def test_provenance_labels_are_the_methods_labels():
-    assert typing.get_args(model.Provenance) == (base.SPECIAL, base.COPIED, base.COMBINED, base.MAPPED, base.RANDOM)
+    labels = (base.SPECIAL, base.COPIED, base.COMBINED, base.MAPPED, base.RANDOM)
+    assert typing.get_args(model.Provenance) == labels
 
 
 def test_adapter_non_linearities_are_the_ones_built():
     assert set(settings.NON_LINEARITIES) == set(adapters.ACTIVATIONS)
-    assert typing.get_args(settings.AdapterConfig.model_fields["non_linearity"].annotation) == settings.NON_LINEARITIES
+    field = settings.AdapterConfig.model_fields["non_linearity"]
+    assert typing.get_args(field.annotation) == settings.NON_LINEARITIES

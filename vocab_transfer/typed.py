@@ -1,14 +1,14 @@
-"""The one validation engine of the config model (:mod:`vocab_transfer.workflow.model`), the trainers' settings
-(:mod:`vocab_transfer.training.settings`) and the methods' parameters: pydantic models with strict types (no string
-read as a number, a bool is no int), unknown keys refused, bounds on the fields (``Field(ge=1, description=...)``),
-and one message style naming the key path: ``config.lapt.runs.focus.steps: must be >= 1, got 0``.
+"""The one validation engine of the config model (:mod:`vocab_transfer.workflow.model`), the trainers'
+settings (:mod:`vocab_transfer.training.settings`) and the methods' parameters: pydantic models with strict
+types (no string read as a number, a bool is no int), unknown keys refused, bounds on the fields
+(``Field(ge=1, description=...)``), and one message style naming the key path: ``config.lapt.runs.focus.steps:
+must be >= 1, got 0``.
 
-:class:`Section` is the base of every section: :meth:`Section.parse` builds one from a dict (a mapping of a YAML
-file, a job's JSON params) or raises :class:`ModelError`; :meth:`Section.written` tells what the config wrote
-(pydantic's ``model_fields_set``); :meth:`Section.check` holds the rules between the keys of one section.
-:func:`check_value` checks one value against a type hint (a method's ``Annotated[int, Range(ge=1)]`` parameter).
-Torch-free: it runs while Snakemake plans and in the trainers.
-"""
+:class:`Section` is the base of every section: :meth:`Section.parse` builds one from a dict (a mapping of a
+YAML file, a job's JSON params) or raises :class:`ModelError`; :meth:`Section.written` tells what the config
+wrote (pydantic's ``model_fields_set``); :meth:`Section.check` holds the rules between the keys of one
+section. :func:`check_value` checks one value against a type hint (a method's ``Annotated[int, Range(ge=1)]``
+parameter). Torch-free: it runs while Snakemake plans and in the trainers."""
 
 from __future__ import annotations
 
@@ -35,16 +35,17 @@ class ModelError(ValueError):
     """A config value that does not fit its type: names the key path and what was expected."""
 
 
-#: Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is checked
-#: at parse time against its annotation: :func:`vocab_transfer.workflow.model.check_parameters`).
+#: Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
+#: checked at parse time against its annotation: :func:`vocab_transfer.workflow.model.check_parameters`).
 Range = Interval
 
-#: The bounds of every seed in a config (the top-level ``seed``, ``eval.seed``, fine-tuning ``seeds``, a trainer's
-#: ``seed``): numpy's legacy generator and most C libraries take 32-bit unsigned seeds.
+#: The bounds of every seed in a config (the top-level ``seed``, ``eval.seed``, fine-tuning ``seeds``, a
+#: trainer's ``seed``): numpy's legacy generator and most C libraries take 32-bit unsigned seeds.
 SEED_MAX = 2**32 - 1
 Seed = Annotated[int, Field(ge=0, le=SEED_MAX)]
-#: The largest vocabulary a tokenizer trainer is asked for: SentencePiece and Hugging Face's trainers keep token ids
-#: in 32-bit integers and panic far below 2**31; the largest published vocabularies hold about 256k tokens.
+#: The largest vocabulary a tokenizer trainer is asked for: SentencePiece and Hugging Face's trainers keep
+#: token ids in 32-bit integers and panic far below 2**31; the largest published vocabularies hold about 256k
+#: tokens.
 VOCAB_SIZE_MAX = 2**24
 VocabSize = Annotated[int, Field(ge=100, le=VOCAB_SIZE_MAX)]
 #: Integers a config passes on are 64-bit in every library that reads them (numpy, torch, pyarrow, C++).
@@ -72,15 +73,15 @@ def _unique(items: list) -> list:
 #: A list whose items are distinct.
 UniqueList = Annotated[list[T], AfterValidator(_unique), Field(json_schema_extra={"uniqueItems": True})]
 
-#: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config most
-#: likely meant (Norwegian ``no``).
+#: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config
+#: most likely meant (Norwegian ``no``).
 YAML_BOOLEAN_WORDS = {False: ("no", "off", "false"), True: ("yes", "on", "true")}
 LANGUAGE_KEYS = ("targets", "corpora", "word_vectors", "dictionaries", "languages")  # and every key with "lang"
 
 
 def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
-    """``targets[0]: got the YAML boolean false; write the language code in quotes ("no")``: a boolean at ``where``
-    (``key``: a mapping key under ``where``) where a string belongs."""
+    """``targets[0]: got the YAML boolean false; write the language code in quotes ("no")``: a boolean at
+    ``where`` (``key``: a mapping key under ``where``) where a string belongs."""
     name = re.sub(r"\[\d+\]$", "", where).rsplit(".", 1)[-1]
     what = "the language code" if "lang" in name or name in LANGUAGE_KEYS else "the key" if key else "it"
     words, text = YAML_BOOLEAN_WORDS[value], str(value).lower()
@@ -89,9 +90,9 @@ def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
 
 
 class Section(BaseModel):
-    """A config section: :meth:`parse` builds it from a dict, checking every key against the fields. ``FILL``: the
-    fields whose default is written into the config as written (``True``: all of them), so that the params of the
-    jobs that read the key show it (:func:`vocab_transfer.workflow.schema.fill_defaults`)."""
+    """A config section: :meth:`parse` builds it from a dict, checking every key against the fields. ``FILL``:
+    the fields whose default is written into the config as written (``True``: all of them), so that the params
+    of the jobs that read the key show it (:func:`vocab_transfer.workflow.schema.fill_defaults`)."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False,
                               revalidate_instances="never")
@@ -130,7 +131,8 @@ class Section(BaseModel):
 
     @classmethod
     def parse(cls, data: Any, where: str | None = None):
-        """``data`` (a mapping) as this section, or :class:`ModelError` naming the key path under ``where``."""
+        """``data`` (a mapping) as this section, or :class:`ModelError` naming the key path under
+        ``where``."""
         if isinstance(data, cls):
             return data
         try:
@@ -152,17 +154,18 @@ class Section(BaseModel):
         empty while the model validates: the engine puts the path in front)."""
 
 
-# --- messages --------------------------------------------------------------------------------------------------
+# --- messages
+# --------------------------------------------------------------------------------------------------
 TYPE_NAMES = {"int_type": "int", "float_type": "a number", "string_type": "str", "bool_type": "bool",
               "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping",
               "number_type": "a number", "literal_error": None}
-BOUND_WORDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
-               "less_than": ("<", "lt")}
+BOUND_WORDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"),
+               "less_than_equal": ("<=", "le"), "less_than": ("<", "lt")}
 
 
 def _path(loc: tuple, data: Any, where: str) -> tuple[str, Any]:
-    """The key path of an error's ``loc`` in ``data`` (union alternatives and missing keys left out) and the value
-    there."""
+    """The key path of an error's ``loc`` in ``data`` (union alternatives and missing keys left out) and the
+    value there."""
     node, out = data, where
     for i, part in enumerate(loc):
         if i + 1 < len(loc) and loc[i + 1] == "[key]":
@@ -175,8 +178,8 @@ def _path(loc: tuple, data: Any, where: str) -> tuple[str, Any]:
 
 
 def _number_hint(value: Any) -> str:
-    """A hint for a number that arrived as a string: YAML 1.1 reads ``5e-5`` (no dot) as one, and Snakemake reads a
-    nested value of ``--config`` as one."""
+    """A hint for a number that arrived as a string: YAML 1.1 reads ``5e-5`` (no dot) as one, and Snakemake
+    reads a nested value of ``--config`` as one."""
     if not isinstance(value, str):
         return ""
     try:
@@ -185,7 +188,8 @@ def _number_hint(value: Any) -> str:
         return ""
     if "." not in value and re.search("[eE]", value):
         return f" (YAML reads {value} as a string: write it with a dot and a signed exponent, e.g. 5.0e-5)"
-    return " (a number written as a string; Snakemake reads a nested value of --config as one: give it in a config file)"
+    return (" (a number written as a string; Snakemake reads a nested value of --config as one: give it in a "
+            "config file)")
 
 
 def _text(e: dict) -> str:
@@ -216,8 +220,9 @@ def _text(e: dict) -> str:
 
 
 def _rank(e: dict) -> int:
-    """Which error a message names first: a YAML boolean, then a name, then a key or value, then a rule between
-    keys, then a type that does not fit one of a union's alternatives (a mapping tried as a string)."""
+    """Which error a message names first: a YAML boolean, then a name, then a key or value, then a rule
+    between keys, then a type that does not fit one of a union's alternatives (a mapping tried as a string).
+    """
     kind, value = e["type"], e.get("input")
     if kind == "yaml_boolean_key" or (kind == "string_type" and isinstance(value, bool)):
         return 0
@@ -234,7 +239,10 @@ def error_message(error: ValidationError, where: str, data: Any) -> str:
     """The first problem of a validation ``error`` (:func:`_rank`; the deepest first among equals), as
     ``<key path>: <what is wrong>``."""
     errors = error.errors(include_url=False)
-    e = min(enumerate(errors), key=lambda ie: (_rank(ie[1]), -len(_path(ie[1]["loc"], data, "")[0]), ie[0]))[1]
+    def order(ie):
+        return _rank(ie[1]), -len(_path(ie[1]["loc"], data, "")[0]), ie[0]
+
+    e = min(enumerate(errors), key=order)[1]
     path, _ = _path(e["loc"], data, where)
     if e["type"] == "yaml_boolean_key":
         return yaml_boolean_hint(path, e["ctx"]["key"], key=True)
@@ -245,8 +253,8 @@ def error_message(error: ValidationError, where: str, data: Any) -> str:
 
 @functools.cache
 def type_hints(obj) -> dict:
-    """``typing.get_type_hints`` of a function (its ``Annotated`` bounds kept), resolved once: a config checks the
-    parameters of the same methods many times while Snakemake parses it, in every job."""
+    """``typing.get_type_hints`` of a function (its ``Annotated`` bounds kept), resolved once: a config checks
+    the parameters of the same methods many times while Snakemake parses it, in every job."""
     return typing.get_type_hints(obj, include_extras=True)
 
 

