@@ -352,8 +352,8 @@ def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path,
     assert seen == [(s, 16, 8) for s in range(1, 9)] + [(s, 48, 2) for s in range(9, 13) for _ in range(2)]
     assert curve_full["seq_len"].tolist() == [16, 16, 16, 48] and curve_full["samples"].tolist() == [0, 32, 64, 80]
     off = torch.autocast("cpu", enabled=False)
-    assert curve_full["heldout_loss"].iloc[-1] == heldout_loss(full, long[1][:8], lapt.dataclasses.replace(
-        cfg, objective="mlm"), sw_tokenizer, torch.device("cpu"), lambda: off)
+    assert curve_full["heldout_loss"].iloc[-1] == heldout_loss(full, long[1][:8], cfg.model_copy(
+        update={"objective": "mlm"}), sw_tokenizer, torch.device("cpu"), lambda: off)
     cut = build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.1, **wide)
     train(cut, sw_tokenizer, *short, cfg, checkpoint_dir=tmp_path / "b", stop_after=10, long_blocks=long)
     torch.randn(10)

@@ -115,13 +115,14 @@ class Section(BaseModel):
             for i, v in enumerate(value if isinstance(value, list) else [value]):
                 if type(v) is int and not INT64[0] <= v <= INT64[1]:
                     at = f".{key}[{i}]" if isinstance(value, list) else f".{key}"
-                    raise PydanticCustomError("int64", f"{at}: {v!r} does not fit in a 64-bit integer")
+                    raise PydanticCustomError("int64", "{at}: {value} does not fit in a 64-bit integer",
+                                              {"at": at, "value": repr(v)})
         if cls.model_config.get("extra") == "forbid":
-            unknown = [k for k in data if k not in cls.model_fields]
+            fields = cls.__pydantic_fields__  # (``model_fields`` is slow on a class)
+            unknown = [k for k in data if k not in fields]
             if unknown:
                 raise PydanticCustomError("unknown_keys", "unknown key(s) {unknown}; known: {known}",
-                                          {"unknown": str(sorted(map(str, unknown))),
-                                           "known": str(sorted(cls.model_fields))})
+                                          {"unknown": str(sorted(map(str, unknown))), "known": str(sorted(fields))})
         return data
 
     @model_validator(mode="after")
