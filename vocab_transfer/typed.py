@@ -204,6 +204,10 @@ def _text(e: dict) -> str:
         return f": must be {word} {bound!r}, got {value!r}"
     if kind == "literal_error":
         return f": {value!r} is not one of {ctx['expected']}"
+    if kind == "union_tag_invalid":
+        return f".{ctx['discriminator'].strip(chr(39))}: {ctx['tag']!r} is not one of {ctx['expected_tags']}"
+    if kind == "union_tag_not_found":
+        return f": missing required key {ctx['discriminator'].strip(chr(39))!r}"
     if kind == "finite_number":
         return f": {value!r} is not a finite number"
     if kind == "too_short":

@@ -918,8 +918,6 @@ def check_figures(cfg: Config) -> None:
     for name, spec in cfg.figures.items():
         where = f"figures.{name}"
         if spec.kind == "sample_efficiency":  # scores against the LAPT data of the models' runs
-            if not spec.series or not spec.tasks:
-                raise ConfigError(f"{where}: kind sample_efficiency needs 'series' and 'tasks'")
             for label, models in spec.series.items():
                 bad = [m for m in models if m not in ft.models or ft.models[m].lapt is None]
                 if bad:
@@ -938,8 +936,6 @@ def check_figures(cfg: Config) -> None:
                 raise ConfigError(f"{where}.tasks: {bad} are not tasks of finetune.models.{spec.model}")
             continue
         if spec.kind in ("curves", "init_similarity"):  # runs x languages
-            if not spec.runs or not spec.languages:
-                raise ConfigError(f"{where}: kind {spec.kind} needs 'runs' and 'languages'")
             bad = [r for r in spec.runs if r not in runs]
             if bad:
                 raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
@@ -958,8 +954,6 @@ def check_figures(cfg: Config) -> None:
             if ft.tasks[spec.task].zero_shot is not None:
                 raise ConfigError(f"{where}.task: {spec.task!r} is a zero-shot task; the figure reads in-language "
                                   "fine-tuning scores")
-        elif spec.language is None:
-            raise ConfigError(f"{where}: kind token_accuracy needs 'language' (a LAPT target)")
         lang = figure_language(cfg, name)
         names = figure_runs(cfg, name)
         bad = [r for r in names if r not in runs]
@@ -978,8 +972,6 @@ def check_figures(cfg: Config) -> None:
                 raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on {spec.task!r} "
                                   "(e.g. {lapt: <run>, steps: [...]} for LAPT snapshots, {lapt: <run>} for the end)")
             continue
-        if not spec.steps:
-            raise ConfigError(f"{where}: kind token_accuracy needs 'steps' (evaluation steps of the histograms)")
         if spec.matched_by is not None and spec.matched_by not in cfg.methods:
             raise ConfigError(f"{where}.matched_by: {spec.matched_by!r} is not an entry of 'methods'")
         for run in names:

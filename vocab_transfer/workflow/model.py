@@ -743,21 +743,14 @@ class Table(Section):
         "probe accuracy at init is shown next to the held-out value (WECHSEL Tables 7-8: NLI, POS)"))
 
 
-class Figure(Section):
-    """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots)."""
+class FigureSpec(Section):
+    """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots); one class per
+    ``kind`` (:data:`Figure`), each naming the keys its kind needs (``NEEDS``)."""
 
     FILL: ClassVar[tuple[str, ...]] = ("value", "matched_by", "matched", "max_step", "steps")
+    NEEDS: ClassVar[tuple[str, ...]] = ()
 
-    kind: Literal["lapt_finetune", "token_accuracy", "curves", "init_similarity", "unk_scatter",
-                  "sample_efficiency"] = Field(description=(
-        "lapt_finetune: held-out MLM loss during LAPT and the task's test score after fine-tuning at LAPT "
-        "snapshots (vocab-swap Figures 4/8); token_accuracy: held-out accuracy of the most frequent tokens, "
-        "matched vs not matched by the init (vocab-swap Figure 6); curves: held-out value of some runs over "
-        "steps, one panel per language (WECHSEL Figures 3-5); init_similarity: cosine similarity of each "
-        "token's embedding after LAPT to its initialization (WECHSEL Figure 6); unk_scatter: a model's test "
-        "score per language against the UNK and overlap share of the language's vocabulary (UNKs Everywhere "
-        "Figure 2); sample_efficiency: mean test score against the training sequences of the models' LAPT "
-        "runs (UNKs Everywhere Figure 3)"))
+    kind: str = Field(description="what the figure draws (one class per kind)")
     title: str | None = Field(None, description="figure title (default: the figure's name)")
     runs: UniqueList[str] | None = Field(None, min_length=1, description=(
         "lapt.runs keys, in legend order (default: every run on the figure's language)"))
@@ -787,6 +780,53 @@ class Figure(Section):
     steps: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, description=(
         "kind token_accuracy (required): evaluation steps whose per-token accuracy distribution is drawn "
         "(vocab-swap: 1000, 5000)"))
+
+
+    def check(self, where: str) -> None:
+        if not all(getattr(self, k) for k in self.NEEDS):
+            raise ModelError(f"{where}: kind {self.kind} needs {' and '.join(map(repr, self.NEEDS))}")
+
+
+class LaptFinetuneFigure(FigureSpec):
+    kind: Literal["lapt_finetune"] = Field(description=(
+        "held-out MLM loss during LAPT and the task's test score after fine-tuning at LAPT snapshots "
+        "(vocab-swap Figures 4/8)"))
+    NEEDS: ClassVar[tuple[str, ...]] = ("task",)
+
+
+class TokenAccuracyFigure(FigureSpec):
+    kind: Literal["token_accuracy"] = Field(description=(
+        "held-out accuracy of the most frequent tokens, matched vs not matched by the init (vocab-swap Figure 6)"))
+    NEEDS: ClassVar[tuple[str, ...]] = ("language", "steps")
+
+
+class CurvesFigure(FigureSpec):
+    kind: Literal["curves"] = Field(description=(
+        "held-out value of some runs over steps, one panel per language (WECHSEL Figures 3-5)"))
+    NEEDS: ClassVar[tuple[str, ...]] = ("runs", "languages")
+
+
+class InitSimilarityFigure(FigureSpec):
+    kind: Literal["init_similarity"] = Field(description=(
+        "cosine similarity of each token's embedding after LAPT to its initialization (WECHSEL Figure 6)"))
+    NEEDS: ClassVar[tuple[str, ...]] = ("runs", "languages")
+
+
+class UnkScatterFigure(FigureSpec):
+    kind: Literal["unk_scatter"] = Field(description=(
+        "a model's test score per language against the UNK and overlap share of the language's vocabulary "
+        "(UNKs Everywhere Figure 2)"))
+
+
+class SampleEfficiencyFigure(FigureSpec):
+    kind: Literal["sample_efficiency"] = Field(description=(
+        "mean test score against the training sequences of the models' LAPT runs (UNKs Everywhere Figure 3)"))
+    NEEDS: ClassVar[tuple[str, ...]] = ("series", "tasks")
+
+
+#: A figure, by its ``kind``.
+Figure = Annotated[LaptFinetuneFigure | TokenAccuracyFigure | CurvesFigure | InitSimilarityFigure
+                   | UnkScatterFigure | SampleEfficiencyFigure, Field(discriminator="kind")]
 
 
 # --- resources, evaluation, the whole config

@@ -66,7 +66,11 @@ def fill_defaults(config: dict, cls: type[Section] = Config) -> dict:
 
 
 def _fill_value(hint, value) -> None:
-    for arg in _args(hint):
+    members = _args(hint)
+    sections = [a for a in members if isinstance(a, type) and issubclass(a, Section)]
+    if len(sections) > 1 and isinstance(value, dict):  # a union by kind: the class of the value's kind
+        members = [a for a in sections if value.get("kind") in typing.get_args(a.model_fields["kind"].annotation)]
+    for arg in members:
         origin, args = typing.get_origin(arg), typing.get_args(arg)
         if isinstance(arg, type) and issubclass(arg, Section) and isinstance(value, dict):
             fill_defaults(value, arg)
