@@ -165,7 +165,7 @@ def test_scripts_round_trip_a_section():
     (lambda c: c["tables"].update(t={"kind": "init", "rows": ["nope"], "languages": ["de"]}),
      "tables.t.rows: ['nope'] are not entries of methods"),
     (lambda c: c["tables"].update(t={"kind": "init",
-     "rows": ["focus"]}), "kind init needs 'rows' (methods) and"),
+     "rows": ["focus"]}), "kind init needs 'rows' and 'languages'"),
 ])
 def test_parse_time_rules_name_the_key(edit, message):
     """Method parameters are checked against the method's signature (type and bounds), and the rules between

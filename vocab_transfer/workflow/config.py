@@ -759,8 +759,6 @@ def check_tables(cfg: Config) -> None:
     ft = cfg.finetune
     for name, spec in cfg.tables.items():
         if spec.kind in VOCAB_TABLE_KINDS:  # corpora and vocabularies of some languages
-            if not spec.languages:
-                raise ConfigError(f"tables.{name}: kind {spec.kind} needs 'languages'")
             if spec.kind == "nearest_tokens":
                 if spec.method not in cfg.methods or cfg.methods[spec.method].kind != "wechsel":
                     raise ConfigError(f"tables.{name}.method: {spec.method!r} is not a methods entry of kind wechsel "
@@ -775,8 +773,6 @@ def check_tables(cfg: Config) -> None:
                                   f"{cfg.target_names}; corpora: {sorted(cfg.corpora)})")
             continue
         if spec.kind == "init":  # init-time held-out values of some methods
-            if not spec.rows or not spec.languages:
-                raise ConfigError(f"tables.{name}: kind init needs 'rows' (methods) and 'languages'")
             bad = [m for m in spec.rows if m not in cfg.methods]
             if bad:
                 raise ConfigError(f"tables.{name}.rows: {bad} are not entries of methods")
@@ -832,8 +828,6 @@ def check_tables(cfg: Config) -> None:
             raise ConfigError(f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two groups); "
                               f"rows: {row_labels}")
         if lapt:
-            if not spec.languages or not spec.steps:
-                raise ConfigError(f"tables.{name}: kind lapt needs 'languages' and 'steps'")
             continue
         known_languages = {s.language for s in cfg.zero_shot.sources.values()}
         bad = [lang for lang in spec.source_languages or [] if lang not in known_languages]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PrivateAttr
 from pydantic_core import PydanticCustomError
 
 from ..data.corpus import NORMALIZATIONS
@@ -116,7 +116,6 @@ NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
 # vocab_transfer.report.vocab_tables
 VOCAB_TABLE_KINDS = ("corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage", "overlap_groups",
                      "overlap_longest", "nearest_tokens")
-TABLE_KINDS = ("finetune", "lapt", "init", *VOCAB_TABLE_KINDS)
 
 
 # --- corpora
@@ -689,17 +688,24 @@ class Grid(Section):
         " FlauBERT, German BERT)"))
 
 
-class Table(Section):
-    """``tables.<name>``: a paper table (vocab_transfer.report.tables.paper_table)."""
+class ByKind(Section):
+    """A section with one class per ``kind`` (a union by kind: :data:`Table`, :data:`Figure`), each naming the
+    keys its kind needs (``NEEDS``)."""
+
+    NEEDS: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, where: str) -> None:
+        if not all(getattr(self, k) for k in self.NEEDS):
+            raise ModelError(f"{where}: kind {self.kind} needs {' and '.join(map(repr, self.NEEDS))}")
+
+
+class TableSpec(ByKind):
+    """``tables.<name>``: a paper table (vocab_transfer.report.tables.paper_table); one class per ``kind``
+    (:data:`Table`)."""
 
     FILL: ClassVar[tuple[str, ...]] = ("kind", "format")
 
-    kind: Literal[TABLE_KINDS] = Field("finetune", description=(
-        "finetune: downstream scores; lapt: held-out perplexity/loss of LAPT runs at given steps; init: "
-        "init-time held-out perplexity/loss/bits per byte of `rows` (methods) on `languages`; corpus_sizes "
-        "(FOCUS Table 1), overlap_counts (FOCUS Table 8), overlap_sample (FOCUS Table 7), vocab_coverage "
-        "(UNKs Table 1), overlap_groups (UNKs Table 6), overlap_longest (UNKs Table 7), nearest_tokens "
-        "(WECHSEL Table 6): corpora and vocabularies of `languages` (vocab_transfer.report.vocab_tables)"))
+    kind: str = Field(description="what the table shows (one class per kind; default finetune)")
     title: str | None = Field(None, description="heading, e.g. 'FOCUS Table 3: NER (F1)'")
     rows: list[str] | None = Field(None, description=(
         "finetune.models keys (kind lapt: lapt.runs keys; kind init: methods keys), in row order (default: "
@@ -743,12 +749,43 @@ class Table(Section):
         "probe accuracy at init is shown next to the held-out value (WECHSEL Tables 7-8: NLI, POS)"))
 
 
-class FigureSpec(Section):
+class FinetuneTable(TableSpec):
+    kind: Literal["finetune"] = Field("finetune", description="downstream scores")
+
+
+class LaptTable(TableSpec):
+    kind: Literal["lapt"] = Field(description="held-out perplexity/loss of LAPT runs at given steps")
+    NEEDS: ClassVar[tuple[str, ...]] = ("languages", "steps")
+
+
+class InitTable(TableSpec):
+    kind: Literal["init"] = Field(description=(
+        "init-time held-out perplexity/loss/bits per byte of `rows` (methods) on `languages`"))
+    NEEDS: ClassVar[tuple[str, ...]] = ("rows", "languages")
+
+
+class VocabTable(TableSpec):
+    kind: Literal[VOCAB_TABLE_KINDS] = Field(description=(  # type: ignore[valid-type]
+        "corpora and vocabularies of `languages` (vocab_transfer.report.vocab_tables): corpus_sizes (FOCUS "
+        "Table 1), overlap_counts (FOCUS Table 8), overlap_sample (FOCUS Table 7), vocab_coverage (UNKs Table "
+        "1), overlap_groups (UNKs Table 6), overlap_longest (UNKs Table 7), nearest_tokens (WECHSEL Table 6)"))
+    NEEDS: ClassVar[tuple[str, ...]] = ("languages",)
+
+
+def _finetune_by_default(table: Any) -> Any:
+    return {"kind": "finetune", **table} if isinstance(table, dict) and "kind" not in table else table
+
+
+#: A table, by its ``kind`` (finetune where it names none).
+Table = Annotated[FinetuneTable | LaptTable | InitTable | VocabTable, Field(discriminator="kind"),
+                  BeforeValidator(_finetune_by_default)]
+
+
+class FigureSpec(ByKind):
     """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots); one class per
     ``kind`` (:data:`Figure`), each naming the keys its kind needs (``NEEDS``)."""
 
     FILL: ClassVar[tuple[str, ...]] = ("value", "matched_by", "matched", "max_step", "steps")
-    NEEDS: ClassVar[tuple[str, ...]] = ()
 
     kind: str = Field(description="what the figure draws (one class per kind)")
     title: str | None = Field(None, description="figure title (default: the figure's name)")
@@ -782,9 +819,6 @@ class FigureSpec(Section):
         "(vocab-swap: 1000, 5000)"))
 
 
-    def check(self, where: str) -> None:
-        if not all(getattr(self, k) for k in self.NEEDS):
-            raise ModelError(f"{where}: kind {self.kind} needs {' and '.join(map(repr, self.NEEDS))}")
 
 
 class LaptFinetuneFigure(FigureSpec):

@@ -69,7 +69,9 @@ def _fill_value(hint, value) -> None:
     members = _args(hint)
     sections = [a for a in members if isinstance(a, type) and issubclass(a, Section)]
     if len(sections) > 1 and isinstance(value, dict):  # a union by kind: the class of the value's kind
-        members = [a for a in sections if value.get("kind") in typing.get_args(a.model_fields["kind"].annotation)]
+        kinds = {a: a.model_fields["kind"] for a in sections}
+        members = [a for a, f in kinds.items() if value.get("kind") in typing.get_args(f.annotation)
+                   or "kind" not in value and not f.is_required()]  # no kind: the class of the default one
     for arg in members:
         origin, args = typing.get_origin(arg), typing.get_args(arg)
         if isinstance(arg, type) and issubclass(arg, Section) and isinstance(value, dict):
