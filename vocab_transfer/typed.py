@@ -122,7 +122,8 @@ class Section(BaseModel):
             unknown = [k for k in data if k not in fields]
             if unknown:
                 raise PydanticCustomError("unknown_keys", "unknown key(s) {unknown}; known: {known}",
-                                          {"unknown": str(sorted(map(str, unknown))), "known": str(sorted(fields))})
+                                          {"unknown": str(sorted(map(str, unknown))),
+                                           "known": str(sorted(fields))})
         return data
 
     @model_validator(mode="after")

@@ -269,9 +269,9 @@ def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
 
 
 def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:
-    """What a run's checkpoints are valid for (saved in their state, compared by :meth:`Checkpoints.resume`): ``extra``
-    and every field of the settings ``cfg`` but those in ``free`` (a resumed run may change them), as JSON values; a
-    nested section (LAPT's ``adapter``) as its params wrote it."""
+    """What a run's checkpoints are valid for (saved in their state, compared by :meth:`Checkpoints.resume`):
+    ``extra`` and every field of the settings ``cfg`` but those in ``free`` (a resumed run may change them), as
+    JSON values; a nested section (LAPT's ``adapter``) as its params wrote it."""
     fields = {k: v.as_written() if isinstance(v, Section) else getattr(cfg, k) for k, v in cfg}
     return json.loads(json.dumps({**extra, **{k: v for k, v in fields.items() if k not in free}}))
 

@@ -766,9 +766,10 @@ class InitTable(TableSpec):
 
 class VocabTable(TableSpec):
     kind: Literal[VOCAB_TABLE_KINDS] = Field(description=(  # type: ignore[valid-type]
-        "corpora and vocabularies of `languages` (vocab_transfer.report.vocab_tables): corpus_sizes (FOCUS "
-        "Table 1), overlap_counts (FOCUS Table 8), overlap_sample (FOCUS Table 7), vocab_coverage (UNKs Table "
-        "1), overlap_groups (UNKs Table 6), overlap_longest (UNKs Table 7), nearest_tokens (WECHSEL Table 6)"))
+        "corpora and vocabularies of `languages` (vocab_transfer.report.vocab_tables): corpus_sizes "
+        "(FOCUS Table 1), overlap_counts (FOCUS Table 8), overlap_sample (FOCUS Table 7), vocab_coverage "
+        "(UNKs Table 1), overlap_groups (UNKs Table 6), overlap_longest (UNKs Table 7), nearest_tokens "
+        "(WECHSEL Table 6)"))
     NEEDS: ClassVar[tuple[str, ...]] = ("languages",)
 
 
@@ -830,7 +831,8 @@ class LaptFinetuneFigure(FigureSpec):
 
 class TokenAccuracyFigure(FigureSpec):
     kind: Literal["token_accuracy"] = Field(description=(
-        "held-out accuracy of the most frequent tokens, matched vs not matched by the init (vocab-swap Figure 6)"))
+        "held-out accuracy of the most frequent tokens, matched vs not matched by the init (vocab-swap "
+        "Figure 6)"))
     NEEDS: ClassVar[tuple[str, ...]] = ("language", "steps")
 
 
