@@ -85,7 +85,7 @@ def ours(a) -> float:
     cuda = torch.cuda.is_available()
 
     def run(steps: int, folder: str) -> float:
-        cfg = LaptConfig.from_dict(dict(steps=steps, batch_size=a.batch, seq_len=a.seq_len, lr=5e-4,
+        cfg = LaptConfig.parse(dict(steps=steps, batch_size=a.batch, seq_len=a.seq_len, lr=5e-4,
                                         eval_every=10**9, eval_sequences=1, checkpoint_every=10**9, seed=0,
                                         compile=a.compile))
         if cuda:

@@ -7,7 +7,7 @@ import sys
 from types import SimpleNamespace
 
 from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
-                                            expand_snapshot_models, fill_defaults, lapt_run_config)
+                                            expand_snapshot_models, fill_defaults)
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.rehearsal import check_no_mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res
@@ -200,7 +200,7 @@ def lapt_estimate(wildcards, input):
     if not res.compute_params(shape, head=False):
         return None
     vocab = res.tokenizer_vocab_size(input.get("tokenizer")) or lapt_config_vocab(wildcards, shape)
-    return res.lapt_minutes(lapt_run_config(cfg, wildcards.run), res.compute_params(shape, vocab),
+    return res.lapt_minutes(cfg.lapt_run_config(wildcards.run), res.compute_params(shape, vocab),
                             cfg.lapt.gpus, cfg.lapt.nodes, profile_gpu_model("train_lapt"))
 
 
@@ -211,7 +211,7 @@ def lapt_mem_mb(wildcards, input):
     if not res.compute_params(shape, head=False):
         return None
     vocab = res.tokenizer_vocab_size(input.get("tokenizer")) or lapt_config_vocab(wildcards, shape)
-    pure = lapt_run_config(cfg, wildcards.run).precision == "bf16_pure"
+    pure = cfg.lapt_run_config(wildcards.run).precision == "bf16_pure"
     return res.training_mem_mb(res.total_params(shape, vocab), processes=cfg.lapt.gpus,
                                weight_bytes=2 if pure else 4)
 
@@ -224,7 +224,7 @@ def task_work(wildcards, input, dataset, settings, model, runs, train, gpus, rul
     rows = res.task_rows(input.get("data"), dataset)
     if not gpus or not res.compute_params(shape, head=False) or rows is None:
         return None
-    return res.finetune_minutes(FinetuneConfig.from_dict(json.loads(settings)), rows,
+    return res.finetune_minutes(FinetuneConfig.parse(json.loads(settings)), rows,
                                 res.compute_params(shape, head=False), runs=runs, train=train, gpus=gpus,
                                 gpu_model=profile_gpu_model(rule))
 
@@ -237,7 +237,7 @@ def task_mem_mb(wildcards, input, dataset, settings, model, copies):
     if not res.compute_params(shape, head=False):
         return None
     rows = res.task_rows(input.get("data"), dataset) or {}
-    tokens = sum(rows.values()) * FinetuneConfig.from_dict(json.loads(settings)).seq_len
+    tokens = sum(rows.values()) * FinetuneConfig.parse(json.loads(settings)).seq_len
     return res.training_mem_mb(res.total_params(shape, job_vocab(input, shape)), copies=copies,
                                data_tokens=tokens)
 

@@ -40,7 +40,7 @@ def tiny_model(sw_tokenizer, seed=0):
 def config(**kw):
     base = dict(steps=8, batch_size=8, seq_len=32, lr=1e-2, eval_every=4, eval_sequences=8, checkpoint_every=4,
                 seed=3, threads=1, variant="adapter")
-    return LaptConfig.from_dict({**base, **kw})
+    return LaptConfig.parse({**base, **kw})
 
 
 def adapter_count(h: int, layers: int, r: int, invertible: bool) -> int:
@@ -128,7 +128,7 @@ def test_adapter_only_keeps_the_source_embeddings(tmp_path, sw_tokenizer, blocks
     assert all(torch.equal(p, before[n]) for n, p in model.named_parameters() if n not in adapters)
     assert not all(torch.equal(p, torch.zeros_like(p)) for n, p in model.named_parameters() if ".up." in n)
     with pytest.raises(ValueError, match="train_embeddings: false applies to variant 'adapter'"):
-        LaptConfig.from_dict({"variant": "full", "train_embeddings": False})
+        LaptConfig.parse({"variant": "full", "train_embeddings": False})
 
 
 def test_save_strip_reload_reproduces_the_trained_model(tmp_path, sw_tokenizer, blocks, trained):
@@ -197,7 +197,7 @@ def test_unsupported_architecture_and_bad_config(sw_tokenizer):
     with pytest.raises(NotImplementedError, match="GPT2LMHeadModel.*'gpt2'"):
         add_language_adapter(gpt2)
     with pytest.raises(ValueError, match=r"adapter: unknown key.*'reduction'"):
-        LaptConfig.from_dict({"variant": "adapter", "adapter": {"reduction": 2}})
+        LaptConfig.parse({"variant": "adapter", "adapter": {"reduction": 2}})
     with pytest.raises(ValueError, match="non_linearity"):
         AdapterConfig(non_linearity="swish")
     model = tiny_model(sw_tokenizer)

@@ -190,7 +190,7 @@ def test_the_corpus_default_splits_long_documents(tmp_path):
 
 
     schema = yaml.safe_load((Path(__file__).parents[1] / "schemas" / "config.schema.yaml").read_text())
-    default = schema["properties"]["corpus_filter"]["properties"]["split_chars"]["default"]
+    default = schema["$defs"]["CorpusFilter"]["properties"]["split_chars"]["default"]
     path = tmp_path / "de.txt"
     path.write_text(("ein langer satz " * 65_000) + "\n" + "\n".join(f"kurzer satz {i}" for i in range(200)) + "\n")
     stats = build_corpus(text_spec(path), filter_cfg={"split_chars": default}, split_cfg={"heldout_fraction": 0.1},

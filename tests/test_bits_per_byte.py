@@ -105,7 +105,7 @@ def test_lapt_curve_records_bits_per_byte(tmp_path, sw_tokenizer, swahili_verses
     held = pack_texts(swahili_verses[600:700], sw_tokenizer, 32)
     model = build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.1, hidden_size=16, num_layers=1, num_heads=2,
                            intermediate_size=32, max_position_embeddings=32)
-    cfg = LaptConfig.from_dict(dict(steps=4, batch_size=8, seq_len=32, lr=1e-3, eval_every=2, eval_sequences=8,
+    cfg = LaptConfig.parse(dict(steps=4, batch_size=8, seq_len=32, lr=1e-3, eval_every=2, eval_sequences=8,
                                     checkpoint_every=4, seed=3, threads=1, objective="mlm"))
     curve = train(model, sw_tokenizer, train_blocks, held, cfg, checkpoint_dir=tmp_path / "ckpt")
     assert curve["heldout_bits_per_byte"].notna().all() and (curve["train_sequences"] == len(train_blocks)).all()

@@ -353,7 +353,7 @@ def test_a_lapt_checkpoint_root_that_is_a_link_is_refused_before_training(tmp_pa
     (tmp_path / "c").symlink_to(outside, target_is_directory=True)
     blocks = (pack_texts(swahili_verses[:100], sw_tokenizer, 32),
               pack_texts(swahili_verses[100:120], sw_tokenizer, 32))
-    cfg = LaptConfig.from_dict(dict(steps=4, batch_size=8, seq_len=32, eval_every=2, eval_sequences=8,
+    cfg = LaptConfig.parse(dict(steps=4, batch_size=8, seq_len=32, eval_every=2, eval_sequences=8,
                                     checkpoint_every=2, seed=3, threads=1))
     model = build_xlmr_mlm(sw_tokenizer, seed=0, hidden_size=16, num_layers=1, num_heads=2,
                            intermediate_size=32, max_position_embeddings=32)
@@ -390,7 +390,7 @@ def finetune_run(ner, sw_tokenizer, folder: Path, stop_after=None):
     labels = task_labels("ner", data)
     torch.manual_seed(1)
     model = load_task_model("ner", str(path), labels)
-    cfg = FinetuneConfig.from_dict({"epochs": 1, "lr": 2e-3, "batch_size": 16, "seq_len": 32,
+    cfg = FinetuneConfig.parse({"epochs": 1, "lr": 2e-3, "batch_size": 16, "seq_len": 32,
                                     "eval_fraction": 0.5, "threads": 1})
     return finetune(model, sw_tokenizer, "ner", data, labels, cfg, seed=1, checkpoint_dir=folder,
                     stop_after=stop_after)

@@ -1,10 +1,9 @@
 """The typed config model (vocab_transfer.workflow.model, and the trainers' settings in
-vocab_transfer.training.settings) is the one definition of the config: the JSON schema is generated from it
-(vocab_transfer.workflow.schema), every key is documented there, the copy in schemas/ is current, and the model itself
-refuses what the schema refuses, naming the key path."""
+vocab_transfer.training.settings) is the one definition of the config and its one check: the JSON schema for
+editors is generated from it (vocab_transfer.workflow.schema), every key is documented there, the copy in
+schemas/ is current, and the model refuses a bad key or value, naming the key path."""
 
 import copy
-import dataclasses
 import json
 import typing
 from pathlib import Path
@@ -44,40 +43,46 @@ def test_a_stale_schema_file_is_noticed(tmp_path, monkeypatch):
 
 
 def _classes(cls=Config, seen=None):
-    """Every section class the config holds, and the trainers' settings its sections hold."""
+    """Every section class the config holds, with the trainers' settings its sections hold."""
     seen = {} if seen is None else seen
     seen[cls.__name__] = cls
-    for f in dataclasses.fields(cls):
-        hints = [typing.get_type_hints(cls)[f.name]]
+    for info in cls.model_fields.values():
+        hints = [info.annotation]
         while hints:
             h = hints.pop()
             hints += typing.get_args(h)
-            if isinstance(h, type) and dataclasses.is_dataclass(h) and h.__name__ not in seen:
+            if isinstance(h, type) and issubclass(h, model.Section) and h.__name__ not in seen:
                 _classes(h, seen)
-        for meta in (f.metadata, f.metadata.get("values", {})):
-            if "settings" in meta and meta["settings"].__name__ not in seen:
-                _classes(meta["settings"], seen)
     return seen
 
 
 def test_every_key_is_documented():
-    classes = _classes()
-    assert {"Corpus", "Lapt", "LaptRun", "LaptConfig", "AdapterConfig", "FinetuneConfig", "Eval"} <= set(classes)
-    undocumented = [f"{name}.{f.name}" for name, cls in classes.items() for f in dataclasses.fields(cls)
-                    if f.name != getattr(cls, "EXTRA", None) and not f.metadata.get("doc")]
+    classes = {**_classes(), "LaptConfig": settings.LaptConfig}
+    assert {"Corpus", "Lapt", "LaptRun", "LaptSettings", "AdapterConfig", "TaskAdapter", "FinetuneConfig",
+            "Eval"} <= set(classes)
+    undocumented = [f"{name}.{key}" for name, cls in classes.items() for key, info in cls.model_fields.items()
+                    if not info.description]
     assert undocumented == []
+
+
+def _resolve(node):
+    """A schema node with its $ref (and a `X | None`'s) followed into $defs."""
+    defs = schema.json_schema()["$defs"]
+    if "anyOf" in node:
+        node = next(n for n in node["anyOf"] if n.get("type") != "null")
+    return defs[node["$ref"].rsplit("/", 1)[1]] if "$ref" in node else node
 
 
 def test_the_schema_shows_the_models_defaults_and_bounds():
     props = schema.json_schema()["properties"]
-    assert props["corpus_split"]["properties"]["heldout_fraction"] == {
+    assert _resolve(props["corpus_split"])["properties"]["heldout_fraction"] == {
         "type": "number", "minimum": 0, "exclusiveMaximum": 1, "default": 0.05,
-        "description": dict((f.name, f) for f in dataclasses.fields(model.CorpusSplit))[
-            "heldout_fraction"].metadata["doc"]}
-    assert props["eval"]["default"] == {} and "required" not in props["eval"]  # every eval key has a default
-    assert props["lapt"]["properties"]["runtime_min"]["default"] == 1440
-    lapt = schema.json_schema()["$defs"]["LaptConfig"]["properties"]
+        "description": model.CorpusSplit.model_fields["heldout_fraction"].description}
+    assert "required" not in _resolve(props["eval"])  # every eval key has a default
+    assert _resolve(props["lapt"])["properties"]["runtime_min"]["default"] == 1440
+    lapt = schema.json_schema()["$defs"]["LaptSettings"]["properties"]
     assert lapt["precision"]["enum"] == list(settings.PRECISIONS) and lapt["precision"]["default"] == "auto"
+    assert lapt["betas"]["items"] == {"type": "number", "minimum": 0, "exclusiveMaximum": 1}
 
 
 def test_fill_defaults_fills_the_marked_defaults_only():
@@ -104,15 +109,22 @@ def test_every_shipped_config_loads(path):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["fasttext"].update(dim=1), "config.fasttext.dim: 1 must be >= 2"),
-    (lambda c: c["fasttext"].update(dim=True), "config.fasttext.dim: expected int"),
+    (lambda c: c["fasttext"].update(dim=1), "config.fasttext.dim: must be >= 2, got 1"),
+    (lambda c: c["fasttext"].update(dim=True), "config.fasttext.dim: expected int, got True"),
     (lambda c: c["fasttext"].update(dims=3), "config.fasttext: unknown key(s) ['dims']"),
     (lambda c: c["corpus_filter"].update(normalization="NFX") if "corpus_filter" in c
      else c.update(corpus_filter={"normalization": "NFX"}), "'NFX' is not one of"),
     (lambda c: c.pop("seed"), "config: missing required key 'seed'"),
     (lambda c: c["sources"][next(iter(c["sources"]))].update(model="x/y"), "exactly one of model"),
-    (lambda c: c["methods"].update({"bad name": {"kind": "focus"}}), "config.methods: 'bad name' cannot be a name"),
+    (lambda c: c["methods"].update({"bad name": {"kind": "focus"}}),
+     "config.methods: 'bad name' cannot be a name"),
     (lambda c: c.update(targets=[]), "config.targets: needs at least 1"),
+    (lambda c: c["lapt"]["runs"]["focus"].update(steps=0),
+     "config.lapt.runs.focus.steps: must be >= 1, got 0"),
+    (lambda c: c["lapt"]["training"].update(snapshot_steps=[1, 1]), "config.lapt.training.snapshot_steps: items must "
+                                                                         "be unique, got [1, 1]"),
+    (lambda c: c["lapt"]["runs"]["focus"].update(snapshot_steps=[10**6]),
+     "config.lapt.runs.focus.snapshot_steps: must be distinct optimizer steps in 0.."),
 ])
 def test_the_model_names_the_bad_key(edit, message):
     config = yaml.safe_load(yaml.safe_dump(BASE))
@@ -130,28 +142,34 @@ def test_scripts_round_trip_a_section():
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["methods"].update(k={"kind": "keep", "percent": 150}), "methods.k.percent: 150 must be <= 100"),
+    (lambda c: c["methods"].update(k={"kind": "keep",
+     "percent": 150}), "methods.k.percent: must be <= 100, got 150"),
     (lambda c: c["methods"].update(k={"kind": "keep"}), "methods.k: missing required parameter 'percent'"),
-    (lambda c: c["methods"].update(p={"kind": "permute", "window": -3}), "methods.p.window: -3 must be >= 1"),
-    (lambda c: c["methods"].update(m={"kind": "mf", "clusters": 0}), "methods.m.clusters: 0 must be >= 1"),
+    (lambda c: c["methods"].update(p={"kind": "permute",
+     "window": -3}), "methods.p.window: must be >= 1, got -3"),
+    (lambda c: c["methods"].update(m={"kind": "mf",
+     "clusters": 0}), "methods.m.clusters: must be >= 1, got 0"),
     (lambda c: c["methods"].update(w={"kind": "wechsel", "k": "10"}), "methods.w.k: expected int, got '10'"),
     (lambda c: c["corpora"].update(xx={"source": "text", "path": "no/such/file.txt"}),
      "corpora.xx.path: source text needs an existing file or folder, got 'no/such/file.txt'"),
     (lambda c: c["tokenizer"].pop("vocab_size"), "tokenizer.vocab_size: needed to train the tokenizers of"),
-    (lambda c: c["corpora"]["de"].pop("source"), "corpora.de: 'source' is a required property"),
-    (lambda c: c["lapt"]["training"].update(lr="5e-5"), "lapt.training.lr: '5e-5' is not of type 'number'"),
+    (lambda c: c["corpora"]["de"].pop("source"), "corpora.de: missing required key 'source'"),
+    (lambda c: c["lapt"]["training"].update(lr="5e-5"),
+     "lapt.training.lr: expected a number, got '5e-5' (YAML reads"),
     (lambda c: c["finetune"]["training"].update(batch_size=8.5),
-     "finetune.training.batch_size: 8.5 is not of type 'integer'"),
-    (lambda c: c["tables"].update(t={"kind": "overlap_counts"}), "tables.t: kind overlap_counts needs 'languages'"),
+     "finetune.training.batch_size: expected int, got 8.5"),
+    (lambda c: c["tables"].update(t={"kind": "overlap_counts"}),
+     "tables.t: kind overlap_counts needs 'languages'"),
     (lambda c: c["tables"].update(t={"kind": "corpus_sizes", "languages": ["zz"]}),
      "tables.t.languages: ['zz'] are neither targets nor corpora keys"),
     (lambda c: c["tables"].update(t={"kind": "init", "rows": ["nope"], "languages": ["de"]}),
      "tables.t.rows: ['nope'] are not entries of methods"),
-    (lambda c: c["tables"].update(t={"kind": "init", "rows": ["focus"]}), "kind init needs 'rows' (methods) and"),
+    (lambda c: c["tables"].update(t={"kind": "init",
+     "rows": ["focus"]}), "kind init needs 'rows' and 'languages'"),
 ])
 def test_parse_time_rules_name_the_key(edit, message):
-    """Method parameters are checked against the method's signature (type and bounds), and the rules between keys
-    that a job would otherwise hit at run time fail at parse time."""
+    """Method parameters are checked against the method's signature (type and bounds), and the rules between
+    keys that a job would otherwise hit at run time fail at parse time."""
     from vocab_transfer.workflow.config import ConfigError, check_config
 
     config = yaml.safe_load(yaml.safe_dump(BASE))

@@ -215,7 +215,7 @@ def test_lapt_clm_after_focus_init(gpt2_dir, target, tmp_path):
     tok = load_tokenizer(str(target / "tokenizer"))
     train_blocks = load_blocks(str(target / "train"), tok, 32)
     heldout = load_blocks(str(target / "heldout"), tok, 32, 8)
-    curve = train(model, tok, train_blocks, heldout, LaptConfig.from_dict(lapt_config()),
+    curve = train(model, tok, train_blocks, heldout, LaptConfig.parse(lapt_config()),
                   checkpoint_dir=tmp_path / "ckpt")
     assert curve["step"].tolist() == [0, 3, 6]
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
@@ -250,9 +250,9 @@ def test_mismatched_objective_is_named(sw_tokenizer, tmp_path):
     assert resolve_objective(tiny_gpt2(600), "auto") == resolve_objective(tiny_gpt2(600), "clm") == "clm"
     with pytest.raises(ValueError, match="objective 'clm' does not fit the model XLMRobertaForMaskedLM.*masked LM"
                                          ".*'mlm'"):
-        train(xlmr, sw_tokenizer, blocks, blocks, LaptConfig.from_dict(lapt_config()), checkpoint_dir=tmp_path)
+        train(xlmr, sw_tokenizer, blocks, blocks, LaptConfig.parse(lapt_config()), checkpoint_dir=tmp_path)
     with pytest.raises(ValueError, match="objective 'mlm' does not fit the model GPT2LMHeadModel.*'clm'"):
-        train(tiny_gpt2(600), sw_tokenizer, blocks, blocks, LaptConfig.from_dict(lapt_config(objective="mlm")),
+        train(tiny_gpt2(600), sw_tokenizer, blocks, blocks, LaptConfig.parse(lapt_config(objective="mlm")),
               checkpoint_dir=tmp_path)
 
 

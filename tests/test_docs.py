@@ -215,8 +215,8 @@ def test_nested_config_values_arrive_as_strings_and_are_refused():
     proc = dry_run(["--cores", "1", "results/lapt/tiny/sw/focus/curve.parquet", "--configfile",
                     "tests/data/tiny_config.yaml", "--config", "lapt={training: {lr: 0.01}}"])
     assert proc.returncode != 0
-    assert "lapt.training.lr: '0.01' is not of type 'number' (a number written as a string; Snakemake reads a " \
-        "nested value of --config as one" in proc.stdout + proc.stderr
+    assert "lapt.training.lr: expected a number, got '0.01' (a number written as a string; Snakemake reads " \
+        "a nested value of --config as one" in proc.stdout + proc.stderr
     top = lapt_settings("--configfile", "tests/data/tiny_config.yaml", "--config", "seed=3")
     assert top["seed"] == 3
 

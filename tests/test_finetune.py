@@ -70,7 +70,7 @@ def model_dir(tmp_path_factory, sw_tokenizer):
 
 
 def cfg(**kw):
-    return FinetuneConfig.from_dict({"epochs": 3, "lr": 2e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.2,
+    return FinetuneConfig.parse({"epochs": 3, "lr": 2e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.2,
                                      "threads": 1, **kw})
 
 
@@ -129,7 +129,7 @@ def test_label_set_mismatch_and_missing_columns_are_named(tmp_path, ner_data):
     with pytest.raises(FileNotFoundError, match="prepare_task"):
         read_task_data(tmp_path / "nowhere", "ner")
     with pytest.raises(ValueError, match="unknown key.*'epoch'"):
-        FinetuneConfig.from_dict({"epoch": 3})
+        FinetuneConfig.parse({"epoch": 3})
 
 
 def test_metrics_known_answers():

@@ -23,7 +23,6 @@ from vocab_transfer.workflow.config import (
     ConfigError,
     check_config,
     check_configfiles,
-    check_schema,
     fill_defaults,
 )
 from vocab_transfer.workflow.model import Eval, Finetune, Lapt, load
@@ -134,9 +133,9 @@ def test_a_dry_run_with_a_filled_profile_plans(profile_dry_runs):
 def test_time_limits_default_to_the_documented_ones():
     assert Lapt().runtime_min == 1440  # docs/cluster.md: the profile gives LAPT 24 h
     assert Finetune().runtime_min == 720  # 12 h per job of seeds
-    schema = yaml.safe_load(SCHEMA.read_text())["properties"]
-    assert schema["lapt"]["properties"]["runtime_min"]["default"] == 1440
-    assert schema["finetune"]["properties"]["runtime_min"]["default"] == 720
+    schema = yaml.safe_load(SCHEMA.read_text())["$defs"]
+    assert schema["Lapt"]["properties"]["runtime_min"]["default"] == 1440
+    assert schema["Finetune"]["properties"]["runtime_min"]["default"] == 720
 
 
 @pytest.mark.parametrize("corpus, corpus_filter, gb", [
@@ -179,7 +178,7 @@ def test_eval_may_be_left_out_and_takes_focus_settings():
 
 
 def test_eval_keys_are_described():
-    schema = yaml.safe_load(SCHEMA.read_text())["properties"]["eval"]["properties"]
+    schema = yaml.safe_load(SCHEMA.read_text())["$defs"]["Eval"]["properties"]
     for key in ("seq_len", "max_sequences", "mask_prob", "batch_size", "seed"):
         assert schema[key].get("description") and "default" in schema[key], key
 
@@ -244,7 +243,7 @@ def test_a_yaml_boolean_where_a_language_code_belongs_is_named(yaml_edit, messag
         else:
             config[key] = value
     with pytest.raises(ConfigError) as e:
-        check_schema(config)
+        check_config(config)
     assert str(e.value).startswith(message), str(e.value)
 
 

@@ -39,7 +39,7 @@ def tiny_model(sw_tokenizer, seed=0):
 def config(**kw):
     base = dict(steps=12, batch_size=8, seq_len=32, lr=1e-3, eval_every=4, eval_sequences=8, checkpoint_every=4,
                 seed=3, threads=1)
-    return LaptConfig.from_dict({**base, **kw})
+    return LaptConfig.parse({**base, **kw})
 
 
 def test_resume_is_bit_identical(tmp_path, sw_tokenizer, blocks):
@@ -201,8 +201,8 @@ def test_reinit_needs_an_embedding_block():
                                          "reinit are for BERT-style encoders"):
         reinitialize(gpt2, "embedding_layers", seed=0)
     assert "transformer.h.0.mlp.c_fc.weight" in reinit_parameter_names(gpt2, "all")
-    with pytest.raises(ValueError, match=r"reinit: 'body' is not one of \['none', 'embedding_layers', 'all'\]"):
-        LaptConfig.from_dict({"reinit": "body"})
+    with pytest.raises(ValueError, match=r"reinit: 'body' is not one of 'none', 'embedding_layers' or 'all'"):
+        LaptConfig.parse({"reinit": "body"})
 
 
 def test_source_correlation_curve(tmp_path, sw_tokenizer, blocks):
@@ -255,8 +255,8 @@ def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
     assert loss == heldout_loss(model, held, cfg, sw_tokenizer, torch.device("cpu"), lambda: off)
     expected = torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(held), 16):
-        inputs, labels, _ = make_batch(held, torch.arange(i, min(i + 16, len(held))), LaptConfig.from_dict(
-            {**cfg.__dict__, "seed": 12345}), sw_tokenizer, 0, i)
+        inputs, labels, _ = make_batch(held, torch.arange(i, min(i + 16, len(held))), LaptConfig.parse(
+            {**cfg.model_dump(), "seed": 12345}), sw_tokenizer, 0, i)
         with torch.no_grad():
             predicted = model(input_ids=inputs).logits.argmax(-1)
         for label, guess in zip(labels.flatten().tolist(), predicted.flatten().tolist(), strict=True):
@@ -310,7 +310,7 @@ def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, b
 def test_snapshot_and_eval_steps_config():
     assert config(eval_every=5).eval_steps() == [0, 5, 10, 12]
     assert config(variant="two_stage", embedding_stage_ratio=0.5, eval_every=4).eval_steps() == [0, 4, 6, 10, 14, 18]
-    with pytest.raises(ValueError, match=r"snapshot_steps must be distinct optimizer steps in 0\.\.12"):
+    with pytest.raises(ValueError, match=r"snapshot_steps: must be distinct optimizer steps in 0\.\.12"):
         config(snapshot_steps=[4, 13])
     with pytest.raises(ValueError, match="snapshot_steps"):
         config(snapshot_steps=[-1])
@@ -352,8 +352,8 @@ def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path,
     assert seen == [(s, 16, 8) for s in range(1, 9)] + [(s, 48, 2) for s in range(9, 13) for _ in range(2)]
     assert curve_full["seq_len"].tolist() == [16, 16, 16, 48] and curve_full["samples"].tolist() == [0, 32, 64, 80]
     off = torch.autocast("cpu", enabled=False)
-    assert curve_full["heldout_loss"].iloc[-1] == heldout_loss(full, long[1][:8], lapt.dataclasses.replace(
-        cfg, objective="mlm"), sw_tokenizer, torch.device("cpu"), lambda: off)
+    assert curve_full["heldout_loss"].iloc[-1] == heldout_loss(full, long[1][:8], cfg.model_copy(
+        update={"objective": "mlm"}), sw_tokenizer, torch.device("cpu"), lambda: off)
     cut = build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.1, **wide)
     train(cut, sw_tokenizer, *short, cfg, checkpoint_dir=tmp_path / "b", stop_after=10, long_blocks=long)
     torch.randn(10)
@@ -364,9 +364,9 @@ def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path,
     pd.testing.assert_frame_equal(curve, curve_full)
     with pytest.raises(ValueError, match="long_blocks"):
         train(build_xlmr_mlm(sw_tokenizer, seed=0, **wide), sw_tokenizer, *short, cfg, checkpoint_dir=tmp_path / "c")
-    with pytest.raises(ValueError, match=r"long_steps must be an integer in 0\.\.12"):
+    with pytest.raises(ValueError, match=r"long_steps: must be an integer in 0\.\.12"):
         config(long_steps=13, long_seq_len=48)
-    with pytest.raises(ValueError, match="long_steps 4 needs long_seq_len"):
+    with pytest.raises(ValueError, match="long_steps: 4 needs long_seq_len"):
         config(long_steps=4)
 
 
@@ -393,8 +393,8 @@ def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_toke
     main(cli(tmp_path, model_dir, tmp_path / "small", 4, seq_len=16, train_sequences=20)[3:])
     small = pd.read_parquet(tmp_path / "small.curve.parquet")  # train_sequences: a prefix of the corpus only
     assert full > 100 and small["train_sequences"].tolist() == [20, 20]
-    with pytest.raises(ValueError, match="LAPT config: train_sequences: 0 must be >= 1"):
-        LaptConfig.from_dict({"train_sequences": 0})
+    with pytest.raises(ValueError, match=r"lapt\.train_sequences: must be >= 1, got 0"):
+        LaptConfig.parse({"train_sequences": 0})
 
 
 def test_reinit_all_applies_gpt2s_scaled_residual_init():
@@ -443,9 +443,9 @@ def test_resume_refuses_checkpoints_of_other_settings_and_missing_snapshots(tmp_
 
 def test_bad_config_key_is_named():
     with pytest.raises(ValueError, match="unknown key.*'stpes'"):
-        LaptConfig.from_dict({"stpes": 3})
-    with pytest.raises(ValueError, match="LAPT config: variant: 'two-stage' is not one of"):
-        LaptConfig.from_dict({"variant": "two-stage"})
+        LaptConfig.parse({"stpes": 3})
+    with pytest.raises(ValueError, match="lapt.variant: 'two-stage' is not one of"):
+        LaptConfig.parse({"variant": "two-stage"})
 
 
 def write_fixture(tmp_path, sw_tokenizer, swahili_verses):
@@ -458,7 +458,7 @@ def write_fixture(tmp_path, sw_tokenizer, swahili_verses):
 
 
 def cli(tmp_path, model_dir, out, steps, **kw):
-    cfg = config(steps=steps, checkpoint_every=2, eval_every=10, **kw).__dict__
+    cfg = config(steps=steps, checkpoint_every=2, eval_every=10, **kw).model_dump()
     return [sys.executable, "-m", "vocab_transfer.training.lapt", "--model", str(model_dir), "--tokenizer", str(model_dir),
             "--train", str(tmp_path / "train"), "--heldout", str(tmp_path / "heldout"),
             "--output", str(out), "--config", __import__("json").dumps(cfg)]

@@ -48,7 +48,7 @@ def shards(tmp_path_factory, sw_tokenizer, swahili_verses):
 def config(**kw):
     base = dict(objective="clm", steps=8, batch_size=4, seq_len=32, lr=3e-3, eval_every=4, eval_sequences=8,
                 checkpoint_every=4, seed=3, threads=1)
-    return LaptConfig.from_dict({**base, **kw})
+    return LaptConfig.parse({**base, **kw})
 
 
 def fake_shard(tmp_path, lengths: list[int]) -> Shard:

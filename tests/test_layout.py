@@ -17,7 +17,7 @@ def _modules_after(code: str) -> list[str]:
 
 def test_trainer_settings_load_without_torch():
     loaded = _modules_after("from vocab_transfer.training.settings import LaptConfig, FinetuneConfig\n"
-                            "LaptConfig.from_dict({'steps': 10, 'variant': 'two_stage'}).stages()")
+                            "LaptConfig.parse({'steps': 10, 'variant': 'two_stage'}).stages()")
     assert "vocab_transfer.training.settings" in loaded
     assert "torch" not in loaded
 

@@ -279,17 +279,17 @@ def test_extension_default_is_focus_top_30k():
 
 @pytest.mark.parametrize("entry, message", [
     ({"kind": "extend", "top_tokens": 100, "new_tokens": 100}, "methods.x: give one of ['top_tokens', 'new_tokens']"),
-    ({"kind": "extend", "top_tokens": -1}, "methods.x.top_tokens: -1 must be >= 0"),
+    ({"kind": "extend", "top_tokens": -1}, "methods.x.top_tokens: must be >= 0, got -1"),
     ({"kind": "extend", "new_tokens": 1.5}, "methods.x.new_tokens:"),
     ({"kind": "extend", "new_rows": "mean"}, "methods.x: new_rows must be one of ['focus', 'random', 'mean_resize']"),
-    ({"kind": "extend", "covariance_scale": -1.0}, "methods.x.covariance_scale: -1.0 must be >= 0"),
-    ({"kind": "omp", "k": 0}, "methods.x.k: 0 must be >= 1"),
+    ({"kind": "extend", "covariance_scale": -1.0}, "methods.x.covariance_scale: must be >= 0, got -1.0"),
+    ({"kind": "omp", "k": 0}, "methods.x.k: must be >= 1, got 0"),
     ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
     ({"kind": "omp", "fit_dtype": "float32"}, "methods.x: fit_dtype must be one of ['float64', 'embedding']"),
     ({"kind": "omp", "new_bias": "mean"}, "methods.x: new_bias must be one of ['combined', 'zero']"),
     ({"kind": "omp", "overlap": "fuzzy"}, "methods.x: overlap must be one of ['full', 'symbolic', "
                                           "'symbolic_with_symbols', 'none', 'exact', 'identical'], not 'fuzzy'"),
-    ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: 0 must be >= 1"),
+    ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: must be >= 1, got 0"),
     ({"kind": "clp", "overlap": "exact_match"}, "methods.x: overlap must be one of ['full', 'symbolic', "
                                                  "'symbolic_with_symbols', 'none', 'exact', 'identical'], not "
                                                  "'exact_match'"),

@@ -38,9 +38,9 @@ def test_every_paper_shrinks_to_a_valid_miniature_of_its_grid(file):
     assert cfg.tokenizer.vocab_size <= r["vocab_size"] and cfg.fasttext.dim <= 16
     assert len(cfg.finetune.seeds or []) <= r["seeds"]
     if cfg.lapt.runs:
-        assert cfg.lapt.training["steps"] == min(r["steps"], paper["lapt"]["training"]["steps"])
+        assert cfg.lapt.training.steps == min(r["steps"], paper["lapt"]["training"]["steps"])
         assert cfg.lapt.gpus == min(paper["lapt"].get("gpus", 0), r["gpus"]) and cfg.lapt.nodes == 1
-        assert cfg.lapt.training["seq_len"] <= r["seq_len"]
+        assert cfg.lapt.training.seq_len <= r["seq_len"]
     # every table and figure kind of the paper is still there, with columns
     assert set(cfg.tables) == set(paper.get("tables") or {})
     for name, table in cfg.tables.items():

@@ -151,7 +151,7 @@ def test_a_request_over_a_day_is_printed_once(capsys):
 def lapt(**kw):
     from vocab_transfer.training.settings import LaptConfig
 
-    return LaptConfig.from_dict(kw)
+    return LaptConfig.parse(kw)
 
 
 def test_lapt_time_follows_its_tokens_the_model_and_the_gpus():
@@ -213,7 +213,7 @@ def test_the_requests_table_in_docs_is_current():
 def finetune_settings(**kw):
     from vocab_transfer.training.settings import FinetuneConfig
 
-    return FinetuneConfig.from_dict(kw)
+    return FinetuneConfig.parse(kw)
 
 
 def test_finetune_time_follows_the_examples_epochs_seeds_and_model():

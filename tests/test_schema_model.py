@@ -1,57 +1,20 @@
-"""Every enum of the JSON schema (generated from the typed model, checked before any job runs) is the tuple the code
-dispatches on: the corpus sources, normalizations, LAPT variants, zero-shot variants, ... that the model's
-``Literal`` types name are those the code implements."""
+"""The enums of the config model that name what another module implements are that module's: the provenance
+labels a figure counts as matched are those the methods write, and the adapters' non-linearities those the
+adapter module builds (the other enums of the model are the very tuples the code dispatches on)."""
 
-from pathlib import Path
+import typing
 
-import pytest
-import yaml
-
-from vocab_transfer.data.corpus import NORMALIZATIONS
-from vocab_transfer.data.sources import SOURCES
-from vocab_transfer.training import settings
-from vocab_transfer.training.zeroshot import UNSEEN
-from vocab_transfer.training.zeroshot import VARIANTS as ZERO_SHOT_VARIANTS
-from vocab_transfer.workflow.config import PROVENANCES
-
-ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text())
+from vocab_transfer.methods import base
+from vocab_transfer.training import adapters, settings
+from vocab_transfer.workflow import model
 
 
-def at(*keys):
-    node = SCHEMA
-    for k in keys:
-        node = node[k]
-    return node
+def test_provenance_labels_are_the_methods_labels():
+    labels = (base.SPECIAL, base.COPIED, base.COMBINED, base.MAPPED, base.RANDOM)
+    assert typing.get_args(model.Provenance) == labels
 
 
-LAPT = ("properties", "lapt", "properties")
-LAPT_CONFIG = ("$defs", "LaptConfig", "properties")
-ENUMS = {
-    "corpus source": (("properties", "corpora", "additionalProperties", "properties", "source"), SOURCES),
-    "normalization": (("properties", "corpus_filter", "properties", "normalization"), NORMALIZATIONS),
-    "lapt variant": ((*LAPT_CONFIG, "variant"), settings.VARIANTS),
-    "lapt reinit": ((*LAPT_CONFIG, "reinit"), settings.REINIT),
-    "lapt precision": ((*LAPT_CONFIG, "precision"), settings.PRECISIONS),
-    "adapter non-linearity": (("$defs", "AdapterConfig", "properties", "non_linearity"), settings.NON_LINEARITIES),
-    "task type": (("properties", "finetune", "properties", "tasks", "additionalProperties", "properties", "task"),
-                  tuple(settings.METRICS)),
-    "unseen labels": (("properties", "finetune", "properties", "tasks", "additionalProperties", "properties",
-                       "unseen_labels"), UNSEEN),
-    "zero-shot variant": (("properties", "zero_shot", "properties", "setups", "additionalProperties", "properties",
-                           "variant"), ZERO_SHOT_VARIANTS),
-    "provenance": (("properties", "figures", "additionalProperties", "properties", "matched", "items"), PROVENANCES),
-}
-
-
-def _find(path):
-    try:
-        return at(*path)
-    except KeyError:
-        pytest.fail(f"schema has no {'/'.join(path)}")
-
-
-@pytest.mark.parametrize("name", sorted(ENUMS))
-def test_schema_enums_are_the_code_tuples(name):
-    path, values = ENUMS[name]
-    assert [v for v in _find(path)["enum"] if v is not None] == list(values), name  # None: an optional key
+def test_adapter_non_linearities_are_the_ones_built():
+    assert set(settings.NON_LINEARITIES) == set(adapters.ACTIVATIONS)
+    field = settings.AdapterConfig.model_fields["non_linearity"]
+    assert typing.get_args(field.annotation) == settings.NON_LINEARITIES

@@ -842,7 +842,7 @@ def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
         (lambda c: c["tables"]["best"]["grid"]["rows"].update(Extra=[None, None, None, "flaubert", "flaubert"]),
          r"tables.best.grid.rows \['Extra'\]: each row needs one entry \(or null\) per column .* plus optionally"),
         (lambda c: c["lapt"]["runs"]["keep_50_layers"].update(reinit="body"),
-         r"lapt.runs.keep_50_layers.reinit: 'body' is not one of \['none', 'embedding_layers', 'all'\]"),
+         r"lapt.runs.keep_50_layers.reinit: 'body' is not one of 'none', 'embedding_layers' or 'all'"),
         (lambda c: c["finetune"]["tasks"]["stsb"].update(task="nli"), r"glue stsb is task 'sts', not 'nli'"),
     ]
     for edit, message in cases:

@@ -109,7 +109,7 @@ def write_task(folder, data):
 
 
 def cfg(**kw):
-    return FinetuneConfig.from_dict({"epochs": 1, "lr": 5e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.5,
+    return FinetuneConfig.parse({"epochs": 1, "lr": 5e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.5,
                                      "threads": 1, **kw})
 
 
@@ -169,7 +169,7 @@ def test_task_adapter_starts_as_identity_stacks_and_saves_separately(tmp_path, s
     fresh = build_xlmr_mlm(sw_tokenizer, seed=0, dropout=0.0, **TINY).eval()
     assert model.state_dict().keys() == fresh.state_dict().keys()
     assert torch.equal(model(input_ids=x).logits, fresh(input_ids=x).logits)  # every forward restored
-    with pytest.raises(ValueError, match="invertible must be false"):
+    with pytest.raises(ValueError, match="invertible: must be false"):
         task_adapter_config({"invertible": True})
     add_task_adapter(model)
     with pytest.raises(ValueError, match="already has a task adapter"):

@@ -1,77 +1,87 @@
-"""Values from YAML/JSON checked against Python type hints: the one type check of the config model
-(:mod:`vocab_transfer.workflow.model`), of the methods' parameters and of the trainers' settings
-(:mod:`vocab_transfer.training.settings`).
+"""The one validation engine of the config model (:mod:`vocab_transfer.workflow.model`), the trainers'
+settings (:mod:`vocab_transfer.training.settings`) and the methods' parameters: pydantic models with strict
+types (no string read as a number, a bool is no int), unknown keys refused, bounds on the fields
+(``Field(ge=1, description=...)``), and one message style naming the key path: ``config.lapt.runs.focus.steps:
+must be >= 1, got 0``.
 
-:func:`check_value` knows ``bool``, ``int`` (not a bool), ``float`` (an int too), ``str``, ``list[...]``,
-``dict[str, ...]``, bare ``list``/``dict``, ``X | None``, unions, ``Literal``, ``Any``, ``Annotated[..., Range(...)]``
-and classes with a ``parse(value, where)`` classmethod (the config model's sections), plus bounds and size limits
-given as ``meta``. No dependencies: it runs while Snakemake plans and in the trainers.
-"""
+:class:`Section` is the base of every section: :meth:`Section.parse` builds one from a dict (a mapping of a
+YAML file, a job's JSON params) or raises :class:`ModelError`; :meth:`Section.written` tells what the config
+wrote (pydantic's ``model_fields_set``); :meth:`Section.check` holds the rules between the keys of one
+section. :func:`check_value` checks one value against a type hint (a method's ``Annotated[int, Range(ge=1)]``
+parameter). Torch-free: it runs while Snakemake plans and in the trainers."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import math
 import re
-import types
 import typing
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, TypeVar
 
-NO_META = types.MappingProxyType({})
-
-
-def default(value=dataclasses.MISSING, **meta):
-    """A dataclass field with the default ``value`` (a list or dict is copied for each instance) and its metadata:
-    the bounds :func:`check_value` checks, ``doc`` and the schema's keys (:mod:`vocab_transfer.workflow.schema`)."""
-    if isinstance(value, (list, dict)):
-        return dataclasses.field(default_factory=lambda: type(value)(value), metadata=meta)
-    return dataclasses.field(default=value, metadata=meta)
-
-
-def required(**meta):
-    """A dataclass field without a default (a config key that must be given), with its metadata."""
-    return dataclasses.field(metadata=meta)
+from annotated_types import Interval
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WrapValidator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 
 class ModelError(ValueError):
     """A config value that does not fit its type: names the key path and what was expected."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Range:
-    """Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
-    checked at parse time against its annotation: :func:`vocab_transfer.workflow.model.check_parameters`)."""
+#: Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
+#: checked at parse time against its annotation: :func:`vocab_transfer.workflow.model.check_parameters`).
+Range = Interval
 
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-
-    def meta(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
-
-
-#: The bounds of every seed in a config (the top-level ``seed``, ``eval.seed``, fine-tuning ``seeds``, a trainer's
-#: ``seed``): numpy's legacy generator and most C libraries take 32-bit unsigned seeds.
+#: The bounds of every seed in a config (the top-level ``seed``, ``eval.seed``, fine-tuning ``seeds``, a
+#: trainer's ``seed``): numpy's legacy generator and most C libraries take 32-bit unsigned seeds.
 SEED_MAX = 2**32 - 1
-Seed = Annotated[int, Range(ge=0, le=SEED_MAX)]
-#: The largest vocabulary a tokenizer trainer is asked for: SentencePiece and Hugging Face's trainers keep token ids
-#: in 32-bit integers and panic far below 2**31; the largest published vocabularies hold about 256k tokens.
+Seed = Annotated[int, Field(ge=0, le=SEED_MAX)]
+#: The largest vocabulary a tokenizer trainer is asked for: SentencePiece and Hugging Face's trainers keep
+#: token ids in 32-bit integers and panic far below 2**31; the largest published vocabularies hold about 256k
+#: tokens.
 VOCAB_SIZE_MAX = 2**24
-VocabSize = Annotated[int, Range(ge=100, le=VOCAB_SIZE_MAX)]
+VocabSize = Annotated[int, Field(ge=100, le=VOCAB_SIZE_MAX)]
 #: Integers a config passes on are 64-bit in every library that reads them (numpy, torch, pyarrow, C++).
 INT64 = (-(2**63), 2**63 - 1)
 
-#: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config most
-#: likely meant (Norwegian ``no``).
+
+def _keep_int(value, handler):
+    """A float field keeps an integer as written (``warmup_ratio: 0`` stays 0 in the params a job gets)."""
+    checked = handler(value)
+    return value if type(value) is int else checked
+
+
+#: A finite number: an int or a float, never a bool or a string; an int stays an int.
+Number = Annotated[float, WrapValidator(_keep_int)]
+
+T = TypeVar("T")
+
+
+def _unique(items: list) -> list:
+    if len({repr(v) for v in items}) != len(items):
+        raise PydanticCustomError("unique", "items must be unique, got {items}", {"items": repr(items)})
+    return items
+
+
+#: A list whose items are distinct.
+UniqueList = Annotated[list[T], AfterValidator(_unique), Field(json_schema_extra={"uniqueItems": True})]
+
+#: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config
+#: most likely meant (Norwegian ``no``).
 YAML_BOOLEAN_WORDS = {False: ("no", "off", "false"), True: ("yes", "on", "true")}
 LANGUAGE_KEYS = ("targets", "corpora", "word_vectors", "dictionaries", "languages")  # and every key with "lang"
 
 
 def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
-    """``targets[0]: got the YAML boolean false; write the language code in quotes ("no")``: a boolean at ``where``
-    (``key``: a mapping key under ``where``) where a string belongs."""
+    """``targets[0]: got the YAML boolean false; write the language code in quotes ("no")``: a boolean at
+    ``where`` (``key``: a mapping key under ``where``) where a string belongs."""
     name = re.sub(r"\[\d+\]$", "", where).rsplit(".", 1)[-1]
     what = "the language code" if "lang" in name or name in LANGUAGE_KEYS else "the key" if key else "it"
     words, text = YAML_BOOLEAN_WORDS[value], str(value).lower()
@@ -79,88 +89,193 @@ def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
     return f'{where}: {got}; write {what} in quotes ("{words[0]}"): YAML reads {", ".join(words)} unquoted as {text}'
 
 
+class Section(BaseModel):
+    """A config section: :meth:`parse` builds it from a dict, checking every key against the fields. ``FILL``:
+    the fields whose default is written into the config as written (``True``: all of them), so that the params
+    of the jobs that read the key show it (:func:`vocab_transfer.workflow.schema.fill_defaults`)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, allow_inf_nan=False,
+                              revalidate_instances="never")
+    FILL: ClassVar[bool | tuple[str, ...]] = False
+    #: The key path that :meth:`parse` names by default.
+    WHERE: ClassVar[str] = "config"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys(cls, data: Any) -> Any:
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise PydanticCustomError("section_type", "expected a mapping of {section} keys, got {got}",
+                                      {"section": cls.__name__, "got": repr(data)})
+        boolean = next((k for k in data if isinstance(k, bool)), None)
+        if boolean is not None:
+            raise PydanticCustomError("yaml_boolean_key", "a YAML boolean key", {"key": boolean})
+        for key, value in data.items():
+            for i, v in enumerate(value if isinstance(value, list) else [value]):
+                if type(v) is int and not INT64[0] <= v <= INT64[1]:
+                    at = f".{key}[{i}]" if isinstance(value, list) else f".{key}"
+                    raise PydanticCustomError("int64", "{at}: {value} does not fit in a 64-bit integer",
+                                              {"at": at, "value": repr(v)})
+        if cls.model_config.get("extra") == "forbid":
+            fields = cls.__pydantic_fields__  # (``model_fields`` is slow on a class)
+            unknown = [k for k in data if k not in fields]
+            if unknown:
+                raise PydanticCustomError("unknown_keys", "unknown key(s) {unknown}; known: {known}",
+                                          {"unknown": str(sorted(map(str, unknown))),
+                                           "known": str(sorted(fields))})
+        return data
+
+    @model_validator(mode="after")
+    def _rules(self):
+        self.check("")
+        return self
+
+    @classmethod
+    def parse(cls, data: Any, where: str | None = None):
+        """``data`` (a mapping) as this section, or :class:`ModelError` naming the key path under
+        ``where``."""
+        if isinstance(data, cls):
+            return data
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise ModelError(error_message(e, cls.WHERE if where is None else where, data)) from None
+
+    def written(self, key: str) -> bool:
+        """Whether the config gave ``key`` (rather than the field taking its default)."""
+        return key in self.model_fields_set
+
+    def as_written(self, exclude: tuple[str, ...] = ()) -> dict:
+        """The keys the config gave, with their values as written (nested sections too): what a job's params
+        pass on."""
+        return self.model_dump(exclude_unset=True, exclude=set(exclude) or None)
+
+    def check(self, where: str) -> None:
+        """Rules between the keys of one section (override); the message starts with ``where`` (the key path,
+        empty while the model validates: the engine puts the path in front)."""
+
+
+# --- messages
+# --------------------------------------------------------------------------------------------------
+TYPE_NAMES = {"int_type": "int", "float_type": "a number", "string_type": "str", "bool_type": "bool",
+              "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping",
+              "number_type": "a number", "literal_error": None}
+BOUND_WORDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"),
+               "less_than_equal": ("<=", "le"), "less_than": ("<", "lt")}
+
+
+def _path(loc: tuple, data: Any, where: str) -> tuple[str, Any]:
+    """The key path of an error's ``loc`` in ``data`` (union alternatives and missing keys left out) and the
+    value there."""
+    node, out = data, where
+    for i, part in enumerate(loc):
+        if i + 1 < len(loc) and loc[i + 1] == "[key]":
+            break  # a mapping key itself: the mapping's path
+        if isinstance(node, dict) and not isinstance(part, int) and part in node:
+            out, node = f"{out}.{part}", node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            out, node = f"{out}[{part}]", node[part]
+    return out, node
+
+
+def _number_hint(value: Any) -> str:
+    """A hint for a number that arrived as a string: YAML 1.1 reads ``5e-5`` (no dot) as one, and Snakemake
+    reads a nested value of ``--config`` as one."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        float(value)
+    except ValueError:
+        return ""
+    if "." not in value and re.search("[eE]", value):
+        return f" (YAML reads {value} as a string: write it with a dot and a signed exponent, e.g. 5.0e-5)"
+    return (" (a number written as a string; Snakemake reads a nested value of --config as one: give it in a "
+            "config file)")
+
+
+def _text(e: dict) -> str:
+    """One error's message after its key path."""
+    kind, value, ctx = e["type"], e.get("input"), e.get("ctx") or {}
+    if kind == "missing":
+        return f": missing required key {e['loc'][-1]!r}"
+    if kind in BOUND_WORDS:
+        word, bound = BOUND_WORDS[kind][0], ctx[BOUND_WORDS[kind][1]]
+        bound = int(bound) if isinstance(bound, float) and bound.is_integer() else bound
+        return f": must be {word} {bound!r}, got {value!r}"
+    if kind == "literal_error":
+        return f": {value!r} is not one of {ctx['expected']}"
+    if kind == "union_tag_invalid":
+        return f".{ctx['discriminator'].strip(chr(39))}: {ctx['tag']!r} is not one of {ctx['expected_tags']}"
+    if kind == "union_tag_not_found":
+        return f": missing required key {ctx['discriminator'].strip(chr(39))!r}"
+    if kind == "finite_number":
+        return f": {value!r} is not a finite number"
+    if kind == "too_short":
+        return f": needs at least {ctx['min_length']} item(s), got {ctx.get('actual_length')}"
+    if kind == "too_long":
+        return f": takes at most {ctx['max_length']} item(s), got {ctx.get('actual_length')}"
+    if kind == "string_too_short":
+        return f": needs at least {ctx['min_length']} character(s), got {value!r}"
+    if kind in ("value_error", "assertion_error"):
+        text = str(ctx.get("error", e["msg"]))
+        return text if text[:1] in (".", ":", "[") else f": {text}"
+    if kind in TYPE_NAMES:
+        return f": expected {TYPE_NAMES[kind]}, got {value!r}{_number_hint(value)}"
+    return e["msg"] if e["msg"][:1] in (".", "[") else f": {e['msg']}"
+
+
+def _rank(e: dict) -> int:
+    """Which error a message names first: a YAML boolean, then a name, then a key or value, then a rule
+    between keys, then a type that does not fit one of a union's alternatives (a mapping tried as a string).
+    """
+    kind, value = e["type"], e.get("input")
+    if kind == "yaml_boolean_key" or (kind == "string_type" and isinstance(value, bool)):
+        return 0
+    if kind == "name":
+        return 1
+    if kind in ("value_error", "assertion_error"):
+        return 3
+    if kind in TYPE_NAMES and isinstance(value, (dict, list)) and len(e["loc"]) > 1:
+        return 4
+    return 2
+
+
+def error_message(error: ValidationError, where: str, data: Any) -> str:
+    """The first problem of a validation ``error`` (:func:`_rank`; the deepest first among equals), as
+    ``<key path>: <what is wrong>``."""
+    errors = error.errors(include_url=False)
+    def order(ie):
+        return _rank(ie[1]), -len(_path(ie[1]["loc"], data, "")[0]), ie[0]
+
+    e = min(enumerate(errors), key=order)[1]
+    path, _ = _path(e["loc"], data, where)
+    if e["type"] == "yaml_boolean_key":
+        return yaml_boolean_hint(path, e["ctx"]["key"], key=True)
+    if e["type"] == "string_type" and isinstance(e.get("input"), bool):
+        return yaml_boolean_hint(path, e["input"], key="[key]" in e["loc"])
+    return f"{path}{_text(e)}"
+
+
 @functools.cache
-def type_hints(obj, extras: bool = False) -> dict:
-    """``typing.get_type_hints`` of a class or function, resolved once: a composite config checks the same sections
-    thousands of times while Snakemake parses it, in every job."""
-    return typing.get_type_hints(obj, include_extras=extras)
+def type_hints(obj) -> dict:
+    """``typing.get_type_hints`` of a function (its ``Annotated`` bounds kept), resolved once: a config checks
+    the parameters of the same methods many times while Snakemake parses it, in every job."""
+    return typing.get_type_hints(obj, include_extras=True)
 
 
-def check_value(hint, value, where: str, meta: dict | types.MappingProxyType = NO_META):
-    """``value`` checked against the type ``hint`` and the bounds in ``meta`` (nested sections parsed), or
-    :class:`ModelError` naming ``where``."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Annotated:
-        extra = {k: v for a in args[1:] if isinstance(a, Range) for k, v in a.meta().items()}
-        return check_value(args[0], value, where, {**meta, **extra})
-    if origin in (Union, types.UnionType):
-        if value is None:
-            if type(None) in args:
-                return None
-            raise ModelError(f"{where}: must not be null")
-        errors = []
-        for arg in (a for a in args if a is not type(None)):
-            try:
-                return check_value(arg, value, where, meta)
-            except ModelError as e:
-                errors.append(str(e))
-        raise ModelError(errors[0] if len(errors) == 1 else f"{where}: {value!r} fits none of: " + "; ".join(errors))
-    if value is None and hint is not Any:
-        raise ModelError(f"{where}: must not be null")
-    if hint is Any:
-        return value
-    if isinstance(hint, type) and hasattr(hint, "parse"):  # a section of the config model
-        return hint.parse(value, where)
-    if origin is Literal:
-        if value not in args or isinstance(value, bool) != isinstance(args[0], bool):
-            raise ModelError(f"{where}: {value!r} is not one of {list(args)}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ModelError(f"{where}: expected a list, got {value!r}")
-        if len(value) < meta.get("min_items", 0):
-            raise ModelError(f"{where}: needs at least {meta['min_items']} item(s)")
-        if len(value) > meta.get("max_items", len(value)):
-            raise ModelError(f"{where}: takes at most {meta['max_items']} item(s), got {len(value)}")
-        if meta.get("unique") and len({repr(v) for v in value}) != len(value):
-            raise ModelError(f"{where}: items must be unique, got {value!r}")
-        return [check_value(args[0], v, f"{where}[{i}]", meta.get("items", {})) for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ModelError(f"{where}: expected a mapping, got {value!r}")
-        pattern = meta.get("key_pattern")
-        bad = [k for k in value if not isinstance(k, str) or (pattern and not re.match(pattern, k))]
-        if bad:
-            raise ModelError(f"{where}: invalid name(s) {bad}" + (f" (allowed: {pattern})" if pattern else ""))
-        if len(value) < meta.get("min_items", 0):
-            raise ModelError(f"{where}: needs at least {meta['min_items']} entry")
-        return {k: check_value(args[1], v, f"{where}.{k}", meta.get("values", {})) for k, v in value.items()}
-    if hint in (list, dict):
-        if not isinstance(value, hint):
-            raise ModelError(f"{where}: expected a {'list' if hint is list else 'mapping'}, got {value!r}")
-        return value
-    if hint is bool:
-        ok = isinstance(value, bool)
-    elif hint is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        if ok and not INT64[0] <= value <= INT64[1]:
-            raise ModelError(f"{where}: {value!r} does not fit in a 64-bit integer")
-    elif hint is float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and not math.isfinite(value):  # YAML's .nan, .inf: every bound test is False or meaningless for them
-            raise ModelError(f"{where}: {value!r} is not a finite number")
-    elif hint is str:
-        if isinstance(value, bool):
-            raise ModelError(yaml_boolean_hint(where, value))
-        ok = isinstance(value, str) and len(value) >= meta.get("min_len", 0)
-    else:
-        raise TypeError(f"{where}: unsupported type {hint!r} (vocab_transfer.typed.check_value)")
-    if not ok:
-        raise ModelError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
-    for key, test, text in (("ge", lambda b: value >= b, ">="), ("gt", lambda b: value > b, ">"),
-                            ("le", lambda b: value <= b, "<="), ("lt", lambda b: value < b, "<")):
-        if key in meta and not test(meta[key]):
-            raise ModelError(f"{where}: {value!r} must be {text} {meta[key]}")
+@functools.cache
+def _adapter(hint) -> TypeAdapter:
+    return TypeAdapter(hint, config=ConfigDict(strict=True, allow_inf_nan=False))
+
+
+def check_value(hint, value, where: str):
+    """``value`` checked against the type ``hint`` and its bounds (``Annotated[int, Range(ge=1)]``), or
+    :class:`ModelError` naming ``where``; the value as given."""
+    try:
+        _adapter(hint).validate_python(value)
+    except ValidationError as e:
+        raise ModelError(error_message(e, where, value)) from None
     return value
 
 

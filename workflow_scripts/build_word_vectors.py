@@ -5,7 +5,6 @@ from vocab_transfer.workflow.warm import handoff
 
 handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
 
-import dataclasses
 import json
 
 import pandas as pd
@@ -29,7 +28,7 @@ def main(inputs, spec: WordVectors | WordFastText, seed, lang, vectors_path, wor
         wv = from_fasttext_model(fasttext.load_model(inputs["model"]), spec.max_words)
         log.info("read %d word vectors from %s", len(wv.words), inputs["model"])
     else:
-        wv = train_word_fasttext(iter_texts(inputs["corpus"]), seed=seed, verbose=2, **dataclasses.asdict(spec))
+        wv = train_word_fasttext(iter_texts(inputs["corpus"]), seed=seed, verbose=2, **spec.model_dump())
         log.info("trained %d word vectors (dim %d) on %s", len(wv.words), wv.vectors.shape[1], inputs["corpus"])
     write_tensors({"vectors": wv.vectors}, vectors_path)
     write_parquet(pd.DataFrame({"word": wv.words, "count": wv.counts}), words_path)

@@ -4,7 +4,6 @@ from vocab_transfer.workflow.warm import handoff
 
 handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
 
-import dataclasses
 import json
 
 from vocab_transfer.data.corpus import build_corpus, write_stats
@@ -14,7 +13,7 @@ from vocab_transfer.workflow.model import Corpus, CorpusFilter, CorpusSplit
 
 def main(spec: dict, filt: CorpusFilter, split: CorpusSplit, seed, train_path, heldout_path, stats_path, log_path):
     log = setup_job(log_path, streaming=True)
-    stats = build_corpus(spec, filter_cfg=dataclasses.asdict(filt), split_cfg=dataclasses.asdict(split), seed=seed,
+    stats = build_corpus(spec, filter_cfg=filt.model_dump(), split_cfg=split.model_dump(), seed=seed,
                          train_path=train_path, heldout_path=heldout_path, log=log.info)
     write_stats(stats, stats_path)
 

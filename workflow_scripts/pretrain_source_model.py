@@ -4,7 +4,6 @@ from vocab_transfer.workflow.warm import handoff
 
 handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
 
-import dataclasses
 import json
 import math
 import shutil
@@ -32,7 +31,7 @@ def main(tokenizer_dir, corpora, heldout_corpora, spec: Pretrain, seed, model_di
     g = torch.Generator().manual_seed(seed)
     heldout = heldout[torch.randperm(len(heldout), generator=g)[: train_cfg.eval_sequences]]
     log.info("packed %d training and %d held-out sequences of %d tokens", len(train), len(heldout), seq_len)
-    model = build_xlmr_mlm(tok, max_position_embeddings=seq_len, seed=seed, **dataclasses.asdict(spec.model))
+    model = build_xlmr_mlm(tok, max_position_embeddings=seq_len, seed=seed, **spec.model.model_dump())
     log.info("model: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
     curve = pretrain_mlm(model, tok, train, heldout, seed=seed, steps=train_cfg.steps, batch_size=train_cfg.batch_size,
                          lr=train_cfg.lr, warmup_ratio=train_cfg.warmup_ratio, weight_decay=train_cfg.weight_decay,

@@ -5,7 +5,6 @@ from vocab_transfer.workflow.warm import handoff
 
 handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
 
-import dataclasses
 import json
 import shutil
 
@@ -28,7 +27,7 @@ def main(inputs, params, model_path, log_path):
         return
     spec = WordFastText.parse(params["train"], "word_fasttext")
     wv = train_word_fasttext(iter_texts(inputs["corpus"]), seed=params.get("seed"), verbose=2,
-                             model_path=model_path, **dataclasses.asdict(spec))
+                             model_path=model_path, **spec.model_dump())
     log.info("trained and saved the fastText model of %d words to %s", len(wv.words), model_path)
 
 

@@ -5,7 +5,6 @@ from vocab_transfer.workflow.warm import handoff
 
 handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
 
-import dataclasses
 import json
 
 import pandas as pd
@@ -23,7 +22,7 @@ def main(shards, tokenizer_dir, spec: FastText, seed, vectors_path, tokens_path,
     tok = load_tokenizer(tokenizer_dir)
     shard = open_shard(shards, tokenizer_dir)
     timings = {}
-    tv = train_token_fasttext(shard, tok, seed=seed, verbose=2, timings=timings, **dataclasses.asdict(spec))
+    tv = train_token_fasttext(shard, tok, seed=seed, verbose=2, timings=timings, **spec.model_dump())
     log.info("pretokenized %d tokens in %.1f s; fastText trained in %.1f s (%.0f words/s, %d threads); vectors read "
              "in %.1f s", timings["tokens"], timings["pretokenize_s"], timings["fasttext_s"], timings["words_per_s"],
              spec.threads, timings["vectors_s"])

@@ -5,7 +5,6 @@ from vocab_transfer.workflow.warm import handoff
 
 handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
 
-import dataclasses
 import itertools
 import json
 
@@ -39,7 +38,7 @@ def main(corpora, spec: Pretrain, out_dir, log_path):
     log.info("trained %d tokens", len(tok))
     with atomic_path(out_dir, directory=True) as tmp:
         save_tokenizer(tok, tmp)
-        write_training_info(tmp, {"corpora": counts, "settings": dataclasses.asdict(cfg),
+        write_training_info(tmp, {"corpora": counts, "settings": cfg.model_dump(),
                                   "sha256": tokenizer_fingerprint(tmp)})
 
 

@@ -30,7 +30,6 @@ with transformers 5 / huggingface_hub 1.x.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from functools import partial
@@ -92,7 +91,7 @@ class InvertibleAdapter(nn.Module):
     def __init__(self, dim: int, cfg: AdapterConfig, g: torch.Generator):
         super().__init__()
         self.config, self.split = cfg, dim // 2
-        half = dataclasses.replace(cfg, reduction_factor=2)
+        half = cfg.model_copy(update={"reduction_factor": 2})
         self.F = _bottleneck(dim - self.split, self.split, half, g)
         self.G = _bottleneck(self.split, dim - self.split, half, g)
 
@@ -155,7 +154,7 @@ def adapter_parameter_names(model: nn.Module, kind: str = "language") -> set[str
 def attached_adapter_config(model: nn.Module, kind: str = "language") -> dict | None:
     """The AdapterConfig (as a dict) of the attached adapter of ``kind``; None if none is attached."""
     modules = _adapter_modules(model, kind)
-    return dataclasses.asdict(next(iter(modules.values())).config) if modules else None
+    return next(iter(modules.values())).config.model_dump() if modules else None
 
 
 def task_adapter_parameter_names(model: nn.Module) -> set[str]:
@@ -246,7 +245,7 @@ def _save(model: nn.Module, folder: str | os.PathLike, kind: str) -> None:
     tensors, config = FILES[kind]
     save_file({k: p.detach().cpu().contiguous() for k, p in params.items()}, folder / tensors)
     outputs = _layer_outputs(model)
-    meta = {"config": dataclasses.asdict(cfg), "model_type": getattr(model.config, "model_type", None),
+    meta = {"config": cfg.model_dump(), "model_type": getattr(model.config, "model_type", None),
             "hidden_size": outputs[0].dense.out_features, "num_layers": len(outputs),
             "layers": [i for i, o in enumerate(outputs) if hasattr(o, SLOTS[kind][0])],
             "parameters": sum(p.numel() for p in params.values())}
@@ -259,7 +258,7 @@ def _load(model: nn.Module, folder: str | os.PathLike, kind: str) -> bool:
     if not (folder / config).is_file():
         return False
     if not adapter_parameter_names(model, kind):
-        saved = AdapterConfig.from_dict(json.loads((folder / config).read_text())["config"])
+        saved = AdapterConfig.parse(json.loads((folder / config).read_text())["config"])
         (add_language_adapter if kind == "language" else add_task_adapter)(model, saved)
     state = load_file(folder / tensors)
     expected = set(_adapter_parameters(model.base_model, kind))

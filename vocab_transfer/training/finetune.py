@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import dataclasses
 import json
 import logging
 import math
@@ -540,7 +539,7 @@ def fit_to_model(cfg: FinetuneConfig, model) -> FinetuneConfig:
     if cfg.seq_len <= limit:
         return cfg
     log.warning("seq_len %d is longer than the model's %d positions: using %d", cfg.seq_len, limit, limit)
-    return dataclasses.replace(cfg, seq_len=limit, doc_stride=min(cfg.doc_stride, limit // 2))
+    return cfg.model_copy(update={"seq_len": limit, "doc_stride": min(cfg.doc_stride, limit // 2)})
 
 
 def task_encoder(task: str, tokenizer, labels: list[str], cfg: FinetuneConfig, model
@@ -686,7 +685,7 @@ def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
     count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
     setup_logging(args.log)
     raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
-    cfg = FinetuneConfig.from_dict(json.loads(raw))
+    cfg = FinetuneConfig.parse(json.loads(raw))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     return cfg

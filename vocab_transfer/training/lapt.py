@@ -78,7 +78,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import functools
 import json
 import logging
@@ -118,7 +117,6 @@ from ..source_model import (
     max_sequence_length,
 )
 from .adapters import (
-    AdapterConfig,
     adapter_parameter_names,
     add_language_adapter,
     save_language_adapter,
@@ -402,7 +400,7 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     counts = None if track is None else torch.zeros(len(track), 2, dtype=torch.long)
     for i in range(0, len(blocks), 16):
         inputs, labels, position_ids = make_batch(blocks, torch.arange(i, min(i + 16, len(blocks))),
-                                                  dataclasses.replace(cfg, seed=12345), tokenizer, 0, i)
+                                                  cfg.model_copy(update={"seed": 12345}), tokenizer, 0, i)
         scored = labels[labels != -100] if cfg.objective == "mlm" else labels[:, 1:][labels[:, 1:] != -100]
         n = len(scored)
         if lengths is not None:
@@ -498,7 +496,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     ``cfg.token_accuracy_top`` adds ``token_masked`` / ``token_correct`` lists (per token of
     :func:`frequent_tokens`, see :func:`token_accuracy_table`); ``cfg.snapshot_steps`` stages a
     :func:`save_model` folder per step under ``checkpoint_dir/snapshots`` (:func:`publish_snapshots`)."""
-    cfg = dataclasses.replace(cfg, objective=resolve_objective(model, cfg.objective))
+    cfg = cfg.model_copy(update={"objective": resolve_objective(model, cfg.objective)})
     if cfg.token_accuracy_top and cfg.objective != "mlm":
         raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the model is a causal LM)")
     if cfg.long_steps and (long_blocks is None or long_blocks[0].shape[1] != cfg.long_seq_len):
@@ -518,7 +516,7 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
                             cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and (rank == 0 or sharded) else None
     device = pick_device()
     if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
-        add_language_adapter(model, AdapterConfig.from_dict(cfg.adapter), seed=cfg.seed)
+        add_language_adapter(model, cfg.adapter, seed=cfg.seed)
     ckpt = Checkpoints(checkpoint_dir, cfg.keep_checkpoints, what="LAPT")
     if ckpt.latest() is None:  # a resumed run has them in its checkpoint
         reset = reinitialize(model, cfg.reinit, seed=cfg.seed * 1_000_003 + 7)
@@ -744,7 +742,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     setup_logging(args.log)
     raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
-    cfg = LaptConfig.from_dict(json.loads(raw))
+    cfg = LaptConfig.parse(json.loads(raw))
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     group = init_distributed()

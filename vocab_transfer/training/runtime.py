@@ -47,6 +47,7 @@ from ..checkpointing import (  # noqa: F401  (the signal protocol is the refinem
 )
 from ..io import atomic_path, refuse_links, remove_tree
 from ..memory import log_peak_memory_at_exit
+from ..typed import Section
 from .launch import first_node, node_address
 
 log = logging.getLogger(__name__)
@@ -268,9 +269,11 @@ def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
 
 
 def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:
-    """What a run's checkpoints are valid for (saved in their state, compared by :meth:`Checkpoints.resume`): ``extra``
-    and every field of the dataclass ``cfg`` but those in ``free`` (a resumed run may change them), as JSON values."""
-    return json.loads(json.dumps({**extra, **{k: v for k, v in dataclasses.asdict(cfg).items() if k not in free}}))
+    """What a run's checkpoints are valid for (saved in their state, compared by :meth:`Checkpoints.resume`):
+    ``extra`` and every field of the settings ``cfg`` but those in ``free`` (a resumed run may change them), as
+    JSON values; a nested section (LAPT's ``adapter``) as its params wrote it."""
+    fields = {k: v.as_written() if isinstance(v, Section) else getattr(cfg, k) for k, v in cfg}
+    return json.loads(json.dumps({**extra, **{k: v for k, v in fields.items() if k not in free}}))
 
 
 def changed_settings(now: dict, then: dict) -> list[str]:

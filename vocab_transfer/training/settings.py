@@ -1,96 +1,70 @@
-"""The trainers' settings as typed dataclasses, without the trainers: checking a config's ``lapt``, ``finetune`` and
-adapter settings (``vocab_transfer.workflow.config``, at parse time) imports neither torch nor the training code.
+"""The trainers' settings as typed sections of the config model, without the trainers: checking a config's
+``lapt``, ``finetune`` and adapter settings (``vocab_transfer.workflow.config``, at parse time) imports
+neither torch nor the training code, and the trainers parse their params into the same classes.
 
-:class:`LaptConfig` (:mod:`.lapt`), :class:`FinetuneConfig` and the task metrics (:mod:`.finetune`, :mod:`.zeroshot`),
-:class:`AdapterConfig` (:mod:`.adapters`).
+:class:`LaptConfig` (:mod:`.lapt`; ``lapt.training`` and each ``lapt.runs`` entry hold :class:`LaptSettings`),
+:class:`FinetuneConfig` and the task metrics (:mod:`.finetune`, :mod:`.zeroshot`), :class:`AdapterConfig` and
+:class:`TaskAdapter` (:mod:`.adapters`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field
 
 from ..data.tasks import MRPC_LABELS, PAWSX_LABELS
-from ..typed import ModelError, Seed, check_value, default, type_hints
+from ..typed import ModelError, Number, Section, Seed, UniqueList
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
 ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # how zeroshot trains the source side (zeroshot.VARIANTS)
 UNSEEN_LABELS = ("error", "wrong")  # zero-shot test labels the source task lacks: stop, or count as errors
+ReductionFactor = Annotated[int, Field(ge=1)]  # hidden size / adapter bottleneck size
+InitScale = Annotated[Number, Field(ge=0)]  # std of an adapter's down-projections at init
+Betas = Annotated[list[Annotated[Number, Field(ge=0, lt=1)]], Field(min_length=2, max_length=2)]  # AdamW's
 
 
-def _from_dict(cls, d: dict, what: str):
-    """``cls(**d)``, naming the keys of ``d`` that are not fields of the dataclass ``cls``; the values are checked by
-    the class's ``__post_init__`` (:func:`check_fields`)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(d) - names
-    if unknown:
-        raise ValueError(f"{what}: unknown key(s) {sorted(unknown)}; known: {sorted(names)}")
-    return cls(**d)
-
-
-def check_fields(settings, what: str) -> None:
-    """Every field of the dataclass ``settings`` fits its type and the bounds in its metadata (one check for a dict
-    from a config and for settings built in code: each bound is written once, on its field), or ValueError naming
-    ``what`` and the key (``LAPT config: lr: nan is not a finite number``; a string where a number belongs: YAML
-    reads ``5e-5`` without a dot as one, write ``5.0e-5``)."""
-    hints = type_hints(type(settings), True)
-    for f in dataclasses.fields(settings):
-        value = getattr(settings, f.name)
-        try:
-            check_value(hints[f.name], value, f.name, f.metadata)
-        except ModelError as e:
-            raise ValueError(f"{what}: {e}{_number_hint(value)}") from None
-
-
-def _number_hint(value) -> str:
-    """A hint for a number that arrived as a string (YAML 1.1 reads ``5e-5``, without a dot, as one)."""
-    try:
-        float(value) if isinstance(value, str) else None
-    except ValueError:
-        return ""
-    return " (YAML reads a number without a dot as a string: write 5.0e-5)" if isinstance(value, str) else ""
-
-
-# MAD-X task adapters: AdapterHub's Pfeiffer configuration (reduction factor 16), in every layer, no invertible
-# part (that belongs to the language); the non-linearity stays eq. 1's GeLU. unks-everywhere is silent on them.
-TASK_ADAPTER_DEFAULTS = {"reduction_factor": 16, "invertible": False, "skip_last_layer": False}
-
-
-@dataclass
-class AdapterConfig:
-    """A MAD-X adapter (vocab_transfer.training.adapters); as ``lapt.training.adapter``: a language adapter, whose
-    defaults are MAD-X 2.0's."""
+class AdapterConfig(Section):
+    """A MAD-X adapter (vocab_transfer.training.adapters); as ``lapt.training.adapter``: a language adapter,
+    whose defaults are MAD-X 2.0's."""
 
     FILL: ClassVar[bool] = True  # a LAPT adapter's keys are filled in (vocab_transfer.workflow.schema)
+    WHERE: ClassVar[str] = "adapter"
 
-    reduction_factor: int = default(2, ge=1, doc=(
+    reduction_factor: ReductionFactor = Field(2, description=(
         "hidden size / adapter bottleneck size (MAD-X language adapters: 2)"))
-    non_linearity: Literal[NON_LINEARITIES] = default("gelu", doc=(  # type: ignore[valid-type]
+    non_linearity: Literal[NON_LINEARITIES] = Field("gelu", description=(  # type: ignore[valid-type]
         "activation between down- and up-projection (UNKs Everywhere eq. 1: GeLU)"))
-    invertible: bool = default(True, doc=(
+    invertible: bool = Field(True, description=(
         "MAD-X invertible adapter: NICE coupling on the embedding output, inverse before the LM head"))
-    skip_last_layer: bool = default(True, doc=(
+    skip_last_layer: bool = Field(True, description=(
         "MAD-X 2.0: no adapter in the last layer (UNKs Everywhere §4.1)"))
-    init_scale: float = default(0.02, ge=0, doc=(
+    init_scale: InitScale = Field(0.02, description=(
         "std of the down-projections at init; up-projections start at zero (model unchanged)"))
 
-    def __post_init__(self) -> None:
-        check_fields(self, "adapter")
 
-    @classmethod
-    def from_dict(cls, d: dict) -> AdapterConfig:
-        return _from_dict(cls, d, "adapter")
+class TaskAdapter(AdapterConfig):
+    """``zero_shot.setups.<name>.adapter``: a MAD-X task adapter, AdapterHub's Pfeiffer configuration
+    (reduction factor 16) in every layer, without the invertible part (MAD-X's invertible adapter is
+    language-specific and sits in the language adapter); the non-linearity stays eq. 1's GeLU."""
+
+    WHERE: ClassVar[str] = "task adapter"
+
+    reduction_factor: ReductionFactor = Field(16, description=(
+        "hidden size / bottleneck (AdapterHub's Pfeiffer task adapters: 16)"))
+    invertible: bool = Field(False, description=(
+        "task adapters have no invertible part (the language adapter's): false"))
+    skip_last_layer: bool = Field(False, description="true: no task adapter in the last layer")
+
+    def check(self, where: str) -> None:
+        if self.invertible:
+            raise ModelError(f"{where}.invertible: must be false (MAD-X's invertible adapter belongs to the "
+                             "language adapter)")
 
 
-def task_adapter_config(d: dict | None = None) -> AdapterConfig:
-    """A task adapter's AdapterConfig: ``TASK_ADAPTER_DEFAULTS`` overridden by ``d``; an invertible part is refused
-    (MAD-X's invertible adapter is language-specific and sits in the language adapter)."""
-    cfg = AdapterConfig.from_dict({**TASK_ADAPTER_DEFAULTS, **(d or {})})
-    if cfg.invertible:
-        raise ValueError("task adapter: invertible must be false (MAD-X's invertible adapter belongs to the language "
-                         "adapter)")
-    return cfg
+def task_adapter_config(d: dict | None = None) -> TaskAdapter:
+    """A task adapter's settings: :class:`TaskAdapter`'s defaults overridden by ``d``."""
+    return TaskAdapter.parse(d or {})
 
 
 VARIANTS = ("full", "two_stage", "embeddings_only", "embedding_layers", "freeze_body", "adapter")
@@ -99,122 +73,131 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32", "bf16_pure")  # runtime.autocast_f
 PACKINGS = ("stream", "documents")  # how LAPT blocks are packed (lapt.document_positions)
 
 
-@dataclass
-class LaptConfig:
-    """Language-adaptive pretraining (vocab_transfer.training.lapt): the keys of ``lapt.training`` and of each
-    ``lapt.runs`` entry (whose keys replace ``lapt.training``'s)."""
+class LaptSettings(Section):
+    """The keys of ``lapt.training`` and of each ``lapt.runs`` entry (whose keys replace ``lapt.training``'s),
+    each checked against its type and bounds; :class:`LaptConfig` holds them merged, with the rules between
+    them."""
 
-    objective: Literal["auto", "mlm", "clm"] = default("auto", doc=(
+    FILL: ClassVar[tuple[str, ...]] = ("snapshot_steps", "token_accuracy_top")
+    WHERE: ClassVar[str] = "lapt.training"
+
+    objective: Literal["auto", "mlm", "clm"] = Field("auto", description=(
         "auto: from the model (clm for decoders, WECHSEL's GPT-2; mlm otherwise) | mlm | clm"))
-    steps: int = default(1000, ge=1, doc="optimizer steps of the main stage")
-    batch_size: int = default(128, ge=1, doc=(
+    steps: int = Field(1000, ge=1, description="optimizer steps of the main stage")
+    batch_size: int = Field(128, ge=1, description=(
         "sequences per optimizer step, over all devices (kept when GPUs change)"))
-    micro_batch_size: int | None = default(None, ge=1, doc=(
+    micro_batch_size: int | None = Field(None, ge=1, description=(
         "sequences per device and forward pass (null: all of a device's share)"))
-    seq_len: int = default(256, ge=8, doc="tokens per packed block incl. special tokens")
-    long_steps: int = default(0, ge=0, doc=(
+    seq_len: int = Field(256, ge=8, description="tokens per packed block incl. special tokens")
+    long_steps: int = Field(0, ge=0, description=(
         "the run's last long_steps optimizer steps train on blocks of long_seq_len tokens (BERT's schedule "
         "in vocab-swap §3.1/§3.3: the last 10k steps at 512)"))
-    long_seq_len: int | None = default(None, ge=8, doc="block length of the long phase (vocab-swap: 512)")
-    long_batch_size: int | None = default(None, ge=1, doc=(
+    long_seq_len: int | None = Field(None, ge=8, description=(
+        "block length of the long phase (vocab-swap: 512)"))
+    long_batch_size: int | None = Field(None, ge=1, description=(
         "sequences per step in the long phase (default batch_size; vocab-swap App. A.1: 48 at 512 tokens, "
         "256 at 128)"))
-    long_micro_batch_size: int | None = default(None, ge=1, doc=(
+    long_micro_batch_size: int | None = Field(None, ge=1, description=(
         "per device and forward pass in the long phase (default micro_batch_size)"))
-    lr: float = default(5e-5, gt=0, doc="peak learning rate (AdamW)")
-    warmup_ratio: float = default(0.1, ge=0, le=1, doc="share of each stage's steps with a linear warmup")
-    schedule: Literal["constant", "linear"] = default("constant", doc="after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)")
-    betas: list[float] = default([0.9, 0.999], min_items=2, max_items=2, items={"ge": 0, "lt": 1}, doc="AdamW betas")
-    eps: float = default(1e-8, gt=0, doc="AdamW epsilon")
-    weight_decay: float = default(0.0, ge=0, doc="AdamW weight decay")
-    clip_norm: float = default(1.0, gt=0, doc="gradient norm clipping")
-    mask_prob: float = default(0.15, gt=0, lt=1, doc="share of tokens masked (masked LMs)")
-    precision: Literal[PRECISIONS] = default("auto", doc=(  # type: ignore[valid-type]
+    lr: Number = Field(5e-5, gt=0, description="peak learning rate (AdamW)")
+    warmup_ratio: Number = Field(0.1, ge=0, le=1, description=(
+        "share of each stage's steps with a linear warmup"))
+    schedule: Literal["constant", "linear"] = Field("constant", description=(
+        "after warmup: constant (FOCUS) | linear decay to 0 (WECHSEL)"))
+    betas: Betas = Field([0.9, 0.999], description="AdamW betas")
+    eps: Number = Field(1e-8, gt=0, description="AdamW epsilon")
+    weight_decay: Number = Field(0.0, ge=0, description="AdamW weight decay")
+    clip_norm: Number = Field(1.0, gt=0, description="gradient norm clipping")
+    mask_prob: Number = Field(0.15, gt=0, lt=1, description="share of tokens masked (masked LMs)")
+    precision: Literal[PRECISIONS] = Field("auto", description=(  # type: ignore[valid-type]
         "auto = bf16 autocast "
         "on GPUs that have it, else fp16 with a gradient scaler, fp32 on the CPU; bf16 / fp16 = mixed "
         "precision (fp32 weights, gradients and AdamW states); fp32; bf16_pure = weights, gradients and "
         "AdamW states in bf16, no autocast, the saved model in bf16 (half the memory of mixed precision; "
         "updates below bf16's resolution are lost)"))
-    packing: Literal[PACKINGS] = default("stream", doc=(  # type: ignore[valid-type]
+    packing: Literal[PACKINGS] = Field("stream", description=(  # type: ignore[valid-type]
         "stream = blocks cut from the concatenated documents, attention across "
         "them; documents = the same blocks, but each token attends only to its own document and positions "
         "restart at each (from the token shard's document index; causal LMs)"))
-    distributed: Literal["ddp", "fsdp"] = default("ddp", doc=(
+    distributed: Literal["ddp", "fsdp"] = Field("ddp", description=(
         "with several processes: ddp = a full replica per GPU; fsdp = parameters, "
         "gradients and optimizer states sharded over the GPUs (FSDP2, one unit per transformer layer; "
         "checkpoints and the output hold the full model)"))
-    eval_every: int = default(100, ge=1, doc="steps between held-out evaluations")
-    eval_sequences: int = default(64, ge=1, doc="held-out blocks per evaluation")
-    checkpoint_every: int = default(100, ge=1, doc=(
+    eval_every: int = Field(100, ge=1, description="steps between held-out evaluations")
+    eval_sequences: int = Field(64, ge=1, description="held-out blocks per evaluation")
+    checkpoint_every: int = Field(100, ge=1, description=(
         "optimizer steps between checkpoints (a killed or timed-out job resumes from the last)"))
-    keep_checkpoints: int = default(2, ge=1, doc="checkpoints kept on disk")
-    variant: Literal[VARIANTS] = default("full", doc=(  # type: ignore[valid-type]
+    keep_checkpoints: int = Field(2, ge=1, description="checkpoints kept on disk")
+    variant: Literal[VARIANTS] = Field("full", description=(  # type: ignore[valid-type]
         "what is trained: full"
         " (all), two_stage (embeddings first, FOCUS §3.1), embeddings_only (word embeddings and output bias:"
         " vocab-swap 'Word Embed Only'), embedding_layers (the whole embedding block: word, position, "
         "token-type embeddings, LayerNorm, and the output bias: vocab-swap 'Embed Grad' / 'Embed Layers', "
         "§2.2), freeze_body (WECHSEL §5.4.2), adapter (MAD-X language adapters and the embeddings, the rest "
         "frozen: UNKs Everywhere §4.3)"))
-    reinit: Literal[REINIT] = default("none", doc=(  # type: ignore[valid-type]
+    reinit: Literal[REINIT] = Field("none", description=(  # type: ignore[valid-type]
         "re-initialize with "
         "the model's own initializer before training (seeded): embedding_layers = position, token-type "
         "embeddings and embedding LayerNorm (vocab-swap 'Embed Layers', Figure 2); all = every weight but "
         "the init method's word embeddings and output bias (vocab-swap 'Scratch', §3.1)"))
-    adapter: dict = default({}, settings=AdapterConfig, doc=(
+    adapter: AdapterConfig = Field(default_factory=AdapterConfig, description=(
         "variant adapter: vocab_transfer.training.settings.AdapterConfig (defaults: MAD-X 2.0 language "
         "adapter)"))
-    train_embeddings: bool = default(True, doc=(
+    train_embeddings: bool = Field(True, description=(
         "variant adapter: train the embeddings with the adapters; false: the adapters only, MAD-X with the "
         "source's own vocabulary (UNKs Everywhere §4.1)"))
-    embedding_stage_ratio: float = default(0.2, ge=0, le=1, doc=(
+    embedding_stage_ratio: Number = Field(0.2, ge=0, le=1, description=(
         "variants two_stage and freeze_body: the share of the steps that trains the embeddings only"))
-    factorized: bool = default(False, doc=(
+    factorized: bool = Field(False, description=(
         "train a kind: mf "
         "init in factorized form: F' (and G, cluster logits Z) instead of the flat F'G (UNKs Everywhere "
         "§3.3); the output also holds the trained factors"))
-    freeze_up_projection: bool = default(False, doc=(
+    freeze_up_projection: bool = Field(False, description=(
         "factorized: keep the up-projections G fixed (UNKs §3.3: G only needs to"
         " be pretrained once)"))
-    seed: Seed = default(0, doc="seed of the masks, the data order and re-initialization")
-    threads: int | None = default(None, ge=1, doc="CPU threads (null: torch's default)")
-    snapshot_steps: list[int] = default([], fill=True, unique=True, items={"ge": 0}, doc=(
+    seed: Seed = Field(0, description="seed of the masks, the data order and re-initialization")
+    threads: int | None = Field(None, ge=1, description="CPU threads (null: torch's default)")
+    snapshot_steps: UniqueList[Annotated[int, Field(ge=0)]] = Field(default_factory=list, description=(
         "global optimizer steps at which the model is kept (save_pretrained + tokenizer) in the run's folder "
         "under snapshots/step-XXXXXXXX/, e.g. to fine-tune at points of the run"
         " (vocab-swap Figures 4/8; finetune.models entries with `steps`); 0 = the model as training starts, "
         "after `reinit` (WECHSEL Table 1's FullRand Score@0)"))
-    token_accuracy_top: int = default(0, fill=True, ge=0, doc=(
+    token_accuracy_top: int = Field(0, ge=0, description=(
         "at every evaluation, record the held-out MLM accuracy of each of the N most frequent non-special "
         "tokens of the training corpus in results/lapt/.../token_accuracy.parquet (vocab-swap Figure 6: "
         "1000); 0: off"))
-    gradient_checkpointing: bool = default(False, doc=(
+    gradient_checkpointing: bool = Field(False, description=(
         "recompute layer activations in the backward pass (large models, memory)"))
-    compile: bool = default(False, doc=(
+    compile: bool = Field(False, description=(
         "torch.compile each transformer layer (GPU speed; see runtime.compile_layers)"))
-    train_sequences: int | None = default(None, ge=1, doc=(
+    train_sequences: int | None = Field(None, ge=1, description=(
         "train on the first N sequences of the corpus only (UNKs Figure 3); None: all"))
 
-    def __post_init__(self) -> None:
-        check_fields(self, "LAPT config")
-        AdapterConfig.from_dict(self.adapter)
+
+
+class LaptConfig(LaptSettings):
+    """Language-adaptive pretraining (vocab_transfer.training.lapt): a run's settings, ``lapt.training``'s
+    keys with the run's own over them, and the rules between the keys."""
+
+    WHERE: ClassVar[str] = "lapt"
+
+    def check(self, where: str) -> None:
         total = self.total_steps()
         if any(s > total for s in self.snapshot_steps):
-            raise ValueError(f"LAPT config: snapshot_steps must be distinct optimizer steps in 0..{total} (the run's "
-                             f"global steps; 0: the model before training), not {self.snapshot_steps}")
+            raise ModelError(f"{where}.snapshot_steps: must be distinct optimizer steps in 0..{total} (the "
+                             f"run's global steps; 0: the model before training), not {self.snapshot_steps}")
         if self.long_steps > total:
-            raise ValueError(f"LAPT config: long_steps must be an integer in 0..{total} (the run's last steps), "
+            raise ModelError(f"{where}.long_steps: must be an integer in 0..{total} (the run's last steps), "
                              f"not {self.long_steps!r}")
         if self.long_steps and self.long_seq_len is None:
-            raise ValueError(f"LAPT config: long_steps {self.long_steps} needs long_seq_len (the phase's block length)")
+            raise ModelError(f"{where}.long_steps: {self.long_steps} needs long_seq_len (the phase's block "
+                             "length)")
         if self.distributed == "fsdp" and (self.variant == "adapter" or self.factorized):
-            raise ValueError("LAPT config: distributed: fsdp shards plain models; variant adapter and factorized "
+            raise ModelError(f"{where}.distributed: fsdp shards plain models; variant adapter and factorized "
                              "embeddings train with distributed: ddp")
         if not self.train_embeddings and self.variant != "adapter":
-            raise ValueError(f"LAPT config: train_embeddings: false applies to variant 'adapter' (MAD-X language "
+            raise ModelError(f"{where}.train_embeddings: false applies to variant 'adapter' (MAD-X language "
                              f"adapters for the source's own vocabulary), not {self.variant!r}")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> LaptConfig:
-        return _from_dict(cls, d, "LAPT config")
 
     def stages(self) -> list[tuple[int, str]]:
         """(steps, trainable) per stage: trainable is ``embeddings``, ``embedding_layers``, ``adapter`` (and
@@ -252,9 +235,9 @@ class LaptConfig:
         return (step - long) * self.batch_size + long * (self.long_batch_size or self.batch_size)
 
     def eval_steps(self) -> list[int]:
-        """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every`` steps
-        of the stage, its end (a two-stage boundary appears once here, twice in the curve), and the last step
-        before a long phase (``long_steps``: the short blocks' loss where the phase switches)."""
+        """The global steps at which the held-out loss is recorded: each stage's start, every ``eval_every``
+        steps of the stage, its end (a two-stage boundary appears once here, twice in the curve), and the last
+        step before a long phase (``long_steps``: the short blocks' loss where the phase switches)."""
         steps, first = set(), 0
         for n, _ in self.stages():
             steps |= {first, first + n} | set(range(first + self.eval_every, first + n, self.eval_every))
@@ -265,53 +248,56 @@ class LaptConfig:
 
 
 METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "sts": "pearson", "qa": "f1"}
-# What each task type reports (the first is its default selection metric, METRICS); nli's f1 needs a positive class.
+# What each task type reports (the first is its default selection metric, METRICS); nli's f1 needs a positive
+# class.
 TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep": ("las", "uas"),
                 "nli": ("accuracy", "f1"), "sts": ("pearson", "spearman"), "qa": ("f1", "exact_match")}
 
 
-@dataclass
-class FinetuneConfig:
-    """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys of
-    ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
+class FinetuneConfig(Section):
+    """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys
+    of ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
 
-    epochs: float = default(3.0, gt=0, doc="passes over the training split")
-    lr: float = default(2e-5, gt=0, doc="peak learning rate (AdamW)")
-    warmup_ratio: float = default(0.1, ge=0, le=1, doc="share of the steps with a linear warmup (then linear decay)")
-    batch_size: int = default(32, ge=1, doc="sequences (or sentence pairs) per optimizer step")
-    micro_batch_size: int | None = default(None, ge=1, doc="sequences per forward pass (null: the whole batch)")
-    seq_len: int = default(256, ge=8, doc="tokens per sequence")
-    doc_stride: int = default(128, ge=1, doc="QA: tokens shared by consecutive windows of a long context")
-    max_answer_tokens: int = default(30, ge=1, doc="QA: longest predicted span")
-    betas: list[float] = default([0.9, 0.999], min_items=2, max_items=2, items={"ge": 0, "lt": 1}, doc="AdamW betas")
-    eps: float = default(1e-8, gt=0, doc="AdamW epsilon")
-    weight_decay: float = default(0.0, ge=0, doc="AdamW weight decay")
-    clip_norm: float = default(1.0, gt=0, doc="gradient norm clipping")
-    eval_fraction: float = default(0.05, gt=0, le=1, doc="evaluate on dev every 5% of the training steps (FOCUS Table 6)")
-    eval_batch_size: int = default(64, ge=1, doc="sequences per forward pass in dev and test evaluation")
-    group_by_length: bool = default(False, doc=(
+    WHERE: ClassVar[str] = "finetune.training"
+
+    epochs: Number = Field(3.0, gt=0, description="passes over the training split")
+    lr: Number = Field(2e-5, gt=0, description="peak learning rate (AdamW)")
+    warmup_ratio: Number = Field(0.1, ge=0, le=1, description=(
+        "share of the steps with a linear warmup (then linear decay)"))
+    batch_size: int = Field(32, ge=1, description="sequences (or sentence pairs) per optimizer step")
+    micro_batch_size: int | None = Field(None, ge=1, description=(
+        "sequences per forward pass (null: the whole batch)"))
+    seq_len: int = Field(256, ge=8, description="tokens per sequence")
+    doc_stride: int = Field(128, ge=1, description=(
+        "QA: tokens shared by consecutive windows of a long context"))
+    max_answer_tokens: int = Field(30, ge=1, description="QA: longest predicted span")
+    betas: Betas = Field([0.9, 0.999], description="AdamW betas")
+    eps: Number = Field(1e-8, gt=0, description="AdamW epsilon")
+    weight_decay: Number = Field(0.0, ge=0, description="AdamW weight decay")
+    clip_norm: Number = Field(1.0, gt=0, description="gradient norm clipping")
+    eval_fraction: Number = Field(0.05, gt=0, le=1, description=(
+        "evaluate on dev every 5% of the training steps (FOCUS Table 6)"))
+    eval_batch_size: int = Field(64, ge=1, description=(
+        "sequences per forward pass in dev and test evaluation"))
+    group_by_length: bool = Field(False, description=(
         "batches of similar length (less padding; HF Trainer's option)"))
-    precision: Literal[PRECISIONS[:4]] = default("auto", doc=(  # type: ignore[valid-type]  (bf16_pure: LAPT only)
+    # bf16_pure: LAPT only
+    precision: Literal[PRECISIONS[:4]] = Field("auto", description=(  # type: ignore[valid-type]
         "auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on the CPU), bf16, fp16 or "
         "fp32"))
-    threads: int | None = default(None, ge=1, doc="CPU threads (null: torch's default)")
-    save_model: bool = default(False, doc="keep the selected model (save_pretrained) next to the scores")
-    train_language_adapter: bool = default(False, doc=(
+    threads: int | None = Field(None, ge=1, description="CPU threads (null: torch's default)")
+    save_model: bool = Field(False, description=(
+        "keep the selected model (save_pretrained) next to the scores"))
+    train_language_adapter: bool = Field(False, description=(
         "MAD-X keeps a LAPT language adapter fixed during task training"))
-    arc_mlp_size: int = default(500, ge=1, doc="dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)")
-    label_mlp_size: int = default(100, ge=1, doc="dep: width of the relation MLPs (ibid.)")
-    mlp_dropout: float = default(0.33, ge=0, lt=1, doc="dep: dropout on the MLP outputs (ibid.)")
-    metric: str | None = default(None, doc=(
+    arc_mlp_size: int = Field(500, ge=1, description=(
+        "dep: width of the arc MLPs (Dozat & Manning 2017, Table 2)"))
+    label_mlp_size: int = Field(100, ge=1, description="dep: width of the relation MLPs (ibid.)")
+    mlp_dropout: Number = Field(0.33, ge=0, lt=1, description="dep: dropout on the MLP outputs (ibid.)")
+    metric: str | None = Field(None, description=(
         "dev selection and table metric (null: the task's); one of TASK_METRICS"))
-    positive_label: str | None = default(None, doc=(
+    positive_label: str | None = Field(None, description=(
         "nli f1: the positive class (None: the 2nd of two labels, MRPC's equivalent)"))
-
-    def __post_init__(self) -> None:
-        check_fields(self, "fine-tuning config")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> FinetuneConfig:
-        return _from_dict(cls, d, "fine-tuning config")
 
 
 def selection_metric(task: str, cfg: FinetuneConfig, labels: list[str] | None = None) -> str:

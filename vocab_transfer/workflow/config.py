@@ -1,18 +1,15 @@
-"""Checks of the workflow config that JSON schema cannot express, on the typed config
-(:mod:`vocab_transfer.workflow.model`), and the config's derived views (a LAPT run's settings and languages, a
-model's tasks, a figure's runs); run at parse time by rules/common.smk, read by the plan."""
+"""Checks of the workflow config between its sections, on the typed config
+(:mod:`vocab_transfer.workflow.model`, which checks each key's type and bounds), and the config's derived
+views (a LAPT run's settings and languages, a model's tasks, a figure's runs); run at parse time by
+rules/common.smk, read by the plan."""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import difflib
-import functools
 import json
 import os
-import re
 import types
-import typing
 from pathlib import Path
 
 from ..data.sources import (
@@ -38,32 +35,21 @@ from ..source_model import (
     position_limit,
     refuse_remote_code,
 )
-from ..training.settings import (
-    AdapterConfig,
-    FinetuneConfig,
-    LaptConfig,
-    selection_metric,
-    task_adapter_config,
-)
-from ..typed import YamlError, load_yaml, yaml_boolean_hint
+from ..training.settings import FinetuneConfig, selection_metric
+from ..typed import YamlError, load_yaml
 from . import paths
 from .model import (
-    NAME,
     VOCAB_TABLE_KINDS,
     Config,
-    LaptRun,
     Method,
     ModelError,
-    Provenance,
     Source,
     SourceTokenizer,
     Table,
-    check_name,
-    check_names,
     check_parameters,
     load,
 )
-from .schema import fill_defaults, json_schema  # noqa: F401 (fill_defaults: the rules take it from here)
+from .schema import fill_defaults  # noqa: F401 (the rules take it from here)
 
 
 class ConfigError(ValueError):
@@ -78,102 +64,6 @@ def _path_not_hub_id(name: str) -> bool:
 def local_model_dir(source: Source) -> Path | None:
     """The source's ``model`` as a local directory, or None when it is a hub id (or pretrained here)."""
     return Path(source.model) if source.model and Path(source.model).is_dir() else None
-
-
-def check_schema(config: dict) -> None:
-    """Validate ``config`` against the JSON schema (:mod:`vocab_transfer.workflow.schema`); the error names the key
-    path and the problem. A YAML boolean where a string belongs (YAML reads Norwegian ``no``, and ``yes``, ``on``,
-    ``off``, as booleans) is named with the quotes that fix it."""
-    errors = schema_errors(config)
-    check_yaml_booleans(config, errors)
-    raise_first(errors)
-
-
-def schema_errors(config: dict) -> list:
-    """Every violation of the JSON schema in ``config`` (one validation, for :func:`check_yaml_booleans` and
-    :func:`raise_first`)."""
-    return list(_validator().iter_errors(config))
-
-
-@functools.cache
-def _validator():
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(json_schema())
-
-
-def raise_first(errors: list) -> None:
-    """:class:`ConfigError` with the most relevant of the schema's ``errors`` (jsonschema's ``best_match``), naming
-    the key path and the problem; nothing when there are none."""
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(errors)
-    if error is not None:
-        where = ".".join(str(p) for p in error.absolute_path) or "(top level)"
-        if error.validator == "pattern" and error.validator_value == NAME:  # the rule, not its regular expression
-            try:
-                check_name(error.instance, where)
-            except ModelError as e:
-                raise ConfigError(str(e)) from None
-        raise ConfigError(f"{where}: {error.message}{_number_hint(error)}")
-
-
-def _number_hint(error) -> str:
-    """A hint for a number that arrived as a string: YAML 1.1 reads ``5e-5`` (no dot) as one, and Snakemake reads
-    a nested value of ``--config`` as one."""
-    wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-    if error.validator != "type" or not isinstance(error.instance, str) or not {"number", "integer"} & set(wanted):
-        return ""
-    try:
-        float(error.instance)
-    except ValueError:
-        return ""
-    if "." not in error.instance and re.search("[eE]", error.instance):
-        return f" (YAML reads {error.instance} as a string: write it with a dot and a signed exponent, e.g. 5.0e-5)"
-    return (" (a number written as a string; Snakemake reads a nested value of --config as one: give it in a config "
-            "file)")
-
-
-def check_yaml_booleans(config: dict, errors: list) -> None:
-    """No YAML boolean where the schema wants a string (``targets: [no]``: YAML reads Norwegian ``no``, and
-    ``off``, ``yes``, ``on``, unquoted as booleans), nor as a mapping key; :class:`ConfigError` names the key and the
-    quotes that fix it. ``errors``: the schema's errors (:func:`schema_errors`)."""
-    check_yaml_boolean_keys(config)
-    boolean = next((e for e in _descendants(errors) if _boolean_for_string(e)), None)
-    if boolean is not None:
-        raise ConfigError(yaml_boolean_hint(_where(boolean.absolute_path), boolean.instance))
-
-
-def check_yaml_boolean_keys(config, path: tuple = ()) -> None:
-    """No mapping key of ``config`` is a YAML boolean (``corpora: {no: ...}``): every key of the config is a string,
-    and a language code as a key reads as ``false``; :class:`ConfigError` names it with its quotes."""
-    if isinstance(config, dict):
-        for key, value in config.items():
-            if isinstance(key, bool):
-                raise ConfigError(yaml_boolean_hint(_where(path), key, key=True))
-            check_yaml_boolean_keys(value, (*path, key))
-    elif isinstance(config, list):
-        for i, value in enumerate(config):
-            check_yaml_boolean_keys(value, (*path, i))
-
-
-def _where(path) -> str:
-    """A key path as the model names it: ``targets[0]``, ``finetune.tasks.x.language``."""
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".") or "(top level)"
-
-
-def _descendants(errors):
-    """Schema errors and the errors under them (an ``anyOf``'s alternatives), depth first."""
-    for error in errors:
-        yield error
-        yield from _descendants(error.context or [])
-
-
-def _boolean_for_string(error) -> bool:
-    """A ``type`` error where the schema wants a string and the config has a boolean."""
-    types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-    return error.validator == "type" and isinstance(error.instance, bool) and "string" in types and \
-        "boolean" not in types
 
 
 def check_configfiles(configfiles) -> None:
@@ -217,16 +107,9 @@ def too_long(path: str) -> str | None:
 
 def check_config(config: dict) -> Config:
     """The typed config (:func:`vocab_transfer.workflow.model.load`), or :class:`ConfigError` naming the first
-    problem: a schema violation (misspelled key, wrong type, unknown method kind), a key that does not fit its
-    section, an unknown language, method or parameter, a rule between keys, or a local source model whose tokenizer
-    does not match its embedding matrix."""
-    errors = schema_errors(config)
-    check_yaml_booleans(config, errors)  # before the names: `no` is the language code a boolean stands for
-    try:
-        check_names(config)  # before the schema's errors, whose message would be a regular expression
-    except ModelError as e:
-        raise ConfigError(str(e).removeprefix("config.")) from None
-    raise_first(errors)
+    problem: a key that does not fit its section (misspelled key, wrong type, a bound), an unknown language,
+    method or parameter, a rule between keys, or a local source model whose tokenizer does not match its
+    embedding matrix."""
     try:
         cfg = load(expand_snapshot_models(config))
     except ModelError as e:
@@ -459,7 +342,7 @@ def sequence_lengths(cfg: Config) -> list[tuple[str, int]]:
     if cfg.eval.probe is not None and any(t.probes for t in cfg.tables.values()):  # probes run for a table only
         out.append(("eval.probe.seq_len", cfg.eval.probe.seq_len))
     for run in cfg.lapt.runs:
-        settings = lapt_run_config(cfg, run)
+        settings = cfg.lapt_run_config(run)
         out.append((f"lapt.runs.{run}: seq_len", settings.seq_len))
         if settings.long_steps:
             out.append((f"lapt.runs.{run}: long_seq_len", settings.long_seq_len))
@@ -663,30 +546,6 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_rem
         raise ConfigError(str(e)) from None
 
 
-RUN_KEYS = tuple(f.name for f in dataclasses.fields(LaptRun) if f.name != LaptRun.EXTRA)  # not LaptConfig fields
-PROVENANCES = typing.get_args(Provenance)  # vocab_transfer.methods.base labels
-
-
-def lapt_run_settings(cfg: Config, run: str) -> dict:
-    """The LaptConfig fields of a LAPT run: the global seed, ``lapt.training``, then the run's own keys."""
-    return {"seed": cfg.seed, **cfg.lapt.training, **cfg.lapt.runs[run].settings}
-
-
-# (id(config), run) -> (config, LaptConfig): the plan asks for a run's settings per job (a figure's points, a
-# snapshot's step), and checking them takes a millisecond each time. The entry holds the config, so its id is not
-# reused while the entry lives.
-_LAPT_CONFIGS: dict[tuple[int, str], tuple[Config, typing.Any]] = {}
-
-
-def lapt_run_config(cfg: Config, run: str):
-    """The run's :class:`vocab_transfer.training.settings.LaptConfig` (its stages, evaluation and snapshot steps); one
-    object per config and run, shared by the callers, which read it."""
-    key = (id(cfg), run)
-    if key not in _LAPT_CONFIGS:
-        _LAPT_CONFIGS[key] = (cfg, LaptConfig.from_dict(lapt_run_settings(cfg, run)))
-    return _LAPT_CONFIGS[key][1]
-
-
 def snapshot_model_name(name: str, step: int) -> str:
     """The fine-tuned model a ``finetune.models`` entry with ``steps`` gets for one snapshot step."""
     return f"{name}-step{step}"
@@ -696,12 +555,13 @@ def expand_snapshot_models(config: dict) -> dict:
     """``config`` with each ``finetune.models`` entry that lists LAPT snapshot ``steps: [N, ...]`` replaced by one
     model per step, ``<name>-step<N>`` = ``{lapt, step: N, label: "<label> @ N steps", tasks}`` (vocab-swap Figures
     4/8: fine-tuning at points of the LAPT run), in place of the entry; a new dict, the input is not changed."""
-    models = (config.get("finetune") or {}).get("models") or {}
-    if not isinstance(models, dict) or not any(isinstance(m, dict) and "steps" in m for m in models.values()):
+    finetune = config.get("finetune")
+    models = (finetune.get("models") or {}) if isinstance(finetune, dict) else {}
+    if not isinstance(models, dict) or not any(_snapshot_steps(m) for m in models.values()):
         return config
     out: dict = {}
     for name, model in models.items():
-        if "steps" not in model:
+        if not _snapshot_steps(model):
             out[name] = model
             continue
         rest = {k: v for k, v in model.items() if k not in ("steps", "label")}
@@ -712,6 +572,14 @@ def expand_snapshot_models(config: dict) -> dict:
                                   "entry of finetune.models")
             out[key] = {**rest, "step": step, "label": f"{model.get('label', name)} @ {step:,} steps"}
     return {**config, "finetune": {**config["finetune"], "models": out}}
+
+
+def _snapshot_steps(model) -> bool:
+    """Whether a ``finetune.models`` entry lists snapshot ``steps`` to expand: distinct integers (anything
+    else is left for the model to name)."""
+    steps = model.get("steps") if isinstance(model, dict) else None
+    return isinstance(steps, list) and bool(steps) and all(type(s) is int and s >= 0 for s in steps) \
+        and len(set(steps)) == len(steps)
 
 
 def lapt_run_targets(cfg: Config, run: str) -> list[str]:
@@ -734,7 +602,16 @@ def zero_shot_training(cfg: Config, setup: str, source_task: str) -> dict:
     setup's ``training``, then the setup's ``task_training`` for the task type (e.g. DP's learning rates)."""
     zs = cfg.zero_shot
     src, st = zs.sources[source_task], zs.setups[setup]
-    return {**zs.training, **src.training, **st.training, **st.task_training.get(src.task, {})}
+    task = st.task_training.get(src.task)
+    return {**zs.training.as_written(), **src.training.as_written(), **st.training.as_written(),
+            **(task.as_written() if task else {})}
+
+
+def finetune_training(cfg: Config, task: str) -> dict:
+    """FinetuneConfig fields of in-language fine-tuning on ``task`` as written: ``finetune.training``, then
+    the task's own ``training``."""
+    shared, own = cfg.finetune.training, cfg.finetune.tasks[task].training
+    return {**(shared.as_written() if shared else {}), **(own.as_written() if own else {})}
 
 
 def zero_shot_trainings(cfg: Config) -> list[tuple[str, str]]:
@@ -776,10 +653,7 @@ def check_lapt(cfg: Config) -> None:
             raise ConfigError(f"lapt.runs.{name}.method: {run.method!r} is not an entry of 'methods'")
         if run.method:
             check_method_language(cfg, run.method, lapt_run_targets(cfg, name), f"lapt.runs.{name}")
-        try:
-            settings = LaptConfig.from_dict(lapt_run_settings(cfg, name))
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"lapt.runs.{name}: {e}") from None
+        settings = cfg.lapt_run_config(name)
         world = cfg.lapt.gpus * cfg.lapt.nodes or 1  # the processes the launcher starts (one on the CPU)
         for key in ("batch_size", "long_batch_size"):
             size = getattr(settings, key)
@@ -820,7 +694,7 @@ def check_finetune(cfg: Config) -> None:
                               "data is for zero-shot targets (zero_shot: [...]), which read the test split by themselves")
         try:
             check_spec({"task": task.task, **task.dataset})
-            selection_metric(task.task, FinetuneConfig.from_dict({**(ft.training or {}), **(task.training or {})}))
+            selection_metric(task.task, FinetuneConfig.parse(finetune_training(cfg, name)))
         except (TypeError, ValueError) as e:
             raise ConfigError(f"{where}: {e}") from None
     for mname, model in ft.models.items():
@@ -839,7 +713,7 @@ def check_finetune(cfg: Config) -> None:
         if model.step is not None:
             if not model.lapt:
                 raise ConfigError(f"{where}: step/steps (a LAPT snapshot) needs lapt: <run>")
-            kept = lapt_run_config(cfg, model.lapt).snapshot_steps
+            kept = cfg.lapt_run_config(model.lapt).snapshot_steps
             if model.step not in kept:
                 raise ConfigError(f"{where}: LAPT run {model.lapt!r} keeps no snapshot of step {model.step} "
                                   f"(its snapshot_steps: {kept}); add the step to lapt.runs.{model.lapt}."
@@ -888,8 +762,6 @@ def check_tables(cfg: Config) -> None:
     ft = cfg.finetune
     for name, spec in cfg.tables.items():
         if spec.kind in VOCAB_TABLE_KINDS:  # corpora and vocabularies of some languages
-            if not spec.languages:
-                raise ConfigError(f"tables.{name}: kind {spec.kind} needs 'languages'")
             if spec.kind == "nearest_tokens":
                 if spec.method not in cfg.methods or cfg.methods[spec.method].kind != "wechsel":
                     raise ConfigError(f"tables.{name}.method: {spec.method!r} is not a methods entry of kind wechsel "
@@ -904,8 +776,6 @@ def check_tables(cfg: Config) -> None:
                                   f"{cfg.target_names}; corpora: {sorted(cfg.corpora)})")
             continue
         if spec.kind == "init":  # init-time held-out values of some methods
-            if not spec.rows or not spec.languages:
-                raise ConfigError(f"tables.{name}: kind init needs 'rows' (methods) and 'languages'")
             bad = [m for m in spec.rows if m not in cfg.methods]
             if bad:
                 raise ConfigError(f"tables.{name}.rows: {bad} are not entries of methods")
@@ -961,8 +831,6 @@ def check_tables(cfg: Config) -> None:
             raise ConfigError(f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two groups); "
                               f"rows: {row_labels}")
         if lapt:
-            if not spec.languages or not spec.steps:
-                raise ConfigError(f"tables.{name}: kind lapt needs 'languages' and 'steps'")
             continue
         known_languages = {s.language for s in cfg.zero_shot.sources.values()}
         bad = [lang for lang in spec.source_languages or [] if lang not in known_languages]
@@ -1047,8 +915,6 @@ def check_figures(cfg: Config) -> None:
     for name, spec in cfg.figures.items():
         where = f"figures.{name}"
         if spec.kind == "sample_efficiency":  # scores against the LAPT data of the models' runs
-            if not spec.series or not spec.tasks:
-                raise ConfigError(f"{where}: kind sample_efficiency needs 'series' and 'tasks'")
             for label, models in spec.series.items():
                 bad = [m for m in models if m not in ft.models or ft.models[m].lapt is None]
                 if bad:
@@ -1067,8 +933,6 @@ def check_figures(cfg: Config) -> None:
                 raise ConfigError(f"{where}.tasks: {bad} are not tasks of finetune.models.{spec.model}")
             continue
         if spec.kind in ("curves", "init_similarity"):  # runs x languages
-            if not spec.runs or not spec.languages:
-                raise ConfigError(f"{where}: kind {spec.kind} needs 'runs' and 'languages'")
             bad = [r for r in spec.runs if r not in runs]
             if bad:
                 raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
@@ -1077,7 +941,7 @@ def check_figures(cfg: Config) -> None:
             if bad:
                 raise ConfigError(f"{where}: LAPT runs {bad} are not planned (the run's targets)")
             if spec.kind == "init_similarity":
-                bad = [r for r in spec.runs if not runs[r].method or lapt_run_settings(cfg, r).get("factorized")]
+                bad = [r for r in spec.runs if not runs[r].method or cfg.lapt_run_config(r).factorized]
                 if bad:
                     raise ConfigError(f"{where}.runs: {bad} start from no init tensor (or a factorized one)")
             continue
@@ -1087,8 +951,6 @@ def check_figures(cfg: Config) -> None:
             if ft.tasks[spec.task].zero_shot is not None:
                 raise ConfigError(f"{where}.task: {spec.task!r} is a zero-shot task; the figure reads in-language "
                                   "fine-tuning scores")
-        elif spec.language is None:
-            raise ConfigError(f"{where}: kind token_accuracy needs 'language' (a LAPT target)")
         lang = figure_language(cfg, name)
         names = figure_runs(cfg, name)
         bad = [r for r in names if r not in runs]
@@ -1107,12 +969,10 @@ def check_figures(cfg: Config) -> None:
                 raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on {spec.task!r} "
                                   "(e.g. {lapt: <run>, steps: [...]} for LAPT snapshots, {lapt: <run>} for the end)")
             continue
-        if not spec.steps:
-            raise ConfigError(f"{where}: kind token_accuracy needs 'steps' (evaluation steps of the histograms)")
         if spec.matched_by is not None and spec.matched_by not in cfg.methods:
             raise ConfigError(f"{where}.matched_by: {spec.matched_by!r} is not an entry of 'methods'")
         for run in names:
-            settings = lapt_run_config(cfg, run)
+            settings = cfg.lapt_run_config(run)
             if not settings.token_accuracy_top:
                 raise ConfigError(f"{where}: LAPT run {run!r} records no per-token accuracy; set token_accuracy_top "
                                   f"in lapt.training or lapt.runs.{run}")
@@ -1140,7 +1000,7 @@ def figure_points(cfg: Config, figure: str) -> list[tuple[str, str, int]]:
     points = []
     for name, model in cfg.finetune.models.items():
         if model.lapt in runs and spec.task in finetune_model_tasks(cfg, name):
-            stages = lapt_run_config(cfg, model.lapt).stages()
+            stages = cfg.lapt_run_config(model.lapt).stages()
             points.append((name, model.lapt, model.step if model.step is not None else sum(n for n, _ in stages)))
     return points
 
@@ -1175,15 +1035,11 @@ def check_zero_shot(cfg: Config) -> None:
         if run not in runs:
             raise ConfigError(f"{where}.lapt: {run!r} is not an entry of lapt.runs (variant adapter stacks the task "
                               "adapter on that run's source-language adapter)")
-        lapt = lapt_run_config(cfg, run)
+        lapt = cfg.lapt_run_config(run)
         if not runs[run].source or lapt.variant != "adapter" or lapt.train_embeddings:
             raise ConfigError(f"{where}.lapt: run {run!r} must train MAD-X language adapters on the source model's "
                               "own vocabulary, which stays the source's: source: true, variant: adapter, "
                               "train_embeddings: false")
-        try:
-            task_adapter_config(dataclasses.asdict(setup.adapter))
-        except ValueError as e:
-            raise ConfigError(f"{where}.adapter: {e}") from None
     for name, task in tasks.items():
         if task.zero_shot is None:
             if task.unseen_labels is not None:
@@ -1208,7 +1064,7 @@ def check_zero_shot(cfg: Config) -> None:
         if not zs_tasks or setup is None:
             continue
         spec, run = setups[setup], model.lapt
-        lapt = None if run is None else lapt_run_config(cfg, run)
+        lapt = None if run is None else cfg.lapt_run_config(run)
         variant = lapt.variant if lapt else None
         if spec.variant == "full" and not model.source:
             raise ConfigError(f"{where}: setup {setup!r} (variant full) evaluates the fine-tuned source model itself: "
@@ -1220,9 +1076,10 @@ def check_zero_shot(cfg: Config) -> None:
             if variant != "adapter":
                 raise ConfigError(f"{where}: setup {setup!r} (variant adapter) swaps in the target's language adapter: "
                                   "the model must be a LAPT run of variant adapter")
-            theirs = lapt_run_settings(cfg, spec.lapt).get("adapter", {})
-            if AdapterConfig.from_dict(lapt.adapter) != AdapterConfig.from_dict(theirs):
-                raise ConfigError(f"{where}: the language adapter of LAPT run {run!r} ({lapt.adapter}) differs from "
+            theirs = cfg.lapt_run_settings(spec.lapt).get("adapter", {})
+            if lapt.adapter != cfg.lapt_run_config(spec.lapt).adapter:
+                ours = cfg.lapt_run_settings(run).get("adapter", {})
+                raise ConfigError(f"{where}: the language adapter of LAPT run {run!r} ({ours}) differs from "
                                   f"the source-side run {spec.lapt!r} of setup {setup!r} ({theirs})")
             for t in zs_tasks:
                 for s in tasks[t].zero_shot:
@@ -1230,10 +1087,8 @@ def check_zero_shot(cfg: Config) -> None:
                         raise ConfigError(f"{where}: setup {setup!r} needs LAPT run {spec.lapt!r} on "
                                           f"{sources[s].language!r} (source task {s}); add it to the run's targets")
     for s, setup in zero_shot_trainings(cfg):
-        try:
-            settings = FinetuneConfig.from_dict(zero_shot_training(cfg, setup, s))
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"zero_shot (source task {s}, setup {setup}): {e}") from None
+        settings = FinetuneConfig.parse(zero_shot_training(cfg, setup, s),
+                                        f"zero_shot (source task {s}, setup {setup})")
         if settings.train_language_adapter:
             raise ConfigError(f"zero_shot (setup {setup}): train_language_adapter must be false (the source-language "
                               "adapter is swapped at inference, so it stays fixed)")

@@ -3,7 +3,7 @@ model cards."""
 
 from __future__ import annotations
 
-from ..config import lapt_run_settings, lapt_run_targets, method_targets
+from ..config import lapt_run_targets, method_targets
 from .base import PlanBase, canonical
 
 
@@ -50,7 +50,7 @@ class ExportPlan(PlanBase):
                 "kind": self.cfg.methods[method].kind if method else "none",
                 "params": self.cfg.methods[method].params if method else {}}
         if run:
-            card |= {"lapt_run": run, "lapt_settings": lapt_run_settings(self.cfg, run)}
+            card |= {"lapt_run": run, "lapt_settings": self.cfg.lapt_run_settings(run)}
         if self.cfg.target_language(t) != t:  # a target named by what it is (de-bpe32k): its text's language
             card["language"] = self.cfg.target_language(t)
         return canonical(card)

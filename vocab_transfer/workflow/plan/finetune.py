@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..config import finetune_model_tasks
+from ..config import finetune_model_tasks, finetune_training
 from .base import PlanBase, canonical, hub_spec, shell_option
 
 
@@ -69,7 +69,7 @@ class FinetunePlan(PlanBase):
         return self.finetune_model_dir(wildcards, input) if step is not None else input.tokenizer
 
     def finetune_config(self, wildcards):
-        return canonical({**(self.cfg.finetune.training or {}), **(self.ft_tasks[wildcards.task].training or {})})
+        return canonical(finetune_training(self.cfg, wildcards.task))
 
     def finetune_meta(self, wildcards):
         model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ...methods import Need
-from ..config import lapt_run_settings, lapt_run_targets
+from ..config import lapt_run_targets
 from .base import PlanBase, canonical, label_of, shell_option
 
 
@@ -59,7 +59,7 @@ class LaptPlan(PlanBase):
 
     def lapt_config(self, wildcards):
         """The training settings plus the run's own (variant, ...), and the global seed, as JSON."""
-        return canonical(lapt_run_settings(self.cfg, wildcards.run))
+        return canonical(self.cfg.lapt_run_settings(wildcards.run))
 
     def lapt_figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
         """(input name, path, what it is) for the LAPT figures of a target: the curve of every run on it, and the
