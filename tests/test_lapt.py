@@ -733,3 +733,34 @@ def test_factorized_lapt_cli_writes_flat_model_and_factors(tmp_path, sw_tokenize
         assert torch.equal(a, b), n
     mid = FactorizedEmbedding.from_tensors(read_tensors(snaps / "step-00000002" / FACTORS_FILE))
     assert not torch.equal(mid.F, factors.F) and not torch.equal(mid.F, start.F)
+
+
+def test_live_curves_hold_the_runs_curve_across_a_resume(tmp_path, sw_tokenizer, blocks):
+    """lapt.training.report_to: [tensorboard]: the event files, read with TensorBoard's own reader, hold the curve's
+    train and held-out loss at its steps, and the learning rate, gradient norm and tokens/s of each row, each step
+    once over a run killed after step 6 and resumed (tests/test_tracking.py: what a killed attempt logged after its
+    checkpoint is purged). Tracking changes no tensor: the curve equals the untracked run's."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    untracked = train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, config(report_to=[]),
+                      checkpoint_dir=tmp_path / "a", track_dir=tmp_path / "untracked")
+    assert not (tmp_path / "untracked").exists()
+    train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "b", stop_after=6,
+          track_dir=tmp_path / "run")
+    curve = train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "b",
+                  track_dir=tmp_path / "run")
+    pd.testing.assert_frame_equal(curve, untracked)
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+
+    def logged(tag):
+        return [(e.step, e.value) for e in events.Scalars(tag)]
+
+    assert [s for s, _ in logged("heldout/loss")] == curve["step"].tolist() == [0, 4, 8, 12]
+    assert [v for _, v in logged("heldout/loss")] == pytest.approx(curve["heldout_loss"].tolist(), rel=1e-6)
+    train_loss = curve.dropna(subset=["train_loss"])  # step 0 has no training loss
+    assert logged("train/loss") == [(s, pytest.approx(v, rel=1e-6)) for s, v in
+                                    zip(train_loss["step"], train_loss["train_loss"], strict=True)]
+    assert logged("train/lr") == [(s, pytest.approx(1e-3)) for s in (4, 8, 12)]  # constant after its warmup
+    assert all(v > 0 for _, v in logged("train/grad_norm") + logged("train/tokens_per_s"))
+    assert "train/mfu" not in events.Tags()["scalars"]  # on the CPU: no peak to compare with

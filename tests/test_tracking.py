@@ -1,10 +1,10 @@
-"""Live curves (vocab_transfer.training.tracking): TensorBoard event files read back with TensorBoard's own reader,
+"""Live curves (vocab_transfer.tracking): TensorBoard event files read back with TensorBoard's own reader,
 a resumed run's purge of what its killed attempt logged, W&B offline runs, and the named errors of report_to."""
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from vocab_transfer.training.tracking import Tracker, check_report_to, mfu
+from vocab_transfer.tracking import Tracker, check_report_to, mfu
 
 
 def scalars(run_dir) -> dict[str, list[tuple[int, float]]]:
@@ -45,7 +45,7 @@ def test_wandb_offline_writes_a_run_that_a_resumed_job_continues(tmp_path, monke
             ids.append(t.wandb.id)
     assert ids[0] == ids[1]  # the same run: the id comes from the run folder
     runs = sorted((tmp_path / "wandb").glob(f"offline-run-*-{ids[0]}"))
-    assert len(runs) == 2 and all(any(r.glob("*.wandb")) for r in runs)  # `wandb sync` uploads these
+    assert runs and all(any(r.glob("*.wandb")) for r in runs)  # `wandb sync` uploads these (one per second)
 
 
 @pytest.mark.parametrize("value,message", [
@@ -62,7 +62,8 @@ def test_report_to_names_a_missing_package(monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
-    with pytest.raises(ValueError, match="'wandb' needs the 'wandb' package, which is not installed"):
+    with pytest.raises(ValueError, match="finetune.training.report_to: 'wandb' needs the 'wandb' package, "
+                                         "which is not installed"):
         check_report_to(["tensorboard", "wandb"], "finetune.training.report_to")
     assert check_report_to([], "x") == [] and check_report_to(None, "x") == []
 

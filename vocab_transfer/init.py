@@ -70,14 +70,15 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
 }
 
 
-def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_dir: str | None = None
-               ) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
+def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_dir: str | None = None,
+               track_dir: str | None = None) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Run ``method`` (``{"kind": ..., **params}``) on the artifacts in ``paths``.
 
     ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and the inputs of
     each need the method declares (:func:`vocab_transfer.methods.method_needs`; names in
     :data:`vocab_transfer.methods.NEED_INPUTS`), loaded by :data:`LOADERS`. A method that trains (Token Distillation)
-    keeps its state in ``checkpoint_dir`` and resumes from it. Returns the tensors to save
+    keeps its state in ``checkpoint_dir`` and resumes from it, and writes its live curves in ``track_dir``.
+    Returns the tensors to save
     (``embeddings``; ``output_embeddings`` for a source with an untied LM head, unless the method's ``output_rows``
     is ``copy_input``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
     per-token provenance table.
@@ -110,7 +111,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
                             overlap=read_parquet(paths["overlap"], kind="overlap"),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
-                            source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir,
+                            source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir, track_dir=track_dir,
                             bias_columns=0 if rows.bias is None else 1, **opt)
     result = run_method(method["kind"], inputs, seed=seed, **params)
     table_tok = load_tokenizer(paths["extended_tokenizer"]) if "extended_tokenizer" in paths else target_tok

@@ -62,6 +62,8 @@ class TransferInputs:
     # of a method that trains, so that a killed job resumes (kept out of the job's outputs)
     source_model_dir: str | None = None
     checkpoint_dir: str | None = None
+    # a folder for the live curves of a method that trains (its `report_to`: vocab_transfer.tracking)
+    track_dir: str | None = None
     # how many of source_matrix's last columns are the MLM head's output bias (0 or 1)
     bias_columns: int = 0
 

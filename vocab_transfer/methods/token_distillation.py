@@ -46,6 +46,7 @@ from ..source_model import (
     mlm_head,
     transferred_model,
 )
+from ..tracking import ReportTo, Tracker
 from ..typed import Range
 from .base import COPIED, SPECIAL, EmbeddingInit, TransferInputs
 from .registry import Need, register
@@ -359,7 +360,7 @@ def _files_key(folder: str) -> str:
 
 def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str, rows: str,
            lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str,
-           checkpoint_every: int = 500) -> EmbeddingInit:
+           checkpoint_every: int = 500, report_to=("tensorboard",)) -> EmbeddingInit:
     """Train the ``init`` row's embedding rows for ``tokens`` target tokens (``objective``: ``distill`` or ``lm``)."""
     if tokens < 1:
         raise ValueError(f"tokens must be at least 1, not {tokens}")
@@ -429,7 +430,9 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     start = consumed
     log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective, int(train_mask.sum()),
              len(train_mask), tokens, batch_size, seq_len, lr, dev)
-    with StopSignals() as stop:
+    tracker = Tracker(report_to if inputs.track_dir else [], inputs.track_dir or ".", name=f"refine {objective}",
+                      config=settings, start_step=step + 1 if state is not None else 0)
+    with StopSignals() as stop, tracker:
         while consumed < tokens:
             b = next(stream)
             drawn += 1
@@ -468,8 +471,11 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                     log.warning("no checkpoint folder: a rerun starts the refinement afresh")
                 stop.exit(step)
             now = time.perf_counter()
-            if now - shown > 10 or consumed >= tokens:
-                rate = (consumed - start) / max(now - t0, 1e-9)
+            printed = now - shown > 10 or consumed >= tokens
+            rate = (consumed - start) / max(now - t0, 1e-9)
+            tracker.log(step, {"refine/loss": curve[-1], "refine/tokens": consumed, "refine/tokens_per_s": rate},
+                        flush=printed)
+            if printed:
                 log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step,
                          curve[-1], min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
                 shown = now
@@ -491,23 +497,25 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
 def init_token_distillation(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000,
                             layer: int = -1, positions: Positions = "word_ends", rows: Rows = "new", lr: Rate = 1e-4,
                             batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
-                            device: Device = "auto", checkpoint_every: Count = 500) -> EmbeddingInit:
+                            device: Device = "auto", checkpoint_every: Count = 500,
+                            report_to: ReportTo = ("tensorboard",)) -> EmbeddingInit:
     """Config adapter: ``kind: token_distillation``. The ``init`` row's rows refined by matching the source model's
     hidden states at ``layer`` (``hidden_states`` index: -1 the last layer, 0 the embeddings) where both
-    tokenizations end a word, for ``tokens`` target tokens (defaults: the authors' lr 1e-4, batch 16)."""
+    tokenizations end a word, for ``tokens`` target tokens (defaults: the authors' lr 1e-4, batch 16);
+    ``report_to``: its live loss curve (vocab_transfer.tracking)."""
     return refine(inputs, objective="distill", seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows,
                   lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
-                  checkpoint_every=checkpoint_every)
+                  checkpoint_every=checkpoint_every, report_to=report_to)
 
 
 @register("embedding_lm", NEEDS)
 def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000, rows: Rows = "new",
                       lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
                       positions: Positions = "word_ends", device: Device = "auto",
-                      checkpoint_every: Count = 500) -> EmbeddingInit:
+                      checkpoint_every: Count = 500, report_to: ReportTo = ("tensorboard",)) -> EmbeddingInit:
     """Config adapter: ``kind: embedding_lm``. The ``init`` row's rows trained by the model's own objective (MLM or
     next-token) for ``tokens`` target tokens of the same text, the body frozen: embedding-only LAPT at
     :func:`init_token_distillation`'s budget (``positions`` only picks the same text segments)."""
     return refine(inputs, objective="lm", seed=seed, tokens=tokens, layer=-1, positions=positions, rows=rows, lr=lr,
                   batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
-                  checkpoint_every=checkpoint_every)
+                  checkpoint_every=checkpoint_every, report_to=report_to)

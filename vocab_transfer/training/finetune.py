@@ -56,6 +56,7 @@ from ..data.tokenizer import load_tokenizer
 from ..io import atomic_path, read_tensors, remove_tree, write_parquet
 from ..memory import keep_freed_memory
 from ..source_model import check_tokenizer_matches, max_sequence_length, remote_code_allowed
+from ..tracking import Tracker
 from .adapters import adapter_parameter_names, load_language_adapter, save_language_adapter
 from .cpu_dropout import use_fast_dropout
 from .runtime import (
@@ -76,7 +77,7 @@ from .settings import METRICS, FinetuneConfig, positive_class, selection_metric
 
 log = logging.getLogger(__name__)
 # FinetuneConfig fields a resumed run may change (the rest must equal the checkpoint's: runtime.Checkpoints.resume)
-RESUME_FREE = ("threads", "micro_batch_size", "save_model")
+RESUME_FREE = ("threads", "micro_batch_size", "save_model", "report_to")
 PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 
 
@@ -575,11 +576,12 @@ def _remembered(enc: Callable, memo: dict) -> Callable:
 
 def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
              seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
-             encoded: dict | None = None) -> tuple[dict, pd.DataFrame]:
+             encoded: dict | None = None, track_dir: str | Path | None = None) -> tuple[dict, pd.DataFrame]:
     """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra evaluation
     set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in ``extra_test_sets``). Returns
     (scores, history). ``encoded``: a dict shared by the runs of one process, which keeps each split's encoded items
-    for the next run (they depend on the tokenizer, labels and config, not on the seed)."""
+    for the next run (they depend on the tokenizer, labels and config, not on the seed). ``track_dir``: the live
+    curves of ``cfg.report_to`` go there (:mod:`.tracking`)."""
     device = pick_device()
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
@@ -611,8 +613,11 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
         ckpt.restore_model(resume, model, device)
         ckpt.restore_optimizer(resume, opt, sched, scaler, device)
         log.info("resuming from %s at step %d of %d", resume, step, total)
-    with StopSignals() as stop:
-        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt, stop, seed=seed,
+    tracker = Tracker(cfg.report_to if track_dir is not None else [], track_dir or ".",
+                      name=f"{task} seed {seed}", config=settings, start_step=step + 1 if resume is not None else 0)
+    with StopSignals() as stop, tracker:
+        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt, stop, tracker,
+                              seed=seed,
                               step=step, total=total, steps_per_epoch=steps_per_epoch, eval_every=eval_every,
                               metric=metric, history=history, best=best, best_path=best_path, settings=settings,
                               running=state.get("running", []) if resume is not None else [], opt=opt, sched=sched,
@@ -621,7 +626,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
 
 
 def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt: Checkpoints, stop: StopSignals,
-                   *, seed, step, total, steps_per_epoch, eval_every, metric, history, best, best_path, settings,
+                   tracker: Tracker, *, seed, step, total, steps_per_epoch, eval_every, metric, history, best, best_path, settings,
                    running, opt, sched, scaler, params, device, autocast, pad, stop_after) -> tuple[dict, pd.DataFrame]:
     """The steps of :func:`finetune` from ``step`` on, then the test scores of the selected weights."""
     progress = Progress(step, total)
@@ -643,7 +648,7 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
                 loss = model(**batch).loss * len(rows[part * micro:(part + 1) * micro]) / len(rows)
             (scaler.scale(loss) if scaler else loss).backward()
             loss_sum += float(loss.detach())
-        optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
+        norm = optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
         running.append(loss_sum)
         if step % eval_every == 0 or step == total:
             scores = evaluate(model, task, dev_items, data["dev"], labels, cfg, pad, device, autocast)
@@ -655,6 +660,10 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
             running = []
             log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"], metric,
                      scores[metric], " *" if improved else "", progress(step))
+            if tracker.report_to:
+                tracker.log(step, {"train/loss": history[-1]["train_loss"], "train/lr": sched.get_last_lr()[0],
+                                   "train/grad_norm": float(norm), "train/steps_per_s": progress.rate(step),
+                                   **{f"dev/{k}": v for k, v in scores.items() if isinstance(v, (int, float))}})
             if improved:
                 with atomic_path(best_path) as tmp:
                     torch.save(model.state_dict(), tmp)
@@ -772,7 +781,8 @@ def main(argv: list[str] | None = None) -> None:
             check_tokenizer_matches(len(tokenizer), model.get_input_embeddings().weight.shape[0],
                                     name=args.embeddings or args.model)
             scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=seed,
-                                       checkpoint_dir=folder, encoded=encoded)
+                                       checkpoint_dir=folder, encoded=encoded,
+                                       track_dir=Path(args.output).parent / "live" / f"seed{seed}")
             with atomic_path(folder / "finished.json") as tmp:
                 tmp.write_text(json.dumps({"settings": settings, "scores": scores,
                                            "history": history.to_dict(orient="records")}))

@@ -84,6 +84,7 @@ import logging
 import math
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,7 @@ from ..source_model import (
     masked_lm_loss,
     max_sequence_length,
 )
+from ..tracking import Tracker, mfu, peak_flops
 from .adapters import (
     adapter_parameter_names,
     add_language_adapter,
@@ -191,7 +193,7 @@ def reinit_parameter_names(model, part: str) -> set[str]:
 
 
 RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "micro_batch_size", "long_micro_batch_size",
-               "gradient_checkpointing", "compile")
+               "gradient_checkpointing", "compile", "report_to")
 
 
 def resume_settings(cfg: LaptConfig) -> dict:
@@ -487,7 +489,8 @@ def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor, counts: torch.T
 def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
           checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
           anchors: tuple[torch.Tensor, torch.Tensor] | None = None,
-          long_blocks: tuple[torch.Tensor | Blocks, torch.Tensor] | None = None) -> pd.DataFrame:
+          long_blocks: tuple[torch.Tensor | Blocks, torch.Tensor] | None = None,
+          track_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """Run (or resume) LAPT; returns the loss curve. ``train_blocks`` is a tensor of packed blocks or
     :class:`~vocab_transfer.data.shards.Blocks` read from a token shard on demand. ``long_blocks`` = (train, held-out) blocks of
     ``cfg.long_seq_len`` tokens, needed when ``cfg.long_steps`` > 0. ``stop_after`` (tests) stops after that global step
@@ -495,7 +498,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the source) to the curve.
     ``cfg.token_accuracy_top`` adds ``token_masked`` / ``token_correct`` lists (per token of
     :func:`frequent_tokens`, see :func:`token_accuracy_table`); ``cfg.snapshot_steps`` stages a
-    :func:`save_model` folder per step under ``checkpoint_dir/snapshots`` (:func:`publish_snapshots`)."""
+    :func:`save_model` folder per step under ``checkpoint_dir/snapshots`` (:func:`publish_snapshots`).
+    ``track_dir``: the first process writes the live curves of ``cfg.report_to`` there (:mod:`.tracking`)."""
     cfg = cfg.model_copy(update={"objective": resolve_objective(model, cfg.objective)})
     if cfg.token_accuracy_top and cfg.objective != "mlm":
         raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the model is a causal LM)")
@@ -552,7 +556,11 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         log.info("FSDP: %d layers sharded over %d processes", shard_model(model), world)
     run = _Run(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, group, device, autocast,
                amp_dtype, track, anchors, curve, step, resume, resumed_running)
-    with StopSignals() as stop:
+    tracker = Tracker(cfg.report_to if track_dir is not None and rank == 0 else [], track_dir or ".",
+                      name=Path(track_dir or ".").resolve().name, config=resume_settings(cfg),
+                      start_step=step + 1 if resume is not None else 0)
+    run.tracker, run.peak = tracker, peak_flops(device)
+    with StopSignals() as stop, tracker:
         return run.train(stop, stop_after)
 
 
@@ -584,6 +592,12 @@ class _Run:
         self.evaluates = self.group.rank == 0 or is_sharded(self.model)  # processes that run held-out evaluations
         self.lengths = token_lengths(self.tokenizer) if self.evaluates else None  # held-out bits per byte
         self.progress = Progress(self.start_step, self.cfg.total_steps())
+        self.tracker, self.peak = None, None  # the live curves (train() opens them) and the GPU's peak FLOP/s
+        # what the live curves log besides the curve's row: the last step's learning rate and gradient norm,
+        # and the tokens since the last row (tokens/s, MFU)
+        self.live = {"lr": None, "grad_norm": None, "tokens": 0, "since": time.perf_counter()}
+        # training FLOPs per token (PaLM App. B)
+        self.flops_per_token = 6 * sum(p.numel() for p in self.model.parameters())
 
     def record(self, step: int, stage: int, stage_step: int, train_loss: float) -> None:
         """Evaluate on held-out text and append the curve's row of ``step`` (rank 0 keeps it)."""
@@ -614,6 +628,16 @@ class _Run:
                                                              min=-1.0, max=1.0).long().tolist()  # Figure 3
         log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step, cfg.total_steps(), stage, train_loss,
                  held, self.progress(step))
+        if self.tracker is not None and self.tracker.report_to:
+            live, now = self.live, time.perf_counter()
+            rate = live["tokens"] / max(now - live["since"], 1e-9) if live["tokens"] else None
+            norm = None if live["grad_norm"] is None else float(live["grad_norm"])
+            self.tracker.log(step, {
+                "train/loss": train_loss, "heldout/loss": held, "heldout/bits_per_byte": held_bpb,
+                "train/lr": live["lr"], "train/grad_norm": norm, "train/tokens_per_s": rate,
+                "train/mfu": mfu(rate, self.flops_per_token, self.peak, self.group.world),
+                "heldout/source_correlation": curve[-1].get("source_correlation")})
+            live.update(tokens=0, since=time.perf_counter())  # the held-out evaluation is not training time
 
     def snapshot(self, step: int) -> None:
         """Stage the model of ``step`` as a snapshot (every evaluating process gathers a sharded model, rank 0
@@ -684,8 +708,11 @@ class _Run:
                         loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
                     (scaler.scale(loss) if scaler else loss).backward()
                     running += loss.detach().double()  # float64, as a Python float sum would be
-                optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
+                norm = optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
                 n_running += 1
+                seq_len = cfg.long_seq_len if cfg.is_long(step) else cfg.seq_len
+                self.live.update(lr=sched.get_last_lr()[0], grad_norm=norm,
+                                 tokens=self.live["tokens"] + per_rank * world * seq_len)
                 stage_step = step - first
                 if self.evaluates and (stage_step % cfg.eval_every == 0 or step == first + n_steps
                                        or step == long_start):
@@ -737,6 +764,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--snapshots", help="folder of the snapshot_steps models, step-XXXXXXXX/ (default: <output>.snapshots)")
     p.add_argument("--token-accuracy", help="per-token held-out accuracy parquet (default: <output>.token_accuracy.parquet)")
     p.add_argument("--config", default="{}", help="LaptConfig as JSON, or @file.json")
+    p.add_argument("--track-dir", help="folder of the live curves, tensorboard/ or wandb/ (lapt.training."
+                                       "report_to; default: the folder of --output, the run's folder)")
     p.add_argument("--anchors", help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
@@ -788,7 +817,7 @@ def main(argv: list[str] | None = None) -> None:
                  len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
     curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors,
-                  long_blocks=long_blocks)
+                  long_blocks=long_blocks, track_dir=args.track_dir or Path(args.output).parent)
     state = full_state_dict(model)[0] if is_sharded(model) else None  # every process gathers, rank 0 writes
     if group.main:
         with recorded_reads(reads, started_from="embeddings" if args.embeddings else "model"):

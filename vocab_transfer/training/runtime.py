@@ -256,16 +256,18 @@ def linear_schedule(opt, steps: int, warmup_ratio: float, constant: bool = False
     return torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
-def optimizer_step(params, opt, sched, scaler, clip_norm: float) -> None:
-    """Unscale (fp16), clip the gradient norm, step optimizer and schedule, clear the gradients."""
+def optimizer_step(params, opt, sched, scaler, clip_norm: float):
+    """Unscale (fp16), clip the gradient norm, step optimizer and schedule, clear the gradients. Returns the
+    norm before clipping, a tensor on the device (read it when logging: no host sync per step)."""
     if scaler:
         scaler.unscale_(opt)
-    torch.nn.utils.clip_grad_norm_(params, clip_norm)
+    norm = torch.nn.utils.clip_grad_norm_(params, clip_norm)
     scaler.step(opt) if scaler else opt.step()
     if scaler:
         scaler.update()
     sched.step()
     opt.zero_grad(set_to_none=True)
+    return norm
 
 
 def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:

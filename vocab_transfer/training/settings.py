@@ -14,6 +14,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from ..data.tasks import MRPC_LABELS, PAWSX_LABELS
+from ..tracking import DEFAULT_REPORT_TO, ReportTo
 from ..typed import ModelError, Number, Section, Seed, UniqueList
 
 NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS implements them
@@ -22,6 +23,11 @@ UNSEEN_LABELS = ("error", "wrong")  # zero-shot test labels the source task lack
 ReductionFactor = Annotated[int, Field(ge=1)]  # hidden size / adapter bottleneck size
 InitScale = Annotated[Number, Field(ge=0)]  # std of an adapter's down-projections at init
 Betas = Annotated[list[Annotated[Number, Field(ge=0, lt=1)]], Field(min_length=2, max_length=2)]  # AdamW's
+
+
+REPORT_TO_DOC = ("live training curves while it runs: tensorboard (event files in the run's results folder, "
+                 "`tensorboard --logdir results`), wandb (Weights & Biases; WANDB_MODE=offline without "
+                 "internet), both, or [] (none); the DAG's figures come from the artifacts either way")
 
 
 class AdapterConfig(Section):
@@ -172,6 +178,7 @@ class LaptSettings(Section):
         "torch.compile each transformer layer (GPU speed; see runtime.compile_layers)"))
     train_sequences: int | None = Field(None, ge=1, description=(
         "train on the first N sequences of the corpus only (UNKs Figure 3); None: all"))
+    report_to: ReportTo = Field(list(DEFAULT_REPORT_TO), description=REPORT_TO_DOC)
 
 
 
@@ -286,6 +293,7 @@ class FinetuneConfig(Section):
         "auto (bf16 on GPUs that have it, else fp16 with a gradient scaler; fp32 on the CPU), bf16, fp16 or "
         "fp32"))
     threads: int | None = Field(None, ge=1, description="CPU threads (null: torch's default)")
+    report_to: ReportTo = Field(list(DEFAULT_REPORT_TO), description=REPORT_TO_DOC)
     save_model: bool = Field(False, description=(
         "keep the selected model (save_pretrained) next to the scores"))
     train_language_adapter: bool = Field(False, description=(

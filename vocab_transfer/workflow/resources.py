@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..data.sources import HUB_DATASETS
-from ..training.tracking import GPU_TFLOPS
+from ..tracking import GPU_TFLOPS
 
 GB = 1e9
 

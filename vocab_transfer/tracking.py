@@ -26,6 +26,11 @@ import importlib.util
 import math
 import os
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator
+
+from .typed import UniqueList
 
 #: Peak dense throughput per GPU in TFLOP/s, (16-bit tensor cores, fp32), from the vendors' data sheets
 #: (without sparsity): A100 312 / 19.5, H100 and H200 SXM 989 / 67, V100 SXM2 125 / 15.7, RTX A6000 155 /
@@ -38,18 +43,39 @@ REPORT_TO = {"tensorboard": "tensorboard", "wandb": "wandb"}
 DEFAULT_REPORT_TO = ("tensorboard",)
 
 
+def missing_package(values) -> str | None:
+    """Why ``values`` (a ``report_to`` list) cannot run here: the first whose package is not installed, or
+    None."""
+    for v in values or ():
+        if v in REPORT_TO and importlib.util.find_spec(REPORT_TO[v]) is None:
+            return (f"{v!r} needs the {REPORT_TO[v]!r} package, which is not installed here (pip install "
+                    f"{REPORT_TO[v]}), or leave {v!r} out")
+    return None
+
+
+def _installed(values: list[str]) -> list[str]:
+    if problem := missing_package(values):
+        raise ValueError(problem)
+    return values
+
+
+#: A ``report_to`` key (``lapt.training``, ``finetune.training``, a refining method's parameters): distinct values
+#: of :data:`REPORT_TO`, each with its package installed, checked while the config is parsed.
+ReportTo = Annotated[UniqueList[Literal["tensorboard", "wandb"]], AfterValidator(_installed)]
+
+
 def check_report_to(values, where: str) -> list[str]:
     """``values`` (a section's ``report_to``) as a list: each one of :data:`REPORT_TO` with its package installed,
-    or ValueError naming ``where``."""
+    or ValueError naming ``where``. The settings' ``report_to`` fields check the same while a config is
+    parsed."""
     if values is None:
         return []
     values = [values] if isinstance(values, str) else list(values)
     for v in values:
         if v not in REPORT_TO:
             raise ValueError(f"{where}: {v!r} is not one of {sorted(REPORT_TO)} (or an empty list: no live curves)")
-        if importlib.util.find_spec(REPORT_TO[v]) is None:
-            raise ValueError(f"{where}: {v!r} needs the {REPORT_TO[v]!r} package, which is not installed here "
-                             f"(pip install {REPORT_TO[v]}), or leave it out of {where}")
+    if problem := missing_package(values):
+        raise ValueError(f"{where}: {problem}")
     return values
 
 
@@ -97,13 +123,15 @@ class Tracker:
             self.wandb = wandb.init(project=os.environ.get("WANDB_PROJECT", "vocab-transfer"), name=name,
                                     id=run_id, resume="allow", dir=str(self.run_dir), config=config or {})
 
-    def log(self, step: int, metrics: dict[str, float | None]) -> None:
-        """The scalars of ``step``; None and NaN values are left out."""
+    def log(self, step: int, metrics: dict[str, float | None], flush: bool = True) -> None:
+        """The scalars of ``step``; None and NaN values are left out. ``flush``: on disk now (a trainer that
+        logs every step flushes when it prints its progress line)."""
         kept = {k: float(v) for k, v in metrics.items() if v is not None and math.isfinite(float(v))}
         if self.writer is not None:
             for k, v in kept.items():
                 self.writer.add_scalar(k, v, step)
-            self.writer.flush()  # watched live: each row is on disk when it is logged
+            if flush:
+                self.writer.flush()  # watched live: the row is on disk when it is logged
         if self.wandb is not None and kept:
             self.wandb.log(kept, step=step)
 
