@@ -608,6 +608,23 @@ def report_data(page: str, name: str):
     return json.loads(match[1])
 
 
+def test_report_categories_are_the_papers():
+    """The composite's report groups each study's tables and figures under the paper their titles name; a
+    study without tables or figures (LLM benchmarks) has a category of its own."""
+    from vocab_transfer.workflow.plan.report import paper_of_title
+    from vocab_transfer.workflow.studies import load_studies, study_plan
+
+    assert paper_of_title("UNKs Everywhere Tables 5a-d: zero-shot NER") == "UNKs Everywhere"
+    assert paper_of_title("vocab-swap Figure 4 in miniature: Hebrew NER") == "vocab-swap"
+    assert paper_of_title("Table 3 in miniature") is None and paper_of_title(None) is None
+    studies = load_studies(yaml.safe_load((REPO / "configs/papers.yaml").read_text()), str(REPO))
+    categories = {name: study_plan(study).report_category for name, study in studies.items()}
+    assert categories == {"focus": "FOCUS", "wechsel": "WECHSEL", "wechsel_gpt2": "WECHSEL",
+                          "unks": "UNKs Everywhere", "vocab_swap": "vocab-swap",
+                          "vocab_swap_frankenbert": "vocab-swap", "vocab_swap_frankenberta": "vocab-swap",
+                          "vocab_swap_recovery": "vocab-swap", "llm_mistral": "llm_mistral"}
+
+
 @pytest.mark.slow
 def test_report_holds_every_paper_table_and_figure(tiny_run, tiny_report):
     """Every paper table and figure of the tiny run is in its report, byte for byte, labelled with its title
