@@ -496,6 +496,8 @@ def test_lm_eval_benchmarks_of_the_source_init_and_lapt_exports(decoder_run):
     assert init["kept"] == pytest.approx(init["value"] / source["value"])
     md = (decoder_run / "results/tables/benchmarks.md").read_text()
     assert "| Source (llama-tiny) |" in md and "sw_verses (acc_norm)" in md and "| FOCUS + LAPT |" in md
+    html = (decoder_run / "results/tables/benchmarks.html").read_text()  # the report's copy
+    assert html.count("<table>") == 2 and "<td>FOCUS + LAPT</td>" in html  # a block per source
     from vocab_transfer.report.provenance import check_table_provenance, provenance_path
 
     side = pd.read_parquet(provenance_path(decoder_run / "results/tables/benchmarks.md"))
