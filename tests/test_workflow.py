@@ -665,6 +665,7 @@ def test_report_holds_every_paper_table_and_figure(tiny_run, tiny_report):
     assert len({json.dumps(label) for label in labels}) == len(labels)  # one result per label
     start = report_data(tiny_report, "workflow_desc")
     assert "Where to find what" in start and "How to read a table" in start
+    assert "align-items: flex-start" in start  # its top stays in view (report/workflow.rst)
 
 
 @pytest.mark.slow
