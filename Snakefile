@@ -4,6 +4,10 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+# `snakemake --report results/report.zip` (or .html): every table and figure of the run, by paper, with
+# captions; report/workflow.rst is the report's start page.
+report: "report/workflow.rst"
+
 
 # Software for every job (README.md, "Software deployment and lint"): `--sdm conda` builds the env each rule names
 # (envs/vocab-transfer.yaml); `--sdm apptainer` runs each job in this image, built once from the Dockerfile: a path

@@ -92,9 +92,10 @@ rule make_finetune_table:
         md=paths.finetune_table("md"),
         html=report(
             paths.finetune_table("html"),
-            category="Tables",
+            category=plan.report_category,
+            subcategory="Tables",
             caption="../report/finetune.rst",
-            labels={"table": "Downstream fine-tuning: test scores, mean ± std over seeds"},
+            labels=plan.report_labels("table", "Fine-tuning: every model and task (FOCUS Tables 2-3)"),
         ),
         parquet=paths.finetune_scores_table(),
         # where each number of the table was read from (vocab_transfer.report.provenance)
@@ -120,9 +121,10 @@ rule make_paper_table:
         md=paths.paper_table("{table}", "md"),
         html=report(
             paths.paper_table("{table}", "html"),
-            category="Paper tables",
+            category=plan.report_category,
+            subcategory="Tables",
             caption="../report/paper_table.rst",
-            labels={"table": "{table}"},
+            labels=plan.paper_table_report_labels,
         ),
         # where each number of the table was read from (vocab_transfer.report.provenance)
         provenance=paths.paper_table("{table}", "provenance.parquet"),
@@ -147,9 +149,10 @@ rule plot_lapt_finetune:
     output:
         png=report(
             paths.figure("lapt_finetune", "{source}", "{figure}", "png"),
-            category="Figures",
+            category=plan.report_category,
+            subcategory="Figures",
             caption="../report/lapt_finetune.rst",
-            labels={"figure": "{figure}"},
+            labels=plan.figure_report_labels,
         ),
         svg=paths.figure("lapt_finetune", "{source}", "{figure}", "svg"),
         csv=paths.figure("lapt_finetune", "{source}", "{figure}", "csv"),

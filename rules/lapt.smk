@@ -64,8 +64,10 @@ rule plot_lapt_curves:
     output:
         png=report(
             paths.figure("lapt_curves", "{source}", "{target}", "png"),
-            category="Figures",
+            category=plan.report_category,
+            subcategory="Figures",
             caption="../report/lapt_curves.rst",
+            labels=plan.report_labels("figure", "LAPT held-out loss, {source} to {target} (FOCUS Figure 2)"),
         ),
         svg=paths.figure("lapt_curves", "{source}", "{target}", "svg"),
         csv=paths.figure("lapt_curves", "{source}", "{target}", "csv"),
@@ -86,14 +88,22 @@ rule plot_embedding_correlation:
     output:
         png=report(
             paths.figure("embedding_correlation", "{source}", "{target}", "png"),
-            category="Figures",
+            category=plan.report_category,
+            subcategory="Figures",
             caption="../report/embedding_correlation.rst",
+            labels=plan.report_labels(
+                "figure", "Embedding correlation, {source} to {target} (vocab-swap Figures 2, 5, 7)"
+            ),
         ),
         svg=paths.figure("embedding_correlation", "{source}", "{target}", "svg"),
         hist=report(
             paths.figure("embedding_correlation", "{source}", "{target}", "histograms.png"),
-            category="Figures",
+            category=plan.report_category,
+            subcategory="Figures",
             caption="../report/correlation_histograms.rst",
+            labels=plan.report_labels(
+                "figure", "Per-token embedding correlation, {source} to {target} (vocab-swap Figure 3)"
+            ),
         ),
         csv=paths.figure("embedding_correlation", "{source}", "{target}", "csv"),
     params:
@@ -115,9 +125,10 @@ rule plot_token_accuracy:
     output:
         png=report(
             paths.figure("token_accuracy", "{source}", "{figure}", "png"),
-            category="Figures",
+            category=plan.report_category,
+            subcategory="Figures",
             caption="../report/token_accuracy.rst",
-            labels={"figure": "{figure}"},
+            labels=plan.figure_report_labels,
         ),
         svg=paths.figure("token_accuracy", "{source}", "{figure}", "svg"),
         csv=paths.figure("token_accuracy", "{source}", "{figure}", "csv"),
@@ -146,9 +157,10 @@ rule plot_figure:
     output:
         png=report(
             paths.figure("{kind}", "{source}", "{figure}", "png"),
-            category="Figures",
+            category=plan.report_category,
+            subcategory="Figures",
             caption="../report/figure.rst",
-            labels={"figure": "{figure}"},
+            labels=plan.figure_report_labels,
         ),
         svg=paths.figure("{kind}", "{source}", "{figure}", "svg"),
         csv=paths.figure("{kind}", "{source}", "{figure}", "csv"),

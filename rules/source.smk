@@ -34,13 +34,17 @@ rule pretrain_source_model:
         model=directory(paths.source_model("{source}")),
         curve=report(
             paths.pretrain_curve("{source}", "parquet"),
-            category="Source model",
+            category=plan.report_category,
+            subcategory="Source model",
             caption="../report/pretrain_curve.rst",
+            labels=plan.report_labels("figure", "{source}: pretraining loss curve, values (parquet)"),
         ),
         plot=report(
             paths.pretrain_curve("{source}", "png"),
-            category="Source model",
+            category=plan.report_category,
+            subcategory="Source model",
             caption="../report/pretrain_curve.rst",
+            labels=plan.report_labels("figure", "{source}: pretraining loss curve"),
         ),
     params:
         spec=plan.pretrain_spec,

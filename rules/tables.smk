@@ -13,9 +13,10 @@ rule make_init_table:
         md=paths.init_table("md"),
         html=report(
             paths.init_table("html"),
-            category="Tables",
+            category=plan.report_category,
+            subcategory="Tables",
             caption="../report/init_mlm_loss.rst",
-            labels={"table": "FOCUS Table 4: MLM loss right after initialization"},
+            labels=plan.report_labels("table", "MLM loss right after initialization (FOCUS Table 4)"),
         ),
         # where each number of the table was read from (vocab_transfer.report.provenance)
         provenance=paths.init_table("provenance.parquet"),
@@ -37,6 +38,13 @@ rule make_benchmark_table:
     output:
         csv=paths.benchmark_table("csv"),
         md=paths.benchmark_table("md"),
+        html=report(
+            paths.benchmark_table("html"),
+            category=plan.report_category,
+            subcategory="Tables",
+            caption="../report/benchmarks.rst",
+            labels=plan.report_labels("table", "lm-eval benchmarks: scores and the source's share kept"),
+        ),
         # where each number of the table was read from (vocab_transfer.report.provenance)
         provenance=paths.benchmark_table("provenance.parquet"),
     params:

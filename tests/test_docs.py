@@ -26,8 +26,8 @@ EXEMPT = {
         "installs a CUDA build of torch; <XYZ> depends on the cluster's driver",
     'python -c "import torch; print(torch.__version__, torch.cuda.is_available())"': "meant for a GPU node",
     "$EDITOR profiles/slurm/config.yaml": "opens an editor",
-    "snakemake --report report.html": "builds the report of a finished run (tests/test_workflow.py builds the "
-                                      "tiny run's report and renders it)",
+    "snakemake --report results/report.zip": "builds the report of a finished run (tests/test_workflow.py "
+                                             "builds the tiny run's report and renders it)",
     "python -c \"import pandas as pd; print(pd.read_parquet('results/overlap/demo-xlmr/sw.parquet').head())\"":
         "reads an artifact of a finished demo run",
     "python -c \"from vocab_transfer.init import init_metadata; print(init_metadata("

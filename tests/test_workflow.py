@@ -501,6 +501,8 @@ def test_lm_eval_benchmarks_of_the_source_init_and_lapt_exports(decoder_run):
     assert init["kept"] == pytest.approx(init["value"] / source["value"])
     md = (decoder_run / "results/tables/benchmarks.md").read_text()
     assert "| Source (llama-tiny) |" in md and "sw_verses (acc_norm)" in md and "| FOCUS + LAPT |" in md
+    html = (decoder_run / "results/tables/benchmarks.html").read_text()  # the report's copy
+    assert html.count("<table>") == 2 and "<td>FOCUS + LAPT</td>" in html  # a block per source
     from vocab_transfer.report.provenance import check_table_provenance, provenance_path
 
     side = pd.read_parquet(provenance_path(decoder_run / "results/tables/benchmarks.md"))
@@ -575,10 +577,14 @@ def test_decoder_exports_reload_score_the_pipelines_loss_and_generate(decoder_ru
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS", REPO / "test-artifacts"))
 SHOW = """<script>
-// test hook: once the report app is up, open one result in the content pane, as a click would
+// test hook: once the report app is up, open one result in the content pane and its subcategory's list (or
+// its caption: navbarMode resultinfo) in the navigation bar, as clicks would
 window.addEventListener("load", () => setTimeout(() => {
   const [path, entry] = Object.entries(results).find(([p]) => p.endsWith("%s"));
-  app.setView({content: "%s", contentPath: entry.data_uri, resultPath: path});
+  const [category, subcategory] = Object.entries(categories).flatMap(([c, subs]) => Object.entries(subs)
+    .filter(([, paths]) => paths.includes(path)).map(([sub]) => [c, sub]))[0];
+  app.setView({navbarMode: "%s", category, subcategory, content: "%s", contentPath: entry.data_uri,
+               resultPath: path});
 }, 1500));
 </script>"""
 
@@ -594,24 +600,105 @@ def chromium(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.slow
-def test_html_report_shows_tables_and_plots(tiny_run):
-    """`snakemake --report` of the tiny run, opened in headless Chromium: the categories are listed, and the
-    init-loss table and the LAPT figure render in the content pane (screenshots kept in test-artifacts/)."""
+@pytest.fixture(scope="module")
+def tiny_report(tiny_run) -> str:
+    """The tiny run's `snakemake --report report.html`: one self-contained page."""
     snakemake(tiny_run, "--report", "report.html")
-    html = (tiny_run / "report.html").read_text()
+    return (tiny_run / "report.html").read_text()
+
+
+def report_data(page: str, name: str):
+    """The JSON a Snakemake report embeds for its app: ``results`` (path -> label, caption, data URI, ...),
+    ``categories`` (category -> subcategory -> paths) or ``workflow_desc`` (the start page's HTML)."""
+    match = re.search(r"\n\s*var " + name + r' = ([{"].*);\n', page)  # not the bundled libraries' variables
+    assert match, name
+    return json.loads(match[1])
+
+
+def test_report_categories_are_the_papers():
+    """The composite's report groups each study's tables and figures under the paper their titles name; a
+    study without tables or figures (LLM benchmarks) has a category of its own."""
+    from vocab_transfer.workflow.plan.report import paper_of_title
+    from vocab_transfer.workflow.studies import load_studies, study_plan
+
+    assert paper_of_title("UNKs Everywhere Tables 5a-d: zero-shot NER") == "UNKs Everywhere"
+    assert paper_of_title("vocab-swap Figure 4 in miniature: Hebrew NER") == "vocab-swap"
+    assert paper_of_title("Table 3 in miniature") is None and paper_of_title(None) is None
+    studies = load_studies(yaml.safe_load((REPO / "configs/papers.yaml").read_text()), str(REPO))
+    categories = {name: study_plan(study).report_category for name, study in studies.items()}
+    assert categories == {"focus": "FOCUS", "wechsel": "WECHSEL", "wechsel_gpt2": "WECHSEL",
+                          "unks": "UNKs Everywhere", "vocab_swap": "vocab-swap",
+                          "vocab_swap_frankenbert": "vocab-swap", "vocab_swap_frankenberta": "vocab-swap",
+                          "vocab_swap_recovery": "vocab-swap", "llm_mistral": "llm_mistral"}
+
+
+@pytest.mark.slow
+def test_report_holds_every_paper_table_and_figure(tiny_run, tiny_report):
+    """Every paper table and figure of the tiny run is in its report, byte for byte, labelled with its title
+    and captioned with the paper it reproduces, under the run's category and the subcategory of its kind; the
+    start page describes the workflow (report/workflow.rst)."""
+    import base64
+    from html import escape
+
+    results, categories = report_data(tiny_report, "results"), report_data(tiny_report, "categories")
+    config = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    assert list(categories) == ["This run"]  # the tiny config's titles name several papers and it has no study
+    assert set(categories["This run"]) == {"Tables", "Figures", "Source model"}
+    tables = sorted((tiny_run / "results/tables/paper").glob("*.md"))
+    assert [t.stem for t in tables] == sorted(config["tables"])
+    figures = sorted((tiny_run / "results/figures").glob("*/*/*.png"))
+    assert len(figures) >= len(config["figures"])
+    expected = {f"results/tables/paper/{t.stem}.html": ("Tables", "table", config["tables"][t.stem]["title"])
+                for t in tables}
+    expected.update({str(f.relative_to(tiny_run)): ("Figures", "figure", config["figures"][f.stem]["title"])
+                     for f in figures if f.stem in config["figures"]})
+    for f in figures:
+        expected.setdefault(str(f.relative_to(tiny_run)), ("Figures", "figure", None))
+    for t in ("init_mlm_loss", "finetune"):
+        expected[f"results/tables/{t}.html"] = ("Tables", "table", None)
+    for path, (subcategory, kind, title) in expected.items():
+        assert path in categories["This run"][subcategory], path
+        entry = results[path]
+        data = base64.b64decode(entry["data_uri"].split("base64,", 1)[1])
+        assert data == (tiny_run / path).read_bytes(), path
+        label = entry["labels"][kind]
+        assert label == title if title else label, (path, label)
+        # the caption names the paper table or figure: from the title, else from the caption's own text
+        paper = re.search(r"(Table|Figure)s? \d", entry["caption"])
+        assert paper and (title is None or escape(title) in entry["caption"]), (path, entry["caption"][:300])
+    labels = [entry["labels"] for entry in results.values()]
+    assert len({json.dumps(label) for label in labels}) == len(labels)  # one result per label
+    start = report_data(tiny_report, "workflow_desc")
+    assert "Where to find what" in start and "How to read a table" in start
+    assert "align-items: flex-start" in start  # its top stays in view (report/workflow.rst)
+
+
+@pytest.mark.slow
+def test_html_report_shows_tables_and_plots(tiny_run, tiny_report):
+    """`snakemake --report` of the tiny run, opened in headless Chromium: the init-loss table renders in the
+    content pane next to the list of every table's label, the LAPT figure next to its caption (screenshots
+    kept in test-artifacts/)."""
+    html = tiny_report
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     from matplotlib.image import imread
 
-    for name, suffix, kind in (("table", "init_mlm_loss.html", "html"), ("figure", "tiny/sw.png", "img")):
+    results = report_data(html, "results")
+    for name, suffix, kind, navbar in (("table", "init_mlm_loss.html", "html", "subcategory"),
+                                       ("figure", "lapt_curves/tiny/sw.png", "img", "resultinfo")):
         page = tiny_run / f"report_{name}.html"
         end = html.rfind("</body>")  # the last one: bundled libraries contain the string too
-        page.write_text(html[:end] + SHOW % (suffix, kind) + html[end:])
+        page.write_text(html[:end] + SHOW % (suffix, navbar, kind) + html[end:])
         dom = chromium("--dump-dom", page.as_uri())
         assert dom.returncode == 0, dom.stderr[-2000:]
         rendered = re.sub(r"<script.*?</script>", "", dom.stdout, flags=re.S)  # what the app drew, not its data
-        for category in ("Tables", "Figures", "Paper tables"):
-            assert category in rendered, category
+        entry = next(entry for path, entry in results.items() if path.endswith(suffix))
+        if navbar == "subcategory":  # the subcategory's list: every table's label
+            tables = [e["labels"]["table"] for e in results.values() if "table" in e["labels"]]
+            assert len(tables) >= 4 and all(label in rendered for label in tables), tables
+        else:  # the figure's caption: FOCUS Figure 2, the source model and the language
+            caption = re.sub(r"<[^>]+>", "", entry["caption"])
+            assert "FOCUS Figure 2" in caption and "tiny" in caption and "sw" in caption, caption
+            assert "FOCUS Figure 2" in re.sub(r"<[^>]+>", "", rendered)
         tag = "<iframe" if kind == "html" else "<img"
         assert re.search(tag + r'[^>]*src="data:' + ("text/html" if kind == "html" else "image/png"), dom.stdout), name
         shot = ARTIFACTS / f"report_{name}.png"

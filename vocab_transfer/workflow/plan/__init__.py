@@ -21,6 +21,7 @@ from .figures import FiguresPlan
 from .finetune import FinetunePlan
 from .init import InitPlan
 from .lapt import LaptPlan
+from .report import ReportPlan
 from .source import SourcePlan
 from .tables import TablesPlan
 from .vectors import VectorsPlan
@@ -30,7 +31,7 @@ __all__ = ["Plan", "PlanBase", "canonical", "hub_spec", "shell_option"]
 
 
 class Plan(SourcePlan, CorpusPlan, VectorsPlan, InitPlan, EvalPlan, LaptPlan, FinetunePlan, ZeroShotPlan, TablesPlan,
-           FiguresPlan, ExportPlan):
+           FiguresPlan, ExportPlan, ReportPlan):
     """The jobs a config asks for: the input and params functions of every stage's rules."""
 
 
