@@ -574,3 +574,21 @@ def test_seeds_share_a_job_per_cell_or_split_by_seeds_per_job():
     assert groups(own, "he-ner") == ["5+1", "3+2", "4"] and groups(own, "he-dep") == ["5", "1", "3", "2", "4"]
     files = own.finetune_scores()
     assert len(files) == len(set(files)) and paths.finetune_scores("tiny", "he-dep", "source", 3) in files
+
+
+def test_live_curves_hold_the_dev_history(tmp_path, model_dir, sw_tokenizer, ner_data):
+    """finetune.training.report_to: [tensorboard]: the event files (TensorBoard's own reader) hold the history's
+    training loss and dev scores at its steps, with the learning rate and gradient norm."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    labels = task_labels("ner", ner_data)
+    torch.manual_seed(1)
+    model = load_task_model("ner", str(model_dir), labels)
+    _, history = finetune(model, sw_tokenizer, "ner", ner_data, labels, cfg(epochs=1), seed=1,
+                          checkpoint_dir=tmp_path / "ckpt", track_dir=tmp_path / "live" / "seed1")
+    events = EventAccumulator(str(tmp_path / "live" / "seed1" / "tensorboard"))
+    events.Reload()
+    for tag, column in (("train/loss", "train_loss"), ("dev/f1", "dev_f1")):
+        assert [(e.step, e.value) for e in events.Scalars(tag)] == [
+            (s, pytest.approx(v, rel=1e-6)) for s, v in zip(history["step"], history[column], strict=True)]
+    assert {"train/lr", "train/grad_norm", "train/steps_per_s"} <= set(events.Tags()["scalars"])
