@@ -44,3 +44,29 @@ rule export_lapt_model:
 rule export:
     input:
         plan.export_outputs(),
+
+
+# An export uploaded to the hub (export.push; vocab_transfer.export.push_export): only when `snakemake push` (or
+# one receipt) is named, never by `all`. A local rule: the login node has internet; the token is HF_TOKEN there.
+rule push_export:
+    localrule: True
+    input:
+        unpack(plan.push_inputs),
+    output:
+        receipt=paths.export_pushed("{source}", "{target}", "{stage}", "{name}"),
+    wildcard_constraints:
+        stage="init|lapt",
+    params:
+        repo=plan.push_repo,
+        private=lambda wildcards: plan.cfg.export.push.private,
+    log:
+        logs("push_export/{source}/{target}/{stage}/{name}.log"),
+    conda:
+        "../envs/vocab-transfer.yaml"
+    script:
+        "../workflow_scripts/push_export.py"
+
+
+rule push:
+    input:
+        plan.push_outputs,

@@ -20,6 +20,15 @@ from fake_hub import FakeHub  # noqa: E402
 TOKEN = "hf_fake_write_token"
 
 
+@pytest.fixture(autouse=True)
+def online(monkeypatch):
+    """The tests run with HF_HUB_OFFLINE=1 (scripts/test.sh); a push needs the hub (here the fake one)."""
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
 @pytest.fixture
 def export(tmp_path) -> Path:
     """A finished export folder as export_init_model writes it: config, weights, tokenizer file, card."""
@@ -96,3 +105,32 @@ def test_a_card_the_hub_would_refuse_stops_the_push_before_a_commit(export, monk
     with FakeHub(TOKEN) as hub, pytest.raises(ValueError, match="license"):
         push_export(export, "someone/model", endpoint=hub.url)
     assert not any(r.startswith("POST /api/models/") and "/commit/" in r for r in hub.requests)
+
+
+def test_offline_mode_stops_a_push_before_anything_is_sent(export, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    with FakeHub(TOKEN) as hub, pytest.raises(PermissionError, match="HF_HUB_OFFLINE is set"):
+        push_export(export, "someone/model", endpoint=hub.url)
+    assert hub.requests == []
+
+
+def test_the_card_of_a_push_carries_the_lm_eval_scores_and_the_folder_keeps_its_own(export, monkeypatch):
+    """With benchmark scores (rule push_export's ``scores`` input), the pushed README's model-index holds them
+    besides the init-time loss; the export folder's card stays as the export wrote it."""
+    import pandas as pd
+
+    from vocab_transfer.export import card_with_scores
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    before = digest(export)
+    scores = pd.DataFrame({"task": ["belebele_swh_Latn", "arc_sw"], "metric": ["acc", "acc_norm"],
+                           "value": [0.41, float("nan")], "num_fewshot": [0, 0], "samples": [900, 100]})
+    with FakeHub(TOKEN) as hub:
+        push_export(export, "someone/model", endpoint=hub.url, card=card_with_scores(export, scores))
+    results = ModelCard(hub.repos["someone/model"].files["README.md"].decode()).data.eval_results
+    assert [(r.dataset_type, r.metric_type, r.metric_value) for r in results][-1] == ("belebele_swh_Latn", "acc", 0.41)
+    assert results[0].metric_type == "loss" and len(results) == 3  # loss, perplexity, belebele (NaN left out)
+    assert digest(export) == before and set(hub.repos["someone/model"].files) == set(before)

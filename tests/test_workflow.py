@@ -174,6 +174,36 @@ def test_every_table_number_has_its_artifact_and_checksum(tiny_run):
 
 
 @pytest.mark.slow
+def test_snakemake_push_uploads_an_export_with_its_receipt(tiny_run, tmp_path):
+    """rule push_export (`snakemake push` names every export): with export.push in the config and the token in
+    HF_TOKEN, the export goes to its repository (a local fake of the hub's HTTP API, tests/fake_hub.py, at
+    HF_ENDPOINT) byte for byte, and the receipt names the commit; the folder stays as it was."""
+    import hashlib
+
+    from fake_hub import FakeHub
+
+    config = yaml.safe_load((tiny_run / "config.yaml").read_text())
+    config["export"] = {"push": {"repo": "someone/{source}-{target}-{stage}-{name}", "private": True}}
+    (tmp_path / "push.yaml").write_text(yaml.safe_dump(config))
+    receipt, folder = "results/export/tiny/sw/init/focus.pushed.json", tiny_run / "results/export/tiny/sw/init/focus"
+    # the other jobs as they are (the export's params name the config file it was built with)
+    snakemake(tiny_run, "--cores", "2", str(folder.relative_to(tiny_run)), "--rerun-triggers", "mtime")
+    with FakeHub("hf_fake") as hub:
+        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+        proc = subprocess.run([*SNAKEMAKE, "--cores", "1", receipt, "--rerun-triggers", "mtime", "--configfile",
+                               str(tmp_path / "push.yaml")], cwd=tiny_run, capture_output=True, text=True,
+                              env={**env, "HF_TOKEN": "hf_fake", "HF_ENDPOINT": hub.url})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    repo = hub.repos["someone/tiny-sw-init-focus"]
+    on_disk = {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")}
+    assert {k: hashlib.sha256(v).hexdigest() for k, v in repo.files.items()} == on_disk and repo.private
+    assert json.loads((tiny_run / receipt).read_text())["repo"] == "someone/tiny-sw-init-focus"
+    dry = snakemake(tiny_run, "-n", "--cores", "1")  # `all` pushes nothing
+    assert "push_export" not in dry.stdout + dry.stderr
+
+
+@pytest.mark.slow
 def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
     """`snakemake <export folder>`: an init export is the model the init-time loss was measured on (AutoModel,
     AutoTokenizer, the same held-out blocks and masks: the same loss); a LAPT export is the run's model, with a card

@@ -445,6 +445,11 @@ def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> No
     from huggingface_hub import ModelCard
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
+    from huggingface_hub import constants
+
+    if constants.is_offline_mode():
+        raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which keeps huggingface_hub "
+                              "off the network; unset it for the push (it runs on the login node)")
     if not token:
         raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write token at "
                               f"https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... on the machine "
@@ -463,20 +468,47 @@ def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> No
     ModelCard((folder / CARD).read_text(encoding="utf-8"))  # its YAML front matter parses
 
 
+def card_with_scores(folder: str | os.PathLike, scores: pd.DataFrame) -> str:
+    """The export's card with its lm-eval scores (a ``benchmark_model`` parquet: task, metric, value) added to the
+    ``model-index`` (task type ``text-generation``, the lm-eval task as the dataset)."""
+    from huggingface_hub import EvalResult, ModelCard
+
+    card = ModelCard((Path(folder) / CARD).read_text(encoding="utf-8"))
+    results = list(card.data.eval_results or [])
+    results += [EvalResult(task_type="text-generation", dataset_type=row.task, dataset_name=f"{row.task} (lm-eval)",
+                           metric_type=row.metric, metric_value=float(row.value),
+                           metric_name=f"{row.metric}, {int(row.num_fewshot)}-shot, {int(row.samples)} samples")
+                for row in scores.itertuples() if math.isfinite(float(row.value))]
+    card.data.eval_results = results
+    card.data.model_name = card.data.model_name or Path(folder).name
+    return str(card)
+
+
 def push_export(folder: str | os.PathLike, repo_id: str, *, private: bool = True, endpoint: str | None = None,
-                message: str | None = None) -> dict:
+                message: str | None = None, card: str | None = None) -> dict:
     """Upload an export folder to hub repository ``repo_id`` (created where it does not exist, ``private`` as
-    asked) with ``huggingface_hub.HfApi.upload_folder``, the token from :data:`TOKEN_ENV`. The folder is read,
-    never changed. Returns the receipt: repository, url, commit, privacy and the files sent with their sizes."""
-    from huggingface_hub import HfApi
+    asked) in one commit (``huggingface_hub``'s ``upload_folder``; with ``card``, that text as ``README.md``
+    instead of the folder's), the token from :data:`TOKEN_ENV`. The folder is read, never changed. Returns the
+    receipt: repository, url, commit, privacy and the files sent with their sizes."""
+    from huggingface_hub import CommitOperationAdd, HfApi, ModelCard
 
     token = os.environ.get(TOKEN_ENV)
     check_push(folder, repo_id, token)
+    if card is not None:
+        ModelCard(card)  # its YAML front matter parses
     api = HfApi(endpoint=endpoint, token=token)
     url = api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
     files = {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(Path(folder).rglob("*"))
              if p.is_file() and not p.name.startswith(".")}
-    commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
-                               commit_message=message or f"Upload {Path(folder).name} (vocabulary transfer)",
-                               ignore_patterns=[".*"])
+    message = message or f"Upload {Path(folder).name} (vocabulary transfer)"
+    if card is None:
+        commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
+                                   commit_message=message, ignore_patterns=[".*"])
+    else:
+        operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=str(Path(folder) / name))
+                      for name in files if name != CARD]
+        operations.append(CommitOperationAdd(path_in_repo=CARD, path_or_fileobj=card.encode("utf-8")))
+        commit = api.create_commit(repo_id=repo_id, repo_type="model", operations=operations,
+                                   commit_message=message)
+        files[CARD] = len(card.encode("utf-8"))
     return {"repo": repo_id, "url": str(url), "commit": commit.oid, "private": private, "files": files}

@@ -980,6 +980,44 @@ class Rehearsal(Section):
         "ended bit-identical to an uninterrupted run)"))
 
 
+#: The placeholders a pushed repository's name may hold (``export.push.repo``), filled per export.
+PUSH_FIELDS = ("source", "target", "stage", "name")
+
+
+class Push(Section):
+    """``export.push``: where ``snakemake push`` uploads the exports (rule push_export, a local rule: the login
+    node has internet), with ``huggingface_hub``; the token comes from ``HF_TOKEN`` in the environment only."""
+
+    repo: str = Field(description=(
+        "the hub repository of each export, a template over {source}, {target}, {stage} (init or lapt) and "
+        "{name} (the method or LAPT run), e.g. my-org/{source}-{target}-{stage}-{name}"))
+    private: bool = Field(True, description="create the repositories private (an existing one keeps its setting)")
+
+    def check(self, where: str) -> None:
+        import string
+
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+        fields = [f for _, f, _, _ in string.Formatter().parse(self.repo) if f is not None]
+        unknown = sorted(set(fields) - set(PUSH_FIELDS))
+        if unknown:
+            raise ModelError(f"{where}.repo: unknown placeholder(s) {unknown}; known: {list(PUSH_FIELDS)}")
+        sample = self.repo.format(**{f: "x" for f in PUSH_FIELDS})
+        try:
+            validate_repo_id(sample)
+        except HFValidationError as e:
+            raise ModelError(f"{where}.repo: {self.repo!r} does not give a valid repository name: {e}") from None
+        if "/" not in sample:
+            raise ModelError(f"{where}.repo: write it as <user or organization>/<name>, not {self.repo!r}")
+
+
+class Export(Section):
+    """``export``: what becomes of the exported model folders (results/export/...) besides the disk."""
+
+    push: Push | None = Field(None, description=(
+        "upload the exports to the hub when `snakemake push` is named (never otherwise)"))
+
+
 class Config(Section):
     """Configuration of the vocabulary-transfer workflow. Every key is checked at parse time; a misspelled key
     fails naming it and the keys its section knows."""
@@ -1040,6 +1078,8 @@ class Config(Section):
         "scheduler requests per rule, replacing the defaults that vocab_transfer.workflow.resources derives "
         "from each job's input size: rule name (or `default`, for rules without a cost model) -> {mem_mb, "
         "runtime, threads}"))
+    export: Export = Field(default_factory=Export, description=(
+        "the exported Hugging Face model folders: `push` uploads them to the hub (`snakemake push`)"))
     rehearsal: Rehearsal | None = Field(None, description=(
         "shrink the config to a miniature of itself before it is checked (configs/overlays/rehearsal.yaml with "
         "hub_mirror: every paper's DAG offline on one machine, scripts/rehearse.sh)"))

@@ -39,6 +39,7 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/figures/<kind>/<source>/<name>.{png,svg,csv}          kind: lapt_curves, embedding_correlation,
                                                                   lapt_finetune, token_accuracy
     results/export/<source>/<target>/{init/<method>,lapt/<run>}/  Hugging Face model folders with a model card
+    results/export/<source>/<target>/{init,lapt}/<name>.pushed.json  the receipt of a push to the hub
     resources/models/<source>/, resources/corpora/<corpus>/, resources/tokenizers/<owner>--<name>/,
     resources/reference_models/<model>/, resources/benchmark_datasets/ (the Hugging Face datasets cache of lm-eval),
     resources/word_vectors/cc.<lang>.300.bin,
@@ -236,6 +237,11 @@ def export_init(source: str, target: str, method: str) -> str:
 def export_lapt(source: str, target: str, run: str) -> str:
     """A LAPT run's final model, as a Hugging Face model folder with a model card."""
     return f"{RESULTS}/export/{source}/{target}/lapt/{run}"
+
+
+def export_pushed(source: str, target: str, stage: str, name: str) -> str:
+    """The receipt of an export uploaded to the hub (rule push_export): repository, url, commit, files."""
+    return f"{RESULTS}/export/{source}/{target}/{stage}/{name}.pushed.json"
 
 
 # --- downstream -----------------------------------------------------------------------------------------------

@@ -19,6 +19,31 @@ class ExportPlan(PlanBase):
                 for t in lapt_run_targets(self.cfg, r) if self.paired(s, t)]
         return init + lapt
 
+    def push_outputs(self, wildcards=None):
+        """The receipts of every export pushed to the hub (`snakemake push`; ``export.push``)."""
+        if self.cfg.export.push is None:
+            raise ValueError("snakemake push: the config has no export.push (repo: a repository name template such "
+                             "as my-org/{source}-{target}-{stage}-{name}; private: true), so nothing says where to")
+        pushed = []
+        for path in self.export_outputs():
+            source, target, stage, name = path.split("/")[-4:]
+            pushed.append(self.paths.export_pushed(source, target, stage, name))
+        return pushed
+
+    def push_inputs(self, wildcards):
+        """The export folder, and its lm-eval scores where eval.benchmarks scores it (the card's model-index)."""
+        s, t, stage, name = wildcards.source, wildcards.target, wildcards.stage, wildcards.name
+        model = self.paths.export_init(s, t, name) if stage == "init" else self.paths.export_lapt(s, t, name)
+        inputs = {"model": model}
+        if (s, t, stage, name) in self.benchmark_models():
+            inputs["scores"] = self.paths.benchmark(s, t, stage, name)
+        return inputs
+
+    def push_repo(self, wildcards):
+        """The repository an export goes to (``export.push.repo`` filled in)."""
+        return self.cfg.export.push.repo.format(source=wildcards.source, target=wildcards.target,
+                                                stage=wildcards.stage, name=wildcards.name)
+
     def export_init_inputs(self, wildcards):
         """The source model, the init artifact, the tokenizer the model is evaluated with, the init-time loss of the
         target's methods and the target corpus's statistics."""
