@@ -38,6 +38,15 @@ EXEMPT = {
                                                                                 "in CI)",
     "torchrun --standalone --nproc-per-node 4 -m vocab_transfer.training.lapt ...":
         "starts 4 training processes; the arguments are those of `--help` (checked)",
+    "tensorboard --logdir results/lapt": "serves the event files of a run in progress (tests/test_lapt.py reads "
+                                         "them with TensorBoard's reader)",
+    "export WANDB_MODE=offline": "sets a variable of the jobs' environment",
+    "wandb sync results/lapt/*/*/*/wandb/offline-run-*": "uploads offline W&B runs (no internet here; "
+                                                          "tests/test_tracking.py writes one)",
+    "export HF_TOKEN=hf_...": "sets the push's token",
+    "snakemake push --configfile my.yaml": "pushes to the hub (tests/test_workflow.py pushes the tiny run's export "
+                                           "to a local fake of the hub)",
+    "snakemake results/export/xlmr/sw/lapt/focus.pushed.json --configfile my.yaml": "pushes one export to the hub",
 }
 
 
