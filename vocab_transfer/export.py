@@ -442,10 +442,8 @@ TOKEN_ENV = "HF_TOKEN"
 def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> None:
     """What a push needs, checked before anything is sent: a token in :data:`TOKEN_ENV`, a valid repository name, and
     a complete export folder (``config.json``, weights, and a card whose Hub metadata huggingface_hub reads)."""
-    from huggingface_hub import ModelCard
+    from huggingface_hub import ModelCard, constants
     from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    from huggingface_hub import constants
 
     if constants.is_offline_mode():
         raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which keeps huggingface_hub "

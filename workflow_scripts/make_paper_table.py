@@ -11,53 +11,12 @@ import os
 
 import pandas as pd
 
-from vocab_transfer.io import read_parquet, write_text
+from vocab_transfer.io import write_text
 from vocab_transfer.report import provenance as prov
 from vocab_transfer.report import vocab_tables as vt
 from vocab_transfer.report.tables import init_table, lapt_table, markdown_to_html, paper_table
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import VOCAB_TABLE_KINDS
-
-
-def vocab_table(inputs, manifest, spec, min_count):
-    """A corpus or vocabulary table; one block per source model for the overlap kinds."""
-    kind, langs, title = spec["kind"], spec["languages"], spec.get("title", spec["kind"])
-    files = {rec["input"]: rec for rec in manifest}
-    if kind == "corpus_sizes":
-        stats = {rec["language"]: json.load(open(inputs[name])) for name, rec in files.items()}
-        return vt.corpus_sizes_table(stats, langs, title)
-    tables, parts = [], []
-    for source in dict.fromkeys(rec["source"] for rec in manifest if "source" in rec):
-        overlaps = {rec["language"]: read_parquet(inputs[name], kind="overlap") for name, rec in files.items()
-                    if rec["what"] == "overlap" and rec["source"] == source}
-        head = f"{title} (source `{source}`)"
-        if kind == "overlap_counts":
-            tokens = {rec["language"]: pd.read_parquet(inputs[name]) for name, rec in files.items()
-                      if rec["what"] == "fasttext_tokens"}
-            table, md = vt.overlap_counts_table(overlaps, tokens, langs, min_count, head)
-        elif kind == "nearest_tokens":
-            provenance = {rec["language"]: read_parquet(inputs[name], kind="provenance") for name, rec in files.items()
-                          if rec["what"] == "provenance" and rec["source"] == source}
-            table, md = vt.nearest_tokens_table(provenance, langs, spec.get("sample", 10), spec.get("seed", 0), head)
-        elif kind == "overlap_sample":
-            table, md = vt.overlap_sample_table(overlaps, langs, spec.get("sample", 500), spec.get("seed", 0), head)
-        elif kind == "overlap_groups":
-            table, md = vt.overlap_groups_table(overlaps, langs, head)
-        elif kind == "overlap_longest":
-            table, md = vt.overlap_longest_table(overlaps, langs, spec.get("top", 5), head)
-        elif kind == "vocab_coverage":
-            from vocab_transfer.data.tokenizer import load_tokenizer
-
-            source_tok = next(load_tokenizer(inputs[name]) for name, rec in files.items()
-                              if rec["what"] == "source_tokenizer" and rec["source"] == source)
-            targets = {rec["language"]: load_tokenizer(inputs[name]) for name, rec in files.items()
-                       if rec["what"] == "tokenizer"}
-            table, md = vt.vocab_coverage_table(langs, targets, source_tok, overlaps, head)
-        else:
-            raise ValueError(f"unknown table kind {kind!r}")
-        tables.append(table.assign(source=source))
-        parts.append(md)
-    return pd.concat(tables, ignore_index=True), "\n".join(parts)
 
 
 def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, provenance_path, log_path):
@@ -66,7 +25,7 @@ def main(inputs, manifest, spec, meta, csv_path, md_path, html_path, provenance_
     log = setup_job(log_path)
     kind = spec.get("kind")
     if kind in VOCAB_TABLE_KINDS:
-        table, md = vocab_table(inputs, manifest, spec, meta.get("fasttext_min_count"))
+        table, md = vt.vocab_table(inputs, manifest, spec, meta.get("fasttext_min_count"))
         files = pd.DataFrame([{prov.ARTIFACT: inputs[rec["input"]],
                                **{k: v for k, v in rec.items() if k != "input"}} for rec in manifest])
         entries = prov.vocab_cells(kind, table, files)
