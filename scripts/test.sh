@@ -29,9 +29,10 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       [ ! -e "/etc/slurm/$f" ] || cp -p "/etc/slurm/$f" "$SLURM_SAVED/"
     done
     trap restore_slurm EXIT
-    # 4 fake GPUs typed a100, as scripts/rehearse.sh starts them: the rehearsal's LAPT and the GPU bundles of
-    # tests/test_slurm.py each ask for 2 GPUs in one job
-    bash scripts/slurm/start.sh --cpus 4 --gpus 4 --gpu-type a100
+    # 8 CPUs and 8 fake GPUs typed a100 (as scripts/rehearse.sh types them): tests/test_slurm.py runs the rehearsal
+    # and its workflows side by side, mostly waiting on sleeps and time limits; the rehearsal's LAPT and the GPU
+    # bundles each ask for 2 GPUs in one job
+    bash scripts/slurm/start.sh --cpus 8 --gpus 8 --gpu-type a100
   fi
   # the zstd tool writes the .zst corpora of tests/test_zstd.py
   command -v zstd >/dev/null || { apt-get update -qq && apt-get install -y -qq zstd >/dev/null; }
@@ -42,6 +43,4 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   fi
 fi
 ruff check .
-# Two workers (pytest-xdist): many tests wait on subprocesses, SLURM or sleeps; tests/conftest.py keeps each file on
-# one worker and every SLURM test on the same one
-python -m pytest -q -n 2 --dist loadgroup --durations=15 "$@"
+python -m pytest -q --durations=15 "$@"

@@ -45,17 +45,3 @@ def pytest_terminal_summary(terminalreporter):
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from tiny_decoders import CHATML, qwen_like_tokenizer, write_tiny_decoders  # noqa: E402, F401  (tests import them)
-
-#: Test files that submit to the one local SLURM cluster besides those marked ``slurm``: under pytest-xdist
-#: (scripts/test.sh runs ``-n 2 --dist loadgroup``) they run on one worker, one after another, so that two of
-#: them never compete for the cluster's CPUs and GPUs and miss the time limits they test.
-SLURM_FILES = {"test_slurm.py", "test_slurm_ddp.py", "test_restart.py", "test_rehearsal_gpu.py",
-               "test_submission_checks.py"}
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist's ``--dist loadgroup``: every file's tests on one worker (its module fixtures, such as a
-    tiny DAG run, are built once), and the SLURM files all on the same one."""
-    for item in items:
-        slurm = item.get_closest_marker("slurm") is not None or item.path.name in SLURM_FILES
-        item.add_marker(pytest.mark.xdist_group("slurm" if slurm else item.path.name))

@@ -188,7 +188,7 @@ def llama_fixture(tmp_path_factory, sw_tokenizer, swahili_verses):
 
 
 def lapt_cli(root, out, launcher, **kw):
-    cfg = config(steps=40, checkpoint_every=2, eval_every=20, **kw).__dict__
+    cfg = config(steps=40, checkpoint_every=2, eval_every=20, **kw).model_dump(mode="json")
     return [*launcher, "-m", "vocab_transfer.training.lapt", "--model", str(root / "model"),
             "--tokenizer", str(root / "model"), "--train", str(root / "train"), "--heldout", str(root / "heldout"),
             "--output", str(out), "--config", json.dumps(cfg)]

@@ -215,12 +215,17 @@ def rehearsal(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, rehearsal) -> dict[str, Run]:
-    """The runs of tests/slurm/Snakefile, side by side (after the rehearsal has started: see there)."""
+    """The runs of tests/slurm/Snakefile, side by side (after the rehearsal has started: see there): most of their
+    time is waiting for a time limit, its signal or a sleep, which they do together."""
     require_local_cluster()
     root = tmp_path_factory.mktemp("slurm")
     arguments = {  # the slow ones first, so they get a CPU at once
         "timeout": ["results/timeout.txt"],
         "resume": ["results/resumed.txt", "--retries", "1"],
+        "resumed_bundle": [*[f"results/resumed_bundle/{i}.txt" for i in range(2)], "--group-components",
+                           "gpu_resumed=2", "--retries", "1"],
+        "bundled": [*[f"results/bundled/{i}.txt" for i in range(3)], "--group-components", "bundled=3"],
+        "claimed": [*[f"results/claimed/{i}.txt" for i in range(2)], "--group-components", "gpu_bundled=2"],
         "fail": ["results/failed.txt"],
         "ok": ["results/host.txt", "results/gpu.txt", "results/gpu_count.txt", "results/local.txt"],
     }
@@ -310,13 +315,10 @@ def test_signal_before_time_limit_lets_a_job_checkpoint_and_resume(runs):
     assert slurm_job(second)["JobState"] == "COMPLETED"
 
 
-def test_bundled_jobs_run_side_by_side_in_one_slurm_job(tmp_path):
+def test_bundled_jobs_run_side_by_side_in_one_slurm_job(runs):
     """Three jobs of one group with --group-components bundled=3: one sbatch, one SLURM job, and inside it one
     group job whose jobs run in one Snakemake (not one after another, each in its own)."""
-    require_local_cluster()
-    proc, log_path = start_snakemake(tmp_path / "run", *[f"results/bundled/{i}.txt" for i in range(3)],
-                                     "--group-components", "bundled=3")
-    run = Run(tmp_path / "run", wait_for(proc, time.monotonic() + RUN_TIMEOUT_S), log_path.read_text())
+    run = runs["bundled"]
     assert run.returncode == 0, run.log[-4000:]
     assert len(run.slurm_job_ids) == 1, run.log[-4000:]
     records = [environment_record(run.workdir / f"results/bundled/{i}.txt") for i in range(3)]
@@ -328,13 +330,10 @@ def test_bundled_jobs_run_side_by_side_in_one_slurm_job(tmp_path):
     assert rule_of(slurm_job(run.slurm_job_ids[0])) == "bundled_record_bundled"
 
 
-def test_bundled_gpu_jobs_each_claim_their_own_gpu(tmp_path):
+def test_bundled_gpu_jobs_each_claim_their_own_gpu(runs):
     """Two one-GPU jobs bundled into one SLURM job: it asks for 2 GPUs (--gpus=2), and the jobs, running at
     the same time and each claiming its own (launch --claim), see different ones of them."""
-    require_local_cluster()
-    proc, log_path = start_snakemake(tmp_path / "run", *[f"results/claimed/{i}.txt" for i in range(2)],
-                                     "--group-components", "gpu_bundled=2")
-    run = Run(tmp_path / "run", wait_for(proc, time.monotonic() + RUN_TIMEOUT_S), log_path.read_text())
+    run = runs["claimed"]
     assert run.returncode == 0, run.log[-4000:]
     (job_id,) = run.slurm_job_ids
     records = [environment_record(run.workdir / f"results/claimed/{i}.txt") for i in range(2)]
@@ -350,14 +349,11 @@ def test_bundled_gpu_jobs_each_claim_their_own_gpu(tmp_path):
     assert logs.count(f"in SLURM job {job_id}") == 2, logs  # each claim is logged
 
 
-def test_bundled_trainings_checkpoint_on_the_signal_and_resume_together(tmp_path):
+def test_bundled_trainings_checkpoint_on_the_signal_and_resume_together(runs):
     """Two resumable GPU jobs in one SLURM job (as train_lapt's bundles): SLURM's SIGTERM ahead of the time
     limit reaches both trainers through their claims' exec, both checkpoint, the bundle fails, and its one
     retry resumes both; each ran on a GPU of its own."""
-    require_local_cluster()
-    proc, log_path = start_snakemake(tmp_path / "run", *[f"results/resumed_bundle/{i}.txt" for i in range(2)],
-                                     "--group-components", "gpu_resumed=2", "--retries", "1")
-    run = Run(tmp_path / "run", wait_for(proc, time.monotonic() + RUN_TIMEOUT_S), log_path.read_text())
+    run = runs["resumed_bundle"]
     assert run.returncode == 0, run.log[-4000:]
     first, second = run.slurm_job_ids
     records = [environment_record(run.workdir / f"results/resumed_bundle/{i}.txt") for i in range(2)]
