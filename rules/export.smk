@@ -58,7 +58,7 @@ rule push_export:
         stage="init|lapt",
     params:
         repo=plan.push_repo,
-        private=lambda wildcards: plan.cfg.export.push.private,
+        private=plan.push_private,
     log:
         logs("push_export/{source}/{target}/{stage}/{name}.log"),
     conda:

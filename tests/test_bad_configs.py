@@ -178,6 +178,12 @@ CASES = [
     # refining rows, benchmarks
     ("a refining row without its init row", at("methods.focus_td", {"kind": "token_distillation", "init": "focsu"}),
      "methods.focus_td.init: 'focsu' is not an entry of 'methods'"),
+    ("a push repository with a space", lambda c: c.update(export={"push": {"repo": "my org/{source}"}}),
+     "export.push.repo: 'my org/{source}' does not give a valid repository name"),
+    ("a push repository with an unknown placeholder", lambda c: c.update(export={"push": {"repo": "o/{model}"}}),
+     "export.push.repo: unknown placeholder(s) ['model']; known: ['source', 'target', 'stage', 'name']"),
+    ("a push repository without its owner", lambda c: c.update(export={"push": {"repo": "just-{name}"}}),
+     "does not give a valid repository name: write it as <user or organization>/<name>"),
     ("a refining row that names no init row", at("methods.focus_td", {"kind": "token_distillation"}),
      "methods.focus_td: missing required parameter 'init'"),
     ("refining rows that start from each other", lambda c: c["methods"].update(

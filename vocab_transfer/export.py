@@ -439,11 +439,22 @@ def export_folder(model_dir: str, out_dir: str, card: str) -> None:
 TOKEN_ENV = "HF_TOKEN"
 
 
+def repo_name_problem(repo_id: str) -> str | None:
+    """Why ``repo_id`` names no hub model repository (huggingface_hub's rules, and a user or organization in
+    front), or None. ``export.push.repo`` is checked with it at parse time, a push before it sends anything."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        return str(e)
+    return None if "/" in repo_id else "write it as <user or organization>/<name>"
+
+
 def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> None:
     """What a push needs, checked before anything is sent: a token in :data:`TOKEN_ENV`, a valid repository name, and
     a complete export folder (``config.json``, weights, and a card whose Hub metadata huggingface_hub reads)."""
     from huggingface_hub import ModelCard, constants
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     if constants.is_offline_mode():
         raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which keeps huggingface_hub "
@@ -452,12 +463,8 @@ def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> No
         raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write token at "
                               f"https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... on the machine "
                               "that pushes (it is never read from a config or file)")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as e:
-        raise ValueError(f"repository name {repo_id!r}: {e}") from None
-    if "/" not in repo_id:
-        raise ValueError(f"repository name {repo_id!r}: write it as <user or organization>/<name>")
+    if problem := repo_name_problem(repo_id):
+        raise ValueError(f"repository name {repo_id!r}: {problem}")
     folder = Path(folder)
     missing = [n for n in ("config.json", CARD) if not (folder / n).is_file()]
     if not folder.is_dir() or missing or not any(folder.glob("*.safetensors")):

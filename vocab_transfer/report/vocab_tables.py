@@ -331,12 +331,13 @@ def vocab_table(inputs: dict, manifest: list, spec: dict, min_count: int | None)
     statistics, the :data:`PER_SOURCE` kinds one block per source model. ``manifest``: what each input is
     (``[{"input": name, "what": ..., "language": ..., "source": ...}]``)."""
     import json
+    from pathlib import Path
 
     from ..io import read_parquet
 
     kind, title = spec["kind"], spec.get("title", spec["kind"])
     if kind == "corpus_sizes":
-        stats = {rec["language"]: json.loads(open(inputs[rec["input"]]).read()) for rec in manifest}
+        stats = {rec["language"]: json.loads(Path(inputs[rec["input"]]).read_text()) for rec in manifest}
         return corpus_sizes_table(stats, spec["languages"], title)
     tables, parts = [], []
     for source in dict.fromkeys(rec["source"] for rec in manifest if "source" in rec):

@@ -820,8 +820,6 @@ class FigureSpec(ByKind):
         "(vocab-swap: 1000, 5000)"))
 
 
-
-
 class LaptFinetuneFigure(FigureSpec):
     kind: Literal["lapt_finetune"] = Field(description=(
         "held-out MLM loss during LAPT and the task's test score after fine-tuning at LAPT snapshots "
@@ -996,19 +994,14 @@ class Push(Section):
     def check(self, where: str) -> None:
         import string
 
-        from huggingface_hub.utils import HFValidationError, validate_repo_id
+        from ..export import repo_name_problem
 
         fields = [f for _, f, _, _ in string.Formatter().parse(self.repo) if f is not None]
         unknown = sorted(set(fields) - set(PUSH_FIELDS))
         if unknown:
             raise ModelError(f"{where}.repo: unknown placeholder(s) {unknown}; known: {list(PUSH_FIELDS)}")
-        sample = self.repo.format(**{f: "x" for f in PUSH_FIELDS})
-        try:
-            validate_repo_id(sample)
-        except HFValidationError as e:
-            raise ModelError(f"{where}.repo: {self.repo!r} does not give a valid repository name: {e}") from None
-        if "/" not in sample:
-            raise ModelError(f"{where}.repo: write it as <user or organization>/<name>, not {self.repo!r}")
+        if problem := repo_name_problem(self.repo.format(**{f: "x" for f in PUSH_FIELDS})):
+            raise ModelError(f"{where}.repo: {self.repo!r} does not give a valid repository name: {problem}")
 
 
 class Export(Section):

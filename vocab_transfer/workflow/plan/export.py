@@ -10,34 +10,41 @@ from .base import PlanBase, canonical
 class ExportPlan(PlanBase):
     """The input and params functions of rules/export.smk."""
 
+    def exports(self) -> list[tuple[str, str, str, str]]:
+        """``(source, target, stage, name)`` of every export: each init of the init table's cells (stage init,
+        the method) and each LAPT model (stage lapt, the run)."""
+        init = [(s, t, "init", m) for s, t in self.pairs for m in self.method_names
+                if t in method_targets(self.cfg, m)]
+        lapt = [(s, t, "lapt", r) for s in self.sources for r in self.lapt_runs
+                for t in lapt_run_targets(self.cfg, r) if self.paired(s, t)]
+        return init + lapt
+
+    def export_folder(self, source: str, target: str, stage: str, name: str) -> str:
+        return (self.paths.export_init if stage == "init" else self.paths.export_lapt)(source, target, name)
+
     def export_outputs(self, wildcards=None):
         """Every transferred model right after initialization (the init table's cells) and every LAPT model, as
         Hugging Face model folders (`snakemake export`)."""
-        init = [self.paths.export_init(s, t, m) for s, t in self.pairs for m in self.method_names
-                if t in method_targets(self.cfg, m)]
-        lapt = [self.paths.export_lapt(s, t, r) for s in self.sources for r in self.lapt_runs
-                for t in lapt_run_targets(self.cfg, r) if self.paired(s, t)]
-        return init + lapt
+        return [self.export_folder(*cell) for cell in self.exports()]
 
     def push_outputs(self, wildcards=None):
         """The receipts of every export pushed to the hub (`snakemake push`; ``export.push``)."""
         if self.cfg.export.push is None:
             raise ValueError("snakemake push: the config has no export.push (repo: a repository name template such "
                              "as my-org/{source}-{target}-{stage}-{name}; private: true), so nothing says where to")
-        pushed = []
-        for path in self.export_outputs():
-            source, target, stage, name = path.split("/")[-4:]
-            pushed.append(self.paths.export_pushed(source, target, stage, name))
-        return pushed
+        return [self.paths.export_pushed(*cell) for cell in self.exports()]
 
     def push_inputs(self, wildcards):
         """The export folder, and its lm-eval scores where eval.benchmarks scores it (the card's model-index)."""
         s, t, stage, name = wildcards.source, wildcards.target, wildcards.stage, wildcards.name
-        model = self.paths.export_init(s, t, name) if stage == "init" else self.paths.export_lapt(s, t, name)
-        inputs = {"model": model}
+        inputs = {"model": self.export_folder(s, t, stage, name)}
         if (s, t, stage, name) in self.benchmark_models():
             inputs["scores"] = self.paths.benchmark(s, t, stage, name)
         return inputs
+
+    def push_private(self, wildcards) -> bool:
+        """Whether a repository the push creates is private (``export.push.private``)."""
+        return self.cfg.export.push.private
 
     def push_repo(self, wildcards):
         """The repository an export goes to (``export.push.repo`` filled in)."""
