@@ -6,8 +6,8 @@ import shlex
 import sys
 from types import SimpleNamespace
 
-from vocab_transfer.workflow.config import (ConfigError, all_targets, check_config, check_configfiles,
-                                            expand_snapshot_models, fill_defaults)
+from vocab_transfer.workflow.config import ConfigError, check_config, check_configfiles, fill_defaults
+from vocab_transfer.workflow.views import all_targets, expand_snapshot_models
 from vocab_transfer.workflow import paths
 from vocab_transfer.workflow.rehearsal import check_no_mirrored_downloads, shrink
 from vocab_transfer.workflow import resources as res

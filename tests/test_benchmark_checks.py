@@ -18,8 +18,8 @@ from vocab_transfer.workflow.config import (
     ConfigError,
     check_benchmark_tasks,
     check_benchmarks,
-    source_is_masked,
 )
+from vocab_transfer.workflow.views import source_is_masked
 
 REGISTRY = {"tasks": {"arc_de": "alexandrainst/m_arc", "hellaswag_de": "alexandrainst/m_hellaswag",
                       "belebele_deu_Latn": "facebook/belebele", "sw_verses": "json", "py_task": ""},

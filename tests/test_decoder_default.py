@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from vocab_transfer.workflow import paths
-from vocab_transfer.workflow.config import ConfigError, check_config, fill_defaults, followed_source
+from vocab_transfer.workflow.config import ConfigError, check_config, fill_defaults
 from vocab_transfer.workflow.plan import Plan
+from vocab_transfer.workflow.views import followed_source
 
 REPO = Path(__file__).resolve().parents[1]
 DECODERS = REPO / "tests" / "data" / "tiny_decoder_config.yaml"

@@ -13,8 +13,9 @@ import yaml
 from snakemake.utils import update_config
 
 from vocab_transfer import mirror
-from vocab_transfer.workflow.config import ConfigError, check_config, task_target
+from vocab_transfer.workflow.config import ConfigError, check_config
 from vocab_transfer.workflow.rehearsal import planned_outputs, shrink
+from vocab_transfer.workflow.views import task_target
 
 REPO = Path(__file__).resolve().parents[1]
 OVERLAY = yaml.safe_load((REPO / "configs/overlays/rehearsal.yaml").read_text())

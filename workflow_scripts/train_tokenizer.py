@@ -23,9 +23,9 @@ from vocab_transfer.data.tokenizer import (
     write_training_info,
 )
 from vocab_transfer.io import atomic_path
-from vocab_transfer.workflow.config import followed_source
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import Tokenizer
+from vocab_transfer.workflow.views import followed_source
 
 
 def main(corpus, spec: Tokenizer, pretrained, like, seed, out_dir, log_path, follow=None, follow_dirs=()):

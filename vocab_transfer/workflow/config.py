@@ -1,15 +1,14 @@
 """Checks of the workflow config between its sections, on the typed config
-(:mod:`vocab_transfer.workflow.model`, which checks each key's type and bounds), and the config's derived
-views (a LAPT run's settings and languages, a model's tasks, a figure's runs); run at parse time by
-rules/common.smk, read by the plan."""
+(:mod:`vocab_transfer.workflow.model`, which checks each key's type and bounds); run at parse time by
+rules/common.smk. Each raises :class:`~.views.ConfigError` naming the key. What the checks and the plan read
+of the config beyond its keys (a LAPT run's languages, a model's tasks, a figure's runs) are the derived views
+of :mod:`vocab_transfer.workflow.views`."""
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import json
 import os
-import types
 from pathlib import Path
 
 from ..data.sources import (
@@ -30,9 +29,7 @@ from ..source_model import (
     TokenizerModelMismatch,
     check_architecture,
     check_tokenizer_matches,
-    is_causal_config,
     model_vocab_size,
-    position_limit,
     refuse_remote_code,
 )
 from ..training.settings import FinetuneConfig, selection_metric
@@ -43,27 +40,40 @@ from .model import (
     Config,
     Method,
     ModelError,
-    Source,
     SourceTokenizer,
-    Table,
     check_parameters,
     load,
 )
 from .schema import fill_defaults  # noqa: F401 (the rules take it from here)
-
-
-class ConfigError(ValueError):
-    """A config problem, reported before any job runs."""
+from .views import (
+    ConfigError,
+    all_targets,
+    expand_snapshot_models,
+    figure_language,
+    figure_points,
+    figure_runs,
+    finetune_model_tasks,
+    finetune_training,
+    followed_sources,
+    lapt_run_targets,
+    local_model_dir,
+    method_targets,
+    sequence_lengths,
+    several_families,
+    source_is_masked,
+    source_positions,
+    source_role,
+    table_cells,
+    target_users,
+    task_target,
+    zero_shot_training,
+    zero_shot_trainings,
+)
 
 
 def _path_not_hub_id(name: str) -> bool:
     """A name that can only be a filesystem path: relative/absolute, or more slashes than a hub ``owner/repo``."""
     return name.startswith((".", "/")) or name.count("/") > 1
-
-
-def local_model_dir(source: Source) -> Path | None:
-    """The source's ``model`` as a local directory, or None when it is a hub id (or pretrained here)."""
-    return Path(source.model) if source.model and Path(source.model).is_dir() else None
 
 
 def check_configfiles(configfiles) -> None:
@@ -233,68 +243,12 @@ def check_methods(cfg: Config) -> None:
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
 
 
-def source_role(name: str, source: Source, downloaded: bool = True) -> str | None:
-    """``"masked"`` or ``"causal"`` (:func:`~..source_model.is_causal_config`) where a source's ``config.json`` is
-    known before any job runs: a model pretrained here (an XLM-R masked LM), a local folder, and with
-    ``downloaded`` a hub id already downloaded to ``resources/models/<name>/``; None otherwise (its job decides)."""
-    if source.pretrain:
-        return "masked"
-    folder = local_model_dir(source) or (Path(paths.downloaded_model(name)) if downloaded else None)
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
-    except (OSError, ValueError):
-        return None
-    if not isinstance(config, dict):
-        return None
-    return "causal" if is_causal_config(types.SimpleNamespace(**config)) else "masked"
-
-
-def followed_sources(cfg: Config, target: str) -> list[str]:
-    """The sources whose tokenizer a target's tokenizer may follow by default (no ``like``, no ``kind``, no
-    ``tokenizer.pretrained`` entry): each source not known to be a masked LM from the config alone (pretrained
-    here, or a local folder whose ``config.json`` is one; a hub id is decided by the ``train_tokenizer`` job from
-    its downloaded ``config.json``, so the plan is the same before and after the download). None: every source is
-    a masked LM and the target's tokenizer is SentencePiece Unigram in XLM-R's layout."""
-    tok = cfg.target_tokenizer(target)
-    if tok.like is not None or tok.kind is not None or target in cfg.tokenizer.pretrained:
-        return []
-    return [s for s, spec in cfg.sources.items() if source_role(s, spec, downloaded=False) != "masked"]
-
-
-def several_families(where: str, sources: dict[str, str | None], target: str | None = None) -> str:
-    """The message refusing a default tokenizer among sources of several families (``sources``: name -> role)."""
-    roles = ", ".join(f"{s} ({r or 'a hub model'})" for s, r in sources.items())
-    own = f"targets[i].tokenizer.like ({{name: {target}, tokenizer: {{like: <source>}}}})" if target else \
-        "targets[i].tokenizer.like"
-    return (f"{where}.like: the sources {roles} include a decoder LLM, whose target tokenizer needs its family, "
-            f"layout, special tokens and chat template, and there is more than one source to take them from; "
-            f"name one with tokenizer.like or per target with {own} (choose from {sorted(sources)}), or "
-            "tokenizer.kind for a family in its usual layout")
-
-
-def followed_source(follow: dict, folders: list[str]) -> str | None:
-    """The ``train_tokenizer`` job's side of the default (:func:`followed_sources`): the folder of the one decoder
-    source whose tokenizer the target's tokenizer takes, or None (every followed source is a masked LM: Unigram).
-    ``follow``: ``{"sources": names of ``folders``, "of": every source, "target": the target}``; a decoder among
-    several sources raises :class:`ConfigError` as parse time does where it can tell."""
-    roles = {}
-    for name, folder in zip(follow["sources"], folders, strict=True):
-        config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-        roles[name] = "causal" if is_causal_config(types.SimpleNamespace(**config)) else "masked"
-    causal = [folders[i] for i, name in enumerate(follow["sources"]) if roles[name] == "causal"]
-    if not causal:
-        return None
-    if len(follow["of"]) > 1:
-        raise ConfigError(several_families("tokenizer", {s: roles.get(s, "masked") for s in follow["of"]},
-                                           follow.get("target")))
-    return causal[0]
-
-
 def check_tokenizers(cfg: Config) -> None:
     """``tokenizer`` and the targets' own: ``like`` names a source; a family without a mask token is refused where
     a masked LM is pretrained here; ``pretrained`` entries name targets and existing tokenizers. A target tokenizer
-    without ``like`` and ``kind`` follows the one decoder source (:func:`followed_sources`); a decoder among several
-    sources is refused where a ``config.json`` tells (:func:`source_role`), naming ``tokenizer.like``."""
+    without ``like`` and ``kind`` follows the one decoder source (:func:`~.views.followed_sources`); a decoder
+    among several sources is refused where a ``config.json`` tells (:func:`~.views.source_role`), naming
+    ``tokenizer.like``."""
     mlm = [n for n, s in cfg.sources.items() if s.pretrain]  # masked LMs; hub and local sources are known later
     roles = None
     for t in all_targets(cfg):
@@ -321,37 +275,10 @@ def check_tokenizers(cfg: Config) -> None:
             check_tokenizer_folder(Path(spec), f"tokenizer.pretrained.{lang}")
 
 
-def source_positions(source: Source) -> int | None:
-    """Tokens a sequence of ``source`` may have, where it is known before any job runs: a model pretrained here (its
-    training blocks' length) or a local model folder (its ``config.json``); None for a hub id."""
-    if source.pretrain:
-        return source.pretrain.training.seq_len
-    model = local_model_dir(source)
-    if model is None or not (model / "config.json").is_file():
-        return None
-    with contextlib.suppress(ValueError, OSError):
-        return position_limit(json.loads((model / "config.json").read_text(encoding="utf-8")))
-    return None
-
-
-def sequence_lengths(cfg: Config) -> list[tuple[str, int]]:
-    """(key, tokens) of every sequence length a job feeds a source-architecture model as it is: the init-time
-    evaluation, the probes of a table, each LAPT run (and its long phase). Fine-tuning and zero-shot trainings are not
-    among them: they cut ``seq_len`` to the model's positions (``training.finetune.fit_to_model``)."""
-    out = [("eval.seq_len", cfg.eval.seq_len)]
-    if cfg.eval.probe is not None and any(t.probes for t in cfg.tables.values()):  # probes run for a table only
-        out.append(("eval.probe.seq_len", cfg.eval.probe.seq_len))
-    for run in cfg.lapt.runs:
-        settings = cfg.lapt_run_config(run)
-        out.append((f"lapt.runs.{run}: seq_len", settings.seq_len))
-        if settings.long_steps:
-            out.append((f"lapt.runs.{run}: long_seq_len", settings.long_seq_len))
-    return out
-
-
 def check_sequence_lengths(cfg: Config) -> None:
     """No sequence longer than a source's position table, where the table's size is known before any job runs
-    (:func:`source_positions`): the job would fail in the model's forward pass, after its inputs were built."""
+    (:func:`~.views.source_positions`): the job would fail in the model's forward pass, after its inputs were
+    built."""
     limits = {name: n for name, source in cfg.sources.items() if (n := source_positions(source)) is not None}
     if not limits:
         return
@@ -398,49 +325,6 @@ def check_hub_language(key: str, corpus) -> None:
                       f"{len(known)} codes, vocab_transfer/data/sources.py: HUB_LANGUAGES)"
                       + (f"; close: {', '.join(close[:4])}" if close else "")
                       + f". A {what} of {repo} that the list lacks is read with {own}: <{what}>")
-
-
-def method_targets(cfg: Config, name: str) -> list[str]:
-    """The targets a method runs on in the init table: its own ``targets`` list, else all of the config's."""
-    targets = cfg.methods[name].targets
-    return list(cfg.target_names if targets is None else targets)
-
-
-def task_target(cfg: Config, task: str) -> str:
-    """The target whose model fine-tunes on ``finetune.tasks.<task>``: its ``target``; else the target of ``targets``
-    named like the task's language, or the one there in that language (several: the config must name one); else the
-    corpus of that name or language (a language only LAPT and fine-tuning transfer to)."""
-    spec = cfg.finetune.tasks[task]
-    if spec.target is not None:
-        return spec.target
-    if spec.language in cfg.target_names:
-        return spec.language
-    found = [t for t in cfg.target_names if cfg.target_language(t) == spec.language]
-    if len(found) > 1:
-        raise ConfigError(f"finetune.tasks.{task}.target: the task's language {spec.language!r} is the language of "
-                          f"several targets {found}; name one")
-    if found or cfg.is_target(spec.language):
-        return found[0] if found else spec.language
-    raise ConfigError(f"finetune.tasks.{task}.target: the task's language {spec.language!r} is no target's language "
-                      f"and no corpus's (targets: {cfg.target_names}); name the target to fine-tune")
-
-
-def all_targets(cfg: Config) -> list[str]:
-    """The init table's targets, then those that only LAPT or fine-tuning transfer to."""
-    extra = list(cfg.lapt.targets or []) + [t for run in cfg.lapt.runs.values() for t in run.targets or []]
-    extra += [task_target(cfg, t) for t in cfg.finetune.tasks]
-    return list(dict.fromkeys(cfg.target_names + extra))
-
-
-def target_users(cfg: Config, target: str) -> str:
-    """The first key that names ``target`` as a LAPT or fine-tuning target (for an error message)."""
-    if target in (cfg.lapt.targets or []):
-        return "lapt.targets"
-    for name, run in cfg.lapt.runs.items():
-        if target in (run.targets or []):
-            return f"lapt.runs.{name}.targets"
-    return next((f"finetune.tasks.{n}.target" for n in cfg.finetune.tasks if task_target(cfg, n) == target),
-                "targets")
 
 
 def check_base_init(cfg: Config, name: str) -> None:
@@ -544,82 +428,6 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_rem
                                 allow_padded_embeddings=allow_padded)
     except TokenizerModelMismatch as e:
         raise ConfigError(str(e)) from None
-
-
-def snapshot_model_name(name: str, step: int) -> str:
-    """The fine-tuned model a ``finetune.models`` entry with ``steps`` gets for one snapshot step."""
-    return f"{name}-step{step}"
-
-
-def expand_snapshot_models(config: dict) -> dict:
-    """``config`` with each ``finetune.models`` entry that lists LAPT snapshot ``steps: [N, ...]`` replaced by one
-    model per step, ``<name>-step<N>`` = ``{lapt, step: N, label: "<label> @ N steps", tasks}`` (vocab-swap Figures
-    4/8: fine-tuning at points of the LAPT run), in place of the entry; a new dict, the input is not changed."""
-    finetune = config.get("finetune")
-    models = (finetune.get("models") or {}) if isinstance(finetune, dict) else {}
-    if not isinstance(models, dict) or not any(_snapshot_steps(m) for m in models.values()):
-        return config
-    out: dict = {}
-    for name, model in models.items():
-        if not _snapshot_steps(model):
-            out[name] = model
-            continue
-        rest = {k: v for k, v in model.items() if k not in ("steps", "label")}
-        for step in model["steps"]:
-            key = snapshot_model_name(name, step)
-            if key in models or key in out:
-                raise ConfigError(f"finetune.models.{name}.steps: the snapshot model {key!r} clashes with another "
-                                  "entry of finetune.models")
-            out[key] = {**rest, "step": step, "label": f"{model.get('label', name)} @ {step:,} steps"}
-    return {**config, "finetune": {**config["finetune"], "models": out}}
-
-
-def _snapshot_steps(model) -> bool:
-    """Whether a ``finetune.models`` entry lists snapshot ``steps`` to expand: distinct integers (anything
-    else is left for the model to name)."""
-    steps = model.get("steps") if isinstance(model, dict) else None
-    return isinstance(steps, list) and bool(steps) and all(type(s) is int and s >= 0 for s in steps) \
-        and len(set(steps)) == len(steps)
-
-
-def lapt_run_targets(cfg: Config, run: str) -> list[str]:
-    """The languages a LAPT run trains on: its own ``targets``, else ``lapt.targets``."""
-    targets = cfg.lapt.runs[run].targets
-    return list(cfg.lapt.targets or [] if targets is None else targets)
-
-
-def finetune_model_tasks(cfg: Config, model: str) -> list[str]:
-    """The tasks a fine-tuned model runs on: its own ``tasks``, else every in-language task, plus the zero-shot
-    tasks (``zero_shot``) when the model names a ``zero_shot`` setup."""
-    spec = cfg.finetune.models[model]
-    if spec.tasks is not None:
-        return list(spec.tasks)
-    return [t for t, task in cfg.finetune.tasks.items() if task.zero_shot is None or spec.zero_shot]
-
-
-def zero_shot_training(cfg: Config, setup: str, source_task: str) -> dict:
-    """FinetuneConfig fields of a source-side training: ``zero_shot.training``, the source task's ``training``, the
-    setup's ``training``, then the setup's ``task_training`` for the task type (e.g. DP's learning rates)."""
-    zs = cfg.zero_shot
-    src, st = zs.sources[source_task], zs.setups[setup]
-    task = st.task_training.get(src.task)
-    return {**zs.training.as_written(), **src.training.as_written(), **st.training.as_written(),
-            **(task.as_written() if task else {})}
-
-
-def finetune_training(cfg: Config, task: str) -> dict:
-    """FinetuneConfig fields of in-language fine-tuning on ``task`` as written: ``finetune.training``, then
-    the task's own ``training``."""
-    shared, own = cfg.finetune.training, cfg.finetune.tasks[task].training
-    return {**(shared.as_written() if shared else {}), **(own.as_written() if own else {})}
-
-
-def zero_shot_trainings(cfg: Config) -> list[tuple[str, str]]:
-    """(source task, setup) pairs some zero-shot cell needs: each is trained once per seed."""
-    ft = cfg.finetune
-    pairs = [(s, model.zero_shot) for m, model in ft.models.items() if model.zero_shot
-             for t in finetune_model_tasks(cfg, m) for s in ft.tasks[t].zero_shot or []]
-    return list(dict.fromkeys(pairs))
 
 
 def check_corpus_settings(cfg: Config) -> None:
@@ -740,11 +548,6 @@ def check_finetune(cfg: Config) -> None:
                                   "set finetune.seeds_per_job (fewer seeds a job)")
 
 
-def table_cells(spec: Table) -> list[str]:
-    """The model (or run) names of a grid table's cells, row by row, without the empty ones."""
-    return [n for names in spec.grid.rows.values() for n in names if n is not None] if spec.grid else []
-
-
 def check_labels(labels: dict[str, str], where: str, what: str) -> None:
     """Rows of a table have distinct labels (two rows labelled alike read as one result twice)."""
     seen: dict[str, list[str]] = {}
@@ -845,17 +648,11 @@ def check_tables(cfg: Config) -> None:
             raise ConfigError(f"tables.{name}: {bad} are not entries of finetune.tasks")
 
 
-def figure_language(cfg: Config, figure: str) -> str | None:
-    """The language of a figure: its task's (kind lapt_finetune), else its ``language``."""
-    spec = cfg.figures[figure]
-    return task_target(cfg, spec.task) if spec.kind == "lapt_finetune" else spec.language
-
-
 def check_benchmarks(cfg: Config) -> None:
     """``eval.benchmarks`` names targets, methods entries and LAPT runs, a task folder that exists, tasks lm-eval
     knows (:func:`check_benchmark_tasks`), and no masked-LM source: none pretrained here, no local folder or
-    downloaded hub model whose config.json is a masked LM (:func:`source_is_masked`; lm-eval's benchmarks score
-    decoders)."""
+    downloaded hub model whose config.json is a masked LM (:func:`~.views.source_is_masked`; lm-eval's
+    benchmarks score decoders)."""
     spec = cfg.eval.benchmarks if cfg.eval is not None else None  # checked before the schema's defaults are in
     if spec is None or not spec.tasks:
         return
@@ -879,18 +676,6 @@ def check_benchmarks(cfg: Config) -> None:
             raise ConfigError(f"eval.benchmarks: source {name!r} ({source.model}) is a masked LM (its config.json); "
                               "lm-eval's benchmarks score decoder (causal) LMs: leave eval.benchmarks out")
     check_benchmark_tasks(spec.tasks, spec.include_path)
-
-
-def source_is_masked(name: str, source: Source) -> bool:
-    """Whether a source's ``config.json`` says it is no decoder (:func:`~..source_model.is_causal_config`): a local
-    folder's, or a hub id's already downloaded to ``resources/models/<name>/``; False where none is known yet (the
-    job decides) or it is unreadable (:func:`check_local_source` names that)."""
-    folder = local_model_dir(source) or (Path(paths.downloaded_model(name)) if source.model else None)
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and not is_causal_config(types.SimpleNamespace(**config))
 
 
 def check_benchmark_tasks(tasks: dict[str, list[str]], include_path: str | None) -> None:
@@ -980,29 +765,6 @@ def check_figures(cfg: Config) -> None:
             if missing:
                 raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} (every "
                                   f"eval_every = {settings.eval_every} steps of each stage, and its end)")
-
-
-def figure_runs(cfg: Config, figure: str) -> list[str]:
-    """A figure's LAPT runs: its ``runs``, else every run on its language (kind lapt_finetune: the task's)."""
-    spec = cfg.figures[figure]
-    if spec.runs is not None:
-        return list(spec.runs)
-    lang = figure_language(cfg, figure)
-    return [r for r in cfg.lapt.runs if lang in lapt_run_targets(cfg, r)]
-
-
-def figure_points(cfg: Config, figure: str) -> list[tuple[str, str, int]]:
-    """``(finetune model, LAPT run, LAPT step)`` of a ``lapt_finetune`` figure: every model fine-tuned on its task
-    from one of its runs, a snapshot at its ``step``, the run's final model at the run's last step. Expects
-    :func:`expand_snapshot_models` to have run."""
-    spec = cfg.figures[figure]
-    runs = figure_runs(cfg, figure)
-    points = []
-    for name, model in cfg.finetune.models.items():
-        if model.lapt in runs and spec.task in finetune_model_tasks(cfg, name):
-            stages = cfg.lapt_run_config(model.lapt).stages()
-            points.append((name, model.lapt, model.step if model.step is not None else sum(n for n, _ in stages)))
-    return points
 
 
 def check_zero_shot(cfg: Config) -> None:

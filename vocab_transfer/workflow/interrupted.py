@@ -35,8 +35,8 @@ OUTPUT_OPTIONS = ("--output", "--curve", "--checkpoints", "--snapshots", "--toke
 
 def interrupted_jobs(config: dict, base: str) -> list[tuple[str, str, str, str, str]]:
     """(study, source, target, run, model folder) of the LAPT job each study's ``rehearsal.interrupt`` names."""
-    from .config import lapt_run_targets
     from .studies import studies_of, study_plan
+    from .views import lapt_run_targets
 
     jobs = []
     for name, study in studies_of(config, base).items():

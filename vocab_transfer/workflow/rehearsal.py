@@ -88,7 +88,7 @@ def _first_targets(cfg, n: int) -> list[str]:
     """The targets a grid cut keeps: the first one each table and each figure of several languages or tasks reads (two
     for a scatter of tasks), the first figure's of those drawn per language or task (the others go with their
     language), then LAPT's and the init table's, up to ``n``."""
-    from .config import all_targets, task_target
+    from .views import all_targets, task_target
 
     targets = all_targets(cfg)
     task_of = {t: task_target(cfg, t) for t in cfg.finetune.tasks}
@@ -121,7 +121,8 @@ def cut_grid(config: dict, n: int) -> None:
     """Keep the grid of at most ``n`` targets (more where the tables and figures need them, :func:`_first_targets`):
     every entry naming another target goes (targets, LAPT's, methods', tasks, models left without tasks, table columns,
     figures of one cut task or language, figure languages, benchmarks, pretrained tokenizers)."""
-    from .config import check_config, task_target
+    from .config import check_config
+    from .views import task_target
 
     cfg = check_config(copy.deepcopy(config))
     # zero-shot source languages stay: their LAPT runs train the source side of every zero-shot cell
@@ -266,7 +267,7 @@ def _interrupt(lapt: dict | None, r) -> None:
 def interrupt_runtime(cfg, run: str, target: str) -> int | None:
     """The time limit (minutes) of the LAPT job ``run`` on ``target`` where the config's ``rehearsal.interrupt``
     names it (its ``target``, else the run's first), else None."""
-    from .config import lapt_run_targets
+    from .views import lapt_run_targets
 
     stop = cfg.rehearsal.interrupt if cfg.rehearsal else None
     if stop is None or stop.run != run or run not in cfg.lapt.runs:

@@ -22,9 +22,10 @@ from pathlib import Path
 from types import SimpleNamespace as W
 
 from ..typed import YamlError, load_yaml
-from .config import ConfigError, check_config, expand_snapshot_models, fill_defaults
+from .config import ConfigError, check_config, fill_defaults
 from .plan.base import canonical
 from .rehearsal import shrink
+from .views import expand_snapshot_models
 
 
 def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = None) -> dict[str, dict]:

@@ -6,7 +6,8 @@ Snakemake passes it, ``input``) and returns paths from :mod:`vocab_transfer.work
 Each stage's functions live in the module of its name (``rules/lapt.smk`` -> :mod:`.lapt`), on what every
 stage shares (:mod:`.base`). Params values are canonical JSON (:func:`canonical`), so that reordering YAML
 keys reruns nothing. The methods' needs and parameter defaults come from the method registry
-(:mod:`vocab_transfer.methods`)."""
+(:mod:`vocab_transfer.methods`); what the stages compute from the config beyond its keys (a LAPT run's targets,
+a figure's runs) from its derived views (:mod:`vocab_transfer.workflow.views`)."""
 
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from ...methods import Need, method_needs
 from ...methods import method_params as with_defaults
 from ...methods.unks import factorization_spec
 from .. import paths
-from ..config import lapt_run_targets, local_model_dir, task_target
 from ..model import load
+from ..views import lapt_run_targets, local_model_dir, task_target
 
 
 def canonical(obj) -> str:

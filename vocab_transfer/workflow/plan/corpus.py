@@ -7,8 +7,8 @@ import os
 from types import SimpleNamespace
 
 from ...data.fetch import needs_fetch
-from ..config import followed_sources
 from ..model import SourceTokenizer
+from ..views import followed_sources
 from .base import PlanBase, canonical
 
 
@@ -92,5 +92,5 @@ class CorpusPlan(PlanBase):
 
     def follow_tokenizer_dirs(self, wildcards):
         """Input of train_tokenizer: the model folders of the sources a tokenizer without ``like`` and ``kind`` may
-        follow (:func:`~..config.followed_sources`): the job takes the layout of the one that is a decoder."""
+        follow (:func:`~..views.followed_sources`): the job takes the layout of the one that is a decoder."""
         return [self.source_model_dir(SimpleNamespace(source=s)) for s in followed_sources(self.cfg, wildcards.target)]

@@ -3,7 +3,7 @@ linear probes, and the init-loss table."""
 
 from __future__ import annotations
 
-from ..config import all_targets, lapt_run_targets, method_targets
+from ..views import all_targets, lapt_run_targets, method_targets
 from .base import PlanBase, canonical, label_of
 
 

@@ -3,7 +3,7 @@ model cards."""
 
 from __future__ import annotations
 
-from ..config import lapt_run_targets, method_targets
+from ..views import lapt_run_targets, method_targets
 from .base import PlanBase, canonical
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..config import figure_language, figure_points, figure_runs
+from ..views import figure_language, figure_points, figure_runs
 from .base import PlanBase, canonical, label_of
 
 

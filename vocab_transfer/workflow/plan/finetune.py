@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..config import finetune_model_tasks, finetune_training
+from ..views import finetune_model_tasks, finetune_training
 from .base import PlanBase, canonical, hub_spec, shell_option
 
 

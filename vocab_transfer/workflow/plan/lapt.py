@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ...methods import Need
-from ..config import lapt_run_targets
+from ..views import lapt_run_targets
 from .base import PlanBase, canonical, label_of, shell_option
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from ..config import finetune_model_tasks, lapt_run_targets, table_cells
 from ..model import VOCAB_TABLE_KINDS
+from ..views import finetune_model_tasks, lapt_run_targets, table_cells
 from .base import PlanBase, canonical, label_of
 
 

@@ -8,7 +8,7 @@ import re
 
 from ...data.token_fasttext import FASTTEXT_PRESETS
 from ...methods import Need
-from ..config import method_targets
+from ..views import method_targets
 from .base import PlanBase, canonical
 
 

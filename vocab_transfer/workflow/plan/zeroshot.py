@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..config import zero_shot_training
+from ..views import zero_shot_training
 from .base import PlanBase, canonical
 
 
