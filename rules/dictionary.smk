@@ -1,5 +1,7 @@
 # Bilingual dictionaries source language -> target language (WECHSEL's alignment seed, Dict Match).
-# Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`).
+# Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`); the kinds of
+# dictionary: vocab_transfer/data/dictionary.py (DICTIONARY_SOURCES).
+from vocab_transfer.data.dictionary import MuseDictionary
 
 
 # `localrule: True`: the download runs on the login node (compute nodes may have no internet).
@@ -28,7 +30,7 @@ rule download_dictionary:
     output:
         paths.muse_dictionary("{slang}", "{lang}"),
     params:
-        url="https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt",
+        url=MuseDictionary.url,
     log:
         logs("download_dictionary/{slang}-{lang}.log"),
     conda:

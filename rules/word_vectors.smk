@@ -1,6 +1,7 @@
 # Word-level static embeddings per language (WECHSEL §3; FOCUS Table 4 "Word-fastText"): trained with
 # fastText on the language's corpus, or read from pretrained vectors named in config `word_vectors`.
 # Input and params functions: vocab_transfer/workflow/plan/vectors.py (`plan.<name>`).
+from vocab_transfer.data.word_vectors import FasttextCcVectors
 
 
 # `localrule: True`: the download runs on the login node (compute nodes may have no internet).
@@ -53,7 +54,7 @@ rule download_word_vectors:
     output:
         paths.cc_word_vectors("{lang}"),
     params:
-        url="https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz",
+        url=FasttextCcVectors.url,
     log:
         logs("download_word_vectors/{lang}.log"),
     conda:

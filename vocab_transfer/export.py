@@ -97,13 +97,13 @@ def source_license(source_dir: str | os.PathLike) -> str | None:
 def card_datasets(info: CardInfo) -> list[str]:
     """The hub datasets the target's text came from (``cc100`` -> ``statmt/cc100``, or the spec's own ``dataset``);
     corpora that are no hub dataset (Bible translations, local text) are named in the card's table instead."""
-    from .data.sources import HUB_DATASETS
+    from .data.sources import HUB_SOURCES
 
     spec = info.corpus_stats.get("spec", {})
     source = spec.get("source")
-    if source not in HUB_DATASETS:
+    if source not in HUB_SOURCES:
         return []
-    return [spec.get("dataset") or HUB_DATASETS[source]["dataset"]]
+    return [spec.get("dataset") or HUB_SOURCES[source].dataset]
 
 
 def card_results(info: CardInfo) -> list:

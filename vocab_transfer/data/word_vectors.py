@@ -113,6 +113,22 @@ def read_fasttext_vectors(path: str | os.PathLike, *, max_words: int | None = No
     return WordVectors(words, torch.from_numpy(np.stack(rows)), zipf_counts(words, lang))
 
 
+class FasttextCcVectors:
+    """``word_vectors.<lang>: {source: fasttext_cc}``: fastText's 300-d Common Crawl vectors
+    ``cc.<lang>.300.bin``, downloaded from :attr:`url` on the login node (rule download_word_vectors; cluster
+    only) and read like a ``path`` (:func:`read_fasttext_vectors`)."""
+
+    name, url = "fasttext_cc", "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz"
+
+    def file(self, lang: str, paths) -> str:
+        """Where the download lands (``paths``: vocab_transfer.workflow.paths)."""
+        return paths.cc_word_vectors(lang)
+
+
+#: The sources of pretrained word vectors by config value (``word_vectors.<lang>.source``).
+WORD_VECTOR_SOURCES = {s.name: s for s in (FasttextCcVectors(),)}
+
+
 def zipf_counts(words: list[str], lang: str | None) -> np.ndarray:
     """Pseudo-counts for frequency-sorted words: wordfreq frequencies (× 1e9) if available, else 1e9/rank."""
     ranks = 1e9 / np.arange(1, len(words) + 1)

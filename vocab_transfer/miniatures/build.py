@@ -34,6 +34,8 @@ from functools import partial
 from pathlib import Path
 from types import SimpleNamespace as W
 
+from ..data.dictionary import DICTIONARY_SOURCES, MuseDictionary
+from ..data.word_vectors import FasttextCcVectors
 from . import text
 
 #: a hub model's miniature, from a word of its id (the first that matches): (word, transformers model type, tokenizer
@@ -49,8 +51,7 @@ FAMILIES: list[tuple[str, str, str]] = [
     ("bert", "bert", "wordpiece"),
 ]
 WIDTH = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
-MUSE_URL = "https://dl.fbaipublicfiles.com/arrival/dictionaries/{slang}-{lang}.txt"
-CC_URL = "https://dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.{lang}.300.bin.gz"
+MUSE_URL, CC_URL = MuseDictionary.url, FasttextCcVectors.url
 
 
 @dataclass
@@ -97,9 +98,9 @@ def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
             spec = {"task": entry.task, **entry.dataset}
             if not spec.get("data_files"):
                 out.tasks[json.dumps(spec, sort_keys=True)] = spec
-        out.word_vectors |= {lang for lang, v in cfg.word_vectors.items() if v.source == "fasttext_cc"}
+        out.word_vectors |= {lang for lang, v in cfg.word_vectors.items() if v.source is not None}
         out.dictionaries |= {(slang, lang) for slang, by in cfg.dictionaries.items()
-                             for lang, d in by.items() if d.source == "muse"}
+                             for lang, d in by.items() if DICTIONARY_SOURCES[d.source].url}
         if not cfg.eval.benchmarks.include_path:
             for target, names in cfg.eval.benchmarks.tasks.items():
                 out.benchmarks |= {name: cfg.target_language(target) for name in names}

@@ -6,19 +6,12 @@ of :mod:`vocab_transfer.workflow.views`."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from pathlib import Path
 
-from ..data.sources import (
-    HUB_DATASETS,
-    HUB_LANGUAGES,
-    LANGUAGE_ALIASES,
-    compression,
-    zstandard_available,
-    zstandard_missing,
-)
+from ..data.dictionary import DICTIONARY_SOURCES
+from ..data.sources import CORPUS_SOURCES
 from ..data.tasks import check_spec
 from ..data.tokenizer import load_tokenizer
 from ..eval import benchmarks as lm_eval_tasks
@@ -142,26 +135,12 @@ def check_config(config: dict) -> Config:
 
 
 def check_corpora(cfg: Config) -> None:
-    """``corpora``: a hub corpus's language is one the hub has; a text corpus's files exist, hold text and can be
-    read."""
-    for lang, corpus in cfg.corpora.items():
-        check_hub_language(lang, corpus)
-        if corpus.source == "text" and not (corpus.path and Path(corpus.path).exists()):
-            raise ConfigError(f"corpora.{lang}.path: source text needs an existing file or folder, got {corpus.path!r}")
-        if corpus.source == "text":
-            path = Path(corpus.path)
-            files = [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
-            if not any(f.stat().st_size for f in files):
-                raise ConfigError(f"corpora.{lang}.path: {corpus.path} is empty (no text to train on)")
-            unreadable = [str(f) for f in files if not os.access(f, os.R_OK)]
-            if unreadable:
-                raise ConfigError(f"corpora.{lang}.path: cannot read {unreadable[:3]} (file permissions)")
-            zstd = None if zstandard_available() else next(
-                (f for f in files
-                 if f.name.endswith(".zst") or f.stat().st_size and compression(f) == "zstd"),
-                None)
-            if zstd is not None:
-                raise ConfigError(f"corpora.{lang}.path: {zstandard_missing(zstd)}")
+    """``corpora``: each spec passes its source's check (``data.sources``: a hub corpus's language is one the
+    hub has; a text corpus's files exist, hold text and can be read)."""
+    for key, corpus in cfg.corpora.items():
+        problem = CORPUS_SOURCES[corpus.source].problem(key, corpus)
+        if problem:
+            raise ConfigError(problem)
 
 
 def check_targets(cfg: Config) -> None:
@@ -291,40 +270,14 @@ def check_sequence_lengths(cfg: Config) -> None:
 
 
 def check_dictionaries(cfg: Config) -> None:
-    """``dictionaries``: each source has the key it reads; identical spellings need word vectors of both languages."""
+    """``dictionaries``: each spec passes its source's check (``data.dictionary``: the key it reads; identical
+    spellings need word vectors of both languages)."""
     for slang, by_target in cfg.dictionaries.items():
         for lang, spec in by_target.items():
-            where = f"dictionaries.{slang}.{lang}"
-            key = {"freedict": "name", "file": "path"}.get(spec.source)
-            if key and getattr(spec, key) is None:
-                raise ConfigError(f"{where}: source {spec.source!r} needs '{key}'")
-            if spec.source == "identical" and not all(cfg.has_language(x) or x in cfg.word_vectors
-                                                      for x in (slang, lang)):
-                raise ConfigError(f"{where}: identical-spelling dictionaries need word vectors of both languages")
-
-
-def check_hub_language(key: str, corpus) -> None:
-    """``corpora.<key>`` of a hub corpus (cc100, oscar, mc4) has a ``lang`` that corpus has
-    (``data.sources.HUB_LANGUAGES``), unless the spec names its data itself (``dataset``, ``name``, ``data_dir``,
-    ``data_files``); :class:`ConfigError` names the key and the close matches."""
-    known = HUB_LANGUAGES.get(corpus.source)
-    if known is None or any(getattr(corpus, k) is not None for k in ("dataset", "name", "data_dir", "data_files")):
-        return
-    where, repo = f"corpora.{key}.lang", HUB_DATASETS[corpus.source]["dataset"]
-    if corpus.lang is None:
-        example = key if key in known else "de"
-        raise ConfigError(f"{where}: source {corpus.source} ({repo}) needs the language code of the text to read "
-                          f"(lang: {example})")
-    if corpus.lang in known:
-        return
-    close = [c for c in LANGUAGE_ALIASES.get(corpus.lang, ()) if c in known]
-    close += [c for c in difflib.get_close_matches(corpus.lang, sorted(known), n=3, cutoff=0.5) if c not in close]
-    own = next(k for k in ("name", "data_dir") if k in HUB_DATASETS[corpus.source])
-    what = {"name": "config", "data_dir": "folder"}[own]
-    raise ConfigError(f"{where}: {corpus.lang!r} is not a language of {corpus.source} ({repo}; "
-                      f"{len(known)} codes, vocab_transfer/data/sources.py: HUB_LANGUAGES)"
-                      + (f"; close: {', '.join(close[:4])}" if close else "")
-                      + f". A {what} of {repo} that the list lacks is read with {own}: <{what}>")
+            vectors = all(cfg.has_language(x) or x in cfg.word_vectors for x in (slang, lang))
+            problem = DICTIONARY_SOURCES[spec.source].problem(f"dictionaries.{slang}.{lang}", spec, vectors)
+            if problem:
+                raise ConfigError(problem)
 
 
 def check_base_init(cfg: Config, name: str) -> None:

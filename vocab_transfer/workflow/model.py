@@ -23,8 +23,10 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, Private
 from pydantic_core import PydanticCustomError
 
 from ..data.corpus import NORMALIZATIONS
+from ..data.dictionary import DICTIONARY_SOURCES
 from ..data.sources import SOURCES
 from ..data.token_fasttext import FASTTEXT_PRESETS
+from ..data.word_vectors import WORD_VECTOR_SOURCES
 from ..training.launch import launcher_args, launcher_command
 from ..training.settings import (
     METRICS,
@@ -134,7 +136,7 @@ class Corpus(Section):
         "text: a .txt file, a folder of them, or a .parquet with a text column"))
     lang: str | None = Field(None, description=(
         "cc100/oscar/mc4: language code on the hub, filled into the dataset's config name or data folder "
-        "(vocab_transfer.data.sources.HUB_DATASETS)"))
+        "(vocab_transfer.data.sources.HubSource)"))
     dataset: str | None = Field(None, description=(
         "hub sources: dataset id (statmt/cc100, oscar-corpus/OSCAR-2301, allenai/c4 by default) or a local "
         "folder laid out like the hub repository"))
@@ -370,18 +372,20 @@ class WordVectors(Section):
     """``word_vectors.<lang>``: pretrained fastText vectors instead of training them."""
 
     path: str | None = Field(None, description="a fastText .bin model or a .vec text file")
-    source: Literal["fasttext_cc"] | None = Field(None, description="download Common Crawl vectors")
+    source: Literal[tuple(WORD_VECTOR_SOURCES)] | None = Field(  # type: ignore[valid-type]
+        None, description="download Common Crawl vectors")
     max_words: int | None = Field(None, ge=1, description="keep the most frequent words")
 
     def check(self, where: str) -> None:
         if (self.path is None) == (self.source is None):
-            raise ModelError(f"{where}: give exactly one of path (a .bin/.vec file) and source (fasttext_cc)")
+            raise ModelError(f"{where}: give exactly one of path (a .bin/.vec file) and source "
+                             f"({', '.join(WORD_VECTOR_SOURCES)})")
 
 
 class Dictionary(Section):
     """``dictionaries.<source lang>.<target lang>``: a bilingual dictionary (vocab_transfer.data.dictionary)."""
 
-    source: Literal["freedict", "muse", "file", "identical"] = Field(description=(
+    source: Literal[tuple(DICTIONARY_SOURCES)] = Field(description=(  # type: ignore[valid-type]
         "freedict (a Debian dict-freedict package), muse (download, cluster only), file (one 'source target'"
         " pair per line) or identical (identically spelled words)"))
     name: str | None = Field(None, description="freedict: dictionary name, e.g. eng-swh")

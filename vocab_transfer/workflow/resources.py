@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.sources import HUB_DATASETS
+from ..data.sources import HUB_SOURCES
 from ..tracking import GPU_TFLOPS
 
 GB = 1e9
@@ -336,7 +336,7 @@ def corpus_gb(config: dict, lang: str, fetched: str | os.PathLike | None = None)
         size = known
     elif spec.get("source") == "text":
         size = path_bytes([spec["path"]]) / GB
-    elif spec.get("source") in HUB_DATASETS:
+    elif spec.get("source") in HUB_SOURCES:
         size, slowdown = HUB_CORPUS_GB, (1 if spec.get("fetch", True) else STREAMING_SLOWDOWN)
     else:
         return 0.0

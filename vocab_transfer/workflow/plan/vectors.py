@@ -6,7 +6,9 @@ from __future__ import annotations
 import functools
 import re
 
+from ...data.dictionary import DICTIONARY_SOURCES
 from ...data.token_fasttext import FASTTEXT_PRESETS
+from ...data.word_vectors import WORD_VECTOR_SOURCES
 from ...methods import Need
 from ..views import method_targets
 from .base import PlanBase, canonical
@@ -49,7 +51,7 @@ class VectorsPlan(PlanBase):
             return {"corpus": self.paths.corpus(self.cfg.corpus_of_language(wildcards.lang), "train")}
         if spec.path:
             return {"pretrained": spec.path}
-        return {"pretrained": self.paths.cc_word_vectors(wildcards.lang)}
+        return {"pretrained": WORD_VECTOR_SOURCES[spec.source].file(wildcards.lang, self.paths)}
 
     def word_vector_spec(self, wildcards):
         """Only what this language's vectors depend on: the pretrained spec, or the training settings."""
@@ -71,14 +73,8 @@ class VectorsPlan(PlanBase):
         spec = self.cfg.dictionaries.get(wildcards.slang, {}).get(wildcards.lang)
         if spec is None:
             raise ValueError(f"no dictionary configured for {wildcards.slang} -> {wildcards.lang} (config 'dictionaries')")
-        if spec.source == "file":
-            return {"pairs": spec.path}
-        if spec.source == "muse":
-            return {"pairs": self.paths.muse_dictionary(wildcards.slang, wildcards.lang)}
-        if spec.source == "identical":
-            return {"source_words": self.paths.word_list(self.word_key(wildcards.slang)),
-                    "target_words": self.paths.word_list(self.word_key(wildcards.lang))}
-        return {}
+        return DICTIONARY_SOURCES[spec.source].inputs(spec, wildcards.slang, wildcards.lang, self.paths,
+                                                      lambda lang: self.paths.word_list(self.word_key(lang)))
 
     def dictionary_params(self, wildcards):
         """The dictionary's entry as written."""
