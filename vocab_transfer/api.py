@@ -1,11 +1,11 @@
 """One transfer in one call: ``vocab_transfer.transfer(...)`` and ``vocab-transfer transfer ...``.
 
-A transfer writes the config of a one-target study (the source model, the target tokenizer or the size of one to
-train, the corpus, one method and its parameters) and runs the workflow's own DAG on it up to the exported model
-(rule ``export_init_model``), in a working directory of its own. So the tensors are the DAG's, bit for bit, the
-model folder has the DAG's model card, a rerun with the same arguments does nothing, and a changed parameter reruns
-only what it changes. A 7B decoder takes the DAG's out-of-core path (its embedding matrices are read and written
-without loading the model).
+A transfer writes the config of a one-target study (the source model, the target tokenizer or the size of one
+to train, the corpus, one method and its parameters) and runs the workflow's own DAG on it up to the exported
+model (rule ``export_init_model``), in a working directory of its own. So the tensors are the DAG's, bit for
+bit, the model folder has the DAG's model card, a rerun with the same arguments does nothing, and a changed
+parameter reruns only what it changes. A 7B decoder takes the DAG's out-of-core path (its embedding matrices
+are read and written without loading the model).
 
 ```python
 from vocab_transfer import transfer
@@ -170,10 +170,10 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
                     language: str | None = None, source_corpus: str | None = None,
                     word_vectors: dict[str, str] | None = None, dictionary: str | None = None,
                     **params) -> dict:
-    """The config of one transfer: source model ``source`` (hub id or folder), target tokenizer ``tokenizer`` (a
-    folder or hub id of an existing one, or the vocabulary size of one trained on the corpus in the source's family
-    and layout), method ``method`` (a registered kind) with ``params``, on the text of ``corpus`` (a file or folder
-    of text, plain or compressed) in ``language`` (default: a language named ``target``).
+    """The config of one transfer: source model ``source`` (hub id or folder), target tokenizer ``tokenizer``
+    (a folder or hub id of an existing one, or the vocabulary size of one trained on the corpus in the
+    source's family and layout), method ``method`` (a registered kind) with ``params``, on the text of
+    ``corpus`` (a text file or folder, plain or compressed) in ``language`` (default: one named ``target``).
 
     The inputs a method reads besides the corpus (:data:`INPUT_OPTIONS`): ``source_corpus``, text in the
     method's ``source_language`` (its token-level fastText for Align/Freq Match, its word vectors for
@@ -659,7 +659,7 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
                            f"{returncode}).\n{progress.failure(work, output)}")
     if dest is None:
         return exported
-    replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's minutes or hours
+    replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's hours
     return Path(out)
 
 
@@ -829,10 +829,10 @@ def methods_help() -> str:
 
 
 def check_configs(configfiles: list[str]) -> int:
-    """``vocab-transfer check``: each config file read strictly (:func:`vocab_transfer.typed.load_yaml`), merged as
-    Snakemake merges ``--configfile`` files, and checked as the workflow checks it at parse time (a composite's
-    studies are each read strictly; their checks run in ``snakemake -n``). Prints the first problem and returns 1,
-    else 0."""
+    """``vocab-transfer check``: each config file read strictly (:func:`vocab_transfer.typed.load_yaml`),
+    merged as Snakemake merges ``--configfile`` files, and checked as the workflow checks it at parse time (a
+    composite's studies are each read strictly; their checks run in ``snakemake -n``). Prints the first
+    problem and returns 1, else 0."""
     from snakemake.utils import update_config
 
     from .workflow.config import ConfigError, check_config, check_configfiles

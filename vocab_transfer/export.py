@@ -1,13 +1,14 @@
 """Transferred models as Hugging Face model folders: weights (``save_pretrained``), the target tokenizer and a
-``README.md`` model card (rules ``export_init_model`` and ``export_lapt_model``; ``snakemake export`` writes all).
+``README.md`` model card (rules ``export_init_model``, ``export_lapt_model``; ``snakemake export``: all).
 
-An init export is the source model with the method's embeddings (and output bias) swapped in, exactly the model
-the init-time loss was measured on; a LAPT export is the run's final model. Both load with ``AutoModelForMaskedLM``
-(``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never loads the model
-(:func:`export_init`): the source's safetensors shards that hold no per-token tensor are hard-linked, the others
-rewritten by streaming, so a 7B decoder is exported in the memory of its embedding matrices. The card
-(:func:`model_card`) says where the model comes from: source model, method and its parameters, target tokenizer,
-corpus and its size, the init-time held-out loss, the LAPT steps and curve, and the command that rebuilds the folder.
+An init export is the source model with the method's embeddings (and output bias) swapped in, exactly the
+model the init-time loss was measured on; a LAPT export is the run's final model. Both load with
+``AutoModelForMaskedLM`` (``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never
+loads the model (:func:`export_init`): the source's safetensors shards that hold no per-token tensor are
+hard-linked, the others rewritten by streaming, so a 7B decoder is exported in the memory of its embedding
+matrices. The card (:func:`model_card`) says where the model comes from: source model, method and its
+parameters, target tokenizer, corpus and its size, the init-time held-out loss, the LAPT steps and curve, and
+the command that rebuilds the folder.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     import torch
 
 CARD = "README.md"
-CONFIGS = ("config.json", "generation_config.json")  # rewritten for the target tokenizer (retarget_special_ids)
+CONFIGS = ("config.json", "generation_config.json")  # rewritten for the target (retarget_special_ids)
 #: Model types whose position ids count from ``pad_token_id`` (RoBERTa's), which therefore keeps the source's.
 POSITION_PAD_TYPES = ("roberta", "xlm-roberta", "camembert")
 CHUNK = 64 * 2**20  # bytes copied per system call where the kernel cannot copy a range itself
@@ -95,8 +96,8 @@ def source_license(source_dir: str | os.PathLike) -> str | None:
 
 
 def card_datasets(info: CardInfo) -> list[str]:
-    """The hub datasets the target's text came from (``cc100`` -> ``statmt/cc100``, or the spec's own ``dataset``);
-    corpora that are no hub dataset (Bible translations, local text) are named in the card's table instead."""
+    """The hub datasets the target's text came from (``cc100`` -> ``statmt/cc100``, or the spec's own
+    ``dataset``); corpora not on the hub (Bible translations, local text) are named in the card's table."""
     from .data.sources import HUB_DATASETS
 
     spec = info.corpus_stats.get("spec", {})
@@ -107,9 +108,9 @@ def card_datasets(info: CardInfo) -> list[str]:
 
 
 def card_results(info: CardInfo) -> list:
-    """The card's ``model-index`` entries (``huggingface_hub.EvalResult``): the init-time held-out loss (and its
-    perplexity and bits per byte) and, for a LAPT model, the final held-out loss of its curve, each on the target's
-    held-out text."""
+    """The card's ``model-index`` entries (``huggingface_hub.EvalResult``): the init-time held-out loss (and
+    its perplexity and bits per byte) and, for a LAPT model, the final held-out loss of its curve, each on the
+    target's held-out text."""
     from huggingface_hub import EvalResult
 
     task = "text-generation" if info.causal else "fill-mask"
@@ -137,9 +138,10 @@ def card_results(info: CardInfo) -> list:
 
 
 def card_metadata(info: CardInfo) -> str:
-    """The card's Hub metadata (its YAML front matter, without the ``---`` lines), written by ``huggingface_hub``'s
-    ``ModelCardData``: ``base_model`` (a hub source), ``language``, ``license`` (the source's where known),
-    ``library_name``, ``pipeline_tag``, ``tags``, ``datasets`` and the scores as ``model-index``."""
+    """The card's Hub metadata (its YAML front matter, without the ``---`` lines), written by
+    ``huggingface_hub``'s ``ModelCardData``: ``base_model`` (a hub source), ``language``, ``license``
+    (source's if known), ``library_name``, ``pipeline_tag``, ``tags``, ``datasets``, ``model-index``
+    scores."""
     from huggingface_hub import ModelCardData
 
     hub = not (info.source_model.startswith((".", "/")) or info.source_model.count("/") != 1)
@@ -209,11 +211,12 @@ def model_card(info: CardInfo) -> str:
 
 def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = None) -> dict:
     """``config`` (the dict of a ``config.json`` or ``generation_config.json``) with the target tokenizer's
-    special-token ids: ``bos_token_id``, ``eos_token_id`` and ``pad_token_id`` (None where the tokenizer has no such
-    token; a list of eos ids, as Llama 3 has, becomes the target's one-element list), and where the config has them
-    ``sep_token_id``, ``cls_token_id`` and ``decoder_start_token_id`` (the target's id of whichever of bos, eos and
-    pad the source's was). ``model_type`` (default: the config's) in :data:`POSITION_PAD_TYPES` keeps the source's
-    ``pad_token_id``: the position ids count from it, and the pipeline measured and trained the model with it."""
+    special-token ids: ``bos_token_id``, ``eos_token_id`` and ``pad_token_id`` (None where the tokenizer has
+    no such token; a list of eos ids, as Llama 3 has, becomes the target's one-element list), and where the
+    config has them ``sep_token_id``, ``cls_token_id`` and ``decoder_start_token_id`` (the target's id of
+    whichever of bos, eos and pad the source's was). ``model_type`` (default: the config's) in
+    :data:`POSITION_PAD_TYPES` keeps the source's ``pad_token_id``: the position ids count from it, and the
+    pipeline measured and trained the model with it."""
     ids = {k: getattr(tokenizer, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
                                                      "cls_token_id")}
     new = {**config, **{k: v for k, v in ids.items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")
@@ -231,9 +234,9 @@ def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = No
 
 def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokenizer, vocab_size: int | None = None
                      ) -> None:
-    """Write ``config.json`` (and ``generation_config.json`` where ``source`` has one) of the folder ``source`` into
-    ``dest`` (may be the same folder) with the tokenizer's special-token ids (:func:`retarget_special_ids`) and
-    ``vocab_size`` (when given)."""
+    """Write ``config.json`` (and ``generation_config.json`` where ``source`` has one) of the folder
+    ``source`` into ``dest`` (may be the same folder) with the tokenizer's special-token ids
+    (:func:`retarget_special_ids`) and ``vocab_size`` (when given)."""
     source, dest = Path(source), Path(dest)
     model_type = json.loads((source / CONFIGS[0]).read_text()).get("model_type")
     for name in CONFIGS:
@@ -245,9 +248,9 @@ def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokeniz
 
 
 def link_or_copy(src: str | os.PathLike, dst: str | os.PathLike) -> None:
-    """Hard-link ``src`` as ``dst``, or copy it where a link is not possible (another file system). A link leaves the
-    source file's mtime as it is (its ctime changes), and Snakemake reads only the mtime (9.27, measured on a DAG whose
-    rule linked an upstream output's file): nothing downstream of the source reruns."""
+    """Hard-link ``src`` as ``dst``, or copy it where a link is not possible (another file system). A link
+    leaves the source file's mtime as it is (its ctime changes), and Snakemake reads only the mtime (9.27,
+    measured on a DAG whose rule linked an upstream output's file): nothing downstream of it reruns."""
     try:
         os.link(src, dst)
     except OSError:
@@ -267,8 +270,9 @@ def _write_all(fd: int, data: memoryview) -> None:
 
 
 def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
-    """Append ``count`` bytes of ``src`` from ``offset`` to ``dst``: in the kernel where it can (``copy_file_range``,
-    which file systems with shared extents turn into a reflink), else through one ``CHUNK`` buffer at a time."""
+    """Append ``count`` bytes of ``src`` from ``offset`` to ``dst``: in the kernel where it can
+    (``copy_file_range``, which file systems with shared extents turn into a reflink), else through one
+    ``CHUNK`` buffer at a time."""
     while count:
         try:
             n = os.copy_file_range(src, dst, min(count, CHUNK), offset)
@@ -282,12 +286,12 @@ def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
 
 
 def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dict[str, torch.Tensor]) -> int:
-    """Write the safetensors file ``src`` as ``dst`` with the tensors of ``new`` in place of those of the same name
-    (their shape, the source's dtype), and return its data size. The other tensors' bytes are copied as ranges of the
-    file, so memory does not grow with the file. The header is the format's: its length as 8 bytes little-endian,
-    then JSON (``__metadata__`` kept, ``dtype``, ``shape``, ``data_offsets`` relative to the data) padded with spaces
-    to a multiple of 8 bytes; tensors follow contiguously, those with wider elements first (as the ``safetensors``
-    library orders them), so every tensor stays aligned to its element size."""
+    """Write the safetensors file ``src`` as ``dst`` with the tensors of ``new`` in place of those of the same
+    name (their shape, the source's dtype), and return its data size. The other tensors' bytes are copied as
+    ranges of the file, so memory does not grow with the file. The header is the format's: its length as 8
+    bytes little-endian, then JSON (``__metadata__`` kept, ``dtype``, ``shape``, ``data_offsets`` relative to
+    the data) padded with spaces to a multiple of 8 bytes; tensors follow contiguously, those with wider
+    elements first (as ``safetensors`` orders them), so each tensor stays aligned to its element size."""
     import torch
 
     dtypes = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -348,9 +352,9 @@ def source_extra_special_tokens(source_dir: str | os.PathLike) -> list[str]:
 
 
 def keep_source_specials(tokenizer, source_dir: str | os.PathLike) -> list[str]:
-    """List the source's extra special tokens (:func:`source_extra_special_tokens`) that the target ``tokenizer``
-    has among its added tokens as its own extra special tokens too, so that the export's ``tokenizer_config.json``
-    names them with the target's ids. Returns the tokenizer's extra special tokens."""
+    """List the source's extra special tokens (:func:`source_extra_special_tokens`) that the target
+    ``tokenizer`` has among its added tokens as its own extra special tokens too, so that the export's
+    ``tokenizer_config.json`` names them with the target's ids. Returns its extra special tokens."""
     added = {t.content for t in tokenizer.added_tokens_decoder.values()}
     set_extra_special_tokens(tokenizer, [t for t in source_extra_special_tokens(source_dir) if t in added])
     return extra_special_tokens(tokenizer)
@@ -360,18 +364,19 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
     """The source model with an init artifact's rows swapped in, the target tokenizer and ``card``, written
     atomically into ``out_dir``, without loading the model.
 
-    The tensor names of the input embeddings, an untied LM head and its output bias come from the architecture built
-    on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file (``model.safetensors``
-    or the shards of ``model.safetensors.index.json``) with none of them is hard-linked (copied across file
-    systems; :func:`link_or_copy`); the others are rewritten with the artifact's rows in the source's dtype
-    (:func:`rewrite_safetensors`). A tied model keeps what its source stores: one tensor, or each stored name of it,
-    all with the new rows; an untied head without ``output_embeddings`` in the artifact (``output_rows: copy_input``)
-    gets the new input rows. ``config.json`` gets the new ``vocab_size`` and, with ``generation_config.json``, the
-    target tokenizer's special-token ids (:func:`retarget_special_ids`); the target tokenizer lists the source's extra
-    special tokens it has (:func:`keep_source_specials`); the source's tokenizer and other files are not copied.
-    Unchanged shards are links to the source's files: save a changed model into a new folder, since writing over
-    one of them in place would change the source model too. A source with pickle weights only
-    (``pytorch_model.bin``) raises FileNotFoundError with the command that converts it."""
+    The tensor names of the input embeddings, an untied LM head and its output bias come from the architecture
+    built on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file
+    (``model.safetensors`` or the shards of ``model.safetensors.index.json``) with none of them is hard-linked
+    (copied across file systems; :func:`link_or_copy`); the others are rewritten with the artifact's rows in
+    the source's dtype (:func:`rewrite_safetensors`). A tied model keeps what its source stores: one tensor,
+    or each stored name of it, all with the new rows; an untied head without ``output_embeddings`` in the
+    artifact (``output_rows: copy_input``) gets the new input rows. ``config.json`` gets the new
+    ``vocab_size`` and, with ``generation_config.json``, the target tokenizer's special-token ids
+    (:func:`retarget_special_ids`); the target tokenizer lists the source's extra special tokens it has
+    (:func:`keep_source_specials`); the source's tokenizer and other files are not copied. Unchanged shards
+    are links to the source's files: save a changed model into a new folder, since writing over one of them in
+    place would change the source model too. A source with pickle weights only (``pytorch_model.bin``) raises
+    FileNotFoundError with the command that converts it."""
     from safetensors import safe_open
 
 
@@ -424,8 +429,8 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
 def export_folder(model_dir: str, out_dir: str, card: str) -> None:
     """A ``save_pretrained`` folder (a LAPT model with its tokenizer) with ``card``, written atomically into
     ``out_dir``: the safetensors files hard-linked (:func:`link_or_copy`), ``config.json`` and
-    ``generation_config.json`` with the special-token ids of the folder's tokenizer (:func:`retarget_special_ids`;
-    LAPT models saved before it wrote them carry the source's), the other files copied."""
+    ``generation_config.json`` with the special-token ids of the folder's tokenizer
+    (:func:`retarget_special_ids`; LAPT models saved before it carry the source's), other files copied."""
     tokenizer = load_tokenizer(model_dir)
     with atomic_path(out_dir, directory=True) as tmp:
         for f in Path(model_dir).iterdir():
@@ -435,13 +440,13 @@ def export_folder(model_dir: str, out_dir: str, card: str) -> None:
         (Path(tmp) / CARD).write_text(card)
 
 
-#: The environment variable a push reads its token from (huggingface_hub's own name); never a config key or file.
+#: The environment variable a push reads its token from (huggingface_hub's name); never a config key or file.
 TOKEN_ENV = "HF_TOKEN"
 
 
 def repo_name_problem(repo_id: str) -> str | None:
     """Why ``repo_id`` names no hub model repository (huggingface_hub's rules, and a user or organization in
-    front), or None. ``export.push.repo`` is checked with it at parse time, a push before it sends anything."""
+    front), or None. ``export.push.repo`` is checked with it at parse time, a push before sending anything."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
@@ -452,8 +457,9 @@ def repo_name_problem(repo_id: str) -> str | None:
 
 
 def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> None:
-    """What a push needs, checked before anything is sent: a token in :data:`TOKEN_ENV`, a valid repository name, and
-    a complete export folder (``config.json``, weights, and a card whose Hub metadata huggingface_hub reads)."""
+    """What a push needs, checked before anything is sent: a token in :data:`TOKEN_ENV`, a valid repository
+    name, and a complete export folder (``config.json``, weights, and a card whose Hub metadata
+    huggingface_hub reads)."""
     from huggingface_hub import ModelCard, constants
 
     if constants.is_offline_mode():
@@ -474,8 +480,8 @@ def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> No
 
 
 def card_with_scores(folder: str | os.PathLike, scores: pd.DataFrame) -> str:
-    """The export's card with its lm-eval scores (a ``benchmark_model`` parquet: task, metric, value) added to the
-    ``model-index`` (task type ``text-generation``, the lm-eval task as the dataset)."""
+    """The export's card with its lm-eval scores (a ``benchmark_model`` parquet: task, metric, value) added to
+    the ``model-index`` (task type ``text-generation``, the lm-eval task as the dataset)."""
     from huggingface_hub import EvalResult, ModelCard
 
     card = ModelCard((Path(folder) / CARD).read_text(encoding="utf-8"))

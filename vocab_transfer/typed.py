@@ -76,7 +76,7 @@ UniqueList = Annotated[list[T], AfterValidator(_unique), Field(json_schema_extra
 #: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config
 #: most likely meant (Norwegian ``no``).
 YAML_BOOLEAN_WORDS = {False: ("no", "off", "false"), True: ("yes", "on", "true")}
-LANGUAGE_KEYS = ("targets", "corpora", "word_vectors", "dictionaries", "languages")  # and every key with "lang"
+LANGUAGE_KEYS = ("targets", "corpora", "word_vectors", "dictionaries", "languages")  # + keys with "lang"
 
 
 def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:

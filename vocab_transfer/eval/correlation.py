@@ -47,8 +47,8 @@ def embedding_correlation(W1: torch.Tensor, W2: torch.Tensor, *,
 
 def correlation_matrix(embeddings: dict[str, torch.Tensor], *,
                        rows: torch.Tensor | np.ndarray | list[int] | None = None) -> pd.DataFrame:
-    """ρ̄ between every pair of embedding matrices of one vocabulary (vocab-swap Figure 5): a square
-    DataFrame indexed and labelled by the keys of ``embeddings``; ``rows`` as in :func:`embedding_correlation`."""
+    """ρ̄ between every pair of embedding matrices of one vocabulary (vocab-swap Figure 5): a square DataFrame
+    indexed and labelled by the keys of ``embeddings``; ``rows`` as in :func:`embedding_correlation`."""
     names = list(embeddings)
     out = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
     for a, x in enumerate(names):

@@ -5,13 +5,14 @@ Features, as WECHSEL describes them:
 
 - **NLI** (task ``nli``): the mean of the premise's token representations concatenated with the mean of the
   hypothesis's (each sentence encoded on its own, special tokens left out of the mean);
-- **token tasks** (``pos``, ``ner``): the mean of the representations of each word's tokens, one example per word
-  (words cut off by ``seq_len`` are left out and counted).
+- **token tasks** (``pos``, ``ner``): the mean of the representations of each word's tokens, one example per
+  word (words cut off by ``seq_len`` are left out and counted).
 
-The probe is a multinomial logistic regression on features standardized with the training set's mean and standard
-deviation, fitted by full-batch L-BFGS from zero weights with an L2 penalty (deterministic: no random start, no
-batches). Only the probe is trained; the model stays as initialized. The score is test accuracy, reported with the
-share of the commonest training label on the test set (``majority``: what a probe that learned nothing scores).
+The probe is a multinomial logistic regression on features standardized with the training set's mean and
+standard deviation, fitted by full-batch L-BFGS from zero weights with an L2 penalty (deterministic: no random
+start, no batches). Only the probe is trained; the model stays as initialized. The score is test accuracy,
+reported with the share of the commonest training label on the test set (``majority``: what a probe that
+learned nothing scores).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _hidden(model: PreTrainedModel, ids: list[list[int]], pad_id: int) -> torch.
 
 def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], *,
                    seq_len: int, batch_size: int, desc: str = "sentences") -> torch.Tensor:
-    """``[n, dim]``: each text's mean token representation (special tokens left out unless the text has no other)."""
+    """``[n, dim]``: each text's mean token vector (special tokens left out unless it has no other)."""
     enc = tokenizer(list(texts), truncation=True, max_length=seq_len, return_special_tokens_mask=True)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
     out = torch.zeros(len(ids), model.config.hidden_size)
@@ -74,8 +75,8 @@ def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, t
 
 def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], *,
                seq_len: int, batch_size: int, desc: str = "words") -> tuple[torch.Tensor, list[tuple[int, int]]]:
-    """``([n_words, dim], [(sentence, word)])``: each word's mean token representation, for the words that fit in
-    ``seq_len`` tokens, with their positions."""
+    """``([n_words, dim], [(sentence, word)])``: each word's mean token representation, for the words that fit
+    in ``seq_len`` tokens, with their positions."""
     enc = tokenizer([list(s) for s in sentences], is_split_into_words=True, truncation=True, max_length=seq_len)
     ids = enc["input_ids"]
     feats, where = [], []
@@ -119,7 +120,7 @@ def task_features(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, df
 
 def fit_probe(x: torch.Tensor, y: torch.Tensor, n_classes: int, *, l2: float, max_iter: int
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(weight, bias, mean, std)`` of an L2-penalized multinomial logistic regression on standardized ``x``."""
+    """``(weight, bias, mean, std)``: an L2-penalized multinomial logistic fit on standardized ``x``."""
     x = x.double()
     mean, std = x.mean(0), x.std(0).clamp_min(1e-6)
     xs = (x - mean) / std
@@ -156,7 +157,7 @@ def probe_accuracy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, t
         raise ValueError(f"labels {unknown[:5]} are not in the task's label list {list(labels)[:10]}")
     probe = fit_probe(x_train, torch.tensor([index[y] for y in y_train]), len(labels), l2=l2, max_iter=max_iter)
     correct = (predict(probe, x_test) == torch.tensor([index[y] for y in y_test])).sum().item()
-    most = max(sorted(set(y_train)), key=y_train.count)  # the baseline that predicts the commonest training label
+    most = max(sorted(set(y_train)), key=y_train.count)  # baseline: predict the commonest training label
     return {"accuracy": correct / max(len(y_test), 1), "majority": y_test.count(most) / max(len(y_test), 1),
             "train_items": len(y_train), "test_items": len(y_test),
             "train_examples": len(train), "test_examples": len(test), "words_left_out": cut_train + cut_test,

@@ -2,19 +2,19 @@
 it lacks; new rows FOCUS, random, or Hugging Face's mean-resizing.
 
 Which tokens: FOCUS §3.1 extends XLM-R "with the top 30k tokens of the language-specific tokenizer", and its
-footnote 4 puts the result at 273k tokens (250k + about 23k): the 30k most frequent target tokens are taken and
-those the source already has are left out (``top_tokens``, the default, 30000). ``new_tokens: N`` instead adds
-the N most frequent target tokens the source lacks (N new rows whatever the overlap). "Already in the source"
-is the overlap (``vocab_transfer.methods.overlap``: exact matches, the fuzzy matches of symbolic tokens, special
-tokens by role).
+footnote 4 puts the result at 273k tokens (250k + about 23k): the 30k most frequent target tokens are taken
+and those the source already has are left out (``top_tokens``, the default, 30000). ``new_tokens: N`` instead
+adds the N most frequent target tokens the source lacks (N new rows whatever the overlap). "Already in the
+source" is the overlap (``vocab_transfer.methods.overlap``: exact matches, the fuzzy matches of symbolic
+tokens, special tokens by role).
 
-``new_rows: mean_resize`` is what ``transformers``' ``model.resize_token_embeddings(n, mean_resizing=True)`` does
-(transformers >= 4.46, ``PreTrainedModel._init_added_embeddings_weights_with_mean``, after Hewitt 2021): new
-rows drawn from a multivariate normal with the source rows' mean and ``1e-9`` times their covariance (divided by
-the row count), or the mean itself when that covariance is not positive definite. Deviations: the draw is seeded
-(``seed``) instead of using torch's global RNG, it is computed in float64, and the output bias is one more column
-of the same draw (transformers draws the bias from N(mean, (1e-9·std)²)); both give the mean up to about 1e-5·std.
-``covariance_scale`` replaces the 1e-9 (1.0 samples from the source distribution itself).
+``new_rows: mean_resize`` is what ``transformers``' ``model.resize_token_embeddings(n, mean_resizing=True)``
+does (transformers >= 4.46, ``PreTrainedModel._init_added_embeddings_weights_with_mean``, after Hewitt 2021):
+new rows drawn from a multivariate normal with the source rows' mean and ``1e-9`` times their covariance
+(divided by the row count), or the mean itself when that covariance is not positive definite. Deviations: the
+draw is seeded (``seed``) instead of using torch's global RNG, it is computed in float64, and the output bias
+is one more column of the same draw (transformers draws the bias from N(mean, (1e-9·std)²)); both give the
+mean up to about 1e-5·std. ``covariance_scale`` replaces the 1e-9 (1.0: the source distribution itself).
 
 The extended tokenizer is an artifact of its own (rule ``extend_tokenizer``): the source's Unigram
 model with the new target pieces appended after the source's last id, each with its target
@@ -46,8 +46,8 @@ COUNT_KEYS = ("top_tokens", "new_tokens")
 
 
 def extension_count(top_tokens: int | None, new_tokens: int | None) -> tuple[str, int]:
-    """``("top_tokens", N)`` or ``("new_tokens", N)``: the one count key given, FOCUS's top 30k when neither is;
-    ValueError naming both keys when both are."""
+    """``("top_tokens", N)`` or ``("new_tokens", N)``: the one count key given, FOCUS's top 30k when neither
+    is; ValueError naming both keys when both are."""
     if top_tokens is not None and new_tokens is not None:
         raise ValueError(f"give one of {list(COUNT_KEYS)}, not both (top_tokens: the N most frequent target tokens, "
                          "those the source lacks added, FOCUS §3.1; new_tokens: N tokens the source lacks)")
@@ -59,7 +59,7 @@ def extension_count(top_tokens: int | None, new_tokens: int | None) -> tuple[str
 def select_new_tokens(overlap: pd.DataFrame, counts: np.ndarray, special_ids: list[int], n: int, *,
                       top: bool = False) -> np.ndarray:
     """Target ids to add, most frequent first (ties by id); only tokens seen in the target corpus (count > 0)
-    qualify. ``top=False``: the ``n`` most frequent target tokens not in the overlap. ``top=True`` (FOCUS §3.1):
+    qualify. ``top=False``: the ``n`` commonest target tokens not in the overlap. ``top=True`` (FOCUS §3.1):
     of the ``n`` most frequent target tokens, those not in the overlap (so fewer than ``n``)."""
     counts = np.asarray(counts)
     seen = np.flatnonzero(counts > 0)
@@ -83,10 +83,10 @@ def new_token_ids(overlap: pd.DataFrame, counts: np.ndarray, *, top_tokens: int 
 
 def mean_resize_rows(source: torch.Tensor, n: int, *, seed: int, covariance_scale: float = 1e-9,
                      chunk_rows: int = 4096) -> torch.Tensor:
-    """``n`` rows from N(μ, s·Σ) of the rows of ``source`` (μ their mean, Σ their covariance divided by the row
-    count, s = ``covariance_scale``): ``transformers``' mean-resizing, seeded. Falls back to μ itself when s·Σ is
-    not positive definite, as transformers does. Σ is accumulated in float64 chunks around the first chunk's mean
-    (no centred copy of the matrix, little cancellation)."""
+    """``n`` rows from N(μ, s·Σ) of the rows of ``source`` (μ their mean, Σ their covariance divided by the
+    row count, s = ``covariance_scale``): ``transformers``' mean-resizing, seeded. Falls back to μ itself when
+    s·Σ is not positive definite, as transformers does. Σ is accumulated in float64 chunks around the first
+    chunk's mean (no centred copy of the matrix, little cancellation)."""
     v, d = source.shape
     shift = source[:chunk_rows].double().mean(0)
     total = torch.zeros(d, dtype=torch.float64)
@@ -149,8 +149,8 @@ def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[i
     source lacks; or ``new_tokens: N``, the N most frequent the source lacks (one of the two keys at most).
     ``new_rows: focus`` combines overlapping tokens' source rows by FOCUS (anchors: the overlap, with
     token-level fastText vectors); ``random`` draws from N(mean, std) of the source matrix per dimension;
-    ``mean_resize`` is transformers' ``resize_token_embeddings(mean_resizing=True)``: N(mean, ``covariance_scale``
-    × covariance) of the source rows (:func:`mean_resize_rows`).
+    ``mean_resize`` is transformers' ``resize_token_embeddings(mean_resizing=True)``: N(mean,
+    ``covariance_scale`` × covariance) of the source rows (:func:`mean_resize_rows`).
     """
     if inputs.aux is None:
         raise ValueError("vocabulary extension needs target token counts (the fastText stage)")

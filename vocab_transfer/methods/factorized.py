@@ -44,7 +44,7 @@ def gumbel_softmax_st(logits: torch.Tensor, tau: float | torch.Tensor, *,
 
 def gumbel_softmax(logits: torch.Tensor, tau: float | torch.Tensor, *,
                    generator: torch.Generator | None = None) -> torch.Tensor:
-    """The softmax of ``(logits + g) / τ``, ``g ~ Gumbel(0, 1)`` (:func:`gumbel_softmax_st` before the one-hot)."""
+    """Softmax of ``(logits + g) / τ``, ``g ~ Gumbel(0, 1)`` (:func:`gumbel_softmax_st` before one-hot)."""
     gumbels = -torch.empty_like(logits).exponential_(generator=generator).log()
     return ((logits + gumbels) / tau).softmax(-1)
 
@@ -59,8 +59,8 @@ class _StraightThroughMix(torch.autograd.Function):
     """``Σ_c w_c · low G^c`` for a straight-through Gumbel sample ``w``: one-hot at ``clusters`` forward, the
     gradient of the softmax ``soft`` backward (eq. 3). Rows are sorted by cluster once; the forward and the
     gradients of ``low`` and ``G`` multiply each row by its own cluster's ``G^c`` only (n·D'·D each), and the
-    gradient of ``soft``, ``<g, low G^c>`` for every c, is an [n, D] x [D, C·D'] product taken in blocks of rows
-    that stay in cache. The dense form, ``(w ⊗ low) @ G``, costs three products of n·C·D'·D."""
+    gradient of ``soft``, ``<g, low G^c>`` for every c, is an [n, D] x [D, C·D'] product taken in blocks of
+    rows that stay in cache. The dense form, ``(w ⊗ low) @ G``, costs three products of n·C·D'·D."""
 
     BLOCK = 2048
 
@@ -95,9 +95,9 @@ class _StraightThroughMix(torch.autograd.Function):
 
 def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor, tau: float | torch.Tensor, *,
                          generator: torch.Generator | None = None) -> torch.Tensor:
-    """``Σ_c w_c · low G^c`` with ``w = gumbel_softmax_st(logits, tau)`` (the same values and gradients, and the
-    same draws from ``generator``), computed per row's sampled cluster: ``logits`` [..., C], ``low`` [..., D'],
-    ``G`` [C, D', D] -> [..., D]."""
+    """``Σ_c w_c · low G^c`` with ``w = gumbel_softmax_st(logits, tau)`` (the same values and gradients, and
+    the same draws from ``generator``), computed per row's sampled cluster: ``logits`` [..., C], ``low`` [...,
+    D'], ``G`` [C, D', D] -> [..., D]."""
     soft = gumbel_softmax(logits, tau, generator=generator)
     lead = low.shape[:-1]
     flat_soft = soft.reshape(-1, soft.shape[-1])
@@ -195,15 +195,15 @@ class FactorizedEmbedding(nn.Module):
 
 
 class FactorizedVocabulary(nn.Module):
-    """A masked LM's input embeddings drawn from a :class:`FactorizedEmbedding` (UNKs §3.3: "we simply learn new
-    low-dimensional embeddings F' with the pretraining task, which are up-projected with G"), for LAPT in
+    """A masked LM's input embeddings drawn from a :class:`FactorizedEmbedding` (UNKs §3.3: "we simply learn
+    new low-dimensional embeddings F' with the pretraining task, which are up-projected with G"), for LAPT in
     factorized form: the trainable parameters are ``F'``, ``G`` (unless ``freeze_up_projection``: a buffer, "G
     only needs to be pretrained once") and, for C > 1, the cluster logits ``Z``.
 
     Each forward computes the whole table ``[V, D]`` once: in training mode with one straight-through
-    Gumbel-softmax sample per token *type* (eq. 3; a token's occurrences share their cluster in a step), in eval
-    mode with ``argmax Z``. The input rows are its first ``d`` columns; :class:`FactorizedDecoder`, the tied
-    output projection, reads the same table in the same forward pass. ``weight`` is the eval-mode table
+    Gumbel-softmax sample per token *type* (eq. 3; a token's occurrences share their cluster in a step), in
+    eval mode with ``argmax Z``. The input rows are its first ``d`` columns; :class:`FactorizedDecoder`, the
+    tied output projection, reads the same table in the same forward pass. ``weight`` is the eval-mode table
     (detached), so code that reads ``get_input_embeddings().weight`` sees the current embedding matrix.
     Padding rows get gradients like any other (packed LAPT blocks have no padding)."""
 
@@ -245,9 +245,9 @@ class FactorizedVocabulary(nn.Module):
 
 
 class FactorizedDecoder(nn.Module):
-    """The output projection tied to a :class:`FactorizedVocabulary`: ``h · E^T + b`` with ``E`` the table of the
-    same forward pass. ``b`` is the LM head's own output-bias parameter (one scalar per token, trained freely;
-    it starts as the bias column of ``F'G`` when the factorization carried one)."""
+    """The output projection tied to a :class:`FactorizedVocabulary`: ``h · E^T + b`` with ``E`` the table of
+    the same forward pass. ``b`` is the LM head's own output-bias parameter (one scalar per token, trained
+    freely; it starts as the bias column of ``F'G`` when the factorization carried one)."""
 
     def __init__(self, vocabulary: FactorizedVocabulary, bias: nn.Parameter | None) -> None:
         super().__init__()
@@ -288,8 +288,8 @@ def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projecti
 
 @torch.no_grad()
 def flat_state_dict(model, state: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
-    """``state`` (default: the model's state dict) as the plain model would have it: the factors' keys replaced
-    by the eval-mode table as the word embeddings and the tied decoder weight (the model is not changed)."""
+    """``state`` (default: the model's state dict) as the plain model would have it: the factors' keys
+    replaced by the eval-mode table as the word embeddings and tied decoder weight (the model unchanged)."""
     vocabulary = model.get_input_embeddings()
     names = {m: n for n, m in model.named_modules()}
     emb, dec = names[vocabulary], names[model.get_output_embeddings()]

@@ -35,13 +35,13 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     - additional tokens without an auxiliary vector (below fastText's minCount) are drawn from
       N(mean, std) of the source matrix per dimension (Appendix B).
 
-    The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to
-    a full sort for rows whose support is wider); rows are processed in ``batch_size`` chunks, so
-    memory stays at ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` a bf16
-    shortlist of ``screen_k`` anchors per row, certified exact (:mod:`.neighbours`), replaces the
-    float32 similarity matrix: the selection equals the float32 path's, and the weights differ only
-    by float32 rounding (cosines summed in another order). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied /
-    1 combined / 2 random, n_sources [V_t])``.
+    The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to a full sort
+    for rows whose support is wider); rows are processed in ``batch_size`` chunks, so memory stays at
+    ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` a bf16 shortlist of ``screen_k``
+    anchors per row, certified exact (:mod:`.neighbours`), replaces the float32 similarity matrix: the
+    selection equals the float32 path's, and the weights differ only by float32 rounding (cosines summed in
+    another order). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources
+    [V_t])``.
     """
     g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -90,16 +90,15 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
                screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
-    ``overlap: full | symbolic | symbolic_with_symbols | none | exact | identical`` (``symbolic``: Table 4 "Symbolic
-    Overlap", numbers, punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux:
+    ``overlap: full | symbolic | symbolic_with_symbols | none | exact | identical`` (``symbolic``: Table 4
+    "Symbolic Overlap", numbers, punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux:
     token_fasttext`` (FOCUS's token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText":
-    word-level fastText of the target language turned into token vectors by WECHSEL's
-    tokenize-flatten-reduce; which token-level fastText the
-    method reads is the config entry's ``fasttext``, not a parameter: ``deepfocus`` trains CBOW with 10 negatives as
-    the authors' package does, ``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``);
-    ``screen_dtype``: ``bfloat16`` (default) takes the certified bf16 shortlist of ``screen_k`` anchors of
-    :func:`focus_init` (the float32 selection, 2x faster at paper scale on CPU); ``float32`` the plain
-    float32 similarity matrix.
+    word-level fastText of the target language turned into token vectors by WECHSEL's tokenize-flatten-reduce;
+    which token-level fastText the method reads is the config entry's ``fasttext``, not a parameter:
+    ``deepfocus`` trains CBOW with 10 negatives as the authors' package does,
+    ``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``); ``screen_dtype``: ``bfloat16`` (default) takes
+    the certified bf16 shortlist of ``screen_k`` anchors of :func:`focus_init` (the float32 selection, 2x
+    faster at paper scale on CPU); ``float32`` the plain float32 similarity matrix.
     """
     screen = screen_dtype_of(screen_dtype)
     if aux == "token_fasttext":

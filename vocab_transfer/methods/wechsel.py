@@ -42,16 +42,16 @@ log = logging.getLogger(__name__)
 
 
 DICTIONARY_PAIRS = ("case_variants", "unique")
-SUBWORDS = ("tokenize", "fasttext")  # token vectors: tokenize-flatten-reduce (§3.1) or fastText n-grams (App. D)
+SUBWORDS = ("tokenize", "fasttext")  # token vectors: tokenize-flatten-reduce (§3.1), fastText n-grams (D)
 
 
 def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *,
                          pairs: str = "case_variants") -> tuple[np.ndarray, np.ndarray]:
     """Row indices ``(s, t)`` of the dictionary pairs whose two words both have a vector.
 
-    - ``case_variants`` (the ``wechsel`` package's ``_compute_align_matrix_from_dictionary``): each side is tried
-      as written, lower-cased and title-cased, and every combination found on both sides is a pair, in dictionary
-      order, duplicates included (a pair whose words are already lower case counts up to four times);
+    - ``case_variants`` (the ``wechsel`` package's ``_compute_align_matrix_from_dictionary``): each side is
+      tried as written, lower-cased and title-cased, and every combination found on both sides is a pair, in
+      dictionary order, duplicates included (a pair of lower-case words counts up to four times);
     - ``unique``: a word is looked up as written, else lower-cased (the first, most frequent, word of that
       spelling); each distinct pair of rows is used once.
     """
@@ -103,9 +103,9 @@ def alignment(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame
     preprocessing, :func:`~vocab_transfer.methods.align.normalize_embeddings`), and the normalized vectors are
     returned. The package rotates the source side onto the target (``source @ R``); rotating the target by
     ``Rᵀ`` instead gives the same cosines. ``pairs``: see :func:`dictionary_word_rows`. Returns ``(source',
-    target', pairs used)`` from :func:`align_to_source`; this returns ``(source vectors, target vectors, W, pairs
-    used)`` (the vectors normalized or not, not yet rotated), so that other vectors of the target space (fastText
-    subword vectors, App. D) can take the same rotation ``W``.
+    target', pairs used)`` from :func:`align_to_source`; this returns ``(source vectors, target vectors, W,
+    pairs used)`` (the vectors normalized or not, not yet rotated), so that other vectors of the target space
+    (fastText subword vectors, App. D) can take the same rotation ``W``.
     """
     s_idx, t_idx = dictionary_word_rows(source, target, dictionary, pairs=pairs)
     if len(s_idx) < min_pairs:
@@ -141,14 +141,14 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
                  nearest: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """WECHSEL §3.2: top-k softmax(cos/τ) mixtures of source rows for every target token.
 
-    ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are
-    ignored: they have no vector). Special tokens are copied by role, as the ``wechsel`` package copies the
-    source's special tokens that the target vocabulary also has (``create_target_embeddings``); target tokens
-    without a vector are drawn from N(mean, std) of the source rows per dimension. With
-    ``screen_dtype=torch.bfloat16`` a certified bf16 shortlist of ``4k`` candidates replaces the float32
-    similarity matrix (:mod:`.neighbours`: the same neighbours as float32, up to exact ties). Returns ``(matrix,
-    kind int8 0 copied / 1 combined / 2 random, n_sources)``; a ``nearest`` tensor [V_t] gets each combined row's
-    most similar source token (the largest weight; WECHSEL Table 6).
+    ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are ignored: they
+    have no vector). Special tokens are copied by role, as the ``wechsel`` package copies the source's special
+    tokens that the target vocabulary also has (``create_target_embeddings``); target tokens without a vector
+    are drawn from N(mean, std) of the source rows per dimension. With ``screen_dtype=torch.bfloat16`` a
+    certified bf16 shortlist of ``4k`` candidates replaces the float32 similarity matrix (:mod:`.neighbours`:
+    the same neighbours as float32, up to exact ties). Returns ``(matrix, kind int8 0 copied / 1 combined / 2
+    random, n_sources)``; a ``nearest`` tensor [V_t] gets each combined row's most similar source token (the
+    largest weight; WECHSEL Table 6).
     """
     g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -181,7 +181,7 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
 
 
 def restrict_to_vocabulary(source_tokenizer, language_tokenizer) -> torch.Tensor:
-    """Mask of source tokens whose canonical form is in ``language_tokenizer`` (WECHSEL_EN, Wang et al. 2019)."""
+    """Mask of source tokens with canonical form in ``language_tokenizer`` (WECHSEL_EN; Wang et al. 2019)."""
     keep = {t.form for t in canonicalize_vocab(language_tokenizer) if not t.special}
     return torch.tensor([not t.special and t.form in keep for t in canonicalize_vocab(source_tokenizer)])
 
@@ -206,15 +206,15 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
                  subwords: Literal[SUBWORDS] = "tokenize") -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: wechsel``.
 
-    ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1:
-    English for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype``: ``bfloat16`` (default)
-    takes the certified bf16 shortlist of :func:`wechsel_init` (the float32 neighbours), ``float32`` the plain
-    float32 similarities. ``normalize`` and ``dictionary_pairs`` (:func:`align_to_source`): the defaults are
-    what the ``wechsel`` package does (raw vectors; every case variant of a dictionary pair); ``normalize: true``
-    aligns and averages unit-length, mean-centred vectors (MUSE / VecMap), ``dictionary_pairs: unique`` uses each
-    pair of words once. ``subwords``: ``tokenize`` (tokenize-flatten-reduce, §3.1) or ``fasttext`` (App. D, WECHSEL
-    Table 8: each token's vector from the word-level fastText model's character n-grams,
-    :func:`~vocab_transfer.data.word_vectors.fasttext_subword_vectors`, rotated by the alignment of the word vectors).
+    ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1: English
+    for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype``: ``bfloat16`` (default) takes the
+    certified bf16 shortlist of :func:`wechsel_init` (the float32 neighbours), ``float32`` the plain float32
+    similarities. ``normalize`` and ``dictionary_pairs`` (:func:`align_to_source`): the defaults are what the
+    ``wechsel`` package does (raw vectors; every case variant of a dictionary pair); ``normalize: true``
+    aligns and averages unit-length, mean-centred vectors (MUSE / VecMap), ``dictionary_pairs: unique`` uses
+    each pair of words once. ``subwords``: ``tokenize`` (tokenize-flatten-reduce, §3.1) or ``fasttext`` (App.
+    D, WECHSEL Table 8: each token's vector from the word-level fastText model's character n-grams,
+    :func:`~vocab_transfer.data.word_vectors.fasttext_subword_vectors`, rotated as the word vectors).
     """
     screen = screen_dtype_of(screen_dtype)
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):

@@ -3,8 +3,8 @@
     python -m vocab_transfer.miniatures configs/papers.yaml configs/overlays/rehearsal.yaml [--out FOLDER]
 
 The config files merge as Snakemake's ``--configfile`` merges them; ``--out`` defaults to the config's
-``hub_mirror``. A miniature already there that covers what the config needs is kept (``<mirror>/rehearsal.json``;
-delete the folder to rebuild everything)."""
+``hub_mirror``. A miniature already there that covers what the config needs is kept
+(``<mirror>/rehearsal.json``; delete the folder to rebuild everything)."""
 
 from __future__ import annotations
 

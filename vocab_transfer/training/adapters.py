@@ -1,7 +1,7 @@
 """MAD-X adapters (Pfeiffer et al., 2020b) for BERT-style encoders (BERT, RoBERTa, XLM-R): language adapters,
-trained jointly with the new embeddings while the rest of the model stays frozen (unks-everywhere §4.3), and task
-adapters stacked on top of them (unks-everywhere §2, §4.1: trained on source-language task data with the model
-and the language adapter frozen; at inference the language adapter is swapped for the target language's).
+trained jointly with the new embeddings while the rest of the model stays frozen (unks-everywhere §4.3), and
+task adapters stacked on top of them (unks-everywhere §2, §4.1: trained on source-language task data with the
+model and the language adapter frozen; at inference the language adapter is swapped for the target's).
 
 - Bottleneck adapter in layer l (unks-everywhere §2, eq. 1): ``A_l(h_l, r_l) = U_l(GeLU(D_l(h_l))) + r_l``
   at the Pfeiffer position: ``r_l`` is the feed-forward output, ``h_l = LN_l(r_l + x_l)`` the output of the
@@ -20,8 +20,8 @@ submodules (in ``state_dict`` while attached: checkpoints round-trip) that patch
 they sit in; ``strip_language_adapter`` removes them, so ``save_pretrained`` writes the plain model.
 ``save_language_adapter`` / ``load_language_adapter`` keep them beside it, keyed relative to
 ``model.base_model`` so that a task model (e.g. sequence classification) loads what a masked LM trained;
-``save_task_adapter`` / ``load_task_adapter`` do the same for the task adapter (``task_adapter.*``), so the two
-are saved, loaded and swapped separately. A module's slot name says what it is: ``language_adapter`` and
+``save_task_adapter`` / ``load_task_adapter`` do the same for the task adapter (``task_adapter.*``), so the
+two are saved, loaded and swapped separately. A module's slot name says what it is: ``language_adapter`` and
 ``invertible_adapter`` (language), ``task_adapter`` (task).
 
 Implemented here because the ``adapters`` library (1.3.0) pins ``transformers~=4.57`` and does not import
@@ -47,7 +47,7 @@ FILES = {"language": (ADAPTER_FILE, CONFIG_FILE), "task": (TASK_ADAPTER_FILE, TA
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU, "tanh": nn.Tanh}
 assert tuple(ACTIVATIONS) == NON_LINEARITIES
 SLOTS = {"language": ("language_adapter", "invertible_adapter"), "task": ("task_adapter",)}  # attribute names
-LAYER_SLOTS = ("language_adapter", "task_adapter")  # per layer, in stacking order (MAD-X: language, then task)
+LAYER_SLOTS = ("language_adapter", "task_adapter")  # per layer, in stacking order (MAD-X: language then task)
 def _bottleneck(d_in: int, d_out: int, cfg: AdapterConfig, g: torch.Generator) -> nn.Sequential:
     """Linear(d_in → d_in / reduction) → non-linearity → Linear(→ d_out), the last one zero-initialized."""
     mid = max(1, d_in // cfg.reduction_factor)
@@ -72,10 +72,11 @@ class BottleneckAdapter(nn.Module):
 
 
 def adapter_stack_forward(output: nn.Module, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
-    """``BertOutput.forward`` with the layer's adapters at the Pfeiffer position, stacked (``LAYER_SLOTS`` order):
-    ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the layer returns
-    ``LN(a + x)``. One adapter: ``LN(A(LN(r + x), r) + x)``; language + task: the ``adapters`` library's
-    ``Stack``, whose every member takes the previous one's output as input and residual."""
+    """``BertOutput.forward`` with the layer's adapters at the Pfeiffer position, stacked (``LAYER_SLOTS``
+    order):
+    ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the layer
+    returns ``LN(a + x)``. One adapter: ``LN(A(LN(r + x), r) + x)``; language + task: the ``adapters``
+    library's ``Stack``, whose every member takes the previous one's output as input and residual."""
     a = output.dropout(output.dense(hidden_states))
     for slot in LAYER_SLOTS:
         adapter = output._modules.get(slot)
@@ -146,8 +147,8 @@ def _adapter_parameters(module: nn.Module, kind: str = "language") -> dict[str, 
 
 
 def adapter_parameter_names(model: nn.Module, kind: str = "language") -> set[str]:
-    """Names (as in ``model.named_parameters()``) of the attached adapters' parameters of ``kind`` (``language``:
-    language and invertible adapters, ``task``, or ``all``); empty if none."""
+    """Names (as in ``model.named_parameters()``) of the attached adapters' parameters of ``kind``
+    (``language``: language and invertible adapters, ``task``, or ``all``); empty if none."""
     return set(_adapter_parameters(model, kind))
 
 
@@ -191,9 +192,9 @@ def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, 
 
 
 def add_task_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed: int = 0) -> None:
-    """Attach a MAD-X task adapter (``task_adapter_config()`` by default; seeded, the global RNG is left alone),
-    stacked on the language adapter where a layer has one (``adapter_stack_forward``). The model's outputs do not
-    change until it is trained (zero up-projections)."""
+    """Attach a MAD-X task adapter (``task_adapter_config()`` by default; seeded, the global RNG is left
+    alone), stacked on the language adapter where a layer has one (``adapter_stack_forward``). The model's
+    outputs do not change until it is trained (zero up-projections)."""
     cfg = cfg or task_adapter_config()
     if cfg.invertible:
         raise ValueError("task adapter: invertible must be false")
@@ -225,8 +226,8 @@ def _strip(model: nn.Module, kind: str) -> None:
 
 
 def strip_language_adapter(model: nn.Module) -> None:
-    """Remove the language (and invertible) adapter modules and restore the original forwards where no task adapter
-    remains (``save_pretrained`` then writes the plain model)."""
+    """Remove the language (and invertible) adapter modules and restore the original forwards where no task
+    adapter remains (``save_pretrained`` then writes the plain model)."""
     _strip(model, "language")
 
 
@@ -281,7 +282,7 @@ def load_language_adapter(model: nn.Module, folder: str | os.PathLike) -> bool:
 
 
 def save_task_adapter(model: nn.Module, folder: str | os.PathLike) -> None:
-    """Write ``task_adapter.safetensors`` and ``task_adapter.json`` (as ``save_language_adapter``) into ``folder``."""
+    """Write ``task_adapter.safetensors`` and ``.json`` (as ``save_language_adapter``) into ``folder``."""
     _save(model, folder, "task")
 
 

@@ -4,32 +4,31 @@
         --data results/tasks/he-ner --task ner --seed 1 2 \\
         --output results/finetune/demo-xlmr/he-ner/focus-lapt/seed1+2.parquet --config '{"epochs": 2}'
 
-``--seed`` takes one or more seeds: one run each, one after another, each from a fresh copy of the model (the same
-scores as a job of its own), with the task data read and encoded once. The scores file has a row per seed, the
-history file a ``seed`` column.
+``--seed`` takes one or more seeds: one run each, one after another, each from a fresh copy of the model (the
+same scores as a job of its own), with the task data read and encoded once. The scores file has a row per
+seed, the history file a ``seed`` column.
 
-Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word
-labelled), ``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``),
-``nli`` (sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B: one output, MSE loss)
-and ``qa`` (extractive, sliding windows over the context). ``--data`` is a folder of
-``train/dev/test.parquet`` in the common schema of :mod:`vocab_transfer.data.tasks` (rule ``prepare_task``),
-plus optional extra evaluation sets ``test_<name>.parquet`` (MNLI's mismatched validation set), on which
-the selected checkpoint is scored too (``test_<name>_<metric>``). The model is a ``save_pretrained`` folder (a LAPT
-output; its MAD-X language adapter is attached when present), a hub id, or a source model plus an init
-artifact (``--embeddings``: fine-tune right after the vocabulary swap, as vocab-swap does).
+Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word labelled),
+``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``), ``nli``
+(sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B: one output, MSE loss) and
+``qa`` (extractive, sliding windows over the context). ``--data`` is a folder of ``train/dev/test.parquet`` in
+the common schema of :mod:`vocab_transfer.data.tasks` (rule ``prepare_task``), plus optional extra evaluation
+sets ``test_<name>.parquet`` (MNLI's mismatched validation set), on which the selected checkpoint is scored
+too (``test_<name>_<metric>``). The model is a ``save_pretrained`` folder (a LAPT output; its MAD-X language
+adapter is attached when present), a hub id, or a source model plus an init artifact (``--embeddings``:
+fine-tune right after the vocabulary swap, as vocab-swap does).
 
-Defaults follow FOCUS Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup,
-gradient clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best
-dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the
-binary F1 of the positive class for two-label inventories: MRPC's F1), UAS and LAS (selection by LAS) for
-parsing, Pearson and Spearman correlation for STS (selection by Pearson), all as fractions in [0, 1]; SQuAD
-F1/EM for QA, in %. ``metric`` in the config picks another selection (and table) metric of the task, e.g.
-``f1`` for MRPC (vocab-swap Tables 2, 4, 10). Every
-evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best weights, history) in the seed's
-folder of ``--checkpoints`` (``seed<N>/``); a rerun continues from it and ends bit-identical (data order and dropout
-are functions of the seed and the step). A finished seed's scores and history stay there (``seed<N>/finished.json``)
-until every seed is done, so a rerun of a job killed in its third seed starts in the third seed. SIGUSR1 / SIGTERM
-checkpoint at the next step and exit 75.
+Defaults follow FOCUS Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup, gradient
+clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best dev score is
+evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the binary F1 of the
+positive class for two-label inventories: MRPC's F1), UAS and LAS (selection by LAS) for parsing, Pearson and
+Spearman correlation for STS (selection by Pearson), all as fractions in [0, 1]; SQuAD F1/EM for QA, in %.
+``metric`` in the config picks another selection (and table) metric of the task, e.g. ``f1`` for MRPC
+(vocab-swap Tables 2, 4, 10). Every evaluation also writes a resumable checkpoint (model, optimizer,
+scheduler, best weights, history) in the seed's folder of ``--checkpoints`` (``seed<N>/``); a rerun continues
+from it and ends bit-identical (data order and dropout are functions of the seed and the step). A finished
+seed's scores and history stay there (``seed<N>/finished.json``) until every seed is done, so a rerun of a job
+killed in its third seed starts in the third seed. SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
 """
 
 from __future__ import annotations
@@ -76,14 +75,15 @@ from .runtime import (
 from .settings import METRICS, FinetuneConfig, positive_class, selection_metric
 
 log = logging.getLogger(__name__)
-# FinetuneConfig fields a resumed run may change (the rest must equal the checkpoint's: runtime.Checkpoints.resume)
+# FinetuneConfig fields a resumed run may change (the rest must equal the checkpoint's:
+# runtime.Checkpoints.resume)
 RESUME_FREE = ("threads", "micro_batch_size", "save_model", "report_to")
 PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 
 
 # ------------------------------------------------------------------------------------------- encoding
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
-    """``train``, ``dev``, ``test`` and any extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
+    """``train``, ``dev``, ``test`` and extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
     if missing:
@@ -163,8 +163,9 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
 def encode_pairs(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int, *, token_types: bool = False
                  ) -> list[dict]:
     """Sentence pairs: ``nli`` (premise, hypothesis -> label id) or, for ``labels=None``, ``sts`` (sentence1,
-    sentence2 -> float score). ``token_types`` keeps the tokenizer's segment ids (BERT: 0 for the first sentence,
-    1 for the second, as HF run_glue feeds them); off for models with a single token type (RoBERTa, XLM-R)."""
+    sentence2 -> float score). ``token_types`` keeps the tokenizer's segment ids (BERT: 0 for the first
+    sentence, 1 for the second, as HF run_glue feeds them); off for models of one token type (RoBERTa,
+    XLM-R)."""
     if labels is None:
         first, second, y = df["sentence1"].tolist(), df["sentence2"].tolist(), [float(v) for v in df["score"]]
     else:
@@ -325,18 +326,18 @@ class ParserOutput:
 
 
 class BiaffineParser(torch.nn.Module):
-    """Deep biaffine dependency parser (Dozat & Manning 2017) on a transformer encoder, the variant of Glavaš &
-    Vulić (2021) that UNKs Everywhere trains (§4, Table 3b): the encoder replaces the BiLSTM, a word is its first
-    sub-token, position 0 (``<s>``/``[CLS]``) is the root.
+    """Deep biaffine dependency parser (Dozat & Manning 2017) on a transformer encoder, the variant of Glavaš
+    & Vulić (2021) that UNKs Everywhere trains (§4, Table 3b): the encoder replaces the BiLSTM, a word is its
+    first sub-token, position 0 (``<s>``/``[CLS]``) is the root.
 
     With ``h_i`` the encoder output at word i and one-layer MLPs (ReLU, our choice; dropout ``mlp_dropout``):
     arc score ``s_ij = a_j^T U a'_i + a_j^T u`` with ``a = MLP_arc-head(h)``, ``a' = MLP_arc-dep(h)`` (D&M eq.
-    for arcs: the second term is the head's prior); relation scores ``r_j^T U_l r'_i + W_l (r'_i ⊕ r_j) + b_l``
-    for the pair (dependent i, head j), one per label l. The biaffine weights start at zero (uniform arcs).
-    Loss: cross-entropy over the candidate heads (root and the sentence's words, never the word itself) plus
-    cross-entropy over the relations at the gold head. Decoding: the per-word argmax head, then the argmax
-    relation at that head; no tree constraint (no Chu-Liu-Edmonds), so a prediction may have cycles or several
-    roots. ``save_pretrained`` writes the encoder plus ``parser_head.safetensors`` / ``parser_head.json``.
+    for arcs: the second term is the head's prior); relation scores ``r_j^T U_l r'_i + W_l (r'_i ⊕ r_j) +
+    b_l`` for the pair (dependent i, head j), one per label l. The biaffine weights start at zero (uniform
+    arcs). Loss: cross-entropy over the candidate heads (root and the sentence's words, never the word itself)
+    plus cross-entropy over the relations at the gold head. Decoding: the per-word argmax head, then the
+    argmax relation at that head; no tree constraint (no Chu-Liu-Edmonds), so a prediction may have cycles or
+    several roots. ``save_pretrained`` writes the encoder and ``parser_head.safetensors`` / ``.json``.
     """
 
     def __init__(self, encoder, labels: list[str], arc_mlp_size: int = 500, label_mlp_size: int = 100,
@@ -546,8 +547,9 @@ def fit_to_model(cfg: FinetuneConfig, model) -> FinetuneConfig:
 def task_encoder(task: str, tokenizer, labels: list[str], cfg: FinetuneConfig, model
                  ) -> Callable[[pd.DataFrame, bool], list[dict]]:
     """``encode(df, train)``: a split's items as fine-tuning trains and evaluates on them (also the zero-shot
-    evaluation's, so that target items match the source side's training exactly, BERT segment ids included)."""
-    types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: segment ids of the pair; RoBERTa/XLM-R: none
+    evaluation's, so that target items match the source side's training exactly, BERT segment ids
+    included)."""
+    types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: pair segment ids; RoBERTa/XLM-R: none
     return {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
             "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len, token_types=types),
             "sts": lambda df, train: encode_pairs(df, tokenizer, None, cfg.seq_len, token_types=types),
@@ -557,8 +559,8 @@ def task_encoder(task: str, tokenizer, labels: list[str], cfg: FinetuneConfig, m
 
 def dataset_labels(task: str, data: dict[str, pd.DataFrame], folder: str | Path, given: str | None = None
                    ) -> list[str]:
-    """The label set: ``given`` (a JSON list), else the task folder's ``labels.json`` (the dataset's inventory,
-    rule prepare_task), else the train split's (:func:`task_labels`, which also checks every split)."""
+    """The label set: ``given`` (a JSON list), else the task folder's ``labels.json`` (the dataset's
+    inventory, rule prepare_task), else the train split's (:func:`task_labels`, which checks every split)."""
     path = Path(folder) / "labels.json"
     labels = json.loads(given) if given else json.loads(path.read_text()) or None if path.exists() else None
     return task_labels(task, data, labels)
@@ -577,11 +579,11 @@ def _remembered(enc: Callable, memo: dict) -> Callable:
 def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
              seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
              encoded: dict | None = None, track_dir: str | Path | None = None) -> tuple[dict, pd.DataFrame]:
-    """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra evaluation
-    set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in ``extra_test_sets``). Returns
-    (scores, history). ``encoded``: a dict shared by the runs of one process, which keeps each split's encoded items
-    for the next run (they depend on the tokenizer, labels and config, not on the seed). ``track_dir``: the live
-    curves of ``cfg.report_to`` go there (:mod:`.tracking`)."""
+    """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra
+    evaluation set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in
+    ``extra_test_sets``). Returns (scores, history). ``encoded``: a dict shared by the runs of one process,
+    which keeps each split's encoded items for the next run (they depend on the tokenizer, labels and config,
+    not on the seed). ``track_dir``: the live curves of ``cfg.report_to`` go there (:mod:`.tracking`)."""
     device = pick_device()
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
@@ -603,7 +605,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
     sched = linear_schedule(opt, total, cfg.warmup_ratio)
     scaler = grad_scaler(amp_dtype)
-    ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: the selected weights
+    ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: selected weights
     best_path = Path(checkpoint_dir) / "best.pt"
     step, history, best = 0, [], {"step": -1, "score": -math.inf}
     settings = checkpoint_settings(cfg, RESUME_FREE, task=task, seed=seed, labels=list(labels or []))
@@ -690,8 +692,8 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
 
 
 def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
-    """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its thread
-    count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
+    """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its
+    thread count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
     setup_logging(args.log)
     raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
     cfg = FinetuneConfig.parse(json.loads(raw))
@@ -701,8 +703,8 @@ def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
 
 
 def input_stamp(*paths: str | None) -> list:
-    """Size and modification time of each input file (a folder: of the files in it; a hub id: the id), the part of a
-    finished seed's record that says which model and data it was trained on."""
+    """Size and modification time of each input file (a folder: of the files in it; a hub id: the id), the
+    part of a finished seed's record that says which model and data it was trained on."""
     out = []
     for path in filter(None, paths):
         p = Path(path)
@@ -712,10 +714,10 @@ def input_stamp(*paths: str | None) -> list:
 
 
 def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | None:
-    """The scores and history a seed's run left in ``folder`` (``finished.json``) when it ended, or None. A run
-    finished with other settings raises ValueError naming them and the folder to delete, as
-    :meth:`Checkpoints.resume` does; one finished on other inputs (``settings["inputs"]``: the model or data were
-    rebuilt since) is not taken (None)."""
+    """The scores and history a seed's run left in ``folder`` (``finished.json``) when it ended, or None. A
+    run finished with other settings raises ValueError naming them and the folder to delete, as
+    :meth:`Checkpoints.resume` does; one finished on other inputs (``settings["inputs"]``: the model or data
+    were rebuilt since) is not taken (None)."""
     path = folder / "finished.json"
     if not path.is_file():
         return None
@@ -767,7 +769,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = checkpoints / f"seed{seed}"
         settings = checkpoint_settings(cfg, RESUME_FREE, task=args.task, seed=seed, labels=list(labels or []),
                                        inputs=stamp)
-        done = None if cfg.save_model else finished_run(folder, settings)  # save_model needs the trained model
+        done = None if cfg.save_model else finished_run(folder, settings)  # save_model needs the model
         if done is not None:
             log.info("seed %d (%d of %d): finished before, kept from %s", seed, i + 1, len(args.seed), folder)
             scores, history = done

@@ -1,6 +1,6 @@
-"""Pretraining of the demo's source model: a small XLM-R-architecture MLM (``source_model.build_xlmr_mlm``) trained
-from scratch on packed blocks (rule pretrain_source_model). It uses the runtime's optimizer step; it runs in
-minutes on a CPU and is neither checkpointed nor resumed (a killed job starts over)."""
+"""Pretraining of the demo's source model: a small XLM-R-architecture MLM (``source_model.build_xlmr_mlm``)
+trained from scratch on packed blocks (rule pretrain_source_model). It uses the runtime's optimizer step; it
+runs in minutes on a CPU and is neither checkpointed nor resumed (a killed job starts over)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Zero-shot cross-lingual transfer (unks-everywhere §2, §4.1-4.3, App. A.1): a task is trained once on
-source-language data with the source model's own vocabulary, then evaluated on a target language's test set with
-the target's embeddings (and language adapter) swapped in. A resumable CLI for CPU or one GPU, two commands:
+source-language data with the source model's own vocabulary, then evaluated on a target language's test set
+with the target's embeddings (and language adapter) swapped in. A resumable CLI (CPU or a GPU), two commands:
 
     python -m vocab_transfer.training.zeroshot train --model results/lapt/mbert/en/madx2/model --task ner \\
         --data results/tasks/en-ner --seed 1 --variant adapter --output results/source_task/.../seed1.model \\
@@ -13,34 +13,35 @@ the target's embeddings (and language adapter) swapped in. A resumable CLI for C
 Training variants (``--variant``, ``VARIANTS``):
 
 - ``adapter`` (MAD-X, §2, §4.1): a task adapter in every layer (``adapters.add_task_adapter``), stacked on the
-  source-language adapter of ``--model`` (the output of a LAPT run of variant ``adapter`` on the source language,
-  with the source's vocabulary), trained with the task head while the transformer, the embeddings and the language
-  adapter stay frozen. The artifact holds the task adapter and the head only. Zero-shot: the target's LAPT output
-  (its embeddings and language adapter on the same frozen transformer) gets the task adapter and the head, i.e. the
-  source-language adapter is replaced with the target's and the embedding layer with the target's (§4.3). MAD-X
-  2.0 (no adapter in the last layer, §4.1) is a property of the language adapters, so of their LAPT runs.
-- ``fmt`` (full model transfer, App. A.1, after Artetxe et al. 2020): the transformer and the head are trained with
-  the embedding layer (``base_model.embeddings``) frozen; zero-shot: the target's word embeddings, learned against
-  the frozen transformer (a LAPT run of variant ``embeddings_only``), replace the source's.
-- ``full`` (the standard transfer setup of §2 and §4.1's "mBERT" row): everything is trained; zero-shot: the same
-  model on the target's test set, tokenized with the source's own tokenizer (the target must be the source model).
+  source-language adapter of ``--model`` (the output of a LAPT run of variant ``adapter`` on the source
+  language, with the source's vocabulary), trained with the task head while the transformer, the embeddings
+  and the language adapter stay frozen. The artifact holds the task adapter and the head only. Zero-shot: the
+  target's LAPT output (its embeddings and language adapter on the same frozen transformer) gets the task
+  adapter and the head, i.e. the source-language adapter is replaced with the target's and the embedding layer
+  with the target's (§4.3). MAD-X 2.0 (no adapter in the last layer, §4.1) is a property of the language
+  adapters, so of their LAPT runs.
+- ``fmt`` (full model transfer, App. A.1, after Artetxe et al. 2020): the transformer and the head are trained
+  with the embedding layer (``base_model.embeddings``) frozen; zero-shot: the target's word embeddings,
+  learned against the frozen transformer (a LAPT run of variant ``embeddings_only``), replace the source's.
+- ``full`` (the standard transfer setup of §2 and §4.1's "mBERT" row): everything is trained; zero-shot: the
+  same model on the target's test set, tokenized with the source's own tokenizer (target = source model).
 
-``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set, checkpoints every
-evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one target under every
-source-side training it is given (``--from <source task> <seed> <trained> <scores>``, repeated: a table cell's
-seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow writes once per task and
-setup). It reads the target model, its tokenizer and the test split once and swaps each training in (variant
-``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``: the trained model is loaded),
-reseeding before each, so every row is what evaluating that training alone gives. It
-writes one row per (seed, source task), in the order given: the source dev score (selection) and source test
-score next to the target test score, with the seed, the source task, its language and the variant, so
-``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
+``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set,
+checkpoints every evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one
+target under every source-side training it is given (``--from <source task> <seed> <trained> <scores>``,
+repeated: a table cell's seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow
+writes once per task and setup). It reads the target model, its tokenizer and the test split once and swaps
+each training in (variant ``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``:
+the trained model is loaded), reseeding before each, so every row is what evaluating that training alone
+gives. It writes one row per (seed, source task), in the order given: the source dev score (selection) and
+source test score next to the target test score, with the seed, the source task, its language and the variant,
+so ``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
 
-Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source side
-started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a tokenizer
-whose size differs from the embedding rows, a target language adapter whose settings differ from the source-side
-one (or a missing/surplus one), a different task type, and target labels the source side never saw (unless
-``--unseen-labels wrong``, which scores them as errors).
+Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source
+side started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a
+tokenizer whose size differs from the embedding rows, a target language adapter whose settings differ from the
+source-side one (or a missing/surplus one), a different task type, and target labels the source side never saw
+(unless ``--unseen-labels wrong``, which scores them as errors).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ def _base_ids(model) -> set[int]:
 
 
 def head_state_dict(model) -> dict[str, torch.Tensor]:
-    """The task head: every tensor outside the transformer (HF: ``classifier.*``; parser: MLPs and biaffines)."""
+    """The task head: every tensor outside the transformer (HF: ``classifier.*``; parser: MLPs, biaffines)."""
     if isinstance(model, BiaffineParser):
         return model.head_state_dict()
     prefix = model.base_model_prefix + "."
@@ -113,9 +114,10 @@ def head_state_dict(model) -> dict[str, torch.Tensor]:
 
 
 def body_fingerprint(model) -> dict[str, str]:
-    """Per transformer parameter, the first 16 hex digits of the sha256 of its bytes; the word embeddings and the
-    adapters are left out. These are the weights LAPT of variant ``adapter`` / ``embeddings_only`` leaves untouched,
-    so a target model fits a source-side training only if its fingerprint is the one that training started from."""
+    """Per transformer parameter, the first 16 hex digits of the sha256 of its bytes; the word embeddings and
+    the adapters are left out. These are the weights LAPT of variant ``adapter`` / ``embeddings_only`` leaves
+    untouched, so a target model fits a source-side training only if its fingerprint is the one that training
+    started from."""
     base = adapter_host(model).base_model
     skip, emb = adapter_parameter_names(base, "all"), base.get_input_embeddings().weight
     return {name: hashlib.sha256(p.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
@@ -124,8 +126,8 @@ def body_fingerprint(model) -> dict[str, str]:
 
 def check_body(model, expected: dict[str, str], *, target: str, trained: str,
                found: dict[str, str] | None = None) -> None:
-    """ValueError naming the differing transformer parameters when ``model``'s fingerprint (``found``: computed
-    already) is not ``expected``."""
+    """ValueError naming the differing transformer parameters when ``model``'s fingerprint (``found``:
+    computed already) is not ``expected``."""
     found = body_fingerprint(model) if found is None else found
     if found == expected:
         return
@@ -137,8 +139,8 @@ def check_body(model, expected: dict[str, str], *, target: str, trained: str,
 
 
 def prepare_source_model(model, variant: str, task_adapter: dict | None = None, *, seed: int) -> int:
-    """Set what the source-side training updates (``VARIANTS``); with ``adapter``, first attach the task adapter
-    (``adapters.task_adapter_config(task_adapter)``, seeded). Returns the number of trainable parameters."""
+    """Set what the source-side training updates (``VARIANTS``); with ``adapter``, first attach the task
+    adapter (``adapters.task_adapter_config(task_adapter)``, seeded); returns how many parameters train."""
     if variant not in VARIANTS:
         raise ValueError(f"zero-shot variant must be one of {list(VARIANTS)}, not {variant!r}")
     if task_adapter and variant != "adapter":
@@ -168,9 +170,9 @@ def prepare_source_model(model, variant: str, task_adapter: dict | None = None, 
 
 def save_source_task(model, tokenizer, folder: str | Path, meta: dict) -> None:
     """Write the source-side training atomically: ``zero_shot.json`` (``meta``: task, variant, labels, the
-    transformer's fingerprint at the start, the language adapter's settings) and the tokenizer, plus with variant
-    ``adapter`` the task adapter (``task_adapter.*``) and ``task_head.safetensors``, otherwise the whole task model
-    (``save_pretrained``; the parser writes ``parser_head.*``)."""
+    transformer's fingerprint at the start, the language adapter's settings) and the tokenizer, plus with
+    variant ``adapter`` the task adapter (``task_adapter.*``) and ``task_head.safetensors``, otherwise the
+    whole task model (``save_pretrained``; the parser writes ``parser_head.*``)."""
     with atomic_path(folder, directory=True) as tmp:
         if meta["variant"] == "adapter":
             save_task_adapter(adapter_host(model), tmp)
@@ -189,10 +191,10 @@ def read_source_task(folder: str | Path) -> dict:
 
 
 class ZeroShotTarget:
-    """The target side of zero-shot evaluations (``target``: a LAPT output, or the source model), read once for
-    any number of source-side trainings: its task model (body, embeddings, language adapter; one per label set,
-    the latest kept), the transformer's fingerprint and the language adapter's settings, and (variant ``full``)
-    its vocabulary. :meth:`model` gives what :func:`load_zero_shot_model` gives."""
+    """The target side of zero-shot evaluations (``target``: a LAPT output, or the source model), read once
+    for any number of source-side trainings: its task model (body, embeddings, language adapter; one per label
+    set, the latest kept), the transformer's fingerprint and the language adapter's settings, and (variant
+    ``full``) its vocabulary. :meth:`model` gives what :func:`load_zero_shot_model` gives."""
 
     def __init__(self, target: str | Path, task: str):
         self.target, self.task = str(target), task
@@ -220,11 +222,11 @@ class ZeroShotTarget:
         return self._vocab
 
     def model(self, trained: str | Path):
-        """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
-        (see the module docstring per variant). Variant ``adapter`` reuses the target's task model: the task adapter
-        and the head of an earlier call are replaced (the task adapter removed and loaded afresh, every head tensor
-        overwritten), so the result does not depend on what was loaded before. Raises ValueError for a task,
-        transformer, language-adapter or (``full``) vocabulary mismatch."""
+        """The task model of a source-side training (``trained``) with the target's embeddings and language
+        adapter (see the module docstring per variant). Variant ``adapter`` reuses the target's task model:
+        the task adapter and the head of an earlier call are replaced (the task adapter removed and loaded
+        afresh, every head tensor overwritten), so the result does not depend on what was loaded before.
+        Raises ValueError for a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
         meta, task, target = read_source_task(trained), self.task, self.target
         if meta["task"] != task:
             raise ValueError(f"{trained} was trained for task {meta['task']!r}, not {task!r}")
@@ -256,7 +258,7 @@ class ZeroShotTarget:
                              "the target must come from a LAPT run of variant embeddings_only (fmt) or be the source "
                              "(full)")
         model = load_task_model(task, str(trained), labels, **sizes)
-        if meta["variant"] == "fmt":  # App. A.1: replace the (frozen) source embedding matrix with the target's
+        if meta["variant"] == "fmt":  # App. A.1: the target's matrix replaces the (frozen) source embeddings
             rows = adapter_host(target_model).get_input_embeddings().weight.detach()
             host = adapter_host(model)
             host.resize_token_embeddings(rows.shape[0], mean_resizing=False)
@@ -274,10 +276,10 @@ class ZeroShotTarget:
 
 
 def load_zero_shot_model(trained: str | Path, target: str, task: str):
-    """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
-    (``target``: a LAPT output, or the source model), read afresh: see the module docstring per variant and
-    :class:`ZeroShotTarget` (which reads the target once for many trainings). Raises ValueError for a task,
-    transformer, language-adapter or (``full``) vocabulary mismatch."""
+    """The task model of a source-side training (``trained``) with the target's embeddings and language
+    adapter (``target``: a LAPT output, or the source model), read afresh: see the module docstring per
+    variant and :class:`ZeroShotTarget` (which reads the target once for many trainings). Raises ValueError
+    for a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
     return ZeroShotTarget(target, task).model(trained)
 
 
@@ -291,10 +293,10 @@ def unseen_labels(task: str, df: pd.DataFrame, labels: list[str]) -> list[str]:
 
 def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: list[str], cfg: FinetuneConfig, *,
                        unseen: str = "error", encoded: dict | None = None) -> dict[str, float]:
-    """Test scores of ``model`` on the target's ``test`` split (metrics of ``finetune.evaluate``). A target label
-    the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``). ``encoded``:
-    a dict that keeps the encoded split between calls with the same tokenizer and test split (keyed by what the
-    encoding depends on: the label list, the sequence length, the model's segment ids)."""
+    """Test scores of ``model`` on the target's ``test`` split (metrics of ``finetune.evaluate``). A target
+    label the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``).
+    ``encoded``: a dict that keeps the encoded split between calls with the same tokenizer and test split
+    (keyed by what the encoding depends on: the label list, the sequence length, the model's segment ids)."""
     if unseen not in UNSEEN:
         raise ValueError(f"unseen labels: one of {list(UNSEEN)}, not {unseen!r}")
     extra = unseen_labels(task, test, labels)
@@ -352,8 +354,8 @@ def train_main(args) -> None:
 
 
 def parse_sources(sources: list[list[str]]) -> list[tuple[int, str, str, str]]:
-    """``--from NAME SEED TRAINED SCORES`` entries as (seed, name, trained, scores); ValueError for a seed that is
-    not an integer or a (seed, source task) given twice."""
+    """``--from NAME SEED TRAINED SCORES`` entries as (seed, name, trained, scores); ValueError for a seed
+    that is not an integer or a (seed, source task) given twice."""
     out, seen = [], set()
     for name, seed, trained, scores in sources:
         try:
@@ -368,7 +370,7 @@ def parse_sources(sources: list[list[str]]) -> list[tuple[int, str, str, str]]:
 
 
 def read_trainings(path: str) -> list[list[str]]:
-    """The ``--trainings`` list as ``--from`` entries; ValueError naming the file and the entry that lacks a key."""
+    """The ``--trainings`` list as ``--from`` entries; ValueError naming the file and an incomplete entry."""
     entries = json.loads(Path(path).read_text())
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"--trainings {path}: expected a non-empty JSON list of source-side trainings")
@@ -395,7 +397,7 @@ def evaluate_main(args) -> None:
     check_columns(args.task, test)
     tokenizer = load_tokenizer(args.tokenizer or args.target)
     target, encoded, meta = ZeroShotTarget(args.target, args.task), {}, json.loads(args.meta)
-    metas = [read_source_task(trained) for _, _, trained, _ in sources]  # every training is there before any runs
+    metas = [read_source_task(trained) for _, _, trained, _ in sources]  # all trainings exist before any runs
     # trainings with the same label set next to each other, so the target's task model is built once per set
     first: dict[str, int] = {}
     keys = [first.setdefault(json.dumps([m["labels"], m.get("parser")], sort_keys=True), i)
@@ -409,7 +411,7 @@ def evaluate_main(args) -> None:
     for done, i in enumerate(order, start=1):
         seed, name, trained, scores_path = sources[i]
         t0 = time.time()
-        torch.manual_seed(seed)  # as a job of this seed alone: nothing of an earlier evaluation's RNG use carries over
+        torch.manual_seed(seed)  # as a job of this seed alone: no earlier evaluation's RNG use carries over
         model = target.model(trained)
         check_tokenizer_matches(len(tokenizer), adapter_host(model).get_input_embeddings().weight.shape[0],
                                 name=args.target)
