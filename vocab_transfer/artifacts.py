@@ -70,8 +70,8 @@ MANIFESTED_SUFFIXES = (".parquet", ".safetensors")
 MAX_HEADER = 16 << 20
 FULL_HASH_LIMIT = 64 << 20
 EDGE = 1 << 20
-VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas", "pyarrow",
-             "safetensors", "fasttext-numpy2", "snakemake")
+VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas",
+             "pyarrow", "safetensors", "fasttext-numpy2", "snakemake")
 
 
 #: The file in which a model folder downloaded from the hub records its origin
@@ -144,7 +144,8 @@ def set_job(job: object | None = None) -> None:
         return
     params = {k: v for k, v in job.params.items()} if hasattr(job.params, "items") else {}
     _job = {"rule": job.rule, "wildcards": dict(job.wildcards.items()),
-            "params_sha256": hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest(),
+            "params_sha256": hashlib.sha256(json.dumps(params,
+                                                       sort_keys=True, default=str).encode()).hexdigest(),
             "input_paths": sorted({str(p) for p in job.input})}
 
 
@@ -196,13 +197,15 @@ def safetensors_header(path: str | os.PathLike) -> dict:
         if n > size - 8:
             raise ArtifactError(f"{path}: its header claims {n} bytes, the file has {size}")
         if n > MAX_HEADER:
-            raise ArtifactError(f"{path}: its header claims {n:,} bytes, more than the {MAX_HEADER:,} a safetensors "
-                                "file of tensors needs (a damaged or crafted file)")
+            raise ArtifactError(f"{path}: its header claims {n:,} bytes, more than the {MAX_HEADER:,} a "
+                                "safetensors file of tensors needs (a damaged or crafted file)")
         try:
             header = json.loads(f.read(n))
-            end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+            end = max((int(v["data_offsets"][1])
+                       for k, v in header.items() if k != "__metadata__"), default=0)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
-            raise ArtifactError(f"{path}: its safetensors header is not valid ({type(e).__name__}: {e})") from None
+            raise ArtifactError(f"{path}: its safetensors header is not valid "
+                                f"({type(e).__name__}: {e})") from None
     if 8 + n + end != size:
         raise ArtifactError(f"{path}: {size} bytes, its header describes {8 + n + end} (cut short or padded)")
     return header
@@ -253,7 +256,8 @@ def _entry(f: Path) -> dict:
 
 
 def _listed(folder: Path) -> list[Path]:
-    return sorted(f for f in folder.rglob("*") if f.is_file() and f.relative_to(folder).as_posix() not in UNLISTED)
+    return sorted(f for f in folder.rglob("*") if f.is_file()
+                  and f.relative_to(folder).as_posix() not in UNLISTED)
 
 
 def _job_origin() -> dict:
@@ -492,11 +496,12 @@ def missing_manifest(path: str | os.PathLike, owned: bool | None = None) -> str 
     written = next((f for f in files if f.suffix in MANIFESTED_SUFFIXES and pipeline_written(f)), None)
     where = f"no manifest ({manifest_path(path)} is missing)"
     if written is not None:
-        return (f"{path} has {where}, though {'it' if written == path else written} was written by the pipeline: its "
-                "checksums are gone, so whether its content changed since cannot be checked")
+        return (f"{path} has {where}, though {'it' if written == path else written} was written by the "
+                "pipeline: its checksums are gone, so whether its content changed since cannot be checked")
     if owned:
-        return (f"{path} has {where} and no pipeline metadata, though it is in the results tree, where every artifact "
-                f"is written with a manifest{'' if files == [path] else f' ({files[0]} is listed by none)'}")
+        return (f"{path} has {where} and no pipeline metadata, though it is in the results tree, where every "
+                "artifact is written with a "
+                f"manifest{'' if files == [path] else f' ({files[0]} is listed by none)'}")
     return None
 
 
@@ -598,7 +603,8 @@ def verify_inputs(paths, deep: bool = False) -> None:
         changed = check_manifest(p if read_manifest(p) is not None or root == Path(p) else root, deep)
         if changed:
             raise ArtifactError(f"{p} changed after it was written: {'; '.join(changed[:3])}"
-                                f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; {rerun_hint(p)}")
+                                f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; "
+                                f"{rerun_hint(p)}")
     files = []
     for p in paths:
         path = Path(p)
@@ -664,7 +670,8 @@ ERRORS = ("corrupt", "stale", "changed", "no manifest")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m vocab_transfer.artifacts", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m vocab_transfer.artifacts",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("root", nargs="?", default="results", help="folder to check (default: results)")
     p.add_argument("--deep", action="store_true", help="read every row group and tensor, and hash every file")
     args = p.parse_args(argv)
@@ -674,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         if r["status"] in ERRORS:
             print(f"{r['status'].upper():8} {r['path']}: {r['detail']}; {rerun_hint(r['path'])}")
-    print(f"{len(records)} artifacts under {args.root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"{len(records)} artifacts under "
+          f"{args.root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 1 if any(counts.get(s) for s in ERRORS) else 0
 
 

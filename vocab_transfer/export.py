@@ -39,19 +39,20 @@ CHUNK = 64 * 2**20  # bytes copied per system call where the kernel cannot copy 
 
 # The paper of each method kind (vocab_transfer.methods), for the card.
 REFERENCES = {
-    "focus": "Dobler & de Melo (2023), FOCUS: Effective Embedding Initialization for Monolingual Specialization of "
-             "Multilingual Models, EMNLP",
-    "wechsel": "Minixhofer, Paischer & Rekabsaz (2022), WECHSEL: Effective initialization of subword embeddings for "
-               "cross-lingual transfer of monolingual language models, NAACL",
-    "fvt": "Gee, Zugarini, Rigutini & Torroni (2022), Fast Vocabulary Transfer for Language Model Compression, "
-           "EMNLP Industry Track",
-    "el": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models to New "
-          "Scripts, EMNLP",
-    "mf": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models to New "
-          "Scripts, EMNLP",
+    "focus": "Dobler & de Melo (2023), FOCUS: Effective Embedding Initialization for Monolingual "
+             "Specialization of Multilingual Models, EMNLP",
+    "wechsel": "Minixhofer, Paischer & Rekabsaz (2022), WECHSEL: Effective initialization of subword "
+               "embeddings for cross-lingual transfer of monolingual language models, NAACL",
+    "fvt": "Gee, Zugarini, Rigutini & Torroni (2022), Fast Vocabulary Transfer for Language Model "
+           "Compression, EMNLP Industry Track",
+    "el": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models "
+          "to New Scripts, EMNLP",
+    "mf": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models "
+          "to New Scripts, EMNLP",
 }
 for _kind in ("reinit_embed", "freq_match", "dict_match", "align_match", "permute", "keep"):
-    REFERENCES[_kind] = "How to Do a Vocab Swap? A Study of Embedding Replacement for Pre-trained Transformers (2022)"
+    REFERENCES[_kind] = ("How to Do a Vocab Swap? A Study of Embedding Replacement for "
+                         "Pre-trained Transformers (2022)")
 for _kind in ("random", "random_normal", "extend"):
     REFERENCES[_kind] = "baselines of Dobler & de Melo (2023), FOCUS, §3.1"
 
@@ -117,7 +118,8 @@ def card_results(info: CardInfo) -> list:
     datasets = card_datasets(info)
     spec = info.corpus_stats.get("spec", {})
     dataset = {"dataset_type": datasets[0] if datasets else str(spec.get("source", info.target)),
-               "dataset_name": f"{info.language or info.target} held-out text ({spec.get('source', 'corpus')})",
+               "dataset_name": f"{info.language or info.target} held-out text "
+                               f"({spec.get('source', 'corpus')})",
                "dataset_split": "held-out"}
     if spec.get("lang") or spec.get("name"):
         dataset["dataset_config"] = str(spec.get("lang") or spec.get("name"))
@@ -127,13 +129,15 @@ def card_results(info: CardInfo) -> list:
         metrics = [("loss", info.init_loss.get("mlm_loss"), f"init-time held-out {objective} loss"),
                    ("perplexity", info.init_loss.get("perplexity"), "init-time held-out perplexity"),
                    ("bits_per_byte", info.init_loss.get("bits_per_byte"), "init-time held-out bits per byte")]
-        out += [EvalResult(task_type=task, metric_type=kind, metric_value=float(value), metric_name=name, **dataset)
+        out += [EvalResult(task_type=task, metric_type=kind, metric_value=float(value),
+                           metric_name=name, **dataset)
                 for kind, value, name in metrics if value is not None and math.isfinite(float(value))]
     if info.lapt_run and info.curve is not None and len(info.curve):
         last = float(info.curve.iloc[-1]["heldout_loss"])
         if math.isfinite(last):
             out.append(EvalResult(task_type=task, metric_type="loss", metric_value=last, **dataset,
-                                  metric_name=f"held-out loss after LAPT ({int(info.curve.iloc[-1]['step'])} steps)"))
+                                  metric_name="held-out loss after LAPT "
+                                              f"({int(info.curve.iloc[-1]['step'])} steps)"))
     return out
 
 
@@ -170,42 +174,50 @@ def model_card(info: CardInfo) -> str:
                    + (f"; {REFERENCES[info.kind]}" if info.kind in REFERENCES else "")),
         ("target tokenizer", f"{info.tokenizer_type}, {info.vocab_size:,} tokens"
                              + (f", trained on {info.tokenizer_info['sample_docs']:,} documents (seed "
-                                f"{info.tokenizer_info.get('seed')}, sha256 `{info.tokenizer_info.get('sha256', '')[:12]}`)"
+                                f"{info.tokenizer_info.get('seed')}, sha256 "
+                                f"`{info.tokenizer_info.get('sha256', '')[:12]}`)"
                                 if "sample_docs" in info.tokenizer_info else
                                 f", existing tokenizer `{info.tokenizer_info['pretrained']}`"
                                 if "pretrained" in info.tokenizer_info else "")),
         ("corpus", f"{info.target}: `{stats.get('spec', {}).get('source', '?')}`"
                    + (f" ({source_docs.get('origin')})" if source_docs.get("origin") else "")
-                   + f", {stats.get('train_docs', 0):,} training documents ({stats.get('train_bytes', 0) / 1e6:,.1f} MB),"
-                     f" {stats.get('heldout_docs', 0):,} held out"),
+                   + f", {stats.get('train_docs', 0):,} training documents "
+                     f"({stats.get('train_bytes', 0) / 1e6:,.1f} MB), "
+                     f"{stats.get('heldout_docs', 0):,} held out"),
     ]
     if info.init_loss:
         bpb = info.init_loss.get("bits_per_byte")
         rows.append(("init-time held-out loss",
                      f"{info.init_loss['mlm_loss']:.4f} ({info.init_loss['objective']}, perplexity "
-                     f"{info.init_loss['perplexity']:.1f}, {int(info.init_loss['masked_tokens']):,} scored tokens"
+                     f"{info.init_loss['perplexity']:.1f}, "
+                     f"{int(info.init_loss['masked_tokens']):,} scored tokens"
                      + (f"; {bpb:.4f} bits per byte" if bpb is not None and bpb == bpb else "") + ")"))
     if info.lapt_run and info.curve is not None and len(info.curve):
         last = info.curve.iloc[-1]
-        rows.append(("LAPT", f"run `{info.lapt_run}`: {int(last['step']):,} steps, {int(last['samples']):,} sequences "
-                             f"of {int(last['seq_len'])} tokens; final held-out loss {last['heldout_loss']:.4f}"))
+        rows.append(("LAPT", f"run `{info.lapt_run}`: {int(last['step']):,} steps, {int(last['samples']):,} "
+                             f"sequences of {int(last['seq_len'])} tokens; final held-out loss "
+                             f"{last['heldout_loss']:.4f}"))
     lines = [*front, "", f"# {info.source} → {info.target}: {info.method} ({what})", "",
-             f"The model `{info.source_model}` with its vocabulary replaced by a {info.target} tokenizer, its new "
-             f"embeddings initialized by `{info.kind}`" + (f" and then trained on {info.target} text (LAPT)."
+             f"The model `{info.source_model}` with its vocabulary replaced "
+             f"by a {info.target} tokenizer, its new embeddings initialized by "
+             f"`{info.kind}`" + (f" and then trained on {info.target} text (LAPT)."
                                                           if info.lapt_run else "."),
              "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
     if info.lapt_run and info.curve is not None and len(info.curve):
-        lines += ["## LAPT curve", "", "| step | sequences | train loss | held-out loss |", "|---:|---:|---:|---:|"]
+        lines += ["## LAPT curve", "",
+                  "| step | sequences | train loss | held-out loss |", "|---:|---:|---:|---:|"]
         lines += [f"| {int(r.step):,} | {int(r.samples):,} | {r.train_loss:.4f} | {r.heldout_loss:.4f} |"
                   for r in info.curve.itertuples()]
         if info.lapt_settings:
-            lines += ["", "Settings: " + ", ".join(f"`{k}: {v}`" for k, v in sorted(info.lapt_settings.items()))]
+            lines += ["",
+                      "Settings: " + ", ".join(f"`{k}: {v}`" for k, v in sorted(info.lapt_settings.items()))]
         lines.append("")
     auto = "AutoModelForCausalLM" if info.causal else "AutoModelForMaskedLM"
     lines += ["## Use", "", "```python", f"from transformers import {auto}, AutoTokenizer", "",
-              f'model = {auto}.from_pretrained("<this folder>")', 'tokenizer = AutoTokenizer.from_pretrained("<this folder>")',
-              "```", "", "## Reproduce", "", "From the repository root of the vocabulary-transfer workflow:", "",
-              "```bash", info.command, "```", ""]
+              f'model = {auto}.from_pretrained("<this folder>")',
+              'tokenizer = AutoTokenizer.from_pretrained("<this folder>")',
+              "```", "", "## Reproduce", "", "From the repository root of the vocabulary-transfer workflow:",
+              "", "```bash", info.command, "```", ""]
     return "\n".join(lines)
 
 
@@ -217,8 +229,8 @@ def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = No
     whichever of bos, eos and pad the source's was). ``model_type`` (default: the config's) in
     :data:`POSITION_PAD_TYPES` keeps the source's ``pad_token_id``: the position ids count from it, and the
     pipeline measured and trained the model with it."""
-    ids = {k: getattr(tokenizer, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
-                                                     "cls_token_id")}
+    ids = {k: getattr(tokenizer, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id",
+                                                    "sep_token_id", "cls_token_id")}
     new = {**config, **{k: v for k, v in ids.items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")
                         or k in config}}
     if isinstance(config.get("eos_token_id"), list):
@@ -232,7 +244,8 @@ def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = No
     return new
 
 
-def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokenizer, vocab_size: int | None = None
+def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokenizer,
+                     vocab_size: int | None = None
                      ) -> None:
     """Write ``config.json`` (and ``generation_config.json`` where ``source`` has one) of the folder
     ``source`` into ``dest`` (may be the same folder) with the tokenizer's special-token ids
@@ -241,7 +254,8 @@ def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokeniz
     model_type = json.loads((source / CONFIGS[0]).read_text()).get("model_type")
     for name in CONFIGS:
         if (source / name).is_file():
-            config = retarget_special_ids(json.loads((source / name).read_text()), tokenizer, model_type=model_type)
+            config = retarget_special_ids(json.loads((source / name).read_text()),
+                                          tokenizer, model_type=model_type)
             if vocab_size is not None and name == CONFIGS[0]:
                 config["vocab_size"] = vocab_size
             (dest / name).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
@@ -277,7 +291,8 @@ def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
         try:
             n = os.copy_file_range(src, dst, min(count, CHUNK), offset)
         except (AttributeError, OSError) as e:  # no such call (not Linux), or not between these files
-            if isinstance(e, OSError) and e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            if isinstance(e, OSError) and e.errno not in (errno.EXDEV, errno.ENOSYS,
+                                                          errno.EINVAL, errno.EOPNOTSUPP):
                 raise
             n = os.write(dst, os.pread(src, min(count, CHUNK), offset))
         if n == 0:
@@ -308,7 +323,8 @@ def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dic
         entry = header[name]
         if name in new:
             if entry["dtype"] not in dtypes:
-                raise ValueError(f"{src}: {name} is {entry['dtype']}, not a floating-point dtype of {sorted(dtypes)}")
+                raise ValueError(f"{src}: {name} is {entry['dtype']}, not a floating-point "
+                                 f"dtype of {sorted(dtypes)}")
             entry = {"dtype": entry["dtype"], "shape": list(new[name].shape)}
             size = new[name].numel() * dtypes[entry["dtype"]].itemsize
         else:
@@ -388,8 +404,8 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
         check_artifact_fits(keys, bias="bias" in names, untied="output" in names, arch=arch)
         if "bias" in names and "output_bias" not in keys:
             raise ValueError(f"{arch}'s LM head has an output bias, but the init artifact has none")
-        key = {"input": "embeddings", "output": "output_embeddings" if "output_embeddings" in keys else "embeddings",
-               "bias": "output_bias"}
+        key = {"input": "embeddings", "output": "output_embeddings" if "output_embeddings" in keys
+               else "embeddings", "bias": "output_bias"}
         artifact_key = {n: key[role] for role, ns in names.items() for n in ns}
         vocab_size = art.get_slice("embeddings").get_shape()[0]
         headers = {f: read_header(source / f)[0] for f in files}
@@ -404,8 +420,8 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
                 changed = {n: art.get_tensor(artifact_key[n]) for n in header if n in artifact_key}
                 for n, t in changed.items():
                     if list(t.shape[1:]) != header[n]["shape"][1:]:
-                        raise ValueError(f"the init artifact's {artifact_key[n]} {list(t.shape)} does not fit the "
-                                         f"source's {n} {header[n]['shape']}")
+                        raise ValueError(f"the init artifact's {artifact_key[n]} {list(t.shape)} does not "
+                                         f"fit the source's {n} {header[n]['shape']}")
                 if changed:
                     sizes[f] = rewrite_safetensors(source / f, tmp / f, changed)
                 else:
@@ -463,19 +479,20 @@ def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> No
     from huggingface_hub import ModelCard, constants
 
     if constants.is_offline_mode():
-        raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which keeps huggingface_hub "
-                              "off the network; unset it for the push (it runs on the login node)")
+        raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which "
+                              "keeps huggingface_hub off the network; unset it for the push (it "
+                              "runs on the login node)")
     if not token:
-        raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write token at "
-                              f"https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... on the machine "
-                              "that pushes (it is never read from a config or file)")
+        raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write "
+                              f"token at https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... "
+                              "on the machine that pushes (it is never read from a config or file)")
     if problem := repo_name_problem(repo_id):
         raise ValueError(f"repository name {repo_id!r}: {problem}")
     folder = Path(folder)
     missing = [n for n in ("config.json", CARD) if not (folder / n).is_file()]
     if not folder.is_dir() or missing or not any(folder.glob("*.safetensors")):
-        raise FileNotFoundError(f"{folder} is not a finished export (missing: {missing or ['*.safetensors']}); "
-                                "build it first (snakemake export)")
+        raise FileNotFoundError(f"{folder} is not a finished export (missing: "
+                                f"{missing or ['*.safetensors']}); build it first (snakemake export)")
     ModelCard((folder / CARD).read_text(encoding="utf-8"))  # its YAML front matter parses
 
 
@@ -486,9 +503,11 @@ def card_with_scores(folder: str | os.PathLike, scores: pd.DataFrame) -> str:
 
     card = ModelCard((Path(folder) / CARD).read_text(encoding="utf-8"))
     results = list(card.data.eval_results or [])
-    results += [EvalResult(task_type="text-generation", dataset_type=row.task, dataset_name=f"{row.task} (lm-eval)",
-                           metric_type=row.metric, metric_value=float(row.value),
-                           metric_name=f"{row.metric}, {int(row.num_fewshot)}-shot, {int(row.samples)} samples")
+    results += [EvalResult(task_type="text-generation", dataset_type=row.task,
+                           dataset_name=f"{row.task} "
+                                        "(lm-eval)", metric_type=row.metric, metric_value=float(row.value),
+                           metric_name=f"{row.metric}, {int(row.num_fewshot)}-shot, "
+                                       f"{int(row.samples)} samples")
                 for row in scores.itertuples() if math.isfinite(float(row.value))]
     card.data.eval_results = results
     card.data.model_name = card.data.model_name or Path(folder).name

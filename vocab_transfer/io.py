@@ -70,8 +70,9 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: b
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         if _disk_full(e):  # writers name neither file (pyarrow) nor raise OSError at all (safetensors)
             raise OSError(e.errno if isinstance(e, OSError) and e.errno else errno.ENOSPC,
-                          f"no space left on the device while writing {path} ({_free_bytes(path.parent)} bytes "
-                          f"free there); the partial file was removed ({type(e).__name__}: {e})", str(path)) from e
+                          f"no space left on the device while writing {path} ({_free_bytes(path.parent)} "
+                          f"bytes free there); the partial file was removed ({type(e).__name__}: "
+                          f"{e})", str(path)) from e
         raise
 
 
@@ -135,8 +136,8 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
     size = partial.stat().st_size
     if total is not None and size != total:
         raise OSError(f"{url}: {size} of {total} bytes arrived; run again to resume from {partial}")
-    return {"url": url, "etag": headers.get("ETag"), "last_modified": headers.get("Last-Modified"), "bytes": size,
-            "sha256": sha256_file(partial)}
+    return {"url": url, "etag": headers.get("ETag"), "last_modified": headers.get("Last-Modified"),
+            "bytes": size, "sha256": sha256_file(partial)}
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -152,8 +153,9 @@ def _disk_full(e: BaseException) -> bool:
     / EDQUOT, or a library's error saying so (safetensors: ``No space left on device (os error 28)``)."""
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
-    return isinstance(e, Exception) and any(s in str(e) for s in ("No space left on device", "Disk quota exceeded",
-                                                                    f"os error {errno.ENOSPC})"))
+    return isinstance(e, Exception) and any(s in str(e)
+                                            for s in ("No space left on device", "Disk quota exceeded",
+                                                      f"os error {errno.ENOSPC})"))
 
 
 def _free_bytes(folder: Path) -> int | str:
@@ -222,7 +224,8 @@ class ArrayFile:
     def npy(cls, path: Path) -> ArrayFile:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
-            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
             shape, fortran, dtype = read_header(f)
             if len(shape) != 1 or fortran:
                 raise ValueError(f"{path}: expected a flat array, found shape {shape}")
@@ -314,8 +317,8 @@ def require_columns(path: str | os.PathLike, names: list[str], wanted, error: ty
     ``names`` (its columns) has them all: the one schema check of the pipeline's parquet readers."""
     missing = [c for c in wanted if c not in names]
     if missing:
-        raise error(f"{path}: no column(s) {missing} (its columns: {list(names)}; expected {list(wanted)}): not the "
-                    "table this step reads; rebuild it, or give the file of that kind")
+        raise error(f"{path}: no column(s) {missing} (its columns: {list(names)}; expected {list(wanted)}): "
+                    "not the table this step reads; rebuild it, or give the file of that kind")
 
 
 #: The columns each of the pipeline's parquet kinds has (at least), checked by :func:`read_parquet` before a

@@ -40,8 +40,8 @@ def repo(repo_id: str) -> Path:
     """The folder of hub repository ``repo_id`` in the mirror; FileNotFoundError names both if missing."""
     folder = root() / repo_id
     if not folder.is_dir():
-        raise FileNotFoundError(f"{repo_id}: not in the hub mirror {root()} ({MIRROR_ENV}); expected the folder "
-                                f"{folder}")
+        raise FileNotFoundError(f"{repo_id}: not in the hub mirror {root()} ({MIRROR_ENV}); "
+                                f"expected the folder {folder}")
     return folder
 
 
@@ -50,5 +50,6 @@ def url_path(url: str) -> Path:
     parts = urlsplit(url)
     path = root() / "urls" / parts.netloc / parts.path.lstrip("/")
     if not path.is_file():
-        raise FileNotFoundError(f"{url}: not in the hub mirror {root()} ({MIRROR_ENV}); expected the file {path}")
+        raise FileNotFoundError(f"{url}: not in the hub mirror {root()} ({MIRROR_ENV}); "
+                                f"expected the file {path}")
     return path

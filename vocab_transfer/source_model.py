@@ -42,8 +42,8 @@ def build_xlmr_mlm(tokenizer: PreTrainedTokenizerBase, *, hidden_size: int, num_
         num_attention_heads=num_heads, intermediate_size=intermediate_size,
         max_position_embeddings=max_position_embeddings + 2,  # XLM-R offsets positions by pad_id + 1
         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-        tie_word_embeddings=True)
+        eos_token_id=tokenizer.eos_token_id, hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout, tie_word_embeddings=True)
     torch.manual_seed(seed)
     return XLMRobertaForMaskedLM(config)
 
@@ -142,7 +142,8 @@ def is_causal_config(config) -> bool:
     )
 
     model_type = getattr(config, "model_type", "")
-    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES)
 
 
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert")  # position ids start after padding_idx
@@ -171,7 +172,8 @@ def hub_download_patterns(files: list[str]) -> list[str]:
     Flax, ONNX and training-state files are never fetched."""
     weights = "*.safetensors" if any(f.endswith(".safetensors") for f in files) else "pytorch_model*.bin"
     if weights.endswith(".bin") and not any(f.split("/")[-1].startswith("pytorch_model") for f in files):
-        raise FileNotFoundError(f"no model weights (*.safetensors or pytorch_model*.bin) among {sorted(files)}")
+        raise FileNotFoundError("no model weights (*.safetensors or pytorch_model*.bin) "
+                                f"among {sorted(files)}")
     return ["*.json", "*.txt", "*.model", "*.jinja", "README.md", weights]
 
 
@@ -205,10 +207,10 @@ def refuse_remote_code(model_dir: str | Path, what: str, allowed: bool = False) 
     if found and not allowed:
         import transformers
 
-        raise ValueError(f"{what}: {model_dir} needs code from the model's repository ({'; '.join(found)}), which "
-                         f"the pipeline runs only where the config allows it for that model (sources.<name>."
-                         f"trust_remote_code: true); without it, only architectures built into transformers "
-                         f"{transformers.__version__} load")
+        raise ValueError(f"{what}: {model_dir} needs code from the model's repository ({'; '.join(found)}), "
+                         "which the pipeline runs only where the config allows it for that model "
+                         "(sources.<name>.trust_remote_code: true); without it, only architectures built "
+                         f"into transformers {transformers.__version__} load")
 
 
 def download_hub_model(repo: str, revision: str | None, out_dir: str | Path, weights: bool = True) -> dict:
@@ -279,7 +281,8 @@ def check_tokenizer_matches(tokenizer_len: int, embedding_rows: int, *, name: st
         raise TokenizerModelMismatch(
             f"source {name!r}: tokenizer has {tokenizer_len} tokens but the model's embedding matrix has "
             f"{embedding_rows} rows; the tokenizer does not belong to this model"
-            + ("" if tokenizer_len > embedding_rows else " (set allow_padded_embeddings: true if the matrix is "
+            + ("" if tokenizer_len > embedding_rows
+               else " (set allow_padded_embeddings: true if the matrix is "
                "padded on purpose)"))
 
 
@@ -334,8 +337,9 @@ class EmbeddingRows:
         d, bias = self.input.shape[1], self.bias is not None
         width = matrix.shape[1] - d - int(bias)
         if width not in (0, d) or (width and self.output is None):
-            raise ValueError(f"a {matrix.shape[1]}-column matrix does not fit the source's embeddings ({d} columns"
-                             f"{', an untied head' if self.output is not None else ''}{', an output bias' if bias else ''})")
+            raise ValueError(f"a {matrix.shape[1]}-column matrix does not fit the source's embeddings ({d} "
+                             f"columns{', an untied head' if self.output is not None else ''}"
+                             f"{', an output bias' if bias else ''})")
         tensors = {"embeddings": matrix[:, :d].contiguous()}
         if width:
             tensors["output_embeddings"] = matrix[:, d:2 * d].contiguous()
@@ -380,10 +384,10 @@ def check_architecture(model_dir: str | Path, what: str) -> None:
     if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         import transformers
 
-        raise ValueError(f"{what}: {model_dir} is a {kind!r} model, for which transformers {transformers.__version__} "
-                         "has no causal-LM or masked-LM class; the pipeline transfers the input embeddings and LM "
-                         "head of such models only (an encoder-decoder such as T5, or a model saved without its LM "
-                         "head, has none)")
+        raise ValueError(f"{what}: {model_dir} is a {kind!r} model, for which transformers "
+                         f"{transformers.__version__} has no causal-LM or masked-LM class; the pipeline "
+                         "transfers the input embeddings and LM head of such models only (an encoder-decoder "
+                         "such as T5, or a model saved without its LM head, has none)")
 
 
 def _meta_model(model_dir: Path) -> PreTrainedModel:
@@ -416,9 +420,10 @@ def safetensors_files(model_dir: str | Path) -> tuple[list[str], dict | None]:
     if (model_dir / SAFETENSORS).is_file():
         return [SAFETENSORS], None
     pickled = sorted(p.name for p in model_dir.glob("pytorch_model*.bin"))
-    hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python -c \"from transformers"
-            f" import AutoModel; AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
-            f"safe_serialization=True)\"`") if pickled else ""
+    hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python "
+            "-c \"from transformers import AutoModel; "
+            f"AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
+            "safe_serialization=True)\"`") if pickled else ""
     raise FileNotFoundError(f"{model_dir}: no {SAFETENSORS} and no {SAFETENSORS_INDEX}{hint}")
 
 
@@ -435,8 +440,8 @@ def _read_named(model_dir: Path, names: list[str], what: str, arch: str) -> torc
         with safe_open(file, "pt") as f:
             if name in f.keys():
                 return f.get_tensor(name)
-    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the {what} of {arch}); save the model with "
-                   "safetensors")
+    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the {what} of {arch}); save the "
+                   "model with safetensors")
 
 
 def _names(model: PreTrainedModel, param: torch.nn.Parameter) -> list[str]:
@@ -474,7 +479,8 @@ def _layout_cache(model_dir: Path) -> Path | None:
     config = model_dir / "config.json"
     if not root or not config.is_file() or remote_code(model_dir):
         return None
-    key = hashlib.sha256(config.read_bytes() + f"\0transformers {transformers.__version__}".encode()).hexdigest()
+    key = hashlib.sha256(config.read_bytes() + "\0transformers "
+                                               f"{transformers.__version__}".encode()).hexdigest()
     return Path(root) / f"{key[:32]}.json"
 
 
@@ -506,7 +512,8 @@ def source_layout(model_dir: str | Path) -> SourceLayout:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"names": names, "arch": layout.arch, "causal": layout.causal}), encoding="utf-8")
+            tmp.write_text(json.dumps({"names": names,
+                                       "arch": layout.arch, "causal": layout.causal}), encoding="utf-8")
             os.replace(tmp, cache)
         except OSError as e:  # a read-only home: the layout is built again next time
             log.debug("layout cache %s not written: %s", cache, e)
@@ -526,7 +533,8 @@ def read_embedding_rows(model_dir: str | Path) -> EmbeddingRows:
     safetensors (one file or shards with an index), read by name without loading the model: a 7B model's two
     matrices cost their own size, not the model's. The names come from the architecture on the meta device."""
     names, arch = embedding_tensor_names(model_dir)
-    return EmbeddingRows(**{role: _read_named(Path(model_dir), n, ROLES[role], arch) for role, n in names.items()})
+    return EmbeddingRows(**{role: _read_named(Path(model_dir), n, ROLES[role], arch)
+                            for role, n in names.items()})
 
 
 def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
@@ -545,11 +553,11 @@ def check_artifact_fits(keys: set[str], *, bias: bool, untied: bool, arch: str) 
     """Raise where an init artifact's tensors (``keys``) do not fit a source's LM head: an ``output_bias`` for
     a head without bias, ``output_embeddings`` for a head tied to the input embeddings."""
     if "output_bias" in keys and not bias:
-        raise ValueError(f"the init artifact has an output bias, but {arch}'s LM head has none (was it initialized for"
-                         " another source model?)")
+        raise ValueError(f"the init artifact has an output bias, but {arch}'s LM head has none (was it "
+                         "initialized for another source model?)")
     if "output_embeddings" in keys and not untied:
-        raise ValueError(f"the init artifact has output embeddings, but {arch}'s LM head is tied to its input "
-                         "embeddings (was it initialized for another source model?)")
+        raise ValueError(f"the init artifact has output embeddings, but {arch}'s LM head is tied to its "
+                         "input embeddings (was it initialized for another source model?)")
 
 
 def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None,
@@ -561,7 +569,8 @@ def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: t
     (``tie_word_embeddings: false``, e.g. Llama) gets ``output`` (the method's transfer of the source's output
     rows), or without one a copy of the new input embeddings (a method's ``output_rows: copy_input``)."""
     untied = has_untied_output(source)
-    check_artifact_fits({k for k, t in (("output_bias", bias), ("output_embeddings", output)) if t is not None},
+    check_artifact_fits({k for k, t in (("output_bias", bias),
+                                        ("output_embeddings", output)) if t is not None},
                         bias=has_output_bias(source), untied=untied, arch=type(source).__name__)
     source.resize_token_embeddings(embeddings.shape[0], mean_resizing=False)
     with torch.no_grad():

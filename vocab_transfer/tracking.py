@@ -73,7 +73,8 @@ def check_report_to(values, where: str) -> list[str]:
     values = [values] if isinstance(values, str) else list(values)
     for v in values:
         if v not in REPORT_TO:
-            raise ValueError(f"{where}: {v!r} is not one of {sorted(REPORT_TO)} (or an empty list: no live curves)")
+            raise ValueError(f"{where}: {v!r} is not one of {sorted(REPORT_TO)} (or an empty "
+                             "list: no live curves)")
     if problem := missing_package(values):
         raise ValueError(f"{where}: {problem}")
     return values
@@ -114,7 +115,8 @@ class Tracker:
             # purge_step: what an earlier attempt logged from here on is dropped (a resumed or fresh run)
             self.writer = SummaryWriter(log_dir=str(self.run_dir / "tensorboard"), purge_step=start_step)
             if config:
-                self.writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in sorted(config.items())), 0)
+                self.writer.add_text("config",
+                                     "\n".join(f"    {k}: {v}" for k, v in sorted(config.items())), 0)
         if "wandb" in self.report_to:
             import wandb
 

@@ -110,7 +110,8 @@ def _registry_cache(include_path: str | None) -> Path | None:
         version = metadata.version("lm_eval")
     except metadata.PackageNotFoundError:
         return None
-    root = os.environ.get(REGISTRY_CACHE_ENV, str(Path.home() / ".cache" / "vocab_transfer" / "lm_eval_tasks"))
+    root = os.environ.get(REGISTRY_CACHE_ENV,
+                          str(Path.home() / ".cache" / "vocab_transfer" / "lm_eval_tasks"))
     if not root:
         return None
     paths = task_paths(include_path)
@@ -210,7 +211,8 @@ def offline_hub_tasks(tasks: list[str], registry: dict, cache: str | os.PathLike
     bad = []
     for t in tasks:
         for leaf, path in leaf_datasets(t, registry).items():
-            if path and path not in LOCAL_BUILDERS and not Path(path).is_dir() and not cached_dataset(path, cache):
+            if (path and path not in LOCAL_BUILDERS and not Path(path).is_dir()
+                and not cached_dataset(path, cache)):
                 bad.append(f"{leaf} ({path})" if leaf == t else f"{t}: {leaf} ({path})")
     return bad
 
@@ -222,9 +224,10 @@ def check_offline(tasks: list[str], registry: dict, cache: str | os.PathLike, wh
         return
     bad = offline_hub_tasks(tasks, registry, cache)
     if bad:
-        raise ValueError(f"{where}: this run is offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE set, no hub mirror "
-                         f"VOCAB_TRANSFER_HUB_MIRROR) and tasks {bad} read hub datasets not in {cache}: fetch them "
-                         "on a machine with internet, point VOCAB_TRANSFER_HUB_MIRROR at a mirror, or leave them out")
+        raise ValueError(f"{where}: this run is offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE set, "
+                         f"no hub mirror VOCAB_TRANSFER_HUB_MIRROR) and tasks {bad} read hub datasets not in "
+                         f"{cache}: fetch them on a machine with internet, point VOCAB_TRANSFER_HUB_MIRROR "
+                         "at a mirror, or leave them out")
 
 
 def fetch(tasks: list[str], include_path: str | None, *, cache: str | os.PathLike | None = None,
@@ -239,8 +242,8 @@ def fetch(tasks: list[str], include_path: str | None, *, cache: str | os.PathLik
     manager = task_manager(include_path)
     unknown = unknown_tasks(tasks, registry_from(manager))
     if unknown:
-        raise ValueError(f"eval.benchmarks.tasks: lm-eval knows no task or group {', '.join(unknown)} (include_path: "
-                         f"{include_path}); `lm_eval --tasks list` lists them")
+        raise ValueError(f"eval.benchmarks.tasks: lm-eval knows no task or group {', '.join(unknown)} "
+                         f"(include_path: {include_path}); `lm_eval --tasks list` lists them")
     if cache is not None:
         check_offline(tasks, registry_from(manager), cache, "eval.benchmarks.tasks")
     out: dict = {}
@@ -270,8 +273,9 @@ def chance(task, docs, limit: int | None = None) -> float | None:
     return sum(1 / c for c in counts if c) / len(counts) if counts else None
 
 
-def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = None, num_fewshot: int | None = None,
-             limit: int | None = None, batch_size: int = 8, seed: int = 0, device: str | None = None) -> pd.DataFrame:
+def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = None,
+             num_fewshot: int | None = None, limit: int | None = None, batch_size: int = 8, seed: int = 0,
+             device: str | None = None) -> pd.DataFrame:
     """Score the model folder ``model_dir`` (with its tokenizer) on ``tasks``: one row per (task, metric) with
     ``value``, ``stderr`` and ``samples`` (documents scored). bf16 on a GPU, fp32 on the CPU; seeded."""
     import lm_eval
@@ -281,21 +285,22 @@ def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = Non
     from ..source_model import is_causal_lm
 
     if not is_causal_lm(AutoConfig.from_pretrained(model_dir)):
-        raise ValueError(f"{model_dir} is a masked LM; lm-eval's benchmarks (eval.benchmarks) score decoder (causal) "
-                         "LMs: leave this config's benchmarks out")
+        raise ValueError(f"{model_dir} is a masked LM; lm-eval's benchmarks (eval.benchmarks) score decoder "
+                         "(causal) LMs: leave this config's benchmarks out")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = "bfloat16" if device.startswith("cuda") else "float32"
     res = lm_eval.simple_evaluate(
         model="hf", model_args={"pretrained": str(model_dir), "dtype": dtype}, tasks=list(tasks),
         task_manager=task_manager(include_path), num_fewshot=num_fewshot, limit=limit, batch_size=batch_size,
-        device=device, random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed, fewshot_random_seed=seed,
-        log_samples=False)
+        device=device, random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed,
+        fewshot_random_seed=seed, log_samples=False)
     rows = []
     for task, metrics in res["results"].items():
         samples = res.get("n-samples", {}).get(task, {}).get("effective")
         for key, value in metrics.items():
             name, comma, filt = key.partition(",")  # "<metric>,<filter>"; other keys (alias, ...) no score
-            if not comma or name.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
+            if (not comma or name.endswith("_stderr") or not isinstance(value, (int, float))
+                or isinstance(value, bool)):
                 continue
             stderr = metrics.get(f"{name}_stderr,{filt}")
             rows.append({"task": task, "metric": name, "filter": filt, "value": float(value),
@@ -327,7 +332,8 @@ def add_chance(scores: pd.DataFrame, fetched: dict) -> pd.DataFrame:
     ``fetched`` of rule download_benchmark_data's ``data.json``, :func:`fetch`) on :data:`CHANCE_METRICS` rows
     of multiple-choice tasks, NaN elsewhere."""
     out = scores.copy()
-    out["chance"] = [float(fetched.get(t, {}).get("chance", float("nan"))) if m in CHANCE_METRICS else float("nan")
+    out["chance"] = [float(fetched.get(t, {}).get("chance", float("nan")))
+                     if m in CHANCE_METRICS else float("nan")
                      for t, m in zip(out["task"], out["metric"], strict=True)]
     return out
 

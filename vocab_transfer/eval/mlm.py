@@ -107,7 +107,8 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
         inputs, labels = mask_tokens(blocks[i:i + batch_size], mask_token_id=tokenizer.mask_token_id,
                                      vocab_size=len(tokenizer), special_ids=tokenizer.all_special_ids,
                                      generator=g, mask_prob=mask_prob)
-        logits, targets = masked_lm_logits(model, inputs.to(model.device), labels.to(model.device))  # masked only
+        logits, targets = masked_lm_logits(model, inputs.to(model.device),
+                                           labels.to(model.device))  # masked only
         total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
         count += len(targets)
         scored += lengths[targets.cpu()].sum(0)
@@ -117,8 +118,9 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
 
 
 @torch.no_grad()
-def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase | None = None, *,
-             batch_size: int = 16, progress: bool = False, head_chunk: int = 4096) -> dict[str, float]:
+def clm_loss(model: PreTrainedModel, blocks: torch.Tensor,
+             tokenizer: PreTrainedTokenizerBase | None = None, *, batch_size: int = 16,
+             progress: bool = False, head_chunk: int = 4096) -> dict[str, float]:
     """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks`` (and,
     given the ``tokenizer``, bits per byte and per character of the predicted tokens' text, :func:`bits`).
 
@@ -145,8 +147,8 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
 
 #: Decoders whose logits are their LM head applied to ``model.model``'s last hidden state (Gemma 2: then
 #: soft-capped).
-CHUNKED_HEAD = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma",
-                          "gemma2", "olmo", "olmo2"})
+CHUNKED_HEAD = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3",
+                          "gemma", "gemma2", "olmo", "olmo2"})
 
 
 def next_token_nll(model: PreTrainedModel, ids: torch.Tensor, head_chunk: int = 4096) -> float:

@@ -63,7 +63,8 @@ from . import (  # noqa: F401 - each module registers its methods
 from .base import EmbeddingInit, TransferInputs
 from .registry import METHODS, NEED_INPUTS, Method, Need, Needs, kinds, method_needs, method_params, register
 
-HELPERS = ("align", "base", "factorized", "neighbours", "overlap", "registry", "semi_nmf", "sparsemax")  # no method
+HELPERS = ("align", "base", "factorized", "neighbours", "overlap",
+           "registry", "semi_nmf", "sparsemax")  # no method
 
 
 #: Keys of a config `methods` entry that are not parameters of the method function.

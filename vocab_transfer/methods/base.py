@@ -134,7 +134,8 @@ def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarra
     n_sources[t.numpy()] = 1
 
 
-def copied_start(source: torch.Tensor, n: int, overlap: pd.DataFrame) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+def copied_start(source: torch.Tensor,
+                 n: int, overlap: pd.DataFrame) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
     """The start of a method that fills the tokens outside the overlap: an ``[n, d]`` matrix with the
     overlapping tokens' source rows copied (:func:`copy_rows`), zeros elsewhere, their provenance (``RANDOM``
     for the rest) and ``n_sources``."""

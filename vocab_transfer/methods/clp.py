@@ -50,13 +50,15 @@ def clp_weights(helper: torch.Tensor, anchor_helper: torch.Tensor) -> tuple[torc
     sims = x @ y.T
     total = sims.sum(1, keepdim=True)
     ok = total.squeeze(1) > 0
-    w = torch.where(ok.unsqueeze(1), sims / total.clamp(min=torch.finfo(torch.float64).tiny), torch.zeros_like(sims))
+    w = torch.where(ok.unsqueeze(1),
+                    sims / total.clamp(min=torch.finfo(torch.float64).tiny), torch.zeros_like(sims))
     return w, ok
 
 
 def clp_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
-             overlap_source_ids: torch.Tensor, helper: torch.Tensor, has_helper: torch.Tensor, todo: torch.Tensor, *,
-             seed: int, batch_size: int = 1024, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+             overlap_source_ids: torch.Tensor, helper: torch.Tensor,
+             has_helper: torch.Tensor, todo: torch.Tensor, *, seed: int,
+             batch_size: int = 1024, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """CLP rows for the target ids ``todo`` (the tokens outside the overlap); the rest of the returned matrix
     is zero. Anchors: the overlapping tokens with a helper vector. A token of ``todo`` with a helper vector
     and a positive similarity sum is combined (:func:`clp_weights`); the others are drawn from N(mean, std) of
@@ -100,8 +102,8 @@ def init_clp(inputs: TransferInputs, *, seed: int, overlap: str = "full",
     matrix, provenance, n_sources = copied_start(source, n, ov)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
     ov_t, ov_s = overlap_ids(ov)
-    rows, combined = clp_init(source, n, ov_t, ov_s, inputs.aux.vectors, inputs.aux.has_vector, todo, seed=seed,
-                              batch_size=batch_size, progress=True)
+    rows, combined = clp_init(source, n, ov_t, ov_s, inputs.aux.vectors, inputs.aux.has_vector, todo,
+                              seed=seed, batch_size=batch_size, progress=True)
     matrix[todo] = rows[todo]
     done = combined.numpy()
     provenance[done] = COMBINED

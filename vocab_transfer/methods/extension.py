@@ -49,8 +49,9 @@ def extension_count(top_tokens: int | None, new_tokens: int | None) -> tuple[str
     """``("top_tokens", N)`` or ``("new_tokens", N)``: the one count key given, FOCUS's top 30k when neither
     is; ValueError naming both keys when both are."""
     if top_tokens is not None and new_tokens is not None:
-        raise ValueError(f"give one of {list(COUNT_KEYS)}, not both (top_tokens: the N most frequent target tokens, "
-                         "those the source lacks added, FOCUS §3.1; new_tokens: N tokens the source lacks)")
+        raise ValueError(f"give one of {list(COUNT_KEYS)}, not both (top_tokens: the N most frequent target "
+                         "tokens, those the source lacks added, FOCUS §3.1; new_tokens: N "
+                         "tokens the source lacks)")
     if new_tokens is not None:
         return "new_tokens", new_tokens
     return "top_tokens", PAPER_TOP_TOKENS if top_tokens is None else top_tokens
@@ -105,13 +106,14 @@ def mean_resize_rows(source: torch.Tensor, n: int, *, seed: int, covariance_scal
     return (mean + z @ chol.T).to(source.dtype)
 
 
-def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndarray) -> transformers.PreTrainedTokenizerFast:
+def extend_tokenizer(source_tokenizer, target_tokenizer,
+                     new_target_ids: np.ndarray) -> transformers.PreTrainedTokenizerFast:
     """The source tokenizer with target pieces ``new_target_ids`` appended (ids ``len(source)`` onwards)."""
     src = json.loads(source_tokenizer.backend_tokenizer.to_str())
     tgt = json.loads(target_tokenizer.backend_tokenizer.to_str())
     if src["model"]["type"] != "Unigram" or tgt["model"]["type"] != "Unigram":
-        raise ValueError("vocabulary extension is implemented for SentencePiece Unigram source and target tokenizers "
-                         f"(got {src['model']['type']} and {tgt['model']['type']})")
+        raise ValueError("vocabulary extension is implemented for SentencePiece Unigram source and target "
+                         f"tokenizers (got {src['model']['type']} and {tgt['model']['type']})")
     vocab = src["model"]["vocab"]
     # added tokens past the Unigram vocabulary (our <mask>) keep their ids: pad the vocabulary with them
     beyond = sorted((t["id"], t["content"]) for t in src.get("added_tokens", []) if t["id"] >= len(vocab))
@@ -119,11 +121,13 @@ def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndar
         raise ValueError("the source tokenizer's added tokens leave holes in the id space; cannot extend it")
     vocab += [[content, 0.0] for _, content in beyond]
     if len(vocab) != len(source_tokenizer):
-        raise ValueError(f"source tokenizer: {len(vocab)} vocabulary entries for {len(source_tokenizer)} tokens")
+        raise ValueError(f"source tokenizer: {len(vocab)} vocabulary entries for "
+                         f"{len(source_tokenizer)} tokens")
     vocab += [tgt["model"]["vocab"][int(i)] for i in new_target_ids]
     backend = Tokenizer.from_str(json.dumps(src))
     special = {k: v for k, v in source_tokenizer.special_tokens_map.items() if isinstance(v, str)}
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=source_tokenizer.model_max_length,
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend,
+                                               model_max_length=source_tokenizer.model_max_length,
                                   **special)
     assert len(tok) == len(source_tokenizer) + len(new_target_ids)
     return tok
@@ -139,7 +143,8 @@ def extension_needs(p: dict) -> frozenset[Need]:
 
 
 @register("extend", extension_needs)
-def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[int, Range(ge=0)] | None = None,
+def init_extension(inputs: TransferInputs, *, seed: int,
+                   top_tokens: Annotated[int, Range(ge=0)] | None = None,
                    new_tokens: Annotated[int, Range(ge=0)] | None = None, new_rows: str = "focus",
                    topk: Annotated[int, Range(ge=1)] = 64,
                    covariance_scale: Annotated[float, Range(ge=0)] = 1e-9) -> EmbeddingInit:
@@ -154,7 +159,8 @@ def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[i
     """
     if inputs.aux is None:
         raise ValueError("vocabulary extension needs target token counts (the fastText stage)")
-    new = new_token_ids(inputs.overlap, inputs.aux.counts.numpy(), top_tokens=top_tokens, new_tokens=new_tokens)
+    new = new_token_ids(inputs.overlap, inputs.aux.counts.numpy(),
+                        top_tokens=top_tokens, new_tokens=new_tokens)
     source = inputs.source_matrix
     v_s, n = source.shape[0], len(new)
     matrix = torch.cat([source, torch.empty(n, source.shape[1], dtype=source.dtype)])
@@ -166,7 +172,8 @@ def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[i
         keep = torch.zeros_like(inputs.aux.has_vector)  # anchors (the overlap) and the new rows: no others
         keep[torch.as_tensor(new, dtype=torch.long)] = True
         keep[torch.tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)] = True
-        rows, kind, k = focus_init(source, inputs.target_vocab_size, torch.tensor(inputs.overlap["target_id"].to_numpy()),
+        rows, kind, k = focus_init(source, inputs.target_vocab_size,
+                                   torch.tensor(inputs.overlap["target_id"].to_numpy()),
                                    torch.tensor(inputs.overlap["source_id"].to_numpy()), inputs.aux.vectors,
                                    inputs.aux.has_vector & keep, seed=seed, topk=topk)
         matrix[v_s:] = rows[new]

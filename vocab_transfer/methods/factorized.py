@@ -18,9 +18,9 @@ from tqdm import tqdm
 
 from ..io import read_tensors
 
-__all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary", "NeuralFitHistory",
-           "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax", "gumbel_softmax_st", "read_factors",
-           "straight_through_mix"]
+__all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary",
+           "NeuralFitHistory", "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax",
+           "gumbel_softmax_st", "read_factors", "straight_through_mix"]
 
 #: safetensors keys of a factorized embedding (``EmbeddingInit.extra``)
 FACTOR_KEYS = ("mf_F", "mf_G", "mf_Z", "mf_tau")
@@ -65,7 +65,8 @@ class _StraightThroughMix(torch.autograd.Function):
     BLOCK = 2048
 
     @staticmethod
-    def forward(ctx, soft: torch.Tensor, clusters: torch.Tensor, low: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, soft: torch.Tensor, clusters: torch.Tensor,
+                low: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
         order = torch.argsort(clusters, stable=True)
         counts = torch.bincount(clusters, minlength=G.shape[0]).tolist()
         low_sorted = low[order]
@@ -93,7 +94,8 @@ class _StraightThroughMix(torch.autograd.Function):
         return grad_soft, None, grad_low, grad_G
 
 
-def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor, tau: float | torch.Tensor, *,
+def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor,
+                         tau: float | torch.Tensor, *,
                          generator: torch.Generator | None = None) -> torch.Tensor:
     """``Σ_c w_c · low G^c`` with ``w = gumbel_softmax_st(logits, tau)`` (the same values and gradients, and
     the same draws from ``generator``), computed per row's sampled cluster: ``logits`` [..., C], ``low`` [...,
@@ -101,7 +103,8 @@ def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tenso
     soft = gumbel_softmax(logits, tau, generator=generator)
     lead = low.shape[:-1]
     flat_soft = soft.reshape(-1, soft.shape[-1])
-    out = _StraightThroughMix.apply(flat_soft, flat_soft.detach().argmax(-1), low.reshape(-1, low.shape[-1]), G)
+    out = _StraightThroughMix.apply(flat_soft, flat_soft.detach().argmax(-1),
+                                    low.reshape(-1, low.shape[-1]), G)
     return out.view(*lead, G.shape[2])
 
 
@@ -210,8 +213,8 @@ class FactorizedVocabulary(nn.Module):
     def __init__(self, factors: FactorizedEmbedding, d: int, *, freeze_up_projection: bool = False) -> None:
         super().__init__()
         if factors.embedding_dim not in (d, d + 1):
-            raise ValueError(f"the factors' rows have {factors.embedding_dim} columns; the model's embeddings {d} "
-                             f"(or {d + 1} with the output-bias column)")
+            raise ValueError(f"the factors' rows have {factors.embedding_dim} columns; the model's "
+                             f"embeddings {d} (or {d + 1} with the output-bias column)")
         self.factors, self.d = factors, d
         if freeze_up_projection:
             G = factors.G.detach()
@@ -264,8 +267,8 @@ def read_factors(path: str | None) -> FactorizedEmbedding:
     """The factors (``mf_*`` tensors) of an init artifact of ``kind: mf``; a clear error for any other."""
     tensors = read_tensors(path) if path else {}
     if "mf_F" not in tensors or "mf_G" not in tensors:
-        raise ValueError(f"factorized LAPT needs the init artifact of a factorized method (kind: mf, tensors mf_F "
-                         f"and mf_G); {path or 'no --embeddings'} has {sorted(tensors) or 'none'}")
+        raise ValueError("factorized LAPT needs the init artifact of a factorized method (kind: mf, tensors "
+                         f"mf_F and mf_G); {path or 'no --embeddings'} has {sorted(tensors) or 'none'}")
     return FactorizedEmbedding.from_tensors(tensors)
 
 
@@ -276,7 +279,8 @@ def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projecti
     emb, out = model.get_input_embeddings(), model.get_output_embeddings()
     if out is None or not isinstance(emb, nn.Embedding):
         raise ValueError(f"factorized LAPT needs a masked LM with tied input/output embeddings; "
-                         f"{type(model).__name__} has input {type(emb).__name__}, output {type(out).__name__}")
+                         f"{type(model).__name__} has input {type(emb).__name__}, output "
+                         f"{type(out).__name__}")
     if factors.num_embeddings != emb.num_embeddings:
         raise ValueError(f"the factors have {factors.num_embeddings} rows, the model's vocabulary "
                          f"{emb.num_embeddings}: attach after swapping in the same init artifact")

@@ -62,7 +62,8 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     x_anchor_t = x_anchor.T.contiguous()
     x_screen = x_anchor_t.to(screen_dtype) if screen_dtype is not None else None
     e_anchor, workspace = source[anchor_s], Workspace()
-    for start in tqdm.tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(additional), batch_size), desc="FOCUS",
+                           disable=not progress, mininterval=5):
         rows = additional[start:start + batch_size]
         w, idx = neighbour_weights(x[rows], x_anchor, x_anchor_t, weighting="sparsemax", k=topk,
                                    screen=x_screen, screen_k=screen_k, workspace=workspace)  # eqs. 2-5
@@ -86,8 +87,8 @@ def focus_needs(p: dict) -> frozenset[Need]:
 
 @register("focus", focus_needs)
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
-               topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096, screen_dtype: str = "bfloat16",
-               screen_k: int = 16) -> EmbeddingInit:
+               topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096,
+               screen_dtype: str = "bfloat16", screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
     ``overlap: full | symbolic | symbolic_with_symbols | none | exact | identical`` (``symbolic``: Table 4
@@ -107,7 +108,8 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
         vectors, has_vector = inputs.aux.vectors, inputs.aux.has_vector
     elif aux == "word_fasttext":
         if inputs.target_words is None or inputs.target_tokenizer is None:
-            raise ValueError("FOCUS with aux: word_fasttext needs target word vectors and the target tokenizer")
+            raise ValueError("FOCUS with aux: word_fasttext needs target word vectors "
+                             "and the target tokenizer")
         vectors, has_vector = tokenize_flatten_reduce(inputs.target_words, inputs.target_tokenizer,
                                                       inputs.target_vocab_size)
     else:

@@ -25,7 +25,8 @@ def source_pieces(texts: list[str], bow: list[bool], source_tokenizer) -> list[l
     in FVT's own code (which strips WordPiece's "##")."""
     plain = source_tokenizer(texts, add_special_tokens=False)["input_ids"]
     source_bow = np.array([t.bow for t in canonicalize_vocab(source_tokenizer)], dtype=bool)
-    redo = [i for i, (ids, b) in enumerate(zip(plain, bow, strict=True)) if b and ids and not source_bow[ids[0]]]
+    redo = [i for i, (ids, b) in enumerate(zip(plain, bow, strict=True)) if b and ids
+            and not source_bow[ids[0]]]
     if redo:
         spaced = source_tokenizer([" " + texts[i] for i in redo], add_special_tokens=False)["input_ids"]
         for i, ids in zip(redo, spaced, strict=True):
@@ -42,7 +43,8 @@ def init_fvt(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
     matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
     todo = np.flatnonzero(provenance == RANDOM)
     canon = canonicalize_vocab(inputs.target_tokenizer)
-    pieces = source_pieces([canon[i].text for i in todo], [canon[i].bow for i in todo], inputs.source_tokenizer)
+    pieces = source_pieces([canon[i].text for i in todo],
+                           [canon[i].bow for i in todo], inputs.source_tokenizer)
     pieces = [[p for p in ids if p < source.shape[0]] for ids in pieces]  # never a padded row
     have = np.array([len(ids) > 0 for ids in pieces], dtype=bool)
     if have.any():

@@ -53,8 +53,9 @@ class Workspace:
 Select = Callable[["torch.Tensor"], tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]]
 
 
-def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, *, weighting: str, k: int,
-                      temperature: float = 0.1, screen: torch.Tensor | None = None, screen_k: int = 16,
+def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, *, weighting: str,
+                      k: int, temperature: float = 0.1,
+                      screen: torch.Tensor | None = None, screen_k: int = 16,
                       workspace: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights ``w [n, k']`` over key indices ``idx [n, k']`` for unit ``queries [n, D]`` against unit
     ``keys [m, D]`` (``keys_t`` = its contiguous transpose, ``screen`` = that in bf16 or None).
@@ -93,9 +94,10 @@ def _sparsemax_select(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torc
     return w, torch.arange(z.shape[1]).expand_as(z), tau
 
 
-def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, screen: torch.Tensor, width: int,
-               select: Select, exact: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *, trim: bool,
-               workspace: Workspace) -> tuple[torch.Tensor, torch.Tensor]:
+def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, screen: torch.Tensor,
+               width: int, select: Select,
+               exact: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *,
+               trim: bool, workspace: Workspace) -> tuple[torch.Tensor, torch.Tensor]:
     """The certified bf16 shortlist of the module docstring: ``select`` on ever wider shortlists, ``exact`` on
     the float32 similarities of the rows no shortlist certifies."""
     m = keys.shape[0]
@@ -118,7 +120,8 @@ def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, 
     return _assemble(len(queries), parts, trim)
 
 
-def _rescore(queries: torch.Tensor, keys: torch.Tensor, idx: torch.Tensor, workspace: Workspace) -> torch.Tensor:
+def _rescore(queries: torch.Tensor, keys: torch.Tensor,
+             idx: torch.Tensor, workspace: Workspace) -> torch.Tensor:
     """Exact float32 cosines ``z[r, k] = queries[r] · keys[idx[r, k]]``, the keys gathered into a reused
     buffer, at most ``GATHER_KEYS`` of them at a time."""
     n, k = idx.shape
@@ -127,7 +130,8 @@ def _rescore(queries: torch.Tensor, keys: torch.Tensor, idx: torch.Tensor, works
     step = max(1, GATHER_KEYS // k)
     for s in range(0, n, step):
         e = min(n, s + step)
-        gathered = torch.index_select(keys, 0, idx[s:e].flatten(), out=workspace.get("keys", ((e - s) * k, d), keys.dtype))
+        gathered = torch.index_select(keys, 0, idx[s:e].flatten(),
+                                      out=workspace.get("keys", ((e - s) * k, d), keys.dtype))
         torch.bmm(gathered.view(e - s, k, d), queries[s:e].unsqueeze(2), out=z[s:e])
     return z.squeeze(2)
 

@@ -144,7 +144,8 @@ def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
     if kind == "full":
         return overlap
     if kind == "symbolic":
-        mask = (overlap["match"] == "special") | overlap["canonical"].map(_numbers_punctuation_whitespace).astype(bool)
+        mask = ((overlap["match"] == "special")
+                | overlap["canonical"].map(_numbers_punctuation_whitespace).astype(bool))
     elif kind == "symbolic_with_symbols":
         mask = overlap["symbolic"].astype(bool)
     elif kind == "none":

@@ -70,7 +70,8 @@ def register(kind: str, needs: Needs | Callable[[dict], Needs] = frozenset()) ->
 
     def decorate(fn: Callable) -> Callable:
         if kind in METHODS:
-            raise ValueError(f"method kind {kind!r} registered twice ({METHODS[kind].fn.__module__}, {fn.__module__})")
+            raise ValueError(f"method kind {kind!r} registered twice "
+                             f"({METHODS[kind].fn.__module__}, {fn.__module__})")
         METHODS[kind] = Method(kind, fn, needs)
         return fn
 

@@ -70,8 +70,9 @@ def choose_pivots(overlap, target_has: torch.Tensor, source_has: torch.Tensor, n
     random.Random(seed).shuffle(pairs)
     chosen = [(t, s) for t, s in pairs if target_has[t] and source_has[s]][:n]
     if not chosen:
-        raise ValueError("tokalign: no overlapping token has a vector in both vocabularies, so there is no pivot; "
-                         "the target corpus is too small for the fastText min_count, or the vocabularies share no token")
+        raise ValueError("tokalign: no overlapping token has a vector in both vocabularies, so there is "
+                         "no pivot; the target corpus is too small for the fastText min_count, or the "
+                         "vocabularies share no token")
     t, s = zip(*chosen, strict=True)
     return torch.tensor(t), torch.tensor(s)
 
@@ -117,7 +118,8 @@ def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: Annotated[int, R
     source, n = inputs.source_matrix, inputs.target_vocab_size
     matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
     tv, sv = inputs.aux, inputs.source_aux
-    t_piv, s_piv = choose_pivots(inputs.overlap, tv.has_vector, sv.has_vector[: source.shape[0]], pivots, seed)
+    t_piv, s_piv = choose_pivots(inputs.overlap, tv.has_vector,
+                                 sv.has_vector[: source.shape[0]], pivots, seed)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
     queries = todo[tv.has_vector[todo]]
     candidates = torch.from_numpy(np.flatnonzero(sv.has_vector[: source.shape[0]].numpy()))

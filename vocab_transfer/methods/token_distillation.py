@@ -84,7 +84,8 @@ def token_ends(offsets, special) -> dict[int, int]:
     return {b: i for i, ((a, b), s) in enumerate(zip(offsets, special, strict=True)) if not s and b > a}
 
 
-def aligned_positions(text: str, source: tuple, target: tuple, positions: str = "word_ends") -> list[tuple[int, int]]:
+def aligned_positions(text: str, source: tuple, target: tuple,
+                      positions: str = "word_ends") -> list[tuple[int, int]]:
     """``(source index, target index)`` of the tokens that end at the same character of ``text`` in both
     tokenizations (``(offsets, special_tokens_mask)`` each), in text order; with ``word_ends`` only where a
     word ends there (:func:`word_boundary`)."""
@@ -139,8 +140,8 @@ class Batch:
 
 
 def _special_ids_room(tokenizer) -> int:
-    return len(tokenizer("a", add_special_tokens=True)["input_ids"]) - len(tokenizer("a", add_special_tokens=False)
-                                                                          ["input_ids"])
+    return (len(tokenizer("a", add_special_tokens=True)["input_ids"])
+            - len(tokenizer("a", add_special_tokens=False)["input_ids"]))
 
 
 def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: int, seq_len: int, seed: int,
@@ -152,8 +153,8 @@ def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: 
     epoch = 0
     while True:
         rng, pending, produced = random.Random(seed * 1_000_003 + epoch), [], False
-        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng, shuffle_buffer,
-                                      positions):
+        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng,
+                                      shuffle_buffer, positions):
             pending.append(seg)
             if len(pending) == batch_size:
                 yield _collate(pending, source_tokenizer, target_tokenizer, positions, seq_len)
@@ -199,8 +200,8 @@ def _encode(tokenizer, texts, max_len: int):
     """Ids (right-padded with 0: the attention mask hides them), attention mask, offsets and special-token
     masks, at most ``max_len`` tokens a text; decoders often have no pad token, so the padding is done
     here."""
-    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True,
-                    truncation=True, max_length=max_len)
+    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True,
+                    return_special_tokens_mask=True, truncation=True, max_length=max_len)
     ids = enc["input_ids"]
     width = max(map(len, ids))
     out = torch.zeros(len(ids), width, dtype=torch.long)
@@ -356,18 +357,20 @@ def _files_key(folder: str) -> str:
     another model gives another key."""
     root = Path(folder)
     files = sorted(root.rglob("*")) if root.is_dir() else [root]
-    return json.dumps([(str(f.relative_to(root)) if root.is_dir() else f.name, f.stat().st_size, f.stat().st_mtime_ns)
+    return json.dumps([(str(f.relative_to(root)) if root.is_dir() else f.name,
+                        f.stat().st_size, f.stat().st_mtime_ns)
                        for f in files if f.is_file()])
 
 
-def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str, rows: str,
-           lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str,
+def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str,
+           rows: str, lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str,
            checkpoint_every: int = 500, report_to=("tensorboard",)) -> EmbeddingInit:
     """Train the ``init`` row's embedding rows for ``tokens`` target tokens (``objective``:
     ``distill``/``lm``)."""
     if tokens < 1:
         raise ValueError(f"tokens must be at least 1, not {tokens}")
-    dev = torch.device("cuda" if device == "cuda" or (device == "auto" and torch.cuda.is_available()) else "cpu")
+    dev = torch.device("cuda" if device == "cuda"
+                       or (device == "auto" and torch.cuda.is_available()) else "cpu")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device: cuda, but torch sees no GPU")
     emb, out, bias = _base_rows(inputs)
@@ -379,7 +382,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     untied = has_untied_output(model)
     longest = max_sequence_length(model)
     if seq_len > longest:
-        raise ValueError(f"seq_len {seq_len} is more than the {longest} positions of {inputs.source_model_dir}")
+        raise ValueError(f"seq_len {seq_len} is more than the {longest} positions of "
+                         f"{inputs.source_model_dir}")
     # the teacher embeds with the source's own embedding module (a model that scales its embeddings, as Gemma
     # does, scales them there), the student with the target's, both passed on as inputs_embeds
     teacher_embed = copy.deepcopy(model.get_input_embeddings()).requires_grad_(False)
@@ -410,8 +414,9 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
         hidden state, reused by a decoder."""
         ids, labels = t_ids, None
         if not causal:
-            masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id, vocab_size=len(tgt_tok),
-                                         special_ids=special, generator=gen, mask_prob=mask_prob)
+            masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
+                                         vocab_size=len(tgt_tok), special_ids=special,
+                                         generator=gen, mask_prob=mask_prob)
             labels[b.target_mask == 0] = -100  # padding is never scored
             ids, labels, last = masked.to(dev), labels.to(dev), None
         if last is None:
@@ -419,8 +424,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                 last = body(inputs_embeds=embed(ids), attention_mask=t_mask, **no_cache).last_hidden_state
         return _lm_loss(model, last.detach() if frozen else last, t_ids, t_mask, labels, causal)
     consumed, step, drawn, curve, t0, shown = 0, 0, 0, [], time.perf_counter(), 0.0
-    settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows, lr=lr,
-                    batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
+    settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions,
+                    rows=rows, lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
     key = (json.dumps(settings, sort_keys=True) + _digest(emb, out, bias) + _files_key(inputs.train_text)
            + _files_key(inputs.source_model_dir)) if inputs.checkpoint_dir else ""  # no folder: no match
     ckpt = Checkpoint(inputs.checkpoint_dir, key, checkpoint_every)
@@ -431,9 +436,10 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             next(stream)
         log.info("resumed from %s at step %d (%d tokens)", state["path"], step, consumed)
     start = consumed
-    log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective, int(train_mask.sum()),
-             len(train_mask), tokens, batch_size, seq_len, lr, dev)
-    tracker = Tracker(report_to if inputs.track_dir else [], inputs.track_dir or ".", name=f"refine {objective}",
+    log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective,
+             int(train_mask.sum()), len(train_mask), tokens, batch_size, seq_len, lr, dev)
+    tracker = Tracker(report_to if inputs.track_dir else [], inputs.track_dir or ".",
+                      name=f"refine {objective}",
                       config=settings, start_step=step + 1 if state is not None else 0)
     with StopSignals() as stop, tracker:
         while consumed < tokens:
@@ -476,7 +482,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             now = time.perf_counter()
             printed = now - shown > 10 or consumed >= tokens
             rate = (consumed - start) / max(now - t0, 1e-9)
-            tracker.log(step, {"refine/loss": curve[-1], "refine/tokens": consumed, "refine/tokens_per_s": rate},
+            tracker.log(step, {"refine/loss": curve[-1], "refine/tokens": consumed,
+                               "refine/tokens_per_s": rate},
                         flush=printed)
             if printed:
                 log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step,
@@ -484,7 +491,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                 shown = now
     ckpt.remove()  # the artifact is written next; a rerun of the job starts from the init row again
     matrix = [inp.detach().float().cpu()]
-    if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:  # untied rows transfer
+    # untied rows transfer
+    if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:
         matrix.append(head.detach().float().cpu() if head is not None else matrix[0].clone())
     if bias is not None:
         matrix.append(bias[:, None])
@@ -498,27 +506,27 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
 
 @register("token_distillation", NEEDS)
 def init_token_distillation(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000,
-                            layer: int = -1, positions: Positions = "word_ends", rows: Rows = "new", lr: Rate = 1e-4,
-                            batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
-                            device: Device = "auto", checkpoint_every: Count = 500,
+                            layer: int = -1, positions: Positions = "word_ends", rows: Rows = "new",
+                            lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128,
+                            mask_prob: Share = 0.15, device: Device = "auto", checkpoint_every: Count = 500,
                             report_to: ReportTo = ("tensorboard",)) -> EmbeddingInit:
     """Config adapter: ``kind: token_distillation``. The ``init`` row's rows refined by matching the source
     model's hidden states at ``layer`` (``hidden_states`` index: -1 the last layer, 0 the embeddings) where
     both tokenizations end a word, for ``tokens`` target tokens (defaults: the authors' lr 1e-4, batch 16);
     ``report_to``: its live loss curve (vocab_transfer.tracking)."""
-    return refine(inputs, objective="distill", seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows,
-                  lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
-                  checkpoint_every=checkpoint_every, report_to=report_to)
+    return refine(inputs, objective="distill", seed=seed, tokens=tokens, layer=layer, positions=positions,
+                  rows=rows, lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob,
+                  device=device, checkpoint_every=checkpoint_every, report_to=report_to)
 
 
 @register("embedding_lm", NEEDS)
-def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000, rows: Rows = "new",
-                      lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
-                      positions: Positions = "word_ends", device: Device = "auto",
+def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000,
+                      rows: Rows = "new", lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128,
+                      mask_prob: Share = 0.15, positions: Positions = "word_ends", device: Device = "auto",
                       checkpoint_every: Count = 500, report_to: ReportTo = ("tensorboard",)) -> EmbeddingInit:
     """Config adapter: ``kind: embedding_lm``. The ``init`` row's rows trained by the model's own objective
     (MLM or next-token) for ``tokens`` target tokens of the same text, the body frozen: embedding-only LAPT at
     :func:`init_token_distillation`'s budget (``positions`` only picks the same text segments)."""
-    return refine(inputs, objective="lm", seed=seed, tokens=tokens, layer=-1, positions=positions, rows=rows, lr=lr,
-                  batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
+    return refine(inputs, objective="lm", seed=seed, tokens=tokens, layer=-1, positions=positions, rows=rows,
+                  lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
                   checkpoint_every=checkpoint_every, report_to=report_to)

@@ -29,8 +29,8 @@ np = lazy.module("numpy")
 pd = lazy.module("pandas")
 torch = lazy.module("torch")
 
-__all__ = ["PAPER_RANDOM", "RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
-           "random_rows"]
+__all__ = ["PAPER_RANDOM", "RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf",
+           "lexical_overlap", "mf_init", "random_rows"]
 
 #: distributions for rows without a source counterpart (config ``random``)
 RANDOM_KINDS = ("std0.02", "normal_like", "xavier")
@@ -206,12 +206,14 @@ def init_mf(inputs: TransferInputs, *, seed: int, clusters: Annotated[int, Range
         device = "cuda" if torch.cuda.is_available() else "cpu"
     source = inputs.source_matrix
     if inputs.source_factors is not None:  # computed once per source by rule factorize_source
-        F_src, G, Z_src = (inputs.source_factors["F"], inputs.source_factors["G"], inputs.source_factors.get("Z"))
+        F_src, G, Z_src = (inputs.source_factors["F"], inputs.source_factors["G"],
+                           inputs.source_factors.get("Z"))
     else:
         F_src, G, Z_src = factorize_source(
             source.to(device, torch.float32), seed=seed, clusters=clusters, dim=dim, assignment=assignment,
-            max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps, neural_lr=neural_lr,
-            neural_tol=neural_tol, tau=tau, z_std=z_std, lex_logit=lex_logit, progress=True)
+            max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps,
+            neural_lr=neural_lr, neural_tol=neural_tol, tau=tau, z_std=z_std,
+            lex_logit=lex_logit, progress=True)
     ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
     t, s = overlap_ids(ov)
     module = mf_init(F_src, G, Z_src, inputs.target_vocab_size, t, s, seed=seed, random=random, tau=tau,

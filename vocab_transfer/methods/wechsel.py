@@ -86,10 +86,12 @@ def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: p
     return found[:, 0], found[:, 1]
 
 
-def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10,
-                    normalize: bool = False, pairs: str = "case_variants") -> tuple[WordVectors, WordVectors, int]:
+def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *,
+                    min_pairs: int = 10, normalize: bool = False,
+                    pairs: str = "case_variants") -> tuple[WordVectors, WordVectors, int]:
     """:func:`alignment` applied: ``(source', target' = target @ W, pairs used)``."""
-    xs, xt, w, n = alignment(source, target, dictionary, min_pairs=min_pairs, normalize=normalize, pairs=pairs)
+    xs, xt, w, n = alignment(source, target, dictionary, min_pairs=min_pairs,
+                             normalize=normalize, pairs=pairs)
     return WordVectors(source.words, xs, source.counts), WordVectors(target.words, xt @ w, target.counts), n
 
 
@@ -109,34 +111,39 @@ def alignment(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame
     """
     s_idx, t_idx = dictionary_word_rows(source, target, dictionary, pairs=pairs)
     if len(s_idx) < min_pairs:
-        raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need {min_pairs}); "
-                         "check the dictionary's direction (source -> target) and the word vectors' languages")
+        raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need "
+                         f"{min_pairs}); check the dictionary's direction (source -> target) and the "
+                         "word vectors' languages")
     if len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))) < source.vectors.shape[1]:
-        log.warning("only %d distinct dictionary pairs for %d-dimensional vectors: the rotation is underdetermined "
-                    "and the alignment will be poor", len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))),
-                    source.vectors.shape[1])
+        log.warning("only %d distinct dictionary pairs for %d-dimensional vectors: the rotation is "
+                    "underdetermined and the alignment will be poor",
+                    len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))), source.vectors.shape[1])
     if normalize:
         xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
     else:
         xs, xt = source.vectors.float(), target.vectors.float()
     w = procrustes(xt[t_idx], xs[s_idx])
-    log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of the pairs' source words)",
+    log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of "
+             "the pairs' source words)",
              len(s_idx), precision_at_1(xt[t_idx] @ w, xs, s_idx))
     return xs, xt, w, len(s_idx)
 
 
-def precision_at_1(mapped: torch.Tensor, source: torch.Tensor, s_idx: np.ndarray, max_pairs: int = 5000) -> float:
+def precision_at_1(mapped: torch.Tensor, source: torch.Tensor,
+                   s_idx: np.ndarray, max_pairs: int = 5000) -> float:
     """Share of (mapped target word, source word) pairs whose nearest neighbour (cosine) among the
     pairs' source words is the paired word: a quick check that the alignment means something."""
     cand = np.unique(s_idx)
     rows = slice(0, min(len(s_idx), max_pairs))
-    sims = torch.nn.functional.normalize(mapped[rows], dim=1) @ torch.nn.functional.normalize(source[cand], dim=1).T
+    sims = (torch.nn.functional.normalize(mapped[rows], dim=1)
+            @ torch.nn.functional.normalize(source[cand], dim=1).T)
     return float((torch.from_numpy(cand)[sims.argmax(1)] == torch.from_numpy(s_idx[rows])).float().mean())
 
 
-def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch.Tensor, source_has: torch.Tensor,
-                 target_sub: torch.Tensor, target_has: torch.Tensor, special_target_ids: torch.Tensor,
-                 special_source_ids: torch.Tensor, *, seed: int, k: int = 10, temperature: float = 0.1,
+def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch.Tensor,
+                 source_has: torch.Tensor, target_sub: torch.Tensor, target_has: torch.Tensor,
+                 special_target_ids: torch.Tensor, special_source_ids: torch.Tensor, *, seed: int,
+                 k: int = 10, temperature: float = 0.1,
                  batch_size: int = 1024, screen_dtype: torch.dtype | None = None, progress: bool = False,
                  nearest: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """WECHSEL §3.2: top-k softmax(cos/τ) mixtures of source rows for every target token.
@@ -165,7 +172,8 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     xs_screen = xs_t.to(screen_dtype) if screen_dtype is not None else None
     xt = torch.nn.functional.normalize(target_sub.float(), dim=1)
     e_cand, workspace = source[cand], Workspace()
-    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="WECHSEL", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="WECHSEL",
+                           disable=not progress, mininterval=5):
         r = rows[start:start + batch_size]
         w, idx = neighbour_weights(xt[r], xs, xs_t, weighting="softmax", k=k, temperature=temperature,
                                    screen=xs_screen, workspace=workspace)  # eq. 3
@@ -199,9 +207,10 @@ def wechsel_needs(p: dict) -> frozenset[Need]:
 
 
 @register("wechsel", wechsel_needs)
-def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: Annotated[int, Range(ge=1)] = 10,
-                 temperature: Annotated[float, Range(gt=0)] = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
-                 screen_dtype: str = "bfloat16", normalize: bool = False,
+def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en",
+                 k: Annotated[int, Range(ge=1)] = 10, temperature: Annotated[float, Range(gt=0)] = 0.1,
+                 restrict_source: str | None = None, min_pairs: int = 10, screen_dtype: str = "bfloat16",
+                 normalize: bool = False,
                  dictionary_pairs: Literal[DICTIONARY_PAIRS] = "case_variants",  # type: ignore[valid-type]
                  subwords: Literal[SUBWORDS] = "tokenize") -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: wechsel``.
@@ -246,8 +255,8 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
     nearest = torch.full((inputs.target_vocab_size,), -1, dtype=torch.long)
     matrix, kind, n_sources = wechsel_init(
         inputs.source_matrix, inputs.target_vocab_size, u_s, has_s, u_t, has_t,
-        torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()), seed=seed,
-        k=k, temperature=temperature, screen_dtype=screen,
+        torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()),
+        seed=seed, k=k, temperature=temperature, screen_dtype=screen,
         progress=True, nearest=nearest)
     provenance = provenance_of(kind, special["target_id"].to_numpy())
     return EmbeddingInit(matrix, provenance, n_sources.numpy(), nearest=nearest.numpy())

@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .build import build_mirror
 
-    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.miniatures", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.miniatures",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("configfiles", nargs="+", help="config files, merged in order")
     parser.add_argument("--out", help="the mirror folder (default: the config's hub_mirror)")
     args = parser.parse_args(argv)

@@ -91,7 +91,8 @@ def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
         for name, corpus in plan.config["corpora"].items():
             if needs_fetch(corpus):
                 args = hub_arguments(corpus)
-                key = ("data_dir", args["data_dir"]) if args.get("data_dir") else ("name", args.get("name") or "")
+                key = (("data_dir", args["data_dir"]) if args.get("data_dir")
+                       else ("name", args.get("name") or ""))
                 out.corpora.setdefault(args["path"], {})[key] = cfg.corpora[name].language or name
         for t in plan.task_names:
             entry = plan.task_entry(t)
@@ -114,8 +115,8 @@ def family(repo: str) -> tuple[str, str]:
     for word, model_type, kind in FAMILIES:
         if word in name:
             return model_type, kind
-    raise ValueError(f"{repo}: no miniature for this architecture; known: {', '.join(w for w, *_ in FAMILIES)} "
-                     "(vocab_transfer.miniatures.build.FAMILIES)")
+    raise ValueError(f"{repo}: no miniature for this architecture; known: "
+                     f"{', '.join(w for w, *_ in FAMILIES)} (vocab_transfer.miniatures.build.FAMILIES)")
 
 
 def miniature_tokenizer(kind: str, texts: list[str], vocab_size: int):
@@ -156,9 +157,10 @@ def model_config(model_type: str, tokenizer):
                                     num_attention_heads=heads, num_key_value_heads=1, intermediate_size=inner,
                                     max_position_embeddings=4096, tie_word_embeddings=False, **ids)
     if model_type == "flaubert":
-        return AutoConfig.for_model("flaubert", vocab_size=len(tokenizer), emb_dim=h, n_layers=n, n_heads=heads,
-                                    max_position_embeddings=512, pad_index=tokenizer.pad_token_id,
-                                    unk_index=tokenizer.unk_token_id, mask_index=tokenizer.mask_token_id)
+        return AutoConfig.for_model("flaubert", vocab_size=len(tokenizer), emb_dim=h, n_layers=n,
+                                    n_heads=heads, max_position_embeddings=512,
+                                    pad_index=tokenizer.pad_token_id, unk_index=tokenizer.unk_token_id,
+                                    mask_index=tokenizer.mask_token_id)
     offset = 2 if model_type in ("xlm-roberta", "camembert", "roberta") else 0  # positions offset: pad id + 1
     return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), hidden_size=h, num_hidden_layers=n,
                                 num_attention_heads=heads, intermediate_size=inner,
@@ -251,7 +253,8 @@ def zstd_bytes(data: bytes) -> bytes:
     """zstd (level 3, one frame with content size and checksum, no worker threads) of ``data``."""
     import zstandard
 
-    return zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True, threads=0).compress(data)
+    return zstandard.ZstdCompressor(level=3, write_checksum=True,
+                                    write_content_size=True, threads=0).compress(data)
 
 
 def _parquet(path: Path, rows: list[dict]) -> Path:
@@ -303,7 +306,8 @@ def _oscar(out: Path, data_dir: str, lang: str, documents: list[list[str]]) -> l
             rows.append({
                 "content": content,
                 "warc_headers": {
-                    "warc-record-id": record_id, "warc-date": f"2022-11-{26 + i % 4:02d}T{i % 24:02d}:15:0{i % 10}Z",
+                    "warc-record-id": record_id,
+                    "warc-date": f"2022-11-{26 + i % 4:02d}T{i % 24:02d}:15:0{i % 10}Z",
                     "content-type": "text/plain", "content-length": str(len(content.encode("utf-8"))),
                     "warc-type": "conversion", "warc-identified-content-language": lang,
                     "warc-refers-to": _uuid(data_dir, part, i, "refers"),
@@ -328,7 +332,8 @@ def _cc100(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path]
     """CC-100 as data.statmt.org/cc-100 has it: ``<lang>.txt.xz``, a line per paragraph, an empty line after
     each document; the card's configuration ``<lang>`` picks it."""
     text = "".join(line + "\n" for doc in documents for line in (*doc, ""))
-    return [_atomic(out / f"{name}.txt.xz", xz_bytes(text.encode("utf-8")))], (name, [("train", f"{name}.txt.xz")])
+    return ([_atomic(out / f"{name}.txt.xz", xz_bytes(text.encode("utf-8")))],
+            (name, [("train", f"{name}.txt.xz")]))
 
 
 C4_ENGLISH = ("en", "en.noblocklist", "en.noclean", "realnewslike")  # allenai/c4's English: <name>/c4-train.*
@@ -345,12 +350,14 @@ def _c4(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], t
     train, validation = rows[:-held], rows[-held:]
     half = (len(train) + 1) // 2
     if name in C4_ENGLISH:
-        shards = [(f"{name}/c4-train.{k:05d}-of-01024.json.gz", c) for k, c in enumerate((train[:half], train[half:]))]
+        shards = [(f"{name}/c4-train.{k:05d}-of-01024.json.gz", c)
+                  for k, c in enumerate((train[:half], train[half:]))]
         shards.append((f"{name}/c4-validation.00000-of-00008.json.gz", validation))
         splits = [("train", f"{name}/c4-train.*.json.gz"), ("validation", f"{name}/c4-validation.*.json.gz")]
     else:
         base = f"multilingual/c4-{name}"
-        shards = [(f"{base}.tfrecord-{k:05d}-of-01024.json.gz", c) for k, c in enumerate((train[:half], train[half:]))]
+        shards = [(f"{base}.tfrecord-{k:05d}-of-01024.json.gz", c)
+                  for k, c in enumerate((train[:half], train[half:]))]
         shards.append((f"{base}-validation.tfrecord-00000-of-00008.json.gz", validation))
         splits = [("train", f"{base}.*.json.gz"), ("validation", f"{base}-validation.*.json.gz")]
     return [_atomic(out / path, gzip_bytes(_jsonl_bytes(chunk))) for path, chunk in shards], (name, splits)
@@ -361,7 +368,8 @@ def _wikipedia(out: Path, name: str, documents: list[list[str]]) -> tuple[list[P
     ``url``, ``title``, ``text``, and the card's configuration ``<date>.<lang>``."""
     lang = name.split(".", 1)[-1]
     rows = [{"id": str(1000 + i), "url": f"https://{lang}.wikipedia.org/wiki?curid={1000 + i}",
-             "title": d[0].split()[0].strip(".").title(), "text": "\n\n".join(d)} for i, d in enumerate(documents)]
+             "title": d[0].split()[0].strip(".").title(), "text": "\n\n".join(d)}
+            for i, d in enumerate(documents)]
     half = (len(rows) + 1) // 2
     files = [_parquet(out / name / f"train-{k:05d}-of-00002.parquet", chunk)
              for k, chunk in enumerate((rows[:half], rows[half:]))]
@@ -373,7 +381,8 @@ def _jsonl_config(out: Path, name: str, documents: list[list[str]]) -> tuple[lis
     rows = [{"id": f"{name}-{i}", "text": "\n".join(d), "url": f"https://example.org/{name}/{i}"}
             for i, d in enumerate(documents)]
     half = (len(rows) + 1) // 2
-    files = [_jsonl(out / name / f"train-{k:05d}.jsonl", chunk) for k, chunk in enumerate((rows[:half], rows[half:]))]
+    files = [_jsonl(out / name / f"train-{k:05d}.jsonl", chunk)
+             for k, chunk in enumerate((rows[:half], rows[half:]))]
     return files, (name, [("train", f"{name}/train-*.jsonl")])
 
 
@@ -382,8 +391,9 @@ def _jsonl_config(out: Path, name: str, documents: list[list[str]]) -> tuple[lis
 CORPUS_LAYOUT = 2
 #: How a hub corpus repository lays out a configuration's files, by a word of its id (the first that matches)
 LAYOUTS = [("cc100", _cc100), ("allenai/c4", _c4), ("wikipedia", _wikipedia)]
-OSCAR_SCRIPT = ('"""The loading script of oscar-corpus/OSCAR-2301 stands here in the hub repository. The pipeline never\n'
-                'runs it (datasets >= 4 refuses loading scripts): it reads the <lang>_meta/*.jsonl.zst files by name."""\n')
+OSCAR_SCRIPT = ('"""The loading script of oscar-corpus/OSCAR-2301 stands here in the hub repository. The '
+                'pipeline never\nruns it (datasets >= 4 refuses loading scripts): it reads the '
+                '<lang>_meta/*.jsonl.zst files by name."""\n')
 
 
 def write_corpus(root: Path, repo: str, configs: dict[tuple[str, str], str], *, docs: int = 1500,
@@ -405,7 +415,8 @@ def write_corpus(root: Path, repo: str, configs: dict[tuple[str, str], str], *, 
     if cards:
         written.append(_atomic(out / "README.md", _card(cards, repo).encode()))
     elif "OSCAR" in repo:  # the hub repository's card (no configurations) and loading script
-        written.append(_atomic(out / "README.md", f"---\npretty_name: {repo}\n---\n# {repo} (a miniature)\n".encode()))
+        written.append(_atomic(out / "README.md",
+                               f"---\npretty_name: {repo}\n---\n# {repo} (a miniature)\n".encode()))
         written.append(_atomic(out / f"{repo.split('/')[-1]}.py", OSCAR_SCRIPT.encode()))
     return written
 
@@ -424,8 +435,8 @@ def _train_vectors(corpus: str, out: str, dim: int) -> None:
     import fasttext
 
     # one thread, whose random generator fastText seeds with its fixed seed (0; the Python binding takes none)
-    fasttext.train_unsupervised(corpus, model="skipgram", dim=dim, minCount=2, epoch=3, thread=1, bucket=50000,
-                                lr=0.01, verbose=0).save_model(out)
+    fasttext.train_unsupervised(corpus, model="skipgram", dim=dim, minCount=2, epoch=3, thread=1,
+                                bucket=50000, lr=0.01, verbose=0).save_model(out)
 
 
 def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -> Path:
@@ -438,7 +449,8 @@ def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -
     with tempfile.TemporaryDirectory() as tmp:
         corpus, model = Path(tmp) / "text.txt", Path(tmp) / "cc.bin"
         corpus.write_text("\n".join(text.sentences(lang, 4000, seed)), encoding="utf-8")
-        job = multiprocessing.get_context("spawn").Process(target=_train_vectors, args=(str(corpus), str(model), dim))
+        job = multiprocessing.get_context("spawn").Process(target=_train_vectors,
+                                                           args=(str(corpus), str(model), dim))
         job.start()
         job.join()
         if job.exitcode:
@@ -488,7 +500,8 @@ def write_choice_task(folder: Path, name: str, halves: list[tuple[str, str]], *,
     for i, (context, ending) in enumerate(halves):
         others = [halves[j][1] for j in rng.sample([j for j in range(n) if j != i], 3)]
         label = rng.randrange(4)
-        rows.append({"context": context, "choices": others[:label] + [ending] + others[label:], "label": label})
+        rows.append({"context": context,
+                     "choices": others[:label] + [ending] + others[label:], "label": label})
     path = Path(folder) / f"{name}.jsonl"
     _jsonl(path, rows)
     yaml_path = path.with_suffix(".yaml")
@@ -507,7 +520,8 @@ def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0
 
 
 # ----------------------------------------------------------------------------------------------------- mirror
-def build_mirror(config: dict, root: str | Path, *, progress=print, resources: Resources | None = None) -> dict:
+def build_mirror(config: dict, root: str | Path, *, progress=print,
+                 resources: Resources | None = None) -> dict:
     """Write a miniature of every hub resource ``config`` names into the mirror ``root``; returns what it
     holds, by kind. ``<root>/rehearsal.json`` records each miniature's spec and files, and a miniature whose
     files are all there is kept if its spec is unchanged or, for a model's languages and a corpus's configs,
@@ -521,9 +535,11 @@ def build_mirror(config: dict, root: str | Path, *, progress=print, resources: R
     manifest = root / "rehearsal.json"
     before = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}) if manifest.is_file() else {}
     res = resources if resources is not None else hub_resources(config)
-    done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [], "dictionaries": [], "benchmarks": []}
+    done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [],
+            "dictionaries": [], "benchmarks": []}
     files: dict[str, dict] = {}
-    steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors, res.dictionaries, res.benchmarks)))
+    steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors,
+                          res.dictionaries, res.benchmarks)))
     kept = 0
 
     def build(kind: str, key: str, spec, write, *, there: Path | None = None, grows: bool = False,
@@ -553,11 +569,11 @@ def build_mirror(config: dict, root: str | Path, *, progress=print, resources: R
         progress(f"[{sum(map(len, done.values()))}/{steps}] {kind}: {key} ({how})")
 
     for repo, languages in sorted(res.models.items()):
-        build("models", repo, sorted(languages), partial(write_model, root, repo), there=root / repo / "config.json",
-              grows=True)
+        build("models", repo, sorted(languages), partial(write_model, root, repo),
+              there=root / repo / "config.json", grows=True)
     for repo, configs in sorted(res.corpora.items()):
-        build("corpora", repo, sorted([*k, lang] for k, lang in configs.items()), partial(_corpus, root, repo),
-              layout=CORPUS_LAYOUT, grows=True)
+        build("corpora", repo, sorted([*k, lang] for k, lang in configs.items()),
+              partial(_corpus, root, repo), layout=CORPUS_LAYOUT, grows=True)
     for key, spec in sorted(res.tasks.items()):
         build("tasks", key, spec, partial(write_task, root))
     for lang in sorted(res.word_vectors):

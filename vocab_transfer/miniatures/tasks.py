@@ -28,11 +28,12 @@ from .text import sentences
 
 Rows = list[dict[str, Any]]
 Files = dict[str, Rows]  # path under the mirror -> rows
-RELATIONS = ("nsubj", "obj", "iobj", "obl", "advmod", "amod", "nmod", "nmod:poss", "det", "case", "mark", "cc",
-             "conj", "compound", "aux", "acl:relcl")
+RELATIONS = ("nsubj", "obj", "iobj", "obl", "advmod", "amod", "nmod", "nmod:poss", "det", "case", "mark",
+             "cc", "conj", "compound", "aux", "acl:relcl")
 
 
-def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16, test: int = 16, seed: int = 0) -> list[Path]:
+def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16,
+               test: int = 16, seed: int = 0) -> list[Path]:
     """Write a look-alike of the hub dataset that task spec ``spec`` (a ``finetune.tasks.<t>.dataset`` mapping
     such as ``{"loader": "wikiann", "language": "de"}``) reads, into the hub mirror ``root``, in the layout
     and with the columns, label encodings and split names the hub loader reads; returns the files written.
@@ -73,7 +74,8 @@ def _write_parquet(rows: Rows, path: Path) -> None:
 
 # --------------------------------------------------------------------------------------------- shared shapes
 def _layout(hub_id: str, config: str | None, splits: dict[str, Rows], shard: int = 0) -> Files:
-    return {f"{hub_id}/{config or 'default'}/{split}/{shard:04d}.parquet": rows for split, rows in splits.items()}
+    return {f"{hub_id}/{config or 'default'}/{split}/{shard:04d}.parquet": rows
+            for split, rows in splits.items()}
 
 
 def _hub3(n: dict[str, int]) -> dict[str, int]:
@@ -99,7 +101,8 @@ def _words(sentence: str) -> list[str]:
     return sentence[:-1].split() + ["."]
 
 
-def _with(splits: dict[str, Rows], columns: Callable[[str, int, dict], dict], first: bool = True) -> dict[str, Rows]:
+def _with(splits: dict[str, Rows],
+          columns: Callable[[str, int, dict], dict], first: bool = True) -> dict[str, Rows]:
     """Rows with the columns ``columns(split, row number, row)`` added to each, first or last."""
     return {s: [{**columns(s, k, r), **r} if first else {**r, **columns(s, k, r)} for k, r in enumerate(rows)]
             for s, rows in splits.items()}
@@ -136,7 +139,8 @@ def _pairs(lang: str, sizes: dict[str, int], seed: int, labels: Sequence, overla
         for a, b, y in zip(sents[::2], sents[1::2], _deal(rng, labels, n), strict=True):
             wa, wb = a[:-1].split(), b[:-1].split()
             k = round(overlap(y) * len(wa))
-            rows.append({columns[0]: a, columns[1]: " ".join((wa[:k] + wb)[:len(wa)]).capitalize() + ".", "label": y})
+            rows.append({columns[0]: a,
+                         columns[1]: " ".join((wa[:k] + wb)[:len(wa)]).capitalize() + ".", "label": y})
         out[split] = rows
     return out
 
@@ -177,7 +181,8 @@ def _ud(lang: str, treebank: str, sizes: dict[str, int], seed: int) -> dict[str,
             tokens = _words(sentence)
             m, order = len(tokens), rng.sample(range(1, len(tokens)), len(tokens) - 1)  # order[0]: the root
             head = {order[0]: 0, m: order[0]} | {w: rng.choice(order[:i]) for i, w in enumerate(order) if i}
-            rels = ["root" if head[i] == 0 else "punct" if i == m else rng.choice(RELATIONS) for i in range(1, m + 1)]
+            rels = ["root" if head[i] == 0 else "punct" if i == m
+                    else rng.choice(RELATIONS) for i in range(1, m + 1)]
             row = {"tokens": tokens, "lemmas": [t.lower() for t in tokens],
                    "upos": [tasks.UD_UPOS.index(t) for t in [*(next(upos) for _ in tokens[1:]), "PUNCT"]],
                    "head": [str(head[i]) for i in range(1, m + 1)], "deprel": rels}
@@ -225,8 +230,10 @@ def _xnli(spec: dict, n: dict[str, int], seed: int) -> Files:
 def _pawsx(spec: dict, n: dict[str, int], seed: int) -> Files:
     rows = _pairs(spec["language"], _hub3(n), seed, range(2), float, ("sentence1", "sentence2"))
     first = rows["train"][0]
-    rows["train"] += [{**first, "sentence2": ""}, {**first, "label": -1}]  # the loader drops it (as on the hub)
-    return _layout("google-research-datasets/paws-x", spec["language"], _with(rows, lambda s, k, r: {"id": k + 1}))
+    # the loader drops it (as on the hub)
+    rows["train"] += [{**first, "sentence2": ""}, {**first, "label": -1}]
+    return _layout("google-research-datasets/paws-x", spec["language"],
+                   _with(rows, lambda s, k, r: {"id": k + 1}))
 
 
 def _glue(spec: dict, n: dict[str, int], seed: int) -> Files:
@@ -240,7 +247,8 @@ def _glue(spec: dict, n: dict[str, int], seed: int) -> Files:
     else:
         labels, overlap = range(2), float
     rows = _pairs("en", sizes, seed, labels, overlap, columns)
-    rows = {s: [{**r, "label": type(r["label"])(-1)} for r in rs] if s in hidden else rs for s, rs in rows.items()}
+    rows = {s: [{**r, "label": type(r["label"])(-1)} for r in rs] if s in hidden else rs
+            for s, rs in rows.items()}
     return _layout("nyu-mll/glue", config, _with(rows, lambda s, k, r: {"idx": k}, first=False))
 
 
@@ -255,7 +263,8 @@ def _tydiqa_goldp(spec: dict, n: dict[str, int], seed: int) -> Files:
     rows = _qa(lang, {"train": n["train"] + n["dev"], "validation": n["test"]}, seed)
     rows = _with(rows, lambda s, k, r: {"id": f"{name}-{zlib.crc32(f'{s}/{k}'.encode())}-0",
                                         "title": r["context"].split(" ")[0]})
-    return _layout("google-research-datasets/tydiqa", "secondary_task", rows, list(tasks.TYDIQA_LANGUAGES).index(lang))
+    return _layout("google-research-datasets/tydiqa", "secondary_task", rows,
+                   list(tasks.TYDIQA_LANGUAGES).index(lang))
 
 
 def _ud_writer(spec: dict, n: dict[str, int], seed: int) -> Files:
@@ -266,5 +275,6 @@ def _ud_writer(spec: dict, n: dict[str, int], seed: int) -> Files:
 
 
 WRITERS: dict[str, Callable[[dict, dict[str, int], int], Files]] = {
-    "wikiann": _wikiann, "germeval14": _germeval14, "masakhaner2": _masakhaner2, "xnli": _xnli, "pawsx": _pawsx,
+    "wikiann": _wikiann, "germeval14": _germeval14, "masakhaner2": _masakhaner2,
+    "xnli": _xnli, "pawsx": _pawsx,
     "glue": _glue, "germanquad": _germanquad, "tydiqa_goldp": _tydiqa_goldp, "ud": _ud_writer}

@@ -33,9 +33,10 @@ def curves(inputs, manifest) -> pd.DataFrame:
         if "heldout_bits_per_byte" not in curve:  # curves written without it
             curve["heldout_bits_per_byte"] = float("nan")
         curve = curve.reset_index()[["step", "heldout_loss", "heldout_bits_per_byte"]]
-        frames.append(curve.rename(columns={"heldout_loss": "loss", "heldout_bits_per_byte": "bits_per_byte"}).assign(
-            perplexity=lambda d: d["loss"].map(lambda v: math.exp(min(v, 50.0))), run=rec["run"], label=rec["label"],
-            language=rec["language"]))
+        frames.append(curve.rename(columns={"heldout_loss": "loss",
+                                            "heldout_bits_per_byte": "bits_per_byte"}).assign(
+            perplexity=lambda d: d["loss"].map(lambda v: math.exp(min(v, 50.0))), run=rec["run"],
+            label=rec["label"], language=rec["language"]))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -87,7 +88,8 @@ def efficiency_points(inputs, manifest) -> pd.DataFrame:
         metric = scores["metric"].iloc[0]
         scale = 1.0 if scores["task"].iloc[0] == "qa" else 100.0
         seen = [c["train_sequences"].max() if "train_sequences" in c else float("nan") for c in curves]
-        rows.append({"series": series, "model": model, "metric": metric, "train_sequences": sum(seen) / len(seen),
+        rows.append({"series": series, "model": model, "metric": metric,
+                     "train_sequences": sum(seen) / len(seen),
                      "score": scale * scores[f"test_{metric}"].mean(), "runs": len(scores)})
     return pd.DataFrame(rows)
 
@@ -104,10 +106,11 @@ class FigureKind:
 FIGURES: dict[str, FigureKind] = {
     "curves": FigureKind(
         curves,
-        lambda t, png, svg, spec: plot_run_curves(t, png, value=spec.get("value", "perplexity"), title=spec["title"],
-                                                  svg=svg),
+        lambda t, png, svg, spec: plot_run_curves(t, png, value=spec.get("value", "perplexity"),
+                                                  title=spec["title"], svg=svg),
         lambda t, spec, _: f"last {spec.get('value', 'perplexity')} per run and language:\n"
-                           + t.groupby(["language", "label"])[spec.get("value", "perplexity")].last().to_string()),
+                           + t.groupby(["language", "label"])[spec.get("value", "perplexity")].last()
+                           .to_string()),
     "sample_efficiency": FigureKind(
         efficiency_points,
         lambda t, png, svg, spec: plot_sample_efficiency(t, png, title=spec["title"], svg=svg),
@@ -115,8 +118,8 @@ FIGURES: dict[str, FigureKind] = {
     "unk_scatter": FigureKind(
         unk_points,
         lambda t, png, svg, spec: plot_unk_scatter(t, png, title=spec["title"], svg=svg),
-        lambda t, spec, rho: (f"Pearson's rho of the score with the UNK share {rho['unk_share']:.3f}, with the "
-                              f"overlap share {rho['overlap_share']:.3f}\n" + t.to_string(index=False))),
+        lambda t, spec, rho: (f"Pearson's rho of the score with the UNK share {rho['unk_share']:.3f}, with "
+                              f"the overlap share {rho['overlap_share']:.3f}\n" + t.to_string(index=False))),
     "init_similarity": FigureKind(
         similarities,
         lambda t, png, svg, spec: plot_init_similarity(t, png, title=spec["title"], svg=svg),
@@ -125,7 +128,8 @@ FIGURES: dict[str, FigureKind] = {
 }
 
 
-def draw_figure(spec: dict, inputs: dict, manifest: list, png: str, svg: str | None) -> tuple[pd.DataFrame, str]:
+def draw_figure(spec: dict, inputs: dict, manifest: list,
+                png: str, svg: str | None) -> tuple[pd.DataFrame, str]:
     """The figure of ``spec`` (its ``kind``, one of :data:`FIGURES`) drawn to ``png`` and ``svg``: its table
     and the job's log line."""
     kind = FIGURES[spec["kind"]]

@@ -63,8 +63,8 @@ def last_per_step(curves: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     return curves.sort_values(["step", "stage"], kind="stable").drop_duplicates([by, "step"], keep="last")
 
 
-def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.DataFrame], path: str, *, title: str,
-                               svg: str | None = None) -> None:
+def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.DataFrame], path: str, *,
+                               title: str, svg: str | None = None) -> None:
     """vocab-swap Figures 2/7 and 5 side by side: ρ̄ between each run's embedding and the source rows of
     the shared tokens against the LAPT step (``curves``: run label, step, source_correlation; skipped when
     empty), and one heatmap of pairwise ρ̄ between the final embeddings per entry of ``pairwise``."""
@@ -98,7 +98,8 @@ def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.Data
     save_figure(fig, path, svg=svg)
 
 
-def plot_correlation_histograms(curves: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
+def plot_correlation_histograms(curves: pd.DataFrame, path: str, *,
+                                title: str, svg: str | None = None) -> None:
     """vocab-swap Figure 3: per run, the distribution of the per-token correlations ρ_i with the source rows
     at initialization, mid-way and at the end of LAPT (``curves``: label, step, stage, correlation_histogram,
     equal bins over [-1, 1])."""
@@ -107,11 +108,13 @@ def plot_correlation_histograms(curves: pd.DataFrame, path: str, *, title: str, 
     import numpy as np
 
     runs = [(label, run.dropna(subset=["correlation_histogram"]))
-            for label, run in last_per_step(curves).groupby("label", sort=False) if "correlation_histogram" in run]
+            for label, run in last_per_step(curves).groupby("label", sort=False)
+            if "correlation_histogram" in run]
     runs = [(label, run) for label, run in runs if len(run)]
     cols = min(4, max(len(runs), 1))
     rows = max(1, math.ceil(len(runs) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), dpi=120, squeeze=False, sharex=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), dpi=120,
+                             squeeze=False, sharex=True)
     for ax, (label, run) in zip(axes.flat, runs, strict=False):
         picks = sorted({0, len(run) // 2, len(run) - 1})
         for i in picks:
@@ -140,7 +143,8 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
     (:func:`vocab_transfer.report.tables.finetune_table`; ``kind`` ``test_<metric>``). Columns: kind, run,
     label, step, value, std, seeds, model."""
     rows = [pd.DataFrame({"kind": "heldout_loss", "run": run, "label": label, "step": c["step"].to_numpy(),
-                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"), "seeds": 0, "model": None,
+                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"),
+                          "seeds": 0, "model": None,
                           "seq_len": c["seq_len"].to_numpy() if "seq_len" in c else float("nan")})
             for run, label in runs.items() for c in [last_per_step(curves[curves["run"] == run], by="run")]]
     agg = finetune_table(scores).set_index("model") if len(scores) else pd.DataFrame()
@@ -148,12 +152,15 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
         if model not in agg.index:
             raise ValueError(f"no fine-tuning scores of model {model!r} (LAPT run {run!r}, step {step})")
         r = agg.loc[model]
-        rows.append(pd.DataFrame([{"kind": f"test_{r['metric']}", "run": run, "label": runs[run], "step": step,
-                                   "value": r["test_mean"], "std": r["test_std"], "seeds": r["seeds"], "model": model}]))
+        rows.append(pd.DataFrame([{"kind": f"test_{r['metric']}", "run": run,
+                                   "label": runs[run], "step": step,
+                                   "value": r["test_mean"], "std": r["test_std"],
+                                   "seeds": r["seeds"], "model": model}]))
     return pd.concat(rows, ignore_index=True).sort_values(["kind", "step"], kind="stable", ignore_index=True)
 
 
-def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str, task: str, svg: str | None = None) -> None:
+def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str,
+                       task: str, svg: str | None = None) -> None:
     """vocab-swap Figures 4/8 from :func:`lapt_finetune_table`: left, the held-out MLM loss against the LAPT
     step per run; right, the downstream test score after fine-tuning at LAPT steps (mean ± std over seeds)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120, sharex=True)
@@ -191,8 +198,8 @@ def split_matched(accuracy: pd.DataFrame, provenance: pd.DataFrame, matched: lis
     labels = provenance.set_index("target_id")["provenance"]
     missing = sorted(set(acc["token_id"]) - set(labels.index))
     if missing:
-        raise ValueError(f"token ids {missing[:5]} have no provenance ({len(labels)} target tokens): the run and "
-                         "the matching method use different tokenizers")
+        raise ValueError(f"token ids {missing[:5]} have no provenance ({len(labels)} target tokens): the run "
+                         "and the matching method use different tokenizers")
     acc = acc.assign(provenance=labels.reindex(acc["token_id"]).to_numpy())
     return acc.assign(group=acc["provenance"].isin(matched).map({True: MATCHED, False: NOT_MATCHED}))
 
@@ -201,7 +208,8 @@ def token_accuracy_means(table: pd.DataFrame) -> pd.DataFrame:
     """Per (run, label, step, group): the number of tracked tokens, how many were held-out targets (``seen``)
     and their token-wise mean accuracy (each seen token counts once, vocab-swap Figure 6 left)."""
     keys = ["run", "label", "step", "group"]
-    return table.groupby(keys, sort=False).agg(tokens=("token_id", "size"), seen=("masked", lambda m: int((m > 0).sum())),
+    return table.groupby(keys, sort=False).agg(tokens=("token_id", "size"),
+                                               seen=("masked", lambda m: int((m > 0).sum())),
                                                mean_accuracy=("accuracy", "mean")).reset_index()
 
 
@@ -221,7 +229,8 @@ def token_accuracy_histograms(table: pd.DataFrame, steps: list[int], bins: int =
             for group in (MATCHED, NOT_MATCHED):
                 values = t.loc[(t["step"] == step) & (t["group"] == group), "accuracy"].dropna().to_numpy()
                 counts, _ = np.histogram(values, bins=edges)
-                rows += [{"run": run, "label": label, "step": step, "group": group, "bin_lo": lo, "bin_hi": hi,
+                rows += [{"run": run, "label": label, "step": step, "group": group,
+                          "bin_lo": lo, "bin_hi": hi,
                           "tokens": int(c)} for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
     return pd.DataFrame(rows)
 
@@ -273,7 +282,8 @@ def language_panels(table: pd.DataFrame):
                  for ax, lang in zip(axes[0], langs, strict=True)]
 
 
-def plot_run_curves(table: pd.DataFrame, path: str, *, value: str, title: str, svg: str | None = None) -> None:
+def plot_run_curves(table: pd.DataFrame, path: str, *, value: str,
+                    title: str, svg: str | None = None) -> None:
     """WECHSEL Figures 3-5: ``value`` (``perplexity``, ``loss`` or ``bits_per_byte`` column of ``table``) of
     each run (``label``) over optimizer steps, one panel per ``language`` (log scale for perplexity)."""
     fig, panels = language_panels(table)
@@ -321,7 +331,8 @@ def plot_sample_efficiency(table: pd.DataFrame, path: str, *, title: str, svg: s
     save_figure(fig, path, svg=svg)
 
 
-def plot_unk_scatter(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> dict[str, float]:
+def plot_unk_scatter(table: pd.DataFrame, path: str, *,
+                     title: str, svg: str | None = None) -> dict[str, float]:
     """UNKs Everywhere Figure 2: a model's test score per language (``score``) against the share of the
     language's vocabulary that the source tokenizer cannot compose (``unk_share``) and the share it overlaps
     (``overlap_share``); returns Pearson's ρ of each (the paper: -0.798 and 0.443), NaN below 3 languages."""

@@ -82,14 +82,15 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
         inside = [t for t in targets if df.loc[df.language == t, "in_source_pretraining"].any()]
         outside = [t for t in targets if t not in inside]
         langs = inside + outside
-        labels = df.drop_duplicates("method").set_index("method")["label"].reindex(methods).astype(object).fillna(
-            pd.Series(methods, index=methods))
+        labels = (df.drop_duplicates("method").set_index("method")["label"].reindex(methods).astype(object)
+                  .fillna(pd.Series(methods, index=methods)))
         head = "| Initialization ↓ / Language → | " + " | ".join(
             [f"{t} (in)" for t in inside] + [f"{t} (not in)" for t in outside]) + " |"
         for value in values:
             if df[value].isna().all():
                 continue
-            grid = df.pivot(index="method", columns="language", values=value).reindex(index=methods, columns=langs)
+            grid = (df.pivot(index="method", columns="language", values=value)
+                    .reindex(index=methods, columns=langs))
             name = INIT_VALUES[value] or ("MLM loss" if (df["objective"] == "mlm").all()
                                           else "next-token (causal-LM) loss")
             lines = [f"**Source `{source}`** — {name} right after initialization (lower is better); "
@@ -122,8 +123,10 @@ def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
     scale = df["task"].map(lambda t: 1.0 if t == "qa" else 100.0)  # SQuAD scores are already in %
     df["test"] = [r[f"test_{r['metric']}"] for _, r in df.iterrows()] * scale
     df["dev"] = [r[f"dev_{r['metric']}"] for _, r in df.iterrows()] * scale
-    df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", float("nan")) for _, r in df.iterrows()] * scale
-    df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", float("nan")) if _first_extra(r) else float("nan")
+    df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", float("nan"))
+                   for _, r in df.iterrows()] * scale
+    df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", float("nan"))
+                   if _first_extra(r) else float("nan")
                    for _, r in df.iterrows()] * scale
     keys = ["source", "task_name", "language", "task", "model", "method", "metric"]
     # one value per seed first (zero-shot: the mean over the source tasks), so the std is over seeds only
@@ -185,8 +188,8 @@ def best_cells(values: dict[tuple[str, str], float | None], groups: list[list[st
     return out
 
 
-def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: bool, best_column: bool = False,
-                  corner: str = "", best_groups: list[list[str]] | None = None,
+def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: bool,
+                  best_column: bool = False, corner: str = "", best_groups: list[list[str]] | None = None,
                   number: Callable[[float], str] | None = None) -> tuple[list[dict], list[str]]:
     """A paper's two-way layout (vocab-swap Tables 1 and 4-16: initialization × trained part and learning
     rate):
@@ -233,7 +236,8 @@ def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dic
     parts = []
     for source, df in table.groupby("source", sort=False):
         head = "| Model ↓ / Task → | " + " | ".join(
-            column_header(label, metric=df.loc[df.task_name == t, "metric"].iloc[0] if (df.task_name == t).any()
+            column_header(label, metric=df.loc[df.task_name == t, "metric"].iloc[0]
+                          if (df.task_name == t).any()
                           else "?") for t, label in tasks.items()) + " |"
         lines = [f"**Source `{source}`** — test score of the dev-selected checkpoint, mean ± std over seeds "
                  "(higher is better).", "", head, "|" + "---|" * (len(tasks) + 1)]
@@ -266,7 +270,8 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     if spec.get("format", "percent") not in FORMATS:
         raise ValueError(f"table format must be one of {list(FORMATS)}, not {spec['format']!r}")
     if spec.get("source_languages") and "source_language" in scores:
-        zero_shot = scores["zero_shot"].eq(True) if "zero_shot" in scores else pd.Series(False, index=scores.index)
+        zero_shot = (scores["zero_shot"].eq(True) if "zero_shot" in scores
+                     else pd.Series(False, index=scores.index))
         scores = scores[~zero_shot | scores["source_language"].isin(spec["source_languages"])]
     agg = finetune_table(scores) if len(scores) else pd.DataFrame(
         columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std", "test2_mean",
@@ -282,11 +287,13 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                 for t in names:
                     hit = agg[(agg.source == source) & (agg.model == m) & (agg.task_name == t)]
                     r = hit.iloc[0] if len(hit) else None
-                    long.append({"source": source, "model": m, "label": models.get(m, m), "group": group, "task_name": t,
+                    long.append({"source": source, "model": m, "label": models.get(m, m),
+                                 "group": group, "task_name": t,
                                  "task_label": tasks.get(t, t), "metric": None if r is None else r.metric,
                                  "seeds": 0 if r is None else int(r.seeds),
                                  "test_mean": None if r is None else float(r.test_mean),
-                                 "test_std": None if r is None else float(0.0 if pd.isna(r.test_std) else r.test_std),
+                                 "test_std": None if r is None
+                                 else float(0.0 if pd.isna(r.test_std) else r.test_std),
                                  "test2_mean": None if r is None else r.test2_mean,
                                  "extra_mean": None if r is None else r.extra_mean,
                                  "extra_std": None if r is None else r.extra_std})
@@ -296,9 +303,10 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     parts = []
     fmt = spec.get("format", "percent")
     for source, df in table.groupby("source", sort=False, dropna=False):
-        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples()}, spec.get("best_groups"),
-                          higher=True, number=score_number(fmt))
-        lines = [f"**{spec.get('title', 'Downstream results')}**" + (f" (source `{source}`)" if source else ""), "",
+        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples()},
+                          spec.get("best_groups"), higher=True, number=score_number(fmt))
+        lines = [f"**{spec.get('title', 'Downstream results')}**"
+                 + (f" (source `{source}`)" if source else ""), "",
                  f"| Model | {head} |", "|" + "---|" * (len(cols) + 1)]
         for m in rows:
             cells = []
@@ -325,9 +333,11 @@ def _paper_grid(agg: pd.DataFrame, spec: dict, *, tasks: dict[str, str]) -> tupl
     for source in agg["source"].unique() if len(agg) else [None]:
         for t in spec["tasks"]:
             df = agg[(agg.source == source) & (agg.task_name == t)]
-            values = {r.model: (float(r.test_mean), score_cell(r, spec.get("format", "percent"))) for r in df.itertuples()}
-            rows, lines = grid_markdown(spec["grid"], values, higher=True, best_column=spec.get("best_column", False),
-                                        corner=tasks.get(t, t), best_groups=spec.get("best_groups"),
+            values = {r.model: (float(r.test_mean),
+                                score_cell(r, spec.get("format", "percent"))) for r in df.itertuples()}
+            rows, lines = grid_markdown(spec["grid"], values, higher=True,
+                                        best_column=spec.get("best_column", False), corner=tasks.get(t, t),
+                                        best_groups=spec.get("best_groups"),
                                         number=score_number(spec.get("format", "percent")))
             long += [{"source": source, "task_name": t, **r} for r in rows]
             parts.append("\n".join([f"**{spec.get('title', 'Downstream results')}: {tasks.get(t, t)}**"
@@ -352,7 +362,8 @@ def markdown_to_html(md: str, *, title: str) -> str:
     def flush() -> None:
         if rows:
             head, body = rows[0], [r for r in rows[1:] if not set("".join(r)) <= set("-: ")]
-            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
+            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head)
+                       + "</tr></thead><tbody>"
                        + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in body)
                        + "</tbody></table>")
             rows.clear()
@@ -384,7 +395,8 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     sources = list(dict.fromkeys(curves["source"])) if "source" in curves and len(curves) else []
     if len(sources) > 1:  # one block per source model
         parts = [lapt_table(curves[curves["source"] == src].drop(columns="source"),
-                            {**spec, "title": f"{spec.get('title', 'Held-out ' + spec.get('value', 'perplexity'))} "
+                            {**spec,
+                             "title": f"{spec.get('title', 'Held-out ' + spec.get('value', 'perplexity'))} "
                                               f"(source `{src}`)"}, runs=runs) for src in sources]
         return (pd.concat([t.assign(source=src) for (t, _), src in zip(parts, sources, strict=True)],
                           ignore_index=True), "\n".join(md for _, md in parts))
@@ -394,7 +406,8 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     column = "heldout_bits_per_byte" if value == "bits_per_byte" else "heldout_loss"
     if column not in curves:
         curves = curves.assign(**{column: float("nan")})  # curves written without bits per byte
-    last = curves.sort_values(["run", "language", "step", "stage"]).groupby(["run", "language", "step"]).last()
+    last = (curves.sort_values(["run", "language", "step", "stage"])
+            .groupby(["run", "language", "step"]).last())
 
     def value_at(run: str, lang: str, step: int) -> float | None:
         v = last[column].get((run, lang, step)) if len(last) else None
@@ -404,21 +417,25 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
         long, parts = [], []
         for lang in langs:
             for s in steps:
-                cells = {r: value_at(r, lang, s) for names in dict(spec["grid"]["rows"]).values() for r in names if r}
+                cells = {r: value_at(r, lang, s)
+                         for names in dict(spec["grid"]["rows"]).values() for r in names if r}
                 values = {r: (v, f"{v:.2f}") for r, v in cells.items() if v is not None}
                 grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang,
                                                  best_groups=spec.get("best_groups"), number="{:.2f}".format)
                 long += [{"language": lang, "step": s, **g} for g in grid_rows]
-                parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: {lang}, held-out {value} at "
+                parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: "
+                                        f"{lang}, held-out {value} at "
                                          f"step {s:,}** (lower is better)", "", *lines]))
         return pd.DataFrame(long), "\n\n".join(parts) + "\n"
     long = []
     for r in rows:
         for lang in langs:
             for s in steps:
-                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s, value: value_at(r, lang, s)})
+                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s,
+                             value: value_at(r, lang, s)})
     table = pd.DataFrame(long)
-    bold = {(lang, s): printed_best({r: value_at(r, lang, s) for r in rows}, higher=False, number="{:.2f}".format)
+    bold = {(lang, s): printed_best({r: value_at(r, lang, s) for r in rows},
+                                    higher=False, number="{:.2f}".format)
             for lang in langs for s in steps}
     head = " | ".join(f"{lang} @{s:,}" for lang in langs for s in steps)
     lines = [f"**{spec.get('title', 'Held-out ' + value + ' during LAPT')}** (lower is better)", "",
@@ -452,7 +469,8 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
     probes, df = df[probed], df[~probed]
     if column not in df:
         df = df.assign(**{column: float("nan")})
-    fmt = (lambda v: f"{v:.3g}" if v >= 1000 else f"{v:.2f}") if value == "perplexity" else (lambda v: f"{v:.3f}")
+    fmt = ((lambda v: f"{v:.3g}" if v >= 1000 else f"{v:.2f}") if value == "perplexity"
+           else (lambda v: f"{v:.3f}"))
     long, parts = [], []
     for source, d in df.groupby("source", sort=False):
         grid = d.pivot_table(index="method", columns="language", values=column, aggfunc="first").reindex(
@@ -475,22 +493,25 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
     return pd.DataFrame(long), "\n\n".join(parts) + "\n"
 
 
-def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: dict[str, str], head: str, value: str,
-                 fmt, long: list, source: str) -> str:
+def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: dict[str, str], head: str,
+                 value: str, fmt, long: list, source: str) -> str:
     """WECHSEL Tables 7-8's layout: Language | Initialization | <probe columns> | <value>; per language the
     best of each column in bold (probes: highest accuracy, value: lowest)."""
     names = list(spec["probes"])
-    acc = (probes.pivot_table(index=["language", "method"], columns="probe", values="accuracy", aggfunc="first")
+    acc = (probes.pivot_table(index=["language", "method"], columns="probe",
+                              values="accuracy", aggfunc="first")
            if len(probes) else pd.DataFrame())
-    lines = [head + f"linear-probe test accuracy (%, higher is better) and held-out {value} (lower is better) right "
-             "after initialization", "", "| Language | Initialization | " + " | ".join(names) + f" | {value} |",
-             "|" + "---|" * (len(names) + 3)]
+    lines = [head + f"linear-probe test accuracy (%, higher is better) and held-out {value} (lower is "
+                    "better) right after initialization", "", "| Language | Initialization | "
+             + " | ".join(names) + f" | {value} |", "|" + "---|" * (len(names) + 3)]
     for t in spec["languages"]:
-        cells = {n: [acc.loc[(t, m), n] if (t, m) in acc.index and n in acc else float("nan") for m in spec["rows"]]
+        cells = {n: [acc.loc[(t, m), n] if (t, m) in acc.index and n in acc
+                     else float("nan") for m in spec["rows"]]
                  for n in names}
         cells[value] = [grid.loc[m, t] for m in spec["rows"]]
         shown = {n: (lambda v: f"{100 * v:.1f}") if n in names else fmt for n in cells}
-        bold = {n: printed_best(dict(enumerate(vs)), higher=n in names, number=shown[n]) for n, vs in cells.items()}
+        bold = {n: printed_best(dict(enumerate(vs)), higher=n in names, number=shown[n])
+                for n, vs in cells.items()}
         for i, m in enumerate(spec["rows"]):
             texts = []
             for n in [*names, value]:
@@ -524,8 +545,9 @@ def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) ->
         metric = main.drop_duplicates("task").set_index("task")["metric"]
         order = sorted(main[["stage", "name"]].drop_duplicates().itertuples(index=False),
                        key=lambda r: ("source", "init", "lapt").index(r.stage))
-        lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's score kept; "
-                 "multiple choice: and of its margin over chance, (score - chance) / (source - chance))",
+        lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's "
+                 "score kept; multiple choice: and of its margin over chance, (score - "
+                 "chance) / (source - chance))",
                  "", "| Model | " + " | ".join(column_header(t, metric=metric[t]) for t in tasks) + " |",
                  "|" + "---|" * (len(tasks) + 1)]
         for stage, name in order:

@@ -38,7 +38,8 @@ LANGUAGES = {
     "cdo": ("Mín Dōng", "Sino-Tibetan"), "bo": ("Tibetan", "Sino-Tibetan"), "ja": ("Japanese", "Japonic"),
     "ko": ("Korean", "Koreanic"), "ka": ("Georgian", "Kartvelian"), "xmf": ("Mingrelian", "Kartvelian"),
     "ur": ("Urdu", "Indo-European"), "hi": ("Hindi", "Indo-European"), "sd": ("Sindhi", "Indo-European"),
-    "bh": ("Bhojpuri", "Indo-European"), "dv": ("Divehi", "Indo-European"), "si": ("Sinhala", "Indo-European"),
+    "bh": ("Bhojpuri", "Indo-European"), "dv": ("Divehi", "Indo-European"),
+    "si": ("Sinhala", "Indo-European"),
     "gn": ("Guarani", "Tupian"), "myv": ("Erzya", "Uralic"), "km": ("Khmer", "Austroasiatic"),
     "tr": ("Turkish", "Turkic"), "ru": ("Russian", "Indo-European"), "es": ("Spanish", "Indo-European"),
     "fi": ("Finnish", "Uralic"), "vi": ("Vietnamese", "Austroasiatic"), "id": ("Indonesian", "Austronesian"),
@@ -94,7 +95,8 @@ def canonical_text(overlap: pd.DataFrame) -> pd.Series:
 # --- FOCUS Table 1 ------------------------------------------------------------------------------------------
 def corpus_sizes_table(stats: dict[str, dict], languages: list[str], title: str) -> tuple[pd.DataFrame, str]:
     """One row per language: training documents and bytes (after filtering and the held-out split)."""
-    rows = [{"language": lang, "name": language_name(lang), "train_docs": int(stats[lang].get("train_docs", 0)),
+    rows = [{"language": lang, "name": language_name(lang),
+             "train_docs": int(stats[lang].get("train_docs", 0)),
              "train_bytes": int(stats[lang].get("train_bytes", 0)),
              "heldout_docs": int(stats[lang].get("heldout_docs", 0))} for lang in languages]
     table = pd.DataFrame(rows)
@@ -114,10 +116,11 @@ def overlap_counts_table(overlaps: dict[str, pd.DataFrame], fasttext_tokens: dic
         tokens = fasttext_tokens.get(lang)
         with_vector = (None if tokens is None else
                        int(tokens.set_index("token_id")["has_vector"].reindex(ov["target_id"]).fillna(False).sum()))
-        rows.append({"language": lang, "name": language_name(lang), "full": len(ov), "with_vector": with_vector})
+        rows.append({"language": lang, "name": language_name(lang), "full": len(ov),
+                     "with_vector": with_vector})
     table = pd.DataFrame(rows)
-    md = _md(title, ["Language", f"minCount = {min_count}" if min_count is not None else "with a fastText vector",
-                     "Full"],
+    md = _md(title, ["Language", f"minCount = {min_count}" if min_count is not None
+                     else "with a fastText vector", "Full"],
              [[r["name"], "—" if r["with_vector"] is None else f"{r['with_vector']:,}", f"{r['full']:,}"]
               for r in rows])
     return table, md
@@ -198,14 +201,16 @@ def nearest_tokens_table(provenance: dict[str, pd.DataFrame], languages: list[st
     for lang in languages:
         prov = provenance[lang]
         if "nearest_source_token" not in prov:
-            raise ValueError(f"the {lang} init records no nearest source tokens (made before they were recorded: "
-                             "rebuild it)")
-        target_kind, source_kind = guess_token_kind(prov["token"]), guess_token_kind(prov["nearest_source_token"])
+            raise ValueError(f"the {lang} init records no nearest source tokens (made before they were "
+                             "recorded: rebuild it)")
+        target_kind, source_kind = (guess_token_kind(prov["token"]),
+                                    guess_token_kind(prov["nearest_source_token"]))
         combined = prov[(prov["provenance"] == "combined") & prov["nearest_source_token"].notna()]
         combined = combined.assign(text=[token_text(t, target_kind) for t in combined["token"]])
         combined = combined[combined["text"].str.strip().str.len() > 1]  # no single characters
         rng = np.random.default_rng(seed)
-        picked = combined.iloc[np.sort(rng.choice(len(combined), size=min(sample, len(combined)), replace=False))]
+        picked = combined.iloc[np.sort(rng.choice(len(combined),
+                                                  size=min(sample, len(combined)), replace=False))]
         rows = [[t.strip(), token_text(s, source_kind).strip()] for t, s in zip(picked["text"],
                                                                                   picked["nearest_source_token"],
                                                                                   strict=True)]
@@ -262,7 +267,8 @@ def overlap_groups_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
     for lang in languages:
         groups = Counter(overlap_group(t) for t in canonical_text(real_overlap(overlaps[lang])) if t)
         total = max(sum(groups.values()), 1)
-        long += [{"language": lang, "group": g, "tokens": groups[g], "share": groups[g] / total} for g in GROUPS]
+        long += [{"language": lang, "group": g, "tokens": groups[g],
+                  "share": groups[g] / total} for g in GROUPS]
     table = pd.DataFrame(long)
     share = table.set_index(["group", "language"])["share"]
     md = _md(title, ["", *languages], [[g, *(f"{100 * share[(g, lang)]:.0f}%" for lang in languages)]
@@ -276,7 +282,8 @@ def overlap_longest_table(overlaps: dict[str, pd.DataFrame], languages: list[str
     long, columns = [], {}
     for lang in languages:
         ov = real_overlap(overlaps[lang]).assign(text=lambda d: canonical_text(d))
-        ov = ov.assign(length=ov["text"].str.len()).sort_values(["length", "target_id"], ascending=[False, True])
+        ov = (ov.assign(length=ov["text"].str.len())
+              .sort_values(["length", "target_id"], ascending=[False, True]))
         ov = ov.drop_duplicates("text")  # a word-initial and an inner piece of the same text show once
         columns[lang] = ov["text"].head(top).tolist()
         long += [{"language": lang, "rank": i + 1, "token": t} for i, t in enumerate(columns[lang])]
@@ -292,7 +299,8 @@ def _files(inputs: dict, manifest: list, what: str, source: str | None = None) -
 
 
 def _overlap_counts(inputs, manifest, spec, overlaps, source, min_count, head):
-    tokens = {lang: pd.read_parquet(path) for lang, path in _files(inputs, manifest, "fasttext_tokens").items()}
+    tokens = {lang: pd.read_parquet(path)
+              for lang, path in _files(inputs, manifest, "fasttext_tokens").items()}
     return overlap_counts_table(overlaps, tokens, spec["languages"], min_count, head)
 
 
@@ -301,7 +309,8 @@ def _nearest_tokens(inputs, manifest, spec, overlaps, source, min_count, head):
 
     provenance = {lang: read_parquet(path, kind="provenance")
                   for lang, path in _files(inputs, manifest, "provenance", source).items()}
-    return nearest_tokens_table(provenance, spec["languages"], spec.get("sample", 10), spec.get("seed", 0), head)
+    return nearest_tokens_table(provenance, spec["languages"], spec.get("sample", 10),
+                                spec.get("seed", 0), head)
 
 
 def _vocab_coverage(inputs, manifest, spec, overlaps, source, min_count, head):

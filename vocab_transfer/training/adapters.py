@@ -71,7 +71,8 @@ class BottleneckAdapter(nn.Module):
         return self.up(self.act(self.down(h))) + r
 
 
-def adapter_stack_forward(output: nn.Module, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
+def adapter_stack_forward(output: nn.Module, hidden_states: torch.Tensor,
+                          input_tensor: torch.Tensor) -> torch.Tensor:
     """``BertOutput.forward`` with the layer's adapters at the Pfeiffer position, stacked (``LAYER_SLOTS``
     order):
     ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the layer
@@ -122,8 +123,8 @@ def _layer_outputs(model: nn.Module) -> list[nn.Module]:
     if not outputs or not hasattr(base, "embeddings") or not all(
             all(hasattr(o, a) for a in ("dense", "dropout", "LayerNorm")) for o in outputs):
         raise NotImplementedError(
-            f"language adapters are implemented for BERT-style encoders (base_model.encoder.layer[i].output with "
-            f"dense, dropout, LayerNorm: BERT, RoBERTa, XLM-R), not for {type(model).__name__} "
+            "language adapters are implemented for BERT-style encoders (base_model.encoder.layer[i].output "
+            f"with dense, dropout, LayerNorm: BERT, RoBERTa, XLM-R), not for {type(model).__name__} "
             f"(model_type {getattr(getattr(model, 'config', None), 'model_type', None)!r})")
     return outputs
 
@@ -138,7 +139,8 @@ def _slots(kind: str) -> tuple[str, ...]:
 
 def _adapter_modules(module: nn.Module, kind: str) -> dict[str, nn.Module]:
     slots = _slots(kind)
-    return {name: m for name, m in module.named_modules() if isinstance(m, ADAPTERS) and name.rsplit(".", 1)[-1] in slots}
+    return {name: m for name, m in module.named_modules() if isinstance(m, ADAPTERS)
+            and name.rsplit(".", 1)[-1] in slots}
 
 
 def _adapter_parameters(module: nn.Module, kind: str = "language") -> dict[str, nn.Parameter]:
@@ -179,7 +181,8 @@ def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, 
     ref = outputs[0].dense.weight
     with torch.random.fork_rng(devices=[]):  # nn.Linear's default init would draw from the global RNG
         for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
-            output.language_adapter = BottleneckAdapter(output.dense.out_features, cfg, g).to(ref.device, ref.dtype)
+            output.language_adapter = (BottleneckAdapter(output.dense.out_features, cfg, g)
+                                       .to(ref.device, ref.dtype))
             _patch_output(output)
         if cfg.invertible:
             base, emb_in = model.base_model, model.get_input_embeddings()
@@ -205,7 +208,8 @@ def add_task_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed
     ref = outputs[0].dense.weight
     with torch.random.fork_rng(devices=[]):
         for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
-            output.task_adapter = BottleneckAdapter(output.dense.out_features, cfg, g).to(ref.device, ref.dtype)
+            output.task_adapter = (BottleneckAdapter(output.dense.out_features, cfg, g)
+                                   .to(ref.device, ref.dtype))
             _patch_output(output)
 
 
@@ -221,7 +225,8 @@ def _strip(model: nn.Module, kind: str) -> None:
             continue
         if fwd.func is adapter_stack_forward and not any(s in m._modules for s in LAYER_SLOTS):
             del m.forward
-        elif isinstance(getattr(fwd.func, "__self__", None), InvertibleAdapter) and "invertible_adapter" in slots:
+        elif (isinstance(getattr(fwd.func, "__self__", None), InvertibleAdapter)
+              and "invertible_adapter" in slots):
             del m.forward
 
 
@@ -265,7 +270,8 @@ def _load(model: nn.Module, folder: str | os.PathLike, kind: str) -> bool:
     expected = set(_adapter_parameters(model.base_model, kind))
     if set(state) != expected:
         raise ValueError(f"{folder / tensors} does not fit {type(model).__name__}'s {kind} adapter: missing "
-                         f"{sorted(expected - set(state))[:5]}, unexpected {sorted(set(state) - expected)[:5]}")
+                         f"{sorted(expected - set(state))[:5]}, unexpected "
+                         f"{sorted(set(state) - expected)[:5]}")
     model.base_model.load_state_dict(state, strict=False)  # shapes are checked; the base weights stay
     return True
 

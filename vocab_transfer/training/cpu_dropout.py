@@ -28,7 +28,8 @@ import torch
 ATTENTION = "vocab_transfer_cpu_dropout"
 
 
-def keep_mask(shape: torch.Size | tuple[int, ...], p: float, device: torch.device | str = "cpu") -> torch.Tensor:
+def keep_mask(shape: torch.Size | tuple[int, ...], p: float,
+              device: torch.device | str = "cpu") -> torch.Tensor:
     """Boolean mask of ``shape``, each element True (kept) with chance ``1 - p`` (``p`` rounded to 2⁻¹⁶)."""
     n = math.prod(shape)
     bits = torch.randint(-2**63, 2**63 - 1, ((n + 3) // 4,), dtype=torch.int64, device=device)
@@ -56,7 +57,8 @@ class FastDropout(torch.nn.Dropout):
 
 
 def attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-              attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0, **kwargs
+              attention_mask: torch.Tensor | None, scaling: float | None = None,
+              dropout: float = 0.0, **kwargs
               ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """transformers' attention interface: softmax(q kᵀ · scaling + mask), :func:`fast_dropout` on it, times v.
     ``attention_mask`` is additive (transformers' eager mask, registered with it). Without dropout

@@ -87,7 +87,8 @@ def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
     if missing:
-        raise FileNotFoundError(f"{folder}: no {', '.join(f'{s}.parquet' for s in missing)} (rule prepare_task)")
+        raise FileNotFoundError(f"{folder}: no "
+                                f"{', '.join(f'{s}.parquet' for s in missing)} (rule prepare_task)")
     extra = sorted(p.stem for p in folder.glob("test_*.parquet") if is_split(p.stem))
     data = {s: pd.read_parquet(folder / f"{s}.parquet") for s in ("train", "dev", "test", *extra)}
     for df in data.values():
@@ -121,7 +122,8 @@ def task_labels(task: str, data: dict[str, pd.DataFrame], labels: list[str] | No
 def encode_tokens(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> list[dict]:
     """Token classification: the first sub-token of each word carries its label, the rest -100."""
     index = {t: i for i, t in enumerate(labels)}
-    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
+    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True,
+                    truncation=True, max_length=seq_len)
     out = []
     for i, tags in enumerate(df["tags"]):
         words, y, prev = enc.word_ids(i), [], None
@@ -138,14 +140,15 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
     ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
     ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
     index = {t: i for i, t in enumerate(labels)}
-    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
+    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True,
+                    truncation=True, max_length=seq_len)
     out = []
     for i, (id_, heads, rels) in enumerate(zip(df["id"], df["heads"], df["deprels"], strict=True)):
         check_heads(df["tokens"].iloc[i], heads, rels, f"dep sentence {id_}")
         word_ids, ids = enc.word_ids(i), enc["input_ids"][i]
         if word_ids[0] is not None:
-            raise ValueError("dep: the tokenizer must start every sequence with a special token (<s>, [CLS]): "
-                             f"it stands for the root; sentence {id_} starts with word {word_ids[0]}")
+            raise ValueError("dep: the tokenizer must start every sequence with a special token (<s>, "
+                             f"[CLS]): it stands for the root; sentence {id_} starts with word {word_ids[0]}")
         first: dict[int, int] = {}
         for pos, w in enumerate(word_ids):
             if w is not None:
@@ -183,8 +186,9 @@ def encode_qa(df: pd.DataFrame, tokenizer, seq_len: int, stride: int, *, train: 
     if stride >= seq_len // 2:  # the window must hold the question, the specials and more than the overlap
         log.warning("doc_stride %d is too long for seq_len %d: using %d", stride, seq_len, seq_len // 4)
         stride = seq_len // 4
-    enc = tokenizer(df["question"].tolist(), df["context"].tolist(), truncation="only_second", max_length=seq_len,
-                    stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True)
+    enc = tokenizer(df["question"].tolist(), df["context"].tolist(), truncation="only_second",
+                    max_length=seq_len, stride=stride, return_overflowing_tokens=True,
+                    return_offsets_mapping=True)
     out = []
     for w, ids in enumerate(enc["input_ids"]):
         ex = enc["overflow_to_sample_mapping"][w]
@@ -245,7 +249,8 @@ def epoch_order(lengths: list[int], batch_size: int, seed: int, group_by_length:
     if not group_by_length:
         return order
     mega = 50 * batch_size
-    order = [i for k in range(0, len(order), mega) for i in sorted(order[k:k + mega], key=lambda i: -lengths[i])]
+    order = [i for k in range(0, len(order), mega) for i in sorted(order[k:k + mega],
+                                                                   key=lambda i: -lengths[i])]
     batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
     return [i for b in torch.randperm(len(batches), generator=g).tolist() for i in batches[b]]
 
@@ -263,8 +268,9 @@ def attachment_scores(gold_heads: list[list[int]], gold_rels: list[list[str]], p
                       pred_rels: list[list[str | None]]) -> dict[str, float]:
     """UAS and LAS as fractions of all words (punctuation included, as in the CoNLL 2018 shared task): a word
     is attached if its predicted head is the gold one, and labelled-attached if its relation matches too."""
-    pairs = [(gh == ph, gh == ph and gr == pr) for g_h, g_r, p_h, p_r in zip(gold_heads, gold_rels, pred_heads,
-                                                                           pred_rels, strict=True)
+    pairs = [(gh == ph, gh == ph and gr == pr)
+             for g_h, g_r, p_h, p_r in zip(gold_heads, gold_rels, pred_heads,
+                                           pred_rels, strict=True)
              for gh, gr, ph, pr in zip(g_h, g_r, p_h, p_r, strict=True)]
     if not pairs:
         return {"uas": 0.0, "las": 0.0}
@@ -311,7 +317,8 @@ def squad_scores(gold: list[list[str]], pred: list[str]) -> dict[str, float]:
         return 0.0 if same == 0 else 2 * same / (len(pt) + len(gt))
 
     f = [max(f1(p, g) for g in gs) for gs, p in zip(gold, pred, strict=True)]
-    em = [max(float(_normalize_answer(p) == _normalize_answer(g)) for g in gs) for gs, p in zip(gold, pred, strict=True)]
+    em = [max(float(_normalize_answer(p) == _normalize_answer(g)) for g in gs)
+          for gs, p in zip(gold, pred, strict=True)]
     return {"f1": 100 * float(np.mean(f)), "exact_match": 100 * float(np.mean(em))}
 
 
@@ -345,16 +352,19 @@ class BiaffineParser(torch.nn.Module):
         super().__init__()
         hidden = encoder.config.hidden_size
         self.encoder, self.labels = encoder, list(labels)
-        self.sizes = {"arc_mlp_size": arc_mlp_size, "label_mlp_size": label_mlp_size, "mlp_dropout": mlp_dropout}
+        self.sizes = {"arc_mlp_size": arc_mlp_size, "label_mlp_size": label_mlp_size,
+                      "mlp_dropout": mlp_dropout}
 
         def mlp(size: int) -> torch.nn.Sequential:
-            return torch.nn.Sequential(torch.nn.Linear(hidden, size), torch.nn.ReLU(), torch.nn.Dropout(mlp_dropout))
+            return torch.nn.Sequential(torch.nn.Linear(hidden, size), torch.nn.ReLU(),
+                                       torch.nn.Dropout(mlp_dropout))
 
         self.arc_dep, self.arc_head = mlp(arc_mlp_size), mlp(arc_mlp_size)
         self.label_dep, self.label_head = mlp(label_mlp_size), mlp(label_mlp_size)
         self.arc_weight = torch.nn.Parameter(torch.zeros(arc_mlp_size, arc_mlp_size))  # U
         self.arc_bias = torch.nn.Parameter(torch.zeros(arc_mlp_size))  # u: the head prior
-        self.label_weight = torch.nn.Parameter(torch.zeros(len(labels), label_mlp_size, label_mlp_size))  # U_l
+        # U_l
+        self.label_weight = torch.nn.Parameter(torch.zeros(len(labels), label_mlp_size, label_mlp_size))
         self.label_linear = torch.nn.Linear(2 * label_mlp_size, len(labels))  # W_l, b_l
 
     @property
@@ -368,7 +378,8 @@ class BiaffineParser(torch.nn.Module):
                 heads: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> ParserOutput:
         h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         dep, head = self.arc_dep(h), self.arc_head(h)
-        arc = (torch.einsum("bjx,xy,biy->bij", head, self.arc_weight, dep) + (head @ self.arc_bias)[:, None, :]).float()
+        arc = (torch.einsum("bjx,xy,biy->bij", head, self.arc_weight, dep)
+               + (head @ self.arc_bias)[:, None, :]).float()
         candidate = word_mask.clone()
         candidate[:, 0] = True
         n = input_ids.shape[1]
@@ -403,9 +414,10 @@ class BiaffineParser(torch.nn.Module):
                                                          if k not in adapter})
         if adapter:
             save_language_adapter(self.encoder, folder)
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.head_state_dict().items()}, folder / PARSER_HEAD)
-        (folder / PARSER_CONFIG).write_text(json.dumps({"labels": self.labels, **self.sizes}, ensure_ascii=False,
-                                                       indent=2) + "\n")
+        save_file({k: v.detach().cpu().contiguous()
+                   for k, v in self.head_state_dict().items()}, folder / PARSER_HEAD)
+        (folder / PARSER_CONFIG).write_text(json.dumps({"labels": self.labels, **self.sizes},
+                                                       ensure_ascii=False, indent=2) + "\n")
 
 
 def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str | None = None,
@@ -453,14 +465,16 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
         saved = Path(model) / PARSER_CONFIG
         meta = json.loads(saved.read_text()) if saved.is_file() else None
         if meta is not None and meta["labels"] != list(labels):
-            raise ValueError(f"{saved}: the saved parser's labels {meta['labels']} differ from {list(labels)}")
+            raise ValueError(f"{saved}: the saved parser's labels {meta['labels']} "
+                             f"differ from {list(labels)}")
         m = BiaffineParser(m, labels, **({k: meta[k] for k in sizes} if meta else sizes))
         if meta is not None:
             from safetensors.torch import load_file
 
             head = load_file(Path(model) / PARSER_HEAD)
             if set(head) != set(m.head_state_dict()):
-                raise ValueError(f"{Path(model) / PARSER_HEAD} does not fit the parser head: keys {sorted(head)}")
+                raise ValueError(f"{Path(model) / PARSER_HEAD} does not fit the parser "
+                                 f"head: keys {sorted(head)}")
             m.load_state_dict(head, strict=False)  # the head only: the encoder is loaded already
             log.info("loaded the parser head saved in %s", model)
     return m
@@ -515,7 +529,8 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
             pred_tags.append(pred)
         if task == "ner":
             return span_f1(gold_tags, pred_tags)
-        flat = [(g == p) for gs, ps in zip(gold_tags, pred_tags, strict=True) for g, p in zip(gs, ps, strict=True)]
+        flat = [(g == p) for gs, ps in zip(gold_tags, pred_tags, strict=True)
+                for g, p in zip(gs, ps, strict=True)]
         return {"accuracy": float(np.mean(flat))}
     best: dict[int, tuple[float, str]] = {}
     for it, s, e in zip(items, starts, ends, strict=True):
@@ -525,7 +540,8 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
         cand_e = np.argsort(e[:n])[::-1][:20]
         for i in cand_s:
             for j in cand_e:
-                if it["offsets"][i] is None or it["offsets"][j] is None or j < i or j - i + 1 > cfg.max_answer_tokens:
+                if (it["offsets"][i] is None or it["offsets"][j] is None or j < i
+                    or j - i + 1 > cfg.max_answer_tokens):
                     continue
                 score = float(s[i] + e[j])
                 if it["example"] not in best or score > best[it["example"]][0]:
@@ -576,8 +592,8 @@ def _remembered(enc: Callable, memo: dict) -> Callable:
     return encode
 
 
-def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
-             seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
+def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str],
+             cfg: FinetuneConfig, *, seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
              encoded: dict | None = None, track_dir: str | Path | None = None) -> tuple[dict, pd.DataFrame]:
     """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra
     evaluation set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in
@@ -616,20 +632,23 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
         ckpt.restore_optimizer(resume, opt, sched, scaler, device)
         log.info("resuming from %s at step %d of %d", resume, step, total)
     tracker = Tracker(cfg.report_to if track_dir is not None else [], track_dir or ".",
-                      name=f"{task} seed {seed}", config=settings, start_step=step + 1 if resume is not None else 0)
+                      name=f"{task} seed {seed}", config=settings,
+                      start_step=step + 1 if resume is not None else 0)
     with StopSignals() as stop, tracker:
-        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt, stop, tracker,
-                              seed=seed,
+        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt,
+                              stop, tracker, seed=seed,
                               step=step, total=total, steps_per_epoch=steps_per_epoch, eval_every=eval_every,
-                              metric=metric, history=history, best=best, best_path=best_path, settings=settings,
-                              running=state.get("running", []) if resume is not None else [], opt=opt, sched=sched,
-                              scaler=scaler, params=params, device=device, autocast=autocast, pad=pad,
-                              stop_after=stop_after)
+                              metric=metric, history=history, best=best,
+                              best_path=best_path, settings=settings,
+                              running=state.get("running", []) if resume is not None else [], opt=opt,
+                              sched=sched, scaler=scaler, params=params, device=device, autocast=autocast,
+                              pad=pad, stop_after=stop_after)
 
 
-def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt: Checkpoints, stop: StopSignals,
-                   tracker: Tracker, *, seed, step, total, steps_per_epoch, eval_every, metric, history, best, best_path, settings,
-                   running, opt, sched, scaler, params, device, autocast, pad, stop_after) -> tuple[dict, pd.DataFrame]:
+def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt: Checkpoints,
+                   stop: StopSignals, tracker: Tracker, *, seed, step, total, steps_per_epoch, eval_every,
+                   metric, history, best, best_path, settings, running, opt, sched, scaler, params, device,
+                   autocast, pad, stop_after) -> tuple[dict, pd.DataFrame]:
     """The steps of :func:`finetune` from ``step`` on, then the test scores of the selected weights."""
     progress = Progress(step, total)
     micro = cfg.micro_batch_size or cfg.batch_size
@@ -657,15 +676,17 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
             improved = scores[metric] > best["score"]
             if improved:
                 best = {"step": step, "score": scores[metric]}
-            history.append({"step": step, "epoch": step / steps_per_epoch, "train_loss": float(np.mean(running)),
+            history.append({"step": step, "epoch": step / steps_per_epoch,
+                            "train_loss": float(np.mean(running)),
                             **{f"dev_{k}": v for k, v in scores.items()}})
             running = []
-            log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"], metric,
-                     scores[metric], " *" if improved else "", progress(step))
+            log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"],
+                     metric, scores[metric], " *" if improved else "", progress(step))
             if tracker.report_to:
-                tracker.log(step, {"train/loss": history[-1]["train_loss"], "train/lr": sched.get_last_lr()[0],
-                                   "train/grad_norm": float(norm), "train/steps_per_s": progress.rate(step),
-                                   **{f"dev/{k}": v for k, v in scores.items() if isinstance(v, (int, float))}})
+                tracker.log(step,
+                            {"train/loss": history[-1]["train_loss"], "train/lr": sched.get_last_lr()[0],
+                             "train/grad_norm": float(norm), "train/steps_per_s": progress.rate(step),
+                             **{f"dev/{k}": v for k, v in scores.items() if isinstance(v, (int, float))}})
             if improved:
                 with atomic_path(best_path) as tmp:
                     torch.save(model.state_dict(), tmp)
@@ -724,7 +745,8 @@ def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | No
     done = json.loads(path.read_text())
     then = done["settings"]
     if then.get("inputs") != settings.get("inputs"):
-        log.warning("%s was trained on other inputs (the model or the data changed since): training again", path)
+        log.warning("%s was trained on other inputs (the model or the data changed "
+                    "since): training again", path)
         return None
     changed = changed_settings(settings, then)
     if changed:
@@ -736,16 +758,21 @@ def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | No
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="save_pretrained folder (LAPT output, source model) or hub id")
-    p.add_argument("--embeddings", help="init artifact: fine-tune the source model right after the vocabulary swap")
+    p.add_argument("--model", required=True,
+                   help="save_pretrained folder (LAPT output, source model) or hub id")
+    p.add_argument("--embeddings",
+                   help="init artifact: fine-tune the source model right after the vocabulary swap")
     p.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
     p.add_argument("--task", required=True, choices=sorted(METRICS))
     p.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
     p.add_argument("--seed", type=int, nargs="+", required=True, help="one run per seed, in this order")
     p.add_argument("--output", required=True, help="scores parquet (a row per seed)")
-    p.add_argument("--history", help="dev curves parquet, a seed column (default: <output stem>.history.parquet)")
-    p.add_argument("--checkpoints", help="checkpoint folder, a seed<N>/ per seed (default: <output>.checkpoints)")
-    p.add_argument("--labels", help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
+    p.add_argument("--history",
+                   help="dev curves parquet, a seed column (default: <output stem>.history.parquet)")
+    p.add_argument("--checkpoints",
+                   help="checkpoint folder, a seed<N>/ per seed (default: <output>.checkpoints)")
+    p.add_argument("--labels",
+                   help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
     p.add_argument("--meta", default="{}", help="JSON object of columns added to the scores rows")
     p.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
     p.add_argument("--log", help="log file")
@@ -778,8 +805,9 @@ def main(argv: list[str] | None = None) -> None:
             torch.manual_seed(seed)  # the new classification head
             model = None  # the previous seed's model goes before the next one is loaded
             model = load_task_model(args.task, args.model, labels, embeddings=args.embeddings,
-                                    train_language_adapter=cfg.train_language_adapter, arc_mlp_size=cfg.arc_mlp_size,
-                                    label_mlp_size=cfg.label_mlp_size, mlp_dropout=cfg.mlp_dropout)
+                                    train_language_adapter=cfg.train_language_adapter,
+                                    arc_mlp_size=cfg.arc_mlp_size, label_mlp_size=cfg.label_mlp_size,
+                                    mlp_dropout=cfg.mlp_dropout)
             check_tokenizer_matches(len(tokenizer), model.get_input_embeddings().weight.shape[0],
                                     name=args.embeddings or args.model)
             scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=seed,

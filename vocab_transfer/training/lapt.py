@@ -162,7 +162,8 @@ def embedding_parameter_names(model) -> set[str]:
     output bias."""
     out = model.get_output_embeddings()
     own = {id(p) for p in model.get_input_embeddings().parameters()}
-    own |= {id(p) for p in (getattr(out, "weight", None), getattr(out, "bias", None)) if isinstance(p, torch.nn.Parameter)}
+    own |= {id(p) for p in (getattr(out, "weight", None), getattr(out, "bias", None))
+            if isinstance(p, torch.nn.Parameter)}
     return {n for n, p in model.named_parameters() if id(p) in own}
 
 
@@ -176,7 +177,8 @@ def embedding_layer_names(model) -> set[str]:
     if not owner.endswith("embeddings"):
         raise ValueError(f"{type(model).__name__} has no embedding block (word embeddings at {owner!r}): the "
                          "embedding_layers variant and reinit are for BERT-style encoders")
-    return {n for n, _ in model.named_parameters() if n.startswith(owner + ".")} | embedding_parameter_names(model)
+    return {n for n, _ in model.named_parameters()
+            if n.startswith(owner + ".")} | embedding_parameter_names(model)
 
 
 def reinit_parameter_names(model, part: str) -> set[str]:
@@ -239,7 +241,8 @@ def reinitialize(model, part: str, seed: int) -> list[str]:
             for p in tree:
                 p._is_hf_initialized = True
             done += [by_id[id(p)] for p in own]
-            same = [by_id[id(p)] for p, b in zip(own, before, strict=True) if torch.equal(p, b) and p.numel() > 1
+            same = [by_id[id(p)] for p, b in zip(own, before, strict=True)
+                    if torch.equal(p, b) and p.numel() > 1
                     and not (b == b.flatten()[0]).all()]
             if same:
                 raise ValueError(f"reinit {part}: {type(model).__name__}._init_weights left {same} unchanged")
@@ -256,8 +259,8 @@ def resolve_objective(model, objective: str) -> str:
     fits = "clm" if is_causal_lm(model) else "mlm"
     if objective not in ("auto", fits):
         kind = "a causal (decoder-only) LM" if fits == "clm" else "a masked LM"
-        raise ValueError(f"LAPT objective {objective!r} does not fit the model {type(model).__name__}, which is "
-                         f"{kind}: set objective: {fits!r} (or auto) in the LAPT config")
+        raise ValueError(f"LAPT objective {objective!r} does not fit the model {type(model).__name__}, which "
+                         f"is {kind}: set objective: {fits!r} (or auto) in the LAPT config")
     return fits
 
 
@@ -288,7 +291,8 @@ class LossModule(torch.nn.Module):
         return masked_lm_loss(self.model, inputs, labels, positions=positions)
 
 
-def to_device(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None], device: torch.device, objective: str
+def to_device(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None],
+              device: torch.device, objective: str
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """(inputs, labels, masked positions, position ids) on ``device`` without waiting for the GPU: the masked
     positions are found on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not
@@ -323,7 +327,8 @@ def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
     return out
 
 
-def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfig, tokenizer, step: int, part: int
+def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfig,
+               tokenizer, step: int, part: int
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(inputs, labels, position ids) of the blocks ``rows``: the position ids are None but for ``packing:
     documents``, where they restart at each document (:meth:`Blocks.positions`) and the first token of a
@@ -355,9 +360,9 @@ def check_document_masking(model, device: torch.device) -> None:
     err, leak = float((packed - alone).abs().max()), float((joined - alone).abs().max())
     if err > 0.1 * leak:
         impl = getattr(model.config, "_attn_implementation", None)
-        raise ValueError(f"packing: documents: {type(model).__name__} (attention {impl!r}) attends across documents "
-                         f"given restarting position ids (logits off by {err:.3g}, {leak:.3g} without them): use "
-                         "packing: stream for this model")
+        raise ValueError(f"packing: documents: {type(model).__name__} (attention {impl!r}) attends across "
+                         f"documents given restarting position ids (logits off by {err:.3g}, {leak:.3g} "
+                         "without them): use packing: stream for this model")
 
 
 def frequent_tokens(blocks: torch.Tensor | Blocks, vocab_size: int, special_ids, n: int
@@ -447,16 +452,17 @@ def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None =
         retarget_configs(tmp, tmp, tokenizer)
 
 
-def publish_snapshots(checkpoint_dir: str | os.PathLike, dest: str | os.PathLike, steps: list[int]) -> list[Path]:
+def publish_snapshots(checkpoint_dir: str | os.PathLike,
+                      dest: str | os.PathLike, steps: list[int]) -> list[Path]:
     """Hard-link (copy across file systems) the snapshots staged under ``checkpoint_dir`` into ``dest``,
     atomically, as ``step-XXXXXXXX/``; ``dest`` is created even without snapshots. A snapshot in ``steps``
     that was not staged raises FileNotFoundError naming it (staged copies live as long as the checkpoints)."""
     staged = Path(checkpoint_dir) / SNAPSHOTS
     missing = [s for s in steps if not (staged / f"step-{s:08d}" / "config.json").is_file()]
     if missing:
-        raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged} (a run resumed from "
-                                f"checkpoints written before snapshot_steps named them: delete {checkpoint_dir} to "
-                                "train from the start)")
+        raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged} (a run "
+                                "resumed from checkpoints written before snapshot_steps named them: delete "
+                                f"{checkpoint_dir} to train from the start)")
 
     def link(src: str, dst: str) -> None:
         try:
@@ -470,7 +476,8 @@ def publish_snapshots(checkpoint_dir: str | os.PathLike, dest: str | os.PathLike
     return [Path(dest) / f"step-{s:08d}" for s in sorted(steps)]
 
 
-def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor, counts: torch.Tensor, tokenizer) -> pd.DataFrame:
+def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor,
+                         counts: torch.Tensor, tokenizer) -> pd.DataFrame:
     """Long form of the curve's ``token_masked`` / ``token_correct`` lists: one row per (evaluation, tracked
     token) with ``step, stage, token_id, token, train_count, masked, correct, accuracy`` (NaN where the token
     was never a held-out target); empty (same columns) when nothing was tracked."""
@@ -483,12 +490,13 @@ def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor, counts: torch.T
         "step": curve["step"].repeat(k).to_numpy(), "stage": curve["stage"].repeat(k).to_numpy(),
         "token_id": ids.repeat(len(curve)).numpy(),
         "token": tokenizer.convert_ids_to_tokens(ids.tolist()) * len(curve),
-        "train_count": counts.repeat(len(curve)).numpy(), "masked": masked.numpy(), "correct": correct.numpy(),
+        "train_count": counts.repeat(len(curve)).numpy(), "masked": masked.numpy(),
+        "correct": correct.numpy(),
         "accuracy": (correct.double() / masked.clamp(min=1)).where(masked > 0, torch.nan).numpy()})
 
 
-def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
-          checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
+def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks: torch.Tensor,
+          cfg: LaptConfig, *, checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
           anchors: tuple[torch.Tensor, torch.Tensor] | None = None,
           long_blocks: tuple[torch.Tensor | Blocks, torch.Tensor] | None = None,
           track_dir: str | os.PathLike | None = None) -> pd.DataFrame:
@@ -503,7 +511,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     ``track_dir``: the first process writes the live curves of ``cfg.report_to`` there (:mod:`.tracking`)."""
     cfg = cfg.model_copy(update={"objective": resolve_objective(model, cfg.objective)})
     if cfg.token_accuracy_top and cfg.objective != "mlm":
-        raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the model is a causal LM)")
+        raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the "
+                         "model is a causal LM)")
     if cfg.long_steps and (long_blocks is None or long_blocks[0].shape[1] != cfg.long_seq_len):
         raise ValueError(f"LAPT config: long_steps {cfg.long_steps} needs training blocks of long_seq_len "
                          f"{cfg.long_seq_len} tokens (long_blocks)")
@@ -511,14 +520,15 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         if cfg.objective != "clm":
             raise ValueError("LAPT config: packing: documents is for causal LMs (the model is a masked LM)")
         if not all(isinstance(b, Blocks) for b in (train_blocks, heldout_blocks, *(long_blocks or ()))):
-            raise ValueError("LAPT config: packing: documents needs blocks read from token shards (Blocks: their "
-                             "document index), not packed tensors")
+            raise ValueError("LAPT config: packing: documents needs blocks read from token shards (Blocks: "
+                             "their document index), not packed tensors")
     snapshots = set(cfg.snapshot_steps)
     group = current_distributed()
     world, rank = group.world, group.rank
     sharded = cfg.distributed == "fsdp" and world > 1  # all processes evaluate: forward is collective
-    track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
-                            cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and (rank == 0 or sharded) else None
+    track = (frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
+                             cfg.token_accuracy_top)[0]
+             if cfg.token_accuracy_top and (rank == 0 or sharded) else None)
     device = pick_device()
     if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold
         add_language_adapter(model, cfg.adapter, seed=cfg.seed)
@@ -526,7 +536,8 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     if ckpt.latest() is None:  # a resumed run has them in its checkpoint
         reset = reinitialize(model, cfg.reinit, seed=cfg.seed * 1_000_003 + 7)
         if reset:
-            log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
+            log.info("reinit %s: %d parameter tensors re-initialized (%s ...)",
+                     cfg.reinit, len(reset), reset[0])
     model.to(device=device, dtype=param_dtype(cfg.precision)).train()
     use_fast_dropout(model, device)
     if cfg.packing == "documents":
@@ -545,18 +556,20 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     resume, state = ckpt.resume(resume_settings(cfg))
     if resume is not None:
         staged = Path(checkpoint_dir) / SNAPSHOTS
-        missing = [s for s in sorted(snapshots) if s <= state["step"] and not (staged / f"step-{s:08d}").is_dir()]
+        missing = [s for s in sorted(snapshots) if s <= state["step"]
+                   and not (staged / f"step-{s:08d}").is_dir()]
         if missing:
-            raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged}, and the checkpoint "
-                                    f"{resume} is past them: delete {checkpoint_dir} to start this run over")
+            raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged}, and the "
+                                    f"checkpoint {resume} is past them: delete {checkpoint_dir} "
+                                    "to start this run over")
         step, curve = state["step"], state["curve"]
         resumed_running = (state.get("running", 0.0), state.get("n_running", 0))
         ckpt.restore_model(resume, model, device)
         log.info("resuming from %s (step %d of %d)", resume, step, total)
     if sharded:
         log.info("FSDP: %d layers sharded over %d processes", shard_model(model), world)
-    run = _Run(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, group, device, autocast,
-               amp_dtype, track, anchors, curve, step, resume, resumed_running)
+    run = _Run(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, group, device,
+               autocast, amp_dtype, track, anchors, curve, step, resume, resumed_running)
     tracker = Tracker(cfg.report_to if track_dir is not None and rank == 0 else [], track_dir or ".",
                       name=Path(track_dir or ".").resolve().name, config=resume_settings(cfg),
                       start_step=step + 1 if resume is not None else 0)
@@ -604,9 +617,11 @@ class _Run:
         """Evaluate on held-out text and append the curve's row of ``step`` (rank 0 keeps it)."""
         cfg, model = self.cfg, self.model
         long = cfg.is_long(step)
-        held, counts, held_bpb = heldout_eval(model, first_blocks(self.long_blocks[1] if long else self.heldout_blocks,
+        held, counts, held_bpb = heldout_eval(model, first_blocks(self.long_blocks[1] if long
+                                                                  else self.heldout_blocks,
                                                                   cfg.eval_sequences),
-                                              cfg, self.tokenizer, self.device, self.autocast, self.track, self.lengths)
+                                              cfg, self.tokenizer, self.device,
+                                              self.autocast, self.track, self.lengths)
         curve = self.curve
         curve.append({"step": step, "samples": cfg.samples_at(step), "stage": stage,
                       "stage_samples": cfg.samples_at(step) - cfg.samples_at(step - stage_step),
@@ -614,11 +629,12 @@ class _Run:
                       "heldout_loss": held, "heldout_bits_per_byte": held_bpb,
                       "train_sequences": len(self.train_blocks)})  # the run's corpus (train_sequences caps)
         if counts is not None:  # vocab-swap Figure 6: per-token held-out accuracy
-            curve[-1]["token_masked"], curve[-1]["token_correct"] = counts[:, 0].tolist(), counts[:, 1].tolist()
+            curve[-1]["token_masked"], curve[-1]["token_correct"] = (counts[:, 0].tolist(),
+                                                                     counts[:, 1].tolist())
             seen = counts[:, 0] > 0
             log.info("step %d: mean held-out accuracy of the %d most frequent tokens %.4f (%d seen)", step,
-                     len(counts), float((counts[seen, 1] / counts[seen, 0]).mean()) if seen.any() else float("nan"),
-                     int(seen.sum()))
+                     len(counts), float((counts[seen, 1] / counts[seen, 0]).mean()) if seen.any()
+                     else float("nan"), int(seen.sum()))
         if self.anchors is not None:
             ids, ref = self.anchors
             weight = model.get_input_embeddings().weight.detach()
@@ -627,8 +643,8 @@ class _Run:
             curve[-1]["source_correlation"] = float(rho.nanmean())  # ρ̄ (vocab-swap §2.3)
             curve[-1]["correlation_histogram"] = torch.histc(rho[~rho.isnan()], bins=CORRELATION_BINS,
                                                              min=-1.0, max=1.0).long().tolist()  # Figure 3
-        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step, cfg.total_steps(), stage, train_loss,
-                 held, self.progress(step))
+        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step, cfg.total_steps(), stage,
+                 train_loss, held, self.progress(step))
         if self.tracker is not None and self.tracker.report_to:
             live, now = self.live, time.perf_counter()
             rate = live["tokens"] / max(now - live["since"], 1e-9) if live["tokens"] else None
@@ -657,8 +673,8 @@ class _Run:
         per_rank = size // world
         micro = min(micro or per_rank, per_rank)
         if cfg.is_long(step):  # its own data order, from the phase's first step
-            blocks, rows = self.long_blocks[0], batch_rows(step - cfg.long_start(), size, len(self.long_blocks[0]),
-                                                           cfg.seed)
+            blocks, rows = self.long_blocks[0], batch_rows(step - cfg.long_start(), size,
+                                                           len(self.long_blocks[0]), cfg.seed)
         else:
             blocks, rows = self.train_blocks, batch_rows(step, size, len(self.train_blocks), cfg.seed)
         return blocks, rows[self.group.rank * per_rank:(self.group.rank + 1) * per_rank], per_rank, micro
@@ -678,14 +694,16 @@ class _Run:
                 continue
             set_trainable(model, trainable)
             params = [p for p in model.parameters() if p.requires_grad]
-            opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay, device=device)
+            opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+                        weight_decay=cfg.weight_decay, device=device)
             sched = linear_schedule(opt, n_steps, cfg.warmup_ratio, constant=cfg.schedule == "constant")
             scaler = grad_scaler(self.amp_dtype)
             if resume is not None and step > first:
                 self.ckpt.restore_optimizer(resume, opt, sched, scaler, device, model)
             loss_module = LossModule(model, cfg.objective)
             loss_module = loss_module if is_sharded(model) else group.wrap(loss_module, device)
-            if step == first and self.evaluates and not any(r["step"] == step and r["stage"] == stage for r in curve):
+            if step == first and self.evaluates and not any(r["step"] == step
+                                                            and r["stage"] == stage for r in curve):
                 self.record(step, stage, 0, float("nan"))
             running, n_running = self.resumed_running if resume is not None and step > first else (0.0, 0)
             running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
@@ -707,7 +725,8 @@ class _Run:
                     with loss_module.no_sync() if no_sync else contextlib.nullcontext(), self.autocast():
                         # each part weighs by its share of the device's sequences (parts may be unequal: 48 =
                         # 16 + 32)
-                        loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
+                        loss = (loss_module(*to_device(batch, device, cfg.objective))
+                                * (len(part_rows) / per_rank))
                     (scaler.scale(loss) if scaler else loss).backward()
                     running += loss.detach().double()  # float64, as a Python float sum would be
                 norm = optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
@@ -728,7 +747,8 @@ class _Run:
                     if self.evaluates:
                         self.ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve,
                                                                          "running": float(running),
-                                                                         "n_running": n_running, "config": settings})
+                                                                         "n_running": n_running,
+                                                                         "config": settings})
                     group.barrier()
                 if stopping and not last:  # a signal in the last step: the run ends instead
                     stop.exit(step)
@@ -756,19 +776,24 @@ def first_blocks(blocks: torch.Tensor | Blocks, n: int) -> torch.Tensor | Blocks
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="source model: save_pretrained folder")
-    p.add_argument("--embeddings", help="init artifact (results/init/...safetensors); omit to train the model as is")
+    p.add_argument("--embeddings",
+                   help="init artifact (results/init/...safetensors); omit to train the model as is")
     p.add_argument("--tokenizer", required=True, help="target tokenizer folder")
-    p.add_argument("--train", required=True, help="token shard of the training corpus (tokenized with --tokenizer)")
+    p.add_argument("--train", required=True,
+                   help="token shard of the training corpus (tokenized with --tokenizer)")
     p.add_argument("--heldout", required=True, help="token shard of the held-out corpus")
     p.add_argument("--output", required=True, help="save_pretrained folder written at the end (atomically)")
     p.add_argument("--curve", help="loss curve parquet (default: <output>.curve.parquet)")
     p.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
-    p.add_argument("--snapshots", help="folder of the snapshot_steps models, step-XXXXXXXX/ (default: <output>.snapshots)")
-    p.add_argument("--token-accuracy", help="per-token held-out accuracy parquet (default: <output>.token_accuracy.parquet)")
+    p.add_argument("--snapshots",
+                   help="folder of the snapshot_steps models, step-XXXXXXXX/ (default: <output>.snapshots)")
+    p.add_argument("--token-accuracy",
+                   help="per-token held-out accuracy parquet (default: <output>.token_accuracy.parquet)")
     p.add_argument("--config", default="{}", help="LaptConfig as JSON, or @file.json")
     p.add_argument("--track-dir", help="folder of the live curves, tensorboard/ or wandb/ (lapt.training."
                                        "report_to; default: the folder of --output, the run's folder)")
-    p.add_argument("--anchors", help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
+    p.add_argument("--anchors",
+                   help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
     setup_logging(args.log)
@@ -788,7 +813,8 @@ def main(argv: list[str] | None = None) -> None:
         pairs = pd.read_parquet(args.anchors, columns=["target_id", "source_id", "match"])
         pairs = pairs[pairs["match"].isin(["special", "exact"])]
         ids = torch.tensor(pairs["target_id"].to_numpy())
-        anchors = (ids, model.get_input_embeddings().weight.detach()[torch.tensor(pairs["source_id"].to_numpy())]
+        anchors = (ids,
+                   model.get_input_embeddings().weight.detach()[torch.tensor(pairs["source_id"].to_numpy())]
                    .float().clone())
         log.info("source correlation over %d shared tokens (%s)", len(ids), args.anchors)
     if args.embeddings:  # after the anchors: they are the source's rows
@@ -797,19 +823,21 @@ def main(argv: list[str] | None = None) -> None:
         attach_factorized(model, read_factors(args.embeddings), freeze_up_projection=cfg.freeze_up_projection)
     resolve_objective(model, cfg.objective)  # a mismatch fails before the corpus is tokenized
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
-        raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
-                         f"embedding rows, the tokenizer {args.tokenizer} {len(tokenizer)} tokens")
+        raise ValueError(f"{args.embeddings or args.model} has "
+                         f"{model.get_input_embeddings().weight.shape[0]} embedding rows, the tokenizer "
+                         f"{args.tokenizer} {len(tokenizer)} tokens")
 
     for key in ("seq_len", "long_seq_len"):
         if getattr(cfg, key) and getattr(cfg, key) > max_sequence_length(model):
-            raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} exceeds the {max_sequence_length(model)} positions "
-                             f"of the model {args.model}")
+            raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} exceeds the "
+                             f"{max_sequence_length(model)} positions of the model {args.model}")
     train_blocks = open_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer,
                                max_blocks=cfg.train_sequences)  # train_sequences: a prefix of the corpus only
     lazy = cfg.packing == "documents"
-    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer,
-                                 lazy=lazy)
-    log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
+    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences,
+                                 tokenizer_dir=args.tokenizer, lazy=lazy)
+    log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks),
+             cfg.seq_len, len(heldout_blocks))
     long_blocks = None
     if cfg.long_steps:
         long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len, tokenizer_dir=args.tokenizer),
@@ -818,8 +846,9 @@ def main(argv: list[str] | None = None) -> None:
         log.info("last %d steps: %d training sequences of %d tokens; %d held-out", cfg.long_steps,
                  len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
-    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors,
-                  long_blocks=long_blocks, track_dir=args.track_dir or Path(args.output).parent)
+    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints,
+                  anchors=anchors, long_blocks=long_blocks,
+                  track_dir=args.track_dir or Path(args.output).parent)
     state = full_state_dict(model)[0] if is_sharded(model) else None  # every process gathers, rank 0 writes
     if group.main:
         with recorded_reads(reads, started_from="embeddings" if args.embeddings else "model"):

@@ -91,8 +91,8 @@ def launcher_args(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto")
     :data:`LAUNCHERS` alone, or a list of arguments starting with one), checked (:class:`ValueError`)."""
     if launcher == "auto":
         if nodes > 1:
-            return ["python", "-m", "vocab_transfer.training.launch", "--nodes", str(nodes), "--gpus-per-node",
-                    str(max(gpus, 1)), "--"]
+            return ["python", "-m", "vocab_transfer.training.launch", "--nodes", str(nodes),
+                    "--gpus-per-node", str(max(gpus, 1)), "--"]
         if gpus > 1:
             return ["torchrun", "--standalone", "--nproc-per-node", str(gpus)]
         return ["python"]
@@ -100,19 +100,21 @@ def launcher_args(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto")
     if isinstance(launcher, str):
         if launcher not in LAUNCHERS:
             words = launcher.split()
-            hint = (f"; write a launcher with arguments as a list: {words}" if len(words) > 1 and words[0] in LAUNCHERS
-                    else "")
+            hint = (f"; write a launcher with arguments as a list: {words}"
+                    if len(words) > 1 and words[0] in LAUNCHERS else "")
             raise ValueError(f"{launcher!r} is not a launcher: give {known}{hint}")
         launcher = [launcher]
     if not isinstance(launcher, list) or not launcher or not all(isinstance(a, str) for a in launcher):
         raise ValueError(f"{launcher!r} is not a launcher: give {known}")
     if launcher[0] not in LAUNCHERS:
-        raise ValueError(f"{launcher!r} starts with {launcher[0]!r}, which is not a known launcher: give {known}")
+        raise ValueError(f"{launcher!r} starts with {launcher[0]!r}, which is not a known "
+                         f"launcher: give {known}")
     if launcher[0] == "accelerate" and launcher[1:2] != ["launch"]:
         raise ValueError(f"{launcher!r}: accelerate starts a trainer as 'accelerate launch'")
     bad = [a for a in launcher if not re.fullmatch(LAUNCHER_ARG, a)]
     if bad:
-        raise ValueError(f"{launcher!r}: {bad} are not options or values (letters, digits and _.,:=/@%+- only)")
+        raise ValueError(f"{launcher!r}: {bad} are not options or values (letters, "
+                         "digits and _.,:=/@%+- only)")
     return list(launcher)
 
 
@@ -220,10 +222,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.nodes is None or args.gpus_per_node is None:
         p.error("give --nodes and --gpus-per-node (multi-node training), or --claim N -- <command>")
     if "SLURM_JOB_NODELIST" not in os.environ and not args.dry_run:
-        raise SystemExit("launch: multi-node training runs inside a SLURM allocation (SLURM_JOB_NODELIST is unset)")
+        raise SystemExit("launch: multi-node training runs inside a SLURM allocation "
+                         "(SLURM_JOB_NODELIST is unset)")
     head = node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost")))
-    cmd = multinode_command(args.nodes, args.gpus_per_node, head, free_port(), os.environ.get("SLURM_JOB_ID", "0"),
-                            rest)
+    cmd = multinode_command(args.nodes, args.gpus_per_node, head, free_port(),
+                            os.environ.get("SLURM_JOB_ID", "0"), rest)
     if args.dry_run:
         print(shlex.join(cmd))
         return

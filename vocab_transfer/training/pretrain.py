@@ -42,8 +42,8 @@ def pretrain_mlm(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tra
     def evaluate(step: int) -> None:
         held = mlm_loss(model, heldout, tokenizer, seed=seed + 1, mask_prob=mask_prob)["mlm_loss"]
         train_loss = running / n_running if n_running else float("nan")
-        rows.append({"step": step, "samples": step * batch_size, "train_loss": train_loss, "heldout_loss": held,
-                     "lr": sched.get_last_lr()[0], "elapsed_s": time.time() - t0})
+        rows.append({"step": step, "samples": step * batch_size, "train_loss": train_loss,
+                     "heldout_loss": held, "lr": sched.get_last_lr()[0], "elapsed_s": time.time() - t0})
         log.info("step %d/%d train %.3f held-out %.3f (%s)", step, steps, train_loss, held, progress(step))
         model.train()
 

@@ -88,8 +88,8 @@ class Distributed:
         them), else itself."""
         if self.world == 1:
             return module
-        return torch.nn.parallel.DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda"
-                                                         else None)
+        return torch.nn.parallel.DistributedDataParallel(
+            module, device_ids=[device.index] if device.type == "cuda" else None)
 
     def any(self, flag: bool, device: torch.device) -> bool:
         """Whether ``flag`` holds on any process (True on all of them then): SLURM's signal reaches the
@@ -130,7 +130,8 @@ def init_distributed() -> Distributed:
         os.environ.update(WORLD_SIZE=os.environ["SLURM_NTASKS"], RANK=os.environ["SLURM_PROCID"],
                           LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"))
 
-        os.environ.setdefault("MASTER_ADDR", node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost"))))
+        os.environ.setdefault("MASTER_ADDR",
+                              node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost"))))
         os.environ.setdefault("MASTER_PORT", str(29500 + int(os.environ.get("SLURM_JOB_ID", 0)) % 20000))
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank())
@@ -158,7 +159,8 @@ def compile_layers(model: torch.nn.Module) -> int:
     LayerNorm, dropout, GELU). Returns the number of layers compiled now (0 where the model names no layer
     classes, or they are compiled)."""
     names = set(getattr(model, "_no_split_modules", None) or ())
-    layers = [m for m in model.modules() if type(m).__name__ in names and getattr(m, "_compiled_call_impl", None) is None]
+    layers = [m for m in model.modules() if type(m).__name__ in names
+              and getattr(m, "_compiled_call_impl", None) is None]
     for layer in layers:
         layer.compile(dynamic=False)  # static shapes: training and held-out batches get a graph each
     return len(layers)
@@ -189,7 +191,8 @@ def is_sharded(model: torch.nn.Module) -> bool:
     return isinstance(model, FSDPModule)
 
 
-def full_state_dict(model: torch.nn.Module, opt: torch.optim.Optimizer | None = None) -> tuple[dict, dict | None]:
+def full_state_dict(model: torch.nn.Module,
+                    opt: torch.optim.Optimizer | None = None) -> tuple[dict, dict | None]:
     """(model, optimizer) state dicts as one process would hold them: gathered from the shards to rank 0 on
     the CPU for a :func:`shard_model` model (every process must call it; the others get empty dicts; the
     optimizer's is keyed by parameter name), else the plain ``state_dict()``s."""
@@ -317,7 +320,8 @@ class Checkpoints:
             torch.save({"optimizer": opt_state, "scheduler": sched.state_dict(),
                         "scaler": scaler.state_dict() if scaler is not None else None}, tmp / "optimizer.pt")
             torch.save({"torch": torch.get_rng_state(),
-                        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}, tmp / "rng.pt")
+                        "cuda": torch.cuda.get_rng_state_all()
+                        if torch.cuda.is_available() else None}, tmp / "rng.pt")
             (tmp / "state.json").write_text(json.dumps(state))
         for old in self._steps()[: -self.keep]:
             remove_tree(old, within=self.root)
@@ -336,9 +340,10 @@ class Checkpoints:
             then = state.get("config", settings)
             changed = changed_settings(settings, then)
             if changed:
-                raise ValueError(f"{self.what} checkpoint {path} was written with other settings ({', '.join(changed)}: "
-                                 f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} now); "
-                                 f"delete {self.root} to start this run over")
+                raise ValueError(f"{self.what} checkpoint {path} was written with other settings "
+                                 f"({', '.join(changed)}: {[then.get(k) for k in changed]} "
+                                 f"then, {[settings.get(k) for k in changed]} now); delete {self.root} "
+                                 "to start this run over")
         return path, state
 
     @staticmethod
@@ -353,11 +358,13 @@ class Checkpoints:
         """Load the optimizer, schedule and scaler states (``model``: a :func:`shard_model` model, whose full
         optimizer state is sharded as its parameters are)."""
         check_checkpoint(path, "training", path.parent, deep=False)
-        states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)  # tensors and numbers only
+        # tensors and numbers only
+        states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)
         if model is not None and is_sharded(model):
             from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-            set_optimizer_state_dict(model, opt, states["optimizer"], options=StateDictOptions(full_state_dict=True))
+            set_optimizer_state_dict(model, opt, states["optimizer"],
+                                     options=StateDictOptions(full_state_dict=True))
         else:
             opt.load_state_dict(states["optimizer"])
         sched.load_state_dict(states["scheduler"])
@@ -384,4 +391,5 @@ class Progress:
 
     def __call__(self, step: int) -> str:
         rate = self.rate(step)
-        return f"{rate:.2f} {self.unit}/s, ETA {(self.total - step) / rate if rate > 0 else float('nan'):.0f} s"
+        return (f"{rate:.2f} {self.unit}/s, ETA "
+                f"{(self.total - step) / rate if rate > 0 else float('nan'):.0f} s")
