@@ -1,11 +1,11 @@
 """One transfer in one call: ``vocab_transfer.transfer(...)`` and ``vocab-transfer transfer ...``.
 
-A transfer writes the config of a one-target study (the source model, the target tokenizer or the size of one to
-train, the corpus, one method and its parameters) and runs the workflow's own DAG on it up to the exported model
-(rule ``export_init_model``), in a working directory of its own. So the tensors are the DAG's, bit for bit, the
-model folder has the DAG's model card, a rerun with the same arguments does nothing, and a changed parameter reruns
-only what it changes. A 7B decoder takes the DAG's out-of-core path (its embedding matrices are read and written
-without loading the model).
+A transfer writes the config of a one-target study (the source model, the target tokenizer or the size of one
+to train, the corpus, one method and its parameters) and runs the workflow's own DAG on it up to the exported
+model (rule ``export_init_model``), in a working directory of its own. So the tensors are the DAG's, bit for
+bit, the model folder has the DAG's model card, a rerun with the same arguments does nothing, and a changed
+parameter reruns only what it changes. A 7B decoder takes the DAG's out-of-core path (its embedding matrices
+are read and written without loading the model).
 
 ```python
 from vocab_transfer import transfer
@@ -170,10 +170,10 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
                     language: str | None = None, source_corpus: str | None = None,
                     word_vectors: dict[str, str] | None = None, dictionary: str | None = None,
                     **params) -> dict:
-    """The config of one transfer: source model ``source`` (hub id or folder), target tokenizer ``tokenizer`` (a
-    folder or hub id of an existing one, or the vocabulary size of one trained on the corpus in the source's family
-    and layout), method ``method`` (a registered kind) with ``params``, on the text of ``corpus`` (a file or folder
-    of text, plain or compressed) in ``language`` (default: a language named ``target``).
+    """The config of one transfer: source model ``source`` (hub id or folder), target tokenizer ``tokenizer``
+    (a folder or hub id of an existing one, or the vocabulary size of one trained on the corpus in the
+    source's family and layout), method ``method`` (a registered kind) with ``params``, on the text of
+    ``corpus`` (a text file or folder, plain or compressed) in ``language`` (default: one named ``target``).
 
     The inputs a method reads besides the corpus (:data:`INPUT_OPTIONS`): ``source_corpus``, text in the
     method's ``source_language`` (its token-level fastText for Align/Freq Match, its word vectors for
@@ -645,8 +645,8 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
     with atomic_path(work / "transfer.yaml", checksum=False) as tmp:
         tmp.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     exported = work / "results" / "export" / SOURCE / TARGET / "init" / method
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
-           "--cores", str(cores or os.cpu_count() or 1), str(exported.relative_to(work)),
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory",
+           str(work), "--cores", str(cores or os.cpu_count() or 1), str(exported.relative_to(work)),
            "--configfile", str(work / "transfer.yaml")]
     output = work / "transfer.log"
     progress = DagProgress(say)
@@ -659,7 +659,7 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
                            f"{returncode}).\n{progress.failure(work, output)}")
     if dest is None:
         return exported
-    replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's minutes or hours
+    replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's hours
     return Path(out)
 
 
@@ -829,10 +829,10 @@ def methods_help() -> str:
 
 
 def check_configs(configfiles: list[str]) -> int:
-    """``vocab-transfer check``: each config file read strictly (:func:`vocab_transfer.typed.load_yaml`), merged as
-    Snakemake merges ``--configfile`` files, and checked as the workflow checks it at parse time (a composite's
-    studies are each read strictly; their checks run in ``snakemake -n``). Prints the first problem and returns 1,
-    else 0."""
+    """``vocab-transfer check``: each config file read strictly (:func:`vocab_transfer.typed.load_yaml`),
+    merged as Snakemake merges ``--configfile`` files, and checked as the workflow checks it at parse time (a
+    composite's studies are each read strictly; their checks run in ``snakemake -n``). Prints the first
+    problem and returns 1, else 0."""
     from snakemake.utils import update_config
 
     from .workflow.config import ConfigError, check_config, check_configfiles
@@ -849,23 +849,27 @@ def check_configs(configfiles: list[str]) -> int:
     except (ConfigError, YamlError, OSError) as e:
         print(f"vocab-transfer: {e}", file=sys.stderr)
         return 1
-    print(f"{' '.join(configfiles)}: ok" + (" (the studies' own checks: snakemake -n)" if "studies" in config else ""))
+    print(f"{' '.join(configfiles)}: ok" + (" (the studies' own checks: snakemake -n)"
+                                            if "studies" in config else ""))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="vocab-transfer", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Transfer a pretrained language model to a new tokenizer (the workflow's DAG, for one target).")
+        description="Transfer a pretrained language model to a new tokenizer (the workflow's "
+                    "DAG, for one target).")
     sub = parser.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("transfer", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=methods_help(),
+    t = sub.add_parser("transfer",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=methods_help(),
                        help="transfer one model to one tokenizer and save it as a Hugging Face model folder")
     t.add_argument("--source", required=True, help="the source model: a hub id or a folder")
     t.add_argument("--tokenizer", required=True,
                    help="the target tokenizer: a folder or hub id, or a vocabulary size to train one on the "
                         "corpus (in the source tokenizer's family and layout)")
     t.add_argument("--method", default="focus", help="a registered method (below; default focus)")
-    t.add_argument("--corpus", required=True, help="target-language text: a file or folder, plain or compressed")
+    t.add_argument("--corpus", required=True,
+                   help="target-language text: a file or folder, plain or compressed")
     t.add_argument("--out", required=True, help="where the model folder goes")
     t.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="a method parameter")
     t.add_argument("--language", help="the corpus's language code (word vectors, dictionaries; default: "
@@ -885,9 +889,9 @@ def main(argv: list[str] | None = None) -> int:
                                      "changes, and share it between methods")
     t.add_argument("--cores", type=int, help="cores for the DAG's jobs (default: all)")
     t.add_argument("--quiet", action="store_true", help="no progress lines on stderr (errors only)")
-    c = sub.add_parser("check", help="check config files before a run: a key given twice or a YAML tag named with "
-                                     "its line (Snakemake's own loader reports either as 'not valid JSON or "
-                                     "YAML'), then every parse-time check of the workflow")
+    c = sub.add_parser("check", help="check config files before a run: a key given twice or a YAML tag named "
+                                     "with its line (Snakemake's own loader reports either as 'not valid "
+                                     "JSON or YAML'), then every parse-time check of the workflow")
     c.add_argument("configfiles", nargs="+", metavar="CONFIG", help="the files a run passes to --configfile")
     args = parser.parse_args(argv)
     if args.command == "check":

@@ -1,37 +1,37 @@
-"""Artifact metadata and checks: what made an artifact, from which inputs, and whether it is still whole and current.
+"""Artifact metadata and checks: what made an artifact, from which inputs, whether it is whole and current.
 
-Every parquet and safetensors artifact written through :mod:`vocab_transfer.io` carries a ``vocab_transfer`` entry in
-its file metadata (:func:`artifact_metadata`): the producing rule and wildcards, a hash of the job's params (the
-config sections that shaped it), a fingerprint of each input (and, for a model folder downloaded from the hub, its
-``origin.json``: the repo and the commit it resolved to), the library versions and the time. A job started by
-Snakemake checks its inputs before it reads them (:func:`verify_inputs`, from ``setup_job``): an input that is cut
-short or unreadable, or one made from an older version of another input of the same job (an overlap computed with a
-tokenizer that has since changed) stops the job with the file and the command that rebuilds it.
+Every parquet and safetensors artifact written through :mod:`vocab_transfer.io` carries a ``vocab_transfer``
+entry in its file metadata (:func:`artifact_metadata`): the producing rule and wildcards, a hash of the job's
+params (the config sections that shaped it), a fingerprint of each input (and, for a model folder downloaded
+from the hub, its ``origin.json``: the repo and the commit it resolved to), the library versions and the time.
+A job started by Snakemake checks its inputs before it reads them (:func:`verify_inputs`, from ``setup_job``):
+an input that is cut short or unreadable, or one made from an older version of another input of the same job
+(an overlap made with a tokenizer since changed) stops the job with the file and the command to rebuild it.
 
-``python -m vocab_transfer.artifacts [results] [--deep]`` checks every artifact under ``results/`` and lists what is
-corrupt, stale or changed since it was written; ``--deep`` also reads every row group and tensor (a truncation inside
-a file whose footer survived) and hashes every file listed in a manifest. Exit status 1 when something is, or when a
-pipeline artifact has lost its manifest (below).
+``python -m vocab_transfer.artifacts [results] [--deep]`` checks every artifact under ``results/`` and lists
+what is corrupt, stale or changed since it was written; ``--deep`` also reads every row group and tensor (a
+truncation inside a file whose footer survived) and hashes every file listed in a manifest. Exit status 1 when
+something is, or when a pipeline artifact has lost its manifest (below).
 
 Every artifact also checksums itself when it is written (:func:`write_manifest`, from
 :func:`vocab_transfer.io.atomic_path`): a folder holds ``.manifest.json`` with the size, modification time and
-xxh3-128 hash of each of its files; a file has a hidden sidecar ``.<name>.manifest.json`` beside it. The input check
-compares an input against its manifest cheaply (a file whose size and time are as recorded is trusted; any other is
-hashed again), ``--deep`` hashes every file; a file changed, added or removed since the artifact was written stops
-the job (:func:`check_manifest`). The manifest also records the rule and config files of the job that wrote it, so
-the rebuild hint is a command that runs (:func:`rerun_hint`).
+xxh3-128 hash of each of its files; a file has a hidden sidecar ``.<name>.manifest.json`` beside it. The input
+check compares an input against its manifest cheaply (a file whose size and time are as recorded is trusted;
+any other is hashed again), ``--deep`` hashes every file; a file changed, added or removed since the artifact
+was written stops the job (:func:`check_manifest`). The manifest also records the rule and config files of the
+job that wrote it, so the rebuild hint is a command that runs (:func:`rerun_hint`).
 
-A manifest cannot be switched off by deleting it: an artifact of a kind the pipeline writes with one, found without
-one, is an error for the jobs that read it and for the check (status ``no manifest``, :func:`missing_manifest`). That
-is a parquet or safetensors file whose ``vocab_transfer`` metadata says the pipeline wrote it, a folder holding such
-files, and any parquet/safetensors file or folder in the workflow's own ``results/`` tree (:func:`results_owned`: an
-attacker may strip the metadata too), except training checkpoints (:data:`UNMANIFESTED_DIRS`), which only the run
-that wrote them reads. A user's own model folder or corpus outside ``results/`` (no manifest, no metadata) is read as
-it is.
+A manifest cannot be switched off by deleting it: an artifact of a kind the pipeline writes with one, found
+without one, is an error for the jobs that read it and for the check (status ``no manifest``,
+:func:`missing_manifest`). That is a parquet or safetensors file whose ``vocab_transfer`` metadata says the
+pipeline wrote it, a folder holding such files, and any parquet/safetensors file or folder in the workflow's
+own ``results/`` tree (:func:`results_owned`: an attacker may strip the metadata too), except training
+checkpoints (:data:`UNMANIFESTED_DIRS`), which only the run that wrote them reads. A user's own model folder
+or corpus outside ``results/`` (no manifest, no metadata) is read as it is.
 
-A fingerprint is the SHA-256 of a file's content for files up to 64 MiB (tokenizers, overlaps, init tensors), and of
-its size, first and last MiB beyond that (corpora, shards, model weights: cheap at 20 GB, and any rewrite that
-changes the length or either end changes it); a folder's is the fingerprint of its sorted file list.
+A fingerprint is the SHA-256 of a file's content for files up to 64 MiB (tokenizers, overlaps, init tensors),
+and of its size, first and last MiB beyond that (corpora, shards, model weights: cheap at 20 GB, and any
+rewrite that changes the length or either end changes it); a folder's: that of its sorted file list.
 """
 
 from __future__ import annotations
@@ -49,29 +49,29 @@ from pathlib import Path
 
 from . import lazy
 
-xxhash = lazy.module("xxhash")  # a compiled extension: jobs that write or check artifacts import it, planning not
+xxhash = lazy.module("xxhash")  # compiled: jobs that write or check artifacts import it, planning not
 
 KEY = "vocab_transfer"
-MANIFEST = ".manifest.json"  # a folder artifact's own checksums; a file's are in .<name>.manifest.json beside it
-#: Files of a folder artifact that its manifest leaves out: the manifest, and the marker Snakemake adds to folders.
+MANIFEST = ".manifest.json"  # a folder artifact's own checksums; a file's: .<name>.manifest.json beside it
+#: Files of a folder artifact that its manifest leaves out: the manifest and the marker Snakemake adds.
 UNLISTED = (MANIFEST, ".snakemake_timestamp")
-#: The environment variable in which the workflow tells its jobs how to call it again (rules/common.smk: rerun_words):
+#: The environment variable that tells jobs how to call the workflow again (rules/common.smk: rerun_words):
 #: JSON ``{"snakemake": [words before the targets], "configfiles": [its --configfile arguments]}``.
 RERUN_ENV = "VOCAB_TRANSFER_RERUN"
 #: The workflow's results tree, relative to the folder it runs in (vocab_transfer.workflow.paths.RESULTS).
 RESULTS_DIR = "results"
-#: Folders of the results tree whose files have no manifest by design: training checkpoints, which only their run
-#: reads (LAPT's ``checkpoints/``, fine-tuning's ``seed<N>.checkpoints/``, Token Distillation's
+#: Folders of the results tree whose files have no manifest by design: training checkpoints, which only their
+#: run reads (LAPT's ``checkpoints/``, fine-tuning's ``seed<N>.checkpoints/``, Token Distillation's
 #: ``<method>.safetensors.checkpoint/``): a folder called so, or whose name ends so.
 UNMANIFESTED_DIRS = ("checkpoints", ".checkpoints", ".checkpoint")
 #: The file kinds the pipeline always writes with a manifest (:func:`vocab_transfer.io.atomic_path`).
 MANIFESTED_SUFFIXES = (".parquet", ".safetensors")
-#: The largest safetensors header read (a model of 10,000 tensors needs about 1 MB; safetensors refuses 100 MB).
+#: The largest safetensors header read (10,000 tensors need about 1 MB; safetensors refuses 100 MB).
 MAX_HEADER = 16 << 20
 FULL_HASH_LIMIT = 64 << 20
 EDGE = 1 << 20
-VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas", "pyarrow",
-             "safetensors", "fasttext-numpy2", "snakemake")
+VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas",
+             "pyarrow", "safetensors", "fasttext-numpy2", "snakemake")
 
 
 #: The file in which a model folder downloaded from the hub records its origin
@@ -130,13 +130,13 @@ _reads: dict | None = None  # what a trainer read, recorded in what it writes (r
 
 
 def snakemake_job() -> object | None:
-    """The ``snakemake`` object of a script run by Snakemake's ``script:`` directive, if this process is one."""
+    """The ``snakemake`` object of a script run by a ``script:`` directive, if this process is one."""
     main = sys.modules.get("__main__")
     return getattr(main, "snakemake", None)
 
 
 def set_job(job: object | None = None) -> None:
-    """Record the Snakemake job this process runs (``snakemake`` of a ``script:``; default: found in ``__main__``)."""
+    """Record the Snakemake job of this process (``snakemake`` of a ``script:``; default: ``__main__``'s)."""
     global _job
     job = job if job is not None else snakemake_job()
     if job is None:
@@ -144,7 +144,8 @@ def set_job(job: object | None = None) -> None:
         return
     params = {k: v for k, v in job.params.items()} if hasattr(job.params, "items") else {}
     _job = {"rule": job.rule, "wildcards": dict(job.wildcards.items()),
-            "params_sha256": hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest(),
+            "params_sha256": hashlib.sha256(json.dumps(params,
+                                                       sort_keys=True, default=str).encode()).hexdigest(),
             "input_paths": sorted({str(p) for p in job.input})}
 
 
@@ -154,9 +155,9 @@ def _reset_for_tests() -> None:
 
 
 def artifact_metadata() -> dict:
-    """The metadata of an artifact written now: rule, wildcards, params hash and input fingerprints of the job (none
-    outside Snakemake), the origin of each input that is a downloaded hub model (``origins``: its ``origin.json``),
-    library versions and the time."""
+    """The metadata of an artifact written now: rule, wildcards, params hash and input fingerprints of the job
+    (none outside Snakemake), the origin of each input that is a downloaded hub model (``origins``: its
+    ``origin.json``), library versions and the time."""
     meta: dict = {"versions": versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     if _job is not None:
         if "inputs" not in _job:
@@ -196,22 +197,24 @@ def safetensors_header(path: str | os.PathLike) -> dict:
         if n > size - 8:
             raise ArtifactError(f"{path}: its header claims {n} bytes, the file has {size}")
         if n > MAX_HEADER:
-            raise ArtifactError(f"{path}: its header claims {n:,} bytes, more than the {MAX_HEADER:,} a safetensors "
-                                "file of tensors needs (a damaged or crafted file)")
+            raise ArtifactError(f"{path}: its header claims {n:,} bytes, more than the {MAX_HEADER:,} a "
+                                "safetensors file of tensors needs (a damaged or crafted file)")
         try:
             header = json.loads(f.read(n))
-            end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+            end = max((int(v["data_offsets"][1])
+                       for k, v in header.items() if k != "__metadata__"), default=0)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
-            raise ArtifactError(f"{path}: its safetensors header is not valid ({type(e).__name__}: {e})") from None
+            raise ArtifactError(f"{path}: its safetensors header is not valid "
+                                f"({type(e).__name__}: {e})") from None
     if 8 + n + end != size:
         raise ArtifactError(f"{path}: {size} bytes, its header describes {8 + n + end} (cut short or padded)")
     return header
 
 
 def tensor_checksums(path: str | os.PathLike) -> dict[str, str]:
-    """SHA-256 of each tensor's raw data in a safetensors file, by tensor name (the dtype and shape hashed in too),
-    without the header: two files of the same tensors compare equal whatever their metadata (versions, paths, time)
-    says."""
+    """SHA-256 of each tensor's raw data in a safetensors file, by tensor name (the dtype and shape hashed in
+    too), without the header: two files of the same tensors compare equal whatever their metadata (versions,
+    paths, time) says."""
     path = Path(path)
     header = safetensors_header(path)
     out = {}
@@ -253,7 +256,8 @@ def _entry(f: Path) -> dict:
 
 
 def _listed(folder: Path) -> list[Path]:
-    return sorted(f for f in folder.rglob("*") if f.is_file() and f.relative_to(folder).as_posix() not in UNLISTED)
+    return sorted(f for f in folder.rglob("*") if f.is_file()
+                  and f.relative_to(folder).as_posix() not in UNLISTED)
 
 
 def _job_origin() -> dict:
@@ -280,9 +284,9 @@ def _job_origin() -> dict:
 
 
 def write_manifest(written: str | os.PathLike) -> dict | None:
-    """Record the checksums of an artifact just written at ``written``, after its last byte and before it is moved
-    onto its path (a rename keeps the modification times recorded): a folder gets ``.manifest.json`` inside it (moved
-    with it); for a file, the record is returned, for :func:`write_sidecar` once the file is in place."""
+    """Record the checksums of an artifact just written at ``written``, after its last byte and before it is
+    moved onto its path (a rename keeps the modification times recorded): a folder gets ``.manifest.json``
+    inside it (moved with it); a file's record is returned, for :func:`write_sidecar` once it is in place."""
     written = Path(written)
     record = {"format": 1, **_job_origin(), **(_reads or {})}
     if written.is_dir():
@@ -293,8 +297,8 @@ def write_manifest(written: str | os.PathLike) -> dict | None:
 
 
 def write_sidecar(record: dict, path: str | os.PathLike) -> None:
-    """Write a file artifact's manifest beside it, atomically (a temporary file that is removed if the write fails,
-    e.g. on a full disk)."""
+    """Write a file artifact's manifest beside it, atomically (a temporary file that is removed if the write
+    fails, e.g. on a full disk)."""
     side = sidecar(path)
     tmp = side.with_name(side.name + ".tmp")
     try:
@@ -306,8 +310,8 @@ def write_sidecar(record: dict, path: str | os.PathLike) -> None:
 
 
 def read_manifest(path: str | os.PathLike) -> dict | None:
-    """The manifest of an artifact (None if it has none, or if it is unreadable: then :func:`check_manifest` says
-    so)."""
+    """The manifest of an artifact (None if it has none, or if it is unreadable: then :func:`check_manifest`
+    says so)."""
     m = manifest_path(path)
     if not m.is_file():
         return None
@@ -317,8 +321,8 @@ def read_manifest(path: str | os.PathLike) -> dict | None:
 
 
 def check_manifest(path: str | os.PathLike, deep: bool = False) -> list[str]:
-    """What changed in an artifact since it was written, by its manifest: files changed (a different size, or a
-    different hash where the time differs or ``deep``), added or removed; [] when nothing did or there is no
+    """What changed in an artifact since it was written, by its manifest: files changed (a different size, or
+    a different hash where the time differs or ``deep``), added or removed; [] when nothing did or there is no
     manifest (whether one is required: :func:`missing_manifest`)."""
     path = Path(path)
     record = read_manifest(path)
@@ -425,8 +429,8 @@ def recorded_inputs(path: str | os.PathLike) -> dict:
 
 
 def artifact_root(path: str | os.PathLike) -> Path:
-    """The artifact a file belongs to: the nearest folder above it with a manifest (a corpus part's split folder, a
-    tokenizer file's tokenizer folder), else the file itself. A rebuild names it: it is the rule's output."""
+    """The artifact a file belongs to: the nearest folder above it with a manifest (a corpus part's split
+    folder, a tokenizer file's tokenizer folder), else the file. A rebuild names it: the rule's output."""
     path = Path(path)
     for parent in [path, *path.parents]:
         if parent.is_dir() and (parent / MANIFEST).is_file():
@@ -435,9 +439,9 @@ def artifact_root(path: str | os.PathLike) -> Path:
 
 
 def results_owned(path: str | os.PathLike, results: str | os.PathLike | None = None) -> bool:
-    """Whether ``path`` lies in the workflow's results tree (``results``, default :data:`RESULTS_DIR` of the folder
-    the workflow runs in), outside a training checkpoint folder (:data:`UNMANIFESTED_DIRS`). The path's own location
-    counts, not where a link in it points."""
+    """Whether ``path`` lies in the workflow's results tree (``results``, default :data:`RESULTS_DIR` of the
+    folder the workflow runs in), outside a training checkpoint folder (:data:`UNMANIFESTED_DIRS`). The path's
+    own location counts, not where a link in it points."""
     here = Path(os.path.abspath(path))
     base = Path(os.path.abspath(results if results is not None else RESULTS_DIR))
     if here != base and base not in here.parents:
@@ -450,8 +454,8 @@ def _checkpoint(name: str) -> bool:
 
 
 def pipeline_written(path: str | os.PathLike) -> bool:
-    """Whether a parquet or safetensors file carries the pipeline's ``vocab_transfer`` metadata (one it cannot read
-    does not: :func:`check_readable` reports that)."""
+    """Whether a parquet or safetensors file carries the pipeline's ``vocab_transfer`` metadata (one it cannot
+    read does not: :func:`check_readable` reports that)."""
     try:
         return read_metadata(path) is not None
     except Exception:  # noqa: BLE001 - an unreadable file is reported as corrupt, not here
@@ -464,8 +468,9 @@ def _covered(f: Path) -> bool:
 
 
 def _uncovered(path: Path, owned: bool) -> list[Path]:
-    """The files of ``path`` (itself, or a folder's) that no manifest lists and that need one: parquet/safetensors
-    files, and in the results tree (``owned``) a folder's every file (a file: parquet/safetensors/JSON)."""
+    """The files of ``path`` (itself, or a folder's) that no manifest lists and that need one:
+    parquet/safetensors files, and in the results tree (``owned``) a folder's every file (a file:
+    parquet/safetensors/JSON)."""
     if path.is_dir():
         files = (f for f in path.rglob("*") if f.is_file() and f.name not in UNLISTED
                  and not f.name.endswith(MANIFEST) and not any(map(_checkpoint, f.relative_to(path).parts)))
@@ -476,11 +481,11 @@ def _uncovered(path: Path, owned: bool) -> list[Path]:
 
 
 def missing_manifest(path: str | os.PathLike, owned: bool | None = None) -> str | None:
-    """Why ``path`` (a file or folder) should have a manifest and has none, or None: it has one (its own, or a folder
-    above it has ``.manifest.json``; a folder's files may each be covered by their own), or it is not of a kind the
-    pipeline writes with one. Of such a kind: a parquet/safetensors file with the pipeline's metadata (a folder: one
-    holding such a file), and in the results tree (``owned``, default :func:`results_owned`) any parquet, safetensors
-    or JSON file and any folder of files."""
+    """Why ``path`` (a file or folder) should have a manifest and has none, or None: it has one (its own, or a
+    folder above it has ``.manifest.json``; a folder's files may each be covered by their own), or it is not
+    of a kind the pipeline writes with one. Of such a kind: a parquet/safetensors file with the pipeline's
+    metadata (a folder: one holding such a file), and in the results tree (``owned``, default
+    :func:`results_owned`) any parquet, safetensors or JSON file and any folder of files."""
     path = Path(path)
     if not path.exists() or (path.is_dir() and (path / MANIFEST).is_file()) or _covered(path):
         return None
@@ -491,17 +496,18 @@ def missing_manifest(path: str | os.PathLike, owned: bool | None = None) -> str 
     written = next((f for f in files if f.suffix in MANIFESTED_SUFFIXES and pipeline_written(f)), None)
     where = f"no manifest ({manifest_path(path)} is missing)"
     if written is not None:
-        return (f"{path} has {where}, though {'it' if written == path else written} was written by the pipeline: its "
-                "checksums are gone, so whether its content changed since cannot be checked")
+        return (f"{path} has {where}, though {'it' if written == path else written} was written by the "
+                "pipeline: its checksums are gone, so whether its content changed since cannot be checked")
     if owned:
-        return (f"{path} has {where} and no pipeline metadata, though it is in the results tree, where every artifact "
-                f"is written with a manifest{'' if files == [path] else f' ({files[0]} is listed by none)'}")
+        return (f"{path} has {where} and no pipeline metadata, though it is in the results tree, where every "
+                "artifact is written with a "
+                f"manifest{'' if files == [path] else f' ({files[0]} is listed by none)'}")
     return None
 
 
 def check_readable(path: str | os.PathLike, deep: bool = False) -> None:
-    """ArtifactError unless ``path`` opens as its format says (parquet footer / safetensors header and size; with
-    ``deep`` every row group / tensor read)."""
+    """ArtifactError unless ``path`` opens as its format says (parquet footer / safetensors header and size;
+    with ``deep`` every row group / tensor read)."""
     path = Path(path)
     try:
         if path.suffix == ".parquet":
@@ -584,9 +590,10 @@ def stale_inputs(path: str | os.PathLike, meta: dict | None = None, among: set[s
 
 
 def verify_inputs(paths, deep: bool = False) -> None:
-    """Check a job's input artifacts before it reads them: each parquet/safetensors/JSON file opens, and none was made
-    from an older version of another input of the same job, and none changed since it was written
-    (:func:`check_manifest`) or lost the manifest a pipeline artifact has (:func:`missing_manifest`). Raises :class:`ArtifactError` naming the file and the command that rebuilds it."""
+    """Check a job's input artifacts before it reads them: each parquet/safetensors/JSON file opens, and none
+    was made from an older version of another input of the same job, and none changed since it was written
+    (:func:`check_manifest`) or lost the manifest a pipeline artifact has (:func:`missing_manifest`). Raises
+    :class:`ArtifactError` naming the file and the command that rebuilds it."""
     paths = [str(p) for p in paths]
     for p in paths:
         missing = missing_manifest(p)
@@ -596,7 +603,8 @@ def verify_inputs(paths, deep: bool = False) -> None:
         changed = check_manifest(p if read_manifest(p) is not None or root == Path(p) else root, deep)
         if changed:
             raise ArtifactError(f"{p} changed after it was written: {'; '.join(changed[:3])}"
-                                f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; {rerun_hint(p)}")
+                                f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; "
+                                f"{rerun_hint(p)}")
     files = []
     for p in paths:
         path = Path(p)
@@ -617,11 +625,12 @@ def verify_inputs(paths, deep: bool = False) -> None:
 
 
 def scan(root: str | os.PathLike, deep: bool = False, owned: bool | None = None) -> list[dict]:
-    """One record per artifact under ``root``: ``path``, ``status`` (ok / corrupt / stale / changed / no manifest /
-    no metadata), ``detail``. Files are read as their format says; every manifest (folder or sidecar) is compared with
-    what it lists (``deep``: every file hashed again); a parquet/safetensors file that no manifest covers is ``no
-    manifest`` when it carries the pipeline's metadata or lies in a results tree (:func:`missing_manifest`; ``owned``:
-    whether ``root`` is one, by default when it or a folder above it is called ``results``)."""
+    """One record per artifact under ``root``: ``path``, ``status`` (ok / corrupt / stale / changed / no
+    manifest / no metadata), ``detail``. Files are read as their format says; every manifest (folder or
+    sidecar) is compared with what it lists (``deep``: every file hashed again); a parquet/safetensors file
+    that no manifest covers is ``no manifest`` when it carries the pipeline's metadata or lies in a results
+    tree (:func:`missing_manifest`; ``owned``: whether ``root`` is one, by default when it or a folder above
+    it is called ``results``)."""
     out, current = [], {}
     root = Path(root)
     if owned is None:
@@ -661,7 +670,8 @@ ERRORS = ("corrupt", "stale", "changed", "no manifest")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m vocab_transfer.artifacts", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m vocab_transfer.artifacts",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("root", nargs="?", default="results", help="folder to check (default: results)")
     p.add_argument("--deep", action="store_true", help="read every row group and tensor, and hash every file")
     args = p.parse_args(argv)
@@ -671,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         if r["status"] in ERRORS:
             print(f"{r['status'].upper():8} {r['path']}: {r['detail']}; {rerun_hint(r['path'])}")
-    print(f"{len(records)} artifacts under {args.root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"{len(records)} artifacts under "
+          f"{args.root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 1 if any(counts.get(s) for s in ERRORS) else 0
 
 

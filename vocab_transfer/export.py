@@ -1,13 +1,14 @@
 """Transferred models as Hugging Face model folders: weights (``save_pretrained``), the target tokenizer and a
-``README.md`` model card (rules ``export_init_model`` and ``export_lapt_model``; ``snakemake export`` writes all).
+``README.md`` model card (rules ``export_init_model``, ``export_lapt_model``; ``snakemake export``: all).
 
-An init export is the source model with the method's embeddings (and output bias) swapped in, exactly the model
-the init-time loss was measured on; a LAPT export is the run's final model. Both load with ``AutoModelForMaskedLM``
-(``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never loads the model
-(:func:`export_init`): the source's safetensors shards that hold no per-token tensor are hard-linked, the others
-rewritten by streaming, so a 7B decoder is exported in the memory of its embedding matrices. The card
-(:func:`model_card`) says where the model comes from: source model, method and its parameters, target tokenizer,
-corpus and its size, the init-time held-out loss, the LAPT steps and curve, and the command that rebuilds the folder.
+An init export is the source model with the method's embeddings (and output bias) swapped in, exactly the
+model the init-time loss was measured on; a LAPT export is the run's final model. Both load with
+``AutoModelForMaskedLM`` (``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never
+loads the model (:func:`export_init`): the source's safetensors shards that hold no per-token tensor are
+hard-linked, the others rewritten by streaming, so a 7B decoder is exported in the memory of its embedding
+matrices. The card (:func:`model_card`) says where the model comes from: source model, method and its
+parameters, target tokenizer, corpus and its size, the init-time held-out loss, the LAPT steps and curve, and
+the command that rebuilds the folder.
 """
 
 from __future__ import annotations
@@ -31,26 +32,27 @@ if TYPE_CHECKING:
     import torch
 
 CARD = "README.md"
-CONFIGS = ("config.json", "generation_config.json")  # rewritten for the target tokenizer (retarget_special_ids)
+CONFIGS = ("config.json", "generation_config.json")  # rewritten for the target (retarget_special_ids)
 #: Model types whose position ids count from ``pad_token_id`` (RoBERTa's), which therefore keeps the source's.
 POSITION_PAD_TYPES = ("roberta", "xlm-roberta", "camembert")
 CHUNK = 64 * 2**20  # bytes copied per system call where the kernel cannot copy a range itself
 
 # The paper of each method kind (vocab_transfer.methods), for the card.
 REFERENCES = {
-    "focus": "Dobler & de Melo (2023), FOCUS: Effective Embedding Initialization for Monolingual Specialization of "
-             "Multilingual Models, EMNLP",
-    "wechsel": "Minixhofer, Paischer & Rekabsaz (2022), WECHSEL: Effective initialization of subword embeddings for "
-               "cross-lingual transfer of monolingual language models, NAACL",
-    "fvt": "Gee, Zugarini, Rigutini & Torroni (2022), Fast Vocabulary Transfer for Language Model Compression, "
-           "EMNLP Industry Track",
-    "el": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models to New "
-          "Scripts, EMNLP",
-    "mf": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models to New "
-          "Scripts, EMNLP",
+    "focus": "Dobler & de Melo (2023), FOCUS: Effective Embedding Initialization for Monolingual "
+             "Specialization of Multilingual Models, EMNLP",
+    "wechsel": "Minixhofer, Paischer & Rekabsaz (2022), WECHSEL: Effective initialization of subword "
+               "embeddings for cross-lingual transfer of monolingual language models, NAACL",
+    "fvt": "Gee, Zugarini, Rigutini & Torroni (2022), Fast Vocabulary Transfer for Language Model "
+           "Compression, EMNLP Industry Track",
+    "el": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models "
+          "to New Scripts, EMNLP",
+    "mf": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models "
+          "to New Scripts, EMNLP",
 }
 for _kind in ("reinit_embed", "freq_match", "dict_match", "align_match", "permute", "keep"):
-    REFERENCES[_kind] = "How to Do a Vocab Swap? A Study of Embedding Replacement for Pre-trained Transformers (2022)"
+    REFERENCES[_kind] = ("How to Do a Vocab Swap? A Study of Embedding Replacement for "
+                         "Pre-trained Transformers (2022)")
 for _kind in ("random", "random_normal", "extend"):
     REFERENCES[_kind] = "baselines of Dobler & de Melo (2023), FOCUS, §3.1"
 
@@ -95,8 +97,8 @@ def source_license(source_dir: str | os.PathLike) -> str | None:
 
 
 def card_datasets(info: CardInfo) -> list[str]:
-    """The hub datasets the target's text came from (``cc100`` -> ``statmt/cc100``, or the spec's own ``dataset``);
-    corpora that are no hub dataset (Bible translations, local text) are named in the card's table instead."""
+    """The hub datasets the target's text came from (``cc100`` -> ``statmt/cc100``, or the spec's own
+    ``dataset``); corpora not on the hub (Bible translations, local text) are named in the card's table."""
     from .data.sources import HUB_SOURCES
 
     spec = info.corpus_stats.get("spec", {})
@@ -107,16 +109,17 @@ def card_datasets(info: CardInfo) -> list[str]:
 
 
 def card_results(info: CardInfo) -> list:
-    """The card's ``model-index`` entries (``huggingface_hub.EvalResult``): the init-time held-out loss (and its
-    perplexity and bits per byte) and, for a LAPT model, the final held-out loss of its curve, each on the target's
-    held-out text."""
+    """The card's ``model-index`` entries (``huggingface_hub.EvalResult``): the init-time held-out loss (and
+    its perplexity and bits per byte) and, for a LAPT model, the final held-out loss of its curve, each on the
+    target's held-out text."""
     from huggingface_hub import EvalResult
 
     task = "text-generation" if info.causal else "fill-mask"
     datasets = card_datasets(info)
     spec = info.corpus_stats.get("spec", {})
     dataset = {"dataset_type": datasets[0] if datasets else str(spec.get("source", info.target)),
-               "dataset_name": f"{info.language or info.target} held-out text ({spec.get('source', 'corpus')})",
+               "dataset_name": f"{info.language or info.target} held-out text "
+                               f"({spec.get('source', 'corpus')})",
                "dataset_split": "held-out"}
     if spec.get("lang") or spec.get("name"):
         dataset["dataset_config"] = str(spec.get("lang") or spec.get("name"))
@@ -126,20 +129,23 @@ def card_results(info: CardInfo) -> list:
         metrics = [("loss", info.init_loss.get("mlm_loss"), f"init-time held-out {objective} loss"),
                    ("perplexity", info.init_loss.get("perplexity"), "init-time held-out perplexity"),
                    ("bits_per_byte", info.init_loss.get("bits_per_byte"), "init-time held-out bits per byte")]
-        out += [EvalResult(task_type=task, metric_type=kind, metric_value=float(value), metric_name=name, **dataset)
+        out += [EvalResult(task_type=task, metric_type=kind, metric_value=float(value),
+                           metric_name=name, **dataset)
                 for kind, value, name in metrics if value is not None and math.isfinite(float(value))]
     if info.lapt_run and info.curve is not None and len(info.curve):
         last = float(info.curve.iloc[-1]["heldout_loss"])
         if math.isfinite(last):
             out.append(EvalResult(task_type=task, metric_type="loss", metric_value=last, **dataset,
-                                  metric_name=f"held-out loss after LAPT ({int(info.curve.iloc[-1]['step'])} steps)"))
+                                  metric_name="held-out loss after LAPT "
+                                              f"({int(info.curve.iloc[-1]['step'])} steps)"))
     return out
 
 
 def card_metadata(info: CardInfo) -> str:
-    """The card's Hub metadata (its YAML front matter, without the ``---`` lines), written by ``huggingface_hub``'s
-    ``ModelCardData``: ``base_model`` (a hub source), ``language``, ``license`` (the source's where known),
-    ``library_name``, ``pipeline_tag``, ``tags``, ``datasets`` and the scores as ``model-index``."""
+    """The card's Hub metadata (its YAML front matter, without the ``---`` lines), written by
+    ``huggingface_hub``'s ``ModelCardData``: ``base_model`` (a hub source), ``language``, ``license``
+    (source's if known), ``library_name``, ``pipeline_tag``, ``tags``, ``datasets``, ``model-index``
+    scores."""
     from huggingface_hub import ModelCardData
 
     hub = not (info.source_model.startswith((".", "/")) or info.source_model.count("/") != 1)
@@ -168,54 +174,63 @@ def model_card(info: CardInfo) -> str:
                    + (f"; {REFERENCES[info.kind]}" if info.kind in REFERENCES else "")),
         ("target tokenizer", f"{info.tokenizer_type}, {info.vocab_size:,} tokens"
                              + (f", trained on {info.tokenizer_info['sample_docs']:,} documents (seed "
-                                f"{info.tokenizer_info.get('seed')}, sha256 `{info.tokenizer_info.get('sha256', '')[:12]}`)"
+                                f"{info.tokenizer_info.get('seed')}, sha256 "
+                                f"`{info.tokenizer_info.get('sha256', '')[:12]}`)"
                                 if "sample_docs" in info.tokenizer_info else
                                 f", existing tokenizer `{info.tokenizer_info['pretrained']}`"
                                 if "pretrained" in info.tokenizer_info else "")),
         ("corpus", f"{info.target}: `{stats.get('spec', {}).get('source', '?')}`"
                    + (f" ({source_docs.get('origin')})" if source_docs.get("origin") else "")
-                   + f", {stats.get('train_docs', 0):,} training documents ({stats.get('train_bytes', 0) / 1e6:,.1f} MB),"
-                     f" {stats.get('heldout_docs', 0):,} held out"),
+                   + f", {stats.get('train_docs', 0):,} training documents "
+                     f"({stats.get('train_bytes', 0) / 1e6:,.1f} MB), "
+                     f"{stats.get('heldout_docs', 0):,} held out"),
     ]
     if info.init_loss:
         bpb = info.init_loss.get("bits_per_byte")
         rows.append(("init-time held-out loss",
                      f"{info.init_loss['mlm_loss']:.4f} ({info.init_loss['objective']}, perplexity "
-                     f"{info.init_loss['perplexity']:.1f}, {int(info.init_loss['masked_tokens']):,} scored tokens"
+                     f"{info.init_loss['perplexity']:.1f}, "
+                     f"{int(info.init_loss['masked_tokens']):,} scored tokens"
                      + (f"; {bpb:.4f} bits per byte" if bpb is not None and bpb == bpb else "") + ")"))
     if info.lapt_run and info.curve is not None and len(info.curve):
         last = info.curve.iloc[-1]
-        rows.append(("LAPT", f"run `{info.lapt_run}`: {int(last['step']):,} steps, {int(last['samples']):,} sequences "
-                             f"of {int(last['seq_len'])} tokens; final held-out loss {last['heldout_loss']:.4f}"))
+        rows.append(("LAPT", f"run `{info.lapt_run}`: {int(last['step']):,} steps, {int(last['samples']):,} "
+                             f"sequences of {int(last['seq_len'])} tokens; final held-out loss "
+                             f"{last['heldout_loss']:.4f}"))
     lines = [*front, "", f"# {info.source} → {info.target}: {info.method} ({what})", "",
-             f"The model `{info.source_model}` with its vocabulary replaced by a {info.target} tokenizer, its new "
-             f"embeddings initialized by `{info.kind}`" + (f" and then trained on {info.target} text (LAPT)."
+             f"The model `{info.source_model}` with its vocabulary replaced "
+             f"by a {info.target} tokenizer, its new embeddings initialized by "
+             f"`{info.kind}`" + (f" and then trained on {info.target} text (LAPT)."
                                                           if info.lapt_run else "."),
              "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
     if info.lapt_run and info.curve is not None and len(info.curve):
-        lines += ["## LAPT curve", "", "| step | sequences | train loss | held-out loss |", "|---:|---:|---:|---:|"]
+        lines += ["## LAPT curve", "",
+                  "| step | sequences | train loss | held-out loss |", "|---:|---:|---:|---:|"]
         lines += [f"| {int(r.step):,} | {int(r.samples):,} | {r.train_loss:.4f} | {r.heldout_loss:.4f} |"
                   for r in info.curve.itertuples()]
         if info.lapt_settings:
-            lines += ["", "Settings: " + ", ".join(f"`{k}: {v}`" for k, v in sorted(info.lapt_settings.items()))]
+            lines += ["",
+                      "Settings: " + ", ".join(f"`{k}: {v}`" for k, v in sorted(info.lapt_settings.items()))]
         lines.append("")
     auto = "AutoModelForCausalLM" if info.causal else "AutoModelForMaskedLM"
     lines += ["## Use", "", "```python", f"from transformers import {auto}, AutoTokenizer", "",
-              f'model = {auto}.from_pretrained("<this folder>")', 'tokenizer = AutoTokenizer.from_pretrained("<this folder>")',
-              "```", "", "## Reproduce", "", "From the repository root of the vocabulary-transfer workflow:", "",
-              "```bash", info.command, "```", ""]
+              f'model = {auto}.from_pretrained("<this folder>")',
+              'tokenizer = AutoTokenizer.from_pretrained("<this folder>")',
+              "```", "", "## Reproduce", "", "From the repository root of the vocabulary-transfer workflow:",
+              "", "```bash", info.command, "```", ""]
     return "\n".join(lines)
 
 
 def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = None) -> dict:
     """``config`` (the dict of a ``config.json`` or ``generation_config.json``) with the target tokenizer's
-    special-token ids: ``bos_token_id``, ``eos_token_id`` and ``pad_token_id`` (None where the tokenizer has no such
-    token; a list of eos ids, as Llama 3 has, becomes the target's one-element list), and where the config has them
-    ``sep_token_id``, ``cls_token_id`` and ``decoder_start_token_id`` (the target's id of whichever of bos, eos and
-    pad the source's was). ``model_type`` (default: the config's) in :data:`POSITION_PAD_TYPES` keeps the source's
-    ``pad_token_id``: the position ids count from it, and the pipeline measured and trained the model with it."""
-    ids = {k: getattr(tokenizer, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
-                                                     "cls_token_id")}
+    special-token ids: ``bos_token_id``, ``eos_token_id`` and ``pad_token_id`` (None where the tokenizer has
+    no such token; a list of eos ids, as Llama 3 has, becomes the target's one-element list), and where the
+    config has them ``sep_token_id``, ``cls_token_id`` and ``decoder_start_token_id`` (the target's id of
+    whichever of bos, eos and pad the source's was). ``model_type`` (default: the config's) in
+    :data:`POSITION_PAD_TYPES` keeps the source's ``pad_token_id``: the position ids count from it, and the
+    pipeline measured and trained the model with it."""
+    ids = {k: getattr(tokenizer, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id",
+                                                    "sep_token_id", "cls_token_id")}
     new = {**config, **{k: v for k, v in ids.items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")
                         or k in config}}
     if isinstance(config.get("eos_token_id"), list):
@@ -229,25 +244,27 @@ def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = No
     return new
 
 
-def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokenizer, vocab_size: int | None = None
+def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokenizer,
+                     vocab_size: int | None = None
                      ) -> None:
-    """Write ``config.json`` (and ``generation_config.json`` where ``source`` has one) of the folder ``source`` into
-    ``dest`` (may be the same folder) with the tokenizer's special-token ids (:func:`retarget_special_ids`) and
-    ``vocab_size`` (when given)."""
+    """Write ``config.json`` (and ``generation_config.json`` where ``source`` has one) of the folder
+    ``source`` into ``dest`` (may be the same folder) with the tokenizer's special-token ids
+    (:func:`retarget_special_ids`) and ``vocab_size`` (when given)."""
     source, dest = Path(source), Path(dest)
     model_type = json.loads((source / CONFIGS[0]).read_text()).get("model_type")
     for name in CONFIGS:
         if (source / name).is_file():
-            config = retarget_special_ids(json.loads((source / name).read_text()), tokenizer, model_type=model_type)
+            config = retarget_special_ids(json.loads((source / name).read_text()),
+                                          tokenizer, model_type=model_type)
             if vocab_size is not None and name == CONFIGS[0]:
                 config["vocab_size"] = vocab_size
             (dest / name).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def link_or_copy(src: str | os.PathLike, dst: str | os.PathLike) -> None:
-    """Hard-link ``src`` as ``dst``, or copy it where a link is not possible (another file system). A link leaves the
-    source file's mtime as it is (its ctime changes), and Snakemake reads only the mtime (9.27, measured on a DAG whose
-    rule linked an upstream output's file): nothing downstream of the source reruns."""
+    """Hard-link ``src`` as ``dst``, or copy it where a link is not possible (another file system). A link
+    leaves the source file's mtime as it is (its ctime changes), and Snakemake reads only the mtime (9.27,
+    measured on a DAG whose rule linked an upstream output's file): nothing downstream of it reruns."""
     try:
         os.link(src, dst)
     except OSError:
@@ -267,13 +284,15 @@ def _write_all(fd: int, data: memoryview) -> None:
 
 
 def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
-    """Append ``count`` bytes of ``src`` from ``offset`` to ``dst``: in the kernel where it can (``copy_file_range``,
-    which file systems with shared extents turn into a reflink), else through one ``CHUNK`` buffer at a time."""
+    """Append ``count`` bytes of ``src`` from ``offset`` to ``dst``: in the kernel where it can
+    (``copy_file_range``, which file systems with shared extents turn into a reflink), else through one
+    ``CHUNK`` buffer at a time."""
     while count:
         try:
             n = os.copy_file_range(src, dst, min(count, CHUNK), offset)
         except (AttributeError, OSError) as e:  # no such call (not Linux), or not between these files
-            if isinstance(e, OSError) and e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            if isinstance(e, OSError) and e.errno not in (errno.EXDEV, errno.ENOSYS,
+                                                          errno.EINVAL, errno.EOPNOTSUPP):
                 raise
             n = os.write(dst, os.pread(src, min(count, CHUNK), offset))
         if n == 0:
@@ -282,12 +301,12 @@ def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
 
 
 def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dict[str, torch.Tensor]) -> int:
-    """Write the safetensors file ``src`` as ``dst`` with the tensors of ``new`` in place of those of the same name
-    (their shape, the source's dtype), and return its data size. The other tensors' bytes are copied as ranges of the
-    file, so memory does not grow with the file. The header is the format's: its length as 8 bytes little-endian,
-    then JSON (``__metadata__`` kept, ``dtype``, ``shape``, ``data_offsets`` relative to the data) padded with spaces
-    to a multiple of 8 bytes; tensors follow contiguously, those with wider elements first (as the ``safetensors``
-    library orders them), so every tensor stays aligned to its element size."""
+    """Write the safetensors file ``src`` as ``dst`` with the tensors of ``new`` in place of those of the same
+    name (their shape, the source's dtype), and return its data size. The other tensors' bytes are copied as
+    ranges of the file, so memory does not grow with the file. The header is the format's: its length as 8
+    bytes little-endian, then JSON (``__metadata__`` kept, ``dtype``, ``shape``, ``data_offsets`` relative to
+    the data) padded with spaces to a multiple of 8 bytes; tensors follow contiguously, those with wider
+    elements first (as ``safetensors`` orders them), so each tensor stays aligned to its element size."""
     import torch
 
     dtypes = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
@@ -304,7 +323,8 @@ def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dic
         entry = header[name]
         if name in new:
             if entry["dtype"] not in dtypes:
-                raise ValueError(f"{src}: {name} is {entry['dtype']}, not a floating-point dtype of {sorted(dtypes)}")
+                raise ValueError(f"{src}: {name} is {entry['dtype']}, not a floating-point "
+                                 f"dtype of {sorted(dtypes)}")
             entry = {"dtype": entry["dtype"], "shape": list(new[name].shape)}
             size = new[name].numel() * dtypes[entry["dtype"]].itemsize
         else:
@@ -348,9 +368,9 @@ def source_extra_special_tokens(source_dir: str | os.PathLike) -> list[str]:
 
 
 def keep_source_specials(tokenizer, source_dir: str | os.PathLike) -> list[str]:
-    """List the source's extra special tokens (:func:`source_extra_special_tokens`) that the target ``tokenizer``
-    has among its added tokens as its own extra special tokens too, so that the export's ``tokenizer_config.json``
-    names them with the target's ids. Returns the tokenizer's extra special tokens."""
+    """List the source's extra special tokens (:func:`source_extra_special_tokens`) that the target
+    ``tokenizer`` has among its added tokens as its own extra special tokens too, so that the export's
+    ``tokenizer_config.json`` names them with the target's ids. Returns its extra special tokens."""
     added = {t.content for t in tokenizer.added_tokens_decoder.values()}
     set_extra_special_tokens(tokenizer, [t for t in source_extra_special_tokens(source_dir) if t in added])
     return extra_special_tokens(tokenizer)
@@ -360,18 +380,19 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
     """The source model with an init artifact's rows swapped in, the target tokenizer and ``card``, written
     atomically into ``out_dir``, without loading the model.
 
-    The tensor names of the input embeddings, an untied LM head and its output bias come from the architecture built
-    on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file (``model.safetensors``
-    or the shards of ``model.safetensors.index.json``) with none of them is hard-linked (copied across file
-    systems; :func:`link_or_copy`); the others are rewritten with the artifact's rows in the source's dtype
-    (:func:`rewrite_safetensors`). A tied model keeps what its source stores: one tensor, or each stored name of it,
-    all with the new rows; an untied head without ``output_embeddings`` in the artifact (``output_rows: copy_input``)
-    gets the new input rows. ``config.json`` gets the new ``vocab_size`` and, with ``generation_config.json``, the
-    target tokenizer's special-token ids (:func:`retarget_special_ids`); the target tokenizer lists the source's extra
-    special tokens it has (:func:`keep_source_specials`); the source's tokenizer and other files are not copied.
-    Unchanged shards are links to the source's files: save a changed model into a new folder, since writing over
-    one of them in place would change the source model too. A source with pickle weights only
-    (``pytorch_model.bin``) raises FileNotFoundError with the command that converts it."""
+    The tensor names of the input embeddings, an untied LM head and its output bias come from the architecture
+    built on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file
+    (``model.safetensors`` or the shards of ``model.safetensors.index.json``) with none of them is hard-linked
+    (copied across file systems; :func:`link_or_copy`); the others are rewritten with the artifact's rows in
+    the source's dtype (:func:`rewrite_safetensors`). A tied model keeps what its source stores: one tensor,
+    or each stored name of it, all with the new rows; an untied head without ``output_embeddings`` in the
+    artifact (``output_rows: copy_input``) gets the new input rows. ``config.json`` gets the new
+    ``vocab_size`` and, with ``generation_config.json``, the target tokenizer's special-token ids
+    (:func:`retarget_special_ids`); the target tokenizer lists the source's extra special tokens it has
+    (:func:`keep_source_specials`); the source's tokenizer and other files are not copied. Unchanged shards
+    are links to the source's files: save a changed model into a new folder, since writing over one of them in
+    place would change the source model too. A source with pickle weights only (``pytorch_model.bin``) raises
+    FileNotFoundError with the command that converts it."""
     from safetensors import safe_open
 
 
@@ -383,8 +404,8 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
         check_artifact_fits(keys, bias="bias" in names, untied="output" in names, arch=arch)
         if "bias" in names and "output_bias" not in keys:
             raise ValueError(f"{arch}'s LM head has an output bias, but the init artifact has none")
-        key = {"input": "embeddings", "output": "output_embeddings" if "output_embeddings" in keys else "embeddings",
-               "bias": "output_bias"}
+        key = {"input": "embeddings", "output": "output_embeddings" if "output_embeddings" in keys
+               else "embeddings", "bias": "output_bias"}
         artifact_key = {n: key[role] for role, ns in names.items() for n in ns}
         vocab_size = art.get_slice("embeddings").get_shape()[0]
         headers = {f: read_header(source / f)[0] for f in files}
@@ -399,8 +420,8 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
                 changed = {n: art.get_tensor(artifact_key[n]) for n in header if n in artifact_key}
                 for n, t in changed.items():
                     if list(t.shape[1:]) != header[n]["shape"][1:]:
-                        raise ValueError(f"the init artifact's {artifact_key[n]} {list(t.shape)} does not fit the "
-                                         f"source's {n} {header[n]['shape']}")
+                        raise ValueError(f"the init artifact's {artifact_key[n]} {list(t.shape)} does not "
+                                         f"fit the source's {n} {header[n]['shape']}")
                 if changed:
                     sizes[f] = rewrite_safetensors(source / f, tmp / f, changed)
                 else:
@@ -424,8 +445,8 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
 def export_folder(model_dir: str, out_dir: str, card: str) -> None:
     """A ``save_pretrained`` folder (a LAPT model with its tokenizer) with ``card``, written atomically into
     ``out_dir``: the safetensors files hard-linked (:func:`link_or_copy`), ``config.json`` and
-    ``generation_config.json`` with the special-token ids of the folder's tokenizer (:func:`retarget_special_ids`;
-    LAPT models saved before it wrote them carry the source's), the other files copied."""
+    ``generation_config.json`` with the special-token ids of the folder's tokenizer
+    (:func:`retarget_special_ids`; LAPT models saved before it carry the source's), other files copied."""
     tokenizer = load_tokenizer(model_dir)
     with atomic_path(out_dir, directory=True) as tmp:
         for f in Path(model_dir).iterdir():
@@ -435,13 +456,13 @@ def export_folder(model_dir: str, out_dir: str, card: str) -> None:
         (Path(tmp) / CARD).write_text(card)
 
 
-#: The environment variable a push reads its token from (huggingface_hub's own name); never a config key or file.
+#: The environment variable a push reads its token from (huggingface_hub's name); never a config key or file.
 TOKEN_ENV = "HF_TOKEN"
 
 
 def repo_name_problem(repo_id: str) -> str | None:
     """Why ``repo_id`` names no hub model repository (huggingface_hub's rules, and a user or organization in
-    front), or None. ``export.push.repo`` is checked with it at parse time, a push before it sends anything."""
+    front), or None. ``export.push.repo`` is checked with it at parse time, a push before sending anything."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
@@ -452,37 +473,41 @@ def repo_name_problem(repo_id: str) -> str | None:
 
 
 def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> None:
-    """What a push needs, checked before anything is sent: a token in :data:`TOKEN_ENV`, a valid repository name, and
-    a complete export folder (``config.json``, weights, and a card whose Hub metadata huggingface_hub reads)."""
+    """What a push needs, checked before anything is sent: a token in :data:`TOKEN_ENV`, a valid repository
+    name, and a complete export folder (``config.json``, weights, and a card whose Hub metadata
+    huggingface_hub reads)."""
     from huggingface_hub import ModelCard, constants
 
     if constants.is_offline_mode():
-        raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which keeps huggingface_hub "
-                              "off the network; unset it for the push (it runs on the login node)")
+        raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which "
+                              "keeps huggingface_hub off the network; unset it for the push (it "
+                              "runs on the login node)")
     if not token:
-        raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write token at "
-                              f"https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... on the machine "
-                              "that pushes (it is never read from a config or file)")
+        raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write "
+                              f"token at https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... "
+                              "on the machine that pushes (it is never read from a config or file)")
     if problem := repo_name_problem(repo_id):
         raise ValueError(f"repository name {repo_id!r}: {problem}")
     folder = Path(folder)
     missing = [n for n in ("config.json", CARD) if not (folder / n).is_file()]
     if not folder.is_dir() or missing or not any(folder.glob("*.safetensors")):
-        raise FileNotFoundError(f"{folder} is not a finished export (missing: {missing or ['*.safetensors']}); "
-                                "build it first (snakemake export)")
+        raise FileNotFoundError(f"{folder} is not a finished export (missing: "
+                                f"{missing or ['*.safetensors']}); build it first (snakemake export)")
     ModelCard((folder / CARD).read_text(encoding="utf-8"))  # its YAML front matter parses
 
 
 def card_with_scores(folder: str | os.PathLike, scores: pd.DataFrame) -> str:
-    """The export's card with its lm-eval scores (a ``benchmark_model`` parquet: task, metric, value) added to the
-    ``model-index`` (task type ``text-generation``, the lm-eval task as the dataset)."""
+    """The export's card with its lm-eval scores (a ``benchmark_model`` parquet: task, metric, value) added to
+    the ``model-index`` (task type ``text-generation``, the lm-eval task as the dataset)."""
     from huggingface_hub import EvalResult, ModelCard
 
     card = ModelCard((Path(folder) / CARD).read_text(encoding="utf-8"))
     results = list(card.data.eval_results or [])
-    results += [EvalResult(task_type="text-generation", dataset_type=row.task, dataset_name=f"{row.task} (lm-eval)",
-                           metric_type=row.metric, metric_value=float(row.value),
-                           metric_name=f"{row.metric}, {int(row.num_fewshot)}-shot, {int(row.samples)} samples")
+    results += [EvalResult(task_type="text-generation", dataset_type=row.task,
+                           dataset_name=f"{row.task} "
+                                        "(lm-eval)", metric_type=row.metric, metric_value=float(row.value),
+                           metric_name=f"{row.metric}, {int(row.num_fewshot)}-shot, "
+                                       f"{int(row.samples)} samples")
                 for row in scores.itertuples() if math.isfinite(float(row.value))]
     card.data.eval_results = results
     card.data.model_name = card.data.model_name or Path(folder).name

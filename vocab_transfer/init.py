@@ -35,7 +35,7 @@ def _token_vectors(path: str, n: int) -> TokenVectors:
     return aux
 
 
-#: How each need's artifacts (the inputs named in vocab_transfer.methods.NEED_INPUTS) become TransferInputs fields:
+#: How each need's artifacts (the inputs in vocab_transfer.methods.NEED_INPUTS) become TransferInputs fields:
 #: ``loader(paths, source_tokenizer, target_tokenizer) -> {field: value}``.
 def _fasttext_model(path: str):
     import fasttext
@@ -60,9 +60,9 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
                                                                              kind="dictionary")},
     Need.TOKENIZERS: lambda p, s, t: {"source_tokenizer": s, "target_tokenizer": t},
     Need.LANGUAGE_TOKENIZER: lambda p, s, t: {"language_tokenizer": load_tokenizer(p["language_tokenizer"])},
-    Need.EXTENDED_TOKENIZER: lambda p, s, t: {},  # the method reads it through the tokenizers; the table's rows
+    Need.EXTENDED_TOKENIZER: lambda p, s, t: {},  # the method reads it via the tokenizers; the table's rows
     Need.FACTORS: lambda p, s, t: {"source_factors": read_tensors(p["factors"])},
-    Need.SOURCE_TOKEN_VECTORS_TARGET: lambda p, s, t: _source_vectors(p, s),  # the same, on the target's corpus
+    Need.SOURCE_TOKEN_VECTORS_TARGET: lambda p, s, t: _source_vectors(p, s),  # the same, target's corpus
     Need.BASE_INIT: lambda p, s, t: {"base_init": read_tensors(p["base_init"]),
                                      "base_provenance": read_parquet(p["base_provenance"],
                                                                                   kind="provenance")},
@@ -74,14 +74,13 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
                track_dir: str | None = None) -> tuple[dict[str, torch.Tensor], pd.DataFrame]:
     """Run ``method`` (``{"kind": ..., **params}``) on the artifacts in ``paths``.
 
-    ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and the inputs of
-    each need the method declares (:func:`vocab_transfer.methods.method_needs`; names in
-    :data:`vocab_transfer.methods.NEED_INPUTS`), loaded by :data:`LOADERS`. A method that trains (Token Distillation)
-    keeps its state in ``checkpoint_dir`` and resumes from it, and writes its live curves in ``track_dir``.
-    Returns the tensors to save
-    (``embeddings``; ``output_embeddings`` for a source with an untied LM head, unless the method's ``output_rows``
-    is ``copy_input``; ``output_bias`` if the source has an MLM output bias; a method's extra tensors) and the
-    per-token provenance table.
+    ``paths`` has ``model`` (source save_pretrained dir), ``tokenizer`` (target), ``overlap`` and the inputs
+    of each need the method declares (:func:`vocab_transfer.methods.method_needs`; names in
+    :data:`vocab_transfer.methods.NEED_INPUTS`), loaded by :data:`LOADERS`. A method that trains (Token
+    Distillation) keeps its state in ``checkpoint_dir`` and resumes from it, and writes its live curves in
+    ``track_dir``. Returns the tensors to save (``embeddings``; ``output_embeddings`` for a source with an
+    untied LM head, unless the method's ``output_rows`` is ``copy_input``; ``output_bias`` if the source has
+    an MLM output bias; a method's extra tensors) and the per-token provenance table.
     """
     rows = read_embedding_rows(paths["model"])  # the embedding tensors only, not the model
     source_tok, target_tok = load_tokenizer(paths["model"]), load_tokenizer(paths["tokenizer"])
@@ -92,12 +91,13 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
                          "(tokenizer.kind) or like the source (tokenizer.like)")
     check_tokenizer_matches(len(source_tok), source_rows, name=paths["model"], allow_padded_embeddings=True)
     params = {k: v for k, v in method.items() if k not in ROW_KEYS}
-    # an untied head's rows are transferred with the input rows (the same weights), unless the method copies the
-    # new input rows into the head (`output_rows: copy_input`)
+    # an untied head's rows are transferred with the input rows (the same weights), unless the method copies
+    # the new input rows into the head (`output_rows: copy_input`)
     transfer_output = method.get("output_rows", "transfer") == "transfer"
-    if not transfer_output and Need.FACTORS in method_needs(method["kind"], params) and rows.output is not None:
-        raise ValueError(f"{method['kind']} reads Semi-NMF factors of the source's input and output rows together; "
-                         "output_rows: copy_input does not fit them")
+    if (not transfer_output and Need.FACTORS in method_needs(method["kind"], params)
+        and rows.output is not None):
+        raise ValueError(f"{method['kind']} reads Semi-NMF factors of the source's input and output rows "
+                         "together; output_rows: copy_input does not fit them")
     opt = {"source_tokenizer": source_tok, "target_tokenizer": target_tok}
     for need in method_needs(method["kind"], params):
         missing = [k for k in NEED_INPUTS[need] if k not in paths]
@@ -105,19 +105,20 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
             raise ValueError(f"{method['kind']} needs {need.value}: inputs {missing} are missing")
         opt.update(LOADERS[need](paths, source_tok, target_tok))
     # padded embedding matrices (allow_padded_embeddings) keep only the rows of real tokens
-    source_matrix, rows = rows.matrix(output_rows=transfer_output)[: len(source_tok)], rows.layout()  # one copy kept
+    # one copy kept
+    source_matrix, rows = rows.matrix(output_rows=transfer_output)[: len(source_tok)], rows.layout()
     inputs = TransferInputs(source_matrix=source_matrix,
                             target_vocab_size=len(target_tok),
                             overlap=read_parquet(paths["overlap"], kind="overlap"),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),
-                            source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir, track_dir=track_dir,
-                            bias_columns=0 if rows.bias is None else 1, **opt)
+                            source_model_dir=paths["model"], checkpoint_dir=checkpoint_dir,
+                            track_dir=track_dir, bias_columns=0 if rows.bias is None else 1, **opt)
     result = run_method(method["kind"], inputs, seed=seed, **params)
     table_tok = load_tokenizer(paths["extended_tokenizer"]) if "extended_tokenizer" in paths else target_tok
     if result.matrix.shape[0] != len(table_tok):
-        raise ValueError(f"{method['kind']} returned {result.matrix.shape[0]} rows for a {len(table_tok)}-token "
-                         "tokenizer")
+        raise ValueError(f"{method['kind']} returned {result.matrix.shape[0]} rows for a "
+                         f"{len(table_tok)}-token tokenizer")
     # a source padded past its tokenizer (Qwen, Phi-3) pads the new rows by the same rule
     tensors = pad_rows(rows.split(result.matrix), padding_multiple(source_rows, len(source_tok)))
     clash = set(result.extra) & set(tensors)
@@ -125,7 +126,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
         raise ValueError(f"extra tensors {sorted(clash)} clash with the embedding keys")
     tensors.update({k: v.contiguous() for k, v in result.extra.items()})
     n = len(table_tok)
-    provenance = pd.DataFrame({"target_id": range(n), "token": table_tok.convert_ids_to_tokens(list(range(n))),
+    provenance = pd.DataFrame({"target_id": range(n),
+                               "token": table_tok.convert_ids_to_tokens(list(range(n))),
                                "provenance": result.provenance.astype(str), "n_sources": result.n_sources})
     if result.nearest is not None:  # WECHSEL Table 6: each combined row's most similar source token
         nearest = result.nearest.astype("int64")
@@ -151,7 +153,8 @@ def load_transferred_model(model_dir: str, embeddings_path: str) -> PreTrainedMo
 def swap_embeddings(source: PreTrainedModel, embeddings_path: str) -> PreTrainedModel:
     """A loaded source model with its vocabulary swapped for an init artifact's rows (and output bias)."""
     tensors = read_tensors(embeddings_path)
-    return transferred_model(source, tensors["embeddings"], tensors.get("output_bias"), tensors.get("output_embeddings"))
+    return transferred_model(source, tensors["embeddings"], tensors.get("output_bias"),
+                             tensors.get("output_embeddings"))
 
 
 def init_metadata(path: str) -> dict:

@@ -40,9 +40,9 @@ def _umask() -> int:
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: bool = True) -> Iterator[Path]:
-    """Yield a temporary sibling of ``path``; move it onto ``path`` only if the block succeeds, else remove it. A full
-    file system (whatever the writer raised) becomes ``OSError(ENOSPC)`` naming ``path`` and the bytes free. With
-    ``checksum`` the artifact records its own checksums before the move
+    """Yield a temporary sibling of ``path``; move it onto ``path`` only if the block succeeds, else remove
+    it. A full file system (whatever the writer raised) becomes ``OSError(ENOSPC)`` naming ``path`` and the
+    bytes free. With ``checksum`` the artifact records its own checksums before the move
     (:func:`vocab_transfer.artifacts.write_manifest`; checkpoints too, checked before they are read)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -64,22 +64,23 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: b
         elif directory and path.exists():
             remove_tree(path)
         os.replace(tmp, path)
-        if record is not None:  # a file's sidecar, after the file: a kill in between leaves a file without one
+        if record is not None:  # a file's sidecar, after the file: a kill in between leaves it without one
             write_sidecar(record, path)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         if _disk_full(e):  # writers name neither file (pyarrow) nor raise OSError at all (safetensors)
             raise OSError(e.errno if isinstance(e, OSError) and e.errno else errno.ENOSPC,
-                          f"no space left on the device while writing {path} ({_free_bytes(path.parent)} bytes "
-                          f"free there); the partial file was removed ({type(e).__name__}: {e})", str(path)) from e
+                          f"no space left on the device while writing {path} ({_free_bytes(path.parent)} "
+                          f"bytes free there); the partial file was removed ({type(e).__name__}: "
+                          f"{e})", str(path)) from e
         raise
 
 
 @contextlib.contextmanager
 def resumable_dir(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield ``<path>.partial``, a folder that outlives a failed or killed attempt (a download resumes in it), and
-    move its files onto ``path`` atomically (:func:`atomic_path`, manifest included) only if the block succeeds. The
-    hub client's own bookkeeping (``.cache``) stays behind with the folder's removal."""
+    """Yield ``<path>.partial``, a folder that outlives a failed or killed attempt (a download resumes in it),
+    and move its files onto ``path`` atomically (:func:`atomic_path`, manifest included) only if the block
+    succeeds. The hub client's own bookkeeping (``.cache``) stays behind with the folder's removal."""
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     partial.mkdir(parents=True, exist_ok=True)
@@ -92,10 +93,10 @@ def resumable_dir(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20) -> dict:
-    """Download ``url`` into ``<path>.partial``, resuming what an interrupted attempt left there (an HTTP range
-    request; a server that ignores it sends the whole file again), and check the size the server announced. Returns
-    what identifies the download (``url``, ``etag``, ``last_modified``, ``bytes``, ``sha256``); the caller moves or
-    decodes the partial file into place and removes it."""
+    """Download ``url`` into ``<path>.partial``, resuming what an interrupted attempt left there (an HTTP
+    range request; a server that ignores it sends the whole file again), and check the size the server
+    announced. Returns what identifies the download (``url``, ``etag``, ``last_modified``, ``bytes``,
+    ``sha256``); the caller moves or decodes the partial file into place and removes it."""
     import http.client
     import urllib.error
     import urllib.request
@@ -130,13 +131,13 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
                     while block := response.read(chunk):
                         f.write(block)
                 except (http.client.IncompleteRead, ConnectionError, TimeoutError) as e:  # a lost connection
-                    f.write(getattr(e, "partial", b"") or b"")  # keep what arrived: the next attempt resumes there
+                    f.write(getattr(e, "partial", b"") or b"")  # keep what arrived: the next try resumes
                     log(f"{url}: the connection broke ({type(e).__name__})")
     size = partial.stat().st_size
     if total is not None and size != total:
         raise OSError(f"{url}: {size} of {total} bytes arrived; run again to resume from {partial}")
-    return {"url": url, "etag": headers.get("ETag"), "last_modified": headers.get("Last-Modified"), "bytes": size,
-            "sha256": sha256_file(partial)}
+    return {"url": url, "etag": headers.get("ETag"), "last_modified": headers.get("Last-Modified"),
+            "bytes": size, "sha256": sha256_file(partial)}
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -148,12 +149,13 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 
 def _disk_full(e: BaseException) -> bool:
-    """Whether a writer's error means the file system is full (or the user's quota is): an OSError with ENOSPC /
-    EDQUOT, or a library's own error that says so (safetensors: ``No space left on device (os error 28)``)."""
+    """Whether a writer's error means the file system is full (or the user's quota is): an OSError with ENOSPC
+    / EDQUOT, or a library's error saying so (safetensors: ``No space left on device (os error 28)``)."""
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
-    return isinstance(e, Exception) and any(s in str(e) for s in ("No space left on device", "Disk quota exceeded",
-                                                                    f"os error {errno.ENOSPC})"))
+    return isinstance(e, Exception) and any(s in str(e)
+                                            for s in ("No space left on device", "Disk quota exceeded",
+                                                      f"os error {errno.ENOSPC})"))
 
 
 def _free_bytes(folder: Path) -> int | str:
@@ -195,9 +197,9 @@ def refuse_links(path: str | os.PathLike, within: str | os.PathLike | None = Non
 
 
 def remove_tree(path: str | os.PathLike, within: str | os.PathLike | None = None) -> None:
-    """Delete a folder (a run's checkpoints) so that a process killed midway leaves it whole or not at all: it is
-    renamed to a hidden temporary sibling first (which nothing resumes from), then deleted. A ``path`` that is
-    a symbolic link, or (with ``within``) not under ``within`` or reached through a link below it, raises
+    """Delete a folder (a run's checkpoints) so that a process killed midway leaves it whole or not at all: it
+    is renamed to a hidden temporary sibling first (which nothing resumes from), then deleted. A ``path`` that
+    is a symbolic link, or (with ``within``) not under ``within`` or reached through a link below it, raises
     :class:`UnsafePathError` and nothing is deleted; links inside the folder are deleted, never followed."""
     path = Path(path)
     if path.is_symlink() or within is not None:
@@ -210,8 +212,8 @@ def remove_tree(path: str | os.PathLike, within: str | os.PathLike | None = None
 
 
 class ArrayFile:
-    """A flat array in a file (raw, or ``.npy`` after its header), read by ``os.pread`` slices: unlike a memory map,
-    the pages read are not charged to the job's resident memory, so reading a 20 GB shard costs only the slice."""
+    """A flat array in a file (raw, or ``.npy`` after its header), read by ``os.pread`` slices: unlike a
+    memory map, reads are not charged to the job's resident memory: a 20 GB shard costs only the slice."""
 
     def __init__(self, path: Path, dtype: np.dtype, offset: int = 0, length: int | None = None):
         self.path, self.dtype, self.offset = path, np.dtype(dtype), offset
@@ -222,7 +224,8 @@ class ArrayFile:
     def npy(cls, path: Path) -> ArrayFile:
         with open(path, "rb") as f:
             version = np.lib.format.read_magic(f)
-            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
             shape, fortran, dtype = read_header(f)
             if len(shape) != 1 or fortran:
                 raise ValueError(f"{path}: expected a flat array, found shape {shape}")
@@ -260,8 +263,8 @@ class ArrayFile:
 
 
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:
-    """Write ``df`` as parquet (with an explicit ``schema`` when given), atomically, with the artifact's metadata
-    (:func:`vocab_transfer.artifacts.artifact_metadata`) in the file's key-value metadata."""
+    """Write ``df`` as parquet (with an explicit ``schema`` when given), atomically, with the artifact's
+    metadata (:func:`vocab_transfer.artifacts.artifact_metadata`) in the file's key-value metadata."""
     table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                            KEY.encode(): json.dumps(artifact_metadata()).encode()})
@@ -283,9 +286,9 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: str | os.PathLike,
 
 def read_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     """The named tensors of a safetensors file. Its header is checked first
-    (:func:`vocab_transfer.artifacts.safetensors_header`: an absurd header length, a size that does not match, a
-    header that is not JSON), and any reader error becomes an :class:`~vocab_transfer.artifacts.ArtifactError` naming
-    the file."""
+    (:func:`vocab_transfer.artifacts.safetensors_header`: an absurd header length, a size that does not match,
+    a header that is not JSON), and any reader error becomes an
+    :class:`~vocab_transfer.artifacts.ArtifactError` naming the file."""
     from safetensors.torch import load_file
 
     safetensors_header(path)
@@ -296,8 +299,8 @@ def read_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
 
 
 def parquet_columns(path: str | os.PathLike) -> list[str]:
-    """The column names of a parquet file or directory dataset (its first part), from the footer; an unreadable
-    file raises :class:`~vocab_transfer.artifacts.ArtifactError` naming it."""
+    """The column names of a parquet file or directory dataset (its first part), from the footer; an
+    unreadable file raises :class:`~vocab_transfer.artifacts.ArtifactError` naming it."""
     path = Path(path)
     first = path if not path.is_dir() else next(iter(sorted(path.glob("*.parquet"))), None)
     if first is None:
@@ -310,18 +313,18 @@ def parquet_columns(path: str | os.PathLike) -> list[str]:
 
 def require_columns(path: str | os.PathLike, names: list[str], wanted, error: type[Exception] = ArtifactError
                     ) -> None:
-    """Raise ``error`` naming ``path``, the columns of ``wanted`` it lacks and the columns it has, unless ``names``
-    (its columns) has them all: the one schema check of the pipeline's parquet readers."""
+    """Raise ``error`` naming ``path``, the columns of ``wanted`` it lacks and the columns it has, unless
+    ``names`` (its columns) has them all: the one schema check of the pipeline's parquet readers."""
     missing = [c for c in wanted if c not in names]
     if missing:
-        raise error(f"{path}: no column(s) {missing} (its columns: {list(names)}; expected {list(wanted)}): not the "
-                    "table this step reads; rebuild it, or give the file of that kind")
+        raise error(f"{path}: no column(s) {missing} (its columns: {list(names)}; expected {list(wanted)}): "
+                    "not the table this step reads; rebuild it, or give the file of that kind")
 
 
-#: The columns each of the pipeline's parquet kinds has (at least), checked by :func:`read_parquet` before a step
-#: reads one: the overlap table (vocab_transfer.methods.overlap.OVERLAP_SCHEMA, the columns the methods read), an init
-#: artifact's provenance table (``<method>.provenance.parquet``), a bilingual dictionary, a word list
-#: (``words.parquet``) and a corpus split.
+#: The columns each of the pipeline's parquet kinds has (at least), checked by :func:`read_parquet` before a
+#: step reads one: the overlap table (vocab_transfer.methods.overlap.OVERLAP_SCHEMA, the columns the methods
+#: read), an init artifact's provenance table (``<method>.provenance.parquet``), a bilingual dictionary, a
+#: word list (``words.parquet``) and a corpus split.
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "overlap": ("target_id", "source_id", "target_token", "source_token", "match"),
     "provenance": ("target_id", "token", "provenance", "n_sources"),
@@ -332,9 +335,9 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 def read_parquet(path: str | os.PathLike, columns=None, *, kind: str | None = None) -> pd.DataFrame:
-    """A parquet table (a file or directory dataset) as a DataFrame, after checking that it has the columns of its
-    ``kind`` (:data:`TABLE_COLUMNS`) and ``columns`` (:func:`require_columns`: an error naming the file and the
-    columns it lacks); only ``columns`` are read when given."""
+    """A parquet table (a file or directory dataset) as a DataFrame, after checking that it has the columns of
+    its ``kind`` (:data:`TABLE_COLUMNS`) and ``columns`` (:func:`require_columns`: an error naming the file
+    and the columns it lacks); only ``columns`` are read when given."""
     wanted = TABLE_COLUMNS[kind] if kind is not None else ()
     require_columns(path, parquet_columns(path), [*wanted, *(c for c in columns or () if c not in wanted)])
     return pd.read_parquet(path, columns=list(columns) if columns is not None else None)

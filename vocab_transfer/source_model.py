@@ -18,7 +18,7 @@ from .io import resumable_dir
 
 torch = lazy.module("torch")
 
-if TYPE_CHECKING:  # transformers' model classes are imported where a model is built: importing them costs seconds
+if TYPE_CHECKING:  # transformers' model classes are imported where a model is built: the import costs seconds
     from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase, XLMRobertaForMaskedLM
 
 log = logging.getLogger(__name__)
@@ -42,15 +42,15 @@ def build_xlmr_mlm(tokenizer: PreTrainedTokenizerBase, *, hidden_size: int, num_
         num_attention_heads=num_heads, intermediate_size=intermediate_size,
         max_position_embeddings=max_position_embeddings + 2,  # XLM-R offsets positions by pad_id + 1
         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-        tie_word_embeddings=True)
+        eos_token_id=tokenizer.eos_token_id, hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout, tie_word_embeddings=True)
     torch.manual_seed(seed)
     return XLMRobertaForMaskedLM(config)
 
 
 def mlm_head(model: PreTrainedModel):
-    """The MLM head that maps hidden states to the vocabulary, transform included: RoBERTa/XLM-R's ``lm_head``,
-    BERT's ``cls``; None for other heads."""
+    """The MLM head that maps hidden states to the vocabulary, transform included: RoBERTa/XLM-R's
+    ``lm_head``, BERT's ``cls``; None for other heads."""
     return getattr(model, "lm_head", None) or getattr(model, "cls", None)
 
 
@@ -125,8 +125,8 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
 
 
 def is_causal_config(config) -> bool:
-    """:func:`is_causal_lm` of a config: a ``PretrainedConfig``, or any object with its attributes (the keys of a
-    ``config.json`` read as they are, as the parse-time checks read it without importing torch); rules 2-5."""
+    """:func:`is_causal_lm` of a config: a ``PretrainedConfig``, or any object with its attributes (the keys
+    of a ``config.json`` read as they are, as parse-time checks read it without torch); rules 2-5."""
     if getattr(config, "is_encoder_decoder", False):
         return False
     architectures = getattr(config, "architectures", None) or []
@@ -142,7 +142,8 @@ def is_causal_config(config) -> bool:
     )
 
     model_type = getattr(config, "model_type", "")
-    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES)
 
 
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert")  # position ids start after padding_idx
@@ -154,8 +155,8 @@ def max_sequence_length(model) -> int:
 
 
 def position_limit(config: dict) -> int | None:
-    """Tokens a sequence may have, from a model's ``config.json`` as a dict: its position table's size, less the
-    padding_idx + 1 rows RoBERTa/XLM-R reserve; None when the config states none."""
+    """Tokens a sequence may have, from a model's ``config.json`` as a dict: its position table's size, less
+    the padding_idx + 1 rows RoBERTa/XLM-R reserve; None when the config states none."""
     n = config.get("max_position_embeddings") or config.get("n_positions")
     if not isinstance(n, int):
         return None
@@ -165,19 +166,20 @@ def position_limit(config: dict) -> int | None:
 def hub_download_patterns(files: list[str]) -> list[str]:
     """The files of a hub model repository to fetch (rules download_source_model / download_reference_model):
     configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``, a chat
-    template's ``*.jinja``), the model's card ``README.md`` (its license, for the exports' cards) and the weights as
-    safetensors; a repository with no safetensors file (older models such
-    as ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF, Flax,
-    ONNX and training-state files are never fetched."""
+    template's ``*.jinja``), the model's card ``README.md`` (its license, for the exports' cards) and the
+    weights as safetensors; a repository with no safetensors file (older models such as
+    ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF,
+    Flax, ONNX and training-state files are never fetched."""
     weights = "*.safetensors" if any(f.endswith(".safetensors") for f in files) else "pytorch_model*.bin"
     if weights.endswith(".bin") and not any(f.split("/")[-1].startswith("pytorch_model") for f in files):
-        raise FileNotFoundError(f"no model weights (*.safetensors or pytorch_model*.bin) among {sorted(files)}")
+        raise FileNotFoundError("no model weights (*.safetensors or pytorch_model*.bin) "
+                                f"among {sorted(files)}")
     return ["*.json", "*.txt", "*.model", "*.jinja", "README.md", weights]
 
 
 def remote_code(model_dir: str | Path) -> list[str]:
     """The classes a model folder asks transformers to import from its own Python files (``auto_map`` of
-    ``config.json`` and ``tokenizer_config.json``): code from the model's repository, which the pipeline never runs."""
+    ``config.json`` and ``tokenizer_config.json``): repository code, which the pipeline never runs."""
     found = []
     for name in ("config.json", "tokenizer_config.json"):
         path = Path(model_dir) / name
@@ -187,14 +189,14 @@ def remote_code(model_dir: str | Path) -> list[str]:
     return found
 
 
-#: The environment variable listing (``os.pathsep``) the model folders whose own code may run: those of the sources
-#: with ``trust_remote_code: true``, set by rules/common.smk when the workflow is parsed; jobs inherit it.
+#: The environment variable listing (``os.pathsep``) the model folders whose own code may run: those of the
+#: sources with ``trust_remote_code: true``, set by rules/common.smk at parse time; jobs inherit it.
 TRUSTED_ENV = "VOCAB_TRANSFER_TRUST_REMOTE_CODE"
 
 
 def remote_code_allowed(model_dir: str | Path) -> bool:
-    """Whether the config allows ``model_dir``'s own Python code (``sources.<name>.trust_remote_code``; the folders
-    are listed in the environment variable :data:`TRUSTED_ENV`)."""
+    """Whether the config allows ``model_dir``'s own Python code (``sources.<name>.trust_remote_code``; the
+    folders are listed in the environment variable :data:`TRUSTED_ENV`)."""
     trusted = [Path(p).resolve() for p in os.environ.get(TRUSTED_ENV, "").split(os.pathsep) if p]
     return Path(model_dir).resolve() in trusted
 
@@ -205,18 +207,18 @@ def refuse_remote_code(model_dir: str | Path, what: str, allowed: bool = False) 
     if found and not allowed:
         import transformers
 
-        raise ValueError(f"{what}: {model_dir} needs code from the model's repository ({'; '.join(found)}), which "
-                         f"the pipeline runs only where the config allows it for that model (sources.<name>."
-                         f"trust_remote_code: true); without it, only architectures built into transformers "
-                         f"{transformers.__version__} load")
+        raise ValueError(f"{what}: {model_dir} needs code from the model's repository ({'; '.join(found)}), "
+                         "which the pipeline runs only where the config allows it for that model "
+                         "(sources.<name>.trust_remote_code: true); without it, only architectures built "
+                         f"into transformers {transformers.__version__} load")
 
 
 def download_hub_model(repo: str, revision: str | None, out_dir: str | Path, weights: bool = True) -> dict:
     """Download hub model ``repo`` at ``revision`` (a branch, tag or commit; None: the default branch) into
-    ``out_dir``, atomically and resumably (:func:`vocab_transfer.io.resumable_dir`), and record its origin there in ``origin.json``: ``repo``, the requested ``revision``, the
-    commit it resolved to (``resolved_revision``) and the ``files`` fetched (:func:`hub_download_patterns`). The file
-    list and the files are fetched at the resolved commit, so a branch that moves meanwhile cannot mix two commits.
-    Returns the origin."""
+    ``out_dir``, atomically and resumably (:func:`vocab_transfer.io.resumable_dir`), and record its origin
+    there in ``origin.json``: ``repo``, the requested ``revision``, the commit it resolved to
+    (``resolved_revision``) and the ``files`` fetched (:func:`hub_download_patterns`). The file list and the
+    files are fetched at the resolved commit, so a moving branch cannot mix commits. Returns the origin."""
     from huggingface_hub import HfApi, snapshot_download
 
     from . import mirror
@@ -245,7 +247,7 @@ def download_hub_model(repo: str, revision: str | None, out_dir: str | Path, wei
             shutil.rmtree(tmp)  # refused content is not resumed
             raise
         files = sorted(p.relative_to(tmp).as_posix() for p in tmp.rglob("*")
-                       if p.is_file() and p.relative_to(tmp).parts[0] != ".cache")  # the hub client's own records
+                       if p.is_file() and p.relative_to(tmp).parts[0] != ".cache")  # hub client's records
         origin = {"repo": repo, "revision": revision, "resolved_revision": commit, "files": files}
         (tmp / ORIGIN_FILE).write_text(json.dumps(origin, indent=1) + "\n", encoding="utf-8")
     return origin
@@ -279,16 +281,17 @@ def check_tokenizer_matches(tokenizer_len: int, embedding_rows: int, *, name: st
         raise TokenizerModelMismatch(
             f"source {name!r}: tokenizer has {tokenizer_len} tokens but the model's embedding matrix has "
             f"{embedding_rows} rows; the tokenizer does not belong to this model"
-            + ("" if tokenizer_len > embedding_rows else " (set allow_padded_embeddings: true if the matrix is "
+            + ("" if tokenizer_len > embedding_rows
+               else " (set allow_padded_embeddings: true if the matrix is "
                "padded on purpose)"))
 
 
 def embedding_matrix(model: PreTrainedModel, *, output_rows: bool = True) -> torch.Tensor:
-    """The rows an init method transfers, one per token: the input embeddings, then the output embeddings of an
-    untied LM head (``tie_word_embeddings: false``, e.g. Llama; left out with ``output_rows=False``), then the LM
-    head's output bias as the last column (if it has one: XLM-R/BERT MLM heads do, GPT-2's and most decoders'
-    ``lm_head`` do not). A method combines rows, so its weights and neighbours apply to every block of columns at
-    once; :meth:`EmbeddingRows.split` takes the result apart."""
+    """The rows an init method transfers, one per token: the input embeddings, then the output embeddings of
+    an untied LM head (``tie_word_embeddings: false``, e.g. Llama; left out with ``output_rows=False``), then
+    the LM head's output bias as the last column (if it has one: XLM-R/BERT MLM heads do, GPT-2's and most
+    decoders' ``lm_head`` do not). A method combines rows, so its weights and neighbours apply to every block
+    of columns at once; :meth:`EmbeddingRows.split` takes the result apart."""
     return EmbeddingRows.of(model).matrix(output_rows=output_rows)
 
 
@@ -301,7 +304,7 @@ def has_untied_output(model: PreTrainedModel) -> bool:
 @dataclass(frozen=True)
 class EmbeddingRows:
     """A source model's per-token rows, read from its safetensors files without loading the model
-    (:func:`read_embedding_rows`): the input embeddings, an untied LM head's own output matrix, the output bias."""
+    (:func:`read_embedding_rows`): the input embeddings, an untied LM head's own matrix, the output bias."""
 
     input: torch.Tensor
     output: torch.Tensor | None = None
@@ -317,8 +320,8 @@ class EmbeddingRows:
                    bias.detach() if bias is not None else None)
 
     def layout(self) -> EmbeddingRows:
-        """The same blocks with no rows (empty tensors): what :meth:`split` needs, without holding the matrices
-        once :meth:`matrix` has copied them."""
+        """The same blocks with no rows (empty tensors): what :meth:`split` needs, without holding the
+        matrices once :meth:`matrix` has copied them."""
         return EmbeddingRows(*(None if t is None else t.new_empty((0, *t.shape[1:]))
                                for t in (self.input, self.output, self.bias)))
 
@@ -334,8 +337,9 @@ class EmbeddingRows:
         d, bias = self.input.shape[1], self.bias is not None
         width = matrix.shape[1] - d - int(bias)
         if width not in (0, d) or (width and self.output is None):
-            raise ValueError(f"a {matrix.shape[1]}-column matrix does not fit the source's embeddings ({d} columns"
-                             f"{', an untied head' if self.output is not None else ''}{', an output bias' if bias else ''})")
+            raise ValueError(f"a {matrix.shape[1]}-column matrix does not fit the source's embeddings ({d} "
+                             f"columns{', an untied head' if self.output is not None else ''}"
+                             f"{', an output bias' if bias else ''})")
         tensors = {"embeddings": matrix[:, :d].contiguous()}
         if width:
             tensors["output_embeddings"] = matrix[:, d:2 * d].contiguous()
@@ -345,9 +349,9 @@ class EmbeddingRows:
 
 
 def padding_multiple(rows: int, tokens: int, largest: int = 1024) -> int:
-    """The multiple a source's embedding rows are padded to: 1 where they fit its tokenizer; else the largest power
-    of two up to ``largest`` that divides the row count (Qwen2.5: 151,936 rows for 151,665 tokens, 128; Phi-3:
-    32,064 for 32,011, 64)."""
+    """The multiple a source's embedding rows are padded to: 1 where they fit its tokenizer; else the largest
+    power of two up to ``largest`` that divides the row count (Qwen2.5: 151,936 rows for 151,665 tokens, 128;
+    Phi-3: 32,064 for 32,011, 64)."""
     if rows <= tokens:
         return 1
     multiple = 1
@@ -368,8 +372,8 @@ def pad_rows(tensors: dict[str, torch.Tensor], multiple: int) -> dict[str, torch
 
 
 def check_architecture(model_dir: str | Path, what: str) -> None:
-    """Raise unless transformers has a causal-LM or masked-LM class for the ``model_type`` in ``config.json``: the
-    classes whose input embeddings and LM head the pipeline transfers (T5's or a bare encoder's have none)."""
+    """Raise unless transformers has a causal-LM or masked-LM class for the ``model_type`` in ``config.json``:
+    the classes whose input embeddings and LM head the pipeline transfers (T5's or an encoder's have none)."""
     from transformers.models.auto.modeling_auto import (
         MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
@@ -380,14 +384,14 @@ def check_architecture(model_dir: str | Path, what: str) -> None:
     if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
         import transformers
 
-        raise ValueError(f"{what}: {model_dir} is a {kind!r} model, for which transformers {transformers.__version__} "
-                         "has no causal-LM or masked-LM class; the pipeline transfers the input embeddings and LM "
-                         "head of such models only (an encoder-decoder such as T5, or a model saved without its LM "
-                         "head, has none)")
+        raise ValueError(f"{what}: {model_dir} is a {kind!r} model, for which transformers "
+                         f"{transformers.__version__} has no causal-LM or masked-LM class; the pipeline "
+                         "transfers the input embeddings and LM head of such models only (an encoder-decoder "
+                         "such as T5, or a model saved without its LM head, has none)")
 
 
 def _meta_model(model_dir: Path) -> PreTrainedModel:
-    """The architecture of a saved model built on the meta device (no memory, no weights): the names of its tensors."""
+    """The architecture of a saved model built on the meta device (no memory or weights): its tensor names."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
 
     trust = remote_code_allowed(model_dir)
@@ -406,8 +410,8 @@ SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.j
 
 def safetensors_files(model_dir: str | Path) -> tuple[list[str], dict | None]:
     """The safetensors files of a model folder and its ``model.safetensors.index.json`` (None for one
-    ``model.safetensors``). A folder with pickle weights only raises FileNotFoundError with the command that converts
-    them."""
+    ``model.safetensors``). A folder with pickle weights only raises FileNotFoundError with the command that
+    converts them."""
     model_dir = Path(model_dir)
     index = model_dir / SAFETENSORS_INDEX
     if index.exists():
@@ -416,15 +420,16 @@ def safetensors_files(model_dir: str | Path) -> tuple[list[str], dict | None]:
     if (model_dir / SAFETENSORS).is_file():
         return [SAFETENSORS], None
     pickled = sorted(p.name for p in model_dir.glob("pytorch_model*.bin"))
-    hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python -c \"from transformers"
-            f" import AutoModel; AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
-            f"safe_serialization=True)\"`") if pickled else ""
+    hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python "
+            "-c \"from transformers import AutoModel; "
+            f"AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
+            "safe_serialization=True)\"`") if pickled else ""
     raise FileNotFoundError(f"{model_dir}: no {SAFETENSORS} and no {SAFETENSORS_INDEX}{hint}")
 
 
 def _read_named(model_dir: Path, names: list[str], what: str, arch: str) -> torch.Tensor:
-    """The first of ``names`` (one parameter's names; tied parameters have several) found in the safetensors file or
-    the shard that ``model.safetensors.index.json`` names, memory-mapped."""
+    """The first of ``names`` (one parameter's names; tied parameters have several) found in the safetensors
+    file or the shard that ``model.safetensors.index.json`` names, memory-mapped."""
     from safetensors import safe_open
 
     files, index = safetensors_files(model_dir)
@@ -435,8 +440,8 @@ def _read_named(model_dir: Path, names: list[str], what: str, arch: str) -> torc
         with safe_open(file, "pt") as f:
             if name in f.keys():
                 return f.get_tensor(name)
-    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the {what} of {arch}); save the model with "
-                   "safetensors")
+    raise KeyError(f"{model_dir}: no safetensors tensor named {names} (the {what} of {arch}); save the "
+                   "model with safetensors")
 
 
 def _names(model: PreTrainedModel, param: torch.nn.Parameter) -> list[str]:
@@ -449,9 +454,9 @@ ROLES = {"input": "input embeddings", "output": "output embeddings", "bias": "ou
 
 @dataclass(frozen=True)
 class SourceLayout:
-    """What a saved model's architecture says about its per-token rows (:func:`source_layout`): the tensor names of
-    each role of :data:`ROLES` (each the names of one parameter; a head tied to the input embeddings is among the
-    ``input`` names), the architecture's class name and whether it is a decoder-only causal LM."""
+    """What a saved model's architecture says about its per-token rows (:func:`source_layout`): the tensor
+    names of each role of :data:`ROLES` (each the names of one parameter; a head tied to the input embeddings
+    is among the ``input`` names), the architecture's class name and whether it is a causal decoder."""
 
     names: dict[str, list[str]]
     arch: str
@@ -464,8 +469,8 @@ LAYOUT_CACHE_ENV = "VOCAB_TRANSFER_LAYOUT_CACHE"
 
 def _layout_cache(model_dir: Path) -> Path | None:
     """The cache file of a model folder's layout, keyed by what the layout is a function of: the bytes of its
-    ``config.json`` and the transformers version. None for a model with its own code (that code may change) or where
-    no cache is wanted (``VOCAB_TRANSFER_LAYOUT_CACHE`` set to an empty string)."""
+    ``config.json`` and the transformers version. None for a model with its own code (that code may change) or
+    where no cache is wanted (``VOCAB_TRANSFER_LAYOUT_CACHE`` set to an empty string)."""
     import hashlib
 
     import transformers
@@ -474,17 +479,18 @@ def _layout_cache(model_dir: Path) -> Path | None:
     config = model_dir / "config.json"
     if not root or not config.is_file() or remote_code(model_dir):
         return None
-    key = hashlib.sha256(config.read_bytes() + f"\0transformers {transformers.__version__}".encode()).hexdigest()
+    key = hashlib.sha256(config.read_bytes() + "\0transformers "
+                                               f"{transformers.__version__}".encode()).hexdigest()
     return Path(root) / f"{key[:32]}.json"
 
 
 def source_layout(model_dir: str | Path) -> SourceLayout:
-    """The :class:`SourceLayout` of a saved model, from its architecture built on the meta device (no weights read).
+    """The :class:`SourceLayout` of a saved model, from its architecture on the meta device (no weights read).
 
-    Building the architecture imports transformers' model code (about 3 s of a job's start on 2 CPU cores), so the
-    result, a pure function of ``config.json`` and the transformers version, is kept in a small JSON file under
-    ``~/.cache/vocab_transfer/layouts`` (``VOCAB_TRANSFER_LAYOUT_CACHE``; an empty value turns the cache off), written
-    atomically: the other jobs that read the same source's rows skip the import."""
+    Building the architecture imports transformers' model code (about 3 s of a job's start on 2 CPU cores), so
+    the result, a pure function of ``config.json`` and the transformers version, is kept in a small JSON file
+    under ``~/.cache/vocab_transfer/layouts`` (``VOCAB_TRANSFER_LAYOUT_CACHE``; an empty value turns the cache
+    off), written atomically: the other jobs that read the same source's rows skip the import."""
     model_dir = Path(model_dir)
     cache = _layout_cache(model_dir)
     if cache is not None and cache.is_file():
@@ -506,7 +512,8 @@ def source_layout(model_dir: str | Path) -> SourceLayout:
         try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"names": names, "arch": layout.arch, "causal": layout.causal}), encoding="utf-8")
+            tmp.write_text(json.dumps({"names": names,
+                                       "arch": layout.arch, "causal": layout.causal}), encoding="utf-8")
             os.replace(tmp, cache)
         except OSError as e:  # a read-only home: the layout is built again next time
             log.debug("layout cache %s not written: %s", cache, e)
@@ -522,16 +529,17 @@ def embedding_tensor_names(model_dir: str | Path) -> tuple[dict[str, list[str]],
 
 
 def read_embedding_rows(model_dir: str | Path) -> EmbeddingRows:
-    """The input embeddings, an untied head's output matrix and the output bias of a model saved as safetensors
-    (one file or shards with an index), read by name without loading the model: a 7B model's two matrices cost
-    their own size, not the model's. The names come from the architecture built on the meta device."""
+    """The input embeddings, an untied head's output matrix and the output bias of a model saved as
+    safetensors (one file or shards with an index), read by name without loading the model: a 7B model's two
+    matrices cost their own size, not the model's. The names come from the architecture on the meta device."""
     names, arch = embedding_tensor_names(model_dir)
-    return EmbeddingRows(**{role: _read_named(Path(model_dir), n, ROLES[role], arch) for role, n in names.items()})
+    return EmbeddingRows(**{role: _read_named(Path(model_dir), n, ROLES[role], arch)
+                            for role, n in names.items()})
 
 
 def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
-    """The input embedding matrix of a model saved with ``save_pretrained`` as safetensors, read without loading the
-    model (:func:`read_embedding_rows`)."""
+    """The input embedding matrix of a model saved with ``save_pretrained`` as safetensors, read without
+    loading the model (:func:`read_embedding_rows`)."""
     names, arch = embedding_tensor_names(model_dir)
     return _read_named(Path(model_dir), names["input"], ROLES["input"], arch)
 
@@ -542,14 +550,14 @@ def has_output_bias(model: PreTrainedModel) -> bool:
 
 
 def check_artifact_fits(keys: set[str], *, bias: bool, untied: bool, arch: str) -> None:
-    """Raise where an init artifact's tensors (``keys``) do not fit a source's LM head: an ``output_bias`` for a head
-    without bias, ``output_embeddings`` for a head tied to the input embeddings."""
+    """Raise where an init artifact's tensors (``keys``) do not fit a source's LM head: an ``output_bias`` for
+    a head without bias, ``output_embeddings`` for a head tied to the input embeddings."""
     if "output_bias" in keys and not bias:
-        raise ValueError(f"the init artifact has an output bias, but {arch}'s LM head has none (was it initialized for"
-                         " another source model?)")
+        raise ValueError(f"the init artifact has an output bias, but {arch}'s LM head has none (was it "
+                         "initialized for another source model?)")
     if "output_embeddings" in keys and not untied:
-        raise ValueError(f"the init artifact has output embeddings, but {arch}'s LM head is tied to its input "
-                         "embeddings (was it initialized for another source model?)")
+        raise ValueError(f"the init artifact has output embeddings, but {arch}'s LM head is tied to its "
+                         "input embeddings (was it initialized for another source model?)")
 
 
 def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None,
@@ -557,11 +565,12 @@ def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: t
     """Swap the vocabulary of ``source`` (in place): new input embeddings (tied output embeddings),
     new output bias; every other weight is the source's (FOCUS §3.1: all layers but the embeddings).
 
-    Masked and causal LMs alike (GPT-2: tied ``lm_head`` without bias, ``bias=None``). An untied output
-    matrix (``tie_word_embeddings: false``, e.g. Llama) gets ``output`` (the method's transfer of the source's
-    output rows), or without one a copy of the new input embeddings (a method's ``output_rows: copy_input``)."""
+    Masked and causal LMs alike (GPT-2: tied ``lm_head`` without bias, ``bias=None``). An untied output matrix
+    (``tie_word_embeddings: false``, e.g. Llama) gets ``output`` (the method's transfer of the source's output
+    rows), or without one a copy of the new input embeddings (a method's ``output_rows: copy_input``)."""
     untied = has_untied_output(source)
-    check_artifact_fits({k for k, t in (("output_bias", bias), ("output_embeddings", output)) if t is not None},
+    check_artifact_fits({k for k, t in (("output_bias", bias),
+                                        ("output_embeddings", output)) if t is not None},
                         bias=has_output_bias(source), untied=untied, arch=type(source).__name__)
     source.resize_token_embeddings(embeddings.shape[0], mean_resizing=False)
     with torch.no_grad():

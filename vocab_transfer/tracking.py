@@ -2,21 +2,21 @@
 while they train, so that a long run is watched, and compared with its siblings, before it ends.
 
 A trainer opens one :class:`Tracker` on its first process with the section's ``report_to`` (``[tensorboard]``,
-``[wandb]``, both, or ``[]``) and calls :meth:`Tracker.log` where it appends a row to its curve: the step axis is
-the curve's, the one of the DAG's figures, which still come from the artifacts. Logged names are
-``<split>/<name>`` (``train/loss``, ``heldout/loss``, ``train/lr``, ``train/grad_norm``, ``train/tokens_per_s``,
-``train/mfu`` on a GPU).
+``[wandb]``, both, or ``[]``) and calls :meth:`Tracker.log` where it appends a row to its curve: the step axis
+is the curve's, the one of the DAG's figures, which still come from the artifacts. Logged names are
+``<split>/<name>`` (``train/loss``, ``heldout/loss``, ``train/lr``, ``train/grad_norm``,
+``train/tokens_per_s``, ``train/mfu`` on a GPU).
 
-- TensorBoard: event files in ``<run folder>/tensorboard`` (``tensorboard --logdir results/lapt``). A resumed run
-  writes on from its checkpoint's step (``purge_step``: TensorBoard drops what the killed attempt logged after it);
-  a fresh start purges from step 0.
-- Weights & Biases: one run per trainer run, its id derived from the run folder, so a resumed job continues the
-  same W&B run (``resume="allow"``). Project from ``WANDB_PROJECT`` (default ``vocab-transfer``). Without internet
-  on the compute nodes, set ``WANDB_MODE=offline``: the run is written under ``<run folder>/wandb`` and
-  ``wandb sync <run folder>/wandb/offline-run-*`` uploads it later from a login node.
+- TensorBoard: event files in ``<run folder>/tensorboard`` (``tensorboard --logdir results/lapt``). A resumed
+  run writes on from its checkpoint's step (``purge_step``: TensorBoard drops what the killed attempt logged
+  after it); a fresh start purges from step 0.
+- Weights & Biases: one run per trainer run, its id derived from the run folder, so a resumed job continues
+  the same W&B run (``resume="allow"``). Project from ``WANDB_PROJECT`` (default ``vocab-transfer``). Without
+  internet on the compute nodes, set ``WANDB_MODE=offline``: the run is written under ``<run folder>/wandb``
+  and ``wandb sync <run folder>/wandb/offline-run-*`` uploads it later from a login node.
 
-The packages are imported only when a trainer opens a tracker; :func:`check_report_to` names an unknown value or a
-missing package while the config is parsed.
+The packages are imported only when a trainer opens a tracker; :func:`check_report_to` names an unknown value
+or a missing package while the config is parsed.
 """
 
 from __future__ import annotations
@@ -59,21 +59,22 @@ def _installed(values: list[str]) -> list[str]:
     return values
 
 
-#: A ``report_to`` key (``lapt.training``, ``finetune.training``, a refining method's parameters): distinct values
-#: of :data:`REPORT_TO`, each with its package installed, checked while the config is parsed.
+#: A ``report_to`` key (``lapt.training``, ``finetune.training``, a refining method's parameters): distinct
+#: values of :data:`REPORT_TO`, each with its package installed, checked while the config is parsed.
 ReportTo = Annotated[UniqueList[Literal["tensorboard", "wandb"]], AfterValidator(_installed)]
 
 
 def check_report_to(values, where: str) -> list[str]:
-    """``values`` (a section's ``report_to``) as a list: each one of :data:`REPORT_TO` with its package installed,
-    or ValueError naming ``where``. The settings' ``report_to`` fields check the same while a config is
-    parsed."""
+    """``values`` (a section's ``report_to``) as a list: each one of :data:`REPORT_TO` with its package
+    installed, or ValueError naming ``where``. The settings' ``report_to`` fields check the same while a
+    config is parsed."""
     if values is None:
         return []
     values = [values] if isinstance(values, str) else list(values)
     for v in values:
         if v not in REPORT_TO:
-            raise ValueError(f"{where}: {v!r} is not one of {sorted(REPORT_TO)} (or an empty list: no live curves)")
+            raise ValueError(f"{where}: {v!r} is not one of {sorted(REPORT_TO)} (or an empty "
+                             "list: no live curves)")
     if problem := missing_package(values):
         raise ValueError(f"{where}: {problem}")
     return values
@@ -111,10 +112,11 @@ class Tracker:
         if "tensorboard" in self.report_to:
             from torch.utils.tensorboard import SummaryWriter
 
-            # purge_step: what an earlier attempt logged from here on is dropped (a resumed run, a fresh start)
+            # purge_step: what an earlier attempt logged from here on is dropped (a resumed or fresh run)
             self.writer = SummaryWriter(log_dir=str(self.run_dir / "tensorboard"), purge_step=start_step)
             if config:
-                self.writer.add_text("config", "\n".join(f"    {k}: {v}" for k, v in sorted(config.items())), 0)
+                self.writer.add_text("config",
+                                     "\n".join(f"    {k}: {v}" for k, v in sorted(config.items())), 0)
         if "wandb" in self.report_to:
             import wandb
 

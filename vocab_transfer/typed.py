@@ -76,7 +76,7 @@ UniqueList = Annotated[list[T], AfterValidator(_unique), Field(json_schema_extra
 #: How YAML 1.1 (PyYAML, Snakemake's config loader) reads these words unquoted; the first is the one a config
 #: most likely meant (Norwegian ``no``).
 YAML_BOOLEAN_WORDS = {False: ("no", "off", "false"), True: ("yes", "on", "true")}
-LANGUAGE_KEYS = ("targets", "corpora", "word_vectors", "dictionaries", "languages")  # and every key with "lang"
+LANGUAGE_KEYS = ("targets", "corpora", "word_vectors", "dictionaries", "languages")  # + keys with "lang"
 
 
 def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
@@ -86,7 +86,8 @@ def yaml_boolean_hint(where: str, value: bool, key: bool = False) -> str:
     what = "the language code" if "lang" in name or name in LANGUAGE_KEYS else "the key" if key else "it"
     words, text = YAML_BOOLEAN_WORDS[value], str(value).lower()
     got = f"the key {text} is a YAML boolean" if key else f"got the YAML boolean {text}"
-    return f'{where}: {got}; write {what} in quotes ("{words[0]}"): YAML reads {", ".join(words)} unquoted as {text}'
+    return (f'{where}: {got}; write {what} in quotes ("{words[0]}"): YAML reads '
+            f'{", ".join(words)} unquoted as {text}')
 
 
 class Section(BaseModel):

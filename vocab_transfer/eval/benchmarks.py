@@ -1,12 +1,12 @@
-"""Zero-shot benchmark scores of decoder models with EleutherAI's lm-evaluation-harness (PyPI ``lm-eval``), and the
-share of the source model's score that a transferred model keeps (as the OMP tokensurgeon paper and tokenkit report
-them).
+"""Zero-shot benchmark scores of decoder models with EleutherAI's lm-evaluation-harness (PyPI ``lm-eval``),
+and the share of the source model's score that a transferred model keeps (as the OMP tokensurgeon paper and
+tokenkit report them).
 
-The harness is used as a library (``lm_eval.simple_evaluate`` with its ``hf`` model on a local Hugging Face folder),
-so its task definitions, prompts, metrics and standard errors are the harness's own. Tasks on local files are task
-YAMLs in a folder (``include_path``, as ``lm_eval --include_path``). The datasets are fetched once, on a machine with
-internet (:func:`fetch`, rule download_benchmark_data on the login node), into a datasets cache that the evaluation
-jobs then read offline.
+The harness is used as a library (``lm_eval.simple_evaluate`` with its ``hf`` model on a local Hugging Face
+folder), so its task definitions, prompts, metrics and standard errors are the harness's own. Tasks on local
+files are task YAMLs in a folder (``include_path``, as ``lm_eval --include_path``). The datasets are fetched
+once, on a machine with internet (:func:`fetch`, rule download_benchmark_data on the login node), into a
+datasets cache that the evaluation jobs then read offline.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Environment variable naming the folder of the task-registry cache (:func:`task_registry`); an empty value turns
-#: the cache off.
+#: Environment variable naming the folder of the task-registry cache (:func:`task_registry`); an empty value
+#: turns the cache off.
 REGISTRY_CACHE_ENV = "VOCAB_TRANSFER_TASKS_CACHE"
 #: ``dataset_path`` values of lm-eval tasks that read local files (the datasets library's packaged builders).
 LOCAL_BUILDERS = frozenset({"json", "csv", "parquet", "text", "arrow", "pandas", "webdataset", "xml"})
@@ -73,8 +73,9 @@ def task_paths(include_path: str | None) -> list[str]:
 
 
 def registry_from(manager) -> dict:
-    """What the parse-time checks read of a TaskManager's index: ``{"tasks": {name: dataset_path}, "groups": {name:
-    [member, ...]}}``, ``dataset_path`` "" where the task's YAML names none (a Python task); groups and tags alike."""
+    """What the parse-time checks read of a TaskManager's index: ``{"tasks": {name: dataset_path}, "groups":
+    {name:
+    [member, ...]}}``, ``dataset_path`` "" where the YAML names none (a Python task); groups, tags alike."""
     tasks, groups = {}, {}
     for name, entry in manager.task_index.items():
         kind, cfg = entry.kind.name, entry.cfg or {}
@@ -92,7 +93,7 @@ def registry_from(manager) -> dict:
 
 
 def _stamp(folder: str) -> float:
-    """The newest modification time of ``folder`` and the files and folders under it (0 when it is missing)."""
+    """The newest modification time of ``folder`` and everything under it (0 when it is missing)."""
     root = Path(folder)
     if not root.exists():
         return 0.0
@@ -109,7 +110,8 @@ def _registry_cache(include_path: str | None) -> Path | None:
         version = metadata.version("lm_eval")
     except metadata.PackageNotFoundError:
         return None
-    root = os.environ.get(REGISTRY_CACHE_ENV, str(Path.home() / ".cache" / "vocab_transfer" / "lm_eval_tasks"))
+    root = os.environ.get(REGISTRY_CACHE_ENV,
+                          str(Path.home() / ".cache" / "vocab_transfer" / "lm_eval_tasks"))
     if not root:
         return None
     paths = task_paths(include_path)
@@ -118,8 +120,8 @@ def _registry_cache(include_path: str | None) -> Path | None:
 
 
 def _registry_of_a_child(include_path: str | None) -> dict:
-    """:func:`registry_from` lm-eval's TaskManager, built in a child process: lm-eval's task index imports torch and
-    transformers, which a process that plans the workflow never loads (tests/test_layout.py)."""
+    """:func:`registry_from` lm-eval's TaskManager, built in a child process: lm-eval's task index imports
+    torch and transformers, which a process that plans the workflow never loads (tests/test_layout.py)."""
     import subprocess
     import sys
     import tempfile
@@ -139,9 +141,9 @@ def _registry_of_a_child(include_path: str | None) -> dict:
 
 def task_registry(include_path: str | None) -> dict | None:
     """lm-eval's task names and their datasets (:func:`registry_from`) with ``include_path``'s tasks and a hub
-    mirror's, or None where lm-eval is not installed. Indexing lm-eval's task YAMLs takes seconds, so the result is
-    cached per lm-eval version and task folders (their files' modification times) in
-    ``~/.cache/vocab_transfer/lm_eval_tasks`` (``VOCAB_TRANSFER_TASKS_CACHE``; an empty value turns it off)."""
+    mirror's, or None where lm-eval is not installed. Indexing lm-eval's task YAMLs takes seconds, so the
+    result is cached per lm-eval version and task folders (their files' modification times) in
+    ``~/.cache/vocab_transfer/lm_eval_tasks`` (``VOCAB_TRANSFER_TASKS_CACHE``; empty: off)."""
     import importlib.util
 
     if importlib.util.find_spec("lm_eval") is None:
@@ -177,8 +179,8 @@ def unknown_tasks(tasks: list[str], registry: dict) -> list[str]:
 
 
 def leaf_datasets(task: str, registry: dict, _seen: frozenset = frozenset()) -> dict[str, str]:
-    """``{leaf task: dataset_path}`` of a task, group or tag (members resolved recursively; unknown members left
-    out)."""
+    """``{leaf task: dataset_path}`` of a task, group or tag (members resolved recursively; unknown members
+    left out)."""
     if task in registry["tasks"]:
         return {task: registry["tasks"][task]}
     out: dict[str, str] = {}
@@ -189,8 +191,8 @@ def leaf_datasets(task: str, registry: dict, _seen: frozenset = frozenset()) -> 
 
 
 def is_offline() -> bool:
-    """Whether this run may not reach the hub: ``HF_DATASETS_OFFLINE`` or ``HF_HUB_OFFLINE`` set and no hub mirror
-    (:mod:`vocab_transfer.mirror`) to read instead."""
+    """Whether this run may not reach the hub: ``HF_DATASETS_OFFLINE`` or ``HF_HUB_OFFLINE`` set and no hub
+    mirror (:mod:`vocab_transfer.mirror`) to read instead."""
     from .. import mirror
 
     flags = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
@@ -199,46 +201,49 @@ def is_offline() -> bool:
 
 
 def cached_dataset(dataset_path: str, cache: str | os.PathLike) -> bool:
-    """Whether the datasets cache ``cache`` holds hub dataset ``dataset_path`` (its ``owner___name`` folder)."""
+    """Whether the datasets cache ``cache`` holds hub dataset ``dataset_path`` (as ``owner___name``)."""
     return (Path(cache) / dataset_path.replace("/", "___")).is_dir()
 
 
 def offline_hub_tasks(tasks: list[str], registry: dict, cache: str | os.PathLike) -> list[str]:
-    """Leaf tasks of ``tasks`` whose datasets are on the hub (neither a packaged builder on local files nor a local
-    folder) and not in the datasets cache ``cache``: what an offline run cannot fetch."""
+    """Leaf tasks of ``tasks`` whose datasets are on the hub (neither a packaged builder on local files nor a
+    local folder) and not in the datasets cache ``cache``: what an offline run cannot fetch."""
     bad = []
     for t in tasks:
         for leaf, path in leaf_datasets(t, registry).items():
-            if path and path not in LOCAL_BUILDERS and not Path(path).is_dir() and not cached_dataset(path, cache):
+            if (path and path not in LOCAL_BUILDERS and not Path(path).is_dir()
+                and not cached_dataset(path, cache)):
                 bad.append(f"{leaf} ({path})" if leaf == t else f"{t}: {leaf} ({path})")
     return bad
 
 
 def check_offline(tasks: list[str], registry: dict, cache: str | os.PathLike, where: str) -> None:
-    """Raise at once, naming ``where`` and the tasks, when the run is offline (:func:`is_offline`) and tasks need
-    hub datasets not yet fetched (:func:`offline_hub_tasks`)."""
+    """Raise at once, naming ``where`` and the tasks, when the run is offline (:func:`is_offline`) and tasks
+    need hub datasets not yet fetched (:func:`offline_hub_tasks`)."""
     if not is_offline():
         return
     bad = offline_hub_tasks(tasks, registry, cache)
     if bad:
-        raise ValueError(f"{where}: this run is offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE set, no hub mirror "
-                         f"VOCAB_TRANSFER_HUB_MIRROR) and tasks {bad} read hub datasets not in {cache}: fetch them "
-                         "on a machine with internet, point VOCAB_TRANSFER_HUB_MIRROR at a mirror, or leave them out")
+        raise ValueError(f"{where}: this run is offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE set, "
+                         f"no hub mirror VOCAB_TRANSFER_HUB_MIRROR) and tasks {bad} read hub datasets not in "
+                         f"{cache}: fetch them on a machine with internet, point VOCAB_TRANSFER_HUB_MIRROR "
+                         "at a mirror, or leave them out")
 
 
 def fetch(tasks: list[str], include_path: str | None, *, cache: str | os.PathLike | None = None,
           limit: int | None = None) -> dict:
     """Build the tasks (the harness downloads their datasets into the datasets cache) and say what they hold:
-    ``{task: {"version": ..., "documents": n, "chance": c}}`` for every leaf task of the groups named; ``chance``
-    (multiple-choice tasks only) is the mean of 1/number of choices over the documents scored (the first ``limit``).
-    An offline run whose tasks need hub datasets not in ``cache`` fails at once (:func:`check_offline`)."""
+    ``{task: {"version": ..., "documents": n, "chance": c}}`` for every leaf task of the groups named;
+    ``chance`` (multiple-choice tasks only) is the mean of 1/number of choices over the documents scored (the
+    first ``limit``). An offline run whose tasks need hub datasets not in ``cache`` fails at once
+    (:func:`check_offline`)."""
     from lm_eval.tasks import get_task_dict
 
     manager = task_manager(include_path)
     unknown = unknown_tasks(tasks, registry_from(manager))
     if unknown:
-        raise ValueError(f"eval.benchmarks.tasks: lm-eval knows no task or group {', '.join(unknown)} (include_path: "
-                         f"{include_path}); `lm_eval --tasks list` lists them")
+        raise ValueError(f"eval.benchmarks.tasks: lm-eval knows no task or group {', '.join(unknown)} "
+                         f"(include_path: {include_path}); `lm_eval --tasks list` lists them")
     if cache is not None:
         check_offline(tasks, registry_from(manager), cache, "eval.benchmarks.tasks")
     out: dict = {}
@@ -259,8 +264,8 @@ def fetch(tasks: list[str], include_path: str | None, *, cache: str | os.PathLik
 
 
 def chance(task, docs, limit: int | None = None) -> float | None:
-    """A multiple-choice task's chance accuracy: the mean of 1/number of choices over its first ``limit`` documents
-    (all without a limit); None for other tasks."""
+    """A multiple-choice task's chance accuracy: the mean of 1/number of choices over its first ``limit``
+    documents (all without a limit); None for other tasks."""
     if getattr(task, "OUTPUT_TYPE", None) != "multiple_choice":
         return None
     n = len(docs) if limit is None else min(limit, len(docs))
@@ -268,8 +273,9 @@ def chance(task, docs, limit: int | None = None) -> float | None:
     return sum(1 / c for c in counts if c) / len(counts) if counts else None
 
 
-def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = None, num_fewshot: int | None = None,
-             limit: int | None = None, batch_size: int = 8, seed: int = 0, device: str | None = None) -> pd.DataFrame:
+def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = None,
+             num_fewshot: int | None = None, limit: int | None = None, batch_size: int = 8, seed: int = 0,
+             device: str | None = None) -> pd.DataFrame:
     """Score the model folder ``model_dir`` (with its tokenizer) on ``tasks``: one row per (task, metric) with
     ``value``, ``stderr`` and ``samples`` (documents scored). bf16 on a GPU, fp32 on the CPU; seeded."""
     import lm_eval
@@ -279,21 +285,22 @@ def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = Non
     from ..source_model import is_causal_lm
 
     if not is_causal_lm(AutoConfig.from_pretrained(model_dir)):
-        raise ValueError(f"{model_dir} is a masked LM; lm-eval's benchmarks (eval.benchmarks) score decoder (causal) "
-                         "LMs: leave this config's benchmarks out")
+        raise ValueError(f"{model_dir} is a masked LM; lm-eval's benchmarks (eval.benchmarks) score decoder "
+                         "(causal) LMs: leave this config's benchmarks out")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = "bfloat16" if device.startswith("cuda") else "float32"
     res = lm_eval.simple_evaluate(
         model="hf", model_args={"pretrained": str(model_dir), "dtype": dtype}, tasks=list(tasks),
         task_manager=task_manager(include_path), num_fewshot=num_fewshot, limit=limit, batch_size=batch_size,
-        device=device, random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed, fewshot_random_seed=seed,
-        log_samples=False)
+        device=device, random_seed=seed, numpy_random_seed=seed, torch_random_seed=seed,
+        fewshot_random_seed=seed, log_samples=False)
     rows = []
     for task, metrics in res["results"].items():
         samples = res.get("n-samples", {}).get(task, {}).get("effective")
         for key, value in metrics.items():
-            name, comma, filt = key.partition(",")  # "<metric>,<filter>"; other keys (alias, sample_len) are no score
-            if not comma or name.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
+            name, comma, filt = key.partition(",")  # "<metric>,<filter>"; other keys (alias, ...) no score
+            if (not comma or name.endswith("_stderr") or not isinstance(value, (int, float))
+                or isinstance(value, bool)):
                 continue
             stderr = metrics.get(f"{name}_stderr,{filt}")
             rows.append({"task": task, "metric": name, "filter": filt, "value": float(value),
@@ -305,8 +312,8 @@ def evaluate(model_dir: str, tasks: list[str], *, include_path: str | None = Non
 
 
 def primary_scores(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per task: its primary metric (:data:`PRIMARY_METRICS`, else the first it reports), unfiltered where the
-    task reports a metric under several filters (``none``, else the first: gsm8k's ``strict-match``)."""
+    """One row per task: its primary metric (:data:`PRIMARY_METRICS`, else the first it reports), unfiltered
+    where a metric has several filters (``none``, else the first: gsm8k's ``strict-match``)."""
     keep = []
     for _, rows in scores.groupby("task", sort=False):
         ranked = sorted(rows.index, key=lambda i: (
@@ -322,20 +329,21 @@ CHANCE_METRICS = ("acc", "acc_norm")
 
 def add_chance(scores: pd.DataFrame, fetched: dict) -> pd.DataFrame:
     """``scores`` (rows of :func:`evaluate`) with ``chance``: the task's chance accuracy from ``fetched`` (the
-    ``fetched`` of rule download_benchmark_data's ``data.json``, :func:`fetch`) on :data:`CHANCE_METRICS` rows of
-    multiple-choice tasks, NaN elsewhere."""
+    ``fetched`` of rule download_benchmark_data's ``data.json``, :func:`fetch`) on :data:`CHANCE_METRICS` rows
+    of multiple-choice tasks, NaN elsewhere."""
     out = scores.copy()
-    out["chance"] = [float(fetched.get(t, {}).get("chance", float("nan"))) if m in CHANCE_METRICS else float("nan")
+    out["chance"] = [float(fetched.get(t, {}).get("chance", float("nan")))
+                     if m in CHANCE_METRICS else float("nan")
                      for t, m in zip(out["task"], out["metric"], strict=True)]
     return out
 
 
 def kept_share(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (columns source, target, stage, task, metric, filter, value, optionally chance) with ``kept``: each
-    value over the source model's value of the same source, target, task, metric and filter (NaN where the source
-    scores 0), and ``kept_over_chance``: the share of the source's margin over chance kept, (value - chance) /
-    (source value - chance), for multiple-choice accuracies (NaN where chance is unknown or the source scores no
-    more than chance)."""
+    """``table`` (columns source, target, stage, task, metric, filter, value, optionally chance) with
+    ``kept``: each value over the source model's value of the same source, target, task, metric and filter
+    (NaN where the source scores 0), and ``kept_over_chance``: the share of the source's margin over chance
+    kept, (value - chance) / (source value - chance), for multiple-choice accuracies (NaN where chance is
+    unknown or the source scores no more than chance)."""
     import math
 
     key = ["source", "target", "task", "metric", "filter"]

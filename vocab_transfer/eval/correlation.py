@@ -19,7 +19,8 @@ def row_correlations(W1: torch.Tensor, W2: torch.Tensor) -> torch.Tensor:
     column before calling if it should not count as a dimension.
     """
     if W1.shape != W2.shape or W1.ndim != 2:
-        raise ValueError(f"need two [V, d] matrices of the same shape, got {tuple(W1.shape)} and {tuple(W2.shape)}")
+        raise ValueError(f"need two [V, d] matrices of the same shape, got {tuple(W1.shape)} "
+                         f"and {tuple(W2.shape)}")
     x = W1.double() - W1.double().mean(1, keepdim=True)
     y = W2.double() - W2.double().mean(1, keepdim=True)
     num = (x * y).sum(1)
@@ -47,14 +48,14 @@ def embedding_correlation(W1: torch.Tensor, W2: torch.Tensor, *,
 
 def correlation_matrix(embeddings: dict[str, torch.Tensor], *,
                        rows: torch.Tensor | np.ndarray | list[int] | None = None) -> pd.DataFrame:
-    """ρ̄ between every pair of embedding matrices of one vocabulary (vocab-swap Figure 5): a square
-    DataFrame indexed and labelled by the keys of ``embeddings``; ``rows`` as in :func:`embedding_correlation`."""
+    """ρ̄ between every pair of embedding matrices of one vocabulary (vocab-swap Figure 5): a square DataFrame
+    indexed and labelled by the keys of ``embeddings``; ``rows`` as in :func:`embedding_correlation`."""
     names = list(embeddings)
     out = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
     for a, x in enumerate(names):
         for y in names[a + 1:]:
-            out.loc[x, y] = out.loc[y, x] = embedding_correlation(embeddings[x].float(), embeddings[y].float(),
-                                                                  rows=rows)
+            out.loc[x, y] = out.loc[y, x] = embedding_correlation(embeddings[x].float(),
+                                                                  embeddings[y].float(), rows=rows)
     return out
 
 

@@ -1,9 +1,9 @@
 """Language-model data and evaluation: packing, 15% masking with 80/10/10, held-out masked-LM loss, and
 held-out causal-LM (next-token) loss for decoder sources, each also in bits per byte and per character.
 
-Bits per byte make losses under different tokenizers comparable: the total negative log-likelihood of the scored
-tokens in bits, divided by the UTF-8 bytes of those tokens' text (:func:`token_lengths`). For a masked LM the
-scored tokens are the masked positions, for a causal LM every predicted next token.
+Bits per byte make losses under different tokenizers comparable: the total negative log-likelihood of the
+scored tokens in bits, divided by the UTF-8 bytes of those tokens' text (:func:`token_lengths`). For a masked
+LM the scored tokens are the masked positions, for a causal LM every predicted next token.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len
                max_sequences: int | None = None, batch_size: int = 1000) -> torch.Tensor:
     """Tokenize ``texts``, concatenate them and cut ``<s> … </s>`` blocks of ``seq_len`` ids, in memory.
 
-    The remainder that does not fill a block is dropped. Returns a LongTensor ``[n, seq_len]``. For small inputs
-    (tests, a few held-out documents); the pipeline cuts the same blocks from token shards on demand
+    The remainder that does not fill a block is dropped. Returns a LongTensor ``[n, seq_len]``. For small
+    inputs (tests, a few held-out documents); the pipeline cuts the same blocks from token shards on demand
     (:class:`vocab_transfer.data.shards.Blocks`).
     """
     body, encode = seq_len - 2, encoder(tokenizer)
@@ -57,9 +57,9 @@ def token_lengths(tokenizer) -> torch.Tensor:
 
     The text is the token's canonical surface form (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`):
     a word-initial marker (``▁``, ``Ġ``, a WordPiece token without ``##``) counts as one space, a byte token
-    (``<0xNN>``, or an undecodable byte of a byte-level token) as one byte and as one character if it starts a UTF-8
-    sequence (0 for a continuation byte), so the lengths of a text's tokens add up to its own. Special tokens
-    (``<s>``, ``<mask>``, ``<unk>``, ...) have length 0: an ``<unk>`` is scored but its text is not counted.
+    (``<0xNN>``, or an undecodable byte of a byte-level token) as one byte and as one character if it starts a
+    UTF-8 sequence (0 for a continuation byte), so the lengths of a text's tokens add up to its own. Special
+    tokens (``<s>``, ``<mask>``, ``<unk>``, ...) have length 0: an ``<unk>`` is scored, its text not counted.
     """
     out = []
     for tok in canonicalize_vocab(tokenizer):
@@ -91,13 +91,13 @@ def bits(nats_total: float, scored: int, lengths: torch.Tensor) -> dict[str, flo
 @torch.no_grad()
 def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *, seed: int,
              mask_prob: float = 0.15, batch_size: int = 16, progress: bool = False) -> dict[str, float]:
-    """Mean masked-LM cross-entropy (nats per masked token) of ``model`` on ``blocks``, and the same NLL in bits per
-    byte and per character of the masked tokens' text (:func:`bits`).
+    """Mean masked-LM cross-entropy (nats per masked token) of ``model`` on ``blocks``, and the same NLL in
+    bits per byte and per character of the masked tokens' text (:func:`bits`).
 
-    Masks depend only on ``blocks``, the tokenizer and ``seed``, so every initialization of the same
-    target vocabulary is scored on the same masked positions. The LM head runs on the masked positions only
-    (:func:`vocab_transfer.source_model.masked_lm_logits`): a 50k vocabulary's logits of a whole batch would take
-    0.4 GB.
+    Masks depend only on ``blocks``, the tokenizer and ``seed``, so every initialization of the same target
+    vocabulary is scored on the same masked positions. The LM head runs on the masked positions only
+    (:func:`vocab_transfer.source_model.masked_lm_logits`): a 50k vocabulary's logits of a whole batch would
+    take 0.4 GB.
     """
     model.eval()
     g = torch.Generator().manual_seed(seed)
@@ -107,7 +107,8 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
         inputs, labels = mask_tokens(blocks[i:i + batch_size], mask_token_id=tokenizer.mask_token_id,
                                      vocab_size=len(tokenizer), special_ids=tokenizer.all_special_ids,
                                      generator=g, mask_prob=mask_prob)
-        logits, targets = masked_lm_logits(model, inputs.to(model.device), labels.to(model.device))  # masked only
+        logits, targets = masked_lm_logits(model, inputs.to(model.device),
+                                           labels.to(model.device))  # masked only
         total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
         count += len(targets)
         scored += lengths[targets.cpu()].sum(0)
@@ -117,15 +118,16 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
 
 
 @torch.no_grad()
-def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase | None = None, *,
-             batch_size: int = 16, progress: bool = False, head_chunk: int = 4096) -> dict[str, float]:
-    """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks`` (and, given the
-    ``tokenizer``, bits per byte and per character of the predicted tokens' text, :func:`bits`).
+def clm_loss(model: PreTrainedModel, blocks: torch.Tensor,
+             tokenizer: PreTrainedTokenizerBase | None = None, *, batch_size: int = 16,
+             progress: bool = False, head_chunk: int = 4096) -> dict[str, float]:
+    """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks`` (and,
+    given the ``tokenizer``, bits per byte and per character of the predicted tokens' text, :func:`bits`).
 
-    Every position but the first is predicted from the ids before it, so a ``[n, L]`` input scores
-    ``n * (L - 1)`` tokens; same value as ``model(input_ids=blocks, labels=blocks).loss`` (the blocks have
-    no padding). Perplexity = exp(loss), the measure of WECHSEL Table 2. The model may be on a GPU; the LM head
-    runs on ``head_chunk`` positions at a time, so a 152k vocabulary's logits never exist for a whole batch.
+    Every position but the first is predicted from the ids before it, so a ``[n, L]`` input scores ``n * (L -
+    1)`` tokens; same value as ``model(input_ids=blocks, labels=blocks).loss`` (the blocks have no padding).
+    Perplexity = exp(loss), the measure of WECHSEL Table 2. The model may be on a GPU; the LM head runs on
+    ``head_chunk`` positions at a time, so a 152k vocabulary's logits never exist for a whole batch.
     """
     model.eval()
     lengths = None if tokenizer is None else token_lengths(tokenizer)
@@ -143,9 +145,10 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     return out if lengths is None else {**out, **bits(total, count, scored)}
 
 
-#: Decoders whose logits are their LM head applied to ``model.model``'s last hidden state (Gemma 2: then soft-capped).
-CHUNKED_HEAD = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3", "gemma",
-                          "gemma2", "olmo", "olmo2"})
+#: Decoders whose logits are their LM head applied to ``model.model``'s last hidden state (Gemma 2: then
+#: soft-capped).
+CHUNKED_HEAD = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3",
+                          "gemma", "gemma2", "olmo", "olmo2"})
 
 
 def next_token_nll(model: PreTrainedModel, ids: torch.Tensor, head_chunk: int = 4096) -> float:
@@ -157,7 +160,7 @@ def next_token_nll(model: PreTrainedModel, ids: torch.Tensor, head_chunk: int = 
         return float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets,
                                                        reduction="sum"))
     hidden = model.model(input_ids=ids).last_hidden_state[:, :-1].reshape(-1, head.in_features)
-    scale = getattr(model.config, "final_logit_softcapping", None)  # Gemma 2: logits = cap * tanh(logits / cap)
+    scale = getattr(model.config, "final_logit_softcapping", None)  # Gemma 2: cap * tanh(logits / cap)
     total = 0.0
     for j in range(0, len(targets), head_chunk):
         logits = head(hidden[j:j + head_chunk]).float()
@@ -174,8 +177,8 @@ def init_eval_row(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTr
     ``objective`` is ``mlm`` (masked LM, :func:`mlm_loss`) or ``clm`` (causal LM, :func:`clm_loss`). The
     columns are the same for both so the tables stay one schema: ``objective``, ``mlm_loss`` (the held-out
     loss of that objective, nats per scored token), ``perplexity``, ``masked_tokens`` (tokens scored:
-    masked positions, or predicted next tokens for ``clm``), ``sequences``, ``bits_per_byte``, ``bits_per_char``,
-    ``scored_bytes``, ``scored_chars`` (:func:`bits`).
+    masked positions, or predicted next tokens for ``clm``), ``sequences``, ``bits_per_byte``,
+    ``bits_per_char``, ``scored_bytes``, ``scored_chars`` (:func:`bits`).
     """
     if objective == "mlm":
         res = mlm_loss(model, blocks, tokenizer, seed=seed, mask_prob=mask_prob, batch_size=batch_size)

@@ -5,13 +5,14 @@ Features, as WECHSEL describes them:
 
 - **NLI** (task ``nli``): the mean of the premise's token representations concatenated with the mean of the
   hypothesis's (each sentence encoded on its own, special tokens left out of the mean);
-- **token tasks** (``pos``, ``ner``): the mean of the representations of each word's tokens, one example per word
-  (words cut off by ``seq_len`` are left out and counted).
+- **token tasks** (``pos``, ``ner``): the mean of the representations of each word's tokens, one example per
+  word (words cut off by ``seq_len`` are left out and counted).
 
-The probe is a multinomial logistic regression on features standardized with the training set's mean and standard
-deviation, fitted by full-batch L-BFGS from zero weights with an L2 penalty (deterministic: no random start, no
-batches). Only the probe is trained; the model stays as initialized. The score is test accuracy, reported with the
-share of the commonest training label on the test set (``majority``: what a probe that learned nothing scores).
+The probe is a multinomial logistic regression on features standardized with the training set's mean and
+standard deviation, fitted by full-batch L-BFGS from zero weights with an L2 penalty (deterministic: no random
+start, no batches). Only the probe is trained; the model stays as initialized. The score is test accuracy,
+reported with the share of the commonest training label on the test set (``majority``: what a probe that
+learned nothing scores).
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ def _hidden(model: PreTrainedModel, ids: list[list[int]], pad_id: int) -> torch.
         mask[i, :len(s)] = 1
     device = next(model.parameters()).device
     with torch.no_grad():
-        hidden = model.base_model(input_ids=inputs.to(device), attention_mask=mask.to(device)).last_hidden_state
+        hidden = model.base_model(input_ids=inputs.to(device),
+                                  attention_mask=mask.to(device)).last_hidden_state
     return hidden.float().cpu()
 
 
 def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], *,
                    seq_len: int, batch_size: int, desc: str = "sentences") -> torch.Tensor:
-    """``[n, dim]``: each text's mean token representation (special tokens left out unless the text has no other)."""
+    """``[n, dim]``: each text's mean token vector (special tokens left out unless it has no other)."""
     enc = tokenizer(list(texts), truncation=True, max_length=seq_len, return_special_tokens_mask=True)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
     out = torch.zeros(len(ids), model.config.hidden_size)
@@ -72,11 +74,13 @@ def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, t
     return out
 
 
-def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sentences: Sequence[Sequence[str]], *,
-               seq_len: int, batch_size: int, desc: str = "words") -> tuple[torch.Tensor, list[tuple[int, int]]]:
-    """``([n_words, dim], [(sentence, word)])``: each word's mean token representation, for the words that fit in
-    ``seq_len`` tokens, with their positions."""
-    enc = tokenizer([list(s) for s in sentences], is_split_into_words=True, truncation=True, max_length=seq_len)
+def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+               sentences: Sequence[Sequence[str]], *, seq_len: int,
+               batch_size: int, desc: str = "words") -> tuple[torch.Tensor, list[tuple[int, int]]]:
+    """``([n_words, dim], [(sentence, word)])``: each word's mean token representation, for the words that fit
+    in ``seq_len`` tokens, with their positions."""
+    enc = tokenizer([list(s) for s in sentences], is_split_into_words=True,
+                    truncation=True, max_length=seq_len)
     ids = enc["input_ids"]
     feats, where = [], []
     for batch in tqdm.tqdm(_batches(len(ids), [len(s) for s in ids], batch_size), desc=desc, mininterval=10):
@@ -88,12 +92,14 @@ def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, sente
                 continue
             slot = {w: j for j, w in enumerate(present)}  # specials and padding go to the extra last slot
             index = torch.tensor([slot.get(w, len(present)) for w in words])
-            sums = torch.zeros(len(present) + 1, hidden.shape[-1]).index_add_(0, index, hidden[row, :len(words)])
+            sums = (torch.zeros(len(present) + 1, hidden.shape[-1])
+                    .index_add_(0, index, hidden[row, :len(words)]))
             counts = torch.bincount(index, minlength=len(present) + 1).unsqueeze(1)
             feats.append(sums[:-1] / counts[:-1])
             where += [(int(i), w) for w in present]
     order = sorted(range(len(where)), key=where.__getitem__)  # sentence order, whatever the batching
-    return torch.cat(feats)[order] if feats else torch.zeros(0, model.config.hidden_size), [where[j] for j in order]
+    return (torch.cat(feats)[order] if feats else torch.zeros(0, model.config.hidden_size),
+            [where[j] for j in order])
 
 
 def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
@@ -104,8 +110,8 @@ def task_features(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, df
                   seq_len: int, batch_size: int) -> tuple[torch.Tensor, list[str], int]:
     """``(features, labels, words_left_out)`` of one split in the task schema (vocab_transfer.data.tasks)."""
     if task == "nli":
-        premise = sentence_means(model, tokenizer, df["premise"].tolist(), seq_len=seq_len, batch_size=batch_size,
-                                 desc="premises")
+        premise = sentence_means(model, tokenizer, df["premise"].tolist(), seq_len=seq_len,
+                                 batch_size=batch_size, desc="premises")
         hypothesis = sentence_means(model, tokenizer, df["hypothesis"].tolist(), seq_len=seq_len,
                                     batch_size=batch_size, desc="hypotheses")
         return torch.cat([premise, hypothesis], 1), [str(x) for x in df["label"]], 0
@@ -119,14 +125,14 @@ def task_features(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, df
 
 def fit_probe(x: torch.Tensor, y: torch.Tensor, n_classes: int, *, l2: float, max_iter: int
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(weight, bias, mean, std)`` of an L2-penalized multinomial logistic regression on standardized ``x``."""
+    """``(weight, bias, mean, std)``: an L2-penalized multinomial logistic fit on standardized ``x``."""
     x = x.double()
     mean, std = x.mean(0), x.std(0).clamp_min(1e-6)
     xs = (x - mean) / std
     weight = torch.zeros(x.shape[1], n_classes, dtype=torch.float64, requires_grad=True)
     bias = torch.zeros(n_classes, dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([weight, bias], lr=1, max_iter=max_iter, history_size=20, line_search_fn="strong_wolfe",
-                            tolerance_grad=1e-7, tolerance_change=1e-10)
+    opt = torch.optim.LBFGS([weight, bias], lr=1, max_iter=max_iter, history_size=20,
+                            line_search_fn="strong_wolfe", tolerance_grad=1e-7, tolerance_change=1e-10)
 
     def closure():
         opt.zero_grad()
@@ -144,19 +150,22 @@ def predict(probe: tuple[torch.Tensor, ...], x: torch.Tensor) -> torch.Tensor:
 
 
 def probe_accuracy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, train: pd.DataFrame,
-                   test: pd.DataFrame, task: str, *, labels: Sequence[str], seq_len: int, batch_size: int, l2: float,
-                   max_iter: int) -> dict:
+                   test: pd.DataFrame, task: str, *, labels: Sequence[str], seq_len: int, batch_size: int,
+                   l2: float, max_iter: int) -> dict:
     """Fit a probe on ``train`` and score it on ``test``: accuracy and the counts behind it."""
     model.eval()
     index = {label: i for i, label in enumerate(labels)}
-    x_train, y_train, cut_train = task_features(model, tokenizer, train, task, seq_len=seq_len, batch_size=batch_size)
-    x_test, y_test, cut_test = task_features(model, tokenizer, test, task, seq_len=seq_len, batch_size=batch_size)
+    x_train, y_train, cut_train = task_features(model, tokenizer, train, task,
+                                                seq_len=seq_len, batch_size=batch_size)
+    x_test, y_test, cut_test = task_features(model, tokenizer, test, task,
+                                             seq_len=seq_len, batch_size=batch_size)
     unknown = sorted({y for y in y_train + y_test if y not in index})
     if unknown:
         raise ValueError(f"labels {unknown[:5]} are not in the task's label list {list(labels)[:10]}")
-    probe = fit_probe(x_train, torch.tensor([index[y] for y in y_train]), len(labels), l2=l2, max_iter=max_iter)
+    probe = fit_probe(x_train, torch.tensor([index[y] for y in y_train]),
+                      len(labels), l2=l2, max_iter=max_iter)
     correct = (predict(probe, x_test) == torch.tensor([index[y] for y in y_test])).sum().item()
-    most = max(sorted(set(y_train)), key=y_train.count)  # the baseline that predicts the commonest training label
+    most = max(sorted(set(y_train)), key=y_train.count)  # baseline: predict the commonest training label
     return {"accuracy": correct / max(len(y_test), 1), "majority": y_test.count(most) / max(len(y_test), 1),
             "train_items": len(y_train), "test_items": len(y_test),
             "train_examples": len(train), "test_examples": len(test), "words_left_out": cut_train + cut_test,

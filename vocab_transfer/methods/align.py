@@ -25,22 +25,24 @@ def procrustes(X: torch.Tensor, Y: torch.Tensor, rtol: float = 1e-9) -> torch.Te
     columns (whichever are fewer). Computed in float64, returned in ``X``'s dtype. Map a new
     point with ``x @ W``. Needs ``n ≥ 1``.
 
-    When ``XᵀY`` has rank ``r`` below ``min(d1, d2)`` (fewer pairs than dimensions, singular values under ``rtol``
-    times the largest), every minimiser agrees on the pairs' span, ``U_r V_rᵀ``, and the rest of the map is not
-    determined by the data: an SVD picks it arbitrarily, and differently on other machines. Here it is the one
-    closest to the identity: the polar factor of ``(I − U_r U_rᵀ)(I − V_r V_rᵀ)`` between the two complements
-    (:func:`_closest_to_identity`), the same on every machine for the same pairs. Square maps only (``d1 = d2``).
+    When ``XᵀY`` has rank ``r`` below ``min(d1, d2)`` (fewer pairs than dimensions, singular values under
+    ``rtol`` times the largest), every minimiser agrees on the pairs' span, ``U_r V_rᵀ``, and the rest of the
+    map is not determined by the data: an SVD picks it arbitrarily, and differently on other machines. Here it
+    is the one closest to the identity: the polar factor of ``(I − U_r U_rᵀ)(I − V_r V_rᵀ)`` between the two
+    complements (:func:`_closest_to_identity`), the same on every machine for the same pairs. Square maps
+    (``d1 = d2``) only.
     """
     if X.ndim != 2 or Y.ndim != 2 or X.shape[0] != Y.shape[0]:
-        raise ValueError(f"need paired 2-D inputs with the same number of rows, got {tuple(X.shape)} and {tuple(Y.shape)}")
+        raise ValueError(f"need paired 2-D inputs with the same number of rows, got {tuple(X.shape)} "
+                         f"and {tuple(Y.shape)}")
     if X.shape[0] == 0:
         raise ValueError("procrustes needs at least one pair")
     u, sigma, vh = torch.linalg.svd(X.double().T @ Y.double(), full_matrices=False)
     rank = int((sigma > rtol * sigma[0]).sum()) if sigma[0] > 0 else 0
     if rank == len(sigma) or X.shape[1] != Y.shape[1]:
         return (u @ vh).to(X.dtype)
-    log.info("Procrustes: X^T Y has rank %d of %d; the map outside the pairs' span is the rotation closest to the "
-             "identity", rank, len(sigma))
+    log.info("Procrustes: X^T Y has rank %d of %d; the map outside the pairs' span is the rotation closest "
+             "to the identity", rank, len(sigma))
     w = u[:, :rank] @ vh[:rank] + _closest_to_identity(u[:, :rank], vh[:rank].T, len(sigma) - rank)
     return w.to(X.dtype)
 

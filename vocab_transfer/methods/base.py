@@ -34,14 +34,15 @@ class TransferInputs:
     # need "fasttext": target-token fastText on the target corpus; ``counts`` = target-token frequencies
     aux: TokenVectors | None = None
     # need "source_fasttext": source-token fastText on the source-language corpus (method param
-    # ``source_language``); ``counts`` = source-token frequencies in that corpus; need "source_fasttext_target":
+    # ``source_language``); ``counts`` = source-token frequencies in that corpus; need
+    # "source_fasttext_target":
     # the same on the target's own corpus
     source_aux: TokenVectors | None = None
     # need "word_vectors": word-level fastText of the target and of the source language
     target_words: WordVectors | None = None
     source_words: WordVectors | None = None
-    # need "word_fasttext_models": the word-level fastText models (``fasttext`` objects) of the source language and
-    # the target, for vectors of any string from its character n-grams (WECHSEL App. D)
+    # need "word_fasttext_models": the word-level fastText models (``fasttext`` objects) of the source
+    # language and the target, for vectors of any string from its character n-grams (WECHSEL App. D)
     source_word_model: Any = None
     target_word_model: Any = None
     # need "dictionary": bilingual word pairs, columns ``source_word``, ``target_word`` (source -> target)
@@ -58,8 +59,8 @@ class TransferInputs:
     base_provenance: pd.DataFrame | None = None
     # need "train_text": the target corpus's training split (a corpus parquet path, streamed)
     train_text: str | None = None
-    # the source model's folder (methods that run the model itself: Token Distillation), and a folder for the state
-    # of a method that trains, so that a killed job resumes (kept out of the job's outputs)
+    # the source model's folder (methods that run the model itself: Token Distillation), and a folder for the
+    # state of a method that trains, so that a killed job resumes (kept out of the job's outputs)
     source_model_dir: str | None = None
     checkpoint_dir: str | None = None
     # a folder for the live curves of a method that trains (its `report_to`: vocab_transfer.tracking)
@@ -79,7 +80,7 @@ class EmbeddingInit:
     # factorized embedding (UNKs Everywhere: ``mf_F``, ``mf_G``, ...); keys must not clash with
     # ``embeddings`` / ``output_bias``
     extra: dict[str, torch.Tensor] = field(default_factory=dict)
-    # [V_t] int: the most similar source token of a combined row (WECHSEL Table 6), -1 elsewhere; None: not recorded
+    # [V_t] int: the most similar source token of a combined row (WECHSEL Table 6), else -1; None: unrecorded
     nearest: np.ndarray | None = None
 
     def __post_init__(self) -> None:
@@ -133,10 +134,11 @@ def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarra
     n_sources[t.numpy()] = 1
 
 
-def copied_start(source: torch.Tensor, n: int, overlap: pd.DataFrame) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
-    """The start of a method that fills the tokens outside the overlap: an ``[n, d]`` matrix with the overlapping
-    tokens' source rows copied (:func:`copy_rows`), zeros elsewhere, their provenance (``RANDOM`` for the rest) and
-    ``n_sources``."""
+def copied_start(source: torch.Tensor,
+                 n: int, overlap: pd.DataFrame) -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
+    """The start of a method that fills the tokens outside the overlap: an ``[n, d]`` matrix with the
+    overlapping tokens' source rows copied (:func:`copy_rows`), zeros elsewhere, their provenance (``RANDOM``
+    for the rest) and ``n_sources``."""
     matrix = torch.zeros(n, source.shape[1], dtype=source.dtype)
     provenance = np.full(n, RANDOM, dtype=object)
     n_sources = np.zeros(n, dtype=np.int64)

@@ -1,5 +1,5 @@
-"""CLP-Transfer (Ostendorff & Rehm 2023, "Efficient Language Model Training through Cross-Lingual and Progressive
-Transfer Learning"; FOCUS §5 discusses it as concurrent work).
+"""CLP-Transfer (Ostendorff & Rehm 2023, "Efficient Language Model Training through Cross-Lingual and
+Progressive Transfer Learning"; FOCUS §5 discusses it as concurrent work).
 
 A target token that the source vocabulary also has keeps its source row (the overlap, specials by role); every
 other target token ``a`` gets ``Σ_o w_ao · e_o^s`` over the overlapping tokens ``o``, with
@@ -9,13 +9,13 @@ other target token ``a`` gets ``Σ_o w_ao · e_o^s`` over the overlapping tokens
 ``h`` a helper embedding of the target vocabulary. The weights are the reference code's (``clp.py:
 apply_clp``: ``sims / sims.sum()``, then ``np.average``): every overlapping token contributes, with its raw
 cosine, negative ones included; there is no sparsemax or top-k as in FOCUS. Tokens that get no combination are
-drawn from N(mean, std) of the source matrix per dimension, as CLP initializes the whole matrix before it copies
-and combines.
+drawn from N(mean, std) of the source matrix per dimension, as CLP initializes the whole matrix before it
+copies and combines.
 
 Deviation: CLP's helper space is the input embedding matrix of a small pretrained model of the target language
-with the target tokenizer. Offline no such model exists for the pipeline's own target tokenizers, so the helper
-space here is the target's token-level fastText (FOCUS's auxiliary space, App. B), and the anchors are the
-overlapping tokens that have a fastText vector (as FOCUS's). Tokens below fastText's ``min_count`` have no
+with the target tokenizer. Offline no such model exists for the pipeline's own target tokenizers, so the
+helper space here is the target's token-level fastText (FOCUS's auxiliary space, App. B), and the anchors are
+the overlapping tokens that have a fastText vector (as FOCUS's). Tokens below fastText's ``min_count`` have no
 helper vector and are drawn from N(mean, std) (CLP's helper model has a row for every token). Rows whose
 similarity sum is not positive (the weights would not be a normalized average) are drawn from N(mean, std) as
 well; the reference code would divide by it anyway.
@@ -50,16 +50,18 @@ def clp_weights(helper: torch.Tensor, anchor_helper: torch.Tensor) -> tuple[torc
     sims = x @ y.T
     total = sims.sum(1, keepdim=True)
     ok = total.squeeze(1) > 0
-    w = torch.where(ok.unsqueeze(1), sims / total.clamp(min=torch.finfo(torch.float64).tiny), torch.zeros_like(sims))
+    w = torch.where(ok.unsqueeze(1),
+                    sims / total.clamp(min=torch.finfo(torch.float64).tiny), torch.zeros_like(sims))
     return w, ok
 
 
 def clp_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
-             overlap_source_ids: torch.Tensor, helper: torch.Tensor, has_helper: torch.Tensor, todo: torch.Tensor, *,
-             seed: int, batch_size: int = 1024, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """CLP rows for the target ids ``todo`` (the tokens outside the overlap); the rest of the returned matrix is
-    zero. Anchors: the overlapping tokens with a helper vector. A token of ``todo`` with a helper vector and a
-    positive similarity sum is combined (:func:`clp_weights`); the others are drawn from N(mean, std) of
+             overlap_source_ids: torch.Tensor, helper: torch.Tensor,
+             has_helper: torch.Tensor, todo: torch.Tensor, *, seed: int,
+             batch_size: int = 1024, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """CLP rows for the target ids ``todo`` (the tokens outside the overlap); the rest of the returned matrix
+    is zero. Anchors: the overlapping tokens with a helper vector. A token of ``todo`` with a helper vector
+    and a positive similarity sum is combined (:func:`clp_weights`); the others are drawn from N(mean, std) of
     ``source``, seeded. Returns ``(rows [V_t, d], combined [V_t] bool)``."""
     out = torch.zeros(target_vocab_size, source.shape[1], dtype=source.dtype)
     combined = torch.zeros(target_vocab_size, dtype=torch.bool)
@@ -100,8 +102,8 @@ def init_clp(inputs: TransferInputs, *, seed: int, overlap: str = "full",
     matrix, provenance, n_sources = copied_start(source, n, ov)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
     ov_t, ov_s = overlap_ids(ov)
-    rows, combined = clp_init(source, n, ov_t, ov_s, inputs.aux.vectors, inputs.aux.has_vector, todo, seed=seed,
-                              batch_size=batch_size, progress=True)
+    rows, combined = clp_init(source, n, ov_t, ov_s, inputs.aux.vectors, inputs.aux.has_vector, todo,
+                              seed=seed, batch_size=batch_size, progress=True)
     matrix[todo] = rows[todo]
     done = combined.numpy()
     provenance[done] = COMBINED

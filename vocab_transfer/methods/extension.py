@@ -2,19 +2,19 @@
 it lacks; new rows FOCUS, random, or Hugging Face's mean-resizing.
 
 Which tokens: FOCUS §3.1 extends XLM-R "with the top 30k tokens of the language-specific tokenizer", and its
-footnote 4 puts the result at 273k tokens (250k + about 23k): the 30k most frequent target tokens are taken and
-those the source already has are left out (``top_tokens``, the default, 30000). ``new_tokens: N`` instead adds
-the N most frequent target tokens the source lacks (N new rows whatever the overlap). "Already in the source"
-is the overlap (``vocab_transfer.methods.overlap``: exact matches, the fuzzy matches of symbolic tokens, special
-tokens by role).
+footnote 4 puts the result at 273k tokens (250k + about 23k): the 30k most frequent target tokens are taken
+and those the source already has are left out (``top_tokens``, the default, 30000). ``new_tokens: N`` instead
+adds the N most frequent target tokens the source lacks (N new rows whatever the overlap). "Already in the
+source" is the overlap (``vocab_transfer.methods.overlap``: exact matches, the fuzzy matches of symbolic
+tokens, special tokens by role).
 
-``new_rows: mean_resize`` is what ``transformers``' ``model.resize_token_embeddings(n, mean_resizing=True)`` does
-(transformers >= 4.46, ``PreTrainedModel._init_added_embeddings_weights_with_mean``, after Hewitt 2021): new
-rows drawn from a multivariate normal with the source rows' mean and ``1e-9`` times their covariance (divided by
-the row count), or the mean itself when that covariance is not positive definite. Deviations: the draw is seeded
-(``seed``) instead of using torch's global RNG, it is computed in float64, and the output bias is one more column
-of the same draw (transformers draws the bias from N(mean, (1e-9·std)²)); both give the mean up to about 1e-5·std.
-``covariance_scale`` replaces the 1e-9 (1.0 samples from the source distribution itself).
+``new_rows: mean_resize`` is what ``transformers``' ``model.resize_token_embeddings(n, mean_resizing=True)``
+does (transformers >= 4.46, ``PreTrainedModel._init_added_embeddings_weights_with_mean``, after Hewitt 2021):
+new rows drawn from a multivariate normal with the source rows' mean and ``1e-9`` times their covariance
+(divided by the row count), or the mean itself when that covariance is not positive definite. Deviations: the
+draw is seeded (``seed``) instead of using torch's global RNG, it is computed in float64, and the output bias
+is one more column of the same draw (transformers draws the bias from N(mean, (1e-9·std)²)); both give the
+mean up to about 1e-5·std. ``covariance_scale`` replaces the 1e-9 (1.0: the source distribution itself).
 
 The extended tokenizer is an artifact of its own (rule ``extend_tokenizer``): the source's Unigram
 model with the new target pieces appended after the source's last id, each with its target
@@ -46,11 +46,12 @@ COUNT_KEYS = ("top_tokens", "new_tokens")
 
 
 def extension_count(top_tokens: int | None, new_tokens: int | None) -> tuple[str, int]:
-    """``("top_tokens", N)`` or ``("new_tokens", N)``: the one count key given, FOCUS's top 30k when neither is;
-    ValueError naming both keys when both are."""
+    """``("top_tokens", N)`` or ``("new_tokens", N)``: the one count key given, FOCUS's top 30k when neither
+    is; ValueError naming both keys when both are."""
     if top_tokens is not None and new_tokens is not None:
-        raise ValueError(f"give one of {list(COUNT_KEYS)}, not both (top_tokens: the N most frequent target tokens, "
-                         "those the source lacks added, FOCUS §3.1; new_tokens: N tokens the source lacks)")
+        raise ValueError(f"give one of {list(COUNT_KEYS)}, not both (top_tokens: the N most frequent target "
+                         "tokens, those the source lacks added, FOCUS §3.1; new_tokens: N "
+                         "tokens the source lacks)")
     if new_tokens is not None:
         return "new_tokens", new_tokens
     return "top_tokens", PAPER_TOP_TOKENS if top_tokens is None else top_tokens
@@ -59,7 +60,7 @@ def extension_count(top_tokens: int | None, new_tokens: int | None) -> tuple[str
 def select_new_tokens(overlap: pd.DataFrame, counts: np.ndarray, special_ids: list[int], n: int, *,
                       top: bool = False) -> np.ndarray:
     """Target ids to add, most frequent first (ties by id); only tokens seen in the target corpus (count > 0)
-    qualify. ``top=False``: the ``n`` most frequent target tokens not in the overlap. ``top=True`` (FOCUS §3.1):
+    qualify. ``top=False``: the ``n`` commonest target tokens not in the overlap. ``top=True`` (FOCUS §3.1):
     of the ``n`` most frequent target tokens, those not in the overlap (so fewer than ``n``)."""
     counts = np.asarray(counts)
     seen = np.flatnonzero(counts > 0)
@@ -83,10 +84,10 @@ def new_token_ids(overlap: pd.DataFrame, counts: np.ndarray, *, top_tokens: int 
 
 def mean_resize_rows(source: torch.Tensor, n: int, *, seed: int, covariance_scale: float = 1e-9,
                      chunk_rows: int = 4096) -> torch.Tensor:
-    """``n`` rows from N(μ, s·Σ) of the rows of ``source`` (μ their mean, Σ their covariance divided by the row
-    count, s = ``covariance_scale``): ``transformers``' mean-resizing, seeded. Falls back to μ itself when s·Σ is
-    not positive definite, as transformers does. Σ is accumulated in float64 chunks around the first chunk's mean
-    (no centred copy of the matrix, little cancellation)."""
+    """``n`` rows from N(μ, s·Σ) of the rows of ``source`` (μ their mean, Σ their covariance divided by the
+    row count, s = ``covariance_scale``): ``transformers``' mean-resizing, seeded. Falls back to μ itself when
+    s·Σ is not positive definite, as transformers does. Σ is accumulated in float64 chunks around the first
+    chunk's mean (no centred copy of the matrix, little cancellation)."""
     v, d = source.shape
     shift = source[:chunk_rows].double().mean(0)
     total = torch.zeros(d, dtype=torch.float64)
@@ -105,13 +106,14 @@ def mean_resize_rows(source: torch.Tensor, n: int, *, seed: int, covariance_scal
     return (mean + z @ chol.T).to(source.dtype)
 
 
-def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndarray) -> transformers.PreTrainedTokenizerFast:
+def extend_tokenizer(source_tokenizer, target_tokenizer,
+                     new_target_ids: np.ndarray) -> transformers.PreTrainedTokenizerFast:
     """The source tokenizer with target pieces ``new_target_ids`` appended (ids ``len(source)`` onwards)."""
     src = json.loads(source_tokenizer.backend_tokenizer.to_str())
     tgt = json.loads(target_tokenizer.backend_tokenizer.to_str())
     if src["model"]["type"] != "Unigram" or tgt["model"]["type"] != "Unigram":
-        raise ValueError("vocabulary extension is implemented for SentencePiece Unigram source and target tokenizers "
-                         f"(got {src['model']['type']} and {tgt['model']['type']})")
+        raise ValueError("vocabulary extension is implemented for SentencePiece Unigram source and target "
+                         f"tokenizers (got {src['model']['type']} and {tgt['model']['type']})")
     vocab = src["model"]["vocab"]
     # added tokens past the Unigram vocabulary (our <mask>) keep their ids: pad the vocabulary with them
     beyond = sorted((t["id"], t["content"]) for t in src.get("added_tokens", []) if t["id"] >= len(vocab))
@@ -119,11 +121,13 @@ def extend_tokenizer(source_tokenizer, target_tokenizer, new_target_ids: np.ndar
         raise ValueError("the source tokenizer's added tokens leave holes in the id space; cannot extend it")
     vocab += [[content, 0.0] for _, content in beyond]
     if len(vocab) != len(source_tokenizer):
-        raise ValueError(f"source tokenizer: {len(vocab)} vocabulary entries for {len(source_tokenizer)} tokens")
+        raise ValueError(f"source tokenizer: {len(vocab)} vocabulary entries for "
+                         f"{len(source_tokenizer)} tokens")
     vocab += [tgt["model"]["vocab"][int(i)] for i in new_target_ids]
     backend = Tokenizer.from_str(json.dumps(src))
     special = {k: v for k, v in source_tokenizer.special_tokens_map.items() if isinstance(v, str)}
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, model_max_length=source_tokenizer.model_max_length,
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend,
+                                               model_max_length=source_tokenizer.model_max_length,
                                   **special)
     assert len(tok) == len(source_tokenizer) + len(new_target_ids)
     return tok
@@ -139,7 +143,8 @@ def extension_needs(p: dict) -> frozenset[Need]:
 
 
 @register("extend", extension_needs)
-def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[int, Range(ge=0)] | None = None,
+def init_extension(inputs: TransferInputs, *, seed: int,
+                   top_tokens: Annotated[int, Range(ge=0)] | None = None,
                    new_tokens: Annotated[int, Range(ge=0)] | None = None, new_rows: str = "focus",
                    topk: Annotated[int, Range(ge=1)] = 64,
                    covariance_scale: Annotated[float, Range(ge=0)] = 1e-9) -> EmbeddingInit:
@@ -149,12 +154,13 @@ def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[i
     source lacks; or ``new_tokens: N``, the N most frequent the source lacks (one of the two keys at most).
     ``new_rows: focus`` combines overlapping tokens' source rows by FOCUS (anchors: the overlap, with
     token-level fastText vectors); ``random`` draws from N(mean, std) of the source matrix per dimension;
-    ``mean_resize`` is transformers' ``resize_token_embeddings(mean_resizing=True)``: N(mean, ``covariance_scale``
-    × covariance) of the source rows (:func:`mean_resize_rows`).
+    ``mean_resize`` is transformers' ``resize_token_embeddings(mean_resizing=True)``: N(mean,
+    ``covariance_scale`` × covariance) of the source rows (:func:`mean_resize_rows`).
     """
     if inputs.aux is None:
         raise ValueError("vocabulary extension needs target token counts (the fastText stage)")
-    new = new_token_ids(inputs.overlap, inputs.aux.counts.numpy(), top_tokens=top_tokens, new_tokens=new_tokens)
+    new = new_token_ids(inputs.overlap, inputs.aux.counts.numpy(),
+                        top_tokens=top_tokens, new_tokens=new_tokens)
     source = inputs.source_matrix
     v_s, n = source.shape[0], len(new)
     matrix = torch.cat([source, torch.empty(n, source.shape[1], dtype=source.dtype)])
@@ -166,7 +172,8 @@ def init_extension(inputs: TransferInputs, *, seed: int, top_tokens: Annotated[i
         keep = torch.zeros_like(inputs.aux.has_vector)  # anchors (the overlap) and the new rows: no others
         keep[torch.as_tensor(new, dtype=torch.long)] = True
         keep[torch.tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)] = True
-        rows, kind, k = focus_init(source, inputs.target_vocab_size, torch.tensor(inputs.overlap["target_id"].to_numpy()),
+        rows, kind, k = focus_init(source, inputs.target_vocab_size,
+                                   torch.tensor(inputs.overlap["target_id"].to_numpy()),
                                    torch.tensor(inputs.overlap["source_id"].to_numpy()), inputs.aux.vectors,
                                    inputs.aux.has_vector & keep, seed=seed, topk=topk)
         matrix[v_s:] = rows[new]

@@ -18,9 +18,9 @@ from tqdm import tqdm
 
 from ..io import read_tensors
 
-__all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary", "NeuralFitHistory",
-           "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax", "gumbel_softmax_st", "read_factors",
-           "straight_through_mix"]
+__all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary",
+           "NeuralFitHistory", "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax",
+           "gumbel_softmax_st", "read_factors", "straight_through_mix"]
 
 #: safetensors keys of a factorized embedding (``EmbeddingInit.extra``)
 FACTOR_KEYS = ("mf_F", "mf_G", "mf_Z", "mf_tau")
@@ -44,7 +44,7 @@ def gumbel_softmax_st(logits: torch.Tensor, tau: float | torch.Tensor, *,
 
 def gumbel_softmax(logits: torch.Tensor, tau: float | torch.Tensor, *,
                    generator: torch.Generator | None = None) -> torch.Tensor:
-    """The softmax of ``(logits + g) / τ``, ``g ~ Gumbel(0, 1)`` (:func:`gumbel_softmax_st` before the one-hot)."""
+    """Softmax of ``(logits + g) / τ``, ``g ~ Gumbel(0, 1)`` (:func:`gumbel_softmax_st` before one-hot)."""
     gumbels = -torch.empty_like(logits).exponential_(generator=generator).log()
     return ((logits + gumbels) / tau).softmax(-1)
 
@@ -59,13 +59,14 @@ class _StraightThroughMix(torch.autograd.Function):
     """``Σ_c w_c · low G^c`` for a straight-through Gumbel sample ``w``: one-hot at ``clusters`` forward, the
     gradient of the softmax ``soft`` backward (eq. 3). Rows are sorted by cluster once; the forward and the
     gradients of ``low`` and ``G`` multiply each row by its own cluster's ``G^c`` only (n·D'·D each), and the
-    gradient of ``soft``, ``<g, low G^c>`` for every c, is an [n, D] x [D, C·D'] product taken in blocks of rows
-    that stay in cache. The dense form, ``(w ⊗ low) @ G``, costs three products of n·C·D'·D."""
+    gradient of ``soft``, ``<g, low G^c>`` for every c, is an [n, D] x [D, C·D'] product taken in blocks of
+    rows that stay in cache. The dense form, ``(w ⊗ low) @ G``, costs three products of n·C·D'·D."""
 
     BLOCK = 2048
 
     @staticmethod
-    def forward(ctx, soft: torch.Tensor, clusters: torch.Tensor, low: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, soft: torch.Tensor, clusters: torch.Tensor,
+                low: torch.Tensor, G: torch.Tensor) -> torch.Tensor:
         order = torch.argsort(clusters, stable=True)
         counts = torch.bincount(clusters, minlength=G.shape[0]).tolist()
         low_sorted = low[order]
@@ -93,15 +94,17 @@ class _StraightThroughMix(torch.autograd.Function):
         return grad_soft, None, grad_low, grad_G
 
 
-def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor, tau: float | torch.Tensor, *,
+def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor,
+                         tau: float | torch.Tensor, *,
                          generator: torch.Generator | None = None) -> torch.Tensor:
-    """``Σ_c w_c · low G^c`` with ``w = gumbel_softmax_st(logits, tau)`` (the same values and gradients, and the
-    same draws from ``generator``), computed per row's sampled cluster: ``logits`` [..., C], ``low`` [..., D'],
-    ``G`` [C, D', D] -> [..., D]."""
+    """``Σ_c w_c · low G^c`` with ``w = gumbel_softmax_st(logits, tau)`` (the same values and gradients, and
+    the same draws from ``generator``), computed per row's sampled cluster: ``logits`` [..., C], ``low`` [...,
+    D'], ``G`` [C, D', D] -> [..., D]."""
     soft = gumbel_softmax(logits, tau, generator=generator)
     lead = low.shape[:-1]
     flat_soft = soft.reshape(-1, soft.shape[-1])
-    out = _StraightThroughMix.apply(flat_soft, flat_soft.detach().argmax(-1), low.reshape(-1, low.shape[-1]), G)
+    out = _StraightThroughMix.apply(flat_soft, flat_soft.detach().argmax(-1),
+                                    low.reshape(-1, low.shape[-1]), G)
     return out.view(*lead, G.shape[2])
 
 
@@ -195,23 +198,23 @@ class FactorizedEmbedding(nn.Module):
 
 
 class FactorizedVocabulary(nn.Module):
-    """A masked LM's input embeddings drawn from a :class:`FactorizedEmbedding` (UNKs §3.3: "we simply learn new
-    low-dimensional embeddings F' with the pretraining task, which are up-projected with G"), for LAPT in
+    """A masked LM's input embeddings drawn from a :class:`FactorizedEmbedding` (UNKs §3.3: "we simply learn
+    new low-dimensional embeddings F' with the pretraining task, which are up-projected with G"), for LAPT in
     factorized form: the trainable parameters are ``F'``, ``G`` (unless ``freeze_up_projection``: a buffer, "G
     only needs to be pretrained once") and, for C > 1, the cluster logits ``Z``.
 
     Each forward computes the whole table ``[V, D]`` once: in training mode with one straight-through
-    Gumbel-softmax sample per token *type* (eq. 3; a token's occurrences share their cluster in a step), in eval
-    mode with ``argmax Z``. The input rows are its first ``d`` columns; :class:`FactorizedDecoder`, the tied
-    output projection, reads the same table in the same forward pass. ``weight`` is the eval-mode table
+    Gumbel-softmax sample per token *type* (eq. 3; a token's occurrences share their cluster in a step), in
+    eval mode with ``argmax Z``. The input rows are its first ``d`` columns; :class:`FactorizedDecoder`, the
+    tied output projection, reads the same table in the same forward pass. ``weight`` is the eval-mode table
     (detached), so code that reads ``get_input_embeddings().weight`` sees the current embedding matrix.
     Padding rows get gradients like any other (packed LAPT blocks have no padding)."""
 
     def __init__(self, factors: FactorizedEmbedding, d: int, *, freeze_up_projection: bool = False) -> None:
         super().__init__()
         if factors.embedding_dim not in (d, d + 1):
-            raise ValueError(f"the factors' rows have {factors.embedding_dim} columns; the model's embeddings {d} "
-                             f"(or {d + 1} with the output-bias column)")
+            raise ValueError(f"the factors' rows have {factors.embedding_dim} columns; the model's "
+                             f"embeddings {d} (or {d + 1} with the output-bias column)")
         self.factors, self.d = factors, d
         if freeze_up_projection:
             G = factors.G.detach()
@@ -245,9 +248,9 @@ class FactorizedVocabulary(nn.Module):
 
 
 class FactorizedDecoder(nn.Module):
-    """The output projection tied to a :class:`FactorizedVocabulary`: ``h · E^T + b`` with ``E`` the table of the
-    same forward pass. ``b`` is the LM head's own output-bias parameter (one scalar per token, trained freely;
-    it starts as the bias column of ``F'G`` when the factorization carried one)."""
+    """The output projection tied to a :class:`FactorizedVocabulary`: ``h · E^T + b`` with ``E`` the table of
+    the same forward pass. ``b`` is the LM head's own output-bias parameter (one scalar per token, trained
+    freely; it starts as the bias column of ``F'G`` when the factorization carried one)."""
 
     def __init__(self, vocabulary: FactorizedVocabulary, bias: nn.Parameter | None) -> None:
         super().__init__()
@@ -264,8 +267,8 @@ def read_factors(path: str | None) -> FactorizedEmbedding:
     """The factors (``mf_*`` tensors) of an init artifact of ``kind: mf``; a clear error for any other."""
     tensors = read_tensors(path) if path else {}
     if "mf_F" not in tensors or "mf_G" not in tensors:
-        raise ValueError(f"factorized LAPT needs the init artifact of a factorized method (kind: mf, tensors mf_F "
-                         f"and mf_G); {path or 'no --embeddings'} has {sorted(tensors) or 'none'}")
+        raise ValueError("factorized LAPT needs the init artifact of a factorized method (kind: mf, tensors "
+                         f"mf_F and mf_G); {path or 'no --embeddings'} has {sorted(tensors) or 'none'}")
     return FactorizedEmbedding.from_tensors(tensors)
 
 
@@ -276,7 +279,8 @@ def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projecti
     emb, out = model.get_input_embeddings(), model.get_output_embeddings()
     if out is None or not isinstance(emb, nn.Embedding):
         raise ValueError(f"factorized LAPT needs a masked LM with tied input/output embeddings; "
-                         f"{type(model).__name__} has input {type(emb).__name__}, output {type(out).__name__}")
+                         f"{type(model).__name__} has input {type(emb).__name__}, output "
+                         f"{type(out).__name__}")
     if factors.num_embeddings != emb.num_embeddings:
         raise ValueError(f"the factors have {factors.num_embeddings} rows, the model's vocabulary "
                          f"{emb.num_embeddings}: attach after swapping in the same init artifact")
@@ -288,8 +292,8 @@ def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projecti
 
 @torch.no_grad()
 def flat_state_dict(model, state: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
-    """``state`` (default: the model's state dict) as the plain model would have it: the factors' keys replaced
-    by the eval-mode table as the word embeddings and the tied decoder weight (the model is not changed)."""
+    """``state`` (default: the model's state dict) as the plain model would have it: the factors' keys
+    replaced by the eval-mode table as the word embeddings and tied decoder weight (the model unchanged)."""
     vocabulary = model.get_input_embeddings()
     names = {m: n for n, m in model.named_modules()}
     emb, dec = names[vocabulary], names[model.get_output_embeddings()]

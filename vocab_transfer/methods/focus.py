@@ -35,13 +35,13 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     - additional tokens without an auxiliary vector (below fastText's minCount) are drawn from
       N(mean, std) of the source matrix per dimension (Appendix B).
 
-    The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to
-    a full sort for rows whose support is wider); rows are processed in ``batch_size`` chunks, so
-    memory stays at ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` a bf16
-    shortlist of ``screen_k`` anchors per row, certified exact (:mod:`.neighbours`), replaces the
-    float32 similarity matrix: the selection equals the float32 path's, and the weights differ only
-    by float32 rounding (cosines summed in another order). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied /
-    1 combined / 2 random, n_sources [V_t])``.
+    The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to a full sort
+    for rows whose support is wider); rows are processed in ``batch_size`` chunks, so memory stays at
+    ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` a bf16 shortlist of ``screen_k``
+    anchors per row, certified exact (:mod:`.neighbours`), replaces the float32 similarity matrix: the
+    selection equals the float32 path's, and the weights differ only by float32 rounding (cosines summed in
+    another order). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources
+    [V_t])``.
     """
     g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -62,7 +62,8 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     x_anchor_t = x_anchor.T.contiguous()
     x_screen = x_anchor_t.to(screen_dtype) if screen_dtype is not None else None
     e_anchor, workspace = source[anchor_s], Workspace()
-    for start in tqdm.tqdm(range(0, len(additional), batch_size), desc="FOCUS", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(additional), batch_size), desc="FOCUS",
+                           disable=not progress, mininterval=5):
         rows = additional[start:start + batch_size]
         w, idx = neighbour_weights(x[rows], x_anchor, x_anchor_t, weighting="sparsemax", k=topk,
                                    screen=x_screen, screen_k=screen_k, workspace=workspace)  # eqs. 2-5
@@ -86,20 +87,19 @@ def focus_needs(p: dict) -> frozenset[Need]:
 
 @register("focus", focus_needs)
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
-               topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096, screen_dtype: str = "bfloat16",
-               screen_k: int = 16) -> EmbeddingInit:
+               topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096,
+               screen_dtype: str = "bfloat16", screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``.
 
-    ``overlap: full | symbolic | symbolic_with_symbols | none | exact | identical`` (``symbolic``: Table 4 "Symbolic
-    Overlap", numbers, punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux:
+    ``overlap: full | symbolic | symbolic_with_symbols | none | exact | identical`` (``symbolic``: Table 4
+    "Symbolic Overlap", numbers, punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux:
     token_fasttext`` (FOCUS's token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText":
-    word-level fastText of the target language turned into token vectors by WECHSEL's
-    tokenize-flatten-reduce; which token-level fastText the
-    method reads is the config entry's ``fasttext``, not a parameter: ``deepfocus`` trains CBOW with 10 negatives as
-    the authors' package does, ``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``);
-    ``screen_dtype``: ``bfloat16`` (default) takes the certified bf16 shortlist of ``screen_k`` anchors of
-    :func:`focus_init` (the float32 selection, 2x faster at paper scale on CPU); ``float32`` the plain
-    float32 similarity matrix.
+    word-level fastText of the target language turned into token vectors by WECHSEL's tokenize-flatten-reduce;
+    which token-level fastText the method reads is the config entry's ``fasttext``, not a parameter:
+    ``deepfocus`` trains CBOW with 10 negatives as the authors' package does,
+    ``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``); ``screen_dtype``: ``bfloat16`` (default) takes
+    the certified bf16 shortlist of ``screen_k`` anchors of :func:`focus_init` (the float32 selection, 2x
+    faster at paper scale on CPU); ``float32`` the plain float32 similarity matrix.
     """
     screen = screen_dtype_of(screen_dtype)
     if aux == "token_fasttext":
@@ -108,7 +108,8 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
         vectors, has_vector = inputs.aux.vectors, inputs.aux.has_vector
     elif aux == "word_fasttext":
         if inputs.target_words is None or inputs.target_tokenizer is None:
-            raise ValueError("FOCUS with aux: word_fasttext needs target word vectors and the target tokenizer")
+            raise ValueError("FOCUS with aux: word_fasttext needs target word vectors "
+                             "and the target tokenizer")
         vectors, has_vector = tokenize_flatten_reduce(inputs.target_words, inputs.target_tokenizer,
                                                       inputs.target_vocab_size)
     else:

@@ -28,14 +28,14 @@ from .sparsemax import sparsemax, topk_sparsemax
 torch = lazy.module("torch")
 
 WEIGHTINGS = ("sparsemax", "softmax")
-BF16_DOT_ERROR = 3.2 * 2.0**-8  # |bf16 dot − exact| for unit vectors: inputs and result rounded (u = 2⁻⁸ each)
+BF16_DOT_ERROR = 3.2 * 2.0**-8  # |bf16 dot − exact| for unit vectors: inputs, result rounded (u = 2⁻⁸ each)
 SHORTLIST_GROWTH = 8  # a row whose shortlist is not certified is retried on one this many times wider
 GATHER_KEYS = 1 << 16  # key rows gathered at a time to rescore a shortlist in float32 (78 MB at 300-d)
 
 
 class Workspace:
-    """Buffers reused by every batch of one kernel call. A fresh tensor of many MB costs a page fault per 4 KiB
-    (glibc maps such blocks anew and unmaps them when freed): at paper scale the bf16 score matrix and the
+    """Buffers reused by every batch of one kernel call. A fresh tensor of many MB costs a page fault per 4
+    KiB (glibc maps such blocks anew and unmaps them when freed): at paper scale the bf16 score matrix and the
     gathered shortlist keys spent ~40% of FOCUS's time faulting. A caller keeps one across its batches."""
 
     def __init__(self) -> None:
@@ -48,13 +48,14 @@ class Workspace:
             buf = self._buffers[name] = torch.empty(n, dtype=dtype)
         return buf[:n].view(shape)
 
-# (exact cosines of a row's shortlisted keys [n, K]) -> (weights [n, K'], columns of z [n, K'], threshold [n]):
+# (exact cosines of a row's shortlisted keys [n, K]) -> (weights [n, K'], z's columns [n, K'], threshold [n]):
 # the row is certified when no key left out can have a cosine above its threshold.
 Select = Callable[["torch.Tensor"], tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]]
 
 
-def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, *, weighting: str, k: int,
-                      temperature: float = 0.1, screen: torch.Tensor | None = None, screen_k: int = 16,
+def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, *, weighting: str,
+                      k: int, temperature: float = 0.1,
+                      screen: torch.Tensor | None = None, screen_k: int = 16,
                       workspace: Workspace | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights ``w [n, k']`` over key indices ``idx [n, k']`` for unit ``queries [n, D]`` against unit
     ``keys [m, D]`` (``keys_t`` = its contiguous transpose, ``screen`` = that in bf16 or None).
@@ -93,11 +94,12 @@ def _sparsemax_select(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torc
     return w, torch.arange(z.shape[1]).expand_as(z), tau
 
 
-def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, screen: torch.Tensor, width: int,
-               select: Select, exact: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *, trim: bool,
-               workspace: Workspace) -> tuple[torch.Tensor, torch.Tensor]:
-    """The certified bf16 shortlist of the module docstring: ``select`` on ever wider shortlists, ``exact`` on the
-    float32 similarities of the rows no shortlist certifies."""
+def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, screen: torch.Tensor,
+               width: int, select: Select,
+               exact: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]], *,
+               trim: bool, workspace: Workspace) -> tuple[torch.Tensor, torch.Tensor]:
+    """The certified bf16 shortlist of the module docstring: ``select`` on ever wider shortlists, ``exact`` on
+    the float32 similarities of the rows no shortlist certifies."""
     m = keys.shape[0]
     scores = torch.matmul(queries.to(screen.dtype), screen, out=workspace.get("scores", (len(queries), m),
                                                                              screen.dtype))  # once per batch
@@ -118,24 +120,26 @@ def _certified(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, 
     return _assemble(len(queries), parts, trim)
 
 
-def _rescore(queries: torch.Tensor, keys: torch.Tensor, idx: torch.Tensor, workspace: Workspace) -> torch.Tensor:
-    """Exact float32 cosines ``z[r, k] = queries[r] · keys[idx[r, k]]``, the keys gathered into a reused buffer,
-    at most ``GATHER_KEYS`` of them at a time."""
+def _rescore(queries: torch.Tensor, keys: torch.Tensor,
+             idx: torch.Tensor, workspace: Workspace) -> torch.Tensor:
+    """Exact float32 cosines ``z[r, k] = queries[r] · keys[idx[r, k]]``, the keys gathered into a reused
+    buffer, at most ``GATHER_KEYS`` of them at a time."""
     n, k = idx.shape
     d = keys.shape[1]
     z = torch.empty(n, k, 1, dtype=keys.dtype)
     step = max(1, GATHER_KEYS // k)
     for s in range(0, n, step):
         e = min(n, s + step)
-        gathered = torch.index_select(keys, 0, idx[s:e].flatten(), out=workspace.get("keys", ((e - s) * k, d), keys.dtype))
+        gathered = torch.index_select(keys, 0, idx[s:e].flatten(),
+                                      out=workspace.get("keys", ((e - s) * k, d), keys.dtype))
         torch.bmm(gathered.view(e - s, k, d), queries[s:e].unsqueeze(2), out=z[s:e])
     return z.squeeze(2)
 
 
 def _assemble(n: int, parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], trim: bool
               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One ``[n, width]`` pair of (weights, indices) from row subsets with their own widths: each row keeps its
-    largest weights, as many columns as the widest support (``trim``: sparsemax) or all of them (softmax)."""
+    """One ``[n, width]`` pair of (weights, indices) from row subsets with their own widths: each row keeps
+    its largest weights, as many columns as the widest support (``trim``: sparsemax) or all (softmax)."""
     width = max((int((w > 0).sum(1).max()) if trim else w.shape[1]) if len(w) else 0 for _, w, _ in parts)
     w_out = torch.zeros(n, width, dtype=parts[0][1].dtype)
     i_out = torch.zeros(n, width, dtype=torch.long)

@@ -2,25 +2,24 @@
 "Training-Free Tokenizer Transplantation via Orthogonal Matching Pursuit", arXiv:2506.06607).
 
 A target token that the source vocabulary also has keeps its source row (the overlap, specials by role). Every
-other target token's vector in an auxiliary target space is approximated by orthogonal matching pursuit with at
-most ``k`` atoms among the overlapping ("anchor") tokens' vectors in that space; the same coefficients applied to
+other target token's vector in an auxiliary target space is approximated by orthogonal matching pursuit with
+at most ``k`` atoms among the overlapping ("anchor") tokens' vectors in that space; the same coefficients on
 the anchors' source rows give its row: ``e_a = Σ_j c_aj · e_{o_j}^s`` with ``h_a ≈ Σ_j c_aj · h_{o_j}``.
 
-As tokensurgeon's ``batch_omp``: atoms are the raw (not normalized) anchor vectors, each step picks the atom with
-the largest absolute inner product with the residual, and the coefficients are the least-squares fit on the
-atoms picked so far (a QR update; the final coefficients solve ``R c = Qᵀ h``); ``k`` defaults to tokensurgeon's
-64. Coefficients are signed and not normalized.
+As tokensurgeon's ``batch_omp``: atoms are the raw (not normalized) anchor vectors, each step picks the atom
+with the largest absolute inner product with the residual, and the coefficients are the least-squares fit on
+the atoms picked so far (a QR update; the final coefficients solve ``R c = Qᵀ h``); ``k`` defaults to 64, as
+in tokensurgeon. Coefficients are signed and not normalized.
 
 Deviations: tokensurgeon's auxiliary space is a donor model's embedding matrix (the model whose tokenizer is
-transplanted); here it is the target's token-level fastText (FOCUS's auxiliary space, App. B), anchors being the
-overlapping tokens with a fastText vector. A row adds no atom once its residual is below ``1e-6`` of its norm,
-and an atom linearly dependent on those picked is skipped (tokensurgeon divides by a clamped norm there, which
-with ``k`` near the dimension gives arbitrary coefficients); such slots get coefficient 0. The fit is float64, the
-atoms' scores (which pick the next atom) float32.
-``fit_dtype: embedding`` fits in the vectors' float32 as tokensurgeon does; ``overlap: exact`` takes
-tokensurgeon's anchors (the overlap without its fuzzy symbol matches); docs/methods.md says what each
-changes.
-Tokens without a fastText vector are drawn from N(mean, std) of the source matrix per dimension, seeded.
+transplanted); here it is the target's token-level fastText (FOCUS's auxiliary space, App. B), anchors being
+the overlapping tokens with a fastText vector. A row adds no atom once its residual is below ``1e-6`` of its
+norm, and an atom linearly dependent on those picked is skipped (tokensurgeon divides by a clamped norm there,
+which with ``k`` near the dimension gives arbitrary coefficients); such slots get coefficient 0. The fit is
+float64, the atoms' scores (which pick the next atom) float32. ``fit_dtype: embedding`` fits in the vectors'
+float32 as tokensurgeon does; ``overlap: exact`` takes tokensurgeon's anchors (the overlap without its fuzzy
+symbol matches); docs/methods.md says what each changes. Tokens without a fastText vector are drawn from
+N(mean, std) of the source matrix per dimension, seeded.
 """
 
 from __future__ import annotations
@@ -42,11 +41,11 @@ tqdm = lazy.module("tqdm")
 
 def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
               dtype: torch.dtype | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Orthogonal matching pursuit of each row of ``targets`` [B, h] with at most ``k`` rows of ``atoms`` [N, h]:
-    the atoms' scores against the residual in float32, the fit in ``dtype`` (float64 by default, or float32 as
-    tokensurgeon fits float32 embeddings). Returns ``(idx [B, k'] long, coef [B, k'] dtype)``,
-    ``k' = min(k, N)``, with ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0
-    (its index is arbitrary). Ties pick the lowest atom index.
+    """Orthogonal matching pursuit of each row of ``targets`` [B, h] with at most ``k`` rows of ``atoms`` [N,
+    h]: the atoms' scores against the residual in float32, the fit in ``dtype`` (float64 by default, or
+    float32 as tokensurgeon fits float32 embeddings). Returns ``(idx [B, k'] long, coef [B, k'] dtype)``, ``k'
+    = min(k, N)``, with ``targets ≈ Σ_j coef[:, j] · atoms[idx[:, j]]``; an unused slot has coefficient 0 (its
+    index is arbitrary). Ties pick the lowest atom index.
 
     The basis is kept as rows (``q`` [B, k, h]) so that the prefix ``q[:, :t]`` is contiguous for ``bmm``;
     ``Qᵀy`` gains one entry per step and the residual loses that direction (``r ← r - q_t (q_t·y)``),
@@ -54,7 +53,7 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
     dtype = torch.float64 if dtype is None else dtype  # not a default value: the planner imports this module
     y = targets.to(dtype)
     a = atoms.to(dtype)
-    a_score = atoms.float()  # the selection's inner products in float32: half of float64's time, which they dominate
+    a_score = atoms.float()  # the selection's inner products in float32: half float64's time (they dominate)
     b, h = y.shape
     k = min(k, a.shape[0])
     tiny = torch.finfo(dtype).tiny
@@ -90,7 +89,7 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
 
 #: ``fit_dtype`` of OMP: the fit in float64, or in the auxiliary vectors' dtype as tokensurgeon does (float32)
 FIT_DTYPES = ("float64", "embedding")
-#: ``new_bias`` of OMP: a new token's output bias combined as its embedding is, or zero as tokensurgeon leaves it
+#: ``new_bias`` of OMP: a new token's output bias combined as its embedding is, or zero as in tokensurgeon
 NEW_BIAS = ("combined", "zero")
 
 
@@ -120,15 +119,15 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
              batch_size: Annotated[int, Range(ge=1)] = 512, overlap: str = "full",
              fit_dtype: str = "float64", new_bias: str = "combined") -> EmbeddingInit:
     """Config adapter: ``kind: omp``. Overlapping tokens are copied; every other target token with a fastText
-    vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows (:func:`batch_omp`);
-    tokens without one are drawn from N(mean, std) of the source matrix, seeded.
+    vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows
+    (:func:`batch_omp`); tokens without one are drawn from N(mean, std) of the source matrix, seeded.
 
     ``overlap``, one of :data:`~.overlap.OVERLAP_KINDS`: which overlap is copied and gives the anchors
     (:func:`~.overlap.restrict_overlap`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
     ``fit_dtype: float64`` (default) fits and combines in float64, ``embedding`` in the auxiliary vectors'
     dtype (float32 unless they are float64), as tokensurgeon does with its embeddings; ``new_bias: combined``
-    (default) gives a fitted token the same combination of the anchors' output biases as of their rows (a token
-    without a vector: a draw), ``zero`` sets every token that is not copied to an output bias of 0, as
+    (default) gives a fitted token the same combination of the anchors' output biases as of their rows (a
+    token without a vector: a draw), ``zero`` sets every token that is not copied to an output bias of 0, as
     tokensurgeon's ``remap_auxiliary_vocabulary`` does (a source with an MLM output bias only)."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")

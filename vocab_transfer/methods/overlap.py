@@ -1,10 +1,10 @@
 """Token overlap between a source and a target tokenizer (FOCUS, Dobler & de Melo 2023, Appendix B).
 
 Tokens of both vocabularies are first brought to a tokenizer-independent canonical form
-(:class:`vocab_transfer.data.tokenizer.CanonicalToken`): surface text without BOW / continuation markers plus a ``bow`` flag.
-Overlap rule: exact match on ``(text, bow)``; tokens made only of numbers, punctuation, symbols or
-whitespace are additionally matched fuzzily, disregarding case and the BOW flag. Special tokens
-are matched by role (``mask_token`` -> ``mask_token``, ...), then by identical string.
+(:class:`vocab_transfer.data.tokenizer.CanonicalToken`): surface text without BOW / continuation markers plus
+a ``bow`` flag. Overlap rule: exact match on ``(text, bow)``; tokens made only of numbers, punctuation,
+symbols or whitespace are additionally matched fuzzily, disregarding case and the BOW flag. Special tokens are
+matched by role (``mask_token`` -> ``mask_token``, ...), then by identical string.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ __all__ = [
 ]
 
 SPECIAL_ROLES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-#: ``overlap`` of FOCUS and CLP: all matches, numbers/punctuation/whitespace (the paper's Symbolic Overlap), the same
-#: plus Unicode symbols (S*: currency, math, emoji), the special tokens only, or the pairs with the identical token
-#: string (langsfer's exact-match overlap)
+#: ``overlap`` of FOCUS and CLP: all matches, numbers/punctuation/whitespace (the paper's Symbolic Overlap),
+#: the same plus Unicode symbols (S*: currency, math, emoji), the special tokens only, or the pairs with the
+#: identical token string (langsfer's exact-match overlap)
 OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none", "exact", "identical")
 _DTYPES = {
     "target_id": "int64",
@@ -41,8 +41,8 @@ _DTYPES = {
     "symbolic": "bool",
 }
 def _numbers_punctuation_whitespace(canonical: str) -> bool:
-    """A canonical form (``"▁" + text`` for BOW tokens) made of numbers, punctuation and whitespace only; a lone
-    BOW token is whitespace."""
+    """A canonical form (``"▁" + text`` for BOW tokens) made of numbers, punctuation and whitespace only; a
+    lone BOW token is whitespace."""
     text = canonical.removeprefix(BOW)
     return text == "" or is_symbolic(text, symbols=False)
 
@@ -134,17 +134,18 @@ def compute_overlap(
 
 
 def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """Restrict an overlap table: "full" (unchanged), "symbolic" (specials and tokens made of numbers, punctuation
-    and whitespace, read from ``canonical`` -- FOCUS Table 4 "Symbolic Overlap", fn. 2), "symbolic_with_symbols"
-    (rows with ``symbolic``: Unicode symbols such as "€", "+", "©" too), "none" (specials only), "exact" (specials and
-    exact ``(text, BOW)`` matches: the overlap without its fuzzy symbol matches, mergekit tokensurgeon's rule) or
-    "identical" (rows whose target and source token strings are identical: langsfer's ``ExactMatchTokenOverlap``,
-    the intersection of the two vocabularies' strings, without fuzzy symbol matches or matches across
-    BOW/continuation conventions)."""
+    """Restrict an overlap table: "full" (unchanged), "symbolic" (specials and tokens made of numbers,
+    punctuation and whitespace, read from ``canonical`` -- FOCUS Table 4 "Symbolic Overlap", fn. 2),
+    "symbolic_with_symbols" (rows with ``symbolic``: Unicode symbols such as "€", "+", "©" too), "none"
+    (specials only), "exact" (specials and exact ``(text, BOW)`` matches: the overlap without its fuzzy symbol
+    matches, mergekit tokensurgeon's rule) or "identical" (rows whose target and source token strings are
+    identical: langsfer's ``ExactMatchTokenOverlap``, the intersection of the two vocabularies' strings,
+    without fuzzy symbol matches or matches across BOW/continuation conventions)."""
     if kind == "full":
         return overlap
     if kind == "symbolic":
-        mask = (overlap["match"] == "special") | overlap["canonical"].map(_numbers_punctuation_whitespace).astype(bool)
+        mask = ((overlap["match"] == "special")
+                | overlap["canonical"].map(_numbers_punctuation_whitespace).astype(bool))
     elif kind == "symbolic_with_symbols":
         mask = overlap["symbolic"].astype(bool)
     elif kind == "none":

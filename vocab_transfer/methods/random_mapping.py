@@ -21,8 +21,8 @@ def random_mapping_init(source: torch.Tensor, target_vocab_size: int, special_ta
     """
     g = torch.Generator().manual_seed(seed)
     rows = torch.empty(target_vocab_size, dtype=torch.long)
-    rows[torch.tensor(np.array(special_target_ids), dtype=torch.long)] = torch.tensor(np.array(special_source_ids),
-                                                                             dtype=torch.long)
+    rows[torch.tensor(np.array(special_target_ids), dtype=torch.long)] = torch.tensor(
+        np.array(special_source_ids), dtype=torch.long)
     free_t = np.setdiff1d(np.arange(target_vocab_size), special_target_ids)
     pool = torch.as_tensor(np.setdiff1d(np.arange(source.shape[0]), special_source_ids))
     if len(pool) >= len(free_t):
@@ -38,7 +38,8 @@ def init_random(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
     """Config adapter: ``kind: random``."""
     special = inputs.overlap[inputs.overlap["match"] == "special"]
     matrix, _ = random_mapping_init(inputs.source_matrix, inputs.target_vocab_size,
-                                    special["target_id"].to_numpy(), special["source_id"].to_numpy(), seed=seed)
+                                    special["target_id"].to_numpy(),
+                                    special["source_id"].to_numpy(), seed=seed)
     provenance = np.full(inputs.target_vocab_size, MAPPED, dtype=object)
     n_sources = np.ones(inputs.target_vocab_size, dtype=np.int64)
     copy_rows(matrix, provenance, n_sources, inputs.source_matrix, special)

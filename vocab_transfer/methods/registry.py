@@ -1,8 +1,8 @@
 """The method registry: config ``kind`` -> function, its keyword parameters and what it reads (:class:`Need`).
 
-A method module registers its function with :func:`register`; ``vocab_transfer.methods`` imports every method module,
-so the registry is complete once the package is imported. The method modules bind torch, numpy and pandas lazily
-(:mod:`vocab_transfer.lazy`), so the workflow reads the real registry while it plans, without importing them.
+A method module registers its function with :func:`register`; ``vocab_transfer.methods`` imports every method
+module, so the registry is complete once the package is imported. The method modules bind torch, numpy and
+pandas lazily (:mod:`vocab_transfer.lazy`), so planning reads the real registry without importing them.
 """
 
 from __future__ import annotations
@@ -16,25 +16,25 @@ from enum import Enum
 class Need(str, Enum):  # noqa: UP042 - StrEnum would change str(Need.X) from "Need.X" to its value
     """An artifact kind a method reads besides the source model, the target tokenizer and the overlap."""
 
-    TOKEN_VECTORS = "fasttext"  # token-level fastText of the target tokenizer on the target corpus (+ counts; the
+    TOKEN_VECTORS = "fasttext"  # token-level fastText of the target tokenizer on its corpus (+ counts; the
     #                             method's `fasttext` parameter, if any, names a recipe preset)
     SOURCE_TOKEN_VECTORS = "source_fasttext"  # ... of the source tokenizer on the `source_language` corpus
     TARGET_WORDS = "target_words"  # word vectors of the target language
     SOURCE_WORDS = "source_words"  # word vectors of the `source_language`
-    WORD_MODELS = "word_fasttext_models"  # the word-level fastText models (.bin) of both languages (subword vectors)
+    WORD_MODELS = "word_fasttext_models"  # both languages' word-level fastText models (.bin, subword vectors)
     DICTIONARY = "dictionary"  # `source_language` -> target word pairs
     TOKENIZERS = "tokenizers"  # the source and target tokenizers themselves
-    LANGUAGE_TOKENIZER = "language_tokenizer"  # a tokenizer trained on the `restrict_source` corpus (WECHSEL_EN)
-    EXTENDED_TOKENIZER = "extended_tokenizer"  # the source tokenizer extended with target tokens (kind extend)
-    FACTORS = "factorization"  # the source matrix's Semi-NMF factors (UNKs MF), shared per factorization setting
-    SOURCE_TOKEN_VECTORS_TARGET = "source_fasttext_target"  # token-level fastText of the source tokenizer on the
+    LANGUAGE_TOKENIZER = "language_tokenizer"  # a tokenizer trained on `restrict_source` text (WECHSEL_EN)
+    EXTENDED_TOKENIZER = "extended_tokenizer"  # the source tokenizer plus target tokens (kind extend)
+    FACTORS = "factorization"  # the source matrix's Semi-NMF factors (UNKs MF), one per factorization setting
+    SOURCE_TOKEN_VECTORS_TARGET = "source_fasttext_target"  # token fastText of the source tokenizer on the
     #                             target's own corpus (TokAlign: both tokenizations of one text)
-    BASE_INIT = "base_init"  # the init artifact and provenance of the row named by the method's `init` parameter
+    BASE_INIT = "base_init"  # the init artifact and provenance of the row named by the method's `init`
     TRAIN_TEXT = "train_text"  # the target corpus's training split (text), for methods that train the rows
 
 
 #: The names of the ``init_embeddings`` inputs that carry each need: the workflow gives each a path
-#: (``vocab_transfer.workflow.needs``), ``vocab_transfer.init`` loads them into the method's ``TransferInputs``.
+#: (``vocab_transfer.workflow.needs``), ``vocab_transfer.init`` loads them into ``TransferInputs``.
 NEED_INPUTS: dict[Need, tuple[str, ...]] = {
     Need.TOKEN_VECTORS: ("vectors",),
     Need.SOURCE_TOKEN_VECTORS: ("source_vectors",),
@@ -65,12 +65,13 @@ METHODS: dict[str, Method] = {}
 
 
 def register(kind: str, needs: Needs | Callable[[dict], Needs] = frozenset()) -> Callable:
-    """Decorator: register ``fn`` as config ``kind`` with the artifacts it ``needs`` (a set of :class:`Need`, or a
-    function of its parameters, defaults filled in, that returns one and raises ValueError on a bad choice)."""
+    """Decorator: register ``fn`` as config ``kind`` with the artifacts it ``needs`` (a set of :class:`Need`,
+    or a function of its parameters, defaults filled in, returning one, ValueError on a bad choice)."""
 
     def decorate(fn: Callable) -> Callable:
         if kind in METHODS:
-            raise ValueError(f"method kind {kind!r} registered twice ({METHODS[kind].fn.__module__}, {fn.__module__})")
+            raise ValueError(f"method kind {kind!r} registered twice "
+                             f"({METHODS[kind].fn.__module__}, {fn.__module__})")
         METHODS[kind] = Method(kind, fn, needs)
         return fn
 
@@ -89,7 +90,7 @@ def kinds() -> list[str]:
 
 
 def keyword_parameters(kind: str) -> dict[str, inspect.Parameter]:
-    """The keyword parameters of the method function of ``kind`` besides ``seed``: what its config entry may set."""
+    """The keyword parameters of ``kind``'s function besides ``seed``: its config entry's keys."""
     sig = inspect.signature(METHODS[kind].fn)
     return {n: p for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY and n != "seed"}
 

@@ -70,13 +70,13 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
       then computed from ``G``, so the init scale does not matter;
     - stopping: after iteration t, stop when ``(e_{t-1} - e_t) / e_{t-1} < tol`` with
       ``e = ||X - F·G||_F / ||X||_F``, or after ``max_iter`` iterations (the paper runs a fixed 3,000);
-    - mode ``"gram"`` (default): ``F`` is never formed inside the loop. Since ``F`` is the
-      least-squares solution, ``FᵀX = M⁺ G K`` and ``FᵀF = M⁺ G K Gᵀ M⁺`` with ``K = XᵀX`` [D, D] and
-      ``M = G Gᵀ``, so one pass over X computes ``K`` and every iteration costs O(D²·D') instead of
-      O(|V|·D·D'), with ``M⁻¹`` applied by Cholesky solves (a pseudo-inverse only where ``M`` is singular, about
-      3× cheaper at D' = 100); the iterates are the same as in mode ``"direct"`` (which forms ``F`` each iteration,
-      kept for checking and the benchmark) up to rounding. The error is computed from the same
-      quantities, ``||X||² - 2⟨FᵀX, G⟩ + ⟨FᵀF, G Gᵀ⟩``;
+    - mode ``"gram"`` (default): ``F`` is never formed inside the loop. Since ``F`` is the least-squares
+      solution, ``FᵀX = M⁺ G K`` and ``FᵀF = M⁺ G K Gᵀ M⁺`` with ``K = XᵀX`` [D, D] and ``M = G Gᵀ``, so one
+      pass over X computes ``K`` and every iteration costs O(D²·D') instead of O(|V|·D·D'), with ``M⁻¹``
+      applied by Cholesky solves (a pseudo-inverse only where ``M`` is singular, about 3× cheaper at D' =
+      100); the iterates are the same as in mode ``"direct"`` (which forms ``F`` each iteration, kept for
+      checking and the benchmark) up to rounding. The error is computed from the same quantities, ``||X||² -
+      2⟨FᵀX, G⟩ + ⟨FᵀF, G Gᵀ⟩``;
     - precision: ``dtype`` (None: float64, the default: the Gram trick squares the condition number, and the
       error formula subtracts numbers of the size of ``||X||²``); ``X`` may be float32, it is cast in
       chunks of ``chunk_rows`` rows.
@@ -119,7 +119,7 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
         if Xd is None:
             M = G @ G.T
             chol, info = torch.linalg.cholesky_ex(M)
-            if int(info) == 0:  # M = GGᵀ is positive definite while G has full row rank: two triangular solves
+            if int(info) == 0:  # M = GGᵀ is positive definite while G has full row rank: 2 triangular solves
                 A = torch.cholesky_solve(G @ K, chol)  # FᵀX = M⁻¹ G K [rank, d]
                 FtF = torch.cholesky_solve((A @ G.T).T, chol)  # M⁻¹ G K Gᵀ M⁻¹ (symmetric)
             else:  # a row of G died: the pseudo-inverse

@@ -1,5 +1,5 @@
-"""TokAlign (Li et al., ACL 2025, "TokAlign: Efficient Vocabulary Adaptation via Token Alignment"): each target token
-gets the row of one source token, found by comparing the two tokenizations of one corpus through pivot tokens.
+"""TokAlign (Li et al., ACL 2025, "TokAlign: Efficient Vocabulary Adaptation via Token Alignment"): each
+target token gets the row of one source token, found by comparing two tokenizations of a corpus via pivots.
 
 Co-occurrence vectors of both vocabularies come from the same text, the target's corpus, tokenized once by
 each tokenizer: here the token-level fastText stage (skip-gram with negative sampling, which factorizes a
@@ -63,15 +63,16 @@ def adjust(rel: torch.Tensor, mean: torch.Tensor | None, mode: str) -> torch.Ten
 
 def choose_pivots(overlap, target_has: torch.Tensor, source_has: torch.Tensor, n: int, seed: int
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` overlapping (target, source) pairs with a vector on both sides, special tokens left out, in a seeded random
-    order of the overlap sorted by target id (the authors shuffle their exact-match dictionary the same way)."""
+    """``n`` overlapping (target, source) pairs with a vector on both sides, special tokens left out, in a
+    seeded random order of the overlap sorted by target id (as the authors shuffle their dictionary)."""
     plain = overlap[overlap["match"] != "special"]  # special tokens by role are no co-occurrence anchors
     pairs = sorted(zip(plain["target_id"].tolist(), plain["source_id"].tolist(), strict=True))
     random.Random(seed).shuffle(pairs)
     chosen = [(t, s) for t, s in pairs if target_has[t] and source_has[s]][:n]
     if not chosen:
-        raise ValueError("tokalign: no overlapping token has a vector in both vocabularies, so there is no pivot; "
-                         "the target corpus is too small for the fastText min_count, or the vocabularies share no token")
+        raise ValueError("tokalign: no overlapping token has a vector in both vocabularies, so there is "
+                         "no pivot; the target corpus is too small for the fastText min_count, or the "
+                         "vocabularies share no token")
     t, s = zip(*chosen, strict=True)
     return torch.tensor(t), torch.tensor(s)
 
@@ -108,16 +109,17 @@ def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: Annotated[int, R
                   relative: Literal[RELATIVE_MODES] = "centred_normalized",  # type: ignore[valid-type]
                   ) -> EmbeddingInit:
     """Config adapter: ``kind: tokalign``. ``pivots``: the number of anchor pairs (the authors' default, 300);
-    ``batch_size`` target tokens are compared at a time (a float64 block of ``batch_size`` x |V_s|: 1 GB for a 128k
-    source vocabulary); ``relative``: how relative representations are compared (``RELATIVE_MODES``; ``raw``
-    is the authors' procedure, the default ``centred_normalized`` centres each space's representations and
-    compares cosines)."""
+    ``batch_size`` target tokens are compared at a time (a float64 block of ``batch_size`` x |V_s|: 1 GB for a
+    128k source vocabulary); ``relative``: how relative representations are compared (``RELATIVE_MODES``;
+    ``raw`` is the authors' procedure, the default ``centred_normalized`` centres each space's representations
+    and compares cosines)."""
     if pivots < 1:
         raise ValueError(f"pivots must be at least 1, not {pivots}")
     source, n = inputs.source_matrix, inputs.target_vocab_size
     matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
     tv, sv = inputs.aux, inputs.source_aux
-    t_piv, s_piv = choose_pivots(inputs.overlap, tv.has_vector, sv.has_vector[: source.shape[0]], pivots, seed)
+    t_piv, s_piv = choose_pivots(inputs.overlap, tv.has_vector,
+                                 sv.has_vector[: source.shape[0]], pivots, seed)
     todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
     queries = todo[tv.has_vector[todo]]
     candidates = torch.from_numpy(np.flatnonzero(sv.has_vector[: source.shape[0]].numpy()))

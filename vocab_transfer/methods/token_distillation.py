@@ -1,22 +1,23 @@
-"""Token Distillation (Dobler, Elliott & de Melo 2025, arXiv 2505.20133), and embedding-only LM training as its
-baseline: both refine another row's init (``init: focus``) by a short optimization of the embedding rows alone.
+"""Token Distillation (Dobler, Elliott & de Melo 2025, arXiv 2505.20133), and embedding-only LM training as
+its baseline: both refine another row's init (``init: focus``) by briefly optimizing the embedding rows alone.
 
-``token_distillation``: the same text is tokenized twice. The source model with its own tokenizer is the teacher; the
-same model with the target vocabulary's rows (the ``init`` row's artifact) is the student. At every position where
-both tokenizations end a word (``positions: word_ends``; ``token_ends``: every shared token boundary) the student's
-hidden state at ``layer`` is pulled towards the teacher's (MSE). Only the embedding rows learn; the body is frozen.
-An untied LM head's rows (decoders such as Llama/Mistral) learn by next-token prediction (masked-token prediction for
-a masked LM) on the student's frozen last hidden states, so that loss reaches the output rows only.
+``token_distillation``: the same text is tokenized twice. The source model with its own tokenizer is the
+teacher; the same model with the target vocabulary's rows (the ``init`` row's artifact) is the student. At
+every position where both tokenizations end a word (``positions: word_ends``; ``token_ends``: every shared
+token boundary) the student's hidden state at ``layer`` is pulled towards the teacher's (MSE). Only the
+embedding rows learn; the body is frozen. An untied LM head's rows (decoders such as Llama/Mistral) learn by
+next-token prediction (masked-token prediction for a masked LM) on the student's frozen last hidden states, so
+that loss reaches the output rows only.
 
 ``embedding_lm``: embedding-only LAPT for the same token budget on the same text: the model's own objective
 (MLM with 80/10/10 masking, or next-token prediction) trains the same rows, the body frozen.
 
-Both train the rows a method did not copy from the source (``rows: new``: copied and special rows keep their source
-values, as the authors' code keeps the original vocabulary's rows) or every row (``rows: all``), with AdamW (no weight
-decay, constant learning rate) over ``tokens`` target-tokenizer tokens of the target's training split, streamed through
-a seeded shuffle buffer. Where the authors' code differs (docs/methods.md, "Token Distillation"): it adds tokens to a
-vocabulary and mines snippets around each new token; here every target token is new and the text is the target corpus
-itself, with positions aligned by character offsets.
+Both train the rows a method did not copy from the source (``rows: new``: copied and special rows keep their
+source values, as the authors' code keeps the original vocabulary's rows) or every row (``rows: all``), with
+AdamW (no weight decay, constant learning rate) over ``tokens`` target-tokenizer tokens of the target's
+training split, streamed through a seeded shuffle buffer. Where the authors' code differs (docs/methods.md,
+"Token Distillation"): it adds tokens to a vocabulary and mines snippets around each new token; here every
+target token is new and the text is the target corpus itself, with positions aligned by character offsets.
 """
 
 from __future__ import annotations
@@ -66,15 +67,15 @@ Rate = Annotated[float, Range(gt=0)]
 Share = Annotated[float, Range(gt=0, lt=1)]
 
 
-# --- aligning two tokenizations of one text ---------------------------------------------------------------------
+# --- aligning two tokenizations of one text -----------------------------------------------------------------
 def _punct(ch: str) -> bool:
     return unicodedata.category(ch).startswith("P")
 
 
 def word_boundary(text: str, e: int) -> bool:
-    """Whether a word ends at character ``e`` of ``text``: the text ends, or whitespace or punctuation follows, or
-    punctuation precedes (``word,`` ends at the word and at the comma; text without spaces ends words at punctuation
-    only)."""
+    """Whether a word ends at character ``e`` of ``text``: the text ends, or whitespace or punctuation
+    follows, or punctuation precedes (``word,`` ends at the word and at the comma; text without spaces ends
+    words at punctuation only)."""
     return e >= len(text) or text[e].isspace() or _punct(text[e]) or (e > 0 and _punct(text[e - 1]))
 
 
@@ -83,10 +84,11 @@ def token_ends(offsets, special) -> dict[int, int]:
     return {b: i for i, ((a, b), s) in enumerate(zip(offsets, special, strict=True)) if not s and b > a}
 
 
-def aligned_positions(text: str, source: tuple, target: tuple, positions: str = "word_ends") -> list[tuple[int, int]]:
+def aligned_positions(text: str, source: tuple, target: tuple,
+                      positions: str = "word_ends") -> list[tuple[int, int]]:
     """``(source index, target index)`` of the tokens that end at the same character of ``text`` in both
-    tokenizations (``(offsets, special_tokens_mask)`` each), in text order; with ``word_ends`` only where a word
-    ends there (:func:`word_boundary`)."""
+    tokenizations (``(offsets, special_tokens_mask)`` each), in text order; with ``word_ends`` only where a
+    word ends there (:func:`word_boundary`)."""
     se, te = token_ends(*source), token_ends(*target)
     common = se.keys() & te.keys()
     if positions == "word_ends":
@@ -96,10 +98,10 @@ def aligned_positions(text: str, source: tuple, target: tuple, positions: str = 
 
 def segments(text: str, source_offsets, target_offsets, room_source: int, room_target: int,
              positions: str = "word_ends") -> list[str]:
-    """``text`` cut at word ends (``token_ends``: at any shared token end) into pieces that take at most ``room_*``
-    tokens in either tokenization (offsets of the whole text, without special tokens); a span longer than the room
-    between two cuts is dropped. A piece tokenized on its own can differ at its first word from the whole text's
-    tokens, so the batches truncate at ``seq_len`` as well."""
+    """``text`` cut at word ends (``token_ends``: at any shared token end) into pieces that take at most
+    ``room_*`` tokens in either tokenization (offsets of the whole text, without special tokens); a span
+    longer than the room between two cuts is dropped. A piece tokenized on its own can differ at its first
+    word from the whole text's tokens, so the batches truncate at ``seq_len`` as well."""
     s_ends = [b for _, b in source_offsets]
     t_ends = [b for _, b in target_offsets]
     cuts = sorted(e for e in set(s_ends) & set(t_ends) if positions == "token_ends" or word_boundary(text, e))
@@ -138,21 +140,21 @@ class Batch:
 
 
 def _special_ids_room(tokenizer) -> int:
-    return len(tokenizer("a", add_special_tokens=True)["input_ids"]) - len(tokenizer("a", add_special_tokens=False)
-                                                                          ["input_ids"])
+    return (len(tokenizer("a", add_special_tokens=True)["input_ids"])
+            - len(tokenizer("a", add_special_tokens=False)["input_ids"]))
 
 
 def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: int, seq_len: int, seed: int,
             positions: str, shuffle_buffer: int = 10_000) -> Iterator[Batch]:
-    """Batches of segments of the training split, both tokenizations and their aligned positions, forever (each pass
-    through the split in a new seeded shuffle-buffer order): at most ``seq_len`` tokens a segment in either
-    tokenization. Memory: the shuffle buffer's segments."""
+    """Batches of segments of the training split, both tokenizations and their aligned positions, forever
+    (each pass through the split in a new seeded shuffle-buffer order): at most ``seq_len`` tokens a segment
+    in either tokenization. Memory: the shuffle buffer's segments."""
     rooms = (seq_len - _special_ids_room(source_tokenizer), seq_len - _special_ids_room(target_tokenizer))
     epoch = 0
     while True:
         rng, pending, produced = random.Random(seed * 1_000_003 + epoch), [], False
-        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng, shuffle_buffer,
-                                      positions):
+        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng,
+                                      shuffle_buffer, positions):
             pending.append(seg)
             if len(pending) == batch_size:
                 yield _collate(pending, source_tokenizer, target_tokenizer, positions, seq_len)
@@ -167,7 +169,7 @@ def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: 
 
 def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buffer_size, positions
                        ) -> Iterator[str]:
-    """Segments of the split's documents (read 256 at a time) through a shuffle buffer of ``buffer_size`` segments."""
+    """Segments of the split's documents (read 256 at a time) through a shuffle buffer of ``buffer_size``."""
     buffer: list[str] = []
 
     def cut(texts):
@@ -195,10 +197,11 @@ def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buf
 
 
 def _encode(tokenizer, texts, max_len: int):
-    """Ids (right-padded with 0: the attention mask hides them), attention mask, offsets and special-token masks, at
-    most ``max_len`` tokens a text; decoders often have no pad token, so the padding is done here."""
-    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True,
-                    truncation=True, max_length=max_len)
+    """Ids (right-padded with 0: the attention mask hides them), attention mask, offsets and special-token
+    masks, at most ``max_len`` tokens a text; decoders often have no pad token, so the padding is done
+    here."""
+    enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True,
+                    return_special_tokens_mask=True, truncation=True, max_length=max_len)
     ids = enc["input_ids"]
     width = max(map(len, ids))
     out = torch.zeros(len(ids), width, dtype=torch.long)
@@ -221,10 +224,10 @@ def _collate(texts: list[str], source_tokenizer, target_tokenizer, positions: st
                  torch.tensor(t_at, dtype=torch.long), int(t_mask.sum()))
 
 
-# --- the optimization -------------------------------------------------------------------------------------------
+# --- the optimization ---------------------------------------------------------------------------------------
 def _base_rows(inputs: TransferInputs) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-    """The ``init`` row's input rows, output rows (an untied head; None: tied, or the base copied its input rows)
-    and output bias, cut to the target vocabulary (a padded source pads its init artifacts)."""
+    """The ``init`` row's input rows, output rows (an untied head; None: tied, or the base copied its input
+    rows) and output bias, cut to the target vocabulary (a padded source pads its init artifacts)."""
     n, base = inputs.target_vocab_size, inputs.base_init
     out = base.get("output_embeddings")
     bias = base.get("output_bias")
@@ -239,8 +242,8 @@ def _trained_rows(inputs: TransferInputs, rows: str) -> np.ndarray:
 
 def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None,
              causal: bool) -> torch.Tensor:
-    """The LM loss from the last hidden states ``hidden``: next-token (causal) or masked-token (``labels``) cross-
-    entropy, the head run on the scored positions only."""
+    """The LM loss from the last hidden states ``hidden``: next-token (causal) or masked-token (``labels``)
+    cross- entropy, the head run on the scored positions only."""
     if causal:
         keep = (mask[:, 1:] > 0).reshape(-1)
         h = hidden[:, :-1].reshape(-1, hidden.shape[-1])[keep]
@@ -350,37 +353,41 @@ def _digest(*tensors) -> str:
 
 
 def _files_key(folder: str) -> str:
-    """The files under ``folder`` (or the file) by name, size and modification time: a rebuilt corpus or another
-    model gives another key."""
+    """The files under ``folder`` (or the file) by name, size and modification time: a rebuilt corpus or
+    another model gives another key."""
     root = Path(folder)
     files = sorted(root.rglob("*")) if root.is_dir() else [root]
-    return json.dumps([(str(f.relative_to(root)) if root.is_dir() else f.name, f.stat().st_size, f.stat().st_mtime_ns)
+    return json.dumps([(str(f.relative_to(root)) if root.is_dir() else f.name,
+                        f.stat().st_size, f.stat().st_mtime_ns)
                        for f in files if f.is_file()])
 
 
-def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str, rows: str,
-           lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str,
+def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, layer: int, positions: str,
+           rows: str, lr: float, batch_size: int, seq_len: int, mask_prob: float, device: str,
            checkpoint_every: int = 500, report_to=("tensorboard",)) -> EmbeddingInit:
-    """Train the ``init`` row's embedding rows for ``tokens`` target tokens (``objective``: ``distill`` or ``lm``)."""
+    """Train the ``init`` row's embedding rows for ``tokens`` target tokens (``objective``:
+    ``distill``/``lm``)."""
     if tokens < 1:
         raise ValueError(f"tokens must be at least 1, not {tokens}")
-    dev = torch.device("cuda" if device == "cuda" or (device == "auto" and torch.cuda.is_available()) else "cpu")
+    dev = torch.device("cuda" if device == "cuda"
+                       or (device == "auto" and torch.cuda.is_available()) else "cpu")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device: cuda, but torch sees no GPU")
     emb, out, bias = _base_rows(inputs)
     train_mask = torch.from_numpy(_trained_rows(inputs, rows))
     torch.manual_seed(seed)
-    # fp32 weights (a bf16 checkpoint too: AdamW's small steps would round away in bf16), bf16 autocast on a GPU
+    # fp32 weights (a bf16 checkpoint too: AdamW's small steps would round away), bf16 autocast on a GPU
     model = load_source_model(inputs.source_model_dir).float()
     causal = is_causal_lm(model)
     untied = has_untied_output(model)
     longest = max_sequence_length(model)
     if seq_len > longest:
-        raise ValueError(f"seq_len {seq_len} is more than the {longest} positions of {inputs.source_model_dir}")
-    # the teacher embeds with the source's own embedding module (a model that scales its embeddings, as Gemma does,
-    # scales them there), the student with the target's, both passed on as inputs_embeds
+        raise ValueError(f"seq_len {seq_len} is more than the {longest} positions of "
+                         f"{inputs.source_model_dir}")
+    # the teacher embeds with the source's own embedding module (a model that scales its embeddings, as Gemma
+    # does, scales them there), the student with the target's, both passed on as inputs_embeds
     teacher_embed = copy.deepcopy(model.get_input_embeddings()).requires_grad_(False)
-    model = transferred_model(model, emb, bias, out).to(dev).eval()  # eval: no dropout, the same targets every step
+    model = transferred_model(model, emb, bias, out).to(dev).eval()  # eval: no dropout, fixed targets
     model.requires_grad_(False)
     body = model.base_model
     embed = model.get_input_embeddings()
@@ -402,13 +409,14 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                      positions=positions)
 
     def own_loss(b: Batch, t_ids, t_mask, *, frozen: bool, last=None):
-        """The model's own objective on the batch, next-token or masked-token; ``frozen``: from hidden states that
-        pass no gradient back (only an untied head learns); ``last``: the unmasked forward pass's last hidden state,
-        reused by a decoder."""
+        """The model's own objective on the batch, next-token or masked-token; ``frozen``: from hidden states
+        that pass no gradient back (only an untied head learns); ``last``: the unmasked forward pass's last
+        hidden state, reused by a decoder."""
         ids, labels = t_ids, None
         if not causal:
-            masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id, vocab_size=len(tgt_tok),
-                                         special_ids=special, generator=gen, mask_prob=mask_prob)
+            masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
+                                         vocab_size=len(tgt_tok), special_ids=special,
+                                         generator=gen, mask_prob=mask_prob)
             labels[b.target_mask == 0] = -100  # padding is never scored
             ids, labels, last = masked.to(dev), labels.to(dev), None
         if last is None:
@@ -416,10 +424,10 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                 last = body(inputs_embeds=embed(ids), attention_mask=t_mask, **no_cache).last_hidden_state
         return _lm_loss(model, last.detach() if frozen else last, t_ids, t_mask, labels, causal)
     consumed, step, drawn, curve, t0, shown = 0, 0, 0, [], time.perf_counter(), 0.0
-    settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows, lr=lr,
-                    batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
+    settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions,
+                    rows=rows, lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
     key = (json.dumps(settings, sort_keys=True) + _digest(emb, out, bias) + _files_key(inputs.train_text)
-           + _files_key(inputs.source_model_dir)) if inputs.checkpoint_dir else ""  # no folder: nothing to match
+           + _files_key(inputs.source_model_dir)) if inputs.checkpoint_dir else ""  # no folder: no match
     ckpt = Checkpoint(inputs.checkpoint_dir, key, checkpoint_every)
     state = ckpt.load(params, opt, gen)  # before any step: a refused checkpoint (or folder) costs no training
     if state is not None:  # resume: the same rows, optimizer, masks and text as an uninterrupted run
@@ -428,9 +436,10 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             next(stream)
         log.info("resumed from %s at step %d (%d tokens)", state["path"], step, consumed)
     start = consumed
-    log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective, int(train_mask.sum()),
-             len(train_mask), tokens, batch_size, seq_len, lr, dev)
-    tracker = Tracker(report_to if inputs.track_dir else [], inputs.track_dir or ".", name=f"refine {objective}",
+    log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective,
+             int(train_mask.sum()), len(train_mask), tokens, batch_size, seq_len, lr, dev)
+    tracker = Tracker(report_to if inputs.track_dir else [], inputs.track_dir or ".",
+                      name=f"refine {objective}",
                       config=settings, start_step=step + 1 if state is not None else 0)
     with StopSignals() as stop, tracker:
         while consumed < tokens:
@@ -473,7 +482,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             now = time.perf_counter()
             printed = now - shown > 10 or consumed >= tokens
             rate = (consumed - start) / max(now - t0, 1e-9)
-            tracker.log(step, {"refine/loss": curve[-1], "refine/tokens": consumed, "refine/tokens_per_s": rate},
+            tracker.log(step, {"refine/loss": curve[-1], "refine/tokens": consumed,
+                               "refine/tokens_per_s": rate},
                         flush=printed)
             if printed:
                 log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step,
@@ -481,7 +491,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                 shown = now
     ckpt.remove()  # the artifact is written next; a rerun of the job starts from the init row again
     matrix = [inp.detach().float().cpu()]
-    if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:  # untied rows transfer
+    # untied rows transfer
+    if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:
         matrix.append(head.detach().float().cpu() if head is not None else matrix[0].clone())
     if bias is not None:
         matrix.append(bias[:, None])
@@ -495,27 +506,27 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
 
 @register("token_distillation", NEEDS)
 def init_token_distillation(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000,
-                            layer: int = -1, positions: Positions = "word_ends", rows: Rows = "new", lr: Rate = 1e-4,
-                            batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
-                            device: Device = "auto", checkpoint_every: Count = 500,
+                            layer: int = -1, positions: Positions = "word_ends", rows: Rows = "new",
+                            lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128,
+                            mask_prob: Share = 0.15, device: Device = "auto", checkpoint_every: Count = 500,
                             report_to: ReportTo = ("tensorboard",)) -> EmbeddingInit:
-    """Config adapter: ``kind: token_distillation``. The ``init`` row's rows refined by matching the source model's
-    hidden states at ``layer`` (``hidden_states`` index: -1 the last layer, 0 the embeddings) where both
-    tokenizations end a word, for ``tokens`` target tokens (defaults: the authors' lr 1e-4, batch 16);
+    """Config adapter: ``kind: token_distillation``. The ``init`` row's rows refined by matching the source
+    model's hidden states at ``layer`` (``hidden_states`` index: -1 the last layer, 0 the embeddings) where
+    both tokenizations end a word, for ``tokens`` target tokens (defaults: the authors' lr 1e-4, batch 16);
     ``report_to``: its live loss curve (vocab_transfer.tracking)."""
-    return refine(inputs, objective="distill", seed=seed, tokens=tokens, layer=layer, positions=positions, rows=rows,
-                  lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
-                  checkpoint_every=checkpoint_every, report_to=report_to)
+    return refine(inputs, objective="distill", seed=seed, tokens=tokens, layer=layer, positions=positions,
+                  rows=rows, lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob,
+                  device=device, checkpoint_every=checkpoint_every, report_to=report_to)
 
 
 @register("embedding_lm", NEEDS)
-def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000, rows: Rows = "new",
-                      lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128, mask_prob: Share = 0.15,
-                      positions: Positions = "word_ends", device: Device = "auto",
+def init_embedding_lm(inputs: TransferInputs, *, seed: int, init: str, tokens: Count = 1_000_000,
+                      rows: Rows = "new", lr: Rate = 1e-4, batch_size: Count = 16, seq_len: Length = 128,
+                      mask_prob: Share = 0.15, positions: Positions = "word_ends", device: Device = "auto",
                       checkpoint_every: Count = 500, report_to: ReportTo = ("tensorboard",)) -> EmbeddingInit:
-    """Config adapter: ``kind: embedding_lm``. The ``init`` row's rows trained by the model's own objective (MLM or
-    next-token) for ``tokens`` target tokens of the same text, the body frozen: embedding-only LAPT at
+    """Config adapter: ``kind: embedding_lm``. The ``init`` row's rows trained by the model's own objective
+    (MLM or next-token) for ``tokens`` target tokens of the same text, the body frozen: embedding-only LAPT at
     :func:`init_token_distillation`'s budget (``positions`` only picks the same text segments)."""
-    return refine(inputs, objective="lm", seed=seed, tokens=tokens, layer=-1, positions=positions, rows=rows, lr=lr,
-                  batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
+    return refine(inputs, objective="lm", seed=seed, tokens=tokens, layer=-1, positions=positions, rows=rows,
+                  lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob, device=device,
                   checkpoint_every=checkpoint_every, report_to=report_to)

@@ -29,13 +29,13 @@ np = lazy.module("numpy")
 pd = lazy.module("pandas")
 torch = lazy.module("torch")
 
-__all__ = ["PAPER_RANDOM", "RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf", "lexical_overlap", "mf_init",
-           "random_rows"]
+__all__ = ["PAPER_RANDOM", "RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf",
+           "lexical_overlap", "mf_init", "random_rows"]
 
 #: distributions for rows without a source counterpart (config ``random``)
 RANDOM_KINDS = ("std0.02", "normal_like", "xavier")
-#: the default: the paper's new embeddings are "randomly initialized" (§3.1, §3.3) in its mBERT, i.e. drawn by the
-#: model's own initializer, N(0, initializer_range²) with mBERT's (and XLM-R's) initializer_range 0.02
+#: the default: the paper's new embeddings are "randomly initialized" (§3.1, §3.3) in its mBERT, i.e. drawn by
+#: the model's own initializer, N(0, initializer_range²) with mBERT's (and XLM-R's) initializer_range 0.02
 PAPER_RANDOM = "std0.02"
 
 
@@ -160,12 +160,13 @@ def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, ta
             random: str = PAPER_RANDOM, tau: float = 1.0, z_std: float = 1.0) -> FactorizedEmbedding:
     """Target factorized embedding for MF-RAND / MF-LEX (§3.3 "MF-RAND and MF-LEX").
 
-    ``G`` is reused as is. ``F'`` rows: for each pair (t, s) (special tokens, plus V'_lex for LEX)
-    ``F'[t] = F_src[s]`` and ``Z'[t] = Z_src[s]`` (the token keeps its source cluster); all other rows
-    are random: ``F'`` from :func:`random_rows` with ``F_src`` as reference (default N(0, 0.02²), a new
-    embedding's initializer: the paper only says "randomly initialized"; ``random: normal_like`` draws from
-    N(mean, std) of F per column, so that ``F'·G`` has the scale of real embeddings), ``Z' ~ N(0, z_std²)`` ("a randomly initialized matrix Z"). Random rows are drawn
-    for every token first, so RAND and LEX share them for a given seed. Computed on the CPU.
+    ``G`` is reused as is. ``F'`` rows: for each pair (t, s) (special tokens, plus V'_lex for LEX) ``F'[t] =
+    F_src[s]`` and ``Z'[t] = Z_src[s]`` (the token keeps its source cluster); all other rows are random:
+    ``F'`` from :func:`random_rows` with ``F_src`` as reference (default N(0, 0.02²), a new embedding's
+    initializer: the paper only says "randomly initialized"; ``random: normal_like`` draws from N(mean, std)
+    of F per column, so that ``F'·G`` has the scale of real embeddings), ``Z' ~ N(0, z_std²)`` ("a randomly
+    initialized matrix Z"). Random rows are drawn for every token first, so RAND and LEX share them for a
+    given seed. Computed on the CPU.
     """
     g = torch.Generator().manual_seed(seed)
     F_src = F_src.cpu()
@@ -205,12 +206,14 @@ def init_mf(inputs: TransferInputs, *, seed: int, clusters: Annotated[int, Range
         device = "cuda" if torch.cuda.is_available() else "cpu"
     source = inputs.source_matrix
     if inputs.source_factors is not None:  # computed once per source by rule factorize_source
-        F_src, G, Z_src = (inputs.source_factors["F"], inputs.source_factors["G"], inputs.source_factors.get("Z"))
+        F_src, G, Z_src = (inputs.source_factors["F"], inputs.source_factors["G"],
+                           inputs.source_factors.get("Z"))
     else:
         F_src, G, Z_src = factorize_source(
             source.to(device, torch.float32), seed=seed, clusters=clusters, dim=dim, assignment=assignment,
-            max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps, neural_lr=neural_lr,
-            neural_tol=neural_tol, tau=tau, z_std=z_std, lex_logit=lex_logit, progress=True)
+            max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps,
+            neural_lr=neural_lr, neural_tol=neural_tol, tau=tau, z_std=z_std,
+            lex_logit=lex_logit, progress=True)
     ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
     t, s = overlap_ids(ov)
     module = mf_init(F_src, G, Z_src, inputs.target_vocab_size, t, s, seed=seed, random=random, tau=tau,

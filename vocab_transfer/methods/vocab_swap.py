@@ -82,7 +82,8 @@ def map_rows_init(source: torch.Tensor, target_vocab_size: int, target_ids: torc
     and ``seed``.
     """
     g = torch.Generator().manual_seed(seed)
-    target_ids, source_ids = torch.as_tensor(target_ids, dtype=torch.long), torch.as_tensor(source_ids, dtype=torch.long)
+    target_ids, source_ids = (torch.as_tensor(target_ids, dtype=torch.long),
+                              torch.as_tensor(source_ids, dtype=torch.long))
     source_row = torch.full((target_vocab_size,), -1, dtype=torch.long)
     source_row[target_ids] = source_ids
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -98,7 +99,8 @@ def _ids(frame: pd.DataFrame, column: str) -> torch.Tensor:
 
 
 def _matches(overlap: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
-    return overlap[overlap["match"].isin(list(kinds)).to_numpy()].sort_values("target_id").reset_index(drop=True)
+    return (overlap[overlap["match"].isin(list(kinds)).to_numpy()]
+            .sort_values("target_id").reset_index(drop=True))
 
 
 def _fit(t: torch.Tensor, n: int, fill: float | bool = 0) -> torch.Tensor:
@@ -141,12 +143,14 @@ def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool =
     """
     matrix = reinit_embed_init(inputs.source_matrix, inputs.target_vocab_size, seed=seed, init=init, std=std)
     n = inputs.target_vocab_size
-    return _finish(matrix, np.full(n, RANDOM, dtype=object), np.zeros(n, dtype=np.int64), inputs, copy_special)
+    return _finish(matrix, np.full(n, RANDOM, dtype=object),
+                   np.zeros(n, dtype=np.int64), inputs, copy_special)
 
 
 # ------------------------------------------------------------------------------------------ Freq Match
 
-def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor, special_target_ids: torch.Tensor,
+def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor,
+                     special_target_ids: torch.Tensor,
                      special_source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Explicit frequency matching (vocab-swap §2.1 "Freq Match"): the target token of rank j gets
     the source token of rank j.
@@ -161,7 +165,8 @@ def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor, s
         special = torch.as_tensor(special, dtype=torch.long)
         keep[special[special < len(counts)]] = False
         ids = keep.nonzero(as_tuple=True)[0]
-        order = torch.sort(torch.as_tensor(counts)[ids].to(torch.float64), descending=True, stable=True).indices
+        order = torch.sort(torch.as_tensor(counts)[ids].to(torch.float64),
+                           descending=True, stable=True).indices
         return ids[order]
 
     t, s = ranked(target_counts, special_target_ids), ranked(source_counts, special_source_ids)
@@ -188,8 +193,10 @@ def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str =
     special = _matches(inputs.overlap, ["special"])
     target_counts = _fit(inputs.aux.counts, inputs.target_vocab_size, 0)
     source_counts = inputs.source_aux.counts[: inputs.source_matrix.shape[0]]
-    t, s = freq_match_pairs(target_counts, source_counts, _ids(special, "target_id"), _ids(special, "source_id"))
-    matrix, source_row = map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed, init=init, std=std)
+    t, s = freq_match_pairs(target_counts, source_counts, _ids(special, "target_id"),
+                            _ids(special, "source_id"))
+    matrix, source_row = map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s,
+                                       seed=seed, init=init, std=std)
     return _finish(matrix, *_provenance(source_row, MAPPED), inputs)
 
 
@@ -261,8 +268,8 @@ def dict_match_needs(p: dict) -> frozenset[Need]:
 
 
 @register("dict_match", dict_match_needs)
-def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", copy_overlap: bool = True,
-                    lowercase: bool = True,
+def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str = "en",
+                    copy_overlap: bool = True, lowercase: bool = True,
                     choose: str = "first", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: dict_match``.
 
@@ -287,9 +294,11 @@ def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str =
     counts = None
     if choose == "frequent":
         if inputs.source_aux is None:
-            raise ValueError("Dict Match with choose='frequent' needs source token counts (source fastText stage)")
+            raise ValueError("Dict Match with choose='frequent' needs source token counts "
+                             "(source fastText stage)")
         counts = inputs.source_aux.counts
-    pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer), canonicalize_vocab(inputs.target_tokenizer),
+    pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer),
+                                   canonicalize_vocab(inputs.target_tokenizer),
                              inputs.dictionary, lowercase=lowercase, choose=choose, source_counts=counts)
     V_t, V_s = inputs.target_vocab_size, inputs.source_matrix.shape[0]
     pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
@@ -311,10 +320,11 @@ def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str =
 
 
 def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_has_vector: torch.Tensor,
-                     source_vectors: torch.Tensor, source_has_vector: torch.Tensor, anchor_target_ids: torch.Tensor,
-                     anchor_source_ids: torch.Tensor, *, seed: int, weighting: str = "sparsemax", topk: int = 10,
-                     temperature: float = 0.1, center: bool = True, refine_iters: int = 0,
-                     batch_size: int = 1024, init: str = "normal", std: float = DEFAULT_STD,
+                     source_vectors: torch.Tensor, source_has_vector: torch.Tensor,
+                     anchor_target_ids: torch.Tensor, anchor_source_ids: torch.Tensor, *, seed: int,
+                     weighting: str = "sparsemax", topk: int = 10, temperature: float = 0.1,
+                     center: bool = True, refine_iters: int = 0, batch_size: int = 1024, init: str = "normal",
+                     std: float = DEFAULT_STD,
                      progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Align Match (Tran 2020; vocab-swap §2.1): align the target token vectors onto the source
     token vectors, then give each target token a convex combination of its nearest source rows.
@@ -342,7 +352,8 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     V_t = len(target_vectors)
     t_rows = target_has_vector.nonzero(as_tuple=True)[0]
     s_rows = source_has_vector.nonzero(as_tuple=True)[0]
-    anchor_t, anchor_s = torch.as_tensor(anchor_target_ids, dtype=torch.long), torch.as_tensor(anchor_source_ids, dtype=torch.long)
+    anchor_t, anchor_s = (torch.as_tensor(anchor_target_ids, dtype=torch.long),
+                          torch.as_tensor(anchor_source_ids, dtype=torch.long))
     ok = target_has_vector[anchor_t] & source_has_vector[anchor_s]
     anchor_t, anchor_s = anchor_t[ok], anchor_s[ok]
     if len(anchor_t) == 0 or len(s_rows) == 0:
@@ -365,7 +376,8 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     xs_rows = xs[s_rows]
     xs_c = xs_rows.T.contiguous()
     e_c = source[s_rows]
-    for start in tqdm.tqdm(range(0, len(t_rows), batch_size), desc="Align Match", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(t_rows), batch_size), desc="Align Match",
+                           disable=not progress, mininterval=5):
         rows = t_rows[start:start + batch_size]
         q = torch.nn.functional.normalize(xt[rows] @ W, dim=1)
         w, idx = neighbour_weights(q, xs_rows, xs_c, weighting=weighting, temperature=temperature,
@@ -383,8 +395,8 @@ def align_match_needs(p: dict) -> frozenset[Need]:
 
 
 @register("align_match", align_match_needs)
-def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", weighting: str = "sparsemax",
-                     topk: Annotated[int, Range(ge=1)] = 10,
+def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str = "en",
+                     weighting: str = "sparsemax", topk: Annotated[int, Range(ge=1)] = 10,
                      temperature: Annotated[float, Range(gt=0)] = 0.1, center: bool = True,
                      refine_iters: Annotated[int, Range(ge=0)] = 0,
                      copy_overlap: bool = False, dictionary_anchors: bool = False, lowercase: bool = True,
@@ -420,14 +432,16 @@ def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str 
         if inputs.dictionary is None or inputs.source_tokenizer is None or inputs.target_tokenizer is None:
             raise ValueError("dictionary_anchors needs a dictionary and both tokenizers")
         pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer),
-                                 canonicalize_vocab(inputs.target_tokenizer), inputs.dictionary, lowercase=lowercase)
+                                 canonicalize_vocab(inputs.target_tokenizer),
+                                       inputs.dictionary, lowercase=lowercase)
         pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
         anchor_t = torch.cat([anchor_t, _ids(pairs, "target_id")])
         anchor_s = torch.cat([anchor_s, _ids(pairs, "source_id")])
     matrix, kind, n_sources, _ = align_match_init(
-        inputs.source_matrix, _fit(inputs.aux.vectors, V_t, 0.0), t_has, _fit(inputs.source_aux.vectors, V_s, 0.0),
-        s_has, anchor_t, anchor_s, seed=seed, weighting=weighting, topk=topk, temperature=temperature,
-        center=center, refine_iters=refine_iters, batch_size=batch_size, init=init, std=std, progress=True)
+        inputs.source_matrix, _fit(inputs.aux.vectors, V_t, 0.0), t_has,
+        _fit(inputs.source_aux.vectors, V_s, 0.0), s_has, anchor_t, anchor_s, seed=seed, weighting=weighting,
+        topk=topk, temperature=temperature, center=center, refine_iters=refine_iters, batch_size=batch_size,
+        init=init, std=std, progress=True)
     provenance = provenance_of(kind)
     n_sources = n_sources.numpy()
     if copy_overlap:
@@ -449,9 +463,9 @@ def window_groups(key: torch.Tensor, window: int) -> torch.Tensor:
     return torch.div(rank, window, rounding_mode="floor")
 
 
-def permute_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor, source_ids: torch.Tensor,
-                 *, seed: int, groups: torch.Tensor | None = None, init: str = "normal",
-                 std: float = DEFAULT_STD) -> tuple[torch.Tensor, torch.Tensor]:
+def permute_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor,
+                 source_ids: torch.Tensor, *, seed: int, groups: torch.Tensor | None = None,
+                 init: str = "normal", std: float = DEFAULT_STD) -> tuple[torch.Tensor, torch.Tensor]:
     """Permute (vocab-swap §3.1): scramble the rows the pairs ``target_ids[i] ← source_ids[i]`` would copy.
 
     The source rows are permuted uniformly at random among the pairs of the same ``groups`` value
@@ -460,7 +474,8 @@ def permute_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch
     rows are random. Returns ``(matrix [V_t, d], source_row [V_t])`` (-1 = random).
     """
     g = torch.Generator().manual_seed(seed)
-    target_ids, source_ids = torch.as_tensor(target_ids, dtype=torch.long), torch.as_tensor(source_ids, dtype=torch.long)
+    target_ids, source_ids = (torch.as_tensor(target_ids, dtype=torch.long),
+                              torch.as_tensor(source_ids, dtype=torch.long))
     n = len(target_ids)
     groups = torch.zeros(n, dtype=torch.long) if groups is None else torch.as_tensor(groups, dtype=torch.long)
     by_group = torch.sort(groups, stable=True).indices  # pair positions, group by group
@@ -472,8 +487,9 @@ def permute_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch
                          seed=int(torch.randint(2**62, (1,), generator=g)), init=init, std=std)
 
 
-def keep_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor, source_ids: torch.Tensor,
-              *, seed: int, percent: float, init: str = "normal", std: float = DEFAULT_STD,
+def keep_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor,
+              source_ids: torch.Tensor, *, seed: int, percent: float, init: str = "normal",
+              std: float = DEFAULT_STD,
               ) -> tuple[torch.Tensor, torch.Tensor]:
     """Keep-x% (vocab-swap §3.1): keep exactly ``round(percent/100 · n)`` of the ``n`` pairs
     ``target_ids[i] ← source_ids[i]`` (rounded half up), chosen uniformly without replacement;
@@ -481,7 +497,8 @@ def keep_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Te
     if not 0 <= percent <= 100:
         raise ValueError(f"percent must be in [0, 100], got {percent}")
     g = torch.Generator().manual_seed(seed)
-    target_ids, source_ids = torch.as_tensor(target_ids, dtype=torch.long), torch.as_tensor(source_ids, dtype=torch.long)
+    target_ids, source_ids = (torch.as_tensor(target_ids, dtype=torch.long),
+                              torch.as_tensor(source_ids, dtype=torch.long))
     n_keep = math.floor(percent / 100 * len(target_ids) + 0.5)
     kept = torch.randperm(len(target_ids), generator=g)[:n_keep].sort().values
     return map_rows_init(source, target_vocab_size, target_ids[kept], source_ids[kept],
@@ -499,8 +516,8 @@ def permute_needs(p: dict) -> frozenset[Need]:
 
 
 @register("permute", permute_needs)
-def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Range(ge=1)] | None = None, order: str = "id",
-                 init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Range(ge=1)] | None = None,
+                 order: str = "id", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: permute`` (``window: null`` = Permute, ``window: 100`` = Permute 100).
 
     Generalization of the paper's embedding-recovery setting (source tokenizer = target tokenizer)
@@ -533,8 +550,8 @@ def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Ra
 
 
 @register("keep")
-def init_keep(inputs: TransferInputs, *, seed: int, percent: Annotated[float, Range(ge=0, le=100)], init: str = "normal",
-              std: float = DEFAULT_STD) -> EmbeddingInit:
+def init_keep(inputs: TransferInputs, *, seed: int, percent: Annotated[float, Range(ge=0, le=100)],
+              init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept").
 
     Same base as :func:`init_permute` (specials + identical tokens copied); then exactly

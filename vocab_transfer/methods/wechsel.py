@@ -42,16 +42,16 @@ log = logging.getLogger(__name__)
 
 
 DICTIONARY_PAIRS = ("case_variants", "unique")
-SUBWORDS = ("tokenize", "fasttext")  # token vectors: tokenize-flatten-reduce (§3.1) or fastText n-grams (App. D)
+SUBWORDS = ("tokenize", "fasttext")  # token vectors: tokenize-flatten-reduce (§3.1), fastText n-grams (D)
 
 
 def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *,
                          pairs: str = "case_variants") -> tuple[np.ndarray, np.ndarray]:
     """Row indices ``(s, t)`` of the dictionary pairs whose two words both have a vector.
 
-    - ``case_variants`` (the ``wechsel`` package's ``_compute_align_matrix_from_dictionary``): each side is tried
-      as written, lower-cased and title-cased, and every combination found on both sides is a pair, in dictionary
-      order, duplicates included (a pair whose words are already lower case counts up to four times);
+    - ``case_variants`` (the ``wechsel`` package's ``_compute_align_matrix_from_dictionary``): each side is
+      tried as written, lower-cased and title-cased, and every combination found on both sides is a pair, in
+      dictionary order, duplicates included (a pair of lower-case words counts up to four times);
     - ``unique``: a word is looked up as written, else lower-cased (the first, most frequent, word of that
       spelling); each distinct pair of rows is used once.
     """
@@ -86,10 +86,12 @@ def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: p
     return found[:, 0], found[:, 1]
 
 
-def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10,
-                    normalize: bool = False, pairs: str = "case_variants") -> tuple[WordVectors, WordVectors, int]:
+def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *,
+                    min_pairs: int = 10, normalize: bool = False,
+                    pairs: str = "case_variants") -> tuple[WordVectors, WordVectors, int]:
     """:func:`alignment` applied: ``(source', target' = target @ W, pairs used)``."""
-    xs, xt, w, n = alignment(source, target, dictionary, min_pairs=min_pairs, normalize=normalize, pairs=pairs)
+    xs, xt, w, n = alignment(source, target, dictionary, min_pairs=min_pairs,
+                             normalize=normalize, pairs=pairs)
     return WordVectors(source.words, xs, source.counts), WordVectors(target.words, xt @ w, target.counts), n
 
 
@@ -103,52 +105,57 @@ def alignment(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame
     preprocessing, :func:`~vocab_transfer.methods.align.normalize_embeddings`), and the normalized vectors are
     returned. The package rotates the source side onto the target (``source @ R``); rotating the target by
     ``Rᵀ`` instead gives the same cosines. ``pairs``: see :func:`dictionary_word_rows`. Returns ``(source',
-    target', pairs used)`` from :func:`align_to_source`; this returns ``(source vectors, target vectors, W, pairs
-    used)`` (the vectors normalized or not, not yet rotated), so that other vectors of the target space (fastText
-    subword vectors, App. D) can take the same rotation ``W``.
+    target', pairs used)`` from :func:`align_to_source`; this returns ``(source vectors, target vectors, W,
+    pairs used)`` (the vectors normalized or not, not yet rotated), so that other vectors of the target space
+    (fastText subword vectors, App. D) can take the same rotation ``W``.
     """
     s_idx, t_idx = dictionary_word_rows(source, target, dictionary, pairs=pairs)
     if len(s_idx) < min_pairs:
-        raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need {min_pairs}); "
-                         "check the dictionary's direction (source -> target) and the word vectors' languages")
+        raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need "
+                         f"{min_pairs}); check the dictionary's direction (source -> target) and the "
+                         "word vectors' languages")
     if len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))) < source.vectors.shape[1]:
-        log.warning("only %d distinct dictionary pairs for %d-dimensional vectors: the rotation is underdetermined "
-                    "and the alignment will be poor", len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))),
-                    source.vectors.shape[1])
+        log.warning("only %d distinct dictionary pairs for %d-dimensional vectors: the rotation is "
+                    "underdetermined and the alignment will be poor",
+                    len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))), source.vectors.shape[1])
     if normalize:
         xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
     else:
         xs, xt = source.vectors.float(), target.vectors.float()
     w = procrustes(xt[t_idx], xs[s_idx])
-    log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of the pairs' source words)",
+    log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of "
+             "the pairs' source words)",
              len(s_idx), precision_at_1(xt[t_idx] @ w, xs, s_idx))
     return xs, xt, w, len(s_idx)
 
 
-def precision_at_1(mapped: torch.Tensor, source: torch.Tensor, s_idx: np.ndarray, max_pairs: int = 5000) -> float:
+def precision_at_1(mapped: torch.Tensor, source: torch.Tensor,
+                   s_idx: np.ndarray, max_pairs: int = 5000) -> float:
     """Share of (mapped target word, source word) pairs whose nearest neighbour (cosine) among the
     pairs' source words is the paired word: a quick check that the alignment means something."""
     cand = np.unique(s_idx)
     rows = slice(0, min(len(s_idx), max_pairs))
-    sims = torch.nn.functional.normalize(mapped[rows], dim=1) @ torch.nn.functional.normalize(source[cand], dim=1).T
+    sims = (torch.nn.functional.normalize(mapped[rows], dim=1)
+            @ torch.nn.functional.normalize(source[cand], dim=1).T)
     return float((torch.from_numpy(cand)[sims.argmax(1)] == torch.from_numpy(s_idx[rows])).float().mean())
 
 
-def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch.Tensor, source_has: torch.Tensor,
-                 target_sub: torch.Tensor, target_has: torch.Tensor, special_target_ids: torch.Tensor,
-                 special_source_ids: torch.Tensor, *, seed: int, k: int = 10, temperature: float = 0.1,
+def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch.Tensor,
+                 source_has: torch.Tensor, target_sub: torch.Tensor, target_has: torch.Tensor,
+                 special_target_ids: torch.Tensor, special_source_ids: torch.Tensor, *, seed: int,
+                 k: int = 10, temperature: float = 0.1,
                  batch_size: int = 1024, screen_dtype: torch.dtype | None = None, progress: bool = False,
                  nearest: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """WECHSEL §3.2: top-k softmax(cos/τ) mixtures of source rows for every target token.
 
-    ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are
-    ignored: they have no vector). Special tokens are copied by role, as the ``wechsel`` package copies the
-    source's special tokens that the target vocabulary also has (``create_target_embeddings``); target tokens
-    without a vector are drawn from N(mean, std) of the source rows per dimension. With
-    ``screen_dtype=torch.bfloat16`` a certified bf16 shortlist of ``4k`` candidates replaces the float32
-    similarity matrix (:mod:`.neighbours`: the same neighbours as float32, up to exact ties). Returns ``(matrix,
-    kind int8 0 copied / 1 combined / 2 random, n_sources)``; a ``nearest`` tensor [V_t] gets each combined row's
-    most similar source token (the largest weight; WECHSEL Table 6).
+    ``source_sub``/``target_sub`` are aligned subword embeddings (rows with ``*_has`` False are ignored: they
+    have no vector). Special tokens are copied by role, as the ``wechsel`` package copies the source's special
+    tokens that the target vocabulary also has (``create_target_embeddings``); target tokens without a vector
+    are drawn from N(mean, std) of the source rows per dimension. With ``screen_dtype=torch.bfloat16`` a
+    certified bf16 shortlist of ``4k`` candidates replaces the float32 similarity matrix (:mod:`.neighbours`:
+    the same neighbours as float32, up to exact ties). Returns ``(matrix, kind int8 0 copied / 1 combined / 2
+    random, n_sources)``; a ``nearest`` tensor [V_t] gets each combined row's most similar source token (the
+    largest weight; WECHSEL Table 6).
     """
     g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -165,7 +172,8 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     xs_screen = xs_t.to(screen_dtype) if screen_dtype is not None else None
     xt = torch.nn.functional.normalize(target_sub.float(), dim=1)
     e_cand, workspace = source[cand], Workspace()
-    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="WECHSEL", disable=not progress, mininterval=5):
+    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="WECHSEL",
+                           disable=not progress, mininterval=5):
         r = rows[start:start + batch_size]
         w, idx = neighbour_weights(xt[r], xs, xs_t, weighting="softmax", k=k, temperature=temperature,
                                    screen=xs_screen, workspace=workspace)  # eq. 3
@@ -181,7 +189,7 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
 
 
 def restrict_to_vocabulary(source_tokenizer, language_tokenizer) -> torch.Tensor:
-    """Mask of source tokens whose canonical form is in ``language_tokenizer`` (WECHSEL_EN, Wang et al. 2019)."""
+    """Mask of source tokens with canonical form in ``language_tokenizer`` (WECHSEL_EN; Wang et al. 2019)."""
     keep = {t.form for t in canonicalize_vocab(language_tokenizer) if not t.special}
     return torch.tensor([not t.special and t.form in keep for t in canonicalize_vocab(source_tokenizer)])
 
@@ -199,22 +207,23 @@ def wechsel_needs(p: dict) -> frozenset[Need]:
 
 
 @register("wechsel", wechsel_needs)
-def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en", k: Annotated[int, Range(ge=1)] = 10,
-                 temperature: Annotated[float, Range(gt=0)] = 0.1, restrict_source: str | None = None, min_pairs: int = 10,
-                 screen_dtype: str = "bfloat16", normalize: bool = False,
+def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en",
+                 k: Annotated[int, Range(ge=1)] = 10, temperature: Annotated[float, Range(gt=0)] = 0.1,
+                 restrict_source: str | None = None, min_pairs: int = 10, screen_dtype: str = "bfloat16",
+                 normalize: bool = False,
                  dictionary_pairs: Literal[DICTIONARY_PAIRS] = "case_variants",  # type: ignore[valid-type]
                  subwords: Literal[SUBWORDS] = "tokenize") -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: wechsel``.
 
-    ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1:
-    English for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype``: ``bfloat16`` (default)
-    takes the certified bf16 shortlist of :func:`wechsel_init` (the float32 neighbours), ``float32`` the plain
-    float32 similarities. ``normalize`` and ``dictionary_pairs`` (:func:`align_to_source`): the defaults are
-    what the ``wechsel`` package does (raw vectors; every case variant of a dictionary pair); ``normalize: true``
-    aligns and averages unit-length, mean-centred vectors (MUSE / VecMap), ``dictionary_pairs: unique`` uses each
-    pair of words once. ``subwords``: ``tokenize`` (tokenize-flatten-reduce, §3.1) or ``fasttext`` (App. D, WECHSEL
-    Table 8: each token's vector from the word-level fastText model's character n-grams,
-    :func:`~vocab_transfer.data.word_vectors.fasttext_subword_vectors`, rotated by the alignment of the word vectors).
+    ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1: English
+    for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype``: ``bfloat16`` (default) takes the
+    certified bf16 shortlist of :func:`wechsel_init` (the float32 neighbours), ``float32`` the plain float32
+    similarities. ``normalize`` and ``dictionary_pairs`` (:func:`align_to_source`): the defaults are what the
+    ``wechsel`` package does (raw vectors; every case variant of a dictionary pair); ``normalize: true``
+    aligns and averages unit-length, mean-centred vectors (MUSE / VecMap), ``dictionary_pairs: unique`` uses
+    each pair of words once. ``subwords``: ``tokenize`` (tokenize-flatten-reduce, §3.1) or ``fasttext`` (App.
+    D, WECHSEL Table 8: each token's vector from the word-level fastText model's character n-grams,
+    :func:`~vocab_transfer.data.word_vectors.fasttext_subword_vectors`, rotated as the word vectors).
     """
     screen = screen_dtype_of(screen_dtype)
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
@@ -246,8 +255,8 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
     nearest = torch.full((inputs.target_vocab_size,), -1, dtype=torch.long)
     matrix, kind, n_sources = wechsel_init(
         inputs.source_matrix, inputs.target_vocab_size, u_s, has_s, u_t, has_t,
-        torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()), seed=seed,
-        k=k, temperature=temperature, screen_dtype=screen,
+        torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()),
+        seed=seed, k=k, temperature=temperature, screen_dtype=screen,
         progress=True, nearest=nearest)
     provenance = provenance_of(kind, special["target_id"].to_numpy())
     return EmbeddingInit(matrix, provenance, n_sources.numpy(), nearest=nearest.numpy())

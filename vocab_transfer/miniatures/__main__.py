@@ -3,8 +3,8 @@
     python -m vocab_transfer.miniatures configs/papers.yaml configs/overlays/rehearsal.yaml [--out FOLDER]
 
 The config files merge as Snakemake's ``--configfile`` merges them; ``--out`` defaults to the config's
-``hub_mirror``. A miniature already there that covers what the config needs is kept (``<mirror>/rehearsal.json``;
-delete the folder to rebuild everything)."""
+``hub_mirror``. A miniature already there that covers what the config needs is kept
+(``<mirror>/rehearsal.json``; delete the folder to rebuild everything)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from .build import build_mirror
 
-    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.miniatures", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.miniatures",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("configfiles", nargs="+", help="config files, merged in order")
     parser.add_argument("--out", help="the mirror folder (default: the config's hub_mirror)")
     args = parser.parse_args(argv)

@@ -1,26 +1,26 @@
-"""Miniatures of every hub resource a config names, written as a hub mirror (:mod:`vocab_transfer.mirror`), so that
-the config's real download rules, loaders and jobs run offline on them.
+"""Miniatures of every hub resource a config names, written as a hub mirror (:mod:`vocab_transfer.mirror`), so
+that the config's real download rules, loaders and jobs run offline on them.
 
-:func:`hub_resources` reads what a config (a study, or a composite of studies) fetches from the hub, from the same
-plans the workflow builds; :func:`build_mirror` writes one miniature of each:
+:func:`hub_resources` reads what a config (a study, or a composite of studies) fetches from the hub, from the
+same plans the workflow builds; :func:`build_mirror` writes one miniature of each:
 
-- a model repository per hub model (sources, reference models, ``tokenizer.pretrained``): the same architecture as
-  the real one, a few thousand tokens of the same tokenizer family (XLM-R/CamemBERT: Unigram; BERT: WordPiece;
-  RoBERTa/GPT-2: byte-level BPE; Mistral/Llama: SentencePiece-style BPE with byte fallback), trained here on the
-  study's languages, and random weights of width 32 (:data:`FAMILIES`);
+- a model repository per hub model (sources, reference models, ``tokenizer.pretrained``): the same
+  architecture as the real one, a few thousand tokens of the same tokenizer family (XLM-R/CamemBERT: Unigram;
+  BERT: WordPiece; RoBERTa/GPT-2: byte-level BPE; Mistral/Llama: SentencePiece-style BPE with byte fallback),
+  trained here on the study's languages, and random weights of width 32 (:data:`FAMILIES`);
 - a dataset repository per hub corpus in its file layout and compression (:func:`write_corpus`): OSCAR 23.01
   (``<lang>_meta/<lang>_meta_part_<k>.jsonl.zst`` OSCAR records, ``checksum.sha256``, the loading script),
   CC-100 (``<lang>.txt.xz``, empty lines between documents), mC4 (allenai/c4's
-  ``multilingual/c4-<lang>.tfrecord-*.json.gz``), Wikipedia (``<date>.<lang>/train-*.parquet``), with a dataset
-  card that picks the files as the hub's does;
+  ``multilingual/c4-<lang>.tfrecord-*.json.gz``), Wikipedia (``<date>.<lang>/train-*.parquet``), with a
+  dataset card that picks the files as the hub's does;
 - task look-alikes in the hub's parquet-export layout (:mod:`.tasks`);
-- fastText ``cc.<lang>.300.bin.gz`` (trained here, 300 dimensions in name only) and MUSE dictionaries, under the URLs
-  the download rules fetch;
+- fastText ``cc.<lang>.300.bin.gz`` (trained here, 300 dimensions in name only) and MUSE dictionaries, under
+  the URLs the download rules fetch;
 - lm-eval tasks of the same names as the config's benchmarks, multiple choice on local files.
 
-Text comes from :mod:`.text`. Everything is seeded and written without time stamps (gzip headers with time 0 and no
-name; zstd, xz and parquet with fixed settings; fastText on one thread with a seed; WordPiece trained in a fixed
-order, :func:`vocab_transfer.data.tokenizer.train_like`): the same config builds the same bytes.
+Text comes from :mod:`.text`. Everything is seeded and written without time stamps (gzip headers with time 0
+and no name; zstd, xz and parquet with fixed settings; fastText on one thread with a seed; WordPiece trained
+in a fixed order, :func:`vocab_transfer.data.tokenizer.train_like`): the same config builds the same bytes.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from ..data.dictionary import DICTIONARY_SOURCES, MuseDictionary
 from ..data.word_vectors import FasttextCcVectors
 from . import text
 
-#: a hub model's miniature, from a word of its id (the first that matches): (word, transformers model type, tokenizer
-#: family); FlauBERT's BPE has no fast implementation, so its miniature has a WordPiece tokenizer
+#: a hub model's miniature, from a word of its id (the first that matches): (word, transformers model type,
+#: tokenizer family); FlauBERT's BPE has no fast implementation, so its miniature has a WordPiece tokenizer
 FAMILIES: list[tuple[str, str, str]] = [
     ("xlm-roberta", "xlm-roberta", "unigram"),
     ("camembert", "camembert", "unigram"),
@@ -56,8 +56,9 @@ MUSE_URL, CC_URL = MuseDictionary.url, FasttextCcVectors.url
 
 @dataclass
 class Resources:
-    """What a config fetches from the hub: model repositories (id -> languages their tokenizer covers), corpora
-    (dataset id -> {config name or data_dir: language}), task specs, word-vector languages, dictionary pairs."""
+    """What a config fetches from the hub: model repositories (id -> languages their tokenizer covers),
+    corpora (dataset id -> {config name or data_dir: language}), task specs, word-vector languages,
+    dictionaries."""
 
     models: dict[str, set[str]] = field(default_factory=dict)
     corpora: dict[str, dict[tuple[str, str], str]] = field(default_factory=dict)
@@ -67,7 +68,7 @@ class Resources:
     benchmarks: dict[str, str] = field(default_factory=dict)  # lm-eval task -> language
 
 
-CHECKOUT = Path(__file__).resolve().parents[2]  # where a composite's study files are looked up after the working dir
+CHECKOUT = Path(__file__).resolve().parents[2]  # where composites' studies are found after the cwd
 
 
 def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
@@ -91,7 +92,8 @@ def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
         for name, corpus in plan.config["corpora"].items():
             if needs_fetch(corpus):
                 args = hub_arguments(corpus)
-                key = ("data_dir", args["data_dir"]) if args.get("data_dir") else ("name", args.get("name") or "")
+                key = (("data_dir", args["data_dir"]) if args.get("data_dir")
+                       else ("name", args.get("name") or ""))
                 out.corpora.setdefault(args["path"], {})[key] = cfg.corpora[name].language or name
         for t in plan.task_names:
             entry = plan.task_entry(t)
@@ -114,13 +116,14 @@ def family(repo: str) -> tuple[str, str]:
     for word, model_type, kind in FAMILIES:
         if word in name:
             return model_type, kind
-    raise ValueError(f"{repo}: no miniature for this architecture; known: {', '.join(w for w, *_ in FAMILIES)} "
-                     "(vocab_transfer.miniatures.build.FAMILIES)")
+    raise ValueError(f"{repo}: no miniature for this architecture; known: "
+                     f"{', '.join(w for w, *_ in FAMILIES)} (vocab_transfer.miniatures.build.FAMILIES)")
 
 
 def miniature_tokenizer(kind: str, texts: list[str], vocab_size: int):
-    """A tokenizer of family ``kind`` laid out like its usual model's, trained on ``texts``; ``byte_level_mlm`` is
-    RoBERTa's (byte-level BPE with ``<s> <pad> </s> <unk>`` first and ``<mask>``, ``<s> A </s>``)."""
+    """A tokenizer of family ``kind`` laid out like its usual model's, trained on ``texts``;
+    ``byte_level_mlm`` is RoBERTa's (byte-level BPE with ``<s> <pad> </s> <unk>`` first and ``<mask>``, ``<s>
+    A </s>``)."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -155,10 +158,11 @@ def model_config(model_type: str, tokenizer):
                                     num_attention_heads=heads, num_key_value_heads=1, intermediate_size=inner,
                                     max_position_embeddings=4096, tie_word_embeddings=False, **ids)
     if model_type == "flaubert":
-        return AutoConfig.for_model("flaubert", vocab_size=len(tokenizer), emb_dim=h, n_layers=n, n_heads=heads,
-                                    max_position_embeddings=512, pad_index=tokenizer.pad_token_id,
-                                    unk_index=tokenizer.unk_token_id, mask_index=tokenizer.mask_token_id)
-    offset = 2 if model_type in ("xlm-roberta", "camembert", "roberta") else 0  # positions offset by pad id + 1
+        return AutoConfig.for_model("flaubert", vocab_size=len(tokenizer), emb_dim=h, n_layers=n,
+                                    n_heads=heads, max_position_embeddings=512,
+                                    pad_index=tokenizer.pad_token_id, unk_index=tokenizer.unk_token_id,
+                                    mask_index=tokenizer.mask_token_id)
+    offset = 2 if model_type in ("xlm-roberta", "camembert", "roberta") else 0  # positions offset: pad id + 1
     return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), hidden_size=h, num_hidden_layers=n,
                                 num_attention_heads=heads, intermediate_size=inner,
                                 max_position_embeddings=512 + offset, **ids)
@@ -173,8 +177,8 @@ MODEL_LICENSES = {"FacebookAI/xlm-roberta-base": "mit", "FacebookAI/xlm-roberta-
 
 
 def write_model(root: Path, repo: str, languages: set[str], *, vocab_size: int = 3000, seed: int = 0) -> Path:
-    """A miniature of hub model ``repo`` in the mirror: tokenizer (trained on ``languages``), config, weights and a
-    card (``README.md``, with the real model's license where :data:`MODEL_LICENSES` has it)."""
+    """A miniature of hub model ``repo`` in the mirror: tokenizer (trained on ``languages``), config, weights
+    and a card (``README.md``, with the real model's license where :data:`MODEL_LICENSES` has it)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
@@ -250,7 +254,8 @@ def zstd_bytes(data: bytes) -> bytes:
     """zstd (level 3, one frame with content size and checksum, no worker threads) of ``data``."""
     import zstandard
 
-    return zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=True, threads=0).compress(data)
+    return zstandard.ZstdCompressor(level=3, write_checksum=True,
+                                    write_content_size=True, threads=0).compress(data)
 
 
 def _parquet(path: Path, rows: list[dict]) -> Path:
@@ -281,14 +286,15 @@ def _uuid(*parts) -> str:
     return f"<urn:uuid:{uuid.UUID(bytes=hashlib.sha1('/'.join(map(str, parts)).encode()).digest()[:16])}>"
 
 
-#: OSCAR 23.01 quality warnings dealt to every 50th document or so; the reader drops header, footer and noisy ones
+#: OSCAR 23.01 quality warnings dealt to every 50th document or so; the reader drops header, footer, noisy
 OSCAR_WARNINGS = {7: ["short_sentences"], 19: ["header"], 31: ["tiny"], 43: ["noisy"], 47: ["footer"]}
 
 
 def _oscar(out: Path, data_dir: str, lang: str, documents: list[list[str]]) -> list[Path]:
-    """OSCAR 23.01 (oscar-corpus/OSCAR-2301): ``<lang>_meta/<lang>_meta_part_<k>.jsonl.zst`` (zstd JSON lines, a
-    record per document: ``content``, ``warc_headers``, ``metadata`` with the identification, harmful perplexity,
-    TLSH hash, quality warnings, categories and per-line identifications) and ``<lang>_meta/checksum.sha256``."""
+    """OSCAR 23.01 (oscar-corpus/OSCAR-2301): ``<lang>_meta/<lang>_meta_part_<k>.jsonl.zst`` (zstd JSON lines,
+    a record per document: ``content``, ``warc_headers``, ``metadata`` with the identification, harmful
+    perplexity, TLSH hash, quality warnings, categories and per-line identifications) and
+    ``<lang>_meta/checksum.sha256``."""
     import hashlib
 
     written, sums = [], []
@@ -301,7 +307,8 @@ def _oscar(out: Path, data_dir: str, lang: str, documents: list[list[str]]) -> l
             rows.append({
                 "content": content,
                 "warc_headers": {
-                    "warc-record-id": record_id, "warc-date": f"2022-11-{26 + i % 4:02d}T{i % 24:02d}:15:0{i % 10}Z",
+                    "warc-record-id": record_id,
+                    "warc-date": f"2022-11-{26 + i % 4:02d}T{i % 24:02d}:15:0{i % 10}Z",
                     "content-type": "text/plain", "content-length": str(len(content.encode("utf-8"))),
                     "warc-type": "conversion", "warc-identified-content-language": lang,
                     "warc-refers-to": _uuid(data_dir, part, i, "refers"),
@@ -323,43 +330,47 @@ def _oscar(out: Path, data_dir: str, lang: str, documents: list[list[str]]) -> l
 
 
 def _cc100(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
-    """CC-100 as data.statmt.org/cc-100 has it: ``<lang>.txt.xz``, a line per paragraph, an empty line after each
-    document; the card's configuration ``<lang>`` picks it."""
+    """CC-100 as data.statmt.org/cc-100 has it: ``<lang>.txt.xz``, a line per paragraph, an empty line after
+    each document; the card's configuration ``<lang>`` picks it."""
     text = "".join(line + "\n" for doc in documents for line in (*doc, ""))
-    return [_atomic(out / f"{name}.txt.xz", xz_bytes(text.encode("utf-8")))], (name, [("train", f"{name}.txt.xz")])
+    return ([_atomic(out / f"{name}.txt.xz", xz_bytes(text.encode("utf-8")))],
+            (name, [("train", f"{name}.txt.xz")]))
 
 
-C4_ENGLISH = ("en", "en.noblocklist", "en.noclean", "realnewslike")  # allenai/c4's English configs: <name>/c4-train.*
+C4_ENGLISH = ("en", "en.noblocklist", "en.noclean", "realnewslike")  # allenai/c4's English: <name>/c4-train.*
 
 
 def _c4(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
     """mC4 as allenai/c4 has it: ``multilingual/c4-<lang>.tfrecord-<k>-of-<n>.json.gz`` and
-    ``multilingual/c4-<lang>-validation.tfrecord-<k>-of-<n>.json.gz`` (gzip JSON lines ``text``, ``timestamp``,
-    ``url``; here two of the train shards and one validation shard) with the card's configuration ``<lang>``
-    (C4 English: ``<config>/c4-train.<k>-of-01024.json.gz``)."""
+    ``multilingual/c4-<lang>-validation.tfrecord-<k>-of-<n>.json.gz`` (gzip JSON lines ``text``,
+    ``timestamp``, ``url``; here two of the train shards and one validation shard) with the card's
+    configuration ``<lang>`` (C4 English: ``<config>/c4-train.<k>-of-01024.json.gz``)."""
     rows = [{"text": "\n".join(d), "timestamp": f"2019-04-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z",
              "url": f"https://example.org/{name}/{i}"} for i, d in enumerate(documents)]
     held = max(1, len(rows) // 20)
     train, validation = rows[:-held], rows[-held:]
     half = (len(train) + 1) // 2
     if name in C4_ENGLISH:
-        shards = [(f"{name}/c4-train.{k:05d}-of-01024.json.gz", c) for k, c in enumerate((train[:half], train[half:]))]
+        shards = [(f"{name}/c4-train.{k:05d}-of-01024.json.gz", c)
+                  for k, c in enumerate((train[:half], train[half:]))]
         shards.append((f"{name}/c4-validation.00000-of-00008.json.gz", validation))
         splits = [("train", f"{name}/c4-train.*.json.gz"), ("validation", f"{name}/c4-validation.*.json.gz")]
     else:
         base = f"multilingual/c4-{name}"
-        shards = [(f"{base}.tfrecord-{k:05d}-of-01024.json.gz", c) for k, c in enumerate((train[:half], train[half:]))]
+        shards = [(f"{base}.tfrecord-{k:05d}-of-01024.json.gz", c)
+                  for k, c in enumerate((train[:half], train[half:]))]
         shards.append((f"{base}-validation.tfrecord-00000-of-00008.json.gz", validation))
         splits = [("train", f"{base}.*.json.gz"), ("validation", f"{base}-validation.*.json.gz")]
     return [_atomic(out / path, gzip_bytes(_jsonl_bytes(chunk))) for path, chunk in shards], (name, splits)
 
 
 def _wikipedia(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
-    """Wikipedia as wikimedia/wikipedia has it: ``<date>.<lang>/train-<k>-of-<n>.parquet`` with ``id``, ``url``,
-    ``title``, ``text``, and the card's configuration ``<date>.<lang>``."""
+    """Wikipedia as wikimedia/wikipedia has it: ``<date>.<lang>/train-<k>-of-<n>.parquet`` with ``id``,
+    ``url``, ``title``, ``text``, and the card's configuration ``<date>.<lang>``."""
     lang = name.split(".", 1)[-1]
     rows = [{"id": str(1000 + i), "url": f"https://{lang}.wikipedia.org/wiki?curid={1000 + i}",
-             "title": d[0].split()[0].strip(".").title(), "text": "\n\n".join(d)} for i, d in enumerate(documents)]
+             "title": d[0].split()[0].strip(".").title(), "text": "\n\n".join(d)}
+            for i, d in enumerate(documents)]
     half = (len(rows) + 1) // 2
     files = [_parquet(out / name / f"train-{k:05d}-of-00002.parquet", chunk)
              for k, chunk in enumerate((rows[:half], rows[half:]))]
@@ -371,7 +382,8 @@ def _jsonl_config(out: Path, name: str, documents: list[list[str]]) -> tuple[lis
     rows = [{"id": f"{name}-{i}", "text": "\n".join(d), "url": f"https://example.org/{name}/{i}"}
             for i, d in enumerate(documents)]
     half = (len(rows) + 1) // 2
-    files = [_jsonl(out / name / f"train-{k:05d}.jsonl", chunk) for k, chunk in enumerate((rows[:half], rows[half:]))]
+    files = [_jsonl(out / name / f"train-{k:05d}.jsonl", chunk)
+             for k, chunk in enumerate((rows[:half], rows[half:]))]
     return files, (name, [("train", f"{name}/train-*.jsonl")])
 
 
@@ -380,15 +392,16 @@ def _jsonl_config(out: Path, name: str, documents: list[list[str]]) -> tuple[lis
 CORPUS_LAYOUT = 2
 #: How a hub corpus repository lays out a configuration's files, by a word of its id (the first that matches)
 LAYOUTS = [("cc100", _cc100), ("allenai/c4", _c4), ("wikipedia", _wikipedia)]
-OSCAR_SCRIPT = ('"""The loading script of oscar-corpus/OSCAR-2301 stands here in the hub repository. The pipeline never\n'
-                'runs it (datasets >= 4 refuses loading scripts): it reads the <lang>_meta/*.jsonl.zst files by name."""\n')
+OSCAR_SCRIPT = ('"""The loading script of oscar-corpus/OSCAR-2301 stands here in the hub repository. The '
+                'pipeline never\nruns it (datasets >= 4 refuses loading scripts): it reads the '
+                '<lang>_meta/*.jsonl.zst files by name."""\n')
 
 
 def write_corpus(root: Path, repo: str, configs: dict[tuple[str, str], str], *, docs: int = 1500,
                  seed: int = 0) -> list[Path]:
-    """A hub dataset repository with one miniature corpus per config name (or ``data_dir``), in the file layout,
-    compression and record format of the hub corpus of that repository (OSCAR 23.01, CC-100, mC4, Wikipedia;
-    JSON lines otherwise), and a dataset card listing the configs; returns the files written."""
+    """A hub dataset repository with one miniature corpus per config name (or ``data_dir``), in the file
+    layout, compression and record format of the hub corpus of that repository (OSCAR 23.01, CC-100, mC4,
+    Wikipedia; JSON lines otherwise), and a dataset card listing the configs; returns the files written."""
     out = root / repo
     written, cards = [], []
     for (how, value), lang in sorted(configs.items()):
@@ -403,12 +416,13 @@ def write_corpus(root: Path, repo: str, configs: dict[tuple[str, str], str], *, 
     if cards:
         written.append(_atomic(out / "README.md", _card(cards, repo).encode()))
     elif "OSCAR" in repo:  # the hub repository's card (no configurations) and loading script
-        written.append(_atomic(out / "README.md", f"---\npretty_name: {repo}\n---\n# {repo} (a miniature)\n".encode()))
+        written.append(_atomic(out / "README.md",
+                               f"---\npretty_name: {repo}\n---\n# {repo} (a miniature)\n".encode()))
         written.append(_atomic(out / f"{repo.split('/')[-1]}.py", OSCAR_SCRIPT.encode()))
     return written
 
 
-# ---------------------------------------------------------------------------------- word vectors, dictionaries
+# --------------------------------------------------------------------------------- word vectors, dictionaries
 def _url_file(root: Path, url: str) -> Path:
     from urllib.parse import urlsplit
 
@@ -422,13 +436,13 @@ def _train_vectors(corpus: str, out: str, dim: int) -> None:
     import fasttext
 
     # one thread, whose random generator fastText seeds with its fixed seed (0; the Python binding takes none)
-    fasttext.train_unsupervised(corpus, model="skipgram", dim=dim, minCount=2, epoch=3, thread=1, bucket=50000,
-                                lr=0.01, verbose=0).save_model(out)
+    fasttext.train_unsupervised(corpus, model="skipgram", dim=dim, minCount=2, epoch=3, thread=1,
+                                bucket=50000, lr=0.01, verbose=0).save_model(out)
 
 
 def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -> Path:
-    """fastText ``cc.<lang>.300.bin.gz`` trained on the language's text, in a process of its own: a second training
-    in one process may read what the first left in memory (vocab_transfer.memory), here even NaNs."""
+    """fastText ``cc.<lang>.300.bin.gz`` trained on the language's text, in a process of its own: a second
+    training in one process may read what the first left in memory (vocab_transfer.memory), here even NaNs."""
     import multiprocessing
     import tempfile
 
@@ -436,7 +450,8 @@ def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -
     with tempfile.TemporaryDirectory() as tmp:
         corpus, model = Path(tmp) / "text.txt", Path(tmp) / "cc.bin"
         corpus.write_text("\n".join(text.sentences(lang, 4000, seed)), encoding="utf-8")
-        job = multiprocessing.get_context("spawn").Process(target=_train_vectors, args=(str(corpus), str(model), dim))
+        job = multiprocessing.get_context("spawn").Process(target=_train_vectors,
+                                                           args=(str(corpus), str(model), dim))
         job.start()
         job.join()
         if job.exitcode:
@@ -476,16 +491,18 @@ metric_list:
 
 def write_choice_task(folder: Path, name: str, halves: list[tuple[str, str]], *, data: str | None = None,
                       seed: int = 0) -> Path:
-    """The lm-eval multiple-choice task ``name`` (``folder/name.yaml`` on ``folder/name.jsonl``): for each (context,
-    ending) of ``halves``, the choices are its own ending and three others', at a seeded position. ``data``: the
-    data file as the YAML names it (default: its absolute path; a relative one is read from the working directory)."""
+    """The lm-eval multiple-choice task ``name`` (``folder/name.yaml`` on ``folder/name.jsonl``): for each
+    (context, ending) of ``halves``, the choices are its own ending and three others', at a seeded position.
+    ``data``: the data file as the YAML names it (default: its absolute path; a relative one is read from the
+    working directory)."""
     import random
 
     rng, rows, n = random.Random(seed), [], len(halves)
     for i, (context, ending) in enumerate(halves):
         others = [halves[j][1] for j in rng.sample([j for j in range(n) if j != i], 3)]
         label = rng.randrange(4)
-        rows.append({"context": context, "choices": others[:label] + [ending] + others[label:], "label": label})
+        rows.append({"context": context,
+                     "choices": others[:label] + [ending] + others[label:], "label": label})
     path = Path(folder) / f"{name}.jsonl"
     _jsonl(path, rows)
     yaml_path = path.with_suffix(".yaml")
@@ -494,8 +511,8 @@ def write_choice_task(folder: Path, name: str, halves: list[tuple[str, str]], *,
 
 
 def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0) -> Path:
-    """An lm-eval task ``name`` on local files (``<mirror>/lm_eval_tasks/``): ``n`` sentences of ``lang`` cut in
-    two (:func:`write_choice_task`)."""
+    """An lm-eval task ``name`` on local files (``<mirror>/lm_eval_tasks/``): ``n`` sentences of ``lang`` cut
+    in two (:func:`write_choice_task`)."""
     from ..mirror import LM_EVAL_TASKS
 
     halves = [(" ".join(w[:len(w) // 2]), " ".join(w[len(w) // 2:]))
@@ -504,13 +521,14 @@ def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0
 
 
 # ----------------------------------------------------------------------------------------------------- mirror
-def build_mirror(config: dict, root: str | Path, *, progress=print, resources: Resources | None = None) -> dict:
-    """Write a miniature of every hub resource ``config`` names into the mirror ``root``; returns what it holds, by
-    kind. ``<root>/rehearsal.json`` records each miniature's spec and files, and a miniature whose files are all
-    there is kept if its spec is unchanged or, for a model's languages and a corpus's configs, covers what
-    ``config`` needs; one that does not cover them is written again for both, so that configs sharing a mirror
-    do not rewrite each other's miniatures (delete the folder to rebuild everything). ``resources``: what to write
-    instead of what ``config`` names (:func:`hub_resources`)."""
+def build_mirror(config: dict, root: str | Path, *, progress=print,
+                 resources: Resources | None = None) -> dict:
+    """Write a miniature of every hub resource ``config`` names into the mirror ``root``; returns what it
+    holds, by kind. ``<root>/rehearsal.json`` records each miniature's spec and files, and a miniature whose
+    files are all there is kept if its spec is unchanged or, for a model's languages and a corpus's configs,
+    covers what ``config`` needs; one that does not cover them is written again for both, so that configs
+    sharing a mirror do not rewrite each other's miniatures (delete the folder to rebuild everything).
+    ``resources``: what to write instead of what ``config`` names (:func:`hub_resources`)."""
     from .tasks import write_task
 
     root = Path(root)
@@ -518,17 +536,19 @@ def build_mirror(config: dict, root: str | Path, *, progress=print, resources: R
     manifest = root / "rehearsal.json"
     before = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}) if manifest.is_file() else {}
     res = resources if resources is not None else hub_resources(config)
-    done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [], "dictionaries": [], "benchmarks": []}
+    done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [],
+            "dictionaries": [], "benchmarks": []}
     files: dict[str, dict] = {}
-    steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors, res.dictionaries, res.benchmarks)))
+    steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors,
+                          res.dictionaries, res.benchmarks)))
     kept = 0
 
     def build(kind: str, key: str, spec, write, *, there: Path | None = None, grows: bool = False,
               layout: int | None = None) -> None:
-        """Keep miniature ``key`` of ``kind`` as the manifest has it, or write it with ``write(spec)`` (its paths).
-        ``grows``: ``spec`` is a list, and a recorded superset covers it. ``there``: a file that stands for the
-        miniature where the manifest has no entry for it (a model or word vectors, slow to make). ``layout``: the
-        version of the miniature's file layout; one recorded with another is written again."""
+        """Keep miniature ``key`` of ``kind`` as the manifest has it, or write it with ``write(spec)`` (its
+        paths). ``grows``: ``spec`` is a list, and a recorded superset covers it. ``there``: a file that
+        stands for the miniature where the manifest has no entry for it (a model or word vectors, slow to
+        make). ``layout``: the version of the miniature's file layout; one of another is rewritten."""
         nonlocal kept
         spec, entry = json.loads(json.dumps(spec, sort_keys=True)), before.get(f"{kind}:{key}")
         if entry is None and there is not None and there.exists():
@@ -550,11 +570,11 @@ def build_mirror(config: dict, root: str | Path, *, progress=print, resources: R
         progress(f"[{sum(map(len, done.values()))}/{steps}] {kind}: {key} ({how})")
 
     for repo, languages in sorted(res.models.items()):
-        build("models", repo, sorted(languages), partial(write_model, root, repo), there=root / repo / "config.json",
-              grows=True)
+        build("models", repo, sorted(languages), partial(write_model, root, repo),
+              there=root / repo / "config.json", grows=True)
     for repo, configs in sorted(res.corpora.items()):
-        build("corpora", repo, sorted([*k, lang] for k, lang in configs.items()), partial(_corpus, root, repo),
-              layout=CORPUS_LAYOUT, grows=True)
+        build("corpora", repo, sorted([*k, lang] for k, lang in configs.items()),
+              partial(_corpus, root, repo), layout=CORPUS_LAYOUT, grows=True)
     for key, spec in sorted(res.tasks.items()):
         build("tasks", key, spec, partial(write_task, root))
     for lang in sorted(res.word_vectors):

@@ -1,16 +1,17 @@
-"""Miniatures of the hub's task datasets for the rehearsal, read through the hub mirror (:mod:`vocab_transfer.mirror`).
+"""Miniatures of the hub's task datasets for the rehearsal, read through the hub mirror
+(:mod:`vocab_transfer.mirror`).
 
 ``write_task(root, spec)`` writes, for the task spec of a hub loader of :mod:`vocab_transfer.data.tasks`, the
 parquet files that loader reads from the mirror: ``<root>/<hub id>/<config or default>/<split>/0000.parquet``
-(TyDi QA, whose hub splits hold every language, gets one shard per language, ``<n>.parquet`` with n its index in
-``TYDIQA_LANGUAGES``, so that languages written one after another sit side by side). The rows have the hub's
-columns, integer label encodings (in the loader's label-name order) and split names, text of the spec's language
-(:func:`vocab_transfer.miniatures.text.sentences`), and labels dealt so that every class occurs in every split of
-at least as many rows (tokens for UPOS) as there are classes. The pair tasks' second sentences share words with
-the first in proportion to the label, and QA answers are spans of their contexts, so fine-tuning finds something
-to learn. Hub quirks the loaders handle are kept: UD's multiword-token rows (UPOS ``_``, head ``"None"``), heads as
-strings, PAWS-X pairs with an empty sentence or label -1, GLUE's test splits with hidden labels (-1). The same
-spec and seed give the same bytes.
+(TyDi QA, whose hub splits hold every language, gets one shard per language, ``<n>.parquet`` with n its index
+in ``TYDIQA_LANGUAGES``, so that languages written one after another sit side by side). The rows have the
+hub's columns, integer label encodings (in the loader's label-name order) and split names, text of the spec's
+language (:func:`vocab_transfer.miniatures.text.sentences`), and labels dealt so that every class occurs in
+every split of at least as many rows (tokens for UPOS) as there are classes. The pair tasks' second sentences
+share words with the first in proportion to the label, and QA answers are spans of their contexts, so
+fine-tuning finds something to learn. Hub quirks the loaders handle are kept: UD's multiword-token rows (UPOS
+``_``, head ``"None"``), heads as strings, PAWS-X pairs with an empty sentence or label -1, GLUE's test splits
+with hidden labels (-1). The same spec and seed give the same bytes.
 """
 
 from __future__ import annotations
@@ -27,20 +28,22 @@ from .text import sentences
 
 Rows = list[dict[str, Any]]
 Files = dict[str, Rows]  # path under the mirror -> rows
-RELATIONS = ("nsubj", "obj", "iobj", "obl", "advmod", "amod", "nmod", "nmod:poss", "det", "case", "mark", "cc",
-             "conj", "compound", "aux", "acl:relcl")
+RELATIONS = ("nsubj", "obj", "iobj", "obl", "advmod", "amod", "nmod", "nmod:poss", "det", "case", "mark",
+             "cc", "conj", "compound", "aux", "acl:relcl")
 
 
-def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16, test: int = 16, seed: int = 0) -> list[Path]:
-    """Write a look-alike of the hub dataset that task spec ``spec`` (a ``finetune.tasks.<t>.dataset`` mapping such
-    as ``{"loader": "wikiann", "language": "de"}``) reads, into the hub mirror ``root``, in the layout and with the
-    columns, label encodings and split names the loader reads from the hub; return the parquet files written.
+def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16,
+               test: int = 16, seed: int = 0) -> list[Path]:
+    """Write a look-alike of the hub dataset that task spec ``spec`` (a ``finetune.tasks.<t>.dataset`` mapping
+    such as ``{"loader": "wikiann", "language": "de"}``) reads, into the hub mirror ``root``, in the layout
+    and with the columns, label encodings and split names the hub loader reads; returns the files written.
 
     ``train``, ``dev``, ``test``: rows of the hub's train, validation and test splits; where the hub has no
-    validation split (germanquad, tydiqa_goldp, glue: the loader carves dev from train) train gets ``train + dev``
-    rows, and where the loader scores validation as test (tydiqa_goldp, glue) validation gets ``test`` rows. A
-    spec with ``data_files`` reads no hub data: nothing is written, [] returned. ValueError for a loader without
-    a hub dataset (``bclm_*``, local files only) or an unknown one, and for a spec ``check_spec`` rejects.
+    validation split (germanquad, tydiqa_goldp, glue: the loader carves dev from train) train gets ``train +
+    dev`` rows, and where the loader scores validation as test (tydiqa_goldp, glue) validation gets ``test``
+    rows. A spec with ``data_files`` reads no hub data: nothing is written, [] returned. ValueError for a
+    loader without a hub dataset (``bclm_*``, local files only) or an unknown one, and for a spec
+    ``check_spec`` rejects.
     """
     loader = spec.get("loader")
     if spec.get("data_files") and loader in tasks.LOADERS:
@@ -71,7 +74,8 @@ def _write_parquet(rows: Rows, path: Path) -> None:
 
 # --------------------------------------------------------------------------------------------- shared shapes
 def _layout(hub_id: str, config: str | None, splits: dict[str, Rows], shard: int = 0) -> Files:
-    return {f"{hub_id}/{config or 'default'}/{split}/{shard:04d}.parquet": rows for split, rows in splits.items()}
+    return {f"{hub_id}/{config or 'default'}/{split}/{shard:04d}.parquet": rows
+            for split, rows in splits.items()}
 
 
 def _hub3(n: dict[str, int]) -> dict[str, int]:
@@ -97,15 +101,16 @@ def _words(sentence: str) -> list[str]:
     return sentence[:-1].split() + ["."]
 
 
-def _with(splits: dict[str, Rows], columns: Callable[[str, int, dict], dict], first: bool = True) -> dict[str, Rows]:
+def _with(splits: dict[str, Rows],
+          columns: Callable[[str, int, dict], dict], first: bool = True) -> dict[str, Rows]:
     """Rows with the columns ``columns(split, row number, row)`` added to each, first or last."""
     return {s: [{**columns(s, k, r), **r} if first else {**r, **columns(s, k, r)} for k, r in enumerate(rows)]
             for s, rows in splits.items()}
 
 
 def _ner(lang: str, names: tuple[str, ...], sizes: dict[str, int], seed: int) -> dict[str, Rows]:
-    """``tokens`` and ``ner_tags`` (indices into the BIO ``names``): per row a two-token entity of a dealt type (every
-    type's B- and I- in every split) and a one-token entity of a random type."""
+    """``tokens`` and ``ner_tags`` (indices into the BIO ``names``): per row a two-token entity of a dealt
+    type (every type's B- and I- in every split) and a one-token entity of a random type."""
     types = list(dict.fromkeys(t[2:] for t in names if t != "O"))
     out = {}
     for split, n in sizes.items():
@@ -113,7 +118,7 @@ def _ner(lang: str, names: tuple[str, ...], sizes: dict[str, int], seed: int) ->
         rows = []
         for sentence, typ in zip(sents, _deal(rng, types, n), strict=True):
             tokens = _words(sentence)
-            tags, i = ["O"] * len(tokens), rng.randrange(len(tokens) - 2)  # entities on words, not the full stop
+            tags, i = ["O"] * len(tokens), rng.randrange(len(tokens) - 2)  # entities on words, not the stop
             tags[i:i + 2] = f"B-{typ}", f"I-{typ}"
             free = [j for j in range(len(tokens) - 1) if tags[j] == "O"]
             if free:
@@ -134,14 +139,15 @@ def _pairs(lang: str, sizes: dict[str, int], seed: int, labels: Sequence, overla
         for a, b, y in zip(sents[::2], sents[1::2], _deal(rng, labels, n), strict=True):
             wa, wb = a[:-1].split(), b[:-1].split()
             k = round(overlap(y) * len(wa))
-            rows.append({columns[0]: a, columns[1]: " ".join((wa[:k] + wb)[:len(wa)]).capitalize() + ".", "label": y})
+            rows.append({columns[0]: a,
+                         columns[1]: " ".join((wa[:k] + wb)[:len(wa)]).capitalize() + ".", "label": y})
         out[split] = rows
     return out
 
 
 def _qa(lang: str, sizes: dict[str, int], seed: int) -> dict[str, Rows]:
     """SQuAD-style rows: a context of three sentences, an answer of 1-3 words of one of them at its character
-    offset, a question of at most six of that sentence's other words (the three before it, the three after)."""
+    offset, a question of at most six of that sentence's other words (three before it, three after)."""
     out = {}
     for split, n in sizes.items():
         rng, sents = _draw(lang, split, 3 * n, seed)
@@ -162,9 +168,9 @@ def _qa(lang: str, sizes: dict[str, int], seed: int) -> dict[str, Rows]:
 
 
 def _ud(lang: str, treebank: str, sizes: dict[str, int], seed: int) -> dict[str, Rows]:
-    """UD hub rows: ``upos`` indices into ``UD_UPOS`` (dealt), a random tree as string ``head``s (the full stop
-    attached to the root), ``deprel``s with subtypes; every fourth sentence starts with a multiword token over
-    its first two words (UPOS ``_``, head ``"None"``, as the hub has them)."""
+    """UD hub rows: ``upos`` indices into ``UD_UPOS`` (dealt), a random tree as string ``head``s (the full
+    stop attached to the root), ``deprel``s with subtypes; every fourth sentence starts with a multiword token
+    over its first two words (UPOS ``_``, head ``"None"``, as the hub has them)."""
     tags = [t for t in tasks.UD_UPOS if t not in ("_", "PUNCT")]
     out = {}
     for split, n in sizes.items():
@@ -175,7 +181,8 @@ def _ud(lang: str, treebank: str, sizes: dict[str, int], seed: int) -> dict[str,
             tokens = _words(sentence)
             m, order = len(tokens), rng.sample(range(1, len(tokens)), len(tokens) - 1)  # order[0]: the root
             head = {order[0]: 0, m: order[0]} | {w: rng.choice(order[:i]) for i, w in enumerate(order) if i}
-            rels = ["root" if head[i] == 0 else "punct" if i == m else rng.choice(RELATIONS) for i in range(1, m + 1)]
+            rels = ["root" if head[i] == 0 else "punct" if i == m
+                    else rng.choice(RELATIONS) for i in range(1, m + 1)]
             row = {"tokens": tokens, "lemmas": [t.lower() for t in tokens],
                    "upos": [tasks.UD_UPOS.index(t) for t in [*(next(upos) for _ in tokens[1:]), "PUNCT"]],
                    "head": [str(head[i]) for i in range(1, m + 1)], "deprel": rels}
@@ -223,8 +230,10 @@ def _xnli(spec: dict, n: dict[str, int], seed: int) -> Files:
 def _pawsx(spec: dict, n: dict[str, int], seed: int) -> Files:
     rows = _pairs(spec["language"], _hub3(n), seed, range(2), float, ("sentence1", "sentence2"))
     first = rows["train"][0]
-    rows["train"] += [{**first, "sentence2": ""}, {**first, "label": -1}]  # dropped by the loader, as on the hub
-    return _layout("google-research-datasets/paws-x", spec["language"], _with(rows, lambda s, k, r: {"id": k + 1}))
+    # the loader drops it (as on the hub)
+    rows["train"] += [{**first, "sentence2": ""}, {**first, "label": -1}]
+    return _layout("google-research-datasets/paws-x", spec["language"],
+                   _with(rows, lambda s, k, r: {"id": k + 1}))
 
 
 def _glue(spec: dict, n: dict[str, int], seed: int) -> Files:
@@ -238,7 +247,8 @@ def _glue(spec: dict, n: dict[str, int], seed: int) -> Files:
     else:
         labels, overlap = range(2), float
     rows = _pairs("en", sizes, seed, labels, overlap, columns)
-    rows = {s: [{**r, "label": type(r["label"])(-1)} for r in rs] if s in hidden else rs for s, rs in rows.items()}
+    rows = {s: [{**r, "label": type(r["label"])(-1)} for r in rs] if s in hidden else rs
+            for s, rs in rows.items()}
     return _layout("nyu-mll/glue", config, _with(rows, lambda s, k, r: {"idx": k}, first=False))
 
 
@@ -253,16 +263,18 @@ def _tydiqa_goldp(spec: dict, n: dict[str, int], seed: int) -> Files:
     rows = _qa(lang, {"train": n["train"] + n["dev"], "validation": n["test"]}, seed)
     rows = _with(rows, lambda s, k, r: {"id": f"{name}-{zlib.crc32(f'{s}/{k}'.encode())}-0",
                                         "title": r["context"].split(" ")[0]})
-    return _layout("google-research-datasets/tydiqa", "secondary_task", rows, list(tasks.TYDIQA_LANGUAGES).index(lang))
+    return _layout("google-research-datasets/tydiqa", "secondary_task", rows,
+                   list(tasks.TYDIQA_LANGUAGES).index(lang))
 
 
 def _ud_writer(spec: dict, n: dict[str, int], seed: int) -> Files:
     treebank = spec["treebank"]
-    sizes = {"test": n["test"]} if spec.get("test_only") else _hub3(n)  # test-only treebanks: bho_bhtb, myv_jr, ...
+    sizes = {"test": n["test"]} if spec.get("test_only") else _hub3(n)  # test-only: bho_bhtb, myv_jr, ...
     return _layout("universal-dependencies/universal_dependencies", treebank,
                    _ud(treebank.split("_")[0], treebank, sizes, seed))
 
 
 WRITERS: dict[str, Callable[[dict, dict[str, int], int], Files]] = {
-    "wikiann": _wikiann, "germeval14": _germeval14, "masakhaner2": _masakhaner2, "xnli": _xnli, "pawsx": _pawsx,
+    "wikiann": _wikiann, "germeval14": _germeval14, "masakhaner2": _masakhaner2,
+    "xnli": _xnli, "pawsx": _pawsx,
     "glue": _glue, "germanquad": _germanquad, "tydiqa_goldp": _tydiqa_goldp, "ud": _ud_writer}

@@ -1,6 +1,6 @@
 """Text of a language for the rehearsal's miniatures: sentences sampled from the language's word frequencies
-(``wordfreq``'s most frequent words in their script, Zipf-distributed by rank), or, for a language wordfreq lacks, from pseudo-words
-built from syllables seeded by the language code. Deterministic for a language and seed."""
+(``wordfreq``'s most frequent words in their script, Zipf-distributed by rank), or, for a language wordfreq
+lacks, from pseudo-words of syllables seeded by the language code. Deterministic for a language and seed."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ SYLLABLES = [c + v for c in "bdfghklmnprstvwyz" for v in "aeiou"] + list("aeiou"
 
 @functools.cache
 def vocabulary(lang: str, size: int = 3000) -> tuple[tuple[str, ...], tuple[float, ...]]:
-    """(words, weights) of ``lang``: wordfreq's ``size`` most frequent words, or pseudo-words, with Zipf weights
-    by rank."""
+    """(words, weights) of ``lang``: wordfreq's ``size`` most frequent words, or pseudo-words, with Zipf
+    weights by rank."""
     import wordfreq
 
     code = WORDFREQ_CODES.get(lang, lang.split("_")[0].split("-")[0])

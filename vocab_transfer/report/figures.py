@@ -1,8 +1,8 @@
 """The data behind the paper figures of rule plot_figure (config `figures` of kind curves, init_similarity,
 unk_scatter, sample_efficiency), one entry of :data:`FIGURES` per kind: what the kind reads from its inputs (a
-table), how it is drawn (:mod:`.plots`) and what the job logs of it. WECHSEL Figures 3-5 (held-out perplexity over
-steps) and 6 (cosine similarity of embeddings to their init); UNKs Everywhere Figures 2 (test score against the UNK
-share of each language's vocabulary) and 3 (test score against the amount of LAPT data).
+table), how it is drawn (:mod:`.plots`) and what the job logs of it. WECHSEL Figures 3-5 (held-out perplexity
+over steps) and 6 (cosine similarity of embeddings to their init); UNKs Everywhere Figures 2 (test score
+against the UNK share of each language's vocabulary) and 3 (test score against the amount of LAPT data).
 
 ``inputs``: the rule's input files by name; ``manifest``: what each input is (``[{"input": name, "kind": ...,
 "run": ..., "language": ...}]``), from the rule's params (vocab_transfer/workflow/plan/figures.py).
@@ -33,15 +33,16 @@ def curves(inputs, manifest) -> pd.DataFrame:
         if "heldout_bits_per_byte" not in curve:  # curves written without it
             curve["heldout_bits_per_byte"] = float("nan")
         curve = curve.reset_index()[["step", "heldout_loss", "heldout_bits_per_byte"]]
-        frames.append(curve.rename(columns={"heldout_loss": "loss", "heldout_bits_per_byte": "bits_per_byte"}).assign(
-            perplexity=lambda d: d["loss"].map(lambda v: math.exp(min(v, 50.0))), run=rec["run"], label=rec["label"],
-            language=rec["language"]))
+        frames.append(curve.rename(columns={"heldout_loss": "loss",
+                                            "heldout_bits_per_byte": "bits_per_byte"}).assign(
+            perplexity=lambda d: d["loss"].map(lambda v: math.exp(min(v, 50.0))), run=rec["run"],
+            label=rec["label"], language=rec["language"]))
     return pd.concat(frames, ignore_index=True)
 
 
 def similarities(inputs, manifest) -> pd.DataFrame:
-    """Per token: the cosine similarity of its input embedding after LAPT to its initialization (the init tensor's
-    embedding columns; an output-bias column is left out)."""
+    """Per token: the cosine similarity of its input embedding after LAPT to its initialization (the init
+    tensor's embedding columns; an output-bias column is left out)."""
     frames = []
     for rec in (r for r in manifest if r["kind"] == "model"):
         init_rec = next(r for r in manifest if r["kind"] == "init" and r["run"] == rec["run"]
@@ -56,8 +57,8 @@ def similarities(inputs, manifest) -> pd.DataFrame:
 
 
 def unk_points(inputs, manifest) -> pd.DataFrame:
-    """Per task language: the model's mean test score (over seeds and, for zero-shot cells, source tasks; in %) and
-    the UNK and overlap shares of the language's tokenizer (vocab_transfer.report.vocab_tables)."""
+    """Per task language: the model's mean test score (over seeds and, for zero-shot cells, source tasks; in
+    %) and the UNK and overlap shares of the language's tokenizer (vocab_transfer.report.vocab_tables)."""
     from ..data.tokenizer import load_tokenizer
     from .vocab_tables import vocab_coverage_table
 
@@ -78,8 +79,8 @@ def unk_points(inputs, manifest) -> pd.DataFrame:
 
 
 def efficiency_points(inputs, manifest) -> pd.DataFrame:
-    """Per series model: the training sequences of its LAPT runs (their curves; the mean over the task languages)
-    and its test score (in %) averaged over tasks, seeds and, for zero-shot cells, source tasks."""
+    """Per series model: the training sequences of its LAPT runs (their curves; the mean over the task
+    languages) and its test score (in %) averaged over tasks, seeds and, for zero-shot cells, source tasks."""
     rows = []
     for (series, model), recs in pd.DataFrame(manifest).groupby(["series", "model"], sort=False):
         curves = [pd.read_parquet(inputs[r]) for r in recs[recs["kind"] == "curve"]["input"]]
@@ -87,14 +88,15 @@ def efficiency_points(inputs, manifest) -> pd.DataFrame:
         metric = scores["metric"].iloc[0]
         scale = 1.0 if scores["task"].iloc[0] == "qa" else 100.0
         seen = [c["train_sequences"].max() if "train_sequences" in c else float("nan") for c in curves]
-        rows.append({"series": series, "model": model, "metric": metric, "train_sequences": sum(seen) / len(seen),
+        rows.append({"series": series, "model": model, "metric": metric,
+                     "train_sequences": sum(seen) / len(seen),
                      "score": scale * scores[f"test_{metric}"].mean(), "runs": len(scores)})
     return pd.DataFrame(rows)
 
 
 @dataclass(frozen=True)
 class FigureKind:
-    """One kind of figure: its table from the inputs, its drawing (png, svg, the spec) and the job's log line."""
+    """One kind of figure: its table from the inputs, its drawing (png, svg, spec) and the job's log line."""
 
     table: Callable[[dict, list], pd.DataFrame]
     draw: Callable[[pd.DataFrame, str, str | None, dict], object]
@@ -104,10 +106,11 @@ class FigureKind:
 FIGURES: dict[str, FigureKind] = {
     "curves": FigureKind(
         curves,
-        lambda t, png, svg, spec: plot_run_curves(t, png, value=spec.get("value", "perplexity"), title=spec["title"],
-                                                  svg=svg),
+        lambda t, png, svg, spec: plot_run_curves(t, png, value=spec.get("value", "perplexity"),
+                                                  title=spec["title"], svg=svg),
         lambda t, spec, _: f"last {spec.get('value', 'perplexity')} per run and language:\n"
-                           + t.groupby(["language", "label"])[spec.get("value", "perplexity")].last().to_string()),
+                           + t.groupby(["language", "label"])[spec.get("value", "perplexity")].last()
+                           .to_string()),
     "sample_efficiency": FigureKind(
         efficiency_points,
         lambda t, png, svg, spec: plot_sample_efficiency(t, png, title=spec["title"], svg=svg),
@@ -115,8 +118,8 @@ FIGURES: dict[str, FigureKind] = {
     "unk_scatter": FigureKind(
         unk_points,
         lambda t, png, svg, spec: plot_unk_scatter(t, png, title=spec["title"], svg=svg),
-        lambda t, spec, rho: (f"Pearson's rho of the score with the UNK share {rho['unk_share']:.3f}, with the "
-                              f"overlap share {rho['overlap_share']:.3f}\n" + t.to_string(index=False))),
+        lambda t, spec, rho: (f"Pearson's rho of the score with the UNK share {rho['unk_share']:.3f}, with "
+                              f"the overlap share {rho['overlap_share']:.3f}\n" + t.to_string(index=False))),
     "init_similarity": FigureKind(
         similarities,
         lambda t, png, svg, spec: plot_init_similarity(t, png, title=spec["title"], svg=svg),
@@ -125,9 +128,10 @@ FIGURES: dict[str, FigureKind] = {
 }
 
 
-def draw_figure(spec: dict, inputs: dict, manifest: list, png: str, svg: str | None) -> tuple[pd.DataFrame, str]:
-    """The figure of ``spec`` (its ``kind``, one of :data:`FIGURES`) drawn to ``png`` and ``svg``: its table and the
-    job's log line."""
+def draw_figure(spec: dict, inputs: dict, manifest: list,
+                png: str, svg: str | None) -> tuple[pd.DataFrame, str]:
+    """The figure of ``spec`` (its ``kind``, one of :data:`FIGURES`) drawn to ``png`` and ``svg``: its table
+    and the job's log line."""
     kind = FIGURES[spec["kind"]]
     table = kind.table(inputs, manifest)
     drawn = kind.draw(table, png, svg, spec)

@@ -42,8 +42,8 @@ def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str, svg: str | N
 
 
 def phase_switches(curve: pd.DataFrame, x: str) -> set[tuple[float, int]]:
-    """(x of the last point before a long-sequence phase, its block length) of a curve with a ``seq_len`` column
-    (LAPT ``long_steps``: vocab-swap's last 10k steps at 512 tokens); empty without a switch."""
+    """(x of the last point before a long-sequence phase, its block length) of a curve with a ``seq_len``
+    column (LAPT ``long_steps``: vocab-swap's last 10k steps at 512 tokens); empty without a switch."""
     if "seq_len" not in curve or curve["seq_len"].nunique() < 2:
         return set()
     curve = curve.sort_values(x)
@@ -63,8 +63,8 @@ def last_per_step(curves: pd.DataFrame, by: str = "label") -> pd.DataFrame:
     return curves.sort_values(["step", "stage"], kind="stable").drop_duplicates([by, "step"], keep="last")
 
 
-def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.DataFrame], path: str, *, title: str,
-                               svg: str | None = None) -> None:
+def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.DataFrame], path: str, *,
+                               title: str, svg: str | None = None) -> None:
     """vocab-swap Figures 2/7 and 5 side by side: ρ̄ between each run's embedding and the source rows of
     the shared tokens against the LAPT step (``curves``: run label, step, source_correlation; skipped when
     empty), and one heatmap of pairwise ρ̄ between the final embeddings per entry of ``pairwise``."""
@@ -98,20 +98,23 @@ def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.Data
     save_figure(fig, path, svg=svg)
 
 
-def plot_correlation_histograms(curves: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
-    """vocab-swap Figure 3: per run, the distribution of the per-token correlations ρ_i with the source rows at
-    initialization, mid-way and at the end of LAPT (``curves``: label, step, stage, correlation_histogram,
+def plot_correlation_histograms(curves: pd.DataFrame, path: str, *,
+                                title: str, svg: str | None = None) -> None:
+    """vocab-swap Figure 3: per run, the distribution of the per-token correlations ρ_i with the source rows
+    at initialization, mid-way and at the end of LAPT (``curves``: label, step, stage, correlation_histogram,
     equal bins over [-1, 1])."""
     import math
 
     import numpy as np
 
     runs = [(label, run.dropna(subset=["correlation_histogram"]))
-            for label, run in last_per_step(curves).groupby("label", sort=False) if "correlation_histogram" in run]
+            for label, run in last_per_step(curves).groupby("label", sort=False)
+            if "correlation_histogram" in run]
     runs = [(label, run) for label, run in runs if len(run)]
     cols = min(4, max(len(runs), 1))
     rows = max(1, math.ceil(len(runs) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), dpi=120, squeeze=False, sharex=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), dpi=120,
+                             squeeze=False, sharex=True)
     for ax, (label, run) in zip(axes.flat, runs, strict=False):
         picks = sorted({0, len(run) // 2, len(run) - 1})
         for i in picks:
@@ -133,13 +136,15 @@ def plot_correlation_histograms(curves: pd.DataFrame, path: str, *, title: str, 
 
 def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list[tuple[str, str, int]],
                         runs: dict[str, str]) -> pd.DataFrame:
-    """vocab-swap Figures 4/8 in long form: per run (``runs``: run -> label, in plot order) its held-out loss at
-    every evaluation (``kind`` ``heldout_loss``; ``curves``: run, step, stage, heldout_loss) and, per ``points``
-    entry (fine-tuned model, run, LAPT step), the test score of ``scores`` (fine-tuning result rows, any seeds) as
-    mean ± std over seeds in the metric's unit (:func:`vocab_transfer.report.tables.finetune_table`; ``kind``
-    ``test_<metric>``). Columns: kind, run, label, step, value, std, seeds, model."""
+    """vocab-swap Figures 4/8 in long form: per run (``runs``: run -> label, in plot order) its held-out loss
+    at every evaluation (``kind`` ``heldout_loss``; ``curves``: run, step, stage, heldout_loss) and, per
+    ``points`` entry (fine-tuned model, run, LAPT step), the test score of ``scores`` (fine-tuning result
+    rows, any seeds) as mean ± std over seeds in the metric's unit
+    (:func:`vocab_transfer.report.tables.finetune_table`; ``kind`` ``test_<metric>``). Columns: kind, run,
+    label, step, value, std, seeds, model."""
     rows = [pd.DataFrame({"kind": "heldout_loss", "run": run, "label": label, "step": c["step"].to_numpy(),
-                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"), "seeds": 0, "model": None,
+                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"),
+                          "seeds": 0, "model": None,
                           "seq_len": c["seq_len"].to_numpy() if "seq_len" in c else float("nan")})
             for run, label in runs.items() for c in [last_per_step(curves[curves["run"] == run], by="run")]]
     agg = finetune_table(scores).set_index("model") if len(scores) else pd.DataFrame()
@@ -147,14 +152,17 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
         if model not in agg.index:
             raise ValueError(f"no fine-tuning scores of model {model!r} (LAPT run {run!r}, step {step})")
         r = agg.loc[model]
-        rows.append(pd.DataFrame([{"kind": f"test_{r['metric']}", "run": run, "label": runs[run], "step": step,
-                                   "value": r["test_mean"], "std": r["test_std"], "seeds": r["seeds"], "model": model}]))
+        rows.append(pd.DataFrame([{"kind": f"test_{r['metric']}", "run": run,
+                                   "label": runs[run], "step": step,
+                                   "value": r["test_mean"], "std": r["test_std"],
+                                   "seeds": r["seeds"], "model": model}]))
     return pd.concat(rows, ignore_index=True).sort_values(["kind", "step"], kind="stable", ignore_index=True)
 
 
-def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str, task: str, svg: str | None = None) -> None:
-    """vocab-swap Figures 4/8 from :func:`lapt_finetune_table`: left, the held-out MLM loss against the LAPT step
-    per run; right, the downstream test score after fine-tuning at LAPT steps (mean ± std over seeds)."""
+def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str,
+                       task: str, svg: str | None = None) -> None:
+    """vocab-swap Figures 4/8 from :func:`lapt_finetune_table`: left, the held-out MLM loss against the LAPT
+    step per run; right, the downstream test score after fine-tuning at LAPT steps (mean ± std over seeds)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120, sharex=True)
     colors, phases = {}, set()
     for label, run in table[table["kind"] == "heldout_loss"].groupby("label", sort=False):
@@ -182,31 +190,32 @@ MATCHED, NOT_MATCHED = "matched", "not matched"
 
 
 def split_matched(accuracy: pd.DataFrame, provenance: pd.DataFrame, matched: list[str]) -> pd.DataFrame:
-    """One run's per-token accuracy (:func:`vocab_transfer.training.lapt.token_accuracy_table`, the last stage's record at a
-    two-stage boundary) with ``provenance`` (of the init, by ``target_id``) and ``group``: ``matched`` when the
-    init gave the token a row from one source token (``matched`` labels, e.g. copied / mapped), else ``not
-    matched``. A token id the provenance table lacks (another tokenizer) raises ValueError."""
+    """One run's per-token accuracy (:func:`vocab_transfer.training.lapt.token_accuracy_table`, the last
+    stage's record at a two-stage boundary) with ``provenance`` (of the init, by ``target_id``) and ``group``:
+    ``matched`` when the init gave the token a row from one source token (``matched`` labels, e.g. copied /
+    mapped), else ``not matched``. A token id not in the provenance table (another tokenizer): ValueError."""
     acc = last_per_step(accuracy, by="token_id")
     labels = provenance.set_index("target_id")["provenance"]
     missing = sorted(set(acc["token_id"]) - set(labels.index))
     if missing:
-        raise ValueError(f"token ids {missing[:5]} have no provenance ({len(labels)} target tokens): the run and "
-                         "the matching method use different tokenizers")
+        raise ValueError(f"token ids {missing[:5]} have no provenance ({len(labels)} target tokens): the run "
+                         "and the matching method use different tokenizers")
     acc = acc.assign(provenance=labels.reindex(acc["token_id"]).to_numpy())
     return acc.assign(group=acc["provenance"].isin(matched).map({True: MATCHED, False: NOT_MATCHED}))
 
 
 def token_accuracy_means(table: pd.DataFrame) -> pd.DataFrame:
-    """Per (run, label, step, group): the number of tracked tokens, how many were held-out targets (``seen``) and
-    their token-wise mean accuracy (each seen token counts once, vocab-swap Figure 6 left)."""
+    """Per (run, label, step, group): the number of tracked tokens, how many were held-out targets (``seen``)
+    and their token-wise mean accuracy (each seen token counts once, vocab-swap Figure 6 left)."""
     keys = ["run", "label", "step", "group"]
-    return table.groupby(keys, sort=False).agg(tokens=("token_id", "size"), seen=("masked", lambda m: int((m > 0).sum())),
+    return table.groupby(keys, sort=False).agg(tokens=("token_id", "size"),
+                                               seen=("masked", lambda m: int((m > 0).sum())),
                                                mean_accuracy=("accuracy", "mean")).reset_index()
 
 
 def token_accuracy_histograms(table: pd.DataFrame, steps: list[int], bins: int = 10) -> pd.DataFrame:
-    """Per (run, label, step in ``steps``, group): token counts of the per-token accuracy in ``bins`` equal bins
-    over [0, 1] (the last one closed), seen tokens only (vocab-swap Figure 6 middle and right)."""
+    """Per (run, label, step in ``steps``, group): token counts of the per-token accuracy in ``bins`` equal
+    bins over [0, 1] (the last one closed), seen tokens only (vocab-swap Figure 6 middle and right)."""
     import numpy as np
 
     edges = np.linspace(0.0, 1.0, bins + 1).round(6)
@@ -220,16 +229,17 @@ def token_accuracy_histograms(table: pd.DataFrame, steps: list[int], bins: int =
             for group in (MATCHED, NOT_MATCHED):
                 values = t.loc[(t["step"] == step) & (t["group"] == group), "accuracy"].dropna().to_numpy()
                 counts, _ = np.histogram(values, bins=edges)
-                rows += [{"run": run, "label": label, "step": step, "group": group, "bin_lo": lo, "bin_hi": hi,
+                rows += [{"run": run, "label": label, "step": step, "group": group,
+                          "bin_lo": lo, "bin_hi": hi,
                           "tokens": int(c)} for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
     return pd.DataFrame(rows)
 
 
 def plot_token_accuracy(means: pd.DataFrame, hists: pd.DataFrame, path: str, *, title: str, steps: list[int],
                         max_step: int | None = None, svg: str | None = None) -> None:
-    """vocab-swap Figure 6: left, token-wise mean held-out accuracy against the LAPT step (up to ``max_step``),
-    per run, matched tokens solid and not matched dashed; then per step of ``steps`` the distribution of the
-    per-token accuracy (token counts) of matched and not matched tokens."""
+    """vocab-swap Figure 6: left, token-wise mean held-out accuracy against the LAPT step (up to
+    ``max_step``), per run, matched tokens solid and not matched dashed; then per step of ``steps`` the
+    distribution of the per-token accuracy (token counts) of matched and not matched tokens."""
     fig, axes = plt.subplots(1, 1 + len(steps), figsize=(4.6 * (1 + len(steps)), 4), dpi=120, squeeze=False)
     axes, colors, styles = list(axes[0]), {}, {MATCHED: "-", NOT_MATCHED: "--"}
     shown = means if max_step is None else means[means["step"] <= max_step]
@@ -264,17 +274,18 @@ def save_figure(fig, path: str, *, svg: str | None = None) -> None:
 
 
 def language_panels(table: pd.DataFrame):
-    """A figure with one panel per ``language`` of ``table`` (in order of appearance): ``(figure, [(axes, language,
-    rows of that language grouped by run label)])``."""
+    """A figure with one panel per ``language`` of ``table`` (in order of appearance): ``(figure, [(axes,
+    language, rows of that language grouped by run label)])``."""
     langs = list(dict.fromkeys(table["language"]))
     fig, axes = plt.subplots(1, len(langs), figsize=(5 * len(langs), 4), dpi=120, squeeze=False)
     return fig, [(ax, lang, table[table["language"] == lang].groupby("label", sort=False))
                  for ax, lang in zip(axes[0], langs, strict=True)]
 
 
-def plot_run_curves(table: pd.DataFrame, path: str, *, value: str, title: str, svg: str | None = None) -> None:
-    """WECHSEL Figures 3-5: ``value`` (``perplexity``, ``loss`` or ``bits_per_byte`` column of ``table``) of each run
-    (``label``) over optimizer steps, one panel per ``language`` (log scale for perplexity)."""
+def plot_run_curves(table: pd.DataFrame, path: str, *, value: str,
+                    title: str, svg: str | None = None) -> None:
+    """WECHSEL Figures 3-5: ``value`` (``perplexity``, ``loss`` or ``bits_per_byte`` column of ``table``) of
+    each run (``label``) over optimizer steps, one panel per ``language`` (log scale for perplexity)."""
     fig, panels = language_panels(table)
     for ax, lang, runs in panels:
         for label, run in runs:
@@ -289,8 +300,8 @@ def plot_run_curves(table: pd.DataFrame, path: str, *, value: str, title: str, s
 
 
 def plot_init_similarity(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
-    """WECHSEL Figure 6: the distribution of each token's cosine similarity between its embedding after LAPT and its
-    initialization (``cosine`` of ``table``), one line per run (``label``), one panel per ``language``."""
+    """WECHSEL Figure 6: the distribution of each token's cosine similarity between its embedding after LAPT
+    and its initialization (``cosine`` of ``table``), a line per run (``label``), a panel per ``language``."""
     import numpy as np
 
     fig, panels = language_panels(table)
@@ -307,8 +318,8 @@ def plot_init_similarity(table: pd.DataFrame, path: str, *, title: str, svg: str
 
 
 def plot_sample_efficiency(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
-    """UNKs Everywhere Figure 3: the mean test score (``score``) of each ``series`` against the training sequences
-    (``train_sequences``) of its LAPT runs, log x."""
+    """UNKs Everywhere Figure 3: the mean test score (``score``) of each ``series`` against the training
+    sequences (``train_sequences``) of its LAPT runs, log x."""
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     for label, series in table.groupby("series", sort=False):
         series = series.sort_values("train_sequences")
@@ -320,10 +331,11 @@ def plot_sample_efficiency(table: pd.DataFrame, path: str, *, title: str, svg: s
     save_figure(fig, path, svg=svg)
 
 
-def plot_unk_scatter(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> dict[str, float]:
-    """UNKs Everywhere Figure 2: a model's test score per language (``score``) against the share of the language's
-    vocabulary that the source tokenizer cannot compose (``unk_share``) and the share it overlaps (``overlap_share``);
-    returns Pearson's ρ of each (the paper: -0.798 and 0.443), NaN below 3 languages."""
+def plot_unk_scatter(table: pd.DataFrame, path: str, *,
+                     title: str, svg: str | None = None) -> dict[str, float]:
+    """UNKs Everywhere Figure 2: a model's test score per language (``score``) against the share of the
+    language's vocabulary that the source tokenizer cannot compose (``unk_share``) and the share it overlaps
+    (``overlap_share``); returns Pearson's ρ of each (the paper: -0.798 and 0.443), NaN below 3 languages."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=120)
     rho = {}
     for ax, col, name in zip(axes, ("unk_share", "overlap_share"), ("UNKs", "lexical overlap"), strict=True):

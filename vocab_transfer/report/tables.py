@@ -11,8 +11,8 @@ import pandas as pd
 def printed_best(values: dict[Hashable, float | None], *, higher: bool,
                  number: Callable[[float], str] | None = None) -> set[Hashable]:
     """The keys to bold: every value equal to the best as the table prints it (``number``: the cell's number
-    format, e.g. ``"{:.2f}".format``; None: compared exactly), so that values that print alike are all bold (ties);
-    missing values (None, NaN) are never bold. Every table kind bolds through this."""
+    format, e.g. ``"{:.2f}".format``; None: compared exactly), so that values that print alike are all bold
+    (ties); missing values (None, NaN) are never bold. Every table kind bolds through this."""
     shown = {k: float(number(v)) if number else float(v) for k, v in values.items()
              if v is not None and not pd.isna(v)}
     if not shown:
@@ -26,18 +26,18 @@ def _words(text: str) -> list[str]:
 
 
 def _names(part: str, text: str) -> bool:
-    """``text`` already names ``part``: each word of ``part`` is a word of ``text`` or an abbreviation of three
-    letters or more that ``text`` uses ("Acc." for accuracy), case-insensitively."""
+    """``text`` already names ``part``: each word of ``part`` is a word of ``text`` or an abbreviation of
+    three letters or more that ``text`` uses ("Acc." for accuracy), case-insensitively."""
     words = _words(text)
     return bool(_words(part)) and all(any(w == p or (len(w) >= 3 and p.startswith(w)) for w in words)
                                       for p in _words(part))
 
 
 def column_header(label: str, *, group: str = "", metric: str | None = None) -> str:
-    """A column's header: ``group`` before the column's ``label`` and its ``metric`` after it in parentheses, each
-    left out where the label names it already (case-insensitive: "STSB (Pearson)" with metric pearson stays
-    "STSB (Pearson)", "XNLI de" in group XNLI stays "XNLI de"), so a header never repeats a word. Every table
-    kind's headers come from here."""
+    """A column's header: ``group`` before the column's ``label`` and its ``metric`` after it in parentheses,
+    each left out where the label names it already (case-insensitive: "STSB (Pearson)" with metric pearson
+    stays "STSB (Pearson)", "XNLI de" in group XNLI stays "XNLI de"), so a header never repeats a word. Every
+    table kind's headers come from here."""
     head = label if not group or _names(group, label) else f"{group} {label}"
     return head if not metric or _names(metric, head) else f"{head} ({metric})"
 
@@ -47,8 +47,8 @@ def init_loss_table(results: pd.DataFrame, *, method_labels: dict[str, str],
     """Long form of FOCUS Table 4: one row per (source, language, method).
 
     Columns: ``source, language, method, label, objective, mlm_loss (the loss of the objective), perplexity,
-    bits_per_byte, bits_per_char, masked_tokens, scored_bytes, in_source_pretraining`` (bits per byte and scored bytes
-    are NaN in result files written without them).
+    bits_per_byte, bits_per_char, masked_tokens, scored_bytes, in_source_pretraining`` (bits per byte and
+    scored bytes are NaN in result files written without them).
     """
     df = results.rename(columns={"target": "language"}).copy()
     if "objective" not in df:
@@ -74,22 +74,23 @@ INIT_VALUES = {  # column -> how the markdown names it
 
 def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list[str],
                        values: tuple[str, ...] = ("mlm_loss", "bits_per_byte")) -> str:
-    """Table 4's layout, once per value of ``values`` (:data:`INIT_VALUES`) and source: methods as rows, languages
-    as columns grouped by 'part of' / 'not part of' the source's pretraining; the best (lowest) value per language
-    in bold; missing cells '—'. A value with no numbers at all (old result files) is left out."""
+    """Table 4's layout, once per value of ``values`` (:data:`INIT_VALUES`) and source: methods as rows,
+    languages as columns grouped by 'part of' / 'not part of' the source's pretraining; the best (lowest)
+    value per language in bold; missing cells '—'. A value with no numbers (old result files) is left out."""
     parts = []
     for source, df in table.groupby("source", sort=False):
         inside = [t for t in targets if df.loc[df.language == t, "in_source_pretraining"].any()]
         outside = [t for t in targets if t not in inside]
         langs = inside + outside
-        labels = df.drop_duplicates("method").set_index("method")["label"].reindex(methods).astype(object).fillna(
-            pd.Series(methods, index=methods))
+        labels = (df.drop_duplicates("method").set_index("method")["label"].reindex(methods).astype(object)
+                  .fillna(pd.Series(methods, index=methods)))
         head = "| Initialization ↓ / Language → | " + " | ".join(
             [f"{t} (in)" for t in inside] + [f"{t} (not in)" for t in outside]) + " |"
         for value in values:
             if df[value].isna().all():
                 continue
-            grid = df.pivot(index="method", columns="language", values=value).reindex(index=methods, columns=langs)
+            grid = (df.pivot(index="method", columns="language", values=value)
+                    .reindex(index=methods, columns=langs))
             name = INIT_VALUES[value] or ("MLM loss" if (df["objective"] == "mlm").all()
                                           else "next-token (causal-LM) loss")
             lines = [f"**Source `{source}`** — {name} right after initialization (lower is better); "
@@ -107,23 +108,25 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
 
 
 def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3; the seeds are
-    the rows' ``seed`` column. Zero-shot cells (``vocab_transfer.training.zeroshot``: one file per cell, a row per
-    seed and source task) are the mean over seeds and source languages, as unks-everywhere Table 3 averages its four
-    source languages; their std is over the seeds of the source-averaged score (not over all source × seed runs,
-    which would mix the languages' spread in).
+    """Mean ± std over seeds of the test (and dev) metric per (source, task, model): FOCUS Tables 2-3; the
+    seeds are the rows' ``seed`` column. Zero-shot cells (``vocab_transfer.training.zeroshot``: one file per
+    cell, a row per seed and source task) are the mean over seeds and source languages, as unks-everywhere
+    Table 3 averages its four source languages; their std is over the seeds of the source-averaged score (not
+    over all source × seed runs, which would mix the languages' spread in).
 
-    Columns: ``source, task_name, language, task, model, method, metric, seeds, test_mean, test_std,
-    dev_mean, dev_std, test2_mean`` (``SECONDARY``), ``extra_mean, extra_std`` (the metric on the first extra
-    evaluation set ``test_<name>``, e.g. MNLI mismatched; NaN without one); scores in % (F1 / accuracy / correlation
-    × 100; SQuAD scores are in % already).
+    Columns: ``source, task_name, language, task, model, method, metric, seeds, test_mean, test_std, dev_mean,
+    dev_std, test2_mean`` (``SECONDARY``), ``extra_mean, extra_std`` (the metric on the first extra evaluation
+    set ``test_<name>``, e.g. MNLI mismatched; NaN without one); scores in % (F1 / accuracy / correlation ×
+    100; SQuAD scores are in % already).
     """
     df = scores.copy()
     scale = df["task"].map(lambda t: 1.0 if t == "qa" else 100.0)  # SQuAD scores are already in %
     df["test"] = [r[f"test_{r['metric']}"] for _, r in df.iterrows()] * scale
     df["dev"] = [r[f"dev_{r['metric']}"] for _, r in df.iterrows()] * scale
-    df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", float("nan")) for _, r in df.iterrows()] * scale
-    df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", float("nan")) if _first_extra(r) else float("nan")
+    df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", float("nan"))
+                   for _, r in df.iterrows()] * scale
+    df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", float("nan"))
+                   if _first_extra(r) else float("nan")
                    for _, r in df.iterrows()] * scale
     keys = ["source", "task_name", "language", "task", "model", "method", "metric"]
     # one value per seed first (zero-shot: the mean over the source tasks), so the std is over seeds only
@@ -137,17 +140,17 @@ def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def _first_extra(row) -> str | None:
-    """The first extra evaluation set of a scores row (``extra_test_sets``: comma-separated names), or None."""
+    """The first extra evaluation set of a scores row (``extra_test_sets``: comma-separated), or None."""
     names = row.get("extra_test_sets")
     return str(names).split(",")[0] if isinstance(names, str) and names else None
 
 
 SECONDARY = {"las": "uas"}  # shown before the selection metric in a cell, as the papers do ("UAS / LAS")
-FORMATS = ("percent", "fraction")  # cell numbers: 84.2 ± 0.4 (FOCUS, UNKs, WECHSEL) or 0.842 (±0.004) (vocab-swap)
+FORMATS = ("percent", "fraction")  # cells: 84.2 ± 0.4 (FOCUS, UNKs, WECHSEL) or 0.842 (±0.004) (vocab-swap)
 
 
 def score_number(fmt: str = "percent") -> Callable[[float], str]:
-    """How a cell of ``fmt`` prints a score in % (:func:`score_cell`): 84.2 (``percent``) or 0.842 (``fraction``)."""
+    """How ``fmt`` prints a score in % (:func:`score_cell`): 84.2 (``percent``) or 0.842 (``fraction``)."""
     if fmt not in FORMATS:
         raise ValueError(f"table format must be one of {list(FORMATS)}, not {fmt!r}")
     scale, digits = (1.0, 1) if fmt == "percent" else (0.01, 3)
@@ -155,9 +158,10 @@ def score_number(fmt: str = "percent") -> Callable[[float], str]:
 
 
 def score_cell(r, fmt: str = "percent") -> str:
-    """An aggregated row as a cell: 'mean ± std' (0 std for one seed) in % (``fmt="percent"``) or, as vocab-swap
-    prints it, '0.842 (±0.004)' (``"fraction"``); 'UAS / LAS' means for parsing; with an extra evaluation set
-    (MNLI's mismatched), both means and stds: '84.2/84.6 ± 0.4/0.4' or '0.842/0.846 (±0.004/0.004)' (m/mm)."""
+    """An aggregated row as a cell: 'mean ± std' (0 std for one seed) in % (``fmt="percent"``) or, as
+    vocab-swap prints it, '0.842 (±0.004)' (``"fraction"``); 'UAS / LAS' means for parsing; with an extra
+    evaluation set (MNLI's mismatched), both means and stds: '84.2/84.6 ± 0.4/0.4' or '0.842/0.846
+    (±0.004/0.004)' (m/mm)."""
     std = lambda v: 0.0 if pd.isna(v) else v  # noqa: E731
     num = score_number(fmt)
     if r.metric in SECONDARY:
@@ -172,10 +176,10 @@ def score_cell(r, fmt: str = "percent") -> str:
 
 def best_cells(values: dict[tuple[str, str], float | None], groups: list[list[str]] | None, *, higher: bool,
                number: Callable[[float], str] | None = None) -> set[tuple[str, str]]:
-    """The (row, column) cells to bold: per column, the best value within each group of rows (``groups``; None:
-    one group of all rows). A row in no group is never bold (vocab-swap Tables 1 and 4-7 leave the Bert Baseline
-    out; Table 2 marks the best swapped model and the best reference model). Ties at the printed precision
-    (``number``) are all bold (:func:`printed_best`)."""
+    """The (row, column) cells to bold: per column, the best value within each group of rows (``groups``;
+    None: one group of all rows). A row in no group is never bold (vocab-swap Tables 1 and 4-7 leave the Bert
+    Baseline out; Table 2 marks the best swapped model and the best reference model). Ties at the printed
+    precision (``number``) are all bold (:func:`printed_best`)."""
     rows = list(dict.fromkeys(r for r, _ in values))
     out = set()
     for group in groups if groups is not None else [rows]:
@@ -184,18 +188,18 @@ def best_cells(values: dict[tuple[str, str], float | None], groups: list[list[st
     return out
 
 
-def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: bool, best_column: bool = False,
-                  corner: str = "", best_groups: list[list[str]] | None = None,
+def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: bool,
+                  best_column: bool = False, corner: str = "", best_groups: list[list[str]] | None = None,
                   number: Callable[[float], str] | None = None) -> tuple[list[dict], list[str]]:
-    """A paper's two-way layout (vocab-swap Tables 1 and 4-16: initialization × trained part and learning rate):
-    ``grid = {"columns": [...], "rows": {row label: [name or null per column]}}`` (rows may also be
-    [label, names] pairs); ``values`` maps a name
-    (fine-tuned model or LAPT run) to (sort value, cell text). A null entry or a name without a value is
-    "—"; the best value of each column as ``number`` prints it is bold (within each of ``best_groups``, see
-    ``best_cells``);
-    ``best_column`` adds the row's best (Tables 12-16 "Best"); a row with one entry more than ``columns`` names
-    its Best cell itself (the reference rows of Tables 12/13/15/16: mBERT, FlauBERT, German BERT fill only
-    "Best"); the long row of a Best cell names the model it shows. Returns (long rows, Markdown lines)."""
+    """A paper's two-way layout (vocab-swap Tables 1 and 4-16: initialization × trained part and learning
+    rate):
+    ``grid = {"columns": [...], "rows": {row label: [name or null per column]}}`` (rows may also be [label,
+    names] pairs); ``values`` maps a name (fine-tuned model or LAPT run) to (sort value, cell text). A null
+    entry or a name without a value is "—"; the best value of each column as ``number`` prints it is bold
+    (within each of ``best_groups``, see ``best_cells``); ``best_column`` adds the row's best (Tables 12-16
+    "Best"); a row with one entry more than ``columns`` names its Best cell itself (the reference rows of
+    Tables 12/13/15/16: mBERT, FlauBERT, German BERT fill only "Best"); the long row of a Best cell names the
+    model it shows. Returns (long rows, Markdown lines)."""
     cols, pick, grid_rows = grid["columns"], (max if higher else min), dict(grid["rows"])
     cell = {(r, c): (n, values.get(n) if n else None) for r, names in grid_rows.items()
             for c, n in zip(cols, names[:len(cols)], strict=True)}
@@ -232,7 +236,8 @@ def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dic
     parts = []
     for source, df in table.groupby("source", sort=False):
         head = "| Model ↓ / Task → | " + " | ".join(
-            column_header(label, metric=df.loc[df.task_name == t, "metric"].iloc[0] if (df.task_name == t).any()
+            column_header(label, metric=df.loc[df.task_name == t, "metric"].iloc[0]
+                          if (df.task_name == t).any()
                           else "?") for t, label in tasks.items()) + " |"
         lines = [f"**Source `{source}`** — test score of the dev-selected checkpoint, mean ± std over seeds "
                  "(higher is better).", "", head, "|" + "---|" * (len(tasks) + 1)]
@@ -265,7 +270,8 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     if spec.get("format", "percent") not in FORMATS:
         raise ValueError(f"table format must be one of {list(FORMATS)}, not {spec['format']!r}")
     if spec.get("source_languages") and "source_language" in scores:
-        zero_shot = scores["zero_shot"].eq(True) if "zero_shot" in scores else pd.Series(False, index=scores.index)
+        zero_shot = (scores["zero_shot"].eq(True) if "zero_shot" in scores
+                     else pd.Series(False, index=scores.index))
         scores = scores[~zero_shot | scores["source_language"].isin(spec["source_languages"])]
     agg = finetune_table(scores) if len(scores) else pd.DataFrame(
         columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std", "test2_mean",
@@ -281,11 +287,13 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                 for t in names:
                     hit = agg[(agg.source == source) & (agg.model == m) & (agg.task_name == t)]
                     r = hit.iloc[0] if len(hit) else None
-                    long.append({"source": source, "model": m, "label": models.get(m, m), "group": group, "task_name": t,
+                    long.append({"source": source, "model": m, "label": models.get(m, m),
+                                 "group": group, "task_name": t,
                                  "task_label": tasks.get(t, t), "metric": None if r is None else r.metric,
                                  "seeds": 0 if r is None else int(r.seeds),
                                  "test_mean": None if r is None else float(r.test_mean),
-                                 "test_std": None if r is None else float(0.0 if pd.isna(r.test_std) else r.test_std),
+                                 "test_std": None if r is None
+                                 else float(0.0 if pd.isna(r.test_std) else r.test_std),
                                  "test2_mean": None if r is None else r.test2_mean,
                                  "extra_mean": None if r is None else r.extra_mean,
                                  "extra_std": None if r is None else r.extra_std})
@@ -295,9 +303,10 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     parts = []
     fmt = spec.get("format", "percent")
     for source, df in table.groupby("source", sort=False, dropna=False):
-        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples()}, spec.get("best_groups"),
-                          higher=True, number=score_number(fmt))
-        lines = [f"**{spec.get('title', 'Downstream results')}**" + (f" (source `{source}`)" if source else ""), "",
+        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples()},
+                          spec.get("best_groups"), higher=True, number=score_number(fmt))
+        lines = [f"**{spec.get('title', 'Downstream results')}**"
+                 + (f" (source `{source}`)" if source else ""), "",
                  f"| Model | {head} |", "|" + "---|" * (len(cols) + 1)]
         for m in rows:
             cells = []
@@ -317,16 +326,18 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
 
 def _paper_grid(agg: pd.DataFrame, spec: dict, *, tasks: dict[str, str]) -> tuple[pd.DataFrame, str]:
     """Downstream tables in a two-way grid (``spec["grid"]``, models in the cells), one block per task of
-    ``spec["tasks"]`` and source (vocab-swap Tables 1, 4-7 and 12-16: rows initialization, columns trained part
-    and learning rate, plus "Best" in Tables 12-16); cells as ``score_cell`` in ``spec["format"]``, the best
-    within each of ``spec["best_groups"]`` bold."""
+    ``spec["tasks"]`` and source (vocab-swap Tables 1, 4-7 and 12-16: rows initialization, columns trained
+    part and learning rate, plus "Best" in Tables 12-16); cells as ``score_cell`` in ``spec["format"]``, the
+    best within each of ``spec["best_groups"]`` bold."""
     long, parts = [], []
     for source in agg["source"].unique() if len(agg) else [None]:
         for t in spec["tasks"]:
             df = agg[(agg.source == source) & (agg.task_name == t)]
-            values = {r.model: (float(r.test_mean), score_cell(r, spec.get("format", "percent"))) for r in df.itertuples()}
-            rows, lines = grid_markdown(spec["grid"], values, higher=True, best_column=spec.get("best_column", False),
-                                        corner=tasks.get(t, t), best_groups=spec.get("best_groups"),
+            values = {r.model: (float(r.test_mean),
+                                score_cell(r, spec.get("format", "percent"))) for r in df.itertuples()}
+            rows, lines = grid_markdown(spec["grid"], values, higher=True,
+                                        best_column=spec.get("best_column", False), corner=tasks.get(t, t),
+                                        best_groups=spec.get("best_groups"),
                                         number=score_number(spec.get("format", "percent")))
             long += [{"source": source, "task_name": t, **r} for r in rows]
             parts.append("\n".join([f"**{spec.get('title', 'Downstream results')}: {tasks.get(t, t)}**"
@@ -351,7 +362,8 @@ def markdown_to_html(md: str, *, title: str) -> str:
     def flush() -> None:
         if rows:
             head, body = rows[0], [r for r in rows[1:] if not set("".join(r)) <= set("-: ")]
-            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
+            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head)
+                       + "</tr></thead><tbody>"
                        + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in body)
                        + "</tbody></table>")
             rows.clear()
@@ -373,17 +385,18 @@ def markdown_to_html(md: str, *, title: str) -> str:
 
 def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tuple[pd.DataFrame, str]:
     """A LAPT table in a paper's layout (WECHSEL Table 2): ``spec["rows"]`` (LAPT runs) as rows, and per
-    language of ``spec["languages"]`` the held-out perplexity (``value: perplexity``, default), loss or bits per
-    byte (``value: bits_per_byte``) at each step of ``spec["steps"]`` (global optimizer steps of the run; the curve
-    must have been evaluated there, e.g. ``eval_every`` dividing every step). Missing cells are "—". ``curves`` has
-    ``run, language, step, heldout_loss, heldout_bits_per_byte`` (the last record of a step, i.e. after a two-stage
-    boundary the second stage's); with a ``source`` column of several source models, one block per source."""
+    language of ``spec["languages"]`` the held-out perplexity (``value: perplexity``, default), loss or bits
+    per byte (``value: bits_per_byte``) at each step of ``spec["steps"]`` (global optimizer steps of the run;
+    the curve must have been evaluated there, e.g. ``eval_every`` dividing every step). Missing cells are "—".
+    ``curves`` has ``run, language, step, heldout_loss, heldout_bits_per_byte`` (the last record of a step,
+    i.e. after a two-stage boundary the second stage's); several sources in ``source``: a block each."""
     import math
 
     sources = list(dict.fromkeys(curves["source"])) if "source" in curves and len(curves) else []
     if len(sources) > 1:  # one block per source model
         parts = [lapt_table(curves[curves["source"] == src].drop(columns="source"),
-                            {**spec, "title": f"{spec.get('title', 'Held-out ' + spec.get('value', 'perplexity'))} "
+                            {**spec,
+                             "title": f"{spec.get('title', 'Held-out ' + spec.get('value', 'perplexity'))} "
                                               f"(source `{src}`)"}, runs=runs) for src in sources]
         return (pd.concat([t.assign(source=src) for (t, _), src in zip(parts, sources, strict=True)],
                           ignore_index=True), "\n".join(md for _, md in parts))
@@ -393,7 +406,8 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     column = "heldout_bits_per_byte" if value == "bits_per_byte" else "heldout_loss"
     if column not in curves:
         curves = curves.assign(**{column: float("nan")})  # curves written without bits per byte
-    last = curves.sort_values(["run", "language", "step", "stage"]).groupby(["run", "language", "step"]).last()
+    last = (curves.sort_values(["run", "language", "step", "stage"])
+            .groupby(["run", "language", "step"]).last())
 
     def value_at(run: str, lang: str, step: int) -> float | None:
         v = last[column].get((run, lang, step)) if len(last) else None
@@ -403,21 +417,25 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
         long, parts = [], []
         for lang in langs:
             for s in steps:
-                cells = {r: value_at(r, lang, s) for names in dict(spec["grid"]["rows"]).values() for r in names if r}
+                cells = {r: value_at(r, lang, s)
+                         for names in dict(spec["grid"]["rows"]).values() for r in names if r}
                 values = {r: (v, f"{v:.2f}") for r, v in cells.items() if v is not None}
                 grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang,
                                                  best_groups=spec.get("best_groups"), number="{:.2f}".format)
                 long += [{"language": lang, "step": s, **g} for g in grid_rows]
-                parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: {lang}, held-out {value} at "
+                parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: "
+                                        f"{lang}, held-out {value} at "
                                          f"step {s:,}** (lower is better)", "", *lines]))
         return pd.DataFrame(long), "\n\n".join(parts) + "\n"
     long = []
     for r in rows:
         for lang in langs:
             for s in steps:
-                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s, value: value_at(r, lang, s)})
+                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s,
+                             value: value_at(r, lang, s)})
     table = pd.DataFrame(long)
-    bold = {(lang, s): printed_best({r: value_at(r, lang, s) for r in rows}, higher=False, number="{:.2f}".format)
+    bold = {(lang, s): printed_best({r: value_at(r, lang, s) for r in rows},
+                                    higher=False, number="{:.2f}".format)
             for lang in langs for s in steps}
     head = " | ".join(f"{lang} @{s:,}" for lang in langs for s in steps)
     lines = [f"**{spec.get('title', 'Held-out ' + value + ' during LAPT')}** (lower is better)", "",
@@ -433,13 +451,14 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
 
 
 def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> tuple[pd.DataFrame, str]:
-    """A table of init-time held-out values (``kind: init``; WECHSEL Table 7's LM column, a grid of one method's
-    parameters): ``spec["rows"]`` (methods) as rows, ``spec["languages"]`` as columns, one block per source; the cell is
-    ``value``: ``perplexity`` (default), ``loss`` or ``bits_per_byte``; the best (lowest) per column in bold, "—" for
-    a method that does not run on a language. ``results`` are rows of ``results/eval_init`` files, and with
-    ``spec["probes"]`` rows of ``results/eval_init/<source>/probe`` files (a ``probe`` column names their column):
-    then the layout is WECHSEL Tables 7-8's, a row per (language, method) and a column per probe (test accuracy,
-    higher is better) before the held-out value."""
+    """A table of init-time held-out values (``kind: init``; WECHSEL Table 7's LM column, a grid of one
+    method's parameters): ``spec["rows"]`` (methods) as rows, ``spec["languages"]`` as columns, one block per
+    source; the cell is ``value``: ``perplexity`` (default), ``loss`` or ``bits_per_byte``; the best (lowest)
+    per column in bold, "—" for a method that does not run on a language. ``results`` are rows of
+    ``results/eval_init`` files, and with ``spec["probes"]`` rows of ``results/eval_init/<source>/probe``
+    files (a ``probe`` column names their column):
+    then the layout is WECHSEL Tables 7-8's, a row per (language, method) and a column per probe (test
+    accuracy, higher is better) before the held-out value."""
     value = spec.get("value") or "perplexity"
     column = {"perplexity": "perplexity", "loss": "mlm_loss", "bits_per_byte": "bits_per_byte"}[value]
     rows, langs = spec["rows"], spec["languages"]
@@ -450,7 +469,8 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
     probes, df = df[probed], df[~probed]
     if column not in df:
         df = df.assign(**{column: float("nan")})
-    fmt = (lambda v: f"{v:.3g}" if v >= 1000 else f"{v:.2f}") if value == "perplexity" else (lambda v: f"{v:.3f}")
+    fmt = ((lambda v: f"{v:.3g}" if v >= 1000 else f"{v:.2f}") if value == "perplexity"
+           else (lambda v: f"{v:.3f}"))
     long, parts = [], []
     for source, d in df.groupby("source", sort=False):
         grid = d.pivot_table(index="method", columns="language", values=column, aggfunc="first").reindex(
@@ -473,22 +493,25 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
     return pd.DataFrame(long), "\n\n".join(parts) + "\n"
 
 
-def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: dict[str, str], head: str, value: str,
-                 fmt, long: list, source: str) -> str:
-    """WECHSEL Tables 7-8's layout: Language | Initialization | <probe columns> | <value>; per language the best of
-    each column in bold (probes: highest accuracy, value: lowest)."""
+def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: dict[str, str], head: str,
+                 value: str, fmt, long: list, source: str) -> str:
+    """WECHSEL Tables 7-8's layout: Language | Initialization | <probe columns> | <value>; per language the
+    best of each column in bold (probes: highest accuracy, value: lowest)."""
     names = list(spec["probes"])
-    acc = (probes.pivot_table(index=["language", "method"], columns="probe", values="accuracy", aggfunc="first")
+    acc = (probes.pivot_table(index=["language", "method"], columns="probe",
+                              values="accuracy", aggfunc="first")
            if len(probes) else pd.DataFrame())
-    lines = [head + f"linear-probe test accuracy (%, higher is better) and held-out {value} (lower is better) right "
-             "after initialization", "", "| Language | Initialization | " + " | ".join(names) + f" | {value} |",
-             "|" + "---|" * (len(names) + 3)]
+    lines = [head + f"linear-probe test accuracy (%, higher is better) and held-out {value} (lower is "
+                    "better) right after initialization", "", "| Language | Initialization | "
+             + " | ".join(names) + f" | {value} |", "|" + "---|" * (len(names) + 3)]
     for t in spec["languages"]:
-        cells = {n: [acc.loc[(t, m), n] if (t, m) in acc.index and n in acc else float("nan") for m in spec["rows"]]
+        cells = {n: [acc.loc[(t, m), n] if (t, m) in acc.index and n in acc
+                     else float("nan") for m in spec["rows"]]
                  for n in names}
         cells[value] = [grid.loc[m, t] for m in spec["rows"]]
         shown = {n: (lambda v: f"{100 * v:.1f}") if n in names else fmt for n in cells}
-        bold = {n: printed_best(dict(enumerate(vs)), higher=n in names, number=shown[n]) for n, vs in cells.items()}
+        bold = {n: printed_best(dict(enumerate(vs)), higher=n in names, number=shown[n])
+                for n, vs in cells.items()}
         for i, m in enumerate(spec["rows"]):
             texts = []
             for n in [*names, value]:
@@ -498,7 +521,7 @@ def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: d
             lines.append(f"| {t if i == 0 else ''} | {labels.get(m, m)} | " + " | ".join(texts) + " |")
             long.append({"source": source, "method": m, "label": labels.get(m, m), "language": t,
                          **{n: cells[n][i] for n in names}, value: cells[value][i]})
-        if "majority" in probes:  # the commonest training label's share of the test set: a probe that learned nothing
+        if "majority" in probes:  # the commonest training label's share of the test set: a no-skill probe
             share = {n: probes[(probes["language"] == t) & (probes["probe"] == n)]["majority"] for n in names}
             lines.append("|  | *(majority label)* | " + " | ".join(
                 f"*{100 * share[n].iloc[0]:.1f}*" if len(share[n]) else "—" for n in names) + " | — |")
@@ -506,11 +529,12 @@ def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: d
 
 
 def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) -> tuple[pd.DataFrame, str]:
-    """Benchmark scores (rows of ``results/benchmarks`` files with ``source``, ``target``, ``stage``, ``name``) as one
-    block per (source, target): a row per model (the source first), a column per task with its primary metric's value
-    and the share of the source's value it keeps, for multiple-choice accuracies also the share of the source's
-    margin over chance (vocab_transfer.eval.benchmarks.kept_share). ``labels``: ``(stage, name)`` -> row label.
-    Returns the long table (every metric, ``kept`` and ``kept_over_chance`` included) and the markdown."""
+    """Benchmark scores (rows of ``results/benchmarks`` files with ``source``, ``target``, ``stage``,
+    ``name``) as one block per (source, target): a row per model (the source first), a column per task with
+    its primary metric's value and the share of the source's value it keeps, for multiple-choice accuracies
+    also the share of the source's margin over chance (vocab_transfer.eval.benchmarks.kept_share). ``labels``:
+    ``(stage, name)`` -> row label. Returns the long table (every metric, ``kept`` and ``kept_over_chance``
+    included) and the markdown."""
     from ..eval.benchmarks import kept_share, primary_scores
 
     long = kept_share(scores)
@@ -521,8 +545,9 @@ def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) ->
         metric = main.drop_duplicates("task").set_index("task")["metric"]
         order = sorted(main[["stage", "name"]].drop_duplicates().itertuples(index=False),
                        key=lambda r: ("source", "init", "lapt").index(r.stage))
-        lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's score kept; "
-                 "multiple choice: and of its margin over chance, (score - chance) / (source - chance))",
+        lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's "
+                 "score kept; multiple choice: and of its margin over chance, (score - "
+                 "chance) / (source - chance))",
                  "", "| Model | " + " | ".join(column_header(t, metric=metric[t]) for t in tasks) + " |",
                  "|" + "---|" * (len(tasks) + 1)]
         for stage, name in order:

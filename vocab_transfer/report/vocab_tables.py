@@ -1,20 +1,21 @@
-"""The papers' tables about corpora and vocabularies (config ``tables`` of these kinds; rule make_paper_table).
+"""The papers' tables of corpora and vocabularies (config ``tables`` of these kinds; rule make_paper_table).
 
 - ``corpus_sizes``: FOCUS Table 1, the size of each language's training corpus;
-- ``overlap_counts``: FOCUS Table 8, tokens in the overlap of each target vocabulary with the source's, all of them
-  ("Full") and those with a token-level fastText vector (``minCount``, the FOCUS anchors);
+- ``overlap_counts``: FOCUS Table 8, tokens in the overlap of each target vocabulary with the source's, all of
+  them ("Full") and those with a token-level fastText vector (``minCount``, the FOCUS anchors);
 - ``overlap_sample``: FOCUS Table 7, a seeded sample of overlapping tokens with an automatic category
   (:func:`token_category`; the paper's categories were assigned by hand);
-- ``vocab_coverage``: UNKs Everywhere Table 1, per language its family, script, the share of target tokens the source
-  tokenizer cannot compose without an UNK, and the share of overlapping tokens;
-- ``overlap_groups``: UNKs Everywhere Table 6, overlapping tokens grouped as Numbers / Lat Char / Lat (S)W / Oth Char
-  / Oth (S)W;
+- ``vocab_coverage``: UNKs Everywhere Table 1, per language its family, script, the share of target tokens the
+  source tokenizer cannot compose without an UNK, and the share of overlapping tokens;
+- ``overlap_groups``: UNKs Everywhere Table 6, overlapping tokens grouped as Numbers / Lat Char / Lat (S)W /
+  Oth Char / Oth (S)W;
 - ``overlap_longest``: UNKs Everywhere Table 7, the longest overlapping (sub)words.
 
 Tokens are compared in their canonical form (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`: no word
 markers, bytes decoded), special tokens left out, and shown as text by one function for every tokenizer kind
-(:func:`vocab_transfer.data.tokenizer.token_text`: bytes decoded, "Ã§a" shown "ça", a byte that is no whole character
-escaped "\\xc3", the word-initial marker left out). Every function returns ``(long-form table, markdown)``.
+(:func:`vocab_transfer.data.tokenizer.token_text`: bytes decoded, "Ã§a" shown "ça", a byte that is no whole
+character escaped "\\xc3", the word-initial marker left out). Each function returns ``(long-form table,
+markdown)``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ LANGUAGES = {
     "cdo": ("Mín Dōng", "Sino-Tibetan"), "bo": ("Tibetan", "Sino-Tibetan"), "ja": ("Japanese", "Japonic"),
     "ko": ("Korean", "Koreanic"), "ka": ("Georgian", "Kartvelian"), "xmf": ("Mingrelian", "Kartvelian"),
     "ur": ("Urdu", "Indo-European"), "hi": ("Hindi", "Indo-European"), "sd": ("Sindhi", "Indo-European"),
-    "bh": ("Bhojpuri", "Indo-European"), "dv": ("Divehi", "Indo-European"), "si": ("Sinhala", "Indo-European"),
+    "bh": ("Bhojpuri", "Indo-European"), "dv": ("Divehi", "Indo-European"),
+    "si": ("Sinhala", "Indo-European"),
     "gn": ("Guarani", "Tupian"), "myv": ("Erzya", "Uralic"), "km": ("Khmer", "Austroasiatic"),
     "tr": ("Turkish", "Turkic"), "ru": ("Russian", "Indo-European"), "es": ("Spanish", "Indo-European"),
     "fi": ("Finnish", "Uralic"), "vi": ("Vietnamese", "Austroasiatic"), "id": ("Indonesian", "Austronesian"),
@@ -56,7 +58,7 @@ def _letters(text: str) -> list[str]:
 
 
 def script_of(ch: str) -> str:
-    """The Unicode script of a letter, from its character name (``LATIN``, ``ARABIC``, ``HEBREW``, ``CJK`` ...)."""
+    """The Unicode script of a letter, from its character name (``LATIN``, ``ARABIC``, ``CJK`` ...)."""
     name = unicodedata.name(ch, "")
     return name.split(" ")[0].title() if name else "Unknown"
 
@@ -86,14 +88,15 @@ def real_overlap(overlap: pd.DataFrame) -> pd.DataFrame:
 
 
 def canonical_text(overlap: pd.DataFrame) -> pd.Series:
-    """The overlapping tokens' canonical forms as text (:func:`token_text`), without the word-initial marker."""
+    """The overlapping tokens' canonical forms as text (:func:`token_text`), no word-initial marker."""
     return overlap["canonical"].map(lambda c: token_text(c, "canonical"))
 
 
-# --- FOCUS Table 1 -------------------------------------------------------------------------------------------------
+# --- FOCUS Table 1 ------------------------------------------------------------------------------------------
 def corpus_sizes_table(stats: dict[str, dict], languages: list[str], title: str) -> tuple[pd.DataFrame, str]:
     """One row per language: training documents and bytes (after filtering and the held-out split)."""
-    rows = [{"language": lang, "name": language_name(lang), "train_docs": int(stats[lang].get("train_docs", 0)),
+    rows = [{"language": lang, "name": language_name(lang),
+             "train_docs": int(stats[lang].get("train_docs", 0)),
              "train_bytes": int(stats[lang].get("train_bytes", 0)),
              "heldout_docs": int(stats[lang].get("heldout_docs", 0))} for lang in languages]
     table = pd.DataFrame(rows)
@@ -102,27 +105,28 @@ def corpus_sizes_table(stats: dict[str, dict], languages: list[str], title: str)
     return table, md
 
 
-# --- FOCUS Table 8 -------------------------------------------------------------------------------------------------
+# --- FOCUS Table 8 ------------------------------------------------------------------------------------------
 def overlap_counts_table(overlaps: dict[str, pd.DataFrame], fasttext_tokens: dict[str, pd.DataFrame | None],
                          languages: list[str], min_count: int | None, title: str) -> tuple[pd.DataFrame, str]:
     """Per language: overlapping (non-special) tokens in all (``full``) and those whose target token has a
-    token-level fastText vector (``with_vector``: reached fastText's ``minCount``; NaN without token fastText)."""
+    token-level fastText vector (``with_vector``: reached ``minCount``; NaN without token fastText)."""
     rows = []
     for lang in languages:
         ov = real_overlap(overlaps[lang])
         tokens = fasttext_tokens.get(lang)
         with_vector = (None if tokens is None else
                        int(tokens.set_index("token_id")["has_vector"].reindex(ov["target_id"]).fillna(False).sum()))
-        rows.append({"language": lang, "name": language_name(lang), "full": len(ov), "with_vector": with_vector})
+        rows.append({"language": lang, "name": language_name(lang), "full": len(ov),
+                     "with_vector": with_vector})
     table = pd.DataFrame(rows)
-    md = _md(title, ["Language", f"minCount = {min_count}" if min_count is not None else "with a fastText vector",
-                     "Full"],
+    md = _md(title, ["Language", f"minCount = {min_count}" if min_count is not None
+                     else "with a fastText vector", "Full"],
              [[r["name"], "—" if r["with_vector"] is None else f"{r['with_vector']:,}", f"{r['full']:,}"]
               for r in rows])
     return table, md
 
 
-# --- FOCUS Table 7 -------------------------------------------------------------------------------------------------
+# --- FOCUS Table 7 ------------------------------------------------------------------------------------------
 def _zipf(word: str, lang: str) -> float:
     try:
         import wordfreq
@@ -138,15 +142,15 @@ def token_category(text: str, lang: str, *, common: float = 2.5) -> str:
 
     1. *Symbols & Numbers*: no letter, or a digit;
     2. *Names & Entities*: an inner capital after a lower-case letter (``BlackBerry``, ``JavaScript``);
-    3. *Target (sub-)words*: a common word of the target language (``wordfreq`` Zipf frequency ≥ ``common``), at least
-       as common there as in English;
+    3. *Target (sub-)words*: a common word of the target language (``wordfreq`` Zipf frequency ≥ ``common``),
+       at least as common there as in English;
     4. *English & Code-switched*: a common English word, more common than in the target language;
     5. *Names & Entities*: capitalised (``Messi``, ``Oscar``), three letters or more;
     6. *Not assignable*: the rest (fragments such as ``kub``, ``rez``).
 
-    A hand annotation reads context the rules cannot: a capitalised German noun that is rare in ``wordfreq`` lands in
-    *Names*, a name that is also a common word (``Oscar``) in a language's words. Languages that ``wordfreq`` does not
-    know have no common words: their tokens fall into English, Names or Not assignable.
+    A hand annotation reads context the rules cannot: a capitalised German noun that is rare in ``wordfreq``
+    lands in *Names*, a name that is also a common word (``Oscar``) in a language's words. Languages that
+    ``wordfreq`` does not know have no common words: their tokens fall into English, Names or Not assignable.
     """
     letters = _letters(text)
     if not letters or any(unicodedata.category(ch) == "Nd" for ch in text):
@@ -165,8 +169,8 @@ def token_category(text: str, lang: str, *, common: float = 2.5) -> str:
 
 def overlap_sample_table(overlaps: dict[str, pd.DataFrame], languages: list[str], sample: int, seed: int,
                          title: str) -> tuple[pd.DataFrame, str]:
-    """A seeded sample of ``sample`` overlapping tokens per language (single characters left out, as in the paper),
-    each with :func:`token_category`; the markdown gives each category's share and up to 6 examples."""
+    """A seeded sample of ``sample`` overlapping tokens per language (single characters left out, as in the
+    paper), each with :func:`token_category`; the markdown: each category's share, up to 6 examples."""
     long, parts = [], []
     for lang in languages:
         ov = real_overlap(overlaps[lang]).assign(text=lambda d: canonical_text(d))
@@ -185,26 +189,28 @@ def overlap_sample_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
     return pd.concat(long, ignore_index=True), "\n".join(parts)
 
 
-# --- WECHSEL Table 6 ----------------------------------------------------------------------------------------------
+# --- WECHSEL Table 6 ----------------------------------------------------------------------------------------
 def nearest_tokens_table(provenance: dict[str, pd.DataFrame], languages: list[str], sample: int, seed: int,
                          title: str) -> tuple[pd.DataFrame, str]:
-    """WECHSEL Table 6: a seeded sample of ``sample`` target tokens per language whose rows WECHSEL combined, each
-    with its most similar source token (the largest softmax weight, recorded by the init as ``nearest_source_token``),
-    both shown as text (:func:`token_text`, word-initial markers left out). The provenance records raw token strings
-    only: each side's tokenizer kind is read from them (:func:`guess_token_kind`: the whole target vocabulary, the
-    source tokens the table's rows name)."""
+    """WECHSEL Table 6: a seeded sample of ``sample`` target tokens per language whose rows WECHSEL combined,
+    each with its most similar source token (the largest softmax weight, recorded by the init as
+    ``nearest_source_token``), both shown as text (:func:`token_text`, word-initial markers left out). The
+    provenance records raw token strings only: each side's tokenizer kind is read from them
+    (:func:`guess_token_kind`: the whole target vocabulary, the source tokens the table's rows name)."""
     long, parts = [], []
     for lang in languages:
         prov = provenance[lang]
         if "nearest_source_token" not in prov:
-            raise ValueError(f"the {lang} init records no nearest source tokens (made before they were recorded: "
-                             "rebuild it)")
-        target_kind, source_kind = guess_token_kind(prov["token"]), guess_token_kind(prov["nearest_source_token"])
+            raise ValueError(f"the {lang} init records no nearest source tokens (made before they were "
+                             "recorded: rebuild it)")
+        target_kind, source_kind = (guess_token_kind(prov["token"]),
+                                    guess_token_kind(prov["nearest_source_token"]))
         combined = prov[(prov["provenance"] == "combined") & prov["nearest_source_token"].notna()]
         combined = combined.assign(text=[token_text(t, target_kind) for t in combined["token"]])
         combined = combined[combined["text"].str.strip().str.len() > 1]  # no single characters
         rng = np.random.default_rng(seed)
-        picked = combined.iloc[np.sort(rng.choice(len(combined), size=min(sample, len(combined)), replace=False))]
+        picked = combined.iloc[np.sort(rng.choice(len(combined),
+                                                  size=min(sample, len(combined)), replace=False))]
         rows = [[t.strip(), token_text(s, source_kind).strip()] for t, s in zip(picked["text"],
                                                                                   picked["nearest_source_token"],
                                                                                   strict=True)]
@@ -214,10 +220,10 @@ def nearest_tokens_table(provenance: dict[str, pd.DataFrame], languages: list[st
     return pd.DataFrame(long), "\n".join(parts)
 
 
-# --- UNKs Everywhere Table 1 ---------------------------------------------------------------------------------------
+# --- UNKs Everywhere Table 1 --------------------------------------------------------------------------------
 def unk_share(target_texts: list[str], source_tokenizer) -> float:
-    """Share of target tokens (canonical text with a leading space for word-initial ones) that the source tokenizer
-    cannot encode without an UNK token (UNKs Everywhere §2, "cannot even be composed by subword tokens")."""
+    """Share of target tokens (canonical text with a leading space for word-initial ones) that the source
+    tokenizer cannot encode without UNK (UNKs Everywhere §2: "cannot even be composed by subword tokens")."""
     unk = source_tokenizer.unk_token_id
     if unk is None or not target_texts:
         return 0.0
@@ -243,10 +249,10 @@ def vocab_coverage_table(languages: list[str], target_tokenizers: dict, source_t
     return table, md
 
 
-# --- UNKs Everywhere Tables 6 and 7 --------------------------------------------------------------------------------
+# --- UNKs Everywhere Tables 6 and 7 -------------------------------------------------------------------------
 def overlap_group(text: str) -> str:
-    """UNKs Everywhere Table 6: *Numbers* (a digit), *Lat Char* (one Latin character), *Lat (S)W* (longer, with a
-    Latin letter), *Oth Char* / *Oth (S)W* (one character / longer, without a Latin letter)."""
+    """UNKs Everywhere Table 6: *Numbers* (a digit), *Lat Char* (one Latin character), *Lat (S)W* (longer,
+    with a Latin letter), *Oth Char* / *Oth (S)W* (one character / longer, without a Latin letter)."""
     if any(unicodedata.category(ch) == "Nd" for ch in text):
         return GROUPS[0]
     latin = any(script_of(ch) == "Latin" for ch in _letters(text))
@@ -261,7 +267,8 @@ def overlap_groups_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
     for lang in languages:
         groups = Counter(overlap_group(t) for t in canonical_text(real_overlap(overlaps[lang])) if t)
         total = max(sum(groups.values()), 1)
-        long += [{"language": lang, "group": g, "tokens": groups[g], "share": groups[g] / total} for g in GROUPS]
+        long += [{"language": lang, "group": g, "tokens": groups[g],
+                  "share": groups[g] / total} for g in GROUPS]
     table = pd.DataFrame(long)
     share = table.set_index(["group", "language"])["share"]
     md = _md(title, ["", *languages], [[g, *(f"{100 * share[(g, lang)]:.0f}%" for lang in languages)]
@@ -271,11 +278,12 @@ def overlap_groups_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
 
 def overlap_longest_table(overlaps: dict[str, pd.DataFrame], languages: list[str], top: int,
                           title: str) -> tuple[pd.DataFrame, str]:
-    """The ``top`` longest overlapping tokens per language (ties: lower target id, i.e. the more frequent piece)."""
+    """The ``top`` longest overlapping tokens per language (ties: lower target id, i.e. more frequent)."""
     long, columns = [], {}
     for lang in languages:
         ov = real_overlap(overlaps[lang]).assign(text=lambda d: canonical_text(d))
-        ov = ov.assign(length=ov["text"].str.len()).sort_values(["length", "target_id"], ascending=[False, True])
+        ov = (ov.assign(length=ov["text"].str.len())
+              .sort_values(["length", "target_id"], ascending=[False, True]))
         ov = ov.drop_duplicates("text")  # a word-initial and an inner piece of the same text show once
         columns[lang] = ov["text"].head(top).tolist()
         long += [{"language": lang, "rank": i + 1, "token": t} for i, t in enumerate(columns[lang])]
@@ -283,7 +291,7 @@ def overlap_longest_table(overlaps: dict[str, pd.DataFrame], languages: list[str
     return pd.DataFrame(long), _md(title, languages, rows)
 
 
-# --- one table of a config's `tables` entry ---------------------------------------------------------------------
+# --- one table of a config's `tables` entry -----------------------------------------------------------------
 def _files(inputs: dict, manifest: list, what: str, source: str | None = None) -> dict:
     """language -> the input path of each manifest record of ``what`` (of ``source``, where given)."""
     return {rec["language"]: inputs[rec["input"]] for rec in manifest
@@ -291,7 +299,8 @@ def _files(inputs: dict, manifest: list, what: str, source: str | None = None) -
 
 
 def _overlap_counts(inputs, manifest, spec, overlaps, source, min_count, head):
-    tokens = {lang: pd.read_parquet(path) for lang, path in _files(inputs, manifest, "fasttext_tokens").items()}
+    tokens = {lang: pd.read_parquet(path)
+              for lang, path in _files(inputs, manifest, "fasttext_tokens").items()}
     return overlap_counts_table(overlaps, tokens, spec["languages"], min_count, head)
 
 
@@ -300,7 +309,8 @@ def _nearest_tokens(inputs, manifest, spec, overlaps, source, min_count, head):
 
     provenance = {lang: read_parquet(path, kind="provenance")
                   for lang, path in _files(inputs, manifest, "provenance", source).items()}
-    return nearest_tokens_table(provenance, spec["languages"], spec.get("sample", 10), spec.get("seed", 0), head)
+    return nearest_tokens_table(provenance, spec["languages"], spec.get("sample", 10),
+                                spec.get("seed", 0), head)
 
 
 def _vocab_coverage(inputs, manifest, spec, overlaps, source, min_count, head):
@@ -327,9 +337,9 @@ PER_SOURCE = {
 
 
 def vocab_table(inputs: dict, manifest: list, spec: dict, min_count: int | None) -> tuple[pd.DataFrame, str]:
-    """A corpus or vocabulary table of a `tables` entry (rule make_paper_table): ``corpus_sizes`` from the corpora's
-    statistics, the :data:`PER_SOURCE` kinds one block per source model. ``manifest``: what each input is
-    (``[{"input": name, "what": ..., "language": ..., "source": ...}]``)."""
+    """A corpus or vocabulary table of a `tables` entry (rule make_paper_table): ``corpus_sizes`` from the
+    corpora's statistics, the :data:`PER_SOURCE` kinds one block per source model. ``manifest``: what each
+    input is (``[{"input": name, "what": ..., "language": ..., "source": ...}]``)."""
     import json
     from pathlib import Path
 

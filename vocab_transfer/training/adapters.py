@@ -1,7 +1,7 @@
 """MAD-X adapters (Pfeiffer et al., 2020b) for BERT-style encoders (BERT, RoBERTa, XLM-R): language adapters,
-trained jointly with the new embeddings while the rest of the model stays frozen (unks-everywhere §4.3), and task
-adapters stacked on top of them (unks-everywhere §2, §4.1: trained on source-language task data with the model
-and the language adapter frozen; at inference the language adapter is swapped for the target language's).
+trained jointly with the new embeddings while the rest of the model stays frozen (unks-everywhere §4.3), and
+task adapters stacked on top of them (unks-everywhere §2, §4.1: trained on source-language task data with the
+model and the language adapter frozen; at inference the language adapter is swapped for the target's).
 
 - Bottleneck adapter in layer l (unks-everywhere §2, eq. 1): ``A_l(h_l, r_l) = U_l(GeLU(D_l(h_l))) + r_l``
   at the Pfeiffer position: ``r_l`` is the feed-forward output, ``h_l = LN_l(r_l + x_l)`` the output of the
@@ -20,8 +20,8 @@ submodules (in ``state_dict`` while attached: checkpoints round-trip) that patch
 they sit in; ``strip_language_adapter`` removes them, so ``save_pretrained`` writes the plain model.
 ``save_language_adapter`` / ``load_language_adapter`` keep them beside it, keyed relative to
 ``model.base_model`` so that a task model (e.g. sequence classification) loads what a masked LM trained;
-``save_task_adapter`` / ``load_task_adapter`` do the same for the task adapter (``task_adapter.*``), so the two
-are saved, loaded and swapped separately. A module's slot name says what it is: ``language_adapter`` and
+``save_task_adapter`` / ``load_task_adapter`` do the same for the task adapter (``task_adapter.*``), so the
+two are saved, loaded and swapped separately. A module's slot name says what it is: ``language_adapter`` and
 ``invertible_adapter`` (language), ``task_adapter`` (task).
 
 Implemented here because the ``adapters`` library (1.3.0) pins ``transformers~=4.57`` and does not import
@@ -47,7 +47,7 @@ FILES = {"language": (ADAPTER_FILE, CONFIG_FILE), "task": (TASK_ADAPTER_FILE, TA
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU, "tanh": nn.Tanh}
 assert tuple(ACTIVATIONS) == NON_LINEARITIES
 SLOTS = {"language": ("language_adapter", "invertible_adapter"), "task": ("task_adapter",)}  # attribute names
-LAYER_SLOTS = ("language_adapter", "task_adapter")  # per layer, in stacking order (MAD-X: language, then task)
+LAYER_SLOTS = ("language_adapter", "task_adapter")  # per layer, in stacking order (MAD-X: language then task)
 def _bottleneck(d_in: int, d_out: int, cfg: AdapterConfig, g: torch.Generator) -> nn.Sequential:
     """Linear(d_in → d_in / reduction) → non-linearity → Linear(→ d_out), the last one zero-initialized."""
     mid = max(1, d_in // cfg.reduction_factor)
@@ -71,11 +71,13 @@ class BottleneckAdapter(nn.Module):
         return self.up(self.act(self.down(h))) + r
 
 
-def adapter_stack_forward(output: nn.Module, hidden_states: torch.Tensor, input_tensor: torch.Tensor) -> torch.Tensor:
-    """``BertOutput.forward`` with the layer's adapters at the Pfeiffer position, stacked (``LAYER_SLOTS`` order):
-    ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the layer returns
-    ``LN(a + x)``. One adapter: ``LN(A(LN(r + x), r) + x)``; language + task: the ``adapters`` library's
-    ``Stack``, whose every member takes the previous one's output as input and residual."""
+def adapter_stack_forward(output: nn.Module, hidden_states: torch.Tensor,
+                          input_tensor: torch.Tensor) -> torch.Tensor:
+    """``BertOutput.forward`` with the layer's adapters at the Pfeiffer position, stacked (``LAYER_SLOTS``
+    order):
+    ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the layer
+    returns ``LN(a + x)``. One adapter: ``LN(A(LN(r + x), r) + x)``; language + task: the ``adapters``
+    library's ``Stack``, whose every member takes the previous one's output as input and residual."""
     a = output.dropout(output.dense(hidden_states))
     for slot in LAYER_SLOTS:
         adapter = output._modules.get(slot)
@@ -121,8 +123,8 @@ def _layer_outputs(model: nn.Module) -> list[nn.Module]:
     if not outputs or not hasattr(base, "embeddings") or not all(
             all(hasattr(o, a) for a in ("dense", "dropout", "LayerNorm")) for o in outputs):
         raise NotImplementedError(
-            f"language adapters are implemented for BERT-style encoders (base_model.encoder.layer[i].output with "
-            f"dense, dropout, LayerNorm: BERT, RoBERTa, XLM-R), not for {type(model).__name__} "
+            "language adapters are implemented for BERT-style encoders (base_model.encoder.layer[i].output "
+            f"with dense, dropout, LayerNorm: BERT, RoBERTa, XLM-R), not for {type(model).__name__} "
             f"(model_type {getattr(getattr(model, 'config', None), 'model_type', None)!r})")
     return outputs
 
@@ -137,7 +139,8 @@ def _slots(kind: str) -> tuple[str, ...]:
 
 def _adapter_modules(module: nn.Module, kind: str) -> dict[str, nn.Module]:
     slots = _slots(kind)
-    return {name: m for name, m in module.named_modules() if isinstance(m, ADAPTERS) and name.rsplit(".", 1)[-1] in slots}
+    return {name: m for name, m in module.named_modules() if isinstance(m, ADAPTERS)
+            and name.rsplit(".", 1)[-1] in slots}
 
 
 def _adapter_parameters(module: nn.Module, kind: str = "language") -> dict[str, nn.Parameter]:
@@ -146,8 +149,8 @@ def _adapter_parameters(module: nn.Module, kind: str = "language") -> dict[str, 
 
 
 def adapter_parameter_names(model: nn.Module, kind: str = "language") -> set[str]:
-    """Names (as in ``model.named_parameters()``) of the attached adapters' parameters of ``kind`` (``language``:
-    language and invertible adapters, ``task``, or ``all``); empty if none."""
+    """Names (as in ``model.named_parameters()``) of the attached adapters' parameters of ``kind``
+    (``language``: language and invertible adapters, ``task``, or ``all``); empty if none."""
     return set(_adapter_parameters(model, kind))
 
 
@@ -178,7 +181,8 @@ def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, 
     ref = outputs[0].dense.weight
     with torch.random.fork_rng(devices=[]):  # nn.Linear's default init would draw from the global RNG
         for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
-            output.language_adapter = BottleneckAdapter(output.dense.out_features, cfg, g).to(ref.device, ref.dtype)
+            output.language_adapter = (BottleneckAdapter(output.dense.out_features, cfg, g)
+                                       .to(ref.device, ref.dtype))
             _patch_output(output)
         if cfg.invertible:
             base, emb_in = model.base_model, model.get_input_embeddings()
@@ -191,9 +195,9 @@ def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, 
 
 
 def add_task_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed: int = 0) -> None:
-    """Attach a MAD-X task adapter (``task_adapter_config()`` by default; seeded, the global RNG is left alone),
-    stacked on the language adapter where a layer has one (``adapter_stack_forward``). The model's outputs do not
-    change until it is trained (zero up-projections)."""
+    """Attach a MAD-X task adapter (``task_adapter_config()`` by default; seeded, the global RNG is left
+    alone), stacked on the language adapter where a layer has one (``adapter_stack_forward``). The model's
+    outputs do not change until it is trained (zero up-projections)."""
     cfg = cfg or task_adapter_config()
     if cfg.invertible:
         raise ValueError("task adapter: invertible must be false")
@@ -204,7 +208,8 @@ def add_task_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed
     ref = outputs[0].dense.weight
     with torch.random.fork_rng(devices=[]):
         for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
-            output.task_adapter = BottleneckAdapter(output.dense.out_features, cfg, g).to(ref.device, ref.dtype)
+            output.task_adapter = (BottleneckAdapter(output.dense.out_features, cfg, g)
+                                   .to(ref.device, ref.dtype))
             _patch_output(output)
 
 
@@ -220,13 +225,14 @@ def _strip(model: nn.Module, kind: str) -> None:
             continue
         if fwd.func is adapter_stack_forward and not any(s in m._modules for s in LAYER_SLOTS):
             del m.forward
-        elif isinstance(getattr(fwd.func, "__self__", None), InvertibleAdapter) and "invertible_adapter" in slots:
+        elif (isinstance(getattr(fwd.func, "__self__", None), InvertibleAdapter)
+              and "invertible_adapter" in slots):
             del m.forward
 
 
 def strip_language_adapter(model: nn.Module) -> None:
-    """Remove the language (and invertible) adapter modules and restore the original forwards where no task adapter
-    remains (``save_pretrained`` then writes the plain model)."""
+    """Remove the language (and invertible) adapter modules and restore the original forwards where no task
+    adapter remains (``save_pretrained`` then writes the plain model)."""
     _strip(model, "language")
 
 
@@ -264,7 +270,8 @@ def _load(model: nn.Module, folder: str | os.PathLike, kind: str) -> bool:
     expected = set(_adapter_parameters(model.base_model, kind))
     if set(state) != expected:
         raise ValueError(f"{folder / tensors} does not fit {type(model).__name__}'s {kind} adapter: missing "
-                         f"{sorted(expected - set(state))[:5]}, unexpected {sorted(set(state) - expected)[:5]}")
+                         f"{sorted(expected - set(state))[:5]}, unexpected "
+                         f"{sorted(set(state) - expected)[:5]}")
     model.base_model.load_state_dict(state, strict=False)  # shapes are checked; the base weights stay
     return True
 
@@ -281,7 +288,7 @@ def load_language_adapter(model: nn.Module, folder: str | os.PathLike) -> bool:
 
 
 def save_task_adapter(model: nn.Module, folder: str | os.PathLike) -> None:
-    """Write ``task_adapter.safetensors`` and ``task_adapter.json`` (as ``save_language_adapter``) into ``folder``."""
+    """Write ``task_adapter.safetensors`` and ``.json`` (as ``save_language_adapter``) into ``folder``."""
     _save(model, folder, "task")
 
 

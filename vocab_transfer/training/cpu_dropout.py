@@ -1,21 +1,21 @@
 """Dropout at a CPU's speed: masks from 16-bit random draws instead of torch's ``bernoulli_``.
 
-On the CPU, ``torch.nn.functional.dropout`` draws one Bernoulli sample per element (``aten::bernoulli_``, about 8 ns
-each on 2 cores); in the demo's source-model step that was a fifth of the step time. :func:`keep_mask` draws 64
-random bits per four elements and keeps an element when its 16 bits are at or above ``p`` of their range (the drop
-probability is ``p`` rounded to a multiple of 2⁻¹⁶), about 4× faster; :class:`FastDropout` scales the kept
-elements by ``1 / (1 - p)`` as dropout does (it keeps the scaled mask, in the input's dtype, for the backward
-pass: 4 bytes per element in fp32 where torch keeps 1).
+On the CPU, ``torch.nn.functional.dropout`` draws one Bernoulli sample per element (``aten::bernoulli_``,
+about 8 ns each on 2 cores); in the demo's source-model step that was a fifth of the step time.
+:func:`keep_mask` draws 64 random bits per four elements and keeps an element when its 16 bits are at or above
+``p`` of their range (the drop probability is ``p`` rounded to a multiple of 2⁻¹⁶), about 4× faster;
+:class:`FastDropout` scales the kept elements by ``1 / (1 - p)`` as dropout does (it keeps the scaled mask, in
+the input's dtype, for the backward pass: 4 bytes per element in fp32 where torch keeps 1).
 
 :func:`use_fast_dropout` puts it in a model for training: every ``nn.Dropout`` module becomes a
-:class:`FastDropout` of the same ``p`` (a subclass, no weights: state dicts and checkpoints are unchanged), and the
-attention of BERT-family models (XLM-R, RoBERTa, BERT: ``attention_probs_dropout_prob``) runs :func:`attention`,
-the eager attention with this dropout on the attention weights, where ``sdpa`` would drop them with ``bernoulli_``.
-Only on the CPU: on a GPU the models keep torch's dropout (fast there) and their attention.
+:class:`FastDropout` of the same ``p`` (a subclass, no weights: state dicts and checkpoints are unchanged),
+and the attention of BERT-family models (XLM-R, RoBERTa, BERT: ``attention_probs_dropout_prob``) runs
+:func:`attention`, the eager attention with this dropout on the attention weights, where ``sdpa`` would drop
+them with ``bernoulli_``. Only on the CPU: on a GPU models keep torch's dropout (fast there) and attention.
 
-The masks come from torch's default generator, as torch's own dropout does: a trainer that seeds it per step keeps
-its masks functions of the seed and the step (bit-identical resume). They are other masks than torch's for the
-same seed.
+The masks come from torch's default generator, as torch's own dropout does: a trainer that seeds it per step
+keeps its masks functions of the seed and the step (bit-identical resume). They are other masks than torch's
+for the same seed.
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ import torch
 ATTENTION = "vocab_transfer_cpu_dropout"
 
 
-def keep_mask(shape: torch.Size | tuple[int, ...], p: float, device: torch.device | str = "cpu") -> torch.Tensor:
-    """Boolean mask of ``shape``, each element True (kept) with probability ``1 - p`` (``p`` rounded to 2⁻¹⁶)."""
+def keep_mask(shape: torch.Size | tuple[int, ...], p: float,
+              device: torch.device | str = "cpu") -> torch.Tensor:
+    """Boolean mask of ``shape``, each element True (kept) with chance ``1 - p`` (``p`` rounded to 2⁻¹⁶)."""
     n = math.prod(shape)
     bits = torch.randint(-2**63, 2**63 - 1, ((n + 3) // 4,), dtype=torch.int64, device=device)
     return bits.view(torch.int16)[:n].view(shape) >= round(p * 65536) - 32768
@@ -56,11 +57,12 @@ class FastDropout(torch.nn.Dropout):
 
 
 def attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-              attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0, **kwargs
+              attention_mask: torch.Tensor | None, scaling: float | None = None,
+              dropout: float = 0.0, **kwargs
               ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """transformers' attention interface: softmax(q kᵀ · scaling + mask), :func:`fast_dropout` on it, times v.
-    ``attention_mask`` is additive (transformers' eager mask, registered with it). Without dropout (evaluation)
-    it runs ``scaled_dot_product_attention``."""
+    ``attention_mask`` is additive (transformers' eager mask, registered with it). Without dropout
+    (evaluation) it runs ``scaled_dot_product_attention``."""
     if scaling is None:
         scaling = query.size(-1) ** -0.5
     if not dropout or query.device.type != "cpu":
@@ -83,8 +85,8 @@ def _register() -> None:
 
 
 def use_fast_dropout(model: torch.nn.Module, device: torch.device) -> int:
-    """On the CPU: every ``nn.Dropout`` of ``model`` becomes a :class:`FastDropout`, and a BERT-family model with
-    attention dropout attends with :func:`attention`. Returns how many modules changed (0 on a GPU)."""
+    """On the CPU: every ``nn.Dropout`` of ``model`` becomes a :class:`FastDropout`, and a BERT-family model
+    with attention dropout attends with :func:`attention`. Returns how many modules changed (0 on a GPU)."""
     if device.type != "cpu":
         return 0
     changed = 0

@@ -4,32 +4,31 @@
         --data results/tasks/he-ner --task ner --seed 1 2 \\
         --output results/finetune/demo-xlmr/he-ner/focus-lapt/seed1+2.parquet --config '{"epochs": 2}'
 
-``--seed`` takes one or more seeds: one run each, one after another, each from a fresh copy of the model (the same
-scores as a job of its own), with the task data read and encoded once. The scores file has a row per seed, the
-history file a ``seed`` column.
+``--seed`` takes one or more seeds: one run each, one after another, each from a fresh copy of the model (the
+same scores as a job of its own), with the task data read and encoded once. The scores file has a row per
+seed, the history file a ``seed`` column.
 
-Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word
-labelled), ``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``),
-``nli`` (sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B: one output, MSE loss)
-and ``qa`` (extractive, sliding windows over the context). ``--data`` is a folder of
-``train/dev/test.parquet`` in the common schema of :mod:`vocab_transfer.data.tasks` (rule ``prepare_task``),
-plus optional extra evaluation sets ``test_<name>.parquet`` (MNLI's mismatched validation set), on which
-the selected checkpoint is scored too (``test_<name>_<metric>``). The model is a ``save_pretrained`` folder (a LAPT
-output; its MAD-X language adapter is attached when present), a hub id, or a source model plus an init
-artifact (``--embeddings``: fine-tune right after the vocabulary swap, as vocab-swap does).
+Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word labelled),
+``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``), ``nli``
+(sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B: one output, MSE loss) and
+``qa`` (extractive, sliding windows over the context). ``--data`` is a folder of ``train/dev/test.parquet`` in
+the common schema of :mod:`vocab_transfer.data.tasks` (rule ``prepare_task``), plus optional extra evaluation
+sets ``test_<name>.parquet`` (MNLI's mismatched validation set), on which the selected checkpoint is scored
+too (``test_<name>_<metric>``). The model is a ``save_pretrained`` folder (a LAPT output; its MAD-X language
+adapter is attached when present), a hub id, or a source model plus an init artifact (``--embeddings``:
+fine-tune right after the vocabulary swap, as vocab-swap does).
 
-Defaults follow FOCUS Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup,
-gradient clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best
-dev score is evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the
-binary F1 of the positive class for two-label inventories: MRPC's F1), UAS and LAS (selection by LAS) for
-parsing, Pearson and Spearman correlation for STS (selection by Pearson), all as fractions in [0, 1]; SQuAD
-F1/EM for QA, in %. ``metric`` in the config picks another selection (and table) metric of the task, e.g.
-``f1`` for MRPC (vocab-swap Tables 2, 4, 10). Every
-evaluation also writes a resumable checkpoint (model, optimizer, scheduler, best weights, history) in the seed's
-folder of ``--checkpoints`` (``seed<N>/``); a rerun continues from it and ends bit-identical (data order and dropout
-are functions of the seed and the step). A finished seed's scores and history stay there (``seed<N>/finished.json``)
-until every seed is done, so a rerun of a job killed in its third seed starts in the third seed. SIGUSR1 / SIGTERM
-checkpoint at the next step and exit 75.
+Defaults follow FOCUS Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup, gradient
+clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best dev score is
+evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the binary F1 of the
+positive class for two-label inventories: MRPC's F1), UAS and LAS (selection by LAS) for parsing, Pearson and
+Spearman correlation for STS (selection by Pearson), all as fractions in [0, 1]; SQuAD F1/EM for QA, in %.
+``metric`` in the config picks another selection (and table) metric of the task, e.g. ``f1`` for MRPC
+(vocab-swap Tables 2, 4, 10). Every evaluation also writes a resumable checkpoint (model, optimizer,
+scheduler, best weights, history) in the seed's folder of ``--checkpoints`` (``seed<N>/``); a rerun continues
+from it and ends bit-identical (data order and dropout are functions of the seed and the step). A finished
+seed's scores and history stay there (``seed<N>/finished.json``) until every seed is done, so a rerun of a job
+killed in its third seed starts in the third seed. SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
 """
 
 from __future__ import annotations
@@ -76,18 +75,20 @@ from .runtime import (
 from .settings import METRICS, FinetuneConfig, positive_class, selection_metric
 
 log = logging.getLogger(__name__)
-# FinetuneConfig fields a resumed run may change (the rest must equal the checkpoint's: runtime.Checkpoints.resume)
+# FinetuneConfig fields a resumed run may change (the rest must equal the checkpoint's:
+# runtime.Checkpoints.resume)
 RESUME_FREE = ("threads", "micro_batch_size", "save_model", "report_to")
 PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 
 
 # ------------------------------------------------------------------------------------------- encoding
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
-    """``train``, ``dev``, ``test`` and any extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
+    """``train``, ``dev``, ``test`` and extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
     folder = Path(folder)
     missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
     if missing:
-        raise FileNotFoundError(f"{folder}: no {', '.join(f'{s}.parquet' for s in missing)} (rule prepare_task)")
+        raise FileNotFoundError(f"{folder}: no "
+                                f"{', '.join(f'{s}.parquet' for s in missing)} (rule prepare_task)")
     extra = sorted(p.stem for p in folder.glob("test_*.parquet") if is_split(p.stem))
     data = {s: pd.read_parquet(folder / f"{s}.parquet") for s in ("train", "dev", "test", *extra)}
     for df in data.values():
@@ -121,7 +122,8 @@ def task_labels(task: str, data: dict[str, pd.DataFrame], labels: list[str] | No
 def encode_tokens(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> list[dict]:
     """Token classification: the first sub-token of each word carries its label, the rest -100."""
     index = {t: i for i, t in enumerate(labels)}
-    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
+    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True,
+                    truncation=True, max_length=seq_len)
     out = []
     for i, tags in enumerate(df["tags"]):
         words, y, prev = enc.word_ids(i), [], None
@@ -138,14 +140,15 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
     ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
     ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
     index = {t: i for i, t in enumerate(labels)}
-    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True, truncation=True, max_length=seq_len)
+    enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True,
+                    truncation=True, max_length=seq_len)
     out = []
     for i, (id_, heads, rels) in enumerate(zip(df["id"], df["heads"], df["deprels"], strict=True)):
         check_heads(df["tokens"].iloc[i], heads, rels, f"dep sentence {id_}")
         word_ids, ids = enc.word_ids(i), enc["input_ids"][i]
         if word_ids[0] is not None:
-            raise ValueError("dep: the tokenizer must start every sequence with a special token (<s>, [CLS]): "
-                             f"it stands for the root; sentence {id_} starts with word {word_ids[0]}")
+            raise ValueError("dep: the tokenizer must start every sequence with a special token (<s>, "
+                             f"[CLS]): it stands for the root; sentence {id_} starts with word {word_ids[0]}")
         first: dict[int, int] = {}
         for pos, w in enumerate(word_ids):
             if w is not None:
@@ -163,8 +166,9 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
 def encode_pairs(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int, *, token_types: bool = False
                  ) -> list[dict]:
     """Sentence pairs: ``nli`` (premise, hypothesis -> label id) or, for ``labels=None``, ``sts`` (sentence1,
-    sentence2 -> float score). ``token_types`` keeps the tokenizer's segment ids (BERT: 0 for the first sentence,
-    1 for the second, as HF run_glue feeds them); off for models with a single token type (RoBERTa, XLM-R)."""
+    sentence2 -> float score). ``token_types`` keeps the tokenizer's segment ids (BERT: 0 for the first
+    sentence, 1 for the second, as HF run_glue feeds them); off for models of one token type (RoBERTa,
+    XLM-R)."""
     if labels is None:
         first, second, y = df["sentence1"].tolist(), df["sentence2"].tolist(), [float(v) for v in df["score"]]
     else:
@@ -182,8 +186,9 @@ def encode_qa(df: pd.DataFrame, tokenizer, seq_len: int, stride: int, *, train: 
     if stride >= seq_len // 2:  # the window must hold the question, the specials and more than the overlap
         log.warning("doc_stride %d is too long for seq_len %d: using %d", stride, seq_len, seq_len // 4)
         stride = seq_len // 4
-    enc = tokenizer(df["question"].tolist(), df["context"].tolist(), truncation="only_second", max_length=seq_len,
-                    stride=stride, return_overflowing_tokens=True, return_offsets_mapping=True)
+    enc = tokenizer(df["question"].tolist(), df["context"].tolist(), truncation="only_second",
+                    max_length=seq_len, stride=stride, return_overflowing_tokens=True,
+                    return_offsets_mapping=True)
     out = []
     for w, ids in enumerate(enc["input_ids"]):
         ex = enc["overflow_to_sample_mapping"][w]
@@ -244,7 +249,8 @@ def epoch_order(lengths: list[int], batch_size: int, seed: int, group_by_length:
     if not group_by_length:
         return order
     mega = 50 * batch_size
-    order = [i for k in range(0, len(order), mega) for i in sorted(order[k:k + mega], key=lambda i: -lengths[i])]
+    order = [i for k in range(0, len(order), mega) for i in sorted(order[k:k + mega],
+                                                                   key=lambda i: -lengths[i])]
     batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
     return [i for b in torch.randperm(len(batches), generator=g).tolist() for i in batches[b]]
 
@@ -262,8 +268,9 @@ def attachment_scores(gold_heads: list[list[int]], gold_rels: list[list[str]], p
                       pred_rels: list[list[str | None]]) -> dict[str, float]:
     """UAS and LAS as fractions of all words (punctuation included, as in the CoNLL 2018 shared task): a word
     is attached if its predicted head is the gold one, and labelled-attached if its relation matches too."""
-    pairs = [(gh == ph, gh == ph and gr == pr) for g_h, g_r, p_h, p_r in zip(gold_heads, gold_rels, pred_heads,
-                                                                           pred_rels, strict=True)
+    pairs = [(gh == ph, gh == ph and gr == pr)
+             for g_h, g_r, p_h, p_r in zip(gold_heads, gold_rels, pred_heads,
+                                           pred_rels, strict=True)
              for gh, gr, ph, pr in zip(g_h, g_r, p_h, p_r, strict=True)]
     if not pairs:
         return {"uas": 0.0, "las": 0.0}
@@ -310,7 +317,8 @@ def squad_scores(gold: list[list[str]], pred: list[str]) -> dict[str, float]:
         return 0.0 if same == 0 else 2 * same / (len(pt) + len(gt))
 
     f = [max(f1(p, g) for g in gs) for gs, p in zip(gold, pred, strict=True)]
-    em = [max(float(_normalize_answer(p) == _normalize_answer(g)) for g in gs) for gs, p in zip(gold, pred, strict=True)]
+    em = [max(float(_normalize_answer(p) == _normalize_answer(g)) for g in gs)
+          for gs, p in zip(gold, pred, strict=True)]
     return {"f1": 100 * float(np.mean(f)), "exact_match": 100 * float(np.mean(em))}
 
 
@@ -325,18 +333,18 @@ class ParserOutput:
 
 
 class BiaffineParser(torch.nn.Module):
-    """Deep biaffine dependency parser (Dozat & Manning 2017) on a transformer encoder, the variant of Glavaš &
-    Vulić (2021) that UNKs Everywhere trains (§4, Table 3b): the encoder replaces the BiLSTM, a word is its first
-    sub-token, position 0 (``<s>``/``[CLS]``) is the root.
+    """Deep biaffine dependency parser (Dozat & Manning 2017) on a transformer encoder, the variant of Glavaš
+    & Vulić (2021) that UNKs Everywhere trains (§4, Table 3b): the encoder replaces the BiLSTM, a word is its
+    first sub-token, position 0 (``<s>``/``[CLS]``) is the root.
 
     With ``h_i`` the encoder output at word i and one-layer MLPs (ReLU, our choice; dropout ``mlp_dropout``):
     arc score ``s_ij = a_j^T U a'_i + a_j^T u`` with ``a = MLP_arc-head(h)``, ``a' = MLP_arc-dep(h)`` (D&M eq.
-    for arcs: the second term is the head's prior); relation scores ``r_j^T U_l r'_i + W_l (r'_i ⊕ r_j) + b_l``
-    for the pair (dependent i, head j), one per label l. The biaffine weights start at zero (uniform arcs).
-    Loss: cross-entropy over the candidate heads (root and the sentence's words, never the word itself) plus
-    cross-entropy over the relations at the gold head. Decoding: the per-word argmax head, then the argmax
-    relation at that head; no tree constraint (no Chu-Liu-Edmonds), so a prediction may have cycles or several
-    roots. ``save_pretrained`` writes the encoder plus ``parser_head.safetensors`` / ``parser_head.json``.
+    for arcs: the second term is the head's prior); relation scores ``r_j^T U_l r'_i + W_l (r'_i ⊕ r_j) +
+    b_l`` for the pair (dependent i, head j), one per label l. The biaffine weights start at zero (uniform
+    arcs). Loss: cross-entropy over the candidate heads (root and the sentence's words, never the word itself)
+    plus cross-entropy over the relations at the gold head. Decoding: the per-word argmax head, then the
+    argmax relation at that head; no tree constraint (no Chu-Liu-Edmonds), so a prediction may have cycles or
+    several roots. ``save_pretrained`` writes the encoder and ``parser_head.safetensors`` / ``.json``.
     """
 
     def __init__(self, encoder, labels: list[str], arc_mlp_size: int = 500, label_mlp_size: int = 100,
@@ -344,16 +352,19 @@ class BiaffineParser(torch.nn.Module):
         super().__init__()
         hidden = encoder.config.hidden_size
         self.encoder, self.labels = encoder, list(labels)
-        self.sizes = {"arc_mlp_size": arc_mlp_size, "label_mlp_size": label_mlp_size, "mlp_dropout": mlp_dropout}
+        self.sizes = {"arc_mlp_size": arc_mlp_size, "label_mlp_size": label_mlp_size,
+                      "mlp_dropout": mlp_dropout}
 
         def mlp(size: int) -> torch.nn.Sequential:
-            return torch.nn.Sequential(torch.nn.Linear(hidden, size), torch.nn.ReLU(), torch.nn.Dropout(mlp_dropout))
+            return torch.nn.Sequential(torch.nn.Linear(hidden, size), torch.nn.ReLU(),
+                                       torch.nn.Dropout(mlp_dropout))
 
         self.arc_dep, self.arc_head = mlp(arc_mlp_size), mlp(arc_mlp_size)
         self.label_dep, self.label_head = mlp(label_mlp_size), mlp(label_mlp_size)
         self.arc_weight = torch.nn.Parameter(torch.zeros(arc_mlp_size, arc_mlp_size))  # U
         self.arc_bias = torch.nn.Parameter(torch.zeros(arc_mlp_size))  # u: the head prior
-        self.label_weight = torch.nn.Parameter(torch.zeros(len(labels), label_mlp_size, label_mlp_size))  # U_l
+        # U_l
+        self.label_weight = torch.nn.Parameter(torch.zeros(len(labels), label_mlp_size, label_mlp_size))
         self.label_linear = torch.nn.Linear(2 * label_mlp_size, len(labels))  # W_l, b_l
 
     @property
@@ -367,7 +378,8 @@ class BiaffineParser(torch.nn.Module):
                 heads: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> ParserOutput:
         h = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         dep, head = self.arc_dep(h), self.arc_head(h)
-        arc = (torch.einsum("bjx,xy,biy->bij", head, self.arc_weight, dep) + (head @ self.arc_bias)[:, None, :]).float()
+        arc = (torch.einsum("bjx,xy,biy->bij", head, self.arc_weight, dep)
+               + (head @ self.arc_bias)[:, None, :]).float()
         candidate = word_mask.clone()
         candidate[:, 0] = True
         n = input_ids.shape[1]
@@ -402,9 +414,10 @@ class BiaffineParser(torch.nn.Module):
                                                          if k not in adapter})
         if adapter:
             save_language_adapter(self.encoder, folder)
-        save_file({k: v.detach().cpu().contiguous() for k, v in self.head_state_dict().items()}, folder / PARSER_HEAD)
-        (folder / PARSER_CONFIG).write_text(json.dumps({"labels": self.labels, **self.sizes}, ensure_ascii=False,
-                                                       indent=2) + "\n")
+        save_file({k: v.detach().cpu().contiguous()
+                   for k, v in self.head_state_dict().items()}, folder / PARSER_HEAD)
+        (folder / PARSER_CONFIG).write_text(json.dumps({"labels": self.labels, **self.sizes},
+                                                       ensure_ascii=False, indent=2) + "\n")
 
 
 def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str | None = None,
@@ -452,14 +465,16 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
         saved = Path(model) / PARSER_CONFIG
         meta = json.loads(saved.read_text()) if saved.is_file() else None
         if meta is not None and meta["labels"] != list(labels):
-            raise ValueError(f"{saved}: the saved parser's labels {meta['labels']} differ from {list(labels)}")
+            raise ValueError(f"{saved}: the saved parser's labels {meta['labels']} "
+                             f"differ from {list(labels)}")
         m = BiaffineParser(m, labels, **({k: meta[k] for k in sizes} if meta else sizes))
         if meta is not None:
             from safetensors.torch import load_file
 
             head = load_file(Path(model) / PARSER_HEAD)
             if set(head) != set(m.head_state_dict()):
-                raise ValueError(f"{Path(model) / PARSER_HEAD} does not fit the parser head: keys {sorted(head)}")
+                raise ValueError(f"{Path(model) / PARSER_HEAD} does not fit the parser "
+                                 f"head: keys {sorted(head)}")
             m.load_state_dict(head, strict=False)  # the head only: the encoder is loaded already
             log.info("loaded the parser head saved in %s", model)
     return m
@@ -514,7 +529,8 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
             pred_tags.append(pred)
         if task == "ner":
             return span_f1(gold_tags, pred_tags)
-        flat = [(g == p) for gs, ps in zip(gold_tags, pred_tags, strict=True) for g, p in zip(gs, ps, strict=True)]
+        flat = [(g == p) for gs, ps in zip(gold_tags, pred_tags, strict=True)
+                for g, p in zip(gs, ps, strict=True)]
         return {"accuracy": float(np.mean(flat))}
     best: dict[int, tuple[float, str]] = {}
     for it, s, e in zip(items, starts, ends, strict=True):
@@ -524,7 +540,8 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
         cand_e = np.argsort(e[:n])[::-1][:20]
         for i in cand_s:
             for j in cand_e:
-                if it["offsets"][i] is None or it["offsets"][j] is None or j < i or j - i + 1 > cfg.max_answer_tokens:
+                if (it["offsets"][i] is None or it["offsets"][j] is None or j < i
+                    or j - i + 1 > cfg.max_answer_tokens):
                     continue
                 score = float(s[i] + e[j])
                 if it["example"] not in best or score > best[it["example"]][0]:
@@ -546,8 +563,9 @@ def fit_to_model(cfg: FinetuneConfig, model) -> FinetuneConfig:
 def task_encoder(task: str, tokenizer, labels: list[str], cfg: FinetuneConfig, model
                  ) -> Callable[[pd.DataFrame, bool], list[dict]]:
     """``encode(df, train)``: a split's items as fine-tuning trains and evaluates on them (also the zero-shot
-    evaluation's, so that target items match the source side's training exactly, BERT segment ids included)."""
-    types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: segment ids of the pair; RoBERTa/XLM-R: none
+    evaluation's, so that target items match the source side's training exactly, BERT segment ids
+    included)."""
+    types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: pair segment ids; RoBERTa/XLM-R: none
     return {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
             "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len, token_types=types),
             "sts": lambda df, train: encode_pairs(df, tokenizer, None, cfg.seq_len, token_types=types),
@@ -557,8 +575,8 @@ def task_encoder(task: str, tokenizer, labels: list[str], cfg: FinetuneConfig, m
 
 def dataset_labels(task: str, data: dict[str, pd.DataFrame], folder: str | Path, given: str | None = None
                    ) -> list[str]:
-    """The label set: ``given`` (a JSON list), else the task folder's ``labels.json`` (the dataset's inventory,
-    rule prepare_task), else the train split's (:func:`task_labels`, which also checks every split)."""
+    """The label set: ``given`` (a JSON list), else the task folder's ``labels.json`` (the dataset's
+    inventory, rule prepare_task), else the train split's (:func:`task_labels`, which checks every split)."""
     path = Path(folder) / "labels.json"
     labels = json.loads(given) if given else json.loads(path.read_text()) or None if path.exists() else None
     return task_labels(task, data, labels)
@@ -574,14 +592,14 @@ def _remembered(enc: Callable, memo: dict) -> Callable:
     return encode
 
 
-def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str], cfg: FinetuneConfig, *,
-             seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
+def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str],
+             cfg: FinetuneConfig, *, seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
              encoded: dict | None = None, track_dir: str | Path | None = None) -> tuple[dict, pd.DataFrame]:
-    """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra evaluation
-    set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in ``extra_test_sets``). Returns
-    (scores, history). ``encoded``: a dict shared by the runs of one process, which keeps each split's encoded items
-    for the next run (they depend on the tokenizer, labels and config, not on the seed). ``track_dir``: the live
-    curves of ``cfg.report_to`` go there (:mod:`.tracking`)."""
+    """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra
+    evaluation set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in
+    ``extra_test_sets``). Returns (scores, history). ``encoded``: a dict shared by the runs of one process,
+    which keeps each split's encoded items for the next run (they depend on the tokenizer, labels and config,
+    not on the seed). ``track_dir``: the live curves of ``cfg.report_to`` go there (:mod:`.tracking`)."""
     device = pick_device()
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
@@ -603,7 +621,7 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
     opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
     sched = linear_schedule(opt, total, cfg.warmup_ratio)
     scaler = grad_scaler(amp_dtype)
-    ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: the selected weights
+    ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: selected weights
     best_path = Path(checkpoint_dir) / "best.pt"
     step, history, best = 0, [], {"step": -1, "score": -math.inf}
     settings = checkpoint_settings(cfg, RESUME_FREE, task=task, seed=seed, labels=list(labels or []))
@@ -614,20 +632,23 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
         ckpt.restore_optimizer(resume, opt, sched, scaler, device)
         log.info("resuming from %s at step %d of %d", resume, step, total)
     tracker = Tracker(cfg.report_to if track_dir is not None else [], track_dir or ".",
-                      name=f"{task} seed {seed}", config=settings, start_step=step + 1 if resume is not None else 0)
+                      name=f"{task} seed {seed}", config=settings,
+                      start_step=step + 1 if resume is not None else 0)
     with StopSignals() as stop, tracker:
-        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt, stop, tracker,
-                              seed=seed,
+        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt,
+                              stop, tracker, seed=seed,
                               step=step, total=total, steps_per_epoch=steps_per_epoch, eval_every=eval_every,
-                              metric=metric, history=history, best=best, best_path=best_path, settings=settings,
-                              running=state.get("running", []) if resume is not None else [], opt=opt, sched=sched,
-                              scaler=scaler, params=params, device=device, autocast=autocast, pad=pad,
-                              stop_after=stop_after)
+                              metric=metric, history=history, best=best,
+                              best_path=best_path, settings=settings,
+                              running=state.get("running", []) if resume is not None else [], opt=opt,
+                              sched=sched, scaler=scaler, params=params, device=device, autocast=autocast,
+                              pad=pad, stop_after=stop_after)
 
 
-def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt: Checkpoints, stop: StopSignals,
-                   tracker: Tracker, *, seed, step, total, steps_per_epoch, eval_every, metric, history, best, best_path, settings,
-                   running, opt, sched, scaler, params, device, autocast, pad, stop_after) -> tuple[dict, pd.DataFrame]:
+def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt: Checkpoints,
+                   stop: StopSignals, tracker: Tracker, *, seed, step, total, steps_per_epoch, eval_every,
+                   metric, history, best, best_path, settings, running, opt, sched, scaler, params, device,
+                   autocast, pad, stop_after) -> tuple[dict, pd.DataFrame]:
     """The steps of :func:`finetune` from ``step`` on, then the test scores of the selected weights."""
     progress = Progress(step, total)
     micro = cfg.micro_batch_size or cfg.batch_size
@@ -655,15 +676,17 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
             improved = scores[metric] > best["score"]
             if improved:
                 best = {"step": step, "score": scores[metric]}
-            history.append({"step": step, "epoch": step / steps_per_epoch, "train_loss": float(np.mean(running)),
+            history.append({"step": step, "epoch": step / steps_per_epoch,
+                            "train_loss": float(np.mean(running)),
                             **{f"dev_{k}": v for k, v in scores.items()}})
             running = []
-            log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"], metric,
-                     scores[metric], " *" if improved else "", progress(step))
+            log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"],
+                     metric, scores[metric], " *" if improved else "", progress(step))
             if tracker.report_to:
-                tracker.log(step, {"train/loss": history[-1]["train_loss"], "train/lr": sched.get_last_lr()[0],
-                                   "train/grad_norm": float(norm), "train/steps_per_s": progress.rate(step),
-                                   **{f"dev/{k}": v for k, v in scores.items() if isinstance(v, (int, float))}})
+                tracker.log(step,
+                            {"train/loss": history[-1]["train_loss"], "train/lr": sched.get_last_lr()[0],
+                             "train/grad_norm": float(norm), "train/steps_per_s": progress.rate(step),
+                             **{f"dev/{k}": v for k, v in scores.items() if isinstance(v, (int, float))}})
             if improved:
                 with atomic_path(best_path) as tmp:
                     torch.save(model.state_dict(), tmp)
@@ -690,8 +713,8 @@ def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, 
 
 
 def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
-    """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its thread
-    count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
+    """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its
+    thread count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
     setup_logging(args.log)
     raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
     cfg = FinetuneConfig.parse(json.loads(raw))
@@ -701,8 +724,8 @@ def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
 
 
 def input_stamp(*paths: str | None) -> list:
-    """Size and modification time of each input file (a folder: of the files in it; a hub id: the id), the part of a
-    finished seed's record that says which model and data it was trained on."""
+    """Size and modification time of each input file (a folder: of the files in it; a hub id: the id), the
+    part of a finished seed's record that says which model and data it was trained on."""
     out = []
     for path in filter(None, paths):
         p = Path(path)
@@ -712,17 +735,18 @@ def input_stamp(*paths: str | None) -> list:
 
 
 def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | None:
-    """The scores and history a seed's run left in ``folder`` (``finished.json``) when it ended, or None. A run
-    finished with other settings raises ValueError naming them and the folder to delete, as
-    :meth:`Checkpoints.resume` does; one finished on other inputs (``settings["inputs"]``: the model or data were
-    rebuilt since) is not taken (None)."""
+    """The scores and history a seed's run left in ``folder`` (``finished.json``) when it ended, or None. A
+    run finished with other settings raises ValueError naming them and the folder to delete, as
+    :meth:`Checkpoints.resume` does; one finished on other inputs (``settings["inputs"]``: the model or data
+    were rebuilt since) is not taken (None)."""
     path = folder / "finished.json"
     if not path.is_file():
         return None
     done = json.loads(path.read_text())
     then = done["settings"]
     if then.get("inputs") != settings.get("inputs"):
-        log.warning("%s was trained on other inputs (the model or the data changed since): training again", path)
+        log.warning("%s was trained on other inputs (the model or the data changed "
+                    "since): training again", path)
         return None
     changed = changed_settings(settings, then)
     if changed:
@@ -734,16 +758,21 @@ def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | No
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="save_pretrained folder (LAPT output, source model) or hub id")
-    p.add_argument("--embeddings", help="init artifact: fine-tune the source model right after the vocabulary swap")
+    p.add_argument("--model", required=True,
+                   help="save_pretrained folder (LAPT output, source model) or hub id")
+    p.add_argument("--embeddings",
+                   help="init artifact: fine-tune the source model right after the vocabulary swap")
     p.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
     p.add_argument("--task", required=True, choices=sorted(METRICS))
     p.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
     p.add_argument("--seed", type=int, nargs="+", required=True, help="one run per seed, in this order")
     p.add_argument("--output", required=True, help="scores parquet (a row per seed)")
-    p.add_argument("--history", help="dev curves parquet, a seed column (default: <output stem>.history.parquet)")
-    p.add_argument("--checkpoints", help="checkpoint folder, a seed<N>/ per seed (default: <output>.checkpoints)")
-    p.add_argument("--labels", help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
+    p.add_argument("--history",
+                   help="dev curves parquet, a seed column (default: <output stem>.history.parquet)")
+    p.add_argument("--checkpoints",
+                   help="checkpoint folder, a seed<N>/ per seed (default: <output>.checkpoints)")
+    p.add_argument("--labels",
+                   help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
     p.add_argument("--meta", default="{}", help="JSON object of columns added to the scores rows")
     p.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
     p.add_argument("--log", help="log file")
@@ -767,7 +796,7 @@ def main(argv: list[str] | None = None) -> None:
         folder = checkpoints / f"seed{seed}"
         settings = checkpoint_settings(cfg, RESUME_FREE, task=args.task, seed=seed, labels=list(labels or []),
                                        inputs=stamp)
-        done = None if cfg.save_model else finished_run(folder, settings)  # save_model needs the trained model
+        done = None if cfg.save_model else finished_run(folder, settings)  # save_model needs the model
         if done is not None:
             log.info("seed %d (%d of %d): finished before, kept from %s", seed, i + 1, len(args.seed), folder)
             scores, history = done
@@ -776,8 +805,9 @@ def main(argv: list[str] | None = None) -> None:
             torch.manual_seed(seed)  # the new classification head
             model = None  # the previous seed's model goes before the next one is loaded
             model = load_task_model(args.task, args.model, labels, embeddings=args.embeddings,
-                                    train_language_adapter=cfg.train_language_adapter, arc_mlp_size=cfg.arc_mlp_size,
-                                    label_mlp_size=cfg.label_mlp_size, mlp_dropout=cfg.mlp_dropout)
+                                    train_language_adapter=cfg.train_language_adapter,
+                                    arc_mlp_size=cfg.arc_mlp_size, label_mlp_size=cfg.label_mlp_size,
+                                    mlp_dropout=cfg.mlp_dropout)
             check_tokenizer_matches(len(tokenizer), model.get_input_embeddings().weight.shape[0],
                                     name=args.embeddings or args.model)
             scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=seed,

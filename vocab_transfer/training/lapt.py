@@ -8,8 +8,8 @@ many GPUs and nodes through ``torchrun``.
     torchrun --standalone --nproc-per-node 4 -m vocab_transfer.training.lapt ...  # DDP, same flags
 
 ``--train`` / ``--heldout`` are token shards of the tokenizer (``python -m vocab_transfer.data.shards`` writes
-them from a corpus): training blocks are read from them on demand, so memory does not grow with the corpus, and
-each rank reads only its own blocks.
+them from a corpus): training blocks are read from them on demand, so memory does not grow with the corpus,
+and each rank reads only its own blocks.
 
 Defaults are FOCUS's (FOCUS Table 5): AdamW β = (0.9, 0.999), ε = 1e-8, no weight decay, peak lr
 5e-5, linear warmup over 10% of the steps then constant, batch 128 × 256 tokens, gradient clipping 1.0,
@@ -33,18 +33,18 @@ trainable sets):
   ``train_embeddings: false`` only the adapters train: MAD-X's own setting, a language adapter for the source
   model's vocabulary (no ``--embeddings``), whose rows stay the source's (unks-everywhere §4.1, §4.3).
 
-``factorized: true`` (UNKs §3.3, the MF rows) trains the embeddings in the form the init artifact of a
-``kind: mf`` method holds them: ``F'`` (low-dimensional rows), the up-projections ``G`` (fixed with
+``factorized: true`` (UNKs §3.3, the MF rows) trains the embeddings in the form the init artifact of a ``kind:
+mf`` method holds them: ``F'`` (low-dimensional rows), the up-projections ``G`` (fixed with
 ``freeze_up_projection``) and the cluster logits ``Z`` (straight-through Gumbel-softmax), instead of the flat
-``F'G`` (:class:`vocab_transfer.methods.factorized.FactorizedVocabulary`); ``--output`` holds the flattened model plus
-the trained factors in ``factorized_embeddings.safetensors``.
+``F'G`` (:class:`vocab_transfer.methods.factorized.FactorizedVocabulary`); ``--output`` holds the flattened
+model plus the trained factors in ``factorized_embeddings.safetensors``.
 
-``long_steps`` / ``long_seq_len`` / ``long_batch_size`` train the last ``long_steps`` optimizer steps of the run
-on blocks of ``long_seq_len`` tokens (packed separately from the same corpus), ``long_batch_size`` sequences per
-step (default ``batch_size``): BERT's schedule that vocab-swap reproduces (§3.1: "a sequence length of 128 for
-40k steps and 512 for 10k steps", §3.3: 90k + 10k; App. A.1: batch 256 at 128, 48 at 512). The phase is a
-function of the global step (resume-exact), the learning-rate schedule runs on, and held-out evaluations in the
-phase use held-out blocks of ``long_seq_len`` (the curve's ``seq_len`` column).
+``long_steps`` / ``long_seq_len`` / ``long_batch_size`` train the last ``long_steps`` optimizer steps of the
+run on blocks of ``long_seq_len`` tokens (packed separately from the same corpus), ``long_batch_size``
+sequences per step (default ``batch_size``): BERT's schedule that vocab-swap reproduces (§3.1: "a sequence
+length of 128 for 40k steps and 512 for 10k steps", §3.3: 90k + 10k; App. A.1: batch 256 at 128, 48 at 512).
+The phase is a function of the global step (resume-exact), the learning-rate schedule runs on, and held-out
+evaluations in the phase use held-out blocks of ``long_seq_len`` (the curve's ``seq_len`` column).
 
 ``reinit`` re-initializes weights with the model's own initializer (``_init_weights``: N(0,
 ``initializer_range``) for linear and embedding weights, zero biases, LayerNorm 1/0) before training,
@@ -66,12 +66,13 @@ those tokens' source embeddings, vocab-swap Figure 2's recovery curve (all token
 tokenizer is the source's).
 
 vocab-swap Figures 4/6/8: ``snapshot_steps`` keeps the model (``save_pretrained`` + tokenizer) at those global
-steps, staged under the checkpoint folder (so a failed job whose outputs are removed keeps them) and hard-linked
-into ``--snapshots`` as ``step-XXXXXXXX/`` at the end; a resumed run writes the same snapshots bit for bit. Step 0
-is the model as training starts (after ``reinit``: WECHSEL Table 1's FullRand Score@0 fine-tunes it).
-``token_accuracy_top`` records, at every evaluation, how often each of the N most frequent (non-special) tokens of
-the training blocks was a held-out prediction target and how often the argmax prediction was right, written to
-``--token-accuracy`` (parquet, one row per step and token; vocab-swap Figure 6 splits it by the init's provenance).
+steps, staged under the checkpoint folder (so a failed job whose outputs are removed keeps them) and
+hard-linked into ``--snapshots`` as ``step-XXXXXXXX/`` at the end; a resumed run writes the same snapshots bit
+for bit. Step 0 is the model as training starts (after ``reinit``: WECHSEL Table 1's FullRand Score@0
+fine-tunes it). ``token_accuracy_top`` records, at every evaluation, how often each of the N most frequent
+(non-special) tokens of the training blocks was a held-out prediction target and how often the argmax
+prediction was right, written to ``--token-accuracy`` (parquet, one row per step and token; vocab-swap Figure
+6 splits it by the init's provenance).
 """
 
 from __future__ import annotations
@@ -161,7 +162,8 @@ def embedding_parameter_names(model) -> set[str]:
     output bias."""
     out = model.get_output_embeddings()
     own = {id(p) for p in model.get_input_embeddings().parameters()}
-    own |= {id(p) for p in (getattr(out, "weight", None), getattr(out, "bias", None)) if isinstance(p, torch.nn.Parameter)}
+    own |= {id(p) for p in (getattr(out, "weight", None), getattr(out, "bias", None))
+            if isinstance(p, torch.nn.Parameter)}
     return {n for n, p in model.named_parameters() if id(p) in own}
 
 
@@ -175,7 +177,8 @@ def embedding_layer_names(model) -> set[str]:
     if not owner.endswith("embeddings"):
         raise ValueError(f"{type(model).__name__} has no embedding block (word embeddings at {owner!r}): the "
                          "embedding_layers variant and reinit are for BERT-style encoders")
-    return {n for n, _ in model.named_parameters() if n.startswith(owner + ".")} | embedding_parameter_names(model)
+    return {n for n, _ in model.named_parameters()
+            if n.startswith(owner + ".")} | embedding_parameter_names(model)
 
 
 def reinit_parameter_names(model, part: str) -> set[str]:
@@ -199,13 +202,13 @@ RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "micro_batch_s
 def resume_settings(cfg: LaptConfig) -> dict:
     """The settings a checkpoint is only valid for (stored in its state.json, compared when resuming): every
     LaptConfig field but those a resumed run may change (threads, checkpointing, and micro-batching, gradient
-    checkpointing or compiling, e.g. after running out of GPU memory: the same sequences per step, only computed
-    differently)."""
+    checkpointing or compiling, e.g. after running out of GPU memory: the same sequences per step, only
+    computed differently)."""
     return checkpoint_settings(cfg, RESUME_FREE)
 
 
 def _post_order(module: torch.nn.Module):
-    """Modules children first, as ``nn.Module.apply`` (and so transformers' own initialization) visits them."""
+    """Modules children first, as ``nn.Module.apply`` (so transformers' initialization) visits them."""
     for child in module.children():
         yield from _post_order(child)
     yield module
@@ -213,13 +216,13 @@ def _post_order(module: torch.nn.Module):
 
 def reinitialize(model, part: str, seed: int) -> list[str]:
     """Re-initialize ``reinit_parameter_names(model, part)`` in place with the model's own ``_init_weights``
-    (vocab-swap's "Scratch" and "Embed Layers", §2.1-2.2; WECHSEL's FullRand), seeded: the CPU generator is forked
-    and seeded, so the values depend on ``seed`` only (call it before moving the model to a GPU). Modules are
-    visited children first, as transformers' own initialization does, and each module whose parameters (its own
-    and its children's) are all selected is passed to ``_init_weights``, so a parent's rule applies on top of its
-    children's (GPT-2's c_proj scaled by 1/sqrt(2 n_layer) in GPT2Attention / GPT2MLP). A selected parameter that
-    no module covers is an error, as is one ``_init_weights`` leaves unchanged. Returns the re-initialized
-    parameter names."""
+    (vocab-swap's "Scratch" and "Embed Layers", §2.1-2.2; WECHSEL's FullRand), seeded: the CPU generator is
+    forked and seeded, so the values depend on ``seed`` only (call it before moving the model to a GPU).
+    Modules are visited children first, as transformers' own initialization does, and each module whose
+    parameters (its own and its children's) are all selected is passed to ``_init_weights``, so a parent's
+    rule applies on top of its children's (GPT-2's c_proj scaled by 1/sqrt(2 n_layer) in GPT2Attention /
+    GPT2MLP). A selected parameter that no module covers is an error, as is one ``_init_weights`` leaves
+    unchanged. Returns the re-initialized parameter names."""
     names = reinit_parameter_names(model, part)
     if not names:
         return []
@@ -238,7 +241,8 @@ def reinitialize(model, part: str, seed: int) -> list[str]:
             for p in tree:
                 p._is_hf_initialized = True
             done += [by_id[id(p)] for p in own]
-            same = [by_id[id(p)] for p, b in zip(own, before, strict=True) if torch.equal(p, b) and p.numel() > 1
+            same = [by_id[id(p)] for p, b in zip(own, before, strict=True)
+                    if torch.equal(p, b) and p.numel() > 1
                     and not (b == b.flatten()[0]).all()]
             if same:
                 raise ValueError(f"reinit {part}: {type(model).__name__}._init_weights left {same} unchanged")
@@ -255,8 +259,8 @@ def resolve_objective(model, objective: str) -> str:
     fits = "clm" if is_causal_lm(model) else "mlm"
     if objective not in ("auto", fits):
         kind = "a causal (decoder-only) LM" if fits == "clm" else "a masked LM"
-        raise ValueError(f"LAPT objective {objective!r} does not fit the model {type(model).__name__}, which is "
-                         f"{kind}: set objective: {fits!r} (or auto) in the LAPT config")
+        raise ValueError(f"LAPT objective {objective!r} does not fit the model {type(model).__name__}, which "
+                         f"is {kind}: set objective: {fits!r} (or auto) in the LAPT config")
     return fits
 
 
@@ -280,18 +284,19 @@ class LossModule(torch.nn.Module):
 
     def forward(self, inputs: torch.Tensor, labels: torch.Tensor, positions: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        if self.objective == "clm":  # position_ids that restart: packed documents (transformers masks across them)
+        if self.objective == "clm":  # restarting position_ids: packed documents (transformers masks across)
             packed = {} if position_ids is None else {"position_ids": position_ids, "use_cache": False}
             return self.model(input_ids=inputs, labels=labels, **packed).loss
 
         return masked_lm_loss(self.model, inputs, labels, positions=positions)
 
 
-def to_device(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None], device: torch.device, objective: str
+def to_device(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None],
+              device: torch.device, objective: str
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """(inputs, labels, masked positions, position ids) on ``device`` without waiting for the GPU: the masked
-    positions are found on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not block, so
-    the host prepares the next batch while the device computes."""
+    positions are found on the CPU (a boolean index on the GPU would synchronize), and pinned copies do not
+    block, so the host prepares the next batch while the device computes."""
     inputs, labels, position_ids = batch
     positions = (labels.view(-1) != -100).nonzero().squeeze(1) if objective == "mlm" else None
     if device.type != "cuda":
@@ -302,15 +307,15 @@ def to_device(batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor | None], dev
 
 @functools.lru_cache(maxsize=2)
 def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
-    """The seeded order of the ``n`` blocks in ``epoch`` (int32 when it fits: 4 bytes per block, cached for the
-    epoch and the next, so a step does not pay for a fresh permutation)."""
+    """The seeded order of the ``n`` blocks in ``epoch`` (int32 when it fits: 4 bytes per block, cached for
+    the epoch and the next, so a step does not pay for a fresh permutation)."""
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 1_000_003 + epoch))
     return perm.int() if n < 2**31 else perm
 
 
 def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
-    """Row ids of optimizer step ``step`` (1-based): consecutive slices of per-epoch seeded permutations,
-    so the data position is a function of the step (exact resume, any number of devices; the ranks take disjoint
+    """Row ids of optimizer step ``step`` (1-based): consecutive slices of per-epoch seeded permutations, so
+    the data position is a function of the step (exact resume, any number of devices; the ranks take disjoint
     slices of a step's rows, so no two see the same block in an epoch)."""
     start = (step - 1) * batch_size
     idx = torch.arange(start, start + batch_size)
@@ -322,11 +327,12 @@ def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
     return out
 
 
-def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfig, tokenizer, step: int, part: int
+def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfig,
+               tokenizer, step: int, part: int
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(inputs, labels, position ids) of the blocks ``rows``: the position ids are None but for ``packing:
-    documents``, where they restart at each document (:meth:`Blocks.positions`) and the first token of a document
-    that begins inside the block is no target (its context would be the previous document)."""
+    documents``, where they restart at each document (:meth:`Blocks.positions`) and the first token of a
+    document that begins inside the block is no target (its context would be the previous document)."""
     batch = blocks[rows]
     if cfg.objective == "clm":
         if cfg.packing == "stream":
@@ -340,10 +346,10 @@ def make_batch(blocks: torch.Tensor | Blocks, rows: torch.Tensor, cfg: LaptConfi
 
 @torch.no_grad()
 def check_document_masking(model, device: torch.device) -> None:
-    """ValueError unless the causal LM ``model`` keeps packed documents apart when given position ids that restart
-    (transformers derives the block-diagonal causal mask from them: an explicit mask for sdpa/eager attention,
-    varlen kernels for flash attention): the logits of a second document packed behind a first must equal its
-    logits alone, up to a tenth of what attending to the first document changes."""
+    """ValueError unless the causal LM ``model`` keeps packed documents apart when given position ids that
+    restart (transformers derives the block-diagonal causal mask from them: an explicit mask for sdpa/eager
+    attention, varlen kernels for flash attention): the logits of a second document packed behind a first must
+    equal its logits alone, up to a tenth of what attending to the first document changes."""
     ids = (torch.arange(1, 9, device=device) % model.get_input_embeddings().weight.shape[0]).unsqueeze(0)
     restart = torch.tensor([[0, 1, 2, 3, 0, 1, 2, 3]], device=device)
     training, _ = model.training, model.eval()
@@ -354,16 +360,16 @@ def check_document_masking(model, device: torch.device) -> None:
     err, leak = float((packed - alone).abs().max()), float((joined - alone).abs().max())
     if err > 0.1 * leak:
         impl = getattr(model.config, "_attn_implementation", None)
-        raise ValueError(f"packing: documents: {type(model).__name__} (attention {impl!r}) attends across documents "
-                         f"given restarting position ids (logits off by {err:.3g}, {leak:.3g} without them): use "
-                         "packing: stream for this model")
+        raise ValueError(f"packing: documents: {type(model).__name__} (attention {impl!r}) attends across "
+                         f"documents given restarting position ids (logits off by {err:.3g}, {leak:.3g} "
+                         "without them): use packing: stream for this model")
 
 
 def frequent_tokens(blocks: torch.Tensor | Blocks, vocab_size: int, special_ids, n: int
                     ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(ids, counts)`` of the ``n`` most frequent non-special token ids in ``blocks`` (the packed training
-    corpus; shard blocks are counted chunk by chunk), most frequent first, ties by ascending id; tokens that never
-    occur are left out."""
+    corpus; shard blocks are counted chunk by chunk), most frequent first, ties by ascending id; tokens that
+    never occur are left out."""
     if isinstance(blocks, Blocks):
         counts = torch.from_numpy(blocks.token_counts(vocab_size))
     else:
@@ -375,9 +381,9 @@ def frequent_tokens(blocks: torch.Tensor | Blocks, vocab_size: int, special_ids,
 
 
 def token_accuracy_counts(predicted: torch.Tensor, labels: torch.Tensor, track: torch.Tensor) -> torch.Tensor:
-    """Per tracked token id (``track`` [k]): how often it is the label of a predicted position (``labels`` [n]) and
-    how often the prediction there (``predicted`` [n], the argmax) is right. Returns int64 ``[k, 2]`` (masked,
-    correct); positions labelled with an untracked token are ignored."""
+    """Per tracked token id (``track`` [k]): how often it is the label of a predicted position (``labels``
+    [n]) and how often the prediction there (``predicted`` [n], the argmax) is right. Returns int64 ``[k, 2]``
+    (masked, correct); positions labelled with an untracked token are ignored."""
     size = int(max(int(track.max()) if len(track) else -1, int(labels.max()) if len(labels) else -1)) + 1
     index = torch.full((size,), -1, dtype=torch.long)
     index[track] = torch.arange(len(track))
@@ -395,7 +401,7 @@ def heldout_eval(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
     """Mean loss per predicted token on fixed held-out blocks (fixed masks, seed 12345); with ``track`` (token
     ids, MLM only) also their :func:`token_accuracy_counts` [k, 2] over the same masked positions (80/10/10:
     every labelled position counts), from the same logits as the loss; with ``lengths``
-    (:func:`vocab_transfer.eval.mlm.token_lengths`) the same NLL in bits per byte of the scored tokens (else NaN)."""
+    (:func:`vocab_transfer.eval.mlm.token_lengths`) the NLL in bits per byte of scored tokens (else NaN)."""
     model.eval()
     loss_fn = LossModule(model, cfg.objective)
     total, count, n_bytes = 0.0, 0, 0
@@ -426,13 +432,13 @@ def heldout_loss(model, blocks: torch.Tensor, cfg: LaptConfig, tokenizer, device
 
 
 def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None = None) -> None:
-    """``save_pretrained`` of the model and the tokenizer into ``folder``, atomically, without changing the live
-    model: a language adapter (variant adapter) goes beside the plain weights as ``language_adapter.*``, and
-    factorized embeddings (``factorized``) are written flattened (eval-mode table) with the factors beside them
-    as ``factorized_embeddings.safetensors``; ``config.json`` carries the tokenizer's special-token ids
-    (:func:`~vocab_transfer.export.retarget_special_ids`), not the source's. The final model and the snapshots are
-    written by this one function, so a snapshot at the last step equals it. ``state``: the weights to write (a
-    sharded model's, gathered by :func:`vocab_transfer.training.runtime.full_state_dict`); default the model's own."""
+    """``save_pretrained`` of the model and the tokenizer into ``folder``, atomically, without changing the
+    live model: a language adapter (variant adapter) goes beside the plain weights as ``language_adapter.*``,
+    and factorized embeddings (``factorized``) are written flattened (eval-mode table) with the factors beside
+    them as ``factorized_embeddings.safetensors``; ``config.json`` carries the tokenizer's special-token ids
+    (:func:`~vocab_transfer.export.retarget_special_ids`), not the source's. The final model and the snapshots
+    are written by this one function, so a snapshot at the last step equals it. ``state``: the weights to
+    write (a sharded model's, gathered by :func:`.runtime.full_state_dict`); default: the model's."""
     with atomic_path(folder, directory=True) as tmp:
         adapter = adapter_parameter_names(model)
         if adapter:
@@ -446,16 +452,17 @@ def save_model(model, tokenizer, folder: str | os.PathLike, state: dict | None =
         retarget_configs(tmp, tmp, tokenizer)
 
 
-def publish_snapshots(checkpoint_dir: str | os.PathLike, dest: str | os.PathLike, steps: list[int]) -> list[Path]:
-    """Hard-link (copy across file systems) the snapshots staged under ``checkpoint_dir`` into ``dest``, atomically,
-    as ``step-XXXXXXXX/``; ``dest`` is created even without snapshots. A snapshot in ``steps`` that was not staged
-    raises FileNotFoundError naming it (the staged copies stay until the checkpoints are deleted)."""
+def publish_snapshots(checkpoint_dir: str | os.PathLike,
+                      dest: str | os.PathLike, steps: list[int]) -> list[Path]:
+    """Hard-link (copy across file systems) the snapshots staged under ``checkpoint_dir`` into ``dest``,
+    atomically, as ``step-XXXXXXXX/``; ``dest`` is created even without snapshots. A snapshot in ``steps``
+    that was not staged raises FileNotFoundError naming it (staged copies live as long as the checkpoints)."""
     staged = Path(checkpoint_dir) / SNAPSHOTS
     missing = [s for s in steps if not (staged / f"step-{s:08d}" / "config.json").is_file()]
     if missing:
-        raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged} (a run resumed from "
-                                f"checkpoints written before snapshot_steps named them: delete {checkpoint_dir} to "
-                                "train from the start)")
+        raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged} (a run "
+                                "resumed from checkpoints written before snapshot_steps named them: delete "
+                                f"{checkpoint_dir} to train from the start)")
 
     def link(src: str, dst: str) -> None:
         try:
@@ -469,7 +476,8 @@ def publish_snapshots(checkpoint_dir: str | os.PathLike, dest: str | os.PathLike
     return [Path(dest) / f"step-{s:08d}" for s in sorted(steps)]
 
 
-def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor, counts: torch.Tensor, tokenizer) -> pd.DataFrame:
+def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor,
+                         counts: torch.Tensor, tokenizer) -> pd.DataFrame:
     """Long form of the curve's ``token_masked`` / ``token_correct`` lists: one row per (evaluation, tracked
     token) with ``step, stage, token_id, token, train_count, masked, correct, accuracy`` (NaN where the token
     was never a held-out target); empty (same columns) when nothing was tracked."""
@@ -482,27 +490,29 @@ def token_accuracy_table(curve: pd.DataFrame, ids: torch.Tensor, counts: torch.T
         "step": curve["step"].repeat(k).to_numpy(), "stage": curve["stage"].repeat(k).to_numpy(),
         "token_id": ids.repeat(len(curve)).numpy(),
         "token": tokenizer.convert_ids_to_tokens(ids.tolist()) * len(curve),
-        "train_count": counts.repeat(len(curve)).numpy(), "masked": masked.numpy(), "correct": correct.numpy(),
+        "train_count": counts.repeat(len(curve)).numpy(), "masked": masked.numpy(),
+        "correct": correct.numpy(),
         "accuracy": (correct.double() / masked.clamp(min=1)).where(masked > 0, torch.nan).numpy()})
 
 
-def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks: torch.Tensor, cfg: LaptConfig, *,
-          checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
+def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks: torch.Tensor,
+          cfg: LaptConfig, *, checkpoint_dir: str | os.PathLike, stop_after: int | None = None,
           anchors: tuple[torch.Tensor, torch.Tensor] | None = None,
           long_blocks: tuple[torch.Tensor | Blocks, torch.Tensor] | None = None,
           track_dir: str | os.PathLike | None = None) -> pd.DataFrame:
     """Run (or resume) LAPT; returns the loss curve. ``train_blocks`` is a tensor of packed blocks or
-    :class:`~vocab_transfer.data.shards.Blocks` read from a token shard on demand. ``long_blocks`` = (train, held-out) blocks of
-    ``cfg.long_seq_len`` tokens, needed when ``cfg.long_steps`` > 0. ``stop_after`` (tests) stops after that global step
-    as a kill would, leaving only the checkpoints behind. ``anchors`` = (target ids, their source
-    embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the source) to the curve.
-    ``cfg.token_accuracy_top`` adds ``token_masked`` / ``token_correct`` lists (per token of
-    :func:`frequent_tokens`, see :func:`token_accuracy_table`); ``cfg.snapshot_steps`` stages a
+    :class:`~vocab_transfer.data.shards.Blocks` read from a token shard on demand. ``long_blocks`` = (train,
+    held-out) blocks of ``cfg.long_seq_len`` tokens, needed when ``cfg.long_steps`` > 0. ``stop_after``
+    (tests) stops after that global step as a kill would, leaving only the checkpoints behind. ``anchors`` =
+    (target ids, their source embedding rows) adds ``source_correlation`` (ρ̄ of those rows now and in the
+    source) to the curve. ``cfg.token_accuracy_top`` adds ``token_masked`` / ``token_correct`` lists (per
+    token of :func:`frequent_tokens`, see :func:`token_accuracy_table`); ``cfg.snapshot_steps`` stages a
     :func:`save_model` folder per step under ``checkpoint_dir/snapshots`` (:func:`publish_snapshots`).
     ``track_dir``: the first process writes the live curves of ``cfg.report_to`` there (:mod:`.tracking`)."""
     cfg = cfg.model_copy(update={"objective": resolve_objective(model, cfg.objective)})
     if cfg.token_accuracy_top and cfg.objective != "mlm":
-        raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the model is a causal LM)")
+        raise ValueError("LAPT config: token_accuracy_top needs the masked-LM objective (the "
+                         "model is a causal LM)")
     if cfg.long_steps and (long_blocks is None or long_blocks[0].shape[1] != cfg.long_seq_len):
         raise ValueError(f"LAPT config: long_steps {cfg.long_steps} needs training blocks of long_seq_len "
                          f"{cfg.long_seq_len} tokens (long_blocks)")
@@ -510,22 +520,24 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
         if cfg.objective != "clm":
             raise ValueError("LAPT config: packing: documents is for causal LMs (the model is a masked LM)")
         if not all(isinstance(b, Blocks) for b in (train_blocks, heldout_blocks, *(long_blocks or ()))):
-            raise ValueError("LAPT config: packing: documents needs blocks read from token shards (Blocks: their "
-                             "document index), not packed tensors")
+            raise ValueError("LAPT config: packing: documents needs blocks read from token shards (Blocks: "
+                             "their document index), not packed tensors")
     snapshots = set(cfg.snapshot_steps)
     group = current_distributed()
     world, rank = group.world, group.rank
-    sharded = cfg.distributed == "fsdp" and world > 1  # every process evaluates: the forward pass is collective
-    track = frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
-                            cfg.token_accuracy_top)[0] if cfg.token_accuracy_top and (rank == 0 or sharded) else None
+    sharded = cfg.distributed == "fsdp" and world > 1  # all processes evaluate: forward is collective
+    track = (frequent_tokens(train_blocks, len(tokenizer), tokenizer.all_special_ids,
+                             cfg.token_accuracy_top)[0]
+             if cfg.token_accuracy_top and (rank == 0 or sharded) else None)
     device = pick_device()
-    if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold it
+    if cfg.variant == "adapter" and not adapter_parameter_names(model):  # before resuming: checkpoints hold
         add_language_adapter(model, cfg.adapter, seed=cfg.seed)
     ckpt = Checkpoints(checkpoint_dir, cfg.keep_checkpoints, what="LAPT")
     if ckpt.latest() is None:  # a resumed run has them in its checkpoint
         reset = reinitialize(model, cfg.reinit, seed=cfg.seed * 1_000_003 + 7)
         if reset:
-            log.info("reinit %s: %d parameter tensors re-initialized (%s ...)", cfg.reinit, len(reset), reset[0])
+            log.info("reinit %s: %d parameter tensors re-initialized (%s ...)",
+                     cfg.reinit, len(reset), reset[0])
     model.to(device=device, dtype=param_dtype(cfg.precision)).train()
     use_fast_dropout(model, device)
     if cfg.packing == "documents":
@@ -544,18 +556,20 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
     resume, state = ckpt.resume(resume_settings(cfg))
     if resume is not None:
         staged = Path(checkpoint_dir) / SNAPSHOTS
-        missing = [s for s in sorted(snapshots) if s <= state["step"] and not (staged / f"step-{s:08d}").is_dir()]
+        missing = [s for s in sorted(snapshots) if s <= state["step"]
+                   and not (staged / f"step-{s:08d}").is_dir()]
         if missing:
-            raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged}, and the checkpoint "
-                                    f"{resume} is past them: delete {checkpoint_dir} to start this run over")
+            raise FileNotFoundError(f"LAPT snapshots of steps {missing} are missing under {staged}, and the "
+                                    f"checkpoint {resume} is past them: delete {checkpoint_dir} "
+                                    "to start this run over")
         step, curve = state["step"], state["curve"]
         resumed_running = (state.get("running", 0.0), state.get("n_running", 0))
         ckpt.restore_model(resume, model, device)
         log.info("resuming from %s (step %d of %d)", resume, step, total)
     if sharded:
         log.info("FSDP: %d layers sharded over %d processes", shard_model(model), world)
-    run = _Run(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, group, device, autocast,
-               amp_dtype, track, anchors, curve, step, resume, resumed_running)
+    run = _Run(model, tokenizer, train_blocks, heldout_blocks, long_blocks, cfg, ckpt, group, device,
+               autocast, amp_dtype, track, anchors, curve, step, resume, resumed_running)
     tracker = Tracker(cfg.report_to if track_dir is not None and rank == 0 else [], track_dir or ".",
                       name=Path(track_dir or ".").resolve().name, config=resume_settings(cfg),
                       start_step=step + 1 if resume is not None else 0)
@@ -566,9 +580,9 @@ def train(model, tokenizer, train_blocks: torch.Tensor | Blocks, heldout_blocks:
 
 @dataclass
 class _Run:
-    """What the steps of one LAPT run share (:func:`train` builds it): the model, its tokenizer and data, the settings,
-    the checkpoints, the process group, device and precision, the tracked tokens and anchors, and the curve so far
-    from ``start_step`` on (``resume``: the checkpoint it was restored from, with the running loss it held)."""
+    """What the steps of one LAPT run share (:func:`train` builds it): the model, its tokenizer and data, the
+    settings, the checkpoints, the process group, device and precision, the tracked tokens and anchors, and
+    the curve so far from ``start_step`` on (``resume``: the checkpoint restored, with its running loss)."""
 
     model: Any
     tokenizer: Any
@@ -589,7 +603,7 @@ class _Run:
     resumed_running: tuple[float, int]
 
     def __post_init__(self):
-        self.evaluates = self.group.rank == 0 or is_sharded(self.model)  # processes that run held-out evaluations
+        self.evaluates = self.group.rank == 0 or is_sharded(self.model)  # processes running held-out evals
         self.lengths = token_lengths(self.tokenizer) if self.evaluates else None  # held-out bits per byte
         self.progress = Progress(self.start_step, self.cfg.total_steps())
         self.tracker, self.peak = None, None  # the live curves (train() opens them) and the GPU's peak FLOP/s
@@ -603,21 +617,24 @@ class _Run:
         """Evaluate on held-out text and append the curve's row of ``step`` (rank 0 keeps it)."""
         cfg, model = self.cfg, self.model
         long = cfg.is_long(step)
-        held, counts, held_bpb = heldout_eval(model, first_blocks(self.long_blocks[1] if long else self.heldout_blocks,
+        held, counts, held_bpb = heldout_eval(model, first_blocks(self.long_blocks[1] if long
+                                                                  else self.heldout_blocks,
                                                                   cfg.eval_sequences),
-                                              cfg, self.tokenizer, self.device, self.autocast, self.track, self.lengths)
+                                              cfg, self.tokenizer, self.device,
+                                              self.autocast, self.track, self.lengths)
         curve = self.curve
         curve.append({"step": step, "samples": cfg.samples_at(step), "stage": stage,
                       "stage_samples": cfg.samples_at(step) - cfg.samples_at(step - stage_step),
                       "seq_len": cfg.long_seq_len if long else cfg.seq_len, "train_loss": train_loss,
                       "heldout_loss": held, "heldout_bits_per_byte": held_bpb,
-                      "train_sequences": len(self.train_blocks)})  # the corpus the run sees (train_sequences caps it)
+                      "train_sequences": len(self.train_blocks)})  # the run's corpus (train_sequences caps)
         if counts is not None:  # vocab-swap Figure 6: per-token held-out accuracy
-            curve[-1]["token_masked"], curve[-1]["token_correct"] = counts[:, 0].tolist(), counts[:, 1].tolist()
+            curve[-1]["token_masked"], curve[-1]["token_correct"] = (counts[:, 0].tolist(),
+                                                                     counts[:, 1].tolist())
             seen = counts[:, 0] > 0
             log.info("step %d: mean held-out accuracy of the %d most frequent tokens %.4f (%d seen)", step,
-                     len(counts), float((counts[seen, 1] / counts[seen, 0]).mean()) if seen.any() else float("nan"),
-                     int(seen.sum()))
+                     len(counts), float((counts[seen, 1] / counts[seen, 0]).mean()) if seen.any()
+                     else float("nan"), int(seen.sum()))
         if self.anchors is not None:
             ids, ref = self.anchors
             weight = model.get_input_embeddings().weight.detach()
@@ -626,8 +643,8 @@ class _Run:
             curve[-1]["source_correlation"] = float(rho.nanmean())  # ρ̄ (vocab-swap §2.3)
             curve[-1]["correlation_histogram"] = torch.histc(rho[~rho.isnan()], bins=CORRELATION_BINS,
                                                              min=-1.0, max=1.0).long().tolist()  # Figure 3
-        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step, cfg.total_steps(), stage, train_loss,
-                 held, self.progress(step))
+        log.info("step %d/%d (stage %d) train %.4f held-out %.4f (%s)", step, cfg.total_steps(), stage,
+                 train_loss, held, self.progress(step))
         if self.tracker is not None and self.tracker.report_to:
             live, now = self.live, time.perf_counter()
             rate = live["tokens"] / max(now - live["since"], 1e-9) if live["tokens"] else None
@@ -649,26 +666,26 @@ class _Run:
             log.info("snapshot of step %d staged in %s", step, folder)
 
     def step_batch(self, step: int) -> tuple[Any, Any, int, int]:
-        """``(blocks, this process's rows, per-process batch, micro batch)`` of ``step`` (a function of the seed and
-        the step: a resumed run sees the same batches)."""
+        """``(blocks, this process's rows, per-process batch, micro batch)`` of ``step`` (a function of the
+        seed and the step: a resumed run sees the same batches)."""
         cfg, world = self.cfg, self.group.world
         size, micro = cfg.phase_batch(step)
         per_rank = size // world
         micro = min(micro or per_rank, per_rank)
         if cfg.is_long(step):  # its own data order, from the phase's first step
-            blocks, rows = self.long_blocks[0], batch_rows(step - cfg.long_start(), size, len(self.long_blocks[0]),
-                                                           cfg.seed)
+            blocks, rows = self.long_blocks[0], batch_rows(step - cfg.long_start(), size,
+                                                           len(self.long_blocks[0]), cfg.seed)
         else:
             blocks, rows = self.train_blocks, batch_rows(step, size, len(self.train_blocks), cfg.seed)
         return blocks, rows[self.group.rank * per_rank:(self.group.rank + 1) * per_rank], per_rank, micro
 
     def train(self, stop: StopSignals, stop_after: int | None) -> pd.DataFrame:
-        """The steps of :func:`train` from ``start_step`` on: its stages, records, snapshots and checkpoints."""
+        """The steps of :func:`train` from ``start_step`` on: stages, records, snapshots, checkpoints."""
         cfg, model, group, device, curve = self.cfg, self.model, self.group, self.device, self.curve
         world, rank, step, resume = group.world, group.rank, self.start_step, self.resume
         snapshots, settings = set(cfg.snapshot_steps), resume_settings(cfg)
         total, long_start = cfg.total_steps(), cfg.long_start()
-        if self.evaluates and 0 in snapshots and resume is None:  # the model as training starts (a resumed run has it)
+        if self.evaluates and 0 in snapshots and resume is None:  # the starting model (resumed runs have it)
             self.snapshot(0)
         first = 0
         for stage, (n_steps, trainable) in enumerate(cfg.stages()):
@@ -677,14 +694,16 @@ class _Run:
                 continue
             set_trainable(model, trainable)
             params = [p for p in model.parameters() if p.requires_grad]
-            opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay, device=device)
+            opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+                        weight_decay=cfg.weight_decay, device=device)
             sched = linear_schedule(opt, n_steps, cfg.warmup_ratio, constant=cfg.schedule == "constant")
             scaler = grad_scaler(self.amp_dtype)
             if resume is not None and step > first:
                 self.ckpt.restore_optimizer(resume, opt, sched, scaler, device, model)
             loss_module = LossModule(model, cfg.objective)
             loss_module = loss_module if is_sharded(model) else group.wrap(loss_module, device)
-            if step == first and self.evaluates and not any(r["step"] == step and r["stage"] == stage for r in curve):
+            if step == first and self.evaluates and not any(r["step"] == step
+                                                            and r["stage"] == stage for r in curve):
                 self.record(step, stage, 0, float("nan"))
             running, n_running = self.resumed_running if resume is not None and step > first else (0.0, 0)
             running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
@@ -693,8 +712,8 @@ class _Run:
                 blocks, rows, per_rank, micro = self.step_batch(step)
                 n_micro = math.ceil(per_rank / micro)
                 for part in range(n_micro):
-                    # The micro batch's place in the step's global batch seeds its masks and dropout, so that N
-                    # processes with micro batches of size m train as one process with micro batches of size m does.
+                    # The micro batch's place in the step's global batch seeds its masks and dropout, so that
+                    # N processes with micro batches of size m train as one process with micro batches of m.
                     index = rank * n_micro + part
                     torch.manual_seed(cfg.seed * 1_000_003 + step * 101 + index * 1_000_000_007)  # dropout
                     part_rows = rows[part * micro:(part + 1) * micro]
@@ -704,8 +723,10 @@ class _Run:
                         model.set_requires_gradient_sync(sync)
                     no_sync = not sync and world > 1 and not is_sharded(model)
                     with loss_module.no_sync() if no_sync else contextlib.nullcontext(), self.autocast():
-                        # each part weighs by its share of the device's sequences (parts may be unequal: 48 = 16 + 32)
-                        loss = loss_module(*to_device(batch, device, cfg.objective)) * (len(part_rows) / per_rank)
+                        # each part weighs by its share of the device's sequences (parts may be unequal: 48 =
+                        # 16 + 32)
+                        loss = (loss_module(*to_device(batch, device, cfg.objective))
+                                * (len(part_rows) / per_rank))
                     (scaler.scale(loss) if scaler else loss).backward()
                     running += loss.detach().double()  # float64, as a Python float sum would be
                 norm = optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
@@ -721,12 +742,13 @@ class _Run:
                 if self.evaluates and step in snapshots:
                     self.snapshot(step)
                 last = step == total
-                stopping = group.any(stop.received is not None, device)  # every process stops after the same step
+                stopping = group.any(stop.received is not None, device)  # all processes stop at the same step
                 if (step % cfg.checkpoint_every == 0 or stopping or step == stop_after) and not last:
                     if self.evaluates:
                         self.ckpt.save(step, model, opt, sched, scaler, {"step": step, "curve": curve,
                                                                          "running": float(running),
-                                                                         "n_running": n_running, "config": settings})
+                                                                         "n_running": n_running,
+                                                                         "config": settings})
                     group.barrier()
                 if stopping and not last:  # a signal in the last step: the run ends instead
                     stop.exit(step)
@@ -754,19 +776,24 @@ def first_blocks(blocks: torch.Tensor | Blocks, n: int) -> torch.Tensor | Blocks
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="source model: save_pretrained folder")
-    p.add_argument("--embeddings", help="init artifact (results/init/...safetensors); omit to train the model as is")
+    p.add_argument("--embeddings",
+                   help="init artifact (results/init/...safetensors); omit to train the model as is")
     p.add_argument("--tokenizer", required=True, help="target tokenizer folder")
-    p.add_argument("--train", required=True, help="token shard of the training corpus (tokenized with --tokenizer)")
+    p.add_argument("--train", required=True,
+                   help="token shard of the training corpus (tokenized with --tokenizer)")
     p.add_argument("--heldout", required=True, help="token shard of the held-out corpus")
     p.add_argument("--output", required=True, help="save_pretrained folder written at the end (atomically)")
     p.add_argument("--curve", help="loss curve parquet (default: <output>.curve.parquet)")
     p.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
-    p.add_argument("--snapshots", help="folder of the snapshot_steps models, step-XXXXXXXX/ (default: <output>.snapshots)")
-    p.add_argument("--token-accuracy", help="per-token held-out accuracy parquet (default: <output>.token_accuracy.parquet)")
+    p.add_argument("--snapshots",
+                   help="folder of the snapshot_steps models, step-XXXXXXXX/ (default: <output>.snapshots)")
+    p.add_argument("--token-accuracy",
+                   help="per-token held-out accuracy parquet (default: <output>.token_accuracy.parquet)")
     p.add_argument("--config", default="{}", help="LaptConfig as JSON, or @file.json")
     p.add_argument("--track-dir", help="folder of the live curves, tensorboard/ or wandb/ (lapt.training."
                                        "report_to; default: the folder of --output, the run's folder)")
-    p.add_argument("--anchors", help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
+    p.add_argument("--anchors",
+                   help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
     p.add_argument("--log", help="log file")
     args = p.parse_args(argv)
     setup_logging(args.log)
@@ -786,7 +813,8 @@ def main(argv: list[str] | None = None) -> None:
         pairs = pd.read_parquet(args.anchors, columns=["target_id", "source_id", "match"])
         pairs = pairs[pairs["match"].isin(["special", "exact"])]
         ids = torch.tensor(pairs["target_id"].to_numpy())
-        anchors = (ids, model.get_input_embeddings().weight.detach()[torch.tensor(pairs["source_id"].to_numpy())]
+        anchors = (ids,
+                   model.get_input_embeddings().weight.detach()[torch.tensor(pairs["source_id"].to_numpy())]
                    .float().clone())
         log.info("source correlation over %d shared tokens (%s)", len(ids), args.anchors)
     if args.embeddings:  # after the anchors: they are the source's rows
@@ -795,19 +823,21 @@ def main(argv: list[str] | None = None) -> None:
         attach_factorized(model, read_factors(args.embeddings), freeze_up_projection=cfg.freeze_up_projection)
     resolve_objective(model, cfg.objective)  # a mismatch fails before the corpus is tokenized
     if model.get_input_embeddings().weight.shape[0] != len(tokenizer):
-        raise ValueError(f"{args.embeddings or args.model} has {model.get_input_embeddings().weight.shape[0]} "
-                         f"embedding rows, the tokenizer {args.tokenizer} {len(tokenizer)} tokens")
+        raise ValueError(f"{args.embeddings or args.model} has "
+                         f"{model.get_input_embeddings().weight.shape[0]} embedding rows, the tokenizer "
+                         f"{args.tokenizer} {len(tokenizer)} tokens")
 
     for key in ("seq_len", "long_seq_len"):
         if getattr(cfg, key) and getattr(cfg, key) > max_sequence_length(model):
-            raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} exceeds the {max_sequence_length(model)} positions "
-                             f"of the model {args.model}")
+            raise ValueError(f"LAPT config: {key} {getattr(cfg, key)} exceeds the "
+                             f"{max_sequence_length(model)} positions of the model {args.model}")
     train_blocks = open_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer,
                                max_blocks=cfg.train_sequences)  # train_sequences: a prefix of the corpus only
     lazy = cfg.packing == "documents"
-    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences, tokenizer_dir=args.tokenizer,
-                                 lazy=lazy)
-    log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks), cfg.seq_len, len(heldout_blocks))
+    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences,
+                                 tokenizer_dir=args.tokenizer, lazy=lazy)
+    log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks),
+             cfg.seq_len, len(heldout_blocks))
     long_blocks = None
     if cfg.long_steps:
         long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len, tokenizer_dir=args.tokenizer),
@@ -816,8 +846,9 @@ def main(argv: list[str] | None = None) -> None:
         log.info("last %d steps: %d training sequences of %d tokens; %d held-out", cfg.long_steps,
                  len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
-    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints, anchors=anchors,
-                  long_blocks=long_blocks, track_dir=args.track_dir or Path(args.output).parent)
+    curve = train(model, tokenizer, train_blocks, heldout_blocks, cfg, checkpoint_dir=checkpoints,
+                  anchors=anchors, long_blocks=long_blocks,
+                  track_dir=args.track_dir or Path(args.output).parent)
     state = full_state_dict(model)[0] if is_sharded(model) else None  # every process gathers, rank 0 writes
     if group.main:
         with recorded_reads(reads, started_from="embeddings" if args.embeddings else "model"):

@@ -1,4 +1,4 @@
-"""How a training job starts its processes: one process, one per GPU of a node, or one per GPU of several nodes.
+"""How a training job starts its processes: one process, one per GPU of a node, or per GPU of several nodes.
 
 The rules run a trainer as ``exec <launcher> -m vocab_transfer.training.<trainer> ...``; :func:`launcher_args`
 gives the launcher for a config's ``gpus`` (per node) and ``nodes`` (``launcher: auto``):
@@ -13,14 +13,14 @@ N GPUs on M nodes      ``python -m vocab_transfer.training.launch --nodes M --gp
                        (:func:`multinode_command`)
 =====================  ===================================================================================
 
-A config may name its launcher instead: a program of :data:`LAUNCHERS` alone (``python``) or a list of arguments
-that starts with one (``[torchrun, --standalone, --nproc-per-node, "2"]``), each argument an option or its value
-(:data:`LAUNCHER_ARG`: no space, quote or shell syntax). :func:`launcher_args` refuses anything else at parse time,
-and :func:`launcher_command` quotes the arguments for the rule's shell.
+A config may name its launcher instead: a program of :data:`LAUNCHERS` alone (``python``) or a list of
+arguments that starts with one (``[torchrun, --standalone, --nproc-per-node, "2"]``), each argument an option
+or its value (:data:`LAUNCHER_ARG`: no space, quote or shell syntax). :func:`launcher_args` refuses anything
+else at parse time, and :func:`launcher_command` quotes the arguments for the rule's shell.
 
 The trainers join the processes with :func:`vocab_transfer.training.runtime.init_distributed` (torchrun's
-environment, or SLURM's for ``srun`` without torchrun). SLURM's ``--signal=TERM@300`` reaches every process of the
-step; each trainer checkpoints and exits, and the resubmitted job resumes.
+environment, or SLURM's for ``srun`` without torchrun). SLURM's ``--signal=TERM@300`` reaches every process of
+the step; each trainer checkpoints and exits, and the resubmitted job resumes.
 
 GPU claims: a SLURM job that runs a bundle of GPU jobs (a group job, vocab_transfer/workflow/bundles.py) holds
 the GPUs of all of them, and each of its jobs sees them all (``CUDA_VISIBLE_DEVICES``). So every GPU rule's
@@ -62,8 +62,8 @@ def first_node(nodelist: str) -> str:
 
 
 def node_address(node: str) -> str:
-    """An address the other nodes reach ``node`` at: its name where it resolves, else SLURM's ``NodeAddr`` of it
-    (clusters whose node names are SLURM aliases)."""
+    """An address the other nodes reach ``node`` at: its name where it resolves, else SLURM's ``NodeAddr`` of
+    it (clusters whose node names are SLURM aliases)."""
     try:
         socket.getaddrinfo(node, None)
         return node
@@ -86,13 +86,13 @@ LAUNCHER_ARG = r"[A-Za-z0-9_.,:=/@%+-]+"
 
 
 def launcher_args(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto") -> list[str]:
-    """The arguments a rule puts before ``-m vocab_transfer.training.<trainer>``: for ``auto``, those for ``gpus``
-    per node on ``nodes`` nodes (see the module's table); else ``launcher`` (a program of :data:`LAUNCHERS` alone, or
-    a list of arguments starting with one), checked: :class:`ValueError` says what does not fit."""
+    """The arguments a rule puts before ``-m vocab_transfer.training.<trainer>``: for ``auto``, those for
+    ``gpus`` per node on ``nodes`` nodes (see the module's table); else ``launcher`` (a program of
+    :data:`LAUNCHERS` alone, or a list of arguments starting with one), checked (:class:`ValueError`)."""
     if launcher == "auto":
         if nodes > 1:
-            return ["python", "-m", "vocab_transfer.training.launch", "--nodes", str(nodes), "--gpus-per-node",
-                    str(max(gpus, 1)), "--"]
+            return ["python", "-m", "vocab_transfer.training.launch", "--nodes", str(nodes),
+                    "--gpus-per-node", str(max(gpus, 1)), "--"]
         if gpus > 1:
             return ["torchrun", "--standalone", "--nproc-per-node", str(gpus)]
         return ["python"]
@@ -100,19 +100,21 @@ def launcher_args(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto")
     if isinstance(launcher, str):
         if launcher not in LAUNCHERS:
             words = launcher.split()
-            hint = (f"; write a launcher with arguments as a list: {words}" if len(words) > 1 and words[0] in LAUNCHERS
-                    else "")
+            hint = (f"; write a launcher with arguments as a list: {words}"
+                    if len(words) > 1 and words[0] in LAUNCHERS else "")
             raise ValueError(f"{launcher!r} is not a launcher: give {known}{hint}")
         launcher = [launcher]
     if not isinstance(launcher, list) or not launcher or not all(isinstance(a, str) for a in launcher):
         raise ValueError(f"{launcher!r} is not a launcher: give {known}")
     if launcher[0] not in LAUNCHERS:
-        raise ValueError(f"{launcher!r} starts with {launcher[0]!r}, which is not a known launcher: give {known}")
+        raise ValueError(f"{launcher!r} starts with {launcher[0]!r}, which is not a known "
+                         f"launcher: give {known}")
     if launcher[0] == "accelerate" and launcher[1:2] != ["launch"]:
         raise ValueError(f"{launcher!r}: accelerate starts a trainer as 'accelerate launch'")
     bad = [a for a in launcher if not re.fullmatch(LAUNCHER_ARG, a)]
     if bad:
-        raise ValueError(f"{launcher!r}: {bad} are not options or values (letters, digits and _.,:=/@%+- only)")
+        raise ValueError(f"{launcher!r}: {bad} are not options or values (letters, "
+                         "digits and _.,:=/@%+- only)")
     return list(launcher)
 
 
@@ -220,10 +222,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.nodes is None or args.gpus_per_node is None:
         p.error("give --nodes and --gpus-per-node (multi-node training), or --claim N -- <command>")
     if "SLURM_JOB_NODELIST" not in os.environ and not args.dry_run:
-        raise SystemExit("launch: multi-node training runs inside a SLURM allocation (SLURM_JOB_NODELIST is unset)")
+        raise SystemExit("launch: multi-node training runs inside a SLURM allocation "
+                         "(SLURM_JOB_NODELIST is unset)")
     head = node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost")))
-    cmd = multinode_command(args.nodes, args.gpus_per_node, head, free_port(), os.environ.get("SLURM_JOB_ID", "0"),
-                            rest)
+    cmd = multinode_command(args.nodes, args.gpus_per_node, head, free_port(),
+                            os.environ.get("SLURM_JOB_ID", "0"), rest)
     if args.dry_run:
         print(shlex.join(cmd))
         return

@@ -1,6 +1,6 @@
-"""Pretraining of the demo's source model: a small XLM-R-architecture MLM (``source_model.build_xlmr_mlm``) trained
-from scratch on packed blocks (rule pretrain_source_model). It uses the runtime's optimizer step; it runs in
-minutes on a CPU and is neither checkpointed nor resumed (a killed job starts over)."""
+"""Pretraining of the demo's source model: a small XLM-R-architecture MLM (``source_model.build_xlmr_mlm``)
+trained from scratch on packed blocks (rule pretrain_source_model). It uses the runtime's optimizer step; it
+runs in minutes on a CPU and is neither checkpointed nor resumed (a killed job starts over)."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ def pretrain_mlm(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, tra
     def evaluate(step: int) -> None:
         held = mlm_loss(model, heldout, tokenizer, seed=seed + 1, mask_prob=mask_prob)["mlm_loss"]
         train_loss = running / n_running if n_running else float("nan")
-        rows.append({"step": step, "samples": step * batch_size, "train_loss": train_loss, "heldout_loss": held,
-                     "lr": sched.get_last_lr()[0], "elapsed_s": time.time() - t0})
+        rows.append({"step": step, "samples": step * batch_size, "train_loss": train_loss,
+                     "heldout_loss": held, "lr": sched.get_last_lr()[0], "elapsed_s": time.time() - t0})
         log.info("step %d/%d train %.3f held-out %.3f (%s)", step, steps, train_loss, held, progress(step))
         model.train()
 

@@ -1,18 +1,18 @@
-"""What every trainer shares: device and precision, the optimizer and its schedule, atomic checkpoints and their
-bit-identical resume, and the signal protocol of a SLURM job.
+"""What every trainer shares: device and precision, the optimizer and its schedule, atomic checkpoints and
+their bit-identical resume, and the signal protocol of a SLURM job.
 
-A trainer (:mod:`.lapt`, :mod:`.finetune`, :mod:`.zeroshot`) keeps only its objective, its data order and what it
-records. The protocol it follows:
+A trainer (:mod:`.lapt`, :mod:`.finetune`, :mod:`.zeroshot`) keeps only its objective, its data order and what
+it records. The protocol it follows:
 
-- :func:`init_distributed` joins the job's processes (torchrun's or SLURM's environment: one process per GPU, on
-  one node or many; gloo on CPUs) and returns a :class:`Distributed` (world size, rank, ``wrap`` for DDP, barrier);
-  :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed precision and
-  :func:`param_dtype` the weights' dtype (bf16 for pure bf16 training);
-  :func:`enable_gradient_checkpointing` trades compute for activation memory; :func:`compile_layers` compiles the
-  transformer layers; :func:`shard_model` shards a model
-  over the processes (FSDP2) instead of DDP's replicas, and :func:`full_state_dict` gathers its state for rank 0.
-- :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant) schedule;
-  :func:`optimizer_step` unscales (fp16), clips and steps both.
+- :func:`init_distributed` joins the job's processes (torchrun's or SLURM's environment: one process per GPU,
+  on one node or many; gloo on CPUs) and returns a :class:`Distributed` (world size, rank, ``wrap`` for DDP,
+  barrier); :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed
+  precision and :func:`param_dtype` the weights' dtype (bf16 for pure bf16 training);
+  :func:`enable_gradient_checkpointing` trades compute for activation memory; :func:`compile_layers` compiles
+  the transformer layers; :func:`shard_model` shards a model over the processes (FSDP2) instead of DDP's
+  replicas, and :func:`full_state_dict` gathers its state for rank 0.
+- :func:`adamw` and :func:`linear_schedule` build the optimizer and the warmup + linear-decay (or constant)
+  schedule; :func:`optimizer_step` unscales (fp16), clips and steps both.
 - :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG
   states, a JSON state with the step and the trainer's records, and a manifest of their checksums) and keeps
   the newest ``keep``. :meth:`Checkpoints.resume` finds the newest complete one, checks it against its
@@ -54,13 +54,13 @@ log = logging.getLogger(__name__)
 
 
 def local_rank() -> int:
-    """This process's index on its node: torchrun's ``LOCAL_RANK``, else SLURM's ``SLURM_LOCALID`` (``srun`` with one
-    task per GPU), else 0."""
+    """This process's index on its node: torchrun's ``LOCAL_RANK``, else SLURM's ``SLURM_LOCALID`` (``srun``
+    with one task per GPU), else 0."""
     return int(os.environ.get("LOCAL_RANK", os.environ.get("SLURM_LOCALID", 0)) if _launched() else 0)
 
 
 def _launched() -> bool:
-    """Started as one of several processes: by torchrun (``WORLD_SIZE``), or by ``srun`` with several tasks."""
+    """Started as one of several processes: by torchrun (``WORLD_SIZE``), or by a several-task ``srun``."""
     if int(os.environ.get("WORLD_SIZE", 1)) > 1:
         return True
     srun = "SLURM_PROCID" in os.environ and "SLURM_STEP_ID" in os.environ
@@ -84,16 +84,16 @@ class Distributed:
         return self.rank == 0
 
     def wrap(self, module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-        """``module`` under DistributedDataParallel when there are several processes (gradients averaged over them),
-        else itself."""
+        """``module`` under DistributedDataParallel when there are several processes (gradients averaged over
+        them), else itself."""
         if self.world == 1:
             return module
-        return torch.nn.parallel.DistributedDataParallel(module, device_ids=[device.index] if device.type == "cuda"
-                                                         else None)
+        return torch.nn.parallel.DistributedDataParallel(
+            module, device_ids=[device.index] if device.type == "cuda" else None)
 
     def any(self, flag: bool, device: torch.device) -> bool:
-        """Whether ``flag`` holds on any process (True on all of them then): SLURM's signal reaches the processes at
-        slightly different times, and all must stop after the same step."""
+        """Whether ``flag`` holds on any process (True on all of them then): SLURM's signal reaches the
+        processes at slightly different times, and all must stop after the same step."""
         if self.world == 1:
             return flag
         value = torch.tensor(int(flag), device=device)
@@ -119,18 +119,19 @@ def current_distributed() -> Distributed:
 def init_distributed() -> Distributed:
     """Join the run's process group, or a :class:`Distributed` of one process.
 
-    Under torchrun (single node: ``torchrun --standalone --nproc-per-node N``; several nodes: one torchrun per node
-    with c10d rendezvous, :mod:`vocab_transfer.training.launch`) the environment names world size, rank and the
-    rendezvous. Under ``srun`` with one task per GPU and no torchrun, SLURM's ``SLURM_NTASKS`` / ``SLURM_PROCID`` /
-    ``SLURM_LOCALID`` name them and ``MASTER_ADDR`` (default: the job's first node) / ``MASTER_PORT`` the
-    rendezvous. NCCL on GPUs, gloo on CPUs; each process uses the GPU of its local rank."""
+    Under torchrun (single node: ``torchrun --standalone --nproc-per-node N``; several nodes: one torchrun per
+    node with c10d rendezvous, :mod:`vocab_transfer.training.launch`) the environment names world size, rank
+    and the rendezvous. Under ``srun`` with one task per GPU and no torchrun, SLURM's ``SLURM_NTASKS`` /
+    ``SLURM_PROCID`` / ``SLURM_LOCALID`` name them and ``MASTER_ADDR`` (default: the job's first node) /
+    ``MASTER_PORT`` the rendezvous. NCCL on GPUs, gloo on CPUs; each process takes its local rank's GPU."""
     if not _launched():
         return Distributed()
     if "WORLD_SIZE" not in os.environ:  # srun: SLURM's variables
         os.environ.update(WORLD_SIZE=os.environ["SLURM_NTASKS"], RANK=os.environ["SLURM_PROCID"],
                           LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"))
 
-        os.environ.setdefault("MASTER_ADDR", node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost"))))
+        os.environ.setdefault("MASTER_ADDR",
+                              node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost"))))
         os.environ.setdefault("MASTER_PORT", str(29500 + int(os.environ.get("SLURM_JOB_ID", 0)) % 20000))
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank())
@@ -142,8 +143,8 @@ def init_distributed() -> Distributed:
 
 
 def enable_gradient_checkpointing(model: torch.nn.Module) -> bool:
-    """Recompute each transformer layer's activations in the backward pass instead of keeping them (less memory for
-    larger models or longer sequences, about a third more compute); False where the model does not support it."""
+    """Recompute each transformer layer's activations in the backward pass instead of keeping them (less
+    memory for larger models or longer sequences, about a third more compute); False if the model cannot."""
     if not getattr(model, "supports_gradient_checkpointing", False):
         return False
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -152,22 +153,24 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> bool:
 
 def compile_layers(model: torch.nn.Module) -> int:
     """``torch.compile`` each transformer layer (the classes of the model's ``_no_split_modules``) in place
-    (``nn.Module.compile``: parameter names, state dicts and checkpoints are unchanged). The layers share one compiled
-    graph; embeddings, head and loss stay eager. Compiling whole models was slower in ``benchmarks/lapt_speed.py``;
-    per layer it fuses the elementwise work between the matrix products (casts, LayerNorm, dropout, GELU).
-    Returns the number of layers compiled now (0 where the model names no layer classes, or they are compiled)."""
+    (``nn.Module.compile``: parameter names, state dicts and checkpoints are unchanged). The layers share one
+    compiled graph; embeddings, head and loss stay eager. Compiling whole models was slower in
+    ``benchmarks/lapt_speed.py``; per layer it fuses the elementwise work between the matrix products (casts,
+    LayerNorm, dropout, GELU). Returns the number of layers compiled now (0 where the model names no layer
+    classes, or they are compiled)."""
     names = set(getattr(model, "_no_split_modules", None) or ())
-    layers = [m for m in model.modules() if type(m).__name__ in names and getattr(m, "_compiled_call_impl", None) is None]
+    layers = [m for m in model.modules() if type(m).__name__ in names
+              and getattr(m, "_compiled_call_impl", None) is None]
     for layer in layers:
         layer.compile(dynamic=False)  # static shapes: training and held-out batches get a graph each
     return len(layers)
 
 
 def shard_model(model: torch.nn.Module) -> int:
-    """FSDP2 (``torch.distributed.fsdp.fully_shard``) over the job's processes: each transformer layer (the classes
-    of the model's ``_no_split_modules``) is one unit whose parameters are gathered for its forward and backward
-    only, the rest (embeddings, head, final norm) the root unit; parameters, gradients and optimizer states are
-    sharded. Returns the number of layer units; ValueError for a model without declared layer classes."""
+    """FSDP2 (``torch.distributed.fsdp.fully_shard``) over the job's processes: each transformer layer (the
+    classes of the model's ``_no_split_modules``) is one unit whose parameters are gathered for its forward
+    and backward only, the rest (embeddings, head, final norm) the root unit; parameters, gradients and
+    optimizer states are sharded. Returns the layer unit count; ValueError if it declares no layer classes."""
     from torch.distributed.fsdp import fully_shard
 
     names = set(getattr(model, "_no_split_modules", None) or ())
@@ -188,10 +191,11 @@ def is_sharded(model: torch.nn.Module) -> bool:
     return isinstance(model, FSDPModule)
 
 
-def full_state_dict(model: torch.nn.Module, opt: torch.optim.Optimizer | None = None) -> tuple[dict, dict | None]:
-    """(model, optimizer) state dicts as one process would hold them: gathered from the shards to rank 0 on the
-    CPU for a :func:`shard_model` model (every process must call it; the others get empty dicts; the optimizer's
-    is keyed by parameter name), else the plain ``state_dict()``s."""
+def full_state_dict(model: torch.nn.Module,
+                    opt: torch.optim.Optimizer | None = None) -> tuple[dict, dict | None]:
+    """(model, optimizer) state dicts as one process would hold them: gathered from the shards to rank 0 on
+    the CPU for a :func:`shard_model` model (every process must call it; the others get empty dicts; the
+    optimizer's is keyed by parameter name), else the plain ``state_dict()``s."""
     if not is_sharded(model):
         return model.state_dict(), None if opt is None else opt.state_dict()
     from torch.distributed.checkpoint.state_dict import (
@@ -206,16 +210,16 @@ def full_state_dict(model: torch.nn.Module, opt: torch.optim.Optimizer | None = 
 
 
 def param_dtype(precision: str) -> torch.dtype:
-    """The dtype a trainer keeps the weights (and so gradients and optimizer states) in: bf16 for ``bf16_pure``, else
-    fp32 (mixed precision casts inside autocast; a checkpoint stored in bf16, as decoder LLMs on the hub are, is
-    upcast)."""
+    """The dtype a trainer keeps the weights (and so gradients and optimizer states) in: bf16 for
+    ``bf16_pure``, else fp32 (mixed precision casts inside autocast; a checkpoint stored in bf16, as decoder
+    LLMs on the hub are, is upcast)."""
     return torch.bfloat16 if precision == "bf16_pure" else torch.float32
 
 
 def autocast_factory(precision: str, device: torch.device):
-    """``(autocast, dtype)`` for ``precision`` (``auto``: bf16 where the GPU has it, else fp16; ``bf16``, ``fp16``,
-    ``fp32``; ``bf16_pure``: no autocast, the weights are bf16 themselves, :func:`param_dtype`): a factory of autocast
-    contexts and the dtype they cast to (None: full precision). On the CPU only ``bf16`` casts."""
+    """``(autocast, dtype)`` for ``precision`` (``auto``: bf16 where the GPU has it, else fp16; ``bf16``,
+    ``fp16``, ``fp32``; ``bf16_pure``: no autocast, the weights are bf16 themselves, :func:`param_dtype`): a
+    factory of autocast contexts and the dtype they cast to (None: full precision); on a CPU only ``bf16``."""
     if device.type == "cuda":
         if precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
             dtype = torch.bfloat16
@@ -244,8 +248,8 @@ def adamw(params, *, lr: float, betas, eps: float, weight_decay: float, device: 
 
 def linear_schedule(opt, steps: int, warmup_ratio: float, constant: bool = False
                     ) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warmup over ``round(warmup_ratio * steps)`` steps (at least 1), then linear decay to 0 at ``steps``
-    (or constant)."""
+    """Linear warmup over ``round(warmup_ratio * steps)`` steps (at least 1), then linear decay to 0 at
+    ``steps`` (or constant)."""
     warmup = max(1, round(warmup_ratio * steps))
 
     def factor(s: int) -> float:  # s = number of steps taken so far
@@ -272,14 +276,15 @@ def optimizer_step(params, opt, sched, scaler, clip_norm: float):
 
 def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:
     """What a run's checkpoints are valid for (saved in their state, compared by :meth:`Checkpoints.resume`):
-    ``extra`` and every field of the settings ``cfg`` but those in ``free`` (a resumed run may change them), as
-    JSON values; a nested section (LAPT's ``adapter``) as its params wrote it."""
+    ``extra`` and every field of the settings ``cfg`` but those in ``free`` (a resumed run may change them),
+    as JSON values; a nested section (LAPT's ``adapter``) as its params wrote it."""
     fields = {k: v.as_written() if isinstance(v, Section) else getattr(cfg, k) for k, v in cfg}
     return json.loads(json.dumps({**extra, **{k: v for k, v in fields.items() if k not in free}}))
 
 
 def changed_settings(now: dict, then: dict) -> list[str]:
-    """The keys whose values differ between two :func:`checkpoint_settings` (or that only one of them has), sorted."""
+    """The keys whose values differ between two :func:`checkpoint_settings` (or only one of them has),
+    sorted."""
     return sorted(k for k in now.keys() | then.keys() if now.get(k) != then.get(k))
 
 
@@ -304,8 +309,8 @@ class Checkpoints:
         return done[-1] if done else None
 
     def save(self, step: int, model, opt, sched, scaler, state: dict) -> None:
-        """Write the checkpoint of ``step`` (a :func:`shard_model` model: every process calls it, rank 0 writes the
-        gathered full state, so ``model.pt`` loads into the unsharded model)."""
+        """Write the checkpoint of ``step`` (a :func:`shard_model` model: every process calls it, rank 0
+        writes the gathered full state, so ``model.pt`` loads into the unsharded model)."""
         model_state, opt_state = full_state_dict(model, opt)
         if is_sharded(model) and torch.distributed.get_rank() != 0:
             return
@@ -315,16 +320,17 @@ class Checkpoints:
             torch.save({"optimizer": opt_state, "scheduler": sched.state_dict(),
                         "scaler": scaler.state_dict() if scaler is not None else None}, tmp / "optimizer.pt")
             torch.save({"torch": torch.get_rng_state(),
-                        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}, tmp / "rng.pt")
+                        "cuda": torch.cuda.get_rng_state_all()
+                        if torch.cuda.is_available() else None}, tmp / "rng.pt")
             (tmp / "state.json").write_text(json.dumps(state))
         for old in self._steps()[: -self.keep]:
             remove_tree(old, within=self.root)
 
     def resume(self, settings: dict | None = None) -> tuple[Path | None, dict | None]:
-        """The newest complete checkpoint and its state, or ``(None, None)``. With ``settings`` (what the run's
-        result depends on, saved as the state's ``config``), a checkpoint written with other settings raises
-        ValueError naming them and the folder to delete: a job rerun after its parameters changed must not
-        continue another run. Checkpoints without saved settings are taken as they are."""
+        """The newest complete checkpoint and its state, or ``(None, None)``. With ``settings`` (what the
+        run's result depends on, saved as the state's ``config``), a checkpoint written with other settings
+        raises ValueError naming them and the folder to delete: a job rerun after its parameters changed must
+        not continue another run. Checkpoints without saved settings are taken as they are."""
         path = self.latest()
         if path is None:
             return None, None
@@ -334,9 +340,10 @@ class Checkpoints:
             then = state.get("config", settings)
             changed = changed_settings(settings, then)
             if changed:
-                raise ValueError(f"{self.what} checkpoint {path} was written with other settings ({', '.join(changed)}: "
-                                 f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} now); "
-                                 f"delete {self.root} to start this run over")
+                raise ValueError(f"{self.what} checkpoint {path} was written with other settings "
+                                 f"({', '.join(changed)}: {[then.get(k) for k in changed]} "
+                                 f"then, {[settings.get(k) for k in changed]} now); delete {self.root} "
+                                 "to start this run over")
         return path, state
 
     @staticmethod
@@ -351,11 +358,13 @@ class Checkpoints:
         """Load the optimizer, schedule and scaler states (``model``: a :func:`shard_model` model, whose full
         optimizer state is sharded as its parameters are)."""
         check_checkpoint(path, "training", path.parent, deep=False)
-        states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)  # tensors and numbers only
+        # tensors and numbers only
+        states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)
         if model is not None and is_sharded(model):
             from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-            set_optimizer_state_dict(model, opt, states["optimizer"], options=StateDictOptions(full_state_dict=True))
+            set_optimizer_state_dict(model, opt, states["optimizer"],
+                                     options=StateDictOptions(full_state_dict=True))
         else:
             opt.load_state_dict(states["optimizer"])
         sched.load_state_dict(states["scheduler"])
@@ -372,7 +381,7 @@ def setup_logging(log_path: str | None) -> None:
 
 
 class Progress:
-    """Steps (or another ``unit``) per second and the ETA since ``start`` (the step a run began or resumed at)."""
+    """Steps (or another ``unit``) per second and the ETA since ``start`` (where the run began or resumed)."""
 
     def __init__(self, start: int, total: int, unit: str = "steps"):
         self.start, self.total, self.t0, self.unit = start, total, time.time(), unit
@@ -382,4 +391,5 @@ class Progress:
 
     def __call__(self, step: int) -> str:
         rate = self.rate(step)
-        return f"{rate:.2f} {self.unit}/s, ETA {(self.total - step) / rate if rate > 0 else float('nan'):.0f} s"
+        return (f"{rate:.2f} {self.unit}/s, ETA "
+                f"{(self.total - step) / rate if rate > 0 else float('nan'):.0f} s")

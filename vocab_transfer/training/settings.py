@@ -215,7 +215,8 @@ class LaptConfig(LaptSettings):
                 "embeddings_only": [(self.steps, "embeddings")],
                 "embedding_layers": [(self.steps, "embedding_layers")],
                 "freeze_body": [(k, "embeddings"), (self.steps - k, "all")],
-                "adapter": [(self.steps, "adapter" if self.train_embeddings else "adapter_only")]}[self.variant]
+                "adapter": [(self.steps,
+                             "adapter" if self.train_embeddings else "adapter_only")]}[self.variant]
 
     def total_steps(self) -> int:
         return sum(n for n, _ in self.stages())
@@ -316,8 +317,8 @@ def selection_metric(task: str, cfg: FinetuneConfig, labels: list[str] | None = 
     among them, or more than two labels and no ``positive_label``."""
     metric = cfg.metric or METRICS[task]
     if metric not in TASK_METRICS[task]:
-        raise ValueError(f"fine-tuning config: metric {metric!r} is not reported for task {task!r}; choose one of "
-                         f"{list(TASK_METRICS[task])}")
+        raise ValueError(f"fine-tuning config: metric {metric!r} is not reported for task {task!r}; choose "
+                         f"one of {list(TASK_METRICS[task])}")
     if cfg.positive_label is not None and task != "nli":
         raise ValueError(f"fine-tuning config: positive_label applies to task nli (binary F1), not {task!r}")
     if labels is not None and task == "nli" and metric == "f1":
@@ -336,5 +337,5 @@ def positive_class(labels: list[str], positive_label: str | None) -> str:
     for inventory in (MRPC_LABELS, PAWSX_LABELS):
         if sorted(labels) == sorted(inventory):
             return inventory[1]
-    raise ValueError(f"binary F1 needs a positive_label for the labels {labels} (known pairs: {list(MRPC_LABELS)}, "
-                     f"{list(PAWSX_LABELS)})")
+    raise ValueError(f"binary F1 needs a positive_label for the labels {labels} (known pairs: "
+                     f"{list(MRPC_LABELS)}, {list(PAWSX_LABELS)})")

@@ -1,46 +1,48 @@
 """Zero-shot cross-lingual transfer (unks-everywhere §2, §4.1-4.3, App. A.1): a task is trained once on
-source-language data with the source model's own vocabulary, then evaluated on a target language's test set with
-the target's embeddings (and language adapter) swapped in. A resumable CLI for CPU or one GPU, two commands:
+source-language data with the source model's own vocabulary, then evaluated on a target language's test set
+with the target's embeddings (and language adapter) swapped in. A resumable CLI (CPU or a GPU), two commands:
 
     python -m vocab_transfer.training.zeroshot train --model results/lapt/mbert/en/madx2/model --task ner \\
         --data results/tasks/en-ner --seed 1 --variant adapter --output results/source_task/.../seed1.model \\
         --scores results/source_task/.../seed1.parquet
-    python -m vocab_transfer.training.zeroshot evaluate --target results/lapt/mbert/am/el_lex/model --task ner \\
-        --data results/tasks/am-ner --from en-ner 1 results/source_task/.../seed1.model .../seed1.parquet \\
+    python -m vocab_transfer.training.zeroshot evaluate --target results/lapt/mbert/am/el_lex/model \\
+        --task ner --data results/tasks/am-ner \\
+        --from en-ner 1 results/source_task/.../seed1.model .../seed1.parquet \\
         --from en-ner 2 results/source_task/.../seed2.model .../seed2.parquet \\
         --output results/zeroshot/mbert/am-ner/el-lex.parquet
 
 Training variants (``--variant``, ``VARIANTS``):
 
 - ``adapter`` (MAD-X, §2, §4.1): a task adapter in every layer (``adapters.add_task_adapter``), stacked on the
-  source-language adapter of ``--model`` (the output of a LAPT run of variant ``adapter`` on the source language,
-  with the source's vocabulary), trained with the task head while the transformer, the embeddings and the language
-  adapter stay frozen. The artifact holds the task adapter and the head only. Zero-shot: the target's LAPT output
-  (its embeddings and language adapter on the same frozen transformer) gets the task adapter and the head, i.e. the
-  source-language adapter is replaced with the target's and the embedding layer with the target's (§4.3). MAD-X
-  2.0 (no adapter in the last layer, §4.1) is a property of the language adapters, so of their LAPT runs.
-- ``fmt`` (full model transfer, App. A.1, after Artetxe et al. 2020): the transformer and the head are trained with
-  the embedding layer (``base_model.embeddings``) frozen; zero-shot: the target's word embeddings, learned against
-  the frozen transformer (a LAPT run of variant ``embeddings_only``), replace the source's.
-- ``full`` (the standard transfer setup of §2 and §4.1's "mBERT" row): everything is trained; zero-shot: the same
-  model on the target's test set, tokenized with the source's own tokenizer (the target must be the source model).
+  source-language adapter of ``--model`` (the output of a LAPT run of variant ``adapter`` on the source
+  language, with the source's vocabulary), trained with the task head while the transformer, the embeddings
+  and the language adapter stay frozen. The artifact holds the task adapter and the head only. Zero-shot: the
+  target's LAPT output (its embeddings and language adapter on the same frozen transformer) gets the task
+  adapter and the head, i.e. the source-language adapter is replaced with the target's and the embedding layer
+  with the target's (§4.3). MAD-X 2.0 (no adapter in the last layer, §4.1) is a property of the language
+  adapters, so of their LAPT runs.
+- ``fmt`` (full model transfer, App. A.1, after Artetxe et al. 2020): the transformer and the head are trained
+  with the embedding layer (``base_model.embeddings``) frozen; zero-shot: the target's word embeddings,
+  learned against the frozen transformer (a LAPT run of variant ``embeddings_only``), replace the source's.
+- ``full`` (the standard transfer setup of §2 and §4.1's "mBERT" row): everything is trained; zero-shot: the
+  same model on the target's test set, tokenized with the source's own tokenizer (target = source model).
 
-``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set, checkpoints every
-evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one target under every
-source-side training it is given (``--from <source task> <seed> <trained> <scores>``, repeated: a table cell's
-seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow writes once per task and
-setup). It reads the target model, its tokenizer and the test split once and swaps each training in (variant
-``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``: the trained model is loaded),
-reseeding before each, so every row is what evaluating that training alone gives. It
-writes one row per (seed, source task), in the order given: the source dev score (selection) and source test
-score next to the target test score, with the seed, the source task, its language and the variant, so
-``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
+``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set,
+checkpoints every evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one
+target under every source-side training it is given (``--from <source task> <seed> <trained> <scores>``,
+repeated: a table cell's seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow
+writes once per task and setup). It reads the target model, its tokenizer and the test split once and swaps
+each training in (variant ``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``:
+the trained model is loaded), reseeding before each, so every row is what evaluating that training alone
+gives. It writes one row per (seed, source task), in the order given: the source dev score (selection) and
+source test score next to the target test score, with the seed, the source task, its language and the variant,
+so ``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
 
-Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source side
-started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a tokenizer
-whose size differs from the embedding rows, a target language adapter whose settings differ from the source-side
-one (or a missing/surplus one), a different task type, and target labels the source side never saw (unless
-``--unseen-labels wrong``, which scores them as errors).
+Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source
+side started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a
+tokenizer whose size differs from the embedding rows, a target language adapter whose settings differ from the
+source-side one (or a missing/surplus one), a different task type, and target labels the source side never saw
+(unless ``--unseen-labels wrong``, which scores them as errors).
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def _base_ids(model) -> set[int]:
 
 
 def head_state_dict(model) -> dict[str, torch.Tensor]:
-    """The task head: every tensor outside the transformer (HF: ``classifier.*``; parser: MLPs and biaffines)."""
+    """The task head: every tensor outside the transformer (HF: ``classifier.*``; parser: MLPs, biaffines)."""
     if isinstance(model, BiaffineParser):
         return model.head_state_dict()
     prefix = model.base_model_prefix + "."
@@ -113,32 +115,34 @@ def head_state_dict(model) -> dict[str, torch.Tensor]:
 
 
 def body_fingerprint(model) -> dict[str, str]:
-    """Per transformer parameter, the first 16 hex digits of the sha256 of its bytes; the word embeddings and the
-    adapters are left out. These are the weights LAPT of variant ``adapter`` / ``embeddings_only`` leaves untouched,
-    so a target model fits a source-side training only if its fingerprint is the one that training started from."""
+    """Per transformer parameter, the first 16 hex digits of the sha256 of its bytes; the word embeddings and
+    the adapters are left out. These are the weights LAPT of variant ``adapter`` / ``embeddings_only`` leaves
+    untouched, so a target model fits a source-side training only if its fingerprint is the one that training
+    started from."""
     base = adapter_host(model).base_model
     skip, emb = adapter_parameter_names(base, "all"), base.get_input_embeddings().weight
-    return {name: hashlib.sha256(p.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()).hexdigest()[:16]
-            for name, p in base.named_parameters() if name not in skip and p is not emb}
+    return {name: hashlib.sha256(p.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+            .hexdigest()[:16] for name, p in base.named_parameters() if name not in skip and p is not emb}
 
 
 def check_body(model, expected: dict[str, str], *, target: str, trained: str,
                found: dict[str, str] | None = None) -> None:
-    """ValueError naming the differing transformer parameters when ``model``'s fingerprint (``found``: computed
-    already) is not ``expected``."""
+    """ValueError naming the differing transformer parameters when ``model``'s fingerprint (``found``:
+    computed already) is not ``expected``."""
     found = body_fingerprint(model) if found is None else found
     if found == expected:
         return
     differ = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
     raise ValueError(f"the transformer of {target} is not the one {trained} was trained on: {len(differ)} of "
-                     f"{len(expected)} parameters differ ({', '.join(differ[:3])}{', ...' if len(differ) > 3 else ''}). "
-                     "Zero-shot transfer swaps embeddings (and language adapters) on a shared frozen transformer: the "
-                     "target's LAPT run must be of variant adapter or embeddings_only and start from the same source")
+                     f"{len(expected)} parameters differ ({', '.join(differ[:3])}"
+                     f"{', ...' if len(differ) > 3 else ''}). Zero-shot transfer swaps embeddings (and "
+                     "language adapters) on a shared frozen transformer: the target's LAPT run must be of "
+                     "variant adapter or embeddings_only and start from the same source")
 
 
 def prepare_source_model(model, variant: str, task_adapter: dict | None = None, *, seed: int) -> int:
-    """Set what the source-side training updates (``VARIANTS``); with ``adapter``, first attach the task adapter
-    (``adapters.task_adapter_config(task_adapter)``, seeded). Returns the number of trainable parameters."""
+    """Set what the source-side training updates (``VARIANTS``); with ``adapter``, first attach the task
+    adapter (``adapters.task_adapter_config(task_adapter)``, seeded); returns how many parameters train."""
     if variant not in VARIANTS:
         raise ValueError(f"zero-shot variant must be one of {list(VARIANTS)}, not {variant!r}")
     if task_adapter and variant != "adapter":
@@ -147,15 +151,16 @@ def prepare_source_model(model, variant: str, task_adapter: dict | None = None, 
     has_language = bool(adapter_parameter_names(host))
     if variant == "adapter":
         if not has_language:
-            raise ValueError("variant adapter stacks the task adapter on the source-language adapter, but the model has "
-                             "none: give the output of a LAPT run of variant adapter on the source language (MAD-X, "
-                             "unks-everywhere §4.1)")
+            raise ValueError("variant adapter stacks the task adapter on the source-language adapter, but "
+                             "the model has none: give the output of a LAPT run of variant adapter on the "
+                             "source language (MAD-X, unks-everywhere §4.1)")
         add_task_adapter(host, task_adapter_config(task_adapter), seed=seed)
-        task, base = {id(p) for n, p in host.named_parameters() if n in task_adapter_parameter_names(host)}, _base_ids(model)
+        task, base = {id(p) for n, p in host.named_parameters()
+                      if n in task_adapter_parameter_names(host)}, _base_ids(model)
         trainable = lambda p: id(p) in task or id(p) not in base  # noqa: E731  task adapter + head
     elif has_language:
-        raise ValueError(f"variant {variant} trains no language adapter, but the model has one (a LAPT output of "
-                         "variant adapter): give the source model itself")
+        raise ValueError(f"variant {variant} trains no language adapter, but the model has one (a LAPT "
+                         "output of variant adapter): give the source model itself")
     elif variant == "fmt":
         frozen = {id(p) for p in host.base_model.embeddings.parameters()}
         trainable = lambda p: id(p) not in frozen  # noqa: E731  App. A.1: the embedding layer stays frozen
@@ -168,13 +173,14 @@ def prepare_source_model(model, variant: str, task_adapter: dict | None = None, 
 
 def save_source_task(model, tokenizer, folder: str | Path, meta: dict) -> None:
     """Write the source-side training atomically: ``zero_shot.json`` (``meta``: task, variant, labels, the
-    transformer's fingerprint at the start, the language adapter's settings) and the tokenizer, plus with variant
-    ``adapter`` the task adapter (``task_adapter.*``) and ``task_head.safetensors``, otherwise the whole task model
-    (``save_pretrained``; the parser writes ``parser_head.*``)."""
+    transformer's fingerprint at the start, the language adapter's settings) and the tokenizer, plus with
+    variant ``adapter`` the task adapter (``task_adapter.*``) and ``task_head.safetensors``, otherwise the
+    whole task model (``save_pretrained``; the parser writes ``parser_head.*``)."""
     with atomic_path(folder, directory=True) as tmp:
         if meta["variant"] == "adapter":
             save_task_adapter(adapter_host(model), tmp)
-            save_file({k: v.detach().cpu().contiguous() for k, v in head_state_dict(model).items()}, tmp / HEAD_FILE)
+            save_file({k: v.detach().cpu().contiguous()
+                       for k, v in head_state_dict(model).items()}, tmp / HEAD_FILE)
         else:
             model.save_pretrained(tmp)
         tokenizer.save_pretrained(str(tmp))
@@ -184,15 +190,16 @@ def save_source_task(model, tokenizer, folder: str | Path, meta: dict) -> None:
 def read_source_task(folder: str | Path) -> dict:
     path = Path(folder) / META_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{folder}: no {META_FILE} (not written by `python -m vocab_transfer.training.zeroshot train`)")
+        raise FileNotFoundError(f"{folder}: no {META_FILE} (not written by `python -m "
+                                "vocab_transfer.training.zeroshot train`)")
     return json.loads(path.read_text())
 
 
 class ZeroShotTarget:
-    """The target side of zero-shot evaluations (``target``: a LAPT output, or the source model), read once for
-    any number of source-side trainings: its task model (body, embeddings, language adapter; one per label set,
-    the latest kept), the transformer's fingerprint and the language adapter's settings, and (variant ``full``)
-    its vocabulary. :meth:`model` gives what :func:`load_zero_shot_model` gives."""
+    """The target side of zero-shot evaluations (``target``: a LAPT output, or the source model), read once
+    for any number of source-side trainings: its task model (body, embeddings, language adapter; one per label
+    set, the latest kept), the transformer's fingerprint and the language adapter's settings, and (variant
+    ``full``) its vocabulary. :meth:`model` gives what :func:`load_zero_shot_model` gives."""
 
     def __init__(self, target: str | Path, task: str):
         self.target, self.task = str(target), task
@@ -220,11 +227,11 @@ class ZeroShotTarget:
         return self._vocab
 
     def model(self, trained: str | Path):
-        """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
-        (see the module docstring per variant). Variant ``adapter`` reuses the target's task model: the task adapter
-        and the head of an earlier call are replaced (the task adapter removed and loaded afresh, every head tensor
-        overwritten), so the result does not depend on what was loaded before. Raises ValueError for a task,
-        transformer, language-adapter or (``full``) vocabulary mismatch."""
+        """The task model of a source-side training (``trained``) with the target's embeddings and language
+        adapter (see the module docstring per variant). Variant ``adapter`` reuses the target's task model:
+        the task adapter and the head of an earlier call are replaced (the task adapter removed and loaded
+        afresh, every head tensor overwritten), so the result does not depend on what was loaded before.
+        Raises ValueError for a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
         meta, task, target = read_source_task(trained), self.task, self.target
         if meta["task"] != task:
             raise ValueError(f"{trained} was trained for task {meta['task']!r}, not {task!r}")
@@ -234,29 +241,30 @@ class ZeroShotTarget:
         theirs, ours = self._adapter, meta["language_adapter"]
         if meta["variant"] == "adapter":
             if theirs is None:
-                raise ValueError(f"{target} has no language adapter, but {trained} trained a task adapter stacked on "
-                                 "one (MAD-X): the target's LAPT run must be of variant adapter")
+                raise ValueError(f"{target} has no language adapter, but {trained} trained a task adapter "
+                                 "stacked on one (MAD-X): the target's LAPT run must be of variant adapter")
             if theirs != ours:
                 differ = {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
                           if ours.get(k) != theirs.get(k)}
-                raise ValueError(f"the language adapter of {target} differs from the source-side one of {trained} in "
-                                 f"(source, target) {differ}: train both LAPT runs with the same adapter settings "
-                                 "(e.g. both MAD-X 2.0: skip_last_layer true)")
+                raise ValueError(f"the language adapter of {target} differs from the source-side one of "
+                                 f"{trained} in (source, target) {differ}: train both LAPT runs with the "
+                                 "same adapter settings (e.g. both MAD-X 2.0: skip_last_layer true)")
             host = adapter_host(target_model)
             if task_adapter_parameter_names(host):
                 strip_task_adapter(host)  # an earlier training's: attached again with this one's settings
             load_task_adapter(host, trained)
             head = load_file(Path(trained) / HEAD_FILE)
             if set(head) != set(head_state_dict(target_model)):
-                raise ValueError(f"{Path(trained) / HEAD_FILE} does not fit the {task} head: keys {sorted(head)[:5]}")
+                raise ValueError(f"{Path(trained) / HEAD_FILE} does not fit the {task} head: "
+                                 f"keys {sorted(head)[:5]}")
             target_model.load_state_dict(head, strict=False)
             return target_model
         if theirs is not None:
-            raise ValueError(f"{target} has a language adapter, but variant {meta['variant']} trains without one: "
-                             "the target must come from a LAPT run of variant embeddings_only (fmt) or be the source "
-                             "(full)")
+            raise ValueError(f"{target} has a language adapter, but variant {meta['variant']} trains without "
+                             "one: the target must come from a LAPT run of variant embeddings_only (fmt) "
+                             "or be the source (full)")
         model = load_task_model(task, str(trained), labels, **sizes)
-        if meta["variant"] == "fmt":  # App. A.1: replace the (frozen) source embedding matrix with the target's
+        if meta["variant"] == "fmt":  # App. A.1: the target's matrix replaces the (frozen) source embeddings
             rows = adapter_host(target_model).get_input_embeddings().weight.detach()
             host = adapter_host(model)
             host.resize_token_embeddings(rows.shape[0], mean_resizing=False)
@@ -265,19 +273,20 @@ class ZeroShotTarget:
         else:  # full: the source's own vocabulary, trained embeddings kept
             ours_vocab, theirs_vocab = load_tokenizer(str(trained)).get_vocab(), self.vocab()
             if ours_vocab != theirs_vocab:
-                raise ValueError(f"variant full keeps the source's trained embeddings, so the target must use the "
-                                 f"source's tokenizer; {target}'s vocabulary ({len(theirs_vocab)} tokens) differs from "
-                                 f"the one of {trained} ({len(ours_vocab)} tokens)")
-            check_tokenizer_matches(len(theirs_vocab), adapter_host(model).get_input_embeddings().weight.shape[0],
+                raise ValueError("variant full keeps the source's trained embeddings, so the target must use "
+                                 f"the source's tokenizer; {target}'s vocabulary ({len(theirs_vocab)} "
+                                 f"tokens) differs from the one of {trained} ({len(ours_vocab)} tokens)")
+            check_tokenizer_matches(len(theirs_vocab),
+                                    adapter_host(model).get_input_embeddings().weight.shape[0],
                                     name=str(trained))
         return model
 
 
 def load_zero_shot_model(trained: str | Path, target: str, task: str):
-    """The task model of a source-side training (``trained``) with the target's embeddings and language adapter
-    (``target``: a LAPT output, or the source model), read afresh: see the module docstring per variant and
-    :class:`ZeroShotTarget` (which reads the target once for many trainings). Raises ValueError for a task,
-    transformer, language-adapter or (``full``) vocabulary mismatch."""
+    """The task model of a source-side training (``trained``) with the target's embeddings and language
+    adapter (``target``: a LAPT output, or the source model), read afresh: see the module docstring per
+    variant and :class:`ZeroShotTarget` (which reads the target once for many trainings). Raises ValueError
+    for a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
     return ZeroShotTarget(target, task).model(trained)
 
 
@@ -289,26 +298,28 @@ def unseen_labels(task: str, df: pd.DataFrame, labels: list[str]) -> list[str]:
     return sorted(set(task_labels(task, {"train": df})) - set(labels))  # the labels found in df
 
 
-def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: list[str], cfg: FinetuneConfig, *,
-                       unseen: str = "error", encoded: dict | None = None) -> dict[str, float]:
-    """Test scores of ``model`` on the target's ``test`` split (metrics of ``finetune.evaluate``). A target label
-    the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``). ``encoded``:
-    a dict that keeps the encoded split between calls with the same tokenizer and test split (keyed by what the
-    encoding depends on: the label list, the sequence length, the model's segment ids)."""
+def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame,
+                       labels: list[str], cfg: FinetuneConfig, *, unseen: str = "error",
+                       encoded: dict | None = None) -> dict[str, float]:
+    """Test scores of ``model`` on the target's ``test`` split (metrics of ``finetune.evaluate``). A target
+    label the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``).
+    ``encoded``: a dict that keeps the encoded split between calls with the same tokenizer and test split
+    (keyed by what the encoding depends on: the label list, the sequence length, the model's segment ids)."""
     if unseen not in UNSEEN:
         raise ValueError(f"unseen labels: one of {list(UNSEEN)}, not {unseen!r}")
     extra = unseen_labels(task, test, labels)
     if extra and unseen == "error":
-        raise ValueError(f"label set mismatch: the target test set has label(s) {extra} that the source task's "
-                         f"model was not trained on (its labels: {labels}); set `unseen_labels: wrong` on the "
-                         "zero-shot task to score them as errors")
+        raise ValueError(f"label set mismatch: the target test set has label(s) {extra} that the source "
+                         f"task's model was not trained on (its labels: {labels}); set `unseen_labels: "
+                         "wrong` on the zero-shot task to score them as errors")
     if extra:
         log.warning("target labels %s are not in the source label set: scored as errors", extra)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     autocast, _ = autocast_factory(cfg.precision, device)
     cfg = fit_to_model(cfg, model)
     model.to(device)
-    key = json.dumps([labels + extra, cfg.seq_len, cfg.doc_stride, getattr(model.config, "type_vocab_size", 1) > 1])
+    key = json.dumps([labels + extra, cfg.seq_len, cfg.doc_stride,
+                      getattr(model.config, "type_vocab_size", 1) > 1])
     items = None if encoded is None else encoded.get(key)
     if items is None:
         items = task_encoder(task, tokenizer, labels + extra, cfg, model)(test, False)
@@ -321,8 +332,8 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame, labels: 
 def train_main(args) -> None:
     cfg = setup_cli(args)
     if cfg.train_language_adapter:
-        raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one stays "
-                         "fixed: train_language_adapter must be false")
+        raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one "
+                         "stays fixed: train_language_adapter must be false")
     reads = input_records({"model": args.model, "tokenizer": args.tokenizer, "data": args.data})
     data = read_task_data(args.data, args.task)
     labels = dataset_labels(args.task, data, args.data)
@@ -334,9 +345,11 @@ def train_main(args) -> None:
     check_tokenizer_matches(len(tokenizer), host.get_input_embeddings().weight.shape[0], name=args.model)
     meta = {"task": args.task, "variant": args.variant, "labels": labels, "body": body_fingerprint(model),
             "language_adapter": attached_adapter_config(host), "vocab_size": len(tokenizer),
-            "parser": model.sizes if isinstance(model, BiaffineParser) else None, "source_model": str(args.model)}
+            "parser": model.sizes if isinstance(model, BiaffineParser) else None,
+            "source_model": str(args.model)}
     n = prepare_source_model(model, args.variant, json.loads(args.adapter), seed=args.seed)
-    log.info("variant %s: %d of %d parameters train", args.variant, n, sum(p.numel() for p in model.parameters()))
+    log.info("variant %s: %d of %d parameters train", args.variant, n,
+             sum(p.numel() for p in model.parameters()))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
     scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=args.seed,
                                checkpoint_dir=checkpoints)
@@ -352,8 +365,8 @@ def train_main(args) -> None:
 
 
 def parse_sources(sources: list[list[str]]) -> list[tuple[int, str, str, str]]:
-    """``--from NAME SEED TRAINED SCORES`` entries as (seed, name, trained, scores); ValueError for a seed that is
-    not an integer or a (seed, source task) given twice."""
+    """``--from NAME SEED TRAINED SCORES`` entries as (seed, name, trained, scores); ValueError for a seed
+    that is not an integer or a (seed, source task) given twice."""
     out, seen = [], set()
     for name, seed, trained, scores in sources:
         try:
@@ -368,13 +381,14 @@ def parse_sources(sources: list[list[str]]) -> list[tuple[int, str, str, str]]:
 
 
 def read_trainings(path: str) -> list[list[str]]:
-    """The ``--trainings`` list as ``--from`` entries; ValueError naming the file and the entry that lacks a key."""
+    """The ``--trainings`` list as ``--from`` entries; ValueError naming the file and an incomplete entry."""
     entries = json.loads(Path(path).read_text())
     if not isinstance(entries, list) or not entries:
         raise ValueError(f"--trainings {path}: expected a non-empty JSON list of source-side trainings")
     out = []
     for i, t in enumerate(entries):
-        missing = [k for k in ("source_task", "seed", "trained", "scores") if not isinstance(t, dict) or k not in t]
+        missing = [k for k in ("source_task", "seed", "trained", "scores")
+                   if not isinstance(t, dict) or k not in t]
         if missing:
             raise ValueError(f"--trainings {path}: entry {i} lacks {', '.join(missing)}")
         out.append([t["source_task"], str(t["seed"]), t["trained"], t["scores"]])
@@ -395,7 +409,7 @@ def evaluate_main(args) -> None:
     check_columns(args.task, test)
     tokenizer = load_tokenizer(args.tokenizer or args.target)
     target, encoded, meta = ZeroShotTarget(args.target, args.task), {}, json.loads(args.meta)
-    metas = [read_source_task(trained) for _, _, trained, _ in sources]  # every training is there before any runs
+    metas = [read_source_task(trained) for _, _, trained, _ in sources]  # all trainings exist before any runs
     # trainings with the same label set next to each other, so the target's task model is built once per set
     first: dict[str, int] = {}
     keys = [first.setdefault(json.dumps([m["labels"], m.get("parser")], sort_keys=True), i)
@@ -404,12 +418,12 @@ def evaluate_main(args) -> None:
     rows: list[dict | None] = [None] * len(sources)
     progress = Progress(0, len(sources), unit="evaluations")
     log.info("zero-shot %s (%s): %d evaluations (seeds %s x source tasks %s), %d test sentences", args.target,
-             args.task, len(sources), sorted({n for n, *_ in sources}), list(dict.fromkeys(s for _, s, *_ in sources)),
-             len(test))
+             args.task, len(sources), sorted({n for n, *_ in sources}),
+             list(dict.fromkeys(s for _, s, *_ in sources)), len(test))
     for done, i in enumerate(order, start=1):
         seed, name, trained, scores_path = sources[i]
         t0 = time.time()
-        torch.manual_seed(seed)  # as a job of this seed alone: nothing of an earlier evaluation's RNG use carries over
+        torch.manual_seed(seed)  # as a job of this seed alone: no earlier evaluation's RNG use carries over
         model = target.model(trained)
         check_tokenizer_matches(len(tokenizer), adapter_host(model).get_input_embeddings().weight.shape[0],
                                 name=args.target)
@@ -420,13 +434,15 @@ def evaluate_main(args) -> None:
         src = pd.read_parquet(scores_path).iloc[0].to_dict()
         metric = src["metric"]
         rows[i] = {**meta, "task": args.task, "seed": seed, "zero_shot": True,
-                   "source_task": name, "source_language": src.get("source_language"), "setup": src.get("setup"),
+                   "source_task": name, "source_language": src.get("source_language"),
+                   "setup": src.get("setup"),
                    "variant": src["variant"], "metric": metric, "selected_step": src["selected_step"],
                    "steps": src["steps"], **{k: v for k, v in src.items() if k.startswith("dev_")},
                    **{f"source_{k}": v for k, v in src.items() if k.startswith("test_")},
                    **{f"test_{k}": v for k, v in scores.items()}, "n_train": src["n_train"],
                    "n_dev": src["n_dev"], "n_test": len(test)}
-        log.info("zero-shot %d/%d: %s seed %d -> %s (%s): test %s %.4f (source test %.4f), %d sentences in %.1f s; %s",
+        log.info("zero-shot %d/%d: %s seed %d -> %s (%s): test %s %.4f (source test %.4f), %d "
+                 "sentences in %.1f s; %s",
                  done, len(sources), name, seed, args.target, src["variant"], metric, scores[metric],
                  src[f"test_{metric}"], len(test), time.time() - t0, progress(done))
     with recorded_reads(reads, evaluated="target"):
@@ -436,28 +452,35 @@ def evaluate_main(args) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="task training on source-language data (once per source task, variant, seed)")
-    t.add_argument("--model", required=True, help="source-side model: LAPT output with a language adapter (adapter), "
-                                                  "else the source model")
+    t = sub.add_parser("train",
+                       help="task training on source-language data (once per source task, variant, seed)")
+    t.add_argument("--model", required=True, help="source-side model: LAPT output with a language adapter "
+                                                  "(adapter), else the source model")
     t.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
     t.add_argument("--variant", required=True, choices=VARIANTS)
-    t.add_argument("--adapter", default="{}", help="variant adapter: task adapter settings (AdapterConfig JSON)")
-    t.add_argument("--output", required=True, help="folder: task adapter + head (adapter) or task model, zero_shot.json")
+    t.add_argument("--adapter", default="{}",
+                   help="variant adapter: task adapter settings (AdapterConfig JSON)")
+    t.add_argument("--output", required=True,
+                   help="folder: task adapter + head (adapter) or task model, zero_shot.json")
     t.add_argument("--scores", required=True, help="source dev/test scores parquet (one row)")
     t.add_argument("--history", help="dev curve parquet (default: <scores stem>.history.parquet)")
     t.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
     t.add_argument("--seed", type=int, required=True)
-    e = sub.add_parser("evaluate", help="zero-shot evaluation on a target test set (one row per seed and source task)")
-    e.add_argument("--target", required=True, help="target model: LAPT output (embeddings, language adapter) or source")
+    e = sub.add_parser("evaluate",
+                       help="zero-shot evaluation on a target test set (one row per seed and source task)")
+    e.add_argument("--target", required=True,
+                   help="target model: LAPT output (embeddings, language adapter) or source")
     e.add_argument("--tokenizer", help="target tokenizer folder (default: the target folder)")
     given = e.add_mutually_exclusive_group(required=True)
     given.add_argument("--from", dest="sources", nargs=4, action="append",
                        metavar=("NAME", "SEED", "TRAINED", "SCORES"),
-                       help="a source-side training: source task, seed, trained folder, scores parquet (repeat: one "
-                            "per seed and source task)")
-    given.add_argument("--trainings", help="JSON list of the source-side trainings instead of --from: objects with "
+                       help="a source-side training: source task, seed, trained folder, scores parquet "
+                            "(repeat: one per seed and source task)")
+    given.add_argument("--trainings",
+                       help="JSON list of the source-side trainings instead of --from: objects with "
                                            "source_task, seed, trained, scores (rule list_source_trainings)")
-    e.add_argument("--output", required=True, help="scores parquet (one row per source-side training, with its seed)")
+    e.add_argument("--output", required=True,
+                   help="scores parquet (one row per source-side training, with its seed)")
     e.add_argument("--unseen-labels", choices=UNSEEN, default="error",
                    help="target labels outside the source label set: stop (error) or score as errors (wrong)")
     for q in (t, e):
