@@ -56,6 +56,23 @@ def test_resume_is_bit_identical(tmp_path, sw_tokenizer, blocks):
     assert curve["step"].tolist() == [0, 4, 8, 12] and curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
 
 
+def test_a_paced_run_lasts_its_minimum_trains_the_same_tensors_and_resumes_with_another_pace(tmp_path, sw_tokenizer,
+                                                                                           blocks):
+    """min_step_seconds pauses after each faster step: 12 steps of at least 0.1 s last at least 1.2 s, the weights
+    and the curve are those of the unpaced run, and a run resumed with another pace (a rehearsal's reference) is
+    accepted."""
+    fast = tiny_model(sw_tokenizer)
+    curve_fast = train(fast, sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "a")
+    paced = tiny_model(sw_tokenizer)
+    start = time.monotonic()
+    train(paced, sw_tokenizer, *blocks, config(min_step_seconds=0.1), checkpoint_dir=tmp_path / "b", stop_after=6)
+    assert time.monotonic() - start >= 0.6
+    curve = train(paced, sw_tokenizer, *blocks, config(min_step_seconds=0), checkpoint_dir=tmp_path / "b")
+    for (name, a), b in zip(fast.state_dict().items(), paced.state_dict().values(), strict=True):
+        assert torch.equal(a, b), name
+    pd.testing.assert_frame_equal(curve, curve_fast)
+
+
 def test_training_from_a_shard_equals_training_from_packed_tensors(tmp_path, sw_tokenizer, swahili_verses, blocks):
     """LAPT reads blocks on demand from a token shard; the run is bit-identical to one on the packed tensor, the
     frequent tokens are counted chunk by chunk from the shard, and a resumed shard run ends the same."""

@@ -3,6 +3,7 @@ for the local SLURM with its requests kept (GPU partition, accounts, gpu_model, 
 GPUs (at most rehearsal.gpus) and LAPT starts torchrun with that many processes, which stop together after the same
 step on SLURM's signal and resume bit-identically; accounts missing on a cluster that enforces them are named."""
 
+import json
 import os
 import shutil
 import signal
@@ -117,7 +118,9 @@ def test_shrink_keeps_gpu_requests_and_interrupts_one_run():
     cfg = check_config(shrink(config))
     assert cfg.lapt.gpus == 2 and cfg.lapt.launch_command() == "torchrun --standalone --nproc-per-node 2"
     assert cfg.finetune.gpus == 1 and cfg.finetune.launch_command() == "python"
-    assert config["lapt"]["runs"]["focus"]["steps"] == cfg.rehearsal.interrupt.steps
+    stop = cfg.rehearsal.interrupt
+    assert config["lapt"]["runs"]["focus"]["steps"] == stop.steps and stop.min_seconds > 60 * stop.runtime_min - 90
+    assert config["lapt"]["runs"]["focus"]["min_step_seconds"] == stop.min_seconds / stop.steps  # paced
     target = cfg.lapt.targets[0]
     assert interrupt_runtime(cfg, "focus", target) == cfg.rehearsal.interrupt.runtime_min
     assert interrupt_runtime(cfg, "focus", "xx") is None and interrupt_runtime(cfg, "original", target) is None
@@ -151,3 +154,15 @@ def test_torchrun_on_fake_gpus_stops_together_on_a_signal_and_resumes_bit_identi
     assert again.returncode == 0 and "resuming from" in again.stderr, again.stderr[-3000:]
     assert (tmp_path / "signalled" / "model.safetensors").read_bytes() == (
         tmp_path / "ref" / "model.safetensors").read_bytes()
+
+
+def test_the_reference_of_the_interrupted_run_is_its_command_unpaced_into_another_folder():
+    from vocab_transfer.workflow.interrupted import reference_command
+
+    words = ["exec", "python", "-m", "vocab_transfer.training.launch", "--claim", "2", "--", "torchrun",
+             "--nproc-per-node", "2", "-m", "vocab_transfer.training.lapt", "--output", "results/m", "--config",
+             json.dumps({"steps": 1200, "min_step_seconds": 0.125, "seed": 42}), "2>>", "logs/x.log"]
+    cmd = reference_command(words, "/tmp/ref")
+    assert cmd[:3] == ["torchrun", "--nproc-per-node", "2"] and cmd[cmd.index("--output") + 1] == "/tmp/ref/output"
+    assert json.loads(cmd[cmd.index("--config") + 1]) == {"steps": 1200, "min_step_seconds": 0, "seed": 42}
+    assert "2>>" not in cmd

@@ -195,7 +195,7 @@ def reinit_parameter_names(model, part: str) -> set[str]:
     raise ValueError(f"reinit must be one of {list(REINIT)}, not {part!r}")
 
 
-RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "micro_batch_size", "long_micro_batch_size",
+RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "min_step_seconds", "micro_batch_size", "long_micro_batch_size",
                "gradient_checkpointing", "compile", "report_to")
 
 
@@ -709,6 +709,7 @@ class _Run:
             running = torch.tensor(running, dtype=torch.float64, device=device)  # no host sync per step
             while step < first + n_steps:
                 step += 1
+                started = time.monotonic()
                 blocks, rows, per_rank, micro = self.step_batch(step)
                 n_micro = math.ceil(per_rank / micro)
                 for part in range(n_micro):
@@ -730,6 +731,8 @@ class _Run:
                     (scaler.scale(loss) if scaler else loss).backward()
                     running += loss.detach().double()  # float64, as a Python float sum would be
                 norm = optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
+                if cfg.min_step_seconds:  # paced: the step lasts at least this long; the tensors are the same
+                    time.sleep(max(0.0, cfg.min_step_seconds - (time.monotonic() - started)))
                 n_running += 1
                 seq_len = cfg.long_seq_len if cfg.is_long(step) else cfg.seq_len
                 self.live.update(lr=sched.get_last_lr()[0], grad_norm=norm,

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import glob
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -72,7 +73,7 @@ def _job_id(path: str) -> int:
 
 def reference_command(words: list[str], folder: str) -> list[str]:
     """``words`` (the job's command) without ``exec``, its GPU claim (``python -m
-    vocab_transfer.training.launch --claim N --``) and its log redirection, writing into ``folder``."""
+    vocab_transfer.training.launch --claim N --``), its log redirection and its pace, writing into ``folder``."""
     words = words[1:] if words[:1] == ["exec"] else list(words)
     if words[1:4] == ["-m", "vocab_transfer.training.launch", "--claim"] and "--" in words:
         words = words[words.index("--") + 1:]
@@ -81,6 +82,8 @@ def reference_command(words: list[str], folder: str) -> list[str]:
     for i, word in enumerate(words[:-1]):
         if word in OUTPUT_OPTIONS:
             words[i + 1] = os.path.join(folder, word.lstrip("-"))
+        elif word == "--config":  # unpaced: the pace (min_step_seconds) only stretches the job's time
+            words[i + 1] = json.dumps({**json.loads(words[i + 1]), "min_step_seconds": 0})
     return words
 
 
@@ -110,7 +113,6 @@ def slurm_state(job_id: int) -> dict[str, str]:
 def check(study: str, source: str, target: str, run: str, model: str) -> tuple[bool, str]:
     """Whether the job was signalled before its limit, checkpointed, retried, resumed and ended bit-identical to an
     uninterrupted run; the report line."""
-    import json
 
     words, logs = job_command(model)
     log = os.path.join("logs", study, "train_lapt", source, target, f"{run}.log")

@@ -955,6 +955,9 @@ class Interrupt(Section):
     steps: int = Field(600, ge=1, description="the run's main-stage steps: work well beyond one time limit")
     runtime_min: int = Field(3, ge=2, description=(
         "that job's time limit (minutes); scripts/rehearse.sh sets the signal lead below it (--signal-s)"))
+    min_seconds: int = Field(120, ge=0, description=(
+        "the least time the run's steps take (lapt min_step_seconds = min_seconds / steps), so that the signal "
+        "comes before its end however fast the machine is"))
 
 
 class Rehearsal(Section):

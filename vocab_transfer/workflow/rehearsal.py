@@ -249,7 +249,7 @@ def _one_node_launcher(section: dict) -> None:
 
 def _interrupt(lapt: dict | None, r) -> None:
     """The run ``r.interrupt`` names: ``steps`` main-stage steps, evaluation and checkpoint intervals scaled along
-    (no more evaluations than the shrunk run had)."""
+    (no more evaluations than the shrunk run had), each step paced to last at least ``min_seconds / steps``."""
     stop = r.interrupt
     run = ((lapt or {}).get("runs") or {}).get(stop.run) if stop else None
     if run is None:
@@ -262,6 +262,8 @@ def _interrupt(lapt: dict | None, r) -> None:
     if run.get("long_steps"):
         run["long_steps"] = max(1, round(run["long_steps"] * factor))
     run["steps"] = stop.steps
+    if stop.min_seconds:
+        run["min_step_seconds"] = stop.min_seconds / stop.steps
 
 
 def interrupt_runtime(cfg, run: str, target: str) -> int | None:
