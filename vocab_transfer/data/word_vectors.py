@@ -47,13 +47,14 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
                         model: str = "skipgram", minn: int = 3, maxn: int = 6, window: int = 5, neg: int = 5,
                         threads: int = 1, bucket: int = 2000000,
                         max_words: int | None = None, seed: int = 0, verbose: int = 0,
-                        workdir: str | None = None, model_path: str | os.PathLike | None = None) -> WordVectors:
+                        workdir: str | None = None,
+                        model_path: str | os.PathLike | None = None) -> WordVectors:
     """Word-level fastText on ``texts``; words (``min_count`` or more occurrences) most frequent first.
 
-    ``counts`` are the corpus frequencies WECHSEL's tokenize-flatten-reduce weights by (the paper
-    uses the frequencies shipped with the fastText vectors, which are counts on their corpus).
-    ``threads=1`` gives bit-identical vectors for a fixed ``seed``. ``model_path``: also save the fastText model
-    (its character n-grams give vectors of any string: WECHSEL's fastText subword information, App. D).
+    ``counts`` are the corpus frequencies WECHSEL's tokenize-flatten-reduce weights by (the paper uses the
+    frequencies shipped with the fastText vectors, which are counts on their corpus). ``threads=1`` gives
+    bit-identical vectors for a fixed ``seed``. ``model_path``: also save the fastText model (its character
+    n-grams give vectors of any string: WECHSEL's fastText subword information, App. D).
     """
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = os.path.join(tmp, "words.txt")
@@ -72,9 +73,9 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
 def from_fasttext_model(ft, max_words: int | None = None) -> WordVectors:
     """The words of a fastText model with their vectors (``get_word_vector``) and counts, most frequent first.
 
-    fastText's own ``</s>`` (its end-of-line marker, counted once per line) is kept, as the ``wechsel`` package
-    keeps it: it is a word of the model like any other, and tokenize-flatten-reduce maps it to the tokens
-    ``"</s>"`` and ``" </s>"`` tokenize to.
+    fastText's own ``</s>`` (its end-of-line marker, counted once per line) is kept, as the ``wechsel``
+    package keeps it: it is a word of the model like any other, and tokenize-flatten-reduce maps it to the
+    tokens ``"</s>"`` and ``" </s>"`` tokenize to.
     """
     words, freqs = ft.get_words(include_freq=True)
     keep = list(range(len(words)))[: max_words or None]
@@ -145,11 +146,11 @@ def zipf_counts(words: list[str], lang: str | None) -> np.ndarray:
 
 def fasttext_subword_vectors(model, tokenizer, vocab_size: int | None = None, *, skip_special: bool = True
                              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Subword embeddings from fastText's subword information (WECHSEL App. D): each token's decoded text (word
-    marker stripped, as the ``wechsel`` package: ``tokenizer.decode(i).strip()``) is embedded as an
-    out-of-vocabulary word, i.e. from its character n-grams. fastText returns zeros for a string it cannot decompose:
-    those tokens get ``has_vector = False``, and so do special tokens with ``skip_special``. Returns ``(U [V, dim]
-    float32, has_vector [V] bool)``."""
+    """Subword embeddings from fastText's subword information (WECHSEL App. D): each token's decoded text
+    (word marker stripped, as the ``wechsel`` package: ``tokenizer.decode(i).strip()``) is embedded as an
+    out-of-vocabulary word, i.e. from its character n-grams. fastText returns zeros for a string it cannot
+    decompose: those tokens get ``has_vector = False``, and so do special tokens with ``skip_special``.
+    Returns ``(U [V, dim] float32, has_vector [V] bool)``."""
     vocab_size = vocab_size or len(tokenizer)
     special = set(getattr(tokenizer, "all_special_ids", [])) if skip_special else set()
     out = np.zeros((vocab_size, model.get_dimension()), dtype=np.float32)
@@ -161,18 +162,18 @@ def fasttext_subword_vectors(model, tokenizer, vocab_size: int | None = None, *,
 
 
 def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | None = None,
-                            batch_size: int = 10_000, *, skip_special: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                            batch_size: int = 10_000, *,
+                            skip_special: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Subword embeddings from word embeddings (WECHSEL §3.1, eq. 1, Figure 2).
 
-    **tokenize** every word (without special tokens; the word alone and preceded by a space, as the
-    WECHSEL reference code does), **flatten** to (token, word) pairs, and
-    **reduce** each token's words to their frequency-weighted mean ``u_x = Σ w_v f_v / Σ f_v``.
-    As in WECHSEL's code, a word counts once for each of its two tokenizations that contains the token (twice
-    where both do, as for most SentencePiece pieces). Tokens in no word get a zero vector and
-    ``has_vector = False``. With ``skip_special`` (default) special tokens a word tokenizes to (``<unk>``,
-    ``</s>`` for the word ``</s>``) get no vector; ``skip_special=False`` keeps them, as the ``wechsel`` package
-    does. Returns ``(U [V, dim] float32, has_vector [V] bool)``; no Python loop over tokens (one ``index_add_``
-    per batch of words).
+    **tokenize** every word (without special tokens; the word alone and preceded by a space, as the WECHSEL
+    reference code does), **flatten** to (token, word) pairs, and **reduce** each token's words to their
+    frequency-weighted mean ``u_x = Σ w_v f_v / Σ f_v``. As in WECHSEL's code, a word counts once for each of
+    its two tokenizations that contains the token (twice where both do, as for most SentencePiece pieces).
+    Tokens in no word get a zero vector and ``has_vector = False``. With ``skip_special`` (default) special
+    tokens a word tokenizes to (``<unk>``, ``</s>`` for the word ``</s>``) get no vector;
+    ``skip_special=False`` keeps them, as the ``wechsel`` package does. Returns ``(U [V, dim] float32,
+    has_vector [V] bool)``; no Python loop over tokens (one ``index_add_`` per batch of words).
     """
     vocab_size = vocab_size or len(tokenizer)
     dim = words.vectors.shape[1]
@@ -180,7 +181,8 @@ def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | Non
     den = torch.zeros(vocab_size, dtype=torch.float64)
     f = torch.as_tensor(words.counts, dtype=torch.float64).clamp(min=1)
     special = set(getattr(tokenizer, "all_special_ids", [])) if skip_special else set()
-    for start in tqdm.tqdm(range(0, len(words.words), batch_size), desc="tokenize-flatten-reduce", mininterval=5):
+    for start in tqdm.tqdm(range(0, len(words.words), batch_size),
+                           desc="tokenize-flatten-reduce", mininterval=5):
         batch = words.words[start:start + batch_size]
         # as WECHSEL's code: the word alone and after a space (byte-level BPE marks word starts only
         # after a space), each token once per tokenization: a token in both counts the word twice
@@ -189,7 +191,8 @@ def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | Non
         word_idx = np.repeat(np.tile(np.arange(start, start + len(batch)), 2), lengths)
         variant = np.repeat(np.arange(2).repeat(len(batch)), lengths)
         tok = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=len(word_idx))
-        pairs = np.unique(np.stack([tok, word_idx, variant], 1), axis=0)[:, :2]  # (token, word) per tokenization
+        # (token, word) per tokenization
+        pairs = np.unique(np.stack([tok, word_idx, variant], 1), axis=0)[:, :2]
         pairs = pairs[~np.isin(pairs[:, 0], list(special))] if special else pairs
         t, w = torch.from_numpy(pairs[:, 0]), torch.from_numpy(pairs[:, 1])
         num.index_add_(0, t, words.vectors[w].double() * f[w, None])

@@ -1,24 +1,24 @@
 """Checks of a run against the cluster it goes to.
 
-While the workflow is parsed (every call, ``-n`` included; rules/common.smk), :func:`check_profile` refuses a profile
-placeholder left unfilled in the resources Snakemake was given (``default-resources``, ``set-resources``), naming the
-key and the profile file. Before the first job is submitted (the Snakefile's ``onstart``), :func:`check_submission`
-checks the jobs themselves:
+While the workflow is parsed (every call, ``-n`` included; rules/common.smk), :func:`check_profile` refuses a
+profile placeholder left unfilled in the resources Snakemake was given (``default-resources``,
+``set-resources``), naming the key and the profile file. Before the first job is submitted (the Snakefile's
+``onstart``), :func:`check_submission` checks the jobs themselves:
 
-- a placeholder in a job's resources (``slurm_partition: "<gpu-partition>"``; one from the profile is refused while
-  parsing already) names the resource, the rules that would carry it and the file to edit;
-- a job that asks for GPUs on a partition whose nodes have none (``sinfo -p <partition> -o %G``) names the rule and
-  the partition;
-- on a cluster that enforces accounts (``scontrol show config``: ``AccountingStorageEnforce`` with ``associations``,
-  ``limits``, ``qos`` or ``safe``), a job without ``slurm_account``, or with an account that ``sacctmgr show assoc``
-  does not list for the user, names the rules and the account;
+- a placeholder in a job's resources (``slurm_partition: "<gpu-partition>"``; one from the profile is refused
+  while parsing already) names the resource, the rules that would carry it and the file to edit;
+- a job that asks for GPUs on a partition whose nodes have none (``sinfo -p <partition> -o %G``) names the
+  rule and the partition;
+- on a cluster that enforces accounts (``scontrol show config``: ``AccountingStorageEnforce`` with
+  ``associations``, ``limits``, ``qos`` or ``safe``), a job without ``slurm_account``, or with an account that
+  ``sacctmgr show assoc`` does not list for the user, names the rules and the account;
 - a job without GPUs on a partition where other jobs of the run ask for GPUs (not the default partition) names
   the rules and the partition;
 - multi-node LAPT (``lapt.nodes`` > 1) on an executor other than SLURM names the key.
 
-Torch-free; ``sinfo`` is only called for the partitions of GPU jobs, once each, ``scontrol``/``sacctmgr`` once per
-check. :func:`local_profile` turns a profile (placeholders filled in or not) into one for the single-node cluster of
-scripts/slurm, for the dress rehearsal (scripts/rehearse.sh).
+Torch-free; ``sinfo`` is only called for the partitions of GPU jobs, once each, ``scontrol``/``sacctmgr`` once
+per check. :func:`local_profile` turns a profile (placeholders filled in or not) into one for the single-node
+cluster of scripts/slurm, for the dress rehearsal (scripts/rehearse.sh).
 """
 
 from __future__ import annotations
@@ -40,16 +40,17 @@ WHERE_TO_LOOK = {"slurm_partition": "partitions: sinfo -s",
 
 
 def resource_values(resources) -> dict:
-    """``{name: value as written}`` of Snakemake's parsed resources (``workflow.resource_settings.default_resources``
-    or one rule's entry of ``overwrite_resources``); empty for None."""
+    """``{name: value as written}`` of Snakemake's parsed resources
+    (``workflow.resource_settings.default_resources`` or a rule's ``overwrite_resources``); '' for None."""
     if resources is None:
         return {}
     return {name: getattr(r, "raw", r) for name, r in resources.items()}
 
 
 def profile_file(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> str:
-    """The file of the profile a Snakemake command line names (its last ``--profile``, else ``$SNAKEMAKE_PROFILE``),
-    relative to the working directory where it lies below it; :data:`PROFILE` where none is named or found."""
+    """The file of the profile a Snakemake command line names (its last ``--profile``, else
+    ``$SNAKEMAKE_PROFILE``), relative to the working directory where it lies below it; :data:`PROFILE` where
+    none is named or found."""
     named = [a.split("=", 1)[1] for a in argv if a.startswith("--profile=")]
     named += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--profile"]
     profile = named[-1] if named else environ.get("SNAKEMAKE_PROFILE")
@@ -70,25 +71,28 @@ def profile_file(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -
 
 def check_profile(default_resources: Mapping[str, object], set_resources: Mapping[str, Mapping[str, object]],
                   profile: str = PROFILE) -> list[str]:
-    """Placeholders (``"<cpu-partition>"``) left in the resources a profile gives: ``default_resources`` (``{name:
-    value}``) and ``set_resources`` (``{rule: {name: value}}``); one line per resource and placeholder, naming the
-    key, the rules it applies to and ``profile``; empty when none is left."""
+    """Placeholders (``"<cpu-partition>"``) left in the resources a profile gives: ``default_resources``
+    (``{name: value}``) and ``set_resources`` (``{rule: {name: value}}``); one line per resource and
+    placeholder, naming the key, the rules it applies to and ``profile``; empty when none is left."""
     found: dict[tuple[str, str], list[str]] = {}
     for section, rule, resources in [("default-resources", None, default_resources),
                                      *(("set-resources", r, res) for r, res in set_resources.items())]:
         for key, value in resources.items():
             value = value.strip("'\"") if isinstance(value, str) else value
-            if key in SNAKEMAKE_OWN or not isinstance(value, str) or not PLACEHOLDER.match(value) or value == "<TBD>":
+            if (key in SNAKEMAKE_OWN or not isinstance(value, str)
+                or not PLACEHOLDER.match(value) or value == "<TBD>"):
                 continue
             found.setdefault((key, value), []).append(section if rule is None else rule)
     problems = []
     for (key, value), where in found.items():
         rules = [w for w in where if w != "default-resources"]
-        scope = (["default-resources: every rule without its own"] if "default-resources" in where else []) + \
-            ([f"set-resources: {', '.join(rules[:5])}" + (", ..." if len(rules) > 5 else "")] if rules else [])
+        scope = (["default-resources: every rule without its own"]
+                 if "default-resources" in where else []) + \
+            ([f"set-resources: {', '.join(rules[:5])}" + (", ..."
+                                                          if len(rules) > 5 else "")] if rules else [])
         look = f" ({WHERE_TO_LOOK[key]})" if key in WHERE_TO_LOOK else ""
-        problems.append(f"{profile}: {key} is still the placeholder {value!r} ({'; '.join(scope)}): replace it "
-                        f"with your cluster's value{look}")
+        problems.append(f"{profile}: {key} is still the placeholder {value!r} ({'; '.join(scope)}): replace "
+                        f"it with your cluster's value{look}")
     return problems
 
 
@@ -107,11 +111,12 @@ def check_profile_filled(resource_settings, argv: Sequence[str]) -> str | None:
 
 
 def partition_gres(partition: str) -> str | None:
-    """The generic resources of a partition's nodes as ``sinfo`` prints them (``gpu:a100:4``, ``(null)``), ``""``
-    for a partition SLURM does not know, None without ``sinfo``."""
+    """The generic resources of a partition's nodes as ``sinfo`` prints them (``gpu:a100:4``, ``(null)``),
+    ``""`` for a partition SLURM does not know, None without ``sinfo``."""
     if shutil.which("sinfo") is None:
         return None
-    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%G"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%G"],
+                         capture_output=True, text=True, timeout=60)
     return " ".join(out.stdout.split()) if out.returncode == 0 else None
 
 
@@ -122,8 +127,8 @@ ENFORCING = ("associations", "limits", "qos", "safe")
 
 def cluster_accounts() -> tuple[str, set[str] | None] | None:
     """What the cluster here asks of a job's account: ``(AccountingStorageEnforce, accounts)``, the first as
-    ``scontrol show config`` prints it (``none``, ``associations,limits``), the second the accounts ``sacctmgr show
-    assoc`` lists for this user (None where it cannot say, e.g. without slurmdbd); None without ``scontrol``."""
+    ``scontrol show config`` prints it (``none``, ``associations,limits``), the second the accounts ``sacctmgr
+    show assoc`` lists for this user (None where it cannot say: without slurmdbd or ``scontrol``)."""
     if shutil.which("scontrol") is None:
         return None
     out = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=60)
@@ -143,8 +148,8 @@ def cluster_accounts() -> tuple[str, set[str] | None] | None:
 
 
 def check_accounts(jobs: Iterable[tuple[str, dict]], enforce: str, known: set[str] | None) -> list[str]:
-    """Problems of the jobs' ``slurm_account`` on a cluster whose ``AccountingStorageEnforce`` is ``enforce`` and
-    whose associations list the accounts ``known`` (None: not known): none where no association is enforced."""
+    """Problems of the jobs' ``slurm_account`` on a cluster whose ``AccountingStorageEnforce`` is ``enforce``
+    and whose associations list the accounts ``known`` (None: not known): none: associations not enforced."""
     if not any(word in enforce.lower() for word in ENFORCING):
         return []
     missing: list[str] = []
@@ -160,13 +165,15 @@ def check_accounts(jobs: Iterable[tuple[str, dict]], enforce: str, known: set[st
     if missing:
         names = sorted(set(missing))
         problems.append(f"{PROFILE}: rules {', '.join(names[:5])}{', ...' if len(names) > 5 else ''} have no "
-                        f"slurm_account, but this cluster enforces accounts (AccountingStorageEnforce={enforce}): set "
-                        f"slurm_account under default-resources / set-resources ({look})")
+                        "slurm_account, but this cluster enforces accounts "
+                        f"(AccountingStorageEnforce={enforce}): set slurm_account under default-resources / "
+                        f"set-resources ({look})")
     for account, rules in sorted(unknown.items()):
         names = sorted(set(rules))
         problems.append(f"{PROFILE}: slurm_account {account!r} (rules {', '.join(names[:5])}"
-                        f"{', ...' if len(names) > 5 else ''}) has no association for this user on this cluster "
-                        f"(sacctmgr lists: {', '.join(sorted(known)) or 'none'}); replace it ({look})")
+                        f"{', ...' if len(names) > 5 else ''}) has no association for this user on "
+                        "this cluster (sacctmgr lists: "
+                        f"{', '.join(sorted(known)) or 'none'}); replace it ({look})")
     return problems
 
 
@@ -175,21 +182,22 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
                      accounts: Callable[[], tuple[str, set[str] | None] | None] = cluster_accounts,
                      default_partition: str | None = None) -> list[str]:
     """Problems of the jobs ``(rule, resources)`` a run is about to submit with ``executor``; empty when none.
-    ``gres``: a partition's GPUs as ``sinfo`` prints them (:func:`partition_gres`); ``accounts``: the cluster's
-    account enforcement and known accounts (:func:`cluster_accounts`). A job without GPUs on a partition other jobs
-    of the run ask GPUs on (the GPU partition; not ``default_partition``, the default-resources' one, which may be
-    a cluster's only partition) is one: sites refuse such jobs there."""
+    ``gres``: a partition's GPUs as ``sinfo`` prints them (:func:`partition_gres`); ``accounts``: the
+    cluster's account enforcement and known accounts (:func:`cluster_accounts`). A job without GPUs on a
+    partition other jobs of the run ask GPUs on (the GPU partition; not ``default_partition``, the
+    default-resources' one, which may be a cluster's only partition) is one: sites refuse such jobs there."""
     jobs = list(jobs)
     problems = []
     if lapt_nodes > 1 and executor != "slurm" and any(rule == "train_lapt" for rule, _ in jobs):
-        problems.append(f"lapt.nodes: {lapt_nodes} nodes per LAPT job need the SLURM executor (snakemake --profile "
-                        f"slurm), not {executor!r}; set lapt.nodes: 1 to train on this machine")
+        problems.append(f"lapt.nodes: {lapt_nodes} nodes per LAPT job need the SLURM executor (snakemake "
+                        f"--profile slurm), not {executor!r}; set lapt.nodes: 1 to train on this machine")
     if executor != "slurm":
         return problems
     unfilled: dict[tuple[str, str], list[str]] = {}
     for rule, resources in jobs:
         for key, value in resources.items():
-            if key in SNAKEMAKE_OWN or not isinstance(value, str) or value == "<TBD>":  # Snakemake's, filled per job
+            # Snakemake's, filled per job
+            if key in SNAKEMAKE_OWN or not isinstance(value, str) or value == "<TBD>":
                 continue
             if PLACEHOLDER.match(value.strip("'\"")):
                 unfilled.setdefault((key, value.strip("'\"")), []).append(rule)
@@ -215,7 +223,8 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
     reported: set[tuple[str, str]] = set()
     for rule, resources in jobs:
         partition = str(resources.get("slurm_partition", "")).strip("'\"")
-        if not _gpus(resources) or not partition or PLACEHOLDER.match(partition) or (rule, partition) in reported:
+        if (not _gpus(resources) or not partition or PLACEHOLDER.match(partition)
+            or (rule, partition) in reported):
             continue
         if partition not in cache:
             cache[partition] = gres(partition)
@@ -224,12 +233,12 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
             continue
         reported.add((rule, partition))
         if found == "":
-            problems.append(f"{PROFILE}: rule {rule} goes to partition {partition!r}, which SLURM does not know "
-                            "(sinfo -s lists the partitions)")
+            problems.append(f"{PROFILE}: rule {rule} goes to partition {partition!r}, which SLURM does not "
+                            "know (sinfo -s lists the partitions)")
         elif "gpu" not in found.lower():
-            problems.append(f"{PROFILE}: rule {rule} asks for {_gpus(resources)} GPU(s) on partition {partition!r}, "
-                            f"whose nodes have none (sinfo -p {partition} -o %G: {found}); set its slurm_partition "
-                            "to a GPU partition")
+            problems.append(f"{PROFILE}: rule {rule} asks for {_gpus(resources)} GPU(s) on partition "
+                            f"{partition!r}, whose nodes have none (sinfo -p {partition} -o %G: {found}); "
+                            "set its slurm_partition to a GPU partition")
     policy = accounts() if jobs else None
     if policy is not None:
         problems += check_accounts(jobs, *policy)
@@ -251,17 +260,18 @@ def _gpus(resources: dict) -> int:
 #: are its own and stay as they are. A job is noticed 2-12 s after it ends here while jobs end often, 20-30 s
 #: on a cluster (docs/benchmarks.md).
 LOCAL_RUN_SETTINGS = {"slurm-status-command": "squeue", "slurm-init-seconds-before-status-checks": 2,
-                      "seconds-between-status-checks": 2, "slurm-keep-successful-logs": True, "latency-wait": 5}
+                      "seconds-between-status-checks": 2,
+                      "slurm-keep-successful-logs": True, "latency-wait": 5}
 
 
-#: The single-node cluster of scripts/slurm as :func:`local_profile` fills a profile in for it: its partitions and
-#: the accounts its jobs carry (no slurmdbd there, so SLURM takes any account name), each ``(CPU jobs, GPU jobs)``.
+#: The single-node cluster of scripts/slurm as :func:`local_profile` fills a profile in for it: its partitions
+#: and the accounts its jobs carry (no slurmdbd: SLURM takes any account name), each ``(CPU jobs, GPU jobs)``.
 LOCAL_PARTITIONS = ("cpu", "gpu")
 LOCAL_ACCOUNTS = ("rehearsal-cpu", "rehearsal-gpu")
 
 
 def gpu_type(gres: str | None) -> str | None:
-    """The GPU type of what ``sinfo -o %G`` prints (``gpu:a100:4`` -> ``a100``); None for untyped GPUs or none."""
+    """The GPU type of what ``sinfo -o %G`` prints (``gpu:a100:4`` -> ``a100``); None: untyped or no GPUs."""
     for item in (gres or "").split(","):
         fields = item.split("(")[0].split(":")
         if fields[0] == "gpu" and len(fields) == 3:
@@ -269,19 +279,21 @@ def gpu_type(gres: str | None) -> str | None:
     return None
 
 
-def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpus: int = 2, mem_mb: int = 4000,
-                  settings: Mapping[str, object] = LOCAL_RUN_SETTINGS, signal_s: int | None = None,
+def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *,
+                  cpus: int = 2, mem_mb: int = 4000, settings: Mapping[str, object] = LOCAL_RUN_SETTINGS,
+                  signal_s: int | None = None,
                   local_gpu_type: str | None | Callable[[], str | None] = None) -> str:
-    """The shipped profile (profiles/slurm/config.yaml, its placeholders filled in or not) for the single-node cluster
-    of scripts/slurm, written to ``out_dir``/config.yaml. Whatever the partition and account keys hold becomes that
-    cluster's: ``default-resources`` get the CPU partition and account of :data:`LOCAL_PARTITIONS` /
-    :data:`LOCAL_ACCOUNTS`, a ``set-resources`` rule whose partition differs from the default one the GPU ones (the
-    same as the default: the CPU ones). A ``gpu_model`` (and the type in a ``gres: gpu:<type>:N``) becomes the type
-    of the local fake GPUs, ``local_gpu_type`` (a value or a function; None: ``sinfo -p gpu -o %G``), and is dropped
-    where they have none. CPUs and memory per job are capped at ``cpus`` / ``mem_mb``; ``signal_s`` sets the lead
-    of every ``--signal=TERM@<s>`` in ``slurm_extra``; the run ``settings`` go over the profile's own. Everything
-    else (GPU counts, retries, rules on the GPU partition, signals) stays the profile's. Returns the folder; what
-    was changed is listed at the top of the file."""
+    """The shipped profile (profiles/slurm/config.yaml, its placeholders filled in or not) for the single-node
+    cluster of scripts/slurm, written to ``out_dir``/config.yaml. Whatever the partition and account keys hold
+    becomes that cluster's: ``default-resources`` get the CPU partition and account of
+    :data:`LOCAL_PARTITIONS` / :data:`LOCAL_ACCOUNTS`, a ``set-resources`` rule whose partition differs from
+    the default one the GPU ones (the same as the default: the CPU ones). A ``gpu_model`` (and the type in a
+    ``gres: gpu:<type>:N``) becomes the type of the local fake GPUs, ``local_gpu_type`` (a value or a
+    function; None: ``sinfo -p gpu -o %G``), and is dropped where they have none. CPUs and memory per job are
+    capped at ``cpus`` / ``mem_mb``; ``signal_s`` sets the lead of every ``--signal=TERM@<s>`` in
+    ``slurm_extra``; the run ``settings`` go over the profile's own. Everything else (GPU counts, retries,
+    rules on the GPU partition, signals) stays the profile's. Returns the folder; what was changed is listed
+    at the top of the file."""
     from pathlib import Path
 
     import yaml
@@ -299,7 +311,8 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpu
     for where, resources in sections:
         partition = str(resources.get("slurm_partition", cpu_partition)).strip("'\"")
         side = 0 if where == "default-resources" or partition == cpu_partition else 1
-        for key, local in (("slurm_partition", LOCAL_PARTITIONS[side]), ("slurm_account", LOCAL_ACCOUNTS[side])):
+        for key, local in (("slurm_partition", LOCAL_PARTITIONS[side]),
+                           ("slurm_account", LOCAL_ACCOUNTS[side])):
             if key in resources:
                 notes.add(f"{key} {resources[key]!r} -> {local!r}")
                 resources[key] = local
@@ -311,14 +324,16 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpu
                 notes.add(f"gpu_model {resources.pop('gpu_model')!r} dropped (the local GPUs have no type)")
         gres = str(resources.get("gres", ""))
         if re.fullmatch(r"gpu:[^:]+:\d+", gres):
-            new = f"gpu:{local_gpu_type}:{gres.rsplit(':', 1)[1]}" if local_gpu_type else f"gpu:{gres.rsplit(':', 1)[1]}"
+            new = (f"gpu:{local_gpu_type}:{gres.rsplit(':', 1)[1]}" if local_gpu_type
+                   else f"gpu:{gres.rsplit(':', 1)[1]}")
             notes.add(f"gres {gres!r} -> {new!r}")
             resources["gres"] = new
         if isinstance(resources.get("cpus_per_task"), int):
             resources["cpus_per_task"] = min(resources["cpus_per_task"], cpus)
         elif isinstance(resources.get("cpus_per_task"), str):  # an expression Snakemake evaluates per job
             # (`threads`): capped too, so that a bundle of 4-thread jobs fits the local node's CPUs
-            notes.add(f"cpus_per_task {resources['cpus_per_task']} -> min({resources['cpus_per_task']}, {cpus})")
+            notes.add(f"cpus_per_task {resources['cpus_per_task']} -> "
+                      f"min({resources['cpus_per_task']}, {cpus})")
             resources["cpus_per_task"] = f"min({resources['cpus_per_task']}, {cpus})"
         if isinstance(resources.get("mem_mb"), int):
             resources["mem_mb"] = min(resources["mem_mb"], mem_mb)
@@ -336,6 +351,7 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *, cpu
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     header = "".join(f"#   {note}\n" for note in sorted(notes))
     (Path(out_dir) / "config.yaml").write_text(
-        f"# {shipped} for the single-node cluster of scripts/slurm (vocab_transfer.workflow.cluster.local_profile):\n"
-        f"{header}" + yaml.safe_dump(profile, sort_keys=False))
+        f"# {shipped} for the single-node cluster of scripts/slurm "
+        f"(vocab_transfer.workflow.cluster.local_profile):\n{header}"
+        + yaml.safe_dump(profile, sort_keys=False))
     return str(out_dir)

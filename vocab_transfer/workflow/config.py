@@ -65,22 +65,24 @@ from .views import (
 
 
 def _path_not_hub_id(name: str) -> bool:
-    """A name that can only be a filesystem path: relative/absolute, or more slashes than a hub ``owner/repo``."""
+    """A name that can only be a filesystem path: relative/absolute, or more slashes than a hub
+    ``owner/repo``."""
     return name.startswith((".", "/")) or name.count("/") > 1
 
 
 def check_configfiles(configfiles) -> None:
-    """No config file is one of the workflow's own files (``results/...``, ``resources/...``): a target written after
-    ``--configfile``, which takes every word after it as a config file (Snakemake fails itself, before the workflow
-    is read, when the target does not exist or is no YAML or JSON; a JSON artifact reaches this check)."""
+    """No config file is one of the workflow's own files (``results/...``, ``resources/...``): a target
+    written after ``--configfile``, which takes every word after it as a config file (Snakemake fails itself,
+    before the workflow is read, when the target does not exist or is no YAML or JSON; a JSON artifact reaches
+    this check)."""
     files = [os.path.relpath(os.path.abspath(f)) for f in configfiles]
     own = [f for f in files if f.split(os.sep)[0] in (paths.RESULTS, paths.RESOURCES)]
     if own:
         configs = " ".join(f"--configfile {f}" for f in files if f not in own) or "--configfile <config>"
-        raise ConfigError(f"--configfile {' '.join(own)}: a target, not a config file (Snakemake reads every word after "
-                          f"--configfile as a config file); name targets before --configfile (snakemake -n "
-                          f"{' '.join(own)} {configs}) or end the config files with -- (snakemake -n {configs} -- "
-                          f"{' '.join(own)})")
+        raise ConfigError(f"--configfile {' '.join(own)}: a target, not a config file (Snakemake reads every "
+                          "word after --configfile as a config file); name targets before --configfile "
+                          f"(snakemake -n {' '.join(own)} {configs}) or end the config files with -- "
+                          f"(snakemake -n {configs} -- {' '.join(own)})")
     # What Snakemake's loader lets through: a key given twice in one mapping (the last one wins), at any
     # depth. One libyaml parse of each file (a tag, which Snakemake's loader refuses itself, is named here for
     # a file it did read).
@@ -97,15 +99,16 @@ def check_configfiles(configfiles) -> None:
             raise ConfigError(str(e)) from None
 
 
-#: The longest file name that ext4, XFS and Lustre take (bytes), and the most the pipeline adds around a file name
-#: while it writes or deletes it (``.<name>.XXXXXXXX.deleted.tmp``: 22; ``.<name>.manifest.json.tmp``: 20).
+#: The longest file name that ext4, XFS and Lustre take (bytes), and the most the pipeline adds around a file
+#: name when writing or deleting it (``.<name>.XXXXXXXX.deleted.tmp``: 22, ``.<name>.manifest.json.tmp``: 20).
 FILE_NAME_BYTES, AFFIX_BYTES = 255, 22
 
 
 def too_long(path: str) -> str | None:
-    """The first file or folder name of ``path`` that, with the pipeline's temporary affixes, is longer than a file
-    system allows (:data:`FILE_NAME_BYTES`); None when every one fits."""
-    return next((part for part in path.split("/") if len(part.encode()) + AFFIX_BYTES > FILE_NAME_BYTES), None)
+    """The first file or folder name of ``path`` that, with the pipeline's temporary affixes, is longer than a
+    file system allows (:data:`FILE_NAME_BYTES`); None when every one fits."""
+    return next((part for part in path.split("/")
+                 if len(part.encode()) + AFFIX_BYTES > FILE_NAME_BYTES), None)
 
 
 def check_config(config: dict) -> Config:
@@ -144,17 +147,17 @@ def check_corpora(cfg: Config) -> None:
 
 
 def check_targets(cfg: Config) -> None:
-    """``targets``: each reads a corpus of ``corpora``; every target a section names (LAPT, tasks, methods) is one;
-    each that trains its tokenizer has a ``vocab_size``."""
+    """``targets``: each reads a corpus of ``corpora``; every target a section names (LAPT, tasks, methods) is
+    one; each that trains its tokenizer has a ``vocab_size``."""
     corpora = cfg.corpora
     for i, name in enumerate(cfg.target_names):
         corpus = cfg.target_corpus(name)
         if corpus not in corpora:
             where = f"targets[{i}]" + (".corpus" if cfg.target(name).corpus else "")
             several = cfg.corpora_of_language(name)
-            raise ConfigError(f"{where}: {corpus!r} has no entry under 'corpora' (known: {sorted(corpora)})" + (
-                f"; {several} are all in language {name!r}: name the target's corpus ({{name: {name}, corpus: "
-                f"{several[0]}}})" if several else ""))
+            raise ConfigError(f"{where}: {corpus!r} has no entry under 'corpora' (known: {sorted(corpora)})"
+                              + (f"; {several} are all in language {name!r}: name the target's corpus "
+                                 f"({{name: {name}, corpus: {several[0]}}})" if several else ""))
     for i, name in enumerate(cfg.target_names):
         unknown = [s for s in cfg.target(name).sources or [] if s not in cfg.sources]
         if unknown:
@@ -168,26 +171,28 @@ def check_targets(cfg: Config) -> None:
     targets = all_targets(cfg)
     for t in targets:
         if not cfg.is_target(t):
-            raise ConfigError(f"{target_users(cfg, t)}: {t!r} is neither a target nor a corpora key (targets: "
-                              f"{cfg.target_names}; corpora: {sorted(corpora)})")
-    untrained = [t for t in targets if t not in cfg.tokenizer.pretrained and cfg.target_tokenizer(t).vocab_size is None]
+            raise ConfigError(f"{target_users(cfg, t)}: {t!r} is neither a target nor a corpora key "
+                              f"(targets: {cfg.target_names}; corpora: {sorted(corpora)})")
+    untrained = [t for t in targets if t not in cfg.tokenizer.pretrained
+                 and cfg.target_tokenizer(t).vocab_size is None]
     if untrained:
-        raise ConfigError(f"tokenizer.vocab_size: needed to train the tokenizers of {untrained} (targets without "
-                          "a tokenizer.pretrained entry or their own tokenizer.vocab_size)")
+        raise ConfigError(f"tokenizer.vocab_size: needed to train the tokenizers of {untrained} (targets "
+                          "without a tokenizer.pretrained entry or their own tokenizer.vocab_size)")
 
 
 def check_sources(cfg: Config) -> None:
-    """``sources``: a recipe's languages have corpora; a local model folder exists, has no hub revision, and its
-    tokenizer fits its embedding matrix."""
+    """``sources``: a recipe's languages have corpora; a local model folder exists, has no hub revision, and
+    its tokenizer fits its embedding matrix."""
     for name, source in cfg.sources.items():
-        for lang in source.pretrain.languages if source.pretrain else ():  # a hub source's `languages`: any codes
+        # a hub source's `languages`: any codes
+        for lang in source.pretrain.languages if source.pretrain else ():
             if lang not in cfg.corpora:
-                raise ConfigError(f"sources.{name}: pretraining language {lang!r} has no entry under 'corpora' "
-                                  f"(known: {sorted(cfg.corpora)})")
+                raise ConfigError(f"sources.{name}: pretraining language {lang!r} has no entry under "
+                                  f"'corpora' (known: {sorted(cfg.corpora)})")
         model = local_model_dir(source)
         if model is not None and source.revision is not None:
-            raise ConfigError(f"sources.{name}.revision: {source.model!r} is a local folder; a revision pins a hub "
-                              "id only")
+            raise ConfigError(f"sources.{name}.revision: {source.model!r} is a local folder; a "
+                              "revision pins a hub id only")
         if model is not None:
             check_local_source(name, model, source.allow_padded_embeddings, source.trust_remote_code)
         elif source.model and _path_not_hub_id(source.model):
@@ -195,16 +200,16 @@ def check_sources(cfg: Config) -> None:
 
 
 def check_methods(cfg: Config) -> None:
-    """``methods``: a registered kind, parameters its function takes with their types and bounds, the resources it
-    reads, and the devices it asks for."""
+    """``methods``: a registered kind, parameters its function takes with their types and bounds, the
+    resources it reads, and the devices it asks for."""
     for name, method in cfg.methods.items():
         if method.kind not in METHODS:
             raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {kinds()}")
         accepted = keyword_parameters(method.kind)
         unknown = set(method.params) - set(accepted)
         if unknown:
-            raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind {method.kind!r}; "
-                              f"accepted: {sorted(accepted)}")
+            raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind "
+                              f"{method.kind!r}; accepted: {sorted(accepted)}")
         try:
             check_parameters(METHODS[method.kind].fn, method.params, f"methods.{name}")
         except ModelError as e:
@@ -215,26 +220,29 @@ def check_methods(cfg: Config) -> None:
             for lang in [source_language, *map(cfg.target_language, method_targets(cfg, name))]:
                 spec = cfg.word_vectors.get(lang)
                 if spec is not None and spec.path and not spec.path.endswith(".bin"):
-                    raise ConfigError(f"methods.{name}.subwords: fasttext needs the .bin model of {lang!r}, but "
-                                      f"word_vectors.{lang}.path is {spec.path!r}")
-        if method.params.get("device") == "cuda" and cfg.lapt.gpus == 0:  # factorize_source gets GPUs as LAPT does
+                    raise ConfigError(f"methods.{name}.subwords: fasttext needs the .bin model of {lang!r}, "
+                                      f"but word_vectors.{lang}.path is {spec.path!r}")
+        # factorize_source gets GPUs as LAPT does
+        if method.params.get("device") == "cuda" and cfg.lapt.gpus == 0:
             raise ConfigError(f"methods.{name}.device: cuda needs a GPU, but this config's GPU jobs get none "
                               "(lapt.gpus: 0); set device: auto (the GPU where there is one) or lapt.gpus")
 
 
 def check_tokenizers(cfg: Config) -> None:
-    """``tokenizer`` and the targets' own: ``like`` names a source; a family without a mask token is refused where
-    a masked LM is pretrained here; ``pretrained`` entries name targets and existing tokenizers. A target tokenizer
-    without ``like`` and ``kind`` follows the one decoder source (:func:`~.views.followed_sources`); a decoder
-    among several sources is refused where a ``config.json`` tells (:func:`~.views.source_role`), naming
-    ``tokenizer.like``."""
-    mlm = [n for n, s in cfg.sources.items() if s.pretrain]  # masked LMs; hub and local sources are known later
+    """``tokenizer`` and the targets' own: ``like`` names a source; a family without a mask token is refused
+    where a masked LM is pretrained here; ``pretrained`` entries name targets and existing tokenizers. A
+    target tokenizer without ``like`` and ``kind`` follows the one decoder source
+    (:func:`~.views.followed_sources`); a decoder among several sources is refused where a ``config.json``
+    tells (:func:`~.views.source_role`), naming ``tokenizer.like``."""
+    # masked LMs; hub and local sources are known later
+    mlm = [n for n, s in cfg.sources.items() if s.pretrain]
     roles = None
     for t in all_targets(cfg):
         tok = cfg.target_tokenizer(t)
         where = "tokenizer" if tok is cfg.tokenizer else f"targets[{cfg.target_names.index(t)}].tokenizer"
         if tok.like is not None and tok.like not in cfg.sources:
-            raise ConfigError(f"{where}.like: {tok.like!r} is not an entry of 'sources' (known: {sorted(cfg.sources)})")
+            raise ConfigError(f"{where}.like: {tok.like!r} is not an entry of 'sources' (known: "
+                              f"{sorted(cfg.sources)})")
         if len(cfg.sources) > 1 and followed_sources(cfg, t):
             roles = roles or {s: source_role(s, spec) for s, spec in cfg.sources.items()}
             if "causal" in roles.values():
@@ -246,8 +254,8 @@ def check_tokenizers(cfg: Config) -> None:
         if not cfg.is_target(lang):
             raise ConfigError(f"tokenizer.pretrained.{lang}: {lang!r} is neither a target nor a corpora key")
         if isinstance(spec, SourceTokenizer) and spec.source not in cfg.sources:
-            raise ConfigError(f"tokenizer.pretrained.{lang}.source: {spec.source!r} is not an entry of 'sources' "
-                              f"(known: {sorted(cfg.sources)})")
+            raise ConfigError(f"tokenizer.pretrained.{lang}.source: {spec.source!r} is not an entry of "
+                              f"'sources' (known: {sorted(cfg.sources)})")
         if isinstance(spec, str) and _path_not_hub_id(spec) and not Path(spec).is_dir():
             raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
         if isinstance(spec, str) and Path(spec).is_dir():
@@ -264,9 +272,10 @@ def check_sequence_lengths(cfg: Config) -> None:
     for key, tokens in sequence_lengths(cfg):
         for name, n in limits.items():
             if tokens > n:
-                why = "pretrained here on blocks of that length" if cfg.sources[name].pretrain else "its position table"
-                raise ConfigError(f"{key} is {tokens} tokens, but source {name!r} takes at most {n} ({why}): lower it "
-                                  f"to {n} or less")
+                why = ("pretrained here on blocks of that length" if cfg.sources[name].pretrain
+                       else "its position table")
+                raise ConfigError(f"{key} is {tokens} tokens, but source {name!r} takes at most {n} ({why}): "
+                                  f"lower it to {n} or less")
 
 
 def check_dictionaries(cfg: Config) -> None:
@@ -281,8 +290,8 @@ def check_dictionaries(cfg: Config) -> None:
 
 
 def check_base_init(cfg: Config, name: str) -> None:
-    """A refining method's ``init`` names another methods entry, on the target's own tokenizer, and no chain of
-    ``init`` returns to ``name``."""
+    """A refining method's ``init`` names another methods entry, on the target's own tokenizer, and no chain
+    of ``init`` returns to ``name``."""
     seen = [name]
     while True:
         spec = cfg.methods[seen[-1]]
@@ -290,8 +299,9 @@ def check_base_init(cfg: Config, name: str) -> None:
             break
         base = spec.params.get("init")
         if base is None:
-            raise ConfigError(f"methods.{seen[-1]}.init: missing: kind {spec.kind!r} refines the rows of another "
-                              f"entry of 'methods'; name it (known: {sorted(set(cfg.methods) - {seen[-1]})})")
+            raise ConfigError(f"methods.{seen[-1]}.init: missing: kind {spec.kind!r} refines the rows "
+                              "of another entry of 'methods'; name it (known: "
+                              f"{sorted(set(cfg.methods) - {seen[-1]})})")
         if base not in cfg.methods:
             raise ConfigError(f"methods.{seen[-1]}.init: {base!r} is not an entry of 'methods' (known: "
                               f"{sorted(cfg.methods)})")
@@ -301,9 +311,9 @@ def check_base_init(cfg: Config, name: str) -> None:
         seen.append(base)
     base = cfg.methods[cfg.methods[name].params["init"]]
     if Need.EXTENDED_TOKENIZER in method_needs(base.kind, base.params):
-        raise ConfigError(f"methods.{name}.init: {cfg.methods[name].params['init']!r} extends the source vocabulary "
-                          "(kind extend), whose rows belong to another tokenizer; refine a row of the target's "
-                          "own tokenizer")
+        raise ConfigError(f"methods.{name}.init: {cfg.methods[name].params['init']!r} extends the source "
+                          "vocabulary (kind extend), whose rows belong to another tokenizer; refine a row of "
+                          "the target's own tokenizer")
 
 
 def check_method_resources(cfg: Config, name: str, method: Method) -> None:
@@ -313,30 +323,32 @@ def check_method_resources(cfg: Config, name: str, method: Method) -> None:
     except ValueError as e:
         raise ConfigError(f"methods.{name}: {e}") from None
     if method.fasttext is not None and Need.TOKEN_VECTORS not in needs:
-        raise ConfigError(f"methods.{name}.fasttext: a token-level fastText recipe applies to methods that read "
-                          f"token-level fastText, and {method.kind!r} with these parameters reads none")
+        raise ConfigError(f"methods.{name}.fasttext: a token-level fastText recipe applies to methods that "
+                          f"read token-level fastText, and {method.kind!r} with these parameters reads none")
     for t in method.targets or []:
         if t not in cfg.target_names:
-            raise ConfigError(f"methods.{name}.targets: {t!r} is not one of the config's targets {cfg.target_names}")
+            raise ConfigError(f"methods.{name}.targets: {t!r} is not one of the config's "
+                              f"targets {cfg.target_names}")
     if Need.SOURCE_TOKEN_VECTORS in needs and not cfg.has_language(p["source_language"]):
-        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} is the language of no corpus "
-                          "under 'corpora'")
+        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} is the language of no "
+                          "corpus under 'corpora'")
     if Need.SOURCE_WORDS in needs and not (cfg.has_language(p["source_language"])
                                            or p["source_language"] in cfg.word_vectors):
-        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has neither a corpus nor "
-                          "'word_vectors'")
+        raise ConfigError(f"methods.{name}: source_language {p['source_language']!r} has neither a "
+                          "corpus nor 'word_vectors'")
     if Need.LANGUAGE_TOKENIZER in needs and not cfg.is_target(p["restrict_source"]):
-        raise ConfigError(f"methods.{name}: restrict_source {p['restrict_source']!r} is neither a target nor a "
-                          "corpora key")
+        raise ConfigError(f"methods.{name}: restrict_source {p['restrict_source']!r} is neither a "
+                          "target nor a corpora key")
     if Need.BASE_INIT in needs:
         check_base_init(cfg, name)
     if Need.DICTIONARY in needs:
         have = cfg.dictionaries.get(p["source_language"], {})
-        missing = [cfg.target_language(t) for t in method_targets(cfg, name) if cfg.target_language(t) not in have]
+        missing = [cfg.target_language(t) for t in method_targets(cfg, name)
+                   if cfg.target_language(t) not in have]
         if missing:
             raise ConfigError(f"methods.{name}: no dictionary {p['source_language']} -> {missing} under "
-                              f"'dictionaries' (e.g. {{source: freedict, name: ...}} or {{source: identical}}), "
-                              "or restrict the method with 'targets'")
+                              "'dictionaries' (e.g. {source: freedict, name: ...} or {source: "
+                              "identical}), or restrict the method with 'targets'")
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
@@ -351,25 +363,29 @@ def check_tokenizer_folder(folder: Path, where: str) -> None:
     try:
         tok = load_tokenizer(str(folder))
     except Exception as e:  # noqa: BLE001 - whatever transformers raises, the folder is the problem
-        raise ConfigError(f"{where}: {folder} does not load as a tokenizer ({type(e).__name__}: {e})") from None
+        raise ConfigError(f"{where}: {folder} does not load as a tokenizer "
+                          f"({type(e).__name__}: {e})") from None
     if not tok.is_fast:
-        raise ConfigError(f"{where}: {folder} has no fast (tokenizers) implementation: the overlap and the methods "
-                          "read its tokenizer.json")
+        raise ConfigError(f"{where}: {folder} has no fast (tokenizers) implementation: the overlap and the "
+                          "methods read its tokenizer.json")
 
 
-def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_remote_code: bool = False) -> None:
-    """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a model
-    that needs its repository's code or has no LM head transformers knows."""
+def check_local_source(name: str, model_dir: Path, allow_padded: bool,
+                       trust_remote_code: bool = False) -> None:
+    """Compare the tokenizer's size with the embedding rows in ``config.json`` (no weights loaded); refuse a
+    model that needs its repository's code or has no LM head transformers knows."""
     if not (model_dir / "config.json").is_file():
-        raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a save_pretrained folder)")
+        raise ConfigError(f"sources.{name}.model: {model_dir} has no config.json (not a "
+                          "save_pretrained folder)")
     try:
         model_config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     except (ValueError, OSError) as e:
         raise ConfigError(f"sources.{name}.model: {model_dir}/config.json is unreadable ({e})") from None
-    missing = [k for k in ("model_type", "vocab_size") if not isinstance(model_config, dict) or k not in model_config]
+    missing = [k for k in ("model_type", "vocab_size")
+               if not isinstance(model_config, dict) or k not in model_config]
     if missing:
-        raise ConfigError(f"sources.{name}.model: {model_dir}/config.json lacks {missing} (the architecture and the "
-                          "embedding rows the pipeline reads); save the model with save_pretrained")
+        raise ConfigError(f"sources.{name}.model: {model_dir}/config.json lacks {missing} (the architecture "
+                          "and the embedding rows the pipeline reads); save the model with save_pretrained")
     try:
         refuse_remote_code(model_dir, f"sources.{name}.model", trust_remote_code)
         if not trust_remote_code:
@@ -384,18 +400,18 @@ def check_local_source(name: str, model_dir: Path, allow_padded: bool, trust_rem
 
 
 def check_corpus_settings(cfg: Config) -> None:
-    """Corpus filter and split settings that would leave nothing: a length window that no document fits, a held-out
-    share of zero where init-time losses and LAPT curves are computed on held-out text."""
+    """Corpus filter and split settings that would leave nothing: a length window that no document fits, a
+    held-out share of zero where init-time losses and LAPT curves are computed on held-out text."""
     f, split = cfg.corpus_filter, cfg.corpus_split
     if f.max_chars is not None and f.min_chars > f.max_chars:
-        raise ConfigError(f"corpus_filter: min_chars {f.min_chars} is greater than max_chars {f.max_chars}: every "
-                          "document would be dropped")
+        raise ConfigError(f"corpus_filter: min_chars {f.min_chars} is greater than max_chars {f.max_chars}: "
+                          "every document would be dropped")
     if f.split_chars is not None and f.split_chars < f.min_chars:
-        raise ConfigError(f"corpus_filter: split_chars {f.split_chars} is below min_chars {f.min_chars}: the pieces "
-                          "of long documents would all be dropped as too short")
+        raise ConfigError(f"corpus_filter: split_chars {f.split_chars} is below min_chars {f.min_chars}: the "
+                          "pieces of long documents would all be dropped as too short")
     if split.heldout_fraction == 0 and (cfg.methods or cfg.lapt.runs):
-        raise ConfigError("corpus_split.heldout_fraction: 0 leaves no held-out text, which the init-time loss "
-                          "(results/eval_init) and the LAPT curves are computed on; use e.g. 0.01")
+        raise ConfigError("corpus_split.heldout_fraction: 0 leaves no held-out text, which the init-time "
+                          "loss (results/eval_init) and the LAPT curves are computed on; use e.g. 0.01")
 
 
 def check_lapt(cfg: Config) -> None:
@@ -408,8 +424,9 @@ def check_lapt(cfg: Config) -> None:
     for name, run in runs.items():
         kinds = [k for k in ("method", "source") if getattr(run, k)]
         if len(kinds) != 1:
-            raise ConfigError(f"lapt.runs.{name}: give exactly one of method (a new vocabulary: an entry of 'methods') "
-                              f"and source: true (the source model with its own vocabulary), got {kinds}")
+            raise ConfigError(f"lapt.runs.{name}: give exactly one of method (a new vocabulary: "
+                              "an entry of 'methods') and source: true (the source model with its own "
+                              f"vocabulary), got {kinds}")
         if run.method and run.method not in cfg.methods:
             raise ConfigError(f"lapt.runs.{name}.method: {run.method!r} is not an entry of 'methods'")
         if run.method:
@@ -419,13 +436,16 @@ def check_lapt(cfg: Config) -> None:
         for key in ("batch_size", "long_batch_size"):
             size = getattr(settings, key)
             if size and size % world:
-                raise ConfigError(f"lapt.runs.{name}: {key} {size} is not divisible by the {world} GPUs of the run "
-                                  f"(lapt.gpus {cfg.lapt.gpus} x lapt.nodes {cfg.lapt.nodes}): each GPU takes an "
-                                  "equal share of a step's sequences (micro_batch_size then splits the share)")
+                raise ConfigError(f"lapt.runs.{name}: {key} {size} is not divisible by the {world} GPUs of "
+                                  f"the run (lapt.gpus {cfg.lapt.gpus} x lapt.nodes {cfg.lapt.nodes}): "
+                                  "each GPU takes an equal share of a step's sequences (micro_batch_size "
+                                  "then splits the share)")
         kind = cfg.methods[run.method].kind if run.method else None
         if settings.factorized and kind != "mf":
-            raise ConfigError(f"lapt.runs.{name}: factorized: true trains the factors of a kind: mf init, but "
-                              + (f"method {run.method!r} is of kind {kind!r}" if kind else "the run has no init"))
+            raise ConfigError(f"lapt.runs.{name}: factorized: true trains the factors "
+                              "of a kind: mf init, but "
+                              + (f"method {run.method!r} is of kind {kind!r}" if kind
+                                 else "the run has no init"))
 
 
 def check_method_language(cfg: Config, method: str, langs: list[str], where: str) -> None:
@@ -441,9 +461,9 @@ def check_method_language(cfg: Config, method: str, langs: list[str], where: str
 
 
 def check_finetune(cfg: Config) -> None:
-    """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models), tasks
-    have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric the task
-    reports."""
+    """Fine-tuned models exist in the config (LAPT runs on the task's language, methods, reference models),
+    tasks have corpora and known loaders, and the training settings are FinetuneConfig fields with a metric
+    the task reports."""
     ft = cfg.finetune
     for name, task in ft.tasks.items():
         where = f"finetune.tasks.{name}"
@@ -451,8 +471,9 @@ def check_finetune(cfg: Config) -> None:
             raise ConfigError(f"{where}.target: {task.target!r} is neither a target nor a corpora key")
         task_target(cfg, name)
         if task.dataset.get("test_only"):
-            raise ConfigError(f"{where}.dataset.test_only: a task that is trained on needs its train split; test-only "
-                              "data is for zero-shot targets (zero_shot: [...]), which read the test split by themselves")
+            raise ConfigError(f"{where}.dataset.test_only: a task that is trained on needs its train split; "
+                              "test-only data is for zero-shot targets (zero_shot: [...]), which read the "
+                              "test split by themselves")
         try:
             check_spec({"task": task.task, **task.dataset})
             selection_metric(task.task, FinetuneConfig.parse(finetune_training(cfg, name)))
@@ -489,16 +510,17 @@ def check_finetune(cfg: Config) -> None:
             if model.init:
                 check_method_language(cfg, model.init, [lang], where)
             if model.lapt and lang not in lapt_run_targets(cfg, model.lapt):
-                raise ConfigError(f"{where}: LAPT run {model.lapt!r} is not trained on {lang!r} (task {tname}); "
-                                  "add it to lapt.targets or the run's targets")
-    for tname in ft.tasks if ft.seeds else ():  # a job's files are named by its seeds: seed1+2+3.history.parquet
+                raise ConfigError(f"{where}: LAPT run {model.lapt!r} is not trained on {lang!r} (task "
+                                  f"{tname}); add it to lapt.targets or the run's targets")
+    # a job's files are named by its seeds: seed1+2+3.history.parquet
+    for tname in ft.tasks if ft.seeds else ():
         for group in ft.seed_groups(tname):
             name = too_long(paths.finetune_history("s", tname, "m", "+".join(map(str, group))))
             if name is not None:
-                raise ConfigError(f"finetune.seeds: a job of task {tname} trains {len(group)} seeds ({group[0]} to "
-                                  f"{group[-1]}), and its files are "
-                                  f"named by them ({name[:40]}..., {len(name)} characters): too long a file name; "
-                                  "set finetune.seeds_per_job (fewer seeds a job)")
+                raise ConfigError(f"finetune.seeds: a job of task {tname} trains {len(group)} seeds "
+                                  f"({group[0]} to {group[-1]}), and its files are "
+                                  f"named by them ({name[:40]}..., {len(name)} characters): too long a file "
+                                  "name; set finetune.seeds_per_job (fewer seeds a job)")
 
 
 def check_labels(labels: dict[str, str], where: str, what: str) -> None:
@@ -509,8 +531,8 @@ def check_labels(labels: dict[str, str], where: str, what: str) -> None:
     dup = {label: names for label, names in seen.items() if len(names) > 1}
     if dup:
         label, names = next(iter(dup.items()))
-        raise ConfigError(f"{where}: {names} are all labelled {label!r} (their {what} entries' label): give each row "
-                          "its own label")
+        raise ConfigError(f"{where}: {names} are all labelled {label!r} (their {what} entries' label): give "
+                          "each row its own label")
 
 
 def check_tables(cfg: Config) -> None:
@@ -520,16 +542,17 @@ def check_tables(cfg: Config) -> None:
         if spec.kind in VOCAB_TABLE_KINDS:  # corpora and vocabularies of some languages
             if spec.kind == "nearest_tokens":
                 if spec.method not in cfg.methods or cfg.methods[spec.method].kind != "wechsel":
-                    raise ConfigError(f"tables.{name}.method: {spec.method!r} is not a methods entry of kind wechsel "
-                                      "(the method that records each token's nearest source token)")
+                    raise ConfigError(f"tables.{name}.method: {spec.method!r} is not a methods entry of kind "
+                                      "wechsel (the method that records each token's nearest source token)")
                 bad = [lang for lang in spec.languages if lang not in method_targets(cfg, spec.method)]
                 if bad:
-                    raise ConfigError(f"tables.{name}.languages: {bad} are not targets of method {spec.method!r}")
+                    raise ConfigError(f"tables.{name}.languages: {bad} are not targets of "
+                                      f"method {spec.method!r}")
                 continue
             bad = [lang for lang in spec.languages if not cfg.is_target(lang)]
             if bad:
-                raise ConfigError(f"tables.{name}.languages: {bad} are neither targets nor corpora keys (targets: "
-                                  f"{cfg.target_names}; corpora: {sorted(cfg.corpora)})")
+                raise ConfigError(f"tables.{name}.languages: {bad} are neither targets nor corpora keys "
+                                  f"(targets: {cfg.target_names}; corpora: {sorted(cfg.corpora)})")
             continue
         if spec.kind == "init":  # init-time held-out values of some methods
             bad = [m for m in spec.rows if m not in cfg.methods]
@@ -538,8 +561,8 @@ def check_tables(cfg: Config) -> None:
             known = all_targets(cfg)
             bad = [lang for lang in spec.languages if lang not in known]
             if bad:
-                raise ConfigError(f"tables.{name}.languages: {bad} are not targets ({known}: targets, LAPT and "
-                                  "fine-tuning languages)")
+                raise ConfigError(f"tables.{name}.languages: {bad} are not targets ({known}: targets, LAPT "
+                                  "and fine-tuning languages)")
             for m in spec.rows:
                 check_method_language(cfg, m, spec.languages, f"tables.{name}.rows")
             check_labels({m: cfg.methods[m].label or m for m in spec.rows}, f"tables.{name}.rows", "methods")
@@ -550,7 +573,8 @@ def check_tables(cfg: Config) -> None:
                     raise ConfigError(f"{where}: {bad} are not entries of finetune.tasks")
                 bad = [t for t in tasks if cfg.finetune.tasks[t].task not in PROBE_TASKS]
                 if bad:
-                    raise ConfigError(f"{where}: {bad} are not of a probed task type ({', '.join(PROBE_TASKS)})")
+                    raise ConfigError(f"{where}: {bad} are not of a probed task type "
+                                      f"({', '.join(PROBE_TASKS)})")
                 langs = [task_target(cfg, t) for t in tasks]
                 bad = [t for t, lang in zip(tasks, langs, strict=True) if lang not in spec.languages]
                 if bad:
@@ -563,14 +587,15 @@ def check_tables(cfg: Config) -> None:
         known = cfg.lapt.runs if lapt else ft.models
         what = "lapt.runs" if lapt else "finetune.models"
         if lapt and spec.best_column:
-            raise ConfigError(f"tables.{name}.best_column: a 'Best' column is for fine-tuning tables, not kind lapt")
+            raise ConfigError(f"tables.{name}.best_column: a 'Best' column is for fine-tuning "
+                              "tables, not kind lapt")
         if spec.grid:
             width = len(spec.grid.columns)
             bad = [r for r, names in spec.grid.rows.items()
                    if len(names) != width and not (len(names) == width + 1 and spec.best_column)]
             if bad:
-                raise ConfigError(f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per column "
-                                  f"of {spec.grid.columns}" + (", plus optionally its own Best cell" if
+                raise ConfigError(f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per "
+                                  f"column of {spec.grid.columns}" + (", plus optionally its own Best cell" if
                                                                spec.best_column else ""))
             names = table_cells(spec)
         else:
@@ -582,10 +607,11 @@ def check_tables(cfg: Config) -> None:
             check_labels({m: known[m].label or m for m in spec.rows or known}, f"tables.{name}.rows", what)
         row_labels = list(spec.grid.rows) if spec.grid else spec.rows or list(known)
         grouped = [r for group in spec.best_groups or [] for r in group]
-        bad = sorted({r for r in grouped if r not in row_labels} | {r for r in grouped if grouped.count(r) > 1})
+        bad = sorted({r for r in grouped if r not in row_labels}
+                     | {r for r in grouped if grouped.count(r) > 1})
         if bad:
-            raise ConfigError(f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two groups); "
-                              f"rows: {row_labels}")
+            raise ConfigError(f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two "
+                              f"groups); rows: {row_labels}")
         if lapt:
             continue
         known_languages = {s.language for s in cfg.zero_shot.sources.values()}
@@ -602,16 +628,18 @@ def check_tables(cfg: Config) -> None:
 
 
 def check_benchmarks(cfg: Config) -> None:
-    """``eval.benchmarks`` names targets, methods entries and LAPT runs, a task folder that exists, tasks lm-eval
-    knows (:func:`check_benchmark_tasks`), and no masked-LM source: none pretrained here, no local folder or
-    downloaded hub model whose config.json is a masked LM (:func:`~.views.source_is_masked`; lm-eval's
-    benchmarks score decoders)."""
-    spec = cfg.eval.benchmarks if cfg.eval is not None else None  # checked before the schema's defaults are in
+    """``eval.benchmarks`` names targets, methods entries and LAPT runs, a task folder that exists, tasks
+    lm-eval knows (:func:`check_benchmark_tasks`), and no masked-LM source: none pretrained here, no local
+    folder or downloaded hub model whose config.json is a masked LM (:func:`~.views.source_is_masked`;
+    lm-eval's benchmarks score decoders)."""
+    # checked before the schema's defaults are in
+    spec = cfg.eval.benchmarks if cfg.eval is not None else None
     if spec is None or not spec.tasks:
         return
     for t in spec.tasks:
         if t not in cfg.target_names:
-            raise ConfigError(f"eval.benchmarks.tasks: {t!r} is not one of the config's targets {cfg.target_names}")
+            raise ConfigError(f"eval.benchmarks.tasks: {t!r} is not one of the config's "
+                              f"targets {cfg.target_names}")
     for m in spec.methods or []:
         if m not in cfg.methods:
             raise ConfigError(f"eval.benchmarks.methods: {m!r} is not an entry of 'methods'")
@@ -619,23 +647,25 @@ def check_benchmarks(cfg: Config) -> None:
         if cfg.lapt is None or r not in cfg.lapt.runs:
             raise ConfigError(f"eval.benchmarks.runs: {r!r} is not a run of lapt.runs")
     if spec.include_path is not None and not Path(spec.include_path).is_dir():
-        raise ConfigError(f"eval.benchmarks.include_path: {spec.include_path!r} is not a folder (of lm-eval task YAMLs)")
+        raise ConfigError(f"eval.benchmarks.include_path: {spec.include_path!r} is not a folder "
+                          "(of lm-eval task YAMLs)")
     masked = [s for s, source in cfg.sources.items() if source.pretrain]
     if masked:
-        raise ConfigError(f"eval.benchmarks: sources {masked} are masked LMs pretrained here; lm-eval's benchmarks "
-                          "score decoder (causal) LMs")
+        raise ConfigError(f"eval.benchmarks: sources {masked} are masked LMs pretrained here; lm-eval's "
+                          "benchmarks score decoder (causal) LMs")
     for name, source in cfg.sources.items():
         if source_is_masked(name, source):
-            raise ConfigError(f"eval.benchmarks: source {name!r} ({source.model}) is a masked LM (its config.json); "
-                              "lm-eval's benchmarks score decoder (causal) LMs: leave eval.benchmarks out")
+            raise ConfigError(f"eval.benchmarks: source {name!r} ({source.model}) is a masked LM (its "
+                              "config.json); lm-eval's benchmarks score decoder (causal) LMs: "
+                              "leave eval.benchmarks out")
     check_benchmark_tasks(spec.tasks, spec.include_path)
 
 
 def check_benchmark_tasks(tasks: dict[str, list[str]], include_path: str | None) -> None:
-    """Each target's task names are tasks, groups or tags of lm-eval's registry (with ``include_path``'s tasks and a
-    hub mirror's; close matches suggested) where lm-eval is installed (the registry is cached,
-    :func:`~..eval.benchmarks.task_registry`). An offline run's hub datasets are refused by the download job, at
-    once (:func:`~..eval.benchmarks.check_offline`): a dry run plans offline what a later run fetches."""
+    """Each target's task names are tasks, groups or tags of lm-eval's registry (with ``include_path``'s tasks
+    and a hub mirror's; close matches suggested) where lm-eval is installed (the registry is cached,
+    :func:`~..eval.benchmarks.task_registry`). An offline run's hub datasets are refused by the download job,
+    at once (:func:`~..eval.benchmarks.check_offline`): a dry run plans offline what a later run fetches."""
     registry = lm_eval_tasks.task_registry(include_path)
     if registry is None:
         return
@@ -643,12 +673,13 @@ def check_benchmark_tasks(tasks: dict[str, list[str]], include_path: str | None)
         unknown = lm_eval_tasks.unknown_tasks(names, registry)
         if unknown:
             raise ConfigError(f"eval.benchmarks.tasks.{target}: lm-eval knows no task, group or tag "
-                              f"{', '.join(unknown)} (include_path: {include_path}); `lm_eval --tasks list` lists them")
+                              f"{', '.join(unknown)} (include_path: {include_path}); `lm_eval "
+                              "--tasks list` lists them")
 
 
 def check_figures(cfg: Config) -> None:
-    """Paper figures (config ``figures``) name LAPT runs trained on their language; ``lapt_finetune`` a task with
-    fine-tuned models of those runs; ``token_accuracy`` runs that record it, evaluated at the histogram steps."""
+    """Paper figures (config ``figures``) name LAPT runs trained on their language; ``lapt_finetune`` a task
+    with fine-tuned models of those runs; ``token_accuracy`` runs that record it, at the histogram steps."""
     runs, ft = cfg.lapt.runs, cfg.finetune
     for name, spec in cfg.figures.items():
         where = f"figures.{name}"
@@ -656,9 +687,10 @@ def check_figures(cfg: Config) -> None:
             for label, models in spec.series.items():
                 bad = [m for m in models if m not in ft.models or ft.models[m].lapt is None]
                 if bad:
-                    raise ConfigError(f"{where}.series.{label}: {bad} are not finetune.models entries fine-tuned from "
-                                      "a LAPT run")
-                bad = [f"{m}: {t}" for m in models for t in spec.tasks if t not in finetune_model_tasks(cfg, m)]
+                    raise ConfigError(f"{where}.series.{label}: {bad} are not finetune.models entries "
+                                      "fine-tuned from a LAPT run")
+                bad = [f"{m}: {t}" for m in models for t in spec.tasks
+                       if t not in finetune_model_tasks(cfg, m)]
                 if bad:
                     raise ConfigError(f"{where}.series.{label}: {bad} are not tasks of these models")
             continue
@@ -687,8 +719,8 @@ def check_figures(cfg: Config) -> None:
             if spec.task not in ft.tasks:
                 raise ConfigError(f"{where}.task: {spec.task!r} is not an entry of finetune.tasks")
             if ft.tasks[spec.task].zero_shot is not None:
-                raise ConfigError(f"{where}.task: {spec.task!r} is a zero-shot task; the figure reads in-language "
-                                  "fine-tuning scores")
+                raise ConfigError(f"{where}.task: {spec.task!r} is a zero-shot task; the figure reads "
+                                  "in-language fine-tuning scores")
         lang = figure_language(cfg, name)
         names = figure_runs(cfg, name)
         bad = [r for r in names if r not in runs]
@@ -700,32 +732,36 @@ def check_figures(cfg: Config) -> None:
         if spec.kind == "token_accuracy" and not spec.matched_by:
             bad = [r for r in names if not runs[r].method]
             if bad:
-                raise ConfigError(f"{where}: runs {bad} keep the source vocabulary (no init provenance to split their "
-                                  "tokens by): set matched_by to a methods entry, or leave them out of runs")
+                raise ConfigError(f"{where}: runs {bad} keep the source vocabulary (no init provenance to "
+                                  "split their tokens by): set matched_by to a methods entry, or "
+                                  "leave them out of runs")
         if spec.kind == "lapt_finetune":
             if not figure_points(cfg, name):
-                raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on {spec.task!r} "
-                                  "(e.g. {lapt: <run>, steps: [...]} for LAPT snapshots, {lapt: <run>} for the end)")
+                raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on "
+                                  f"{spec.task!r} (e.g. {{lapt: <run>, steps: [...]}} for LAPT snapshots, "
+                                  "{lapt: <run>} for the end)")
             continue
         if spec.matched_by is not None and spec.matched_by not in cfg.methods:
             raise ConfigError(f"{where}.matched_by: {spec.matched_by!r} is not an entry of 'methods'")
         for run in names:
             settings = cfg.lapt_run_config(run)
             if not settings.token_accuracy_top:
-                raise ConfigError(f"{where}: LAPT run {run!r} records no per-token accuracy; set token_accuracy_top "
-                                  f"in lapt.training or lapt.runs.{run}")
+                raise ConfigError(f"{where}: LAPT run {run!r} records no per-token accuracy; set "
+                                  f"token_accuracy_top in lapt.training or lapt.runs.{run}")
             missing = [s for s in spec.steps if s not in settings.eval_steps()]
             if missing:
-                raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} (every "
-                                  f"eval_every = {settings.eval_every} steps of each stage, and its end)")
+                raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} "
+                                  f"(every eval_every = {settings.eval_every} steps of "
+                                  "each stage, and its end)")
 
 
 def check_zero_shot(cfg: Config) -> None:
-    """Zero-shot transfer (unks-everywhere §4.3, App. A.1): source tasks and setups are well-formed, a zero-shot
-    task names source tasks of its task type, and every model on a zero-shot task names a setup its target side
-    fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language adapter has the
-    settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the source), ``full`` the
-    source model; the setup's source-language run must have been trained on each source task's language."""
+    """Zero-shot transfer (unks-everywhere §4.3, App. A.1): source tasks and setups are well-formed, a
+    zero-shot task names source tasks of its task type, and every model on a zero-shot task names a setup its
+    target side fits: a task adapter (``adapter``) needs a target LAPT run of variant adapter whose language
+    adapter has the settings of the setup's source-language run, ``fmt`` an ``embeddings_only`` run (or the
+    source), ``full`` the source model; the setup's source-language run must have been trained on each source
+    task's language."""
     sources, setups, tasks = cfg.zero_shot.sources, cfg.zero_shot.setups, cfg.finetune.tasks
     runs = cfg.lapt.runs
     clash = sorted(set(sources) & set(tasks))
@@ -734,7 +770,8 @@ def check_zero_shot(cfg: Config) -> None:
                           f"{paths.task_data('<name>')})")
     for name, src in sources.items():
         if src.dataset.get("test_only"):
-            raise ConfigError(f"zero_shot.sources.{name}.dataset.test_only: the source side trains on this task")
+            raise ConfigError(f"zero_shot.sources.{name}.dataset.test_only: the source "
+                              "side trains on this task")
         try:
             check_spec({"task": src.task, **src.dataset})
         except ValueError as e:
@@ -748,49 +785,53 @@ def check_zero_shot(cfg: Config) -> None:
             continue
         run = setup.lapt
         if run not in runs:
-            raise ConfigError(f"{where}.lapt: {run!r} is not an entry of lapt.runs (variant adapter stacks the task "
-                              "adapter on that run's source-language adapter)")
+            raise ConfigError(f"{where}.lapt: {run!r} is not an entry of lapt.runs (variant adapter stacks "
+                              "the task adapter on that run's source-language adapter)")
         lapt = cfg.lapt_run_config(run)
         if not runs[run].source or lapt.variant != "adapter" or lapt.train_embeddings:
-            raise ConfigError(f"{where}.lapt: run {run!r} must train MAD-X language adapters on the source model's "
-                              "own vocabulary, which stays the source's: source: true, variant: adapter, "
-                              "train_embeddings: false")
+            raise ConfigError(f"{where}.lapt: run {run!r} must train MAD-X language adapters on the source "
+                              "model's own vocabulary, which stays the source's: source: true, variant: "
+                              "adapter, train_embeddings: false")
     for name, task in tasks.items():
         if task.zero_shot is None:
             if task.unseen_labels is not None:
-                raise ConfigError(f"finetune.tasks.{name}.unseen_labels applies to zero-shot tasks (zero_shot: ...)")
+                raise ConfigError(f"finetune.tasks.{name}.unseen_labels applies to zero-shot "
+                                  "tasks (zero_shot: ...)")
             continue
         if task.seeds_per_job is not None:
-            raise ConfigError(f"finetune.tasks.{name}.seeds_per_job applies to in-language fine-tuning; a zero-shot "
-                              "task's cells are one job each (rule evaluate_zero_shot)")
+            raise ConfigError(f"finetune.tasks.{name}.seeds_per_job applies to in-language fine-tuning; a "
+                              "zero-shot task's cells are one job each (rule evaluate_zero_shot)")
         for s in task.zero_shot:
             if s not in sources:
-                raise ConfigError(f"finetune.tasks.{name}.zero_shot: {s!r} is not an entry of zero_shot.sources")
+                raise ConfigError(f"finetune.tasks.{name}.zero_shot: {s!r} is not an "
+                                  "entry of zero_shot.sources")
             if sources[s].task != task.task:
-                raise ConfigError(f"finetune.tasks.{name}.zero_shot: source task {s!r} is {sources[s].task!r}, "
-                                  f"not {task.task!r}")
+                raise ConfigError(f"finetune.tasks.{name}.zero_shot: source task {s!r} is "
+                                  f"{sources[s].task!r}, not {task.task!r}")
     for mname, model in cfg.finetune.models.items():
         where, setup = f"finetune.models.{mname}", model.zero_shot
         if setup is not None and setup not in setups:
             raise ConfigError(f"{where}.zero_shot: {setup!r} is not an entry of zero_shot.setups")
         zs_tasks = [t for t in finetune_model_tasks(cfg, mname) if tasks[t].zero_shot is not None]
         if zs_tasks and setup is None:
-            raise ConfigError(f"{where}: tasks {zs_tasks} are zero-shot; name a zero_shot setup (zero_shot: <setup>)")
+            raise ConfigError(f"{where}: tasks {zs_tasks} are zero-shot; name a zero_shot "
+                              "setup (zero_shot: <setup>)")
         if not zs_tasks or setup is None:
             continue
         spec, run = setups[setup], model.lapt
         lapt = None if run is None else cfg.lapt_run_config(run)
         variant = lapt.variant if lapt else None
         if spec.variant == "full" and not model.source:
-            raise ConfigError(f"{where}: setup {setup!r} (variant full) evaluates the fine-tuned source model itself: "
-                              "the model must be {source: true}")
+            raise ConfigError(f"{where}: setup {setup!r} (variant full) evaluates the fine-tuned source "
+                              "model itself: the model must be {source: true}")
         if spec.variant == "fmt" and not (model.source or variant == "embeddings_only"):
-            raise ConfigError(f"{where}: setup {setup!r} (variant fmt) swaps in embeddings learned against the frozen "
-                              "transformer: the model must be a LAPT run of variant embeddings_only (or the source)")
+            raise ConfigError(f"{where}: setup {setup!r} (variant fmt) swaps in embeddings learned against "
+                              "the frozen transformer: the model must be a LAPT run of variant "
+                              "embeddings_only (or the source)")
         if spec.variant == "adapter":
             if variant != "adapter":
-                raise ConfigError(f"{where}: setup {setup!r} (variant adapter) swaps in the target's language adapter: "
-                                  "the model must be a LAPT run of variant adapter")
+                raise ConfigError(f"{where}: setup {setup!r} (variant adapter) swaps in the target's "
+                                  "language adapter: the model must be a LAPT run of variant adapter")
             theirs = cfg.lapt_run_settings(spec.lapt).get("adapter", {})
             if lapt.adapter != cfg.lapt_run_config(spec.lapt).adapter:
                 ours = cfg.lapt_run_settings(run).get("adapter", {})
@@ -800,10 +841,11 @@ def check_zero_shot(cfg: Config) -> None:
                 for s in tasks[t].zero_shot:
                     if sources[s].language not in lapt_run_targets(cfg, spec.lapt):
                         raise ConfigError(f"{where}: setup {setup!r} needs LAPT run {spec.lapt!r} on "
-                                          f"{sources[s].language!r} (source task {s}); add it to the run's targets")
+                                          f"{sources[s].language!r} (source task {s}); add "
+                                          "it to the run's targets")
     for s, setup in zero_shot_trainings(cfg):
         settings = FinetuneConfig.parse(zero_shot_training(cfg, setup, s),
                                         f"zero_shot (source task {s}, setup {setup})")
         if settings.train_language_adapter:
-            raise ConfigError(f"zero_shot (setup {setup}): train_language_adapter must be false (the source-language "
-                              "adapter is swapped at inference, so it stays fixed)")
+            raise ConfigError(f"zero_shot (setup {setup}): train_language_adapter must be false (the "
+                              "source-language adapter is swapped at inference, so it stays fixed)")

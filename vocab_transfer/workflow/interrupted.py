@@ -1,18 +1,19 @@
-"""Whether the rehearsal's interrupted LAPT job (``rehearsal.interrupt``) was stopped by SLURM's signal before its time
-limit, checkpointed, resumed by a retry, and ended bit-identical to a run that was never interrupted.
+"""Whether the rehearsal's interrupted LAPT job (``rehearsal.interrupt``) was stopped by SLURM's signal before
+its time limit, checkpointed, resumed by a retry, and ended bit-identical to a run that was never interrupted.
 
 ``python -m vocab_transfer.workflow.interrupted CONFIG...`` (scripts/rehearse.sh, in the rehearsal's working
-directory, after the run) finds the job of each study whose ``rehearsal.interrupt`` names one of its LAPT runs:
+directory, after the run) finds the job of each study whose ``rehearsal.interrupt`` names one of its LAPT
+runs:
 
 - its SLURM jobs, from the sbatch logs under logs/slurm/ that ran its command (``--output <model folder>``);
 - the signal: the first job's sbatch log shows Snakemake inside it stopping on it ("Will exit after finishing
-  currently running jobs"), SLURM (``scontrol``, while it remembers the jobs) that it ended before its limit, not as
-  TIMEOUT; the retry's trainer log (logs/[<study>/]train_lapt/<source>/<target>/<run>.log; Snakemake clears it
-  before each attempt) the step it resumed from, the signal's checkpoint where that step is no multiple of
-  ``checkpoint_every``;
+  currently running jobs"), SLURM (``scontrol``, while it remembers the jobs) that it ended before its limit,
+  not as TIMEOUT; the retry's trainer log (logs/[<study>/]train_lapt/<source>/<target>/<run>.log; Snakemake
+  clears it before each attempt) the step it resumed from, the signal's checkpoint where that step is no
+  multiple of ``checkpoint_every``;
 - the reference: the same command (launcher, process count, inputs, settings) run again here, into a temporary
-  folder, without a time limit; every ``.safetensors`` file of the final model and of its snapshots is compared
-  byte for byte (SHA-256) with the interrupted run's.
+  folder, without a time limit; every ``.safetensors`` file of the final model and of its snapshots is
+  compared byte for byte (SHA-256) with the interrupted run's.
 
 One line per job; exit status 1 if a job did not run, was not interrupted, not resumed, or differs.
 """
@@ -35,7 +36,7 @@ OUTPUT_OPTIONS = ("--output", "--curve", "--checkpoints", "--snapshots", "--toke
 
 
 def interrupted_jobs(config: dict, base: str) -> list[tuple[str, str, str, str, str]]:
-    """(study, source, target, run, model folder) of the LAPT job each study's ``rehearsal.interrupt`` names."""
+    """(study, source, target, run, model folder) of the LAPT job named by each ``rehearsal.interrupt``."""
     from .studies import studies_of, study_plan
     from .views import lapt_run_targets
 
@@ -53,7 +54,7 @@ def interrupted_jobs(config: dict, base: str) -> list[tuple[str, str, str, str, 
 
 
 def job_command(model: str) -> tuple[list[str], list[str]]:
-    """The shell command of the job writing ``model`` as its sbatch logs print it, and the logs (oldest first)."""
+    """The shell command of the job writing ``model`` as its sbatch logs print it; the logs, oldest first."""
     logs, command = [], None
     needle = f"--output {shlex.quote(model)} "
     for path in sorted(glob.glob("logs/slurm/**/*.log", recursive=True), key=_job_id):
@@ -73,7 +74,7 @@ def _job_id(path: str) -> int:
 
 def reference_command(words: list[str], folder: str) -> list[str]:
     """``words`` (the job's command) without ``exec``, its GPU claim (``python -m
-    vocab_transfer.training.launch --claim N --``), its log redirection and its pace, writing into ``folder``."""
+    vocab_transfer.training.launch --claim N --``), its log redirection and pace, into ``folder``."""
     words = words[1:] if words[:1] == ["exec"] else list(words)
     if words[1:4] == ["-m", "vocab_transfer.training.launch", "--claim"] and "--" in words:
         words = words[words.index("--") + 1:]
@@ -97,8 +98,8 @@ def tensor_hashes(folder: str) -> dict[str, str]:
 
 
 def resumed_step(log: str) -> int | None:
-    """The step the last attempt resumed from, as its trainer log says (Snakemake clears a job's log before a retry,
-    so the log holds the last attempt only)."""
+    """The step the last attempt resumed from, as its trainer log says (Snakemake clears a job's log before a
+    retry, so the log holds the last attempt only)."""
     text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
     found = re.findall(r"resuming from \S+ \(step (\d+) of", text)
     return int(found[-1]) if found else None
@@ -111,8 +112,8 @@ def slurm_state(job_id: int) -> dict[str, str]:
 
 
 def check(study: str, source: str, target: str, run: str, model: str) -> tuple[bool, str]:
-    """Whether the job was signalled before its limit, checkpointed, retried, resumed and ended bit-identical to an
-    uninterrupted run; the report line."""
+    """Whether the job was signalled before its limit, checkpointed, retried, resumed and ended bit-identical
+    to an uninterrupted run; the report line."""
 
     words, logs = job_command(model)
     log = os.path.join("logs", study, "train_lapt", source, target, f"{run}.log")
@@ -121,40 +122,45 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
         return False, f"{head}: no sbatch log under logs/slurm/ ran it"
     first = Path(logs[0]).read_text(errors="replace")
     signal = re.search(r"slurm_extra=\S*--signal=(?:B:)?([A-Z0-9]+)@(\d+)", first)
-    signalled = "Will exit after finishing currently running jobs" in first  # Snakemake in the job got the signal
+    # Snakemake in the job got the signal
+    signalled = "Will exit after finishing currently running jobs" in first
     step = resumed_step(log)
-    every = json.loads(words[words.index("--config") + 1]).get("checkpoint_every") if "--config" in words else None
+    every = (json.loads(words[words.index("--config") + 1])
+             .get("checkpoint_every") if "--config" in words else None)
     states = [slurm_state(_job_id(p)) for p in logs]
     ended = ", ".join(f"{_job_id(p)} {st.get('JobState', '?')} after {st.get('RunTime', '?')} of "
                       f"{st.get('TimeLimit', '?')}" for p, st in zip(logs, states, strict=True))
     if len(logs) < 2 or not signalled or step is None or states[0].get("JobState") == "TIMEOUT":
-        return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs: {ended}; signal seen in the "
-                       f"first: {signalled}; {log}: resumed from step {step})")
+        return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs: {ended}; signal seen in "
+                       f"the first: {signalled}; {log}: resumed from step {step})")
     if not os.path.isdir(model):
-        return False, f"{head}: signalled and resumed from step {step}, but the retry did not finish ({ended})"
+        return (False,
+                f"{head}: signalled and resumed from step {step}, but the retry did not finish ({ended})")
     name = f"SIG{signal.group(1)} ({signal.group(2)} s before the limit)" if signal else "the signal"
-    own = f"the signal's checkpoint: not a multiple of checkpoint_every {every}" if every and step % every else \
-        f"a periodic checkpoint (checkpoint_every {every})"
+    own = (f"the signal's checkpoint: not a multiple of checkpoint_every {every}" if every and step % every
+           else f"a periodic checkpoint (checkpoint_every {every})")
     with tempfile.TemporaryDirectory(prefix="uninterrupted-", dir=".") as folder:
         cmd = reference_command(words, folder)
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if proc.returncode != 0:
-            return False, f"{head}: the uninterrupted reference failed ({shlex.join(cmd)}): {proc.stderr[-1500:]}"
+            return (False,
+                    f"{head}: the uninterrupted reference failed ({shlex.join(cmd)}): {proc.stderr[-1500:]}")
         ref = {**tensor_hashes(os.path.join(folder, "output")),
                **{f"snapshots/{k}": v for k, v in tensor_hashes(os.path.join(folder, "snapshots")).items()}}
     ours = {**tensor_hashes(model), **{f"snapshots/{k}": v for k, v in tensor_hashes(
         os.path.join(os.path.dirname(model), "snapshots")).items()}}
     same = bool(ref) and ref == ours
-    return same, (f"{head}: {name} at step {step} ({own}), checkpoint, retried (SLURM jobs: {ended}), resumed from "
-                  f"step {step}, finished; tensors bit-identical to an uninterrupted run: {'yes' if same else 'NO'} "
-                  f"({len(ref)} .safetensors files compared by SHA-256; reference: {shlex.join(cmd[:5])} ... "
-                  "here, without a time limit)")
+    return same, (f"{head}: {name} at step {step} ({own}), checkpoint, retried (SLURM jobs: {ended}), "
+                  f"resumed from step {step}, finished; tensors bit-identical to an uninterrupted run: "
+                  f"{'yes' if same else 'NO'} ({len(ref)} .safetensors files compared by SHA-256; reference: "
+                  f"{shlex.join(cmd[:5])} ... here, without a time limit)")
 
 
 def main(argv: list[str] | None = None) -> int:
     from .rehearsal import add_config_arguments, merged_config
 
-    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.interrupted", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m "
+                                          "vocab_transfer.workflow.interrupted", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser)
     args = parser.parse_args(argv)

@@ -13,12 +13,13 @@ from .warm import IN_CHILD, is_workflow_script
 
 
 def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -> logging.Logger:
-    """Log to the rule's log file (line-buffered) and stderr; route warnings and tqdm there too. Limit torch to
-    ``threads`` CPU threads (now if it is loaded, else when it is first imported: corpus and shard jobs never load
-    it). ``streaming`` jobs (a corpus or its shards, batch by batch) :func:`return_freed_memory`; in the process of a
-    workflow script Snakemake runs, every other job :func:`keep_freed_memory` (not in a test that runs a script in
-    its own process: see :mod:`vocab_transfer.memory`), and Arrow uses the system allocator
-    (:func:`use_system_arrow_pool`). The job's peak memory is logged at exit (:func:`log_peak_memory_at_exit`)."""
+    """Log to the rule's log file (line-buffered) and stderr; route warnings and tqdm there too. Limit torch
+    to ``threads`` CPU threads (now if it is loaded, else when it is first imported: corpus and shard jobs
+    never load it). ``streaming`` jobs (a corpus or its shards, batch by batch) :func:`return_freed_memory`;
+    in the process of a workflow script Snakemake runs, every other job :func:`keep_freed_memory` (not in a
+    test that runs a script in its own process: see :mod:`vocab_transfer.memory`), and Arrow uses the system
+    allocator (:func:`use_system_arrow_pool`). The job's peak memory is logged at exit
+    (:func:`log_peak_memory_at_exit`)."""
     if streaming:
         return_freed_memory()
     if is_workflow_script(sys.argv[0]):

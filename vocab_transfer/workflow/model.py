@@ -70,9 +70,9 @@ def check_parameters(fn, params: dict, where: str) -> None:
 #: names of this length: config.too_long). schemas/config.schema.yaml refers to it as ``$defs/name``.
 NAME_MAX = 100
 NAME = rf"^[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}$"
-NAME_RULE = (f"a name becomes a folder or file name, so it is letters, digits, '_', '-' and '.', starts with a "
-             f"letter, a digit or '_' (never '.', '..', a hidden name or an option), and has at most {NAME_MAX} "
-             f"characters")
+NAME_RULE = ("a name becomes a folder or file name, so it is letters, digits, '_', '-' and '.', starts with "
+             "a letter, a digit or '_' (never '.', '..', a hidden name or an option), and has at most "
+             f"{NAME_MAX} characters")
 
 
 def check_name(name: Any, where: str) -> None:
@@ -169,7 +169,8 @@ class Corpus(Section):
 
 
 class CorpusFilter(Section):
-    """``corpus_filter``: cleaning and filtering of every corpus (vocab_transfer.data.corpus.filter_documents)."""
+    """``corpus_filter``: cleaning and filtering of every corpus
+    (vocab_transfer.data.corpus.filter_documents)."""
 
     FILL: ClassVar[bool] = True
 
@@ -308,16 +309,17 @@ class Tokenizer(Section):
         "SentencePiece character coverage (HF tokenizers: 1.0)"))
     threads: int = Field(2, ge=1, description="trainer threads; the vocabulary depends on it")
     kind: Literal["unigram", "bpe", "byte_level", "wordpiece"] | None = Field(None, description=(
-        "tokenizer family: unigram (SentencePiece Unigram, XLM-R's layout; the default where every source is a "
-        "masked LM), bpe "
+        "tokenizer family: unigram (SentencePiece Unigram, XLM-R's layout; the default where every "
+        "source is a masked LM), bpe "
         "(SentencePiece-style BPE with byte fallback, Llama 2 / Mistral layout), byte_level (byte-level BPE,"
         " GPT-2 layout), wordpiece (BERT layout)"))
     like: str | None = Field(None, min_length=1, description=(
         "a sources key: train each target tokenizer in the family and layout of that source model's "
         "tokenizer (its normalizer, pre-tokenizer, post-processor, special and added tokens, chat template; "
         "byte fallback). The usual setting for decoder LLMs; excludes kind. Default: the one source where it "
-        "is a decoder (causal LM; a hub id's config.json is read by the train_tokenizer job); sources of several "
-        "families need it. A target's own like transfers that source alone to it (see targets[i].sources)"))
+        "is a decoder (causal LM; a hub id's config.json is read by the train_tokenizer job); sources of "
+        "several families need it. A target's own like transfers that source alone to it "
+        "(see targets[i].sources)"))
     pretrained: dict[str, Annotated[str, Field(min_length=1)] | SourceTokenizer] = Field(
         default_factory=dict, description=(
         "language -> an existing tokenizer used as that language's target tokenizer instead of training one:"
@@ -326,8 +328,8 @@ class Tokenizer(Section):
 
     def check(self, where: str) -> None:
         if self.kind is not None and self.like is not None:
-            raise ModelError(f"{where}: give kind (a tokenizer family) or like (a source whose tokenizer's family "
-                             "and layout the target tokenizers copy), not both")
+            raise ModelError(f"{where}: give kind (a tokenizer family) or like (a source whose tokenizer's "
+                             "family and layout the target tokenizers copy), not both")
 
 
 class FastTextTraining(Section):
@@ -383,7 +385,8 @@ class WordVectors(Section):
 
 
 class Dictionary(Section):
-    """``dictionaries.<source lang>.<target lang>``: a bilingual dictionary (vocab_transfer.data.dictionary)."""
+    """``dictionaries.<source lang>.<target lang>``: a bilingual dictionary
+    (vocab_transfer.data.dictionary)."""
 
     source: Literal[tuple(DICTIONARY_SOURCES)] = Field(description=(  # type: ignore[valid-type]
         "freedict (a Debian dict-freedict package), muse (download, cluster only), file (one 'source target'"
@@ -880,7 +883,8 @@ class Resource(Section):
 
 
 class Probe(Section):
-    """``eval.probe``: linear probes of the last hidden state at init (WECHSEL Tables 7-8; vocab_transfer.eval.probe)."""
+    """``eval.probe``: linear probes of the last hidden state at init (WECHSEL Tables 7-8;
+    vocab_transfer.eval.probe)."""
 
     FILL: ClassVar[bool] = True
 
@@ -918,7 +922,8 @@ class Benchmarks(Section):
 
 
 class Eval(Section):
-    """``eval``: the init-time held-out loss (FOCUS Table 4; vocab_transfer.eval.mlm) and the probes' settings."""
+    """``eval``: the init-time held-out loss (FOCUS Table 4; vocab_transfer.eval.mlm) and the probes'
+    settings."""
 
     FILL: ClassVar[bool] = True
 
@@ -956,8 +961,8 @@ class Interrupt(Section):
     runtime_min: int = Field(3, ge=2, description=(
         "that job's time limit (minutes); scripts/rehearse.sh sets the signal lead below it (--signal-s)"))
     min_seconds: int = Field(120, ge=0, description=(
-        "the least time the run's steps take (lapt min_step_seconds = min_seconds / steps), so that the signal "
-        "comes before its end however fast the machine is"))
+        "the least time the run's steps take (lapt min_step_seconds = min_seconds / steps), so that the "
+        "signal comes before its end however fast the machine is"))
 
 
 class Rehearsal(Section):
@@ -965,8 +970,8 @@ class Rehearsal(Section):
     machine runs to the end (vocab_transfer.workflow.rehearsal.shrink; configs/overlays/rehearsal.yaml)."""
 
     steps: int = Field(20, ge=1, description=(
-        "LAPT main-stage steps; every other step count (runs, snapshots, evaluations, tables, figures) scales by "
-        "the same factor"))
+        "LAPT main-stage steps; every other step count (runs, snapshots, evaluations, tables, figures) "
+        "scales by the same factor"))
     seeds: int = Field(2, ge=1, description="fine-tuning seeds kept (the first ones)")
     vocab_size: VocabSize = Field(1000, description=(
         "target tokenizers' size at most; vocabulary extensions' top_tokens keep their share of it"))
@@ -975,11 +980,11 @@ class Rehearsal(Section):
     batch_size: int = Field(8, ge=1, description=(
         "sequences per batch at most (LAPT, fine-tuning, benchmarks)"))
     targets: int | None = Field(None, ge=1, description=(
-        "cut the grid to this many targets (more where a table or figure needs another to keep a cell): every "
-        "entry naming another target goes (tasks, models, table columns, ...); null: every target"))
+        "cut the grid to this many targets (more where a table or figure needs another to keep a cell): "
+        "every entry naming another target goes (tasks, models, table columns, ...); null: every target"))
     gpus: int = Field(2, ge=1, description=(
-        "GPUs per job at most: a trainer that asks for GPUs keeps asking for them, at most this many (torchrun "
-        "starts as many processes; on a cluster's fake GPUs they train on the CPU with gloo)"))
+        "GPUs per job at most: a trainer that asks for GPUs keeps asking for them, at most this many "
+        "(torchrun starts as many processes; on a cluster's fake GPUs they train on the CPU with gloo)"))
     interrupt: Interrupt | None = Field(None, description=(
         "one LAPT job stopped by its time limit's signal and resumed (scripts/rehearse.sh reports whether it "
         "ended bit-identical to an uninterrupted run)"))
@@ -990,13 +995,15 @@ PUSH_FIELDS = ("source", "target", "stage", "name")
 
 
 class Push(Section):
-    """``export.push``: where ``snakemake push`` uploads the exports (rule push_export, a local rule: the login
-    node has internet), with ``huggingface_hub``; the token comes from ``HF_TOKEN`` in the environment only."""
+    """``export.push``: where ``snakemake push`` uploads the exports (rule push_export, a local rule: the
+    login node has internet), with ``huggingface_hub``; the token comes from ``HF_TOKEN`` in the environment
+    only."""
 
     repo: str = Field(description=(
         "the hub repository of each export, a template over {source}, {target}, {stage} (init or lapt) and "
         "{name} (the method or LAPT run), e.g. my-org/{source}-{target}-{stage}-{name}"))
-    private: bool = Field(True, description="create the repositories private (an existing one keeps its setting)")
+    private: bool = Field(True,
+                          description="create the repositories private (an existing one keeps its setting)")
 
     def check(self, where: str) -> None:
         import string
@@ -1081,12 +1088,12 @@ class Config(Section):
     export: Export = Field(default_factory=Export, description=(
         "the exported Hugging Face model folders: `push` uploads them to the hub (`snakemake push`)"))
     rehearsal: Rehearsal | None = Field(None, description=(
-        "shrink the config to a miniature of itself before it is checked (configs/overlays/rehearsal.yaml with "
-        "hub_mirror: every paper's DAG offline on one machine, scripts/rehearse.sh)"))
+        "shrink the config to a miniature of itself before it is checked (configs/overlays/rehearsal.yaml "
+        "with hub_mirror: every paper's DAG offline on one machine, scripts/rehearse.sh)"))
     hub_mirror: str | None = Field(None, min_length=1, description=(
-        "a folder laid out as the hub (vocab_transfer.mirror): every download (models, tokenizers, corpora, task "
-        "data, word vectors, dictionaries) copies from it instead of the network, recorded with revision "
-        "`mirror`; it sets VOCAB_TRANSFER_HUB_MIRROR for the run's jobs (the rehearsal's: "
+        "a folder laid out as the hub (vocab_transfer.mirror): every download (models, tokenizers, corpora, "
+        "task data, word vectors, dictionaries) copies from it instead of the network, recorded with "
+        "revision `mirror`; it sets VOCAB_TRANSFER_HUB_MIRROR for the run's jobs (the rehearsal's: "
         "configs/overlays/rehearsal.yaml)"))
     study: Name | None = Field(None, description=(
         "the study's name (a paper's config sets one): every artifact the config does not share by name with"
@@ -1100,17 +1107,18 @@ class Config(Section):
     def check(self, where: str) -> None:
         if self.study is not None:
             if self.study in RESERVED:
-                raise ModelError(f"{where}.study: {self.study!r} is a folder of results/ itself; name the study "
-                                 "otherwise")
+                raise ModelError(f"{where}.study: {self.study!r} is a folder of results/ itself; "
+                                 "name the study otherwise")
         names = self.target_names
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ModelError(f"{where}.targets: {twice} named more than once (a target's name is the folder of its "
-                             "artifacts, so each name stands for one corpus and tokenizer)")
+            raise ModelError(f"{where}.targets: {twice} named more than once (a target's name is the folder "
+                             "of its artifacts, so each name stands for one corpus and tokenizer)")
         for i, t in enumerate(self.targets):
             if isinstance(t, Target):
                 try:
-                    Tokenizer.parse({**self.tokenizer_written, **t.tokenizer}, f"{where}.targets[{i}].tokenizer")
+                    Tokenizer.parse({**self.tokenizer_written, **t.tokenizer},
+                                    f"{where}.targets[{i}].tokenizer")
                 except ModelError as e:
                     raise ModelError(str(e).replace(f"{where}.targets[{i}].tokenizer: ",
                                                     f"{where}.targets[{i}].tokenizer ({t.name}): ")) from None
@@ -1199,7 +1207,7 @@ class Config(Section):
         return {k: getattr(t, k) for k in t.model_fields_set if k != "pretrained"}
 
     def target_tokenizer(self, name: str) -> Tokenizer:
-        """The tokenizer settings of target ``name``: the ``tokenizer`` section with the target's own keys over it."""
+        """The tokenizer settings of target ``name``: the ``tokenizer`` section, the target's keys over it."""
         own = self.target(name).tokenizer
         return Tokenizer.parse({**self.tokenizer_written, **own}, f"targets.{name}.tokenizer") if own \
             else self.tokenizer

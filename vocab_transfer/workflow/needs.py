@@ -21,7 +21,8 @@ class InitJob:
     method: str
     params: dict
     factorization: str | None = None  # the job's `mf-<hash>` key when it needs factors
-    fasttext: str | None = None  # the method's token-level fastText recipe preset (``methods.<name>.fasttext``)
+    # the method's token-level fastText recipe preset (``methods.<name>.fasttext``)
+    fasttext: str | None = None
     language: str | None = None  # the target's language (dictionaries; default: the target's name)
     target_words: str | None = None  # where its word vectors live (word_vectors/<key>; default: the language)
     source_words: str | None = None  # ... and the source language's (default: params["source_language"])
@@ -51,7 +52,8 @@ NEED_PATHS: dict[Need, Callable[[InitJob, paths.Paths], dict[str, str]]] = {
     Need.DICTIONARY: lambda j, p: {"dictionary": p.dictionary(j.params["source_language"], j.lang)},
     Need.TOKENIZERS: lambda j, p: {},
     Need.LANGUAGE_TOKENIZER: lambda j, p: {"language_tokenizer": p.tokenizer(j.params["restrict_source"])},
-    Need.EXTENDED_TOKENIZER: lambda j, p: {"extended_tokenizer": p.extended_tokenizer(j.source, j.target, j.method)},
+    Need.EXTENDED_TOKENIZER: lambda j, p: {"extended_tokenizer": p.extended_tokenizer(j.source, j.target,
+                                                                                      j.method)},
     Need.FACTORS: lambda j, p: {"factors": p.factors(j.source, j.factorization)},
     Need.SOURCE_TOKEN_VECTORS_TARGET: lambda j, p: {
         "source_vectors": p.source_fasttext_vectors(j.source, j.corpus or j.target)},
@@ -62,7 +64,8 @@ NEED_PATHS: dict[Need, Callable[[InitJob, paths.Paths], dict[str, str]]] = {
 
 
 def init_inputs(job: InitJob, needs: frozenset[Need], at: paths.Paths | None = None) -> dict[str, str]:
-    """The inputs an ``init_embeddings`` job adds for ``needs``, in :class:`Need` order (paths of the study ``at``)."""
+    """The inputs an ``init_embeddings`` job adds for ``needs``, in :class:`Need` order (paths of the study
+    ``at``)."""
     at = at or paths.Paths()
     out: dict[str, str] = {}
     for need in Need:

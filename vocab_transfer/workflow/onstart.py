@@ -2,12 +2,12 @@
 rules/studies.smk (a composite's studies, whose modules' own handlers Snakemake does not run) both call
 :func:`before_jobs`.
 
-Outside a cluster job (the ``*-jobstep`` executors), the jobs to run are checked against the cluster they go to
-(:func:`~.cluster.check_submission`: placeholders, GPU partitions, accounts, multi-node LAPT without SLURM), the SLURM
-jobs another Snakemake run left in this directory stop the run (:func:`~.restart.check_no_other_run`), and the rules
-whose jobs resume over several submissions get the retries their longest job needs
-(:func:`~.resources.raise_retries`). A local run with enough script jobs starts the warm starter
-(:func:`~.warm.start`).
+Outside a cluster job (the ``*-jobstep`` executors), the jobs to run are checked against the cluster they go
+to (:func:`~.cluster.check_submission`: placeholders, GPU partitions, accounts, multi-node LAPT without
+SLURM), the SLURM jobs another Snakemake run left in this directory stop the run
+(:func:`~.restart.check_no_other_run`), and the rules whose jobs resume over several submissions get the
+retries their longest job needs (:func:`~.resources.raise_retries`). A local run with enough script jobs
+starts the warm starter (:func:`~.warm.start`).
 """
 
 from __future__ import annotations
@@ -34,14 +34,15 @@ def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
     studies = list(studies)
     executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
     if not executor.endswith("jobstep"):
-        jobs = [(_own_name(job.rule.name, studies), dict(job.resources)) for job in workflow.dag.needrun_jobs()]
+        jobs = [(_own_name(job.rule.name, studies), dict(job.resources))
+                for job in workflow.dag.needrun_jobs()]
         defaults = resource_values(workflow.resource_settings.default_resources)
         problems = check_submission(executor, jobs, lapt_nodes=lapt_nodes,
                                     default_partition=defaults.get("slurm_partition"))
         if problems:
             raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
-        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py). Onstart runs
-        # before this run submits anything, so every job found is another run's.
+        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py). Onstart
+        # runs before this run submits anything, so every job found is another run's.
         if stop := restart.check_no_other_run(executor, workflow.workdir_init):
             raise WorkflowError(stop)
         # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next

@@ -1,9 +1,9 @@
 """The path grammar of ``results/`` and ``resources/``: one function per artifact.
 
 Rules, input functions, scripts and the package take paths from here. Called with wildcard placeholders
-(``corpus("{lang}", "train")``) a function gives a rule's readable output pattern; called with values it gives the
-file. ``tests/test_paths.py`` checks that every rule's outputs are spelled by one of these functions. The shape of
-every path (``<split>`` is ``train`` or ``heldout``)::
+(``corpus("{lang}", "train")``) a function gives a rule's readable output pattern; called with values it gives
+the file. ``tests/test_paths.py`` checks that every rule's outputs are spelled by one of these functions. The
+shape of every path (``<split>`` is ``train`` or ``heldout``)::
 
     results/corpus/<corpus>/<split>.parquet/part-NNNNN.parquet    cleaned documents
     results/corpus/<corpus>/stats.json                            what was read, kept and dropped
@@ -15,8 +15,9 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/fasttext/<target>/{vectors.safetensors,tokens.parquet}  token-level fastText (target tokenizer)
     results/fasttext/<target>/<preset>/{vectors.safetensors,tokens.parquet}  ... with a named recipe variant
     results/source_fasttext/<source>/<lang>/{vectors.safetensors,tokens.parquet}  ... (source tokenizer)
-    results/word_vectors/<key>/{vectors.safetensors,words.parquet}    word-level vectors (key: a word_vectors key, the
-                                                                  language of pretrained ones; else the corpus)
+    results/word_vectors/<key>/{vectors.safetensors,words.parquet}    word-level vectors (key: a word_vectors
+                                                                  key, the language of pretrained ones; else
+                                                                  the corpus)
     results/dictionaries/<source lang>/<lang>.parquet             bilingual dictionary
     results/overlap/<source>/<target>.parquet                     vocabulary overlap
     results/factorized/<source>/<mf-key>.safetensors              Semi-NMF factors of a source matrix
@@ -29,23 +30,24 @@ every path (``<split>`` is ``train`` or ``heldout``)::
     results/eval_init/<source>/probe/<task>/<method>.parquet      linear-probe accuracy at init
     results/lapt/<source>/<target>/<run>/{model/,curve.parquet,snapshots/,token_accuracy.parquet,checkpoints/}
     results/tasks/<task>/                                         downstream data
-    results/finetune/<source>/<task>/<model>/seed<N>[+<N>...].{parquet,history.parquet,checkpoints/}  a job's seeds
+    results/finetune/<source>/<task>/<model>/seed<N>[+<N>...].{parquet,history.parquet,checkpoints/}
+                                                                  a job's seeds
     results/source_task/<source>/<source task>/<setup>/seed<N>.{model/,parquet,history.parquet,checkpoints/}
-    results/zeroshot/<source>/<task>/<model>.parquet              zero-shot scores: a row per seed and source task
+    results/zeroshot/<source>/<task>/<model>.parquet              zero-shot: a row per seed and source task
     results/benchmarks/<target>/data.json                         the target's lm-eval tasks, datasets fetched
     results/benchmarks/<target>/<source>/{source,init,lapt}/<name>.parquet  lm-eval scores of one model
-    results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet, paper/<table>.{csv,md,html},
-    results/tables/benchmarks.{csv,md}
+    results/tables/{init_mlm_loss,finetune}.{csv,md,html}, finetune_scores.parquet,
+    results/tables/paper/<table>.{csv,md,html}, results/tables/benchmarks.{csv,md}
     results/figures/<kind>/<source>/<name>.{png,svg,csv}          kind: lapt_curves, embedding_correlation,
                                                                   lapt_finetune, token_accuracy
     results/export/<source>/<target>/{init/<method>,lapt/<run>}/  Hugging Face model folders with a model card
     results/export/<source>/<target>/{init,lapt}/<name>.pushed.json  the receipt of a push to the hub
     resources/models/<source>/, resources/corpora/<corpus>/, resources/tokenizers/<owner>--<name>/,
-    resources/reference_models/<model>/, resources/benchmark_datasets/ (the Hugging Face datasets cache of lm-eval),
+    resources/reference_models/<model>/, resources/benchmark_datasets/ (lm-eval's datasets cache),
     resources/word_vectors/cc.<lang>.300.bin,
     resources/dictionaries/<source lang>-<lang>.txt               downloads
 
-A config with ``study: <name>`` (each paper config) keeps every artifact that is not shared by name (:data:`SHARED`:
+A config with ``study: <name>`` (each paper config) keeps every artifact not shared by name (:data:`SHARED`:
 corpora, source models, source shards, task data, word vectors, dictionaries, downloads) under
 ``results/<name>/`` instead (``results/focus/tokenizers/de``): :class:`Paths`.
 """
@@ -59,9 +61,10 @@ RESULTS, RESOURCES = "results", "resources"
 SPLITS = ("train", "heldout")
 
 
-# --- corpora, tokenizers, shards ------------------------------------------------------------------------------
+# --- corpora, tokenizers, shards ----------------------------------------------------------------------------
 def corpus(corpus: str, split: str) -> str:
-    """A corpus split (``corpus``: a corpora key): a parquet directory dataset (``pandas.read_parquet`` opens it)."""
+    """A corpus split (``corpus``: a corpora key): a parquet directory dataset (read by
+    ``pandas.read_parquet``)."""
     return f"{RESULTS}/corpus/{corpus}/{split}.parquet"
 
 
@@ -107,10 +110,11 @@ def extended_shards(source: str, target: str, method: str, split: str) -> str:
     return f"{RESULTS}/extended/{source}/{target}/{method}/shards/{split}"
 
 
-# --- auxiliary vectors, dictionaries, overlap -----------------------------------------------------------------
+# --- auxiliary vectors, dictionaries, overlap ---------------------------------------------------------------
 def fasttext_vectors(lang: str, preset: str | None = None) -> str:
-    """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``; with ``preset``, trained
-    with that variant of the ``fasttext`` recipe (``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``)."""
+    """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``; with ``preset``,
+    trained with that variant of the ``fasttext`` recipe
+    (``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``)."""
     return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}vectors.safetensors"
 
 
@@ -151,11 +155,12 @@ def overlap(source: str, target: str) -> str:
 
 
 def factors(source: str, key: str) -> str:
-    """Semi-NMF factors of a source matrix shared by the MF methods with the same settings (``key``: mf-<hash>)."""
+    """Semi-NMF factors of a source matrix shared by the MF methods with the same settings (``key``:
+    mf-<hash>)."""
     return f"{RESULTS}/factorized/{source}/{key}.safetensors"
 
 
-# --- initialization and its evaluation ------------------------------------------------------------------------
+# --- initialization and its evaluation ----------------------------------------------------------------------
 def init(source: str, target: str, method: str) -> str:
     return f"{RESULTS}/init/{source}/{target}/{method}.safetensors"
 
@@ -180,7 +185,7 @@ def init_probe(source: str, task: str, method: str) -> str:
     return f"{RESULTS}/eval_init/{source}/probe/{task}/{method}.parquet"
 
 
-# --- LAPT -----------------------------------------------------------------------------------------------------
+# --- LAPT ---------------------------------------------------------------------------------------------------
 def lapt_run(source: str, target: str, run: str) -> str:
     """The folder of a LAPT run: ``model/``, ``curve.parquet``, ``snapshots/``, ``token_accuracy.parquet``,
     ``checkpoints/`` (see :func:`lapt`)."""
@@ -207,20 +212,20 @@ def lapt_checkpoints(source: str, target: str, run: str) -> str:
     return f"{lapt_run(source, target, run)}/checkpoints"
 
 
-# --- exports --------------------------------------------------------------------------------------------------
+# --- exports ------------------------------------------------------------------------------------------------
 def benchmark_data(target: str) -> str:
-    """The lm-eval tasks of a target, their datasets fetched (rule download_benchmark_data): what was fetched."""
+    """The lm-eval tasks of a target, their datasets fetched (rule download_benchmark_data): a record."""
     return f"{RESULTS}/benchmarks/{target}/data.json"
 
 
 def benchmark_cache() -> str:
-    """The Hugging Face datasets cache that lm-eval's tasks load from: filled on the login node, read offline."""
+    """The Hugging Face datasets cache lm-eval's tasks load from: filled on the login node, read offline."""
     return f"{RESOURCES}/benchmark_datasets"
 
 
 def benchmark(source: str, target: str, stage: str, name: str) -> str:
-    """lm-eval scores of one model on a target's tasks: ``stage`` source (``name`` the source), init (a method) or
-    lapt (a run)."""
+    """lm-eval scores of one model on a target's tasks: ``stage`` source (``name`` the source), init (a
+    method) or lapt (a run)."""
     return f"{RESULTS}/benchmarks/{target}/{source}/{stage}/{name}.parquet"
 
 
@@ -244,7 +249,7 @@ def export_pushed(source: str, target: str, stage: str, name: str) -> str:
     return f"{RESULTS}/export/{source}/{target}/{stage}/{name}.pushed.json"
 
 
-# --- downstream -----------------------------------------------------------------------------------------------
+# --- downstream ---------------------------------------------------------------------------------------------
 def task_data(task: str) -> str:
     return f"{RESULTS}/tasks/{task}"
 
@@ -291,16 +296,17 @@ def source_task_checkpoints(source: str, srctask: str, setup: str, seed: str | i
 
 def zeroshot_trainings(source: str, task: str, setup: str) -> str:
     """The source-side trainings a zero-shot task evaluates with the models of one setup: a JSON list of
-    ``{source_task, seed, trained, scores}`` (rule list_source_trainings; one input for every cell of the task)."""
+    ``{source_task, seed, trained, scores}`` (rule list_source_trainings; an input per cell of the task)."""
     return f"{RESULTS}/zeroshot/{source}/{task}/{setup}.trainings.json"
 
 
 def zeroshot_scores(source: str, task: str, model: str) -> str:
-    """The zero-shot scores of one (source, task, model) cell: a row per seed and source task (``seed`` column)."""
+    """The zero-shot scores of one (source, task, model) cell: a row per seed and source task (``seed``
+    column)."""
     return f"{RESULTS}/zeroshot/{source}/{task}/{model}.parquet"
 
 
-# --- tables and figures ---------------------------------------------------------------------------------------
+# --- tables and figures -------------------------------------------------------------------------------------
 def init_table(ext: str) -> str:
     """FOCUS Table 4 (``csv``, ``md``, ``html``)."""
     return f"{RESULTS}/tables/init_mlm_loss.{ext}"
@@ -320,24 +326,24 @@ def paper_table(table: str, ext: str) -> str:
 
 def figure(kind: str, source: str, name: str, ext: str) -> str:
     """``kind``: lapt_curves and embedding_correlation (``name``: the target language), lapt_finetune and
-    token_accuracy (``name``: the config's figure); ``ext``: png, svg, csv (``histograms.png`` for the correlation
-    histograms)."""
+    token_accuracy (``name``: the config's figure); ``ext``: png, svg, csv (``histograms.png`` for the
+    correlation histograms)."""
     return f"{RESULTS}/figures/{kind}/{source}/{name}.{ext}"
 
 
-# --- downloads ------------------------------------------------------------------------------------------------
+# --- downloads ----------------------------------------------------------------------------------------------
 def downloaded_model(source: str) -> str:
     return f"{RESOURCES}/models/{source}"
 
 
 def downloaded_corpus(corpus: str) -> str:
-    """A hub corpus's data files, fetched before its corpus job reads them (``fetch.json``: commit, files, sizes)."""
+    """A hub corpus's data files, fetched before its corpus job (``fetch.json``: commit, files, sizes)."""
     return f"{RESOURCES}/corpora/{corpus}"
 
 
 def downloaded_tokenizer(repo: str) -> str:
-    """An existing tokenizer named by hub id (``tokenizer.pretrained``), fetched before the job that copies it in
-    (``repo``: the hub id with ``--`` for ``/``)."""
+    """An existing tokenizer named by hub id (``tokenizer.pretrained``), fetched before the job that copies it
+    in (``repo``: the hub id with ``--`` for ``/``)."""
     return f"{RESOURCES}/tokenizers/{repo}"
 
 
@@ -353,7 +359,7 @@ def muse_dictionary(source_lang: str, lang: str) -> str:
     return f"{RESOURCES}/dictionaries/{source_lang}-{lang}.txt"
 
 
-# --- every path stays inside results/ and resources/ ----------------------------------------------------------
+# --- every path stays inside results/ and resources/ --------------------------------------------------------
 class PathError(ValueError):
     """A path that would leave results/ or resources/, or names a folder by ``.``, ``..`` or an empty name: a
     name of the config (or a language) that cannot be a folder, refused while the jobs are planned."""
@@ -364,17 +370,18 @@ _NOT_A_NAME = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")  # an empty folder name, '.' 
 
 
 def _inside(fn):
-    """``fn``, whose path is refused (:class:`PathError`) unless it lies under results/ or resources/ and every
-    folder in it is a name (none is ``.``, ``..`` or empty)."""
+    """``fn``, whose path is refused (:class:`PathError`) unless it lies under results/ or resources/ and
+    every folder in it is a name (none is ``.``, ``..`` or empty)."""
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
         path = fn(*args, **kwargs)
         if not path.startswith(_ROOTS) or _NOT_A_NAME.search(path):
             shown = ", ".join(map(repr, (*args, *kwargs.values())))
-            raise PathError(f"{fn.__name__}({shown}) gives {path!r}, which is refused: a path of the pipeline lies "
-                            f"under {RESULTS}/ or {RESOURCES}/ and each of its folders is a name, never '.', '..' or "
-                            "empty (a config name or language with a '/', or one of '.' or '..')")
+            raise PathError(f"{fn.__name__}({shown}) gives {path!r}, which is refused: a path of the "
+                            f"pipeline lies under {RESULTS}/ or {RESOURCES}/ and each of its folders "
+                            "is a name, never '.', '..' or empty (a config name or language with a '/', "
+                            "or one of '.' or '..')")
         return path
 
     return checked
@@ -387,27 +394,27 @@ for _name, _fn in list(globals().items()):  # every path function of this module
 del _inside, _name, _fn
 
 
-# --- a study's own folder -------------------------------------------------------------------------------------
+# --- a study's own folder -----------------------------------------------------------------------------------
 #: What is shared by name between the studies of one working directory (the corpora, source models, task data,
-#: word vectors, dictionaries and downloads; ``configs/papers.yaml`` checks that one name means one spec): every
-#: other artifact of a config with ``study: <name>`` lives under ``results/<name>/`` (its tokenizers, inits, runs,
-#: tables), so two papers' targets of one language never meet.
+#: word vectors, dictionaries and downloads; ``configs/papers.yaml`` checks that one name means one spec):
+#: every other artifact of a config with ``study: <name>`` lives under ``results/<name>/`` (its tokenizers,
+#: inits, runs, tables), so two papers' targets of one language never meet.
 SHARED = frozenset({
-    "corpus", "corpus_stats", "source_tokenizer", "source_model", "pretrain_curve", "source_shards", "word_vectors",
-    "word_fasttext_model", "word_list", "dictionary", "task_data", "downloaded_model", "downloaded_corpus",
-    "downloaded_tokenizer", "reference_model",
+    "corpus", "corpus_stats", "source_tokenizer", "source_model", "pretrain_curve", "source_shards",
+    "word_vectors", "word_fasttext_model", "word_list", "dictionary", "task_data", "downloaded_model",
+    "downloaded_corpus", "downloaded_tokenizer", "reference_model",
     "cc_word_vectors", "muse_dictionary"})
 #: Folders of results/ that a study's name cannot take.
-RESERVED = frozenset({"corpus", "source", "source_shards", "word_vectors", "dictionaries", "tasks", "tokenizers",
-                      "shards", "fasttext", "source_fasttext", "overlap", "factorized", "extended", "init",
-                      "eval_init", "lapt", "finetune", "source_task", "zeroshot", "tables", "figures", "export",
-                      "benchmarks"})
+RESERVED = frozenset({"corpus", "source", "source_shards", "word_vectors", "dictionaries", "tasks",
+                      "tokenizers", "shards", "fasttext", "source_fasttext", "overlap", "factorized",
+                      "extended", "init", "eval_init", "lapt", "finetune", "source_task", "zeroshot",
+                      "tables", "figures", "export", "benchmarks"})
 
 
 class Paths:
     """This module's path functions for one study: those of :data:`SHARED` as they are, every other one under
-    ``results/<study>/`` (``Paths(None)``: all as they are, the layout of a config without ``study``). The rules and
-    the plan take their paths from the one of their config (``plan.paths``)."""
+    ``results/<study>/`` (``Paths(None)``: all as they are, the layout of a config without ``study``). The
+    rules and the plan take their paths from the one of their config (``plan.paths``)."""
 
     def __init__(self, study: str | None = None):
         self.study = study

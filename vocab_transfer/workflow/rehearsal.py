@@ -1,27 +1,28 @@
 """A config in miniature (``rehearsal:``, configs/overlays/rehearsal.yaml): the same DAG, every rule and every
 table and figure of it, at a size that one CPU machine runs to the end.
 
-:func:`shrink` rewrites a study config before it is checked; the grid (targets, methods, LAPT runs, tasks, models,
-tables, figures) stays, apart from the fine-tuning seeds. What shrinks, with the section's keys
+:func:`shrink` rewrites a study config before it is checked; the grid (targets, methods, LAPT runs, tasks,
+models, tables, figures) stays, apart from the fine-tuning seeds. What shrinks, with the section's keys
 (:class:`~vocab_transfer.workflow.model.Rehearsal`):
 
-- LAPT: the main stage to ``steps`` optimizer steps; every other step count of the study (each run's own steps and
-  long phase, evaluation and checkpoint intervals, snapshot steps, fine-tuned snapshots, the steps of LAPT tables
-  and figures, training sequences) by the same factor, so that a snapshot at 10% of the run stays at 10%;
-- batches, sequence lengths and evaluation sizes of LAPT, fine-tuning, zero-shot training, init evaluation, probes
-  and benchmarks to ``batch_size`` / ``seq_len`` and a few batches; fine-tuning to one epoch; precision to the CPU's;
-  every trainer to one CPU thread per process;
-- GPUs stay requested as the paper's config requests them, at most ``gpus`` per job (LAPT on one node): a job asks
-  SLURM for them as on the cluster, and torchrun starts one process per GPU, which on fake GPUs (no CUDA device)
-  trains on the CPU with gloo;
+- LAPT: the main stage to ``steps`` optimizer steps; every other step count of the study (each run's own steps
+  and long phase, evaluation and checkpoint intervals, snapshot steps, fine-tuned snapshots, the steps of LAPT
+  tables and figures, training sequences) by the same factor, so that a snapshot at 10% of the run stays at
+  10%;
+- batches, sequence lengths and evaluation sizes of LAPT, fine-tuning, zero-shot training, init evaluation,
+  probes and benchmarks to ``batch_size`` / ``seq_len`` and a few batches; fine-tuning to one epoch; precision
+  to the CPU's; every trainer to one CPU thread per process;
+- GPUs stay requested as the paper's config requests them, at most ``gpus`` per job (LAPT on one node): a job
+  asks SLURM for them as on the cluster, and torchrun starts one process per GPU, which on fake GPUs (no CUDA
+  device) trains on the CPU with gloo;
 - ``interrupt``: one LAPT run gets ``steps`` main-stage steps (its evaluation and checkpoint intervals scaled
   along) and its job a time limit of ``runtime_min`` (:func:`interrupt_runtime`, read by the plan), so that
   the profile's signal stops it and a retry resumes it;
-- target tokenizers to ``vocab_size`` tokens (vocabulary extensions' ``top_tokens`` by the same share), fastText to
-  16 dimensions and one epoch, factorizations and refinements to a few dimensions and steps.
+- target tokenizers to ``vocab_size`` tokens (vocabulary extensions' ``top_tokens`` by the same share),
+  fastText to 16 dimensions and one epoch, factorizations and refinements to a few dimensions and steps.
 
-It is idempotent: a study shrunk twice (the composite checks each study, then its module checks it again) is the
-study shrunk once.
+It is idempotent: a study shrunk twice (the composite checks each study, then its module checks it again) is
+the study shrunk once.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ def _key(config: dict) -> str:
 
 
 def shrink(config: dict) -> dict:
-    """``config`` (a study's, as written) shrunk in place as its ``rehearsal`` section says; returned. A config
-    without the section is returned unchanged."""
+    """``config`` (a study's, as written) shrunk in place as its ``rehearsal`` section says; returned. A
+    config without the section is returned unchanged."""
     spec = config.get("rehearsal")
-    if not spec or _key(config) in _SHRUNK:  # already shrunk: a composite shrinks each study, then its module again
+    # already shrunk: a composite shrinks each study, then its module again
+    if not spec or _key(config) in _SHRUNK:
         return config
     from .model import Rehearsal
 
@@ -85,9 +87,9 @@ def shrink(config: dict) -> dict:
 
 
 def _first_targets(cfg, n: int) -> list[str]:
-    """The targets a grid cut keeps: the first one each table and each figure of several languages or tasks reads (two
-    for a scatter of tasks), the first figure's of those drawn per language or task (the others go with their
-    language), then LAPT's and the init table's, up to ``n``."""
+    """The targets a grid cut keeps: the first one each table and each figure of several languages or tasks
+    reads (two for a scatter of tasks), the first figure's of those drawn per language or task (the others go
+    with their language), then LAPT's and the init table's, up to ``n``."""
     from .views import all_targets, task_target
 
     targets = all_targets(cfg)
@@ -105,7 +107,8 @@ def _first_targets(cfg, n: int) -> list[str]:
             anchors.append(of_language(table.languages[0]))
         elif table.kind == "init":
             anchors.append(cfg.target_names[0])
-    single = [f for f in cfg.figures.values() if f.task or f.language]  # one file per language: the first stays
+    # one file per language: the first stays
+    single = [f for f in cfg.figures.values() if f.task or f.language]
     for figure in [*single[:1], *(f for f in cfg.figures.values() if f not in single)]:
         anchors += [task_of.get(t) for t in (figure.tasks or [])[:2]] + [task_of.get(figure.task)]
         anchors += [of_language(lang) for lang in [figure.language, *(figure.languages or [])[:1]] if lang]
@@ -118,9 +121,10 @@ def _first_targets(cfg, n: int) -> list[str]:
 
 
 def cut_grid(config: dict, n: int) -> None:
-    """Keep the grid of at most ``n`` targets (more where the tables and figures need them, :func:`_first_targets`):
-    every entry naming another target goes (targets, LAPT's, methods', tasks, models left without tasks, table columns,
-    figures of one cut task or language, figure languages, benchmarks, pretrained tokenizers)."""
+    """Keep the grid of at most ``n`` targets (more where the tables and figures need them,
+    :func:`_first_targets`): every entry naming another target goes (targets, LAPT's, methods', tasks, models
+    left without tasks, table columns, figures of one cut task or language, figure languages, benchmarks,
+    pretrained tokenizers)."""
     from .config import check_config
     from .views import task_target
 
@@ -182,7 +186,8 @@ def _cut_table(table: dict, tasks: list[str], models: set[str], languages: set[s
     if table.get("rows"):
         table["rows"] = [m for m in table["rows"] if m in models]
     if table.get("grid"):
-        table["grid"]["rows"] = {k: [m if m in models else None for m in v] for k, v in table["grid"]["rows"].items()}
+        table["grid"]["rows"] = {k: [m if m in models else None for m in v]
+                                 for k, v in table["grid"]["rows"].items()}
 
 
 def _steps(steps: list[int], scale) -> list[int]:
@@ -241,15 +246,16 @@ def _lapt(lapt: dict | None, r):
 
 
 def _one_node_launcher(section: dict) -> None:
-    """A launcher written as a list of arguments (process counts, nodes, rendezvous of the cluster's size) goes:
+    """A launcher written as a list of arguments (process counts, nodes, the cluster's rendezvous) goes:
     ``auto`` starts as many processes as the shrunk ``gpus``; a program alone (``python``) stays."""
     if isinstance(section.get("launcher"), list):
         section.pop("launcher")
 
 
 def _interrupt(lapt: dict | None, r) -> None:
-    """The run ``r.interrupt`` names: ``steps`` main-stage steps, evaluation and checkpoint intervals scaled along
-    (no more evaluations than the shrunk run had), each step paced to last at least ``min_seconds / steps``."""
+    """The run ``r.interrupt`` names: ``steps`` main-stage steps, evaluation and checkpoint intervals scaled
+    along (no more evaluations than the shrunk run had), each step paced to last at least ``min_seconds /
+    steps``."""
     stop = r.interrupt
     run = ((lapt or {}).get("runs") or {}).get(stop.run) if stop else None
     if run is None:
@@ -267,8 +273,8 @@ def _interrupt(lapt: dict | None, r) -> None:
 
 
 def interrupt_runtime(cfg, run: str, target: str) -> int | None:
-    """The time limit (minutes) of the LAPT job ``run`` on ``target`` where the config's ``rehearsal.interrupt``
-    names it (its ``target``, else the run's first), else None."""
+    """The time limit (minutes) of the LAPT job ``run`` on ``target`` where the config's
+    ``rehearsal.interrupt`` names it (its ``target``, else the run's first), else None."""
     from .views import lapt_run_targets
 
     stop = cfg.rehearsal.interrupt if cfg.rehearsal else None
@@ -300,13 +306,14 @@ def _lapt_settings(s: dict, r, scale, main: bool) -> None:
 
 
 def _training(s: dict | None, r, everything: bool = False) -> dict:
-    """FinetuneConfig keys (fine-tuning or zero-shot, the section's or a task's own) shrunk; ``everything``: the
-    section's, which also sets what the trainers default."""
+    """FinetuneConfig keys (fine-tuning or zero-shot, the section's or a task's own) shrunk; ``everything``:
+    the section's, which also sets what the trainers default."""
     s = dict(s or {})
     if "epochs" in s or everything:
         s["epochs"] = min(s.get("epochs", 1), 1)
-    for key, limit in (("batch_size", r.batch_size), ("micro_batch_size", r.batch_size), ("seq_len", r.seq_len),
-                       ("eval_batch_size", EVAL_BATCH), ("doc_stride", r.seq_len // 4),
+    for key, limit in (("batch_size", r.batch_size), ("micro_batch_size", r.batch_size),
+                       ("seq_len", r.seq_len), ("eval_batch_size", EVAL_BATCH),
+                       ("doc_stride", r.seq_len // 4),
                        ("max_answer_tokens", r.seq_len // 4), *DEP_MLP.items()):
         if s.get(key) is not None or everything and key in ("batch_size", "seq_len", "eval_batch_size"):
             s[key] = min(s.get(key, limit), limit)
@@ -330,7 +337,8 @@ def _finetune(ft: dict | None, r, scale) -> None:
             model["steps"] = _steps(model["steps"], scale)
     if ft.get("seeds"):
         ft["seeds"] = ft["seeds"][:r.seeds]
-    ft.update(gpus=min(ft.get("gpus", 0), r.gpus), runtime_min=min(ft.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    ft.update(gpus=min(ft.get("gpus", 0), r.gpus),
+              runtime_min=min(ft.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
     _one_node_launcher(ft)
 
 
@@ -343,15 +351,16 @@ def _zero_shot(zs: dict | None, r) -> None:
     for setup in (zs.get("setups") or {}).values():
         setup["training"] = _training(setup.get("training"), r)
         setup["task_training"] = {t: _training(s, r) for t, s in (setup.get("task_training") or {}).items()}
-    zs.update(gpus=min(zs.get("gpus", 0), r.gpus), runtime_min=min(zs.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
+    zs.update(gpus=min(zs.get("gpus", 0), r.gpus),
+              runtime_min=min(zs.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
     _one_node_launcher(zs)
 
 
 # ------------------------------------------------------------------------------------ mirrored downloads
 def mirrored_downloads() -> list[str]:
-    """The downloads in this working directory that a hub mirror served (their records say so): models, reference
-    models, tokenizers, corpora, word vectors, dictionaries, task data. A run without ``hub_mirror`` would take them
-    for the real ones, since a download's params are the same either way."""
+    """The downloads in this working directory that a hub mirror served (their records say so): models,
+    reference models, tokenizers, corpora, word vectors, dictionaries, task data. A run without ``hub_mirror``
+    would take them for the real ones, since a download's params are the same either way."""
     import glob
     import json
     import os
@@ -359,8 +368,10 @@ def mirrored_downloads() -> list[str]:
     from . import paths
 
     found = []
-    for folder, record in [(paths.downloaded_model("*"), "origin.json"), (paths.reference_model("*"), "origin.json"),
-                           (paths.downloaded_tokenizer("*"), "origin.json"), (paths.downloaded_corpus("*"), "fetch.json"),
+    for folder, record in [(paths.downloaded_model("*"), "origin.json"),
+                           (paths.reference_model("*"), "origin.json"),
+                           (paths.downloaded_tokenizer("*"), "origin.json"),
+                           (paths.downloaded_corpus("*"), "fetch.json"),
                            (paths.task_data("*"), "origin.json")]:
         for path in sorted(glob.glob(os.path.join(folder, record))):
             with open(path) as f:
@@ -379,8 +390,8 @@ def mirrored_downloads() -> list[str]:
 # ----------------------------------------------------------------------------------------------- the report
 def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]:
     """(study, ``table`` or ``figure``, path) of every table and figure the config's ``all`` target plans: the
-    init table, the fine-tuning and benchmark tables, the paper tables, LAPT curves and embedding correlations,
-    the paper figures (as rule ``all`` of Snakefile lists them)."""
+    init table, the fine-tuning and benchmark tables, the paper tables, LAPT curves and embedding
+    correlations, the paper figures (as rule ``all`` of Snakefile lists them)."""
     from .studies import studies_of, study_plan
 
     out = []
@@ -397,9 +408,12 @@ def add_config_arguments(parser) -> None:
     """The arguments of the rehearsal's report commands: the config files and the workflow's folder."""
     import os
 
-    parser.add_argument("configfiles", nargs="+", help="config files, merged in order as --configfile merges them")
-    parser.add_argument("--base", default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                        help="the workflow's folder, where study config files are looked up (default: this checkout)")
+    parser.add_argument("configfiles", nargs="+",
+                        help="config files, merged in order as --configfile merges them")
+    parser.add_argument("--base",
+                        default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        help="the workflow's folder, where study config files are looked up "
+                             "(default: this checkout)")
 
 
 def merged_config(configfiles) -> dict:
@@ -415,13 +429,14 @@ def merged_config(configfiles) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m vocab_transfer.workflow.rehearsal CONFIG...``: every table and figure the merged config files
-    plan, and whether it exists (in the working directory), then the provenance check of each table written
-    (:func:`check_wiring`); exit status 1 if one is missing or a table's provenance has a problem."""
+    """``python -m vocab_transfer.workflow.rehearsal CONFIG...``: every table and figure the merged config
+    files plan, and whether it exists (in the working directory), then the provenance check of each table
+    written (:func:`check_wiring`); exit status 1 if one is missing or a table's provenance has a problem."""
     import argparse
     import os
 
-    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.rehearsal", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m "
+                                          "vocab_transfer.workflow.rehearsal", description=main.__doc__)
     add_config_arguments(parser)
     args = parser.parse_args(argv)
     config = merged_config(args.configfiles)
@@ -431,8 +446,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'ok     ' if os.path.exists(path) else 'MISSING'} {kind:6s} {study:26s} {path}")
     by_kind = {k: sum(1 for _, kind, _ in outputs if kind == k) for k in ("table", "figure")}
     made = {k: by_kind[k] - sum(1 for _, kind, _ in missing if kind == k) for k in by_kind}
-    print(f"tables: {made['table']} of {by_kind['table']} written; figures: {made['figure']} of {by_kind['figure']} "
-          f"written")
+    print(f"tables: {made['table']} of {by_kind['table']} written; figures: {made['figure']} of "
+          f"{by_kind['figure']} written")
     wired = check_wiring([p for _, kind, p in outputs if kind == "table" and os.path.exists(p)])
     return 1 if missing or wired else 0
 

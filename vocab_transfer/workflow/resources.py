@@ -2,10 +2,11 @@
 
 Defaults follow the data. Each rule has a :class:`Cost`: a fixed part plus a part per GB of its data inputs
 (corpus splits, shards, a model folder), measured with ``benchmarks/corpus_scale.py`` on a 2-core machine and
-rounded up; the sizes are read when the job is scheduled, so SLURM gets a request that fits the job. The config's
-``resources.<rule>`` replaces any of the three numbers for one rule (``resources.default`` for every rule without
-a cost of its own). Threads of jobs whose result depends on the thread count (tokenizer training, fastText) come
-from their recipe keys instead (``tokenizer.threads``, ``fasttext.threads``, ``word_fasttext.threads``).
+rounded up; the sizes are read when the job is scheduled, so SLURM gets a request that fits the job. The
+config's ``resources.<rule>`` replaces any of the three numbers for one rule (``resources.default`` for every
+rule without a cost of its own). Threads of jobs whose result depends on the thread count (tokenizer training,
+fastText) come from their recipe keys instead (``tokenizer.threads``, ``fasttext.threads``,
+``word_fasttext.threads``).
 
 Nothing here imports torch: the functions run while Snakemake plans the DAG.
 """
@@ -28,8 +29,8 @@ GB = 1e9
 
 @dataclass(frozen=True)
 class Cost:
-    """A rule's needs as a function of its data: ``mem_mb + mem_mb_per_gb * GB`` and ``minutes + minutes_per_gb *
-    GB``, where GB is the size of the inputs named in ``data`` (all inputs when empty)."""
+    """A rule's needs as a function of its data: ``mem_mb + mem_mb_per_gb * GB`` and ``minutes +
+    minutes_per_gb * GB``, where GB is the size of the inputs named in ``data`` (all inputs when empty)."""
 
     mem_mb: int = 1000
     mem_mb_per_gb: float = 0.0
@@ -65,14 +66,15 @@ COSTS: dict[str, Cost] = {
     "compute_overlap": Cost(mem_mb=2000, minutes=10),
     # the source's embedding rows only (read by name, never the model): see init_mem_mb
     "init_embeddings": Cost(mem_mb=2000, minutes=30, data=("model",)),
-    # Token Distillation / embedding-only LM: the whole source model in float32, AdamW states of the embedding rows
+    # Token Distillation / embedding-only LM: the source model in float32, AdamW states of embedding rows
     "refine_embeddings": Cost(mem_mb=4000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=30, threads=2,
                               data=("model",)),
-    # a forward pass over up to eval.probe.max_train + max_test examples (CPU: about an hour for XLM-R base and 10k
-    # NLI pairs on 4 cores; a GPU when the job has one); the fixed part holds the features of 10k POS sentences
-    # (about 250k words x 768 dimensions, in float64 for the fit)
-    "probe_init": Cost(mem_mb=5000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=120, threads=4, data=("model",)),
-    # lm-eval on one model: the model (fp32 on a CPU, bf16 on a GPU with eval.gpus: 1) and the harness's batches
+    # a forward pass over up to eval.probe.max_train + max_test examples (CPU: about an hour for XLM-R base
+    # and 10k NLI pairs on 4 cores; a GPU when the job has one); the fixed part holds the features of 10k POS
+    # sentences (about 250k words x 768 dimensions, in float64 for the fit)
+    "probe_init": Cost(mem_mb=5000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=120,
+                       threads=4, data=("model",)),
+    # lm-eval on one model: the model (fp32 on CPU, bf16 on GPU with eval.gpus: 1) and harness batches
     "benchmark_model": Cost(mem_mb=3000, mem_mb_per_gb=2000, minutes=60, minutes_per_gb=60, data=("model",)),
     "evaluate_init": Cost(mem_mb=2000, mem_mb_per_gb=3000, minutes=60, minutes_per_gb=60, data=("model",)),
     "pretrain_source_model": Cost(mem_mb=4000, minutes=120),
@@ -88,7 +90,7 @@ KEYS = ("mem_mb", "runtime", "threads")
 
 
 def path_bytes(paths: Iterable[str | os.PathLike]) -> int:
-    """Total size of files and folders (walked) that exist; missing ones count 0 (a dry run plans without them)."""
+    """Total size of files and folders (walked) that exist; missing ones count 0 (a dry run's plan)."""
     total = 0
     for p in paths:
         p = Path(p)
@@ -139,7 +141,8 @@ def init_mem_mb(wildcards, input) -> float:
     """init_embeddings beyond its fixed part: the source's embedding rows and the method's work on them
     (:data:`INIT_MB_PER_EMBEDDING_GB`), plus WECHSEL's word-level fastText models where it loads them."""
     model = input.get("model")
-    return (INIT_MB_PER_EMBEDDING_GB * embedding_gb(model) if model else 0) + word_model_mem_mb(wildcards, input)
+    return (INIT_MB_PER_EMBEDDING_GB
+            * embedding_gb(model) if model else 0) + word_model_mem_mb(wildcards, input)
 
 
 def cost(rule: str) -> Cost:
@@ -152,9 +155,9 @@ def overrides(config: dict, rule: str) -> dict:
 
 
 def mem_mb(config: dict, rule: str, extra: Callable | None = None, gb: Callable | None = None) -> Callable:
-    """A Snakemake resource function: the config's ``resources.<rule>.mem_mb``, else the rule's :class:`Cost` at
-    its input size (``gb(wildcards, input)`` GB where given; plus ``extra(wildcards, input)`` MB, a rule-specific
-    term)."""
+    """A Snakemake resource function: the config's ``resources.<rule>.mem_mb``, else the rule's :class:`Cost`
+    at its input size (``gb(wildcards, input)`` GB where given; plus ``extra(wildcards, input)`` MB, a
+    rule-specific term)."""
     fixed = overrides(config, rule).get("mem_mb")
 
     def f(wildcards, input, attempt=1):
@@ -185,8 +188,9 @@ def model_mem_mb(config: dict, rule: str, from_model: Callable) -> Callable:
 
 
 def runtime(config: dict, rule: str, gb: Callable | None = None) -> Callable:
-    """A Snakemake resource function: minutes, from ``resources.<rule>.runtime`` or the rule's :class:`Cost` at its
-    input size (``gb(wildcards, input)`` GB where given). A request over :data:`LONG_MINUTES` is printed."""
+    """A Snakemake resource function: minutes, from ``resources.<rule>.runtime`` or the rule's :class:`Cost`
+    at its input size (``gb(wildcards, input)`` GB where given). A request over :data:`LONG_MINUTES` is
+    printed."""
     fixed = overrides(config, rule).get("runtime")
 
     def f(wildcards, input, attempt=1):
@@ -357,14 +361,14 @@ def partition_gpus(gpus: int, default: dict, own: dict) -> int:
 
 
 def fasttext_mem_mb(dim: int, vocab: int, maxn: int = 6, buckets: int = 2_000_000) -> float:
-    """fastText's matrices in MB: input rows for the vocabulary and the n-gram buckets (when ``maxn`` > 0) and output
-    rows for the vocabulary, ``dim`` float32 each."""
+    """fastText's matrices in MB: input rows for the vocabulary and the n-gram buckets (when ``maxn`` > 0) and
+    output rows for the vocabulary, ``dim`` float32 each."""
     return (vocab + (buckets if maxn > 0 else 0) + vocab) * dim * 4 / 1e6
 
 
 def read_json(path: str | os.PathLike) -> dict:
-    """A JSON artifact such as a corpus's ``stats.json`` or a shard's ``meta.json`` (empty when it does not exist
-    yet: a dry run)."""
+    """A JSON artifact such as a corpus's ``stats.json`` or a shard's ``meta.json`` (empty when it does not
+    exist yet: a dry run)."""
     try:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
@@ -372,8 +376,8 @@ def read_json(path: str | os.PathLike) -> dict:
 
 
 def tokenizer_sample_mb(stats: dict, sentences: int | None) -> float:
-    """SentencePiece's memory for a sample of ``sentences`` documents of a corpus with these ``stats`` (20 bytes
-    per sampled byte, measured on SentencePiece 0.2 Unigram training)."""
+    """SentencePiece's memory for a sample of ``sentences`` documents of a corpus with these ``stats`` (20
+    bytes per sampled byte, measured on SentencePiece 0.2 Unigram training)."""
     docs, size = stats.get("train_docs", 0), stats.get("train_bytes", 0)
     if not docs:
         return 0.0
@@ -382,9 +386,10 @@ def tokenizer_sample_mb(stats: dict, sentences: int | None) -> float:
 
 
 def check(config: dict, rules: Iterable[str]) -> list[str]:
-    """Problems of the config's ``resources`` section: unknown rules, threads of a rule whose result depends on
-    them."""
-    recipe = {"train_tokenizer": "tokenizer.threads", "train_source_tokenizer": "sources.<s>.pretrain.tokenizer.threads",
+    """Problems of the config's ``resources`` section: unknown rules, threads of a rule whose result depends
+    on them."""
+    recipe = {"train_tokenizer": "tokenizer.threads",
+              "train_source_tokenizer": "sources.<s>.pretrain.tokenizer.threads",
               "train_fasttext": "fasttext.threads", "train_fasttext_preset": "fasttext.threads",
               "train_source_fasttext": "fasttext.threads",
               "build_word_vectors": "word_fasttext.threads", "train_lapt": "lapt.training.threads"}
@@ -393,8 +398,8 @@ def check(config: dict, rules: Iterable[str]) -> list[str]:
         if rule not in known:
             problems.append(f"resources.{rule}: no rule of that name (rules: {', '.join(sorted(known))})")
         elif "threads" in spec and rule in recipe:
-            problems.append(f"resources.{rule}.threads: the thread count is part of this rule's recipe (its result "
-                            f"depends on it); set {recipe[rule]} instead")
+            problems.append(f"resources.{rule}.threads: the thread count is part of this rule's recipe (its "
+                            f"result depends on it); set {recipe[rule]} instead")
     return problems
 
 

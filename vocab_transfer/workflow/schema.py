@@ -131,7 +131,8 @@ def main(argv: list[str]) -> int:
         return 0
     if argv == ["--check"]:
         stale = not SCHEMA_FILE.exists() or SCHEMA_FILE.read_text() != schema_text()
-        print(f"{SCHEMA_FILE}: {'stale: run python -m vocab_transfer.workflow.schema --write' if stale else 'current'}")
+        print(f"{SCHEMA_FILE}: "
+              f"{'stale: run python -m vocab_transfer.workflow.schema --write' if stale else 'current'}")
         return int(stale)
     sys.stdout.write(schema_text())
     return 0

@@ -3,14 +3,14 @@
 A composite config names study configs (each with ``study: <name>``)::
 
     studies: [configs/focus.yaml, configs/wechsel.yaml, ...]
-    lapt: {training: {steps: 100}}      # any other key: merged into every study, as a second --configfile would be
+    lapt: {training: {steps: 100}}   # any other key: merged into every study, like a second --configfile
 
 Each study runs as a Snakemake module of this workflow with its own config (rules/studies.smk): its rules are
-``<study>_<rule>``, what it does not share lives under ``results/<study>/`` (:class:`~.paths.Paths`). What studies
-share by name (:data:`~.paths.SHARED`: corpora, source models and their shards, task data, word vectors,
-dictionaries, downloads) is built once, by the first study that needs it. :func:`check_shared` refuses a composite
-in which one shared path would be built from two different specs (``corpora.de`` as CC100 in one study and OSCAR in
-another), naming both keys, before anything runs.
+``<study>_<rule>``, what it does not share lives under ``results/<study>/`` (:class:`~.paths.Paths`). What
+studies share by name (:data:`~.paths.SHARED`: corpora, source models and their shards, task data, word
+vectors, dictionaries, downloads) is built once, by the first study that needs it. :func:`check_shared`
+refuses a composite in which one shared path would be built from two different specs (``corpora.de`` as CC100
+in one study and OSCAR in another), naming both keys, before anything runs.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from .views import expand_snapshot_models
 
 
 def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = None) -> dict[str, dict]:
-    """The study configs of a composite ``config`` by study name, each merged with the composite's other keys and
-    checked; :class:`ConfigError` names the file and key. A relative file name is looked up in the working
-    directory, then in ``base`` (the workflow's folder: ``configs/focus.yaml`` from a run elsewhere). ``rules``
-    (a job's rules, ``<study>_<rule>``): only the studies they belong to are merged and checked."""
+    """The study configs of a composite ``config`` by study name, each merged with the composite's other keys
+    and checked; :class:`ConfigError` names the file and key. A relative file name is looked up in the working
+    directory, then in ``base`` (the workflow's folder: ``configs/focus.yaml`` from a run elsewhere).
+    ``rules`` (a job's rules, ``<study>_<rule>``): only the studies they belong to are merged and checked."""
     from snakemake.utils import update_config  # lazy: the workflow has imported Snakemake, tests need not
 
     files = config.get("studies")
@@ -52,8 +52,8 @@ def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = 
             raise ConfigError(f"studies[{i}]: {file} is not a YAML mapping")
         name = study.get("study")
         if not name:
-            raise ConfigError(f"studies[{i}]: {file} has no 'study' key (the name of the folder of results its own "
-                              "artifacts live in)")
+            raise ConfigError(f"studies[{i}]: {file} has no 'study' key (the name of the folder of results "
+                              "its own artifacts live in)")
         if name in studies:
             raise ConfigError(f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
         studies[name] = study
@@ -73,8 +73,8 @@ def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = 
 
 
 def job_rules(argv: list[str]) -> set[str]:
-    """The rules of the ``--target-jobs <rule>:<wildcards> ...`` on a Snakemake command line: the command a job runs
-    (the run that submits it has them only in its DAG, set after the workflow is read)."""
+    """The rules of the ``--target-jobs <rule>:<wildcards> ...`` on a Snakemake command line: the command a
+    job runs (the run that submits it has them only in its DAG, set after the workflow is read)."""
     rules, taking = set(), False
     for arg in argv:
         if arg.startswith("-"):
@@ -99,14 +99,14 @@ def parsing_study(name: str) -> Iterator[None]:
 
 
 def study_being_parsed() -> str | None:
-    """The study whose module is being parsed (rules/common.smk runs once per study in a composite), or None while
-    the main workflow is: a single config, or the composite's own rules."""
+    """The study whose module is being parsed (rules/common.smk runs once per study in a composite), or None
+    while the main workflow is: a single config, or the composite's own rules."""
     return _PARSING[-1] if _PARSING else None
 
 
 def study_of_rule(rule: str, studies) -> str | None:
-    """The study of a composite's rule ``<study>_<rule>`` (the longest study name that fits: ``vocab_swap_frankenbert``
-    before ``vocab_swap``), or None for the composite's own rules."""
+    """The study of a composite's rule ``<study>_<rule>`` (the longest study name that fits:
+    ``vocab_swap_frankenbert`` before ``vocab_swap``), or None for the composite's own rules."""
     return max((s for s in studies if rule.startswith(f"{s}_")), key=len, default=None)
 
 
@@ -131,16 +131,17 @@ def share_rule_settings(resource_settings, studies) -> None:
 
 
 def studies_of(config: dict, base: str | Path = ".") -> dict[str, dict]:
-    """The study configs of a config by study name: a composite's (:func:`load_studies`), or the config itself, shrunk
-    as its ``rehearsal`` section says (as load_studies shrinks each study), under its ``study`` name ('' without)."""
+    """The study configs of a config by study name: a composite's (:func:`load_studies`), or the config
+    itself, shrunk as its ``rehearsal`` section says (as load_studies shrinks each study), under its ``study``
+    name ('' without)."""
     if "studies" in config:
         return load_studies(copy.deepcopy(config), base)
     return {config.get("study") or "": shrink(copy.deepcopy(config))}
 
 
 def study_plan(study: dict):
-    """The Plan of a study config as its module builds it (defaults filled in, snapshot models expanded), from a
-    copy: the module gets the config as written."""
+    """The Plan of a study config as its module builds it (defaults filled in, snapshot models expanded), from
+    a copy: the module gets the config as written."""
     from .plan import Plan
 
     config = fill_defaults(copy.deepcopy(study))
@@ -150,8 +151,8 @@ def study_plan(study: dict):
 
 
 def shared_specs(plan) -> dict[str, tuple[str, str]]:
-    """Every shared path a study may build (:data:`~.paths.SHARED`), with the key that defines it and the spec it is
-    built from (the params of the job that builds it, and what those read by name)."""
+    """Every shared path a study may build (:data:`~.paths.SHARED`), with the key that defines it and the spec
+    it is built from (the params of the job that builds it, and what those read by name)."""
     cfg, p, out = plan.cfg, plan.paths, {}
     corpus_specs = {c: canonical([plan.corpus_spec(W(corpus=c)), plan.written("corpus_filter"),
                                   plan.written("corpus_split"), cfg.seed]) for c in cfg.corpora}
@@ -171,8 +172,8 @@ def shared_specs(plan) -> dict[str, tuple[str, str]]:
                                                                      canonical([spec, corpus]))
     for t in plan.task_names:
         where = f"finetune.tasks.{t}" if t in cfg.finetune.tasks else f"zero_shot.sources.{t}"
-        out[p.task_data(t)] = (where, canonical([plan.task_spec(W(task=t)), plan.finetune_task_type(W(task=t)),
-                                                 cfg.seed]))
+        out[p.task_data(t)] = (where, canonical([plan.task_spec(W(task=t)),
+                                                 plan.finetune_task_type(W(task=t)), cfg.seed]))
     for m, model in cfg.finetune.models.items():
         if model.pretrained:
             out[p.reference_model(m)] = (f"finetune.models.{m}", plan.reference_hub_spec(W(ftmodel=m)))
@@ -183,7 +184,8 @@ def shared_specs(plan) -> dict[str, tuple[str, str]]:
             continue
         where = f"word_vectors.{key}" if not trained else f"word_fasttext on corpora.{key}"
         out[p.word_list(key).rsplit("/", 1)[0]] = (where, canonical([plan.word_vector_spec(W(lang=key)),
-                                                                     corpus_specs.get(key) if trained else None]))
+                                                                     corpus_specs.get(key) if trained
+                                                                     else None]))
     for slang, by_target in cfg.dictionaries.items():
         for lang in by_target:
             out[p.dictionary(slang, lang)] = (f"dictionaries.{slang}.{lang}",
@@ -203,8 +205,8 @@ def check_shared(plans: dict) -> None:
             other, other_where, other_spec = first[path]
             if spec != other_spec:
                 raise ConfigError(
-                    f"{path}: study {other} builds it from {other_where} and study {study} from {where}, which "
-                    "differ; what studies share by name must mean one thing: give one of them another name (a corpus "
-                    f"that says what it is, such as cc100-de with language: de)\n  {other}: {other_spec}\n  "
-                    f"{study}: {spec}")
+                    f"{path}: study {other} builds it from {other_where} and study {study} from {where}, "
+                    "which differ; what studies share by name must mean one thing: give one of them another "
+                    f"name (a corpus that says what it is, such as cc100-de with language: de)\n  {other}: "
+                    f"{other_spec}\n  {study}: {spec}")
 

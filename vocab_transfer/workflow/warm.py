@@ -1,24 +1,25 @@
-"""Warm job starts for local runs: one process imports torch, transformers, pandas and the pipeline once, and every
-job of the run is forked from it instead of importing them again.
+"""Warm job starts for local runs: one process imports torch, transformers, pandas and the pipeline once, and
+every job of the run is forked from it instead of importing them again.
 
 Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s of CPU (torch about 1.5 s,
-transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake runs
-jobs on this machine (not ``--dry-run``, no cluster executor, no ``--sdm conda`` or ``apptainer``), the workflow
-starts ``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
-listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script
-calls :func:`handoff` itself, first thing, before its other imports (``workflow_scripts/*.py``; importing the package
-does nothing of the kind): it sends the script's path, arguments, working directory, environment and its standard
-input, output and error to the starter, which forks a child that runs the script as ``__main__`` with them. The job
-process waits for the child, passes it SIGINT, SIGTERM and SIGHUP, and exits with its status; the child kills
-itself when the job process goes away (Snakemake killed the job). Anything that goes wrong before the child starts
-(no starter, a starter still importing that dies) falls back to running the script in the job process itself, so
-a job never depends on the starter.
+transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake
+runs jobs on this machine (not ``--dry-run``, no cluster executor, no ``--sdm conda`` or ``apptainer``), the
+workflow starts ``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports
+:data:`PRELOAD` and listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each
+workflow script calls :func:`handoff` itself, first thing, before its other imports
+(``workflow_scripts/*.py``; importing the package does nothing of the kind): it sends the script's path,
+arguments, working directory, environment and its standard input, output and error to the starter, which forks
+a child that runs the script as ``__main__`` with them. The job process waits for the child, passes it SIGINT,
+SIGTERM and SIGHUP, and exits with its status; the child kills itself when the job process goes away
+(Snakemake killed the job). Anything that goes wrong before the child starts (no starter, a starter still
+importing that dies) falls back to running the script in the job process itself, so a job never depends on the
+starter.
 
-The child is a fresh process for the job's purposes: its own working directory, environment and file descriptors,
-and no state from earlier jobs (each is forked from the starter, which never runs a job). The starter imports modules
-only, starts no thread and runs no torch operation, so OpenMP's thread pool is first created in the child with the
-job's thread count. A forked job logs at exit a peak memory that counts the starter's modules it shares
-(``workflow/job.py``).
+The child is a fresh process for the job's purposes: its own working directory, environment and file
+descriptors, and no state from earlier jobs (each is forked from the starter, which never runs a job). The
+starter imports modules only, starts no thread and runs no torch operation, so OpenMP's thread pool is first
+created in the child with the job's thread count. A forked job logs at exit a peak memory that counts the
+starter's modules it shares (``workflow/job.py``).
 
 Snakemake's ``benchmark:`` samples the job process and its descendants with psutil while the job runs, and
 writes the file from the Snakemake process after the job process has exited; a child of the starter is no
@@ -61,7 +62,8 @@ _MAX_REQUEST = 1 << 22  # bytes: the script path, argv, cwd and environment as J
 
 
 def wanted(workflow) -> bool:
-    """Whether a Snakemake run should start a warm starter: jobs run here, for real, in this Python environment."""
+    """Whether a Snakemake run should start a warm starter: jobs run here, for real, in this Python
+    environment."""
     if os.environ.get(ENV, "") == "0" or os.environ.get(IN_CHILD):
         return False
     deployment = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None)
@@ -99,12 +101,12 @@ def benchmarked() -> bool:
 
 
 def handoff() -> None:
-    """Run this process's workflow script in a child of the warm starter, if this run has one, and exit with its
-    status; otherwise return, and the script runs in this process. Each workflow script calls it first, before its
-    other imports (nothing else does: importing the package never hands off); a process that is no workflow script
-    (a test that runs a script by path) returns at once, and so does the job of a rule with a ``benchmark:`` file
-    (:func:`benchmarked`): Snakemake measures the job process and its descendants (psutil, from the Snakemake
-    process, while the job runs), and a child of the starter is none of them."""
+    """Run this process's workflow script in a child of the warm starter, if this run has one, and exit with
+    its status; otherwise return, and the script runs in this process. Each workflow script calls it first,
+    before its other imports (nothing else does: importing the package never hands off); a process that is no
+    workflow script (a test that runs a script by path) returns at once, and so does the job of a rule with a
+    ``benchmark:`` file (:func:`benchmarked`): Snakemake measures the job process and its descendants (psutil,
+    from the Snakemake process, while the job runs), and a child of the starter is none of them."""
     name = os.environ.get(ENV)
     if not name or name == "0" or os.environ.get(IN_CHILD) or not is_workflow_script(sys.argv[0]):
         return
@@ -175,7 +177,8 @@ def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
             os.close(fd)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, as in a fresh interpreter
+        # KeyboardInterrupt, as in a fresh interpreter
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -205,7 +208,7 @@ def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
 
 
 def _die_with(conn: socket.socket) -> None:
-    """Kill this child when the job process that asked for it closes the connection (Snakemake killed the job)."""
+    """Kill this child when the job process that asked for it closes its connection (the job was killed)."""
     import threading
 
     def watch() -> None:
@@ -220,7 +223,7 @@ def _die_with(conn: socket.socket) -> None:
 
 
 def serve(name: str) -> None:
-    """The starter: listen, import :data:`PRELOAD`, then fork one child per request until standard input closes."""
+    """The starter: listen, import :data:`PRELOAD`, then fork one child per request until stdin closes."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind("\0" + name)
     listener.listen(128)

@@ -6,8 +6,8 @@ Snakemake passes it, ``input``) and returns paths from :mod:`vocab_transfer.work
 Each stage's functions live in the module of its name (``rules/lapt.smk`` -> :mod:`.lapt`), on what every
 stage shares (:mod:`.base`). Params values are canonical JSON (:func:`canonical`), so that reordering YAML
 keys reruns nothing. The methods' needs and parameter defaults come from the method registry
-(:mod:`vocab_transfer.methods`); what the stages compute from the config beyond its keys (a LAPT run's targets,
-a figure's runs) from its derived views (:mod:`vocab_transfer.workflow.views`)."""
+(:mod:`vocab_transfer.methods`); what the stages compute from the config beyond its keys (a LAPT run's
+targets, a figure's runs) from its derived views (:mod:`vocab_transfer.workflow.views`)."""
 
 from __future__ import annotations
 
@@ -31,15 +31,16 @@ from .zeroshot import ZeroShotPlan
 __all__ = ["Plan", "PlanBase", "canonical", "hub_spec", "shell_option"]
 
 
-class Plan(SourcePlan, CorpusPlan, VectorsPlan, InitPlan, EvalPlan, LaptPlan, FinetunePlan, ZeroShotPlan, TablesPlan,
-           FiguresPlan, ExportPlan, ReportPlan):
+class Plan(SourcePlan, CorpusPlan, VectorsPlan, InitPlan, EvalPlan, LaptPlan, FinetunePlan, ZeroShotPlan,
+           TablesPlan, FiguresPlan, ExportPlan, ReportPlan):
     """The jobs a config asks for: the input and params functions of every stage's rules."""
 
 
-# Snakemake reads an input or params function's parameters on every call (about 30,000 times for the UNKs grid).
-# For a bound method inspect.signature builds them anew each time (7% of that dry run); Snakemake takes them from
-# the function's `_overwrite_params` instead where it has one (snakemake.common.get_function_params), and a bound
-# method shows its function's attributes: the parameters after `self`, computed once.
+# Snakemake reads an input or params function's parameters on every call (about 30,000 times for the UNKs
+# grid). For a bound method inspect.signature builds them anew each time (7% of that dry run); Snakemake takes
+# them from the function's `_overwrite_params` instead where it has one
+# (snakemake.common.get_function_params), and a bound method shows its function's attributes: the parameters
+# after `self`, computed once.
 for _cls in Plan.__mro__[:-1]:
     for _fn in vars(_cls).values():
         if inspect.isfunction(_fn):

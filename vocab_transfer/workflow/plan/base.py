@@ -1,5 +1,5 @@
-"""What every stage reads: the config (typed and as written), the source models, the methods' needs and options,
-the tokenizer and held-out blocks a transferred model is evaluated with, tasks and their seeds.
+"""What every stage reads: the config (typed and as written), the source models, the methods' needs and
+options, the tokenizer and held-out blocks a transferred model is evaluated with, tasks and their seeds.
 
 Every stage's plan (the other modules of this package) extends :class:`PlanBase`;
 :class:`vocab_transfer.workflow.plan.Plan` combines them."""
@@ -26,14 +26,15 @@ def canonical(obj) -> str:
 
 
 def shell_option(flag: str, value) -> str:
-    """``flag value`` as words for a rule's shell, quoted (:func:`shlex.join`); nothing when ``value`` is empty (an
-    optional input the job lacks)."""
+    """``flag value`` as words for a rule's shell, quoted (:func:`shlex.join`); nothing when ``value`` is
+    empty (an optional input the job lacks)."""
     return shlex.join([flag, str(value)]) if value else ""
 
 
 def label_of(name: str, spec) -> str:
-    """The one label of a config entry (a method, LAPT run, fine-tuned model or task) in every table, figure and
-    report: its ``label``, else its name. Tables name a row by it, so one method reads alike everywhere."""
+    """The one label of a config entry (a method, LAPT run, fine-tuned model or task) in every table, figure
+    and report: its ``label``, else its name. Tables name a row by it, so one method reads alike
+    everywhere."""
     return getattr(spec, "label", None) or name
 
 
@@ -51,24 +52,27 @@ class PlanBase:
         self.paths = paths.Paths(cfg.study)  # results/<study>/ for what a study does not share (paths.SHARED)
         self.sources = list(cfg.sources)
         self.targets = cfg.target_names
-        # the (source, target) pairs transferred: a target's `sources`, else the source its own `like` names, else all
+        # the (source, target) pairs transferred: a target's `sources`, else its `like`'s source, else all
         self.pairs = [(s, t) for s in self.sources for t in self.targets if self.paired(s, t)]
         self.method_names = list(cfg.methods)
-        # word vectors and dictionaries are a language's: the corpora keys, their languages, word_vectors' keys
-        self.languages = list(dict.fromkeys([*cfg.corpora, *map(cfg.language, cfg.corpora), *cfg.word_vectors]))
+        # word vectors and dictionaries are a language's: corpora keys, their languages, word_vectors keys
+        self.languages = list(dict.fromkeys([*cfg.corpora, *map(cfg.language,
+                                                                cfg.corpora), *cfg.word_vectors]))
         # results/tasks/<task>: finetune.tasks and the zero-shot source tasks
         self.task_names = [*cfg.finetune.tasks, *cfg.zero_shot.sources]
         self.lapt_runs = list(cfg.lapt.runs)
-        self.lapt_targets = list(dict.fromkeys(t for run in self.lapt_runs for t in lapt_run_targets(cfg, run)))
-        self.ft_tasks, self.ft_models, self.seeds = cfg.finetune.tasks, cfg.finetune.models, cfg.finetune.seeds or []
+        self.lapt_targets = list(dict.fromkeys(t for run in self.lapt_runs
+                                               for t in lapt_run_targets(cfg, run)))
+        self.ft_tasks, self.ft_models, self.seeds = (cfg.finetune.tasks,
+                                                     cfg.finetune.models, cfg.finetune.seeds or [])
         self.zs_sources, self.zs_setups = cfg.zero_shot.sources, cfg.zero_shot.setups
         self.factorizations = {self.factorization_key(m): m for m in self.method_names
                                if Need.FACTORS in self.method_needs_of(m)}
 
     def written(self, section: str, exclude: tuple[str, ...] = ()) -> str:
-        """A config section as written (schema defaults filled in), the params of the jobs it shapes: the job's script
-        parses it into the section's class of vocab_transfer.workflow.model; a key added with its default value
-        reruns nothing, a changed value reruns those jobs."""
+        """A config section as written (schema defaults filled in), the params of the jobs it shapes: the
+        job's script parses it into the section's class of vocab_transfer.workflow.model; a key added with its
+        default value reruns nothing, a changed value reruns those jobs."""
         return canonical({k: v for k, v in self.config.get(section, {}).items() if k not in exclude})
 
     def paired(self, source: str, target: str) -> bool:
@@ -88,7 +92,7 @@ class PlanBase:
         return str(local) if local is not None else self.paths.downloaded_model(wildcards.source)
 
     def source_tokenizer_dir(self, wildcards):
-        """The tokenizer of a source model: trained here before the model (pretrained sources), else the model's."""
+        """The tokenizer of a source model: trained here first (pretrained sources), else the model's."""
         if self.cfg.sources[wildcards.source].pretrain:
             return self.paths.source_tokenizer(wildcards.source)
         return self.source_model_dir(wildcards)
@@ -128,9 +132,10 @@ class PlanBase:
         return self.paths.heldout_blocks(target)
 
     def word_key(self, lang):
-        """Where a language's word vectors live (results/word_vectors/<key>): the ``word_vectors`` key of pretrained
-        vectors (the language), else the corpus they are trained on (the corpus named like the language, else the
-        first in it), so two studies that train them on different corpora of one language never meet."""
+        """Where a language's word vectors live (results/word_vectors/<key>): the ``word_vectors`` key of
+        pretrained vectors (the language), else the corpus they are trained on (the corpus named like the
+        language, else the first in it), so two studies that train them on different corpora of one language
+        never meet."""
         return lang if lang in self.cfg.word_vectors else self.cfg.corpus_of_language(lang)
 
     def task_target(self, task):
@@ -145,13 +150,13 @@ class PlanBase:
         return self.task_entry(wildcards.task).task
 
     def seed_groups(self, task: str) -> list[str]:
-        """The seeds of each fine-tuning job of ``task`` as its files name them (``1+2+3``; ``finetune.seeds_per_job``
-        and the task's own)."""
+        """The seeds of each fine-tuning job of ``task`` as its files name them (``1+2+3``;
+        ``finetune.seeds_per_job`` and the task's own)."""
         return ["+".join(map(str, g)) for g in self.cfg.finetune.seed_groups(task)]
 
     def cell_scores(self, source, task, model) -> list[str]:
-        """The scores files of one (source, task, model) cell, every seed: a fine-tuning file per job (a row per
-        seed of the job), or the cell's one zero-shot file (a row per seed and source task, rule
+        """The scores files of one (source, task, model) cell, every seed: a fine-tuning file per job (a row
+        per seed of the job), or the cell's one zero-shot file (a row per seed and source task, rule
         evaluate_zero_shot). Readers take the seeds from the rows' ``seed`` column."""
         if not self.seeds:
             return []

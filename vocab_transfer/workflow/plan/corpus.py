@@ -31,25 +31,28 @@ class CorpusPlan(PlanBase):
         return self.paths.downloaded_corpus(wildcards.corpus) if needs_fetch(spec) else []
 
     def corpus_cap(self, wildcards):
-        """The bytes of text the corpus job keeps at most (the corpus's ``max_bytes``, else ``corpus_filter``'s):
-        what a fetch stops at."""
+        """The bytes of text the corpus job keeps at most (the corpus's ``max_bytes``, else
+        ``corpus_filter``'s): what a fetch stops at."""
         return self.cfg.corpora[wildcards.corpus].max_bytes or self.cfg.corpus_filter.max_bytes
 
     def target_corpus(self, wildcards):
         """A target's corpus split (``{target}``, ``{split}``; ``train`` without one)."""
-        return self.paths.corpus(self.cfg.target_corpus(wildcards.target), getattr(wildcards, "split", "train"))
+        return self.paths.corpus(self.cfg.target_corpus(wildcards.target),
+                                 getattr(wildcards, "split", "train"))
 
     def target_corpus_stats(self, wildcards):
         return self.paths.corpus_stats(self.cfg.target_corpus(wildcards.target))
 
     def tokenizer_spec(self, wildcards):
-        """The target's tokenizer settings as written: the ``tokenizer`` section with the target's own keys over it,
-        without ``pretrained`` and ``like``, which reach the rule as its inputs (:meth:`pretrained_tokenizer_dir`,
-        :meth:`like_tokenizer_dir`): a change of either changes the input."""
+        """The target's tokenizer settings as written: the ``tokenizer`` section with the target's own keys
+        over it, without ``pretrained`` and ``like``, which reach the rule as its inputs
+        (:meth:`pretrained_tokenizer_dir`, :meth:`like_tokenizer_dir`): a change of either changes the
+        input."""
         written = self.config.get("tokenizer", {}) | self.cfg.target(wildcards.target).tokenizer
         spec = {k: v for k, v in written.items() if k not in ("pretrained", "like")}
         follow = followed_sources(self.cfg, wildcards.target)
-        if follow:  # the job decides between Unigram and the one decoder source's layout (follow_tokenizer_dirs)
+        # the job decides between Unigram and the one decoder source's layout (follow_tokenizer_dirs)
+        if follow:
             spec["follow"] = {"sources": follow, "of": self.sources, "target": wildcards.target}
         return canonical(spec)
 
@@ -65,21 +68,21 @@ class CorpusPlan(PlanBase):
         return self.paths.downloaded_tokenizer(hub_folder(spec)) if self.is_hub_id(spec) else spec
 
     def is_hub_id(self, spec) -> bool:
-        """Whether a ``tokenizer.pretrained`` value names a hub repository: a string that is neither a folder nor
-        a path of the pipeline's own."""
+        """Whether a ``tokenizer.pretrained`` value names a hub repository: a string that is neither a folder
+        nor a path of the pipeline's own."""
         own = (self.paths.RESULTS + "/", self.paths.RESOURCES + "/")
         return isinstance(spec, str) and not (spec.startswith(own) or os.path.isdir(spec))
 
     @property
     def hub_tokenizers(self) -> dict[str, str]:
-        """The folder name (under the downloaded tokenizers) -> hub id of every ``tokenizer.pretrained`` hub id."""
+        """The folder name (of downloaded tokenizers) -> hub id of each ``tokenizer.pretrained`` hub id."""
         return {hub_folder(s): s for s in self.cfg.tokenizer.pretrained.values() if self.is_hub_id(s)}
 
     def tokenizer_hub_id(self, wildcards):
         return self.hub_tokenizers[wildcards.hubtok]
 
     def pretrained_tokenizer_dir(self, wildcards):
-        """Input of train_tokenizer: the folder of the existing tokenizer (local, pretrained here, or fetched)."""
+        """Input of train_tokenizer: the existing tokenizer's folder (local, pretrained here or fetched)."""
         return self.pretrained_tokenizer(wildcards.target) or []
 
     def like_tokenizer_dir(self, wildcards):
@@ -91,6 +94,8 @@ class CorpusPlan(PlanBase):
         return self.source_tokenizer_dir(SimpleNamespace(source=like))
 
     def follow_tokenizer_dirs(self, wildcards):
-        """Input of train_tokenizer: the model folders of the sources a tokenizer without ``like`` and ``kind`` may
-        follow (:func:`~..views.followed_sources`): the job takes the layout of the one that is a decoder."""
-        return [self.source_model_dir(SimpleNamespace(source=s)) for s in followed_sources(self.cfg, wildcards.target)]
+        """Input of train_tokenizer: the model folders of the sources a tokenizer without ``like`` and
+        ``kind`` may follow (:func:`~..views.followed_sources`): the job takes the layout of the one that is a
+        decoder."""
+        return [self.source_model_dir(SimpleNamespace(source=s))
+                for s in followed_sources(self.cfg, wildcards.target)]

@@ -1,5 +1,5 @@
-"""Input and params functions of rules/export.smk: Hugging Face model folders of inits and LAPT runs, with their
-model cards."""
+"""Input and params functions of rules/export.smk: Hugging Face model folders of inits and LAPT runs, with
+their model cards."""
 
 from __future__ import annotations
 
@@ -23,19 +23,21 @@ class ExportPlan(PlanBase):
         return (self.paths.export_init if stage == "init" else self.paths.export_lapt)(source, target, name)
 
     def export_outputs(self, wildcards=None):
-        """Every transferred model right after initialization (the init table's cells) and every LAPT model, as
-        Hugging Face model folders (`snakemake export`)."""
+        """Every transferred model right after initialization (the init table's cells) and every LAPT model,
+        as Hugging Face model folders (`snakemake export`)."""
         return [self.export_folder(*cell) for cell in self.exports()]
 
     def push_outputs(self, wildcards=None):
         """The receipts of every export pushed to the hub (`snakemake push`; ``export.push``)."""
         if self.cfg.export.push is None:
-            raise ValueError("snakemake push: the config has no export.push (repo: a repository name template such "
-                             "as my-org/{source}-{target}-{stage}-{name}; private: true), so nothing says where to")
+            raise ValueError("snakemake push: the config has no export.push (repo: a repository name "
+                             "template such as my-org/{source}-{target}-{stage}-{name}; private: true), so "
+                             "nothing says where to")
         return [self.paths.export_pushed(*cell) for cell in self.exports()]
 
     def push_inputs(self, wildcards):
-        """The export folder, and its lm-eval scores where eval.benchmarks scores it (the card's model-index)."""
+        """The export folder, and its lm-eval scores where eval.benchmarks scores it (the card's
+        model-index)."""
         s, t, stage, name = wildcards.source, wildcards.target, wildcards.stage, wildcards.name
         inputs = {"model": self.export_folder(s, t, stage, name)}
         if (s, t, stage, name) in self.benchmark_models():
@@ -52,16 +54,16 @@ class ExportPlan(PlanBase):
                                                 stage=wildcards.stage, name=wildcards.name)
 
     def export_init_inputs(self, wildcards):
-        """The source model, the init artifact, the tokenizer the model is evaluated with, the init-time loss of the
-        target's methods and the target corpus's statistics."""
+        """The source model, the init artifact, the tokenizer the model is evaluated with, the init-time loss
+        of the target's methods and the target corpus's statistics."""
         s, t, m = wildcards.source, wildcards.target, wildcards.method
         return {"model": self.source_model_dir(wildcards), "embeddings": self.paths.init(s, t, m),
                 "tokenizer": self.eval_tokenizer(s, t, m), "eval": self.paths.init_eval(s, t),
                 "stats": self.paths.corpus_stats(self.cfg.target_corpus(t))}
 
     def export_lapt_inputs(self, wildcards):
-        """The run's final model (with its tokenizer) and curve, the corpus's statistics, the source model (its
-        card's license), and the init-time loss of the run's method where the init table has it."""
+        """The run's final model (with its tokenizer) and curve, the corpus's statistics, the source model
+        (its card's license), and the init-time loss of the run's method where the init table has it."""
         s, t, run = wildcards.source, wildcards.target, wildcards.run
         method = self.cfg.lapt.runs[run].method
         inputs = {"model": self.paths.lapt_model(s, t, run), "curve": self.paths.lapt_curve(s, t, run),
@@ -72,7 +74,8 @@ class ExportPlan(PlanBase):
         return inputs
 
     def export_card(self, wildcards):
-        """What the model card names from the config (JSON): source, method and its parameters, LAPT settings."""
+        """What the model card names from the config (JSON): source, method and its parameters, LAPT
+        settings."""
         s, t = wildcards.source, wildcards.target
         run = getattr(wildcards, "run", None)
         method = self.cfg.lapt.runs[run].method if run else wildcards.method

@@ -1,5 +1,5 @@
-"""Input and params functions of rules/finetune.smk: task data, reference models and the fine-tuning jobs of each
-(source, task, model) cell and group of seeds."""
+"""Input and params functions of rules/finetune.smk: task data, reference models and the fine-tuning jobs of
+each (source, task, model) cell and group of seeds."""
 
 from __future__ import annotations
 
@@ -14,23 +14,24 @@ class FinetunePlan(PlanBase):
     """The input and params functions of rules/finetune.smk."""
 
     def task_spec(self, wildcards):
-        """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right one; a
-        zero-shot task reads its test split only (`test_only`)."""
+        """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right
+        one; a zero-shot task reads its test split only (`test_only`)."""
         task = self.task_entry(wildcards.task)
         zero_shot = getattr(task, "zero_shot", None) is not None
         return canonical({"task": task.task, **task.dataset, **({"test_only": True} if zero_shot else {})})
 
     def reference_model_dir(self, wildcards):
-        """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id downloaded
-        by download_reference_model into resources/reference_models/."""
+        """A reference model (`finetune.models.<m>.pretrained`): a local folder used in place, or a hub id
+        downloaded by download_reference_model into resources/reference_models/."""
         ref = self.ft_models[wildcards.ftmodel].pretrained
         return ref if os.path.isdir(ref) else self.paths.reference_model(wildcards.ftmodel)
 
     def reference_model_pattern(self) -> str:
-        """The ``ftmodel`` wildcard of rule download_reference_model: this config's reference models named by hub id,
-        so that in a composite a study's copy of the rule never claims another study's (a model of the same name that
-        is no reference model here; a pattern that matches nothing where there are none)."""
-        hub = [m for m, model in self.ft_models.items() if model.pretrained and not os.path.isdir(model.pretrained)]
+        """The ``ftmodel`` wildcard of rule download_reference_model: this config's reference models named by
+        hub id, so that in a composite a study's copy of the rule never claims another study's (a model of the
+        same name that is no reference model here; a pattern that matches nothing where there are none)."""
+        hub = [m for m, model in self.ft_models.items() if model.pretrained
+               and not os.path.isdir(model.pretrained)]
         return "|".join(re.escape(m) for m in hub) or "(?!)"
 
     def reference_hub_spec(self, wildcards):
@@ -38,9 +39,10 @@ class FinetunePlan(PlanBase):
         return hub_spec(model.pretrained, model.revision)
 
     def finetune_inputs(self, wildcards):
-        """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or a
-        reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives inside the
-        run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the step's folder)."""
+        """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or
+        a reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives
+        inside the run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the
+        step's folder)."""
         model, lang, s = self.ft_models[wildcards.ftmodel], self.task_target(wildcards.task), wildcards.source
         inputs = {"data": self.paths.task_data(wildcards.task)}
         if model.step is not None:
@@ -73,12 +75,13 @@ class FinetunePlan(PlanBase):
 
     def finetune_meta(self, wildcards):
         model, task = self.ft_models[wildcards.ftmodel], self.ft_tasks[wildcards.task]
-        step = {"lapt_step": model.step} if model.step is not None else {}  # snapshots only: other jobs keep their params
+        # snapshots only: other jobs keep their params
+        step = {"lapt_step": model.step} if model.step is not None else {}
         return canonical({"source": wildcards.source, "model": wildcards.ftmodel,
                           "method": model.lapt and self.cfg.lapt.runs[model.lapt].method or model.init
                           or ("reference" if model.pretrained else "source"), "lapt": model.lapt,
-                          "task_name": wildcards.task, "language": task.language, "dataset": task.dataset["loader"],
-                          **step})
+                          "task_name": wildcards.task, "language": task.language,
+                          "dataset": task.dataset["loader"], **step})
 
     def finetune_embeddings_flag(self, wildcards, input):
         return shell_option("--embeddings", input.embeddings) if "embeddings" in input.keys() else ""
@@ -88,7 +91,7 @@ class FinetunePlan(PlanBase):
         return wildcards.seeds.replace("+", " ")
 
     def finetune_scores(self, wildcards=None):
-        """The scores files of every (source, task, model) cell; a model's `tasks` may leave some tasks out."""
+        """The scores files of every (source, task, model) cell; a model's `tasks` may leave some out."""
         return [f for s in self.sources for m in self.ft_models for t in finetune_model_tasks(self.cfg, m)
                 if self.paired_task(s, t)
                 for f in self.cell_scores(s, t, m)]

@@ -24,7 +24,8 @@ class SourcePlan(PlanBase):
 
     def source_corpora(self, wildcards):
         """Training corpora of a source pretrained here (its tokenizer's training text)."""
-        return [self.paths.corpus(lang, "train") for lang in self.cfg.sources[wildcards.source].pretrain.languages]
+        return [self.paths.corpus(lang, "train")
+                for lang in self.cfg.sources[wildcards.source].pretrain.languages]
 
     def source_pretrain_shards(self, wildcards, split="train"):
         """Its pretraining languages' corpora tokenized with its tokenizer."""
@@ -35,15 +36,15 @@ class SourcePlan(PlanBase):
         return self.source_pretrain_shards(wildcards, split="heldout")
 
     def hub_source_pattern(self) -> str:
-        """The ``source`` wildcard of rule download_source_model: this config's sources downloaded from the hub, so
-        that in a composite a study's copy of the rule never claims a source another study defines (a pattern that
-        matches nothing where there are none)."""
+        """The ``source`` wildcard of rule download_source_model: this config's sources downloaded from the
+        hub, so that in a composite a study's copy of the rule never claims a source another study defines (a
+        pattern that matches nothing where there are none)."""
         hub = [s for s in self.sources
                if self.source_model_dir(SimpleNamespace(source=s)) == self.paths.downloaded_model(s)]
         return "|".join(re.escape(s) for s in hub) or "(?!)"
 
     def source_hub_spec(self, wildcards):
-        """``<hub id>`` or ``<hub id>@<revision>`` (hub ids have no ``@``): a param, so a new revision downloads again,
-        and a config without one plans the same params as before revisions existed."""
+        """``<hub id>`` or ``<hub id>@<revision>`` (hub ids have no ``@``): a param, so a new revision
+        downloads again, and a config without one plans the same params as before revisions existed."""
         source = self.cfg.sources[wildcards.source]
         return hub_spec(source.model, source.revision)

@@ -1,5 +1,5 @@
-"""Input and params functions of rules/fasttext.smk, word_vectors.smk, dictionary.smk: token-level fastText, word
-vectors and bilingual dictionaries."""
+"""Input and params functions of rules/fasttext.smk, word_vectors.smk, dictionary.smk: token-level fastText,
+word vectors and bilingual dictionaries."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ class VectorsPlan(PlanBase):
     """The input and params functions of rules/fasttext.smk, word_vectors.smk and dictionary.smk."""
 
     def fasttext_preset_spec(self, wildcards):
-        """The `fasttext` section as written with a preset's keys over it (vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS)."""
+        """The `fasttext` section as written with a preset's keys over it
+        (vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS)."""
         return canonical({**self.config.get("fasttext", {}), **FASTTEXT_PRESETS[wildcards.preset]})
 
     def source_fasttext_shards(self, wildcards):
@@ -32,20 +33,22 @@ class VectorsPlan(PlanBase):
     def word_model_languages(self) -> frozenset[str]:
         """Word-vector keys (:meth:`word_key`) whose word-level fastText model (.bin) a method reads (WECHSEL
         ``subwords: fasttext``)."""
-        return frozenset(self.word_key(lang) for m in self.method_names if Need.WORD_MODELS in self.method_needs_of(m)
+        return frozenset(self.word_key(lang) for m in self.method_names
+                         if Need.WORD_MODELS in self.method_needs_of(m)
                          for lang in (self.method_option(m, "source_language"),
                                       *map(self.cfg.target_language, method_targets(self.cfg, m))))
 
     def word_vector_inputs(self, wildcards):
-        """The trained fastText model where a method needs it anyway (rule save_word_fasttext_model; the vectors are
-        read from it instead of training again), else what the model is made from (:meth:`word_model_inputs`)."""
+        """The trained fastText model where a method needs it anyway (rule save_word_fasttext_model; the
+        vectors are read from it instead of training again), else what the model is made from
+        (:meth:`word_model_inputs`)."""
         if wildcards.lang in self.word_model_languages and wildcards.lang not in self.cfg.word_vectors:
             return {"model": self.paths.word_fasttext_model(wildcards.lang)}
         return self.word_model_inputs(wildcards)
 
     def word_model_inputs(self, wildcards):
-        """A pretrained vector file named in config `word_vectors`, else the corpus to train on (``{lang}``: a word-vector
-        key, :meth:`word_key`)."""
+        """A pretrained vector file named in config `word_vectors`, else the corpus to train on (``{lang}``: a
+        word-vector key, :meth:`word_key`)."""
         spec = self.cfg.word_vectors.get(wildcards.lang)
         if spec is None:
             return {"corpus": self.paths.corpus(self.cfg.corpus_of_language(wildcards.lang), "train")}
@@ -61,10 +64,11 @@ class VectorsPlan(PlanBase):
         return canonical({"train": self.config.get("word_fasttext", {}), "seed": self.config["seed"]})
 
     def dictionary_pattern(self, which: str) -> str:
-        """The ``slang`` (``which="source"``) or ``lang`` wildcard of rule build_dictionary: the languages of this
-        config's `dictionaries`, so that in a composite a study's copy of the rule never claims a pair that only
-        another study configures (a pattern that matches nothing where there are none)."""
-        langs = self.cfg.dictionaries if which == "source" else {t for d in self.cfg.dictionaries.values() for t in d}
+        """The ``slang`` (``which="source"``) or ``lang`` wildcard of rule build_dictionary: the languages of
+        this config's `dictionaries`, so that in a composite a study's copy of the rule never claims a pair
+        that only another study configures (a pattern that matches nothing where there are none)."""
+        langs = (self.cfg.dictionaries if which == "source"
+                 else {t for d in self.cfg.dictionaries.values() for t in d})
         return "|".join(re.escape(x) for x in sorted(langs)) or "(?!)"
 
     def dictionary_inputs(self, wildcards):
@@ -72,7 +76,8 @@ class VectorsPlan(PlanBase):
         or both languages' word lists (identical spellings)."""
         spec = self.cfg.dictionaries.get(wildcards.slang, {}).get(wildcards.lang)
         if spec is None:
-            raise ValueError(f"no dictionary configured for {wildcards.slang} -> {wildcards.lang} (config 'dictionaries')")
+            raise ValueError(f"no dictionary configured for {wildcards.slang} -> {wildcards.lang} "
+                             "(config 'dictionaries')")
         return DICTIONARY_SOURCES[spec.source].inputs(spec, wildcards.slang, wildcards.lang, self.paths,
                                                       lambda lang: self.paths.word_list(self.word_key(lang)))
 
