@@ -195,8 +195,8 @@ def reinit_parameter_names(model, part: str) -> set[str]:
     raise ValueError(f"reinit must be one of {list(REINIT)}, not {part!r}")
 
 
-RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "min_step_seconds", "micro_batch_size", "long_micro_batch_size",
-               "gradient_checkpointing", "compile", "report_to")
+RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "min_step_seconds", "micro_batch_size",
+               "long_micro_batch_size", "gradient_checkpointing", "compile", "report_to")
 
 
 def resume_settings(cfg: LaptConfig) -> dict:

@@ -136,8 +136,8 @@ class LaptSettings(Section):
     keep_checkpoints: int = Field(2, ge=1, description="checkpoints kept on disk")
     min_step_seconds: Number = Field(0, ge=0, description=(
         "the least time an optimizer step takes: a faster step is followed by a pause (0: none). The tensors "
-        "do not depend on it; a rehearsal's interrupted job (rehearsal.interrupt.min_seconds) is paced so that "
-        "its work outlasts its time limit on any machine"))
+        "do not depend on it; a rehearsal's interrupted job (rehearsal.interrupt.min_seconds) is paced so "
+        "that its work outlasts its time limit on any machine"))
     variant: Literal[VARIANTS] = Field("full", description=(  # type: ignore[valid-type]
         "what is trained: full"
         " (all), two_stage (embeddings first, FOCUS §3.1), embeddings_only (word embeddings and output bias:"
