@@ -35,6 +35,11 @@ class ModelError(ValueError):
     """A config value that does not fit its type: names the key path and what was expected."""
 
 
+class ConfigError(ValueError):
+    """A config problem between its sections (vocab_transfer.workflow.config, .views), reported before any
+    job runs."""
+
+
 #: Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
 #: checked at parse time against its annotation: :func:`vocab_transfer.workflow.model.check_parameters`).
 Range = Interval

@@ -1,6 +1,6 @@
 """Checks of the workflow config between its sections, on the typed config
 (:mod:`vocab_transfer.workflow.model`, which checks each key's type and bounds); run at parse time by
-rules/common.smk. Each raises :class:`~.views.ConfigError` naming the key. What the checks and the plan read
+rules/common.smk. Each raises :class:`~..typed.ConfigError` naming the key. What the checks and the plan read
 of the config beyond its keys (a LAPT run's languages, a model's tasks, a figure's runs) are the derived views
 of :mod:`vocab_transfer.workflow.views`."""
 
@@ -26,7 +26,7 @@ from ..source_model import (
     refuse_remote_code,
 )
 from ..training.settings import FinetuneConfig, selection_metric
-from ..typed import YamlError, load_yaml
+from ..typed import ConfigError, YamlError, load_yaml
 from . import paths
 from .model import (
     VOCAB_TABLE_KINDS,
@@ -39,7 +39,6 @@ from .model import (
 )
 from .schema import fill_defaults  # noqa: F401 (the rules take it from here)
 from .views import (
-    ConfigError,
     all_targets,
     expand_snapshot_models,
     figure_language,

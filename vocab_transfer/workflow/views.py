@@ -14,12 +14,9 @@ import types
 from pathlib import Path
 
 from ..source_model import is_causal_config, position_limit
+from ..typed import ConfigError
 from . import paths
 from .model import Config, Source, Table
-
-
-class ConfigError(ValueError):
-    """A config problem, reported before any job runs."""
 
 
 def local_model_dir(source: Source) -> Path | None:
@@ -34,26 +31,29 @@ def source_role(name: str, source: Source, downloaded: bool = True) -> str | Non
     otherwise (its job decides)."""
     if source.pretrain:
         return "masked"
-    folder = local_model_dir(source) or (Path(paths.downloaded_model(name)) if downloaded else None)
+    downloaded_folder = Path(paths.downloaded_model(name)) if downloaded else None
+    config = _model_config(local_model_dir(source) or downloaded_folder)
+    if config is None:
+        return None
+    return "causal" if is_causal_config(config) else "masked"
+
+
+def _model_config(folder: Path | None) -> types.SimpleNamespace | None:
+    """The ``config.json`` of a model folder; None where there is none or it is unreadable or no object."""
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
     except (OSError, ValueError):
         return None
-    if not isinstance(config, dict):
-        return None
-    return "causal" if is_causal_config(types.SimpleNamespace(**config)) else "masked"
+    return types.SimpleNamespace(**config) if isinstance(config, dict) else None
 
 
 def source_is_masked(name: str, source: Source) -> bool:
     """Whether a source's ``config.json`` says it is no decoder (:func:`~..source_model.is_causal_config`): a
     local folder's, or a hub id's already downloaded to ``resources/models/<name>/``; False where none is
     known yet (the job decides) or it is unreadable (:func:`~.config.check_local_source` names that)."""
-    folder = local_model_dir(source) or (Path(paths.downloaded_model(name)) if source.model else None)
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and not is_causal_config(types.SimpleNamespace(**config))
+    downloaded_folder = Path(paths.downloaded_model(name)) if source.model else None
+    config = _model_config(local_model_dir(source) or downloaded_folder)
+    return config is not None and not is_causal_config(config)
 
 
 def source_positions(source: Source) -> int | None:
