@@ -49,6 +49,7 @@ rule evaluate_init:
         methods=plan.eval_methods,
     threads: 1
     # jobs per SLURM job: profiles/slurm group-components; a job of a bundle claims its GPU in setup_job
+    priority: 70  # rules/study.smk
     group: bundled("evaluate_init", partition_gpus("evaluate_init", cfg.eval.gpus))
     log:
         logs("evaluate_init/{source}/{target}.log"),
@@ -74,6 +75,7 @@ rule probe_init:
         spec=plan.probe_spec(),
         task=plan.finetune_task_type,
     threads: res.threads(config, "probe_init")
+    priority: 70  # rules/study.smk
     group: bundled("probe_init")  # jobs per SLURM job: profiles/slurm group-components
     log:
         logs("probe_init/{source}/{task}/{method}.log"),
@@ -117,6 +119,7 @@ rule benchmark_model:
         cache=paths.benchmark_cache(),
         seed=cfg.eval.seed,
     threads: 1
+    priority: 70  # rules/study.smk
     group: bundled("benchmark_model", partition_gpus("benchmark_model", cfg.eval.gpus))  # as evaluate_init
     log:
         logs("benchmark_model/{target}/{source}/{stage}/{name}.log"),

@@ -4,7 +4,9 @@
 # Snakemake starts a job that needs several threads only once that many cores are free at the same time, which never
 # happens while one-thread jobs keep arriving), then each target's shards and token fastText (95: every init of the
 # target waits for them, and a late one leaves a core idle at the end), then the long jobs, longest first
-# (factorizations 90, LAPT 80, fine-tuning 70). Everything else is 0. A cluster runs ready jobs side by side anyway.
+# (factorizations 90, LAPT 80, the source model's task training 75, fine-tuning 70), and the evaluations on the
+# GPU partition with fine-tuning (70: left to the end, they and the tables waiting for them would run with the GPUs
+# otherwise idle). Everything else is 0. A cluster runs ready jobs side by side, up to the profile's `jobs`.
 include: "common.smk"
 include: "corpus.smk"
 include: "source.smk"

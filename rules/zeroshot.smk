@@ -25,6 +25,7 @@ rule train_source_task:
         checkpoints=paths.source_task_checkpoints("{source}", "{srctask}", "{setup}", "{seed}"),
         launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
+    priority: 75  # rules/study.smk: before fine-tuning, its zero-shot evaluations wait for it
     group: bundled("train_source_task", partition_gpus("train_source_task", cfg.zero_shot.gpus))
     resources:
         gpu=partition_gpus("train_source_task", cfg.zero_shot.gpus),
@@ -75,6 +76,7 @@ rule evaluate_zero_shot:
         unseen=plan.zero_shot_unseen,
         launcher=cfg.zero_shot.launch_command(),  # quoted words (vocab_transfer.training.launch)
     threads: cfg.zero_shot.job_threads()
+    priority: 70  # rules/study.smk
     group: bundled("evaluate_zero_shot", partition_gpus("evaluate_zero_shot", cfg.zero_shot.gpus))
     resources:
         gpu=partition_gpus("evaluate_zero_shot", cfg.zero_shot.gpus),

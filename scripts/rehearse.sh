@@ -7,7 +7,7 @@
 #   CONFIG          config files (default: configs/papers.yaml, every paper); the overlay is added after them
 #   --overlay FILE  the rehearsal overlay (default configs/overlays/rehearsal.yaml)
 #   --cpus N        CPUs the local SLURM node advertises (default 8: small jobs side by side on few cores)
-#   --gpus N        fake GPUs of the local SLURM node, typed a100 (default 4: two LAPT jobs of 2 GPUs side by side)
+#   --gpus N        fake GPUs of the local SLURM node, typed a100 (default 8: two GPU bundles of 4 side by side)
 #   --signal-s S    the profile's --signal=TERM@<s> lead before a job's time limit, scaled to the rehearsal's
 #                   limits (default 90: the interrupted LAPT job's 3-minute limit, rehearsal.interrupt)
 #   --local         run the jobs here (snakemake --cores all) instead of through SLURM
@@ -21,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-OVERLAY=configs/overlays/rehearsal.yaml CPUS=8 GPUS=4 SIGNAL_S=90 LOCAL=0 WORKDIR=rehearsal CONFIGS=() EXTRA=()
+OVERLAY=configs/overlays/rehearsal.yaml CPUS=8 GPUS=8 SIGNAL_S=90 LOCAL=0 WORKDIR=rehearsal CONFIGS=() EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --overlay) OVERLAY=$2; shift ;;

@@ -45,7 +45,8 @@ time.sleep(120)
 
 
 def _env(name: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in (warm.ENV, warm.IN_CHILD)}
+    env = {k: v for k, v in os.environ.items()
+           if k not in (warm.ENV, warm.IN_CHILD, warm.ALLOCATION, "SLURM_JOB_ID")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     if name is not None:
         env[warm.ENV] = name
@@ -110,6 +111,21 @@ def test_without_a_starter_the_job_runs_in_its_own_process(tmp_path):
                              env=_env(name), timeout=300)
         assert out.returncode == 0, out.stderr
         assert '"child": null' in out.stdout
+
+
+def test_a_slurm_job_hands_off_only_to_a_starter_of_its_own_allocation(starter, tmp_path):
+    """A SLURM job inherits the environment of the Snakemake that submitted it, the login node's starter
+    name included; on a single-node SLURM that socket is reachable, and a job forked there would run outside
+    its allocation. Inside the starter's own allocation it is forked as any job."""
+    name, proc = starter
+    job = _script(tmp_path, "job.py", JOB)
+    for allocation, forked in (("", False), ("41", False), ("42", True)):
+        env = {**_env(name), warm.ALLOCATION: allocation, "SLURM_JOB_ID": "42"}
+        out = subprocess.run([sys.executable, str(job), "0"], cwd=tmp_path, capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert out.returncode == 0, out.stderr
+        seen = json.loads(out.stdout)
+        assert (seen["ppid"] == proc.pid) is forked and (seen["child"] == "1") is forked, allocation
 
 
 def test_a_process_that_is_no_workflow_script_runs_in_its_own_process(starter, tmp_path):

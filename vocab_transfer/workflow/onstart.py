@@ -6,8 +6,8 @@ Outside a cluster job (the ``*-jobstep`` executors), the jobs to run are checked
 to (:func:`~.cluster.check_submission`: placeholders, GPU partitions, accounts, multi-node LAPT without
 SLURM), the SLURM jobs another Snakemake run left in this directory stop the run
 (:func:`~.restart.check_no_other_run`), and the rules whose jobs resume over several submissions get the
-retries their longest job needs (:func:`~.resources.raise_retries`). A local run with enough script jobs
-starts the warm starter (:func:`~.warm.start`).
+retries their longest job needs (:func:`~.resources.raise_retries`). A run with enough script jobs that run
+on this machine (a local run's, a cluster run's local rules) starts the warm starter (:func:`~.warm.start`).
 """
 
 from __future__ import annotations
@@ -49,11 +49,13 @@ def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
         # submission: their rules get the retries their longest job needs, on top of the profile's.
         for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
             print(line, file=sys.stderr)
-    # Jobs run here: fork the script jobs from one process that has imported torch & co. once
-    # (VOCAB_TRANSFER_WARM=0 turns it off). The jobs of rules with a benchmark: file are never forked (their
-    # file measures the job process), so they do not count.
-    if executor == "local" and warm.wanted(workflow):
-        forked = sum(1 for job in workflow.dag.needrun_jobs() if job.rule.script and not job.rule.benchmark)
+    # Jobs that run here (all of a local run's; a cluster run's local rules, tables and figures among them):
+    # fork the script jobs from one process that has imported torch & co. once (VOCAB_TRANSFER_WARM=0 turns
+    # it off). The jobs of rules with a benchmark: file are never forked (their file measures the job
+    # process), so they do not count.
+    if not executor.endswith("jobstep") and warm.wanted(workflow):
+        forked = sum(1 for job in workflow.dag.needrun_jobs()
+                      if job.rule.script and not job.rule.benchmark and workflow.is_local(job.rule))
         if forked >= WARM_MIN_JOBS:
             warm.start()
 

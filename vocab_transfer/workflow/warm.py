@@ -1,12 +1,13 @@
-"""Warm job starts for local runs: one process imports torch, transformers, pandas and the pipeline once, and
-every job of the run is forked from it instead of importing them again.
+"""Warm job starts for the jobs that run on this machine: one process imports torch, transformers, pandas and
+the pipeline once, and every such job of the run is forked from it instead of importing them again.
 
 Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s of CPU (torch about 1.5 s,
 transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake
-runs jobs on this machine (not ``--dry-run``, no cluster executor, no ``--sdm conda`` or ``apptainer``), the
-workflow starts ``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports
-:data:`PRELOAD` and listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each
-workflow script calls :func:`handoff` itself, first thing, before its other imports
+runs jobs on this machine (not ``--dry-run``, no ``--sdm conda`` or ``apptainer``: every job of a local run,
+the local rules of a cluster run, such as its tables and figures on the login node), the workflow starts
+``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
+listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script calls
+:func:`handoff` itself, first thing, before its other imports
 (``workflow_scripts/*.py``; importing the package does nothing of the kind): it sends the script's path,
 arguments, working directory, environment and its standard input, output and error to the starter, which forks
 a child that runs the script as ``__main__`` with them. The job process waits for the child, passes it SIGINT,
@@ -25,7 +26,9 @@ Snakemake's ``benchmark:`` samples the job process and its descendants with psut
 writes the file from the Snakemake process after the job process has exited; a child of the starter is no
 descendant of the job process, so its memory and CPU would be missing from the file. The job of a rule with
 a ``benchmark:`` file is therefore never handed off (:func:`benchmarked`): it imports for itself, and its file
-has its real time, memory and CPU, start-up included. Warm starts serve the rules without one.
+has its real time, memory and CPU, start-up included. Warm starts serve the rules without one. A SLURM job
+inherits the environment of the Snakemake that submitted it, the starter's name included, but hands off only
+to a starter of its own allocation (:data:`ALLOCATION`): it never leaves the limits SLURM set for it.
 
 ``VOCAB_TRANSFER_WARM=0`` turns warm starts off for a run (every job imports for itself, as on a cluster).
 """
@@ -47,6 +50,10 @@ import traceback
 import uuid
 
 ENV = "VOCAB_TRANSFER_WARM"  # the starter's socket name; "0" (set by a user) turns warm starts off
+#: The SLURM job the starter runs in ("" outside any). Jobs inherit the submitting process's environment, so a
+#: SLURM job sees the login node's starter name too; a job hands off only to a starter of its own allocation
+#: (on a single-node SLURM the login node's socket is reachable: a forked job would leave its job's limits).
+ALLOCATION = "VOCAB_TRANSFER_WARM_ALLOCATION"
 IN_CHILD = "VOCAB_TRANSFER_WARM_CHILD"  # set in a forked job: handoff() returns at once there
 PRELOAD = (  # what the workflow scripts import, heaviest first; a module that fails to import is skipped
     "torch", "transformers", "transformers.modeling_utils", "transformers.models.auto.modeling_auto",
@@ -62,12 +69,13 @@ _MAX_REQUEST = 1 << 22  # bytes: the script path, argv, cwd and environment as J
 
 
 def wanted(workflow) -> bool:
-    """Whether a Snakemake run should start a warm starter: jobs run here, for real, in this Python
-    environment."""
+    """Whether a Snakemake run may start a warm starter: it runs jobs on this machine, for real, in this
+    Python environment (all of them, or under a cluster executor its local rules), and is no Snakemake inside
+    a cluster job."""
     if os.environ.get(ENV, "") == "0" or os.environ.get(IN_CHILD):
         return False
     deployment = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None)
-    return bool(workflow.local_exec and not workflow.dryrun and not workflow.remote_exec and not deployment
+    return bool(not workflow.dryrun and not workflow.remote_exec and not deployment
                 and sys.platform.startswith("linux"))
 
 
@@ -80,6 +88,7 @@ def start() -> subprocess.Popen:
         _starter = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True)
         os.environ[ENV] = name
+        os.environ[ALLOCATION] = os.environ.get("SLURM_JOB_ID", "")
     return _starter
 
 
@@ -110,6 +119,8 @@ def handoff() -> None:
     name = os.environ.get(ENV)
     if not name or name == "0" or os.environ.get(IN_CHILD) or not is_workflow_script(sys.argv[0]):
         return
+    if os.environ.get("SLURM_JOB_ID", "") != os.environ.get(ALLOCATION, ""):
+        return  # a SLURM job with the environment of the process that submitted it: not the starter's job
     if benchmarked():
         return  # its benchmark: file measures this process and its descendants; a forked child is neither
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
