@@ -1,12 +1,13 @@
-"""What artifacts' self-checksums cost (``vocab_transfer.artifacts.write_manifest``, called by every atomic write).
+"""What artifacts' self-checksums cost (``vocab_transfer.artifacts.write_manifest``, called by every atomic
+write).
 
 1. Corpus preparation: ``build_corpus`` on ``--gb`` GB of generated text (lines of random words drawn from a
-   Zipf-like vocabulary), with manifests and with ``write_manifest`` replaced by a no-op, alternating, ``--runs``
-   times each: the difference of the medians, and the time spent in ``write_manifest`` itself (``manifest_s``; its
-   share of the run, ``manifest_pct``), which run-to-run noise does not blur.
-2. A finished run (``--results``, e.g. the demo's ``results/``): the time to hash every file its manifests list,
-   which is what writing them cost (the write-time hash reads each file once more, from the page cache), against
-   the run's wall time (``--run-seconds``).
+   Zipf-like vocabulary), with manifests and with ``write_manifest`` replaced by a no-op, alternating,
+   ``--runs`` times each: the difference of the medians, and the time spent in ``write_manifest`` itself
+   (``manifest_s``; its share of the run, ``manifest_pct``), which run-to-run noise does not blur.
+2. A finished run (``--results``, e.g. the demo's ``results/``): the time to hash every file its manifests
+   list, which is what writing them cost (the write-time hash reads each file once more, from the page cache),
+   against the run's wall time (``--run-seconds``).
 
     python benchmarks/checksums.py --gb 1
     python benchmarks/checksums.py --gb 0 --results results --run-seconds 1656
@@ -78,10 +79,10 @@ def corpus_rows(gb: float, runs: int, tmp: Path) -> list[dict]:
     io.write_manifest = real
     out_mb = sum(f.stat().st_size for f in (tmp / "work").rglob("*") if f.is_file()) / 1e6
     on, off = statistics.median(times["with manifests"]), statistics.median(times["without"])
-    return [{"what": f"build_corpus, {size / 1e9:.2f} GB of text ({out_mb:.0f} MB written)", "with_s": round(on, 2),
-             "without_s": round(off, 2), "overhead_pct": round(100 * (on - off) / off, 2),
-             "manifest_s": round(sum(spent) / runs, 3), "manifest_pct": round(100 * sum(spent) / runs / on, 2),
-             "runs": runs}]
+    return [{"what": f"build_corpus, {size / 1e9:.2f} GB of text ({out_mb:.0f} MB written)",
+             "with_s": round(on, 2), "without_s": round(off, 2),
+             "overhead_pct": round(100 * (on - off) / off, 2), "manifest_s": round(sum(spent) / runs, 3),
+             "manifest_pct": round(100 * sum(spent) / runs / on, 2), "runs": runs}]
 
 
 def run_rows(results: Path, run_seconds: float) -> list[dict]:
@@ -95,8 +96,8 @@ def run_rows(results: Path, run_seconds: float) -> list[dict]:
                 artifacts.hash_file(f)
                 n_bytes += f.stat().st_size
     seconds = time.perf_counter() - t0
-    return [{"what": f"{results}: {len(manifests)} manifests, {n_bytes / 1e6:.0f} MB hashed", "with_s": run_seconds,
-             "without_s": None, "overhead_pct": None, "manifest_s": round(seconds, 3),
+    return [{"what": f"{results}: {len(manifests)} manifests, {n_bytes / 1e6:.0f} MB hashed",
+             "with_s": run_seconds, "without_s": None, "overhead_pct": None, "manifest_s": round(seconds, 3),
              "manifest_pct": round(100 * seconds / run_seconds, 2), "runs": 1}]
 
 

@@ -1,11 +1,11 @@
 """One training step of the demo's source model on the CPU with torch's dropout and with the CPU dropout
 (``vocab_transfer.training.cpu_dropout.use_fast_dropout``), the two timed alternately.
 
-The model is ``config.yaml``'s source model (XLM-R architecture, hidden 192, 4 layers, 4 heads, FFN 768, vocabulary
-16,000, dropout 0.1) on a batch of 32 × 128 random tokens with 15% of them labelled; a step is the masked-only MLM
-loss, backward and AdamW, as ``training/pretrain.py`` takes it. Each round builds the model afresh (same seed), warms
-up 3 steps and times ``--steps`` steps; the table gives the median over ``--rounds`` rounds per variant.
-``--profile`` adds torch's operator profile of 3 steps of each variant.
+The model is ``config.yaml``'s source model (XLM-R architecture, hidden 192, 4 layers, 4 heads, FFN 768,
+vocabulary 16,000, dropout 0.1) on a batch of 32 × 128 random tokens with 15% of them labelled; a step is the
+masked-only MLM loss, backward and AdamW, as ``training/pretrain.py`` takes it. Each round builds the model
+afresh (same seed), warms up 3 steps and times ``--steps`` steps; the table gives the median over ``--rounds``
+rounds per variant. ``--profile`` adds torch's operator profile of 3 steps of each variant.
 
     python benchmarks/cpu_dropout.py                      # 3 rounds x 30 steps, 2 threads
     python benchmarks/cpu_dropout.py --threads 1 --profile
@@ -72,8 +72,9 @@ def main() -> None:
                 step(model, opt)
             times[name].append((time.perf_counter() - start) / args.steps * 1e3)
             print(f"{name}: {times[name][-1]:.0f} ms per step", flush=True)
-    print(f"\n{platform.processor() or platform.machine()}, {args.threads} threads, torch {torch.__version__}; "
-          f"{args.rounds} rounds x {args.steps} steps, alternating\n")
+    print(
+        f"\n{platform.processor() or platform.machine()}, {args.threads} threads, torch {torch.__version__}; "
+        f"{args.rounds} rounds x {args.steps} steps, alternating\n")
     print("| dropout | ms per step (median) | rounds |\n|---|---|---|")
     for name, t in times.items():
         print(f"| {name} | {statistics.median(t):.0f} | {', '.join(f'{x:.0f}' for x in t)} |")

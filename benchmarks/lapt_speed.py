@@ -4,9 +4,9 @@ hyperparameters.
 Model: the demo's XLM-R architecture (hidden 192, 4 layers, 4 heads, FFN 768) with a 4,000-token
 vocabulary; data: random token blocks of ``--seq-len``; AdamW (0.9, 0.999), ε 1e-8, no weight decay,
 lr 5e-4 constant after 10% warmup, clipping 1.0, 15% masking (80/10/10). Both time ``--steps`` optimizer steps
-after ``--warmup-steps`` untimed ones; tokens/s = steps × batch × seq_len / time. Ours is timed as the difference
-of a run of warmup + steps and one of warmup steps, so a run's fixed costs cancel; ``--compile`` trains with
-``compile: true`` (each transformer layer compiled).
+after ``--warmup-steps`` untimed ones; tokens/s = steps × batch × seq_len / time. Ours is timed as the
+difference of a run of warmup + steps and one of warmup steps, so a run's fixed costs cancel; ``--compile``
+trains with ``compile: true`` (each transformer layer compiled).
 
     python benchmarks/lapt_speed.py                  # CPU, 2 threads
     python benchmarks/lapt_speed.py --hidden 768 --layers 12 --heads 12 --ffn 3072 --vocab 50000 \\
@@ -36,27 +36,29 @@ OUT = Path(__file__).resolve().parent / "out"
 
 
 def Tok(vocab: int):
-    """A real fast tokenizer of ``vocab`` WordPiece tokens (random ids stand in for text): <s> <pad> </s> <unk> at
-    0-3, <mask> last, as XLM-R has them."""
+    """A real fast tokenizer of ``vocab`` WordPiece tokens (random ids stand in for text): <s> <pad> </s>
+    <unk> at 0-3, <mask> last, as XLM-R has them."""
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast
 
     words = ["<s>", "<pad>", "</s>", "<unk>"] + [f"w{i}" for i in range(4, vocab - 1)] + ["<mask>"]
     backend = Tokenizer(models.WordPiece({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>", eos_token="</s>",
-                                   unk_token="<unk>", mask_token="<mask>")
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", pad_token="<pad>",
+                                   eos_token="</s>", unk_token="<unk>", mask_token="<mask>")
 
 
 def model_and_data(a):
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
     cfg = XLMRobertaConfig(vocab_size=a.vocab, hidden_size=a.hidden, num_hidden_layers=a.layers,
-                           num_attention_heads=a.heads, intermediate_size=a.ffn, max_position_embeddings=a.seq_len + 2,
-                           pad_token_id=1, bos_token_id=0, eos_token_id=2)
+                           num_attention_heads=a.heads, intermediate_size=a.ffn,
+                           max_position_embeddings=a.seq_len + 2, pad_token_id=1, bos_token_id=0,
+                           eos_token_id=2)
     torch.manual_seed(0)
     model = XLMRobertaForMaskedLM(cfg)
     g = torch.Generator().manual_seed(0)
-    blocks = torch.randint(4, a.vocab - 1, (max(2048, a.batch * (a.steps + a.warmup_steps)), a.seq_len), generator=g)
+    blocks = torch.randint(4, a.vocab - 1, (max(2048, a.batch * (a.steps + a.warmup_steps)), a.seq_len),
+                           generator=g)
     return model, blocks
 
 
@@ -154,7 +156,8 @@ def hf_trainer(a) -> float:
                                  adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8, max_grad_norm=1.0,
                                  lr_scheduler_type="constant_with_warmup", warmup_steps=max(1, a.steps // 10),
                                  logging_strategy="no", save_strategy="no", report_to=[], disable_tqdm=True,
-                                 dataloader_num_workers=0, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+                                 dataloader_num_workers=0,
+                                 bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
                                  use_cpu=not torch.cuda.is_available(), seed=0)
         trainer = Trainer(model=model, args=args, train_dataset=[{"input_ids": b} for b in blocks],
                           data_collator=Collator(), callbacks=[Clock()])
@@ -174,7 +177,8 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup-steps", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--compile", action="store_true", help="ours with lapt compile: true (torch.compile per layer)")
+    p.add_argument("--compile", action="store_true",
+                   help="ours with lapt compile: true (torch.compile per layer)")
     p.add_argument("--out", default="lapt_speed.csv", help="file name under benchmarks/out/")
     p.add_argument("--skip-hf", action="store_true", help="time ours only")
     p.add_argument("--peak-tflops", type=float, help="dense bf16 peak of the GPU (default: from its name)")
@@ -189,7 +193,8 @@ def main() -> None:
         print(rows[-1], flush=True)
     df = pd.DataFrame(rows)
     if not a.skip_hf:
-        df["ratio_vs_hf"] = (df["tokens_per_s"] / df.loc[df.trainer == "HF Trainer", "tokens_per_s"].item()).round(2)
+        df["ratio_vs_hf"] = (df["tokens_per_s"]
+                             / df.loc[df.trainer == "HF Trainer", "tokens_per_s"].item()).round(2)
     df["model_tflops_per_s"] = (df["tokens_per_s"] * model_flops_per_token(a) / 1e12).round(3)
     peak = peak_tflops(a)
     if torch.cuda.is_available() and peak:

@@ -1,20 +1,22 @@
-"""A decoder LLM's vocabulary transfer without loading the model: FOCUS on the two embedding matrices read from the
-safetensors shards (``read_embedding_rows``), then the shard-preserving export (``export_init``), against the
-whole-model path of the public tools (``AutoModelForCausalLM.from_pretrained(dtype=bfloat16)``, resize, set the
-rows, ``save_pretrained``). Targets: peak RSS ≤ 3 GB, init ≤ 60 s (fastText training excluded), export ≤ 2× the
-time of copying the shards with ``cp``.
+"""A decoder LLM's vocabulary transfer without loading the model: FOCUS on the two embedding matrices read
+from the safetensors shards (``read_embedding_rows``), then the shard-preserving export (``export_init``),
+against the whole-model path of the public tools (``AutoModelForCausalLM.from_pretrained(dtype=bfloat16)``,
+resize, set the rows, ``save_pretrained``). Targets: peak RSS ≤ 3 GB, init ≤ 60 s (fastText training
+excluded), export ≤ 2× the time of copying the shards with ``cp``.
 
-Checkpoint: synthetic, shaped like Mistral-7B (vocabulary 32,000 × hidden 4,096, untied ``lm_head``, GQA with 8 KV
-heads, FFN 14,336, bf16, the real tensor names), ``--layers`` of its 32 (8 by default: 4.0 GB instead of 14.5 GB)
-in ``--shard-gb`` shards, random normal weights. FOCUS's inputs are synthetic too: a ``--target``-token target
-vocabulary (WordLevel tokenizer of made-up token strings) of which ``--overlap`` share the source's tokens, and
-clustered random 300-d vectors standing in for token-level fastText (``--vector-rate`` of tokens have one), so the
-init times the method and the file I/O, not fastText training. Every case runs in a fresh subprocess; "peak RSS" is
-that process's maximum resident memory (``wait4``), "time" the work itself (imports excluded), "process" the
-subprocess's wall time. The page cache is warm (the checkpoint was just written).
+Checkpoint: synthetic, shaped like Mistral-7B (vocabulary 32,000 × hidden 4,096, untied ``lm_head``, GQA with
+8 KV heads, FFN 14,336, bf16, the real tensor names), ``--layers`` of its 32 (8 by default: 4.0 GB instead of
+14.5 GB) in ``--shard-gb`` shards, random normal weights. FOCUS's inputs are synthetic too: a
+``--target``-token target vocabulary (WordLevel tokenizer of made-up token strings) of which ``--overlap``
+share the source's tokens, and clustered random 300-d vectors standing in for token-level fastText
+(``--vector-rate`` of tokens have one), so the init times the method and the file I/O, not fastText training.
+Every case runs in a fresh subprocess; "peak RSS" is that process's maximum resident memory (``wait4``),
+"time" the work itself (imports excluded), "process" the subprocess's wall time. The page cache is warm (the
+checkpoint was just written).
 
     python benchmarks/llm_transfer.py                 # 8 layers, ~4 GB checkpoint, deleted at the end
-    python benchmarks/llm_transfer.py --layers 32     # the full 7B shape: 14.5 GB of disk, ~16 GB RAM for the HF path
+    python benchmarks/llm_transfer.py --layers 32     # the full 7B shape: 14.5 GB of disk, ~16 GB RAM for
+                                                        the HF path
 
 Writes ``benchmarks/out/llm_transfer.csv`` and ``.md``; the checkpoint and the outputs go to ``--workdir``
 (default ``benchmarks/out/llm_transfer``), removed afterwards unless ``--keep``.
@@ -40,14 +42,16 @@ CASES = ("cp", "focus", "export", "hf")
 def mistral_config(a):
     from transformers import MistralConfig
 
-    return MistralConfig(vocab_size=32_000, hidden_size=4096, intermediate_size=14_336, num_hidden_layers=a.layers,
-                         num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=32_768,
-                         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, dtype="bfloat16")
+    return MistralConfig(vocab_size=32_000, hidden_size=4096, intermediate_size=14_336,
+                         num_hidden_layers=a.layers, num_attention_heads=32, num_key_value_heads=8,
+                         max_position_embeddings=32_768, tie_word_embeddings=False, bos_token_id=1,
+                         eos_token_id=2, dtype="bfloat16")
 
 
 def mistral_shapes(c) -> dict[str, tuple[int, ...]]:
     """The tensor names and shapes of ``MistralForCausalLM`` (as in mistralai/Mistral-7B-v0.1's shards)."""
-    d, kv, f = c.hidden_size, c.num_key_value_heads * c.hidden_size // c.num_attention_heads, c.intermediate_size
+    d, kv, f = (c.hidden_size, c.num_key_value_heads * c.hidden_size // c.num_attention_heads,
+                c.intermediate_size)
     shapes = {"model.embed_tokens.weight": (c.vocab_size, d)}
     for i in range(c.num_hidden_layers):
         p = f"model.layers.{i}."
@@ -60,8 +64,8 @@ def mistral_shapes(c) -> dict[str, tuple[int, ...]]:
 
 
 def write_checkpoint(a, folder: Path) -> None:
-    """``save_pretrained``'s layout: ``model-0000i-of-0000n.safetensors`` of at most ``--shard-gb`` each, the index,
-    ``config.json``; one shard in memory at a time."""
+    """``save_pretrained``'s layout: ``model-0000i-of-0000n.safetensors`` of at most ``--shard-gb`` each, the
+    index, ``config.json``; one shard in memory at a time."""
     import torch
     from safetensors.torch import save_file
 
@@ -136,7 +140,8 @@ def run_case(a) -> dict:
         dtype, (source_matrix, rows) = rows.input.dtype, (rows.matrix(), rows.layout())  # as init.initialize
         matrix, kind, _ = focus_init(source_matrix, n_t, ov_t, ov_s, vectors, has, seed=0,
                                      screen_dtype=torch.bfloat16)
-        write_tensors(rows.split(matrix), init, metadata={"method": json.dumps({"kind": "focus"}), "seed": "0"})
+        write_tensors(rows.split(matrix), init,
+                      metadata={"method": json.dumps({"kind": "focus"}), "seed": "0"})
         detail = f"overlap {n_ov:,}, combined {(kind == 1).sum().item():,}, rows in {dtype}"
     elif a.case == "export":
         from vocab_transfer.export import export_init
@@ -190,11 +195,14 @@ def spawn(args: list[str]) -> tuple[str, float, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--layers", type=int, default=8, help="of Mistral-7B's 32 (disk: 0.44 GB per layer + 0.52 GB)")
-    p.add_argument("--shard-gb", type=float, default=1.5, help="largest shard (Mistral-7B's are 5 GB of 32 layers)")
+    p.add_argument("--layers", type=int, default=8,
+                   help="of Mistral-7B's 32 (disk: 0.44 GB per layer + 0.52 GB)")
+    p.add_argument("--shard-gb", type=float, default=1.5,
+                   help="largest shard (Mistral-7B's are 5 GB of 32 layers)")
     p.add_argument("--target", type=int, default=32_768, help="target vocabulary")
     p.add_argument("--overlap", type=float, default=0.5, help="share of target tokens that are source tokens")
-    p.add_argument("--vector-rate", type=float, default=0.76, help="share of target tokens with a fastText vector")
+    p.add_argument("--vector-rate", type=float, default=0.76,
+                   help="share of target tokens with a fastText vector")
     p.add_argument("--aux-dim", type=int, default=300)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
@@ -211,14 +219,16 @@ def main() -> None:
     rows = []
     try:  # every case in a child, so that none inherits another's memory (this process stays small)
         out, wall, _ = spawn([sys.executable, __file__, "--case", "write", *args])
-        print(f"checkpoint: {json.loads(out.strip().splitlines()[-1])['detail']}, written in {wall:.0f} s", flush=True)
+        print(f"checkpoint: {json.loads(out.strip().splitlines()[-1])['detail']}, written in {wall:.0f} s",
+              flush=True)
         shards = sorted(work.glob("source/*.safetensors"))
         gb = sum(f.stat().st_size for f in shards) / 1e9
         for case in a.cases:
             if case == "cp":
                 (work / "cp").mkdir()
                 _, wall, peak = spawn(["cp", *map(str, shards), str(work / "cp")])
-                rows.append({"case": "cp", "seconds": round(wall, 2), "detail": f"cp of the {len(shards)} shards"})
+                rows.append({"case": "cp", "seconds": round(wall, 2),
+                             "detail": f"cp of the {len(shards)} shards"})
                 shutil.rmtree(work / "cp")
             else:
                 out, wall, peak = spawn([sys.executable, __file__, "--case", case, *args])
@@ -227,7 +237,8 @@ def main() -> None:
             print(rows[-1], flush=True)
         if {"export", "hf"} <= set(a.cases):
             layer = "model.layers.0.mlp.down_proj.weight"
-            print("export == HF path:", same_tensors(a, ["model.embed_tokens.weight", "lm_head.weight", layer]))
+            print("export == HF path:",
+                  same_tensors(a, ["model.embed_tokens.weight", "lm_head.weight", layer]))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -1,28 +1,32 @@
-"""Planning time: wall seconds of ``snakemake -n`` for every paper config, the demo config and a one-rule Snakefile.
+"""Planning time: wall seconds of ``snakemake -n`` for every paper config, the demo config and a one-rule
+Snakefile.
 
-A user pays this on every call, also to rerun one target: Snakemake imports itself, parses the workflow (the config
-checks and the plan, rules/common.smk), builds the DAG of every job the config asks for and prints it. Each config
-is planned ``--runs`` times from scratch (a fresh process each); the table gives the median and the range of the
-wall time, the median CPU time (user + system: less sensitive to other processes on a shared machine) and the load
-average before the runs. The one-rule Snakefile is what Snakemake costs by itself.
+A user pays this on every call, also to rerun one target: Snakemake imports itself, parses the workflow (the
+config checks and the plan, rules/common.smk), builds the DAG of every job the config asks for and prints it.
+Each config is planned ``--runs`` times from scratch (a fresh process each); the table gives the median and
+the range of the wall time, the median CPU time (user + system: less sensitive to other processes on a shared
+machine) and the load average before the runs. The one-rule Snakefile is what Snakemake costs by itself.
 
     python benchmarks/planning.py                          # every config, 3 runs each
-    python benchmarks/planning.py --runs 5 --phases        # + where the time goes (import, parse, DAG, the rest)
-    python benchmarks/planning.py --repo ../other-checkout  # the same for another checkout (PYTHONPATH set to it)
+    python benchmarks/planning.py --runs 5 --phases        # + where the time goes (import, parse, DAG,
+                                                             the rest)
+    python benchmarks/planning.py --repo ../other-checkout  # the same for another checkout (PYTHONPATH
+                                                             set to it)
     python benchmarks/planning.py --no-slurm-probe         # see below
     python benchmarks/planning.py --target ""              # the whole grids only
     python benchmarks/planning.py --against ../before      # and another checkout, alternating run by run
 
-A rerun of one target plans only what the target needs, but parses the whole workflow: ``--target`` (by default
-``make_init_table``, the init-loss table, a rule every config has) adds that dry run per config.
+A rerun of one target plans only what the target needs, but parses the whole workflow: ``--target`` (by
+default ``make_init_table``, the init-loss table, a rule every config has) adds that dry run per config.
 
-Snakemake's SLURM executor plugin runs ``scontrol show config`` when Snakemake starts; where the SLURM client is
-installed but no controller answers, that waits for scontrol's timeout (9 s here) on every call. ``--no-slurm-probe``
-puts an ``scontrol`` that fails at once first on the PATH of the measured processes, to time the rest.
+Snakemake's SLURM executor plugin runs ``scontrol show config`` when Snakemake starts; where the SLURM client
+is installed but no controller answers, that waits for scontrol's timeout (9 s here) on every call.
+``--no-slurm-probe`` puts an ``scontrol`` that fails at once first on the PATH of the measured processes, to
+time the rest.
 
 ``--floor`` adds what Snakemake needs for the same DAG without this workflow: the config's jobs and the edges
-between them (from ``snakemake -n --dag``) as one rule with a wildcard, one input function (a dict lookup) and a
-``touch`` each, no params, logs or benchmark files. What a config plans above that floor is the workflow's.
+between them (from ``snakemake -n --dag``) as one rule with a wildcard, one input function (a dict lookup) and
+a ``touch`` each, no params, logs or benchmark files. What a config plans above that floor is the workflow's.
 
 Writes ``benchmarks/out/planning.md`` (the table) and ``benchmarks/out/planning.csv`` (every run).
 """
@@ -58,8 +62,9 @@ rule job:
     shell: "touch {output}"
 """
 
-# Run Snakemake's main with timestamps around its phases (--phases): the workflow's parse (the Snakefile and its
-# includes), the DAG, and what follows in a dry run (the jobs printed). Reported on stderr as one "PHASES" line.
+# Run Snakemake's main with timestamps around its phases (--phases): the workflow's parse (the Snakefile and
+# its includes), the DAG, and what follows in a dry run (the jobs printed). Reported on stderr as one "PHASES"
+# line.
 PHASES = r"""
 import sys, time
 t0 = time.perf_counter()
@@ -90,7 +95,8 @@ main()
 
 
 def write_floor(folder: Path, cmd: list[str], cwd: Path, env: dict) -> int:
-    """The DAG of ``cmd`` (a ``snakemake -n`` command) as the floor workflow in ``folder``; returns its edges."""
+    """The DAG of ``cmd`` (a ``snakemake -n`` command) as the floor workflow in ``folder``; returns its
+    edges."""
     dot = subprocess.run([*cmd, "--dag"], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout
     labels = dict(re.findall(r"^\s*(\d+)\[label = \"(\w+)", dot, re.M))
     edges = re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M)
@@ -101,7 +107,8 @@ def write_floor(folder: Path, cmd: list[str], cwd: Path, env: dict) -> int:
     folder.mkdir(parents=True)
     (folder / "Snakefile").write_text(FLOOR)
     (folder / "dag.json").write_text(json.dumps({"all": [j for r in root for j in inputs[r]],
-                                                 "inputs": {n: v for n, v in inputs.items() if n not in root}}))
+                                                 "inputs": {n: v for n, v in inputs.items()
+                                                            if n not in root}}))
     return len(edges)
 
 
@@ -127,11 +134,12 @@ def plan_once(cmd: list[str], cwd: Path, env: dict) -> dict:
 
 def summarize(label: str, rows: list[dict], load: float) -> dict:
     walls = [r["wall_s"] for r in rows]
-    result = {"config": label, "jobs": rows[0]["jobs"], "median_s": statistics.median(walls), "min_s": min(walls),
-              "max_s": max(walls), "cpu_s": statistics.median(r["cpu_s"] for r in rows), "load": load,
-              "runs": rows}
+    result = {"config": label, "jobs": rows[0]["jobs"], "median_s": statistics.median(walls),
+              "min_s": min(walls), "max_s": max(walls), "cpu_s": statistics.median(r["cpu_s"] for r in rows),
+              "load": load, "runs": rows}
     if rows[0]["phases"]:
-        result["phases"] = {k: statistics.median(float(r["phases"][k]) for r in rows) for k in rows[0]["phases"]}
+        result["phases"] = {k: statistics.median(float(r["phases"][k]) for r in rows)
+                            for k in rows[0]["phases"]}
     print(f"{label}: {result['median_s']:.2f} s (min {result['min_s']:.2f}, max {result['max_s']:.2f}), "
           f"CPU {result['cpu_s']:.2f} s, {result['jobs']} jobs, load {load:.2f}", flush=True)
     return result
@@ -139,8 +147,9 @@ def summarize(label: str, rows: list[dict], load: float) -> dict:
 
 def measure(label: str, cmd: list[str], cwd: Path, env: dict, runs: int,
             against: tuple[Path, dict] | None = None) -> dict:
-    """``runs`` dry runs of ``cmd`` in ``cwd``; with ``against`` (another checkout and its environment), as many of the
-    same command there, the two alternating (which goes first alternates too), under ``result["against"]``."""
+    """``runs`` dry runs of ``cmd`` in ``cwd``; with ``against`` (another checkout and its environment), as
+    many of the same command there, the two alternating (which goes first alternates too), under
+    ``result["against"]``."""
     load = os.getloadavg()[0]
     places = [(cwd, env)] + ([against] if against else [])
     rows: list[list[dict]] = [[] for _ in places]
@@ -149,7 +158,8 @@ def measure(label: str, cmd: list[str], cwd: Path, env: dict, runs: int,
             before = os.times()
             row = plan_once(cmd, *places[k])
             after = os.times()
-            row["cpu_s"] = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+            row["cpu_s"] = ((after.children_user - before.children_user)
+                            + (after.children_system - before.children_system))
             rows[k].append(row)
     result = summarize(label, rows[0], load)
     if against:
@@ -160,14 +170,19 @@ def measure(label: str, cmd: list[str], cwd: Path, env: dict, runs: int,
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runs", type=int, default=3, help="runs per config (the table gives their median)")
-    p.add_argument("--configs", nargs="*", help="config files relative to --repo (default: config.yaml, configs/*.yaml)")
+    p.add_argument("--configs", nargs="*",
+                   help="config files relative to --repo (default: config.yaml, configs/*.yaml)")
     p.add_argument("--repo", type=Path, default=ROOT, help="the checkout to plan (PYTHONPATH is set to it)")
-    p.add_argument("--phases", action="store_true", help="time Snakemake's phases too (import, parse, DAG, rest)")
+    p.add_argument("--phases", action="store_true",
+                   help="time Snakemake's phases too (import, parse, DAG, rest)")
     p.add_argument("--no-slurm-probe", action="store_true",
                    help="an scontrol that fails at once first on PATH (no SLURM controller wait at startup)")
-    p.add_argument("--target", default="make_init_table", help="also plan this one target per config ('': none)")
-    p.add_argument("--floor", action="store_true", help="also plan each config's DAG as one trivial rule (see above)")
-    p.add_argument("--against", type=Path, help="another checkout: each config is planned there too, alternating with "
+    p.add_argument("--target", default="make_init_table",
+                   help="also plan this one target per config ('': none)")
+    p.add_argument("--floor", action="store_true",
+                   help="also plan each config's DAG as one trivial rule (see above)")
+    p.add_argument("--against", type=Path,
+                   help="another checkout: each config is planned there too, alternating with "
                    "--repo run by run (a before/after pair measured in the same minutes)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args()
@@ -198,7 +213,8 @@ def main() -> None:
         extra = [] if config == "config.yaml" else ["--configfile", config]
         results.append(measure(config, [*base, "-n", *extra], repo, env, args.runs, other))
         if args.target:
-            target = measure(f"{config} {args.target}", [*base, "-n", args.target, *extra], repo, env, args.runs)
+            target = measure(f"{config} {args.target}", [*base, "-n", args.target, *extra], repo, env,
+                             args.runs)
             results[-1]["target"] = target
         if args.floor:
             folder = tmp / "floor" / config.replace("/", "_")
@@ -214,8 +230,9 @@ def main() -> None:
     except (OSError, StopIteration):
         pass
     def at(checkout: Path) -> str:
-        commit = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True).stdout.strip() if (checkout / ".git").exists() else ""
+        commit = (subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip()
+                  if (checkout / ".git").exists() else "")
         return f"{checkout}{f' at {commit}' if commit else ''}"
 
     argv = " ".join(["python benchmarks/planning.py", *sys.argv[1:]])
@@ -239,8 +256,9 @@ def main() -> None:
         sep += "---|---|---|"
     md += [head, sep]
     for r in results:
-        row = (f"| {r['config']} | {r['jobs']:,} | {r['median_s']:.2f} s | {r['min_s']:.2f}–{r['max_s']:.2f} s "
-               f"| {r['cpu_s']:.2f} s | {r['load']:.2f} |")
+        row = (
+            f"| {r['config']} | {r['jobs']:,} | {r['median_s']:.2f} s | {r['min_s']:.2f}–{r['max_s']:.2f} s "
+            f"| {r['cpu_s']:.2f} s | {r['load']:.2f} |")
         if args.target:
             t = r.get("target")
             row += f" {t['jobs']:,} | {t['median_s']:.2f} s | {t['cpu_s']:.2f} s |" if t else " | | |"
@@ -250,7 +268,8 @@ def main() -> None:
         if args.phases:
             ph = r.get("phases", {})
             rest = ph.get("execute", 0) - ph.get("dag", 0)
-            row += f" {ph.get('import', 0):.2f} | {ph.get('parse', 0):.2f} | {ph.get('dag', 0):.2f} | {rest:.2f} |"
+            row += (f" {ph.get('import', 0):.2f} | {ph.get('parse', 0):.2f} | {ph.get('dag', 0):.2f} | "
+                    f"{rest:.2f} |")
         if against:
             a = r.get("against")
             row += f" {a['jobs']:,} | {a['median_s']:.2f} s | {a['cpu_s']:.2f} s |" if a else " | | |"

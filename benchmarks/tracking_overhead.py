@@ -1,12 +1,13 @@
 """What live curves (``lapt.training.report_to: [tensorboard]``) add to LAPT's step time on the CPU.
 
-    python benchmarks/tracking_overhead.py            # 3 rounds of both, alternating (about 2 minutes on 2 cores)
+    python benchmarks/tracking_overhead.py            # 3 rounds of both, alternating (about 2 minutes on
+                                                        2 cores)
 
-Trains a small XLM-R-like masked LM (hidden 64, 2 layers, a 600-token Unigram tokenizer on the Swahili Bible) for
-``--steps`` steps with a held-out evaluation every ``--eval-every`` steps, once with ``report_to: []`` and once with
-``[tensorboard]``, alternating, and reports the median wall time of each, the time spent inside ``Tracker.log``
-(the writing itself, measured directly, which the wall times' noise on a shared machine would hide) and the time
-to open the writer (TensorBoard's import, once per process).
+Trains a small XLM-R-like masked LM (hidden 64, 2 layers, a 600-token Unigram tokenizer on the Swahili Bible)
+for ``--steps`` steps with a held-out evaluation every ``--eval-every`` steps, once with ``report_to: []`` and
+once with ``[tensorboard]``, alternating, and reports the median wall time of each, the time spent inside
+``Tracker.log`` (the writing itself, measured directly, which the wall times' noise on a shared machine would
+hide) and the time to open the writer (TensorBoard's import, once per process).
 Writes ``benchmarks/out/tracking_overhead.csv``.
 """
 
@@ -57,15 +58,16 @@ def main() -> None:
     rows = []
     for r in range(a.rounds):
         for report_to in ([], ["tensorboard"]):
-            cfg = LaptConfig.parse({"steps": a.steps, "batch_size": 16, "seq_len": 64, "lr": 1e-3, "eval_every":
-                                    a.eval_every, "eval_sequences": 16, "checkpoint_every": 10**6, "seed": 0,
-                                    "report_to": report_to})
-            model = build_xlmr_mlm(tok, seed=0, hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128,
-                                   max_position_embeddings=64)
+            cfg = LaptConfig.parse({"steps": a.steps, "batch_size": 16, "seq_len": 64, "lr": 1e-3,
+                                    "eval_every": a.eval_every, "eval_sequences": 16,
+                                    "checkpoint_every": 10**6, "seed": 0, "report_to": report_to})
+            model = build_xlmr_mlm(tok, seed=0, hidden_size=64, num_layers=2, num_heads=2,
+                                   intermediate_size=128, max_position_embeddings=64)
             spent.update(log=0.0, open=0.0)
             with tempfile.TemporaryDirectory() as tmp:
                 t0 = time.perf_counter()
-                train(model, tok, *blocks, cfg, checkpoint_dir=Path(tmp) / "ckpt", track_dir=Path(tmp) / "run")
+                train(model, tok, *blocks, cfg, checkpoint_dir=Path(tmp) / "ckpt",
+                      track_dir=Path(tmp) / "run")
                 wall = time.perf_counter() - t0
             rows.append({"round": r, "report_to": ",".join(report_to) or "none", "wall_s": wall,
                          "log_s": spent["log"], "open_s": spent["open"], "steps": a.steps,
@@ -81,7 +83,8 @@ def main() -> None:
     first_open = df[df.report_to == "tensorboard"].open_s.iloc[0]
     print(f"median wall: none {none:.2f} s, tensorboard {tb:.2f} s ({(tb / none - 1) * 100:+.1f}%); inside "
           f"Tracker.log {log_s:.3f} s = {log_s / tb * 100:.2f}% of the run ({a.steps} steps, a row every "
-          f"{a.eval_every}); opening the writer {first_open:.2f} s in the process's first run (the import), once")
+          f"{a.eval_every}); opening the writer {first_open:.2f} s in the process's first run "
+          "(the import), once")
 
 
 if __name__ == "__main__":

