@@ -1,5 +1,5 @@
-"""Fetch the datasets of a target's lm-eval tasks into the benchmark datasets cache (rule download_benchmark_data, a
-local rule: the login node has internet, the compute nodes may not)."""
+"""Fetch the datasets of a target's lm-eval tasks into the benchmark datasets cache (rule
+download_benchmark_data, a local rule: the login node has internet, the compute nodes may not)."""
 
 from vocab_transfer.workflow.warm import handoff
 

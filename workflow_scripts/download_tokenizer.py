@@ -1,5 +1,5 @@
-"""Fetch an existing tokenizer named by hub id (tokenizer.pretrained) into resources/tokenizers/ on the login node,
-its files alone, recording the commit in origin.json (rule download_tokenizer)."""
+"""Fetch an existing tokenizer named by hub id (tokenizer.pretrained) into resources/tokenizers/ on the login
+node, its files alone, recording the commit in origin.json (rule download_tokenizer)."""
 
 from vocab_transfer.workflow.warm import handoff
 

@@ -1,4 +1,5 @@
-"""A transferred model as a Hugging Face model folder with a model card (rules export_init_model, export_lapt_model)."""
+"""A transferred model as a Hugging Face model folder with a model card (rules export_init_model,
+export_lapt_model)."""
 
 from vocab_transfer.workflow.warm import handoff
 
@@ -25,7 +26,8 @@ def main(inputs, card, command, out_dir, log_path):
 
     tokenizer_dir = inputs.get("tokenizer", inputs["model"])
     tok = load_tokenizer(tokenizer_dir)
-    config = AutoConfig.from_pretrained(inputs["model"], trust_remote_code=remote_code_allowed(inputs["model"]))
+    config = AutoConfig.from_pretrained(inputs["model"],
+                                        trust_remote_code=remote_code_allowed(inputs["model"]))
     info = CardInfo(**card, causal=is_causal_lm(config),
                     tokenizer_type=f"{type(tok).__name__} ({type(tok.backend_tokenizer.model).__name__})"
                     if tok.is_fast else type(tok).__name__, vocab_size=len(tok),
@@ -37,7 +39,8 @@ def main(inputs, card, command, out_dir, log_path):
         rows = rows[rows["method"] == card["method"]]
         info.init_loss = rows.iloc[0].to_dict() if len(rows) else None
     if "curve" in inputs:
-        info.curve = pd.read_parquet(inputs["curve"], columns=["step", "samples", "seq_len", "train_loss", "heldout_loss"])
+        info.curve = pd.read_parquet(inputs["curve"],
+                                     columns=["step", "samples", "seq_len", "train_loss", "heldout_loss"])
     text = model_card(info)
     if "embeddings" in inputs:
         export_init(inputs["model"], inputs["embeddings"], tokenizer_dir, out_dir, text)

@@ -21,5 +21,5 @@ def main(shards, tokenizer_dir, spec, out_path, log_path):
     write_tensors({"input_ids": blocks}, out_path)
 
 
-main(snakemake.input.shards, snakemake.input.tokenizer, json.loads(snakemake.params.spec), snakemake.output.blocks,
-     snakemake.log[0])
+main(snakemake.input.shards, snakemake.input.tokenizer, json.loads(snakemake.params.spec),
+     snakemake.output.blocks, snakemake.log[0])

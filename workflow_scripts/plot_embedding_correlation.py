@@ -31,16 +31,21 @@ def main(inputs, manifest, wildcards, png, svg, hist, csv, log_path):
     pairwise = {"ρ̄ after LAPT, all tokens": correlation_matrix(embeddings),
                 "ρ̄ after LAPT, 50% most frequent tokens": correlation_matrix(embeddings, rows=top)}
     plot_embedding_correlation(curves, pairwise if len(embeddings) > 1 else {}, png, svg=svg,
-                               title=f"Embedding correlation, {wildcards['target']} (source {wildcards['source']})")
+                               title=f"Embedding correlation, {wildcards['target']} (source "
+                                     f"{wildcards['source']})")
     plot_correlation_histograms(curves, hist, title="Per-token correlation with the source embedding, "
                                 f"{wildcards['target']} (source {wildcards['source']})")
-    rows = [{"kind": "to_source", "a": r.label, "b": "source", "step": int(r.step), "rho": r.source_correlation}
+    rows = [{"kind": "to_source", "a": r.label, "b": "source", "step": int(r.step),
+             "rho": r.source_correlation}
             for r in last_per_step(curves, by="run").sort_values(["run", "step"], kind="stable").itertuples()]
     for kind, m in zip(("pairwise_all", "pairwise_top50"), pairwise.values(), strict=True):
-        rows += [{"kind": kind, "a": a, "b": b, "step": None, "rho": float(m.loc[a, b])} for a in m.index for b in m]
+        rows += [{"kind": kind, "a": a, "b": b, "step": None, "rho": float(m.loc[a, b])}
+                 for a in m.index for b in m]
     write_text(pd.DataFrame(rows).to_csv(index=False), csv)
-    log.info("pairwise ρ̄ after LAPT (all tokens):\n%s", pairwise["ρ̄ after LAPT, all tokens"].round(3).to_string())
+    log.info("pairwise ρ̄ after LAPT (all tokens):\n%s",
+             pairwise["ρ̄ after LAPT, all tokens"].round(3).to_string())
 
 
 main(dict(snakemake.input.items()), json.loads(snakemake.params.manifest), dict(snakemake.wildcards.items()),
-     snakemake.output.png, snakemake.output.svg, snakemake.output.hist, snakemake.output.csv, snakemake.log[0])
+     snakemake.output.png, snakemake.output.svg, snakemake.output.hist, snakemake.output.csv,
+     snakemake.log[0])

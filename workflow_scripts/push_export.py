@@ -1,5 +1,5 @@
-"""An export folder uploaded to the hub, its card's model-index with the lm-eval scores where there are any (rule
-push_export)."""
+"""An export folder uploaded to the hub, its card's model-index with the lm-eval scores where there are any
+(rule push_export)."""
 
 from vocab_transfer.workflow.warm import handoff
 

@@ -19,8 +19,9 @@ def main(inputs, params, model_path, log_path):
     log = setup_job(log_path, params.get("train", {}).get("threads", 1))
     if "pretrained" in inputs:
         if not str(inputs["pretrained"]).endswith(".bin"):
-            raise ValueError(f"{inputs['pretrained']}: fastText subword information needs a .bin model, not a .vec "
-                             "file (word_vectors.<lang>.path)")
+            raise ValueError(
+                f"{inputs['pretrained']}: fastText subword information needs a .bin model, not a .vec "
+                "file (word_vectors.<lang>.path)")
         with atomic_path(model_path) as tmp:
             shutil.copyfile(inputs["pretrained"], tmp)
         log.info("copied %s", inputs["pretrained"])
@@ -31,4 +32,5 @@ def main(inputs, params, model_path, log_path):
     log.info("trained and saved the fastText model of %d words to %s", len(wv.words), model_path)
 
 
-main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.output.model, snakemake.log[0])
+main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.output.model,
+     snakemake.log[0])

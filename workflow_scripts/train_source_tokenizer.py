@@ -1,5 +1,6 @@
-"""Multilingual SentencePiece Unigram tokenizer for a source model pretrained here (rule train_source_tokenizer):
-the first `max_docs_per_language` documents of each language, streamed from the corpora."""
+"""Multilingual SentencePiece Unigram tokenizer for a source model pretrained here (rule
+train_source_tokenizer): the first `max_docs_per_language` documents of each language, streamed from the
+corpora."""
 
 from vocab_transfer.workflow.warm import handoff
 
@@ -42,5 +43,6 @@ def main(corpora, spec: Pretrain, out_dir, log_path):
                                   "sha256": tokenizer_fingerprint(tmp)})
 
 
-main(list(snakemake.input.corpora), Pretrain.parse(json.loads(snakemake.params.spec), f"sources.{snakemake.wildcards.source}.pretrain"),
+main(list(snakemake.input.corpora),
+     Pretrain.parse(json.loads(snakemake.params.spec), f"sources.{snakemake.wildcards.source}.pretrain"),
      snakemake.output.tokenizer, snakemake.log[0])
