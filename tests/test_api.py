@@ -1,5 +1,5 @@
-"""A transfer in one call (vocab_transfer.transfer) and one command (vocab-transfer transfer): the workflow's own DAG
-for one target, so its tensors are the DAG's init artifact bit for bit."""
+"""A transfer in one call (vocab_transfer.transfer) and one command (vocab-transfer transfer): the workflow's
+own DAG for one target, so its tensors are the DAG's init artifact bit for bit."""
 
 import os
 import re
@@ -44,7 +44,8 @@ def test_bad_arguments_are_named_before_anything_runs(tmp_path):
         {"pretrained": {"target": "org/tok"}}
     # a refining method starts from the rows of the kind its `init` names, with that kind's defaults
     config = api.transfer_config("m", 300, "token_distillation", "c.txt", init="focus", tokens=1000)
-    assert config["methods"] == {"token_distillation": {"kind": "token_distillation", "init": "focus", "tokens": 1000},
+    assert config["methods"] == {"token_distillation": {"kind": "token_distillation", "init": "focus",
+                                                        "tokens": 1000},
                                  "focus": {"kind": "focus"}}
     with pytest.raises(ValueError, match="missing required parameter 'init'; its parameters"):
         api.transfer_config("m", 300, "token_distillation", "c.txt")
@@ -177,9 +178,9 @@ def test_a_workdir_with_a_users_files_is_refused(tmp_path):
 
 @pytest.mark.slow
 def test_the_calls_tensors_are_the_dags_init_artifact(tmp_path):
-    """transfer() on a tiny Llama-like source and a German Bible text, with a 600-token tokenizer trained like the
-    source's: the exported model's input and output embeddings are the init artifact that the DAG builds from the same
-    config in another working directory, bit for bit; the CLI gives the same folder."""
+    """transfer() on a tiny Llama-like source and a German Bible text, with a 600-token tokenizer trained like
+    the source's: the exported model's input and output embeddings are the init artifact that the DAG builds
+    from the same config in another working directory, bit for bit; the CLI gives the same folder."""
     import torch
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
@@ -200,9 +201,9 @@ def test_the_calls_tensors_are_the_dags_init_artifact(tmp_path):
     config = yaml.safe_load((tmp_path / "api" / "transfer.yaml").read_text())
     (tmp_path / "dag" / "config.yaml").write_text(yaml.safe_dump(config))
     artifact = "results/init/source/target/focus.safetensors"
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--cores", "2",
-                           artifact, "--configfile", "config.yaml"], cwd=tmp_path / "dag", capture_output=True,
-                          text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+                           "--cores", "2", artifact, "--configfile", "config.yaml"], cwd=tmp_path / "dag",
+                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     init = load_file(tmp_path / "dag" / artifact)
     assert torch.equal(model.get_input_embeddings().weight.detach(), init["embeddings"])
@@ -215,7 +216,8 @@ def test_the_calls_tensors_are_the_dags_init_artifact(tmp_path):
     proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Nothing to be done" not in proc.stdout  # its own output: the folder, as JSON
-    assert (tmp_path / "cli" / "model.safetensors").read_bytes() == (folder / "model.safetensors").read_bytes()
+    assert ((tmp_path / "cli" / "model.safetensors").read_bytes()
+            == (folder / "model.safetensors").read_bytes())
     # the same --out again: the earlier export (its manifest, unchanged) is replaced; a file of the user's in
     # it is not
     assert api.is_export(tmp_path / "cli") is None

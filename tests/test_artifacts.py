@@ -1,5 +1,6 @@
-"""Artifact metadata and checks: every parquet/safetensors artifact says what made it; damaged or stale inputs stop a
-job with the file and the rebuild command; ``python -m vocab_transfer.artifacts`` lists what is corrupt or stale."""
+"""Artifact metadata and checks: every parquet/safetensors artifact says what made it; damaged or stale inputs
+stop a job with the file and the rebuild command; ``python -m vocab_transfer.artifacts`` lists what is corrupt
+or stale."""
 
 import json
 import os
@@ -67,8 +68,8 @@ def test_fingerprint_follows_content_not_time(tmp_path):
 
 
 def test_tensor_checksums_follow_the_tensors_not_the_metadata(tmp_path):
-    """tests/test_workflow.py compares init tensors with stored checksums: the header's metadata (paths, versions,
-    time) must not enter them, every bit of a tensor must."""
+    """tests/test_workflow.py compares init tensors with stored checksums: the header's metadata (paths,
+    versions, time) must not enter them, every bit of a tensor must."""
     import hashlib
 
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
@@ -86,7 +87,8 @@ def test_tensor_checksums_follow_the_tensors_not_the_metadata(tmp_path):
     c = artifacts.tensor_checksums(tmp_path / "c.safetensors")
     assert c["embeddings"] != a["embeddings"] and c["output_bias"] == a["output_bias"]
     write_tensors({"embeddings": x.reshape(4, 3), "output_bias": torch.zeros(3)}, tmp_path / "d.safetensors")
-    assert artifacts.tensor_checksums(tmp_path / "d.safetensors")["embeddings"] != a["embeddings"]  # same bytes
+    # same bytes
+    assert artifacts.tensor_checksums(tmp_path / "d.safetensors")["embeddings"] != a["embeddings"]
 
 
 @pytest.mark.parametrize("name, cut", [("t.parquet", 20), ("t.safetensors", 8), ("t.json", 3)])
@@ -130,22 +132,23 @@ def test_check_cli_reports_corrupt_and_stale(tmp_path):
     write_parquet(pd.DataFrame({"b": [1]}), results / "derived.parquet")
     artifacts._reset_for_tests()
     write_tensors({"x": torch.zeros(10)}, results / "t.safetensors")
-    run = lambda: subprocess.run([sys.executable, "-m", "vocab_transfer.artifacts", str(results)],  # noqa: E731
-                                 capture_output=True, text=True)
+    run = lambda: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "vocab_transfer.artifacts", str(results)], capture_output=True, text=True)
     ok = run()
     assert ok.returncode == 0 and "3 artifacts" in ok.stdout and "3 ok" in ok.stdout, ok.stdout + ok.stderr
     write_parquet(pd.DataFrame({"a": [2]}), src)  # src changed: derived is stale
     (results / "t.safetensors").write_bytes((results / "t.safetensors").read_bytes()[:-4])
     bad = run()
     assert bad.returncode == 1
-    assert f"STALE    {results / 'derived.parquet'}" in bad.stdout and f"CORRUPT  {results / 't.safetensors'}" in bad.stdout
+    assert (f"STALE    {results / 'derived.parquet'}" in bad.stdout
+            and f"CORRUPT  {results / 't.safetensors'}" in bad.stdout)
     assert "1 corrupt, 1 ok, 1 stale" in bad.stdout
 
 
-# --- artifacts that checksum themselves ------------------------------------------------------------------------------
+# --- artifacts that checksum themselves ---------------------------------------------------------------------
 def overwrite_middle(path, n=16, keep_time=False):
-    """Overwrite ``n`` bytes in the middle of a file with other bytes: same size (and, with ``keep_time``, the same
-    modification time)."""
+    """Overwrite ``n`` bytes in the middle of a file with other bytes: same size (and, with ``keep_time``, the
+    same modification time)."""
     st = path.stat()
     data = bytearray(path.read_bytes())
     mid = len(data) // 2
@@ -163,8 +166,9 @@ def test_a_file_artifact_corrupted_without_changing_its_size_stops_the_job(tmp_p
     verify_inputs([path])
     overwrite_middle(path)
     check_readable(path, deep=True)  # still a valid safetensors file: only its checksum tells
-    with pytest.raises(ArtifactError, match=r"init.safetensors changed after it was written: .*same size, other "
-                                            r"content.*rebuild it with: snakemake --force"):
+    with pytest.raises(ArtifactError,
+                       match=r"init.safetensors changed after it was written: .*same size, other "
+                             r"content.*rebuild it with: snakemake --force"):
         verify_inputs([path])
 
 
@@ -186,7 +190,8 @@ def test_a_folder_edited_in_place_is_detected(tmp_path):
         (tmp / "tokenizer.json").write_text('{"model": {"vocab": [1, 2, 3]}}')
         (tmp / "sub").mkdir()
         (tmp / "sub" / "b.txt").write_text("b")
-    assert sorted(json.loads((tok / ".manifest.json").read_text())["files"]) == ["sub/b.txt", "tokenizer.json"]
+    assert sorted(json.loads((tok / ".manifest.json").read_text())["files"]) == ["sub/b.txt",
+                                                                                 "tokenizer.json"]
     (tok / ".snakemake_timestamp").write_text("")  # Snakemake's marker in folder outputs is not a change
     verify_inputs([tok])
     (tok / "tokenizer.json").write_text('{"model": {"vocab": [1, 2, 4]}}')  # same size, edited in place
@@ -204,30 +209,36 @@ def test_a_folder_edited_in_place_is_detected(tmp_path):
 
 
 def test_rebuild_hints_name_the_rule_output_and_the_config_files(tmp_path, monkeypatch):
-    """A corrupt corpus part is rebuilt through its split folder (the rule's output, not the part file), with the
-    config files of the run that wrote it; without any (config.yaml) the command has none."""
+    """A corrupt corpus part is rebuilt through its split folder (the rule's output, not the part file), with
+    the config files of the run that wrote it; without any (config.yaml) the command has none."""
     from vocab_transfer.io import atomic_path
 
     monkeypatch.setenv(artifacts.RERUN_ENV, json.dumps({"snakemake": ["snakemake"],
-                                                        "configfiles": ["configs/focus.yaml", "configs/overlays/x y.yaml"]}))
+                                                        "configfiles": ["configs/focus.yaml",
+                                                                        "configs/overlays/x y.yaml"]}))
     split = tmp_path / "corpus" / "de" / "train.parquet"
     with atomic_path(split, directory=True) as tmp:
         pd.DataFrame({"text": ["a"]}).to_parquet(tmp / "part-00000.parquet")
     part = split / "part-00000.parquet"
-    assert artifacts.rerun_hint(part) == (f"rebuild it with: snakemake --force {split} --configfile configs/focus.yaml "
-                                          "'configs/overlays/x y.yaml'")
+    assert (artifacts.rerun_hint(part)
+            == (f"rebuild it with: snakemake --force {split} --configfile configs/focus.yaml "
+                "'configs/overlays/x y.yaml'"))
     monkeypatch.setenv(artifacts.RERUN_ENV, json.dumps({"snakemake": ["snakemake"], "configfiles": []}))
     write_tensors({"x": torch.zeros(2)}, tmp_path / "t.safetensors")
-    assert artifacts.rerun_hint(tmp_path / "t.safetensors") == f"rebuild it with: snakemake --force {tmp_path}/t.safetensors"
-    elsewhere = ["snakemake", "--snakefile", "/repo/Snakefile", "--directory", "/work/run 1"]  # a run outside the repo
-    monkeypatch.setenv(artifacts.RERUN_ENV, json.dumps({"snakemake": elsewhere, "configfiles": ["/work/c.yaml"]}))
+    assert (artifacts.rerun_hint(tmp_path / "t.safetensors")
+            == f"rebuild it with: snakemake --force {tmp_path}/t.safetensors")
+    # a run outside the repo
+    elsewhere = ["snakemake", "--snakefile", "/repo/Snakefile", "--directory", "/work/run 1"]
+    monkeypatch.setenv(artifacts.RERUN_ENV,
+                       json.dumps({"snakemake": elsewhere, "configfiles": ["/work/c.yaml"]}))
     write_tensors({"x": torch.zeros(2)}, tmp_path / "u.safetensors")
     assert artifacts.rerun_hint(tmp_path / "u.safetensors") == (
         "rebuild it with: snakemake --snakefile /repo/Snakefile --directory '/work/run 1' --force "
         f"{tmp_path}/u.safetensors --configfile /work/c.yaml")
     part.write_bytes(part.read_bytes()[:-3])
-    with pytest.raises(ArtifactError, match=rf"changed after it was written: .*rebuild it with: snakemake --force {split} "
-                                            r"--configfile configs/focus.yaml"):
+    with pytest.raises(ArtifactError,
+                       match=rf"changed after it was written: .*rebuild it with: snakemake --force {split} "
+                             r"--configfile configs/focus.yaml"):
         verify_inputs([split])
 
 
@@ -237,9 +248,10 @@ def test_check_cli_reports_changed_artifacts(tmp_path):
     write_parquet(pd.DataFrame({"a": range(100)}), results / "overlap.parquet")
     overwrite_middle(results / "init.safetensors")
     overwrite_middle(results / "overlap.parquet", keep_time=True)
-    run = lambda *a: subprocess.run([sys.executable, "-m", "vocab_transfer.artifacts", str(results), *a],  # noqa: E731
-                                    capture_output=True, text=True)
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "vocab_transfer.artifacts", str(results), *a], capture_output=True, text=True)
     cheap, deep = run(), run("--deep")
     assert cheap.returncode == deep.returncode == 1
-    assert f"CHANGED  {results / 'init.safetensors'}" in cheap.stdout and "overlap.parquet:" not in cheap.stdout
+    assert (f"CHANGED  {results / 'init.safetensors'}" in cheap.stdout
+            and "overlap.parquet:" not in cheap.stdout)
     assert f"CHANGED  {results / 'overlap.parquet'}" in deep.stdout, deep.stdout

@@ -1,5 +1,6 @@
-"""Bad configs, one table: each edit of the tiny config must fail at parse time (before any job runs) with a message
-that names the key and says what is wrong. The cases are listed in docs/configuration.md ("What the config checks")."""
+"""Bad configs, one table: each edit of the tiny config must fail at parse time (before any job runs) with a
+message that names the key and says what is wrong. The cases are listed in docs/configuration.md ("What the
+config checks")."""
 
 from pathlib import Path
 
@@ -98,12 +99,15 @@ CASES = [
      "['xx-ner'] are not entries of finetune.tasks"),
     ("figure task that is no task", at("figures.figure4.task", "xx"),
      "figures.figure4.task: 'xx' is not an entry of finetune.tasks"),
-    ("vocabulary table of a language without a corpus", at("tables.t", {"kind": "overlap_counts", "languages": ["zz"]}),
+    ("vocabulary table of a language without a corpus",
+     at("tables.t", {"kind": "overlap_counts", "languages": ["zz"]}),
      "tables.t.languages: ['zz'] are neither targets nor corpora keys"),
-    ("probe of a task type without a probe", at("tables.p", {"kind": "init", "rows": ["focus"], "languages": ["he"],
-                                                      "probes": {"DP": ["he-dep"]}}),
+    ("probe of a task type without a probe",
+     at("tables.p", {"kind": "init", "rows": ["focus"], "languages": ["he"],
+                     "probes": {"DP": ["he-dep"]}}),
      "tables.p.probes.DP: ['he-dep'] are not of a probed task type (nli, pos, ner)"),
-    ("probe of a task in another language", at("tables.p", {"kind": "init", "rows": ["focus"], "languages": ["sw"],
+    ("probe of a task in another language",
+     at("tables.p", {"kind": "init", "rows": ["focus"], "languages": ["sw"],
                                                              "probes": {"NER": ["he-ner"]}}),
      "tables.p.probes.NER: the languages of ['he-ner'] are not among the table's languages ['sw']"),
     ("probe sample of 0", at("eval.probe", {"max_train": 0}), "eval.probe.max_train: must be >= 1, got 0"),
@@ -115,7 +119,8 @@ CASES = [
      "sources.tiny.trust_remote_code: a model pretrained here has no code of its own"),
     ("unknown tokenizer family", at("tokenizer.kind", "sentencepiece"),
      "tokenizer.kind: 'sentencepiece' is not one of"),
-    ("tokenizer family and source layout together", lambda c: c["tokenizer"].update(kind="wordpiece", like="tiny"),
+    ("tokenizer family and source layout together",
+     lambda c: c["tokenizer"].update(kind="wordpiece", like="tiny"),
      "tokenizer: give kind (a tokenizer family) or like"),
     ("tokenizer like an unknown source", at("tokenizer.like", "llama"),
      "tokenizer.like: 'llama' is not an entry of 'sources'"),
@@ -143,7 +148,8 @@ CASES = [
      "batch_size 8 is not divisible by the 3 GPUs of the run (lapt.gpus 3 x lapt.nodes 1)"),
     ("LAPT batch not divisible by GPUs times nodes", lambda c: c["lapt"].update(gpus=2, nodes=3),
      "batch_size 8 is not divisible by the 6 GPUs of the run (lapt.gpus 2 x lapt.nodes 3)"),
-    ("long-phase batch not divisible by the GPUs", lambda c: (c["lapt"].update(gpus=2), c["lapt"]["runs"]["focus"].update(
+    ("long-phase batch not divisible by the GPUs",
+     lambda c: (c["lapt"].update(gpus=2), c["lapt"]["runs"]["focus"].update(
         long_steps=2, long_seq_len=64, long_batch_size=5)),
      "lapt.runs.focus: long_batch_size 5 is not divisible by the 2 GPUs"),
     ("fine-tuning warmup longer than the run", at("finetune.training.warmup_ratio", 2.0),
@@ -161,26 +167,33 @@ CASES = [
      "corpus_filter: split_chars 20 is below min_chars 50"),
     ("no held-out share", lambda c: c.update(corpus_split={"heldout_fraction": 0.0}),
      "corpus_split.heldout_fraction: 0 leaves no held-out text"),
-    ("held-out share of 1", lambda c: c.update(corpus_split={"heldout_fraction": 1.0}), "corpus_split.heldout_fraction"),
+    ("held-out share of 1", lambda c: c.update(corpus_split={"heldout_fraction": 1.0}),
+     "corpus_split.heldout_fraction"),
     ("zero held-out documents", lambda c: c.update(corpus_split={"max_heldout_docs": 0}),
      "corpus_split.max_heldout_docs: must be >= 1, got 0"),
     ("corpus encoding that is no error mode", at("corpora.de.errors", "surrogateescape"),
      "corpora.de.errors: 'surrogateescape' is not one of"),
-    ("two rows of an init table labelled alike", lambda c: (c["methods"]["focus_word"].update(label="FOCUS"), c.update(
-        tables={**c["tables"], "init": {"kind": "init", "rows": ["focus", "focus_word"], "languages": ["sw"]}})),
+    ("two rows of an init table labelled alike",
+     lambda c: (c["methods"]["focus_word"].update(label="FOCUS"), c.update(
+        tables={**c["tables"],
+                "init": {"kind": "init", "rows": ["focus", "focus_word"], "languages": ["sw"]}})),
      "tables.init.rows: ['focus', 'focus_word'] are all labelled 'FOCUS' (their methods entries' label)"),
-    ("two rows of a fine-tuning table labelled alike", at("finetune.models.random-init.label", "Source model"),
-     "tables.table3.rows: ['source', 'random-init'] are all labelled 'Source model' (their finetune.models entries' "
-     "label)"),
-    ("a row labelled like another's name", lambda c: (c["finetune"]["models"]["source"].pop("label"),
-                                                       c["finetune"]["models"]["random-init"].update(label="source")),
+    ("two rows of a fine-tuning table labelled alike",
+     at("finetune.models.random-init.label", "Source model"),
+     "tables.table3.rows: ['source', 'random-init'] are all labelled 'Source model' (their finetune.models "
+     "entries' label)"),
+    ("a row labelled like another's name",
+     lambda c: (c["finetune"]["models"]["source"].pop("label"),
+                c["finetune"]["models"]["random-init"].update(label="source")),
      "['source', 'random-init'] are all labelled 'source'"),
     # refining rows, benchmarks
-    ("a refining row without its init row", at("methods.focus_td", {"kind": "token_distillation", "init": "focsu"}),
+    ("a refining row without its init row",
+     at("methods.focus_td", {"kind": "token_distillation", "init": "focsu"}),
      "methods.focus_td.init: 'focsu' is not an entry of 'methods'"),
     ("a push repository with a space", lambda c: c.update(export={"push": {"repo": "my org/{source}"}}),
      "export.push.repo: 'my org/{source}' does not give a valid repository name"),
-    ("a push repository with an unknown placeholder", lambda c: c.update(export={"push": {"repo": "o/{model}"}}),
+    ("a push repository with an unknown placeholder",
+     lambda c: c.update(export={"push": {"repo": "o/{model}"}}),
      "export.push.repo: unknown placeholder(s) ['model']; known: ['source', 'target', 'stage', 'name']"),
     ("a push repository without its owner", lambda c: c.update(export={"push": {"repo": "just-{name}"}}),
      "does not give a valid repository name: write it as <user or organization>/<name>"),
@@ -189,7 +202,8 @@ CASES = [
     ("refining rows that start from each other", lambda c: c["methods"].update(
         a={"kind": "token_distillation", "init": "b"}, b={"kind": "embedding_lm", "init": "a"}),
      "methods.a.init: the rows start from each other in a circle: a -> b -> a"),
-    ("a refining row on an extension row", at("methods.focus_td", {"kind": "token_distillation", "init": "extend"}),
+    ("a refining row on an extension row",
+     at("methods.focus_td", {"kind": "token_distillation", "init": "extend"}),
      "methods.focus_td.init: 'extend' extends the source vocabulary (kind extend)"),
     ("benchmarks on a target the config lacks", at("eval.benchmarks", {"tasks": {"fr": ["xnli_fr"]}}),
      "eval.benchmarks.tasks: 'fr' is not one of the config's targets ['de', 'sw']"),

@@ -87,7 +87,8 @@ def test_model_trains_with_it_and_evaluates_as_before(tmp_path):
     model.eval()
     before = model(input_ids=ids, attention_mask=mask).logits
     keys = set(model.state_dict())
-    assert use_fast_dropout(model, torch.device("cpu")) == 2 * 3 + 1  # 3 per layer (attention, its output, the FFN), embeddings
+    # 3 per layer (attention, its output, the FFN), embeddings
+    assert use_fast_dropout(model, torch.device("cpu")) == 2 * 3 + 1
     assert model.config._attn_implementation == ATTENTION
     assert not any(type(m) is torch.nn.Dropout for m in model.modules())
     assert set(model.state_dict()) == keys

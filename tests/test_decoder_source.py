@@ -95,12 +95,13 @@ def test_loading_picks_causal_lm_for_gpt2_and_masked_lm_for_xlmr(gpt2_dir, xlmr_
     gpt2, xlmr = load_source_model(str(gpt2_dir)), load_source_model(str(xlmr_dir))
     assert type(gpt2) is GPT2LMHeadModel and type(xlmr) is XLMRobertaForMaskedLM
     assert is_causal_lm(gpt2) and not is_causal_lm(xlmr)
-    assert is_causal_lm(AutoConfig.from_pretrained(gpt2_dir)) and not is_causal_lm(AutoConfig.from_pretrained(xlmr_dir))
+    assert (is_causal_lm(AutoConfig.from_pretrained(gpt2_dir))
+            and not is_causal_lm(AutoConfig.from_pretrained(xlmr_dir)))
 
 
 def test_hub_download_fetches_safetensors_or_else_the_pytorch_bin(xlmr_dir, tmp_path):
-    """rules download_*_model: safetensors when the repository has them; a .bin-only repository (older hub models,
-    e.g. FlauBERT) gives pytorch_model.bin, which loads; never TF/Flax/training-state files."""
+    """rules download_*_model: safetensors when the repository has them; a .bin-only repository (older hub
+    models, e.g. FlauBERT) gives pytorch_model.bin, which loads; never TF/Flax/training-state files."""
     from fnmatch import fnmatch
 
     def fetched(files):
@@ -204,8 +205,8 @@ def test_init_methods_on_a_decoder(gpt2_dir, target, tmp_path, kind):
 
 
 def lapt_config(**kw) -> dict:
-    return dict(dict(objective="clm", steps=6, batch_size=8, seq_len=32, lr=3e-3, eval_every=3, eval_sequences=8,
-                     checkpoint_every=100, seed=0, threads=1), **kw)
+    return dict(dict(objective="clm", steps=6, batch_size=8, seq_len=32, lr=3e-3, eval_every=3,
+                     eval_sequences=8, checkpoint_every=100, seed=0, threads=1), **kw)
 
 
 def test_lapt_clm_after_focus_init(gpt2_dir, target, tmp_path):
@@ -248,8 +249,9 @@ def test_mismatched_objective_is_named(sw_tokenizer, tmp_path):
     assert LaptConfig().objective == "auto"
     assert resolve_objective(xlmr, "auto") == resolve_objective(xlmr, "mlm") == "mlm"
     assert resolve_objective(tiny_gpt2(600), "auto") == resolve_objective(tiny_gpt2(600), "clm") == "clm"
-    with pytest.raises(ValueError, match="objective 'clm' does not fit the model XLMRobertaForMaskedLM.*masked LM"
-                                         ".*'mlm'"):
+    with pytest.raises(ValueError,
+                       match="objective 'clm' does not fit the model XLMRobertaForMaskedLM.*masked LM"
+                             ".*'mlm'"):
         train(xlmr, sw_tokenizer, blocks, blocks, LaptConfig.parse(lapt_config()), checkpoint_dir=tmp_path)
     with pytest.raises(ValueError, match="objective 'mlm' does not fit the model GPT2LMHeadModel.*'clm'"):
         train(tiny_gpt2(600), sw_tokenizer, blocks, blocks, LaptConfig.parse(lapt_config(objective="mlm")),
@@ -263,9 +265,10 @@ def llama_dir(tmp_path_factory, sw_tokenizer):
 
     path = tmp_path_factory.mktemp("llama")
     torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(sw_tokenizer), hidden_size=D, intermediate_size=32, num_hidden_layers=1,
-                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
-                                 tie_word_embeddings=False, bos_token_id=0, eos_token_id=2, pad_token_id=1)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(sw_tokenizer), hidden_size=D, intermediate_size=32,
+                                 num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                                 max_position_embeddings=64, tie_word_embeddings=False, bos_token_id=0,
+                                 eos_token_id=2, pad_token_id=1)
                      ).save_pretrained(path)
     sw_tokenizer.save_pretrained(path)
     return path
@@ -273,20 +276,24 @@ def llama_dir(tmp_path_factory, sw_tokenizer):
 
 @pytest.mark.parametrize("kind", ["focus", "fvt", "random_normal"])
 def test_untied_head_is_transferred_with_the_input_rows(llama_dir, target, tmp_path, kind):
-    """An untied LM head's rows go through the method with the input rows: an overlapping token's output row is the
-    source's output row of that token (not its input row), and a combined row the same combination of output rows."""
+    """An untied LM head's rows go through the method with the input rows: an overlapping token's output row
+    is the source's output row of that token (not its input row), and a combined row the same combination of
+    output rows."""
     source = load_source_model(str(llama_dir))
-    e_in, e_out = source.get_input_embeddings().weight.detach(), source.get_output_embeddings().weight.detach()
+    e_in, e_out = (source.get_input_embeddings().weight.detach(),
+                   source.get_output_embeddings().weight.detach())
     assert not torch.equal(e_in, e_out) and embedding_matrix(source).shape == (600, 2 * D)
     tensors, provenance = initialize(init_paths(llama_dir, target), {"kind": kind}, seed=0)
-    assert set(tensors) == {"embeddings", "output_embeddings"} and tensors["output_embeddings"].shape == (400, D)
+    assert (set(tensors) == {"embeddings", "output_embeddings"}
+            and tensors["output_embeddings"].shape == (400, D))
     ov = pd.read_parquet(target / "overlap.parquet").set_index("target_id")
     copied = provenance.loc[provenance["provenance"] == "copied", "target_id"].tolist()
     if kind != "random_normal":
         assert len(copied) > 50
     for t in copied:
         s = ov.loc[t, "source_id"]
-        assert torch.equal(tensors["embeddings"][t], e_in[s]) and torch.equal(tensors["output_embeddings"][t], e_out[s])
+        assert (torch.equal(tensors["embeddings"][t], e_in[s])
+                and torch.equal(tensors["output_embeddings"][t], e_out[s]))
     if kind == "fvt":  # a combined row: the mean of the same source tokens' rows on both sides
         tok = load_tokenizer(str(target / "tokenizer"))
         src_tok = load_tokenizer(str(llama_dir))
@@ -301,27 +308,31 @@ def test_untied_head_is_transferred_with_the_input_rows(llama_dir, target, tmp_p
     assert torch.equal(model.get_input_embeddings().weight, tensors["embeddings"])
     model.save_pretrained(tmp_path / "saved")  # the head stays untied through save and reload
     again = load_source_model(str(tmp_path / "saved"))
-    assert torch.equal(again.lm_head.weight, tensors["output_embeddings"]) and not again.config.tie_word_embeddings
+    assert (torch.equal(again.lm_head.weight, tensors["output_embeddings"])
+            and not again.config.tie_word_embeddings)
 
 
 def test_output_rows_copy_input_keeps_the_old_behaviour(llama_dir, target, tmp_path, gpt2_dir):
-    tensors, _ = initialize(init_paths(llama_dir, target), {"kind": "focus", "output_rows": "copy_input"}, seed=0)
+    tensors, _ = initialize(init_paths(llama_dir, target), {"kind": "focus", "output_rows": "copy_input"},
+                            seed=0)
     assert set(tensors) == {"embeddings"}
     write_tensors(tensors, tmp_path / "init.safetensors")
     model = load_transferred_model(str(llama_dir), str(tmp_path / "init.safetensors"))
     assert torch.equal(model.lm_head.weight, tensors["embeddings"])  # the head gets the new input rows
     transferred = initialize(init_paths(llama_dir, target), {"kind": "focus"}, seed=0)[0]
-    # the same weights (FOCUS's do not read the rows); a wider matrix product may round the last bit differently
+    # the same weights (FOCUS's do not read the rows); a wider matrix product may round the last bit
+    # differently
     torch.testing.assert_close(transferred["embeddings"], tensors["embeddings"], rtol=1e-6, atol=1e-7)
     with pytest.raises(ValueError, match="tied to its input embeddings"):
         transferred_model(load_source_model(str(gpt2_dir)), transferred["embeddings"], None,
                           transferred["output_embeddings"])
 
 
-def test_embedding_rows_are_read_by_name_without_loading_the_model(gpt2_dir, xlmr_dir, llama_dir, target, tmp_path,
-                                                                   monkeypatch):
-    """read_embedding_rows gives the loaded model's input rows, untied output rows and bias, from one safetensors
-    file or from shards; initialize never loads the model; a pickle-only checkpoint is refused with the fix."""
+def test_embedding_rows_are_read_by_name_without_loading_the_model(gpt2_dir, xlmr_dir, llama_dir, target,
+                                                                   tmp_path, monkeypatch):
+    """read_embedding_rows gives the loaded model's input rows, untied output rows and bias, from one
+    safetensors file or from shards; initialize never loads the model; a pickle-only checkpoint is refused
+    with the fix."""
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM
 
     from vocab_transfer.source_model import read_embedding_rows
@@ -330,7 +341,8 @@ def test_embedding_rows_are_read_by_name_without_loading_the_model(gpt2_dir, xlm
         model = load_source_model(str(path))
         rows = read_embedding_rows(path)
         assert torch.equal(rows.matrix(), embedding_matrix(model)), path
-        assert (rows.output is None) == (model.get_output_embeddings().weight is model.get_input_embeddings().weight)
+        assert ((rows.output is None)
+                == (model.get_output_embeddings().weight is model.get_input_embeddings().weight))
         assert (rows.bias is None) == (not has_output_bias(model))
     shards = tmp_path / "sharded"
     load_source_model(str(llama_dir)).save_pretrained(shards, max_shard_size="20KB")
@@ -351,20 +363,22 @@ def test_embedding_rows_are_read_by_name_without_loading_the_model(gpt2_dir, xlm
     model = load_source_model(str(gpt2_dir))
     model.config.save_pretrained(pickled)
     torch.save(model.state_dict(), pickled / "pytorch_model.bin")
-    with pytest.raises(FileNotFoundError, match="only pickle weights.*pytorch_model.bin.*safe_serialization=True"):
+    with pytest.raises(FileNotFoundError,
+                       match="only pickle weights.*pytorch_model.bin.*safe_serialization=True"):
         read_embedding_rows(pickled)
 
 
 def test_a_padded_source_pads_the_new_rows_by_its_rule(sw_tokenizer, target, tmp_path):
     """A source whose embedding matrix is padded past its tokenizer (Qwen2.5: 151,936 rows for 151,665 tokens)
-    transfers only the real rows and pads the new matrix to the same multiple, with rows no token id reaches; the
-    transferred model loads, scores a loss and keeps the padding in its config."""
+    transfers only the real rows and pads the new matrix to the same multiple, with rows no token id reaches;
+    the transferred model loads, scores a loss and keeps the padding in its config."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from vocab_transfer.eval.mlm import init_eval_row, pack_texts
     from vocab_transfer.source_model import padding_multiple
 
-    assert (padding_multiple(151_936, 151_665), padding_multiple(32_064, 32_011), padding_multiple(600, 600)) == (128, 64, 1)
+    assert (padding_multiple(151_936, 151_665), padding_multiple(32_064, 32_011),
+            padding_multiple(600, 600)) == (128, 64, 1)
     torch.manual_seed(0)
     Qwen2ForCausalLM(Qwen2Config(vocab_size=640, hidden_size=D, intermediate_size=32, num_hidden_layers=1,
                                  num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
@@ -383,16 +397,18 @@ def test_a_padded_source_pads_the_new_rows_by_its_rule(sw_tokenizer, target, tmp
 
 
 def test_an_architecture_without_a_known_lm_head_is_named(sw_tokenizer, tmp_path):
-    """T5 (encoder-decoder) has no causal-LM or masked-LM class: refused when a local folder is parsed and by the
-    init's reader, naming the folder and the model type."""
+    """T5 (encoder-decoder) has no causal-LM or masked-LM class: refused when a local folder is parsed and by
+    the init's reader, naming the folder and the model type."""
     from vocab_transfer.source_model import read_embedding_rows
     from vocab_transfer.workflow.config import ConfigError, check_local_source
 
     (tmp_path / "t5").mkdir()
-    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5", "vocab_size": 600, "d_model": 16}))
+    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5", "vocab_size": 600,
+                                                             "d_model": 16}))
     sw_tokenizer.save_pretrained(tmp_path / "t5")
-    with pytest.raises(ConfigError, match=r"sources.t5.model: .*t5 is a 't5' model, for which transformers .* has no "
-                                          r"causal-LM or masked-LM class"):
+    with pytest.raises(ConfigError,
+                       match=r"sources.t5.model: .*t5 is a 't5' model, for which transformers .* has no "
+                             r"causal-LM or masked-LM class"):
         check_local_source("t5", tmp_path / "t5", False)
     with pytest.raises(ValueError, match="'t5' model"):
         read_embedding_rows(tmp_path / "t5")
@@ -400,14 +416,15 @@ def test_an_architecture_without_a_known_lm_head_is_named(sw_tokenizer, tmp_path
 
 @pytest.mark.parametrize("arch", ["llama", "gemma2"])
 def test_causal_loss_with_the_head_in_chunks_equals_the_models_own(arch):
-    """The init-time causal-LM loss runs the LM head on a few positions at a time (a 152k vocabulary's logits never
-    exist for a whole batch): the same value as the model's own loss, Gemma 2's logit soft-capping included."""
+    """The init-time causal-LM loss runs the LM head on a few positions at a time (a 152k vocabulary's logits
+    never exist for a whole batch): the same value as the model's own loss, Gemma 2's logit soft-capping
+    included."""
     from transformers import Gemma2Config, Gemma2ForCausalLM, LlamaConfig, LlamaForCausalLM
 
     from vocab_transfer.eval.mlm import clm_loss
 
-    small = dict(vocab_size=300, hidden_size=D, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                 num_key_value_heads=2, max_position_embeddings=64)
+    small = dict(vocab_size=300, hidden_size=D, intermediate_size=32, num_hidden_layers=1,
+                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
     torch.manual_seed(0)
     model = (LlamaForCausalLM(LlamaConfig(**small)) if arch == "llama" else
              Gemma2ForCausalLM(Gemma2Config(**small, head_dim=8, final_logit_softcapping=0.5))).eval()
@@ -419,11 +436,12 @@ def test_causal_loss_with_the_head_in_chunks_equals_the_models_own(arch):
 
 
 def test_a_masked_lm_with_a_maskless_target_tokenizer_is_named(xlmr_dir, target, swahili_verses, tmp_path):
-    """A byte-level BPE target (no mask token) for an XLM-R source: the init names the tokenizer, the model and the
-    settings that fit, instead of failing later in the masked-LM evaluation."""
+    """A byte-level BPE target (no mask token) for an XLM-R source: the init names the tokenizer, the model
+    and the settings that fit, instead of failing later in the masked-LM evaluation."""
     from vocab_transfer.data.tokenizer import train_target_tokenizer
 
-    train_target_tokenizer(swahili_verses[1500:3000], 400, kind="byte_level").save_pretrained(tmp_path / "tok")
+    train_target_tokenizer(swahili_verses[1500:3000], 400, kind="byte_level").save_pretrained(
+        tmp_path / "tok")
     paths = init_paths(xlmr_dir, target) | {"tokenizer": str(tmp_path / "tok")}
     with pytest.raises(ValueError, match=r"has no mask token, which the masked LM .* unigram or wordpiece"):
         initialize(paths, {"kind": "random"}, seed=0)
@@ -432,15 +450,17 @@ def test_a_masked_lm_with_a_maskless_target_tokenizer_is_named(xlmr_dir, target,
 REMOTE_FILES = {
     "configuration_tiny.py": "from transformers import LlamaConfig\n\n\nclass TinyConfig(LlamaConfig):\n"
                              "    model_type = 'tinycustom'\n",
-    "modeling_tiny.py": "from transformers import LlamaForCausalLM\n\nfrom .configuration_tiny import TinyConfig\n\n\n"
+    "modeling_tiny.py": "from transformers import LlamaForCausalLM\n\n"
+                        "from .configuration_tiny import TinyConfig\n\n\n"
                         "class TinyForCausalLM(LlamaForCausalLM):\n    config_class = TinyConfig\n",
 }
 
 
 def test_remote_code_runs_only_where_the_config_allows_it_for_that_model(llama_dir, tmp_path, monkeypatch):
-    """A model whose architecture lives in its own Python files (auto_map): refused by the parse-time check and the
-    init's reader, unless the source has trust_remote_code (its folder in VOCAB_TRANSFER_TRUST_REMOTE_CODE, which
-    the workflow sets for the jobs); then its own class is built and its rows read."""
+    """A model whose architecture lives in its own Python files (auto_map): refused by the parse-time check
+    and the init's reader, unless the source has trust_remote_code (its folder in
+    VOCAB_TRANSFER_TRUST_REMOTE_CODE, which the workflow sets for the jobs); then its own class is built and
+    its rows read."""
     from vocab_transfer.source_model import TRUSTED_ENV, read_embedding_rows
     from vocab_transfer.workflow.config import ConfigError, check_local_source
 
@@ -455,7 +475,8 @@ def test_remote_code_runs_only_where_the_config_allows_it_for_that_model(llama_d
         (folder / name).write_text(code)
     monkeypatch.delenv(TRUSTED_ENV, raising=False)
     with pytest.raises(ConfigError, match=r"sources.custom.model: .* needs code from the model's repository "
-                                          r"\(config.json: configuration_tiny.TinyConfig; .*trust_remote_code: true"):
+                                          r"\(config.json: configuration_tiny.TinyConfig; "
+                                          r".*trust_remote_code: true"):
         check_local_source("custom", folder, False)
     with pytest.raises(ValueError, match="needs code from the model's repository"):
         read_embedding_rows(folder)

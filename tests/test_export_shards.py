@@ -1,5 +1,6 @@
-"""Init exports without loading the model (vocab_transfer.export.export_init): tiny Llama (untied head), Qwen2 and
-GPT-2 (tied), XLM-R (tied, output bias), saved whole and in shards; the export equals the loaded-model swap."""
+"""Init exports without loading the model (vocab_transfer.export.export_init): tiny Llama (untied head), Qwen2
+and GPT-2 (tied), XLM-R (tied, output bias), saved whole and in shards; the export equals the loaded-model
+swap."""
 
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ from vocab_transfer.source_model import load_source_model, read_embedding_rows
 
 V, V_NEW, D = 96, 130, 16
 IDS = dict(bos_token_id=0, pad_token_id=1, eos_token_id=2)
-SMALL = dict(hidden_size=D, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-             max_position_embeddings=64)
+SMALL = dict(hidden_size=D, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+             num_key_value_heads=1, max_position_embeddings=64)
 
 
 def build(kind: str) -> PreTrainedModel:
@@ -52,7 +53,8 @@ def build(kind: str) -> PreTrainedModel:
     elif kind == "qwen2":
         model = Qwen2ForCausalLM(Qwen2Config(vocab_size=V, tie_word_embeddings=True, **SMALL, **IDS))
     elif kind == "gpt2":
-        model = GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=64, n_embd=D, n_layer=2, n_head=2, **IDS))
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=V, n_positions=64, n_embd=D, n_layer=2, n_head=2,
+                                           **IDS))
     else:
         model = XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=2,
                                                        num_attention_heads=2, intermediate_size=32,
@@ -71,8 +73,8 @@ def target_tokenizer(tmp_path_factory):
     vocab = {t: i for t, i in vocab.items() if not (t.startswith("w") and int(t[1:]) in (3, 7, 8, 9))}
     backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-                                  unk_token="<unk>")
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>",
+                                  pad_token="<pad>", unk_token="<unk>")
     assert len(tok) == V_NEW
     path = tmp_path_factory.mktemp("target_tokenizer")
     tok.save_pretrained(path)
@@ -86,7 +88,8 @@ def source_folder(tmp_path, kind: str, shard: str | None) -> str:
 
 
 def artifact(tmp_path, source: str) -> str:
-    """An init artifact laid out as rule init_embeddings writes it: random new rows of every per-token tensor."""
+    """An init artifact laid out as rule init_embeddings writes it: random new rows of every per-token
+    tensor."""
     rows = read_embedding_rows(source)
     g = torch.Generator().manual_seed(1)
     path = tmp_path / "init.safetensors"
@@ -104,7 +107,8 @@ def refuse_loading(monkeypatch):
 
 @pytest.mark.parametrize("kind,shard", [("llama", None), ("llama", "8KB"), ("qwen2", "8KB"), ("gpt2", None),
                                         ("gpt2", "8KB"), ("xlmr", "8KB"), ("xlmr", None)])
-def test_export_equals_the_loaded_swap_and_links_unchanged_shards(tmp_path, monkeypatch, target_tokenizer, kind, shard):
+def test_export_equals_the_loaded_swap_and_links_unchanged_shards(tmp_path, monkeypatch, target_tokenizer,
+                                                                  kind, shard):
     source = source_folder(tmp_path, kind, shard)
     init = artifact(tmp_path, source)
     out = tmp_path / "export"
@@ -118,13 +122,15 @@ def test_export_equals_the_loaded_swap_and_links_unchanged_shards(tmp_path, monk
         index = json.loads((out / "model.safetensors.index.json").read_text())
         source_index = json.loads((tmp_path / f"{kind}-{shard}" / "model.safetensors.index.json").read_text())
         assert index["weight_map"] == source_index["weight_map"]
-        assert index["metadata"]["total_size"] == sum(os.path.getsize(out / f) - read_header(out / f)[1] for f in files)
+        assert index["metadata"]["total_size"] == sum(os.path.getsize(out / f) - read_header(out / f)[1]
+                                                      for f in files)
     changed = {f for f in files if os.stat(out / f).st_ino != os.stat(os.path.join(source, f)).st_ino}
     for f in files:  # unchanged shards are links to the source's; the others hold a new row tensor
         with safe_open(out / f, "pt") as new:
             with safe_open(os.path.join(source, f), "pt") as old:
                 assert new.metadata() == old.metadata() and set(new.keys()) == set(old.keys())
-                differ = {k for k in old.keys() if old.get_slice(k).get_shape() != new.get_slice(k).get_shape()}
+                differ = {k for k in old.keys()
+                          if old.get_slice(k).get_shape() != new.get_slice(k).get_shape()}
         assert bool(differ) == (f in changed)
     assert changed and (not shard or len(changed) < len(files))
 
@@ -148,13 +154,15 @@ def test_export_equals_the_loaded_swap_and_links_unchanged_shards(tmp_path, monk
     assert config["pad_token_id"] == (1 if kind == "xlmr" else 9)  # RoBERTa's positions count from its pad id
     if kind != "xlmr":  # a masked LM has no generation config
         generation = json.loads((out / "generation_config.json").read_text())
-        assert (generation["bos_token_id"], generation["eos_token_id"], generation["pad_token_id"]) == (7, [8], 9)
+        assert (generation["bos_token_id"], generation["eos_token_id"],
+                generation["pad_token_id"]) == (7, [8], 9)
     assert len(AutoTokenizer.from_pretrained(out)) == V_NEW  # the target tokenizer
     assert (out / "README.md").read_text() == "card"
 
 
 def test_tied_source_that_stores_both_names_keeps_both(tmp_path, target_tokenizer):
-    """A tied checkpoint that stores the head's copy as well (older files do) gets the new rows under both names."""
+    """A tied checkpoint that stores the head's copy as well (older files do) gets the new rows under both
+    names."""
     source = tmp_path / "qwen2-both"
     model = build("qwen2")
     model.save_pretrained(source)
@@ -170,8 +178,8 @@ def test_tied_source_that_stores_both_names_keeps_both(tmp_path, target_tokenize
 
 
 def test_rewrite_keeps_dtype_alignment_and_the_format(tmp_path):
-    """bf16 and float32 tensors in one file: new rows are written in the stored dtype, wider elements first, the
-    header padded to 8 bytes, and the file reads back with safetensors."""
+    """bf16 and float32 tensors in one file: new rows are written in the stored dtype, wider elements first,
+    the header padded to 8 bytes, and the file reads back with safetensors."""
     g = torch.Generator().manual_seed(0)
     tensors = {"a.weight": torch.randn(5, 3, generator=g).bfloat16(), "b.bias": torch.randn(5, generator=g),
                "c": torch.arange(7, dtype=torch.int64), "emb": torch.randn(5, 3, generator=g).bfloat16()}
@@ -183,10 +191,12 @@ def test_rewrite_keeps_dtype_alignment_and_the_format(tmp_path):
     widths = {"I64": 8, "F32": 4, "BF16": 2}
     order = sorted((e["data_offsets"], widths[e["dtype"]]) for k, e in header.items() if k != "__metadata__")
     assert [w for _, w in order] == [8, 4, 2, 2] and all(b % w == 0 for (b, _), w in order)
-    assert [o[0][0] for o in order[1:]] == [o[0][1] for o in order[:-1]] and order[-1][0][1] == size  # no gaps
+    # no gaps
+    assert [o[0][0] for o in order[1:]] == [o[0][1] for o in order[:-1]] and order[-1][0][1] == size
     with safe_open(tmp_path / "dst.safetensors", "pt") as f:
         assert f.metadata() == {"format": "pt", "x": "y"}
-        assert f.get_tensor("emb").dtype == torch.bfloat16 and torch.equal(f.get_tensor("emb"), new["emb"].bfloat16())
+        assert (f.get_tensor("emb").dtype == torch.bfloat16
+                and torch.equal(f.get_tensor("emb"), new["emb"].bfloat16()))
         assert torch.equal(f.get_tensor("b.bias"), new["b.bias"])
         assert all(torch.equal(f.get_tensor(k), tensors[k]) for k in ("a.weight", "c"))
 
@@ -197,9 +207,10 @@ def test_retarget_special_ids():
 
     config = {"model_type": "llama", "bos_token_id": 1, "eos_token_id": [2, 5], "pad_token_id": 0,
               "decoder_start_token_id": 1, "sep_token_id": 2, "vocab_size": 10}
-    assert retarget_special_ids(config, Tok()) == {"model_type": "llama", "bos_token_id": 7, "eos_token_id": [8],
-                                                   "pad_token_id": None, "decoder_start_token_id": 7,
-                                                   "sep_token_id": 8, "vocab_size": 10}
+    assert retarget_special_ids(config, Tok()) == {"model_type": "llama", "bos_token_id": 7,
+                                                   "eos_token_id": [8], "pad_token_id": None,
+                                                   "decoder_start_token_id": 7, "sep_token_id": 8,
+                                                   "vocab_size": 10}
     assert retarget_special_ids({"model_type": "xlm-roberta", "pad_token_id": 1}, Tok())["pad_token_id"] == 1
     assert "cls_token_id" not in retarget_special_ids({"eos_token_id": 2}, Tok())
 
@@ -209,8 +220,10 @@ def test_pickle_only_source_is_refused_and_lapt_folders_are_retargeted(tmp_path,
     model = build("gpt2")
     model.config.save_pretrained(pickled)
     torch.save(model.state_dict(), pickled / "pytorch_model.bin")
-    with pytest.raises(FileNotFoundError, match="only pickle weights.*pytorch_model.bin.*safe_serialization=True"):
-        export_init(str(pickled), str(tmp_path / "none.safetensors"), str(target_tokenizer), str(tmp_path / "o"), "")
+    with pytest.raises(FileNotFoundError,
+                       match="only pickle weights.*pytorch_model.bin.*safe_serialization=True"):
+        export_init(str(pickled), str(tmp_path / "none.safetensors"), str(target_tokenizer),
+                    str(tmp_path / "o"), "")
     assert not (tmp_path / "o").exists()
     lapt = tmp_path / "lapt"  # a LAPT model saved with the source's ids in its config
     model.save_pretrained(lapt)
@@ -219,12 +232,13 @@ def test_pickle_only_source_is_refused_and_lapt_folders_are_retargeted(tmp_path,
     export_folder(str(lapt), str(tmp_path / "lapt-export"), "card")
     config = json.loads((tmp_path / "lapt-export" / "config.json").read_text())
     assert (config["bos_token_id"], config["eos_token_id"], config["pad_token_id"]) == (7, 8, 9)
-    assert os.stat(tmp_path / "lapt-export" / "model.safetensors").st_ino == os.stat(lapt / "model.safetensors").st_ino
+    assert (os.stat(tmp_path / "lapt-export" / "model.safetensors").st_ino
+            == os.stat(lapt / "model.safetensors").st_ino)
 
 
 def test_across_file_systems_shards_are_copied(tmp_path, monkeypatch, target_tokenizer):
-    """Where neither a link nor a kernel copy works (another file system, no copy_file_range), shards are copied
-    byte for byte and rewritten shards go through the buffer."""
+    """Where neither a link nor a kernel copy works (another file system, no copy_file_range), shards are
+    copied byte for byte and rewritten shards go through the buffer."""
     import vocab_transfer.export as export
 
     def cross_device(*args, **kwargs):
@@ -241,7 +255,7 @@ def test_across_file_systems_shards_are_copied(tmp_path, monkeypatch, target_tok
         assert os.stat(tmp_path / "copied" / f.name).st_nlink == 1
 
 
-# --- the source's extra special tokens (Qwen2's ChatML tokens) in the export's tokenizer ---------------------------
+# --- the source's extra special tokens (Qwen2's ChatML tokens) in the export's tokenizer --------------------
 CHAT = ["<|im_start|>", "<|im_end|>"]
 TEXTS = [f"hello world number {i} this is test {i * 7} of things" for i in range(300)]
 
@@ -261,7 +275,8 @@ def qwen_source(tmp_path):
 
 
 def drop_extra_specials(folder) -> None:
-    """A tokenizer folder whose tokenizer_config.json lists no extra special tokens (they stay added tokens)."""
+    """A tokenizer folder whose tokenizer_config.json lists no extra special tokens (they stay added
+    tokens)."""
     path = folder / "tokenizer_config.json"
     config = json.loads(path.read_text())
     for key in ("extra_special_tokens", "additional_special_tokens"):
@@ -282,8 +297,8 @@ def test_train_like_keeps_the_templates_extra_special_tokens(tmp_path):
 
 @pytest.mark.parametrize("listed", [True, False], ids=["target-lists-them", "target-dropped-them"])
 def test_init_export_lists_the_sources_extra_special_tokens_with_target_ids(tmp_path, listed):
-    """The export's tokenizer lists every extra special token of the source, with the target tokenizer's ids (here
-    other ids than the source's: the target's added tokens come in another order)."""
+    """The export's tokenizer lists every extra special token of the source, with the target tokenizer's ids
+    (here other ids than the source's: the target's added tokens come in another order)."""
     from conftest import CHATML
 
     from vocab_transfer.data.tokenizer import template_tokenizer, train_like
@@ -311,7 +326,8 @@ def test_init_export_lists_the_sources_extra_special_tokens_with_target_ids(tmp_
     assert ids == target.convert_tokens_to_ids(CHAT) != source_tok.convert_tokens_to_ids(CHAT)
     assert set(CHAT) <= set(loaded.all_special_tokens)
     assert loaded.decode(ids, skip_special_tokens=True) == ""
-    assert loaded.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False).startswith("<|im_start|>")
+    assert loaded.apply_chat_template([{"role": "user", "content": "hi"}],
+                                      tokenize=False).startswith("<|im_start|>")
 
 
 def test_source_extra_special_tokens_reads_both_names(tmp_path):
@@ -319,6 +335,7 @@ def test_source_extra_special_tokens_reads_both_names(tmp_path):
 
     (tmp_path / "special_tokens_map.json").write_text(json.dumps({"additional_special_tokens": [
         {"content": "<|im_start|>", "special": True}, "<|im_end|>"]}))
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"extra_special_tokens": ["<|eot|>", "<|im_end|>"]}))
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({"extra_special_tokens": ["<|eot|>", "<|im_end|>"]}))
     assert source_extra_special_tokens(tmp_path) == ["<|eot|>", "<|im_end|>", "<|im_start|>"]
     assert source_extra_special_tokens(tmp_path / "missing") == []

@@ -70,8 +70,8 @@ def model_dir(tmp_path_factory, sw_tokenizer):
 
 
 def cfg(**kw):
-    return FinetuneConfig.parse({"epochs": 3, "lr": 2e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.2,
-                                     "threads": 1, **kw})
+    return FinetuneConfig.parse({"epochs": 3, "lr": 2e-3, "batch_size": 16, "seq_len": 64,
+                                 "eval_fraction": 0.2, "threads": 1, **kw})
 
 
 def run(model_dir, tokenizer, data, tmp, seed=1, stop_after=None, **kw):
@@ -91,14 +91,16 @@ def test_token_classification_learns_and_is_reproducible(tmp_path, model_dir, sw
     assert scores["selected_step"] in history["step"].tolist() and len(history) == 5  # every 20% of 75 steps
     (again, _), model2 = run(model_dir, sw_tokenizer, ner_data, tmp_path / "b")
     assert again == scores
-    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values(), strict=True))
+    assert all(torch.equal(a, b)
+               for a, b in zip(model.state_dict().values(), model2.state_dict().values(), strict=True))
     (other, _), _ = run(model_dir, sw_tokenizer, ner_data, tmp_path / "c", seed=2)
     assert other != scores
 
 
 def test_resume_after_interruption_is_bit_identical(tmp_path, model_dir, sw_tokenizer, ner_data):
     (ref, ref_hist), _ = run(model_dir, sw_tokenizer, ner_data, tmp_path / "ref", epochs=1)
-    run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", stop_after=12, epochs=1)  # mid-way, between evals
+    # mid-way, between evals
+    run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", stop_after=12, epochs=1)
     torch.randn(10)
     (resumed, hist), _ = run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", seed=1, epochs=1)
     assert resumed == ref
@@ -107,8 +109,9 @@ def test_resume_after_interruption_is_bit_identical(tmp_path, model_dir, sw_toke
 
 def test_resume_refuses_checkpoints_of_other_settings(tmp_path, model_dir, sw_tokenizer, ner_data):
     run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", stop_after=12, epochs=1)
-    with pytest.raises(ValueError, match=r"fine-tuning checkpoint .*step-00000012 was written with other settings "
-                                         r"\(lr: \[0.002\] then, \[0.001\] now\); delete .*cut"):
+    with pytest.raises(ValueError,
+                       match=r"fine-tuning checkpoint .*step-00000012 was written with other settings "
+                             r"\(lr: \[0.002\] then, \[0.001\] now\); delete .*cut"):
         run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", epochs=1, lr=1e-3)
     # the thread count may change on a rerun (RESUME_FREE): it resumes, and ends as the uninterrupted run
     (resumed, _), _ = run(model_dir, sw_tokenizer, ner_data, tmp_path / "cut", epochs=1, threads=2)
@@ -117,7 +120,8 @@ def test_resume_refuses_checkpoints_of_other_settings(tmp_path, model_dir, sw_to
 
 
 def test_label_set_mismatch_and_missing_columns_are_named(tmp_path, ner_data):
-    bad = {**ner_data, "test": ner_data["test"].assign(tags=[["B-XYZ"] * len(t) for t in ner_data["test"].tokens])}
+    bad = {**ner_data,
+           "test": ner_data["test"].assign(tags=[["B-XYZ"] * len(t) for t in ner_data["test"].tokens])}
     with pytest.raises(ValueError, match=r"label set mismatch: test has label\(s\) \['B-XYZ'\]"):
         task_labels("ner", bad)
     with pytest.raises(ValueError, match="label set mismatch"):
@@ -165,15 +169,16 @@ def test_cli_writes_one_row(tmp_path, model_dir, ner_data):
     for split, df in ner_data.items():
         df.to_parquet(data / f"{split}.parquet")
     out = tmp_path / "seed3.parquet"
-    cmd = [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(model_dir), "--task", "ner",
-           "--data", str(data), "--seed", "3", "--output", str(out), "--meta", json.dumps({"model": "tiny"}),
-           "--config", json.dumps({**cfg(epochs=1).__dict__})]
+    cmd = [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(model_dir), "--task",
+           "ner", "--data", str(data), "--seed", "3", "--output", str(out), "--meta",
+           json.dumps({"model": "tiny"}), "--config", json.dumps({**cfg(epochs=1).__dict__})]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     row = pd.read_parquet(out)
     assert len(row) == 1 and row.loc[0, "model"] == "tiny" and row.loc[0, "seed"] == 3
     assert {"dev_f1", "test_f1", "test_precision", "selected_step", "n_train"} <= set(row.columns)
-    assert (tmp_path / "seed3.history.parquet").is_file() and not (tmp_path / "seed3.parquet.checkpoints").exists()
+    assert ((tmp_path / "seed3.history.parquet").is_file()
+            and not (tmp_path / "seed3.parquet.checkpoints").exists())
 
 
 def test_nli_and_qa_run_end_to_end(tmp_path, model_dir, sw_tokenizer, swahili_verses):
@@ -181,9 +186,11 @@ def test_nli_and_qa_run_end_to_end(tmp_path, model_dir, sw_tokenizer, swahili_ve
     a 1-layer model on 60 examples)."""
     verses = [v for v in swahili_verses[:400] if len(v.split()) > 6]
     nli = pd.DataFrame([{"id": str(i), "premise": v, "hypothesis": " ".join(v.split()[:4]),
-                         "label": ("entailment", "neutral", "contradiction")[i % 3]} for i, v in enumerate(verses)])
+                         "label": ("entailment", "neutral", "contradiction")[i % 3]}
+                        for i, v in enumerate(verses)])
     qa = pd.DataFrame([{"id": str(i), "question": "Nani? " + v.split()[0], "context": v,
-                        "answers": {"text": [v.split()[2]], "answer_start": [v.index(" " + v.split()[2]) + 1]}}
+                        "answers": {"text": [v.split()[2]],
+                                    "answer_start": [v.index(" " + v.split()[2]) + 1]}}
                        for i, v in enumerate(verses)])
     for task, df, metric in (("nli", nli, "accuracy"), ("qa", qa, "f1")):
         data = {"train": df[:60].reset_index(drop=True), "dev": df[60:80].reset_index(drop=True),
@@ -207,13 +214,15 @@ def test_pair_metrics_known_answers():
     from scipy.stats import pearsonr, spearmanr
 
     f = binary_f1(["eq", "eq", "no", "no", "eq"], ["eq", "no", "eq", "no", "eq"], "eq")  # TP 2, FP 1, FN 1
-    assert f == {"f1": pytest.approx(2 / 3), "precision": pytest.approx(2 / 3), "recall": pytest.approx(2 / 3)}
+    assert f == {"f1": pytest.approx(2 / 3), "precision": pytest.approx(2 / 3),
+                 "recall": pytest.approx(2 / 3)}
     assert binary_f1(["no", "eq"], ["no", "no"], "eq") == {"f1": 0.0, "precision": 0.0, "recall": 0.0}
     assert binary_f1(["no", "eq"], ["no", "no"], "no")["f1"] == pytest.approx(2 / 3)  # P 1/2, R 1
     assert correlations([1, 2, 3, 4, 5], [1, 3, 2, 5, 4]) == {"pearson": pytest.approx(0.8),
                                                               "spearman": pytest.approx(0.8)}
     tied = correlations([1, 2, 2, 3], [1, 2, 3, 4])  # gold ranks 1, 2.5, 2.5, 4
-    assert tied["spearman"] == pytest.approx(3 / 10 ** 0.5) and tied["pearson"] == pytest.approx(3 / 10 ** 0.5)
+    assert (tied["spearman"] == pytest.approx(3 / 10 ** 0.5)
+            and tied["pearson"] == pytest.approx(3 / 10 ** 0.5))
     gold, pred = [0.0, 1.2, 2.5, 3.8, 5.0, 4.1], [0.3, 0.2, 3.0, 3.3, 4.9, 5.5]
     assert correlations(gold, pred)["pearson"] == pytest.approx(pearsonr(gold, pred)[0])
     assert correlations(gold, pred)["spearman"] == pytest.approx(spearmanr(gold, pred)[0])
@@ -237,8 +246,8 @@ def test_selection_metric_choices_are_named():
 
 @pytest.fixture
 def one_thread():
-    """One torch thread, as the config's ``threads: 1`` gives the CLI (on a busy 2-core machine two threads take 20x
-    longer here); restored afterwards, since main() sets it process-wide."""
+    """One torch thread, as the config's ``threads: 1`` gives the CLI (on a busy 2-core machine two threads
+    take 20x longer here); restored afterwards, since main() sets it process-wide."""
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -246,8 +255,8 @@ def one_thread():
 
 
 def capital_pairs(verses: list[str], n: int) -> pd.DataFrame:
-    """Learnable sentence pairs: sentence2 is words 2-6 of sentence1; the similarity counts its capitalized words
-    (2.5 each, at most 5), and a pair is a paraphrase ("equivalent") if there is one."""
+    """Learnable sentence pairs: sentence2 is words 2-6 of sentence1; the similarity counts its capitalized
+    words (2.5 each, at most 5), and a pair is a paraphrase ("equivalent") if there is one."""
     rows = []
     for i, v in enumerate(verses[:n]):
         w = v.split()
@@ -257,7 +266,8 @@ def capital_pairs(verses: list[str], n: int) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(premise=lambda d: d.sentence1, hypothesis=lambda d: d.sentence2)
 
 
-def test_sts_regression_learns_and_is_reproducible(tmp_path, model_dir, sw_tokenizer, swahili_verses, one_thread):
+def test_sts_regression_learns_and_is_reproducible(tmp_path, model_dir, sw_tokenizer, swahili_verses,
+                                                   one_thread):
     """STS-B-shaped data: a one-output regression head (MSE), selected on dev Pearson; the signal is learned
     (a constant or unrelated prediction has Pearson ~0), and the same seed gives the same scores."""
     df = capital_pairs(swahili_verses, 520)[["id", "sentence1", "sentence2", "score"]]
@@ -278,17 +288,20 @@ def test_sts_regression_learns_and_is_reproducible(tmp_path, model_dir, sw_token
     assert again == scores
 
 
-def test_mrpc_f1_selection_and_mismatched_test_set_through_the_cli(tmp_path, model_dir, swahili_verses, one_thread):
+def test_mrpc_f1_selection_and_mismatched_test_set_through_the_cli(tmp_path, model_dir, swahili_verses,
+                                                                   one_thread):
     """MRPC-shaped pairs through the CLI with `metric: f1`: dev selection by the positive class's F1, accuracy
     also reported, and an extra evaluation set (test_mismatched.parquet, MNLI's "mm") scored as well."""
     df = capital_pairs(swahili_verses, 560)[["id", "premise", "hypothesis", "label"]]
     data = tmp_path / "data"
     data.mkdir()
-    for name, part in {"train": df[:400], "dev": df[400:460], "test": df[460:510], "test_mismatched": df[510:]}.items():
+    for name, part in {"train": df[:400], "dev": df[400:460], "test": df[460:510],
+                       "test_mismatched": df[510:]}.items():
         part.reset_index(drop=True).to_parquet(data / f"{name}.parquet")
     (data / "labels.json").write_text(json.dumps(["not_equivalent", "equivalent"]))
     out = tmp_path / "seed1.parquet"
-    main(["--model", str(model_dir), "--task", "nli", "--data", str(data), "--seed", "1", "--output", str(out),
+    main(["--model", str(model_dir), "--task", "nli", "--data", str(data), "--seed", "1",
+          "--output", str(out),
           "--config", json.dumps({**cfg(epochs=6, lr=3e-3, eval_fraction=0.1).__dict__, "metric": "f1"})])
     row = pd.read_parquet(out).iloc[0]
     history = pd.read_parquet(tmp_path / "seed1.history.parquet")
@@ -302,15 +315,17 @@ def test_mrpc_f1_selection_and_mismatched_test_set_through_the_cli(tmp_path, mod
 
 
 def test_sentence_pair_segment_ids_are_padded():
-    """BERT-style models get the pair's segment ids (HF run_glue), padded with 0; models without them do not."""
+    """BERT-style models get the pair's segment ids (HF run_glue), padded with 0; models without them do
+    not."""
     items = [{"input_ids": [5, 6, 7, 8], "token_type_ids": [0, 0, 1, 1], "labels": 1},
              {"input_ids": [5, 9], "token_type_ids": [0, 1], "labels": 0}]
     batch = collate(items, pad_id=1)
     assert batch["token_type_ids"].tolist() == [[0, 0, 1, 1], [0, 1, 0, 0]]
-    assert "token_type_ids" not in collate([{k: v for k, v in it.items() if k != "token_type_ids"} for it in items], 1)
+    assert "token_type_ids" not in collate([{k: v for k, v in it.items() if k != "token_type_ids"}
+                                            for it in items], 1)
 
 
-# ------------------------------------------------------------------------------------------ dependency parsing
+# ----------------------------------------------------------------------------------------- dependency parsing
 def chain_tree(words: list[str]) -> dict:
     """A learnable synthetic language: every word attaches to the previous one (the first to the root); the
     relation is "cap" for a capitalized word, "low" otherwise ("root" for the first)."""
@@ -320,7 +335,8 @@ def chain_tree(words: list[str]) -> dict:
 
 @pytest.fixture(scope="module")
 def dep_data(swahili_verses):
-    df = pd.DataFrame([{"id": str(i), **chain_tree(v.split()[:20])} for i, v in enumerate(swahili_verses[:520])])
+    df = pd.DataFrame([{"id": str(i), **chain_tree(v.split()[:20])}
+                       for i, v in enumerate(swahili_verses[:520])])
     return {"train": df[:400].reset_index(drop=True), "dev": df[400:460].reset_index(drop=True),
             "test": df[460:].reset_index(drop=True)}
 
@@ -334,7 +350,8 @@ def run_dep(model_dir, tokenizer, data, tmp, seed=1, stop_after=None, **kw):
     torch.manual_seed(seed)
     model = load_task_model("dep", str(model_dir), labels, arc_mlp_size=c.arc_mlp_size,
                             label_mlp_size=c.label_mlp_size, mlp_dropout=c.mlp_dropout)
-    out = finetune(model, tokenizer, "dep", data, labels, c, seed=seed, checkpoint_dir=tmp, stop_after=stop_after)
+    out = finetune(model, tokenizer, "dep", data, labels, c, seed=seed, checkpoint_dir=tmp,
+                   stop_after=stop_after)
     return out, model
 
 
@@ -363,17 +380,21 @@ def test_parser_learns_a_chain_language(tmp_path, model_dir, sw_tokenizer, dep_d
 
 
 def test_parser_is_reproducible_and_resumes_bit_identically(tmp_path, model_dir, sw_tokenizer, dep_data):
-    (ref, ref_hist), model = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "ref", epochs=1, **SMALL_PARSER)
+    (ref, ref_hist), model = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "ref", epochs=1,
+                                     **SMALL_PARSER)
     torch.randn(10)
-    (again, _), model2 = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "again", epochs=1, **SMALL_PARSER)
+    (again, _), model2 = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "again", epochs=1,
+                                 **SMALL_PARSER)
     assert again == ref and 0 < ref["test_las"] <= ref["test_uas"] <= 1
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values(),
                                                   strict=True))
-    (other, _), _ = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "other", seed=2, epochs=1, **SMALL_PARSER)
+    (other, _), _ = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "other", seed=2, epochs=1,
+                            **SMALL_PARSER)
     assert other != ref
     run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "cut", stop_after=12, epochs=1, **SMALL_PARSER)
     torch.randn(10)
-    (resumed, hist), model3 = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "cut", epochs=1, **SMALL_PARSER)
+    (resumed, hist), model3 = run_dep(model_dir, sw_tokenizer, dep_data, tmp_path / "cut", epochs=1,
+                                      **SMALL_PARSER)
     assert resumed == ref
     pd.testing.assert_frame_equal(hist, ref_hist)
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model3.state_dict().values(),
@@ -411,12 +432,13 @@ def test_evaluate_dep_maps_positions_and_counts_cut_words(sw_tokenizer):
     assert 3 < len(kept) < n and items[1]["words"][0] == 1 and items[2]["words"][-1] == -1  # a and c are cut
     assert all(items[0]["heads"][p] == (0 if w == 0 else items[0]["words"][w - 1])
                for w, p in enumerate(items[0]["words"]) if p >= 0)  # the root is position 0
-    assert set(items[2]["heads"]) == {-100}  # c: every kept word's head (the last word) is cut: no training signal
+    # c: every kept word's head (the last word) is cut: no training signal
+    assert set(items[2]["heads"]) == {-100}
     batch = collate(items, sw_tokenizer.pad_token_id)
     assert batch["word_mask"].sum() == 2 * len(kept) + 3 and not batch["word_mask"][:, 0].any()
     no_autocast = functools.partial(torch.autocast, "cpu", enabled=False)
-    scores = evaluate(OracleParser(items), "dep", items, df, labels, cfg(eval_batch_size=2), sw_tokenizer.pad_token_id,
-                      "cpu", no_autocast)
+    scores = evaluate(OracleParser(items), "dep", items, df, labels, cfg(eval_batch_size=2),
+                      sw_tokenizer.pad_token_id, "cpu", no_autocast)
     # right heads: the kept words of a (their heads precede them, so are kept too) and all 3 of b; none of c
     # (its root word is cut, so is wrong even though its gold head is the root); right relations (label 0 =
     # "cap"): the capitalized non-initial words among those
@@ -432,7 +454,8 @@ def test_dep_input_errors(tmp_path, sw_tokenizer, dep_data):
         read_task_data(tmp_path, "dep")
     bad = dep_data["dev"][:2].assign(heads=[[0, 1, 2], [0, 5]], tokens=[["a", "b", "c"], ["d", "e"]],
                                      deprels=[["root", "low", "low"], ["root", "low"]])
-    with pytest.raises(ValueError, match=r"dep sentence 401: head\(s\) outside 0..2 \(word, head\): \[\(2, 5\)\]"):
+    with pytest.raises(ValueError,
+                       match=r"dep sentence 401: head\(s\) outside 0..2 \(word, head\): \[\(2, 5\)\]"):
         encode_dep(bad, sw_tokenizer, ["low", "root"], 32)
     no_root = functools.partial(sw_tokenizer, add_special_tokens=False)
     with pytest.raises(ValueError, match="must start every sequence with a special token"):
@@ -467,7 +490,8 @@ def test_parser_on_adapter_and_swapped_embeddings_saves_and_reloads(tmp_path, sw
     finetune(parser, sw_tokenizer, "dep", small, labels, cfg(epochs=1, batch_size=8, **SMALL_PARSER), seed=1,
              checkpoint_dir=tmp_path / "ck")
     after = dict(parser.named_parameters())
-    assert all(torch.equal(before[n], after[n]) == (n in frozen) for n in before)  # adapter fixed, rest trained
+    # adapter fixed, rest trained
+    assert all(torch.equal(before[n], after[n]) == (n in frozen) for n in before)
     parser.save_pretrained(tmp_path / "saved")
     again = load_task_model("dep", str(tmp_path / "saved"), labels)  # sizes from parser_head.json
     assert again.sizes == parser.sizes and adapter_parameter_names(again.encoder) == adapter
@@ -482,14 +506,16 @@ def test_parser_on_adapter_and_swapped_embeddings_saves_and_reloads(tmp_path, sw
     rows = torch.randn(len(sw_tokenizer) + 7, TINY["hidden_size"])
     write_tensors({"embeddings": rows}, tmp_path / "init.safetensors")
     swapped = load_task_model("dep", str(lapt), labels, embeddings=str(tmp_path / "init.safetensors"))
-    assert torch.equal(swapped.get_input_embeddings().weight, rows) and not adapter_parameter_names(swapped.encoder)
+    assert (torch.equal(swapped.get_input_embeddings().weight, rows)
+            and not adapter_parameter_names(swapped.encoder))
 
 
 def test_binary_f1_positive_class_does_not_depend_on_label_order():
     from vocab_transfer.training.finetune import positive_class
 
     assert positive_class(["not_equivalent", "equivalent"], None) == "equivalent"
-    assert positive_class(["equivalent", "not_equivalent"], None) == "equivalent"  # sorted labels (no labels.json)
+    # sorted labels (no labels.json)
+    assert positive_class(["equivalent", "not_equivalent"], None) == "equivalent"
     assert positive_class(["paraphrase", "not_paraphrase"], None) == "paraphrase"
     assert positive_class(["no", "yes"], "yes") == "yes"
     with pytest.raises(ValueError, match="needs a positive_label"):
@@ -512,7 +538,8 @@ def save_tiny_flaubert(path, texts: list[str]) -> None:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         FlaubertWithLMHeadModel(FlaubertConfig(vocab_size=len(vocab), emb_dim=32, n_layers=1, n_heads=2,
-                                               max_position_embeddings=128, pad_index=2)).save_pretrained(path)
+                                               max_position_embeddings=128, pad_index=2)
+                                ).save_pretrained(path)
 
 
 def test_reference_model_with_a_slow_tokenizer_flaubert(tmp_path, swahili_verses, one_thread):
@@ -534,12 +561,14 @@ def test_reference_model_with_a_slow_tokenizer_flaubert(tmp_path, swahili_verses
           "--config", json.dumps(cfg(epochs=6, lr=3e-3, seq_len=96).__dict__)])
     row = pd.read_parquet(out).iloc[0]
     majority = df[460:].label.value_counts(normalize=True).max()
-    assert row["n_test"] == 100 and row["test_accuracy"] > majority + 0.1  # learned through the slow tokenizer
+    # learned through the slow tokenizer
+    assert row["n_test"] == 100 and row["test_accuracy"] > majority + 0.1
 
 
 def test_seeds_share_a_job_per_cell_or_split_by_seeds_per_job():
-    """The plan's fine-tuning files: by default one job per cell for all its seeds (``seed1+2+3``); ``seeds_per_job``
-    splits them in config order, a task's own value wins, ``1`` is a job per seed; the job's --seed is its seeds."""
+    """The plan's fine-tuning files: by default one job per cell for all its seeds (``seed1+2+3``);
+    ``seeds_per_job`` splits them in config order, a task's own value wins, ``1`` is a job per seed; the job's
+    --seed is its seeds."""
     import copy
     from types import SimpleNamespace
 
@@ -577,8 +606,8 @@ def test_seeds_share_a_job_per_cell_or_split_by_seeds_per_job():
 
 
 def test_live_curves_hold_the_dev_history(tmp_path, model_dir, sw_tokenizer, ner_data):
-    """finetune.training.report_to: [tensorboard]: the event files (TensorBoard's own reader) hold the history's
-    training loss and dev scores at its steps, with the learning rate and gradient norm."""
+    """finetune.training.report_to: [tensorboard]: the event files (TensorBoard's own reader) hold the
+    history's training loss and dev scores at its steps, with the learning rate and gradient norm."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     labels = task_labels("ner", ner_data)

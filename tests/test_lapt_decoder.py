@@ -1,4 +1,5 @@
-"""LAPT options for decoder LLMs on a tiny Llama (untied head): pure bf16, document packing, embeddings first, FSDP."""
+"""LAPT options for decoder LLMs on a tiny Llama (untied head): pure bf16, document packing, embeddings first,
+FSDP."""
 
 import json
 import os
@@ -30,19 +31,21 @@ def tiny_llama(vocab_size: int, seed: int = 0, attn: str = "sdpa", layers: int =
 
     torch.manual_seed(seed)
     return LlamaForCausalLM(LlamaConfig(
-        vocab_size=vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=layers, num_attention_heads=2,
-        num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False, bos_token_id=0, eos_token_id=2,
-        pad_token_id=1, attn_implementation=attn))
+        vocab_size=vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=layers,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False,
+        bos_token_id=0, eos_token_id=2, pad_token_id=1, attn_implementation=attn))
 
 
 @pytest.fixture(scope="module")
 def shards(tmp_path_factory, sw_tokenizer, swahili_verses):
-    """Training and held-out blocks of 32 tokens read from token shards (documents: verses, ~25 tokens each)."""
+    """Training and held-out blocks of 32 tokens read from token shards (documents: verses, ~25 tokens
+    each)."""
     root = tmp_path_factory.mktemp("decoder_shards")
     sw_tokenizer.save_pretrained(root / "tok")
     for name, texts in (("train", swahili_verses[:400]), ("heldout", swahili_verses[400:480])):
         write_shard(texts, sw_tokenizer, root / name, tokenizer_dir=root / "tok")
-    return tuple(open_blocks(root / name, sw_tokenizer, 32, tokenizer_dir=root / "tok") for name in ("train", "heldout"))
+    return tuple(open_blocks(root / name, sw_tokenizer, 32, tokenizer_dir=root / "tok")
+                 for name in ("train", "heldout"))
 
 
 def config(**kw):
@@ -55,12 +58,13 @@ def fake_shard(tmp_path, lengths: list[int]) -> Shard:
     tokens = np.arange(3, 3 + sum(lengths), dtype="<u2")
     tokens.tofile(tmp_path / "tokens.bin")
     np.save(tmp_path / "index.npy", np.concatenate([[0], np.cumsum(lengths)]).astype("<i8"))
-    return Shard(tmp_path, {}, ArrayFile(tmp_path / "tokens.bin", tokens.dtype), ArrayFile.npy(tmp_path / "index.npy"))
+    return Shard(tmp_path, {}, ArrayFile(tmp_path / "tokens.bin", tokens.dtype),
+                 ArrayFile.npy(tmp_path / "index.npy"))
 
 
 def test_block_positions_restart_at_each_document(tmp_path):
-    """Known answer: documents of 3, 5, 2 and 7 tokens in blocks <s> + 4 tokens + </s>; a document that begins with
-    the block's body shares position 0 with <s>."""
+    """Known answer: documents of 3, 5, 2 and 7 tokens in blocks <s> + 4 tokens + </s>; a document that begins
+    with the block's body shares position 0 with <s>."""
     blocks = Blocks([fake_shard(tmp_path, [3, 5, 2, 7])], 6, bos_id=0, eos_id=2)
     assert blocks[[0]].tolist() == [[0, 3, 4, 5, 6, 2]]
     assert blocks.positions(torch.arange(4)).tolist() == [[0, 1, 2, 3, 0, 1], [0, 1, 2, 3, 4, 5],
@@ -74,8 +78,8 @@ def test_block_positions_restart_at_each_document(tmp_path):
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_packed_block_loss_is_the_sum_of_its_documents_losses(shards, sw_tokenizer, attn):
-    """With packing: documents, a block's summed next-token loss equals the summed losses of its documents run one
-    by one (positions from 0, no context from the previous document); with packing: stream it does not."""
+    """With packing: documents, a block's summed next-token loss equals the summed losses of its documents run
+    one by one (positions from 0, no context from the previous document); with packing: stream it does not."""
     model = tiny_llama(len(sw_tokenizer), attn=attn).eval()
     blocks = shards[0]
     rows = torch.tensor([i for i in range(20) if (blocks.positions([i])[0, 1:] == 0).sum() >= 2][:3])
@@ -106,17 +110,20 @@ def test_document_packing_trains_and_resumes(tmp_path, shards, sw_tokenizer):
     resumed = tiny_llama(len(sw_tokenizer))
     train(resumed, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / "b", stop_after=4)
     resumed = tiny_llama(len(sw_tokenizer), seed=9)
-    pd.testing.assert_frame_equal(train(resumed, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / "b"), curve)
+    pd.testing.assert_frame_equal(train(resumed, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / "b"),
+                                  curve)
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
     for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
     with pytest.raises(ValueError, match="needs blocks read from token shards"):
-        train(tiny_llama(len(sw_tokenizer)), sw_tokenizer, shards[0][:16], shards[1], cfg, checkpoint_dir=tmp_path / "c")
+        train(tiny_llama(len(sw_tokenizer)), sw_tokenizer, shards[0][:16], shards[1], cfg,
+              checkpoint_dir=tmp_path / "c")
 
 
-def test_document_packing_refuses_a_model_that_attends_across_documents(tmp_path, shards, sw_tokenizer, monkeypatch):
-    """A model that ignores restarting position ids (here: transformers' packed-sequence detection switched off) is
-    named before training starts."""
+def test_document_packing_refuses_a_model_that_attends_across_documents(tmp_path, shards, sw_tokenizer,
+                                                                        monkeypatch):
+    """A model that ignores restarting position ids (here: transformers' packed-sequence detection switched
+    off) is named before training starts."""
     import transformers.masking_utils as masking
 
     monkeypatch.setattr(masking, "find_packed_sequence_indices", lambda position_ids: None)
@@ -126,8 +133,9 @@ def test_document_packing_refuses_a_model_that_attends_across_documents(tmp_path
 
 
 def test_pure_bf16_trains_bf16_weights_and_resumes_bit_identically(tmp_path, shards, sw_tokenizer):
-    """precision: bf16_pure keeps weights, gradients and AdamW states in bf16 (no autocast), resumes bit-identically
-    from its checkpoints and saves a bf16 model; mixed bf16 keeps fp32 weights even for a bf16 checkpoint."""
+    """precision: bf16_pure keeps weights, gradients and AdamW states in bf16 (no autocast), resumes
+    bit-identically from its checkpoints and saves a bf16 model; mixed bf16 keeps fp32 weights even for a bf16
+    checkpoint."""
     from safetensors import safe_open
 
     cfg = config(precision="bf16_pure")
@@ -137,10 +145,12 @@ def test_pure_bf16_trains_bf16_weights_and_resumes_bit_identically(tmp_path, sha
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0] - 0.1
     cut = tiny_llama(len(sw_tokenizer))
     train(cut, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / "b", stop_after=4)
-    states = torch.load(next((tmp_path / "b").glob("step-*/optimizer.pt")), weights_only=True)["optimizer"]["state"]
+    states = torch.load(next((tmp_path / "b").glob("step-*/optimizer.pt")),
+                        weights_only=True)["optimizer"]["state"]
     assert {s["exp_avg"].dtype for s in states.values()} == {torch.bfloat16}
     resumed = tiny_llama(len(sw_tokenizer), seed=9)
-    pd.testing.assert_frame_equal(train(resumed, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / "b"), curve)
+    pd.testing.assert_frame_equal(train(resumed, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / "b"),
+                                  curve)
     for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
     save_model(full, sw_tokenizer, tmp_path / "out")
@@ -153,9 +163,9 @@ def test_pure_bf16_trains_bf16_weights_and_resumes_bit_identically(tmp_path, sha
 
 def test_two_stage_decoder_trains_embeddings_and_head_first_and_resumes_across_the_boundary(tmp_path, shards,
                                                                                              sw_tokenizer):
-    """variant two_stage on a decoder with an untied head: in the first stage only the input embeddings and the LM
-    head move; then every weight trains; a run stopped at the stage boundary and one stopped inside the second
-    stage resume to the uninterrupted run's weights and curve."""
+    """variant two_stage on a decoder with an untied head: in the first stage only the input embeddings and
+    the LM head move; then every weight trains; a run stopped at the stage boundary and one stopped inside the
+    second stage resume to the uninterrupted run's weights and curve."""
     cfg = config(variant="two_stage", embedding_stage_ratio=0.5, steps=8)  # 4 embedding steps, then 8
     model = tiny_llama(len(sw_tokenizer))
     assert embedding_parameter_names(model) == {"model.embed_tokens.weight", "lm_head.weight"}
@@ -171,7 +181,8 @@ def test_two_stage_decoder_trains_embeddings_and_head_first_and_resumes_across_t
         cut = tiny_llama(len(sw_tokenizer))
         train(cut, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / f"cut{stop}", stop_after=stop)
         resumed = tiny_llama(len(sw_tokenizer), seed=9)
-        pd.testing.assert_frame_equal(train(resumed, sw_tokenizer, *shards, cfg, checkpoint_dir=tmp_path / f"cut{stop}"),
+        pd.testing.assert_frame_equal(train(resumed, sw_tokenizer, *shards, cfg,
+                                            checkpoint_dir=tmp_path / f"cut{stop}"),
                                       curve)
         for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values(), strict=True):
             assert torch.equal(a, b), (stop, name)
@@ -190,8 +201,8 @@ def llama_fixture(tmp_path_factory, sw_tokenizer, swahili_verses):
 def lapt_cli(root, out, launcher, **kw):
     cfg = config(steps=40, checkpoint_every=2, eval_every=20, **kw).model_dump(mode="json")
     return [*launcher, "-m", "vocab_transfer.training.lapt", "--model", str(root / "model"),
-            "--tokenizer", str(root / "model"), "--train", str(root / "train"), "--heldout", str(root / "heldout"),
-            "--output", str(out), "--config", json.dumps(cfg)]
+            "--tokenizer", str(root / "model"), "--train", str(root / "train"), "--heldout",
+            str(root / "heldout"), "--output", str(out), "--config", json.dumps(cfg)]
 
 
 def descendants(pid: int) -> list[int]:
@@ -210,21 +221,24 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-FSDP_TOLERANCE = 1e-4  # as DDP's (tests/test_lapt.py): gradients averaged over shards, not summed in one process
+# as DDP's (tests/test_lapt.py): gradients averaged over shards, not summed in one process
+FSDP_TOLERANCE = 1e-4
 
 
 @pytest.mark.slow
 def test_fsdp_on_two_cpu_processes_trains_as_one_process_and_resumes(tmp_path, llama_fixture):
     """distributed: fsdp on two processes (gloo, FSDP2 fully_shard per decoder layer, gradient checkpointing,
-    document packing) trains the model one process trains on the same global batch in two micro batches, within
-    FSDP_TOLERANCE; its checkpoints hold the full state (model.pt loads into the unsharded model), a run killed
-    after a checkpoint resumes to the uninterrupted run's weights, and the output is a plain save_pretrained folder."""
+    document packing) trains the model one process trains on the same global batch in two micro batches,
+    within FSDP_TOLERANCE; its checkpoints hold the full state (model.pt loads into the unsharded model), a
+    run killed after a checkpoint resumes to the uninterrupted run's weights, and the output is a plain
+    save_pretrained folder."""
     from safetensors.torch import load_file
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
     kw = dict(packing="documents", gradient_checkpointing=True)
-    one = subprocess.run(lapt_cli(llama_fixture, tmp_path / "one", [sys.executable], micro_batch_size=2, **kw),
+    one = subprocess.run(lapt_cli(llama_fixture, tmp_path / "one", [sys.executable],
+                                  micro_batch_size=2, **kw),
                          env=env, capture_output=True, text=True)
     assert one.returncode == 0, one.stderr[-3000:]
     fsdp = lapt_cli(llama_fixture, tmp_path / "fsdp", torchrun, distributed="fsdp", **kw)
@@ -233,9 +247,11 @@ def test_fsdp_on_two_cpu_processes_trains_as_one_process_and_resumes(tmp_path, l
     assert "FSDP: 2 layers sharded over 2 processes" in proc.stderr
     a, b = (pd.read_parquet(tmp_path / f"{n}.curve.parquet") for n in ("one", "fsdp"))
     assert list(a["step"]) == list(b["step"]) == [0, 20, 40]
-    torch.testing.assert_close(torch.tensor(b["heldout_loss"].to_numpy()), torch.tensor(a["heldout_loss"].to_numpy()),
+    torch.testing.assert_close(torch.tensor(b["heldout_loss"].to_numpy()),
+                               torch.tensor(a["heldout_loss"].to_numpy()),
                                rtol=FSDP_TOLERANCE, atol=FSDP_TOLERANCE)
-    wa, wb = load_file(tmp_path / "one" / "model.safetensors"), load_file(tmp_path / "fsdp" / "model.safetensors")
+    wa, wb = (load_file(tmp_path / "one" / "model.safetensors"),
+              load_file(tmp_path / "fsdp" / "model.safetensors"))
     assert set(wa) == set(wb)
     for k in wa:
         torch.testing.assert_close(wb[k], wa[k], rtol=FSDP_TOLERANCE, atol=FSDP_TOLERANCE, msg=k)

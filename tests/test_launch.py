@@ -1,5 +1,5 @@
-"""How training jobs start their processes: the launcher for a config's GPUs and nodes, the multi-node command line
-(srun + torchrun with c10d rendezvous), and how a trainer finds its place among the processes."""
+"""How training jobs start their processes: the launcher for a config's GPUs and nodes, the multi-node command
+line (srun + torchrun with c10d rendezvous), and how a trainer finds its place among the processes."""
 
 import os
 import re
@@ -28,7 +28,8 @@ def test_launcher_for_gpus_and_nodes(gpus, nodes, launcher, expected):
 
 
 @pytest.mark.parametrize("launcher, message", [
-    ("torchrun --standalone --nproc-per-node 2", "as a list: ['torchrun', '--standalone', '--nproc-per-node', '2']"),
+    ("torchrun --standalone --nproc-per-node 2",
+     "as a list: ['torchrun', '--standalone', '--nproc-per-node', '2']"),
     ("python; touch PWNED", "is not a launcher"),
     ("bash", "is not a launcher"),
     (["bash", "-c", "touch PWNED"], "'bash', which is not a known launcher"),
@@ -51,7 +52,8 @@ def test_config_picks_the_launcher():
     config = yaml.safe_load(open("tests/data/tiny_config.yaml"))
     config["lapt"].pop("launcher", None)
     config["lapt"].update(gpus=4, nodes=2)
-    assert load(config).lapt.launch_command().startswith("python -m vocab_transfer.training.launch --nodes 2 ")
+    assert load(config).lapt.launch_command().startswith(
+        "python -m vocab_transfer.training.launch --nodes 2 ")
 
 
 @pytest.mark.parametrize("nodelist, head", [("gpu[07-08]", "gpu07"), ("gpu[03,05-06],cpu1", "gpu03"),
@@ -61,7 +63,8 @@ def test_first_node_of_a_slurm_node_list(nodelist, head):
 
 
 def test_multinode_command_line():
-    cmd = multinode_command(2, 4, "gpu07", 29533, "1234", ["-m", "vocab_transfer.training.lapt", "--model", "m"])
+    cmd = multinode_command(2, 4, "gpu07", 29533, "1234",
+                            ["-m", "vocab_transfer.training.lapt", "--model", "m"])
     assert cmd == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
                    "torchrun", "--nnodes=2", "--nproc-per-node=4", "--rdzv-backend=c10d",
                    "--rdzv-endpoint=gpu07:29533", "--rdzv-id=1234", "-m", "vocab_transfer.training.lapt",
@@ -69,11 +72,12 @@ def test_multinode_command_line():
 
 
 def test_launch_cli_builds_the_command_inside_an_allocation():
-    """What the rule's `exec <launcher> -m vocab_transfer.training.lapt ...` runs on the job's first node with two
-    nodes of four GPUs: one torchrun per node, meeting at that node on a free port."""
+    """What the rule's `exec <launcher> -m vocab_transfer.training.lapt ...` runs on the job's first node with
+    two nodes of four GPUs: one torchrun per node, meeting at that node on a free port."""
     env = {**os.environ, "SLURM_JOB_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "1234"}
-    out = subprocess.run([sys.executable, "-m", "vocab_transfer.training.launch", "--nodes", "2", "--gpus-per-node",
-                          "4", "--dry-run", "--", "-m", "vocab_transfer.training.lapt", "--model", "m"], env=env,
+    out = subprocess.run([sys.executable, "-m", "vocab_transfer.training.launch", "--nodes", "2",
+                          "--gpus-per-node", "4", "--dry-run", "--", "-m", "vocab_transfer.training.lapt",
+                          "--model", "m"], env=env,
                          capture_output=True, text=True, check=True).stdout
     cmd = shlex.split(out)
     endpoint = next(a for a in cmd if a.startswith("--rdzv-endpoint="))
@@ -86,8 +90,9 @@ def test_launch_cli_builds_the_command_inside_an_allocation():
 
 def test_launch_outside_an_allocation_is_refused():
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
-    proc = subprocess.run([sys.executable, "-m", "vocab_transfer.training.launch", "--nodes", "2", "--gpus-per-node",
-                           "1", "--", "-m", "vocab_transfer.training.lapt"], env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "vocab_transfer.training.launch", "--nodes", "2",
+                           "--gpus-per-node", "1", "--", "-m", "vocab_transfer.training.lapt"], env=env,
+                          capture_output=True, text=True)
     assert proc.returncode != 0 and "inside a SLURM allocation" in proc.stderr
 
 
@@ -96,7 +101,8 @@ def test_one_process_without_a_launcher(monkeypatch):
 
     for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "SLURM_NTASKS", "SLURM_PROCID", "SLURM_STEP_ID"):
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("SLURM_NTASKS", "4")  # a batch script's environment, outside an srun step: not launched
+    # a batch script's environment, outside an srun step: not launched
+    monkeypatch.setenv("SLURM_NTASKS", "4")
     assert init_distributed() == Distributed(world=1, rank=0)
 
 

@@ -31,9 +31,11 @@ def test_focus_known_answer():
 
 def test_focus_rare_tokens_follow_source_distribution():
     g = torch.Generator().manual_seed(0)
-    source = torch.randn(2000, 4, generator=g) * torch.tensor([1.0, 2.0, 0.5, 3.0]) + torch.tensor([5.0, 0, 0, -1])
+    source = (torch.randn(2000, 4, generator=g) * torch.tensor([1.0, 2.0, 0.5, 3.0])
+              + torch.tensor([5.0, 0, 0, -1]))
     has = torch.zeros(3000, dtype=torch.bool)
-    out, kind, _ = focus_init(source, 3000, torch.tensor([0]), torch.tensor([0]), torch.zeros(3000, 2), has, seed=1)
+    out, kind, _ = focus_init(source, 3000, torch.tensor([0]), torch.tensor([0]), torch.zeros(3000, 2), has,
+                              seed=1)
     rand = out[kind == 2]
     torch.testing.assert_close(rand.mean(0), source.mean(0), atol=0.2, rtol=0.05)
     torch.testing.assert_close(rand.std(0), source.std(0), atol=0.2, rtol=0.1)
@@ -64,7 +66,8 @@ def test_random_mapping_distinct_rows_and_specials():
 def tiny_inputs():
     g = torch.Generator().manual_seed(0)
     ov = overlap_frame([(0, 0, "special", True), (1, 5, "exact", False), (2, 6, "fuzzy", True)])
-    aux = TokenVectors(torch.randn(8, 4, generator=g), torch.tensor([False, True, True, True, True, True, True, False]),
+    aux = TokenVectors(torch.randn(8, 4, generator=g),
+                       torch.tensor([False, True, True, True, True, True, True, False]),
                        torch.ones(8, dtype=torch.long))
     return TransferInputs(torch.randn(10, 3, generator=g), 8, ov, aux=aux)
 
@@ -121,8 +124,10 @@ def test_certified_shortlist_widens_per_row():
 
     eye = torch.eye(3)
     keys = [torch.nn.functional.normalize(-torch.ones(19, 3), dim=1)]  # far from every query (cos -0.58)
-    for axis, (n, step) in enumerate([(1, 0.0), (20, 1e-4), (260, 1e-5)]):  # the last two below bf16's resolution
-        keys.append(torch.nn.functional.normalize(eye[axis] - step * torch.arange(float(n))[:, None] * eye[axis - 1], dim=1))
+    # the last two below bf16's resolution
+    for axis, (n, step) in enumerate([(1, 0.0), (20, 1e-4), (260, 1e-5)]):
+        keys.append(torch.nn.functional.normalize(
+            eye[axis] - step * torch.arange(float(n))[:, None] * eye[axis - 1], dim=1))
     keys = torch.cat(keys)
     widths = []
     select = neighbours._sparsemax_select
@@ -139,8 +144,8 @@ def test_certified_shortlist_widens_per_row():
 
 
 def test_workspace_reuse_across_batches_changes_nothing():
-    """Buffers kept across batches of different sizes (FOCUS's last batch is smaller) give the results of fresh ones,
-    for both weightings, and the rescoring in chunks of GATHER_KEYS equals one gather."""
+    """Buffers kept across batches of different sizes (FOCUS's last batch is smaller) give the results of
+    fresh ones, for both weightings, and the rescoring in chunks of GATHER_KEYS equals one gather."""
     from vocab_transfer.methods import neighbours
 
     g = torch.Generator().manual_seed(3)
@@ -208,8 +213,9 @@ def test_bf16_softmax_shortlist_is_certified():
 
 
 def test_fvt_copies_the_overlap_and_averages_source_pieces(sw_tokenizer):
-    """FVT known answer with real tokenizers: a 600-token Swahili source, a 300-token German target. Overlapping tokens keep their source row; every other token is the mean of the source rows of the
-    pieces the source tokenizer cuts its text into (a word-initial token as a word start)."""
+    """FVT known answer with real tokenizers: a 600-token Swahili source, a 300-token German target.
+    Overlapping tokens keep their source row; every other token is the mean of the source rows of the pieces
+    the source tokenizer cuts its text into (a word-initial token as a word start)."""
     import itertools
 
     from vocab_transfer.data.sources import iter_documents
@@ -229,14 +235,16 @@ def test_fvt_copies_the_overlap_and_averages_source_pieces(sw_tokenizer):
     new = [i for i in range(len(target)) if i not in set(overlap["target_id"]) and canon[i].text]
     assert len(new) > 50 and set(res.provenance[new]) == {"combined"}
     for i in new[:40]:
-        pieces = sw_tokenizer(canon[i].text, add_special_tokens=False)["input_ids"]  # SentencePiece marks "▁" itself
+        # SentencePiece marks "▁" itself
+        pieces = sw_tokenizer(canon[i].text, add_special_tokens=False)["input_ids"]
         torch.testing.assert_close(res.matrix[i], source[pieces].mean(0))
         assert res.n_sources[i] == len(set(pieces))
     assert torch.equal(res.matrix, run_method("fvt", inputs, seed=0).matrix)
 
 
 def _configured_methods():
-    """Every `methods` entry of the configs in the repository: (kind, params) as the config check sees them."""
+    """Every `methods` entry of the configs in the repository: (kind, params) as the config check sees
+    them."""
     import glob
     from pathlib import Path
 
@@ -245,15 +253,16 @@ def _configured_methods():
     from vocab_transfer.methods import method_config
 
     root = Path(__file__).resolve().parent.parent
-    files = ["config.yaml", "tests/data/tiny_config.yaml", *sorted(glob.glob("configs/*.yaml", root_dir=root))]
+    files = ["config.yaml", "tests/data/tiny_config.yaml",
+             *sorted(glob.glob("configs/*.yaml", root_dir=root))]
     for name in files:
         for spec in (yaml.safe_load((root / name).read_text()).get("methods") or {}).values():
             yield spec["kind"], method_config(spec)
 
 
 def test_the_package_imports_every_method_module():
-    """``vocab_transfer.methods`` imports each module that registers a method, so the registry the workflow plans
-    with is complete; the helper modules register none."""
+    """``vocab_transfer.methods`` imports each module that registers a method, so the registry the workflow
+    plans with is complete; the helper modules register none."""
     import pkgutil
     import re
     from pathlib import Path
@@ -276,7 +285,8 @@ def test_need_paths_name_the_inputs_the_loader_reads():
     from vocab_transfer.workflow import paths
     from vocab_transfer.workflow.needs import NEED_PATHS, InitJob
 
-    job = InitJob("src", "sw", "m", {"source_language": "en", "restrict_source": "en", "init": "focus"}, "mf-0123456789ab")
+    job = InitJob("src", "sw", "m", {"source_language": "en", "restrict_source": "en", "init": "focus"},
+                  "mf-0123456789ab")
     for need in Need:
         assert tuple(NEED_PATHS[need](job, paths.Paths())) == NEED_INPUTS[need], need
     assert set(LOADERS) == set(Need)

@@ -1,6 +1,6 @@
-"""The rehearsal's task miniatures (vocab_transfer.miniatures.tasks): every hub loader reads what write_task wrote
-into a hub mirror, with rows in every split and every class of its label inventory, and the same spec and seed
-give the same bytes."""
+"""The rehearsal's task miniatures (vocab_transfer.miniatures.tasks): every hub loader reads what write_task
+wrote into a hub mirror, with rows in every split and every class of its label inventory, and the same spec
+and seed give the same bytes."""
 
 import pytest
 
@@ -25,12 +25,13 @@ SPECS = [  # as configs/*.yaml name them
     {"loader": "ud", "task": "dep", "treebank": "ar_padt"},
     {"loader": "ud", "task": "dep", "treebank": "bho_bhtb", "test_only": True},  # a zero-shot target
 ]
-TAGS = {"wikiann": tasks.WIKIANN_TAGS, "germeval14": tasks.GERMEVAL14_TAGS, "masakhaner2": tasks.MASAKHANER2_TAGS,
-        "ud": tuple(t for t in tasks.UD_UPOS if t != "_")}
+TAGS = {"wikiann": tasks.WIKIANN_TAGS, "germeval14": tasks.GERMEVAL14_TAGS,
+        "masakhaner2": tasks.MASAKHANER2_TAGS, "ud": tuple(t for t in tasks.UD_UPOS if t != "_")}
 
 
 def _id(spec: dict) -> str:
-    return "-".join(str(v) for k, v in spec.items() if k in ("loader", "language", "config", "task", "treebank"))
+    return "-".join(str(v) for k, v in spec.items()
+                    if k in ("loader", "language", "config", "task", "treebank"))
 
 
 @pytest.fixture
@@ -45,7 +46,8 @@ def hub(tmp_path, monkeypatch):
 def _labels(task: str, ds) -> list:
     if task in ("ner", "pos", "dep"):
         return [t for seq in ds["deprels" if task == "dep" else "tags"] for t in seq]
-    return [a["text"][0] for a in ds["answers"]] if task == "qa" else ds["score" if task == "sts" else "label"]
+    return ([a["text"][0] for a in ds["answers"]] if task == "qa"
+            else ds["score" if task == "sts" else "label"])
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=_id)
@@ -74,7 +76,8 @@ def test_writing_twice_gives_the_same_bytes_and_another_seed_others(tmp_path):
         first, again = write_task(tmp_path / "a", spec), write_task(tmp_path / "b", spec)
         other = write_task(tmp_path / "c", spec, seed=1)
         rel = [p.relative_to(tmp_path / "a") for p in first]
-        assert rel == [p.relative_to(tmp_path / "b") for p in again] == [p.relative_to(tmp_path / "c") for p in other]
+        assert (rel == [p.relative_to(tmp_path / "b") for p in again]
+                == [p.relative_to(tmp_path / "c") for p in other])
         assert [p.read_bytes() for p in first] == [p.read_bytes() for p in again], spec
         assert [p.read_bytes() for p in first] != [p.read_bytes() for p in other], spec
 
@@ -92,7 +95,8 @@ def test_loaders_without_a_hub_dataset(tmp_path):
     for spec in ({"loader": "bclm_ner"}, {"loader": "nope"}):
         with pytest.raises(ValueError, match=f"{spec['loader']}.*known: wikiann"):
             write_task(tmp_path, spec)
-    assert write_task(tmp_path, {"loader": "wikiann", "data_files": {"train": "x.json", "test": "y.json"}}) == []
+    assert write_task(tmp_path,
+                      {"loader": "wikiann", "data_files": {"train": "x.json", "test": "y.json"}}) == []
     assert write_task(tmp_path, {"loader": "bclm_pos", "data_files": {"train": "x.conllu"}}) == []
     assert not any(tmp_path.iterdir())
     with pytest.raises(ValueError, match="config"):

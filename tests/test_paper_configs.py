@@ -1,9 +1,9 @@
 """Dry runs of the paper-scale configs (configs/*.yaml): each must plan offline, touch no network while the
 DAG is built, write nothing but .snakemake/, and plan its paper's experiment grid.
 
-The expected job counts are literals derived from the papers' tables (the papers are cited in README.md), not from
-the configs, so a config that drifts from its paper fails here. Where the pipeline cannot express a paper's grid
-exactly, the surplus is a separate, commented term (see each config's header).
+The expected job counts are literals derived from the papers' tables (the papers are cited in README.md), not
+from the configs, so a config that drifts from its paper fails here. Where the pipeline cannot express a
+paper's grid exactly, the surplus is a separate, commented term (see each config's header).
 
 The same dry runs check the job counts docs/cluster.md quotes (its block written by scripts/job_counts.py).
 """
@@ -60,20 +60,22 @@ GRIDS = {
     "focus": {  # the FOCUS paper
         # Table 4: one job per language evaluates every initialization of that language.
         "evaluate_init": 10,
-        # Table 4 cells: Random, FOCUS, Symbolic Overlap on all 10 languages (30); Word-fastText and WECHSEL on the
-        # 6 with cc.<lang>.300 vectors (12) = 42. Tables 2/3 inits not in Table 4: WECHSEL_EN on de, ar, sw (3);
-        # extended vocab Random and FOCUS, and the original vocabulary, on de, ar, sw, ha, xh (15) = 18. The added
-        # rows (not in the paper) on all 10 languages: FVT, CLP, OMP, extension with mean-resized rows (40), and
-        # extended FOCUS as a Table 4 row also on the 5 languages without LAPT (gd, lb, ceb, sm, hmn); WECHSEL on
-        # normalized vectors on the 6 with word vectors.
+        # Table 4 cells: Random, FOCUS, Symbolic Overlap on all 10 languages (30); Word-fastText and WECHSEL
+        # on the 6 with cc.<lang>.300 vectors (12) = 42. Tables 2/3 inits not in Table 4: WECHSEL_EN on de,
+        # ar, sw (3); extended vocab Random and FOCUS, and the original vocabulary, on de, ar, sw, ha, xh (15)
+        # = 18. The added rows (not in the paper) on all 10 languages: FVT, CLP, OMP, extension with
+        # mean-resized rows (40), and extended FOCUS as a Table 4 row also on the 5 languages without LAPT
+        # (gd, lb, ceb, sm, hmn); WECHSEL on normalized vectors on the 6 with word vectors.
         "init_embeddings": 42 + 18 + 4 * 10 + 5 + 6,
-        # Tables 2/3 "+ LAPT" rows: 7 on de, ar, sw (original vocab, Random 2-stage, WECHSEL_EN, WECHSEL, FOCUS,
-        # extended Random, extended FOCUS) = 21; 5 on ha, xh (no WECHSEL rows, "—‡") = 10.
+        # Tables 2/3 "+ LAPT" rows: 7 on de, ar, sw (original vocab, Random 2-stage, WECHSEL_EN, WECHSEL,
+        # FOCUS, extended Random, extended FOCUS) = 21; 5 on ha, xh (no WECHSEL rows, "—‡") = 10.
         "train_lapt": 21 + 10,
-        # Tables 2/3 cells: Table 2 6 columns x 8 rows = 48; Table 3 WikiANN 3 x 8 = 24, GermEval14/MasakhaNER de,
-        # sw 2 x 8 = 16 and ha, xh 2 x 6 = 12; 100 cells, one job each for its 5 seeds (App. A; seeds_per_job unset).
+        # Tables 2/3 cells: Table 2 6 columns x 8 rows = 48; Table 3 WikiANN 3 x 8 = 24, GermEval14/MasakhaNER
+        # de, sw 2 x 8 = 16 and ha, xh 2 x 6 = 12; 100 cells, one job each for its 5 seeds (App. A;
+        # seeds_per_job unset).
         "finetune": 100,
-        "prepare_task": 13,  # 3 XNLI + 3 QA (GermanQuAD, TyDiQA ar, sw) + 3 WikiANN + GermEval14 + 3 MasakhaNER
+        # 3 XNLI + 3 QA (GermanQuAD, TyDiQA ar, sw) + 3 WikiANN + GermEval14 + 3 MasakhaNER
+        "prepare_task": 13,
         "plot_lapt_curves": 5,  # Figure 2 per LAPT language (de, ar, sw, ha, xh)
         "plot_embedding_correlation": 5,  # vocab-swap Figures 2/5 per LAPT language
         "prepare_corpus": 10 + 1,  # Table 4's languages + English for WECHSEL_EN's English tokenizer (§3.1)
@@ -82,19 +84,21 @@ GRIDS = {
     },
     "wechsel": {  # the WECHSEL paper, RoBERTa: Table 1
         "evaluate_init": 4,  # fr, de, zh, sw (not a table of the paper: init-time MLM loss of both inits)
-        # WECHSEL, TransInner per language (Score@0 fine-tunes them directly); FullRand's random embeddings; WECHSEL on
-        # normalized vectors (not in the paper, init-time loss only); App. A Table 7: 4 more (k, tau) pairs on fr, de,
-        # zh; App. D Table 8: the 5 pairs with fastText subwords
+        # WECHSEL, TransInner per language (Score@0 fine-tunes them directly); FullRand's random embeddings;
+        # WECHSEL on normalized vectors (not in the paper, init-time loss only); App. A Table 7: 4 more
+        # (k, tau) pairs on fr, de, zh; App. D Table 8: the 5 pairs with fastText subwords
         "init_embeddings": 4 * 4 + 3 * 4 + 3 * 5,
-        # Tables 7-8's NLI and POS columns: linear probes of 11 inits (the two grids, TransInner) on fr, de, zh
+        # Tables 7-8's NLI and POS columns: linear probes of 11 inits (the two grids, TransInner) on
+        # fr, de, zh
         "probe_init": 11 * 3 * 2,
         "save_word_fasttext_model": 4,  # Table 8: the cc.<lang>.300.bin models of en, fr, de, zh
-        # WECHSEL, TransInner, FullRand (reinit: all): one 250k-step run each (Score@250k), Score@25k (and FullRand's
-        # Score@0) fine-tune its snapshots.
+        # WECHSEL, TransInner, FullRand (reinit: all): one 250k-step run each (Score@250k), Score@25k (and
+        # FullRand's Score@0) fine-tune its snapshots.
         "train_lapt": 4 * 3,
-        # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 3 methods x 3 checkpoints (@0, @25k, @250k) x 3 runs;
-        # "Score (more training)": CamemBERT, GBERT, BERT-Chinese on their language's 2 tasks, XLM-R on all 8.
-        # Figure 3: the 3 runs' snapshots at 50k, 100k, 150k, 200k on the same 8 tasks; one job per cell, 3 seeds
+        # Table 1: 4 languages x 2 tasks (XNLI, WikiANN) x 3 methods x 3 checkpoints (@0, @25k, @250k) x 3
+        # runs; "Score (more training)": CamemBERT, GBERT, BERT-Chinese on their language's 2 tasks, XLM-R on
+        # all 8. Figure 3: the 3 runs' snapshots at 50k, 100k, 150k, 200k on the same 8 tasks; one job per
+        # cell, 3 seeds
         "finetune": 4 * 2 * 3 * 3 + (3 * 2 + 8) + 3 * 4 * 8,
         "plot_lapt_finetune": 8,  # Figure 3, RoBERTa: NLI and NER panels per language
         "download_reference_model": 4,
@@ -106,85 +110,96 @@ GRIDS = {
     },
     "wechsel_gpt2": {  # the WECHSEL paper, GPT-2: Table 2 (PPL@0/@25k/@250k read off one 250k-step curve)
         "evaluate_init": 4,
-        # + App. A Table 7: 4 more (k, tau) pairs on fr, de, zh; App. D Table 8: the 5 pairs with fastText subwords
+        # + App. A Table 7: 4 more (k, tau) pairs on fr, de, zh; App. D Table 8: the 5 pairs with fastText
+        # subwords
         "init_embeddings": 4 * 3 + 3 * 4 + 3 * 5,
         "save_word_fasttext_model": 4,  # Table 8: the cc.<lang>.300.bin models of en, fr, de, zh
-        # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language; Figure 4: 4 German 75k-step runs;
-        # Figures 5-6: WECHSEL (fr, de, zh) and TransInner (fr, zh) with the body frozen
+        # WECHSEL-GPT2, TransInner-GPT2, FullRand-GPT2 (reinit: all) per language; Figure 4: 4 German 75k-step
+        # runs; Figures 5-6: WECHSEL (fr, de, zh) and TransInner (fr, zh) with the body frozen
         "train_lapt": 4 * 3 + 4 + 3 + 2,
         "plot_figure": 4,  # Figure 3 (GPT-2 panels), Figures 4, 5, 6
         "plot_lapt_curves": 4,
         "plot_embedding_correlation": 4,  # vocab-swap Figures 2/5 per LAPT language
         "download_source_model": 1,
-        "make_paper_table": 3,  # Table 2 (perplexity at 0, 25k, 250k steps), Tables 7 and 8 (k x tau at initialization)
+        # Table 2 (perplexity at 0, 25k, 250k steps), Tables 7 and 8 (k x tau at initialization)
+        "make_paper_table": 3,
     },
-    "unks": {  # the UNKs Everywhere paper: zero-shot transfer (§4.3), Tables 3a/3b, per source language 5a-d/9a-d
+    # the UNKs Everywhere paper: zero-shot transfer (§4.3), Tables 3a/3b, per source language 5a-d/9a-d
+    "unks": {
         "evaluate_init": 17,  # not a table of the paper: init-time MLM loss of the 8 inits
         # Tables 3a, 3b (averaged over the 4 source languages), 5a-d (NER), 9a-d (DP), one per source language
         # plus Table 8 (100 vs 300 dimensions) and Tables 1, 6, 7 (vocabularies)
         "make_paper_table": 2 + 4 + 4 + 1 + 3,
-        "init_embeddings": 17 * 9,  # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX (FMT reuses EL's)
-        # §3.3: mBERT's matrix factorized once per MF variant (MF1, MF10-KMEANS, MF10-NEURAL; Table 8's MF10-KMEANS
-        # with D' = 300)
+        # EL-RAND/-LEX, MF1-RAND/-LEX, MF10 KMEANS/NEURAL -RAND/-LEX (FMT reuses EL's)
+        "init_embeddings": 17 * 9,
+        # §3.3: mBERT's matrix factorized once per MF variant (MF1, MF10-KMEANS, MF10-NEURAL; Table 8's
+        # MF10-KMEANS with D' = 300)
         "factorize_source": 4,
         "train_tokenizer": 17,  # §4.3: a new tokenizer per target language, none for the source languages
-        # §4.3: one MAD-X 2.0 language adapter + embeddings per language and new-vocabulary row (17 x 8); App. A.1:
-        # embeddings with the transformer frozen for FMT-RANDINIT/-LEXINIT (17 x 2); §4.1: MAD-X and MAD-X 2.0
-        # language adapters with mBERT's vocabulary on the 17 targets (rows) and the 4 source languages (the
-        # adapters task adapters stack on; AdapterHub's in the paper) ((17 + 4) x 2); Tables 5a-d "12Ad ✓": the 8
-        # methods with a 12th-layer adapter (17 x 8); Table 8: MF10-KMEANS-LEX with D' = 300 (17); Figure 3: EL-LEX
-        # and MF10-KMEANS-LEX on 1k, 10k, 100k sequences (17 x 6)
+        # §4.3: one MAD-X 2.0 language adapter + embeddings per language and new-vocabulary row (17 x 8);
+        # App. A.1: embeddings with the transformer frozen for FMT-RANDINIT/-LEXINIT (17 x 2); §4.1: MAD-X and
+        # MAD-X 2.0 language adapters with mBERT's vocabulary on the 17 targets (rows) and the 4 source
+        # languages (the adapters task adapters stack on; AdapterHub's in the paper) ((17 + 4) x 2); Tables
+        # 5a-d "12Ad ✓": the 8 methods with a 12th-layer adapter (17 x 8); Table 8: MF10-KMEANS-LEX with
+        # D' = 300 (17); Figure 3: EL-LEX and MF10-KMEANS-LEX on 1k, 10k, 100k sequences (17 x 6)
         "train_lapt": 17 * 8 + 17 * 2 + (17 + 4) * 2 + 17 * 8 + 17 + 17 * 6,
         # task training on the source side, once per source task, setup and seed (5 runs, Table 3 caption):
         # NER on en/ar/zh/ja x {mBERT full, MAD-X, MAD-X 2.0, FMT} (Tables 5a-d rows); DP x {mBERT, MAD-X 2.0}
         # (Tables 9a-d rows)
         "train_source_task": 4 * 4 * 5 + 4 * 2 * 5,
-        # one job per zero-shot cell, evaluating its 5 seeds x 4 source trainings: Tables 3a/5a-d 17 languages x 21
-        # rows (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods, their 8 "12Ad ✓" rows), Table 8's 300-dimensional row
-        # (17); Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT, MAD-X 2.0, 8 methods)
+        # one job per zero-shot cell, evaluating its 5 seeds x 4 source trainings: Tables 3a/5a-d 17 languages
+        # x 21 rows (mBERT, MAD-X, MAD-X 2.0, FMT x 2, 8 methods, their 8 "12Ad ✓" rows), Table 8's
+        # 300-dimensional row (17); Table 3b/9a-d 6 languages (hi, ur, bh, myv, wo, am) x 10 rows (mBERT,
+        # MAD-X 2.0, 8 methods)
         "evaluate_zero_shot": 17 * 21 + 17 + 17 * 6 + 6 * 10,  # + Figure 3's 6 rows
-        # the list of source-side trainings a zero-shot task's cells read, per task and setup: NER x {mBERT full,
-        # MAD-X, MAD-X 2.0, FMT}, DP x {mBERT, MAD-X 2.0}
+        # the list of source-side trainings a zero-shot task's cells read, per task and setup: NER x {mBERT
+        # full, MAD-X, MAD-X 2.0, FMT}, DP x {mBERT, MAD-X 2.0}
         "list_source_trainings": 17 * 4 + 6 * 2,
-        "prepare_task": 17 + 6 + 4 + 4,  # target test sets (WikiANN, UD) + source tasks (WikiANN, UD of en/ar/zh/ja)
+        # target test sets (WikiANN, UD) + source tasks (WikiANN, UD of en/ar/zh/ja)
+        "prepare_task": 17 + 6 + 4 + 4,
         "prepare_corpus": 17 + 4,  # the targets' and the source languages' Wikipedia
         "plot_lapt_curves": 17 + 4,
         "plot_embedding_correlation": 17,  # vocab-swap Figures 2/5 per language with a new vocabulary
-        "plot_figure": 2,  # Figure 2 (mBERT's zero-shot NER F1 against the UNK share), Figure 3 (sample efficiency)
+        # Figure 2 (mBERT's zero-shot NER F1 against the UNK share), Figure 3 (sample efficiency)
+        "plot_figure": 2,
         "download_source_model": 1,
     },
     "vocab_swap": {  # the vocab-swap paper, Experiment 3: Tables 11-13 (fr) and 14-16 (de)
         "evaluate_init": 2,
-        "make_paper_table": 6,  # Tables 11, 14 (MLM loss), 12, 15 (XNLI), 13, 16 (PAWS-X) in the paper's layout
+        # Tables 11, 14 (MLM loss), 12, 15 (XNLI), 13, 16 (PAWS-X) in the paper's layout
+        "make_paper_table": 6,
         "init_embeddings": 2 * 4,  # Embed Reinit, Freq, Align, Dict Match
         # Tables 11/14 cells per language: Reinit, Align, Dict x (Embed 1e-4, 5e-4, All 5e-5, 1e-4) + Freq x
         # (All 5e-5, 1e-4) + Scratch x (All 1e-4) = 15.
         "train_lapt": 2 * 15,
-        # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 15 cells, 5 seeds; Figures 4 (de) and 8 (fr): XNLI "at five
-        # different points" of each run, the last being the final model above, so 4 snapshots x 5 runs (Scratch,
-        # Reinit, Freq, Align, Dict Match; All Layers 1e-4, the column with Scratch) x 5 seeds per language.
-        # Reference rows ("Best" only, 5 seeds): mBERT on all four tasks, German BERT on the German and FlauBERT on
-        # the French ones. One job per cell, for its 5 seeds.
+        # Tables 12/15 (XNLI), 13/16 (PAWS-X): the same 15 cells, 5 seeds; Figures 4 (de) and 8 (fr): XNLI "at
+        # five different points" of each run, the last being the final model above, so 4 snapshots x 5 runs
+        # (Scratch, Reinit, Freq, Align, Dict Match; All Layers 1e-4, the column with Scratch) x 5 seeds per
+        # language. Reference rows ("Best" only, 5 seeds): mBERT on all four tasks, German BERT on the German
+        # and FlauBERT on the French ones. One job per cell, for its 5 seeds.
         "finetune": 2 * 2 * 15 + 2 * 4 * 5 + (4 + 2 + 2),
         "download_reference_model": 3,  # mBERT, German BERT, FlauBERT
         "prepare_task": 2 * 2,
         "plot_lapt_curves": 2,
         "plot_embedding_correlation": 2,  # vocab-swap Figures 2/5 per LAPT language
         "plot_lapt_finetune": 2,  # Figures 4 (German) and 8 (French)
-        "plot_token_accuracy": 1,  # Figure 6 (Dict Match's matched vs not matched tokens; French, as Figure 5)
+        # Figure 6 (Dict Match's matched vs not matched tokens; French, as Figure 5)
+        "plot_token_accuracy": 1,
         "download_source_model": 1,
     },
     "vocab_swap_recovery": {  # the vocab-swap paper, Experiment 1: Tables 1, 4-8
         "evaluate_init": 1,
-        "init_embeddings": 6 + 1,  # Reinit Embed, 75/50/25% Kept, Permute, Permute 100; Bert Baseline (its own rows)
-        # Table 8: the 6 perturbations x (Embed Layers 1e-4, 5e-4, All Layers 5e-5, 1e-4, Word Embed Only 1e-4,
-        # 5e-4) = 36, Scratch x All Layers (5e-5, 1e-4) = 2. Tables 1/4/5/7 add Scratch x Embed Layers (1e-4, 5e-4)
-        # = 2, and Tables 1, 4-7 the Bert Baseline x (All Layers 1e-4, 5e-5, Embed Layers 1e-4, 5e-4) = 4.
+        # Reinit Embed, 75/50/25% Kept, Permute, Permute 100; Bert Baseline (its own rows)
+        "init_embeddings": 6 + 1,
+        # Table 8: the 6 perturbations x (Embed Layers 1e-4, 5e-4, All Layers 5e-5, 1e-4, Word Embed Only
+        # 1e-4, 5e-4) = 36, Scratch x All Layers (5e-5, 1e-4) = 2. Tables 1/4/5/7 add Scratch x Embed Layers
+        # (1e-4, 5e-4) = 2, and Tables 1, 4-7 the Bert Baseline x (All Layers 1e-4, 5e-5, Embed Layers 1e-4,
+        # 5e-4) = 4.
         "train_lapt": 6 * 6 + 2 + 2 + 4,
-        # Tables 4 (MRPC) and 5 (STS-B): 8 rows (Bert Baseline, Scratch, Reinit Embed, 25/50/75% Kept, Permute,
-        # Permute 100) x 4 columns (All Layers 1e-4, 5e-5, Embed Layers 1e-4, 5e-4); MNLI: the same 8 rows x Embed
-        # Layers (Tables 1/7) and x All Layers (Table 6). 32 models x 3 tasks, a job each for its 5 seeds ("average
-        # over five seeds").
+        # Tables 4 (MRPC) and 5 (STS-B): 8 rows (Bert Baseline, Scratch, Reinit Embed, 25/50/75% Kept,
+        # Permute, Permute 100) x 4 columns (All Layers 1e-4, 5e-5, Embed Layers 1e-4, 5e-4); MNLI: the same 8
+        # rows x Embed Layers (Tables 1/7) and x All Layers (Table 6). 32 models x 3 tasks, a job each for its
+        # 5 seeds ("average over five seeds").
         "finetune": 8 * 4 * 3,
         "prepare_task": 3,  # GLUE MNLI, MRPC, STS-B (§3.1)
         "plot_lapt_curves": 1,
@@ -197,8 +212,8 @@ GRIDS = {
         "init_embeddings": 3,  # Reinit Embed, Freq Match, Dict Match (Align Match omitted, §3.2 fn. 3)
         "train_lapt": 3 * 2,  # Embed Grad 5e-4, All Grad 1e-4
         "train_tokenizer": 1,  # bert-base-uncased's, fetched (not trained) by the job
-        # Table 2: the 6 swapped models + bert-base-uncased and roberta-base "Pre-trained" x STS-B, MRPC, MNLI x 5
-        # seeds ("average results over five seeds"), one job per cell
+        # Table 2: the 6 swapped models + bert-base-uncased and roberta-base "Pre-trained" x STS-B, MRPC, MNLI
+        # x 5 seeds ("average results over five seeds"), one job per cell
         "finetune": (6 + 2) * 3,
         "prepare_task": 3,
         "download_reference_model": 1,  # bert-base-uncased (roberta-base is the source)
@@ -207,12 +222,14 @@ GRIDS = {
         "make_paper_table": 2,  # Tables 9 and 2
         "download_source_model": 1,
     },
-    "vocab_swap_frankenbert": {  # the vocab-swap paper, Table 10 (Experiment 2 reversed: BERT with RoBERTa's tokenizer)
+    # the vocab-swap paper, Table 10 (Experiment 2 reversed: BERT with RoBERTa's tokenizer)
+    "vocab_swap_frankenbert": {
         "evaluate_init": 1,
         "init_embeddings": 3,  # Table 10 rows: Dict Match, Freq Match, Reinit Embed
         "train_lapt": 3 * 2,  # LR 1e-4 (All), LR 5e-4 (Embed)
         "train_tokenizer": 1,  # roberta-base's, fetched
-        "finetune": (6 + 2) * 3,  # 6 swapped + bert-base-uncased, roberta-base "Pre-trained" x 3 tasks (5 seeds a job)
+        # 6 swapped + bert-base-uncased, roberta-base "Pre-trained" x 3 tasks (5 seeds a job)
+        "finetune": (6 + 2) * 3,
         "prepare_task": 3,
         "download_reference_model": 1,  # roberta-base (bert-base-uncased is the source)
         "plot_lapt_curves": 1,
@@ -235,7 +252,8 @@ NO_JOBS = {  # rules a config must not plan
     "focus": ["pretrain_source_model", "download_reference_model"],
     "wechsel": ["pretrain_source_model", "train_fasttext"],
     "wechsel_gpt2": ["pretrain_source_model", "finetune", "make_finetune_table"],
-    "unks": ["pretrain_source_model", "finetune", "download_reference_model"],  # every cell is zero-shot (§4.3)
+    # every cell is zero-shot (§4.3)
+    "unks": ["pretrain_source_model", "finetune", "download_reference_model"],
     "vocab_swap": ["pretrain_source_model"],
     "vocab_swap_recovery": ["pretrain_source_model", "train_fasttext", "download_reference_model"],
     "vocab_swap_frankenberta": ["pretrain_source_model"],
@@ -246,7 +264,8 @@ NO_JOBS = {  # rules a config must not plan
 
 # Plans beyond the paper grids, for the job counts the docs quote (scripts/job_counts.py PLANS): the demo,
 # docs/cluster.md's worked example (German FOCUS up to its exported model), the composite and the rehearsals.
-MORE_PLANS = {name: (configs, targets) for name, (configs, targets) in job_counts.PLANS.items() if name not in GRIDS}
+MORE_PLANS = {name: (configs, targets) for name, (configs, targets) in job_counts.PLANS.items()
+              if name not in GRIDS}
 COMPOSITES = {"papers"}  # configs/*.yaml that name studies rather than being one
 
 RUNNER, planned_jobs = job_counts.RUNNER, job_counts.planned_jobs  # every config planned in one process
@@ -254,9 +273,9 @@ RUNNER, planned_jobs = job_counts.RUNNER, job_counts.planned_jobs  # every confi
 
 @pytest.fixture(scope="module")
 def dry_runs(tmp_path_factory):
-    """Every paper config (and MORE_PLANS) planned offline (``snakemake -n``), under the network guard, each in an
-    empty working directory: {name: returncode, output, jobs (per rule), planned (every job: rule, wildcards),
-    network (refused connections), files (left behind)}."""
+    """Every paper config (and MORE_PLANS) planned offline (``snakemake -n``), under the network guard, each
+    in an empty working directory: {name: returncode, output, jobs (per rule), planned (every job: rule,
+    wildcards), network (refused connections), files (left behind)}."""
     root = tmp_path_factory.mktemp("paper-configs")
     (root / "guard").mkdir()
     (root / "guard" / "sitecustomize.py").write_text(NETGUARD)
@@ -276,7 +295,8 @@ def dry_runs(tmp_path_factory):
     for name in plans:
         output, network = root / f"{name}.out", root / f"{name}.out.network"
         results[name] = {"returncode": codes[name], "output": output.read_text(),
-                         "jobs": planned_job_counts(output.read_text()), "planned": planned_jobs(output.read_text()),
+                         "jobs": planned_job_counts(output.read_text()),
+                         "planned": planned_jobs(output.read_text()),
                          "network": network.read_text() if network.exists() else "",
                          "files": sorted(os.listdir(root / name))}
     # anything refused before the first config's run (imports) is logged under network.log
@@ -286,7 +306,8 @@ def dry_runs(tmp_path_factory):
 
 def test_every_paper_config_is_covered():
     assert sorted(p.stem for p in CONFIGS.glob("*.yaml")) == sorted([*GRIDS, *COMPOSITES])
-    assert sorted(yaml.safe_load((CONFIGS / "papers.yaml").read_text())["studies"]) == sorted(f"configs/{n}.yaml" for n in GRIDS)
+    assert (sorted(yaml.safe_load((CONFIGS / "papers.yaml").read_text())["studies"])
+            == sorted(f"configs/{n}.yaml" for n in GRIDS))
 
 
 def planned_outputs(output: str) -> list[tuple[str, str]]:
@@ -302,9 +323,9 @@ def planned_outputs(output: str) -> list[tuple[str, str]]:
 
 @pytest.mark.slow
 def test_the_composite_plans_each_paper_as_alone_and_shares_the_rest(dry_runs):
-    """configs/papers.yaml plans exactly the jobs of the paper configs run alone (rule and outputs), each once: a
-    paper's own jobs under its study's rule names, what papers share by name (corpora, downloads, task data, word
-    vectors, dictionaries) by one job. The saving is the count docs/cluster.md quotes."""
+    """configs/papers.yaml plans exactly the jobs of the paper configs run alone (rule and outputs), each
+    once: a paper's own jobs under its study's rule names, what papers share by name (corpora, downloads, task
+    data, word vectors, dictionaries) by one job. The saving is the count docs/cluster.md quotes."""
     composite = dry_runs["papers"]
     assert composite["returncode"] == 0, composite["output"][-5000:]
     assert composite["network"] == "" and composite["files"] == [".snakemake"]
@@ -365,10 +386,11 @@ def test_paper_config_task_specs_are_valid(name):
         assert task["task"] in LOADER_TASKS[loader], task_name
 
 
-# --- the job counts and grid sizes the docs quote: one generated block of docs/cluster.md -------------------------
+# --- the job counts and grid sizes the docs quote: one generated block of docs/cluster.md -------------------
 @pytest.mark.slow
 def test_the_job_counts_in_the_docs_are_the_planned_ones(dry_runs):
-    """docs/cluster.md's papers' table and grid details (scripts/job_counts.py --write) are what the dry runs plan."""
+    """docs/cluster.md's papers' table and grid details (scripts/job_counts.py --write) are what the dry runs
+    plan."""
     plans = {name: job_counts.Plan(run["planned"]) for name, run in dry_runs.items()}
     assert all(run["returncode"] == 0 for run in dry_runs.values())
     doc = (REPO / "docs/cluster.md").read_text()
@@ -378,9 +400,9 @@ def test_the_job_counts_in_the_docs_are_the_planned_ones(dry_runs):
     assert once == SHARED_JOBS and composite == plans["papers"].total
 
 
-# Numbers of jobs and runs are quoted with these words; outside the generated block, README.md and docs/*.md quote
-# none (they point to it), but for the ones listed here with the reason they are no count of a plan. A benchmark
-# records the count of the run it measured, so docs/benchmarks.md is not held to the plans.
+# Numbers of jobs and runs are quoted with these words; outside the generated block, README.md and docs/*.md
+# quote none (they point to it), but for the ones listed here with the reason they are no count of a plan. A
+# benchmark records the count of the run it measured, so docs/benchmarks.md is not held to the plans.
 COUNTED = r"\b\d[\d,]* (?:more )?(?:jobs|LAPT runs|CLM runs|fine-tunings|inits|zero-shot (?:cells|jobs))\b"
 NOT_PLAN_COUNTS = {
     ("docs/architecture.md", "4 script jobs"): "the fewest jobs for which warm starts pay",
@@ -396,7 +418,8 @@ def normalized(text: str) -> str:
 def test_every_quoted_count_is_generated():
     """A job or run count in README.md or docs/*.md outside the generated block fails: point to the block."""
     for page, quoted in NOT_PLAN_COUNTS:
-        assert quoted in normalized((REPO / page).read_text()), f"NOT_PLAN_COUNTS: {page} no longer says {quoted!r}"
+        assert quoted in normalized((REPO / page).read_text()), (
+            f"NOT_PLAN_COUNTS: {page} no longer says {quoted!r}")
     unchecked = []
     for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
         page = path.relative_to(REPO).as_posix()

@@ -1,7 +1,8 @@
-"""Numbers and names checked at parse time: every edit of the tiny config below fails in ``check_config`` (before any
-job runs) with a message naming the key and what is wrong; the bounds' edges are accepted. Also: every file name the
-path grammar derives from names of the longest length fits a file system, and ``vocab-transfer check`` names a YAML
-tag or a key given twice with its line, without constructing anything."""
+"""Numbers and names checked at parse time: every edit of the tiny config below fails in ``check_config``
+(before any job runs) with a message naming the key and what is wrong; the bounds' edges are accepted. Also:
+every file name the path grammar derives from names of the longest length fits a file system, and
+``vocab-transfer check`` names a YAML tag or a key given twice with its line, without constructing
+anything."""
 
 import inspect
 import math
@@ -101,7 +102,8 @@ CASES = [
      "finetune.training.mlp_dropout: must be < 1, got 1.0"),
     # sequence lengths against the positions a source is known to have
     ("evaluation blocks longer than the source's positions", at("eval.seq_len", 64),
-     "eval.seq_len is 64 tokens, but source 'tiny' takes at most 32 (pretrained here on blocks of that length)"),
+     "eval.seq_len is 64 tokens, but source 'tiny' takes at most 32 (pretrained here on blocks "
+     "of that length)"),
     ("LAPT blocks longer than the source's positions", at("lapt.runs.focus.seq_len", 48),
      "lapt.runs.focus: seq_len is 48 tokens, but source 'tiny' takes at most 32"),
     ("a long phase longer than the source's positions", lambda c: c["lapt"]["runs"]["focus"].update(
@@ -147,11 +149,13 @@ def test_edges_of_the_bounds_are_accepted(name, edit):
 
 
 def test_every_derived_file_name_of_longest_names_fits_a_file_system():
-    """Every path function of the grammar, called with names of NAME_MAX characters (languages, sources, methods,
-    runs, tasks, tables, ...), gives file names that fit config.FILE_NAME_BYTES with the pipeline's temporary affixes."""
+    """Every path function of the grammar, called with names of NAME_MAX characters (languages, sources,
+    methods, runs, tasks, tables, ...), gives file names that fit config.FILE_NAME_BYTES with the pipeline's
+    temporary affixes."""
     name = "n" * NAME_MAX
-    values = {"split": "heldout", "ext": "history.parquet", "preset": "deepfocus", "seeds": "1+2+3", "seed": 5,
-              "stage": "lapt", "kind": "lapt_curves", "key": "mf-0123456789ab", "repo": "o" * 96 + "--" + "r" * 96}
+    values = {"split": "heldout", "ext": "history.parquet", "preset": "deepfocus", "seeds": "1+2+3",
+              "seed": 5, "stage": "lapt", "kind": "lapt_curves", "key": "mf-0123456789ab",
+              "repo": "o" * 96 + "--" + "r" * 96}
     checked = 0
     for fname, fn in inspect.getmembers(paths, inspect.isfunction):
         if fn.__module__ != paths.__name__ or fname.startswith("_"):

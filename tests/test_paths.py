@@ -1,4 +1,5 @@
-"""The path grammar (vocab_transfer.workflow.paths) is the only place that spells results/ and resources/ paths."""
+"""The path grammar (vocab_transfer.workflow.paths) is the only place that spells results/ and resources/
+paths."""
 
 import inspect
 import re
@@ -11,8 +12,8 @@ LITERAL = re.compile(r"""f?["'](?:results|resources)/""")  # a string that start
 
 
 def test_no_path_literal_outside_the_path_module():
-    """Rules (outputs included), input functions, scripts and the package take every results/ and resources/ path
-    from vocab_transfer.workflow.paths; docstrings and comments may still show examples."""
+    """Rules (outputs included), input functions, scripts and the package take every results/ and resources/
+    path from vocab_transfer.workflow.paths; docstrings and comments may still show examples."""
     files = [*ROOT.glob("rules/*.smk"), ROOT / "Snakefile", *ROOT.glob("workflow_scripts/*.py"),
              *(p for p in ROOT.glob("vocab_transfer/**/*.py") if p.name != "paths.py")]
     offenders = [f"{f.relative_to(ROOT)}:{i}: {line.strip()}" for f in files
@@ -29,7 +30,8 @@ def test_patterns_read_as_the_documented_shape():
     assert paths.lapt_curve("s", "t", "r") == paths.lapt_run("s", "t", "r") + "/curve.parquet"
     assert paths.finetune_scores("s", "task", "m", 3) == "results/finetune/s/task/m/seed3.parquet"
     assert paths.finetune_scores("s", "task", "m", "1+2+3") == "results/finetune/s/task/m/seed1+2+3.parquet"
-    assert paths.zeroshot_scores("s", "task", "m") == "results/zeroshot/s/task/m.parquet"  # every seed in one file
+    # every seed in one file
+    assert paths.zeroshot_scores("s", "task", "m") == "results/zeroshot/s/task/m.parquet"
     assert paths.figure("lapt_curves", "s", "he", "png") == "results/figures/lapt_curves/s/he.png"
     doc = paths.__doc__
     for name, fn in inspect.getmembers(paths, inspect.isfunction):  # every artifact is in the module's map

@@ -35,13 +35,14 @@ def aux_of(vectors, has=None, counts=None):
     return TokenVectors(vectors, has, counts)
 
 
-# --- CLP ------------------------------------------------------------------------------------------------------
+# --- CLP ----------------------------------------------------------------------------------------------------
 
 
 def test_clp_known_answer():
-    # targets 0, 1 copy source rows 2, 3 (the anchors, helper vectors e1 and e2); target 2's helper vector (2, 1)
-    # has cosines 2/√5 and 1/√5 to them: CLP weights 2/3, 1/3. Target 3 (0, 1) equals anchor 1: weights 0, 1.
-    # Target 4 (-1, -1): cosine sum < 0, drawn from N(mean, std). Target 5: no helper vector, random too.
+    # targets 0, 1 copy source rows 2, 3 (the anchors, helper vectors e1 and e2); target 2's helper vector
+    # (2, 1) has cosines 2/√5 and 1/√5 to them: CLP weights 2/3, 1/3. Target 3 (0, 1) equals anchor 1:
+    # weights 0, 1. Target 4 (-1, -1): cosine sum < 0, drawn from N(mean, std). Target 5: no helper vector,
+    # random too.
     source = torch.arange(12, dtype=torch.float32).view(4, 3)
     aux = aux_of([[1, 0], [0, 1], [2, 1], [0, 1], [-1, -1], [0, 0]], has=[True] * 5 + [False])
     res = run_method("clp", TransferInputs(source, 6, overlap_frame([0, 1], [2, 3]), aux=aux), seed=0)
@@ -69,7 +70,8 @@ def test_clp_bit_identical_for_same_seed():
     g = torch.Generator().manual_seed(1)
     source, vectors = torch.randn(30, 5, generator=g), torch.randn(40, 6, generator=g)
     has = torch.rand(40, generator=g) > 0.3
-    inputs = TransferInputs(source, 40, overlap_frame(list(range(10)), list(range(10, 20))), aux=aux_of(vectors, has))
+    inputs = TransferInputs(source, 40, overlap_frame(list(range(10)), list(range(10, 20))),
+                            aux=aux_of(vectors, has))
     a = run_method("clp", inputs, seed=3, batch_size=7).matrix
     torch.randn(100)  # disturb the global RNG
     b = run_method("clp", inputs, seed=3).matrix
@@ -79,22 +81,24 @@ def test_clp_bit_identical_for_same_seed():
 
 
 def test_clp_identical_overlap_leaves_out_fuzzy_anchors():
-    """``overlap: identical`` keeps the pairs with the identical token string (langsfer's overlap): the fuzzy pair
-    "▁-" -> "-" is neither copied nor an anchor. The helper vectors are all parallel: with it, target 2 is the mean of
-    both anchors' rows; without it, targets 1 and 2 are anchor 0's row."""
+    """``overlap: identical`` keeps the pairs with the identical token string (langsfer's overlap): the fuzzy
+    pair "▁-" -> "-" is neither copied nor an anchor. The helper vectors are all parallel: with it, target 2
+    is the mean of both anchors' rows; without it, targets 1 and 2 are anchor 0's row."""
     source = torch.arange(12, dtype=torch.float32).view(4, 3)
     overlap = pd.DataFrame({"target_id": [0, 1], "source_id": [2, 3], "target_token": ["▁a", "▁-"],
-                            "source_token": ["▁a", "-"], "match": ["exact", "fuzzy"], "symbolic": [False, True]})
+                            "source_token": ["▁a", "-"], "match": ["exact", "fuzzy"],
+                            "symbolic": [False, True]})
     aux = aux_of([[1, 0], [1, 0], [2, 0]])
     full = run_method("clp", TransferInputs(source, 3, overlap, aux=aux), seed=0)
     ident = run_method("clp", TransferInputs(source, 3, overlap, aux=aux), seed=0, overlap="identical")
     torch.testing.assert_close(full.matrix[2], (source[2] + source[3]) / 2)
     assert full.provenance.tolist() == ["copied", "copied", "combined"]
     torch.testing.assert_close(ident.matrix[1:], source[2].expand(2, 3))
-    assert ident.provenance.tolist() == ["copied", "combined", "combined"] and ident.n_sources.tolist() == [1, 1, 1]
+    assert (ident.provenance.tolist() == ["copied", "combined", "combined"]
+            and ident.n_sources.tolist() == [1, 1, 1])
 
 
-# --- OMP ------------------------------------------------------------------------------------------------------
+# --- OMP ----------------------------------------------------------------------------------------------------
 
 
 def test_omp_recovers_an_exact_sparse_combination():
@@ -164,12 +168,13 @@ def test_omp_exact_overlap_and_float32_fit():
 
 def test_omp_new_bias_zero_is_tokensurgeons_auxiliary_remap():
     """``new_bias: zero``: every token that is not copied gets an output bias of 0 (tokensurgeon's
-    ``remap_auxiliary_vocabulary``), copied tokens keep theirs, and the embedding columns are those of the default;
-    ``combined`` combines the bias as the rows; a source without a bias column is unchanged."""
+    ``remap_auxiliary_vocabulary``), copied tokens keep theirs, and the embedding columns are those of the
+    default; ``combined`` combines the bias as the rows; a source without a bias column is unchanged."""
     g = torch.Generator().manual_seed(5)
     source, vectors = torch.randn(30, 6, generator=g, dtype=torch.float64), torch.randn(60, 12, generator=g)
     aux = aux_of(vectors, has=torch.arange(60) < 55)  # tokens 55-59 without a vector: drawn at random
-    inputs = TransferInputs(source, 60, overlap_frame(list(range(20)), list(range(20))), aux=aux, bias_columns=1)
+    inputs = TransferInputs(source, 60, overlap_frame(list(range(20)), list(range(20))), aux=aux,
+                            bias_columns=1)
     combined = run_method("omp", inputs, seed=0, k=6)
     zero = run_method("omp", inputs, seed=0, k=6, new_bias="zero")
     assert torch.equal(zero.matrix[:, :-1], combined.matrix[:, :-1])
@@ -180,7 +185,7 @@ def test_omp_new_bias_zero_is_tokensurgeons_auxiliary_remap():
     assert torch.equal(run_method("omp", no_bias, seed=0, k=6, new_bias="zero").matrix, combined.matrix)
 
 
-# --- mean-resizing ------------------------------------------------------------------------------------------------
+# --- mean-resizing ------------------------------------------------------------------------------------------
 
 
 def correlated_source(n=4000, d=4, seed=0):
@@ -203,8 +208,8 @@ def test_mean_resize_rows_have_the_source_mean_and_covariance():
 
 
 def test_mean_resize_rows_agree_with_transformers():
-    """The reference: transformers' own mean-resizing of an embedding (it reads nothing of the model but the two
-    embedding modules), drawn from torch's global RNG; at its 1e-9 covariance scale both are the mean."""
+    """The reference: transformers' own mean-resizing of an embedding (it reads nothing of the model but the
+    two embedding modules), drawn from torch's global RNG; at its 1e-9 covariance scale both are the mean."""
     from transformers import PreTrainedModel
 
     reference = getattr(PreTrainedModel, "_init_added_embeddings_weights_with_mean", None)
@@ -217,7 +222,8 @@ def test_mean_resize_rows_agree_with_transformers():
     reference(None, old, new, 4000, 50)
     ours = mean_resize_rows(source, 50, seed=0)
     torch.testing.assert_close(ours, new.weight.data[4000:], atol=1e-3, rtol=0)
-    assert not torch.equal(new.weight.data[4000:], new.weight.data[4000:].mean(0).expand(50, -1))  # a draw, too
+    # a draw, too
+    assert not torch.equal(new.weight.data[4000:], new.weight.data[4000:].mean(0).expand(50, -1))
 
 
 def test_mean_resize_rows_seeded_and_bit_identical():
@@ -248,7 +254,7 @@ def test_extension_with_mean_resized_rows():
     assert res.provenance[0] == "special" and set(res.provenance[200:]) == {"random"}
 
 
-# --- which tokens an extension adds ---------------------------------------------------------------------------
+# --- which tokens an extension adds -------------------------------------------------------------------------
 
 
 def test_top_tokens_takes_the_top_n_then_drops_the_overlap():
@@ -274,25 +280,28 @@ def test_extension_default_is_focus_top_30k():
     assert len(got) < PAPER_TOP_TOKENS
 
 
-# --- parameters checked at parse time ----------------------------------------------------------------------------
+# --- parameters checked at parse time -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("entry, message", [
-    ({"kind": "extend", "top_tokens": 100, "new_tokens": 100}, "methods.x: give one of ['top_tokens', 'new_tokens']"),
+    ({"kind": "extend", "top_tokens": 100, "new_tokens": 100},
+     "methods.x: give one of ['top_tokens', 'new_tokens']"),
     ({"kind": "extend", "top_tokens": -1}, "methods.x.top_tokens: must be >= 0, got -1"),
     ({"kind": "extend", "new_tokens": 1.5}, "methods.x.new_tokens:"),
-    ({"kind": "extend", "new_rows": "mean"}, "methods.x: new_rows must be one of ['focus', 'random', 'mean_resize']"),
+    ({"kind": "extend", "new_rows": "mean"},
+     "methods.x: new_rows must be one of ['focus', 'random', 'mean_resize']"),
     ({"kind": "extend", "covariance_scale": -1.0}, "methods.x.covariance_scale: must be >= 0, got -1.0"),
     ({"kind": "omp", "k": 0}, "methods.x.k: must be >= 1, got 0"),
     ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
     ({"kind": "omp", "fit_dtype": "float32"}, "methods.x: fit_dtype must be one of ['float64', 'embedding']"),
     ({"kind": "omp", "new_bias": "mean"}, "methods.x: new_bias must be one of ['combined', 'zero']"),
     ({"kind": "omp", "overlap": "fuzzy"}, "methods.x: overlap must be one of ['full', 'symbolic', "
-                                          "'symbolic_with_symbols', 'none', 'exact', 'identical'], not 'fuzzy'"),
+                                          "'symbolic_with_symbols', 'none', 'exact', 'identical'], "
+                                          "not 'fuzzy'"),
     ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: must be >= 1, got 0"),
     ({"kind": "clp", "overlap": "exact_match"}, "methods.x: overlap must be one of ['full', 'symbolic', "
-                                                 "'symbolic_with_symbols', 'none', 'exact', 'identical'], not "
-                                                 "'exact_match'"),
+                                                 "'symbolic_with_symbols', 'none', 'exact', 'identical'], "
+                                                 "not 'exact_match'"),
 ])
 def test_bad_parameters_fail_at_parse_time(entry, message):
     from vocab_transfer.workflow.config import ConfigError, check_config
@@ -305,7 +314,8 @@ def test_bad_parameters_fail_at_parse_time(entry, message):
 
 
 def test_configs_use_the_new_rows():
-    """The demo and FOCUS configs have the CLP, OMP and mean-resize rows, and extend by FOCUS's top-N reading."""
+    """The demo and FOCUS configs have the CLP, OMP and mean-resize rows, and extend by FOCUS's top-N
+    reading."""
     for path in (REPO / "config.yaml", REPO / "configs" / "focus.yaml"):
         methods = yaml.safe_load(path.read_text())["methods"]
         kinds = {m["kind"] for m in methods.values()}
@@ -315,7 +325,8 @@ def test_configs_use_the_new_rows():
         assert all("top_tokens" in m for m in extend if m.get("new_tokens", 1) != 0), path
     focus = yaml.safe_load((REPO / "configs" / "focus.yaml").read_text())
     demo = yaml.safe_load((REPO / "config.yaml").read_text())
-    assert focus["methods"]["extend_focus"]["top_tokens"] == focus["methods"]["extend_random"]["top_tokens"] == 30000
+    assert (focus["methods"]["extend_focus"]["top_tokens"] == focus["methods"]["extend_random"]["top_tokens"]
+            == 30000)
     # the demo keeps the paper's share of the target vocabulary (30k of 50k)
     share = demo["methods"]["extend"]["top_tokens"] / demo["tokenizer"]["vocab_size"]
     assert math.isclose(share, 30000 / focus["tokenizer"]["vocab_size"])

@@ -16,8 +16,8 @@ TINY = dict(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, max
 
 @pytest.fixture(scope="module")
 def tokenizer(sw_tokenizer):
-    """A copy of the session's tokenizer: calls with truncation=True leave it set on the tokenizer (and in a later
-    save_pretrained's tokenizer.json), which other test modules must not inherit."""
+    """A copy of the session's tokenizer: calls with truncation=True leave it set on the tokenizer (and in a
+    later save_pretrained's tokenizer.json), which other test modules must not inherit."""
     return copy.deepcopy(sw_tokenizer)
 
 
@@ -31,12 +31,14 @@ def test_fit_probe_separates_separable_classes_and_is_deterministic():
     centres = torch.randn(3, 8, generator=g) * 4
     y = torch.randint(0, 3, (300,), generator=g)
     x = centres[y] + torch.randn(300, 8, generator=g)
-    a, b = fit_probe(x[:200], y[:200], 3, l2=1e-3, max_iter=100), fit_probe(x[:200], y[:200], 3, l2=1e-3, max_iter=100)
+    a, b = (fit_probe(x[:200], y[:200], 3, l2=1e-3, max_iter=100),
+            fit_probe(x[:200], y[:200], 3, l2=1e-3, max_iter=100))
     assert all(torch.equal(p, q) for p, q in zip(a, b, strict=True))  # no random start: bit-identical refits
     assert (predict(a, x[200:]) == y[200:]).float().mean() > 0.95
 
 
-def test_word_features_are_the_mean_of_each_words_tokens_whatever_the_batching(model, tokenizer, swahili_verses):
+def test_word_features_are_the_mean_of_each_words_tokens_whatever_the_batching(model, tokenizer,
+                                                                               swahili_verses):
     sentences = [v.split() for v in swahili_verses[:6]]
     f1, where1 = word_means(model, tokenizer, sentences, seq_len=64, batch_size=1)
     f4, where4 = word_means(model, tokenizer, sentences, seq_len=64, batch_size=4)
@@ -51,14 +53,15 @@ def test_word_features_are_the_mean_of_each_words_tokens_whatever_the_batching(m
 
 
 def nli_frame(verses, n, seed, shuffle=False):
-    """Pairs whose label is told by a word that ends the hypothesis (a linear probe of the concatenated means can
-    read it; with shuffled labels nothing can)."""
+    """Pairs whose label is told by a word that ends the hypothesis (a linear probe of the concatenated means
+    can read it; with shuffled labels nothing can)."""
     rng, markers = random.Random(seed), {"entailment": "mungu", "neutral": "watu", "contradiction": "nchi"}
     rows = []
     for i in range(n):
         label = ("entailment", "neutral", "contradiction")[i % 3]
         rows.append({"id": str(i), "premise": verses[i], "label": label,
-                     "hypothesis": " ".join(verses[rng.randrange(len(verses))].split()[:4] + [markers[label]])})
+                     "hypothesis": " ".join(verses[rng.randrange(len(verses))].split()[:4]
+                                            + [markers[label]])})
     df = pd.DataFrame(rows)
     if shuffle:
         df["label"] = df["label"].sample(frac=1, random_state=seed).to_numpy()
@@ -79,16 +82,18 @@ def test_nli_probe_reads_what_the_features_carry_and_not_shuffled_labels(model, 
 
 def test_pos_probe_counts_words_and_refuses_unknown_labels(model, tokenizer, swahili_verses):
     def frame(verses):  # tag = whether the word is one of four function words (about 19% of the words)
-        return pd.DataFrame([{"id": str(i), "tokens": v.split(), "tags": ["FN" if w.lower() in ("na", "ya", "wa", "kwa")
-                                                                           else "X" for w in v.split()]}
+        return pd.DataFrame([{"id": str(i), "tokens": v.split(),
+                              "tags": ["FN" if w.lower() in ("na", "ya", "wa", "kwa") else "X"
+                                       for w in v.split()]}
                              for i, v in enumerate(verses)])
     kw = dict(seq_len=64, batch_size=16, l2=1e-3, max_iter=100)
-    result = probe_accuracy(model, tokenizer, frame(swahili_verses[:200]), frame(swahili_verses[200:300]), "pos",
-                            labels=["FN", "X"], **kw)
+    result = probe_accuracy(model, tokenizer, frame(swahili_verses[:200]), frame(swahili_verses[200:300]),
+                            "pos", labels=["FN", "X"], **kw)
     majority = pd.Series([t for tags in frame(swahili_verses[200:300])["tags"] for t in tags]).value_counts(
         normalize=True).max()
     assert result["accuracy"] > majority + 0.1  # 0.94 against 0.81
-    assert abs(result["majority"] - majority) < 0.01  # the commonest training label (X); truncated words unscored
+    # the commonest training label (X); truncated words unscored
+    assert abs(result["majority"] - majority) < 0.01
     assert result["train_items"] + result["test_items"] + result["words_left_out"] == sum(
         len(v.split()) for v in swahili_verses[:300])
     with pytest.raises(ValueError, match="not in the task's label list"):
@@ -101,8 +106,10 @@ def test_init_table_with_probes_has_wechsel_table7s_layout():
                           for m, loss in (("a", 5.0), ("b", 4.0))])
     probes = pd.DataFrame([{"source": "s", "task": "xnli-de", "method": m, "accuracy": acc, "probe": "NLI",
                             "language": "de", "majority": 0.334} for m, acc in (("a", 0.584), ("b", 0.41))])
-    spec = {"title": "T7", "rows": ["a", "b"], "languages": ["de"], "value": "loss", "probes": {"NLI": ["xnli-de"]}}
-    table, md = init_table(pd.concat([evals, probes], ignore_index=True), spec, labels={"a": "k=1", "b": "k=10"})
+    spec = {"title": "T7", "rows": ["a", "b"], "languages": ["de"], "value": "loss",
+            "probes": {"NLI": ["xnli-de"]}}
+    table, md = init_table(pd.concat([evals, probes], ignore_index=True), spec,
+                           labels={"a": "k=1", "b": "k=10"})
     lines = md.splitlines()
     assert lines[2] == "| Language | Initialization | NLI | loss |"
     assert lines[4] == "| de | k=1 | **58.4** | 5.000 |" and lines[5] == "|  | k=10 | 41.0 | **4.000** |"

@@ -1,8 +1,8 @@
 """The cluster settings agree with the workflow, without a cluster: profiles/slurm/config.yaml sends every
 rule with a `gpu` resource to the GPU partition and every other job to the CPU partition, downloads, tables
-and plots are local rules (`localrule: True`; they run on the login node, which has internet), and every torchrun launcher of
-a config is `--standalone` (jobs that share a node pick free rendezvous ports). tests/test_slurm.py checks
-the same profile against a real SLURM with two partitions.
+and plots are local rules (`localrule: True`; they run on the login node, which has internet), and every
+torchrun launcher of a config is `--standalone` (jobs that share a node pick free rendezvous ports).
+tests/test_slurm.py checks the same profile against a real SLURM with two partitions.
 """
 
 import json
@@ -62,7 +62,8 @@ def rules(tmp_path_factory) -> dict[str, dict[str, bool]]:
 def test_gpu_rules_go_to_the_gpu_partition(rules):
     profile = load_profile()
     default, per_rule = profile["default-resources"], profile["set-resources"]
-    gpu_partition, gpu_account = per_rule["train_lapt"]["slurm_partition"], per_rule["train_lapt"]["slurm_account"]
+    gpu_partition, gpu_account = (per_rule["train_lapt"]["slurm_partition"],
+                                  per_rule["train_lapt"]["slurm_account"])
     assert default["slurm_partition"] == "<cpu-partition>" and default["slurm_account"] == "<cpu-account>"
     assert (gpu_partition, gpu_account) == ("<gpu-partition>", "<gpu-account>")
     gpu_rules = {name for name, rule in rules.items() if rule["gpu"]}
@@ -71,7 +72,8 @@ def test_gpu_rules_go_to_the_gpu_partition(rules):
     assert on_gpu_partition == gpu_rules
     for name in gpu_rules:
         assert per_rule[name]["slurm_account"] == gpu_account, name
-        assert "gpus" not in per_rule[name], name  # the plugin ignores `gpus` for sbatch; the rule's `gpu` counts
+        # the plugin ignores `gpus` for sbatch; the rule's `gpu` counts
+        assert "gpus" not in per_rule[name], name
 
 
 def test_profile_names_only_rules_of_the_workflow(rules):
@@ -88,8 +90,8 @@ def test_resumable_trainers_get_sigterm_before_the_time_limit():
 def test_downloads_tables_and_plots_are_localrules(rules):
     local = {name for name, rule in rules.items() if rule["local"]}
     expected = {name for name in rules if name.startswith(LOCAL_PREFIXES)} | LOCAL_OTHERS
-    assert {"download_source_model", "download_reference_model", "download_dictionary", "download_word_vectors",
-            "make_init_table", "plot_lapt_curves"} <= expected
+    assert {"download_source_model", "download_reference_model", "download_dictionary",
+            "download_word_vectors", "make_init_table", "plot_lapt_curves"} <= expected
     assert local == expected  # every other rule (prepare_corpus included) goes to the cluster
     # collect targets, submit nothing
     assert {name for name, rule in rules.items() if rule["norun"]} == {"all", "export", "push"}
@@ -102,7 +104,8 @@ def test_torchrun_launchers_are_standalone(config):
     spec = yaml.safe_load(config.read_text())
     for section in ("lapt", "finetune", "zero_shot"):
         launcher = (spec.get(section) or {}).get("launcher", "python")
-        words = [launcher] if isinstance(launcher, str) else launcher  # a program alone, or a list of arguments
+        # a program alone, or a list of arguments
+        words = [launcher] if isinstance(launcher, str) else launcher
         if words[0] == "torchrun":
             assert "--standalone" in words, (section, launcher)
 

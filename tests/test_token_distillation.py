@@ -13,7 +13,7 @@ from vocab_transfer.methods.tokalign import relative
 from vocab_transfer.methods.token_distillation import aligned_positions, segments
 from vocab_transfer.source_model import build_xlmr_mlm, embedding_matrix
 
-# --- aligning two tokenizations ---------------------------------------------------------------------------------
+# --- aligning two tokenizations -----------------------------------------------------------------------------
 
 
 def test_aligned_positions_pair_the_tokens_that_end_a_word_in_both_tokenizations():
@@ -50,8 +50,8 @@ def test_punctuation_ends_words_and_text_without_spaces_is_cut_there():
 def test_kept_share_per_filter_and_the_primary_metric():
     from vocab_transfer.eval.benchmarks import kept_share, primary_scores
 
-    rows = [("source", "s", "gsm8k", "exact_match", "strict-match", 0.4), ("source", "s", "gsm8k", "exact_match",
-                                                                            "flexible-extract", 0.5),
+    rows = [("source", "s", "gsm8k", "exact_match", "strict-match", 0.4),
+            ("source", "s", "gsm8k", "exact_match", "flexible-extract", 0.5),
             ("init", "focus", "gsm8k", "exact_match", "strict-match", 0.2),
             ("init", "focus", "gsm8k", "exact_match", "flexible-extract", 0.4),
             ("source", "s", "arc", "acc", "none", 0.6), ("source", "s", "arc", "acc_norm", "none", 0.8),
@@ -76,16 +76,18 @@ def test_segments_cut_at_shared_word_ends_within_the_room():
     assert segments(text, one_per_char, per_word, 1, 1) == []  # no word fits
 
 
-# --- TokAlign ---------------------------------------------------------------------------------------------------
+# --- TokAlign -----------------------------------------------------------------------------------------------
 
 
 def test_tokalign_recovers_a_permutation_of_a_rotated_space():
-    # target vectors: 8 pivot tokens on the axes of R^8, 24 random unit vectors; the source vocabulary holds the same
-    # tokens in another order, in a space rotated by Q. Cosines to the pivots are then the same in both spaces, so the
-    # relative representations of a token agree exactly and have unit length: the top dot product is the token itself.
+    # target vectors: 8 pivot tokens on the axes of R^8, 24 random unit vectors; the source vocabulary holds
+    # the same tokens in another order, in a space rotated by Q. Cosines to the pivots are then the same in
+    # both spaces, so the relative representations of a token agree exactly and have unit length: the top dot
+    # product is the token itself.
     g = torch.Generator().manual_seed(0)
     d, n = 8, 32
-    t_vec = torch.cat([torch.eye(d), torch.nn.functional.normalize(torch.randn(n - d, d, generator=g), dim=1)])
+    t_vec = torch.cat([torch.eye(d),
+                       torch.nn.functional.normalize(torch.randn(n - d, d, generator=g), dim=1)])
     q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
     perm = torch.randperm(n, generator=g)  # source id perm[i] is target token i
     s_vec = torch.empty(n, d)
@@ -95,7 +97,8 @@ def test_tokalign_recovers_a_permutation_of_a_rotated_space():
                             "symbolic": [False] * d})
     aux = TokenVectors(t_vec, torch.ones(n, dtype=torch.bool), torch.ones(n, dtype=torch.long))
     source_aux = TokenVectors(s_vec, torch.ones(n, dtype=torch.bool), torch.ones(n, dtype=torch.long))
-    res = run_method("tokalign", TransferInputs(source, n, overlap, aux=aux, source_aux=source_aux), seed=0, pivots=d)
+    res = run_method("tokalign", TransferInputs(source, n, overlap, aux=aux, source_aux=source_aux), seed=0,
+                     pivots=d)
     assert torch.equal(res.matrix, source[perm])
     assert res.provenance.tolist() == ["copied"] * d + ["mapped"] * (n - d)
     assert res.nearest[d:].tolist() == perm[d:].tolist()
@@ -122,12 +125,13 @@ def test_tokalign_gives_tokens_without_a_vector_a_random_source_row_and_needs_a_
         run_method("tokalign", TransferInputs(source, 8, overlap, aux=none, source_aux=source_aux), seed=0)
 
 
-# --- Token Distillation on a real (tiny) masked LM and decoder --------------------------------------------------
+# --- Token Distillation on a real (tiny) masked LM and decoder ----------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def setting(tmp_path_factory, swahili_verses, sw_tokenizer):
-    """A tiny XLM-R MLM source on a 600-token Swahili tokenizer, a 400-token target tokenizer, a training split."""
+    """A tiny XLM-R MLM source on a 600-token Swahili tokenizer, a 400-token target tokenizer, a training
+    split."""
     root = tmp_path_factory.mktemp("td")
     model = build_xlmr_mlm(sw_tokenizer, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
                            max_position_embeddings=128, seed=0, dropout=0.0)
@@ -143,8 +147,8 @@ def inputs_for(root, model, target, base_rows, provenance):
     n = len(target)
     return TransferInputs(source_matrix=embedding_matrix(model), target_vocab_size=n, overlap=pd.DataFrame(),
                           source_tokenizer=None, target_tokenizer=target,
-                          base_init=base_rows, base_provenance=provenance, train_text=str(root / "train.parquet"),
-                          source_model_dir=str(root / "source"))
+                          base_init=base_rows, base_provenance=provenance,
+                          train_text=str(root / "train.parquet"), source_model_dir=str(root / "source"))
 
 
 def base_of(model, target, seed=0):
@@ -157,7 +161,8 @@ def base_of(model, target, seed=0):
             pd.DataFrame({"provenance": prov, "n_sources": [1] * len(target)}))
 
 
-def test_distillation_lowers_the_hidden_state_gap_trains_new_rows_only_and_is_deterministic(setting, sw_tokenizer):
+def test_distillation_lowers_the_hidden_state_gap_trains_new_rows_only_and_is_deterministic(setting,
+                                                                                            sw_tokenizer):
     from vocab_transfer.methods.token_distillation import batches
 
     root, model, target = setting
@@ -178,7 +183,8 @@ def test_distillation_lowers_the_hidden_state_gap_trains_new_rows_only_and_is_de
     again = run_method("token_distillation", inputs, seed=3, **kw)
     assert torch.equal(res.matrix, again.matrix)
     # the batches pair positions where both tokenizations end a word
-    b = next(batches(inputs.train_text, sw_tokenizer, target, batch_size=4, seq_len=64, seed=0, positions="word_ends"))
+    b = next(batches(inputs.train_text, sw_tokenizer, target, batch_size=4, seq_len=64, seed=0,
+                     positions="word_ends"))
     assert len(b.source_at) == len(b.target_at) > 0 and b.tokens == int(b.target_mask.sum())
 
 
@@ -187,8 +193,8 @@ def test_embedding_lm_trains_the_same_rows_on_the_same_budget(setting, sw_tokeni
     base, prov = base_of(model, target)
     inputs = inputs_for(root, model, target, base, prov)
     inputs.source_tokenizer = sw_tokenizer
-    res = run_method("embedding_lm", inputs, seed=3, init="random", tokens=6000, lr=1e-2, batch_size=8, seq_len=64,
-                     device="cpu", rows="all")
+    res = run_method("embedding_lm", inputs, seed=3, init="random", tokens=6000, lr=1e-2, batch_size=8,
+                     seq_len=64, device="cpu", rows="all")
     curve = res.extra["refine_loss"]
     assert curve[-5:].mean() < curve[:5].mean()
     assert not torch.equal(res.matrix[:, :-1], base["embeddings"])
@@ -200,8 +206,8 @@ def test_untied_decoder_head_rows_learn_by_next_token_prediction(tmp_path, swahi
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(vocab_size=len(sw_tokenizer), hidden_size=16, intermediate_size=32,
                                          num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                                         max_position_embeddings=128, tie_word_embeddings=False, bos_token_id=0,
-                                         eos_token_id=2, pad_token_id=1))
+                                         max_position_embeddings=128, tie_word_embeddings=False,
+                                         bos_token_id=0, eos_token_id=2, pad_token_id=1))
     model.save_pretrained(tmp_path / "source")
     sw_tokenizer.save_pretrained(tmp_path / "source")
     target = train_unigram_tokenizer(swahili_verses[1000:], 400, show_progress=False)
@@ -225,8 +231,9 @@ def test_untied_decoder_head_rows_learn_by_next_token_prediction(tmp_path, swahi
 
 
 def test_a_killed_refinement_resumes_to_the_same_rows(setting, sw_tokenizer, tmp_path, monkeypatch):
-    """The state is saved every `checkpoint_every` steps; a run stopped after its second save and run again ends with
-    the rows of an uninterrupted run, bit for bit, and removes its state; a state of other settings is not trusted."""
+    """The state is saved every `checkpoint_every` steps; a run stopped after its second save and run again
+    ends with the rows of an uninterrupted run, bit for bit, and removes its state; a state of other settings
+    is not trusted."""
     from vocab_transfer.methods import token_distillation as td
 
     root, model, target = setting

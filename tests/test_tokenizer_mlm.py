@@ -54,7 +54,8 @@ def test_masked_only_head_equals_full_loss(sw_tokenizer):
     ids = torch.randint(4, 599, (4, 32))
     inputs, labels = mask_tokens(ids, mask_token_id=599, vocab_size=600, special_ids=[0, 1, 2, 3, 599],
                                  generator=torch.Generator().manual_seed(0))
-    torch.testing.assert_close(masked_lm_loss(model, inputs, labels), model(input_ids=inputs, labels=labels).loss)
+    torch.testing.assert_close(masked_lm_loss(model, inputs, labels),
+                               model(input_ids=inputs, labels=labels).loss)
 
 
 def test_untrained_model_loss_near_uniform(sw_tokenizer, swahili_verses):

@@ -100,7 +100,8 @@ def test_gumbel_straight_through():
 
 
 def tiny_module(C=3, seed=0):
-    return FactorizedEmbedding(randn(20, 4, seed=seed), torch.rand(C, 4, 6), randn(20, C, seed=seed + 1), tau=0.7)
+    return FactorizedEmbedding(randn(20, 4, seed=seed), torch.rand(C, 4, 6), randn(20, C, seed=seed + 1),
+                               tau=0.7)
 
 
 def test_factorized_forward_flatten_and_roundtrip(tmp_path):
@@ -162,7 +163,8 @@ def test_fit_neural_reduces_error_and_is_deterministic():
     F0, G0, _ = semi_nmf(X, 3, seed=0, max_iter=200)
     m, hist = fit_neural(X, F0, G0, 3, seed=0, max_steps=100, lr=1e-2, check_every=20)
     assert hist.error[-1] < hist.error[0] and not m.training
-    torch.testing.assert_close(hist.error[-1], float(torch.linalg.norm(X - m.flatten()) / torch.linalg.norm(X)))
+    torch.testing.assert_close(hist.error[-1],
+                               float(torch.linalg.norm(X - m.flatten()) / torch.linalg.norm(X)))
     torch.randn(5)
     m2, _ = fit_neural(X, F0, G0, 3, seed=0, max_steps=100, lr=1e-2, check_every=20)
     m3, _ = fit_neural(X, F0, G0, 3, seed=1, max_steps=100, lr=1e-2, check_every=20)
@@ -205,7 +207,8 @@ def test_el_random_distributions_and_shared_rows():
 
 
 def test_random_rows_default_is_a_new_embeddings_initializer():
-    """The paper's "randomly initialized" rows: N(0, 0.02²), mBERT's initializer_range (``random: std0.02``)."""
+    """The paper's "randomly initialized" rows: N(0, 0.02²), mBERT's initializer_range (``random:
+    std0.02``)."""
     g = torch.Generator().manual_seed(0)
     source = 3.0 + torch.randn(50, 8, generator=g)
     rows = el_init(source, 20000, torch.tensor([0]), torch.tensor([0]), seed=0)[1:]

@@ -31,7 +31,8 @@ from vocab_transfer.methods.vocab_swap import (
 
 
 def rotation(d: int, seed: int) -> torch.Tensor:
-    q, _ = torch.linalg.qr(torch.randn(d, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64))
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=torch.Generator().manual_seed(seed),
+                                       dtype=torch.float64))
     return q
 
 
@@ -43,10 +44,11 @@ def overlap_frame(rows):
 # ------------------------------------------------------------------------------------ align / correlation
 
 def test_underdetermined_procrustes_is_one_map_whatever_the_pair_order():
-    """62 pairs for 100 dimensions (the demo's Chichewa dictionary): every rotation that agrees on the pairs' span
-    fits them equally well, and an SVD picks one by rounding noise (reordering the pairs moved the old map by 0.37
-    in its entries). The map is the one closest to the identity outside that span: orthogonal, as good a fit as
-    any minimiser, and the same for the pairs in any order; a full-rank problem keeps the textbook U Vᵀ."""
+    """62 pairs for 100 dimensions (the demo's Chichewa dictionary): every rotation that agrees on the pairs'
+    span fits them equally well, and an SVD picks one by rounding noise (reordering the pairs moved the old
+    map by 0.37 in its entries). The map is the one closest to the identity outside that span: orthogonal, as
+    good a fit as any minimiser, and the same for the pairs in any order; a full-rank problem keeps the
+    textbook U Vᵀ."""
     g = torch.Generator().manual_seed(0)
     X = torch.randn(62, 100, generator=g, dtype=torch.float64)
     Q = torch.linalg.qr(torch.randn(100, 100, generator=g, dtype=torch.float64))[0]
@@ -57,7 +59,8 @@ def test_underdetermined_procrustes_is_one_map_whatever_the_pair_order():
     assert float((X @ W - Y).norm()) == pytest.approx(float((X @ (u @ vh) - Y).norm()), rel=1e-10)
     perm = torch.randperm(62, generator=g)
     torch.testing.assert_close(procrustes(X[perm], Y[perm]), W, rtol=0, atol=1e-12)
-    # of the minimisers, it is the one nearest the identity (largest trace): above the arbitrary one of the SVD
+    # of the minimisers, it is the one nearest the identity (largest trace): above the arbitrary one of the
+    # SVD
     assert float(torch.trace(W)) > float(torch.trace(u @ vh)) + 1.0
     full = torch.randn(300, 100, generator=g, dtype=torch.float64)
     target = full @ Q
@@ -118,7 +121,8 @@ def test_reinit_embed_model_init_and_specials():
     assert res.matrix.shape == (3000, 8)
     torch.testing.assert_close(res.matrix[0], source[5])
     assert res.provenance[0] == "special" and res.provenance[1] == "random"  # exact overlap is not copied
-    assert abs(res.matrix[1:].mean().item()) < 0.002 and res.matrix[1:].std().item() == pytest.approx(0.02, rel=0.05)
+    assert (abs(res.matrix[1:].mean().item()) < 0.002
+            and res.matrix[1:].std().item() == pytest.approx(0.02, rel=0.05))
     plain = init_reinit_embed(TransferInputs(source, 3000, ov), seed=0, copy_special=False)
     assert plain.provenance[0] == "random"
     assert torch.equal(plain.matrix[1:], res.matrix[1:])
@@ -157,8 +161,8 @@ def wordpiece(tokens: list[str]) -> Tokenizer:
 SRC_TOKENS = ["[UNK]", "[MASK]", "house", "dog", "cat", "##s", "zebra", "the"]
 TGT_TOKENS = ["[MASK]", "[UNK]", "haus", "hund", "katze", "##s", "zebra", "maus"]
 DICTIONARY = pd.DataFrame(
-    [("home", "Haus"), ("house", "Haus"), ("hound", "Hund"), ("dog", "Hund"), ("cat", "Katze"), ("the", "Katze"),
-     ("house mouse", "Maus")],
+    [("home", "Haus"), ("house", "Haus"), ("hound", "Hund"), ("dog", "Hund"), ("cat", "Katze"),
+     ("the", "Katze"), ("house mouse", "Maus")],
     columns=["source_word", "target_word"])
 
 
@@ -175,7 +179,8 @@ def test_dictionary_pairs_single_word_translations():
     pairs = dictionary_token_pairs(src, tgt, DICTIONARY)
     # "home" and "hound" are not source tokens; "house mouse" is not a single token; "katze": first wins
     assert list(zip(pairs["target_id"], pairs["source_id"], strict=True)) == [(2, 2), (3, 3), (4, 4)]
-    frequent = dictionary_token_pairs(src, tgt, DICTIONARY, choose="frequent", source_counts=np.array([0, 0, 1, 1, 1, 0, 0, 9]))
+    frequent = dictionary_token_pairs(src, tgt, DICTIONARY, choose="frequent",
+                                      source_counts=np.array([0, 0, 1, 1, 1, 0, 0, 9]))
     assert frequent.set_index("target_id").loc[4, "source_id"] == 7  # "the" is more frequent than "cat"
     assert dictionary_token_pairs(src, tgt, DICTIONARY, lowercase=False).empty  # "haus" != "Haus"
 
@@ -185,7 +190,8 @@ def test_dict_match_known_answer(dict_inputs):
     source = dict_inputs.source_matrix
     for ti, si in [(0, 1), (1, 0), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)]:
         torch.testing.assert_close(res.matrix[ti], source[si])
-    assert res.provenance.tolist() == ["special", "special", "mapped", "mapped", "mapped", "copied", "copied", "random"]
+    assert res.provenance.tolist() == ["special", "special", "mapped", "mapped", "mapped", "copied", "copied",
+                                       "random"]
     no_copy = init_dict_match(dict_inputs, seed=0, copy_overlap=False)
     assert no_copy.provenance.tolist()[5:] == ["random", "random", "random"]
     assert not torch.equal(no_copy.matrix[5], source[5])
@@ -207,12 +213,13 @@ def test_align_match_finds_rotated_neighbour(refine_iters):
     xs, xt, pi, source = synthetic_alignment()
     has = torch.ones(40, dtype=torch.bool)
     anchors = torch.arange(20)
-    out, kind, n_src, _ = align_match_init(source, xt, has, xs, has, anchors, pi[anchors], seed=0, weighting="softmax",
-                                           topk=1, refine_iters=refine_iters)
+    out, kind, n_src, _ = align_match_init(source, xt, has, xs, has, anchors, pi[anchors], seed=0,
+                                           weighting="softmax", topk=1, refine_iters=refine_iters)
     torch.testing.assert_close(out, source[pi])  # top-1: exactly the right source row
     assert kind.tolist() == [1] * 40 and n_src.tolist() == [1] * 40
     # sparsemax (default): a convex combination whose largest weight is on the right source token
-    out, *_ = align_match_init(source, xt, has, xs, has, anchors, pi[anchors], seed=0, refine_iters=refine_iters)
+    out, *_ = align_match_init(source, xt, has, xs, has, anchors, pi[anchors], seed=0,
+                               refine_iters=refine_iters)
     torch.testing.assert_close(out.sum(1), torch.ones(40))
     assert (out >= 0).all() and torch.equal(out.argmax(1), pi)
 
@@ -308,8 +315,9 @@ def all_inputs(dict_inputs) -> TransferInputs:
 
 
 @pytest.mark.parametrize("fn,params", [
-    (init_reinit_embed, {}), (init_freq_match, {}), (init_dict_match, {}), (init_align_match, {"dictionary_anchors": True}),
-    (init_permute, {}), (init_permute, {"window": 2}), (init_keep, {"percent": 50}),
+    (init_reinit_embed, {}), (init_freq_match, {}), (init_dict_match, {}),
+    (init_align_match, {"dictionary_anchors": True}), (init_permute, {}), (init_permute, {"window": 2}),
+    (init_keep, {"percent": 50}),
 ])
 def test_same_seed_bit_identical_different_seed_differs(dict_inputs, fn, params):
     inputs = all_inputs(dict_inputs)

@@ -1,4 +1,5 @@
-"""The corpus and vocabulary tables (FOCUS Tables 1, 7, 8; UNKs Everywhere Tables 1, 6, 7) on small real inputs."""
+"""The corpus and vocabulary tables (FOCUS Tables 1, 7, 8; UNKs Everywhere Tables 1, 6, 7) on small real
+inputs."""
 
 import pandas as pd
 import pytest
@@ -9,8 +10,8 @@ from vocab_transfer.report import vocab_tables as vt
 
 def overlap(rows):
     """An overlap frame in the artifact's columns from (target_id, canonical, match) triples."""
-    return pd.DataFrame([{"target_id": i, "source_id": i, "target_token": c, "source_token": c, "canonical": c,
-                          "match": m, "symbolic": False} for i, c, m in rows])
+    return pd.DataFrame([{"target_id": i, "source_id": i, "target_token": c, "source_token": c,
+                          "canonical": c, "match": m, "symbolic": False} for i, c, m in rows])
 
 
 OV = overlap([(0, "<s>", "special"), (1, "▁Haus", "exact"), (2, "1919", "exact"), (3, "a", "exact"),
@@ -34,16 +35,18 @@ def test_longest_tokens_are_unique_texts_longest_first():
 
 
 def test_overlap_counts_full_and_with_a_vector():
-    tokens = pd.DataFrame({"token_id": range(9), "has_vector": [False, True, True, False, True, False, True, True,
-                                                                 False]})
+    tokens = pd.DataFrame({"token_id": range(9),
+                           "has_vector": [False, True, True, False, True, False, True, True, False]})
     table, md = vt.overlap_counts_table({"de": OV}, {"de": tokens}, ["de"], 10, "T8")
     assert table.iloc[0][["full", "with_vector"]].tolist() == [8, 5]
     assert "| German | 5 | 8 |" in md and "minCount = 10" in md
 
 
 @pytest.mark.parametrize("text, category", [("3.5", "Symbols & Numbers"), (";-)", "Symbols & Numbers"),
-                                            ("JavaScript", "Names & Entities"), ("Bewerber", "Target (sub-)words"),
-                                            ("günstig", "Target (sub-)words"), ("Settings", "English & Code-switched"),
+                                            ("JavaScript", "Names & Entities"),
+                                            ("Bewerber", "Target (sub-)words"),
+                                            ("günstig", "Target (sub-)words"),
+                                            ("Settings", "English & Code-switched"),
                                             ("zyq", "Not assignable"), ("Absalom", "Names & Entities")])
 def test_automatic_categories_of_focus_table7(text, category):
     pytest.importorskip("wordfreq")
@@ -60,14 +63,16 @@ def test_sample_is_seeded_and_leaves_out_single_characters():
 
 
 def test_vocab_coverage_counts_tokens_the_source_cannot_compose(sw_tokenizer, swahili_verses):
-    """A Swahili source tokenizer composes every piece of a Swahili target; a Hebrew-script target is all UNKs."""
+    """A Swahili source tokenizer composes every piece of a Swahili target; a Hebrew-script target is all
+    UNKs."""
     from vocab_transfer.data.tokenizer import train_unigram_tokenizer
 
-    hebrew = train_unigram_tokenizer(["בראשית ברא אלהים את השמים ואת הארץ והארץ היתה תהו ובהו"] * 50 + ["Mungu"], 24,
-                                     show_progress=False)
+    hebrew = train_unigram_tokenizer(["בראשית ברא אלהים את השמים ואת הארץ והארץ היתה תהו ובהו"] * 50
+                                     + ["Mungu"], 24, show_progress=False)
     target = train_unigram_tokenizer(swahili_verses[1000:2000], 300, show_progress=False)
     overlaps = {"sw": compute_overlap(sw_tokenizer, target), "he": compute_overlap(sw_tokenizer, hebrew)}
-    table, md = vt.vocab_coverage_table(["sw", "he"], {"sw": target, "he": hebrew}, sw_tokenizer, overlaps, "U1")
+    table, md = vt.vocab_coverage_table(["sw", "he"], {"sw": target, "he": hebrew}, sw_tokenizer, overlaps,
+                                        "U1")
     row = table.set_index("language")
     assert row.loc["sw", "unk_share"] < 0.05 and row.loc["sw", "overlap_share"] > 0.3
     assert row.loc["he", "script"] == "Hebrew" and row.loc["he", "unk_share"] > 0.2
@@ -83,11 +88,13 @@ def test_corpus_sizes():
 
 
 def test_nearest_tokens_sample_of_combined_rows():
-    prov = pd.DataFrame({"target_id": range(6), "token": ["<s>", "▁kuzidi", "▁na", "x", "▁dhamiri", "▁vipigo"],
+    prov = pd.DataFrame({"target_id": range(6),
+                         "token": ["<s>", "▁kuzidi", "▁na", "x", "▁dhamiri", "▁vipigo"],
                          "provenance": ["special", "combined", "combined", "combined", "copied", "combined"],
                          "nearest_source_token": [None, "▁acclaim", "▁and", "▁y", None, "▁Trouble"]})
     table, md = vt.nearest_tokens_table({"sw": prov}, ["sw"], 10, 0, "T6")
-    assert table["token"].tolist() == ["kuzidi", "na", "vipigo"]  # combined, more than one character, in id order
+    # combined, more than one character, in id order
+    assert table["token"].tolist() == ["kuzidi", "na", "vipigo"]
     assert "| kuzidi | acclaim |" in md and "| vipigo | Trouble |" in md
     with pytest.raises(ValueError, match="records no nearest source tokens"):
         vt.nearest_tokens_table({"sw": prov.drop(columns="nearest_source_token")}, ["sw"], 10, 0, "T6")
@@ -131,9 +138,11 @@ def _unigram():
     return train_unigram_tokenizer(FRENCH_GERMAN, 36, show_progress=False).backend_tokenizer
 
 
-@pytest.mark.parametrize("make", [_bytelevel_bpe, _unigram, _wordpiece], ids=["bytelevel", "unigram", "wordpiece"])
+@pytest.mark.parametrize("make", [_bytelevel_bpe, _unigram, _wordpiece],
+                         ids=["bytelevel", "unigram", "wordpiece"])
 def test_token_text_shows_real_tokenizers_tokens_as_text(make):
-    """Every kind's vocabulary shown as text holds the words as written, never their UTF-8 bytes as Latin-1."""
+    """Every kind's vocabulary shown as text holds the words as written, never their UTF-8 bytes as
+    Latin-1."""
     from vocab_transfer.data.tokenizer import guess_token_kind, token_text
 
     raw, kind = _raw_and_kind(make())
@@ -149,9 +158,11 @@ def test_token_text_bytes_markers_and_escapes():
     from vocab_transfer.data.tokenizer import token_text
 
     assert token_text("ĠÃ§a", "bytelevel_bpe") == "ça" and token_text("Ã§a", "bytelevel_bpe") == "ça"
-    assert token_text("ĠÃ§a", "bytelevel_bpe", bow="_") == "_ça" and token_text("ÃŁe", "bytelevel_bpe") == "ße"
+    assert (token_text("ĠÃ§a", "bytelevel_bpe", bow="_") == "_ça"
+            and token_text("ÃŁe", "bytelevel_bpe") == "ße")
     assert token_text("Ã", "bytelevel_bpe") == "\\xc3"  # half a character: escaped, never "Ã"
-    assert token_text("▁ça", "sentencepiece", bow="_") == "_ça" and token_text("<0xC3>", "sentencepiece") == "\\xc3"
+    assert (token_text("▁ça", "sentencepiece", bow="_") == "_ça"
+            and token_text("<0xC3>", "sentencepiece") == "\\xc3")
     assert token_text("<0x41>", "sentencepiece") == "A" and token_text("##ße", "wordpiece") == "ße"
     assert token_text("ça", "wordpiece", bow="_") == "_ça" and token_text("▁a<0xC3>", "canonical") == "a\\xc3"
 

@@ -39,11 +39,13 @@ class StubTokenizer:
 
 def test_tokenize_flatten_reduce_known_answer():
     # "ab" -> [1, 2], "a" -> [1], "c" -> [3], "aa" -> [1, 1] (token 1 counted once for "aa")
-    words = WordVectors(["ab", "a", "c", "aa"], torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 2.0]]),
+    words = WordVectors(["ab", "a", "c", "aa"],
+                        torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 2.0]]),
                         np.array([3, 1, 2, 4]))
     tok = StubTokenizer({"ab": [1, 2], "a": [1], "c": [3], "aa": [1, 1], "": [0]})
     u, has = tokenize_flatten_reduce(words, tok, vocab_size=5)
-    torch.testing.assert_close(u[1], (3 * torch.tensor([1.0, 0]) + 1 * torch.tensor([0, 1.0]) + 4 * torch.tensor([2.0, 2]))
+    torch.testing.assert_close(u[1], (3 * torch.tensor([1.0, 0]) + 1 * torch.tensor([0, 1.0])
+                                      + 4 * torch.tensor([2.0, 2]))
                                / 8)
     torch.testing.assert_close(u[2], torch.tensor([1.0, 0.0]))
     torch.testing.assert_close(u[3], torch.tensor([1.0, 1.0]))
@@ -80,8 +82,8 @@ def test_dictionary_pairs_and_procrustes_recover_a_rotation():
     dictionary = pd.DataFrame({"source_word": words[:100], "target_word": [w.upper() for w in words[:100]]})
     s, t = dictionary_word_rows(source, target, dictionary, pairs="unique")
     assert len(s) == 100 and (s == t).all()
-    # the wechsel package's pairs: as written / lower / title case on both sides, every hit kept: "w0" is found as
-    # written and lower-cased, "W0" as written and title-cased, so each entry gives 2 x 2 pairs
+    # the wechsel package's pairs: as written / lower / title case on both sides, every hit kept: "w0" is
+    # found as written and lower-cased, "W0" as written and title-cased, so each entry gives 2 x 2 pairs
     s, t = dictionary_word_rows(source, target, dictionary)
     assert len(s) == 400 and (s == t).all() and s[:4].tolist() == [0, 0, 0, 0]
     aligned_src, aligned_tgt, n = align_to_source(source, target, dictionary)
@@ -125,9 +127,10 @@ def test_wechsel_known_answer():
 
 def test_wechsel_bf16_screening_matches_exact_selection():
     g = torch.Generator().manual_seed(2)
-    source, us, ut = torch.randn(500, 6, generator=g), torch.randn(500, 16, generator=g), torch.randn(80, 16, generator=g)
-    args = (source, 80, us, torch.ones(500, dtype=torch.bool), ut, torch.ones(80, dtype=torch.bool), torch.tensor([0]),
-            torch.tensor([0]))
+    source, us, ut = (torch.randn(500, 6, generator=g), torch.randn(500, 16, generator=g),
+                      torch.randn(80, 16, generator=g))
+    args = (source, 80, us, torch.ones(500, dtype=torch.bool), ut, torch.ones(80, dtype=torch.bool),
+            torch.tensor([0]), torch.tensor([0]))
     exact = wechsel_init(*args, seed=0)[0]
     screened = wechsel_init(*args, seed=0, screen_dtype=torch.bfloat16)[0]
     torch.testing.assert_close(screened, exact)
@@ -167,7 +170,8 @@ def test_installed_freedict_eng_swh_has_common_words():
 
 def test_read_pairs_and_identical(tmp_path):
     (tmp_path / "en-de.txt").write_text("the der\nthe die\nhouse Haus\nbad line here\n")
-    assert read_pairs(tmp_path / "en-de.txt").values.tolist() == [["the", "der"], ["the", "die"], ["house", "Haus"]]
+    assert read_pairs(tmp_path / "en-de.txt").values.tolist() == [["the", "der"], ["the", "die"],
+                                                                  ["house", "Haus"]]
     assert identical_pairs(["Berlin", "a", "the", "42"], ["Berlin", "a", "42", "der"]).values.tolist() == [
         ["42", "42"], ["Berlin", "Berlin"]]
 
@@ -176,7 +180,8 @@ def test_word_fasttext_is_deterministic(swahili_verses):
     a = train_word_fasttext(swahili_verses[:500], dim=8, min_count=3, epochs=1, seed=3)
     b = train_word_fasttext(swahili_verses[:500], dim=8, min_count=3, epochs=1, seed=3)
     assert a.words == b.words and torch.equal(a.vectors, b.vectors)
-    assert list(a.counts) == sorted(a.counts, reverse=True) and "</s>" in a.words  # kept, as the wechsel package
+    # kept, as the wechsel package
+    assert list(a.counts) == sorted(a.counts, reverse=True) and "</s>" in a.words
 
 
 def test_wechsel_adapter_end_to_end(swahili_verses, sw_tokenizer):
@@ -189,7 +194,8 @@ def test_wechsel_adapter_end_to_end(swahili_verses, sw_tokenizer):
     inputs = TransferInputs(source_matrix=torch.randn(len(sw_tokenizer), 5, generator=g),
                             target_vocab_size=len(target_tok), overlap=overlap, source_words=words,
                             target_words=words, dictionary=identical_pairs(words.words, words.words),
-                            source_tokenizer=sw_tokenizer, target_tokenizer=target_tok, language_tokenizer=target_tok)
+                            source_tokenizer=sw_tokenizer, target_tokenizer=target_tok,
+                            language_tokenizer=target_tok)
     a = run_method("wechsel", inputs, seed=1)
     b = run_method("wechsel", inputs, seed=1)
     assert torch.equal(a.matrix, b.matrix) and (a.provenance == "combined").sum() > 200
@@ -211,7 +217,8 @@ def test_random_normal_copies_specials_and_matches_moments():
 def test_select_new_tokens_by_frequency():
     overlap = pd.DataFrame({"target_id": [0, 2]})
     counts = np.array([100, 5, 50, 5, 0, 7])
-    assert select_new_tokens(overlap, counts, [0], 3).tolist() == [5, 1, 3]  # ties by id; unseen token 4 never
+    # ties by id; unseen token 4 never
+    assert select_new_tokens(overlap, counts, [0], 3).tolist() == [5, 1, 3]
 
 
 def test_extension_tokenizer_and_rows(swahili_verses, sw_tokenizer):
@@ -223,16 +230,18 @@ def test_extension_tokenizer_and_rows(swahili_verses, sw_tokenizer):
     new = select_new_tokens(overlap, counts.numpy(), [0, 1, 2, 3, len(sw_tokenizer) - 1], 50)
     ext = extend_tokenizer(source_tok, sw_tokenizer, new)
     assert len(ext) == 250 and ext.mask_token_id == source_tok.mask_token_id
-    assert ext.convert_ids_to_tokens(list(range(200, 250))) == sw_tokenizer.convert_ids_to_tokens(new.tolist())
+    assert (ext.convert_ids_to_tokens(list(range(200, 250)))
+            == sw_tokenizer.convert_ids_to_tokens(new.tolist()))
     text = swahili_verses[2000]
     assert len(ext(text)["input_ids"]) < len(source_tok(text)["input_ids"])  # longer pieces now available
     assert ext.decode(ext(text)["input_ids"], skip_special_tokens=True) == source_tok.decode(
         source_tok(text)["input_ids"], skip_special_tokens=True)
     g = torch.Generator().manual_seed(0)
-    aux = TokenVectors(torch.randn(len(sw_tokenizer), 4, generator=g), torch.ones(len(sw_tokenizer), dtype=torch.bool),
-                       counts)
+    aux = TokenVectors(torch.randn(len(sw_tokenizer), 4, generator=g),
+                       torch.ones(len(sw_tokenizer), dtype=torch.bool), counts)
     source = torch.randn(200, 3, generator=g)
-    res = run_method("extend", TransferInputs(source, len(sw_tokenizer), overlap, aux=aux), seed=0, new_tokens=50)
+    res = run_method("extend", TransferInputs(source, len(sw_tokenizer), overlap, aux=aux), seed=0,
+                     new_tokens=50)
     assert res.matrix.shape == (250, 3) and torch.equal(res.matrix[:200], source)
     assert set(res.provenance[200:]) <= {"combined", "random"}
 
@@ -265,19 +274,23 @@ def test_extension_focus_rows_equal_full_focus_rows(swahili_verses, sw_tokenizer
     source_tok = train_unigram_tokenizer(swahili_verses[:300], 200)
     overlap = compute_overlap(source_tok, sw_tokenizer)
     g = torch.Generator().manual_seed(0)
-    aux = TokenVectors(torch.randn(len(sw_tokenizer), 4, generator=g), torch.ones(len(sw_tokenizer), dtype=torch.bool),
+    aux = TokenVectors(torch.randn(len(sw_tokenizer), 4, generator=g),
+                       torch.ones(len(sw_tokenizer), dtype=torch.bool),
                        torch.arange(len(sw_tokenizer), 0, -1))
     source = torch.randn(200, 3, generator=g)
-    res = run_method("extend", TransferInputs(source, len(sw_tokenizer), overlap, aux=aux), seed=0, new_tokens=30)
+    res = run_method("extend", TransferInputs(source, len(sw_tokenizer), overlap, aux=aux), seed=0,
+                     new_tokens=30)
     full, _, _ = focus_init(source, len(sw_tokenizer), torch.tensor(overlap["target_id"].to_numpy()),
-                            torch.tensor(overlap["source_id"].to_numpy()), aux.vectors, aux.has_vector, seed=0)
+                            torch.tensor(overlap["source_id"].to_numpy()), aux.vectors, aux.has_vector,
+                            seed=0)
     new = select_new_tokens(overlap, aux.counts.numpy(), [], 30)
     torch.testing.assert_close(res.matrix[200:], full[new])
 
 
 def test_fasttext_subword_information(tmp_path, sw_tokenizer, swahili_verses):
-    """WECHSEL App. D: the saved model gives the same word vectors as the training that wrote it, a token's vector is
-    fastText's vector of its decoded text, and WECHSEL with subwords: fasttext runs on real models."""
+    """WECHSEL App. D: the saved model gives the same word vectors as the training that wrote it, a token's
+    vector is fastText's vector of its decoded text, and WECHSEL with subwords: fasttext runs on real
+    models."""
     import fasttext
 
     from vocab_transfer.data.word_vectors import (

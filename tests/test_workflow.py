@@ -24,7 +24,8 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 
 def snakemake(workdir: Path, *args: str, config: Path | None = None, check: bool = True):
     cmd = [*SNAKEMAKE, *args, "--configfile", str(config or workdir / "config.yaml")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
@@ -47,8 +48,10 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/init_mlm_loss.csv")
     assert set(table.columns) >= {"language", "method", "mlm_loss", "in_source_pretraining"}
     config = yaml.safe_load(TINY.read_text())
-    expected = {(t, m) for m, spec in config["methods"].items() for t in spec.get("targets", config["targets"])}
-    assert set(zip(table["language"], table["method"], strict=True)) == expected and len(table) == len(expected)
+    expected = {(t, m) for m, spec in config["methods"].items()
+                for t in spec.get("targets", config["targets"])}
+    assert (set(zip(table["language"], table["method"], strict=True)) == expected
+            and len(table) == len(expected))
     assert table.set_index("language")["in_source_pretraining"].to_dict() == {"de": True, "sw": False}
     assert table["mlm_loss"].notna().all()
     # each paper's method beats nothing trivially wrong: FOCUS below Random in both languages
@@ -56,8 +59,9 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert all(loss[(t, "focus")] < loss[(t, "random")] for t in ("de", "sw"))
     md = (tiny_run / "results/tables/init_mlm_loss.md").read_text()
     assert "de (in)" in md and "sw (not in)" in md and "FOCUS" in md
-    # the script jobs of a local run were forked from the run's warm starter (vocab_transfer/workflow/warm.py), but
-    # those of rules with a benchmark: file, which import for themselves so that the file measures them
+    # the script jobs of a local run were forked from the run's warm starter
+    # (vocab_transfer/workflow/warm.py), but those of rules with a benchmark: file, which import for
+    # themselves so that the file measures them
     table_logs = list((tiny_run / "logs/make_init_table").rglob("*.log"))
     assert table_logs and all("warm start: forked" in p.read_text() for p in table_logs)
     init_logs = list((tiny_run / "logs/init_embeddings").rglob("*.log"))
@@ -85,7 +89,8 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     source = load_tokenizer(str(tiny_run / "results/source/tiny/model"))
     assert len(extended) == len(load_file(tiny_run / "results/init/tiny/sw/extend.safetensors")["embeddings"])
     assert len(extended) > len(source)
-    assert pd.read_parquet(tiny_run / "results/dictionaries/en/sw.parquet").shape[0] > 1000  # FreeDict eng-swh
+    # FreeDict eng-swh
+    assert pd.read_parquet(tiny_run / "results/dictionaries/en/sw.parquet").shape[0] > 1000
     # LAPT: Figure 2 data for both runs, the two-stage run with its embeddings-only stage first
     lapt = pd.read_csv(tiny_run / "results/figures/lapt_curves/tiny/sw.csv")
     assert set(lapt["run"]) == {"random", "focus", "adapter", "mf_factorized"}
@@ -104,8 +109,10 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     all_scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
     scores = all_scores[all_scores["zero_shot"].ne(True)]  # in-language fine-tuning
     ner, dep = scores[scores.task == "ner"], scores[scores.task == "dep"]
-    assert sorted(ner["model"]) == ["adapter-lapt", "focus-lapt", "focus-snapshot-step3", "random-init", "source"]
-    assert sorted(dep["model"]) == ["focus-lapt", "source"] and (dep["metric"] == "las").all()  # per-model tasks
+    assert sorted(ner["model"]) == ["adapter-lapt", "focus-lapt", "focus-snapshot-step3", "random-init",
+                                    "source"]
+    # per-model tasks
+    assert sorted(dep["model"]) == ["focus-lapt", "source"] and (dep["metric"] == "las").all()
     assert set(scores["method"]) == {"focus", "random", "source"} and (scores["n_train"] == 150).all()
     assert ner[["dev_f1", "test_f1"]].notna().all().all() and (ner["test_f1"] >= 0).all()
     assert (dep["test_uas"] >= dep["test_las"]).all() and (dep["test_uas"] > 0).all()
@@ -117,20 +124,25 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     assert all(" ± " in r for r in rows) and sum(" / " in r for r in rows) == 2  # UAS / LAS where parsed
     table3 = (tiny_run / "results/tables/paper/table3.md").read_text().splitlines()
     assert table3[2] == "| Model | Hebrew NER | Hebrew DP |"  # column groups in the config's order
-    assert table3[6].startswith("| Random (no LAPT) |") and table3[6].endswith("| — |")  # not part of the grid
+    # not part of the grid
+    assert table3[6].startswith("| Random (no LAPT) |") and table3[6].endswith("| — |")
     curve = pd.read_parquet(tiny_run / "results/source/tiny/pretrain_curve.parquet")
     assert curve["heldout_loss"].iloc[-1] < curve["heldout_loss"].iloc[0]
     # zero-shot (UNKs §4.3): the task adapter is trained once on the source side, each cell evaluates it
     zs = all_scores[all_scores["zero_shot"].eq(True)].set_index("model")
     assert sorted(zs.index) == ["adapter-lapt", "madx"] and (zs["source_task"] == "he-ner-src").all()
-    assert (zs["task_name"] == "he-ner-zs").all() and (zs["n_train"] == 150).all() and (zs["n_test"] == 716).all()
+    assert ((zs["task_name"] == "he-ner-zs").all() and (zs["n_train"] == 150).all()
+            and (zs["n_test"] == 716).all())
     assert (zs["variant"] == "adapter").all() and zs.loc["adapter-lapt", "lapt"] == "adapter"
-    for k in ("test_f1", "test_precision", "test_recall"):  # MAD-X row: the source side's own adapter swapped in
+    # MAD-X row: the source side's own adapter swapped in
+    for k in ("test_f1", "test_precision", "test_recall"):
         assert zs.loc["madx", k] == zs.loc["madx", f"source_{k}"]
-    cell = pd.read_parquet(tiny_run / "results/zeroshot/tiny/he-ner-zs/madx.parquet")  # one file per cell: a row per
-    assert list(zip(cell["seed"], cell["source_task"], strict=True)) == [(1, "he-ner-src")]  # seed and source task
+    # one file per cell: a row per seed and source task
+    cell = pd.read_parquet(tiny_run / "results/zeroshot/tiny/he-ner-zs/madx.parquet")
+    assert list(zip(cell["seed"], cell["source_task"], strict=True)) == [(1, "he-ner-src")]
     trained = tiny_run / "results/source_task/tiny/he-ner-src/madx/seed1.model"
-    assert {"task_adapter.safetensors", "task_head.safetensors", "zero_shot.json"} <= {p.name for p in trained.iterdir()}
+    assert ({"task_adapter.safetensors", "task_head.safetensors", "zero_shot.json"}
+            <= {p.name for p in trained.iterdir()})
     assert not (trained / "model.safetensors").exists()  # the frozen transformer is not stored again
     assert len(pd.read_parquet(tiny_run / "results/tasks/he-ner-zs/train.parquet")) == 0  # test split only
     madx = load_file(tiny_run / "results/lapt/tiny/he/madx/model/model.safetensors")
@@ -185,13 +197,15 @@ def test_snakemake_push_uploads_an_export_with_its_receipt(tiny_run, tmp_path):
     config = yaml.safe_load((tiny_run / "config.yaml").read_text())
     config["export"] = {"push": {"repo": "someone/{source}-{target}-{stage}-{name}", "private": True}}
     (tmp_path / "push.yaml").write_text(yaml.safe_dump(config))
-    receipt, folder = "results/export/tiny/sw/init/focus.pushed.json", tiny_run / "results/export/tiny/sw/init/focus"
+    receipt, folder = ("results/export/tiny/sw/init/focus.pushed.json",
+                       tiny_run / "results/export/tiny/sw/init/focus")
     # the other jobs as they are (the export's params name the config file it was built with)
     snakemake(tiny_run, "--cores", "2", str(folder.relative_to(tiny_run)), "--rerun-triggers", "mtime")
     with FakeHub("hf_fake") as hub:
         env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
-        proc = subprocess.run([*SNAKEMAKE, "--cores", "1", receipt, "--rerun-triggers", "mtime", "--configfile",
-                               str(tmp_path / "push.yaml")], cwd=tiny_run, capture_output=True, text=True,
+        proc = subprocess.run([*SNAKEMAKE, "--cores", "1", receipt, "--rerun-triggers", "mtime",
+                               "--configfile", str(tmp_path / "push.yaml")], cwd=tiny_run,
+                              capture_output=True, text=True,
                               env={**env, "HF_TOKEN": "hf_fake", "HF_ENDPOINT": hub.url})
     assert proc.returncode == 0, proc.stderr[-4000:]
     repo = hub.repos["someone/tiny-sw-init-focus"]
@@ -206,8 +220,8 @@ def test_snakemake_push_uploads_an_export_with_its_receipt(tiny_run, tmp_path):
 @pytest.mark.slow
 def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
     """`snakemake <export folder>`: an init export is the model the init-time loss was measured on (AutoModel,
-    AutoTokenizer, the same held-out blocks and masks: the same loss); a LAPT export is the run's model, with a card
-    that names where it comes from and how to rebuild it."""
+    AutoTokenizer, the same held-out blocks and masks: the same loss); a LAPT export is the run's model, with
+    a card that names where it comes from and how to rebuild it."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from vocab_transfer.eval.mlm import init_eval_row
@@ -232,10 +246,12 @@ def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
         table.loc["focus", "mlm_loss"])
     assert f"{table.loc['focus', 'mlm_loss']:.4f}" in card and "kind `focus`" in card and "FOCUS" in card
     command = card[card.index("snakemake --cores all"):].splitlines()[0]  # the card's "Reproduce"
-    assert command == shlex.join(["snakemake", "--cores", "all", "--snakefile", str(REPO / "Snakefile"), "--directory",
-                                  str(tiny_run), init, "--configfile", str(tiny_run / "config.yaml")])
-    dry = subprocess.run([sys.executable, "-m", *shlex.split(command), "-n"], cwd=REPO / "docs", capture_output=True,
-                         text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})  # runs as printed, from elsewhere
+    assert command == shlex.join(["snakemake", "--cores", "all", "--snakefile", str(REPO / "Snakefile"),
+                                  "--directory", str(tiny_run), init, "--configfile",
+                                  str(tiny_run / "config.yaml")])
+    # runs as printed, from elsewhere
+    dry = subprocess.run([sys.executable, "-m", *shlex.split(command), "-n"], cwd=REPO / "docs",
+                         capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert dry.returncode == 0, dry.stderr[-3000:]
     exported = load_file(tiny_run / lapt / "model.safetensors")
     trained = load_file(tiny_run / "results/lapt/tiny/sw/focus/model/model.safetensors")
@@ -250,9 +266,9 @@ def test_exports_load_with_auto_classes_and_score_the_pipelines_loss(tiny_run):
 
 @pytest.mark.slow
 def test_unks_figures_2_and_3_from_the_dag(tiny_run):
-    """UNKs Everywhere Figures 2-3 in miniature (tiny config's figures unk_scatter, sample_efficiency): scores read
-    from the fine-tuning cells, the UNK share from the Hebrew tokenizer and the source's, x of Figure 3 from the runs'
-    curves."""
+    """UNKs Everywhere Figures 2-3 in miniature (tiny config's figures unk_scatter, sample_efficiency): scores
+    read from the fine-tuning cells, the UNK share from the Hebrew tokenizer and the source's, x of Figure 3
+    from the runs' curves."""
     from vocab_transfer.data.tokenizer import load_tokenizer
     from vocab_transfer.report.vocab_tables import vocab_coverage_table
 
@@ -262,12 +278,15 @@ def test_unks_figures_2_and_3_from_the_dag(tiny_run):
         assert fig2.loc[task, "score"] == pytest.approx(100 * cell[column]) and fig2.loc[task, "runs"] == 1
     table1, _ = vocab_coverage_table(["he"], {"he": load_tokenizer(str(tiny_run / "results/tokenizers/he"))},
                                      load_tokenizer(str(tiny_run / "results/source/tiny/model")),
-                                     {"he": pd.read_parquet(tiny_run / "results/overlap/tiny/he.parquet")}, "T1")
+                                     {"he": pd.read_parquet(tiny_run / "results/overlap/tiny/he.parquet")},
+                                     "T1")
     for column in ("unk_share", "overlap_share"):  # the x of Figure 2 is Table 1's number
         assert fig2.loc["he-ner", column] == pytest.approx(table1[column].iloc[0])
     assert fig2.loc["he-ner", "unk_share"] > 0.5  # Hebrew script: unseen by the source tokenizer (de, en, sw)
-    fig3 = pd.read_csv(tiny_run / "results/figures/sample_efficiency/tiny/sample_efficiency.csv").set_index("model")
-    assert fig3.loc["focus-lapt", "series"] == "FOCUS" and fig3.loc["adapter-lapt", "series"] == "FOCUS + MAD-X"
+    fig3 = pd.read_csv(
+        tiny_run / "results/figures/sample_efficiency/tiny/sample_efficiency.csv").set_index("model")
+    assert (fig3.loc["focus-lapt", "series"] == "FOCUS"
+            and fig3.loc["adapter-lapt", "series"] == "FOCUS + MAD-X")
     for model, run in (("focus-lapt", "focus"), ("adapter-lapt", "adapter")):
         curve = pd.read_parquet(tiny_run / f"results/lapt/tiny/he/{run}/curve.parquet")
         assert fig3.loc[model, "train_sequences"] == curve["train_sequences"].iloc[-1]
@@ -279,21 +298,25 @@ def test_unks_figures_2_and_3_from_the_dag(tiny_run):
 
 @pytest.mark.slow
 def test_lapt_snapshots_and_figure4(tiny_run):
-    """vocab-swap Figure 4 in miniature: FOCUS's LAPT keeps snapshots at steps 3 and 6 (the last: the final model),
-    the step-3 snapshot is fine-tuned on Hebrew NER, and the figure's scores are those fine-tuning results."""
+    """vocab-swap Figure 4 in miniature: FOCUS's LAPT keeps snapshots at steps 3 and 6 (the last: the final
+    model), the step-3 snapshot is fine-tuned on Hebrew NER, and the figure's scores are those fine-tuning
+    results."""
     from transformers import AutoModelForMaskedLM
 
     run = tiny_run / "results/lapt/tiny/he/focus"
     assert sorted(p.name for p in (run / "snapshots").glob("step-*")) == ["step-00000003", "step-00000006"]
-    assert (run / "snapshots/step-00000006/model.safetensors").read_bytes() == (run / "model/model.safetensors").read_bytes()
-    assert (run / "snapshots/step-00000003/model.safetensors").read_bytes() != (run / "model/model.safetensors").read_bytes()
+    assert ((run / "snapshots/step-00000006/model.safetensors").read_bytes()
+            == (run / "model/model.safetensors").read_bytes())
+    assert ((run / "snapshots/step-00000003/model.safetensors").read_bytes()
+            != (run / "model/model.safetensors").read_bytes())
     AutoModelForMaskedLM.from_pretrained(run / "snapshots/step-00000003")
     assert (run / "snapshots/step-00000003/tokenizer.json").is_file()
     assert not any((tiny_run / "results/lapt/tiny/he/random/snapshots").glob("step-*"))  # no snapshot_steps
     assert pd.read_parquet(tiny_run / "results/lapt/tiny/he/random/token_accuracy.parquet").empty
     scores = pd.read_parquet(tiny_run / "results/tables/finetune_scores.parquet")
     scores = scores[scores["zero_shot"].ne(True)].set_index("model")  # in-language fine-tuning only
-    assert scores.loc["focus-snapshot-step3", "lapt_step"] == 3 and scores.loc["focus-snapshot-step3", "lapt"] == "focus"
+    assert (scores.loc["focus-snapshot-step3", "lapt_step"] == 3
+            and scores.loc["focus-snapshot-step3", "lapt"] == "focus")
     fig = pd.read_csv(tiny_run / "results/figures/lapt_finetune/tiny/figure4.csv")
     points = fig[fig.kind == "test_f1"]
     assert list(zip(points.run, points.step, points.model, strict=True)) == [
@@ -303,7 +326,8 @@ def test_lapt_snapshots_and_figure4(tiny_run):
         assert r.value == pytest.approx(100 * ner.loc[r.model, "test_f1"]) and r.seeds == 1
     curve = pd.read_parquet(run / "curve.parquet")
     loss = fig[(fig.kind == "heldout_loss") & (fig.run == "focus")]
-    assert loss.step.tolist() == curve.step.tolist() and loss.value.tolist() == pytest.approx(curve.heldout_loss.tolist())
+    assert (loss.step.tolist() == curve.step.tolist()
+            and loss.value.tolist() == pytest.approx(curve.heldout_loss.tolist()))
     assert set(fig.label) == {"FOCUS", "FOCUS + MAD-X"}
     for suffix in ("png", "svg"):
         assert (tiny_run / f"results/figures/lapt_finetune/tiny/figure4.{suffix}").stat().st_size > 10_000
@@ -337,8 +361,9 @@ CHECKSUMS = REPO / "tests" / "data" / "init_checksums.json"
 
 
 def cpu_class() -> str:
-    """The CPU features that decide which float kernels torch and MKL run (tensors are bit-identical within a class):
-    the architecture, torch's vector capability, and whether the CPU has bf16 units (FOCUS/WECHSEL screen in bf16)."""
+    """The CPU features that decide which float kernels torch and MKL run (tensors are bit-identical within a
+    class): the architecture, torch's vector capability, and whether the CPU has bf16 units (FOCUS/WECHSEL
+    screen in bf16)."""
     import platform
 
     flags = set()
@@ -352,8 +377,8 @@ def cpu_class() -> str:
 @pytest.mark.slow
 def test_init_tensors_match_stored_checksums(tiny_run):
     """Every init tensor of the tiny run (all methods, both languages) has the SHA-256 recorded in
-    tests/data/init_checksums.json for this CPU class (tensor data only; the metadata holds versions, paths and
-    times). `UPDATE_CHECKSUMS=1` records this machine's instead of comparing."""
+    tests/data/init_checksums.json for this CPU class (tensor data only; the metadata holds versions, paths
+    and times). `UPDATE_CHECKSUMS=1` records this machine's instead of comparing."""
     from vocab_transfer.artifacts import tensor_checksums
 
     found = {p.relative_to(tiny_run).as_posix(): tensor_checksums(p)
@@ -424,7 +449,8 @@ def test_method_target_outside_targets_is_named(tmp_path):
 
 def test_factorized_run_of_a_flat_method_is_named(tmp_path):
     proc = bad_config(tmp_path, lambda c: c["lapt"]["runs"]["focus"].update(factorized=True))
-    assert proc.returncode != 0 and "lapt.runs.focus: factorized: true" in proc.stderr and "'focus'" in proc.stderr
+    assert (proc.returncode != 0 and "lapt.runs.focus: factorized: true" in proc.stderr
+            and "'focus'" in proc.stderr)
 
 
 def test_every_registered_method_kind_is_documented():
@@ -470,7 +496,8 @@ def test_local_and_hub_sources_plan_without_network(tiny_run, tmp_path):
     lapt, ft = config["lapt"], config["finetune"]
     cells |= {(t, run["method"]) for run in lapt["runs"].values() if "method" in run
               for t in run.get("targets", lapt["targets"])}
-    cells |= {(task["language"], m["init"]) for m in ft["models"].values() if "init" in m for task in ft["tasks"].values()}
+    cells |= {(task["language"], m["init"]) for m in ft["models"].values() if "init" in m
+              for task in ft["tasks"].values()}
     assert jobs["init_embeddings"] == 2 * len(cells)  # Table 4 cells, plus the inits LAPT and fine-tuning use
     assert "resources/models/hub" in proc.stdout
 
@@ -487,8 +514,8 @@ def decoder_run(tmp_path_factory):
 
 @pytest.mark.slow
 def test_decoder_source_dag(decoder_run):
-    """A Qwen2 source (tied): causal-LM loss right after init (random weights: ln |V|), CLM LAPT lowers it; the
-    target tokenizer is byte-level BPE in Qwen2's layout (no bos, ChatML tokens, chat template)."""
+    """A Qwen2 source (tied): causal-LM loss right after init (random weights: ln |V|), CLM LAPT lowers it;
+    the target tokenizer is byte-level BPE in Qwen2's layout (no bos, ChatML tokens, chat template)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     res = pd.read_parquet(decoder_run / "results/eval_init/qwen2-tiny/sw.parquet")
@@ -514,20 +541,23 @@ def test_decoder_source_dag(decoder_run):
 
 @pytest.mark.slow
 def test_lm_eval_benchmarks_of_the_source_init_and_lapt_exports(decoder_run):
-    """eval.benchmarks: lm-eval scores the source, the FOCUS init export and the FOCUS LAPT export of each decoder on a
-    local multiple-choice task; the table gives each score and the share of the source's score it keeps."""
+    """eval.benchmarks: lm-eval scores the source, the FOCUS init export and the FOCUS LAPT export of each
+    decoder on a local multiple-choice task; the table gives each score and the share of the source's score it
+    keeps."""
     data = json.loads((decoder_run / "results/benchmarks/sw/data.json").read_text())
     assert data["fetched"]["sw_verses"]["documents"] == 40
     for source in ("qwen2-tiny", "llama-tiny"):
-        scores = {stage: pd.read_parquet(decoder_run / f"results/benchmarks/sw/{source}/{stage}/{name}.parquet")
-                  for stage, name in (("source", source), ("init", "focus"), ("lapt", "focus"))}
+        scores = {
+            stage: pd.read_parquet(decoder_run / f"results/benchmarks/sw/{source}/{stage}/{name}.parquet")
+            for stage, name in (("source", source), ("init", "focus"), ("lapt", "focus"))}
         for df in scores.values():
             acc = df.set_index("metric").loc["acc"]
             assert acc["samples"] == 20 and 0 <= acc["value"] <= 1 and acc["task"] == "sw_verses"
     table = pd.read_csv(decoder_run / "results/tables/benchmarks.csv")
     assert len(table[(table.stage == "source")]) == 4  # acc and acc_norm of two sources
     init = table[(table.stage == "init") & (table.metric == "acc") & (table.source == "llama-tiny")].iloc[0]
-    source = table[(table.stage == "source") & (table.metric == "acc") & (table.source == "llama-tiny")].iloc[0]
+    source = table[(table.stage == "source") & (table.metric == "acc")
+                   & (table.source == "llama-tiny")].iloc[0]
     assert init["kept"] == pytest.approx(init["value"] / source["value"])
     md = (decoder_run / "results/tables/benchmarks.md").read_text()
     assert "| Source (llama-tiny) |" in md and "sw_verses (acc_norm)" in md and "| FOCUS + LAPT |" in md
@@ -546,25 +576,30 @@ def test_lm_eval_benchmarks_of_the_source_init_and_lapt_exports(decoder_run):
 
 @pytest.mark.slow
 def test_untied_decoder_head_through_the_dag(decoder_run):
-    """A Llama source with an untied head: `focus` transfers the head's own rows (an overlapping token keeps its
-    source output row), `focus_copy_head` copies the new input rows into it; LAPT keeps the head untied."""
+    """A Llama source with an untied head: `focus` transfers the head's own rows (an overlapping token keeps
+    its source output row), `focus_copy_head` copies the new input rows into it; LAPT keeps the head
+    untied."""
     from transformers import AutoModelForCausalLM
 
     source = load_file(decoder_run / "llama-tiny/model.safetensors")
     e_in, e_out = source["model.embed_tokens.weight"], source["lm_head.weight"]
     focus = load_file(decoder_run / "results/init/llama-tiny/sw/focus.safetensors")
     assert set(focus) == {"embeddings", "output_embeddings"}
-    assert set(load_file(decoder_run / "results/init/llama-tiny/sw/focus_copy_head.safetensors")) == {"embeddings"}
-    assert set(load_file(decoder_run / "results/init/qwen2-tiny/sw/focus.safetensors")) == {"embeddings"}  # tied
+    assert (set(load_file(decoder_run / "results/init/llama-tiny/sw/focus_copy_head.safetensors"))
+            == {"embeddings"})
+    # tied
+    assert set(load_file(decoder_run / "results/init/qwen2-tiny/sw/focus.safetensors")) == {"embeddings"}
     prov = pd.read_parquet(decoder_run / "results/init/llama-tiny/sw/focus.provenance.parquet")
     overlap = pd.read_parquet(decoder_run / "results/overlap/llama-tiny/sw.parquet").set_index("target_id")
     copied = prov.loc[prov.provenance == "copied", "target_id"].tolist()
     assert len(copied) > 20
     for t in copied:
         s = overlap.loc[t, "source_id"]
-        assert torch.equal(focus["output_embeddings"][t], e_out[s]) and torch.equal(focus["embeddings"][t], e_in[s])
+        assert (torch.equal(focus["output_embeddings"][t], e_out[s])
+                and torch.equal(focus["embeddings"][t], e_in[s]))
     res = pd.read_parquet(decoder_run / "results/eval_init/llama-tiny/sw.parquet").set_index("method")
-    assert res.loc["focus", "mlm_loss"] != res.loc["focus_copy_head", "mlm_loss"]  # different heads, different loss
+    # different heads, different loss
+    assert res.loc["focus", "mlm_loss"] != res.loc["focus_copy_head", "mlm_loss"]
     lapt = AutoModelForCausalLM.from_pretrained(decoder_run / "results/lapt/llama-tiny/sw/focus/model")
     assert not lapt.config.tie_word_embeddings and lapt.config.vocab_size == 400
     assert not torch.equal(lapt.lm_head.weight, lapt.get_input_embeddings().weight)
@@ -573,8 +608,8 @@ def test_untied_decoder_head_through_the_dag(decoder_run):
 @pytest.mark.slow
 @pytest.mark.parametrize("source", ["qwen2-tiny", "llama-tiny"])
 def test_decoder_exports_reload_score_the_pipelines_loss_and_generate(decoder_run, source):
-    """A decoder's init and LAPT exports load with AutoModelForCausalLM and AutoTokenizer: the tokenizer gives the
-    pipeline's ids, the init export scores the init-time loss on the same held-out blocks, config.json and
+    """A decoder's init and LAPT exports load with AutoModelForCausalLM and AutoTokenizer: the tokenizer gives
+    the pipeline's ids, the init export scores the init-time loss on the same held-out blocks, config.json and
     generation_config.json carry the target tokenizer's special ids, and `generate` stops at its eos."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -585,7 +620,8 @@ def test_decoder_exports_reload_score_the_pipelines_loss_and_generate(decoder_ru
     init, lapt = f"results/export/{source}/sw/init/focus", f"results/export/{source}/sw/lapt/focus"
     snakemake(decoder_run, "--cores", "2", init, lapt)
     ours = load_tokenizer(str(decoder_run / "results/tokenizers/sw"))
-    texts = [t for b in iter_corpus(decoder_run / "results/corpus/sw/heldout.parquet", ("text",)) for t in b.column(0).to_pylist()]
+    texts = [t for b in iter_corpus(decoder_run / "results/corpus/sw/heldout.parquet", ("text",))
+             for t in b.column(0).to_pylist()]
     for folder in (init, lapt):
         tok = AutoTokenizer.from_pretrained(decoder_run / folder)
         assert [tok(t)["input_ids"] for t in texts[:100]] == [ours(t)["input_ids"] for t in texts[:100]]
@@ -672,7 +708,8 @@ def test_report_holds_every_paper_table_and_figure(tiny_run, tiny_report):
 
     results, categories = report_data(tiny_report, "results"), report_data(tiny_report, "categories")
     config = yaml.safe_load((tiny_run / "config.yaml").read_text())
-    assert list(categories) == ["This run"]  # the tiny config's titles name several papers and it has no study
+    # the tiny config's titles name several papers and it has no study
+    assert list(categories) == ["This run"]
     assert set(categories["This run"]) == {"Tables", "Figures", "Source model"}
     tables = sorted((tiny_run / "results/tables/paper").glob("*.md"))
     assert [t.stem for t in tables] == sorted(config["tables"])
@@ -720,7 +757,8 @@ def test_html_report_shows_tables_and_plots(tiny_run, tiny_report):
         page.write_text(html[:end] + SHOW % (suffix, navbar, kind) + html[end:])
         dom = chromium("--dump-dom", page.as_uri())
         assert dom.returncode == 0, dom.stderr[-2000:]
-        rendered = re.sub(r"<script.*?</script>", "", dom.stdout, flags=re.S)  # what the app drew, not its data
+        # what the app drew, not its data
+        rendered = re.sub(r"<script.*?</script>", "", dom.stdout, flags=re.S)
         entry = next(entry for path, entry in results.items() if path.endswith(suffix))
         if navbar == "subcategory":  # the subcategory's list: every table's label
             tables = [e["labels"]["table"] for e in results.values() if "table" in e["labels"]]
@@ -730,7 +768,8 @@ def test_html_report_shows_tables_and_plots(tiny_run, tiny_report):
             assert "FOCUS Figure 2" in caption and "tiny" in caption and "sw" in caption, caption
             assert "FOCUS Figure 2" in re.sub(r"<[^>]+>", "", rendered)
         tag = "<iframe" if kind == "html" else "<img"
-        assert re.search(tag + r'[^>]*src="data:' + ("text/html" if kind == "html" else "image/png"), dom.stdout), name
+        assert re.search(tag + r'[^>]*src="data:' + ("text/html" if kind == "html" else "image/png"),
+                         dom.stdout), name
         shot = ARTIFACTS / f"report_{name}.png"
         proc = chromium(f"--screenshot={shot}", page.as_uri())
         assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
@@ -750,7 +789,8 @@ def recovery_run(tmp_path_factory):
     shutil.copytree(REPO / "tests/data/tasks/glue", workdir / "tests/data/tasks/glue")  # data_files, relative
     from test_finetune import save_tiny_flaubert
 
-    save_tiny_flaubert(workdir / "flaubert-tiny", [p.read_text() for p in (workdir / "tests/data/tasks/glue").iterdir()])
+    save_tiny_flaubert(workdir / "flaubert-tiny",
+                       [p.read_text() for p in (workdir / "tests/data/tasks/glue").iterdir()])
     snakemake(workdir, "--cores", "2")
     return workdir
 
@@ -778,41 +818,49 @@ def test_embedding_recovery_table8_and_figure2(recovery_run):
     assert abs(rho.loc[0, "Reinit Embed, all"]) < 0.05 and abs(rho.loc[0, "50% Kept, all"] - 0.5) < 0.05
     assert rho["Reinit Embed, word"].is_monotonic_increasing and rho.loc[12, "Reinit Embed, word"] > 0.3
     pair = curves[curves.kind == "pairwise_all"].set_index(["a", "b"])["rho"]
-    assert pair[("50% Kept, all", "50% Kept, all")] == 1.0 and pair[("50% Kept, all", "Reinit Embed, all")] < 0.9
+    assert (pair[("50% Kept, all", "50% Kept, all")] == 1.0
+            and pair[("50% Kept, all", "Reinit Embed, all")] < 0.9)
     assert (recovery_run / "results/figures/embedding_correlation/tiny/en.png").stat().st_size > 10_000
     curve = pd.read_parquet(recovery_run / "results/lapt/tiny/en/keep_50_all/curve.parquet")
-    hist = [list(h) for h in curve["correlation_histogram"]]  # Figure 3: per-token ρ_i in 40 bins over [-1, 1]
+    # Figure 3: per-token ρ_i in 40 bins over [-1, 1]
+    hist = [list(h) for h in curve["correlation_histogram"]]
     assert all(len(h) == 40 and sum(h) == len(src) for h in hist) and hist[0][-1] >= len(src) // 2
-    assert (recovery_run / "results/figures/embedding_correlation/tiny/en.histograms.png").stat().st_size > 10_000
+    assert ((recovery_run / "results/figures/embedding_correlation/tiny/en.histograms.png").stat().st_size
+            > 10_000)
 
 
 @pytest.mark.slow
 def test_probe_table_has_wechsel_table7s_layout(recovery_run):
-    """A kind init table with `probes`: one probe_init job per (task, method), its accuracy next to the MLM loss."""
+    """A kind init table with `probes`: one probe_init job per (task, method), its accuracy next to the MLM
+    loss."""
     md = (recovery_run / "results/tables/paper/probe.md").read_text().splitlines()
     assert md[2] == "| Language | Initialization | NLI | loss |"
     assert [line.split(" | ")[1] for line in md[4:7]] == ["Reinit Embed", "50% Kept", "Permute 100"]
     evals = pd.read_parquet(recovery_run / "results/eval_init/tiny/en.parquet").set_index("method")
     for line, method in zip(md[4:7], ("reinit", "keep_50", "permute_100"), strict=True):
         probe = pd.read_parquet(recovery_run / f"results/eval_init/tiny/probe/mnli/{method}.parquet").iloc[0]
-        assert probe.test_items == 16 and probe.train_items == 48 and probe.features == 2 * 32  # premise + hypothesis
+        # premise + hypothesis
+        assert probe.test_items == 16 and probe.train_items == 48 and probe.features == 2 * 32
         nli, loss = (cell.strip("* |") for cell in line.split(" | ")[2:])
         assert nli == f"{100 * probe.accuracy:.1f}" and loss == f"{evals.loc[method, 'mlm_loss']:.3f}"
 
 
 @pytest.mark.slow
 def test_token_accuracy_figure6(recovery_run):
-    """vocab-swap Figure 6 in miniature: the 50 most frequent tokens' held-out accuracy of 50% Kept and Reinit, both
-    split by 50% Kept's provenance (kept rows are matched); counts add up, means and histograms match the data."""
+    """vocab-swap Figure 6 in miniature: the 50 most frequent tokens' held-out accuracy of 50% Kept and
+    Reinit, both split by 50% Kept's provenance (kept rows are matched); counts add up, means and histograms
+    match the data."""
     from vocab_transfer.data.corpus import read_corpus
     from vocab_transfer.data.tokenizer import load_tokenizer
     from vocab_transfer.eval.mlm import pack_texts
     from vocab_transfer.training.lapt import frequent_tokens
 
     tok = load_tokenizer(str(recovery_run / "results/tokenizers/en"))
-    blocks = pack_texts(read_corpus(recovery_run / "results/corpus/en/train.parquet")["text"].tolist(), tok, 32)
+    blocks = pack_texts(read_corpus(recovery_run / "results/corpus/en/train.parquet")["text"].tolist(),
+                        tok, 32)
     top, _ = frequent_tokens(blocks, len(tok), tok.all_special_ids, 50)
-    prov = pd.read_parquet(recovery_run / "results/init/tiny/en/keep_50.provenance.parquet").set_index("target_id")
+    prov = pd.read_parquet(
+        recovery_run / "results/init/tiny/en/keep_50.provenance.parquet").set_index("target_id")
     kept = int((prov.loc[top.tolist(), "provenance"] == "copied").sum())
     assert 0 < kept < 50
     fig = pd.read_csv(recovery_run / "results/figures/token_accuracy/tiny/figure6.csv")
@@ -821,11 +869,14 @@ def test_token_accuracy_figure6(recovery_run):
         acc = pd.read_parquet(recovery_run / f"results/lapt/tiny/en/{run}/token_accuracy.parquet")
         assert sorted(acc.step.unique()) == [0, 4, 8, 12] and (acc.groupby("step").token_id.apply(list) == [
             top.tolist()] * 4).all()  # the same 50 tokens, most frequent first, at every evaluation
-        acc["group"] = (prov.loc[acc.token_id, "provenance"] == "copied").map({True: "matched", False: "not matched"}).to_numpy()
+        acc["group"] = ((prov.loc[acc.token_id, "provenance"] == "copied")
+                        .map({True: "matched", False: "not matched"}).to_numpy())
         m = means[means.run == run].set_index(["step", "group"])
-        assert (m.tokens.groupby("step").sum() == 50).all() and (m.xs("matched", level="group").tokens == kept).all()
+        assert ((m.tokens.groupby("step").sum() == 50).all()
+                and (m.xs("matched", level="group").tokens == kept).all())
         expected = acc.groupby(["step", "group"]).accuracy.mean()
-        assert m.mean_accuracy.sort_index().tolist() == pytest.approx(expected.sort_index().tolist(), nan_ok=True)
+        assert m.mean_accuracy.sort_index().tolist() == pytest.approx(expected.sort_index().tolist(),
+                                                                      nan_ok=True)
         seen = acc[acc.masked > 0].groupby(["step", "group"]).size()
         h = hists[hists.run == run].groupby(["step", "group"]).tokens.sum()
         assert sorted(h.index.get_level_values("step").unique()) == [4, 12]
@@ -835,7 +886,8 @@ def test_token_accuracy_figure6(recovery_run):
 
 
 def test_snapshot_and_figure_config_errors_are_named():
-    """Bad snapshot fine-tuning and figure settings fail at parse time, naming the key (no Snakemake process)."""
+    """Bad snapshot fine-tuning and figure settings fail at parse time, naming the key (no Snakemake
+    process)."""
     from vocab_transfer.workflow.config import ConfigError, check_config
 
 
@@ -848,21 +900,23 @@ def test_snapshot_and_figure_config_errors_are_named():
 
     check(lambda c: c["finetune"]["models"]["focus-snapshot"].update(steps=[4]), "focus-snapshot-step4",
           "keeps no snapshot of step 4", "snapshot_steps: [3, 6]")
-    check(lambda c: c["lapt"]["runs"]["focus"].update(snapshot_steps=[7]), "lapt.runs.focus", "snapshot_steps",
-          "0..6")
-    check(lambda c: c["finetune"]["models"].update(x={"init": "focus", "steps": [3]}), "finetune.models.x-step3",
-          "needs lapt")
+    check(lambda c: c["lapt"]["runs"]["focus"].update(snapshot_steps=[7]), "lapt.runs.focus",
+          "snapshot_steps", "0..6")
+    check(lambda c: c["finetune"]["models"].update(x={"init": "focus", "steps": [3]}),
+          "finetune.models.x-step3", "needs lapt")
     check(lambda c: c["figures"]["figure4"].update(task="he-nerr"), "figures.figure4.task", "he-nerr")
     check(lambda c: c["figures"]["figure4"].update(runs=["random"]), "figures.figure4",
           "no finetune.models entry fine-tunes the runs ['random']")
     six = {"kind": "token_accuracy", "language": "sw", "runs": ["focus"], "steps": [3]}
-    check(lambda c: c["figures"].update(f6=six), "figures.f6", "LAPT run 'focus' records no per-token accuracy",
-          "token_accuracy_top")
-    check(lambda c: (c["figures"].update(f6={**six, "steps": [4]}), c["lapt"]["training"].update(token_accuracy_top=5)),
+    check(lambda c: c["figures"].update(f6=six), "figures.f6",
+          "LAPT run 'focus' records no per-token accuracy", "token_accuracy_top")
+    check(lambda c: (c["figures"].update(f6={**six, "steps": [4]}),
+                     c["lapt"]["training"].update(token_accuracy_top=5)),
           "figures.f6.steps: [4] are not evaluation steps of LAPT run 'focus'")
     check(lambda c: c["figures"].update(f6={**six, "language": "de"}), "figures.f6.runs", "on 'de'")
     check(lambda c: c["figures"].update(f6={**six, "matched_by": "fokus"}), "figures.f6.matched_by", "fokus")
-    check(lambda c: c["figures"]["figure4"].update(task="he-ner-zs"), "figures.figure4.task", "zero-shot task")
+    check(lambda c: c["figures"]["figure4"].update(task="he-ner-zs"), "figures.figure4.task",
+          "zero-shot task")
     check(lambda c: c["finetune"]["tasks"]["he-ner"]["dataset"].update(test_only=True),
           "finetune.tasks.he-ner.dataset.test_only", "needs its train split")
     check(lambda c: c["zero_shot"]["sources"]["he-ner-src"]["dataset"].update(test_only=True),
@@ -875,35 +929,40 @@ def test_embed_layers_and_glue_tables(recovery_run):
     def weights(folder: str) -> dict:
         return load_file(next((recovery_run / folder).glob("*.safetensors")))
 
-    source, layers = weights("results/source/tiny/model"), weights("results/lapt/tiny/en/keep_50_layers/model")
+    source, layers = (weights("results/source/tiny/model"),
+                      weights("results/lapt/tiny/en/keep_50_layers/model"))
     body = [k for k in source if ".encoder." in k]
     assert body and all(torch.equal(layers[k], source[k]) for k in body)  # frozen body
     changed = {k for k in source if not torch.equal(layers[k], source[k])}
     assert {k.split(".", 2)[-1] for k in changed if ".embeddings." in k} == {
-        "word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight", "LayerNorm.weight",
-        "LayerNorm.bias"}
+        "word_embeddings.weight", "position_embeddings.weight", "token_type_embeddings.weight",
+        "LayerNorm.weight", "LayerNorm.bias"}
     mnli = recovery_run / "results/tasks/mnli"
     assert sorted(p.name for p in mnli.iterdir() if not p.name.startswith(".")) == [
         "dev.parquet", "labels.json", "test.parquet", "test_mismatched.parquet", "train.parquet"]
-    assert [len(pd.read_parquet(mnli / f"{s}.parquet")) for s in ("train", "dev", "test", "test_mismatched")] == [
+    assert [len(pd.read_parquet(mnli / f"{s}.parquet"))
+            for s in ("train", "dev", "test", "test_mismatched")] == [
         48, 16, 16, 16]
     row = pd.read_parquet(recovery_run / "results/finetune/tiny/mnli/keep-50-layers/seed1.parquet").iloc[0]
     assert row["extra_test_sets"] == "mismatched" and 0 <= row["test_mismatched_accuracy"] <= 1
     sts = pd.read_parquet(recovery_run / "results/finetune/tiny/stsb/permute-100-all/seed1.parquet").iloc[0]
     assert sts["metric"] == "pearson" and -1 <= sts["test_pearson"] <= 1 and "test_spearman" in sts
-    mnli_md, sts_md = (part.splitlines() for part in (recovery_run / "results/tables/paper/glue.md").read_text()
+    mnli_md, sts_md = (part.splitlines()
+                       for part in (recovery_run / "results/tables/paper/glue.md").read_text()
                        .strip().split("\n\n**"))  # one block per task: title, blank, table
     assert mnli_md[2] == "| MNLI | Embed Layers | All Layers |" and sts_md[2].startswith("| STSB (Pearson) |")
     cell = f"{row['test_accuracy']:.3f}/{row['test_mismatched_accuracy']:.3f} (±0.000/0.000)"  # one seed
-    assert mnli_md[4:] == [f"| 50% Kept | **{cell}** | — |", "| Permute 100 | — | — |"]  # no MNLI run: missing
+    # no MNLI run: missing
+    assert mnli_md[4:] == [f"| 50% Kept | **{cell}** | — |", "| Permute 100 | — | — |"]
     assert sts_md[4:] == ["| 50% Kept | — | — |", f"| Permute 100 | — | {sts['test_pearson']:.3f} (±0.000) |"]
 
 
 @pytest.mark.slow
 def test_reference_row_best_cell_and_step0_snapshot(recovery_run):
-    """vocab-swap Tables 12-16's reference rows (a local FlauBERT-shaped model with a slow tokenizer, fine-tuned
-    in place, never downloaded) fill only "Best" and are not bold; a LAPT run's step-0 snapshot (WECHSEL Table 1's
-    FullRand Score@0) is the model before any update and is fine-tuned like any snapshot."""
+    """vocab-swap Tables 12-16's reference rows (a local FlauBERT-shaped model with a slow tokenizer,
+    fine-tuned in place, never downloaded) fill only "Best" and are not bold; a LAPT run's step-0 snapshot
+    (WECHSEL Table 1's FullRand Score@0) is the model before any update and is fine-tuned like any
+    snapshot."""
     run = recovery_run / "results/lapt/tiny/en/permute_100_all"
     zero = load_file(run / "snapshots/step-00000000/model.safetensors")
     init = load_file(recovery_run / "results/init/tiny/en/permute_100.safetensors")["embeddings"]
@@ -914,7 +973,8 @@ def test_reference_row_best_cell_and_step0_snapshot(recovery_run):
     ref = pd.read_parquet(recovery_run / "results/finetune/tiny/mnli/flaubert/seed1.parquet").iloc[0]
     at0 = pd.read_parquet(recovery_run / "results/finetune/tiny/stsb/permute-100-step0/seed1.parquet").iloc[0]
     sts = pd.read_parquet(recovery_run / "results/finetune/tiny/stsb/permute-100-all/seed1.parquet").iloc[0]
-    mnli_md, sts_md = (part.splitlines() for part in (recovery_run / "results/tables/paper/best.md").read_text()
+    mnli_md, sts_md = (part.splitlines()
+                       for part in (recovery_run / "results/tables/paper/best.md").read_text()
                        .strip().split("\n\n**"))
     assert mnli_md[2] == "| MNLI | Embed Layers | All Layers @0 | All Layers | Best |"
     flau = f"{ref['test_accuracy']:.3f}/{ref['test_mismatched_accuracy']:.3f} (±0.000/0.000)"
@@ -932,7 +992,8 @@ def test_reference_row_best_cell_and_step0_snapshot(recovery_run):
 
 def test_pretrained_tokenizer_errors_are_named(tmp_path):
     proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"sw": {"source": "tinyy"}}))
-    assert proc.returncode != 0 and "tokenizer.pretrained.sw.source" in proc.stderr and "'tinyy'" in proc.stderr
+    assert (proc.returncode != 0 and "tokenizer.pretrained.sw.source" in proc.stderr
+            and "'tinyy'" in proc.stderr)
     proc = bad_config(tmp_path, lambda c: c["tokenizer"].update(pretrained={"xx": "/no/such/dir"}))
     assert proc.returncode != 0 and "tokenizer.pretrained.xx" in proc.stderr
 
@@ -954,10 +1015,14 @@ def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
          r"finetune.models.ref: give exactly one of lapt, init, source, pretrained"),
         (lambda c: c["tables"]["glue"].update(best_groups=[["50% Kept", "Scratch"]]),
          r"tables.glue.best_groups: \['Scratch'\] are not rows of the table"),
-        (lambda c: c["tables"]["glue"].update(format="permille"), r"tables.glue.format: 'permille' is not one of"),
-        (lambda c: c["tables"]["table8"].update(best_column=True), r"tables.table8.best_column: a 'Best' column is for"),
-        (lambda c: c["tables"]["best"]["grid"]["rows"].update(Extra=[None, None, None, "flaubert", "flaubert"]),
-         r"tables.best.grid.rows \['Extra'\]: each row needs one entry \(or null\) per column .* plus optionally"),
+        (lambda c: c["tables"]["glue"].update(format="permille"),
+         r"tables.glue.format: 'permille' is not one of"),
+        (lambda c: c["tables"]["table8"].update(best_column=True),
+         r"tables.table8.best_column: a 'Best' column is for"),
+        (lambda c: c["tables"]["best"]["grid"]["rows"].update(
+            Extra=[None, None, None, "flaubert", "flaubert"]),
+         r"tables.best.grid.rows \['Extra'\]: each row needs one entry \(or null\) per column .* "
+         r"plus optionally"),
         (lambda c: c["lapt"]["runs"]["keep_50_layers"].update(reinit="body"),
          r"lapt.runs.keep_50_layers.reinit: 'body' is not one of 'none', 'embedding_layers' or 'all'"),
         (lambda c: c["finetune"]["tasks"]["stsb"].update(task="nli"), r"glue stsb is task 'sts', not 'nli'"),
@@ -971,20 +1036,22 @@ def test_glue_finetune_and_table_config_errors_are_named(tmp_path):
 
 def test_zero_shot_errors_are_named(tmp_path):
     proc = bad_config(tmp_path, lambda c: c["finetune"]["models"]["madx"].pop("zero_shot"))
-    assert proc.returncode != 0 and "finetune.models.madx" in proc.stderr and "name a zero_shot setup" in proc.stderr
+    assert (proc.returncode != 0 and "finetune.models.madx" in proc.stderr
+            and "name a zero_shot setup" in proc.stderr)
 
 
 @pytest.mark.slow
 def test_refining_rows_and_tokalign_run_in_the_dag(tiny_run, tmp_path):
-    """Rows that refine another row's init (Token Distillation, embedding-only LM) run through rule refine_embeddings on
-    that row's artifact and the target's training split; TokAlign trains the source tokenizer's fastText on the
-    target's corpus. Run in a copy of the tiny run, so only the new jobs run."""
+    """Rows that refine another row's init (Token Distillation, embedding-only LM) run through rule
+    refine_embeddings on that row's artifact and the target's training split; TokAlign trains the source
+    tokenizer's fastText on the target's corpus. Run in a copy of the tiny run, so only the new jobs run."""
     work = tmp_path / "w"
     shutil.copytree(tiny_run, work, symlinks=True)
     config = yaml.safe_load(TINY.read_text())
     config["methods"] |= {
-        "focus_distill": {"kind": "token_distillation", "init": "focus", "tokens": 2000, "lr": 1.0e-3, "batch_size": 8,
-                          "seq_len": 32, "targets": ["sw"], "label": "FOCUS + Token Distillation"},
+        "focus_distill": {"kind": "token_distillation", "init": "focus", "tokens": 2000, "lr": 1.0e-3,
+                          "batch_size": 8, "seq_len": 32, "targets": ["sw"],
+                          "label": "FOCUS + Token Distillation"},
         "focus_lm": {"kind": "embedding_lm", "init": "focus", "tokens": 2000, "lr": 1.0e-3, "batch_size": 8,
                      "seq_len": 32, "targets": ["sw"], "label": "FOCUS + embedding-only MLM"},
         "tokalign": {"kind": "tokalign", "pivots": 50, "targets": ["sw"], "label": "TokAlign"}}
@@ -992,7 +1059,8 @@ def test_refining_rows_and_tokalign_run_in_the_dag(tiny_run, tmp_path):
     proc = snakemake(work, "--cores", "2", "results/tables/init_mlm_loss.csv")
     ran = planned_jobs(proc)
     assert ran["refine_embeddings"] == 2 and ran["init_embeddings"] == 1 and ran["train_source_fasttext"] == 1
-    assert not {"train_tokenizer", "pretrain_source_model", "compute_overlap"} & set(ran)  # nothing else reran
+    # nothing else reran
+    assert not {"train_tokenizer", "pretrain_source_model", "compute_overlap"} & set(ran)
     focus = load_file(work / "results/init/tiny/sw/focus.safetensors")
     prov = pd.read_parquet(work / "results/init/tiny/sw/focus.provenance.parquet")
     kept = torch.tensor(prov["provenance"].isin(["copied", "special"]).to_numpy())

