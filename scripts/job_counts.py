@@ -1,14 +1,15 @@
-"""The job and run counts the docs quote, from dry runs of the configs: the papers' table in docs/cluster.md (what
-each paper config reproduces, its planned jobs, LAPT runs, fine-tunings and inits, its GPU budget) and the grid
-details under it, both between markers that this script writes.
+"""The job and run counts the docs quote, from dry runs of the configs: the papers' table in docs/cluster.md
+(what each paper config reproduces, its planned jobs, LAPT runs, fine-tunings and inits, its GPU budget) and
+the grid details under it, both between markers that this script writes.
 
     python scripts/job_counts.py            # print the tables
     python scripts/job_counts.py --write    # write them into docs/cluster.md
     python scripts/job_counts.py --check    # exit 1 when docs/cluster.md holds other tables
 
-Plans every config of :data:`PLANS` offline (``snakemake -n``, each in an empty working directory under a temporary
-folder, all in one Python process: about 1 minute on 2 cores). tests/test_paper_configs.py builds the same tables
-from its own dry runs and compares them with the page. Prose elsewhere names no counts: it points here.
+Plans every config of :data:`PLANS` offline (``snakemake -n``, each in an empty working directory under a
+temporary folder, all in one Python process: about 1 minute on 2 cores). tests/test_paper_configs.py builds
+the same tables from its own dry runs and compares them with the page. Prose elsewhere names no counts: it
+points here.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ PLANS: dict[str, tuple[tuple[str, ...], list[str]]] = {
 }
 
 # Plans every config in ONE Python process (snakemake's CLI called once per config, each in its own working
-# directory, its output redirected at the file-descriptor level): the imports (snakemake, torch, datasets) cost
-# about 7 s of CPU, each DAG 1-2 s, so separate processes would take three times as long on 2 cores. Without
-# `--quiet rules` the output lists every job with its wildcards (planned_jobs).
+# directory, its output redirected at the file-descriptor level): the imports (snakemake, torch, datasets)
+# cost about 7 s of CPU, each DAG 1-2 s, so separate processes would take three times as long on 2 cores.
+# Without `--quiet rules` the output lists every job with its wildcards (planned_jobs).
 RUNNER = textwrap.dedent("""
     import json, os, sys, traceback
     from snakemake.cli import main
@@ -95,7 +96,8 @@ class Plan:
         self.planned = planned
 
     def jobs(self, rule: str, **wildcards: str) -> list[dict[str, str]]:
-        """The wildcards of the rule's jobs whose wildcards match the given regular expressions (whole values)."""
+        """The wildcards of the rule's jobs whose wildcards match the given regular expressions (whole
+        values)."""
         return [w for r, w in self.planned
                 if r == rule and all(re.fullmatch(pattern, w.get(k, "")) for k, pattern in wildcards.items())]
 
@@ -133,8 +135,8 @@ UNKS_TABLE3 = r"(?!.*_(12ad|300|1k|10k|100k)$).*"  # LAPT runs of Tables 3a-b (n
 SWAPPED = r"(scratch|reinit|freq|align|dict)-(all|embed)-[0-9e-]+"  # vocab_swap's final models (no snapshot)
 GPT2_TABLE2 = "wechsel|transinner|fullrand"
 
-#: The papers' table: paper, config, what it reproduces (its grid's counts follow from the plan), GPU budget (the
-#: derivation: docs/cluster.md, "How the budgets are derived").
+#: The papers' table: paper, config, what it reproduces (its grid's counts follow from the plan), GPU budget
+#: (the derivation: docs/cluster.md, "How the budgets are derived").
 PAPER_ROWS = [
     ("FOCUS", "focus", "Tables 2-4, Figure 2", "≈ 1,050 A100-h"),
     ("WECHSEL, RoBERTa", "wechsel", "Table 1 (WECHSEL, TransInner, FullRand; Score@25k and FullRand's Score@0 "
@@ -226,8 +228,8 @@ DETAILS = [
 
 
 def shared(plans: dict[str, Plan]) -> tuple[int, int, int]:
-    """(the composite's jobs, the nine configs' jobs one by one, the artifacts the composite plans once that they
-    plan twice or more): one `all` job instead of nine is the rest of the difference."""
+    """(the composite's jobs, the nine configs' jobs one by one, the artifacts the composite plans once that
+    they plan twice or more): one `all` job instead of nine is the rest of the difference."""
     alone = sum(plans[name].total for name in PAPERS)
     return plans["papers"].total, alone, alone - plans["papers"].total - (len(PAPERS) - 1)
 

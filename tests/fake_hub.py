@@ -1,9 +1,10 @@
 """A local stand-in for the Hugging Face Hub's HTTP API, as far as ``huggingface_hub.HfApi.create_repo`` and
-``upload_folder`` use it: repository creation, the README metadata check (``/api/validate-yaml``), the preupload
-check and NDJSON commits. It has no Xet storage (the hub's large-file backend, spoken by the ``hf_xet`` extension),
-so its preupload answer makes every file a regular git blob, sent inside the commit; the large-file protocol is
-huggingface_hub's own. The Git LFS batch API is served too, for clients without ``hf_xet``. It keeps each repository's files in memory and checks the bearer token, so a
-test sees exactly what a push sent. Used by tests/test_push_export.py; the real client code runs against it
+``upload_folder`` use it: repository creation, the README metadata check (``/api/validate-yaml``), the
+preupload check and NDJSON commits. It has no Xet storage (the hub's large-file backend, spoken by the
+``hf_xet`` extension), so its preupload answer makes every file a regular git blob, sent inside the commit;
+the large-file protocol is huggingface_hub's own. The Git LFS batch API is served too, for clients without
+``hf_xet``. It keeps each repository's files in memory and checks the bearer token, so a test sees exactly
+what a push sent. Used by tests/test_push_export.py; the real client code runs against it
 (``HfApi(endpoint=hub.url)``)."""
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class FakeHub:
         self.server.shutdown()
         self.server.server_close()
 
-    # ------------------------------------------------------------------------------------------------ requests
+    # ----------------------------------------------------------------------------------------------- requests
     def handle(self, req: BaseHTTPRequestHandler, method: str) -> None:
         path = req.path.split("?")[0]
         self.requests.append(f"{method} {path}")
@@ -101,8 +102,8 @@ class FakeHub:
         req.wfile.write(data)
 
     def validate(self, req, content: str) -> None:
-        """The hub's check of a README's metadata: a YAML mapping, a known license, a model-index huggingface_hub
-        reads, list-valued language/tags/datasets."""
+        """The hub's check of a README's metadata: a YAML mapping, a known license, a model-index
+        huggingface_hub reads, list-valued language/tags/datasets."""
         import yaml
         from huggingface_hub import ModelCard
 

@@ -1,6 +1,6 @@
-"""Artifacts that lost their manifest, crafted or mislabelled files, corpus folders that lead elsewhere, and a held-out
-split that follows the text: each bad input stops the step with a message naming the file, on real files in their
-real formats."""
+"""Artifacts that lost their manifest, crafted or mislabelled files, corpus folders that lead elsewhere, and a
+held-out split that follows the text: each bad input stops the step with a message naming the file, on real
+files in their real formats."""
 
 import bz2
 import gzip
@@ -59,7 +59,7 @@ def flip_middle(path):
     path.write_bytes(bytes(data))
 
 
-# --- a manifest cannot be switched off by deleting it ----------------------------------------------------------------
+# --- a manifest cannot be switched off by deleting it -------------------------------------------------------
 def test_the_results_tree_is_the_one_of_the_path_grammar():
     assert artifacts.RESULTS_DIR == paths.RESULTS
 
@@ -165,7 +165,7 @@ def test_training_checkpoints_need_no_manifest(tmp_path):
     assert [r["status"] for r in scan(tmp_path / "results")] == ["no metadata"] * 3
 
 
-# --- named errors instead of reader tracebacks ----------------------------------------------------------------------
+# --- named errors instead of reader tracebacks --------------------------------------------------------------
 def test_a_safetensors_header_length_of_100_mb_is_refused_by_name(tmp_path):
     path = tmp_path / "big.safetensors"
     with open(path, "wb") as f:
@@ -227,7 +227,7 @@ def test_a_text_parquet_without_a_text_column_is_named(tmp_path):
         list(iter_documents({"source": "text", "path": str(tmp_path / "c.parquet")}))
 
 
-# --- corpus folders ------------------------------------------------------------------------------------------------
+# --- corpus folders -----------------------------------------------------------------------------------------
 def build(tmp_path, path, name="out", frac=0.2):
     out = tmp_path / name
     stats = build_corpus({"source": "text", "path": str(path)}, filter_cfg=FILTER,
@@ -279,7 +279,7 @@ def test_stats_json_lists_the_files_read_with_their_bytes(tmp_path):
                         {"path": "sub/b.txt.gz", "bytes": (corpus / "sub" / "b.txt.gz").stat().st_size}]
 
 
-# --- the held-out split -----------------------------------------------------------------------------------------------
+# --- the held-out split -------------------------------------------------------------------------------------
 def test_the_same_text_splits_alike_whatever_its_compression(tmp_path):
     lines = "".join(f"document number {i} says {i * 7 % 13} things\n" for i in range(400))
     openers = {"c.txt": open, "c.txt.gz": gzip.open, "c.txt.bz2": bz2.open, "c.txt.xz": lzma.open}

@@ -1,6 +1,6 @@
-"""eval.benchmarks checked before work (vocab_transfer.eval.benchmarks, vocab_transfer.workflow.config): a masked-LM
-source and a misspelled task refused at parse time, an offline download job with hub datasets refused at once, and
-the chance-adjusted share of the source's score kept."""
+"""eval.benchmarks checked before work (vocab_transfer.eval.benchmarks, vocab_transfer.workflow.config): a
+masked-LM source and a misspelled task refused at parse time, an offline download job with hub datasets
+refused at once, and the chance-adjusted share of the source's score kept."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def registry(monkeypatch):
     monkeypatch.setattr(b, "task_registry", lambda include_path: REGISTRY)
 
 
-# --- 1. masked-LM sources -------------------------------------------------------------------------------------------
+# --- 1. masked-LM sources -----------------------------------------------------------------------------------
 def test_a_local_masked_lm_source_is_refused_naming_the_key_and_the_source(tmp_path, registry):
     xlmr = model_folder(tmp_path / "xlmr", "XLMRobertaForMaskedLM", "xlm-roberta")
     qwen = model_folder(tmp_path / "qwen", "Qwen2ForCausalLM", "qwen2")
@@ -67,7 +67,7 @@ def test_a_hub_source_is_judged_by_its_downloaded_config_else_left_to_the_job(tm
     assert not source_is_masked("gpt2", types.SimpleNamespace(model=str(gpt2_type_only), pretrain=None))
 
 
-# --- 2. task names against lm-eval's registry -------------------------------------------------------------------------
+# --- 2. task names against lm-eval's registry ---------------------------------------------------------------
 def test_a_misspelled_task_is_refused_with_close_matches(registry):
     check_benchmark_tasks({"de": ["arc_de", "belebele", "mixed"]}, None)  # tasks, groups and tags pass
     with pytest.raises(ConfigError, match=r"eval\.benchmarks\.tasks\.de: lm-eval knows no task, group or tag "
@@ -83,8 +83,8 @@ def test_without_lm_eval_the_names_are_left_to_the_job(monkeypatch):
 
 
 def test_the_real_registry_is_cached_per_version_and_task_folder(tmp_path, monkeypatch):
-    """lm-eval's own registry with an include_path task: built once (seconds), then read from the cache; a changed
-    task folder is another cache entry."""
+    """lm-eval's own registry with an include_path task: built once (seconds), then read from the cache; a
+    changed task folder is another cache entry."""
     pytest.importorskip("lm_eval")
     monkeypatch.setenv(b.REGISTRY_CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv("VOCAB_TRANSFER_HUB_MIRROR", raising=False)
@@ -107,7 +107,7 @@ def test_the_real_registry_is_cached_per_version_and_task_folder(tmp_path, monke
     assert b._registry_cache(str(folder)) is None
 
 
-# --- 3. offline runs ------------------------------------------------------------------------------------------------
+# --- 3. offline runs ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env", [{"HF_DATASETS_OFFLINE": "1"}, {"HF_HUB_OFFLINE": "1"}])
 def test_an_offline_run_refuses_hub_tasks_at_once(tmp_path, monkeypatch, env):
     for k in OFFLINE:
@@ -141,7 +141,7 @@ def test_the_download_job_fails_before_any_download_when_offline(tmp_path, monke
     assert time.perf_counter() - start < 5
 
 
-# --- 4. the share kept over chance --------------------------------------------------------------------------------
+# --- 4. the share kept over chance --------------------------------------------------------------------------
 def test_kept_over_chance_beside_the_raw_share():
     rows = [("source", "s", "arc", "acc", 0.65), ("init", "focus", "arc", "acc", 0.45),
             ("source", "s", "arc", "acc_norm", 0.2), ("init", "focus", "arc", "acc_norm", 0.2),

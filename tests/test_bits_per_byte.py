@@ -1,5 +1,5 @@
-"""Bits per byte / per character: token lengths of every tokenizer kind add up to the text's own, and the held-out
-evaluations (init-time MLM and CLM, LAPT curves) report the same NLL per byte."""
+"""Bits per byte / per character: token lengths of every tokenizer kind add up to the text's own, and the
+held-out evaluations (init-time MLM and CLM, LAPT curves) report the same NLL per byte."""
 
 import json
 import math
@@ -50,8 +50,9 @@ def wordpiece() -> PreTrainedTokenizerFast:
 
 @pytest.mark.parametrize("make", [bytelevel_bpe, bytefallback_bpe, wordpiece])
 def test_token_lengths_add_up_to_the_text(make):
-    """Every kind: the tokens' bytes and characters sum to those of " " + text (the word-initial marker of the first
-    word is one space), unseen characters included (byte tokens: one byte each, one character per UTF-8 lead byte)."""
+    """Every kind: the tokens' bytes and characters sum to those of " " + text (the word-initial marker of the
+    first word is one space), unseen characters included (byte tokens: one byte each, one character per UTF-8
+    lead byte)."""
     tok = make()
     lengths = token_lengths(tok)
     assert lengths.shape == (len(tok), 2)
@@ -64,7 +65,8 @@ def test_token_lengths_add_up_to_the_text(make):
 
 
 def test_sentencepiece_lengths_and_unknown_tokens(sw_tokenizer):
-    """A Unigram tokenizer without byte fallback: ▁ counts as a space, and an <unk> or special token counts 0."""
+    """A Unigram tokenizer without byte fallback: ▁ counts as a space, and an <unk> or special token counts
+    0."""
     lengths = token_lengths(sw_tokenizer)
     text = "Mungu akasema"
     ids = sw_tokenizer(text, add_special_tokens=False)["input_ids"]

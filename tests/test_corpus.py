@@ -1,4 +1,5 @@
-"""Tests for vocab_transfer.data.corpus on real data (installed Bible packages, local files via `datasets`)."""
+"""Tests for vocab_transfer.data.corpus on real data (installed Bible packages, local files via
+`datasets`)."""
 
 from __future__ import annotations
 
@@ -158,8 +159,8 @@ def test_cc100_and_mc4_shapes_via_datasets(tmp_path) -> None:
 
 
 def test_hub_arguments_follow_the_dataset_cards() -> None:
-    """datasets >= 4 runs no loading scripts: each corpus is opened by config name or data folder, never with the
-    old scripts' lang= / language= arguments; every key can be overridden."""
+    """datasets >= 4 runs no loading scripts: each corpus is opened by config name or data folder, never with
+    the old scripts' lang= / language= arguments; every key can be overridden."""
     assert hub_arguments({"source": "cc100", "lang": "sw"}) == {"path": "statmt/cc100", "name": "sw", "split": "train"}
     assert hub_arguments({"source": "mc4", "lang": "sm"}) == {"path": "allenai/c4", "name": "sm", "split": "train"}
     assert hub_arguments({"source": "oscar", "lang": "lb", "revision": "abc123"}) == {
@@ -180,8 +181,8 @@ def _card(root, configs: dict[str, str]) -> None:
 
 def test_hub_readers_on_local_copies_of_the_hub_layouts(tmp_path) -> None:
     """The same reader on local folders laid out like statmt/cc100 (parquet per language config), allenai/c4
-    (multilingual/c4-<lang>.*.json.gz per language config) and OSCAR-2301 (<lang>_meta/ folders of JSON lines with
-    content and metadata.quality_warnings): what the cluster reads from the hub, offline."""
+    (multilingual/c4-<lang>.*.json.gz per language config) and OSCAR-2301 (<lang>_meta/ folders of JSON lines
+    with content and metadata.quality_warnings): what the cluster reads from the hub, offline."""
     import gzip
 
     cc = tmp_path / "cc100"
@@ -274,8 +275,8 @@ def test_filter_max_bytes_and_max_docs_stop_reading() -> None:
 
 @pytest.mark.parametrize("spill", [False, True])
 def test_hash_set_is_exact_and_keeps_first_occurrences(tmp_path, spill) -> None:
-    """In RAM, and spilled to disk runs behind Bloom filters (tiny limits so that runs spill, merge and filters
-    grow): the same answer as a Python set, repeats within and across batches included."""
+    """In RAM, and spilled to disk runs behind Bloom filters (tiny limits so that runs spill, merge and
+    filters grow): the same answer as a Python set, repeats within and across batches included."""
     rng = np.random.default_rng(0)
     keys = rng.integers(0, 2**64 - 1, 6000, dtype=np.uint64, endpoint=True)
     keys = np.concatenate([keys, keys[rng.integers(0, 6000, 3000)], keys[:500]])  # repeats, late ones too
@@ -317,8 +318,8 @@ def test_disk_runs_merge_streaming_and_find_every_key(tmp_path) -> None:
 
 
 def test_merging_disk_runs_holds_a_few_chunks_not_the_runs(tmp_path) -> None:
-    """A merge streams: its memory is a few chunks, whatever the runs' size (the sparse index keeps copies of every
-    BLOCK-th key, not views that would keep each merged piece alive)."""
+    """A merge streams: its memory is a few chunks, whatever the runs' size (the sparse index keeps copies of
+    every BLOCK-th key, not views that would keep each merged piece alive)."""
     import tracemalloc
 
     from vocab_transfer.data.dedup import DiskRun, merge_runs
@@ -419,9 +420,9 @@ def test_build_corpus_applies_a_languages_own_cap_and_names_an_empty_corpus(tmp_
 
 
 def test_build_corpus_memory_does_not_grow_with_the_corpus(tmp_path, monkeypatch) -> None:
-    """Bounded memory, cheaply: with 2 kB row groups, ingesting 4x the documents allocates far less than 4x the
-    Python memory (tracemalloc peak, after a warm-up run): documents are written as they come, never collected;
-    what grows is the deduplication set's 8 bytes per document."""
+    """Bounded memory, cheaply: with 2 kB row groups, ingesting 4x the documents allocates far less than 4x
+    the Python memory (tracemalloc peak, after a warm-up run): documents are written as they come, never
+    collected; what grows is the deduplication set's 8 bytes per document."""
     import tracemalloc
 
     monkeypatch.setattr(corpus_module, "ROW_GROUP_BYTES", 2048)
@@ -469,8 +470,8 @@ def test_a_truncated_corpus_part_is_named(tmp_path) -> None:
 
 
 def test_reading_a_corpus_holds_one_row_group(tmp_path, monkeypatch) -> None:
-    """Streaming a split keeps Arrow's memory at one row group: pyarrow's default pre-buffering would keep every
-    column chunk read until the end (0.6 GB per GB of corpus)."""
+    """Streaming a split keeps Arrow's memory at one row group: pyarrow's default pre-buffering would keep
+    every column chunk read until the end (0.6 GB per GB of corpus)."""
     import pyarrow as pa
 
     monkeypatch.setattr(corpus_module, "ROW_GROUP_BYTES", 50_000)
@@ -485,8 +486,8 @@ def test_reading_a_corpus_holds_one_row_group(tmp_path, monkeypatch) -> None:
 
 
 def test_capped_held_out_split_keeps_only_the_smallest_hashes_while_streaming(tmp_path) -> None:
-    """With max_heldout_docs, only that many candidate hashes are held while streaming; the split still equals the
-    in-memory rule for every cap, 0 included."""
+    """With max_heldout_docs, only that many candidate hashes are held while streaming; the split still equals
+    the in-memory rule for every cap, 0 included."""
     spec = _lines(tmp_path, 3000)
     for cap in (0, 1, 7, 500):
         split_cfg = {"heldout_fraction": 0.3, "max_heldout_docs": cap}

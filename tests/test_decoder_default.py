@@ -1,5 +1,6 @@
-"""A config's target tokenizer follows its one decoder source by default (as ``tokenizer.like: <source>``); sources
-of several families need ``tokenizer.like``; a target's own ``like`` pairs it with that source only."""
+"""A config's target tokenizer follows its one decoder source by default (as ``tokenizer.like: <source>``);
+sources of several families need ``tokenizer.like``; a target's own ``like`` pairs it with that source
+only."""
 
 from __future__ import annotations
 
@@ -75,8 +76,8 @@ def test_hub_decoder_is_decided_by_the_job_and_masked_configs_keep_unigram(tmp_p
 
 @pytest.mark.parametrize("second", ["qwen2-tiny", "demo-xlmr"])
 def test_sources_of_several_families_without_like_are_refused(decoders, second):
-    """A Llama and a Qwen2, or a decoder and a masked LM pretrained here: the message names tokenizer.like, the
-    per-target key and the sources."""
+    """A Llama and a Qwen2, or a decoder and a masked LM pretrained here: the message names tokenizer.like,
+    the per-target key and the sources."""
     config = decoder_config(decoders, "llama-tiny")
     if second == "demo-xlmr":
         config["sources"][second] = yaml.safe_load((REPO / "config.yaml").read_text())["sources"][second]
@@ -135,8 +136,9 @@ def run(workdir: Path, config: dict, *targets: str):
 
 @pytest.mark.slow
 def test_qwen2_source_without_like_exports_its_layout(decoders):
-    """Through the DAG to the export of one init: the target tokenizer is byte-level BPE in Qwen2's layout (its
-    ChatML template, its special tokens first, nothing appended to a prompt), and the model's eos is its eos."""
+    """Through the DAG to the export of one init: the target tokenizer is byte-level BPE in Qwen2's layout
+    (its ChatML template, its special tokens first, nothing appended to a prompt), and the model's eos is its
+    eos."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     config = decoder_config(Path("."), "qwen2-tiny")
@@ -165,8 +167,8 @@ def test_qwen2_source_without_like_exports_its_layout(decoders):
 
 @pytest.mark.slow
 def test_llama_source_without_like_trains_its_layout(decoders, tmp_path):
-    """Through the DAG to the export of one init: byte-fallback BPE in Llama's layout (``<unk> <s> </s>``, a prompt
-    is ``<s> A``, no ``</s>`` appended), the source's chat template, and the model's eos is its eos."""
+    """Through the DAG to the export of one init: byte-fallback BPE in Llama's layout (``<unk> <s> </s>``, a
+    prompt is ``<s> A``, no ``</s>`` appended), the source's chat template, and the model's eos is its eos."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     (tmp_path / "llama-tiny").symlink_to(decoders / "llama-tiny")

@@ -1,6 +1,7 @@
-"""Software deployment: every rule names envs/vocab-transfer.yaml (`--software-deployment-method conda`) and the
-Snakefile's image (`--software-deployment-method apptainer`), `snakemake --lint` has no findings, and the env
-file, its post-deploy script, the Dockerfile and scripts/setup_env.sh install the same pins as pyproject.toml.
+"""Software deployment: every rule names envs/vocab-transfer.yaml (`--software-deployment-method conda`) and
+the Snakefile's image (`--software-deployment-method apptainer`), `snakemake --lint` has no findings, and the
+env file, its post-deploy script, the Dockerfile and scripts/setup_env.sh install the same pins as
+pyproject.toml.
 
 Neither conda nor Apptainer nor a Docker daemon is available here, so no environment or image is built: the
 files are checked against each other, and Snakemake's own environment creation runs against a stand-in for

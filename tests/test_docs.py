@@ -1,7 +1,8 @@
-"""The documentation's commands and links hold: every `snakemake` line of a fenced ```bash block in README.md and
-docs/*.md plans without error (a dry run from the repository root, `-n` added), every other line is checked another
-way (`bash -n`, `--help`) or listed in EXEMPT with the reason, and every relative link names an existing file and
-heading. Also: a config overlay merges over its base key by key (docs/configuration.md)."""
+"""The documentation's commands and links hold: every `snakemake` line of a fenced ```bash block in README.md
+and docs/*.md plans without error (a dry run from the repository root, `-n` added), every other line is
+checked another way (`bash -n`, `--help`) or listed in EXEMPT with the reason, and every relative link names
+an existing file and heading. Also: a config overlay merges over its base key by key
+(docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -98,8 +99,8 @@ COMMANDS = sorted({plan_key(c): c for c in sorted(c for _, cmds in BLOCKS if not
 
 @functools.lru_cache
 def filled_profile() -> str:
-    """profiles/slurm as a user runs it after editing it: its placeholders (which stop every call, -n included)
-    filled in, in a temporary folder."""
+    """profiles/slurm as a user runs it after editing it: its placeholders (which stop every call, -n
+    included) filled in, in a temporary folder."""
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
@@ -129,8 +130,8 @@ def check(command: str, cwd: Path = REPO) -> None:
         assert proc.returncode == 0, proc.stderr
         assert (REPO / words[1]).is_file(), words[1]
     elif words[:2] == ["python", "-m"] or words[0] == "vocab-transfer":
-        # a module's CLI (the console script vocab-transfer is vocab_transfer.api's): its --help runs, and names
-        # every option the command uses
+        # a module's CLI (the console script vocab-transfer is vocab_transfer.api's): its --help runs, and
+        # names every option the command uses
         words = ["python", "-m", "vocab_transfer.api", *words[1:]] if words[0] == "vocab-transfer" else words
         sub = words[3] if len(words) > 3 and not words[3].startswith("-") else None
         usage = cli_help(words[2], sub)
@@ -178,7 +179,7 @@ def test_documented_recipe(page, commands, tmp_path):
             assert proc.returncode == 0, f"{command}\n{proc.stderr[-2000:]}"
 
 
-# --- links --------------------------------------------------------------------------------------------------------
+# --- links --------------------------------------------------------------------------------------------------
 def anchors(page: Path) -> set[str]:
     """GitHub's heading anchors of a Markdown file (headings inside fenced blocks excluded)."""
     text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
@@ -199,7 +200,7 @@ def test_relative_links_exist(page):
             assert anchor in anchors(file), f"{page.name}: {target}: no such heading"
 
 
-# --- config overlays (docs/configuration.md) ----------------------------------------------------------------------
+# --- config overlays (docs/configuration.md) ----------------------------------------------------------------
 @functools.lru_cache
 def lapt_settings(*config_args: str) -> dict:
     """The LaptConfig JSON of the tiny config's first train_lapt job, from a dry run with -p."""
@@ -219,8 +220,9 @@ def test_overlay_merges_over_the_base_key_by_key():
 
 
 def test_nested_config_values_arrive_as_strings_and_are_refused():
-    """`--config 'lapt={training: {...}}'` merges recursively, but Snakemake reads the nested values as strings: the
-    config check names them before any job runs, which is why the docs send nested keys through an overlay file."""
+    """`--config 'lapt={training: {...}}'` merges recursively, but Snakemake reads the nested values as
+    strings: the config check names them before any job runs, which is why the docs send nested keys through
+    an overlay file."""
     proc = dry_run(["--cores", "1", "results/lapt/tiny/sw/focus/curve.parquet", "--configfile",
                     "tests/data/tiny_config.yaml", "--config", "lapt={training: {lr: 0.01}}"])
     assert proc.returncode != 0
@@ -230,7 +232,7 @@ def test_nested_config_values_arrive_as_strings_and_are_refused():
     assert top["seed"] == 3
 
 
-# --- what the docs may say ----------------------------------------------------------------------------------------
+# --- what the docs may say ----------------------------------------------------------------------------------
 def test_layout_names_every_rule_file():
     """docs/development.md's layout row for `rules/<stage>.smk` names every stage file under rules/."""
     row = next(line for line in (REPO / "docs" / "development.md").read_text().splitlines()

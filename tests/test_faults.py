@@ -1,10 +1,11 @@
-"""Faults under real processes: fine-tuning killed with SIGKILL (after a checkpoint, during a checkpoint write, at
-seeded random moments) resumes to the uninterrupted run's scores and history; a second Snakemake on the same working
-directory is refused with Snakemake's lock message while the first completes; a full file system during an artifact
-write raises ENOSPC naming the file and leaves no partial file.
+"""Faults under real processes: fine-tuning killed with SIGKILL (after a checkpoint, during a checkpoint
+write, at seeded random moments) resumes to the uninterrupted run's scores and history; a second Snakemake on
+the same working directory is refused with Snakemake's lock message while the first completes; a full file
+system during an artifact write raises ENOSPC naming the file and leaves no partial file.
 
-The module counts what it injected and what recovered, prints the summary at the end of the session (conftest's
-terminal summary) and writes it to test-artifacts/fault_summary.json; docs/artifacts.md quotes the figures."""
+The module counts what it injected and what recovered, prints the summary at the end of the session
+(conftest's terminal summary) and writes it to test-artifacts/fault_summary.json; docs/artifacts.md quotes the
+figures."""
 
 from __future__ import annotations
 
@@ -42,13 +43,14 @@ def summary():
     (ARTIFACTS / "fault_summary.json").write_text(json.dumps(SUMMARY, indent=1) + "\n")
 
 
-# --- fine-tuning under SIGKILL ---------------------------------------------------------------------------------------
+# --- fine-tuning under SIGKILL ------------------------------------------------------------------------------
 FT_CONFIG = {"epochs": 1, "lr": 2e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.2, "threads": 1}
 
 
 @pytest.fixture(scope="module")
 def ft_inputs(tmp_path_factory, sw_tokenizer, swahili_verses):
-    """A tiny XLM-R MLM and an NER-shaped task (capitalized words; tests/test_finetune.py's), 25 steps of 16."""
+    """A tiny XLM-R MLM and an NER-shaped task (capitalized words; tests/test_finetune.py's), 25 steps of
+    16."""
     from test_finetune import TINY as SIZES
     from test_finetune import capital_tags
 
@@ -83,8 +85,8 @@ def finish(root: Path, out: Path, seeds: tuple[int, ...] = (1,)) -> float:
 
 
 def kill_when(root: Path, out: Path, ready, timeout: float = 120, seeds: tuple[int, ...] = (1,)) -> bool:
-    """Start the fine-tuning CLI and SIGKILL it as soon as ``ready()`` holds (polled without sleeping); False if it
-    ended first."""
+    """Start the fine-tuning CLI and SIGKILL it as soon as ``ready()`` holds (polled without sleeping); False
+    if it ended first."""
     proc = subprocess.Popen(finetune_cmd(root, out, seeds), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < end:
@@ -112,8 +114,8 @@ def history_path(out: Path) -> Path:
 
 
 def assert_same_results(out: Path, ref: Path) -> None:
-    """Scores row and dev history equal the uninterrupted run's (the bytes of those that do not count as lost); no
-    checkpoint or temporary file is left."""
+    """Scores row and dev history equal the uninterrupted run's (the bytes of those that do not count as
+    lost); no checkpoint or temporary file is left."""
     differ = [b for a, b in ((out, ref), (history_path(out), history_path(ref)))
               if not a.is_file() or not pd.read_parquet(a).equals(pd.read_parquet(b))]
     SUMMARY["bytes_lost"] += sum(b.stat().st_size for b in differ)
@@ -150,8 +152,8 @@ def test_finetune_killed_after_a_checkpoint_resumes_to_the_same_scores(ft_inputs
 
 @pytest.mark.slow
 def test_finetune_of_two_seeds_killed_in_the_second_keeps_the_first(ft_inputs, ft_reference):
-    """A job of seeds 1 and 2 killed during seed 2 (after its first checkpoint) does not train seed 1 again on the
-    rerun, and its rows equal seed 1's job of its own and seed 2's job of its own."""
+    """A job of seeds 1 and 2 killed during seed 2 (after its first checkpoint) does not train seed 1 again on
+    the rerun, and its rows equal seed 1's job of its own and seed 2's job of its own."""
     ref, _ = ft_reference
     alone = ft_inputs / "alone" / "seed2.parquet"
     alone.parent.mkdir()
@@ -174,9 +176,9 @@ def test_finetune_of_two_seeds_killed_in_the_second_keeps_the_first(ft_inputs, f
 
 @pytest.mark.slow
 def test_finetune_killed_while_writing_a_checkpoint_and_at_random_moments(ft_inputs, ft_reference):
-    """SIGKILL the moment a checkpoint folder (or best.pt) is being written, until one kill leaves the temporary
-    folder behind (proof that it hit the write), then at RANDOM_KILLS moments drawn with a fixed seed over the run's
-    length; the last rerun ends where the uninterrupted run ended."""
+    """SIGKILL the moment a checkpoint folder (or best.pt) is being written, until one kill leaves the
+    temporary folder behind (proof that it hit the write), then at RANDOM_KILLS moments drawn with a fixed
+    seed over the run's length; the last rerun ends where the uninterrupted run ended."""
     ref, seconds = ft_reference
     out = ft_inputs / "written" / "seed1.parquet"
     out.parent.mkdir()
@@ -203,16 +205,16 @@ def test_finetune_killed_while_writing_a_checkpoint_and_at_random_moments(ft_inp
     SUMMARY["runs_recovered"] += 1
 
 
-# --- two Snakemakes on one working directory -------------------------------------------------------------------------
+# --- two Snakemakes on one working directory ----------------------------------------------------------------
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
 
 @pytest.mark.slow
 def test_a_second_snakemake_on_the_same_directory_is_refused(tmp_path):
-    """While one Snakemake pretrains the source model, a second one asking for the same model stops with Snakemake's
-    lock message (it names the directory and --unlock); the first completes and leaves nothing to redo. The inputs are
-    built beforehand, so that the second plans the same job and meets the lock (a running job whose output folder
-    already exists would be refused earlier, as incomplete)."""
+    """While one Snakemake pretrains the source model, a second one asking for the same model stops with
+    Snakemake's lock message (it names the directory and --unlock); the first completes and leaves nothing to
+    redo. The inputs are built beforehand, so that the second plans the same job and meets the lock (a running
+    job whose output folder already exists would be refused earlier, as incomplete)."""
     config = yaml.safe_load(TINY.read_text())
     config["sources"]["tiny"]["pretrain"]["training"].update(steps=4000, eval_every=2000)  # about 20 s on one core
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -243,7 +245,7 @@ def test_a_second_snakemake_on_the_same_directory_is_refused(tmp_path):
     SUMMARY["runs_recovered"] += 1
 
 
-# --- an artifact corrupted without changing its size ----------------------------------------------------------------
+# --- an artifact corrupted without changing its size --------------------------------------------------------
 @pytest.mark.slow
 def test_an_artifact_corrupted_in_place_is_not_used_downstream_and_its_hint_rebuilds_it(tmp_path):
     """The German target tokenizer's tokenizer.json is overwritten in place with bytes of the same length (its
@@ -287,7 +289,7 @@ def test_an_artifact_corrupted_in_place_is_not_used_downstream_and_its_hint_rebu
     SUMMARY["runs_recovered"] += 1
 
 
-# --- a full file system ------------------------------------------------------------------------------------------------
+# --- a full file system -------------------------------------------------------------------------------------
 @pytest.fixture
 def small_disk(tmp_path):
     """A 256 KiB tmpfs (needs root or CAP_SYS_ADMIN; skipped otherwise)."""
@@ -337,8 +339,8 @@ def test_a_full_disk_raises_enospc_naming_the_file_and_leaves_nothing(small_disk
 
 
 def test_checkpoints_deleted_midway_leave_nothing_to_resume(tmp_path, monkeypatch):
-    """A job killed while it deletes its checkpoints (after its outputs are written) leaves no half-deleted step
-    folder that a rerun would resume from: the folder is renamed aside before it is deleted."""
+    """A job killed while it deletes its checkpoints (after its outputs are written) leaves no half-deleted
+    step folder that a rerun would resume from: the folder is renamed aside before it is deleted."""
     from vocab_transfer import io
     from vocab_transfer.training.runtime import Checkpoints
 

@@ -1,7 +1,7 @@
-"""Hub corpora fetched on the login node (vocab_transfer.data.fetch, rule download_corpus): the real code path on a
-local copy laid out like a hub dataset repository (VOCAB_TRANSFER_HUB_MIRROR), since the hub is out of reach here.
-The dataset card's configuration picks the files, a byte cap stops early, a killed fetch resumes without fetching a
-finished file again, and the corpus job reads only the fetched files."""
+"""Hub corpora fetched on the login node (vocab_transfer.data.fetch, rule download_corpus): the real code path
+on a local copy laid out like a hub dataset repository (VOCAB_TRANSFER_HUB_MIRROR), since the hub is out of
+reach here. The dataset card's configuration picks the files, a byte cap stops early, a killed fetch resumes
+without fetching a finished file again, and the corpus job reads only the fetched files."""
 
 import json
 import os
@@ -91,8 +91,8 @@ def test_what_is_fetched_and_what_is_streamed(tmp_path):
 
 @pytest.mark.slow
 def test_the_corpus_job_reads_what_the_login_node_fetched(mirror, tmp_path):
-    """The DAG fetches the corpus (download_corpus, a local rule) and the corpus job reads the fetched files; the
-    corpus's stats.json names the fetch and its commit."""
+    """The DAG fetches the corpus (download_corpus, a local rule) and the corpus job reads the fetched files;
+    the corpus's stats.json names the fetch and its commit."""
     config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
     config["corpora"]["xx"] = dict(SPEC)
     (tmp_path / "work").mkdir()
@@ -110,8 +110,8 @@ def test_the_corpus_job_reads_what_the_login_node_fetched(mirror, tmp_path):
 
 
 class _RangeServer:
-    """A local HTTP server that answers range requests (as the file servers of word vectors and dictionaries do)
-    and can cut a response off after some bytes (a lost connection)."""
+    """A local HTTP server that answers range requests (as the file servers of word vectors and dictionaries
+    do) and can cut a response off after some bytes (a lost connection)."""
 
     def __init__(self, files: dict[str, bytes], ranges: bool = True):
         import http.server

@@ -1,7 +1,8 @@
-"""What stops a first run on a cluster before any job starts, with one message that says what to fix: a profile
-placeholder left unfilled (dry runs too), a YAML boolean where a language code belongs, a hub corpus's language code
-that the corpus lacks, a target written after ``--configfile``; and the defaults that let a config leave out what a
-user of the papers expects (``eval``, the SLURM time limits, prepare_corpus's request)."""
+"""What stops a first run on a cluster before any job starts, with one message that says what to fix: a
+profile placeholder left unfilled (dry runs too), a YAML boolean where a language code belongs, a hub corpus's
+language code that the corpus lacks, a target written after ``--configfile``; and the defaults that let a
+config leave out what a user of the papers expects (``eval``, the SLURM time limits, prepare_corpus's
+request)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
 
 
-# --- profile placeholders, at parse time ---------------------------------------------------------------------------
+# --- profile placeholders, at parse time --------------------------------------------------------------------
 def shipped_resources(text: str) -> tuple[dict, dict]:
     profile = yte.process_yaml(text, require_use_yte=True)  # as Snakemake reads it: anchors resolved
     return profile["default-resources"], profile["set-resources"]
@@ -83,8 +84,8 @@ def test_the_profile_file_is_the_one_the_command_names(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def profile_dry_runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
-    """One target of the tiny config planned (-n) with the shipped profile as it ships and with its placeholders
-    filled in."""
+    """One target of the tiny config planned (-n) with the shipped profile as it ships and with its
+    placeholders filled in."""
     runs = {}
     for name in ("shipped", "filled"):
         work = tmp_path_factory.mktemp(name)
@@ -129,7 +130,7 @@ def test_a_dry_run_with_a_filled_profile_plans(profile_dry_runs):
     assert "prepare_corpus" in proc.stdout
 
 
-# --- SLURM time limits and prepare_corpus's request ----------------------------------------------------------------
+# --- SLURM time limits and prepare_corpus's request ---------------------------------------------------------
 def test_time_limits_default_to_the_documented_ones():
     assert Lapt().runtime_min == 1440  # docs/cluster.md: the profile gives LAPT 24 h
     assert Finetune().runtime_min == 720  # 12 h per job of seeds
@@ -164,7 +165,7 @@ def test_an_uncapped_hub_corpus_asks_for_hours_and_a_text_corpus_for_its_size(tm
     assert res.runtime(config, "prepare_corpus", lambda w, i: 50)(SimpleNamespace(lang="de"), {}) == 7
 
 
-# --- eval may be left out ------------------------------------------------------------------------------------------
+# --- eval may be left out -----------------------------------------------------------------------------------
 def test_eval_may_be_left_out_and_takes_focus_settings():
     config = tiny(lambda c: c.pop("eval"))
     with pytest.raises(ConfigError, match="eval.seq_len is 256 tokens, but source 'tiny' takes at most 32"):
@@ -183,7 +184,7 @@ def test_eval_keys_are_described():
         assert schema[key].get("description") and "default" in schema[key], key
 
 
-# --- language codes of hub corpora ---------------------------------------------------------------------------------
+# --- language codes of hub corpora --------------------------------------------------------------------------
 def with_corpus(spec: dict):
     return tiny(lambda c: c["corpora"].update(xx=spec))
 
@@ -222,7 +223,7 @@ def test_the_paper_configs_name_languages_their_corpora_have():
             assert CORPUS_SOURCES[corpus.source].problem(key, corpus) is None, (path, key)
 
 
-# --- YAML booleans where a language code belongs -------------------------------------------------------------------
+# --- YAML booleans where a language code belongs ------------------------------------------------------------
 @pytest.mark.parametrize("yaml_edit, message", [
     ("targets: [no]", 'targets[0]: got the YAML boolean false; write the language code in quotes ("no")'),
     ("targets: [de, off]", 'targets[1]: got the YAML boolean false; write the language code in quotes ("no")'),
@@ -264,7 +265,7 @@ def test_snakemake_reports_the_boolean_of_a_config_file(tmp_path):
         out[-3000:]
 
 
-# --- a target after --configfile -----------------------------------------------------------------------------------
+# --- a target after --configfile ----------------------------------------------------------------------------
 def test_a_result_read_as_a_config_file_is_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as e:
@@ -277,8 +278,8 @@ def test_a_result_read_as_a_config_file_is_named(tmp_path, monkeypatch):
 
 
 def test_a_json_target_after_configfile_stops_with_one_line(tmp_path):
-    """A target that exists and is JSON (a corpus's stats.json) is read as a config file by Snakemake: the workflow
-    names it instead of failing on its keys."""
+    """A target that exists and is JSON (a corpus's stats.json) is read as a config file by Snakemake: the
+    workflow names it instead of failing on its keys."""
     stats = tmp_path / "results" / "corpus" / "sw" / "stats.json"
     stats.parent.mkdir(parents=True)
     stats.write_text(json.dumps({"documents": 3}))
@@ -294,7 +295,7 @@ def test_targets_after_a_double_dash_are_targets(tmp_path):
     assert "prepare_corpus" in proc.stdout and "train_lapt" not in proc.stdout
 
 
-# --- a first config in minutes ---------------------------------------------------------------------------------
+# --- a first config in minutes ------------------------------------------------------------------------------
 def readme_starter() -> str:
     """The starter config README.md shows under "Your model, your language"."""
     text = (REPO / "README.md").read_text()
@@ -303,8 +304,9 @@ def readme_starter() -> str:
 
 
 def test_the_readme_starter_config_is_short_and_plans_everything_offline(tmp_path):
-    """Fifteen lines or fewer (source, language, corpus, methods; eval, fastText, corpus filter and split defaulted)
-    plan the init table and the exports with no network (a hub source is fetched by a job, not by the plan)."""
+    """Fifteen lines or fewer (source, language, corpus, methods; eval, fastText, corpus filter and split
+    defaulted) plan the init table and the exports with no network (a hub source is fetched by a job, not by
+    the plan)."""
     starter = readme_starter()
     assert len(starter.strip().splitlines()) <= 15
     config = yaml.safe_load(starter)

@@ -58,9 +58,9 @@ def test_resume_is_bit_identical(tmp_path, sw_tokenizer, blocks):
 
 def test_a_paced_run_lasts_its_minimum_trains_the_same_tensors_and_resumes_with_another_pace(tmp_path, sw_tokenizer,
                                                                                            blocks):
-    """min_step_seconds pauses after each faster step: 12 steps of at least 0.1 s last at least 1.2 s, the weights
-    and the curve are those of the unpaced run, and a run resumed with another pace (a rehearsal's reference) is
-    accepted."""
+    """min_step_seconds pauses after each faster step: 12 steps of at least 0.1 s last at least 1.2 s, the
+    weights and the curve are those of the unpaced run, and a run resumed with another pace (a rehearsal's
+    reference) is accepted."""
     fast = tiny_model(sw_tokenizer)
     curve_fast = train(fast, sw_tokenizer, *blocks, config(), checkpoint_dir=tmp_path / "a")
     paced = tiny_model(sw_tokenizer)
@@ -74,8 +74,8 @@ def test_a_paced_run_lasts_its_minimum_trains_the_same_tensors_and_resumes_with_
 
 
 def test_training_from_a_shard_equals_training_from_packed_tensors(tmp_path, sw_tokenizer, swahili_verses, blocks):
-    """LAPT reads blocks on demand from a token shard; the run is bit-identical to one on the packed tensor, the
-    frequent tokens are counted chunk by chunk from the shard, and a resumed shard run ends the same."""
+    """LAPT reads blocks on demand from a token shard; the run is bit-identical to one on the packed tensor,
+    the frequent tokens are counted chunk by chunk from the shard, and a resumed shard run ends the same."""
     from vocab_transfer.data.shards import open_blocks
     from vocab_transfer.training.lapt import frequent_tokens
 
@@ -125,8 +125,9 @@ def test_two_stage_trains_only_embeddings_first(tmp_path, sw_tokenizer, blocks):
 
 
 def pretrained_like(sw_tokenizer, tmp_path, seed=0):
-    """A tiny model saved and loaded back (loaded weights carry transformers' "initialized" flag, which a plain
-    _init_weights call respects), with every weight moved off its initializer's values (LayerNorm not 1/0)."""
+    """A tiny model saved and loaded back (loaded weights carry transformers' "initialized" flag, which a
+    plain _init_weights call respects), with every weight moved off its initializer's values (LayerNorm not
+    1/0)."""
     from transformers import AutoModelForMaskedLM
 
     model = tiny_model(sw_tokenizer, seed=seed)
@@ -172,9 +173,9 @@ def test_reinitialize_embedding_layers_and_all(tmp_path, sw_tokenizer):
 
 
 def test_embedding_layers_variant_trains_the_block_and_resumes_bit_identically(tmp_path, sw_tokenizer, blocks):
-    """variant embedding_layers (vocab-swap "Embed Grad"): the embedding block and output bias move, the body does
-    not; with reinit all ("Scratch") a run killed mid-way resumes bit-identically (the re-initialized weights come
-    from its checkpoint, not from a second re-initialization)."""
+    """variant embedding_layers (vocab-swap "Embed Grad"): the embedding block and output bias move, the body
+    does not; with reinit all ("Scratch") a run killed mid-way resumes bit-identically (the re-initialized
+    weights come from its checkpoint, not from a second re-initialization)."""
     cfg = config(variant="embedding_layers", reinit="embedding_layers", steps=4)
     assert cfg.stages() == [(4, "embedding_layers")]
     model = pretrained_like(sw_tokenizer, tmp_path)
@@ -240,8 +241,8 @@ def test_source_correlation_curve(tmp_path, sw_tokenizer, blocks):
 
 
 def test_token_accuracy_counts_known_answer():
-    """Labels 5, 5, 7, 9, 7, 3 with predictions 5, 2, 7, 9, 1, 3; tracked tokens 7, 5, 8: 7 is a target twice and
-    right once, 5 twice and right once, 8 never; 9 and 3 are not tracked."""
+    """Labels 5, 5, 7, 9, 7, 3 with predictions 5, 2, 7, 9, 1, 3; tracked tokens 7, 5, 8: 7 is a target twice
+    and right once, 5 twice and right once, 8 never; 9 and 3 are not tracked."""
     from vocab_transfer.training.lapt import token_accuracy_counts
 
     counts = token_accuracy_counts(torch.tensor([5, 2, 7, 9, 1, 3]), torch.tensor([5, 5, 7, 9, 7, 3]),
@@ -260,8 +261,8 @@ def test_frequent_tokens_skip_specials_and_break_ties_by_id():
 
 
 def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
-    """The per-token counts of the held-out pass equal those of the model's full-vocabulary forward on the same
-    masked blocks, and tracking does not change the held-out loss."""
+    """The per-token counts of the held-out pass equal those of the model's full-vocabulary forward on the
+    same masked blocks, and tracking does not change the held-out loss."""
     from vocab_transfer.training.lapt import frequent_tokens, heldout_eval, heldout_loss, make_batch
 
     model, cfg = tiny_model(sw_tokenizer).eval(), config()
@@ -285,8 +286,8 @@ def test_heldout_token_accuracy_matches_full_logits(sw_tokenizer, blocks):
 
 
 def test_snapshots_and_token_accuracy_survive_a_resume(tmp_path, sw_tokenizer, blocks):
-    """Snapshots staged before an interruption and after the resume are bit-identical to an uninterrupted run's;
-    the one at the last step is the final model; the token-accuracy records resume with the curve."""
+    """Snapshots staged before an interruption and after the resume are bit-identical to an uninterrupted
+    run's; the one at the last step is the final model; the token-accuracy records resume with the curve."""
     from vocab_transfer.training.lapt import publish_snapshots, save_model, token_accuracy_table
 
     cfg = config(snapshot_steps=[0, 4, 12], token_accuracy_top=30)
@@ -338,10 +339,10 @@ def test_snapshot_and_eval_steps_config():
 
 def test_long_phase_trains_the_last_steps_on_longer_blocks_and_resumes(tmp_path, sw_tokenizer, swahili_verses,
                                                                        monkeypatch):
-    """BERT's schedule as vocab-swap runs it (§3.1, §3.3: the last 10k steps at 512 tokens, batch 48 instead of
-    256): the last ``long_steps`` optimizer steps draw ``long_batch_size`` blocks of ``long_seq_len`` tokens (in
-    ``long_micro_batch_size`` parts), their evaluations use long held-out blocks, and a run killed inside the
-    long phase resumes bit-identically."""
+    """BERT's schedule as vocab-swap runs it (§3.1, §3.3: the last 10k steps at 512 tokens, batch 48 instead
+    of 256): the last ``long_steps`` optimizer steps draw ``long_batch_size`` blocks of ``long_seq_len``
+    tokens (in ``long_micro_batch_size`` parts), their evaluations use long held-out blocks, and a run killed
+    inside the long phase resumes bit-identically."""
     import vocab_transfer.training.lapt as lapt
     from vocab_transfer.training.lapt import heldout_loss
 
@@ -415,8 +416,8 @@ def test_cli_names_a_sequence_length_beyond_the_position_table(tmp_path, sw_toke
 
 
 def test_reinit_all_applies_gpt2s_scaled_residual_init():
-    """FullRand-GPT2 (WECHSEL §4): reinit all is the model's own initializer, including GPT-2's c_proj scaled by
-    1/sqrt(2 n_layer), which GPT2Attention / GPT2MLP apply on top of their Conv1D children."""
+    """FullRand-GPT2 (WECHSEL §4): reinit all is the model's own initializer, including GPT-2's c_proj scaled
+    by 1/sqrt(2 n_layer), which GPT2Attention / GPT2MLP apply on top of their Conv1D children."""
     import math
 
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -437,9 +438,9 @@ def test_reinit_all_applies_gpt2s_scaled_residual_init():
 
 
 def test_resume_refuses_checkpoints_of_other_settings_and_missing_snapshots(tmp_path, sw_tokenizer, blocks):
-    """A job rerun after its LAPT settings changed does not continue the old run's checkpoints: the changed keys
-    are named. Threads and checkpointing may change. A snapshot step already passed but never staged is named at
-    resume, not after the whole run."""
+    """A job rerun after its LAPT settings changed does not continue the old run's checkpoints: the changed
+    keys are named. Threads and checkpointing may change. A snapshot step already passed but never staged is
+    named at resume, not after the whole run."""
     cfg = config(snapshot_steps=[4])
     train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, cfg, checkpoint_dir=tmp_path / "a", stop_after=8)
     with pytest.raises(ValueError, match=r"other settings \(lr, steps: \[0\.001, 12\] then, \[0\.002, 16\] now\)"):
@@ -565,9 +566,9 @@ def assert_same_training(tmp_path, one, other):
 
 @pytest.mark.slow
 def test_torchrun_ddp_on_cpu_trains_as_one_process(tmp_path, sw_tokenizer, swahili_verses):
-    """Two processes (gloo) through ``torchrun --standalone``, each with half of every batch, train the model one
-    process does with the same global batch in two micro batches: the same data order, masks and dropout (seeded by
-    the micro batch's place in the global batch), the gradient averaged instead of summed."""
+    """Two processes (gloo) through ``torchrun --standalone``, each with half of every batch, train the model
+    one process does with the same global batch in two micro batches: the same data order, masks and dropout
+    (seeded by the micro batch's place in the global batch), the gradient averaged instead of summed."""
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     one = subprocess.run(cli(tmp_path, model_dir, tmp_path / "one", 10, micro_batch_size=4), env=env,
@@ -590,8 +591,9 @@ def test_torchrun_ddp_on_cpu_trains_as_one_process(tmp_path, sw_tokenizer, swahi
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (CI has none)")
 def test_cuda_resume_is_bit_identical(tmp_path):
     """On a GPU (bf16 autocast, fused AdamW, pinned non-blocking copies): an interrupted and resumed run ends
-    bit-identical to an uninterrupted one, for one- and two-stage runs. With compiled layers (compile: true) it is
-    close, not bit-identical: two uninterrupted compiled runs differ as much (measured on an H200, torch 2.11)."""
+    bit-identical to an uninterrupted one, for one- and two-stage runs. With compiled layers (compile: true)
+    it is close, not bit-identical: two uninterrupted compiled runs differ as much (measured on an H200, torch
+    2.11)."""
     from tokenizers import Tokenizer, models
     from transformers import PreTrainedTokenizerFast, XLMRobertaConfig, XLMRobertaForMaskedLM
 
@@ -630,8 +632,9 @@ def test_cuda_resume_is_bit_identical(tmp_path):
 
 
 def test_compile_layers_keeps_the_state_dict():
-    """compile: true compiles each transformer layer in place, once: the parameter names (checkpoints, saved models)
-    stay those of the eager model. (Compiling runs at the first forward pass: a GPU test above trains with it.)"""
+    """compile: true compiles each transformer layer in place, once: the parameter names (checkpoints, saved
+    models) stay those of the eager model. (Compiling runs at the first forward pass: a GPU test above trains
+    with it.)"""
     from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
 
     from vocab_transfer.training.runtime import compile_layers
@@ -646,7 +649,8 @@ def test_compile_layers_keeps_the_state_dict():
 
 
 def mf_artifact(tmp_path, model, clusters, seed=0):
-    """An init artifact of kind mf for ``model``'s vocabulary: factors of its own embeddings (+ bias column)."""
+    """An init artifact of kind mf for ``model``'s vocabulary: factors of its own embeddings (+ bias
+    column)."""
     from vocab_transfer.io import write_tensors
     from vocab_transfer.methods.unks import factorize_source, mf_init
     from vocab_transfer.source_model import embedding_matrix
@@ -665,8 +669,9 @@ def mf_artifact(tmp_path, model, clusters, seed=0):
 
 @pytest.mark.parametrize("clusters", [1, 3])
 def test_factorized_lapt_trains_the_factors(tmp_path, sw_tokenizer, blocks, clusters):
-    """UNKs §3.3: LAPT in factorized form starts from exactly the flattened model, trains F' (and Z, G) and the
-    output bias only (embeddings_only), resumes bit-identically, and flattens back to a plain tied model."""
+    """UNKs §3.3: LAPT in factorized form starts from exactly the flattened model, trains F' (and Z, G) and
+    the output bias only (embeddings_only), resumes bit-identically, and flattens back to a plain tied
+    model."""
     from vocab_transfer.init import swap_embeddings
     from vocab_transfer.methods.factorized import attach_factorized, flat_state_dict, read_factors
 
@@ -753,10 +758,11 @@ def test_factorized_lapt_cli_writes_flat_model_and_factors(tmp_path, sw_tokenize
 
 
 def test_live_curves_hold_the_runs_curve_across_a_resume(tmp_path, sw_tokenizer, blocks):
-    """lapt.training.report_to: [tensorboard]: the event files, read with TensorBoard's own reader, hold the curve's
-    train and held-out loss at its steps, and the learning rate, gradient norm and tokens/s of each row, each step
-    once over a run killed after step 6 and resumed (tests/test_tracking.py: what a killed attempt logged after its
-    checkpoint is purged). Tracking changes no tensor: the curve equals the untracked run's."""
+    """lapt.training.report_to: [tensorboard]: the event files, read with TensorBoard's own reader, hold the
+    curve's train and held-out loss at its steps, and the learning rate, gradient norm and tokens/s of each
+    row, each step once over a run killed after step 6 and resumed (tests/test_tracking.py: what a killed
+    attempt logged after its checkpoint is purged). Tracking changes no tensor: the curve equals the untracked
+    run's."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     untracked = train(tiny_model(sw_tokenizer), sw_tokenizer, *blocks, config(report_to=[]),

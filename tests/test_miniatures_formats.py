@@ -1,7 +1,7 @@
 """The rehearsal's miniature hub resources in each resource's own file layout and compression
-(vocab_transfer.miniatures.build), read through the cluster's code path: the login node's fetch from the hub mirror
-(vocab_transfer.data.fetch) and the corpus job's reader (vocab_transfer.data.sources), which decompress OSCAR
-23.01's zstd, CC-100's xz and mC4's gzip as they stream. Two builds of a mirror give the same bytes."""
+(vocab_transfer.miniatures.build), read through the cluster's code path: the login node's fetch from the hub
+mirror (vocab_transfer.data.fetch) and the corpus job's reader (vocab_transfer.data.sources), which decompress
+OSCAR 23.01's zstd, CC-100's xz and mC4's gzip as they stream. Two builds of a mirror give the same bytes."""
 
 import gzip
 import hashlib
@@ -133,9 +133,9 @@ build_mirror({}, sys.argv[1], progress=lambda m: None, resources=Resources(
 
 
 def test_two_builds_of_a_mirror_give_the_same_bytes(tmp_path):
-    """A BERT (WordPiece) model, a corpus of each compression, word vectors, a dictionary, a task and a benchmark,
-    built twice in the same place (lm-eval task files name their data by absolute path), each in a process of its
-    own, as two rehearsals are (the tokenizers library hashes differently in each process)."""
+    """A BERT (WordPiece) model, a corpus of each compression, word vectors, a dictionary, a task and a
+    benchmark, built twice in the same place (lm-eval task files name their data by absolute path), each in a
+    process of its own, as two rehearsals are (the tokenizers library hashes differently in each process)."""
     root, builds = tmp_path / "mirror", []
     for i in range(2):
         subprocess.run([sys.executable, "-c", BUILD, str(root)], check=True, cwd=REPO,

@@ -1,5 +1,6 @@
-"""The exported models' cards carry Hub metadata that huggingface_hub itself reads back: base model, language, the
-source's license, library, tags, datasets, and the scores as ``model-index`` results (vocab_transfer/export.py)."""
+"""The exported models' cards carry Hub metadata that huggingface_hub itself reads back: base model, language,
+the source's license, library, tags, datasets, and the scores as ``model-index`` results
+(vocab_transfer/export.py)."""
 
 import pandas as pd
 import pytest

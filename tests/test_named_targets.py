@@ -1,9 +1,10 @@
 """Targets named by what they are, and several studies in one working directory.
 
-A target is a corpus and a tokenizer under a name: two tokenizers of one corpus live side by side and share the
-corpus (a real run), and two studies (here two miniature papers, each with its own German target) run in one
-working directory through configs like configs/papers.yaml, sharing the corpus and the source model and keeping
-their tokenizers apart (a real run). What cannot be built consistently is refused at parse time with its key.
+A target is a corpus and a tokenizer under a name: two tokenizers of one corpus live side by side and share
+the corpus (a real run), and two studies (here two miniature papers, each with its own German target) run in
+one working directory through configs like configs/papers.yaml, sharing the corpus and the source model and
+keeping their tokenizers apart (a real run). What cannot be built consistently is refused at parse time with
+its key.
 """
 
 import copy
@@ -64,7 +65,8 @@ def test_a_target_is_a_corpus_and_a_tokenizer_under_a_name():
     assert {k: v for k, v in spec["de"].items() if k != "vocab_size"} == \
         {k: v for k, v in spec["de-small"].items() if k != "vocab_size"}
     assert plan.cfg.target_language("de-small") == "de"
-    # word vectors are trained on the corpus (their folder is the corpus's name), dictionaries keyed by language
+    # word vectors are trained on the corpus (their folder is the corpus's name), dictionaries keyed by
+    # language
     assert plan.word_key("de") == "bible-de"
 
 
@@ -149,8 +151,9 @@ def test_composite_keys_besides_studies_go_into_every_study(tmp_path):
 
 
 def test_a_job_reads_only_its_own_study(tmp_path):
-    """Snakemake in a job (--target-jobs <study>_<rule>:...) merges and checks only that job's study: here study a is
-    broken and a job of study b still reads its own; the run that submits jobs reads and checks every study."""
+    """Snakemake in a job (--target-jobs <study>_<rule>:...) merges and checks only that job's study: here
+    study a is broken and a job of study b still reads its own; the run that submits jobs reads and checks
+    every study."""
     broken = small(targets=["xx"])
     composite = yaml.safe_load(write_studies(tmp_path, broken, small()).read_text())
     job = ["python", "-m", "snakemake", "--snakefile", "Snakefile", "--target-jobs", "b_train_tokenizer:target=de",
@@ -166,9 +169,9 @@ def test_a_job_reads_only_its_own_study(tmp_path):
 
 @pytest.mark.slow
 def test_two_tokenizers_of_one_corpus_and_two_studies_run_side_by_side(tmp_path):
-    """One working directory, two miniature papers (a composite config): each has its German target `de` with its own
-    tokenizer (400 and 300 tokens), and study b adds a second German target of the same corpus. The corpus and the
-    source model are built once; each study's init table has its targets' columns."""
+    """One working directory, two miniature papers (a composite config): each has its German target `de` with
+    its own tokenizer (400 and 300 tokens), and study b adds a second German target of the same corpus. The
+    corpus and the source model are built once; each study's init table has its targets' columns."""
     a = small()
     b = small(tokenizer={"vocab_size": 300, "threads": 1},
               targets=["de", {"name": "de-200", "corpus": "bible-de", "tokenizer": {"vocab_size": 200}}])
@@ -196,9 +199,10 @@ def test_two_tokenizers_of_one_corpus_and_two_studies_run_side_by_side(tmp_path)
 
 @pytest.mark.slow
 def test_the_profiles_rule_settings_reach_each_studys_rules(tmp_path):
-    """The profile's set-resources name the workflow's rules (train_lapt: the GPU partition); in the composite the
-    rule is focus_train_lapt, which gets them too (else a LAPT job would be sent to the CPU partition), and so do
-    set-threads. Checks rules/studies.smk's use of Snakemake's settings with the installed Snakemake."""
+    """The profile's set-resources name the workflow's rules (train_lapt: the GPU partition); in the composite
+    the rule is focus_train_lapt, which gets them too (else a LAPT job would be sent to the CPU partition),
+    and so do set-threads. Checks rules/studies.smk's use of Snakemake's settings with the installed
+    Snakemake."""
     text = (REPO / "profiles" / "slurm" / "config.yaml").read_text()
     for placeholder, value in (("<cpu-partition>", "cpuq"), ("<cpu-account>", "a"), ("<gpu-partition>", "gpuq"),
                                ("<gpu-account>", "a")):

@@ -210,9 +210,9 @@ def test_sidecar_name():
 
 
 def test_vocabulary_tables_name_their_overlap_fasttext_and_tokenizer_files(tmp_path, monkeypatch):
-    """overlap_counts reads each language's overlap and fastText token list; vocab_coverage also the language's
-    tokenizer folder (a tree checksum from its manifest) and the source tokenizer, shared by every row as a
-    reference."""
+    """overlap_counts reads each language's overlap and fastText token list; vocab_coverage also the
+    language's tokenizer folder (a tree checksum from its manifest) and the source tokenizer, shared by every
+    row as a reference."""
     from vocab_transfer.io import atomic_path
 
     monkeypatch.chdir(tmp_path)

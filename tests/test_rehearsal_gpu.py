@@ -1,7 +1,8 @@
-"""The rehearsal takes the GPU path of a cluster run: the shipped profile, placeholders filled in or not, becomes one
-for the local SLURM with its requests kept (GPU partition, accounts, gpu_model, signals); trainers keep asking for
-GPUs (at most rehearsal.gpus) and LAPT starts torchrun with that many processes, which stop together after the same
-step on SLURM's signal and resume bit-identically; accounts missing on a cluster that enforces them are named."""
+"""The rehearsal takes the GPU path of a cluster run: the shipped profile, placeholders filled in or not,
+becomes one for the local SLURM with its requests kept (GPU partition, accounts, gpu_model, signals); trainers
+keep asking for GPUs (at most rehearsal.gpus) and LAPT starts torchrun with that many processes, which stop
+together after the same step on SLURM's signal and resume bit-identically; accounts missing on a cluster that
+enforces them are named."""
 
 import json
 import os
@@ -98,8 +99,8 @@ def test_accounts_are_checked_where_the_cluster_enforces_them():
 
 @pytest.mark.skipif(shutil.which("scontrol") is None, reason="needs the local SLURM")
 def test_the_local_cluster_enforces_no_accounts_and_takes_any():
-    """scripts/slurm runs without slurmdbd: nothing enforced, sacctmgr cannot list associations, `sbatch -A name`
-    is taken (scripts/rehearse.sh's jobs carry the profile's accounts)."""
+    """scripts/slurm runs without slurmdbd: nothing enforced, sacctmgr cannot list associations, `sbatch -A
+    name` is taken (scripts/rehearse.sh's jobs carry the profile's accounts)."""
     enforce, known = cluster_accounts()
     assert enforce == "none" and known is None
     job = subprocess.run(["sbatch", "--parsable", "-A", "rehearsal-gpu", "-p", "gpu", "--gpus=1", "--time=1",
@@ -129,9 +130,9 @@ def test_shrink_keeps_gpu_requests_and_interrupts_one_run():
 @pytest.mark.slow
 def test_torchrun_on_fake_gpus_stops_together_on_a_signal_and_resumes_bit_identically(tmp_path, sw_tokenizer,
                                                                                       swahili_verses):
-    """Two processes (gloo: CUDA_VISIBLE_DEVICES names GPUs, but there is no device) get SIGTERM as SLURM's --signal
-    sends it, to every process of the job; they stop after the same step and checkpoint, and the rerun ends with the
-    bytes of an uninterrupted two-process run."""
+    """Two processes (gloo: CUDA_VISIBLE_DEVICES names GPUs, but there is no device) get SIGTERM as SLURM's
+    --signal sends it, to every process of the job; they stop after the same step and checkpoint, and the
+    rerun ends with the bytes of an uninterrupted two-process run."""
     from test_lapt import cli, write_fixture
 
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)

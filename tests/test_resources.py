@@ -1,5 +1,5 @@
-"""What jobs ask the scheduler for (vocab_transfer.workflow.resources): defaults follow the input size, the config
-replaces them, and mistakes in the config are named."""
+"""What jobs ask the scheduler for (vocab_transfer.workflow.resources): defaults follow the input size, the
+config replaces them, and mistakes in the config are named."""
 
 import json
 import platform
@@ -45,8 +45,8 @@ def test_tokenizer_and_fasttext_memory_follow_the_sample_and_the_matrices(tmp_pa
 
 
 def test_init_memory_follows_the_embedding_rows_not_the_model(tmp_path):
-    """init_embeddings reads only the embedding rows: a Mistral-7B-shaped config (untied, 2 x 32,000 x 4,096) asks
-    for the same memory whatever its layers weigh, and a tied head counts once."""
+    """init_embeddings reads only the embedding rows: a Mistral-7B-shaped config (untied, 2 x 32,000 x 4,096)
+    asks for the same memory whatever its layers weigh, and a tied head counts once."""
     mistral = {"model_type": "mistral", "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": False}
     for name, config in {"untied": mistral, "tied": mistral | {"tie_word_embeddings": True},
                          "gemma3": {"text_config": mistral}}.items():

@@ -1,5 +1,5 @@
-"""Figures of LAPT runs (kinds curves and init_similarity: WECHSEL Figures 3-6) and reading a saved model's input
-embeddings without loading the model."""
+"""Figures of LAPT runs (kinds curves and init_similarity: WECHSEL Figures 3-6) and reading a saved model's
+input embeddings without loading the model."""
 
 from pathlib import Path
 
@@ -78,8 +78,8 @@ def run_script(name, inputs, params, out):
 
 
 def test_unk_scatter_figure_from_real_tokenizers(tmp_path, sw_tokenizer, swahili_verses):
-    """UNKs Everywhere Figure 2 end to end: a Swahili and a Hebrew-script target against a Swahili source tokenizer;
-    the Hebrew vocabulary is mostly UNKs, and the scores are the mean over seeds in %."""
+    """UNKs Everywhere Figure 2 end to end: a Swahili and a Hebrew-script target against a Swahili source
+    tokenizer; the Hebrew vocabulary is mostly UNKs, and the scores are the mean over seeds in %."""
     import pandas as pd
 
     from vocab_transfer.data.tokenizer import train_unigram_tokenizer
@@ -115,7 +115,8 @@ def test_unk_scatter_figure_from_real_tokenizers(tmp_path, sw_tokenizer, swahili
 
 
 def test_sample_efficiency_figure(tmp_path):
-    """UNKs Everywhere Figure 3: x is the runs' training sequences read off their curves, y the mean score in %."""
+    """UNKs Everywhere Figure 3: x is the runs' training sequences read off their curves, y the mean score in
+    %."""
     import pandas as pd
 
     from vocab_transfer.io import write_parquet

@@ -1,10 +1,11 @@
-"""No shell built from config values: the rules that run a shell command (the trainers' `exec <launcher> -m ...` and
-list_source_trainings) get a local model folder whose path holds spaces, quotes, `$(...)` and backquotes as one
-argument, and run nothing else.
+"""No shell built from config values: the rules that run a shell command (the trainers' `exec <launcher> -m
+...` and list_source_trainings) get a local model folder whose path holds spaces, quotes, `$(...)` and
+backquotes as one argument, and run nothing else.
 
-Snakemake itself formats the commands (a dry run with --printshellcmds of a config whose source model, reference
-model and launchers are such); each command then runs in bash as the job's would (`set -euo pipefail`), with stub
-trainers on PATH (python, python3, torchrun) that record their arguments instead of training."""
+Snakemake itself formats the commands (a dry run with --printshellcmds of a config whose source model,
+reference model and launchers are such); each command then runs in bash as the job's would (`set -euo
+pipefail`), with stub trainers on PATH (python, python3, torchrun) that record their arguments instead of
+training."""
 
 import json
 import os
@@ -30,8 +31,8 @@ with open(os.environ["ARGV_LOG"], "a") as f:
 
 @pytest.fixture(scope="module")
 def hostile_workdir(tmp_path_factory, sw_tokenizer):
-    """A working directory whose config takes its source and a reference model from a folder named HOSTILE, with a
-    LAPT launcher given as a list of arguments."""
+    """A working directory whose config takes its source and a reference model from a folder named HOSTILE,
+    with a LAPT launcher given as a list of arguments."""
     from vocab_transfer.source_model import build_xlmr_mlm
 
     root = tmp_path_factory.mktemp("shell")

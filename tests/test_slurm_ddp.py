@@ -1,6 +1,6 @@
-"""LAPT on two processes as two tasks of one job of the real local SLURM (scripts/slurm/start.sh): ``srun`` starts
-them without torchrun, the trainer joins them from SLURM's environment (gloo), and the run trains the model that one
-process trains on the same global batch (tests/test_lapt.py's tolerance).
+"""LAPT on two processes as two tasks of one job of the real local SLURM (scripts/slurm/start.sh): ``srun``
+starts them without torchrun, the trainer joins them from SLURM's environment (gloo), and the run trains the
+model that one process trains on the same global batch (tests/test_lapt.py's tolerance).
 
 Without ``sbatch`` the test skips, except under CI (env var CI set), where it fails.
 """

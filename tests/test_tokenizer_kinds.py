@@ -1,6 +1,7 @@
-"""Target tokenizers of every family (``tokenizer.kind``) and in a source tokenizer's layout (``tokenizer.like``):
-deterministic training, reload through AutoTokenizer to the same ids, the source's specials, chat template and
-post-processor carried over, and byte tokens that overlap one-to-one across families."""
+"""Target tokenizers of every family (``tokenizer.kind``) and in a source tokenizer's layout
+(``tokenizer.like``): deterministic training, reload through AutoTokenizer to the same ids, the source's
+specials, chat template and post-processor carried over, and byte tokens that overlap one-to-one across
+families."""
 
 import itertools
 import json
@@ -70,7 +71,8 @@ def test_templates_are_laid_out_like_their_families(trained):
 
 @pytest.fixture(scope="module")
 def llama_source(english):
-    """A Llama-2-style source tokenizer as transformers saves them today: Metaspace(split=False), no normalizer."""
+    """A Llama-2-style source tokenizer as transformers saves them today: Metaspace(split=False), no
+    normalizer."""
     tok = train_target_tokenizer(english, 600, kind="bpe")
     spec = json.loads(tok.backend_tokenizer.to_str())
     spec["normalizer"] = None
@@ -136,8 +138,9 @@ def spelled_bytes(tok, token_id: int) -> bytes:
 
 @pytest.mark.parametrize("source_kind, target_kind", list(itertools.product(("bpe", "byte_level"), repeat=2)))
 def test_byte_tokens_overlap_exactly_across_families(source_kind, target_kind, english, trained):
-    """Every one of the target's 256 byte tokens (``<0xNN>`` or a byte-level symbol) is matched to a source token
-    that spells that very byte, whatever the two families (source and target trained on different languages)."""
+    """Every one of the target's 256 byte tokens (``<0xNN>`` or a byte-level symbol) is matched to a source
+    token that spells that very byte, whatever the two families (source and target trained on different
+    languages)."""
     source = train_target_tokenizer(english, 600, kind=source_kind)
     target = trained[target_kind]
     overlap = compute_overlap(source, target).set_index("target_id")["source_id"]

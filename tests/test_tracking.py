@@ -1,5 +1,6 @@
 """Live curves (vocab_transfer.tracking): TensorBoard event files read back with TensorBoard's own reader,
-a resumed run's purge of what its killed attempt logged, W&B offline runs, and the named errors of report_to."""
+a resumed run's purge of what its killed attempt logged, W&B offline runs, and the named errors of
+report_to."""
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -75,7 +75,8 @@ def starter():
 
 
 def _script(tmp_path: Path, name: str, text: str) -> Path:
-    """A job script where Snakemake writes the scripts of its rules (.snakemake/scripts/): only those hand off."""
+    """A job script where Snakemake writes the scripts of its rules (.snakemake/scripts/): only those hand
+    off."""
     scripts = tmp_path / ".snakemake" / "scripts"
     scripts.mkdir(parents=True, exist_ok=True)
     (scripts / name).write_text(text)
@@ -151,8 +152,8 @@ print(json.dumps({"ppid": os.getppid(), "child": os.environ.get("VOCAB_TRANSFER_
 
 
 def test_importing_the_package_never_hands_off(starter, tmp_path):
-    """Only an explicit handoff() forks: a script that just imports the package runs in its own process, with a
-    starter listening under the name in the environment and with the variable set to 1."""
+    """Only an explicit handoff() forks: a script that just imports the package runs in its own process, with
+    a starter listening under the name in the environment and with the variable set to 1."""
     name, _ = starter
     job = _script(tmp_path, "imports.py", IMPORTS_ONLY)
     for value in (name, "1"):
@@ -163,7 +164,8 @@ def test_importing_the_package_never_hands_off(starter, tmp_path):
 
 
 def test_every_workflow_script_hands_off_before_its_other_imports():
-    """The one entry of warm starts: each script of workflow_scripts/ calls handoff() right after its docstring."""
+    """The one entry of warm starts: each script of workflow_scripts/ calls handoff() right after its
+    docstring."""
     import ast
 
     scripts = sorted((REPO / "workflow_scripts").glob("*.py"))

@@ -1,5 +1,5 @@
-"""lm-eval benchmark scores of one model on a target's tasks (rule benchmark_model): the source model, an init export
-or a LAPT export (vocab_transfer.eval.benchmarks)."""
+"""lm-eval benchmark scores of one model on a target's tasks (rule benchmark_model): the source model, an init
+export or a LAPT export (vocab_transfer.eval.benchmarks)."""
 
 from vocab_transfer.workflow.warm import handoff
 

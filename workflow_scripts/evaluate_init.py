@@ -34,8 +34,8 @@ def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     tokenizers = {}  # most methods share the target tokenizer: load each folder once
     rows = []
     for m in methods:
-        # the one loaded model, its per-token tensors overwritten for each method (every row of each is replaced):
-        # no copy of the model per method
+        # the one loaded model, its per-token tensors overwritten for each method (every row of each is
+        # replaced): no copy of the model per method
         model = swap_embeddings(source, inputs[f"embeddings__{m}"])
         result = init_eval_row(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"],
                                tokenizer(tokenizers, inputs[f"tokenizer__{m}"]), objective=objective,

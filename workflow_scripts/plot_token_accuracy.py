@@ -1,5 +1,6 @@
-"""vocab-swap Figure 6 for one (source, figure): held-out accuracy of the most frequent tokens during LAPT, matched
-vs not matched by the initialization, and its distribution at chosen steps (rule plot_token_accuracy)."""
+"""vocab-swap Figure 6 for one (source, figure): held-out accuracy of the most frequent tokens during LAPT,
+matched vs not matched by the initialization, and its distribution at chosen steps (rule
+plot_token_accuracy)."""
 
 from vocab_transfer.workflow.warm import handoff
 

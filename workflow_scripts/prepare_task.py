@@ -1,6 +1,6 @@
-"""Load a downstream dataset into the common schema and write train/dev/test parquet, plus one parquet per extra
-evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json (rule prepare_task); origin.json
-names the hub mirror that served the data, if one did."""
+"""Load a downstream dataset into the common schema and write train/dev/test parquet, plus one parquet per
+extra evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json (rule prepare_task);
+origin.json names the hub mirror that served the data, if one did."""
 
 from vocab_transfer.workflow.warm import handoff
 

@@ -1,5 +1,5 @@
-"""Tokenize a corpus split once into a memory-mappable token shard (rules tokenize_corpus, tokenize_source_corpus,
-tokenize_extended_corpus)."""
+"""Tokenize a corpus split once into a memory-mappable token shard (rules tokenize_corpus,
+tokenize_source_corpus, tokenize_extended_corpus)."""
 
 from vocab_transfer.workflow.warm import handoff
 
