@@ -28,7 +28,8 @@ def tokenizer(cache, path):
 def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = load_source_model(inputs["model"])
-    source.to(pick_device())  # a job given a GPU (eval.gpus: 1) evaluates there; each method's rows are copied in
+    # a job given a GPU (eval.gpus: 1) evaluates there; each method's rows are copied in
+    source.to(pick_device())
     log.info("evaluating on %s", source.device)
     objective = "clm" if is_causal_lm(source) else "mlm"
     tokenizers = {}  # most methods share the target tokenizer: load each folder once
@@ -45,6 +46,7 @@ def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     write_parquet(pd.DataFrame(rows), out_path)
 
 
-main(dict(snakemake.input.items()), list(snakemake.params.methods), Eval.parse(json.loads(snakemake.params.spec), "eval"),
+main(dict(snakemake.input.items()), list(snakemake.params.methods),
+     Eval.parse(json.loads(snakemake.params.spec), "eval"),
      {k: snakemake.wildcards[k] for k in ("source", "target")}, snakemake.output.result, snakemake.log[0],
      snakemake.threads)

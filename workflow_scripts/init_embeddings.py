@@ -24,5 +24,5 @@ def main(inputs, method, seed, emb_path, prov_path, log_path, threads):
     write_parquet(provenance, prov_path)
 
 
-main(dict(snakemake.input.items()), snakemake.params.method, snakemake.params.seed, snakemake.output.embeddings,
-     snakemake.output.provenance, snakemake.log[0], snakemake.threads)
+main(dict(snakemake.input.items()), snakemake.params.method, snakemake.params.seed,
+     snakemake.output.embeddings, snakemake.output.provenance, snakemake.log[0], snakemake.threads)

@@ -29,4 +29,5 @@ def main(spec, task, seed, out, log_path):
             (Path(tmp) / mirror.ORIGIN_FILE).write_text(json.dumps({"hub_mirror": str(mirror.root())}) + "\n")
 
 
-main(json.loads(snakemake.params.spec), snakemake.params.task, snakemake.params.seed, snakemake.output.data, snakemake.log[0])
+main(json.loads(snakemake.params.spec), snakemake.params.task, snakemake.params.seed, snakemake.output.data,
+     snakemake.log[0])

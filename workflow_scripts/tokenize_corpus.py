@@ -14,4 +14,5 @@ def main(corpus, tokenizer_dir, out_dir, log_path, threads):
     tokenize_corpus(corpus, tokenizer_dir, out_dir, threads=threads)
 
 
-main(snakemake.input.corpus, snakemake.input.tokenizer, snakemake.output.shards, snakemake.log[0], snakemake.threads)
+main(snakemake.input.corpus, snakemake.input.tokenizer, snakemake.output.shards, snakemake.log[0],
+     snakemake.threads)
