@@ -34,7 +34,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
-PHASES = re.compile(r"pretokenized (\d+) tokens in ([\d.]+) s; fastText trained in ([\d.]+) s \(([\d.]+) words/s")
+PHASES = re.compile(
+    r"pretokenized (\d+) tokens in ([\d.]+) s; fastText trained in ([\d.]+) s \(([\d.]+) words/s")
 
 ALONE = r"""
 import json, sys, time
@@ -64,17 +65,17 @@ def run_rule(run: Path, config: dict, threads: int) -> dict:
     # every job in a process of its own (no warm starts: a forked job's peak memory would include the
     # starter's imports, and its time would leave its own out)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VOCAB_TRANSFER_WARM": "0"}
-    cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile", str(path),
-           "--cores", str(max(threads, 1)), "--forcerun", "train_fasttext", "--until", "train_fasttext",
-           "results/fasttext/de/vectors.safetensors"]
+    cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile",
+           str(path), "--cores", str(max(threads, 1)), "--forcerun", "train_fasttext", "--until",
+           "train_fasttext", "results/fasttext/de/vectors.safetensors"]
     subprocess.run(cmd, check=True, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     job = pd.read_csv(run / "benchmarks/out/train_fasttext/de.tsv", sep="\t").iloc[-1]
     found = PHASES.findall((run / "logs/train_fasttext/de.log").read_text(errors="replace"))
     if not found:
         raise RuntimeError(f"no phase line in {run}/logs/train_fasttext/de.log")
     tokens, pre, ft, wps = found[-1]
-    return {"job_s": float(job["s"]), "tokens": int(tokens), "pretokenize_s": float(pre), "fasttext_in_job_s": float(ft),
-            "words_per_s_in_job": float(wps)}
+    return {"job_s": float(job["s"]), "tokens": int(tokens), "pretokenize_s": float(pre),
+            "fasttext_in_job_s": float(ft), "words_per_s_in_job": float(wps)}
 
 
 def run_alone(run: Path, config: dict, threads: int, seed: int) -> dict:
@@ -87,10 +88,11 @@ def run_alone(run: Path, config: dict, threads: int, seed: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         text = Path(tmp) / "pretokenized.txt"
         info: dict = {}
-        tokens = pretokenize(_sampled(open_shard(run / "results/shards/de/train"), spec.get("max_tokens"), seed),
-                             load_tokenizer(str(run / "results/tokenizers/de")), text, info=info)
-        out = subprocess.run([sys.executable, "-c", ALONE, json.dumps(fasttext_args(spec, threads)), str(text),
-                              str(seed)], check=True, capture_output=True, text=True)
+        tokens = pretokenize(
+            _sampled(open_shard(run / "results/shards/de/train"), spec.get("max_tokens"), seed),
+            load_tokenizer(str(run / "results/tokenizers/de")), text, info=info)
+        out = subprocess.run([sys.executable, "-c", ALONE, json.dumps(fasttext_args(spec, threads)),
+                              str(text), str(seed)], check=True, capture_output=True, text=True)
     seconds = json.loads(out.stdout.strip().splitlines()[-1])["seconds"]
     return {"fasttext_alone_s": seconds,
             "words_per_s_alone": spec["epochs"] * (tokens + info["documents"]) / seconds}
@@ -116,8 +118,8 @@ def main() -> None:
     spec = config["fasttext"]
     head = (f"Measured {time.strftime('%Y-%m-%d %H:%M')} on {platform.processor() or platform.machine()}, "
             f"{os.cpu_count()} cores; run {args.run}; fastText dim {spec['dim']}, {spec['epochs']} epochs, "
-            f"{spec.get('model', 'skipgram')}; `python benchmarks/fasttext_overhead.py --run {args.run} --threads "
-            f"{' '.join(map(str, args.threads))}`.\n\n")
+            f"{spec.get('model', 'skipgram')}; `python benchmarks/fasttext_overhead.py --run {args.run} "
+            f"--threads {' '.join(map(str, args.threads))}`.\n\n")
     (OUT / "fasttext_overhead.md").write_text(head + df.to_markdown(index=False) + "\n")
     print(head + df.to_markdown(index=False))
 
