@@ -42,8 +42,8 @@ def read(spec: dict, stats: SourceStats | None = None) -> list[str]:
 def test_a_file_in_another_encoding_stops_naming_the_file_and_the_first_bad_byte(tmp_path, encoding):
     path = tmp_path / "de.txt"
     path.write_bytes((GERMAN * 50).encode(encoding))
-    with pytest.raises(TextError, match=rf"{path}: [\d,]+ bytes invalid in utf-8 of [\d,]+ \(first at byte \d+\).*"
-                                        r"corpora.<name>.encoding"):
+    with pytest.raises(TextError, match=rf"{path}: [\d,]+ bytes invalid in utf-8 of [\d,]+ \(first at byte "
+                                        r"\d+\).*corpora.<name>.encoding"):
         read(text_spec(path))
 
 
@@ -180,7 +180,8 @@ def test_split_long_prefers_newlines_and_cuts_hard_without_spaces():
     stats = FilterStats()
     doc = {"doc_id": "d", "text": "aaaa bbbb\ncccc dddd eeee"}
     assert [p["text"] for p in split_long([doc], 12, stats)] == ["aaaa bbbb\n", "cccc dddd ", "eeee"]
-    assert [p["text"] for p in split_long([{"doc_id": "x", "text": "x" * 25}], 10, stats)] == ["x" * 10] * 2 + ["x" * 5]
+    assert ([p["text"] for p in split_long([{"doc_id": "x", "text": "x" * 25}], 10, stats)]
+            == ["x" * 10] * 2 + ["x" * 5])
     assert stats.split == 2
 
 
@@ -193,9 +194,11 @@ def test_the_corpus_default_splits_long_documents(tmp_path):
     schema = yaml.safe_load((Path(__file__).parents[1] / "schemas" / "config.schema.yaml").read_text())
     default = schema["$defs"]["CorpusFilter"]["properties"]["split_chars"]["default"]
     path = tmp_path / "de.txt"
-    path.write_text(("ein langer satz " * 65_000) + "\n" + "\n".join(f"kurzer satz {i}" for i in range(200)) + "\n")
-    stats = build_corpus(text_spec(path), filter_cfg={"split_chars": default}, split_cfg={"heldout_fraction": 0.1},
-                         seed=1, train_path=tmp_path / "train", heldout_path=tmp_path / "heldout", log=lambda m: None)
+    path.write_text(("ein langer satz " * 65_000) + "\n"
+                    + "\n".join(f"kurzer satz {i}" for i in range(200)) + "\n")
+    stats = build_corpus(text_spec(path), filter_cfg={"split_chars": default},
+                         split_cfg={"heldout_fraction": 0.1}, seed=1, train_path=tmp_path / "train",
+                         heldout_path=tmp_path / "heldout", log=lambda m: None)
     from vocab_transfer.data.corpus import read_corpus
 
     docs = pd.concat([read_corpus(tmp_path / "train"), read_corpus(tmp_path / "heldout")])

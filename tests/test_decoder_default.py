@@ -130,7 +130,8 @@ def test_job_refuses_a_decoder_among_several_sources(decoders):
 def run(workdir: Path, config: dict, *targets: str):
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = [*SNAKEMAKE, *targets, "--cores", "2", "--configfile", "config.yaml"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
 
 
@@ -150,7 +151,8 @@ def test_qwen2_source_without_like_exports_its_layout(decoders):
     run(decoders, config, export)
     info = json.loads((decoders / paths.tokenizer("sw") / "training.json").read_text())
     assert info["kind"] == "byte_level" and info["like"] == "qwen2-tiny"
-    tok, source = AutoTokenizer.from_pretrained(decoders / export), AutoTokenizer.from_pretrained(decoders / "qwen2-tiny")
+    tok, source = (AutoTokenizer.from_pretrained(decoders / export),
+                   AutoTokenizer.from_pretrained(decoders / "qwen2-tiny"))
     assert tok.chat_template == source.chat_template and tok.chat_template
     assert tok.bos_token is None and tok.eos_token == source.eos_token and tok.pad_token == source.pad_token
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -185,7 +187,8 @@ def test_llama_source_without_like_trains_its_layout(decoders, tmp_path):
     assert model.config.eos_token_id == tok.eos_token_id and model.config.vocab_size == len(tok)
     source = AutoTokenizer.from_pretrained(decoders / "llama-tiny")
     assert [tok.unk_token_id, tok.bos_token_id, tok.eos_token_id] == [0, 1, 2]
-    assert [tok.unk_token, tok.bos_token, tok.eos_token] == [source.unk_token, source.bos_token, source.eos_token]
+    assert ([tok.unk_token, tok.bos_token, tok.eos_token]
+            == [source.unk_token, source.bos_token, source.eos_token])
     assert tok.chat_template == source.chat_template
     ids = tok("Hallo Welt")["input_ids"]
     assert ids[0] == tok.bos_token_id and tok.eos_token_id not in ids and "<0x48>" in tok.get_vocab()

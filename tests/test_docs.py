@@ -29,25 +29,27 @@ EXEMPT = {
     "$EDITOR profiles/slurm/config.yaml": "opens an editor",
     "snakemake --report results/report.zip": "builds the report of a finished run (tests/test_workflow.py "
                                              "builds the tiny run's report and renders it)",
-    "python -c \"import pandas as pd; print(pd.read_parquet('results/overlap/demo-xlmr/sw.parquet').head())\"":
+    "python -c \"import pandas as pd; print(pd.read_parquet("
+    "'results/overlap/demo-xlmr/sw.parquet').head())\"":
         "reads an artifact of a finished demo run",
     "python -c \"from vocab_transfer.init import init_metadata; print(init_metadata("
     "'results/init/demo-xlmr/sw/focus.safetensors'))\"": "reads an artifact of a finished demo run",
-    "docker build -t vocab-transfer .": "builds the container image (no Docker daemon in CI; tests/test_deploy.py "
-                                        "checks the Dockerfile against pyproject.toml)",
-    "apptainer build vocab-transfer.sif docker-daemon://vocab-transfer:latest": "converts the image (no Apptainer "
-                                                                                "in CI)",
+    "docker build -t vocab-transfer .": "builds the container image (no Docker daemon in CI; "
+                                        "tests/test_deploy.py checks the Dockerfile against pyproject.toml)",
+    "apptainer build vocab-transfer.sif docker-daemon://vocab-transfer:latest": "converts the image (no "
+                                                                                "Apptainer in CI)",
     "torchrun --standalone --nproc-per-node 4 -m vocab_transfer.training.lapt ...":
         "starts 4 training processes; the arguments are those of `--help` (checked)",
-    "tensorboard --logdir results/lapt": "serves the event files of a run in progress (tests/test_lapt.py reads "
-                                         "them with TensorBoard's reader)",
+    "tensorboard --logdir results/lapt": "serves the event files of a run in progress (tests/test_lapt.py "
+                                         "reads them with TensorBoard's reader)",
     "export WANDB_MODE=offline": "sets a variable of the jobs' environment",
     "wandb sync results/lapt/*/*/*/wandb/offline-run-*": "uploads offline W&B runs (no internet here; "
                                                           "tests/test_tracking.py writes one)",
     "export HF_TOKEN=hf_...": "sets the push's token",
-    "snakemake push --configfile my.yaml": "pushes to the hub (tests/test_workflow.py pushes the tiny run's export "
-                                           "to a local fake of the hub)",
-    "snakemake results/export/xlmr/sw/lapt/focus.pushed.json --configfile my.yaml": "pushes one export to the hub",
+    "snakemake push --configfile my.yaml": "pushes to the hub (tests/test_workflow.py pushes the tiny run's "
+                                           "export to a local fake of the hub)",
+    "snakemake results/export/xlmr/sw/lapt/focus.pushed.json --configfile my.yaml":
+        "pushes one export to the hub",
 }
 
 
@@ -93,8 +95,9 @@ def plan_key(command: str):
     return tuple(sorted(set(words) | {"-n"})) if words[0] == "snakemake" else command
 
 
-COMMANDS = sorted({plan_key(c): c for c in sorted(c for _, cmds in BLOCKS if not any("--directory" in x for x in cmds)
-                                                  for c in cmds)}.values())
+COMMANDS = sorted({plan_key(c): c
+                   for c in sorted(c for _, cmds in BLOCKS if not any("--directory" in x for x in cmds)
+                                   for c in cmds)}.values())
 
 
 @functools.lru_cache
@@ -114,7 +117,8 @@ def filled_profile() -> str:
 def dry_run(words: list[str], cwd: Path = REPO) -> subprocess.CompletedProcess:
     if not {"-n", "--dry-run", "--dryrun"} & set(words):
         words = [*words, "-n"]
-    words = [filled_profile() if w == "slurm" and i and words[i - 1] == "--profile" else w for i, w in enumerate(words)]
+    words = [filled_profile() if w == "slurm" and i and words[i - 1] == "--profile" else w
+             for i, w in enumerate(words)]
     return subprocess.run([*SNAKEMAKE, *words], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
@@ -136,7 +140,8 @@ def check(command: str, cwd: Path = REPO) -> None:
         sub = words[3] if len(words) > 3 and not words[3].startswith("-") else None
         usage = cli_help(words[2], sub)
         for option in (w.split("=")[0] for w in words[3:] if w.startswith("--")):
-            assert option == "--help" or re.search(rf"{re.escape(option)}\b", usage), f"{command}: {option} unknown"
+            assert (option == "--help"
+                    or re.search(rf"{re.escape(option)}\b", usage)), f"{command}: {option} unknown"
     else:
         raise AssertionError(f"command in the docs is neither checked nor exempt: {command}")
 
@@ -154,7 +159,8 @@ def is_slow(command: str) -> bool:
     return command.startswith("snakemake") and "configs/" in command
 
 
-@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if is_slow(c) else c for c in COMMANDS])
+@pytest.mark.parametrize("command",
+                         [pytest.param(c, marks=pytest.mark.slow) if is_slow(c) else c for c in COMMANDS])
 def test_documented_command(command):
     check(command)
 
@@ -168,7 +174,8 @@ def test_commands_are_found():
 @pytest.mark.slow
 @pytest.mark.parametrize("page,commands", RECIPES, ids=[page for page, _ in RECIPES])
 def test_documented_recipe(page, commands, tmp_path):
-    directory = next(shlex.split(c)[shlex.split(c).index("--directory") + 1] for c in commands if "--directory" in c)
+    directory = next(shlex.split(c)[shlex.split(c).index("--directory") + 1] for c in commands
+                     if "--directory" in c)
     for command in commands:
         command = command.replace(directory, str(tmp_path / "work"))
         if command.startswith("snakemake"):
@@ -248,5 +255,6 @@ def test_no_development_history_or_outside_paths(path):
     """The docs and paper configs describe the software: no dates or commits of development runs, no "this
     machine", and no paths outside the repository (the papers are cited in README.md, not linked)."""
     text = path.read_text()
-    for pattern in (r"\b20\d\d-\d\d-\d\d\b", r"\bcommit `?[0-9a-f]{7,40}\b", r"\.\./shared\b", r"\bthis (virtual )?machine\b"):
+    for pattern in (r"\b20\d\d-\d\d-\d\d\b", r"\bcommit `?[0-9a-f]{7,40}\b", r"\.\./shared\b",
+                    r"\bthis (virtual )?machine\b"):
         assert not re.search(pattern, text), f"{path.name}: {re.search(pattern, text).group(0)!r}"

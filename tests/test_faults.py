@@ -32,8 +32,9 @@ SEED = 19  # the random kill moments
 RANDOM_KILLS = 3
 
 #: What the module injected and what recovered (conftest.pytest_terminal_summary prints it).
-SUMMARY = {"faults_injected": 0, "sigkill": 0, "sigkill_during_checkpoint_write": 0, "concurrent_snakemake": 0,
-           "disk_full": 0, "same_size_corruption": 0, "runs_recovered": 0, "bytes_lost": 0, "partial_files_left": 0}
+SUMMARY = {"faults_injected": 0, "sigkill": 0, "sigkill_during_checkpoint_write": 0,
+           "concurrent_snakemake": 0, "disk_full": 0, "same_size_corruption": 0, "runs_recovered": 0,
+           "bytes_lost": 0, "partial_files_left": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -68,9 +69,9 @@ def ft_inputs(tmp_path_factory, sw_tokenizer, swahili_verses):
 
 
 def finetune_cmd(root: Path, out: Path, seeds: tuple[int, ...] = (1,)) -> list[str]:
-    return [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(root / "model"), "--task", "ner",
-            "--data", str(root / "data"), "--seed", *map(str, seeds), "--output", str(out), "--config",
-            json.dumps(FT_CONFIG)]
+    return [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(root / "model"),
+            "--task", "ner", "--data", str(root / "data"), "--seed", *map(str, seeds), "--output", str(out),
+            "--config", json.dumps(FT_CONFIG)]
 
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -87,7 +88,8 @@ def finish(root: Path, out: Path, seeds: tuple[int, ...] = (1,)) -> float:
 def kill_when(root: Path, out: Path, ready, timeout: float = 120, seeds: tuple[int, ...] = (1,)) -> bool:
     """Start the fine-tuning CLI and SIGKILL it as soon as ``ready()`` holds (polled without sleeping); False
     if it ended first."""
-    proc = subprocess.Popen(finetune_cmd(root, out, seeds), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(finetune_cmd(root, out, seeds), env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     end = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < end:
         if ready():
@@ -168,8 +170,9 @@ def test_finetune_of_two_seeds_killed_in_the_second_keeps_the_first(ft_inputs, f
     rows, history = pd.read_parquet(out), pd.read_parquet(history_path(out))
     for seed, single in ((1, ref), (2, alone)):
         pd.testing.assert_frame_equal(rows[rows.seed == seed].reset_index(drop=True), pd.read_parquet(single))
-        pd.testing.assert_frame_equal(history[history.seed == seed].drop(columns="seed").reset_index(drop=True),
-                                      pd.read_parquet(history_path(single)).drop(columns="seed"))
+        pd.testing.assert_frame_equal(
+            history[history.seed == seed].drop(columns="seed").reset_index(drop=True),
+            pd.read_parquet(history_path(single)).drop(columns="seed"))
     assert not ckpts.exists()
     SUMMARY["runs_recovered"] += 1
 
@@ -216,13 +219,15 @@ def test_a_second_snakemake_on_the_same_directory_is_refused(tmp_path):
     redo. The inputs are built beforehand, so that the second plans the same job and meets the lock (a running
     job whose output folder already exists would be refused earlier, as incomplete)."""
     config = yaml.safe_load(TINY.read_text())
-    config["sources"]["tiny"]["pretrain"]["training"].update(steps=4000, eval_every=2000)  # about 20 s on one core
+    # about 20 s on one core
+    config["sources"]["tiny"]["pretrain"]["training"].update(steps=4000, eval_every=2000)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     target = "results/source/tiny/model"
     cmd = [*SNAKEMAKE, target, "--cores", "1", "--configfile", "config.yaml"]
     subprocess.run([*cmd, "--omit-from", "pretrain_source_model"], cwd=tmp_path, env=ENV, check=True,
                    capture_output=True)
-    first = subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
     locks = tmp_path / ".snakemake" / "locks"
     while first.poll() is None and not (locks.is_dir() and any(locks.iterdir())):
         time.sleep(0.05)
@@ -313,7 +318,8 @@ def test_a_full_disk_raises_enospc_naming_the_file_and_leaves_nothing(small_disk
 
     (small_disk / "kept.txt").write_text("already there")
     cases = {
-        "table.parquet": lambda p: write_parquet(pd.DataFrame({"x": np.random.default_rng(0).random(100_000)}), p),
+        "table.parquet": lambda p: write_parquet(
+            pd.DataFrame({"x": np.random.default_rng(0).random(100_000)}), p),
         "tensors.safetensors": lambda p: write_tensors({"embeddings": torch.ones(1000, 100)}, p),
     }
     for name, write in cases.items():

@@ -94,9 +94,9 @@ def require_local_cluster() -> None:
     gres = command_output("sinfo", "-h", "-p", GPU_PARTITION, "-o", "%G").stdout
     gpus = max((int(n) for n in re.findall(r"gpu(?::[^:,(\s]+)?:(\d+)", gres)), default=0)
     if gpus < MIN_GPUS:
-        pytest.fail(f"partition {GPU_PARTITION} has {gpus} GPU(s) per node (sinfo %G: {gres.strip()!r}); the GPU "
-                    f"bundles and the rehearsal's LAPT ask for {MIN_GPUS} in one job: restart the cluster with "
-                    f"`sudo bash scripts/slurm/start.sh --gpus 4 --gpu-type a100`")
+        pytest.fail(f"partition {GPU_PARTITION} has {gpus} GPU(s) per node (sinfo %G: {gres.strip()!r}); the "
+                    f"GPU bundles and the rehearsal's LAPT ask for {MIN_GPUS} in one job: restart the "
+                    f"cluster with `sudo bash scripts/slurm/start.sh --gpus 4 --gpu-type a100`")
 
 
 def start_snakemake(workdir: Path, *args: str) -> tuple[subprocess.Popen, Path]:
@@ -200,14 +200,15 @@ def rehearsal(tmp_path_factory):
     require_local_cluster()
     workdir = tmp_path_factory.mktemp("rehearsal")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"), str(CI_REHEARSAL)]
+    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"),
+               str(CI_REHEARSAL)]
     build = [sys.executable, "-m", "vocab_transfer.miniatures", *configs]
     run = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *rehearsal_tables(),
            "--profile", str(shipped_profile(workdir / "profile")), "--configfile", *configs]
     log_path = workdir / "rehearsal.log"
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(["bash", "-c", f"{shlex.join(build)} && {shlex.join(run)}"], cwd=workdir, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(["bash", "-c", f"{shlex.join(build)} && {shlex.join(run)}"], cwd=workdir,
+                                env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     yield workdir, proc, log_path
     if proc.poll() is None:  # a test before the rehearsal's failed the module
         wait_for(proc, time.monotonic())
@@ -258,7 +259,8 @@ def test_jobs_land_on_their_partition(runs):
     for job_id in ok.slurm_job_ids:
         job = slurm_job(job_id)
         partitions[rule_of(job)] = job["Partition"]
-    assert partitions == {"record_host": CPU_PARTITION, "use_gpu": GPU_PARTITION, "use_gpu_count": GPU_PARTITION}
+    assert partitions == {"record_host": CPU_PARTITION, "use_gpu": GPU_PARTITION,
+                          "use_gpu_count": GPU_PARTITION}
     record = environment_record(ok.workdir / "results/local.txt")  # written by the Snakemake process itself
     assert record["SLURM_JOB_ID"] == "unset", record
 
@@ -389,12 +391,13 @@ def test_pipeline_jobs_run_through_sbatch_on_their_partition(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     model = "results/lapt/tiny/sw/focus/model"
     targets = [model, "results/eval_init/heldout/sw.safetensors", "results/tasks/he-ner"]
-    local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "results/shards/sw/heldout", "--cores", "2",
-                            "--configfile", str(tiny)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "results/shards/sw/heldout",
+                            "--cores", "2", "--configfile", str(tiny)], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
     assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-3000:]
     profile = shipped_profile(tmp_path / "profile")
-    remote = subprocess.run([*base, *targets, "--profile", str(profile), "--configfile", str(tiny)], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    remote = subprocess.run([*base, *targets, "--profile", str(profile), "--configfile", str(tiny)],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     log = remote.stdout + remote.stderr
     assert remote.returncode == 0, log[-4000:]
     partitions = {}

@@ -25,7 +25,7 @@ HUB_ID = "tiny-org/tiny-xlmr"
 COMMITS = {"main": "a" * 40, "v1": "b" * 40}  # branch/tag -> commit of the fake repository
 
 # The fake hub: `HUB_ROOT/<commit>/` holds the repository's files at that commit.
-FAKE_HUB = f'''
+FAKE_HUB = (f'''
 import fnmatch, os, shutil
 from pathlib import Path
 import huggingface_hub
@@ -69,16 +69,18 @@ def snapshot_download(repo_id, revision=None, local_dir=None, allow_patterns=Non
     root = ROOT / _commit(repo_id, revision)
     for p in sorted(root.rglob("*")):
         name = p.relative_to(root).as_posix()
-        if p.is_file() and (allow_patterns is None or any(fnmatch.fnmatch(name, pat) for pat in allow_patterns)):
+        if p.is_file() and (allow_patterns is None or any(fnmatch.fnmatch(name, pat) '''
+            '''for pat in allow_patterns)):
             (Path(local_dir) / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(p, Path(local_dir) / name)
     cache = Path(local_dir) / ".cache" / "huggingface"  # what the real client keeps next to the files
     cache.mkdir(parents=True, exist_ok=True)
     (cache / "download.lock").write_text("")
     return str(local_dir)
-'''
+''')
 # In Snakemake's jobs: imported at interpreter start from PYTHONPATH.
-SITECUSTOMIZE = FAKE_HUB + "\nhuggingface_hub.HfApi = HfApi\nhuggingface_hub.snapshot_download = snapshot_download\n"
+SITECUSTOMIZE = (FAKE_HUB + "\nhuggingface_hub.HfApi = HfApi\n"
+                 "huggingface_hub.snapshot_download = snapshot_download\n")
 
 
 @pytest.fixture(scope="module")
@@ -132,9 +134,11 @@ def test_download_pins_the_revision_and_records_the_commit(patched_hub, fake_hub
     assert not any(f.startswith(".cache") for f in origin["files"])
     # the file list and the files come from the resolved commit, not from a branch name that may move
     # meanwhile
-    assert [c[:3] for c in patched_hub] == [("model_info", HUB_ID, "v1"), ("list_repo_files", HUB_ID, COMMITS["v1"]),
+    assert [c[:3] for c in patched_hub] == [("model_info", HUB_ID, "v1"),
+                                            ("list_repo_files", HUB_ID, COMMITS["v1"]),
                                             ("snapshot_download", HUB_ID, COMMITS["v1"])]
-    assert (out / "model.safetensors").read_bytes() == (root / COMMITS["v1"] / "model.safetensors").read_bytes()
+    assert ((out / "model.safetensors").read_bytes()
+            == (root / COMMITS["v1"] / "model.safetensors").read_bytes())
     assert load_source_model(str(out)).config.model_type == "xlm-roberta"
     assert read_input_embeddings(out).shape[1] == 16
     # no revision: the default branch, whose commit is recorded
@@ -204,7 +208,8 @@ def test_a_model_that_needs_its_repositorys_code_is_refused(patched_hub, fake_hu
     local = tmp_path / "local"
     shutil.copytree(fake_hub[0] / COMMITS["v1"], local)
     tok = json.loads((local / "tokenizer_config.json").read_text())
-    (local / "tokenizer_config.json").write_text(json.dumps(tok | {"auto_map": {"AutoTokenizer": [None, "t.Fast"]}}))
+    (local / "tokenizer_config.json").write_text(
+        json.dumps(tok | {"auto_map": {"AutoTokenizer": [None, "t.Fast"]}}))
     with pytest.raises(ConfigError, match=r"sources.mine.model: .* \(tokenizer_config.json: t.Fast\)"):
         check_local_source("mine", local, False)
 
@@ -229,7 +234,8 @@ def test_artifacts_made_from_a_downloaded_model_record_its_origin(patched_hub, t
         pass
 
     def job(inputs):
-        return SimpleNamespace(rule="init_embeddings", wildcards=Params(source="hub", target="sw", method="focus"),
+        return SimpleNamespace(rule="init_embeddings",
+                               wildcards=Params(source="hub", target="sw", method="focus"),
                                params=Params(seed=1), input=[str(p) for p in inputs])
 
     try:
@@ -294,7 +300,8 @@ def test_download_rules_pin_the_revision_and_rerun_when_it_changes(fake_hub, tmp
 @pytest.mark.parametrize("edit, message", [
     (lambda c, d: c["sources"].update(local={"model": str(d), "revision": "v1"}),
      "sources.local.revision: "),
-    (lambda c, d: c["sources"]["tiny"].update(revision="v1"), "sources.tiny.revision: a hub revision needs model"),
+    (lambda c, d: c["sources"]["tiny"].update(revision="v1"),
+     "sources.tiny.revision: a hub revision needs model"),
     (lambda c, d: c["finetune"]["models"]["source"].update(revision="v1"),
      "finetune.models.source.revision: a hub revision pins pretrained: <hub id> only"),
     (lambda c, d: c["finetune"]["models"].update(ref={"pretrained": str(d), "revision": "v1"}),

@@ -56,8 +56,8 @@ def _env(name: str | None) -> dict:
 @pytest.fixture(scope="module")
 def starter():
     name = f"vocab-transfer-warm-test-{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name], stdin=subprocess.PIPE,
-                            env=_env(None), cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+                            stdin=subprocess.PIPE, env=_env(None), cwd=REPO)
     deadline = time.time() + 60
     while True:  # listening (a job that connects earlier runs in its own process, as it should)
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -95,8 +95,8 @@ def test_a_job_runs_forked_from_the_starter_with_its_own_stdio_env_cwd_and_statu
     name, proc = starter
     job = _script(tmp_path, "job.py", JOB)
     for status in (0, 3):
-        out = subprocess.run([sys.executable, str(job), str(status), "x y"], cwd=tmp_path, capture_output=True,
-                             text=True, env={**_env(name), "FOO": "bar"}, timeout=300)
+        out = subprocess.run([sys.executable, str(job), str(status), "x y"], cwd=tmp_path,
+                             capture_output=True, text=True, env={**_env(name), "FOO": "bar"}, timeout=300)
         assert out.returncode == status, out.stderr
         seen = json.loads(out.stdout)
         assert seen["ppid"] == proc.pid  # forked from the starter, not run by the job process
@@ -199,8 +199,8 @@ def test_killing_the_job_process_ends_the_forked_job(starter, tmp_path, sig):
 
 def test_the_starter_exits_with_the_process_that_started_it():
     name = f"vocab-transfer-warm-exit-{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name], stdin=subprocess.PIPE,
-                            env=_env(None), cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+                            stdin=subprocess.PIPE, env=_env(None), cwd=REPO)
     time.sleep(0.5)
     assert proc.poll() is None
     proc.stdin.close()  # what the Snakemake process's exit does
