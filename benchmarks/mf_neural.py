@@ -51,7 +51,8 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=100)
     p.add_argument("--clusters", type=int, default=10)
     p.add_argument("--neural-steps", type=int, default=3000)
-    p.add_argument("--neural-tol", type=float, default=1e-4, help="fit_neural's stopping tolerance (0: all steps)")
+    p.add_argument("--neural-tol", type=float, default=1e-4,
+                   help="fit_neural's stopping tolerance (0: all steps)")
     p.add_argument("--neural-lr", type=float, default=1e-3)
     p.add_argument("--device", default="auto")
     a = p.parse_args()
@@ -77,7 +78,8 @@ def main() -> None:
     module, hist = fit_neural(X, F0, G0, a.clusters, seed=0, max_steps=a.neural_steps, tol=a.neural_tol,
                               lr=a.neural_lr, progress=True)
     sync()
-    rows.append({"method": "MF10 NEURAL", "seconds": round(t_init + hist.seconds[-1], 1), "steps": hist.steps[-1],
+    rows.append({"method": "MF10 NEURAL", "seconds": round(t_init + hist.seconds[-1], 1),
+                 "steps": hist.steps[-1],
                  "rel_error": round(error(X, module.F.detach(), module.G.detach(), module.Z.detach()), 4)})
     print(rows[-1], flush=True)
     df = pd.DataFrame(rows)

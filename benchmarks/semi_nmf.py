@@ -80,8 +80,9 @@ def main() -> None:
                 range(1, h.iterations + 1)))
             print(f"\nmode {mode}: setup {h.setup_seconds:.2f} s, {h.iterations} iterations "
                   f"({'converged' if h.converged else 'hit max-iter'}), "
-                  f"{(h.seconds[-1] - h.setup_seconds) / h.iterations * 1e3:.2f} ms/iteration, total {total:.2f} s "
-                  f"(incl. final F), final error {h.final_error:.5f}, G >= 0: {bool((G >= 0).all())}")
+                  f"{(h.seconds[-1] - h.setup_seconds) / h.iterations * 1e3:.2f} ms/iteration, "
+                  f"total {total:.2f} s (incl. final F), final error {h.final_error:.5f}, "
+                  f"G >= 0: {bool((G >= 0).all())}")
             print(f"{'iteration':>9}  {'seconds':>8}  {'rel. error':>10}  {'vs SVD floor':>12}")
             for i in marks:
                 e = h.error[i - 1]

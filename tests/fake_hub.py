@@ -1,9 +1,10 @@
 """A local stand-in for the Hugging Face Hub's HTTP API, as far as ``huggingface_hub.HfApi.create_repo`` and
-``upload_folder`` use it: repository creation, the README metadata check (``/api/validate-yaml``), the preupload
-check and NDJSON commits. It has no Xet storage (the hub's large-file backend, spoken by the ``hf_xet`` extension),
-so its preupload answer makes every file a regular git blob, sent inside the commit; the large-file protocol is
-huggingface_hub's own. The Git LFS batch API is served too, for clients without ``hf_xet``. It keeps each repository's files in memory and checks the bearer token, so a
-test sees exactly what a push sent. Used by tests/test_push_export.py; the real client code runs against it
+``upload_folder`` use it: repository creation, the README metadata check (``/api/validate-yaml``), the
+preupload check and NDJSON commits. It has no Xet storage (the hub's large-file backend, spoken by the
+``hf_xet`` extension), so its preupload answer makes every file a regular git blob, sent inside the commit;
+the large-file protocol is huggingface_hub's own. The Git LFS batch API is served too, for clients without
+``hf_xet``. It keeps each repository's files in memory and checks the bearer token, so a test sees exactly
+what a push sent. Used by tests/test_push_export.py; the real client code runs against it
 (``HfApi(endpoint=hub.url)``)."""
 
 from __future__ import annotations
@@ -17,14 +18,22 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 #: The license identifiers the hub accepts in a card's metadata (its documented list).
-LICENSES = frozenset("""apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0
-bigcode-openrail-m afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda cc cc0-1.0
-cc-by-2.0 cc-by-2.5 cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 cc-by-nc-4.0 cc-by-nd-4.0
-cc-by-nc-nd-3.0 cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 cdla-permissive-1.0
-cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0 lgpl
-lgpl-2.1 lgpl-3.0 isc lppl-1.3c ms-pl apple-ascl mpl-2.0 odc-by odbl openrail++ osl-3.0 postgresql ofl-1.1 ncsa
-unlicense zlib pddl lgpl-lr deepfloyd-if-license llama2 llama3 llama3.1 llama3.2 llama3.3 gemma unknown
-other""".split())
+LICENSES = frozenset((
+    "apache-2.0 mit openrail bigscience-openrail-m creativeml-openrail-m bigscience-bloom-rail-1.0\n"
+    "bigcode-openrail-m afl-3.0 artistic-2.0 bsl-1.0 bsd bsd-2-clause bsd-3-clause bsd-3-clause-clear c-uda "
+    "cc cc0-1.0\n"
+    "cc-by-2.0 cc-by-2.5 cc-by-3.0 cc-by-4.0 cc-by-sa-3.0 cc-by-sa-4.0 cc-by-nc-2.0 cc-by-nc-3.0 "
+    "cc-by-nc-4.0 cc-by-nd-4.0\n"
+    "cc-by-nc-nd-3.0 cc-by-nc-nd-4.0 cc-by-nc-sa-2.0 cc-by-nc-sa-3.0 cc-by-nc-sa-4.0 cdla-sharing-1.0 "
+    "cdla-permissive-1.0\n"
+    "cdla-permissive-2.0 wtfpl ecl-2.0 epl-1.0 epl-2.0 etalab-2.0 eupl-1.1 agpl-3.0 gfdl gpl gpl-2.0 gpl-3.0 "
+    "lgpl\n"
+    "lgpl-2.1 lgpl-3.0 isc lppl-1.3c ms-pl apple-ascl mpl-2.0 odc-by odbl openrail++ osl-3.0 postgresql "
+    "ofl-1.1 ncsa\n"
+    "unlicense zlib pddl lgpl-lr deepfloyd-if-license llama2 llama3 llama3.1 llama3.2 llama3.3 gemma "
+    "unknown\n"
+    "other"
+).split())
 
 
 @dataclass
@@ -68,7 +77,7 @@ class FakeHub:
         self.server.shutdown()
         self.server.server_close()
 
-    # ------------------------------------------------------------------------------------------------ requests
+    # ----------------------------------------------------------------------------------------------- requests
     def handle(self, req: BaseHTTPRequestHandler, method: str) -> None:
         path = req.path.split("?")[0]
         self.requests.append(f"{method} {path}")
@@ -101,8 +110,8 @@ class FakeHub:
         req.wfile.write(data)
 
     def validate(self, req, content: str) -> None:
-        """The hub's check of a README's metadata: a YAML mapping, a known license, a model-index huggingface_hub
-        reads, list-valued language/tags/datasets."""
+        """The hub's check of a README's metadata: a YAML mapping, a known license, a model-index
+        huggingface_hub reads, list-valued language/tags/datasets."""
         import yaml
         from huggingface_hub import ModelCard
 
@@ -114,7 +123,8 @@ class FakeHub:
             errors.append(f"metadata does not parse: {e}")
             meta = {}
         if meta.get("license") is not None and meta["license"] not in LICENSES:
-            errors.append(f"\"license\" must be one of the hub's license identifiers, got {meta['license']!r}")
+            errors.append(
+                f"\"license\" must be one of the hub's license identifiers, got {meta['license']!r}")
         for key in ("language", "tags", "datasets"):
             if key in meta and not isinstance(meta[key], (list, str)):
                 errors.append(f"\"{key}\" must be a list of strings")
@@ -130,8 +140,11 @@ class FakeHub:
         if not re.fullmatch(r"[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}", repo_id):
             return self.reply(req, 400, {"error": f"invalid repository name {repo_id!r}"})
         if repo_id in self.repos:
-            return self.reply(req, 409, {"error": "You already created this model repo", "url": f"{self.url}/{repo_id}"})
-        self.repos[repo_id] = Repo(private=body.get("visibility", "private" if body.get("private") else "public")
+            return self.reply(req, 409,
+                              {"error": "You already created this model repo",
+                               "url": f"{self.url}/{repo_id}"})
+        self.repos[repo_id] = Repo(private=body.get("visibility",
+                                                    "private" if body.get("private") else "public")
                                    == "private")  # huggingface_hub 1.x sends visibility, older ones private
         return self.reply(req, 200, {"url": f"{self.url}/{repo_id}", "name": repo_id})
 
@@ -161,7 +174,8 @@ class FakeHub:
                 added[value["path"]] = base64.b64decode(value["content"])
             elif entry["key"] == "lfsFile":
                 if value["oid"] not in self.lfs:
-                    return self.reply(req, 400, {"error": f"LFS object of {value['path']} was never uploaded"})
+                    return self.reply(req, 400,
+                                      {"error": f"LFS object of {value['path']} was never uploaded"})
                 added[value["path"]] = self.lfs[value["oid"]]
         repo.files.update(added)
         repo.commits.append(summary)

@@ -38,19 +38,21 @@ def tiny_model(sw_tokenizer, seed=0):
 
 
 def config(**kw):
-    base = dict(steps=8, batch_size=8, seq_len=32, lr=1e-2, eval_every=4, eval_sequences=8, checkpoint_every=4,
-                seed=3, threads=1, variant="adapter")
+    base = dict(steps=8, batch_size=8, seq_len=32, lr=1e-2, eval_every=4, eval_sequences=8,
+                checkpoint_every=4, seed=3, threads=1, variant="adapter")
     return LaptConfig.parse({**base, **kw})
 
 
 def adapter_count(h: int, layers: int, r: int, invertible: bool) -> int:
     """Eq. 1 per layer: D (h·h/r + h/r) and U (h/r·h + h); NICE: F and G, each h/2 → h/4 → h/2."""
-    return layers * (2 * h * h // r + h // r + h) + invertible * 2 * (2 * (h // 2) * (h // 4) + h // 4 + h // 2)
+    return (layers * (2 * h * h // r + h // r + h)
+            + invertible * 2 * (2 * (h // 2) * (h // 4) + h // 4 + h // 2))
 
 
 @pytest.fixture(scope="module")
 def blocks(swahili_verses, sw_tokenizer):
-    return pack_texts(swahili_verses[:600], sw_tokenizer, 32), pack_texts(swahili_verses[600:700], sw_tokenizer, 32)
+    return (pack_texts(swahili_verses[:600], sw_tokenizer, 32),
+            pack_texts(swahili_verses[600:700], sw_tokenizer, 32))
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +105,8 @@ def test_placement_mad_x_2_and_parameter_count(sw_tokenizer):
     with torch.device("meta"):  # xlm-roberta-base dimensions, no memory
         model = XLMRobertaForMaskedLM(big)
     add_language_adapter(model)
-    assert sum(p.numel() for n, p in model.named_parameters() if n in adapter_parameter_names(model)) == 6_796_800
+    assert (sum(p.numel() for n, p in model.named_parameters() if n in adapter_parameter_names(model))
+            == 6_796_800)
     assert adapter_count(768, 11, 2, False) == 6_500_736
 
 
@@ -113,7 +116,8 @@ def test_adapter_variant_trains_only_adapters_and_embeddings(sw_tokenizer, train
     assert adapters and emb and not adapters & emb and config().stages() == [(8, "adapter")]
     old = dict(before.named_parameters())
     for n, p in model.named_parameters():
-        assert torch.equal(p, old[n]) != (n in adapters | emb), n  # adapters and embeddings moved, nothing else
+        # adapters and embeddings moved, nothing else
+        assert torch.equal(p, old[n]) != (n in adapters | emb), n
         assert p.requires_grad == (n in adapters | emb), n
 
 
@@ -138,7 +142,8 @@ def test_save_strip_reload_reproduces_the_trained_model(tmp_path, sw_tokenizer, 
     assert torch.equal(trained[1].eval()(input_ids=x).logits, logits)
     from vocab_transfer.training.lapt import save_model
 
-    save_model(model, sw_tokenizer, tmp_path / "saved")  # LAPT's writer (final model, snapshots): no stripping
+    # LAPT's writer (final model, snapshots): no stripping
+    save_model(model, sw_tokenizer, tmp_path / "saved")
     assert adapter_parameter_names(model) and torch.equal(model(input_ids=x).logits, logits)
     save_language_adapter(model, tmp_path)
     strip_language_adapter(model)
@@ -152,7 +157,8 @@ def test_save_strip_reload_reproduces_the_trained_model(tmp_path, sw_tokenizer, 
     assert meta["layers"] == [0] and meta["config"] == AdapterConfig().__dict__
     loaded, info = AutoModelForMaskedLM.from_pretrained(tmp_path, output_loading_info=True)
     assert not info["unexpected_keys"] and not info["missing_keys"]
-    assert load_language_adapter(loaded, tmp_path) and not load_language_adapter(tiny_model(sw_tokenizer), tmp_path / "x")
+    assert (load_language_adapter(loaded, tmp_path)
+            and not load_language_adapter(tiny_model(sw_tokenizer), tmp_path / "x"))
     assert torch.equal(loaded.eval()(input_ids=x).logits, logits)
     task = AutoModelForSequenceClassification.from_pretrained(tmp_path, num_labels=3).eval()
     assert load_language_adapter(task, tmp_path)  # what fine-tuning does: the encoder as trained
@@ -182,8 +188,9 @@ def test_ddp_sees_every_trainable_parameter(tmp_path, sw_tokenizer, blocks):
     dist.init_process_group("gloo", init_method=f"file://{tmp_path}/store", rank=0, world_size=1)
     try:
         ddp = torch.nn.parallel.DistributedDataParallel(LossModule(model, "mlm"))
-        labels = torch.where(torch.rand(blocks[0][:4].shape, generator=torch.Generator().manual_seed(0)) < 0.3,
-                             blocks[0][:4], -100)
+        labels = torch.where(
+            torch.rand(blocks[0][:4].shape, generator=torch.Generator().manual_seed(0)) < 0.3,
+            blocks[0][:4], -100)
         for _ in range(2):  # a parameter without a gradient would fail the second iteration
             ddp(blocks[0][:4], labels).backward()
     finally:
@@ -214,12 +221,12 @@ def test_cli_adapter_variant_under_torchrun(tmp_path, sw_tokenizer, swahili_vers
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     cmd = cli(tmp_path, model_dir, tmp_path / "out", 10, variant="adapter")
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
-    proc = subprocess.run([*torchrun, *cmd[1:]], env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True,
-                          text=True)
+    proc = subprocess.run([*torchrun, *cmd[1:]], env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = tmp_path / "out"
-    assert {"model.safetensors", "tokenizer.json", "language_adapter.safetensors", "language_adapter.json"} <= {
-        p.name for p in out.iterdir()}
+    assert ({"model.safetensors", "tokenizer.json", "language_adapter.safetensors", "language_adapter.json"}
+            <= {p.name for p in out.iterdir()})
     model, info = AutoModelForMaskedLM.from_pretrained(out, output_loading_info=True)
     assert not info["unexpected_keys"] and load_language_adapter(model, out)
     assert pd.read_parquet(tmp_path / "out.curve.parquet")["step"].iloc[-1] == 10

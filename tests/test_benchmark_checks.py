@@ -1,6 +1,6 @@
-"""eval.benchmarks checked before work (vocab_transfer.eval.benchmarks, vocab_transfer.workflow.config): a masked-LM
-source and a misspelled task refused at parse time, an offline download job with hub datasets refused at once, and
-the chance-adjusted share of the source's score kept."""
+"""eval.benchmarks checked before work (vocab_transfer.eval.benchmarks, vocab_transfer.workflow.config): a
+masked-LM source and a misspelled task refused at parse time, an offline download job with hub datasets
+refused at once, and the chance-adjusted share of the source's score kept."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ def model_folder(path: Path, arch: str, model_type: str) -> Path:
 
 def config(sources: dict, tasks=None) -> types.SimpleNamespace:
     """As much of a typed config as check_benchmarks reads."""
-    spec = types.SimpleNamespace(tasks=tasks or {"de": ["arc_de"]}, methods=None, runs=None, include_path=None)
+    spec = types.SimpleNamespace(tasks=tasks or {"de": ["arc_de"]}, methods=None, runs=None,
+                                 include_path=None)
     return types.SimpleNamespace(eval=types.SimpleNamespace(benchmarks=spec), target_names=["de"], methods={},
                                  lapt=None, sources={k: types.SimpleNamespace(model=v, pretrain=None)
                                                      for k, v in sources.items()})
@@ -46,7 +47,7 @@ def registry(monkeypatch):
     monkeypatch.setattr(b, "task_registry", lambda include_path: REGISTRY)
 
 
-# --- 1. masked-LM sources -------------------------------------------------------------------------------------------
+# --- 1. masked-LM sources -----------------------------------------------------------------------------------
 def test_a_local_masked_lm_source_is_refused_naming_the_key_and_the_source(tmp_path, registry):
     xlmr = model_folder(tmp_path / "xlmr", "XLMRobertaForMaskedLM", "xlm-roberta")
     qwen = model_folder(tmp_path / "qwen", "Qwen2ForCausalLM", "qwen2")
@@ -61,13 +62,14 @@ def test_a_hub_source_is_judged_by_its_downloaded_config_else_left_to_the_job(tm
     assert not source_is_masked("xlmr", hub)  # not downloaded yet: the job decides
     model_folder(tmp_path / "resources" / "models" / "xlmr", "XLMRobertaForMaskedLM", "xlm-roberta")
     assert source_is_masked("xlmr", hub)
-    bert_type_only = model_folder(tmp_path / "bert", "BertModel", "bert")  # no LM head named: model_type decides
+    # no LM head named: model_type decides
+    bert_type_only = model_folder(tmp_path / "bert", "BertModel", "bert")
     assert source_is_masked("bert", types.SimpleNamespace(model=str(bert_type_only), pretrain=None))
     gpt2_type_only = model_folder(tmp_path / "gpt2", "GPT2Model", "gpt2")
     assert not source_is_masked("gpt2", types.SimpleNamespace(model=str(gpt2_type_only), pretrain=None))
 
 
-# --- 2. task names against lm-eval's registry -------------------------------------------------------------------------
+# --- 2. task names against lm-eval's registry ---------------------------------------------------------------
 def test_a_misspelled_task_is_refused_with_close_matches(registry):
     check_benchmark_tasks({"de": ["arc_de", "belebele", "mixed"]}, None)  # tasks, groups and tags pass
     with pytest.raises(ConfigError, match=r"eval\.benchmarks\.tasks\.de: lm-eval knows no task, group or tag "
@@ -83,16 +85,17 @@ def test_without_lm_eval_the_names_are_left_to_the_job(monkeypatch):
 
 
 def test_the_real_registry_is_cached_per_version_and_task_folder(tmp_path, monkeypatch):
-    """lm-eval's own registry with an include_path task: built once (seconds), then read from the cache; a changed
-    task folder is another cache entry."""
+    """lm-eval's own registry with an include_path task: built once (seconds), then read from the cache; a
+    changed task folder is another cache entry."""
     pytest.importorskip("lm_eval")
     monkeypatch.setenv(b.REGISTRY_CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.delenv("VOCAB_TRANSFER_HUB_MIRROR", raising=False)
     folder = tmp_path / "tasks"
     folder.mkdir()
-    (folder / "mine.yaml").write_text("task: my_local_task\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-                                      "    test: mine.jsonl\noutput_type: multiple_choice\ntest_split: test\n"
-                                      "doc_to_text: '{{q}}'\ndoc_to_choice: '{{choices}}'\ndoc_to_target: 0\n")
+    (folder / "mine.yaml").write_text("task: my_local_task\ndataset_path: json\ndataset_kwargs:\n"
+                                      "  data_files:\n    test: mine.jsonl\noutput_type: multiple_choice\n"
+                                      "test_split: test\ndoc_to_text: '{{q}}'\ndoc_to_choice: '{{choices}}'\n"
+                                      "doc_to_target: 0\n")
     registry = b.task_registry(str(folder))
     assert registry["tasks"]["my_local_task"] == "json" and "arc_easy" in registry["tasks"]
     monkeypatch.setattr(b, "task_manager", lambda include_path: pytest.fail("the cache was not read"))
@@ -107,7 +110,7 @@ def test_the_real_registry_is_cached_per_version_and_task_folder(tmp_path, monke
     assert b._registry_cache(str(folder)) is None
 
 
-# --- 3. offline runs ------------------------------------------------------------------------------------------------
+# --- 3. offline runs ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("env", [{"HF_DATASETS_OFFLINE": "1"}, {"HF_HUB_OFFLINE": "1"}])
 def test_an_offline_run_refuses_hub_tasks_at_once(tmp_path, monkeypatch, env):
     for k in OFFLINE:
@@ -118,7 +121,8 @@ def test_an_offline_run_refuses_hub_tasks_at_once(tmp_path, monkeypatch, env):
     with pytest.raises(ValueError, match=r"eval\.benchmarks\.tasks: this run is offline .* tasks \['mixed: "
                                          r"belebele_deu_Latn \(facebook/belebele\)'\]"):
         b.check_offline(["sw_verses", "mixed"], REGISTRY, cache, "eval.benchmarks.tasks")
-    b.check_offline(["sw_verses", "py_task"], REGISTRY, cache, "eval.benchmarks.tasks")  # local files, unknown
+    # local files, unknown
+    b.check_offline(["sw_verses", "py_task"], REGISTRY, cache, "eval.benchmarks.tasks")
     (cache / "facebook___belebele").mkdir(parents=True)  # fetched before: the cache serves it
     b.check_offline(["belebele"], REGISTRY, cache, "eval.benchmarks.tasks")
     monkeypatch.setenv("VOCAB_TRANSFER_HUB_MIRROR", str(tmp_path / "mirror"))  # a mirror serves the rest
@@ -132,16 +136,19 @@ def test_the_download_job_fails_before_any_download_when_offline(tmp_path, monke
     for k in OFFLINE:
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    entry = types.SimpleNamespace(kind=types.SimpleNamespace(name="TASK"), cfg={"dataset_path": "allenai/ai2_arc"})
-    monkeypatch.setattr(b, "task_manager", lambda include_path: types.SimpleNamespace(task_index={"arc_easy": entry}))
+    entry = types.SimpleNamespace(kind=types.SimpleNamespace(name="TASK"),
+                                  cfg={"dataset_path": "allenai/ai2_arc"})
+    monkeypatch.setattr(b, "task_manager",
+                        lambda include_path: types.SimpleNamespace(task_index={"arc_easy": entry}))
     monkeypatch.setattr(lm_eval.tasks, "get_task_dict", lambda *a, **k: pytest.fail("a download was tried"))
     start = time.perf_counter()
-    with pytest.raises(ValueError, match=r"eval\.benchmarks\.tasks: this run is offline.*arc_easy \(allenai/ai2_arc\)"):
+    with pytest.raises(ValueError,
+                       match=r"eval\.benchmarks\.tasks: this run is offline.*arc_easy \(allenai/ai2_arc\)"):
         b.fetch(["arc_easy"], None, cache=tmp_path / "cache")
     assert time.perf_counter() - start < 5
 
 
-# --- 4. the share kept over chance --------------------------------------------------------------------------------
+# --- 4. the share kept over chance --------------------------------------------------------------------------
 def test_kept_over_chance_beside_the_raw_share():
     rows = [("source", "s", "arc", "acc", 0.65), ("init", "focus", "arc", "acc", 0.45),
             ("source", "s", "arc", "acc_norm", 0.2), ("init", "focus", "arc", "acc_norm", 0.2),
@@ -161,7 +168,8 @@ def test_kept_over_chance_beside_the_raw_share():
 
 def test_chance_is_the_mean_of_one_over_the_choices_of_the_documents_scored():
     task = types.SimpleNamespace(OUTPUT_TYPE="multiple_choice", doc_to_choice=lambda doc: doc["choices"])
-    docs = [{"choices": ["a", "b", "c", "d"]}, {"choices": ["a", "b"]}, {"choices": ["a", "b", "c", "d", "e"]}]
+    docs = [{"choices": ["a", "b", "c", "d"]}, {"choices": ["a", "b"]},
+            {"choices": ["a", "b", "c", "d", "e"]}]
     assert b.chance(task, docs) == pytest.approx((0.25 + 0.5 + 0.2) / 3)
     assert b.chance(task, docs, limit=2) == pytest.approx(0.375)
     assert b.chance(types.SimpleNamespace(OUTPUT_TYPE="generate_until"), docs) is None
@@ -170,8 +178,8 @@ def test_chance_is_the_mean_of_one_over_the_choices_of_the_documents_scored():
 def test_the_benchmark_table_shows_both_shares():
     from vocab_transfer.report.tables import benchmark_table
 
-    scores = pd.DataFrame([{"source": "s", "target": "de", "stage": st, "name": n, "task": "arc", "metric": "acc",
-                            "filter": "none", "value": v, "chance": 0.25}
+    scores = pd.DataFrame([{"source": "s", "target": "de", "stage": st, "name": n, "task": "arc",
+                            "metric": "acc", "filter": "none", "value": v, "chance": 0.25}
                            for st, n, v in (("source", "s", 0.65), ("init", "focus", 0.45))])
     long, md = benchmark_table(scores, {})
     assert "0.450 (69%; 50% over chance)" in md and "(score - chance) / (source - chance)" in md

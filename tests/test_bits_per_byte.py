@@ -1,5 +1,5 @@
-"""Bits per byte / per character: token lengths of every tokenizer kind add up to the text's own, and the held-out
-evaluations (init-time MLM and CLM, LAPT curves) report the same NLL per byte."""
+"""Bits per byte / per character: token lengths of every tokenizer kind add up to the text's own, and the
+held-out evaluations (init-time MLM and CLM, LAPT curves) report the same NLL per byte."""
 
 import json
 import math
@@ -28,7 +28,8 @@ def bytefallback_bpe() -> PreTrainedTokenizerFast:
     """Llama-2 style: Metaspace-like normalizer, BPE with the 256 ``<0xNN>`` tokens as ordinary vocabulary."""
     trained = Tokenizer(models.BPE(unk_token="<unk>"))
     trained.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-    trained.train_from_iterator(TEXTS[:2] * 20, trainers.BpeTrainer(vocab_size=100, special_tokens=["<unk>", "<s>"]))
+    trained.train_from_iterator(TEXTS[:2] * 20,
+                                trainers.BpeTrainer(vocab_size=100, special_tokens=["<unk>", "<s>"]))
     state = json.loads(trained.to_str())["model"]
     vocab = dict(state["vocab"])
     for b in range(256):
@@ -44,14 +45,16 @@ def bytefallback_bpe() -> PreTrainedTokenizerFast:
 def wordpiece() -> PreTrainedTokenizerFast:
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.train_from_iterator(TEXTS * 20, trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[UNK]", "[CLS]"]))
+    tok.train_from_iterator(TEXTS * 20,
+                            trainers.WordPieceTrainer(vocab_size=300, special_tokens=["[UNK]", "[CLS]"]))
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", cls_token="[CLS]")
 
 
 @pytest.mark.parametrize("make", [bytelevel_bpe, bytefallback_bpe, wordpiece])
 def test_token_lengths_add_up_to_the_text(make):
-    """Every kind: the tokens' bytes and characters sum to those of " " + text (the word-initial marker of the first
-    word is one space), unseen characters included (byte tokens: one byte each, one character per UTF-8 lead byte)."""
+    """Every kind: the tokens' bytes and characters sum to those of " " + text (the word-initial marker of the
+    first word is one space), unseen characters included (byte tokens: one byte each, one character per UTF-8
+    lead byte)."""
     tok = make()
     lengths = token_lengths(tok)
     assert lengths.shape == (len(tok), 2)
@@ -64,7 +67,8 @@ def test_token_lengths_add_up_to_the_text(make):
 
 
 def test_sentencepiece_lengths_and_unknown_tokens(sw_tokenizer):
-    """A Unigram tokenizer without byte fallback: ▁ counts as a space, and an <unk> or special token counts 0."""
+    """A Unigram tokenizer without byte fallback: ▁ counts as a space, and an <unk> or special token counts
+    0."""
     lengths = token_lengths(sw_tokenizer)
     text = "Mungu akasema"
     ids = sw_tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -75,8 +79,8 @@ def test_sentencepiece_lengths_and_unknown_tokens(sw_tokenizer):
 
 def test_mlm_and_clm_bits_per_byte_are_the_loss_in_bits_over_the_scored_bytes(sw_tokenizer, swahili_verses):
     blocks = pack_texts(swahili_verses[:300], sw_tokenizer, 32, max_sequences=12)
-    model = build_xlmr_mlm(sw_tokenizer, seed=0, hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32,
-                           max_position_embeddings=40)
+    model = build_xlmr_mlm(sw_tokenizer, seed=0, hidden_size=16, num_layers=1, num_heads=2,
+                           intermediate_size=32, max_position_embeddings=40)
     res = mlm_loss(model, blocks, sw_tokenizer, seed=5, batch_size=5)
     assert 0 < res["scored_chars"] <= res["scored_bytes"]  # Swahili: mostly ASCII
     assert res["scored_bytes"] > 2 * res["masked_tokens"]  # a token spans several bytes
@@ -88,7 +92,8 @@ def test_mlm_and_clm_bits_per_byte_are_the_loss_in_bits_over_the_scored_bytes(sw
     assert row["scored_bytes"] == res["scored_bytes"]
 
     from transformers import GPT2Config, GPT2LMHeadModel
-    gpt = GPT2LMHeadModel(GPT2Config(vocab_size=len(sw_tokenizer), n_positions=40, n_embd=16, n_layer=1, n_head=2))
+    gpt = GPT2LMHeadModel(GPT2Config(vocab_size=len(sw_tokenizer), n_positions=40, n_embd=16, n_layer=1,
+                                     n_head=2))
     res = clm_loss(gpt, blocks, sw_tokenizer, batch_size=5)
     expected_bytes = int(token_lengths(sw_tokenizer)[blocks[:, 1:].reshape(-1), 0].sum())
     assert res["scored_bytes"] == expected_bytes
@@ -108,7 +113,8 @@ def test_lapt_curve_records_bits_per_byte(tmp_path, sw_tokenizer, swahili_verses
     cfg = LaptConfig.parse(dict(steps=4, batch_size=8, seq_len=32, lr=1e-3, eval_every=2, eval_sequences=8,
                                     checkpoint_every=4, seed=3, threads=1, objective="mlm"))
     curve = train(model, sw_tokenizer, train_blocks, held, cfg, checkpoint_dir=tmp_path / "ckpt")
-    assert curve["heldout_bits_per_byte"].notna().all() and (curve["train_sequences"] == len(train_blocks)).all()
+    assert (curve["heldout_bits_per_byte"].notna().all()
+            and (curve["train_sequences"] == len(train_blocks)).all())
     off = torch.autocast("cpu", enabled=False)
     loss, _, bpb = heldout_eval(model, held[:8], cfg, sw_tokenizer, torch.device("cpu"), lambda: off, None,
                                 token_lengths(sw_tokenizer))

@@ -18,7 +18,8 @@ from vocab_transfer.workflow.model import Config, ModelError, load
 REPO = Path(__file__).resolve().parents[1]
 # every shipped config of one study (configs/papers.yaml names studies: tests/test_named_targets.py)
 BASE = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
-CONFIGS = sorted([REPO / "config.yaml", *(p for p in (REPO / "configs").glob("*.yaml") if p.name != "papers.yaml"),
+CONFIGS = sorted([REPO / "config.yaml",
+                  *(p for p in (REPO / "configs").glob("*.yaml") if p.name != "papers.yaml"),
                   *(REPO / "tests" / "data").glob("tiny*config.yaml")])
 
 
@@ -95,7 +96,8 @@ def test_fill_defaults_fills_the_marked_defaults_only():
     filled = schema.fill_defaults(config)
     assert filled["corpus_split"] == {"heldout_fraction": 0.05, "max_heldout_docs": 2000}
     assert filled["fasttext"] == {}  # the section is, its keys are the code's defaults (not in the params)
-    assert filled["lapt"]["training"]["snapshot_steps"] == [] and "snapshot_steps" not in filled["lapt"]["runs"]["random"]
+    assert (filled["lapt"]["training"]["snapshot_steps"] == []
+            and "snapshot_steps" not in filled["lapt"]["runs"]["random"])
     assert filled["lapt"]["runs"]["random"]["adapter"] == {"reduction_factor": 4, "non_linearity": "gelu",
                                                             "invertible": True, "skip_last_layer": True,
                                                             "init_scale": 0.02}
@@ -121,8 +123,8 @@ def test_every_shipped_config_loads(path):
     (lambda c: c.update(targets=[]), "config.targets: needs at least 1"),
     (lambda c: c["lapt"]["runs"]["focus"].update(steps=0),
      "config.lapt.runs.focus.steps: must be >= 1, got 0"),
-    (lambda c: c["lapt"]["training"].update(snapshot_steps=[1, 1]), "config.lapt.training.snapshot_steps: items must "
-                                                                         "be unique, got [1, 1]"),
+    (lambda c: c["lapt"]["training"].update(snapshot_steps=[1, 1]),
+     "config.lapt.training.snapshot_steps: items must be unique, got [1, 1]"),
     (lambda c: c["lapt"]["runs"]["focus"].update(snapshot_steps=[10**6]),
      "config.lapt.runs.focus.snapshot_steps: must be distinct optimizer steps in 0.."),
 ])

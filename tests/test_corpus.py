@@ -1,4 +1,5 @@
-"""Tests for vocab_transfer.data.corpus on real data (installed Bible packages, local files via `datasets`)."""
+"""Tests for vocab_transfer.data.corpus on real data (installed Bible packages, local files via
+`datasets`)."""
 
 from __future__ import annotations
 
@@ -102,12 +103,14 @@ def test_text_source_file_dir_and_parquet(tmp_path) -> None:
     (tmp_path / "d" / "a.txt").write_text("first line\n\n  third line \n", encoding="utf-8")
     (tmp_path / "d" / "sub" / "b.txt").write_text("bee\n", encoding="utf-8")
     single = list(iter_documents({"source": "text", "path": tmp_path / "d" / "a.txt"}))
-    assert single == [{"doc_id": "a.txt:1", "text": "first line", "positional": True}, {"doc_id": "a.txt:3", "text": "  third line ", "positional": True}]
+    assert single == [{"doc_id": "a.txt:1", "text": "first line", "positional": True},
+                      {"doc_id": "a.txt:3", "text": "  third line ", "positional": True}]
     in_dir = list(iter_documents({"source": "text", "path": str(tmp_path / "d")}))
     assert [d["doc_id"] for d in in_dir] == ["a.txt:1", "a.txt:3", "sub/b.txt:1"]
     pd.DataFrame({"text": ["x y", "z"], "other": [1, 2]}).to_parquet(tmp_path / "c.parquet")
     from_pq = list(iter_documents({"source": "text", "path": tmp_path / "c.parquet"}))
-    assert from_pq == [{"doc_id": "c.parquet:1", "text": "x y", "positional": True}, {"doc_id": "c.parquet:2", "text": "z", "positional": True}]
+    assert from_pq == [{"doc_id": "c.parquet:1", "text": "x y", "positional": True},
+                       {"doc_id": "c.parquet:2", "text": "z", "positional": True}]
     with pytest.raises(FileNotFoundError):
         iter_documents({"source": "text", "path": tmp_path / "nope.txt"})
 
@@ -152,16 +155,20 @@ def test_cc100_and_mc4_shapes_via_datasets(tmp_path) -> None:
     out = list(iter_documents({"source": "cc100", "data_files": _jsonl(tmp_path / "cc.jsonl", cc)}))
     assert out == [{"doc_id": "0", "text": "line one\n", "positional": True},
                    {"doc_id": "2", "text": "line two\n", "positional": True}]
-    c4 = [{"text": "doc a", "timestamp": "2020", "url": "u"}, {"text": "doc b", "timestamp": "2020", "url": "v"}]
+    c4 = [{"text": "doc a", "timestamp": "2020", "url": "u"},
+          {"text": "doc b", "timestamp": "2020", "url": "v"}]
     out = list(iter_documents({"source": "mc4", "data_files": _jsonl(tmp_path / "c4.jsonl", c4)}))
-    assert out == [{"doc_id": "0", "text": "doc a", "positional": True}, {"doc_id": "1", "text": "doc b", "positional": True}]
+    assert out == [{"doc_id": "0", "text": "doc a", "positional": True},
+                   {"doc_id": "1", "text": "doc b", "positional": True}]
 
 
 def test_hub_arguments_follow_the_dataset_cards() -> None:
-    """datasets >= 4 runs no loading scripts: each corpus is opened by config name or data folder, never with the
-    old scripts' lang= / language= arguments; every key can be overridden."""
-    assert hub_arguments({"source": "cc100", "lang": "sw"}) == {"path": "statmt/cc100", "name": "sw", "split": "train"}
-    assert hub_arguments({"source": "mc4", "lang": "sm"}) == {"path": "allenai/c4", "name": "sm", "split": "train"}
+    """datasets >= 4 runs no loading scripts: each corpus is opened by config name or data folder, never with
+    the old scripts' lang= / language= arguments; every key can be overridden."""
+    assert (hub_arguments({"source": "cc100", "lang": "sw"})
+            == {"path": "statmt/cc100", "name": "sw", "split": "train"})
+    assert (hub_arguments({"source": "mc4", "lang": "sm"})
+            == {"path": "allenai/c4", "name": "sm", "split": "train"})
     assert hub_arguments({"source": "oscar", "lang": "lb", "revision": "abc123"}) == {
         "path": "oscar-corpus/OSCAR-2301", "data_dir": "lb_meta", "revision": "abc123", "split": "train"}
     assert hub_arguments({"source": "mc4", "dataset": "wikimedia/wikipedia", "lang": "20231101.en"}) == {
@@ -180,8 +187,8 @@ def _card(root, configs: dict[str, str]) -> None:
 
 def test_hub_readers_on_local_copies_of_the_hub_layouts(tmp_path) -> None:
     """The same reader on local folders laid out like statmt/cc100 (parquet per language config), allenai/c4
-    (multilingual/c4-<lang>.*.json.gz per language config) and OSCAR-2301 (<lang>_meta/ folders of JSON lines with
-    content and metadata.quality_warnings): what the cluster reads from the hub, offline."""
+    (multilingual/c4-<lang>.*.json.gz per language config) and OSCAR-2301 (<lang>_meta/ folders of JSON lines
+    with content and metadata.quality_warnings): what the cluster reads from the hub, offline."""
     import gzip
 
     cc = tmp_path / "cc100"
@@ -198,7 +205,8 @@ def test_hub_readers_on_local_copies_of_the_hub_layouts(tmp_path) -> None:
 
     c4 = tmp_path / "c4"
     (c4 / "multilingual").mkdir(parents=True)
-    with gzip.open(c4 / "multilingual" / "c4-sm.tfrecord-00000-of-00001.json.gz", "wt", encoding="utf-8") as f:
+    with gzip.open(c4 / "multilingual" / "c4-sm.tfrecord-00000-of-00001.json.gz", "wt",
+                   encoding="utf-8") as f:
         f.write(json.dumps({"text": "O le gagana Samoa", "timestamp": "2020", "url": "u"}) + "\n")
     _card(c4, {"sm": "multilingual/c4-sm.tfrecord-*.json.gz", "en": "en/c4-train.*.json.gz"})
     assert list(iter_documents({"source": "mc4", "lang": "sm", "dataset": str(c4)})) == [
@@ -208,7 +216,8 @@ def test_hub_readers_on_local_copies_of_the_hub_layouts(tmp_path) -> None:
     (oscar / "lb_meta").mkdir(parents=True)
     rows = [{"content": "Moien", "warc_headers": {}, "metadata": {"quality_warnings": None}},
             {"content": "Header text", "warc_headers": {}, "metadata": {"quality_warnings": ["header"]}},
-            {"content": "Lëtzebuergesch", "warc_headers": {}, "metadata": {"quality_warnings": ["short_sentences"]}}]
+            {"content": "Lëtzebuergesch", "warc_headers": {},
+             "metadata": {"quality_warnings": ["short_sentences"]}}]
     _jsonl(oscar / "lb_meta" / "lb_meta_part_1.jsonl", rows)
     stats = SourceStats()
     out = list(iter_documents({"source": "oscar", "lang": "lb", "dataset": str(oscar)}, stats))
@@ -248,7 +257,8 @@ def test_clean_text_normalization_forms() -> None:
 
 # ----------------------------------------------------------------------------------------- filtering
 def test_filter_cleans_dedups_and_length_filters() -> None:
-    raw = docs("hello  world", "hello world", "   ", "ab", "one two three four", "<b>hello</b> world", "x" * 50)
+    raw = docs("hello  world", "hello world", "   ", "ab", "one two three four", "<b>hello</b> world",
+               "x" * 50)
     out = list(filter_documents(raw, min_chars=3, max_chars=20, min_words=2))
     assert out == [{"doc_id": "0", "text": "hello world"}, {"doc_id": "4", "text": "one two three four"}]
     no_dedup = list(filter_documents(raw, dedup=False))
@@ -274,8 +284,8 @@ def test_filter_max_bytes_and_max_docs_stop_reading() -> None:
 
 @pytest.mark.parametrize("spill", [False, True])
 def test_hash_set_is_exact_and_keeps_first_occurrences(tmp_path, spill) -> None:
-    """In RAM, and spilled to disk runs behind Bloom filters (tiny limits so that runs spill, merge and filters
-    grow): the same answer as a Python set, repeats within and across batches included."""
+    """In RAM, and spilled to disk runs behind Bloom filters (tiny limits so that runs spill, merge and
+    filters grow): the same answer as a Python set, repeats within and across batches included."""
     rng = np.random.default_rng(0)
     keys = rng.integers(0, 2**64 - 1, 6000, dtype=np.uint64, endpoint=True)
     keys = np.concatenate([keys, keys[rng.integers(0, 6000, 3000)], keys[:500]])  # repeats, late ones too
@@ -304,10 +314,12 @@ def test_disk_runs_merge_streaming_and_find_every_key(tmp_path) -> None:
     rng = np.random.default_rng(1)
     keys = np.unique(rng.integers(0, 2**63, 3 * BLOCK + 17, dtype=np.uint64))
     a, b = keys[::3], np.setdiff1d(keys, keys[::3])
-    run = merge_runs(DiskRun.write(tmp_path / "a", a), DiskRun.write(tmp_path / "b", b), tmp_path / "ab", chunk=1000)
+    run = merge_runs(DiskRun.write(tmp_path / "a", a), DiskRun.write(tmp_path / "b", b), tmp_path / "ab",
+                     chunk=1000)
     assert run.n == len(keys) and np.array_equal(np.fromfile(tmp_path / "ab", dtype="<u8"), keys)
     assert np.array_equal(run.sparse, keys[::BLOCK])
-    probe = np.concatenate([keys[rng.integers(0, len(keys), 50)], rng.integers(0, 2**63, 50, dtype=np.uint64)])
+    probe = np.concatenate([keys[rng.integers(0, len(keys), 50)],
+                            rng.integers(0, 2**63, 50, dtype=np.uint64)])
     assert np.array_equal(run.contains(probe), np.isin(probe, keys))
     bloom = BloomFilter(len(keys))
     bloom.add(keys)
@@ -317,8 +329,8 @@ def test_disk_runs_merge_streaming_and_find_every_key(tmp_path) -> None:
 
 
 def test_merging_disk_runs_holds_a_few_chunks_not_the_runs(tmp_path) -> None:
-    """A merge streams: its memory is a few chunks, whatever the runs' size (the sparse index keeps copies of every
-    BLOCK-th key, not views that would keep each merged piece alive)."""
+    """A merge streams: its memory is a few chunks, whatever the runs' size (the sparse index keeps copies of
+    every BLOCK-th key, not views that would keep each merged piece alive)."""
     import tracemalloc
 
     from vocab_transfer.data.dedup import DiskRun, merge_runs
@@ -389,7 +401,8 @@ def _lines(tmp_path, n: int, seed: int = 0, name: str = "c.txt") -> dict:
 @pytest.mark.parametrize("cap", [None, 30])
 def test_build_corpus_streams_the_same_split_as_in_memory(tmp_path, cap) -> None:
     spec = _lines(tmp_path, 400)
-    filter_cfg, split_cfg = {"min_chars": 2, "max_docs": 300}, {"heldout_fraction": 0.2, "max_heldout_docs": cap}
+    filter_cfg, split_cfg = ({"min_chars": 2, "max_docs": 300},
+                             {"heldout_fraction": 0.2, "max_heldout_docs": cap})
     logs: list[str] = []
     stats = build_corpus(spec, filter_cfg=filter_cfg, split_cfg=split_cfg, seed=1, log=logs.append,
                          train_path=tmp_path / "train.parquet", heldout_path=tmp_path / "heldout.parquet")
@@ -400,28 +413,31 @@ def test_build_corpus_streams_the_same_split_as_in_memory(tmp_path, cap) -> None
     pd.testing.assert_frame_equal(held, ref_held)
     assert set(train["doc_id"]).isdisjoint(held["doc_id"]) and (cap is None or len(held) == cap)
     assert stats.filter["kept"] == 300 and stats.filter["stopped_by"] == "max_docs"
-    assert stats.train_docs == len(train) and stats.heldout_docs == len(held) and stats.source["documents"] >= 300
+    assert (stats.train_docs == len(train) and stats.heldout_docs == len(held)
+            and stats.source["documents"] >= 300)
     assert any("kept 300" in m for m in logs) and any(f"heldout {len(held)}" in m for m in logs)
     assert pd.read_parquet(tmp_path / "train.parquet").equals(train)  # pandas opens the directory dataset
     assert corpus_metadata(tmp_path / "train.parquet")["spec"] == spec
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "heldout.parquet", "train.parquet"]  # no spool
+    # no spool
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "heldout.parquet", "train.parquet"]
 
 
 def test_build_corpus_applies_a_languages_own_cap_and_names_an_empty_corpus(tmp_path) -> None:
     spec = _lines(tmp_path, 400) | {"max_bytes": 500}
-    stats = build_corpus(spec, filter_cfg={"min_chars": 2}, split_cfg={"heldout_fraction": 0.1}, seed=1, log=print,
-                         train_path=tmp_path / "t", heldout_path=tmp_path / "h")
+    stats = build_corpus(spec, filter_cfg={"min_chars": 2}, split_cfg={"heldout_fraction": 0.1}, seed=1,
+                         log=print, train_path=tmp_path / "t", heldout_path=tmp_path / "h")
     assert stats.filter["stopped_by"] == "max_bytes" and 500 <= stats.filter["kept_bytes"] < 600
-    with pytest.raises(CorpusError, match=r"no documents left after filtering \(451 read: 0 too short, 0 too long, 451 with too few words.*'source': 'text'"):
+    with pytest.raises(CorpusError, match=r"no documents left after filtering \(451 read: 0 too short, 0 too "
+                                          r"long, 451 with too few words.*'source': 'text'"):
         build_corpus(spec, filter_cfg={"min_words": 1000}, split_cfg={"heldout_fraction": 0.1}, seed=1,
                      log=print, train_path=tmp_path / "t2", heldout_path=tmp_path / "h2")
     assert not (tmp_path / "t2").exists() and not (tmp_path / "h2").exists()  # nothing a rerun would trust
 
 
 def test_build_corpus_memory_does_not_grow_with_the_corpus(tmp_path, monkeypatch) -> None:
-    """Bounded memory, cheaply: with 2 kB row groups, ingesting 4x the documents allocates far less than 4x the
-    Python memory (tracemalloc peak, after a warm-up run): documents are written as they come, never collected;
-    what grows is the deduplication set's 8 bytes per document."""
+    """Bounded memory, cheaply: with 2 kB row groups, ingesting 4x the documents allocates far less than 4x
+    the Python memory (tracemalloc peak, after a warm-up run): documents are written as they come, never
+    collected; what grows is the deduplication set's 8 bytes per document."""
     import tracemalloc
 
     monkeypatch.setattr(corpus_module, "ROW_GROUP_BYTES", 2048)
@@ -448,7 +464,8 @@ def test_write_corpus_atomic_roundtrip(tmp_path) -> None:
     assert back["doc_id"].tolist() == ["1:1:1"] and back["text"].tolist() == [SW_GEN_1_1]
     assert list(iter_texts(path)) == [SW_GEN_1_1] and corpus_num_docs(path) == 1
     assert sorted(p.name for p in path.parent.iterdir()) == ["train.parquet"]  # no temp files left
-    assert oct(path.stat().st_mode & 0o777) == oct(0o777 & ~_umask())  # readable by the group, as mkdir makes it
+    # readable by the group, as mkdir makes it
+    assert oct(path.stat().st_mode & 0o777) == oct(0o777 & ~_umask())
 
 
 def _umask() -> int:
@@ -462,15 +479,16 @@ def test_a_truncated_corpus_part_is_named(tmp_path) -> None:
     write_corpus(pd.DataFrame({"doc_id": [str(i) for i in range(50)], "text": ["word " * 20] * 50}), path)
     part = corpus_parts(path)[0]
     part.write_bytes(part.read_bytes()[:-100])
-    with pytest.raises(CorpusError, match=r"part-00000\.parquet is not a readable parquet file.*truncated or corrupt"):
+    with pytest.raises(CorpusError,
+                       match=r"part-00000\.parquet is not a readable parquet file.*truncated or corrupt"):
         list(iter_texts(path))
     with pytest.raises(CorpusError, match="has no part-"):
         corpus_parts(tmp_path / "missing.parquet")
 
 
 def test_reading_a_corpus_holds_one_row_group(tmp_path, monkeypatch) -> None:
-    """Streaming a split keeps Arrow's memory at one row group: pyarrow's default pre-buffering would keep every
-    column chunk read until the end (0.6 GB per GB of corpus)."""
+    """Streaming a split keeps Arrow's memory at one row group: pyarrow's default pre-buffering would keep
+    every column chunk read until the end (0.6 GB per GB of corpus)."""
     import pyarrow as pa
 
     monkeypatch.setattr(corpus_module, "ROW_GROUP_BYTES", 50_000)
@@ -485,15 +503,15 @@ def test_reading_a_corpus_holds_one_row_group(tmp_path, monkeypatch) -> None:
 
 
 def test_capped_held_out_split_keeps_only_the_smallest_hashes_while_streaming(tmp_path) -> None:
-    """With max_heldout_docs, only that many candidate hashes are held while streaming; the split still equals the
-    in-memory rule for every cap, 0 included."""
+    """With max_heldout_docs, only that many candidate hashes are held while streaming; the split still equals
+    the in-memory rule for every cap, 0 included."""
     spec = _lines(tmp_path, 3000)
     for cap in (0, 1, 7, 500):
         split_cfg = {"heldout_fraction": 0.3, "max_heldout_docs": cap}
         build_corpus(spec, filter_cfg={"min_chars": 2}, split_cfg=split_cfg, seed=5, log=lambda m: None,
                      train_path=tmp_path / f"t{cap}", heldout_path=tmp_path / f"h{cap}")
-        ref_train, ref_held = split_documents(pd.DataFrame(filter_documents(iter_documents(spec), min_chars=2)),
-                                              seed=5, **split_cfg)
+        ref_train, ref_held = split_documents(
+            pd.DataFrame(filter_documents(iter_documents(spec), min_chars=2)), seed=5, **split_cfg)
         pd.testing.assert_frame_equal(read_corpus(tmp_path / f"h{cap}"), ref_held)
         pd.testing.assert_frame_equal(read_corpus(tmp_path / f"t{cap}"), ref_train)
         assert len(ref_held) == cap

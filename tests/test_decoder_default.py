@@ -1,5 +1,6 @@
-"""A config's target tokenizer follows its one decoder source by default (as ``tokenizer.like: <source>``); sources
-of several families need ``tokenizer.like``; a target's own ``like`` pairs it with that source only."""
+"""A config's target tokenizer follows its one decoder source by default (as ``tokenizer.like: <source>``);
+sources of several families need ``tokenizer.like``; a target's own ``like`` pairs it with that source
+only."""
 
 from __future__ import annotations
 
@@ -75,8 +76,8 @@ def test_hub_decoder_is_decided_by_the_job_and_masked_configs_keep_unigram(tmp_p
 
 @pytest.mark.parametrize("second", ["qwen2-tiny", "demo-xlmr"])
 def test_sources_of_several_families_without_like_are_refused(decoders, second):
-    """A Llama and a Qwen2, or a decoder and a masked LM pretrained here: the message names tokenizer.like, the
-    per-target key and the sources."""
+    """A Llama and a Qwen2, or a decoder and a masked LM pretrained here: the message names tokenizer.like,
+    the per-target key and the sources."""
     config = decoder_config(decoders, "llama-tiny")
     if second == "demo-xlmr":
         config["sources"][second] = yaml.safe_load((REPO / "config.yaml").read_text())["sources"][second]
@@ -129,14 +130,16 @@ def test_job_refuses_a_decoder_among_several_sources(decoders):
 def run(workdir: Path, config: dict, *targets: str):
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     cmd = [*SNAKEMAKE, *targets, "--cores", "2", "--configfile", "config.yaml"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
 
 
 @pytest.mark.slow
 def test_qwen2_source_without_like_exports_its_layout(decoders):
-    """Through the DAG to the export of one init: the target tokenizer is byte-level BPE in Qwen2's layout (its
-    ChatML template, its special tokens first, nothing appended to a prompt), and the model's eos is its eos."""
+    """Through the DAG to the export of one init: the target tokenizer is byte-level BPE in Qwen2's layout
+    (its ChatML template, its special tokens first, nothing appended to a prompt), and the model's eos is its
+    eos."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     config = decoder_config(Path("."), "qwen2-tiny")
@@ -148,7 +151,8 @@ def test_qwen2_source_without_like_exports_its_layout(decoders):
     run(decoders, config, export)
     info = json.loads((decoders / paths.tokenizer("sw") / "training.json").read_text())
     assert info["kind"] == "byte_level" and info["like"] == "qwen2-tiny"
-    tok, source = AutoTokenizer.from_pretrained(decoders / export), AutoTokenizer.from_pretrained(decoders / "qwen2-tiny")
+    tok, source = (AutoTokenizer.from_pretrained(decoders / export),
+                   AutoTokenizer.from_pretrained(decoders / "qwen2-tiny"))
     assert tok.chat_template == source.chat_template and tok.chat_template
     assert tok.bos_token is None and tok.eos_token == source.eos_token and tok.pad_token == source.pad_token
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
@@ -165,8 +169,8 @@ def test_qwen2_source_without_like_exports_its_layout(decoders):
 
 @pytest.mark.slow
 def test_llama_source_without_like_trains_its_layout(decoders, tmp_path):
-    """Through the DAG to the export of one init: byte-fallback BPE in Llama's layout (``<unk> <s> </s>``, a prompt
-    is ``<s> A``, no ``</s>`` appended), the source's chat template, and the model's eos is its eos."""
+    """Through the DAG to the export of one init: byte-fallback BPE in Llama's layout (``<unk> <s> </s>``, a
+    prompt is ``<s> A``, no ``</s>`` appended), the source's chat template, and the model's eos is its eos."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     (tmp_path / "llama-tiny").symlink_to(decoders / "llama-tiny")
@@ -183,7 +187,8 @@ def test_llama_source_without_like_trains_its_layout(decoders, tmp_path):
     assert model.config.eos_token_id == tok.eos_token_id and model.config.vocab_size == len(tok)
     source = AutoTokenizer.from_pretrained(decoders / "llama-tiny")
     assert [tok.unk_token_id, tok.bos_token_id, tok.eos_token_id] == [0, 1, 2]
-    assert [tok.unk_token, tok.bos_token, tok.eos_token] == [source.unk_token, source.bos_token, source.eos_token]
+    assert ([tok.unk_token, tok.bos_token, tok.eos_token]
+            == [source.unk_token, source.bos_token, source.eos_token])
     assert tok.chat_template == source.chat_template
     ids = tok("Hallo Welt")["input_ids"]
     assert ids[0] == tok.bos_token_id and tok.eos_token_id not in ids and "<0x48>" in tok.get_vocab()

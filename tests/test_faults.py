@@ -1,10 +1,11 @@
-"""Faults under real processes: fine-tuning killed with SIGKILL (after a checkpoint, during a checkpoint write, at
-seeded random moments) resumes to the uninterrupted run's scores and history; a second Snakemake on the same working
-directory is refused with Snakemake's lock message while the first completes; a full file system during an artifact
-write raises ENOSPC naming the file and leaves no partial file.
+"""Faults under real processes: fine-tuning killed with SIGKILL (after a checkpoint, during a checkpoint
+write, at seeded random moments) resumes to the uninterrupted run's scores and history; a second Snakemake on
+the same working directory is refused with Snakemake's lock message while the first completes; a full file
+system during an artifact write raises ENOSPC naming the file and leaves no partial file.
 
-The module counts what it injected and what recovered, prints the summary at the end of the session (conftest's
-terminal summary) and writes it to test-artifacts/fault_summary.json; docs/artifacts.md quotes the figures."""
+The module counts what it injected and what recovered, prints the summary at the end of the session
+(conftest's terminal summary) and writes it to test-artifacts/fault_summary.json; docs/artifacts.md quotes the
+figures."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ SEED = 19  # the random kill moments
 RANDOM_KILLS = 3
 
 #: What the module injected and what recovered (conftest.pytest_terminal_summary prints it).
-SUMMARY = {"faults_injected": 0, "sigkill": 0, "sigkill_during_checkpoint_write": 0, "concurrent_snakemake": 0,
-           "disk_full": 0, "same_size_corruption": 0, "runs_recovered": 0, "bytes_lost": 0, "partial_files_left": 0}
+SUMMARY = {"faults_injected": 0, "sigkill": 0, "sigkill_during_checkpoint_write": 0,
+           "concurrent_snakemake": 0, "disk_full": 0, "same_size_corruption": 0, "runs_recovered": 0,
+           "bytes_lost": 0, "partial_files_left": 0}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -42,13 +44,14 @@ def summary():
     (ARTIFACTS / "fault_summary.json").write_text(json.dumps(SUMMARY, indent=1) + "\n")
 
 
-# --- fine-tuning under SIGKILL ---------------------------------------------------------------------------------------
+# --- fine-tuning under SIGKILL ------------------------------------------------------------------------------
 FT_CONFIG = {"epochs": 1, "lr": 2e-3, "batch_size": 16, "seq_len": 64, "eval_fraction": 0.2, "threads": 1}
 
 
 @pytest.fixture(scope="module")
 def ft_inputs(tmp_path_factory, sw_tokenizer, swahili_verses):
-    """A tiny XLM-R MLM and an NER-shaped task (capitalized words; tests/test_finetune.py's), 25 steps of 16."""
+    """A tiny XLM-R MLM and an NER-shaped task (capitalized words; tests/test_finetune.py's), 25 steps of
+    16."""
     from test_finetune import TINY as SIZES
     from test_finetune import capital_tags
 
@@ -66,9 +69,9 @@ def ft_inputs(tmp_path_factory, sw_tokenizer, swahili_verses):
 
 
 def finetune_cmd(root: Path, out: Path, seeds: tuple[int, ...] = (1,)) -> list[str]:
-    return [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(root / "model"), "--task", "ner",
-            "--data", str(root / "data"), "--seed", *map(str, seeds), "--output", str(out), "--config",
-            json.dumps(FT_CONFIG)]
+    return [sys.executable, "-m", "vocab_transfer.training.finetune", "--model", str(root / "model"),
+            "--task", "ner", "--data", str(root / "data"), "--seed", *map(str, seeds), "--output", str(out),
+            "--config", json.dumps(FT_CONFIG)]
 
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -83,9 +86,10 @@ def finish(root: Path, out: Path, seeds: tuple[int, ...] = (1,)) -> float:
 
 
 def kill_when(root: Path, out: Path, ready, timeout: float = 120, seeds: tuple[int, ...] = (1,)) -> bool:
-    """Start the fine-tuning CLI and SIGKILL it as soon as ``ready()`` holds (polled without sleeping); False if it
-    ended first."""
-    proc = subprocess.Popen(finetune_cmd(root, out, seeds), env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Start the fine-tuning CLI and SIGKILL it as soon as ``ready()`` holds (polled without sleeping); False
+    if it ended first."""
+    proc = subprocess.Popen(finetune_cmd(root, out, seeds), env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     end = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < end:
         if ready():
@@ -112,8 +116,8 @@ def history_path(out: Path) -> Path:
 
 
 def assert_same_results(out: Path, ref: Path) -> None:
-    """Scores row and dev history equal the uninterrupted run's (the bytes of those that do not count as lost); no
-    checkpoint or temporary file is left."""
+    """Scores row and dev history equal the uninterrupted run's (the bytes of those that do not count as
+    lost); no checkpoint or temporary file is left."""
     differ = [b for a, b in ((out, ref), (history_path(out), history_path(ref)))
               if not a.is_file() or not pd.read_parquet(a).equals(pd.read_parquet(b))]
     SUMMARY["bytes_lost"] += sum(b.stat().st_size for b in differ)
@@ -150,8 +154,8 @@ def test_finetune_killed_after_a_checkpoint_resumes_to_the_same_scores(ft_inputs
 
 @pytest.mark.slow
 def test_finetune_of_two_seeds_killed_in_the_second_keeps_the_first(ft_inputs, ft_reference):
-    """A job of seeds 1 and 2 killed during seed 2 (after its first checkpoint) does not train seed 1 again on the
-    rerun, and its rows equal seed 1's job of its own and seed 2's job of its own."""
+    """A job of seeds 1 and 2 killed during seed 2 (after its first checkpoint) does not train seed 1 again on
+    the rerun, and its rows equal seed 1's job of its own and seed 2's job of its own."""
     ref, _ = ft_reference
     alone = ft_inputs / "alone" / "seed2.parquet"
     alone.parent.mkdir()
@@ -166,17 +170,18 @@ def test_finetune_of_two_seeds_killed_in_the_second_keeps_the_first(ft_inputs, f
     rows, history = pd.read_parquet(out), pd.read_parquet(history_path(out))
     for seed, single in ((1, ref), (2, alone)):
         pd.testing.assert_frame_equal(rows[rows.seed == seed].reset_index(drop=True), pd.read_parquet(single))
-        pd.testing.assert_frame_equal(history[history.seed == seed].drop(columns="seed").reset_index(drop=True),
-                                      pd.read_parquet(history_path(single)).drop(columns="seed"))
+        pd.testing.assert_frame_equal(
+            history[history.seed == seed].drop(columns="seed").reset_index(drop=True),
+            pd.read_parquet(history_path(single)).drop(columns="seed"))
     assert not ckpts.exists()
     SUMMARY["runs_recovered"] += 1
 
 
 @pytest.mark.slow
 def test_finetune_killed_while_writing_a_checkpoint_and_at_random_moments(ft_inputs, ft_reference):
-    """SIGKILL the moment a checkpoint folder (or best.pt) is being written, until one kill leaves the temporary
-    folder behind (proof that it hit the write), then at RANDOM_KILLS moments drawn with a fixed seed over the run's
-    length; the last rerun ends where the uninterrupted run ended."""
+    """SIGKILL the moment a checkpoint folder (or best.pt) is being written, until one kill leaves the
+    temporary folder behind (proof that it hit the write), then at RANDOM_KILLS moments drawn with a fixed
+    seed over the run's length; the last rerun ends where the uninterrupted run ended."""
     ref, seconds = ft_reference
     out = ft_inputs / "written" / "seed1.parquet"
     out.parent.mkdir()
@@ -203,24 +208,26 @@ def test_finetune_killed_while_writing_a_checkpoint_and_at_random_moments(ft_inp
     SUMMARY["runs_recovered"] += 1
 
 
-# --- two Snakemakes on one working directory -------------------------------------------------------------------------
+# --- two Snakemakes on one working directory ----------------------------------------------------------------
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
 
 @pytest.mark.slow
 def test_a_second_snakemake_on_the_same_directory_is_refused(tmp_path):
-    """While one Snakemake pretrains the source model, a second one asking for the same model stops with Snakemake's
-    lock message (it names the directory and --unlock); the first completes and leaves nothing to redo. The inputs are
-    built beforehand, so that the second plans the same job and meets the lock (a running job whose output folder
-    already exists would be refused earlier, as incomplete)."""
+    """While one Snakemake pretrains the source model, a second one asking for the same model stops with
+    Snakemake's lock message (it names the directory and --unlock); the first completes and leaves nothing to
+    redo. The inputs are built beforehand, so that the second plans the same job and meets the lock (a running
+    job whose output folder already exists would be refused earlier, as incomplete)."""
     config = yaml.safe_load(TINY.read_text())
-    config["sources"]["tiny"]["pretrain"]["training"].update(steps=4000, eval_every=2000)  # about 20 s on one core
+    # about 20 s on one core
+    config["sources"]["tiny"]["pretrain"]["training"].update(steps=4000, eval_every=2000)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     target = "results/source/tiny/model"
     cmd = [*SNAKEMAKE, target, "--cores", "1", "--configfile", "config.yaml"]
     subprocess.run([*cmd, "--omit-from", "pretrain_source_model"], cwd=tmp_path, env=ENV, check=True,
                    capture_output=True)
-    first = subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
     locks = tmp_path / ".snakemake" / "locks"
     while first.poll() is None and not (locks.is_dir() and any(locks.iterdir())):
         time.sleep(0.05)
@@ -243,7 +250,7 @@ def test_a_second_snakemake_on_the_same_directory_is_refused(tmp_path):
     SUMMARY["runs_recovered"] += 1
 
 
-# --- an artifact corrupted without changing its size ----------------------------------------------------------------
+# --- an artifact corrupted without changing its size --------------------------------------------------------
 @pytest.mark.slow
 def test_an_artifact_corrupted_in_place_is_not_used_downstream_and_its_hint_rebuilds_it(tmp_path):
     """The German target tokenizer's tokenizer.json is overwritten in place with bytes of the same length (its
@@ -287,7 +294,7 @@ def test_an_artifact_corrupted_in_place_is_not_used_downstream_and_its_hint_rebu
     SUMMARY["runs_recovered"] += 1
 
 
-# --- a full file system ------------------------------------------------------------------------------------------------
+# --- a full file system -------------------------------------------------------------------------------------
 @pytest.fixture
 def small_disk(tmp_path):
     """A 256 KiB tmpfs (needs root or CAP_SYS_ADMIN; skipped otherwise)."""
@@ -311,7 +318,8 @@ def test_a_full_disk_raises_enospc_naming_the_file_and_leaves_nothing(small_disk
 
     (small_disk / "kept.txt").write_text("already there")
     cases = {
-        "table.parquet": lambda p: write_parquet(pd.DataFrame({"x": np.random.default_rng(0).random(100_000)}), p),
+        "table.parquet": lambda p: write_parquet(
+            pd.DataFrame({"x": np.random.default_rng(0).random(100_000)}), p),
         "tensors.safetensors": lambda p: write_tensors({"embeddings": torch.ones(1000, 100)}, p),
     }
     for name, write in cases.items():
@@ -337,8 +345,8 @@ def test_a_full_disk_raises_enospc_naming_the_file_and_leaves_nothing(small_disk
 
 
 def test_checkpoints_deleted_midway_leave_nothing_to_resume(tmp_path, monkeypatch):
-    """A job killed while it deletes its checkpoints (after its outputs are written) leaves no half-deleted step
-    folder that a rerun would resume from: the folder is renamed aside before it is deleted."""
+    """A job killed while it deletes its checkpoints (after its outputs are written) leaves no half-deleted
+    step folder that a rerun would resume from: the folder is renamed aside before it is deleted."""
     from vocab_transfer import io
     from vocab_transfer.training.runtime import Checkpoints
 

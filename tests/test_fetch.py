@@ -1,7 +1,7 @@
-"""Hub corpora fetched on the login node (vocab_transfer.data.fetch, rule download_corpus): the real code path on a
-local copy laid out like a hub dataset repository (VOCAB_TRANSFER_HUB_MIRROR), since the hub is out of reach here.
-The dataset card's configuration picks the files, a byte cap stops early, a killed fetch resumes without fetching a
-finished file again, and the corpus job reads only the fetched files."""
+"""Hub corpora fetched on the login node (vocab_transfer.data.fetch, rule download_corpus): the real code path
+on a local copy laid out like a hub dataset repository (VOCAB_TRANSFER_HUB_MIRROR), since the hub is out of
+reach here. The dataset card's configuration picks the files, a byte cap stops early, a killed fetch resumes
+without fetching a finished file again, and the corpus job reads only the fetched files."""
 
 import json
 import os
@@ -57,7 +57,8 @@ def test_the_card_picks_the_files_and_the_fetch_records_them(mirror, tmp_path):
     assert json.loads((out / fetch.FETCH_FILE).read_text()) == record
     assert (out / ".manifest.json").is_file() and not out.with_name("xx.partial").exists()
     docs = list(iter_documents({**SPEC, "fetched": str(out)}))
-    assert len(docs) == 150 and docs[0]["doc_id"] == "xx-0-0" and all(d["text"].startswith("xx ") for d in docs)
+    assert (len(docs) == 150 and docs[0]["doc_id"] == "xx-0-0"
+            and all(d["text"].startswith("xx ") for d in docs))
 
 
 def test_a_byte_cap_stops_the_fetch(mirror, tmp_path):
@@ -71,8 +72,10 @@ def test_a_killed_fetch_resumes_without_fetching_a_finished_file_again(mirror, t
     out = tmp_path / "out"
     partial = out.with_name("out.partial")
     (partial / "xx").mkdir(parents=True)
-    shutil.copyfile(mirror / "xx" / "part-0.jsonl", partial / "xx" / "part-0.jsonl")  # finished before the kill
-    (partial / "xx" / "part-1.jsonl").write_bytes((mirror / "xx" / "part-1.jsonl").read_bytes()[:100])  # cut off
+    # finished before the kill
+    shutil.copyfile(mirror / "xx" / "part-0.jsonl", partial / "xx" / "part-0.jsonl")
+    # cut off
+    (partial / "xx" / "part-1.jsonl").write_bytes((mirror / "xx" / "part-1.jsonl").read_bytes()[:100])
     copied = []
     real_copy = shutil.copyfile
     monkeypatch.setattr(fetch.shutil, "copyfile", lambda a, b: copied.append(Path(a).name) or real_copy(a, b))
@@ -84,15 +87,17 @@ def test_a_killed_fetch_resumes_without_fetching_a_finished_file_again(mirror, t
 def test_what_is_fetched_and_what_is_streamed(tmp_path):
     assert fetch.needs_fetch({"source": "cc100", "lang": "de"})
     assert not fetch.needs_fetch({"source": "cc100", "lang": "de", "fetch": False})
-    assert not fetch.needs_fetch({"source": "oscar", "data_files": "x.jsonl"})  # local files in the hub's layout
-    assert not fetch.needs_fetch({"source": "mc4", "dataset": str(tmp_path), "name": "de"})  # a local copy of the hub repository
+    # local files in the hub's layout
+    assert not fetch.needs_fetch({"source": "oscar", "data_files": "x.jsonl"})
+    # a local copy of the hub repository
+    assert not fetch.needs_fetch({"source": "mc4", "dataset": str(tmp_path), "name": "de"})
     assert not fetch.needs_fetch({"source": "text", "path": "x.txt"})
 
 
 @pytest.mark.slow
 def test_the_corpus_job_reads_what_the_login_node_fetched(mirror, tmp_path):
-    """The DAG fetches the corpus (download_corpus, a local rule) and the corpus job reads the fetched files; the
-    corpus's stats.json names the fetch and its commit."""
+    """The DAG fetches the corpus (download_corpus, a local rule) and the corpus job reads the fetched files;
+    the corpus's stats.json names the fetch and its commit."""
     config = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text())
     config["corpora"]["xx"] = dict(SPEC)
     (tmp_path / "work").mkdir()
@@ -110,8 +115,8 @@ def test_the_corpus_job_reads_what_the_login_node_fetched(mirror, tmp_path):
 
 
 class _RangeServer:
-    """A local HTTP server that answers range requests (as the file servers of word vectors and dictionaries do)
-    and can cut a response off after some bytes (a lost connection)."""
+    """A local HTTP server that answers range requests (as the file servers of word vectors and dictionaries
+    do) and can cut a response off after some bytes (a lost connection)."""
 
     def __init__(self, files: dict[str, bytes], ranges: bool = True):
         import http.server
@@ -122,7 +127,8 @@ class _RangeServer:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 - the http.server API
                 body = files[self.path.lstrip("/")]
-                start = int(self.headers["Range"].split("=")[1].rstrip("-")) if ranges and self.headers["Range"] else 0
+                start = (int(self.headers["Range"].split("=")[1].rstrip("-"))
+                         if ranges and self.headers["Range"] else 0)
                 if start >= len(body) and start:
                     self.send_response(416)
                     self.end_headers()

@@ -1,7 +1,8 @@
-"""What stops a first run on a cluster before any job starts, with one message that says what to fix: a profile
-placeholder left unfilled (dry runs too), a YAML boolean where a language code belongs, a hub corpus's language code
-that the corpus lacks, a target written after ``--configfile``; and the defaults that let a config leave out what a
-user of the papers expects (``eval``, the SLURM time limits, prepare_corpus's request)."""
+"""What stops a first run on a cluster before any job starts, with one message that says what to fix: a
+profile placeholder left unfilled (dry runs too), a YAML boolean where a language code belongs, a hub corpus's
+language code that the corpus lacks, a target written after ``--configfile``; and the defaults that let a
+config leave out what a user of the papers expects (``eval``, the SLURM time limits, prepare_corpus's
+request)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ SCHEMA = REPO / "schemas" / "config.schema.yaml"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 TINY = REPO / "tests" / "data" / "tiny_config.yaml"
 BASE = yaml.safe_load(TINY.read_text())
-PLACEHOLDERS = {"<cpu-partition>": "cpu", "<cpu-account>": "acct", "<gpu-partition>": "gpu", "<gpu-account>": "acct"}
+PLACEHOLDERS = {"<cpu-partition>": "cpu", "<cpu-account>": "acct", "<gpu-partition>": "gpu",
+                "<gpu-account>": "acct"}
 
 
 def tiny(edit=None) -> dict:
@@ -43,11 +45,12 @@ def tiny(edit=None) -> dict:
 
 
 def snakemake(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *args], cwd=cwd,
-                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=300)
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *args],
+                          cwd=cwd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                          timeout=300)
 
 
-# --- profile placeholders, at parse time ---------------------------------------------------------------------------
+# --- profile placeholders, at parse time --------------------------------------------------------------------
 def shipped_resources(text: str) -> tuple[dict, dict]:
     profile = yte.process_yaml(text, require_use_yte=True)  # as Snakemake reads it: anchors resolved
     return profile["default-resources"], profile["set-resources"]
@@ -74,7 +77,8 @@ def test_the_profile_file_is_the_one_the_command_names(tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     assert profile_file(["snakemake", "-n", "--profile", "slurm"], {}) == "profiles/slurm/config.yaml"
     assert profile_file(["snakemake", "-n"], {"SNAKEMAKE_PROFILE": "slurm"}) == "profiles/slurm/config.yaml"
-    assert profile_file(["snakemake", "-n"], {}) == "profiles/slurm/config.yaml"  # none named: the shipped one
+    # none named: the shipped one
+    assert profile_file(["snakemake", "-n"], {}) == "profiles/slurm/config.yaml"
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "config.yaml").write_text("executor: slurm\n")
     assert profile_file(["snakemake", f"--profile={tmp_path / 'mine'}"], {}) == \
@@ -83,8 +87,8 @@ def test_the_profile_file_is_the_one_the_command_names(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def profile_dry_runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
-    """One target of the tiny config planned (-n) with the shipped profile as it ships and with its placeholders
-    filled in."""
+    """One target of the tiny config planned (-n) with the shipped profile as it ships and with its
+    placeholders filled in."""
     runs = {}
     for name in ("shipped", "filled"):
         work = tmp_path_factory.mktemp(name)
@@ -129,7 +133,7 @@ def test_a_dry_run_with_a_filled_profile_plans(profile_dry_runs):
     assert "prepare_corpus" in proc.stdout
 
 
-# --- SLURM time limits and prepare_corpus's request ----------------------------------------------------------------
+# --- SLURM time limits and prepare_corpus's request ---------------------------------------------------------
 def test_time_limits_default_to_the_documented_ones():
     assert Lapt().runtime_min == 1440  # docs/cluster.md: the profile gives LAPT 24 h
     assert Finetune().runtime_min == 720  # 12 h per job of seeds
@@ -154,7 +158,8 @@ def test_prepare_corpus_asks_for_the_text_it_reads(corpus, corpus_filter, gb):
 
 
 def test_an_uncapped_hub_corpus_asks_for_hours_and_a_text_corpus_for_its_size(tmp_path):
-    config = {"corpora": {"de": {"source": "cc100", "lang": "de"}, "t": {"source": "text", "path": str(tmp_path)}}}
+    config = {"corpora": {"de": {"source": "cc100", "lang": "de"},
+                          "t": {"source": "text", "path": str(tmp_path)}}}
     minutes = res.runtime(config, "prepare_corpus", lambda w, i: res.corpus_gb(config, w.lang))
     # CC100 German is 18 GB (docs/data.md: a minute per GB measured, 3 asked for); its English 82 GB
     assert minutes(SimpleNamespace(lang="de"), {}) >= 82 * res.COSTS["prepare_corpus"].minutes_per_gb
@@ -164,17 +169,20 @@ def test_an_uncapped_hub_corpus_asks_for_hours_and_a_text_corpus_for_its_size(tm
     assert res.runtime(config, "prepare_corpus", lambda w, i: 50)(SimpleNamespace(lang="de"), {}) == 7
 
 
-# --- eval may be left out ------------------------------------------------------------------------------------------
+# --- eval may be left out -----------------------------------------------------------------------------------
 def test_eval_may_be_left_out_and_takes_focus_settings():
     config = tiny(lambda c: c.pop("eval"))
     with pytest.raises(ConfigError, match="eval.seq_len is 256 tokens, but source 'tiny' takes at most 32"):
         check_config(config)  # FOCUS's 256 tokens per block: more than the tiny source was pretrained on
     fill_defaults(config)
-    assert {k: config["eval"][k] for k in ("seq_len", "max_sequences", "mask_prob", "batch_size", "seed")} == \
+    assert {k: config["eval"][k]
+            for k in ("seq_len", "max_sequences", "mask_prob", "batch_size", "seed")} == \
         {"seq_len": 256, "max_sequences": 2048, "mask_prob": 0.15, "batch_size": 64, "seed": 1234}
-    focus = yaml.safe_load((REPO / "configs" / "focus.yaml").read_text())["eval"]  # FOCUS Table 4's evaluation
+    # FOCUS Table 4's evaluation
+    focus = yaml.safe_load((REPO / "configs" / "focus.yaml").read_text())["eval"]
     assert {k: getattr(load(config).eval, k) for k in focus} == focus
-    assert load(tiny(lambda c: c.pop("eval"))).eval == Eval()  # the model alone, without the schema's defaults
+    # the model alone, without the schema's defaults
+    assert load(tiny(lambda c: c.pop("eval"))).eval == Eval()
 
 
 def test_eval_keys_are_described():
@@ -183,7 +191,7 @@ def test_eval_keys_are_described():
         assert schema[key].get("description") and "default" in schema[key], key
 
 
-# --- language codes of hub corpora ---------------------------------------------------------------------------------
+# --- language codes of hub corpora --------------------------------------------------------------------------
 def with_corpus(spec: dict):
     return tiny(lambda c: c["corpora"].update(xx=spec))
 
@@ -194,8 +202,10 @@ def with_corpus(spec: dict):
     ({"source": "mc4", "lang": "he"}, "'he' is not a language of mc4 (allenai/c4; 108 codes"),
     ({"source": "mc4", "lang": "he"}, "close: iw"),
     ({"source": "oscar", "lang": "sww"}, "close: sw"),
-    ({"source": "cc100", "lang": "xx"}, "A config of statmt/cc100 that the list lacks is read with name: <config>"),
-    ({"source": "oscar", "lang": "xx"}, "A folder of oscar-corpus/OSCAR-2301 that the list lacks is read with data_dir"),
+    ({"source": "cc100", "lang": "xx"},
+     "A config of statmt/cc100 that the list lacks is read with name: <config>"),
+    ({"source": "oscar", "lang": "xx"},
+     "A folder of oscar-corpus/OSCAR-2301 that the list lacks is read with data_dir"),
     ({"source": "cc100"}, "corpora.xx.lang: source cc100 (statmt/cc100) needs the language code"),
 ])
 def test_a_language_the_hub_corpus_lacks_is_named(spec, message):
@@ -205,8 +215,8 @@ def test_a_language_the_hub_corpus_lacks_is_named(spec, message):
 
 
 @pytest.mark.parametrize("spec", [
-    {"source": "cc100", "lang": "sw"}, {"source": "cc100", "lang": "zh-Hans"}, {"source": "mc4", "lang": "iw"},
-    {"source": "oscar", "lang": "lb"}, {"source": "mc4", "lang": "hmn"},
+    {"source": "cc100", "lang": "sw"}, {"source": "cc100", "lang": "zh-Hans"},
+    {"source": "mc4", "lang": "iw"}, {"source": "oscar", "lang": "lb"}, {"source": "mc4", "lang": "hmn"},
     {"source": "mc4", "lang": "20231101.en", "dataset": "wikimedia/wikipedia"},  # names its data itself
     {"source": "cc100", "lang": "xx", "name": "xx"},
 ])
@@ -222,10 +232,11 @@ def test_the_paper_configs_name_languages_their_corpora_have():
             assert CORPUS_SOURCES[corpus.source].problem(key, corpus) is None, (path, key)
 
 
-# --- YAML booleans where a language code belongs -------------------------------------------------------------------
+# --- YAML booleans where a language code belongs ------------------------------------------------------------
 @pytest.mark.parametrize("yaml_edit, message", [
     ("targets: [no]", 'targets[0]: got the YAML boolean false; write the language code in quotes ("no")'),
-    ("targets: [de, off]", 'targets[1]: got the YAML boolean false; write the language code in quotes ("no")'),
+    ("targets: [de, off]",
+     'targets[1]: got the YAML boolean false; write the language code in quotes ("no")'),
     ("corpora: {no: {source: cc100, lang: 'no'}}",
      'corpora: the key false is a YAML boolean; write the language code in quotes ("no")'),
     ("corpora: {nb: {source: cc100, lang: no}}",
@@ -251,8 +262,8 @@ def test_a_yaml_boolean_method_parameter_is_named():
     config = tiny(lambda c: c["methods"]["wechsel"].update(source_language=False))
     with pytest.raises(ConfigError) as e:
         check_config(config)
-    assert 'methods.wechsel.source_language: got the YAML boolean false; write the language code in quotes ("no")' \
-        in str(e.value)
+    assert ('methods.wechsel.source_language: got the YAML boolean false; write the language code in quotes '
+            '("no")') in str(e.value)
 
 
 def test_snakemake_reports_the_boolean_of_a_config_file(tmp_path):
@@ -260,11 +271,11 @@ def test_snakemake_reports_the_boolean_of_a_config_file(tmp_path):
     proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", "config.yaml")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert 'config error: targets[1]: got the YAML boolean false; write the language code in quotes ("no")' in out, \
-        out[-3000:]
+    assert ('config error: targets[1]: got the YAML boolean false; write the language code in quotes '
+            '("no")') in out, out[-3000:]
 
 
-# --- a target after --configfile -----------------------------------------------------------------------------------
+# --- a target after --configfile ----------------------------------------------------------------------------
 def test_a_result_read_as_a_config_file_is_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as e:
@@ -277,24 +288,27 @@ def test_a_result_read_as_a_config_file_is_named(tmp_path, monkeypatch):
 
 
 def test_a_json_target_after_configfile_stops_with_one_line(tmp_path):
-    """A target that exists and is JSON (a corpus's stats.json) is read as a config file by Snakemake: the workflow
-    names it instead of failing on its keys."""
+    """A target that exists and is JSON (a corpus's stats.json) is read as a config file by Snakemake: the
+    workflow names it instead of failing on its keys."""
     stats = tmp_path / "results" / "corpus" / "sw" / "stats.json"
     stats.parent.mkdir(parents=True)
     stats.write_text(json.dumps({"documents": 3}))
-    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(TINY), "results/corpus/sw/stats.json")
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(TINY),
+                     "results/corpus/sw/stats.json")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "config error: --configfile results/corpus/sw/stats.json: a target, not a config file" in out, out[-3000:]
+    assert ("config error: --configfile results/corpus/sw/stats.json: a target, not a config file"
+            in out), out[-3000:]
 
 
 def test_targets_after_a_double_dash_are_targets(tmp_path):
-    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(TINY), "--", "results/corpus/sw/stats.json")
+    proc = snakemake(tmp_path, "-n", "--cores", "1", "--configfile", str(TINY), "--",
+                     "results/corpus/sw/stats.json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "prepare_corpus" in proc.stdout and "train_lapt" not in proc.stdout
 
 
-# --- a first config in minutes ---------------------------------------------------------------------------------
+# --- a first config in minutes ------------------------------------------------------------------------------
 def readme_starter() -> str:
     """The starter config README.md shows under "Your model, your language"."""
     text = (REPO / "README.md").read_text()
@@ -303,8 +317,9 @@ def readme_starter() -> str:
 
 
 def test_the_readme_starter_config_is_short_and_plans_everything_offline(tmp_path):
-    """Fifteen lines or fewer (source, language, corpus, methods; eval, fastText, corpus filter and split defaulted)
-    plan the init table and the exports with no network (a hub source is fetched by a job, not by the plan)."""
+    """Fifteen lines or fewer (source, language, corpus, methods; eval, fastText, corpus filter and split
+    defaulted) plan the init table and the exports with no network (a hub source is fetched by a job, not by
+    the plan)."""
     starter = readme_starter()
     assert len(starter.strip().splitlines()) <= 15
     config = yaml.safe_load(starter)

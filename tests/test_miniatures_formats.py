@@ -1,7 +1,7 @@
 """The rehearsal's miniature hub resources in each resource's own file layout and compression
-(vocab_transfer.miniatures.build), read through the cluster's code path: the login node's fetch from the hub mirror
-(vocab_transfer.data.fetch) and the corpus job's reader (vocab_transfer.data.sources), which decompress OSCAR
-23.01's zstd, CC-100's xz and mC4's gzip as they stream. Two builds of a mirror give the same bytes."""
+(vocab_transfer.miniatures.build), read through the cluster's code path: the login node's fetch from the hub
+mirror (vocab_transfer.data.fetch) and the corpus job's reader (vocab_transfer.data.sources), which decompress
+OSCAR 23.01's zstd, CC-100's xz and mC4's gzip as they stream. Two builds of a mirror give the same bytes."""
 
 import gzip
 import hashlib
@@ -23,7 +23,8 @@ from vocab_transfer.miniatures.build import OSCAR_WARNINGS, _documents, write_co
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = 120
-CORPORA = {  # hub repository -> {(config name or data_dir): language}, as hub_resources reads them from a config
+# hub repository -> {(config name or data_dir): language}, as hub_resources reads them from a config
+CORPORA = {
     "oscar-corpus/OSCAR-2301": {("data_dir", "sw_meta"): "sw"},
     "statmt/cc100": {("name", "sw"): "sw"},
     "allenai/c4": {("name", "sw"): "sw"},
@@ -62,15 +63,16 @@ def test_oscar_2301_reads_as_jsonl_zst_through_the_hub_reader(hub, tmp_path):
     assert {"identification", "harmful_pp", "tlsh", "quality_warnings", "categories",
             "sentence_identifications"} <= set(first["metadata"])
     assert first["warc_headers"]["warc-record-id"].startswith("<urn:uuid:")
-    checksums = dict(reversed(line.split("  ")) for line in (repo / "sw_meta" / "checksum.sha256").read_text().split(
-        "\n") if line)
+    checksums = dict(reversed(line.split("  "))
+                     for line in (repo / "sw_meta" / "checksum.sha256").read_text().split("\n") if line)
     assert checksums[part.name] == hashlib.sha256(part.read_bytes()).hexdigest()
 
     spec = {"source": "oscar", "lang": "sw"}
     record, docs, stats = read(spec, tmp_path / "oscar")
-    assert [f["path"] for f in record["files"]] == ["sw_meta/sw_meta_part_1.jsonl.zst", "sw_meta/sw_meta_part_2.jsonl.zst"]
-    dropped = {i for i in range(DOCS) if set(OSCAR_WARNINGS.get(i % (DOCS // 2) % 50) or ()) & {"header", "footer",
-                                                                                               "noisy"}}
+    assert ([f["path"] for f in record["files"]]
+            == ["sw_meta/sw_meta_part_1.jsonl.zst", "sw_meta/sw_meta_part_2.jsonl.zst"])
+    dropped = {i for i in range(DOCS)
+               if set(OSCAR_WARNINGS.get(i % (DOCS // 2) % 50) or ()) & {"header", "footer", "noisy"}}
     kept = ["\n".join(d) for i, d in enumerate(_documents("sw", DOCS, 0)) if i not in dropped]
     assert dropped and [d["text"] for d in docs] == kept
     assert stats.origin["dataset"] == "oscar-corpus/OSCAR-2301" and stats.origin["data_dir"] == "sw_meta"
@@ -96,8 +98,9 @@ def test_mc4_reads_as_allenai_c4_json_gz(hub, tmp_path):
     with gzip.open(c4 / "c4-sw.tfrecord-00000-of-01024.json.gz", "rt") as f:
         assert set(json.loads(f.readline())) == {"text", "timestamp", "url"}
     record, docs, _ = read({"source": "mc4", "lang": "sw"}, tmp_path / "mc4")
+    # the card's train split: no validation shard
     assert [f["path"] for f in record["files"]] == [f"multilingual/c4-sw.tfrecord-0000{k}-of-01024.json.gz"
-                                                    for k in (0, 1)]  # the card's train split: no validation shard
+                                                    for k in (0, 1)]
     documents = ["\n".join(d) for d in _documents("sw", DOCS, 0)]
     assert [d["text"] for d in docs] == documents[:-DOCS // 20]
 
@@ -109,7 +112,8 @@ def test_a_data_dir_is_read_in_the_order_of_its_part_numbers(tmp_path):
         (folder / f"xx_meta_part_{k}.jsonl.zst").write_bytes(b"")
     (folder / "checksum.sha256").write_text("")
     (tmp_path / "repo" / "repo.py").write_text("")
-    assert fetch.listed_files(tmp_path / "repo", "xx_meta") == [f"xx_meta/xx_meta_part_{k}.jsonl.zst" for k in (1, 2, 10)]
+    assert (fetch.listed_files(tmp_path / "repo", "xx_meta")
+            == [f"xx_meta/xx_meta_part_{k}.jsonl.zst" for k in (1, 2, 10)])
     with pytest.raises(ValueError, match="no data files under yy_meta/"):
         fetch.listed_files(tmp_path / "repo", "yy_meta")
 
@@ -133,9 +137,9 @@ build_mirror({}, sys.argv[1], progress=lambda m: None, resources=Resources(
 
 
 def test_two_builds_of_a_mirror_give_the_same_bytes(tmp_path):
-    """A BERT (WordPiece) model, a corpus of each compression, word vectors, a dictionary, a task and a benchmark,
-    built twice in the same place (lm-eval task files name their data by absolute path), each in a process of its
-    own, as two rehearsals are (the tokenizers library hashes differently in each process)."""
+    """A BERT (WordPiece) model, a corpus of each compression, word vectors, a dictionary, a task and a
+    benchmark, built twice in the same place (lm-eval task files name their data by absolute path), each in a
+    process of its own, as two rehearsals are (the tokenizers library hashes differently in each process)."""
     root, builds = tmp_path / "mirror", []
     for i in range(2):
         subprocess.run([sys.executable, "-c", BUILD, str(root)], check=True, cwd=REPO,
@@ -150,5 +154,6 @@ def test_two_builds_of_a_mirror_give_the_same_bytes(tmp_path):
             "urls/dl.fbaipublicfiles.com/arrival/dictionaries/en-sw.txt", "rehearsal.json"} <= files
     assert any(f.endswith(".parquet") for f in files) and any(f.endswith(".safetensors") for f in files)
     assert builds[0] == builds[1], sorted(f for f in files if builds[0][f] != builds[1].get(f))
-    assert gzip.open(tmp_path / "build0" / "urls/dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.sw.300.bin.gz"
-                     ).read(4) == b"\xba\x16\x4f\x2f"  # fastText's model magic number
+    assert gzip.open(
+        tmp_path / "build0" / "urls/dl.fbaipublicfiles.com/fasttext/vectors-crawl/cc.sw.300.bin.gz"
+    ).read(4) == b"\xba\x16\x4f\x2f"  # fastText's model magic number

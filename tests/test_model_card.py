@@ -1,5 +1,6 @@
-"""The exported models' cards carry Hub metadata that huggingface_hub itself reads back: base model, language, the
-source's license, library, tags, datasets, and the scores as ``model-index`` results (vocab_transfer/export.py)."""
+"""The exported models' cards carry Hub metadata that huggingface_hub itself reads back: base model, language,
+the source's license, library, tags, datasets, and the scores as ``model-index`` results
+(vocab_transfer/export.py)."""
 
 import pandas as pd
 import pytest
@@ -7,7 +8,8 @@ from huggingface_hub import ModelCard
 
 from vocab_transfer.export import CardInfo, model_card, source_license
 
-STATS = {"spec": {"source": "oscar", "lang": "de"}, "train_docs": 1200, "train_bytes": 3_000_000, "heldout_docs": 60}
+STATS = {"spec": {"source": "oscar", "lang": "de"}, "train_docs": 1200, "train_bytes": 3_000_000,
+         "heldout_docs": 60}
 INIT = {"mlm_loss": 4.25, "perplexity": 70.1, "bits_per_byte": 1.5, "objective": "mlm", "masked_tokens": 900}
 
 
@@ -22,19 +24,21 @@ def test_an_init_export_card_holds_hub_metadata_and_its_init_scores():
     card = card_of(license="mit")
     data = card.data
     assert data.base_model == "FacebookAI/xlm-roberta-base" and data.license == "mit"
-    assert data.language == ["de"] and data.library_name == "transformers" and data.pipeline_tag == "fill-mask"
+    assert (data.language == ["de"] and data.library_name == "transformers"
+            and data.pipeline_tag == "fill-mask")
     assert data.tags == ["vocabulary-transfer", "focus"] and data.datasets == ["oscar-corpus/OSCAR-2301"]
     results = {r.metric_type: r for r in data.eval_results}
     assert results["loss"].metric_value == 4.25 and results["perplexity"].metric_value == 70.1
     assert results["bits_per_byte"].metric_value == 1.5
     assert {r.dataset_type for r in data.eval_results} == {"oscar-corpus/OSCAR-2301"}
-    assert {r.task_type for r in data.eval_results} == {"fill-mask"} and results["loss"].dataset_config == "de"
+    assert ({r.task_type for r in data.eval_results} == {"fill-mask"}
+            and results["loss"].dataset_config == "de")
     assert "license `mit`" in card.text and "# xlmr → de: focus" in card.text
 
 
 def test_a_lapt_card_scores_the_final_held_out_loss_and_a_local_source_is_no_base_model():
-    curve = pd.DataFrame({"step": [0, 100], "samples": [0, 800], "seq_len": [128, 128], "train_loss": [5.0, 3.0],
-                          "heldout_loss": [5.1, 3.25]})
+    curve = pd.DataFrame({"step": [0, 100], "samples": [0, 800], "seq_len": [128, 128],
+                          "train_loss": [5.0, 3.0], "heldout_loss": [5.1, 3.25]})
     card = card_of(source_model="results/source/xlmr/model", lapt_run="focus_lapt", curve=curve, causal=True)
     data = card.data
     assert data.base_model is None and data.license is None and data.pipeline_tag == "text-generation"

@@ -1,9 +1,10 @@
 """Targets named by what they are, and several studies in one working directory.
 
-A target is a corpus and a tokenizer under a name: two tokenizers of one corpus live side by side and share the
-corpus (a real run), and two studies (here two miniature papers, each with its own German target) run in one
-working directory through configs like configs/papers.yaml, sharing the corpus and the source model and keeping
-their tokenizers apart (a real run). What cannot be built consistently is refused at parse time with its key.
+A target is a corpus and a tokenizer under a name: two tokenizers of one corpus live side by side and share
+the corpus (a real run), and two studies (here two miniature papers, each with its own German target) run in
+one working directory through configs like configs/papers.yaml, sharing the corpus and the source model and
+keeping their tokenizers apart (a real run). What cannot be built consistently is refused at parse time with
+its key.
 """
 
 import copy
@@ -31,8 +32,8 @@ TINY = yaml.safe_load((REPO / "tests" / "data" / "tiny_config.yaml").read_text()
 
 def small(**extra) -> dict:
     """The tiny test config cut to its source, corpora and two init methods (no LAPT, fine-tuning, tables)."""
-    config = {k: copy.deepcopy(TINY[k]) for k in ("seed", "corpus_filter", "corpus_split", "sources", "tokenizer",
-                                                   "fasttext", "eval")}
+    config = {k: copy.deepcopy(TINY[k])
+              for k in ("seed", "corpus_filter", "corpus_split", "sources", "tokenizer", "fasttext", "eval")}
     config["corpora"] = {"en": TINY["corpora"]["en"], "bible-de": {**TINY["corpora"]["de"], "language": "de"}}
     config["targets"] = ["de"]
     config["methods"] = {"random": {"kind": "random", "label": "Random"},
@@ -43,7 +44,8 @@ def small(**extra) -> dict:
 
 def snakemake(workdir: Path, *args: str, config: Path):
     cmd = [*SNAKEMAKE, *args, "--configfile", str(config)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 
@@ -55,7 +57,8 @@ def plan_of(config: dict) -> Plan:
 
 
 def test_a_target_is_a_corpus_and_a_tokenizer_under_a_name():
-    plan = plan_of(small(targets=["de", {"name": "de-small", "corpus": "bible-de", "tokenizer": {"vocab_size": 300}}]))
+    plan = plan_of(small(targets=["de", {"name": "de-small", "corpus": "bible-de",
+                                         "tokenizer": {"vocab_size": 300}}]))
     de, small_de = SimpleNamespace(target="de"), SimpleNamespace(target="de-small")
     # `de` is the one corpus in German; both targets read it
     assert plan.target_corpus(de) == plan.target_corpus(small_de) == paths.corpus("bible-de", "train")
@@ -64,7 +67,8 @@ def test_a_target_is_a_corpus_and_a_tokenizer_under_a_name():
     assert {k: v for k, v in spec["de"].items() if k != "vocab_size"} == \
         {k: v for k, v in spec["de-small"].items() if k != "vocab_size"}
     assert plan.cfg.target_language("de-small") == "de"
-    # word vectors are trained on the corpus (their folder is the corpus's name), dictionaries keyed by language
+    # word vectors are trained on the corpus (their folder is the corpus's name), dictionaries keyed by
+    # language
     assert plan.word_key("de") == "bible-de"
 
 
@@ -91,8 +95,10 @@ def test_what_cannot_be_built_is_named_at_parse_time(edit, message):
 
 
 def test_a_task_fine_tunes_the_target_of_its_language():
-    config = small(targets=["de", {"name": "de-small", "corpus": "bible-de", "tokenizer": {"vocab_size": 300}}])
-    config["finetune"] = {"tasks": {"t": {"task": "ner", "language": "de", "dataset": {"loader": "bclm_ner"}}},
+    config = small(targets=["de", {"name": "de-small", "corpus": "bible-de",
+                                   "tokenizer": {"vocab_size": 300}}])
+    config["finetune"] = {"tasks": {"t": {"task": "ner", "language": "de",
+                                          "dataset": {"loader": "bclm_ner"}}},
                           "models": {"random": {"init": "random"}}}
     assert plan_of(config).task_target("t") == "de"  # the target named like the language
     config["finetune"]["tasks"]["t"]["target"] = "de-small"
@@ -103,7 +109,8 @@ def test_a_task_fine_tunes_the_target_of_its_language():
     config["sources"]["tiny"]["pretrain"]["languages"] = ["en", "de-corpus"]
     for t in config["targets"]:
         t["corpus"] = "de-corpus"
-    with pytest.raises(ConfigError, match=r"finetune.tasks.t.target: .* several targets \['a', 'b'\]; name one"):
+    with pytest.raises(ConfigError,
+                       match=r"finetune.tasks.t.target: .* several targets \['a', 'b'\]; name one"):
         check_config(config)
 
 
@@ -113,7 +120,8 @@ def test_a_study_keeps_its_own_artifacts_apart_and_shares_the_rest():
     assert plan.paths.init("tiny", "de", "focus") == "results/paper/init/tiny/de/focus.safetensors"
     assert plan.paths.paper_table("t", "csv") == "results/paper/tables/paper/t.csv"
     assert plan.paths.corpus("bible-de", "train") == "results/corpus/bible-de/train.parquet"
-    assert plan.paths.task_data("x") == "results/tasks/x" and plan.paths.downloaded_model("m") == "resources/models/m"
+    assert (plan.paths.task_data("x") == "results/tasks/x"
+            and plan.paths.downloaded_model("m") == "resources/models/m")
     assert plan_of(small()).paths.tokenizer("de") == "results/tokenizers/de"  # no study: the demo's layout
 
 
@@ -129,8 +137,8 @@ def test_a_shared_name_with_two_meanings_is_refused(tmp_path):
     other["corpora"]["bible-de"]["code"] = "4"  # another text under the same corpus name
     composite = write_studies(tmp_path, small(), other)
     studies = load_studies(yaml.safe_load(composite.read_text()), tmp_path)
-    with pytest.raises(ConfigError, match=r"results/corpus/bible-de: study a builds it from corpora.bible-de and "
-                                          r"study b from corpora.bible-de, which differ"):
+    with pytest.raises(ConfigError, match=r"results/corpus/bible-de: study a builds it from corpora.bible-de "
+                                          r"and study b from corpora.bible-de, which differ"):
         check_shared({n: study_plan(s) for n, s in studies.items()})
     # the same text under the same name, with another filter, is another corpus too
     other = small(corpus_filter={**TINY["corpus_filter"], "min_words": 1})
@@ -149,12 +157,13 @@ def test_composite_keys_besides_studies_go_into_every_study(tmp_path):
 
 
 def test_a_job_reads_only_its_own_study(tmp_path):
-    """Snakemake in a job (--target-jobs <study>_<rule>:...) merges and checks only that job's study: here study a is
-    broken and a job of study b still reads its own; the run that submits jobs reads and checks every study."""
+    """Snakemake in a job (--target-jobs <study>_<rule>:...) merges and checks only that job's study: here
+    study a is broken and a job of study b still reads its own; the run that submits jobs reads and checks
+    every study."""
     broken = small(targets=["xx"])
     composite = yaml.safe_load(write_studies(tmp_path, broken, small()).read_text())
-    job = ["python", "-m", "snakemake", "--snakefile", "Snakefile", "--target-jobs", "b_train_tokenizer:target=de",
-           "--allowed-rules", "b_train_tokenizer", "--cores", "all"]
+    job = ["python", "-m", "snakemake", "--snakefile", "Snakefile", "--target-jobs",
+           "b_train_tokenizer:target=de", "--allowed-rules", "b_train_tokenizer", "--cores", "all"]
     assert job_rules(job) == {"b_train_tokenizer"} and job_rules(["snakemake", "-n"]) == set()
     assert list(load_studies(composite, tmp_path, rules=job_rules(job))) == ["b"]
     for rules in (None, {"all"}, {"a_train_tokenizer"}):  # the composite's own rules need every study
@@ -166,9 +175,9 @@ def test_a_job_reads_only_its_own_study(tmp_path):
 
 @pytest.mark.slow
 def test_two_tokenizers_of_one_corpus_and_two_studies_run_side_by_side(tmp_path):
-    """One working directory, two miniature papers (a composite config): each has its German target `de` with its own
-    tokenizer (400 and 300 tokens), and study b adds a second German target of the same corpus. The corpus and the
-    source model are built once; each study's init table has its targets' columns."""
+    """One working directory, two miniature papers (a composite config): each has its German target `de` with
+    its own tokenizer (400 and 300 tokens), and study b adds a second German target of the same corpus. The
+    corpus and the source model are built once; each study's init table has its targets' columns."""
     a = small()
     b = small(tokenizer={"vocab_size": 300, "threads": 1},
               targets=["de", {"name": "de-200", "corpus": "bible-de", "tokenizer": {"vocab_size": 200}}])
@@ -196,18 +205,20 @@ def test_two_tokenizers_of_one_corpus_and_two_studies_run_side_by_side(tmp_path)
 
 @pytest.mark.slow
 def test_the_profiles_rule_settings_reach_each_studys_rules(tmp_path):
-    """The profile's set-resources name the workflow's rules (train_lapt: the GPU partition); in the composite the
-    rule is focus_train_lapt, which gets them too (else a LAPT job would be sent to the CPU partition), and so do
-    set-threads. Checks rules/studies.smk's use of Snakemake's settings with the installed Snakemake."""
+    """The profile's set-resources name the workflow's rules (train_lapt: the GPU partition); in the composite
+    the rule is focus_train_lapt, which gets them too (else a LAPT job would be sent to the CPU partition),
+    and so do set-threads. Checks rules/studies.smk's use of Snakemake's settings with the installed
+    Snakemake."""
     text = (REPO / "profiles" / "slurm" / "config.yaml").read_text()
-    for placeholder, value in (("<cpu-partition>", "cpuq"), ("<cpu-account>", "a"), ("<gpu-partition>", "gpuq"),
-                               ("<gpu-account>", "a")):
+    for placeholder, value in (("<cpu-partition>", "cpuq"), ("<cpu-account>", "a"),
+                               ("<gpu-partition>", "gpuq"), ("<gpu-account>", "a")):
         text = text.replace(placeholder, value)
     (tmp_path / "profile").mkdir()
     (tmp_path / "profile" / "config.yaml").write_text(text)
     cmd = [*SNAKEMAKE, "--profile", str(tmp_path / "profile"), "-n", "results/focus/lapt/xlmr/de/focus/model",
            "--configfile", "configs/papers.yaml"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     job = proc.stdout.split("rule focus_train_lapt:", 1)[1].split("\n\n", 1)[0]
     assert "slurm_partition=gpuq" in job and "gpu=4" in job, job
@@ -216,7 +227,8 @@ def test_the_profiles_rule_settings_reach_each_studys_rules(tmp_path):
     # set-threads too (here on the command line, with local cores: a dry run shows the threads)
     cmd = [*SNAKEMAKE, "--cores", "8", "--set-threads", "prepare_corpus=3", "-n",
            "results/focus/lapt/xlmr/de/focus/model", "--configfile", "configs/papers.yaml"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     prepare = proc.stdout.split("rule focus_prepare_corpus:", 1)[1].split("\n\n", 1)[0]
     assert "threads: 3" in prepare, prepare

@@ -134,8 +134,9 @@ def test_is_symbolic(text: str, expected: bool) -> None:
     assert is_symbolic(text) is expected
 
 
-@pytest.mark.parametrize("text,expected", [("...", True), ("1,5", True), (" ", True), ("€5", False), ("+", False),
-                                           ("©", False), ("Haus", False), ("", False)])
+@pytest.mark.parametrize("text,expected",
+                         [("...", True), ("1,5", True), (" ", True), ("€5", False), ("+", False),
+                          ("©", False), ("Haus", False), ("", False)])
 def test_is_symbolic_without_symbols(text: str, expected: bool) -> None:
     """FOCUS's Symbolic Overlap: numbers, punctuation and whitespace (Unicode S* excluded)."""
     assert is_symbolic(text, symbols=False) is expected

@@ -210,9 +210,9 @@ def test_sidecar_name():
 
 
 def test_vocabulary_tables_name_their_overlap_fasttext_and_tokenizer_files(tmp_path, monkeypatch):
-    """overlap_counts reads each language's overlap and fastText token list; vocab_coverage also the language's
-    tokenizer folder (a tree checksum from its manifest) and the source tokenizer, shared by every row as a
-    reference."""
+    """overlap_counts reads each language's overlap and fastText token list; vocab_coverage also the
+    language's tokenizer folder (a tree checksum from its manifest) and the source tokenizer, shared by every
+    row as a reference."""
     from vocab_transfer.io import atomic_path
 
     monkeypatch.chdir(tmp_path)
@@ -222,12 +222,14 @@ def test_vocabulary_tables_name_their_overlap_fasttext_and_tokenizer_files(tmp_p
         write_parquet(pd.DataFrame({"token_id": [1, 2 + n], "has_vector": True}), f"fasttext/{lang}.parquet")
         with atomic_path(f"tokenizers/{lang}", directory=True) as tmp:
             (tmp / "tokenizer.json").write_text(f'{{"lang": "{lang}"}}')
-        rows += [{prov.ARTIFACT: f"overlap/{lang}.parquet", "what": "overlap", "source": "s", "language": lang},
+        rows += [{prov.ARTIFACT: f"overlap/{lang}.parquet", "what": "overlap", "source": "s",
+                  "language": lang},
                  {prov.ARTIFACT: f"fasttext/{lang}.parquet", "what": "fasttext_tokens", "language": lang},
                  {prov.ARTIFACT: f"tokenizers/{lang}", "what": "tokenizer", "language": lang}]
     with atomic_path("source_tokenizer", directory=True) as tmp:
         (tmp / "tokenizer.json").write_text("{}")
-    files = pd.DataFrame([*rows, {prov.ARTIFACT: "source_tokenizer", "what": "source_tokenizer", "source": "s"}])
+    files = pd.DataFrame([*rows,
+                          {prov.ARTIFACT: "source_tokenizer", "what": "source_tokenizer", "source": "s"}])
     counts = pd.DataFrame({"language": ["de", "sw"], "name": ["German", "Kiswahili"], "full": [2, 2],
                            "with_vector": [2, 2], "source": "s"})
     entries = prov.vocab_cells("overlap_counts", counts, files)

@@ -1,7 +1,8 @@
-"""The rehearsal takes the GPU path of a cluster run: the shipped profile, placeholders filled in or not, becomes one
-for the local SLURM with its requests kept (GPU partition, accounts, gpu_model, signals); trainers keep asking for
-GPUs (at most rehearsal.gpus) and LAPT starts torchrun with that many processes, which stop together after the same
-step on SLURM's signal and resume bit-identically; accounts missing on a cluster that enforces them are named."""
+"""The rehearsal takes the GPU path of a cluster run: the shipped profile, placeholders filled in or not,
+becomes one for the local SLURM with its requests kept (GPU partition, accounts, gpu_model, signals); trainers
+keep asking for GPUs (at most rehearsal.gpus) and LAPT starts torchrun with that many processes, which stop
+together after the same step on SLURM's signal and resume bit-identically; accounts missing on a cluster that
+enforces them are named."""
 
 import json
 import os
@@ -30,8 +31,8 @@ GRES = {"cpu": "(null)", "gpu": "gpu:a100:4"}.get
 
 def filled(text: str, gpu_model: str | None = "h100") -> str:
     """The shipped profile as docs/cluster.md says to fill it in (and gpu_model uncommented)."""
-    for placeholder, value in {"<cpu-partition>": "standard", "<gpu-partition>": "gpu-a100", "<cpu-account>": "p123",
-                               "<gpu-account>": "p123-gpu"}.items():
+    for placeholder, value in {"<cpu-partition>": "standard", "<gpu-partition>": "gpu-a100",
+                               "<cpu-account>": "p123", "<gpu-account>": "p123-gpu"}.items():
         text = text.replace(placeholder, value)
     return text.replace("# gpu_model: a100", f"gpu_model: {gpu_model}") if gpu_model else text
 
@@ -46,7 +47,8 @@ def test_local_profile_keeps_the_requests_with_the_local_values(tmp_path, fill):
     default, lapt = profile["default-resources"], profile["set-resources"]["train_lapt"]
     assert (default["slurm_partition"], default["slurm_account"]) == ("cpu", "rehearsal-cpu")
     assert (lapt["slurm_partition"], lapt["slurm_account"]) == ("gpu", "rehearsal-gpu")
-    assert lapt["slurm_extra"] == "'--signal=TERM@90'" and lapt["cpus_per_task"] == 1 and lapt["mem_mb"] == 3000
+    assert (lapt["slurm_extra"] == "'--signal=TERM@90'" and lapt["cpus_per_task"] == 1
+            and lapt["mem_mb"] == 3000)
     for rule, resources in profile["set-resources"].items():
         assert resources["slurm_partition"] == "gpu" and resources["slurm_account"] == "rehearsal-gpu", rule
         assert resources.get("gpu_model") == ("a100" if fill else None), rule
@@ -55,7 +57,8 @@ def test_local_profile_keeps_the_requests_with_the_local_values(tmp_path, fill):
     assert default["cpus_per_task"] == "min(threads, 1)"
     assert "<" not in "".join(line for line in text.splitlines() if not line.startswith("#"))  # none left
     if fill:
-        assert "#   gpu_model 'h100' -> 'a100'" in text and "#   slurm_account 'p123-gpu' -> 'rehearsal-gpu'" in text
+        assert ("#   gpu_model 'h100' -> 'a100'" in text
+                and "#   slurm_account 'p123-gpu' -> 'rehearsal-gpu'" in text)
 
 
 def test_local_profile_drops_gpu_model_for_untyped_gpus(tmp_path):
@@ -74,22 +77,24 @@ def test_gpu_type_of_sinfo():
 
 def test_gpus_on_a_partition_without_them_are_named_before_submitting():
     problems = check_submission("slurm", [("train_lapt", {"slurm_partition": "cpu", "gpu": 2,
-                                                          "slurm_account": "a"})], gres=GRES, accounts=lambda: None)
-    assert problems == ["profiles/slurm/config.yaml: rule train_lapt asks for 2 GPU(s) on partition 'cpu', whose "
-                        "nodes have none (sinfo -p cpu -o %G: (null)); set its slurm_partition to a GPU partition"]
+                                                          "slurm_account": "a"})], gres=GRES,
+                                accounts=lambda: None)
+    assert problems == ["profiles/slurm/config.yaml: rule train_lapt asks for 2 GPU(s) on partition 'cpu', "
+                        "whose nodes have none (sinfo -p cpu -o %G: (null)); set its "
+                        "slurm_partition to a GPU partition"]
 
 
 def test_accounts_are_checked_where_the_cluster_enforces_them():
-    jobs = [("prepare_corpus", {"slurm_partition": "cpu"}), ("train_lapt", {"slurm_account": "p999", "gpu": 2}),
-            ("finetune", {"slurm_account": "'p123'"})]
+    jobs = [("prepare_corpus", {"slurm_partition": "cpu"}),
+            ("train_lapt", {"slurm_account": "p999", "gpu": 2}), ("finetune", {"slurm_account": "'p123'"})]
     problems = check_accounts(jobs, "associations,limits", {"p123"})
     assert problems == [
-        "profiles/slurm/config.yaml: rules prepare_corpus have no slurm_account, but this cluster enforces accounts "
-        "(AccountingStorageEnforce=associations,limits): set slurm_account under default-resources / set-resources "
-        "(accounts: sacctmgr show assoc user=$USER format=account,partition)",
-        "profiles/slurm/config.yaml: slurm_account 'p999' (rules train_lapt) has no association for this user on this "
-        "cluster (sacctmgr lists: p123); replace it (accounts: sacctmgr show assoc user=$USER format=account,"
-        "partition)"]
+        "profiles/slurm/config.yaml: rules prepare_corpus have no slurm_account, but this cluster enforces "
+        "accounts (AccountingStorageEnforce=associations,limits): set slurm_account under default-resources "
+        "/ set-resources (accounts: sacctmgr show assoc user=$USER format=account,partition)",
+        "profiles/slurm/config.yaml: slurm_account 'p999' (rules train_lapt) has no association for this "
+        "user on this cluster (sacctmgr lists: p123); replace it (accounts: sacctmgr show assoc user=$USER "
+        "format=account,partition)"]
     assert check_accounts(jobs, "none", None) == []  # no enforcement: any account, or none, is taken
     assert len(check_accounts(jobs, "associations", None)) == 1  # no sacctmgr answer: only the missing one
     through = check_submission("slurm", jobs, gres=GRES, accounts=lambda: ("associations", {"p123"}))
@@ -98,14 +103,15 @@ def test_accounts_are_checked_where_the_cluster_enforces_them():
 
 @pytest.mark.skipif(shutil.which("scontrol") is None, reason="needs the local SLURM")
 def test_the_local_cluster_enforces_no_accounts_and_takes_any():
-    """scripts/slurm runs without slurmdbd: nothing enforced, sacctmgr cannot list associations, `sbatch -A name`
-    is taken (scripts/rehearse.sh's jobs carry the profile's accounts)."""
+    """scripts/slurm runs without slurmdbd: nothing enforced, sacctmgr cannot list associations, `sbatch -A
+    name` is taken (scripts/rehearse.sh's jobs carry the profile's accounts)."""
     enforce, known = cluster_accounts()
     assert enforce == "none" and known is None
     job = subprocess.run(["sbatch", "--parsable", "-A", "rehearsal-gpu", "-p", "gpu", "--gpus=1", "--time=1",
                           "--output=/dev/null", "--wrap=true"], capture_output=True, text=True, timeout=60)
     assert job.returncode == 0, job.stderr
-    out = subprocess.run(["scontrol", "show", "job", job.stdout.strip()], capture_output=True, text=True).stdout
+    out = subprocess.run(["scontrol", "show", "job", job.stdout.strip()], capture_output=True,
+                         text=True).stdout
     assert "Account=rehearsal-gpu" in out, out
 
 
@@ -114,24 +120,27 @@ def test_shrink_keeps_gpu_requests_and_interrupts_one_run():
     from vocab_transfer.workflow.rehearsal import interrupt_runtime, shrink
 
     config = yaml.safe_load((REPO / "configs" / "focus.yaml").read_text())
-    config["rehearsal"] = {**yaml.safe_load((REPO / "configs/overlays/rehearsal.yaml").read_text())["rehearsal"]}
+    config["rehearsal"] = {
+        **yaml.safe_load((REPO / "configs/overlays/rehearsal.yaml").read_text())["rehearsal"]}
     cfg = check_config(shrink(config))
     assert cfg.lapt.gpus == 2 and cfg.lapt.launch_command() == "torchrun --standalone --nproc-per-node 2"
     assert cfg.finetune.gpus == 1 and cfg.finetune.launch_command() == "python"
     stop = cfg.rehearsal.interrupt
-    assert config["lapt"]["runs"]["focus"]["steps"] == stop.steps and stop.min_seconds > 60 * stop.runtime_min - 90
+    assert (config["lapt"]["runs"]["focus"]["steps"] == stop.steps
+            and stop.min_seconds > 60 * stop.runtime_min - 90)
     assert config["lapt"]["runs"]["focus"]["min_step_seconds"] == stop.min_seconds / stop.steps  # paced
     target = cfg.lapt.targets[0]
     assert interrupt_runtime(cfg, "focus", target) == cfg.rehearsal.interrupt.runtime_min
-    assert interrupt_runtime(cfg, "focus", "xx") is None and interrupt_runtime(cfg, "original", target) is None
+    assert (interrupt_runtime(cfg, "focus", "xx") is None
+            and interrupt_runtime(cfg, "original", target) is None)
 
 
 @pytest.mark.slow
 def test_torchrun_on_fake_gpus_stops_together_on_a_signal_and_resumes_bit_identically(tmp_path, sw_tokenizer,
                                                                                       swahili_verses):
-    """Two processes (gloo: CUDA_VISIBLE_DEVICES names GPUs, but there is no device) get SIGTERM as SLURM's --signal
-    sends it, to every process of the job; they stop after the same step and checkpoint, and the rerun ends with the
-    bytes of an uninterrupted two-process run."""
+    """Two processes (gloo: CUDA_VISIBLE_DEVICES names GPUs, but there is no device) get SIGTERM as SLURM's
+    --signal sends it, to every process of the job; they stop after the same step and checkpoint, and the
+    rerun ends with the bytes of an uninterrupted two-process run."""
     from test_lapt import cli, write_fixture
 
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
@@ -143,7 +152,8 @@ def test_torchrun_on_fake_gpus_stops_together_on_a_signal_and_resumes_bit_identi
 
     ref = subprocess.run(run("ref"), env=env, capture_output=True, text=True)
     assert ref.returncode == 0 and "process 1 of 2 (local rank 1, gloo)" in ref.stderr, ref.stderr[-3000:]
-    proc = subprocess.Popen(run("signalled"), env=env, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(run("signalled"), env=env, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     while proc.poll() is None and not any((tmp_path / "signalled.checkpoints").glob("step-*/state.json")):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGTERM)  # every process, as SLURM signals every process of the step
@@ -160,9 +170,11 @@ def test_the_reference_of_the_interrupted_run_is_its_command_unpaced_into_anothe
     from vocab_transfer.workflow.interrupted import reference_command
 
     words = ["exec", "python", "-m", "vocab_transfer.training.launch", "--claim", "2", "--", "torchrun",
-             "--nproc-per-node", "2", "-m", "vocab_transfer.training.lapt", "--output", "results/m", "--config",
-             json.dumps({"steps": 1200, "min_step_seconds": 0.125, "seed": 42}), "2>>", "logs/x.log"]
+             "--nproc-per-node", "2", "-m", "vocab_transfer.training.lapt", "--output", "results/m",
+             "--config", json.dumps({"steps": 1200, "min_step_seconds": 0.125, "seed": 42}), "2>>",
+             "logs/x.log"]
     cmd = reference_command(words, "/tmp/ref")
-    assert cmd[:3] == ["torchrun", "--nproc-per-node", "2"] and cmd[cmd.index("--output") + 1] == "/tmp/ref/output"
+    assert (cmd[:3] == ["torchrun", "--nproc-per-node", "2"]
+            and cmd[cmd.index("--output") + 1] == "/tmp/ref/output")
     assert json.loads(cmd[cmd.index("--config") + 1]) == {"steps": 1200, "min_step_seconds": 0, "seed": 42}
     assert "2>>" not in cmd

@@ -1,5 +1,5 @@
-"""What jobs ask the scheduler for (vocab_transfer.workflow.resources): defaults follow the input size, the config
-replaces them, and mistakes in the config are named."""
+"""What jobs ask the scheduler for (vocab_transfer.workflow.resources): defaults follow the input size, the
+config replaces them, and mistakes in the config are named."""
 
 import json
 import platform
@@ -27,7 +27,8 @@ def test_requests_grow_with_the_data_and_the_config_replaces_them(tmp_path):
     cfg = {"resources": {"evaluate_init": {"mem_mb": 123}, "default": {"runtime": 7}}}
     assert res.mem_mb(cfg, "evaluate_init")(None, Input(model=str(big))) == 123
     assert res.runtime(cfg, "make_init_table")(None, Input()) == 7  # rules without a cost take `default`
-    assert res.runtime(cfg, "tokenize_corpus")(None, Input(corpus=str(small))) == res.COSTS["tokenize_corpus"].minutes + 1
+    assert (res.runtime(cfg, "tokenize_corpus")(None, Input(corpus=str(small)))
+            == res.COSTS["tokenize_corpus"].minutes + 1)
     assert res.threads({"resources": {"tokenize_corpus": {"threads": 16}}}, "tokenize_corpus") == 16
     extra = res.mem_mb({}, "train_tokenizer", lambda w, i: 5000)(None, Input(corpus=str(small)))
     assert extra >= 5000 + res.COSTS["train_tokenizer"].mem_mb
@@ -35,7 +36,8 @@ def test_requests_grow_with_the_data_and_the_config_replaces_them(tmp_path):
 
 def test_tokenizer_and_fasttext_memory_follow_the_sample_and_the_matrices(tmp_path):
     stats = {"train_docs": 1_000_000, "train_bytes": 150_000_000}
-    assert res.tokenizer_sample_mb(stats, 300_000) == pytest.approx(20 * 45)  # 45 MB sampled, 20 bytes per byte
+    # 45 MB sampled, 20 bytes per byte
+    assert res.tokenizer_sample_mb(stats, 300_000) == pytest.approx(20 * 45)
     assert res.tokenizer_sample_mb(stats, None) == pytest.approx(20 * 150)
     assert res.tokenizer_sample_mb({}, 300_000) == 0
     assert res.fasttext_mem_mb(100, 50_000) == pytest.approx((2 * 50_000 + 2_000_000) * 400 / 1e6)
@@ -45,20 +47,24 @@ def test_tokenizer_and_fasttext_memory_follow_the_sample_and_the_matrices(tmp_pa
 
 
 def test_init_memory_follows_the_embedding_rows_not_the_model(tmp_path):
-    """init_embeddings reads only the embedding rows: a Mistral-7B-shaped config (untied, 2 x 32,000 x 4,096) asks
-    for the same memory whatever its layers weigh, and a tied head counts once."""
-    mistral = {"model_type": "mistral", "vocab_size": 32000, "hidden_size": 4096, "tie_word_embeddings": False}
+    """init_embeddings reads only the embedding rows: a Mistral-7B-shaped config (untied, 2 x 32,000 x 4,096)
+    asks for the same memory whatever its layers weigh, and a tied head counts once."""
+    mistral = {"model_type": "mistral", "vocab_size": 32000, "hidden_size": 4096,
+               "tie_word_embeddings": False}
     for name, config in {"untied": mistral, "tied": mistral | {"tie_word_embeddings": True},
                          "gemma3": {"text_config": mistral}}.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.json").write_text(json.dumps(config))
-    (tmp_path / "untied" / "model.safetensors").write_bytes(b"x" * 50_000_000)  # stands in for 14 GB of layers
+    # stands in for 14 GB of layers
+    (tmp_path / "untied" / "model.safetensors").write_bytes(b"x" * 50_000_000)
     mem = res.mem_mb({}, "init_embeddings", res.init_mem_mb)
     untied = mem(None, Input(model=str(tmp_path / "untied")))
     assert res.embedding_gb(tmp_path / "untied") == pytest.approx(2 * 32000 * 4096 * 4 / 1e9)
     assert untied == 4700  # 2,000 + 2,500 per GB of rows, rounded up to 100 MB
-    assert mem(None, Input(model=str(tmp_path / "tied"))) < untied == mem(None, Input(model=str(tmp_path / "gemma3")))
-    assert mem(None, Input(model=str(tmp_path / "missing"))) == res.COSTS["init_embeddings"].mem_mb  # a dry run
+    assert (mem(None, Input(model=str(tmp_path / "tied"))) < untied
+            == mem(None, Input(model=str(tmp_path / "gemma3"))))
+    # a dry run
+    assert mem(None, Input(model=str(tmp_path / "missing"))) == res.COSTS["init_embeddings"].mem_mb
 
 
 def test_resource_mistakes_are_named():
@@ -66,7 +72,8 @@ def test_resource_mistakes_are_named():
     assert res.check({"resources": {"tokenize_corpus": {"threads": 8}}}, rules) == []
     unknown, recipe = res.check({"resources": {"tokenise_corpus": {"mem_mb": 1},
                                                "train_fasttext": {"threads": 8}}}, rules)
-    assert unknown.startswith("resources.tokenise_corpus: no rule of that name") and "tokenize_corpus" in unknown
+    assert (unknown.startswith("resources.tokenise_corpus: no rule of that name")
+            and "tokenize_corpus" in unknown)
     assert recipe.startswith("resources.train_fasttext.threads") and "fasttext.threads" in recipe
 
 
@@ -85,7 +92,8 @@ def test_peak_memory_is_this_programs_not_its_parents():
 
     ballast = np.ones(400 * 2**20 // 8)  # this process: 400 MB more than the child will ever use
     code = "from vocab_transfer.memory import peak_rss_mb; print(peak_rss_mb())"
-    child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    child = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout)
     assert child < 200, child
     assert ballast.sum() > 0
 

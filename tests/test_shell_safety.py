@@ -1,10 +1,11 @@
-"""No shell built from config values: the rules that run a shell command (the trainers' `exec <launcher> -m ...` and
-list_source_trainings) get a local model folder whose path holds spaces, quotes, `$(...)` and backquotes as one
-argument, and run nothing else.
+"""No shell built from config values: the rules that run a shell command (the trainers' `exec <launcher> -m
+...` and list_source_trainings) get a local model folder whose path holds spaces, quotes, `$(...)` and
+backquotes as one argument, and run nothing else.
 
-Snakemake itself formats the commands (a dry run with --printshellcmds of a config whose source model, reference
-model and launchers are such); each command then runs in bash as the job's would (`set -euo pipefail`), with stub
-trainers on PATH (python, python3, torchrun) that record their arguments instead of training."""
+Snakemake itself formats the commands (a dry run with --printshellcmds of a config whose source model,
+reference model and launchers are such); each command then runs in bash as the job's would (`set -euo
+pipefail`), with stub trainers on PATH (python, python3, torchrun) that record their arguments instead of
+training."""
 
 import json
 import os
@@ -30,8 +31,8 @@ with open(os.environ["ARGV_LOG"], "a") as f:
 
 @pytest.fixture(scope="module")
 def hostile_workdir(tmp_path_factory, sw_tokenizer):
-    """A working directory whose config takes its source and a reference model from a folder named HOSTILE, with a
-    LAPT launcher given as a list of arguments."""
+    """A working directory whose config takes its source and a reference model from a folder named HOSTILE,
+    with a LAPT launcher given as a list of arguments."""
     from vocab_transfer.source_model import build_xlmr_mlm
 
     root = tmp_path_factory.mktemp("shell")
@@ -46,7 +47,8 @@ def hostile_workdir(tmp_path_factory, sw_tokenizer):
     config["zero_shot"]["launcher"] = ["python3"]
     models = config["finetune"]["models"]
     models["reference"] = {"pretrained": str(model_dir), "label": "Reference", "tasks": ["he-ner"]}
-    models["source-zs"] = {"source": True, "zero_shot": "full", "label": "Source (zero-shot)", "tasks": ["he-ner-zs"]}
+    models["source-zs"] = {"source": True, "zero_shot": "full", "label": "Source (zero-shot)",
+                           "tasks": ["he-ner-zs"]}
     config["zero_shot"]["setups"]["full"] = {"variant": "full"}
     (root / "config.yaml").write_text(yaml.safe_dump(config))
     stubs = root / "stubs"
@@ -59,9 +61,9 @@ def hostile_workdir(tmp_path_factory, sw_tokenizer):
 
 def shell_commands(workdir: Path) -> list[tuple[str, str]]:
     """(rule, command) of every job that runs a shell command, as Snakemake formats it (a dry run)."""
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "-p",
-                           "--cores", "1", "--configfile", "config.yaml"], cwd=workdir, capture_output=True,
-                          text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n",
+                           "-p", "--cores", "1", "--configfile", "config.yaml"], cwd=workdir,
+                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     jobs, rule = [], None
     for line in proc.stdout.splitlines():
@@ -106,7 +108,8 @@ def test_config_values_reach_the_jobs_verbatim_and_run_nothing(hostile_workdir):
         seen.setdefault(rule, []).append(argv)
 
     lapt = seen["train_lapt"]
-    assert all(a[:6] == ["torchrun", "--standalone", "--nproc-per-node", "2", "-m", "vocab_transfer.training.lapt"]
+    assert all(a[:6] == ["torchrun", "--standalone", "--nproc-per-node", "2", "-m",
+                         "vocab_transfer.training.lapt"]
                for a in lapt)
     assert all(option(a, "--model") == str(model_dir) for a in lapt)
     assert any("--embeddings" in a and "--anchors" in a for a in lapt)

@@ -3,10 +3,10 @@
 Four Snakemake runs (tests/slurm/profile, executor `slurm`) go side by side, each in its own
 working directory: `ok` (a plain job, two jobs on the fake GPU and a localrule), `fail` (a job
 that exits 1), `timeout` (a job that outlives its 1-minute time limit) and `resume` (a resumable
-stand-in for LAPT that gets SIGTERM ahead of its time limit, checkpoints, and finishes on the retry). Each test
-then checks one run against what SLURM itself recorded for its jobs. The `timeout` run sets the
-pace: SLURM checks time limits every 30 s, so the job dies 60-90 s after it starts, and Snakemake's
-status polls (their interval grows by 10 s per poll) notice a little later: about 2.5 minutes.
+stand-in for LAPT that gets SIGTERM ahead of its time limit, checkpoints, and finishes on the retry). Each
+test then checks one run against what SLURM itself recorded for its jobs. The `timeout` run sets the pace:
+SLURM checks time limits every 30 s, so the job dies 60-90 s after it starts, and Snakemake's status polls
+(their interval grows by 10 s per poll) notice a little later: about 2.5 minutes.
 
 The cluster has two partitions on its one node, `cpu` (the default) and `gpu`, as a real cluster has;
 the tests check on which one SLURM ran each job. The last test runs the pipeline's own jobs with the
@@ -94,9 +94,9 @@ def require_local_cluster() -> None:
     gres = command_output("sinfo", "-h", "-p", GPU_PARTITION, "-o", "%G").stdout
     gpus = max((int(n) for n in re.findall(r"gpu(?::[^:,(\s]+)?:(\d+)", gres)), default=0)
     if gpus < MIN_GPUS:
-        pytest.fail(f"partition {GPU_PARTITION} has {gpus} GPU(s) per node (sinfo %G: {gres.strip()!r}); the GPU "
-                    f"bundles and the rehearsal's LAPT ask for {MIN_GPUS} in one job: restart the cluster with "
-                    f"`sudo bash scripts/slurm/start.sh --gpus 4 --gpu-type a100`")
+        pytest.fail(f"partition {GPU_PARTITION} has {gpus} GPU(s) per node (sinfo %G: {gres.strip()!r}); the "
+                    f"GPU bundles and the rehearsal's LAPT ask for {MIN_GPUS} in one job: restart the "
+                    f"cluster with `sudo bash scripts/slurm/start.sh --gpus 4 --gpu-type a100`")
 
 
 def start_snakemake(workdir: Path, *args: str) -> tuple[subprocess.Popen, Path]:
@@ -179,10 +179,10 @@ def environment_record(path: Path) -> dict[str, str]:
     return dict(field.split("=", 1) for field in path.read_text().split())
 
 
-# The composite of every paper with the rehearsal overlay, through SLURM with the shipped profile, to a table of each
-# paper, chosen among those with the fewest jobs: FOCUS Table 1 (corpus sizes), WECHSEL Table 6 (nearest tokens),
-# UNKs Everywhere Table 7 (longest overlapping subwords), vocab-swap Table 9 (LAPT losses). The hub resources come
-# from the mirror on the login node; scripts/rehearse.sh runs every table.
+# The composite of every paper with the rehearsal overlay, through SLURM with the shipped profile, to a table
+# of each paper, chosen among those with the fewest jobs: FOCUS Table 1 (corpus sizes), WECHSEL Table 6
+# (nearest tokens), UNKs Everywhere Table 7 (longest overlapping subwords), vocab-swap Table 9 (LAPT losses).
+# The hub resources come from the mirror on the login node; scripts/rehearse.sh runs every table.
 REHEARSED_TABLES = {"focus": "focus_table1", "wechsel": "wechsel_table6", "unks": "unks_table7",
                     "vocab_swap_frankenberta": "vocab_swap_table9"}
 CI_REHEARSAL = REPO / "tests/data/rehearsal_ci.yaml"  # the overlay's grid cut further: one target per study
@@ -194,20 +194,21 @@ def rehearsal_tables() -> list[str]:
 
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory):
-    """The rehearsal of test_the_rehearsal_writes_a_table_of_each_paper_through_slurm, started before the runs below:
-    it builds the mirror and its jobs use the CPUs while theirs wait for SLURM's time limit and signal (yields the
-    working directory, the process and its log)."""
+    """The rehearsal of test_the_rehearsal_writes_a_table_of_each_paper_through_slurm, started before the runs
+    below: it builds the mirror and its jobs use the CPUs while theirs wait for SLURM's time limit and signal
+    (yields the working directory, the process and its log)."""
     require_local_cluster()
     workdir = tmp_path_factory.mktemp("rehearsal")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"), str(CI_REHEARSAL)]
+    configs = [str(REPO / "configs/papers.yaml"), str(REPO / "configs/overlays/rehearsal.yaml"),
+               str(CI_REHEARSAL)]
     build = [sys.executable, "-m", "vocab_transfer.miniatures", *configs]
     run = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), *rehearsal_tables(),
            "--profile", str(shipped_profile(workdir / "profile")), "--configfile", *configs]
     log_path = workdir / "rehearsal.log"
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(["bash", "-c", f"{shlex.join(build)} && {shlex.join(run)}"], cwd=workdir, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(["bash", "-c", f"{shlex.join(build)} && {shlex.join(run)}"], cwd=workdir,
+                                env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     yield workdir, proc, log_path
     if proc.poll() is None:  # a test before the rehearsal's failed the module
         wait_for(proc, time.monotonic())
@@ -215,8 +216,8 @@ def rehearsal(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, rehearsal) -> dict[str, Run]:
-    """The runs of tests/slurm/Snakefile, side by side (after the rehearsal has started: see there): most of their
-    time is waiting for a time limit, its signal or a sleep, which they do together."""
+    """The runs of tests/slurm/Snakefile, side by side (after the rehearsal has started: see there): most of
+    their time is waiting for a time limit, its signal or a sleep, which they do together."""
     require_local_cluster()
     root = tmp_path_factory.mktemp("slurm")
     arguments = {  # the slow ones first, so they get a CPU at once
@@ -258,7 +259,8 @@ def test_jobs_land_on_their_partition(runs):
     for job_id in ok.slurm_job_ids:
         job = slurm_job(job_id)
         partitions[rule_of(job)] = job["Partition"]
-    assert partitions == {"record_host": CPU_PARTITION, "use_gpu": GPU_PARTITION, "use_gpu_count": GPU_PARTITION}
+    assert partitions == {"record_host": CPU_PARTITION, "use_gpu": GPU_PARTITION,
+                          "use_gpu_count": GPU_PARTITION}
     record = environment_record(ok.workdir / "results/local.txt")  # written by the Snakemake process itself
     assert record["SLURM_JOB_ID"] == "unset", record
 
@@ -368,8 +370,9 @@ def test_bundled_trainings_checkpoint_on_the_signal_and_resume_together(runs):
 
 def shipped_profile(directory: Path, cpus: int = 2) -> Path:
     """profiles/slurm/config.yaml for this cluster, written to `directory`
-    (vocab_transfer.workflow.cluster.local_profile: partitions and accounts of this cluster, CPUs and memory per job
-    capped to what the node has), with the run settings (status command, polling, retries) of tests/slurm/profile."""
+    (vocab_transfer.workflow.cluster.local_profile: partitions and accounts of this cluster, CPUs and memory
+    per job capped to what the node has), with the run settings (status command, polling, retries) of
+    tests/slurm/profile."""
     from vocab_transfer.workflow.cluster import local_profile
 
     local = yaml.safe_load((PROFILE / "config.yaml").read_text())
@@ -388,12 +391,13 @@ def test_pipeline_jobs_run_through_sbatch_on_their_partition(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     model = "results/lapt/tiny/sw/focus/model"
     targets = [model, "results/eval_init/heldout/sw.safetensors", "results/tasks/he-ner"]
-    local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "results/shards/sw/heldout", "--cores", "2",
-                            "--configfile", str(tiny)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    local = subprocess.run([*base, "results/init/tiny/sw/focus.safetensors", "results/shards/sw/heldout",
+                            "--cores", "2", "--configfile", str(tiny)], cwd=tmp_path, env=env,
+                           capture_output=True, text=True)
     assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-3000:]
     profile = shipped_profile(tmp_path / "profile")
-    remote = subprocess.run([*base, *targets, "--profile", str(profile), "--configfile", str(tiny)], cwd=tmp_path,
-                            env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    remote = subprocess.run([*base, *targets, "--profile", str(profile), "--configfile", str(tiny)],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     log = remote.stdout + remote.stderr
     assert remote.returncode == 0, log[-4000:]
     partitions = {}
@@ -409,9 +413,10 @@ def test_pipeline_jobs_run_through_sbatch_on_their_partition(tmp_path):
 
 
 def test_the_rehearsal_writes_a_table_of_each_paper_through_slurm(rehearsal):
-    """configs/papers.yaml with the rehearsal overlay, as the cluster runs it: the downloads read the hub mirror on
-    the login node (no job of a download or table rule reaches SLURM), the other jobs run through sbatch on the
-    partition the shipped profile gives their rule, and each paper's table is written with its cells."""
+    """configs/papers.yaml with the rehearsal overlay, as the cluster runs it: the downloads read the hub
+    mirror on the login node (no job of a download or table rule reaches SLURM), the other jobs run through
+    sbatch on the partition the shipped profile gives their rule, and each paper's table is written with its
+    cells."""
     from vocab_transfer.workflow.studies import study_of_rule
 
     workdir, proc, log_path = rehearsal

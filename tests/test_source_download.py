@@ -1,8 +1,10 @@
-"""Hub models (sources.<name>.model, finetune.models.<m>.pretrained) are downloaded at a pinned revision, and the
-commit it resolved to is recorded in the folder's origin.json and in the metadata of every artifact made from it.
+"""Hub models (sources.<name>.model, finetune.models.<m>.pretrained) are downloaded at a pinned revision, and
+the commit it resolved to is recorded in the folder's origin.json and in the metadata of every artifact made
+from it.
 
-The hub is the only thing replaced: a fake HfApi / snapshot_download serves a local tiny model folder as a repository
-with two commits (in this process by monkeypatching, in Snakemake's jobs through a sitecustomize module)."""
+The hub is the only thing replaced: a fake HfApi / snapshot_download serves a local tiny model folder as a
+repository with two commits (in this process by monkeypatching, in Snakemake's jobs through a sitecustomize
+module)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ HUB_ID = "tiny-org/tiny-xlmr"
 COMMITS = {"main": "a" * 40, "v1": "b" * 40}  # branch/tag -> commit of the fake repository
 
 # The fake hub: `HUB_ROOT/<commit>/` holds the repository's files at that commit.
-FAKE_HUB = f'''
+FAKE_HUB = (f'''
 import fnmatch, os, shutil
 from pathlib import Path
 import huggingface_hub
@@ -67,22 +69,24 @@ def snapshot_download(repo_id, revision=None, local_dir=None, allow_patterns=Non
     root = ROOT / _commit(repo_id, revision)
     for p in sorted(root.rglob("*")):
         name = p.relative_to(root).as_posix()
-        if p.is_file() and (allow_patterns is None or any(fnmatch.fnmatch(name, pat) for pat in allow_patterns)):
+        if p.is_file() and (allow_patterns is None or any(fnmatch.fnmatch(name, pat) '''
+            '''for pat in allow_patterns)):
             (Path(local_dir) / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(p, Path(local_dir) / name)
     cache = Path(local_dir) / ".cache" / "huggingface"  # what the real client keeps next to the files
     cache.mkdir(parents=True, exist_ok=True)
     (cache / "download.lock").write_text("")
     return str(local_dir)
-'''
+''')
 # In Snakemake's jobs: imported at interpreter start from PYTHONPATH.
-SITECUSTOMIZE = FAKE_HUB + "\nhuggingface_hub.HfApi = HfApi\nhuggingface_hub.snapshot_download = snapshot_download\n"
+SITECUSTOMIZE = (FAKE_HUB + "\nhuggingface_hub.HfApi = HfApi\n"
+                 "huggingface_hub.snapshot_download = snapshot_download\n")
 
 
 @pytest.fixture(scope="module")
 def fake_hub(tmp_path_factory, sw_tokenizer):
-    """A folder with one tiny XLM-R MLM per commit (the two differ in their weights) and files a download must skip,
-    and the sitecustomize module that serves it as the hub."""
+    """A folder with one tiny XLM-R MLM per commit (the two differ in their weights) and files a download must
+    skip, and the sitecustomize module that serves it as the hub."""
     from vocab_transfer.source_model import build_xlmr_mlm
 
     root = tmp_path_factory.mktemp("hub")
@@ -101,7 +105,8 @@ def fake_hub(tmp_path_factory, sw_tokenizer):
 
 @pytest.fixture
 def patched_hub(fake_hub, monkeypatch):
-    """The fake hub in this process: huggingface_hub's HfApi and snapshot_download replaced; returns its call log."""
+    """The fake hub in this process: huggingface_hub's HfApi and snapshot_download replaced; returns its call
+    log."""
     root, _ = fake_hub
     monkeypatch.setenv("FAKE_HUB_ROOT", str(root))
     namespace: dict = {}
@@ -127,10 +132,13 @@ def test_download_pins_the_revision_and_records_the_commit(patched_hub, fake_hub
     assert "model.safetensors" in origin["files"] and "tokenizer.json" in origin["files"]
     assert "tf_model.h5" not in origin["files"] and not (out / "onnx").exists()  # hub_download_patterns
     assert not any(f.startswith(".cache") for f in origin["files"])
-    # the file list and the files come from the resolved commit, not from a branch name that may move meanwhile
-    assert [c[:3] for c in patched_hub] == [("model_info", HUB_ID, "v1"), ("list_repo_files", HUB_ID, COMMITS["v1"]),
+    # the file list and the files come from the resolved commit, not from a branch name that may move
+    # meanwhile
+    assert [c[:3] for c in patched_hub] == [("model_info", HUB_ID, "v1"),
+                                            ("list_repo_files", HUB_ID, COMMITS["v1"]),
                                             ("snapshot_download", HUB_ID, COMMITS["v1"])]
-    assert (out / "model.safetensors").read_bytes() == (root / COMMITS["v1"] / "model.safetensors").read_bytes()
+    assert ((out / "model.safetensors").read_bytes()
+            == (root / COMMITS["v1"] / "model.safetensors").read_bytes())
     assert load_source_model(str(out)).config.model_type == "xlm-roberta"
     assert read_input_embeddings(out).shape[1] == 16
     # no revision: the default branch, whose commit is recorded
@@ -141,8 +149,9 @@ def test_download_pins_the_revision_and_records_the_commit(patched_hub, fake_hub
 
 
 def test_a_failed_download_leaves_nothing(patched_hub, monkeypatch, tmp_path):
-    """A connection lost halfway through leaves no model folder, only `<folder>.partial`, where the next attempt
-    resumes (the hub client skips the files it has) and which it removes; an unknown revision is the hub's error."""
+    """A connection lost halfway through leaves no model folder, only `<folder>.partial`, where the next
+    attempt resumes (the hub client skips the files it has) and which it removes; an unknown revision is the
+    hub's error."""
     import huggingface_hub
 
     from vocab_transfer.source_model import download_hub_model
@@ -169,8 +178,9 @@ def test_a_failed_download_leaves_nothing(patched_hub, monkeypatch, tmp_path):
 
 
 def test_a_model_that_needs_its_repositorys_code_is_refused(patched_hub, fake_hub, monkeypatch, tmp_path):
-    """`auto_map` in config.json (or tokenizer_config.json) asks transformers to import the repository's Python
-    files: refused after the download (which leaves nothing) and, for a local folder, when the config is parsed."""
+    """`auto_map` in config.json (or tokenizer_config.json) asks transformers to import the repository's
+    Python files: refused after the download (which leaves nothing) and, for a local folder, when the config
+    is parsed."""
     import huggingface_hub
 
     from vocab_transfer.source_model import download_hub_model
@@ -198,7 +208,8 @@ def test_a_model_that_needs_its_repositorys_code_is_refused(patched_hub, fake_hu
     local = tmp_path / "local"
     shutil.copytree(fake_hub[0] / COMMITS["v1"], local)
     tok = json.loads((local / "tokenizer_config.json").read_text())
-    (local / "tokenizer_config.json").write_text(json.dumps(tok | {"auto_map": {"AutoTokenizer": [None, "t.Fast"]}}))
+    (local / "tokenizer_config.json").write_text(
+        json.dumps(tok | {"auto_map": {"AutoTokenizer": [None, "t.Fast"]}}))
     with pytest.raises(ConfigError, match=r"sources.mine.model: .* \(tokenizer_config.json: t.Fast\)"):
         check_local_source("mine", local, False)
 
@@ -223,7 +234,8 @@ def test_artifacts_made_from_a_downloaded_model_record_its_origin(patched_hub, t
         pass
 
     def job(inputs):
-        return SimpleNamespace(rule="init_embeddings", wildcards=Params(source="hub", target="sw", method="focus"),
+        return SimpleNamespace(rule="init_embeddings",
+                               wildcards=Params(source="hub", target="sw", method="focus"),
                                params=Params(seed=1), input=[str(p) for p in inputs])
 
     try:
@@ -250,8 +262,9 @@ def snakemake(workdir: Path, *args: str, env: dict) -> subprocess.CompletedProce
 
 
 def test_download_rules_pin_the_revision_and_rerun_when_it_changes(fake_hub, tmp_path):
-    """Real Snakemake, fake hub: both download rules fetch the configured revision and record its commit; a new
-    revision in the config makes Snakemake download again (it is a param of the rule), the same one does not."""
+    """Real Snakemake, fake hub: both download rules fetch the configured revision and record its commit; a
+    new revision in the config makes Snakemake download again (it is a param of the rule), the same one does
+    not."""
     root, site = fake_hub
     config = yaml.safe_load(TINY.read_text())
     config["sources"]["hub"] = {"model": HUB_ID, "revision": "v1", "languages": ["de"]}
@@ -287,7 +300,8 @@ def test_download_rules_pin_the_revision_and_rerun_when_it_changes(fake_hub, tmp
 @pytest.mark.parametrize("edit, message", [
     (lambda c, d: c["sources"].update(local={"model": str(d), "revision": "v1"}),
      "sources.local.revision: "),
-    (lambda c, d: c["sources"]["tiny"].update(revision="v1"), "sources.tiny.revision: a hub revision needs model"),
+    (lambda c, d: c["sources"]["tiny"].update(revision="v1"),
+     "sources.tiny.revision: a hub revision needs model"),
     (lambda c, d: c["finetune"]["models"]["source"].update(revision="v1"),
      "finetune.models.source.revision: a hub revision pins pretrained: <hub id> only"),
     (lambda c, d: c["finetune"]["models"].update(ref={"pretrained": str(d), "revision": "v1"}),

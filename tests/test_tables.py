@@ -8,11 +8,13 @@ from vocab_transfer.report.tables import finetune_table, paper_table
 
 def scores():
     rows = []
-    for model, task, seed, f1 in [("focus", "ner-a", 1, 0.60), ("focus", "ner-a", 2, 0.70), ("random", "ner-a", 1, 0.50),
-                                  ("random", "ner-a", 2, 0.40), ("focus", "nli-b", 1, 0.8)]:
+    for model, task, seed, f1 in [("focus", "ner-a", 1, 0.60), ("focus", "ner-a", 2, 0.70),
+                                  ("random", "ner-a", 1, 0.50), ("random", "ner-a", 2, 0.40),
+                                  ("focus", "nli-b", 1, 0.8)]:
         metric = "f1" if task.startswith("ner") else "accuracy"
         rows.append({"source": "s", "task_name": task, "language": "x", "task": task[:3], "model": model,
-                     "method": model, "metric": metric, "seed": seed, f"dev_{metric}": f1, f"test_{metric}": f1})
+                     "method": model, "metric": metric, "seed": seed, f"dev_{metric}": f1,
+                     f"test_{metric}": f1})
     return pd.DataFrame(rows)
 
 
@@ -51,7 +53,8 @@ def test_lapt_table_perplexity_at_steps():
     assert ppl[("b", 5)] == math.exp(1.2) and pd.isna(ppl[("b", 10)])
     assert md.splitlines()[2] == "| Run | x @0 | x @5 | x @10 |"
     assert md.splitlines()[5] == f"| B | {math.exp(2.5):.2f} | **{math.exp(1.2):.2f}** | — |"
-    bpb = curves.assign(heldout_bits_per_byte=curves["heldout_loss"] / 4)  # the curves' own column, not derived
+    # the curves' own column, not derived
+    bpb = curves.assign(heldout_bits_per_byte=curves["heldout_loss"] / 4)
     table, _ = lapt_table(bpb, {**spec, "value": "bits_per_byte"}, runs={})
     assert table.set_index(["run", "step"])["bits_per_byte"][("a", 10)] == 0.25
     table, _ = lapt_table(curves, {**spec, "value": "bits_per_byte"}, runs={})  # curves written without it
@@ -90,45 +93,50 @@ def test_init_table_gives_bits_per_byte_beside_the_loss():
 def test_grid_tables_two_way_layout_best_column_and_dep_cells():
     """vocab-swap Tables 12/15 layout: models in a (row × column) grid, null cells "—", "Best" per row."""
     spec = {"title": "T15", "tasks": ["ner-a"], "best_column": True,
-            "grid": {"columns": ["Embed", "All"], "rows": {"Focus": [None, "focus"], "Rand": ["random", "random"]}}}
+            "grid": {"columns": ["Embed", "All"],
+                     "rows": {"Focus": [None, "focus"], "Rand": ["random", "random"]}}}
     table, md = paper_table(scores(), spec, models={}, tasks={"ner-a": "a"})
     lines = md.splitlines()
     assert lines[2] == "| a | Embed | All | Best |"
     assert lines[4] == "| Focus | — | **65.0 ± 7.1** | **65.0 ± 7.1** |"
     assert lines[5] == "| Rand | **45.0 ± 7.1** | 45.0 ± 7.1 | 45.0 ± 7.1 |"
     assert pd.isna(table[(table.row == "Focus") & (table.column == "Embed")]["name"].item())
-    dep = pd.DataFrame([{"source": "s", "task_name": "ud", "language": "x", "task": "dep", "model": "m", "method": "m",
-                         "metric": "las", "seed": 1, "dev_las": 0.5, "test_las": 0.6, "dev_uas": 0.7, "test_uas": 0.8}])
+    dep = pd.DataFrame([{"source": "s", "task_name": "ud", "language": "x", "task": "dep", "model": "m",
+                         "method": "m", "metric": "las", "seed": 1, "dev_las": 0.5, "test_las": 0.6,
+                         "dev_uas": 0.7, "test_uas": 0.8}])
     _, md = paper_table(dep, {"rows": ["m"], "groups": {"UD": ["ud"]}}, models={}, tasks={})
     assert "| m | **80.0 / 60.0** |" in md  # parsing cells read "UAS / LAS", as UNKs Table 3b
 
 
 def test_grid_reference_rows_fill_only_best_and_are_never_bold():
-    """vocab-swap Tables 12/13/15/16: mBERT / FlauBERT / German BERT rows are "-" in every column and hold their
-    own score in "Best"; outside best_groups they are not bold although higher (Table 12: FlauBERT 0.806 vs the
-    bold 0.786); a reference model that has not run is "—"."""
+    """vocab-swap Tables 12/13/15/16: mBERT / FlauBERT / German BERT rows are "-" in every column and hold
+    their own score in "Best"; outside best_groups they are not bold although higher (Table 12: FlauBERT 0.806
+    vs the bold 0.786); a reference model that has not run is "—"."""
     ref = scores()[lambda d: d.model == "focus"].assign(model="ref", method="ref")
     ref["test_f1"] += 0.2
     spec = {"title": "T12", "tasks": ["ner-a"], "best_column": True, "best_groups": [["Focus", "Rand"]],
-            "grid": {"columns": ["Embed", "All"], "rows": {"Focus": [None, "focus"], "Rand": ["random", "random"],
-                                                         "Ref": [None, None, "ref"], "Gone": [None, None, "gone"]}}}
+            "grid": {"columns": ["Embed", "All"],
+                     "rows": {"Focus": [None, "focus"], "Rand": ["random", "random"],
+                              "Ref": [None, None, "ref"], "Gone": [None, None, "gone"]}}}
     table, md = paper_table(pd.concat([scores(), ref]), spec, models={}, tasks={"ner-a": "a"})
     lines = md.splitlines()
     assert lines[4] == "| Focus | — | **65.0 ± 7.1** | **65.0 ± 7.1** |"
     assert lines[6:] == ["| Ref | — | — | 85.0 ± 7.1 |", "| Gone | — | — | — |"]
     best = table[table.column == "Best"].set_index("row")
     assert best.loc["Ref", "name"] == "ref" and best.loc["Ref", "value"] == pytest.approx(85.0)
-    assert best.loc["Focus", "value"] == pytest.approx(65.0) and best.loc["Rand", "value"] == pytest.approx(45.0)
+    assert (best.loc["Focus", "value"] == pytest.approx(65.0)
+            and best.loc["Rand", "value"] == pytest.approx(45.0))
     assert pd.isna(best.loc["Gone", "value"])
 
 
 def test_lapt_grid_table_loss_lower_is_better():
     from vocab_transfer.report.tables import lapt_table
 
-    curves = pd.DataFrame({"run": ["a", "b", "c"], "language": ["de"] * 3, "step": [100] * 3, "stage": [0] * 3,
-                           "heldout_loss": [2.0, 1.5, 3.0]})
+    curves = pd.DataFrame({"run": ["a", "b", "c"], "language": ["de"] * 3, "step": [100] * 3,
+                           "stage": [0] * 3, "heldout_loss": [2.0, 1.5, 3.0]})
     spec = {"languages": ["de"], "steps": [100], "value": "loss",
-            "grid": {"columns": ["Embed", "All"], "rows": {"Reinit": ["a", "b"], "Freq": [None, "c"], "Dict": ["d", None]}}}
+            "grid": {"columns": ["Embed", "All"],
+                     "rows": {"Reinit": ["a", "b"], "Freq": [None, "c"], "Dict": ["d", None]}}}
     _, md = lapt_table(curves, spec, runs={})
     lines = md.splitlines()
     assert lines[0].startswith("**") and "de, held-out loss at step 100" in lines[0]
@@ -144,15 +152,16 @@ def glue_scores():
         common = {"source": "bert", "language": "en", "model": model, "method": model, "seed": seed}
         rows.append({**common, "task_name": "mnli", "task": "nli", "metric": "accuracy", "dev_accuracy": m,
                      "test_accuracy": m, "test_mismatched_accuracy": mm, "extra_test_sets": "mismatched"})
-        rows.append({**common, "task_name": "mrpc", "task": "nli", "metric": "f1", "dev_f1": f1, "test_f1": f1,
-                     "test_accuracy": 0.5, "extra_test_sets": ""})
+        rows.append({**common, "task_name": "mrpc", "task": "nli", "metric": "f1", "dev_f1": f1,
+                     "test_f1": f1, "test_accuracy": 0.5, "extra_test_sets": ""})
     return pd.DataFrame(rows)
 
 
 def test_mnli_cells_show_matched_and_mismatched_with_the_best_of_a_group_bold():
-    """vocab-swap Tables 1/6/7: "0.842/0.846 (±0.004/0.004)" cells, the best scheme bold, the Bert Baseline (the
-    reference, outside best_groups) never bold although higher, a cell without runs "—"."""
-    spec = {"title": "T1", "tasks": ["mnli"], "format": "fraction", "best_groups": [["75% Kept", "Reinit", "Permute"]],
+    """vocab-swap Tables 1/6/7: "0.842/0.846 (±0.004/0.004)" cells, the best scheme bold, the Bert Baseline
+    (the reference, outside best_groups) never bold although higher, a cell without runs "—"."""
+    spec = {"title": "T1", "tasks": ["mnli"], "format": "fraction",
+            "best_groups": [["75% Kept", "Reinit", "Permute"]],
             "grid": {"columns": ["Embed 1e-4"], "rows": {"Bert Baseline": ["base"], "75% Kept": ["keep"],
                                                          "Reinit": ["reinit"], "Permute": ["permute"]}}}
     table, md = paper_table(glue_scores(), spec, models={}, tasks={"mnli": "MNLI (m/mm)"})
@@ -163,7 +172,8 @@ def test_mnli_cells_show_matched_and_mismatched_with_the_best_of_a_group_bold():
                          "| Reinit | 0.820/0.821 (±0.000/0.000) |",
                          "| Permute | — |"]
     assert table.set_index("row")["value"]["Bert Baseline"] == pytest.approx(84.2)
-    _, md = paper_table(glue_scores(), {**spec, "format": "percent", "best_groups": None}, models={}, tasks={})
+    _, md = paper_table(glue_scores(), {**spec, "format": "percent", "best_groups": None}, models={},
+                        tasks={})
     assert "| Bert Baseline | **84.2/84.6 ± 0.3/0.1** |" in md  # one group of all rows: the baseline is best
 
 
@@ -172,7 +182,8 @@ def test_model_rows_table_bold_per_group_and_f1_cells():
     model are bold; MRPC cells are the F1 the task was selected on."""
     spec = {"title": "T2", "groups": {"": ["mrpc", "mnli"]}, "format": "fraction",
             "best_groups": [["keep", "reinit"], ["base"]]}
-    _, md = paper_table(glue_scores(), spec, models={"base": "roberta-base", "keep": "Dict", "reinit": "Reinit"},
+    _, md = paper_table(glue_scores(), spec,
+                        models={"base": "roberta-base", "keep": "Dict", "reinit": "Reinit"},
                         tasks={"mrpc": "MRPC (F1)", "mnli": "MNLI"})
     lines = md.splitlines()
     assert lines[2] == "| Model | MRPC (F1) | MNLI |"
@@ -184,22 +195,24 @@ def test_model_rows_table_bold_per_group_and_f1_cells():
 
 
 def test_zero_shot_cells_average_source_languages_or_pick_one():
-    """unks-everywhere Table 3: a zero-shot cell is the mean over seeds and source languages; Tables 5a-d pick one
-    source language (``source_languages``); in-language rows are kept either way. A cell's rows (seeds x source
-    tasks) come from one file with a ``seed`` column; fine-tuning rows from a file per seed."""
-    rows = [{"source": "s", "task_name": "am-ner", "language": "am", "task": "ner", "model": "el-lex", "method": "el",
-             "metric": "f1", "seed": seed, "dev_f1": f1, "test_f1": f1, "zero_shot": True, "source_task": f"{lang}-ner",
-             "source_language": lang}
+    """unks-everywhere Table 3: a zero-shot cell is the mean over seeds and source languages; Tables 5a-d pick
+    one source language (``source_languages``); in-language rows are kept either way. A cell's rows (seeds x
+    source tasks) come from one file with a ``seed`` column; fine-tuning rows from a file per seed."""
+    rows = [{"source": "s", "task_name": "am-ner", "language": "am", "task": "ner", "model": "el-lex",
+             "method": "el", "metric": "f1", "seed": seed, "dev_f1": f1, "test_f1": f1, "zero_shot": True,
+             "source_task": f"{lang}-ner", "source_language": lang}
             for lang, base in (("en", 0.5), ("ar", 0.3)) for seed, f1 in ((1, base), (2, base + 0.1))]
     df = pd.concat([pd.DataFrame(rows), scores()], ignore_index=True)
     spec = {"rows": ["el-lex", "focus"], "groups": {"": ["am-ner", "ner-a"]}}
     table, _ = paper_table(df, spec, models={}, tasks={})
     cell = table.set_index(["model", "task_name"])
-    assert cell.loc[("el-lex", "am-ner"), "test_mean"] == 45.0 and cell.loc[("el-lex", "am-ner"), "seeds"] == 2
+    assert (cell.loc[("el-lex", "am-ner"), "test_mean"] == 45.0
+            and cell.loc[("el-lex", "am-ner"), "seeds"] == 2)
     # the std is over the seeds' source-averaged scores (40, 50), not over the four runs (50, 60, 30, 40)
     assert cell.loc[("el-lex", "am-ner"), "test_std"] == pytest.approx(7.0711, abs=1e-4)
     summary = finetune_table(df).set_index(["model", "task_name"])  # make_finetune_table: the same cell
-    assert summary.loc[("el-lex", "am-ner"), "seeds"] == 2 and summary.loc[("el-lex", "am-ner"), "test_mean"] == 45.0
+    assert (summary.loc[("el-lex", "am-ner"), "seeds"] == 2
+            and summary.loc[("el-lex", "am-ner"), "test_mean"] == 45.0)
     assert summary.loc[("el-lex", "am-ner"), "test_std"] == pytest.approx(7.0711, abs=1e-4)
     table, md = paper_table(df, {**spec, "source_languages": ["ar"]}, models={}, tasks={})
     cell = table.set_index(["model", "task_name"])
@@ -237,7 +250,8 @@ def test_finetune_and_paper_table_headers_never_repeat_metric_or_group():
 
     glue = glue_scores()
     sts = glue[glue.task_name == "mrpc"].assign(task_name="stsb", task="sts", metric="pearson",
-                                                 dev_pearson=lambda d: d["dev_f1"], test_pearson=lambda d: d["test_f1"])
+                                                dev_pearson=lambda d: d["dev_f1"],
+                                                test_pearson=lambda d: d["test_f1"])
     df = pd.concat([glue, sts], ignore_index=True)  # the metrics: stsb pearson, mrpc f1, mnli accuracy
     tasks = {"stsb": "STSB (Pearson)", "mrpc": "MRPC (F1)", "mnli": "MNLI (m/mm Acc.)"}
     md = finetune_markdown(finetune_table(df), models={"keep": "Dict Match", "base": "Base"}, tasks=tasks)
@@ -249,8 +263,8 @@ def test_finetune_and_paper_table_headers_never_repeat_metric_or_group():
     _, md = paper_table(df, spec, models={"keep": "Dict Match", "base": "Base"}, tasks=tasks)
     head = _header_cells(md)[0]
     assert head == ["MRPC (F1)", "GLUE MNLI (m/mm Acc.)", "STSB (Pearson)"]
-    assert not any(_repeats(h, g) or _repeats(h, metrics[t]) for h, (g, names) in zip(head, spec["groups"].items(),
-                                                                                       strict=True) for t in names)
+    assert not any(_repeats(h, g) or _repeats(h, metrics[t])
+                   for h, (g, names) in zip(head, spec["groups"].items(), strict=True) for t in names)
 
 
 def test_printed_ties_are_all_bold():
@@ -268,15 +282,18 @@ def test_tied_means_are_bold_in_finetune_paper_and_lapt_tables():
     from vocab_transfer.report.tables import finetune_markdown, lapt_table
 
     df = scores()
-    df.loc[df.model == "random", "test_f1"] = [0.65004, 0.64996]  # mean 65.0 as focus's (0.60, 0.70), printed 65.0
-    md = finetune_markdown(finetune_table(df), models={"focus": "FOCUS", "random": "Random"}, tasks={"ner-a": "a"})
+    # mean 65.0 as focus's (0.60, 0.70), printed 65.0
+    df.loc[df.model == "random", "test_f1"] = [0.65004, 0.64996]
+    md = finetune_markdown(finetune_table(df), models={"focus": "FOCUS", "random": "Random"},
+                           tasks={"ner-a": "a"})
     assert "| FOCUS | **65.0 ± 7.1** |" in md and "| Random | **65.0 ± 0.0** |" in md
     _, md = paper_table(df, {"rows": ["focus", "random"], "groups": {"": ["ner-a"]}, "format": "fraction"},
                         models={}, tasks={})
     assert md.count("**0.650") == 2
     curves = pd.DataFrame([{"run": r, "language": "de", "step": 10, "stage": 1, "heldout_loss": loss}
                            for r, loss in (("a", 1.0041), ("b", 0.9962), ("c", 2.0))])
-    _, md = lapt_table(curves, {"languages": ["de"], "steps": [10], "value": "loss"}, runs={r: r for r in "abc"})
+    _, md = lapt_table(curves, {"languages": ["de"], "steps": [10], "value": "loss"},
+                       runs={r: r for r in "abc"})
     assert md.count("**1.00**") == 2 and "| c | 2.00 |" in md
 
 
@@ -299,8 +316,8 @@ PAPER_LABELS = {"reinit_embed": "Reinit Embed", "freq_match": "Freq Match", "dic
 @pytest.mark.parametrize("name", ["vocab_swap", "vocab_swap_frankenbert", "vocab_swap_frankenberta",
                                   "vocab_swap_recovery"])
 def test_vocab_swap_configs_name_each_method_by_its_one_label(name):
-    """A scheme reads alike in every row: its method's label, which its LAPT runs, fine-tuned models and grid rows
-    begin with (no "Dict" beside "Reinit Embed", no "Embed Reinit" beside "Reinit Embed")."""
+    """A scheme reads alike in every row: its method's label, which its LAPT runs, fine-tuned models and grid
+    rows begin with (no "Dict" beside "Reinit Embed", no "Embed Reinit" beside "Reinit Embed")."""
     from pathlib import Path
 
     import yaml
@@ -317,13 +334,16 @@ def test_vocab_swap_configs_name_each_method_by_its_one_label(name):
     for label, method in rows:
         if method in methods:
             assert label.split(",")[0] == methods[method], label
-    grid_rows = [row for t in (cfg.get("tables") or {}).values() if "grid" in t for row in dict(t["grid"]["rows"])]
+    grid_rows = [row for t in (cfg.get("tables") or {}).values() if "grid" in t
+                 for row in dict(t["grid"]["rows"])]
     words = {w for label in PAPER_LABELS.values() for w in label.split()} - {"Match", "Embed"}
-    assert all(row.split(",")[0] in PAPER_LABELS.values() for row in grid_rows if set(row.split()) & words), grid_rows
+    assert all(row.split(",")[0] in PAPER_LABELS.values() for row in grid_rows
+               if set(row.split()) & words), grid_rows
 
 
 def test_every_table_label_is_the_entry_label_or_its_name():
-    """Tables, figures and the benchmark report name a method, run, model or task by one function (label_of)."""
+    """Tables, figures and the benchmark report name a method, run, model or task by one function
+    (label_of)."""
     from types import SimpleNamespace
 
     from vocab_transfer.workflow.plan.base import label_of

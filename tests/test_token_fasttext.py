@@ -36,8 +36,9 @@ def test_tokenizer_embedding_mismatch():
 
 
 def test_deepfocus_preset_is_its_own_artifact_and_recipe(swahili_verses, sw_tokenizer):
-    """A FOCUS row's ``fasttext: deepfocus`` reads vectors trained with CBOW and 10 negatives (the authors' package)
-    from their own path; without it, the `fasttext` section as configured (the paper's skipgram, 5 negatives)."""
+    """A FOCUS row's ``fasttext: deepfocus`` reads vectors trained with CBOW and 10 negatives (the authors'
+    package) from their own path; without it, the `fasttext` section as configured (the paper's skipgram, 5
+    negatives)."""
     import json
     from types import SimpleNamespace
 
@@ -56,13 +57,16 @@ def test_deepfocus_preset_is_its_own_artifact_and_recipe(swahili_verses, sw_toke
     assert Need.TOKEN_VECTORS in needs
     assert init_inputs(job, needs)["vectors"] == paths.fasttext_vectors("sw", "deepfocus") \
         == "results/fasttext/sw/deepfocus/vectors.safetensors"
-    assert init_inputs(InitJob("src", "sw", "focus", {}), needs)["vectors"] == "results/fasttext/sw/vectors.safetensors"
+    assert (init_inputs(InitJob("src", "sw", "focus", {}), needs)["vectors"]
+            == "results/fasttext/sw/vectors.safetensors")
     plan = SimpleNamespace(config={"fasttext": {"dim": 8, "model": "skipgram"}})
     spec = FastText.parse(json.loads(Plan.fasttext_preset_spec(plan, SimpleNamespace(preset="deepfocus"))))
     assert (spec.dim, spec.model, spec.neg) == (8, "cbow", 10)
     config = yaml.safe_load(open("tests/data/tiny_config.yaml"))
-    config["methods"]["focus_word_deepfocus"] = {"kind": "focus", "aux": "word_fasttext", "fasttext": "deepfocus"}
-    with pytest.raises(ConfigError, match="focus_word_deepfocus.fasttext: a token-level fastText recipe applies"):
+    config["methods"]["focus_word_deepfocus"] = {"kind": "focus", "aux": "word_fasttext",
+                                                 "fasttext": "deepfocus"}
+    with pytest.raises(ConfigError,
+                       match="focus_word_deepfocus.fasttext: a token-level fastText recipe applies"):
         check_config(config)
     kw = dict(dim=8, min_count=5, epochs=1, threads=1, seed=3)
     cbow = train_token_fasttext(swahili_verses[:500], sw_tokenizer, model="cbow", neg=10, **kw)

@@ -1,6 +1,7 @@
-"""Target tokenizers of every family (``tokenizer.kind``) and in a source tokenizer's layout (``tokenizer.like``):
-deterministic training, reload through AutoTokenizer to the same ids, the source's specials, chat template and
-post-processor carried over, and byte tokens that overlap one-to-one across families."""
+"""Target tokenizers of every family (``tokenizer.kind``) and in a source tokenizer's layout
+(``tokenizer.like``): deterministic training, reload through AutoTokenizer to the same ids, the source's
+specials, chat template and post-processor carried over, and byte tokens that overlap one-to-one across
+families."""
 
 import itertools
 import json
@@ -60,21 +61,25 @@ def test_templates_are_laid_out_like_their_families(trained):
     bpe, byte_level, wordpiece = (trained[k] for k in KINDS)
     assert bpe.convert_ids_to_tokens(list(range(5))) == ["<unk>", "<s>", "</s>", "<0x00>", "<0x01>"]
     assert bpe.convert_tokens_to_ids(list(BYTE_TOKENS)) == list(range(3, 259))
-    assert "<0x41>" not in bpe.all_special_tokens and bpe("<0x41>", add_special_tokens=False)["input_ids"] != [68]
+    assert ("<0x41>" not in bpe.all_special_tokens
+            and bpe("<0x41>", add_special_tokens=False)["input_ids"] != [68])
     assert bpe.convert_ids_to_tokens(bpe("Mungu")["input_ids"]) == ["<s>", "▁Mungu"]  # a prompt: no </s>
     assert byte_level("Mungu")["input_ids"] == byte_level("Mungu", add_special_tokens=False)["input_ids"]
     assert len(byte_level) - 1 >= 256 and byte_level.eos_token == "<|endoftext|>"
     ids = wordpiece("Mungu")["input_ids"]
-    assert wordpiece.convert_ids_to_tokens([ids[0], ids[-1]]) == ["[CLS]", "[SEP]"] and wordpiece.mask_token == "[MASK]"
+    assert (wordpiece.convert_ids_to_tokens([ids[0], ids[-1]]) == ["[CLS]", "[SEP]"]
+            and wordpiece.mask_token == "[MASK]")
 
 
 @pytest.fixture(scope="module")
 def llama_source(english):
-    """A Llama-2-style source tokenizer as transformers saves them today: Metaspace(split=False), no normalizer."""
+    """A Llama-2-style source tokenizer as transformers saves them today: Metaspace(split=False), no
+    normalizer."""
     tok = train_target_tokenizer(english, 600, kind="bpe")
     spec = json.loads(tok.backend_tokenizer.to_str())
     spec["normalizer"] = None
-    spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False}
+    spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first",
+                             "split": False}
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 
@@ -82,14 +87,17 @@ def llama_source(english):
                                    eos_token="</s>", unk_token="<unk>")
 
 
-def test_like_a_llama_tokenizer_keeps_its_layout_and_never_merges_across_words(llama_source, swahili, tmp_path):
+def test_like_a_llama_tokenizer_keeps_its_layout_and_never_merges_across_words(llama_source, swahili,
+                                                                               tmp_path):
     tok = train_target_tokenizer(swahili, 700, like=llama_source)
-    assert tokenizer_kind(tok) == "bpe" and json.loads(tok.backend_tokenizer.to_str())["pre_tokenizer"]["split"] is False
+    assert (tokenizer_kind(tok) == "bpe"
+            and json.loads(tok.backend_tokenizer.to_str())["pre_tokenizer"]["split"] is False)
     assert [tok.bos_token_id, tok.eos_token_id, tok.unk_token_id] == [1, 2, 0]
     assert not any("▁" in piece[1:] for piece in tok.get_vocab())  # trained on words, as SentencePiece is
     assert tok("Hapo mwanzo")["input_ids"][0] == 1 and tok("Hapo mwanzo")["input_ids"][-1] != 2
     tok.save_pretrained(tmp_path)
-    assert AutoTokenizer.from_pretrained(tmp_path)("Hapo mwanzo")["input_ids"] == tok("Hapo mwanzo")["input_ids"]
+    assert (AutoTokenizer.from_pretrained(tmp_path)("Hapo mwanzo")["input_ids"]
+            == tok("Hapo mwanzo")["input_ids"])
 
 
 def test_like_a_qwen_tokenizer_keeps_chat_template_and_specials(english, swahili, tmp_path):
@@ -97,14 +105,16 @@ def test_like_a_qwen_tokenizer_keeps_chat_template_and_specials(english, swahili
     tok = train_target_tokenizer(swahili, 700, like=source)
     tok.save_pretrained(tmp_path)
     tok = AutoTokenizer.from_pretrained(tmp_path)
-    assert tok.chat_template == CHATML and tok.bos_token is None and tok.eos_token == tok.pad_token == "<|endoftext|>"
+    assert (tok.chat_template == CHATML and tok.bos_token is None
+            and tok.eos_token == tok.pad_token == "<|endoftext|>")
     chat = tok.apply_chat_template([{"role": "user", "content": "Habari"}], add_generation_prompt=True,
                                    tokenize=True, return_dict=True)["input_ids"]
     im_start, im_end = tok.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])
     assert chat[0] == im_start and chat.count(im_end) == 1 and chat.count(im_start) == 2
     assert tok.decode(chat) == "<|im_start|>user\nHabari<|im_end|>\n<|im_start|>assistant\n"
     assert tok.convert_ids_to_tokens([0, 1, 2]) == ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    assert tok("Habari")["input_ids"] == tok("Habari", add_special_tokens=False)["input_ids"]  # no trailing eos
+    # no trailing eos
+    assert tok("Habari")["input_ids"] == tok("Habari", add_special_tokens=False)["input_ids"]
     assert special_ids(tok) == (0, 0)  # no bos: blocks open with the eos that separates documents
 
 
@@ -136,8 +146,9 @@ def spelled_bytes(tok, token_id: int) -> bytes:
 
 @pytest.mark.parametrize("source_kind, target_kind", list(itertools.product(("bpe", "byte_level"), repeat=2)))
 def test_byte_tokens_overlap_exactly_across_families(source_kind, target_kind, english, trained):
-    """Every one of the target's 256 byte tokens (``<0xNN>`` or a byte-level symbol) is matched to a source token
-    that spells that very byte, whatever the two families (source and target trained on different languages)."""
+    """Every one of the target's 256 byte tokens (``<0xNN>`` or a byte-level symbol) is matched to a source
+    token that spells that very byte, whatever the two families (source and target trained on different
+    languages)."""
     source = train_target_tokenizer(english, 600, kind=source_kind)
     target = trained[target_kind]
     overlap = compute_overlap(source, target).set_index("target_id")["source_id"]

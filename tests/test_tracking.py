@@ -1,5 +1,6 @@
 """Live curves (vocab_transfer.tracking): TensorBoard event files read back with TensorBoard's own reader,
-a resumed run's purge of what its killed attempt logged, W&B offline runs, and the named errors of report_to."""
+a resumed run's purge of what its killed attempt logged, W&B offline runs, and the named errors of
+report_to."""
 
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -53,7 +54,8 @@ def test_wandb_offline_writes_a_run_that_a_resumed_job_continues(tmp_path, monke
     ("mlflow", "'mlflow' is not one of"),
 ])
 def test_report_to_names_an_unknown_value(value, message):
-    with pytest.raises(ValueError, match="lapt.training.report_to: " + message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError,
+                       match="lapt.training.report_to: " + message.replace("[", r"\[").replace("]", r"\]")):
         check_report_to(value, "lapt.training.report_to")
 
 
@@ -61,7 +63,8 @@ def test_report_to_names_a_missing_package(monkeypatch):
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "wandb" else real(name, *a))
     with pytest.raises(ValueError, match="finetune.training.report_to: 'wandb' needs the 'wandb' package, "
                                          "which is not installed"):
         check_report_to(["tensorboard", "wandb"], "finetune.training.report_to")

@@ -56,8 +56,8 @@ def _env(name: str | None) -> dict:
 @pytest.fixture(scope="module")
 def starter():
     name = f"vocab-transfer-warm-test-{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name], stdin=subprocess.PIPE,
-                            env=_env(None), cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+                            stdin=subprocess.PIPE, env=_env(None), cwd=REPO)
     deadline = time.time() + 60
     while True:  # listening (a job that connects earlier runs in its own process, as it should)
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -75,7 +75,8 @@ def starter():
 
 
 def _script(tmp_path: Path, name: str, text: str) -> Path:
-    """A job script where Snakemake writes the scripts of its rules (.snakemake/scripts/): only those hand off."""
+    """A job script where Snakemake writes the scripts of its rules (.snakemake/scripts/): only those hand
+    off."""
     scripts = tmp_path / ".snakemake" / "scripts"
     scripts.mkdir(parents=True, exist_ok=True)
     (scripts / name).write_text(text)
@@ -94,8 +95,8 @@ def test_a_job_runs_forked_from_the_starter_with_its_own_stdio_env_cwd_and_statu
     name, proc = starter
     job = _script(tmp_path, "job.py", JOB)
     for status in (0, 3):
-        out = subprocess.run([sys.executable, str(job), str(status), "x y"], cwd=tmp_path, capture_output=True,
-                             text=True, env={**_env(name), "FOO": "bar"}, timeout=300)
+        out = subprocess.run([sys.executable, str(job), str(status), "x y"], cwd=tmp_path,
+                             capture_output=True, text=True, env={**_env(name), "FOO": "bar"}, timeout=300)
         assert out.returncode == status, out.stderr
         seen = json.loads(out.stdout)
         assert seen["ppid"] == proc.pid  # forked from the starter, not run by the job process
@@ -151,8 +152,8 @@ print(json.dumps({"ppid": os.getppid(), "child": os.environ.get("VOCAB_TRANSFER_
 
 
 def test_importing_the_package_never_hands_off(starter, tmp_path):
-    """Only an explicit handoff() forks: a script that just imports the package runs in its own process, with a
-    starter listening under the name in the environment and with the variable set to 1."""
+    """Only an explicit handoff() forks: a script that just imports the package runs in its own process, with
+    a starter listening under the name in the environment and with the variable set to 1."""
     name, _ = starter
     job = _script(tmp_path, "imports.py", IMPORTS_ONLY)
     for value in (name, "1"):
@@ -163,7 +164,8 @@ def test_importing_the_package_never_hands_off(starter, tmp_path):
 
 
 def test_every_workflow_script_hands_off_before_its_other_imports():
-    """The one entry of warm starts: each script of workflow_scripts/ calls handoff() right after its docstring."""
+    """The one entry of warm starts: each script of workflow_scripts/ calls handoff() right after its
+    docstring."""
     import ast
 
     scripts = sorted((REPO / "workflow_scripts").glob("*.py"))
@@ -197,8 +199,8 @@ def test_killing_the_job_process_ends_the_forked_job(starter, tmp_path, sig):
 
 def test_the_starter_exits_with_the_process_that_started_it():
     name = f"vocab-transfer-warm-exit-{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name], stdin=subprocess.PIPE,
-                            env=_env(None), cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+                            stdin=subprocess.PIPE, env=_env(None), cwd=REPO)
     time.sleep(0.5)
     assert proc.poll() is None
     proc.stdin.close()  # what the Snakemake process's exit does

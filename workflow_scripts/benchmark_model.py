@@ -1,5 +1,5 @@
-"""lm-eval benchmark scores of one model on a target's tasks (rule benchmark_model): the source model, an init export
-or a LAPT export (vocab_transfer.eval.benchmarks)."""
+"""lm-eval benchmark scores of one model on a target's tasks (rule benchmark_model): the source model, an init
+export or a LAPT export (vocab_transfer.eval.benchmarks)."""
 
 from vocab_transfer.workflow.warm import handoff
 
@@ -15,8 +15,9 @@ from vocab_transfer.workflow.job import setup_job
 def main(model_dir, data_path, spec, cache, wildcards, seed, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     use_cache(cache, offline=True)  # fetched on the login node (rule download_benchmark_data)
-    scores = evaluate(model_dir, spec["tasks"], include_path=spec["include_path"], num_fewshot=spec["num_fewshot"],
-                      limit=spec["limit"], batch_size=spec["batch_size"], seed=seed)
+    scores = evaluate(model_dir, spec["tasks"], include_path=spec["include_path"],
+                      num_fewshot=spec["num_fewshot"], limit=spec["limit"], batch_size=spec["batch_size"],
+                      seed=seed)
     with open(data_path, encoding="utf-8") as f:  # each multiple-choice task's chance accuracy
         scores = add_chance(scores, json.load(f).get("fetched", {}))
     scores.insert(0, "source", wildcards.source)
@@ -27,5 +28,5 @@ def main(model_dir, data_path, spec, cache, wildcards, seed, out_path, log_path,
     log.info("%s\n%s", model_dir, scores.to_string(index=False))
 
 
-main(snakemake.input.model, snakemake.input.data, json.loads(snakemake.params.spec), snakemake.params.cache, snakemake.wildcards,
-     snakemake.params.seed, snakemake.output.scores, snakemake.log[0], snakemake.threads)
+main(snakemake.input.model, snakemake.input.data, json.loads(snakemake.params.spec), snakemake.params.cache,
+     snakemake.wildcards, snakemake.params.seed, snakemake.output.scores, snakemake.log[0], snakemake.threads)

@@ -21,5 +21,6 @@ def main(inputs, spec: Dictionary, out_path, log_path):
 
 
 main(dict(snakemake.input.items()),
-     Dictionary.parse(json.loads(snakemake.params.spec), f"dictionaries.{snakemake.wildcards.slang}.{snakemake.wildcards.lang}"),
+     Dictionary.parse(json.loads(snakemake.params.spec),
+                      f"dictionaries.{snakemake.wildcards.slang}.{snakemake.wildcards.lang}"),
      snakemake.output.pairs, snakemake.log[0])

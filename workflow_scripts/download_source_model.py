@@ -1,6 +1,6 @@
 """Download a hub model into resources/ at the configured revision, recording the commit it resolved to in the
-folder's origin.json (rules download_source_model and download_reference_model; runs only when the config names a
-hub id)."""
+folder's origin.json (rules download_source_model and download_reference_model; runs only when the config
+names a hub id)."""
 
 from vocab_transfer.workflow.warm import handoff
 

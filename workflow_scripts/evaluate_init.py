@@ -28,14 +28,15 @@ def tokenizer(cache, path):
 def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     log = setup_job(log_path, threads)
     source = load_source_model(inputs["model"])
-    source.to(pick_device())  # a job given a GPU (eval.gpus: 1) evaluates there; each method's rows are copied in
+    # a job given a GPU (eval.gpus: 1) evaluates there; each method's rows are copied in
+    source.to(pick_device())
     log.info("evaluating on %s", source.device)
     objective = "clm" if is_causal_lm(source) else "mlm"
     tokenizers = {}  # most methods share the target tokenizer: load each folder once
     rows = []
     for m in methods:
-        # the one loaded model, its per-token tensors overwritten for each method (every row of each is replaced):
-        # no copy of the model per method
+        # the one loaded model, its per-token tensors overwritten for each method (every row of each is
+        # replaced): no copy of the model per method
         model = swap_embeddings(source, inputs[f"embeddings__{m}"])
         result = init_eval_row(model, read_tensors(inputs[f"blocks__{m}"])["input_ids"],
                                tokenizer(tokenizers, inputs[f"tokenizer__{m}"]), objective=objective,
@@ -45,6 +46,7 @@ def main(inputs, methods, spec: Eval, wildcards, out_path, log_path, threads):
     write_parquet(pd.DataFrame(rows), out_path)
 
 
-main(dict(snakemake.input.items()), list(snakemake.params.methods), Eval.parse(json.loads(snakemake.params.spec), "eval"),
+main(dict(snakemake.input.items()), list(snakemake.params.methods),
+     Eval.parse(json.loads(snakemake.params.spec), "eval"),
      {k: snakemake.wildcards[k] for k in ("source", "target")}, snakemake.output.result, snakemake.log[0],
      snakemake.threads)

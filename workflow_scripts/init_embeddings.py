@@ -14,8 +14,8 @@ from vocab_transfer.workflow.job import setup_job
 def main(inputs, method, seed, emb_path, prov_path, log_path, threads):
     log = setup_job(log_path, threads)
     method = json.loads(method)
-    # a method that trains its rows (refine_embeddings) keeps its state and its live curves beside the artifact, out
-    # of the job's outputs
+    # a method that trains its rows (refine_embeddings) keeps its state and its live curves beside the
+    # artifact, out of the job's outputs
     stem = emb_path.removesuffix(".safetensors")
     tensors, provenance = initialize(inputs, method, seed=seed, checkpoint_dir=emb_path + ".checkpoint",
                                      track_dir=stem + ".live")
@@ -24,5 +24,5 @@ def main(inputs, method, seed, emb_path, prov_path, log_path, threads):
     write_parquet(provenance, prov_path)
 
 
-main(dict(snakemake.input.items()), snakemake.params.method, snakemake.params.seed, snakemake.output.embeddings,
-     snakemake.output.provenance, snakemake.log[0], snakemake.threads)
+main(dict(snakemake.input.items()), snakemake.params.method, snakemake.params.seed,
+     snakemake.output.embeddings, snakemake.output.provenance, snakemake.log[0], snakemake.threads)

@@ -24,5 +24,5 @@ def main(paths, labels, csv_path, md_path, html_path, provenance_path, log_path)
              provenance_path, md)
 
 
-main(list(snakemake.input.scores), json.loads(snakemake.params.labels), snakemake.output.csv, snakemake.output.md,
-     snakemake.output.html, snakemake.output.provenance, snakemake.log[0])
+main(list(snakemake.input.scores), json.loads(snakemake.params.labels), snakemake.output.csv,
+     snakemake.output.md, snakemake.output.html, snakemake.output.provenance, snakemake.log[0])

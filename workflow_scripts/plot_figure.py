@@ -19,5 +19,5 @@ def main(inputs, params, png, svg, csv, log_path):
     write_text(table.to_csv(index=False), csv)
 
 
-main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.output.png, snakemake.output.svg,
-     snakemake.output.csv, snakemake.log[0])
+main(dict(snakemake.input.items()), json.loads(snakemake.params.spec), snakemake.output.png,
+     snakemake.output.svg, snakemake.output.csv, snakemake.log[0])

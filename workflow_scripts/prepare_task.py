@@ -1,6 +1,6 @@
-"""Load a downstream dataset into the common schema and write train/dev/test parquet, plus one parquet per extra
-evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json (rule prepare_task); origin.json
-names the hub mirror that served the data, if one did."""
+"""Load a downstream dataset into the common schema and write train/dev/test parquet, plus one parquet per
+extra evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json (rule prepare_task);
+origin.json names the hub mirror that served the data, if one did."""
 
 from vocab_transfer.workflow.warm import handoff
 
@@ -29,4 +29,5 @@ def main(spec, task, seed, out, log_path):
             (Path(tmp) / mirror.ORIGIN_FILE).write_text(json.dumps({"hub_mirror": str(mirror.root())}) + "\n")
 
 
-main(json.loads(snakemake.params.spec), snakemake.params.task, snakemake.params.seed, snakemake.output.data, snakemake.log[0])
+main(json.loads(snakemake.params.spec), snakemake.params.task, snakemake.params.seed, snakemake.output.data,
+     snakemake.log[0])

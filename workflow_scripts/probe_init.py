@@ -1,5 +1,6 @@
-"""Linear-probe accuracy of one method's transferred model right after initialization on one task (rule probe_init;
-WECHSEL Tables 7-8's NLI and POS columns): the frozen model's last hidden states, a logistic regression on top."""
+"""Linear-probe accuracy of one method's transferred model right after initialization on one task (rule
+probe_init; WECHSEL Tables 7-8's NLI and POS columns): the frozen model's last hidden states, a logistic
+regression on top."""
 
 from vocab_transfer.workflow.warm import handoff
 

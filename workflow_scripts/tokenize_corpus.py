@@ -1,5 +1,5 @@
-"""Tokenize a corpus split once into a memory-mappable token shard (rules tokenize_corpus, tokenize_source_corpus,
-tokenize_extended_corpus)."""
+"""Tokenize a corpus split once into a memory-mappable token shard (rules tokenize_corpus,
+tokenize_source_corpus, tokenize_extended_corpus)."""
 
 from vocab_transfer.workflow.warm import handoff
 
@@ -14,4 +14,5 @@ def main(corpus, tokenizer_dir, out_dir, log_path, threads):
     tokenize_corpus(corpus, tokenizer_dir, out_dir, threads=threads)
 
 
-main(snakemake.input.corpus, snakemake.input.tokenizer, snakemake.output.shards, snakemake.log[0], snakemake.threads)
+main(snakemake.input.corpus, snakemake.input.tokenizer, snakemake.output.shards, snakemake.log[0],
+     snakemake.threads)

@@ -23,15 +23,18 @@ def main(shards, tokenizer_dir, spec: FastText, seed, vectors_path, tokens_path,
     shard = open_shard(shards, tokenizer_dir)
     timings = {}
     tv = train_token_fasttext(shard, tok, seed=seed, verbose=2, timings=timings, **spec.model_dump())
-    log.info("pretokenized %d tokens in %.1f s; fastText trained in %.1f s (%.0f words/s, %d threads); vectors read "
-             "in %.1f s", timings["tokens"], timings["pretokenize_s"], timings["fasttext_s"], timings["words_per_s"],
-             spec.threads, timings["vectors_s"])
-    log.info("%d of %d tokens have a vector (min_count=%d; %d documents, %d tokens)", int(tv.has_vector.sum()),
-             len(tok), spec.min_count, shard.n_docs, shard.n_tokens)
+    log.info("pretokenized %d tokens in %.1f s; fastText trained in %.1f s (%.0f words/s, %d threads); "
+             "vectors read in %.1f s", timings["tokens"], timings["pretokenize_s"], timings["fasttext_s"],
+             timings["words_per_s"], spec.threads, timings["vectors_s"])
+    log.info("%d of %d tokens have a vector (min_count=%d; %d documents, %d tokens)",
+             int(tv.has_vector.sum()), len(tok), spec.min_count, shard.n_docs, shard.n_tokens)
     write_tensors({"vectors": tv.vectors, "has_vector": tv.has_vector, "counts": tv.counts}, vectors_path)
-    write_parquet(pd.DataFrame({"token_id": range(len(tok)), "token": tok.convert_ids_to_tokens(list(range(len(tok)))),
-                                "count": tv.counts.numpy(), "has_vector": tv.has_vector.numpy()}), tokens_path)
+    write_parquet(pd.DataFrame({"token_id": range(len(tok)),
+                                "token": tok.convert_ids_to_tokens(list(range(len(tok)))),
+                                "count": tv.counts.numpy(), "has_vector": tv.has_vector.numpy()}),
+                  tokens_path)
 
 
-main(snakemake.input.shards, snakemake.input.tokenizer, FastText.parse(json.loads(snakemake.params.spec), "fasttext"),
-     snakemake.params.seed, snakemake.output.vectors, snakemake.output.tokens, snakemake.log[0])
+main(snakemake.input.shards, snakemake.input.tokenizer,
+     FastText.parse(json.loads(snakemake.params.spec), "fasttext"), snakemake.params.seed,
+     snakemake.output.vectors, snakemake.output.tokens, snakemake.log[0])
