@@ -178,3 +178,18 @@ def test_the_reference_of_the_interrupted_run_is_its_command_unpaced_into_anothe
             and cmd[cmd.index("--output") + 1] == "/tmp/ref/output")
     assert json.loads(cmd[cmd.index("--config") + 1]) == {"steps": 1200, "min_step_seconds": 0, "seed": 42}
     assert "2>>" not in cmd
+
+
+def test_a_job_slurm_has_forgotten_is_told_from_its_sbatch_log():
+    """The rehearsal report's line on the interrupted run names each SLURM job's end: SLURM's state while it
+    still lists the job, else what the job's sbatch log says (the composite checks long after MinJobAge)."""
+    from vocab_transfer.workflow.interrupted import job_outcome
+
+    listed = {"JobState": "FAILED", "RunTime": "00:01:32", "TimeLimit": "00:03:00"}
+    assert job_outcome(7, listed, "") == "7 FAILED after 00:01:32 of 00:03:00"
+    signalled = ("slurmstepd: error: *** STEP 7.0 CANCELLED ***\n"
+                 "Will exit after finishing currently running jobs (scheduler).\nError in rule x:\n")
+    assert job_outcome(7, {}, signalled) == "7 signalled (its sbatch log; SLURM no longer lists the job)"
+    done = "Finished jobid: 0 (Rule: focus_train_lapt)\nElapsed time: 0:00:19\n"
+    assert job_outcome(8, {}, done).startswith("8 completed ")
+    assert job_outcome(9, {}, "Error in rule focus_train_lapt:\n").startswith("9 failed ")

@@ -111,6 +111,22 @@ def slurm_state(job_id: int) -> dict[str, str]:
     return dict(f.split("=", 1) for f in out.stdout.split() if "=" in f) if out.returncode == 0 else {}
 
 
+def job_outcome(job_id: int, state: dict[str, str], sbatch_log: str) -> str:
+    """How one SLURM job of the run ended: SLURM's state, run time and limit while ``scontrol`` still knows
+    the job; once SLURM has forgotten it (MinJobAge; a cluster without accounting), what its sbatch log
+    says: signalled (the Snakemake in the job got the signal), completed or failed."""
+    if state:
+        return (f"{job_id} {state.get('JobState', '?')} after {state.get('RunTime', '?')} of "
+                f"{state.get('TimeLimit', '?')}")
+    if "Will exit after finishing currently running jobs" in sbatch_log:
+        said = "signalled"
+    elif "Finished jobid" in sbatch_log and "Error in rule" not in sbatch_log:
+        said = "completed"
+    else:
+        said = "failed"
+    return f"{job_id} {said} (its sbatch log; SLURM no longer lists the job)"
+
+
 def check(study: str, source: str, target: str, run: str, model: str) -> tuple[bool, str]:
     """Whether the job was signalled before its limit, checkpointed, retried, resumed and ended bit-identical
     to an uninterrupted run; the report line."""
@@ -128,8 +144,8 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
     every = (json.loads(words[words.index("--config") + 1])
              .get("checkpoint_every") if "--config" in words else None)
     states = [slurm_state(_job_id(p)) for p in logs]
-    ended = ", ".join(f"{_job_id(p)} {st.get('JobState', '?')} after {st.get('RunTime', '?')} of "
-                      f"{st.get('TimeLimit', '?')}" for p, st in zip(logs, states, strict=True))
+    ended = ", ".join(job_outcome(_job_id(p), st, Path(p).read_text(errors="replace"))
+                      for p, st in zip(logs, states, strict=True))
     if len(logs) < 2 or not signalled or step is None or states[0].get("JobState") == "TIMEOUT":
         return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs: {ended}; signal seen in "
                        f"the first: {signalled}; {log}: resumed from step {step})")
