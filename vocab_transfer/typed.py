@@ -162,6 +162,17 @@ class Section(BaseModel):
         empty while the model validates: the engine puts the path in front)."""
 
 
+class ByKind(Section):
+    """A section with one class per ``kind`` (a union by kind: the config's tables and figures), each naming
+    the keys its kind needs (``NEEDS``)."""
+
+    NEEDS: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, where: str) -> None:
+        if not all(getattr(self, k) for k in self.NEEDS):
+            raise ModelError(f"{where}: kind {self.kind} needs {' and '.join(map(repr, self.NEEDS))}")
+
+
 # --- messages
 # --------------------------------------------------------------------------------------------------
 TYPE_NAMES = {"int_type": "int", "float_type": "a number", "string_type": "str", "bool_type": "bool",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
 from pydantic_core import PydanticCustomError
 
 from ..data.corpus import NORMALIZATIONS
@@ -38,8 +38,20 @@ from ..training.settings import (
     LaptSettings,
     TaskAdapter,
 )
-from ..typed import ModelError, Number, Range, Section, Seed, UniqueList, VocabSize, check_value, type_hints
+from ..typed import (
+    ByKind,
+    ModelError,
+    Number,
+    Range,
+    Section,
+    Seed,
+    UniqueList,
+    VocabSize,
+    check_value,
+    type_hints,
+)
 from .paths import RESERVED
+from .table_kinds import Table
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
 
@@ -114,10 +126,6 @@ TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
 Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
 NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
-# paper tables: downstream scores, LAPT curves, and the corpus/vocabulary tables of
-# vocab_transfer.report.vocab_tables
-VOCAB_TABLE_KINDS = ("corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage", "overlap_groups",
-                     "overlap_longest", "nearest_tokens")
 
 
 # --- corpora
@@ -685,110 +693,8 @@ class ZeroShot(Launched):
         return self.training.as_written().get("threads", 1)
 
 
-# --- tables, figures
+# --- figures (tables: vocab_transfer.workflow.table_kinds)
 # ------------------------------------------------------------------------------------------
-class Grid(Section):
-    columns: list[str] = Field(min_length=1, description="column labels")
-    rows: dict[str, list[str | None]] = Field(description=(
-        "row label -> one model/run name (or null) per column; with best_column, one more entry names the "
-        "row's own Best cell (a reference model that fills only 'Best': vocab-swap Tables 12/13/15/16 mBERT,"
-        " FlauBERT, German BERT)"))
-
-
-class ByKind(Section):
-    """A section with one class per ``kind`` (a union by kind: :data:`Table`, :data:`Figure`), each naming the
-    keys its kind needs (``NEEDS``)."""
-
-    NEEDS: ClassVar[tuple[str, ...]] = ()
-
-    def check(self, where: str) -> None:
-        if not all(getattr(self, k) for k in self.NEEDS):
-            raise ModelError(f"{where}: kind {self.kind} needs {' and '.join(map(repr, self.NEEDS))}")
-
-
-class TableSpec(ByKind):
-    """``tables.<name>``: a paper table (vocab_transfer.report.tables.paper_table); one class per ``kind``
-    (:data:`Table`)."""
-
-    FILL: ClassVar[tuple[str, ...]] = ("kind", "format")
-
-    kind: str = Field(description="what the table shows (one class per kind; default finetune)")
-    title: str | None = Field(None, description="heading, e.g. 'FOCUS Table 3: NER (F1)'")
-    rows: list[str] | None = Field(None, description=(
-        "finetune.models keys (kind lapt: lapt.runs keys; kind init: methods keys), in row order (default: "
-        "all)"))
-    languages: list[str] | None = Field(None, description=(
-        "kind lapt: column groups (LAPT languages); corpus and vocabulary kinds: the languages"))
-    steps: list[Annotated[int, Field(ge=0)]] | None = Field(None, description=(
-        "kind lapt: optimizer steps per language"))
-    value: Literal["perplexity", "loss", "bits_per_byte"] | None = Field(None, description=(
-        "kinds lapt, init: exp(held-out loss), the loss, or the loss in bits per byte"))
-    groups: dict[str, list[str]] | None = Field(None, description=(
-        "column group title -> finetune.tasks keys (default: one group of all)"))
-    caption: str | None = Field(None, description="text under the table")
-    format: Literal["percent", "fraction"] = Field("percent", description=(
-        "cell numbers: percent '84.2 ± 0.4' or fraction '0.842 (±0.004)' (vocab-swap's tables); MNLI cells "
-        "show matched/mismatched: '0.842/0.846 (±0.004/0.004)'"))
-    best_groups: list[Annotated[list[str], Field(min_length=1)]] | None = Field(None, description=(
-        "groups of rows (grid row labels, else finetune.models keys) within which each column's best is "
-        "bold; a row in no group is never bold (default: one group of all rows; vocab-swap Tables 1, 4-7 "
-        "leave the Bert Baseline out, Table 2 marks the best swapped and the best reference model)"))
-    grid: Grid | None = Field(None, description=(
-        "two-way layout (vocab-swap Tables 1, 4-8, 11-16): rows x columns of finetune.models keys (kind "
-        "lapt: lapt.runs keys); null = not part of the paper's grid ('—'); replaces `rows`/`groups`"))
-    tasks: list[str] | None = Field(None, description=(
-        "with grid (kind finetune): finetune.tasks keys, one block each"))
-    source_languages: UniqueList[str] | None = Field(None, description=(
-        "zero-shot cells from these source languages only (UNKs Everywhere Tables 5a-d, 9a-d); default: all "
-        "source tasks of each cell (Table 3's average)"))
-    best_column: bool | None = Field(None, description=(
-        "with grid: add each row's best cell (vocab-swap Tables 12-16 'Best')"))
-    sample: int | None = Field(None, ge=1, description=(
-        "kinds overlap_sample (overlapping tokens sampled per language, paper: 500) and nearest_tokens "
-        "(target tokens per language, default 10)"))
-    seed: Seed | None = Field(None, description="kind overlap_sample: the seed of the sample (default 0)")
-    top: int | None = Field(None, ge=1, description="kind overlap_longest: tokens per language (paper: 5)")
-    method: str | None = Field(None, description=(
-        "kind nearest_tokens (required): a methods key of kind wechsel, whose init records each token's most"
-        " similar source token"))
-    probes: dict[str, list[str]] | None = Field(None, description=(
-        "kind init: column label -> finetune.tasks keys (nli, pos or ner; one per language) whose linear "
-        "probe accuracy at init is shown next to the held-out value (WECHSEL Tables 7-8: NLI, POS)"))
-
-
-class FinetuneTable(TableSpec):
-    kind: Literal["finetune"] = Field("finetune", description="downstream scores")
-
-
-class LaptTable(TableSpec):
-    kind: Literal["lapt"] = Field(description="held-out perplexity/loss of LAPT runs at given steps")
-    NEEDS: ClassVar[tuple[str, ...]] = ("languages", "steps")
-
-
-class InitTable(TableSpec):
-    kind: Literal["init"] = Field(description=(
-        "init-time held-out perplexity/loss/bits per byte of `rows` (methods) on `languages`"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("rows", "languages")
-
-
-class VocabTable(TableSpec):
-    kind: Literal[VOCAB_TABLE_KINDS] = Field(description=(  # type: ignore[valid-type]
-        "corpora and vocabularies of `languages` (vocab_transfer.report.vocab_tables): corpus_sizes "
-        "(FOCUS Table 1), overlap_counts (FOCUS Table 8), overlap_sample (FOCUS Table 7), vocab_coverage "
-        "(UNKs Table 1), overlap_groups (UNKs Table 6), overlap_longest (UNKs Table 7), nearest_tokens "
-        "(WECHSEL Table 6)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("languages",)
-
-
-def _finetune_by_default(table: Any) -> Any:
-    return {"kind": "finetune", **table} if isinstance(table, dict) and "kind" not in table else table
-
-
-#: A table, by its ``kind`` (finetune where it names none).
-Table = Annotated[FinetuneTable | LaptTable | InitTable | VocabTable, Field(discriminator="kind"),
-                  BeforeValidator(_finetune_by_default)]
-
-
 class FigureSpec(ByKind):
     """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots); one class per
     ``kind`` (:data:`Figure`), each naming the keys its kind needs (``NEEDS``)."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..source_model import is_causal_config, position_limit
 from ..typed import ConfigError
 from . import paths
-from .model import Config, Source, Table
+from .model import Config, Source
 
 
 def local_model_dir(source: Source) -> Path | None:
@@ -246,11 +246,6 @@ def zero_shot_trainings(cfg: Config) -> list[tuple[str, str]]:
     pairs = [(s, model.zero_shot) for m, model in ft.models.items() if model.zero_shot
              for t in finetune_model_tasks(cfg, m) for s in ft.tasks[t].zero_shot or []]
     return list(dict.fromkeys(pairs))
-
-
-def table_cells(spec: Table) -> list[str]:
-    """The model (or run) names of a grid table's cells, row by row, without the empty ones."""
-    return [n for names in spec.grid.rows.values() for n in names if n is not None] if spec.grid else []
 
 
 def figure_language(cfg: Config, figure: str) -> str | None:
