@@ -39,9 +39,6 @@ from .schema import fill_defaults  # noqa: F401 (the rules take it from here)
 from .views import (
     all_targets,
     expand_snapshot_models,
-    figure_language,
-    figure_points,
-    figure_runs,
     finetune_model_tasks,
     finetune_training,
     followed_sources,
@@ -589,81 +586,10 @@ def check_benchmark_tasks(tasks: dict[str, list[str]], include_path: str | None)
 
 
 def check_figures(cfg: Config) -> None:
-    """Paper figures (config ``figures``) name LAPT runs trained on their language; ``lapt_finetune`` a task
-    with fine-tuned models of those runs; ``token_accuracy`` runs that record it, at the histogram steps."""
-    runs, ft = cfg.lapt.runs, cfg.finetune
+    """Paper figures (config ``figures``) name LAPT runs, models and tasks as each kind's rules say
+    (:meth:`vocab_transfer.workflow.figure_kinds.FigureSpec.check_against`)."""
     for name, spec in cfg.figures.items():
-        where = f"figures.{name}"
-        if spec.kind == "sample_efficiency":  # scores against the LAPT data of the models' runs
-            for label, models in spec.series.items():
-                bad = [m for m in models if m not in ft.models or ft.models[m].lapt is None]
-                if bad:
-                    raise ConfigError(f"{where}.series.{label}: {bad} are not finetune.models entries "
-                                      "fine-tuned from a LAPT run")
-                bad = [f"{m}: {t}" for m in models for t in spec.tasks
-                       if t not in finetune_model_tasks(cfg, m)]
-                if bad:
-                    raise ConfigError(f"{where}.series.{label}: {bad} are not tasks of these models")
-            continue
-        if spec.kind == "unk_scatter":  # a model's scores per language against its vocabulary's UNK share
-            if spec.model not in ft.models or not spec.tasks or len(spec.tasks) < 2:
-                raise ConfigError(f"{where}: kind unk_scatter needs 'model' (a finetune.models key, got "
-                                  f"{spec.model!r}) and 'tasks' (at least 2)")
-            bad = [t for t in spec.tasks if t not in finetune_model_tasks(cfg, spec.model)]
-            if bad:
-                raise ConfigError(f"{where}.tasks: {bad} are not tasks of finetune.models.{spec.model}")
-            continue
-        if spec.kind in ("curves", "init_similarity"):  # runs x languages
-            bad = [r for r in spec.runs if r not in runs]
-            if bad:
-                raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
-            bad = [f"{r} on {lang}" for r in spec.runs for lang in spec.languages
-                   if lang not in lapt_run_targets(cfg, r)]
-            if bad:
-                raise ConfigError(f"{where}: LAPT runs {bad} are not planned (the run's targets)")
-            if spec.kind == "init_similarity":
-                bad = [r for r in spec.runs if not runs[r].method or cfg.lapt_run_config(r).factorized]
-                if bad:
-                    raise ConfigError(f"{where}.runs: {bad} start from no init tensor (or a factorized one)")
-            continue
-        if spec.kind == "lapt_finetune":
-            if spec.task not in ft.tasks:
-                raise ConfigError(f"{where}.task: {spec.task!r} is not an entry of finetune.tasks")
-            if ft.tasks[spec.task].zero_shot is not None:
-                raise ConfigError(f"{where}.task: {spec.task!r} is a zero-shot task; the figure reads "
-                                  "in-language fine-tuning scores")
-        lang = figure_language(cfg, name)
-        names = figure_runs(cfg, name)
-        bad = [r for r in names if r not in runs]
-        if bad:
-            raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
-        bad = [r for r in names if lang not in lapt_run_targets(cfg, r)]
-        if bad or not names:
-            raise ConfigError(f"{where}.runs: {bad or 'none'} of the LAPT runs on {lang!r}")
-        if spec.kind == "token_accuracy" and not spec.matched_by:
-            bad = [r for r in names if not runs[r].method]
-            if bad:
-                raise ConfigError(f"{where}: runs {bad} keep the source vocabulary (no init provenance to "
-                                  "split their tokens by): set matched_by to a methods entry, or "
-                                  "leave them out of runs")
-        if spec.kind == "lapt_finetune":
-            if not figure_points(cfg, name):
-                raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on "
-                                  f"{spec.task!r} (e.g. {{lapt: <run>, steps: [...]}} for LAPT snapshots, "
-                                  "{lapt: <run>} for the end)")
-            continue
-        if spec.matched_by is not None and spec.matched_by not in cfg.methods:
-            raise ConfigError(f"{where}.matched_by: {spec.matched_by!r} is not an entry of 'methods'")
-        for run in names:
-            settings = cfg.lapt_run_config(run)
-            if not settings.token_accuracy_top:
-                raise ConfigError(f"{where}: LAPT run {run!r} records no per-token accuracy; set "
-                                  f"token_accuracy_top in lapt.training or lapt.runs.{run}")
-            missing = [s for s in spec.steps if s not in settings.eval_steps()]
-            if missing:
-                raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} "
-                                  f"(every eval_every = {settings.eval_every} steps of "
-                                  "each stage, and its end)")
+        spec.check_against(cfg, name)
 
 
 def check_zero_shot(cfg: Config) -> None:

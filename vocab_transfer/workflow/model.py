@@ -38,18 +38,8 @@ from ..training.settings import (
     LaptSettings,
     TaskAdapter,
 )
-from ..typed import (
-    ByKind,
-    ModelError,
-    Number,
-    Range,
-    Section,
-    Seed,
-    UniqueList,
-    VocabSize,
-    check_value,
-    type_hints,
-)
+from ..typed import ModelError, Number, Range, Section, Seed, UniqueList, VocabSize, check_value, type_hints
+from .figure_kinds import Figure
 from .paths import RESERVED
 from .table_kinds import Table
 
@@ -124,7 +114,6 @@ CorpusSource = Literal[SOURCES]  # type: ignore[valid-type]
 Normalization = Literal[NORMALIZATIONS]  # type: ignore[valid-type]
 TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
-Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
 NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
 
 
@@ -691,89 +680,6 @@ class ZeroShot(Launched):
     def job_threads(self) -> int:
         """CPU threads of a source-side training or zero-shot evaluation job: ``training.threads``, else 1."""
         return self.training.as_written().get("threads", 1)
-
-
-# --- figures (tables: vocab_transfer.workflow.table_kinds)
-# ------------------------------------------------------------------------------------------
-class FigureSpec(ByKind):
-    """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots); one class per
-    ``kind`` (:data:`Figure`), each naming the keys its kind needs (``NEEDS``)."""
-
-    FILL: ClassVar[tuple[str, ...]] = ("value", "matched_by", "matched", "max_step", "steps")
-
-    kind: str = Field(description="what the figure draws (one class per kind)")
-    title: str | None = Field(None, description="figure title (default: the figure's name)")
-    runs: UniqueList[str] | None = Field(None, min_length=1, description=(
-        "lapt.runs keys, in legend order (default: every run on the figure's language)"))
-    task: str | None = Field(None, description=(
-        "kind lapt_finetune: a finetune.tasks key; its language is the figure's"))
-    language: str | None = Field(None, description="kind token_accuracy: the LAPT target language")
-    languages: UniqueList[str] | None = Field(None, min_length=1, description=(
-        "kinds curves, init_similarity (required): LAPT target languages, one panel each"))
-    value: Literal["perplexity", "loss", "bits_per_byte"] = Field("perplexity", description=(
-        "kind curves: exp(held-out loss), the loss, or the loss in bits per byte"))
-    model: str | None = Field(None, description=(
-        "kind unk_scatter (required): the finetune.models key whose scores are drawn"))
-    tasks: UniqueList[str] | None = Field(None, min_length=1, description=(
-        "kinds unk_scatter (one point per task language, at least 2) and sample_efficiency (the scores "
-        "averaged; required): finetune.tasks keys"))
-    series: dict[str, list[str]] | None = Field(None, description=(
-        "kind sample_efficiency (required): line label -> finetune.models keys fine-tuned from LAPT runs on "
-        "different amounts of data (lapt train_sequences), one point each"))
-    matched_by: str | None = Field(None, description=(
-        "kind token_accuracy: the methods key whose init provenance splits the tokens of every run (e.g. "
-        "Dict Match's, to compare Reinit on the same tokens); null: each run's own"))
-    matched: list[Provenance] = Field(["copied", "mapped"], description=(
-        "kind token_accuracy: provenance labels counted as matched (a row from one source token: copied for "
-        "identical tokens, mapped for dictionary/frequency matches)"))
-    max_step: int | None = Field(None, ge=0, description=(
-        "kind token_accuracy: last LAPT step of the accuracy curve (vocab-swap: 5000; null: the whole run)"))
-    steps: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, description=(
-        "kind token_accuracy (required): evaluation steps whose per-token accuracy distribution is drawn "
-        "(vocab-swap: 1000, 5000)"))
-
-
-class LaptFinetuneFigure(FigureSpec):
-    kind: Literal["lapt_finetune"] = Field(description=(
-        "held-out MLM loss during LAPT and the task's test score after fine-tuning at LAPT snapshots "
-        "(vocab-swap Figures 4/8)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("task",)
-
-
-class TokenAccuracyFigure(FigureSpec):
-    kind: Literal["token_accuracy"] = Field(description=(
-        "held-out accuracy of the most frequent tokens, matched vs not matched by the init (vocab-swap "
-        "Figure 6)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("language", "steps")
-
-
-class CurvesFigure(FigureSpec):
-    kind: Literal["curves"] = Field(description=(
-        "held-out value of some runs over steps, one panel per language (WECHSEL Figures 3-5)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("runs", "languages")
-
-
-class InitSimilarityFigure(FigureSpec):
-    kind: Literal["init_similarity"] = Field(description=(
-        "cosine similarity of each token's embedding after LAPT to its initialization (WECHSEL Figure 6)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("runs", "languages")
-
-
-class UnkScatterFigure(FigureSpec):
-    kind: Literal["unk_scatter"] = Field(description=(
-        "a model's test score per language against the UNK and overlap share of the language's vocabulary "
-        "(UNKs Everywhere Figure 2)"))
-
-
-class SampleEfficiencyFigure(FigureSpec):
-    kind: Literal["sample_efficiency"] = Field(description=(
-        "mean test score against the training sequences of the models' LAPT runs (UNKs Everywhere Figure 3)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("series", "tasks")
-
-
-#: A figure, by its ``kind``.
-Figure = Annotated[LaptFinetuneFigure | TokenAccuracyFigure | CurvesFigure | InitSimilarityFigure
-                   | UnkScatterFigure | SampleEfficiencyFigure, Field(discriminator="kind")]
 
 
 # --- resources, evaluation, the whole config

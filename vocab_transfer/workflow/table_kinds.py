@@ -1,13 +1,9 @@
-"""The config's paper tables (``tables.<name>``; rule make_paper_table), one class per ``kind``. The class
-of a kind holds its keys (fields, and those it needs: ``NEEDS``), its rules against the rest of the config
-(:meth:`TableSpec.check_against`), the files it reads (:meth:`TableSpec.records`: the rule's inputs) and how
-it is drawn, with each number's provenance (:meth:`TableSpec.render`, by the functions of
-:mod:`vocab_transfer.report`).
-
-:data:`TABLE_KINDS` maps each kind to its class. The config's union by kind, :data:`Table`, is made of
-:class:`TableSpec`'s direct subclasses: the corpus and vocabulary kinds share one, :class:`VocabTable` (one
-entry of the schema), and a table of theirs is parsed as the class of its kind. A new kind is a class here,
-and the function of :mod:`vocab_transfer.report` that draws it where none does yet."""
+"""The config's paper tables (``tables.<name>``; rule make_paper_table), one class per ``kind`` in
+:data:`TABLE_KINDS`: its keys (fields; ``NEEDS``), its rules against the rest of the config
+(:meth:`~TableSpec.check_against`), the files it reads (:meth:`~TableSpec.records`) and how it is drawn with
+each number's provenance (:meth:`~TableSpec.render`, by :mod:`vocab_transfer.report`). The config's union
+:data:`Table` is made of :class:`TableSpec`'s direct subclasses; the corpus and vocabulary kinds share one,
+:class:`VocabTable` (one entry of the schema), and a table of theirs is parsed as the class of its kind."""
 
 from __future__ import annotations
 
@@ -27,6 +23,7 @@ from ..eval.probe import PROBE_TASKS  # task types a linear probe reads
 from ..io import read_parquet
 from ..report import provenance
 from ..typed import ByKind, ConfigError, Section, Seed, UniqueList
+from .views import all_targets, finetune_model_tasks, lapt_run_targets, method_targets, task_target
 
 pd = lazy.module("pandas")
 report_tables = lazy.module("vocab_transfer.report.tables")
@@ -113,10 +110,9 @@ class TableSpec(ByKind):
 
     @classmethod
     def render(cls, inputs: dict, manifest: list, spec: dict, meta: dict) -> tuple[Any, str, list[dict]]:
-        """(long-form table, markdown, provenance entries) from rule make_paper_table's ``inputs`` (input name
-        -> path), ``manifest`` (what each is: ``[{"input": name, ...its record's fields}]``), ``spec`` (the
-        table as written; column groups and grid rows as [label, value] pairs) and ``meta`` (the labels of
-        models, tasks, runs and methods)."""
+        """(long-form table, markdown, provenance entries) from make_paper_table's ``inputs`` (name -> path),
+        ``manifest`` (``[{"input": name, ...its record's fields}]``), ``spec`` (the table as written; groups
+        and grid rows as [label, value] pairs) and ``meta`` (labels of models, tasks, runs and methods)."""
         raise NotImplementedError
 
     def grid_names(self) -> list[str]:
@@ -134,8 +130,8 @@ class TableSpec(ByKind):
                    if len(names) != width and not (len(names) == width + 1 and self.best_column)]
             if bad:
                 raise ConfigError(f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per "
-                                  f"column of {self.grid.columns}" + (", plus optionally its own Best cell" if
-                                                               self.best_column else ""))
+                                  f"column of {self.grid.columns}"
+                                  + (", plus optionally its own Best cell" if self.best_column else ""))
         bad = [m for m in (self.grid_names() if self.grid else self.rows or []) if m not in known]
         if bad:
             raise ConfigError(f"tables.{name}: {bad} are not entries of {what}")
@@ -179,8 +175,6 @@ class FinetuneTable(TableSpec):
 
     def records(self, plan) -> Records:
         """The fine-tuning scores of the table's cells that are part of the grid (others render as "—")."""
-        from .views import finetune_model_tasks
-
         tasks = set(self.tasks or []) if self.grid else {
             t for names in (self.groups or {"": list(plan.ft_tasks)}).values() for t in names}
         files = [f for s in plan.sources for m in self.grid_names() or self.rows or list(plan.ft_models)
@@ -208,8 +202,6 @@ class LaptTable(TableSpec):
 
     def records(self, plan) -> Records:
         """The curves of the table's runs on its languages."""
-        from .views import lapt_run_targets
-
         runs = [(s, r, lang) for s in plan.sources for r in self.grid_names() or self.rows or plan.lapt_runs
                 for lang in self.languages if lang in lapt_run_targets(plan.cfg, r) and plan.paired(s, lang)]
         return [(f"curve__{i}", plan.paths.lapt_curve(s, lang, r), {"run": r, "language": lang, "source": s})
@@ -229,7 +221,6 @@ class InitTable(TableSpec):
 
     def check_against(self, cfg, name: str) -> None:
         from .config import check_labels, check_method_language
-        from .views import all_targets, task_target
 
         bad = [m for m in self.rows if m not in cfg.methods]
         if bad:
@@ -313,16 +304,10 @@ class VocabTable(TableSpec):
 
     @classmethod
     def draw(cls, inputs: dict, manifest: list, spec: dict, meta: dict, title: str) -> tuple[Any, str]:
-        """(long-form table, markdown): a block per source model (:meth:`block`)."""
+        """(long-form table, markdown): a block per source model, ``cls.block(inputs, manifest, spec, meta,
+        source, overlaps, head)`` (``overlaps``: the source's overlap with each language it reads)."""
         return vocab_tables.per_source(inputs, manifest, title,
                                        functools.partial(cls.block, inputs, manifest, spec, meta))
-
-    @classmethod
-    def block(cls, inputs: dict, manifest: list, spec: dict, meta: dict, source: str, overlaps: dict,
-              head: str) -> tuple[Any, str]:
-        """(long-form table, markdown) of one source model: ``overlaps`` its overlap with each language (none
-        where the table reads none), ``head`` the block's title."""
-        raise NotImplementedError
 
     @classmethod
     def cells(cls, table, files) -> list[dict]:
@@ -332,7 +317,7 @@ class VocabTable(TableSpec):
 
 
 class CorpusSizesTable(VocabTable):
-    """FOCUS Table 1: the size of each language's training corpus (its statistics)."""
+    """FOCUS Table 1: the size of each language's training corpus."""
 
     kind: Literal["corpus_sizes"]
     READS = "stats"
@@ -348,8 +333,7 @@ class CorpusSizesTable(VocabTable):
 
 
 class OverlapCountsTable(VocabTable):
-    """FOCUS Table 8: the tokens each target vocabulary shares with the source's, all of them and those with a
-    token-level fastText vector (its token list)."""
+    """FOCUS Table 8: overlapping tokens, all of them and those with a token-level fastText vector."""
 
     kind: Literal["overlap_counts"]
 
@@ -384,8 +368,8 @@ class OverlapSampleTable(VocabTable):
 
 
 class VocabCoverageTable(VocabTable):
-    """UNKs Everywhere Table 1: per language the share of target tokens the source tokenizer cannot compose
-    without an UNK, and the share of overlapping ones (the target and source tokenizers, the overlaps)."""
+    """UNKs Everywhere Table 1: the shares of target tokens that the source tokenizer cannot compose, and that
+    overlap."""
 
     kind: Literal["vocab_coverage"]
 
@@ -417,8 +401,7 @@ class VocabCoverageTable(VocabTable):
 
 
 class OverlapGroupsTable(VocabTable):
-    """UNKs Everywhere Table 6: the overlapping tokens of each language by group (numbers, Latin or other
-    characters and (sub)words)."""
+    """UNKs Everywhere Table 6: the overlapping tokens of each language by group."""
 
     kind: Literal["overlap_groups"]
     COLUMN = "group"
@@ -440,16 +423,13 @@ class OverlapLongestTable(VocabTable):
 
 
 class NearestTokensTable(VocabTable):
-    """WECHSEL Table 6: sampled target tokens of each language with their most similar source token, as the
-    init of ``method`` recorded them (its provenance)."""
+    """WECHSEL Table 6: sampled target tokens with the most similar source token that ``method`` recorded."""
 
     kind: Literal["nearest_tokens"]
     READS = "provenance"
     COLUMN = "token"
 
     def check_against(self, cfg, name: str) -> None:
-        from .views import method_targets
-
         if self.method not in cfg.methods or cfg.methods[self.method].kind != "wechsel":
             raise ConfigError(f"tables.{name}.method: {self.method!r} is not a methods entry of kind "
                               "wechsel (the method that records each token's nearest source token)")
