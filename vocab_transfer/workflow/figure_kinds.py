@@ -1,25 +1,22 @@
 """The config's paper figures (``figures.<name>``), one class per ``kind`` in :data:`FIGURE_KINDS`: its keys
 (fields; ``NEEDS``), what it derives from the config (its language and LAPT runs), its rules against the rest
-of the config (:meth:`~FigureSpec.check_against`) and, for the kinds rule plot_figure draws (one entry each of
-:data:`vocab_transfer.report.figures.FIGURES`), the files it reads (:meth:`~FigureSpec.records`). Kinds
-lapt_finetune and token_accuracy have rules of their own (plot_lapt_finetune, plot_token_accuracy). The
-config's union :data:`Figure` is made of the classes."""
+of the config (:meth:`~FigureSpec.check_against`) and the files it reads (:meth:`~FigureSpec.records`: the
+inputs of rule plot_figure, which draws a kind by its entry of :data:`vocab_transfer.report.figures.FIGURES`,
+or of the kind's own rule, plot_lapt_finetune or plot_token_accuracy). The config's union :data:`Figure` is
+made of the classes."""
 
 from __future__ import annotations
 
 import functools
 import operator
-import typing
 from types import SimpleNamespace
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
 from ..typed import ByKind, ConfigError, UniqueList
 from .views import finetune_model_tasks, lapt_run_targets, task_target
 
-#: kind -> the class of a figure of that kind (each class adds itself).
-FIGURE_KINDS: dict[str, type[FigureSpec]] = {}
 Records = list[tuple[str, str, dict]]
 Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
 
@@ -29,6 +26,7 @@ class FigureSpec(ByKind):
     ``kind`` (:data:`Figure`), each naming the keys its kind needs (``NEEDS``)."""
 
     FILL: ClassVar[tuple[str, ...]] = ("value", "matched_by", "matched", "max_step", "steps")
+    KINDS: ClassVar[dict[str, type[FigureSpec]]] = {}
 
     kind: str = Field(description="what the figure draws (one class per kind)")
     title: str | None = Field(None, description="figure title (default: the figure's name)")
@@ -62,11 +60,6 @@ class FigureSpec(ByKind):
         "(vocab-swap: 1000, 5000)"))
 
 
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        FIGURE_KINDS[typing.get_args(cls.model_fields["kind"].annotation)[0]] = cls
-
     def figure_language(self, cfg) -> str | None:
         """The language of the figure: its ``language``."""
         return self.language
@@ -78,13 +71,9 @@ class FigureSpec(ByKind):
         lang = self.figure_language(cfg)
         return [r for r in cfg.lapt.runs if lang in lapt_run_targets(cfg, r)]
 
-    def check_against(self, cfg, name: str) -> None:
-        """The figure's rules against the rest of the config ``cfg``; :class:`ConfigError` names the key under
-        ``figures.<name>``."""
-
     def records(self, plan, source: str) -> Records:
-        """(input name, path, what it is) per file that rule plot_figure reads to draw the figure for
-        ``source``, as ``plan`` (a :class:`~.plan.Plan`) plans them."""
+        """(input name, path, what it is) per file the figure of ``source`` reads, as ``plan`` (a
+        :class:`~.plan.Plan`) plans them: the inputs of the rule that draws it."""
         raise NotImplementedError
 
     def language_runs(self, cfg, where: str) -> list[str]:
@@ -97,6 +86,10 @@ class FigureSpec(ByKind):
         if bad or not names:
             raise ConfigError(f"{where}.runs: {bad or 'none'} of the LAPT runs on {lang!r}")
         return names
+
+
+#: kind -> the class of a figure of that kind (each adds itself).
+FIGURE_KINDS = FigureSpec.KINDS
 
 
 class LaptFinetuneFigure(FigureSpec):
@@ -120,6 +113,16 @@ class LaptFinetuneFigure(FigureSpec):
                 step = model.step if model.step is not None else sum(n for n, _ in stages)
                 points.append((name, model.lapt, step))
         return points
+
+    def records(self, plan, source: str) -> Records:
+        """The curves of the figure's LAPT runs and the scores of every model fine-tuned on its task from
+        those runs (snapshots and final models), all seeds."""
+        lang = self.figure_language(plan.cfg)
+        return [(f"curve__{r}", plan.paths.lapt_curve(source, lang, r), {"kind": "curve", "run": r})
+                for r in self.figure_runs(plan.cfg)] + [
+            (f"scores__{m}__{g}", plan.paths.finetune_scores(source, self.task, m, g),
+             {"kind": "scores", "model": m, "seeds": g})
+            for m, _, _ in self.figure_points(plan.cfg) for g in plan.seed_groups(self.task)]
 
     def check_against(self, cfg, name: str) -> None:
         where, ft = f"figures.{name}", cfg.finetune
@@ -162,6 +165,14 @@ class TokenAccuracyFigure(FigureSpec):
                 raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} "
                                   f"(every eval_every = {settings.eval_every} steps of "
                                   "each stage, and its end)")
+
+    def records(self, plan, source: str) -> Records:
+        """Each run's per-token accuracy and the provenance that splits its tokens into matched and not
+        matched (the ``matched_by`` method's, else the run's own init)."""
+        lang, runs = self.figure_language(plan.cfg), plan.cfg.lapt.runs
+        return [record for r in self.figure_runs(plan.cfg) for record in (
+            (f"accuracy__{r}", plan.paths.lapt_token_accuracy(source, lang, r), {}),
+            (f"provenance__{r}", plan.paths.provenance(source, lang, self.matched_by or runs[r].method), {}))]
 
 
 class CurvesFigure(FigureSpec):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import json
 import operator
-import typing
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, Any, ClassVar, Literal
@@ -29,8 +28,6 @@ pd = lazy.module("pandas")
 report_tables = lazy.module("vocab_transfer.report.tables")
 vocab_tables = lazy.module("vocab_transfer.report.vocab_tables")
 
-#: kind -> the class of a table of that kind (a class whose ``kind`` is one value adds itself).
-TABLE_KINDS: dict[str, type[TableSpec]] = {}
 Records = list[tuple[str, str, dict]]
 
 
@@ -48,6 +45,7 @@ class TableSpec(ByKind):
     (:data:`Table`)."""
 
     FILL: ClassVar[tuple[str, ...]] = ("kind", "format")
+    KINDS: ClassVar[dict[str, type[TableSpec]]] = {}
 
     kind: str = Field(description="what the table shows (one class per kind; default finetune)")
     title: str | None = Field(None, description="heading, e.g. 'FOCUS Table 3: NER (F1)'")
@@ -93,16 +91,6 @@ class TableSpec(ByKind):
         "probe accuracy at init is shown next to the held-out value (WECHSEL Tables 7-8: NLI, POS)"))
 
 
-    @classmethod
-    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
-        super().__pydantic_init_subclass__(**kwargs)
-        if len(kinds := typing.get_args(cls.model_fields["kind"].annotation)) == 1:
-            TABLE_KINDS[kinds[0]] = cls
-
-    def check_against(self, cfg, name: str) -> None:
-        """The table's rules against the rest of the config ``cfg`` (the models, runs, methods, tasks and
-        languages it names); :class:`ConfigError` names the key under ``tables.<name>``."""
-
     def records(self, plan) -> Records:
         """(input name, path, what it is) per file the table reads, as ``plan`` (a :class:`~.plan.Plan`)
         plans them: the inputs and manifest of rule make_paper_table."""
@@ -146,13 +134,16 @@ class TableSpec(ByKind):
                               f"groups); rows: {row_labels}")
 
 
+#: kind -> the class of a table of that kind (each adds itself).
+TABLE_KINDS = TableSpec.KINDS
+
+
 def _read_tagged(inputs: dict, manifest: list):
     """The records of a table's parquet inputs, each with its manifest fields: (the records, the same with the
     file each was read from, :data:`vocab_transfer.report.provenance.ARTIFACT`)."""
-    frames = [pd.read_parquet(inputs[rec["input"]]).assign(
-        **{k: v for k, v in rec.items() if k != "input"}, **{provenance.ARTIFACT: inputs[rec["input"]]})
+    frames = [provenance.read_tagged([inputs[rec["input"]]], **{k: v for k, v in rec.items() if k != "input"})
               for rec in manifest]
-    tagged = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({provenance.ARTIFACT: []})
+    tagged = pd.concat(frames or [provenance.read_tagged([])], ignore_index=True)
     return tagged.drop(columns=provenance.ARTIFACT), tagged
 
 

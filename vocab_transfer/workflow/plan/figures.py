@@ -12,27 +12,10 @@ class FiguresPlan(PlanBase):
     def figures_of_kind(self, kind):
         return [name for name, spec in self.cfg.figures.items() if spec.kind == kind]
 
-    def lapt_finetune_inputs(self, wildcards):
-        """vocab-swap Figures 4/8: the held-out curves of the figure's LAPT runs and the scores of every model
-        fine-tuned on its task from those runs (snapshots and final models), all seeds."""
-        s, spec = wildcards.source, self.cfg.figures[wildcards.figure]
-        lang = spec.figure_language(self.cfg)
-        inputs = {f"curve__{r}": self.paths.lapt_curve(s, lang, r) for r in spec.figure_runs(self.cfg)}
-        for model, _, _ in spec.figure_points(self.cfg):
-            for group in self.seed_groups(spec.task):
-                inputs[f"scores__{model}__{group}"] = self.paths.finetune_scores(s, spec.task, model, group)
-        return inputs
-
     def lapt_finetune_manifest(self, wildcards):
         """``[{"input": name, "kind": "curve", "run": r} | {"input": name, "kind": "scores", "model": m,
-        "seeds": g}]`` of :meth:`lapt_finetune_inputs` (canonical JSON; ``g``: a job's seeds, ``1+2+3``)."""
-        spec = self.cfg.figures[wildcards.figure]
-        out = [{"input": f"curve__{r}", "kind": "curve", "run": r} for r in spec.figure_runs(self.cfg)]
-        for model, _, _ in spec.figure_points(self.cfg):
-            for group in self.seed_groups(spec.task):
-                out.append({"input": f"scores__{model}__{group}", "kind": "scores",
-                            "model": model, "seeds": group})
-        return canonical(out)
+        "seeds": g}]`` of the figure's inputs (canonical JSON; ``g``: a job's seeds, ``1+2+3``)."""
+        return canonical([{"input": n, **f} for n, _, f in self.figure_records(wildcards)])
 
     def lapt_finetune_params(self, wildcards):
         """The figure's runs (with labels) and points [model, run, step], as JSON in config order."""
@@ -43,17 +26,6 @@ class FiguresPlan(PlanBase):
                           "runs": [[r, label_of(r, self.cfg.lapt.runs[r])] for r in runs],
                           "points": [list(p) for p in spec.figure_points(self.cfg)]})
 
-    def token_accuracy_inputs(self, wildcards):
-        """vocab-swap Figure 6: each run's per-token accuracy and the provenance that splits its tokens into
-        matched and not matched (the `matched_by` method's, else the run's own init)."""
-        s, spec = wildcards.source, self.cfg.figures[wildcards.figure]
-        lang, inputs = spec.figure_language(self.cfg), {}
-        for r in spec.figure_runs(self.cfg):
-            method = spec.matched_by or self.cfg.lapt.runs[r].method
-            inputs[f"accuracy__{r}"] = self.paths.lapt_token_accuracy(s, lang, r)
-            inputs[f"provenance__{r}"] = self.paths.provenance(s, lang, method)
-        return inputs
-
     def token_accuracy_params(self, wildcards):
         spec = self.config["figures"][wildcards.figure]  # as written
         return canonical({**{k: v for k, v in spec.items() if k != "runs"},
@@ -62,8 +34,8 @@ class FiguresPlan(PlanBase):
                                    for r in self.cfg.figures[wildcards.figure].figure_runs(self.cfg)]})
 
     def figure_records(self, wildcards) -> list[tuple[str, str, dict]]:
-        """The inputs of a figure drawn by rule plot_figure, as its kind plans them
-        (:meth:`vocab_transfer.workflow.figure_kinds.FigureSpec.records`)."""
+        """The inputs of a figure (rules plot_lapt_finetune, plot_token_accuracy, plot_figure), as its kind
+        plans them (:meth:`vocab_transfer.workflow.figure_kinds.FigureSpec.records`)."""
         return self.cfg.figures[wildcards.figure].records(self, wildcards.source)
 
     def figure_inputs(self, wildcards):
