@@ -1,5 +1,5 @@
-"""The paper tables' kinds (vocab_transfer.workflow.table_kinds): one class per kind in TABLE_KINDS, the config's
-union made of them, and a table parsed as the class of its kind, which plans and draws it."""
+"""The paper tables' kinds (vocab_transfer.workflow.table_kinds): one class per kind in TABLE_KINDS, the
+config's union made of them, and a table parsed as the class of its kind, which plans and draws it."""
 
 import json
 import typing
@@ -12,15 +12,17 @@ from vocab_transfer.workflow.table_kinds import TABLE_KINDS, Table, TableSpec, V
 
 
 def test_every_kind_of_the_union_has_one_class():
-    kinds = [k for c in TableSpec.__subclasses__() for k in typing.get_args(c.model_fields["kind"].annotation)]
+    kinds = [k for c in TableSpec.__subclasses__()
+             for k in typing.get_args(c.model_fields["kind"].annotation)]
     assert kinds == list(TABLE_KINDS)
-    assert all(issubclass(c, VocabTable) for k, c in TABLE_KINDS.items() if k not in ("finetune", "lapt", "init"))
+    assert all(issubclass(c, VocabTable)
+               for k, c in TABLE_KINDS.items() if k not in ("finetune", "lapt", "init"))
 
 
 @pytest.mark.parametrize("kind", list(TABLE_KINDS))
 def test_a_table_parses_as_the_class_of_its_kind(kind):
-    table = TypeAdapter(Table).validate_python({"kind": kind, "rows": ["m"], "languages": ["de"], "steps": [0],
-                                                "method": "wechsel"})
+    table = TypeAdapter(Table).validate_python(
+        {"kind": kind, "rows": ["m"], "languages": ["de"], "steps": [0], "method": "wechsel"})
     assert type(table) is TABLE_KINDS[kind] and table.kind == kind
     assert table.written("languages") and not table.written("title")  # the keys as written survive
 

@@ -59,7 +59,6 @@ class FigureSpec(ByKind):
         "kind token_accuracy (required): evaluation steps whose per-token accuracy distribution is drawn "
         "(vocab-swap: 1000, 5000)"))
 
-
     def figure_language(self, cfg) -> str | None:
         """The language of the figure: its ``language``."""
         return self.language

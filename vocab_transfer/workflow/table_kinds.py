@@ -90,7 +90,6 @@ class TableSpec(ByKind):
         "kind init: column label -> finetune.tasks keys (nli, pos or ner; one per language) whose linear "
         "probe accuracy at init is shown next to the held-out value (WECHSEL Tables 7-8: NLI, POS)"))
 
-
     def records(self, plan) -> Records:
         """(input name, path, what it is) per file the table reads, as ``plan`` (a :class:`~.plan.Plan`)
         plans them: the inputs and manifest of rule make_paper_table."""
