@@ -75,7 +75,7 @@ class FigureSpec(ByKind):
         :class:`~.plan.Plan`) plans them: the inputs of the rule that draws it."""
         raise NotImplementedError
 
-    def language_runs(self, cfg, where: str) -> list[str]:
+    def checked_runs(self, cfg, where: str) -> list[str]:
         """The figure's runs, which are LAPT runs on its language (at least one)."""
         lang, names = self.figure_language(cfg), self.figure_runs(cfg)
         bad = [r for r in names if r not in cfg.lapt.runs]
@@ -130,7 +130,7 @@ class LaptFinetuneFigure(FigureSpec):
         if ft.tasks[self.task].zero_shot is not None:
             raise ConfigError(f"{where}.task: {self.task!r} is a zero-shot task; the figure reads "
                               "in-language fine-tuning scores")
-        names = self.language_runs(cfg, where)
+        names = self.checked_runs(cfg, where)
         if not self.figure_points(cfg):
             raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on "
                               f"{self.task!r} (e.g. {{lapt: <run>, steps: [...]}} for LAPT snapshots, "
@@ -145,7 +145,7 @@ class TokenAccuracyFigure(FigureSpec):
 
     def check_against(self, cfg, name: str) -> None:
         where, runs = f"figures.{name}", cfg.lapt.runs
-        names = self.language_runs(cfg, where)
+        names = self.checked_runs(cfg, where)
         if not self.matched_by:
             bad = [r for r in names if not runs[r].method]
             if bad:
