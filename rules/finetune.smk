@@ -145,7 +145,7 @@ rule make_paper_table:
 rule plot_lapt_finetune:
     localrule: True
     input:
-        unpack(plan.lapt_finetune_inputs),
+        unpack(plan.figure_inputs),
     output:
         png=report(
             paths.figure("lapt_finetune", "{source}", "{figure}", "png"),

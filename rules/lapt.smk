@@ -121,7 +121,7 @@ rule plot_embedding_correlation:
 rule plot_token_accuracy:
     localrule: True
     input:
-        unpack(plan.token_accuracy_inputs),
+        unpack(plan.figure_inputs),
     output:
         png=report(
             paths.figure("token_accuracy", "{source}", "{figure}", "png"),

@@ -13,6 +13,7 @@ from vocab_transfer.artifacts import hash_file
 from vocab_transfer.io import write_parquet
 from vocab_transfer.report import provenance as prov
 from vocab_transfer.report.tables import paper_table
+from vocab_transfer.workflow.table_kinds import TABLE_KINDS
 
 
 def _scores(model: str, seed: int, f1: float) -> pd.DataFrame:
@@ -146,7 +147,7 @@ def test_two_languages_read_from_identical_files_are_named(tmp_path, monkeypatch
     import json
 
     table, _ = corpus_sizes_table({k: json.loads(v) for k, v in stats.items()}, ["de", "sw"], "T1")
-    entries = prov.vocab_cells("corpus_sizes", table, files)
+    entries = TABLE_KINDS["corpus_sizes"].cells(table, files)
     assert {(e["row"], e["artifact"]) for e in entries} == {
         ("de", "corpus/de/stats.json"),
         ("sw", "corpus/sw/stats.json"),
@@ -232,13 +233,13 @@ def test_vocabulary_tables_name_their_overlap_fasttext_and_tokenizer_files(tmp_p
                           {prov.ARTIFACT: "source_tokenizer", "what": "source_tokenizer", "source": "s"}])
     counts = pd.DataFrame({"language": ["de", "sw"], "name": ["German", "Kiswahili"], "full": [2, 2],
                            "with_vector": [2, 2], "source": "s"})
-    entries = prov.vocab_cells("overlap_counts", counts, files)
+    entries = TABLE_KINDS["overlap_counts"].cells(counts, files)
     assert {(e["row"], e["field"], e["artifact"]) for e in entries} == {
         (lang, field, f"{what}/{lang}.parquet") for lang in ("de", "sw")
         for field, what in (("full", "overlap"), ("with_vector", "overlap"), ("with_vector", "fasttext"))}
     coverage = pd.DataFrame({"language": ["de", "sw"], "tokens": [10, 12], "unk_share": [0.1, 0.5],
                              "overlap_share": [0.2, 0.1], "source": "s"})
-    frame = prov.provenance_frame(prov.vocab_cells("vocab_coverage", coverage, files), "unks1")
+    frame = prov.provenance_frame(TABLE_KINDS["vocab_coverage"].cells(coverage, files), "unks1")
     shared = frame[frame["artifact"] == "source_tokenizer"]
     assert set(shared["row"]) == {"de", "sw"} and set(shared["role"]) == {"reference"}
     assert frame.set_index("artifact")["checksum"]["tokenizers/de"].iloc[0].startswith("xxh3_128-tree:")

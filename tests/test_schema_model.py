@@ -6,12 +6,12 @@ import typing
 
 from vocab_transfer.methods import base
 from vocab_transfer.training import adapters, settings
-from vocab_transfer.workflow import model
+from vocab_transfer.workflow import figure_kinds
 
 
 def test_provenance_labels_are_the_methods_labels():
     labels = (base.SPECIAL, base.COPIED, base.COMBINED, base.MAPPED, base.RANDOM)
-    assert typing.get_args(model.Provenance) == labels
+    assert typing.get_args(figure_kinds.Provenance) == labels
 
 
 def test_adapter_non_linearities_are_the_ones_built():

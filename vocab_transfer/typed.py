@@ -162,6 +162,30 @@ class Section(BaseModel):
         empty while the model validates: the engine puts the path in front)."""
 
 
+class ByKind(Section):
+    """A section with one class per ``kind`` (a union by kind: the config's tables and figures), each naming
+    the keys its kind needs (``NEEDS``) and its rules against the rest of the config (:meth:`check_against`).
+    A class whose ``kind`` is one value adds itself to ``KINDS`` (kind -> class), which a base class defines
+    for its kinds."""
+
+    NEEDS: ClassVar[tuple[str, ...]] = ()
+    KINDS: ClassVar[dict[str, type]] = {}
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if len(kinds := typing.get_args(cls.model_fields["kind"].annotation)) == 1:
+            cls.KINDS[kinds[0]] = cls
+
+    def check(self, where: str) -> None:
+        if not all(getattr(self, k) for k in self.NEEDS):
+            raise ModelError(f"{where}: kind {self.kind} needs {' and '.join(map(repr, self.NEEDS))}")
+
+    def check_against(self, cfg, name: str) -> None:
+        """Rules between the section and the rest of the config ``cfg`` (override); :class:`ConfigError` names
+        the key under the section's entry ``name``."""
+
+
 # --- messages
 # --------------------------------------------------------------------------------------------------
 TYPE_NAMES = {"int_type": "int", "float_type": "a number", "string_type": "str", "bool_type": "bool",

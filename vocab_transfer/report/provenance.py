@@ -326,54 +326,32 @@ def benchmark_cells(table) -> list[dict]:
     )
 
 
-def vocab_cells(kind: str, table, files) -> list[dict]:
-    """A corpus or vocabulary table (:mod:`vocab_transfer.report.vocab_tables`); ``files``: one record per
-    file read, with :data:`ARTIFACT`, ``what`` (stats, overlap, fasttext_tokens, provenance, tokenizer,
-    source_tokenizer), ``language`` and ``source`` where it has them."""
-    by_lang = {"language": "language"}
-    by_both = by_lang | ({"source": "source"} if "source" in table else {})
-    column = {
-        "overlap_sample": "token",
-        "nearest_tokens": "token",
-        "overlap_groups": "group",
-        "overlap_longest": "rank",
-    }.get(kind, ())
-    common = {"block": "source", "row": "language", "column": column}
-    if kind == "corpus_sizes":
-        return cells(table, files, match=by_lang, fields=_numeric(table), where={"what": "stats"}, **common)
-    if kind == "nearest_tokens":
-        return cells(
-            table, files, match=by_both, fields=_numeric(table), where={"what": "provenance"}, **common
-        )
-    if kind in ("overlap_sample", "overlap_groups", "overlap_longest"):
-        return cells(table, files, match=by_both, fields=_numeric(table), where={"what": "overlap"}, **common)
-    if kind == "overlap_counts":
-        out = cells(table, files, match=by_both, fields=_numeric(table), where={"what": "overlap"}, **common)
-        return out + cells(
-            table, files, match=by_lang, fields=["with_vector"], where={"what": "fasttext_tokens"}, **common
-        )
-    if kind == "vocab_coverage":
-        out = cells(
-            table,
-            files,
-            match=by_lang,
-            fields=["tokens", "unk_share", "overlap_share"],
-            where={"what": "tokenizer"},
-            **common,
-        )
-        out += cells(
-            table, files, match=by_both, fields=["overlap_share"], where={"what": "overlap"}, **common
-        )
-        return out + cells(
-            table,
-            files,
-            match={"source": "source"} if "source" in table else {},
-            fields=["unk_share"],
-            where={"what": "source_tokenizer"},
-            role="reference",
-            **common,
-        )
-    raise ValueError(f"unknown table kind {kind!r}")
+def vocab_cells(
+    table,
+    files,
+    what: str,
+    *,
+    keys: Sequence[str] = ("language", "source"),
+    fields: Sequence[str] | None = None,
+    column: str | Sequence[str] = (),
+    role: str = "value",
+) -> list[dict]:
+    """A corpus or vocabulary table's cells (:mod:`vocab_transfer.report.vocab_tables`; a row per language, a
+    block per source) read from its files of ``what`` (stats, overlap, fasttext_tokens, provenance, tokenizer,
+    source_tokenizer): ``files`` has one record per file read, with :data:`ARTIFACT`, ``what``, ``language``
+    and ``source`` where it has them. A cell is matched on ``keys`` (``source`` where the table has one);
+    ``fields``: default the table's numeric columns."""
+    return cells(
+        table,
+        files,
+        match={k: k for k in keys if k != "source" or "source" in table},
+        block="source",
+        row="language",
+        column=column,
+        fields=_numeric(table) if fields is None else fields,
+        where={"what": what},
+        role=role,
+    )
 
 
 def provenance_frame(entries: Sequence[dict], table: str, base: str | os.PathLike = ".") -> pd.DataFrame:

@@ -292,70 +292,24 @@ def overlap_longest_table(overlaps: dict[str, pd.DataFrame], languages: list[str
 
 
 # --- one table of a config's `tables` entry -----------------------------------------------------------------
-def _files(inputs: dict, manifest: list, what: str, source: str | None = None) -> dict:
+def input_files(inputs: dict, manifest: list, what: str, source: str | None = None) -> dict:
     """language -> the input path of each manifest record of ``what`` (of ``source``, where given)."""
     return {rec["language"]: inputs[rec["input"]] for rec in manifest
             if rec["what"] == what and (source is None or rec.get("source") == source)}
 
 
-def _overlap_counts(inputs, manifest, spec, overlaps, source, min_count, head):
-    tokens = {lang: pd.read_parquet(path)
-              for lang, path in _files(inputs, manifest, "fasttext_tokens").items()}
-    return overlap_counts_table(overlaps, tokens, spec["languages"], min_count, head)
-
-
-def _nearest_tokens(inputs, manifest, spec, overlaps, source, min_count, head):
+def per_source(inputs: dict, manifest: list, title: str, block) -> tuple[pd.DataFrame, str]:
+    """A corpus or vocabulary table of a `tables` entry (rule make_paper_table) drawn one block per source
+    model, by ``block(source, overlaps, head)`` -> (table, markdown), ``overlaps`` the source's overlap with
+    each language (language -> frame). ``manifest``: what each input is (``[{"input": name, "what": ...,
+    "language": ..., "source": ...}]``)."""
     from ..io import read_parquet
 
-    provenance = {lang: read_parquet(path, kind="provenance")
-                  for lang, path in _files(inputs, manifest, "provenance", source).items()}
-    return nearest_tokens_table(provenance, spec["languages"], spec.get("sample", 10),
-                                spec.get("seed", 0), head)
-
-
-def _vocab_coverage(inputs, manifest, spec, overlaps, source, min_count, head):
-    from ..data.tokenizer import load_tokenizer
-
-    source_dir = next(inputs[r["input"]] for r in manifest if r["what"] == "source_tokenizer"
-                      and r["source"] == source)
-    targets = {lang: load_tokenizer(path) for lang, path in _files(inputs, manifest, "tokenizer").items()}
-    return vocab_coverage_table(spec["languages"], targets, load_tokenizer(source_dir), overlaps, head)
-
-
-#: The corpus and vocabulary table kinds drawn per source model from the overlaps (and what else each reads):
-#: kind -> builder(inputs, manifest, spec, overlaps, source, min_count, head) -> (table, markdown).
-PER_SOURCE = {
-    "overlap_counts": _overlap_counts,
-    "nearest_tokens": _nearest_tokens,
-    "overlap_sample": lambda i, m, spec, o, s, c, head: overlap_sample_table(
-        o, spec["languages"], spec.get("sample", 500), spec.get("seed", 0), head),
-    "overlap_groups": lambda i, m, spec, o, s, c, head: overlap_groups_table(o, spec["languages"], head),
-    "overlap_longest": lambda i, m, spec, o, s, c, head: overlap_longest_table(o, spec["languages"],
-                                                                                spec.get("top", 5), head),
-    "vocab_coverage": _vocab_coverage,
-}
-
-
-def vocab_table(inputs: dict, manifest: list, spec: dict, min_count: int | None) -> tuple[pd.DataFrame, str]:
-    """A corpus or vocabulary table of a `tables` entry (rule make_paper_table): ``corpus_sizes`` from the
-    corpora's statistics, the :data:`PER_SOURCE` kinds one block per source model. ``manifest``: what each
-    input is (``[{"input": name, "what": ..., "language": ..., "source": ...}]``)."""
-    import json
-    from pathlib import Path
-
-    from ..io import read_parquet
-
-    kind, title = spec["kind"], spec.get("title", spec["kind"])
-    if kind == "corpus_sizes":
-        stats = {rec["language"]: json.loads(Path(inputs[rec["input"]]).read_text()) for rec in manifest}
-        return corpus_sizes_table(stats, spec["languages"], title)
     tables, parts = [], []
     for source in dict.fromkeys(rec["source"] for rec in manifest if "source" in rec):
         overlaps = {lang: read_parquet(path, kind="overlap")
-                    for lang, path in _files(inputs, manifest, "overlap", source).items()}
-        table, md = PER_SOURCE[kind](inputs, manifest, spec, overlaps, source, min_count,
-                                     f"{title} (source `{source}`)")
+                    for lang, path in input_files(inputs, manifest, "overlap", source).items()}
+        table, md = block(source, overlaps, f"{title} (source `{source}`)")
         tables.append(table.assign(source=source))
         parts.append(md)
     return pd.concat(tables, ignore_index=True), "\n".join(parts)
-

@@ -15,7 +15,6 @@ from ..data.sources import CORPUS_SOURCES
 from ..data.tasks import check_spec
 from ..data.tokenizer import load_tokenizer
 from ..eval import benchmarks as lm_eval_tasks
-from ..eval.probe import PROBE_TASKS  # task types a linear probe reads
 from ..methods import METHODS, Need, kinds, method_needs, method_params
 from ..methods.registry import keyword_parameters
 from ..source_model import (
@@ -29,7 +28,6 @@ from ..training.settings import FinetuneConfig, selection_metric
 from ..typed import ConfigError, YamlError, load_yaml
 from . import paths
 from .model import (
-    VOCAB_TABLE_KINDS,
     Config,
     Method,
     ModelError,
@@ -41,9 +39,6 @@ from .schema import fill_defaults  # noqa: F401 (the rules take it from here)
 from .views import (
     all_targets,
     expand_snapshot_models,
-    figure_language,
-    figure_points,
-    figure_runs,
     finetune_model_tasks,
     finetune_training,
     followed_sources,
@@ -55,7 +50,6 @@ from .views import (
     source_is_masked,
     source_positions,
     source_role,
-    table_cells,
     target_users,
     task_target,
     zero_shot_training,
@@ -535,95 +529,10 @@ def check_labels(labels: dict[str, str], where: str, what: str) -> None:
 
 
 def check_tables(cfg: Config) -> None:
-    """Paper tables name configured fine-tuned models or LAPT runs (rows / grid cells) and tasks (columns)."""
-    ft = cfg.finetune
+    """Paper tables name configured fine-tuned models, LAPT runs, methods, tasks and languages, as each kind's
+    rules say (:meth:`vocab_transfer.workflow.table_kinds.TableSpec.check_against`)."""
     for name, spec in cfg.tables.items():
-        if spec.kind in VOCAB_TABLE_KINDS:  # corpora and vocabularies of some languages
-            if spec.kind == "nearest_tokens":
-                if spec.method not in cfg.methods or cfg.methods[spec.method].kind != "wechsel":
-                    raise ConfigError(f"tables.{name}.method: {spec.method!r} is not a methods entry of kind "
-                                      "wechsel (the method that records each token's nearest source token)")
-                bad = [lang for lang in spec.languages if lang not in method_targets(cfg, spec.method)]
-                if bad:
-                    raise ConfigError(f"tables.{name}.languages: {bad} are not targets of "
-                                      f"method {spec.method!r}")
-                continue
-            bad = [lang for lang in spec.languages if not cfg.is_target(lang)]
-            if bad:
-                raise ConfigError(f"tables.{name}.languages: {bad} are neither targets nor corpora keys "
-                                  f"(targets: {cfg.target_names}; corpora: {sorted(cfg.corpora)})")
-            continue
-        if spec.kind == "init":  # init-time held-out values of some methods
-            bad = [m for m in spec.rows if m not in cfg.methods]
-            if bad:
-                raise ConfigError(f"tables.{name}.rows: {bad} are not entries of methods")
-            known = all_targets(cfg)
-            bad = [lang for lang in spec.languages if lang not in known]
-            if bad:
-                raise ConfigError(f"tables.{name}.languages: {bad} are not targets ({known}: targets, LAPT "
-                                  "and fine-tuning languages)")
-            for m in spec.rows:
-                check_method_language(cfg, m, spec.languages, f"tables.{name}.rows")
-            check_labels({m: cfg.methods[m].label or m for m in spec.rows}, f"tables.{name}.rows", "methods")
-            for label, tasks in (spec.probes or {}).items():
-                where = f"tables.{name}.probes.{label}"
-                bad = [t for t in tasks if t not in cfg.finetune.tasks]
-                if bad:
-                    raise ConfigError(f"{where}: {bad} are not entries of finetune.tasks")
-                bad = [t for t in tasks if cfg.finetune.tasks[t].task not in PROBE_TASKS]
-                if bad:
-                    raise ConfigError(f"{where}: {bad} are not of a probed task type "
-                                      f"({', '.join(PROBE_TASKS)})")
-                langs = [task_target(cfg, t) for t in tasks]
-                bad = [t for t, lang in zip(tasks, langs, strict=True) if lang not in spec.languages]
-                if bad:
-                    raise ConfigError(f"{where}: the languages of {bad} are not among the table's languages "
-                                      f"{spec.languages}")
-                if len(set(langs)) < len(langs):
-                    raise ConfigError(f"{where}: one task per language (a column has one cell per language)")
-            continue
-        lapt = spec.kind == "lapt"
-        known = cfg.lapt.runs if lapt else ft.models
-        what = "lapt.runs" if lapt else "finetune.models"
-        if lapt and spec.best_column:
-            raise ConfigError(f"tables.{name}.best_column: a 'Best' column is for fine-tuning "
-                              "tables, not kind lapt")
-        if spec.grid:
-            width = len(spec.grid.columns)
-            bad = [r for r, names in spec.grid.rows.items()
-                   if len(names) != width and not (len(names) == width + 1 and spec.best_column)]
-            if bad:
-                raise ConfigError(f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per "
-                                  f"column of {spec.grid.columns}" + (", plus optionally its own Best cell" if
-                                                               spec.best_column else ""))
-            names = table_cells(spec)
-        else:
-            names = spec.rows or []
-        bad = [m for m in names if m not in known]
-        if bad:
-            raise ConfigError(f"tables.{name}: {bad} are not entries of {what}")
-        if not spec.grid:
-            check_labels({m: known[m].label or m for m in spec.rows or known}, f"tables.{name}.rows", what)
-        row_labels = list(spec.grid.rows) if spec.grid else spec.rows or list(known)
-        grouped = [r for group in spec.best_groups or [] for r in group]
-        bad = sorted({r for r in grouped if r not in row_labels}
-                     | {r for r in grouped if grouped.count(r) > 1})
-        if bad:
-            raise ConfigError(f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two "
-                              f"groups); rows: {row_labels}")
-        if lapt:
-            continue
-        known_languages = {s.language for s in cfg.zero_shot.sources.values()}
-        bad = [lang for lang in spec.source_languages or [] if lang not in known_languages]
-        if bad:
-            raise ConfigError(f"tables.{name}.source_languages: {bad} are not languages of zero_shot.sources "
-                              f"({sorted(known_languages)})")
-        tasks = spec.tasks or [] if spec.grid else [t for ts in (spec.groups or {}).values() for t in ts]
-        if spec.grid and not tasks:
-            raise ConfigError(f"tables.{name}: a grid table of fine-tuning scores needs 'tasks'")
-        bad = [t for t in tasks if t not in ft.tasks]
-        if bad:
-            raise ConfigError(f"tables.{name}: {bad} are not entries of finetune.tasks")
+        spec.check_against(cfg, name)
 
 
 def check_benchmarks(cfg: Config) -> None:
@@ -677,81 +586,10 @@ def check_benchmark_tasks(tasks: dict[str, list[str]], include_path: str | None)
 
 
 def check_figures(cfg: Config) -> None:
-    """Paper figures (config ``figures``) name LAPT runs trained on their language; ``lapt_finetune`` a task
-    with fine-tuned models of those runs; ``token_accuracy`` runs that record it, at the histogram steps."""
-    runs, ft = cfg.lapt.runs, cfg.finetune
+    """Paper figures (config ``figures``) name LAPT runs, models and tasks as each kind's rules say
+    (:meth:`vocab_transfer.workflow.figure_kinds.FigureSpec.check_against`)."""
     for name, spec in cfg.figures.items():
-        where = f"figures.{name}"
-        if spec.kind == "sample_efficiency":  # scores against the LAPT data of the models' runs
-            for label, models in spec.series.items():
-                bad = [m for m in models if m not in ft.models or ft.models[m].lapt is None]
-                if bad:
-                    raise ConfigError(f"{where}.series.{label}: {bad} are not finetune.models entries "
-                                      "fine-tuned from a LAPT run")
-                bad = [f"{m}: {t}" for m in models for t in spec.tasks
-                       if t not in finetune_model_tasks(cfg, m)]
-                if bad:
-                    raise ConfigError(f"{where}.series.{label}: {bad} are not tasks of these models")
-            continue
-        if spec.kind == "unk_scatter":  # a model's scores per language against its vocabulary's UNK share
-            if spec.model not in ft.models or not spec.tasks or len(spec.tasks) < 2:
-                raise ConfigError(f"{where}: kind unk_scatter needs 'model' (a finetune.models key, got "
-                                  f"{spec.model!r}) and 'tasks' (at least 2)")
-            bad = [t for t in spec.tasks if t not in finetune_model_tasks(cfg, spec.model)]
-            if bad:
-                raise ConfigError(f"{where}.tasks: {bad} are not tasks of finetune.models.{spec.model}")
-            continue
-        if spec.kind in ("curves", "init_similarity"):  # runs x languages
-            bad = [r for r in spec.runs if r not in runs]
-            if bad:
-                raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
-            bad = [f"{r} on {lang}" for r in spec.runs for lang in spec.languages
-                   if lang not in lapt_run_targets(cfg, r)]
-            if bad:
-                raise ConfigError(f"{where}: LAPT runs {bad} are not planned (the run's targets)")
-            if spec.kind == "init_similarity":
-                bad = [r for r in spec.runs if not runs[r].method or cfg.lapt_run_config(r).factorized]
-                if bad:
-                    raise ConfigError(f"{where}.runs: {bad} start from no init tensor (or a factorized one)")
-            continue
-        if spec.kind == "lapt_finetune":
-            if spec.task not in ft.tasks:
-                raise ConfigError(f"{where}.task: {spec.task!r} is not an entry of finetune.tasks")
-            if ft.tasks[spec.task].zero_shot is not None:
-                raise ConfigError(f"{where}.task: {spec.task!r} is a zero-shot task; the figure reads "
-                                  "in-language fine-tuning scores")
-        lang = figure_language(cfg, name)
-        names = figure_runs(cfg, name)
-        bad = [r for r in names if r not in runs]
-        if bad:
-            raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
-        bad = [r for r in names if lang not in lapt_run_targets(cfg, r)]
-        if bad or not names:
-            raise ConfigError(f"{where}.runs: {bad or 'none'} of the LAPT runs on {lang!r}")
-        if spec.kind == "token_accuracy" and not spec.matched_by:
-            bad = [r for r in names if not runs[r].method]
-            if bad:
-                raise ConfigError(f"{where}: runs {bad} keep the source vocabulary (no init provenance to "
-                                  "split their tokens by): set matched_by to a methods entry, or "
-                                  "leave them out of runs")
-        if spec.kind == "lapt_finetune":
-            if not figure_points(cfg, name):
-                raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on "
-                                  f"{spec.task!r} (e.g. {{lapt: <run>, steps: [...]}} for LAPT snapshots, "
-                                  "{lapt: <run>} for the end)")
-            continue
-        if spec.matched_by is not None and spec.matched_by not in cfg.methods:
-            raise ConfigError(f"{where}.matched_by: {spec.matched_by!r} is not an entry of 'methods'")
-        for run in names:
-            settings = cfg.lapt_run_config(run)
-            if not settings.token_accuracy_top:
-                raise ConfigError(f"{where}: LAPT run {run!r} records no per-token accuracy; set "
-                                  f"token_accuracy_top in lapt.training or lapt.runs.{run}")
-            missing = [s for s in spec.steps if s not in settings.eval_steps()]
-            if missing:
-                raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} "
-                                  f"(every eval_every = {settings.eval_every} steps of "
-                                  "each stage, and its end)")
+        spec.check_against(cfg, name)
 
 
 def check_zero_shot(cfg: Config) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, ConfigDict, Field, PrivateAttr
 from pydantic_core import PydanticCustomError
 
 from ..data.corpus import NORMALIZATIONS
@@ -39,7 +39,9 @@ from ..training.settings import (
     TaskAdapter,
 )
 from ..typed import ModelError, Number, Range, Section, Seed, UniqueList, VocabSize, check_value, type_hints
+from .figure_kinds import Figure
 from .paths import RESERVED
+from .table_kinds import Table
 
 __all__ = ["Config", "ModelError", "Range", "Section", "check_parameters", "load"]
 
@@ -112,12 +114,7 @@ CorpusSource = Literal[SOURCES]  # type: ignore[valid-type]
 Normalization = Literal[NORMALIZATIONS]  # type: ignore[valid-type]
 TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
 ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
-Provenance = Literal["special", "copied", "combined", "mapped", "random"]  # methods.base labels
 NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
-# paper tables: downstream scores, LAPT curves, and the corpus/vocabulary tables of
-# vocab_transfer.report.vocab_tables
-VOCAB_TABLE_KINDS = ("corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage", "overlap_groups",
-                     "overlap_longest", "nearest_tokens")
 
 
 # --- corpora
@@ -683,191 +680,6 @@ class ZeroShot(Launched):
     def job_threads(self) -> int:
         """CPU threads of a source-side training or zero-shot evaluation job: ``training.threads``, else 1."""
         return self.training.as_written().get("threads", 1)
-
-
-# --- tables, figures
-# ------------------------------------------------------------------------------------------
-class Grid(Section):
-    columns: list[str] = Field(min_length=1, description="column labels")
-    rows: dict[str, list[str | None]] = Field(description=(
-        "row label -> one model/run name (or null) per column; with best_column, one more entry names the "
-        "row's own Best cell (a reference model that fills only 'Best': vocab-swap Tables 12/13/15/16 mBERT,"
-        " FlauBERT, German BERT)"))
-
-
-class ByKind(Section):
-    """A section with one class per ``kind`` (a union by kind: :data:`Table`, :data:`Figure`), each naming the
-    keys its kind needs (``NEEDS``)."""
-
-    NEEDS: ClassVar[tuple[str, ...]] = ()
-
-    def check(self, where: str) -> None:
-        if not all(getattr(self, k) for k in self.NEEDS):
-            raise ModelError(f"{where}: kind {self.kind} needs {' and '.join(map(repr, self.NEEDS))}")
-
-
-class TableSpec(ByKind):
-    """``tables.<name>``: a paper table (vocab_transfer.report.tables.paper_table); one class per ``kind``
-    (:data:`Table`)."""
-
-    FILL: ClassVar[tuple[str, ...]] = ("kind", "format")
-
-    kind: str = Field(description="what the table shows (one class per kind; default finetune)")
-    title: str | None = Field(None, description="heading, e.g. 'FOCUS Table 3: NER (F1)'")
-    rows: list[str] | None = Field(None, description=(
-        "finetune.models keys (kind lapt: lapt.runs keys; kind init: methods keys), in row order (default: "
-        "all)"))
-    languages: list[str] | None = Field(None, description=(
-        "kind lapt: column groups (LAPT languages); corpus and vocabulary kinds: the languages"))
-    steps: list[Annotated[int, Field(ge=0)]] | None = Field(None, description=(
-        "kind lapt: optimizer steps per language"))
-    value: Literal["perplexity", "loss", "bits_per_byte"] | None = Field(None, description=(
-        "kinds lapt, init: exp(held-out loss), the loss, or the loss in bits per byte"))
-    groups: dict[str, list[str]] | None = Field(None, description=(
-        "column group title -> finetune.tasks keys (default: one group of all)"))
-    caption: str | None = Field(None, description="text under the table")
-    format: Literal["percent", "fraction"] = Field("percent", description=(
-        "cell numbers: percent '84.2 ± 0.4' or fraction '0.842 (±0.004)' (vocab-swap's tables); MNLI cells "
-        "show matched/mismatched: '0.842/0.846 (±0.004/0.004)'"))
-    best_groups: list[Annotated[list[str], Field(min_length=1)]] | None = Field(None, description=(
-        "groups of rows (grid row labels, else finetune.models keys) within which each column's best is "
-        "bold; a row in no group is never bold (default: one group of all rows; vocab-swap Tables 1, 4-7 "
-        "leave the Bert Baseline out, Table 2 marks the best swapped and the best reference model)"))
-    grid: Grid | None = Field(None, description=(
-        "two-way layout (vocab-swap Tables 1, 4-8, 11-16): rows x columns of finetune.models keys (kind "
-        "lapt: lapt.runs keys); null = not part of the paper's grid ('—'); replaces `rows`/`groups`"))
-    tasks: list[str] | None = Field(None, description=(
-        "with grid (kind finetune): finetune.tasks keys, one block each"))
-    source_languages: UniqueList[str] | None = Field(None, description=(
-        "zero-shot cells from these source languages only (UNKs Everywhere Tables 5a-d, 9a-d); default: all "
-        "source tasks of each cell (Table 3's average)"))
-    best_column: bool | None = Field(None, description=(
-        "with grid: add each row's best cell (vocab-swap Tables 12-16 'Best')"))
-    sample: int | None = Field(None, ge=1, description=(
-        "kinds overlap_sample (overlapping tokens sampled per language, paper: 500) and nearest_tokens "
-        "(target tokens per language, default 10)"))
-    seed: Seed | None = Field(None, description="kind overlap_sample: the seed of the sample (default 0)")
-    top: int | None = Field(None, ge=1, description="kind overlap_longest: tokens per language (paper: 5)")
-    method: str | None = Field(None, description=(
-        "kind nearest_tokens (required): a methods key of kind wechsel, whose init records each token's most"
-        " similar source token"))
-    probes: dict[str, list[str]] | None = Field(None, description=(
-        "kind init: column label -> finetune.tasks keys (nli, pos or ner; one per language) whose linear "
-        "probe accuracy at init is shown next to the held-out value (WECHSEL Tables 7-8: NLI, POS)"))
-
-
-class FinetuneTable(TableSpec):
-    kind: Literal["finetune"] = Field("finetune", description="downstream scores")
-
-
-class LaptTable(TableSpec):
-    kind: Literal["lapt"] = Field(description="held-out perplexity/loss of LAPT runs at given steps")
-    NEEDS: ClassVar[tuple[str, ...]] = ("languages", "steps")
-
-
-class InitTable(TableSpec):
-    kind: Literal["init"] = Field(description=(
-        "init-time held-out perplexity/loss/bits per byte of `rows` (methods) on `languages`"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("rows", "languages")
-
-
-class VocabTable(TableSpec):
-    kind: Literal[VOCAB_TABLE_KINDS] = Field(description=(  # type: ignore[valid-type]
-        "corpora and vocabularies of `languages` (vocab_transfer.report.vocab_tables): corpus_sizes "
-        "(FOCUS Table 1), overlap_counts (FOCUS Table 8), overlap_sample (FOCUS Table 7), vocab_coverage "
-        "(UNKs Table 1), overlap_groups (UNKs Table 6), overlap_longest (UNKs Table 7), nearest_tokens "
-        "(WECHSEL Table 6)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("languages",)
-
-
-def _finetune_by_default(table: Any) -> Any:
-    return {"kind": "finetune", **table} if isinstance(table, dict) and "kind" not in table else table
-
-
-#: A table, by its ``kind`` (finetune where it names none).
-Table = Annotated[FinetuneTable | LaptTable | InitTable | VocabTable, Field(discriminator="kind"),
-                  BeforeValidator(_finetune_by_default)]
-
-
-class FigureSpec(ByKind):
-    """``figures.<name>``: a paper figure drawn from LAPT runs (vocab_transfer.report.plots); one class per
-    ``kind`` (:data:`Figure`), each naming the keys its kind needs (``NEEDS``)."""
-
-    FILL: ClassVar[tuple[str, ...]] = ("value", "matched_by", "matched", "max_step", "steps")
-
-    kind: str = Field(description="what the figure draws (one class per kind)")
-    title: str | None = Field(None, description="figure title (default: the figure's name)")
-    runs: UniqueList[str] | None = Field(None, min_length=1, description=(
-        "lapt.runs keys, in legend order (default: every run on the figure's language)"))
-    task: str | None = Field(None, description=(
-        "kind lapt_finetune: a finetune.tasks key; its language is the figure's"))
-    language: str | None = Field(None, description="kind token_accuracy: the LAPT target language")
-    languages: UniqueList[str] | None = Field(None, min_length=1, description=(
-        "kinds curves, init_similarity (required): LAPT target languages, one panel each"))
-    value: Literal["perplexity", "loss", "bits_per_byte"] = Field("perplexity", description=(
-        "kind curves: exp(held-out loss), the loss, or the loss in bits per byte"))
-    model: str | None = Field(None, description=(
-        "kind unk_scatter (required): the finetune.models key whose scores are drawn"))
-    tasks: UniqueList[str] | None = Field(None, min_length=1, description=(
-        "kinds unk_scatter (one point per task language, at least 2) and sample_efficiency (the scores "
-        "averaged; required): finetune.tasks keys"))
-    series: dict[str, list[str]] | None = Field(None, description=(
-        "kind sample_efficiency (required): line label -> finetune.models keys fine-tuned from LAPT runs on "
-        "different amounts of data (lapt train_sequences), one point each"))
-    matched_by: str | None = Field(None, description=(
-        "kind token_accuracy: the methods key whose init provenance splits the tokens of every run (e.g. "
-        "Dict Match's, to compare Reinit on the same tokens); null: each run's own"))
-    matched: list[Provenance] = Field(["copied", "mapped"], description=(
-        "kind token_accuracy: provenance labels counted as matched (a row from one source token: copied for "
-        "identical tokens, mapped for dictionary/frequency matches)"))
-    max_step: int | None = Field(None, ge=0, description=(
-        "kind token_accuracy: last LAPT step of the accuracy curve (vocab-swap: 5000; null: the whole run)"))
-    steps: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, description=(
-        "kind token_accuracy (required): evaluation steps whose per-token accuracy distribution is drawn "
-        "(vocab-swap: 1000, 5000)"))
-
-
-class LaptFinetuneFigure(FigureSpec):
-    kind: Literal["lapt_finetune"] = Field(description=(
-        "held-out MLM loss during LAPT and the task's test score after fine-tuning at LAPT snapshots "
-        "(vocab-swap Figures 4/8)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("task",)
-
-
-class TokenAccuracyFigure(FigureSpec):
-    kind: Literal["token_accuracy"] = Field(description=(
-        "held-out accuracy of the most frequent tokens, matched vs not matched by the init (vocab-swap "
-        "Figure 6)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("language", "steps")
-
-
-class CurvesFigure(FigureSpec):
-    kind: Literal["curves"] = Field(description=(
-        "held-out value of some runs over steps, one panel per language (WECHSEL Figures 3-5)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("runs", "languages")
-
-
-class InitSimilarityFigure(FigureSpec):
-    kind: Literal["init_similarity"] = Field(description=(
-        "cosine similarity of each token's embedding after LAPT to its initialization (WECHSEL Figure 6)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("runs", "languages")
-
-
-class UnkScatterFigure(FigureSpec):
-    kind: Literal["unk_scatter"] = Field(description=(
-        "a model's test score per language against the UNK and overlap share of the language's vocabulary "
-        "(UNKs Everywhere Figure 2)"))
-
-
-class SampleEfficiencyFigure(FigureSpec):
-    kind: Literal["sample_efficiency"] = Field(description=(
-        "mean test score against the training sequences of the models' LAPT runs (UNKs Everywhere Figure 3)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("series", "tasks")
-
-
-#: A figure, by its ``kind``.
-Figure = Annotated[LaptFinetuneFigure | TokenAccuracyFigure | CurvesFigure | InitSimilarityFigure
-                   | UnkScatterFigure | SampleEfficiencyFigure, Field(discriminator="kind")]
 
 
 # --- resources, evaluation, the whole config

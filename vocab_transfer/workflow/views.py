@@ -12,11 +12,14 @@ import contextlib
 import json
 import types
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..source_model import is_causal_config, position_limit
 from ..typed import ConfigError
 from . import paths
-from .model import Config, Source, Table
+
+if TYPE_CHECKING:
+    from .model import Config, Source
 
 
 def local_model_dir(source: Source) -> Path | None:
@@ -246,38 +249,3 @@ def zero_shot_trainings(cfg: Config) -> list[tuple[str, str]]:
     pairs = [(s, model.zero_shot) for m, model in ft.models.items() if model.zero_shot
              for t in finetune_model_tasks(cfg, m) for s in ft.tasks[t].zero_shot or []]
     return list(dict.fromkeys(pairs))
-
-
-def table_cells(spec: Table) -> list[str]:
-    """The model (or run) names of a grid table's cells, row by row, without the empty ones."""
-    return [n for names in spec.grid.rows.values() for n in names if n is not None] if spec.grid else []
-
-
-def figure_language(cfg: Config, figure: str) -> str | None:
-    """The language of a figure: its task's (kind lapt_finetune), else its ``language``."""
-    spec = cfg.figures[figure]
-    return task_target(cfg, spec.task) if spec.kind == "lapt_finetune" else spec.language
-
-
-def figure_runs(cfg: Config, figure: str) -> list[str]:
-    """A figure's LAPT runs: its ``runs``, else every run on its language (kind lapt_finetune: the task's)."""
-    spec = cfg.figures[figure]
-    if spec.runs is not None:
-        return list(spec.runs)
-    lang = figure_language(cfg, figure)
-    return [r for r in cfg.lapt.runs if lang in lapt_run_targets(cfg, r)]
-
-
-def figure_points(cfg: Config, figure: str) -> list[tuple[str, str, int]]:
-    """``(finetune model, LAPT run, LAPT step)`` of a ``lapt_finetune`` figure: every model fine-tuned on its
-    task from one of its runs, a snapshot at its ``step``, the run's final model at the run's last step.
-    Expects :func:`expand_snapshot_models` to have run."""
-    spec = cfg.figures[figure]
-    runs = figure_runs(cfg, figure)
-    points = []
-    for name, model in cfg.finetune.models.items():
-        if model.lapt in runs and spec.task in finetune_model_tasks(cfg, name):
-            stages = cfg.lapt_run_config(model.lapt).stages()
-            step = model.step if model.step is not None else sum(n for n, _ in stages)
-            points.append((name, model.lapt, step))
-    return points
