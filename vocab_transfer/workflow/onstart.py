@@ -33,27 +33,28 @@ def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
 
     studies = list(studies)
     executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
-    if not executor.endswith("jobstep"):
-        jobs = [(_own_name(job.rule.name, studies), dict(job.resources))
-                for job in workflow.dag.needrun_jobs()]
-        defaults = resource_values(workflow.resource_settings.default_resources)
-        problems = check_submission(executor, jobs, lapt_nodes=lapt_nodes,
-                                    default_partition=defaults.get("slurm_partition"))
-        if problems:
-            raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
-        # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py). Onstart
-        # runs before this run submits anything, so every job found is another run's.
-        if stop := restart.check_no_other_run(executor, workflow.workdir_init):
-            raise WorkflowError(stop)
-        # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next
-        # submission: their rules get the retries their longest job needs, on top of the profile's.
-        for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
-            print(line, file=sys.stderr)
+    if executor.endswith("jobstep"):  # Snakemake inside a cluster job: the submitting run did all this
+        return
+    jobs = [(_own_name(job.rule.name, studies), dict(job.resources))
+            for job in workflow.dag.needrun_jobs()]
+    defaults = resource_values(workflow.resource_settings.default_resources)
+    problems = check_submission(executor, jobs, lapt_nodes=lapt_nodes,
+                                default_partition=defaults.get("slurm_partition"))
+    if problems:
+        raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
+    # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py). Onstart
+    # runs before this run submits anything, so every job found is another run's.
+    if stop := restart.check_no_other_run(executor, workflow.workdir_init):
+        raise WorkflowError(stop)
+    # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next
+    # submission: their rules get the retries their longest job needs, on top of the profile's.
+    for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
+        print(line, file=sys.stderr)
     # Jobs that run here (all of a local run's; a cluster run's local rules, tables and figures among them):
     # fork the script jobs from one process that has imported torch & co. once (VOCAB_TRANSFER_WARM=0 turns
     # it off). The jobs of rules with a benchmark: file are never forked (their file measures the job
     # process), so they do not count.
-    if not executor.endswith("jobstep") and warm.wanted(workflow):
+    if warm.wanted(workflow):
         forked = sum(1 for job in workflow.dag.needrun_jobs()
                       if job.rule.script and not job.rule.benchmark and workflow.is_local(job.rule))
         if forked >= WARM_MIN_JOBS:
