@@ -46,3 +46,12 @@ else:
             plan.paper_figure_outputs(),
             plan.benchmark_outputs(),
         default_target: True
+
+
+# A SLURM job that runs a bundle of trainer jobs forks them from one warm starter inside its allocation
+# (vocab_transfer/workflow/onstart.py: start_bundle_starter; nothing happens anywhere else).
+import sys
+
+from vocab_transfer.workflow.onstart import start_bundle_starter
+
+start_bundle_starter(workflow, sys.argv)

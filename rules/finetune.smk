@@ -68,19 +68,20 @@ rule finetune:
         runtime=res.capped_runtime(config, "finetune", cfg.finetune.runtime_min, "finetune.runtime_min",
                                    finetune_estimate),
     log:
-        logs("finetune/{source}/{task}/{ftmodel}/seed{seeds}.log"),
-    benchmark:
-        benchmarks("finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv")
+        main=logs("finetune/{source}/{task}/{ftmodel}/seed{seeds}.log"),
+        # written by training/launch.py (--benchmark): the job may fork from a warm starter
+        benchmark=benchmarks("finetune/{source}/{task}/{ftmodel}/seed{seeds}.tsv"),
     conda:
         "../envs/vocab-transfer.yaml"
     # Every value is quoted ({...:q}, or words the plan quoted: the launcher, --embeddings); the seeds after --seed
     # are integers (the seeds wildcard's constraint), one word each.
     shell:
-        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        # its own GPUs in a bundle, its benchmark file
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --benchmark {log.benchmark:q} --"
         " {params.launcher} -m vocab_transfer.training.finetune --model {params.model:q} {params.embeddings}"
         " --tokenizer {params.tokenizer:q} --task {params.task:q} --data {input.data:q} --seed {params.seeds}"
         " --output {output.scores:q} --history {output.history:q} --checkpoints {params.checkpoints:q}"
-        " --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"
+        " --meta {params.meta:q} --config {params.config:q} 2>> {log.main:q}"
 
 
 rule make_finetune_table:

@@ -43,18 +43,19 @@ rule train_lapt:
         # lapt.runtime_min, or a rehearsal's shorter limit for the job it interrupts (rehearsal.interrupt)
         runtime=res.capped_runtime(config, "train_lapt", plan.lapt_runtime, "lapt.runtime_min", lapt_estimate),
     log:
-        logs("train_lapt/{source}/{target}/{run}.log"),
-    benchmark:
-        benchmarks("train_lapt/{source}/{target}/{run}.tsv")
+        main=logs("train_lapt/{source}/{target}/{run}.log"),
+        # written by training/launch.py (--benchmark): the job may fork from a warm starter
+        benchmark=benchmarks("train_lapt/{source}/{target}/{run}.tsv"),
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
-        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        # its own GPUs in a bundle, its benchmark file
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --benchmark {log.benchmark:q} --"
         " {params.launcher} -m vocab_transfer.training.lapt --model {input.model:q} {params.embeddings}"
         " --tokenizer {input.tokenizer:q} --train {input.train:q} --heldout {input.heldout:q}"
         " --output {output.model:q} --curve {output.curve:q} --checkpoints {params.checkpoints:q}"
         " --snapshots {output.snapshots:q} --token-accuracy {output.token_accuracy:q} {params.anchors}"
-        " --config {params.config:q} 2>> {log:q}"
+        " --config {params.config:q} 2>> {log.main:q}"
 
 
 rule plot_lapt_curves:

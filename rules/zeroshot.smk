@@ -33,19 +33,20 @@ rule train_source_task:
         runtime=res.capped_runtime(config, "train_source_task", cfg.zero_shot.runtime_min,
                                    "zero_shot.runtime_min", source_task_estimate),
     log:
-        logs("train_source_task/{source}/{srctask}/{setup}/seed{seed}.log"),
-    benchmark:
-        benchmarks("train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv")
+        main=logs("train_source_task/{source}/{srctask}/{setup}/seed{seed}.log"),
+        # written by training/launch.py (--benchmark): the job may fork from a warm starter
+        benchmark=benchmarks("train_source_task/{source}/{srctask}/{setup}/seed{seed}.tsv"),
     conda:
         "../envs/vocab-transfer.yaml"
     # Every value is quoted ({...:q}; the launcher: words quoted by the plan).
     shell:
-        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        # its own GPUs in a bundle, its benchmark file
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --benchmark {log.benchmark:q} --"
         " {params.launcher} -m vocab_transfer.training.zeroshot train --model {input.model:q}"
         " --tokenizer {input.tokenizer:q} --task {params.task:q} --data {input.data:q} --seed {wildcards.seed:q}"
         " --variant {params.variant:q} --adapter {params.adapter:q} --output {output.model:q}"
         " --scores {output.scores:q} --history {output.history:q} --checkpoints {params.checkpoints:q}"
-        " --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"
+        " --meta {params.meta:q} --config {params.config:q} 2>> {log.main:q}"
 
 
 rule list_source_trainings:
@@ -84,13 +85,14 @@ rule evaluate_zero_shot:
         runtime=res.capped_runtime(config, "evaluate_zero_shot", plan.zero_shot_runtime,
                                    "zero_shot.eval_runtime_min", zero_shot_estimate, resumes=False),
     log:
-        logs("evaluate_zero_shot/{source}/{task}/{ftmodel}.log"),
-    benchmark:
-        benchmarks("evaluate_zero_shot/{source}/{task}/{ftmodel}.tsv")
+        main=logs("evaluate_zero_shot/{source}/{task}/{ftmodel}.log"),
+        # written by training/launch.py (--benchmark): the job may fork from a warm starter
+        benchmark=benchmarks("evaluate_zero_shot/{source}/{task}/{ftmodel}.tsv"),
     conda:
         "../envs/vocab-transfer.yaml"
     shell:
-        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --"  # its own GPUs in a bundle
+        # its own GPUs in a bundle, its benchmark file
+        "exec python -m vocab_transfer.training.launch --claim {resources.gpu} --benchmark {log.benchmark:q} --"
         " {params.launcher} -m vocab_transfer.training.zeroshot evaluate --target {input.target:q}"
         " --task {params.task:q} --data {input.data:q} --trainings {input.trainings:q} --output {output.scores:q}"
-        " --unseen-labels {params.unseen:q} --meta {params.meta:q} --config {params.config:q} 2>> {log:q}"
+        " --unseen-labels {params.unseen:q} --meta {params.meta:q} --config {params.config:q} 2>> {log.main:q}"

@@ -136,8 +136,9 @@ def test_bundled_rules_and_their_sizes(rules):
 
 
 def test_gpu_rules_claim_their_gpus(rules):
-    """Every GPU rule with a shell command starts it with the claim (launch --claim <its GPUs> -- ...), and
-    exec: SLURM's signal must reach the trainer; script rules claim in setup_job (workflow/job.py)."""
+    """Every GPU rule with a shell command starts it with the claim (launch --claim <its GPUs> --benchmark
+    <its file> -- ...), and exec: SLURM's signal must reach the trainer; script rules claim in setup_job
+    (workflow/job.py)."""
     import inspect
 
     from vocab_transfer.workflow import job
@@ -145,7 +146,8 @@ def test_gpu_rules_claim_their_gpus(rules):
     assert "claim_gpus(" in inspect.getsource(job.setup_job)
     for name in ("finetune", "train_lapt", "train_source_task", "evaluate_zero_shot"):
         shell = rules[name]["shell"]
-        claim = "exec python -m vocab_transfer.training.launch --claim {resources.gpu} -- "
+        claim = ("exec python -m vocab_transfer.training.launch --claim {resources.gpu}"
+                 " --benchmark {log.benchmark:q} -- ")
         assert shell.startswith(claim), shell
 
 

@@ -1,4 +1,4 @@
-"""Warm job starts (vocab_transfer/workflow/warm.py): a real starter process, real jobs forked from it."""
+"""Warm job starts (vocab_transfer/warm.py): a real starter process, real jobs forked from it."""
 
 import json
 import os
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from vocab_transfer.workflow import warm
+from vocab_transfer import warm
 
 REPO = Path(__file__).resolve().parents[1]
 
 JOB = '''"""A job script as the workflow's are: handoff() first, then the rest."""
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
 handoff()
 
@@ -33,7 +33,7 @@ sys.exit(int(sys.argv[1]))
 '''
 
 SLEEPER = '''"""Writes its pid, then sleeps."""
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
 handoff()
 
@@ -56,7 +56,7 @@ def _env(name: str | None) -> dict:
 @pytest.fixture(scope="module")
 def starter():
     name = f"vocab-transfer-warm-test-{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.warm", name],
                             stdin=subprocess.PIPE, env=_env(None), cwd=REPO)
     deadline = time.time() + 60
     while True:  # listening (a job that connects earlier runs in its own process, as it should)
@@ -174,7 +174,7 @@ def test_every_workflow_script_hands_off_before_its_other_imports():
         body = ast.parse(script.read_text()).body
         first = [ast.unparse(node) for node in body[1:3]]
         assert ast.get_docstring(ast.Module(body=body, type_ignores=[])) and first == [
-            "from vocab_transfer.workflow.warm import handoff", "handoff()"], f"{script.name}: {first}"
+            "from vocab_transfer.warm import handoff", "handoff()"], f"{script.name}: {first}"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
@@ -199,7 +199,7 @@ def test_killing_the_job_process_ends_the_forked_job(starter, tmp_path, sig):
 
 def test_the_starter_exits_with_the_process_that_started_it():
     name = f"vocab-transfer-warm-exit-{os.getpid()}"
-    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+    proc = subprocess.Popen([sys.executable, "-m", "vocab_transfer.warm", name],
                             stdin=subprocess.PIPE, env=_env(None), cwd=REPO)
     time.sleep(0.5)
     assert proc.poll() is None
@@ -208,7 +208,7 @@ def test_the_starter_exits_with_the_process_that_started_it():
 
 
 BENCHMARKED = '''"""A rule's script: with a benchmark file, holds 300 MiB for 1.5 s; says if it forked."""
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
 handoff()
 
@@ -247,3 +247,135 @@ def test_a_job_with_a_benchmark_file_runs_in_the_process_snakemake_measures(star
     assert float(bench["max_rss"]) >= 300 and float(bench["s"]) >= 1.5, bench
     assert json.loads((tmp_path / "measured.json").read_text())["child"] is None
     assert json.loads((tmp_path / "plain.json").read_text())["child"] == "1"
+
+
+# A trainer as the launcher runs one (python -m <module> ...): it holds 300 MiB, burns a second of CPU, says
+# where it ran, and exits with the status it is given, or 75 after SIGTERM (a trainer's checkpoint-and-exit).
+TRAINER = '''import json, os, signal, sys, time
+
+def stop(signum, frame):
+    open(sys.argv[1] + ".signal", "w").write(str(signum))
+    sys.exit(75)
+
+signal.signal(signal.SIGTERM, stop)
+block = bytearray(300 * 2**20)
+for i in range(0, len(block), 4096):
+    block[i] = 1  # every page written
+end = time.process_time() + 1.0
+while time.process_time() < end:
+    pass
+json.dump({"pid": os.getpid(), "child": os.environ.get("VOCAB_TRANSFER_WARM_CHILD"),
+           "gpus": os.environ.get("CUDA_VISIBLE_DEVICES")}, open(sys.argv[1], "w"))
+if len(sys.argv) > 3:
+    time.sleep(float(sys.argv[3]))
+sys.exit(int(sys.argv[2]))
+'''
+
+
+def _launch_trainer(tmp_path: Path, name: str | None, status: int = 0, sleep: float | None = None):
+    (tmp_path / "fake_trainer.py").write_text(TRAINER)
+    env = _env(name)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    args = [str(tmp_path / "out.json"), str(status)] + ([str(sleep)] if sleep is not None else [])
+    command = [sys.executable, "-m", "vocab_transfer.training.launch", "--claim", "0",
+               "--benchmark", str(tmp_path / "bench" / "job.tsv"), "--", "python", "-m", "fake_trainer",
+               *args]
+    return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _benchmark(path: Path, timeout: float = 10) -> dict:
+    deadline = time.time() + timeout  # a sampler process writes it after the job (at most half a second)
+    while True:
+        rows = path.read_text().splitlines() if path.exists() else []
+        if len(rows) == 2 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    header, row = rows
+    pairs = zip(header.split("\t"), row.split("\t"), strict=True)
+    return {k: (v if k == "h:m:s" else float(v)) for k, v in pairs}
+
+
+@pytest.mark.parametrize("warm_start", [True, False])
+def test_a_trainer_job_writes_its_own_benchmark_file_forked_or_not(starter, tmp_path, warm_start):
+    """The trainers' rules run `launch --claim N --benchmark FILE -- python -m <trainer>`: with a starter the
+    trainer runs in a child of it, without one it is exec'd; either way the benchmark file (Snakemake's
+    columns) holds the trainer's own time, CPU and memory, and the job exits with the trainer's status."""
+    name, _ = starter
+    proc = _launch_trainer(tmp_path, name if warm_start else None, status=3, sleep=2.0)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    ran = json.loads((tmp_path / "out.json").read_text())
+    assert ran["child"] == ("1" if warm_start else None)
+    assert (ran["pid"] != proc.pid) if warm_start else (ran["pid"] == proc.pid)  # forked, or exec'd
+    bench = _benchmark(tmp_path / "bench" / "job.tsv")
+    assert list(bench) == ["s", "h:m:s", "max_rss", "max_vms", "max_uss", "max_pss", "io_in", "io_out",
+                           "mean_load", "cpu_time"]
+    assert bench["max_rss"] >= 300 and bench["s"] >= 3.0, bench
+    assert 1.0 <= bench["cpu_time"] < bench["s"], bench  # the busy second (sampled: its last sample at least)
+    assert ("ran in a child of the warm starter" in err) == warm_start
+
+
+def test_a_forked_trainer_gets_the_jobs_signal_and_its_exit_status_comes_back(starter, tmp_path):
+    """SLURM's --signal=TERM@<s> (or Snakemake stopping the job) reaches the job process; the launcher
+    passes it to the forked trainer, which checkpoints and exits 75, and the job exits 75 (retried and
+    resumed), with its benchmark file written."""
+    name, _ = starter
+    proc = _launch_trainer(tmp_path, name, sleep=60)
+    deadline = time.time() + 60
+    while not (tmp_path / "out.json").exists():
+        assert time.time() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert proc.returncode == 75
+    assert (tmp_path / "out.json.signal").read_text() == str(int(signal.SIGTERM))
+    assert _benchmark(tmp_path / "bench" / "job.tsv")["max_rss"] >= 300
+
+
+class _Rule:
+    def __init__(self, shellcmd):
+        self.shellcmd = shellcmd
+
+
+class _Workflow:
+    """The two things start_bundle_starter reads of Snakemake's workflow: its mode and its rules."""
+    remote_exec = True
+
+    def __init__(self):
+        launch = "exec python -m vocab_transfer.training.launch --claim 1 --benchmark b.tsv -- python -m x"
+        self.rules = {"focus_finetune": _Rule(launch), "focus_train_lapt": _Rule(launch),
+                      "focus_init_embeddings": _Rule(None)}
+
+    def get_rule(self, name):
+        return self.rules[name]
+
+
+BUNDLE = ["--target-jobs", "focus_finetune:task=a", "focus_finetune:task=b"]
+IN_JOB = {"SLURM_JOB_ID": "7"}
+
+
+@pytest.mark.parametrize("argv, env, starts", [
+    # the Snakemake srun started in a SLURM job for a bundle of two trainer jobs: a starter
+    ([*BUNDLE, "--mode", "remote"], IN_JOB, True),
+    (["--target-jobs", "focus_finetune:task=a", "focus_train_lapt:run=b", "--mode", "remote"], IN_JOB, True),
+    # one trainer job, or script jobs only: none (its imports would cost what they save)
+    (["--target-jobs", "focus_finetune:task=a", "focus_init_embeddings:x=1", "--mode", "remote"], IN_JOB,
+     False),
+    # the Snakemake that submitted the bundle (jobstep executor), a dry run, no SLURM job, warm starts off
+    ([*BUNDLE, "--executor", "slurm-jobstep", "--mode", "remote"], IN_JOB, False),
+    (["-n", *BUNDLE, "--mode", "remote"], IN_JOB, False),
+    ([*BUNDLE, "--mode", "remote"], {}, False),
+    ([*BUNDLE, "--mode", "remote"], {**IN_JOB, warm.ENV: "0"}, False),
+])
+def test_a_bundle_of_trainer_jobs_starts_a_starter_in_its_allocation(monkeypatch, argv, env, starts):
+    from vocab_transfer.workflow import onstart
+
+    started = []
+    monkeypatch.setattr(warm, "start", lambda: started.append(True))
+    for key in ("SLURM_JOB_ID", warm.ENV):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    onstart.start_bundle_starter(_Workflow(), ["snakemake", *argv])
+    assert bool(started) == starts

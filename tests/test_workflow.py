@@ -60,12 +60,22 @@ def test_tiny_dag_produces_table_and_artifacts(tiny_run):
     md = (tiny_run / "results/tables/init_mlm_loss.md").read_text()
     assert "de (in)" in md and "sw (not in)" in md and "FOCUS" in md
     # the script jobs of a local run were forked from the run's warm starter
-    # (vocab_transfer/workflow/warm.py), but those of rules with a benchmark: file, which import for
+    # (vocab_transfer/warm.py), but those of rules with a benchmark: file, which import for
     # themselves so that the file measures them
     table_logs = list((tiny_run / "logs/make_init_table").rglob("*.log"))
     assert table_logs and all("warm start: forked" in p.read_text() for p in table_logs)
     init_logs = list((tiny_run / "logs/init_embeddings").rglob("*.log"))
     assert init_logs and not any("warm start: forked" in p.read_text() for p in init_logs)
+    # the trainers' jobs fork too, and write their benchmark files themselves (training/launch.py): the
+    # forked trainer's own memory and CPU
+    lapt_logs = list((tiny_run / "logs/train_lapt").rglob("*.log"))
+    assert lapt_logs and all("ran in a child of the warm starter" in p.read_text() for p in lapt_logs)
+    trained = [b for b in (tiny_run / "benchmarks").rglob("*.tsv")
+               if {"train_lapt", "finetune"} & set(b.parts)]
+    assert trained
+    for bench in trained:
+        row = pd.read_csv(bench, sep="\t").iloc[0]
+        assert row["max_rss"] > 100 and 0 < row["cpu_time"] and row["s"] > 0, (bench, row.to_dict())
     # every intermediate opens with pandas or safetensors alone
     for path in (tiny_run / "results").rglob("*"):
         if path.suffix == ".parquet":

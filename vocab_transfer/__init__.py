@@ -8,7 +8,7 @@ module of their own. See docs/methods.md for the map from paper sections to func
 __version__ = "0.1.0"
 
 # Importing the package does nothing else: a workflow script hands its job to the run's warm starter by
-# calling vocab_transfer.workflow.warm.handoff() itself, before its other imports.
+# calling vocab_transfer.warm.handoff() itself, before its other imports.
 
 
 def transfer(*args, **kwargs):

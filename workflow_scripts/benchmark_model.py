@@ -1,9 +1,9 @@
 """lm-eval benchmark scores of one model on a target's tasks (rule benchmark_model): the source model, an init
 export or a LAPT export (vocab_transfer.eval.benchmarks)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

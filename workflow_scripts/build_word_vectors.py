@@ -1,9 +1,9 @@
 """Word vectors of one language: word-level fastText on its corpus (streamed), or pretrained vectors (rule
 build_word_vectors)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -1,9 +1,9 @@
 """Fetch the datasets of a target's lm-eval tasks into the benchmark datasets cache (rule
 download_benchmark_data, a local rule: the login node has internet, the compute nodes may not)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

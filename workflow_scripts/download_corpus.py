@@ -1,9 +1,9 @@
 """Fetch a hub corpus's data files into resources/corpora/<name>/ on the login node (rule download_corpus):
 resumable, checked by size and hash, the commit recorded in fetch.json (vocab_transfer.data.fetch)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -7,9 +7,9 @@ nothing a rerun would trust. ``.<file>.origin.json`` beside it records the URL, 
 the bytes and the SHA-256 of what was downloaded.
 """
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import gzip
 import json

@@ -2,9 +2,9 @@
 folder's origin.json (rules download_source_model and download_reference_model; runs only when the config
 names a hub id)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 from vocab_transfer.source_model import download_hub_model
 from vocab_transfer.workflow.job import setup_job

@@ -1,9 +1,9 @@
 """Fetch an existing tokenizer named by hub id (tokenizer.pretrained) into resources/tokenizers/ on the login
 node, its files alone, recording the commit in origin.json (rule download_tokenizer)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 from vocab_transfer.source_model import download_hub_model
 from vocab_transfer.workflow.job import setup_job

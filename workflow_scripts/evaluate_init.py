@@ -1,9 +1,9 @@
 """Held-out loss of the transferred model right after initialization, every method of one target
 (rule evaluate_init): masked-LM loss for encoder sources, next-token (causal-LM) loss for decoder sources."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

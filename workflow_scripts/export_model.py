@@ -1,9 +1,9 @@
 """A transferred model as a Hugging Face model folder with a model card (rules export_init_model,
 export_lapt_model)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 from pathlib import Path

@@ -1,8 +1,8 @@
 """The source tokenizer extended with the most frequent target tokens it lacks (rule extend_tokenizer)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 from vocab_transfer.data.tokenizer import load_tokenizer
 from vocab_transfer.io import atomic_path, read_parquet, read_tensors

@@ -1,8 +1,8 @@
 """Factorize the source embedding matrix for UNKs Everywhere's MF methods (rule factorize_source)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -1,9 +1,9 @@
 """Every benchmark score and the share of the source's score it keeps (rule make_benchmark_table), with the
 table's provenance."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -1,9 +1,9 @@
 """Collect fine-tuning scores into mean ± std per (task, model) (rule make_finetune_table), with the table's
 provenance."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

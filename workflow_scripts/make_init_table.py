@@ -1,8 +1,8 @@
 """Collect init-time MLM losses into FOCUS Table 4 (rule make_init_table), with the table's provenance."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -2,9 +2,9 @@
 (vocab_transfer.workflow.table_kinds): downstream scores, LAPT held-out perplexity at given steps, init-time
 values, or a corpus / vocabulary table; with the table's provenance (vocab_transfer.report.provenance)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 import os

@@ -1,9 +1,9 @@
 """Pack a target language's held-out token shard into fixed-length sequences (rules pack_heldout,
 pack_heldout_extended)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

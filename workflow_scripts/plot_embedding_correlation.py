@@ -1,9 +1,9 @@
 """vocab-swap Figures 2 and 5 for one (source, target): ρ̄ to the source during LAPT, and pairwise ρ̄ between
 the LAPT'd embeddings over all tokens and the 50% most frequent (rule plot_embedding_correlation)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -1,9 +1,9 @@
 """A paper figure (rule plot_figure; config `figures` of kind curves, init_similarity, unk_scatter or
 sample_efficiency), drawn by its kind's entry of vocab_transfer.report.figures.FIGURES."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -1,8 +1,8 @@
 """FOCUS Figure 2: held-out loss against LAPT samples, one line per method (rule plot_lapt_curves)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -1,9 +1,9 @@
 """vocab-swap Figures 4/8 for one (source, figure): held-out MLM loss during LAPT and the test score after
 fine-tuning at LAPT snapshots and at the end of each run (rule plot_lapt_finetune; config `figures`)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

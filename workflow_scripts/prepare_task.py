@@ -2,9 +2,9 @@
 extra evaluation set (test_<name>: MNLI's mismatched validation set), and labels.json (rule prepare_task);
 origin.json names the hub mirror that served the data, if one did."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 from pathlib import Path

@@ -1,9 +1,9 @@
 """Pretrain the small XLM-R-architecture source MLM on its languages' token shards (rule
 pretrain_source_model)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 import math

@@ -2,9 +2,9 @@
 probe_init; WECHSEL Tables 7-8's NLI and POS columns): the frozen model's last hidden states, a logistic
 regression on top."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

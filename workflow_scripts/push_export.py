@@ -1,9 +1,9 @@
 """An export folder uploaded to the hub, its card's model-index with the lm-eval scores where there are any
 (rule push_export)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

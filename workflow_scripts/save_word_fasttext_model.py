@@ -1,9 +1,9 @@
 """The word-level fastText model of one language as .bin (rule save_word_fasttext_model): trained as in
 build_word_vectors (same settings and seed), or a copy of the pretrained .bin."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 import shutil

@@ -1,9 +1,9 @@
 """Tokenize a corpus split once into a memory-mappable token shard (rules tokenize_corpus,
 tokenize_source_corpus, tokenize_extended_corpus)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 from vocab_transfer.data.shards import tokenize_corpus
 from vocab_transfer.workflow.job import setup_job

@@ -1,9 +1,9 @@
 """Token-level fastText vectors for a tokenizer, trained on a corpus's token shard (rules train_fasttext,
 train_source_fasttext)."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 

@@ -2,9 +2,9 @@
 train_source_tokenizer): the first `max_docs_per_language` documents of each language, streamed from the
 corpora."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import itertools
 import json

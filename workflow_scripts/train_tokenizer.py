@@ -3,9 +3,9 @@ disk (SentencePiece Unigram, the family `tokenizer.kind` names, or that of the s
 `tokenizer.like` names), or an existing tokenizer copied in where the config's `tokenizer.pretrained` names
 one."""
 
-from vocab_transfer.workflow.warm import handoff
+from vocab_transfer.warm import handoff
 
-handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/workflow/warm.py)
+handoff()  # a local run's job continues forked from the run's starter (vocab_transfer/warm.py)
 
 import json
 from pathlib import Path

@@ -35,16 +35,23 @@ than it asks for, it changes nothing.
 from __future__ import annotations
 
 import argparse
+import datetime
 import fcntl
 import os
 import re
+import select
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import MutableMapping
+
+from .. import warm
 
 
 def first_node(nodelist: str) -> str:
@@ -190,11 +197,16 @@ def claim_gpus(count: int, environ: MutableMapping[str, str] = os.environ, folde
     return claimed
 
 
-def claim_and_exec(count: int, command: list[str]) -> None:
+def claim_and_exec(count: int, command: list[str], benchmark: str | None = None) -> None:
     """:func:`claim_gpus` ``count`` GPUs, log them, and replace this process by ``command`` (``exec``: SLURM's
-    signals reach the command itself; the locks go with it)."""
+    signals reach the command itself; the locks go with it). With ``benchmark``, the job's benchmark file
+    (:data:`BENCHMARK_COLUMNS`, as Snakemake writes one) is written too: where ``command`` is ``python -m
+    <module> ...`` and this process has a warm starter (:func:`vocab_transfer.warm.run_module`), the module
+    runs in a child of the starter, this process waits for it (holding the locks) and writes the child's
+    measures; otherwise a sampler process (:func:`_sample_until_exit`) measures the ``exec``ed command."""
     if not command:
         raise SystemExit("launch: --claim needs a command after --")
+    started = time.time()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     try:
         claimed = claim_gpus(count)
@@ -203,7 +215,155 @@ def claim_and_exec(count: int, command: list[str]) -> None:
     if claimed is not None:
         print(f"launch: claimed GPU(s) {','.join(claimed)} of {visible} in SLURM job "
               f"{os.environ['SLURM_JOB_ID']}", file=sys.stderr, flush=True)
+    if benchmark:
+        module = python_module(command)
+        peaks = _Peaks()
+        result = warm.run_module(module[0], module[1], on_start=peaks.follow) if module else None
+        if result is not None:
+            status, (cpu, rss) = result
+            peaks.stop()
+            print(f"launch: {module[0]} ran in a child of the warm starter (vocab_transfer/warm.py)",
+                  file=sys.stderr, flush=True)
+            write_benchmark(benchmark, time.time() - started, cpu, max(rss, peaks.rss), peaks)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+        _start_sampler(os.getpid(), started, benchmark)
     os.execvp(command[0], command)
+
+
+#: The columns of a benchmark file, as Snakemake's ``benchmark:`` writes them: seconds, the same as
+#: h:m:s, peak resident, virtual, unique and proportional memory (MB), MB read and written, mean CPU load
+#: (percent of one core) and CPU seconds.
+BENCHMARK_COLUMNS = ("s", "h:m:s", "max_rss", "max_vms", "max_uss", "max_pss", "io_in", "io_out", "mean_load",
+                     "cpu_time")
+
+
+def python_module(command: list[str]) -> tuple[str, list[str]] | None:
+    """``(module, args)`` of a ``python -m module args...`` command (``python``, ``python3`` or this
+    interpreter), else None: only such a command can run in a child of a warm starter (not ``torchrun``)."""
+    if len(command) >= 3 and command[1] == "-m" and (
+            command[0] in ("python", "python3") or command[0] == sys.executable):
+        return command[2], command[3:]
+    return None
+
+
+class _Peaks:
+    """Peak memory (MB) and I/O of a process and its descendants, sampled every half second by a thread
+    (:meth:`follow`) or by the caller (:meth:`sample`), as Snakemake's benchmark samples a job."""
+
+    def __init__(self):
+        self.rss = self.vms = self.uss = self.pss = self.io_in = self.io_out = 0.0
+        self.cpu = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample(self, pid: int, full: bool) -> bool:
+        """One sample of ``pid``'s tree (``full``: unique and proportional memory too, which reads every
+        mapping); False once ``pid`` is gone."""
+        import psutil
+
+        try:
+            root = psutil.Process(pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return False
+        rss = vms = uss = pss = read = written = cpu = 0.0
+        for proc in procs:
+            try:
+                with proc.oneshot():
+                    mem = proc.memory_info()
+                    rss += mem.rss
+                    vms += mem.vms
+                    times = proc.cpu_times()
+                    cpu += times.user + times.system + times.children_user + times.children_system
+                    if full:
+                        info = proc.memory_full_info()
+                        uss += info.uss
+                        pss += getattr(info, "pss", 0)
+                    io = proc.io_counters()
+                    read += io.read_bytes
+                    written += io.write_bytes
+            except (psutil.Error, AttributeError):
+                continue
+        mb = 1024 * 1024
+        self.rss, self.vms = max(self.rss, rss / mb), max(self.vms, vms / mb)
+        self.uss, self.pss = max(self.uss, uss / mb), max(self.pss, pss / mb)
+        self.io_in, self.io_out = max(self.io_in, read / mb), max(self.io_out, written / mb)
+        self.cpu = max(self.cpu, cpu)
+        return True
+
+    def follow(self, pid: int) -> None:
+        """Sample ``pid``'s tree in a thread until :meth:`stop`."""
+        def run() -> None:
+            n = 0
+            while not self._stop.is_set() and self.sample(pid, full=n % 10 == 1):
+                n += 1
+                self._stop.wait(0.5)
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+def write_benchmark(path: str, seconds: float, cpu: float, rss: float, peaks: _Peaks) -> None:
+    """A benchmark file with :data:`BENCHMARK_COLUMNS` (one row), written whole (a temporary file renamed)."""
+    values = [f"{seconds:.4f}", str(datetime.timedelta(seconds=int(seconds))), f"{rss:.2f}",
+              f"{peaks.vms:.2f}", f"{peaks.uss:.2f}", f"{peaks.pss:.2f}", f"{peaks.io_in:.2f}",
+              f"{peaks.io_out:.2f}", f"{100 * cpu / seconds if seconds > 0 else 0:.2f}", f"{cpu:.2f}"]
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".benchmark-", suffix=".tmp")
+    with os.fdopen(fd, "w") as out:
+        out.write("\t".join(BENCHMARK_COLUMNS) + "\n" + "\t".join(values) + "\n")
+    os.replace(tmp, path)
+
+
+def _start_sampler(pid: int, started: float, path: str) -> None:
+    """A process of its own (forked twice, so that the ``exec``ed command never waits for it) that samples
+    ``pid`` and its descendants every half second and rewrites ``path`` after each sample until ``pid`` is
+    gone: the benchmark file of a job that runs in the process Snakemake started (its CPU seconds and peaks as
+    last sampled, as Snakemake's own benchmark reports them)."""
+    if os.fork() != 0:
+        os.wait()  # the intermediate child exits at once
+        return
+    if os.fork() != 0:
+        os._exit(0)
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_IGN)  # the job's signals are for the job; this one writes its file
+        os.closerange(0, 3)
+        _sample_until_exit(pid, started, path)
+    finally:
+        os._exit(0)
+
+
+def _sample_until_exit(pid: int, started: float, path: str) -> None:
+    """Sample ``pid``'s tree every half second until it exits (a ``pidfd`` wakes this at once, so the file is
+    written as the job ends, before Snakemake or SLURM go on); the file is also rewritten every 30 s, so a job
+    killed outright keeps its measures so far."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    poller = select.poll()
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    peaks, n = _Peaks(), 0
+    while peaks.sample(pid, full=n % 10 == 1):
+        n += 1
+        if n % 60 == 0:
+            write_benchmark(path, time.time() - started, peaks.cpu, peaks.rss, peaks)
+        if pidfd is None:
+            time.sleep(0.5)
+        elif poller.poll(500):  # it exited: its CPU seconds while the exit status waits to be collected
+            peaks.sample(pid, full=False)
+            break
+    write_benchmark(path, time.time() - started, peaks.cpu, peaks.rss, peaks)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -212,12 +372,14 @@ def main(argv: list[str] | None = None) -> None:
                    help="claim N of the allocation's GPUs (claim_gpus), then exec the command after --")
     p.add_argument("--nodes", type=int, help="nodes of the SLURM allocation to run on")
     p.add_argument("--gpus-per-node", type=int, help="trainer processes per node (one per GPU)")
+    p.add_argument("--benchmark", metavar="FILE",
+                   help="with --claim: write the job's benchmark file (time, CPU, peak memory) here")
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     p.add_argument("args", nargs=argparse.REMAINDER, help="-- -m vocab_transfer.training.<trainer> ...")
     args = p.parse_args(argv)
     rest = args.args[1:] if args.args[:1] == ["--"] else args.args
     if args.claim is not None:
-        claim_and_exec(args.claim, rest)
+        claim_and_exec(args.claim, rest, args.benchmark)
         return
     if args.nodes is None or args.gpus_per_node is None:
         p.error("give --nodes and --gpus-per-node (multi-node training), or --claim N -- <command>")

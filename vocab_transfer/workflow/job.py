@@ -9,7 +9,7 @@ import sys
 from ..artifacts import set_job, snakemake_job, verify_inputs
 from ..memory import keep_freed_memory, log_peak_memory_at_exit, return_freed_memory, use_system_arrow_pool
 from ..training.launch import claim_gpus
-from .warm import IN_CHILD, is_workflow_script
+from ..warm import IN_CHILD, is_workflow_script
 
 
 def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -> logging.Logger:
@@ -42,7 +42,7 @@ def setup_job(log_path: str | None, threads: int = 1, streaming: bool = False) -
     log = logging.getLogger("job")
     log_peak_memory_at_exit(log)
     if os.environ.get(IN_CHILD):
-        log.info("warm start: forked from the run's starter, imports done (vocab_transfer/workflow/warm.py)")
+        log.info("warm start: forked from the run's starter, imports done (vocab_transfer/warm.py)")
 
     job = snakemake_job()
     # a job in a bundle of GPU jobs (one SLURM job; workflow/bundles.py) takes its own of the bundle's GPUs

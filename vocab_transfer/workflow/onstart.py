@@ -7,15 +7,18 @@ to (:func:`~.cluster.check_submission`: placeholders, GPU partitions, accounts, 
 SLURM), the SLURM jobs another Snakemake run left in this directory stop the run
 (:func:`~.restart.check_no_other_run`), and the rules whose jobs resume over several submissions get the
 retries their longest job needs (:func:`~.resources.raise_retries`). A run with enough script jobs that run
-on this machine (a local run's, a cluster run's local rules) starts the warm starter (:func:`~.warm.start`).
+on this machine (a local run's, a cluster run's local rules) starts the warm starter
+(:func:`vocab_transfer.warm.start`).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 
-from . import restart, warm
+from .. import warm
+from . import restart
 from .cluster import check_submission, resource_values
 from .resources import raise_retries
 from .studies import study_of_rule
@@ -53,12 +56,47 @@ def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
     # Jobs that run here (all of a local run's; a cluster run's local rules, tables and figures among them):
     # fork the script jobs from one process that has imported torch & co. once (VOCAB_TRANSFER_WARM=0 turns
     # it off). The jobs of rules with a benchmark: file are never forked (their file measures the job
-    # process), so they do not count.
+    # process), so they do not count; the trainers' jobs are (they write their own benchmark files).
     if warm.wanted(workflow):
-        forked = sum(1 for job in workflow.dag.needrun_jobs()
-                      if job.rule.script and not job.rule.benchmark and workflow.is_local(job.rule))
+        forked = sum(1 for job in workflow.dag.needrun_jobs() if workflow.is_local(job.rule) and (
+            job.rule.script and not job.rule.benchmark or hands_off_trainer(job.rule)))
         if forked >= WARM_MIN_JOBS:
             warm.start()
+
+
+def hands_off_trainer(rule) -> bool:
+    """Whether a rule's job starts a trainer through ``training/launch.py --benchmark``, which runs it in a
+    child of a warm starter where its process has one (and writes the job's benchmark file itself)."""
+    command = getattr(rule, "shellcmd", None) or ""
+    return "vocab_transfer.training.launch" in command and "--benchmark" in command
+
+
+def start_bundle_starter(workflow, argv: list[str]) -> None:
+    """In a SLURM job that runs a bundle of two or more trainer jobs (:func:`hands_off_trainer`; a group job,
+    profiles/slurm ``group-components``), start a warm starter inside the allocation: its jobs fork from it
+    and the bundle imports torch and transformers once instead of once per job. Called by the Snakefile once
+    the rules are read, in every Snakemake process; only the one that runs the bundle's jobs (``--mode
+    remote`` without ``--executor``: the Snakemake that ``srun`` started in the allocation) starts one, not
+    the one that submitted the jobs, not ``--dry-run``, not with ``VOCAB_TRANSFER_WARM=0``. The starter
+    exits with that Snakemake."""
+    if not os.environ.get("SLURM_JOB_ID") or os.environ.get(warm.ENV) == "0" or not workflow.remote_exec:
+        return
+    if "--executor" in argv or {"-n", "--dry-run", "--dryrun"} & set(argv):
+        return
+    targets, taking = [], False
+    for arg in argv:
+        if arg.startswith("-"):
+            taking = arg == "--target-jobs"
+        elif taking:
+            targets.append(arg.split(":", 1)[0])
+    rules = {}
+    for name in set(targets):
+        try:
+            rules[name] = workflow.get_rule(name)
+        except Exception:  # noqa: BLE001 - a module of a composite, read before the composite's rules exist
+            return
+    if sum(1 for name in targets if hands_off_trainer(rules[name])) >= 2:
+        warm.start()
 
 
 def _own_name(rule: str, studies: list[str]) -> str:

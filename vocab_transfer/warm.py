@@ -5,7 +5,7 @@ Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s o
 transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake
 runs jobs on this machine (not ``--dry-run``, no ``--sdm conda`` or ``apptainer``: every job of a local run,
 the local rules of a cluster run, such as its tables and figures on the login node), the workflow starts
-``python -m vocab_transfer.workflow.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
+``python -m vocab_transfer.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
 listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script calls
 :func:`handoff` itself, first thing, before its other imports
 (``workflow_scripts/*.py``; importing the package does nothing of the kind): it sends the script's path,
@@ -26,9 +26,18 @@ Snakemake's ``benchmark:`` samples the job process and its descendants with psut
 writes the file from the Snakemake process after the job process has exited; a child of the starter is no
 descendant of the job process, so its memory and CPU would be missing from the file. The job of a rule with
 a ``benchmark:`` file is therefore never handed off (:func:`benchmarked`): it imports for itself, and its file
-has its real time, memory and CPU, start-up included. Warm starts serve the rules without one. A SLURM job
-inherits the environment of the Snakemake that submitted it, the starter's name included, but hands off only
-to a starter of its own allocation (:data:`ALLOCATION`): it never leaves the limits SLURM set for it.
+has its real time, memory and CPU, start-up included. Warm starts serve the rules without one.
+
+The trainers (LAPT, fine-tuning, zero-shot transfer: ``python -m vocab_transfer.training.launch --claim N
+--benchmark FILE -- python -m vocab_transfer.training.<trainer> ...``) write their benchmark files themselves
+instead: the launcher hands ``-m <trainer>`` to the starter (:func:`run_module`), waits, and writes the
+child's time, CPU and peak memory (the starter reaps it with ``wait4``), so the file measures the job that
+ran; without a starter it ``exec``s the trainer as before and a sampler measures it (``training/launch.py``).
+A SLURM job that runs a bundle of two or more such trainer jobs starts a starter of its own inside its
+allocation (``workflow/onstart.py: start_bundle_starter``): the bundle imports torch and transformers once,
+not once per job. A SLURM job inherits the environment of the Snakemake that submitted it, the starter's name
+included, but hands off only to a starter of its own allocation (:data:`ALLOCATION`, :func:`available`): it
+never leaves the limits SLURM set for it.
 
 ``VOCAB_TRANSFER_WARM=0`` turns warm starts off for a run (every job imports for itself, as on a cluster).
 """
@@ -64,6 +73,10 @@ PRELOAD = (  # what the workflow scripts import, heaviest first; a module that f
     "vocab_transfer.data.token_fasttext", "vocab_transfer.data.tasks", "vocab_transfer.eval.mlm",
     "vocab_transfer.eval.probe", "vocab_transfer.eval.correlation", "vocab_transfer.methods",
     "vocab_transfer.report.tables", "vocab_transfer.report.plots", "vocab_transfer.workflow.job",
+    "vocab_transfer.training.lapt", "vocab_transfer.training.finetune", "vocab_transfer.training.zeroshot",
+    "transformers.models.bert.modeling_bert", "transformers.models.roberta.modeling_roberta",
+    "transformers.models.gpt2.modeling_gpt2", "transformers.models.llama.modeling_llama",
+    "transformers.models.mistral.modeling_mistral",
 )
 _MAX_REQUEST = 1 << 22  # bytes: the script path, argv, cwd and environment as JSON
 
@@ -85,7 +98,7 @@ def start() -> subprocess.Popen:
     global _starter
     if _starter is None:
         name = f"vocab-transfer-warm-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        _starter = subprocess.Popen([sys.executable, "-m", "vocab_transfer.workflow.warm", name],
+        _starter = subprocess.Popen([sys.executable, "-m", "vocab_transfer.warm", name],
                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, close_fds=True)
         os.environ[ENV] = name
         os.environ[ALLOCATION] = os.environ.get("SLURM_JOB_ID", "")
@@ -116,33 +129,72 @@ def handoff() -> None:
     workflow script (a test that runs a script by path) returns at once, and so does the job of a rule with a
     ``benchmark:`` file (:func:`benchmarked`): Snakemake measures the job process and its descendants (psutil,
     from the Snakemake process, while the job runs), and a child of the starter is none of them."""
-    name = os.environ.get(ENV)
-    if not name or name == "0" or os.environ.get(IN_CHILD) or not is_workflow_script(sys.argv[0]):
+    if not available() or not is_workflow_script(sys.argv[0]) or benchmarked():
         return
-    if os.environ.get("SLURM_JOB_ID", "") != os.environ.get(ALLOCATION, ""):
-        return  # a SLURM job with the environment of the process that submitted it: not the starter's job
-    if benchmarked():
-        return  # its benchmark: file measures this process and its descendants; a forked child is neither
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect("\0" + name)
-        request = json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-        socket.send_fds(sock, [len(request).to_bytes(8, "little") + request], [0, 1, 2])
-        pid = int(_read_line(sock))  # the child's pid: from here on the job runs there
-    except (OSError, ValueError):
-        sock.close()
+    forked = _fork_job({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)})
+    if forked is None:
         return  # no starter (or it died before forking): run here
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda s, _f, pid=pid: _kill(pid, s))
-    try:
-        status = int(_read_line(sock))
-    except (OSError, ValueError):
-        print(f"warm start: lost the starter while job process {pid} ran", file=sys.stderr)
-        _kill(pid, signal.SIGKILL)
-        status = 1
+    status, _usage = _wait_job(*forked)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
+
+
+def available() -> bool:
+    """Whether this process may hand its work to a warm starter: one is named in :data:`ENV` (not ``0``),
+    this is no forked job already, and the starter runs in this process's SLURM allocation (none outside
+    SLURM). A SLURM job inherits the environment of the process that submitted it, so it sees the login node's
+    starter name too, and runs there only if its own allocation started one."""
+    name = os.environ.get(ENV)
+    return bool(name and name != "0" and not os.environ.get(IN_CHILD)
+                and os.environ.get("SLURM_JOB_ID", "") == os.environ.get(ALLOCATION, ""))
+
+
+def run_module(module: str, args: list[str], on_start=None) -> tuple[int, tuple[float, float]] | None:
+    """``python -m module args`` in a child of the warm starter, with this process's working directory,
+    environment and standard input, output and error; this process passes it SIGINT, SIGTERM, SIGHUP and
+    SIGUSR1 (a trainer's checkpoint signals) while it runs. ``on_start(pid)`` is called once the child runs.
+    Returns the child's exit status and ``(cpu_seconds, peak_rss_mb)`` of it and its descendants (the
+    starter's ``wait4``), or None where this process has no starter (:func:`available`) or it could not fork:
+    the caller then runs the module itself."""
+    if not available():
+        return None
+    forked = _fork_job({"module": module, "argv": [module, *args], "cwd": os.getcwd(),
+                        "env": dict(os.environ)})
+    if forked is None:
+        return None
+    if on_start is not None:
+        on_start(forked[1])
+    return _wait_job(*forked)
+
+
+def _fork_job(request: dict) -> tuple[socket.socket, int] | None:
+    """Send ``request`` and this process's standard streams to the starter; the connection and the pid of the
+    child it forked, or None where there is no starter or it died before forking."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect("\0" + os.environ[ENV])
+        payload = json.dumps(request).encode()
+        socket.send_fds(sock, [len(payload).to_bytes(8, "little") + payload], [0, 1, 2])
+        pid = int(_read_line(sock))  # the child's pid: from here on the job runs there
+    except (OSError, ValueError):
+        sock.close()
+        return None
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+        signal.signal(sig, lambda s, _f, pid=pid: _kill(pid, s))
+    return sock, pid
+
+
+def _wait_job(sock: socket.socket, pid: int) -> tuple[int, tuple[float, float]]:
+    """The exit status of the forked job ``pid`` and its ``(cpu_seconds, peak_rss_mb)``, as the starter
+    reports them when it has reaped it."""
+    try:
+        status, cpu, rss = _read_line(sock).split()
+        return int(status), (float(cpu), float(rss))
+    except (OSError, ValueError):
+        print(f"warm start: lost the starter while job process {pid} ran", file=sys.stderr)
+        _kill(pid, signal.SIGKILL)
+        return 1, (0.0, 0.0)
 
 
 def _kill(pid: int, sig: int) -> None:
@@ -200,7 +252,12 @@ def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
         import runpy
 
         try:
-            runpy.run_path(sys.argv[0], run_name="__main__")
+            if request.get("module"):  # python -m <module>: sys.argv[0] becomes the module's file
+                paths = [request["cwd"], *request["env"].get("PYTHONPATH", "").split(os.pathsep)]
+                sys.path[:0] = [p for p in dict.fromkeys(paths) if p and p not in sys.path]  # as python -m
+                runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(sys.argv[0], run_name="__main__")
             status = 0
         except SystemExit as e:
             status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -277,7 +334,7 @@ def serve(name: str) -> None:
                 children[pid] = conn
         while children:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
@@ -285,8 +342,10 @@ def serve(name: str) -> None:
             conn = children.pop(pid, None)
             if conn is not None:
                 code = os.waitstatus_to_exitcode(status)
+                cpu = usage.ru_utime + usage.ru_stime  # the child's and its waited-for descendants'
                 try:
-                    conn.sendall(f"{code if code >= 0 else 128 - code}\n".encode())
+                    status = code if code >= 0 else 128 - code
+                    conn.sendall(f"{status} {cpu:.3f} {usage.ru_maxrss / 1024:.2f}\n".encode())
                 except OSError:
                     pass
                 conn.close()
