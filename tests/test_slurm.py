@@ -227,6 +227,8 @@ def runs(tmp_path_factory, rehearsal) -> dict[str, Run]:
                            "gpu_resumed=2", "--retries", "1"],
         "bundled": [*[f"results/bundled/{i}.txt" for i in range(3)], "--group-components", "bundled=3"],
         "claimed": [*[f"results/claimed/{i}.txt" for i in range(2)], "--group-components", "gpu_bundled=2"],
+        "warm_bundled": [*[f"results/warm_bundled/{i}.json" for i in range(2)], "--group-components",
+                         "trainer_bundled=2"],
         "fail": ["results/failed.txt"],
         "ok": ["results/host.txt", "results/gpu.txt", "results/gpu_count.txt", "results/local.txt"],
     }
@@ -349,6 +351,26 @@ def test_bundled_gpu_jobs_each_claim_their_own_gpu(runs):
     assert "gpu:2" in requested or "gres/gpu=2" in requested, job
     logs = "".join((run.workdir / f"logs/claim_gpu/{i}.log").read_text() for i in range(2))
     assert logs.count(f"in SLURM job {job_id}") == 2, logs  # each claim is logged
+
+
+def test_a_bundle_of_trainer_jobs_forks_them_from_a_starter_of_its_allocation(runs):
+    """Two trainer jobs bundled into one SLURM job (as fine-tuning's bundles): the Snakemake inside the
+    allocation started a warm starter there, each job's `python -m` trainer ran in a child of it (the
+    starter's allocation is the job's), on a GPU of its own, and each job's benchmark file was written by
+    its launcher."""
+    run = runs["warm_bundled"]
+    assert run.returncode == 0, run.log[-4000:]
+    (job_id,) = run.slurm_job_ids
+    records = [json.loads((run.workdir / f"results/warm_bundled/{i}.json").read_text()) for i in range(2)]
+    assert all(r["VOCAB_TRANSFER_WARM_CHILD"] == "1" for r in records), records
+    assert {(r["SLURM_JOB_ID"], r["VOCAB_TRANSFER_WARM_ALLOCATION"]) for r in records} == {(job_id, job_id)}
+    assert len({r["CUDA_VISIBLE_DEVICES"] for r in records}) == 2, records
+    for i in range(2):
+        log = (run.workdir / f"logs/warm_bundled/{i}.log").read_text()
+        assert "ran in a child of the warm starter" in log, log
+        header, row = (run.workdir / f"benchmarks/warm_bundled/{i}.tsv").read_text().splitlines()
+        bench = dict(zip(header.split("\t"), row.split("\t"), strict=True))
+        assert float(bench["s"]) > 0 and float(bench["max_rss"]) > 0, bench
 
 
 def test_bundled_trainings_checkpoint_on_the_signal_and_resume_together(runs):
