@@ -295,11 +295,17 @@ def serve(name: str) -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind("\0" + name)
     listener.listen(128)
+    # CUDA does not survive a fork once initialized: an import that asks torch whether CUDA is there gets
+    # NVML's answer instead of initializing it, and a starter that finds CUDA initialized all the same serves
+    # nobody (its waiting jobs run in their own processes).
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     for module in PRELOAD:
         try:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - an optional module: the jobs that need it import it themselves
             pass
+    if "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized():
+        return
     gc.collect()
     gc.freeze()  # the imported objects stay out of the children's collections: fewer copied pages
     gc.disable()
