@@ -56,7 +56,7 @@ def test_planning_a_paper_grid_imports_no_heavy_module():
 
 
 #: The package's layers, bottom first: a module imports only from its own layer or the layers below it.
-LAYERS = (("io", "artifacts", "typed", "lazy", "memory", "mirror", "checkpointing", "tracking"),
+LAYERS = (("io", "artifacts", "typed", "lazy", "memory", "mirror", "checkpointing", "tracking", "warm"),
           ("data", "source_model"), ("methods",),
           ("init", "export", "eval", "training", "report"), ("workflow",), ("api", "miniatures"))
 
