@@ -136,22 +136,32 @@ def test_shrink_keeps_gpu_requests_and_interrupts_one_run():
 
 
 @pytest.mark.slow
-def test_torchrun_on_fake_gpus_stops_together_on_a_signal_and_resumes_bit_identically(tmp_path, sw_tokenizer,
-                                                                                      swahili_verses):
+@pytest.mark.parametrize("launcher", [False, True])
+def test_torchrun_on_fake_gpus_stops_together_on_a_signal_and_resumes_bit_identically(
+        tmp_path, sw_tokenizer, swahili_verses, launcher):
     """Two processes (gloo: CUDA_VISIBLE_DEVICES names GPUs, but there is no device) get SIGTERM as SLURM's
     --signal sends it, to every process of the job; they stop after the same step and checkpoint, and the
-    rerun ends with the bytes of an uninterrupted two-process run."""
+    rerun ends with the bytes of an uninterrupted two-process run. Through the rules' launcher (`launch
+    --claim N --benchmark FILE -- torchrun ...` in a SLURM job) as well: it passes nothing on (torchrun gets
+    the signal once, from SLURM), outlives torchrun and writes the job's benchmark file."""
     from test_lapt import cli, write_fixture
 
     model_dir = write_fixture(tmp_path, sw_tokenizer, swahili_verses)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": "0,1", "OMP_NUM_THREADS": "1"}
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
 
+    bench = tmp_path / "bench.tsv"
+
     def run(name):
-        return [*torchrun, *cli(tmp_path, model_dir, tmp_path / name, 60)[1:]]
+        command = [*torchrun, *cli(tmp_path, model_dir, tmp_path / name, 60)[1:]]
+        return command if not launcher or name == "ref" else [
+            sys.executable, "-m", "vocab_transfer.training.launch", "--claim", "2", "--benchmark", str(bench),
+            "--", *command]
 
     ref = subprocess.run(run("ref"), env=env, capture_output=True, text=True)
     assert ref.returncode == 0 and "process 1 of 2 (local rank 1, gloo)" in ref.stderr, ref.stderr[-3000:]
+    if launcher:
+        env["SLURM_JOB_ID"] = "1"  # one job, its GPUs to itself: the claim changes nothing
     proc = subprocess.Popen(run("signalled"), env=env, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     while proc.poll() is None and not any((tmp_path / "signalled.checkpoints").glob("step-*/state.json")):
@@ -164,6 +174,9 @@ def test_torchrun_on_fake_gpus_stops_together_on_a_signal_and_resumes_bit_identi
     assert again.returncode == 0 and "resuming from" in again.stderr, again.stderr[-3000:]
     assert (tmp_path / "signalled" / "model.safetensors").read_bytes() == (
         tmp_path / "ref" / "model.safetensors").read_bytes()
+    if launcher:
+        header, row = bench.read_text().splitlines()
+        assert dict(zip(header.split("\t"), row.split("\t"), strict=True))["max_rss"] != "0.00"
 
 
 def test_the_reference_of_the_interrupted_run_is_its_command_unpaced_into_another_folder():

@@ -32,12 +32,12 @@ The trainers (LAPT, fine-tuning, zero-shot transfer: ``python -m vocab_transfer.
 --benchmark FILE -- python -m vocab_transfer.training.<trainer> ...``) write their benchmark files themselves
 instead: the launcher hands ``-m <trainer>`` to the starter (:func:`run_module`), waits, and writes the
 child's time, CPU and peak memory (the starter reaps it with ``wait4``), so the file measures the job that
-ran; without a starter it ``exec``s the trainer as before and a sampler measures it (``training/launch.py``).
-A SLURM job that runs a bundle of two or more such trainer jobs starts a starter of its own inside its
-allocation (``workflow/onstart.py: start_bundle_starter``): the bundle imports torch and transformers once,
-not once per job. A SLURM job inherits the environment of the Snakemake that submitted it, the starter's name
-included, but hands off only to a starter of its own allocation (:data:`ALLOCATION`, :func:`available`): it
-never leaves the limits SLURM set for it.
+ran; without a starter the trainer runs as the launcher's own child, measured the same way
+(``training/launch.py``). A SLURM job that runs a bundle of two or more such trainer jobs starts a starter of
+its own inside its allocation (``workflow/onstart.py: start_bundle_starter``): the bundle imports torch and
+transformers once, not once per job. A SLURM job inherits the environment of the Snakemake that submitted it,
+the starter's name included, but hands off only to a starter of its own allocation (:data:`ALLOCATION`,
+:func:`available`): it never leaves the limits SLURM set for it.
 
 ``VOCAB_TRANSFER_WARM=0`` turns warm starts off for a run (every job imports for itself, as on a cluster).
 """

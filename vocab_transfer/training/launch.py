@@ -24,12 +24,16 @@ the step; each trainer checkpoints and exits, and the resubmitted job resumes.
 
 GPU claims: a SLURM job that runs a bundle of GPU jobs (a group job, vocab_transfer/workflow/bundles.py) holds
 the GPUs of all of them, and each of its jobs sees them all (``CUDA_VISIBLE_DEVICES``). So every GPU rule's
-command starts ``exec python -m vocab_transfer.training.launch --claim <its GPUs> -- <launcher> -m ...``, and
-a workflow script claims its GPUs in :func:`vocab_transfer.workflow.job.setup_job`: :func:`claim_gpus` takes
-that many of the visible GPUs that no other job of the allocation holds (an exclusive ``flock`` on one file
-per GPU in :func:`claim_folder`), keeps the locks for as long as the process and what it ``exec``s live, and
-narrows ``CUDA_VISIBLE_DEVICES`` to them. Outside SLURM, on several nodes, or where the job sees no more GPUs
-than it asks for, it changes nothing.
+command starts ``exec python -m vocab_transfer.training.launch --claim <its GPUs> --benchmark <its file> --
+<launcher> -m ...``, and a workflow script claims its GPUs in :func:`vocab_transfer.workflow.job.setup_job`:
+:func:`claim_gpus` takes that many of the visible GPUs that no other job of the allocation holds (an exclusive
+``flock`` on one file per GPU in :func:`claim_folder`), keeps the locks for as long as the process and what it
+``exec``s or starts live, and narrows ``CUDA_VISIBLE_DEVICES`` to them. Outside SLURM, on several nodes, or
+where the job sees no more GPUs than it asks for, it changes nothing.
+
+Benchmark files: with ``--benchmark FILE`` the launcher stays while the trainer runs (in a child of the job's
+warm starter, :mod:`vocab_transfer.warm`, or as its own child, :func:`run_measured`) and writes the job's
+benchmark file in Snakemake's columns before it exits with the trainer's status (:func:`claim_and_exec`).
 """
 
 from __future__ import annotations
@@ -39,7 +43,6 @@ import datetime
 import fcntl
 import os
 import re
-import select
 import shlex
 import shutil
 import signal
@@ -199,11 +202,11 @@ def claim_gpus(count: int, environ: MutableMapping[str, str] = os.environ, folde
 
 def claim_and_exec(count: int, command: list[str], benchmark: str | None = None) -> None:
     """:func:`claim_gpus` ``count`` GPUs, log them, and replace this process by ``command`` (``exec``: SLURM's
-    signals reach the command itself; the locks go with it). With ``benchmark``, the job's benchmark file
-    (:data:`BENCHMARK_COLUMNS`, as Snakemake writes one) is written too: where ``command`` is ``python -m
-    <module> ...`` and this process has a warm starter (:func:`vocab_transfer.warm.run_module`), the module
-    runs in a child of the starter, this process waits for it (holding the locks) and writes the child's
-    measures; otherwise a sampler process (:func:`_sample_until_exit`) measures the ``exec``ed command."""
+    signals reach the command itself; the locks go with it). With ``benchmark``, this process stays, holding
+    the locks, and writes the job's benchmark file (:data:`BENCHMARK_COLUMNS`, as Snakemake writes one) once
+    the command has ended, then exits with its status: where ``command`` is ``python -m <module> ...`` and
+    this process has a warm starter (:func:`vocab_transfer.warm.run_module`), the module runs in a child of
+    the starter; otherwise ``command`` runs as a child of this process (:func:`run_measured`)."""
     if not command:
         raise SystemExit("launch: --claim needs a command after --")
     started = time.time()
@@ -215,21 +218,49 @@ def claim_and_exec(count: int, command: list[str], benchmark: str | None = None)
     if claimed is not None:
         print(f"launch: claimed GPU(s) {','.join(claimed)} of {visible} in SLURM job "
               f"{os.environ['SLURM_JOB_ID']}", file=sys.stderr, flush=True)
-    if benchmark:
-        module = python_module(command)
-        peaks = _Peaks()
-        result = warm.run_module(module[0], module[1], on_start=peaks.follow) if module else None
-        if result is not None:
-            status, (cpu, rss) = result
-            peaks.stop()
-            print(f"launch: {module[0]} ran in a child of the warm starter (vocab_transfer/warm.py)",
-                  file=sys.stderr, flush=True)
-            write_benchmark(benchmark, time.time() - started, cpu, max(rss, peaks.rss), peaks)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(status)
-        _start_sampler(os.getpid(), started, benchmark)
-    os.execvp(command[0], command)
+    if not benchmark:
+        os.execvp(command[0], command)
+    module = python_module(command)
+    peaks = _Peaks()
+    result = warm.run_module(module[0], module[1], on_start=peaks.follow) if module else None
+    if result is not None:
+        print(f"launch: {module[0]} ran in a child of the warm starter (vocab_transfer/warm.py)",
+              file=sys.stderr, flush=True)
+    else:
+        result = run_measured(command, peaks)
+    status, (cpu, rss) = result
+    peaks.stop()
+    write_benchmark(benchmark, time.time() - started, cpu, max(rss, peaks.rss), peaks)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def run_measured(command: list[str], peaks: _Peaks) -> tuple[int, tuple[float, float]]:
+    """Run ``command`` as a child of this process, sampled by ``peaks``; its exit status (128 + N for signal
+    N) and ``(cpu_seconds, peak_rss_mb)`` of it and its descendants (``wait4``). Signals: inside a SLURM job
+    every process of the job step gets SLURM's signals (``--signal``, the time limit, ``scancel``), the
+    command too, so this process only outlives them to write the benchmark file; elsewhere the command runs in
+    a session of its own and this process passes it SIGINT, SIGTERM, SIGHUP and SIGUSR1 (a terminal's Ctrl-C,
+    Snakemake stopping the job), so that the command gets each signal once (a second SIGTERM would cut
+    torchrun's shutdown of its workers short)."""
+    in_slurm = bool(os.environ.get("SLURM_JOB_ID"))
+    child: list[subprocess.Popen] = []
+
+    def forward(signum, _frame) -> None:
+        if child and not in_slurm:
+            try:
+                child[0].send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+        signal.signal(sig, forward)  # a handler, not SIG_IGN: the command starts with the default ones
+    child.append(subprocess.Popen(command, start_new_session=not in_slurm))
+    peaks.follow(child[0].pid)
+    _pid, status, usage = os.wait4(child[0].pid, 0)
+    child[0].returncode = code = os.waitstatus_to_exitcode(status)
+    return (code if code >= 0 else 128 - code), (usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
 #: The columns of a benchmark file, as Snakemake's ``benchmark:`` writes them: seconds, the same as
@@ -318,52 +349,12 @@ def write_benchmark(path: str, seconds: float, cpu: float, rss: float, peaks: _P
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".benchmark-", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # as an open() would create it, not mkstemp's 0600
     with os.fdopen(fd, "w") as out:
         out.write("\t".join(BENCHMARK_COLUMNS) + "\n" + "\t".join(values) + "\n")
     os.replace(tmp, path)
-
-
-def _start_sampler(pid: int, started: float, path: str) -> None:
-    """A process of its own (forked twice, so that the ``exec``ed command never waits for it) that samples
-    ``pid`` and its descendants every half second and rewrites ``path`` after each sample until ``pid`` is
-    gone: the benchmark file of a job that runs in the process Snakemake started (its CPU seconds and peaks as
-    last sampled, as Snakemake's own benchmark reports them)."""
-    if os.fork() != 0:
-        os.wait()  # the intermediate child exits at once
-        return
-    if os.fork() != 0:
-        os._exit(0)
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
-            signal.signal(sig, signal.SIG_IGN)  # the job's signals are for the job; this one writes its file
-        os.closerange(0, 3)
-        _sample_until_exit(pid, started, path)
-    finally:
-        os._exit(0)
-
-
-def _sample_until_exit(pid: int, started: float, path: str) -> None:
-    """Sample ``pid``'s tree every half second until it exits (a ``pidfd`` wakes this at once, so the file is
-    written as the job ends, before Snakemake or SLURM go on); the file is also rewritten every 30 s, so a job
-    killed outright keeps its measures so far."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        pidfd = None
-    poller = select.poll()
-    if pidfd is not None:
-        poller.register(pidfd, select.POLLIN)
-    peaks, n = _Peaks(), 0
-    while peaks.sample(pid, full=n % 10 == 1):
-        n += 1
-        if n % 60 == 0:
-            write_benchmark(path, time.time() - started, peaks.cpu, peaks.rss, peaks)
-        if pidfd is None:
-            time.sleep(0.5)
-        elif poller.poll(500):  # it exited: its CPU seconds while the exit status waits to be collected
-            peaks.sample(pid, full=False)
-            break
-    write_benchmark(path, time.time() - started, peaks.cpu, peaks.rss, peaks)
 
 
 def main(argv: list[str] | None = None) -> None:
