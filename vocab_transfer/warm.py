@@ -349,9 +349,9 @@ def serve(name: str) -> None:
             if conn is not None:
                 code = os.waitstatus_to_exitcode(status)
                 cpu = usage.ru_utime + usage.ru_stime  # the child's and its waited-for descendants'
+                exit_status = code if code >= 0 else 128 - code
                 try:
-                    status = code if code >= 0 else 128 - code
-                    conn.sendall(f"{status} {cpu:.3f} {usage.ru_maxrss / 1024:.2f}\n".encode())
+                    conn.sendall(f"{exit_status} {cpu:.3f} {usage.ru_maxrss / 1024:.2f}\n".encode())
                 except OSError:
                     pass
                 conn.close()

@@ -281,11 +281,10 @@ def python_module(command: list[str]) -> tuple[str, list[str]] | None:
 
 class _Peaks:
     """Peak memory (MB) and I/O of a process and its descendants, sampled every half second by a thread
-    (:meth:`follow`) or by the caller (:meth:`sample`), as Snakemake's benchmark samples a job."""
+    (:meth:`follow`), as Snakemake's benchmark samples a job (CPU seconds come from ``wait4``)."""
 
     def __init__(self):
         self.rss = self.vms = self.uss = self.pss = self.io_in = self.io_out = 0.0
-        self.cpu = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -299,15 +298,13 @@ class _Peaks:
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             return False
-        rss = vms = uss = pss = read = written = cpu = 0.0
+        rss = vms = uss = pss = read = written = 0.0
         for proc in procs:
             try:
                 with proc.oneshot():
                     mem = proc.memory_info()
                     rss += mem.rss
                     vms += mem.vms
-                    times = proc.cpu_times()
-                    cpu += times.user + times.system + times.children_user + times.children_system
                     if full:
                         info = proc.memory_full_info()
                         uss += info.uss
@@ -321,7 +318,6 @@ class _Peaks:
         self.rss, self.vms = max(self.rss, rss / mb), max(self.vms, vms / mb)
         self.uss, self.pss = max(self.uss, uss / mb), max(self.pss, pss / mb)
         self.io_in, self.io_out = max(self.io_in, read / mb), max(self.io_out, written / mb)
-        self.cpu = max(self.cpu, cpu)
         return True
 
     def follow(self, pid: int) -> None:

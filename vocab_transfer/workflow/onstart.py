@@ -21,7 +21,7 @@ from .. import warm
 from . import restart
 from .cluster import check_submission, resource_values
 from .resources import raise_retries
-from .studies import study_of_rule
+from .studies import study_of_rule, target_job_rules
 
 #: Script jobs below this many are not worth a warm starter (its imports cost as much as a few jobs').
 WARM_MIN_JOBS = 4
@@ -83,12 +83,7 @@ def start_bundle_starter(workflow, argv: list[str]) -> None:
         return
     if "--executor" in argv or {"-n", "--dry-run", "--dryrun"} & set(argv):
         return
-    targets, taking = [], False
-    for arg in argv:
-        if arg.startswith("-"):
-            taking = arg == "--target-jobs"
-        elif taking:
-            targets.append(arg.split(":", 1)[0])
+    targets = target_job_rules(argv)
     rules = {}
     for name in set(targets):
         try:

@@ -72,16 +72,22 @@ def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = 
     return studies
 
 
-def job_rules(argv: list[str]) -> set[str]:
-    """The rules of the ``--target-jobs <rule>:<wildcards> ...`` on a Snakemake command line: the command a
-    job runs (the run that submits it has them only in its DAG, set after the workflow is read)."""
-    rules, taking = set(), False
+def target_job_rules(argv: list[str]) -> list[str]:
+    """The rule of each of the ``--target-jobs <rule>:<wildcards> ...`` on a Snakemake command line, one per
+    job, in order: the command a job (or a bundle of jobs) runs (the run that submits it has them only in its
+    DAG, set after the workflow is read)."""
+    rules, taking = [], False
     for arg in argv:
         if arg.startswith("-"):
             taking = arg == "--target-jobs"
         elif taking:
-            rules.add(arg.split(":", 1)[0])
+            rules.append(arg.split(":", 1)[0])
     return rules
+
+
+def job_rules(argv: list[str]) -> set[str]:
+    """The rules of the target jobs on a Snakemake command line (:func:`target_job_rules`)."""
+    return set(target_job_rules(argv))
 
 
 _PARSING: list[str] = []  # the study whose module Snakemake parses now (rules/studies.smk)
