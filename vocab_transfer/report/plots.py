@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..io import atomic_path  # noqa: E402
 from .tables import finetune_table
+
+
+def _tidy(ax, **legend) -> None:
+    ax.grid(alpha=0.3)
+    ax.legend(**legend)
 
 
 def plot_curve(curve: pd.DataFrame, path: str, *, title: str, hline: float | None = None) -> None:
@@ -20,8 +29,7 @@ def plot_curve(curve: pd.DataFrame, path: str, *, title: str, hline: float | Non
     if hline is not None:
         ax.axhline(hline, ls="--", c="grey", label="ln |V| (uniform)")
     ax.set(xlabel="optimizer step", ylabel="MLM loss (nats)", title=title)
-    ax.grid(alpha=0.3)
-    ax.legend()
+    _tidy(ax)
     save_figure(fig, path)
 
 
@@ -36,8 +44,7 @@ def plot_lapt_curves(table: pd.DataFrame, path: str, *, title: str, svg: str | N
         phases |= phase_switches(last, "stage_samples")
     mark_phases(ax, phases)
     ax.set(xlabel="samples (last stage)", ylabel="held-out MLM loss (nats)", title=title)
-    ax.grid(alpha=0.3)
-    ax.legend()
+    _tidy(ax)
     save_figure(fig, path, svg=svg)
 
 
@@ -78,60 +85,50 @@ def plot_embedding_correlation(curves: pd.DataFrame, pairwise: dict[str, pd.Data
             ax.plot(run["step"], run["source_correlation"], marker="o", ms=3, label=label)
         ax.set(xlabel="LAPT step", ylabel="ρ̄ to the source embedding (shared tokens)", ylim=(-0.05, 1.02),
                title="Recovery of the source embedding")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        _tidy(ax, fontsize=7)
     for ax, (name, m) in zip(axes, pairwise.items(), strict=False):
         im = ax.imshow(m.to_numpy(dtype=float), vmin=0, vmax=1, cmap="viridis")
         ax.set_xticks(range(len(m)), m.columns, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(m)), m.index, fontsize=7)
-        for i in range(len(m)):
-            for j in range(len(m)):
-                v = float(m.iat[i, j])
-                ax.text(j, i, "—" if v != v else f"{v:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if v < 0.6 else "black")
+        for i, j in itertools.product(range(len(m)), repeat=2):
+            v = float(m.iat[i, j])
+            ax.text(j, i, "—" if v != v else f"{v:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if v < 0.6 else "black")
         ax.set_title(name, fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.046)
     if n == 0:
         axes[0].text(0.5, 0.5, "no LAPT run to compare", ha="center")
         axes[0].set_axis_off()
-    fig.suptitle(title)
-    save_figure(fig, path, svg=svg)
+    save_figure(fig, path, svg=svg, title=title)
 
 
-def plot_correlation_histograms(curves: pd.DataFrame, path: str, *,
-                                title: str, svg: str | None = None) -> None:
+def plot_correlation_histograms(curves: pd.DataFrame, path: str, *, title: str,
+                                svg: str | None = None) -> None:
     """vocab-swap Figure 3: per run, the distribution of the per-token correlations ρ_i with the source rows
     at initialization, mid-way and at the end of LAPT (``curves``: label, step, stage, correlation_histogram,
     equal bins over [-1, 1])."""
-    import math
-
-    import numpy as np
-
     runs = [(label, run.dropna(subset=["correlation_histogram"]))
             for label, run in last_per_step(curves).groupby("label", sort=False)
             if "correlation_histogram" in run]
     runs = [(label, run) for label, run in runs if len(run)]
     cols = min(4, max(len(runs), 1))
     rows = max(1, math.ceil(len(runs) / cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), dpi=120,
-                             squeeze=False, sharex=True)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), dpi=120, squeeze=False,
+                             sharex=True)
     for ax, (label, run) in zip(axes.flat, runs, strict=False):
-        picks = sorted({0, len(run) // 2, len(run) - 1})
-        for i in picks:
+        for i in sorted({0, len(run) // 2, len(run) - 1}):
             counts = np.asarray(run["correlation_histogram"].iloc[i], dtype=float)
-            edges = np.linspace(-1, 1, len(counts) + 1)
-            ax.stairs(counts / max(counts.sum(), 1), edges, label=f"step {int(run['step'].iloc[i]):,}")
+            ax.stairs(counts / max(counts.sum(), 1), np.linspace(-1, 1, len(counts) + 1),
+                      label=f"step {int(run['step'].iloc[i]):,}")
         ax.set_title(label, fontsize=8)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+        _tidy(ax, fontsize=6)
     for ax in list(axes.flat)[len(runs):]:
         ax.set_axis_off()
     if not runs:
         axes[0, 0].text(0.5, 0.5, "no correlation recorded", ha="center")
     for ax in axes[-1]:
         ax.set_xlabel("ρ_i to the source row")
-    fig.suptitle(title)
-    save_figure(fig, path, svg=svg)
+    save_figure(fig, path, svg=svg, title=title)
 
 
 def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list[tuple[str, str, int]],
@@ -143,8 +140,8 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
     (:func:`vocab_transfer.report.tables.finetune_table`; ``kind`` ``test_<metric>``). Columns: kind, run,
     label, step, value, std, seeds, model."""
     rows = [pd.DataFrame({"kind": "heldout_loss", "run": run, "label": label, "step": c["step"].to_numpy(),
-                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"),
-                          "seeds": 0, "model": None,
+                          "value": c["heldout_loss"].to_numpy(), "std": float("nan"), "seeds": 0,
+                          "model": None,
                           "seq_len": c["seq_len"].to_numpy() if "seq_len" in c else float("nan")})
             for run, label in runs.items() for c in [last_per_step(curves[curves["run"] == run], by="run")]]
     agg = finetune_table(scores).set_index("model") if len(scores) else pd.DataFrame()
@@ -152,15 +149,14 @@ def lapt_finetune_table(curves: pd.DataFrame, scores: pd.DataFrame, points: list
         if model not in agg.index:
             raise ValueError(f"no fine-tuning scores of model {model!r} (LAPT run {run!r}, step {step})")
         r = agg.loc[model]
-        rows.append(pd.DataFrame([{"kind": f"test_{r['metric']}", "run": run,
-                                   "label": runs[run], "step": step,
-                                   "value": r["test_mean"], "std": r["test_std"],
+        rows.append(pd.DataFrame([{"kind": f"test_{r['metric']}", "run": run, "label": runs[run],
+                                   "step": step, "value": r["test_mean"], "std": r["test_std"],
                                    "seeds": r["seeds"], "model": model}]))
     return pd.concat(rows, ignore_index=True).sort_values(["kind", "step"], kind="stable", ignore_index=True)
 
 
-def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str,
-                       task: str, svg: str | None = None) -> None:
+def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str, task: str,
+                       svg: str | None = None) -> None:
     """vocab-swap Figures 4/8 from :func:`lapt_finetune_table`: left, the held-out MLM loss against the LAPT
     step per run; right, the downstream test score after fine-tuning at LAPT steps (mean ± std over seeds)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120, sharex=True)
@@ -180,10 +176,8 @@ def plot_lapt_finetune(table: pd.DataFrame, path: str, *, title: str,
     right.set(xlabel="LAPT step of the fine-tuned model", ylabel=f"test {metric} (%)",
               title=f"{task} after fine-tuning (mean ± std over seeds)")
     for ax in (left, right):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle(title)
-    save_figure(fig, path, svg=svg)
+        _tidy(ax, fontsize=7)
+    save_figure(fig, path, svg=svg, title=title)
 
 
 MATCHED, NOT_MATCHED = "matched", "not matched"
@@ -216,8 +210,6 @@ def token_accuracy_means(table: pd.DataFrame) -> pd.DataFrame:
 def token_accuracy_histograms(table: pd.DataFrame, steps: list[int], bins: int = 10) -> pd.DataFrame:
     """Per (run, label, step in ``steps``, group): token counts of the per-token accuracy in ``bins`` equal
     bins over [0, 1] (the last one closed), seen tokens only (vocab-swap Figure 6 middle and right)."""
-    import numpy as np
-
     edges = np.linspace(0.0, 1.0, bins + 1).round(6)
     rows = []
     for (run, label), t in table.groupby(["run", "label"], sort=False):
@@ -225,13 +217,11 @@ def token_accuracy_histograms(table: pd.DataFrame, steps: list[int], bins: int =
         if absent:
             raise ValueError(f"LAPT run {run!r} has no token accuracy at steps {absent} (evaluated: "
                              f"{sorted(set(t['step']))})")
-        for step in steps:
-            for group in (MATCHED, NOT_MATCHED):
-                values = t.loc[(t["step"] == step) & (t["group"] == group), "accuracy"].dropna().to_numpy()
-                counts, _ = np.histogram(values, bins=edges)
-                rows += [{"run": run, "label": label, "step": step, "group": group,
-                          "bin_lo": lo, "bin_hi": hi,
-                          "tokens": int(c)} for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
+        for step, group in itertools.product(steps, (MATCHED, NOT_MATCHED)):
+            values = t.loc[(t["step"] == step) & (t["group"] == group), "accuracy"].dropna().to_numpy()
+            counts, _ = np.histogram(values, bins=edges)
+            rows += [{"run": run, "label": label, "step": step, "group": group, "bin_lo": lo, "bin_hi": hi,
+                      "tokens": int(c)} for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)]
     return pd.DataFrame(rows)
 
 
@@ -257,14 +247,14 @@ def plot_token_accuracy(means: pd.DataFrame, hists: pd.DataFrame, path: str, *, 
                       label=f"{label}: {group}")
         ax.set(xlabel="per-token held-out accuracy", ylabel="tokens", title=f"step {step:,}")
     for ax in axes:
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    fig.suptitle(title)
-    save_figure(fig, path, svg=svg)
+        _tidy(ax, fontsize=6)
+    save_figure(fig, path, svg=svg, title=title)
 
 
-def save_figure(fig, path: str, *, svg: str | None = None) -> None:
-    """Lay out, write as PNG (and SVG when ``svg`` names a path) atomically, and free the figure."""
+def save_figure(fig, path: str, *, svg: str | None = None, title: str | None = None) -> None:
+    """Title, lay out, write as PNG (and SVG when ``svg`` names a path) atomically, and free the figure."""
+    if title is not None:
+        fig.suptitle(title)
     fig.tight_layout()
     for out, fmt in ((path, "png"), (svg, "svg")):
         if out:
@@ -273,48 +263,40 @@ def save_figure(fig, path: str, *, svg: str | None = None) -> None:
     plt.close(fig)
 
 
-def language_panels(table: pd.DataFrame):
-    """A figure with one panel per ``language`` of ``table`` (in order of appearance): ``(figure, [(axes,
-    language, rows of that language grouped by run label)])``."""
+def _per_language(table: pd.DataFrame, path: str, draw, *, title: str, svg: str | None, **axes) -> None:
+    """A figure with one panel per ``language`` of ``table`` (in order of appearance): ``draw(ax, label,
+    rows)`` per run ``label``, ``axes`` the panels' settings (``ax.set``)."""
     langs = list(dict.fromkeys(table["language"]))
-    fig, axes = plt.subplots(1, len(langs), figsize=(5 * len(langs), 4), dpi=120, squeeze=False)
-    return fig, [(ax, lang, table[table["language"] == lang].groupby("label", sort=False))
-                 for ax, lang in zip(axes[0], langs, strict=True)]
+    fig, panels = plt.subplots(1, len(langs), figsize=(5 * len(langs), 4), dpi=120, squeeze=False)
+    for ax, lang in zip(panels[0], langs, strict=True):
+        for label, run in table[table["language"] == lang].groupby("label", sort=False):
+            draw(ax, label, run)
+        ax.set(**axes, title=lang)
+        _tidy(ax)
+    save_figure(fig, path, svg=svg, title=title)
 
 
-def plot_run_curves(table: pd.DataFrame, path: str, *, value: str,
-                    title: str, svg: str | None = None) -> None:
+def plot_run_curves(table: pd.DataFrame, path: str, *, value: str, title: str,
+                    svg: str | None = None) -> None:
     """WECHSEL Figures 3-5: ``value`` (``perplexity``, ``loss`` or ``bits_per_byte`` column of ``table``) of
     each run (``label``) over optimizer steps, one panel per ``language`` (log scale for perplexity)."""
-    fig, panels = language_panels(table)
-    for ax, lang, runs in panels:
-        for label, run in runs:
-            ax.plot(run["step"], run[value], marker="o", ms=3, label=label)
-        ax.set(xlabel="optimizer step", ylabel=f"held-out {value.replace('_', ' ')}", title=lang)
-        if value == "perplexity":
-            ax.set_yscale("log")
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    save_figure(fig, path, svg=svg)
+    def draw(ax, label, run):
+        ax.plot(run["step"], run[value], marker="o", ms=3, label=label)
+
+    _per_language(table, path, draw, title=title, svg=svg, xlabel="optimizer step",
+                  ylabel=f"held-out {value.replace('_', ' ')}",
+                  **({"yscale": "log"} if value == "perplexity" else {}))
 
 
 def plot_init_similarity(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
     """WECHSEL Figure 6: the distribution of each token's cosine similarity between its embedding after LAPT
     and its initialization (``cosine`` of ``table``), a line per run (``label``), a panel per ``language``."""
-    import numpy as np
+    def draw(ax, label, run):
+        ax.hist(run["cosine"], bins=np.linspace(-1, 1, 81), histtype="step", lw=1.5,
+                label=f"{label} (median {run['cosine'].median():.2f})")
 
-    fig, panels = language_panels(table)
-    bins = np.linspace(-1, 1, 81)
-    for ax, lang, runs in panels:
-        for label, run in runs:
-            ax.hist(run["cosine"], bins=bins, histtype="step", lw=1.5,
-                    label=f"{label} (median {run['cosine'].median():.2f})")
-        ax.set(xlabel="cosine similarity to the initialization", ylabel="tokens", title=lang)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.suptitle(title)
-    save_figure(fig, path, svg=svg)
+    _per_language(table, path, draw, title=title, svg=svg, xlabel="cosine similarity to the initialization",
+                  ylabel="tokens")
 
 
 def plot_sample_efficiency(table: pd.DataFrame, path: str, *, title: str, svg: str | None = None) -> None:
@@ -326,13 +308,12 @@ def plot_sample_efficiency(table: pd.DataFrame, path: str, *, title: str, svg: s
         ax.plot(series["train_sequences"], series["score"], marker="o", label=label)
     ax.set_xscale("log")
     ax.set(xlabel="LAPT training sequences", ylabel=f"mean test {table['metric'].iloc[0]} (%)", title=title)
-    ax.grid(alpha=0.3)
-    ax.legend()
+    _tidy(ax)
     save_figure(fig, path, svg=svg)
 
 
-def plot_unk_scatter(table: pd.DataFrame, path: str, *,
-                     title: str, svg: str | None = None) -> dict[str, float]:
+def plot_unk_scatter(table: pd.DataFrame, path: str, *, title: str,
+                     svg: str | None = None) -> dict[str, float]:
     """UNKs Everywhere Figure 2: a model's test score per language (``score``) against the share of the
     language's vocabulary that the source tokenizer cannot compose (``unk_share``) and the share it overlaps
     (``overlap_share``); returns Pearson's ρ of each (the paper: -0.798 and 0.443), NaN below 3 languages."""
@@ -347,6 +328,5 @@ def plot_unk_scatter(table: pd.DataFrame, path: str, *,
         ax.set(xlabel=f"{name} in the target vocabulary (%)", ylabel=f"test {table['metric'].iloc[0]} (%)",
                title=f"Pearson's ρ = {rho[col]:.3f}")
         ax.grid(alpha=0.3)
-    fig.suptitle(title)
-    save_figure(fig, path, svg=svg)
+    save_figure(fig, path, svg=svg, title=title)
     return rho

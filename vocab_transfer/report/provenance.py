@@ -2,55 +2,47 @@
 artifact.
 
 Every table the workflow writes (``results/tables/<name>.csv`` / ``.md`` / ``.html``) has a sidecar
-``<name>.provenance.parquet`` beside it, written by the same job (an output of the table's rule). It has one
-row per numeric cell of the table's CSV and artifact that cell was computed from (:data:`COLUMNS`):
+``<name>.provenance.parquet`` beside it, written by the same job (an output of the table's rule): a row per
+numeric cell of the table's CSV and artifact that cell was computed from (:data:`COLUMNS`):
 
-- ``table``: the table's name; ``csv_row`` and ``field``: the cell in the CSV (its row number, from 0, and
-  column);
-- ``block``, ``row``, ``column``: the same cell as the rendered table shows it (``block``: the source model,
-  task, language or step a Markdown block is about; ``row``: the row's model, method, LAPT run or language, as
-  the config names it; ``column``: the task, language or step);
+- ``table``; ``csv_row`` and ``field``: the cell in the CSV (its row number, from 0, and column);
+- ``block``, ``row``, ``column``: the same cell as the rendered table shows it (the source model, task,
+  language or step a Markdown block is about; the row's model, method, LAPT run or language, as the config
+  names it; the task, language or step);
 - ``artifact``: the file or folder read, as the job was given it (relative to the workflow's folder);
-  ``records``: which records of it the cell used where the artifact holds more than one cell's
-  (``method=focus``, ``seed=1,2,3``, ``step=300``), empty for all of it;
+  ``records``: which of its records the cell used where it holds more than one cell's (``method=focus``,
+  ``seed=1,2,3``, ``step=300``), empty for all of it;
 - ``checksum``: the artifact's content when the table was written: ``xxh3_128:<hex>`` for a file, the hash its
-  manifest recorded when it was written (:mod:`vocab_transfer.artifacts`; a file whose size or time differ
-  from the manifest's is hashed again), ``xxh3_128-tree:<hex>`` for a folder (the hash of its files' sorted
-  names and hashes), and :func:`vocab_transfer.artifacts.fingerprint` for an artifact without a manifest;
-- ``role``: ``value`` for the artifact the number is a value of, ``reference`` for one it is only compared
-  with (the source model's score behind a benchmark's "share kept", the source tokenizer behind a UNK share).
+  manifest recorded (:mod:`vocab_transfer.artifacts`; hashed again where size or time differ from the
+  manifest's), ``xxh3_128-tree:<hex>`` for a folder (the hash of its files' sorted names and hashes), and
+  :func:`vocab_transfer.artifacts.fingerprint` for an artifact without a manifest;
+- ``role``: ``value``, or ``reference`` for an artifact the number is only compared with (the source model's
+  score behind a benchmark's "share kept", the source tokenizer behind a UNK share).
 
-:func:`check_provenance` (``python -m vocab_transfer.report.provenance results/tables``) reports a table whose
-two rows read one artifact (the same records of it) or two identical copies of one: a row wired to another
-row's model, run or seed, which miniature models that all score alike would otherwise hide. It also reports an
-artifact that has changed since the table was written, and a table without its sidecar.
-
-It then follows each score file and LAPT curve back through what the trainers recorded they read
-(:func:`vocab_transfer.artifacts.recorded_reads`; :func:`lineage`): the model a score file is of (the LAPT
-output, snapshot, init artifact or source model the fine-tuning or zero-shot job loaded), and what that
-model's LAPT run started from (its init artifact, or the model it continued). :func:`check_lineage` reports
-rows of different models whose scores are of one model (a job wired to another row's checkpoint, its scores
-labelled with its own row's name), rows of different methods that trace back to one starting point, a row
-whose LAPT run started from an init artifact made for another method, and a model changed since its scores
-were made. A row's own checkpoint is the model its scores are of; what rows share further back is a reference
-where their methods agree (the source model behind every run, one init artifact behind a learning-rate grid of
-LAPT runs).
+:func:`check_provenance` (``python -m vocab_transfer.report.provenance results/tables``) reports two rows that
+read one artifact (the same records of it) or two identical copies of one: a row wired to another row's model,
+run or seed, which miniature models that all score alike would otherwise hide. It also reports an artifact
+changed since the table was written, a table without its sidecar, and what :func:`check_lineage` finds behind
+the score files and LAPT curves, following what the trainers recorded they read (:func:`lineage`).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .. import artifacts
+from .. import artifacts, lazy
 from ..artifacts import artifact_checksum
+from ..io import write_parquet
 
-if TYPE_CHECKING:
-    import pandas as pd
+pd = lazy.module("pandas")
+pa = lazy.module("pyarrow")
+pq = lazy.module("pyarrow.parquet")
 
 #: The sidecar's columns, in order (all strings but ``csv_row``).
 COLUMNS = ("table", "csv_row", "field", "block", "row", "column", "artifact", "records", "checksum", "role")
@@ -66,149 +58,96 @@ def provenance_path(table: str | os.PathLike) -> Path:
     """The sidecar of a table file (``init_mlm_loss.md`` -> ``init_mlm_loss.provenance.parquet``); a sidecar
     is its own."""
     table = Path(table)
-    if table.name.endswith(SUFFIX):
-        return table
-    return table.with_name(table.name.partition(".")[0] + SUFFIX)
+    return table if table.name.endswith(SUFFIX) else table.with_name(table.name.partition(".")[0] + SUFFIX)
 
 
 def read_tagged(paths: Iterable[str], **fields) -> pd.DataFrame:
     """The parquet files at ``paths``, concatenated, each record with :data:`ARTIFACT` (its file) and
     ``fields``."""
-    import pandas as pd
-
     frames = [pd.read_parquet(p).assign(**{ARTIFACT: str(p)}, **fields) for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({ARTIFACT: []})
+
+
+def _missing(v) -> bool:
+    return v is None or (not isinstance(v, str) and pd.isna(v))
 
 
 def _label(table, i: int, names: str | Sequence[str]) -> str:
     """A cell's block/row/column label: the value of one column of the table, or ``name=value`` words of
     several."""
-    import pandas as pd
-
     if isinstance(names, str):
         v = table.at[i, names] if names in table else None
-        return "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
-    return " ".join(f"{n}={table.at[i, n]}" for n in names if n in table and not pd.isna(table.at[i, n]))
+        return "" if _missing(v) else str(v)
+    return " ".join(f"{n}={table.at[i, n]}" for n in names if n in table and not _missing(table.at[i, n]))
 
 
 def _values(series) -> str:
-    vals = sorted({str(v) for v in series if v is not None and v == v})
-    return ",".join(vals)
+    return ",".join(sorted({str(v) for v in series if v is not None and v == v}))
 
 
 def _key(v) -> str:
     """A match key's text: None and NaN are empty, 3.0 is 3 (a column that holds NaN elsewhere is float)."""
-    import pandas as pd
-
-    if v is None or (not isinstance(v, str) and pd.isna(v)):
+    if _missing(v):
         return ""
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
+    return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
 
 
-def cells(
-    table,
-    inputs,
-    *,
-    match: dict[str, str],
-    row: str | Sequence[str],
-    column: str | Sequence[str] = (),
-    block: str | Sequence[str] = (),
-    fields: Sequence[str],
-    records: Sequence[str] = (),
-    role: str = "value",
-    where: dict | None = None,
-) -> list[dict]:
+def cells(table, inputs, *, match: dict[str, str], row: str | Sequence[str], column: str | Sequence[str] = (),
+          block: str | Sequence[str] = (), fields: Sequence[str], records: Sequence[str] = (),
+          role: str = "value", where: dict | None = None) -> list[dict]:
     """Provenance entries of ``table``'s cells (its rows, the ``fields`` columns with a value): each cell is
     attributed to the artifacts of the ``inputs`` records (a :func:`read_tagged` frame, or one record per file
     with :data:`ARTIFACT`) whose ``match`` columns (``{table column: inputs column}``) equal the table row's,
     those of ``where`` (``{inputs column: value}``) only. ``records``: inputs columns that say which records
     of an artifact the cell used. A cell with a value and no artifact is an error (the table computed it from
     nothing it read)."""
-    import pandas as pd
-
     if role not in ROLES:
         raise ValueError(f"role must be one of {list(ROLES)}, not {role!r}")
     pool = inputs
     for key, value in (where or {}).items():
         pool = pool[pool[key] == value] if key in pool else pool.iloc[0:0]
-    missing = [c for c in [*match.values(), *records] if c not in pool]
-    pool = pool.assign(**{c: None for c in missing})
-    key_of = lambda values: tuple(map(_key, values))  # noqa: E731
+    pool = pool.assign(**{c: None for c in [*match.values(), *records] if c not in pool})
     groups: dict[tuple, list[int]] = {}
-    for j, values in enumerate(
-        zip(*(pool[c] for c in match.values()), strict=True) if match else [()] * len(pool)
-    ):
-        groups.setdefault(key_of(values), []).append(j)
+    keyed = zip(*(pool[c] for c in match.values()), strict=True) if match else [()] * len(pool)
+    for j, values in enumerate(keyed):
+        groups.setdefault(tuple(map(_key, values)), []).append(j)
     out = []
     for i in table.index:
         present = [f for f in fields if f in table and not pd.isna(table.at[i, f])]
         if not present:
             continue
-        hit = pool.iloc[groups.get(key_of(table.at[i, c] for c in match), [])]
+        hit = pool.iloc[groups.get(tuple(_key(table.at[i, c]) for c in match), [])]
         if hit.empty:
             where_text = ", ".join(f"{c}={table.at[i, c]}" for c in match)
-            raise ValueError(
-                f"no artifact read holds the records of table row {i} ({where_text}), which has values in "
-                f"{present}"
-            )
+            raise ValueError(f"no artifact read holds the records of table row {i} ({where_text}), which has "
+                             f"values in {present}")
+        labels = {"block": _label(table, i, block), "row": _label(table, i, row),
+                  "column": _label(table, i, column)}
         for artifact, recs in hit.groupby(ARTIFACT, sort=True):
             used = " ".join(f"{c}={_values(recs[c])}" for c in records if _values(recs[c]))
-            base = {
-                "csv_row": int(i),
-                "block": _label(table, i, block),
-                "row": _label(table, i, row),
-                "column": _label(table, i, column),
-                "artifact": str(artifact),
-                "records": used,
-                "role": role,
-            }
+            base = {"csv_row": int(i), **labels, "artifact": str(artifact), "records": used, "role": role}
             out += [{**base, "field": f} for f in present]
     return out
 
 
-def _numeric(table, exclude: Sequence[str] = ()) -> list[str]:
-    """The numeric columns of ``table`` (bool columns are flags, not numbers), but ``exclude``."""
-    import pandas as pd
-
-    return [
-        c
-        for c in table.columns
-        if c not in exclude
-        and pd.api.types.is_numeric_dtype(table[c])
-        and not pd.api.types.is_bool_dtype(table[c])
-    ]
+def _numeric(table) -> list[str]:
+    """The numeric columns of ``table`` (bool columns are flags, not numbers)."""
+    is_a = pd.api.types
+    return [c for c in table.columns if is_a.is_numeric_dtype(table[c]) and not is_a.is_bool_dtype(table[c])]
 
 
 def init_loss_cells(table, inputs) -> list[dict]:
     """FOCUS Table 4 (:func:`vocab_transfer.report.tables.init_loss_table`): a row per (source, language,
     method), read from the method's records of the (source, language) init-evaluation file."""
-    return cells(
-        table,
-        inputs,
-        match={"source": "source", "language": "target", "method": "method"},
-        block="source",
-        row="method",
-        column="language",
-        fields=_numeric(table),
-        records=["method"],
-    )
+    return cells(table, inputs, match={"source": "source", "language": "target", "method": "method"},
+                 block="source", row="method", column="language", fields=_numeric(table), records=["method"])
 
 
 def finetune_cells(table, inputs) -> list[dict]:
     """The fine-tuning table (:func:`vocab_transfer.report.tables.finetune_table`): a row per (source, task,
     model), read from its scores files (a row per seed)."""
-    return cells(
-        table,
-        inputs,
-        match={"source": "source", "task_name": "task_name", "model": "model"},
-        block="source",
-        row="model",
-        column="task_name",
-        fields=_numeric(table),
-        records=["seed"],
-    )
+    return cells(table, inputs, match={k: k for k in ("source", "task_name", "model")}, block="source",
+                 row="model", column="task_name", fields=_numeric(table), records=["seed"])
 
 
 def paper_cells(table, inputs, spec: dict) -> list[dict]:
@@ -216,16 +155,9 @@ def paper_cells(table, inputs, spec: dict) -> list[dict]:
     model and task, or with ``grid`` a row per grid cell (``name`` its model; the Best column reads the row's
     best cell's). A cell that did not run ("—", 0 seeds) reads nothing."""
     if "grid" in spec:
-        return cells(
-            table,
-            inputs,
-            match={"source": "source", "task_name": "task_name", "name": "model"},
-            block=["source", "task_name"],
-            row="row",
-            column="column",
-            fields=["value"],
-            records=["seed"],
-        )
+        return cells(table, inputs, match={"source": "source", "task_name": "task_name", "name": "model"},
+                     block=["source", "task_name"], row="row", column="column", fields=["value"],
+                     records=["seed"])
     have = table[table["test_mean"].notna()] if "test_mean" in table else table.iloc[0:0]
     return finetune_cells(have, inputs)  # its rows and columns are the fine-tuning table's
 
@@ -233,65 +165,26 @@ def paper_cells(table, inputs, spec: dict) -> list[dict]:
 def lapt_cells(table, inputs, spec: dict) -> list[dict]:
     """A LAPT table (:func:`vocab_transfer.report.tables.lapt_table`): a row per run, language and step, read
     from the step's records of the run's curve; with ``grid`` a row per grid cell (``name`` its run)."""
-    value = spec.get("value", "perplexity")
-    run = "name" if "grid" in spec else "run"
-    match = {run: "run", "language": "language", "step": "step"} | (
-        {"source": "source"} if "source" in table else {}
-    )
-    if "grid" in spec:
-        return cells(
-            table,
-            inputs,
-            match=match,
-            block=["source", "language", "step"],
-            row="row",
-            column="column",
-            fields=["value"],
-            records=["step"],
-        )
-    return cells(
-        table,
-        inputs,
-        match=match,
-        block="source",
-        row="run",
-        column=["language", "step"],
-        fields=[value],
-        records=["step"],
-    )
+    grid = "grid" in spec
+    match = {"name" if grid else "run": "run", "language": "language", "step": "step"} | (
+        {"source": "source"} if "source" in table else {})
+    layout = ({"block": ["source", "language", "step"], "row": "row", "column": "column", "fields": ["value"]}
+              if grid else {"block": "source", "row": "run", "column": ["language", "step"],
+                            "fields": [spec.get("value", "perplexity")]})
+    return cells(table, inputs, match=match, records=["step"], **layout)
 
 
 def init_table_cells(table, inputs, spec: dict) -> list[dict]:
     """A table of init-time values (:func:`vocab_transfer.report.tables.init_table`): the held-out value of a
     (source, language, method) from the method's records of the init-evaluation file; with ``probes`` each
     probe's accuracy from the method's probe file."""
-    value = spec.get("value") or "perplexity"
-    probed = inputs["probe"].notna() if "probe" in inputs else None
-    evals = inputs if probed is None else inputs[~probed]
+    evals = inputs[~inputs["probe"].notna()] if "probe" in inputs else inputs
     evals = evals.assign(language=evals["target"]) if "target" in evals else evals
-    match = {"source": "source", "language": "language", "method": "method"}
-    out = cells(
-        table,
-        evals,
-        match=match,
-        block="source",
-        row="method",
-        column="language",
-        fields=[value],
-        records=["method"],
-    )
+    layout = {"match": {k: k for k in ("source", "language", "method")}, "block": "source", "row": "method",
+              "column": "language", "records": ["method"]}
+    out = cells(table, evals, fields=[spec.get("value") or "perplexity"], **layout)
     for probe in spec.get("probes") or {}:
-        out += cells(
-            table,
-            inputs,
-            match=match,
-            block="source",
-            row="method",
-            column="language",
-            fields=[probe],
-            records=["method"],
-            where={"probe": probe},
-        )
+        out += cells(table, inputs, fields=[probe], where={"probe": probe}, **layout)
     return out
 
 
@@ -301,64 +194,28 @@ def benchmark_cells(table) -> list[dict]:
     source model's (a reference)."""
     keys = ["source", "target", "task", "metric", "filter"]
     rows = table.drop(columns=ARTIFACT)
-    fields = _numeric(rows)
-    out = cells(
-        rows,
-        table,
-        match={k: k for k in [*keys, "stage", "name"]},
-        block=["source", "target"],
-        row=["stage", "name"],
-        column=["task", "metric", "filter"],
-        fields=fields,
-        records=["task", "metric", "filter"],
-    )
-    return out + cells(
-        rows,
-        table,
-        match={k: k for k in keys},
-        block=["source", "target"],
-        row=["stage", "name"],
-        column=["task", "metric", "filter"],
-        fields=[f for f in ("kept", "kept_over_chance") if f in rows],
-        records=["task", "metric", "filter"],
-        role="reference",
-        where={"stage": "source"},
-    )
+    layout = {"block": keys[:2], "row": ["stage", "name"], "column": keys[2:], "records": keys[2:]}
+    return (cells(rows, table, match={k: k for k in [*keys, *layout["row"]]}, fields=_numeric(rows), **layout)
+            + cells(rows, table, match={k: k for k in keys}, role="reference", where={"stage": "source"},
+                    fields=[f for f in ("kept", "kept_over_chance") if f in rows], **layout))
 
 
-def vocab_cells(
-    table,
-    files,
-    what: str,
-    *,
-    keys: Sequence[str] = ("language", "source"),
-    fields: Sequence[str] | None = None,
-    column: str | Sequence[str] = (),
-    role: str = "value",
-) -> list[dict]:
+def vocab_cells(table, files, what: str, *, keys: Sequence[str] = ("language", "source"),
+                fields: Sequence[str] | None = None, column: str | Sequence[str] = (),
+                role: str = "value") -> list[dict]:
     """A corpus or vocabulary table's cells (:mod:`vocab_transfer.report.vocab_tables`; a row per language, a
     block per source) read from its files of ``what`` (stats, overlap, fasttext_tokens, provenance, tokenizer,
     source_tokenizer): ``files`` has one record per file read, with :data:`ARTIFACT`, ``what``, ``language``
     and ``source`` where it has them. A cell is matched on ``keys`` (``source`` where the table has one);
     ``fields``: default the table's numeric columns."""
-    return cells(
-        table,
-        files,
-        match={k: k for k in keys if k != "source" or "source" in table},
-        block="source",
-        row="language",
-        column=column,
-        fields=_numeric(table) if fields is None else fields,
-        where={"what": what},
-        role=role,
-    )
+    return cells(table, files, match={k: k for k in keys if k != "source" or "source" in table},
+                 block="source", row="language", column=column, where={"what": what}, role=role,
+                 fields=_numeric(table) if fields is None else fields)
 
 
 def provenance_frame(entries: Sequence[dict], table: str, base: str | os.PathLike = ".") -> pd.DataFrame:
     """The sidecar's rows for ``entries`` (of :func:`cells`), with each artifact's checksum (``artifact``
     paths relative to ``base``), in :data:`COLUMNS` order."""
-    import pandas as pd
-
     sums = {a: artifact_checksum(Path(base) / a) for a in sorted({e["artifact"] for e in entries})}
     rows = [{**e, "table": table, "checksum": sums[e["artifact"]]} for e in entries]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
@@ -367,10 +224,6 @@ def provenance_frame(entries: Sequence[dict], table: str, base: str | os.PathLik
 
 def write_provenance(entries: Sequence[dict], table: str, path: str | os.PathLike) -> None:
     """Write a table's sidecar (parquet with an explicit schema, atomically, with its manifest)."""
-    import pyarrow as pa
-
-    from ..io import write_parquet
-
     schema = pa.schema([(c, pa.int64() if c == "csv_row" else pa.string()) for c in COLUMNS])
     write_parquet(provenance_frame(entries, table), path, schema=schema)
 
@@ -383,6 +236,11 @@ def _at(base: Path, path: str) -> Path:
     return Path(path) if os.path.isabs(path) else base / path
 
 
+def _now(base: Path, path: str) -> str | None:
+    """The checksum of the artifact at ``path`` now, None where it is gone."""
+    return artifact_checksum(_at(base, path)) if _at(base, path).exists() else None
+
+
 def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
     """What the numbers of ``artifact`` (relative to ``base``) trace back to, from what the jobs recorded
     they read (:func:`vocab_transfer.artifacts.recorded_reads`): ``model``, the read they are of (a
@@ -392,10 +250,6 @@ def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
     under) with the ``method`` its job was run for where it recorded one (an init artifact's); ``claims``: the
     values of the :data:`CLAIMS` columns of the artifact's rows. Empty where nothing was recorded or the
     artifact is gone."""
-    from contextlib import suppress
-
-    import pyarrow.parquet as pq
-
     base, out = Path(base), {}
     path = _at(base, artifact)
 
@@ -412,24 +266,21 @@ def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
         entry = {**entry, "read": name}
         with suppress(OSError, ValueError, artifacts.ArtifactError):
             meta = artifacts.read_metadata(_at(base, entry["path"])) or {}
-            method = (meta.get("wildcards") or {}).get("method")
-            if method:
+            if method := (meta.get("wildcards") or {}).get("method"):
                 entry["method"] = str(method)
         return entry
 
     record = recorded(path)
-    model = read(record, artifacts.EVALUATED)
-    if model:
+    if model := read(record, artifacts.EVALUATED):
         out["model"] = model
         record = recorded(_at(base, model["path"]))
-    origin = read(record, artifacts.STARTED_FROM)
-    if origin:
+    if origin := read(record, artifacts.STARTED_FROM):
         out["origin"] = origin
     if path.suffix == ".parquet" and path.is_file():
         with suppress(OSError, ValueError):
             columns = [c for c in CLAIMS if c in pq.read_schema(path).names]
-            rows = pq.read_table(path, columns=columns).to_pandas() if columns else None
-            if rows is not None:
+            if columns:
+                rows = pq.read_table(path, columns=columns).to_pandas()
                 out["claims"] = {c: _values(rows[c]).split(",") for c in columns if _values(rows[c])}
     return out
 
@@ -505,16 +356,10 @@ def check_lineage(frame, *, base: str | os.PathLike | None = None, verify: bool 
                                 f"but its model started from {path}, made for method "
                                 f"{', '.join(sorted(made_for))} ({a})")
     if verify:
-        sums: dict[str, str | None] = {}
+        checksum = functools.cache(functools.partial(_now, root))
         for a, t in traced.items():
-            for entry in (t.get(level) for level in ("model", "origin")):
-                if not entry or not entry.get("checksum"):
-                    continue
-                p = _at(root, entry["path"])
-                if entry["path"] not in sums:
-                    sums[entry["path"]] = artifact_checksum(p) if p.exists() else None
-                now = sums[entry["path"]]
-                if now != entry["checksum"]:
+            for entry in (t.get("model"), t.get("origin")):
+                if entry and entry.get("checksum") and (now := checksum(entry["path"])) != entry["checksum"]:
                     problems.append(f"{name}: {a} traces back to {entry['path']}, which "
                                     + ("is gone" if now is None else "changed since"))
     return list(dict.fromkeys(problems))
@@ -524,9 +369,8 @@ def _rows_text(rows: Iterable[str]) -> str:
     return ", ".join(f"'{r}'" for r in sorted(set(rows)))
 
 
-def check_provenance(
-    frame, *, base: str | os.PathLike | None = None, verify: bool = True, follow: bool = True
-) -> list[str]:
+def check_provenance(frame, *, base: str | os.PathLike | None = None, verify: bool = True,
+                     follow: bool = True) -> list[str]:
     """What is wrong with one table's provenance (a sidecar's rows): two rows that read the same records of
     one artifact, a cell that reads the same records (``seed=1``) from two artifacts (two files that claim one
     run), or two rows that read files with the same content (a copy); with ``verify``, an artifact whose
@@ -542,44 +386,31 @@ def check_provenance(
         if reads["row"].nunique() > 1:
             what = f"{artifact}" + (f" ({records})" if records else "")
             problems.append(f"{name}: rows {_rows_text(reads['row'])} read the same artifact {what}")
-    for (_, _, records), reads in values[values["records"] != ""].groupby(
-        ["csv_row", "field", "records"], sort=True
-    ):
+    for (_, _, records), reads in values[values["records"] != ""].groupby(["csv_row", "field", "records"],
+                                                                          sort=True):
         if reads["artifact"].nunique() > 1:
             files = sorted(set(reads["artifact"]))
-            problems.append(
-                f"{name}: row '{reads['row'].iloc[0]}' ({reads['column'].iloc[0]}) reads {records} from "
-                f"{len(files)} artifacts: {', '.join(files)}"
-            )
+            problems.append(f"{name}: row '{reads['row'].iloc[0]}' ({reads['column'].iloc[0]}) reads "
+                            f"{records} from {len(files)} artifacts: {', '.join(files)}")
     for checksum, reads in values.groupby("checksum", sort=True):
         if reads["artifact"].nunique() > 1 and reads["row"].nunique() > 1:
-            files = sorted(set(reads["artifact"]))
-            problems.append(
-                f"{name}: rows {_rows_text(reads['row'])} read identical files {', '.join(files)} "
-                f"({checksum})"
-            )
+            problems.append(f"{name}: rows {_rows_text(reads['row'])} read identical files "
+                            f"{', '.join(sorted(set(reads['artifact'])))} ({checksum})")
     if verify:
         root = Path(base) if base is not None else Path.cwd()
-        for artifact, checksum in frame.drop_duplicates("artifact")[["artifact", "checksum"]].itertuples(
-            index=False
-        ):
-            path = root / artifact
-            if not path.exists():
-                problems.append(f"{name}: {artifact} is gone")
-            elif artifact_checksum(path) != checksum:
-                problems.append(f"{name}: {artifact} changed since the table was written")
+        for artifact, checksum in frame.drop_duplicates("artifact")[["artifact", "checksum"]].values:
+            if (now := _now(root, artifact)) is None or now != checksum:
+                problems.append(f"{name}: {artifact} "
+                                + ("is gone" if now is None else "changed since the table was written"))
     if follow:
         problems += check_lineage(frame, base=base, verify=verify)
     return list(dict.fromkeys(problems))  # a cell's problem once, not once per number of it
 
 
-def check_table_provenance(
-    path: str | os.PathLike, *, base: str | os.PathLike | None = None, verify: bool = True
-) -> list[str]:
+def check_table_provenance(path: str | os.PathLike, *, base: str | os.PathLike | None = None,
+                           verify: bool = True) -> list[str]:
     """:func:`check_provenance` of the table at ``path`` (its ``.md``, ``.csv``, ``.html`` or sidecar); a
     table without a sidecar is a problem."""
-    import pandas as pd
-
     side = provenance_path(path)
     if not side.is_file():
         return [f"{Path(path).name.partition('.')[0]}: no provenance ({side} is missing)"]
@@ -588,8 +419,6 @@ def check_table_provenance(
 
 def summary(path: str | os.PathLike) -> str:
     """``<cells> cells from <artifacts> artifacts`` of a table's sidecar."""
-    import pandas as pd
-
     frame = pd.read_parquet(provenance_path(path))
     n_cells = frame[["csv_row", "field"]].drop_duplicates().shape[0]
     return f"{n_cells} cells from {frame['artifact'].nunique()} artifacts"
@@ -609,26 +438,20 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m vocab_transfer.report.provenance PATH...``: check the provenance of each table (a table
     file or sidecar, or every table under a folder); one line per table; exit status 1 if a table has a
     problem."""
-    parser = argparse.ArgumentParser(
-        prog="python -m vocab_transfer.report.provenance", description=main.__doc__
-    )
-    parser.add_argument(
-        "paths", nargs="+", help="tables (.md, .csv, .html or .provenance.parquet) or folders"
-    )
-    parser.add_argument(
-        "--base", default=".", help="the workflow's folder, where artifact paths start (default: .)"
-    )
+    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.report.provenance",
+                                     description=main.__doc__)
+    parser.add_argument("paths", nargs="+",
+                        help="tables (.md, .csv, .html or .provenance.parquet) or folders")
+    parser.add_argument("--base", default=".",
+                        help="the workflow's folder, where artifact paths start (default: .)")
     args = parser.parse_args(argv)
     bad = 0
     for side in _tables(args.paths):
         problems = check_table_provenance(side, base=args.base)
-        if problems:
-            bad += 1
-            print(f"PROBLEM {side}")
-            for p in problems:
-                print(f"  {p}")
-        else:
-            print(f"ok      {side}: {summary(side)}")
+        bad += bool(problems)
+        print(f"PROBLEM {side}" if problems else f"ok      {side}: {summary(side)}")
+        for p in problems:
+            print(f"  {p}")
     return 1 if bad else 0
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import itertools
+import math
 import re
 from collections.abc import Callable, Hashable
 
@@ -42,20 +45,43 @@ def column_header(label: str, *, group: str = "", metric: str | None = None) -> 
     return head if not metric or _names(metric, head) else f"{head} ({metric})"
 
 
+def _row(first: str, cells) -> str:
+    return f"| {first} | " + " | ".join(cells) + " |"
+
+
+def _head(first: str, columns: list[str]) -> list[str]:
+    """A Markdown table's header row and rule."""
+    return [_row(first, columns), "|" + "---|" * (len(columns) + 1)]
+
+
+def _cell(text: str | None, bold: bool) -> str:
+    """A cell: "—" where nothing ran (``text`` None; never 0), bold among the best."""
+    return "—" if text is None else f"**{text}**" if bold else text
+
+
+def _rows_markdown(corner: str, rows: list[tuple], columns: list[tuple], values: dict, *, higher: bool,
+                   texts: dict | None = None, groups: list[list] | None = None,
+                   number: Callable[[float], str] | None = None) -> list[str]:
+    """Markdown lines of ``rows`` by ``columns`` ((key, label) pairs): a cell shows ``texts[row, column]``
+    (default its value as ``number`` prints it; None where missing), bold where its ``values[row, column]`` is
+    the best of the column (within each of ``groups``, :func:`best_cells`)."""
+    if texts is None:
+        texts = {k: None if pd.isna(v) else number(v) for k, v in values.items()}
+    bold = best_cells(values, groups, higher=higher, number=number)
+    return [*_head(corner, [label for _, label in columns]),
+            *(_row(label, [_cell(texts.get((r, c)), (r, c) in bold) for c, _ in columns])
+              for r, label in rows)]
+
+
 def init_loss_table(results: pd.DataFrame, *, method_labels: dict[str, str],
                     in_pretraining: dict[str, list[str]]) -> pd.DataFrame:
-    """Long form of FOCUS Table 4: one row per (source, language, method).
-
-    Columns: ``source, language, method, label, objective, mlm_loss (the loss of the objective), perplexity,
-    bits_per_byte, bits_per_char, masked_tokens, scored_bytes, in_source_pretraining`` (bits per byte and
-    scored bytes are NaN in result files written without them).
-    """
+    """Long form of FOCUS Table 4: one row per (source, language, method); ``mlm_loss`` is the loss of the
+    objective; bits per byte and scored bytes are NaN in result files written without them."""
     df = results.rename(columns={"target": "language"}).copy()
     if "objective" not in df:
         df["objective"] = "mlm"  # result files written before decoder sources
-    for col in ("bits_per_byte", "bits_per_char", "scored_bytes"):
-        if col not in df:
-            df[col] = float("nan")
+    df = df.assign(**{c: float("nan") for c in ("bits_per_byte", "bits_per_char", "scored_bytes")
+                      if c not in df})
     df["label"] = df["method"].map(method_labels)
     df["in_source_pretraining"] = [lang in in_pretraining.get(src, []) for src, lang in
                                    zip(df["source"], df["language"], strict=True)]
@@ -81,29 +107,22 @@ def init_loss_markdown(table: pd.DataFrame, *, methods: list[str], targets: list
     for source, df in table.groupby("source", sort=False):
         inside = [t for t in targets if df.loc[df.language == t, "in_source_pretraining"].any()]
         outside = [t for t in targets if t not in inside]
-        langs = inside + outside
         labels = (df.drop_duplicates("method").set_index("method")["label"].reindex(methods).astype(object)
                   .fillna(pd.Series(methods, index=methods)))
-        head = "| Initialization ↓ / Language → | " + " | ".join(
-            [f"{t} (in)" for t in inside] + [f"{t} (not in)" for t in outside]) + " |"
+        columns = [(t, f"{t} (in)") for t in inside] + [(t, f"{t} (not in)") for t in outside]
         for value in values:
             if df[value].isna().all():
                 continue
             grid = (df.pivot(index="method", columns="language", values=value)
-                    .reindex(index=methods, columns=langs))
+                    .reindex(index=methods, columns=inside + outside))
             name = INIT_VALUES[value] or ("MLM loss" if (df["objective"] == "mlm").all()
                                           else "next-token (causal-LM) loss")
-            lines = [f"**Source `{source}`** — {name} right after initialization (lower is better); "
-                     f"'in' = part of the source model's pretraining, 'not in' = not part of it.", "", head,
-                     "|" + "---|" * (len(langs) + 1)]
-            bold = {t: printed_best(grid[t].to_dict(), higher=False, number="{:.2f}".format) for t in langs}
-            for m in methods:
-                cells = []
-                for t in langs:
-                    v = grid.loc[m, t]
-                    cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if m in bold[t] else f"{v:.2f}"))
-                lines.append(f"| {labels[m]} | " + " | ".join(cells) + " |")
-            parts.append("\n".join(lines))
+            parts.append("\n".join([
+                f"**Source `{source}`** — {name} right after initialization (lower is better); 'in' = part "
+                "of the source model's pretraining, 'not in' = not part of it.", "",
+                *_rows_markdown("Initialization ↓ / Language →", [(m, labels[m]) for m in methods], columns,
+                                {(m, t): grid.loc[m, t] for m in methods for t, _ in columns}, higher=False,
+                                number="{:.2f}".format)]))
     return "\n\n".join(parts) + "\n"
 
 
@@ -112,31 +131,26 @@ def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
     seeds are the rows' ``seed`` column. Zero-shot cells (``vocab_transfer.training.zeroshot``: one file per
     cell, a row per seed and source task) are the mean over seeds and source languages, as unks-everywhere
     Table 3 averages its four source languages; their std is over the seeds of the source-averaged score (not
-    over all source × seed runs, which would mix the languages' spread in).
-
-    Columns: ``source, task_name, language, task, model, method, metric, seeds, test_mean, test_std, dev_mean,
-    dev_std, test2_mean`` (``SECONDARY``), ``extra_mean, extra_std`` (the metric on the first extra evaluation
-    set ``test_<name>``, e.g. MNLI mismatched; NaN without one); scores in % (F1 / accuracy / correlation ×
-    100; SQuAD scores are in % already).
-    """
-    df = scores.copy()
+    over all source × seed runs, which would mix the languages' spread in). ``test2_mean``: the
+    :data:`SECONDARY` metric; ``extra_mean, extra_std``: the metric on the first extra evaluation set
+    ``test_<name>`` (MNLI mismatched; NaN without one). Scores in % (F1 / accuracy / correlation × 100; SQuAD
+    scores are in % already)."""
+    df, nan = scores.copy(), float("nan")
     scale = df["task"].map(lambda t: 1.0 if t == "qa" else 100.0)  # SQuAD scores are already in %
-    df["test"] = [r[f"test_{r['metric']}"] for _, r in df.iterrows()] * scale
-    df["dev"] = [r[f"dev_{r['metric']}"] for _, r in df.iterrows()] * scale
-    df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", float("nan"))
-                   for _, r in df.iterrows()] * scale
-    df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", float("nan"))
-                   if _first_extra(r) else float("nan")
-                   for _, r in df.iterrows()] * scale
+    rows = [r for _, r in df.iterrows()]
+    df["test"] = [r[f"test_{r['metric']}"] for r in rows] * scale
+    df["dev"] = [r[f"dev_{r['metric']}"] for r in rows] * scale
+    df["test2"] = [r.get(f"test_{SECONDARY.get(r['metric'])}", nan) for r in rows] * scale
+    df["extra"] = [r.get(f"test_{_first_extra(r)}_{r['metric']}", nan) if _first_extra(r) else nan
+                   for r in rows] * scale
     keys = ["source", "task_name", "language", "task", "model", "method", "metric"]
     # one value per seed first (zero-shot: the mean over the source tasks), so the std is over seeds only
     per_seed = df.groupby([*keys, "seed"], sort=False)[["test", "dev", "test2", "extra"]].mean().reset_index()
-    out = per_seed.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), test_mean=("test", "mean"),
-                                                 test_std=("test", "std"), dev_mean=("dev", "mean"),
-                                                 dev_std=("dev", "std"), test2_mean=("test2", "mean"),
-                                                 extra_mean=("extra", "mean"), extra_std=("extra", "std")
-                                                 ).reset_index()
-    return out
+    return per_seed.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), test_mean=("test", "mean"),
+                                                  test_std=("test", "std"), dev_mean=("dev", "mean"),
+                                                  dev_std=("dev", "std"), test2_mean=("test2", "mean"),
+                                                  extra_mean=("extra", "mean"), extra_std=("extra", "std")
+                                                  ).reset_index()
 
 
 def _first_extra(row) -> str | None:
@@ -192,9 +206,8 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
                   best_column: bool = False, corner: str = "", best_groups: list[list[str]] | None = None,
                   number: Callable[[float], str] | None = None) -> tuple[list[dict], list[str]]:
     """A paper's two-way layout (vocab-swap Tables 1 and 4-16: initialization × trained part and learning
-    rate):
-    ``grid = {"columns": [...], "rows": {row label: [name or null per column]}}`` (rows may also be [label,
-    names] pairs); ``values`` maps a name (fine-tuned model or LAPT run) to (sort value, cell text). A null
+    rate): ``grid = {"columns": [...], "rows": {row label: [name or null per column]}}`` (or [label, names]
+    pairs); ``values`` maps a name (fine-tuned model or LAPT run) to (sort value, cell text). A null
     entry or a name without a value is "—"; the best value of each column as ``number`` prints it is bold
     (within each of ``best_groups``, see ``best_cells``); ``best_column`` adds the row's best (Tables 12-16
     "Best"); a row with one entry more than ``columns`` names its Best cell itself (the reference rows of
@@ -203,31 +216,31 @@ def grid_markdown(grid: dict, values: dict[str, tuple[float, str]], *, higher: b
     cols, pick, grid_rows = grid["columns"], (max if higher else min), dict(grid["rows"])
     cell = {(r, c): (n, values.get(n) if n else None) for r, names in grid_rows.items()
             for c, n in zip(cols, names[:len(cols)], strict=True)}
-    own_best = {r: names[len(cols)] for r, names in grid_rows.items() if len(names) > len(cols)}
-    # the model of each row's Best cell: its own (a reference row), else the row's best cell's (the first of
-    # a tie)
-    best_name = {r: own_best[r] if r in own_best else
-                 pick([cell[r, c] for c in cols if cell[r, c][1] is not None], key=lambda nv: nv[1][0],
-                      default=(None, None))[0] for r in grid_rows}
-    row_best = {r: values.get(best_name[r]) if best_name[r] else None for r in grid_rows}
-    bold = best_cells({(r, c): None if v is None else v[0] for (r, c), (_, v) in cell.items()}
-                      | {(r, "Best"): None if v is None else v[0] for r, v in row_best.items()},
-                      best_groups, higher=higher, number=number)
-    head = f"| {corner} | " + " | ".join(cols + (["Best"] if best_column else [])) + " |"
-    lines, long = [head, "|" + "---|" * (len(cols) + 1 + best_column)], []
+    best = {}  # each row's Best cell: its own model (a reference row), else its best cell's (first of a tie)
+    for r, names in grid_rows.items():
+        name = names[len(cols)] if len(names) > len(cols) else pick(
+            [cell[r, c] for c in cols if cell[r, c][1] is not None], key=lambda nv: nv[1][0],
+            default=(None, None))[0]
+        best[r] = (name, values.get(name) if name else None)
+    every = cell | {(r, "Best"): b for r, b in best.items()}
+    bold = best_cells({k: None if v is None else v[0] for k, (_, v) in every.items()}, best_groups,
+                      higher=higher, number=number)
+    shown = cols + (["Best"] if best_column else [])
+    lines, long = _head(corner, shown), []
     for r in grid_rows:
-        texts = []
-        for c in cols:
-            name, v = cell[r, c]
-            long.append({"row": r, "column": c, "name": name, "value": None if v is None else v[0]})
-            texts.append("—" if v is None else (f"**{v[1]}**" if (r, c) in bold else v[1]))
-        if best_column:
-            v = row_best[r]
-            long.append({"row": r, "column": "Best", "name": best_name[r],
-                         "value": None if v is None else v[0]})
-            texts.append("—" if v is None else (f"**{v[1]}**" if (r, "Best") in bold else v[1]))
-        lines.append(f"| {r} | " + " | ".join(texts) + " |")
+        row = list(zip(shown, [cell[r, c] for c in cols] + ([best[r]] if best_column else []), strict=True))
+        long += [{"row": r, "column": c, "name": n, "value": None if v is None else v[0]}
+                 for c, (n, v) in row]
+        lines.append(_row(r, [_cell(None if v is None else v[1], (r, c) in bold) for c, (_, v) in row]))
     return long, lines
+
+
+def _source(source) -> str:
+    return f" (source `{source}`)" if source else ""
+
+
+def _caption(spec: dict) -> list[str]:
+    return ["", spec["caption"]] if spec.get("caption") else []
 
 
 def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dict[str, str]) -> str:
@@ -235,26 +248,17 @@ def finetune_markdown(table: pd.DataFrame, *, models: dict[str, str], tasks: dic
     cells whose jobs have not run show as '—'."""
     parts = []
     for source, df in table.groupby("source", sort=False):
-        head = "| Model ↓ / Task → | " + " | ".join(
-            column_header(label, metric=df.loc[df.task_name == t, "metric"].iloc[0]
-                          if (df.task_name == t).any()
-                          else "?") for t, label in tasks.items()) + " |"
-        lines = [f"**Source `{source}`** — test score of the dev-selected checkpoint, mean ± std over seeds "
-                 "(higher is better).", "", head, "|" + "---|" * (len(tasks) + 1)]
-        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples() if r.model in models},
-                          None, higher=True, number=score_number())
-        for m, label in models.items():
-            cells = []
-            for t in tasks:
-                row = df[(df.model == m) & (df.task_name == t)]
-                if row.empty:
-                    cells.append("—")
-                    continue
-                r = row.iloc[0]
-                cell = score_cell(r)
-                cells.append(f"**{cell}**" if (m, t) in bold else cell)
-            lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        parts.append("\n".join(lines))
+        columns = [(t, column_header(label, metric=df.loc[df.task_name == t, "metric"].iloc[0]
+                                     if (df.task_name == t).any() else "?")) for t, label in tasks.items()]
+        texts, values = {}, {}
+        for r in df.itertuples():
+            if r.model in models:
+                texts.setdefault((r.model, r.task_name), score_cell(r))
+                values[r.model, r.task_name] = r.test_mean
+        lines = _rows_markdown("Model ↓ / Task →", list(models.items()), columns, values, higher=True,
+                               texts=texts, number=score_number())
+        parts.append("\n".join([f"**Source `{source}`** — test score of the dev-selected checkpoint, mean ± "
+                                 "std over seeds (higher is better).", "", *lines]))
     return "\n\n".join(parts) + "\n"
 
 
@@ -267,8 +271,8 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     an m/mm cell, by the first value), and a cell whose jobs have not run (or are not part of the grid) is
     "—", never 0. ``spec["source_languages"]`` keeps the zero-shot rows of those source languages only
     (unks-everywhere Tables 5a-d, 9a-d: one source language each). Returns (long table, Markdown)."""
-    if spec.get("format", "percent") not in FORMATS:
-        raise ValueError(f"table format must be one of {list(FORMATS)}, not {spec['format']!r}")
+    fmt = spec.get("format", "percent")
+    number = score_number(fmt)  # an unknown format is an error
     if spec.get("source_languages") and "source_language" in scores:
         zero_shot = (scores["zero_shot"].eq(True) if "zero_shot" in scores
                      else pd.Series(False, index=scores.index))
@@ -281,46 +285,30 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
     rows = spec.get("rows") or list(models)
     groups = dict(spec.get("groups") or {"": list(tasks)})  # a mapping, or [title, tasks] pairs in order
     long = []
-    for source in agg["source"].unique() if len(agg) else [None]:
-        for m in rows:
-            for group, names in groups.items():
-                for t in names:
-                    hit = agg[(agg.source == source) & (agg.model == m) & (agg.task_name == t)]
-                    r = hit.iloc[0] if len(hit) else None
-                    long.append({"source": source, "model": m, "label": models.get(m, m),
-                                 "group": group, "task_name": t,
-                                 "task_label": tasks.get(t, t), "metric": None if r is None else r.metric,
-                                 "seeds": 0 if r is None else int(r.seeds),
-                                 "test_mean": None if r is None else float(r.test_mean),
-                                 "test_std": None if r is None
-                                 else float(0.0 if pd.isna(r.test_std) else r.test_std),
-                                 "test2_mean": None if r is None else r.test2_mean,
-                                 "extra_mean": None if r is None else r.extra_mean,
-                                 "extra_std": None if r is None else r.extra_std})
+    sources = agg["source"].unique() if len(agg) else [None]
+    for source, m, (group, names) in itertools.product(sources, rows, groups.items()):
+        for t in names:
+            hit = agg[(agg.source == source) & (agg.model == m) & (agg.task_name == t)]
+            r = hit.iloc[0] if len(hit) else None
+            stats = {"metric": None, "seeds": 0} | dict.fromkeys((
+                "test_mean", "test_std", "test2_mean", "extra_mean", "extra_std")) if r is None else {
+                "metric": r.metric, "seeds": int(r.seeds), "test_mean": float(r.test_mean),
+                "test_std": float(0.0 if pd.isna(r.test_std) else r.test_std),
+                "test2_mean": r.test2_mean, "extra_mean": r.extra_mean, "extra_std": r.extra_std}
+            long.append({"source": source, "model": m, "label": models.get(m, m), "group": group,
+                         "task_name": t, "task_label": tasks.get(t, t), **stats})
     table = pd.DataFrame(long)
-    cols = [(g, t) for g, names in groups.items() for t in names]
-    head = " | ".join(column_header(tasks.get(t, t), group=g) for g, t in cols)
+    columns = [(t, column_header(tasks.get(t, t), group=g)) for g, names in groups.items() for t in names]
     parts = []
-    fmt = spec.get("format", "percent")
     for source, df in table.groupby("source", sort=False, dropna=False):
-        bold = best_cells({(r.model, r.task_name): r.test_mean for r in df.itertuples()},
-                          spec.get("best_groups"), higher=True, number=score_number(fmt))
-        lines = [f"**{spec.get('title', 'Downstream results')}**"
-                 + (f" (source `{source}`)" if source else ""), "",
-                 f"| Model | {head} |", "|" + "---|" * (len(cols) + 1)]
-        for m in rows:
-            cells = []
-            for _, t in cols:
-                r = df[(df.model == m) & (df.task_name == t)].iloc[0]
-                if pd.isna(r.test_mean):
-                    cells.append("—")
-                else:
-                    cell = score_cell(r, fmt)
-                    cells.append(f"**{cell}**" if (m, t) in bold else cell)
-            lines.append(f"| {models.get(m, m)} | " + " | ".join(cells) + " |")
-        if spec.get("caption"):
-            lines += ["", spec["caption"]]
-        parts.append("\n".join(lines))
+        texts = {}
+        for r in df.itertuples():
+            texts.setdefault((r.model, r.task_name), None if pd.isna(r.test_mean) else score_cell(r, fmt))
+        parts.append("\n".join([
+            f"**{spec.get('title', 'Downstream results')}**" + _source(source), "",
+            *_rows_markdown("Model", [(m, models.get(m, m)) for m in rows], columns,
+                            {(r.model, r.task_name): r.test_mean for r in df.itertuples()}, higher=True,
+                            texts=texts, groups=spec.get("best_groups"), number=number), *_caption(spec)]))
     return table, "\n\n".join(parts) + "\n"
 
 
@@ -329,43 +317,38 @@ def _paper_grid(agg: pd.DataFrame, spec: dict, *, tasks: dict[str, str]) -> tupl
     ``spec["tasks"]`` and source (vocab-swap Tables 1, 4-7 and 12-16: rows initialization, columns trained
     part and learning rate, plus "Best" in Tables 12-16); cells as ``score_cell`` in ``spec["format"]``, the
     best within each of ``spec["best_groups"]`` bold."""
+    fmt = spec.get("format", "percent")
     long, parts = [], []
     for source in agg["source"].unique() if len(agg) else [None]:
         for t in spec["tasks"]:
             df = agg[(agg.source == source) & (agg.task_name == t)]
-            values = {r.model: (float(r.test_mean),
-                                score_cell(r, spec.get("format", "percent"))) for r in df.itertuples()}
-            rows, lines = grid_markdown(spec["grid"], values, higher=True,
+            rows, lines = grid_markdown(spec["grid"], {r.model: (float(r.test_mean), score_cell(r, fmt))
+                                                       for r in df.itertuples()}, higher=True,
                                         best_column=spec.get("best_column", False), corner=tasks.get(t, t),
-                                        best_groups=spec.get("best_groups"),
-                                        number=score_number(spec.get("format", "percent")))
+                                        best_groups=spec.get("best_groups"), number=score_number(fmt))
             long += [{"source": source, "task_name": t, **r} for r in rows]
             parts.append("\n".join([f"**{spec.get('title', 'Downstream results')}: {tasks.get(t, t)}**"
-                                     + (f" (source `{source}`)" if source else "")
-                                     + " (test, mean ± std over seeds; higher is better)", "", *lines]
-                                    + (["", spec["caption"]] if spec.get("caption") else [])))
+                                     + _source(source) + " (test, mean ± std over seeds; higher is better)",
+                                     "", *lines, *_caption(spec)]))
     return pd.DataFrame(long), "\n\n".join(parts) + "\n"
 
 
 def markdown_to_html(md: str, *, title: str) -> str:
     """Our Markdown tables as a standalone HTML page (for ``snakemake --report``, which shows HTML results
     inline and offers CSV only as a download): pipe tables become <table>, ``**x**`` bold, other lines <p>."""
-    import html
-    import re
-
     def inline(text: str) -> str:
         text = html.escape(text)
         return re.sub(r"`([^`]+)`", r"<code>\1</code>", re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text))
 
     out, rows = [], []
 
+    def tr(cells: list[str], tag: str) -> str:
+        return "<tr>" + "".join(f"<{tag}>{inline(c)}</{tag}>" for c in cells) + "</tr>"
+
     def flush() -> None:
         if rows:
-            head, body = rows[0], [r for r in rows[1:] if not set("".join(r)) <= set("-: ")]
-            out.append("<table><thead><tr>" + "".join(f"<th>{inline(c)}</th>" for c in head)
-                       + "</tr></thead><tbody>"
-                       + "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in body)
-                       + "</tbody></table>")
+            body = "".join(tr(r, "td") for r in rows[1:] if not set("".join(r)) <= set("-: "))
+            out.append(f"<table><thead>{tr(rows[0], 'th')}</thead><tbody>{body}</tbody></table>")
             rows.clear()
 
     for line in md.splitlines():
@@ -390,19 +373,17 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
     the curve must have been evaluated there, e.g. ``eval_every`` dividing every step). Missing cells are "—".
     ``curves`` has ``run, language, step, heldout_loss, heldout_bits_per_byte`` (the last record of a step,
     i.e. after a two-stage boundary the second stage's); several sources in ``source``: a block each."""
-    import math
-
+    value = spec.get("value", "perplexity")
     sources = list(dict.fromkeys(curves["source"])) if "source" in curves and len(curves) else []
     if len(sources) > 1:  # one block per source model
         parts = [lapt_table(curves[curves["source"] == src].drop(columns="source"),
-                            {**spec,
-                             "title": f"{spec.get('title', 'Held-out ' + spec.get('value', 'perplexity'))} "
-                                              f"(source `{src}`)"}, runs=runs) for src in sources]
+                            {**spec, "title": f"{spec.get('title', 'Held-out ' + value)} (source `{src}`)"},
+                            runs=runs)
+                 for src in sources]
         return (pd.concat([t.assign(source=src) for (t, _), src in zip(parts, sources, strict=True)],
                           ignore_index=True), "\n".join(md for _, md in parts))
     curves = curves.drop(columns="source", errors="ignore")
     rows, langs, steps = spec.get("rows") or list(runs), spec["languages"], spec["steps"]
-    value = spec.get("value", "perplexity")
     column = "heldout_bits_per_byte" if value == "bits_per_byte" else "heldout_loss"
     if column not in curves:
         curves = curves.assign(**{column: float("nan")})  # curves written without bits per byte
@@ -415,39 +396,25 @@ def lapt_table(curves: pd.DataFrame, spec: dict, *, runs: dict[str, str]) -> tup
 
     if "grid" in spec:  # vocab-swap Tables 8, 11, 14: runs in a two-way grid, one block per language and step
         long, parts = [], []
-        for lang in langs:
-            for s in steps:
-                cells = {r: value_at(r, lang, s)
-                         for names in dict(spec["grid"]["rows"]).values() for r in names if r}
-                values = {r: (v, f"{v:.2f}") for r, v in cells.items() if v is not None}
-                grid_rows, lines = grid_markdown(spec["grid"], values, higher=False, corner=lang,
-                                                 best_groups=spec.get("best_groups"), number="{:.2f}".format)
-                long += [{"language": lang, "step": s, **g} for g in grid_rows]
-                parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: "
-                                        f"{lang}, held-out {value} at "
-                                         f"step {s:,}** (lower is better)", "", *lines]))
+        for lang, s in itertools.product(langs, steps):
+            cells = {r: value_at(r, lang, s) for names in dict(spec["grid"]["rows"]).values()
+                     for r in names if r}
+            grid_rows, lines = grid_markdown(spec["grid"], {r: (v, f"{v:.2f}") for r, v in cells.items()
+                                                            if v is not None}, higher=False, corner=lang,
+                                             best_groups=spec.get("best_groups"), number="{:.2f}".format)
+            long += [{"language": lang, "step": s, **g} for g in grid_rows]
+            parts.append("\n".join([f"**{spec.get('title', 'Held-out ' + value)}: {lang}, held-out {value} "
+                                     f"at step {s:,}** (lower is better)", "", *lines]))
         return pd.DataFrame(long), "\n\n".join(parts) + "\n"
-    long = []
-    for r in rows:
-        for lang in langs:
-            for s in steps:
-                long.append({"run": r, "label": runs.get(r, r), "language": lang, "step": s,
-                             value: value_at(r, lang, s)})
-    table = pd.DataFrame(long)
-    bold = {(lang, s): printed_best({r: value_at(r, lang, s) for r in rows},
-                                    higher=False, number="{:.2f}".format)
-            for lang in langs for s in steps}
-    head = " | ".join(f"{lang} @{s:,}" for lang in langs for s in steps)
-    lines = [f"**{spec.get('title', 'Held-out ' + value + ' during LAPT')}** (lower is better)", "",
-             f"| Run | {head} |", "|" + "---|" * (len(langs) * len(steps) + 1)]
-    for r in rows:
-        cells = []
-        for lang in langs:
-            for s in steps:
-                v = table[(table.run == r) & (table.language == lang) & (table.step == s)][value].iloc[0]
-                cells.append("—" if pd.isna(v) else (f"**{v:.2f}**" if r in bold[(lang, s)] else f"{v:.2f}"))
-        lines.append(f"| {runs.get(r, r)} | " + " | ".join(cells) + " |")
-    return table, "\n".join(lines) + "\n"
+    points = list(itertools.product(langs, steps))
+    values = {(r, p): value_at(r, *p) for r in rows for p in points}
+    table = pd.DataFrame([{"run": r, "label": runs.get(r, r), "language": lang, "step": s,
+                           value: values[r, (lang, s)]} for r in rows for lang, s in points])
+    lines = _rows_markdown("Run", [(r, runs.get(r, r)) for r in rows],
+                           [(p, f"{p[0]} @{p[1]:,}") for p in points], values, higher=False,
+                           number="{:.2f}".format)
+    title = spec.get("title", "Held-out " + value + " during LAPT")
+    return table, "\n".join([f"**{title}** (lower is better)", "", *lines]) + "\n"
 
 
 def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> tuple[pd.DataFrame, str]:
@@ -456,9 +423,8 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
     source; the cell is ``value``: ``perplexity`` (default), ``loss`` or ``bits_per_byte``; the best (lowest)
     per column in bold, "—" for a method that does not run on a language. ``results`` are rows of
     ``results/eval_init`` files, and with ``spec["probes"]`` rows of ``results/eval_init/<source>/probe``
-    files (a ``probe`` column names their column):
-    then the layout is WECHSEL Tables 7-8's, a row per (language, method) and a column per probe (test
-    accuracy, higher is better) before the held-out value."""
+    files (a ``probe`` column names their column): then the layout is WECHSEL Tables 7-8's, a row per
+    (language, method) and a column per probe (test accuracy, higher is better) before the held-out value."""
     value = spec.get("value") or "perplexity"
     column = {"perplexity": "perplexity", "loss": "mlm_loss", "bits_per_byte": "bits_per_byte"}[value]
     rows, langs = spec["rows"], spec["languages"]
@@ -480,16 +446,13 @@ def init_table(results: pd.DataFrame, spec: dict, *, labels: dict[str, str]) -> 
             p = probes[probes["source"] == source]
             parts.append(_probe_block(grid, p, spec, labels, head, value, fmt, long, source))
             continue
-        bold = {t: printed_best(grid[t].to_dict(), higher=False, number=fmt) for t in langs}
-        lines = [head + f"held-out {value} right after initialization (lower is better)", "",
-                 "| Initialization | " + " | ".join(langs) + " |", "|" + "---|" * (len(langs) + 1)]
-        for m in rows:
-            cells = ["—" if pd.isna(grid.loc[m, t]) else (f"**{fmt(grid.loc[m, t])}**" if m in bold[t]
-                                                          else fmt(grid.loc[m, t])) for t in langs]
-            lines.append(f"| {labels.get(m, m)} | " + " | ".join(cells) + " |")
-            long += [{"source": source, "method": m, "label": labels.get(m, m), "language": t,
-                      value: grid.loc[m, t]} for t in langs]
-        parts.append("\n".join(lines))
+        parts.append("\n".join([head + f"held-out {value} right after initialization (lower is better)", "",
+                                *_rows_markdown("Initialization", [(m, labels.get(m, m)) for m in rows],
+                                                [(t, t) for t in langs],
+                                                {(m, t): grid.loc[m, t] for m in rows for t in langs},
+                                                higher=False, number=fmt)]))
+        long += [{"source": source, "method": m, "label": labels.get(m, m), "language": t,
+                  value: grid.loc[m, t]} for m in rows for t in langs]
     return pd.DataFrame(long), "\n\n".join(parts) + "\n"
 
 
@@ -502,8 +465,8 @@ def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: d
                               values="accuracy", aggfunc="first")
            if len(probes) else pd.DataFrame())
     lines = [head + f"linear-probe test accuracy (%, higher is better) and held-out {value} (lower is "
-                    "better) right after initialization", "", "| Language | Initialization | "
-             + " | ".join(names) + f" | {value} |", "|" + "---|" * (len(names) + 3)]
+                    "better) right after initialization", "",
+             *_head("Language", ["Initialization", *names, value])]
     for t in spec["languages"]:
         cells = {n: [acc.loc[(t, m), n] if (t, m) in acc.index and n in acc
                      else float("nan") for m in spec["rows"]]
@@ -513,19 +476,23 @@ def _probe_block(grid: pd.DataFrame, probes: pd.DataFrame, spec: dict, labels: d
         bold = {n: printed_best(dict(enumerate(vs)), higher=n in names, number=shown[n])
                 for n, vs in cells.items()}
         for i, m in enumerate(spec["rows"]):
-            texts = []
-            for n in [*names, value]:
-                v = cells[n][i]
-                text = "—" if pd.isna(v) else shown[n](v)
-                texts.append(f"**{text}**" if i in bold[n] else text)
-            lines.append(f"| {t if i == 0 else ''} | {labels.get(m, m)} | " + " | ".join(texts) + " |")
+            texts = [_cell(None if pd.isna(cells[n][i]) else shown[n](cells[n][i]), i in bold[n])
+                     for n in [*names, value]]
+            lines.append(_row(t if i == 0 else "", [labels.get(m, m), *texts]))
             long.append({"source": source, "method": m, "label": labels.get(m, m), "language": t,
                          **{n: cells[n][i] for n in names}, value: cells[value][i]})
         if "majority" in probes:  # the commonest training label's share of the test set: a no-skill probe
             share = {n: probes[(probes["language"] == t) & (probes["probe"] == n)]["majority"] for n in names}
-            lines.append("|  | *(majority label)* | " + " | ".join(
-                f"*{100 * share[n].iloc[0]:.1f}*" if len(share[n]) else "—" for n in names) + " | — |")
+            lines.append(_row("", ["*(majority label)*", *(f"*{100 * share[n].iloc[0]:.1f}*" if len(share[n])
+                                                            else "—" for n in names), "—"]))
     return "\n".join(lines)
+
+
+def _kept(v: float, k: float, kc: float, stage: str) -> str:
+    """A benchmark cell: the score and, but for the source's, the share of the source's score it keeps and of
+    the source's margin over chance."""
+    share = f"{k:.0%}" if pd.isna(kc) else f"{k:.0%}; {kc:.0%} over chance"
+    return f"{v:.3f}" if stage == "source" or pd.isna(k) else f"{v:.3f} ({share})"
 
 
 def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) -> tuple[pd.DataFrame, str]:
@@ -547,20 +514,11 @@ def benchmark_table(scores: pd.DataFrame, labels: dict[tuple[str, str], str]) ->
                        key=lambda r: ("source", "init", "lapt").index(r.stage))
         lines = [f"**Benchmarks on `{target}` (source `{source}`)**: lm-eval score (share of the source's "
                  "score kept; multiple choice: and of its margin over chance, (score - "
-                 "chance) / (source - chance))",
-                 "", "| Model | " + " | ".join(column_header(t, metric=metric[t]) for t in tasks) + " |",
-                 "|" + "---|" * (len(tasks) + 1)]
+                 "chance) / (source - chance))", "",
+                 *_head("Model", [column_header(t, metric=metric[t]) for t in tasks])]
         for stage, name in order:
             row = main[(main.stage == stage) & (main.name == name)].set_index("task")
-            cells = []
-            for t in tasks:
-                if t not in row.index:
-                    cells.append("—")
-                    continue
-                v, k = row.loc[t, "value"], row.loc[t, "kept"]
-                kc = row.loc[t, "kept_over_chance"]
-                share = f"{k:.0%}" if pd.isna(kc) else f"{k:.0%}; {kc:.0%} over chance"
-                cells.append(f"{v:.3f}" if stage == "source" or pd.isna(k) else f"{v:.3f} ({share})")
-            lines.append(f"| {labels.get((stage, name), name)} | " + " | ".join(cells) + " |")
+            kept = {t: _kept(*row.loc[t, ["value", "kept", "kept_over_chance"]], stage) for t in row.index}
+            lines.append(_row(labels.get((stage, name), name), [kept.get(t, "—") for t in tasks]))
         parts.append("\n".join(lines))
     return long, "\n\n".join(parts) + "\n"

@@ -1,21 +1,12 @@
-"""The papers' tables of corpora and vocabularies (config ``tables`` of these kinds; rule make_paper_table).
-
-- ``corpus_sizes``: FOCUS Table 1, the size of each language's training corpus;
-- ``overlap_counts``: FOCUS Table 8, tokens in the overlap of each target vocabulary with the source's, all of
-  them ("Full") and those with a token-level fastText vector (``minCount``, the FOCUS anchors);
-- ``overlap_sample``: FOCUS Table 7, a seeded sample of overlapping tokens with an automatic category
-  (:func:`token_category`; the paper's categories were assigned by hand);
-- ``vocab_coverage``: UNKs Everywhere Table 1, per language its family, script, the share of target tokens the
-  source tokenizer cannot compose without an UNK, and the share of overlapping tokens;
-- ``overlap_groups``: UNKs Everywhere Table 6, overlapping tokens grouped as Numbers / Lat Char / Lat (S)W /
-  Oth Char / Oth (S)W;
-- ``overlap_longest``: UNKs Everywhere Table 7, the longest overlapping (sub)words.
+"""The papers' tables of corpora and vocabularies (config ``tables`` of these kinds; rule make_paper_table):
+``corpus_sizes``, ``overlap_counts``, ``overlap_sample`` (FOCUS Tables 1, 8, 7), ``nearest_tokens`` (WECHSEL
+Table 6), ``vocab_coverage``, ``overlap_groups``, ``overlap_longest`` (UNKs Everywhere Tables 1, 6, 7), one
+function ``<kind>_table`` each, which returns ``(long-form table, markdown)``.
 
 Tokens are compared in their canonical form (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`: no word
 markers, bytes decoded), special tokens left out, and shown as text by one function for every tokenizer kind
 (:func:`vocab_transfer.data.tokenizer.token_text`: bytes decoded, "Ã§a" shown "ça", a byte that is no whole
-character escaped "\\xc3", the word-initial marker left out). Each function returns ``(long-form table,
-markdown)``.
+character escaped "\\xc3", the word-initial marker left out).
 """
 
 from __future__ import annotations
@@ -38,9 +29,8 @@ LANGUAGES = {
     "cdo": ("Mín Dōng", "Sino-Tibetan"), "bo": ("Tibetan", "Sino-Tibetan"), "ja": ("Japanese", "Japonic"),
     "ko": ("Korean", "Koreanic"), "ka": ("Georgian", "Kartvelian"), "xmf": ("Mingrelian", "Kartvelian"),
     "ur": ("Urdu", "Indo-European"), "hi": ("Hindi", "Indo-European"), "sd": ("Sindhi", "Indo-European"),
-    "bh": ("Bhojpuri", "Indo-European"), "dv": ("Divehi", "Indo-European"),
-    "si": ("Sinhala", "Indo-European"),
-    "gn": ("Guarani", "Tupian"), "myv": ("Erzya", "Uralic"), "km": ("Khmer", "Austroasiatic"),
+    "bh": ("Bhojpuri", "Indo-European"), "dv": ("Divehi", "Indo-European"), "gn": ("Guarani", "Tupian"),
+    "si": ("Sinhala", "Indo-European"), "myv": ("Erzya", "Uralic"), "km": ("Khmer", "Austroasiatic"),
     "tr": ("Turkish", "Turkic"), "ru": ("Russian", "Indo-European"), "es": ("Spanish", "Indo-European"),
     "fi": ("Finnish", "Uralic"), "vi": ("Vietnamese", "Austroasiatic"), "id": ("Indonesian", "Austronesian"),
 }
@@ -92,24 +82,30 @@ def canonical_text(overlap: pd.DataFrame) -> pd.Series:
     return overlap["canonical"].map(lambda c: token_text(c, "canonical"))
 
 
-# --- FOCUS Table 1 ------------------------------------------------------------------------------------------
+def _overlap_texts(overlap: pd.DataFrame) -> pd.DataFrame:
+    return real_overlap(overlap).assign(text=lambda d: canonical_text(d))
+
+
+def _sample(frame: pd.DataFrame, size: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return frame.iloc[np.sort(rng.choice(len(frame), size=min(size, len(frame)), replace=False))]
+
+
 def corpus_sizes_table(stats: dict[str, dict], languages: list[str], title: str) -> tuple[pd.DataFrame, str]:
-    """One row per language: training documents and bytes (after filtering and the held-out split)."""
-    rows = [{"language": lang, "name": language_name(lang),
-             "train_docs": int(stats[lang].get("train_docs", 0)),
-             "train_bytes": int(stats[lang].get("train_bytes", 0)),
-             "heldout_docs": int(stats[lang].get("heldout_docs", 0))} for lang in languages]
-    table = pd.DataFrame(rows)
-    md = _md(title, ["Language", "Dataset size", "Documents"],
-             [[r["name"], _fmt_bytes(r["train_bytes"]), f"{r['train_docs']:,}"] for r in rows])
-    return table, md
+    """FOCUS Table 1: one row per language, its training documents and bytes (after filtering and the
+    held-out split)."""
+    rows = [{"language": lang, "name": language_name(lang), **{k: int(stats[lang].get(k, 0)) for k in (
+        "train_docs", "train_bytes", "heldout_docs")}} for lang in languages]
+    return pd.DataFrame(rows), _md(title, ["Language", "Dataset size", "Documents"],
+                                   [[r["name"], _fmt_bytes(r["train_bytes"]), f"{r['train_docs']:,}"]
+                                    for r in rows])
 
 
-# --- FOCUS Table 8 ------------------------------------------------------------------------------------------
 def overlap_counts_table(overlaps: dict[str, pd.DataFrame], fasttext_tokens: dict[str, pd.DataFrame | None],
                          languages: list[str], min_count: int | None, title: str) -> tuple[pd.DataFrame, str]:
-    """Per language: overlapping (non-special) tokens in all (``full``) and those whose target token has a
-    token-level fastText vector (``with_vector``: reached ``minCount``; NaN without token fastText)."""
+    """FOCUS Table 8, per language: overlapping (non-special) tokens in all (``full``) and those whose target
+    token has a token-level fastText vector (``with_vector``: reached ``minCount``; NaN without token
+    fastText)."""
     rows = []
     for lang in languages:
         ov = real_overlap(overlaps[lang])
@@ -118,23 +114,18 @@ def overlap_counts_table(overlaps: dict[str, pd.DataFrame], fasttext_tokens: dic
                        int(tokens.set_index("token_id")["has_vector"].reindex(ov["target_id"]).fillna(False).sum()))
         rows.append({"language": lang, "name": language_name(lang), "full": len(ov),
                      "with_vector": with_vector})
-    table = pd.DataFrame(rows)
-    md = _md(title, ["Language", f"minCount = {min_count}" if min_count is not None
-                     else "with a fastText vector", "Full"],
-             [[r["name"], "—" if r["with_vector"] is None else f"{r['with_vector']:,}", f"{r['full']:,}"]
-              for r in rows])
-    return table, md
+    counted = f"minCount = {min_count}" if min_count is not None else "with a fastText vector"
+    return pd.DataFrame(rows), _md(title, ["Language", counted, "Full"], [
+        [r["name"], "—" if r["with_vector"] is None else f"{r['with_vector']:,}", f"{r['full']:,}"]
+        for r in rows])
 
 
-# --- FOCUS Table 7 ------------------------------------------------------------------------------------------
 def _zipf(word: str, lang: str) -> float:
     try:
         import wordfreq
     except ImportError:  # pragma: no cover - optional (the demo extra)
         return 0.0
-    if lang not in wordfreq.available_languages():
-        return 0.0
-    return wordfreq.zipf_frequency(word, lang)
+    return wordfreq.zipf_frequency(word, lang) if lang in wordfreq.available_languages() else 0.0
 
 
 def token_category(text: str, lang: str, *, common: float = 2.5) -> str:
@@ -169,14 +160,14 @@ def token_category(text: str, lang: str, *, common: float = 2.5) -> str:
 
 def overlap_sample_table(overlaps: dict[str, pd.DataFrame], languages: list[str], sample: int, seed: int,
                          title: str) -> tuple[pd.DataFrame, str]:
-    """A seeded sample of ``sample`` overlapping tokens per language (single characters left out, as in the
-    paper), each with :func:`token_category`; the markdown: each category's share, up to 6 examples."""
+    """FOCUS Table 7: a seeded sample of ``sample`` overlapping tokens per language (single characters left
+    out, as in the paper), each with :func:`token_category`; the markdown: each category's share, up to 6
+    examples."""
     long, parts = [], []
     for lang in languages:
-        ov = real_overlap(overlaps[lang]).assign(text=lambda d: canonical_text(d))
+        ov = _overlap_texts(overlaps[lang])
         ov = ov[ov["text"].str.len() > 1].sort_values("target_id")
-        rng = np.random.default_rng(seed)
-        picked = ov.iloc[np.sort(rng.choice(len(ov), size=min(sample, len(ov)), replace=False))]
+        picked = _sample(ov, sample, seed)
         cats = [token_category(t, lang) for t in picked["text"]]
         long.append(pd.DataFrame({"language": lang, "target_id": picked["target_id"].to_numpy(),
                                   "token": picked["text"].to_numpy(), "category": cats}))
@@ -189,7 +180,6 @@ def overlap_sample_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
     return pd.concat(long, ignore_index=True), "\n".join(parts)
 
 
-# --- WECHSEL Table 6 ----------------------------------------------------------------------------------------
 def nearest_tokens_table(provenance: dict[str, pd.DataFrame], languages: list[str], sample: int, seed: int,
                          title: str) -> tuple[pd.DataFrame, str]:
     """WECHSEL Table 6: a seeded sample of ``sample`` target tokens per language whose rows WECHSEL combined,
@@ -203,24 +193,18 @@ def nearest_tokens_table(provenance: dict[str, pd.DataFrame], languages: list[st
         if "nearest_source_token" not in prov:
             raise ValueError(f"the {lang} init records no nearest source tokens (made before they were "
                              "recorded: rebuild it)")
-        target_kind, source_kind = (guess_token_kind(prov["token"]),
-                                    guess_token_kind(prov["nearest_source_token"]))
+        target_kind, source_kind = map(guess_token_kind, (prov["token"], prov["nearest_source_token"]))
         combined = prov[(prov["provenance"] == "combined") & prov["nearest_source_token"].notna()]
         combined = combined.assign(text=[token_text(t, target_kind) for t in combined["token"]])
-        combined = combined[combined["text"].str.strip().str.len() > 1]  # no single characters
-        rng = np.random.default_rng(seed)
-        picked = combined.iloc[np.sort(rng.choice(len(combined),
-                                                  size=min(sample, len(combined)), replace=False))]
-        rows = [[t.strip(), token_text(s, source_kind).strip()] for t, s in zip(picked["text"],
-                                                                                  picked["nearest_source_token"],
-                                                                                  strict=True)]
+        picked = _sample(combined[combined["text"].str.strip().str.len() > 1], sample, seed)  # no single char
+        rows = [[t.strip(), token_text(s, source_kind).strip()]
+                for t, s in zip(picked["text"], picked["nearest_source_token"], strict=True)]
         long += [{"language": lang, "target_id": i, "token": t, "nearest_source_token": s}
                  for i, (t, s) in zip(picked["target_id"], rows, strict=True)]
         parts.append(_md(f"{title}: {language_name(lang)}", ["Target token", "Closest source token"], rows))
     return pd.DataFrame(long), "\n".join(parts)
 
 
-# --- UNKs Everywhere Table 1 --------------------------------------------------------------------------------
 def unk_share(target_texts: list[str], source_tokenizer) -> float:
     """Share of target tokens (canonical text with a leading space for word-initial ones) that the source
     tokenizer cannot encode without UNK (UNKs Everywhere §2: "cannot even be composed by subword tokens")."""
@@ -233,6 +217,8 @@ def unk_share(target_texts: list[str], source_tokenizer) -> float:
 
 def vocab_coverage_table(languages: list[str], target_tokenizers: dict, source_tokenizer,
                          overlaps: dict[str, pd.DataFrame], title: str) -> tuple[pd.DataFrame, str]:
+    """UNKs Everywhere Table 1: per language its family, script, UNK share (:func:`unk_share`) and overlap
+    share."""
     rows = []
     for lang in languages:
         vocab = [t for t in canonicalize_vocab(target_tokenizers[lang]) if not t.special and t.text]
@@ -242,14 +228,11 @@ def vocab_coverage_table(languages: list[str], target_tokenizers: dict, source_t
                      "script": dominant_script(t.text for t in vocab), "tokens": len(vocab),
                      "unk_share": unk_share(texts, source_tokenizer),
                      "overlap_share": len(real_overlap(overlaps[lang])) / max(len(vocab), 1)})
-    table = pd.DataFrame(rows)
-    md = _md(title, ["Language", "iso", "Family", "Script", "UNK", "Overlap"],
-             [[r["name"], r["language"], r["family"], r["script"], f"{100 * r['unk_share']:.0f}%",
-               f"{100 * r['overlap_share']:.0f}%"] for r in rows])
-    return table, md
+    return pd.DataFrame(rows), _md(title, ["Language", "iso", "Family", "Script", "UNK", "Overlap"], [
+        [r["name"], r["language"], r["family"], r["script"], f"{100 * r['unk_share']:.0f}%",
+         f"{100 * r['overlap_share']:.0f}%"] for r in rows])
 
 
-# --- UNKs Everywhere Tables 6 and 7 -------------------------------------------------------------------------
 def overlap_group(text: str) -> str:
     """UNKs Everywhere Table 6: *Numbers* (a digit), *Lat Char* (one Latin character), *Lat (S)W* (longer,
     with a Latin letter), *Oth Char* / *Oth (S)W* (one character / longer, without a Latin letter)."""
@@ -263,6 +246,7 @@ def overlap_group(text: str) -> str:
 
 def overlap_groups_table(overlaps: dict[str, pd.DataFrame], languages: list[str],
                          title: str) -> tuple[pd.DataFrame, str]:
+    """UNKs Everywhere Table 6: the share of each language's overlapping tokens in each group."""
     long = []
     for lang in languages:
         groups = Counter(overlap_group(t) for t in canonical_text(real_overlap(overlaps[lang])) if t)
@@ -271,19 +255,19 @@ def overlap_groups_table(overlaps: dict[str, pd.DataFrame], languages: list[str]
                   "share": groups[g] / total} for g in GROUPS]
     table = pd.DataFrame(long)
     share = table.set_index(["group", "language"])["share"]
-    md = _md(title, ["", *languages], [[g, *(f"{100 * share[(g, lang)]:.0f}%" for lang in languages)]
-                                       for g in GROUPS])
-    return table, md
+    return table, _md(title, ["", *languages],
+                      [[g, *(f"{100 * share[(g, lang)]:.0f}%" for lang in languages)] for g in GROUPS])
 
 
 def overlap_longest_table(overlaps: dict[str, pd.DataFrame], languages: list[str], top: int,
                           title: str) -> tuple[pd.DataFrame, str]:
-    """The ``top`` longest overlapping tokens per language (ties: lower target id, i.e. more frequent)."""
+    """UNKs Everywhere Table 7: the ``top`` longest overlapping tokens per language (ties: lower target id,
+    i.e. more frequent)."""
     long, columns = [], {}
     for lang in languages:
-        ov = real_overlap(overlaps[lang]).assign(text=lambda d: canonical_text(d))
-        ov = (ov.assign(length=ov["text"].str.len())
-              .sort_values(["length", "target_id"], ascending=[False, True]))
+        ov = _overlap_texts(overlaps[lang])
+        ov = ov.assign(length=ov["text"].str.len()).sort_values(["length", "target_id"],
+                                                                ascending=[False, True])
         ov = ov.drop_duplicates("text")  # a word-initial and an inner piece of the same text show once
         columns[lang] = ov["text"].head(top).tolist()
         long += [{"language": lang, "rank": i + 1, "token": t} for i, t in enumerate(columns[lang])]
@@ -291,7 +275,6 @@ def overlap_longest_table(overlaps: dict[str, pd.DataFrame], languages: list[str
     return pd.DataFrame(long), _md(title, languages, rows)
 
 
-# --- one table of a config's `tables` entry -----------------------------------------------------------------
 def input_files(inputs: dict, manifest: list, what: str, source: str | None = None) -> dict:
     """language -> the input path of each manifest record of ``what`` (of ``source``, where given)."""
     return {rec["language"]: inputs[rec["input"]] for rec in manifest
