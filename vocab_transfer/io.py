@@ -53,10 +53,9 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False, checksum: b
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
         tmp = Path(name)
-        tmp.chmod(0o666 & ~_umask())  # as a plain open() would create it (mkstemp: 0600)
     try:
         yield tmp
-        if not directory:  # a writer that replaced the file (safetensors does) left it 0600
+        if not directory:  # as a plain open() would create it (mkstemp, or a writer that replaced it: 0600)
             tmp.chmod(0o666 & ~_umask())
         record = write_manifest(tmp) if checksum else None  # a folder's goes inside it; a file's is returned
         if directory and path.is_symlink():  # the link goes, never what it points to
@@ -151,11 +150,9 @@ def sha256_file(path: str | os.PathLike) -> str:
 def _disk_full(e: BaseException) -> bool:
     """Whether a writer's error means the file system is full (or the user's quota is): an OSError with ENOSPC
     / EDQUOT, or a library's error saying so (safetensors: ``No space left on device (os error 28)``)."""
-    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return isinstance(e, Exception) and any(s in str(e)
-                                            for s in ("No space left on device", "Disk quota exceeded",
-                                                      f"os error {errno.ENOSPC})"))
+    said = ("No space left on device", "Disk quota exceeded", f"os error {errno.ENOSPC})")
+    return (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT)
+            or isinstance(e, Exception) and any(s in str(e) for s in said))
 
 
 def _free_bytes(folder: Path) -> int | str:
@@ -222,11 +219,10 @@ class ArrayFile:
 
     @classmethod
     def npy(cls, path: Path) -> ArrayFile:
+        fmt = np.lib.format
         with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0)
-            shape, fortran, dtype = read_header(f)
+            read = fmt.read_array_header_1_0 if fmt.read_magic(f) == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = read(f)
             if len(shape) != 1 or fortran:
                 raise ValueError(f"{path}: expected a flat array, found shape {shape}")
             return cls(path, dtype, f.tell(), shape[0])
@@ -255,12 +251,6 @@ class ArrayFile:
             os.close(self._fd)
             self._fd = None
 
-    def __getitem__(self, key: slice) -> np.ndarray:
-        start, stop, step = key.indices(self.length)
-        if step != 1:
-            raise IndexError("ArrayFile supports contiguous slices only")
-        return self.read(start, stop)
-
 
 def write_parquet(df: pd.DataFrame, path: str | os.PathLike, schema: pa.Schema | None = None) -> None:
     """Write ``df`` as parquet (with an explicit ``schema`` when given), atomically, with the artifact's
@@ -277,7 +267,6 @@ def write_tensors(tensors: dict[str, torch.Tensor], path: str | os.PathLike,
     """Write named tensors as safetensors, atomically, with the artifact's metadata
     (:func:`vocab_transfer.artifacts.artifact_metadata`) in the header's ``__metadata__``."""
     from safetensors.torch import save_file
-
 
     metadata = {**(metadata or {}), KEY: json.dumps(artifact_metadata())}
     with atomic_path(path) as tmp:
@@ -328,10 +317,7 @@ def require_columns(path: str | os.PathLike, names: list[str], wanted, error: ty
 TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "overlap": ("target_id", "source_id", "target_token", "source_token", "match"),
     "provenance": ("target_id", "token", "provenance", "n_sources"),
-    "dictionary": ("source_word", "target_word"),
-    "words": ("word", "count"),
-    "corpus": ("doc_id", "text"),
-}
+    "dictionary": ("source_word", "target_word"), "words": ("word", "count"), "corpus": ("doc_id", "text")}
 
 
 def read_parquet(path: str | os.PathLike, columns=None, *, kind: str | None = None) -> pd.DataFrame:

@@ -45,10 +45,15 @@ def repo(repo_id: str) -> Path:
     return folder
 
 
-def url_path(url: str) -> Path:
-    """The mirror's copy of the file at ``url`` (``<mirror>/urls/<host>/<path>``)."""
+def url_file(mirror: Path, url: str) -> Path:
+    """Where the mirror folder ``mirror`` keeps the file at ``url``: ``<mirror>/urls/<host>/<path>``."""
     parts = urlsplit(url)
-    path = root() / "urls" / parts.netloc / parts.path.lstrip("/")
+    return mirror / "urls" / parts.netloc / parts.path.lstrip("/")
+
+
+def url_path(url: str) -> Path:
+    """The mirror's copy of the file at ``url`` (:func:`url_file`)."""
+    path = url_file(root(), url)
     if not path.is_file():
         raise FileNotFoundError(f"{url}: not in the hub mirror {root()} ({MIRROR_ENV}); "
                                 f"expected the file {path}")

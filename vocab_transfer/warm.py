@@ -5,16 +5,15 @@ Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s o
 transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake
 runs jobs on this machine (not ``--dry-run``, no ``--sdm conda`` or ``apptainer``: every job of a local run,
 the local rules of a cluster run, such as its tables and figures on the login node), the workflow starts
-``python -m vocab_transfer.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and
-listens on an abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script calls
-:func:`handoff` itself, first thing, before its other imports
-(``workflow_scripts/*.py``; importing the package does nothing of the kind): it sends the script's path,
-arguments, working directory, environment and its standard input, output and error to the starter, which forks
-a child that runs the script as ``__main__`` with them. The job process waits for the child, passes it SIGINT,
-SIGTERM and SIGHUP, and exits with its status; the child kills itself when the job process goes away
-(Snakemake killed the job). Anything that goes wrong before the child starts (no starter, a starter still
-importing that dies) falls back to running the script in the job process itself, so a job never depends on the
-starter.
+``python -m vocab_transfer.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and listens on an
+abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script calls
+:func:`handoff` itself, first thing, before its other imports (``workflow_scripts/*.py``; importing the
+package does nothing of the kind): it sends the script's path, arguments, working directory, environment and
+its standard input, output and error to the starter, which forks a child that runs the script as
+``__main__`` with them. The job process waits for the child, passes it SIGINT, SIGTERM and SIGHUP, and exits
+with its status; the child kills itself when the job process goes away (Snakemake killed the job). Anything
+that goes wrong before the child starts (no starter, a starter still importing that dies) falls back to
+running the script in the job process itself, so a job never depends on the starter.
 
 The child is a fresh process for the job's purposes: its own working directory, environment and file
 descriptors, and no state from earlier jobs (each is forked from the starter, which never runs a job). The
@@ -30,14 +29,11 @@ has its real time, memory and CPU, start-up included. Warm starts serve the rule
 
 The trainers (LAPT, fine-tuning, zero-shot transfer: ``python -m vocab_transfer.training.launch --claim N
 --benchmark FILE -- python -m vocab_transfer.training.<trainer> ...``) write their benchmark files themselves
-instead: the launcher hands ``-m <trainer>`` to the starter (:func:`run_module`), waits, and writes the
-child's time, CPU and peak memory (the starter reaps it with ``wait4``), so the file measures the job that
-ran; without a starter the trainer runs as the launcher's own child, measured the same way
-(``training/launch.py``). A SLURM job that runs a bundle of two or more such trainer jobs starts a starter of
-its own inside its allocation (``workflow/onstart.py: start_bundle_starter``): the bundle imports torch and
-transformers once, not once per job. A SLURM job inherits the environment of the Snakemake that submitted it,
-the starter's name included, but hands off only to a starter of its own allocation (:data:`ALLOCATION`,
-:func:`available`): it never leaves the limits SLURM set for it.
+instead: the launcher hands ``-m <trainer>`` to the starter (:func:`run_module`), or without one runs it as
+its own child, and writes the child's time, CPU and peak memory (``training/launch.py``). A SLURM job that
+runs a bundle of two or more trainer jobs starts a starter of its own inside its allocation
+(``workflow/onstart.py: start_bundle_starter``), and a SLURM job hands off only to a starter of its own
+allocation (:data:`ALLOCATION`, :func:`available`): it never leaves the limits SLURM set for it.
 
 ``VOCAB_TRANSFER_WARM=0`` turns warm starts off for a run (every job imports for itself, as on a cluster).
 """
@@ -46,6 +42,7 @@ from __future__ import annotations
 
 import array
 import atexit
+import contextlib
 import gc
 import importlib
 import json
@@ -85,11 +82,9 @@ def wanted(workflow) -> bool:
     """Whether a Snakemake run may start a warm starter: it runs jobs on this machine, for real, in this
     Python environment (all of them, or under a cluster executor its local rules), and is no Snakemake inside
     a cluster job."""
-    if os.environ.get(ENV, "") == "0" or os.environ.get(IN_CHILD):
-        return False
     deployment = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None)
-    return bool(not workflow.dryrun and not workflow.remote_exec and not deployment
-                and sys.platform.startswith("linux"))
+    return bool(os.environ.get(ENV, "") != "0" and not os.environ.get(IN_CHILD) and not workflow.dryrun
+                and not workflow.remote_exec and not deployment and sys.platform.startswith("linux"))
 
 
 def start() -> subprocess.Popen:
@@ -124,14 +119,12 @@ def benchmarked() -> bool:
 
 def handoff() -> None:
     """Run this process's workflow script in a child of the warm starter, if this run has one, and exit with
-    its status; otherwise return, and the script runs in this process. Each workflow script calls it first,
-    before its other imports (nothing else does: importing the package never hands off); a process that is no
-    workflow script (a test that runs a script by path) returns at once, and so does the job of a rule with a
-    ``benchmark:`` file (:func:`benchmarked`): Snakemake measures the job process and its descendants (psutil,
-    from the Snakemake process, while the job runs), and a child of the starter is none of them."""
-    if not available() or not is_workflow_script(sys.argv[0]) or benchmarked():
+    its status; otherwise return, and the script runs in this process. A process that is no workflow script
+    (a test that runs a script by path) returns at once, and so does the job of a rule with a ``benchmark:``
+    file (:func:`benchmarked`; see above)."""
+    if not is_workflow_script(sys.argv[0]) or benchmarked():
         return
-    forked = _fork_job({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ)})
+    forked = _fork_job({"argv": sys.argv})
     if forked is None:
         return  # no starter (or it died before forking): run here
     status, _usage = _wait_job(*forked)
@@ -143,8 +136,7 @@ def handoff() -> None:
 def available() -> bool:
     """Whether this process may hand its work to a warm starter: one is named in :data:`ENV` (not ``0``),
     this is no forked job already, and the starter runs in this process's SLURM allocation (none outside
-    SLURM). A SLURM job inherits the environment of the process that submitted it, so it sees the login node's
-    starter name too, and runs there only if its own allocation started one."""
+    SLURM; :data:`ALLOCATION`)."""
     name = os.environ.get(ENV)
     return bool(name and name != "0" and not os.environ.get(IN_CHILD)
                 and os.environ.get("SLURM_JOB_ID", "") == os.environ.get(ALLOCATION, ""))
@@ -157,10 +149,7 @@ def run_module(module: str, args: list[str], on_start=None) -> tuple[int, tuple[
     Returns the child's exit status and ``(cpu_seconds, peak_rss_mb)`` of it and its descendants (the
     starter's ``wait4``), or None where this process has no starter (:func:`available`) or it could not fork:
     the caller then runs the module itself."""
-    if not available():
-        return None
-    forked = _fork_job({"module": module, "argv": [module, *args], "cwd": os.getcwd(),
-                        "env": dict(os.environ)})
+    forked = _fork_job({"module": module, "argv": [module, *args]})
     if forked is None:
         return None
     if on_start is not None:
@@ -169,8 +158,12 @@ def run_module(module: str, args: list[str], on_start=None) -> tuple[int, tuple[
 
 
 def _fork_job(request: dict) -> tuple[socket.socket, int] | None:
-    """Send ``request`` and this process's standard streams to the starter; the connection and the pid of the
-    child it forked, or None where there is no starter or it died before forking."""
+    """Send ``request`` with this process's working directory and environment, and its standard streams, to
+    the starter; the connection and the pid of the child it forked, or None where there is no starter
+    (:func:`available`) or it died before forking."""
+    if not available():
+        return None
+    request = {**request, "cwd": os.getcwd(), "env": dict(os.environ)}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect("\0" + os.environ[ENV])
@@ -198,10 +191,8 @@ def _wait_job(sock: socket.socket, pid: int) -> tuple[int, tuple[float, float]]:
 
 
 def _kill(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _read_line(sock: socket.socket) -> str:
@@ -220,8 +211,7 @@ def _recv_request(conn: socket.socket) -> tuple[dict, list[int]]:
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-    size = int.from_bytes(data[:8], "little")
-    data = data[8:]
+    size, data = int.from_bytes(data[:8], "little"), data[8:]
     while len(data) < size:
         chunk = conn.recv(size - len(data))
         if not chunk:
@@ -240,8 +230,7 @@ def _run_child(conn: socket.socket, request: dict, fds: list[int]) -> None:
             os.close(fd)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
-        # KeyboardInterrupt, as in a fresh interpreter
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt as in a new interpreter
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
@@ -280,11 +269,9 @@ def _die_with(conn: socket.socket) -> None:
     import threading
 
     def watch() -> None:
-        try:
+        with contextlib.suppress(OSError):
             while conn.recv(64):
                 pass
-        except OSError:
-            pass
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, daemon=True).start()
@@ -299,11 +286,9 @@ def serve(name: str) -> None:
     # NVML's answer instead of initializing it, and a starter that finds CUDA initialized all the same serves
     # nobody (its waiting jobs run in their own processes).
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    for module in PRELOAD:
-        try:
+    for module in PRELOAD:  # an optional module that fails: the jobs that need it import it themselves
+        with contextlib.suppress(Exception):
             importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - an optional module: the jobs that need it import it themselves
-            pass
     if "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized():
         return
     gc.collect()
@@ -349,11 +334,9 @@ def serve(name: str) -> None:
             if conn is not None:
                 code = os.waitstatus_to_exitcode(status)
                 cpu = usage.ru_utime + usage.ru_stime  # the child's and its waited-for descendants'
-                exit_status = code if code >= 0 else 128 - code
-                try:
-                    conn.sendall(f"{exit_status} {cpu:.3f} {usage.ru_maxrss / 1024:.2f}\n".encode())
-                except OSError:
-                    pass
+                with contextlib.suppress(OSError):
+                    conn.sendall(f"{code if code >= 0 else 128 - code} {cpu:.3f} "
+                                 f"{usage.ru_maxrss / 1024:.2f}\n".encode())
                 conn.close()
 
 

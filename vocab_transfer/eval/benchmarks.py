@@ -11,6 +11,7 @@ datasets cache that the evaluation jobs then read offline.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import logging
@@ -66,16 +67,14 @@ def task_paths(include_path: str | None) -> list[str]:
     """The task folders lm-eval reads beside its own: ``include_path`` and a hub mirror's task YAMLs."""
     from .. import mirror
 
-    paths = [include_path] if include_path else []
-    if mirror.root() and (mirror.root() / mirror.LM_EVAL_TASKS).is_dir():
-        paths.append(str(mirror.root() / mirror.LM_EVAL_TASKS))
-    return paths
+    tasks = mirror.root() / mirror.LM_EVAL_TASKS if mirror.root() else None
+    return ([include_path] if include_path else []) + ([str(tasks)] if tasks and tasks.is_dir() else [])
 
 
 def registry_from(manager) -> dict:
     """What the parse-time checks read of a TaskManager's index: ``{"tasks": {name: dataset_path}, "groups":
-    {name:
-    [member, ...]}}``, ``dataset_path`` "" where the YAML names none (a Python task); groups, tags alike."""
+    {name: [member, ...]}}``, ``dataset_path`` "" where the YAML names none (a Python task); groups, tags
+    alike."""
     tasks, groups = {}, {}
     for name, entry in manager.task_index.items():
         kind, cfg = entry.kind.name, entry.cfg or {}
@@ -83,7 +82,7 @@ def registry_from(manager) -> dict:
             members = cfg.get("task") or []
             groups[name] = [m if isinstance(m, str) else m.get("task") or m.get("group")
                             for m in (members if isinstance(members, list) else [members])
-                            if isinstance(m, str) or isinstance(m, dict)]
+                            if isinstance(m, (str, dict))]
         elif kind == "TAG":
             groups[name] = sorted(entry.tags)
         else:
@@ -95,9 +94,7 @@ def registry_from(manager) -> dict:
 def _stamp(folder: str) -> float:
     """The newest modification time of ``folder`` and everything under it (0 when it is missing)."""
     root = Path(folder)
-    if not root.exists():
-        return 0.0
-    return max([root.stat().st_mtime, *(p.stat().st_mtime for p in root.rglob("*"))])
+    return max(f.stat().st_mtime for f in (root, *root.rglob("*"))) if root.exists() else 0.0
 
 
 def _registry_cache(include_path: str | None) -> Path | None:
@@ -110,12 +107,10 @@ def _registry_cache(include_path: str | None) -> Path | None:
         version = metadata.version("lm_eval")
     except metadata.PackageNotFoundError:
         return None
-    root = os.environ.get(REGISTRY_CACHE_ENV,
-                          str(Path.home() / ".cache" / "vocab_transfer" / "lm_eval_tasks"))
+    root = os.environ.get(REGISTRY_CACHE_ENV, str(Path.home() / ".cache/vocab_transfer/lm_eval_tasks"))
     if not root:
         return None
-    paths = task_paths(include_path)
-    key = json.dumps([version, [(str(Path(p).resolve()), _stamp(p)) for p in paths]])
+    key = json.dumps([version, [(str(Path(p).resolve()), _stamp(p)) for p in task_paths(include_path)]])
     return Path(root) / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
 
@@ -150,10 +145,8 @@ def task_registry(include_path: str | None) -> dict | None:
         return None
     cache = _registry_cache(include_path)
     if cache is not None and cache.is_file():
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a torn or foreign file: rebuild it
             return json.loads(cache.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass  # a torn or foreign file: rebuild it
     registry = _registry_of_a_child(include_path)
     if cache is not None:
         try:
@@ -169,13 +162,8 @@ def task_registry(include_path: str | None) -> dict | None:
 def unknown_tasks(tasks: list[str], registry: dict) -> list[str]:
     """A line per name in ``tasks`` that the registry lacks, with its close matches (difflib)."""
     known = [*registry["tasks"], *registry["groups"]]
-    out = []
-    for t in tasks:
-        if t in registry["tasks"] or t in registry["groups"]:
-            continue
-        near = difflib.get_close_matches(t, known, n=3, cutoff=0.75)
-        out.append(f"{t!r}" + (f" (did you mean {', '.join(map(repr, near))}?)" if near else ""))
-    return out
+    near = [(t, difflib.get_close_matches(t, known, n=3, cutoff=0.75)) for t in tasks if t not in known]
+    return [f"{t!r}" + (f" (did you mean {', '.join(map(repr, m))}?)" if m else "") for t, m in near]
 
 
 def leaf_datasets(task: str, registry: dict, _seen: frozenset = frozenset()) -> dict[str, str]:
@@ -195,34 +183,20 @@ def is_offline() -> bool:
     mirror (:mod:`vocab_transfer.mirror`) to read instead."""
     from .. import mirror
 
-    flags = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
-    return mirror.root() is None and any(
-        os.environ.get(f, "").strip().upper() in ("1", "ON", "YES", "TRUE") for f in flags)
-
-
-def cached_dataset(dataset_path: str, cache: str | os.PathLike) -> bool:
-    """Whether the datasets cache ``cache`` holds hub dataset ``dataset_path`` (as ``owner___name``)."""
-    return (Path(cache) / dataset_path.replace("/", "___")).is_dir()
-
-
-def offline_hub_tasks(tasks: list[str], registry: dict, cache: str | os.PathLike) -> list[str]:
-    """Leaf tasks of ``tasks`` whose datasets are on the hub (neither a packaged builder on local files nor a
-    local folder) and not in the datasets cache ``cache``: what an offline run cannot fetch."""
-    bad = []
-    for t in tasks:
-        for leaf, path in leaf_datasets(t, registry).items():
-            if (path and path not in LOCAL_BUILDERS and not Path(path).is_dir()
-                and not cached_dataset(path, cache)):
-                bad.append(f"{leaf} ({path})" if leaf == t else f"{t}: {leaf} ({path})")
-    return bad
+    return mirror.root() is None and any(os.environ.get(f, "").strip().upper() in ("1", "ON", "YES", "TRUE")
+                                         for f in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE"))
 
 
 def check_offline(tasks: list[str], registry: dict, cache: str | os.PathLike, where: str) -> None:
-    """Raise at once, naming ``where`` and the tasks, when the run is offline (:func:`is_offline`) and tasks
-    need hub datasets not yet fetched (:func:`offline_hub_tasks`)."""
+    """Raise at once, naming ``where`` and the tasks, when the run is offline (:func:`is_offline`) and leaf
+    tasks of ``tasks`` read hub datasets (neither a packaged builder on local files nor a local folder) not
+    in the datasets cache ``cache`` (as ``owner___name``): what an offline run cannot fetch."""
     if not is_offline():
         return
-    bad = offline_hub_tasks(tasks, registry, cache)
+    bad = [f"{leaf} ({path})" if leaf == t else f"{t}: {leaf} ({path})"
+           for t in tasks for leaf, path in leaf_datasets(t, registry).items()
+           if path and path not in LOCAL_BUILDERS and not Path(path).is_dir()
+           and not (Path(cache) / path.replace("/", "___")).is_dir()]
     if bad:
         raise ValueError(f"{where}: this run is offline (HF_DATASETS_OFFLINE/HF_HUB_OFFLINE set, "
                          f"no hub mirror VOCAB_TRANSFER_HUB_MIRROR) and tasks {bad} read hub datasets not in "
@@ -240,12 +214,12 @@ def fetch(tasks: list[str], include_path: str | None, *, cache: str | os.PathLik
     from lm_eval.tasks import get_task_dict
 
     manager = task_manager(include_path)
-    unknown = unknown_tasks(tasks, registry_from(manager))
+    unknown = unknown_tasks(tasks, registry := registry_from(manager))
     if unknown:
         raise ValueError(f"eval.benchmarks.tasks: lm-eval knows no task or group {', '.join(unknown)} "
                          f"(include_path: {include_path}); `lm_eval --tasks list` lists them")
     if cache is not None:
-        check_offline(tasks, registry_from(manager), cache, "eval.benchmarks.tasks")
+        check_offline(tasks, registry, cache, "eval.benchmarks.tasks")
     out: dict = {}
 
     def walk(d):
@@ -254,10 +228,9 @@ def fetch(tasks: list[str], include_path: str | None, *, cache: str | os.PathLik
                 walk(value)
             else:
                 docs = value.eval_docs
-                out[value.config.task] = {"version": value.VERSION, "documents": len(docs)}
                 c = chance(value, docs, limit)
-                if c is not None:
-                    out[value.config.task]["chance"] = c
+                out[value.config.task] = {"version": value.VERSION, "documents": len(docs),
+                                          **({} if c is None else {"chance": c})}
 
     walk(get_task_dict(tasks, manager))
     return out
@@ -348,8 +321,7 @@ def kept_share(table: pd.DataFrame) -> pd.DataFrame:
 
     key = ["source", "target", "task", "metric", "filter"]
     ref = table[table["stage"] == "source"].set_index(key)["value"]
-    idx = pd.MultiIndex.from_frame(table[key])
-    base = ref.reindex(idx).to_numpy()
+    base = ref.reindex(pd.MultiIndex.from_frame(table[key])).to_numpy()
     out = table.copy()
     out["kept"] = [v / b if b else float("nan") for v, b in zip(out["value"], base, strict=True)]
     chance = out["chance"] if "chance" in out else [float("nan")] * len(out)

@@ -23,9 +23,8 @@ def row_correlations(W1: torch.Tensor, W2: torch.Tensor) -> torch.Tensor:
                          f"and {tuple(W2.shape)}")
     x = W1.double() - W1.double().mean(1, keepdim=True)
     y = W2.double() - W2.double().mean(1, keepdim=True)
-    num = (x * y).sum(1)
     den = torch.sqrt((x * x).sum(1) * (y * y).sum(1))
-    rho = num / den
+    rho = (x * y).sum(1) / den
     rho[den == 0] = torch.nan
     return rho.clamp(-1.0, 1.0)  # NaN passes through clamp
 

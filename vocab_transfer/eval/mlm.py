@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from ..data.shards import encoder, special_ids
@@ -66,15 +65,10 @@ def token_lengths(tokenizer) -> torch.Tensor:
         if tok.special:
             out.append((0, 0))
             continue
-        n_bytes = n_chars = int(tok.bow)
-        for i, part in enumerate(_HEX_BYTE.split(tok.text)):  # literal text, hex byte, literal text, ...
-            if i % 2:
-                n_bytes += 1
-                n_chars += (int(part, 16) & 0xC0) != 0x80
-            else:
-                n_bytes += len(part.encode("utf-8"))
-                n_chars += len(part)
-        out.append((n_bytes, n_chars))
+        parts = _HEX_BYTE.split(tok.text)  # literal text, hex byte, literal text, ...
+        literal, hexes, bow = "".join(parts[::2]), parts[1::2], int(tok.bow)
+        out.append((bow + len(literal.encode("utf-8")) + len(hexes),
+                    bow + len(literal) + sum((int(h, 16) & 0xC0) != 0x80 for h in hexes)))
     return torch.tensor(out, dtype=torch.long).reshape(-1, 2)
 
 
@@ -90,7 +84,7 @@ def bits(nats_total: float, scored: int, lengths: torch.Tensor) -> dict[str, flo
 
 @torch.no_grad()
 def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *, seed: int,
-             mask_prob: float = 0.15, batch_size: int = 16, progress: bool = False) -> dict[str, float]:
+             mask_prob: float = 0.15, batch_size: int = 16) -> dict[str, float]:
     """Mean masked-LM cross-entropy (nats per masked token) of ``model`` on ``blocks``, and the same NLL in
     bits per byte and per character of the masked tokens' text (:func:`bits`).
 
@@ -101,14 +95,12 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
     """
     model.eval()
     g = torch.Generator().manual_seed(seed)
-    lengths, scored = token_lengths(tokenizer), torch.zeros(2, dtype=torch.long)
-    total, count = 0.0, 0
-    for i in tqdm(range(0, len(blocks), batch_size), desc="MLM eval", disable=not progress, mininterval=5):
+    lengths, scored, total, count = token_lengths(tokenizer), torch.zeros(2, dtype=torch.long), 0.0, 0
+    for i in range(0, len(blocks), batch_size):
         inputs, labels = mask_tokens(blocks[i:i + batch_size], mask_token_id=tokenizer.mask_token_id,
                                      vocab_size=len(tokenizer), special_ids=tokenizer.all_special_ids,
                                      generator=g, mask_prob=mask_prob)
-        logits, targets = masked_lm_logits(model, inputs.to(model.device),
-                                           labels.to(model.device))  # masked only
+        logits, targets = masked_lm_logits(model, inputs.to(model.device), labels.to(model.device))
         total += float(torch.nn.functional.cross_entropy(logits.float(), targets, reduction="sum"))
         count += len(targets)
         scored += lengths[targets.cpu()].sum(0)
@@ -118,9 +110,8 @@ def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
 
 
 @torch.no_grad()
-def clm_loss(model: PreTrainedModel, blocks: torch.Tensor,
-             tokenizer: PreTrainedTokenizerBase | None = None, *, batch_size: int = 16,
-             progress: bool = False, head_chunk: int = 4096) -> dict[str, float]:
+def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase | None = None,
+             *, batch_size: int = 16, head_chunk: int = 4096) -> dict[str, float]:
     """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks`` (and,
     given the ``tokenizer``, bits per byte and per character of the predicted tokens' text, :func:`bits`).
 
@@ -131,9 +122,8 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor,
     """
     model.eval()
     lengths = None if tokenizer is None else token_lengths(tokenizer)
-    scored = torch.zeros(2, dtype=torch.long)
-    total, count = 0.0, 0
-    for i in tqdm(range(0, len(blocks), batch_size), desc="CLM eval", disable=not progress, mininterval=5):
+    scored, total, count = torch.zeros(2, dtype=torch.long), 0.0, 0
+    for i in range(0, len(blocks), batch_size):
         ids = blocks[i:i + batch_size]
         total += next_token_nll(model, ids.to(model.device), head_chunk)
         count += ids[:, 1:].numel()
@@ -145,8 +135,7 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor,
     return out if lengths is None else {**out, **bits(total, count, scored)}
 
 
-#: Decoders whose logits are their LM head applied to ``model.model``'s last hidden state (Gemma 2: then
-#: soft-capped).
+#: Decoders whose logits are their LM head on ``model.model``'s last hidden state (Gemma 2: then soft-capped).
 CHUNKED_HEAD = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "phi3",
                           "gemma", "gemma2", "olmo", "olmo2"})
 
@@ -156,9 +145,8 @@ def next_token_nll(model: PreTrainedModel, ids: torch.Tensor, head_chunk: int = 
     positions at a time for the architectures of :data:`CHUNKED_HEAD`, else the model's own logits."""
     head, targets = model.get_output_embeddings(), ids[:, 1:].reshape(-1)
     if model.config.model_type not in CHUNKED_HEAD:
-        logits = model(input_ids=ids).logits[:, :-1]
-        return float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets,
-                                                       reduction="sum"))
+        logits = model(input_ids=ids).logits[:, :-1].flatten(0, 1).float()
+        return float(torch.nn.functional.cross_entropy(logits, targets, reduction="sum"))
     hidden = model.model(input_ids=ids).last_hidden_state[:, :-1].reshape(-1, head.in_features)
     scale = getattr(model.config, "final_logit_softcapping", None)  # Gemma 2: cap * tanh(logits / cap)
     total = 0.0

@@ -37,25 +37,22 @@ log = logging.getLogger(__name__)
 PROBE_TASKS = ("nli", "pos", "ner")
 
 
-def _batches(n: int, lengths: Sequence[int], batch_size: int) -> list[np.ndarray]:
-    """Indices in batches of similar length (longest first): less padding, same result."""
-    order = np.argsort(-np.asarray(lengths), kind="stable")
-    return [order[i:i + batch_size] for i in range(0, n, batch_size)]
-
-
-def _hidden(model: PreTrainedModel, ids: list[list[int]], pad_id: int) -> torch.Tensor:
-    """Last hidden states ``[batch, longest, dim]`` of right-padded sequences."""
-    longest = max(len(s) for s in ids)
-    inputs = torch.full((len(ids), longest), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(ids), longest), dtype=torch.long)
-    for i, s in enumerate(ids):
-        inputs[i, :len(s)] = torch.tensor(s)
-        mask[i, :len(s)] = 1
+def _hidden(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, ids: list[list[int]], batch_size: int,
+            desc: str):
+    """``(indices, last hidden states [batch, longest, dim])`` of the sequences ``ids``, right-padded, in
+    batches of similar length (longest first): less padding, same result."""
+    order = np.argsort(-np.asarray([len(s) for s in ids]), kind="stable")
     device = next(model.parameters()).device
-    with torch.no_grad():
-        hidden = model.base_model(input_ids=inputs.to(device),
-                                  attention_mask=mask.to(device)).last_hidden_state
-    return hidden.float().cpu()
+    for batch in tqdm.tqdm([order[i:i + batch_size] for i in range(0, len(ids), batch_size)], desc=desc,
+                           mininterval=10):
+        inputs = torch.full((len(batch), max(len(ids[i]) for i in batch)), tokenizer.pad_token_id or 0,
+                            dtype=torch.long)
+        mask = torch.zeros_like(inputs)
+        for row, i in enumerate(batch):
+            inputs[row, :len(ids[i])], mask[row, :len(ids[i])] = torch.tensor(ids[i]), 1
+        with torch.no_grad():
+            hidden = model.base_model(input_ids=inputs.to(device), attention_mask=mask.to(device))
+        yield batch, hidden.last_hidden_state.float().cpu()
 
 
 def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, texts: Sequence[str], *,
@@ -64,13 +61,10 @@ def sentence_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, t
     enc = tokenizer(list(texts), truncation=True, max_length=seq_len, return_special_tokens_mask=True)
     ids, special = enc["input_ids"], enc["special_tokens_mask"]
     out = torch.zeros(len(ids), model.config.hidden_size)
-    for batch in tqdm.tqdm(_batches(len(ids), [len(s) for s in ids], batch_size), desc=desc, mininterval=10):
-        hidden = _hidden(model, [ids[i] for i in batch], _pad_id(tokenizer))
+    for batch, hidden in _hidden(model, tokenizer, ids, batch_size, desc):
         for row, i in enumerate(batch):
             keep = torch.tensor([not s for s in special[i]], dtype=torch.bool)
-            if not keep.any():
-                keep = torch.ones(len(special[i]), dtype=torch.bool)
-            out[i] = hidden[row, :len(special[i])][keep].mean(0)
+            out[i] = hidden[row, :len(special[i])][keep if keep.any() else torch.ones_like(keep)].mean(0)
     return out
 
 
@@ -83,8 +77,7 @@ def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
                     truncation=True, max_length=seq_len)
     ids = enc["input_ids"]
     feats, where = [], []
-    for batch in tqdm.tqdm(_batches(len(ids), [len(s) for s in ids], batch_size), desc=desc, mininterval=10):
-        hidden = _hidden(model, [ids[i] for i in batch], _pad_id(tokenizer))
+    for batch, hidden in _hidden(model, tokenizer, ids, batch_size, desc):
         for row, i in enumerate(batch):
             words = enc.word_ids(int(i))
             present = sorted({w for w in words if w is not None})
@@ -102,19 +95,13 @@ def word_means(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
             [where[j] for j in order])
 
 
-def _pad_id(tokenizer: PreTrainedTokenizerBase) -> int:
-    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-
-
 def task_features(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, df: pd.DataFrame, task: str, *,
                   seq_len: int, batch_size: int) -> tuple[torch.Tensor, list[str], int]:
     """``(features, labels, words_left_out)`` of one split in the task schema (vocab_transfer.data.tasks)."""
     if task == "nli":
-        premise = sentence_means(model, tokenizer, df["premise"].tolist(), seq_len=seq_len,
-                                 batch_size=batch_size, desc="premises")
-        hypothesis = sentence_means(model, tokenizer, df["hypothesis"].tolist(), seq_len=seq_len,
-                                    batch_size=batch_size, desc="hypotheses")
-        return torch.cat([premise, hypothesis], 1), [str(x) for x in df["label"]], 0
+        means = [sentence_means(model, tokenizer, df[c].tolist(), seq_len=seq_len, batch_size=batch_size,
+                                desc=d) for c, d in (("premise", "premises"), ("hypothesis", "hypotheses"))]
+        return torch.cat(means, 1), [str(x) for x in df["label"]], 0
     if task in ("pos", "ner"):
         sentences = [list(t) for t in df["tokens"]]
         feats, where = word_means(model, tokenizer, sentences, seq_len=seq_len, batch_size=batch_size)
@@ -155,10 +142,9 @@ def probe_accuracy(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, t
     """Fit a probe on ``train`` and score it on ``test``: accuracy and the counts behind it."""
     model.eval()
     index = {label: i for i, label in enumerate(labels)}
-    x_train, y_train, cut_train = task_features(model, tokenizer, train, task,
-                                                seq_len=seq_len, batch_size=batch_size)
-    x_test, y_test, cut_test = task_features(model, tokenizer, test, task,
-                                             seq_len=seq_len, batch_size=batch_size)
+    (x_train, y_train, cut_train), (x_test, y_test, cut_test) = (
+        task_features(model, tokenizer, df, task, seq_len=seq_len, batch_size=batch_size)
+        for df in (train, test))
     unknown = sorted({y for y in y_train + y_test if y not in index})
     if unknown:
         raise ValueError(f"labels {unknown[:5]} are not in the task's label list {list(labels)[:10]}")

@@ -2,21 +2,13 @@
 that the config's real download rules, loaders and jobs run offline on them.
 
 :func:`hub_resources` reads what a config (a study, or a composite of studies) fetches from the hub, from the
-same plans the workflow builds; :func:`build_mirror` writes one miniature of each:
-
-- a model repository per hub model (sources, reference models, ``tokenizer.pretrained``): the same
-  architecture as the real one, a few thousand tokens of the same tokenizer family (XLM-R/CamemBERT: Unigram;
-  BERT: WordPiece; RoBERTa/GPT-2: byte-level BPE; Mistral/Llama: SentencePiece-style BPE with byte fallback),
-  trained here on the study's languages, and random weights of width 32 (:data:`FAMILIES`);
-- a dataset repository per hub corpus in its file layout and compression (:func:`write_corpus`): OSCAR 23.01
-  (``<lang>_meta/<lang>_meta_part_<k>.jsonl.zst`` OSCAR records, ``checksum.sha256``, the loading script),
-  CC-100 (``<lang>.txt.xz``, empty lines between documents), mC4 (allenai/c4's
-  ``multilingual/c4-<lang>.tfrecord-*.json.gz``), Wikipedia (``<date>.<lang>/train-*.parquet``), with a
-  dataset card that picks the files as the hub's does;
-- task look-alikes in the hub's parquet-export layout (:mod:`.tasks`);
-- fastText ``cc.<lang>.300.bin.gz`` (trained here, 300 dimensions in name only) and MUSE dictionaries, under
-  the URLs the download rules fetch;
-- lm-eval tasks of the same names as the config's benchmarks, multiple choice on local files.
+same plans the workflow builds; :func:`build_mirror` writes one miniature of each: a model repository per hub
+model (sources, reference models, ``tokenizer.pretrained``: the same architecture at width 32 with random
+weights, and a few thousand tokens of the same tokenizer family trained here on the study's languages,
+:data:`FAMILIES`), a dataset repository per hub corpus in its own file layout and compression
+(:func:`write_corpus`), task look-alikes (:mod:`.tasks`), fastText ``cc.<lang>.300.bin.gz`` (300 dimensions
+in name only) and MUSE dictionaries under the URLs the download rules fetch, and lm-eval tasks of the
+config's benchmark names, multiple choice on local files.
 
 Text comes from :mod:`.text`. Everything is seeded and written without time stamps (gzip headers with time 0
 and no name; zstd, xz and parquet with fixed settings; fastText on one thread with a seed; WordPiece trained
@@ -26,31 +18,34 @@ in a fixed order, :func:`vocab_transfer.data.tokenizer.train_like`): the same co
 from __future__ import annotations
 
 import gzip
+import hashlib
+import io
 import json
+import lzma
+import multiprocessing
 import os
+import random
 import shutil
+import tempfile
+import uuid
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import accumulate
 from pathlib import Path
 from types import SimpleNamespace as W
 
 from ..data.dictionary import DICTIONARY_SOURCES, MuseDictionary
 from ..data.word_vectors import FasttextCcVectors
+from ..mirror import LM_EVAL_TASKS, url_file
 from . import text
 
 #: a hub model's miniature, from a word of its id (the first that matches): (word, transformers model type,
 #: tokenizer family); FlauBERT's BPE has no fast implementation, so its miniature has a WordPiece tokenizer
 FAMILIES: list[tuple[str, str, str]] = [
-    ("xlm-roberta", "xlm-roberta", "unigram"),
-    ("camembert", "camembert", "unigram"),
-    ("flaubert", "flaubert", "wordpiece"),
-    ("roberta", "roberta", "byte_level"),
-    ("gpt2", "gpt2", "byte_level"),
-    ("mistral", "mistral", "bpe"),
-    ("llama", "llama", "bpe"),
-    ("bert", "bert", "wordpiece"),
-]
-WIDTH = dict(hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64)
+    ("xlm-roberta", "xlm-roberta", "unigram"), ("camembert", "camembert", "unigram"),
+    ("flaubert", "flaubert", "wordpiece"), ("roberta", "roberta", "byte_level"),
+    ("gpt2", "gpt2", "byte_level"), ("mistral", "mistral", "bpe"), ("llama", "llama", "bpe"),
+    ("bert", "bert", "wordpiece")]
 MUSE_URL, CC_URL = MuseDictionary.url, FasttextCcVectors.url
 
 
@@ -81,13 +76,10 @@ def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
     for study in studies_of(config, base).values():
         plan = study_plan(study)
         cfg, langs = plan.cfg, {c.language or name for name, c in plan.cfg.corpora.items()} | {"en"}
-        for s, source in cfg.sources.items():
-            if not source.pretrain and plan.source_model_dir(W(source=s)) == plan.paths.downloaded_model(s):
-                out.models.setdefault(source.model, set()).update(langs)
-        for model in cfg.finetune.models.values():
-            if model.pretrained and not os.path.isdir(model.pretrained):
-                out.models.setdefault(model.pretrained, set()).update(langs)
-        for repo in plan.hub_tokenizers.values():
+        for repo in [*(source.model for s, source in cfg.sources.items() if not source.pretrain
+                       and plan.source_model_dir(W(source=s)) == plan.paths.downloaded_model(s)),
+                     *(m.pretrained for m in cfg.finetune.models.values()
+                       if m.pretrained and not os.path.isdir(m.pretrained)), *plan.hub_tokenizers.values()]:
             out.models.setdefault(repo, set()).update(langs)
         for name, corpus in plan.config["corpora"].items():
             if needs_fetch(corpus):
@@ -95,9 +87,7 @@ def hub_resources(config: dict, base: str | Path = CHECKOUT) -> Resources:
                 key = (("data_dir", args["data_dir"]) if args.get("data_dir")
                        else ("name", args.get("name") or ""))
                 out.corpora.setdefault(args["path"], {})[key] = cfg.corpora[name].language or name
-        for t in plan.task_names:
-            entry = plan.task_entry(t)
-            spec = {"task": entry.task, **entry.dataset}
+        for spec in ({"task": e.task, **e.dataset} for e in map(plan.task_entry, plan.task_names)):
             if not spec.get("data_files"):
                 out.tasks[json.dumps(spec, sort_keys=True)] = spec
         out.word_vectors |= {lang for lang, v in cfg.word_vectors.items() if v.source is not None}
@@ -149,23 +139,20 @@ def model_config(model_type: str, tokenizer):
 
     ids = {f"{k}_id": getattr(tokenizer, f"{k}_id") for k in ("pad_token", "bos_token", "eos_token")}
     ids = {k: v for k, v in ids.items() if v is not None}
-    h, n, heads, inner = (WIDTH[k] for k in ("hidden_size", "num_layers", "num_heads", "intermediate_size"))
+    h, n, heads, inner = 32, 2, 2, 64  # width, layers, attention heads, feed-forward width
+    dims = dict(hidden_size=h, num_hidden_layers=n, num_attention_heads=heads, intermediate_size=inner)
     if model_type == "gpt2":
-        return AutoConfig.for_model("gpt2", vocab_size=len(tokenizer), n_embd=h, n_layer=n, n_head=heads,
-                                    n_positions=1024, **ids)
-    if model_type in ("mistral", "llama"):
-        return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), hidden_size=h, num_hidden_layers=n,
-                                    num_attention_heads=heads, num_key_value_heads=1, intermediate_size=inner,
-                                    max_position_embeddings=4096, tie_word_embeddings=False, **ids)
-    if model_type == "flaubert":
-        return AutoConfig.for_model("flaubert", vocab_size=len(tokenizer), emb_dim=h, n_layers=n,
-                                    n_heads=heads, max_position_embeddings=512,
-                                    pad_index=tokenizer.pad_token_id, unk_index=tokenizer.unk_token_id,
-                                    mask_index=tokenizer.mask_token_id)
-    offset = 2 if model_type in ("xlm-roberta", "camembert", "roberta") else 0  # positions offset: pad id + 1
-    return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), hidden_size=h, num_hidden_layers=n,
-                                num_attention_heads=heads, intermediate_size=inner,
-                                max_position_embeddings=512 + offset, **ids)
+        kw = dict(n_embd=h, n_layer=n, n_head=heads, n_positions=1024, **ids)
+    elif model_type in ("mistral", "llama"):
+        kw = dict(dims, num_key_value_heads=1, max_position_embeddings=4096, tie_word_embeddings=False, **ids)
+    elif model_type == "flaubert":
+        kw = dict(emb_dim=h, n_layers=n, n_heads=heads, max_position_embeddings=512,
+                  pad_index=tokenizer.pad_token_id, unk_index=tokenizer.unk_token_id,
+                  mask_index=tokenizer.mask_token_id)
+    else:  # XLM-R, CamemBERT and RoBERTa offset positions by the pad id + 1
+        offset = 2 if model_type in ("xlm-roberta", "camembert", "roberta") else 0
+        kw = dict(dims, max_position_embeddings=512 + offset, **ids)
+    return AutoConfig.for_model(model_type, vocab_size=len(tokenizer), **kw)
 
 
 #: The licenses the hub cards of these models name, written into their miniatures' cards (read by the exports'
@@ -185,10 +172,8 @@ def write_model(root: Path, repo: str, languages: set[str], *, vocab_size: int =
     from ..data.tokenizer import save_tokenizer
 
     model_type, kind = family(repo)
-    if model_type in ("roberta",):
-        kind = "byte_level_mlm"
     texts = [s for lang in sorted(languages) for s in text.sentences(lang, 1500, seed)]
-    tokenizer = miniature_tokenizer(kind, texts, vocab_size)
+    tokenizer = miniature_tokenizer("byte_level_mlm" if model_type == "roberta" else kind, texts, vocab_size)
     config = model_config(model_type, tokenizer)
     torch.manual_seed(seed)
     auto = AutoModelForCausalLM if model_type in ("gpt2", "mistral", "llama") else AutoModelForMaskedLM
@@ -208,18 +193,18 @@ def write_model(root: Path, repo: str, languages: set[str], *, vocab_size: int =
 # ---------------------------------------------------------------------------------------------------- corpora
 def _documents(lang: str, n: int, seed: int) -> list[list[str]]:
     """``n`` documents of 1-4 sentences."""
-    sents = text.sentences(lang, n * 3, seed)
-    out, i = [], 0
-    for d in range(n):
-        k = 1 + d % 4
-        out.append(sents[i:i + k])
-        i += k
-    return out
+    sents, ends = text.sentences(lang, n * 3, seed), [0, *accumulate(1 + d % 4 for d in range(n))]
+    return [sents[a:b] for a, b in zip(ends, ends[1:], strict=False)]
+
+
+def _halves(rows: list) -> tuple[list, list]:
+    half = (len(rows) + 1) // 2
+    return rows[:half], rows[half:]
 
 
 def _atomic(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
     return path
@@ -229,14 +214,8 @@ def _jsonl_bytes(rows) -> bytes:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
-def _jsonl(path: Path, rows) -> Path:
-    return _atomic(path, _jsonl_bytes(rows))
-
-
 def gzip_bytes(data: bytes) -> bytes:
     """gzip of ``data`` with no file name and time 0 in its header: the same bytes every time."""
-    import io
-
     buf = io.BytesIO()
     with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0) as g:
         g.write(data)
@@ -245,8 +224,6 @@ def gzip_bytes(data: bytes) -> bytes:
 
 def xz_bytes(data: bytes) -> bytes:
     """xz (preset 6, CRC-64 check, one stream) of ``data``, as ``xz`` writes it by default."""
-    import lzma
-
     return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=6)
 
 
@@ -259,8 +236,6 @@ def zstd_bytes(data: bytes) -> bytes:
 
 
 def _parquet(path: Path, rows: list[dict]) -> Path:
-    import io
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -280,9 +255,6 @@ def _card(configs: list[tuple[str, list[tuple[str, str]]]], title: str) -> str:
 
 
 def _uuid(*parts) -> str:
-    import hashlib
-    import uuid
-
     return f"<urn:uuid:{uuid.UUID(bytes=hashlib.sha1('/'.join(map(str, parts)).encode()).digest()[:16])}>"
 
 
@@ -295,34 +267,26 @@ def _oscar(out: Path, data_dir: str, lang: str, documents: list[list[str]]) -> l
     a record per document: ``content``, ``warc_headers``, ``metadata`` with the identification, harmful
     perplexity, TLSH hash, quality warnings, categories and per-line identifications) and
     ``<lang>_meta/checksum.sha256``."""
-    import hashlib
-
     written, sums = [], []
-    half = (len(documents) + 1) // 2
-    for part, chunk in enumerate((documents[:half], documents[half:]), 1):
+    for part, chunk in enumerate(_halves(documents), 1):
         rows = []
         for i, doc in enumerate(chunk):
             content = "\n".join(doc)
-            record_id = _uuid(data_dir, part, i)
-            rows.append({
-                "content": content,
-                "warc_headers": {
-                    "warc-record-id": record_id,
-                    "warc-date": f"2022-11-{26 + i % 4:02d}T{i % 24:02d}:15:0{i % 10}Z",
-                    "content-type": "text/plain", "content-length": str(len(content.encode("utf-8"))),
-                    "warc-type": "conversion", "warc-identified-content-language": lang,
-                    "warc-refers-to": _uuid(data_dir, part, i, "refers"),
-                    "warc-target-uri": f"https://example.org/{lang}/{part}/{i}",
-                    "warc-block-digest": "sha1:" + hashlib.sha1(content.encode()).hexdigest().upper()[:32]},
-                "metadata": {
-                    "identification": {"label": lang, "prob": round(0.7 + (i % 30) / 100, 6)},
-                    "harmful_pp": round(100.0 + i % 997, 3), "tlsh": "tlsh:" + hashlib.sha256(
-                        content.encode()).hexdigest().upper()[:70],
+            rows.append({"content": content, "warc_headers": {
+                "warc-record-id": _uuid(data_dir, part, i),
+                "warc-date": f"2022-11-{26 + i % 4:02d}T{i % 24:02d}:15:0{i % 10}Z",
+                "content-type": "text/plain", "content-length": str(len(content.encode("utf-8"))),
+                "warc-type": "conversion", "warc-identified-content-language": lang,
+                "warc-refers-to": _uuid(data_dir, part, i, "refers"),
+                "warc-target-uri": f"https://example.org/{lang}/{part}/{i}",
+                "warc-block-digest": "sha1:" + hashlib.sha1(content.encode()).hexdigest().upper()[:32]},
+                "metadata": {"identification": {"label": lang, "prob": round(0.7 + (i % 30) / 100, 6)},
+                    "harmful_pp": round(100.0 + i % 997, 3),
+                    "tlsh": "tlsh:" + hashlib.sha256(content.encode()).hexdigest().upper()[:70],
                     "quality_warnings": OSCAR_WARNINGS.get(i % 50), "categories": None,
                     "sentence_identifications": [{"label": lang, "prob": round(0.8 + (i + k) % 20 / 100, 6)}
                                                  for k, _ in enumerate(doc)]}})
-        name = f"{data_dir}_part_{part}.jsonl.zst"
-        data = zstd_bytes(_jsonl_bytes(rows))
+        name, data = f"{data_dir}_part_{part}.jsonl.zst", zstd_bytes(_jsonl_bytes(rows))
         written.append(_atomic(out / data_dir / name, data))
         sums.append(f"{hashlib.sha256(data).hexdigest()}  {name}\n")
     written.append(_atomic(out / data_dir / "checksum.sha256", "".join(sums).encode()))
@@ -348,20 +312,12 @@ def _c4(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], t
     rows = [{"text": "\n".join(d), "timestamp": f"2019-04-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:00Z",
              "url": f"https://example.org/{name}/{i}"} for i, d in enumerate(documents)]
     held = max(1, len(rows) // 20)
-    train, validation = rows[:-held], rows[-held:]
-    half = (len(train) + 1) // 2
-    if name in C4_ENGLISH:
-        shards = [(f"{name}/c4-train.{k:05d}-of-01024.json.gz", c)
-                  for k, c in enumerate((train[:half], train[half:]))]
-        shards.append((f"{name}/c4-validation.00000-of-00008.json.gz", validation))
-        splits = [("train", f"{name}/c4-train.*.json.gz"), ("validation", f"{name}/c4-validation.*.json.gz")]
-    else:
-        base = f"multilingual/c4-{name}"
-        shards = [(f"{base}.tfrecord-{k:05d}-of-01024.json.gz", c)
-                  for k, c in enumerate((train[:half], train[half:]))]
-        shards.append((f"{base}-validation.tfrecord-00000-of-00008.json.gz", validation))
-        splits = [("train", f"{base}.*.json.gz"), ("validation", f"{base}-validation.*.json.gz")]
-    return [_atomic(out / path, gzip_bytes(_jsonl_bytes(chunk))) for path, chunk in shards], (name, splits)
+    train, valid, tag = ((f"{name}/c4-train", f"{name}/c4-validation", "") if name in C4_ENGLISH
+                         else (f"multilingual/c4-{name}", f"multilingual/c4-{name}-validation", "tfrecord-"))
+    shards = [*((f"{train}.{tag}{k:05d}-of-01024.json.gz", c) for k, c in enumerate(_halves(rows[:-held]))),
+              (f"{valid}.{tag}00000-of-00008.json.gz", rows[-held:])]
+    return ([_atomic(out / path, gzip_bytes(_jsonl_bytes(chunk))) for path, chunk in shards],
+            (name, [("train", f"{train}.*.json.gz"), ("validation", f"{valid}.*.json.gz")]))
 
 
 def _wikipedia(out: Path, name: str, documents: list[list[str]]) -> tuple[list[Path], tuple]:
@@ -371,9 +327,7 @@ def _wikipedia(out: Path, name: str, documents: list[list[str]]) -> tuple[list[P
     rows = [{"id": str(1000 + i), "url": f"https://{lang}.wikipedia.org/wiki?curid={1000 + i}",
              "title": d[0].split()[0].strip(".").title(), "text": "\n\n".join(d)}
             for i, d in enumerate(documents)]
-    half = (len(rows) + 1) // 2
-    files = [_parquet(out / name / f"train-{k:05d}-of-00002.parquet", chunk)
-             for k, chunk in enumerate((rows[:half], rows[half:]))]
+    files = [_parquet(out / name / f"train-{k:05d}-of-00002.parquet", c) for k, c in enumerate(_halves(rows))]
     return files, (name, [("train", f"{name}/train-*")])
 
 
@@ -381,9 +335,8 @@ def _jsonl_config(out: Path, name: str, documents: list[list[str]]) -> tuple[lis
     """Any other hub corpus: ``<config>/train-<k>.jsonl`` rows ``id``, ``text``, ``url``."""
     rows = [{"id": f"{name}-{i}", "text": "\n".join(d), "url": f"https://example.org/{name}/{i}"}
             for i, d in enumerate(documents)]
-    half = (len(rows) + 1) // 2
-    files = [_jsonl(out / name / f"train-{k:05d}.jsonl", chunk)
-             for k, chunk in enumerate((rows[:half], rows[half:]))]
+    files = [_atomic(out / name / f"train-{k:05d}.jsonl", _jsonl_bytes(c))
+             for k, c in enumerate(_halves(rows))]
     return files, (name, [("train", f"{name}/train-*.jsonl")])
 
 
@@ -409,29 +362,19 @@ def write_corpus(root: Path, repo: str, configs: dict[tuple[str, str], str], *, 
         if how == "data_dir":  # OSCAR 23.01: <lang>_meta/<lang>_meta_part_<k>.jsonl.zst, no configurations
             written += _oscar(out, value, lang, documents)
             continue
-        layout = next((f for word, f in LAYOUTS if word in repo), _jsonl_config)
-        files, card = layout(out, value, documents)
+        files, card = next((f for word, f in LAYOUTS if word in repo), _jsonl_config)(out, value, documents)
         written += files
         cards.append(card)
     if cards:
         written.append(_atomic(out / "README.md", _card(cards, repo).encode()))
     elif "OSCAR" in repo:  # the hub repository's card (no configurations) and loading script
-        written.append(_atomic(out / "README.md",
-                               f"---\npretty_name: {repo}\n---\n# {repo} (a miniature)\n".encode()))
-        written.append(_atomic(out / f"{repo.split('/')[-1]}.py", OSCAR_SCRIPT.encode()))
+        card = f"---\npretty_name: {repo}\n---\n# {repo} (a miniature)\n"
+        written += [_atomic(out / "README.md", card.encode()),
+                    _atomic(out / f"{repo.split('/')[-1]}.py", OSCAR_SCRIPT.encode())]
     return written
 
 
 # --------------------------------------------------------------------------------- word vectors, dictionaries
-def _url_file(root: Path, url: str) -> Path:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    path = root / "urls" / parts.netloc / parts.path.lstrip("/")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def _train_vectors(corpus: str, out: str, dim: int) -> None:
     import fasttext
 
@@ -443,10 +386,7 @@ def _train_vectors(corpus: str, out: str, dim: int) -> None:
 def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -> Path:
     """fastText ``cc.<lang>.300.bin.gz`` trained on the language's text, in a process of its own: a second
     training in one process may read what the first left in memory (vocab_transfer.memory), here even NaNs."""
-    import multiprocessing
-    import tempfile
-
-    path = _url_file(root, CC_URL.format(lang=lang))
+    path = url_file(root, CC_URL.format(lang=lang))
     with tempfile.TemporaryDirectory() as tmp:
         corpus, model = Path(tmp) / "text.txt", Path(tmp) / "cc.bin"
         corpus.write_text("\n".join(text.sentences(lang, 4000, seed)), encoding="utf-8")
@@ -462,10 +402,10 @@ def write_word_vectors(root: Path, lang: str, *, dim: int = 32, seed: int = 0) -
 
 def write_dictionary(root: Path, slang: str, lang: str, pairs: int = 1500) -> Path:
     """A MUSE-style dictionary ``<slang>-<lang>.txt``: the languages' words paired by frequency rank."""
-    path = _url_file(root, MUSE_URL.format(slang=slang, lang=lang))
+    path = url_file(root, MUSE_URL.format(slang=slang, lang=lang))
     src, tgt = text.vocabulary(slang)[0], text.vocabulary(lang)[0]
     pairs_text = "".join(f"{s} {t}\n" for s, t in zip(src[:pairs], tgt[:pairs], strict=False))
-    return _atomic(path, pairs_text.encode("utf-8"))
+    return _atomic(path, pairs_text.encode())
 
 
 BENCHMARK_YAML = """task: {name}
@@ -480,13 +420,8 @@ doc_to_choice: "{{{{choices}}}}"
 doc_to_target: "{{{{label}}}}"
 target_delimiter: " "
 metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-  - metric: acc_norm
-    aggregation: mean
-    higher_is_better: true
-"""
+""" + "".join(f"  - metric: {m}\n    aggregation: mean\n    higher_is_better: true\n"
+              for m in ("acc", "acc_norm"))
 
 
 def write_choice_task(folder: Path, name: str, halves: list[tuple[str, str]], *, data: str | None = None,
@@ -495,16 +430,13 @@ def write_choice_task(folder: Path, name: str, halves: list[tuple[str, str]], *,
     (context, ending) of ``halves``, the choices are its own ending and three others', at a seeded position.
     ``data``: the data file as the YAML names it (default: its absolute path; a relative one is read from the
     working directory)."""
-    import random
-
     rng, rows, n = random.Random(seed), [], len(halves)
     for i, (context, ending) in enumerate(halves):
         others = [halves[j][1] for j in rng.sample([j for j in range(n) if j != i], 3)]
         label = rng.randrange(4)
-        rows.append({"context": context,
-                     "choices": others[:label] + [ending] + others[label:], "label": label})
-    path = Path(folder) / f"{name}.jsonl"
-    _jsonl(path, rows)
+        rows.append({"context": context, "choices": [*others[:label], ending, *others[label:]],
+                     "label": label})
+    path = _atomic(Path(folder) / f"{name}.jsonl", _jsonl_bytes(rows))
     yaml_path = path.with_suffix(".yaml")
     yaml_path.write_text(BENCHMARK_YAML.format(name=name, data=data or path.resolve()), encoding="utf-8")
     return yaml_path
@@ -513,8 +445,6 @@ def write_choice_task(folder: Path, name: str, halves: list[tuple[str, str]], *,
 def write_benchmark(root: Path, name: str, lang: str, n: int = 24, seed: int = 0) -> Path:
     """An lm-eval task ``name`` on local files (``<mirror>/lm_eval_tasks/``): ``n`` sentences of ``lang`` cut
     in two (:func:`write_choice_task`)."""
-    from ..mirror import LM_EVAL_TASKS
-
     halves = [(" ".join(w[:len(w) // 2]), " ".join(w[len(w) // 2:]))
               for w in (s.split() for s in text.sentences(lang, n, seed, min_words=6, max_words=12))]
     return write_choice_task(root / LM_EVAL_TASKS, name, halves, seed=seed)
@@ -536,12 +466,9 @@ def build_mirror(config: dict, root: str | Path, *, progress=print,
     manifest = root / "rehearsal.json"
     before = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}) if manifest.is_file() else {}
     res = resources if resources is not None else hub_resources(config)
-    done = {"models": [], "corpora": [], "tasks": [], "word_vectors": [],
-            "dictionaries": [], "benchmarks": []}
+    done: dict[str, list] = {kind: [] for kind in vars(res)}  # Resources' fields: models, corpora, ...
     files: dict[str, dict] = {}
-    steps = sum(map(len, (res.models, res.corpora, res.tasks, res.word_vectors,
-                          res.dictionaries, res.benchmarks)))
-    kept = 0
+    steps, kept = sum(map(len, vars(res).values())), 0
 
     def build(kind: str, key: str, spec, write, *, there: Path | None = None, grows: bool = False,
               layout: int | None = None) -> None:
@@ -579,14 +506,12 @@ def build_mirror(config: dict, root: str | Path, *, progress=print,
         build("tasks", key, spec, partial(write_task, root))
     for lang in sorted(res.word_vectors):
         build("word_vectors", lang, lang, partial(write_word_vectors, root),
-              there=_url_file(root, CC_URL.format(lang=lang)))
+              there=url_file(root, CC_URL.format(lang=lang)))
     for slang, lang in sorted(res.dictionaries):
-        build("dictionaries", f"{slang}-{lang}", [slang, lang], partial(_dictionary, root))
+        build("dictionaries", f"{slang}-{lang}", [slang, lang], lambda spec: write_dictionary(root, *spec))
     for name, lang in sorted(res.benchmarks.items()):
         build("benchmarks", name, lang, partial(_benchmark, root, name))
-    tmp = manifest.with_name(manifest.name + ".tmp")
-    tmp.write_text(json.dumps({"made": done, "files": files}, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, manifest)
+    _atomic(manifest, (json.dumps({"made": done, "files": files}, indent=1) + "\n").encode())
     progress(f"{kept} of {steps} miniatures kept from an earlier build")
     return done
 
@@ -598,10 +523,5 @@ def _corpus(root: Path, repo: str, spec: list) -> list[Path]:
     return write_corpus(root, repo, {(how, value): lang for how, value, lang in spec})
 
 
-def _dictionary(root: Path, spec: list) -> Path:
-    return write_dictionary(root, *spec)
-
-
 def _benchmark(root: Path, name: str, lang: str) -> tuple[Path, Path]:
-    yaml_path = write_benchmark(root, name, lang)
-    return yaml_path, yaml_path.with_suffix(".jsonl")
+    return (yaml_path := write_benchmark(root, name, lang)), yaml_path.with_suffix(".jsonl")

@@ -16,7 +16,6 @@ with hidden labels (-1). The same spec and seed give the same bytes.
 
 from __future__ import annotations
 
-import os
 import random
 import zlib
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import tasks
+from .build import _parquet
 from .text import sentences
 
 Rows = list[dict[str, Any]]
@@ -32,8 +32,8 @@ RELATIONS = ("nsubj", "obj", "iobj", "obl", "advmod", "amod", "nmod", "nmod:poss
              "cc", "conj", "compound", "aux", "acl:relcl")
 
 
-def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16,
-               test: int = 16, seed: int = 0) -> list[Path]:
+def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16, test: int = 16, seed: int = 0
+               ) -> list[Path]:
     """Write a look-alike of the hub dataset that task spec ``spec`` (a ``finetune.tasks.<t>.dataset`` mapping
     such as ``{"loader": "wikiann", "language": "de"}``) reads, into the hub mirror ``root``, in the layout
     and with the columns, label encodings and split names the hub loader reads; returns the files written.
@@ -54,22 +54,8 @@ def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16,
     tasks.check_spec(spec)
     if min(train, dev, test) < 1:
         raise ValueError(f"train, dev and test need at least one row each, got {train}, {dev}, {test}")
-    written = []
-    for rel, rows in WRITERS[loader](spec, {"train": train, "dev": dev, "test": test}, seed).items():
-        path = Path(root) / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        _write_parquet(rows, tmp)
-        os.replace(tmp, path)
-        written.append(path)
-    return written
-
-
-def _write_parquet(rows: Rows, path: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    files = WRITERS[loader](spec, {"train": train, "dev": dev, "test": test}, seed)
+    return [_parquet(Path(root) / rel, rows) for rel, rows in files.items()]
 
 
 # --------------------------------------------------------------------------------------------- shared shapes
@@ -101,6 +87,11 @@ def _words(sentence: str) -> list[str]:
     return sentence[:-1].split() + ["."]
 
 
+def _splits(lang: str, sizes: dict[str, int], seed: int, rows: Callable, per: int = 1) -> dict[str, Rows]:
+    """``{split: list(rows(split, n, rng, sentences))}``, ``per * n`` sentences of ``lang`` for ``n`` rows."""
+    return {split: list(rows(split, n, *_draw(lang, split, per * n, seed))) for split, n in sizes.items()}
+
+
 def _with(splits: dict[str, Rows],
           columns: Callable[[str, int, dict], dict], first: bool = True) -> dict[str, Rows]:
     """Rows with the columns ``columns(split, row number, row)`` added to each, first or last."""
@@ -112,10 +103,8 @@ def _ner(lang: str, names: tuple[str, ...], sizes: dict[str, int], seed: int) ->
     """``tokens`` and ``ner_tags`` (indices into the BIO ``names``): per row a two-token entity of a dealt
     type (every type's B- and I- in every split) and a one-token entity of a random type."""
     types = list(dict.fromkeys(t[2:] for t in names if t != "O"))
-    out = {}
-    for split, n in sizes.items():
-        rng, sents = _draw(lang, split, n, seed)
-        rows = []
+
+    def rows(split: str, n: int, rng: random.Random, sents: list[str]):
         for sentence, typ in zip(sents, _deal(rng, types, n), strict=True):
             tokens = _words(sentence)
             tags, i = ["O"] * len(tokens), rng.randrange(len(tokens) - 2)  # entities on words, not the stop
@@ -123,35 +112,28 @@ def _ner(lang: str, names: tuple[str, ...], sizes: dict[str, int], seed: int) ->
             free = [j for j in range(len(tokens) - 1) if tags[j] == "O"]
             if free:
                 tags[rng.choice(free)] = f"B-{rng.choice(types)}"
-            rows.append({"tokens": tokens, "ner_tags": [names.index(t) for t in tags]})
-        out[split] = rows
-    return out
+            yield {"tokens": tokens, "ner_tags": [names.index(t) for t in tags]}
+
+    return _splits(lang, sizes, seed, rows)
 
 
 def _pairs(lang: str, sizes: dict[str, int], seed: int, labels: Sequence, overlap: Callable[[Any], float],
            columns: tuple[str, str] = ("premise", "hypothesis")) -> dict[str, Rows]:
     """Sentence pairs with dealt ``labels``; the second sentence repeats the first's words in the share
     ``overlap(label)`` and takes the rest from another sentence."""
-    out = {}
-    for split, n in sizes.items():
-        rng, sents = _draw(lang, split, 2 * n, seed)
-        rows = []
+    def rows(split: str, n: int, rng: random.Random, sents: list[str]):
         for a, b, y in zip(sents[::2], sents[1::2], _deal(rng, labels, n), strict=True):
             wa, wb = a[:-1].split(), b[:-1].split()
-            k = round(overlap(y) * len(wa))
-            rows.append({columns[0]: a,
-                         columns[1]: " ".join((wa[:k] + wb)[:len(wa)]).capitalize() + ".", "label": y})
-        out[split] = rows
-    return out
+            second = (wa[:round(overlap(y) * len(wa))] + wb)[:len(wa)]
+            yield {columns[0]: a, columns[1]: " ".join(second).capitalize() + ".", "label": y}
+
+    return _splits(lang, sizes, seed, rows, per=2)
 
 
 def _qa(lang: str, sizes: dict[str, int], seed: int) -> dict[str, Rows]:
     """SQuAD-style rows: a context of three sentences, an answer of 1-3 words of one of them at its character
     offset, a question of at most six of that sentence's other words (three before it, three after)."""
-    out = {}
-    for split, n in sizes.items():
-        rng, sents = _draw(lang, split, 3 * n, seed)
-        rows = []
+    def rows(split: str, n: int, rng: random.Random, sents: list[str]):
         for k in range(n):
             ctx, j = sents[3 * k:3 * k + 3], rng.randrange(3)
             words = ctx[j].split(" ")
@@ -161,10 +143,10 @@ def _qa(lang: str, sizes: dict[str, int], seed: int) -> dict[str, Rows]:
             start = len(prefix) + bool(prefix)
             assert context[start:start + len(answer)] == answer
             question = " ".join(words[max(0, a - 3):a] + words[b:b + 3]).rstrip(".") or words[0]
-            rows.append({"context": context, "question": question + "?",
-                         "answers": {"text": [answer], "answer_start": [start]}})
-        out[split] = rows
-    return out
+            yield {"context": context, "question": question + "?",
+                   "answers": {"text": [answer], "answer_start": [start]}}
+
+    return _splits(lang, sizes, seed, rows, per=3)
 
 
 def _ud(lang: str, treebank: str, sizes: dict[str, int], seed: int) -> dict[str, Rows]:
@@ -172,11 +154,9 @@ def _ud(lang: str, treebank: str, sizes: dict[str, int], seed: int) -> dict[str,
     stop attached to the root), ``deprel``s with subtypes; every fourth sentence starts with a multiword token
     over its first two words (UPOS ``_``, head ``"None"``, as the hub has them)."""
     tags = [t for t in tasks.UD_UPOS if t not in ("_", "PUNCT")]
-    out = {}
-    for split, n in sizes.items():
-        rng, sents = _draw(lang, split, n, seed)
+
+    def rows(split: str, n: int, rng: random.Random, sents: list[str]):
         upos = iter(_deal(rng, tags, sum(len(s[:-1].split()) for s in sents)))
-        rows = []
         for k, sentence in enumerate(sents):
             tokens = _words(sentence)
             m, order = len(tokens), rng.sample(range(1, len(tokens)), len(tokens) - 1)  # order[0]: the root
@@ -190,10 +170,10 @@ def _ud(lang: str, treebank: str, sizes: dict[str, int], seed: int) -> dict[str,
                 mwt = {"tokens": tokens[0] + tokens[1], "lemmas": "_", "upos": tasks.UD_UPOS.index("_"),
                        "head": "None", "deprel": "_"}
                 row = {c: [mwt[c], *v] for c, v in row.items()}
-            rows.append({"idx": f"{treebank}-{split}-{k + 1:04d}", "text": sentence, **row,
-                         **{c: ["_"] * len(row["tokens"]) for c in ("xpos", "feats", "deps", "misc")}})
-        out[split] = rows
-    return out
+            yield {"idx": f"{treebank}-{split}-{k + 1:04d}", "text": sentence, **row,
+                   **{c: ["_"] * len(row["tokens"]) for c in ("xpos", "feats", "deps", "misc")}}
+
+    return _splits(lang, sizes, seed, rows)
 
 
 # --------------------------------------------------------------------------------------------- one per loader
@@ -229,8 +209,7 @@ def _xnli(spec: dict, n: dict[str, int], seed: int) -> Files:
 
 def _pawsx(spec: dict, n: dict[str, int], seed: int) -> Files:
     rows = _pairs(spec["language"], _hub3(n), seed, range(2), float, ("sentence1", "sentence2"))
-    first = rows["train"][0]
-    # the loader drops it (as on the hub)
+    first = rows["train"][0]  # pairs the loader drops (as on the hub): an empty sentence, label -1
     rows["train"] += [{**first, "sentence2": ""}, {**first, "label": -1}]
     return _layout("google-research-datasets/paws-x", spec["language"],
                    _with(rows, lambda s, k, r: {"id": k + 1}))
@@ -258,8 +237,7 @@ def _germanquad(spec: dict, n: dict[str, int], seed: int) -> Files:
 
 
 def _tydiqa_goldp(spec: dict, n: dict[str, int], seed: int) -> Files:
-    lang = spec["language"]
-    name = tasks.TYDIQA_LANGUAGES[lang]
+    lang, name = spec["language"], tasks.TYDIQA_LANGUAGES[spec["language"]]
     rows = _qa(lang, {"train": n["train"] + n["dev"], "validation": n["test"]}, seed)
     rows = _with(rows, lambda s, k, r: {"id": f"{name}-{zlib.crc32(f'{s}/{k}'.encode())}-0",
                                         "title": r["context"].split(" ")[0]})
@@ -274,7 +252,6 @@ def _ud_writer(spec: dict, n: dict[str, int], seed: int) -> Files:
                    _ud(treebank.split("_")[0], treebank, sizes, seed))
 
 
-WRITERS: dict[str, Callable[[dict, dict[str, int], int], Files]] = {
-    "wikiann": _wikiann, "germeval14": _germeval14, "masakhaner2": _masakhaner2,
-    "xnli": _xnli, "pawsx": _pawsx,
-    "glue": _glue, "germanquad": _germanquad, "tydiqa_goldp": _tydiqa_goldp, "ud": _ud_writer}
+WRITERS: dict[str, Callable[[dict, dict[str, int], int], Files]] = dict(
+    wikiann=_wikiann, germeval14=_germeval14, masakhaner2=_masakhaner2, xnli=_xnli, pawsx=_pawsx, glue=_glue,
+    germanquad=_germanquad, tydiqa_goldp=_tydiqa_goldp, ud=_ud_writer)

@@ -23,23 +23,16 @@ def vocabulary(lang: str, size: int = 3000) -> tuple[tuple[str, ...], tuple[floa
     if code in wordfreq.available_languages():
         words = [w for w in wordfreq.top_n_list(code, size) if w.strip()]
     else:
-        words = _pseudo_words(lang, size)
+        rng = random.Random(zlib.crc32(lang.encode()))
+        lengths = (1, 2, 2, 3, 3, 4)  # syllables per pseudo-word
+        words = list(dict.fromkeys("".join(rng.choice(SYLLABLES) for _ in range(rng.choice(lengths)))
+                                   for _ in range(size * 2)))[:size]
     return tuple(words), tuple(1.0 / (rank + 1) for rank in range(len(words)))  # Zipf by rank
-
-
-def _pseudo_words(lang: str, size: int) -> list[str]:
-    rng = random.Random(zlib.crc32(lang.encode()))
-    words = list(dict.fromkeys("".join(rng.choice(SYLLABLES) for _ in range(rng.choice((1, 2, 2, 3, 3, 4))))
-                               for _ in range(size * 2)))[:size]
-    return words
 
 
 def sentences(lang: str, n: int, seed: int = 0, min_words: int = 4, max_words: int = 24) -> list[str]:
     """``n`` sentences of ``lang``, each ``min_words`` to ``max_words`` words ending with a full stop."""
     words, weights = vocabulary(lang)
     rng = random.Random(zlib.crc32(f"{lang}/{seed}".encode()))
-    out = []
-    for _ in range(n):
-        chosen = rng.choices(words, weights, k=rng.randint(min_words, max_words))
-        out.append(" ".join(chosen).capitalize() + ".")
-    return out
+    return [" ".join(rng.choices(words, weights, k=rng.randint(min_words, max_words))).capitalize() + "."
+            for _ in range(n)]
