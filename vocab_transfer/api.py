@@ -33,21 +33,13 @@ from pathlib import Path
 
 import yaml
 
-from .typed import (
-    SEED_MAX,
-    VOCAB_SIZE_MAX,
-    ModelError,
-    Seed,
-    VocabSize,
-    YamlError,
-    check_value,
-    load_yaml,
-)
+from .typed import SEED_MAX, VOCAB_SIZE_MAX, ModelError, Seed, VocabSize, YamlError, check_value, load_yaml
 
 REPO = Path(os.environ.get("VOCAB_TRANSFER_ROOT") or Path(__file__).resolve().parents[1])
 SOURCE, TARGET = "source", "target"
 #: The rules whose model folders ``--out`` copies, and so replaces (:func:`check_out`).
 EXPORT_RULES = ("export_init_model", "export_lapt_model")
+EVAL_SEQ_LEN = 256  # the config's default eval.seq_len (FOCUS Table 4)
 
 
 def _hub_id(value: str) -> bool:
@@ -92,14 +84,7 @@ def _vocab_size(tokenizer) -> int | None:
     return None
 
 
-#: The inputs a method may read besides the corpus, the option of the one-call transfer that gives each, and
-#: what the option takes (:func:`transfer_config`).
-INPUT_OPTIONS = {
-    "source_corpus": "--source-corpus PATH (text in the method's source_language, a file or folder)",
-    "word_vectors": "--word-vectors LANG=PATH (a fastText .bin or .vec of language LANG)",
-    "dictionary": "--dictionary PATH (one 'source target' word pair per line) or --dictionary identical "
-                  "(identically spelled words of both languages' word vectors)",
-}
+SOURCE_CORPUS = "--source-corpus PATH (text in the method's source_language, a file or folder)"
 
 
 def _method_parameters(method: str) -> str:
@@ -117,18 +102,15 @@ def _check_params(method: str, params: dict) -> None:
     from .methods.registry import keyword_parameters, method_needs
     from .workflow.model import check_parameters
 
-    accepted = keyword_parameters(method)
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise ValueError(f"method {method}: unknown parameter(s) {unknown}; its parameters (--param "
-                         f"NAME=VALUE): {_method_parameters(method)}")
+    listing = f"its parameters (--param NAME=VALUE): {_method_parameters(method)}"
+    if unknown := sorted(set(params) - set(keyword_parameters(method))):
+        raise ValueError(f"method {method}: unknown parameter(s) {unknown}; {listing}")
     try:
         check_parameters(METHODS[method].fn, params, "--param")
         method_needs(method, params)  # a choice among a parameter's values (ValueError naming the parameter)
     except (ModelError, ValueError) as e:
         problem = str(e).removeprefix("--param: ").replace("--param.", "--param ")
-        raise ValueError(f"method {method}: {problem}; its parameters (--param NAME=VALUE): "
-                         f"{_method_parameters(method)}") from None
+        raise ValueError(f"method {method}: {problem}; {listing}") from None
 
 
 def _base_method(method: str, params: dict) -> str | None:
@@ -143,17 +125,16 @@ def _base_method(method: str, params: dict) -> str | None:
     builders = sorted(k for k in METHODS
                       if not _needs_or_empty(k) & {Need.BASE_INIT, Need.EXTENDED_TOKENIZER})
     if base not in METHODS or base == method:
-        raise ValueError(f"method {method}: --param init must name the method whose rows it refines, e.g. "
-                         f"init=focus (one of: {', '.join(builders)})")
-    if Need.BASE_INIT in _needs_or_empty(base):
-        raise ValueError(f"method {method}: init={base} refines another method's rows itself, which a "
-                         "one-call transfer does not chain; name a method that builds rows, e.g. init=focus "
-                         f"(one of: {', '.join(builders)})")
-    if Need.EXTENDED_TOKENIZER in _needs_or_empty(base):
-        raise ValueError(f"method {method}: init={base} extends the source vocabulary, whose rows belong to "
-                         "another tokenizer; name a method of the target's own tokenizer (one of: "
-                         f"{', '.join(builders)})")
-    return base
+        problem = "--param init must name the method whose rows it refines, e.g. init=focus"
+    elif Need.BASE_INIT in _needs_or_empty(base):
+        problem = (f"init={base} refines another method's rows itself, which a one-call transfer does not "
+                   "chain; name a method that builds rows, e.g. init=focus")
+    elif Need.EXTENDED_TOKENIZER in _needs_or_empty(base):
+        problem = (f"init={base} extends the source vocabulary, whose rows belong to another tokenizer; name "
+                   "a method of the target's own tokenizer")
+    else:
+        return base
+    raise ValueError(f"method {method}: {problem} (one of: {', '.join(builders)})")
 
 
 def _needs_or_empty(kind: str) -> frozenset:
@@ -175,13 +156,13 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
     source's family and layout), method ``method`` (a registered kind) with ``params``, on the text of
     ``corpus`` (a text file or folder, plain or compressed) in ``language`` (default: one named ``target``).
 
-    The inputs a method reads besides the corpus (:data:`INPUT_OPTIONS`): ``source_corpus``, text in the
-    method's ``source_language`` (its token-level fastText for Align/Freq Match, its word vectors for
-    WECHSEL); ``word_vectors``, language -> fastText file (``word_vectors.<lang>``); ``dictionary``, a file of
-    word pairs from ``source_language`` to ``language``, or ``"identical"``. A method missing one, or an input
-    the method does not read, is a ValueError naming the option. The evaluation's blocks, and a refining
-    method's sequences unless ``params`` set ``seq_len``, are no longer than the source's positions (a local
-    folder, or a hub id in the hub's cache or already downloaded to this working directory)."""
+    The inputs a method reads besides the corpus: ``source_corpus``, text in the method's ``source_language``
+    (its token-level fastText for Align/Freq Match, its word vectors for WECHSEL); ``word_vectors``, language
+    -> fastText file (``word_vectors.<lang>``); ``dictionary``, a file of word pairs from ``source_language``
+    to ``language``, or ``"identical"``. A method missing one, or an input the method does not read, is a
+    ValueError naming the option. The evaluation's blocks, and a refining method's sequences unless ``params``
+    set ``seq_len``, are no longer than the source's positions (a local folder, or a hub id in the hub's cache
+    or already downloaded to this working directory)."""
     from .methods import METHODS
     from .methods.registry import Need, method_needs, method_params
 
@@ -202,11 +183,9 @@ def transfer_config(source: str, tokenizer: str | int, method: str, corpus: str,
     pretrained = None if size is not None else _folder_or_hub_id("tokenizer", tokenizer)
     model = _folder_or_hub_id("source", source)
     corpus_spec = {"source": "text", "path": str(Path(corpus).resolve())}
-    if language:
-        corpus_spec["language"] = language
     config = {
         "seed": seed,
-        "corpora": {TARGET: corpus_spec},
+        "corpora": {TARGET: {**corpus_spec, "language": language} if language else corpus_spec},
         "sources": {SOURCE: {"model": model}},
         "targets": [TARGET],
         "tokenizer": {"vocab_size": size, "like": SOURCE} if size is not None else
@@ -259,13 +238,11 @@ def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: s
     from .methods.registry import Need
 
     slang = p.get("source_language")
-    reads_source_text = bool(needs & {Need.SOURCE_TOKEN_VECTORS, Need.SOURCE_WORDS, Need.WORD_MODELS})
-    reads_words = bool(needs & {Need.SOURCE_WORDS, Need.TARGET_WORDS, Need.WORD_MODELS})
-    reads_dictionary = Need.DICTIONARY in needs
-    for given, reads, option in ((source_corpus, reads_source_text, "--source-corpus"),
-                                 (word_vectors, reads_words, "--word-vectors"),
-                                 (dictionary, reads_dictionary, "--dictionary")):
-        if given and not reads:
+    words = {Need.SOURCE_WORDS, Need.WORD_MODELS}
+    for given, reads, option in ((source_corpus, words | {Need.SOURCE_TOKEN_VECTORS}, "--source-corpus"),
+                                 (word_vectors, words | {Need.TARGET_WORDS}, "--word-vectors"),
+                                 (dictionary, {Need.DICTIONARY}, "--dictionary")):
+        if given and not needs & reads:
             raise ValueError(f"{option}: method {method} with these parameters reads no "
                              f"{'text in a source language' if option == '--source-corpus' else option[2:]}; "
                              "leave it out")
@@ -283,35 +260,32 @@ def _method_inputs(method: str, p: dict, needs: set, lang: str, source_corpus: s
         out.setdefault("word_vectors", {})[wlang] = {"path": str(Path(path).resolve())}
     if Need.SOURCE_TOKEN_VECTORS in needs and source_corpus is None:
         raise ValueError(f"method {method} reads token-level fastText of the source tokenizer on text in its "
-                         f"source_language {slang!r}: give {INPUT_OPTIONS['source_corpus']} (or --param "
-                         "source_language=... for another language)")
-    if needs & {Need.SOURCE_WORDS, Need.WORD_MODELS} and source_corpus is None and slang not in word_vectors:
+                         f"source_language {slang!r}: give {SOURCE_CORPUS} (or --param source_language=... "
+                         "for another language)")
+    if needs & words and source_corpus is None and slang not in word_vectors:
         raise ValueError(f"method {method} reads word vectors of its source_language {slang!r}: give "
                          f"--word-vectors {slang}=PATH (a fastText .bin or "
                          f".vec{'; .bin with subwords=fasttext' if Need.WORD_MODELS in needs else ''}) or "
-                         f"{INPUT_OPTIONS['source_corpus']} to train them")
-    if reads_dictionary:
-        if dictionary is None:
-            raise ValueError(f"method {method} reads a bilingual dictionary from its source_language "
-                             f"{slang!r} to the corpus's language "
-                             f"({lang!r}{', --language' if lang == TARGET else ''}): give "
-                             f"{INPUT_OPTIONS['dictionary']}")
-        if dictionary == "identical":
-            if source_corpus is None and slang not in word_vectors:
-                raise ValueError("--dictionary identical pairs words spelled alike in the word vectors of "
-                                 f"both languages: give --word-vectors {slang}=PATH or --source-corpus PATH "
-                                 f"(text in {slang}), or a dictionary file")
-            spec = {"source": "identical"}
-        elif Path(dictionary).is_file():
-            spec = {"source": "file", "path": str(Path(dictionary).resolve())}
-        else:
-            raise ValueError(f"--dictionary {dictionary!r}: no such file; give a file of 'source target' "
-                             "word pairs (one a line) or 'identical'")
-        out["dictionaries"] = {slang: {lang: spec}}
-    return out
-
-
-EVAL_SEQ_LEN = 256  # the config's default eval.seq_len (FOCUS Table 4)
+                         f"{SOURCE_CORPUS} to train them")
+    if Need.DICTIONARY not in needs:
+        return out
+    if dictionary is None:
+        raise ValueError(f"method {method} reads a bilingual dictionary from its source_language {slang!r} "
+                         f"to the corpus's language ({lang!r}{', --language' if lang == TARGET else ''}): "
+                         "give --dictionary PATH (one 'source target' word pair per line) or --dictionary "
+                         "identical (identically spelled words of both languages' word vectors)")
+    if dictionary == "identical":
+        if source_corpus is None and slang not in word_vectors:
+            raise ValueError("--dictionary identical pairs words spelled alike in the word vectors of both "
+                             f"languages: give --word-vectors {slang}=PATH or --source-corpus PATH (text in "
+                             f"{slang}), or a dictionary file")
+        spec = {"source": "identical"}
+    elif Path(dictionary).is_file():
+        spec = {"source": "file", "path": str(Path(dictionary).resolve())}
+    else:
+        raise ValueError(f"--dictionary {dictionary!r}: no such file; give a file of 'source target' word "
+                         "pairs (one a line) or 'identical'")
+    return {**out, "dictionaries": {slang: {lang: spec}}}
 
 
 def _positions(model: str, work: Path | None = None) -> int | None:
@@ -330,10 +304,8 @@ def _positions(model: str, work: Path | None = None) -> int | None:
 
             cached = try_to_load_from_cache(model, "config.json")
             config = Path(cached) if isinstance(cached, str) else None
-    if config is None:
-        return None
     try:
-        return position_limit(json.loads(config.read_text(encoding="utf-8")))
+        return position_limit(json.loads(config.read_text(encoding="utf-8"))) if config else None
     except (ValueError, OSError):
         return None
 
@@ -361,13 +333,12 @@ def _duration(seconds: float) -> str:
 def refinement_budget(config: dict, method: str) -> str | None:
     """The budget of a refining method (Token Distillation, the embedding-only LM: the ``tokens`` parameter)
     and its expected time on 2 CPU cores and on a GPU, from the figures of docs/benchmarks.md
-    (:data:`REFINE_CPU`,
-    :data:`REFINE_GPU_H768`); None for a method that trains nothing. For a source of another size than the two
-    measured on the CPU, the figure is an estimate, and says so: between them, the seconds per token scaled by
-    the non-embedding parameters (12 * layers * hidden**2) to the power that joins the two measurements, and
-    beyond the larger one the same power; below the smaller one, the smaller one's figure as an upper bound
-    (tokenizing each batch twice costs as much as the small model's steps). A GPU figure exists only for the
-    h768, 12-layer shape."""
+    (:data:`REFINE_CPU`, :data:`REFINE_GPU_H768`); None for a method that trains nothing. For a source of
+    another size than the two measured on the CPU, the figure is an estimate, and says so: between them, the
+    seconds per token scaled by the non-embedding parameters (12 * layers * hidden**2) to the power that joins
+    the two measurements, and beyond the larger one the same power; below the smaller one, the smaller one's
+    figure as an upper bound (tokenizing each batch twice costs as much as the small model's steps). A GPU
+    figure exists only for the h768, 12-layer shape."""
     import math
 
     from .methods.registry import method_params
@@ -379,14 +350,14 @@ def refinement_budget(config: dict, method: str) -> str | None:
     p = method_params(kind, {k: v for k, v in spec.items() if k != "kind"})
     tokens, which = p["tokens"], 0 if kind == "token_distillation" else 1
     (h1, n1), (h2, n2) = REFINE_CPU
-    t1, t2 = REFINE_CPU[(h1, n1)][which], REFINE_CPU[(h2, n2)][which]
+    t1, t2 = (x[which] * tokens / 1000 for x in REFINE_CPU.values())  # seconds at the two measured sizes
     shape = _shape(config["sources"][SOURCE]["model"])
     head = (f"{kind} trains on {tokens:,} target tokens (--param tokens=N), batch {p['batch_size']} x "
             f"{p['seq_len']}")
     if shape is None:
-        cpu = (f"on 2 CPU cores {_duration(t1 * tokens / 1000)} for a model of hidden size {h1} with {n1} "
-               f"layers, {_duration(t2 * tokens / 1000)} for one of {h2} with {n2} (measured); this source's "
-               "size is known once it is downloaded")
+        cpu = (f"on 2 CPU cores {_duration(t1)} for a model of hidden size {h1} with {n1} layers, "
+               f"{_duration(t2)} for one of {h2} with {n2} (measured); this source's size is known once it "
+               "is downloaded")
     elif shape in REFINE_CPU:
         seconds = REFINE_CPU[shape][which] * tokens / 1000
         cpu = f"on 2 CPU cores about {_duration(seconds)} (measured for this size)"
@@ -394,13 +365,12 @@ def refinement_budget(config: dict, method: str) -> str | None:
         h, n = shape
         size1, size2, size = 12 * n1 * h1 ** 2, 12 * n2 * h2 ** 2, 12 * n * h ** 2
         if size <= size1:
-            cpu = (f"on 2 CPU cores at most about {_duration(t1 * tokens / 1000)} (an estimate: the figure "
-                   f"measured for hidden size {h1} with {n1} layers, a larger model than this one's {h} with "
-                   f"{n})")
+            cpu = (f"on 2 CPU cores at most about {_duration(t1)} (an estimate: the figure measured for "
+                   f"hidden size {h1} with {n1} layers, a larger model than this one's {h} with {n})")
         else:
             per = t1 * (size / size1) ** (math.log(t2 / t1) / math.log(size2 / size1))
-            cpu = (f"on 2 CPU cores about {_duration(per * tokens / 1000)} (an estimate for hidden size {h} "
-                   f"with {n} layers, scaled from the figures measured for {h1}/{n1} and {h2}/{n2})")
+            cpu = (f"on 2 CPU cores about {_duration(per)} (an estimate for hidden size {h} with {n} layers, "
+                   f"scaled from the figures measured for {h1}/{n1} and {h2}/{n2})")
     gpu_time = _duration(REFINE_GPU_H768[kind] * tokens / 1e6)
     gpu = (f"on a GPU not measured for this size (a model of hidden size 768 with 12 layers took {gpu_time} "
            "on an H200)") if shape != (768, 12) else f"on an H200 about {gpu_time} (measured for this size)"
@@ -434,14 +404,10 @@ class DagProgress:
 
     def __init__(self, write=None) -> None:
         self.write = write  # a callable taking one line, or None: silent
-        self.start = time.monotonic()
-        self.total: int | None = None
-        self.done = 0
+        self.start, self.total, self.done = time.monotonic(), None, 0
         self.block: dict | None = None  # the job (or error) whose indented fields are being read
         self.jobs: dict[str, dict] = {}  # jobid -> {"rule", "wildcards", "log", "start"}
-        self.errors: list[dict] = []
-        self.up_to_date = False
-        self.locked = False
+        self.errors, self.locked = [], False
 
     def say(self, text: str) -> None:
         if self.write is not None:
@@ -453,8 +419,7 @@ class DagProgress:
         if self.block is not None and field:
             self.block[field.group(1)] = field.group(2)
             return
-        if self.block is not None:
-            self._close_block()
+        self.finish()
         if m := self.RULE.match(line):
             self.block = {"rule": m.group(1), "kind": "job"}
         elif m := self.ERROR.match(line):
@@ -471,31 +436,31 @@ class DagProgress:
             self.total = int(line.split()[-1])  # the last row of the "Job stats" table
             self.say(f"{self.total} job(s) to run")
         elif line.startswith("Nothing to be done"):
-            self.up_to_date = True
             self.say("nothing to run: every file is up to date")
         elif "Directory cannot be locked" in line or "LockException" in line:
             self.locked = True
 
-    def _close_block(self) -> None:
+    def finish(self) -> None:
+        """Close the job or error block being read, if any."""
+        if self.block is None:
+            return
         block, self.block = self.block, None
-        what = self._name(block)
         if block["kind"] == "error":
             started = self.jobs.get(block.get("jobid", "?"), {})
             self.errors.append({**block, "wildcards": block.get("wildcards") or started.get("wildcards")})
             return
         block["start"] = time.monotonic()
         self.jobs[block.get("jobid", "?")] = block
-        self.say(f"[{self.done}/{self.total or '?'}] {what} started")
+        self.say(f"[{self.done}/{self.total or '?'}] {self._name(block)} started")
 
     def _finished(self, jobid: str, rule: str) -> None:
         job = self.jobs.pop(jobid, {"rule": rule})
-        took = time.monotonic() - job["start"] if "start" in job else None
         done = self.done + 1  # the "N of M steps" line follows
         elapsed = time.monotonic() - self.start
         left = (self.total - done) if self.total else None
         eta = f", about {_duration(elapsed / done * left)} to go" if left else ""
-        took_text = f" in {_duration(took)}" if took is not None else ""
-        self.say(f"[{done}/{self.total or '?'}] {self._name(job)} done{took_text}; "
+        took = f" in {_duration(time.monotonic() - job['start'])}" if "start" in job else ""
+        self.say(f"[{done}/{self.total or '?'}] {self._name(job)} done{took}; "
                  f"{left if left is not None else '?'} left, {_duration(elapsed)} so far{eta}")
 
     @staticmethod
@@ -503,20 +468,12 @@ class DagProgress:
         wildcards = job.get("wildcards")
         return f"{job['rule']} ({wildcards})" if wildcards else job["rule"]
 
-    def finish(self) -> None:
-        if self.block is not None:
-            self._close_block()
-
     def failure(self, work: Path, output: Path) -> str:
         """What went wrong: each failed job with its log's path and the end of its log (:func:`log_tail`), or,
         where no job failed (the plan itself), the end of Snakemake's output from its first error line; then
         where Snakemake's whole output is."""
-        parts = []
-        if self.locked:
-            parts.append(f"another run holds the working directory {work} (its lock is in "
-                         f"{work}/.snakemake/locks): wait for it, or, if no run is left (a killed one), "
-                         f"remove the lock with `snakemake --unlock --directory {work} --snakefile "
-                         f"{REPO / 'Snakefile'} --configfile {work / 'transfer.yaml'}`")
+        parts = [f"another run holds the working directory {work} (its lock is in {work}/.snakemake/locks): "
+                 f"{_unlock_hint(work)}"] if self.locked else []
         for error in self.errors:
             named = error.get("log", "").split(" (check log file")[0]
             logs = [x.strip() for x in named.split(",") if x.strip()]
@@ -533,10 +490,15 @@ class DagProgress:
         return "\n".join(parts)
 
 
+def _unlock_hint(work: Path) -> str:
+    """What to do about the Snakemake lock of the working directory ``work``."""
+    return (f"wait for it, or, if no run is left (a killed one), remove the lock with `snakemake --unlock "
+            f"--directory {work} --snakefile {REPO / 'Snakefile'} --configfile {work / 'transfer.yaml'}`")
+
+
 def log_tail(path: Path, lines: int = 30) -> str:
-    """The end of a job's log, whole lines, indented: from its last ``Traceback`` (the exception that ended
-    the job) where there is one, at most ``lines`` lines (a longer traceback keeps its first line and its
-    end)."""
+    """The end of a job's log, whole lines, indented: from its last ``Traceback`` where there is one, at most
+    ``lines`` lines (a longer traceback keeps its first line and its end)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as e:
@@ -544,11 +506,9 @@ def log_tail(path: Path, lines: int = 30) -> str:
     if not any(line.strip() for line in text):
         return "    (empty)"
     tracebacks = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent call last)")]
-    start = tracebacks[-1] if tracebacks else max(len(text) - lines, 0)
-    shown = text[start:]
+    shown = text[tracebacks[-1] if tracebacks else max(len(text) - lines, 0):]
     if len(shown) > lines:
-        skipped = len(shown) - lines + 1
-        head = [shown[0], f"  ... ({skipped} lines)"] if tracebacks else []
+        head = [shown[0], f"  ... ({len(shown) - lines + 1} lines)"] if tracebacks else []
         shown = head + shown[-(lines - len(head)):]
     return "\n".join("    " + line for line in shown)
 
@@ -561,10 +521,8 @@ def _exception_line(path: Path) -> str | None:
     except OSError:
         return None
     tracebacks = [i for i, line in enumerate(text) if line.startswith("Traceback (most recent call last)")]
-    if not tracebacks:
-        return None
     exception = re.compile(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b")
-    found = [line for line in text[tracebacks[-1] + 1:] if exception.match(line)]
+    found = [line for line in text[tracebacks[-1] + 1:] if exception.match(line)] if tracebacks else []
     return found[-1] if found else None
 
 
@@ -581,10 +539,9 @@ def _output_error(output: Path, lines: int = 30) -> str:
 
 
 def check_workdir(work: Path) -> None:
-    """``work`` may be the working directory of a transfer: a new or empty folder, or one an earlier transfer
-    used (its ``transfer.yaml`` is there; the DAG reruns only what the new arguments change, so transfers of
-    several methods share the corpus, tokenizer and fastText jobs); ValueError naming it otherwise, so that
-    the DAG never writes among a user's files, and when a run holds it (a Snakemake lock)."""
+    """``work`` may be the working directory of a transfer: a new or empty folder, or an earlier transfer's
+    (with its ``transfer.yaml``; methods may share one); else, so that the DAG never writes among a user's
+    files, and while a run holds it (a Snakemake lock), ValueError naming it."""
     if work.exists() and not work.is_dir():
         raise ValueError(f"--workdir {work}: an existing file; name a new folder")
     if work == REPO.resolve() or work in REPO.resolve().parents:
@@ -597,26 +554,20 @@ def check_workdir(work: Path) -> None:
                          "transfer's")
     locks = work / ".snakemake" / "locks"
     if locks.is_dir() and any(locks.iterdir()):
-        raise ValueError(f"--workdir {work}: another run holds it (a lock in {locks}): wait for it, or, if "
-                         "no run is left (a killed one), remove the lock with `snakemake --unlock "
-                         f"--directory {work} --snakefile {REPO / 'Snakefile'} --configfile "
-                         f"{work / 'transfer.yaml'}`")
+        raise ValueError(f"--workdir {work}: another run holds it (a lock in {locks}): {_unlock_hint(work)}")
 
 
 def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus: str, out: str | None = None,
              workdir: str | None = None, seed: int = 0, cores: int | None = None, language: str | None = None,
              source_corpus: str | None = None, word_vectors: dict[str, str] | None = None,
              dictionary: str | None = None, quiet: bool = False, **params) -> Path:
-    """Transfer ``source`` to ``tokenizer`` with ``method`` (:func:`transfer_config`, which takes the inputs a
-    method reads besides the corpus) and return the exported Hugging Face model folder (with its tokenizer and
-    model card): ``out`` (a copy) if given, else the DAG's folder under ``workdir`` (default
-    ``vocab-transfer-<method>``; :func:`check_workdir`: several methods may share one). The arguments and the
-    whole config (the workflow's own parse-time checks) are checked before the DAG runs (:func:`check_out` for
-    ``out``); ``out`` is written only once the DAG succeeded, by :func:`replace_folder`. Unless ``quiet``, a
-    refinement's budget and its expected time (:func:`refinement_budget`) and the DAG's progress
-    (:class:`DagProgress`) go to stderr, one line each. Snakemake's whole output is in
-    ``<workdir>/transfer.log``. Raises :class:`ValueError` for a bad argument and :class:`RuntimeError` naming
-    the failed job, its log and the end of that log when a job fails."""
+    """Transfer ``source`` to ``tokenizer`` with ``method`` (:func:`transfer_config`) and return the exported
+    Hugging Face model folder (with its tokenizer and model card): ``out`` (a copy, written only once the DAG
+    succeeded) if given, else the DAG's folder under ``workdir`` (default ``vocab-transfer-<method>``;
+    :func:`check_workdir`). The arguments and the whole config (the workflow's parse-time checks) are checked
+    before the DAG runs. Unless ``quiet``, a refinement's budget (:func:`refinement_budget`) and the DAG's
+    progress go to stderr; Snakemake's whole output to ``<workdir>/transfer.log``. Raises :class:`ValueError`
+    for a bad argument and :class:`RuntimeError` naming the failed job, its log and the log's end."""
     from .io import atomic_path
     from .workflow.config import ConfigError, check_config
 
@@ -637,10 +588,9 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
         check_config(config)
     except ConfigError as e:
         raise ValueError(f"the transfer's config: {e}") from None
-    say = None if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
-    budget = refinement_budget(config, method)
-    if budget and say:
-        say(f"vocab-transfer: {budget}")
+    progress = DagProgress(None if quiet else (lambda line: print(line, file=sys.stderr, flush=True)))
+    if budget := refinement_budget(config, method):
+        progress.say(budget)
     work.mkdir(parents=True, exist_ok=True)
     with atomic_path(work / "transfer.yaml", checksum=False) as tmp:
         tmp.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -649,14 +599,12 @@ def transfer(source: str, tokenizer: str | int, method: str = "focus", *, corpus
            str(work), "--cores", str(cores or os.cpu_count() or 1), str(exported.relative_to(work)),
            "--configfile", str(work / "transfer.yaml")]
     output = work / "transfer.log"
-    progress = DagProgress(say)
-    if say:
-        say(f"vocab-transfer: {method} in {work} (Snakemake's output: {output})")
+    progress.say(f"{method} in {work} (Snakemake's output: {output})")
     returncode = run_streamed(cmd, output, progress.feed)
     progress.finish()
     if returncode != 0:
-        raise RuntimeError("the transfer's DAG failed (exit status "
-                           f"{returncode}).\n{progress.failure(work, output)}")
+        raise RuntimeError(f"the transfer's DAG failed (exit status {returncode}).\n"
+                           f"{progress.failure(work, output)}")
     if dest is None:
         return exported
     replace_folder(exported, check_out(out, work))  # again: what is there now, after the DAG's hours
@@ -683,11 +631,8 @@ def run_streamed(cmd: list[str], output: Path, feed) -> int:
 
 def check_out(out: str | os.PathLike, work: Path) -> Path:
     """Where ``out`` (``--out``) may be written, as an absolute path; ValueError naming it when writing there
-    could delete what this command did not write: an existing file or symbolic link, the current directory,
-    the home folder, the repository or a folder above one of them, the working directory ``work`` or a folder
-    inside or above it, and a folder with files that is not a model folder exported here, unchanged
-    (:func:`is_export`: it holds the export's manifest and only the files it lists). A new or empty folder, or
-    an unchanged export, is fine."""
+    could delete what this command did not write. A new or empty folder, or an unchanged export
+    (:func:`is_export`: the export's manifest and only the files it lists), is fine."""
     given = Path(out)
     if given.is_symlink():
         raise ValueError(f"--out {out}: a symbolic link (to {os.readlink(given)}); name a new folder, not a "
@@ -695,24 +640,18 @@ def check_out(out: str | os.PathLike, work: Path) -> Path:
     path = given.parent.resolve() / given.name if given.name not in ("", ".", "..") else given.resolve()
     if path.exists() and not path.is_dir():
         raise ValueError(f"--out {out}: an existing file, not a folder; name a new folder")
-
-    def at_or_above(place: Path) -> bool:
-        return path == place or path in place.parents
-
     for place, what in ((Path.cwd().resolve(), "the current directory"),
                         (Path.home().resolve(), "your home folder"),
                         (REPO.resolve(), "the repository's checkout")):
-        if at_or_above(place):
+        if path == place or path in place.parents:
             above = " or a folder above it" if path != place else ""
             raise ValueError(f"--out {out}: {what}{above} ({path}); name a new folder for the model")
-    if at_or_above(work) or work in path.parents:
+    if path == work or path in work.parents or work in path.parents:
         raise ValueError(f"--out {out}: the working directory of the run ({work}) or a folder inside or "
                          "above it; name a folder outside it")
-    if path.is_dir() and any(path.iterdir()):
-        problem = is_export(path)
-        if problem:
-            raise ValueError(f"--out {out}: a folder with files ({path}), {problem}; it is left as it is: "
-                             "name a new or empty folder, or remove them yourself")
+    if path.is_dir() and any(path.iterdir()) and (problem := is_export(path)):
+        raise ValueError(f"--out {out}: a folder with files ({path}), {problem}; it is left as it is: name a "
+                         "new or empty folder, or remove them yourself")
     return path
 
 
@@ -725,21 +664,17 @@ def is_export(folder: Path) -> str | None:
     record = read_manifest(folder)
     files = (record or {}).get("files")
     if not isinstance(files, dict) or record.get("rule") not in EXPORT_RULES or "config.json" not in files:
-        sample = sorted(p.name for p in folder.iterdir())[:3]
-        return f"not a model folder this command exported (it holds {', '.join(map(repr, sample))}" + \
-            (", ...)" if len(list(folder.iterdir())) > 3 else ")")
+        names = sorted(p.name for p in folder.iterdir())
+        return (f"not a model folder this command exported (it holds {', '.join(map(repr, names[:3]))}"
+                f"{', ...)' if len(names) > 3 else ')'}")
     changed = check_manifest(folder)
-    if changed:
-        return f"an exported model folder changed since ({'; '.join(changed[:3])})"
-    return None
+    return f"an exported model folder changed since ({'; '.join(changed[:3])})" if changed else None
 
 
 def replace_folder(src: Path, dest: Path) -> None:
     """Copy the folder ``src`` to ``dest``, replacing the folder there (checked by :func:`check_out`) in one
-    step: the copy is made in a temporary folder beside ``dest`` (removed if the copy fails, ``dest``
-    untouched), then swapped with ``dest`` (:func:`_exchange`) and the old folder removed. Symbolic links in
-    ``src`` are copied as the files they point to; nothing outside ``dest``'s temporary siblings is
-    removed."""
+    step: a copy beside ``dest`` (removed if copying fails, ``dest`` untouched) is swapped with it
+    (:func:`_exchange`). Symbolic links in ``src`` are copied as the files they point to."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.vocab-transfer-{os.getpid()}-{secrets.token_hex(4)}")
     try:
@@ -785,8 +720,7 @@ def method_inputs_help(kind: str) -> str | None:
     corpus, as options; None where nothing."""
     from .methods.registry import Need, keyword_parameters, method_params
 
-    needs, p = _needs_or_empty(kind), method_params(kind, {})
-    slang = p.get("source_language")
+    needs, slang = _needs_or_empty(kind), method_params(kind, {}).get("source_language")
     wanted = [f"--param {n}=VALUE" for n, q in keyword_parameters(kind).items()
               if q.default is q.empty and n != "init"]
     if Need.BASE_INIT in needs:
@@ -808,8 +742,7 @@ def methods_help() -> str:
     lines = ["methods (--method) and their parameters (--param NAME=VALUE, a YAML value):"]
     for kind in sorted(METHODS):
         lines.append(f"  {kind}: {_method_parameters(kind)}")
-        inputs = method_inputs_help(kind)
-        if inputs:
+        if inputs := method_inputs_help(kind):
             lines.append(f"      needs {inputs}")
     lines += [
         "",
@@ -860,8 +793,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Transfer a pretrained language model to a new tokenizer (the workflow's "
                     "DAG, for one target).")
     sub = parser.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("transfer",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=methods_help(),
+    t = sub.add_parser("transfer", formatter_class=parser.formatter_class, epilog=methods_help(),
                        help="transfer one model to one tokenizer and save it as a Hugging Face model folder")
     t.add_argument("--source", required=True, help="the source model: a hub id or a folder")
     t.add_argument("--tokenizer", required=True,
@@ -896,7 +828,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "check":
         return check_configs(args.configfiles)
-    params = {}
+    params, vectors = {}, {}
     for item in args.param:
         name, sep, value = item.partition("=")
         if not sep:
@@ -906,7 +838,6 @@ def main(argv: list[str] | None = None) -> int:
         except YamlError as e:
             print(f"vocab-transfer: {e}", file=sys.stderr)
             return 2
-    vectors = {}
     for item in args.word_vectors:
         lang, sep, path = item.partition("=")
         if not sep or not lang or not path:

@@ -4,11 +4,10 @@
 An init export is the source model with the method's embeddings (and output bias) swapped in, exactly the
 model the init-time loss was measured on; a LAPT export is the run's final model. Both load with
 ``AutoModelForMaskedLM`` (``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never
-loads the model (:func:`export_init`): the source's safetensors shards that hold no per-token tensor are
-hard-linked, the others rewritten by streaming, so a 7B decoder is exported in the memory of its embedding
-matrices. The card (:func:`model_card`) says where the model comes from: source model, method and its
-parameters, target tokenizer, corpus and its size, the init-time held-out loss, the LAPT steps and curve, and
-the command that rebuilds the folder.
+loads the model (:func:`export_init`), so a 7B decoder is exported in the memory of its embedding matrices.
+The card (:func:`model_card`) says where the model comes from: source model, method and its parameters,
+target tokenizer, corpus and its size, the init-time held-out loss, the LAPT steps and curve, and the command
+that rebuilds the folder.
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .data.tokenizer import extra_special_tokens, load_tokenizer, set_extra_special_tokens
+from .data.tokenizer import load_tokenizer, set_extra_special_tokens
 from .io import atomic_path
 from .source_model import ROLES, check_artifact_fits, embedding_tensor_names, safetensors_files
 
@@ -35,6 +34,7 @@ CARD = "README.md"
 CONFIGS = ("config.json", "generation_config.json")  # rewritten for the target (retarget_special_ids)
 #: Model types whose position ids count from ``pad_token_id`` (RoBERTa's), which therefore keeps the source's.
 POSITION_PAD_TYPES = ("roberta", "xlm-roberta", "camembert")
+SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")  # set in every retargeted config
 CHUNK = 64 * 2**20  # bytes copied per system call where the kernel cannot copy a range itself
 
 # The paper of each method kind (vocab_transfer.methods), for the card.
@@ -45,16 +45,14 @@ REFERENCES = {
                "embeddings for cross-lingual transfer of monolingual language models, NAACL",
     "fvt": "Gee, Zugarini, Rigutini & Torroni (2022), Fast Vocabulary Transfer for Language Model "
            "Compression, EMNLP Industry Track",
-    "el": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models "
-          "to New Scripts, EMNLP",
-    "mf": "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting Multilingual Language Models "
-          "to New Scripts, EMNLP",
+    **dict.fromkeys(("el", "mf"), "Pfeiffer, Vulić, Gurevych & Ruder (2021), UNKs Everywhere: Adapting "
+                                  "Multilingual Language Models to New Scripts, EMNLP"),
+    **dict.fromkeys(("reinit_embed", "freq_match", "dict_match", "align_match", "permute", "keep"),
+                    "How to Do a Vocab Swap? A Study of Embedding Replacement for Pre-trained Transformers "
+                    "(2022)"),
+    **dict.fromkeys(("random", "random_normal", "extend"),
+                    "baselines of Dobler & de Melo (2023), FOCUS, §3.1"),
 }
-for _kind in ("reinit_embed", "freq_match", "dict_match", "align_match", "permute", "keep"):
-    REFERENCES[_kind] = ("How to Do a Vocab Swap? A Study of Embedding Replacement for "
-                         "Pre-trained Transformers (2022)")
-for _kind in ("random", "random_normal", "extend"):
-    REFERENCES[_kind] = "baselines of Dobler & de Melo (2023), FOCUS, §3.1"
 
 
 @dataclass
@@ -80,6 +78,11 @@ class CardInfo:
     language: str = ""  # the target's language where its name is not one (de for de-bpe32k)
     license: str | None = None  # the source's, from its own card (:func:`source_license`); None: not known
 
+    @property
+    def lapt_curve(self) -> pd.DataFrame | None:
+        """The curve of a LAPT model, where it has rows."""
+        return self.curve if self.lapt_run and self.curve is not None and len(self.curve) else None
+
 
 def source_license(source_dir: str | os.PathLike) -> str | None:
     """The ``license`` of a source model folder's own card (``README.md`` front matter, which the hub download
@@ -103,9 +106,11 @@ def card_datasets(info: CardInfo) -> list[str]:
 
     spec = info.corpus_stats.get("spec", {})
     source = spec.get("source")
-    if source not in HUB_SOURCES:
-        return []
-    return [spec.get("dataset") or HUB_SOURCES[source].dataset]
+    return [spec.get("dataset") or HUB_SOURCES[source].dataset] if source in HUB_SOURCES else []
+
+
+def _finite(value) -> bool:
+    return value is not None and math.isfinite(float(value))
 
 
 def card_results(info: CardInfo) -> list:
@@ -114,103 +119,89 @@ def card_results(info: CardInfo) -> list:
     target's held-out text."""
     from huggingface_hub import EvalResult
 
-    task = "text-generation" if info.causal else "fill-mask"
     datasets = card_datasets(info)
     spec = info.corpus_stats.get("spec", {})
-    dataset = {"dataset_type": datasets[0] if datasets else str(spec.get("source", info.target)),
-               "dataset_name": f"{info.language or info.target} held-out text "
-                               f"({spec.get('source', 'corpus')})",
-               "dataset_split": "held-out"}
+    common = {"task_type": "text-generation" if info.causal else "fill-mask",
+              "dataset_type": datasets[0] if datasets else str(spec.get("source", info.target)),
+              "dataset_name": f"{info.language or info.target} held-out text "
+                              f"({spec.get('source', 'corpus')})",
+              "dataset_split": "held-out"}
     if spec.get("lang") or spec.get("name"):
-        dataset["dataset_config"] = str(spec.get("lang") or spec.get("name"))
+        common["dataset_config"] = str(spec.get("lang") or spec.get("name"))
     out = []
     if info.init_loss and not info.lapt_run:
-        objective = info.init_loss.get("objective", "mlm")
-        metrics = [("loss", info.init_loss.get("mlm_loss"), f"init-time held-out {objective} loss"),
-                   ("perplexity", info.init_loss.get("perplexity"), "init-time held-out perplexity"),
-                   ("bits_per_byte", info.init_loss.get("bits_per_byte"), "init-time held-out bits per byte")]
-        out += [EvalResult(task_type=task, metric_type=kind, metric_value=float(value),
-                           metric_name=name, **dataset)
-                for kind, value, name in metrics if value is not None and math.isfinite(float(value))]
-    if info.lapt_run and info.curve is not None and len(info.curve):
-        last = float(info.curve.iloc[-1]["heldout_loss"])
-        if math.isfinite(last):
-            out.append(EvalResult(task_type=task, metric_type="loss", metric_value=last, **dataset,
-                                  metric_name="held-out loss after LAPT "
-                                              f"({int(info.curve.iloc[-1]['step'])} steps)"))
+        loss = info.init_loss
+        metrics = [("loss", loss.get("mlm_loss"), f"held-out {loss.get('objective', 'mlm')} loss"),
+                   ("perplexity", loss.get("perplexity"), "held-out perplexity"),
+                   ("bits_per_byte", loss.get("bits_per_byte"), "held-out bits per byte")]
+        out += [EvalResult(metric_type=kind, metric_value=float(value), metric_name=f"init-time {name}",
+                           **common) for kind, value, name in metrics if _finite(value)]
+    last = info.lapt_curve.iloc[-1] if info.lapt_curve is not None else None
+    if last is not None and _finite(last["heldout_loss"]):
+        out.append(EvalResult(metric_type="loss", metric_value=float(last["heldout_loss"]), **common,
+                              metric_name=f"held-out loss after LAPT ({int(last['step'])} steps)"))
     return out
 
 
-def card_metadata(info: CardInfo) -> str:
-    """The card's Hub metadata (its YAML front matter, without the ``---`` lines), written by
-    ``huggingface_hub``'s ``ModelCardData``: ``base_model`` (a hub source), ``language``, ``license``
-    (source's if known), ``library_name``, ``pipeline_tag``, ``tags``, ``datasets``, ``model-index``
-    scores."""
+def model_card(info: CardInfo) -> str:
+    """The ``README.md`` of an exported model folder: Hub metadata (YAML front matter written by
+    ``huggingface_hub``'s ``ModelCardData``; ``base_model`` only for a hub source) and the provenance."""
     from huggingface_hub import ModelCardData
 
     hub = not (info.source_model.startswith((".", "/")) or info.source_model.count("/") != 1)
     results = card_results(info)
-    data = ModelCardData(
+    metadata = ModelCardData(
         library_name="transformers", language=[info.language or info.target], license=info.license,
         pipeline_tag="text-generation" if info.causal else "fill-mask",
         tags=["vocabulary-transfer", info.kind, *(["lapt"] if info.lapt_run else [])],
         datasets=card_datasets(info) or None, base_model=info.source_model if hub else None,
         model_name=f"{info.source}-{info.target}-{info.lapt_run or info.method}" if results else None,
-        eval_results=results or None)
-    return data.to_yaml()
-
-
-def model_card(info: CardInfo) -> str:
-    """The ``README.md`` of an exported model folder: Hub metadata (YAML front matter) and the provenance."""
+        eval_results=results or None).to_yaml()
     what = f"LAPT run `{info.lapt_run}`" if info.lapt_run else "right after initialization"
-    front = ["---", card_metadata(info).rstrip("\n"), "---"]
     params = ", ".join(f"`{k}: {v}`" for k, v in sorted(info.params.items())) or "defaults"
-    stats = info.corpus_stats
-    source_docs = stats.get("source", {})
+    stats, tok, curve = info.corpus_stats, info.tokenizer_info, info.lapt_curve
+    origin = stats.get("source", {}).get("origin")
     rows = [
         ("source model", f"`{info.source_model}` (config source `{info.source}`)"
                          + (f", license `{info.license}`" if info.license else "")),
         ("method", f"`{info.method}`: kind `{info.kind}`, {params}"
                    + (f"; {REFERENCES[info.kind]}" if info.kind in REFERENCES else "")),
         ("target tokenizer", f"{info.tokenizer_type}, {info.vocab_size:,} tokens"
-                             + (f", trained on {info.tokenizer_info['sample_docs']:,} documents (seed "
-                                f"{info.tokenizer_info.get('seed')}, sha256 "
-                                f"`{info.tokenizer_info.get('sha256', '')[:12]}`)"
-                                if "sample_docs" in info.tokenizer_info else
-                                f", existing tokenizer `{info.tokenizer_info['pretrained']}`"
-                                if "pretrained" in info.tokenizer_info else "")),
+                             + (f", trained on {tok['sample_docs']:,} documents (seed {tok.get('seed')}, "
+                                f"sha256 `{tok.get('sha256', '')[:12]}`)" if "sample_docs" in tok else
+                                f", existing tokenizer `{tok['pretrained']}`" if "pretrained" in tok
+                                else "")),
         ("corpus", f"{info.target}: `{stats.get('spec', {}).get('source', '?')}`"
-                   + (f" ({source_docs.get('origin')})" if source_docs.get("origin") else "")
+                   + (f" ({origin})" if origin else "")
                    + f", {stats.get('train_docs', 0):,} training documents "
-                     f"({stats.get('train_bytes', 0) / 1e6:,.1f} MB), "
-                     f"{stats.get('heldout_docs', 0):,} held out"),
+                     f"({stats.get('train_bytes', 0) / 1e6:,.1f} MB), {stats.get('heldout_docs', 0):,} "
+                     "held out"),
     ]
-    if info.init_loss:
-        bpb = info.init_loss.get("bits_per_byte")
+    if loss := info.init_loss:
+        bpb = loss.get("bits_per_byte")
         rows.append(("init-time held-out loss",
-                     f"{info.init_loss['mlm_loss']:.4f} ({info.init_loss['objective']}, perplexity "
-                     f"{info.init_loss['perplexity']:.1f}, "
-                     f"{int(info.init_loss['masked_tokens']):,} scored tokens"
+                     f"{loss['mlm_loss']:.4f} ({loss['objective']}, perplexity {loss['perplexity']:.1f}, "
+                     f"{int(loss['masked_tokens']):,} scored tokens"
                      + (f"; {bpb:.4f} bits per byte" if bpb is not None and bpb == bpb else "") + ")"))
-    if info.lapt_run and info.curve is not None and len(info.curve):
-        last = info.curve.iloc[-1]
+    if curve is not None:
+        last = curve.iloc[-1]
         rows.append(("LAPT", f"run `{info.lapt_run}`: {int(last['step']):,} steps, {int(last['samples']):,} "
                              f"sequences of {int(last['seq_len'])} tokens; final held-out loss "
                              f"{last['heldout_loss']:.4f}"))
-    lines = [*front, "", f"# {info.source} → {info.target}: {info.method} ({what})", "",
-             f"The model `{info.source_model}` with its vocabulary replaced "
-             f"by a {info.target} tokenizer, its new embeddings initialized by "
-             f"`{info.kind}`" + (f" and then trained on {info.target} text (LAPT)."
-                                                          if info.lapt_run else "."),
+    lines = ["---", metadata.rstrip("\n"), "---", "",
+             f"# {info.source} → {info.target}: {info.method} ({what})", "",
+             f"The model `{info.source_model}` with its vocabulary replaced by a {info.target} tokenizer, "
+             f"its new embeddings initialized by `{info.kind}`"
+             + (f" and then trained on {info.target} text (LAPT)." if info.lapt_run else "."),
              "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
-    if info.lapt_run and info.curve is not None and len(info.curve):
-        lines += ["## LAPT curve", "",
-                  "| step | sequences | train loss | held-out loss |", "|---:|---:|---:|---:|"]
-        lines += [f"| {int(r.step):,} | {int(r.samples):,} | {r.train_loss:.4f} | {r.heldout_loss:.4f} |"
-                  for r in info.curve.itertuples()]
+    if curve is not None:
+        lines += ["## LAPT curve", "", "| step | sequences | train loss | held-out loss |",
+                  "|---:|---:|---:|---:|",
+                  *(f"| {int(r.step):,} | {int(r.samples):,} | {r.train_loss:.4f} | {r.heldout_loss:.4f} |"
+                    for r in curve.itertuples())]
         if info.lapt_settings:
-            lines += ["",
-                      "Settings: " + ", ".join(f"`{k}: {v}`" for k, v in sorted(info.lapt_settings.items()))]
+            settings = ", ".join(f"`{k}: {v}`" for k, v in sorted(info.lapt_settings.items()))
+            lines += ["", f"Settings: {settings}"]
         lines.append("")
     auto = "AutoModelForCausalLM" if info.causal else "AutoModelForMaskedLM"
     lines += ["## Use", "", "```python", f"from transformers import {auto}, AutoTokenizer", "",
@@ -229,15 +220,12 @@ def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = No
     whichever of bos, eos and pad the source's was). ``model_type`` (default: the config's) in
     :data:`POSITION_PAD_TYPES` keeps the source's ``pad_token_id``: the position ids count from it, and the
     pipeline measured and trained the model with it."""
-    ids = {k: getattr(tokenizer, k, None) for k in ("bos_token_id", "eos_token_id", "pad_token_id",
-                                                    "sep_token_id", "cls_token_id")}
-    new = {**config, **{k: v for k, v in ids.items() if k in ("bos_token_id", "eos_token_id", "pad_token_id")
-                        or k in config}}
+    ids = {k: getattr(tokenizer, k, None) for k in (*SPECIAL_IDS, "sep_token_id", "cls_token_id")}
+    new = {**config, **{k: v for k, v in ids.items() if k in SPECIAL_IDS or k in config}}
     if isinstance(config.get("eos_token_id"), list):
         new["eos_token_id"] = None if ids["eos_token_id"] is None else [ids["eos_token_id"]]
     if config.get("decoder_start_token_id") is not None:
-        role = next((k for k in ("bos_token_id", "eos_token_id", "pad_token_id")
-                     if config.get(k) == config["decoder_start_token_id"]), None)
+        role = next((k for k in SPECIAL_IDS if config.get(k) == config["decoder_start_token_id"]), None)
         new["decoder_start_token_id"] = ids[role] if role else None
     if (model_type or config.get("model_type")) in POSITION_PAD_TYPES and "pad_token_id" in config:
         new["pad_token_id"] = config["pad_token_id"]
@@ -245,8 +233,7 @@ def retarget_special_ids(config: dict, tokenizer, *, model_type: str | None = No
 
 
 def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokenizer,
-                     vocab_size: int | None = None
-                     ) -> None:
+                     vocab_size: int | None = None) -> None:
     """Write ``config.json`` (and ``generation_config.json`` where ``source`` has one) of the folder
     ``source`` into ``dest`` (may be the same folder) with the tokenizer's special-token ids
     (:func:`retarget_special_ids`) and ``vocab_size`` (when given)."""
@@ -254,8 +241,8 @@ def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokeniz
     model_type = json.loads((source / CONFIGS[0]).read_text()).get("model_type")
     for name in CONFIGS:
         if (source / name).is_file():
-            config = retarget_special_ids(json.loads((source / name).read_text()),
-                                          tokenizer, model_type=model_type)
+            config = retarget_special_ids(json.loads((source / name).read_text()), tokenizer,
+                                          model_type=model_type)
             if vocab_size is not None and name == CONFIGS[0]:
                 config["vocab_size"] = vocab_size
             (dest / name).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
@@ -291,13 +278,18 @@ def _copy_range(src: int, dst: int, offset: int, count: int) -> None:
         try:
             n = os.copy_file_range(src, dst, min(count, CHUNK), offset)
         except (AttributeError, OSError) as e:  # no such call (not Linux), or not between these files
-            if isinstance(e, OSError) and e.errno not in (errno.EXDEV, errno.ENOSYS,
-                                                          errno.EINVAL, errno.EOPNOTSUPP):
+            if isinstance(e, OSError) and e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
+                                                          errno.EOPNOTSUPP):
                 raise
             n = os.write(dst, os.pread(src, min(count, CHUNK), offset))
         if n == 0:
             raise OSError(f"short read at byte {offset}: the file was truncated while being copied")
         offset, count = offset + n, count - n
+
+
+def _data_size(entry: dict) -> int:
+    """Bytes of a safetensors header entry's tensor."""
+    return entry["data_offsets"][1] - entry["data_offsets"][0]
 
 
 def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dict[str, torch.Tensor]) -> int:
@@ -312,23 +304,18 @@ def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dic
     dtypes = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
     header, start = read_header(src)
     meta = header.pop("__metadata__", None)
-
-    def width(name: str) -> float:  # bytes per element
-        begin, end = header[name]["data_offsets"]
-        return (end - begin) / max(1, math.prod(header[name]["shape"]))
-
-    order = sorted(header, key=lambda k: (-width(k), header[k]["data_offsets"][0]))
+    order = sorted(header, key=lambda k: (-_data_size(header[k]) / max(1, math.prod(header[k]["shape"])),
+                                          header[k]["data_offsets"][0]))  # bytes per element, descending
     entries, offset = {}, 0
     for name in order:
         entry = header[name]
+        size = _data_size(entry)
         if name in new:
             if entry["dtype"] not in dtypes:
-                raise ValueError(f"{src}: {name} is {entry['dtype']}, not a floating-point "
-                                 f"dtype of {sorted(dtypes)}")
+                raise ValueError(f"{src}: {name} is {entry['dtype']}, not a floating-point dtype of "
+                                 f"{sorted(dtypes)}")
             entry = {"dtype": entry["dtype"], "shape": list(new[name].shape)}
             size = new[name].numel() * dtypes[entry["dtype"]].itemsize
-        else:
-            size = header[name]["data_offsets"][1] - header[name]["data_offsets"][0]
         entries[name] = {**entry, "data_offsets": [offset, offset + size]}
         offset += size
     text = json.dumps({**({"__metadata__": meta} if meta is not None else {}), **entries},
@@ -342,8 +329,7 @@ def rewrite_safetensors(src: str | os.PathLike, dst: str | os.PathLike, new: dic
                 rows = new[name].to(dtypes[header[name]["dtype"]]).contiguous()
                 _write_all(fout, memoryview(rows.view(-1).view(torch.uint8).numpy()))
             else:
-                begin, end = header[name]["data_offsets"]
-                _copy_range(fin, fout, start + begin, end - begin)
+                _copy_range(fin, fout, start + header[name]["data_offsets"][0], _data_size(header[name]))
     finally:
         os.close(fin)
         os.close(fout)
@@ -367,13 +353,12 @@ def source_extra_special_tokens(source_dir: str | os.PathLike) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def keep_source_specials(tokenizer, source_dir: str | os.PathLike) -> list[str]:
+def keep_source_specials(tokenizer, source_dir: str | os.PathLike) -> None:
     """List the source's extra special tokens (:func:`source_extra_special_tokens`) that the target
     ``tokenizer`` has among its added tokens as its own extra special tokens too, so that the export's
-    ``tokenizer_config.json`` names them with the target's ids. Returns its extra special tokens."""
+    ``tokenizer_config.json`` names them with the target's ids."""
     added = {t.content for t in tokenizer.added_tokens_decoder.values()}
     set_extra_special_tokens(tokenizer, [t for t in source_extra_special_tokens(source_dir) if t in added])
-    return extra_special_tokens(tokenizer)
 
 
 def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: str, card: str) -> None:
@@ -381,20 +366,15 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
     atomically into ``out_dir``, without loading the model.
 
     The tensor names of the input embeddings, an untied LM head and its output bias come from the architecture
-    built on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file
-    (``model.safetensors`` or the shards of ``model.safetensors.index.json``) with none of them is hard-linked
-    (copied across file systems; :func:`link_or_copy`); the others are rewritten with the artifact's rows in
-    the source's dtype (:func:`rewrite_safetensors`). A tied model keeps what its source stores: one tensor,
-    or each stored name of it, all with the new rows; an untied head without ``output_embeddings`` in the
-    artifact (``output_rows: copy_input``) gets the new input rows. ``config.json`` gets the new
-    ``vocab_size`` and, with ``generation_config.json``, the target tokenizer's special-token ids
-    (:func:`retarget_special_ids`); the target tokenizer lists the source's extra special tokens it has
-    (:func:`keep_source_specials`); the source's tokenizer and other files are not copied. Unchanged shards
-    are links to the source's files: save a changed model into a new folder, since writing over one of them in
-    place would change the source model too. A source with pickle weights only (``pytorch_model.bin``) raises
-    FileNotFoundError with the command that converts it."""
+    built on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file with none
+    of them is hard-linked (:func:`link_or_copy`), the others rewritten (:func:`rewrite_safetensors`). A tied
+    model keeps what its source stores: one tensor, or each stored name of it, all with the new rows; an
+    untied head without ``output_embeddings`` in the artifact (``output_rows: copy_input``) gets the new input
+    rows. The configs are retargeted (:func:`retarget_configs`); the source's tokenizer and other files are
+    not copied. Unchanged shards are links to the source's files: save a changed model into a new folder,
+    since writing over one of them in place would change the source model too. A source with pickle weights
+    only (``pytorch_model.bin``) raises FileNotFoundError with the command that converts it."""
     from safetensors import safe_open
-
 
     source = Path(source_dir)
     files, index = safetensors_files(source)
@@ -426,8 +406,7 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
                     sizes[f] = rewrite_safetensors(source / f, tmp / f, changed)
                 else:
                     link_or_copy(source / f, tmp / f)
-                    sizes[f] = sum(e["data_offsets"][1] - e["data_offsets"][0] for n, e in header.items()
-                                   if n != "__metadata__")
+                    sizes[f] = sum(_data_size(e) for n, e in header.items() if n != "__metadata__")
             if index is not None:
                 meta = index.get("metadata", {})
                 meta["total_size"] = sum(sizes.values())
@@ -479,9 +458,9 @@ def check_push(folder: str | os.PathLike, repo_id: str, token: str | None) -> No
     from huggingface_hub import ModelCard, constants
 
     if constants.is_offline_mode():
-        raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which "
-                              "keeps huggingface_hub off the network; unset it for the push (it "
-                              "runs on the login node)")
+        raise PermissionError(f"pushing {folder} to {repo_id}: HF_HUB_OFFLINE is set, which keeps "
+                              "huggingface_hub off the network; unset it for the push (it runs on the login "
+                              "node)")
     if not token:
         raise PermissionError(f"pushing {folder} to {repo_id}: no token in ${TOKEN_ENV}; create a write "
                               f"token at https://huggingface.co/settings/tokens and export {TOKEN_ENV}=... "
@@ -502,20 +481,17 @@ def card_with_scores(folder: str | os.PathLike, scores: pd.DataFrame) -> str:
     from huggingface_hub import EvalResult, ModelCard
 
     card = ModelCard((Path(folder) / CARD).read_text(encoding="utf-8"))
-    results = list(card.data.eval_results or [])
-    results += [EvalResult(task_type="text-generation", dataset_type=row.task,
-                           dataset_name=f"{row.task} "
-                                        "(lm-eval)", metric_type=row.metric, metric_value=float(row.value),
-                           metric_name=f"{row.metric}, {int(row.num_fewshot)}-shot, "
-                                       f"{int(row.samples)} samples")
-                for row in scores.itertuples() if math.isfinite(float(row.value))]
-    card.data.eval_results = results
+    card.data.eval_results = list(card.data.eval_results or []) + [
+        EvalResult(task_type="text-generation", dataset_type=row.task, dataset_name=f"{row.task} (lm-eval)",
+                   metric_type=row.metric, metric_value=float(row.value),
+                   metric_name=f"{row.metric}, {int(row.num_fewshot)}-shot, {int(row.samples)} samples")
+        for row in scores.itertuples() if math.isfinite(float(row.value))]
     card.data.model_name = card.data.model_name or Path(folder).name
     return str(card)
 
 
 def push_export(folder: str | os.PathLike, repo_id: str, *, private: bool = True, endpoint: str | None = None,
-                message: str | None = None, card: str | None = None) -> dict:
+                card: str | None = None) -> dict:
     """Upload an export folder to hub repository ``repo_id`` (created where it does not exist, ``private`` as
     asked) in one commit (``huggingface_hub``'s ``upload_folder``; with ``card``, that text as ``README.md``
     instead of the folder's), the token from :data:`TOKEN_ENV`. The folder is read, never changed. Returns the
@@ -530,7 +506,7 @@ def push_export(folder: str | os.PathLike, repo_id: str, *, private: bool = True
     url = api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
     files = {p.relative_to(folder).as_posix(): p.stat().st_size for p in sorted(Path(folder).rglob("*"))
              if p.is_file() and not p.name.startswith(".")}
-    message = message or f"Upload {Path(folder).name} (vocabulary transfer)"
+    message = f"Upload {Path(folder).name} (vocabulary transfer)"
     if card is None:
         commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
                                    commit_message=message, ignore_patterns=[".*"])

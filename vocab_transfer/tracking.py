@@ -38,8 +38,8 @@ from .typed import UniqueList
 GPU_TFLOPS = {"a100": (312.0, 19.5), "h100": (989.0, 67.0), "h200": (989.0, 67.0), "v100": (125.0, 15.7),
               "a6000": (155.0, 38.7)}
 
-#: What ``report_to`` may list, and the package each needs.
-REPORT_TO = {"tensorboard": "tensorboard", "wandb": "wandb"}
+#: What ``report_to`` may list, each also the name of the package it needs.
+REPORT_TO = ("tensorboard", "wandb")
 DEFAULT_REPORT_TO = ("tensorboard",)
 
 
@@ -47,9 +47,9 @@ def missing_package(values) -> str | None:
     """Why ``values`` (a ``report_to`` list) cannot run here: the first whose package is not installed, or
     None."""
     for v in values or ():
-        if v in REPORT_TO and importlib.util.find_spec(REPORT_TO[v]) is None:
-            return (f"{v!r} needs the {REPORT_TO[v]!r} package, which is not installed here (pip install "
-                    f"{REPORT_TO[v]}), or leave {v!r} out")
+        if v in REPORT_TO and importlib.util.find_spec(v) is None:
+            return (f"{v!r} needs the {v!r} package, which is not installed here (pip install {v}), or leave "
+                    f"{v!r} out")
     return None
 
 
@@ -71,39 +71,34 @@ def check_report_to(values, where: str) -> list[str]:
     if values is None:
         return []
     values = [values] if isinstance(values, str) else list(values)
-    for v in values:
-        if v not in REPORT_TO:
-            raise ValueError(f"{where}: {v!r} is not one of {sorted(REPORT_TO)} (or an empty "
-                             "list: no live curves)")
+    if unknown := [v for v in values if v not in REPORT_TO]:
+        raise ValueError(f"{where}: {unknown[0]!r} is not one of {sorted(REPORT_TO)} (or an empty list: no "
+                         "live curves)")
     if problem := missing_package(values):
         raise ValueError(f"{where}: {problem}")
     return values
 
 
 def peak_flops(device) -> float | None:
-    """The dense bf16 peak of a CUDA device, from its name (:data:`GPU_TFLOPS`);
-    None on the CPU or for a GPU not listed (no MFU is logged then)."""
+    """The dense bf16 peak of a CUDA device, from its name (:data:`GPU_TFLOPS`); None on the CPU or for a GPU
+    not listed (no MFU is logged then)."""
     if getattr(device, "type", str(device)) != "cuda":
         return None
     import torch
 
     name = torch.cuda.get_device_name(device).lower()
-    found = [tflops[0] for model, tflops in GPU_TFLOPS.items() if model in name]
-    return found[0] * 1e12 if found else None
+    return next((tflops[0] * 1e12 for model, tflops in GPU_TFLOPS.items() if model in name), None)
 
 
 def mfu(tokens_per_s: float, flops_per_token: float, peak: float | None, processes: int = 1) -> float | None:
     """Model FLOPs utilization (PaLM App. B) of ``processes`` GPUs: ``tokens_per_s`` (all processes) x
     ``flops_per_token`` (training FLOPs, about 6 x parameters) over their peak; None without a known peak."""
-    if not peak or not tokens_per_s:
-        return None
-    return tokens_per_s * flops_per_token / (peak * processes)
+    return tokens_per_s * flops_per_token / (peak * processes) if peak and tokens_per_s else None
 
 
 class Tracker:
-    """The live curves of one run: ``Tracker(report_to, run_dir, name=..., config=..., start_step=...)``, then
-    :meth:`log` per curve row and :meth:`close` at the end (or use it as a context manager). With an empty
-    ``report_to`` every call does nothing."""
+    """The live curves of one run: :meth:`log` per curve row, :meth:`close` at the end (or a ``with`` block);
+    with an empty ``report_to`` every call does nothing."""
 
     def __init__(self, report_to, run_dir: str | os.PathLike, *, name: str, config: dict | None = None,
                  start_step: int = 0):
