@@ -49,20 +49,15 @@ def build_xlmr_mlm(tokenizer: PreTrainedTokenizerBase, *, hidden_size: int, num_
 
 
 def mlm_head(model: PreTrainedModel):
-    """The MLM head that maps hidden states to the vocabulary, transform included: RoBERTa/XLM-R's
-    ``lm_head``, BERT's ``cls``; None for other heads."""
+    """The MLM head, transform included: RoBERTa/XLM-R's ``lm_head``, BERT's ``cls``; None for others."""
     return getattr(model, "lm_head", None) or getattr(model, "cls", None)
 
 
 def masked_lm_loss(model: PreTrainedModel, inputs: torch.Tensor, labels: torch.Tensor, *,
                    positions: torch.Tensor | None = None) -> torch.Tensor:
-    """MLM cross-entropy that runs the LM head on the masked positions only (≈15% of them).
-
-    Same value as ``model(input_ids, labels=labels).loss``; for RoBERTa/XLM-R (``lm_head``) and
-    BERT (``cls``) heads it skips ~85% of the vocabulary projection. Other heads use the full path.
-    ``positions`` (flat indices of the labelled tokens, row-major) avoids the device synchronization
-    that finding them with a boolean index would cost.
-    """
+    """MLM cross-entropy (``model(input_ids, labels=labels).loss``'s value) with the LM head run on the
+    labelled (≈15%) positions only for RoBERTa/XLM-R (``lm_head``) and BERT (``cls``) heads; others take the
+    full path. ``positions`` (flat indices of the labelled tokens) avoids the sync of a boolean index."""
     if mlm_head(model) is None:
         return model(input_ids=inputs, labels=labels).loss
     logits, targets = masked_lm_logits(model, inputs, labels, positions=positions)
@@ -102,20 +97,14 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
 
 
 def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
-    """Whether a model (or the config it was saved with) is a decoder-only causal LM.
-
-    The first rule that applies decides:
-
-    1. a model instance: its class name ends in ``ForCausalLM`` / ``LMHeadModel`` (``GPT2LMHeadModel``) →
-       causal; in ``ForMaskedLM`` → masked (the class it was loaded as wins over the saved config);
-    2. encoder-decoder configs (T5, BART) are not decoders;
-    3. ``config.architectures`` (written by ``save_pretrained``): an entry ending in ``ForCausalLM`` /
-       ``LMHeadModel`` → causal; one ending in ``ForMaskedLM`` → masked;
-    4. a config flagged ``is_decoder`` (BERT-family models saved as decoders) → causal;
-    5. otherwise the ``model_type``: causal iff transformers has a causal-LM class and no masked-LM class
-       for it (gpt2, gpt_neox, llama, mistral, qwen2, bloom, opt, ...). Types with both (bert, roberta,
-       xlm-roberta) stay masked LMs, as before; types with neither stay masked and fail to load clearly.
-    """
+    """Whether a model (or the config it was saved with) is a decoder-only causal LM; the first rule that
+    applies decides: (1) a model instance: its class name ends in ``ForCausalLM`` / ``LMHeadModel`` → causal,
+    in ``ForMaskedLM`` → masked (the class it was loaded as wins over the saved config); (2) encoder-decoder
+    configs (T5, BART) are not decoders; (3) ``config.architectures``: an entry ending in ``ForCausalLM`` /
+    ``LMHeadModel`` → causal, ``ForMaskedLM`` → masked; (4) a config flagged ``is_decoder`` (BERT-family
+    models saved as decoders) → causal; (5) else the ``model_type``: causal iff transformers has a causal-LM
+    and no masked-LM class for it (gpt2, llama, ...; bert, roberta, or types with neither, stay masked
+    LMs)."""
     if isinstance(model_or_config, torch.nn.Module):
         name = type(model_or_config).__name__
         if name.endswith(CAUSAL_LM_SUFFIXES) or name.endswith("ForMaskedLM"):
@@ -125,8 +114,8 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
 
 
 def is_causal_config(config) -> bool:
-    """:func:`is_causal_lm` of a config: a ``PretrainedConfig``, or any object with its attributes (the keys
-    of a ``config.json`` read as they are, as parse-time checks read it without torch); rules 2-5."""
+    """:func:`is_causal_lm` of a config (rules 2-5): a ``PretrainedConfig``, or any object with its attributes
+    (``config.json``'s keys, as parse-time checks read it without torch)."""
     if getattr(config, "is_encoder_decoder", False):
         return False
     architectures = getattr(config, "architectures", None) or []
@@ -136,14 +125,11 @@ def is_causal_config(config) -> bool:
         return False
     if getattr(config, "is_decoder", False):
         return True
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
+    from transformers.models.auto import modeling_auto as auto
 
     model_type = getattr(config, "model_type", "")
-    return (model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-            and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+    return (model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            and model_type not in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES)
 
 
 ROBERTA_TYPES = ("roberta", "xlm-roberta", "camembert")  # position ids start after padding_idx
@@ -164,12 +150,9 @@ def position_limit(config: dict) -> int | None:
 
 
 def hub_download_patterns(files: list[str]) -> list[str]:
-    """The files of a hub model repository to fetch (rules download_source_model / download_reference_model):
-    configs, tokenizer files (``*.json``, ``*.txt`` such as BPE merges or WordPiece vocab, ``*.model``, a chat
-    template's ``*.jinja``), the model's card ``README.md`` (its license, for the exports' cards) and the
-    weights as safetensors; a repository with no safetensors file (older models such as
-    ``flaubert/flaubert_base_cased`` may have none) gives its PyTorch ``pytorch_model*.bin`` instead. TF,
-    Flax, ONNX and training-state files are never fetched."""
+    """The files of a hub model repository to fetch: configs, tokenizer files, ``README.md`` (its license, for
+    the exports' cards) and the safetensors weights, else ``pytorch_model*.bin`` (e.g.
+    ``flaubert/flaubert_base_cased``); never TF, Flax, ONNX or training state."""
     weights = "*.safetensors" if any(f.endswith(".safetensors") for f in files) else "pytorch_model*.bin"
     if weights.endswith(".bin") and not any(f.split("/")[-1].startswith("pytorch_model") for f in files):
         raise FileNotFoundError("no model weights (*.safetensors or pytorch_model*.bin) "
@@ -195,8 +178,7 @@ TRUSTED_ENV = "VOCAB_TRANSFER_TRUST_REMOTE_CODE"
 
 
 def remote_code_allowed(model_dir: str | Path) -> bool:
-    """Whether the config allows ``model_dir``'s own Python code (``sources.<name>.trust_remote_code``; the
-    folders are listed in the environment variable :data:`TRUSTED_ENV`)."""
+    """Whether the config allows ``model_dir``'s own code (its folder listed in :data:`TRUSTED_ENV`)."""
     trusted = [Path(p).resolve() for p in os.environ.get(TRUSTED_ENV, "").split(os.pathsep) if p]
     return Path(model_dir).resolve() in trusted
 
@@ -214,11 +196,9 @@ def refuse_remote_code(model_dir: str | Path, what: str, allowed: bool = False) 
 
 
 def download_hub_model(repo: str, revision: str | None, out_dir: str | Path, weights: bool = True) -> dict:
-    """Download hub model ``repo`` at ``revision`` (a branch, tag or commit; None: the default branch) into
-    ``out_dir``, atomically and resumably (:func:`vocab_transfer.io.resumable_dir`), and record its origin
-    there in ``origin.json``: ``repo``, the requested ``revision``, the commit it resolved to
-    (``resolved_revision``) and the ``files`` fetched (:func:`hub_download_patterns`). The file list and the
-    files are fetched at the resolved commit, so a moving branch cannot mix commits. Returns the origin."""
+    """Download hub model ``repo`` at ``revision`` (None: the default branch) into ``out_dir``, atomically and
+    resumably, the file list and files (:func:`hub_download_patterns`) at the commit it resolves to (a moving
+    branch cannot mix commits). Returns the origin written to ``origin.json``."""
     from huggingface_hub import HfApi, snapshot_download
 
     from . import mirror
@@ -254,9 +234,8 @@ def download_hub_model(repo: str, revision: str | None, out_dir: str | Path, wei
 
 
 def load_source_model(path: str) -> PreTrainedModel:
-    """Load a source model saved with ``save_pretrained`` (or named by hub id when the config asks for one):
-    a causal LM (``AutoModelForCausalLM``) when its config is a decoder (:func:`is_causal_lm`), else a
-    masked LM (``AutoModelForMaskedLM``)."""
+    """A source model saved with ``save_pretrained`` (or a hub id): ``AutoModelForCausalLM`` when its config
+    is a decoder (:func:`is_causal_lm`), else ``AutoModelForMaskedLM``."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
 
     trust = remote_code_allowed(path)
@@ -272,26 +251,20 @@ def model_vocab_size(model_dir: str | Path) -> int:
 
 def check_tokenizer_matches(tokenizer_len: int, embedding_rows: int, *, name: str,
                             allow_padded_embeddings: bool = False) -> None:
-    """Raise :class:`TokenizerModelMismatch` unless every token id has exactly one embedding row.
-
-    Models whose matrix is padded beyond the tokenizer (e.g. to a multiple of 64) pass with
-    ``allow_padded_embeddings``; a tokenizer larger than the matrix never passes.
-    """
+    """Raise :class:`TokenizerModelMismatch` unless every token id has exactly one embedding row; a matrix
+    padded beyond the tokenizer (e.g. to a multiple of 64) passes with ``allow_padded_embeddings``."""
     if tokenizer_len > embedding_rows or (tokenizer_len < embedding_rows and not allow_padded_embeddings):
         raise TokenizerModelMismatch(
             f"source {name!r}: tokenizer has {tokenizer_len} tokens but the model's embedding matrix has "
             f"{embedding_rows} rows; the tokenizer does not belong to this model"
             + ("" if tokenizer_len > embedding_rows
-               else " (set allow_padded_embeddings: true if the matrix is "
-               "padded on purpose)"))
+               else " (set allow_padded_embeddings: true if the matrix is padded on purpose)"))
 
 
 def embedding_matrix(model: PreTrainedModel, *, output_rows: bool = True) -> torch.Tensor:
-    """The rows an init method transfers, one per token: the input embeddings, then the output embeddings of
-    an untied LM head (``tie_word_embeddings: false``, e.g. Llama; left out with ``output_rows=False``), then
-    the LM head's output bias as the last column (if it has one: XLM-R/BERT MLM heads do, GPT-2's and most
-    decoders' ``lm_head`` do not). A method combines rows, so its weights and neighbours apply to every block
-    of columns at once; :meth:`EmbeddingRows.split` takes the result apart."""
+    """The rows an init method transfers, one per token: the input embeddings, an untied head's output
+    embeddings (e.g. Llama; not with ``output_rows=False``), the output bias as the last column: one matrix,
+    so a method's weights apply to all the columns; :meth:`EmbeddingRows.split` parts it."""
     return EmbeddingRows.of(model).matrix(output_rows=output_rows)
 
 
@@ -349,9 +322,8 @@ class EmbeddingRows:
 
 
 def padding_multiple(rows: int, tokens: int, largest: int = 1024) -> int:
-    """The multiple a source's embedding rows are padded to: 1 where they fit its tokenizer; else the largest
-    power of two up to ``largest`` that divides the row count (Qwen2.5: 151,936 rows for 151,665 tokens, 128;
-    Phi-3: 32,064 for 32,011, 64)."""
+    """The multiple a source's embedding rows are padded to: 1 where they fit its tokenizer, else the largest
+    power of two up to ``largest`` dividing the row count (Qwen2.5: 151,936 rows for 151,665 tokens, 128)."""
     if rows <= tokens:
         return 1
     multiple = 1
@@ -374,14 +346,11 @@ def pad_rows(tensors: dict[str, torch.Tensor], multiple: int) -> dict[str, torch
 def check_architecture(model_dir: str | Path, what: str) -> None:
     """Raise unless transformers has a causal-LM or masked-LM class for the ``model_type`` in ``config.json``:
     the classes whose input embeddings and LM head the pipeline transfers (T5's or an encoder's have none)."""
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
+    from transformers.models.auto import modeling_auto as auto
 
-    config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
-    kind = config.get("model_type")
-    if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+    kind = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8")).get("model_type")
+    if (kind not in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+            and kind not in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES):
         import transformers
 
         raise ValueError(f"{what}: {model_dir} is a {kind!r} model, for which transformers "
@@ -409,9 +378,8 @@ SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.j
 
 
 def safetensors_files(model_dir: str | Path) -> tuple[list[str], dict | None]:
-    """The safetensors files of a model folder and its ``model.safetensors.index.json`` (None for one
-    ``model.safetensors``). A folder with pickle weights only raises FileNotFoundError with the command that
-    converts them."""
+    """The safetensors files of a model folder and its index (None for one ``model.safetensors``);
+    FileNotFoundError, with the command that converts them, for pickle weights only."""
     model_dir = Path(model_dir)
     index = model_dir / SAFETENSORS_INDEX
     if index.exists():
@@ -420,10 +388,9 @@ def safetensors_files(model_dir: str | Path) -> tuple[list[str], dict | None]:
     if (model_dir / SAFETENSORS).is_file():
         return [SAFETENSORS], None
     pickled = sorted(p.name for p in model_dir.glob("pytorch_model*.bin"))
-    hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python "
-            "-c \"from transformers import AutoModel; "
-            f"AutoModel.from_pretrained('{model_dir}').save_pretrained('{model_dir}', "
-            "safe_serialization=True)\"`") if pickled else ""
+    hint = (f"; it has only pickle weights ({', '.join(pickled)}): convert them with `python -c \"from "
+            f"transformers import AutoModel; AutoModel.from_pretrained('{model_dir}').save_pretrained("
+            f"'{model_dir}', safe_serialization=True)\"`") if pickled else ""
     raise FileNotFoundError(f"{model_dir}: no {SAFETENSORS} and no {SAFETENSORS_INDEX}{hint}")
 
 
@@ -454,9 +421,8 @@ ROLES = {"input": "input embeddings", "output": "output embeddings", "bias": "ou
 
 @dataclass(frozen=True)
 class SourceLayout:
-    """What a saved model's architecture says about its per-token rows (:func:`source_layout`): the tensor
-    names of each role of :data:`ROLES` (each the names of one parameter; a head tied to the input embeddings
-    is among the ``input`` names), the architecture's class name and whether it is a causal decoder."""
+    """What a saved model's architecture says about its per-token rows: the tensor names of each of the
+    :data:`ROLES` (a tied head's among ``input``'s), its class name and whether it is a causal decoder."""
 
     names: dict[str, list[str]]
     arch: str
@@ -468,9 +434,8 @@ LAYOUT_CACHE_ENV = "VOCAB_TRANSFER_LAYOUT_CACHE"
 
 
 def _layout_cache(model_dir: Path) -> Path | None:
-    """The cache file of a model folder's layout, keyed by what the layout is a function of: the bytes of its
-    ``config.json`` and the transformers version. None for a model with its own code (that code may change) or
-    where no cache is wanted (``VOCAB_TRANSFER_LAYOUT_CACHE`` set to an empty string)."""
+    """The layout cache file of a model folder, keyed by its ``config.json`` bytes and the transformers
+    version; None for a model with its own code (which may change) or where no cache is wanted."""
     import hashlib
 
     import transformers
@@ -479,18 +444,14 @@ def _layout_cache(model_dir: Path) -> Path | None:
     config = model_dir / "config.json"
     if not root or not config.is_file() or remote_code(model_dir):
         return None
-    key = hashlib.sha256(config.read_bytes() + "\0transformers "
-                                               f"{transformers.__version__}".encode()).hexdigest()
-    return Path(root) / f"{key[:32]}.json"
+    key = hashlib.sha256(config.read_bytes() + f"\0transformers {transformers.__version__}".encode())
+    return Path(root) / f"{key.hexdigest()[:32]}.json"
 
 
 def source_layout(model_dir: str | Path) -> SourceLayout:
-    """The :class:`SourceLayout` of a saved model, from its architecture on the meta device (no weights read).
-
-    Building the architecture imports transformers' model code (about 3 s of a job's start on 2 CPU cores), so
-    the result, a pure function of ``config.json`` and the transformers version, is kept in a small JSON file
-    under ``~/.cache/vocab_transfer/layouts`` (``VOCAB_TRANSFER_LAYOUT_CACHE``; an empty value turns the cache
-    off), written atomically: the other jobs that read the same source's rows skip the import."""
+    """The :class:`SourceLayout` of a saved model, from its architecture on the meta device. Building that
+    imports transformers' model code (about 3 s of a job's start on 2 CPU cores), so the result, a function of
+    ``config.json`` and the transformers version only, is cached (:data:`LAYOUT_CACHE_ENV`)."""
     model_dir = Path(model_dir)
     cache = _layout_cache(model_dir)
     if cache is not None and cache.is_file():
@@ -521,25 +482,22 @@ def source_layout(model_dir: str | Path) -> SourceLayout:
 
 
 def embedding_tensor_names(model_dir: str | Path) -> tuple[dict[str, list[str]], str]:
-    """The tensor names of a saved model's per-token rows: ``input`` (with the names of a head tied to it),
-    ``output`` (an untied head's own matrix) and ``bias`` (the LM head's output bias), each the names of one
-    parameter; and the architecture's class name (:func:`source_layout`)."""
+    """The tensor names of a saved model's per-token rows by role (:data:`ROLES`; ``input`` with a tied head's
+    names) and the architecture's class name (:func:`source_layout`)."""
     layout = source_layout(model_dir)
     return layout.names, layout.arch
 
 
 def read_embedding_rows(model_dir: str | Path) -> EmbeddingRows:
-    """The input embeddings, an untied head's output matrix and the output bias of a model saved as
-    safetensors (one file or shards with an index), read by name without loading the model: a 7B model's two
-    matrices cost their own size, not the model's. The names come from the architecture on the meta device."""
+    """The input embeddings, an untied head's matrix and the output bias of a model saved as safetensors (a
+    file or shards), read by name without loading the model: a 7B model's matrices cost their own size."""
     names, arch = embedding_tensor_names(model_dir)
     return EmbeddingRows(**{role: _read_named(Path(model_dir), n, ROLES[role], arch)
                             for role, n in names.items()})
 
 
 def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
-    """The input embedding matrix of a model saved with ``save_pretrained`` as safetensors, read without
-    loading the model (:func:`read_embedding_rows`)."""
+    """The input embeddings of a model saved as safetensors, read without loading it."""
     names, arch = embedding_tensor_names(model_dir)
     return _read_named(Path(model_dir), names["input"], ROLES["input"], arch)
 
@@ -562,12 +520,9 @@ def check_artifact_fits(keys: set[str], *, bias: bool, untied: bool, arch: str) 
 
 def transferred_model(source: PreTrainedModel, embeddings: torch.Tensor, bias: torch.Tensor | None,
                       output: torch.Tensor | None = None) -> PreTrainedModel:
-    """Swap the vocabulary of ``source`` (in place): new input embeddings (tied output embeddings),
-    new output bias; every other weight is the source's (FOCUS §3.1: all layers but the embeddings).
-
-    Masked and causal LMs alike (GPT-2: tied ``lm_head`` without bias, ``bias=None``). An untied output matrix
-    (``tie_word_embeddings: false``, e.g. Llama) gets ``output`` (the method's transfer of the source's output
-    rows), or without one a copy of the new input embeddings (a method's ``output_rows: copy_input``)."""
+    """Swap the vocabulary of ``source`` in place (FOCUS §3.1: the other layers stay the source's): new input
+    embeddings (tied output embeddings) and output bias (None: none, as GPT-2's); an untied output matrix
+    (e.g. Llama) gets ``output``, else a copy of the input embeddings (``output_rows: copy_input``)."""
     untied = has_untied_output(source)
     check_artifact_fits({k for k, t in (("output_bias", bias),
                                         ("output_embeddings", output)) if t is not None},

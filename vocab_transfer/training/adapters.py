@@ -1,32 +1,27 @@
 """MAD-X adapters (Pfeiffer et al., 2020b) for BERT-style encoders (BERT, RoBERTa, XLM-R): language adapters,
 trained jointly with the new embeddings while the rest of the model stays frozen (unks-everywhere §4.3), and
-task adapters stacked on top of them (unks-everywhere §2, §4.1: trained on source-language task data with the
-model and the language adapter frozen; at inference the language adapter is swapped for the target's).
+task adapters stacked on them (unks-everywhere §2, §4.1: trained on source-language task data with the model
+and the language adapter frozen; at inference the language adapter is swapped for the target's).
 
-- Bottleneck adapter in layer l (unks-everywhere §2, eq. 1): ``A_l(h_l, r_l) = U_l(GeLU(D_l(h_l))) + r_l``
-  at the Pfeiffer position: ``r_l`` is the feed-forward output, ``h_l = LN_l(r_l + x_l)`` the output of the
+- Bottleneck adapter in layer l (unks-everywhere §2, eq. 1): ``A_l(h_l, r_l) = U_l(GeLU(D_l(h_l))) + r_l`` at
+  the Pfeiffer position: ``r_l`` is the feed-forward output, ``h_l = LN_l(r_l + x_l)`` the output of the
   layer's own layer norm, and the layer returns ``LN_l(A_l + x_l)`` (the same, frozen, LN).
 - Invertible adapter (MAD-X §3): a NICE coupling (Dinh et al., 2015) on the embedding output, its inverse on
   the input of the (tied) output embeddings.
 - MAD-X 2.0 (unks-everywhere §4.1): no language adapter in the last layer.
-- Task adapter in layer l (MAD-X §3.3): a bottleneck of the same form stacked on the language adapter, as the
-  ``adapters`` library's ``Stack(language, task)`` composes them: with ``a`` the language adapter's output
-  (``r`` where a layer has none), the task adapter returns ``T_l(LN_l(a + x_l), a)`` and the layer
-  ``LN_l(T_l + x_l)``. Task adapters default to reduction factor 16, no invertible part, every layer
-  (``TASK_ADAPTER_DEFAULTS``).
+- Task adapter in layer l (MAD-X §3.3): a bottleneck stacked on the language adapter as the ``adapters``
+  library's ``Stack(language, task)`` does (:func:`adapter_stack_forward`); by default reduction factor 16, no
+  invertible part, every layer (``TASK_ADAPTER_DEFAULTS``).
 
 Up-projections start at zero, so attaching an adapter leaves the model's outputs unchanged. Adapters are
 submodules (in ``state_dict`` while attached: checkpoints round-trip) that patch the forward of the modules
-they sit in; ``strip_language_adapter`` removes them, so ``save_pretrained`` writes the plain model.
-``save_language_adapter`` / ``load_language_adapter`` keep them beside it, keyed relative to
-``model.base_model`` so that a task model (e.g. sequence classification) loads what a masked LM trained;
-``save_task_adapter`` / ``load_task_adapter`` do the same for the task adapter (``task_adapter.*``), so the
-two are saved, loaded and swapped separately. A module's slot name says what it is: ``language_adapter`` and
-``invertible_adapter`` (language), ``task_adapter`` (task).
+they sit in (slot names ``language_adapter``, ``invertible_adapter``, ``task_adapter``); stripping them
+restores the plain model for ``save_pretrained``. Each kind is saved and loaded separately beside it
+(``language_adapter.*``, ``task_adapter.*``), keyed relative to ``model.base_model`` so that a task model
+loads what a masked LM trained.
 
-Implemented here because the ``adapters`` library (1.3.0) pins ``transformers~=4.57`` and does not import
-with transformers 5 / huggingface_hub 1.x.
-"""
+Implemented here because the ``adapters`` library (1.3.0) pins ``transformers~=4.57`` and does not import with
+transformers 5 / huggingface_hub 1.x."""
 
 from __future__ import annotations
 
@@ -41,13 +36,13 @@ from torch import nn
 
 from .settings import NON_LINEARITIES, AdapterConfig, task_adapter_config
 
-ADAPTER_FILE, CONFIG_FILE = "language_adapter.safetensors", "language_adapter.json"
-TASK_ADAPTER_FILE, TASK_CONFIG_FILE = "task_adapter.safetensors", "task_adapter.json"
-FILES = {"language": (ADAPTER_FILE, CONFIG_FILE), "task": (TASK_ADAPTER_FILE, TASK_CONFIG_FILE)}
+FILES = {kind: (f"{kind}_adapter.safetensors", f"{kind}_adapter.json") for kind in ("language", "task")}
 ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU, "silu": nn.SiLU, "tanh": nn.Tanh}
 assert tuple(ACTIVATIONS) == NON_LINEARITIES
 SLOTS = {"language": ("language_adapter", "invertible_adapter"), "task": ("task_adapter",)}  # attribute names
 LAYER_SLOTS = ("language_adapter", "task_adapter")  # per layer, in stacking order (MAD-X: language then task)
+
+
 def _bottleneck(d_in: int, d_out: int, cfg: AdapterConfig, g: torch.Generator) -> nn.Sequential:
     """Linear(d_in → d_in / reduction) → non-linearity → Linear(→ d_out), the last one zero-initialized."""
     mid = max(1, d_in // cfg.reduction_factor)
@@ -74,9 +69,8 @@ class BottleneckAdapter(nn.Module):
 def adapter_stack_forward(output: nn.Module, hidden_states: torch.Tensor,
                           input_tensor: torch.Tensor) -> torch.Tensor:
     """``BertOutput.forward`` with the layer's adapters at the Pfeiffer position, stacked (``LAYER_SLOTS``
-    order):
-    ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the layer
-    returns ``LN(a + x)``. One adapter: ``LN(A(LN(r + x), r) + x)``; language + task: the ``adapters``
+    order): ``a = r`` (the feed-forward output), then ``a = A(LN(a + x), a)`` per attached adapter, and the
+    layer returns ``LN(a + x)``. One adapter: ``LN(A(LN(r + x), r) + x)``; language + task: the ``adapters``
     library's ``Stack``, whose every member takes the previous one's output as input and residual."""
     a = output.dropout(output.dense(hidden_states))
     for slot in LAYER_SLOTS:
@@ -143,7 +137,7 @@ def _adapter_modules(module: nn.Module, kind: str) -> dict[str, nn.Module]:
             and name.rsplit(".", 1)[-1] in slots}
 
 
-def _adapter_parameters(module: nn.Module, kind: str = "language") -> dict[str, nn.Parameter]:
+def _adapter_parameters(module: nn.Module, kind: str) -> dict[str, nn.Parameter]:
     return {f"{name}.{p_name}": p for name, m in _adapter_modules(module, kind).items()
             for p_name, p in m.named_parameters()}
 
@@ -165,25 +159,20 @@ def task_adapter_parameter_names(model: nn.Module) -> set[str]:
     return adapter_parameter_names(model, "task")
 
 
-def _patch_output(output: nn.Module) -> None:
-    if "forward" not in output.__dict__:
-        output.forward = partial(adapter_stack_forward, output)
-
-
-def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed: int = 0) -> None:
-    """Attach a MAD-X language adapter (seeded; the global RNG is left alone). The model's outputs do not
-    change until the adapter is trained (zero up-projections)."""
-    cfg = cfg or AdapterConfig()
+def _attach(model: nn.Module, cfg: AdapterConfig, seed: int, kind: str) -> None:
+    """Attach the adapters of ``kind`` (seeded; the global RNG, which nn.Linear's default init would draw
+    from, is left alone). The model's outputs do not change until they are trained (zero up-projections)."""
     outputs = _layer_outputs(model)
-    if adapter_parameter_names(model):
-        raise ValueError(f"{type(model).__name__} already has a language adapter")
+    if adapter_parameter_names(model, kind):
+        raise ValueError(f"{type(model).__name__} already has a {kind} adapter")
     g = torch.Generator().manual_seed(seed)
     ref = outputs[0].dense.weight
-    with torch.random.fork_rng(devices=[]):  # nn.Linear's default init would draw from the global RNG
+    with torch.random.fork_rng(devices=[]):
         for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
-            output.language_adapter = (BottleneckAdapter(output.dense.out_features, cfg, g)
-                                       .to(ref.device, ref.dtype))
-            _patch_output(output)
+            setattr(output, SLOTS[kind][0], BottleneckAdapter(output.dense.out_features, cfg, g)
+                    .to(ref.device, ref.dtype))
+            if "forward" not in output.__dict__:
+                output.forward = partial(adapter_stack_forward, output)
         if cfg.invertible:
             base, emb_in = model.base_model, model.get_input_embeddings()
             inv = InvertibleAdapter(emb_in.embedding_dim, cfg, g).to(ref.device, ref.dtype)
@@ -194,23 +183,17 @@ def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, 
                 decoder.forward = partial(inv.decode, decoder)
 
 
+def add_language_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed: int = 0) -> None:
+    """Attach a MAD-X language adapter (:func:`_attach`)."""
+    _attach(model, cfg or AdapterConfig(), seed, "language")
+
+
 def add_task_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed: int = 0) -> None:
-    """Attach a MAD-X task adapter (``task_adapter_config()`` by default; seeded, the global RNG is left
-    alone), stacked on the language adapter where a layer has one (``adapter_stack_forward``). The model's
-    outputs do not change until it is trained (zero up-projections)."""
+    """Attach a MAD-X task adapter (default: ``task_adapter_config()``), stacked on any language adapter."""
     cfg = cfg or task_adapter_config()
     if cfg.invertible:
         raise ValueError("task adapter: invertible must be false")
-    outputs = _layer_outputs(model)
-    if task_adapter_parameter_names(model):
-        raise ValueError(f"{type(model).__name__} already has a task adapter")
-    g = torch.Generator().manual_seed(seed)
-    ref = outputs[0].dense.weight
-    with torch.random.fork_rng(devices=[]):
-        for output in outputs[: len(outputs) - int(cfg.skip_last_layer)]:
-            output.task_adapter = (BottleneckAdapter(output.dense.out_features, cfg, g)
-                                   .to(ref.device, ref.dtype))
-            _patch_output(output)
+    _attach(model, cfg, seed, "task")
 
 
 def _strip(model: nn.Module, kind: str) -> None:
@@ -231,8 +214,7 @@ def _strip(model: nn.Module, kind: str) -> None:
 
 
 def strip_language_adapter(model: nn.Module) -> None:
-    """Remove the language (and invertible) adapter modules and restore the original forwards where no task
-    adapter remains (``save_pretrained`` then writes the plain model)."""
+    """Remove the language (and invertible) adapters, restoring forwards where no task adapter remains."""
     _strip(model, "language")
 
 

@@ -1,35 +1,30 @@
-"""Fine-tuning and evaluation on downstream tasks: a resumable CLI for CPU or one GPU.
+"""Fine-tuning and evaluation on downstream tasks: a resumable CLI for CPU or one GPU (docs/training.md,
+Fine-tuning; the keys: :class:`~.settings.FinetuneConfig`).
 
     python -m vocab_transfer.training.finetune --model results/lapt/demo-xlmr/he/focus/model \\
         --data results/tasks/he-ner --task ner --seed 1 2 \\
         --output results/finetune/demo-xlmr/he-ner/focus-lapt/seed1+2.parquet --config '{"epochs": 2}'
 
-``--seed`` takes one or more seeds: one run each, one after another, each from a fresh copy of the model (the
-same scores as a job of its own), with the task data read and encoded once. The scores file has a row per
-seed, the history file a ``seed`` column.
-
-Task types (``--task``): ``ner`` and ``pos`` (token classification, first sub-token of each word labelled),
-``dep`` (dependency parsing, a deep biaffine parser on the encoder: ``BiaffineParser``), ``nli``
-(sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B: one output, MSE loss) and
-``qa`` (extractive, sliding windows over the context). ``--data`` is a folder of ``train/dev/test.parquet`` in
-the common schema of :mod:`vocab_transfer.data.tasks` (rule ``prepare_task``), plus optional extra evaluation
-sets ``test_<name>.parquet`` (MNLI's mismatched validation set), on which the selected checkpoint is scored
-too (``test_<name>_<metric>``). The model is a ``save_pretrained`` folder (a LAPT output; its MAD-X language
-adapter is attached when present), a hub id, or a source model plus an init artifact (``--embeddings``:
-fine-tune right after the vocabulary swap, as vocab-swap does).
+``--seed`` takes one or more seeds: a run each, one after another, each from a fresh copy of the model (the
+same scores as a job of its own), with the task data read and encoded once; the scores have a row per seed,
+the history a ``seed`` column. Tasks (``--task``): ``ner`` and ``pos`` (token classification, a word's first
+sub-token labelled), ``dep`` (a deep biaffine parser on the encoder: ``BiaffineParser``), ``nli``
+(sequence-pair classification), ``sts`` (sentence-pair regression, GLUE STS-B) and ``qa`` (extractive, sliding
+windows). ``--data``: ``train/dev/test.parquet`` (:mod:`vocab_transfer.data.tasks`) and optional extra test
+sets ``test_<name>.parquet`` (MNLI's mismatched one), scored with the selected checkpoint too. The model: a
+``save_pretrained`` folder (a LAPT output, with its MAD-X language adapter if any), a hub id, or a source
+model plus an init artifact (``--embeddings``: fine-tuned right after the vocabulary swap, as vocab-swap
+does).
 
 Defaults follow FOCUS Table 6: AdamW β = (0.9, 0.999), ε = 1e-8, linear schedule with 10% warmup, gradient
-clipping 1.0, evaluation on dev every 5% of the training steps; the checkpoint with the best dev score is
-evaluated on test. Metrics: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the binary F1 of the
-positive class for two-label inventories: MRPC's F1), UAS and LAS (selection by LAS) for parsing, Pearson and
-Spearman correlation for STS (selection by Pearson), all as fractions in [0, 1]; SQuAD F1/EM for QA, in %.
-``metric`` in the config picks another selection (and table) metric of the task, e.g. ``f1`` for MRPC
-(vocab-swap Tables 2, 4, 10). Every evaluation also writes a resumable checkpoint (model, optimizer,
-scheduler, best weights, history) in the seed's folder of ``--checkpoints`` (``seed<N>/``); a rerun continues
-from it and ends bit-identical (data order and dropout are functions of the seed and the step). A finished
-seed's scores and history stay there (``seed<N>/finished.json``) until every seed is done, so a rerun of a job
-killed in its third seed starts in the third seed. SIGUSR1 / SIGTERM checkpoint at the next step and exit 75.
-"""
+clipping 1.0, evaluation on dev every 5% of the steps; the checkpoint with the best dev score is evaluated on
+test. Metrics, as fractions: span F1 (seqeval) for NER, accuracy for POS and NLI (plus the positive class's F1
+for two labels: MRPC's), UAS and LAS (selection by LAS) for parsing, Pearson and Spearman for STS (selection
+by Pearson); SQuAD F1/EM in % for QA; ``metric`` picks another selection metric (vocab-swap Tables 2, 4, 10).
+Every evaluation writes a checkpoint in the seed's folder of ``--checkpoints``, from which a rerun ends
+bit-identical (data order and dropout are functions of the seed and the step); a finished seed's results stay
+there (``finished.json``) until every seed is done. SIGUSR1 / SIGTERM checkpoint at the next step and exit
+75."""
 
 from __future__ import annotations
 
@@ -62,22 +57,19 @@ from .runtime import (
     Checkpoints,
     Progress,
     StopSignals,
-    adamw,
     autocast_factory,
     changed_settings,
     checkpoint_settings,
+    cli_settings,
     grad_scaler,
     linear_schedule,
     optimizer_step,
     pick_device,
-    setup_logging,
 )
 from .settings import METRICS, FinetuneConfig, positive_class, selection_metric
 
 log = logging.getLogger(__name__)
-# FinetuneConfig fields a resumed run may change (the rest must equal the checkpoint's:
-# runtime.Checkpoints.resume)
-RESUME_FREE = ("threads", "micro_batch_size", "save_model", "report_to")
+RESUME_FREE = ("threads", "micro_batch_size", "save_model", "report_to")  # fields a resumed run may change
 PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 
 
@@ -102,12 +94,8 @@ def task_labels(task: str, data: dict[str, pd.DataFrame], labels: list[str] | No
     if task in ("qa", "sts"):
         return []
     column = {"ner": "tags", "pos": "tags", "dep": "deprels"}.get(task, "label")
-
-    def seen(df: pd.DataFrame) -> set[str]:
-        if column == "label":
-            return set(df[column])
-        return {str(t) for seq in df[column] for t in seq}
-
+    seen = lambda df: (set(df[column]) if column == "label"  # noqa: E731
+                       else {str(t) for seq in df[column] for t in seq})
     if labels is None:
         found = seen(data["train"])
         labels = sorted(found, key=lambda t: (t != "O", t[2:], t)) if task == "ner" else sorted(found)
@@ -126,19 +114,17 @@ def encode_tokens(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) 
                     truncation=True, max_length=seq_len)
     out = []
     for i, tags in enumerate(df["tags"]):
-        words, y, prev = enc.word_ids(i), [], None
-        for w in words:
-            y.append(index[tags[w]] if w is not None and w != prev else -100)
-            prev = w
+        words = enc.word_ids(i)
+        y = [index[tags[w]] if w is not None and w != v else -100
+             for w, v in zip(words, [None, *words[:-1]], strict=True)]
         out.append({"input_ids": enc["input_ids"][i], "labels": y})
     return out
 
 
 def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> list[dict]:
-    """Dependency parsing: each word is its first sub-token, the root is position 0 (``<s>``/``[CLS]``, as in
-    Glavaš & Vulić 2021). Per sub-token position: ``heads`` = the position of the gold head's first sub-token,
-    ``labels`` = the relation id (-100 off word starts, and for a word whose head was cut by truncation);
-    ``words`` = each word's position (-1: cut by truncation, scored as wrong)."""
+    """Dependency parsing: a word is its first sub-token, the root position 0 (``<s>``/``[CLS]``, as in Glavaš
+    & Vulić 2021). Per position ``heads`` (the gold head's position) and ``labels`` (the relation id), -100
+    off word starts and where truncation cut the head; ``words``: each word's position (-1: cut, wrong)."""
     index = {t: i for i, t in enumerate(labels)}
     enc = tokenizer([list(t) for t in df["tokens"]], is_split_into_words=True,
                     truncation=True, max_length=seq_len)
@@ -149,10 +135,7 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
         if word_ids[0] is not None:
             raise ValueError("dep: the tokenizer must start every sequence with a special token (<s>, "
                              f"[CLS]): it stands for the root; sentence {id_} starts with word {word_ids[0]}")
-        first: dict[int, int] = {}
-        for pos, w in enumerate(word_ids):
-            if w is not None:
-                first.setdefault(w, pos)
+        first = {w: pos for pos, w in reversed(list(enumerate(word_ids))) if w is not None}  # its first pos
         words = [first.get(w, -1) for w in range(len(heads))]
         head_pos, y = [-100] * len(ids), [-100] * len(ids)
         for w, pos in enumerate(words):
@@ -165,10 +148,8 @@ def encode_dep(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int) -> 
 
 def encode_pairs(df: pd.DataFrame, tokenizer, labels: list[str], seq_len: int, *, token_types: bool = False
                  ) -> list[dict]:
-    """Sentence pairs: ``nli`` (premise, hypothesis -> label id) or, for ``labels=None``, ``sts`` (sentence1,
-    sentence2 -> float score). ``token_types`` keeps the tokenizer's segment ids (BERT: 0 for the first
-    sentence, 1 for the second, as HF run_glue feeds them); off for models of one token type (RoBERTa,
-    XLM-R)."""
+    """Sentence pairs: ``nli`` (premise, hypothesis -> label id), or ``sts`` for ``labels=None`` (sentence1,
+    sentence2 -> score); ``token_types`` keeps the segment ids (BERT, as HF run_glue feeds them)."""
     if labels is None:
         first, second, y = df["sentence1"].tolist(), df["sentence2"].tolist(), [float(v) for v in df["score"]]
     else:
@@ -211,39 +192,32 @@ def encode_qa(df: pd.DataFrame, tokenizer, seq_len: int, stride: int, *, train: 
 
 def collate(items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
     n = max(len(it["input_ids"]) for it in items)
-    ids = torch.full((len(items), n), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(items), n), dtype=torch.long)
-    for i, it in enumerate(items):
-        ids[i, : len(it["input_ids"])] = torch.tensor(it["input_ids"])
-        mask[i, : len(it["input_ids"])] = 1
-    batch = {"input_ids": ids, "attention_mask": mask}
-    if "token_type_ids" in items[0]:  # segment ids of sentence pairs, padded with 0
-        batch["token_type_ids"] = torch.zeros((len(items), n), dtype=torch.long)
+
+    def padded(key: str, fill: int) -> torch.Tensor:
+        out = torch.full((len(items), n), fill, dtype=torch.long)
         for i, it in enumerate(items):
-            batch["token_type_ids"][i, : len(it["token_type_ids"])] = torch.tensor(it["token_type_ids"])
-    for key in ("labels", "heads"):  # per position (padded with -100) or per sequence
+            out[i, : len(it[key])] = torch.tensor(it[key])
+        return out
+
+    lengths = torch.tensor([len(it["input_ids"]) for it in items])
+    batch = {"input_ids": padded("input_ids", pad_id),
+             "attention_mask": (torch.arange(n) < lengths[:, None]).long()}
+    if "token_type_ids" in items[0]:  # segment ids of sentence pairs, padded with 0
+        batch["token_type_ids"] = padded("token_type_ids", 0)
+    for key in ("labels", "heads", "start_positions", "end_positions"):  # per position or per sequence
         if key in items[0]:
-            if isinstance(items[0][key], list):
-                y = torch.full((len(items), n), -100, dtype=torch.long)
-                for i, it in enumerate(items):
-                    y[i, : len(it[key])] = torch.tensor(it[key])
-                batch[key] = y
-            else:
-                batch[key] = torch.tensor([it[key] for it in items])
+            batch[key] = (padded(key, -100) if isinstance(items[0][key], list)
+                          else torch.tensor([it[key] for it in items]))
     if "words" in items[0]:  # dep: the word starts, i.e. the candidate heads besides the root
         batch["word_mask"] = torch.zeros((len(items), n), dtype=torch.bool)
         for i, it in enumerate(items):
             batch["word_mask"][i, [p for p in it["words"] if p >= 0]] = True
-    for key in ("start_positions", "end_positions"):
-        if key in items[0]:
-            batch[key] = torch.tensor([it[key] for it in items])
     return batch
 
 
 def epoch_order(lengths: list[int], batch_size: int, seed: int, group_by_length: bool) -> list[int]:
-    """A seeded permutation of the training items. With ``group_by_length`` (HF Trainer's option of that
-    name), each run of 50 batches is sorted by length so that batches pad less, and the batches are then
-    shuffled: the same items per epoch, about half the padding for sentence-level tasks."""
+    """A seeded permutation of the items; ``group_by_length`` (HF Trainer's option) sorts each run of 50
+    batches by length and shuffles the batches: the same items per epoch, about half the padding."""
     g = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(lengths), generator=g).tolist()
     if not group_by_length:
@@ -269,8 +243,7 @@ def attachment_scores(gold_heads: list[list[int]], gold_rels: list[list[str]], p
     """UAS and LAS as fractions of all words (punctuation included, as in the CoNLL 2018 shared task): a word
     is attached if its predicted head is the gold one, and labelled-attached if its relation matches too."""
     pairs = [(gh == ph, gh == ph and gr == pr)
-             for g_h, g_r, p_h, p_r in zip(gold_heads, gold_rels, pred_heads,
-                                           pred_rels, strict=True)
+             for g_h, g_r, p_h, p_r in zip(gold_heads, gold_rels, pred_heads, pred_rels, strict=True)
              for gh, gr, ph, pr in zip(g_h, g_r, p_h, p_r, strict=True)]
     if not pairs:
         return {"uas": 0.0, "las": 0.0}
@@ -288,9 +261,8 @@ def binary_f1(gold: list[str], pred: list[str], positive: str) -> dict[str, floa
 
 
 def correlations(gold: list[float], pred: list[float]) -> dict[str, float]:
-    """Pearson and Spearman correlation (ranks with ties averaged) of predicted and gold scores, GLUE STS-B's
-    metrics; 0 where undefined (constant predictions, which a fresh regression head can give), so that model
-    selection still compares numbers."""
+    """Pearson and Spearman correlation (ties averaged) of predicted and gold scores, GLUE STS-B's metrics; 0
+    where undefined (constant predictions, as from a fresh head), so that selection still compares numbers."""
     def pearson(a: np.ndarray, b: np.ndarray) -> float:
         a, b = a - a.mean(), b - b.mean()
         norm = math.sqrt(float((a * a).sum() * (b * b).sum()))
@@ -344,8 +316,7 @@ class BiaffineParser(torch.nn.Module):
     arcs). Loss: cross-entropy over the candidate heads (root and the sentence's words, never the word itself)
     plus cross-entropy over the relations at the gold head. Decoding: the per-word argmax head, then the
     argmax relation at that head; no tree constraint (no Chu-Liu-Edmonds), so a prediction may have cycles or
-    several roots. ``save_pretrained`` writes the encoder and ``parser_head.safetensors`` / ``.json``.
-    """
+    several roots. ``save_pretrained`` writes the encoder and ``parser_head.safetensors`` / ``.json``."""
 
     def __init__(self, encoder, labels: list[str], arc_mlp_size: int = 500, label_mlp_size: int = 100,
                  mlp_dropout: float = 0.33):
@@ -382,8 +353,7 @@ class BiaffineParser(torch.nn.Module):
                + (head @ self.arc_bias)[:, None, :]).float()
         candidate = word_mask.clone()
         candidate[:, 0] = True
-        n = input_ids.shape[1]
-        allowed = candidate[:, None, :] & ~torch.eye(n, dtype=torch.bool, device=arc.device)
+        allowed = candidate[:, None, :] & ~torch.eye(input_ids.shape[1], dtype=torch.bool, device=arc.device)
         arc = arc.masked_fill(~allowed, -1e9)
         at = (heads if heads is not None else arc.argmax(-1)).clamp(min=0)
         r_dep, r_head = self.label_dep(h), self.label_head(h)
@@ -402,11 +372,9 @@ class BiaffineParser(torch.nn.Module):
         return {k: v for k, v in self.state_dict().items() if not k.startswith("encoder.")}
 
     def save_pretrained(self, folder: str | Path) -> None:
-        """The encoder (``save_pretrained``, without adapter weights), its MAD-X language adapter if attached
-        (``language_adapter.*``), ``parser_head.safetensors`` (MLPs and biaffine weights) and
-        ``parser_head.json`` (labels, sizes); ``load_task_model("dep", folder, labels)`` loads it back."""
+        """The encoder (without adapter weights), its language adapter if any, and ``parser_head.safetensors``
+        / ``.json`` (labels, sizes): what ``load_task_model("dep", folder, labels)`` loads."""
         from safetensors.torch import save_file
-
 
         folder = Path(folder)
         adapter = adapter_parameter_names(self.encoder)
@@ -423,28 +391,19 @@ class BiaffineParser(torch.nn.Module):
 def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str | None = None,
                     train_language_adapter: bool = False, arc_mlp_size: int = 500, label_mlp_size: int = 100,
                     mlp_dropout: float = 0.33):
-    """A task model from a ``save_pretrained`` folder or hub id; with ``embeddings``, the source's
-    vocabulary swapped for an init artifact's rows first. A MAD-X language adapter saved by LAPT
-    (variant ``adapter``) is attached, frozen unless ``train_language_adapter``; the rest is fine-tuned.
-    ``dep``: a ``BiaffineParser`` (MLP sizes as given) on ``AutoModel``; a folder written by its
-    ``save_pretrained`` brings its trained head back (sizes and labels from ``parser_head.json``). ``sts``: a
-    sequence-classification head with one output and ``problem_type`` regression (MSE loss, HF run_glue's
-    STS-B setup)."""
-    from transformers import (
-        AutoModel,
-        AutoModelForQuestionAnswering,
-        AutoModelForSequenceClassification,
-        AutoModelForTokenClassification,
-    )
+    """A task model from a ``save_pretrained`` folder or hub id (``embeddings``: an init artifact's rows
+    swapped in), with the MAD-X language adapter LAPT saved, frozen unless ``train_language_adapter``.
+    ``dep``: a ``BiaffineParser`` (MLP sizes as given) on ``AutoModel``, with the trained head a folder holds
+    (``parser_head.*``); ``sts``: one output, regression (MSE loss, HF run_glue's STS-B setup)."""
+    import transformers as hf
 
-    cls = {"ner": AutoModelForTokenClassification, "pos": AutoModelForTokenClassification, "dep": AutoModel,
-           "nli": AutoModelForSequenceClassification, "sts": AutoModelForSequenceClassification,
-           "qa": AutoModelForQuestionAnswering}[task]
+    cls = {"ner": hf.AutoModelForTokenClassification, "pos": hf.AutoModelForTokenClassification,
+           "dep": hf.AutoModel, "nli": hf.AutoModelForSequenceClassification,
+           "sts": hf.AutoModelForSequenceClassification, "qa": hf.AutoModelForQuestionAnswering}[task]
     kwargs = {} if task in ("qa", "dep") else {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
                                                "label2id": {t: i for i, t in enumerate(labels)}}
     if task == "sts":
         kwargs = {"num_labels": 1, "problem_type": "regression"}
-
     m = cls.from_pretrained(model, trust_remote_code=remote_code_allowed(model), **kwargs)
     if task == "dep" and getattr(m, "pooler", None) is not None:
         m.pooler = None  # unused by the parser (BERT/XLM-R skip a None pooler)
@@ -453,13 +412,12 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
         m.resize_token_embeddings(rows.shape[0], mean_resizing=False)
         with torch.no_grad():
             m.get_input_embeddings().weight.copy_(rows)
-    elif Path(model).is_dir():
-        if load_language_adapter(m, model):
-            frozen = adapter_parameter_names(m) if not train_language_adapter else set()
-            for n, p in m.named_parameters():
-                p.requires_grad_(n not in frozen)
-            log.info("attached the MAD-X language adapter saved in %s (%s)", model,
-                     "trained" if train_language_adapter else "frozen")
+    elif Path(model).is_dir() and load_language_adapter(m, model):
+        frozen = adapter_parameter_names(m) if not train_language_adapter else set()
+        for n, p in m.named_parameters():
+            p.requires_grad_(n not in frozen)
+        log.info("attached the MAD-X language adapter saved in %s (%s)", model,
+                 "trained" if train_language_adapter else "frozen")
     if task == "dep":
         sizes = {"arc_mlp_size": arc_mlp_size, "label_mlp_size": label_mlp_size, "mlp_dropout": mlp_dropout}
         saved = Path(model) / PARSER_CONFIG
@@ -536,8 +494,7 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
     for it, s, e in zip(items, starts, ends, strict=True):
         ctx = df["context"].iloc[it["example"]]
         n = len(it["input_ids"])
-        cand_s = np.argsort(s[:n])[::-1][:20]
-        cand_e = np.argsort(e[:n])[::-1][:20]
+        cand_s, cand_e = (np.argsort(x[:n])[::-1][:20] for x in (s, e))  # the 20 best starts and ends
         for i in cand_s:
             for j in cand_e:
                 if (it["offsets"][i] is None or it["offsets"][j] is None or j < i
@@ -562,9 +519,8 @@ def fit_to_model(cfg: FinetuneConfig, model) -> FinetuneConfig:
 
 def task_encoder(task: str, tokenizer, labels: list[str], cfg: FinetuneConfig, model
                  ) -> Callable[[pd.DataFrame, bool], list[dict]]:
-    """``encode(df, train)``: a split's items as fine-tuning trains and evaluates on them (also the zero-shot
-    evaluation's, so that target items match the source side's training exactly, BERT segment ids
-    included)."""
+    """``encode(df, train)``: a split's items as fine-tuning trains and evaluates on them (the zero-shot
+    evaluation's too, so target items match the source side's training, BERT segment ids included)."""
     types = getattr(model.config, "type_vocab_size", 1) > 1  # BERT: pair segment ids; RoBERTa/XLM-R: none
     return {"qa": lambda df, train: encode_qa(df, tokenizer, cfg.seq_len, cfg.doc_stride, train=train),
             "nli": lambda df, train: encode_pairs(df, tokenizer, labels, cfg.seq_len, token_types=types),
@@ -595,11 +551,9 @@ def _remembered(enc: Callable, memo: dict) -> Callable:
 def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels: list[str],
              cfg: FinetuneConfig, *, seed: int, checkpoint_dir: str | Path, stop_after: int | None = None,
              encoded: dict | None = None, track_dir: str | Path | None = None) -> tuple[dict, pd.DataFrame]:
-    """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and on any extra
-    evaluation set ``test_<name>`` of ``data`` (scores ``test_<name>_<metric>``, names in
-    ``extra_test_sets``). Returns (scores, history). ``encoded``: a dict shared by the runs of one process,
-    which keeps each split's encoded items for the next run (they depend on the tokenizer, labels and config,
-    not on the seed). ``track_dir``: the live curves of ``cfg.report_to`` go there (:mod:`.tracking`)."""
+    """Train on ``train``, select on ``dev`` (``selection_metric``), score on ``test`` and any ``test_<name>``
+    (as ``test_<name>_<metric>``): (scores, history). ``encoded``: a dict shared by one process's runs that
+    keeps the splits' (seed-independent) items; ``track_dir``: the live curves' folder."""
     device = pick_device()
     autocast, amp_dtype = autocast_factory(cfg.precision, device)
     model.to(device).train()
@@ -618,16 +572,17 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
              len(train_items), len(dev_items), total, cfg.batch_size, cfg.epochs, eval_every)
 
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = adamw(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    opt = cfg.adamw(params)
     sched = linear_schedule(opt, total, cfg.warmup_ratio)
     scaler = grad_scaler(amp_dtype)
     ckpt = Checkpoints(checkpoint_dir, keep=1, what="fine-tuning")  # best.pt beside step-*: selected weights
     best_path = Path(checkpoint_dir) / "best.pt"
-    step, history, best = 0, [], {"step": -1, "score": -math.inf}
+    step, history, best, running = 0, [], {"step": -1, "score": -math.inf}, []
     settings = checkpoint_settings(cfg, RESUME_FREE, task=task, seed=seed, labels=list(labels or []))
     resume, state = ckpt.resume(settings)
     if resume is not None:
         step, history, best = state["step"], state["history"], state["best"]
+        running = state.get("running", [])
         ckpt.restore_model(resume, model, device)
         ckpt.restore_optimizer(resume, opt, sched, scaler, device)
         log.info("resuming from %s at step %d of %d", resume, step, total)
@@ -635,97 +590,70 @@ def finetune(model, tokenizer, task: str, data: dict[str, pd.DataFrame], labels:
                       name=f"{task} seed {seed}", config=settings,
                       start_step=step + 1 if resume is not None else 0)
     with StopSignals() as stop, tracker:
-        return _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt,
-                              stop, tracker, seed=seed,
-                              step=step, total=total, steps_per_epoch=steps_per_epoch, eval_every=eval_every,
-                              metric=metric, history=history, best=best,
-                              best_path=best_path, settings=settings,
-                              running=state.get("running", []) if resume is not None else [], opt=opt,
-                              sched=sched, scaler=scaler, params=params, device=device, autocast=autocast,
-                              pad=pad, stop_after=stop_after)
-
-
-def _finetune_loop(model, task, data, labels, cfg, enc, train_items, dev_items, ckpt: Checkpoints,
-                   stop: StopSignals, tracker: Tracker, *, seed, step, total, steps_per_epoch, eval_every,
-                   metric, history, best, best_path, settings, running, opt, sched, scaler, params, device,
-                   autocast, pad, stop_after) -> tuple[dict, pd.DataFrame]:
-    """The steps of :func:`finetune` from ``step`` on, then the test scores of the selected weights."""
-    progress = Progress(step, total)
-    micro = cfg.micro_batch_size or cfg.batch_size
-    lengths, order = [len(it["input_ids"]) for it in train_items], None
-    while step < total:
-        epoch, pos = divmod(step, steps_per_epoch)
-        if pos == 0 or order is None:
-            order = epoch_order(lengths, cfg.batch_size, seed * 7919 + epoch, cfg.group_by_length)
-        rows = order[pos * cfg.batch_size:(pos + 1) * cfg.batch_size]
-        step += 1
-        torch.manual_seed(seed * 1_000_003 + step)  # dropout: a function of the seed and the step
-        n_micro = math.ceil(len(rows) / micro)
-        loss_sum = 0.0
-        for part in range(n_micro):
-            batch = collate([train_items[r] for r in rows[part * micro:(part + 1) * micro]], pad)
-            batch = {k: v.to(device) for k, v in batch.items()}
-            with autocast():
-                loss = model(**batch).loss * len(rows[part * micro:(part + 1) * micro]) / len(rows)
-            (scaler.scale(loss) if scaler else loss).backward()
-            loss_sum += float(loss.detach())
-        norm = optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
-        running.append(loss_sum)
-        if step % eval_every == 0 or step == total:
-            scores = evaluate(model, task, dev_items, data["dev"], labels, cfg, pad, device, autocast)
-            improved = scores[metric] > best["score"]
-            if improved:
-                best = {"step": step, "score": scores[metric]}
-            history.append({"step": step, "epoch": step / steps_per_epoch,
-                            "train_loss": float(np.mean(running)),
-                            **{f"dev_{k}": v for k, v in scores.items()}})
-            running = []
-            log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"],
-                     metric, scores[metric], " *" if improved else "", progress(step))
-            if tracker.report_to:
-                tracker.log(step,
-                            {"train/loss": history[-1]["train_loss"], "train/lr": sched.get_last_lr()[0],
-                             "train/grad_norm": float(norm), "train/steps_per_s": progress.rate(step),
-                             **{f"dev/{k}": v for k, v in scores.items() if isinstance(v, (int, float))}})
-            if improved:
-                with atomic_path(best_path) as tmp:
-                    torch.save(model.state_dict(), tmp)
-        if (step % eval_every == 0 or stop.received or step == stop_after) and step < total:
-            ckpt.save(step, model, opt, sched, scaler, {"step": step, "history": history, "best": best,
-                                                        "running": running, "config": settings})
-        if stop.received and step < total:  # a signal in the last step: the run ends instead
-            stop.exit(step)
-        if step == stop_after:
-            return {}, pd.DataFrame(history)
-    check_checkpoint(best_path, "fine-tuning", best_path.parent)  # its manifest beside it, before it is read
-    model.load_state_dict(torch.load(best_path, map_location=device, weights_only=True))
-    extra = sorted(s for s in data if s.startswith("test_"))
-    tests = {s: evaluate(model, task, enc(data[s], False), data[s], labels, cfg, pad, device, autocast)
-             for s in ("test", *extra)}
-    selected = next(h for h in history if h["step"] == best["step"])
-    scores = {"selected_step": best["step"], "steps": total, "metric": metric,
-              **{k: v for k, v in selected.items() if k.startswith("dev_")},
-              **{f"{s}_{k}": v for s, test in tests.items() for k, v in test.items()},
-              "extra_test_sets": ",".join(s[len("test_"):] for s in extra)}
-    log.info("selected step %d: dev %s %.4f; %s", best["step"], metric, best["score"],
-             ", ".join(f"{s} {metric} {t[metric]:.4f}" for s, t in tests.items()))
-    return scores, pd.DataFrame(history)
-
-
-def setup_cli(args: argparse.Namespace) -> FinetuneConfig:
-    """Logging to stderr (and ``--log``), the ``--config`` FinetuneConfig (JSON or ``@file.json``) and its
-    thread count: the start of this CLI and of ``vocab_transfer.training.zeroshot``'s."""
-    setup_logging(args.log)
-    raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
-    cfg = FinetuneConfig.parse(json.loads(raw))
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    return cfg
+        progress = Progress(step, total)
+        micro = cfg.micro_batch_size or cfg.batch_size
+        lengths, order = [len(it["input_ids"]) for it in train_items], None
+        while step < total:
+            epoch, pos = divmod(step, steps_per_epoch)
+            if pos == 0 or order is None:
+                order = epoch_order(lengths, cfg.batch_size, seed * 7919 + epoch, cfg.group_by_length)
+            rows = order[pos * cfg.batch_size:(pos + 1) * cfg.batch_size]
+            step += 1
+            torch.manual_seed(seed * 1_000_003 + step)  # dropout: a function of the seed and the step
+            loss_sum = 0.0
+            for part in range(math.ceil(len(rows) / micro)):
+                batch = collate([train_items[r] for r in rows[part * micro:(part + 1) * micro]], pad)
+                batch = {k: v.to(device) for k, v in batch.items()}
+                with autocast():
+                    loss = model(**batch).loss * len(rows[part * micro:(part + 1) * micro]) / len(rows)
+                (scaler.scale(loss) if scaler else loss).backward()
+                loss_sum += float(loss.detach())
+            norm = optimizer_step(params, opt, sched, scaler, cfg.clip_norm)
+            running.append(loss_sum)
+            if step % eval_every == 0 or step == total:
+                scores = evaluate(model, task, dev_items, data["dev"], labels, cfg, pad, device, autocast)
+                improved = scores[metric] > best["score"]
+                if improved:
+                    best = {"step": step, "score": scores[metric]}
+                history.append({"step": step, "epoch": step / steps_per_epoch,
+                                "train_loss": float(np.mean(running)),
+                                **{f"dev_{k}": v for k, v in scores.items()}})
+                running = []
+                log.info("step %d/%d loss %.4f dev %s %.4f%s (%s)", step, total, history[-1]["train_loss"],
+                         metric, scores[metric], " *" if improved else "", progress(step))
+                if tracker.report_to:
+                    tracker.log(step, {
+                        "train/loss": history[-1]["train_loss"], "train/lr": sched.get_last_lr()[0],
+                        "train/grad_norm": float(norm), "train/steps_per_s": progress.rate(step),
+                        **{f"dev/{k}": v for k, v in scores.items() if isinstance(v, (int, float))}})
+                if improved:
+                    with atomic_path(best_path) as tmp:
+                        torch.save(model.state_dict(), tmp)
+            if (step % eval_every == 0 or stop.received or step == stop_after) and step < total:
+                ckpt.save(step, model, opt, sched, scaler, {"step": step, "history": history, "best": best,
+                                                            "running": running, "config": settings})
+            if stop.received and step < total:  # a signal in the last step: the run ends instead
+                stop.exit(step)
+            if step == stop_after:
+                return {}, pd.DataFrame(history)
+        check_checkpoint(best_path, "fine-tuning", best_path.parent)  # its manifest beside it, before reading
+        model.load_state_dict(torch.load(best_path, map_location=device, weights_only=True))
+        extra = sorted(s for s in data if s.startswith("test_"))
+        tests = {s: evaluate(model, task, enc(data[s], False), data[s], labels, cfg, pad, device, autocast)
+                 for s in ("test", *extra)}
+        selected = next(h for h in history if h["step"] == best["step"])
+        scores = {"selected_step": best["step"], "steps": total, "metric": metric,
+                  **{k: v for k, v in selected.items() if k.startswith("dev_")},
+                  **{f"{s}_{k}": v for s, test in tests.items() for k, v in test.items()},
+                  "extra_test_sets": ",".join(s[len("test_"):] for s in extra)}
+        log.info("selected step %d: dev %s %.4f; %s", best["step"], metric, best["score"],
+                 ", ".join(f"{s} {metric} {t[metric]:.4f}" for s, t in tests.items()))
+        return scores, pd.DataFrame(history)
 
 
 def input_stamp(*paths: str | None) -> list:
-    """Size and modification time of each input file (a folder: of the files in it; a hub id: the id), the
-    part of a finished seed's record that says which model and data it was trained on."""
+    """Size and modification time of each input file (a folder: of its files; a hub id: the id), which says in
+    a finished seed's record which model and data it was trained on."""
     out = []
     for path in filter(None, paths):
         p = Path(path)
@@ -735,10 +663,8 @@ def input_stamp(*paths: str | None) -> list:
 
 
 def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | None:
-    """The scores and history a seed's run left in ``folder`` (``finished.json``) when it ended, or None. A
-    run finished with other settings raises ValueError naming them and the folder to delete, as
-    :meth:`Checkpoints.resume` does; one finished on other inputs (``settings["inputs"]``: the model or data
-    were rebuilt since) is not taken (None)."""
+    """The scores and history of the seed's run in ``folder`` (``finished.json``), or None, also if made from
+    other inputs; other settings raise ValueError as :meth:`Checkpoints.resume` does."""
     path = folder / "finished.json"
     if not path.is_file():
         return None
@@ -758,28 +684,24 @@ def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | No
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True,
-                   help="save_pretrained folder (LAPT output, source model) or hub id")
-    p.add_argument("--embeddings",
-                   help="init artifact: fine-tune the source model right after the vocabulary swap")
-    p.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
-    p.add_argument("--task", required=True, choices=sorted(METRICS))
-    p.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
-    p.add_argument("--seed", type=int, nargs="+", required=True, help="one run per seed, in this order")
-    p.add_argument("--output", required=True, help="scores parquet (a row per seed)")
-    p.add_argument("--history",
-                   help="dev curves parquet, a seed column (default: <output stem>.history.parquet)")
-    p.add_argument("--checkpoints",
-                   help="checkpoint folder, a seed<N>/ per seed (default: <output>.checkpoints)")
-    p.add_argument("--labels",
-                   help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
-    p.add_argument("--meta", default="{}", help="JSON object of columns added to the scores rows")
-    p.add_argument("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
-    p.add_argument("--log", help="log file")
+    add = p.add_argument
+    add("--model", required=True, help="save_pretrained folder (LAPT output, source model) or hub id")
+    add("--embeddings", help="init artifact: fine-tune the source model right after the vocabulary swap")
+    add("--tokenizer", help="tokenizer folder (default: the model folder)")
+    add("--task", required=True, choices=sorted(METRICS))
+    add("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
+    add("--seed", type=int, nargs="+", required=True, help="one run per seed, in this order")
+    add("--output", required=True, help="scores parquet (a row per seed)")
+    add("--history", help="dev curves parquet, a seed column (default: <output stem>.history.parquet)")
+    add("--checkpoints", help="checkpoint folder, a seed<N>/ per seed (default: <output>.checkpoints)")
+    add("--labels", help="JSON list: the label set (default: <data>/labels.json, else the train split's)")
+    add("--meta", default="{}", help="JSON object of columns added to the scores rows")
+    add("--config", default="{}", help="FinetuneConfig as JSON, or @file.json")
+    add("--log", help="log file")
     args = p.parse_args(argv)
     if len(set(args.seed)) < len(args.seed):
         p.error(f"--seed {' '.join(map(str, args.seed))}: a seed is repeated")
-    cfg = setup_cli(args)
+    cfg = cli_settings(args, FinetuneConfig)
     if cfg.save_model and len(args.seed) > 1:
         p.error(f"save_model keeps one fine-tuned model per output: give one --seed, not {len(args.seed)}")
 

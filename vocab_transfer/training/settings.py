@@ -79,7 +79,19 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32", "bf16_pure")  # runtime.autocast_f
 PACKINGS = ("stream", "documents")  # how LAPT blocks are packed (lapt.document_positions)
 
 
-class LaptSettings(Section):
+class AdamW:
+    """What a trainer's settings with ``lr``, ``betas``, ``eps`` and ``weight_decay`` build: the optimizer."""
+
+    def adamw(self, params, device=None):
+        """AdamW over ``params`` with these settings; the fused CUDA kernel on a GPU ``device``."""
+        import torch
+
+        return torch.optim.AdamW(params, lr=self.lr, betas=tuple(self.betas), eps=self.eps,
+                                 weight_decay=self.weight_decay,
+                                 fused=device is not None and device.type == "cuda")
+
+
+class LaptSettings(AdamW, Section):
     """The keys of ``lapt.training`` and of each ``lapt.runs`` entry (whose keys replace ``lapt.training``'s),
     each checked against its type and bounds; :class:`LaptConfig` holds them merged, with the rules between
     them."""
@@ -266,7 +278,7 @@ TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep
                 "nli": ("accuracy", "f1"), "sts": ("pearson", "spearman"), "qa": ("f1", "exact_match")}
 
 
-class FinetuneConfig(Section):
+class FinetuneConfig(AdamW, Section):
     """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys
     of ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
 

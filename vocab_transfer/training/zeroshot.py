@@ -1,6 +1,7 @@
-"""Zero-shot cross-lingual transfer (unks-everywhere §2, §4.1-4.3, App. A.1): a task is trained once on
-source-language data with the source model's own vocabulary, then evaluated on a target language's test set
-with the target's embeddings (and language adapter) swapped in. A resumable CLI (CPU or a GPU), two commands:
+"""Zero-shot cross-lingual transfer (unks-everywhere §2, §4.1-4.3, App. A.1; docs/training.md): a task is
+trained once on source-language data with the source model's own vocabulary, then evaluated on a target
+language's test set with the target's embeddings (and language adapter) swapped in. A resumable CLI (CPU or a
+GPU), two commands:
 
     python -m vocab_transfer.training.zeroshot train --model results/lapt/mbert/en/madx2/model --task ner \\
         --data results/tasks/en-ner --seed 1 --variant adapter --output results/source_task/.../seed1.model \\
@@ -11,39 +12,23 @@ with the target's embeddings (and language adapter) swapped in. A resumable CLI 
         --from en-ner 2 results/source_task/.../seed2.model .../seed2.parquet \\
         --output results/zeroshot/mbert/am-ner/el-lex.parquet
 
-Training variants (``--variant``, ``VARIANTS``):
-
-- ``adapter`` (MAD-X, §2, §4.1): a task adapter in every layer (``adapters.add_task_adapter``), stacked on the
-  source-language adapter of ``--model`` (the output of a LAPT run of variant ``adapter`` on the source
-  language, with the source's vocabulary), trained with the task head while the transformer, the embeddings
-  and the language adapter stay frozen. The artifact holds the task adapter and the head only. Zero-shot: the
-  target's LAPT output (its embeddings and language adapter on the same frozen transformer) gets the task
-  adapter and the head, i.e. the source-language adapter is replaced with the target's and the embedding layer
-  with the target's (§4.3). MAD-X 2.0 (no adapter in the last layer, §4.1) is a property of the language
-  adapters, so of their LAPT runs.
-- ``fmt`` (full model transfer, App. A.1, after Artetxe et al. 2020): the transformer and the head are trained
-  with the embedding layer (``base_model.embeddings``) frozen; zero-shot: the target's word embeddings,
-  learned against the frozen transformer (a LAPT run of variant ``embeddings_only``), replace the source's.
-- ``full`` (the standard transfer setup of §2 and §4.1's "mBERT" row): everything is trained; zero-shot: the
-  same model on the target's test set, tokenized with the source's own tokenizer (target = source model).
+Training variants (``--variant``, ``VARIANTS``): ``adapter`` (MAD-X, §2, §4.1): a task adapter in every layer,
+stacked on the source-language adapter of ``--model`` (a LAPT output of variant ``adapter``), trained with the
+task head, the rest frozen; zero-shot, the target's LAPT output (its embeddings and language adapter on the
+same frozen transformer) gets the task adapter and head (§4.3). ``fmt`` (full model transfer, App. A.1, after
+Artetxe et al. 2020): the transformer and the head train with the embedding layer frozen; zero-shot, the
+target's word embeddings (LAPT variant ``embeddings_only``) replace the source's. ``full`` (§4.1's "mBERT"
+row): everything trains; zero-shot, the same model on the target's test set with the source's tokenizer.
 
 ``train`` is ``vocab_transfer.training.finetune.finetune`` (selection on the source-language dev set,
-checkpoints every evaluation, bit-identical resume, SIGUSR1/SIGTERM -> exit 75). ``evaluate`` scores one
-target under every source-side training it is given (``--from <source task> <seed> <trained> <scores>``,
-repeated: a table cell's seeds times its source tasks; or ``--trainings <list.json>``, the list the workflow
-writes once per task and setup). It reads the target model, its tokenizer and the test split once and swaps
-each training in (variant ``adapter``: the task adapter and head replace the previous ones; ``fmt``/``full``:
-the trained model is loaded), reseeding before each, so every row is what evaluating that training alone
-gives. It writes one row per (seed, source task), in the order given: the source dev score (selection) and
-source test score next to the target test score, with the seed, the source task, its language and the variant,
-so ``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3).
-
-Mismatches stop the job with a message naming them: a target whose transformer differs from the one the source
-side started from (per-parameter fingerprints, ``body_fingerprint``: the target's LAPT must not train it), a
-tokenizer whose size differs from the embedding rows, a target language adapter whose settings differ from the
-source-side one (or a missing/surplus one), a different task type, and target labels the source side never saw
-(unless ``--unseen-labels wrong``, which scores them as errors).
-"""
+resumable). ``evaluate`` scores one target under every source-side training given (``--from <source task>
+<seed> <trained> <scores>``, repeated, or ``--trainings <list.json>``): the target and its test split are read
+once and each training swapped in, reseeded, so every row (one per seed and source task, in the order given,
+with the source's dev and test scores) is what evaluating that training alone gives;
+``vocab_transfer.report.tables`` averages a cell over seeds and source languages (Table 3). Mismatches stop
+the job naming them: the target's transformer (per-parameter fingerprints, ``body_fingerprint``), tokenizer
+size, language adapter settings, task type, and target labels the source side never saw (unless
+``--unseen-labels wrong``, which scores them as errors)."""
 
 from __future__ import annotations
 
@@ -64,32 +49,20 @@ from ..data.tokenizer import load_tokenizer
 from ..io import atomic_path, remove_tree, write_parquet
 from ..memory import keep_freed_memory
 from ..source_model import check_tokenizer_matches
-from .adapters import (
-    adapter_parameter_names,
-    add_task_adapter,
-    attached_adapter_config,
-    load_task_adapter,
-    save_task_adapter,
-    strip_task_adapter,
-    task_adapter_config,
-    task_adapter_parameter_names,
-)
+from . import adapters
 from .finetune import (
-    METRICS,
     BiaffineParser,
-    FinetuneConfig,
     dataset_labels,
     evaluate,
     finetune,
     fit_to_model,
     load_task_model,
     read_task_data,
-    setup_cli,
     task_encoder,
     task_labels,
 )
-from .runtime import Progress, autocast_factory
-from .settings import UNSEEN_LABELS, ZERO_SHOT_VARIANTS
+from .runtime import Progress, autocast_factory, cli_settings
+from .settings import METRICS, UNSEEN_LABELS, ZERO_SHOT_VARIANTS, FinetuneConfig
 
 log = logging.getLogger(__name__)
 VARIANTS, UNSEEN = ZERO_SHOT_VARIANTS, UNSEEN_LABELS
@@ -102,10 +75,6 @@ def adapter_host(model) -> torch.nn.Module:
     return model.encoder if isinstance(model, BiaffineParser) else model
 
 
-def _base_ids(model) -> set[int]:
-    return {id(p) for p in adapter_host(model).base_model.parameters()}
-
-
 def head_state_dict(model) -> dict[str, torch.Tensor]:
     """The task head: every tensor outside the transformer (HF: ``classifier.*``; parser: MLPs, biaffines)."""
     if isinstance(model, BiaffineParser):
@@ -115,29 +84,13 @@ def head_state_dict(model) -> dict[str, torch.Tensor]:
 
 
 def body_fingerprint(model) -> dict[str, str]:
-    """Per transformer parameter, the first 16 hex digits of the sha256 of its bytes; the word embeddings and
-    the adapters are left out. These are the weights LAPT of variant ``adapter`` / ``embeddings_only`` leaves
-    untouched, so a target model fits a source-side training only if its fingerprint is the one that training
-    started from."""
+    """Per transformer parameter but the word embeddings and adapters, the first 16 hex digits of its bytes'
+    sha256: what LAPT of variant ``adapter`` / ``embeddings_only`` leaves untouched, so a target fits a
+    source-side training only if its fingerprint is the one that training started from."""
     base = adapter_host(model).base_model
-    skip, emb = adapter_parameter_names(base, "all"), base.get_input_embeddings().weight
+    skip, emb = adapters.adapter_parameter_names(base, "all"), base.get_input_embeddings().weight
     return {name: hashlib.sha256(p.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
             .hexdigest()[:16] for name, p in base.named_parameters() if name not in skip and p is not emb}
-
-
-def check_body(model, expected: dict[str, str], *, target: str, trained: str,
-               found: dict[str, str] | None = None) -> None:
-    """ValueError naming the differing transformer parameters when ``model``'s fingerprint (``found``:
-    computed already) is not ``expected``."""
-    found = body_fingerprint(model) if found is None else found
-    if found == expected:
-        return
-    differ = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
-    raise ValueError(f"the transformer of {target} is not the one {trained} was trained on: {len(differ)} of "
-                     f"{len(expected)} parameters differ ({', '.join(differ[:3])}"
-                     f"{', ...' if len(differ) > 3 else ''}). Zero-shot transfer swaps embeddings (and "
-                     "language adapters) on a shared frozen transformer: the target's LAPT run must be of "
-                     "variant adapter or embeddings_only and start from the same source")
 
 
 def prepare_source_model(model, variant: str, task_adapter: dict | None = None, *, seed: int) -> int:
@@ -148,15 +101,15 @@ def prepare_source_model(model, variant: str, task_adapter: dict | None = None, 
     if task_adapter and variant != "adapter":
         raise ValueError(f"task adapter settings {task_adapter} apply to variant adapter, not {variant!r}")
     host = adapter_host(model)
-    has_language = bool(adapter_parameter_names(host))
+    has_language = bool(adapters.adapter_parameter_names(host))
     if variant == "adapter":
         if not has_language:
             raise ValueError("variant adapter stacks the task adapter on the source-language adapter, but "
                              "the model has none: give the output of a LAPT run of variant adapter on the "
                              "source language (MAD-X, unks-everywhere §4.1)")
-        add_task_adapter(host, task_adapter_config(task_adapter), seed=seed)
-        task, base = {id(p) for n, p in host.named_parameters()
-                      if n in task_adapter_parameter_names(host)}, _base_ids(model)
+        adapters.add_task_adapter(host, adapters.task_adapter_config(task_adapter), seed=seed)
+        task = {id(p) for n, p in host.named_parameters() if n in adapters.task_adapter_parameter_names(host)}
+        base = {id(p) for p in host.base_model.parameters()}
         trainable = lambda p: id(p) in task or id(p) not in base  # noqa: E731  task adapter + head
     elif has_language:
         raise ValueError(f"variant {variant} trains no language adapter, but the model has one (a LAPT "
@@ -173,12 +126,11 @@ def prepare_source_model(model, variant: str, task_adapter: dict | None = None, 
 
 def save_source_task(model, tokenizer, folder: str | Path, meta: dict) -> None:
     """Write the source-side training atomically: ``zero_shot.json`` (``meta``: task, variant, labels, the
-    transformer's fingerprint at the start, the language adapter's settings) and the tokenizer, plus with
-    variant ``adapter`` the task adapter (``task_adapter.*``) and ``task_head.safetensors``, otherwise the
-    whole task model (``save_pretrained``; the parser writes ``parser_head.*``)."""
+    transformer's starting fingerprint, the language adapter's settings), the tokenizer, and the task adapter
+    (``task_adapter.*``) and ``task_head.safetensors`` (variant ``adapter``) or the whole task model."""
     with atomic_path(folder, directory=True) as tmp:
         if meta["variant"] == "adapter":
-            save_task_adapter(adapter_host(model), tmp)
+            adapters.save_task_adapter(adapter_host(model), tmp)
             save_file({k: v.detach().cpu().contiguous()
                        for k, v in head_state_dict(model).items()}, tmp / HEAD_FILE)
         else:
@@ -196,18 +148,13 @@ def read_source_task(folder: str | Path) -> dict:
 
 
 class ZeroShotTarget:
-    """The target side of zero-shot evaluations (``target``: a LAPT output, or the source model), read once
-    for any number of source-side trainings: its task model (body, embeddings, language adapter; one per label
-    set, the latest kept), the transformer's fingerprint and the language adapter's settings, and (variant
-    ``full``) its vocabulary. :meth:`model` gives what :func:`load_zero_shot_model` gives."""
+    """The target side of zero-shot evaluations (a LAPT output, or the source model), read once for any number
+    of source-side trainings: its task model (one per label set, the latest kept), the transformer's
+    fingerprint, the language adapter's settings and (variant ``full``) its vocabulary."""
 
     def __init__(self, target: str | Path, task: str):
         self.target, self.task = str(target), task
-        self._key: str | None = None
-        self._model = None
-        self._body: dict[str, str] | None = None
-        self._adapter: dict | None = None
-        self._vocab: dict | None = None
+        self._key = self._model = self._body = self._adapter = self._vocab = None
 
     def task_model(self, labels: list[str], sizes: dict):
         """The target's task model for ``labels`` (and parser ``sizes``), built once per label set."""
@@ -218,26 +165,27 @@ class ZeroShotTarget:
             self._key = key
             if self._body is None:  # the heads differ per label set, the transformer does not
                 self._body = body_fingerprint(self._model)
-                self._adapter = attached_adapter_config(adapter_host(self._model))
+                self._adapter = adapters.attached_adapter_config(adapter_host(self._model))
         return self._model
-
-    def vocab(self) -> dict:
-        if self._vocab is None:
-            self._vocab = load_tokenizer(self.target).get_vocab()
-        return self._vocab
 
     def model(self, trained: str | Path):
         """The task model of a source-side training (``trained``) with the target's embeddings and language
-        adapter (see the module docstring per variant). Variant ``adapter`` reuses the target's task model:
-        the task adapter and the head of an earlier call are replaced (the task adapter removed and loaded
-        afresh, every head tensor overwritten), so the result does not depend on what was loaded before.
-        Raises ValueError for a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
+        adapter (the module docstring has each variant); ``adapter`` reuses the target's task model, its
+        earlier task adapter removed and every head tensor overwritten, so no earlier call shows. ValueError
+        for a task, transformer, adapter or vocabulary mismatch."""
         meta, task, target = read_source_task(trained), self.task, self.target
         if meta["task"] != task:
             raise ValueError(f"{trained} was trained for task {meta['task']!r}, not {task!r}")
         labels, sizes = meta["labels"], meta.get("parser") or {}
         target_model = self.task_model(labels, sizes)
-        check_body(target_model, meta["body"], target=target, trained=str(trained), found=self._body)
+        found, expected = self._body, meta["body"]
+        if found != expected:
+            differ = sorted(n for n in set(found) | set(expected) if found.get(n) != expected.get(n))
+            raise ValueError(f"the transformer of {target} is not the one {trained} was trained on: "
+                             f"{len(differ)} of {len(expected)} parameters differ ({', '.join(differ[:3])}"
+                             f"{', ...' if len(differ) > 3 else ''}). Zero-shot transfer swaps embeddings "
+                             "(and language adapters) on a shared frozen transformer: the target's LAPT run "
+                             "must be of variant adapter or embeddings_only and start from the same source")
         theirs, ours = self._adapter, meta["language_adapter"]
         if meta["variant"] == "adapter":
             if theirs is None:
@@ -250,9 +198,9 @@ class ZeroShotTarget:
                                  f"{trained} in (source, target) {differ}: train both LAPT runs with the "
                                  "same adapter settings (e.g. both MAD-X 2.0: skip_last_layer true)")
             host = adapter_host(target_model)
-            if task_adapter_parameter_names(host):
-                strip_task_adapter(host)  # an earlier training's: attached again with this one's settings
-            load_task_adapter(host, trained)
+            if adapters.task_adapter_parameter_names(host):
+                adapters.strip_task_adapter(host)  # an earlier training's; this one's is attached anew
+            adapters.load_task_adapter(host, trained)
             head = load_file(Path(trained) / HEAD_FILE)
             if set(head) != set(head_state_dict(target_model)):
                 raise ValueError(f"{Path(trained) / HEAD_FILE} does not fit the {task} head: "
@@ -271,22 +219,19 @@ class ZeroShotTarget:
             with torch.no_grad():
                 host.get_input_embeddings().weight.copy_(rows)
         else:  # full: the source's own vocabulary, trained embeddings kept
-            ours_vocab, theirs_vocab = load_tokenizer(str(trained)).get_vocab(), self.vocab()
+            ours_vocab = load_tokenizer(str(trained)).get_vocab()
+            theirs_vocab = self._vocab = self._vocab or load_tokenizer(self.target).get_vocab()  # read once
             if ours_vocab != theirs_vocab:
                 raise ValueError("variant full keeps the source's trained embeddings, so the target must use "
                                  f"the source's tokenizer; {target}'s vocabulary ({len(theirs_vocab)} "
                                  f"tokens) differs from the one of {trained} ({len(ours_vocab)} tokens)")
-            check_tokenizer_matches(len(theirs_vocab),
-                                    adapter_host(model).get_input_embeddings().weight.shape[0],
-                                    name=str(trained))
+            rows = adapter_host(model).get_input_embeddings().weight.shape[0]
+            check_tokenizer_matches(len(theirs_vocab), rows, name=str(trained))
         return model
 
 
 def load_zero_shot_model(trained: str | Path, target: str, task: str):
-    """The task model of a source-side training (``trained``) with the target's embeddings and language
-    adapter (``target``: a LAPT output, or the source model), read afresh: see the module docstring per
-    variant and :class:`ZeroShotTarget` (which reads the target once for many trainings). Raises ValueError
-    for a task, transformer, language-adapter or (``full``) vocabulary mismatch."""
+    """:meth:`ZeroShotTarget.model` with the target read afresh (the class reads it once for many)."""
     return ZeroShotTarget(target, task).model(trained)
 
 
@@ -301,10 +246,9 @@ def unseen_labels(task: str, df: pd.DataFrame, labels: list[str]) -> list[str]:
 def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame,
                        labels: list[str], cfg: FinetuneConfig, *, unseen: str = "error",
                        encoded: dict | None = None) -> dict[str, float]:
-    """Test scores of ``model`` on the target's ``test`` split (metrics of ``finetune.evaluate``). A target
+    """Test scores of ``model`` on the target's ``test`` split (``finetune.evaluate``'s metrics); a target
     label the model cannot predict stops the job (``unseen="error"``) or counts as an error (``"wrong"``).
-    ``encoded``: a dict that keeps the encoded split between calls with the same tokenizer and test split
-    (keyed by what the encoding depends on: the label list, the sequence length, the model's segment ids)."""
+    ``encoded``: a dict keeping the encoded split between calls (keyed by what the encoding depends on)."""
     if unseen not in UNSEEN:
         raise ValueError(f"unseen labels: one of {list(UNSEEN)}, not {unseen!r}")
     extra = unseen_labels(task, test, labels)
@@ -318,19 +262,17 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame,
     autocast, _ = autocast_factory(cfg.precision, device)
     cfg = fit_to_model(cfg, model)
     model.to(device)
-    key = json.dumps([labels + extra, cfg.seq_len, cfg.doc_stride,
-                      getattr(model.config, "type_vocab_size", 1) > 1])
-    items = None if encoded is None else encoded.get(key)
-    if items is None:
-        items = task_encoder(task, tokenizer, labels + extra, cfg, model)(test, False)
-        if encoded is not None:
-            encoded[key] = items
-    return evaluate(model, task, items, test, labels + extra, cfg, tokenizer.pad_token_id, device, autocast)
+    labels = labels + extra  # the unseen ones scored as errors
+    key = json.dumps([labels, cfg.seq_len, cfg.doc_stride, getattr(model.config, "type_vocab_size", 1) > 1])
+    encoded = {} if encoded is None else encoded
+    if key not in encoded:
+        encoded[key] = task_encoder(task, tokenizer, labels, cfg, model)(test, False)
+    return evaluate(model, task, encoded[key], test, labels, cfg, tokenizer.pad_token_id, device, autocast)
 
 
 # ------------------------------------------------------------------------------------------------ CLI
 def train_main(args) -> None:
-    cfg = setup_cli(args)
+    cfg = cli_settings(args, FinetuneConfig)
     if cfg.train_language_adapter:
         raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one "
                          "stays fixed: train_language_adapter must be false")
@@ -344,7 +286,7 @@ def train_main(args) -> None:
     host = adapter_host(model)
     check_tokenizer_matches(len(tokenizer), host.get_input_embeddings().weight.shape[0], name=args.model)
     meta = {"task": args.task, "variant": args.variant, "labels": labels, "body": body_fingerprint(model),
-            "language_adapter": attached_adapter_config(host), "vocab_size": len(tokenizer),
+            "language_adapter": adapters.attached_adapter_config(host), "vocab_size": len(tokenizer),
             "parser": model.sizes if isinstance(model, BiaffineParser) else None,
             "source_model": str(args.model)}
     n = prepare_source_model(model, args.variant, json.loads(args.adapter), seed=args.seed)
@@ -353,7 +295,7 @@ def train_main(args) -> None:
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"
     scores, history = finetune(model, tokenizer, args.task, data, labels, cfg, seed=args.seed,
                                checkpoint_dir=checkpoints)
-    meta["task_adapter"] = attached_adapter_config(host, "task")
+    meta["task_adapter"] = adapters.attached_adapter_config(host, "task")
     row = {**json.loads(args.meta), "task": args.task, "seed": args.seed, "variant": args.variant,
            "trainable_parameters": n, **scores, "n_train": len(data["train"]), "n_dev": len(data["dev"]),
            "n_test": len(data["test"])}
@@ -367,15 +309,14 @@ def train_main(args) -> None:
 def parse_sources(sources: list[list[str]]) -> list[tuple[int, str, str, str]]:
     """``--from NAME SEED TRAINED SCORES`` entries as (seed, name, trained, scores); ValueError for a seed
     that is not an integer or a (seed, source task) given twice."""
-    out, seen = [], set()
+    out = []
     for name, seed, trained, scores in sources:
         try:
             n = int(seed)
         except ValueError:
             raise ValueError(f"--from {name} {seed} ...: the seed must be an integer, not {seed!r}") from None
-        if (n, name) in seen:
+        if any(o[:2] == (n, name) for o in out):
             raise ValueError(f"--from {name} {n} is given twice")
-        seen.add((n, name))
         out.append((n, name, trained, scores))
     return out
 
@@ -396,7 +337,7 @@ def read_trainings(path: str) -> list[list[str]]:
 
 
 def evaluate_main(args) -> None:
-    cfg = setup_cli(args)
+    cfg = cli_settings(args, FinetuneConfig)
     sources = parse_sources(args.sources or read_trainings(args.trainings))
     path = Path(args.data) / "test.parquet"
     if not path.is_file():
@@ -433,18 +374,16 @@ def evaluate_main(args) -> None:
         del model  # fmt, full: the trained model, freed before the next is loaded
         src = pd.read_parquet(scores_path).iloc[0].to_dict()
         metric = src["metric"]
-        rows[i] = {**meta, "task": args.task, "seed": seed, "zero_shot": True,
-                   "source_task": name, "source_language": src.get("source_language"),
-                   "setup": src.get("setup"),
+        rows[i] = {**meta, "task": args.task, "seed": seed, "zero_shot": True, "source_task": name,
+                   "source_language": src.get("source_language"), "setup": src.get("setup"),
                    "variant": src["variant"], "metric": metric, "selected_step": src["selected_step"],
                    "steps": src["steps"], **{k: v for k, v in src.items() if k.startswith("dev_")},
                    **{f"source_{k}": v for k, v in src.items() if k.startswith("test_")},
                    **{f"test_{k}": v for k, v in scores.items()}, "n_train": src["n_train"],
                    "n_dev": src["n_dev"], "n_test": len(test)}
-        log.info("zero-shot %d/%d: %s seed %d -> %s (%s): test %s %.4f (source test %.4f), %d "
-                 "sentences in %.1f s; %s",
-                 done, len(sources), name, seed, args.target, src["variant"], metric, scores[metric],
-                 src[f"test_{metric}"], len(test), time.time() - t0, progress(done))
+        log.info("zero-shot %d/%d: %s seed %d -> %s (%s): test %s %.4f (source test %.4f), %d sentences in "
+                 "%.1f s; %s", done, len(sources), name, seed, args.target, src["variant"], metric,
+                 scores[metric], src[f"test_{metric}"], len(test), time.time() - t0, progress(done))
     with recorded_reads(reads, evaluated="target"):
         write_parquet(pd.DataFrame(rows), args.output)
 
