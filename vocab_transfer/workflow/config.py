@@ -15,8 +15,7 @@ from ..data.sources import CORPUS_SOURCES
 from ..data.tasks import check_spec
 from ..data.tokenizer import load_tokenizer
 from ..eval import benchmarks as lm_eval_tasks
-from ..methods import METHODS, Need, kinds, method_needs, method_params
-from ..methods.registry import keyword_parameters
+from ..methods import Need, method_needs, method_params
 from ..source_model import (
     TokenizerModelMismatch,
     check_architecture,
@@ -32,7 +31,6 @@ from .model import (
     Method,
     ModelError,
     SourceTokenizer,
-    check_parameters,
     load,
 )
 from .schema import fill_defaults  # noqa: F401 (the rules take it from here)
@@ -193,20 +191,9 @@ def check_sources(cfg: Config) -> None:
 
 
 def check_methods(cfg: Config) -> None:
-    """``methods``: a registered kind, parameters its function takes with their types and bounds, the
-    resources it reads, and the devices it asks for."""
+    """``methods``: the resources a method reads, and the devices it asks for (its kind and parameters are
+    checked with its section: :meth:`~.model.Method.check`)."""
     for name, method in cfg.methods.items():
-        if method.kind not in METHODS:
-            raise ConfigError(f"methods.{name}: unknown kind {method.kind!r}; known: {kinds()}")
-        accepted = keyword_parameters(method.kind)
-        unknown = set(method.params) - set(accepted)
-        if unknown:
-            raise ConfigError(f"methods.{name}: unknown parameter(s) {sorted(unknown)} for kind "
-                              f"{method.kind!r}; accepted: {sorted(accepted)}")
-        try:
-            check_parameters(METHODS[method.kind].fn, method.params, f"methods.{name}")
-        except ModelError as e:
-            raise ConfigError(str(e)) from None
         check_method_resources(cfg, name, method)
         if method.kind == "wechsel" and method.params.get("subwords") == "fasttext":
             source_language = method.params.get("source_language", "en")

@@ -27,6 +27,8 @@ from ..data.dictionary import DICTIONARY_SOURCES
 from ..data.sources import SOURCES
 from ..data.token_fasttext import FASTTEXT_PRESETS
 from ..data.word_vectors import WORD_VECTOR_SOURCES
+from ..methods import METHODS, kinds
+from ..methods.registry import keyword_parameters
 from ..training.launch import launcher_args, launcher_command
 from ..training.settings import (
     METRICS,
@@ -450,6 +452,16 @@ class Method(Section):
     def params(self) -> dict[str, Any]:
         """The method's keyword parameters: every key that is no field here."""
         return dict(self.model_extra or {})
+
+    def check(self, where: str) -> None:
+        """A registered kind, and parameters its function takes, with their types and bounds."""
+        if self.kind not in METHODS:
+            raise ModelError(f"{where}: unknown kind {self.kind!r}; known: {kinds()}")
+        unknown = set(self.params) - set(keyword_parameters(self.kind))
+        if unknown:
+            raise ModelError(f"{where}: unknown parameter(s) {sorted(unknown)} for kind {self.kind!r}; "
+                             f"accepted: {sorted(keyword_parameters(self.kind))}")
+        check_parameters(METHODS[self.kind].fn, self.params, where)
 
 
 # --- what starts a trainer (LAPT, fine-tuning, zero-shot)
