@@ -13,17 +13,14 @@ torch = lazy.module("torch")
 
 log = logging.getLogger(__name__)
 
-__all__ = ["mutual_nearest_neighbours", "normalize_embeddings", "procrustes"]
-
 
 def procrustes(X: torch.Tensor, Y: torch.Tensor, rtol: float = 1e-9) -> torch.Tensor:
     """Orthogonal Procrustes: ``W = argmin_{WᵀW = I} ||X W − Y||_F`` for paired rows of ``X`` and ``Y``.
 
-    ``X`` [n, d1], ``Y`` [n, d2]: row i of X is paired with row i of Y (e.g. an anchor word in two
-    languages). With ``U Σ Vᵀ = svd(Xᵀ Y)`` the solution is ``W = U Vᵀ`` (Schönemann 1966); for
-    ``d1 ≠ d2`` the same formula gives the semi-orthogonal [d1, d2] map with orthonormal rows or
-    columns (whichever are fewer). Computed in float64, returned in ``X``'s dtype. Map a new
-    point with ``x @ W``. Needs ``n ≥ 1``.
+    ``X`` [n, d1], ``Y`` [n, d2]: row i of X is paired with row i of Y (e.g. an anchor word in two languages).
+    With ``U Σ Vᵀ = svd(Xᵀ Y)`` the solution is ``W = U Vᵀ`` (Schönemann 1966); for ``d1 ≠ d2`` the same
+    formula gives the semi-orthogonal [d1, d2] map with orthonormal rows or columns (whichever are fewer).
+    Computed in float64, returned in ``X``'s dtype. Map a new point with ``x @ W``. Needs ``n ≥ 1``.
 
     When ``XᵀY`` has rank ``r`` below ``min(d1, d2)`` (fewer pairs than dimensions, singular values under
     ``rtol`` times the largest), every minimiser agrees on the pairs' span, ``U_r V_rᵀ``, and the rest of the
@@ -83,8 +80,7 @@ def mutual_nearest_neighbours(A: torch.Tensor, B: torch.Tensor, *, batch_size: i
     ``batch_size × max(|A|, |B|)`` similarities.
     """
     if len(A) == 0 or len(B) == 0:
-        empty = torch.zeros(0, dtype=torch.long)
-        return empty, empty
+        return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
     a2b = _nearest(A, B, batch_size)
     b2a = _nearest(B, A, batch_size)
     ia = (b2a[a2b] == torch.arange(len(A))).nonzero(as_tuple=True)[0]

@@ -12,6 +12,7 @@ from ..data.word_vectors import WordVectors
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
 torch = lazy.module("torch")
+tqdm = lazy.module("tqdm")
 
 #: Provenance labels of a target row, written to ``<method>.provenance.parquet``.
 SPECIAL, COPIED, COMBINED, MAPPED, RANDOM = "special", "copied", "combined", "mapped", "random"
@@ -35,8 +36,7 @@ class TransferInputs:
     aux: TokenVectors | None = None
     # need "source_fasttext": source-token fastText on the source-language corpus (method param
     # ``source_language``); ``counts`` = source-token frequencies in that corpus; need
-    # "source_fasttext_target":
-    # the same on the target's own corpus
+    # "source_fasttext_target": the same on the target's own corpus
     source_aux: TokenVectors | None = None
     # need "word_vectors": word-level fastText of the target and of the source language
     target_words: WordVectors | None = None
@@ -101,8 +101,7 @@ def column_mean_std(x: torch.Tensor, chunk_rows: int = 2048) -> tuple[torch.Tens
     n = x.shape[0]
     total = torch.zeros(x.shape[1], dtype=torch.float64)
     total_sq = torch.zeros_like(total)
-    for i in range(0, n, chunk_rows):
-        chunk = x[i:i + chunk_rows]
+    for chunk in x.split(chunk_rows):
         total += chunk.sum(0).double()
         total_sq += (chunk * chunk).sum(0).double()
     mean = total / n
@@ -110,12 +109,17 @@ def column_mean_std(x: torch.Tensor, chunk_rows: int = 2048) -> tuple[torch.Tens
     return mean.to(x.dtype), std.to(x.dtype)
 
 
-def provenance_of(kind: torch.Tensor, special_target_ids=None) -> np.ndarray:
+def specials(overlap: pd.DataFrame) -> pd.DataFrame:
+    """The overlap's special tokens, matched by role."""
+    return overlap[overlap["match"] == "special"]
+
+
+def provenance_of(kind: torch.Tensor, overlap: pd.DataFrame | None = None) -> np.ndarray:
     """Provenance labels from the int8 ``kind`` codes that FOCUS, WECHSEL and Align Match return
-    (0 copied / 1 combined / 2 random), with ``special_target_ids`` (if given) marked special."""
+    (0 copied / 1 combined / 2 random), with the special tokens of ``overlap`` (if given) marked special."""
     provenance = np.array([COPIED, COMBINED, RANDOM], dtype=object)[kind.numpy()]
-    if special_target_ids is not None:
-        provenance[special_target_ids] = SPECIAL
+    if overlap is not None:
+        provenance[specials(overlap)["target_id"].to_numpy()] = SPECIAL
     return provenance
 
 
@@ -125,11 +129,17 @@ def overlap_ids(overlap: pd.DataFrame) -> tuple[torch.Tensor, torch.Tensor]:
             torch.tensor(overlap["source_id"].to_numpy(), dtype=torch.long))
 
 
-def copy_rows(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, source: torch.Tensor,
-              overlap: pd.DataFrame) -> None:
-    """Copy the source rows of overlapping tokens (FOCUS eq. 1), in place."""
+def labels(n: int, label: str = RANDOM, n_sources: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``(provenance, n_sources)`` of ``n`` rows that all came the same way."""
+    return np.full(n, label, dtype=object), np.full(n, n_sources, dtype=np.int64)
+
+
+def copy_rows(matrix: torch.Tensor | None, provenance: np.ndarray, n_sources: np.ndarray,
+              source: torch.Tensor, overlap: pd.DataFrame) -> None:
+    """Copy the source rows of overlapping tokens (FOCUS eq. 1) in place; ``matrix=None``: labels only."""
     t, s = overlap_ids(overlap)
-    matrix[t] = source[s]
+    if matrix is not None:
+        matrix[t] = source[s]
     provenance[t.numpy()] = np.where(overlap["match"].to_numpy() == "special", SPECIAL, COPIED)
     n_sources[t.numpy()] = 1
 
@@ -140,15 +150,30 @@ def copied_start(source: torch.Tensor,
     overlapping tokens' source rows copied (:func:`copy_rows`), zeros elsewhere, their provenance (``RANDOM``
     for the rest) and ``n_sources``."""
     matrix = torch.zeros(n, source.shape[1], dtype=source.dtype)
-    provenance = np.full(n, RANDOM, dtype=object)
-    n_sources = np.zeros(n, dtype=np.int64)
+    provenance, n_sources = labels(n)
     copy_rows(matrix, provenance, n_sources, source, overlap)
     return matrix, provenance, n_sources
 
 
-def screen_dtype_of(name: str) -> torch.dtype | None:
-    """``float32`` (exact, default) -> None; ``bfloat16`` -> the bf16 shortlist. bf16 kernels differ
-    between CPUs with and without native bf16 units, so results are bit-identical per machine only."""
-    if name not in ("float32", "bfloat16"):
-        raise ValueError(f"screen_dtype must be float32 or bfloat16, not {name!r}")
-    return None if name == "float32" else torch.bfloat16
+def anchored_start(inputs: TransferInputs, overlap: pd.DataFrame) -> tuple:
+    """:func:`copied_start` of ``overlap``, the anchors (target ids, source ids: the overlapping tokens with a
+    token-level fastText vector) and the ids of the tokens to combine (the others with a vector; none when
+    there is no anchor)."""
+    has = inputs.aux.has_vector
+    matrix, provenance, n_sources = copied_start(inputs.source_matrix, inputs.target_vocab_size, overlap)
+    ov_t, ov_s = overlap_ids(overlap)
+    todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
+    rows = todo[has[todo]] if has[ov_t].any() else todo[:0]
+    return matrix, provenance, n_sources, ov_t[has[ov_t]], ov_s[has[ov_t]], rows
+
+
+def fill_random(matrix: torch.Tensor, provenance: np.ndarray, source: torch.Tensor, seed: int) -> None:
+    """Draw the rows still labelled ``RANDOM``, in id order, from :func:`normal_like` of ``source``."""
+    rand = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
+    matrix[rand] = normal_like(source, len(rand), torch.Generator().manual_seed(seed))
+
+
+def batched(rows: torch.Tensor, size: int, desc: str, progress: bool = True):
+    """``rows`` in slices of ``size``, with a progress bar (``desc``) when ``progress``."""
+    for start in tqdm.tqdm(range(0, len(rows), size), desc=desc, disable=not progress, mininterval=5):
+        yield rows[start:start + size]

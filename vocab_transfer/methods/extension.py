@@ -1,25 +1,12 @@
 """Vocabulary extension (FOCUS §3.1 after Wang et al. 2020): keep the source vocabulary and add target tokens
-it lacks; new rows FOCUS, random, or Hugging Face's mean-resizing.
+it lacks; new rows FOCUS, random, or Hugging Face's mean-resizing (:func:`mean_resize_rows`).
 
-Which tokens: FOCUS §3.1 extends XLM-R "with the top 30k tokens of the language-specific tokenizer", and its
-footnote 4 puts the result at 273k tokens (250k + about 23k): the 30k most frequent target tokens are taken
-and those the source already has are left out (``top_tokens``, the default, 30000). ``new_tokens: N`` instead
-adds the N most frequent target tokens the source lacks (N new rows whatever the overlap). "Already in the
-source" is the overlap (``vocab_transfer.methods.overlap``: exact matches, the fuzzy matches of symbolic
-tokens, special tokens by role).
-
-``new_rows: mean_resize`` is what ``transformers``' ``model.resize_token_embeddings(n, mean_resizing=True)``
-does (transformers >= 4.46, ``PreTrainedModel._init_added_embeddings_weights_with_mean``, after Hewitt 2021):
-new rows drawn from a multivariate normal with the source rows' mean and ``1e-9`` times their covariance
-(divided by the row count), or the mean itself when that covariance is not positive definite. Deviations: the
-draw is seeded (``seed``) instead of using torch's global RNG, it is computed in float64, and the output bias
-is one more column of the same draw (transformers draws the bias from N(mean, (1e-9·std)²)); both give the
-mean up to about 1e-5·std. ``covariance_scale`` replaces the 1e-9 (1.0: the source distribution itself).
-
-The extended tokenizer is an artifact of its own (rule ``extend_tokenizer``): the source's Unigram
-model with the new target pieces appended after the source's last id, each with its target
-log-probability as score (both are Unigram log-probabilities, so Viterbi segmentation can choose
-between old and new pieces; Wang et al. extend a WordPiece vocabulary, which has no scores).
+Which tokens: ``top_tokens: N`` (default 30000, FOCUS's "top 30k tokens of the language-specific tokenizer",
+273k in all by its footnote 4) takes the N most frequent target tokens and leaves out those the source has;
+``new_tokens: N`` adds the N most frequent the source lacks. "Has" is the overlap (exact and fuzzy matches,
+special tokens by role). The extended tokenizer is an artifact of its own (rule ``extend_tokenizer``): the
+source's Unigram model with the new pieces appended, each scored by its target log-probability, so Viterbi
+segmentation can choose between old and new pieces. Details: docs/methods.md, "Vocabulary extension".
 """
 
 from __future__ import annotations
@@ -31,7 +18,7 @@ from tokenizers import Tokenizer
 
 from .. import lazy
 from ..typed import Range
-from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like
+from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like, overlap_ids
 from .focus import focus_init
 from .registry import Need, one_of, register
 
@@ -85,15 +72,16 @@ def new_token_ids(overlap: pd.DataFrame, counts: np.ndarray, *, top_tokens: int 
 def mean_resize_rows(source: torch.Tensor, n: int, *, seed: int, covariance_scale: float = 1e-9,
                      chunk_rows: int = 4096) -> torch.Tensor:
     """``n`` rows from N(μ, s·Σ) of the rows of ``source`` (μ their mean, Σ their covariance divided by the
-    row count, s = ``covariance_scale``): ``transformers``' mean-resizing, seeded. Falls back to μ itself when
-    s·Σ is not positive definite, as transformers does. Σ is accumulated in float64 chunks around the first
-    chunk's mean (no centred copy of the matrix, little cancellation)."""
+    row count, s = ``covariance_scale``): ``transformers``' mean-resizing (>= 4.46,
+    ``_init_added_embeddings_weights_with_mean``, after Hewitt 2021; its s is 1e-9), seeded. Falls back to μ
+    itself when s·Σ is not positive definite, as transformers does. Σ is accumulated in float64 chunks around
+    the first chunk's mean (no centred copy of the matrix, little cancellation); the output bias is one more
+    column of the draw (transformers draws it apart)."""
     v, d = source.shape
     shift = source[:chunk_rows].double().mean(0)
-    total = torch.zeros(d, dtype=torch.float64)
-    gram = torch.zeros(d, d, dtype=torch.float64)
-    for i in range(0, v, chunk_rows):
-        chunk = source[i:i + chunk_rows].double() - shift
+    total, gram = torch.zeros(d, dtype=torch.float64), torch.zeros(d, d, dtype=torch.float64)
+    for chunk in source.split(chunk_rows):
+        chunk = chunk.double() - shift
         total += chunk.sum(0)
         gram += chunk.T @ chunk
     offset = total / v
@@ -124,11 +112,9 @@ def extend_tokenizer(source_tokenizer, target_tokenizer,
         raise ValueError(f"source tokenizer: {len(vocab)} vocabulary entries for "
                          f"{len(source_tokenizer)} tokens")
     vocab += [tgt["model"]["vocab"][int(i)] for i in new_target_ids]
-    backend = Tokenizer.from_str(json.dumps(src))
     special = {k: v for k, v in source_tokenizer.special_tokens_map.items() if isinstance(v, str)}
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=backend,
-                                               model_max_length=source_tokenizer.model_max_length,
-                                  **special)
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(json.dumps(src)),
+                                               model_max_length=source_tokenizer.model_max_length, **special)
     assert len(tok) == len(source_tokenizer) + len(new_target_ids)
     return tok
 
@@ -148,33 +134,26 @@ def init_extension(inputs: TransferInputs, *, seed: int,
                    new_tokens: Annotated[int, Range(ge=0)] | None = None, new_rows: str = "focus",
                    topk: Annotated[int, Range(ge=1)] = 64,
                    covariance_scale: Annotated[float, Range(ge=0)] = 1e-9) -> EmbeddingInit:
-    """Config adapter: ``kind: extend``; rows of the extended tokenizer (source rows, then new ones).
-
-    Tokens added: ``top_tokens: N`` (default: FOCUS's 30000), those of the N most frequent target tokens the
-    source lacks; or ``new_tokens: N``, the N most frequent the source lacks (one of the two keys at most).
-    ``new_rows: focus`` combines overlapping tokens' source rows by FOCUS (anchors: the overlap, with
-    token-level fastText vectors); ``random`` draws from N(mean, std) of the source matrix per dimension;
-    ``mean_resize`` is transformers' ``resize_token_embeddings(mean_resizing=True)``: N(mean,
-    ``covariance_scale`` × covariance) of the source rows (:func:`mean_resize_rows`).
-    """
+    """Config adapter: ``kind: extend``; rows of the extended tokenizer (source rows, then new ones; which
+    tokens: the module docstring). ``new_rows: focus`` combines overlapping tokens' source rows by FOCUS
+    (anchors: the overlap, with token-level fastText vectors); ``random`` draws from N(mean, std) of the
+    source matrix per dimension; ``mean_resize``: :func:`mean_resize_rows`."""
     if inputs.aux is None:
         raise ValueError("vocabulary extension needs target token counts (the fastText stage)")
-    new = new_token_ids(inputs.overlap, inputs.aux.counts.numpy(),
-                        top_tokens=top_tokens, new_tokens=new_tokens)
+    new = new_token_ids(inputs.overlap, inputs.aux.counts.numpy(), top_tokens=top_tokens,
+                        new_tokens=new_tokens)
     source = inputs.source_matrix
     v_s, n = source.shape[0], len(new)
     matrix = torch.cat([source, torch.empty(n, source.shape[1], dtype=source.dtype)])
     provenance = np.array([COPIED] * v_s + [RANDOM] * n, dtype=object)
-    special_source = inputs.overlap.loc[inputs.overlap["match"] == "special", "source_id"].to_numpy()
-    provenance[special_source] = SPECIAL
+    provenance[inputs.overlap.loc[inputs.overlap["match"] == "special", "source_id"].to_numpy()] = SPECIAL
     n_sources = np.concatenate([np.ones(v_s, dtype=np.int64), np.zeros(n, dtype=np.int64)])
     if new_rows == "focus":
+        ov_t, ov_s = overlap_ids(inputs.overlap)
         keep = torch.zeros_like(inputs.aux.has_vector)  # anchors (the overlap) and the new rows: no others
         keep[torch.as_tensor(new, dtype=torch.long)] = True
-        keep[torch.tensor(inputs.overlap["target_id"].to_numpy(), dtype=torch.long)] = True
-        rows, kind, k = focus_init(source, inputs.target_vocab_size,
-                                   torch.tensor(inputs.overlap["target_id"].to_numpy()),
-                                   torch.tensor(inputs.overlap["source_id"].to_numpy()), inputs.aux.vectors,
+        keep[ov_t] = True
+        rows, kind, k = focus_init(source, inputs.target_vocab_size, ov_t, ov_s, inputs.aux.vectors,
                                    inputs.aux.has_vector & keep, seed=seed, topk=topk)
         matrix[v_s:] = rows[new]
         provenance[v_s:] = np.where(kind[new].numpy() == 1, COMBINED, RANDOM)

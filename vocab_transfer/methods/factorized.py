@@ -1,9 +1,8 @@
 """Factorized embeddings of UNKs Everywhere (UNKs Everywhere §3.3, eqs. 2-4).
 
-A token v's embedding is ``F'[v] · G^{c(v)}``: a low-dimensional row ``F'[v]`` [D'] up-projected by
-one of C matrices ``G^c`` [D', D], the cluster ``c(v)`` chosen by logits ``Z[v]`` [C] through a
-straight-through Gumbel-softmax while training (eq. 3) and by ``argmax`` otherwise. With C = 1 this
-is MF¹ (``X ≈ F·G``).
+A token v's embedding is ``F'[v] · G^{c(v)}``: a low-dimensional row ``F'[v]`` [D'] up-projected by one of C
+matrices ``G^c`` [D', D], the cluster ``c(v)`` chosen by logits ``Z[v]`` [C] through a straight-through
+Gumbel-softmax while training (eq. 3) and by ``argmax`` otherwise. With C = 1 this is MF¹ (``X ≈ F·G``).
 """
 
 from __future__ import annotations
@@ -18,12 +17,6 @@ from tqdm import tqdm
 
 from ..io import read_tensors
 
-__all__ = ["FACTORS_FILE", "FACTOR_KEYS", "FactorizedDecoder", "FactorizedEmbedding", "FactorizedVocabulary",
-           "NeuralFitHistory", "attach_factorized", "fit_neural", "flat_state_dict", "gumbel_softmax",
-           "gumbel_softmax_st", "read_factors", "straight_through_mix"]
-
-#: safetensors keys of a factorized embedding (``EmbeddingInit.extra``)
-FACTOR_KEYS = ("mf_F", "mf_G", "mf_Z", "mf_tau")
 #: the trained factors beside a LAPT model trained in factorized form (``mf_*`` keys)
 FACTORS_FILE = "factorized_embeddings.safetensors"
 
@@ -94,34 +87,28 @@ class _StraightThroughMix(torch.autograd.Function):
         return grad_soft, None, grad_low, grad_G
 
 
-def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor,
-                         tau: float | torch.Tensor, *,
-                         generator: torch.Generator | None = None) -> torch.Tensor:
+def straight_through_mix(logits: torch.Tensor, low: torch.Tensor, G: torch.Tensor, tau: float | torch.Tensor,
+                         *, generator: torch.Generator | None = None) -> torch.Tensor:
     """``Σ_c w_c · low G^c`` with ``w = gumbel_softmax_st(logits, tau)`` (the same values and gradients, and
     the same draws from ``generator``), computed per row's sampled cluster: ``logits`` [..., C], ``low`` [...,
     D'], ``G`` [C, D', D] -> [..., D]."""
-    soft = gumbel_softmax(logits, tau, generator=generator)
-    lead = low.shape[:-1]
-    flat_soft = soft.reshape(-1, soft.shape[-1])
-    out = _StraightThroughMix.apply(flat_soft, flat_soft.detach().argmax(-1),
-                                    low.reshape(-1, low.shape[-1]), G)
-    return out.view(*lead, G.shape[2])
+    soft = gumbel_softmax(logits, tau, generator=generator).reshape(-1, logits.shape[-1])
+    out = _StraightThroughMix.apply(soft, soft.detach().argmax(-1), low.reshape(-1, low.shape[-1]), G)
+    return out.view(*low.shape[:-1], G.shape[2])
 
 
 class FactorizedEmbedding(nn.Module):
-    """Trainable factorized embedding ``E[v] = F[v] · G[c(v)]`` (UNKs §3.3, eq. 2 for one token).
+    """Trainable factorized embedding ``E[v] = F[v] · G[c(v)]`` (UNKs §3.3, eq. 2 for one token): ``F`` [V,
+    D'], ``G`` [C, D', D] and, for C > 1, the cluster logits ``Z`` [V, C]; the Gumbel temperature ``tau`` is a
+    fixed buffer (the paper does not anneal or learn it).
 
-    Parameters: ``F`` [V, D'], ``G`` [C, D', D] and, for C > 1, the cluster logits ``Z`` [V, C]; the
-    Gumbel temperature ``tau`` is a buffer (fixed; the paper does not anneal or learn it).
-
-    - training mode, C > 1: the cluster weights are a straight-through Gumbel-softmax sample of
-      ``Z[ids]`` (eq. 3), so gradients reach ``Z``; the output is ``Σ_c i_c · F[v] G^c``, computed per
-      sampled cluster (:func:`straight_through_mix`; memory O(n·C·D') for the gradient of ``Z``);
+    - training mode, C > 1: the cluster weights are a straight-through Gumbel-softmax sample of ``Z[ids]``
+      (eq. 3), so gradients reach ``Z``; the output ``Σ_c i_c · F[v] G^c`` is computed per sampled cluster
+      (:func:`straight_through_mix`);
     - eval mode (or C = 1): ``c(v) = argmax Z[v]``, no noise.
 
-    ``generator`` (attribute) optionally fixes the Gumbel noise (used by :func:`fit_neural`); None
-    draws from the global RNG, as ordinary training does. If the source matrix carried the MLM output
-    bias as its last column, so does ``G`` (D = d + 1) and hence every output row.
+    ``generator`` (attribute) optionally fixes the Gumbel noise (:func:`fit_neural`); None draws from the
+    global RNG. ``G`` (and every row) has the output-bias column if the source matrix had it (D = d + 1).
     """
 
     def __init__(self, F: torch.Tensor, G: torch.Tensor, Z: torch.Tensor | None = None, *,
@@ -139,22 +126,7 @@ class FactorizedEmbedding(nn.Module):
         self.Z = nn.Parameter(Z.detach().clone().to(F.dtype)) if C > 1 else None
         self.register_buffer("tau", torch.tensor(float(tau), dtype=torch.float32))
         self.generator: torch.Generator | None = None
-
-    @property
-    def num_embeddings(self) -> int:
-        return self.F.shape[0]
-
-    @property
-    def embedding_dim(self) -> int:
-        return self.G.shape[2]
-
-    @property
-    def rank(self) -> int:
-        return self.F.shape[1]
-
-    @property
-    def clusters(self) -> int:
-        return self.G.shape[0]
+        self.num_embeddings, self.embedding_dim, self.clusters = F.shape[0], G.shape[2], C
 
     def assignment(self) -> torch.Tensor:
         """Eval-mode cluster of every token: ``argmax Z[v]`` [V] int64 (zeros for C = 1)."""
@@ -169,13 +141,16 @@ class FactorizedEmbedding(nn.Module):
             out[mask] = low[mask] @ self.G[c]
         return out
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        low = self.F[input_ids]  # [..., D']
+    def _embed(self, low: torch.Tensor, logits: torch.Tensor | None, training: bool) -> torch.Tensor:
+        """``low`` [..., D'] up-projected by the clusters of ``logits`` [..., C] (sampled in training)."""
         if self.clusters == 1:
             return low @ self.G[0]
-        if not self.training:
-            return self._hard(low, self.Z[input_ids].argmax(-1))
-        return straight_through_mix(self.Z[input_ids], low, self.G, self.tau, generator=self.generator)
+        if not training:
+            return self._hard(low, logits.argmax(-1))
+        return straight_through_mix(logits, low, self.G, self.tau, generator=self.generator)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self._embed(self.F[input_ids], None if self.Z is None else self.Z[input_ids], self.training)
 
     @torch.no_grad()
     def flatten(self) -> torch.Tensor:
@@ -184,11 +159,9 @@ class FactorizedEmbedding(nn.Module):
 
     def state(self) -> dict[str, torch.Tensor]:
         """Named tensors for safetensors: ``mf_F``, ``mf_G``, ``mf_Z`` (only for C > 1), ``mf_tau`` [1]."""
-        out = {"mf_F": self.F.detach().cpu().contiguous(), "mf_G": self.G.detach().cpu().contiguous()}
-        if self.Z is not None:
-            out["mf_Z"] = self.Z.detach().cpu().contiguous()
-        out["mf_tau"] = self.tau.detach().cpu().reshape(1).clone()
-        return out
+        out = {f"mf_{name}": t.detach().cpu().contiguous()
+               for name, t in (("F", self.F), ("G", self.G), ("Z", self.Z)) if t is not None}
+        return out | {"mf_tau": self.tau.detach().cpu().reshape(1).clone()}
 
     @classmethod
     def from_tensors(cls, tensors: Mapping[str, torch.Tensor]) -> FactorizedEmbedding:
@@ -198,17 +171,15 @@ class FactorizedEmbedding(nn.Module):
 
 
 class FactorizedVocabulary(nn.Module):
-    """A masked LM's input embeddings drawn from a :class:`FactorizedEmbedding` (UNKs §3.3: "we simply learn
-    new low-dimensional embeddings F' with the pretraining task, which are up-projected with G"), for LAPT in
-    factorized form: the trainable parameters are ``F'``, ``G`` (unless ``freeze_up_projection``: a buffer, "G
-    only needs to be pretrained once") and, for C > 1, the cluster logits ``Z``.
-
-    Each forward computes the whole table ``[V, D]`` once: in training mode with one straight-through
-    Gumbel-softmax sample per token *type* (eq. 3; a token's occurrences share their cluster in a step), in
-    eval mode with ``argmax Z``. The input rows are its first ``d`` columns; :class:`FactorizedDecoder`, the
-    tied output projection, reads the same table in the same forward pass. ``weight`` is the eval-mode table
-    (detached), so code that reads ``get_input_embeddings().weight`` sees the current embedding matrix.
-    Padding rows get gradients like any other (packed LAPT blocks have no padding)."""
+    """A masked LM's input embeddings drawn from a :class:`FactorizedEmbedding` for LAPT in factorized form
+    (UNKs §3.3: "we simply learn new low-dimensional embeddings F' with the pretraining task, which are
+    up-projected with G"): the trainable parameters are ``F'``, ``G`` (unless ``freeze_up_projection``: "G
+    only needs to be pretrained once") and, for C > 1, ``Z``. Each forward computes the whole table ``[V, D]``
+    once, in training mode with one Gumbel-softmax sample per token *type* (a token's occurrences share their
+    cluster in a step); its first ``d`` columns are the input rows, and :class:`FactorizedDecoder`, the tied
+    output projection, reads the same table. ``weight`` is the eval-mode table (detached), for code that reads
+    ``get_input_embeddings().weight``. Padding rows get gradients like any other (packed LAPT blocks have no
+    padding)."""
 
     def __init__(self, factors: FactorizedEmbedding, d: int, *, freeze_up_projection: bool = False) -> None:
         super().__init__()
@@ -216,6 +187,7 @@ class FactorizedVocabulary(nn.Module):
             raise ValueError(f"the factors' rows have {factors.embedding_dim} columns; the model's "
                              f"embeddings {d} (or {d + 1} with the output-bias column)")
         self.factors, self.d = factors, d
+        self.num_embeddings, self.embedding_dim = factors.num_embeddings, d
         if freeze_up_projection:
             G = factors.G.detach()
             del factors.G
@@ -223,12 +195,7 @@ class FactorizedVocabulary(nn.Module):
         self._table: torch.Tensor | None = None
 
     def table(self) -> torch.Tensor:
-        f = self.factors
-        if f.clusters == 1:
-            return f.F @ f.G[0]
-        if not self.training:
-            return f._hard(f.F, f.assignment())
-        return straight_through_mix(f.Z, f.F, f.G, f.tau, generator=f.generator)  # one sample per token type
+        return self.factors._embed(self.factors.F, self.factors.Z, self.training)  # one sample per token type
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         self._table = self.table()
@@ -237,14 +204,6 @@ class FactorizedVocabulary(nn.Module):
     @property
     def weight(self) -> torch.Tensor:
         return self.factors.flatten()[:, : self.d]
-
-    @property
-    def num_embeddings(self) -> int:
-        return self.factors.num_embeddings
-
-    @property
-    def embedding_dim(self) -> int:
-        return self.d
 
 
 class FactorizedDecoder(nn.Module):
@@ -294,11 +253,10 @@ def attach_factorized(model, factors: FactorizedEmbedding, *, freeze_up_projecti
 def flat_state_dict(model, state: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
     """``state`` (default: the model's state dict) as the plain model would have it: the factors' keys
     replaced by the eval-mode table as the word embeddings and tied decoder weight (the model unchanged)."""
-    vocabulary = model.get_input_embeddings()
-    names = {m: n for n, m in model.named_modules()}
+    vocabulary, names = model.get_input_embeddings(), {m: n for n, m in model.named_modules()}
     emb, dec = names[vocabulary], names[model.get_output_embeddings()]
-    state = dict(model.state_dict() if state is None else state)
-    state = {k: v for k, v in state.items() if not k.startswith(f"{emb}.")}
+    state = {k: v for k, v in (model.state_dict() if state is None else state).items()
+             if not k.startswith(f"{emb}.")}
     weight = vocabulary.weight.contiguous()
     return {**state, f"{emb}.weight": weight, f"{dec}.weight": weight}
 
@@ -318,29 +276,24 @@ def fit_neural(X: torch.Tensor, F_init: torch.Tensor, G_init: torch.Tensor, clus
                max_steps: int = 3000, tol: float = 1e-4, lr: float = 1e-3, tau: float = 1.0,
                z_std: float = 1.0, check_every: int = 50, patience: int = 5, progress: bool = False,
                ) -> tuple[FactorizedEmbedding, NeuralFitHistory]:
-    """MF^C_NEURAL on the source matrix: learn F, G¹..G^C and the assignment logits Z jointly (§3.3).
+    """MF^C_NEURAL on the source matrix: learn F, G¹..G^C and the assignment logits Z jointly (§3.3),
+    minimizing eq. 4, ``||X - Σ_c diag(i_c) F G^c||``, with Adam over full-batch steps; the indicator ``I`` is
+    the straight-through Gumbel-softmax of ``Z`` (eq. 3), so the loss sees a sampled hard assignment and the
+    gradient reaches Z through the softmax. Choices the paper leaves open:
 
-    Minimizes eq. 4, ``||X - Σ_c diag(i_c) F G^c||``, with Adam over full-batch steps; the indicator
-    ``I`` is the straight-through Gumbel-softmax of ``Z`` (eq. 3), so the loss is evaluated with a
-    sampled hard assignment and the gradient reaches Z through the softmax.
+    - init (warm start): ``F = F_init``, every ``G^c = G_init`` (the MF¹ Semi-NMF solution), ``Z ~ N(0,
+      z_std²)``; the clusters separate because tokens sampled into different clusters send different gradients
+      to their ``G^c``. ``G`` is not constrained to be non-negative (the paper "parameterize[s] G using a
+      neural net");
+    - loss: squared Frobenius error divided by ``||X||_F²`` (same minimizer as eq. 4); Adam (``lr``), fixed
+      ``tau``;
+    - stopping: every ``check_every`` steps the eval-mode (argmax) error is measured; stop after ``patience``
+      checks in a row without a relative improvement of ``tol`` over the best error so far (the sampled
+      assignments first make the error rise), or after ``max_steps``; the best state is returned (never worse
+      than the MF¹ warm start).
 
-    Choices the paper leaves open:
-
-    - init (warm start): ``F = F_init``, every ``G^c = G_init`` (the MF¹ Semi-NMF solution, §3.3),
-      ``Z ~ N(0, z_std²)``; the clusters separate because tokens sampled into different clusters
-      send different gradients to their ``G^c``. ``G`` is not constrained to be non-negative here
-      (the paper "parameterize[s] G using a neural net");
-    - loss: squared Frobenius error divided by ``||X||_F²`` (same minimizer as eq. 4); Adam
-      (``lr``), fixed temperature ``tau``;
-    - stopping: every ``check_every`` steps the eval-mode (argmax) error ``e`` is measured; stop after
-      ``patience`` checks in a row without a relative improvement of ``tol`` over the best error so far,
-      or after ``max_steps``; the best state is returned (never worse than the warm start, the MF¹
-      solution). Stopping at the first check that does not improve, as an earlier version did, ended
-      paper-scale fits at step 50: the sampled assignments first make the error rise.
-
-    Deterministic for a fixed ``seed`` on a given device (local generators for Z and the Gumbel
-    noise). Runs on ``X.device`` in ``X.dtype``; each step costs O(|V|·C·D'·D), so the paper-scale
-    matrix wants a GPU. Returns the fitted module (eval mode) and the history.
+    Deterministic for a fixed ``seed`` on a given device; runs on ``X.device`` in ``X.dtype`` (each step costs
+    O(|V|·C·D'·D): the paper-scale matrix wants a GPU). Returns the fitted module (eval mode) and the history.
     """
     if clusters < 2:
         raise ValueError("fit_neural needs clusters >= 2 (C = 1 is plain Semi-NMF)")
@@ -369,18 +322,14 @@ def fit_neural(X: torch.Tensor, F_init: torch.Tensor, G_init: torch.Tensor, clus
     for step in bar:
         module.train()
         opt.zero_grad(set_to_none=True)
-        loss = ((module(ids) - X) ** 2).sum() / norm2
-        loss.backward()
+        (((module(ids) - X) ** 2).sum() / norm2).backward()
         opt.step()
         if step % check_every == 0 or step == max_steps:
             module.eval()
             err = check(step)
             if progress:
                 bar.set_postfix(error=f"{err:.5f}", best=f"{best_err:.5f}", refresh=False)
-            if err < best_err * (1 - tol):  # a real improvement
-                stale = 0
-            else:
-                stale += 1
+            stale = 0 if err < best_err * (1 - tol) else stale + 1  # reset by a real improvement only
             if err < best_err:
                 best_err, best_state = err, _state(module)
             if stale >= patience:

@@ -7,19 +7,12 @@ from typing import Annotated
 from .. import lazy
 from ..data.word_vectors import tokenize_flatten_reduce
 from ..typed import Range
-from .base import (
-    EmbeddingInit,
-    TransferInputs,
-    normal_like,
-    provenance_of,
-    screen_dtype_of,
-)
-from .neighbours import Workspace, mix_rows, neighbour_weights
+from .base import EmbeddingInit, TransferInputs, batched, normal_like, overlap_ids, provenance_of
+from .neighbours import Workspace, mix_rows, neighbour_weights, screen_dtype_of
 from .overlap import OVERLAP_KINDS, restrict_overlap
 from .registry import Need, one_of, register
 
 torch = lazy.module("torch")
-tqdm = lazy.module("tqdm")
 
 
 def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids: torch.Tensor,
@@ -29,18 +22,16 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     """FOCUS embeddings for a target vocabulary.
 
     - overlapping tokens O copy their source row (eq. 1);
-    - each additional token a ∈ A with an auxiliary vector gets ``Σ_o sparsemax(c_a)_o · e_o^s``
-      (eqs. 2-6), where ``c_a`` are cosine similarities of auxiliary (token-level fastText) vectors
-      between a and the overlapping tokens that have one;
-    - additional tokens without an auxiliary vector (below fastText's minCount) are drawn from
-      N(mean, std) of the source matrix per dimension (Appendix B).
+    - each additional token a ∈ A with an auxiliary vector gets ``Σ_o sparsemax(c_a)_o · e_o^s`` (eqs. 2-6),
+      ``c_a`` the cosine similarities of auxiliary (token-level fastText) vectors between a and the
+      overlapping tokens that have one;
+    - additional tokens without an auxiliary vector (below fastText's minCount) are drawn from N(mean, std) of
+      the source matrix per dimension (Appendix B).
 
-    The sparsemax is computed exactly on each row's ``topk`` most similar anchors (falling back to a full sort
-    for rows whose support is wider); rows are processed in ``batch_size`` chunks, so memory stays at
-    ``batch_size × |O|`` similarities. With ``screen_dtype=torch.bfloat16`` a bf16 shortlist of ``screen_k``
-    anchors per row, certified exact (:mod:`.neighbours`), replaces the float32 similarity matrix: the
-    selection equals the float32 path's, and the weights differ only by float32 rounding (cosines summed in
-    another order). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources
+    The sparsemax is exact (:func:`~.sparsemax.topk_sparsemax` on each row's ``topk`` most similar anchors);
+    rows are processed in ``batch_size`` chunks. ``screen_dtype=torch.bfloat16``: a certified bf16 shortlist
+    of ``screen_k`` anchors per row (:mod:`.neighbours`; the float32 selection, weights up to float32
+    rounding). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources
     [V_t])``.
     """
     g = torch.Generator().manual_seed(seed)
@@ -49,12 +40,9 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     n_sources = torch.zeros(target_vocab_size, dtype=torch.long)
     out[overlap_target_ids] = source[overlap_source_ids]
     kind[overlap_target_ids], n_sources[overlap_target_ids] = 0, 1
-
-    in_overlap = torch.zeros(target_vocab_size, dtype=torch.bool)
-    in_overlap[overlap_target_ids] = True
     anchor = has_vector[overlap_target_ids]
     anchor_t, anchor_s = overlap_target_ids[anchor], overlap_source_ids[anchor]
-    additional = (~in_overlap & has_vector).nonzero(as_tuple=True)[0]
+    additional = ((kind != 0) & has_vector).nonzero(as_tuple=True)[0]  # kind 0: the overlap
     if len(anchor_t) == 0:
         additional = additional[:0]  # nothing to combine: every additional token falls back to random
     x = torch.nn.functional.normalize(target_vectors.float(), dim=1)
@@ -62,14 +50,11 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
     x_anchor_t = x_anchor.T.contiguous()
     x_screen = x_anchor_t.to(screen_dtype) if screen_dtype is not None else None
     e_anchor, workspace = source[anchor_s], Workspace()
-    for start in tqdm.tqdm(range(0, len(additional), batch_size), desc="FOCUS",
-                           disable=not progress, mininterval=5):
-        rows = additional[start:start + batch_size]
+    for rows in batched(additional, batch_size, "FOCUS", progress):
         w, idx = neighbour_weights(x[rows], x_anchor, x_anchor_t, weighting="sparsemax", k=topk,
                                    screen=x_screen, screen_k=screen_k, workspace=workspace)  # eqs. 2-5
         out[rows] = mix_rows(w, idx, e_anchor)  # eq. 6
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
-
     rand = (kind == 2).nonzero(as_tuple=True)[0]
     out[rand] = normal_like(source, len(rand), g)
     return out, kind, n_sources
@@ -89,18 +74,11 @@ def focus_needs(p: dict) -> frozenset[Need]:
 def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
                topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096,
                screen_dtype: str = "bfloat16", screen_k: int = 16) -> EmbeddingInit:
-    """Config adapter: ``kind: focus``.
-
-    ``overlap: full | symbolic | symbolic_with_symbols | none | exact | identical`` (``symbolic``: Table 4
-    "Symbolic Overlap", numbers, punctuation and whitespace; see :func:`~.overlap.restrict_overlap`); ``aux:
-    token_fasttext`` (FOCUS's token-level fastText) or ``word_fasttext`` (Table 4 "Word-fastText":
-    word-level fastText of the target language turned into token vectors by WECHSEL's tokenize-flatten-reduce;
-    which token-level fastText the method reads is the config entry's ``fasttext``, not a parameter:
-    ``deepfocus`` trains CBOW with 10 negatives as the authors' package does,
-    ``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``); ``screen_dtype``: ``bfloat16`` (default) takes
-    the certified bf16 shortlist of ``screen_k`` anchors of :func:`focus_init` (the float32 selection, 2x
-    faster at paper scale on CPU); ``float32`` the plain float32 similarity matrix.
-    """
+    """Config adapter: ``kind: focus``. ``overlap``: :func:`~.overlap.restrict_overlap` (``symbolic``: Table 4
+    "Symbolic Overlap"); ``aux: token_fasttext`` (FOCUS's token-level fastText, whose recipe is the config
+    entry's ``fasttext``, e.g. the authors' ``deepfocus`` CBOW) or ``word_fasttext`` (Table 4 "Word-fastText":
+    word-level fastText turned into token vectors by WECHSEL's tokenize-flatten-reduce); ``screen_dtype``:
+    ``bfloat16`` (default, 2x faster at paper scale on CPU) or ``float32`` (:func:`focus_init`)."""
     screen = screen_dtype_of(screen_dtype)
     if aux == "token_fasttext":
         if inputs.aux is None:
@@ -116,8 +94,6 @@ def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux:
         raise ValueError(f"aux must be token_fasttext or word_fasttext, not {aux!r}")
     ov = restrict_overlap(inputs.overlap, overlap)
     matrix, kind, n_sources = focus_init(
-        inputs.source_matrix, inputs.target_vocab_size, torch.tensor(ov["target_id"].to_numpy()),
-        torch.tensor(ov["source_id"].to_numpy()), vectors, has_vector, seed=seed,
+        inputs.source_matrix, inputs.target_vocab_size, *overlap_ids(ov), vectors, has_vector, seed=seed,
         topk=topk, batch_size=batch_size, progress=True, screen_dtype=screen, screen_k=screen_k)
-    provenance = provenance_of(kind, ov.loc[ov["match"] == "special", "target_id"].to_numpy())
-    return EmbeddingInit(matrix, provenance, n_sources.numpy())
+    return EmbeddingInit(matrix, provenance_of(kind, ov), n_sources.numpy())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import lazy
 from ..data.tokenizer import canonicalize_vocab
-from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like
+from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, fill_random
 from .neighbours import mix_rows
 from .registry import Need, register
 
@@ -43,22 +43,18 @@ def init_fvt(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
     matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
     todo = np.flatnonzero(provenance == RANDOM)
     canon = canonicalize_vocab(inputs.target_tokenizer)
-    pieces = source_pieces([canon[i].text for i in todo],
-                           [canon[i].bow for i in todo], inputs.source_tokenizer)
+    pieces = source_pieces([canon[i].text for i in todo], [canon[i].bow for i in todo],
+                           inputs.source_tokenizer)
     pieces = [[p for p in ids if p < source.shape[0]] for ids in pieces]  # never a padded row
     have = np.array([len(ids) > 0 for ids in pieces], dtype=bool)
     if have.any():
-        rows = todo[have]
-        width = max(len(ids) for ids, h in zip(pieces, have, strict=True) if h)
-        idx = torch.zeros(len(rows), width, dtype=torch.long)
-        w = torch.zeros(len(rows), width, dtype=torch.float64)
-        for r, ids in enumerate(ids for ids, h in zip(pieces, have, strict=True) if h):
+        rows, kept = todo[have], [ids for ids in pieces if ids]
+        idx = torch.zeros(len(rows), max(map(len, kept)), dtype=torch.long)
+        w = torch.zeros(len(rows), idx.shape[1], dtype=torch.float64)
+        for r, ids in enumerate(kept):
             idx[r, : len(ids)] = torch.tensor(ids)
             w[r, : len(ids)] = 1.0 / len(ids)  # a piece repeated in a token counts as often as it occurs
         matrix[torch.from_numpy(rows)] = mix_rows(w, idx, source)
-        provenance[rows] = COMBINED
-        n_sources[rows] = [len(set(ids)) for ids, h in zip(pieces, have, strict=True) if h]
-    empty = todo[~have]
-    if len(empty):
-        matrix[torch.from_numpy(empty)] = normal_like(source, len(empty), torch.Generator().manual_seed(seed))
+        provenance[rows], n_sources[rows] = COMBINED, [len(set(ids)) for ids in kept]
+    fill_random(matrix, provenance, source, seed)
     return EmbeddingInit(matrix, provenance, n_sources)

@@ -53,6 +53,14 @@ class Workspace:
 Select = Callable[["torch.Tensor"], tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]]
 
 
+def screen_dtype_of(name: str) -> torch.dtype | None:
+    """``float32`` (exact, default) -> None; ``bfloat16`` -> the bf16 shortlist. bf16 kernels differ
+    between CPUs with and without native bf16 units, so results are bit-identical per machine only."""
+    if name not in ("float32", "bfloat16"):
+        raise ValueError(f"screen_dtype must be float32 or bfloat16, not {name!r}")
+    return None if name == "float32" else torch.bfloat16
+
+
 def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.Tensor, *, weighting: str,
                       k: int, temperature: float = 0.1,
                       screen: torch.Tensor | None = None, screen_k: int = 16,
@@ -73,13 +81,12 @@ def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.T
                           lambda z: topk_sparsemax(z, k), trim=True, workspace=workspace or Workspace())
     k = min(k, m)
 
-    def exact(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        sim, idx = z.topk(k, dim=1)
-        return torch.softmax(sim / temperature, dim=1), idx
-
     def select(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         sim, j = z.topk(k, dim=1)
         return torch.softmax(sim / temperature, dim=1), j, sim[:, -1]
+
+    def exact(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return select(z)[:2]
 
     if screen is None or 4 * k >= m:
         return exact(queries @ keys_t)
@@ -124,8 +131,7 @@ def _rescore(queries: torch.Tensor, keys: torch.Tensor,
              idx: torch.Tensor, workspace: Workspace) -> torch.Tensor:
     """Exact float32 cosines ``z[r, k] = queries[r] · keys[idx[r, k]]``, the keys gathered into a reused
     buffer, at most ``GATHER_KEYS`` of them at a time."""
-    n, k = idx.shape
-    d = keys.shape[1]
+    (n, k), d = idx.shape, keys.shape[1]
     z = torch.empty(n, k, 1, dtype=keys.dtype)
     step = max(1, GATHER_KEYS // k)
     for s in range(0, n, step):
@@ -141,11 +147,8 @@ def _assemble(n: int, parts: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor
     """One ``[n, width]`` pair of (weights, indices) from row subsets with their own widths: each row keeps
     its largest weights, as many columns as the widest support (``trim``: sparsemax) or all (softmax)."""
     width = max((int((w > 0).sum(1).max()) if trim else w.shape[1]) if len(w) else 0 for _, w, _ in parts)
-    w_out = torch.zeros(n, width, dtype=parts[0][1].dtype)
-    i_out = torch.zeros(n, width, dtype=torch.long)
-    for rows, w, idx in parts:
-        if len(rows) == 0:
-            continue
+    w_out, i_out = torch.zeros(n, width, dtype=parts[0][1].dtype), torch.zeros(n, width, dtype=torch.long)
+    for rows, w, idx in (p for p in parts if len(p[0])):
         kk = min(width, w.shape[1])
         top_w, j = w.topk(kk, dim=1)
         w_out[rows, :kk], i_out[rows, :kk] = top_w, idx.gather(1, j)

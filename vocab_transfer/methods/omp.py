@@ -1,25 +1,15 @@
 """OMP over anchor tokens, as mergekit's tokensurgeon does it (``mergekit/tokensurgeon/omp.py: batch_omp``;
 "Training-Free Tokenizer Transplantation via Orthogonal Matching Pursuit", arXiv:2506.06607).
 
-A target token that the source vocabulary also has keeps its source row (the overlap, specials by role). Every
-other target token's vector in an auxiliary target space is approximated by orthogonal matching pursuit with
-at most ``k`` atoms among the overlapping ("anchor") tokens' vectors in that space; the same coefficients on
-the anchors' source rows give its row: ``e_a = Σ_j c_aj · e_{o_j}^s`` with ``h_a ≈ Σ_j c_aj · h_{o_j}``.
-
-As tokensurgeon's ``batch_omp``: atoms are the raw (not normalized) anchor vectors, each step picks the atom
-with the largest absolute inner product with the residual, and the coefficients are the least-squares fit on
-the atoms picked so far (a QR update; the final coefficients solve ``R c = Qᵀ h``); ``k`` defaults to 64, as
-in tokensurgeon. Coefficients are signed and not normalized.
-
-Deviations: tokensurgeon's auxiliary space is a donor model's embedding matrix (the model whose tokenizer is
-transplanted); here it is the target's token-level fastText (FOCUS's auxiliary space, App. B), anchors being
-the overlapping tokens with a fastText vector. A row adds no atom once its residual is below ``1e-6`` of its
-norm, and an atom linearly dependent on those picked is skipped (tokensurgeon divides by a clamped norm there,
-which with ``k`` near the dimension gives arbitrary coefficients); such slots get coefficient 0. The fit is
-float64, the atoms' scores (which pick the next atom) float32. ``fit_dtype: embedding`` fits in the vectors'
-float32 as tokensurgeon does; ``overlap: exact`` takes tokensurgeon's anchors (the overlap without its fuzzy
-symbol matches); docs/methods.md says what each changes. Tokens without a fastText vector are drawn from
-N(mean, std) of the source matrix per dimension, seeded.
+Overlapping tokens keep their source row. Every other target token's vector in an auxiliary space is
+approximated by orthogonal matching pursuit with at most ``k`` atoms among the overlapping ("anchor") tokens'
+vectors; the same coefficients on the anchors' source rows give its row: ``e_a = Σ_j c_aj · e_{o_j}^s`` with
+``h_a ≈ Σ_j c_aj · h_{o_j}`` (raw atoms, signed least-squares coefficients, ``k`` = 64, as tokensurgeon).
+Deviations: the auxiliary space is the target's token-level fastText, not a donor model's embeddings; a row
+stops adding atoms once its residual is below ``1e-6`` of its norm and skips linearly dependent atoms
+(coefficient 0); the fit is float64 (``fit_dtype: embedding``: float32, as tokensurgeon). Tokens without a
+vector are drawn from N(mean, std) of the source matrix per dimension, seeded. Details: docs/methods.md, "OMP
+over anchor tokens".
 """
 
 from __future__ import annotations
@@ -29,14 +19,12 @@ from typing import Annotated
 
 from .. import lazy
 from ..typed import Range
-from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, copied_start, normal_like, overlap_ids
+from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, anchored_start, batched, fill_random
 from .overlap import OVERLAP_KINDS, restrict_overlap
 from .registry import Need, one_of, register
 
 np = lazy.module("numpy")
-pd = lazy.module("pandas")
 torch = lazy.module("torch")
-tqdm = lazy.module("tqdm")
 
 
 def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float = 1e-6,
@@ -51,19 +39,14 @@ def batch_omp(targets: torch.Tensor, atoms: torch.Tensor, k: int, *, tol: float 
     ``Qᵀy`` gains one entry per step and the residual loses that direction (``r ← r - q_t (q_t·y)``),
     instead of both being recomputed from the whole basis; the picked atoms are masked by index."""
     dtype = torch.float64 if dtype is None else dtype  # not a default value: the planner imports this module
-    y = targets.to(dtype)
-    a = atoms.to(dtype)
+    y, a = targets.to(dtype), atoms.to(dtype)
     a_score = atoms.float()  # the selection's inner products in float32: half float64's time (they dominate)
     b, h = y.shape
     k = min(k, a.shape[0])
     tiny = torch.finfo(dtype).tiny
-    q = torch.zeros(b, k, h, dtype=dtype)
-    r = torch.zeros(b, k, k, dtype=dtype)
-    qty = torch.zeros(b, k, dtype=dtype)
-    idx = torch.zeros(b, k, dtype=torch.long)
-    residual = y.clone()
-    y_norm = y.norm(dim=1)
-    a_norm = a.norm(dim=1)
+    q, r = torch.zeros(b, k, h, dtype=dtype), torch.zeros(b, k, k, dtype=dtype)
+    qty, idx = torch.zeros(b, k, dtype=dtype), torch.zeros(b, k, dtype=torch.long)
+    residual, y_norm, a_norm = y.clone(), y.norm(dim=1), a.norm(dim=1)
     score = torch.empty(b, a.shape[0], dtype=torch.float32)
     for t in range(k):
         active = residual.norm(dim=1) > tol * y_norm
@@ -118,9 +101,7 @@ def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.
 def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
              batch_size: Annotated[int, Range(ge=1)] = 512, overlap: str = "full",
              fit_dtype: str = "float64", new_bias: str = "combined") -> EmbeddingInit:
-    """Config adapter: ``kind: omp``. Overlapping tokens are copied; every other target token with a fastText
-    vector is OMP's sparse combination (at most ``k`` anchors) of the anchors' source rows
-    (:func:`batch_omp`); tokens without one are drawn from N(mean, std) of the source matrix, seeded.
+    """Config adapter: ``kind: omp`` (the module docstring; at most ``k`` anchors a token, :func:`batch_omp`).
 
     ``overlap``, one of :data:`~.overlap.OVERLAP_KINDS`: which overlap is copied and gives the anchors
     (:func:`~.overlap.restrict_overlap`; ``exact`` is tokensurgeon's rule, without the fuzzy symbol matches);
@@ -133,27 +114,19 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
     one_of({"fit_dtype": fit_dtype}, "fit_dtype", FIT_DTYPES)
     one_of({"new_bias": new_bias}, "new_bias", NEW_BIAS)
-    n, source = inputs.target_vocab_size, inputs.source_matrix
-    ov = restrict_overlap(inputs.overlap, overlap)
-    matrix, provenance, n_sources = copied_start(source, n, ov)
-    todo = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
-    vectors, has = inputs.aux.vectors, inputs.aux.has_vector
+    source, vectors = inputs.source_matrix, inputs.aux.vectors
+    matrix, provenance, n_sources, anchor_t, anchor_s, rows = anchored_start(
+        inputs, restrict_overlap(inputs.overlap, overlap))
     dtype = torch.float64
     if fit_dtype == "embedding":
         dtype = vectors.dtype if vectors.dtype in (torch.float32, torch.float64) else torch.float32
-    ov_t, ov_s = overlap_ids(ov)
-    anchor = has[ov_t]
-    anchor_t, anchor_s = ov_t[anchor], ov_s[anchor]
-    rows = todo[has[todo]] if len(anchor_t) else todo[:0]
     e_anchor, h_anchor = source[anchor_s].to(dtype), vectors[anchor_t]
-    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="OMP", disable=False, mininterval=5):
-        batch = rows[start:start + batch_size]
+    for batch in batched(rows, batch_size, "OMP"):
         idx, coef = batch_omp(vectors[batch], h_anchor, k, dtype=dtype)
         matrix[batch] = combine(idx, coef, e_anchor).to(source.dtype)
         provenance[batch.numpy()] = COMBINED
         n_sources[batch.numpy()] = (coef != 0).sum(1).numpy()
-    rand = np.flatnonzero(provenance == RANDOM)
-    matrix[torch.from_numpy(rand)] = normal_like(source, len(rand), torch.Generator().manual_seed(seed))
+    fill_random(matrix, provenance, source, seed)
     if new_bias == "zero" and inputs.bias_columns:
         new = torch.from_numpy(np.flatnonzero(np.isin(provenance, [COMBINED, RANDOM])))
         matrix[new, -inputs.bias_columns:] = 0

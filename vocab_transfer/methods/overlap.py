@@ -1,11 +1,7 @@
-"""Token overlap between a source and a target tokenizer (FOCUS, Dobler & de Melo 2023, Appendix B).
-
-Tokens of both vocabularies are first brought to a tokenizer-independent canonical form
-(:class:`vocab_transfer.data.tokenizer.CanonicalToken`): surface text without BOW / continuation markers plus
-a ``bow`` flag. Overlap rule: exact match on ``(text, bow)``; tokens made only of numbers, punctuation,
-symbols or whitespace are additionally matched fuzzily, disregarding case and the BOW flag. Special tokens are
-matched by role (``mask_token`` -> ``mask_token``, ...), then by identical string.
-"""
+"""Token overlap between a source and a target tokenizer (FOCUS, Dobler & de Melo 2023, Appendix B), on a
+tokenizer-independent canonical form of both vocabularies
+(:class:`vocab_transfer.data.tokenizer.CanonicalToken`: surface text without BOW / continuation markers, plus
+a ``bow`` flag); the rule: :func:`compute_overlap`."""
 
 from __future__ import annotations
 
@@ -19,27 +15,16 @@ from ..data.tokenizer import BOW, BYTE_FALLBACK, canonicalize, is_symbolic
 pd = lazy.module("pandas")
 pa = lazy.module("pyarrow")
 
-__all__ = [
-    "OVERLAP_KINDS",
-    "SPECIAL_ROLES",
-    "compute_overlap",
-    "restrict_overlap",
-]
-
 SPECIAL_ROLES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
 #: ``overlap`` of FOCUS and CLP: all matches, numbers/punctuation/whitespace (the paper's Symbolic Overlap),
 #: the same plus Unicode symbols (S*: currency, math, emoji), the special tokens only, or the pairs with the
 #: identical token string (langsfer's exact-match overlap)
 OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none", "exact", "identical")
-_DTYPES = {
-    "target_id": "int64",
-    "source_id": "int64",
-    "target_token": "string",
-    "source_token": "string",
-    "canonical": "string",
-    "match": "string",
-    "symbolic": "bool",
-}
+#: The overlap table's columns and their pandas dtypes (``OVERLAP_SCHEMA``: as an Arrow schema).
+_DTYPES = {"target_id": "int64", "source_id": "int64", "target_token": "string", "source_token": "string",
+           "canonical": "string", "match": "string", "symbolic": "bool"}
+
+
 def _numbers_punctuation_whitespace(canonical: str) -> bool:
     """A canonical form (``"▁" + text`` for BOW tokens) made of numbers, punctuation and whitespace only; a
     lone BOW token is whitespace."""
@@ -50,19 +35,13 @@ def _numbers_punctuation_whitespace(canonical: str) -> bool:
 def _role_ids(tokenizer: Any, vocab_size: int) -> dict[str, int]:
     if isinstance(tokenizer, Tokenizer):
         return {}
-    out = {}
-    for role in SPECIAL_ROLES:
-        if getattr(tokenizer, role, None) is None:  # avoid transformers' "not set" lookups
-            continue
-        i = getattr(tokenizer, f"{role}_id", None)
-        if isinstance(i, int) and 0 <= i < vocab_size:
-            out[role] = i
-    return out
+    ids = {role: getattr(tokenizer, f"{role}_id", None) for role in SPECIAL_ROLES
+           if getattr(tokenizer, role, None) is not None}  # a role not set: no transformers "not set" lookup
+    return {role: i for role, i in ids.items() if isinstance(i, int) and 0 <= i < vocab_size}
 
 
-def compute_overlap(
-    source_tokenizer: Any, target_tokenizer: Any, *, fuzzy_symbolic: bool = True
-) -> pd.DataFrame:
+def compute_overlap(source_tokenizer: Any, target_tokenizer: Any, *,
+                    fuzzy_symbolic: bool = True) -> pd.DataFrame:
     """Match target tokens to source tokens; one row per matched target token, sorted by ``target_id``.
 
     Order: (1) specials by role, then remaining specials by identical string -> "special";
@@ -80,10 +59,8 @@ def compute_overlap(
     for role, t_id in _role_ids(target_tokenizer, len(tgt)).items():
         if role in src_roles and t_id not in matches:
             matches[t_id] = (src_roles[role], "special")
-    src_special: dict[str, int] = {}
-    for i, tok in enumerate(src):
-        if tok.special and tok.text:
-            src_special.setdefault(tok.text, i)
+    # the lowest id of each special source token's text (reversed: the first one is written last)
+    src_special = {tok.text: i for i, tok in reversed(list(enumerate(src))) if tok.special and tok.text}
     for i, tok in enumerate(tgt):
         if tok.special and i not in matches and tok.text in src_special:
             matches[i] = (src_special[tok.text], "special")
@@ -119,18 +96,11 @@ def compute_overlap(
                 matches[i] = (j, "fuzzy")
 
     ids = sorted(matches)
-    df = pd.DataFrame(
-        {
-            "target_id": ids,
-            "source_id": [matches[i][0] for i in ids],
-            "target_token": [tgt_raw[i] for i in ids],
-            "source_token": [src_raw[matches[i][0]] for i in ids],
-            "canonical": [tgt[i].form for i in ids],
-            "match": [matches[i][1] for i in ids],
-            "symbolic": [tgt[i].special or tgt[i].symbolic for i in ids],
-        }
-    )
-    return df.astype(_DTYPES)
+    src_ids = [matches[i][0] for i in ids]
+    return pd.DataFrame({"target_id": ids, "source_id": src_ids, "target_token": [tgt_raw[i] for i in ids],
+                         "source_token": [src_raw[j] for j in src_ids],
+                         "canonical": [tgt[i].form for i in ids], "match": [matches[i][1] for i in ids],
+                         "symbolic": [tgt[i].special or tgt[i].symbolic for i in ids]}).astype(_DTYPES)
 
 
 def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -162,19 +132,6 @@ def restrict_overlap(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
 def __getattr__(name: str):
     """``OVERLAP_SCHEMA``: the overlap table's Arrow schema, built on first use (pyarrow is imported then)."""
     if name == "OVERLAP_SCHEMA":
-        return _overlap_schema()
+        arrow = {"int64": pa.int64(), "string": pa.string(), "bool": pa.bool_()}
+        return pa.schema([(column, arrow[dtype]) for column, dtype in _DTYPES.items()])
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _overlap_schema():
-    return pa.schema(
-        [
-            ("target_id", pa.int64()),
-            ("source_id", pa.int64()),
-            ("target_token", pa.string()),
-            ("source_token", pa.string()),
-            ("canonical", pa.string()),
-            ("match", pa.string()),
-            ("symbolic", pa.bool_()),
-        ]
-    )

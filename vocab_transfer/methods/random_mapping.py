@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import lazy
-from .base import MAPPED, EmbeddingInit, TransferInputs, copy_rows
+from .base import MAPPED, EmbeddingInit, TransferInputs, copy_rows, labels, specials
 from .registry import register
 
 np = lazy.module("numpy")
@@ -25,22 +25,17 @@ def random_mapping_init(source: torch.Tensor, target_vocab_size: int, special_ta
         np.array(special_source_ids), dtype=torch.long)
     free_t = np.setdiff1d(np.arange(target_vocab_size), special_target_ids)
     pool = torch.as_tensor(np.setdiff1d(np.arange(source.shape[0]), special_source_ids))
-    if len(pool) >= len(free_t):
-        picks = pool[torch.randperm(len(pool), generator=g)[: len(free_t)]]
-    else:
-        picks = pool[torch.randint(len(pool), (len(free_t),), generator=g)]
-    rows[free_t] = picks
+    rows[free_t] = pool[torch.randperm(len(pool), generator=g)[: len(free_t)] if len(pool) >= len(free_t)
+                        else torch.randint(len(pool), (len(free_t),), generator=g)]
     return source[rows].clone(), rows
 
 
 @register("random")
 def init_random(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
     """Config adapter: ``kind: random``."""
-    special = inputs.overlap[inputs.overlap["match"] == "special"]
-    matrix, _ = random_mapping_init(inputs.source_matrix, inputs.target_vocab_size,
-                                    special["target_id"].to_numpy(),
+    n, special = inputs.target_vocab_size, specials(inputs.overlap)
+    matrix, _ = random_mapping_init(inputs.source_matrix, n, special["target_id"].to_numpy(),
                                     special["source_id"].to_numpy(), seed=seed)
-    provenance = np.full(inputs.target_vocab_size, MAPPED, dtype=object)
-    n_sources = np.ones(inputs.target_vocab_size, dtype=np.int64)
+    provenance, n_sources = labels(n, MAPPED, 1)
     copy_rows(matrix, provenance, n_sources, inputs.source_matrix, special)
     return EmbeddingInit(matrix, provenance, n_sources)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from .. import lazy
-from .base import RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like
+from .base import EmbeddingInit, TransferInputs, copy_rows, labels, normal_like, specials
 from .registry import register
 
-np = lazy.module("numpy")
 torch = lazy.module("torch")
 
 
@@ -14,16 +13,12 @@ torch = lazy.module("torch")
 def init_random_normal(inputs: TransferInputs, *, seed: int, copy_special: bool = True) -> EmbeddingInit:
     """Config adapter: ``kind: random_normal``.
 
-    The per-dimension normal that FOCUS (App. B) and WECHSEL (§3.2) use for tokens without an
-    auxiliary vector, here for every token: the "initialization from a normal distribution" that
-    FOCUS footnote 9 found slightly worse than random mapping. Special tokens are copied by role
-    unless ``copy_special: false``.
+    The per-dimension normal that FOCUS (App. B) and WECHSEL (§3.2) use for tokens without an auxiliary
+    vector, here for every token: the "initialization from a normal distribution" that FOCUS footnote 9 found
+    slightly worse than random mapping. Special tokens are copied by role unless ``copy_special: false``.
     """
-    g = torch.Generator().manual_seed(seed)
-    matrix = normal_like(inputs.source_matrix, inputs.target_vocab_size, g)
-    provenance = np.full(inputs.target_vocab_size, RANDOM, dtype=object)
-    n_sources = np.zeros(inputs.target_vocab_size, dtype=np.int64)
+    matrix = normal_like(inputs.source_matrix, inputs.target_vocab_size, torch.Generator().manual_seed(seed))
+    provenance, n_sources = labels(inputs.target_vocab_size)
     if copy_special:
-        copy_rows(matrix, provenance, n_sources, inputs.source_matrix,
-                  inputs.overlap[inputs.overlap["match"] == "special"])
+        copy_rows(matrix, provenance, n_sources, inputs.source_matrix, specials(inputs.overlap))
     return EmbeddingInit(matrix, provenance, n_sources)

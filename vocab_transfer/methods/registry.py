@@ -1,9 +1,5 @@
-"""The method registry: config ``kind`` -> function, its keyword parameters and what it reads (:class:`Need`).
-
-A method module registers its function with :func:`register`; ``vocab_transfer.methods`` imports every method
-module, so the registry is complete once the package is imported. The method modules bind torch, numpy and
-pandas lazily (:mod:`vocab_transfer.lazy`), so planning reads the real registry without importing them.
-"""
+"""The method registry: config ``kind`` -> function, its keyword parameters and what it reads (:class:`Need`);
+complete once :mod:`vocab_transfer.methods` is imported (its docstring)."""
 
 from __future__ import annotations
 

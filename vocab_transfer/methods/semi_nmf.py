@@ -19,8 +19,6 @@ from .. import lazy
 torch = lazy.module("torch")
 tqdm = lazy.module("tqdm")
 
-__all__ = ["SemiNMFHistory", "kmeans", "semi_nmf"]
-
 
 @dataclass
 class SemiNMFHistory:
@@ -45,72 +43,60 @@ def _neg(m: torch.Tensor) -> torch.Tensor:
     return (m.abs() - m) / 2
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol: float = 1e-4,
              mode: str = "gram", dtype: torch.dtype | None = None, chunk_rows: int = 65536,
              progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, SemiNMFHistory]:
-    """Semi-NMF ``X ≈ F·G`` with ``G ≥ 0`` (Ding et al. 2008, §3; UNKs §3.3 eq. 2 with C = 1).
-
-    Alternating updates that minimize ``||X - F·G||_F`` (Ding et al. 2008, eqs. 9-10, transposed to
-    the UNKs notation, see the module docstring):
+    """Semi-NMF ``X ≈ F·G`` with ``G ≥ 0`` (Ding et al. 2008, §3; UNKs §3.3 eq. 2 with C = 1), by alternating
+    updates that minimize ``||X - F·G||_F`` (Ding et al. eqs. 9-10 in the UNKs notation of the module
+    docstring):
 
     - ``F ← X Gᵀ (G Gᵀ)⁺`` -- the exact least-squares optimum for fixed ``G``;
-    - ``G ← G ⊙ sqrt(((FᵀX)⁺ + (FᵀF)⁻ G) / ((FᵀX)⁻ + (FᵀF)⁺ G))`` with ``A⁺ = (|A|+A)/2``,
-      ``A⁻ = (|A|-A)/2`` -- the multiplicative update, which keeps ``G ≥ 0`` and never increases the
-      error for fixed ``F`` (Ding et al., Theorem 1); so the recorded error is non-increasing.
+    - ``G ← G ⊙ sqrt(((FᵀX)⁺ + (FᵀF)⁻ G) / ((FᵀX)⁻ + (FᵀF)⁺ G))`` with ``A⁺ = (|A|+A)/2``, ``A⁻ = (|A|-A)/2``
+      -- the multiplicative update, which keeps ``G ≥ 0`` and never increases the error for fixed ``F`` (Ding
+      et al., Theorem 1), so the recorded error is non-increasing.
 
     Choices the papers leave open:
 
-    - init: ``G ~ U(0, 1) + 1e-4`` from a local generator seeded with ``seed`` (pymf's random init,
-      the implementation the UNKs paper used; Ding et al. suggest a k-means init instead); ``F`` is
-      then computed from ``G``, so the init scale does not matter;
-    - stopping: after iteration t, stop when ``(e_{t-1} - e_t) / e_{t-1} < tol`` with
-      ``e = ||X - F·G||_F / ||X||_F``, or after ``max_iter`` iterations (the paper runs a fixed 3,000);
-    - mode ``"gram"`` (default): ``F`` is never formed inside the loop. Since ``F`` is the least-squares
-      solution, ``FᵀX = M⁺ G K`` and ``FᵀF = M⁺ G K Gᵀ M⁺`` with ``K = XᵀX`` [D, D] and ``M = G Gᵀ``, so one
-      pass over X computes ``K`` and every iteration costs O(D²·D') instead of O(|V|·D·D'), with ``M⁻¹``
-      applied by Cholesky solves (a pseudo-inverse only where ``M`` is singular, about 3× cheaper at D' =
-      100); the iterates are the same as in mode ``"direct"`` (which forms ``F`` each iteration, kept for
-      checking and the benchmark) up to rounding. The error is computed from the same quantities, ``||X||² -
-      2⟨FᵀX, G⟩ + ⟨FᵀF, G Gᵀ⟩``;
-    - precision: ``dtype`` (None: float64, the default: the Gram trick squares the condition number, and the
-      error formula subtracts numbers of the size of ``||X||²``); ``X`` may be float32, it is cast in
-      chunks of ``chunk_rows`` rows.
+    - init: ``G ~ U(0, 1) + 1e-4``, seeded (pymf's random init, the implementation the UNKs paper used; Ding
+      et al. suggest k-means); ``F`` is computed from ``G``, so the scale does not matter;
+    - stopping: when ``(e_{t-1} - e_t) / e_{t-1} < tol`` with ``e = ||X - F·G||_F / ||X||_F``, or after
+      ``max_iter`` iterations (the paper runs a fixed 3,000);
+    - mode ``"gram"`` (default): ``F`` is never formed inside the loop. As ``F`` is the least-squares
+      solution, ``FᵀX = M⁺ G K`` and ``FᵀF = M⁺ G K Gᵀ M⁺`` with ``K = XᵀX`` [D, D] and ``M = G Gᵀ``: one pass
+      over X computes ``K`` and an iteration costs O(D²·D') instead of O(|V|·D·D'), ``M⁻¹`` applied by
+      Cholesky solves (a pseudo-inverse only where ``M`` is singular). The iterates equal mode ``"direct"``'s
+      (which forms ``F``, for checking and the benchmark) up to rounding; the error is ``||X||² - 2⟨FᵀX, G⟩ +
+      ⟨FᵀF, G Gᵀ⟩``;
+    - precision: ``dtype`` (None: float64, since the Gram trick squares the condition number and the error
+      formula subtracts numbers of the size of ``||X||²``); ``X`` may be float32, cast in chunks of
+      ``chunk_rows`` rows.
 
-    Runs on ``X.device``. Returns ``(F [|V|, rank], G [rank, D], history)`` in ``X.dtype``; ``F`` is
-    the least-squares optimum for the final ``G`` (``history.final_error``).
+    Runs on ``X.device``. Returns ``(F [|V|, rank], G [rank, D], history)`` in ``X.dtype``; ``F`` is the
+    least-squares optimum for the final ``G`` (``history.final_error``).
     """
     if mode not in ("gram", "direct"):
         raise ValueError(f"unknown Semi-NMF mode {mode!r}; known: gram, direct")
     if X.dim() != 2 or rank < 1:
         raise ValueError("X must be a matrix and rank >= 1")
-    start = time.perf_counter()
-    device = X.device
-    n, d = X.shape
-    gen = torch.Generator().manual_seed(seed)
+    start, device, (n, d) = time.perf_counter(), X.device, X.shape
     dtype = torch.float64 if dtype is None else dtype
-    G = (torch.rand(rank, d, generator=gen, dtype=dtype) + 1e-4).to(device)
-    tiny = torch.finfo(dtype).tiny
-    hist = SemiNMFHistory()
+    G = (torch.rand(rank, d, generator=torch.Generator().manual_seed(seed), dtype=dtype) + 1e-4).to(device)
+    tiny, hist = torch.finfo(dtype).tiny, SemiNMFHistory()
 
     if mode == "gram":
-        K = torch.zeros(d, d, dtype=dtype, device=device)
-        for i in range(0, n, chunk_rows):
-            xc = X[i:i + chunk_rows].to(dtype)
+        K, Xd = torch.zeros(d, d, dtype=dtype, device=device), None
+        for xc in X.split(chunk_rows):
+            xc = xc.to(dtype)
             K.addmm_(xc.T, xc)
         norm2 = K.diagonal().sum()
-        Xd = None
     else:
         Xd = X.to(dtype)
         norm2 = (Xd * Xd).sum()
     norm = float(norm2.sqrt())
     if norm == 0.0:
         raise ValueError("X is all zeros")
-    _sync(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
     hist.setup_seconds = time.perf_counter() - start
 
     prev = float("inf")
@@ -147,10 +133,8 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
     F = torch.empty(n, rank, dtype=dtype, device=device)
     for i in range(0, n, chunk_rows):
         F[i:i + chunk_rows] = X[i:i + chunk_rows].to(dtype) @ W
-    if Xd is None:
-        final2 = norm2 - ((W.T @ K) * G).sum()  # ||X||² - tr(G K W) for the least-squares F
-    else:
-        final2 = ((Xd - F @ G) ** 2).sum()
+    # gram: ||X||² - tr(G K W) for the least-squares F
+    final2 = norm2 - ((W.T @ K) * G).sum() if Xd is None else ((Xd - F @ G) ** 2).sum()
     hist.final_error = float(final2.clamp_min(0).sqrt()) / norm
     return F.to(X.dtype), G.to(X.dtype), hist
 
@@ -159,20 +143,19 @@ def _sq_dists(X: torch.Tensor, x2: torch.Tensor, centers: torch.Tensor) -> torch
     return (x2[:, None] - 2 * X @ centers.T + (centers * centers).sum(1)[None]).clamp_min_(0)
 
 
-def kmeans(X: torch.Tensor, k: int, *, seed: int, max_iter: int = 300, tol: float = 1e-4,
-           n_init: int = 1) -> tuple[torch.Tensor, torch.Tensor, float]:
+def kmeans(X: torch.Tensor, k: int, *, seed: int, max_iter: int = 300,
+           tol: float = 1e-4) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Lloyd's k-means with k-means++ seeding (Arthur & Vassilvitskii 2007), fully vectorized.
 
-    Used for MF^C_KMEANS (UNKs §3.3: "we first cluster X into C clusters using KMeans"; the paper
-    does not give the k-means settings). Choices: plain k-means++ (one candidate per step), ``n_init``
-    restarts keeping the lowest inertia, stop when the summed squared centre shift is at most
-    ``tol × mean per-feature variance of X`` (scikit-learn's criterion) or the assignment no longer
-    changes; an emptied cluster is re-seeded with the point farthest from its centre. Deterministic
-    for a fixed ``seed`` (local generator; sampling runs on the CPU, distances on ``X.device``; ties go
-    to the lowest cluster index). Computes in ``X.dtype``.
+    Used for MF^C_KMEANS (UNKs §3.3: "we first cluster X into C clusters using KMeans"; the paper does not
+    give the k-means settings). Choices: plain k-means++ (one candidate per step), stop when the summed
+    squared centre shift is at most ``tol × mean per-feature variance of X`` (scikit-learn's criterion) or the
+    assignment no longer changes; an emptied cluster is re-seeded with the point farthest from its centre.
+    Deterministic for a fixed ``seed`` (local generator; sampling runs on the CPU, distances on ``X.device``;
+    ties go to the lowest cluster index). Computes in ``X.dtype``.
 
-    Returns ``(labels [n] int64, centers [k, D], inertia)`` where inertia is the sum of squared
-    distances of the points to their centres.
+    Returns ``(labels [n] int64, centers [k, D], inertia)`` where inertia is the sum of squared distances of
+    the points to their centres.
     """
     n = X.shape[0]
     if not 1 <= k <= n:
@@ -180,38 +163,29 @@ def kmeans(X: torch.Tensor, k: int, *, seed: int, max_iter: int = 300, tol: floa
     gen = torch.Generator().manual_seed(seed)
     x2 = (X * X).sum(1)
     shift_tol = tol * float(X.var(0, correction=0).mean()) if n > 1 else 0.0
-    best: tuple[torch.Tensor, torch.Tensor, float] | None = None
-    for _ in range(n_init):
-        # k-means++ seeding
-        idx = [int(torch.randint(n, (1,), generator=gen))]
-        closest = _sq_dists(X, x2, X[idx]).squeeze(1)
-        for _ in range(1, k):
-            w = closest.double().cpu()
-            nxt = int(torch.multinomial(w, 1, generator=gen)) if float(w.sum()) > 0 else \
-                int(torch.randint(n, (1,), generator=gen))
-            idx.append(nxt)
-            closest = torch.minimum(closest, _sq_dists(X, x2, X[nxt:nxt + 1]).squeeze(1))
-        centers = X[idx].clone()
-        labels = None
-        for _ in range(max_iter):
-            dist = _sq_dists(X, x2, centers)
-            new_labels = dist.argmin(1)
-            counts = torch.bincount(new_labels, minlength=k)
-            sums = torch.zeros_like(centers).index_add_(0, new_labels, X)
-            new_centers = sums / counts.clamp_min(1)[:, None].to(X.dtype)
-            empty = (counts == 0).nonzero(as_tuple=True)[0]
-            if len(empty):
-                far = dist.gather(1, new_labels[:, None]).squeeze(1).argsort(descending=True, stable=True)
-                new_centers[empty] = X[far[: len(empty)]]
-            shift = float(((new_centers - centers) ** 2).sum())
-            unchanged = labels is not None and torch.equal(labels, new_labels)
-            centers, labels = new_centers, new_labels
-            if unchanged or shift <= shift_tol:
-                break
+    idx = [int(torch.randint(n, (1,), generator=gen))]  # k-means++ seeding
+    closest = _sq_dists(X, x2, X[idx]).squeeze(1)
+    for _ in range(1, k):
+        w = closest.double().cpu()
+        nxt = int(torch.multinomial(w, 1, generator=gen)) if float(w.sum()) > 0 else \
+            int(torch.randint(n, (1,), generator=gen))
+        idx.append(nxt)
+        closest = torch.minimum(closest, _sq_dists(X, x2, X[nxt:nxt + 1]).squeeze(1))
+    centers, labels = X[idx].clone(), None
+    for _ in range(max_iter):
         dist = _sq_dists(X, x2, centers)
-        inertia_t, labels = dist.min(1)
-        inertia = float(inertia_t.sum())
-        if best is None or inertia < best[2]:
-            best = (labels, centers, inertia)
-    assert best is not None
-    return best
+        new_labels = dist.argmin(1)
+        counts = torch.bincount(new_labels, minlength=k)
+        sums = torch.zeros_like(centers).index_add_(0, new_labels, X)
+        new_centers = sums / counts.clamp_min(1)[:, None].to(X.dtype)
+        empty = (counts == 0).nonzero(as_tuple=True)[0]
+        if len(empty):
+            far = dist.gather(1, new_labels[:, None]).squeeze(1).argsort(descending=True, stable=True)
+            new_centers[empty] = X[far[: len(empty)]]
+        shift = float(((new_centers - centers) ** 2).sum())
+        unchanged = labels is not None and torch.equal(labels, new_labels)
+        centers, labels = new_centers, new_labels
+        if unchanged or shift <= shift_tol:
+            break
+    inertia, labels = _sq_dists(X, x2, centers).min(1)
+    return labels, centers, float(inertia.sum())

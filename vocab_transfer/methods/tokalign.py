@@ -1,19 +1,13 @@
 """TokAlign (Li et al., ACL 2025, "TokAlign: Efficient Vocabulary Adaptation via Token Alignment"): each
 target token gets the row of one source token, found by comparing two tokenizations of a corpus via pivots.
 
-Co-occurrence vectors of both vocabularies come from the same text, the target's corpus, tokenized once by
-each tokenizer: here the token-level fastText stage (skip-gram with negative sampling, which factorizes a
-shifted PMI matrix of the same co-occurrences that GloVe fits; docs/methods.md, "TokAlign"). The two spaces
-are trained apart, so they are compared through pivots: ``pivots`` pairs of the overlap (the same token in
-both vocabularies) that have a vector on both sides, drawn at random (seeded). A token is represented by its
-cosine similarities to the pivots of its own space (the "relative representation"); each target token outside
-the overlap takes the source token whose relative representation is most similar to its own: by default the
-largest cosine of representations centred on their space's mean (``relative: centred_normalized``), since the
-fastText vectors share one dominant direction and the authors' uncentred, unnormalized dot product
-(``relative: raw``, still selectable) then maps nearly every token onto a few hub tokens (docs/methods.md,
-"TokAlign"). Overlapping tokens keep their own source row (the authors' exact-string matches), and a target
-token without a vector (too rare in the corpus) gets a random source row, seeded, as in the authors' code. A
-row is copied whole: input embedding, an untied head's row and the output bias alike.
+Both vocabularies' vectors come from the target's corpus tokenized by each tokenizer (the token-level fastText
+stage, instead of the authors' GloVe). A token is represented by its cosines to ``pivots`` overlapping tokens
+of its own space (the "relative representation"); each target token outside the overlap takes the source
+token whose representation is most similar (:data:`RELATIVE_MODES`; the default centres them, since the
+authors' raw dot product maps nearly every token onto a few hub tokens). Overlapping tokens keep their own
+row; a token without a vector gets a random source row, seeded, as in the authors' code. A row is copied
+whole: input embedding, an untied head's row and the output bias. Details: docs/methods.md, "TokAlign".
 """
 
 from __future__ import annotations
@@ -24,14 +18,13 @@ from typing import Annotated, Literal
 
 from .. import lazy
 from ..typed import Range
-from .base import MAPPED, RANDOM, EmbeddingInit, TransferInputs, copied_start
+from .base import MAPPED, RANDOM, EmbeddingInit, TransferInputs, copied_start, specials
 from .registry import Need, register
 
 np = lazy.module("numpy")
 torch = lazy.module("torch")
 
 log = logging.getLogger(__name__)
-
 
 #: How the relative representations are compared (``relative`` of ``kind: tokalign``): ``raw`` is the authors'
 #: procedure (cosines to the pivots, dot product, no renormalization); ``centred`` subtracts each space's mean
@@ -97,8 +90,8 @@ def align(target_vectors: torch.Tensor, source_vectors: torch.Tensor, target_piv
         mean_t /= max(len(known), 1)
     out = []
     for i in range(0, len(queries), batch_size):
-        rel_t = relative(target_vectors, target_pivots, queries[i:i + batch_size])
-        rel_t = adjust(rel_t, mean_t, relative_mode)
+        rel_t = adjust(relative(target_vectors, target_pivots, queries[i:i + batch_size]), mean_t,
+                       relative_mode)
         out.append(candidates[(rel_t @ rel_s).argmax(1)])
     return torch.cat(out) if out else torch.zeros(0, dtype=torch.long)
 
@@ -110,9 +103,7 @@ def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: Annotated[int, R
                   ) -> EmbeddingInit:
     """Config adapter: ``kind: tokalign``. ``pivots``: the number of anchor pairs (the authors' default, 300);
     ``batch_size`` target tokens are compared at a time (a float64 block of ``batch_size`` x |V_s|: 1 GB for a
-    128k source vocabulary); ``relative``: how relative representations are compared (``RELATIVE_MODES``;
-    ``raw`` is the authors' procedure, the default ``centred_normalized`` centres each space's representations
-    and compares cosines)."""
+    128k source vocabulary); ``relative``: :data:`RELATIVE_MODES`."""
     if pivots < 1:
         raise ValueError(f"pivots must be at least 1, not {pivots}")
     source, n = inputs.source_matrix, inputs.target_vocab_size
@@ -129,16 +120,15 @@ def init_tokalign(inputs: TransferInputs, *, seed: int, pivots: Annotated[int, R
         picks = align(tv.vectors, sv.vectors[: source.shape[0]], t_piv, s_piv, candidates, queries,
                       batch_size, relative_mode=relative, target_known=known)
         matrix[queries] = source[picks]
-        provenance[queries.numpy()] = MAPPED
-        n_sources[queries.numpy()] = 1
-        nearest[queries.numpy()] = picks.numpy()
+        q = queries.numpy()
+        provenance[q], n_sources[q], nearest[q] = MAPPED, 1, picks.numpy()
         distinct = len(np.unique(picks.numpy()))
         log.info("tokalign (%s): %d target tokens mapped onto %d distinct source rows (%.1f%%), %d pivots",
                  relative, len(queries), distinct, 100 * distinct / len(queries), len(t_piv))
     rest = todo[~tv.has_vector[todo]]
     if len(rest):  # no vector: a random source row (not a special token's)
-        special = inputs.overlap.loc[inputs.overlap["match"] == "special", "source_id"].to_numpy()
-        pool = torch.from_numpy(np.setdiff1d(np.arange(source.shape[0]), special))
+        pool = torch.from_numpy(np.setdiff1d(np.arange(source.shape[0]),
+                                             specials(inputs.overlap)["source_id"].to_numpy()))
         g = torch.Generator().manual_seed(seed)
         matrix[rest] = source[pool[torch.randint(len(pool), (len(rest),), generator=g)]]
     return EmbeddingInit(matrix, provenance, n_sources, nearest=nearest)

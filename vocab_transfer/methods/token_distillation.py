@@ -1,23 +1,15 @@
 """Token Distillation (Dobler, Elliott & de Melo 2025, arXiv 2505.20133), and embedding-only LM training as
 its baseline: both refine another row's init (``init: focus``) by briefly optimizing the embedding rows alone.
 
-``token_distillation``: the same text is tokenized twice. The source model with its own tokenizer is the
-teacher; the same model with the target vocabulary's rows (the ``init`` row's artifact) is the student. At
-every position where both tokenizations end a word (``positions: word_ends``; ``token_ends``: every shared
-token boundary) the student's hidden state at ``layer`` is pulled towards the teacher's (MSE). Only the
-embedding rows learn; the body is frozen. An untied LM head's rows (decoders such as Llama/Mistral) learn by
-next-token prediction (masked-token prediction for a masked LM) on the student's frozen last hidden states, so
-that loss reaches the output rows only.
-
-``embedding_lm``: embedding-only LAPT for the same token budget on the same text: the model's own objective
-(MLM with 80/10/10 masking, or next-token prediction) trains the same rows, the body frozen.
-
-Both train the rows a method did not copy from the source (``rows: new``: copied and special rows keep their
-source values, as the authors' code keeps the original vocabulary's rows) or every row (``rows: all``), with
-AdamW (no weight decay, constant learning rate) over ``tokens`` target-tokenizer tokens of the target's
-training split, streamed through a seeded shuffle buffer. Where the authors' code differs (docs/methods.md,
-"Token Distillation"): it adds tokens to a vocabulary and mines snippets around each new token; here every
-target token is new and the text is the target corpus itself, with positions aligned by character offsets.
+``token_distillation``: the source model on its own tokenization is the teacher, the same model with the
+``init`` row's target rows on the target tokenization of the same text the student; where both tokenizations
+end a word (``positions``) the student's hidden state at ``layer`` is pulled towards the teacher's (MSE). An
+untied LM head's rows learn by the model's own objective on the student's frozen last hidden states.
+``embedding_lm``: the model's own objective (MLM with 80/10/10 masking, or next-token prediction) trains the
+same rows for the same token budget. Both freeze the body and train the rows a method did not copy (``rows:
+new``) or all of them, with AdamW (no weight decay, constant learning rate) over ``tokens`` target tokens of
+the training split. Settings, checkpoints and where the authors' code differs: docs/methods.md, "Token
+Distillation".
 """
 
 from __future__ import annotations
@@ -31,22 +23,15 @@ import time
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import count, islice
 from pathlib import Path
 from typing import Annotated, Literal
 
 from .. import lazy
+from .. import source_model as sm
 from ..checkpointing import CheckpointError, StopSignals, check_checkpoint
 from ..data.corpus import iter_texts
 from ..io import atomic_path, refuse_links, remove_tree
-from ..source_model import (
-    has_untied_output,
-    is_causal_lm,
-    load_source_model,
-    mask_tokens,
-    max_sequence_length,
-    mlm_head,
-    transferred_model,
-)
 from ..tracking import ReportTo, Tracker
 from ..typed import Range
 from .base import COPIED, SPECIAL, EmbeddingInit, TransferInputs
@@ -102,11 +87,9 @@ def segments(text: str, source_offsets, target_offsets, room_source: int, room_t
     ``room_*`` tokens in either tokenization (offsets of the whole text, without special tokens); a span
     longer than the room between two cuts is dropped. A piece tokenized on its own can differ at its first
     word from the whole text's tokens, so the batches truncate at ``seq_len`` as well."""
-    s_ends = [b for _, b in source_offsets]
-    t_ends = [b for _, b in target_offsets]
+    s_ends, t_ends = [b for _, b in source_offsets], [b for _, b in target_offsets]
     cuts = sorted(e for e in set(s_ends) & set(t_ends) if positions == "token_ends" or word_boundary(text, e))
-    out, start, ns, nt, last = [], 0, 0, 0, None  # ns/nt: tokens before `start`
-    si = ti = 0
+    out, start, ns, nt, last, si, ti = [], 0, 0, 0, None, 0, 0  # ns/nt: tokens before `start`
     for e in cuts:
         while si < len(s_ends) and s_ends[si] <= e:
             si += 1
@@ -139,32 +122,23 @@ class Batch:
     tokens: int  # target tokens in the batch (not padding)
 
 
-def _special_ids_room(tokenizer) -> int:
-    return (len(tokenizer("a", add_special_tokens=True)["input_ids"])
-            - len(tokenizer("a", add_special_tokens=False)["input_ids"]))
-
-
 def batches(train_text: str, source_tokenizer, target_tokenizer, *, batch_size: int, seq_len: int, seed: int,
             positions: str, shuffle_buffer: int = 10_000) -> Iterator[Batch]:
     """Batches of segments of the training split, both tokenizations and their aligned positions, forever
     (each pass through the split in a new seeded shuffle-buffer order): at most ``seq_len`` tokens a segment
     in either tokenization. Memory: the shuffle buffer's segments."""
-    rooms = (seq_len - _special_ids_room(source_tokenizer), seq_len - _special_ids_room(target_tokenizer))
-    epoch = 0
-    while True:
-        rng, pending, produced = random.Random(seed * 1_000_003 + epoch), [], False
-        for seg in _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms, rng,
-                                      shuffle_buffer, positions):
-            pending.append(seg)
-            if len(pending) == batch_size:
-                yield _collate(pending, source_tokenizer, target_tokenizer, positions, seq_len)
-                pending, produced = [], True
-        if pending:
+    rooms = tuple(seq_len - len(t("a", add_special_tokens=True)["input_ids"])  # less the special tokens
+                  + len(t("a", add_special_tokens=False)["input_ids"])
+                  for t in (source_tokenizer, target_tokenizer))
+    for epoch in count():
+        segs = _shuffled_segments(train_text, source_tokenizer, target_tokenizer, rooms,
+                                  random.Random(seed * 1_000_003 + epoch), shuffle_buffer, positions)
+        produced = False
+        while pending := list(islice(segs, batch_size)):
             yield _collate(pending, source_tokenizer, target_tokenizer, positions, seq_len)
             produced = True
         if not produced:
             raise ValueError(f"{train_text} has no text that fits {seq_len} tokens in both tokenizations")
-        epoch += 1
 
 
 def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buffer_size, positions
@@ -203,9 +177,7 @@ def _encode(tokenizer, texts, max_len: int):
     enc = tokenizer(texts, add_special_tokens=True, return_offsets_mapping=True,
                     return_special_tokens_mask=True, truncation=True, max_length=max_len)
     ids = enc["input_ids"]
-    width = max(map(len, ids))
-    out = torch.zeros(len(ids), width, dtype=torch.long)
-    mask = torch.zeros(len(ids), width, dtype=torch.long)
+    out, mask = (torch.zeros(len(ids), max(map(len, ids)), dtype=torch.long) for _ in range(2))
     for r, row in enumerate(ids):
         out[r, : len(row)] = torch.tensor(row)
         mask[r, : len(row)] = 1
@@ -229,48 +201,35 @@ def _base_rows(inputs: TransferInputs) -> tuple[torch.Tensor, torch.Tensor | Non
     """The ``init`` row's input rows, output rows (an untied head; None: tied, or the base copied its input
     rows) and output bias, cut to the target vocabulary (a padded source pads its init artifacts)."""
     n, base = inputs.target_vocab_size, inputs.base_init
-    out = base.get("output_embeddings")
-    bias = base.get("output_bias")
-    return (base["embeddings"][:n].float().clone(), None if out is None else out[:n].float().clone(),
-            None if bias is None else bias[:n].float().clone())
-
-
-def _trained_rows(inputs: TransferInputs, rows: str) -> np.ndarray:
-    prov = inputs.base_provenance["provenance"].to_numpy()[: inputs.target_vocab_size]
-    return np.ones(len(prov), dtype=bool) if rows == "all" else ~np.isin(prov, [COPIED, SPECIAL])
+    rows = (base["embeddings"], base.get("output_embeddings"), base.get("output_bias"))
+    return tuple(None if t is None else t[:n].float().clone() for t in rows)
 
 
 def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor | None,
              causal: bool) -> torch.Tensor:
     """The LM loss from the last hidden states ``hidden``: next-token (causal) or masked-token (``labels``)
-    cross- entropy, the head run on the scored positions only."""
+    cross-entropy, the head run on the scored positions only."""
     if causal:
         keep = (mask[:, 1:] > 0).reshape(-1)
-        h = hidden[:, :-1].reshape(-1, hidden.shape[-1])[keep]
-        targets = ids[:, 1:].reshape(-1)[keep]
+        h, targets = hidden[:, :-1].reshape(-1, hidden.shape[-1])[keep], ids[:, 1:].reshape(-1)[keep]
         logits = model.get_output_embeddings()(h)
     else:
         keep = (labels != -100).reshape(-1)
-        h = hidden.reshape(-1, hidden.shape[-1])[keep]
-        targets = labels.reshape(-1)[keep]
-        head = mlm_head(model)
+        h, targets = hidden.reshape(-1, hidden.shape[-1])[keep], labels.reshape(-1)[keep]
+        head = sm.mlm_head(model)
         logits = head(h) if head is not None else model.get_output_embeddings()(h)
     return torch.nn.functional.cross_entropy(logits.float(), targets)
 
 
 class Checkpoint:
     """The refinement's state every ``every`` steps, and on SIGTERM / SIGUSR1, in ``folder/step-XXXXXXXX/``
-    (written atomically, the newest kept): ``tensors.safetensors`` (the trained matrices ``param.<i>``,
-    AdamW's state tensors ``opt.<i>.<name>``, the masking generator's state ``generator`` as uint8),
-    ``state.json`` (step, batches drawn, tokens consumed, loss curve, AdamW's other per-row state, a digest of
-    ``key``) and ``.manifest.json`` (both files' sizes and hashes). :meth:`load` checks the manifest before it
-    reads a byte: a checkpoint without one, or whose files do not match it, or an older version's pickled
-    ``state.pt`` (never loaded: unpickling runs code) is refused with
-    :class:`~vocab_transfer.checkpointing.CheckpointError`, naming the folder to delete; the job fails rather
-    than trust it or silently throw it away. ``key`` (the settings and a digest of the rows it started from)
-    must match for a resume; a state of other settings is intact but stale: it is deleted and the run starts
-    afresh. ``folder`` must not be, nor hold, a symbolic link (:class:`~vocab_transfer.io.UnsafePathError`,
-    before any step)."""
+    (written atomically, the newest kept): ``tensors.safetensors`` (the trained matrices, AdamW's state
+    tensors, the masking generator's state), ``state.json`` (the counters, AdamW's other state, a digest of
+    ``key``: the settings and starting rows) and ``.manifest.json``. :meth:`load` checks the manifest before
+    it reads a byte and refuses a damaged checkpoint, or an older version's pickled ``state.pt``, with
+    :class:`~vocab_transfer.checkpointing.CheckpointError`; a state of another ``key`` is deleted and the run
+    starts afresh. ``folder`` must not be, nor hold, a symbolic link
+    (:class:`~vocab_transfer.io.UnsafePathError`). Details: docs/methods.md, "Token Distillation"."""
 
     TENSORS, STATE = "tensors.safetensors", "state.json"
 
@@ -374,35 +333,32 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device: cuda, but torch sees no GPU")
     emb, out, bias = _base_rows(inputs)
-    train_mask = torch.from_numpy(_trained_rows(inputs, rows))
+    prov = inputs.base_provenance["provenance"].to_numpy()[: inputs.target_vocab_size]
+    train_mask = torch.from_numpy(~np.isin(prov, [COPIED, SPECIAL]) | (rows == "all"))  # all: every row
     torch.manual_seed(seed)
     # fp32 weights (a bf16 checkpoint too: AdamW's small steps would round away), bf16 autocast on a GPU
-    model = load_source_model(inputs.source_model_dir).float()
-    causal = is_causal_lm(model)
-    untied = has_untied_output(model)
-    longest = max_sequence_length(model)
+    model = sm.load_source_model(inputs.source_model_dir).float()
+    causal, untied = sm.is_causal_lm(model), sm.has_untied_output(model)
+    longest = sm.max_sequence_length(model)
     if seq_len > longest:
         raise ValueError(f"seq_len {seq_len} is more than the {longest} positions of "
                          f"{inputs.source_model_dir}")
     # the teacher embeds with the source's own embedding module (a model that scales its embeddings, as Gemma
     # does, scales them there), the student with the target's, both passed on as inputs_embeds
     teacher_embed = copy.deepcopy(model.get_input_embeddings()).requires_grad_(False)
-    model = transferred_model(model, emb, bias, out).to(dev).eval()  # eval: no dropout, fixed targets
+    model = sm.transferred_model(model, emb, bias, out).to(dev).eval()  # eval: no dropout, fixed targets
     model.requires_grad_(False)
-    body = model.base_model
-    embed = model.get_input_embeddings()
-    inp = embed.weight
-    head = model.get_output_embeddings().weight if untied else None
+    body, embed = model.base_model, model.get_input_embeddings()
+    inp, head = embed.weight, model.get_output_embeddings().weight if untied else None
     params = [inp] + ([head] if head is not None else [])
     for p in params:
         p.requires_grad_(True)
     teacher_embed = teacher_embed.to(dev)
     no_cache = {"use_cache": False} if causal else {}  # a decoder builds no key/value cache in training
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda" else torch.autocast("cpu",
-                                                                                                       enabled=False)
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda"
+                else torch.autocast("cpu", enabled=False))
     tgt_tok, src_tok = inputs.target_tokenizer, inputs.source_tokenizer
-    special = tgt_tok.all_special_ids
     grad_mask = train_mask.to(dev, torch.float32)[:, None]
     gen = torch.Generator().manual_seed(seed)
     stream = batches(inputs.train_text, src_tok, tgt_tok, batch_size=batch_size, seq_len=seq_len, seed=seed,
@@ -414,15 +370,16 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
         hidden state, reused by a decoder."""
         ids, labels = t_ids, None
         if not causal:
-            masked, labels = mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
-                                         vocab_size=len(tgt_tok), special_ids=special,
-                                         generator=gen, mask_prob=mask_prob)
+            masked, labels = sm.mask_tokens(b.target_ids, mask_token_id=tgt_tok.mask_token_id,
+                                            vocab_size=len(tgt_tok), special_ids=tgt_tok.all_special_ids,
+                                            generator=gen, mask_prob=mask_prob)
             labels[b.target_mask == 0] = -100  # padding is never scored
             ids, labels, last = masked.to(dev), labels.to(dev), None
         if last is None:
             with torch.set_grad_enabled(not frozen), autocast:
                 last = body(inputs_embeds=embed(ids), attention_mask=t_mask, **no_cache).last_hidden_state
         return _lm_loss(model, last.detach() if frozen else last, t_ids, t_mask, labels, causal)
+
     consumed, step, drawn, curve, t0, shown = 0, 0, 0, [], time.perf_counter(), 0.0
     settings = dict(objective=objective, seed=seed, tokens=tokens, layer=layer, positions=positions,
                     rows=rows, lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
@@ -438,9 +395,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     start = consumed
     log.info("%s: %d of %d rows train, %d tokens, batch %d x %d, lr %g, on %s", objective,
              int(train_mask.sum()), len(train_mask), tokens, batch_size, seq_len, lr, dev)
-    tracker = Tracker(report_to if inputs.track_dir else [], inputs.track_dir or ".",
-                      name=f"refine {objective}",
-                      config=settings, start_step=step + 1 if state is not None else 0)
+    tracker = Tracker(report_to if inputs.track_dir else [], inputs.track_dir or ".", config=settings,
+                      name=f"refine {objective}", start_step=step + 1 if state is not None else 0)
     with StopSignals() as stop, tracker:
         while consumed < tokens:
             b = next(stream)
@@ -470,8 +426,7 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             for p in params:  # rows that do not train keep their values exactly (AdamW without weight decay)
                 p.grad.mul_(grad_mask)
             opt.step()
-            consumed += b.tokens
-            step += 1
+            consumed, step = consumed + b.tokens, step + 1
             curve.append(float(loss.detach()))
             if (step % ckpt.every == 0 or stop.received) and consumed < tokens:
                 ckpt.save(params, opt, gen, step=step, drawn=drawn, consumed=consumed, curve=curve)
@@ -483,21 +438,18 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             printed = now - shown > 10 or consumed >= tokens
             rate = (consumed - start) / max(now - t0, 1e-9)
             tracker.log(step, {"refine/loss": curve[-1], "refine/tokens": consumed,
-                               "refine/tokens_per_s": rate},
-                        flush=printed)
+                               "refine/tokens_per_s": rate}, flush=printed)
             if printed:
                 log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step,
                          curve[-1], min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
                 shown = now
     ckpt.remove()  # the artifact is written next; a rerun of the job starts from the init row again
     matrix = [inp.detach().float().cpu()]
-    # untied rows transfer
-    if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:
+    if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:  # untied rows
         matrix.append(head.detach().float().cpu() if head is not None else matrix[0].clone())
     if bias is not None:
         matrix.append(bias[:, None])
-    prov = inputs.base_provenance
-    n = inputs.target_vocab_size
+    prov, n = inputs.base_provenance, inputs.target_vocab_size
     return EmbeddingInit(torch.cat(matrix, 1).to(inputs.source_matrix.dtype),
                          prov["provenance"].to_numpy()[:n].astype(object), prov["n_sources"].to_numpy()[:n],
                          extra={"refine_loss": torch.tensor(curve, dtype=torch.float32),

@@ -18,19 +18,15 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from .. import lazy
 from ..typed import Range
-from .base import COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, copy_rows, normal_like, overlap_ids
+from .base import EmbeddingInit, TransferInputs, copy_rows, labels, normal_like, overlap_ids
 from .registry import Need, register
 from .semi_nmf import kmeans, semi_nmf
 
 if TYPE_CHECKING:
     from .factorized import FactorizedEmbedding
 
-np = lazy.module("numpy")
 pd = lazy.module("pandas")
 torch = lazy.module("torch")
-
-__all__ = ["PAPER_RANDOM", "RANDOM_KINDS", "el_init", "factorize_source", "init_el", "init_mf",
-           "lexical_overlap", "mf_init", "random_rows"]
 
 #: distributions for rows without a source counterpart (config ``random``)
 RANDOM_KINDS = ("std0.02", "normal_like", "xavier")
@@ -40,13 +36,10 @@ PAPER_RANDOM = "std0.02"
 
 
 def random_rows(reference: torch.Tensor, n: int, kind: str, generator: torch.Generator) -> torch.Tensor:
-    """``n`` random rows with ``reference.shape[1]`` columns.
+    """``n`` random rows with ``reference.shape[1]`` columns (the paper names no distribution):
 
-    The paper says "randomly initialized" and names no distribution; EL-RAND is Artetxe et al.'s (2020) new
-    embedding matrix, which BERT models initialize with N(0, initializer_range²).
-
-    - ``std0.02`` (default): N(0, 0.02²), Hugging Face's ``_init_weights`` for a new BERT/XLM-R embedding
-      (``initializer_range``), i.e. what a freshly created embedding in the paper's mBERT code gets;
+    - ``std0.02`` (default): N(0, 0.02²), Hugging Face's ``_init_weights`` for a new BERT/XLM-R embedding,
+      the initializer of EL-RAND's new embedding matrix (Artetxe et al. 2020) in the paper's mBERT;
     - ``normal_like``: N(mean, std) per column of ``reference`` (the source matrix for EL, the source
       low-dimensional ``F`` for MF) -- the random rows of FOCUS/WECHSEL in this package, so random rows
       match across methods in scale;
@@ -63,25 +56,14 @@ def random_rows(reference: torch.Tensor, n: int, kind: str, generator: torch.Gen
 
 
 def lexical_overlap(overlap: pd.DataFrame, lexical: bool, fuzzy: bool = False) -> pd.DataFrame:
-    """Rows of the overlap table whose source row is reused.
-
-    Special tokens always (Table 2: every method shares them); with ``lexical`` also the lexically
-    overlapping tokens V'_lex (§3.2): ``match == "exact"`` (identical surface form), plus ``"fuzzy"``
-    (symbolic tokens matched case-insensitively, see :mod:`vocab_transfer.methods.overlap`) when ``fuzzy``.
-    The paper's "present in both vocabularies" is the exact match, hence ``fuzzy`` defaults to off.
-    """
+    """Rows of the overlap table whose source row is reused: special tokens always (Table 2: every method
+    shares them); with ``lexical`` also the lexically overlapping tokens V'_lex (§3.2): ``match == "exact"``,
+    plus ``"fuzzy"`` (symbolic tokens matched case-insensitively) when ``fuzzy``, off by default since the
+    paper's "present in both vocabularies" is the exact match."""
     keep = {"special"}
     if lexical:
         keep |= {"exact", "fuzzy"} if fuzzy else {"exact"}
     return overlap[overlap["match"].isin(keep).to_numpy()].reset_index(drop=True)
-
-
-def _provenance(n: int, ov: pd.DataFrame, matrix: torch.Tensor, source: torch.Tensor,
-                ) -> tuple[np.ndarray, np.ndarray]:
-    provenance = np.full(n, RANDOM, dtype=object)
-    n_sources = np.zeros(n, dtype=np.int64)
-    copy_rows(matrix, provenance, n_sources, source, ov)
-    return provenance, n_sources
 
 
 def el_init(source: torch.Tensor, target_vocab_size: int, copy_target_ids: torch.Tensor,
@@ -104,7 +86,8 @@ def init_el(inputs: TransferInputs, *, seed: int, lexical: bool = False, fuzzy: 
     ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
     t, s = overlap_ids(ov)
     matrix = el_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed, random=random)
-    provenance, n_sources = _provenance(inputs.target_vocab_size, ov, matrix, inputs.source_matrix)
+    provenance, n_sources = labels(inputs.target_vocab_size)
+    copy_rows(matrix, provenance, n_sources, inputs.source_matrix, ov)
     return EmbeddingInit(matrix, provenance, n_sources)
 
 
@@ -113,19 +96,18 @@ def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int 
                      kmeans_iter: int = 300, neural_steps: int = 3000, neural_lr: float = 1e-3,
                      neural_tol: float = 1e-4, tau: float = 1.0, z_std: float = 1.0, lex_logit: float = 5.0,
                      progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Factorize the source matrix X [V, D] (§3.3, eq. 2). Returns ``(F [V, dim], G [C, dim, D],
-    Z [V, C] or None for C = 1)``, on ``X.device`` in ``X.dtype``.
+    """Factorize the source matrix X [V, D] (§3.3, eq. 2). Returns ``(F [V, dim], G [C, dim, D], Z [V, C] or
+    None for C = 1)``, on ``X.device`` in ``X.dtype``.
 
     - C = 1 (MF¹): Semi-NMF ``X ≈ F·G``, ``G ≥ 0`` (:func:`vocab_transfer.methods.semi_nmf.semi_nmf`, stopping
       on a relative error decrease below ``tol`` or after ``max_iter`` = the paper's 3,000 steps);
-    - ``assignment: kmeans`` (MF^C_KMEANS): k-means of the rows of X into C clusters (``kmeans_iter``
-      Lloyd iterations at most), then a separate Semi-NMF of each cluster's rows X^c giving its rows
-      of F and G^c. k-means yields no logits; the source logits are ``lex_logit`` on the token's
-      cluster and 0 elsewhere, which is what LEX target tokens inherit (the paper leaves open how
-      their Z rows are set; with τ = 1 a margin of 5 keeps the cluster in ~94 % of Gumbel samples at
-      C = 10 and still lets training move it);
-    - ``assignment: neural`` (MF^C_NEURAL): Semi-NMF as for MF¹, then F, G¹..G^C and Z trained jointly
-      on eq. 4 (:func:`vocab_transfer.methods.factorized.fit_neural`; ``neural_steps``, ``neural_lr``,
+    - ``assignment: kmeans`` (MF^C_KMEANS): k-means of the rows of X into C clusters (``kmeans_iter`` Lloyd
+      iterations at most), then a separate Semi-NMF of each cluster's rows X^c giving its rows of F and G^c.
+      k-means yields no logits; the source logits are ``lex_logit`` on the token's cluster and 0 elsewhere,
+      which is what LEX target tokens inherit (the paper leaves open how their Z rows are set; with τ = 1 a
+      margin of 5 keeps the cluster in ~94 % of Gumbel samples at C = 10 and still lets training move it);
+    - ``assignment: neural`` (MF^C_NEURAL): Semi-NMF as for MF¹, then F, G¹..G^C and Z trained jointly on eq.
+      4 (:func:`vocab_transfer.methods.factorized.fit_neural`; ``neural_steps``, ``neural_lr``,
       ``neural_tol``, ``tau``, ``z_std``); the learned logits are returned.
     """
     if clusters < 1:
@@ -158,15 +140,13 @@ def factorize_source(X: torch.Tensor, *, seed: int, clusters: int = 1, dim: int 
 def mf_init(F_src: torch.Tensor, G: torch.Tensor, Z_src: torch.Tensor | None, target_vocab_size: int,
             copy_target_ids: torch.Tensor, copy_source_ids: torch.Tensor, *, seed: int,
             random: str = PAPER_RANDOM, tau: float = 1.0, z_std: float = 1.0) -> FactorizedEmbedding:
-    """Target factorized embedding for MF-RAND / MF-LEX (§3.3 "MF-RAND and MF-LEX").
+    """Target factorized embedding for MF-RAND / MF-LEX (§3.3 "MF-RAND and MF-LEX"), on the CPU.
 
-    ``G`` is reused as is. ``F'`` rows: for each pair (t, s) (special tokens, plus V'_lex for LEX) ``F'[t] =
-    F_src[s]`` and ``Z'[t] = Z_src[s]`` (the token keeps its source cluster); all other rows are random:
-    ``F'`` from :func:`random_rows` with ``F_src`` as reference (default N(0, 0.02²), a new embedding's
-    initializer: the paper only says "randomly initialized"; ``random: normal_like`` draws from N(mean, std)
-    of F per column, so that ``F'·G`` has the scale of real embeddings), ``Z' ~ N(0, z_std²)`` ("a randomly
-    initialized matrix Z"). Random rows are drawn for every token first, so RAND and LEX share them for a
-    given seed. Computed on the CPU.
+    ``G`` is reused as is. For each pair (t, s) (special tokens, plus V'_lex for LEX) ``F'[t] = F_src[s]`` and
+    ``Z'[t] = Z_src[s]`` (the token keeps its source cluster); other rows are random: ``F'`` from
+    :func:`random_rows` with ``F_src`` as reference (``normal_like``: ``F'·G`` has the scale of real
+    embeddings), ``Z' ~ N(0, z_std²)`` ("a randomly initialized matrix Z"), drawn for every token first, so
+    RAND and LEX share them for a given seed.
     """
     g = torch.Generator().manual_seed(seed)
     F_src = F_src.cpu()
@@ -191,39 +171,25 @@ def init_mf(inputs: TransferInputs, *, seed: int, clusters: Annotated[int, Range
             tol: float = 1e-5, kmeans_iter: int = 300,
             neural_steps: int = 3000, neural_lr: float = 1e-3, neural_tol: float = 1e-4, tau: float = 1.0,
             z_std: float = 1.0, lex_logit: float = 5.0, device: str = "cpu") -> EmbeddingInit:
-    """Config adapter: ``kind: mf`` -- MF¹-RAND/LEX (``clusters: 1``), MF^C_KMEANS-RAND/LEX
-    (``assignment: kmeans``), MF^C_NEURAL-RAND/LEX (``assignment: neural``); paper: C = 10, D' = 100
-    (§4.2, Appendix "Semi-NMF").
-
-    The source matrix is factorized in float32 on ``device`` (``cpu``, ``cuda`` or ``auto``) by
-    :func:`factorize_source`, the target embedding built by :func:`mf_init`. ``matrix`` is the dense
-    ``flatten()`` of the target module (so even copied/special rows are ``F[s]·G^{c(s)}``, the source
-    row's reconstruction, not the row itself); ``extra`` holds ``mf_F``, ``mf_G``, ``mf_Z`` (C > 1)
-    and ``mf_tau`` for training the factors later. Provenance: special/copied (n_sources 1) for the
-    rows taken from the source factorization, random (0) otherwise.
-    """
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    source = inputs.source_matrix
-    if inputs.source_factors is not None:  # computed once per source by rule factorize_source
-        F_src, G, Z_src = (inputs.source_factors["F"], inputs.source_factors["G"],
-                           inputs.source_factors.get("Z"))
-    else:
-        F_src, G, Z_src = factorize_source(
-            source.to(device, torch.float32), seed=seed, clusters=clusters, dim=dim, assignment=assignment,
-            max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter, neural_steps=neural_steps,
-            neural_lr=neural_lr, neural_tol=neural_tol, tau=tau, z_std=z_std,
-            lex_logit=lex_logit, progress=True)
+    """Config adapter: ``kind: mf`` -- MF¹-RAND/LEX (``clusters: 1``), MF^C_KMEANS-RAND/LEX (``assignment:
+    kmeans``), MF^C_NEURAL-RAND/LEX (``assignment: neural``); paper: C = 10, D' = 100 (§4.2, Appendix
+    "Semi-NMF"). The source matrix is factorized in float32 on ``device`` (``cpu``, ``cuda`` or ``auto``) by
+    :func:`factorize_source` (unless the factors are given), the target embedding built by :func:`mf_init`.
+    ``matrix`` is the module's dense ``flatten()``, so even copied and special rows are the source row's
+    reconstruction ``F[s]·G^{c(s)}``; ``extra`` holds the factors for training them later."""
+    factors = inputs.source_factors  # computed once per source by rule factorize_source
+    if factors is None:
+        factors = factorize(inputs.source_matrix, seed=seed, device=device, clusters=clusters, dim=dim,
+                            assignment=assignment, max_iter=max_iter, tol=tol, kmeans_iter=kmeans_iter,
+                            neural_steps=neural_steps, neural_lr=neural_lr, neural_tol=neural_tol, tau=tau,
+                            z_std=z_std, lex_logit=lex_logit)
     ov = lexical_overlap(inputs.overlap, lexical, fuzzy)
-    t, s = overlap_ids(ov)
-    module = mf_init(F_src, G, Z_src, inputs.target_vocab_size, t, s, seed=seed, random=random, tau=tau,
-                     z_std=z_std)
-    matrix = module.flatten().to(source.dtype)
-    provenance = np.full(inputs.target_vocab_size, RANDOM, dtype=object)
-    provenance[t.numpy()] = np.where(ov["match"].to_numpy() == "special", SPECIAL, COPIED)
-    n_sources = np.zeros(inputs.target_vocab_size, dtype=np.int64)
-    n_sources[t.numpy()] = 1
-    return EmbeddingInit(matrix, provenance, n_sources, extra=module.state())
+    module = mf_init(factors["F"], factors["G"], factors.get("Z"), inputs.target_vocab_size, *overlap_ids(ov),
+                     seed=seed, random=random, tau=tau, z_std=z_std)
+    provenance, n_sources = labels(inputs.target_vocab_size)
+    copy_rows(None, provenance, n_sources, inputs.source_matrix, ov)
+    return EmbeddingInit(module.flatten().to(inputs.source_matrix.dtype), provenance, n_sources,
+                         extra=module.state())
 
 
 #: Parameters of :func:`init_mf` that the source factorization depends on (the rest: target side only).
@@ -234,12 +200,9 @@ FACTORIZATION_PARAMS = ("clusters", "dim", "assignment", "max_iter", "tol", "kme
 def factorization_spec(params: dict) -> dict:
     """The factorization-relevant subset of a (defaulted) ``kind: mf`` config; methods with equal specs
     (e.g. MF¹⁰-KMEANS-RAND and -LEX, on every target) share one ``factorize_source`` artifact."""
-    spec = {k: params[k] for k in FACTORIZATION_PARAMS}
-    if spec["clusters"] == 1:  # MF¹: one Semi-NMF, no assignment
-        for k in ("assignment", "kmeans_iter", "neural_steps", "neural_lr", "neural_tol", "tau", "z_std",
-                  "lex_logit"):
-            spec.pop(k)
-    return spec
+    clustering = ("assignment", "kmeans_iter", "neural_steps", "neural_lr", "neural_tol", "tau", "z_std",
+                  "lex_logit")  # MF¹: one Semi-NMF, no assignment
+    return {k: params[k] for k in FACTORIZATION_PARAMS if params["clusters"] != 1 or k not in clustering}
 
 
 def factorize(source: torch.Tensor, *, seed: int, device: str = "cpu", **spec) -> dict[str, torch.Tensor]:

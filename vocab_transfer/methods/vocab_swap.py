@@ -15,7 +15,10 @@ Conventions shared by every function here:
 - special tokens matched by role (overlap rows with ``match == "special"``) are copied by every
   config adapter (docs/methods.md, "Special tokens"), except Reinit Embed with ``copy_special=False``;
 - every function takes an explicit ``seed`` and uses a local ``torch.Generator``: the same seed
-  gives a bit-identical matrix whatever the global RNG state.
+  gives a bit-identical matrix whatever the global RNG state;
+- ``source_language`` (Freq, Dict and Align Match): the language whose corpus (token counts / vectors) or
+  dictionary stands for the source side; the workflow reads it to choose the job's inputs (default English,
+  as the paper).
 """
 
 from __future__ import annotations
@@ -28,32 +31,25 @@ from .. import lazy
 from ..data.tokenizer import CanonicalToken, canonicalize_vocab
 from ..typed import Range
 from .align import mutual_nearest_neighbours, normalize_embeddings, procrustes
-from .base import COPIED, MAPPED, RANDOM, EmbeddingInit, TransferInputs, copy_rows, normal_like, provenance_of
+from .base import (
+    COPIED,
+    MAPPED,
+    RANDOM,
+    EmbeddingInit,
+    TransferInputs,
+    batched,
+    copy_rows,
+    labels,
+    normal_like,
+    overlap_ids,
+    provenance_of,
+)
 from .neighbours import WEIGHTINGS, mix_rows, neighbour_weights
 from .registry import Need, one_of, register
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
 torch = lazy.module("torch")
-tqdm = lazy.module("tqdm")
-
-__all__ = [
-    "align_match_init",
-    "dictionary_token_pairs",
-    "freq_match_pairs",
-    "init_align_match",
-    "init_dict_match",
-    "init_freq_match",
-    "init_keep",
-    "init_permute",
-    "init_reinit_embed",
-    "keep_init",
-    "map_rows_init",
-    "permute_init",
-    "random_rows",
-    "reinit_embed_init",
-    "window_groups",
-]
 
 INITS = ("normal", "source")
 DEFAULT_STD = 0.02  # BERT / RoBERTa / XLM-R ``initializer_range``
@@ -75,15 +71,10 @@ def random_rows(source: torch.Tensor, n: int, generator: torch.Generator, *, ini
 def map_rows_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor,
                   source_ids: torch.Tensor, *, seed: int, init: str = "normal", std: float = DEFAULT_STD,
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Target row ``target_ids[i]`` ← source row ``source_ids[i]``; every other row random.
-
-    Returns ``(matrix [V_t, d], source_row [V_t] long)`` with ``source_row = -1`` for random rows.
-    Random rows are drawn in ascending target-id order, so the result depends only on the mapping
-    and ``seed``.
-    """
+    """Target row ``target_ids[i]`` ← source row ``source_ids[i]``; every other row random, drawn in ascending
+    target-id order. Returns ``(matrix [V_t, d], source_row [V_t] long)``, -1 for a random row."""
     g = torch.Generator().manual_seed(seed)
-    target_ids, source_ids = (torch.as_tensor(target_ids, dtype=torch.long),
-                              torch.as_tensor(source_ids, dtype=torch.long))
+    target_ids, source_ids = _long(target_ids, source_ids)
     source_row = torch.full((target_vocab_size,), -1, dtype=torch.long)
     source_row[target_ids] = source_ids
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
@@ -94,21 +85,17 @@ def map_rows_init(source: torch.Tensor, target_vocab_size: int, target_ids: torc
     return out, source_row
 
 
-def _ids(frame: pd.DataFrame, column: str) -> torch.Tensor:
-    return torch.from_numpy(np.array(frame[column].to_numpy(dtype=np.int64)))
+def _long(*ids) -> tuple[torch.Tensor, ...]:
+    return tuple(torch.as_tensor(i, dtype=torch.long) for i in ids)
 
 
-def _matches(overlap: pd.DataFrame, kinds: Sequence[str]) -> pd.DataFrame:
-    return (overlap[overlap["match"].isin(list(kinds)).to_numpy()]
-            .sort_values("target_id").reset_index(drop=True))
+def _matches(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
+    return overlap[overlap["match"].isin([kind]).to_numpy()].sort_values("target_id").reset_index(drop=True)
 
 
 def _fit(t: torch.Tensor, n: int, fill: float | bool = 0) -> torch.Tensor:
     """First ``n`` entries (rows) of ``t``, padded with ``fill`` if ``t`` is shorter."""
-    if len(t) >= n:
-        return t[:n]
-    pad = torch.full((n - len(t), *t.shape[1:]), fill, dtype=t.dtype)
-    return torch.cat([t, pad])
+    return t[:n] if len(t) >= n else torch.cat([t, t.new_full((n - len(t), *t.shape[1:]), fill)])
 
 
 def _provenance(source_row: torch.Tensor, label: str) -> tuple[np.ndarray, np.ndarray]:
@@ -120,31 +107,30 @@ def _provenance(source_row: torch.Tensor, label: str) -> tuple[np.ndarray, np.nd
 def _finish(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, inputs: TransferInputs,
             copy_special: bool = True) -> EmbeddingInit:
     if copy_special:
-        copy_rows(matrix, provenance, n_sources, inputs.source_matrix, _matches(inputs.overlap, ["special"]))
+        copy_rows(matrix, provenance, n_sources, inputs.source_matrix, _matches(inputs.overlap, "special"))
     return EmbeddingInit(matrix, provenance, n_sources)
+
+
+def _dictionary_pairs(inputs: TransferInputs, **kw) -> pd.DataFrame:
+    """:func:`dictionary_token_pairs` of the two tokenizers, within both matrices' rows."""
+    pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer),
+                                   canonicalize_vocab(inputs.target_tokenizer), inputs.dictionary, **kw)
+    return pairs[(pairs["target_id"] < inputs.target_vocab_size).to_numpy()
+                 & (pairs["source_id"] < inputs.source_matrix.shape[0]).to_numpy()]
 
 
 # ---------------------------------------------------------------------------------------- Reinit Embed
 
-def reinit_embed_init(source: torch.Tensor, target_vocab_size: int, *, seed: int, init: str = "normal",
-                      std: float = DEFAULT_STD) -> torch.Tensor:
-    """Reinit Embed (vocab-swap §2.1): every target row random (see :func:`random_rows`); the
-    pretrained backbone is kept by the caller. Returns ``matrix [V_t, d]``."""
-    return random_rows(source, target_vocab_size, torch.Generator().manual_seed(seed), init=init, std=std)
-
-
 @register("reinit_embed")
 def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool = True, init: str = "normal",
                       std: float = DEFAULT_STD) -> EmbeddingInit:
-    """Config adapter: ``kind: reinit_embed``.
-
-    ``copy_special`` (default true) copies the special tokens matched by role, as every method of
-    this package does (docs/methods.md, "Special tokens"); ``false`` is the paper's literal "all rows random".
-    """
-    matrix = reinit_embed_init(inputs.source_matrix, inputs.target_vocab_size, seed=seed, init=init, std=std)
+    """Config adapter: ``kind: reinit_embed``: Reinit Embed (vocab-swap §2.1), every target row random
+    (:func:`random_rows`); the caller keeps the pretrained backbone. ``copy_special`` (default true) copies
+    the special tokens matched by role, as every method here does; ``false`` is the paper's literal "all rows
+    random"."""
     n = inputs.target_vocab_size
-    return _finish(matrix, np.full(n, RANDOM, dtype=object),
-                   np.zeros(n, dtype=np.int64), inputs, copy_special)
+    matrix = random_rows(inputs.source_matrix, n, torch.Generator().manual_seed(seed), init=init, std=std)
+    return _finish(matrix, *labels(n), inputs, copy_special)
 
 
 # ------------------------------------------------------------------------------------------ Freq Match
@@ -152,14 +138,9 @@ def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool =
 def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor,
                      special_target_ids: torch.Tensor,
                      special_source_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Explicit frequency matching (vocab-swap §2.1 "Freq Match"): the target token of rank j gets
-    the source token of rank j.
-
-    Non-special target ids ``0..len(target_counts)-1`` and non-special source ids
-    ``0..len(source_counts)-1`` are each sorted by count, descending, ties by ascending id
-    (a stable sort). Returns ``(target_ids, source_ids)`` paired by rank, of length
-    ``min(#target, #source)``; target tokens ranked beyond the source vocabulary are left out.
-    """
+    """Explicit frequency matching (vocab-swap §2.1 "Freq Match"): the target token of rank j gets the source
+    token of rank j. Non-special target and source ids are each sorted by count, descending, ties by ascending
+    id. Returns ``(target_ids, source_ids)`` paired by rank, ``min(#target, #source)`` long."""
     def ranked(counts: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
         keep = torch.ones(len(counts), dtype=torch.bool)
         special = torch.as_tensor(special, dtype=torch.long)
@@ -177,24 +158,15 @@ def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor,
 @register("freq_match", frozenset({Need.TOKEN_VECTORS, Need.SOURCE_TOKEN_VECTORS}))
 def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", init: str = "normal",
                     std: float = DEFAULT_STD) -> EmbeddingInit:
-    """Config adapter: ``kind: freq_match``.
-
-    ``source_language``: the language whose corpus (token counts / vectors) or dictionary stands for
-    the source side; the workflow reads it to choose this job's inputs (default English, as the paper).
-
-    Ranks target tokens by ``inputs.aux.counts`` (target tokens in the target corpus) and source
-    tokens by ``inputs.source_aux.counts`` (source tokens in the source-language corpus); specials
-    are copied by role and take no part in the ranking; target tokens ranked beyond the source
-    vocabulary get random rows. Target ids missing from ``aux.counts`` count 0; only source ids
-    present in ``source_aux.counts`` (and in the source matrix) are ranked.
-    """
+    """Config adapter: ``kind: freq_match``. Ranks target tokens by ``inputs.aux.counts`` (target corpus) and
+    source tokens by ``inputs.source_aux.counts`` (source-language corpus); specials are copied by role and
+    take no part; target tokens ranked beyond the source vocabulary get random rows. Target ids missing from
+    ``aux.counts`` count 0; only source ids in ``source_aux.counts`` (and the matrix) are ranked."""
     if inputs.aux is None or inputs.source_aux is None:
         raise ValueError("Freq Match needs target and source token counts (the fastText stages)")
-    special = _matches(inputs.overlap, ["special"])
     target_counts = _fit(inputs.aux.counts, inputs.target_vocab_size, 0)
     source_counts = inputs.source_aux.counts[: inputs.source_matrix.shape[0]]
-    t, s = freq_match_pairs(target_counts, source_counts, _ids(special, "target_id"),
-                            _ids(special, "source_id"))
+    t, s = freq_match_pairs(target_counts, source_counts, *overlap_ids(_matches(inputs.overlap, "special")))
     matrix, source_row = map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s,
                                        seed=seed, init=init, std=std)
     return _finish(matrix, *_provenance(source_row, MAPPED), inputs)
@@ -219,18 +191,14 @@ def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab:
                            source_counts: torch.Tensor | np.ndarray | None = None) -> pd.DataFrame:
     """Single-word dictionary translations between two vocabularies (vocab-swap §2.1 "Dict Match").
 
-    A target token qualifies if it is a whole word (BOW, non-special; canonical text as given by
-    :func:`~vocab_transfer.data.tokenizer.canonicalize_vocab`) that appears as a ``target_word`` of
-    ``dictionary``; a translation qualifies if its ``source_word`` is itself a single whole-word
-    token of the source vocabulary (multi-word or split translations drop out). With ``lowercase``
-    the target token, both dictionary columns and the source tokens are compared casefolded; a
-    casefolded key shared by several source tokens (``"The"``, ``"the"``) resolves to the one
-    already in lower case, then the lowest id. Among several qualifying translations of one target
-    token, ``choose="first"`` takes the first in dictionary row order, ``choose="frequent"`` the
-    source token with the highest ``source_counts`` (ties: lowest id).
-
-    Returns a DataFrame ``target_id, source_id, target_word, source_word`` (dictionary spellings),
-    one row per matched target token, sorted by ``target_id``.
+    A target token qualifies if it is a whole word (BOW, non-special; canonical text of
+    :func:`~vocab_transfer.data.tokenizer.canonicalize_vocab`) that is a ``target_word`` of ``dictionary``; a
+    translation qualifies if its ``source_word`` is itself a single whole-word source token (multi-word or
+    split translations drop out). With ``lowercase`` all are compared casefolded; a casefolded key of several
+    source tokens (``"The"``, ``"the"``) resolves to the one in lower case, then the lowest id. Of several
+    translations of one target token, ``choose="first"`` takes the first in dictionary order, ``"frequent"``
+    the source token with the highest ``source_counts`` (ties: lowest id). Returns ``target_id, source_id,
+    target_word, source_word`` (dictionary spellings), one row per matched target token, by ``target_id``.
     """
     if choose not in CHOOSE:
         raise ValueError(f"unknown choose {choose!r}; known: {', '.join(CHOOSE)}")
@@ -271,53 +239,40 @@ def dict_match_needs(p: dict) -> frozenset[Need]:
 def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str = "en",
                     copy_overlap: bool = True, lowercase: bool = True,
                     choose: str = "first", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
-    """Config adapter: ``kind: dict_match``.
+    """Config adapter: ``kind: dict_match``. Priority per target token: special (copied by role) > dictionary
+    translation (:func:`dictionary_token_pairs`, provenance ``mapped``) > identical token (``match ==
+    "exact"``, provenance ``copied``; only with ``copy_overlap``) > random.
 
-    ``source_language``: the language whose corpus (token counts / vectors) or dictionary stands for
-    the source side; the workflow reads it to choose this job's inputs (default English, as the paper).
-
-    Priority per target token: special (copied by role) > dictionary translation
-    (:func:`dictionary_token_pairs`, provenance ``mapped``) > identical token (``match == "exact"``
-    overlap, provenance ``copied``; only with ``copy_overlap``) > random.
-
-    ``copy_overlap`` defaults to true: the paper notes that for two tokenizers of the same language
-    Dict Match "devolves into an exact match between the two tokenizers" (§3.2, fn. 3), i.e. every
-    identical token -- subwords included -- keeps its row, which only happens if identical tokens
-    are copied, not just dictionary-translated whole words. Across languages it also anchors
-    numbers, names and identical subwords; a dictionary translation still wins over an identical
-    string (German "die" -> "the", not English "die"). ``lowercase`` defaults to true because the
-    paper's source, ``bert-base-uncased``, and MUSE-style dictionaries are lower case while German
-    nouns are capitalized. ``choose="frequent"`` ranks translations by ``inputs.source_aux.counts``.
+    ``copy_overlap`` defaults to true: for two tokenizers of the same language Dict Match "devolves into an
+    exact match between the two tokenizers" (§3.2, fn. 3), i.e. every identical token -- subwords included --
+    keeps its row; across languages it also anchors numbers, names and identical subwords, and a translation
+    still wins over an identical string (German "die" -> "the"). ``lowercase`` defaults to true: the paper's
+    ``bert-base-uncased`` and MUSE-style dictionaries are lower case, German nouns capitalized.
+    ``choose="frequent"`` ranks translations by ``inputs.source_aux.counts``.
     """
     if inputs.dictionary is None or inputs.source_tokenizer is None or inputs.target_tokenizer is None:
         raise ValueError("Dict Match needs a dictionary and both tokenizers")
-    counts = None
-    if choose == "frequent":
-        if inputs.source_aux is None:
-            raise ValueError("Dict Match with choose='frequent' needs source token counts "
-                             "(source fastText stage)")
-        counts = inputs.source_aux.counts
-    pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer),
-                                   canonicalize_vocab(inputs.target_tokenizer),
-                             inputs.dictionary, lowercase=lowercase, choose=choose, source_counts=counts)
-    V_t, V_s = inputs.target_vocab_size, inputs.source_matrix.shape[0]
-    pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
-    t, s = _ids(pairs, "target_id"), _ids(pairs, "source_id")
+    if choose == "frequent" and inputs.source_aux is None:
+        raise ValueError("Dict Match with choose='frequent' needs source token counts "
+                         "(source fastText stage)")
+    pairs = _dictionary_pairs(inputs, lowercase=lowercase, choose=choose,
+                              source_counts=inputs.source_aux.counts if choose == "frequent" else None)
+    t, s = overlap_ids(pairs)
     label = np.full(len(t), MAPPED, dtype=object)
     if copy_overlap:
-        exact = _matches(inputs.overlap, ["exact"])
+        exact = _matches(inputs.overlap, "exact")
         exact = exact[~exact["target_id"].isin(pairs["target_id"]).to_numpy()]
-        t, s = torch.cat([t, _ids(exact, "target_id")]), torch.cat([s, _ids(exact, "source_id")])
+        exact_t, exact_s = overlap_ids(exact)
+        t, s = torch.cat([t, exact_t]), torch.cat([s, exact_s])
         label = np.concatenate([label, np.full(len(exact), COPIED, dtype=object)])
-    matrix, source_row = map_rows_init(inputs.source_matrix, V_t, t, s, seed=seed, init=init, std=std)
+    matrix, source_row = map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
+                                       init=init, std=std)
     provenance, n_sources = _provenance(source_row, MAPPED)
     provenance[t.numpy()] = label
     return _finish(matrix, provenance, n_sources, inputs)
 
 
 # ----------------------------------------------------------------------------------------- Align Match
-
-
 
 def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_has_vector: torch.Tensor,
                      source_vectors: torch.Tensor, source_has_vector: torch.Tensor,
@@ -326,25 +281,22 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
                      center: bool = True, refine_iters: int = 0, batch_size: int = 1024, init: str = "normal",
                      std: float = DEFAULT_STD,
                      progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Align Match (Tran 2020; vocab-swap §2.1): align the target token vectors onto the source
-    token vectors, then give each target token a convex combination of its nearest source rows.
+    """Align Match (Tran 2020; vocab-swap §2.1): align the target token vectors onto the source token vectors,
+    then give each target token a convex combination of its nearest source rows.
 
-    1. Both vector sets (rows with ``*_has_vector``) are normalized "renorm, center, renorm"
-       (:func:`~vocab_transfer.methods.align.normalize_embeddings`).
-    2. ``W = procrustes(x_t[anchors], x_s[anchors])`` maps target space onto source space;
-       the anchors are the given ``(anchor_target_ids, anchor_source_ids)`` pairs (the adapter
-       passes identical tokens, as Tran's identical-string seed dictionary).
-    3. ``refine_iters`` times: the anchors become the seed pairs plus the mutual nearest
-       neighbours (cosine) of mapped target and source vectors, and ``W`` is re-fitted.
-    4. Each target token with a vector gets ``Σ_j α_j e^s_j`` over source tokens with a vector,
-       with ``α`` = ``sparsemax(cos)`` (Tran 2020's released code; exact -- ``max(topk, 64)`` only
-       sizes the first pass of :func:`~vocab_transfer.methods.sparsemax.topk_sparsemax`) or, with
-       ``weighting="softmax"``, ``softmax(cos/temperature)`` over the ``topk`` most similar.
-    5. Target tokens without a vector get random rows (:func:`random_rows`).
+    - both vector sets (rows with ``*_has_vector``) are normalized "renorm, center, renorm"
+      (:func:`~.align.normalize_embeddings`);
+    - ``W = procrustes(x_t[anchors], x_s[anchors])`` maps target space onto source space, the anchors being
+      the given pairs (the adapter passes identical tokens, as Tran's identical-string seed dictionary);
+      ``refine_iters`` times the anchors become the seed pairs plus the mutual nearest neighbours (cosine) of
+      mapped target and source vectors, and ``W`` is re-fitted;
+    - each target token with a vector gets ``Σ_j α_j e^s_j`` over source tokens with a vector, ``α =
+      sparsemax(cos)`` (Tran 2020's released code; exact: ``max(topk, 64)`` only sizes the first pass of
+      :func:`~.sparsemax.topk_sparsemax`) or, with ``weighting="softmax"``, ``softmax(cos/temperature)`` over
+      the ``topk`` most similar; the others get :func:`random_rows`.
 
-    Rows are processed in ``batch_size`` chunks (``batch_size × |source with vector|``
-    similarities at a time). Returns ``(matrix [V_t, d], kind [V_t] int8: 1 combined / 2 random,
-    n_sources [V_t], W [dim_t, dim_s])``.
+    Rows are processed in ``batch_size`` chunks. Returns ``(matrix [V_t, d], kind [V_t] int8: 1 combined / 2
+    random, n_sources [V_t], W [dim_t, dim_s])``.
     """
     if weighting not in WEIGHTINGS:  # before the alignment work
         raise ValueError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
@@ -352,8 +304,7 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     V_t = len(target_vectors)
     t_rows = target_has_vector.nonzero(as_tuple=True)[0]
     s_rows = source_has_vector.nonzero(as_tuple=True)[0]
-    anchor_t, anchor_s = (torch.as_tensor(anchor_target_ids, dtype=torch.long),
-                          torch.as_tensor(anchor_source_ids, dtype=torch.long))
+    anchor_t, anchor_s = _long(anchor_target_ids, anchor_source_ids)
     ok = target_has_vector[anchor_t] & source_has_vector[anchor_s]
     anchor_t, anchor_s = anchor_t[ok], anchor_s[ok]
     if len(anchor_t) == 0 or len(s_rows) == 0:
@@ -374,11 +325,8 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     kind = torch.full((V_t,), 2, dtype=torch.int8)
     n_sources = torch.zeros(V_t, dtype=torch.long)
     xs_rows = xs[s_rows]
-    xs_c = xs_rows.T.contiguous()
-    e_c = source[s_rows]
-    for start in tqdm.tqdm(range(0, len(t_rows), batch_size), desc="Align Match",
-                           disable=not progress, mininterval=5):
-        rows = t_rows[start:start + batch_size]
+    xs_c, e_c = xs_rows.T.contiguous(), source[s_rows]
+    for rows in batched(t_rows, batch_size, "Align Match", progress):
         q = torch.nn.functional.normalize(xt[rows] @ W, dim=1)
         w, idx = neighbour_weights(q, xs_rows, xs_c, weighting=weighting, temperature=temperature,
                                    k=max(topk, 64) if weighting == "sparsemax" else topk)
@@ -401,42 +349,29 @@ def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str 
                      refine_iters: Annotated[int, Range(ge=0)] = 0,
                      copy_overlap: bool = False, dictionary_anchors: bool = False, lowercase: bool = True,
                      batch_size: int = 1024, init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
-    """Config adapter: ``kind: align_match``.
-
-    ``source_language``: the language whose corpus (token counts / vectors) or dictionary stands for
-    the source side; the workflow reads it to choose this job's inputs (default English, as the paper).
-
-    Target vectors: ``inputs.aux`` (target-token fastText on the target corpus); source vectors:
-    ``inputs.source_aux`` (source-token fastText on the source-language corpus). Anchors: the
-    identical (``match == "exact"``) tokens with vectors on both sides -- Tran (2020) seeds the
-    alignment with identical strings -- plus, with ``dictionary_anchors``, the
-    :func:`dictionary_token_pairs` (then ``inputs.dictionary`` and both tokenizers must be loaded).
-    Defaults follow Tran's released code (alexa/ramen): no iterative refinement
-    (``refine_iters=0``; Tran fits on the fixed identical-string dictionary) and sparsemax weights
-    (``topk`` and ``temperature`` only matter for ``weighting="softmax"``, where k=10, τ=0.1 are our
-    choice). Tran refines the Procrustes map with RCSLS (Joulin et al. 2018); we stop at Procrustes.
-    Specials are copied by role; ``copy_overlap`` also copies identical tokens (FOCUS-style; off in
-    Tran, where every non-special token with a vector is a combination).
-    """
+    """Config adapter: ``kind: align_match``. Target vectors: ``inputs.aux`` (target-token fastText on the
+    target corpus); source vectors: ``inputs.source_aux`` (source-token fastText on the source-language
+    corpus). Anchors: the identical (``match == "exact"``) tokens with vectors on both sides, as Tran (2020)
+    seeds the alignment, plus with ``dictionary_anchors`` the :func:`dictionary_token_pairs`. Defaults follow
+    Tran's released code (alexa/ramen): no refinement (``refine_iters=0``) and sparsemax weights (k=10, τ=0.1
+    for ``weighting="softmax"`` are our choice); Tran refines the Procrustes map with RCSLS (Joulin et al.
+    2018), we stop at Procrustes. Specials are copied by role; ``copy_overlap`` also copies identical tokens
+    (FOCUS-style; off in Tran)."""
     if inputs.aux is None or inputs.source_aux is None:
         raise ValueError("Align Match needs target and source token vectors (the fastText stages)")
     V_t, V_s = inputs.target_vocab_size, inputs.source_matrix.shape[0]
-    special = _matches(inputs.overlap, ["special"])
-    exact = _matches(inputs.overlap, ["exact"])
+    special_t, special_s = overlap_ids(_matches(inputs.overlap, "special"))
+    exact = _matches(inputs.overlap, "exact")
     t_has = _fit(inputs.aux.has_vector, V_t, False).clone()
-    t_has[_ids(special, "target_id")] = False
+    t_has[special_t] = False
     s_has = _fit(inputs.source_aux.has_vector, V_s, False).clone()
-    s_has[_ids(special, "source_id")] = False
-    anchor_t, anchor_s = _ids(exact, "target_id"), _ids(exact, "source_id")
+    s_has[special_s] = False
+    anchor_t, anchor_s = overlap_ids(exact)
     if dictionary_anchors:
         if inputs.dictionary is None or inputs.source_tokenizer is None or inputs.target_tokenizer is None:
             raise ValueError("dictionary_anchors needs a dictionary and both tokenizers")
-        pairs = dictionary_token_pairs(canonicalize_vocab(inputs.source_tokenizer),
-                                 canonicalize_vocab(inputs.target_tokenizer),
-                                       inputs.dictionary, lowercase=lowercase)
-        pairs = pairs[(pairs["target_id"] < V_t).to_numpy() & (pairs["source_id"] < V_s).to_numpy()]
-        anchor_t = torch.cat([anchor_t, _ids(pairs, "target_id")])
-        anchor_s = torch.cat([anchor_s, _ids(pairs, "source_id")])
+        dict_t, dict_s = overlap_ids(_dictionary_pairs(inputs, lowercase=lowercase))
+        anchor_t, anchor_s = torch.cat([anchor_t, dict_t]), torch.cat([anchor_s, dict_s])
     matrix, kind, n_sources, _ = align_match_init(
         inputs.source_matrix, _fit(inputs.aux.vectors, V_t, 0.0), t_has,
         _fit(inputs.source_aux.vectors, V_s, 0.0), s_has, anchor_t, anchor_s, seed=seed, weighting=weighting,
@@ -466,16 +401,12 @@ def window_groups(key: torch.Tensor, window: int) -> torch.Tensor:
 def permute_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor,
                  source_ids: torch.Tensor, *, seed: int, groups: torch.Tensor | None = None,
                  init: str = "normal", std: float = DEFAULT_STD) -> tuple[torch.Tensor, torch.Tensor]:
-    """Permute (vocab-swap §3.1): scramble the rows the pairs ``target_ids[i] ← source_ids[i]`` would copy.
-
-    The source rows are permuted uniformly at random among the pairs of the same ``groups`` value
-    (integer window index per pair; ``None``: one group, the paper's "completely scrambling"), so
-    every row stays in its window. Vectorized: a random order, stably sorted by group. Other target
-    rows are random. Returns ``(matrix [V_t, d], source_row [V_t])`` (-1 = random).
-    """
+    """Permute (vocab-swap §3.1): scramble the rows the pairs ``target_ids[i] ← source_ids[i]`` would copy,
+    uniformly at random among the pairs of the same ``groups`` value (window index per pair; ``None``: one
+    group, the paper's "completely scrambling"): a random order, stably sorted by group. Other target rows are
+    random. Returns ``(matrix [V_t, d], source_row [V_t])`` (-1 = random)."""
     g = torch.Generator().manual_seed(seed)
-    target_ids, source_ids = (torch.as_tensor(target_ids, dtype=torch.long),
-                              torch.as_tensor(source_ids, dtype=torch.long))
+    target_ids, source_ids = _long(target_ids, source_ids)
     n = len(target_ids)
     groups = torch.zeros(n, dtype=torch.long) if groups is None else torch.as_tensor(groups, dtype=torch.long)
     by_group = torch.sort(groups, stable=True).indices  # pair positions, group by group
@@ -489,25 +420,18 @@ def permute_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch
 
 def keep_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Tensor,
               source_ids: torch.Tensor, *, seed: int, percent: float, init: str = "normal",
-              std: float = DEFAULT_STD,
-              ) -> tuple[torch.Tensor, torch.Tensor]:
+              std: float = DEFAULT_STD) -> tuple[torch.Tensor, torch.Tensor]:
     """Keep-x% (vocab-swap §3.1): keep exactly ``round(percent/100 · n)`` of the ``n`` pairs
     ``target_ids[i] ← source_ids[i]`` (rounded half up), chosen uniformly without replacement;
     every other target row, dropped pairs included, is random. Returns ``(matrix, source_row)``."""
     if not 0 <= percent <= 100:
         raise ValueError(f"percent must be in [0, 100], got {percent}")
     g = torch.Generator().manual_seed(seed)
-    target_ids, source_ids = (torch.as_tensor(target_ids, dtype=torch.long),
-                              torch.as_tensor(source_ids, dtype=torch.long))
+    target_ids, source_ids = _long(target_ids, source_ids)
     n_keep = math.floor(percent / 100 * len(target_ids) + 0.5)
     kept = torch.randperm(len(target_ids), generator=g)[:n_keep].sort().values
     return map_rows_init(source, target_vocab_size, target_ids[kept], source_ids[kept],
                          seed=int(torch.randint(2**62, (1,), generator=g)), init=init, std=std)
-
-
-def _recovery_pairs(inputs: TransferInputs) -> tuple[torch.Tensor, torch.Tensor]:
-    exact = _matches(inputs.overlap, ["exact"])
-    return _ids(exact, "target_id"), _ids(exact, "source_id")
 
 
 def permute_needs(p: dict) -> frozenset[Need]:
@@ -518,22 +442,17 @@ def permute_needs(p: dict) -> frozenset[Need]:
 @register("permute", permute_needs)
 def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Range(ge=1)] | None = None,
                  order: str = "id", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
-    """Config adapter: ``kind: permute`` (``window: null`` = Permute, ``window: 100`` = Permute 100).
-
-    Generalization of the paper's embedding-recovery setting (source tokenizer = target tokenizer)
-    to any pair of tokenizers: the base initialization copies the overlapping tokens (specials by
-    role, identical tokens -- ``match == "exact"``; for identical tokenizers, every token), then
-    the copied non-special rows are permuted among themselves (:func:`permute_init`), within
-    windows of ``window`` tokens: with ``order: id`` (the paper's frequency proxy) the windows are
-    target-id ranges ``[k·window, (k+1)·window)`` -- the paper's "token id 114 gets a row from ids
-    100-199"; specials inside a range stay put, so a window may hold fewer tokens -- with
-    ``order: frequency`` consecutive blocks of ``window`` tokens ranked by ``inputs.aux.counts``
-    (descending, ties by id; needs the fastText stage). Specials keep their rows; non-overlapping
-    target tokens are random. Provenance of the permuted rows: ``mapped``.
-    """
+    """Config adapter: ``kind: permute`` (``window: null`` = Permute, ``window: 100`` = Permute 100), the
+    paper's embedding-recovery setting (source tokenizer = target tokenizer) for any pair of tokenizers: the
+    overlapping tokens are copied (specials by role, identical tokens), then the copied non-special rows are
+    permuted among themselves (:func:`permute_init`, provenance ``mapped``) within windows of ``window``
+    tokens: with ``order: id`` (the paper's frequency proxy) target-id ranges ``[k·window, (k+1)·window)`` --
+    "token id 114 gets a row from ids 100-199"; specials stay put, so a window may hold fewer tokens -- with
+    ``order: frequency`` blocks of ``window`` tokens ranked by ``inputs.aux.counts`` (descending, ties by id).
+    Other target tokens are random."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}; known: {', '.join(ORDERS)}")
-    t, s = _recovery_pairs(inputs)
+    t, s = overlap_ids(_matches(inputs.overlap, "exact"))
     groups = None
     if window is not None:
         if window < 1:
@@ -552,14 +471,10 @@ def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Ra
 @register("keep")
 def init_keep(inputs: TransferInputs, *, seed: int, percent: Annotated[float, Range(ge=0, le=100)],
               init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
-    """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept").
-
-    Same base as :func:`init_permute` (specials + identical tokens copied); then exactly
-    ``round(percent % of the copied non-special rows)`` are kept (:func:`keep_init`) and the rest
-    re-randomized. Specials are always kept.
-    """
-    t, s = _recovery_pairs(inputs)
+    """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept"): the base of
+    :func:`init_permute`, then exactly ``round(percent %)`` of the copied non-special rows kept
+    (:func:`keep_init`), the rest re-randomized."""
+    t, s = overlap_ids(_matches(inputs.overlap, "exact"))
     matrix, source_row = keep_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
                                    percent=percent, init=init, std=std)
     return _finish(matrix, *_provenance(source_row, COPIED), inputs)
-

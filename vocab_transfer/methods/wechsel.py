@@ -1,16 +1,15 @@
 """WECHSEL (Minixhofer et al. 2022, §3) and WECHSEL_EN (Dobler & de Melo 2023, §3.1).
 
-1. word vectors of the source language (S) and the target language (T) are aligned by orthogonal
-   Procrustes on the pairs of a bilingual dictionary (WECHSEL §4: MUSE / FreeDict); T is mapped
-   into S's space;
+1. word vectors of the source language (S) and the target language (T) are aligned by orthogonal Procrustes on
+   the pairs of a bilingual dictionary (WECHSEL §4: MUSE / FreeDict); T is mapped into S's space;
 2. subword embeddings ``U^s``, ``U^t`` by tokenize-flatten-reduce (§3.1, eq. 1);
-3. each target token with a non-zero ``U^t`` row = softmax(s/τ)-weighted mean of the source rows of
-   its k most cosine-similar source tokens (§3.2, eqs. 2-3; τ = 0.1, k = 10 from their App. A);
-   the others from N(E[E^s], Var[E^s]).
+3. each target token with a non-zero ``U^t`` row = softmax(s/τ)-weighted mean of the source rows of its k most
+   cosine-similar source tokens (§3.2, eqs. 2-3; τ = 0.1, k = 10 from their App. A); the others from N(E[E^s],
+   Var[E^s]).
 
-With a multilingual source, FOCUS applies WECHSEL "as-is using only English fastText word
-embeddings" (``source_language: en``); WECHSEL_EN first restricts the source vocabulary to the
-tokens of an English-specific tokenizer (``restrict_source: en``, after Wang et al. 2019).
+With a multilingual source, FOCUS applies WECHSEL "as-is using only English fastText word embeddings"
+(``source_language: en``); WECHSEL_EN first restricts the source vocabulary to the tokens of an
+English-specific tokenizer (``restrict_source: en``, after Wang et al. 2019).
 """
 
 from __future__ import annotations
@@ -23,23 +22,15 @@ from ..data.tokenizer import canonicalize_vocab
 from ..data.word_vectors import WordVectors, fasttext_subword_vectors, tokenize_flatten_reduce
 from ..typed import Range
 from .align import normalize_embeddings, procrustes
-from .base import (
-    EmbeddingInit,
-    TransferInputs,
-    normal_like,
-    provenance_of,
-    screen_dtype_of,
-)
-from .neighbours import Workspace, mix_rows, neighbour_weights
+from .base import EmbeddingInit, TransferInputs, batched, normal_like, overlap_ids, provenance_of, specials
+from .neighbours import Workspace, mix_rows, neighbour_weights, screen_dtype_of
 from .registry import Need, one_of, register
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
 torch = lazy.module("torch")
-tqdm = lazy.module("tqdm")
 
 log = logging.getLogger(__name__)
-
 
 DICTIONARY_PAIRS = ("case_variants", "unique")
 SUBWORDS = ("tokenize", "fasttext")  # token vectors: tokenize-flatten-reduce (§3.1), fastText n-grams (D)
@@ -67,21 +58,14 @@ def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: p
     if pairs != "unique":
         raise ValueError(f"pairs must be one of {DICTIONARY_PAIRS}, not {pairs!r}")
 
-    def index(words: list[str]) -> tuple[dict[str, int], dict[str, int]]:
+    def rows(vocabulary: list[str], words: list[str]) -> np.ndarray:
         exact, lower = {}, {}
-        for i, w in enumerate(words):  # most frequent first: keep the first word of each spelling
+        for i, w in enumerate(vocabulary):  # most frequent first: keep the first word of each spelling
             exact.setdefault(w, i)
             lower.setdefault(w.lower(), i)
-        return exact, lower
-
-    si, ti = index(source.words), index(target.words)
-
-    def look(idx, words):
-        exact, lower = idx
         return np.array([exact.get(w, lower.get(w.lower(), -1)) for w in words], dtype=np.int64)
 
-    s = look(si, s_words)
-    t = look(ti, t_words)
+    s, t = rows(source.words, s_words), rows(target.words, t_words)
     found = np.unique(np.stack([s, t], 1)[(s >= 0) & (t >= 0)], axis=0)
     return found[:, 0], found[:, 1]
 
@@ -98,34 +82,26 @@ def align_to_source(source: WordVectors, target: WordVectors, dictionary: pd.Dat
 def alignment(source: WordVectors, target: WordVectors, dictionary: pd.DataFrame, *, min_pairs: int = 10,
               normalize: bool = False, pairs: str = "case_variants"
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-    """Map the target word vectors into the source space by orthogonal Procrustes on the dictionary pairs.
-
-    With ``normalize=False`` (the ``wechsel`` package) the raw vectors are aligned and returned; with
-    ``normalize=True`` both sets are first unit-normalized, mean-centred and re-normalized (the MUSE / VecMap
-    preprocessing, :func:`~vocab_transfer.methods.align.normalize_embeddings`), and the normalized vectors are
-    returned. The package rotates the source side onto the target (``source @ R``); rotating the target by
-    ``Rᵀ`` instead gives the same cosines. ``pairs``: see :func:`dictionary_word_rows`. Returns ``(source',
-    target', pairs used)`` from :func:`align_to_source`; this returns ``(source vectors, target vectors, W,
-    pairs used)`` (the vectors normalized or not, not yet rotated), so that other vectors of the target space
-    (fastText subword vectors, App. D) can take the same rotation ``W``.
-    """
+    """Map the target word vectors into the source space by orthogonal Procrustes on the dictionary pairs
+    (``pairs``: :func:`dictionary_word_rows`). ``normalize=False`` (the ``wechsel`` package) aligns the raw
+    vectors; ``normalize=True`` unit-normalizes, mean-centres and re-normalizes both sets first (MUSE /
+    VecMap, :func:`~vocab_transfer.methods.align.normalize_embeddings`). The package rotates the source onto
+    the target; rotating the target by ``Rᵀ`` gives the same cosines. Returns ``(source vectors, target
+    vectors, W, pairs used)``, the vectors not yet rotated, so that other vectors of the target space
+    (fastText subword vectors, App. D) can take the same ``W``."""
     s_idx, t_idx = dictionary_word_rows(source, target, dictionary, pairs=pairs)
     if len(s_idx) < min_pairs:
         raise ValueError(f"only {len(s_idx)} dictionary pairs have word vectors on both sides (need "
                          f"{min_pairs}); check the dictionary's direction (source -> target) and the "
                          "word vectors' languages")
-    if len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))) < source.vectors.shape[1]:
+    distinct = len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True)))
+    if distinct < source.vectors.shape[1]:
         log.warning("only %d distinct dictionary pairs for %d-dimensional vectors: the rotation is "
-                    "underdetermined and the alignment will be poor",
-                    len(set(zip(s_idx.tolist(), t_idx.tolist(), strict=True))), source.vectors.shape[1])
-    if normalize:
-        xs, xt = normalize_embeddings(source.vectors), normalize_embeddings(target.vectors)
-    else:
-        xs, xt = source.vectors.float(), target.vectors.float()
+                    "underdetermined and the alignment will be poor", distinct, source.vectors.shape[1])
+    xs, xt = (normalize_embeddings(v.vectors) if normalize else v.vectors.float() for v in (source, target))
     w = procrustes(xt[t_idx], xs[s_idx])
-    log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of "
-             "the pairs' source words)",
-             len(s_idx), precision_at_1(xt[t_idx] @ w, xs, s_idx))
+    log.info("Procrustes on %d pairs: translation precision@1 %.3f on them (nearest of the pairs' source "
+             "words)", len(s_idx), precision_at_1(xt[t_idx] @ w, xs, s_idx))
     return xs, xt, w, len(s_idx)
 
 
@@ -163,18 +139,14 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     n_sources = torch.zeros(target_vocab_size, dtype=torch.long)
     cand = source_has.nonzero(as_tuple=True)[0]
     rows = target_has.nonzero(as_tuple=True)[0]
-    rows = rows[~torch.isin(rows, special_target_ids)]
-    if len(cand) == 0:
-        rows = rows[:0]
+    rows = rows[~torch.isin(rows, special_target_ids)] if len(cand) else rows[:0]
     k = min(k, len(cand))
     xs = torch.nn.functional.normalize(source_sub[cand].float(), dim=1)
     xs_t = xs.T.contiguous()
     xs_screen = xs_t.to(screen_dtype) if screen_dtype is not None else None
     xt = torch.nn.functional.normalize(target_sub.float(), dim=1)
     e_cand, workspace = source[cand], Workspace()
-    for start in tqdm.tqdm(range(0, len(rows), batch_size), desc="WECHSEL",
-                           disable=not progress, mininterval=5):
-        r = rows[start:start + batch_size]
+    for r in batched(rows, batch_size, "WECHSEL", progress):
         w, idx = neighbour_weights(xt[r], xs, xs_t, weighting="softmax", k=k, temperature=temperature,
                                    screen=xs_screen, workspace=workspace)  # eq. 3
         out[r] = mix_rows(w, idx, e_cand)
@@ -200,10 +172,9 @@ def wechsel_needs(p: dict) -> frozenset[Need]:
     if p["subwords"] == "fasttext" and p["normalize"]:
         raise ValueError("subwords: fasttext aligns the raw fastText vectors (as the wechsel package); "
                          "normalize: true is for tokenize-flatten-reduce only")
-    needs = {Need.SOURCE_WORDS, Need.TARGET_WORDS, Need.DICTIONARY, Need.TOKENIZERS}
-    if p["subwords"] == "fasttext":
-        needs.add(Need.WORD_MODELS)
-    return frozenset(needs | ({Need.LANGUAGE_TOKENIZER} if p["restrict_source"] else set()))
+    return frozenset({Need.SOURCE_WORDS, Need.TARGET_WORDS, Need.DICTIONARY, Need.TOKENIZERS}
+                     | ({Need.WORD_MODELS} if p["subwords"] == "fasttext" else set())
+                     | ({Need.LANGUAGE_TOKENIZER} if p["restrict_source"] else set()))
 
 
 @register("wechsel", wechsel_needs)
@@ -213,26 +184,19 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
                  normalize: bool = False,
                  dictionary_pairs: Literal[DICTIONARY_PAIRS] = "case_variants",  # type: ignore[valid-type]
                  subwords: Literal[SUBWORDS] = "tokenize") -> EmbeddingInit:  # type: ignore[valid-type]
-    """Config adapter: ``kind: wechsel``.
-
-    ``source_language``: the language whose word vectors stand for the source vocabulary (FOCUS §3.1: English
-    for XLM-R). ``restrict_source: en`` gives WECHSEL_EN. ``screen_dtype``: ``bfloat16`` (default) takes the
-    certified bf16 shortlist of :func:`wechsel_init` (the float32 neighbours), ``float32`` the plain float32
-    similarities. ``normalize`` and ``dictionary_pairs`` (:func:`align_to_source`): the defaults are what the
-    ``wechsel`` package does (raw vectors; every case variant of a dictionary pair); ``normalize: true``
-    aligns and averages unit-length, mean-centred vectors (MUSE / VecMap), ``dictionary_pairs: unique`` uses
-    each pair of words once. ``subwords``: ``tokenize`` (tokenize-flatten-reduce, §3.1) or ``fasttext`` (App.
-    D, WECHSEL Table 8: each token's vector from the word-level fastText model's character n-grams,
-    :func:`~vocab_transfer.data.word_vectors.fasttext_subword_vectors`, rotated as the word vectors).
-    """
+    """Config adapter: ``kind: wechsel``. ``source_language``: the language whose word vectors stand for the
+    source vocabulary (FOCUS §3.1: English for XLM-R); ``restrict_source: en`` gives WECHSEL_EN;
+    ``screen_dtype``: ``bfloat16`` (default) or ``float32`` (:func:`wechsel_init`); ``normalize`` and
+    ``dictionary_pairs``: :func:`alignment`, :func:`dictionary_word_rows` (the defaults are the ``wechsel``
+    package's). ``subwords``: ``tokenize`` (tokenize-flatten-reduce, §3.1) or ``fasttext`` (App. D, Table 8:
+    each token's vector from the word-level fastText model's character n-grams,
+    :func:`~vocab_transfer.data.word_vectors.fasttext_subword_vectors`, rotated as the word vectors)."""
     screen = screen_dtype_of(screen_dtype)
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
         if getattr(inputs, name) is None:
             raise ValueError(f"WECHSEL needs {name} (word vectors, dictionary and tokenizers stages)")
     xs, xt, rotation, n_pairs = alignment(inputs.source_words, inputs.target_words, inputs.dictionary,
                                           min_pairs=min_pairs, normalize=normalize, pairs=dictionary_pairs)
-    src_words = WordVectors(inputs.source_words.words, xs, inputs.source_words.counts)
-    tgt_words = WordVectors(inputs.target_words.words, xt @ rotation, inputs.target_words.counts)
     log.info("aligned with %d dictionary pairs (%s -> target)", n_pairs, source_language)
     v_s = inputs.source_matrix.shape[0]
     if subwords == "fasttext":  # App. D: token vectors from character n-grams, rotated as the words were
@@ -242,21 +206,20 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
                                               inputs.target_vocab_size)
         u_t = u_t @ rotation
     else:
-        u_s, has_s = tokenize_flatten_reduce(src_words, inputs.source_tokenizer, v_s, skip_special=False)
+        s_words = WordVectors(inputs.source_words.words, xs, inputs.source_words.counts)
+        t_words = WordVectors(inputs.target_words.words, xt @ rotation, inputs.target_words.counts)
+        u_s, has_s = tokenize_flatten_reduce(s_words, inputs.source_tokenizer, v_s, skip_special=False)
+        u_t, has_t = tokenize_flatten_reduce(t_words, inputs.target_tokenizer, inputs.target_vocab_size)
     if restrict_source is not None:
         if inputs.language_tokenizer is None:
             raise ValueError(f"restrict_source: {restrict_source} needs the {restrict_source} tokenizer")
         has_s &= restrict_to_vocabulary(inputs.source_tokenizer, inputs.language_tokenizer)[:v_s]
-    if subwords != "fasttext":
-        u_t, has_t = tokenize_flatten_reduce(tgt_words, inputs.target_tokenizer, inputs.target_vocab_size)
     log.info("source tokens with a subword vector: %d of %d; target: %d of %d", int(has_s.sum()), v_s,
              int(has_t.sum()), inputs.target_vocab_size)
-    special = inputs.overlap[inputs.overlap["match"] == "special"]
     nearest = torch.full((inputs.target_vocab_size,), -1, dtype=torch.long)
     matrix, kind, n_sources = wechsel_init(
         inputs.source_matrix, inputs.target_vocab_size, u_s, has_s, u_t, has_t,
-        torch.tensor(special["target_id"].to_numpy()), torch.tensor(special["source_id"].to_numpy()),
-        seed=seed, k=k, temperature=temperature, screen_dtype=screen,
-        progress=True, nearest=nearest)
-    provenance = provenance_of(kind, special["target_id"].to_numpy())
+        *overlap_ids(specials(inputs.overlap)), seed=seed, k=k, temperature=temperature,
+        screen_dtype=screen, progress=True, nearest=nearest)
+    provenance = provenance_of(kind, inputs.overlap)
     return EmbeddingInit(matrix, provenance, n_sources.numpy(), nearest=nearest.numpy())
