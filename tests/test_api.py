@@ -106,8 +106,8 @@ def test_a_bad_param_is_named_with_the_methods_parameters(capsys):
          "overlap='full', "),
         (["--method", "focus", "--param", "topk=abc"],
          "vocab-transfer: method focus: --param topk: expected int, got 'abc'; its parameters"),
-        (["--method", "focus", "--param", "aux=word"], "vocab-transfer: method focus: aux must be one of "
-                                                       "['token_fasttext', 'word_fasttext'], not 'word'"),
+        (["--method", "focus", "--param", "aux=word"], "vocab-transfer: method focus: --param aux: 'word' is "
+                                                       "not one of 'token_fasttext' or 'word_fasttext'"),
         (["--method", "token_distillation", "--param", "init=embedding_lm"],
          "vocab-transfer: method token_distillation: init=embedding_lm refines another method's rows itself"),
         (["--method", "embedding_lm", "--param", "init=extend"], "init=extend extends the source vocabulary"),

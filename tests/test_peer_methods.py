@@ -289,19 +289,29 @@ def test_extension_default_is_focus_top_30k():
     ({"kind": "extend", "top_tokens": -1}, "methods.x.top_tokens: must be >= 0, got -1"),
     ({"kind": "extend", "new_tokens": 1.5}, "methods.x.new_tokens:"),
     ({"kind": "extend", "new_rows": "mean"},
-     "methods.x: new_rows must be one of ['focus', 'random', 'mean_resize']"),
+     "methods.x.new_rows: 'mean' is not one of 'focus', 'random' or 'mean_resize'"),
     ({"kind": "extend", "covariance_scale": -1.0}, "methods.x.covariance_scale: must be >= 0, got -1.0"),
     ({"kind": "omp", "k": 0}, "methods.x.k: must be >= 1, got 0"),
     ({"kind": "omp", "topk": 3}, "methods.x: unknown parameter(s) ['topk']"),
-    ({"kind": "omp", "fit_dtype": "float32"}, "methods.x: fit_dtype must be one of ['float64', 'embedding']"),
-    ({"kind": "omp", "new_bias": "mean"}, "methods.x: new_bias must be one of ['combined', 'zero']"),
-    ({"kind": "omp", "overlap": "fuzzy"}, "methods.x: overlap must be one of ['full', 'symbolic', "
-                                          "'symbolic_with_symbols', 'none', 'exact', 'identical'], "
-                                          "not 'fuzzy'"),
+    ({"kind": "omp", "fit_dtype": "float32"}, "methods.x.fit_dtype: 'float32' is not one of 'float64' or "
+                                              "'embedding'"),
+    ({"kind": "omp", "new_bias": "mean"}, "methods.x.new_bias: 'mean' is not one of 'combined' or 'zero'"),
+    ({"kind": "omp", "overlap": "fuzzy"}, "methods.x.overlap: 'fuzzy' is not one of 'full', 'symbolic', "
+                                          "'symbolic_with_symbols', 'none', 'exact' or 'identical'"),
     ({"kind": "clp", "batch_size": 0}, "methods.x.batch_size: must be >= 1, got 0"),
-    ({"kind": "clp", "overlap": "exact_match"}, "methods.x: overlap must be one of ['full', 'symbolic', "
-                                                 "'symbolic_with_symbols', 'none', 'exact', 'identical'], "
-                                                 "not 'exact_match'"),
+    ({"kind": "clp", "overlap": "exact_match"}, "methods.x.overlap: 'exact_match' is not one of 'full', "
+                                                 "'symbolic', 'symbolic_with_symbols', 'none', 'exact' or "
+                                                 "'identical'"),
+    # the choices of every registered method are checked by the one engine, at parse time
+    ({"kind": "focus", "screen_dtype": "fp16"}, "methods.x.screen_dtype: 'fp16' is not one of 'float32' or "
+                                                "'bfloat16'"),
+    ({"kind": "align_match", "weighting": "max"}, "methods.x.weighting: 'max' is not one of 'sparsemax' or "
+                                                  "'softmax'"),
+    ({"kind": "reinit_embed", "init": "nromal"}, "methods.x.init: 'nromal' is not one of 'normal' or "
+                                                 "'source'"),
+    ({"kind": "permute", "order": "rank"}, "methods.x.order: 'rank' is not one of 'id' or 'frequency'"),
+    ({"kind": "dict_match", "choose": "best"}, "methods.x.choose: 'best' is not one of 'first' or "
+                                               "'frequent'"),
 ])
 def test_bad_parameters_fail_at_parse_time(entry, message):
     from vocab_transfer.workflow.config import ConfigError, check_config

@@ -18,8 +18,8 @@ from typing import Annotated
 from .. import lazy
 from ..typed import Range
 from .base import COMBINED, EmbeddingInit, TransferInputs, anchored_start, batched, fill_random
-from .overlap import OVERLAP_KINDS, restrict_overlap
-from .registry import Need, one_of, register
+from .overlap import Overlap, restrict_overlap
+from .registry import Need, register
 
 torch = lazy.module("torch")
 
@@ -38,12 +38,11 @@ def clp_weights(helper: torch.Tensor, anchor_helper: torch.Tensor) -> tuple[torc
 
 def clp_needs(p: dict) -> frozenset[Need]:
     """CLP reads the target's token-level fastText; ``overlap`` must be one of ``OVERLAP_KINDS``."""
-    one_of(p, "overlap", OVERLAP_KINDS)
     return frozenset({Need.TOKEN_VECTORS})
 
 
 @register("clp", clp_needs)
-def init_clp(inputs: TransferInputs, *, seed: int, overlap: str = "full",
+def init_clp(inputs: TransferInputs, *, seed: int, overlap: Overlap = "full",
              batch_size: Annotated[int, Range(ge=1)] = 1024) -> EmbeddingInit:
     """Config adapter: ``kind: clp`` (the module docstring). A token outside the overlap with a fastText
     vector and a positive similarity sum is combined (:func:`clp_weights`), the others are drawn, seeded;

@@ -12,7 +12,7 @@ segmentation can choose between old and new pieces. Details: docs/methods.md, "V
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Literal
 
 from tokenizers import Tokenizer
 
@@ -20,7 +20,7 @@ from .. import lazy
 from ..typed import Range
 from .base import COMBINED, COPIED, RANDOM, SPECIAL, EmbeddingInit, TransferInputs, normal_like, overlap_ids
 from .focus import focus_init
-from .registry import Need, one_of, register
+from .registry import Need, register
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
@@ -123,7 +123,6 @@ NEW_ROWS = ("focus", "random", "mean_resize")
 
 
 def extension_needs(p: dict) -> frozenset[Need]:
-    one_of(p, "new_rows", NEW_ROWS)
     extension_count(p["top_tokens"], p["new_tokens"])
     return frozenset({Need.TOKEN_VECTORS, Need.TOKENIZERS, Need.EXTENDED_TOKENIZER})
 
@@ -131,7 +130,8 @@ def extension_needs(p: dict) -> frozenset[Need]:
 @register("extend", extension_needs)
 def init_extension(inputs: TransferInputs, *, seed: int,
                    top_tokens: Annotated[int, Range(ge=0)] | None = None,
-                   new_tokens: Annotated[int, Range(ge=0)] | None = None, new_rows: str = "focus",
+                   new_tokens: Annotated[int, Range(ge=0)] | None = None,
+                   new_rows: Literal[NEW_ROWS] = "focus",  # type: ignore[valid-type]
                    topk: Annotated[int, Range(ge=1)] = 64,
                    covariance_scale: Annotated[float, Range(ge=0)] = 1e-9) -> EmbeddingInit:
     """Config adapter: ``kind: extend``; rows of the extended tokenizer (source rows, then new ones; which

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from .. import lazy
 from ..data.word_vectors import tokenize_flatten_reduce
 from ..typed import Range
 from .base import EmbeddingInit, TransferInputs, batched, normal_like, overlap_ids, provenance_of
-from .neighbours import Workspace, mix_rows, neighbour_weights, screen_dtype_of
-from .overlap import OVERLAP_KINDS, restrict_overlap
-from .registry import Need, one_of, register
+from .neighbours import ScreenDtype, Workspace, mix_rows, neighbour_weights, screen_dtype_of
+from .overlap import Overlap, restrict_overlap
+from .registry import Need, register
 
 torch = lazy.module("torch")
 
@@ -62,18 +62,16 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
 
 def focus_needs(p: dict) -> frozenset[Need]:
     """FOCUS reads token-level fastText, or word vectors and the tokenizers (``aux: word_fasttext``)."""
-    one_of(p, "aux", ("token_fasttext", "word_fasttext"))
-    one_of(p, "overlap", OVERLAP_KINDS)
-    one_of(p, "screen_dtype", ("float32", "bfloat16"))
     if p["aux"] == "word_fasttext":
         return frozenset({Need.TARGET_WORDS, Need.TOKENIZERS})
     return frozenset({Need.TOKEN_VECTORS})
 
 
 @register("focus", focus_needs)
-def init_focus(inputs: TransferInputs, *, seed: int, overlap: str = "full", aux: str = "token_fasttext",
+def init_focus(inputs: TransferInputs, *, seed: int, overlap: Overlap = "full",
+               aux: Literal["token_fasttext", "word_fasttext"] = "token_fasttext",
                topk: Annotated[int, Range(ge=1)] = 64, batch_size: Annotated[int, Range(ge=1)] = 4096,
-               screen_dtype: str = "bfloat16", screen_k: int = 16) -> EmbeddingInit:
+               screen_dtype: ScreenDtype = "bfloat16", screen_k: int = 16) -> EmbeddingInit:
     """Config adapter: ``kind: focus``. ``overlap``: :func:`~.overlap.restrict_overlap` (``symbolic``: Table 4
     "Symbolic Overlap"); ``aux: token_fasttext`` (FOCUS's token-level fastText, whose recipe is the config
     entry's ``fasttext``, e.g. the authors' ``deepfocus`` CBOW) or ``word_fasttext`` (Table 4 "Word-fastText":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from typing import Literal
 
 from .. import lazy
 from .sparsemax import sparsemax, topk_sparsemax
@@ -28,6 +29,8 @@ from .sparsemax import sparsemax, topk_sparsemax
 torch = lazy.module("torch")
 
 WEIGHTINGS = ("sparsemax", "softmax")
+Weighting = Literal[WEIGHTINGS]  # type: ignore[valid-type]
+ScreenDtype = Literal["float32", "bfloat16"]  # a method's ``screen_dtype`` (:func:`screen_dtype_of`)
 BF16_DOT_ERROR = 3.2 * 2.0**-8  # |bf16 dot − exact| for unit vectors: inputs, result rounded (u = 2⁻⁸ each)
 SHORTLIST_GROWTH = 8  # a row whose shortlist is not certified is retried on one this many times wider
 GATHER_KEYS = 1 << 16  # key rows gathered at a time to rescore a shortlist in float32 (78 MB at 300-d)

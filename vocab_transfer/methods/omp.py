@@ -15,13 +15,13 @@ over anchor tokens".
 from __future__ import annotations
 
 import warnings
-from typing import Annotated
+from typing import Annotated, Literal
 
 from .. import lazy
 from ..typed import Range
 from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, anchored_start, batched, fill_random
-from .overlap import OVERLAP_KINDS, restrict_overlap
-from .registry import Need, one_of, register
+from .overlap import Overlap, restrict_overlap
+from .registry import Need, register
 
 np = lazy.module("numpy")
 torch = lazy.module("torch")
@@ -78,9 +78,6 @@ NEW_BIAS = ("combined", "zero")
 
 def omp_needs(p: dict) -> frozenset[Need]:
     """OMP reads the target's token-level fastText."""
-    one_of(p, "overlap", OVERLAP_KINDS)
-    one_of(p, "fit_dtype", FIT_DTYPES)
-    one_of(p, "new_bias", NEW_BIAS)
     return frozenset({Need.TOKEN_VECTORS})
 
 
@@ -99,8 +96,9 @@ def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.
 
 @register("omp", omp_needs)
 def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
-             batch_size: Annotated[int, Range(ge=1)] = 512, overlap: str = "full",
-             fit_dtype: str = "float64", new_bias: str = "combined") -> EmbeddingInit:
+             batch_size: Annotated[int, Range(ge=1)] = 512, overlap: Overlap = "full",
+             fit_dtype: Literal[FIT_DTYPES] = "float64",  # type: ignore[valid-type]
+             new_bias: Literal[NEW_BIAS] = "combined") -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: omp`` (the module docstring; at most ``k`` anchors a token, :func:`batch_omp`).
 
     ``overlap``, one of :data:`~.overlap.OVERLAP_KINDS`: which overlap is copied and gives the anchors
@@ -112,8 +110,6 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
     tokensurgeon's ``remap_auxiliary_vocabulary`` does (a source with an MLM output bias only)."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
-    one_of({"fit_dtype": fit_dtype}, "fit_dtype", FIT_DTYPES)
-    one_of({"new_bias": new_bias}, "new_bias", NEW_BIAS)
     source, vectors = inputs.source_matrix, inputs.aux.vectors
     matrix, provenance, n_sources, anchor_t, anchor_s, rows = anchored_start(
         inputs, restrict_overlap(inputs.overlap, overlap))

@@ -5,7 +5,7 @@ a ``bow`` flag); the rule: :func:`compute_overlap`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from tokenizers import Tokenizer
 
@@ -20,6 +20,7 @@ SPECIAL_ROLES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token"
 #: the same plus Unicode symbols (S*: currency, math, emoji), the special tokens only, or the pairs with the
 #: identical token string (langsfer's exact-match overlap)
 OVERLAP_KINDS = ("full", "symbolic", "symbolic_with_symbols", "none", "exact", "identical")
+Overlap = Literal[OVERLAP_KINDS]  # type: ignore[valid-type]  # a method's ``overlap`` parameter
 #: The overlap table's columns and their pandas dtypes (``OVERLAP_SCHEMA``: as an Arrow schema).
 _DTYPES = {"target_id": "int64", "source_id": "int64", "target_token": "string", "source_token": "string",
            "canonical": "string", "match": "string", "symbolic": "bool"}

@@ -74,12 +74,6 @@ def register(kind: str, needs: Needs | Callable[[dict], Needs] = frozenset()) ->
     return decorate
 
 
-def one_of(params: dict, key: str, allowed: tuple[str, ...]) -> None:
-    """ValueError naming ``key`` unless ``params[key]`` is one of ``allowed``."""
-    if params[key] not in allowed:
-        raise ValueError(f"{key} must be one of {list(allowed)}, not {params[key]!r}")
-
-
 def kinds() -> list[str]:
     """Every registered kind, sorted."""
     return sorted(METHODS)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Literal
 
 from .. import lazy
 from ..data.tokenizer import CanonicalToken, canonicalize_vocab
@@ -44,14 +44,15 @@ from .base import (
     overlap_ids,
     provenance_of,
 )
-from .neighbours import WEIGHTINGS, mix_rows, neighbour_weights
-from .registry import Need, one_of, register
+from .neighbours import WEIGHTINGS, Weighting, mix_rows, neighbour_weights
+from .registry import Need, register
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
 torch = lazy.module("torch")
 
 INITS = ("normal", "source")
+Init = Literal[INITS]  # type: ignore[valid-type]  # the rows a method draws (:func:`random_rows`)
 DEFAULT_STD = 0.02  # BERT / RoBERTa / XLM-R ``initializer_range``
 
 
@@ -122,7 +123,7 @@ def _dictionary_pairs(inputs: TransferInputs, **kw) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------- Reinit Embed
 
 @register("reinit_embed")
-def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool = True, init: str = "normal",
+def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool = True, init: Init = "normal",
                       std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: reinit_embed``: Reinit Embed (vocab-swap §2.1), every target row random
     (:func:`random_rows`); the caller keeps the pretrained backbone. ``copy_special`` (default true) copies
@@ -156,7 +157,7 @@ def freq_match_pairs(target_counts: torch.Tensor, source_counts: torch.Tensor,
 
 
 @register("freq_match", frozenset({Need.TOKEN_VECTORS, Need.SOURCE_TOKEN_VECTORS}))
-def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", init: str = "normal",
+def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str = "en", init: Init = "normal",
                     std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: freq_match``. Ranks target tokens by ``inputs.aux.counts`` (target corpus) and
     source tokens by ``inputs.source_aux.counts`` (source-language corpus); specials are copied by role and
@@ -230,7 +231,6 @@ def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab:
 
 
 def dict_match_needs(p: dict) -> frozenset[Need]:
-    one_of(p, "choose", ("first", "frequent"))
     extra = {Need.SOURCE_TOKEN_VECTORS} if p["choose"] == "frequent" else set()
     return frozenset({Need.DICTIONARY, Need.TOKENIZERS} | extra)
 
@@ -238,7 +238,8 @@ def dict_match_needs(p: dict) -> frozenset[Need]:
 @register("dict_match", dict_match_needs)
 def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str = "en",
                     copy_overlap: bool = True, lowercase: bool = True,
-                    choose: str = "first", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+                    choose: Literal["first", "frequent"] = "first", init: Init = "normal",
+                    std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: dict_match``. Priority per target token: special (copied by role) > dictionary
     translation (:func:`dictionary_token_pairs`, provenance ``mapped``) > identical token (``match ==
     "exact"``, provenance ``copied``; only with ``copy_overlap``) > random.
@@ -344,11 +345,12 @@ def align_match_needs(p: dict) -> frozenset[Need]:
 
 @register("align_match", align_match_needs)
 def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str = "en",
-                     weighting: str = "sparsemax", topk: Annotated[int, Range(ge=1)] = 10,
+                     weighting: Weighting = "sparsemax", topk: Annotated[int, Range(ge=1)] = 10,
                      temperature: Annotated[float, Range(gt=0)] = 0.1, center: bool = True,
                      refine_iters: Annotated[int, Range(ge=0)] = 0,
                      copy_overlap: bool = False, dictionary_anchors: bool = False, lowercase: bool = True,
-                     batch_size: int = 1024, init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+                     batch_size: int = 1024, init: Init = "normal",
+                     std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: align_match``. Target vectors: ``inputs.aux`` (target-token fastText on the
     target corpus); source vectors: ``inputs.source_aux`` (source-token fastText on the source-language
     corpus). Anchors: the identical (``match == "exact"``) tokens with vectors on both sides, as Tran (2020)
@@ -435,13 +437,13 @@ def keep_init(source: torch.Tensor, target_vocab_size: int, target_ids: torch.Te
 
 
 def permute_needs(p: dict) -> frozenset[Need]:
-    one_of(p, "order", ("id", "frequency"))
     return frozenset({Need.TOKEN_VECTORS} if p["order"] == "frequency" else set())
 
 
 @register("permute", permute_needs)
 def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Range(ge=1)] | None = None,
-                 order: str = "id", init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+                 order: Literal["id", "frequency"] = "id", init: Init = "normal",
+                 std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: permute`` (``window: null`` = Permute, ``window: 100`` = Permute 100), the
     paper's embedding-recovery setting (source tokenizer = target tokenizer) for any pair of tokenizers: the
     overlapping tokens are copied (specials by role, identical tokens), then the copied non-special rows are
@@ -470,7 +472,7 @@ def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Ra
 
 @register("keep")
 def init_keep(inputs: TransferInputs, *, seed: int, percent: Annotated[float, Range(ge=0, le=100)],
-              init: str = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
+              init: Init = "normal", std: float = DEFAULT_STD) -> EmbeddingInit:
     """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept"): the base of
     :func:`init_permute`, then exactly ``round(percent %)`` of the copied non-special rows kept
     (:func:`keep_init`), the rest re-randomized."""

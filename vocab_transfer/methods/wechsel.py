@@ -23,8 +23,8 @@ from ..data.word_vectors import WordVectors, fasttext_subword_vectors, tokenize_
 from ..typed import Range
 from .align import normalize_embeddings, procrustes
 from .base import EmbeddingInit, TransferInputs, batched, normal_like, overlap_ids, provenance_of, specials
-from .neighbours import Workspace, mix_rows, neighbour_weights, screen_dtype_of
-from .registry import Need, one_of, register
+from .neighbours import ScreenDtype, Workspace, mix_rows, neighbour_weights, screen_dtype_of
+from .registry import Need, register
 
 np = lazy.module("numpy")
 pd = lazy.module("pandas")
@@ -167,8 +167,6 @@ def restrict_to_vocabulary(source_tokenizer, language_tokenizer) -> torch.Tensor
 
 
 def wechsel_needs(p: dict) -> frozenset[Need]:
-    one_of(p, "screen_dtype", ("float32", "bfloat16"))
-    one_of(p, "subwords", SUBWORDS)
     if p["subwords"] == "fasttext" and p["normalize"]:
         raise ValueError("subwords: fasttext aligns the raw fastText vectors (as the wechsel package); "
                          "normalize: true is for tokenize-flatten-reduce only")
@@ -180,8 +178,8 @@ def wechsel_needs(p: dict) -> frozenset[Need]:
 @register("wechsel", wechsel_needs)
 def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "en",
                  k: Annotated[int, Range(ge=1)] = 10, temperature: Annotated[float, Range(gt=0)] = 0.1,
-                 restrict_source: str | None = None, min_pairs: int = 10, screen_dtype: str = "bfloat16",
-                 normalize: bool = False,
+                 restrict_source: str | None = None, min_pairs: int = 10,
+                 screen_dtype: ScreenDtype = "bfloat16", normalize: bool = False,
                  dictionary_pairs: Literal[DICTIONARY_PAIRS] = "case_variants",  # type: ignore[valid-type]
                  subwords: Literal[SUBWORDS] = "tokenize") -> EmbeddingInit:  # type: ignore[valid-type]
     """Config adapter: ``kind: wechsel``. ``source_language``: the language whose word vectors stand for the
