@@ -107,7 +107,7 @@ def _check_params(method: str, params: dict) -> None:
         raise ValueError(f"method {method}: unknown parameter(s) {unknown}; {listing}")
     try:
         check_parameters(METHODS[method].fn, params, "--param")
-        method_needs(method, params)  # a choice among a parameter's values (ValueError naming the parameter)
+        method_needs(method, params)  # parameters that do not go together (ValueError naming them)
     except (ModelError, ValueError) as e:
         problem = str(e).removeprefix("--param: ").replace("--param.", "--param ")
         raise ValueError(f"method {method}: {problem}; {listing}") from None

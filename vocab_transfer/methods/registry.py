@@ -62,7 +62,9 @@ METHODS: dict[str, Method] = {}
 
 def register(kind: str, needs: Needs | Callable[[dict], Needs] = frozenset()) -> Callable:
     """Decorator: register ``fn`` as config ``kind`` with the artifacts it ``needs`` (a set of :class:`Need`,
-    or a function of its parameters, defaults filled in, returning one, ValueError on a bad choice)."""
+    or a function of its parameters, defaults filled in, returning one; ValueError for parameters that do not
+    go together). A parameter's choices are a ``Literal`` in ``fn``'s signature, checked when a config is
+    parsed."""
 
     def decorate(fn: Callable) -> Callable:
         if kind in METHODS:
@@ -92,6 +94,7 @@ def method_params(kind: str, params: dict) -> dict:
 
 
 def method_needs(kind: str, params: dict) -> Needs:
-    """The artifacts method ``kind`` reads with these config parameters (ValueError for a bad choice)."""
+    """The artifacts method ``kind`` reads with these config parameters (ValueError for parameters that do not
+    go together)."""
     needs = METHODS[kind].needs
     return needs(method_params(kind, params)) if callable(needs) else needs
