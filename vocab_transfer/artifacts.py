@@ -45,6 +45,7 @@ import shlex
 import sys
 import time
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from . import lazy
@@ -72,8 +73,6 @@ FULL_HASH_LIMIT = 64 << 20
 EDGE = 1 << 20
 VERSIONED = ("vocab_transfer", "torch", "transformers", "tokenizers", "sentencepiece", "numpy", "pandas",
              "pyarrow", "safetensors", "fasttext-numpy2", "snakemake")
-
-
 #: The file in which a model folder downloaded from the hub records its origin
 #: (:func:`vocab_transfer.source_model.download_hub_model`): repo, requested and resolved revision, files.
 ORIGIN_FILE = "origin.json"
@@ -114,14 +113,10 @@ def fingerprint(path: str | os.PathLike) -> str:
 
 @cache
 def versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for name in VERSIONED:
-        try:
+        with contextlib.suppress(PackageNotFoundError):
             out[name] = version(name.replace("_", "-"))
-        except PackageNotFoundError:
-            pass
     return out
 
 
@@ -131,8 +126,7 @@ _reads: dict | None = None  # what a trainer read, recorded in what it writes (r
 
 def snakemake_job() -> object | None:
     """The ``snakemake`` object of a script run by a ``script:`` directive, if this process is one."""
-    main = sys.modules.get("__main__")
-    return getattr(main, "snakemake", None)
+    return getattr(sys.modules.get("__main__"), "snakemake", None)
 
 
 def set_job(job: object | None = None) -> None:
@@ -142,10 +136,10 @@ def set_job(job: object | None = None) -> None:
     if job is None:
         _job = None
         return
-    params = {k: v for k, v in job.params.items()} if hasattr(job.params, "items") else {}
+    params = json.dumps(dict(job.params.items()) if hasattr(job.params, "items") else {}, sort_keys=True,
+                        default=str)
     _job = {"rule": job.rule, "wildcards": dict(job.wildcards.items()),
-            "params_sha256": hashlib.sha256(json.dumps(params,
-                                                       sort_keys=True, default=str).encode()).hexdigest(),
+            "params_sha256": hashlib.sha256(params.encode()).hexdigest(),
             "input_paths": sorted({str(p) for p in job.input})}
 
 
@@ -342,8 +336,8 @@ def check_manifest(path: str | os.PathLike, deep: bool = False) -> list[str]:
         elif (deep or st.st_mtime_ns != then["mtime_ns"]) and hash_file(f) != then["xxh3_128"]:
             problems.append(f"{f} changed (same size, other content)")
     if path.is_dir():
-        added = [f for f in _listed(path) if f.relative_to(path).as_posix() not in record["files"]]
-        problems += [f"{f} was added" for f in added]
+        problems += [f"{f} was added" for f in _listed(path)
+                     if f.relative_to(path).as_posix() not in record["files"]]
     return problems
 
 
@@ -416,8 +410,7 @@ def recorded_inputs(path: str | os.PathLike) -> dict:
     """What the job that wrote ``path`` recorded it read (:func:`recorded_reads`: ``reads`` and ``evaluated``
     or ``started_from``): from a parquet or safetensors file's metadata, else from its manifest, else from
     that of the nearest folder artifact it lies in that has a record (a LAPT snapshot's step, staged with a
-    manifest of its own while the run trained, in the run's ``snapshots/``); {} where nothing was
-    recorded."""
+    manifest of its own while the run trained, in the run's ``snapshots/``); {} where nothing was recorded."""
     path = Path(path)
     records = [lambda: read_metadata(path) if path.is_file() else None, lambda: read_manifest(path)]
     records += [lambda p=p: read_manifest(p) for p in path.parents if (p / MANIFEST).is_file()]
@@ -605,11 +598,7 @@ def verify_inputs(paths, deep: bool = False) -> None:
             raise ArtifactError(f"{p} changed after it was written: {'; '.join(changed[:3])}"
                                 f"{f' (and {len(changed) - 3} more)' if len(changed) > 3 else ''}; "
                                 f"{rerun_hint(p)}")
-    files = []
-    for p in paths:
-        path = Path(p)
-        files += [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
-    for f in files:
+    for f in [f for p in map(Path, paths) for f in (p.rglob("*") if p.is_dir() else [p])]:
         if f.suffix in (".parquet", ".safetensors", ".json") and f.is_file():
             try:
                 check_readable(f, deep)
@@ -624,17 +613,14 @@ def verify_inputs(paths, deep: bool = False) -> None:
                                     f"{rerun_hint(p)}")
 
 
-def scan(root: str | os.PathLike, deep: bool = False, owned: bool | None = None) -> list[dict]:
+def scan(root: str | os.PathLike, deep: bool = False) -> list[dict]:
     """One record per artifact under ``root``: ``path``, ``status`` (ok / corrupt / stale / changed / no
     manifest / no metadata), ``detail``. Files are read as their format says; every manifest (folder or
     sidecar) is compared with what it lists (``deep``: every file hashed again); a parquet/safetensors file
     that no manifest covers is ``no manifest`` when it carries the pipeline's metadata or lies in a results
-    tree (:func:`missing_manifest`; ``owned``: whether ``root`` is one, by default when it or a folder above
-    it is called ``results``)."""
-    out, current = [], {}
-    root = Path(root)
-    if owned is None:
-        owned = RESULTS_DIR in Path(os.path.abspath(root)).parts
+    tree (:func:`missing_manifest`: ``root`` or a folder above it is called ``results``)."""
+    out, current, root = [], {}, Path(root)
+    owned = RESULTS_DIR in Path(os.path.abspath(root)).parts
     for m in sorted(root.rglob(f"*{MANIFEST}")):
         artifact = m.parent if m.name == MANIFEST else m.with_name(m.name[1:-len(MANIFEST)])
         if not artifact.exists():
@@ -681,8 +667,8 @@ def main(argv: list[str] | None = None) -> int:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
         if r["status"] in ERRORS:
             print(f"{r['status'].upper():8} {r['path']}: {r['detail']}; {rerun_hint(r['path'])}")
-    print(f"{len(records)} artifacts under "
-          f"{args.root}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    print(f"{len(records)} artifacts under {args.root}: "
+          + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 1 if any(counts.get(s) for s in ERRORS) else 0
 
 

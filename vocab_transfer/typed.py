@@ -17,6 +17,7 @@ import re
 import typing
 from typing import Annotated, Any, ClassVar, TypeVar
 
+import yaml
 from annotated_types import Interval
 from pydantic import (
     AfterValidator,
@@ -38,6 +39,12 @@ class ModelError(ValueError):
 class ConfigError(ValueError):
     """A config problem between its sections (vocab_transfer.workflow.config, .views), reported before any
     job runs."""
+
+
+def refuse_any(bad, message: str) -> None:
+    """:class:`ConfigError` with ``message`` where ``bad`` (what a check found wrong) is not empty."""
+    if bad:
+        raise ConfigError(message)
 
 
 #: Bounds of a number, for ``Annotated[int, Range(ge=1)]`` in a method's signature (a method parameter is
@@ -186,8 +193,7 @@ class ByKind(Section):
         the key under the section's entry ``name``."""
 
 
-# --- messages
-# --------------------------------------------------------------------------------------------------
+# --- messages -----------------------------------------------------------------------------------------------
 TYPE_NAMES = {"int_type": "int", "float_type": "a number", "string_type": "str", "bool_type": "bool",
               "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping",
               "number_type": "a number", "literal_error": None}
@@ -224,29 +230,30 @@ def _number_hint(value: Any) -> str:
             "config file)")
 
 
+#: One error's message after its key path, by its type: a function of the error, its input ``v`` and its
+#: context ``c``.
+TEXTS = {
+    "missing": lambda e, v, c: f": missing required key {e['loc'][-1]!r}",
+    "literal_error": lambda e, v, c: f": {v!r} is not one of {c['expected']}",
+    "union_tag_invalid": lambda e, v, c: (f".{c['discriminator'].strip(chr(39))}: {c['tag']!r} is not one of "
+                                          f"{c['expected_tags']}"),
+    "union_tag_not_found": lambda e, v, c: f": missing required key {c['discriminator'].strip(chr(39))!r}",
+    "finite_number": lambda e, v, c: f": {v!r} is not a finite number",
+    "too_short": lambda e, v, c: f": needs at least {c['min_length']} item(s), got {c.get('actual_length')}",
+    "too_long": lambda e, v, c: f": takes at most {c['max_length']} item(s), got {c.get('actual_length')}",
+    "string_too_short": lambda e, v, c: f": needs at least {c['min_length']} character(s), got {v!r}",
+}
+
+
 def _text(e: dict) -> str:
     """One error's message after its key path."""
     kind, value, ctx = e["type"], e.get("input"), e.get("ctx") or {}
-    if kind == "missing":
-        return f": missing required key {e['loc'][-1]!r}"
+    if kind in TEXTS:
+        return TEXTS[kind](e, value, ctx)
     if kind in BOUND_WORDS:
         word, bound = BOUND_WORDS[kind][0], ctx[BOUND_WORDS[kind][1]]
         bound = int(bound) if isinstance(bound, float) and bound.is_integer() else bound
         return f": must be {word} {bound!r}, got {value!r}"
-    if kind == "literal_error":
-        return f": {value!r} is not one of {ctx['expected']}"
-    if kind == "union_tag_invalid":
-        return f".{ctx['discriminator'].strip(chr(39))}: {ctx['tag']!r} is not one of {ctx['expected_tags']}"
-    if kind == "union_tag_not_found":
-        return f": missing required key {ctx['discriminator'].strip(chr(39))!r}"
-    if kind == "finite_number":
-        return f": {value!r} is not a finite number"
-    if kind == "too_short":
-        return f": needs at least {ctx['min_length']} item(s), got {ctx.get('actual_length')}"
-    if kind == "too_long":
-        return f": takes at most {ctx['max_length']} item(s), got {ctx.get('actual_length')}"
-    if kind == "string_too_short":
-        return f": needs at least {ctx['min_length']} character(s), got {value!r}"
     if kind in ("value_error", "assertion_error"):
         text = str(ctx.get("error", e["msg"]))
         return text if text[:1] in (".", ":", "[") else f": {text}"
@@ -318,7 +325,6 @@ def _strict_loader():
     """A SafeLoader (libyaml's parser when installed) that refuses a key given twice in one mapping and any
     tag it does not know (``!!python/...``): YAML 1.1 keeps the last of two equal keys, and PyYAML's
     SafeLoader fails on an unknown tag with an error that hides the line."""
-    import yaml
 
     class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         def construct_mapping(self, node, deep=False):
@@ -354,8 +360,6 @@ def load_yaml(text: str, where: str):
     but :class:`YamlError` naming ``where``, the line and the key or tag for a key given twice in one mapping
     (at any depth), for a tag that plain YAML does not have (``!!python/object/apply:...``: nothing is
     constructed), and for text that is no YAML."""
-    import yaml
-
     try:
         return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
     except YamlError as e:

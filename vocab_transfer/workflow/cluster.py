@@ -23,28 +23,38 @@ cluster of scripts/slurm, for the dress rehearsal (scripts/rehearse.sh).
 
 from __future__ import annotations
 
+import getpass
 import os
 import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import yaml
 
 PROFILE = "profiles/slurm/config.yaml"
 PLACEHOLDER = re.compile(r"^<[^<>]+>$")
 SNAKEMAKE_OWN = ("tmpdir", "_nodes", "_cores")  # resources Snakemake sets itself ("<TBD>" until a job runs)
-
-
 #: What to run to find the value of a placeholder's resource.
 WHERE_TO_LOOK = {"slurm_partition": "partitions: sinfo -s",
                  "slurm_account": "accounts: sacctmgr show assoc user=$USER format=account,partition"}
 
 
+def _unquoted(value) -> str:
+    return str(value).strip("'\"")
+
+
+def _rules(rules: Iterable[str]) -> str:
+    """The first five of ``rules``, sorted and without repeats (``...`` for the others)."""
+    names = sorted(set(rules))
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+
+
 def resource_values(resources) -> dict:
     """``{name: value as written}`` of Snakemake's parsed resources
     (``workflow.resource_settings.default_resources`` or a rule's ``overwrite_resources``); '' for None."""
-    if resources is None:
-        return {}
-    return {name: getattr(r, "raw", r) for name, r in resources.items()}
+    return {} if resources is None else {name: getattr(r, "raw", r) for name, r in resources.items()}
 
 
 def profile_file(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -> str:
@@ -78,18 +88,16 @@ def check_profile(default_resources: Mapping[str, object], set_resources: Mappin
     for section, rule, resources in [("default-resources", None, default_resources),
                                      *(("set-resources", r, res) for r, res in set_resources.items())]:
         for key, value in resources.items():
-            value = value.strip("'\"") if isinstance(value, str) else value
-            if (key in SNAKEMAKE_OWN or not isinstance(value, str)
-                or not PLACEHOLDER.match(value) or value == "<TBD>"):
-                continue
-            found.setdefault((key, value), []).append(section if rule is None else rule)
+            value = _unquoted(value) if isinstance(value, str) else value
+            if key not in SNAKEMAKE_OWN and isinstance(value, str) and PLACEHOLDER.match(value) \
+                    and value != "<TBD>":
+                found.setdefault((key, value), []).append(section if rule is None else rule)
     problems = []
     for (key, value), where in found.items():
         rules = [w for w in where if w != "default-resources"]
-        scope = (["default-resources: every rule without its own"]
-                 if "default-resources" in where else []) + \
-            ([f"set-resources: {', '.join(rules[:5])}" + (", ..."
-                                                          if len(rules) > 5 else "")] if rules else [])
+        scope = ["default-resources: every rule without its own"] if "default-resources" in where else []
+        if rules:
+            scope.append(f"set-resources: {', '.join(rules[:5])}{', ...' if len(rules) > 5 else ''}")
         look = f" ({WHERE_TO_LOOK[key]})" if key in WHERE_TO_LOOK else ""
         problems.append(f"{profile}: {key} is still the placeholder {value!r} ({'; '.join(scope)}): replace "
                         f"it with your cluster's value{look}")
@@ -105,9 +113,8 @@ def check_profile_filled(resource_settings, argv: Sequence[str]) -> str | None:
         resource_values(resource_settings.default_resources),
         {rule: resource_values(r) for rule, r in resource_settings.overwrite_resources.items()},
         profile_file(argv))
-    if not problems:
-        return None
-    return "nothing submitted: fill in the profile's placeholders first\n  " + "\n  ".join(problems)
+    return ("nothing submitted: fill in the profile's placeholders first\n  " + "\n  ".join(problems)
+            if problems else None)
 
 
 def partition_gres(partition: str) -> str | None:
@@ -115,8 +122,8 @@ def partition_gres(partition: str) -> str | None:
     ``""`` for a partition SLURM does not know, None without ``sinfo``."""
     if shutil.which("sinfo") is None:
         return None
-    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%G"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["sinfo", "-h", "-p", partition, "-o", "%G"], capture_output=True, text=True,
+                         timeout=60)
     return " ".join(out.stdout.split()) if out.returncode == 0 else None
 
 
@@ -138,8 +145,6 @@ def cluster_accounts() -> tuple[str, set[str] | None] | None:
                     if line.split("=", 1)[0].strip() == "AccountingStorageEnforce"), "none")
     known = None
     if shutil.which("sacctmgr"):
-        import getpass
-
         assoc = subprocess.run(["sacctmgr", "-n", "-P", "show", "assoc", f"user={getpass.getuser()}",
                                 "format=account"], capture_output=True, text=True, timeout=60)
         if assoc.returncode == 0:
@@ -155,7 +160,7 @@ def check_accounts(jobs: Iterable[tuple[str, dict]], enforce: str, known: set[st
     missing: list[str] = []
     unknown: dict[str, list[str]] = {}
     for rule, resources in jobs:
-        account = str(resources.get("slurm_account") or "").strip("'\"")
+        account = _unquoted(resources.get("slurm_account") or "")
         if not account:
             missing.append(rule)
         elif not PLACEHOLDER.match(account) and known is not None and account not in known:
@@ -163,16 +168,12 @@ def check_accounts(jobs: Iterable[tuple[str, dict]], enforce: str, known: set[st
     look = WHERE_TO_LOOK["slurm_account"]
     problems = []
     if missing:
-        names = sorted(set(missing))
-        problems.append(f"{PROFILE}: rules {', '.join(names[:5])}{', ...' if len(names) > 5 else ''} have no "
-                        "slurm_account, but this cluster enforces accounts "
-                        f"(AccountingStorageEnforce={enforce}): set slurm_account under default-resources / "
-                        f"set-resources ({look})")
+        problems.append(f"{PROFILE}: rules {_rules(missing)} have no slurm_account, but this cluster "
+                        f"enforces accounts (AccountingStorageEnforce={enforce}): set slurm_account under "
+                        f"default-resources / set-resources ({look})")
     for account, rules in sorted(unknown.items()):
-        names = sorted(set(rules))
-        problems.append(f"{PROFILE}: slurm_account {account!r} (rules {', '.join(names[:5])}"
-                        f"{', ...' if len(names) > 5 else ''}) has no association for this user on "
-                        "this cluster (sacctmgr lists: "
+        problems.append(f"{PROFILE}: slurm_account {account!r} (rules {_rules(rules)}) has no association "
+                        "for this user on this cluster (sacctmgr lists: "
                         f"{', '.join(sorted(known)) or 'none'}); replace it ({look})")
     return problems
 
@@ -196,39 +197,33 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
     unfilled: dict[tuple[str, str], list[str]] = {}
     for rule, resources in jobs:
         for key, value in resources.items():
-            # Snakemake's, filled per job
-            if key in SNAKEMAKE_OWN or not isinstance(value, str) or value == "<TBD>":
-                continue
-            if PLACEHOLDER.match(value.strip("'\"")):
-                unfilled.setdefault((key, value.strip("'\"")), []).append(rule)
+            # Snakemake's own are filled per job
+            if key not in SNAKEMAKE_OWN and isinstance(value, str) and value != "<TBD>" \
+                    and PLACEHOLDER.match(_unquoted(value)):
+                unfilled.setdefault((key, _unquoted(value)), []).append(rule)
     for (key, value), rules in sorted(unfilled.items()):
-        names = sorted(set(rules))
-        problems.append(f"{PROFILE}: {key} is still the placeholder {value!r} (rules {', '.join(names[:5])}"
-                        + (", ..." if len(names) > 5 else "") + "): replace it with your cluster's value "
-                        "(partitions: sinfo -s; accounts: sacctmgr show assoc user=$USER format=account)")
-    gpu_partitions = {str(r.get("slurm_partition", "")).strip("'\"") for _, r in jobs if _gpus(r)} - {""}
+        problems.append(f"{PROFILE}: {key} is still the placeholder {value!r} (rules {_rules(rules)}): "
+                        "replace it with your cluster's value (partitions: sinfo -s; accounts: sacctmgr show "
+                        "assoc user=$USER format=account)")
+    gpu_partitions = {_unquoted(r.get("slurm_partition", "")) for _, r in jobs if _gpus(r)} - {""}
     gpuless: dict[str, set[str]] = {}
     for rule, resources in jobs:
-        partition = str(resources.get("slurm_partition", "")).strip("'\"")
+        partition = _unquoted(resources.get("slurm_partition", ""))
         if not _gpus(resources) and partition in gpu_partitions and partition != default_partition:
             gpuless.setdefault(partition, set()).add(rule)
     for partition, rules in sorted(gpuless.items()):
-        names = sorted(rules)
-        more = ", ..." if len(names) > 5 else ""
-        problems.append(f"{PROFILE}: rules {', '.join(names[:5])}{more} ask for no GPU on partition "
-                        f"{partition!r}, where other jobs ask for GPUs (a GPU partition, which sites "
-                        "refuse GPU-less jobs on): give them a `gpu` resource of at least 1, or remove their "
-                        "entry from set-resources to run them on the default partition")
+        problems.append(f"{PROFILE}: rules {_rules(rules)} ask for no GPU on partition {partition!r}, "
+                        "where other jobs ask for GPUs (a GPU partition, which sites refuse GPU-less jobs "
+                        "on): give them a `gpu` resource of at least 1, or remove their entry from "
+                        "set-resources to run them on the default partition")
     cache: dict[str, str | None] = {}
     reported: set[tuple[str, str]] = set()
     for rule, resources in jobs:
-        partition = str(resources.get("slurm_partition", "")).strip("'\"")
+        partition = _unquoted(resources.get("slurm_partition", ""))
         if (not _gpus(resources) or not partition or PLACEHOLDER.match(partition)
             or (rule, partition) in reported):
             continue
-        if partition not in cache:
-            cache[partition] = gres(partition)
-        found = cache[partition]
+        found = cache[partition] if partition in cache else cache.setdefault(partition, gres(partition))
         if found is None:  # no sinfo here: nothing to check against
             continue
         reported.add((rule, partition))
@@ -260,10 +255,8 @@ def _gpus(resources: dict) -> int:
 #: are its own and stay as they are. A job is noticed 2-12 s after it ends here while jobs end often, 20-30 s
 #: on a cluster (docs/benchmarks.md).
 LOCAL_RUN_SETTINGS = {"slurm-status-command": "squeue", "slurm-init-seconds-before-status-checks": 2,
-                      "seconds-between-status-checks": 2,
-                      "slurm-keep-successful-logs": True, "latency-wait": 5}
-
-
+                      "seconds-between-status-checks": 2, "slurm-keep-successful-logs": True,
+                      "latency-wait": 5}
 #: The single-node cluster of scripts/slurm as :func:`local_profile` fills a profile in for it: its partitions
 #: and the accounts its jobs carry (no slurmdbd: SLURM takes any account name), each ``(CPU jobs, GPU jobs)``.
 LOCAL_PARTITIONS = ("cpu", "gpu")
@@ -294,22 +287,18 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *,
     ``slurm_extra``; the run ``settings`` go over the profile's own. Everything else (GPU counts, retries,
     rules on the GPU partition, signals) stays the profile's. Returns the folder; what was changed is listed
     at the top of the file."""
-    from pathlib import Path
-
-    import yaml
-
     profile = yaml.safe_load(Path(shipped).read_text())  # anchors resolved, as Snakemake reads it
     if not isinstance(profile, dict) or not isinstance(profile.get("default-resources"), dict):
         raise ValueError(f"{shipped}: no default-resources section to fill in")
     if callable(local_gpu_type) or local_gpu_type is None:
         local_gpu_type = (local_gpu_type or (lambda: gpu_type(partition_gres(LOCAL_PARTITIONS[1]))))()
     default = profile["default-resources"]
-    cpu_partition = str(default.get("slurm_partition", "")).strip("'\"")
+    cpu_partition = _unquoted(default.get("slurm_partition", ""))
     notes: set[str] = set()
     sections = [("default-resources", default), *((f"set-resources.{rule}", res) for rule, res in
                                                    (profile.get("set-resources") or {}).items())]
     for where, resources in sections:
-        partition = str(resources.get("slurm_partition", cpu_partition)).strip("'\"")
+        partition = _unquoted(resources.get("slurm_partition", cpu_partition))
         side = 0 if where == "default-resources" or partition == cpu_partition else 1
         for key, local in (("slurm_partition", LOCAL_PARTITIONS[side]),
                            ("slurm_account", LOCAL_ACCOUNTS[side])):

@@ -14,7 +14,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from ..typed import ByKind, ConfigError, UniqueList
+from ..typed import ByKind, ConfigError, UniqueList, refuse_any
 from .views import finetune_model_tasks, lapt_run_targets, task_target
 
 Records = list[tuple[str, str, dict]]
@@ -79,11 +79,9 @@ class FigureSpec(ByKind):
         """The figure's runs, which are LAPT runs on its language (at least one)."""
         lang, names = self.figure_language(cfg), self.figure_runs(cfg)
         bad = [r for r in names if r not in cfg.lapt.runs]
-        if bad:
-            raise ConfigError(f"{where}.runs: {bad} are not entries of lapt.runs")
+        refuse_any(bad, f"{where}.runs: {bad} are not entries of lapt.runs")
         bad = [r for r in names if lang not in lapt_run_targets(cfg, r)]
-        if bad or not names:
-            raise ConfigError(f"{where}.runs: {bad or 'none'} of the LAPT runs on {lang!r}")
+        refuse_any(bad or not names, f"{where}.runs: {bad or 'none'} of the LAPT runs on {lang!r}")
         return names
 
 
@@ -131,10 +129,9 @@ class LaptFinetuneFigure(FigureSpec):
             raise ConfigError(f"{where}.task: {self.task!r} is a zero-shot task; the figure reads "
                               "in-language fine-tuning scores")
         names = self.checked_runs(cfg, where)
-        if not self.figure_points(cfg):
-            raise ConfigError(f"{where}: no finetune.models entry fine-tunes the runs {names} on "
-                              f"{self.task!r} (e.g. {{lapt: <run>, steps: [...]}} for LAPT snapshots, "
-                              "{lapt: <run>} for the end)")
+        refuse_any(not self.figure_points(cfg), f"{where}: no finetune.models entry fine-tunes the runs "
+                   f"{names} on {self.task!r} (e.g. {{lapt: <run>, steps: [...]}} for LAPT snapshots, "
+                   "{lapt: <run>} for the end)")
 
 
 class TokenAccuracyFigure(FigureSpec):
@@ -146,24 +143,18 @@ class TokenAccuracyFigure(FigureSpec):
     def check_against(self, cfg, name: str) -> None:
         where, runs = f"figures.{name}", cfg.lapt.runs
         names = self.checked_runs(cfg, where)
-        if not self.matched_by:
-            bad = [r for r in names if not runs[r].method]
-            if bad:
-                raise ConfigError(f"{where}: runs {bad} keep the source vocabulary (no init provenance to "
-                                  "split their tokens by): set matched_by to a methods entry, or "
-                                  "leave them out of runs")
-        if self.matched_by is not None and self.matched_by not in cfg.methods:
-            raise ConfigError(f"{where}.matched_by: {self.matched_by!r} is not an entry of 'methods'")
+        bad = [r for r in names if not runs[r].method] if not self.matched_by else []
+        refuse_any(bad, f"{where}: runs {bad} keep the source vocabulary (no init provenance to split their "
+                   "tokens by): set matched_by to a methods entry, or leave them out of runs")
+        refuse_any(self.matched_by is not None and self.matched_by not in cfg.methods,
+                   f"{where}.matched_by: {self.matched_by!r} is not an entry of 'methods'")
         for run in names:
             settings = cfg.lapt_run_config(run)
-            if not settings.token_accuracy_top:
-                raise ConfigError(f"{where}: LAPT run {run!r} records no per-token accuracy; set "
-                                  f"token_accuracy_top in lapt.training or lapt.runs.{run}")
+            refuse_any(not settings.token_accuracy_top, f"{where}: LAPT run {run!r} records no per-token "
+                       f"accuracy; set token_accuracy_top in lapt.training or lapt.runs.{run}")
             missing = [s for s in self.steps if s not in settings.eval_steps()]
-            if missing:
-                raise ConfigError(f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} "
-                                  f"(every eval_every = {settings.eval_every} steps of "
-                                  "each stage, and its end)")
+            refuse_any(missing, f"{where}.steps: {missing} are not evaluation steps of LAPT run {run!r} "
+                       f"(every eval_every = {settings.eval_every} steps of each stage, and its end)")
 
     def records(self, plan, source: str) -> Records:
         """Each run's per-token accuracy and the provenance that splits its tokens into matched and not
@@ -181,12 +172,10 @@ class CurvesFigure(FigureSpec):
 
     def check_against(self, cfg, name: str) -> None:
         bad = [r for r in self.runs if r not in cfg.lapt.runs]
-        if bad:
-            raise ConfigError(f"figures.{name}.runs: {bad} are not entries of lapt.runs")
+        refuse_any(bad, f"figures.{name}.runs: {bad} are not entries of lapt.runs")
         bad = [f"{r} on {lang}" for r in self.runs for lang in self.languages
                if lang not in lapt_run_targets(cfg, r)]
-        if bad:
-            raise ConfigError(f"figures.{name}: LAPT runs {bad} are not planned (the run's targets)")
+        refuse_any(bad, f"figures.{name}: LAPT runs {bad} are not planned (the run's targets)")
 
     def records(self, plan, source: str) -> Records:
         """Each run's curve per language."""
@@ -198,13 +187,11 @@ class CurvesFigure(FigureSpec):
 class InitSimilarityFigure(CurvesFigure):
     kind: Literal["init_similarity"] = Field(description=(
         "cosine similarity of each token's embedding after LAPT to its initialization (WECHSEL Figure 6)"))
-    NEEDS: ClassVar[tuple[str, ...]] = ("runs", "languages")
 
     def check_against(self, cfg, name: str) -> None:
         super().check_against(cfg, name)
         bad = [r for r in self.runs if not cfg.lapt.runs[r].method or cfg.lapt_run_config(r).factorized]
-        if bad:
-            raise ConfigError(f"figures.{name}.runs: {bad} start from no init tensor (or a factorized one)")
+        refuse_any(bad, f"figures.{name}.runs: {bad} start from no init tensor (or a factorized one)")
 
     def records(self, plan, source: str) -> Records:
         """Each run's final model and its init tensor per language."""
@@ -225,8 +212,7 @@ class UnkScatterFigure(FigureSpec):
             raise ConfigError(f"figures.{name}: kind unk_scatter needs 'model' (a finetune.models key, got "
                               f"{self.model!r}) and 'tasks' (at least 2)")
         bad = [t for t in self.tasks if t not in finetune_model_tasks(cfg, self.model)]
-        if bad:
-            raise ConfigError(f"figures.{name}.tasks: {bad} are not tasks of finetune.models.{self.model}")
+        refuse_any(bad, f"figures.{name}.tasks: {bad} are not tasks of finetune.models.{self.model}")
 
     def records(self, plan, source: str) -> Records:
         """The model's scores on each task (all seeds), the source tokenizer, and per task language its
@@ -253,12 +239,10 @@ class SampleEfficiencyFigure(FigureSpec):
         ft = cfg.finetune
         for label, models in self.series.items():
             bad = [m for m in models if m not in ft.models or ft.models[m].lapt is None]
-            if bad:
-                raise ConfigError(f"figures.{name}.series.{label}: {bad} are not finetune.models entries "
-                                  "fine-tuned from a LAPT run")
+            refuse_any(bad, f"figures.{name}.series.{label}: {bad} are not finetune.models entries "
+                       "fine-tuned from a LAPT run")
             bad = [f"{m}: {t}" for m in models for t in self.tasks if t not in finetune_model_tasks(cfg, m)]
-            if bad:
-                raise ConfigError(f"figures.{name}.series.{label}: {bad} are not tasks of these models")
+            refuse_any(bad, f"figures.{name}.series.{label}: {bad} are not tasks of these models")
 
     def records(self, plan, source: str) -> Records:
         """Per series model and task, the scores (all seeds) and the LAPT curve of the model's run on the

@@ -31,15 +31,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .rehearsal import add_config_arguments, merged_config
+from .studies import studies_of, study_plan
+from .views import lapt_run_targets
+
 #: The options of the LAPT command that name what it writes (moved to the reference's folder).
 OUTPUT_OPTIONS = ("--output", "--curve", "--checkpoints", "--snapshots", "--token-accuracy")
+#: What Snakemake inside a SLURM job logs when SLURM's signal reaches it.
+SIGNALLED = "Will exit after finishing currently running jobs"
 
 
 def interrupted_jobs(config: dict, base: str) -> list[tuple[str, str, str, str, str]]:
     """(study, source, target, run, model folder) of the LAPT job named by each ``rehearsal.interrupt``."""
-    from .studies import studies_of, study_plan
-    from .views import lapt_run_targets
-
     jobs = []
     for name, study in studies_of(config, base).items():
         plan = study_plan(study)
@@ -118,19 +121,14 @@ def job_outcome(job_id: int, state: dict[str, str], sbatch_log: str) -> str:
     if state:
         return (f"{job_id} {state.get('JobState', '?')} after {state.get('RunTime', '?')} of "
                 f"{state.get('TimeLimit', '?')}")
-    if "Will exit after finishing currently running jobs" in sbatch_log:
-        said = "signalled"
-    elif "Finished jobid" in sbatch_log and "Error in rule" not in sbatch_log:
-        said = "completed"
-    else:
-        said = "failed"
+    said = ("signalled" if SIGNALLED in sbatch_log else "completed"
+            if "Finished jobid" in sbatch_log and "Error in rule" not in sbatch_log else "failed")
     return f"{job_id} {said} (its sbatch log; SLURM no longer lists the job)"
 
 
 def check(study: str, source: str, target: str, run: str, model: str) -> tuple[bool, str]:
     """Whether the job was signalled before its limit, checkpointed, retried, resumed and ended bit-identical
     to an uninterrupted run; the report line."""
-
     words, logs = job_command(model)
     log = os.path.join("logs", study, "train_lapt", source, target, f"{run}.log")
     head = f"interrupted LAPT run {model}"
@@ -138,8 +136,7 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
         return False, f"{head}: no sbatch log under logs/slurm/ ran it"
     first = Path(logs[0]).read_text(errors="replace")
     signal = re.search(r"slurm_extra=\S*--signal=(?:B:)?([A-Z0-9]+)@(\d+)", first)
-    # Snakemake in the job got the signal
-    signalled = "Will exit after finishing currently running jobs" in first
+    signalled = SIGNALLED in first
     step = resumed_step(log)
     every = (json.loads(words[words.index("--config") + 1])
              .get("checkpoint_every") if "--config" in words else None)
@@ -150,8 +147,8 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
         return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs: {ended}; signal seen in "
                        f"the first: {signalled}; {log}: resumed from step {step})")
     if not os.path.isdir(model):
-        return (False,
-                f"{head}: signalled and resumed from step {step}, but the retry did not finish ({ended})")
+        return False, f"{head}: signalled and resumed from step {step}, but the retry did not finish " \
+                      f"({ended})"
     name = f"SIG{signal.group(1)} ({signal.group(2)} s before the limit)" if signal else "the signal"
     own = (f"the signal's checkpoint: not a multiple of checkpoint_every {every}" if every and step % every
            else f"a periodic checkpoint (checkpoint_every {every})")
@@ -159,8 +156,8 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
         cmd = reference_command(words, folder)
         proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
         if proc.returncode != 0:
-            return (False,
-                    f"{head}: the uninterrupted reference failed ({shlex.join(cmd)}): {proc.stderr[-1500:]}")
+            return False, (f"{head}: the uninterrupted reference failed ({shlex.join(cmd)}): "
+                           f"{proc.stderr[-1500:]}")
         ref = {**tensor_hashes(os.path.join(folder, "output")),
                **{f"snapshots/{k}": v for k, v in tensor_hashes(os.path.join(folder, "snapshots")).items()}}
     ours = {**tensor_hashes(model), **{f"snapshots/{k}": v for k, v in tensor_hashes(
@@ -173,10 +170,8 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .rehearsal import add_config_arguments, merged_config
-
-    parser = argparse.ArgumentParser(prog="python -m "
-                                          "vocab_transfer.workflow.interrupted", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.interrupted",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_arguments(parser)
     args = parser.parse_args(argv)

@@ -67,8 +67,4 @@ def init_inputs(job: InitJob, needs: frozenset[Need], at: paths.Paths | None = N
     """The inputs an ``init_embeddings`` job adds for ``needs``, in :class:`Need` order (paths of the study
     ``at``)."""
     at = at or paths.Paths()
-    out: dict[str, str] = {}
-    for need in Need:
-        if need in needs:
-            out.update(NEED_PATHS[need](job, at))
-    return out
+    return {name: path for need in Need if need in needs for name, path in NEED_PATHS[need](job, at).items()}

@@ -28,18 +28,16 @@ WARM_MIN_JOBS = 4
 
 
 def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
-    """Check the jobs ``workflow`` (Snakemake's) is about to run and prepare for them; raise Snakemake's
-    ``WorkflowError`` with every problem found before anything is submitted. ``lapt_nodes``: the most nodes a
-    LAPT job of the run asks for; ``studies``: a composite's study names, whose rules ``<study>_<rule>`` are
-    checked as ``<rule>`` (the rule names the profile and the checks know)."""
+    """Check the jobs ``workflow`` (Snakemake's) is about to run and prepare for them (module docstring);
+    raise Snakemake's ``WorkflowError`` with every problem found. ``lapt_nodes``: the most nodes a LAPT job
+    asks for; a composite's ``studies``' rules ``<study>_<rule>`` are checked as ``<rule>``."""
     from snakemake.exceptions import WorkflowError  # lazy: the planner's modules import without Snakemake
 
     studies = list(studies)
     executor = workflow.executor_plugin.name if workflow.executor_plugin else "local"
     if executor.endswith("jobstep"):  # Snakemake inside a cluster job: the submitting run did all this
         return
-    jobs = [(_own_name(job.rule.name, studies), dict(job.resources))
-            for job in workflow.dag.needrun_jobs()]
+    jobs = [(_own_name(job.rule.name, studies), dict(job.resources)) for job in workflow.dag.needrun_jobs()]
     defaults = resource_values(workflow.resource_settings.default_resources)
     problems = check_submission(executor, jobs, lapt_nodes=lapt_nodes,
                                 default_partition=defaults.get("slurm_partition"))

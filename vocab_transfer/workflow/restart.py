@@ -58,9 +58,8 @@ class SlurmJob:
 
 
 def active_jobs(workdir: str | os.PathLike) -> list[SlurmJob] | None:
-    """The current user's Snakemake jobs in SLURM that have not ended and run in ``workdir``; None without
-    ``squeue``. A job without the slurm executor's ``rule_...`` comment (one submitted by hand) is left
-    out."""
+    """The current user's Snakemake jobs in SLURM that have not ended and run in ``workdir`` (not one without
+    the executor's ``rule_...`` comment: submitted by hand); None without ``squeue``."""
     if shutil.which("squeue") is None:
         return None
     listing = subprocess.run(["squeue", "--me", "-h", "-o", SQUEUE_FORMAT], capture_output=True, text=True,
@@ -90,9 +89,8 @@ def _job_lines(jobs: Sequence[SlurmJob]) -> list[str]:
 
 
 def check_no_other_run(executor: str, workdir: str | os.PathLike, own_run: str | None = None) -> str | None:
-    """Why this run must not submit anything yet, or None: with the slurm executor, the SLURM jobs another
-    Snakemake run submitted from ``workdir`` that are still pending or running (the jobs named ``own_run`` are
-    this run's). Any other executor, or no ``squeue``: None."""
+    """Why this run must not submit anything yet (module docstring), or None; the jobs named ``own_run`` are
+    this run's."""
     if executor != "slurm":
         return None
     try:
@@ -112,8 +110,7 @@ def check_no_other_run(executor: str, workdir: str | os.PathLike, own_run: str |
 
 
 def lock_advice(workdir: str | os.PathLike, argv: Sequence[str]) -> str:
-    """What to do when Snakemake refuses the command line ``argv`` because ``workdir`` is locked: the
-    directory's SLURM jobs that have not ended, then the exact commands."""
+    """What to do when Snakemake refuses the command line ``argv`` because ``workdir`` is locked."""
     workdir = os.path.abspath(workdir)
     here = shlex.quote(workdir)
     lines = [
@@ -156,9 +153,9 @@ class _LockAdvice(logging.Handler):
             self.handleError(record)
 
 
-def explain_lock(workdir: str | os.PathLike, argv: Sequence[str], stream=None) -> None:
-    """Make Snakemake's refusal of a locked ``workdir`` say what to do: :func:`lock_advice` on ``stream``
-    (stderr by default) after Snakemake's error, from a handler on its logger. Once per process."""
+def explain_lock(workdir: str | os.PathLike, argv: Sequence[str]) -> None:
+    """Make Snakemake's refusal of a locked ``workdir`` say what to do: :func:`lock_advice` on stderr after
+    Snakemake's error, from a handler on its logger. Once per process."""
     logger = logging.getLogger("snakemake.logging")
     if not any(isinstance(handler, _LockAdvice) for handler in logger.handlers):
-        logger.addHandler(_LockAdvice(os.path.abspath(workdir), argv, stream or sys.stderr))
+        logger.addHandler(_LockAdvice(os.path.abspath(workdir), argv, sys.stderr))

@@ -15,6 +15,7 @@ stopped before (a locked directory, an error while planning) says so.
 from __future__ import annotations
 
 import argparse
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -65,9 +66,8 @@ def read_log(text: str) -> RunLog:
                     break
         elif (match := FINISHED.match(line)) and match[1] in last:
             last[match[1]] = "finished"
-    failed_once = set(rules)
     run.failed = {j: rules[j] for j, state in last.items() if state == "error"}
-    run.retried = {j: rules[j] for j in failed_once if last[j] == "finished"}
+    run.retried = {j: rules[j] for j in set(rules) if last[j] == "finished"}
     if run.steps is None and not run.nothing_to_do:
         run.stop = _why_stopped(lines)
     return run
@@ -77,20 +77,11 @@ def _why_stopped(lines: list[str]) -> list[str]:
     """The lock advice, else Snakemake's first error message (its name and up to 5 lines, no traceback)."""
     for i, line in enumerate(lines):
         if line.startswith(LOCK_ADVICE):
-            block = [line]
-            for following in lines[i + 1:]:
-                if not following.strip():
-                    break
-                block.append(following)
-            return block
+            return [line, *itertools.takewhile(str.strip, lines[i + 1:])]
     for i, line in enumerate(lines):
         if EXCEPTION.match(line):
-            block = [line]
-            for following in lines[i + 1:i + 6]:
-                if not following.strip() or EXCEPTION.match(following) or following.startswith('  File "'):
-                    break
-                block.append(following)
-            return block
+            return [line, *itertools.takewhile(lambda f: f.strip() and not EXCEPTION.match(f)
+                                               and not f.startswith('  File "'), lines[i + 1:i + 6])]
     return []
 
 

@@ -20,6 +20,8 @@ import typing
 from pathlib import Path
 from typing import Annotated, Union
 
+import yaml
+
 from ..typed import Section
 from .model import Config
 
@@ -76,14 +78,10 @@ def _fill_value(hint, value) -> None:
         origin, args = typing.get_origin(arg), typing.get_args(arg)
         if isinstance(arg, type) and issubclass(arg, Section) and isinstance(value, dict):
             fill_defaults(value, arg)
-        elif origin is dict and isinstance(value, dict):
-            for v in value.values():
+        elif origin in (dict, list) and isinstance(value, origin):  # the items' type: the last argument
+            for v in value.values() if origin is dict else value:
                 if isinstance(v, (dict, list)):
-                    _fill_value(args[1], v)
-        elif origin is list and isinstance(value, list):
-            for v in value:
-                if isinstance(v, (dict, list)):
-                    _fill_value(args[0], v)
+                    _fill_value(args[-1], v)
 
 
 BOUNDS = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
@@ -119,8 +117,6 @@ def json_schema() -> dict:
 
 def schema_text() -> str:
     """The schema as the YAML of ``schemas/config.schema.yaml``."""
-    import yaml
-
     return HEADER + yaml.safe_dump(json_schema(), sort_keys=False, allow_unicode=True, width=110)
 
 

@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace as W
 
-from ..typed import YamlError, load_yaml
+from ..typed import YamlError, load_yaml, refuse_any
 from .config import ConfigError, check_config, fill_defaults
+from .plan import Plan
 from .plan.base import canonical
 from .rehearsal import shrink
 from .views import expand_snapshot_models
@@ -36,26 +37,23 @@ def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = 
     from snakemake.utils import update_config  # lazy: the workflow has imported Snakemake, tests need not
 
     files = config.get("studies")
-    if not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files):
-        raise ConfigError(f"studies: a list of study config files (configs/focus.yaml, ...), got {files!r}")
+    refuse_any(not isinstance(files, list) or not files or not all(isinstance(f, str) for f in files),
+               f"studies: a list of study config files (configs/focus.yaml, ...), got {files!r}")
     overlay = {k: v for k, v in config.items() if k != "studies"}
     studies: dict[str, dict] = {}
     for i, file in enumerate(files):
         path = Path(file) if Path(file).is_file() else Path(base) / file
-        if not path.is_file():
-            raise ConfigError(f"studies[{i}]: {file} is not a file (in the working directory or {base})")
+        refuse_any(not path.is_file(), f"studies[{i}]: {file} is not a file (in the working directory or "
+                   f"{base})")
         try:  # libyaml's parser; a key given twice or a tag is named with its line
             study = load_yaml(path.read_text(encoding="utf-8"), f"studies[{i}]: {file}")
         except YamlError as e:
             raise ConfigError(str(e)) from None
-        if not isinstance(study, dict):
-            raise ConfigError(f"studies[{i}]: {file} is not a YAML mapping")
+        refuse_any(not isinstance(study, dict), f"studies[{i}]: {file} is not a YAML mapping")
         name = study.get("study")
-        if not name:
-            raise ConfigError(f"studies[{i}]: {file} has no 'study' key (the name of the folder of results "
-                              "its own artifacts live in)")
-        if name in studies:
-            raise ConfigError(f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
+        refuse_any(not name, f"studies[{i}]: {file} has no 'study' key (the name of the folder of results "
+                   "its own artifacts live in)")
+        refuse_any(name in studies, f"studies[{i}]: {file} names study {name!r}, as an earlier file does")
         studies[name] = study
     wanted = {study_of_rule(rule, studies) for rule in rules or ()}
     wanted = set(studies) if not wanted or None in wanted else wanted  # the composite's own rules need all
@@ -86,7 +84,6 @@ def target_job_rules(argv: list[str]) -> list[str]:
 
 
 def job_rules(argv: list[str]) -> set[str]:
-    """The rules of the target jobs on a Snakemake command line (:func:`target_job_rules`)."""
     return set(target_job_rules(argv))
 
 
@@ -148,8 +145,6 @@ def studies_of(config: dict, base: str | Path = ".") -> dict[str, dict]:
 def study_plan(study: dict):
     """The Plan of a study config as its module builds it (defaults filled in, snapshot models expanded), from
     a copy: the module gets the config as written."""
-    from .plan import Plan
-
     config = fill_defaults(copy.deepcopy(study))
     if "finetune" in config:
         config["finetune"]["models"] = expand_snapshot_models(config)["finetune"].get("models", {})
@@ -180,9 +175,8 @@ def shared_specs(plan) -> dict[str, tuple[str, str]]:
         where = f"finetune.tasks.{t}" if t in cfg.finetune.tasks else f"zero_shot.sources.{t}"
         out[p.task_data(t)] = (where, canonical([plan.task_spec(W(task=t)),
                                                  plan.finetune_task_type(W(task=t)), cfg.seed]))
-    for m, model in cfg.finetune.models.items():
-        if model.pretrained:
-            out[p.reference_model(m)] = (f"finetune.models.{m}", plan.reference_hub_spec(W(ftmodel=m)))
+    out |= {p.reference_model(m): (f"finetune.models.{m}", plan.reference_hub_spec(W(ftmodel=m)))
+            for m, model in cfg.finetune.models.items() if model.pretrained}
     for lang in plan.languages:
         key = plan.word_key(lang)
         trained = key not in cfg.word_vectors
@@ -193,9 +187,8 @@ def shared_specs(plan) -> dict[str, tuple[str, str]]:
                                                                      corpus_specs.get(key) if trained
                                                                      else None]))
     for slang, by_target in cfg.dictionaries.items():
-        for lang in by_target:
-            out[p.dictionary(slang, lang)] = (f"dictionaries.{slang}.{lang}",
-                                              plan.dictionary_params(W(slang=slang, lang=lang)))
+        out |= {p.dictionary(slang, lang): (f"dictionaries.{slang}.{lang}", plan.dictionary_params(W(
+            slang=slang, lang=lang))) for lang in by_target}
     return out
 
 
@@ -209,10 +202,8 @@ def check_shared(plans: dict) -> None:
                 first[path] = (study, where, spec)
                 continue
             other, other_where, other_spec = first[path]
-            if spec != other_spec:
-                raise ConfigError(
-                    f"{path}: study {other} builds it from {other_where} and study {study} from {where}, "
-                    "which differ; what studies share by name must mean one thing: give one of them another "
-                    f"name (a corpus that says what it is, such as cc100-de with language: de)\n  {other}: "
-                    f"{other_spec}\n  {study}: {spec}")
+            refuse_any(spec != other_spec, f"{path}: study {other} builds it from {other_where} and study "
+                       f"{study} from {where}, which differ; what studies share by name must mean one thing: "
+                       "give one of them another name (a corpus that says what it is, such as cc100-de with "
+                       f"language: de)\n  {other}: {other_spec}\n  {study}: {spec}")
 

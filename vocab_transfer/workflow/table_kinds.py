@@ -21,7 +21,7 @@ from ..data.tokenizer import load_tokenizer
 from ..eval.probe import PROBE_TASKS  # task types a linear probe reads
 from ..io import read_parquet
 from ..report import provenance
-from ..typed import ByKind, ConfigError, Section, Seed, UniqueList
+from ..typed import ByKind, ConfigError, Section, Seed, UniqueList, refuse_any
 from .views import all_targets, finetune_model_tasks, lapt_run_targets, method_targets, task_target
 
 pd = lazy.module("pandas")
@@ -37,7 +37,6 @@ class Grid(Section):
         "row label -> one model/run name (or null) per column; with best_column, one more entry names the "
         "row's own Best cell (a reference model that fills only 'Best': vocab-swap Tables 12/13/15/16 mBERT,"
         " FlauBERT, German BERT)"))
-
 
 
 class TableSpec(ByKind):
@@ -115,22 +114,18 @@ class TableSpec(ByKind):
             width = len(self.grid.columns)
             bad = [r for r, names in self.grid.rows.items()
                    if len(names) != width and not (len(names) == width + 1 and self.best_column)]
-            if bad:
-                raise ConfigError(f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per "
-                                  f"column of {self.grid.columns}"
-                                  + (", plus optionally its own Best cell" if self.best_column else ""))
+            best = ", plus optionally its own Best cell" if self.best_column else ""
+            refuse_any(bad, f"tables.{name}.grid.rows {bad}: each row needs one entry (or null) per column "
+                       f"of {self.grid.columns}{best}")
         bad = [m for m in (self.grid_names() if self.grid else self.rows or []) if m not in known]
-        if bad:
-            raise ConfigError(f"tables.{name}: {bad} are not entries of {what}")
+        refuse_any(bad, f"tables.{name}: {bad} are not entries of {what}")
         if not self.grid:
             check_labels({m: known[m].label or m for m in self.rows or known}, f"tables.{name}.rows", what)
         row_labels = list(self.grid.rows) if self.grid else self.rows or list(known)
         grouped = [r for group in self.best_groups or [] for r in group]
-        bad = sorted({r for r in grouped if r not in row_labels}
-                     | {r for r in grouped if grouped.count(r) > 1})
-        if bad:
-            raise ConfigError(f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two "
-                              f"groups); rows: {row_labels}")
+        bad = sorted({r for r in grouped if r not in row_labels or grouped.count(r) > 1})
+        refuse_any(bad, f"tables.{name}.best_groups: {bad} are not rows of the table (or are in two groups); "
+                   f"rows: {row_labels}")
 
 
 #: kind -> the class of a table of that kind (each adds itself).
@@ -153,15 +148,13 @@ class FinetuneTable(TableSpec):
         self.check_rows(name, cfg.finetune.models, "finetune.models")
         known_languages = {s.language for s in cfg.zero_shot.sources.values()}
         bad = [lang for lang in self.source_languages or [] if lang not in known_languages]
-        if bad:
-            raise ConfigError(f"tables.{name}.source_languages: {bad} are not languages of zero_shot.sources "
-                              f"({sorted(known_languages)})")
+        refuse_any(bad, f"tables.{name}.source_languages: {bad} are not languages of zero_shot.sources "
+                   f"({sorted(known_languages)})")
         tasks = self.tasks or [] if self.grid else [t for ts in (self.groups or {}).values() for t in ts]
-        if self.grid and not tasks:
-            raise ConfigError(f"tables.{name}: a grid table of fine-tuning scores needs 'tasks'")
+        refuse_any(self.grid and not tasks, f"tables.{name}: a grid table of fine-tuning scores needs "
+                   "'tasks'")
         bad = [t for t in tasks if t not in cfg.finetune.tasks]
-        if bad:
-            raise ConfigError(f"tables.{name}: {bad} are not entries of finetune.tasks")
+        refuse_any(bad, f"tables.{name}: {bad} are not entries of finetune.tasks")
 
     def records(self, plan) -> Records:
         """The fine-tuning scores of the table's cells that are part of the grid (others render as "—")."""
@@ -185,9 +178,8 @@ class LaptTable(TableSpec):
     NEEDS: ClassVar[tuple[str, ...]] = ("languages", "steps")
 
     def check_against(self, cfg, name: str) -> None:
-        if self.best_column:
-            raise ConfigError(f"tables.{name}.best_column: a 'Best' column is for fine-tuning "
-                              "tables, not kind lapt")
+        refuse_any(self.best_column, f"tables.{name}.best_column: a 'Best' column is for fine-tuning tables, "
+                   "not kind lapt")
         self.check_rows(name, cfg.lapt.runs, "lapt.runs")
 
     def records(self, plan) -> Records:
@@ -213,32 +205,26 @@ class InitTable(TableSpec):
         from .config import check_labels, check_method_language
 
         bad = [m for m in self.rows if m not in cfg.methods]
-        if bad:
-            raise ConfigError(f"tables.{name}.rows: {bad} are not entries of methods")
+        refuse_any(bad, f"tables.{name}.rows: {bad} are not entries of methods")
         known = all_targets(cfg)
         bad = [lang for lang in self.languages if lang not in known]
-        if bad:
-            raise ConfigError(f"tables.{name}.languages: {bad} are not targets ({known}: targets, LAPT "
-                              "and fine-tuning languages)")
+        refuse_any(bad, f"tables.{name}.languages: {bad} are not targets ({known}: targets, LAPT and "
+                   "fine-tuning languages)")
         for m in self.rows:
             check_method_language(cfg, m, self.languages, f"tables.{name}.rows")
         check_labels({m: cfg.methods[m].label or m for m in self.rows}, f"tables.{name}.rows", "methods")
         for label, tasks in (self.probes or {}).items():
             where = f"tables.{name}.probes.{label}"
             bad = [t for t in tasks if t not in cfg.finetune.tasks]
-            if bad:
-                raise ConfigError(f"{where}: {bad} are not entries of finetune.tasks")
+            refuse_any(bad, f"{where}: {bad} are not entries of finetune.tasks")
             bad = [t for t in tasks if cfg.finetune.tasks[t].task not in PROBE_TASKS]
-            if bad:
-                raise ConfigError(f"{where}: {bad} are not of a probed task type "
-                                  f"({', '.join(PROBE_TASKS)})")
+            refuse_any(bad, f"{where}: {bad} are not of a probed task type ({', '.join(PROBE_TASKS)})")
             langs = [task_target(cfg, t) for t in tasks]
             bad = [t for t, lang in zip(tasks, langs, strict=True) if lang not in self.languages]
-            if bad:
-                raise ConfigError(f"{where}: the languages of {bad} are not among the table's languages "
-                                  f"{self.languages}")
-            if len(set(langs)) < len(langs):
-                raise ConfigError(f"{where}: one task per language (a column has one cell per language)")
+            refuse_any(bad, f"{where}: the languages of {bad} are not among the table's languages "
+                       f"{self.languages}")
+            refuse_any(len(set(langs)) < len(langs),
+                       f"{where}: one task per language (a column has one cell per language)")
 
     def records(self, plan) -> Records:
         """The init evaluations of each source and language, and the probes of the table's methods."""
@@ -272,9 +258,8 @@ class VocabTable(TableSpec):
 
     def check_against(self, cfg, name: str) -> None:
         bad = [lang for lang in self.languages if not cfg.is_target(lang)]
-        if bad:
-            raise ConfigError(f"tables.{name}.languages: {bad} are neither targets nor corpora keys "
-                              f"(targets: {cfg.target_names}; corpora: {sorted(cfg.corpora)})")
+        refuse_any(bad, f"tables.{name}.languages: {bad} are neither targets nor corpora keys (targets: "
+                   f"{cfg.target_names}; corpora: {sorted(cfg.corpora)})")
 
     def overlaps(self, plan, source: str) -> Records:
         """The overlaps of ``source`` with the table's languages it is paired with."""
@@ -424,9 +409,7 @@ class NearestTokensTable(VocabTable):
             raise ConfigError(f"tables.{name}.method: {self.method!r} is not a methods entry of kind "
                               "wechsel (the method that records each token's nearest source token)")
         bad = [lang for lang in self.languages if lang not in method_targets(cfg, self.method)]
-        if bad:
-            raise ConfigError(f"tables.{name}.languages: {bad} are not targets of "
-                              f"method {self.method!r}")
+        refuse_any(bad, f"tables.{name}.languages: {bad} are not targets of method {self.method!r}")
 
     def records(self, plan) -> Records:
         return [(f"provenance__{s}__{lang}", plan.paths.provenance(s, lang, self.method),

@@ -34,15 +34,15 @@ def source_role(name: str, source: Source, downloaded: bool = True) -> str | Non
     otherwise (its job decides)."""
     if source.pretrain:
         return "masked"
-    downloaded_folder = Path(paths.downloaded_model(name)) if downloaded else None
-    config = _model_config(local_model_dir(source) or downloaded_folder)
-    if config is None:
-        return None
-    return "causal" if is_causal_config(config) else "masked"
+    config = _model_config(name, source, downloaded)
+    return None if config is None else "causal" if is_causal_config(config) else "masked"
 
 
-def _model_config(folder: Path | None) -> types.SimpleNamespace | None:
-    """The ``config.json`` of a model folder; None where there is none or it is unreadable or no object."""
+def _model_config(name: str, source: Source, downloaded: bool) -> types.SimpleNamespace | None:
+    """The ``config.json`` of a source's local folder, else (``downloaded``) of its download; None where there
+    is none or it is unreadable or no object."""
+    download = Path(paths.downloaded_model(name)) if downloaded else None
+    folder = local_model_dir(source) or download
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
     except (OSError, ValueError):
@@ -54,8 +54,7 @@ def source_is_masked(name: str, source: Source) -> bool:
     """Whether a source's ``config.json`` says it is no decoder (:func:`~..source_model.is_causal_config`): a
     local folder's, or a hub id's already downloaded to ``resources/models/<name>/``; False where none is
     known yet (the job decides) or it is unreadable (:func:`~.config.check_local_source` names that)."""
-    downloaded_folder = Path(paths.downloaded_model(name)) if source.model else None
-    config = _model_config(local_model_dir(source) or downloaded_folder)
+    config = _model_config(name, source, bool(source.model))
     return config is not None and not is_causal_config(config)
 
 
@@ -125,10 +124,8 @@ def task_target(cfg: Config, task: str) -> str:
     ``targets`` named like the task's language, or the one there in that language (several: the config must
     name one); else the corpus of that name or language (a language only LAPT and fine-tuning transfer to)."""
     spec = cfg.finetune.tasks[task]
-    if spec.target is not None:
-        return spec.target
-    if spec.language in cfg.target_names:
-        return spec.language
+    if spec.target is not None or spec.language in cfg.target_names:
+        return spec.target if spec.target is not None else spec.language
     found = [t for t in cfg.target_names if cfg.target_language(t) == spec.language]
     if len(found) > 1:
         raise ConfigError(f"finetune.tasks.{task}.target: the task's language {spec.language!r} is the "

@@ -56,24 +56,23 @@ class PlanBase:
         self.pairs = [(s, t) for s in self.sources for t in self.targets if self.paired(s, t)]
         self.method_names = list(cfg.methods)
         # word vectors and dictionaries are a language's: corpora keys, their languages, word_vectors keys
-        self.languages = list(dict.fromkeys([*cfg.corpora, *map(cfg.language,
-                                                                cfg.corpora), *cfg.word_vectors]))
+        self.languages = list(dict.fromkeys([*cfg.corpora, *map(cfg.language, cfg.corpora),
+                                             *cfg.word_vectors]))
         # results/tasks/<task>: finetune.tasks and the zero-shot source tasks
         self.task_names = [*cfg.finetune.tasks, *cfg.zero_shot.sources]
         self.lapt_runs = list(cfg.lapt.runs)
-        self.lapt_targets = list(dict.fromkeys(t for run in self.lapt_runs
-                                               for t in lapt_run_targets(cfg, run)))
-        self.ft_tasks, self.ft_models, self.seeds = (cfg.finetune.tasks,
-                                                     cfg.finetune.models, cfg.finetune.seeds or [])
+        self.lapt_targets = list(dict.fromkeys(t for r in self.lapt_runs for t in lapt_run_targets(cfg, r)))
+        ft = cfg.finetune
+        self.ft_tasks, self.ft_models, self.seeds = ft.tasks, ft.models, ft.seeds or []
         self.zs_sources, self.zs_setups = cfg.zero_shot.sources, cfg.zero_shot.setups
         self.factorizations = {self.factorization_key(m): m for m in self.method_names
                                if Need.FACTORS in self.method_needs_of(m)}
 
-    def written(self, section: str, exclude: tuple[str, ...] = ()) -> str:
+    def written(self, section: str) -> str:
         """A config section as written (schema defaults filled in), the params of the jobs it shapes: the
         job's script parses it into the section's class of vocab_transfer.workflow.model; a key added with its
         default value reruns nothing, a changed value reruns those jobs."""
-        return canonical({k: v for k, v in self.config.get(section, {}).items() if k not in exclude})
+        return canonical(dict(self.config.get(section, {})))
 
     def paired(self, source: str, target: str) -> bool:
         """Whether ``source`` is transferred to ``target`` (:meth:`~..model.Config.target_sources`)."""
@@ -99,14 +98,12 @@ class PlanBase:
 
     @functools.cache  # noqa: B019 (one Plan per workflow; the config is frozen)
     def method_needs_of(self, method):
-        spec = self.cfg.methods[method]
-        return method_needs(spec.kind, spec.params)
+        return method_needs(*self.method_kind_params(method))
 
     @functools.cache  # noqa: B019
     def method_option(self, method, name):
         """A method parameter as the method will see it (config value, else the function's default)."""
-        spec = self.cfg.methods[method]
-        return with_defaults(spec.kind, spec.params)[name]
+        return with_defaults(*self.method_kind_params(method))[name]
 
     def method_kind_params(self, method):
         spec = self.cfg.methods[method]

@@ -18,8 +18,6 @@ def hub_folder(repo: str) -> str:
 
 
 class CorpusPlan(PlanBase):
-    """The input and params functions of rules/corpus.smk, tokenizer.smk and shards.smk."""
-
     def corpus_spec(self, wildcards):
         """The corpus's entry as written, without ``language`` and ``fetch`` (they do not change the text)."""
         return canonical({k: v for k, v in self.config["corpora"][wildcards.corpus].items()

@@ -8,8 +8,6 @@ from .base import PlanBase, canonical, label_of
 
 
 class EvalPlan(PlanBase):
-    """The input and params functions of rules/eval.smk and tables.smk."""
-
     def init_eval_results(self, wildcards=None):
         return [self.paths.init_eval(s, t) for s, t in self.pairs]
 

@@ -8,8 +8,6 @@ from .base import PlanBase, canonical
 
 
 class ExportPlan(PlanBase):
-    """The input and params functions of rules/export.smk."""
-
     def exports(self) -> list[tuple[str, str, str, str]]:
         """``(source, target, stage, name)`` of every export: each init of the init table's cells (stage init,
         the method) and each LAPT model (stage lapt, the run)."""

@@ -1,4 +1,4 @@
-"""Input and params functions of The paper figures (config `figures`): rules plot_lapt_finetune
+"""Input and params functions of the paper figures (config `figures`): rules plot_lapt_finetune
 (rules/finetune.smk), plot_token_accuracy and plot_figure (rules/lapt.smk)."""
 
 from __future__ import annotations
@@ -7,8 +7,6 @@ from .base import PlanBase, canonical, label_of
 
 
 class FiguresPlan(PlanBase):
-    """The input and params functions of the paper figures (rules/lapt.smk, finetune.smk)."""
-
     def figures_of_kind(self, kind):
         return [name for name, spec in self.cfg.figures.items() if spec.kind == kind]
 

@@ -11,8 +11,6 @@ from .base import PlanBase, canonical, hub_spec, shell_option
 
 
 class FinetunePlan(PlanBase):
-    """The input and params functions of rules/finetune.smk."""
-
     def task_spec(self, wildcards):
         """The dataset spec with the task type, so a loader serving several (`ud`: pos, dep) loads the right
         one; a zero-shot task reads its test split only (`test_only`)."""

@@ -1,5 +1,5 @@
-"""Input and params functions of rules/init.smk: the init_embeddings job of a method (its parameters and what
-it reads), the shared factorizations, vocabulary extensions."""
+"""Input and params functions of rules/init.smk and overlap.smk: the init_embeddings job of a method (its
+parameters and what it reads), the shared factorizations, vocabulary extensions."""
 
 from __future__ import annotations
 
@@ -16,8 +16,6 @@ from .base import PlanBase, canonical
 
 
 class InitPlan(PlanBase):
-    """The input and params functions of rules/init.smk and overlap.smk."""
-
     def method_params(self, wildcards):
         """The method's parameters as a JSON string (a parameter change reruns only that method's jobs)."""
         spec = self.cfg.methods[wildcards.method]
@@ -66,9 +64,6 @@ class InitPlan(PlanBase):
         get them."""
         on_gpu = json.loads(self.factorization_params(wildcards)).get("device") in ("auto", "cuda")
         return 1 if on_gpu and self.cfg.lapt.gpus > 0 else 0
-
-    def extended_tokenizer_dir(self, wildcards):
-        return self.paths.extended_tokenizer(wildcards.source, wildcards.target, wildcards.method)
 
     def extension_selection(self, wildcards):
         """How an extension picks its tokens: ``{"top_tokens": N}`` (FOCUS §3.1) or ``{"new_tokens": N}``."""

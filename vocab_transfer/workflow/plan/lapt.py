@@ -11,8 +11,6 @@ from .base import PlanBase, canonical, label_of, shell_option
 
 
 class LaptPlan(PlanBase):
-    """The input and params functions of rules/lapt.smk."""
-
     def lapt_embeddings(self, wildcards):
         """The run's init artifact; none for a run on the source model's own vocabulary (`source: true`)."""
         method = self.cfg.lapt.runs[wildcards.run].method

@@ -10,8 +10,6 @@ from .base import PlanBase, canonical, hub_spec
 
 
 class SourcePlan(PlanBase):
-    """The input and params functions of rules/source.smk."""
-
     def pretrain_spec(self, wildcards):
         """The `pretrain` recipe of a source (only sources that are pretrained here have one), as written."""
         return canonical(self.config["sources"][wildcards.source]["pretrain"])

@@ -7,9 +7,6 @@ from .base import PlanBase, canonical, label_of
 
 
 class TablesPlan(PlanBase):
-    """The input and params functions of the paper tables (rules/finetune.smk: make_paper_table,
-    make_finetune_table)."""
-
     def paper_table_records(self, wildcards) -> list[tuple[str, str, dict]]:
         """(input name, path, what it is) per file of a paper table, as its kind plans them
         (:meth:`vocab_transfer.workflow.table_kinds.TableSpec.records`)."""

@@ -15,8 +15,6 @@ from .base import PlanBase, canonical
 
 
 class VectorsPlan(PlanBase):
-    """The input and params functions of rules/fasttext.smk, word_vectors.smk and dictionary.smk."""
-
     def fasttext_preset_spec(self, wildcards):
         """The `fasttext` section as written with a preset's keys over it
         (vocab_transfer.data.token_fasttext.FASTTEXT_PRESETS)."""

@@ -10,8 +10,6 @@ from .base import PlanBase, canonical
 
 
 class ZeroShotPlan(PlanBase):
-    """The input and params functions of rules/zeroshot.smk."""
-
     def source_task_model(self, wildcards):
         """The source side of a setup: its source-language LAPT output (variant adapter: source model +
         language adapter), else the source model."""
