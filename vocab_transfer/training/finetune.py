@@ -60,7 +60,6 @@ from .runtime import (
     autocast_factory,
     changed_settings,
     checkpoint_settings,
-    cli_settings,
     grad_scaler,
     linear_schedule,
     optimizer_step,
@@ -701,7 +700,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if len(set(args.seed)) < len(args.seed):
         p.error(f"--seed {' '.join(map(str, args.seed))}: a seed is repeated")
-    cfg = cli_settings(args, FinetuneConfig)
+    cfg = FinetuneConfig.from_cli(args)
     if cfg.save_model and len(args.seed) > 1:
         p.error(f"save_model keeps one fine-tuned model per output: give one --seed, not {len(args.seed)}")
 

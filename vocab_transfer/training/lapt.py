@@ -662,7 +662,7 @@ def main(argv: list[str] | None = None) -> None:
     add("--anchors", help="overlap parquet (compute_overlap): log ρ̄ to the source rows of shared tokens")
     add("--log", help="log file")
     args = p.parse_args(argv)
-    cfg = runtime.cli_settings(args, LaptConfig)
+    cfg = LaptConfig.from_cli(args)
     group = runtime.init_distributed()
     # what the run started from, recorded in what it writes (vocab_transfer.report.provenance follows it)
     reads = input_records({"model": args.model, "embeddings": args.embeddings, "tokenizer": args.tokenizer,

@@ -12,8 +12,8 @@ it records. The protocol it follows:
   the transformer layers; :func:`shard_model` shards a model over the processes (FSDP2) instead of DDP's
   replicas, and :func:`full_state_dict` gathers its state for rank 0.
 - :func:`linear_schedule` builds the warmup + linear-decay (or constant) schedule of the optimizer that the
-  settings build (:meth:`~.settings.AdamW.adamw`); :func:`optimizer_step` unscales (fp16), clips and steps
-  both.
+  settings build (:meth:`~.settings.TrainerSettings.adamw`); :func:`optimizer_step` unscales (fp16), clips and
+  steps both.
 - :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG
   states, a JSON state with the step and the trainer's records, and a manifest of their checksums) and keeps
   the newest ``keep``. :meth:`Checkpoints.resume` finds the newest complete one, checks it against its
@@ -372,17 +372,6 @@ def setup_logging(log_path: str | None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         handlers=handlers, force=True)
     log_peak_memory_at_exit(logging.getLogger("job"))
-
-
-def cli_settings(args, settings):
-    """The start of a trainer CLI: logging (``args.log``, :func:`setup_logging`), the ``args.config`` settings
-    of the class ``settings`` (JSON, or ``@file.json``) and their thread count."""
-    setup_logging(args.log)
-    raw = Path(args.config[1:]).read_text() if args.config.startswith("@") else args.config
-    cfg = settings.parse(json.loads(raw))
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    return cfg
 
 
 class Progress:

@@ -79,8 +79,28 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32", "bf16_pure")  # runtime.autocast_f
 PACKINGS = ("stream", "documents")  # how LAPT blocks are packed (lapt.document_positions)
 
 
-class AdamW:
-    """What a trainer's settings with ``lr``, ``betas``, ``eps`` and ``weight_decay`` build: the optimizer."""
+class TrainerSettings:
+    """What the settings of a trainer (LAPT, fine-tuning, zero-shot) do besides holding its keys: come from
+    the trainer's command line, and build its optimizer from ``lr``, ``betas``, ``eps`` and
+    ``weight_decay``."""
+
+    @classmethod
+    def from_cli(cls, args):
+        """The start of a trainer's CLI: logging to stderr and ``args.log``, then the settings ``args.config``
+        gives (JSON, or ``@file.json``) and their thread count."""
+        import json
+        from pathlib import Path
+
+        import torch
+
+        from .runtime import setup_logging
+
+        setup_logging(args.log)
+        text = args.config
+        cfg = cls.parse(json.loads(Path(text[1:]).read_text() if text.startswith("@") else text))
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        return cfg
 
     def adamw(self, params, device=None):
         """AdamW over ``params`` with these settings; the fused CUDA kernel on a GPU ``device``."""
@@ -91,7 +111,7 @@ class AdamW:
                                  fused=device is not None and device.type == "cuda")
 
 
-class LaptSettings(AdamW, Section):
+class LaptSettings(TrainerSettings, Section):
     """The keys of ``lapt.training`` and of each ``lapt.runs`` entry (whose keys replace ``lapt.training``'s),
     each checked against its type and bounds; :class:`LaptConfig` holds them merged, with the rules between
     them."""
@@ -278,7 +298,7 @@ TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep
                 "nli": ("accuracy", "f1"), "sts": ("pearson", "spearman"), "qa": ("f1", "exact_match")}
 
 
-class FinetuneConfig(AdamW, Section):
+class FinetuneConfig(TrainerSettings, Section):
     """Fine-tuning and zero-shot source-task training (vocab_transfer.training.finetune, .zeroshot): the keys
     of ``finetune.training``, a task's ``training`` (over them), and the zero-shot sections' ``training``."""
 

@@ -61,7 +61,7 @@ from .finetune import (
     task_encoder,
     task_labels,
 )
-from .runtime import Progress, autocast_factory, cli_settings
+from .runtime import Progress, autocast_factory
 from .settings import METRICS, UNSEEN_LABELS, ZERO_SHOT_VARIANTS, FinetuneConfig
 
 log = logging.getLogger(__name__)
@@ -272,7 +272,7 @@ def evaluate_zero_shot(model, tokenizer, task: str, test: pd.DataFrame,
 
 # ------------------------------------------------------------------------------------------------ CLI
 def train_main(args) -> None:
-    cfg = cli_settings(args, FinetuneConfig)
+    cfg = FinetuneConfig.from_cli(args)
     if cfg.train_language_adapter:
         raise ValueError("zero-shot transfer swaps the language adapter at inference, so the source-side one "
                          "stays fixed: train_language_adapter must be false")
@@ -337,7 +337,7 @@ def read_trainings(path: str) -> list[list[str]]:
 
 
 def evaluate_main(args) -> None:
-    cfg = cli_settings(args, FinetuneConfig)
+    cfg = FinetuneConfig.from_cli(args)
     sources = parse_sources(args.sources or read_trainings(args.trainings))
     path = Path(args.data) / "test.parquet"
     if not path.is_file():
