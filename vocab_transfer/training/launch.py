@@ -248,11 +248,8 @@ def run_measured(command: list[str], peaks: _Peaks) -> tuple[int, tuple[float, f
     child: list[subprocess.Popen] = []
 
     def forward(signum, _frame) -> None:
-        if child and not in_slurm:
-            try:
-                child[0].send_signal(signum)
-            except ProcessLookupError:
-                pass
+        if child and not in_slurm:  # by pid: Popen.send_signal would reap a child that just exited, and the
+            warm._kill(child[0].pid, signum)  # wait4 below would lose its status and usage
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(sig, forward)  # a handler, not SIG_IGN: the command starts with the default ones
