@@ -37,7 +37,7 @@ def clp_weights(helper: torch.Tensor, anchor_helper: torch.Tensor) -> tuple[torc
 
 
 def clp_needs(p: dict) -> frozenset[Need]:
-    """CLP reads the target's token-level fastText; ``overlap`` must be one of ``OVERLAP_KINDS``."""
+    """CLP reads the target's token-level fastText."""
     return frozenset({Need.TOKEN_VECTORS})
 
 

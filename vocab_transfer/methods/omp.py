@@ -110,6 +110,9 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
     tokensurgeon's ``remap_auxiliary_vocabulary`` does (a source with an MLM output bias only)."""
     if inputs.aux is None:
         raise ValueError("OMP needs the target's token-level fastText vectors (the fastText stage)")
+    for key, value, allowed in (("fit_dtype", fit_dtype, FIT_DTYPES), ("new_bias", new_bias, NEW_BIAS)):
+        if value not in allowed:  # a config is checked when it is parsed; a direct call here
+            raise ValueError(f"{key} must be one of {list(allowed)}, not {value!r}")
     source, vectors = inputs.source_matrix, inputs.aux.vectors
     matrix, provenance, n_sources, anchor_t, anchor_s, rows = anchored_start(
         inputs, restrict_overlap(inputs.overlap, overlap))

@@ -193,6 +193,8 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
     for name in ("source_words", "target_words", "dictionary", "source_tokenizer", "target_tokenizer"):
         if getattr(inputs, name) is None:
             raise ValueError(f"WECHSEL needs {name} (word vectors, dictionary and tokenizers stages)")
+    if restrict_source is not None and inputs.language_tokenizer is None:
+        raise ValueError(f"restrict_source: {restrict_source} needs the {restrict_source} tokenizer")
     xs, xt, rotation, n_pairs = alignment(inputs.source_words, inputs.target_words, inputs.dictionary,
                                           min_pairs=min_pairs, normalize=normalize, pairs=dictionary_pairs)
     log.info("aligned with %d dictionary pairs (%s -> target)", n_pairs, source_language)
@@ -209,8 +211,6 @@ def init_wechsel(inputs: TransferInputs, *, seed: int, source_language: str = "e
         u_s, has_s = tokenize_flatten_reduce(s_words, inputs.source_tokenizer, v_s, skip_special=False)
         u_t, has_t = tokenize_flatten_reduce(t_words, inputs.target_tokenizer, inputs.target_vocab_size)
     if restrict_source is not None:
-        if inputs.language_tokenizer is None:
-            raise ValueError(f"restrict_source: {restrict_source} needs the {restrict_source} tokenizer")
         has_s &= restrict_to_vocabulary(inputs.source_tokenizer, inputs.language_tokenizer)[:v_s]
     log.info("source tokens with a subword vector: %d of %d; target: %d of %d", int(has_s.sum()), v_s,
              int(has_t.sum()), inputs.target_vocab_size)

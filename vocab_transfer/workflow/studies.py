@@ -202,8 +202,10 @@ def check_shared(plans: dict) -> None:
                 first[path] = (study, where, spec)
                 continue
             other, other_where, other_spec = first[path]
-            refuse_any(spec != other_spec, f"{path}: study {other} builds it from {other_where} and study "
-                       f"{study} from {where}, which differ; what studies share by name must mean one thing: "
-                       "give one of them another name (a corpus that says what it is, such as cc100-de with "
-                       f"language: de)\n  {other}: {other_spec}\n  {study}: {spec}")
+            if spec != other_spec:  # the message (both specs) only where they differ: this runs per path
+                raise ConfigError(
+                    f"{path}: study {other} builds it from {other_where} and study {study} from {where}, "
+                    "which differ; what studies share by name must mean one thing: give one of them another "
+                    f"name (a corpus that says what it is, such as cc100-de with language: de)\n  {other}: "
+                    f"{other_spec}\n  {study}: {spec}")
 
