@@ -44,6 +44,7 @@ import os
 import shlex
 import sys
 import time
+from collections import Counter
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -98,13 +99,11 @@ def fingerprint(path: str | os.PathLike) -> str:
         return "dir:" + h.hexdigest()
     if not path.is_file():
         return "missing"
-    size, h = path.stat().st_size, hashlib.sha256()
+    size = path.stat().st_size
     with open(path, "rb") as f:
         if size <= FULL_HASH_LIMIT:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-            return "sha256:" + h.hexdigest()
-        h.update(f"{size}\0".encode())
+            return "sha256:" + hashlib.file_digest(f, "sha256").hexdigest()
+        h = hashlib.sha256(f"{size}\0".encode())
         h.update(f.read(EDGE))
         f.seek(size - EDGE)
         h.update(f.read(EDGE))
@@ -226,11 +225,8 @@ def tensor_checksums(path: str | os.PathLike) -> dict[str, str]:
 
 def hash_file(path: str | os.PathLike) -> str:
     """xxh3-128 of a file's bytes (about 10 GB/s from the page cache: the cost is reading the file)."""
-    h = xxhash.xxh3_128()
     with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, xxhash.xxh3_128).hexdigest()
 
 
 def sidecar(path: str | os.PathLike) -> Path:
@@ -662,9 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--deep", action="store_true", help="read every row group and tensor, and hash every file")
     args = p.parse_args(argv)
     records = scan(args.root, args.deep)
-    counts: dict[str, int] = {}
+    counts = Counter(r["status"] for r in records)
     for r in records:
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
         if r["status"] in ERRORS:
             print(f"{r['status'].upper():8} {r['path']}: {r['detail']}; {rerun_hint(r['path'])}")
     print(f"{len(records)} artifacts under {args.root}: "

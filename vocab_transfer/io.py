@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -91,7 +92,7 @@ def resumable_dir(path: str | os.PathLike) -> Iterator[Path]:
     partial.rmdir()
 
 
-def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20) -> dict:
+def fetch_url(url: str, path: str | os.PathLike, log=print) -> dict:
     """Download ``url`` into ``<path>.partial``, resuming what an interrupted attempt left there (an HTTP
     range request; a server that ignores it sends the whole file again), and check the size the server
     announced. Returns what identifies the download (``url``, ``etag``, ``last_modified``, ``bytes``,
@@ -127,7 +128,7 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
                 + (f", {total / 1e6:.1f} MB in all" if total else ""))
             with open(partial, "ab" if resumed else "wb") as f:
                 try:
-                    while block := response.read(chunk):
+                    while block := response.read(1 << 20):
                         f.write(block)
                 except (http.client.IncompleteRead, ConnectionError, TimeoutError) as e:  # a lost connection
                     f.write(getattr(e, "partial", b"") or b"")  # keep what arrived: the next try resumes
@@ -141,8 +142,6 @@ def fetch_url(url: str, path: str | os.PathLike, log=print, chunk: int = 1 << 20
 
 def sha256_file(path: str | os.PathLike) -> str:
     """The SHA-256 of a file's bytes (hex), as the hub and download pages list it."""
-    import hashlib
-
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
@@ -287,19 +286,6 @@ def read_tensors(path: str | os.PathLike) -> dict[str, torch.Tensor]:
         raise ArtifactError(f"{path}: unreadable safetensors ({type(e).__name__}: {e})") from e
 
 
-def parquet_columns(path: str | os.PathLike) -> list[str]:
-    """The column names of a parquet file or directory dataset (its first part), from the footer; an
-    unreadable file raises :class:`~vocab_transfer.artifacts.ArtifactError` naming it."""
-    path = Path(path)
-    first = path if not path.is_dir() else next(iter(sorted(path.glob("*.parquet"))), None)
-    if first is None:
-        raise ArtifactError(f"{path}: a parquet dataset folder without .parquet files")
-    try:
-        return pq.read_schema(first).names
-    except Exception as e:  # noqa: BLE001 - pyarrow's errors do not always name the file
-        raise ArtifactError(f"{first}: unreadable parquet ({type(e).__name__}: {e})") from e
-
-
 def require_columns(path: str | os.PathLike, names: list[str], wanted, error: type[Exception] = ArtifactError
                     ) -> None:
     """Raise ``error`` naming ``path``, the columns of ``wanted`` it lacks and the columns it has, unless
@@ -323,9 +309,18 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 def read_parquet(path: str | os.PathLike, columns=None, *, kind: str | None = None) -> pd.DataFrame:
     """A parquet table (a file or directory dataset) as a DataFrame, after checking that it has the columns of
     its ``kind`` (:data:`TABLE_COLUMNS`) and ``columns`` (:func:`require_columns`: an error naming the file
-    and the columns it lacks); only ``columns`` are read when given."""
+    and the columns it lacks); only ``columns`` are read when given. An unreadable footer, or a folder without
+    parquet files, raises :class:`~vocab_transfer.artifacts.ArtifactError` naming it."""
+    folder = Path(path)  # a file, or a directory dataset read by its first part's footer
+    first = folder if not folder.is_dir() else next(iter(sorted(folder.glob("*.parquet"))), None)
+    if first is None:
+        raise ArtifactError(f"{folder}: a parquet dataset folder without .parquet files")
+    try:
+        names = pq.read_schema(first).names
+    except Exception as e:  # noqa: BLE001 - pyarrow's errors do not always name the file
+        raise ArtifactError(f"{first}: unreadable parquet ({type(e).__name__}: {e})") from e
     wanted = TABLE_COLUMNS[kind] if kind is not None else ()
-    require_columns(path, parquet_columns(path), [*wanted, *(c for c in columns or () if c not in wanted)])
+    require_columns(path, names, [*wanted, *(c for c in columns or () if c not in wanted)])
     return pd.read_parquet(path, columns=list(columns) if columns is not None else None)
 
 

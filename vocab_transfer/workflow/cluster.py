@@ -23,6 +23,7 @@ cluster of scripts/slurm, for the dress rehearsal (scripts/rehearse.sh).
 
 from __future__ import annotations
 
+import functools
 import getpass
 import os
 import re
@@ -30,8 +31,6 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-
-import yaml
 
 PROFILE = "profiles/slurm/config.yaml"
 PLACEHOLDER = re.compile(r"^<[^<>]+>$")
@@ -216,14 +215,13 @@ def check_submission(executor: str, jobs: Iterable[tuple[str, dict]], *, lapt_no
                         "where other jobs ask for GPUs (a GPU partition, which sites refuse GPU-less jobs "
                         "on): give them a `gpu` resource of at least 1, or remove their entry from "
                         "set-resources to run them on the default partition")
-    cache: dict[str, str | None] = {}
-    reported: set[tuple[str, str]] = set()
+    gres, reported = functools.cache(gres), set()
     for rule, resources in jobs:
         partition = _unquoted(resources.get("slurm_partition", ""))
         if (not _gpus(resources) or not partition or PLACEHOLDER.match(partition)
             or (rule, partition) in reported):
             continue
-        found = cache[partition] if partition in cache else cache.setdefault(partition, gres(partition))
+        found = gres(partition)
         if found is None:  # no sinfo here: nothing to check against
             continue
         reported.add((rule, partition))
@@ -287,6 +285,8 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *,
     ``slurm_extra``; the run ``settings`` go over the profile's own. Everything else (GPU counts, retries,
     rules on the GPU partition, signals) stays the profile's. Returns the folder; what was changed is listed
     at the top of the file."""
+    import yaml
+
     profile = yaml.safe_load(Path(shipped).read_text())  # anchors resolved, as Snakemake reads it
     if not isinstance(profile, dict) or not isinstance(profile.get("default-resources"), dict):
         raise ValueError(f"{shipped}: no default-resources section to fill in")
@@ -301,20 +301,15 @@ def local_profile(shipped: str | os.PathLike, out_dir: str | os.PathLike, *,
         partition = _unquoted(resources.get("slurm_partition", cpu_partition))
         side = 0 if where == "default-resources" or partition == cpu_partition else 1
         for key, local in (("slurm_partition", LOCAL_PARTITIONS[side]),
-                           ("slurm_account", LOCAL_ACCOUNTS[side])):
-            if key in resources:
+                           ("slurm_account", LOCAL_ACCOUNTS[side]), ("gpu_model", local_gpu_type)):
+            if key in resources and local:
                 notes.add(f"{key} {resources[key]!r} -> {local!r}")
                 resources[key] = local
-        if "gpu_model" in resources:
-            if local_gpu_type:
-                notes.add(f"gpu_model {resources['gpu_model']!r} -> {local_gpu_type!r}")
-                resources["gpu_model"] = local_gpu_type
-            else:
-                notes.add(f"gpu_model {resources.pop('gpu_model')!r} dropped (the local GPUs have no type)")
+        if "gpu_model" in resources and not local_gpu_type:
+            notes.add(f"gpu_model {resources.pop('gpu_model')!r} dropped (the local GPUs have no type)")
         gres = str(resources.get("gres", ""))
         if re.fullmatch(r"gpu:[^:]+:\d+", gres):
-            new = (f"gpu:{local_gpu_type}:{gres.rsplit(':', 1)[1]}" if local_gpu_type
-                   else f"gpu:{gres.rsplit(':', 1)[1]}")
+            new = ":".join(filter(None, ("gpu", local_gpu_type, gres.rsplit(":", 1)[1])))
             notes.add(f"gres {gres!r} -> {new!r}")
             resources["gres"] = new
         if isinstance(resources.get("cpus_per_task"), int):

@@ -55,302 +55,13 @@ corpora, source models, source shards, task data, word vectors, dictionaries, do
 from __future__ import annotations
 
 import functools
+import inspect
 import re
+import string
 
 RESULTS, RESOURCES = "results", "resources"
-SPLITS = ("train", "heldout")
 
 
-# --- corpora, tokenizers, shards ----------------------------------------------------------------------------
-def corpus(corpus: str, split: str) -> str:
-    """A corpus split (``corpus``: a corpora key): a parquet directory dataset (read by
-    ``pandas.read_parquet``)."""
-    return f"{RESULTS}/corpus/{corpus}/{split}.parquet"
-
-
-def corpus_stats(corpus: str) -> str:
-    return f"{RESULTS}/corpus/{corpus}/stats.json"
-
-
-def tokenizer(target: str) -> str:
-    """A target's tokenizer folder (``AutoTokenizer`` loads it)."""
-    return f"{RESULTS}/tokenizers/{target}"
-
-
-def shards(target: str, split: str) -> str:
-    """The target's corpus split tokenized with ``tokenizer(target)`` (:mod:`vocab_transfer.data.shards`)."""
-    return f"{RESULTS}/shards/{target}/{split}"
-
-
-def source_tokenizer(source: str) -> str:
-    """The tokenizer of a source model pretrained by the pipeline (trained before the model exists)."""
-    return f"{RESULTS}/source/{source}/tokenizer"
-
-
-def source_model(source: str) -> str:
-    return f"{RESULTS}/source/{source}/model"
-
-
-def pretrain_curve(source: str, ext: str) -> str:
-    return f"{RESULTS}/source/{source}/pretrain_curve.{ext}"
-
-
-def source_shards(source: str, corpus: str, split: str) -> str:
-    """``corpus(corpus, split)`` tokenized with the source model's tokenizer."""
-    return f"{RESULTS}/source_shards/{source}/{corpus}/{split}"
-
-
-def extended_tokenizer(source: str, target: str, method: str) -> str:
-    return f"{RESULTS}/extended/{source}/{target}/{method}/tokenizer"
-
-
-def extended_shards(source: str, target: str, method: str, split: str) -> str:
-    return f"{RESULTS}/extended/{source}/{target}/{method}/shards/{split}"
-
-
-# --- auxiliary vectors, dictionaries, overlap ---------------------------------------------------------------
-def fasttext_vectors(lang: str, preset: str | None = None) -> str:
-    """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``; with ``preset``,
-    trained with that variant of the ``fasttext`` recipe (``data.token_fasttext.FASTTEXT_PRESETS``)."""
-    return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}vectors.safetensors"
-
-
-def fasttext_tokens(lang: str, preset: str | None = None) -> str:
-    return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}tokens.parquet"
-
-
-def source_fasttext_vectors(source: str, lang: str) -> str:
-    """Token-level fastText of the source tokenizer on ``lang``'s corpus."""
-    return f"{RESULTS}/source_fasttext/{source}/{lang}/vectors.safetensors"
-
-
-def source_fasttext_tokens(source: str, lang: str) -> str:
-    return f"{RESULTS}/source_fasttext/{source}/{lang}/tokens.parquet"
-
-
-def word_vectors(lang: str) -> str:
-    """Word-level vectors (``vectors`` [n, dim])."""
-    return f"{RESULTS}/word_vectors/{lang}/vectors.safetensors"
-
-
-def word_fasttext_model(lang: str) -> str:
-    """The word-level fastText model of a language (``.bin``; WECHSEL with fastText subword information)."""
-    return f"{RESULTS}/word_vectors/{lang}/fasttext.bin"
-
-
-def word_list(lang: str) -> str:
-    """The words of :func:`word_vectors` with their counts, most frequent first."""
-    return f"{RESULTS}/word_vectors/{lang}/words.parquet"
-
-
-def dictionary(source_lang: str, lang: str) -> str:
-    return f"{RESULTS}/dictionaries/{source_lang}/{lang}.parquet"
-
-
-def overlap(source: str, target: str) -> str:
-    return f"{RESULTS}/overlap/{source}/{target}.parquet"
-
-
-def factors(source: str, key: str) -> str:
-    """Semi-NMF factors of a source matrix shared by the MF methods with the same settings (``key``:
-    mf-<hash>)."""
-    return f"{RESULTS}/factorized/{source}/{key}.safetensors"
-
-
-# --- initialization and its evaluation ----------------------------------------------------------------------
-def init(source: str, target: str, method: str) -> str:
-    return f"{RESULTS}/init/{source}/{target}/{method}.safetensors"
-
-
-def provenance(source: str, target: str, method: str) -> str:
-    return f"{RESULTS}/init/{source}/{target}/{method}.provenance.parquet"
-
-
-def heldout_blocks(target: str) -> str:
-    return f"{RESULTS}/eval_init/heldout/{target}.safetensors"
-
-
-def extended_heldout_blocks(source: str, target: str, method: str) -> str:
-    return f"{RESULTS}/eval_init/heldout/{source}/{target}/{method}.safetensors"
-
-
-def init_eval(source: str, target: str) -> str:
-    return f"{RESULTS}/eval_init/{source}/{target}.parquet"
-
-
-def init_probe(source: str, task: str, method: str) -> str:
-    return f"{RESULTS}/eval_init/{source}/probe/{task}/{method}.parquet"
-
-
-# --- LAPT ---------------------------------------------------------------------------------------------------
-def lapt_run(source: str, target: str, run: str) -> str:
-    return f"{RESULTS}/lapt/{source}/{target}/{run}"
-
-
-def lapt_model(source: str, target: str, run: str) -> str:
-    return f"{lapt_run(source, target, run)}/model"
-
-
-def lapt_curve(source: str, target: str, run: str) -> str:
-    return f"{lapt_run(source, target, run)}/curve.parquet"
-
-
-def lapt_snapshots(source: str, target: str, run: str) -> str:
-    return f"{lapt_run(source, target, run)}/snapshots"
-
-
-def lapt_token_accuracy(source: str, target: str, run: str) -> str:
-    return f"{lapt_run(source, target, run)}/token_accuracy.parquet"
-
-
-def lapt_checkpoints(source: str, target: str, run: str) -> str:
-    return f"{lapt_run(source, target, run)}/checkpoints"
-
-
-# --- exports ------------------------------------------------------------------------------------------------
-def benchmark_data(target: str) -> str:
-    """The lm-eval tasks of a target, their datasets fetched (rule download_benchmark_data): a record."""
-    return f"{RESULTS}/benchmarks/{target}/data.json"
-
-
-def benchmark_cache() -> str:
-    """The Hugging Face datasets cache lm-eval's tasks load from: filled on the login node, read offline."""
-    return f"{RESOURCES}/benchmark_datasets"
-
-
-def benchmark(source: str, target: str, stage: str, name: str) -> str:
-    """lm-eval scores of one model on a target's tasks: ``stage`` source (``name`` the source), init (a
-    method) or lapt (a run)."""
-    return f"{RESULTS}/benchmarks/{target}/{source}/{stage}/{name}.parquet"
-
-
-def benchmark_table(ext: str) -> str:
-    """Each benchmark score and the share of the source's score it keeps (``csv``, ``md``)."""
-    return f"{RESULTS}/tables/benchmarks.{ext}"
-
-
-def export_init(source: str, target: str, method: str) -> str:
-    """A transferred model right after initialization."""
-    return f"{RESULTS}/export/{source}/{target}/init/{method}"
-
-
-def export_lapt(source: str, target: str, run: str) -> str:
-    return f"{RESULTS}/export/{source}/{target}/lapt/{run}"
-
-
-def export_pushed(source: str, target: str, stage: str, name: str) -> str:
-    """The receipt of an export uploaded to the hub (rule push_export): repository, url, commit, files."""
-    return f"{RESULTS}/export/{source}/{target}/{stage}/{name}.pushed.json"
-
-
-# --- downstream ---------------------------------------------------------------------------------------------
-def task_data(task: str) -> str:
-    return f"{RESULTS}/tasks/{task}"
-
-
-def finetune_run(source: str, task: str, model: str, seeds: str | int) -> str:
-    """The stem of a fine-tuning job's files: ``.parquet`` (its scores, a row per seed), ``.history.parquet``,
-    ``.checkpoints/`` follow it; ``seeds``: the job's seeds joined by ``+`` (``1+2+3``, or ``1``)."""
-    return f"{RESULTS}/finetune/{source}/{task}/{model}/seed{seeds}"
-
-
-def finetune_scores(source: str, task: str, model: str, seeds: str | int) -> str:
-    return f"{finetune_run(source, task, model, seeds)}.parquet"
-
-
-def finetune_history(source: str, task: str, model: str, seeds: str | int) -> str:
-    return f"{finetune_run(source, task, model, seeds)}.history.parquet"
-
-
-def finetune_checkpoints(source: str, task: str, model: str, seeds: str | int) -> str:
-    return f"{finetune_run(source, task, model, seeds)}.checkpoints"
-
-
-def source_task(source: str, srctask: str, setup: str, seed: str | int) -> str:
-    """The stem of a zero-shot source-side training's files."""
-    return f"{RESULTS}/source_task/{source}/{srctask}/{setup}/seed{seed}"
-
-
-def source_task_model(source: str, srctask: str, setup: str, seed: str | int) -> str:
-    return f"{source_task(source, srctask, setup, seed)}.model"
-
-
-def source_task_scores(source: str, srctask: str, setup: str, seed: str | int) -> str:
-    return f"{source_task(source, srctask, setup, seed)}.parquet"
-
-
-def source_task_history(source: str, srctask: str, setup: str, seed: str | int) -> str:
-    return f"{source_task(source, srctask, setup, seed)}.history.parquet"
-
-
-def source_task_checkpoints(source: str, srctask: str, setup: str, seed: str | int) -> str:
-    return f"{source_task(source, srctask, setup, seed)}.checkpoints"
-
-
-def zeroshot_trainings(source: str, task: str, setup: str) -> str:
-    """The source-side trainings a zero-shot task evaluates with the models of one setup: a JSON list of
-    ``{source_task, seed, trained, scores}`` (rule list_source_trainings; an input per cell of the task)."""
-    return f"{RESULTS}/zeroshot/{source}/{task}/{setup}.trainings.json"
-
-
-def zeroshot_scores(source: str, task: str, model: str) -> str:
-    return f"{RESULTS}/zeroshot/{source}/{task}/{model}.parquet"
-
-
-# --- tables and figures -------------------------------------------------------------------------------------
-def init_table(ext: str) -> str:
-    """FOCUS Table 4 (``csv``, ``md``, ``html``)."""
-    return f"{RESULTS}/tables/init_mlm_loss.{ext}"
-
-
-def finetune_table(ext: str) -> str:
-    return f"{RESULTS}/tables/finetune.{ext}"
-
-
-def finetune_scores_table() -> str:
-    return f"{RESULTS}/tables/finetune_scores.parquet"
-
-
-def paper_table(table: str, ext: str) -> str:
-    return f"{RESULTS}/tables/paper/{table}.{ext}"
-
-
-def figure(kind: str, source: str, name: str, ext: str) -> str:
-    """``kind``: lapt_curves and embedding_correlation (``name``: the target language), lapt_finetune and
-    token_accuracy (``name``: the config's figure); ``ext``: png, svg, csv (``histograms.png`` for the
-    correlation histograms)."""
-    return f"{RESULTS}/figures/{kind}/{source}/{name}.{ext}"
-
-
-# --- downloads ----------------------------------------------------------------------------------------------
-def downloaded_model(source: str) -> str:
-    return f"{RESOURCES}/models/{source}"
-
-
-def downloaded_corpus(corpus: str) -> str:
-    """A hub corpus's data files, fetched before its corpus job (``fetch.json``: commit, files, sizes)."""
-    return f"{RESOURCES}/corpora/{corpus}"
-
-
-def downloaded_tokenizer(repo: str) -> str:
-    """An existing tokenizer named by hub id (``tokenizer.pretrained``), fetched before the job that copies it
-    in (``repo``: the hub id with ``--`` for ``/``)."""
-    return f"{RESOURCES}/tokenizers/{repo}"
-
-
-def reference_model(model: str) -> str:
-    return f"{RESOURCES}/reference_models/{model}"
-
-
-def cc_word_vectors(lang: str) -> str:
-    return f"{RESOURCES}/word_vectors/cc.{lang}.300.bin"
-
-
-def muse_dictionary(source_lang: str, lang: str) -> str:
-    return f"{RESOURCES}/dictionaries/{source_lang}-{lang}.txt"
-
-
-# --- every path stays inside results/ and resources/ --------------------------------------------------------
 class PathError(ValueError):
     """A path that would leave results/ or resources/, or names a folder by ``.``, ``..`` or an empty name: a
     name of the config (or a language) that cannot be a folder, refused while the jobs are planned."""
@@ -378,11 +89,148 @@ def _inside(fn):
     return checked
 
 
-for _name, _fn in list(globals().items()):  # every path function of this module
-    if callable(_fn) and getattr(_fn, "__module__", None) == __name__ and not _name.startswith("_") \
-            and not isinstance(_fn, type):
-        globals()[_name] = _inside(_fn)
-del _inside, _name, _fn
+def _from_template(name: str, root: str, template: str):
+    """The path function ``name``: ``<root>/<template>``, its fields (in order) its parameters."""
+    fields = dict.fromkeys(field for _, field, _, _ in string.Formatter().parse(template) if field)
+    signature = inspect.Signature([inspect.Parameter(f, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                   for f in fields])
+
+    def path(*args, **kwargs):
+        if kwargs or len(args) != len(fields):  # positional: the rules' calls, bound without inspect's cost
+            args = signature.bind(*args, **kwargs).arguments.values()
+        return f"{root}/" + template.format_map(dict(zip(fields, args, strict=True)))
+
+    path.__name__ = path.__qualname__ = name
+    path.__signature__ = signature
+    return path
+
+
+def _extending(name: str, stem, suffix: str):
+    """The path function ``name``: the path of ``stem`` (checked there, and named in its refusal) and
+    ``suffix``."""
+
+    def path(*args, **kwargs):
+        return stem(*args, **kwargs) + suffix
+
+    path.__name__ = path.__qualname__ = name
+    path.__signature__ = inspect.signature(stem)
+    return path
+
+
+#: Each path function's name and its path under results/ (its parameters: the fields, in order).
+_UNDER_RESULTS = {
+    # corpora, tokenizers, shards
+    "corpus": "corpus/{corpus}/{split}.parquet",  # a parquet directory dataset (pandas.read_parquet reads it)
+    "corpus_stats": "corpus/{corpus}/stats.json",
+    "tokenizer": "tokenizers/{target}",  # a target's tokenizer folder (AutoTokenizer loads it)
+    "shards": "shards/{target}/{split}",  # the target's corpus tokenized with it (data.shards)
+    # the tokenizer of a source model pretrained by the pipeline (trained before the model exists)
+    "source_tokenizer": "source/{source}/tokenizer",
+    "source_model": "source/{source}/model",
+    "pretrain_curve": "source/{source}/pretrain_curve.{ext}",
+    "source_shards": "source_shards/{source}/{corpus}/{split}",  # a corpus split, source tokenizer
+    "extended_tokenizer": "extended/{source}/{target}/{method}/tokenizer",
+    "extended_shards": "extended/{source}/{target}/{method}/shards/{split}",
+    # auxiliary vectors (fasttext_vectors, fasttext_tokens: below), dictionaries, overlap
+    # token-level fastText of the source tokenizer on lang's corpus
+    "source_fasttext_vectors": "source_fasttext/{source}/{lang}/vectors.safetensors",
+    "source_fasttext_tokens": "source_fasttext/{source}/{lang}/tokens.parquet",
+    "word_vectors": "word_vectors/{lang}/vectors.safetensors",  # word-level vectors ([n, dim])
+    # the word-level fastText model of a language (.bin; WECHSEL with fastText subword information)
+    "word_fasttext_model": "word_vectors/{lang}/fasttext.bin",
+    "word_list": "word_vectors/{lang}/words.parquet",  # the words of word_vectors, most frequent first
+    "dictionary": "dictionaries/{source_lang}/{lang}.parquet",
+    "overlap": "overlap/{source}/{target}.parquet",
+    # Semi-NMF factors of a source matrix shared by the MF methods with the same settings (key: mf-<hash>)
+    "factors": "factorized/{source}/{key}.safetensors",
+    # initialization and its evaluation
+    "init": "init/{source}/{target}/{method}.safetensors",
+    "provenance": "init/{source}/{target}/{method}.provenance.parquet",
+    "heldout_blocks": "eval_init/heldout/{target}.safetensors",
+    "extended_heldout_blocks": "eval_init/heldout/{source}/{target}/{method}.safetensors",
+    "init_eval": "eval_init/{source}/{target}.parquet",
+    "init_probe": "eval_init/{source}/probe/{task}/{method}.parquet",
+    "lapt_run": "lapt/{source}/{target}/{run}",
+    # benchmarks (benchmark: below) and exports
+    # the lm-eval tasks of a target, their datasets fetched (rule download_benchmark_data): a record
+    "benchmark_data": "benchmarks/{target}/data.json",
+    # each benchmark score and the share of the source's score it keeps (csv, md)
+    "benchmark_table": "tables/benchmarks.{ext}",
+    "export_init": "export/{source}/{target}/init/{method}",  # a transferred model right after initialization
+    "export_lapt": "export/{source}/{target}/lapt/{run}",
+    # the receipt of an export uploaded to the hub (rule push_export): repository, url, commit, files
+    "export_pushed": "export/{source}/{target}/{stage}/{name}.pushed.json",
+    # downstream
+    "task_data": "tasks/{task}",
+    # the stem of a fine-tuning job's files; seeds: the job's seeds joined by '+' (1+2+3, or 1)
+    "finetune_run": "finetune/{source}/{task}/{model}/seed{seeds}",
+    "source_task": "source_task/{source}/{srctask}/{setup}/seed{seed}",  # a zero-shot source-side training
+    # the source-side trainings a zero-shot task evaluates with the models of one setup: a JSON list of
+    # {source_task, seed, trained, scores} (rule list_source_trainings; an input per cell of the task)
+    "zeroshot_trainings": "zeroshot/{source}/{task}/{setup}.trainings.json",
+    "zeroshot_scores": "zeroshot/{source}/{task}/{model}.parquet",
+    # tables and figures
+    "init_table": "tables/init_mlm_loss.{ext}",  # FOCUS Table 4 (csv, md, html)
+    "finetune_table": "tables/finetune.{ext}",
+    "finetune_scores_table": "tables/finetune_scores.parquet",
+    "paper_table": "tables/paper/{table}.{ext}",
+    # kind: lapt_curves and embedding_correlation (name: the target language), lapt_finetune and
+    # token_accuracy (name: the config's figure); ext: png, svg, csv (histograms.png for the correlation
+    # histograms)
+    "figure": "figures/{kind}/{source}/{name}.{ext}",
+}
+#: ... and under resources/: downloads.
+_UNDER_RESOURCES = {
+    "downloaded_model": "models/{source}",
+    # a hub corpus's data files, fetched before its corpus job (fetch.json: commit, files, sizes)
+    "downloaded_corpus": "corpora/{corpus}",
+    # an existing tokenizer named by hub id (tokenizer.pretrained), fetched before the job that copies it in
+    # (repo: the hub id with '--' for '/')
+    "downloaded_tokenizer": "tokenizers/{repo}",
+    "reference_model": "reference_models/{model}",
+    "cc_word_vectors": "word_vectors/cc.{lang}.300.bin",
+    "muse_dictionary": "dictionaries/{source_lang}-{lang}.txt",
+    # the Hugging Face datasets cache lm-eval's tasks load from: filled on the login node, read offline
+    "benchmark_cache": "benchmark_datasets",
+}
+#: The files of a run's folder or stem: by the path function it extends, each one's name and suffix.
+_EXTENDING = {
+    "lapt_run": {"lapt_model": "/model", "lapt_curve": "/curve.parquet", "lapt_snapshots": "/snapshots",
+                 "lapt_token_accuracy": "/token_accuracy.parquet", "lapt_checkpoints": "/checkpoints"},
+    "finetune_run": {"finetune_scores": ".parquet",  # a row per seed
+                     "finetune_history": ".history.parquet", "finetune_checkpoints": ".checkpoints"},
+    "source_task": {"source_task_model": ".model", "source_task_scores": ".parquet",
+                    "source_task_history": ".history.parquet", "source_task_checkpoints": ".checkpoints"},
+}
+
+
+@_inside
+def fasttext_vectors(lang: str, preset: str | None = None) -> str:
+    """Token-level fastText of the target tokenizer: ``vectors``, ``has_vector``, ``counts``; with ``preset``,
+    trained with that variant of the ``fasttext`` recipe (``data.token_fasttext.FASTTEXT_PRESETS``)."""
+    return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}vectors.safetensors"
+
+
+@_inside
+def fasttext_tokens(lang: str, preset: str | None = None) -> str:
+    return f"{RESULTS}/fasttext/{lang}/{preset + '/' if preset else ''}tokens.parquet"
+
+
+@_inside
+def benchmark(source: str, target: str, stage: str, name: str) -> str:
+    """lm-eval scores of one model on a target's tasks: ``stage`` source (``name`` the source), init (a
+    method) or lapt (a run)."""
+    return f"{RESULTS}/benchmarks/{target}/{source}/{stage}/{name}.parquet"
+
+
+for _root, _table in ((RESULTS, _UNDER_RESULTS), (RESOURCES, _UNDER_RESOURCES)):
+    for _name, _template in _table.items():
+        globals()[_name] = _inside(_from_template(_name, _root, _template))
+for _stem, _table in _EXTENDING.items():
+    for _name, _suffix in _table.items():
+        globals()[_name] = _extending(_name, globals()[_stem], _suffix)
+# the module's functions are its paths (tests/test_paths.py calls each)
+del _from_template, _extending, _inside, _root, _table, _name, _template, _stem, _suffix
 
 
 # --- a study's own folder -----------------------------------------------------------------------------------
@@ -396,10 +244,7 @@ SHARED = frozenset({
     "downloaded_corpus", "downloaded_tokenizer", "reference_model",
     "cc_word_vectors", "muse_dictionary"})
 #: Folders of results/ that a study's name cannot take.
-RESERVED = frozenset({"corpus", "source", "source_shards", "word_vectors", "dictionaries", "tasks",
-                      "tokenizers", "shards", "fasttext", "source_fasttext", "overlap", "factorized",
-                      "extended", "init", "eval_init", "lapt", "finetune", "source_task", "zeroshot",
-                      "tables", "figures", "export", "benchmarks"})
+RESERVED = frozenset({t.split("/")[0] for t in _UNDER_RESULTS.values()} | {"fasttext"})  # fasttext_vectors
 
 
 class Paths:

@@ -18,7 +18,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.sources import HUB_SOURCES
@@ -37,7 +37,7 @@ class Cost:
     minutes: float = 30
     minutes_per_gb: float = 0.0
     threads: int = 1
-    data: tuple[str, ...] = field(default_factory=tuple)
+    data: tuple[str, ...] = ()
 
 
 #: Measured costs (benchmarks/corpus_scale.py, 2 cores; the figures are in docs/data.md) with headroom.
@@ -83,19 +83,12 @@ COSTS: dict[str, Cost] = {
     "evaluate_zero_shot": Cost(mem_mb=8000, mem_mb_per_gb=4000, minutes=60, data=("target",)),
 }
 DEFAULT = Cost(mem_mb=2000, minutes=60)
-KEYS = ("mem_mb", "runtime", "threads")
 
 
 def path_bytes(paths: Iterable[str | os.PathLike]) -> int:
     """Total size of files and folders (walked) that exist; missing ones count 0 (a dry run's plan)."""
-    total = 0
-    for p in paths:
-        p = Path(p)
-        if p.is_file():
-            total += p.stat().st_size
-        elif p.is_dir():
-            total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-    return total
+    files = (f for p in map(Path, paths) for f in ([p] if p.is_file() else p.rglob("*")))
+    return sum(f.stat().st_size for f in files if f.is_file())
 
 
 def _data_paths(input, names: tuple[str, ...]) -> list[str]:
@@ -106,12 +99,6 @@ def _data_paths(input, names: tuple[str, ...]) -> list[str]:
 def data_gb(input, names: tuple[str, ...] = ()) -> float:
     """GB of a job's data inputs (``names``; all inputs when empty)."""
     return path_bytes(_data_paths(input, names)) / GB
-
-
-def word_model_mem_mb(wildcards, input) -> float:
-    """init_embeddings with WECHSEL's fastText subword information loads both word-level fastText models whole
-    (cc.<lang>.300.bin: 7 GB each): their size in MB, plus 10%."""
-    return 1.1 * path_bytes(_data_paths(input, ("source_word_model", "target_word_model"))) / 2**20
 
 
 def embedding_gb(model_dir: str | os.PathLike) -> float:
@@ -133,10 +120,10 @@ INIT_MB_PER_EMBEDDING_GB = 2500
 
 def init_mem_mb(wildcards, input) -> float:
     """init_embeddings beyond its fixed part: the source's embedding rows and the method's work on them
-    (:data:`INIT_MB_PER_EMBEDDING_GB`), plus WECHSEL's word-level fastText models where it loads them."""
-    model = input.get("model")
-    return (INIT_MB_PER_EMBEDDING_GB
-            * embedding_gb(model) if model else 0) + word_model_mem_mb(wildcards, input)
+    (:data:`INIT_MB_PER_EMBEDDING_GB`), plus, for WECHSEL with fastText subword information, both word-level
+    fastText models, which it loads whole (cc.<lang>.300.bin: 7 GB each): their size in MB, plus 10%."""
+    model, words = input.get("model"), _data_paths(input, ("source_word_model", "target_word_model"))
+    return (INIT_MB_PER_EMBEDDING_GB * embedding_gb(model) if model else 0) + 1.1 * path_bytes(words) / 2**20
 
 
 def cost(rule: str) -> Cost:
@@ -467,15 +454,14 @@ def compute_params(config: dict, vocab: int | None = None, head: bool = True) ->
     return layers * (attention + mlp) + ((vocab or config.get("vocab_size", 0)) * h if head else 0)
 
 
-def lapt_minutes(settings, params: float, gpus: int, nodes: int = 1, gpu_model: str | None = None,
-                 state_params: float | None = None) -> dict:
+def lapt_minutes(settings, params: float, gpus: int, nodes: int = 1, gpu_model: str | None = None) -> dict:
     """The wall time of a LAPT run, estimated: its tokens (every stage's steps x batch x block length, the
     long phase's at its own; each evaluation's held-out blocks at a third of a training token's cost) x 6 x
     ``params`` FLOPs (x 4/3 with gradient checkpointing), over ``gpus`` x ``nodes`` GPUs at :data:`MFU` of
-    their peak (:data:`GPU_TFLOPS`), x :data:`LAPT_MARGIN`, plus the start and the checkpoints
-    (``state_params`` parameters x 16 bytes of weights and AdamW states, 8 in bf16_pure, at
-    :data:`CHECKPOINT_GB_PER_S`). ``settings`` is the run's
-    :class:`vocab_transfer.training.settings.LaptConfig`. Returns ``minutes`` and the figures behind them."""
+    their peak (:data:`GPU_TFLOPS`), x :data:`LAPT_MARGIN`, plus the start and the checkpoints (``params`` x
+    16 bytes of weights and AdamW states, 8 in bf16_pure, at :data:`CHECKPOINT_GB_PER_S`). ``settings`` is
+    the run's :class:`vocab_transfer.training.settings.LaptConfig`. Returns ``minutes`` and the figures behind
+    them."""
     steps = settings.total_steps()
     long_steps = min(settings.long_steps, steps)
     tokens = (steps - long_steps) * settings.batch_size * settings.seq_len
@@ -487,7 +473,7 @@ def lapt_minutes(settings, params: float, gpus: int, nodes: int = 1, gpu_model: 
     n = max(gpus, 1) * max(nodes, 1)
     gpu, rate = _gpu_rate(settings.precision, gpu_model, n, MFU)
     train_s = flops / rate
-    state_gb = (state_params or params) * (8 if settings.precision == "bf16_pure" else 16) / GB
+    state_gb = params * (8 if settings.precision == "bf16_pure" else 16) / GB
     checkpoint_s = (steps // settings.checkpoint_every) * state_gb / CHECKPOINT_GB_PER_S
     minutes = LAPT_MARGIN * train_s / 60 + checkpoint_s / 60 + LAPT_START_MINUTES
     return _estimate(minutes, tokens, params, gpu, n, rate, train_s)
