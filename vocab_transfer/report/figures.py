@@ -1,8 +1,7 @@
 """The data behind the paper figures of rule plot_figure (config `figures` of kind curves, init_similarity,
-unk_scatter, sample_efficiency), one entry of :data:`FIGURES` per kind: what the kind reads from its inputs (a
-table), how it is drawn (:mod:`.plots`) and what the job logs of it. WECHSEL Figures 3-5 (held-out perplexity
-over steps) and 6 (cosine similarity of embeddings to their init); UNKs Everywhere Figures 2 (test score
-against the UNK share of each language's vocabulary) and 3 (test score against the amount of LAPT data).
+unk_scatter, sample_efficiency: WECHSEL Figures 3-6, UNKs Everywhere Figures 2-3), one entry of
+:data:`FIGURES` per kind: what the kind reads from its inputs (a table), how it is drawn (:mod:`.plots`) and
+what the job logs of it.
 
 ``inputs``: the rule's input files by name; ``manifest``: what each input is (``[{"input": name, "kind": ...,
 "run": ..., "language": ...}]``), from the rule's params (vocab_transfer/workflow/plan/figures.py).
@@ -12,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -30,9 +29,8 @@ def curves(inputs, manifest) -> pd.DataFrame:
     frames = []
     for rec in manifest:
         curve = pd.read_parquet(inputs[rec["input"]]).sort_values(["step", "stage"]).groupby("step").last()
-        if "heldout_bits_per_byte" not in curve:  # curves written without it
-            curve["heldout_bits_per_byte"] = float("nan")
-        curve = curve.reset_index()[["step", "heldout_loss", "heldout_bits_per_byte"]]
+        # NaN bits per byte in curves written without them
+        curve = curve.reset_index().reindex(columns=["step", "heldout_loss", "heldout_bits_per_byte"])
         frames.append(curve.rename(columns={"heldout_loss": "loss",
                                             "heldout_bits_per_byte": "bits_per_byte"}).assign(
             perplexity=lambda d: d["loss"].map(lambda v: math.exp(min(v, 50.0))), run=rec["run"],
@@ -96,33 +94,31 @@ def efficiency_points(inputs, manifest) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class FigureKind:
-    """One kind of figure: its table from the inputs, its drawing (png, svg, spec) and the job's log line."""
+    """One kind of figure: its table from the inputs, its plot (:mod:`.plots`; also given the spec's
+    ``options`` keys, else their defaults) and the job's log line (of the table, spec and plot's return)."""
 
     table: Callable[[dict, list], pd.DataFrame]
-    draw: Callable[[pd.DataFrame, str, str | None, dict], object]
+    plot: Callable[..., object]
     describe: Callable[[pd.DataFrame, dict, object], str]
+    options: dict = field(default_factory=dict)
 
 
 FIGURES: dict[str, FigureKind] = {
     "curves": FigureKind(
-        curves,
-        lambda t, png, svg, spec: plot_run_curves(t, png, value=spec.get("value", "perplexity"),
-                                                  title=spec["title"], svg=svg),
+        curves, plot_run_curves,
         lambda t, spec, _: f"last {spec.get('value', 'perplexity')} per run and language:\n"
                            + t.groupby(["language", "label"])[spec.get("value", "perplexity")].last()
-                           .to_string()),
+                           .to_string(),
+        {"value": "perplexity"}),
     "sample_efficiency": FigureKind(
-        efficiency_points,
-        lambda t, png, svg, spec: plot_sample_efficiency(t, png, title=spec["title"], svg=svg),
+        efficiency_points, plot_sample_efficiency,
         lambda t, spec, _: "mean score per series and LAPT data:\n" + t.to_string(index=False)),
     "unk_scatter": FigureKind(
-        unk_points,
-        lambda t, png, svg, spec: plot_unk_scatter(t, png, title=spec["title"], svg=svg),
+        unk_points, plot_unk_scatter,
         lambda t, spec, rho: (f"Pearson's rho of the score with the UNK share {rho['unk_share']:.3f}, with "
                               f"the overlap share {rho['overlap_share']:.3f}\n" + t.to_string(index=False))),
     "init_similarity": FigureKind(
-        similarities,
-        lambda t, png, svg, spec: plot_init_similarity(t, png, title=spec["title"], svg=svg),
+        similarities, plot_init_similarity,
         lambda t, spec, _: "median cosine similarity to the init:\n"
                            + t.groupby(["language", "label"])["cosine"].median().to_string()),
 }
@@ -134,5 +130,6 @@ def draw_figure(spec: dict, inputs: dict, manifest: list,
     and the job's log line."""
     kind = FIGURES[spec["kind"]]
     table = kind.table(inputs, manifest)
-    drawn = kind.draw(table, png, svg, spec)
+    drawn = kind.plot(table, png, title=spec["title"], svg=svg,
+                      **{k: spec.get(k, default) for k, default in kind.options.items()})
     return table, kind.describe(table, spec, drawn)

@@ -1,9 +1,8 @@
-"""Where each number of a table comes from, and a check that no two rows of a table were read from one
-artifact.
+"""Where each number of a table comes from, and a check that no two rows of a table read one artifact.
 
 Every table the workflow writes (``results/tables/<name>.csv`` / ``.md`` / ``.html``) has a sidecar
-``<name>.provenance.parquet`` beside it, written by the same job (an output of the table's rule): a row per
-numeric cell of the table's CSV and artifact that cell was computed from (:data:`COLUMNS`):
+``<name>.provenance.parquet`` beside it, written by the same job: a row per numeric cell of the table's CSV
+and artifact that cell was computed from (:data:`COLUMNS`):
 
 - ``table``; ``csv_row`` and ``field``: the cell in the CSV (its row number, from 0, and column);
 - ``block``, ``row``, ``column``: the same cell as the rendered table shows it (the source model, task,
@@ -12,18 +11,16 @@ numeric cell of the table's CSV and artifact that cell was computed from (:data:
 - ``artifact``: the file or folder read, as the job was given it (relative to the workflow's folder);
   ``records``: which of its records the cell used where it holds more than one cell's (``method=focus``,
   ``seed=1,2,3``, ``step=300``), empty for all of it;
-- ``checksum``: the artifact's content when the table was written: ``xxh3_128:<hex>`` for a file, the hash its
-  manifest recorded (:mod:`vocab_transfer.artifacts`; hashed again where size or time differ from the
-  manifest's), ``xxh3_128-tree:<hex>`` for a folder (the hash of its files' sorted names and hashes), and
-  :func:`vocab_transfer.artifacts.fingerprint` for an artifact without a manifest;
+- ``checksum``: the artifact's content when the table was written
+  (:func:`vocab_transfer.artifacts.artifact_checksum`);
 - ``role``: ``value``, or ``reference`` for an artifact the number is only compared with (the source model's
   score behind a benchmark's "share kept", the source tokenizer behind a UNK share).
 
 :func:`check_provenance` (``python -m vocab_transfer.report.provenance results/tables``) reports two rows that
 read one artifact (the same records of it) or two identical copies of one: a row wired to another row's model,
-run or seed, which miniature models that all score alike would otherwise hide. It also reports an artifact
-changed since the table was written, a table without its sidecar, and what :func:`check_lineage` finds behind
-the score files and LAPT curves, following what the trainers recorded they read (:func:`lineage`).
+run or seed, which miniature models that all score alike would otherwise hide; also an artifact changed since
+the table was written, a table without its sidecar, and what :func:`check_lineage` finds behind the score
+files and LAPT curves (from what the trainers recorded they read, :func:`lineage`).
 """
 
 from __future__ import annotations
@@ -48,8 +45,7 @@ pq = lazy.module("pyarrow.parquet")
 COLUMNS = ("table", "csv_row", "field", "block", "row", "column", "artifact", "records", "checksum", "role")
 #: The sidecar's name: ``<table>`` + this, beside the table's ``.csv`` / ``.md``.
 SUFFIX = ".provenance.parquet"
-#: The column that names the artifact of each record in the frames the table scripts read
-# (:func:`read_tagged`).
+#: The column that names each record's artifact in the frames the table scripts read (:func:`read_tagged`).
 ARTIFACT = "artifact"
 ROLES = ("value", "reference")
 
@@ -232,13 +228,9 @@ def write_provenance(entries: Sequence[dict], table: str, path: str | os.PathLik
 CLAIMS = ("source", "language", "model", "method")
 
 
-def _at(base: Path, path: str) -> Path:
-    return Path(path) if os.path.isabs(path) else base / path
-
-
 def _now(base: Path, path: str) -> str | None:
-    """The checksum of the artifact at ``path`` now, None where it is gone."""
-    return artifact_checksum(_at(base, path)) if _at(base, path).exists() else None
+    """The checksum of the artifact at ``path`` (under ``base`` unless absolute) now; None if it is gone."""
+    return artifact_checksum(base / path) if (base / path).exists() else None
 
 
 def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
@@ -251,7 +243,7 @@ def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
     values of the :data:`CLAIMS` columns of the artifact's rows. Empty where nothing was recorded or the
     artifact is gone."""
     base, out = Path(base), {}
-    path = _at(base, artifact)
+    path = base / artifact
 
     def recorded(p: Path) -> dict:
         with suppress(OSError, ValueError, artifacts.ArtifactError):
@@ -265,7 +257,7 @@ def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
             return None
         entry = {**entry, "read": name}
         with suppress(OSError, ValueError, artifacts.ArtifactError):
-            meta = artifacts.read_metadata(_at(base, entry["path"])) or {}
+            meta = artifacts.read_metadata(base / entry["path"]) or {}
             if method := (meta.get("wildcards") or {}).get("method"):
                 entry["method"] = str(method)
         return entry
@@ -273,7 +265,7 @@ def lineage(artifact: str, base: str | os.PathLike = ".") -> dict:
     record = recorded(path)
     if model := read(record, artifacts.EVALUATED):
         out["model"] = model
-        record = recorded(_at(base, model["path"]))
+        record = recorded(base / model["path"])
     if origin := read(record, artifacts.STARTED_FROM):
         out["origin"] = origin
     if path.suffix == ".parquet" and path.is_file():
@@ -312,10 +304,10 @@ def check_lineage(frame, *, base: str | os.PathLike | None = None, verify: bool 
     def claims(a: str, key: str) -> list[str]:
         return traced[a].get("claims", {}).get(key, [])
 
+    model_of = {a: os.path.normpath(t["model"]["path"]) for a, t in traced.items() if "model" in t}
     by_model: dict[str, list[str]] = {}
-    for a, t in traced.items():
-        if "model" in t:
-            by_model.setdefault(os.path.normpath(t["model"]["path"]), []).append(a)
+    for a, path in model_of.items():
+        by_model.setdefault(path, []).append(a)
     shared = set()  # scores of another row's model: what their model started from says nothing more
     for path, files in sorted(by_model.items()):
         models = sorted({m for a in files for m in claims(a, "model")})
@@ -324,13 +316,13 @@ def check_lineage(frame, *, base: str | os.PathLike | None = None, verify: bool 
             problems.append(f"{name}: rows {_cells_text(values, files)} (models {', '.join(models)}) are "
                             f"scores of one model {path} ({', '.join(files)})")
     by_claim: dict[tuple, set[str]] = {}
-    for a, t in traced.items():
+    for a, path in model_of.items():
         key = tuple(",".join(claims(a, c)) for c in ("source", "model", "language"))
-        if "model" in t and key[1] and "," not in key[1]:
-            by_claim.setdefault(key, set()).add(os.path.normpath(t["model"]["path"]))
+        if key[1] and "," not in key[1]:
+            by_claim.setdefault(key, set()).add(path)
     for (source, model, language), paths in sorted(by_claim.items()):
         if len(paths) > 1:
-            files = [a for a, t in traced.items() if "model" in t and claims(a, "model") == [model]]
+            files = [a for a in model_of if claims(a, "model") == [model]]
             where = f" ({source}, {language})" if source or language else ""
             problems.append(f"{name}: model '{model}'{where} is scores of {len(paths)} models: "
                             f"{', '.join(sorted(paths))} ({', '.join(files)})")

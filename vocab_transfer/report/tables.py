@@ -37,10 +37,9 @@ def _names(part: str, text: str) -> bool:
 
 
 def column_header(label: str, *, group: str = "", metric: str | None = None) -> str:
-    """A column's header: ``group`` before the column's ``label`` and its ``metric`` after it in parentheses,
-    each left out where the label names it already (case-insensitive: "STSB (Pearson)" with metric pearson
-    stays "STSB (Pearson)", "XNLI de" in group XNLI stays "XNLI de"), so a header never repeats a word. Every
-    table kind's headers come from here."""
+    """A column's header (every table kind's): ``group`` before ``label`` and ``metric`` after it in
+    parentheses, each left out where the label names it already, case-insensitively ("STSB (Pearson)" with
+    metric pearson, "XNLI de" in group XNLI stay as they are), so a header never repeats a word."""
     head = label if not group or _names(group, label) else f"{group} {label}"
     return head if not metric or _names(metric, head) else f"{head} ({metric})"
 
@@ -63,8 +62,8 @@ def _rows_markdown(corner: str, rows: list[tuple], columns: list[tuple], values:
                    texts: dict | None = None, groups: list[list] | None = None,
                    number: Callable[[float], str] | None = None) -> list[str]:
     """Markdown lines of ``rows`` by ``columns`` ((key, label) pairs): a cell shows ``texts[row, column]``
-    (default its value as ``number`` prints it; None where missing), bold where its ``values[row, column]`` is
-    the best of the column (within each of ``groups``, :func:`best_cells`)."""
+    (default its value as ``number`` prints it), bold where its ``values[row, column]`` is the best of the
+    column (within each of ``groups``, :func:`best_cells`)."""
     if texts is None:
         texts = {k: None if pd.isna(v) else number(v) for k, v in values.items()}
     bold = best_cells(values, groups, higher=higher, number=number)
@@ -77,11 +76,10 @@ def init_loss_table(results: pd.DataFrame, *, method_labels: dict[str, str],
                     in_pretraining: dict[str, list[str]]) -> pd.DataFrame:
     """Long form of FOCUS Table 4: one row per (source, language, method); ``mlm_loss`` is the loss of the
     objective; bits per byte and scored bytes are NaN in result files written without them."""
-    df = results.rename(columns={"target": "language"}).copy()
-    if "objective" not in df:
-        df["objective"] = "mlm"  # result files written before decoder sources
-    df = df.assign(**{c: float("nan") for c in ("bits_per_byte", "bits_per_char", "scored_bytes")
-                      if c not in df})
+    defaults = {"objective": "mlm",  # result files written before decoder sources
+                **dict.fromkeys(("bits_per_byte", "bits_per_char", "scored_bytes"), float("nan"))}
+    df = results.rename(columns={"target": "language"})
+    df = df.assign(**{c: v for c, v in defaults.items() if c not in df})
     df["label"] = df["method"].map(method_labels)
     df["in_source_pretraining"] = [lang in in_pretraining.get(src, []) for src, lang in
                                    zip(df["source"], df["language"], strict=True)]
@@ -146,11 +144,9 @@ def finetune_table(scores: pd.DataFrame) -> pd.DataFrame:
     keys = ["source", "task_name", "language", "task", "model", "method", "metric"]
     # one value per seed first (zero-shot: the mean over the source tasks), so the std is over seeds only
     per_seed = df.groupby([*keys, "seed"], sort=False)[["test", "dev", "test2", "extra"]].mean().reset_index()
-    return per_seed.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), test_mean=("test", "mean"),
-                                                  test_std=("test", "std"), dev_mean=("dev", "mean"),
-                                                  dev_std=("dev", "std"), test2_mean=("test2", "mean"),
-                                                  extra_mean=("extra", "mean"), extra_std=("extra", "std")
-                                                  ).reset_index()
+    stats = {f"{c}_{f}": (c, f) for c in ("test", "dev", "test2", "extra") for f in ("mean", "std")}
+    del stats["test2_std"]  # the secondary metric's mean only
+    return per_seed.groupby(keys, sort=False).agg(seeds=("seed", "nunique"), **stats).reset_index()
 
 
 def _first_extra(row) -> str | None:
@@ -159,6 +155,7 @@ def _first_extra(row) -> str | None:
     return str(names).split(",")[0] if isinstance(names, str) and names else None
 
 
+_STATS = ("test_mean", "test_std", "test2_mean", "extra_mean", "extra_std")  # a paper table cell's numbers
 SECONDARY = {"las": "uas"}  # shown before the selection metric in a cell, as the papers do ("UAS / LAS")
 FORMATS = ("percent", "fraction")  # cells: 84.2 ± 0.4 (FOCUS, UNKs, WECHSEL) or 0.842 (±0.004) (vocab-swap)
 
@@ -278,8 +275,7 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
                      else pd.Series(False, index=scores.index))
         scores = scores[~zero_shot | scores["source_language"].isin(spec["source_languages"])]
     agg = finetune_table(scores) if len(scores) else pd.DataFrame(
-        columns=["source", "task_name", "model", "metric", "seeds", "test_mean", "test_std", "test2_mean",
-                 "extra_mean", "extra_std"])
+        columns=["source", "task_name", "model", "metric", "seeds", *_STATS])
     if "grid" in spec:
         return _paper_grid(agg, spec, tasks=tasks)
     rows = spec.get("rows") or list(models)
@@ -290,8 +286,7 @@ def paper_table(scores: pd.DataFrame, spec: dict, *, models: dict[str, str], tas
         for t in names:
             hit = agg[(agg.source == source) & (agg.model == m) & (agg.task_name == t)]
             r = hit.iloc[0] if len(hit) else None
-            stats = {"metric": None, "seeds": 0} | dict.fromkeys((
-                "test_mean", "test_std", "test2_mean", "extra_mean", "extra_std")) if r is None else {
+            stats = {"metric": None, "seeds": 0} | dict.fromkeys(_STATS) if r is None else {
                 "metric": r.metric, "seeds": int(r.seeds), "test_mean": float(r.test_mean),
                 "test_std": float(0.0 if pd.isna(r.test_std) else r.test_std),
                 "test2_mean": r.test2_mean, "extra_mean": r.extra_mean, "extra_std": r.extra_std}

@@ -195,11 +195,11 @@ class InitSimilarityFigure(CurvesFigure):
 
     def records(self, plan, source: str) -> Records:
         """Each run's final model and its init tensor per language."""
-        return [record for r in self.runs for lang in self.languages for record in (
-            (f"model__{r}__{lang}", plan.paths.lapt_model(source, lang, r),
-             {"kind": "model", "run": r, "label": _label(plan, r), "language": lang}),
-            (f"init__{r}__{lang}", plan.paths.init(source, lang, plan.cfg.lapt.runs[r].method),
-             {"kind": "init", "run": r, "label": _label(plan, r), "language": lang}))]
+        return [(f"{kind}__{r}__{lang}", path,
+                 {"kind": kind, "run": r, "label": _label(plan, r), "language": lang})
+                for r in self.runs for lang in self.languages
+                for kind, path in (("model", plan.paths.lapt_model(source, lang, r)),
+                                   ("init", plan.paths.init(source, lang, plan.cfg.lapt.runs[r].method)))]
 
 
 class UnkScatterFigure(FigureSpec):

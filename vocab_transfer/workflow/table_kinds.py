@@ -45,6 +45,9 @@ class TableSpec(ByKind):
 
     FILL: ClassVar[tuple[str, ...]] = ("kind", "format")
     KINDS: ClassVar[dict[str, type[TableSpec]]] = {}
+    #: How :meth:`render` draws a kind of scores: its function of :mod:`vocab_transfer.report.tables`, the
+    #: labels of ``meta`` it takes (keyword -> meta key) and its function of the cells' provenance.
+    DRAW: ClassVar[tuple[str, dict[str, str], str]]
 
     kind: str = Field(description="what the table shows (one class per kind; default finetune)")
     title: str | None = Field(None, description="heading, e.g. 'FOCUS Table 3: NER (F1)'")
@@ -99,7 +102,10 @@ class TableSpec(ByKind):
         """(long-form table, markdown, provenance entries) from make_paper_table's ``inputs`` (name -> path),
         ``manifest`` (``[{"input": name, ...its record's fields}]``), ``spec`` (the table as written; groups
         and grid rows as [label, value] pairs) and ``meta`` (labels of models, tasks, runs and methods)."""
-        raise NotImplementedError
+        draw, labels, cells = cls.DRAW
+        frame, tagged = _read_tagged(inputs, manifest)
+        table, md = getattr(report_tables, draw)(frame, spec, **{k: dict(meta[m]) for k, m in labels.items()})
+        return table, md, getattr(provenance, cells)(table, tagged, spec)
 
     def grid_names(self) -> list[str]:
         """The model (or run) names of a grid table's cells, row by row, without the empty ones."""
@@ -143,6 +149,7 @@ def _read_tagged(inputs: dict, manifest: list):
 
 class FinetuneTable(TableSpec):
     kind: Literal["finetune"] = Field("finetune", description="downstream scores")
+    DRAW = ("paper_table", {"models": "models", "tasks": "tasks"}, "paper_cells")
 
     def check_against(self, cfg, name: str) -> None:
         self.check_rows(name, cfg.finetune.models, "finetune.models")
@@ -165,17 +172,11 @@ class FinetuneTable(TableSpec):
                  for f in plan.cell_scores(s, t, m)]
         return [(f"scores__{i}", p, {}) for i, p in enumerate(files)]
 
-    @classmethod
-    def render(cls, inputs, manifest, spec, meta):
-        frame, tagged = _read_tagged(inputs, manifest)
-        table, md = report_tables.paper_table(frame, spec, models=dict(meta["models"]),
-                                              tasks=dict(meta["tasks"]))
-        return table, md, provenance.paper_cells(table, tagged, spec)
-
 
 class LaptTable(TableSpec):
     kind: Literal["lapt"] = Field(description="held-out perplexity/loss of LAPT runs at given steps")
     NEEDS: ClassVar[tuple[str, ...]] = ("languages", "steps")
+    DRAW = ("lapt_table", {"runs": "runs"}, "lapt_cells")
 
     def check_against(self, cfg, name: str) -> None:
         refuse_any(self.best_column, f"tables.{name}.best_column: a 'Best' column is for fine-tuning tables, "
@@ -189,17 +190,12 @@ class LaptTable(TableSpec):
         return [(f"curve__{i}", plan.paths.lapt_curve(s, lang, r), {"run": r, "language": lang, "source": s})
                 for i, (s, r, lang) in enumerate(runs)]
 
-    @classmethod
-    def render(cls, inputs, manifest, spec, meta):
-        frame, tagged = _read_tagged(inputs, manifest)
-        table, md = report_tables.lapt_table(frame, spec, runs=dict(meta["runs"]))
-        return table, md, provenance.lapt_cells(table, tagged, spec)
-
 
 class InitTable(TableSpec):
     kind: Literal["init"] = Field(description=(
         "init-time held-out perplexity/loss/bits per byte of `rows` (methods) on `languages`"))
     NEEDS: ClassVar[tuple[str, ...]] = ("rows", "languages")
+    DRAW = ("init_table", {"labels": "methods"}, "init_table_cells")
 
     def check_against(self, cfg, name: str) -> None:
         from .config import check_labels, check_method_language
@@ -235,14 +231,7 @@ class InitTable(TableSpec):
                           for label, tasks in (self.probes or {}).items() for t in tasks
                           for s in plan.sources for m in self.rows if plan.paired(s, plan.task_target(t))]
 
-    @classmethod
-    def render(cls, inputs, manifest, spec, meta):
-        frame, tagged = _read_tagged(inputs, manifest)
-        table, md = report_tables.init_table(frame, spec, labels=dict(meta["methods"]))
-        return table, md, provenance.init_table_cells(table, tagged, spec)
 
-
-# The corpus and vocabulary tables (vocab_transfer.report.vocab_tables): one schema entry, a class per kind.
 class VocabTable(TableSpec):
     kind: Literal["corpus_sizes", "overlap_counts", "overlap_sample", "vocab_coverage",
                    "overlap_groups", "overlap_longest", "nearest_tokens"] = Field(description=(
@@ -255,6 +244,8 @@ class VocabTable(TableSpec):
     #: cells apart (:func:`vocab_transfer.report.provenance.vocab_cells`).
     READS: ClassVar[str] = "overlap"
     COLUMN: ClassVar[str | tuple[str, ...]] = ()
+    #: The keys of the spec (-> their defaults) that :meth:`block` passes on after the languages.
+    OPTIONS: ClassVar[dict[str, int]] = {}
 
     def check_against(self, cfg, name: str) -> None:
         bad = [lang for lang in self.languages if not cfg.is_target(lang)]
@@ -283,6 +274,12 @@ class VocabTable(TableSpec):
         source, overlaps, head)`` (``overlaps``: the source's overlap with each language it reads)."""
         return vocab_tables.per_source(inputs, manifest, title,
                                        functools.partial(cls.block, inputs, manifest, spec, meta))
+
+    @classmethod
+    def block(cls, inputs, manifest, spec, meta, source, overlaps, head) -> tuple[Any, str]:
+        """One source's block: ``vocab_tables.<kind>_table(overlaps, languages, *options, head)``."""
+        return getattr(vocab_tables, f"{spec['kind']}_table")(
+            overlaps, spec["languages"], *(spec.get(k, default) for k, default in cls.OPTIONS.items()), head)
 
     @classmethod
     def cells(cls, table, files) -> list[dict]:
@@ -335,11 +332,7 @@ class OverlapSampleTable(VocabTable):
 
     kind: Literal["overlap_sample"]
     COLUMN = "token"
-
-    @classmethod
-    def block(cls, inputs, manifest, spec, meta, source, overlaps, head):
-        return vocab_tables.overlap_sample_table(overlaps, spec["languages"], spec.get("sample", 500),
-                                                 spec.get("seed", 0), head)
+    OPTIONS = {"sample": 500, "seed": 0}
 
 
 class VocabCoverageTable(VocabTable):
@@ -381,20 +374,13 @@ class OverlapGroupsTable(VocabTable):
     kind: Literal["overlap_groups"]
     COLUMN = "group"
 
-    @classmethod
-    def block(cls, inputs, manifest, spec, meta, source, overlaps, head):
-        return vocab_tables.overlap_groups_table(overlaps, spec["languages"], head)
-
 
 class OverlapLongestTable(VocabTable):
     """UNKs Everywhere Table 7: the longest overlapping (sub)words of each language."""
 
     kind: Literal["overlap_longest"]
     COLUMN = "rank"
-
-    @classmethod
-    def block(cls, inputs, manifest, spec, meta, source, overlaps, head):
-        return vocab_tables.overlap_longest_table(overlaps, spec["languages"], spec.get("top", 5), head)
+    OPTIONS = {"top": 5}
 
 
 class NearestTokensTable(VocabTable):

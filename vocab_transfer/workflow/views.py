@@ -31,31 +31,24 @@ def source_role(name: str, source: Source, downloaded: bool = True) -> str | Non
     """``"masked"`` or ``"causal"`` (:func:`~..source_model.is_causal_config`) where a source's
     ``config.json`` is known before any job runs: a model pretrained here (an XLM-R masked LM), a local
     folder, and with ``downloaded`` a hub id already downloaded to ``resources/models/<name>/``; None
-    otherwise (its job decides)."""
+    otherwise (its job decides), or where it is unreadable or no object."""
     if source.pretrain:
         return "masked"
-    config = _model_config(name, source, downloaded)
-    return None if config is None else "causal" if is_causal_config(config) else "masked"
-
-
-def _model_config(name: str, source: Source, downloaded: bool) -> types.SimpleNamespace | None:
-    """The ``config.json`` of a source's local folder, else (``downloaded``) of its download; None where there
-    is none or it is unreadable or no object."""
-    download = Path(paths.downloaded_model(name)) if downloaded else None
-    folder = local_model_dir(source) or download
+    folder = local_model_dir(source) or (Path(paths.downloaded_model(name)) if downloaded else None)
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8")) if folder else None
     except (OSError, ValueError):
         return None
-    return types.SimpleNamespace(**config) if isinstance(config, dict) else None
+    if not isinstance(config, dict):
+        return None
+    return "causal" if is_causal_config(types.SimpleNamespace(**config)) else "masked"
 
 
 def source_is_masked(name: str, source: Source) -> bool:
     """Whether a source's ``config.json`` says it is no decoder (:func:`~..source_model.is_causal_config`): a
     local folder's, or a hub id's already downloaded to ``resources/models/<name>/``; False where none is
     known yet (the job decides) or it is unreadable (:func:`~.config.check_local_source` names that)."""
-    config = _model_config(name, source, bool(source.model))
-    return config is not None and not is_causal_config(config)
+    return bool(source.model) and source_role(name, source) == "masked"
 
 
 def source_positions(source: Source) -> int | None:
@@ -64,9 +57,9 @@ def source_positions(source: Source) -> int | None:
     if source.pretrain:
         return source.pretrain.training.seq_len
     model = local_model_dir(source)
-    if model is None or not (model / "config.json").is_file():
+    if model is None:
         return None
-    with contextlib.suppress(ValueError, OSError):
+    with contextlib.suppress(ValueError, OSError):  # no or an unreadable config.json
         return position_limit(json.loads((model / "config.json").read_text(encoding="utf-8")))
     return None
 
@@ -176,11 +169,6 @@ def sequence_lengths(cfg: Config) -> list[tuple[str, int]]:
     return out
 
 
-def snapshot_model_name(name: str, step: int) -> str:
-    """The fine-tuned model a ``finetune.models`` entry with ``steps`` gets for one snapshot step."""
-    return f"{name}-step{step}"
-
-
 def expand_snapshot_models(config: dict) -> dict:
     """``config`` with each ``finetune.models`` entry that lists LAPT snapshot ``steps: [N, ...]`` replaced by
     one model per step, ``<name>-step<N>`` = ``{lapt, step: N, label: "<label> @ N steps", tasks}``
@@ -197,7 +185,7 @@ def expand_snapshot_models(config: dict) -> dict:
             continue
         rest = {k: v for k, v in model.items() if k not in ("steps", "label")}
         for step in model["steps"]:
-            key = snapshot_model_name(name, step)
+            key = f"{name}-step{step}"
             if key in models or key in out:
                 raise ConfigError(f"finetune.models.{name}.steps: the snapshot model {key!r} clashes with "
                                   "another entry of finetune.models")
