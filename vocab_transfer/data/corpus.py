@@ -118,27 +118,19 @@ class FilterStats:
     dedup_spilled: int = 0  # keys of the deduplication set on disk at the end
 
 
-def _batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    it = iter(items)
-    while batch := list(itertools.islice(it, size)):
-        yield batch
-
-
 def filter_documents(docs: Iterable[dict], *, min_chars: int = 1, max_chars: int | None = None,
                      min_words: int = 1, dedup: bool = True, normalization: str = "NFKC",
                      max_bytes: int | None = None, max_docs: int | None = None,
                      split_chars: int | None = None, stats: FilterStats | None = None,
                      spill_dir: str | os.PathLike | None = None) -> Iterator[dict]:
-    """Clean documents and keep those passing length filters and exact dedup, up to a size cap, streaming.
-    Drops documents with fewer than ``min_chars`` characters or ``min_words`` whitespace-separated words, more
-    than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (a
-    :class:`~vocab_transfer.data.dedup.HashSet` of :func:`text_key`, spilling to ``spill_dir`` when given:
-    bounded memory). Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8
-    bytes (the document crossing the cap is kept); the source is read in batches of :data:`READ_BATCH`, so at
-    most one batch past the cap is pulled. A raw document of more than ``split_chars`` characters is first cut
-    into pieces of at most that many (:func:`split_long`), so that no single line of a file can hold a job's
-    memory. Yields ``{"doc_id": str, "text": cleaned}`` (with the source's ``POSITIONAL`` mark where it has
-    one); ``stats`` counts what happened."""
+    """Clean documents, streaming, and drop those with fewer than ``min_chars`` characters or ``min_words``
+    words, more than ``max_chars`` characters, or (``dedup``) a cleaned text already kept (a
+    :class:`~vocab_transfer.data.dedup.HashSet` of :func:`text_key`, spilled to ``spill_dir`` when given).
+    Stops after ``max_docs`` kept documents or once the kept text reaches ``max_bytes`` UTF-8 bytes (the
+    document crossing the cap is kept; at most one :data:`READ_BATCH` past it is read). A raw document of more
+    than ``split_chars`` characters is first cut up (:func:`split_long`), so that no single line of a file can
+    hold a job's memory. Yields ``{"doc_id", "text"}`` (and the source's ``POSITIONAL`` mark); ``stats``
+    counts what happened."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {normalization!r}; choose one of {NORMALIZATIONS}")
     stats = stats if stats is not None else FilterStats()
@@ -148,7 +140,8 @@ def filter_documents(docs: Iterable[dict], *, min_chars: int = 1, max_chars: int
     if split_chars is not None:
         docs = split_long(docs, split_chars, stats)
     with contextlib.closing(seen) if seen is not None else contextlib.nullcontext():
-        for batch in _batches(docs, READ_BATCH):
+        docs = iter(docs)
+        while batch := list(itertools.islice(docs, READ_BATCH)):
             kept: list[tuple[str, str, bool]] = []
             for doc in batch:
                 stats.read += 1
@@ -219,14 +212,10 @@ def _check_split(heldout_fraction: float, max_heldout_docs: int | None) -> None:
 
 def split_documents(df: pd.DataFrame, *, heldout_fraction: float, seed: int,
                     max_heldout_docs: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Split an in-memory corpus into disjoint (train, heldout) by a seeded hash of each document's
-    :func:`split_key` (its ``doc_id``, or its text where a boolean ``positional`` column says the id is only a
-    position), independent of row order: the rule :func:`build_corpus` applies while streaming. A document is
-    a held-out candidate iff ``split_hash(split_key(doc), seed) < heldout_fraction``, so aligned corpora
-    (Bible verses) hold out the same ids in every language. With ``max_heldout_docs``, only the candidates
-    with the smallest hashes (ties: smallest ``doc_id``) are held out; the remaining candidates are dropped
-    (never put in train), so train is always exactly the non-candidates. Outputs keep the input order, columns
-    ``doc_id``/``text`` as strings, and a fresh RangeIndex."""
+    """Split an in-memory corpus into disjoint (train, heldout) by the rule :func:`build_corpus` applies
+    while streaming (module docstring; a boolean ``positional`` column marks ids that are only positions).
+    Ties among the smallest hashes go to the smallest ``doc_id``; train is always exactly the non-candidates.
+    Outputs keep the input order, columns ``doc_id``/``text`` as strings, and a fresh RangeIndex."""
     _check_split(heldout_fraction, max_heldout_docs)
     out = df[["doc_id", "text"]].astype(str).reset_index(drop=True)
     positional = (df[POSITIONAL].fillna(False).astype(bool).to_numpy() if POSITIONAL in df
@@ -252,7 +241,7 @@ class CorpusWriter:
     def __init__(self, folder: str | os.PathLike, *, metadata: dict | None = None,
                  schema: pa.Schema | None = None, row_group_bytes: int | None = None):
         self.folder = Path(folder)
-        self.part_bytes, self.row_group_bytes = PART_BYTES, row_group_bytes or ROW_GROUP_BYTES
+        self.row_group_bytes = row_group_bytes or ROW_GROUP_BYTES
         schema = corpus_schema() if schema is None else schema
         self.schema = schema.with_metadata({"vocab_transfer": json.dumps(metadata or {}, sort_keys=True)})
         self.columns: dict[str, list] = {name: [] for name in schema.names}
@@ -277,7 +266,7 @@ class CorpusWriter:
         self.part_written += self.buffered
         self.columns = {name: [] for name in self.schema.names}
         self.buffered = 0
-        if self.part_written >= self.part_bytes:
+        if self.part_written >= PART_BYTES:
             self._writer.close()
             self._writer, self.part_written = None, 0
 
@@ -448,9 +437,8 @@ def build_corpus(spec: dict, *, filter_cfg: dict, split_cfg: dict, seed: int, tr
         if cap is not None:
             held.close()
             smallest = _keep_smallest(np.concatenate([smallest, pending]), cap)
-            out = stack.enter_context(corpus_writer(heldout_path, metadata=meta | {"split": "heldout"}))
-            _copy_smallest(spool_dir, smallest, stats.heldout_candidates, cap, out)
-            held = out
+            held = stack.enter_context(corpus_writer(heldout_path, metadata=meta | {"split": "heldout"}))
+            _copy_smallest(spool_dir, smallest, stats.heldout_candidates, cap, held)
         else:
             stats.heldout_candidates = held.docs
         if held.docs == 0 and frac > 0 and cap != 0:  # none asked for (0) is the config's choice

@@ -99,44 +99,30 @@ class DiskRun:
 
 def merge_runs(a: DiskRun, b: DiskRun, path: Path, chunk: int = 1 << 17) -> DiskRun:
     """Stream two disjoint sorted disk runs into one, ``chunk`` keys of each in memory at a time."""
-    ita, itb = a.chunks(chunk), b.chunks(chunk)
-    bufa, bufb = next(ita, np.zeros(0, np.uint64)), next(itb, np.zeros(0, np.uint64))
+    ita, itb, empty = a.chunks(chunk), b.chunks(chunk), np.zeros(0, np.uint64)
+    bufa, bufb = next(ita, empty), next(itb, empty)
     n, sparse = 0, []
-
-    def write(piece: np.ndarray) -> None:
-        nonlocal n
-        piece.astype("<u8", copy=False).tofile(f)
-        # the keys at multiples of BLOCK (a copy: a view keeps piece)
-        sparse.append(piece[(-n) % BLOCK::BLOCK].copy())
-        n += len(piece)
-
     with open(path, "wb") as f:
         while len(bufa) or len(bufb):
-            if not len(bufa) or not len(bufb):
-                write(bufa if len(bufa) else bufb)
-                bufa = next(ita, np.zeros(0, np.uint64)) if len(bufa) else bufa
-                bufb = next(itb, np.zeros(0, np.uint64)) if len(bufb) else bufb
-                continue
-            limit = min(bufa[-1], bufb[-1])
-            ta, tb = np.searchsorted(bufa, limit, side="right"), np.searchsorted(bufb, limit, side="right")
+            ta, tb = len(bufa), len(bufb)
+            if ta and tb:  # up to the smaller of the two last keys: nothing after it can come before it
+                limit = min(bufa[-1], bufb[-1])
+                ta, tb = (int(np.searchsorted(buf, limit, side="right")) for buf in (bufa, bufb))
             merged = np.concatenate([bufa[:ta], bufb[:tb]])
             merged.sort()
-            write(merged)
+            merged.astype("<u8", copy=False).tofile(f)
+            sparse.append(merged[(-n) % BLOCK::BLOCK].copy())  # the keys at multiples of BLOCK
+            n += len(merged)
             bufa, bufb = bufa[ta:], bufb[tb:]
-            if not len(bufa):
-                bufa = next(ita, np.zeros(0, np.uint64))
-            if not len(bufb):
-                bufb = next(itb, np.zeros(0, np.uint64))
-    return DiskRun(path, n, np.concatenate(sparse) if sparse else np.zeros(0, np.uint64))
+            bufa, bufb = bufa if len(bufa) else next(ita, empty), bufb if len(bufb) else next(itb, empty)
+    return DiskRun(path, n, np.concatenate(sparse) if sparse else empty)
 
 
 class HashSet:
     """An exact set of 64-bit keys (document hashes): sorted runs in RAM, spilled to disk runs behind a Bloom
-    filter once more than ``memory_keys`` are held (see the module docstring for the memory it needs).
-
+    filter once more than ``memory_keys`` are held (the module docstring gives the memory it needs).
     ``spill_dir`` (a folder for temporary files, removed by :meth:`close`) enables spilling; without it every
-    key stays in RAM. ``add`` takes a batch in document order and returns which keys are new.
-    """
+    key stays in RAM."""
 
     def __init__(self, *, memory_keys: int = 1 << 18, spill_dir: str | os.PathLike | None = None,
                  bloom_bits: int = 12, bloom_capacity: int = 1 << 20):
@@ -228,9 +214,3 @@ class HashSet:
         for d in self._disk:
             d.file.close()
         self._disk = []
-
-    def __enter__(self) -> HashSet:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

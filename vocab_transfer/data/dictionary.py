@@ -15,6 +15,7 @@ Each kind a config names (``dictionaries.<source lang>.<lang>.source``) is one c
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -35,10 +36,7 @@ _SKIP = ("see:", "synonym:", "syn:", "antonym:", "note:", "example:", "ex:", "al
 
 
 def _b64(s: str) -> int:
-    n = 0
-    for c in s:
-        n = n * 64 + _B64[c]
-    return n
+    return functools.reduce(lambda n, c: n * 64 + _B64[c], s, 0)
 
 
 def _entries(name: str, root: str | os.PathLike) -> list[str]:
@@ -52,19 +50,17 @@ def _entries(name: str, root: str | os.PathLike) -> list[str]:
     out = []
     for line in index.read_text(encoding="utf-8").splitlines():
         head, offset, length = line.split("\t")[:3]
-        if head.startswith("00-database") or head.startswith("00database"):
+        if head.startswith(("00-database", "00database")):
             continue
         out.append(raw[_b64(offset):_b64(offset) + _b64(length)].decode("utf-8", errors="replace"))
     return out
 
 
 def parse_freedict_entry(entry: str) -> list[tuple[str, str]]:
-    """(headword, translation) pairs of one dictd entry (TEI-to-dictd layout of FreeDict).
-
-    Line 1 is the headword with pronunciation and part of speech; the following lines list
-    translations separated by ``,`` or ``;``, optionally numbered ``1.``; annotations in ``<>``,
-    ``[]``, ``()`` and cross references (``see: {...}``) are dropped.
-    """
+    """(headword, translation) pairs of one dictd entry (TEI-to-dictd layout of FreeDict). Line 1 is the
+    headword with pronunciation and part of speech; the following lines list translations separated by ``,``
+    or ``;``, optionally numbered ``1.``; annotations in ``<>``, ``[]``, ``()`` and cross references (``see:
+    {...}``) are dropped."""
     lines = [x for x in entry.splitlines() if x.strip()]
     if not lines:
         return []
@@ -90,12 +86,8 @@ def read_freedict(name: str, root: str | os.PathLike = DICTD_ROOT) -> pd.DataFra
 
 def read_pairs(path: str | os.PathLike) -> pd.DataFrame:
     """A MUSE-style dictionary: one ``source<whitespace>target`` pair per line."""
-    rows = []
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 2:
-                rows.append(parts)
+        rows = [parts for line in f if len(parts := line.split()) == 2]
     if not rows:
         raise ValueError(f"{path}: no 'source target' pairs found")
     return single_words(pd.DataFrame(rows, columns=["source_word", "target_word"]))

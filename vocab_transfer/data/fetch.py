@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import mirror as hub_mirror
 from ..io import resumable_dir, sha256_file
 from ..mirror import MIRROR_ENV  # noqa: F401 - the variable's name, as tests and users know it here
-from .sources import hub_arguments
+from .sources import HUB_SOURCES, hub_arguments
 
 FETCH_FILE = "fetch.json"
 
@@ -34,8 +34,6 @@ FETCH_FILE = "fetch.json"
 def needs_fetch(spec: dict) -> bool:
     """Whether a corpus spec reads a hub repository (not a local folder or local ``data_files``) and asks to
     be fetched (``fetch``, default true; false streams it in the corpus job instead)."""
-    from .sources import HUB_SOURCES
-
     if spec.get("source") not in HUB_SOURCES or not spec.get("fetch", True):
         return False
     if spec.get("data_files") and not spec.get("dataset"):

@@ -24,6 +24,7 @@ token stream into ``<s> … </s>`` blocks of ``seq_len`` tokens exactly as
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -170,25 +171,21 @@ def write_shard(texts: Iterable[str] | Callable[[], Iterable[str]], tokenizer, o
     shard folder ``out``, atomically, in batches of :data:`ENCODE_BATCH` documents: memory is one batch and
     the counts (8 bytes per token id); ids and document offsets go to disk as they come. ``n_docs`` (when
     known) gives the progress log an ETA. Returns the shard's ``meta.json`` content."""
-    fast = encoder(tokenizer, threads, tokenizer_dir)
+    fast, read = encoder(tokenizer, threads, tokenizer_dir), texts if callable(texts) else lambda: texts
     if isinstance(fast, SentencePieceEncoder):
         try:
-            return _write_shard(_texts(texts), tokenizer, out, fast, encoder(tokenizer, threads),
+            return _write_shard(read(), tokenizer, out, fast, encoder(tokenizer, threads),
                                 tokenizer_dir, n_docs, metadata, progress_every)
         except _Mismatch as e:
             if not callable(texts) and iter(texts) is texts:
                 raise ShardError(f"{e}, and the texts cannot be read again: pass a function that "
                                  "returns them") from None
             log.warning("%s; writing %s with the tokenizer's own encoder instead", e, out)
-    return _write_shard(_texts(texts), tokenizer, out, encoder(tokenizer, threads), None, tokenizer_dir,
+    return _write_shard(read(), tokenizer, out, encoder(tokenizer, threads), None, tokenizer_dir,
                         n_docs, metadata, progress_every)
 
 
 CHECK_EVERY = 64  # the shard writer checks every 64th document of a fast encoder against the tokenizer
-
-
-def _texts(texts: Iterable[str] | Callable[[], Iterable[str]]) -> Iterable[str]:
-    return texts() if callable(texts) else texts
 
 
 def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir,
@@ -202,35 +199,31 @@ def _write_shard(texts, tokenizer, out, encode, check, tokenizer_dir,
     with atomic_path(out, directory=True) as tmp:
         with open(tmp / TOKENS, "wb") as f, open(tmp / "index.raw", "wb") as fi:
             fi.write(np.zeros(1, dtype="<i8").tobytes())
-            batch: list[str] = []
-            for text in _then_flush(texts):
-                if text is not None:
-                    batch.append(text)
-                if batch and (text is None or len(batch) == ENCODE_BATCH):
-                    ids = encode(batch)
-                    if check is not None:
-                        probe = batch[::CHECK_EVERY]
-                        for text_, want, got in zip(probe, check(probe), ids[::CHECK_EVERY], strict=True):
-                            if not encode.equivalent(want, got):
-                                raise _Mismatch("SentencePiece's ids differ from the "
-                                                f"tokenizer's on {text_[:80]!r}")
-                            ties += list(want) != list(got)
-                        checked += len(probe)
-                    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
-                    flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lengths.sum()))
-                    if len(flat) and (flat.min() < 0 or flat.max() >= vocab):
-                        raise ShardError(f"token id {int(flat.max())} outside the tokenizer's {vocab} ids")
-                    counts += np.bincount(flat, minlength=vocab)
-                    f.write(flat.astype(dtype).tobytes())
-                    fi.write((n_tok + np.cumsum(lengths)).astype("<i8").tobytes())
-                    n_tok, n = n_tok + len(flat), n + len(batch)
-                    batch = []
-                    if time.time() - last >= progress_every:
-                        last = time.time()
-                        eta = f", ETA {(n_docs - n) * (last - t0) / n:.0f} s" if n_docs else ""
-                        log.info("tokenized %s%s documents, %s tokens (%.2f M tokens/s%s)", f"{n:,}",
-                                 f" of {n_docs:,}" if n_docs else "", f"{n_tok:,}",
-                                 n_tok / (last - t0) / 1e6, eta)
+            it = iter(texts)
+            while batch := list(itertools.islice(it, ENCODE_BATCH)):
+                ids = encode(batch)
+                if check is not None:
+                    probe = batch[::CHECK_EVERY]
+                    for text, want, got in zip(probe, check(probe), ids[::CHECK_EVERY], strict=True):
+                        if not encode.equivalent(want, got):
+                            raise _Mismatch("SentencePiece's ids differ from the tokenizer's on "
+                                            f"{text[:80]!r}")
+                        ties += list(want) != list(got)
+                    checked += len(probe)
+                lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+                flat = np.fromiter((t for x in ids for t in x), dtype=np.int64, count=int(lengths.sum()))
+                if len(flat) and (flat.min() < 0 or flat.max() >= vocab):
+                    raise ShardError(f"token id {int(flat.max())} outside the tokenizer's {vocab} ids")
+                counts += np.bincount(flat, minlength=vocab)
+                f.write(flat.astype(dtype).tobytes())
+                fi.write((n_tok + np.cumsum(lengths)).astype("<i8").tobytes())
+                n_tok, n = n_tok + len(flat), n + len(batch)
+                if time.time() - last >= progress_every:
+                    last = time.time()
+                    eta = f", ETA {(n_docs - n) * (last - t0) / n:.0f} s" if n_docs else ""
+                    log.info("tokenized %s%s documents, %s tokens (%.2f M tokens/s%s)", f"{n:,}",
+                             f" of {n_docs:,}" if n_docs else "", f"{n_tok:,}", n_tok / (last - t0) / 1e6,
+                             eta)
         _raw_to_npy(tmp / "index.raw", tmp / INDEX, np.dtype("<i8"), n + 1)
         np.save(tmp / COUNTS, counts)
         seconds = time.time() - t0
@@ -254,11 +247,6 @@ def _raw_to_npy(raw: Path, npy: Path, dtype: np.dtype, length: int, chunk: int =
         while block := src.read(chunk):
             out.write(block)
     raw.unlink()
-
-
-def _then_flush(items: Iterable[str]) -> Iterator[str | None]:
-    yield from items
-    yield None
 
 
 def tokenize_corpus(corpus: str | os.PathLike, tokenizer_dir: str | os.PathLike, out: str | os.PathLike, *,

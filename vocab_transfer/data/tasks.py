@@ -726,24 +726,15 @@ def check_columns(task: str, ds: Dataset | pd.DataFrame | Mapping[str, Dataset |
     schema = SCHEMAS[TASK_TYPES[task]]
     for split, d in ds.items() if isinstance(ds, Mapping) else [(None, ds)]:
         found = list(d.column_names if isinstance(d, datasets.Dataset) else d.columns)
+        where = f"{task} dataset" + (f" split {split!r}" if split is not None else "")
         if missing := [c for c in schema if c not in found]:
-            where = f" split {split!r}" if split is not None else ""
             expected = ", ".join(f"{c}: {t}" for c, t in schema.items())
-            raise ValueError(f"{task} dataset{where} lacks column(s) {missing}; expected schema "
-                             f"({expected}), found {found}")
+            raise ValueError(f"{where} lacks column(s) {missing}; expected schema ({expected}), "
+                             f"found {found}")
         if task == "dep":
             for id_, tokens, heads, rels in zip(map(str, d["id"]), d["tokens"], d["heads"], d["deprels"],
                                                 strict=True):
-                check_heads(tokens, heads, rels,
-                            f"dep dataset{f' split {split!r}' if split else ''}, sentence {id_}")
-
-
-def _carve_dev(train: Dataset, fraction: float, seed: int) -> tuple[Dataset, Dataset]:
-    n_dev = math.ceil(fraction * len(train))
-    if not 0 < n_dev < len(train):
-        raise ValueError(f"cannot take a dev split of {fraction:.0%} from {len(train)} train examples")
-    parts = train.train_test_split(test_size=n_dev, seed=seed, shuffle=True)
-    return parts["train"], parts["test"]
+                check_heads(tokens, heads, rels, f"{where}, sentence {id_}")
 
 
 def load_task(spec: dict, seed: int = 0) -> DatasetDict:
@@ -766,8 +757,12 @@ def load_task(spec: dict, seed: int = 0) -> DatasetDict:
         raise ValueError(f"{loader} gave splits {sorted(splits)}; expected train, test and "
                          "optionally dev and test_<name>")
     check_columns(task, splits)
-    if "dev" not in splits:
-        splits["train"], splits["dev"] = _carve_dev(splits["train"], spec.get("dev_fraction", 0.1), seed)
+    if "dev" not in splits:  # carved from train
+        train, fraction = splits["train"], spec.get("dev_fraction", 0.1)
+        if not 0 < (n_dev := math.ceil(fraction * len(train))) < len(train):
+            raise ValueError(f"cannot take a dev split of {fraction:.0%} from {len(train)} train examples")
+        parts = train.train_test_split(test_size=n_dev, seed=seed, shuffle=True)
+        splits["train"], splits["dev"] = parts["train"], parts["test"]
     max_train = spec.get("max_train")
     if max_train is not None and len(splits["train"]) > max_train:
         splits["train"] = splits["train"].shuffle(seed=seed).select(range(max_train))

@@ -189,8 +189,7 @@ def train_like(template: PreTrainedTokenizerFast, texts: Iterable[str], vocab_si
     if bpe and not byte_level and (pre is None or pre.get("type") == "Metaspace"):
         spec["pre_tokenizer"] = ({**pre, "split": True} if pre else
                                  json.loads(pre_tokenizers.Split("▁", "merged_with_next").__getstate__()))
-    if bpe:
-        model.update(vocab={}, merges=[])
+    model.update(vocab={}, **({"merges": []} if bpe else {}))  # the template's own pieces: not parsed
     backend = Tokenizer.from_str(json.dumps(spec))
     if bpe:
         backend.train_from_iterator(texts, trainer=trainers.BpeTrainer(
@@ -423,11 +422,10 @@ GENERIC_CLASSES = ("TokenizersBackend", "PreTrainedTokenizerFast")
 
 
 def load_tokenizer(path: str) -> PreTrainedTokenizerBase:
-    """Load a tokenizer saved with ``save_pretrained`` (or a hub id, when the config names one). A folder with
-    only a tokenizer (no ``config.json``, as the target tokenizers this pipeline trains) whose class is the
-    generic fast tokenizer is loaded by that class directly: the same object ``AutoTokenizer`` returns there,
-    without importing torch and transformers' model registry (a second or two of every job's start).
-    Everything else goes through ``AutoTokenizer``, which picks the tokenizer class from config."""
+    """Load a tokenizer saved with ``save_pretrained`` (or a hub id) through ``AutoTokenizer``; a
+    tokenizer-only folder (no ``config.json``: the target tokenizers trained here) of the generic fast class
+    is loaded by that class directly, the same object, without importing torch and transformers' model
+    registry (a second or two of every job's start)."""
     folder = Path(path)
     config = folder / "tokenizer_config.json"
     if config.is_file() and (folder / "tokenizer.json").is_file() and not (folder / "config.json").exists():
@@ -602,13 +600,9 @@ def detect_tokenizer_kind(tokenizer: Any) -> str:
     anything else."""
     backend = _backend(tokenizer)
     mtype, byte_fallback = type(backend.model).__name__, getattr(backend.model, "byte_fallback", False)
-    try:  # the pipeline's components, read one by one: without the (large) vocabulary and merges
-        norm, pre, dec = (None if c is None else json.loads(c.__getstate__())
-                          for c in (backend.normalizer, backend.pre_tokenizer, backend.decoder))
-    except Exception:  # pragma: no cover - fall back to the full (slow for big vocabs) dump
-        full = json.loads(backend.to_str())
-        norm, pre, dec = (full.get(k) for k in ("normalizer", "pre_tokenizer", "decoder"))
-        mtype, byte_fallback = full["model"].get("type"), full["model"].get("byte_fallback")
+    # the pipeline's components, read one by one: without the (large) vocabulary and merges
+    norm, pre, dec = (None if c is None else json.loads(c.__getstate__())
+                      for c in (backend.normalizer, backend.pre_tokenizer, backend.decoder))
     if kind := {"WordPiece": "wordpiece", "Unigram": "sentencepiece"}.get(mtype):
         return kind
     if mtype == "BPE":

@@ -45,17 +45,14 @@ def word_tokenize(text: str) -> list[str]:
 
 def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int = 5, epochs: int = 5,
                         model: str = "skipgram", minn: int = 3, maxn: int = 6, window: int = 5, neg: int = 5,
-                        threads: int = 1, bucket: int = 2000000,
-                        max_words: int | None = None, seed: int = 0, verbose: int = 0,
-                        workdir: str | None = None,
+                        threads: int = 1, bucket: int = 2000000, max_words: int | None = None, seed: int = 0,
+                        verbose: int = 0, workdir: str | None = None,
                         model_path: str | os.PathLike | None = None) -> WordVectors:
     """Word-level fastText on ``texts``; words (``min_count`` or more occurrences) most frequent first.
-
     ``counts`` are the corpus frequencies WECHSEL's tokenize-flatten-reduce weights by (the paper uses the
     frequencies shipped with the fastText vectors, which are counts on their corpus). ``threads=1`` gives
     bit-identical vectors for a fixed ``seed``. ``model_path``: also save the fastText model (its character
-    n-grams give vectors of any string: WECHSEL's fastText subword information, App. D).
-    """
+    n-grams give vectors of any string: WECHSEL's fastText subword information, App. D)."""
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         path = os.path.join(tmp, "words.txt")
         with open(path, "w", encoding="utf-8") as f:
@@ -72,14 +69,11 @@ def train_word_fasttext(texts: Iterable[str], *, dim: int = 300, min_count: int 
 
 def from_fasttext_model(ft, max_words: int | None = None) -> WordVectors:
     """The words of a fastText model with their vectors (``get_word_vector``) and counts, most frequent first.
-
     fastText's own ``</s>`` (its end-of-line marker, counted once per line) is kept, as the ``wechsel``
     package keeps it: it is a word of the model like any other, and tokenize-flatten-reduce maps it to the
-    tokens ``"</s>"`` and ``" </s>"`` tokenize to.
-    """
+    tokens ``"</s>"`` and ``" </s>"`` tokenize to."""
     words, freqs = ft.get_words(include_freq=True)
-    keep = list(range(len(words)))[: max_words or None]
-    order = sorted(keep, key=lambda i: (-int(freqs[i]), words[i]))
+    order = sorted(range(len(words))[: max_words or None], key=lambda i: (-int(freqs[i]), words[i]))
     words = [words[i] for i in order]
     vectors = torch.from_numpy(np.stack([ft.get_word_vector(w) for w in words]).astype(np.float32))
     return WordVectors(words, vectors, np.asarray([freqs[i] for i in order], dtype=np.int64))
@@ -87,12 +81,10 @@ def from_fasttext_model(ft, max_words: int | None = None) -> WordVectors:
 
 def read_fasttext_vectors(path: str | os.PathLike, *, max_words: int | None = None, lang: str | None = None
                           ) -> WordVectors:
-    """Pretrained fastText vectors: a ``.bin`` model (frequencies included) or a ``.vec`` text file.
-
-    ``.vec`` files carry no frequencies; their words are sorted by frequency, so counts are taken
-    from ``wordfreq`` for ``lang`` when it knows the language, else a Zipf law on the rank
-    (count ∝ 1/rank) — a choice of ours, written to the log by the caller.
-    """
+    """Pretrained fastText vectors: a ``.bin`` model (frequencies included) or a ``.vec`` text file. ``.vec``
+    files carry no frequencies; their words are sorted by frequency, so counts are taken from ``wordfreq``
+    for ``lang`` when it knows the language, else a Zipf law on the rank (count ∝ 1/rank) — a choice of ours,
+    written to the log by the caller."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"word vectors {path} not found")
@@ -162,19 +154,17 @@ def fasttext_subword_vectors(model, tokenizer, vocab_size: int | None = None, *,
 
 
 def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | None = None,
-                            batch_size: int = 10_000, *,
-                            skip_special: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Subword embeddings from word embeddings (WECHSEL §3.1, eq. 1, Figure 2).
-
-    **tokenize** every word (without special tokens; the word alone and preceded by a space, as the WECHSEL
-    reference code does), **flatten** to (token, word) pairs, and **reduce** each token's words to their
-    frequency-weighted mean ``u_x = Σ w_v f_v / Σ f_v``. As in WECHSEL's code, a word counts once for each of
-    its two tokenizations that contains the token (twice where both do, as for most SentencePiece pieces).
-    Tokens in no word get a zero vector and ``has_vector = False``. With ``skip_special`` (default) special
-    tokens a word tokenizes to (``<unk>``, ``</s>`` for the word ``</s>``) get no vector;
-    ``skip_special=False`` keeps them, as the ``wechsel`` package does. Returns ``(U [V, dim] float32,
-    has_vector [V] bool)``; no Python loop over tokens (one ``index_add_`` per batch of words).
-    """
+                            batch_size: int = 10_000, *, skip_special: bool = True
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Subword embeddings from word embeddings (WECHSEL §3.1, eq. 1, Figure 2): **tokenize** every word
+    (without special tokens; the word alone and preceded by a space, as the WECHSEL reference code does:
+    byte-level BPE marks word starts only after a space), **flatten** to (token, word) pairs, and **reduce**
+    each token's words to their frequency-weighted mean ``u_x = Σ w_v f_v / Σ f_v``. As in WECHSEL's code, a
+    word counts once for each of its two tokenizations that contains the token (twice where both do, as for
+    most SentencePiece pieces). Tokens in no word get a zero vector and ``has_vector = False``. With
+    ``skip_special`` (default) special tokens a word tokenizes to (``<unk>``, ``</s>`` for the word ``</s>``)
+    get no vector; ``skip_special=False`` keeps them, as the ``wechsel`` package does. Returns ``(U [V, dim]
+    float32, has_vector [V] bool)``; no Python loop over tokens (one ``index_add_`` per batch of words)."""
     vocab_size = vocab_size or len(tokenizer)
     dim = words.vectors.shape[1]
     num = torch.zeros(vocab_size, dim, dtype=torch.float64)
@@ -184,8 +174,6 @@ def tokenize_flatten_reduce(words: WordVectors, tokenizer, vocab_size: int | Non
     for start in tqdm.tqdm(range(0, len(words.words), batch_size),
                            desc="tokenize-flatten-reduce", mininterval=5):
         batch = words.words[start:start + batch_size]
-        # as WECHSEL's code: the word alone and after a space (byte-level BPE marks word starts only
-        # after a space), each token once per tokenization: a token in both counts the word twice
         ids = tokenizer(batch + [" " + w for w in batch], add_special_tokens=False)["input_ids"]
         lengths = [len(x) for x in ids]
         word_idx = np.repeat(np.tile(np.arange(start, start + len(batch)), 2), lengths)

@@ -23,13 +23,10 @@ FACTORS_FILE = "factorized_embeddings.safetensors"
 
 def gumbel_softmax_st(logits: torch.Tensor, tau: float | torch.Tensor, *,
                       generator: torch.Generator | None = None) -> torch.Tensor:
-    """Straight-through Gumbel-softmax (Jang et al. 2017; UNKs eq. 3) over the last dimension.
-
-    ``logits`` play the role of ``log z`` in eq. 3 (unnormalized log-probabilities, as in
-    ``torch.nn.functional.gumbel_softmax``). The forward value is the one-hot ``argmax`` of
-    ``(logits + g) / τ`` with ``g ~ Gumbel(0, 1)``; the gradient is that of the softmax. The noise is
-    drawn from ``generator`` when given (it must live on ``logits.device``), else from the global RNG.
-    """
+    """Straight-through Gumbel-softmax (Jang et al. 2017; UNKs eq. 3) over the last dimension: the forward
+    value is the one-hot ``argmax`` of ``(logits + g) / τ``, ``g ~ Gumbel(0, 1)``, the gradient that of the
+    softmax. ``logits`` play eq. 3's ``log z`` (unnormalized, as in ``torch.nn.functional.gumbel_softmax``).
+    The noise comes from ``generator`` when given (on ``logits.device``), else from the global RNG."""
     soft = gumbel_softmax(logits, tau, generator=generator)
     hard = torch.zeros_like(soft).scatter_(-1, soft.argmax(-1, keepdim=True), 1.0)
     return hard - soft.detach() + soft
@@ -108,8 +105,7 @@ class FactorizedEmbedding(nn.Module):
     - eval mode (or C = 1): ``c(v) = argmax Z[v]``, no noise.
 
     ``generator`` (attribute) optionally fixes the Gumbel noise (:func:`fit_neural`); None draws from the
-    global RNG. ``G`` (and every row) has the output-bias column if the source matrix had it (D = d + 1).
-    """
+    global RNG. ``G`` (and every row) has the output-bias column if the source matrix had it (D = d + 1)."""
 
     def __init__(self, F: torch.Tensor, G: torch.Tensor, Z: torch.Tensor | None = None, *,
                  tau: float = 1.0) -> None:
@@ -126,7 +122,18 @@ class FactorizedEmbedding(nn.Module):
         self.Z = nn.Parameter(Z.detach().clone().to(F.dtype)) if C > 1 else None
         self.register_buffer("tau", torch.tensor(float(tau), dtype=torch.float32))
         self.generator: torch.Generator | None = None
-        self.num_embeddings, self.embedding_dim, self.clusters = F.shape[0], G.shape[2], C
+
+    @property
+    def num_embeddings(self) -> int:
+        return self.F.shape[0]
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.G.shape[2]
+
+    @property
+    def clusters(self) -> int:
+        return self.G.shape[0]
 
     def assignment(self) -> torch.Tensor:
         """Eval-mode cluster of every token: ``argmax Z[v]`` [V] int64 (zeros for C = 1)."""
@@ -186,24 +193,27 @@ class FactorizedVocabulary(nn.Module):
         if factors.embedding_dim not in (d, d + 1):
             raise ValueError(f"the factors' rows have {factors.embedding_dim} columns; the model's "
                              f"embeddings {d} (or {d + 1} with the output-bias column)")
-        self.factors, self.d = factors, d
-        self.num_embeddings, self.embedding_dim = factors.num_embeddings, d
+        self.factors, self.embedding_dim = factors, d
         if freeze_up_projection:
             G = factors.G.detach()
             del factors.G
             factors.register_buffer("G", G)
         self._table: torch.Tensor | None = None
 
+    @property
+    def num_embeddings(self) -> int:
+        return self.factors.num_embeddings
+
     def table(self) -> torch.Tensor:
         return self.factors._embed(self.factors.F, self.factors.Z, self.training)  # one sample per token type
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         self._table = self.table()
-        return nn.functional.embedding(input_ids, self._table[:, : self.d])
+        return nn.functional.embedding(input_ids, self._table[:, : self.embedding_dim])
 
     @property
     def weight(self) -> torch.Tensor:
-        return self.factors.flatten()[:, : self.d]
+        return self.factors.flatten()[:, : self.embedding_dim]
 
 
 class FactorizedDecoder(nn.Module):
@@ -219,7 +229,7 @@ class FactorizedDecoder(nn.Module):
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         v = self.vocabulary
         table = v._table if v._table is not None else v.table()
-        return nn.functional.linear(hidden, table[:, : v.d].to(hidden.dtype), self.bias)
+        return nn.functional.linear(hidden, table[:, : v.embedding_dim].to(hidden.dtype), self.bias)
 
 
 def read_factors(path: str | None) -> FactorizedEmbedding:
@@ -293,8 +303,7 @@ def fit_neural(X: torch.Tensor, F_init: torch.Tensor, G_init: torch.Tensor, clus
       than the MF¹ warm start).
 
     Deterministic for a fixed ``seed`` on a given device; runs on ``X.device`` in ``X.dtype`` (each step costs
-    O(|V|·C·D'·D): the paper-scale matrix wants a GPU). Returns the fitted module (eval mode) and the history.
-    """
+    O(|V|·C·D'·D): the paper-scale matrix wants a GPU). Returns the fitted module (eval mode) and history."""
     if clusters < 2:
         raise ValueError("fit_neural needs clusters >= 2 (C = 1 is plain Semi-NMF)")
     start = time.perf_counter()
@@ -310,8 +319,7 @@ def fit_neural(X: torch.Tensor, F_init: torch.Tensor, G_init: torch.Tensor, clus
     hist = NeuralFitHistory()
 
     def check(step: int) -> float:
-        with torch.no_grad():
-            err = float(((module.flatten() - X) ** 2).sum().div(norm2).sqrt())
+        err = float(((module.flatten() - X) ** 2).sum().div(norm2).sqrt())  # flatten: no_grad, detached
         hist.steps.append(step)
         hist.error.append(err)
         hist.seconds.append(time.perf_counter() - start)
