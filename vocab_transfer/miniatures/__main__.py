@@ -12,12 +12,9 @@ import argparse
 import sys
 import time
 
-import yaml
-
 
 def main(argv: list[str] | None = None) -> int:
-    from snakemake.utils import update_config
-
+    from ..workflow.rehearsal import merged_config
     from .build import build_mirror
 
     parser = argparse.ArgumentParser(prog="python -m vocab_transfer.miniatures",
@@ -25,10 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("configfiles", nargs="+", help="config files, merged in order")
     parser.add_argument("--out", help="the mirror folder (default: the config's hub_mirror)")
     args = parser.parse_args(argv)
-    config: dict = {}
-    for path in args.configfiles:
-        with open(path) as f:
-            update_config(config, yaml.safe_load(f) or {})
+    config = merged_config(args.configfiles)
     out = args.out or config.get("hub_mirror")
     if not out:
         parser.error("no --out and no hub_mirror in the config")

@@ -1,18 +1,17 @@
 """Miniatures of every hub resource a config names, written as a hub mirror (:mod:`vocab_transfer.mirror`), so
 that the config's real download rules, loaders and jobs run offline on them.
 
-:func:`hub_resources` reads what a config (a study, or a composite of studies) fetches from the hub, from the
-same plans the workflow builds; :func:`build_mirror` writes one miniature of each: a model repository per hub
-model (sources, reference models, ``tokenizer.pretrained``: the same architecture at width 32 with random
-weights, and a few thousand tokens of the same tokenizer family trained here on the study's languages,
-:data:`FAMILIES`), a dataset repository per hub corpus in its own file layout and compression
-(:func:`write_corpus`), task look-alikes (:mod:`.tasks`), fastText ``cc.<lang>.300.bin.gz`` (300 dimensions
-in name only) and MUSE dictionaries under the URLs the download rules fetch, and lm-eval tasks of the
-config's benchmark names, multiple choice on local files.
+:func:`hub_resources` reads what a config (a study, or a composite) fetches from the hub, from the plans the
+workflow builds; :func:`build_mirror` writes one miniature of each: a model repository per hub model (the same
+architecture at width 32 with random weights, and a few thousand tokens of the same tokenizer family trained
+on the study's languages, :data:`FAMILIES`), a dataset repository per hub corpus in its own file layout and
+compression (:func:`write_corpus`), task look-alikes (:mod:`.tasks`), fastText ``cc.<lang>.300.bin.gz`` (300
+dimensions in name only) and MUSE dictionaries under the URLs the download rules fetch, and lm-eval tasks of
+the config's benchmark names (multiple choice on local files).
 
-Text comes from :mod:`.text`. Everything is seeded and written without time stamps (gzip headers with time 0
-and no name; zstd, xz and parquet with fixed settings; fastText on one thread with a seed; WordPiece trained
-in a fixed order, :func:`vocab_transfer.data.tokenizer.train_like`): the same config builds the same bytes.
+Text comes from :mod:`.text`. Everything is seeded and written without time stamps (gzip time 0 and no name;
+zstd, xz and parquet with fixed settings; fastText on one thread; WordPiece trained in a fixed order,
+:func:`vocab_transfer.data.tokenizer.train_like`): the same config builds the same bytes.
 """
 
 from __future__ import annotations

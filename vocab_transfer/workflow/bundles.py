@@ -2,12 +2,10 @@
 
 Each bundled rule is a group of its own (``group: bundled("<rule>")`` in rules/*.smk: a :class:`BundleGroup`),
 and the profile's ``group-components`` (profiles/slurm/config.yaml) says how many of its jobs one SLURM job
-runs. The run that submits them forms the bundles. Inside the SLURM job, a Snakemake of the SLURM executor
-plugin's (executor ``slurm-jobstep``) gets the bundle's jobs as ``--target-jobs``; the plugin (2.8) passes it
-the run's resources but not its group settings, so it would make each job a group job of its own and run them
-one after another, each in a Snakemake of its own, in an allocation sized for all of them at once.
-:func:`pass_group_settings_to_slurm_jobs` makes the plugin pass them (``--group-components``): the bundle is
-one group job there too, its jobs side by side in one Snakemake.
+runs. Inside the SLURM job, a Snakemake of executor ``slurm-jobstep`` gets the bundle's jobs as
+``--target-jobs``; the plugin (2.8) passes it the run's resources but not its group settings, so it would run
+them one after another, each in a Snakemake of its own, in an allocation sized for all of them at once.
+:func:`pass_group_settings_to_slurm_jobs` makes it pass them: the bundle's jobs run side by side there too.
 
 A bundle of GPU jobs asks for the sum of their GPUs (``--gpus=N``), and every job in it sees all of them, so
 each job claims its own first (vocab_transfer/training/launch.py: ``claim_gpus``; the GPU rules' commands
@@ -20,9 +18,8 @@ from __future__ import annotations
 
 
 def pass_group_settings_to_slurm_jobs() -> bool:
-    """Have the SLURM executor plugin pass the run's group settings (``--groups``, ``--group-components``)
-    to the Snakemake inside each of its jobs, as other executors may (``pass_group_args`` of its common
-    settings); False where the plugin is not installed. Changes nothing for any other executor."""
+    """Have the SLURM executor plugin pass the run's ``--groups`` and ``--group-components`` to the Snakemake
+    inside each of its jobs (``pass_group_args`` of its common settings); False without the plugin."""
     try:
         import snakemake_executor_plugin_slurm as slurm
     except ImportError:
@@ -37,14 +34,12 @@ NODE_GPUS = 4
 
 
 class BundleGroup:
-    """A bundled rule's ``group:`` (rules/*.smk: ``group: bundled("init_embeddings")``): the group
-    ``name`` where the run's group-components name it (profiles/slurm/config.yaml), else none. So only runs
-    with that profile form group jobs; a dry run without it (`snakemake -n`) lists each job on its own, as a
-    local run runs it.
+    """A bundled rule's ``group:``: the group ``name`` where the run's group-components name it, else none,
+    so that only runs with that profile form group jobs (a dry run without it lists each job on its own).
 
-    A GPU rule gives its jobs' ``gpus`` (a number, or a function of the job's wildcards): where
-    group-components times them exceeds :data:`NODE_GPUS`, the jobs stay on their own. ``alone`` (a function
-    of the wildcards) names jobs that keep a SLURM job of their own (:func:`lapt_alone`)."""
+    ``gpus``: a GPU rule's jobs' (a number, or a function of the wildcards); where group-components times
+    them exceeds :data:`NODE_GPUS`, the jobs stay on their own. ``alone`` (a function of the wildcards) names
+    jobs that keep a SLURM job of their own (:func:`lapt_alone`)."""
 
     def __init__(self, workflow, name: str, gpus=0, alone=None):
         self.workflow, self.name, self.gpus, self.alone = workflow, name, gpus, alone
@@ -54,11 +49,8 @@ class BundleGroup:
         if settings is None or self.name not in settings.group_components:
             return None
         gpus = self.gpus(wildcards) if callable(self.gpus) else self.gpus
-        if gpus and int(gpus) * int(settings.group_components[self.name]) > NODE_GPUS:
-            return None
-        if self.alone is not None and self.alone(wildcards):
-            return None
-        return self.name
+        too_many = gpus and int(gpus) * int(settings.group_components[self.name]) > NODE_GPUS
+        return None if too_many or self.alone is not None and self.alone(wildcards) else self.name
 
     def __repr__(self) -> str:
         return f"BundleGroup({self.name!r})"

@@ -5,15 +5,15 @@ its time limit, checkpointed, resumed by a retry, and ended bit-identical to a r
 directory, after the run) finds the job of each study whose ``rehearsal.interrupt`` names one of its LAPT
 runs:
 
-- its SLURM jobs, from the sbatch logs under logs/slurm/ that ran its command (``--output <model folder>``);
+- its SLURM jobs: the sbatch logs under logs/slurm/ that ran its command (``--output <model folder>``);
 - the signal: the first job's sbatch log shows Snakemake inside it stopping on it ("Will exit after finishing
   currently running jobs"), SLURM (``scontrol``, while it remembers the jobs) that it ended before its limit,
   not as TIMEOUT; the retry's trainer log (logs/[<study>/]train_lapt/<source>/<target>/<run>.log; Snakemake
   clears it before each attempt) the step it resumed from, the signal's checkpoint where that step is no
   multiple of ``checkpoint_every``;
 - the reference: the same command (launcher, process count, inputs, settings) run again here, into a temporary
-  folder, without a time limit; every ``.safetensors`` file of the final model and of its snapshots is
-  compared byte for byte (SHA-256) with the interrupted run's.
+  folder, without a time limit; every ``.safetensors`` file of the final model and its snapshots is compared
+  byte for byte (SHA-256) with the interrupted run's.
 
 One line per job; exit status 1 if a job did not run, was not interrupted, not resumed, or differs.
 """
@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .rehearsal import add_config_arguments, merged_config
+from .rehearsal import parse_config_arguments
 from .studies import studies_of, study_plan
 from .views import lapt_run_targets
 
@@ -61,13 +61,17 @@ def job_command(model: str) -> tuple[list[str], list[str]]:
     logs, command = [], None
     needle = f"--output {shlex.quote(model)} "
     for path in sorted(glob.glob("logs/slurm/**/*.log", recursive=True), key=_job_id):
-        for line in Path(path).read_text(errors="replace").splitlines():
+        for line in _read(path).splitlines():
             line = line.strip().removeprefix("Shell command:").strip()  # printshellcmds
             if line.startswith("exec ") and "-m vocab_transfer.training.lapt" in line and needle in line:
                 logs.append(path)
                 command = line
                 break
     return (shlex.split(command) if command else []), logs
+
+
+def _read(path: str) -> str:
+    return Path(path).read_text(errors="replace") if os.path.exists(path) else ""
 
 
 def _job_id(path: str) -> int:
@@ -91,20 +95,21 @@ def reference_command(words: list[str], folder: str) -> list[str]:
     return words
 
 
-def tensor_hashes(folder: str) -> dict[str, str]:
-    """SHA-256 of every ``.safetensors`` file below ``folder`` by its path relative to it."""
+def tensor_hashes(model: str, snapshots: str) -> dict[str, str]:
+    """SHA-256 of every ``.safetensors`` file below the folders ``model`` and ``snapshots`` (as
+    ``snapshots/<path>``) by its path relative to them."""
     out = {}
-    for path in sorted(Path(folder).rglob("*.safetensors")):
-        if not any(part.startswith(".") for part in path.relative_to(folder).parts):
-            out[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for folder, prefix in ((model, ""), (snapshots, "snapshots/")):
+        for path in sorted(Path(folder).rglob("*.safetensors")):
+            if not any(part.startswith(".") for part in path.relative_to(folder).parts):
+                out[prefix + str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 
 
 def resumed_step(log: str) -> int | None:
     """The step the last attempt resumed from, as its trainer log says (Snakemake clears a job's log before a
     retry, so the log holds the last attempt only)."""
-    text = Path(log).read_text(errors="replace") if os.path.exists(log) else ""
-    found = re.findall(r"resuming from \S+ \(step (\d+) of", text)
+    found = re.findall(r"resuming from \S+ \(step (\d+) of", _read(log))
     return int(found[-1]) if found else None
 
 
@@ -134,15 +139,14 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
     head = f"interrupted LAPT run {model}"
     if not words:
         return False, f"{head}: no sbatch log under logs/slurm/ ran it"
-    first = Path(logs[0]).read_text(errors="replace")
+    first = _read(logs[0])
     signal = re.search(r"slurm_extra=\S*--signal=(?:B:)?([A-Z0-9]+)@(\d+)", first)
     signalled = SIGNALLED in first
     step = resumed_step(log)
     every = (json.loads(words[words.index("--config") + 1])
              .get("checkpoint_every") if "--config" in words else None)
     states = [slurm_state(_job_id(p)) for p in logs]
-    ended = ", ".join(job_outcome(_job_id(p), st, Path(p).read_text(errors="replace"))
-                      for p, st in zip(logs, states, strict=True))
+    ended = ", ".join(job_outcome(_job_id(p), st, _read(p)) for p, st in zip(logs, states, strict=True))
     if len(logs) < 2 or not signalled or step is None or states[0].get("JobState") == "TIMEOUT":
         return False, (f"{head}: not interrupted and resumed as planned (SLURM jobs: {ended}; signal seen in "
                        f"the first: {signalled}; {log}: resumed from step {step})")
@@ -158,10 +162,8 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
         if proc.returncode != 0:
             return False, (f"{head}: the uninterrupted reference failed ({shlex.join(cmd)}): "
                            f"{proc.stderr[-1500:]}")
-        ref = {**tensor_hashes(os.path.join(folder, "output")),
-               **{f"snapshots/{k}": v for k, v in tensor_hashes(os.path.join(folder, "snapshots")).items()}}
-    ours = {**tensor_hashes(model), **{f"snapshots/{k}": v for k, v in tensor_hashes(
-        os.path.join(os.path.dirname(model), "snapshots")).items()}}
+        ref = tensor_hashes(os.path.join(folder, "output"), os.path.join(folder, "snapshots"))
+    ours = tensor_hashes(model, os.path.join(os.path.dirname(model), "snapshots"))
     same = bool(ref) and ref == ours
     return same, (f"{head}: {name} at step {step} ({own}), checkpoint, retried (SLURM jobs: {ended}), "
                   f"resumed from step {step}, finished; tensors bit-identical to an uninterrupted run: "
@@ -170,13 +172,9 @@ def check(study: str, source: str, target: str, run: str, model: str) -> tuple[b
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.interrupted",
-                                     description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    config = merged_config(args.configfiles)
-    jobs = interrupted_jobs(config, args.base)
+    config, base = parse_config_arguments(argv, "python -m vocab_transfer.workflow.interrupted", __doc__,
+                                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    jobs = interrupted_jobs(config, base)
     if not jobs:
         print("interrupted LAPT run: none (rehearsal.interrupt names no LAPT run of these configs)")
         return 0

@@ -4,11 +4,12 @@ rules/studies.smk (a composite's studies, whose modules' own handlers Snakemake 
 
 Outside a cluster job (the ``*-jobstep`` executors), the jobs to run are checked against the cluster they go
 to (:func:`~.cluster.check_submission`: placeholders, GPU partitions, accounts, multi-node LAPT without
-SLURM), the SLURM jobs another Snakemake run left in this directory stop the run
-(:func:`~.restart.check_no_other_run`), and the rules whose jobs resume over several submissions get the
-retries their longest job needs (:func:`~.resources.raise_retries`). A run with enough script jobs that run
-on this machine (a local run's, a cluster run's local rules) starts the warm starter
-(:func:`vocab_transfer.warm.start`).
+SLURM), the SLURM jobs another Snakemake run left in this directory stop the run (they would be submitted
+twice, :func:`~.restart.check_no_other_run`), and the rules whose jobs resume over several submissions get
+the retries their longest job needs on top of the profile's (:func:`~.resources.raise_retries`). A run with
+enough script jobs on this machine (a local run's, a cluster run's local rules: tables, figures) forks them
+from a warm starter that imported torch & co. once (:func:`vocab_transfer.warm.start`;
+``VOCAB_TRANSFER_WARM=0`` turns it off).
 """
 
 from __future__ import annotations
@@ -43,18 +44,13 @@ def before_jobs(workflow, lapt_nodes: int, studies: Iterable[str] = ()) -> None:
                                 default_partition=defaults.get("slurm_partition"))
     if problems:
         raise WorkflowError("nothing submitted:\n  " + "\n  ".join(problems))
-    # SLURM jobs a killed Snakemake left running here: they would be submitted twice (restart.py). Onstart
-    # runs before this run submits anything, so every job found is another run's.
+    # onstart runs before this run submits anything: every SLURM job found here is another run's
     if stop := restart.check_no_other_run(executor, workflow.workdir_init):
         raise WorkflowError(stop)
-    # LAPT and fine-tuning jobs estimated longer than their per-submission limit resume in the next
-    # submission: their rules get the retries their longest job needs, on top of the profile's.
     for line in raise_retries(workflow.dag.needrun_jobs(), workflow.execution_settings.retries):
         print(line, file=sys.stderr)
-    # Jobs that run here (all of a local run's; a cluster run's local rules, tables and figures among them):
-    # fork the script jobs from one process that has imported torch & co. once (VOCAB_TRANSFER_WARM=0 turns
-    # it off). The jobs of rules with a benchmark: file are never forked (their file measures the job
-    # process), so they do not count; the trainers' jobs are (they write their own benchmark files).
+    # jobs of rules with a benchmark: file are never forked (the file measures the job's process), so they do
+    # not count; the trainers' are (they write their own benchmark files)
     if warm.wanted(workflow):
         forked = sum(1 for job in workflow.dag.needrun_jobs() if workflow.is_local(job.rule) and (
             job.rule.script and not job.rule.benchmark or hands_off_trainer(job.rule)))
@@ -71,15 +67,13 @@ def hands_off_trainer(rule) -> bool:
 
 def start_bundle_starter(workflow, argv: list[str]) -> None:
     """In a SLURM job that runs a bundle of two or more trainer jobs (:func:`hands_off_trainer`; a group job,
-    profiles/slurm ``group-components``), start a warm starter inside the allocation: its jobs fork from it
-    and the bundle imports torch and transformers once instead of once per job. Called by the Snakefile once
-    the rules are read, in every Snakemake process; only the one that runs the bundle's jobs (``--mode
-    remote`` without ``--executor``: the Snakemake that ``srun`` started in the allocation) starts one, not
-    the one that submitted the jobs, not ``--dry-run``, not with ``VOCAB_TRANSFER_WARM=0``. The starter
-    exits with that Snakemake."""
-    if not os.environ.get("SLURM_JOB_ID") or os.environ.get(warm.ENV) == "0" or not workflow.remote_exec:
-        return
-    if "--executor" in argv or {"-n", "--dry-run", "--dryrun"} & set(argv):
+    profiles/slurm ``group-components``), start a warm starter inside the allocation, so that the bundle
+    imports torch and transformers once instead of once per job. The Snakefile calls it in every Snakemake
+    process; only the one that runs the bundle's jobs (``--mode remote`` without ``--executor``: started by
+    ``srun`` in the allocation) starts one, and not with ``--dry-run`` or ``VOCAB_TRANSFER_WARM=0``. The
+    starter exits with that Snakemake."""
+    if (not os.environ.get("SLURM_JOB_ID") or os.environ.get(warm.ENV) == "0" or not workflow.remote_exec
+            or "--executor" in argv or {"-n", "--dry-run", "--dryrun"} & set(argv)):
         return
     targets = target_job_rules(argv)
     rules = {}

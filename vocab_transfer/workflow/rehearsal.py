@@ -1,28 +1,25 @@
-"""A config in miniature (``rehearsal:``, configs/overlays/rehearsal.yaml): the same DAG, every rule and every
-table and figure of it, at a size that one CPU machine runs to the end.
+"""A config in miniature (``rehearsal:``, configs/overlays/rehearsal.yaml): the same DAG, every rule, table
+and figure of it, at a size that one CPU machine runs to the end.
 
 :func:`shrink` rewrites a study config before it is checked; the grid (targets, methods, LAPT runs, tasks,
 models, tables, figures) stays, apart from the fine-tuning seeds. What shrinks, with the section's keys
 (:class:`~vocab_transfer.workflow.model.Rehearsal`):
 
-- LAPT: the main stage to ``steps`` optimizer steps; every other step count of the study (each run's own steps
-  and long phase, evaluation and checkpoint intervals, snapshot steps, fine-tuned snapshots, the steps of LAPT
-  tables and figures, training sequences) by the same factor, so that a snapshot at 10% of the run stays at
-  10%;
-- batches, sequence lengths and evaluation sizes of LAPT, fine-tuning, zero-shot training, init evaluation,
-  probes and benchmarks to ``batch_size`` / ``seq_len`` and a few batches; fine-tuning to one epoch; precision
-  to the CPU's; every trainer to one CPU thread per process;
-- GPUs stay requested as the paper's config requests them, at most ``gpus`` per job (LAPT on one node): a job
-  asks SLURM for them as on the cluster, and torchrun starts one process per GPU, which on fake GPUs (no CUDA
-  device) trains on the CPU with gloo;
-- ``interrupt``: one LAPT run gets ``steps`` main-stage steps (its evaluation and checkpoint intervals scaled
-  along) and its job a time limit of ``runtime_min`` (:func:`interrupt_runtime`, read by the plan), so that
-  the profile's signal stops it and a retry resumes it;
-- target tokenizers to ``vocab_size`` tokens (vocabulary extensions' ``top_tokens`` by the same share),
-  fastText to 16 dimensions and one epoch, factorizations and refinements to a few dimensions and steps.
+- LAPT's main stage to ``steps`` optimizer steps, and every other step count of the study (runs' own steps
+  and long phase, evaluation and checkpoint intervals, snapshots, fine-tuned snapshots, LAPT tables' and
+  figures' steps, training sequences) by the same factor: a snapshot at 10% of the run stays at 10%;
+- batches, sequence lengths and evaluation sizes of every trainer, init evaluation, probes and benchmarks to
+  ``batch_size`` / ``seq_len`` and a few batches; fine-tuning to one epoch; precision to the CPU's; one CPU
+  thread per trainer process;
+- GPUs: as the paper's config requests them, at most ``gpus`` per job (LAPT on one node), so that a job asks
+  SLURM for them as on the cluster and torchrun starts one process per GPU (on fake GPUs: the CPU, gloo);
+- ``interrupt``: one LAPT run gets ``steps`` main-stage steps (intervals scaled along) and its job a time
+  limit of ``runtime_min`` (:func:`interrupt_runtime`), so that the profile's signal stops it and a retry
+  resumes it;
+- target tokenizers to ``vocab_size`` tokens (extensions' ``top_tokens`` by the same share), fastText to 16
+  dimensions and one epoch, factorizations and refinements to a few dimensions and steps.
 
-It is idempotent: a study shrunk twice (the composite checks each study, then its module checks it again) is
-the study shrunk once.
+Idempotent: a study shrunk twice (a composite checks each study, then its module again) is shrunk once.
 """
 
 from __future__ import annotations
@@ -33,6 +30,7 @@ import glob
 import json
 import os
 import shlex
+from pathlib import Path
 
 from . import paths
 from .config import check_config
@@ -88,9 +86,9 @@ def shrink(config: dict) -> dict:
 
 
 def _first_targets(cfg, n: int) -> list[str]:
-    """The targets a grid cut keeps: the first one each table and each figure of several languages or tasks
-    reads (two for a scatter of tasks), the first figure's of those drawn per language or task (the others go
-    with their language), then LAPT's and the init table's, up to ``n``."""
+    """The targets a grid cut keeps: the first each table and each figure of several languages or tasks reads
+    (two for a scatter of tasks), the first figure's of those drawn per language or task (the others go with
+    their language), then LAPT's and the init table's, up to ``n``."""
     targets = all_targets(cfg)
     task_of = {t: task_target(cfg, t) for t in cfg.finetune.tasks}
 
@@ -112,11 +110,8 @@ def _first_targets(cfg, n: int) -> list[str]:
         anchors += [task_of.get(t) for t in (figure.tasks or [])[:2]] + [task_of.get(figure.task)]
         anchors += [of_language(lang) for lang in [figure.language, *(figure.languages or [])[:1]] if lang]
     keep = [t for t in dict.fromkeys(anchors) if t]
-    for t in [*(cfg.lapt.targets or []), *targets]:
-        if len(keep) >= n:
-            break
-        keep += [t] if t not in keep else []
-    return keep
+    more = [t for t in dict.fromkeys([*(cfg.lapt.targets or []), *targets]) if t not in keep]
+    return keep + more[:max(0, n - len(keep))]
 
 
 def cut_grid(config: dict, n: int) -> None:
@@ -145,8 +140,8 @@ def cut_grid(config: dict, n: int) -> None:
     for table in (config.get("tables") or {}).values():
         _cut_table(table, tasks, models, languages)
     for name, figure in list((config.get("figures") or {}).items()):
-        if figure.get("task") and figure["task"] not in tasks or figure.get("language") and figure[
-                "language"] not in languages:
+        if (figure.get("task") and figure["task"] not in tasks
+                or figure.get("language") and figure["language"] not in languages):
             del config["figures"][name]  # a figure of a task or language cut (one file of a paper's figure)
             continue
         for key, kept in (("languages", languages), ("tasks", tasks)):
@@ -164,17 +159,14 @@ def cut_grid(config: dict, n: int) -> None:
 
 def _cut_table(table: dict, tasks: list[str], models: set[str], languages: set[str]) -> None:
     """A table's columns and rows without the targets, tasks and models a grid cut removed."""
-    kind = table.get("kind", "finetune")
     if table.get("languages"):
         table["languages"] = [x for x in table["languages"] if x in languages]
-    if kind != "finetune":
-        if table.get("probes"):
-            table["probes"] = {k: [t for t in v if t in tasks] for k, v in table["probes"].items()}
-            table["probes"] = {k: v for k, v in table["probes"].items() if v}
+    # the groups of tasks: a paper table's columns (groups), a probe table's (probes); a group left empty goes
+    key = "groups" if table.get("kind", "finetune") == "finetune" else "probes"
+    if table.get(key):
+        table[key] = {k: kept for k, v in table[key].items() if (kept := [t for t in v if t in tasks])}
+    if key == "probes":
         return
-    if table.get("groups"):
-        table["groups"] = {k: [t for t in v if t in tasks] for k, v in table["groups"].items()}
-        table["groups"] = {k: v for k, v in table["groups"].items() if v}
     if table.get("tasks"):
         table["tasks"] = [t for t in table["tasks"] if t in tasks]
     if table.get("rows"):
@@ -186,6 +178,14 @@ def _cut_table(table: dict, tasks: list[str], models: set[str], languages: set[s
 
 def _steps(steps: list[int], scale) -> list[int]:
     return list(dict.fromkeys(scale(s) for s in steps))
+
+
+def _cap(section: dict, limits, always=()) -> None:
+    """Each ``(key, limit)`` of ``limits`` that ``section`` sets, or that ``always`` names, at most ``limit``
+    (``limit`` where the section does not set it)."""
+    for key, limit in limits:
+        if section.get(key) is not None or key in always:
+            section[key] = min(section.get(key, limit), limit)
 
 
 def _tokenizers(config: dict, r) -> None:
@@ -207,9 +207,8 @@ def _tokenizers(config: dict, r) -> None:
 
 
 def _evaluation(ev: dict, r) -> None:
-    ev["seq_len"] = min(ev.get("seq_len", r.seq_len), r.seq_len)
-    ev["max_sequences"] = min(ev.get("max_sequences", EVAL_SEQUENCES), EVAL_SEQUENCES)
-    ev["batch_size"] = min(ev.get("batch_size", EVAL_BATCH), EVAL_BATCH)
+    limits = {"seq_len": r.seq_len, "max_sequences": EVAL_SEQUENCES, "batch_size": EVAL_BATCH}
+    _cap(ev, limits.items(), always=limits)
     ev["gpus"] = min(ev.get("gpus", 0), r.gpus)
     if "probe" in ev:
         ev["probe"].update({k: min(ev["probe"].get(k) or v, v) for k, v in PROBE.items()})
@@ -286,12 +285,10 @@ def _lapt_settings(s: dict, r, scale, main: bool) -> None:
             s[key] = max(1, scale(s.get(key, 100)))
     if s.get("snapshot_steps"):
         s["snapshot_steps"] = _steps(s["snapshot_steps"], scale)
-    for key, limit in (("batch_size", r.batch_size), ("micro_batch_size", r.batch_size),
-                       ("long_batch_size", r.batch_size), ("long_micro_batch_size", r.batch_size),
-                       ("seq_len", r.seq_len), ("long_seq_len", 2 * r.seq_len),
-                       ("eval_sequences", LAPT_EVAL_SEQUENCES)):
-        if s.get(key) is not None or main and key in ("batch_size", "seq_len", "eval_sequences"):
-            s[key] = min(s.get(key, limit), limit)
+    batches = ("batch_size", "micro_batch_size", "long_batch_size", "long_micro_batch_size")
+    _cap(s, [*((k, r.batch_size) for k in batches), ("seq_len", r.seq_len), ("long_seq_len", 2 * r.seq_len),
+             ("eval_sequences", LAPT_EVAL_SEQUENCES)],
+         always=("batch_size", "seq_len", "eval_sequences") if main else ())
     if main:
         s["threads"] = 1
     for key in ("precision", "compile", "distributed"):
@@ -304,12 +301,10 @@ def _training(s: dict | None, r, everything: bool = False) -> dict:
     s = dict(s or {})
     if "epochs" in s or everything:
         s["epochs"] = min(s.get("epochs", 1), 1)
-    for key, limit in (("batch_size", r.batch_size), ("micro_batch_size", r.batch_size),
-                       ("seq_len", r.seq_len), ("eval_batch_size", EVAL_BATCH),
-                       ("doc_stride", r.seq_len // 4),
-                       ("max_answer_tokens", r.seq_len // 4), *DEP_MLP.items()):
-        if s.get(key) is not None or everything and key in ("batch_size", "seq_len", "eval_batch_size"):
-            s[key] = min(s.get(key, limit), limit)
+    _cap(s, [("batch_size", r.batch_size), ("micro_batch_size", r.batch_size), ("seq_len", r.seq_len),
+             ("eval_batch_size", EVAL_BATCH), ("doc_stride", r.seq_len // 4),
+             ("max_answer_tokens", r.seq_len // 4), *DEP_MLP.items()],
+         always=("batch_size", "seq_len", "eval_batch_size") if everything else ())
     if everything:
         s["threads"] = 1
     s.pop("precision", None)
@@ -349,7 +344,7 @@ def _zero_shot(zs: dict | None, r) -> None:
 def mirrored_downloads() -> list[str]:
     """The downloads in this working directory that a hub mirror served (their records say so): models,
     reference models, tokenizers, corpora, word vectors, dictionaries, task data. A run without ``hub_mirror``
-    would take them for the real ones, since a download's params are the same either way."""
+    would take them for the real ones: a download's params are the same either way."""
     found = []
     for folder, record in [(paths.downloaded_model("*"), "origin.json"),
                            (paths.reference_model("*"), "origin.json"),
@@ -357,17 +352,28 @@ def mirrored_downloads() -> list[str]:
                            (paths.downloaded_corpus("*"), "fetch.json"),
                            (paths.task_data("*"), "origin.json")]:
         for path in sorted(glob.glob(os.path.join(folder, record))):
-            with open(path) as f:
-                data = json.load(f)
+            data = json.loads(Path(path).read_text())
             if data.get("resolved_revision") == "mirror" or "hub_mirror" in data:
                 found.append(os.path.dirname(path))
     for file in (paths.cc_word_vectors("*"), paths.muse_dictionary("*", "*")):
         head, tail = os.path.split(file)
         for path in sorted(glob.glob(os.path.join(head, f".{tail}.origin.json"))):
-            with open(path) as f:
-                if "mirror" in json.load(f):
-                    found.append(os.path.join(head, os.path.basename(path)[1:-len(".origin.json")]))
+            if "mirror" in json.loads(Path(path).read_text()):
+                found.append(os.path.join(head, os.path.basename(path)[1:-len(".origin.json")]))
     return found
+
+
+def check_no_mirrored_downloads() -> str | None:
+    """Why a run without ``hub_mirror`` must stop while parsing (:func:`mirrored_downloads`), or None. Checked
+    by rules/common.smk for one config and by rules/studies.smk for a composite none of whose studies has a
+    mirror."""
+    mirrored = mirrored_downloads()
+    if not mirrored:
+        return None
+    listed = " ".join(shlex.quote(p) for p in mirrored[:20]) + (" ..." if len(mirrored) > 20 else "")
+    return (f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
+            f"without hub_mirror would take them for the real ones: remove them first (rm -r {listed}), or "
+            "rehearse in a directory of its own (scripts/rehearse.sh: rehearsal/)")
 
 
 # ----------------------------------------------------------------------------------------------- the report
@@ -382,19 +388,22 @@ def planned_outputs(config: dict, base: str = ".") -> list[tuple[str, str, str]]
         plan = study_plan(study)
         tables = [plan.paths.init_table("md"), *plan.finetune_outputs(), *plan.paper_table_outputs(),
                   *plan.benchmark_outputs()]
-        out += [(name, "table", p) for p in tables] + [(name, "figure", p) for p in
-                                                       [*plan.lapt_outputs(), *plan.paper_figure_outputs()]]
+        figures = [*plan.lapt_outputs(), *plan.paper_figure_outputs()]
+        out += [(name, "table", p) for p in tables] + [(name, "figure", p) for p in figures]
     return out
 
 
-def add_config_arguments(parser) -> None:
-    """The arguments of the rehearsal's report commands: the config files and the workflow's folder."""
+def parse_config_arguments(argv: list[str] | None, prog: str, description: str, **kwargs) -> tuple[dict, str]:
+    """The arguments of the rehearsal's report commands: the config files (merged) and the workflow's folder.
+    ``kwargs``: more of :class:`argparse.ArgumentParser`'s."""
+    parser = argparse.ArgumentParser(prog=prog, description=description, **kwargs)
     parser.add_argument("configfiles", nargs="+",
                         help="config files, merged in order as --configfile merges them")
-    parser.add_argument("--base",
-                        default=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    parser.add_argument("--base", default=str(Path(os.path.abspath(__file__)).parents[2]),
                         help="the workflow's folder, where study config files are looked up "
                              "(default: this checkout)")
+    args = parser.parse_args(argv)
+    return merged_config(args.configfiles), args.base
 
 
 def merged_config(configfiles) -> dict:
@@ -413,21 +422,15 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m vocab_transfer.workflow.rehearsal CONFIG...``: every table and figure the merged config
     files plan, and whether it exists (in the working directory), then the provenance check of each table
     written (:func:`check_wiring`); exit status 1 if one is missing or a table's provenance has a problem."""
-    parser = argparse.ArgumentParser(prog="python -m vocab_transfer.workflow.rehearsal",
-                                     description=main.__doc__)
-    add_config_arguments(parser)
-    args = parser.parse_args(argv)
-    config = merged_config(args.configfiles)
-    outputs = planned_outputs(config, args.base)
-    missing = [(s, k, p) for s, k, p in outputs if not os.path.exists(p)]
+    config, base = parse_config_arguments(argv, "python -m vocab_transfer.workflow.rehearsal", main.__doc__)
+    outputs = planned_outputs(config, base)
     for study, kind, path in outputs:
         print(f"{'ok     ' if os.path.exists(path) else 'MISSING'} {kind:6s} {study:26s} {path}")
-    by_kind = {k: sum(1 for _, kind, _ in outputs if kind == k) for k in ("table", "figure")}
-    made = {k: by_kind[k] - sum(1 for _, kind, _ in missing if kind == k) for k in by_kind}
-    print(f"tables: {made['table']} of {by_kind['table']} written; figures: {made['figure']} of "
-          f"{by_kind['figure']} written")
+    made = {k: [os.path.exists(p) for _, kind, p in outputs if kind == k] for k in ("table", "figure")}
+    print(f"tables: {sum(made['table'])} of {len(made['table'])} written; figures: {sum(made['figure'])} of "
+          f"{len(made['figure'])} written")
     wired = check_wiring([p for _, kind, p in outputs if kind == "table" and os.path.exists(p)])
-    return 1 if missing or wired else 0
+    return 1 if not all(made["table"] + made["figure"]) or wired else 0
 
 
 def check_wiring(tables: list[str]) -> int:
@@ -450,16 +453,3 @@ def check_wiring(tables: list[str]) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 
-
-def check_no_mirrored_downloads() -> str | None:
-    """Why a run without ``hub_mirror`` must stop while parsing, or None: the downloads in this working
-    directory that a hub mirror served (:func:`mirrored_downloads`), which such a run would take for the real
-    ones. Checked by rules/common.smk for one config and by rules/studies.smk for a composite none of whose
-    studies has a mirror."""
-    mirrored = mirrored_downloads()
-    if not mirrored:
-        return None
-    listed = " ".join(shlex.quote(p) for p in mirrored[:20]) + (" ..." if len(mirrored) > 20 else "")
-    return (f"{len(mirrored)} downloads here came from a hub mirror (a rehearsal's miniatures), and a run "
-            f"without hub_mirror would take them for the real ones: remove them first (rm -r {listed}), or "
-            "rehearse in a directory of its own (scripts/rehearse.sh: rehearsal/)")

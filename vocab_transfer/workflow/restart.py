@@ -1,22 +1,20 @@
 """Restarting a run whose Snakemake process died (a lost login session) while its SLURM jobs go on.
 
 The jobs a Snakemake run submits through the slurm executor outlive it: killed, it leaves them running, its
-locks in ``.snakemake/locks/`` and their outputs half-written. Two things guard a restart in the same working
-directory:
+locks in ``.snakemake/locks/`` and their outputs half-written. Two guards for a restart in the same directory:
 
-- :func:`explain_lock` (installed while the workflow is parsed, rules/common.smk and rules/studies.smk): when
-  Snakemake refuses the run because the directory is locked, it adds what to do, in order: make sure no
-  Snakemake runs there, find this directory's SLURM jobs that are still pending or running (it lists them),
-  wait for them or cancel them, ``snakemake --unlock`` with the same arguments, then the same command again.
-- :func:`check_no_other_run` (the ``onstart`` handler, before the first job is submitted): with the slurm
-  executor, the current user's SLURM jobs that run in this working directory and that another Snakemake run
-  submitted stop the run before it submits anything, listed by rule, wildcards, job id and state, with the
-  ``squeue`` and ``scancel`` commands for them. Without it the new run would submit those jobs a second time
-  and delete the first copies' outputs while they write them.
+- :func:`explain_lock` (installed while rules/common.smk and rules/studies.smk are parsed): when Snakemake
+  refuses the run because the directory is locked, it adds what to do: make sure no Snakemake runs there,
+  wait for or cancel this directory's SLURM jobs still pending or running (it lists them), ``snakemake
+  --unlock`` with the same arguments, then the same command again.
+- :func:`check_no_other_run` (the ``onstart`` handler): with the slurm executor, the current user's SLURM
+  jobs in this working directory that another Snakemake run submitted stop the run before it submits
+  anything, listed by rule, wildcards, job id and state, with the ``squeue`` and ``scancel`` commands for
+  them. Else the new run would submit them a second time and delete their outputs while they write them.
 
-The slurm executor (snakemake-executor-plugin-slurm) names each job after its run (``--job-name <run uuid>``),
-sets ``--comment rule_<rule>[_wildcards_<values>]`` and ``-D <working directory>``; ``squeue --me`` reads them
-back (:data:`SQUEUE_FORMAT`). Without ``squeue`` both are silent. Torch-free.
+The slurm executor names each job after its run (``--job-name <run uuid>``), sets ``--comment
+rule_<rule>[_wildcards_<values>]`` and ``-D <working directory>``; ``squeue --me`` reads them back
+(:data:`SQUEUE_FORMAT`). Without ``squeue`` both are silent. Torch-free.
 """
 
 from __future__ import annotations

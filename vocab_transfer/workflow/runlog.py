@@ -67,7 +67,7 @@ def read_log(text: str) -> RunLog:
         elif (match := FINISHED.match(line)) and match[1] in last:
             last[match[1]] = "finished"
     run.failed = {j: rules[j] for j, state in last.items() if state == "error"}
-    run.retried = {j: rules[j] for j in set(rules) if last[j] == "finished"}
+    run.retried = {j: rules[j] for j in rules if last[j] == "finished"}
     if run.steps is None and not run.nothing_to_do:
         run.stop = _why_stopped(lines)
     return run

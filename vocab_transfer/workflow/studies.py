@@ -71,9 +71,9 @@ def load_studies(config: dict, base: str | Path = ".", rules: set[str] | None = 
 
 
 def target_job_rules(argv: list[str]) -> list[str]:
-    """The rule of each of the ``--target-jobs <rule>:<wildcards> ...`` on a Snakemake command line, one per
-    job, in order: the command a job (or a bundle of jobs) runs (the run that submits it has them only in its
-    DAG, set after the workflow is read)."""
+    """The rule of each ``--target-jobs <rule>:<wildcards> ...`` of a Snakemake command line, in order: what a
+    job (or a bundle of jobs) runs (the submitting run has them only in its DAG, set after the workflow is
+    read)."""
     rules, taking = [], False
     for arg in argv:
         if arg.startswith("-"):
@@ -115,17 +115,13 @@ def study_of_rule(rule: str, studies) -> str | None:
 
 def share_rule_settings(resource_settings, studies) -> None:
     """Give each study's copy ``<study>_<rule>`` of a rule the per-rule settings a profile or command line
-    gives ``<rule>`` (``set-resources``, ``set-threads``: train_lapt's GPU partition), in Snakemake's
-    ``workflow.resource_settings`` (a ``snakemake.settings.types.ResourceSettings``), before the studies'
-    rules are defined (rules/studies.smk).
+    gives ``<rule>`` (``set-resources``, ``set-threads``: train_lapt's GPU partition).
 
-    Only public fields are written: ``overwrite_resources`` and ``overwrite_threads``, the API's names for
-    ``--set-resources`` and ``--set-threads``, each replaced by a mapping with the copies added (the entries
-    given stay as they were, and the same values are shared). Snakemake reads them by rule name when it
-    defines a rule (and when it passes them on to a cluster job), so they must be written before the first
-    rule is; rules/studies.smk calls this before any rule exists, and ``tests/test_named_targets.py`` checks
-    with the installed Snakemake that a study's LAPT job gets the profile's GPU partition and a
-    ``--set-threads`` value."""
+    Only public fields of Snakemake's ``workflow.resource_settings`` (``ResourceSettings``) are written:
+    ``overwrite_resources`` and ``overwrite_threads`` (``--set-resources``, ``--set-threads``), each replaced
+    by a mapping with the copies added, sharing the given values. Snakemake reads them by rule name when it
+    defines a rule (and passes them on to a cluster job), so rules/studies.smk calls this before any rule
+    exists; tests/test_named_targets.py checks it with the installed Snakemake."""
     studies = list(studies)
     for field in ("overwrite_resources", "overwrite_threads"):
         given = dict(getattr(resource_settings, field))
@@ -135,8 +131,7 @@ def share_rule_settings(resource_settings, studies) -> None:
 
 def studies_of(config: dict, base: str | Path = ".") -> dict[str, dict]:
     """The study configs of a config by study name: a composite's (:func:`load_studies`), or the config
-    itself, shrunk as its ``rehearsal`` section says (as load_studies shrinks each study), under its ``study``
-    name ('' without)."""
+    itself, shrunk (as load_studies shrinks each), under its ``study`` name ('' without)."""
     if "studies" in config:
         return load_studies(copy.deepcopy(config), base)
     return {config.get("study") or "": shrink(copy.deepcopy(config))}
@@ -183,9 +178,8 @@ def shared_specs(plan) -> dict[str, tuple[str, str]]:
         if trained and key not in corpus_specs:
             continue
         where = f"word_vectors.{key}" if not trained else f"word_fasttext on corpora.{key}"
-        out[p.word_list(key).rsplit("/", 1)[0]] = (where, canonical([plan.word_vector_spec(W(lang=key)),
-                                                                     corpus_specs.get(key) if trained
-                                                                     else None]))
+        spec = canonical([plan.word_vector_spec(W(lang=key)), corpus_specs.get(key) if trained else None])
+        out[p.word_list(key).rsplit("/", 1)[0]] = (where, spec)
     for slang, by_target in cfg.dictionaries.items():
         out |= {p.dictionary(slang, lang): (f"dictionaries.{slang}.{lang}", plan.dictionary_params(W(
             slang=slang, lang=lang))) for lang in by_target}
@@ -198,10 +192,7 @@ def check_shared(plans: dict) -> None:
     first: dict[str, tuple[str, str, str]] = {}
     for study, plan in plans.items():
         for path, (where, spec) in shared_specs(plan).items():
-            if path not in first:
-                first[path] = (study, where, spec)
-                continue
-            other, other_where, other_spec = first[path]
+            other, other_where, other_spec = first.setdefault(path, (study, where, spec))
             if spec != other_spec:  # the message (both specs) only where they differ: this runs per path
                 raise ConfigError(
                     f"{path}: study {other} builds it from {other_where} and study {study} from {where}, "

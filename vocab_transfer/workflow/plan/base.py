@@ -33,8 +33,7 @@ def shell_option(flag: str, value) -> str:
 
 def label_of(name: str, spec) -> str:
     """The one label of a config entry (a method, LAPT run, fine-tuned model or task) in every table, figure
-    and report: its ``label``, else its name. Tables name a row by it, so one method reads alike
-    everywhere."""
+    and report, so that one method reads alike everywhere: its ``label``, else its name."""
     return getattr(spec, "label", None) or name
 
 
@@ -69,8 +68,8 @@ class PlanBase:
                                if Need.FACTORS in self.method_needs_of(m)}
 
     def written(self, section: str) -> str:
-        """A config section as written (schema defaults filled in), the params of the jobs it shapes: the
-        job's script parses it into the section's class of vocab_transfer.workflow.model; a key added with its
+        """A config section as written (schema defaults filled in), the params of the jobs it shapes (their
+        scripts parse it into the section's class of vocab_transfer.workflow.model): a key added with its
         default value reruns nothing, a changed value reruns those jobs."""
         return canonical(dict(self.config.get(section, {})))
 
@@ -130,9 +129,8 @@ class PlanBase:
 
     def word_key(self, lang):
         """Where a language's word vectors live (results/word_vectors/<key>): the ``word_vectors`` key of
-        pretrained vectors (the language), else the corpus they are trained on (the corpus named like the
-        language, else the first in it), so two studies that train them on different corpora of one language
-        never meet."""
+        pretrained vectors (the language), else the corpus they are trained on (the one named like the
+        language, else its first), so that studies training them on different corpora never meet."""
         return lang if lang in self.cfg.word_vectors else self.cfg.corpus_of_language(lang)
 
     def task_target(self, task):
@@ -147,14 +145,12 @@ class PlanBase:
         return self.task_entry(wildcards.task).task
 
     def seed_groups(self, task: str) -> list[str]:
-        """The seeds of each fine-tuning job of ``task`` as its files name them (``1+2+3``;
-        ``finetune.seeds_per_job`` and the task's own)."""
+        """The seeds of each fine-tuning job of ``task`` as its files name them (``1+2+3``)."""
         return ["+".join(map(str, g)) for g in self.cfg.finetune.seed_groups(task)]
 
     def cell_scores(self, source, task, model) -> list[str]:
-        """The scores files of one (source, task, model) cell, every seed: a fine-tuning file per job (a row
-        per seed of the job), or the cell's one zero-shot file (a row per seed and source task, rule
-        evaluate_zero_shot). Readers take the seeds from the rows' ``seed`` column."""
+        """The scores files of one (source, task, model) cell, every seed (the rows' ``seed`` column): a
+        fine-tuning file per job, or the cell's one zero-shot file (rule evaluate_zero_shot)."""
         if not self.seeds:
             return []
         if self.ft_tasks[task].zero_shot is not None:

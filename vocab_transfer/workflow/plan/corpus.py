@@ -43,9 +43,8 @@ class CorpusPlan(PlanBase):
 
     def tokenizer_spec(self, wildcards):
         """The target's tokenizer settings as written: the ``tokenizer`` section with the target's own keys
-        over it, without ``pretrained`` and ``like``, which reach the rule as its inputs
-        (:meth:`pretrained_tokenizer_dir`, :meth:`like_tokenizer_dir`): a change of either changes the
-        input."""
+        over it, without ``pretrained`` and ``like``, which reach the rule as inputs (a change of either
+        changes the input: :meth:`pretrained_tokenizer_dir`, :meth:`like_tokenizer_dir`)."""
         written = self.config.get("tokenizer", {}) | self.cfg.target(wildcards.target).tokenizer
         spec = {k: v for k, v in written.items() if k not in ("pretrained", "like")}
         follow = followed_sources(self.cfg, wildcards.target)
@@ -92,8 +91,7 @@ class CorpusPlan(PlanBase):
         return self.source_tokenizer_dir(SimpleNamespace(source=like))
 
     def follow_tokenizer_dirs(self, wildcards):
-        """Input of train_tokenizer: the model folders of the sources a tokenizer without ``like`` and
-        ``kind`` may follow (:func:`~..views.followed_sources`): the job takes the layout of the one that is a
-        decoder."""
+        """Input of train_tokenizer: the folders of the sources a tokenizer without ``like`` and ``kind`` may
+        follow (:func:`~..views.followed_sources`): the job takes the layout of the decoder among them."""
         return [self.source_model_dir(SimpleNamespace(source=s))
                 for s in followed_sources(self.cfg, wildcards.target)]

@@ -14,9 +14,8 @@ class EvalPlan(PlanBase):
     def eval_methods(self, wildcards):
         """Methods evaluated on this target: those whose `targets` include it, and the rows of the init tables
         that show it (a LAPT or fine-tuning language is in no method's `targets`)."""
-        shown = {m for spec in self.cfg.tables.values() if spec.kind == "init"
-                 and wildcards.target in spec.languages
-                 for m in spec.rows}
+        shown = {m for spec in self.cfg.tables.values()
+                 if spec.kind == "init" and wildcards.target in spec.languages for m in spec.rows}
         return [m for m in self.method_names if wildcards.target in method_targets(self.cfg, m) or m in shown]
 
     def probe_spec(self):
@@ -51,13 +50,10 @@ class EvalPlan(PlanBase):
 
     def table_metadata(self):
         """Row labels and Table 4's column groups, passed to the table rule as params."""
-        return canonical({
-            "method_labels": {m: label_of(m, spec) for m, spec in self.cfg.methods.items()},
-            "in_pretraining": self.in_pretraining(),
-            "targets": self.targets,
-            # `targets: []`: LAPT-only methods
-            "methods": [m for m in self.method_names if method_targets(self.cfg, m)],
-        })
+        return canonical({"method_labels": {m: label_of(m, spec) for m, spec in self.cfg.methods.items()},
+                          "in_pretraining": self.in_pretraining(), "targets": self.targets,
+                          # `targets: []`: LAPT-only methods
+                          "methods": [m for m in self.method_names if method_targets(self.cfg, m)]})
 
     # --- lm-eval benchmarks of decoder models (rules benchmark_model, make_benchmark_table) -----------------
     def benchmark_models(self) -> list[tuple[str, str, str, str]]:
@@ -90,10 +86,9 @@ class EvalPlan(PlanBase):
 
     def benchmark_inputs(self, wildcards):
         """The model folder (the source's, or an init's or LAPT run's export) and fetched datasets."""
-        s, t, name = wildcards.source, wildcards.target, wildcards.name
-        model = {"source": lambda: self.source_model_dir(wildcards),
-                 "init": lambda: self.paths.export_init(s, t, name),
-                 "lapt": lambda: self.paths.export_lapt(s, t, name)}[wildcards.stage]()
+        s, t, stage = wildcards.source, wildcards.target, wildcards.stage
+        model = (self.source_model_dir(wildcards) if stage == "source"
+                 else self.export_folder(s, t, stage, wildcards.name))  # ExportPlan's
         return {"model": model, "data": self.paths.benchmark_data(t)}
 
     def benchmark_labels(self):

@@ -21,8 +21,7 @@ class ExportPlan(PlanBase):
         return (self.paths.export_init if stage == "init" else self.paths.export_lapt)(source, target, name)
 
     def export_outputs(self, wildcards=None):
-        """Every transferred model right after initialization (the init table's cells) and every LAPT model,
-        as Hugging Face model folders (`snakemake export`)."""
+        """The folders of every export (:meth:`exports`; `snakemake export`)."""
         return [self.export_folder(*cell) for cell in self.exports()]
 
     def push_outputs(self, wildcards=None):
@@ -34,8 +33,7 @@ class ExportPlan(PlanBase):
         return [self.paths.export_pushed(*cell) for cell in self.exports()]
 
     def push_inputs(self, wildcards):
-        """The export folder, and its lm-eval scores where eval.benchmarks scores it (the card's
-        model-index)."""
+        """The export folder, and its lm-eval scores where eval.benchmarks has them (for the model-index)."""
         s, t, stage, name = wildcards.source, wildcards.target, wildcards.stage, wildcards.name
         inputs = {"model": self.export_folder(s, t, stage, name)}
         if (s, t, stage, name) in self.benchmark_models():
@@ -52,8 +50,8 @@ class ExportPlan(PlanBase):
                                                 stage=wildcards.stage, name=wildcards.name)
 
     def export_init_inputs(self, wildcards):
-        """The source model, the init artifact, the tokenizer the model is evaluated with, the init-time loss
-        of the target's methods and the target corpus's statistics."""
+        """The source model, the init artifact and its evaluation tokenizer, the init-time loss of the
+        target's methods and the target corpus's statistics."""
         s, t, m = wildcards.source, wildcards.target, wildcards.method
         return {"model": self.source_model_dir(wildcards), "embeddings": self.paths.init(s, t, m),
                 "tokenizer": self.eval_tokenizer(s, t, m), "eval": self.paths.init_eval(s, t),
@@ -72,8 +70,7 @@ class ExportPlan(PlanBase):
         return inputs
 
     def export_card(self, wildcards):
-        """What the model card names from the config (JSON): source, method and its parameters, LAPT
-        settings."""
+        """What the model card names from the config (JSON): source, method and parameters, LAPT settings."""
         s, t = wildcards.source, wildcards.target
         run = getattr(wildcards, "run", None)
         method = self.cfg.lapt.runs[run].method if run else wildcards.method

@@ -26,8 +26,8 @@ class FinetunePlan(PlanBase):
 
     def reference_model_pattern(self) -> str:
         """The ``ftmodel`` wildcard of rule download_reference_model: this config's reference models named by
-        hub id, so that in a composite a study's copy of the rule never claims another study's (a model of the
-        same name that is no reference model here; a pattern that matches nothing where there are none)."""
+        hub id (a pattern that matches nothing where there are none), so that in a composite a study's copy of
+        the rule never claims another study's model of the same name."""
         hub = [m for m, model in self.ft_models.items() if model.pretrained
                and not os.path.isdir(model.pretrained)]
         return "|".join(re.escape(m) for m in hub) or "(?!)"
@@ -38,9 +38,8 @@ class FinetunePlan(PlanBase):
 
     def finetune_inputs(self, wildcards):
         """The model to fine-tune (LAPT output or snapshot, source model + init artifact, the source model, or
-        a reference model with its own tokenizer), its tokenizer and the prepared task data. A snapshot lives
-        inside the run's `snapshots/` folder, which is what Snakemake tracks (finetune_model_dir names the
-        step's folder)."""
+        a reference model), its tokenizer and the prepared task data. Snakemake tracks a snapshot's run's
+        `snapshots/` folder (:meth:`finetune_model_dir` names the step's folder)."""
         model, lang, s = self.ft_models[wildcards.ftmodel], self.task_target(wildcards.task), wildcards.source
         inputs = {"data": self.paths.task_data(wildcards.task)}
         if model.step is not None:

@@ -53,8 +53,7 @@ class LaptPlan(PlanBase):
 
     def lapt_runtime(self, wildcards) -> int:
         """SLURM time limit of a LAPT job (minutes): ``lapt.runtime_min``, or the rehearsal's
-        ``interrupt.runtime_min`` for the job it interrupts
-        (vocab_transfer.workflow.rehearsal.interrupt_runtime)."""
+        ``interrupt.runtime_min`` for the job it interrupts (:func:`~..rehearsal.interrupt_runtime`)."""
         from ..rehearsal import interrupt_runtime
 
         return interrupt_runtime(self.cfg, wildcards.run, wildcards.target) or self.cfg.lapt.runtime_min
@@ -70,8 +69,7 @@ class LaptPlan(PlanBase):
         labels = {run: label_of(run, spec) for run, spec in self.cfg.lapt.runs.items()}
         runs = [run for run in self.lapt_runs if t in lapt_run_targets(self.cfg, run)]
         out = [(f"curve__{run}", self.paths.lapt_curve(s, t, run),
-                {"kind": "curve", "run": run, "label": labels[run]})
-               for run in runs]
+                {"kind": "curve", "run": run, "label": labels[run]}) for run in runs]
         for run in runs:
             if self.lapt_anchors(SimpleNamespace(source=s, target=t, run=run)):
                 out.append((f"model__{run}", self.paths.lapt_model(s, t, run),
@@ -100,9 +98,7 @@ class LaptPlan(PlanBase):
         swapped = [t for t in self.lapt_targets
                    if any(self.cfg.lapt.runs[r].method and t in lapt_run_targets(self.cfg, r)
                           for r in self.lapt_runs)]
-        return ([self.paths.figure("lapt_curves", s, t, "png") for s in self.sources
-                 for t in self.lapt_targets
-                 if self.paired(s, t)]
+        return ([self.paths.figure("lapt_curves", s, t, "png")
+                 for s in self.sources for t in self.lapt_targets if self.paired(s, t)]
                 + [self.paths.figure("embedding_correlation", s, t, "png")
-                   for s in self.sources for t in swapped
-                   if self.paired(s, t)])
+                   for s in self.sources for t in swapped if self.paired(s, t)])

@@ -1,10 +1,9 @@
 """What ``snakemake --report`` shows of a config's tables and figures (the rules' ``report(..., category=,
-labels=)``): the paper they belong to, which is the report's category, and the label that names each of them.
+labels=)``): the paper they belong to (the report's category) and the label that names each of them.
 
-A category holds a paper's tables and figures, of every study of a composite config that reproduces that
-paper; its subcategories are Tables, Figures and Source model (report/workflow.rst). A label is the table's or
-figure's title, with the study it comes from where the config names one, so that no two results of a category
-share one (the report lists a category's results by their labels and keeps one result per label)."""
+A category holds a paper's tables and figures of every study of a composite that reproduces that paper; its
+subcategories are Tables, Figures and Source model (report/workflow.rst). A label is the title, with the
+study where the config names one: the report keeps one result per label of a category."""
 
 from __future__ import annotations
 

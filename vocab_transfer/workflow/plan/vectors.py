@@ -37,9 +37,8 @@ class VectorsPlan(PlanBase):
                                       *map(self.cfg.target_language, method_targets(self.cfg, m))))
 
     def word_vector_inputs(self, wildcards):
-        """The trained fastText model where a method needs it anyway (rule save_word_fasttext_model; the
-        vectors are read from it instead of training again), else what the model is made from
-        (:meth:`word_model_inputs`)."""
+        """The trained fastText model where a method needs it anyway (rule save_word_fasttext_model: the
+        vectors are read from it, not trained again), else what it is made of (:meth:`word_model_inputs`)."""
         if wildcards.lang in self.word_model_languages and wildcards.lang not in self.cfg.word_vectors:
             return {"model": self.paths.word_fasttext_model(wildcards.lang)}
         return self.word_model_inputs(wildcards)
@@ -63,8 +62,8 @@ class VectorsPlan(PlanBase):
 
     def dictionary_pattern(self, which: str) -> str:
         """The ``slang`` (``which="source"``) or ``lang`` wildcard of rule build_dictionary: the languages of
-        this config's `dictionaries`, so that in a composite a study's copy of the rule never claims a pair
-        that only another study configures (a pattern that matches nothing where there are none)."""
+        this config's `dictionaries` (a pattern that matches nothing where there are none), so that in a
+        composite a study's copy of the rule never claims a pair only another study configures."""
         langs = (self.cfg.dictionaries if which == "source"
                  else {t for d in self.cfg.dictionaries.values() for t in d})
         return "|".join(re.escape(x) for x in sorted(langs)) or "(?!)"

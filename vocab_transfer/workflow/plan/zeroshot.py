@@ -1,5 +1,5 @@
 """Input and params functions of rules/zeroshot.smk: source-side trainings of the zero-shot setups and the
-zero- shot cells."""
+zero-shot cells."""
 
 from __future__ import annotations
 
@@ -26,8 +26,7 @@ class ZeroShotPlan(PlanBase):
         return canonical(zero_shot_training(self.cfg, wildcards.setup, wildcards.srctask))
 
     def source_task_adapter(self, wildcards):
-        """The setup's task adapter as written (schema defaults filled in); none for the variants without one
-        (the defaults are filled into every setup)."""
+        """The setup's task adapter as written (schema defaults filled in); none for variants without one."""
         setup = self.config["zero_shot"]["setups"][wildcards.setup]
         return canonical(setup.get("adapter", {}) if setup["variant"] == "adapter" else {})
 
