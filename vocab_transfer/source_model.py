@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import lazy
 from .artifacts import ORIGIN_FILE
-from .io import resumable_dir
+from .io import atomic_path, resumable_dir
 
 torch = lazy.module("torch")
 
@@ -107,9 +107,9 @@ def is_causal_lm(model_or_config: PreTrainedModel | PretrainedConfig) -> bool:
     LMs)."""
     if isinstance(model_or_config, torch.nn.Module):
         name = type(model_or_config).__name__
-        if name.endswith(CAUSAL_LM_SUFFIXES) or name.endswith("ForMaskedLM"):
+        if name.endswith((*CAUSAL_LM_SUFFIXES, "ForMaskedLM")):
             return not name.endswith("ForMaskedLM")
-        return is_causal_config(model_or_config.config)
+        model_or_config = model_or_config.config
     return is_causal_config(model_or_config)
 
 
@@ -287,7 +287,7 @@ class EmbeddingRows:
     def of(cls, model: PreTrainedModel) -> EmbeddingRows:
         """The rows of a loaded model (:func:`read_embedding_rows` reads them from its files instead)."""
         out = model.get_output_embeddings()
-        bias = getattr(out, "bias", None) if out is not None else None
+        bias = getattr(out, "bias", None)
         return cls(model.get_input_embeddings().weight.detach(),
                    out.weight.detach() if has_untied_output(model) else None,
                    bias.detach() if bias is not None else None)
@@ -466,16 +466,14 @@ def source_layout(model_dir: str | Path) -> SourceLayout:
     out = model.get_output_embeddings()
     if out is not None and out.weight is not inp:
         names["output"] = _names(model, out.weight)
-    if out is not None and getattr(out, "bias", None) is not None:
+    if getattr(out, "bias", None) is not None:
         names["bias"] = _names(model, out.bias)
     layout = SourceLayout(names, type(model).__name__, is_causal_lm(model))
     if cache is not None:
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"names": names,
-                                       "arch": layout.arch, "causal": layout.causal}), encoding="utf-8")
-            os.replace(tmp, cache)
+            with atomic_path(cache, checksum=False) as tmp:
+                tmp.write_text(json.dumps({"names": names, "arch": layout.arch, "causal": layout.causal}),
+                               encoding="utf-8")
         except OSError as e:  # a read-only home: the layout is built again next time
             log.debug("layout cache %s not written: %s", cache, e)
     return layout
@@ -503,8 +501,7 @@ def read_input_embeddings(model_dir: str | Path) -> torch.Tensor:
 
 
 def has_output_bias(model: PreTrainedModel) -> bool:
-    out = model.get_output_embeddings()
-    return out is not None and getattr(out, "bias", None) is not None
+    return getattr(model.get_output_embeddings(), "bias", None) is not None
 
 
 def check_artifact_fits(keys: set[str], *, bias: bool, untied: bool, arch: str) -> None:

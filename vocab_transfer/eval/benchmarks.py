@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .. import lazy
+from ..io import atomic_path
 
 pd = lazy.module("pandas")  # the planner imports this module for the parse-time checks
 
@@ -99,7 +100,8 @@ def _stamp(folder: str) -> float:
 
 def _registry_cache(include_path: str | None) -> Path | None:
     """The cache file of the task registry for lm-eval's installed version and these task folders (their
-    modification times), or None without lm-eval or with the cache turned off."""
+    modification times), in ``~/.cache/vocab_transfer/lm_eval_tasks`` (:data:`REGISTRY_CACHE_ENV`); None
+    without lm-eval or with the cache turned off."""
     import hashlib
     from importlib import metadata
 
@@ -137,8 +139,7 @@ def _registry_of_a_child(include_path: str | None) -> dict:
 def task_registry(include_path: str | None) -> dict | None:
     """lm-eval's task names and their datasets (:func:`registry_from`) with ``include_path``'s tasks and a hub
     mirror's, or None where lm-eval is not installed. Indexing lm-eval's task YAMLs takes seconds, so the
-    result is cached per lm-eval version and task folders (their files' modification times) in
-    ``~/.cache/vocab_transfer/lm_eval_tasks`` (``VOCAB_TRANSFER_TASKS_CACHE``; empty: off)."""
+    result is cached (:func:`_registry_cache`)."""
     import importlib.util
 
     if importlib.util.find_spec("lm_eval") is None:
@@ -150,10 +151,8 @@ def task_registry(include_path: str | None) -> dict | None:
     registry = _registry_of_a_child(include_path)
     if cache is not None:
         try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-            tmp.write_text(json.dumps(registry), encoding="utf-8")
-            os.replace(tmp, cache)
+            with atomic_path(cache, checksum=False) as tmp:
+                tmp.write_text(json.dumps(registry), encoding="utf-8")
         except OSError as e:  # a read-only home: check without the cache
             log.debug("task registry cache %s not written: %s", cache, e)
     return registry

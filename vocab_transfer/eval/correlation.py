@@ -10,14 +10,10 @@ __all__ = ["correlation_matrix", "embedding_correlation", "row_correlations", "t
 
 
 def row_correlations(W1: torch.Tensor, W2: torch.Tensor) -> torch.Tensor:
-    """Per-token Pearson correlation ``ρ_i = cov(x_i, y_i) / (σ_{x_i} σ_{y_i})`` of corresponding rows.
-
-    ``W1``, ``W2`` [V, d] are indexed by the same vocabulary; the correlation is taken across the
-    ``d`` dimensions of each row (the distribution plotted in vocab-swap Figure 3). Computed in
-    float64 and returned as float64 [V]. A row that is constant in either matrix (σ = 0, e.g. an
-    all-zero padding row) has no defined correlation: its entry is NaN. Slice off an output-bias
-    column before calling if it should not count as a dimension.
-    """
+    """Per-token Pearson correlation ``ρ_i = cov(x_i, y_i) / (σ_{x_i} σ_{y_i})`` of corresponding rows of
+    ``W1``, ``W2`` [V, d] (one vocabulary), across the ``d`` dimensions (the distribution of vocab-swap Figure
+    3), as float64 [V]. A row constant in either matrix (σ = 0, e.g. an all-zero padding row) gets NaN. Slice
+    off an output-bias column first if it should not count as a dimension."""
     if W1.shape != W2.shape or W1.ndim != 2:
         raise ValueError(f"need two [V, d] matrices of the same shape, got {tuple(W1.shape)} "
                          f"and {tuple(W2.shape)}")
@@ -31,13 +27,9 @@ def row_correlations(W1: torch.Tensor, W2: torch.Tensor) -> torch.Tensor:
 
 def embedding_correlation(W1: torch.Tensor, W2: torch.Tensor, *,
                           rows: torch.Tensor | np.ndarray | list[int] | None = None) -> float:
-    """ρ̄(W1, W2) = (1/|V|) Σ_i ρ_i, the mean per-token Pearson correlation (vocab-swap §2.3).
-
-    ``rows`` restricts the mean to a subset of tokens (indices or a boolean mask), e.g. the 50 %
-    most frequent tokens of Figure 5. Tokens whose ρ_i is undefined (a constant row, see
-    :func:`row_correlations`) are left out of the mean; if no token has a defined ρ_i the result
-    is NaN. ``ρ̄(W, W) = 1``, ``ρ̄(W, −W) = −1``.
-    """
+    """ρ̄(W1, W2) = (1/|V|) Σ_i ρ_i, the mean per-token Pearson correlation (vocab-swap §2.3), over the tokens
+    ``rows`` (indices or a boolean mask; e.g. Figure 5's 50 % most frequent) if given. Tokens whose ρ_i is
+    undefined (NaN) are left out; NaN if none is defined. ``ρ̄(W, W) = 1``, ``ρ̄(W, −W) = −1``."""
     rho = row_correlations(W1, W2)
     if rows is not None:
         rho = rho[torch.as_tensor(rows)]

@@ -23,12 +23,10 @@ from ..source_model import mask_tokens, masked_lm_logits  # noqa: F401 - mask_to
 
 def pack_texts(texts: Sequence[str], tokenizer: PreTrainedTokenizerBase, seq_len: int, *,
                max_sequences: int | None = None, batch_size: int = 1000) -> torch.Tensor:
-    """Tokenize ``texts``, concatenate them and cut ``<s> … </s>`` blocks of ``seq_len`` ids, in memory.
-
-    The remainder that does not fill a block is dropped. Returns a LongTensor ``[n, seq_len]``. For small
-    inputs (tests, a few held-out documents); the pipeline cuts the same blocks from token shards on demand
-    (:class:`vocab_transfer.data.shards.Blocks`).
-    """
+    """Tokenize ``texts``, concatenate them and cut ``<s> … </s>`` blocks of ``seq_len`` ids, in memory, as a
+    LongTensor ``[n, seq_len]`` (the remainder that fills no block dropped). For small inputs (tests, a few
+    held-out documents); the pipeline cuts the same blocks from token shards on demand
+    (:class:`vocab_transfer.data.shards.Blocks`)."""
     body, encode = seq_len - 2, encoder(tokenizer)
     parts: list[np.ndarray] = []
     have, need = 0, None if max_sequences is None else max_sequences * body
@@ -52,14 +50,12 @@ _HEX_BYTE = re.compile(r"<0x([0-9A-F]{2})>")
 
 
 def token_lengths(tokenizer) -> torch.Tensor:
-    """``[V, 2]`` int64: the UTF-8 bytes and the characters of each token id's text.
-
-    The text is the token's canonical surface form (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`):
-    a word-initial marker (``▁``, ``Ġ``, a WordPiece token without ``##``) counts as one space, a byte token
-    (``<0xNN>``, or an undecodable byte of a byte-level token) as one byte and as one character if it starts a
-    UTF-8 sequence (0 for a continuation byte), so the lengths of a text's tokens add up to its own. Special
-    tokens (``<s>``, ``<mask>``, ``<unk>``, ...) have length 0: an ``<unk>`` is scored, its text not counted.
-    """
+    """``[V, 2]`` int64: the UTF-8 bytes and the characters of each token id's canonical surface form
+    (:func:`vocab_transfer.data.tokenizer.canonicalize_vocab`): a word-initial marker (``▁``, ``Ġ``, a
+    WordPiece token without ``##``) counts as one space, a byte token (``<0xNN>``, or an undecodable byte of a
+    byte-level token) as one byte and as one character if it starts a UTF-8 sequence (0 for a continuation
+    byte), so the lengths of a text's tokens add up to its own. Special tokens (``<s>``, ``<mask>``,
+    ``<unk>``, ...) have length 0: an ``<unk>`` is scored, its text not counted."""
     out = []
     for tok in canonicalize_vocab(tokenizer):
         if tok.special:
@@ -86,13 +82,10 @@ def bits(nats_total: float, scored: int, lengths: torch.Tensor) -> dict[str, flo
 def mlm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *, seed: int,
              mask_prob: float = 0.15, batch_size: int = 16) -> dict[str, float]:
     """Mean masked-LM cross-entropy (nats per masked token) of ``model`` on ``blocks``, and the same NLL in
-    bits per byte and per character of the masked tokens' text (:func:`bits`).
-
-    Masks depend only on ``blocks``, the tokenizer and ``seed``, so every initialization of the same target
-    vocabulary is scored on the same masked positions. The LM head runs on the masked positions only
-    (:func:`vocab_transfer.source_model.masked_lm_logits`): a 50k vocabulary's logits of a whole batch would
-    take 0.4 GB.
-    """
+    bits per byte and per character of the masked tokens' text (:func:`bits`). Masks depend only on
+    ``blocks``, the tokenizer and ``seed``, so every initialization of one target vocabulary is scored on the
+    same positions. The LM head runs on the masked positions only (:func:`masked_lm_logits`): a 50k
+    vocabulary's logits of a whole batch would take 0.4 GB."""
     model.eval()
     g = torch.Generator().manual_seed(seed)
     lengths, scored, total, count = token_lengths(tokenizer), torch.zeros(2, dtype=torch.long), 0.0, 0
@@ -114,12 +107,10 @@ def clm_loss(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrained
              *, batch_size: int = 16, head_chunk: int = 4096) -> dict[str, float]:
     """Mean next-token cross-entropy (nats per predicted token) of a causal LM on packed ``blocks`` (and,
     given the ``tokenizer``, bits per byte and per character of the predicted tokens' text, :func:`bits`).
-
-    Every position but the first is predicted from the ids before it, so a ``[n, L]`` input scores ``n * (L -
-    1)`` tokens; same value as ``model(input_ids=blocks, labels=blocks).loss`` (the blocks have no padding).
-    Perplexity = exp(loss), the measure of WECHSEL Table 2. The model may be on a GPU; the LM head runs on
-    ``head_chunk`` positions at a time, so a 152k vocabulary's logits never exist for a whole batch.
-    """
+    A ``[n, L]`` input scores ``n * (L - 1)`` tokens, the value of ``model(input_ids=blocks,
+    labels=blocks).loss`` (the blocks have no padding). Perplexity = exp(loss), WECHSEL Table 2's measure. The
+    LM head runs on ``head_chunk`` positions at a time, so a 152k vocabulary's logits never exist for a whole
+    batch."""
     model.eval()
     lengths = None if tokenizer is None else token_lengths(tokenizer)
     scored, total, count = torch.zeros(2, dtype=torch.long), 0.0, 0
@@ -160,14 +151,11 @@ def next_token_nll(model: PreTrainedModel, ids: torch.Tensor, head_chunk: int = 
 
 def init_eval_row(model: PreTrainedModel, blocks: torch.Tensor, tokenizer: PreTrainedTokenizerBase, *,
                   objective: str, seed: int, mask_prob: float = 0.15, batch_size: int = 16) -> dict:
-    """One row of the init-time evaluation (FOCUS Table 4; WECHSEL Table 2 for decoders).
-
-    ``objective`` is ``mlm`` (masked LM, :func:`mlm_loss`) or ``clm`` (causal LM, :func:`clm_loss`). The
-    columns are the same for both so the tables stay one schema: ``objective``, ``mlm_loss`` (the held-out
-    loss of that objective, nats per scored token), ``perplexity``, ``masked_tokens`` (tokens scored:
-    masked positions, or predicted next tokens for ``clm``), ``sequences``, ``bits_per_byte``,
-    ``bits_per_char``, ``scored_bytes``, ``scored_chars`` (:func:`bits`).
-    """
+    """One row of the init-time evaluation (FOCUS Table 4; WECHSEL Table 2 for decoders), ``objective``
+    ``mlm`` (:func:`mlm_loss`) or ``clm`` (:func:`clm_loss`), in one schema for both: ``objective``,
+    ``mlm_loss`` (the held-out loss of that objective, nats per scored token), ``perplexity``,
+    ``masked_tokens`` (tokens scored: masked positions, or predicted next tokens for ``clm``), ``sequences``,
+    ``bits_per_byte``, ``bits_per_char``, ``scored_bytes``, ``scored_chars`` (:func:`bits`)."""
     if objective == "mlm":
         res = mlm_loss(model, blocks, tokenizer, seed=seed, mask_prob=mask_prob, batch_size=batch_size)
         return {"objective": "mlm", **res}

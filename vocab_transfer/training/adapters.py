@@ -124,11 +124,10 @@ def _layer_outputs(model: nn.Module) -> list[nn.Module]:
 
 
 def _slots(kind: str) -> tuple[str, ...]:
-    if kind == "all":
-        return SLOTS["language"] + SLOTS["task"]
-    if kind not in SLOTS:
-        raise ValueError(f"adapter kind must be one of {[*SLOTS, 'all']}, not {kind!r}")
-    return SLOTS[kind]
+    slots = {**SLOTS, "all": SLOTS["language"] + SLOTS["task"]}
+    if kind not in slots:
+        raise ValueError(f"adapter kind must be one of {list(slots)}, not {kind!r}")
+    return slots[kind]
 
 
 def _adapter_modules(module: nn.Module, kind: str) -> dict[str, nn.Module]:
@@ -197,6 +196,8 @@ def add_task_adapter(model: nn.Module, cfg: AdapterConfig | None = None, *, seed
 
 
 def _strip(model: nn.Module, kind: str) -> None:
+    """Remove the adapters of ``kind``, restoring a module's forward where no adapter of its remains (a
+    language adapter stays attached when the task adapter is removed, and vice versa)."""
     slots = _slots(kind)
     for m in list(model.modules()):
         for name in slots:
@@ -213,27 +214,19 @@ def _strip(model: nn.Module, kind: str) -> None:
             del m.forward
 
 
-def strip_language_adapter(model: nn.Module) -> None:
-    """Remove the language (and invertible) adapters, restoring forwards where no task adapter remains."""
-    _strip(model, "language")
-
-
-def strip_task_adapter(model: nn.Module) -> None:
-    """Remove the task adapter modules (a language adapter stays attached)."""
-    _strip(model, "task")
-
-
 def _save(model: nn.Module, folder: str | os.PathLike, kind: str) -> None:
+    """Write ``<kind>_adapter.safetensors`` (keys relative to ``model.base_model``) and
+    ``<kind>_adapter.json`` (the AdapterConfig and where the adapters sit) into ``folder``."""
     params = _adapter_parameters(model.base_model, kind)
     if not params:
         raise ValueError(f"{type(model).__name__} has no {kind} adapter to save")
-    cfg = next(iter(_adapter_modules(model, kind).values())).config
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors, config = FILES[kind]
     save_file({k: p.detach().cpu().contiguous() for k, p in params.items()}, folder / tensors)
     outputs = _layer_outputs(model)
-    meta = {"config": cfg.model_dump(), "model_type": getattr(model.config, "model_type", None),
+    meta = {"config": attached_adapter_config(model, kind),
+            "model_type": getattr(model.config, "model_type", None),
             "hidden_size": outputs[0].dense.out_features, "num_layers": len(outputs),
             "layers": [i for i, o in enumerate(outputs) if hasattr(o, SLOTS[kind][0])],
             "parameters": sum(p.numel() for p in params.values())}
@@ -241,6 +234,7 @@ def _save(model: nn.Module, folder: str | os.PathLike, kind: str) -> None:
 
 
 def _load(model: nn.Module, folder: str | os.PathLike, kind: str) -> bool:
+    """Attach (unless attached) and load the ``kind`` adapter saved in ``folder``; False if it holds none."""
     folder = Path(folder)
     tensors, config = FILES[kind]
     if not (folder / config).is_file():
@@ -258,22 +252,9 @@ def _load(model: nn.Module, folder: str | os.PathLike, kind: str) -> bool:
     return True
 
 
-def save_language_adapter(model: nn.Module, folder: str | os.PathLike) -> None:
-    """Write ``language_adapter.safetensors`` (keys relative to ``model.base_model``) and
-    ``language_adapter.json`` (the AdapterConfig and where the adapters sit) into ``folder``."""
-    _save(model, folder, "language")
-
-
-def load_language_adapter(model: nn.Module, folder: str | os.PathLike) -> bool:
-    """Attach (unless attached) and load the language adapter saved in ``folder``; False if it holds none."""
-    return _load(model, folder, "language")
-
-
-def save_task_adapter(model: nn.Module, folder: str | os.PathLike) -> None:
-    """Write ``task_adapter.safetensors`` and ``.json`` (as ``save_language_adapter``) into ``folder``."""
-    _save(model, folder, "task")
-
-
-def load_task_adapter(model: nn.Module, folder: str | os.PathLike) -> bool:
-    """Attach (unless attached) and load the task adapter saved in ``folder``; False if it holds none."""
-    return _load(model, folder, "task")
+strip_language_adapter = partial(_strip, kind="language")
+strip_task_adapter = partial(_strip, kind="task")
+save_language_adapter = partial(_save, kind="language")
+save_task_adapter = partial(_save, kind="task")
+load_language_adapter = partial(_load, kind="language")
+load_task_adapter = partial(_load, kind="task")

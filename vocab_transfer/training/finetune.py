@@ -58,7 +58,7 @@ from .runtime import (
     Progress,
     StopSignals,
     autocast_factory,
-    changed_settings,
+    check_settings,
     checkpoint_settings,
     grad_scaler,
     linear_schedule,
@@ -76,10 +76,9 @@ PARSER_HEAD, PARSER_CONFIG = "parser_head.safetensors", "parser_head.json"
 def read_task_data(folder: str | Path, task: str) -> dict[str, pd.DataFrame]:
     """``train``, ``dev``, ``test`` and extra evaluation sets ``test_<name>`` (sorted) of a task folder."""
     folder = Path(folder)
-    missing = [s for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
+    missing = [f"{s}.parquet" for s in ("train", "dev", "test") if not (folder / f"{s}.parquet").exists()]
     if missing:
-        raise FileNotFoundError(f"{folder}: no "
-                                f"{', '.join(f'{s}.parquet' for s in missing)} (rule prepare_task)")
+        raise FileNotFoundError(f"{folder}: no {', '.join(missing)} (rule prepare_task)")
     extra = sorted(p.stem for p in folder.glob("test_*.parquet") if is_split(p.stem))
     data = {s: pd.read_parquet(folder / f"{s}.parquet") for s in ("train", "dev", "test", *extra)}
     for df in data.values():
@@ -190,7 +189,8 @@ def encode_qa(df: pd.DataFrame, tokenizer, seq_len: int, stride: int, *, train: 
 
 
 def collate(items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    n = max(len(it["input_ids"]) for it in items)
+    lengths = torch.tensor([len(it["input_ids"]) for it in items])
+    n = int(lengths.max())
 
     def padded(key: str, fill: int) -> torch.Tensor:
         out = torch.full((len(items), n), fill, dtype=torch.long)
@@ -198,7 +198,6 @@ def collate(items: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
             out[i, : len(it[key])] = torch.tensor(it[key])
         return out
 
-    lengths = torch.tensor([len(it["input_ids"]) for it in items])
     batch = {"input_ids": padded("input_ids", pad_id),
              "attention_mask": (torch.arange(n) < lengths[:, None]).long()}
     if "token_type_ids" in items[0]:  # segment ids of sentence pairs, padded with 0
@@ -232,9 +231,9 @@ def epoch_order(lengths: list[int], batch_size: int, seed: int, group_by_length:
 def span_f1(gold: list[list[str]], pred: list[list[str]]) -> dict[str, float]:
     from seqeval.metrics import f1_score, precision_score, recall_score
 
-    kw = {"zero_division": 0}  # no predicted entity: precision 0, not a warning
-    return {"f1": float(f1_score(gold, pred, **kw)), "precision": float(precision_score(gold, pred, **kw)),
-            "recall": float(recall_score(gold, pred, **kw))}
+    # zero_division: no predicted entity gives precision 0, not a warning
+    return {name: float(score(gold, pred, zero_division=0)) for name, score in
+            (("f1", f1_score), ("precision", precision_score), ("recall", recall_score))}
 
 
 def attachment_scores(gold_heads: list[list[int]], gold_rels: list[list[str]], pred_heads: list[list[int]],
@@ -280,17 +279,14 @@ def _normalize_answer(s: str) -> str:
 
 def squad_scores(gold: list[list[str]], pred: list[str]) -> dict[str, float]:
     """SQuAD F1 and exact match in %, each the max over the gold answers."""
-    def f1(p: str, g: str) -> float:
-        pt, gt = _normalize_answer(p).split(), _normalize_answer(g).split()
-        same = sum((collections.Counter(pt) & collections.Counter(gt)).values())
-        if not pt or not gt:
-            return float(pt == gt)
-        return 0.0 if same == 0 else 2 * same / (len(pt) + len(gt))
+    def f1(p: list[str], g: list[str]) -> float:
+        same = sum((collections.Counter(p) & collections.Counter(g)).values())
+        return 2 * same / (len(p) + len(g)) if same else float(p == g)  # 1 where both are empty
 
-    f = [max(f1(p, g) for g in gs) for gs, p in zip(gold, pred, strict=True)]
-    em = [max(float(_normalize_answer(p) == _normalize_answer(g)) for g in gs)
-          for gs, p in zip(gold, pred, strict=True)]
-    return {"f1": 100 * float(np.mean(f)), "exact_match": 100 * float(np.mean(em))}
+    pairs = [(_normalize_answer(p).split(), [_normalize_answer(g).split() for g in gs])
+             for gs, p in zip(gold, pred, strict=True)]
+    return {"f1": 100 * float(np.mean([max(f1(p, g) for g in gs) for p, gs in pairs])),
+            "exact_match": 100 * float(np.mean([max(float(p == g) for g in gs) for p, gs in pairs]))}
 
 
 # ------------------------------------------------------------------------------------------ the model
@@ -396,9 +392,9 @@ def load_task_model(task: str, model: str, labels: list[str], *, embeddings: str
     (``parser_head.*``); ``sts``: one output, regression (MSE loss, HF run_glue's STS-B setup)."""
     import transformers as hf
 
-    cls = {"ner": hf.AutoModelForTokenClassification, "pos": hf.AutoModelForTokenClassification,
-           "dep": hf.AutoModel, "nli": hf.AutoModelForSequenceClassification,
-           "sts": hf.AutoModelForSequenceClassification, "qa": hf.AutoModelForQuestionAnswering}[task]
+    token, sequence = hf.AutoModelForTokenClassification, hf.AutoModelForSequenceClassification
+    cls = {"ner": token, "pos": token, "dep": hf.AutoModel, "nli": sequence, "sts": sequence,
+           "qa": hf.AutoModelForQuestionAnswering}[task]
     kwargs = {} if task in ("qa", "dep") else {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
                                                "label2id": {t: i for i, t in enumerate(labels)}}
     if task == "sts":
@@ -478,12 +474,10 @@ def evaluate(model, task: str, items: list[dict], df: pd.DataFrame, labels: list
                                      positive_class(labels, cfg.positive_label))["f1"]
         return scores
     if task in ("ner", "pos"):
-        gold_tags, pred_tags = [], []
-        for it, p, tags in zip(items, preds, df["tags"], strict=True):
+        gold_tags, pred_tags = [list(tags) for tags in df["tags"]], []
+        for it, p, tags in zip(items, preds, gold_tags, strict=True):
             pred = [labels[k] for k, y in zip(p, it["labels"], strict=False) if y != -100]
-            pred += ["O" if task == "ner" else "X"] * (len(tags) - len(pred))  # words cut by truncation
-            gold_tags.append(list(tags))
-            pred_tags.append(pred)
+            pred_tags.append(pred + ["O" if task == "ner" else "X"] * (len(tags) - len(pred)))  # cut words
         if task == "ner":
             return span_f1(gold_tags, pred_tags)
         flat = [(g == p) for gs, ps in zip(gold_tags, pred_tags, strict=True)
@@ -668,16 +662,11 @@ def finished_run(folder: Path, settings: dict) -> tuple[dict, pd.DataFrame] | No
     if not path.is_file():
         return None
     done = json.loads(path.read_text())
-    then = done["settings"]
-    if then.get("inputs") != settings.get("inputs"):
-        log.warning("%s was trained on other inputs (the model or the data changed "
-                    "since): training again", path)
+    if done["settings"].get("inputs") != settings.get("inputs"):
+        log.warning("%s was trained on other inputs (the model or the data changed since): training again",
+                    path)
         return None
-    changed = changed_settings(settings, then)
-    if changed:
-        raise ValueError(f"fine-tuning run {path} was finished with other settings ({', '.join(changed)}: "
-                         f"{[then.get(k) for k in changed]} then, {[settings.get(k) for k in changed]} now); "
-                         f"delete {folder} to start this run over")
+    check_settings(settings, done["settings"], f"fine-tuning run {path} was finished", folder)
     return done["scores"], pd.DataFrame(done["history"])
 
 

@@ -125,48 +125,45 @@ RESUME_FREE = ("threads", "keep_checkpoints", "checkpoint_every", "min_step_seco
 
 
 def resume_settings(cfg: LaptConfig) -> dict:
-    """What a checkpoint is valid for (saved in it, compared at resume): every LaptConfig field but
-    ``RESUME_FREE``, which a resumed run may change (e.g. micro-batching, gradient checkpointing or compiling
-    after running out of GPU memory: the same sequences per step, computed differently)."""
+    """What a checkpoint is valid for: every LaptConfig field but ``RESUME_FREE``, which a resumed run may
+    change (e.g. micro-batching, gradient checkpointing or compiling after running out of GPU memory: the same
+    sequences per step, computed differently)."""
     return runtime.checkpoint_settings(cfg, RESUME_FREE)
-
-
-def _post_order(module: torch.nn.Module):
-    """Modules children first, as ``nn.Module.apply`` (so transformers' initialization) visits them."""
-    for child in module.children():
-        yield from _post_order(child)
-    yield module
 
 
 def reinitialize(model, part: str, seed: int) -> list[str]:
     """Re-initialize ``reinit_parameter_names(model, part)`` in place with the model's own ``_init_weights``
     (vocab-swap's "Scratch" and "Embed Layers", §2.1-2.2; WECHSEL's FullRand) from the forked CPU generator
-    seeded with ``seed`` (call it before moving the model to a GPU). Modules are visited children first, as
-    transformers' own initialization does, and each whose parameters are all selected is passed to
-    ``_init_weights``, so a parent's rule applies on top of its children's (GPT-2's c_proj scaled by 1/sqrt(2
-    n_layer)). A selected parameter no module covers, or that stays unchanged, is an error."""
+    seeded with ``seed`` (call it before moving the model to a GPU). Modules are visited children first
+    (``nn.Module.apply``), as transformers' own initialization does, and each whose parameters are all
+    selected is passed to ``_init_weights``, so a parent's rule applies on top of its children's (GPT-2's
+    c_proj scaled by 1/sqrt(2 n_layer)). A selected parameter no module covers, or left unchanged, is an
+    error."""
     names = reinit_parameter_names(model, part)
     if not names:
         return []
     by_id = {id(p): n for n, p in model.named_parameters()}
     done: list[str] = []
+
+    def init(module: torch.nn.Module) -> None:
+        own, tree = list(module.parameters(recurse=False)), list(module.parameters())
+        if not tree or not all(by_id.get(id(p)) in names for p in tree):
+            return
+        before = [p.detach().clone() for p in own]
+        for p in tree:  # loaded weights are flagged initialized, which _init_weights would respect
+            p._is_hf_initialized = False
+        model._init_weights(module)
+        for p in tree:
+            p._is_hf_initialized = True
+        done.extend(by_id[id(p)] for p in own)
+        same = [by_id[id(p)] for p, b in zip(own, before, strict=True)
+                if torch.equal(p, b) and p.numel() > 1 and not (b == b.flatten()[0]).all()]
+        if same:
+            raise ValueError(f"reinit {part}: {type(model).__name__}._init_weights left {same} unchanged")
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        for module in _post_order(model):
-            own, tree = list(module.parameters(recurse=False)), list(module.parameters())
-            if not tree or not all(by_id.get(id(p)) in names for p in tree):
-                continue
-            before = [p.detach().clone() for p in own]
-            for p in tree:  # loaded weights are flagged initialized, which _init_weights would respect
-                p._is_hf_initialized = False
-            model._init_weights(module)
-            for p in tree:
-                p._is_hf_initialized = True
-            done += [by_id[id(p)] for p in own]
-            same = [by_id[id(p)] for p, b in zip(own, before, strict=True)
-                    if torch.equal(p, b) and p.numel() > 1 and not (b == b.flatten()[0]).all()]
-            if same:
-                raise ValueError(f"reinit {part}: {type(model).__name__}._init_weights left {same} unchanged")
+        model.apply(init)
     left = sorted(names - set(done))
     if left:
         raise ValueError(f"reinit {part}: no module of {type(model).__name__} re-initializes {left} alone")
@@ -232,13 +229,12 @@ def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
 def batch_rows(step: int, batch_size: int, n: int, seed: int) -> torch.Tensor:
     """Row ids of optimizer step ``step`` (1-based): consecutive slices of per-epoch seeded permutations, a
     function of the step (exact resume, any number of devices; ranks take disjoint slices)."""
-    start = (step - 1) * batch_size
-    idx = torch.arange(start, start + batch_size)
+    idx = torch.arange((step - 1) * batch_size, step * batch_size)
+    epochs = idx.div(n, rounding_mode="floor")
     out = torch.empty(batch_size, dtype=torch.long)
-    for epoch in idx.div(n, rounding_mode="floor").unique().tolist():
-        perm = epoch_permutation(n, seed, epoch)
-        sel = idx.div(n, rounding_mode="floor") == epoch
-        out[sel] = perm[idx[sel] % n].long()
+    for epoch in epochs.unique().tolist():
+        sel = epochs == epoch
+        out[sel] = epoch_permutation(n, seed, epoch)[idx[sel] % n].long()
     return out
 
 
@@ -691,16 +687,15 @@ def main(argv: list[str] | None = None) -> None:
                              f"{max_sequence_length(model)} positions of the model {args.model}")
     train_blocks = open_blocks(args.train, tokenizer, cfg.seq_len, tokenizer_dir=args.tokenizer,
                                max_blocks=cfg.train_sequences)  # train_sequences: a prefix of the corpus only
-    lazy = cfg.packing == "documents"
-    heldout_blocks = load_blocks(args.heldout, tokenizer, cfg.seq_len, cfg.eval_sequences,
-                                 tokenizer_dir=args.tokenizer, lazy=lazy)
+    heldout = functools.partial(load_blocks, args.heldout, tokenizer, max_sequences=cfg.eval_sequences,
+                                tokenizer_dir=args.tokenizer, lazy=cfg.packing == "documents")
+    heldout_blocks = heldout(cfg.seq_len)
     log.info("%d training sequences of %d tokens; %d held-out", len(train_blocks),
              cfg.seq_len, len(heldout_blocks))
     long_blocks = None
     if cfg.long_steps:
         long_blocks = (load_blocks(args.train, tokenizer, cfg.long_seq_len, tokenizer_dir=args.tokenizer),
-                       load_blocks(args.heldout, tokenizer, cfg.long_seq_len, cfg.eval_sequences,
-                                   tokenizer_dir=args.tokenizer, lazy=lazy))
+                       heldout(cfg.long_seq_len))
         log.info("last %d steps: %d training sequences of %d tokens; %d held-out", cfg.long_steps,
                  len(long_blocks[0]), cfg.long_seq_len, len(long_blocks[1]))
     checkpoints = args.checkpoints or f"{args.output}.checkpoints"

@@ -1,31 +1,10 @@
-"""What every trainer shares: device and precision, the optimizer and its schedule, atomic checkpoints and
-their bit-identical resume, and the signal protocol of a SLURM job.
-
-A trainer (:mod:`.lapt`, :mod:`.finetune`, :mod:`.zeroshot`) keeps only its objective, its data order and what
-it records. The protocol it follows:
-
-- :func:`init_distributed` joins the job's processes (torchrun's or SLURM's environment: one process per GPU,
-  on one node or many; gloo on CPUs) and returns a :class:`Distributed` (world size, rank, ``wrap`` for DDP,
-  barrier); :func:`pick_device` picks ``cuda:$LOCAL_RANK`` or the CPU; :func:`autocast_factory` the mixed
-  precision and :func:`param_dtype` the weights' dtype (bf16 for pure bf16 training);
-  :func:`enable_gradient_checkpointing` trades compute for activation memory; :func:`compile_layers` compiles
-  the transformer layers; :func:`shard_model` shards a model over the processes (FSDP2) instead of DDP's
-  replicas, and :func:`full_state_dict` gathers its state for rank 0.
-- :func:`linear_schedule` builds the warmup + linear-decay (or constant) schedule of the optimizer that the
-  settings build (:meth:`~.settings.TrainerSettings.adamw`); :func:`optimizer_step` unscales (fp16), clips and
-  steps both.
-- :class:`Checkpoints` writes ``step-XXXXXXXX/`` folders atomically (model, optimizer, scheduler, scaler, RNG
-  states, a JSON state with the step and the trainer's records, and a manifest of their checksums) and keeps
-  the newest ``keep``. :meth:`Checkpoints.resume` finds the newest complete one, checks it against its
-  manifest before reading it (:class:`~vocab_transfer.checkpointing.CheckpointError` if it has none or is
-  damaged), and refuses it, naming the settings and the folder to delete, when it was written with other
-  settings; :meth:`Checkpoints.restore_optimizer` loads the optimizer side. Data order, masks and dropout must
-  be functions of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one.
-- :class:`~vocab_transfer.checkpointing.StopSignals` (shared with the refinement) turns SIGUSR1 / SIGTERM
-  (SLURM's ``--signal`` warning, preemption) into a checkpoint after the current step and exit code
-  :data:`EXIT_RESUME` (75, EX_TEMPFAIL), which the profile retries.
-- :func:`setup_logging` (stderr and the job's log, peak memory at exit) and :class:`Progress` (steps/s, ETA).
-"""
+"""What every trainer shares (docs/architecture.md, "The training runtime"): the process group
+(:func:`init_distributed`, DDP, FSDP2), device and precision, the optimizer step and schedule, atomic
+checkpoints whose resume is refused under other settings, and the signal protocol of a SLURM job
+(:class:`~vocab_transfer.checkpointing.StopSignals`: SIGUSR1 / SIGTERM -> checkpoint after the current step ->
+exit :data:`EXIT_RESUME`, 75, which the profile retries). A trainer (:mod:`.lapt`, :mod:`.finetune`,
+:mod:`.zeroshot`) keeps only its objective, its data order and what it records; data order, masks and dropout
+must be functions of the seed and the step, so a resumed run ends bit-identical to an uninterrupted one."""
 
 from __future__ import annotations
 
@@ -39,13 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..checkpointing import (  # noqa: F401  (the signal protocol is the refinement's too: defined there)
-    EXIT_RESUME,
-    SIGNALS,
-    CheckpointError,
-    StopSignals,
-    check_checkpoint,
-)
+from ..checkpointing import EXIT_RESUME, StopSignals, check_checkpoint  # noqa: F401  (the refinement's too)
 from ..io import atomic_path, refuse_links, remove_tree
 from ..memory import log_peak_memory_at_exit
 from ..typed import Section
@@ -130,14 +103,13 @@ def init_distributed() -> Distributed:
     if "WORLD_SIZE" not in os.environ:  # srun: SLURM's variables
         os.environ.update(WORLD_SIZE=os.environ["SLURM_NTASKS"], RANK=os.environ["SLURM_PROCID"],
                           LOCAL_RANK=os.environ.get("SLURM_LOCALID", "0"))
-
         os.environ.setdefault("MASTER_ADDR",
                               node_address(first_node(os.environ.get("SLURM_JOB_NODELIST", "localhost"))))
         os.environ.setdefault("MASTER_PORT", str(29500 + int(os.environ.get("SLURM_JOB_ID", 0)) % 20000))
     if torch.cuda.is_available():
         torch.cuda.set_device(local_rank())
     torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    dist = Distributed(torch.distributed.get_world_size(), torch.distributed.get_rank())
+    dist = current_distributed()
     log.info("process %d of %d (local rank %d, %s)", dist.rank, dist.world, local_rank(),
              torch.distributed.get_backend())
     return dist
@@ -152,30 +124,32 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> bool:
     return True
 
 
-def compile_layers(model: torch.nn.Module) -> int:
-    """``torch.compile`` each transformer layer (the classes of the model's ``_no_split_modules``) in place
-    (``nn.Module.compile``: parameter names, state dicts and checkpoints are unchanged). The layers share one
-    compiled graph; embeddings, head and loss stay eager. Compiling whole models was slower in
-    ``benchmarks/lapt_speed.py``; per layer it fuses the elementwise work between the matrix products (casts,
-    LayerNorm, dropout, GELU). Returns the number of layers compiled now (0 where the model names no layer
-    classes, or they are compiled)."""
+def _layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The transformer layers: modules of the classes the model's ``_no_split_modules`` names."""
     names = set(getattr(model, "_no_split_modules", None) or ())
-    layers = [m for m in model.modules() if type(m).__name__ in names
-              and getattr(m, "_compiled_call_impl", None) is None]
+    return [m for m in model.modules() if type(m).__name__ in names]
+
+
+def compile_layers(model: torch.nn.Module) -> int:
+    """``torch.compile`` each transformer layer in place (``nn.Module.compile``: parameter names, state dicts
+    and checkpoints are unchanged). The layers share one compiled graph; embeddings, head and loss stay eager.
+    Compiling whole models was slower in ``benchmarks/lapt_speed.py``; per layer it fuses the elementwise work
+    between the matrix products (casts, LayerNorm, dropout, GELU). Returns the number of layers compiled now
+    (0 where the model names no layer classes, or they are compiled)."""
+    layers = [m for m in _layers(model) if getattr(m, "_compiled_call_impl", None) is None]
     for layer in layers:
         layer.compile(dynamic=False)  # static shapes: training and held-out batches get a graph each
     return len(layers)
 
 
 def shard_model(model: torch.nn.Module) -> int:
-    """FSDP2 (``torch.distributed.fsdp.fully_shard``) over the job's processes: each transformer layer (the
-    classes of the model's ``_no_split_modules``) is one unit whose parameters are gathered for its forward
-    and backward only, the rest (embeddings, head, final norm) the root unit; parameters, gradients and
-    optimizer states are sharded. Returns the layer unit count; ValueError if it declares no layer classes."""
+    """FSDP2 (``torch.distributed.fsdp.fully_shard``) over the job's processes: each transformer layer is one
+    unit whose parameters are gathered for its forward and backward only, the rest (embeddings, head, final
+    norm) the root unit; parameters, gradients and optimizer states are sharded. Returns the layer unit count;
+    ValueError if the model declares no layer classes."""
     from torch.distributed.fsdp import fully_shard
 
-    names = set(getattr(model, "_no_split_modules", None) or ())
-    layers = [m for m in model.modules() if type(m).__name__ in names]
+    layers = _layers(model)
     if not layers:
         raise ValueError(f"distributed: fsdp: {type(model).__name__} names no transformer layer classes "
                          "(_no_split_modules) to shard by; use distributed: ddp")
@@ -186,7 +160,6 @@ def shard_model(model: torch.nn.Module) -> int:
 
 
 def is_sharded(model: torch.nn.Module) -> bool:
-    """Whether :func:`shard_model` sharded ``model``."""
     from torch.distributed.fsdp import FSDPModule
 
     return isinstance(model, FSDPModule)
@@ -221,22 +194,21 @@ def autocast_factory(precision: str, device: torch.device):
     """``(autocast, dtype)`` for ``precision`` (``auto``: bf16 where the GPU has it, else fp16; ``bf16``,
     ``fp16``, ``fp32``; ``bf16_pure``: no autocast, the weights are bf16 themselves, :func:`param_dtype`): a
     factory of autocast contexts and the dtype they cast to (None: full precision); on a CPU only ``bf16``."""
-    if device.type == "cuda":
-        if precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
-            dtype = torch.bfloat16
-        elif precision in ("auto", "fp16"):
-            dtype = torch.float16
-        else:
-            dtype = None
-    else:
+    if device.type != "cuda":
         dtype = torch.bfloat16 if precision == "bf16" else None
+    elif precision in ("auto", "bf16") and torch.cuda.is_bf16_supported():
+        dtype = torch.bfloat16
+    elif precision in ("auto", "fp16"):
+        dtype = torch.float16
+    else:
+        dtype = None
     if dtype is None:
         return (lambda: torch.autocast(device.type, enabled=False)), None
     return (lambda: torch.autocast(device.type, dtype=dtype)), dtype
 
 
 def grad_scaler(amp_dtype) -> torch.amp.GradScaler | None:
-    """A gradient scaler for fp16 autocast; None otherwise."""
+    """For fp16 autocast; None otherwise."""
     return torch.amp.GradScaler("cuda") if amp_dtype == torch.float16 else None
 
 
@@ -276,18 +248,22 @@ def checkpoint_settings(cfg, free: tuple[str, ...] = (), **extra) -> dict:
     return json.loads(json.dumps({**extra, **{k: v for k, v in fields.items() if k not in free}}))
 
 
-def changed_settings(now: dict, then: dict) -> list[str]:
-    """The keys whose values differ between two :func:`checkpoint_settings` (or only one of them has),
-    sorted."""
-    return sorted(k for k in now.keys() | then.keys() if now.get(k) != then.get(k))
+def check_settings(now: dict, then: dict, what: str, delete: str | os.PathLike) -> None:
+    """ValueError naming the keys whose values differ between two :func:`checkpoint_settings` (or only one of
+    them has) and the folder to delete: a job rerun after its parameters changed must not continue another
+    run. ``what``: what was made with ``then`` ("<path> was written")."""
+    changed = sorted(k for k in now.keys() | then.keys() if now.get(k) != then.get(k))
+    if changed:
+        raise ValueError(f"{what} with other settings ({', '.join(changed)}: {[then.get(k) for k in changed]}"
+                         f" then, {[now.get(k) for k in changed]} now); delete {delete} to start this run "
+                         "over")
 
 
 class Checkpoints:
-    """``step-XXXXXXXX/`` folders under ``root``, each written atomically with its manifest
-    (``.manifest.json``: the files' sizes and hashes); the newest complete one is resumed, after its manifest
-    is checked (:func:`~vocab_transfer.checkpointing.check_checkpoint`), and only the newest ``keep`` are
-    kept. ``root`` must not be, nor hold, a symbolic link (:func:`~vocab_transfer.io.refuse_links`): nothing
-    is written, read or deleted through one. ``what`` names the trainer in errors."""
+    """``step-XXXXXXXX/`` folders under ``root``, each written atomically with its manifest (the files' sizes
+    and hashes, checked before it is read); only the newest ``keep`` are kept. ``root`` must not be, nor hold,
+    a symbolic link (:func:`~vocab_transfer.io.refuse_links`): nothing is written, read or deleted through
+    one. ``what`` names the trainer in errors."""
 
     def __init__(self, root: str | os.PathLike, keep: int, what: str = "training"):
         self.root, self.keep, self.what = Path(root), keep, what
@@ -321,23 +297,17 @@ class Checkpoints:
             remove_tree(old, within=self.root)
 
     def resume(self, settings: dict | None = None) -> tuple[Path | None, dict | None]:
-        """The newest complete checkpoint and its state, or ``(None, None)``. With ``settings`` (what the
-        run's result depends on, saved as the state's ``config``), a checkpoint written with other settings
-        raises ValueError naming them and the folder to delete: a job rerun after its parameters changed must
-        not continue another run. Checkpoints without saved settings are taken as they are."""
+        """The newest complete checkpoint (its manifest checked) and its state, or ``(None, None)``. With
+        ``settings`` (what the run's result depends on, saved as the state's ``config``), one written with
+        other settings raises ValueError (:func:`check_settings`); one without saved settings is taken."""
         path = self.latest()
         if path is None:
             return None, None
         check_checkpoint(path, self.what, self.root)  # before any of its files is read
         state = json.loads((path / "state.json").read_text())
         if settings is not None:
-            then = state.get("config", settings)
-            changed = changed_settings(settings, then)
-            if changed:
-                raise ValueError(f"{self.what} checkpoint {path} was written with other settings "
-                                 f"({', '.join(changed)}: {[then.get(k) for k in changed]} "
-                                 f"then, {[settings.get(k) for k in changed]} now); delete {self.root} "
-                                 "to start this run over")
+            check_settings(settings, state.get("config", settings),
+                           f"{self.what} checkpoint {path} was written", self.root)
         return path, state
 
     @staticmethod
@@ -352,7 +322,6 @@ class Checkpoints:
         """Load the optimizer, schedule and scaler states (``model``: a :func:`shard_model` model, whose full
         optimizer state is sharded as its parameters are)."""
         check_checkpoint(path, "training", path.parent, deep=False)
-        # tensors and numbers only
         states = torch.load(path / "optimizer.pt", map_location=device, weights_only=True)
         if model is not None and is_sharded(model):
             from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
@@ -385,5 +354,5 @@ class Progress:
 
     def __call__(self, step: int) -> str:
         rate = self.rate(step)
-        return (f"{rate:.2f} {self.unit}/s, ETA "
-                f"{(self.total - step) / rate if rate > 0 else float('nan'):.0f} s")
+        eta = (self.total - step) / rate if rate > 0 else float("nan")
+        return f"{rate:.2f} {self.unit}/s, ETA {eta:.0f} s"

@@ -102,25 +102,23 @@ def prepare_source_model(model, variant: str, task_adapter: dict | None = None, 
         raise ValueError(f"task adapter settings {task_adapter} apply to variant adapter, not {variant!r}")
     host = adapter_host(model)
     has_language = bool(adapters.adapter_parameter_names(host))
-    if variant == "adapter":
+    frozen: set[int] = set()  # full: everything trains
+    if variant == "adapter":  # the task adapter and the head train
         if not has_language:
             raise ValueError("variant adapter stacks the task adapter on the source-language adapter, but "
                              "the model has none: give the output of a LAPT run of variant adapter on the "
                              "source language (MAD-X, unks-everywhere §4.1)")
         adapters.add_task_adapter(host, adapters.task_adapter_config(task_adapter), seed=seed)
-        task = {id(p) for n, p in host.named_parameters() if n in adapters.task_adapter_parameter_names(host)}
-        base = {id(p) for p in host.base_model.parameters()}
-        trainable = lambda p: id(p) in task or id(p) not in base  # noqa: E731  task adapter + head
+        task = adapters.task_adapter_parameter_names(host)
+        frozen = {id(p) for p in host.base_model.parameters()} - {id(p) for n, p in host.named_parameters()
+                                                                  if n in task}
     elif has_language:
         raise ValueError(f"variant {variant} trains no language adapter, but the model has one (a LAPT "
                          "output of variant adapter): give the source model itself")
-    elif variant == "fmt":
+    elif variant == "fmt":  # App. A.1: the embedding layer stays frozen
         frozen = {id(p) for p in host.base_model.embeddings.parameters()}
-        trainable = lambda p: id(p) not in frozen  # noqa: E731  App. A.1: the embedding layer stays frozen
-    else:
-        trainable = lambda p: True  # noqa: E731
     for p in model.parameters():
-        p.requires_grad_(trainable(p))
+        p.requires_grad_(id(p) not in frozen)
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -376,11 +374,11 @@ def evaluate_main(args) -> None:
         metric = src["metric"]
         rows[i] = {**meta, "task": args.task, "seed": seed, "zero_shot": True, "source_task": name,
                    "source_language": src.get("source_language"), "setup": src.get("setup"),
-                   "variant": src["variant"], "metric": metric, "selected_step": src["selected_step"],
-                   "steps": src["steps"], **{k: v for k, v in src.items() if k.startswith("dev_")},
+                   **{k: src[k] for k in ("variant", "metric", "selected_step", "steps")},
+                   **{k: v for k, v in src.items() if k.startswith("dev_")},
                    **{f"source_{k}": v for k, v in src.items() if k.startswith("test_")},
-                   **{f"test_{k}": v for k, v in scores.items()}, "n_train": src["n_train"],
-                   "n_dev": src["n_dev"], "n_test": len(test)}
+                   **{f"test_{k}": v for k, v in scores.items()},
+                   "n_train": src["n_train"], "n_dev": src["n_dev"], "n_test": len(test)}
         log.info("zero-shot %d/%d: %s seed %d -> %s (%s): test %s %.4f (source test %.4f), %d sentences in "
                  "%.1f s; %s", done, len(sources), name, seed, args.target, src["variant"], metric,
                  scores[metric], src[f"test_{metric}"], len(test), time.time() - t0, progress(done))
@@ -393,23 +391,22 @@ def main(argv: list[str] | None = None) -> None:
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train",
                        help="task training on source-language data (once per source task, variant, seed)")
-    t.add_argument("--model", required=True, help="source-side model: LAPT output with a language adapter "
-                                                  "(adapter), else the source model")
-    t.add_argument("--tokenizer", help="tokenizer folder (default: the model folder)")
-    t.add_argument("--variant", required=True, choices=VARIANTS)
-    t.add_argument("--adapter", default="{}",
-                   help="variant adapter: task adapter settings (AdapterConfig JSON)")
-    t.add_argument("--output", required=True,
-                   help="folder: task adapter + head (adapter) or task model, zero_shot.json")
-    t.add_argument("--scores", required=True, help="source dev/test scores parquet (one row)")
-    t.add_argument("--history", help="dev curve parquet (default: <scores stem>.history.parquet)")
-    t.add_argument("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
-    t.add_argument("--seed", type=int, required=True)
+    add = t.add_argument
+    add("--model", required=True,
+        help="source-side model: LAPT output with a language adapter (adapter), else the source model")
+    add("--tokenizer", help="tokenizer folder (default: the model folder)")
+    add("--variant", required=True, choices=VARIANTS)
+    add("--adapter", default="{}", help="variant adapter: task adapter settings (AdapterConfig JSON)")
+    add("--output", required=True, help="folder: task adapter + head (adapter) or task model, zero_shot.json")
+    add("--scores", required=True, help="source dev/test scores parquet (one row)")
+    add("--history", help="dev curve parquet (default: <scores stem>.history.parquet)")
+    add("--checkpoints", help="checkpoint folder (default: <output>.checkpoints)")
+    add("--seed", type=int, required=True)
     e = sub.add_parser("evaluate",
                        help="zero-shot evaluation on a target test set (one row per seed and source task)")
-    e.add_argument("--target", required=True,
-                   help="target model: LAPT output (embeddings, language adapter) or source")
-    e.add_argument("--tokenizer", help="target tokenizer folder (default: the target folder)")
+    add = e.add_argument
+    add("--target", required=True, help="target model: LAPT output (embeddings, language adapter) or source")
+    add("--tokenizer", help="target tokenizer folder (default: the target folder)")
     given = e.add_mutually_exclusive_group(required=True)
     given.add_argument("--from", dest="sources", nargs=4, action="append",
                        metavar=("NAME", "SEED", "TRAINED", "SCORES"),
@@ -417,11 +414,10 @@ def main(argv: list[str] | None = None) -> None:
                             "(repeat: one per seed and source task)")
     given.add_argument("--trainings",
                        help="JSON list of the source-side trainings instead of --from: objects with "
-                                           "source_task, seed, trained, scores (rule list_source_trainings)")
-    e.add_argument("--output", required=True,
-                   help="scores parquet (one row per source-side training, with its seed)")
-    e.add_argument("--unseen-labels", choices=UNSEEN, default="error",
-                   help="target labels outside the source label set: stop (error) or score as errors (wrong)")
+                            "source_task, seed, trained, scores (rule list_source_trainings)")
+    add("--output", required=True, help="scores parquet (one row per source-side training, with its seed)")
+    add("--unseen-labels", choices=UNSEEN, default="error",
+        help="target labels outside the source label set: stop (error) or score as errors (wrong)")
     for q in (t, e):
         q.add_argument("--task", required=True, choices=sorted(METRICS))
         q.add_argument("--data", required=True, help="folder with train/dev/test.parquet (rule prepare_task)")
