@@ -17,7 +17,6 @@ import re
 import typing
 from typing import Annotated, Any, ClassVar, TypeVar
 
-import yaml
 from annotated_types import Interval
 from pydantic import (
     AfterValidator,
@@ -146,8 +145,7 @@ class Section(BaseModel):
 
     @classmethod
     def parse(cls, data: Any, where: str | None = None):
-        """``data`` (a mapping) as this section, or :class:`ModelError` naming the key path under
-        ``where``."""
+        """``data`` (a mapping) as this section; :class:`ModelError` names the key path under ``where``."""
         if isinstance(data, cls):
             return data
         try:
@@ -264,8 +262,8 @@ def _text(e: dict) -> str:
 
 def _rank(e: dict) -> int:
     """Which error a message names first: a YAML boolean, then a name, then a key or value, then a rule
-    between keys, then a type that does not fit one of a union's alternatives (a mapping tried as a string).
-    """
+    between keys, then a type that does not fit one of a union's alternatives (a mapping tried as a
+    string)."""
     kind, value = e["type"], e.get("input")
     if kind == "yaml_boolean_key" or (kind == "string_type" and isinstance(value, bool)):
         return 0
@@ -325,6 +323,7 @@ def _strict_loader():
     """A SafeLoader (libyaml's parser when installed) that refuses a key given twice in one mapping and any
     tag it does not know (``!!python/...``): YAML 1.1 keeps the last of two equal keys, and PyYAML's
     SafeLoader fails on an unknown tag with an error that hides the line."""
+    import yaml
 
     class StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         def construct_mapping(self, node, deep=False):
@@ -360,6 +359,8 @@ def load_yaml(text: str, where: str):
     but :class:`YamlError` naming ``where``, the line and the key or tag for a key given twice in one mapping
     (at any depth), for a tag that plain YAML does not have (``!!python/object/apply:...``: nothing is
     constructed), and for text that is no YAML."""
+    import yaml
+
     try:
         return yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
     except YamlError as e:

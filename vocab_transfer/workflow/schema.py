@@ -1,10 +1,8 @@
 """The config's JSON schema, generated from the typed model (:mod:`vocab_transfer.workflow.model` and the
-trainers' settings, :mod:`vocab_transfer.training.settings`) by pydantic's ``model_json_schema``: every key,
-type, enum, bound, default and description comes from a field there. ``schemas/config.schema.yaml`` holds it
-for editors and readers (completion, hover text, a red line under a misspelled key); the pipeline itself
-checks a config with the model (:func:`vocab_transfer.workflow.model.load`), not with this file. ``python -m
-vocab_transfer.workflow.schema --write`` rewrites it after a change of the model, and a test fails while it is
-stale.
+trainers' settings, :mod:`vocab_transfer.training.settings`) by pydantic's ``model_json_schema``, for editors
+and readers (``schemas/config.schema.yaml``: completion, hover text, a red line under a misspelled key); the
+pipeline checks a config with the model itself. ``python -m vocab_transfer.workflow.schema --write`` rewrites
+it after a change of the model, and a test fails while it is stale.
 
 :func:`fill_defaults` fills into the config as written the defaults of the fields a class's ``FILL`` names, so
 that the params of the jobs that read those keys show them; any other default is the code's, and a key left
@@ -19,8 +17,6 @@ import types
 import typing
 from pathlib import Path
 from typing import Annotated, Union
-
-import yaml
 
 from ..typed import Section
 from .model import Config
@@ -46,19 +42,12 @@ def _section(hint) -> type[Section] | None:
     return next((a for a in _args(hint) if isinstance(a, type) and issubclass(a, Section)), None)
 
 
-def fills(cls: type[Section], name: str) -> bool:
-    """Whether field ``name``'s default is filled into the config as written (the class's ``FILL``): then it
-    is part of the params of the jobs that read the key."""
-    fill = cls.FILL
-    return (fill is True or name in (fill or ())) and not cls.model_fields[name].is_required()
-
-
 def fill_defaults(config: dict, cls: type[Section] = Config) -> dict:
-    """``config`` with the defaults of the fields that :func:`fills` filled in, in place, through every
-    section, mapping of sections and trainer's settings it holds (a section filled in as ``{}`` gets its own
-    defaults). A value of the wrong type is left as it is, for the model to name."""
+    """``config`` with the defaults of the fields that a class's ``FILL`` names filled in, in place, through
+    every section, mapping of sections and trainer's settings it holds (a section filled in as ``{}`` gets its
+    own defaults). A value of the wrong type is left as it is, for the model to name."""
     for name, info in cls.model_fields.items():
-        if name not in config and fills(cls, name):
+        if name not in config and (cls.FILL is True or name in (cls.FILL or ())) and not info.is_required():
             value = info.get_default(call_default_factory=True)
             config[name] = {} if isinstance(value, Section) or (value is None and _section(info.annotation)) \
                 else copy.deepcopy(value)
@@ -117,6 +106,8 @@ def json_schema() -> dict:
 
 def schema_text() -> str:
     """The schema as the YAML of ``schemas/config.schema.yaml``."""
+    import yaml
+
     return HEADER + yaml.safe_dump(json_schema(), sort_keys=False, allow_unicode=True, width=110)
 
 
