@@ -13,7 +13,7 @@ from .data.token_fasttext import TokenVectors
 from .data.tokenizer import load_tokenizer
 from .data.word_vectors import WordVectors
 from .io import read_parquet, read_tensors
-from .methods import NEED_INPUTS, ROW_KEYS, Need, TransferInputs, method_needs, run_method
+from .methods import NEED_INPUTS, Need, TransferInputs, method_config, method_needs, run_method
 from .source_model import (
     check_tokenizer_matches,
     load_source_model,
@@ -35,8 +35,6 @@ def _token_vectors(path: str, n: int) -> TokenVectors:
     return aux
 
 
-#: How each need's artifacts (the inputs in vocab_transfer.methods.NEED_INPUTS) become TransferInputs fields:
-#: ``loader(paths, source_tokenizer, target_tokenizer) -> {field: value}``.
 def _fasttext_model(path: str):
     import fasttext
 
@@ -47,6 +45,8 @@ def _source_vectors(paths: Mapping[str, str], source_tok) -> dict[str, Any]:
     return {"source_aux": _token_vectors(paths["source_vectors"], len(source_tok))}
 
 
+#: How each need's artifacts (the inputs in vocab_transfer.methods.NEED_INPUTS) become TransferInputs fields:
+#: ``loader(paths, source_tokenizer, target_tokenizer) -> {field: value}``.
 LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
     Need.TOKEN_VECTORS: lambda p, s, t: {"aux": _token_vectors(p["vectors"], len(t))},
     Need.SOURCE_TOKEN_VECTORS: lambda p, s, t: _source_vectors(p, s),
@@ -56,8 +56,7 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
                                                                           p["source_word_list"])},
     Need.WORD_MODELS: lambda p, s, t: {"source_word_model": _fasttext_model(p["source_word_model"]),
                                        "target_word_model": _fasttext_model(p["target_word_model"])},
-    Need.DICTIONARY: lambda p, s, t: {"dictionary": read_parquet(p["dictionary"],
-                                                                             kind="dictionary")},
+    Need.DICTIONARY: lambda p, s, t: {"dictionary": read_parquet(p["dictionary"], kind="dictionary")},
     Need.TOKENIZERS: lambda p, s, t: {"source_tokenizer": s, "target_tokenizer": t},
     Need.LANGUAGE_TOKENIZER: lambda p, s, t: {"language_tokenizer": load_tokenizer(p["language_tokenizer"])},
     Need.EXTENDED_TOKENIZER: lambda p, s, t: {},  # the method reads it via the tokenizers; the table's rows
@@ -65,7 +64,7 @@ LOADERS: dict[Need, Callable[[Mapping[str, str], Any, Any], dict[str, Any]]] = {
     Need.SOURCE_TOKEN_VECTORS_TARGET: lambda p, s, t: _source_vectors(p, s),  # the same, target's corpus
     Need.BASE_INIT: lambda p, s, t: {"base_init": read_tensors(p["base_init"]),
                                      "base_provenance": read_parquet(p["base_provenance"],
-                                                                                  kind="provenance")},
+                                                                     kind="provenance")},
     Need.TRAIN_TEXT: lambda p, s, t: {"train_text": p["train_text"]},
 }
 
@@ -90,7 +89,7 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
                          f"{paths['model']} is trained and evaluated with: train it as unigram or wordpiece "
                          "(tokenizer.kind) or like the source (tokenizer.like)")
     check_tokenizer_matches(len(source_tok), source_rows, name=paths["model"], allow_padded_embeddings=True)
-    params = {k: v for k, v in method.items() if k not in ROW_KEYS}
+    params = method_config(method)
     # an untied head's rows are transferred with the input rows (the same weights), unless the method copies
     # the new input rows into the head (`output_rows: copy_input`)
     transfer_output = method.get("output_rows", "transfer") == "transfer"
@@ -105,10 +104,8 @@ def initialize(paths: Mapping[str, str], method: dict, *, seed: int, checkpoint_
             raise ValueError(f"{method['kind']} needs {need.value}: inputs {missing} are missing")
         opt.update(LOADERS[need](paths, source_tok, target_tok))
     # padded embedding matrices (allow_padded_embeddings) keep only the rows of real tokens
-    # one copy kept
     source_matrix, rows = rows.matrix(output_rows=transfer_output)[: len(source_tok)], rows.layout()
-    inputs = TransferInputs(source_matrix=source_matrix,
-                            target_vocab_size=len(target_tok),
+    inputs = TransferInputs(source_matrix=source_matrix, target_vocab_size=len(target_tok),
                             overlap=read_parquet(paths["overlap"], kind="overlap"),
                             target_tokens=target_tok.convert_ids_to_tokens(list(range(len(target_tok)))),
                             source_tokens=source_tok.convert_ids_to_tokens(list(range(len(source_tok)))),

@@ -38,10 +38,9 @@ config ``kind``         function                                  paper
 Each module registers its functions with :func:`registry.register` (kind, and the :class:`registry.Need`
 values of what it reads beyond the source model and the overlap); this package imports every method module, so
 ``METHODS`` is complete once it is imported. The method modules bind torch, numpy and pandas lazily
-(:mod:`vocab_transfer.lazy`):
-the workflow imports this package while it plans, and turns the needs into rule inputs
-(``vocab_transfer.workflow.needs``); ``vocab_transfer.init`` loads them. A new method is one module here plus
-its line in the imports below.
+(:mod:`vocab_transfer.lazy`): the workflow imports this package while it plans, and turns the needs into rule
+inputs (``vocab_transfer.workflow.needs``); ``vocab_transfer.init`` loads them. A new method is one module
+here plus its line in the imports below.
 """
 
 from __future__ import annotations

@@ -53,11 +53,9 @@ def _closest_to_identity(u_r: torch.Tensor, v_r: torch.Tensor, k: int) -> torch.
 
 
 def normalize_embeddings(x: torch.Tensor, *, center: bool = True) -> torch.Tensor:
-    """Unit-length rows, then (if ``center``) mean-centred and unit-length again.
-
-    The "renorm,center,renorm" preprocessing of MUSE / fastText's alignment scripts (Conneau et al.
-    2018; Joulin et al. 2018). All-zero rows stay zero.
-    """
+    """Unit-length rows, then (if ``center``) mean-centred and unit-length again: the "renorm,center,renorm"
+    of MUSE / fastText's alignment scripts (Conneau et al. 2018; Joulin et al. 2018). All-zero rows stay
+    zero."""
     x = torch.nn.functional.normalize(x.float(), dim=1)
     if center and len(x):
         x = torch.nn.functional.normalize(x - x.mean(0), dim=1)
@@ -65,20 +63,16 @@ def normalize_embeddings(x: torch.Tensor, *, center: bool = True) -> torch.Tenso
 
 
 def _nearest(a: torch.Tensor, b: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """Index of each row of ``a``'s most similar row of ``b`` (dot product), in row batches."""
+    """Index of each row of (non-empty) ``a``'s most similar row of ``b`` (dot product), in row batches."""
     bt = b.T.contiguous()
-    return torch.cat([(a[i:i + batch_size] @ bt).argmax(1) for i in range(0, len(a), batch_size)]) if len(a) \
-        else torch.zeros(0, dtype=torch.long)
+    return torch.cat([(a[i:i + batch_size] @ bt).argmax(1) for i in range(0, len(a), batch_size)])
 
 
 def mutual_nearest_neighbours(A: torch.Tensor, B: torch.Tensor, *, batch_size: int = 4096,
                               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pairs ``(i, j)`` such that row ``B[j]`` is the nearest neighbour of ``A[i]`` and vice versa.
-
-    Similarity is the dot product (cosine for unit-length rows); ties go to the lowest index
-    (``argmax``). Returns ``(ia, ib)`` index tensors sorted by ``ia``. Memory stays at
-    ``batch_size × max(|A|, |B|)`` similarities.
-    """
+    """Pairs ``(i, j)`` such that row ``B[j]`` is the nearest neighbour of ``A[i]`` and vice versa, by dot
+    product (cosine for unit-length rows; ties: the lowest index), as ``(ia, ib)`` sorted by ``ia``. Memory:
+    ``batch_size × max(|A|, |B|)`` similarities."""
     if len(A) == 0 or len(B) == 0:
         return torch.zeros(0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
     a2b = _nearest(A, B, batch_size)

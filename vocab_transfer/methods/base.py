@@ -20,7 +20,8 @@ SPECIAL, COPIED, COMBINED, MAPPED, RANDOM = "special", "copied", "combined", "ma
 
 @dataclass
 class TransferInputs:
-    """Everything a method may read; the workflow loads only what the method declares it needs.
+    """Everything a method may read; the workflow loads only what the method declares it needs (each comment
+    names the :class:`~.registry.Need` that fills a field).
 
     ``source_matrix`` is the source input-embedding matrix, with the MLM head's output bias as
     an extra last column when the source model has one (so every row-wise combination applies to
@@ -32,39 +33,30 @@ class TransferInputs:
     overlap: pd.DataFrame  # columns of vocab_transfer.methods.overlap.OVERLAP_SCHEMA
     target_tokens: list[str] = field(default_factory=list)  # raw target vocabulary, by id
     source_tokens: list[str] = field(default_factory=list)  # raw source vocabulary, by id
-    # need "fasttext": target-token fastText on the target corpus; ``counts`` = target-token frequencies
-    aux: TokenVectors | None = None
-    # need "source_fasttext": source-token fastText on the source-language corpus (method param
-    # ``source_language``); ``counts`` = source-token frequencies in that corpus; need
-    # "source_fasttext_target": the same on the target's own corpus
+    aux: TokenVectors | None = None  # fasttext: target-token fastText and ``counts``, target corpus
+    # source_fasttext: source-token fastText and ``counts`` on the `source_language` corpus;
+    # source_fasttext_target: the same on the target's own corpus
     source_aux: TokenVectors | None = None
-    # need "word_vectors": word-level fastText of the target and of the source language
-    target_words: WordVectors | None = None
+    target_words: WordVectors | None = None  # target_words, source_words: word-level fastText
     source_words: WordVectors | None = None
-    # need "word_fasttext_models": the word-level fastText models (``fasttext`` objects) of the source
-    # language and the target, for vectors of any string from its character n-grams (WECHSEL App. D)
+    # word_fasttext_models: both languages' word-level ``fasttext`` models, for vectors of any string from its
+    # character n-grams (WECHSEL App. D)
     source_word_model: Any = None
     target_word_model: Any = None
-    # need "dictionary": bilingual word pairs, columns ``source_word``, ``target_word`` (source -> target)
-    dictionary: pd.DataFrame | None = None
-    # need "tokenizers": the two tokenizers themselves (tokenize-flatten-reduce, vocabulary extension)
-    source_tokenizer: Any = None
+    dictionary: pd.DataFrame | None = None  # dictionary: ``source_word`` -> ``target_word``
+    source_tokenizer: Any = None  # tokenizers (tokenize-flatten-reduce, vocabulary extension)
     target_tokenizer: Any = None
-    # need "language_tokenizer": a tokenizer trained on the source-language corpus (WECHSEL_EN)
-    language_tokenizer: Any = None
-    # need "factorization": the source matrix's factors F, G (, Z) from rule factorize_source (UNKs MF)
-    source_factors: dict[str, torch.Tensor] | None = None
-    # need "base_init": the tensors and provenance table of the init artifact a refining method starts from
+    language_tokenizer: Any = None  # language_tokenizer: trained on the source-language corpus (WECHSEL_EN)
+    source_factors: dict[str, torch.Tensor] | None = None  # factorization: F, G (, Z), rule factorize_source
+    # base_init: the tensors and provenance table of the init artifact a refining method starts from
     base_init: dict[str, torch.Tensor] | None = None
     base_provenance: pd.DataFrame | None = None
-    # need "train_text": the target corpus's training split (a corpus parquet path, streamed)
-    train_text: str | None = None
+    train_text: str | None = None  # train_text: the target corpus's training split (corpus parquet, streamed)
     # the source model's folder (methods that run the model itself: Token Distillation), and a folder for the
     # state of a method that trains, so that a killed job resumes (kept out of the job's outputs)
     source_model_dir: str | None = None
     checkpoint_dir: str | None = None
-    # a folder for the live curves of a method that trains (its `report_to`: vocab_transfer.tracking)
-    track_dir: str | None = None
+    track_dir: str | None = None  # live curves of a method that trains (`report_to`: vocab_transfer.tracking)
     # how many of source_matrix's last columns are the MLM head's output bias (0 or 1)
     bias_columns: int = 0
 
@@ -76,9 +68,8 @@ class EmbeddingInit:
     matrix: torch.Tensor  # [V_t, d(+1)]
     provenance: np.ndarray  # [V_t] str, one of the labels above
     n_sources: np.ndarray  # [V_t] int: source rows combined into this row (0 for random rows)
-    # further named tensors saved next to ``embeddings`` in the init artifact, e.g. the factors of a
-    # factorized embedding (UNKs Everywhere: ``mf_F``, ``mf_G``, ...); keys must not clash with
-    # ``embeddings`` / ``output_bias``
+    # further tensors saved next to ``embeddings`` in the init artifact (UNKs MF: the factors ``mf_F``,
+    # ``mf_G``, ...); keys must not clash with ``embeddings`` / ``output_bias``
     extra: dict[str, torch.Tensor] = field(default_factory=dict)
     # [V_t] int: the most similar source token of a combined row (WECHSEL Table 6), else -1; None: unrecorded
     nearest: np.ndarray | None = None
@@ -167,9 +158,10 @@ def anchored_start(inputs: TransferInputs, overlap: pd.DataFrame) -> tuple:
     return matrix, provenance, n_sources, ov_t[has[ov_t]], ov_s[has[ov_t]], rows
 
 
-def fill_random(matrix: torch.Tensor, provenance: np.ndarray, source: torch.Tensor, seed: int) -> None:
-    """Draw the rows still labelled ``RANDOM``, in id order, from :func:`normal_like` of ``source``."""
-    rand = torch.from_numpy(np.flatnonzero(provenance == RANDOM))
+def fill_random(matrix: torch.Tensor, random: np.ndarray, source: torch.Tensor, seed: int) -> None:
+    """Draw the rows where ``random`` is true (provenance ``RANDOM``, kind code 2), in id order, from
+    :func:`normal_like` of ``source``."""
+    rand = torch.from_numpy(np.flatnonzero(random))
     matrix[rand] = normal_like(source, len(rand), torch.Generator().manual_seed(seed))
 
 

@@ -17,7 +17,7 @@ from typing import Annotated
 
 from .. import lazy
 from ..typed import Range
-from .base import COMBINED, EmbeddingInit, TransferInputs, anchored_start, batched, fill_random
+from .base import COMBINED, RANDOM, EmbeddingInit, TransferInputs, anchored_start, batched, fill_random
 from .overlap import Overlap, restrict_overlap
 from .registry import Need, register
 
@@ -36,17 +36,11 @@ def clp_weights(helper: torch.Tensor, anchor_helper: torch.Tensor) -> tuple[torc
                        torch.zeros_like(sims)), ok
 
 
-def clp_needs(p: dict) -> frozenset[Need]:
-    """CLP reads the target's token-level fastText."""
-    return frozenset({Need.TOKEN_VECTORS})
-
-
-@register("clp", clp_needs)
+@register("clp", frozenset({Need.TOKEN_VECTORS}))
 def init_clp(inputs: TransferInputs, *, seed: int, overlap: Overlap = "full",
              batch_size: Annotated[int, Range(ge=1)] = 1024) -> EmbeddingInit:
-    """Config adapter: ``kind: clp`` (the module docstring). A token outside the overlap with a fastText
-    vector and a positive similarity sum is combined (:func:`clp_weights`), the others are drawn, seeded;
-    ``overlap``: :func:`~.overlap.restrict_overlap` (``identical``: langsfer's ``ExactMatchTokenOverlap``)."""
+    """Config adapter: ``kind: clp`` (the module docstring; weights: :func:`clp_weights`). ``overlap``:
+    :func:`~.overlap.restrict_overlap` (``identical``: langsfer's ``ExactMatchTokenOverlap``)."""
     if inputs.aux is None:
         raise ValueError("CLP needs the target's token-level fastText vectors (the fastText stage)")
     source, helper = inputs.source_matrix, inputs.aux.vectors
@@ -58,5 +52,5 @@ def init_clp(inputs: TransferInputs, *, seed: int, overlap: Overlap = "full",
         matrix[batch[ok]] = (w[ok] @ e_anchor).to(source.dtype)
         provenance[batch[ok].numpy()] = COMBINED
         n_sources[batch[ok].numpy()] = len(anchor_t)  # every anchor has a (possibly negative) weight
-    fill_random(matrix, provenance, source, seed)
+    fill_random(matrix, provenance == RANDOM, source, seed)
     return EmbeddingInit(matrix, provenance, n_sources)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from .. import lazy
 from ..data.word_vectors import tokenize_flatten_reduce
 from ..typed import Range
-from .base import EmbeddingInit, TransferInputs, batched, normal_like, overlap_ids, provenance_of
+from .base import EmbeddingInit, TransferInputs, batched, fill_random, overlap_ids, provenance_of
 from .neighbours import ScreenDtype, Workspace, mix_rows, neighbour_weights, screen_dtype_of
 from .overlap import Overlap, restrict_overlap
 from .registry import Need, register
@@ -19,22 +19,16 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
                overlap_source_ids: torch.Tensor, target_vectors: torch.Tensor, has_vector: torch.Tensor, *,
                seed: int, topk: int = 64, batch_size: int = 4096, screen_dtype: torch.dtype | None = None,
                screen_k: int = 16, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """FOCUS embeddings for a target vocabulary.
+    """FOCUS embeddings for a target vocabulary: overlapping tokens O copy their source row (eq. 1); each
+    additional token a ∈ A with an auxiliary (token-level fastText) vector gets ``Σ_o sparsemax(c_a)_o ·
+    e_o^s`` (eqs. 2-6), ``c_a`` its cosine similarities to the overlapping tokens that have one; the others
+    (below fastText's minCount) are drawn from N(mean, std) of the source matrix per dimension (Appendix B).
 
-    - overlapping tokens O copy their source row (eq. 1);
-    - each additional token a ∈ A with an auxiliary vector gets ``Σ_o sparsemax(c_a)_o · e_o^s`` (eqs. 2-6),
-      ``c_a`` the cosine similarities of auxiliary (token-level fastText) vectors between a and the
-      overlapping tokens that have one;
-    - additional tokens without an auxiliary vector (below fastText's minCount) are drawn from N(mean, std) of
-      the source matrix per dimension (Appendix B).
-
-    The sparsemax is exact (:func:`~.sparsemax.topk_sparsemax` on each row's ``topk`` most similar anchors);
-    rows are processed in ``batch_size`` chunks. ``screen_dtype=torch.bfloat16``: a certified bf16 shortlist
-    of ``screen_k`` anchors per row (:mod:`.neighbours`; the float32 selection, weights up to float32
-    rounding). Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources
-    [V_t])``.
+    The sparsemax is exact (:func:`~.sparsemax.topk_sparsemax` on each row's ``topk`` most similar anchors,
+    ``batch_size`` rows at a time). ``screen_dtype=torch.bfloat16``: a certified bf16 shortlist of
+    ``screen_k`` anchors per row (:mod:`.neighbours`; the float32 selection, weights up to float32 rounding).
+    Returns ``(matrix [V_t, d], kind [V_t] int8: 0 copied / 1 combined / 2 random, n_sources [V_t])``.
     """
-    g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
     kind = torch.full((target_vocab_size,), 2, dtype=torch.int8)
     n_sources = torch.zeros(target_vocab_size, dtype=torch.long)
@@ -55,8 +49,7 @@ def focus_init(source: torch.Tensor, target_vocab_size: int, overlap_target_ids:
                                    screen=x_screen, screen_k=screen_k, workspace=workspace)  # eqs. 2-5
         out[rows] = mix_rows(w, idx, e_anchor)  # eq. 6
         kind[rows], n_sources[rows] = 1, (w > 0).sum(1)
-    rand = (kind == 2).nonzero(as_tuple=True)[0]
-    out[rand] = normal_like(source, len(rand), g)
+    fill_random(out, (kind == 2).numpy(), source, seed)
     return out, kind, n_sources
 
 

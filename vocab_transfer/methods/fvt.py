@@ -36,9 +36,8 @@ def source_pieces(texts: list[str], bow: list[bool], source_tokenizer) -> list[l
 
 @register("fvt", frozenset({Need.TOKENIZERS}))
 def init_fvt(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
-    """Config adapter: ``kind: fvt``. Overlapping tokens are copied; each other target token is the mean of
-    the source rows of its source-tokenizer pieces (:func:`source_pieces`); a token whose text gives no piece
-    (an empty surface) is drawn from N(mean, std) of the source matrix, seeded."""
+    """Config adapter: ``kind: fvt`` (the module docstring; pieces: :func:`source_pieces`). A token whose text
+    gives no piece (an empty surface) is drawn from N(mean, std) of the source matrix, seeded."""
     n, source = inputs.target_vocab_size, inputs.source_matrix
     matrix, provenance, n_sources = copied_start(source, n, inputs.overlap)
     todo = np.flatnonzero(provenance == RANDOM)
@@ -56,5 +55,5 @@ def init_fvt(inputs: TransferInputs, *, seed: int) -> EmbeddingInit:
             w[r, : len(ids)] = 1.0 / len(ids)  # a piece repeated in a token counts as often as it occurs
         matrix[torch.from_numpy(rows)] = mix_rows(w, idx, source)
         provenance[rows], n_sources[rows] = COMBINED, [len(set(ids)) for ids in kept]
-    fill_random(matrix, provenance, source, seed)
+    fill_random(matrix, provenance == RANDOM, source, seed)
     return EmbeddingInit(matrix, provenance, n_sources)

@@ -88,12 +88,9 @@ def neighbour_weights(queries: torch.Tensor, keys: torch.Tensor, keys_t: torch.T
         sim, j = z.topk(k, dim=1)
         return torch.softmax(sim / temperature, dim=1), j, sim[:, -1]
 
-    def exact(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return select(z)[:2]
-
     if screen is None or 4 * k >= m:
-        return exact(queries @ keys_t)
-    return _certified(queries, keys, keys_t, screen, 4 * k, select, exact, trim=False,
+        return select(queries @ keys_t)[:2]
+    return _certified(queries, keys, keys_t, screen, 4 * k, select, lambda z: select(z)[:2], trim=False,
                       workspace=workspace or Workspace())
 
 

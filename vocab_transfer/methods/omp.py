@@ -76,11 +76,6 @@ FIT_DTYPES = ("float64", "embedding")
 NEW_BIAS = ("combined", "zero")
 
 
-def omp_needs(p: dict) -> frozenset[Need]:
-    """OMP reads the target's token-level fastText."""
-    return frozenset({Need.TOKEN_VECTORS})
-
-
 def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     """``Σ_j coef[:, j] · rows[idx[:, j]]`` as a sparse ``[B, |rows|]`` CSR matrix (each row's atoms are
     distinct, sorted by index) times ``rows``: gathering ``rows[idx]`` would copy ``B × k × d`` floats."""
@@ -94,7 +89,7 @@ def combine(idx: torch.Tensor, coef: torch.Tensor, rows: torch.Tensor) -> torch.
         return w @ rows
 
 
-@register("omp", omp_needs)
+@register("omp", frozenset({Need.TOKEN_VECTORS}))
 def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)] = 64,
              batch_size: Annotated[int, Range(ge=1)] = 512, overlap: Overlap = "full",
              fit_dtype: Literal[FIT_DTYPES] = "float64",  # type: ignore[valid-type]
@@ -125,7 +120,7 @@ def init_omp(inputs: TransferInputs, *, seed: int, k: Annotated[int, Range(ge=1)
         matrix[batch] = combine(idx, coef, e_anchor).to(source.dtype)
         provenance[batch.numpy()] = COMBINED
         n_sources[batch.numpy()] = (coef != 0).sum(1).numpy()
-    fill_random(matrix, provenance, source, seed)
+    fill_random(matrix, provenance == RANDOM, source, seed)
     if new_bias == "zero" and inputs.bias_columns:
         new = torch.from_numpy(np.flatnonzero(np.isin(provenance, [COMBINED, RANDOM])))
         matrix[new, -inputs.bias_columns:] = 0

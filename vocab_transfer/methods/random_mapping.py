@@ -12,13 +12,12 @@ torch = lazy.module("torch")
 
 def random_mapping_init(source: torch.Tensor, target_vocab_size: int, special_target_ids: np.ndarray,
                         special_source_ids: np.ndarray, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Give every non-special target token the row of a random, distinct non-special source token.
+    """Give every non-special target token the row of a random, distinct non-special source token (drawn
+    without replacement while the source has enough rows, with replacement beyond that).
 
-    Special tokens are copied by role (``<mask>`` → ``<mask>``); the paper leaves this open and a
-    random ``<mask>`` row would measure a broken mask, not the initialization. Sampling is without
-    replacement while the source has enough rows, with replacement beyond that.
-    Returns ``(matrix [V_t, d], source_id_per_target [V_t])``.
-    """
+    Special tokens are copied by role (``<mask>`` → ``<mask>``); the paper leaves this open and a random
+    ``<mask>`` row would measure a broken mask, not the initialization. Returns ``(matrix [V_t, d],
+    source_id_per_target [V_t])``."""
     g = torch.Generator().manual_seed(seed)
     rows = torch.empty(target_vocab_size, dtype=torch.long)
     rows[torch.tensor(np.array(special_target_ids), dtype=torch.long)] = torch.tensor(

@@ -11,12 +11,10 @@ torch = lazy.module("torch")
 
 @register("random_normal")
 def init_random_normal(inputs: TransferInputs, *, seed: int, copy_special: bool = True) -> EmbeddingInit:
-    """Config adapter: ``kind: random_normal``.
-
-    The per-dimension normal that FOCUS (App. B) and WECHSEL (§3.2) use for tokens without an auxiliary
-    vector, here for every token: the "initialization from a normal distribution" that FOCUS footnote 9 found
-    slightly worse than random mapping. Special tokens are copied by role unless ``copy_special: false``.
-    """
+    """Config adapter: ``kind: random_normal``: the per-dimension normal that FOCUS (App. B) and WECHSEL
+    (§3.2) use for tokens without an auxiliary vector, here for every token (the "initialization from a normal
+    distribution" that FOCUS footnote 9 found slightly worse than random mapping). Special tokens are copied
+    by role unless ``copy_special: false``."""
     matrix = normal_like(inputs.source_matrix, inputs.target_vocab_size, torch.Generator().manual_seed(seed))
     provenance, n_sources = labels(inputs.target_vocab_size)
     if copy_special:

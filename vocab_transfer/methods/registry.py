@@ -3,10 +3,12 @@ complete once :mod:`vocab_transfer.methods` is imported (its docstring)."""
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 
 
 class Need(str, Enum):  # noqa: UP042 - StrEnum would change str(Need.X) from "Need.X" to its value
@@ -52,7 +54,6 @@ Needs = frozenset[Need]
 
 @dataclass(frozen=True)
 class Method:
-    kind: str
     fn: Callable  # (TransferInputs, *, seed, **params) -> EmbeddingInit
     needs: Needs | Callable[[dict], Needs] = frozenset()  # fixed, or a function of the (defaulted) params
 
@@ -70,7 +71,7 @@ def register(kind: str, needs: Needs | Callable[[dict], Needs] = frozenset()) ->
         if kind in METHODS:
             raise ValueError(f"method kind {kind!r} registered twice "
                              f"({METHODS[kind].fn.__module__}, {fn.__module__})")
-        METHODS[kind] = Method(kind, fn, needs)
+        METHODS[kind] = Method(fn, needs)
         return fn
 
     return decorate
@@ -81,10 +82,15 @@ def kinds() -> list[str]:
     return sorted(METHODS)
 
 
-def keyword_parameters(kind: str) -> dict[str, inspect.Parameter]:
+def keyword_parameters(kind: str) -> Mapping[str, inspect.Parameter]:
     """The keyword parameters of ``kind``'s function besides ``seed``: its config entry's keys."""
-    sig = inspect.signature(METHODS[kind].fn)
-    return {n: p for n, p in sig.parameters.items() if p.kind == p.KEYWORD_ONLY and n != "seed"}
+    return _keyword_parameters(METHODS[kind].fn)
+
+
+@functools.cache  # the plan asks once per job; inspect.signature is slow
+def _keyword_parameters(fn: Callable) -> Mapping[str, inspect.Parameter]:
+    return MappingProxyType({n: p for n, p in inspect.signature(fn).parameters.items()
+                             if p.kind == p.KEYWORD_ONLY and n != "seed"})
 
 
 def method_params(kind: str, params: dict) -> dict:

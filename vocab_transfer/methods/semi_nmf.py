@@ -130,9 +130,7 @@ def semi_nmf(X: torch.Tensor, rank: int, *, seed: int, max_iter: int = 3000, tol
     bar.close()
 
     W = G.T @ torch.linalg.pinv(G @ G.T, hermitian=True)  # F = X W
-    F = torch.empty(n, rank, dtype=dtype, device=device)
-    for i in range(0, n, chunk_rows):
-        F[i:i + chunk_rows] = X[i:i + chunk_rows].to(dtype) @ W
+    F = torch.cat([xc.to(dtype) @ W for xc in X.split(chunk_rows)])
     # gram: ||X||² - tr(G K W) for the least-squares F
     final2 = norm2 - ((W.T @ K) * G).sum() if Xd is None else ((Xd - F @ G) ** 2).sum()
     hist.final_error = float(final2.clamp_min(0).sqrt()) / norm

@@ -43,8 +43,7 @@ def relative(vectors: torch.Tensor, pivot_ids: torch.Tensor, rows: torch.Tensor 
 
 
 def adjust(rel: torch.Tensor, mean: torch.Tensor | None, mode: str) -> torch.Tensor:
-    """``rel`` as ``mode`` compares it: less ``mean`` (the space's mean representation) if centred,
-    rows scaled to unit length if normalized."""
+    """``rel`` as ``mode`` compares it (:data:`RELATIVE_MODES`); ``mean``: its space's mean representation."""
     if mode not in RELATIVE_MODES:
         raise ValueError(f"unknown relative mode {mode!r}; known: {', '.join(RELATIVE_MODES)}")
     if mode.startswith("centred"):

@@ -147,8 +147,8 @@ def _shuffled_segments(path, source_tokenizer, target_tokenizer, rooms, rng, buf
     buffer: list[str] = []
 
     def cut(texts):
-        s = source_tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-        t = target_tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        s, t = (tok(texts, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+                for tok in (source_tokenizer, target_tokenizer))
         return [seg for text, so, to in zip(texts, s, t, strict=True)
                 for seg in segments(text, so, to, *rooms, positions)]
 
@@ -222,21 +222,20 @@ def _lm_loss(model, hidden: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor,
 
 
 class Checkpoint:
-    """The refinement's state every ``every`` steps, and on SIGTERM / SIGUSR1, in ``folder/step-XXXXXXXX/``
-    (written atomically, the newest kept): ``tensors.safetensors`` (the trained matrices, AdamW's state
-    tensors, the masking generator's state), ``state.json`` (the counters, AdamW's other state, a digest of
-    ``key``: the settings and starting rows) and ``.manifest.json``. :meth:`load` checks the manifest before
-    it reads a byte and refuses a damaged checkpoint, or an older version's pickled ``state.pt``, with
+    """The refinement's state in ``folder/step-XXXXXXXX/`` (written atomically, the newest kept):
+    ``tensors.safetensors`` (the trained matrices, AdamW's state tensors, the masking generator's state),
+    ``state.json`` (the counters, AdamW's other state, a digest of ``key``: the settings and starting rows)
+    and ``.manifest.json``. :meth:`load` checks the manifest before it reads a byte and refuses a damaged
+    checkpoint, or an older version's pickled ``state.pt``, with
     :class:`~vocab_transfer.checkpointing.CheckpointError`; a state of another ``key`` is deleted and the run
     starts afresh. ``folder`` must not be, nor hold, a symbolic link
     (:class:`~vocab_transfer.io.UnsafePathError`). Details: docs/methods.md, "Token Distillation"."""
 
     TENSORS, STATE = "tensors.safetensors", "state.json"
 
-    def __init__(self, folder: str | None, key: str, every: int):
+    def __init__(self, folder: str | None, key: str):
         self.folder = Path(folder) if folder else None
         self.key = hashlib.sha256(key.encode()).hexdigest()
-        self.every = every
 
     def _steps(self) -> list[Path]:
         refuse_links(self.folder, what="refinement checkpoint folder")
@@ -298,10 +297,6 @@ class Checkpoint:
             if path.name != f"step-{counters['step']:08d}":
                 remove_tree(path, within=self.folder)
 
-    def remove(self) -> None:
-        if self.folder is not None:
-            remove_tree(self.folder)
-
 
 def _digest(*tensors) -> str:
     h = hashlib.blake2b(digest_size=16)
@@ -328,10 +323,9 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     ``distill``/``lm``)."""
     if tokens < 1:
         raise ValueError(f"tokens must be at least 1, not {tokens}")
-    dev = torch.device("cuda" if device == "cuda"
-                       or (device == "auto" and torch.cuda.is_available()) else "cpu")
-    if dev.type == "cuda" and not torch.cuda.is_available():
+    if device == "cuda" and not torch.cuda.is_available():
         raise ValueError("device: cuda, but torch sees no GPU")
+    dev = torch.device("cuda" if device != "cpu" and torch.cuda.is_available() else "cpu")
     emb, out, bias = _base_rows(inputs)
     prov = inputs.base_provenance["provenance"].to_numpy()[: inputs.target_vocab_size]
     train_mask = torch.from_numpy(~np.isin(prov, [COPIED, SPECIAL]) | (rows == "all"))  # all: every row
@@ -345,7 +339,7 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                          f"{inputs.source_model_dir}")
     # the teacher embeds with the source's own embedding module (a model that scales its embeddings, as Gemma
     # does, scales them there), the student with the target's, both passed on as inputs_embeds
-    teacher_embed = copy.deepcopy(model.get_input_embeddings()).requires_grad_(False)
+    teacher_embed = copy.deepcopy(model.get_input_embeddings()).requires_grad_(False).to(dev)
     model = sm.transferred_model(model, emb, bias, out).to(dev).eval()  # eval: no dropout, fixed targets
     model.requires_grad_(False)
     body, embed = model.base_model, model.get_input_embeddings()
@@ -353,7 +347,6 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
     params = [inp] + ([head] if head is not None else [])
     for p in params:
         p.requires_grad_(True)
-    teacher_embed = teacher_embed.to(dev)
     no_cache = {"use_cache": False} if causal else {}  # a decoder builds no key/value cache in training
     opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if dev.type == "cuda"
@@ -385,7 +378,7 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                     rows=rows, lr=lr, batch_size=batch_size, seq_len=seq_len, mask_prob=mask_prob)
     key = (json.dumps(settings, sort_keys=True) + _digest(emb, out, bias) + _files_key(inputs.train_text)
            + _files_key(inputs.source_model_dir)) if inputs.checkpoint_dir else ""  # no folder: no match
-    ckpt = Checkpoint(inputs.checkpoint_dir, key, checkpoint_every)
+    ckpt = Checkpoint(inputs.checkpoint_dir, key)
     state = ckpt.load(params, opt, gen)  # before any step: a refused checkpoint (or folder) costs no training
     if state is not None:  # resume: the same rows, optimizer, masks and text as an uninterrupted run
         consumed, step, drawn, curve = state["consumed"], state["step"], state["drawn"], state["curve"]
@@ -415,9 +408,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                                    output_hidden_states=True, **no_cache)
                 d = teacher.shape[-1]
                 student_h = student.hidden_states[layer].reshape(-1, d).index_select(0, b.target_at.to(dev))
-                student_h = student_h.float()
-                teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev)).float()
-                loss = torch.nn.functional.mse_loss(student_h, teacher_h)
+                teacher_h = teacher.reshape(-1, d).index_select(0, b.source_at.to(dev))
+                loss = torch.nn.functional.mse_loss(student_h.float(), teacher_h.float())
                 if head is not None:  # an untied head learns by the model's own objective, from frozen states
                     loss = loss + own_loss(b, t_ids, t_mask, frozen=True, last=student.last_hidden_state)
             else:
@@ -428,7 +420,7 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
             opt.step()
             consumed, step = consumed + b.tokens, step + 1
             curve.append(float(loss.detach()))
-            if (step % ckpt.every == 0 or stop.received) and consumed < tokens:
+            if (step % checkpoint_every == 0 or stop.received) and consumed < tokens:  # SIGTERM/SIGUSR1
                 ckpt.save(params, opt, gen, step=step, drawn=drawn, consumed=consumed, curve=curve)
             if stop.received and consumed < tokens:  # a signal in the last step: the run ends instead
                 if ckpt.folder is None:
@@ -443,7 +435,8 @@ def refine(inputs: TransferInputs, *, objective: str, seed: int, tokens: int, la
                 log.info("%s step %d: loss %.4f, %d/%d tokens, %.0f tokens/s, ETA %.0f s", objective, step,
                          curve[-1], min(consumed, tokens), tokens, rate, max(tokens - consumed, 0) / rate)
                 shown = now
-    ckpt.remove()  # the artifact is written next; a rerun of the job starts from the init row again
+    if ckpt.folder is not None:  # the artifact is written next; a rerun of the job starts from the init row
+        remove_tree(ckpt.folder)
     matrix = [inp.detach().float().cpu()]
     if inputs.source_matrix.shape[1] - emb.shape[1] - int(bias is not None) == emb.shape[1]:  # untied rows
         matrix.append(head.detach().float().cpu() if head is not None else matrix[0].clone())

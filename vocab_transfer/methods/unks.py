@@ -45,14 +45,13 @@ def random_rows(reference: torch.Tensor, n: int, kind: str, generator: torch.Gen
       match across methods in scale;
     - ``xavier``: Glorot-normal for an [n, dim] embedding weight, std = sqrt(2 / (n + dim)).
     """
-    dim = reference.shape[1]
+    if kind not in RANDOM_KINDS:
+        raise ValueError(f"unknown random init {kind!r}; known: {', '.join(RANDOM_KINDS)}")
     if kind == "normal_like":
         return normal_like(reference, n, generator)
-    if kind == "std0.02":
-        return 0.02 * torch.randn(n, dim, generator=generator, dtype=reference.dtype)
-    if kind == "xavier":
-        return math.sqrt(2.0 / (n + dim)) * torch.randn(n, dim, generator=generator, dtype=reference.dtype)
-    raise ValueError(f"unknown random init {kind!r}; known: {', '.join(RANDOM_KINDS)}")
+    dim = reference.shape[1]
+    std = 0.02 if kind == "std0.02" else math.sqrt(2.0 / (n + dim))
+    return std * torch.randn(n, dim, generator=generator, dtype=reference.dtype)
 
 
 def lexical_overlap(overlap: pd.DataFrame, lexical: bool, fuzzy: bool = False) -> pd.DataFrame:

@@ -6,16 +6,15 @@ perturbations (§3.1): Permute (whole vocabulary or within windows) and Keep-x%.
 
 Conventions shared by every function here:
 
-- random rows come from :func:`random_rows`: ``init="normal"`` draws N(0, ``std``²) per entry
-  (default 0.02, the ``initializer_range`` of BERT / RoBERTa / XLM-R, i.e. what the model's own
-  ``_init_weights`` would give a fresh embedding), ``init="source"`` draws N(mean, std) per
-  dimension of the source matrix (:func:`~.base.normal_like`, as FOCUS/WECHSEL). When the source
-  matrix carries the MLM output bias as its last column, ``"normal"`` draws that column from
-  N(0, ``std``²) too (≈ 0, where HF initializes a bias), ``"source"`` from the bias's own statistics;
-- special tokens matched by role (overlap rows with ``match == "special"``) are copied by every
-  config adapter (docs/methods.md, "Special tokens"), except Reinit Embed with ``copy_special=False``;
-- every function takes an explicit ``seed`` and uses a local ``torch.Generator``: the same seed
-  gives a bit-identical matrix whatever the global RNG state;
+- random rows (:func:`random_rows`): ``init="normal"`` draws N(0, ``std``²) per entry (default 0.02, the
+  ``initializer_range`` of BERT / RoBERTa / XLM-R: what the model's own ``_init_weights`` gives a fresh
+  embedding), ``init="source"`` N(mean, std) per dimension of the source matrix (:func:`~.base.normal_like`,
+  as FOCUS/WECHSEL). An MLM output bias column is drawn the same way: ≈ 0 (where HF initializes a bias), or
+  from the bias's own statistics;
+- special tokens matched by role are copied by every config adapter (docs/methods.md, "Special tokens"),
+  except Reinit Embed with ``copy_special=False``;
+- a local ``torch.Generator`` seeded by ``seed``: the same seed gives a bit-identical matrix whatever the
+  global RNG state;
 - ``source_language`` (Freq, Dict and Align Match): the language whose corpus (token counts / vectors) or
   dictionary stands for the source side; the workflow reads it to choose the job's inputs (default English,
   as the paper).
@@ -43,6 +42,7 @@ from .base import (
     normal_like,
     overlap_ids,
     provenance_of,
+    specials,
 )
 from .neighbours import WEIGHTINGS, Weighting, mix_rows, neighbour_weights
 from .registry import Need, register
@@ -60,8 +60,7 @@ DEFAULT_STD = 0.02  # BERT / RoBERTa / XLM-R ``initializer_range``
 
 def random_rows(source: torch.Tensor, n: int, generator: torch.Generator, *, init: str = "normal",
                 std: float = DEFAULT_STD) -> torch.Tensor:
-    """``n`` random rows shaped like ``source``'s: N(0, std²) (``"normal"``) or N(mean, std) per
-    dimension of ``source`` (``"source"``)."""
+    """``n`` random rows shaped like ``source``'s, drawn as ``init`` says (the module docstring)."""
     if init == "normal":
         return std * torch.randn(n, source.shape[1], generator=generator, dtype=source.dtype)
     if init == "source":
@@ -90,8 +89,10 @@ def _long(*ids) -> tuple[torch.Tensor, ...]:
     return tuple(torch.as_tensor(i, dtype=torch.long) for i in ids)
 
 
-def _matches(overlap: pd.DataFrame, kind: str) -> pd.DataFrame:
-    return overlap[overlap["match"].isin([kind]).to_numpy()].sort_values("target_id").reset_index(drop=True)
+def _exact(overlap: pd.DataFrame) -> pd.DataFrame:
+    """The identical tokens (``match == "exact"``) by target id: pairs are permuted, kept and aligned in this
+    order. (Special tokens come from :func:`~.base.specials`; their uses do not depend on the order.)"""
+    return overlap[overlap["match"] == "exact"].sort_values("target_id")
 
 
 def _fit(t: torch.Tensor, n: int, fill: float | bool = 0) -> torch.Tensor:
@@ -99,16 +100,18 @@ def _fit(t: torch.Tensor, n: int, fill: float | bool = 0) -> torch.Tensor:
     return t[:n] if len(t) >= n else torch.cat([t, t.new_full((n - len(t), *t.shape[1:]), fill)])
 
 
-def _provenance(source_row: torch.Tensor, label: str) -> tuple[np.ndarray, np.ndarray]:
-    """``label`` for mapped rows, RANDOM elsewhere; special rows then marked SPECIAL by ``copy_rows``."""
+def _mapped(inputs: TransferInputs, label: str | np.ndarray, matrix: torch.Tensor,
+            source_row: torch.Tensor) -> EmbeddingInit:
+    """:func:`_finish` of a matrix of :func:`map_rows_init`: ``label`` (per target id, or one for all) for the
+    mapped rows, RANDOM elsewhere."""
     mapped = (source_row >= 0).numpy()
-    return np.where(mapped, label, RANDOM).astype(object), mapped.astype(np.int64)
+    return _finish(matrix, np.where(mapped, label, RANDOM).astype(object), mapped.astype(np.int64), inputs)
 
 
 def _finish(matrix: torch.Tensor, provenance: np.ndarray, n_sources: np.ndarray, inputs: TransferInputs,
             copy_special: bool = True) -> EmbeddingInit:
     if copy_special:
-        copy_rows(matrix, provenance, n_sources, inputs.source_matrix, _matches(inputs.overlap, "special"))
+        copy_rows(matrix, provenance, n_sources, inputs.source_matrix, specials(inputs.overlap))
     return EmbeddingInit(matrix, provenance, n_sources)
 
 
@@ -125,10 +128,9 @@ def _dictionary_pairs(inputs: TransferInputs, **kw) -> pd.DataFrame:
 @register("reinit_embed")
 def init_reinit_embed(inputs: TransferInputs, *, seed: int, copy_special: bool = True, init: Init = "normal",
                       std: float = DEFAULT_STD) -> EmbeddingInit:
-    """Config adapter: ``kind: reinit_embed``: Reinit Embed (vocab-swap §2.1), every target row random
-    (:func:`random_rows`); the caller keeps the pretrained backbone. ``copy_special`` (default true) copies
-    the special tokens matched by role, as every method here does; ``false`` is the paper's literal "all rows
-    random"."""
+    """Config adapter: ``kind: reinit_embed`` (vocab-swap §2.1): every target row random, the pretrained
+    backbone kept; ``copy_special: false`` draws the special tokens too (the paper's literal "all rows
+    random")."""
     n = inputs.target_vocab_size
     matrix = random_rows(inputs.source_matrix, n, torch.Generator().manual_seed(seed), init=init, std=std)
     return _finish(matrix, *labels(n), inputs, copy_special)
@@ -167,10 +169,9 @@ def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str =
         raise ValueError("Freq Match needs target and source token counts (the fastText stages)")
     target_counts = _fit(inputs.aux.counts, inputs.target_vocab_size, 0)
     source_counts = inputs.source_aux.counts[: inputs.source_matrix.shape[0]]
-    t, s = freq_match_pairs(target_counts, source_counts, *overlap_ids(_matches(inputs.overlap, "special")))
-    matrix, source_row = map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s,
-                                       seed=seed, init=init, std=std)
-    return _finish(matrix, *_provenance(source_row, MAPPED), inputs)
+    t, s = freq_match_pairs(target_counts, source_counts, *overlap_ids(specials(inputs.overlap)))
+    return _mapped(inputs, MAPPED, *map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s,
+                                                  seed=seed, init=init, std=std))
 
 
 # ------------------------------------------------------------------------------------------ Dict Match
@@ -178,13 +179,16 @@ def init_freq_match(inputs: TransferInputs, *, seed: int, source_language: str =
 CHOOSE = ("first", "frequent")
 
 
+def _key(words: pd.Series, lowercase: bool) -> pd.Series:
+    return words.str.casefold() if lowercase else words
+
+
 def _word_table(vocab: Sequence[CanonicalToken], lowercase: bool) -> pd.DataFrame:
     """Whole-word tokens (BOW, non-special, non-empty) with their match key."""
     text = pd.Series([t.text for t in vocab], dtype="string")
     ok = np.array([t.bow and not t.special and t.text != "" for t in vocab], dtype=bool)
     df = pd.DataFrame({"id": np.arange(len(vocab), dtype=np.int64), "text": text})[ok]
-    df["key"] = df["text"].str.casefold() if lowercase else df["text"]
-    return df
+    return df.assign(key=_key(df["text"], lowercase))
 
 
 def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab: Sequence[CanonicalToken],
@@ -213,8 +217,7 @@ def dictionary_token_pairs(source_vocab: Sequence[CanonicalToken], target_vocab:
     d = dictionary[["source_word", "target_word"]].dropna().astype("string")
     d = d.assign(rank=np.arange(len(d)), source_word=d["source_word"].str.strip(),
                  target_word=d["target_word"].str.strip())
-    d["skey"] = d["source_word"].str.casefold() if lowercase else d["source_word"]
-    d["tkey"] = d["target_word"].str.casefold() if lowercase else d["target_word"]
+    d = d.assign(skey=_key(d["source_word"], lowercase), tkey=_key(d["target_word"], lowercase))
 
     m = tgt[["target_id", "key"]].merge(d, left_on="key", right_on="tkey").drop(columns="key")
     m = m.merge(src[["source_id", "key"]], left_on="skey", right_on="key")
@@ -259,18 +262,14 @@ def init_dict_match(inputs: TransferInputs, *, seed: int, source_language: str =
     pairs = _dictionary_pairs(inputs, lowercase=lowercase, choose=choose,
                               source_counts=inputs.source_aux.counts if choose == "frequent" else None)
     t, s = overlap_ids(pairs)
-    label = np.full(len(t), MAPPED, dtype=object)
+    label = np.full(inputs.target_vocab_size, MAPPED, dtype=object)
     if copy_overlap:
-        exact = _matches(inputs.overlap, "exact")
-        exact = exact[~exact["target_id"].isin(pairs["target_id"]).to_numpy()]
-        exact_t, exact_s = overlap_ids(exact)
+        exact = _exact(inputs.overlap)
+        exact_t, exact_s = overlap_ids(exact[~exact["target_id"].isin(pairs["target_id"]).to_numpy()])
         t, s = torch.cat([t, exact_t]), torch.cat([s, exact_s])
-        label = np.concatenate([label, np.full(len(exact), COPIED, dtype=object)])
-    matrix, source_row = map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
-                                       init=init, std=std)
-    provenance, n_sources = _provenance(source_row, MAPPED)
-    provenance[t.numpy()] = label
-    return _finish(matrix, provenance, n_sources, inputs)
+        label[exact_t.numpy()] = COPIED
+    return _mapped(inputs, label, *map_rows_init(inputs.source_matrix, inputs.target_vocab_size, t, s,
+                                                 seed=seed, init=init, std=std))
 
 
 # ----------------------------------------------------------------------------------------- Align Match
@@ -294,10 +293,9 @@ def align_match_init(source: torch.Tensor, target_vectors: torch.Tensor, target_
     - each target token with a vector gets ``Σ_j α_j e^s_j`` over source tokens with a vector, ``α =
       sparsemax(cos)`` (Tran 2020's released code; exact: ``max(topk, 64)`` only sizes the first pass of
       :func:`~.sparsemax.topk_sparsemax`) or, with ``weighting="softmax"``, ``softmax(cos/temperature)`` over
-      the ``topk`` most similar; the others get :func:`random_rows`.
+      the ``topk`` most similar, ``batch_size`` rows at a time; the others get :func:`random_rows`.
 
-    Rows are processed in ``batch_size`` chunks. Returns ``(matrix [V_t, d], kind [V_t] int8: 1 combined / 2
-    random, n_sources [V_t], W [dim_t, dim_s])``.
+    Returns ``(matrix [V_t, d], kind [V_t] int8: 1 combined / 2 random, n_sources [V_t], W [dim_t, dim_s])``.
     """
     if weighting not in WEIGHTINGS:  # before the alignment work
         raise ValueError(f"unknown weighting {weighting!r}; known: {', '.join(WEIGHTINGS)}")
@@ -362,8 +360,8 @@ def init_align_match(inputs: TransferInputs, *, seed: int, source_language: str 
     if inputs.aux is None or inputs.source_aux is None:
         raise ValueError("Align Match needs target and source token vectors (the fastText stages)")
     V_t, V_s = inputs.target_vocab_size, inputs.source_matrix.shape[0]
-    special_t, special_s = overlap_ids(_matches(inputs.overlap, "special"))
-    exact = _matches(inputs.overlap, "exact")
+    special_t, special_s = overlap_ids(specials(inputs.overlap))
+    exact = _exact(inputs.overlap)
     t_has = _fit(inputs.aux.has_vector, V_t, False).clone()
     t_has[special_t] = False
     s_has = _fit(inputs.source_aux.has_vector, V_s, False).clone()
@@ -454,7 +452,7 @@ def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Ra
     Other target tokens are random."""
     if order not in ORDERS:
         raise ValueError(f"unknown order {order!r}; known: {', '.join(ORDERS)}")
-    t, s = overlap_ids(_matches(inputs.overlap, "exact"))
+    t, s = overlap_ids(_exact(inputs.overlap))
     groups = None
     if window is not None:
         if window < 1:
@@ -465,9 +463,8 @@ def init_permute(inputs: TransferInputs, *, seed: int, window: Annotated[int, Ra
             if inputs.aux is None:
                 raise ValueError("order='frequency' needs target token counts (the fastText stage)")
             groups = window_groups(-_fit(inputs.aux.counts, inputs.target_vocab_size, 0)[t], window)
-    matrix, source_row = permute_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
-                                      groups=groups, init=init, std=std)
-    return _finish(matrix, *_provenance(source_row, MAPPED), inputs)
+    return _mapped(inputs, MAPPED, *permute_init(inputs.source_matrix, inputs.target_vocab_size, t, s,
+                                                 seed=seed, groups=groups, init=init, std=std))
 
 
 @register("keep")
@@ -476,7 +473,6 @@ def init_keep(inputs: TransferInputs, *, seed: int, percent: Annotated[float, Ra
     """Config adapter: ``kind: keep`` (``percent: 25 | 50 | 75`` = the paper's "x% Kept"): the base of
     :func:`init_permute`, then exactly ``round(percent %)`` of the copied non-special rows kept
     (:func:`keep_init`), the rest re-randomized."""
-    t, s = overlap_ids(_matches(inputs.overlap, "exact"))
-    matrix, source_row = keep_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
-                                   percent=percent, init=init, std=std)
-    return _finish(matrix, *_provenance(source_row, COPIED), inputs)
+    t, s = overlap_ids(_exact(inputs.overlap))
+    return _mapped(inputs, COPIED, *keep_init(inputs.source_matrix, inputs.target_vocab_size, t, s, seed=seed,
+                                              percent=percent, init=init, std=std))

@@ -22,7 +22,7 @@ from ..data.tokenizer import canonicalize_vocab
 from ..data.word_vectors import WordVectors, fasttext_subword_vectors, tokenize_flatten_reduce
 from ..typed import Range
 from .align import normalize_embeddings, procrustes
-from .base import EmbeddingInit, TransferInputs, batched, normal_like, overlap_ids, provenance_of, specials
+from .base import EmbeddingInit, TransferInputs, batched, fill_random, overlap_ids, provenance_of, specials
 from .neighbours import ScreenDtype, Workspace, mix_rows, neighbour_weights, screen_dtype_of
 from .registry import Need, register
 
@@ -48,8 +48,8 @@ def dictionary_word_rows(source: WordVectors, target: WordVectors, dictionary: p
     """
     s_words, t_words = dictionary["source_word"].tolist(), dictionary["target_word"].tolist()
     if pairs == "case_variants":
-        s_index = {w: i for i, w in reversed(list(enumerate(source.words)))}  # first row of a word
-        t_index = {w: i for i, w in reversed(list(enumerate(target.words)))}
+        s_index, t_index = ({w: i for i, w in reversed(list(enumerate(v.words)))}  # first row of a word
+                            for v in (source, target))
         rows = [(s_index[a], t_index[b]) for sw, tw in zip(s_words, t_words, strict=True)
                 for a in (sw, sw.lower(), sw.title()) if a in s_index
                 for b in (tw, tw.lower(), tw.title()) if b in t_index]
@@ -133,7 +133,6 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
     random, n_sources)``; a ``nearest`` tensor [V_t] gets each combined row's most similar source token (the
     largest weight; WECHSEL Table 6).
     """
-    g = torch.Generator().manual_seed(seed)
     out = torch.empty(target_vocab_size, source.shape[1], dtype=source.dtype)
     kind = torch.full((target_vocab_size,), 2, dtype=torch.int8)
     n_sources = torch.zeros(target_vocab_size, dtype=torch.long)
@@ -155,8 +154,7 @@ def wechsel_init(source: torch.Tensor, target_vocab_size: int, source_sub: torch
             nearest[r] = cand[idx.gather(1, w.argmax(1, keepdim=True)).squeeze(1)]
     out[special_target_ids] = source[special_source_ids]
     kind[special_target_ids], n_sources[special_target_ids] = 0, 1
-    rand = (kind == 2).nonzero(as_tuple=True)[0]
-    out[rand] = normal_like(source, len(rand), g)
+    fill_random(out, (kind == 2).numpy(), source, seed)
     return out, kind, n_sources
 
 
