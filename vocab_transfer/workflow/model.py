@@ -878,6 +878,7 @@ class Config(Section):
         "it (the demo) everything is under results/"))
 
     _lapt_configs: dict[str, LaptConfig] = PrivateAttr(default_factory=dict)
+    _targets: dict[str, Target] = PrivateAttr(default_factory=dict)  # target(): the plan asks per job
 
     def check(self, where: str) -> None:
         if self.study in RESERVED:
@@ -928,10 +929,11 @@ class Config(Section):
     def target(self, name: str) -> Target:
         """Target ``name``: its entry in ``targets``, else the target a bare corpora key stands for (LAPT and
         fine-tuning may transfer to any corpus's language)."""
-        for t in self.targets:
-            if isinstance(t, Target) and t.name == name:
-                return t
-        return Target.model_construct(name=name)  # a name the config checks, or a wildcard value the paths do
+        if name not in self._targets:
+            own = [t for t in self.targets if isinstance(t, Target) and t.name == name]
+            # a name the config checks, or a wildcard value the paths do
+            self._targets[name] = own[0] if own else Target.model_construct(name=name)
+        return self._targets[name]
 
     def is_target(self, name: str) -> bool:
         """Whether ``name`` is a target: an entry of ``targets``, or a corpora key or the language of one
