@@ -2,10 +2,9 @@
 
 A transfer writes the config of a one-target study (the source model, the target tokenizer or the size of one
 to train, the corpus, one method and its parameters) and runs the workflow's own DAG on it up to the exported
-model (rule ``export_init_model``), in a working directory of its own. So the tensors are the DAG's, bit for
-bit, the model folder has the DAG's model card, a rerun with the same arguments does nothing, and a changed
-parameter reruns only what it changes. A 7B decoder takes the DAG's out-of-core path (its embedding matrices
-are read and written without loading the model).
+model (rule ``export_init_model``), in a working directory of its own. So the tensors and the model card are
+the DAG's, bit for bit, a rerun with the same arguments does nothing, and a changed parameter reruns only what
+it changes. A 7B decoder takes the DAG's out-of-core path (the model is never loaded).
 
 ```python
 from vocab_transfer import transfer
@@ -43,7 +42,7 @@ EVAL_SEQ_LEN = 256  # the config's default eval.seq_len (FOCUS Table 4)
 
 
 def _hub_id(value: str) -> bool:
-    """``value`` is a syntactically valid hub repository id (``name`` or ``org/name``)."""
+    """``value`` is a valid hub repository id (``name`` or ``org/name``)."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
@@ -54,8 +53,7 @@ def _hub_id(value: str) -> bool:
 
 
 def _folder_or_hub_id(name: str, value) -> str:
-    """``value`` as the config names it: an existing folder (absolute) or a hub id; ValueError naming
-    ``name``."""
+    """``value`` as the config names it: an existing folder (absolute) or a hub id, else ValueError."""
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} {value!r}: give a folder or a hub id")
     if Path(value).is_dir():
@@ -102,15 +100,18 @@ def _check_params(method: str, params: dict) -> None:
     from .methods.registry import keyword_parameters, method_needs
     from .workflow.model import check_parameters
 
-    listing = f"its parameters (--param NAME=VALUE): {_method_parameters(method)}"
+    problem = None
     if unknown := sorted(set(params) - set(keyword_parameters(method))):
-        raise ValueError(f"method {method}: unknown parameter(s) {unknown}; {listing}")
-    try:
-        check_parameters(METHODS[method].fn, params, "--param")
-        method_needs(method, params)  # parameters that do not go together (ValueError naming them)
-    except (ModelError, ValueError) as e:
-        problem = str(e).removeprefix("--param: ").replace("--param.", "--param ")
-        raise ValueError(f"method {method}: {problem}; {listing}") from None
+        problem = f"unknown parameter(s) {unknown}"
+    else:
+        try:
+            check_parameters(METHODS[method].fn, params, "--param")
+            method_needs(method, params)  # parameters that do not go together (ValueError naming them)
+        except (ModelError, ValueError) as e:
+            problem = str(e).removeprefix("--param: ").replace("--param.", "--param ")
+    if problem is not None:  # the listing is built only here
+        raise ValueError(f"method {method}: {problem}; its parameters (--param NAME=VALUE): "
+                         f"{_method_parameters(method)}")
 
 
 def _base_method(method: str, params: dict) -> str | None:
@@ -122,18 +123,19 @@ def _base_method(method: str, params: dict) -> str | None:
     if Need.BASE_INIT not in method_needs(method, params):
         return None
     base = params.get("init")
-    builders = sorted(k for k in METHODS
-                      if not _needs_or_empty(k) & {Need.BASE_INIT, Need.EXTENDED_TOKENIZER})
+    base_needs = _needs_or_empty(base) if base in METHODS else frozenset()
     if base not in METHODS or base == method:
         problem = "--param init must name the method whose rows it refines, e.g. init=focus"
-    elif Need.BASE_INIT in _needs_or_empty(base):
+    elif Need.BASE_INIT in base_needs:
         problem = (f"init={base} refines another method's rows itself, which a one-call transfer does not "
                    "chain; name a method that builds rows, e.g. init=focus")
-    elif Need.EXTENDED_TOKENIZER in _needs_or_empty(base):
+    elif Need.EXTENDED_TOKENIZER in base_needs:
         problem = (f"init={base} extends the source vocabulary, whose rows belong to another tokenizer; name "
                    "a method of the target's own tokenizer")
     else:
         return base
+    builders = [k for k in sorted(METHODS)
+                if not _needs_or_empty(k) & {Need.BASE_INIT, Need.EXTENDED_TOKENIZER}]
     raise ValueError(f"method {method}: {problem} (one of: {', '.join(builders)})")
 
 
@@ -331,14 +333,12 @@ def _duration(seconds: float) -> str:
 
 
 def refinement_budget(config: dict, method: str) -> str | None:
-    """The budget of a refining method (Token Distillation, the embedding-only LM: the ``tokens`` parameter)
-    and its expected time on 2 CPU cores and on a GPU, from the figures of docs/benchmarks.md
-    (:data:`REFINE_CPU`, :data:`REFINE_GPU_H768`); None for a method that trains nothing. For a source of
-    another size than the two measured on the CPU, the figure is an estimate, and says so: between them, the
-    seconds per token scaled by the non-embedding parameters (12 * layers * hidden**2) to the power that joins
-    the two measurements, and beyond the larger one the same power; below the smaller one, the smaller one's
-    figure as an upper bound (tokenizing each batch twice costs as much as the small model's steps). A GPU
-    figure exists only for the h768, 12-layer shape."""
+    """The budget of a refining method (the ``tokens`` of Token Distillation or the embedding-only LM) and its
+    expected time on 2 CPU cores and on a GPU (:data:`REFINE_CPU`, :data:`REFINE_GPU_H768`); None for a method
+    that trains nothing. For a source of another size than the two measured on the CPU, the figure is an
+    estimate, and says so: above the smaller one, the seconds per token scaled as the power of the
+    non-embedding parameters (12 * layers * hidden**2) that joins the two measurements; below it, the smaller
+    one's figure as an upper bound (tokenizing each batch twice costs as much as the small model's steps)."""
     import math
 
     from .methods.registry import method_params
@@ -359,8 +359,7 @@ def refinement_budget(config: dict, method: str) -> str | None:
                f"{_duration(t2)} for one of {h2} with {n2} (measured); this source's size is known once it "
                "is downloaded")
     elif shape in REFINE_CPU:
-        seconds = REFINE_CPU[shape][which] * tokens / 1000
-        cpu = f"on 2 CPU cores about {_duration(seconds)} (measured for this size)"
+        cpu = f"on 2 CPU cores about {_duration(t1 if shape == (h1, n1) else t2)} (measured for this size)"
     else:
         h, n = shape
         size1, size2, size = 12 * n1 * h1 ** 2, 12 * n2 * h2 ** 2, 12 * n * h ** 2
@@ -394,10 +393,9 @@ class DagProgress:
     estimate of the time to go, at the pace of the steps done so far), a refinement's own progress lines, and
     the jobs that failed with the log each names (:meth:`failure`)."""
 
-    RULE = re.compile(r"^(?:local)?rule (\w+):$")
+    BLOCK = re.compile(r"^(?:(?:local)?rule|Error in rule) (\w+):$")  # a job's or error's fields follow
     STEPS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done")
     FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)")
-    ERROR = re.compile(r"^Error in rule (\w+):$")
     FIELD = re.compile(r"^ {4}(\w+): (.*)$")
     REFINE = re.compile(r"\b(?:distill|lm) step \d+: loss (\S+), (\d+)/(\d+) tokens, (\d+) tokens/s, ETA "
                         r"(\d+) s")
@@ -420,10 +418,8 @@ class DagProgress:
             self.block[field.group(1)] = field.group(2)
             return
         self.finish()
-        if m := self.RULE.match(line):
-            self.block = {"rule": m.group(1), "kind": "job"}
-        elif m := self.ERROR.match(line):
-            self.block = {"rule": m.group(1), "kind": "error"}
+        if m := self.BLOCK.match(line):
+            self.block = {"rule": m.group(1), "kind": "error" if line.startswith("Error") else "job"}
         elif m := self.STEPS.match(line):
             self.done, self.total = int(m.group(1)), int(m.group(2))
         elif m := self.FINISHED.match(line):

@@ -2,12 +2,11 @@
 ``README.md`` model card (rules ``export_init_model``, ``export_lapt_model``; ``snakemake export``: all).
 
 An init export is the source model with the method's embeddings (and output bias) swapped in, exactly the
-model the init-time loss was measured on; a LAPT export is the run's final model. Both load with
-``AutoModelForMaskedLM`` (``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. An init export never
-loads the model (:func:`export_init`), so a 7B decoder is exported in the memory of its embedding matrices.
-The card (:func:`model_card`) says where the model comes from: source model, method and its parameters,
-target tokenizer, corpus and its size, the init-time held-out loss, the LAPT steps and curve, and the command
-that rebuilds the folder.
+model the init-time loss was measured on, written without loading the model (:func:`export_init`: a 7B
+decoder in the memory of its embedding matrices); a LAPT export is the run's final model. Both load with
+``AutoModelForMaskedLM`` (``AutoModelForCausalLM`` for decoders) and ``AutoTokenizer``. The card
+(:func:`model_card`) says where the model comes from: source model, method and parameters, target tokenizer,
+corpus and its size, the init-time held-out loss, the LAPT steps and curve, and the command that rebuilds it.
 """
 
 from __future__ import annotations
@@ -86,7 +85,7 @@ class CardInfo:
 
 def source_license(source_dir: str | os.PathLike) -> str | None:
     """The ``license`` of a source model folder's own card (``README.md`` front matter, which the hub download
-    fetches), or None where the folder has no card or the card names none (a model pretrained here)."""
+    fetches), or None (no card, or none named: a model pretrained here)."""
     from huggingface_hub.repocard import metadata_load
 
     path = Path(source_dir) / CARD
@@ -101,7 +100,7 @@ def source_license(source_dir: str | os.PathLike) -> str | None:
 
 def card_datasets(info: CardInfo) -> list[str]:
     """The hub datasets the target's text came from (``cc100`` -> ``statmt/cc100``, or the spec's own
-    ``dataset``); corpora not on the hub (Bible translations, local text) are named in the card's table."""
+    ``dataset``); a corpus not on the hub (Bible translations, local text) is named in the card's table."""
     from .data.sources import HUB_SOURCES
 
     spec = info.corpus_stats.get("spec", {})
@@ -238,14 +237,14 @@ def retarget_configs(source: str | os.PathLike, dest: str | os.PathLike, tokeniz
     ``source`` into ``dest`` (may be the same folder) with the tokenizer's special-token ids
     (:func:`retarget_special_ids`) and ``vocab_size`` (when given)."""
     source, dest = Path(source), Path(dest)
-    model_type = json.loads((source / CONFIGS[0]).read_text()).get("model_type")
-    for name in CONFIGS:
-        if (source / name).is_file():
-            config = retarget_special_ids(json.loads((source / name).read_text()), tokenizer,
-                                          model_type=model_type)
-            if vocab_size is not None and name == CONFIGS[0]:
-                config["vocab_size"] = vocab_size
-            (dest / name).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    configs = {name: json.loads((source / name).read_text()) for name in CONFIGS
+               if name == CONFIGS[0] or (source / name).is_file()}  # a missing config.json raises
+    model_type = configs[CONFIGS[0]].get("model_type")
+    for name, config in configs.items():
+        config = retarget_special_ids(config, tokenizer, model_type=model_type)
+        if vocab_size is not None and name == CONFIGS[0]:
+            config["vocab_size"] = vocab_size
+        (dest / name).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def link_or_copy(src: str | os.PathLike, dst: str | os.PathLike) -> None:
@@ -365,15 +364,15 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
     """The source model with an init artifact's rows swapped in, the target tokenizer and ``card``, written
     atomically into ``out_dir``, without loading the model.
 
-    The tensor names of the input embeddings, an untied LM head and its output bias come from the architecture
-    built on the meta device (:func:`~.source_model.embedding_tensor_names`). Every safetensors file with none
-    of them is hard-linked (:func:`link_or_copy`), the others rewritten (:func:`rewrite_safetensors`). A tied
-    model keeps what its source stores: one tensor, or each stored name of it, all with the new rows; an
-    untied head without ``output_embeddings`` in the artifact (``output_rows: copy_input``) gets the new input
-    rows. The configs are retargeted (:func:`retarget_configs`); the source's tokenizer and other files are
-    not copied. Unchanged shards are links to the source's files: save a changed model into a new folder,
-    since writing over one of them in place would change the source model too. A source with pickle weights
-    only (``pytorch_model.bin``) raises FileNotFoundError with the command that converts it."""
+    The tensors of the input embeddings, an untied LM head and its output bias are named by the architecture
+    built on the meta device (:func:`~.source_model.embedding_tensor_names`); the safetensors files with one
+    of them are rewritten (:func:`rewrite_safetensors`), the others hard-linked to the source's
+    (:func:`link_or_copy`: save a changed model into a new folder, since writing over one in place would
+    change the source model too). A tied model keeps what its source stores (one tensor, or each stored name
+    of it) with the new rows; an untied head without ``output_embeddings`` in the artifact (``output_rows:
+    copy_input``) gets the new input rows. The configs are retargeted (:func:`retarget_configs`); the source's
+    tokenizer and other files are not copied. A source with pickle weights only (``pytorch_model.bin``)
+    raises FileNotFoundError with the command that converts it."""
     from safetensors import safe_open
 
     source = Path(source_dir)
@@ -423,9 +422,9 @@ def export_init(source_dir: str, embeddings: str, tokenizer_dir: str, out_dir: s
 
 def export_folder(model_dir: str, out_dir: str, card: str) -> None:
     """A ``save_pretrained`` folder (a LAPT model with its tokenizer) with ``card``, written atomically into
-    ``out_dir``: the safetensors files hard-linked (:func:`link_or_copy`), ``config.json`` and
-    ``generation_config.json`` with the special-token ids of the folder's tokenizer
-    (:func:`retarget_special_ids`; LAPT models saved before it carry the source's), other files copied."""
+    ``out_dir``: the safetensors files hard-linked (:func:`link_or_copy`), the configs retargeted to the
+    folder's tokenizer (:func:`retarget_configs`; LAPT models saved before it carry the source's ids), other
+    files copied."""
     tokenizer = load_tokenizer(model_dir)
     with atomic_path(out_dir, directory=True) as tmp:
         for f in Path(model_dir).iterdir():
@@ -492,10 +491,10 @@ def card_with_scores(folder: str | os.PathLike, scores: pd.DataFrame) -> str:
 
 def push_export(folder: str | os.PathLike, repo_id: str, *, private: bool = True, endpoint: str | None = None,
                 card: str | None = None) -> dict:
-    """Upload an export folder to hub repository ``repo_id`` (created where it does not exist, ``private`` as
-    asked) in one commit (``huggingface_hub``'s ``upload_folder``; with ``card``, that text as ``README.md``
-    instead of the folder's), the token from :data:`TOKEN_ENV`. The folder is read, never changed. Returns the
-    receipt: repository, url, commit, privacy and the files sent with their sizes."""
+    """Upload an export folder to hub repository ``repo_id`` (created where missing, ``private`` as asked) in
+    one commit (with ``card``, that text as ``README.md`` instead of the folder's), the token from
+    :data:`TOKEN_ENV`. The folder is read, never changed. Returns the receipt: repository, url, commit,
+    privacy and the files sent with their sizes."""
     from huggingface_hub import CommitOperationAdd, HfApi, ModelCard
 
     token = os.environ.get(TOKEN_ENV)

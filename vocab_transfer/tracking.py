@@ -65,9 +65,8 @@ ReportTo = Annotated[UniqueList[Literal["tensorboard", "wandb"]], AfterValidator
 
 
 def check_report_to(values, where: str) -> list[str]:
-    """``values`` (a section's ``report_to``) as a list: each one of :data:`REPORT_TO` with its package
-    installed, or ValueError naming ``where``. The settings' ``report_to`` fields check the same while a
-    config is parsed."""
+    """``values`` (a section's ``report_to``) as a list, each one of :data:`REPORT_TO` with its package
+    installed (as :data:`ReportTo` checks a config), or ValueError naming ``where``."""
     if values is None:
         return []
     values = [values] if isinstance(values, str) else list(values)
@@ -98,7 +97,7 @@ def mfu(tokens_per_s: float, flops_per_token: float, peak: float | None, process
 
 class Tracker:
     """The live curves of one run: :meth:`log` per curve row, :meth:`close` at the end (or a ``with`` block);
-    with an empty ``report_to`` every call does nothing."""
+    with an empty ``report_to``, nothing."""
 
     def __init__(self, report_to, run_dir: str | os.PathLike, *, name: str, config: dict | None = None,
                  start_step: int = 0):

@@ -3,17 +3,15 @@ the pipeline once, and every such job of the run is forked from it instead of im
 
 Every job is a fresh Python process, and on 2 CPU cores its imports cost 2-5 s of CPU (torch about 1.5 s,
 transformers' model code 3 s more), more than many jobs' work: the demo runs about 280 jobs. When Snakemake
-runs jobs on this machine (not ``--dry-run``, no ``--sdm conda`` or ``apptainer``: every job of a local run,
-the local rules of a cluster run, such as its tables and figures on the login node), the workflow starts
-``python -m vocab_transfer.warm`` beside it (:func:`start`), which imports :data:`PRELOAD` and listens on an
-abstract Unix socket named in the environment variable :data:`ENV`. Each workflow script calls
-:func:`handoff` itself, first thing, before its other imports (``workflow_scripts/*.py``; importing the
-package does nothing of the kind): it sends the script's path, arguments, working directory, environment and
-its standard input, output and error to the starter, which forks a child that runs the script as
-``__main__`` with them. The job process waits for the child, passes it SIGINT, SIGTERM and SIGHUP, and exits
-with its status; the child kills itself when the job process goes away (Snakemake killed the job). Anything
-that goes wrong before the child starts (no starter, a starter still importing that dies) falls back to
-running the script in the job process itself, so a job never depends on the starter.
+runs jobs on this machine (:func:`wanted`: every job of a local run, the local rules of a cluster run, such as
+its tables and figures on the login node), the workflow starts ``python -m vocab_transfer.warm`` beside it
+(:func:`start`), which imports :data:`PRELOAD` and listens on an abstract Unix socket named in :data:`ENV`.
+Each workflow script calls :func:`handoff` first thing, before its other imports (importing the package does
+nothing of the kind): it sends the script's path, arguments, working directory, environment and standard
+streams to the starter, which forks a child that runs the script as ``__main__`` with them. The job process
+waits for the child, passes it its signals, and exits with its status; the child kills itself when the job
+process goes away (Snakemake killed the job). Anything that goes wrong before the child starts (no starter,
+a starter still importing that dies) falls back to running the script in the job process itself.
 
 The child is a fresh process for the job's purposes: its own working directory, environment and file
 descriptors, and no state from earlier jobs (each is forked from the starter, which never runs a job). The
@@ -21,19 +19,17 @@ starter imports modules only, starts no thread and runs no torch operation, so O
 created in the child with the job's thread count. A forked job logs at exit a peak memory that counts the
 starter's modules it shares (``workflow/job.py``).
 
-Snakemake's ``benchmark:`` samples the job process and its descendants with psutil while the job runs, and
-writes the file from the Snakemake process after the job process has exited; a child of the starter is no
-descendant of the job process, so its memory and CPU would be missing from the file. The job of a rule with
+Snakemake's ``benchmark:`` samples the job process and its descendants (psutil) while the job runs; a child
+of the starter is none of them, so its memory and CPU would be missing from the file. The job of a rule with
 a ``benchmark:`` file is therefore never handed off (:func:`benchmarked`): it imports for itself, and its file
-has its real time, memory and CPU, start-up included. Warm starts serve the rules without one.
+has its real time, memory and CPU, start-up included.
 
-The trainers (LAPT, fine-tuning, zero-shot transfer: ``python -m vocab_transfer.training.launch --claim N
---benchmark FILE -- python -m vocab_transfer.training.<trainer> ...``) write their benchmark files themselves
-instead: the launcher hands ``-m <trainer>`` to the starter (:func:`run_module`), or without one runs it as
-its own child, and writes the child's time, CPU and peak memory (``training/launch.py``). A SLURM job that
-runs a bundle of two or more trainer jobs starts a starter of its own inside its allocation
-(``workflow/onstart.py: start_bundle_starter``), and a SLURM job hands off only to a starter of its own
-allocation (:data:`ALLOCATION`, :func:`available`): it never leaves the limits SLURM set for it.
+The trainers (LAPT, fine-tuning, zero-shot transfer) write their benchmark files themselves instead: their
+launcher (``training/launch.py --claim N --benchmark FILE``) hands ``-m <trainer>`` to the starter
+(:func:`run_module`), or without one runs it as its own child, and writes the child's time, CPU and peak
+memory. A SLURM job that runs a bundle of two or more trainer jobs starts a starter of its own inside its
+allocation (``workflow/onstart.py: start_bundle_starter``); a SLURM job hands off only to a starter of its
+own allocation (:func:`available`), so it never leaves the limits SLURM set for it.
 
 ``VOCAB_TRANSFER_WARM=0`` turns warm starts off for a run (every job imports for itself, as on a cluster).
 """
@@ -56,9 +52,8 @@ import traceback
 import uuid
 
 ENV = "VOCAB_TRANSFER_WARM"  # the starter's socket name; "0" (set by a user) turns warm starts off
-#: The SLURM job the starter runs in ("" outside any). Jobs inherit the submitting process's environment, so a
-#: SLURM job sees the login node's starter name too; a job hands off only to a starter of its own allocation
-#: (on a single-node SLURM the login node's socket is reachable: a forked job would leave its job's limits).
+#: The SLURM job the starter runs in ("" outside any). A SLURM job inherits the login node's starter name, and
+#: on a single-node SLURM that socket is reachable: a job forked there would leave its job's limits.
 ALLOCATION = "VOCAB_TRANSFER_WARM_ALLOCATION"
 IN_CHILD = "VOCAB_TRANSFER_WARM_CHILD"  # set in a forked job: handoff() returns at once there
 PRELOAD = (  # what the workflow scripts import, heaviest first; a module that fails to import is skipped
@@ -79,9 +74,9 @@ _MAX_REQUEST = 1 << 22  # bytes: the script path, argv, cwd and environment as J
 
 
 def wanted(workflow) -> bool:
-    """Whether a Snakemake run may start a warm starter: it runs jobs on this machine, for real, in this
-    Python environment (all of them, or under a cluster executor its local rules), and is no Snakemake inside
-    a cluster job."""
+    """Whether a Snakemake run may start a warm starter: it runs jobs on this machine, for real (no
+    ``--dry-run``), in this Python environment (no ``--sdm conda`` or ``apptainer``), and is no Snakemake
+    inside a cluster job."""
     deployment = getattr(getattr(workflow, "deployment_settings", None), "deployment_method", None)
     return bool(os.environ.get(ENV, "") != "0" and not os.environ.get(IN_CHILD) and not workflow.dryrun
                 and not workflow.remote_exec and not deployment and sys.platform.startswith("linux"))
@@ -89,7 +84,7 @@ def wanted(workflow) -> bool:
 
 def start() -> subprocess.Popen:
     """Start the starter for this process's jobs: it listens at once and imports :data:`PRELOAD` (a job that
-    connects meanwhile waits for it); it exits when this process does (its standard input closes)."""
+    connects meanwhile waits); it exits when this process does (its standard input closes)."""
     global _starter
     if _starter is None:
         name = f"vocab-transfer-warm-{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -119,48 +114,37 @@ def benchmarked() -> bool:
 
 def handoff() -> None:
     """Run this process's workflow script in a child of the warm starter, if this run has one, and exit with
-    its status; otherwise return, and the script runs in this process. A process that is no workflow script
-    (a test that runs a script by path) returns at once, and so does the job of a rule with a ``benchmark:``
-    file (:func:`benchmarked`; see above)."""
+    its status; otherwise return, and the script runs in this process: so does one that is no workflow script
+    (a test that runs a script by path) or has a ``benchmark:`` file (:func:`benchmarked`)."""
     if not is_workflow_script(sys.argv[0]) or benchmarked():
         return
-    forked = _fork_job({"argv": sys.argv})
-    if forked is None:
+    result = _run_job({"argv": sys.argv})
+    if result is None:
         return  # no starter (or it died before forking): run here
-    status, _usage = _wait_job(*forked)
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(status)
+    os._exit(result[0])
 
 
 def available() -> bool:
     """Whether this process may hand its work to a warm starter: one is named in :data:`ENV` (not ``0``),
-    this is no forked job already, and the starter runs in this process's SLURM allocation (none outside
-    SLURM; :data:`ALLOCATION`)."""
+    this is no forked job already, and it runs in this process's SLURM allocation (:data:`ALLOCATION`)."""
     name = os.environ.get(ENV)
     return bool(name and name != "0" and not os.environ.get(IN_CHILD)
                 and os.environ.get("SLURM_JOB_ID", "") == os.environ.get(ALLOCATION, ""))
 
 
 def run_module(module: str, args: list[str], on_start=None) -> tuple[int, tuple[float, float]] | None:
-    """``python -m module args`` in a child of the warm starter, with this process's working directory,
-    environment and standard input, output and error; this process passes it SIGINT, SIGTERM, SIGHUP and
-    SIGUSR1 (a trainer's checkpoint signals) while it runs. ``on_start(pid)`` is called once the child runs.
-    Returns the child's exit status and ``(cpu_seconds, peak_rss_mb)`` of it and its descendants (the
-    starter's ``wait4``), or None where this process has no starter (:func:`available`) or it could not fork:
-    the caller then runs the module itself."""
-    forked = _fork_job({"module": module, "argv": [module, *args]})
-    if forked is None:
-        return None
-    if on_start is not None:
-        on_start(forked[1])
-    return _wait_job(*forked)
+    """``python -m module args`` in a child of the warm starter (:func:`_run_job`: None where it could not
+    fork one, and the caller runs the module itself); ``on_start(pid)`` is called once the child runs."""
+    return _run_job({"module": module, "argv": [module, *args]}, on_start)
 
 
-def _fork_job(request: dict) -> tuple[socket.socket, int] | None:
-    """Send ``request`` with this process's working directory and environment, and its standard streams, to
-    the starter; the connection and the pid of the child it forked, or None where there is no starter
-    (:func:`available`) or it died before forking."""
+def _run_job(request: dict, on_start=None) -> tuple[int, tuple[float, float]] | None:
+    """Send ``request`` with this process's working directory, environment and standard streams to the
+    starter, and wait for the child it forks, passing it SIGINT, SIGTERM, SIGHUP and SIGUSR1 (a trainer's
+    checkpoint signals): its exit status and ``(cpu_seconds, peak_rss_mb)`` of it and its descendants (the
+    starter's ``wait4``); None where there is no starter (:func:`available`) or it died before forking."""
     if not available():
         return None
     request = {**request, "cwd": os.getcwd(), "env": dict(os.environ)}
@@ -175,12 +159,8 @@ def _fork_job(request: dict) -> tuple[socket.socket, int] | None:
         return None
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(sig, lambda s, _f, pid=pid: _kill(pid, s))
-    return sock, pid
-
-
-def _wait_job(sock: socket.socket, pid: int) -> tuple[int, tuple[float, float]]:
-    """The exit status of the forked job ``pid`` and its ``(cpu_seconds, peak_rss_mb)``, as the starter
-    reports them when it has reaped it."""
+    if on_start is not None:
+        on_start(pid)
     try:
         status, cpu, rss = _read_line(sock).split()
         return int(status), (float(cpu), float(rss))

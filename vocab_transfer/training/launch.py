@@ -14,9 +14,9 @@ N GPUs on M nodes      ``python -m vocab_transfer.training.launch --nodes M --gp
 =====================  ===================================================================================
 
 A config may name its launcher instead: a program of :data:`LAUNCHERS` alone (``python``) or a list of
-arguments that starts with one (``[torchrun, --standalone, --nproc-per-node, "2"]``), each argument an option
-or its value (:data:`LAUNCHER_ARG`: no space, quote or shell syntax). :func:`launcher_args` refuses anything
-else at parse time, and :func:`launcher_command` quotes the arguments for the rule's shell.
+arguments that starts with one (``[torchrun, --standalone, --nproc-per-node, "2"]``), each an option or its
+value (:data:`LAUNCHER_ARG`: no space, quote, ``$``, ``;`` or other shell syntax). :func:`launcher_args`
+refuses anything else at parse time; :func:`launcher_command` quotes the arguments for the rule's shell.
 
 The trainers join the processes with :func:`vocab_transfer.training.runtime.init_distributed` (torchrun's
 environment, or SLURM's for ``srun`` without torchrun). SLURM's ``--signal=TERM@300`` reaches every process of
@@ -25,11 +25,8 @@ the step; each trainer checkpoints and exits, and the resubmitted job resumes.
 GPU claims: a SLURM job that runs a bundle of GPU jobs (a group job, vocab_transfer/workflow/bundles.py) holds
 the GPUs of all of them, and each of its jobs sees them all (``CUDA_VISIBLE_DEVICES``). So every GPU rule's
 command starts ``exec python -m vocab_transfer.training.launch --claim <its GPUs> --benchmark <its file> --
-<launcher> -m ...``, and a workflow script claims its GPUs in :func:`vocab_transfer.workflow.job.setup_job`:
-:func:`claim_gpus` takes that many of the visible GPUs that no other job of the allocation holds (an exclusive
-``flock`` on one file per GPU in :func:`claim_folder`), keeps the locks for as long as the process and what it
-``exec``s or starts live, and narrows ``CUDA_VISIBLE_DEVICES`` to them. Outside SLURM, on several nodes, or
-where the job sees no more GPUs than it asks for, it changes nothing.
+<launcher> -m ...``, and a workflow script claims its GPUs in :func:`vocab_transfer.workflow.job.setup_job`,
+both with :func:`claim_gpus`.
 
 Benchmark files: with ``--benchmark FILE`` the launcher stays while the trainer runs (in a child of the job's
 warm starter, :mod:`vocab_transfer.warm`, or as its own child, :func:`run_measured`) and writes the job's
@@ -87,18 +84,15 @@ def node_address(node: str) -> str:
     return node
 
 
-#: The programs a configured launcher may start with (``accelerate`` as ``accelerate launch``); the rule puts
-#: ``-m vocab_transfer.training.<trainer> ...`` after the launcher's arguments.
+#: The programs a configured launcher may start with (``accelerate`` as ``accelerate launch``).
 LAUNCHERS = ("python", "python3", "torchrun", "srun", "accelerate")
-#: What each argument of a configured launcher may be: an option or its value (``--nproc-per-node``, ``4``,
-#: ``--gres=gpu:4``, ``--rdzv-endpoint=host:29500``); no space, quote, ``$``, ``;`` or other shell syntax.
+#: An argument of a configured launcher: an option or its value (``4``, ``--rdzv-endpoint=host:29500``).
 LAUNCHER_ARG = r"[A-Za-z0-9_.,:=/@%+-]+"
 
 
 def launcher_args(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto") -> list[str]:
-    """The arguments a rule puts before ``-m vocab_transfer.training.<trainer>``: for ``auto``, those for
-    ``gpus`` per node on ``nodes`` nodes (see the module's table); else ``launcher`` (a program of
-    :data:`LAUNCHERS` alone, or a list of arguments starting with one), checked (:class:`ValueError`)."""
+    """The arguments a rule puts before ``-m vocab_transfer.training.<trainer>``: for ``auto``, those of the
+    module's table for ``gpus`` per node on ``nodes`` nodes; else ``launcher``, checked (ValueError)."""
     if launcher == "auto":
         if nodes > 1:
             return ["python", "-m", "vocab_transfer.training.launch", "--nodes", str(nodes),
@@ -121,8 +115,7 @@ def launcher_args(gpus: int, nodes: int = 1, launcher: str | list[str] = "auto")
                          f"launcher: give {known}")
     if launcher[0] == "accelerate" and launcher[1:2] != ["launch"]:
         raise ValueError(f"{launcher!r}: accelerate starts a trainer as 'accelerate launch'")
-    bad = [a for a in launcher if not re.fullmatch(LAUNCHER_ARG, a)]
-    if bad:
+    if bad := [a for a in launcher if not re.fullmatch(LAUNCHER_ARG, a)]:
         raise ValueError(f"{launcher!r}: {bad} are not options or values (letters, "
                          "digits and _.,:=/@%+- only)")
     return list(launcher)
@@ -153,18 +146,13 @@ def free_port() -> int:
 _CLAIMED: list[int] = []
 
 
-def claim_folder(job_id: str, environ: MutableMapping[str, str] = os.environ) -> str:
-    """The folder of a SLURM allocation's GPU claims, one ``<gpu>.lock`` file per GPU:
-    ``${TMPDIR:-/tmp}/vocab-transfer-gpus-<job id>``."""
-    return os.path.join(environ.get("TMPDIR") or tempfile.gettempdir(), f"vocab-transfer-gpus-{job_id}")
-
-
 def claim_gpus(count: int, environ: MutableMapping[str, str] = os.environ, folder: str | None = None
                ) -> list[str] | None:
     """Take ``count`` GPUs of a SLURM allocation that runs several GPU jobs side by side: the first of
-    ``CUDA_VISIBLE_DEVICES`` whose lock file (in ``folder``, else :func:`claim_folder`) this process gets an
-    exclusive ``flock`` on. The locks stay held (:data:`_CLAIMED`, inheritable across ``exec``) and
-    ``environ``'s ``CUDA_VISIBLE_DEVICES`` becomes the claimed GPUs. Returns them, or None where there is
+    ``CUDA_VISIBLE_DEVICES`` whose lock file ``<gpu>.lock`` (in ``folder``, else
+    ``${TMPDIR:-/tmp}/vocab-transfer-gpus-<job id>``) this process gets an exclusive ``flock`` on. The locks
+    stay held for as long as the process and what it ``exec``s or starts live (:data:`_CLAIMED`, inheritable),
+    and ``environ``'s ``CUDA_VISIBLE_DEVICES`` becomes the claimed GPUs. Returns them, or None where there is
     nothing to share: no SLURM job, a job on several nodes, no GPU asked for, no more GPUs visible than asked
     for. Fewer free GPUs than ``count`` is an error (:class:`RuntimeError`): the bundle asked for less than
     its jobs need. No torch here: the claim comes before anything initializes CUDA."""
@@ -173,9 +161,10 @@ def claim_gpus(count: int, environ: MutableMapping[str, str] = os.environ, folde
     nodes = int(environ.get("SLURM_JOB_NUM_NODES") or 1)
     if count <= 0 or not job_id or nodes > 1 or len(visible) <= count:
         return None
-    folder = folder or claim_folder(job_id, environ)
+    folder = folder or os.path.join(environ.get("TMPDIR") or tempfile.gettempdir(),
+                                    f"vocab-transfer-gpus-{job_id}")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    claimed, fds = [], []
+    claimed: dict[str, int] = {}  # GPU -> its lock file's descriptor
     for gpu in visible:
         fd = os.open(os.path.join(folder, re.sub(r"[^A-Za-z0-9_.-]", "_", gpu) + ".lock"),
                      os.O_RDWR | os.O_CREAT, 0o600)
@@ -185,28 +174,25 @@ def claim_gpus(count: int, environ: MutableMapping[str, str] = os.environ, folde
             os.close(fd)
             continue
         os.set_inheritable(fd, True)
-        claimed.append(gpu)
-        fds.append(fd)
+        claimed[gpu] = fd
         if len(claimed) == count:
             break
     if len(claimed) < count:
-        for fd in fds:
+        for fd in claimed.values():
             os.close(fd)  # releases its lock
         raise RuntimeError(f"launch: {count} GPU(s) asked for, but only {len(claimed)} of "
                            f"CUDA_VISIBLE_DEVICES={','.join(visible)} are free in SLURM job {job_id} "
                            f"(locks in {folder}): the bundle's jobs ask for more GPUs than it has")
-    _CLAIMED.extend(fds)
+    _CLAIMED.extend(claimed.values())
     environ["CUDA_VISIBLE_DEVICES"] = ",".join(claimed)
-    return claimed
+    return list(claimed)
 
 
 def claim_and_exec(count: int, command: list[str], benchmark: str | None = None) -> None:
-    """:func:`claim_gpus` ``count`` GPUs, log them, and replace this process by ``command`` (``exec``: SLURM's
-    signals reach the command itself; the locks go with it). With ``benchmark``, this process stays, holding
-    the locks, and writes the job's benchmark file (:data:`BENCHMARK_COLUMNS`, as Snakemake writes one) once
-    the command has ended, then exits with its status: where ``command`` is ``python -m <module> ...`` and
-    this process has a warm starter (:func:`vocab_transfer.warm.run_module`), the module runs in a child of
-    the starter; otherwise ``command`` runs as a child of this process (:func:`run_measured`)."""
+    """:func:`claim_gpus` ``count`` GPUs, log them, and ``exec`` ``command`` (SLURM's signals reach it; the
+    locks go with it). With ``benchmark``, this process stays, holding the locks, runs ``command`` (in a child
+    of the warm starter where it is ``python -m <module>``, :func:`python_module`; else :func:`run_measured`)
+    and writes the benchmark file (:data:`BENCHMARK_COLUMNS`) before it exits with the command's status."""
     if not command:
         raise SystemExit("launch: --claim needs a command after --")
     started = time.time()
@@ -238,12 +224,11 @@ def claim_and_exec(count: int, command: list[str], benchmark: str | None = None)
 
 def run_measured(command: list[str], peaks: _Peaks) -> tuple[int, tuple[float, float]]:
     """Run ``command`` as a child of this process, sampled by ``peaks``; its exit status (128 + N for signal
-    N) and ``(cpu_seconds, peak_rss_mb)`` of it and its descendants (``wait4``). Signals: inside a SLURM job
-    every process of the job step gets SLURM's signals (``--signal``, the time limit, ``scancel``), the
-    command too, so this process only outlives them to write the benchmark file; elsewhere the command runs in
-    a session of its own and this process passes it SIGINT, SIGTERM, SIGHUP and SIGUSR1 (a terminal's Ctrl-C,
-    Snakemake stopping the job), so that the command gets each signal once (a second SIGTERM would cut
-    torchrun's shutdown of its workers short)."""
+    N) and ``(cpu_seconds, peak_rss_mb)`` of it and its descendants (``wait4``). Inside a SLURM job, SLURM
+    signals every process of the job step (``--signal``, the time limit, ``scancel``), the command too, and
+    this process only outlives them to write the benchmark file; elsewhere the command runs in a session of
+    its own and gets SIGINT, SIGTERM, SIGHUP and SIGUSR1 (Ctrl-C, Snakemake stopping the job) from this
+    process, once each (a second SIGTERM would cut torchrun's shutdown of its workers short)."""
     in_slurm = bool(os.environ.get("SLURM_JOB_ID"))
     child: list[subprocess.Popen] = []
 
@@ -295,26 +280,24 @@ class _Peaks:
             procs = [root, *root.children(recursive=True)]
         except psutil.Error:
             return False
-        rss = vms = uss = pss = read = written = 0.0
+        total = dict.fromkeys(("rss", "vms", "uss", "pss", "io_in", "io_out"), 0.0)  # bytes, summed
         for proc in procs:
             try:
                 with proc.oneshot():
                     mem = proc.memory_info()
-                    rss += mem.rss
-                    vms += mem.vms
+                    total["rss"] += mem.rss
+                    total["vms"] += mem.vms
                     if full:
                         info = proc.memory_full_info()
-                        uss += info.uss
-                        pss += getattr(info, "pss", 0)
+                        total["uss"] += info.uss
+                        total["pss"] += getattr(info, "pss", 0)
                     io = proc.io_counters()
-                    read += io.read_bytes
-                    written += io.write_bytes
+                    total["io_in"] += io.read_bytes
+                    total["io_out"] += io.write_bytes
             except (psutil.Error, AttributeError):
                 continue
-        mb = 1024 * 1024
-        self.rss, self.vms = max(self.rss, rss / mb), max(self.vms, vms / mb)
-        self.uss, self.pss = max(self.uss, uss / mb), max(self.pss, pss / mb)
-        self.io_in, self.io_out = max(self.io_in, read / mb), max(self.io_out, written / mb)
+        for key, value in total.items():
+            setattr(self, key, max(getattr(self, key), value / (1024 * 1024)))
         return True
 
     def follow(self, pid: int) -> None:
@@ -342,7 +325,7 @@ def write_benchmark(path: str, seconds: float, cpu: float, rss: float, peaks: _P
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".benchmark-", suffix=".tmp")
-    umask = os.umask(0)
+    umask = os.umask(0)  # read as io._umask does, not imported from io: the launcher starts fast without it
     os.umask(umask)
     os.fchmod(fd, 0o666 & ~umask)  # as an open() would create it, not mkstemp's 0600
     with os.fdopen(fd, "w") as out:
