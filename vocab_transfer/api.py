@@ -338,7 +338,8 @@ def refinement_budget(config: dict, method: str) -> str | None:
     that trains nothing. For a source of another size than the two measured on the CPU, the figure is an
     estimate, and says so: above the smaller one, the seconds per token scaled as the power of the
     non-embedding parameters (12 * layers * hidden**2) that joins the two measurements; below it, the smaller
-    one's figure as an upper bound (tokenizing each batch twice costs as much as the small model's steps)."""
+    one's figure as an upper bound (tokenizing each batch twice costs as much as the small model's steps).
+    A GPU figure exists only for the h768, 12-layer shape."""
     import math
 
     from .methods.registry import method_params

@@ -1,10 +1,15 @@
 """What every job that resumes shares (the trainers of :mod:`vocab_transfer.training`, the refinement of
-:mod:`vocab_transfer.methods.token_distillation`): :class:`StopSignals` (SIGUSR1 / SIGTERM -> checkpoint ->
-exit :data:`EXIT_RESUME`, which the profile retries), and :func:`check_checkpoint`, which refuses a
-checkpoint whose manifest (:func:`vocab_transfer.artifacts.write_manifest`, written with it by
-:func:`vocab_transfer.io.atomic_path`) is missing or does not match its files before any of its bytes are
-read. A checkpoint holds tensors (safetensors, or ``torch.save`` files loaded with ``weights_only=True``) and
-JSON only, so even one that passes its check because its manifest was rewritten along with it cannot run code.
+:mod:`vocab_transfer.methods.token_distillation`): the stop signals, and the check before a checkpoint is
+read.
+
+- :class:`StopSignals` turns SIGUSR1 / SIGTERM (SLURM's ``--signal`` warning, preemption) into a checkpoint
+  after the current step and exit code :data:`EXIT_RESUME` (75, EX_TEMPFAIL), which the profile retries.
+- :func:`check_checkpoint` refuses a checkpoint whose manifest
+  (:func:`vocab_transfer.artifacts.write_manifest`, written with it by :func:`vocab_transfer.io.atomic_path`)
+  is missing or does not match its files, before any of its bytes are read: :class:`CheckpointError` names it
+  and the folder to delete. A checkpoint holds tensors (safetensors, or ``torch.save`` files loaded with
+  ``weights_only=True``) and JSON only, so even one that passes its check because its manifest was rewritten
+  along with it cannot run code.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@
 - ``text``: a text file (one document per non-empty line), a folder of text files (:data:`TEXT_SUFFIXES`), or
   a ``.parquet`` file with a ``text`` column. Files compressed with gzip, xz, bzip2 or zstd are recognized by
   their first bytes, whatever their name, and read decompressed; the text is decoded strictly
-  (:func:`read_lines`). A folder is read for its own files only (:class:`LinkError`), and the files read are
-  recorded (``origin["files"]``);
+  (:func:`read_lines`). A folder is read for its own files only: a file that is, or lies under, a symbolic
+  link resolving outside it is refused (:class:`LinkError`), and the files read are recorded
+  (``origin["files"]``);
 - ``cc100`` / ``oscar`` / ``mc4``: hub corpora streamed through ``datasets.load_dataset(..., streaming=True)``
   (:class:`HubSource`).
 

@@ -29,8 +29,9 @@ def curves(inputs, manifest) -> pd.DataFrame:
     frames = []
     for rec in manifest:
         curve = pd.read_parquet(inputs[rec["input"]]).sort_values(["step", "stage"]).groupby("step").last()
-        # NaN bits per byte in curves written without them
-        curve = curve.reset_index().reindex(columns=["step", "heldout_loss", "heldout_bits_per_byte"])
+        if "heldout_bits_per_byte" not in curve:  # curves written without it
+            curve["heldout_bits_per_byte"] = float("nan")
+        curve = curve.reset_index()[["step", "heldout_loss", "heldout_bits_per_byte"]]
         frames.append(curve.rename(columns={"heldout_loss": "loss",
                                             "heldout_bits_per_byte": "bits_per_byte"}).assign(
             perplexity=lambda d: d["loss"].map(lambda v: math.exp(min(v, 50.0))), run=rec["run"],

@@ -97,11 +97,15 @@ def _from_template(name: str, root: str, template: str):
 
     def path(*args, **kwargs):
         if kwargs or len(args) != len(fields):  # positional: the rules' calls, bound without inspect's cost
-            args = signature.bind(*args, **kwargs).arguments.values()
+            try:
+                args = signature.bind(*args, **kwargs).arguments.values()
+            except TypeError as e:
+                raise TypeError(f"{name}() {e}") from None
         return f"{root}/" + template.format_map(dict(zip(fields, args, strict=True)))
 
     path.__name__ = path.__qualname__ = name
     path.__signature__ = signature
+    path.__doc__ = f"``{root}/{template}``"
     return path
 
 
@@ -114,6 +118,7 @@ def _extending(name: str, stem, suffix: str):
 
     path.__name__ = path.__qualname__ = name
     path.__signature__ = inspect.signature(stem)
+    path.__doc__ = f"{stem.__name__}(...) + ``{suffix}``"
     return path
 
 
