@@ -161,6 +161,8 @@ def anchored_start(inputs: TransferInputs, overlap: pd.DataFrame) -> tuple:
 def fill_random(matrix: torch.Tensor, random: np.ndarray, source: torch.Tensor, seed: int) -> None:
     """Draw the rows where ``random`` is true (provenance ``RANDOM``, kind code 2), in id order, from
     :func:`normal_like` of ``source``."""
+    if random.dtype != bool:
+        raise TypeError(f"fill_random takes a boolean mask of the rows to draw, not {random.dtype} values")
     rand = torch.from_numpy(np.flatnonzero(random))
     matrix[rand] = normal_like(source, len(rand), torch.Generator().manual_seed(seed))
 
