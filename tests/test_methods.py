@@ -242,24 +242,6 @@ def test_fvt_copies_the_overlap_and_averages_source_pieces(sw_tokenizer):
     assert torch.equal(res.matrix, run_method("fvt", inputs, seed=0).matrix)
 
 
-def _configured_methods():
-    """Every `methods` entry of the configs in the repository: (kind, params) as the config check sees
-    them."""
-    import glob
-    from pathlib import Path
-
-    import yaml
-
-    from vocab_transfer.methods import method_config
-
-    root = Path(__file__).resolve().parent.parent
-    files = ["config.yaml", "tests/data/tiny_config.yaml",
-             *sorted(glob.glob("configs/*.yaml", root_dir=root))]
-    for name in files:
-        for spec in (yaml.safe_load((root / name).read_text()).get("methods") or {}).values():
-            yield spec["kind"], method_config(spec)
-
-
 def test_the_package_imports_every_method_module():
     """``vocab_transfer.methods`` imports each module that registers a method, so the registry the workflow
     plans with is complete; the helper modules register none."""

@@ -60,19 +60,30 @@ from . import (  # noqa: F401 - each module registers its methods
     wechsel,
 )
 from .base import EmbeddingInit, TransferInputs
-from .registry import METHODS, NEED_INPUTS, Method, Need, Needs, kinds, method_needs, method_params, register
+from .registry import (
+    METHODS,
+    NEED_INPUTS,
+    Method,
+    Need,
+    Needs,
+    keyword_parameters,
+    kinds,
+    method_needs,
+    method_params,
+    register,
+)
 
 HELPERS = ("align", "base", "factorized", "neighbours", "overlap",
            "registry", "semi_nmf", "sparsemax")  # no method
 
 
-#: Keys of a config `methods` entry that are not parameters of the method function.
-ROW_KEYS = ("kind", "label", "targets", "output_rows", "fasttext")
-
-
 def method_config(spec: dict) -> dict:
-    """A config `methods` entry without its table-row keys: the method's parameters as configured."""
-    return {k: v for k, v in spec.items() if k not in ROW_KEYS}
+    """A method entry (a job's ``{"kind": ..., **params}``, with the row keys of
+    :class:`vocab_transfer.workflow.model.Method` where set) without its row keys: the keys that ``kind``'s
+    function takes. Its signature is the one list of them; a key it does not take is refused when the config
+    is parsed (``Method.check``)."""
+    taken = keyword_parameters(spec["kind"])
+    return {k: v for k, v in spec.items() if k in taken}
 
 
 def run_method(kind: str, inputs: TransferInputs, *, seed: int, **params) -> EmbeddingInit:
@@ -82,5 +93,5 @@ def run_method(kind: str, inputs: TransferInputs, *, seed: int, **params) -> Emb
     return METHODS[kind].fn(inputs, seed=seed, **params)
 
 
-__all__ = ["METHODS", "NEED_INPUTS", "ROW_KEYS", "EmbeddingInit", "Method", "Need", "Needs", "TransferInputs",
+__all__ = ["METHODS", "NEED_INPUTS", "EmbeddingInit", "Method", "Need", "Needs", "TransferInputs",
            "kinds", "method_config", "method_needs", "method_params", "register", "run_method"]

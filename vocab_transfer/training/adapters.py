@@ -11,7 +11,7 @@ and the language adapter frozen; at inference the language adapter is swapped fo
 - MAD-X 2.0 (unks-everywhere §4.1): no language adapter in the last layer.
 - Task adapter in layer l (MAD-X §3.3): a bottleneck stacked on the language adapter as the ``adapters``
   library's ``Stack(language, task)`` does (:func:`adapter_stack_forward`); by default reduction factor 16, no
-  invertible part, every layer (``TASK_ADAPTER_DEFAULTS``).
+  invertible part, every layer (:class:`.settings.TaskAdapter`).
 
 Up-projections start at zero, so attaching an adapter leaves the model's outputs unchanged. Adapters are
 submodules (in ``state_dict`` while attached: checkpoints round-trip) that patch the forward of the modules
